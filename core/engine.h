@@ -1,0 +1,190 @@
+/* ringflow/engine.h — the dependency engine (seeds/dependency-engine.txt).
+ *
+ * Variables are tags for resources. rf_engine_push(fn, reads, mutates, stream) queues
+ * an operation on each variable's FIFO queue: consecutive reads run together, a
+ * mutation waits for everything before it and blocks everything after. An op runs
+ * when its pending-dependency counter reaches zero. All scheduling state lives on the
+ * reactor thread of the ring the engine was created on: every function here is
+ * called on that thread, except rf_op_execute() which the stream's thread calls.
+ *
+ * Waiting is running: rf_engine_wait_var/_all turn the reactor until the condition
+ * holds. Calling them from inside an op is refused with -EDEADLK.
+ *
+ * Environment:
+ *   RF_ENGINE_SYNC=1     every op runs to completion inside push (like MXNet's
+ *                        NaiveEngine); results are identical.
+ *   RF_TRACE=FILE        write a Chrome-trace JSON file when the engine is destroyed.
+ */
+#ifndef RINGFLOW_ENGINE_H
+#define RINGFLOW_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "ring.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct rf_engine;
+struct rf_var;
+struct rf_op;
+struct rf_stream;
+
+/* An operation: returns 0 or -errno. Runs on its stream's thread (the reactor thread
+ * for the inline stream). Must not call engine functions, except rf_engine_push from
+ * inline-stream ops. */
+typedef int (*rf_op_fn)(void *ctx);
+/* Called on the reactor thread once the op is finished (ran, failed or was skipped),
+ * with its final status. Use it to free ctx. */
+typedef void (*rf_op_done_fn)(void *ctx, int status);
+
+enum {
+	RF_OP_ALWAYS = 1u << 0, /* run even if an input is poisoned (deletions, resets) */
+};
+
+struct rf_op_desc {
+	rf_op_fn fn;
+	void *ctx;
+	rf_op_done_fn done;             /* optional */
+	struct rf_var *const *reads;    /* may repeat or overlap writes: deduplicated */
+	unsigned nreads;
+	struct rf_var *const *writes;
+	unsigned nwrites;
+	struct rf_stream *stream;       /* NULL: the engine's inline stream */
+	const char *name;               /* static string, for traces and error messages */
+	size_t bytes;                   /* counted against opts.max_bytes while in flight */
+	unsigned flags;                 /* RF_OP_* */
+};
+
+struct rf_engine_opts {
+	unsigned max_inflight;  /* ops pushed and not finished; 0: 4096. A push past the cap
+				 * turns the reactor until there is room. */
+	size_t max_bytes;       /* 0: unlimited */
+	int sync;               /* 1: synchronous debug mode; 0: off; -1: RF_ENGINE_SYNC */
+	const char *trace_path; /* NULL: RF_TRACE */
+};
+
+struct rf_engine_stats {
+	uint64_t pushed, completed, failed, skipped;
+	uint64_t chained;       /* dependencies satisfied early by stream order */
+	uint64_t cap_waits;     /* pushes that had to turn the reactor for room */
+	unsigned inflight, max_inflight_seen;
+	size_t inflight_bytes;
+};
+
+/* Create an engine on ring (borrowed; must outlive the engine). */
+int rf_engine_create(struct rf_engine **out, struct rf_ring *ring, const struct rf_engine_opts *opts);
+/* Waits for all ops, destroys streams still registered (in reverse order), writes the
+ * trace if one is on, frees. */
+void rf_engine_destroy(struct rf_engine *e);
+struct rf_ring *rf_engine_ring(struct rf_engine *e);
+void rf_engine_get_stats(const struct rf_engine *e, struct rf_engine_stats *st);
+int rf_engine_is_sync(const struct rf_engine *e);
+
+/* A new variable. name (copied, may be NULL) is used in traces and errors. Returns
+ * NULL only on allocation failure. */
+struct rf_var *rf_var_new(struct rf_engine *e, const char *name);
+const char *rf_var_name(const struct rf_var *v);
+
+/* Push an op. Returns 0, or -errno (-EINVAL for a bad descriptor, -ENOMEM). The op's
+ * done callback runs in every case where 0 is returned. */
+int rf_engine_push(struct rf_engine *e, const struct rf_op_desc *d);
+
+/* Shorthand for the common case. */
+int rf_engine_push_simple(struct rf_engine *e, rf_op_fn fn, void *ctx,
+			  struct rf_var *const *reads, unsigned nreads,
+			  struct rf_var *const *writes, unsigned nwrites,
+			  struct rf_stream *stream, const char *name);
+
+/* Delete a variable: pushed as a mutation (running even if poisoned), so free_fn(arg)
+ * runs only after every earlier reader and writer. The variable must not be used
+ * after this call. free_fn may be NULL. stream NULL: inline. */
+int rf_var_delete(struct rf_engine *e, struct rf_var *v, void (*free_fn)(void *), void *arg,
+		  struct rf_stream *stream);
+
+/* Turn the reactor until every op pushed so far that mutates v has finished. Returns
+ * 0 or v's poison error (-errno of the failing op). */
+int rf_engine_wait_var(struct rf_engine *e, struct rf_var *v);
+/* Turn the reactor until every op pushed so far has finished. Returns 0, or the first
+ * op error since the previous wait_all (then cleared). */
+int rf_engine_wait_all(struct rf_engine *e);
+
+/* The poison of a variable: 0, or the error and (if op_name) the failing op's name. */
+int rf_var_error(const struct rf_var *v, const char **op_name);
+/* Clear a variable's poison (pushed as a mutation). */
+int rf_var_clear_error(struct rf_engine *e, struct rf_var *v);
+
+/* Chrome-trace JSON (opens in Perfetto): one track per stream, each op with name,
+ * start and end, and its dependency edges as flow events. start() begins recording;
+ * stop() writes the file and stops. Returns 0 or -errno. */
+int rf_engine_trace_start(struct rf_engine *e, const char *path);
+int rf_engine_trace_stop(struct rf_engine *e);
+/* Add an instant or complete event on a stream's track (for annotations). */
+void rf_engine_trace_mark(struct rf_engine *e, struct rf_stream *s, const char *name,
+			  uint64_t t0_ns, uint64_t t1_ns);
+
+/* ---- streams -------------------------------------------------------------------
+ * A stream runs ops. The inline stream runs them on the reactor thread; a worker
+ * stream runs them on its own thread (single-producer/single-consumer queue in, a ring
+ * notifier out: no mutex, no condition variable). Devices add their own. */
+struct rf_stream *rf_engine_inline_stream(struct rf_engine *e);
+/* Create a worker stream with its own thread. capacity: queue slots (0: 1024). The
+ * engine owns it (destroyed by rf_engine_destroy) unless rf_stream_destroy is called
+ * first, which waits for all the engine's work. */
+int rf_worker_stream_create(struct rf_engine *e, const char *name, unsigned capacity,
+			    struct rf_stream **out);
+void rf_stream_destroy(struct rf_stream *s);
+const char *rf_stream_name(const struct rf_stream *s);
+
+/* ---- implementing a stream (devices) ------------------------------------------- */
+enum {
+	RF_STREAM_IN_ORDER = 1u << 0, /* ops finish in enqueue order: a consumer on the same
+				       * stream is enqueued as soon as its producers are */
+};
+
+struct rf_stream_ops {
+	/* Reactor thread. Take op: run rf_op_execute(op) (on any thread) and afterwards
+	 * call rf_engine_op_done(op, status) on the reactor thread; in enqueue order for an
+	 * in-order stream. Returns 0 or -errno (then the op fails with it). */
+	int (*enqueue)(struct rf_stream *s, struct rf_op *op);
+	/* optional: make s's future work wait for producer's op with stream sequence
+	 * number seq (enqueued, maybe not finished). Return 0 if done (the engine then
+	 * counts the dependency satisfied), -ENOTSUP otherwise. */
+	int (*chain)(struct rf_stream *s, struct rf_stream *producer, uint64_t seq);
+	/* Reactor thread, no op in flight. Free the stream (including s itself). */
+	void (*destroy)(struct rf_stream *s);
+};
+
+struct rf_stream {
+	const struct rf_stream_ops *ops;
+	void *ctx;              /* the implementation's */
+	const char *name;
+	unsigned flags;         /* RF_STREAM_* */
+	/* filled by rf_engine_add_stream */
+	struct rf_engine *eng;
+	int id;
+	struct rf_stream *next_registered;
+	uint64_t seq;           /* ops enqueued so far */
+	uint64_t done_seq;      /* ops reported done so far */
+};
+
+/* Register a stream the caller allocated (ops, ctx, name, flags set). */
+int rf_engine_add_stream(struct rf_engine *e, struct rf_stream *s);
+/* Unregister (no op of it may be in flight). Does not call ops->destroy. */
+void rf_engine_remove_stream(struct rf_engine *e, struct rf_stream *s);
+
+/* Any thread: run the op's function (recording start/end times for the trace) and
+ * return its status. A stream calls it exactly once per op. */
+int rf_op_execute(struct rf_op *op);
+/* Stream sequence number assigned at enqueue (1-based). */
+uint64_t rf_op_seq(const struct rf_op *op);
+/* Let an asynchronous stream (CUDA) supply device-side start/end times. */
+void rf_op_set_times(struct rf_op *op, uint64_t t0_ns, uint64_t t1_ns);
+/* Reactor thread: the op finished with status. */
+void rf_engine_op_done(struct rf_op *op, int status);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

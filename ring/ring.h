@@ -1,0 +1,193 @@
+/* ringflow/ring.h — the io_uring reactor.
+ *
+ * One thread owns a struct rf_ring. Everything that schedules arrives on it as a
+ * completion: file reads and writes, fsyncs, timers, eventfd watches, and
+ * notifications posted by threads that have no ring of their own (CPU workers,
+ * CUDA host callbacks) through struct rf_notifier.
+ *
+ * Threading: every function here must be called on the ring's owner thread, except
+ * rf_notifier_signal(), which any thread may call (one syscall, no lock).
+ *
+ * Errors: functions return 0 (or a count) on success and -errno on failure. A
+ * request's callback receives its result: bytes transferred, 0, or -errno.
+ */
+#ifndef RINGFLOW_RING_H
+#define RINGFLOW_RING_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct rf_ring;
+struct rf_notifier;
+
+/* Identifies a request in flight, for rf_ring_cancel(). 0 is never a valid id. The
+ * id carries a generation tag, so cancelling an id whose request already completed
+ * (and whose slot was reused) is harmless: it returns -ENOENT. */
+typedef uint64_t rf_req_id;
+
+/* Called on the owner thread when a request completes. res: bytes (read/write),
+ * 0 (fsync, timeout fired), or -errno (-ECANCELED after rf_ring_cancel, -ETIME is
+ * reported as 0 for timeouts). The request is finished when this runs; the callback
+ * may submit new requests (they are queued, never submitted recursively). */
+typedef void (*rf_io_cb)(void *data, int64_t res);
+
+/* Called on the owner thread with the number of signals received since the last
+ * call (>= 1). */
+typedef void (*rf_notify_cb)(void *data, uint32_t count);
+
+/* Called on the owner thread for each completion of an eventfd watch with the value
+ * read (the eventfd counter), or -errno once if the watch fails. */
+typedef void (*rf_watch_cb)(void *data, int64_t value);
+
+enum {
+	RF_RING_SQPOLL = 1u << 0,     /* kernel polling thread: costs a core, no DEFER_TASKRUN */
+	RF_RING_NO_MSG_RING = 1u << 1 /* force the eventfd fallback for notifiers (tests) */
+};
+
+struct rf_ring_opts {
+	unsigned entries;   /* submission queue depth (rounded up to a power of 2); 0: 256 */
+	unsigned flags;     /* RF_RING_* */
+	unsigned sqpoll_idle_ms; /* with RF_RING_SQPOLL; 0: 1000 */
+};
+
+/* Which setup flags the kernel accepted, for diagnostics and tests. */
+struct rf_ring_info {
+	unsigned setup_flags;   /* IORING_SETUP_* actually in effect */
+	unsigned sq_entries, cq_entries;
+	int msg_ring;           /* 1: notifiers use ringless MSG_RING; 0: eventfd fallback */
+};
+
+struct rf_ring_stats {
+	uint64_t submissions;   /* SQEs handed to the kernel */
+	uint64_t completions;   /* CQEs reaped */
+	uint64_t enters;        /* io_uring_enter calls made by the owner thread */
+	uint64_t bytes_read, bytes_written;
+	uint64_t short_resubmits; /* remainders of short reads/writes resubmitted */
+	uint64_t sq_full_flushes; /* times the SQ was full and flushed before queuing */
+	uint64_t notifications;   /* notifier signals delivered */
+	uint64_t faults_injected; /* RF_FAULT_INJECT, see rf_ring_create */
+};
+
+/* Create a ring owned by the calling thread. opts may be NULL. Tries
+ * SINGLE_ISSUER|DEFER_TASKRUN|COOP_TASKRUN and drops flags one by one on -EINVAL.
+ * CQ is sized 4x the SQ.
+ *
+ * Fault injection for tests: the environment variable RF_FAULT_INJECT=
+ * "eio=P,short=Q,seed=S" makes a fraction P of file reads complete with -EIO and a
+ * fraction Q come back short (the ring then resubmits the remainder, as for any
+ * short read). Fractions are in [0,1]. */
+int rf_ring_create(struct rf_ring **out, const struct rf_ring_opts *opts);
+
+/* Cancel every request in flight, reap all completions (callbacks of cancelled
+ * requests run with -ECANCELED), then free. Notifiers must be destroyed first. */
+void rf_ring_destroy(struct rf_ring *r);
+
+void rf_ring_get_info(const struct rf_ring *r, struct rf_ring_info *info);
+void rf_ring_get_stats(const struct rf_ring *r, struct rf_ring_stats *st);
+
+/* ---- requests --------------------------------------------------------------
+ * All take an optional rf_req_id *id (may be NULL) that receives the request id.
+ * The buffer must stay valid until the callback runs. A short read or write is
+ * resubmitted for the remainder; the callback sees the total, or a smaller count
+ * only at end of file (a read returning 0). */
+enum {
+	RF_IO_FIXED_FILE = 1u << 0, /* fd is an index into rf_ring_register_files() */
+	RF_IO_FIXED_BUF = 1u << 1,  /* buf lies in a buffer from rf_ring_register_buffers() */
+	RF_IO_NO_RETRY_SHORT = 1u << 2 /* report short transfers as they come */
+};
+
+int rf_ring_read(struct rf_ring *r, int fd, void *buf, size_t len, uint64_t off,
+		 unsigned flags, rf_io_cb cb, void *data, rf_req_id *id);
+int rf_ring_write(struct rf_ring *r, int fd, const void *buf, size_t len, uint64_t off,
+		  unsigned flags, rf_io_cb cb, void *data, rf_req_id *id);
+/* datasync: 1 for fdatasync semantics. */
+int rf_ring_fsync(struct rf_ring *r, int fd, unsigned flags, int datasync,
+		  rf_io_cb cb, void *data, rf_req_id *id);
+/* Fires after ns nanoseconds with res 0, or -ECANCELED. */
+int rf_ring_timeout(struct rf_ring *r, uint64_t ns, rf_io_cb cb, void *data, rf_req_id *id);
+/* Ask the kernel to cancel a request. The request's own callback runs with
+ * -ECANCELED (or with its result, if it completed first: a read already at the
+ * device may finish; its data is then dropped: the callback still sees -ECANCELED).
+ * Returns 0 if the request was in flight, -ENOENT if the id is unknown/finished. */
+int rf_ring_cancel(struct rf_ring *r, rf_req_id id);
+
+/* ---- eventfd watch (long-lived) ----------------------------------------------
+ * Keeps a read armed on efd; each completion calls cb with the counter value. The
+ * watch holds the ring "busy" for rf_ring_run(RF_RUN_UNTIL_IDLE) only if
+ * counts_as_pending is set. */
+struct rf_watch;
+int rf_watch_eventfd(struct rf_ring *r, int efd, int counts_as_pending,
+		     rf_watch_cb cb, void *data, struct rf_watch **out);
+/* Cancels the armed read; the watch is freed once its cancellation is reaped. */
+void rf_watch_stop(struct rf_watch *w);
+
+/* ---- notifiers: cross-thread wake-ups without locks ---------------------------
+ * A notifier belongs to a ring. Any thread may call rf_notifier_signal(); the owner
+ * thread's cb later receives the number of signals, exactly once each: none is lost
+ * or duplicated. Delivery uses the ringless IORING_REGISTER_SEND_MSG_RING register
+ * call (kernel 6.13+) and falls back to an eventfd write with a read armed on the
+ * ring where the kernel refuses it. A live notifier counts as pending for
+ * RF_RUN_UNTIL_IDLE only while rf_notifier_expect() says signals are owed. */
+int rf_notifier_create(struct rf_ring *r, rf_notify_cb cb, void *data, struct rf_notifier **out);
+/* Any thread. One syscall. Returns 0 or -errno. */
+int rf_notifier_signal(struct rf_notifier *n);
+/* Owner thread: declare that n more signals are owed (so run-until-idle waits for
+ * them). Each delivered signal pays one back. */
+void rf_notifier_expect(struct rf_notifier *n, uint32_t count);
+/* Owner thread. Signals still in flight must have been delivered (expect() == 0). */
+void rf_notifier_destroy(struct rf_notifier *n);
+
+/* ---- registered buffers and files --------------------------------------------- */
+
+/* O_DIRECT alignment for a file: memory and offset alignment from
+ * statx(STATX_DIOALIGN) where the kernel and filesystem report it, else 4096. */
+int rf_dio_align(int fd, const char *path, uint32_t *mem_align, uint32_t *off_align);
+
+/* Allocate an arena of nbufs buffers of bufsz bytes, each aligned to align (a power
+ * of two >= 512; bufsz rounded up to it), mmap'd, and register them with the ring as
+ * fixed buffers (index i is buffer i). Only one arena per ring. The ring owns the
+ * arena; it is freed by rf_ring_destroy. */
+int rf_ring_register_buffers(struct rf_ring *r, unsigned nbufs, size_t bufsz, size_t align);
+void *rf_ring_buffer(struct rf_ring *r, unsigned i);
+size_t rf_ring_buffer_size(const struct rf_ring *r);
+unsigned rf_ring_buffer_count(const struct rf_ring *r);
+/* Register an external memory area as one fixed buffer: the ring's arena must not
+ * exist. Used by devices to register pinned staging memory. */
+int rf_ring_register_memory(struct rf_ring *r, void *const *bufs, const size_t *lens, unsigned n);
+
+/* Register files; RF_IO_FIXED_FILE requests then name them by index. */
+int rf_ring_register_files(struct rf_ring *r, const int *fds, unsigned n);
+
+/* ---- running ------------------------------------------------------------------ */
+enum rf_run_mode {
+	RF_RUN_UNTIL_IDLE,  /* until no request and no owed signal is pending */
+	RF_RUN_ONCE,        /* one loop turn: submit, wait for >= 1 completion, dispatch */
+	RF_RUN_NOWAIT       /* one loop turn without blocking */
+};
+/* Returns the number of completions dispatched (>= 0) or -errno. Callbacks never run
+ * inside a submission call: only here. Calling rf_ring_run from inside a callback
+ * returns -EDEADLK. */
+int rf_ring_run(struct rf_ring *r, enum rf_run_mode mode);
+
+/* Turn the loop until pred(arg) returns non-zero (checked before each turn), or the
+ * ring is idle with the predicate still false (-EDEADLK: it could never become
+ * true), or timeout_ns passes (-ETIMEDOUT; 0 = no timeout). */
+int rf_ring_run_until(struct rf_ring *r, int (*pred)(void *arg), void *arg, uint64_t timeout_ns);
+
+/* Requests in flight (submitted or queued), owed notifier signals included. */
+unsigned rf_ring_pending(const struct rf_ring *r);
+/* Non-zero while a callback is being dispatched on this ring. */
+int rf_ring_in_callback(const struct rf_ring *r);
+
+/* Monotonic clock in nanoseconds, as used by traces and benchmarks. */
+uint64_t rf_now_ns(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
