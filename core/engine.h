@@ -43,8 +43,15 @@ enum {
 	RF_OP_ALWAYS = 1u << 0, /* run even if an input is poisoned (deletions, resets) */
 };
 
+/* An asynchronous op (I/O is just another stream): runs on the reactor thread, starts
+ * work — typically a ring request — and returns 0; the work's completion calls
+ * rf_engine_op_done(op, status) later, on the reactor thread. A negative return fails
+ * the op at once. Such ops run on the engine's "async" stream. */
+typedef int (*rf_async_fn)(void *ctx, struct rf_op *op);
+
 struct rf_op_desc {
-	rf_op_fn fn;
+	rf_op_fn fn;                    /* or afn, not both */
+	rf_async_fn afn;
 	void *ctx;
 	rf_op_done_fn done;             /* optional */
 	struct rf_var *const *reads;    /* may repeat or overlap writes: deduplicated */
@@ -129,6 +136,8 @@ void rf_engine_trace_mark(struct rf_engine *e, struct rf_stream *s, const char *
  * stream runs them on its own thread (single-producer/single-consumer queue in, a ring
  * notifier out: no mutex, no condition variable). Devices add their own. */
 struct rf_stream *rf_engine_inline_stream(struct rf_engine *e);
+/* The stream rf_async_fn ops run on (a trace track of its own). */
+struct rf_stream *rf_engine_async_stream(struct rf_engine *e);
 /* Create a worker stream with its own thread. capacity: queue slots (0: 1024). The
  * engine owns it (destroyed by rf_engine_destroy) unless rf_stream_destroy is called
  * first, which waits for all the engine's work. */

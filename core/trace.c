@@ -1,0 +1,253 @@
+/* core/trace.c — Chrome-trace JSON (the "Trace Event Format"; opens in Perfetto and
+ * chrome://tracing). One track (tid) per stream, each op a complete event ("X") with
+ * its name, start and duration, and each dependency edge a flow ("s" at the end of the
+ * producer, "f" with binding point "e" at the start of the consumer).
+ *
+ * Dependency edges are computed at push time from the variables' histories: a read
+ * depends on the variable's last writer, a write on the last writer and every reader
+ * since. Recording costs nothing when no trace is on. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine-impl.h"
+
+#define RF__MAX_READERS 256
+
+int rf__trace_open(struct rf_engine *e, const char *path)
+{
+	struct rf__trace *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return -ENOMEM;
+	t->path = strdup(path);
+	if (!t->path) {
+		free(t);
+		return -ENOMEM;
+	}
+	t->t_origin = rf_now_ns();
+	e->trace = t;
+	return 0;
+}
+
+static int rf__deps_add(struct rf_op *op, uint64_t uid, uint32_t *cap)
+{
+	uint32_t i;
+
+	if (!uid)
+		return 0;
+	for (i = 0; i < op->ndeps; i++)
+		if (op->deps[i] == uid)
+			return 0;
+	if (op->ndeps == *cap) {
+		uint32_t nc = *cap ? *cap * 2 : 8;
+		uint64_t *n = realloc(op->deps, nc * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		op->deps = n;
+		*cap = nc;
+	}
+	op->deps[op->ndeps++] = uid;
+	return 0;
+}
+
+void rf__trace_deps_at_push(struct rf_engine *e, struct rf_op *op)
+{
+	uint32_t i, j, cap = 0;
+
+	(void)e;
+	for (i = 0; i < op->nent; i++) {
+		struct rf_var *v = op->ent[i].var;
+
+		rf__deps_add(op, v->last_writer, &cap);
+		if (op->ent[i].write) {
+			for (j = 0; j < v->nreaders; j++)
+				rf__deps_add(op, v->readers[j], &cap);
+			v->nreaders = 0;
+			v->last_writer = op->uid;
+		} else if (!op->internal) {
+			if (v->nreaders == v->cap_readers && v->cap_readers < RF__MAX_READERS) {
+				uint32_t nc = v->cap_readers ? v->cap_readers * 2 : 8;
+				uint64_t *n = realloc(v->readers, nc * sizeof(*n));
+				if (n) {
+					v->readers = n;
+					v->cap_readers = nc;
+				}
+			}
+			if (v->nreaders < v->cap_readers)
+				v->readers[v->nreaders++] = op->uid;
+		}
+	}
+}
+
+void rf__trace_var_free(struct rf_var *v)
+{
+	free(v->readers);
+	v->readers = NULL;
+}
+
+void rf__trace_record(struct rf_engine *e, struct rf_op *op)
+{
+	struct rf__trace *t = e->trace;
+	struct rf__trace_ev *ev;
+
+	if (op->internal)
+		return;
+	if (t->n == t->cap) {
+		size_t nc = t->cap ? t->cap * 2 : 4096;
+		struct rf__trace_ev *n = realloc(t->ev, nc * sizeof(*n));
+		if (!n)
+			return; /* trace truncated rather than failing the op */
+		t->ev = n;
+		t->cap = nc;
+	}
+	ev = &t->ev[t->n++];
+	ev->name = op->name;
+	ev->tid = op->stream->id;
+	ev->t0 = op->t0 ? op->t0 : rf_now_ns();
+	ev->t1 = op->t1 >= ev->t0 ? op->t1 : ev->t0;
+	ev->uid = op->uid;
+	ev->ndeps = op->ndeps;
+	ev->deps = op->deps; /* ownership moves to the trace */
+	op->deps = NULL;
+	op->ndeps = 0;
+}
+
+void rf_engine_trace_mark(struct rf_engine *e, struct rf_stream *s, const char *name,
+			  uint64_t t0_ns, uint64_t t1_ns)
+{
+	struct rf__trace *t = e->trace;
+	struct rf__trace_ev *ev;
+
+	if (!t)
+		return;
+	if (t->n == t->cap) {
+		size_t nc = t->cap ? t->cap * 2 : 4096;
+		struct rf__trace_ev *n = realloc(t->ev, nc * sizeof(*n));
+		if (!n)
+			return;
+		t->ev = n;
+		t->cap = nc;
+	}
+	ev = &t->ev[t->n++];
+	memset(ev, 0, sizeof(*ev));
+	ev->name = name;
+	ev->tid = s ? s->id : 0;
+	ev->t0 = t0_ns;
+	ev->t1 = t1_ns < t0_ns ? t0_ns : t1_ns;
+}
+
+static void rf__json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; s && *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+static int rf__cmp_uid(const void *a, const void *b)
+{
+	const struct rf__trace_ev *x = a, *y = b;
+
+	return x->uid < y->uid ? -1 : x->uid > y->uid;
+}
+
+/* Find the event of op uid (events sorted by uid; marks have uid 0). */
+static const struct rf__trace_ev *rf__find(const struct rf__trace *t, uint64_t uid)
+{
+	size_t lo = 0, hi = t->n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (t->ev[mid].uid < uid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < t->n && t->ev[lo].uid == uid ? &t->ev[lo] : NULL;
+}
+
+int rf__trace_close(struct rf_engine *e)
+{
+	struct rf__trace *t = e->trace;
+	struct rf_stream *s;
+	FILE *f;
+	size_t i;
+	uint64_t flow = 0;
+	int ret = 0, first = 1;
+
+	e->trace = NULL;
+	f = fopen(t->path, "w");
+	if (!f) {
+		ret = -errno;
+		fprintf(stderr, "ringflow: cannot write trace %s: %s\n", t->path, strerror(errno));
+		goto out;
+	}
+	qsort(t->ev, t->n, sizeof(*t->ev), rf__cmp_uid);
+	fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n", f);
+#define SEP() do { if (!first) fputs(",\n", f); first = 0; } while (0)
+	SEP();
+	fprintf(f, "{\"ph\":\"M\",\"pid\":1,\"tid\":0,\"name\":\"process_name\",\"args\":{\"name\":\"ringflow\"}}");
+	SEP();
+	fprintf(f, "{\"ph\":\"M\",\"pid\":1,\"tid\":0,\"name\":\"thread_name\",\"args\":{\"name\":\"inline (reactor)\"}}");
+	SEP();
+	fprintf(f, "{\"ph\":\"M\",\"pid\":1,\"tid\":1,\"name\":\"thread_name\",\"args\":{\"name\":\"async (ring I/O)\"}}");
+	for (s = e->streams; s; s = s->next_registered) {
+		SEP();
+		fprintf(f, "{\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"name\":\"thread_name\",\"args\":{\"name\":", s->id);
+		rf__json_str(f, s->name);
+		fputs("}}", f);
+		SEP();
+		fprintf(f, "{\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":%d}}",
+			s->id, s->id);
+	}
+	for (i = 0; i < t->n; i++) {
+		const struct rf__trace_ev *ev = &t->ev[i];
+		double ts = (double)(ev->t0 - t->t_origin) / 1e3;
+		double dur = (double)(ev->t1 - ev->t0) / 1e3;
+		uint32_t j;
+
+		if (ev->t0 < t->t_origin)
+			ts = 0;
+		SEP();
+		fputs("{\"ph\":\"X\",\"pid\":1,\"name\":", f);
+		rf__json_str(f, ev->name);
+		fprintf(f, ",\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"op\":%llu}}", ev->tid, ts, dur,
+			(unsigned long long)ev->uid);
+		for (j = 0; j < ev->ndeps; j++) {
+			const struct rf__trace_ev *p = rf__find(t, ev->deps[j]);
+			double pts;
+			if (!p)
+				continue;
+			pts = p->t1 >= t->t_origin ? (double)(p->t1 - t->t_origin) / 1e3 : 0;
+			if (pts > ts)
+				pts = ts; /* chained on a stream: started before the producer ended */
+			flow++;
+			SEP();
+			fprintf(f, "{\"ph\":\"s\",\"pid\":1,\"tid\":%d,\"ts\":%.3f,\"id\":%llu,\"cat\":\"dep\",\"name\":\"dep\"}",
+				p->tid, pts, (unsigned long long)flow);
+			SEP();
+			fprintf(f, "{\"ph\":\"f\",\"bp\":\"e\",\"pid\":1,\"tid\":%d,\"ts\":%.3f,\"id\":%llu,\"cat\":\"dep\",\"name\":\"dep\"}",
+				ev->tid, ts, (unsigned long long)flow);
+		}
+	}
+#undef SEP
+	fputs("\n]}\n", f);
+	if (fclose(f) != 0 && !ret)
+		ret = -errno;
+out:
+	for (i = 0; i < t->n; i++)
+		free(t->ev[i].deps);
+	free(t->ev);
+	free(t->path);
+	free(t);
+	return ret;
+}

@@ -1,0 +1,252 @@
+/* core/worker.c — the worker-thread stream.
+ *
+ * In: a single-producer/single-consumer ring of op pointers. The reactor thread is
+ * the only producer (it publishes `head` with a release store), the worker the only
+ * consumer. Out: the worker stores the op's status in the slot, publishes `tail`
+ * (release) and signals the ring notifier — one syscall, no lock. The reactor's
+ * notifier callback reads `tail` (acquire) and reports every finished op, oldest
+ * first, to the engine.
+ *
+ * Idle: the worker spins briefly, then sleeps on a futex word. The classic
+ * store/fence/load pairing (both sides seq_cst) means a wake-up is never missed:
+ * the producer publishes head, fences, then looks at `sleeping`; the worker sets
+ * `sleeping`, fences, then re-reads head before it sleeps. No mutex, no condition
+ * variable.
+ *
+ * When the ring is full, further ops wait in a reactor-side overflow list and are
+ * moved in as completions free slots. */
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "engine-impl.h"
+
+struct rf__worker {
+	struct rf_stream s;
+	char name[48];
+	unsigned cap;         /* power of two */
+	struct rf_op **slot;
+	int *status;
+	_Atomic uint64_t head; /* ops published (reactor writes) */
+	_Atomic uint64_t tail; /* ops finished (worker writes) */
+	uint64_t reaped;       /* ops reported to the engine (reactor only) */
+	_Atomic int sleeping;
+	_Atomic uint32_t futex;
+	_Atomic int stop;
+	struct rf_op *ovf_head, *ovf_tail; /* reactor only */
+	struct rf_notifier *notifier;
+	pthread_t thread;
+	int started;
+};
+
+static long rf__futex(_Atomic uint32_t *addr, int op, uint32_t val)
+{
+	return syscall(SYS_futex, (uint32_t *)addr, op, val, NULL, NULL, 0);
+}
+
+static void rf__worker_wake(struct rf__worker *w)
+{
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&w->sleeping, memory_order_relaxed)) {
+		atomic_fetch_add_explicit(&w->futex, 1, memory_order_seq_cst);
+		rf__futex(&w->futex, FUTEX_WAKE_PRIVATE, 1);
+	}
+}
+
+static void *rf__worker_main(void *arg)
+{
+	struct rf__worker *w = arg;
+	uint64_t t = 0;
+
+	for (;;) {
+		uint64_t h = atomic_load_explicit(&w->head, memory_order_acquire);
+		if (t < h) {
+			struct rf_op *op = w->slot[t & (w->cap - 1)];
+			int st = rf_op_execute(op);
+			w->status[t & (w->cap - 1)] = st;
+			t++;
+			atomic_store_explicit(&w->tail, t, memory_order_release);
+			/* Retried on transient failure; any other error is fatal for the
+			 * stream's contract, so report it loudly. */
+			while (rf_notifier_signal(w->notifier) < 0) {
+				static _Atomic int warned;
+				if (!atomic_exchange(&warned, 1))
+					fprintf(stderr, "ringflow: worker stream %s: notifier signal failed, retrying\n",
+						w->name);
+				usleep(100);
+			}
+			continue;
+		}
+		if (atomic_load_explicit(&w->stop, memory_order_acquire))
+			break;
+		/* Spin a little: a producer usually pushes bursts. */
+		{
+			int spin;
+			for (spin = 0; spin < 2000; spin++) {
+				if (atomic_load_explicit(&w->head, memory_order_acquire) != t ||
+				    atomic_load_explicit(&w->stop, memory_order_acquire))
+					break;
+#if defined(__x86_64__) || defined(__i386__)
+				__builtin_ia32_pause();
+#endif
+			}
+			if (spin < 2000)
+				continue;
+		}
+		{
+			uint32_t fv = atomic_load_explicit(&w->futex, memory_order_seq_cst);
+			atomic_store_explicit(&w->sleeping, 1, memory_order_seq_cst);
+			atomic_thread_fence(memory_order_seq_cst);
+			if (atomic_load_explicit(&w->head, memory_order_seq_cst) == t &&
+			    !atomic_load_explicit(&w->stop, memory_order_seq_cst))
+				rf__futex(&w->futex, FUTEX_WAIT_PRIVATE, fv);
+			atomic_store_explicit(&w->sleeping, 0, memory_order_relaxed);
+		}
+	}
+	return NULL;
+}
+
+static void rf__worker_publish(struct rf__worker *w, struct rf_op *op)
+{
+	uint64_t h = atomic_load_explicit(&w->head, memory_order_relaxed);
+
+	w->slot[h & (w->cap - 1)] = op;
+	atomic_store_explicit(&w->head, h + 1, memory_order_release);
+	rf_notifier_expect(w->notifier, 1);
+	rf__worker_wake(w);
+}
+
+static int rf__worker_enqueue(struct rf_stream *s, struct rf_op *op)
+{
+	struct rf__worker *w = s->ctx;
+	uint64_t h = atomic_load_explicit(&w->head, memory_order_relaxed);
+
+	if (w->ovf_head || h - w->reaped >= w->cap) {
+		op->next = NULL;
+		if (w->ovf_tail)
+			w->ovf_tail->next = op;
+		else
+			w->ovf_head = op;
+		w->ovf_tail = op;
+		return 0;
+	}
+	rf__worker_publish(w, op);
+	return 0;
+}
+
+static void rf__worker_notified(void *data, uint32_t count)
+{
+	struct rf__worker *w = data;
+	uint64_t t = atomic_load_explicit(&w->tail, memory_order_acquire);
+
+	(void)count;
+	while (w->reaped < t) {
+		unsigned i = (unsigned)(w->reaped & (w->cap - 1));
+		struct rf_op *op = w->slot[i];
+		int st = w->status[i];
+		w->reaped++;
+		/* Refill from the overflow list before reporting: order is preserved since
+		 * overflowed ops were enqueued after every published one. */
+		while (w->ovf_head && atomic_load_explicit(&w->head, memory_order_relaxed) - w->reaped < w->cap) {
+			struct rf_op *o = w->ovf_head;
+			w->ovf_head = o->next;
+			if (!w->ovf_head)
+				w->ovf_tail = NULL;
+			o->next = NULL;
+			rf__worker_publish(w, o);
+		}
+		rf_engine_op_done(op, st);
+	}
+}
+
+static void rf__worker_destroy(struct rf_stream *s)
+{
+	struct rf__worker *w = s->ctx;
+
+	if (w->started) {
+		atomic_store_explicit(&w->stop, 1, memory_order_seq_cst);
+		atomic_fetch_add_explicit(&w->futex, 1, memory_order_seq_cst);
+		rf__futex(&w->futex, FUTEX_WAKE_PRIVATE, 1);
+		pthread_join(w->thread, NULL);
+	}
+	/* Every op was reported (the engine waited for them), but signals for them may
+	 * still be on their way: deliver them so the notifier can go. */
+	if (w->notifier) {
+		while (rf_notifier_owed(w->notifier) && s->eng)
+			if (rf_ring_run(rf_engine_ring(s->eng), RF_RUN_ONCE) < 0)
+				break;
+		rf_notifier_destroy(w->notifier);
+	}
+	free(w->slot);
+	free(w->status);
+	free(w);
+}
+
+static const struct rf_stream_ops rf__worker_ops = {
+	/* .enqueue = */ rf__worker_enqueue,
+	/* .chain   = */ NULL, /* optional: same-stream chaining needs no help */
+	/* .destroy = */ rf__worker_destroy,
+};
+
+int rf_worker_stream_create(struct rf_engine *e, const char *name, unsigned capacity,
+			    struct rf_stream **out)
+{
+	struct rf__worker *w;
+	unsigned cap = 1;
+	int ret;
+
+	if (!e || !out)
+		return -EINVAL;
+	if (!capacity)
+		capacity = 1024;
+	while (cap < capacity)
+		cap <<= 1;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	snprintf(w->name, sizeof(w->name), "%s", name ? name : "worker");
+	w->cap = cap;
+	w->slot = calloc(cap, sizeof(*w->slot));
+	w->status = calloc(cap, sizeof(*w->status));
+	if (!w->slot || !w->status) {
+		ret = -ENOMEM;
+		goto fail;
+	}
+	ret = rf_notifier_create(rf_engine_ring(e), rf__worker_notified, w, &w->notifier);
+	if (ret < 0)
+		goto fail;
+	w->s.ops = &rf__worker_ops;
+	w->s.ctx = w;
+	w->s.name = w->name;
+	w->s.flags = RF_STREAM_IN_ORDER;
+	ret = pthread_create(&w->thread, NULL, rf__worker_main, w);
+	if (ret) {
+		ret = -ret;
+		goto fail;
+	}
+	w->started = 1;
+	{
+		char tn[16]; /* the kernel's limit, NUL included */
+		memcpy(tn, "rf-", 3);
+		strncpy(tn + 3, w->name, sizeof(tn) - 4);
+		tn[sizeof(tn) - 1] = 0;
+		pthread_setname_np(w->thread, tn);
+	}
+	rf_engine_add_stream(e, &w->s);
+	*out = &w->s;
+	return 0;
+fail:
+	if (w->notifier)
+		rf_notifier_destroy(w->notifier);
+	free(w->slot);
+	free(w->status);
+	free(w);
+	return ret;
+}

@@ -139,7 +139,9 @@ int rf_notifier_signal(struct rf_notifier *n);
 /* Owner thread: declare that n more signals are owed (so run-until-idle waits for
  * them). Each delivered signal pays one back. */
 void rf_notifier_expect(struct rf_notifier *n, uint32_t count);
-/* Owner thread. Signals still in flight must have been delivered (expect() == 0). */
+/* Owner thread: signals declared owed by rf_notifier_expect and not yet delivered. */
+uint32_t rf_notifier_owed(const struct rf_notifier *n);
+/* Owner thread. Signals still in flight must have been delivered (owed == 0). */
 void rf_notifier_destroy(struct rf_notifier *n);
 
 /* ---- registered buffers and files --------------------------------------------- */

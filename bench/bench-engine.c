@@ -1,0 +1,264 @@
+/* bench/bench-engine.c — the engine's own cost, and the seeds' asynchrony experiment.
+ *
+ * rf-bench engine [--n N] [--json]
+ *   No-op ops through the inline stream for the DAG patterns that
+ *   ../shared/peers/tbb_flowgraph.cpp defines (chain; fan-out groups of 64: root, 62
+ *   children, join; random: node i depends on 1-3 distinct nodes among the 64 before
+ *   it, drawn with splitmix64(seed 42) exactly as the peer does). Each node is an op
+ *   that mutates its own variable and reads its producers' variables. Time counted:
+ *   creating the variables + pushing + running to completion, as the peer counts
+ *   building its graph + running it. Prints ops_per_s and ns_per_op per pattern.
+ *
+ * rf-bench async [--n N] [--len L] [--json]
+ *   Seeds §12.2.3: N times y = x + 1 on a worker stream with a wait after each
+ *   (synchronous), versus one wait at the end (asynchronous); prints both and the
+ *   ratio. */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+#include "bench.h"
+
+static uint64_t rf__sm(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+static int nop_fn(void *ctx)
+{
+	(void)ctx;
+	return 0;
+}
+
+static int parse_long(const char *arg, const char *val, long *out)
+{
+	char *end;
+
+	if (!val) {
+		fprintf(stderr, "rf-bench: %s needs a value\n", arg);
+		return -1;
+	}
+	*out = strtol(val, &end, 10);
+	if (*end || *out <= 0) {
+		fprintf(stderr, "rf-bench: %s: expected a positive integer, got '%s'\n", arg, val);
+		return -1;
+	}
+	return 0;
+}
+
+/* Runs one pattern, returns seconds, or < 0 on error. */
+static double run_pattern(const char *pattern, long n)
+{
+	struct rf_ring *ring;
+	struct rf_engine *e;
+	struct rf_var **v = malloc((size_t)n * sizeof(*v));
+	uint64_t seed = 42, t0, t1;
+	long i;
+	int ret;
+
+	if (!v)
+		return -1;
+	if (rf_ring_create(&ring, NULL) < 0)
+		return -1;
+	/* The cap is far above what the inline stream ever holds. */
+	if (rf_engine_create(&e, ring, &(struct rf_engine_opts){ .sync = 0 }) < 0)
+		return -1;
+
+	t0 = rf_now_ns();
+	for (i = 0; i < n; i++) {
+		struct rf_var *r[64];
+		unsigned nr = 0;
+
+		v[i] = rf_var_new(e, NULL);
+		if (!strcmp(pattern, "chain")) {
+			if (i > 0)
+				r[nr++] = v[i - 1];
+		} else if (!strcmp(pattern, "fanout")) {
+			long base = i - i % 64, pos = i % 64, j;
+			if (pos == 0) {
+				if (base > 0)
+					r[nr++] = v[base - 1];
+			} else if (pos < 63) {
+				r[nr++] = v[base];
+			} else {
+				for (j = base + 1; j < base + 63; j++)
+					r[nr++] = v[j];
+			}
+		} else {
+			if (i > 0) {
+				long lo = i > 64 ? i - 64 : 0, span = i - lo;
+				int k = (int)(rf__sm(&seed) % 3) + 1, m = 0;
+				long picked[3];
+				if (k > span)
+					k = (int)span;
+				while (m < k) {
+					long d = lo + (long)(rf__sm(&seed) % (uint64_t)span);
+					int dup = 0, q;
+					for (q = 0; q < m; q++)
+						dup |= picked[q] == d;
+					if (!dup) {
+						picked[m++] = d;
+						r[nr++] = v[d];
+					}
+				}
+			}
+		}
+		ret = rf_engine_push_simple(e, nop_fn, NULL, r, nr, &v[i], 1, NULL, "nop");
+		if (ret < 0) {
+			fprintf(stderr, "rf-bench engine: push failed: %s\n", strerror(-ret));
+			return -1;
+		}
+	}
+	ret = rf_engine_wait_all(e);
+	t1 = rf_now_ns();
+	if (ret < 0)
+		return -1;
+	for (i = 0; i < n; i++)
+		rf_var_delete(e, v[i], NULL, NULL, NULL);
+	rf_engine_destroy(e);
+	rf_ring_destroy(ring);
+	free(v);
+	return (double)(t1 - t0) / 1e9;
+}
+
+int rf_bench_engine(int argc, char **argv)
+{
+	static const char *patterns[] = { "chain", "fanout", "random" };
+	long n = 1000000, reps = 3;
+	int json = 0, i, p;
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--json"))
+			json = 1;
+		else if (!strcmp(argv[i], "--n")) {
+			if (parse_long("--n", i + 1 < argc ? argv[++i] : NULL, &n) < 0)
+				return 2;
+		} else if (!strcmp(argv[i], "--reps")) {
+			if (parse_long("--reps", i + 1 < argc ? argv[++i] : NULL, &reps) < 0)
+				return 2;
+		} else {
+			fprintf(stderr, "rf-bench engine: unknown argument '%s' (expected --n N, --reps R, --json)\n", argv[i]);
+			return 2;
+		}
+	}
+	for (p = 0; p < 3; p++) {
+		double best = 1e30;
+		long r;
+		for (r = 0; r < reps; r++) {
+			double s = run_pattern(patterns[p], n);
+			if (s < 0)
+				return 1;
+			if (s < best)
+				best = s;
+		}
+		if (json)
+			printf("{\"pattern\":\"%s\",\"nodes\":%ld,\"ops_per_s\":%.0f,\"ns_per_op\":%.1f}\n",
+			       patterns[p], n, n / best, best * 1e9 / n);
+		else
+			printf("%-7s %8ld ops  %10.0f ops/s  %7.1f ns/op (best of %ld)\n", patterns[p], n,
+			       n / best, best * 1e9 / n, reps);
+		fflush(stdout);
+	}
+	return 0;
+}
+
+/* ---- seeds §12.2.3 ---- */
+
+struct add_ctx {
+	const float *x;
+	float *y;
+	long len;
+};
+
+static int add_one(void *p)
+{
+	struct add_ctx *c = p;
+	long i;
+
+	for (i = 0; i < c->len; i++)
+		c->y[i] = c->x[i] + 1.0f;
+	return 0;
+}
+
+int rf_bench_async(int argc, char **argv)
+{
+	long n = 1000, len = 1024, i;
+	int json = 0, k;
+	struct rf_ring *ring;
+	struct rf_engine *e;
+	struct rf_stream *w;
+	struct rf_var *xv, *yv;
+	float *x, *y;
+	struct add_ctx c;
+	double t_sync = 1e30, t_async = 1e30;
+
+	for (k = 1; k < argc; k++) {
+		if (!strcmp(argv[k], "--json"))
+			json = 1;
+		else if (!strcmp(argv[k], "--n")) {
+			if (parse_long("--n", k + 1 < argc ? argv[++k] : NULL, &n) < 0)
+				return 2;
+		} else if (!strcmp(argv[k], "--len")) {
+			if (parse_long("--len", k + 1 < argc ? argv[++k] : NULL, &len) < 0)
+				return 2;
+		} else {
+			fprintf(stderr, "rf-bench async: unknown argument '%s' (expected --n N, --len L, --json)\n", argv[k]);
+			return 2;
+		}
+	}
+	x = calloc((size_t)len, sizeof(float));
+	y = calloc((size_t)len, sizeof(float));
+	if (!x || !y || rf_ring_create(&ring, NULL) < 0 ||
+	    rf_engine_create(&e, ring, &(struct rf_engine_opts){ .sync = 0 }) < 0 ||
+	    rf_worker_stream_create(e, "worker", 0, &w) < 0) {
+		fprintf(stderr, "rf-bench async: setup failed\n");
+		return 1;
+	}
+	xv = rf_var_new(e, "x");
+	yv = rf_var_new(e, "y");
+	c.x = x;
+	c.y = y;
+	c.len = len;
+	for (k = 0; k < 5; k++) {
+		uint64_t t0 = rf_now_ns();
+		for (i = 0; i < n; i++) {
+			rf_engine_push_simple(e, add_one, &c, &xv, 1, &yv, 1, w, "y=x+1");
+			rf_engine_wait_var(e, yv);
+		}
+		double s = (double)(rf_now_ns() - t0) / 1e9;
+		if (s < t_sync)
+			t_sync = s;
+		t0 = rf_now_ns();
+		for (i = 0; i < n; i++)
+			rf_engine_push_simple(e, add_one, &c, &xv, 1, &yv, 1, w, "y=x+1");
+		rf_engine_wait_var(e, yv);
+		s = (double)(rf_now_ns() - t0) / 1e9;
+		if (s < t_async)
+			t_async = s;
+	}
+	if (y[0] != 1.0f) {
+		fprintf(stderr, "rf-bench async: wrong result %g\n", y[0]);
+		return 1;
+	}
+	if (json)
+		printf("{\"n\":%ld,\"len\":%ld,\"sync_s\":%.6f,\"async_s\":%.6f,\"ratio\":%.2f,"
+		       "\"sync_us_per_op\":%.2f,\"async_us_per_op\":%.2f}\n",
+		       n, len, t_sync, t_async, t_sync / t_async, t_sync * 1e6 / n, t_async * 1e6 / n);
+	else
+		printf("Synchronous : %.4f sec (%.2f us/op)\nAsynchronous: %.4f sec (%.2f us/op)\n"
+		       "ratio sync/async: %.2f  (%ld x y = x + 1 on %ld floats, worker stream, best of 5)\n",
+		       t_sync, t_sync * 1e6 / n, t_async, t_async * 1e6 / n, t_sync / t_async, n, len);
+	rf_var_delete(e, xv, NULL, NULL, NULL);
+	rf_var_delete(e, yv, NULL, NULL, NULL);
+	rf_engine_destroy(e);
+	rf_ring_destroy(ring);
+	free(x);
+	free(y);
+	return 0;
+}

@@ -1,0 +1,423 @@
+/* examples/rf-manifest.c — embedding the reactor and the engine in an I/O-heavy
+ * program: a SHA-256 manifest of every regular file under a directory, in the format
+ * of `sha256sum` ("<hex>  <path>"), sorted by path.
+ *
+ *   rf-manifest [--workers N] [--chunk BYTES] [--buffers N] DIR [OUT]
+ *
+ * How it is built on ringflow:
+ *   - every file is read in chunks through the ring (async engine ops whose
+ *     completion is the read's CQE);
+ *   - each chunk is hashed on a worker stream (one per file, round-robin over N
+ *     workers), an op that reads the chunk's buffer variable and mutates the file's
+ *     hash-state variable, so the chunks of one file are hashed in order while
+ *     different files hash in parallel;
+ *   - a fixed pool of buffers, each with its own variable, is the program's whole
+ *     I/O memory: a read into buffer k is pushed as a mutation of buffer k, so the
+ *     engine starts it only after the previous hash op that read buffer k — memory
+ *     recycling by dependency, no explicit bookkeeping;
+ *   - a final op per file formats its digest; one rf_engine_wait_all at the end.
+ * Errors (unreadable file, read error) name the file and offset and make the exit
+ * status 1; the manifest is written to OUT.tmp and renamed, so OUT is never half
+ * written. Build it outside the tree with `pkg-config --cflags --libs ringflow`. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <ringflow/engine.h>
+
+/* ---- SHA-256 (FIPS 180-4) --------------------------------------------------------- */
+struct sha256 {
+	uint32_t h[8];
+	uint64_t len;
+	uint8_t buf[64];
+	unsigned nbuf;
+};
+
+static const uint32_t K[64] = {
+	0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+	0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+	0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+	0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+	0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+	0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+	0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+	0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
+};
+
+#define ROR(x, n) (((x) >> (n)) | ((x) << (32 - (n))))
+
+static void sha256_init(struct sha256 *s)
+{
+	static const uint32_t h0[8] = { 0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+					0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19 };
+	memcpy(s->h, h0, sizeof(h0));
+	s->len = 0;
+	s->nbuf = 0;
+}
+
+static void sha256_block(uint32_t h[8], const uint8_t *p)
+{
+	uint32_t w[64], a, b, c, d, e, f, g, hh;
+	int i;
+
+	for (i = 0; i < 16; i++)
+		w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 |
+		       (uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
+	for (i = 16; i < 64; i++) {
+		uint32_t s0 = ROR(w[i - 15], 7) ^ ROR(w[i - 15], 18) ^ (w[i - 15] >> 3);
+		uint32_t s1 = ROR(w[i - 2], 17) ^ ROR(w[i - 2], 19) ^ (w[i - 2] >> 10);
+		w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+	}
+	a = h[0]; b = h[1]; c = h[2]; d = h[3]; e = h[4]; f = h[5]; g = h[6]; hh = h[7];
+	for (i = 0; i < 64; i++) {
+		uint32_t t1 = hh + (ROR(e, 6) ^ ROR(e, 11) ^ ROR(e, 25)) + ((e & f) ^ (~e & g)) + K[i] + w[i];
+		uint32_t t2 = (ROR(a, 2) ^ ROR(a, 13) ^ ROR(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
+		hh = g; g = f; f = e; e = d + t1; d = c; c = b; b = a; a = t1 + t2;
+	}
+	h[0] += a; h[1] += b; h[2] += c; h[3] += d; h[4] += e; h[5] += f; h[6] += g; h[7] += hh;
+}
+
+static void sha256_update(struct sha256 *s, const uint8_t *p, size_t n)
+{
+	s->len += n;
+	if (s->nbuf) {
+		size_t take = 64 - s->nbuf < n ? 64 - s->nbuf : n;
+		memcpy(s->buf + s->nbuf, p, take);
+		s->nbuf += (unsigned)take;
+		p += take;
+		n -= take;
+		if (s->nbuf == 64) {
+			sha256_block(s->h, s->buf);
+			s->nbuf = 0;
+		}
+	}
+	for (; n >= 64; p += 64, n -= 64)
+		sha256_block(s->h, p);
+	memcpy(s->buf, p, n);
+	s->nbuf = (unsigned)n;
+}
+
+static void sha256_final(struct sha256 *s, char hex[65])
+{
+	uint64_t bits = s->len * 8;
+	uint8_t pad[72] = { 0x80 };
+	size_t padn = (s->nbuf < 56 ? 56 : 120) - s->nbuf;
+	int i;
+
+	for (i = 0; i < 8; i++)
+		pad[padn + (size_t)i] = (uint8_t)(bits >> (56 - 8 * i));
+	sha256_update(s, pad, padn + 8);
+	for (i = 0; i < 8; i++)
+		sprintf(hex + 8 * i, "%08x", s->h[i]);
+}
+
+/* ---- the pipeline ------------------------------------------------------------------ */
+struct file {
+	char *path;
+	int fd;
+	uint64_t size;
+	struct sha256 sha;
+	struct rf_var *var;    /* the hash state */
+	char hex[65];
+	int err;               /* -errno */
+	uint64_t err_off;
+};
+
+struct buffer {
+	uint8_t *data;
+	struct rf_var *var;
+	size_t len;            /* bytes valid after the read */
+};
+
+struct chunk {                 /* one read + one hash */
+	struct file *f;
+	struct buffer *b;
+	uint64_t off;
+	size_t len;
+	struct rf_op *op;
+};
+
+static struct rf_engine *eng;
+static struct rf_ring *ring;
+
+static void read_done(void *data, int64_t res)
+{
+	struct chunk *c = data;
+
+	if (res >= 0 && (size_t)res != c->len)
+		res = -EIO; /* the file shrank under us: short read at EOF */
+	if (res < 0 && !c->f->err) {
+		c->f->err = (int)res;
+		c->f->err_off = c->off;
+	}
+	c->b->len = res < 0 ? 0 : (size_t)res;
+	rf_engine_op_done(c->op, res < 0 ? (int)res : 0);
+}
+
+static int read_start(void *ctx, struct rf_op *op)
+{
+	struct chunk *c = ctx;
+
+	c->op = op;
+	return rf_ring_read(ring, c->f->fd, c->b->data, c->len, c->off, 0, read_done, c, NULL);
+}
+
+static int hash_chunk(void *ctx)
+{
+	struct chunk *c = ctx;
+
+	sha256_update(&c->f->sha, c->b->data, c->b->len);
+	return 0;
+}
+
+static void chunk_free(void *ctx, int status)
+{
+	(void)status;
+	free(ctx);
+}
+
+static int hash_final(void *ctx)
+{
+	struct file *f = ctx;
+
+	sha256_final(&f->sha, f->hex);
+	return 0;
+}
+
+static int cmp_path(const void *a, const void *b)
+{
+	const struct file *x = a, *y = b;
+
+	return strcmp(x->path, y->path);
+}
+
+static int collect(const char *dir, struct file **files, size_t *n, size_t *cap)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int ret = 0;
+
+	if (!d) {
+		fprintf(stderr, "rf-manifest: %s: cannot open directory: %s\n", dir, strerror(errno));
+		return -errno;
+	}
+	while ((de = readdir(d))) {
+		char *p;
+		struct stat st;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (asprintf(&p, "%s/%s", dir, de->d_name) < 0) {
+			ret = -ENOMEM;
+			break;
+		}
+		if (lstat(p, &st) < 0) {
+			fprintf(stderr, "rf-manifest: %s: %s\n", p, strerror(errno));
+			free(p);
+			ret = -EIO;
+			continue;
+		}
+		if (S_ISDIR(st.st_mode)) {
+			int r = collect(p, files, n, cap);
+			free(p);
+			if (r < 0)
+				ret = r;
+			continue;
+		}
+		if (!S_ISREG(st.st_mode)) {
+			free(p);
+			continue;
+		}
+		if (*n == *cap) {
+			size_t nc = *cap ? *cap * 2 : 64;
+			struct file *nf = realloc(*files, nc * sizeof(**files));
+			if (!nf) {
+				free(p);
+				ret = -ENOMEM;
+				break;
+			}
+			*files = nf;
+			*cap = nc;
+		}
+		memset(&(*files)[*n], 0, sizeof(**files));
+		(*files)[*n].path = p;
+		(*files)[*n].size = (uint64_t)st.st_size;
+		(*files)[*n].fd = -1;
+		(*n)++;
+	}
+	closedir(d);
+	return ret;
+}
+
+static long arg_long(const char *name, const char *v)
+{
+	char *end;
+	long x;
+
+	if (!v) {
+		fprintf(stderr, "rf-manifest: %s needs a value\n", name);
+		exit(2);
+	}
+	x = strtol(v, &end, 10);
+	if (*end || x <= 0) {
+		fprintf(stderr, "rf-manifest: %s: expected a positive integer, got '%s'\n", name, v);
+		exit(2);
+	}
+	return x;
+}
+
+int main(int argc, char **argv)
+{
+	long nworkers = 2, chunk = 1 << 20, nbufs = 8;
+	const char *dir = NULL, *out = NULL;
+	struct file *files = NULL;
+	size_t nfiles = 0, cap = 0, i, next_buf = 0;
+	struct rf_stream **workers;
+	struct buffer *bufs;
+	int i_arg, ret, status = 0;
+	FILE *fo = stdout;
+	char *tmp = NULL;
+
+	for (i_arg = 1; i_arg < argc; i_arg++) {
+		if (!strcmp(argv[i_arg], "--workers"))
+			nworkers = arg_long("--workers", argv[++i_arg]);
+		else if (!strcmp(argv[i_arg], "--chunk"))
+			chunk = arg_long("--chunk", argv[++i_arg]);
+		else if (!strcmp(argv[i_arg], "--buffers"))
+			nbufs = arg_long("--buffers", argv[++i_arg]);
+		else if (argv[i_arg][0] == '-') {
+			fprintf(stderr, "rf-manifest: unknown option '%s' (usage: rf-manifest [--workers N] "
+				"[--chunk BYTES] [--buffers N] DIR [OUT])\n", argv[i_arg]);
+			return 2;
+		} else if (!dir)
+			dir = argv[i_arg];
+		else if (!out)
+			out = argv[i_arg];
+		else {
+			fprintf(stderr, "rf-manifest: unexpected argument '%s'\n", argv[i_arg]);
+			return 2;
+		}
+	}
+	if (!dir) {
+		fprintf(stderr, "rf-manifest: missing DIR (usage: rf-manifest [--workers N] [--chunk BYTES] "
+			"[--buffers N] DIR [OUT])\n");
+		return 2;
+	}
+	if (collect(dir, &files, &nfiles, &cap) < 0)
+		status = 1;
+	qsort(files, nfiles, sizeof(*files), cmp_path);
+
+	if ((ret = rf_ring_create(&ring, &(struct rf_ring_opts){ .entries = 64 })) < 0 ||
+	    (ret = rf_engine_create(&eng, ring, NULL)) < 0) {
+		fprintf(stderr, "rf-manifest: cannot set up the ring: %s\n", strerror(-ret));
+		return 1;
+	}
+	workers = calloc((size_t)nworkers, sizeof(*workers));
+	bufs = calloc((size_t)nbufs, sizeof(*bufs));
+	for (i = 0; i < (size_t)nworkers; i++) {
+		char name[16];
+		snprintf(name, sizeof(name), "sha256-%zu", i);
+		if ((ret = rf_worker_stream_create(eng, name, 0, &workers[i])) < 0) {
+			fprintf(stderr, "rf-manifest: cannot start a worker: %s\n", strerror(-ret));
+			return 1;
+		}
+	}
+	for (i = 0; i < (size_t)nbufs; i++) {
+		bufs[i].data = malloc((size_t)chunk);
+		bufs[i].var = rf_var_new(eng, "buffer");
+		if (!bufs[i].data || !bufs[i].var)
+			return 1;
+	}
+
+	for (i = 0; i < nfiles; i++) {
+		struct file *f = &files[i];
+		struct rf_stream *w = workers[i % (size_t)nworkers];
+		uint64_t off = 0;
+
+		f->fd = open(f->path, O_RDONLY | O_CLOEXEC);
+		if (f->fd < 0) {
+			f->err = -errno;
+			continue;
+		}
+		sha256_init(&f->sha);
+		f->var = rf_var_new(eng, f->path);
+		do {
+			struct chunk *c = calloc(1, sizeof(*c)), *h = calloc(1, sizeof(*h));
+			struct buffer *b = &bufs[next_buf++ % (size_t)nbufs];
+			struct rf_var *rv[1] = { b->var }, *wv[1] = { f->var };
+			struct rf_op_desc rd = { .afn = read_start, .ctx = c, .done = chunk_free,
+						 .writes = rv, .nwrites = 1, .name = "read" };
+			struct rf_op_desc hd = { .fn = hash_chunk, .ctx = h, .done = chunk_free,
+						 .reads = rv, .nreads = 1, .writes = wv, .nwrites = 1,
+						 .stream = w, .name = "sha256" };
+
+			if (!c || !h)
+				return 1;
+			c->f = f;
+			c->b = b;
+			c->off = off;
+			c->len = f->size - off < (uint64_t)chunk ? (size_t)(f->size - off) : (size_t)chunk;
+			*h = *c;
+			/* a failed read poisons the buffer; the hash op is then skipped and
+			 * passes the poison to the file's variable */
+			if (rf_engine_push(eng, &rd) < 0 || rf_engine_push(eng, &hd) < 0)
+				return 1;
+			off += c->len;
+		} while (off < f->size);
+		if (rf_engine_push_simple(eng, hash_final, f, NULL, 0, &f->var, 1, w, "sha256-final") < 0)
+			return 1;
+	}
+	rf_engine_wait_all(eng); /* errors are per file, below */
+
+	if (out) {
+		if (asprintf(&tmp, "%s.tmp", out) < 0 || !(fo = fopen(tmp, "w"))) {
+			fprintf(stderr, "rf-manifest: %s: cannot write: %s\n", tmp ? tmp : out, strerror(errno));
+			return 1;
+		}
+	}
+	for (i = 0; i < nfiles; i++) {
+		struct file *f = &files[i];
+		if (f->var && !f->err) {
+			const char *who;
+			int e = rf_var_error(f->var, &who);
+			if (e)
+				f->err = e;
+		}
+		if (f->err) {
+			fprintf(stderr, "rf-manifest: %s: offset %llu: %s\n", f->path,
+				(unsigned long long)f->err_off, strerror(-f->err));
+			status = 1;
+			continue;
+		}
+		fprintf(fo, "%s  %s\n", f->hex, f->path);
+	}
+	if (out) {
+		if (fflush(fo) != 0 || fsync(fileno(fo)) != 0 || fclose(fo) != 0 || rename(tmp, out) != 0) {
+			fprintf(stderr, "rf-manifest: %s: cannot write: %s\n", out, strerror(errno));
+			unlink(tmp);
+			status = 1;
+		}
+		free(tmp);
+	}
+	for (i = 0; i < nfiles; i++) {
+		if (files[i].var)
+			rf_var_delete(eng, files[i].var, NULL, NULL, NULL);
+		if (files[i].fd >= 0)
+			close(files[i].fd);
+		free(files[i].path);
+	}
+	for (i = 0; i < (size_t)nbufs; i++)
+		rf_var_delete(eng, bufs[i].var, free, bufs[i].data, NULL);
+	rf_engine_destroy(eng);
+	rf_ring_destroy(ring);
+	free(workers);
+	free(bufs);
+	free(files);
+	return status;
+}

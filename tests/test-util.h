@@ -1,0 +1,44 @@
+/* tests/test-util.h — tiny helpers shared by the test programs. Exit codes follow
+ * the automake convention meson uses: 0 pass, 1 fail, 77 skip. */
+#ifndef RF_TEST_UTIL_H
+#define RF_TEST_UTIL_H
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define T_SKIP 77
+
+#define CHECK(cond) do { \
+	if (!(cond)) { \
+		fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+		exit(1); \
+	} \
+} while (0)
+
+#define CHECK_EQ(a, b) do { \
+	long long _a = (long long)(a), _b = (long long)(b); \
+	if (_a != _b) { \
+		fprintf(stderr, "%s:%d: CHECK_EQ failed: %s == %s (%lld vs %lld)\n", \
+			__FILE__, __LINE__, #a, #b, _a, _b); \
+		exit(1); \
+	} \
+} while (0)
+
+#define CHECK_OK(expr) do { \
+	long long _r = (long long)(expr); \
+	if (_r < 0) { \
+		fprintf(stderr, "%s:%d: %s returned %lld (%s)\n", __FILE__, __LINE__, #expr, \
+			_r, strerror((int)-_r)); \
+		exit(1); \
+	} \
+} while (0)
+
+static inline unsigned long long t_splitmix64(unsigned long long *s)
+{
+	unsigned long long z = (*s += 0x9e3779b97f4a7c15ULL);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+#endif
