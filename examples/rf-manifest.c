@@ -321,7 +321,7 @@ int main(int argc, char **argv)
 	workers = calloc((size_t)nworkers, sizeof(*workers));
 	bufs = calloc((size_t)nbufs, sizeof(*bufs));
 	for (i = 0; i < (size_t)nworkers; i++) {
-		char name[16];
+		char name[32];
 		snprintf(name, sizeof(name), "sha256-%zu", i);
 		if ((ret = rf_worker_stream_create(eng, name, 0, &workers[i])) < 0) {
 			fprintf(stderr, "rf-manifest: cannot start a worker: %s\n", strerror(-ret));

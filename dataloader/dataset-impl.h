@@ -1,0 +1,87 @@
+/* dataset-impl.h — helpers shared by dataloader/{dataset,idx,recfile}.c. Internal. */
+#ifndef RINGFLOW_DATASET_IMPL_H
+#define RINGFLOW_DATASET_IMPL_H
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "dataset.h"
+
+#define RF__PRINTF(a, b) __attribute__((format(printf, a, b)))
+
+/* Write "path: <fmt>" into err (if any) and return code (a -errno). */
+int rf__ds_fail(char *err, size_t errlen, int code, const char *path, const char *fmt, ...)
+	RF__PRINTF(5, 6);
+
+/* pread exactly n bytes at off. Returns 0, -EIO if the file ended first (*got says
+ * how many were read, may be NULL), or -errno. */
+int rf__pread_full(int fd, void *buf, size_t n, uint64_t off, size_t *got);
+/* pwrite exactly n bytes at off. 0 or -errno. */
+int rf__pwrite_full(int fd, const void *buf, size_t n, uint64_t off);
+
+/* a*b, or UINT64_MAX on overflow. */
+static inline uint64_t rf__mul_sat(uint64_t a, uint64_t b)
+{
+	uint64_t r;
+	if (__builtin_mul_overflow(a, b, &r))
+		return UINT64_MAX;
+	return r;
+}
+
+static inline uint64_t rf__add_sat(uint64_t a, uint64_t b)
+{
+	uint64_t r;
+	if (__builtin_add_overflow(a, b, &r))
+		return UINT64_MAX;
+	return r;
+}
+
+static inline uint32_t rf__be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static inline uint32_t rf__le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static inline uint64_t rf__le64(const uint8_t *p)
+{
+	return (uint64_t)rf__le32(p) | (uint64_t)rf__le32(p + 4) << 32;
+}
+
+static inline void rf__put_le32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+	p[2] = (uint8_t)(v >> 16);
+	p[3] = (uint8_t)(v >> 24);
+}
+
+static inline void rf__put_le64(uint8_t *p, uint64_t v)
+{
+	rf__put_le32(p, (uint32_t)v);
+	rf__put_le32(p + 4, (uint32_t)(v >> 32));
+}
+
+/* Largest size a dataset may declare (1 TiB): bounds arithmetic and allocations. */
+#define RF__DS_MAX_BYTES (1ull << 40)
+
+/* "28x28" (or "scalar") into buf. */
+void rf__shape_str(char *buf, size_t len, unsigned ndim, const uint32_t *shape);
+
+/* Read all labels of ds (and, if crc != NULL, the CRC-32 of src[crc_src]'s data
+ * bytes) and check labels against num_classes (if > 0). If max_label != NULL it
+ * receives the largest label seen. 0 or -errno with a message. */
+int rf__ds_scan(const struct rf_dataset *ds, int check_labels, int32_t *max_label,
+		uint32_t *crc, char *err, size_t errlen);
+
+/* Layout checks shared by .rfrec and raw: dtype, shape vs payload bytes, payload
+ * and label inside the stride, no overlap. what: "header" / "description". */
+int rf__ds_check_layout(const struct rf_dataset *ds, const char *what, char *err,
+			size_t errlen);
+
+#endif

@@ -1,0 +1,520 @@
+/* dataset.c — what all dataset kinds share: dtypes, close, the synchronous record
+ * accessor, label/CRC scans, layout checks, and generic fixed-size-record files. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "dataset-impl.h"
+
+size_t rf_ds_dtype_size(enum rf_ds_dtype t)
+{
+	switch (t) {
+	case RF_DS_DT_U8:
+	case RF_DS_DT_I8:
+		return 1;
+	case RF_DS_DT_I16:
+		return 2;
+	case RF_DS_DT_I32:
+	case RF_DS_DT_F32:
+		return 4;
+	case RF_DS_DT_F64:
+		return 8;
+	default:
+		return 0;
+	}
+}
+
+const char *rf_ds_dtype_name(enum rf_ds_dtype t)
+{
+	switch (t) {
+	case RF_DS_DT_U8: return "u8";
+	case RF_DS_DT_I8: return "i8";
+	case RF_DS_DT_I16: return "i16";
+	case RF_DS_DT_I32: return "i32";
+	case RF_DS_DT_F32: return "f32";
+	case RF_DS_DT_F64: return "f64";
+	default: return "?";
+	}
+}
+
+int rf__ds_fail(char *err, size_t errlen, int code, const char *path, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (!err || !errlen)
+		return code;
+	n = snprintf(err, errlen, "%s: ", path ? path : "(null)");
+	if (n < 0 || (size_t)n >= errlen)
+		return code;
+	va_start(ap, fmt);
+	vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+int rf__pread_full(int fd, void *buf, size_t n, uint64_t off, size_t *got)
+{
+	size_t done = 0;
+
+	while (done < n) {
+		ssize_t r = pread(fd, (char *)buf + done, n - done, (off_t)(off + done));
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			if (got)
+				*got = done;
+			return -errno;
+		}
+		if (r == 0)
+			break;
+		done += (size_t)r;
+	}
+	if (got)
+		*got = done;
+	return done == n ? 0 : -EIO;
+}
+
+int rf__pwrite_full(int fd, const void *buf, size_t n, uint64_t off)
+{
+	size_t done = 0;
+
+	while (done < n) {
+		ssize_t r = pwrite(fd, (const char *)buf + done, n - done, (off_t)(off + done));
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (r == 0)
+			return -EIO;
+		done += (size_t)r;
+	}
+	return 0;
+}
+
+void rf__shape_str(char *buf, size_t len, unsigned ndim, const uint32_t *shape)
+{
+	size_t n = 0;
+
+	if (!len)
+		return;
+	buf[0] = 0;
+	if (ndim == 0) {
+		snprintf(buf, len, "scalar");
+		return;
+	}
+	for (unsigned i = 0; i < ndim && n < len; i++) {
+		int w = snprintf(buf + n, len - n, "%s%" PRIu32, i ? "x" : "", shape[i]);
+		if (w < 0)
+			return;
+		n += (size_t)w;
+	}
+}
+
+void rf_dataset_close(struct rf_dataset *ds)
+{
+	if (!ds)
+		return;
+	for (unsigned i = 0; i < 2; i++) {
+		struct rf_dataset_src *s = &ds->src[i];
+		if (i < ds->nsrc) {
+			if (s->fd >= 0)
+				close(s->fd);
+			free((void *)s->mem);
+			free(s->path);
+		}
+	}
+	memset(ds, 0, sizeof(*ds));
+	ds->src[0].fd = ds->src[1].fd = -1;
+}
+
+static int read_bytes(const struct rf_dataset *ds, unsigned src, uint64_t off, void *dst,
+		      uint64_t n)
+{
+	const struct rf_dataset_src *s = &ds->src[src];
+
+	if (off > s->size || n > s->size - off)
+		return -EIO;
+	if (s->mem) {
+		memcpy(dst, s->mem + off, n);
+		return 0;
+	}
+	return rf__pread_full(s->fd, dst, n, off, NULL);
+}
+
+int rf_dataset_read_record(const struct rf_dataset *ds, uint64_t i, void *payload,
+			   int32_t *label)
+{
+	struct rf_dataset_loc loc;
+	int ret;
+
+	if (!ds || ds->kind == RF_DS_NONE)
+		return -EINVAL;
+	if (i >= ds->count)
+		return -ERANGE;
+	if (payload) {
+		rf_dataset_payload_loc(ds, i, &loc);
+		ret = read_bytes(ds, loc.src, loc.offset, payload, loc.length);
+		if (ret)
+			return ret;
+	}
+	if (label) {
+		uint8_t b[4];
+		if (rf_dataset_label_loc(ds, i, &loc) < 0) {
+			*label = -1;
+			return 0;
+		}
+		ret = read_bytes(ds, loc.src, loc.offset, b, loc.length);
+		if (ret)
+			return ret;
+		*label = rf_dataset_decode_label(ds, b);
+	}
+	return 0;
+}
+
+int rf_dataset_describe(const struct rf_dataset *ds, char *buf, size_t len)
+{
+	static const char *kinds[] = { "none", "idx", "idx", "rfrec", "raw" };
+	char shape[96], lab[96];
+	const struct rf_dataset_src *s = &ds->src[0];
+
+	rf__shape_str(shape, sizeof(shape), ds->ndim, ds->shape);
+	if (ds->label_kind == RF_LABEL_NONE)
+		snprintf(lab, sizeof(lab), "no labels");
+	else if (ds->label_src == RF_DS_SRC_LABEL)
+		snprintf(lab, sizeof(lab), "u8 labels in %s, %" PRIu32 " classes",
+			 ds->src[1].path, ds->num_classes);
+	else
+		snprintf(lab, sizeof(lab), "%s label at +%" PRIu64 ", %" PRIu32 " classes",
+			 ds->label_kind == RF_LABEL_U8 ? "u8" : "i32", ds->label_offset,
+			 ds->num_classes);
+	return snprintf(buf, len,
+			"%s: %s%s, %" PRIu64 " records of %" PRIu64 " bytes from offset %" PRIu64
+			", payload %s %s (%" PRIu64 " bytes at +%" PRIu64 "), %s",
+			s->path, kinds[ds->kind <= RF_DS_RAW ? ds->kind : 0],
+			s->compressed ? " (gzip)" : "", ds->count, s->stride, s->data_offset,
+			rf_ds_dtype_name(ds->dtype), shape, ds->payload_bytes, ds->payload_offset,
+			lab);
+}
+
+/* ---- scans ---------------------------------------------------------------------- */
+
+struct label_scan {
+	uint64_t next;      /* next record whose label is awaited */
+	unsigned have;      /* bytes of it collected so far */
+	uint8_t b[4];
+	int32_t max;
+};
+
+/* Feed bytes [pos, pos+n) of the label source; check each complete label. */
+static int label_feed(const struct rf_dataset *ds, struct label_scan *ls, uint64_t pos,
+		      const uint8_t *p, uint64_t n, char *err, size_t errlen)
+{
+	const struct rf_dataset_src *s = &ds->src[ds->label_src];
+	unsigned lsize = ds->label_kind == RF_LABEL_I32 ? 4 : 1;
+
+	while (ls->next < ds->count) {
+		uint64_t lpos = s->data_offset + ls->next * s->stride + ds->label_offset + ls->have;
+		if (lpos >= pos + n)
+			break;
+		ls->b[ls->have++] = p[lpos - pos];
+		if (ls->have < lsize)
+			continue;
+		int32_t v = rf_dataset_decode_label(ds, ls->b);
+		uint64_t at = lpos + 1 - lsize;
+		if (v < 0 && !ds->num_classes)
+			return rf__ds_fail(err, errlen, -ERANGE, s->path,
+					   "offset %" PRIu64 " (record %" PRIu64 "): label %" PRId32
+					   " out of range, expected >= 0", at, ls->next, v);
+		if (v < 0 || (ds->num_classes && (uint32_t)v >= ds->num_classes)) {
+			return rf__ds_fail(err, errlen, -ERANGE, s->path,
+					   "offset %" PRIu64 " (record %" PRIu64 "): label %" PRId32
+					   " out of range, expected [0, %" PRIu32 ")",
+					   at, ls->next, v, ds->num_classes);
+		}
+		if (v > ls->max)
+			ls->max = v;
+		ls->have = 0;
+		ls->next++;
+	}
+	return 0;
+}
+
+int rf__ds_scan(const struct rf_dataset *ds, int check_labels, int32_t *max_label,
+		uint32_t *crc, char *err, size_t errlen)
+{
+	enum { CHUNK = 1 << 20 };
+	struct label_scan ls = { .max = -1 };
+	uint8_t *buf = NULL;
+	int ret = 0;
+
+	if (ds->label_kind == RF_LABEL_NONE)
+		check_labels = 0;
+	for (unsigned si = 0; si < ds->nsrc; si++) {
+		const struct rf_dataset_src *s = &ds->src[si];
+		int labels_here = check_labels && ds->label_src == si;
+		int crc_here = crc && si == RF_DS_SRC_PAYLOAD;
+		uint32_t c = (uint32_t)crc32(0L, Z_NULL, 0);
+
+		if (!labels_here && !crc_here)
+			continue;
+		for (uint64_t pos = s->data_offset; pos < s->data_offset + s->data_bytes;) {
+			uint64_t n = s->data_offset + s->data_bytes - pos;
+			const uint8_t *p;
+			if (n > CHUNK)
+				n = CHUNK;
+			if (s->mem) {
+				p = s->mem + pos;
+			} else {
+				size_t got = 0;
+				if (!buf && !(buf = malloc(CHUNK))) {
+					ret = rf__ds_fail(err, errlen, -ENOMEM, s->path, "out of memory");
+					goto out;
+				}
+				ret = rf__pread_full(s->fd, buf, n, pos, &got);
+				if (ret) {
+					ret = rf__ds_fail(err, errlen, ret, s->path,
+							  "offset %" PRIu64 ": read failed: %s",
+							  pos + got, ret == -EIO ?
+							  "file ends early" : strerror(-ret));
+					goto out;
+				}
+				p = buf;
+			}
+			if (crc_here)
+				c = (uint32_t)crc32(c, p, (uInt)n);
+			if (labels_here) {
+				ret = label_feed(ds, &ls, pos, p, n, err, errlen);
+				if (ret)
+					goto out;
+			}
+			pos += n;
+		}
+		if (crc_here)
+			*crc = c;
+	}
+	if (max_label)
+		*max_label = ls.max;
+out:
+	free(buf);
+	return ret;
+}
+
+int rf_dataset_verify(const struct rf_dataset *ds, char *err, size_t errlen)
+{
+	uint32_t crc = 0;
+	int ret;
+
+	if (!ds || ds->kind == RF_DS_NONE)
+		return -EINVAL;
+	ret = rf__ds_scan(ds, 1, NULL, ds->kind == RF_DS_RFREC ? &crc : NULL, err, errlen);
+	if (ret)
+		return ret;
+	if (ds->kind == RF_DS_RFREC && crc != ds->data_crc32)
+		return rf__ds_fail(err, errlen, -EBADMSG, ds->src[0].path,
+				   "offset %u: data CRC-32 0x%08" PRIx32 " over %" PRIu64
+				   " bytes, expected 0x%08" PRIx32 " from the header (data corrupt)",
+				   RF_REC_HEADER_BYTES, crc, ds->src[0].data_bytes, ds->data_crc32);
+	return 0;
+}
+
+/* ---- layout --------------------------------------------------------------------- */
+
+int rf__ds_check_layout(const struct rf_dataset *ds, const char *what, char *err,
+			size_t errlen)
+{
+	const char *path = ds->src[0].path;
+	uint64_t stride = ds->src[0].stride;
+	size_t es = rf_ds_dtype_size(ds->dtype);
+	uint64_t elems = 1;
+
+	if (!es)
+		return rf__ds_fail(err, errlen, -EINVAL, path, "%s: unknown dtype 0x%02x, expected "
+				   "one of u8 i8 i16 i32 f32 f64 (IDX codes 0x08-0x0E)", what,
+				   (unsigned)ds->dtype);
+	if (ds->ndim > RF_DS_MAX_DIMS)
+		return rf__ds_fail(err, errlen, -EINVAL, path, "%s: %u dims, expected at most %u",
+				   what, ds->ndim, RF_DS_MAX_DIMS);
+	for (unsigned i = 0; i < RF_DS_MAX_DIMS; i++) {
+		if (i < ds->ndim && ds->shape[i] == 0)
+			return rf__ds_fail(err, errlen, -EINVAL, path,
+					   "%s: shape dim %u is 0, expected >= 1", what, i);
+		if (i >= ds->ndim && ds->shape[i] != 0)
+			return rf__ds_fail(err, errlen, -EINVAL, path,
+					   "%s: shape dim %u is %" PRIu32 " beyond ndim %u, expected 0",
+					   what, i, ds->shape[i], ds->ndim);
+		if (i < ds->ndim)
+			elems = rf__mul_sat(elems, ds->shape[i]);
+	}
+	if (rf__mul_sat(elems, es) != ds->payload_bytes)
+		return rf__ds_fail(err, errlen, -EINVAL, path,
+				   "%s: payload is %" PRIu64 " bytes, expected %" PRIu64
+				   " for shape with %" PRIu64 " %s elements", what,
+				   ds->payload_bytes, rf__mul_sat(elems, es), elems,
+				   rf_ds_dtype_name(ds->dtype));
+	if (stride == 0)
+		return rf__ds_fail(err, errlen, -EINVAL, path, "%s: record stride 0, expected >= 1",
+				   what);
+	if (rf__add_sat(ds->payload_offset, ds->payload_bytes) > stride)
+		return rf__ds_fail(err, errlen, -EINVAL, path,
+				   "%s: payload [%" PRIu64 ", +%" PRIu64 ") does not fit in the %"
+				   PRIu64 "-byte record", what, ds->payload_offset,
+				   ds->payload_bytes, stride);
+	if (ds->label_kind != RF_LABEL_NONE) {
+		uint64_t lsize = ds->label_kind == RF_LABEL_I32 ? 4 : 1;
+		uint64_t lend = rf__add_sat(ds->label_offset, lsize);
+		if (ds->label_kind != RF_LABEL_U8 && ds->label_kind != RF_LABEL_I32)
+			return rf__ds_fail(err, errlen, -EINVAL, path,
+					   "%s: label kind %u, expected 0 (none), 1 (u8) or 2 (i32)",
+					   what, (unsigned)ds->label_kind);
+		if (lend > stride)
+			return rf__ds_fail(err, errlen, -EINVAL, path,
+					   "%s: label [%" PRIu64 ", +%" PRIu64 ") does not fit in the %"
+					   PRIu64 "-byte record", what, ds->label_offset, lsize, stride);
+		if (ds->payload_bytes && ds->label_offset < ds->payload_offset + ds->payload_bytes &&
+		    ds->payload_offset < lend)
+			return rf__ds_fail(err, errlen, -EINVAL, path,
+					   "%s: label [%" PRIu64 ", +%" PRIu64 ") overlaps payload [%"
+					   PRIu64 ", +%" PRIu64 ")", what, ds->label_offset, lsize,
+					   ds->payload_offset, ds->payload_bytes);
+		if (ds->label_kind == RF_LABEL_U8 && ds->num_classes > 256)
+			return rf__ds_fail(err, errlen, -EINVAL, path,
+					   "%s: %" PRIu32 " classes with u8 labels, expected <= 256",
+					   what, ds->num_classes);
+		if (ds->num_classes > (uint32_t)INT32_MAX)
+			return rf__ds_fail(err, errlen, -EINVAL, path,
+					   "%s: %" PRIu32 " classes, expected <= %d", what,
+					   ds->num_classes, INT32_MAX);
+	} else if (ds->label_offset) {
+		return rf__ds_fail(err, errlen, -EINVAL, path,
+				   "%s: label offset %" PRIu64 " without a label, expected 0", what,
+				   ds->label_offset);
+	}
+	return 0;
+}
+
+/* ---- generic fixed-size records ------------------------------------------------- */
+
+int rf_dataset_open_raw(struct rf_dataset *ds, const char *path,
+			const struct rf_raw_desc *d, unsigned flags, char *err, size_t errlen)
+{
+	struct rf_dataset_src *s;
+	struct stat st;
+	uint64_t size, body;
+	size_t es;
+	int ret;
+
+	memset(ds, 0, sizeof(*ds));
+	ds->src[0].fd = ds->src[1].fd = -1;
+	if (!path || !d)
+		return rf__ds_fail(err, errlen, -EINVAL, path, "no path or description given");
+	s = &ds->src[0];
+	ds->kind = RF_DS_RAW;
+	ds->nsrc = 1;
+	if (!(s->path = strdup(path)))
+		return rf__ds_fail(err, errlen, -ENOMEM, path, "out of memory");
+	s->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (s->fd < 0) {
+		ret = rf__ds_fail(err, errlen, -errno, path, "cannot open: %s", strerror(errno));
+		goto fail;
+	}
+	if (fstat(s->fd, &st) < 0) {
+		ret = rf__ds_fail(err, errlen, -errno, path, "fstat: %s", strerror(errno));
+		goto fail;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		ret = rf__ds_fail(err, errlen, -EINVAL, path, "not a regular file");
+		goto fail;
+	}
+	size = (uint64_t)st.st_size;
+	s->size = size;
+	s->data_offset = d->header_bytes;
+	s->stride = d->record_bytes;
+
+	ds->dtype = d->dtype ? d->dtype : RF_DS_DT_U8;
+	es = rf_ds_dtype_size(ds->dtype);
+	ds->label_kind = d->label_kind;
+	ds->label_offset = d->label_offset;
+	ds->label_src = RF_DS_SRC_PAYLOAD;
+	ds->num_classes = d->num_classes;
+	ds->payload_offset = d->payload_offset;
+	ds->payload_bytes = d->payload_bytes;
+	if (d->record_bytes == 0) {
+		ret = rf__ds_fail(err, errlen, -EINVAL, path,
+				  "description: record size 0, expected >= 1");
+		goto fail;
+	}
+	if (!ds->payload_bytes && d->payload_offset < d->record_bytes) {
+		uint64_t end = d->record_bytes;
+		if (d->label_kind != RF_LABEL_NONE && d->label_offset > d->payload_offset)
+			end = d->label_offset;
+		ds->payload_bytes = end - d->payload_offset;
+	}
+	if (d->ndim == 0 && es) {
+		if (ds->payload_bytes % es) {
+			ret = rf__ds_fail(err, errlen, -EINVAL, path,
+					  "description: payload of %" PRIu64 " bytes is not a whole "
+					  "number of %s elements", ds->payload_bytes,
+					  rf_ds_dtype_name(ds->dtype));
+			goto fail;
+		}
+		if (ds->payload_bytes / es > UINT32_MAX) {
+			ret = rf__ds_fail(err, errlen, -EINVAL, path,
+					  "description: payload too large for one dim, give a shape");
+			goto fail;
+		}
+		ds->ndim = ds->payload_bytes ? 1 : 0;
+		ds->shape[0] = (uint32_t)(ds->payload_bytes / es);
+	} else {
+		ds->ndim = d->ndim;
+		memcpy(ds->shape, d->shape, sizeof(ds->shape));
+	}
+	ret = rf__ds_check_layout(ds, "description", err, errlen);
+	if (ret)
+		goto fail;
+
+	if (d->header_bytes > size) {
+		ret = rf__ds_fail(err, errlen, -EINVAL, path,
+				  "offset %" PRIu64 ": file is %" PRIu64 " bytes, shorter than its %"
+				  PRIu64 "-byte header", size, size, d->header_bytes);
+		goto fail;
+	}
+	body = size - d->header_bytes;
+	ds->count = body / d->record_bytes;
+	ds->tail_bytes = body % d->record_bytes;
+	if (ds->tail_bytes && !(flags & RF_DS_ALLOW_TAIL)) {
+		ret = rf__ds_fail(err, errlen, -EINVAL, path,
+				  "offset %" PRIu64 ": %" PRIu64 " bytes left over after %" PRIu64
+				  " whole records of %" PRIu64 " bytes (file %" PRIu64 " bytes, header %"
+				  PRIu64 "), expected a multiple of %" PRIu64,
+				  size - ds->tail_bytes, ds->tail_bytes, ds->count, d->record_bytes,
+				  size, d->header_bytes, d->record_bytes);
+		goto fail;
+	}
+	if (ds->count == 0) {
+		ret = rf__ds_fail(err, errlen, -EINVAL, path,
+				  "offset %" PRIu64 ": no records (file %" PRIu64 " bytes, header %"
+				  PRIu64 ", record %" PRIu64 " bytes), expected at least one",
+				  d->header_bytes, size, d->header_bytes, d->record_bytes);
+		goto fail;
+	}
+	s->data_bytes = ds->count * d->record_bytes;
+	if ((flags & RF_DS_VERIFY) && ds->label_kind != RF_LABEL_NONE) {
+		int32_t max = -1;
+		ret = rf__ds_scan(ds, 1, &max, NULL, err, errlen);
+		if (ret)
+			goto fail;
+		if (!ds->num_classes)
+			ds->num_classes = (uint32_t)max + 1;
+	}
+	return 0;
+fail:
+	rf_dataset_close(ds);
+	return ret;
+}

@@ -1,0 +1,347 @@
+/* ringflow/dataset.h — datasets on disk: IDX files, ringflow record files (.rfrec)
+ * and generic fixed-size-record files, all described by one struct rf_dataset.
+ *
+ * A dataset is `count` records. Each record has a payload (a tensor of `shape` and
+ * `dtype`) and optionally an integer label. The description says, for record i,
+ * where its payload and its label lie: in which source (a file on disk, or a buffer
+ * in memory for gzip'd IDX) and at which byte offset, so a loader can read them
+ * itself (with O_DIRECT, in aligned spans that contain whole records) or take them
+ * from memory. rf_dataset_read_record() is the synchronous reference accessor.
+ *
+ * Layouts the description covers:
+ *   RF_DS_IDX        images and labels in two IDX files (labels in src[1]); raw
+ *                    files are read from disk, gzip'd ones are decompressed into
+ *                    memory at open.
+ *   RF_DS_IDX_SINGLE one IDX file, no labels (rf_dataset_open_idx).
+ *   RF_DS_RFREC      a .rfrec file: payload and label interleaved in each record.
+ *   RF_DS_RAW        a user-described file: header, then fixed-size records.
+ *
+ * Errors: every function that opens or validates returns 0 or -errno and, on error,
+ * writes one line (no newline) into the caller's err buffer (errlen bytes, may be
+ * NULL/0) that names the file, the byte offset or record, and what was expected vs
+ * found, e.g.
+ *   "train-images-idx3-ubyte.gz: offset 0: bad magic 0x00000000, expected 0x00000803 (u8, 3 dims)"
+ * Codes: -EINVAL malformed or mis-sized file; -ENOTSUP recognised but unsupported
+ * (IDX dtype other than u8, newer .rfrec version); -EBADMSG corrupt data (gzip
+ * stream, CRC mismatch); -ERANGE label out of range; -ENOMEM; other -errno from the
+ * system calls (open, read, write, rename).
+ *
+ * Threading: an opened struct rf_dataset is immutable; rf_dataset_read_record() and
+ * the inline locators may be called from any thread concurrently (pread/memcpy).
+ */
+#ifndef RINGFLOW_DATASET_H
+#define RINGFLOW_DATASET_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <errno.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Element types on disk; the values are the IDX type codes (third magic byte).
+ * Distinct from devices' enum rf_dtype (tensor element types): a loader maps
+ * RF_DS_DT_U8 / RF_DS_DT_F32 / RF_DS_DT_I32 to RF_U8 / RF_F32 / RF_I32. */
+enum rf_ds_dtype {
+	RF_DS_DT_NONE = 0,
+	RF_DS_DT_U8 = 0x08,
+	RF_DS_DT_I8 = 0x09,
+	RF_DS_DT_I16 = 0x0B,
+	RF_DS_DT_I32 = 0x0C,
+	RF_DS_DT_F32 = 0x0D,
+	RF_DS_DT_F64 = 0x0E
+};
+
+/* Bytes per element; 0 for an unknown code. */
+size_t rf_ds_dtype_size(enum rf_ds_dtype t);
+/* "u8", "i8", "i16", "i32", "f32", "f64", or "?" (static string, never freed). */
+const char *rf_ds_dtype_name(enum rf_ds_dtype t);
+
+/* How a label is stored. In IDX label files it is a u8 record of its own (src[1]);
+ * in .rfrec and raw files it lies inside the record, little-endian for i32. */
+enum rf_label_kind {
+	RF_LABEL_NONE = 0,
+	RF_LABEL_U8 = 1,
+	RF_LABEL_I32 = 2
+};
+
+enum rf_dataset_kind {
+	RF_DS_NONE = 0,
+	RF_DS_IDX,        /* IDX images + IDX labels (src[0], src[1]) */
+	RF_DS_IDX_SINGLE, /* one IDX file, no labels */
+	RF_DS_RFREC,      /* ringflow record file */
+	RF_DS_RAW         /* generic fixed-size records */
+};
+
+#define RF_DS_MAX_DIMS 4 /* dims of one record (a sample); IDX adds the count dim */
+
+/* Where records live. Record i of a source starts at byte
+ *     data_offset + i * stride
+ * of the file (fd/path) or of the memory buffer mem (mem != NULL). For gzip'd IDX
+ * the buffer holds the whole decompressed file, header included, so offsets are the
+ * same as they would be in the uncompressed file. */
+struct rf_dataset_src {
+	char *path;           /* owned by the dataset; the name used in messages */
+	int fd;               /* O_RDONLY|O_CLOEXEC, buffered; -1 when in memory. A loader
+	                       * wanting O_DIRECT reopens path itself. Owned. */
+	const uint8_t *mem;   /* whole decompressed file, owned; NULL when on disk */
+	uint64_t size;        /* bytes of the file (or of mem) */
+	uint64_t data_offset; /* byte offset of record 0 (IDX header, .rfrec's 4096, raw header) */
+	uint64_t stride;      /* bytes from one record to the next (any value >= 1) */
+	uint64_t data_bytes;  /* count * stride */
+	int compressed;       /* 1: the file on disk is gzip (mem holds it decompressed) */
+};
+
+enum { RF_DS_SRC_PAYLOAD = 0, RF_DS_SRC_LABEL = 1 };
+
+struct rf_dataset {
+	enum rf_dataset_kind kind;
+	uint64_t count;               /* records (>= 1) */
+	unsigned nsrc;                /* 1 or 2 */
+	struct rf_dataset_src src[2]; /* [0] payloads (and in-record labels); [1] IDX labels */
+
+	/* payload of record i: src[0], at src[0].data_offset + i*stride + payload_offset */
+	uint64_t payload_offset;      /* within the record */
+	uint64_t payload_bytes;       /* = product(shape) * rf_ds_dtype_size(dtype) */
+	enum rf_ds_dtype dtype;
+	unsigned ndim;                /* 0..RF_DS_MAX_DIMS; 0 is a scalar */
+	uint32_t shape[RF_DS_MAX_DIMS]; /* unused dims are 0 */
+
+	/* label of record i: src[label_src] at data_offset + i*stride + label_offset */
+	enum rf_label_kind label_kind;
+	unsigned label_src;           /* RF_DS_SRC_PAYLOAD or RF_DS_SRC_LABEL */
+	uint64_t label_offset;        /* within the label source's record */
+	uint32_t num_classes;         /* labels lie in [0, num_classes); 0: unknown */
+
+	/* .rfrec only */
+	uint32_t version;
+	uint32_t data_crc32;          /* CRC-32 (zlib) of the count*stride record bytes */
+	/* raw only, with RF_DS_ALLOW_TAIL: bytes after the last whole record */
+	uint64_t tail_bytes;
+};
+
+/* A byte range of one source: what a loader reads for one payload or label. */
+struct rf_dataset_loc {
+	unsigned src;     /* index into ds->src */
+	uint64_t offset;  /* byte offset in that source's file (or in its mem buffer) */
+	uint64_t length;
+};
+
+/* Flags for the open functions. */
+enum {
+	RF_DS_VERIFY = 1u << 0,     /* read all data: .rfrec data CRC and label range;
+	                             * raw: label range (IDX labels are always checked) */
+	RF_DS_ALLOW_TAIL = 1u << 1  /* raw: accept a partial record at the end (ignored,
+	                             * counted in tail_bytes) instead of failing */
+};
+
+/* ---- opening ------------------------------------------------------------------
+ * All open functions take a caller-owned struct rf_dataset, zero it first, and on
+ * success fill it with resources it then owns (paths, fds, memory) that
+ * rf_dataset_close() releases. On failure nothing is held, the struct is left
+ * zeroed (fds -1), and rf_dataset_close() on it is a harmless no-op. Paths are
+ * copied; the caller keeps its strings. */
+
+/* IDX images + labels. Each file may be gzip'd (detected by content, not name) or
+ * raw. Images: magic 0x00000803 (u8, 3 dims: count, rows, cols); labels: 0x00000801.
+ * Other IDX dtypes are recognised and refused with -ENOTSUP. Checks: header, dims
+ * >= 1, exact file size (raw) or exact decompressed size (gzip: truncation and
+ * trailing data both fail), equal counts, every label < num_classes.
+ * num_classes: 1..65536, or 0 to accept any u8 label and set num_classes to
+ * max label + 1. Raw files stay on disk (src[i].fd, data_offset = 8 + 4*ndim);
+ * gzip'd ones are decompressed into memory (src[i].mem, freed by close). */
+int rf_dataset_open_idx_pair(struct rf_dataset *ds, const char *images_path,
+			     const char *labels_path, uint32_t num_classes,
+			     unsigned flags, char *err, size_t errlen);
+
+/* One IDX file (u8, 1..5 dims: count then up to 4 record dims), no labels.
+ * expect_ndim: 0 for any, else the number of dims the file must have. */
+int rf_dataset_open_idx(struct rf_dataset *ds, const char *path, unsigned expect_ndim,
+			unsigned flags, char *err, size_t errlen);
+
+/* A .rfrec file. Checks magic, version, header CRC, field consistency, and that the
+ * file is exactly 4096 + count*stride rounded up to 4096 with zero padding. With
+ * RF_DS_VERIFY also reads every record: data CRC and label range. */
+int rf_dataset_open_rfrec(struct rf_dataset *ds, const char *path, unsigned flags,
+			  char *err, size_t errlen);
+
+/* Description of a generic file of fixed-size records. */
+struct rf_raw_desc {
+	uint64_t header_bytes;    /* skipped at the start of the file */
+	uint64_t record_bytes;    /* stride, >= 1 */
+	uint64_t payload_offset;  /* within the record */
+	uint64_t payload_bytes;   /* 0: the whole record except the label */
+	enum rf_ds_dtype dtype;      /* RF_DS_DT_NONE: u8 */
+	unsigned ndim;            /* 0: shape = {payload_bytes / dtype size} */
+	uint32_t shape[RF_DS_MAX_DIMS];
+	enum rf_label_kind label_kind;
+	uint64_t label_offset;    /* within the record */
+	uint32_t num_classes;     /* 0: don't check (or infer with RF_DS_VERIFY) */
+};
+
+/* Validates that (file size - header_bytes) is a whole number (>= 1) of records,
+ * else fails saying how many bytes are left over (unless RF_DS_ALLOW_TAIL), and
+ * that payload and label fit in the record without overlapping. The label range is
+ * checked only with RF_DS_VERIFY and num_classes > 0 (this reads the whole file). */
+int rf_dataset_open_raw(struct rf_dataset *ds, const char *path,
+			const struct rf_raw_desc *desc, unsigned flags,
+			char *err, size_t errlen);
+
+/* Release what an open function acquired; the struct is zeroed. NULL is fine. */
+void rf_dataset_close(struct rf_dataset *ds);
+
+/* Re-read all data: .rfrec data CRC, labels in [0, num_classes) (all kinds). */
+int rf_dataset_verify(const struct rf_dataset *ds, char *err, size_t errlen);
+
+/* ---- access -------------------------------------------------------------------- */
+
+/* Copy record i's payload (payload_bytes into payload, if not NULL) and its label
+ * (into *label, if not NULL; -1 when the dataset has none). pread for files,
+ * memcpy for memory. Returns 0, -ERANGE for i >= count, -EIO on a short read, or
+ * -errno. Thread-safe. */
+int rf_dataset_read_record(const struct rf_dataset *ds, uint64_t i, void *payload,
+			   int32_t *label);
+
+/* One line describing the dataset, for tools ("60000 records, u8 28x28, ...").
+ * Returns snprintf's result. */
+int rf_dataset_describe(const struct rf_dataset *ds, char *buf, size_t len);
+
+static inline void rf_dataset_payload_loc(const struct rf_dataset *ds, uint64_t i,
+					  struct rf_dataset_loc *loc)
+{
+	const struct rf_dataset_src *s = &ds->src[RF_DS_SRC_PAYLOAD];
+	loc->src = RF_DS_SRC_PAYLOAD;
+	loc->offset = s->data_offset + i * s->stride + ds->payload_offset;
+	loc->length = ds->payload_bytes;
+}
+
+/* Returns 0, or -ENOENT when the dataset has no labels. */
+static inline int rf_dataset_label_loc(const struct rf_dataset *ds, uint64_t i,
+				       struct rf_dataset_loc *loc)
+{
+	const struct rf_dataset_src *s = &ds->src[ds->label_src];
+	if (ds->label_kind == RF_LABEL_NONE)
+		return -ENOENT;
+	loc->src = ds->label_src;
+	loc->offset = s->data_offset + i * s->stride + ds->label_offset;
+	loc->length = ds->label_kind == RF_LABEL_I32 ? 4 : 1;
+	return 0;
+}
+
+/* The bytes at loc when its source is in memory; NULL when it is on disk. */
+static inline const void *rf_dataset_loc_mem(const struct rf_dataset *ds,
+					     const struct rf_dataset_loc *loc)
+{
+	const uint8_t *m = ds->src[loc->src].mem;
+	return m ? m + loc->offset : NULL;
+}
+
+/* Decode a label from the bytes a loc points at. */
+static inline int32_t rf_dataset_decode_label(const struct rf_dataset *ds, const void *p)
+{
+	const uint8_t *b = (const uint8_t *)p;
+	if (ds->label_kind == RF_LABEL_U8)
+		return b[0];
+	if (ds->label_kind == RF_LABEL_I32)
+		return (int32_t)((uint32_t)b[0] | (uint32_t)b[1] << 8 |
+				 (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24);
+	return -1;
+}
+
+/* The aligned span of source src that contains records [first, first+n) whole:
+ * [*off, *off + *len) with off and len multiples of align (a power of two, e.g. the
+ * O_DIRECT alignment). This is how a loader reads records whose stride is not a
+ * multiple of anything: it reads the span into an aligned buffer and finds record
+ * i at (data_offset + i*stride - *off) inside it. A .rfrec file is zero-padded to a
+ * multiple of 4096, so for align <= 4096 the span never passes the end of the file;
+ * for raw and IDX files the last span may, and an O_DIRECT read then returns short
+ * at end of file, which is fine as long as the records themselves were read. */
+static inline void rf_dataset_span(const struct rf_dataset *ds, unsigned src,
+				   uint64_t first, uint64_t n, uint64_t align,
+				   uint64_t *off, uint64_t *len)
+{
+	const struct rf_dataset_src *s = &ds->src[src];
+	uint64_t a = s->data_offset + first * s->stride;
+	uint64_t b = a + n * s->stride;
+	*off = a & ~(align - 1);
+	*len = ((b + align - 1) & ~(align - 1)) - *off;
+}
+
+/* ---- .rfrec: the ringflow record file -----------------------------------------
+ * Layout (all integers little-endian):
+ *   [0, 4096)            header (below), CRC-32 over bytes [0, 4092) at 4092
+ *   [4096, 4096+count*stride)  records back to back, stride bytes each
+ *   up to a multiple of 4096    zeros
+ * The stride need not be aligned to anything (Fashion-MNIST packs at 785 bytes:
+ * 784 pixels + a u8 label): the loader never reads one record with O_DIRECT, it
+ * reads aligned spans that contain whole records (rf_dataset_span) and the padding
+ * guarantees the last span lies inside the file. Unaligned strides keep the file
+ * dense; aligning each record would waste up to 4095 bytes per record.
+ *
+ * Header fields, offset: size name
+ *    0:8  magic "RFRECv1\0"         52:4  ndim (0..4)
+ *    8:4  version (1)               56:16 shape[4] (u32, unused 0)
+ *   12:4  header bytes (4096)       72:4  label kind (0 none, 1 u8, 2 i32 LE)
+ *   16:8  record count (>= 1)       76:4  num classes (0 unknown)
+ *   24:8  record stride (>= 1)      80:8  label offset in record
+ *   32:8  payload offset in record  88:8  data bytes (count * stride)
+ *   40:8  payload bytes             96:4  data CRC-32 (zlib crc32 of the data bytes)
+ *   48:4  dtype (IDX code)        100..4091 zero;  4092:4 header CRC-32 */
+#define RF_REC_MAGIC "RFRECv1"    /* 8 bytes with its NUL */
+#define RF_REC_VERSION 1u
+#define RF_REC_HEADER_BYTES 4096u
+#define RF_REC_ALIGN 4096u
+
+/* Record layout for the writer. stride 0: packed (payload at 0, label right after
+ * it, stride = payload + label bytes; payload_offset and label_offset are then
+ * computed). */
+struct rf_rec_layout {
+	uint64_t stride;
+	uint64_t payload_offset;
+	enum rf_ds_dtype dtype;
+	unsigned ndim;
+	uint32_t shape[RF_DS_MAX_DIMS];
+	enum rf_label_kind label_kind;
+	uint64_t label_offset;
+	uint32_t num_classes;   /* > 0: append refuses labels outside [0, num_classes) */
+};
+
+struct rf_rec_writer;
+
+enum {
+	RF_REC_OVERWRITE = 1u << 0 /* finish may replace an existing file at path */
+};
+
+/* Start writing path. Records go to "<path>.tmp" (created or truncated, mode 0644);
+ * rf_rec_writer_finish() writes the header, pads, fsyncs and renames it to path,
+ * so path only ever appears complete. Without RF_REC_OVERWRITE, open fails with
+ * -EEXIST if path exists, and finish refuses to replace one created meanwhile.
+ * On success *out is owned by the caller until finish or abort frees it. */
+int rf_rec_writer_open(struct rf_rec_writer **out, const char *path,
+		       const struct rf_rec_layout *layout, unsigned flags,
+		       char *err, size_t errlen);
+
+/* Append one record: payload_bytes from payload (NULL: zeros) and label (ignored
+ * for RF_LABEL_NONE). Buffered. -ERANGE for a label out of range (nothing is
+ * written); an I/O error is reported here or by finish. */
+int rf_rec_writer_append(struct rf_rec_writer *w, const void *payload, int32_t label,
+			 char *err, size_t errlen);
+
+/* The tmp file's name ("<path>.tmp"), e.g. for a signal handler that unlinks it.
+ * Owned by the writer. */
+const char *rf_rec_writer_tmp_path(const struct rf_rec_writer *w);
+
+/* Complete the file (>= 1 record required), fsync, rename into place, fsync the
+ * directory. Frees w whatever the result; on failure the tmp file is removed and
+ * path is untouched. */
+int rf_rec_writer_finish(struct rf_rec_writer *w, char *err, size_t errlen);
+
+/* Drop everything written: close and unlink the tmp file, free w. NULL is fine. */
+void rf_rec_writer_abort(struct rf_rec_writer *w);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,717 @@
+/* kernels_cpu.c — CPU kernels (see kernels.h for the contracts).
+ *
+ * Elementwise loops are written as plain restrict-qualified loops so that GCC
+ * vectorises them at -O2/-O3. Convolutions are im2col + one GEMM per group of
+ * images: the im2col matrix of g images is laid out (c·kh·kw, g·oh·ow), so a single
+ * GEMM covers the whole group, and the outputs are scattered back to NCHW.
+ */
+#include "rf-config.h"
+#include "kernels.h"
+
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+#if RF_HAVE_OPENBLAS
+#include <cblas.h>
+#endif
+
+/* GCC contracts a*b+c into an FMA under -ffp-contract=fast (its default in GNU C
+ * mode) when the target has one; the functions promising bit-identical results with
+ * CUDA must not let it. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define RF__NO_CONTRACT __attribute__((optimize("fp-contract=off")))
+#else
+#define RF__NO_CONTRACT
+#endif
+
+/* ---- gemm ------------------------------------------------------------------- */
+
+static int gemm_check(int ta, int tb, int m, int n, int k, const float *a, int lda,
+		      const float *b, int ldb, float *c, int ldc)
+{
+	if (m < 0 || n < 0 || k < 0)
+		return -EINVAL;
+	if (lda < (ta ? (m > 1 ? m : 1) : (k > 1 ? k : 1)) ||
+	    ldb < (tb ? (k > 1 ? k : 1) : (n > 1 ? n : 1)) || ldc < (n > 1 ? n : 1))
+		return -EINVAL;
+	if ((m && n && !c) || (m && n && k && (!a || !b)))
+		return -EINVAL;
+	return 0;
+}
+
+/* Blocking of the portable gemm: a (MC × KC) block of op(A) and a (KC × NC) panel of
+ * op(B) are packed row-major on the stack, then C's (MC × NC) block is updated one
+ * row at a time with a vectorisable inner loop over columns. */
+enum { RF__MC = 32, RF__KC = 128, RF__NC = 128 };
+
+static void gemm_block(int mc, int nc, int kc, const float *restrict ap,
+		       const float *restrict bp, float *restrict c, int ldc)
+{
+	for (int i = 0; i < mc; i++) {
+		float *restrict cr = c + (size_t)i * ldc;
+		const float *ar = ap + (size_t)i * kc;
+		int p = 0;
+		for (; p + 4 <= kc; p += 4) {
+			const float a0 = ar[p], a1 = ar[p + 1], a2 = ar[p + 2], a3 = ar[p + 3];
+			const float *b0 = bp + (size_t)p * nc, *b1 = b0 + nc, *b2 = b1 + nc,
+				    *b3 = b2 + nc;
+			for (int j = 0; j < nc; j++)
+				cr[j] += a0 * b0[j] + a1 * b1[j] + a2 * b2[j] + a3 * b3[j];
+		}
+		for (; p < kc; p++) {
+			const float a0 = ar[p];
+			const float *b0 = bp + (size_t)p * nc;
+			for (int j = 0; j < nc; j++)
+				cr[j] += a0 * b0[j];
+		}
+	}
+}
+
+int rf_k_gemm_portable(int ta, int tb, int m, int n, int k, float alpha,
+		       const float *a, int lda, const float *b, int ldb,
+		       float beta, float *c, int ldc)
+{
+	int rc = gemm_check(ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
+	if (rc)
+		return rc;
+	for (int i = 0; i < m; i++) {
+		float *restrict cr = c + (size_t)i * ldc;
+		if (beta == 0.0f)
+			for (int j = 0; j < n; j++)
+				cr[j] = 0.0f;
+		else if (beta != 1.0f)
+			for (int j = 0; j < n; j++)
+				cr[j] *= beta;
+	}
+	if (alpha == 0.0f || k == 0)
+		return 0;
+
+	float ap[RF__MC * RF__KC];
+	float bp[RF__KC * RF__NC];
+	for (int j0 = 0; j0 < n; j0 += RF__NC) {
+		int nc = n - j0 < RF__NC ? n - j0 : RF__NC;
+		for (int p0 = 0; p0 < k; p0 += RF__KC) {
+			int kc = k - p0 < RF__KC ? k - p0 : RF__KC;
+			/* pack op(B)[p0:p0+kc, j0:j0+nc] */
+			for (int p = 0; p < kc; p++)
+				for (int j = 0; j < nc; j++)
+					bp[p * nc + j] = tb ? b[(size_t)(j0 + j) * ldb + p0 + p]
+							    : b[(size_t)(p0 + p) * ldb + j0 + j];
+			for (int i0 = 0; i0 < m; i0 += RF__MC) {
+				int mc = m - i0 < RF__MC ? m - i0 : RF__MC;
+				/* pack alpha · op(A)[i0:i0+mc, p0:p0+kc] */
+				for (int i = 0; i < mc; i++)
+					for (int p = 0; p < kc; p++)
+						ap[i * kc + p] = alpha *
+							(ta ? a[(size_t)(p0 + p) * lda + i0 + i]
+							    : a[(size_t)(i0 + i) * lda + p0 + p]);
+				gemm_block(mc, nc, kc, ap, bp, c + (size_t)i0 * ldc + j0, ldc);
+			}
+		}
+	}
+	return 0;
+}
+
+int rf_k_gemm(int ta, int tb, int m, int n, int k, float alpha,
+	      const float *a, int lda, const float *b, int ldb,
+	      float beta, float *c, int ldc)
+{
+#if RF_HAVE_OPENBLAS
+	int rc = gemm_check(ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
+	if (rc)
+		return rc;
+	if (m == 0 || n == 0)
+		return 0;
+	cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
+		    tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb,
+		    beta, c, ldc);
+	return 0;
+#else
+	return rf_k_gemm_portable(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+#endif
+}
+
+int rf_k_blas_set_threads(int n)
+{
+#if RF_HAVE_OPENBLAS
+	if (n < 1)
+		return -EINVAL;
+	openblas_set_num_threads(n);
+	return 0;
+#else
+	return -ENOTSUP;
+#endif
+}
+
+int rf_k_blas_get_threads(void)
+{
+#if RF_HAVE_OPENBLAS
+	return openblas_get_num_threads();
+#else
+	return -ENOTSUP;
+#endif
+}
+
+/* ---- linear pieces ---------------------------------------------------------- */
+
+void rf_k_bias_add(float *y, const float *b, int rows, int cols)
+{
+	for (int r = 0; r < rows; r++) {
+		float *restrict yr = y + (size_t)r * cols;
+		const float *restrict bb = b;
+		for (int j = 0; j < cols; j++)
+			yr[j] += bb[j];
+	}
+}
+
+void rf_k_bias_grad(float *db, const float *dy, int rows, int cols, int accumulate)
+{
+	float *restrict d = db;
+	if (!accumulate)
+		for (int j = 0; j < cols; j++)
+			d[j] = 0.0f;
+	for (int r = 0; r < rows; r++) {
+		const float *restrict g = dy + (size_t)r * cols;
+		for (int j = 0; j < cols; j++)
+			d[j] += g[j];
+	}
+}
+
+void rf_k_relu_fwd(float *y, const float *x, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+
+void rf_k_relu_bwd(float *dx, const float *dy, const float *y, size_t n)
+{
+	/* load dy unconditionally: a select vectorises, a conditional load branches */
+	for (size_t i = 0; i < n; i++) {
+		float g = dy[i];
+		dx[i] = y[i] > 0.0f ? g : 0.0f;
+	}
+}
+
+/* ---- loss ---------------------------------------------------------------------- */
+
+int rf_k_softmax_xent(float *dlogits, float *loss_sum, int32_t *correct,
+		      const float *logits, const int32_t *labels, int rows, int cols)
+{
+	if (rows < 0 || cols < 1)
+		return -EINVAL;
+	for (int r = 0; r < rows; r++)
+		if (labels[r] < 0 || labels[r] >= cols)
+			return -EINVAL;
+	double loss = 0.0;
+	int32_t ok = 0;
+	const float inv_rows = rows ? 1.0f / (float)rows : 0.0f;
+	for (int r = 0; r < rows; r++) {
+		const float *x = logits + (size_t)r * cols;
+		int lab = labels[r], arg = 0;
+		float mx = x[0];
+		for (int j = 1; j < cols; j++)
+			if (x[j] > mx) {
+				mx = x[j];
+				arg = j;
+			}
+		float sum = 0.0f;
+		for (int j = 0; j < cols; j++)
+			sum += expf(x[j] - mx);
+		loss += (double)(logf(sum) - (x[lab] - mx));
+		ok += arg == lab;
+		if (dlogits) {
+			/* x may alias dlogits: x[j] is read before dl[j] is written */
+			float *dl = dlogits + (size_t)r * cols;
+			const float inv_sum = 1.0f / sum;
+			for (int j = 0; j < cols; j++)
+				dl[j] = (expf(x[j] - mx) * inv_sum - (j == lab ? 1.0f : 0.0f)) *
+					inv_rows;
+		}
+	}
+	if (loss_sum)
+		*loss_sum = (float)loss;
+	if (correct)
+		*correct = ok;
+	return 0;
+}
+
+int rf_k_softmax_xent_eval(float *loss_sum, int32_t *correct, const float *logits,
+			   const int32_t *labels, int rows, int cols)
+{
+	return rf_k_softmax_xent(NULL, loss_sum, correct, logits, labels, rows, cols);
+}
+
+/* ---- convolution ---------------------------------------------------------------- */
+
+/* Aim for about this many columns (g·oh·ow) per GEMM: enough to amortise OpenBLAS's
+ * packing on LeNet's small images, small enough that the im2col block stays in L2.
+ * Measured on the LeNet batch-256 step (1 thread): 1024 ≈ 512 ≈ 2048 < 4096 (+10 %)
+ * < whole batch (+35 %). */
+#ifndef RF__CONV_TARGET_COLS
+#define RF__CONV_TARGET_COLS 1024
+#endif
+
+static int conv_check(const struct rf_k_conv2d *s)
+{
+	if (!s || s->n < 0 || s->c < 1 || s->o < 1 || s->kh < 1 || s->kw < 1 ||
+	    s->h < s->kh || s->w < s->kw)
+		return -EINVAL;
+	return 0;
+}
+
+static size_t conv_per_image(const struct rf_k_conv2d *s)
+{
+	size_t ckk = (size_t)s->c * s->kh * s->kw;
+	size_t ohw = (size_t)rf_k_conv2d_oh(s) * rf_k_conv2d_ow(s);
+	return (ckk + (size_t)s->o) * ohw * sizeof(float);
+}
+
+size_t rf_k_conv2d_workspace_min(const struct rf_k_conv2d *s)
+{
+	return conv_check(s) ? 0 : conv_per_image(s);
+}
+
+size_t rf_k_conv2d_workspace_size(const struct rf_k_conv2d *s)
+{
+	if (conv_check(s))
+		return 0;
+	size_t ohw = (size_t)rf_k_conv2d_oh(s) * rf_k_conv2d_ow(s);
+	size_t g = (RF__CONV_TARGET_COLS + ohw - 1) / ohw;
+	if (g > (size_t)s->n)
+		g = (size_t)s->n;
+	if (g < 1)
+		g = 1;
+	return g * conv_per_image(s);
+}
+
+/* images per group that the workspace holds (>= 1), or 0 if it holds none */
+static int conv_group(const struct rf_k_conv2d *s, const void *ws, size_t ws_bytes)
+{
+	size_t per = conv_per_image(s);
+	if (!ws || ws_bytes < per)
+		return 0;
+	size_t g = ws_bytes / per;
+	if (g > (size_t)s->n)
+		g = (size_t)s->n;
+	return g < 1 ? 1 : (int)g;
+}
+
+/* col (c·kh·kw, ld) columns [g·ohw, (g+1)·ohw) for each of the g images at x. */
+static void im2col(float *restrict col, size_t ld, const float *restrict x,
+		   const struct rf_k_conv2d *s, int g)
+{
+	const int oh = rf_k_conv2d_oh(s), ow = rf_k_conv2d_ow(s), H = s->h, W = s->w;
+	const size_t ohw = (size_t)oh * ow, img = (size_t)s->c * H * W;
+	for (int c = 0; c < s->c; c++)
+		for (int kh = 0; kh < s->kh; kh++)
+			for (int kw = 0; kw < s->kw; kw++) {
+				size_t r = ((size_t)c * s->kh + kh) * s->kw + kw;
+				for (int gi = 0; gi < g; gi++) {
+					const float *xp = x + gi * img + (size_t)c * H * W +
+							  (size_t)kh * W + kw;
+					float *cp = col + r * ld + gi * ohw;
+					for (int i = 0; i < oh; i++) {
+						const float *restrict src = xp + (size_t)i * W;
+						float *restrict dst = cp + (size_t)i * ow;
+						for (int j = 0; j < ow; j++)
+							dst[j] = src[j];
+					}
+				}
+			}
+}
+
+/* dx (g images) += col2im(dcol (c·kh·kw, ld)); dx must be zeroed by the caller. */
+static void col2im(float *restrict dx, const float *restrict dcol, size_t ld,
+		   const struct rf_k_conv2d *s, int g)
+{
+	const int oh = rf_k_conv2d_oh(s), ow = rf_k_conv2d_ow(s), H = s->h, W = s->w;
+	const size_t ohw = (size_t)oh * ow, img = (size_t)s->c * H * W;
+	for (int gi = 0; gi < g; gi++)
+		for (int c = 0; c < s->c; c++)
+			for (int kh = 0; kh < s->kh; kh++)
+				for (int kw = 0; kw < s->kw; kw++) {
+					size_t r = ((size_t)c * s->kh + kh) * s->kw + kw;
+					float *xp = dx + gi * img + (size_t)c * H * W +
+						    (size_t)kh * W + kw;
+					const float *cp = dcol + r * ld + gi * ohw;
+					for (int i = 0; i < oh; i++) {
+						float *restrict d = xp + (size_t)i * W;
+						const float *restrict src = cp + (size_t)i * ow;
+						for (int j = 0; j < ow; j++)
+							d[j] += src[j];
+					}
+				}
+}
+
+/* t (o, ld) <- dy (g, o, ohw): the group's output gradients as one matrix */
+static void gather_nchw(float *restrict t, size_t ld, const float *restrict dy, int o,
+			size_t ohw, int g)
+{
+	for (int gi = 0; gi < g; gi++)
+		for (int oc = 0; oc < o; oc++) {
+			const float *restrict src = dy + ((size_t)gi * o + oc) * ohw;
+			float *restrict dst = t + (size_t)oc * ld + gi * ohw;
+			for (size_t p = 0; p < ohw; p++)
+				dst[p] = src[p];
+		}
+}
+
+int rf_k_conv2d_fwd(const struct rf_k_conv2d *s, float *y, const float *x,
+		    const float *w, const float *b, void *ws, size_t ws_bytes)
+{
+	if (conv_check(s))
+		return -EINVAL;
+	if (s->n == 0)
+		return 0;
+	int G = conv_group(s, ws, ws_bytes);
+	if (!G)
+		return -EINVAL;
+	const int o = s->o, ckk = s->c * s->kh * s->kw;
+	const size_t ohw = (size_t)rf_k_conv2d_oh(s) * rf_k_conv2d_ow(s);
+	const size_t img = (size_t)s->c * s->h * s->w;
+	for (int n0 = 0; n0 < s->n; n0 += G) {
+		int g = s->n - n0 < G ? s->n - n0 : G;
+		size_t ld = g * ohw;
+		float *col = ws, *out = col + (size_t)ckk * ld;
+		float *yn = y + (size_t)n0 * o * ohw;
+		im2col(col, ld, x + n0 * img, s, g);
+		/* (o, ld) = w (o, ckk) · col (ckk, ld); one image lands directly in y */
+		if (g == 1)
+			out = yn;
+		int rc = rf_k_gemm(0, 0, o, (int)ld, ckk, 1.0f, w, ckk, col, (int)ld, 0.0f,
+				   out, (int)ld);
+		if (rc)
+			return rc;
+		for (int gi = 0; gi < g; gi++)
+			for (int oc = 0; oc < o; oc++) {
+				const float bias = b ? b[oc] : 0.0f;
+				const float *restrict src = out + (size_t)oc * ld + gi * ohw;
+				float *restrict dst = yn + ((size_t)gi * o + oc) * ohw;
+				if (g == 1) {
+					if (b)
+						for (size_t p = 0; p < ohw; p++)
+							dst[p] += bias;
+				} else {
+					for (size_t p = 0; p < ohw; p++)
+						dst[p] = src[p] + bias;
+				}
+			}
+	}
+	return 0;
+}
+
+int rf_k_conv2d_bwd_data(const struct rf_k_conv2d *s, float *dx, const float *dy,
+			 const float *w, void *ws, size_t ws_bytes)
+{
+	if (conv_check(s))
+		return -EINVAL;
+	if (s->n == 0)
+		return 0;
+	int G = conv_group(s, ws, ws_bytes);
+	if (!G)
+		return -EINVAL;
+	const int o = s->o, ckk = s->c * s->kh * s->kw;
+	const size_t ohw = (size_t)rf_k_conv2d_oh(s) * rf_k_conv2d_ow(s);
+	const size_t img = (size_t)s->c * s->h * s->w;
+	for (int n0 = 0; n0 < s->n; n0 += G) {
+		int g = s->n - n0 < G ? s->n - n0 : G;
+		size_t ld = g * ohw;
+		float *dcol = ws, *t = dcol + (size_t)ckk * ld;
+		const float *dyn = dy + (size_t)n0 * o * ohw, *dyt = dyn;
+		if (g > 1) {
+			gather_nchw(t, ld, dyn, o, ohw, g);
+			dyt = t;
+		}
+		/* dcol (ckk, ld) = wᵀ (ckk, o) · dy (o, ld) */
+		int rc = rf_k_gemm(1, 0, ckk, (int)ld, o, 1.0f, w, ckk, dyt, (int)ld, 0.0f,
+				   dcol, (int)ld);
+		if (rc)
+			return rc;
+		float *dxn = dx + n0 * img;
+		memset(dxn, 0, g * img * sizeof(float));
+		col2im(dxn, dcol, ld, s, g);
+	}
+	return 0;
+}
+
+int rf_k_conv2d_bwd_filter(const struct rf_k_conv2d *s, float *dw, float *db,
+			   const float *dy, const float *x, int accumulate,
+			   void *ws, size_t ws_bytes)
+{
+	if (conv_check(s))
+		return -EINVAL;
+	const int o = s->o, ckk = s->c * s->kh * s->kw;
+	if (s->n == 0) {
+		if (!accumulate) {
+			memset(dw, 0, (size_t)o * ckk * sizeof(float));
+			if (db)
+				memset(db, 0, (size_t)o * sizeof(float));
+		}
+		return 0;
+	}
+	int G = conv_group(s, ws, ws_bytes);
+	if (!G)
+		return -EINVAL;
+	const size_t ohw = (size_t)rf_k_conv2d_oh(s) * rf_k_conv2d_ow(s);
+	const size_t img = (size_t)s->c * s->h * s->w;
+	if (db && !accumulate)
+		memset(db, 0, (size_t)o * sizeof(float));
+	for (int n0 = 0; n0 < s->n; n0 += G) {
+		int g = s->n - n0 < G ? s->n - n0 : G;
+		size_t ld = g * ohw;
+		float *col = ws, *t = col + (size_t)ckk * ld;
+		const float *dyn = dy + (size_t)n0 * o * ohw, *dyt = dyn;
+		if (g > 1) {
+			gather_nchw(t, ld, dyn, o, ohw, g);
+			dyt = t;
+		}
+		im2col(col, ld, x + n0 * img, s, g);
+		/* dw (o, ckk) (+)= dy (o, ld) · colᵀ (ld, ckk) */
+		float beta = (n0 == 0 && !accumulate) ? 0.0f : 1.0f;
+		int rc = rf_k_gemm(0, 1, o, ckk, (int)ld, 1.0f, dyt, (int)ld, col, (int)ld,
+				   beta, dw, ckk);
+		if (rc)
+			return rc;
+		if (db)
+			for (int oc = 0; oc < o; oc++) {
+				const float *restrict src = dyt + (size_t)oc * ld;
+				float acc = 0.0f;
+				for (size_t p = 0; p < ld; p++)
+					acc += src[p];
+				db[oc] += acc;
+			}
+	}
+	return 0;
+}
+
+/* ---- pooling ------------------------------------------------------------------------ */
+
+void rf_k_avgpool2d_fwd(float *y, const float *x, int n, int c, int h, int w, int k)
+{
+	if (k < 1)
+		return;
+	const int oh = h / k, ow = w / k;
+	const float inv = 1.0f / (float)(k * k);
+	const size_t planes = (size_t)n * c;
+	if (k == 2) { /* LeNet's case, same order of additions as the general loop */
+		for (size_t pl = 0; pl < planes; pl++)
+			for (int i = 0; i < oh; i++) {
+				const float *restrict x0 = x + (pl * h + 2 * i) * w, *restrict x1 = x0 + w;
+				float *restrict yr = y + (pl * oh + i) * ow;
+				for (int j = 0; j < ow; j++)
+					yr[j] = ((((0.0f + x0[2 * j]) + x0[2 * j + 1]) + x1[2 * j]) +
+						 x1[2 * j + 1]) * inv;
+			}
+		return;
+	}
+	for (size_t pl = 0; pl < planes; pl++) {
+		const float *xp = x + pl * h * w;
+		float *yp = y + pl * oh * ow;
+		for (int i = 0; i < oh; i++) {
+			float *restrict yr = yp + (size_t)i * ow;
+			for (int j = 0; j < ow; j++)
+				yr[j] = 0.0f;
+			for (int a = 0; a < k; a++) {
+				const float *restrict xr = xp + (size_t)(i * k + a) * w;
+				for (int j = 0; j < ow; j++)
+					for (int bb = 0; bb < k; bb++)
+						yr[j] += xr[j * k + bb];
+			}
+			for (int j = 0; j < ow; j++)
+				yr[j] *= inv;
+		}
+	}
+}
+
+void rf_k_avgpool2d_bwd(float *dx, const float *dy, int n, int c, int h, int w, int k)
+{
+	if (k < 1)
+		return;
+	const int oh = h / k, ow = w / k;
+	const float inv = 1.0f / (float)(k * k);
+	const size_t planes = (size_t)n * c;
+	for (size_t pl = 0; pl < planes; pl++) {
+		float *xp = dx + pl * h * w;
+		const float *yp = dy + pl * oh * ow;
+		for (int r = 0; r < h; r++) {
+			float *restrict xr = xp + (size_t)r * w;
+			int i = r / k;
+			if (i >= oh) {
+				for (int col = 0; col < w; col++)
+					xr[col] = 0.0f;
+				continue;
+			}
+			const float *restrict yr = yp + (size_t)i * ow;
+			if (k == 2)
+				for (int j = 0; j < ow; j++) {
+					float v = yr[j] * inv;
+					xr[2 * j] = v;
+					xr[2 * j + 1] = v;
+				}
+			else
+				for (int j = 0; j < ow; j++)
+					for (int bb = 0; bb < k; bb++)
+						xr[j * k + bb] = yr[j] * inv;
+			for (int col = ow * k; col < w; col++)
+				xr[col] = 0.0f;
+		}
+	}
+}
+
+/* ---- optimiser and vector helpers ------------------------------------------------- */
+
+void rf_k_sgd(float *restrict w, const float *restrict g, size_t n, float lr,
+	      float weight_decay)
+{
+	if (weight_decay == 0.0f)
+		for (size_t i = 0; i < n; i++)
+			w[i] -= lr * g[i];
+	else
+		for (size_t i = 0; i < n; i++)
+			w[i] -= lr * (g[i] + weight_decay * w[i]);
+}
+
+void rf_k_sgd_momentum(float *restrict w, float *restrict v, const float *restrict g,
+		       size_t n, float lr, float momentum, float weight_decay)
+{
+	for (size_t i = 0; i < n; i++) {
+		float d = g[i] + weight_decay * w[i];
+		float vi = momentum * v[i] + d;
+		v[i] = vi;
+		w[i] -= lr * vi;
+	}
+}
+
+void rf_k_axpy(float *restrict y, float a, const float *restrict x, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		y[i] += a * x[i];
+}
+
+void rf_k_scale(float *restrict x, float a, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		x[i] *= a;
+}
+
+void rf_k_reduce_sum(float *out, const float *const *in, int k, size_t n)
+{
+	if (k <= 0) {
+		memset(out, 0, n * sizeof(float));
+		return;
+	}
+	/* Left to right, blocked so that out stays in cache across inputs. */
+	enum { BLK = 4096 };
+	for (size_t i0 = 0; i0 < n; i0 += BLK) {
+		size_t m = n - i0 < BLK ? n - i0 : BLK;
+		float *o = out + i0;
+		if (k == 1) {
+			if (in[0] != out)
+				memcpy(o, in[0] + i0, m * sizeof(float));
+			continue;
+		}
+		{
+			const float *restrict a = in[0] + i0, *restrict b = in[1] + i0;
+			for (size_t i = 0; i < m; i++)
+				o[i] = a[i] + b[i];
+		}
+		for (int j = 2; j < k; j++) {
+			const float *restrict a = in[j] + i0;
+			float *restrict oo = o;
+			for (size_t i = 0; i < m; i++)
+				oo[i] += a[i];
+		}
+	}
+}
+
+void rf_k_copy(float *dst, const float *src, size_t n)
+{
+	if (n && dst != src)
+		memmove(dst, src, n * sizeof(float));
+}
+
+void rf_k_fill(float *restrict x, float v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		x[i] = v;
+}
+
+/* ---- input decoding ------------------------------------------------------------------ */
+
+RF__NO_CONTRACT
+void rf_k_u8_to_f32(float *restrict out, const uint8_t *restrict in, size_t n,
+		    float scale, float mean, float std)
+{
+	for (size_t i = 0; i < n; i++) {
+		float t = (float)in[i] * scale;
+		t = t - mean;
+		out[i] = t / std;
+	}
+}
+
+void rf_k_u8_to_i32(int32_t *restrict out, const uint8_t *restrict in, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		out[i] = in[i];
+}
+
+/* ---- random numbers -------------------------------------------------------------------- */
+
+static inline void philox10(uint32_t x[4], uint32_t k0, uint32_t k1)
+{
+	for (int r = 0; r < 10; r++) {
+		if (r) {
+			k0 += 0x9E3779B9u;
+			k1 += 0xBB67AE85u;
+		}
+		uint64_t p0 = (uint64_t)0xD2511F53u * x[0];
+		uint64_t p1 = (uint64_t)0xCD9E8D57u * x[2];
+		uint32_t hi0 = (uint32_t)(p0 >> 32), lo0 = (uint32_t)p0;
+		uint32_t hi1 = (uint32_t)(p1 >> 32), lo1 = (uint32_t)p1;
+		uint32_t y0 = hi1 ^ x[1] ^ k0, y2 = hi0 ^ x[3] ^ k1;
+		x[0] = y0;
+		x[1] = lo1;
+		x[2] = y2;
+		x[3] = lo0;
+	}
+}
+
+void rf_k_philox4x32_10(uint32_t out[4], const uint32_t ctr[4], const uint32_t key[2])
+{
+	uint32_t x[4] = { ctr[0], ctr[1], ctr[2], ctr[3] };
+	philox10(x, key[0], key[1]);
+	memcpy(out, x, sizeof(x));
+}
+
+RF__NO_CONTRACT
+void rf_k_rand_uniform(float *out, size_t n, uint64_t seed, uint64_t counter,
+		       float lo, float hi)
+{
+	const uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
+	const float d = hi - lo;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t idx = counter + i;
+		uint32_t x[4] = { (uint32_t)idx, (uint32_t)(idx >> 32), 0, 0 };
+		philox10(x, k0, k1);
+		float u = (float)(x[0] >> 8) * 0x1p-24f;
+		float t = d * u;
+		out[i] = lo + t;
+	}
+}
+
+void rf_k_rand_normal(float *out, size_t n, uint64_t seed, uint64_t counter,
+		      float mean, float std)
+{
+	const uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
+	const double two_pi = 6.283185307179586476925286766559;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t idx = counter + i;
+		uint32_t x[4] = { (uint32_t)idx, (uint32_t)(idx >> 32), 0, 0 };
+		philox10(x, k0, k1);
+		double u1 = ((double)x[0] + 1.0) * 0x1p-32;
+		double u2 = (double)x[1] * 0x1p-32;
+		double z = sqrt(-2.0 * log(u1)) * cos(two_pi * u2);
+		out[i] = (float)((double)mean + (double)std * z);
+	}
+}

@@ -1,0 +1,889 @@
+/* test-kernels — every CPU kernel in kernels.h against an obviously-correct
+ * reference. Forward ops are compared with naive loops accumulated in double on
+ * random shapes (odd sizes included); every backward op is checked by central finite
+ * differences of a scalar loss L = Σ out·R (R random), accumulated in double, and
+ * against the naive reference; the softmax cross-entropy is also compared with a
+ * hand computation. GEMM is checked for both the OpenBLAS path and the portable
+ * fallback, all transpose combinations, padded leading dimensions, beta = 0 over
+ * NaN. The Philox generator is checked against the Random123 known-answer vectors;
+ * uniform and normal streams for reproducibility, counter splitting, and moments
+ * over 10^6 samples. Exit 0 pass, 1 fail.
+ */
+#include "kernels.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures;
+
+#define CHECK(cond, ...)                                                          \
+	do {                                                                      \
+		if (!(cond)) {                                                    \
+			failures++;                                               \
+			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);      \
+			fprintf(stderr, __VA_ARGS__);                             \
+			fputc('\n', stderr);                                      \
+		}                                                                 \
+	} while (0)
+
+/* ---- test data: splitmix64, independent of the kernels under test ---------------- */
+
+static uint64_t rng_state = 0x1234567887654321ull;
+
+static uint64_t rnext(void)
+{
+	uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+	return z ^ (z >> 31);
+}
+
+static int rint_in(int lo, int hi) /* [lo, hi] */
+{
+	return lo + (int)(rnext() % (uint64_t)(hi - lo + 1));
+}
+
+static float runif(float lo, float hi)
+{
+	return lo + (hi - lo) * (float)((rnext() >> 40) * 0x1p-24);
+}
+
+static float *falloc(size_t n)
+{
+	float *p = malloc((n ? n : 1) * sizeof(float));
+	if (!p) {
+		fprintf(stderr, "out of memory\n");
+		exit(1);
+	}
+	return p;
+}
+
+static float *frand(size_t n, float lo, float hi)
+{
+	float *p = falloc(n);
+	for (size_t i = 0; i < n; i++)
+		p[i] = runif(lo, hi);
+	return p;
+}
+
+/* max over i of |got − ref| / (atol + rtol·|ref|); ≤ 1 passes */
+static int close_enough(const char *what, const float *got, const double *ref, size_t n,
+			double atol, double rtol)
+{
+	double worst = 0.0;
+	size_t wi = 0;
+	for (size_t i = 0; i < n; i++) {
+		double e = fabs((double)got[i] - ref[i]) / (atol + rtol * fabs(ref[i]));
+		if (!(e <= worst)) { /* catches NaN */
+			worst = isnan(e) ? INFINITY : e;
+			wi = i;
+		}
+	}
+	if (worst > 1.0) {
+		failures++;
+		fprintf(stderr, "FAIL %s: element %zu got %.9g want %.9g (n=%zu)\n", what, wi,
+			got[wi], ref[wi], n);
+		return 0;
+	}
+	return 1;
+}
+
+static int bits_equal(const char *what, const float *a, const float *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (memcmp(&a[i], &b[i], sizeof(float))) {
+			failures++;
+			fprintf(stderr, "FAIL %s: element %zu: %.9g vs %.9g\n", what, i, a[i],
+				b[i]);
+			return 0;
+		}
+	return 1;
+}
+
+/* ---- finite differences ------------------------------------------------------------ */
+
+/* d/dp[i] of loss(ctx) by central differences, for every i < n; compared with
+ * grad[i] (the analytic gradient). The loss must be accumulated in double. */
+typedef double (*loss_fn)(void *ctx);
+
+static void fd_check(const char *what, loss_fn loss, void *ctx, float *p, size_t n,
+		     const float *grad, float eps, double atol, double rtol)
+{
+	double *num = malloc((n ? n : 1) * sizeof(double));
+	for (size_t i = 0; i < n; i++) {
+		float save = p[i];
+		p[i] = save + eps;
+		double lp = loss(ctx);
+		p[i] = save - eps;
+		double lm = loss(ctx);
+		p[i] = save;
+		/* the actual step in float may differ slightly from 2·eps */
+		double h = (double)(save + eps) - (double)(save - eps);
+		num[i] = (lp - lm) / h;
+	}
+	char name[320];
+	snprintf(name, sizeof(name), "finite differences: %s", what);
+	close_enough(name, grad, num, n, atol, rtol);
+	free(num);
+}
+
+static double dot_d(const float *a, const float *b, size_t n)
+{
+	double s = 0.0;
+	for (size_t i = 0; i < n; i++)
+		s += (double)a[i] * b[i];
+	return s;
+}
+
+/* ---- GEMM ------------------------------------------------------------------------------- */
+
+typedef int (*gemm_fn)(int, int, int, int, int, float, const float *, int, const float *,
+		       int, float, float *, int);
+
+static void gemm_case(gemm_fn fn, const char *name, int ta, int tb, int m, int n, int k)
+{
+	int pad_a = rint_in(0, 3), pad_b = rint_in(0, 3), pad_c = rint_in(0, 3);
+	int ar = ta ? k : m, ac = ta ? m : k, br = tb ? n : k, bc = tb ? k : n;
+	int lda = (ac > 1 ? ac : 1) + pad_a, ldb = (bc > 1 ? bc : 1) + pad_b,
+	    ldc = (n > 1 ? n : 1) + pad_c;
+	float *a = frand((size_t)ar * lda, -1, 1), *b = frand((size_t)br * ldb, -1, 1);
+	float *c = frand((size_t)m * ldc, -1, 1);
+	float alpha = runif(-2, 2), beta;
+	int which = rint_in(0, 2);
+	beta = which == 0 ? 0.0f : which == 1 ? 1.0f : runif(-2, 2);
+	if (beta == 0.0f) /* BLAS semantics: C's old contents are ignored, NaN included */
+		for (size_t i = 0; i < (size_t)m * ldc; i++)
+			c[i] = NAN;
+	double *ref = malloc(((size_t)m * ldc + 1) * sizeof(double));
+	for (int i = 0; i < m; i++)
+		for (int j = 0; j < ldc; j++) {
+			size_t ci = (size_t)i * ldc + j;
+			if (j >= n) {
+				ref[ci] = c[ci]; /* padding must not be touched */
+				continue;
+			}
+			double s = 0.0;
+			for (int p = 0; p < k; p++) {
+				double av = ta ? a[(size_t)p * lda + i] : a[(size_t)i * lda + p];
+				double bv = tb ? b[(size_t)j * ldb + p] : b[(size_t)p * ldb + j];
+				s += av * bv;
+			}
+			ref[ci] = alpha * s + (beta == 0.0f ? 0.0 : beta * (double)c[ci]);
+		}
+	int rc = fn(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+	CHECK(rc == 0, "%s returned %d", name, rc);
+	char what[160];
+	snprintf(what, sizeof(what), "%s ta=%d tb=%d m=%d n=%d k=%d lda=%d ldb=%d ldc=%d beta=%g",
+		 name, ta, tb, m, n, k, lda, ldb, ldc, beta);
+	/* padding columns hold NaN when beta == 0: compare only the real part then */
+	for (int i = 0; i < m; i++) {
+		size_t off = (size_t)i * ldc;
+		if (!close_enough(what, c + off, ref + off, beta == 0.0f ? (size_t)n : (size_t)ldc,
+				  1e-5 * (k + 1), 1e-5))
+			break;
+	}
+	free(a);
+	free(b);
+	free(c);
+	free(ref);
+}
+
+static void test_gemm(void)
+{
+	static const struct {
+		gemm_fn fn;
+		const char *name;
+	} fns[] = { { rf_k_gemm, "rf_k_gemm" }, { rf_k_gemm_portable, "rf_k_gemm_portable" } };
+	for (int f = 0; f < 2; f++) {
+		for (int ta = 0; ta < 2; ta++)
+			for (int tb = 0; tb < 2; tb++) {
+				for (int rep = 0; rep < 12; rep++)
+					gemm_case(fns[f].fn, fns[f].name, ta, tb, rint_in(1, 37),
+						  rint_in(1, 41), rint_in(1, 43));
+				/* crosses the portable blocking (32 × 128 × 128) */
+				gemm_case(fns[f].fn, fns[f].name, ta, tb, 67, 261, 300);
+				gemm_case(fns[f].fn, fns[f].name, ta, tb, 1, 1, 1);
+				gemm_case(fns[f].fn, fns[f].name, ta, tb, 5, 7, 0);
+				gemm_case(fns[f].fn, fns[f].name, ta, tb, 0, 7, 3);
+			}
+		float one = 1;
+		CHECK(fns[f].fn(0, 0, -1, 1, 1, 1, &one, 1, &one, 1, 0, &one, 1) == -EINVAL,
+		      "%s: negative m accepted", fns[f].name);
+		CHECK(fns[f].fn(0, 0, 2, 3, 4, 1, &one, 3, &one, 3, 0, &one, 3) == -EINVAL,
+		      "%s: lda < k accepted", fns[f].name);
+	}
+}
+
+/* ---- linear layer: gemm + bias + relu, forward and backward ---------------------------- */
+
+struct lin_ctx {
+	int rows, in, out;
+	float *x, *w, *b, *y, *r;
+	int relu;
+};
+
+static void lin_fwd(struct lin_ctx *c)
+{
+	rf_k_gemm(0, 1, c->rows, c->out, c->in, 1.0f, c->x, c->in, c->w, c->in, 0.0f, c->y,
+		  c->out);
+	rf_k_bias_add(c->y, c->b, c->rows, c->out);
+	if (c->relu)
+		rf_k_relu_fwd(c->y, c->y, (size_t)c->rows * c->out);
+}
+
+static double lin_loss(void *ctx)
+{
+	struct lin_ctx *c = ctx;
+	lin_fwd(c);
+	return dot_d(c->y, c->r, (size_t)c->rows * c->out);
+}
+
+static void test_linear(void)
+{
+	for (int rep = 0; rep < 6; rep++) {
+		struct lin_ctx c = { .rows = rint_in(1, 9), .in = rint_in(1, 11),
+				     .out = rint_in(1, 7), .relu = rep & 1 };
+		size_t nx = (size_t)c.rows * c.in, nw = (size_t)c.out * c.in,
+		       ny = (size_t)c.rows * c.out;
+		c.x = frand(nx, -1, 1);
+		c.w = frand(nw, -1, 1);
+		c.b = frand(c.out, -1, 1);
+		c.y = falloc(ny);
+		c.r = frand(ny, -1, 1);
+
+		/* forward against naive loops */
+		lin_fwd(&c);
+		double *ref = malloc(ny * sizeof(double));
+		for (int i = 0; i < c.rows; i++)
+			for (int o = 0; o < c.out; o++) {
+				double s = c.b[o];
+				for (int p = 0; p < c.in; p++)
+					s += (double)c.x[i * c.in + p] * c.w[o * c.in + p];
+				ref[i * c.out + o] = c.relu && s < 0 ? 0.0 : s;
+			}
+		close_enough("linear forward", c.y, ref, ny, 1e-5, 1e-5);
+		free(ref);
+
+		/* backward: dy = R masked by relu; dx = dy·W, dW = dyᵀ·x, db = Σ dy */
+		float *dy = falloc(ny), *dx = falloc(nx), *dw = falloc(nw), *db = falloc(c.out);
+		if (c.relu)
+			rf_k_relu_bwd(dy, c.r, c.y, ny);
+		else
+			memcpy(dy, c.r, ny * sizeof(float));
+		rf_k_gemm(0, 0, c.rows, c.in, c.out, 1.0f, dy, c.out, c.w, c.in, 0.0f, dx, c.in);
+		rf_k_gemm(1, 0, c.out, c.in, c.rows, 1.0f, dy, c.out, c.x, c.in, 0.0f, dw, c.in);
+		rf_k_bias_grad(db, dy, c.rows, c.out, 0);
+		/* relu kinks: keep pre-activations away from 0 by the FD step */
+		fd_check("linear dx", lin_loss, &c, c.x, nx, dx, 1e-3f, 2e-3, 2e-3);
+		fd_check("linear dW", lin_loss, &c, c.w, nw, dw, 1e-3f, 2e-3, 2e-3);
+		fd_check("linear db", lin_loss, &c, c.b, c.out, db, 1e-3f, 2e-3, 2e-3);
+
+		/* bias_grad accumulate */
+		float *db2 = falloc(c.out);
+		for (int o = 0; o < c.out; o++)
+			db2[o] = 1.5f;
+		rf_k_bias_grad(db2, dy, c.rows, c.out, 1);
+		double *want = malloc(c.out * sizeof(double));
+		for (int o = 0; o < c.out; o++)
+			want[o] = 1.5 + db[o];
+		close_enough("bias_grad accumulate", db2, want, c.out, 1e-6, 1e-6);
+		free(want);
+		free(db2);
+		free(dy);
+		free(dx);
+		free(dw);
+		free(db);
+		free(c.x);
+		free(c.w);
+		free(c.b);
+		free(c.y);
+		free(c.r);
+	}
+}
+
+static void test_relu(void)
+{
+	size_t n = 1001;
+	float *x = frand(n, -1, 1), *y = falloc(n), *dy = frand(n, -1, 1), *dx = falloc(n);
+	x[0] = 0.0f;
+	x[1] = -0.0f;
+	rf_k_relu_fwd(y, x, n);
+	rf_k_relu_bwd(dx, dy, y, n);
+	for (size_t i = 0; i < n; i++) {
+		CHECK(y[i] == (x[i] > 0 ? x[i] : 0.0f), "relu fwd [%zu]", i);
+		CHECK(dx[i] == (x[i] > 0 ? dy[i] : 0.0f), "relu bwd [%zu]", i);
+	}
+	/* in place */
+	float *z = malloc(n * sizeof(float));
+	memcpy(z, x, n * sizeof(float));
+	rf_k_relu_fwd(z, z, n);
+	bits_equal("relu in place", z, y, n);
+	memcpy(z, dy, n * sizeof(float));
+	rf_k_relu_bwd(z, z, y, n);
+	bits_equal("relu bwd in place", z, dx, n);
+	free(x);
+	free(y);
+	free(dy);
+	free(dx);
+	free(z);
+}
+
+/* ---- softmax cross-entropy --------------------------------------------------------------- */
+
+struct xent_ctx {
+	float *logits;
+	int32_t *labels;
+	int rows, cols;
+};
+
+static double xent_loss(void *ctx) /* the mean loss, in double, naive */
+{
+	struct xent_ctx *c = ctx;
+	double s = 0.0;
+	for (int r = 0; r < c->rows; r++) {
+		const float *x = c->logits + (size_t)r * c->cols;
+		double mx = x[0], e = 0.0;
+		for (int j = 1; j < c->cols; j++)
+			mx = x[j] > mx ? x[j] : mx;
+		for (int j = 0; j < c->cols; j++)
+			e += exp((double)x[j] - mx);
+		s += log(e) + mx - x[c->labels[r]];
+	}
+	return s / c->rows;
+}
+
+static void test_softmax_xent(void)
+{
+	/* by hand: row 0 = (1, 2, 3), label 2: loss = log(e + e² + e³) − 3 = 0.40760596;
+	 * row 1 = (1, 1, 1), label 0: loss = log 3 = 1.09861229; argmax of a tie is the
+	 * first index, so both rows count as correct. */
+	float lg[6] = { 1, 2, 3, 1, 1, 1 }, dl[6], loss = -1;
+	int32_t lab[2] = { 2, 0 }, ok = -1;
+	int rc = rf_k_softmax_xent(dl, &loss, &ok, lg, lab, 2, 3);
+	CHECK(rc == 0, "softmax_xent rc %d", rc);
+	CHECK(fabs(loss - 1.50621825) < 1e-6, "softmax_xent hand loss %.9g", loss);
+	CHECK(ok == 2, "softmax_xent hand correct %d", ok);
+	const double p0[3] = { 0.09003057317, 0.24472847105, 0.66524095577 };
+	double want[6] = { p0[0] / 2, p0[1] / 2, (p0[2] - 1) / 2,
+			   (1.0 / 3 - 1) / 2, 1.0 / 6, 1.0 / 6 };
+	close_enough("softmax_xent hand grad", dl, want, 6, 1e-7, 1e-6);
+	float loss2 = -1;
+	int32_t ok2 = -1;
+	rc = rf_k_softmax_xent_eval(&loss2, &ok2, lg, lab, 2, 3);
+	CHECK(rc == 0 && loss2 == loss && ok2 == ok, "softmax_xent_eval differs");
+	lab[1] = 3;
+	CHECK(rf_k_softmax_xent(dl, &loss, &ok, lg, lab, 2, 3) == -EINVAL, "label 3 of 3 accepted");
+	lab[1] = -1;
+	CHECK(rf_k_softmax_xent(dl, &loss, &ok, lg, lab, 2, 3) == -EINVAL, "label -1 accepted");
+
+	for (int rep = 0; rep < 8; rep++) {
+		struct xent_ctx c = { .rows = rint_in(1, 17), .cols = rint_in(2, 13) };
+		size_t n = (size_t)c.rows * c.cols;
+		c.logits = frand(n, -4, 4);
+		if (rep == 0) /* large logits: needs the max subtraction */
+			for (size_t i = 0; i < n; i++)
+				c.logits[i] += 80.0f;
+		c.labels = malloc(c.rows * sizeof(int32_t));
+		int want_ok = 0;
+		for (int r = 0; r < c.rows; r++) {
+			c.labels[r] = rint_in(0, c.cols - 1);
+			int arg = 0;
+			for (int j = 1; j < c.cols; j++)
+				if (c.logits[r * c.cols + j] > c.logits[r * c.cols + arg])
+					arg = j;
+			want_ok += arg == c.labels[r];
+		}
+		float *g = falloc(n), l;
+		int32_t k;
+		rc = rf_k_softmax_xent(g, &l, &k, c.logits, c.labels, c.rows, c.cols);
+		CHECK(rc == 0, "softmax_xent rc %d", rc);
+		double lw = xent_loss(&c) * c.rows;
+		CHECK(fabs(l - lw) <= 1e-5 * (1 + fabs(lw)), "softmax_xent loss %.9g want %.9g", l,
+		      lw);
+		CHECK(k == want_ok, "softmax_xent correct %d want %d", k, want_ok);
+		fd_check("softmax_xent dlogits", xent_loss, &c, c.logits, n, g, 1e-2f, 1e-4,
+			 5e-3);
+		/* in place */
+		float *ip = malloc(n * sizeof(float));
+		memcpy(ip, c.logits, n * sizeof(float));
+		rf_k_softmax_xent(ip, NULL, NULL, ip, c.labels, c.rows, c.cols);
+		bits_equal("softmax_xent in place", ip, g, n);
+		free(ip);
+		free(g);
+		free(c.logits);
+		free(c.labels);
+	}
+}
+
+/* ---- convolution ----------------------------------------------------------------------------- */
+
+static void conv_ref(const struct rf_k_conv2d *s, double *y, const float *x, const float *w,
+		     const float *b)
+{
+	int oh = rf_k_conv2d_oh(s), ow = rf_k_conv2d_ow(s);
+	for (int n = 0; n < s->n; n++)
+		for (int o = 0; o < s->o; o++)
+			for (int i = 0; i < oh; i++)
+				for (int j = 0; j < ow; j++) {
+					double acc = b ? b[o] : 0.0;
+					for (int c = 0; c < s->c; c++)
+						for (int a = 0; a < s->kh; a++)
+							for (int bb = 0; bb < s->kw; bb++)
+								acc += (double)x[((n * s->c + c) * s->h + i + a) * s->w + j + bb] *
+								       w[((o * s->c + c) * s->kh + a) * s->kw + bb];
+					y[((n * s->o + o) * oh + i) * ow + j] = acc;
+				}
+}
+
+/* naive backward: dx and dw, db by direct scatter of dy */
+static void conv_bwd_ref(const struct rf_k_conv2d *s, double *dx, double *dw, double *db,
+			 const float *dy, const float *x, const float *w)
+{
+	int oh = rf_k_conv2d_oh(s), ow = rf_k_conv2d_ow(s);
+	memset(dx, 0, sizeof(double) * s->n * s->c * s->h * s->w);
+	memset(dw, 0, sizeof(double) * s->o * s->c * s->kh * s->kw);
+	memset(db, 0, sizeof(double) * s->o);
+	for (int n = 0; n < s->n; n++)
+		for (int o = 0; o < s->o; o++)
+			for (int i = 0; i < oh; i++)
+				for (int j = 0; j < ow; j++) {
+					double g = dy[((n * s->o + o) * oh + i) * ow + j];
+					db[o] += g;
+					for (int c = 0; c < s->c; c++)
+						for (int a = 0; a < s->kh; a++)
+							for (int bb = 0; bb < s->kw; bb++) {
+								size_t xi = ((size_t)(n * s->c + c) * s->h + i + a) * s->w + j + bb;
+								size_t wi = ((size_t)(o * s->c + c) * s->kh + a) * s->kw + bb;
+								dx[xi] += g * w[wi];
+								dw[wi] += g * x[xi];
+							}
+				}
+}
+
+struct conv_ctx {
+	struct rf_k_conv2d s;
+	float *x, *w, *b, *y, *r;
+	void *ws;
+	size_t ws_bytes;
+};
+
+static double conv_loss(void *ctx)
+{
+	struct conv_ctx *c = ctx;
+	int rc = rf_k_conv2d_fwd(&c->s, c->y, c->x, c->w, c->b, c->ws, c->ws_bytes);
+	if (rc)
+		return NAN;
+	size_t ny = (size_t)c->s.n * c->s.o * rf_k_conv2d_oh(&c->s) * rf_k_conv2d_ow(&c->s);
+	return dot_d(c->y, c->r, ny);
+}
+
+static void conv_case(struct rf_k_conv2d s, int ws_mode, int fd)
+{
+	size_t nx = (size_t)s.n * s.c * s.h * s.w, nw = (size_t)s.o * s.c * s.kh * s.kw;
+	size_t ny = (size_t)s.n * s.o * rf_k_conv2d_oh(&s) * rf_k_conv2d_ow(&s);
+	size_t full = rf_k_conv2d_workspace_size(&s), min = rf_k_conv2d_workspace_min(&s);
+	CHECK(full >= min && min > 0, "conv workspace sizes %zu %zu", full, min);
+	/* 0: full; 1: one image at a time; 2: two images (+ a few bytes) */
+	size_t wsb = ws_mode == 0 ? full : ws_mode == 1 ? min : 2 * min + 7;
+	char what[200];
+	snprintf(what, sizeof(what), "n=%d c=%d h=%d w=%d o=%d k=%dx%d ws=%d", s.n, s.c, s.h, s.w,
+		 s.o, s.kh, s.kw, ws_mode);
+
+	struct conv_ctx c = { .s = s, .ws_bytes = wsb };
+	c.x = frand(nx, -1, 1);
+	c.w = frand(nw, -1, 1);
+	c.b = (rint_in(0, 3) == 0) ? NULL : frand(s.o, -1, 1);
+	c.y = falloc(ny);
+	c.r = frand(ny, -1, 1);
+	c.ws = malloc(wsb);
+
+	double *ref = malloc(ny * sizeof(double));
+	conv_ref(&s, ref, c.x, c.w, c.b);
+	int rc = rf_k_conv2d_fwd(&s, c.y, c.x, c.w, c.b, c.ws, c.ws_bytes);
+	CHECK(rc == 0, "conv fwd rc %d (%s)", rc, what);
+	char name[260];
+	snprintf(name, sizeof(name), "conv fwd %s", what);
+	close_enough(name, c.y, ref, ny, 1e-5 * (s.c * s.kh * s.kw + 1), 1e-5);
+
+	float *dx = falloc(nx), *dw = falloc(nw), *db = falloc(s.o);
+	double *rdx = malloc(nx * sizeof(double)), *rdw = malloc(nw * sizeof(double)),
+	       *rdb = malloc(s.o * sizeof(double));
+	for (size_t i = 0; i < nx; i++)
+		dx[i] = NAN; /* must be overwritten */
+	rc = rf_k_conv2d_bwd_data(&s, dx, c.r, c.w, c.ws, c.ws_bytes);
+	CHECK(rc == 0, "conv bwd_data rc %d (%s)", rc, what);
+	rc = rf_k_conv2d_bwd_filter(&s, dw, db, c.r, c.x, 0, c.ws, c.ws_bytes);
+	CHECK(rc == 0, "conv bwd_filter rc %d (%s)", rc, what);
+	conv_bwd_ref(&s, rdx, rdw, rdb, c.r, c.x, c.w);
+	double tol = 1e-5 * (s.o * s.kh * s.kw + 1);
+	snprintf(name, sizeof(name), "conv bwd_data %s", what);
+	close_enough(name, dx, rdx, nx, tol, 1e-5);
+	tol = 1e-5 * (ny / s.o + 1);
+	snprintf(name, sizeof(name), "conv bwd_filter dw %s", what);
+	close_enough(name, dw, rdw, nw, tol, 1e-5);
+	snprintf(name, sizeof(name), "conv bwd_filter db %s", what);
+	close_enough(name, db, rdb, s.o, tol, 1e-5);
+
+	/* accumulate: dw, db += the same gradient again */
+	float *dw2 = malloc(nw * sizeof(float)), *db2 = malloc(s.o * sizeof(float));
+	memcpy(dw2, dw, nw * sizeof(float));
+	memcpy(db2, db, s.o * sizeof(float));
+	rc = rf_k_conv2d_bwd_filter(&s, dw2, db2, c.r, c.x, 1, c.ws, c.ws_bytes);
+	CHECK(rc == 0, "conv bwd_filter accumulate rc %d", rc);
+	for (size_t i = 0; i < nw; i++)
+		rdw[i] *= 2;
+	for (int i = 0; i < s.o; i++)
+		rdb[i] *= 2;
+	snprintf(name, sizeof(name), "conv bwd_filter accumulate dw %s", what);
+	close_enough(name, dw2, rdw, nw, 2 * tol, 1e-5);
+	snprintf(name, sizeof(name), "conv bwd_filter accumulate db %s", what);
+	close_enough(name, db2, rdb, s.o, 2 * tol, 1e-5);
+
+	if (fd) {
+		/* L is linear in x, w and b: a large step keeps rounding small */
+		snprintf(name, sizeof(name), "conv dx %s", what);
+		fd_check(name, conv_loss, &c, c.x, nx, dx, 0.25f, 1e-3, 1e-3);
+		snprintf(name, sizeof(name), "conv dw %s", what);
+		fd_check(name, conv_loss, &c, c.w, nw, dw, 0.25f, 1e-3, 1e-3);
+		if (c.b) {
+			snprintf(name, sizeof(name), "conv db %s", what);
+			fd_check(name, conv_loss, &c, c.b, s.o, db, 0.25f, 1e-3, 1e-3);
+		}
+	}
+	free(dw2);
+	free(db2);
+	free(dx);
+	free(dw);
+	free(db);
+	free(rdx);
+	free(rdw);
+	free(rdb);
+	free(ref);
+	free(c.x);
+	free(c.w);
+	free(c.b);
+	free(c.y);
+	free(c.r);
+	free(c.ws);
+}
+
+static void test_conv(void)
+{
+	for (int rep = 0; rep < 24; rep++) {
+		struct rf_k_conv2d s = { .n = rint_in(1, 5), .c = rint_in(1, 4), .kh = rint_in(1, 5),
+					 .kw = rint_in(1, 5), .o = rint_in(1, 5) };
+		s.h = s.kh + rint_in(0, 8);
+		s.w = s.kw + rint_in(0, 8);
+		conv_case(s, rep % 3, rep < 8);
+	}
+	/* LeNet's two layers on a few images */
+	conv_case((struct rf_k_conv2d){ .n = 3, .c = 1, .h = 28, .w = 28, .o = 20, .kh = 3, .kw = 3 },
+		  0, 0);
+	conv_case((struct rf_k_conv2d){ .n = 3, .c = 20, .h = 13, .w = 13, .o = 50, .kh = 5, .kw = 5 },
+		  0, 0);
+	conv_case((struct rf_k_conv2d){ .n = 5, .c = 20, .h = 13, .w = 13, .o = 50, .kh = 5, .kw = 5 },
+		  2, 0);
+	/* a kernel as large as the image: 1×1 output */
+	conv_case((struct rf_k_conv2d){ .n = 2, .c = 3, .h = 4, .w = 5, .o = 2, .kh = 4, .kw = 5 },
+		  1, 1);
+
+	/* argument errors */
+	struct rf_k_conv2d s = { .n = 2, .c = 1, .h = 5, .w = 5, .o = 1, .kh = 3, .kw = 3 };
+	float buf[64] = { 0 };
+	size_t min = rf_k_conv2d_workspace_min(&s);
+	CHECK(rf_k_conv2d_fwd(&s, buf, buf, buf, NULL, buf, min - 1) == -EINVAL,
+	      "conv: small workspace accepted");
+	CHECK(rf_k_conv2d_fwd(&s, buf, buf, buf, NULL, NULL, 0) == -EINVAL,
+	      "conv: NULL workspace accepted");
+	s.kh = 6;
+	CHECK(rf_k_conv2d_workspace_size(&s) == 0, "conv: kernel > image has a workspace size");
+	CHECK(rf_k_conv2d_fwd(&s, buf, buf, buf, NULL, buf, sizeof(buf)) == -EINVAL,
+	      "conv: kernel > image accepted");
+}
+
+/* ---- average pooling ---------------------------------------------------------------------------- */
+
+struct pool_ctx {
+	float *x, *y, *r;
+	int n, c, h, w, k;
+};
+
+static double pool_loss(void *ctx)
+{
+	struct pool_ctx *p = ctx;
+	rf_k_avgpool2d_fwd(p->y, p->x, p->n, p->c, p->h, p->w, p->k);
+	return dot_d(p->y, p->r, (size_t)p->n * p->c * (p->h / p->k) * (p->w / p->k));
+}
+
+static void test_avgpool(void)
+{
+	for (int rep = 0; rep < 10; rep++) {
+		struct pool_ctx p = { .n = rint_in(1, 3), .c = rint_in(1, 3), .k = rint_in(1, 3) };
+		p.h = p.k * rint_in(1, 5) + rint_in(0, p.k - 1); /* floor: leftovers */
+		p.w = p.k * rint_in(1, 5) + rint_in(0, p.k - 1);
+		if (rep == 0) {
+			p.k = 2;
+			p.h = p.w = 13; /* LeNet's 26→13 and 9→4 cases */
+		}
+		int oh = p.h / p.k, ow = p.w / p.k;
+		size_t nx = (size_t)p.n * p.c * p.h * p.w, ny = (size_t)p.n * p.c * oh * ow;
+		p.x = frand(nx, -1, 1);
+		p.y = falloc(ny);
+		p.r = frand(ny, -1, 1);
+		rf_k_avgpool2d_fwd(p.y, p.x, p.n, p.c, p.h, p.w, p.k);
+		double *ref = malloc(ny * sizeof(double));
+		for (int pl = 0; pl < p.n * p.c; pl++)
+			for (int i = 0; i < oh; i++)
+				for (int j = 0; j < ow; j++) {
+					double s = 0;
+					for (int a = 0; a < p.k; a++)
+						for (int b = 0; b < p.k; b++)
+							s += p.x[((size_t)pl * p.h + i * p.k + a) * p.w + j * p.k + b];
+					ref[((size_t)pl * oh + i) * ow + j] = s / (p.k * p.k);
+				}
+		close_enough("avgpool fwd", p.y, ref, ny, 1e-6, 1e-6);
+		float *dx = falloc(nx);
+		for (size_t i = 0; i < nx; i++)
+			dx[i] = NAN;
+		rf_k_avgpool2d_bwd(dx, p.r, p.n, p.c, p.h, p.w, p.k);
+		fd_check("avgpool dx", pool_loss, &p, p.x, nx, dx, 0.25f, 1e-5, 1e-4);
+		free(ref);
+		free(dx);
+		free(p.x);
+		free(p.y);
+		free(p.r);
+	}
+}
+
+/* ---- optimiser, vector helpers, decoding --------------------------------------------------------- */
+
+static void test_vector_ops(void)
+{
+	size_t n = 1037;
+	float *w = frand(n, -1, 1), *g = frand(n, -1, 1), *v = frand(n, -1, 1);
+	float *w0 = malloc(n * sizeof(float)), *v0 = malloc(n * sizeof(float));
+	double *ref = malloc(n * sizeof(double)), *ref2 = malloc(n * sizeof(double));
+	memcpy(w0, w, n * sizeof(float));
+	memcpy(v0, v, n * sizeof(float));
+
+	rf_k_sgd(w, g, n, 0.1f, 0.0f);
+	for (size_t i = 0; i < n; i++)
+		ref[i] = w0[i] - 0.1 * g[i];
+	close_enough("sgd", w, ref, n, 1e-7, 1e-6);
+	memcpy(w, w0, n * sizeof(float));
+	rf_k_sgd(w, g, n, 0.1f, 0.01f);
+	for (size_t i = 0; i < n; i++)
+		ref[i] = w0[i] - 0.1 * (g[i] + 0.01 * w0[i]);
+	close_enough("sgd weight decay", w, ref, n, 1e-7, 1e-6);
+	memcpy(w, w0, n * sizeof(float));
+	rf_k_sgd_momentum(w, v, g, n, 0.1f, 0.9f, 0.01f);
+	for (size_t i = 0; i < n; i++) {
+		double vv = 0.9 * v0[i] + g[i] + 0.01 * w0[i];
+		ref2[i] = vv;
+		ref[i] = w0[i] - 0.1 * vv;
+	}
+	close_enough("sgd_momentum w", w, ref, n, 1e-6, 1e-6);
+	close_enough("sgd_momentum v", v, ref2, n, 1e-6, 1e-6);
+
+	memcpy(w, w0, n * sizeof(float));
+	rf_k_axpy(w, -0.5f, g, n);
+	for (size_t i = 0; i < n; i++)
+		ref[i] = w0[i] - 0.5 * g[i];
+	close_enough("axpy", w, ref, n, 1e-7, 1e-6);
+	memcpy(w, w0, n * sizeof(float));
+	rf_k_scale(w, 3.0f, n);
+	for (size_t i = 0; i < n; i++)
+		ref[i] = 3.0 * w0[i];
+	close_enough("scale", w, ref, n, 0, 1e-7);
+	rf_k_fill(w, 2.5f, n);
+	for (size_t i = 0; i < n; i++)
+		CHECK(w[i] == 2.5f, "fill [%zu]", i);
+	rf_k_copy(w, g, n);
+	bits_equal("copy", w, g, n);
+
+	/* reduce_sum: k = 0, 1 (in place and not), 3, 11 (more than one block of 4096) */
+	size_t big = 9001;
+	const float *in[11];
+	float *bufs[11];
+	for (int j = 0; j < 11; j++)
+		in[j] = bufs[j] = frand(big, -1, 1);
+	float *out = falloc(big), *rs = falloc(big);
+	rf_k_reduce_sum(out, in, 0, big);
+	for (size_t i = 0; i < big; i++)
+		CHECK(out[i] == 0.0f, "reduce_sum k=0");
+	rf_k_reduce_sum(out, in, 1, big);
+	bits_equal("reduce_sum k=1", out, bufs[0], big);
+	for (int k = 3; k <= 11; k += 8) {
+		rf_k_reduce_sum(out, in, k, big);
+		for (size_t i = 0; i < big; i++) {
+			float s = bufs[0][i];
+			for (int j = 1; j < k; j++)
+				s += bufs[j][i];
+			rs[i] = s; /* same order: bit-exact */
+		}
+		bits_equal("reduce_sum", out, rs, big);
+		/* in place on in[0] */
+		float *save = malloc(big * sizeof(float));
+		memcpy(save, bufs[0], big * sizeof(float));
+		rf_k_reduce_sum(bufs[0], in, k, big);
+		bits_equal("reduce_sum in place", bufs[0], out, big);
+		memcpy(bufs[0], save, big * sizeof(float));
+		free(save);
+	}
+	for (int j = 0; j < 11; j++)
+		free(bufs[j]);
+	free(out);
+	free(rs);
+
+	/* decoding: all 256 byte values */
+	uint8_t bytes[256];
+	for (int i = 0; i < 256; i++)
+		bytes[i] = (uint8_t)i;
+	float f[256];
+	int32_t lab[256];
+	rf_k_u8_to_f32(f, bytes, 256, 1.0f / 255.0f, 0.2860f, 0.3530f);
+	rf_k_u8_to_i32(lab, bytes, 256);
+	for (int i = 0; i < 256; i++) {
+		volatile float t = (float)i * (1.0f / 255.0f); /* no contraction */
+		volatile float u = t - 0.2860f;
+		float want = u / 0.3530f;
+		CHECK(f[i] == want, "u8_to_f32 [%d] %.9g want %.9g", i, f[i], want);
+		CHECK(lab[i] == i, "u8_to_i32 [%d]", i);
+	}
+	free(w);
+	free(g);
+	free(v);
+	free(w0);
+	free(v0);
+	free(ref);
+	free(ref2);
+}
+
+/* ---- random numbers -------------------------------------------------------------------------------- */
+
+static void test_rand(void)
+{
+	/* Random123 kat_vectors, philox4x32 10 */
+	static const uint32_t kat[3][10] = {
+		{ 0, 0, 0, 0, 0, 0, 0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8 },
+		{ 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff,
+		  0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd },
+		{ 0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344, 0xa4093822, 0x299f31d0,
+		  0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1 },
+	};
+	for (int t = 0; t < 3; t++) {
+		uint32_t out[4];
+		rf_k_philox4x32_10(out, kat[t], kat[t] + 4);
+		CHECK(!memcmp(out, kat[t] + 6, sizeof(out)),
+		      "philox KAT %d: %08x %08x %08x %08x", t, out[0], out[1], out[2], out[3]);
+	}
+
+	/* uniform element i = (philox(ctr = counter + i, key = seed)[0] >> 8) · 2^-24 */
+	const size_t N = 1000000;
+	float *a = falloc(N), *b = falloc(N);
+	const uint64_t seed = 0x0123456789abcdefull, ctr = 1000;
+	rf_k_rand_uniform(a, N, seed, ctr, 0.0f, 1.0f);
+	for (size_t i = 0; i < 64; i++) {
+		uint64_t idx = ctr + i;
+		uint32_t c4[4] = { (uint32_t)idx, (uint32_t)(idx >> 32), 0, 0 },
+			 k2[2] = { (uint32_t)seed, (uint32_t)(seed >> 32) }, o[4];
+		rf_k_philox4x32_10(o, c4, k2);
+		CHECK(a[i] == (float)(o[0] >> 8) * 0x1p-24f, "uniform [%zu] off the documented formula", i);
+	}
+	rf_k_rand_uniform(b, N, seed, ctr, 0.0f, 1.0f);
+	bits_equal("uniform reproducible", a, b, N);
+	double s = 0, s2 = 0;
+	float mn = 1, mx = 0;
+	for (size_t i = 0; i < N; i++) {
+		s += a[i];
+		s2 += (double)a[i] * a[i];
+		mn = a[i] < mn ? a[i] : mn;
+		mx = a[i] > mx ? a[i] : mx;
+	}
+	double mean = s / N, var = s2 / N - mean * mean;
+	CHECK(mn >= 0.0f && mx < 1.0f, "uniform range [%g, %g]", mn, mx);
+	CHECK(fabs(mean - 0.5) < 3e-3 && fabs(var - 1.0 / 12) < 3e-3,
+	      "uniform moments mean %g var %g", mean, var);
+	/* different counter, different seed → different values */
+	rf_k_rand_uniform(b, N, seed, ctr + 1, 0.0f, 1.0f);
+	size_t same = 0;
+	for (size_t i = 0; i < N - 1; i++)
+		same += a[i] == b[i];
+	CHECK(same < 100, "uniform: counter+1 gives %zu equal values", same);
+	for (size_t i = 0; i < N - 1; i++) /* shifted by one: the same stream */
+		if (a[i + 1] != b[i]) {
+			CHECK(0, "uniform: counter shift is not a stream shift at %zu", i);
+			break;
+		}
+	rf_k_rand_uniform(b, N, seed + 1, ctr, 0.0f, 1.0f);
+	same = 0;
+	for (size_t i = 0; i < N; i++)
+		same += a[i] == b[i];
+	CHECK(same < 100, "uniform: seed+1 gives %zu equal values", same);
+	/* counter splitting, even and odd, and across the 2^32 carry and 2^64 wrap */
+	const uint64_t ctrs[3] = { 7, 0xfffffff0ull, UINT64_MAX - 20 };
+	for (int t = 0; t < 3; t++) {
+		size_t n = 1001, h = t == 0 ? n / 2 : 37;
+		rf_k_rand_uniform(a, n, seed, ctrs[t], -3.0f, 5.0f);
+		rf_k_rand_uniform(b, h, seed, ctrs[t], -3.0f, 5.0f);
+		rf_k_rand_uniform(b + h, n - h, seed, ctrs[t] + h, -3.0f, 5.0f);
+		bits_equal("uniform counter split", a, b, n);
+		for (size_t i = 0; i < n; i++)
+			CHECK(a[i] >= -3.0f && a[i] < 5.0f, "uniform [-3,5) range: %g", a[i]);
+		rf_k_rand_normal(a, n, seed, ctrs[t], 1.0f, 2.0f);
+		rf_k_rand_normal(b, h, seed, ctrs[t], 1.0f, 2.0f);
+		rf_k_rand_normal(b + h, n - h, seed, ctrs[t] + h, 1.0f, 2.0f);
+		bits_equal("normal counter split", a, b, n);
+	}
+
+	/* normal moments */
+	rf_k_rand_normal(a, N, seed, 0, 0.0f, 1.0f);
+	rf_k_rand_normal(b, N, seed, 0, 0.0f, 1.0f);
+	bits_equal("normal reproducible", a, b, N);
+	s = s2 = 0;
+	double s4 = 0;
+	size_t within1 = 0;
+	for (size_t i = 0; i < N; i++) {
+		double x = a[i];
+		CHECK(isfinite(x), "normal non-finite at %zu", i);
+		s += x;
+		s2 += x * x;
+		s4 += x * x * x * x;
+		within1 += fabs(x) < 1.0;
+	}
+	mean = s / N;
+	double sd = sqrt(s2 / N - mean * mean), kurt = s4 / N;
+	CHECK(fabs(mean) < 5e-3, "normal mean %g", mean);
+	CHECK(fabs(sd - 1.0) < 5e-3, "normal std %g", sd);
+	CHECK(fabs(kurt - 3.0) < 0.05, "normal 4th moment %g", kurt);
+	CHECK(fabs((double)within1 / N - 0.682689) < 3e-3, "normal P(|x|<1) = %g",
+	      (double)within1 / N);
+	rf_k_rand_normal(b, N, seed, 0, 3.0f, 0.5f);
+	for (size_t i = 0; i < 1000; i++)
+		CHECK(fabs(b[i] - (3.0 + 0.5 * a[i])) < 1e-5, "normal mean/std scaling at %zu", i);
+	free(a);
+	free(b);
+}
+
+int main(void)
+{
+	test_gemm();
+	test_linear();
+	test_relu();
+	test_softmax_xent();
+	test_conv();
+	test_avgpool();
+	test_vector_ops();
+	test_rand();
+	if (failures) {
+		fprintf(stderr, "%d check(s) failed\n", failures);
+		return 1;
+	}
+	printf("all kernel checks passed (BLAS threads: %d)\n", rf_k_blas_get_threads());
+	return 0;
+}

@@ -1,0 +1,218 @@
+/* rf-pack — pack an IDX image/label pair into a ringflow record file, or check one.
+ *
+ *   rf-pack --images IMG.idx[.gz] --labels LBL.idx[.gz] -o OUT.rfrec [--classes N] [--force]
+ *   rf-pack --check FILE.rfrec
+ *
+ * The output is written to OUT.tmp, fsync'd and renamed, so OUT only ever appears
+ * complete; on any error (or SIGINT/SIGTERM/SIGHUP) OUT.tmp is removed.
+ * Exit status: 0 ok, 1 a file is bad (or OUT exists without --force, or I/O
+ * failed), 2 bad arguments. Every error is one line on stderr. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "dataset.h"
+
+static char tmp_path[4096];
+static volatile sig_atomic_t tmp_armed;
+
+static void on_signal(int sig)
+{
+	if (tmp_armed)
+		unlink(tmp_path);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: rf-pack --images IMG.idx[.gz] --labels LBL.idx[.gz] -o OUT.rfrec [--classes N] [--force]\n"
+		"       rf-pack --check FILE.rfrec\n"
+		"  --images F   IDX u8 images (count x rows x cols), raw or gzip'd\n"
+		"  --labels F   IDX u8 labels (count), raw or gzip'd\n"
+		"  -o, --output F  the .rfrec to write (via F.tmp, fsync, rename)\n"
+		"  --classes N  labels must lie in [0, N), 1 <= N <= 256 (default: max label + 1)\n"
+		"  --force      replace an existing output\n"
+		"  --check F    validate F (header, sizes, padding, data CRC, labels), print a summary\n");
+}
+
+static int bad_arg(const char *arg, const char *fmt, const char *val)
+{
+	fprintf(stderr, "rf-pack: %s: ", arg);
+	fprintf(stderr, fmt, val);
+	fputc('\n', stderr);
+	return 2;
+}
+
+static int check(const char *path)
+{
+	struct rf_dataset ds;
+	char err[1024], desc[1024];
+	int ret;
+
+	ret = rf_dataset_open_rfrec(&ds, path, RF_DS_VERIFY, err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "rf-pack: %s\n", err);
+		return 1;
+	}
+	rf_dataset_describe(&ds, desc, sizeof(desc));
+	printf("%s; data crc32 0x%08" PRIx32 " ok, file %" PRIu64 " bytes\n", desc,
+	       ds.data_crc32, ds.src[0].size);
+	rf_dataset_close(&ds);
+	return 0;
+}
+
+static int pack(const char *images, const char *labels, const char *out, uint32_t classes,
+		int force)
+{
+	struct rf_dataset in, res;
+	struct rf_rec_writer *w = NULL;
+	struct rf_rec_layout lay = { 0 };
+	char err[1024], desc[1024];
+	uint8_t *buf = NULL;
+	int ret, rc = 1;
+	struct sigaction sa;
+
+	if (!force && access(out, F_OK) == 0) {
+		fprintf(stderr, "rf-pack: -o %s: file exists, expected a new file (use --force to "
+			"overwrite)\n", out);
+		return 1;
+	}
+	if (snprintf(tmp_path, sizeof(tmp_path), "%s.tmp", out) >= (int)sizeof(tmp_path))
+		return bad_arg("-o", "path too long: '%s'", out);
+
+	ret = rf_dataset_open_idx_pair(&in, images, labels, classes, 0, err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "rf-pack: %s\n", err);
+		return 1;
+	}
+	lay.dtype = in.dtype;
+	lay.ndim = in.ndim;
+	memcpy(lay.shape, in.shape, sizeof(lay.shape));
+	lay.label_kind = RF_LABEL_U8;
+	lay.num_classes = in.num_classes;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	tmp_armed = 1;
+
+	ret = rf_rec_writer_open(&w, out, &lay, force ? RF_REC_OVERWRITE : 0, err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "rf-pack: %s\n", err);
+		goto out;
+	}
+	if (!(buf = malloc(in.payload_bytes))) {
+		fprintf(stderr, "rf-pack: out of memory\n");
+		goto out;
+	}
+	for (uint64_t i = 0; i < in.count; i++) {
+		int32_t label;
+		ret = rf_dataset_read_record(&in, i, buf, &label);
+		if (ret) {
+			fprintf(stderr, "rf-pack: %s: record %" PRIu64 ": read: %s\n", images, i,
+				strerror(-ret));
+			goto out;
+		}
+		ret = rf_rec_writer_append(w, buf, label, err, sizeof(err));
+		if (ret) {
+			fprintf(stderr, "rf-pack: %s\n", err);
+			goto out;
+		}
+	}
+	ret = rf_rec_writer_finish(w, err, sizeof(err));
+	w = NULL;
+	if (ret) {
+		fprintf(stderr, "rf-pack: %s\n", err);
+		goto out;
+	}
+	tmp_armed = 0;
+	ret = rf_dataset_open_rfrec(&res, out, 0, err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "rf-pack: %s\n", err);
+		goto out;
+	}
+	rf_dataset_describe(&res, desc, sizeof(desc));
+	printf("%s; data crc32 0x%08" PRIx32 ", file %" PRIu64 " bytes\n", desc,
+	       res.data_crc32, res.src[0].size);
+	rf_dataset_close(&res);
+	rc = 0;
+out:
+	rf_rec_writer_abort(w);
+	tmp_armed = 0;
+	free(buf);
+	rf_dataset_close(&in);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	enum { O_IMAGES = 256, O_LABELS, O_CLASSES, O_FORCE, O_CHECK };
+	static const struct option opts[] = {
+		{ "images", required_argument, NULL, O_IMAGES },
+		{ "labels", required_argument, NULL, O_LABELS },
+		{ "output", required_argument, NULL, 'o' },
+		{ "classes", required_argument, NULL, O_CLASSES },
+		{ "force", no_argument, NULL, O_FORCE },
+		{ "check", required_argument, NULL, O_CHECK },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	const char *images = NULL, *labels = NULL, *out = NULL, *checkf = NULL;
+	unsigned long classes = 0;
+	int force = 0, c;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
+		switch (c) {
+		case O_IMAGES: images = optarg; break;
+		case O_LABELS: labels = optarg; break;
+		case 'o': out = optarg; break;
+		case O_FORCE: force = 1; break;
+		case O_CHECK: checkf = optarg; break;
+		case O_CLASSES: {
+			char *end;
+			errno = 0;
+			classes = strtoul(optarg, &end, 10);
+			if (errno || end == optarg || *end || optarg[0] == '-' || classes < 1 ||
+			    classes > 256)
+				return bad_arg("--classes", "'%s' is not an integer in [1, 256]",
+					       optarg);
+			break;
+		}
+		case 'h':
+			usage(stdout);
+			return 0;
+		case ':':
+			return bad_arg(argv[optind - 1], "%s", "missing value");
+		default:
+			return bad_arg(argv[optind - 1], "%s", "unknown option (see --help)");
+		}
+	}
+	if (optind < argc)
+		return bad_arg(argv[optind], "%s", "unexpected argument (see --help)");
+	if (checkf) {
+		if (images || labels || out)
+			return bad_arg("--check", "%s", "cannot be combined with --images, --labels or -o");
+		return check(checkf);
+	}
+	if (!images)
+		return bad_arg("--images", "%s", "missing (an IDX images file is required)");
+	if (!labels)
+		return bad_arg("--labels", "%s", "missing (an IDX labels file is required)");
+	if (!out)
+		return bad_arg("-o", "%s", "missing (the output .rfrec path is required)");
+	if (!*out)
+		return bad_arg("-o", "%s", "empty path");
+	return pack(images, labels, out, (uint32_t)classes, force);
+}
