@@ -1,0 +1,401 @@
+/* ring/notify.c — notifiers (cross-thread wake-ups) and eventfd watches.
+ *
+ * Notifiers, MSG_RING mode: rf_notifier_signal() posts one CQE (res 1, user_data =
+ * the notifier's table slot and generation) into the owner's ring with the ringless
+ * IORING_REGISTER_SEND_MSG_RING register call: no ring of its own, no lock. With
+ * DEFER_TASKRUN the kernel queues the post as task work on the owner, which the
+ * owner runs when it enters with GETEVENTS; if the CQ is full at that point the
+ * kernel keeps the CQE on its overflow list (IORING_FEAT_NODROP) and flushes it on a
+ * later enter, so a flood of posts costs kernel memory, not signals. Where the
+ * kernel refuses for a transient reason (-EAGAIN, -EBUSY, -ENOMEM, -EOVERFLOW) the
+ * signaller backs off (1 us doubling to 1 ms) and retries, for up to ~10 s, before
+ * returning the error.
+ *
+ * Notifiers, eventfd fallback: each notifier owns an eventfd; signal = write(1); the
+ * ring keeps an 8-byte read armed on it and the value read is the number of signals.
+ *
+ * Either way counts are accumulated while a turn's CQEs are reaped and delivered
+ * once per notifier per turn (rf__notify_flush), so the callback sees each signal
+ * exactly once.
+ */
+#include "ring-impl.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef IORING_REGISTER_SEND_MSG_RING
+#define IORING_REGISTER_SEND_MSG_RING 31
+#endif
+
+int rf__send_msg(int ring_fd, uint64_t ud, uint32_t res, int retry)
+{
+	struct io_uring_sqe sqe;
+	memset(&sqe, 0, sizeof(sqe));
+	sqe.opcode = IORING_OP_MSG_RING;
+	sqe.fd = ring_fd;
+	sqe.addr = IORING_MSG_DATA;
+	sqe.off = ud;
+	sqe.len = res;
+	long backoff = 1000, waited = 0;
+	for (;;) {
+		long ret = syscall(__NR_io_uring_register, -1, IORING_REGISTER_SEND_MSG_RING, &sqe, 1);
+		if (ret >= 0)
+			return 0;
+		int e = errno;
+		if (e == EINTR)
+			continue;
+		if (!retry || !(e == EAGAIN || e == EBUSY || e == ENOMEM || e == EOVERFLOW))
+			return -e;
+		if (waited > 10L * 1000 * 1000 * 1000)
+			return -e;
+		struct timespec ts = { 0, backoff };
+		nanosleep(&ts, NULL);
+		waited += backoff;
+		if (backoff < 1000 * 1000)
+			backoff *= 2;
+	}
+}
+
+/* ---- notifiers ----------------------------------------------------------------- */
+
+static void rf__mark_dirty(struct rf_ring *r, struct rf_notifier *n)
+{
+	if (!n->on_dirty) {
+		n->on_dirty = 1;
+		n->next_dirty = r->dirty;
+		r->dirty = n;
+	}
+}
+
+void rf__notify_msg(struct rf_ring *r, uint64_t ud, int32_t res)
+{
+	uint32_t slot = (uint32_t)(ud >> 3) & 0x1fffffff;
+	uint32_t gen = (uint32_t)(ud >> 32);
+	if (slot >= r->nslots_cap || !r->nslots[slot].n || r->nslots[slot].gen != gen || res <= 0)
+		return; /* notifier destroyed since: dropped */
+	struct rf_notifier *n = r->nslots[slot].n;
+	n->accum += (uint32_t)res;
+	rf__mark_dirty(r, n);
+}
+
+int rf__notify_flush(struct rf_ring *r)
+{
+	int calls = 0;
+	struct rf_notifier *n;
+	while ((n = r->dirty)) {
+		uint32_t c = n->accum > UINT32_MAX ? UINT32_MAX : (uint32_t)n->accum;
+		n->accum -= c;
+		if (!n->accum) {
+			r->dirty = n->next_dirty;
+			n->on_dirty = 0;
+		}
+		uint32_t pay = c < n->owed ? c : n->owed;
+		n->owed -= pay;
+		r->owed -= pay;
+		r->st.notifications += c;
+		calls++;
+		r->cb_depth++;
+		n->cb(n->data, c); /* may destroy n */
+		r->cb_depth--;
+	}
+	return calls;
+}
+
+int rf__notify_read_complete(struct rf_ring *r, struct rf__req *q, int32_t res)
+{
+	struct rf_notifier *n = q->u.owner;
+	if (!n) { /* notifier destroyed: this was its cancelled read */
+		rf__req_free(r, q);
+		return 0;
+	}
+	if (res == 8) {
+		n->accum += q->scratch;
+		rf__mark_dirty(r, n);
+	} else if (res != -EINTR && res != -EAGAIN) {
+		/* The eventfd read failed: nothing more can arrive on it. */
+		n->rq = NULL;
+		rf__req_free(r, q);
+		return 0;
+	}
+	if (r->destroying || rf__queue_efd(r, q, n->efd, 0) < 0) {
+		n->rq = NULL;
+		rf__req_free(r, q);
+	}
+	return 0;
+}
+
+static int rf__nslot_alloc(struct rf_ring *r, uint32_t *out)
+{
+	if (r->nslot_free == UINT32_MAX) {
+		uint32_t cap = r->nslots_cap ? r->nslots_cap * 2 : 16;
+		if (cap > (1u << 29))
+			return -ENOSPC;
+		struct rf__nslot *s = realloc(r->nslots, cap * sizeof(*s));
+		if (!s)
+			return -ENOMEM;
+		for (uint32_t i = cap; i-- > r->nslots_cap;) {
+			s[i].n = NULL;
+			s[i].gen = 0;
+			s[i].next_free = r->nslot_free;
+			r->nslot_free = i;
+		}
+		r->nslots = s;
+		r->nslots_cap = cap;
+	}
+	*out = r->nslot_free;
+	r->nslot_free = r->nslots[*out].next_free;
+	return 0;
+}
+
+int rf_notifier_create(struct rf_ring *r, rf_notify_cb cb, void *data, struct rf_notifier **out)
+{
+	*out = NULL;
+	if (r->destroying)
+		return -ESHUTDOWN;
+	struct rf_notifier *n = calloc(1, sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	n->r = r;
+	n->cb = cb;
+	n->data = data;
+	n->ring_fd = r->ring.ring_fd;
+	n->efd = -1;
+	int ret = rf__nslot_alloc(r, &n->slot);
+	if (ret < 0) {
+		free(n);
+		return ret;
+	}
+	struct rf__nslot *s = &r->nslots[n->slot];
+	s->gen++;
+	n->ud = RF__TAG_NOTIFY | ((uint64_t)n->slot << 3) | ((uint64_t)s->gen << 32);
+	if (!r->msg_ring) {
+		n->efd = eventfd(0, EFD_CLOEXEC);
+		struct rf__req *q = n->efd >= 0 ? rf__req_alloc(r, 0) : NULL;
+		ret = n->efd < 0 ? -errno : !q ? -ENOMEM : 0;
+		if (q) {
+			q->op = RF__OP_NOTIFY_READ;
+			q->u.owner = n;
+			ret = rf__queue_efd(r, q, n->efd, 0);
+			if (ret < 0)
+				rf__req_free(r, q);
+			else
+				n->rq = q;
+		}
+		if (ret < 0) {
+			if (n->efd >= 0)
+				close(n->efd);
+			s->next_free = r->nslot_free;
+			r->nslot_free = n->slot;
+			free(n);
+			return ret;
+		}
+	}
+	s->n = n;
+	r->nnotifiers++;
+	*out = n;
+	return 0;
+}
+
+int rf_notifier_signal(struct rf_notifier *n)
+{
+	if (n->efd < 0)
+		return rf__send_msg(n->ring_fd, n->ud, 1, 1);
+	uint64_t one = 1;
+	for (;;) {
+		ssize_t w = write(n->efd, &one, sizeof(one));
+		if (w == (ssize_t)sizeof(one))
+			return 0;
+		if (w < 0 && errno == EINTR)
+			continue;
+		return w < 0 ? -errno : -EIO;
+	}
+}
+
+void rf_notifier_expect(struct rf_notifier *n, uint32_t count)
+{
+	n->owed += count;
+	n->r->owed += count;
+}
+
+uint32_t rf_notifier_owed(const struct rf_notifier *n)
+{
+	return n->owed;
+}
+
+void rf_notifier_destroy(struct rf_notifier *n)
+{
+	if (!n)
+		return;
+	struct rf_ring *r = n->r;
+	if (n->on_dirty) {
+		struct rf_notifier **pp = &r->dirty;
+		while (*pp != n)
+			pp = &(*pp)->next_dirty;
+		*pp = n->next_dirty;
+	}
+	if (n->rq) {
+		n->rq->u.owner = NULL; /* its read target lives in the request */
+		rf__cancel_req(r, n->rq);
+	}
+	if (n->efd >= 0)
+		close(n->efd);
+	struct rf__nslot *s = &r->nslots[n->slot];
+	s->n = NULL;
+	s->gen++; /* messages still in flight no longer match */
+	s->next_free = r->nslot_free;
+	r->nslot_free = n->slot;
+	r->owed -= n->owed;
+	r->nnotifiers--;
+	free(n);
+}
+
+void rf__notifiers_teardown(struct rf_ring *r)
+{
+	for (uint32_t i = 0; i < r->nslots_cap; i++)
+		if (r->nslots[i].n)
+			rf_notifier_destroy(r->nslots[i].n);
+}
+
+/* ---- eventfd watches ------------------------------------------------------------ */
+
+static void rf__watch_unlink_free(struct rf_ring *r, struct rf_watch *w)
+{
+	if (w->prev)
+		w->prev->next = w->next;
+	else
+		r->watches = w->next;
+	if (w->next)
+		w->next->prev = w->prev;
+	free(w);
+}
+
+static int rf__watch_fail(struct rf_ring *r, struct rf_watch *w, struct rf__req *q, int err)
+{
+	w->rq = NULL;
+	w->failed = 1;
+	rf__req_free(r, q);
+	w->busy = 1;
+	r->cb_depth++;
+	w->cb(w->data, err);
+	r->cb_depth--;
+	w->busy = 0;
+	if (w->stopping)
+		rf__watch_unlink_free(r, w);
+	return 1;
+}
+
+int rf__watch_complete(struct rf_ring *r, struct rf__req *q, int32_t res)
+{
+	struct rf_watch *w = q->u.owner;
+	if (!w) { /* teardown orphaned it */
+		rf__req_free(r, q);
+		return 0;
+	}
+	if (w->stopping) {
+		rf__req_free(r, q);
+		rf__watch_unlink_free(r, w);
+		return 0;
+	}
+	int ret;
+	if (q->op == RF__OP_WATCH_POLL) {
+		if (res < 0)
+			return rf__watch_fail(r, w, q, res);
+		q->op = RF__OP_WATCH;
+		ret = rf__queue_efd(r, q, w->efd, 0);
+		return ret < 0 ? rf__watch_fail(r, w, q, ret) : 0;
+	}
+	if (res == -EAGAIN || res == -EINTR) { /* non-blocking eventfd: poll, then read */
+		q->op = res == -EAGAIN ? RF__OP_WATCH_POLL : RF__OP_WATCH;
+		ret = rf__queue_efd(r, q, w->efd, q->op == RF__OP_WATCH_POLL);
+		return ret < 0 ? rf__watch_fail(r, w, q, ret) : 0;
+	}
+	if (res != 8)
+		return rf__watch_fail(r, w, q, res < 0 ? res : -EIO);
+	w->busy = 1;
+	r->cb_depth++;
+	w->cb(w->data, (int64_t)q->scratch);
+	r->cb_depth--;
+	w->busy = 0;
+	if (w->stopping || r->destroying) {
+		w->rq = NULL;
+		rf__req_free(r, q);
+		if (w->stopping)
+			rf__watch_unlink_free(r, w);
+		return 1;
+	}
+	ret = rf__queue_efd(r, q, w->efd, 0);
+	if (ret < 0)
+		rf__watch_fail(r, w, q, ret);
+	return 1;
+}
+
+int rf_watch_eventfd(struct rf_ring *r, int efd, int counts_as_pending,
+		     rf_watch_cb cb, void *data, struct rf_watch **out)
+{
+	*out = NULL;
+	if (r->destroying)
+		return -ESHUTDOWN;
+	struct rf_watch *w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	struct rf__req *q = rf__req_alloc(r, counts_as_pending);
+	if (!q) {
+		free(w);
+		return -ENOMEM;
+	}
+	w->r = r;
+	w->cb = cb;
+	w->data = data;
+	w->efd = efd;
+	w->counts = counts_as_pending;
+	q->op = RF__OP_WATCH;
+	q->u.owner = w;
+	int ret = rf__queue_efd(r, q, efd, 0);
+	if (ret < 0) {
+		rf__req_free(r, q);
+		free(w);
+		return ret;
+	}
+	w->rq = q;
+	w->next = r->watches;
+	if (w->next)
+		w->next->prev = w;
+	r->watches = w;
+	*out = w;
+	return 0;
+}
+
+void rf_watch_stop(struct rf_watch *w)
+{
+	if (!w)
+		return;
+	struct rf_ring *r = w->r;
+	if (w->busy) { /* inside its own callback: freed when the callback returns */
+		w->stopping = 1;
+		return;
+	}
+	if (!w->rq) {
+		rf__watch_unlink_free(r, w);
+		return;
+	}
+	w->stopping = 1;
+	rf__cancel_req(r, w->rq);
+}
+
+void rf__watches_teardown(struct rf_ring *r)
+{
+	struct rf_watch *w = r->watches;
+	while (w) {
+		struct rf_watch *next = w->next;
+		if (w->rq)
+			w->rq->u.owner = NULL;
+		free(w);
+		w = next;
+	}
+	r->watches = NULL;
+}

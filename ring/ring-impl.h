@@ -1,0 +1,185 @@
+/* ring/ring-impl.h — internals of the io_uring reactor (not installed).
+ *
+ * user_data encoding. Requests live in slabs of 64-byte aligned slots, so the low 6
+ * bits of a request pointer are free:
+ *   bits 0-2  tag (RF__TAG_*)
+ *   bits 3-5  low 3 bits of the request's generation (a kernel-side cancel by
+ *             user_data can then never hit a later request that reuses the slot)
+ * Notifier messages (MSG_RING) carry no pointer: they name a slot of the ring's
+ * notifier table plus its full generation, so a message that arrives after its
+ * notifier was destroyed is recognised and dropped instead of touching freed memory.
+ */
+#ifndef RINGFLOW_RING_IMPL_H
+#define RINGFLOW_RING_IMPL_H
+
+#include <liburing.h>
+#include <stdint.h>
+
+#include "ring.h"
+
+#define RF__TAG_MASK 7ull
+#define RF__TAG_REQ 0ull    /* pointer to struct rf__req | gen bits */
+#define RF__TAG_IGNORE 1ull /* internal SQE whose CQE carries nothing (cancels) */
+#define RF__TAG_NOTIFY 2ull /* MSG_RING notifier message: slot << 3 | gen << 32 */
+#define RF__TAG_PROBE 3ull  /* MSG_RING support probe at ring creation */
+#define RF__PTR_MASK (~63ull)
+
+#define RF__SLAB_SHIFT 8
+#define RF__SLAB_SIZE (1u << RF__SLAB_SHIFT)
+
+/* Largest length put in one SQE; larger transfers proceed as "short" pieces. */
+#define RF__MAX_SQE_LEN (1u << 30)
+
+enum rf__op {
+	RF__OP_READ = 1,
+	RF__OP_WRITE,
+	RF__OP_FSYNC,
+	RF__OP_TIMEOUT,
+	RF__OP_WATCH,       /* eventfd watch: read 8 bytes, rearmed */
+	RF__OP_WATCH_POLL,  /* eventfd watch on a non-blocking fd: poll before reading */
+	RF__OP_NOTIFY_READ  /* eventfd fallback of a notifier */
+};
+
+/* Internal request flags (beyond the RF_IO_* flags kept in the low byte). */
+enum {
+	RF__RQ_CANCELLED = 1u << 8,  /* rf_ring_cancel() or teardown: result becomes -ECANCELED */
+	RF__RQ_COUNTS = 1u << 9,     /* counts in rf_ring_pending() */
+	RF__RQ_FAULTABLE = 1u << 10, /* fault injection may touch it (regular file read) */
+	RF__RQ_DIRECT = 1u << 11     /* O_DIRECT file: truncate faults to 4 KiB multiples */
+};
+
+struct rf__req {
+	rf_io_cb cb;
+	void *data;
+	char *buf;
+	uint64_t off;        /* UINT64_MAX: file position (pipes, sockets) */
+	size_t len, done;
+	uint32_t gen;
+	uint32_t idx;        /* slot index */
+	int fd;
+	unsigned flags;      /* RF_IO_* | RF__RQ_* */
+	uint16_t buf_index;
+	uint8_t op;
+	uint8_t live;
+	uint64_t scratch;    /* eventfd reads land here: lives as long as the request */
+	union {
+		struct __kernel_timespec ts; /* timeouts; read by the kernel at submission */
+		void *owner;                 /* watch or notifier for internal reads */
+	} u;
+	struct rf__req *next_free;
+} __attribute__((aligned(64)));
+
+struct rf__cqe {
+	uint64_t ud;
+	int32_t res;
+	uint32_t flags;
+};
+
+struct rf__nslot {
+	struct rf_notifier *n; /* NULL when free */
+	uint32_t gen;
+	uint32_t next_free;
+};
+
+struct rf_notifier {
+	struct rf_ring *r;
+	rf_notify_cb cb;
+	void *data;
+	int ring_fd;         /* target ring (MSG_RING mode), read by any thread */
+	int efd;             /* eventfd fallback, or -1 */
+	uint64_t ud;         /* user_data delivered by MSG_RING */
+	uint32_t slot;
+	uint32_t owed;       /* rf_notifier_expect() balance */
+	uint64_t accum;      /* signals received this turn, not yet delivered */
+	uint64_t efd_val;    /* eventfd read target */
+	struct rf__req *rq;  /* armed eventfd read (fallback) */
+	struct rf_notifier *next_dirty;
+	int on_dirty;
+};
+
+struct rf_watch {
+	struct rf_ring *r;
+	rf_watch_cb cb;
+	void *data;
+	int efd;
+	int counts;
+	int stopping, busy, failed;
+	uint64_t value;
+	struct rf__req *rq;  /* armed read/poll, NULL after failure */
+	struct rf_watch *prev, *next;
+};
+
+struct rf__fault {
+	double eio, shrt;
+	uint64_t state;
+	int active;
+};
+
+struct rf__mem {
+	char *base;
+	size_t len;
+};
+
+struct rf_ring {
+	struct io_uring ring;
+	unsigned setup_flags;
+	int msg_ring;
+	int in_run;          /* inside rf_ring_run / rf_ring_run_until */
+	int cb_depth;        /* inside a callback */
+	int destroying;
+
+	/* request pool */
+	struct rf__req **slabs;
+	unsigned nslabs, slabs_cap;
+	struct rf__req *free_list;
+	unsigned nlive;      /* requests allocated (queued or in the kernel) */
+	unsigned npending;   /* of which count for rf_ring_pending() */
+	uint64_t owed;       /* sum of notifiers' owed signals */
+
+	/* notifiers */
+	struct rf__nslot *nslots;
+	uint32_t nslots_cap, nslot_free;  /* free list head, UINT32_MAX: none */
+	unsigned nnotifiers;
+	struct rf_notifier *dirty;
+
+	struct rf_watch *watches;
+
+	/* CQEs reaped outside rf_ring_run (kernel refused a flush with -EBUSY) */
+	struct rf__cqe *backlog;
+	size_t nbacklog, backlog_cap, backlog_head;
+
+	/* registered buffers */
+	char *arena;
+	size_t arena_map_len, bufsz;
+	void *arena_map;
+	unsigned nbufs;
+	struct rf__mem *mems;
+	unsigned nmems;
+
+	/* registered files (copy of the fds, for fault injection's file type check) */
+	int *files;
+	unsigned nfiles;
+
+	struct rf__fault fault;
+	struct rf_ring_stats st;
+};
+
+/* Internal helpers shared by ring.c and notify.c (hidden from the library's ABI). */
+#define RF__HIDDEN __attribute__((visibility("hidden")))
+
+RF__HIDDEN struct rf__req *rf__req_alloc(struct rf_ring *r, int counts);
+RF__HIDDEN void rf__req_free(struct rf_ring *r, struct rf__req *q);
+RF__HIDDEN struct io_uring_sqe *rf__sqe(struct rf_ring *r, int *err);
+RF__HIDDEN int rf__queue_efd(struct rf_ring *r, struct rf__req *q, int fd, int poll);
+RF__HIDDEN void rf__cancel_req(struct rf_ring *r, struct rf__req *q);
+/* Ringless MSG_RING post (IORING_REGISTER_SEND_MSG_RING); retry: back off on
+ * -EAGAIN/-EBUSY/-ENOMEM/-EOVERFLOW instead of failing. */
+RF__HIDDEN int rf__send_msg(int ring_fd, uint64_t ud, uint32_t res, int retry);
+RF__HIDDEN void rf__notify_msg(struct rf_ring *r, uint64_t ud, int32_t res);
+RF__HIDDEN int rf__notify_flush(struct rf_ring *r);
+RF__HIDDEN int rf__notify_read_complete(struct rf_ring *r, struct rf__req *q, int32_t res);
+RF__HIDDEN int rf__watch_complete(struct rf_ring *r, struct rf__req *q, int32_t res);
+RF__HIDDEN void rf__notifiers_teardown(struct rf_ring *r);
+RF__HIDDEN void rf__watches_teardown(struct rf_ring *r);
+
+#endif
