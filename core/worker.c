@@ -60,27 +60,46 @@ static void rf__worker_wake(struct rf__worker *w)
 	}
 }
 
+/* Post n completions to the reactor: one syscall. Retried on transient failure. */
+static void rf__worker_post(struct rf__worker *w, uint32_t n)
+{
+	while (rf_notifier_signal_n(w->notifier, n) < 0) {
+		static _Atomic int warned;
+		if (!atomic_exchange(&warned, 1))
+			fprintf(stderr, "ringflow: worker stream %s: notifier signal failed, retrying\n",
+				w->name);
+		usleep(100);
+	}
+}
+
+/* Completions of tiny ops are posted in bursts: while the op just run took less than
+ * this and more ops are queued, the post waits (at most RF__BURST ops). An op that
+ * takes longer is posted at once, so real work is never held back by more than one
+ * tiny op's worth of delay after a burst. */
+#define RF__TINY_NS 5000
+#define RF__BURST 64
+
 static void *rf__worker_main(void *arg)
 {
 	struct rf__worker *w = arg;
 	uint64_t t = 0;
+	uint32_t unposted = 0;
 
 	for (;;) {
 		uint64_t h = atomic_load_explicit(&w->head, memory_order_acquire);
 		if (t < h) {
 			struct rf_op *op = w->slot[t & (w->cap - 1)];
+			uint64_t t0 = rf_now_ns();
 			int st = rf_op_execute(op);
+			int tiny = rf_now_ns() - t0 < RF__TINY_NS;
 			w->status[t & (w->cap - 1)] = st;
 			t++;
 			atomic_store_explicit(&w->tail, t, memory_order_release);
-			/* Retried on transient failure; any other error is fatal for the
-			 * stream's contract, so report it loudly. */
-			while (rf_notifier_signal(w->notifier) < 0) {
-				static _Atomic int warned;
-				if (!atomic_exchange(&warned, 1))
-					fprintf(stderr, "ringflow: worker stream %s: notifier signal failed, retrying\n",
-						w->name);
-				usleep(100);
+			unposted++;
+			if (!tiny || unposted >= RF__BURST ||
+			    atomic_load_explicit(&w->head, memory_order_acquire) == t) {
+				rf__worker_post(w, unposted);
+				unposted = 0;
 			}
 			continue;
 		}
