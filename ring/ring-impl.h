@@ -127,6 +127,7 @@ struct rf_ring {
 	int in_run;          /* inside rf_ring_run / rf_ring_run_until */
 	int cb_depth;        /* inside a callback */
 	int destroying;
+	unsigned max_batch;  /* rf_ring_set_max_batch; 0: no cap */
 
 	/* request pool */
 	struct rf__req **slabs;

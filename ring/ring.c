@@ -423,6 +423,11 @@ void rf_ring_get_stats(const struct rf_ring *r, struct rf_ring_stats *st)
 	*st = r->st;
 }
 
+void rf_ring_set_max_batch(struct rf_ring *r, unsigned max_completions)
+{
+	r->max_batch = max_completions;
+}
+
 unsigned rf_ring_pending(const struct rf_ring *r)
 {
 	uint64_t n = r->npending + r->owed;
@@ -696,8 +701,11 @@ static int rf__reap(struct rf_ring *r)
 		n += rf__handle(r, c.ud, c.res);
 	}
 	r->nbacklog = r->backlog_head = 0;
-	/* Bounded so that one turn ends even if callbacks keep completing inline. */
+	/* Bounded so that one turn ends even if callbacks keep completing inline, and by
+	 * rf_ring_set_max_batch where set. */
 	unsigned budget = r->ring.cq.ring_entries * 4;
+	if (r->max_batch && r->max_batch < budget)
+		budget = r->max_batch;
 	struct io_uring_cqe *c;
 	while (budget-- && !__io_uring_peek_cqe(&r->ring, &c, NULL) && c) {
 		uint64_t ud = c->user_data;

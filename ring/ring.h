@@ -184,6 +184,13 @@ int rf_ring_run(struct rf_ring *r, enum rf_run_mode mode);
  * true), or timeout_ns passes (-ETIMEDOUT; 0 = no timeout). */
 int rf_ring_run_until(struct rf_ring *r, int (*pred)(void *arg), void *arg, uint64_t timeout_ns);
 
+/* Cap the completions one loop turn dispatches (0, the default: no cap beyond 4x the
+ * CQ size). A turn is still one io_uring_enter; completions past the cap wait in the
+ * CQ for the next turn, which then does not block. A small cap resubmits completed
+ * slots sooner (lower latency, more enters and CPU per request): rf-iobench's
+ * --batch. */
+void rf_ring_set_max_batch(struct rf_ring *r, unsigned max_completions);
+
 /* Requests in flight (submitted or queued), owed notifier signals included. */
 unsigned rf_ring_pending(const struct rf_ring *r);
 /* Non-zero while a callback is being dispatched on this ring. */
