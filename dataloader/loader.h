@@ -1,0 +1,153 @@
+/* ringflow/loader.h — datasets on disk -> batches that are engine variables.
+ *
+ * A loader serves an opened struct rf_dataset (dataset.h) as batches of device
+ * tensors. rf_loader_next() only PUSHES engine ops and returns at once; training ops
+ * pushed afterwards simply read the batch's tensors, so I/O, decoding and compute
+ * overlap without anyone waiting ("I/O is just another stream").
+ *
+ * Per batch t the loader pushes (slot k = t mod prefetch):
+ *   read    an asynchronous engine op (rf_op_desc.afn) that issues O_DIRECT reads
+ *           through the ring into a registered, aligned fetch buffer and finishes
+ *           from the last read's completion. It MUTATES the fetch buffer's variable,
+ *           so the engine starts it only after every op that read the buffer's
+ *           previous contents has finished: the pool of buffers is the loader's
+ *           whole memory, however far ahead the front end pushes.
+ *   gather  a host op on the loader's worker stream: reads the fetch buffer(s),
+ *           writes slot k's contiguous u8 staging tensor and the i32 labels.
+ *   decode  rf_u8_to_f32 on the target device (CUDA: the u8 batch is copied to the
+ *           GPU first and decoded there; labels are copied alongside).
+ * Sources already in memory (gzip'd IDX, or opts.in_memory) skip the read: the
+ * gather takes records straight from memory, same structure otherwise.
+ *
+ * Record order (dataloader/README.md, "Shuffling", says exactly what randomness it
+ * gives): per epoch from (seed, epoch), each record exactly once.
+ *   memory:        a uniform permutation of all records.
+ *   large records  (stride >= opts.large_record): a uniform permutation; every
+ *                  record's aligned span is one read, up to a batch of reads in
+ *                  flight per slot.
+ *   small records: chunks of records (opts.chunk_bytes) are read whole in a shuffled
+ *                  chunk order; groups of opts.window_chunks consecutive chunks are
+ *                  shuffled record by record in memory (FFCV-style quasi-random).
+ *
+ * Errors: problems that can be known at create time (unreadable label file, bad
+ * options) fail rf_loader_create with a message naming the file and offset. A read
+ * that fails later (EIO, a file truncated after open: a short read inside the data
+ * area is an error, never a short epoch) fails the read op with -EIO or its -errno;
+ * the engine poisons the batch's tensors, and the message ("FILE: offset O: ...") is
+ * kept for rf_loader_batch_error() and rf_loader_last_error(). The slot recovers on
+ * its next use (the loader clears the poison of its own variables before reusing
+ * them).
+ *
+ * Threading: reactor thread only (the engine's), like the engine.
+ */
+#ifndef RINGFLOW_LOADER_H
+#define RINGFLOW_LOADER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "engine.h"
+#include "device.h"
+#include "tensor.h"
+#include "dataset.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct rf_loader;
+
+#define RF_LOADER_MAX_SHARDS 16
+
+struct rf_loader_opts {
+	unsigned batch;           /* records per batch, all shards together (>= 1) */
+	unsigned prefetch;        /* batch slots N (batches in flight); 0: 4 */
+	uint64_t seed;            /* shuffle seed */
+	int no_shuffle;           /* 1: file order every epoch */
+	int drop_last;            /* 1: drop the last partial batch; 0: keep it (smaller) */
+	/* Shard i of every batch goes to devices[i] (data parallel). ndevices 1..16. */
+	struct rf_device *const *devices;
+	unsigned ndevices;
+	/* A CPU device for host staging tensors; needed when a device is CUDA. NULL:
+	 * devices[0] (which must then be a CPU device). Borrowed. */
+	struct rf_device *host;
+	float scale;              /* decode: x = (u8 * scale - mean) / std; 0: 1/255 */
+	float mean, std;          /* std 0: 1 */
+	size_t chunk_bytes;       /* small records: bytes per chunk read; 0: 512 KiB */
+	unsigned window_chunks;   /* small records: chunks shuffled together; 0: 8. Doubled
+				   * until one batch spans at most 8 windows. */
+	size_t large_record;      /* stride >= this: one read per record; 0: 64 KiB */
+	int in_memory;            /* 1: read the whole payload file into memory at create */
+	int buffered;             /* 1: page-cache reads instead of O_DIRECT */
+	int no_register;          /* 1: don't register the fetch buffers with the ring */
+};
+
+/* One batch: tensors owned by the loader. They stay valid, and hold this batch's
+ * data for every op pushed before the prefetch-th following rf_loader_next() call
+ * (that call reuses the slot; the engine orders the overwrite after those ops). */
+struct rf_batch {
+	uint64_t epoch;           /* 0-based */
+	uint64_t index;           /* batch number within the epoch */
+	unsigned n;               /* records in the batch (<= opts.batch) */
+	unsigned nshards;
+	unsigned shard_n[RF_LOADER_MAX_SHARDS];      /* records of each shard, sum n */
+	struct rf_tensor *x[RF_LOADER_MAX_SHARDS];   /* (shard_n, record shape...) f32 */
+	struct rf_tensor *y[RF_LOADER_MAX_SHARDS];   /* (shard_n) i32; NULL: no labels */
+	unsigned slot;            /* private */
+};
+
+struct rf_loader_stats {
+	uint64_t batches, records;
+	uint64_t reads, read_bytes;   /* ring reads issued, bytes they asked for */
+	uint64_t read_errors;         /* fetches that failed */
+	int direct;                   /* 1: O_DIRECT */
+	int registered;               /* 1: fetch buffers are ring-registered (fixed) */
+	size_t buffer_bytes;          /* fetch + staging memory (excluding device tensors) */
+	int mode;                     /* 0 memory, 1 small records (chunks), 2 large records */
+	uint64_t chunk_records;       /* mode 1: records per chunk (R) */
+	unsigned window_chunks;       /* mode 1: chunks per window (W), after widening */
+	unsigned fetch_units;         /* fetch buffers (windows or batches in flight) */
+};
+
+/* Create a loader over ds (borrowed: must stay open until rf_loader_destroy) on
+ * engine e (borrowed). Allocates every buffer it will ever use. On failure writes
+ * one line into err (may be NULL) and returns -errno (-EINVAL bad options, -ENOTSUP
+ * a payload dtype other than u8, -EIO/-errno reading labels or the in-memory copy).
+ * *out is owned by the caller: rf_loader_destroy. */
+int rf_loader_create(struct rf_loader **out, struct rf_engine *e, const struct rf_dataset *ds,
+		     const struct rf_loader_opts *opts, char *err, size_t errlen);
+
+/* Waits for all the engine's work (rf_engine_wait_all), frees the tensors and
+ * buffers. NULL is ignored. */
+void rf_loader_destroy(struct rf_loader *l);
+
+/* Push the ops of the next batch into *b and return 1; or return 0 when the epoch
+ * is over (b untouched; the following call starts the next epoch, in a new order);
+ * or -errno if pushing failed. Never waits for I/O; it may turn the reactor when the
+ * engine's in-flight cap is reached (bounded asynchrony). */
+int rf_loader_next(struct rf_loader *l, struct rf_batch *b);
+
+/* Batches per epoch (drop_last counted). */
+uint64_t rf_loader_batches_per_epoch(const struct rf_loader *l);
+/* Start epoch `epoch` at its first batch on the next rf_loader_next call. */
+void rf_loader_seek_epoch(struct rf_loader *l, uint64_t epoch);
+
+/* Record index (in the dataset) of the j-th record of the epoch's order, computed
+ * as the loader computes it (for tests and tools). Returns 0 or -ERANGE. */
+int rf_loader_order(struct rf_loader *l, uint64_t epoch, uint64_t *order, uint64_t n);
+
+/* Wait until b's tensors are written. Returns 0 or the poison error (-EIO ...). */
+int rf_loader_wait(struct rf_loader *l, const struct rf_batch *b);
+
+/* Message of b's failure ("FILE: offset O: ... (epoch E, batch T)"), "" if none is
+ * known (yet: call after rf_loader_wait). The loader keeps the messages of the latest
+ * 256 failed batches. Owned by the loader. */
+const char *rf_loader_batch_error(const struct rf_loader *l, const struct rf_batch *b);
+/* The last read failure of this loader as text, "" if none. Owned by the loader. */
+const char *rf_loader_last_error(const struct rf_loader *l);
+
+void rf_loader_get_stats(const struct rf_loader *l, struct rf_loader_stats *st);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
