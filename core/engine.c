@@ -382,12 +382,15 @@ static void rf__poison(struct rf_engine *e, struct rf_op *op, int status, const 
 	}
 }
 
-/* The poison an op inherits from its inputs, 0 if none. */
+/* The poison an op inherits from its inputs, 0 if none. An RF_OP_OVERWRITE op
+ * inherits only from the variables it reads. */
 static int rf__inherited_error(struct rf_op *op, const char **name)
 {
 	uint32_t i;
 
 	for (i = 0; i < op->nent; i++) {
+		if ((op->flags & RF_OP_OVERWRITE) && op->ent[i].write)
+			continue;
 		if (op->ent[i].var->err) {
 			*name = op->ent[i].var->err_op;
 			return op->ent[i].var->err;
@@ -423,6 +426,13 @@ static void rf__complete(struct rf_engine *e, struct rf_op *op, int status, cons
 		if (own)
 			e->st.failed++;
 		rf__poison(e, op, status, ename);
+	} else if (op->flags & RF_OP_OVERWRITE) {
+		for (i = 0; i < op->nent; i++) {
+			if (op->ent[i].write) {
+				op->ent[i].var->err = 0;
+				op->ent[i].var->err_op = NULL;
+			}
+		}
 	}
 
 	op->status = status;

@@ -41,6 +41,9 @@ typedef void (*rf_op_done_fn)(void *ctx, int status);
 
 enum {
 	RF_OP_ALWAYS = 1u << 0, /* run even if an input is poisoned (deletions, resets) */
+	RF_OP_OVERWRITE = 1u << 1, /* the op overwrites its mutated variables without reading
+				    * them: it runs even if they are poisoned (not if a read
+				    * variable is), and on success clears their poison */
 };
 
 /* An asynchronous op (I/O is just another stream): runs on the reactor thread, starts

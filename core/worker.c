@@ -253,9 +253,10 @@ int rf_worker_stream_create(struct rf_engine *e, const char *name, unsigned capa
 	w->started = 1;
 	{
 		char tn[16]; /* the kernel's limit, NUL included */
+		size_t l = strnlen(w->name, sizeof(tn) - 4);
 		memcpy(tn, "rf-", 3);
-		strncpy(tn + 3, w->name, sizeof(tn) - 4);
-		tn[sizeof(tn) - 1] = 0;
+		memcpy(tn + 3, w->name, l);
+		tn[3 + l] = 0;
 		pthread_setname_np(w->thread, tn);
 	}
 	rf_engine_add_stream(e, &w->s);

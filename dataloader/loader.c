@@ -301,7 +301,7 @@ static int rf__fetch_start(void *ctx, struct rf_op *op)
 	return 0;
 }
 
-/* Push clear + fetch of unit u with the requests already in f. */
+/* Push the fetch of unit u with the requests already in f. */
 static int rf__push_fetch(struct rf_loader *l, struct rf__unit *u, struct rf__fetch *f)
 {
 	struct rf_op_desc d = { 0 };
@@ -309,11 +309,7 @@ static int rf__push_fetch(struct rf_loader *l, struct rf__unit *u, struct rf__fe
 
 	f->l = l;
 	f->u = u;
-	ret = rf_var_clear_error(l->e, u->var);
-	if (ret < 0) {
-		free(f);
-		return ret;
-	}
+	d.flags = RF_OP_OVERWRITE; /* a read heals the buffer after a failed one */
 	d.afn = rf__fetch_start;
 	d.ctx = f;
 	d.writes = &u->var;

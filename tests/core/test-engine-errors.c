@@ -79,6 +79,28 @@ int main(void)
 		rf_var_delete(e, c, NULL, NULL, NULL);
 		fprintf(stderr, "error propagation, skipping, deletion: ok\n");
 	}
+	{ /* an overwrite runs on a poisoned variable and, succeeding, heals it; a read of
+	   * a poisoned variable still skips it */
+		struct rf_var *a = rf_var_new(e, "slot"), *bad = rf_var_new(e, "bad");
+		struct rf_op_desc d = { .fn = mark_fn, .writes = &a, .nwrites = 1, .stream = w,
+					.name = "refill", .flags = RF_OP_OVERWRITE };
+		ran_after = 0;
+		CHECK_OK(rf_engine_push_simple(e, fail_fn, NULL, NULL, 0, &a, 1, w, "read"));
+		CHECK_OK(rf_engine_push_simple(e, fail_fn, NULL, NULL, 0, &bad, 1, w, "other"));
+		CHECK_EQ(rf_engine_wait_var(e, a), -EIO);
+		CHECK_OK(rf_engine_push(e, &d));
+		CHECK_EQ(rf_engine_wait_var(e, a), 0);
+		CHECK_EQ(ran_after, 1);
+		d.reads = &bad;
+		d.nreads = 1;
+		CHECK_OK(rf_engine_push(e, &d));
+		CHECK_EQ(rf_engine_wait_var(e, a), -EIO); /* skipped, poisoned by 'other' */
+		CHECK_EQ(ran_after, 1);
+		CHECK(rf_engine_wait_all(e) == -EIO);
+		rf_var_delete(e, a, NULL, NULL, NULL);
+		rf_var_delete(e, bad, NULL, NULL, NULL);
+		fprintf(stderr, "overwrite heals poison: ok\n");
+	}
 	{ /* chained consumers on the failing op's own stream */
 		struct rf_var *a = rf_var_new(e, "a"), *b = rf_var_new(e, "b");
 		ran_after = 0;
