@@ -14,6 +14,19 @@ struct rf__entry {
 	struct rf__entry *prev, *next; /* in var's queue */
 	uint8_t write;
 	uint8_t granted;
+	uint8_t dio;      /* counted in the var's dispatched-in-order summary */
+};
+
+/* Summary of a set of queue entries, kept incrementally so a push decides its grant
+ * in O(1): how many block (op not yet enqueued, or on a stream without order), and of
+ * those enqueued on in-order streams, whether they all sit on one stream (and the
+ * newest one's sequence number there). */
+struct rf__sum {
+	uint32_t nblock;
+	uint32_t ndio;        /* dispatched on in-order streams */
+	uint32_t ndio_s;      /* ... of which on stream s */
+	struct rf_stream *s;
+	uint64_t maxseq;      /* newest seq on s (valid while ndio_s > 0) */
 };
 
 enum { RF__OP_PENDING, RF__OP_READY, RF__OP_DISPATCHED, RF__OP_DONE };
@@ -55,6 +68,7 @@ struct rf_var {
 	struct rf__entry *head, *tail;
 	uint32_t nqueued;
 	uint32_t n_ungranted;
+	struct rf__sum sum_all, sum_w; /* over all entries / write entries in the queue */
 	int err;
 	const char *err_op;
 	char *name;

@@ -336,10 +336,28 @@ static inline struct rf_stream *rf__sum_merge(struct rf_stream *sum, struct rf_s
 	return sum == st ? sum : RF__SUM_BLOCK;
 }
 
+/* Can op (on its stream) go after earlier conflicting work that all sits enqueued on
+ * in-order stream `on`, newest sequence number seq? Same stream: yes, the stream keeps
+ * the order. Another stream: only if the consumer's stream can make its future work
+ * wait for that point of `on` (CUDA events), via the optional chain hook. */
+static int rf__can_chain(struct rf_engine *e, struct rf_op *op, struct rf_stream *on, uint64_t seq)
+{
+	struct rf_stream *s = op->stream;
+
+	if (!(s->flags & RF_STREAM_IN_ORDER))
+		return 0;
+	if (on != s && (!s->ops->chain || s->ops->chain(s, on, seq) != 0))
+		return 0;
+	op->chained = 1;
+	e->st.chained++;
+	return 1;
+}
+
 /* Grant every entry of v that can be granted now. */
 static void rf__var_scan(struct rf_engine *e, struct rf_var *v)
 {
 	struct rf_stream *all = RF__SUM_NONE, *writes = RF__SUM_NONE;
+	uint64_t all_seq = 0, w_seq = 0;
 	struct rf__entry *en;
 
 	for (en = v->head; en && v->n_ungranted; en = en->next) {
@@ -348,22 +366,62 @@ static void rf__var_scan(struct rf_engine *e, struct rf_var *v)
 
 		if (!en->granted) {
 			struct rf_stream *need = en->write ? all : writes;
-			if (need == RF__SUM_NONE) {
+			if (need == RF__SUM_NONE ||
+			    (need != RF__SUM_BLOCK && rf__can_chain(e, op, need, en->write ? all_seq : w_seq)))
 				rf__grant(e, en);
-			} else if (need == op->stream && need != RF__SUM_BLOCK) {
-				op->chained = 1;
-				e->st.chained++;
-				rf__grant(e, en);
-			}
 		}
 		st = (op->state == RF__OP_DISPATCHED && (op->stream->flags & RF_STREAM_IN_ORDER))
 			? op->stream : RF__SUM_BLOCK;
 		all = rf__sum_merge(all, st);
-		if (en->write)
+		if (st != RF__SUM_BLOCK && op->seq > all_seq)
+			all_seq = op->seq;
+		if (en->write) {
 			writes = rf__sum_merge(writes, st);
+			if (st != RF__SUM_BLOCK && op->seq > w_seq)
+				w_seq = op->seq;
+		}
 		if (all == RF__SUM_BLOCK && writes == RF__SUM_BLOCK)
 			break;
 	}
+}
+
+/* ---- incremental summaries -------------------------------------------------------- */
+
+static inline void rf__sum_dio_add(struct rf__sum *m, struct rf_stream *s, uint64_t seq)
+{
+	m->nblock--;
+	if (m->ndio++ == 0) {
+		m->s = s;
+		m->ndio_s = 0;
+		m->maxseq = 0;
+	}
+	if (m->s == s) {
+		m->ndio_s++;
+		if (seq > m->maxseq)
+			m->maxseq = seq;
+	}
+}
+
+static inline void rf__sum_dio_del(struct rf__sum *m, struct rf_stream *s)
+{
+	m->ndio--;
+	if (m->s == s)
+		m->ndio_s--;
+}
+
+/* Decide the grant of a new entry at the tail of v's queue from the summaries.
+ * Returns 1 grant, 0 wait, -1 the summary cannot tell (scan). */
+static int rf__tail_grantable(struct rf_engine *e, struct rf_var *v, struct rf_op *op, int write)
+{
+	const struct rf__sum *m = write ? &v->sum_all : &v->sum_w;
+
+	if (m->nblock)
+		return 0;
+	if (!m->ndio)
+		return 1;
+	if (m->ndio_s != m->ndio)
+		return m->ndio_s ? 0 : -1; /* several streams, or lost track of which */
+	return rf__can_chain(e, op, m->s, m->maxseq);
 }
 
 static void rf__poison(struct rf_engine *e, struct rf_op *op, int status, const char *name)
@@ -451,6 +509,15 @@ static void rf__complete(struct rf_engine *e, struct rf_op *op, int status, cons
 		else
 			v->tail = en->prev;
 		v->nqueued--;
+		if (en->dio) {
+			rf__sum_dio_del(&v->sum_all, op->stream);
+			if (en->write)
+				rf__sum_dio_del(&v->sum_w, op->stream);
+		} else {
+			v->sum_all.nblock--;
+			if (en->write)
+				v->sum_w.nblock--;
+		}
 		if (!en->granted)
 			v->n_ungranted--; /* cannot happen: an op runs only when all granted */
 		if (v->n_ungranted) {
@@ -491,11 +558,20 @@ static void rf__dispatch(struct rf_engine *e, struct rf_op *op)
 	}
 	op->state = RF__OP_DISPATCHED;
 	op->seq = ++s->seq;
-	/* Stream chaining: consumers on the same in-order stream may go now. */
+	/* Stream chaining: consumers on the same in-order stream (or on streams that
+	 * can wait for this one) may go now. */
 	if (s->flags & RF_STREAM_IN_ORDER) {
-		for (i = 0; i < op->nent; i++)
-			if (op->ent[i].var->n_ungranted)
-				rf__var_scan(e, op->ent[i].var);
+		for (i = 0; i < op->nent; i++) {
+			struct rf__entry *en = &op->ent[i];
+			struct rf_var *v = en->var;
+
+			en->dio = 1;
+			rf__sum_dio_add(&v->sum_all, s, op->seq);
+			if (en->write)
+				rf__sum_dio_add(&v->sum_w, s, op->seq);
+			if (v->n_ungranted)
+				rf__var_scan(e, v);
+		}
 	}
 	ret = s->ops->enqueue(s, op);
 	if (ret < 0)
@@ -614,7 +690,7 @@ static int rf__push(struct rf_engine *e, const struct rf_op_desc *d, struct rf_v
 {
 	struct rf_op *op;
 	uint32_t i;
-	int ret, sync_flag = 0;
+	int ret, g, sync_flag = 0;
 
 	if (!d || (!d->fn && !d->afn && !internal && !delete_var) || (d->fn && d->afn) ||
 	    (d->nreads && !d->reads) || (d->nwrites && !d->writes))
@@ -689,11 +765,16 @@ static int rf__push(struct rf_engine *e, const struct rf_op_desc *d, struct rf_v
 		else
 			v->head = en;
 		v->tail = en;
+		en->dio = 0;
+		g = rf__tail_grantable(e, v, op, en->write);
 		v->nqueued++;
 		v->n_ungranted++;
-		if (v->nqueued == 1)
-			rf__grant(e, en);      /* fast path: nothing before it */
-		else
+		v->sum_all.nblock++;
+		if (en->write)
+			v->sum_w.nblock++;
+		if (g > 0)
+			rf__grant(e, en);
+		else if (g < 0)
 			rf__var_scan(e, v);
 	}
 	if (--op->pending == 0)
