@@ -1,0 +1,341 @@
+/* devices/alloc.c — the caching allocator, host backing memory, pinned arenas.
+ *
+ * Caching allocator: requests are rounded up to a size class (256 B minimum, then
+ * four classes per power of two) and served from that class's free list when it has
+ * a block; otherwise from the backend (mallocx / cudaMalloc). A freed block goes back
+ * to its class's list — the caller (a tensor's deletion op, an op's done callback)
+ * frees only once every op using the block has finished, so on CUDA a reused block
+ * is never still being read by a kernel. When the backend fails, every cached block
+ * is given back and the request retried once. Reactor thread only: no lock.
+ *
+ * Host memory: jemalloc's mallocx(MALLOCX_ALIGN(64)) / sdallocx (sized free) when
+ * RF_HAVE_JEMALLOC (never together with sanitizers: rf-config.h), else aligned_alloc.
+ * Under AddressSanitizer cached host blocks are poisoned while they sit in the cache.
+ *
+ * Pinned arena: one mmap (2 MiB rounded, MAP_POPULATE), cudaHostRegister'ed when a
+ * CUDA device exists, carved first-fit with a sorted free list of extents.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "device-impl.h"
+
+#if RF_HAVE_JEMALLOC && !RF_SANITIZED
+#include <jemalloc/jemalloc.h>
+#define RF__USE_JEMALLOC 1
+#else
+#define RF__USE_JEMALLOC 0
+#endif
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define RF__POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
+#define RF__UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#else
+#define RF__POISON(p, n) ((void)(p), (void)(n))
+#define RF__UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
+#define RF__HOST_ALIGN 64
+
+/* ---- host memory -------------------------------------------------------------------- */
+
+int rf__host_alloc(void *ctx, size_t bytes, void **out)
+{
+	void *p;
+
+	(void)ctx;
+#if RF__USE_JEMALLOC
+	p = mallocx(bytes, MALLOCX_ALIGN(RF__HOST_ALIGN));
+#else
+	p = aligned_alloc(RF__HOST_ALIGN, (bytes + RF__HOST_ALIGN - 1) & ~(size_t)(RF__HOST_ALIGN - 1));
+#endif
+	if (!p)
+		return -ENOMEM;
+	*out = p;
+	return 0;
+}
+
+void rf__host_free(void *ctx, void *p, size_t bytes)
+{
+	(void)ctx;
+#if RF__USE_JEMALLOC
+	sdallocx(p, bytes, MALLOCX_ALIGN(RF__HOST_ALIGN));
+#else
+	(void)bytes;
+	free(p);
+#endif
+}
+
+/* ---- size classes ------------------------------------------------------------------- */
+
+size_t rf__cache_class(size_t bytes, unsigned *bin)
+{
+	unsigned e, q;
+	size_t step, cls;
+
+	if (bytes <= 256) {
+		*bin = 0;
+		return 256;
+	}
+	/* e: bit length of (bytes - 1); the class is the smallest multiple of 2^(e-3)
+	 * (a quarter of the half-power 2^(e-1)) that holds bytes. */
+	e = 64 - (unsigned)__builtin_clzll((unsigned long long)(bytes - 1));
+	step = (size_t)1 << (e - 3);
+	cls = (bytes + step - 1) & ~(step - 1);
+	q = (unsigned)(cls >> (e - 3)) - 4; /* 4 < cls/step <= 8: q in 1..4 */
+	*bin = e * 4 + q - 1;
+	if (*bin >= RF__NBINS)
+		*bin = RF__NBINS - 1;
+	return cls;
+}
+
+int rf__cache_alloc(struct rf__cache *c, size_t bytes, void **out)
+{
+	unsigned bin;
+	size_t cls = rf__cache_class(bytes, &bin);
+	struct rf__blk *b;
+	int ret;
+
+	c->st.allocs++;
+	b = c->bins[bin];
+	if (b) {
+		c->bins[bin] = b->next;
+		*out = b->p;
+		b->next = c->spare;
+		c->spare = b;
+		c->st.cached -= cls;
+		c->st.reuses++;
+		if (c->host)
+			RF__UNPOISON(*out, cls);
+	} else {
+		ret = c->raw_alloc(c->raw_ctx, cls, out);
+		if (ret < 0 && rf__cache_trim(c))
+			ret = c->raw_alloc(c->raw_ctx, cls, out);
+		if (ret < 0)
+			return ret;
+		c->st.backend_allocs++;
+	}
+	c->st.in_use += cls;
+	if (c->st.in_use > c->st.peak)
+		c->st.peak = c->st.in_use;
+	return 0;
+}
+
+void rf__cache_free(struct rf__cache *c, void *p, size_t bytes)
+{
+	unsigned bin;
+	size_t cls = rf__cache_class(bytes, &bin);
+	struct rf__blk *b = c->spare;
+
+	if (!p)
+		return;
+	c->st.in_use -= cls;
+	if (b) {
+		c->spare = b->next;
+	} else if (!(b = malloc(sizeof(*b)))) {
+		/* No node to cache it with: give it straight back. */
+		c->raw_free(c->raw_ctx, p, cls);
+		c->st.backend_frees++;
+		return;
+	}
+	b->p = p;
+	b->cls = cls;
+	b->next = c->bins[bin];
+	c->bins[bin] = b;
+	c->st.cached += cls;
+	if (c->host)
+		RF__POISON(p, cls);
+}
+
+size_t rf__cache_trim(struct rf__cache *c)
+{
+	size_t freed = 0;
+	unsigned i;
+
+	for (i = 0; i < RF__NBINS; i++) {
+		struct rf__blk *b;
+		while ((b = c->bins[i])) {
+			size_t cls = b->cls;
+			c->bins[i] = b->next;
+			if (c->host)
+				RF__UNPOISON(b->p, cls);
+			c->raw_free(c->raw_ctx, b->p, cls);
+			c->st.backend_frees++;
+			c->st.cached -= cls;
+			freed += cls;
+			b->next = c->spare;
+			c->spare = b;
+		}
+	}
+	return freed;
+}
+
+void rf__cache_fini(struct rf__cache *c)
+{
+	struct rf__blk *b;
+
+	rf__cache_trim(c);
+	while ((b = c->spare)) {
+		c->spare = b->next;
+		free(b);
+	}
+}
+
+/* ---- pinned arena ------------------------------------------------------------------- */
+
+struct rf__ext {
+	size_t off, len;
+	struct rf__ext *next;
+};
+
+struct rf_pinned {
+	void *base;
+	size_t size;
+	int registered;
+	size_t in_use;
+	struct rf__ext *free_list;       /* sorted by offset, coalesced */
+};
+
+int rf_pinned_create(size_t bytes, struct rf_pinned **out)
+{
+	const size_t huge = (size_t)2 << 20;
+	struct rf_pinned *p;
+	void *m;
+
+	if (!out || !bytes)
+		return -EINVAL;
+	bytes = (bytes + huge - 1) & ~(huge - 1);
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
+		 -1, 0);
+	if (m == MAP_FAILED) {
+		int err = -errno;
+		free(p);
+		return err;
+	}
+	p->base = m;
+	p->size = bytes;
+	p->free_list = malloc(sizeof(*p->free_list));
+	if (!p->free_list) {
+		munmap(m, bytes);
+		free(p);
+		return -ENOMEM;
+	}
+	p->free_list->off = 0;
+	p->free_list->len = bytes;
+	p->free_list->next = NULL;
+	p->registered = rf__cuda_host_register(m, bytes);
+	*out = p;
+	return 0;
+}
+
+void rf_pinned_destroy(struct rf_pinned *p)
+{
+	struct rf__ext *x;
+
+	if (!p)
+		return;
+	if (p->in_use)
+		fprintf(stderr, "ringflow: rf_pinned_destroy: %zu bytes still allocated from the arena\n",
+			p->in_use);
+	if (p->registered)
+		rf__cuda_host_unregister(p->base);
+	munmap(p->base, p->size);
+	while ((x = p->free_list)) {
+		p->free_list = x->next;
+		free(x);
+	}
+	free(p);
+}
+
+void *rf_pinned_base(const struct rf_pinned *p) { return p->base; }
+size_t rf_pinned_size(const struct rf_pinned *p) { return p->size; }
+int rf_pinned_is_registered(const struct rf_pinned *p) { return p->registered; }
+size_t rf_pinned_in_use(const struct rf_pinned *p) { return p->in_use; }
+
+int rf_pinned_alloc(struct rf_pinned *p, size_t bytes, size_t align, void **out)
+{
+	struct rf__ext **pp, *x;
+
+	if (!align)
+		align = 4096;
+	if (align & (align - 1) || !out)
+		return -EINVAL;
+	if (!bytes)
+		bytes = 1;
+	bytes = (bytes + 63) & ~(size_t)63;
+	for (pp = &p->free_list; (x = *pp); pp = &x->next) {
+		size_t start = (x->off + align - 1) & ~(align - 1);
+		size_t pad = start - x->off;
+		if (pad + bytes > x->len)
+			continue;
+		if (pad) {
+			/* keep the padding as a free extent before the allocation */
+			struct rf__ext *tail = NULL;
+			if (x->len > pad + bytes) {
+				tail = malloc(sizeof(*tail));
+				if (!tail)
+					return -ENOMEM;
+				tail->off = start + bytes;
+				tail->len = x->len - pad - bytes;
+				tail->next = x->next;
+				x->next = tail;
+			}
+			x->len = pad;
+		} else if (x->len == bytes) {
+			*pp = x->next;
+			free(x);
+		} else {
+			x->off += bytes;
+			x->len -= bytes;
+		}
+		p->in_use += bytes;
+		*out = (char *)p->base + start;
+		return 0;
+	}
+	return -ENOMEM;
+}
+
+void rf_pinned_free(struct rf_pinned *p, void *ptr, size_t bytes)
+{
+	struct rf__ext **pp, *x, *prev = NULL, *n;
+	size_t off;
+
+	if (!ptr)
+		return;
+	if (!bytes)
+		bytes = 1;
+	bytes = (bytes + 63) & ~(size_t)63;
+	off = (size_t)((char *)ptr - (char *)p->base);
+	p->in_use -= bytes;
+	for (pp = &p->free_list; (x = *pp) && x->off < off; pp = &x->next)
+		prev = x;
+	/* merge with the previous extent, the next one, or both */
+	if (prev && prev->off + prev->len == off) {
+		prev->len += bytes;
+		if (x && prev->off + prev->len == x->off) {
+			prev->len += x->len;
+			prev->next = x->next;
+			free(x);
+		}
+		return;
+	}
+	if (x && off + bytes == x->off) {
+		x->off = off;
+		x->len += bytes;
+		return;
+	}
+	n = malloc(sizeof(*n));
+	if (!n) /* lose the extent rather than corrupt the list */
+		return;
+	n->off = off;
+	n->len = bytes;
+	n->next = x;
+	*pp = n;
+}

@@ -1,0 +1,639 @@
+/* devices/cuda.c — the CUDA device (host C on the CUDA runtime API; built only with
+ * CUDA).
+ *
+ * Each CUDA stream (compute streams, h2d, d2h; all non-blocking, each with a cuBLAS
+ * handle bound to it) is an in-order engine stream:
+ *   enqueue (reactor thread): make the device current, rf_op_execute(op) — the op's
+ *     function launches asynchronous kernels/copies on the stream — record the op in
+ *     the stream's FIFO, record an event for cross-stream chaining, and
+ *     cudaLaunchHostFunc(host_fn). Nothing waits.
+ *   host_fn (a CUDA driver thread): rf_notifier_signal — exactly one syscall.
+ *   notifier callback (reactor thread, with a count): report that many of the oldest
+ *     FIFO entries done, in order, with the status their launch returned.
+ * Host functions are never called after a context error, so a watchdog timer
+ * (rf_ring_timeout) armed while ops are pending checks a stream that made no progress
+ * during a period: cudaStreamQuery tells a dead context (its error string is printed
+ * and every pending op fails with -(RF_KC_ECUDA + err)), a kernel still running (ok
+ * until hang_ms, then -ETIMEDOUT), or lost completions (-EIO).
+ *
+ * chain(s, producer, seq): for streams of one GPU, cudaStreamWaitEvent on the event
+ * recorded right after the producer's op seq, from a small per-stream ring indexed by
+ * seq (valid while that op is not reported done and not overwritten).
+ *
+ * Memory: cudaMalloc/cudaFree behind the device's caching allocator; pinned staging
+ * by cudaHostRegister(portable) on the arena of alloc.c.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cuda_runtime_api.h>
+#include <cublas_v2.h>
+
+#include "device-impl.h"
+#include "kernels_cuda.h"
+
+#define RF__EVRING 64u
+
+struct rf__cuda_dev {
+	int ordinal;
+	uint64_t period_ns, hang_ns;
+};
+
+struct rf__cuda_stream {
+	struct rf_stream s;
+	struct rf_device *dev;
+	struct rf__dstream *ds;
+	char name[48];
+	cudaStream_t cs;
+	cublasHandle_t blas;
+	struct rf_notifier *notifier;
+	/* launched, not yet reported (reactor thread only) */
+	struct rf_op **fifo;
+	int *st;
+	uint64_t *t_launch;              /* when each op was launched (trace times) */
+	uint64_t t_last_done;
+	unsigned cap;                    /* power of two */
+	uint64_t head, tail;             /* pushed, reported */
+	int flushing;
+	/* chaining events */
+	cudaEvent_t ev[RF__EVRING];
+	uint64_t ev_seq[RF__EVRING];
+	/* watchdog */
+	rf_req_id wd_id;
+	int wd_armed;
+	uint64_t wd_mark, wd_stall_ns;
+	int dead;                        /* 0, or the error every op now fails with */
+};
+
+static const struct rf_stream_ops rf__cs_ops;
+
+static __thread int rf__cur_dev = -1;
+
+static int rf__cuda_set(int ordinal)
+{
+	cudaError_t err;
+
+	if (rf__cur_dev == ordinal)
+		return 0;
+	err = cudaSetDevice(ordinal);
+	if (err != cudaSuccess)
+		return -(RF_KC_ECUDA + (int)err);
+	rf__cur_dev = ordinal;
+	return 0;
+}
+
+static int rf__cuerr(cudaError_t e)
+{
+	return e == cudaSuccess ? 0 : -(RF_KC_ECUDA + (int)e);
+}
+
+int rf__cuda_count(void)
+{
+	int n = 0;
+
+	if (cudaGetDeviceCount(&n) != cudaSuccess) {
+		(void)cudaGetLastError();
+		return 0;
+	}
+	return n > 0 ? n : 0;
+}
+
+int rf__cuda_host_register(void *p, size_t bytes)
+{
+	if (rf__cuda_count() <= 0)
+		return 0;
+	if (cudaHostRegister(p, bytes, cudaHostRegisterPortable) != cudaSuccess) {
+		fprintf(stderr, "ringflow: cudaHostRegister of %zu bytes failed: %s (staging memory "
+			"stays pageable)\n", bytes, cudaGetErrorString(cudaGetLastError()));
+		return 0;
+	}
+	return 1;
+}
+
+void rf__cuda_host_unregister(void *p)
+{
+	if (cudaHostUnregister(p) != cudaSuccess)
+		(void)cudaGetLastError();
+}
+
+struct rf__dstream *rf__cuda_dstream(const struct rf_stream *s)
+{
+	if (s && s->ops == &rf__cs_ops)
+		return ((struct rf__cuda_stream *)s->ctx)->ds;
+	return NULL;
+}
+
+/* ---- memory ------------------------------------------------------------------------ */
+
+static int rf__cuda_mem_alloc(void *ctx, size_t bytes, void **out)
+{
+	struct rf_device *d = ctx;
+	cudaError_t err;
+
+	if (rf__cuda_set(d->ordinal) < 0)
+		return -ENODEV;
+	err = cudaMalloc(out, bytes);
+	if (err != cudaSuccess) {
+		(void)cudaGetLastError();
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static void rf__cuda_mem_free(void *ctx, void *p, size_t bytes)
+{
+	struct rf_device *d = ctx;
+
+	(void)bytes;
+	rf__cuda_set(d->ordinal);
+	if (cudaFree(p) != cudaSuccess)
+		(void)cudaGetLastError();
+}
+
+static size_t rf__cuda_conv_ws(const struct rf_k_conv2d *s, int min)
+{
+	return min ? rf_kc_conv2d_workspace_min(s) : rf_kc_conv2d_workspace_size(s);
+}
+
+/* ---- kernels --------------------------------------------------------------------------- */
+
+static int rf__cuda_compute(struct rf_device *d, struct rf__dstream *ds, struct rf__opctx *op)
+{
+	struct rf__cuda_stream *c = ds ? ds->impl : NULL;
+	void *st, *bl;
+	int ret = 0;
+
+	(void)d;
+	if (!c)
+		return -EINVAL;
+	st = c->cs;
+	bl = c->blas;
+	switch (op->code) {
+	case RF__GEMM: {
+		int lda = op->u.gemm.ta ? op->u.gemm.m : op->u.gemm.k;
+		int ldb = op->u.gemm.tb ? op->u.gemm.k : op->u.gemm.n;
+		ret = rf_kc_gemm(bl, op->u.gemm.ta, op->u.gemm.tb, op->u.gemm.m, op->u.gemm.n,
+				 op->u.gemm.k, op->u.gemm.alpha, op->u.gemm.a, lda > 0 ? lda : 1,
+				 op->u.gemm.b, ldb > 0 ? ldb : 1, op->u.gemm.beta, op->u.gemm.c,
+				 op->u.gemm.n > 0 ? op->u.gemm.n : 1);
+		break;
+	}
+	case RF__BIAS_ADD:
+		ret = rf_kc_bias_add(st, op->u.bias.y, op->u.bias.b, op->u.bias.rows, op->u.bias.cols);
+		break;
+	case RF__BIAS_GRAD:
+		ret = rf_kc_bias_grad(st, op->u.bias.y, op->u.bias.b, op->u.bias.rows,
+				      op->u.bias.cols, op->u.bias.acc);
+		break;
+	case RF__RELU_FWD:
+		ret = rf_kc_relu_fwd(st, op->u.ew.y, op->u.ew.x, op->u.ew.n);
+		break;
+	case RF__RELU_BWD:
+		ret = rf_kc_relu_bwd(st, op->u.ew.y, op->u.ew.x, op->u.ew.aux, op->u.ew.n);
+		break;
+	case RF__XENT:
+		ret = rf_kc_softmax_xent(st, op->u.xent.dlogits, op->u.xent.loss, op->u.xent.correct,
+					 op->u.xent.logits, op->u.xent.labels, op->u.xent.rows,
+					 op->u.xent.cols);
+		break;
+	case RF__CONV_FWD:
+		ret = rf_kc_conv2d_fwd(st, bl, &op->u.conv.s, op->u.conv.out, op->u.conv.in,
+				       op->u.conv.in2, op->u.conv.in3, op->ws, op->ws_bytes);
+		break;
+	case RF__CONV_BWD_DATA:
+		ret = rf_kc_conv2d_bwd_data(st, bl, &op->u.conv.s, op->u.conv.out, op->u.conv.in,
+					    op->u.conv.in2, op->ws, op->ws_bytes);
+		break;
+	case RF__CONV_BWD_FILTER:
+		ret = rf_kc_conv2d_bwd_filter(st, bl, &op->u.conv.s, op->u.conv.out, op->u.conv.out2,
+					      op->u.conv.in, op->u.conv.in2, op->u.conv.acc, op->ws,
+					      op->ws_bytes);
+		break;
+	case RF__POOL_FWD:
+		ret = rf_kc_avgpool2d_fwd(st, op->u.pool.y, op->u.pool.x, op->u.pool.n, op->u.pool.c,
+					  op->u.pool.h, op->u.pool.w, op->u.pool.k);
+		break;
+	case RF__POOL_BWD:
+		ret = rf_kc_avgpool2d_bwd(st, op->u.pool.y, op->u.pool.x, op->u.pool.n, op->u.pool.c,
+					  op->u.pool.h, op->u.pool.w, op->u.pool.k);
+		break;
+	case RF__SGD:
+		ret = rf_kc_sgd(st, op->u.sgd.w, op->u.sgd.g, op->u.sgd.n, op->u.sgd.lr, op->u.sgd.wd);
+		break;
+	case RF__SGD_MOMENTUM:
+		ret = rf_kc_sgd_momentum(st, op->u.sgd.w, op->u.sgd.v, op->u.sgd.g, op->u.sgd.n,
+					 op->u.sgd.lr, op->u.sgd.mom, op->u.sgd.wd);
+		break;
+	case RF__AXPY:
+		ret = rf_kc_axpy(st, op->u.axpy.y, op->u.axpy.a, op->u.axpy.x, op->u.axpy.n);
+		break;
+	case RF__SCALE:
+		ret = rf_kc_scale(st, op->u.axpy.y, op->u.axpy.a, op->u.axpy.n);
+		break;
+	case RF__SUM:
+		ret = rf_kc_reduce_sum(st, op->u.sum.out, op->u.sum.in, op->u.sum.k, op->u.sum.n);
+		break;
+	case RF__FILL:
+		if (op->u.fill.dtype == RF_F32) {
+			ret = rf_kc_fill(st, op->u.fill.x, op->u.fill.v, op->u.fill.n);
+		} else if (op->u.fill.dtype == RF_U8 || op->u.fill.v == 0.0f) {
+			size_t bytes = op->u.fill.n * (op->u.fill.dtype == RF_U8 ? 1 : 4);
+			ret = rf__cuerr(cudaMemsetAsync(op->u.fill.x, (int)(uint8_t)op->u.fill.v, bytes,
+							c->cs));
+		} else {
+			snprintf(op->err, sizeof(op->err),
+				 "filling an i32 tensor with a non-zero value is not supported on CUDA");
+			ret = -ENOTSUP;
+		}
+		break;
+	case RF__U8_F32:
+		ret = rf_kc_u8_to_f32(st, op->u.dec.out, op->u.dec.in, op->u.dec.n, op->u.dec.scale,
+				      op->u.dec.mean, op->u.dec.std);
+		break;
+	case RF__U8_I32:
+		ret = rf_kc_u8_to_i32(st, op->u.dec.out, op->u.dec.in, op->u.dec.n);
+		break;
+	case RF__RAND_UNIFORM:
+	case RF__RAND_NORMAL: {
+		struct rf_prng *g = op->u.rand.g;
+		if (op->code == RF__RAND_UNIFORM)
+			ret = rf_kc_rand_uniform(st, op->u.rand.x, op->u.rand.n, g->seed, g->counter,
+						 op->u.rand.a, op->u.rand.b);
+		else
+			ret = rf_kc_rand_normal(st, op->u.rand.x, op->u.rand.n, g->seed, g->counter,
+						op->u.rand.a, op->u.rand.b);
+		if (ret == 0)
+			g->counter += op->u.rand.n;
+		break;
+	}
+	case RF__COPY:
+		if (op->u.copy.bytes)
+			ret = rf__cuerr(cudaMemcpyAsync(op->u.copy.dst, op->u.copy.src, op->u.copy.bytes,
+							cudaMemcpyDefault, c->cs));
+		break;
+	default:
+		ret = -ENOSYS;
+	}
+	if (ret < 0 && !op->err[0])
+		snprintf(op->err, sizeof(op->err), "%s", rf_kc_error_string(ret));
+	if (ret < -RF_KC_ECUDA && ret > -RF_KC_ECUBLAS)
+		(void)cudaGetLastError(); /* clear a non-sticky launch error */
+	return ret;
+}
+
+/* ---- streams ------------------------------------------------------------------------- */
+
+static void CUDART_CB rf__cs_host_fn(void *arg)
+{
+	struct rf__cuda_stream *c = arg;
+
+	/* One syscall; retried only on a transient failure (a full ring). */
+	while (rf_notifier_signal(c->notifier) < 0)
+		usleep(50);
+}
+
+static void rf__cs_flush_dead(struct rf__cuda_stream *c)
+{
+	if (c->flushing)
+		return;
+	c->flushing = 1;
+	while (c->tail < c->head) {
+		struct rf_op *op = c->fifo[c->tail & (c->cap - 1)];
+		c->tail++;
+		rf_engine_op_done(op, c->dead);
+	}
+	c->flushing = 0;
+}
+
+static void rf__cs_die(struct rf__cuda_stream *c, int code, const char *what)
+{
+	if (c->dead)
+		return;
+	c->dead = code;
+	rf__device_error(c->dev, "stream %s: %s; failing its %llu pending ops with %d",
+			 c->name, what, (unsigned long long)(c->head - c->tail), code);
+	rf__cs_flush_dead(c);
+}
+
+static void rf__cs_wd(void *data, int64_t res);
+
+static void rf__cs_arm(struct rf__cuda_stream *c)
+{
+	struct rf__cuda_dev *cd = c->dev->ctx;
+
+	if (c->wd_armed || c->dead)
+		return;
+	if (rf_ring_timeout(rf_engine_ring(c->dev->eng), cd->period_ns, rf__cs_wd, c, &c->wd_id) == 0)
+		c->wd_armed = 1;
+}
+
+static void rf__cs_wd(void *data, int64_t res)
+{
+	struct rf__cuda_stream *c = data;
+	struct rf__cuda_dev *cd = c->dev->ctx;
+	cudaError_t err;
+	char msg[160];
+
+	c->wd_armed = 0;
+	if (res < 0 || c->dead || c->tail == c->head) {
+		c->wd_stall_ns = 0;
+		return;
+	}
+	if (c->tail != c->wd_mark) {
+		c->wd_mark = c->tail;
+		c->wd_stall_ns = 0;
+		rf__cs_arm(c);
+		return;
+	}
+	c->wd_stall_ns += cd->period_ns;
+	rf__cuda_set(cd->ordinal);
+	err = cudaStreamQuery(c->cs);
+	if (err == cudaErrorNotReady) {
+		if (c->wd_stall_ns >= cd->hang_ns) {
+			snprintf(msg, sizeof(msg), "no op finished for %llu ms though the GPU is "
+				 "still busy", (unsigned long long)(c->wd_stall_ns / 1000000));
+			rf__cs_die(c, -ETIMEDOUT, msg);
+			return;
+		}
+	} else if (err == cudaSuccess) {
+		/* The work is done; its host functions must have signalled by now. */
+		if (c->wd_stall_ns >= 3 * cd->period_ns) {
+			rf__cs_die(c, -EIO, "the stream is idle but completions never arrived");
+			return;
+		}
+	} else {
+		snprintf(msg, sizeof(msg), "CUDA error %s: %s (host functions will not run)",
+			 cudaGetErrorName(err), cudaGetErrorString(err));
+		rf__cs_die(c, -(RF_KC_ECUDA + (int)err), msg);
+		return;
+	}
+	rf__cs_arm(c);
+}
+
+static int rf__cs_grow(struct rf__cuda_stream *c)
+{
+	unsigned cap = c->cap ? c->cap * 2 : 64, i;
+	struct rf_op **f = malloc(cap * sizeof(*f));
+	int *st = malloc(cap * sizeof(*st));
+	uint64_t *tl = malloc(cap * sizeof(*tl));
+
+	if (!f || !st || !tl) {
+		free(f);
+		free(st);
+		free(tl);
+		return -ENOMEM;
+	}
+	for (i = 0; i < c->head - c->tail; i++) {
+		uint64_t k = c->tail + i;
+		f[k & (cap - 1)] = c->fifo[k & (c->cap - 1)];
+		st[k & (cap - 1)] = c->st[k & (c->cap - 1)];
+		tl[k & (cap - 1)] = c->t_launch[k & (c->cap - 1)];
+	}
+	free(c->fifo);
+	free(c->st);
+	free(c->t_launch);
+	c->fifo = f;
+	c->st = st;
+	c->t_launch = tl;
+	c->cap = cap;
+	return 0;
+}
+
+static int rf__cs_enqueue(struct rf_stream *s, struct rf_op *op)
+{
+	struct rf__cuda_stream *c = s->ctx;
+	uint64_t seq = rf_op_seq(op);
+	cudaError_t err;
+	int st, ret;
+
+	if (c->head - c->tail == c->cap && (ret = rf__cs_grow(c)) < 0)
+		return ret;
+	if (c->dead) {
+		c->fifo[c->head & (c->cap - 1)] = op;
+		c->st[c->head & (c->cap - 1)] = c->dead;
+		c->head++;
+		rf__cs_flush_dead(c);
+		return 0;
+	}
+	ret = rf__cuda_set(c->dev->ordinal);
+	c->t_launch[c->head & (c->cap - 1)] = rf_now_ns();
+	st = ret < 0 ? ret : rf_op_execute(op);
+	c->fifo[c->head & (c->cap - 1)] = op;
+	c->st[c->head & (c->cap - 1)] = st;
+	c->head++;
+	/* An event after this op, for chaining (only while its slot is not still owned by
+	 * an unreported op RF__EVRING back). */
+	if (c->head - c->tail <= RF__EVRING) {
+		unsigned slot = (unsigned)(seq % RF__EVRING);
+		if (cudaEventRecord(c->ev[slot], c->cs) == cudaSuccess)
+			c->ev_seq[slot] = seq;
+		else
+			c->ev_seq[slot] = 0;
+	}
+	err = cudaLaunchHostFunc(c->cs, rf__cs_host_fn, c);
+	if (err != cudaSuccess) {
+		char msg[160];
+		snprintf(msg, sizeof(msg), "cudaLaunchHostFunc: %s: %s", cudaGetErrorName(err),
+			 cudaGetErrorString(err));
+		rf__cs_die(c, -(RF_KC_ECUDA + (int)err), msg);
+		return 0;
+	}
+	rf_notifier_expect(c->notifier, 1);
+	rf__cs_arm(c);
+	return 0;
+}
+
+static void rf__cs_notified(void *data, uint32_t count)
+{
+	struct rf__cuda_stream *c = data;
+
+	if (c->dead)
+		return; /* already reported */
+	while (count-- && c->tail < c->head) {
+		struct rf_op *op = c->fifo[c->tail & (c->cap - 1)];
+		int st = c->st[c->tail & (c->cap - 1)];
+		uint64_t t0 = c->t_launch[c->tail & (c->cap - 1)], t1 = rf_now_ns();
+		c->tail++;
+		/* For traces: the op ran on the GPU between its launch (or the previous op's
+		 * completion, in stream order) and now, as seen by the reactor. */
+		if (t0 < c->t_last_done)
+			t0 = c->t_last_done;
+		c->t_last_done = t1;
+		rf_op_set_times(op, t0, t1);
+		rf_engine_op_done(op, st);
+	}
+}
+
+static int rf__cs_chain(struct rf_stream *s, struct rf_stream *producer, uint64_t seq)
+{
+	struct rf__cuda_stream *c = s->ctx, *p;
+	unsigned slot = (unsigned)(seq % RF__EVRING);
+
+	if (!producer || producer->ops != &rf__cs_ops)
+		return -ENOTSUP;
+	p = producer->ctx;
+	if (p->dev != c->dev || p->dead || c->dead || p->ev_seq[slot] != seq || seq <= p->tail)
+		return -ENOTSUP;
+	rf__cuda_set(c->dev->ordinal);
+	if (cudaStreamWaitEvent(c->cs, p->ev[slot], 0) != cudaSuccess) {
+		(void)cudaGetLastError();
+		return -ENOTSUP;
+	}
+	return 0;
+}
+
+static void rf__cs_free(struct rf__cuda_stream *c)
+{
+	unsigned i;
+
+	if (c->notifier)
+		rf_notifier_destroy(c->notifier);
+	for (i = 0; i < RF__EVRING; i++)
+		if (c->ev[i])
+			cudaEventDestroy(c->ev[i]);
+	if (c->blas)
+		cublasDestroy(c->blas);
+	if (c->cs)
+		cudaStreamDestroy(c->cs);
+	free(c->fifo);
+	free(c->st);
+	free(c->t_launch);
+	free(c);
+}
+
+static void rf__cs_destroy(struct rf_stream *s)
+{
+	struct rf__cuda_stream *c = s->ctx;
+	struct rf_ring *r = rf_engine_ring(c->dev->eng);
+
+	/* Reap the watchdog and any signal still on its way before freeing. */
+	if (c->wd_armed)
+		rf_ring_cancel(r, c->wd_id);
+	while (c->wd_armed || (!c->dead && rf_notifier_owed(c->notifier)))
+		if (rf_ring_run(r, RF_RUN_ONCE) < 0)
+			break;
+	rf__cs_free(c);
+}
+
+static const struct rf_stream_ops rf__cs_ops = {
+	/* .enqueue = */ rf__cs_enqueue,
+	/* .chain   = */ rf__cs_chain,
+	/* .destroy = */ rf__cs_destroy,
+};
+
+static int rf__cs_create(struct rf_device *d, int role, const char *suffix)
+{
+	struct rf__cuda_stream *c = calloc(1, sizeof(*c));
+	unsigned i;
+	int ret;
+
+	if (!c)
+		return -ENOMEM;
+	c->dev = d;
+	snprintf(c->name, sizeof(c->name), "%s/%s", d->name, suffix);
+	ret = rf__cuerr(cudaStreamCreateWithFlags(&c->cs, cudaStreamNonBlocking));
+	if (ret < 0)
+		goto fail;
+	if (cublasCreate(&c->blas) != CUBLAS_STATUS_SUCCESS) {
+		c->blas = NULL;
+		ret = -ENOMEM;
+		goto fail;
+	}
+	cublasSetStream(c->blas, c->cs);
+	for (i = 0; i < RF__EVRING; i++) {
+		ret = rf__cuerr(cudaEventCreateWithFlags(&c->ev[i], cudaEventDisableTiming));
+		if (ret < 0)
+			goto fail;
+	}
+	ret = rf__cs_grow(c);
+	if (ret < 0)
+		goto fail;
+	ret = rf_notifier_create(rf_engine_ring(d->eng), rf__cs_notified, c, &c->notifier);
+	if (ret < 0)
+		goto fail;
+	c->s.ops = &rf__cs_ops;
+	c->s.ctx = c;
+	c->s.name = c->name;
+	c->s.flags = RF_STREAM_IN_ORDER;
+	ret = rf__device_add_stream(d, &c->s, role, c);
+	if (ret < 0)
+		goto fail;
+	c->ds = &d->ds[d->nds - 1];
+	rf_engine_add_stream(d->eng, &c->s);
+	return 0;
+fail:
+	if (ret < -RF_KC_ECUDA)
+		fprintf(stderr, "ringflow: %s: %s\n", c->name, rf_kc_error_string(ret));
+	rf__cs_free(c);
+	return ret;
+}
+
+static void rf__cuda_close(struct rf_device *d)
+{
+	free(d->ctx);
+	d->ctx = NULL;
+}
+
+static const struct rf__device_iface rf__cuda_iface = {
+	/* .kind      = */ "cuda",
+	/* .mem_alloc = */ rf__cuda_mem_alloc,
+	/* .mem_free  = */ rf__cuda_mem_free,
+	/* .compute   = */ rf__cuda_compute,
+	/* .strerror  = */ rf_kc_error_string,
+	/* .conv_ws   = */ rf__cuda_conv_ws,
+	/* .close     = */ rf__cuda_close,
+};
+
+int rf__cuda_open(struct rf_engine *e, int ordinal, const struct rf_cuda_opts *opts,
+		  struct rf_device **out)
+{
+	struct rf_device *d;
+	struct rf__cuda_dev *cd;
+	unsigned n = opts && opts->streams ? opts->streams : 1, i;
+	const char *env = getenv("RF_CUDA_WATCHDOG_MS");
+	unsigned period = opts && opts->watchdog_ms ? opts->watchdog_ms
+		: env && atoi(env) > 0 ? (unsigned)atoi(env) : 2000;
+	unsigned hang = opts && opts->hang_ms ? opts->hang_ms : 600000;
+	char nm[16];
+	int ret;
+
+	if (ordinal >= rf__cuda_count())
+		return -ENODEV;
+	if (n + 2 > RF__MAX_STREAMS)
+		return -EINVAL;
+	ret = rf__cuda_set(ordinal);
+	if (ret < 0)
+		return -ENODEV;
+	d = rf__device_new(e, &rf__cuda_iface, RF_DEVICE_CUDA, ordinal);
+	cd = calloc(1, sizeof(*cd));
+	if (!d || !cd) {
+		free(cd);
+		if (d)
+			rf__device_free(d);
+		return -ENOMEM;
+	}
+	cd->ordinal = ordinal;
+	cd->period_ns = (uint64_t)period * 1000000ull;
+	cd->hang_ns = (uint64_t)hang * 1000000ull;
+	d->ctx = cd;
+	for (i = 0; i < n && ret == 0; i++) {
+		snprintf(nm, sizeof(nm), "s%u", i);
+		ret = rf__cs_create(d, RF__ROLE_COMPUTE, nm);
+	}
+	if (ret == 0)
+		ret = rf__cs_create(d, RF__ROLE_H2D, "h2d");
+	if (ret == 0)
+		ret = rf__cs_create(d, RF__ROLE_D2H, "d2h");
+	if (ret < 0) {
+		for (i = d->nds; i-- > 0;)
+			rf_stream_destroy(d->ds[i].s);
+		rf__device_free(d);
+		free(cd);
+		return ret;
+	}
+	*out = d;
+	return 0;
+}

@@ -1,0 +1,200 @@
+/* devices/device.c — what every device shares: creation, streams, errors, close,
+ * opening by name, and the CUDA entry points of a build without CUDA. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "device-impl.h"
+
+struct rf_device *rf__device_new(struct rf_engine *e, const struct rf__device_iface *iface,
+				 enum rf_device_kind kind, int ordinal)
+{
+	struct rf_device *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return NULL;
+	d->iface = iface;
+	d->eng = e;
+	d->kind = kind;
+	d->ordinal = ordinal;
+	d->h2d = d->d2h = -1;
+	snprintf(d->name, sizeof(d->name), "%s:%d", iface->kind, ordinal);
+	d->mem.raw_alloc = iface->mem_alloc;
+	d->mem.raw_free = iface->mem_free;
+	d->mem.raw_ctx = d;
+	d->mem.host = kind == RF_DEVICE_CPU;
+	return d;
+}
+
+void rf__device_free(struct rf_device *d)
+{
+	rf__cache_fini(&d->mem);
+	free(d);
+}
+
+int rf__device_add_stream(struct rf_device *d, struct rf_stream *s, int role, void *impl)
+{
+	struct rf__dstream *ds;
+
+	if (d->nds >= RF__MAX_STREAMS)
+		return -ENOSPC;
+	ds = &d->ds[d->nds];
+	ds->s = s;
+	ds->dev = d;
+	ds->role = role;
+	ds->impl = impl;
+	if (role == RF__ROLE_COMPUTE)
+		d->ncompute++;
+	if (role == RF__ROLE_COPY || role == RF__ROLE_H2D)
+		d->h2d = (int)d->nds;
+	if (role == RF__ROLE_COPY || role == RF__ROLE_D2H)
+		d->d2h = (int)d->nds;
+	d->nds++;
+	return 0;
+}
+
+struct rf__dstream *rf__device_dstream(struct rf_device *d, const struct rf_stream *s)
+{
+	unsigned i;
+
+	for (i = 0; i < d->nds; i++)
+		if (d->ds[i].s == s)
+			return &d->ds[i];
+	return NULL;
+}
+
+void rf__device_error(struct rf_device *d, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(d->last_error, sizeof(d->last_error), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "ringflow: %s\n", d->last_error);
+}
+
+void rf_device_close(struct rf_device *d)
+{
+	unsigned i;
+
+	if (!d)
+		return;
+	rf_engine_wait_all(d->eng);
+	for (i = d->nds; i-- > 0;)
+		rf_stream_destroy(d->ds[i].s);
+	if (d->kind == RF_DEVICE_CPU)
+		rf__cpu_policy_update(-(int)d->ncompute, 0);
+	if (d->mem.st.in_use || d->live)
+		fprintf(stderr, "ringflow: closing %s with %u tensors (%zu bytes) not freed\n",
+			d->name, d->live, d->mem.st.in_use);
+	rf__cache_fini(&d->mem);
+	if (d->iface->close)
+		d->iface->close(d);
+	free(d);
+}
+
+enum rf_device_kind rf_device_kind(const struct rf_device *d) { return d->kind; }
+const char *rf_device_name(const struct rf_device *d) { return d->name; }
+struct rf_engine *rf_device_engine(const struct rf_device *d) { return d->eng; }
+int rf_device_ordinal(const struct rf_device *d) { return d->ordinal; }
+unsigned rf_device_nstreams(const struct rf_device *d) { return d->ncompute; }
+const char *rf_device_last_error(const struct rf_device *d) { return d->last_error; }
+
+struct rf_stream *rf_device_stream(struct rf_device *d, unsigned i)
+{
+	return i < d->ncompute ? d->ds[i].s : NULL;
+}
+
+struct rf_stream *rf_device_h2d_stream(struct rf_device *d)
+{
+	return d->h2d >= 0 ? d->ds[d->h2d].s : NULL;
+}
+
+struct rf_stream *rf_device_d2h_stream(struct rf_device *d)
+{
+	return d->d2h >= 0 ? d->ds[d->d2h].s : NULL;
+}
+
+void rf_device_mem_stats(const struct rf_device *d, struct rf_mem_stats *st)
+{
+	*st = d->mem.st;
+}
+
+size_t rf_device_mem_trim(struct rf_device *d)
+{
+	return rf__cache_trim(&d->mem);
+}
+
+int rf_device_alloc(struct rf_device *d, size_t bytes, void **out)
+{
+	if (!d || !out)
+		return -EINVAL;
+	return rf__cache_alloc(&d->mem, bytes, out);
+}
+
+void rf_device_free(struct rf_device *d, void *p, size_t bytes)
+{
+	if (d && p)
+		rf__cache_free(&d->mem, p, bytes);
+}
+
+int rf_device_open(struct rf_engine *e, const char *spec, struct rf_device **out)
+{
+	const char *colon;
+	int n = 0;
+	size_t klen;
+
+	if (!e || !spec || !out)
+		return -EINVAL;
+	colon = strchr(spec, ':');
+	klen = colon ? (size_t)(colon - spec) : strlen(spec);
+	if (colon) {
+		char *end;
+		long v = strtol(colon + 1, &end, 10);
+		if (end == colon + 1 || *end || v < 0 || v > 1024) {
+			fprintf(stderr, "ringflow: device '%s': expected cpu, cpu:N, cuda or cuda:N\n", spec);
+			return -EINVAL;
+		}
+		n = (int)v;
+	}
+	if (klen == 3 && !strncmp(spec, "cpu", 3)) {
+		int ret = rf_cpu_open(e, NULL, out);
+		if (ret == 0) {
+			(*out)->ordinal = n;
+			snprintf((*out)->name, sizeof((*out)->name), "cpu:%d", n);
+		}
+		return ret;
+	}
+	if (klen == 4 && !strncmp(spec, "cuda", 4))
+		return rf_cuda_open(e, n, NULL, out);
+	fprintf(stderr, "ringflow: device '%s': expected cpu, cpu:N, cuda or cuda:N\n", spec);
+	return -EINVAL;
+}
+
+int rf_cuda_count(void)
+{
+	return rf__cuda_count();
+}
+
+int rf_cuda_open(struct rf_engine *e, int ordinal, const struct rf_cuda_opts *opts,
+		 struct rf_device **out)
+{
+	if (!e || !out || ordinal < 0)
+		return -EINVAL;
+	return rf__cuda_open(e, ordinal, opts, out);
+}
+
+#if !RF_HAVE_CUDA
+int rf__cuda_count(void) { return 0; }
+int rf__cuda_open(struct rf_engine *e, int ordinal, const struct rf_cuda_opts *opts,
+		  struct rf_device **out)
+{
+	(void)e; (void)ordinal; (void)opts; (void)out;
+	return -ENOTSUP;
+}
+struct rf__dstream *rf__cuda_dstream(const struct rf_stream *s) { (void)s; return NULL; }
+int rf__cuda_host_register(void *p, size_t bytes) { (void)p; (void)bytes; return 0; }
+void rf__cuda_host_unregister(void *p) { (void)p; }
+#endif

@@ -1,0 +1,145 @@
+/* ringflow/device.h — compute devices: CPU (OpenBLAS + worker streams) and CUDA.
+ *
+ * A device is a struct of function pointers plus a context (ggml's backends; see
+ * devices/device-impl.h): memory, the kernels behind every op of ops.h, and streams.
+ * Every device belongs to one engine and is used on that engine's reactor thread.
+ *
+ * Streams (engine streams, struct rf_stream from engine.h):
+ *   CPU:  `streams` compute worker streams (core's rf_worker_stream_create) and one
+ *         copy worker stream doing memcpy; h2d and d2h are that copy stream.
+ *   CUDA: `streams` compute streams, a host-to-device and a device-to-host copy
+ *         stream, each a non-blocking cudaStream_t with its own cuBLAS handle, wrapped
+ *         as an in-order engine stream. Ops launch asynchronously from the reactor
+ *         thread; completion comes back through cudaLaunchHostFunc -> one
+ *         rf_notifier_signal per op (no synchronize on the hot path). A watchdog
+ *         timer fails the pending ops of a stream whose context died.
+ *
+ * Memory: each device has a caching allocator (size classes, reuse after the
+ * tensor's deletion op ran: no cudaMalloc/cudaFree or mallocx/free on the hot path).
+ * CPU backing memory: jemalloc's mallocx/sdallocx (64-byte aligned) when built with
+ * jemalloc and without sanitizers, aligned_alloc/free otherwise. Under ASan, cached
+ * host blocks are poisoned so a use after free is still caught.
+ *
+ * OpenBLAS threads (process-wide in OpenBLAS 0.3.21) — the threading policy: with
+ * blas_threads == 0 (default) every open CPU device sets
+ *     threads = max(1, online cores / compute streams of all open CPU devices)
+ * so the stream threads and the BLAS threads never oversubscribe the cores: one
+ * stream gets all cores for its GEMMs, two streams get one each. `rf-bench threads`
+ * measures both layouts (and the oversubscribed one) on the MLP/LeNet/2000² shapes.
+ *
+ * Lifetime: close a device after freeing its tensors and before rf_engine_destroy.
+ * Threading: all of this on the engine's reactor thread; the threading policy's count
+ * of open CPU streams is process-wide (one engine per process opens CPU devices).
+ */
+#ifndef RINGFLOW_DEVICE_H
+#define RINGFLOW_DEVICE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "engine.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct rf_device;
+
+enum rf_device_kind { RF_DEVICE_CPU = 0, RF_DEVICE_CUDA = 1 };
+
+struct rf_cpu_opts {
+	unsigned streams;     /* compute worker streams; 0: 1 */
+	int blas_threads;     /* OpenBLAS threads; 0: policy above; -1: leave as is */
+	unsigned queue;       /* worker queue capacity (ops); 0: core's default */
+};
+
+struct rf_cuda_opts {
+	unsigned streams;     /* compute streams; 0: 1 */
+	unsigned watchdog_ms; /* period of the stuck-stream check; 0: 2000 (RF_CUDA_WATCHDOG_MS) */
+	unsigned hang_ms;     /* fail pending ops with -ETIMEDOUT after this long without
+			       * progress on a live context; 0: 600000 */
+};
+
+/* Open the CPU device on engine e (borrowed; must outlive the device). opts may be
+ * NULL. Several CPU devices may be open at once (data parallel on one host): they
+ * share host memory, so CPU ops accept tensors of any CPU device. *out is owned by
+ * the caller: rf_device_close. Returns 0 or -errno. */
+int rf_cpu_open(struct rf_engine *e, const struct rf_cpu_opts *opts, struct rf_device **out);
+
+/* Number of usable CUDA devices: 0 in a build without CUDA, and when
+ * cudaGetDeviceCount fails (no driver, no GPU). Never negative. */
+int rf_cuda_count(void);
+
+/* Open CUDA device `ordinal`. -ENODEV if it does not exist (or no CUDA), -ENOTSUP in
+ * a build without CUDA, or another -errno. opts may be NULL. */
+int rf_cuda_open(struct rf_engine *e, int ordinal, const struct rf_cuda_opts *opts,
+		 struct rf_device **out);
+
+/* Open by name: "cpu", "cpu:N" (N only names it), "cuda", "cuda:N". */
+int rf_device_open(struct rf_engine *e, const char *spec, struct rf_device **out);
+
+/* Wait for all the engine's work (rf_engine_wait_all: this consumes the engine's
+ * first-error record), destroy the device's streams and give cached memory back.
+ * Every tensor of the device must have been freed (a warning names the bytes still
+ * held otherwise). NULL is ignored. */
+void rf_device_close(struct rf_device *d);
+
+enum rf_device_kind rf_device_kind(const struct rf_device *d);
+const char *rf_device_name(const struct rf_device *d);    /* "cpu:0", "cuda:1" */
+struct rf_engine *rf_device_engine(const struct rf_device *d);
+int rf_device_ordinal(const struct rf_device *d);
+
+/* Streams (owned by the device; valid until rf_device_close). i < rf_device_nstreams. */
+unsigned rf_device_nstreams(const struct rf_device *d);
+struct rf_stream *rf_device_stream(struct rf_device *d, unsigned i);
+struct rf_stream *rf_device_h2d_stream(struct rf_device *d); /* CPU: the copy stream */
+struct rf_stream *rf_device_d2h_stream(struct rf_device *d); /* CPU: the copy stream */
+
+/* The last op error of this device as text ("op gemm on cuda:0/s0: CUBLAS_STATUS_..."),
+ * "" if none. Every failing op also prints it to stderr. Static storage of d. */
+const char *rf_device_last_error(const struct rf_device *d);
+
+/* ---- memory ---------------------------------------------------------------------- */
+
+struct rf_mem_stats {
+	size_t in_use;        /* bytes held by live tensors and op workspaces (class size) */
+	size_t cached;        /* bytes in the free lists, ready for reuse */
+	size_t peak;          /* max of in_use */
+	uint64_t allocs;      /* allocator requests */
+	uint64_t reuses;      /* requests served from the cache */
+	uint64_t backend_allocs, backend_frees; /* mallocx/cudaMalloc, sdallocx/cudaFree */
+};
+void rf_device_mem_stats(const struct rf_device *d, struct rf_mem_stats *st);
+/* Give cached (unused) blocks back to the backend. Returns the bytes released. */
+size_t rf_device_mem_trim(struct rf_device *d);
+/* Raw device memory from the caching allocator, for callers that manage their own
+ * buffers (reactor thread). bytes is rounded up to a size class; free with the same
+ * bytes. Most code uses tensors instead. Returns 0 or -ENOMEM. */
+int rf_device_alloc(struct rf_device *d, size_t bytes, void **out);
+void rf_device_free(struct rf_device *d, void *p, size_t bytes);
+
+/* ---- pinned staging memory ---------------------------------------------------------
+ * An mmap'd arena, page-locked for CUDA by cudaHostRegister (portable: every GPU)
+ * when a CUDA device exists, so host<->device copies from it are truly asynchronous
+ * DMA. The same memory can be registered with the ring as fixed buffers:
+ *     void *b = rf_pinned_base(p); size_t n = rf_pinned_size(p);
+ *     rf_ring_register_memory(ring, &b, &n, 1);       (then RF_IO_FIXED_BUF reads)
+ * Carve it with rf_pinned_alloc, or make tensors in it with rf_tensor_new_pinned. */
+struct rf_pinned;
+/* bytes rounded up to 2 MiB. Returns 0 or -errno (mmap). */
+int rf_pinned_create(size_t bytes, struct rf_pinned **out);
+/* Unregisters and unmaps. Every allocation from it must have been freed (tensors
+ * deleted, i.e. their deletion ops ran) and the ring must no longer use it. */
+void rf_pinned_destroy(struct rf_pinned *p);
+void *rf_pinned_base(const struct rf_pinned *p);
+size_t rf_pinned_size(const struct rf_pinned *p);
+int rf_pinned_is_registered(const struct rf_pinned *p); /* 1 if cudaHostRegister'ed */
+/* First-fit allocation of bytes aligned to align (power of two; 0: 4096, O_DIRECT
+ * friendly). Reactor thread. Returns 0 or -ENOMEM. */
+int rf_pinned_alloc(struct rf_pinned *p, size_t bytes, size_t align, void **out);
+void rf_pinned_free(struct rf_pinned *p, void *ptr, size_t bytes);
+size_t rf_pinned_in_use(const struct rf_pinned *p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

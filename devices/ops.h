@@ -1,0 +1,144 @@
+/* ringflow/ops.h — the ops training needs, each pushed as ONE engine op.
+ *
+ * Every function validates shapes, dtypes and devices, then pushes an engine op on
+ * stream s that reads its inputs' variables and writes its outputs' variables, and
+ * returns 0, or -errno with nothing pushed (-EINVAL: bad shape/dtype/device/stream,
+ * with a message on stderr; -ENOMEM). The op runs later; its failure (a kernel, CUDA
+ * or cuBLAS error) poisons the output variables, prints the error and records it in
+ * rf_device_last_error. Tensors are borrowed: they may be freed right after the
+ * push (freeing is itself ordered after the op).
+ *
+ * Stream s: NULL means the default stream of the output's device (compute stream 0;
+ * for rf_copy: the h2d stream of a CUDA destination, the d2h stream of a CUDA source,
+ * the copy stream between host tensors). A stream of a CUDA device runs only ops
+ * whose tensors are all on that device (rf_copy: one side may be host memory). Any
+ * other stream (a CPU device's, the engine's inline stream, a worker stream) runs CPU
+ * kernels, and then every tensor must be host memory (any CPU device).
+ *
+ * Layouts (as kernels.h): float32 row-major, NCHW; Linear weights (out, in) as in
+ * PyTorch; labels int32. "(rows, cols)" of a tensor means rows = shape[0] and
+ * cols = numel / rows.
+ *
+ * Reactor thread only.
+ */
+#ifndef RINGFLOW_OPS_H
+#define RINGFLOW_OPS_H
+
+#include <stdint.h>
+#include "engine.h"
+#include "device.h"
+#include "tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* C (m, n) = alpha · op(A) · op(B) + beta · C, all 2-D f32. op(A) is (m, k): A (m, k),
+ * or A (k, m) when ta. op(B) is (k, n): B (k, n), or B (n, k) when tb. Reads A, B
+ * (and C when beta != 0); writes C. C must not alias A or B. */
+int rf_gemm(struct rf_stream *s, int ta, int tb, float alpha, struct rf_tensor *A,
+	    struct rf_tensor *B, float beta, struct rf_tensor *C);
+
+/* y (rows, cols) += b (cols). Reads b, writes y. */
+int rf_bias_add(struct rf_stream *s, struct rf_tensor *y, struct rf_tensor *b);
+/* db (cols) = Σ_rows dy (rows, cols), or += when accumulate. Reads dy, writes db. */
+int rf_bias_grad(struct rf_stream *s, struct rf_tensor *db, struct rf_tensor *dy,
+		 int accumulate);
+
+/* y = max(x, 0), same numel; y == x allowed (in place). */
+int rf_relu_fwd(struct rf_stream *s, struct rf_tensor *y, struct rf_tensor *x);
+/* dx = dy · (y > 0), y the forward OUTPUT; dx == dy allowed. */
+int rf_relu_bwd(struct rf_stream *s, struct rf_tensor *dx, struct rf_tensor *dy,
+		struct rf_tensor *y);
+
+/* Softmax cross-entropy over logits (rows, cols) f32 with labels (rows) i32.
+ * dlogits (rows, cols) f32 or NULL (evaluation): (softmax − onehot) / rows; may be
+ * logits itself (in place). loss (1 element f32) or NULL: the SUM over rows of the
+ * per-row loss (mean = sum / rows). correct (1 element i32) or NULL: rows whose
+ * argmax is the label. loss and correct are overwritten, on the logits' device; read
+ * them with rf_tensor_read. A label out of range fails the op with -EINVAL on the
+ * CPU (on CUDA: that row's loss is NaN). */
+int rf_softmax_xent(struct rf_stream *s, struct rf_tensor *dlogits, struct rf_tensor *loss,
+		    struct rf_tensor *correct, struct rf_tensor *logits,
+		    struct rf_tensor *labels);
+
+/* Conv2d, stride 1, no padding (im2col + GEMM; workspace taken from the device's
+ * caching allocator per op). x (n, c, h, w), w (o, c, kh, kw), b (o) or NULL,
+ * y (n, o, h−kh+1, w−kw+1). */
+int rf_conv2d_fwd(struct rf_stream *s, struct rf_tensor *y, struct rf_tensor *x,
+		  struct rf_tensor *w, struct rf_tensor *b);
+/* dx (n, c, h, w) = ∂L/∂x from dy (n, o, oh, ow) and w. */
+int rf_conv2d_bwd_data(struct rf_stream *s, struct rf_tensor *dx, struct rf_tensor *dy,
+		       struct rf_tensor *w);
+/* dw (o, c, kh, kw) and db (o) (NULL: none) from dy and the forward input x;
+ * overwritten, or added to when accumulate. */
+int rf_conv2d_bwd_filter(struct rf_stream *s, struct rf_tensor *dw, struct rf_tensor *db,
+			 struct rf_tensor *dy, struct rf_tensor *x, int accumulate);
+
+/* Average pooling k×k, stride k, floor: x (n, c, h, w) -> y (n, c, h/k, w/k). */
+int rf_avgpool2d_fwd(struct rf_stream *s, struct rf_tensor *y, struct rf_tensor *x, int k);
+/* dx (n, c, h, w) from dy (n, c, h/k, w/k). */
+int rf_avgpool2d_bwd(struct rf_stream *s, struct rf_tensor *dx, struct rf_tensor *dy, int k);
+
+/* w -= lr · (g + wd · w). Reads g, writes w. */
+int rf_sgd(struct rf_stream *s, struct rf_tensor *w, struct rf_tensor *g, float lr,
+	   float weight_decay);
+/* PyTorch SGD with momentum: v = momentum · v + (g + wd · w); w -= lr · v. */
+int rf_sgd_momentum(struct rf_stream *s, struct rf_tensor *w, struct rf_tensor *v,
+		    struct rf_tensor *g, float lr, float momentum, float weight_decay);
+
+/* y += a · x (same numel). */
+int rf_axpy(struct rf_stream *s, struct rf_tensor *y, float a, struct rf_tensor *x);
+/* x *= a. */
+int rf_scale(struct rf_stream *s, struct rf_tensor *x, float a);
+/* out = in[0] + … + in[k−1], left to right (k >= 1, same numel); out may be in[0].
+ * On CUDA the inputs may live on other GPUs only with peer access. */
+int rf_sum(struct rf_stream *s, struct rf_tensor *out, struct rf_tensor *const *in, int k);
+/* x = v (f32), or x = (int32)v for an i32 tensor, or (uint8)v for u8. */
+int rf_fill(struct rf_stream *s, struct rf_tensor *x, float v);
+
+/* Decoding: out (f32) = ((float)in · scale − mean) / std; in u8, same numel. */
+int rf_u8_to_f32(struct rf_stream *s, struct rf_tensor *out, struct rf_tensor *in,
+		 float scale, float mean, float std);
+/* out (i32) = in (u8). */
+int rf_u8_to_i32(struct rf_stream *s, struct rf_tensor *out, struct rf_tensor *in);
+
+/* ---- random numbers: the generator is a variable ----------------------------------
+ * Philox4x32-10 (kernels.h) keyed by seed with a 64-bit counter. An op that draws n
+ * numbers WRITES the generator's variable and advances its counter by n when it runs,
+ * so draws are serial and reproducible whatever the streams and devices: the same
+ * pushes give the same numbers on the CPU and on CUDA. */
+struct rf_prng {
+	struct rf_var *var;
+	uint64_t seed;
+	uint64_t counter;   /* mutated by the ops that draw; read after a wait */
+	struct rf_engine *eng;
+};
+/* Returns NULL on allocation failure. The caller owns it: rf_prng_free. */
+struct rf_prng *rf_prng_new(struct rf_engine *e, uint64_t seed, const char *name);
+/* Pushes the deletion of g's variable (after its last draw). */
+void rf_prng_free(struct rf_prng *g);
+/* x (f32) = uniform in [lo, hi). */
+int rf_rand_uniform(struct rf_stream *s, struct rf_tensor *x, struct rf_prng *g, float lo,
+		    float hi);
+/* x (f32) = normal(mean, std). */
+int rf_rand_normal(struct rf_stream *s, struct rf_tensor *x, struct rf_prng *g, float mean,
+		   float std);
+
+/* dst = src (same nbytes; any dtypes of equal size), between any two devices: host to
+ * host (memcpy on a CPU copy stream), host <-> CUDA (cudaMemcpyAsync; from pinned
+ * memory this is asynchronous DMA), CUDA <-> CUDA (same or peer device). Reads src,
+ * writes dst. */
+int rf_copy(struct rf_stream *s, struct rf_tensor *dst, struct rf_tensor *src);
+
+/* A host function as an op on stream s (a CPU-capable stream; NULL: the engine's
+ * inline stream): fn(arg) runs after the reads and writes it names, returns 0 or
+ * -errno. For glue (checkpoint writes, printing). */
+int rf_host_op(struct rf_stream *s, int (*fn)(void *arg), void *arg,
+	       struct rf_tensor *const *reads, unsigned nreads,
+	       struct rf_tensor *const *writes, unsigned nwrites, const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,354 @@
+/* devices/tensor.c — tensors, blocks and views, their lifetime, host reads/writes.
+ *
+ * Memory is a reference-counted storage: a tensor made by rf_tensor_new holds one
+ * reference, each view one more. rf_tensor_free pushes rf_var_delete on the engine's
+ * inline stream, so the release runs on the reactor thread (the allocator's thread)
+ * after every op pushed before it on that variable; the last release returns the
+ * memory to the caching allocator (or the pinned arena). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "device-impl.h"
+
+enum { RF__ST_CACHE, RF__ST_PINNED, RF__ST_EXTERN };
+
+struct rf__storage {
+	unsigned refs;
+	int kind;
+	struct rf_device *dev;
+	struct rf_pinned *pin;
+	void *ptr;
+	size_t bytes;
+};
+
+size_t rf_tdtype_size(enum rf_tdtype dt)
+{
+	switch (dt) {
+	case RF_F32: return 4;
+	case RF_I32: return 4;
+	case RF_U8: return 1;
+	}
+	return 0;
+}
+
+const char *rf_tdtype_name(enum rf_tdtype dt)
+{
+	switch (dt) {
+	case RF_F32: return "f32";
+	case RF_I32: return "i32";
+	case RF_U8: return "u8";
+	}
+	return "?";
+}
+
+static void rf__storage_unref(struct rf__storage *st)
+{
+	if (--st->refs)
+		return;
+	switch (st->kind) {
+	case RF__ST_CACHE:
+		rf__cache_free(&st->dev->mem, st->ptr, st->bytes);
+		break;
+	case RF__ST_PINNED:
+		rf_pinned_free(st->pin, st->ptr, st->bytes);
+		break;
+	default:
+		break;
+	}
+	free(st);
+}
+
+static int rf__shape_set(struct rf_tensor *t, enum rf_tdtype dt, int ndim, const int64_t *shape)
+{
+	size_t n = 1;
+	int i;
+
+	if (ndim < 0 || ndim > RF_TENSOR_MAX_DIMS || (ndim && !shape) || !rf_tdtype_size(dt))
+		return -EINVAL;
+	for (i = 0; i < RF_TENSOR_MAX_DIMS; i++)
+		t->shape[i] = 1;
+	for (i = 0; i < ndim; i++) {
+		if (shape[i] < 0 || shape[i] > INT32_MAX)
+			return -EINVAL;
+		if (shape[i] && n > SIZE_MAX / (size_t)shape[i] / 8)
+			return -EINVAL;
+		t->shape[i] = shape[i];
+		n *= (size_t)shape[i];
+	}
+	t->dtype = dt;
+	t->ndim = ndim;
+	t->numel = n;
+	t->nbytes = n * rf_tdtype_size(dt);
+	return 0;
+}
+
+static struct rf_tensor *rf__tensor_alloc(struct rf_device *d, enum rf_tdtype dt, const char *name,
+					  int ndim, const int64_t *shape)
+{
+	struct rf_tensor *t;
+
+	if (!d)
+		return NULL;
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	if (rf__shape_set(t, dt, ndim, shape) < 0) {
+		fprintf(stderr, "ringflow: tensor %s: bad shape (ndim %d, at most %d dims, each in "
+			"[0, 2^31))\n", name ? name : "", ndim, RF_TENSOR_MAX_DIMS);
+		free(t);
+		return NULL;
+	}
+	snprintf(t->name, sizeof(t->name), "%s", name ? name : "");
+	t->dev = d;
+	t->var = rf_var_new(d->eng, name);
+	if (!t->var) {
+		free(t);
+		return NULL;
+	}
+	return t;
+}
+
+static struct rf_tensor *rf__tensor_make(struct rf_device *d, struct rf_pinned *pin, void *ext,
+					 enum rf_tdtype dt, const char *name, int ndim,
+					 const int64_t *shape)
+{
+	struct rf_tensor *t = rf__tensor_alloc(d, dt, name, ndim, shape);
+	struct rf__storage *st;
+	int ret;
+
+	if (!t)
+		return NULL;
+	st = calloc(1, sizeof(*st));
+	if (!st)
+		goto fail;
+	st->refs = 1;
+	st->dev = d;
+	st->bytes = t->nbytes;
+	if (ext) {
+		st->kind = RF__ST_EXTERN;
+		st->ptr = ext;
+	} else if (pin) {
+		st->kind = RF__ST_PINNED;
+		st->pin = pin;
+		ret = rf_pinned_alloc(pin, t->nbytes, 0, &st->ptr);
+		if (ret < 0) {
+			fprintf(stderr, "ringflow: tensor %s: pinned arena full (%zu bytes wanted, "
+				"%zu of %zu in use)\n", t->name, t->nbytes, rf_pinned_in_use(pin),
+				rf_pinned_size(pin));
+			goto fail;
+		}
+	} else {
+		st->kind = RF__ST_CACHE;
+		ret = rf__cache_alloc(&d->mem, t->nbytes, &st->ptr);
+		if (ret < 0) {
+			fprintf(stderr, "ringflow: tensor %s: out of %s memory (%zu bytes)\n", t->name,
+				d->name, t->nbytes);
+			goto fail;
+		}
+	}
+	t->st = st;
+	t->data = st->ptr;
+	d->live++;
+	return t;
+fail:
+	free(st);
+	rf_var_delete(d->eng, t->var, NULL, NULL, NULL);
+	free(t);
+	return NULL;
+}
+
+struct rf_tensor *rf_tensor_new(struct rf_device *d, enum rf_tdtype dt, const char *name,
+				int ndim, const int64_t *shape)
+{
+	return rf__tensor_make(d, NULL, NULL, dt, name, ndim, shape);
+}
+
+struct rf_tensor *rf_tensor_new_pinned(struct rf_device *cpu, struct rf_pinned *p,
+				       enum rf_tdtype dt, const char *name, int ndim,
+				       const int64_t *shape)
+{
+	if (!cpu || !p || cpu->kind != RF_DEVICE_CPU)
+		return NULL;
+	return rf__tensor_make(cpu, p, NULL, dt, name, ndim, shape);
+}
+
+struct rf_tensor *rf_tensor_wrap(struct rf_device *d, void *data, enum rf_tdtype dt,
+				 const char *name, int ndim, const int64_t *shape)
+{
+	if (!data)
+		return NULL;
+	return rf__tensor_make(d, NULL, data, dt, name, ndim, shape);
+}
+
+struct rf_tensor *rf_tensor_view(struct rf_tensor *block, size_t offset, enum rf_tdtype dt,
+				 const char *name, int ndim, const int64_t *shape)
+{
+	struct rf_tensor *t;
+	size_t esz = rf_tdtype_size(dt), boff;
+
+	if (!block || block->base || !block->st || !esz)
+		return NULL;
+	t = rf__tensor_alloc(block->dev, dt, name, ndim, shape);
+	if (!t)
+		return NULL;
+	boff = offset * esz;
+	if (offset > block->nbytes / esz || t->nbytes > block->nbytes - boff) {
+		fprintf(stderr, "ringflow: view %s: elements [%zu, %zu) of %s are outside its %zu "
+			"bytes\n", t->name, offset, offset + t->numel, block->name, block->nbytes);
+		rf_var_delete(block->dev->eng, t->var, NULL, NULL, NULL);
+		free(t);
+		return NULL;
+	}
+	t->st = block->st;
+	t->st->refs++;
+	t->data = (char *)block->data + boff;
+	t->base = block;
+	t->offset = boff;
+	t->next_view = block->views;
+	block->views = t;
+	block->nviews++;
+	block->dev->live++;
+	return t;
+}
+
+static void rf__tensor_release(void *arg)
+{
+	struct rf_tensor *t = arg;
+
+	t->dev->live--;
+	rf__storage_unref(t->st);
+	free(t);
+}
+
+void rf_tensor_free(struct rf_tensor *t)
+{
+	struct rf_tensor **pp, *v;
+
+	if (!t)
+		return;
+	if (t->base) {
+		for (pp = &t->base->views; *pp; pp = &(*pp)->next_view) {
+			if (*pp == t) {
+				*pp = t->next_view;
+				t->base->nviews--;
+				break;
+			}
+		}
+		t->base = NULL;
+	}
+	/* A block: detach its views (they keep the storage alive by reference). */
+	while ((v = t->views)) {
+		t->views = v->next_view;
+		v->next_view = NULL;
+		v->base = NULL;
+	}
+	t->nviews = 0;
+	if (rf_var_delete(t->dev->eng, t->var, rf__tensor_release, t, NULL) < 0) {
+		/* Cannot push (out of memory): wait for the var's work and release now. */
+		fprintf(stderr, "ringflow: tensor %s: deletion could not be pushed; waiting\n",
+			t->name);
+		rf_engine_wait_all(t->dev->eng);
+		rf__tensor_release(t);
+	}
+}
+
+int rf_tensor_reshape(struct rf_tensor *t, int ndim, const int64_t *shape)
+{
+	struct rf_tensor tmp;
+
+	if (!t)
+		return -EINVAL;
+	tmp = *t;
+	if (rf__shape_set(&tmp, t->dtype, ndim, shape) < 0 || tmp.numel != t->numel)
+		return -EINVAL;
+	memcpy(t->shape, tmp.shape, sizeof(t->shape));
+	t->ndim = ndim;
+	return 0;
+}
+
+int rf_tensor_wait(struct rf_tensor *t)
+{
+	struct rf_tensor *v;
+	int ret, err = 0;
+
+	if (!t)
+		return -EINVAL;
+	ret = rf_engine_wait_var(t->dev->eng, t->var);
+	if (ret < 0)
+		err = ret;
+	for (v = t->views; v; v = v->next_view) {
+		ret = rf_engine_wait_var(t->dev->eng, v->var);
+		if (ret < 0 && !err)
+			err = ret;
+	}
+	return err;
+}
+
+/* Host reads and writes are copies between t and the caller's buffer, pushed as
+ * ordinary copy ops (so they are ordered like everything else), then waited for. A
+ * read of a host tensor only needs the writers done, and copies right here. */
+static int rf__host_xfer(struct rf_tensor *t, void *host, int to_host)
+{
+	struct rf_engine *e;
+	struct rf_stream *s;
+	struct rf_var *tmp;
+	int ret;
+
+	if (!t || (!host && t->nbytes))
+		return -EINVAL;
+	e = t->dev->eng;
+	if (!t->nbytes || (t->dev->kind == RF_DEVICE_CPU && to_host)) {
+		ret = rf_tensor_wait(t);
+		if (ret == 0 && t->nbytes)
+			memcpy(host, t->data, t->nbytes);
+		return ret;
+	}
+	if (t->dev->kind == RF_DEVICE_CPU)
+		s = rf_engine_inline_stream(e);
+	else
+		s = to_host ? rf_device_d2h_stream(t->dev) : rf_device_h2d_stream(t->dev);
+	if (!to_host) {
+		ret = rf__copy_push(s, t->dev, t->dev, t->data, host, t->nbytes, NULL, NULL, t,
+				    NULL, "host_write");
+		return ret < 0 ? ret : rf_tensor_wait(t);
+	}
+	tmp = rf_var_new(e, "host_read");
+	if (!tmp)
+		return -ENOMEM;
+	ret = rf__copy_push(s, t->dev, t->dev, host, t->data, t->nbytes, t, NULL, NULL, tmp,
+			    "host_read");
+	if (ret == 0)
+		ret = rf_engine_wait_var(e, tmp);
+	rf_var_delete(e, tmp, NULL, NULL, NULL);
+	return ret;
+}
+
+int rf_tensor_read(struct rf_tensor *t, void *dst)
+{
+	return rf__host_xfer(t, dst, 1);
+}
+
+int rf_tensor_write(struct rf_tensor *t, const void *src)
+{
+	return rf__host_xfer(t, (void *)src, 0);
+}
+
+const char *rf_tensor_describe(const struct rf_tensor *t, char *buf, size_t len)
+{
+	int i, o;
+
+	if (!t) {
+		snprintf(buf, len, "(null)");
+		return buf;
+	}
+	o = snprintf(buf, len, "%s (", t->name[0] ? t->name : "tensor");
+	for (i = 0; i < t->ndim && o >= 0 && (size_t)o < len; i++)
+		o += snprintf(buf + o, len - (size_t)o, "%s%lld", i ? ", " : "",
+			      (long long)t->shape[i]);
+	if (o >= 0 && (size_t)o < len)
+		snprintf(buf + o, len - (size_t)o, ") %s %s", rf_tdtype_name(t->dtype),
+			 t->dev ? t->dev->name : "host");
+	return buf;
+}

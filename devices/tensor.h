@@ -1,0 +1,117 @@
+/* ringflow/tensor.h — tensors: dtype, shape, device memory and an engine variable.
+ *
+ * A tensor's memory is tagged by its variable: every op of ops.h names the tensors it
+ * reads and writes, the engine orders them. Freeing a tensor is an engine deletion
+ * (rf_var_delete): the memory goes back to the device's caching allocator only after
+ * the last op that reads or writes it has finished.
+ *
+ * Blocks and views (llm.c: "parameters, gradients and optimizer state are one
+ * allocation each, carved into tensors"): rf_tensor_view carves a tensor out of a
+ * block at an element offset. Each view has ITS OWN variable, so ops on different
+ * parameters run independently (SGD on w1 while dW2 is computed). An op on the block
+ * itself (zeroing all gradients, one all-reduce over the whole gradient block) names
+ * the block's variable AND the variables of all its live views, so it is ordered
+ * against every op on every view, both ways. Views of one block must not overlap;
+ * a view of a view is not allowed. The memory stays alive until the block and all
+ * its views are freed (a reference count, dropped by each deletion op).
+ *
+ * The struct is public for reading (shapes, data pointer for host code after a wait);
+ * fields marked private are not for callers. Reactor thread only.
+ */
+#ifndef RINGFLOW_TENSOR_H
+#define RINGFLOW_TENSOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "engine.h"
+#include "device.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Element types of tensors. The values are the IDX type codes (as the dataloader's
+ * file-format enum rf_dtype), so a dataset's dtype converts by a cast. */
+enum rf_tdtype { RF_U8 = 0x08, RF_I32 = 0x0C, RF_F32 = 0x0D };
+
+#define RF_TENSOR_MAX_DIMS 4
+
+struct rf__storage;
+
+struct rf_tensor {
+	enum rf_tdtype dtype;
+	int ndim;                        /* 0 (a scalar, numel 1) .. RF_TENSOR_MAX_DIMS */
+	int64_t shape[RF_TENSOR_MAX_DIMS]; /* row-major; unused dims are 1 */
+	size_t numel, nbytes;
+	struct rf_device *dev;           /* where data lives (borrowed) */
+	void *data;                      /* device pointer (host pointer on the CPU); valid
+					  * until the tensor's deletion runs. Host code may
+					  * touch it only after rf_engine_wait_var(var). */
+	struct rf_var *var;              /* the engine variable tagging data */
+	struct rf_tensor *base;          /* a view: the block it is carved from; else NULL */
+	size_t offset;                   /* a view: byte offset into the block */
+	char name[40];
+	/* private */
+	struct rf__storage *st;
+	struct rf_tensor *views;         /* a block: its live views */
+	struct rf_tensor *next_view;
+	unsigned nviews;
+};
+
+/* Dims as the two trailing arguments: rf_tensor_new(d, RF_F32, "w1", RF_DIMS(256, 784)). */
+#define RF_DIMS(...) (int)(sizeof((int64_t[]){ __VA_ARGS__ }) / sizeof(int64_t)), \
+	(const int64_t[]){ __VA_ARGS__ }
+
+size_t rf_tdtype_size(enum rf_tdtype dt);
+const char *rf_tdtype_name(enum rf_tdtype dt);
+
+/* A new tensor on device d with uninitialised memory from d's caching allocator and a
+ * new variable named name (copied; may be NULL). ndim <= 4, every dim >= 0. Returns
+ * NULL on a bad shape (message on stderr) or out of memory. The caller owns the
+ * tensor: rf_tensor_free. */
+struct rf_tensor *rf_tensor_new(struct rf_device *d, enum rf_tdtype dt, const char *name,
+				int ndim, const int64_t *shape);
+/* The same on a CPU device, with memory from a pinned staging arena (p borrowed; it
+ * must outlive the tensor's deletion): fast asynchronous host<->device copies. */
+struct rf_tensor *rf_tensor_new_pinned(struct rf_device *cpu, struct rf_pinned *p,
+				       enum rf_tdtype dt, const char *name, int ndim,
+				       const int64_t *shape);
+/* A tensor over memory the caller owns (host memory for a CPU device, device memory
+ * for CUDA). The memory must outlive the tensor's deletion; it is never freed here. */
+struct rf_tensor *rf_tensor_wrap(struct rf_device *d, void *data, enum rf_tdtype dt,
+				 const char *name, int ndim, const int64_t *shape);
+/* A view of block (not itself a view) at element offset `offset` (in units of dt,
+ * byte offset offset·sizeof(dt) must be a multiple of sizeof(dt)'s alignment and lie
+ * within the block). The view gets its own variable; see above. Returns NULL on a
+ * bad range or shape. The caller owns the view: rf_tensor_free. */
+struct rf_tensor *rf_tensor_view(struct rf_tensor *block, size_t offset, enum rf_tdtype dt,
+				 const char *name, int ndim, const int64_t *shape);
+
+/* Free: pushes the deletion of t's variable (a block: the views are detached and keep
+ * the memory alive). Memory returns to the allocator once every op pushed so far on
+ * t has finished. t must not be used after this call. NULL is ignored. */
+void rf_tensor_free(struct rf_tensor *t);
+
+/* Change the shape (same numel), e.g. flatten (n, c, h, w) to (n, c·h·w) before a
+ * linear layer. Metadata only: ops capture shapes when pushed, so this is safe at any
+ * time. Returns 0 or -EINVAL. */
+int rf_tensor_reshape(struct rf_tensor *t, int ndim, const int64_t *shape);
+
+/* Host read: wait until every write pushed so far on t has finished, then copy
+ * t->nbytes into dst (host memory, caller's). For a CUDA tensor the copy is a d2h op.
+ * Returns 0, or t's poison error (the failing op is named by rf_var_error), or -errno. */
+int rf_tensor_read(struct rf_tensor *t, void *dst);
+/* Host write: copy t->nbytes from src after every op pushed so far on t (reads
+ * included) has finished, and wait for the copy (src may be reused on return). */
+int rf_tensor_write(struct rf_tensor *t, const void *src);
+/* Wait for all writes pushed so far (for a block: to the block and its views).
+ * Returns 0 or the poison error. */
+int rf_tensor_wait(struct rf_tensor *t);
+
+/* "name (2, 3) f32 cpu:0" into buf. Returns buf. */
+const char *rf_tensor_describe(const struct rf_tensor *t, char *buf, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,127 @@
+/* test-device-errors: failures become poisoned variables with a message.
+ *  - softmax cross-entropy with a label out of range fails at run time with -EINVAL:
+ *    its outputs are poisoned and name the op, rf_device_last_error says what was
+ *    wrong, ops that read the poisoned outputs are skipped (their kernels never run),
+ *    rf_tensor_read and rf_engine_wait_all return the error; clearing the poison
+ *    makes the tensor usable again.
+ *  - a failing host op (-EIO) poisons what it writes, with strerror's text.
+ *  - bad shapes, dtypes, aliasing and NULLs are refused at push time with -EINVAL and
+ *    push nothing; bad tensor shapes and device names are refused too.
+ *  - CUDA without a GPU: rf_cuda_count() is 0 and rf_cuda_open fails cleanly. */
+#include "test-device-suite.h"
+
+static int ran;
+static int fail_eio(void *arg) { (void)arg; return -EIO; }
+static int mark(void *arg) { (void)arg; ran++; return 0; }
+
+int main(void)
+{
+	struct rf_ring *ring;
+	struct rf_engine *e;
+	struct rf_device *d;
+	struct rf_engine_stats st0, st1;
+	const char *who = NULL;
+	float lg[3 * 4] = { 0 }, loss;
+	int32_t lab[3] = { 0, 7, 1 };
+
+	CHECK_OK(rf_ring_create(&ring, NULL));
+	CHECK_OK(rf_engine_create(&e, ring, &(struct rf_engine_opts){ .sync = 0 }));
+	CHECK_OK(rf_cpu_open(e, &(struct rf_cpu_opts){ .streams = 2 }, &d));
+	CHECK_EQ(rf_device_last_error(d)[0], 0);
+
+	{
+		struct rf_tensor *L = ts_upload(d, RF_F32, lg, "logits", RF_DIMS(3, 4));
+		struct rf_tensor *Lab = ts_upload(d, RF_I32, lab, "labels", RF_DIMS(3));
+		struct rf_tensor *DL = rf_tensor_new(d, RF_F32, "dlogits", RF_DIMS(3, 4));
+		struct rf_tensor *Ls = rf_tensor_new(d, RF_F32, "loss", RF_DIMS(1));
+		struct rf_tensor *Y = rf_tensor_new(d, RF_F32, "y", RF_DIMS(3, 4));
+		CHECK_OK(rf_softmax_xent(rf_device_stream(d, 0), DL, Ls, NULL, L, Lab));
+		CHECK_OK(rf_relu_fwd(rf_device_stream(d, 1), Y, DL));          /* skipped */
+		CHECK_OK(rf_host_op(NULL, mark, NULL, &Y, 1, NULL, 0, "mark")); /* skipped */
+		CHECK_EQ(rf_tensor_read(Ls, &loss), -EINVAL);
+		CHECK_EQ(rf_var_error(Ls->var, &who), -EINVAL);
+		CHECK(who && !strcmp(who, "softmax_xent"));
+		CHECK_EQ(rf_tensor_wait(Y), -EINVAL);
+		CHECK_EQ(rf_var_error(Y->var, &who), -EINVAL);
+		CHECK(who && !strcmp(who, "softmax_xent")); /* the poison names the culprit */
+		CHECK(strstr(rf_device_last_error(d), "softmax_xent"));
+		CHECK(strstr(rf_device_last_error(d), "label"));
+		CHECK_EQ(rf_engine_wait_all(e), -EINVAL);
+		CHECK_EQ(ran, 0);
+		/* fix the labels, clear the poison, run again */
+		lab[1] = 3;
+		CHECK_OK(rf_tensor_write(Lab, lab));
+		CHECK_OK(rf_var_clear_error(e, Ls->var));
+		CHECK_OK(rf_var_clear_error(e, DL->var));
+		CHECK_OK(rf_softmax_xent(NULL, DL, Ls, NULL, L, Lab));
+		CHECK_OK(rf_tensor_read(Ls, &loss));
+		CHECK(fabsf(loss - 3 * logf(4)) < 1e-5f);
+		rf_tensor_free(L); rf_tensor_free(Lab); rf_tensor_free(DL); rf_tensor_free(Ls);
+		rf_tensor_free(Y);
+		CHECK_OK(rf_engine_wait_all(e));
+		fprintf(stderr, "runtime error -> poison, skip, message, clear: ok\n");
+	}
+	{
+		struct rf_tensor *t = rf_tensor_new(d, RF_F32, "t", RF_DIMS(4));
+		CHECK_OK(rf_host_op(rf_device_stream(d, 1), fail_eio, NULL, NULL, 0, &t, 1, "writer"));
+		CHECK_EQ(rf_tensor_wait(t), -EIO);
+		CHECK(strstr(rf_device_last_error(d), "writer"));
+		CHECK(strstr(rf_device_last_error(d), strerror(EIO)));
+		CHECK_EQ(rf_engine_wait_all(e), -EIO);
+		rf_tensor_free(t);
+		fprintf(stderr, "host op error: ok\n");
+	}
+	{
+		struct rf_tensor *A = rf_tensor_new(d, RF_F32, "A", RF_DIMS(4, 5));
+		struct rf_tensor *B = rf_tensor_new(d, RF_F32, "B", RF_DIMS(5, 6));
+		struct rf_tensor *C = rf_tensor_new(d, RF_F32, "C", RF_DIMS(4, 6));
+		struct rf_tensor *I = rf_tensor_new(d, RF_I32, "I", RF_DIMS(4, 6));
+		struct rf_tensor *X4 = rf_tensor_new(d, RF_F32, "x4", RF_DIMS(1, 1, 4, 4));
+		struct rf_tensor *W4 = rf_tensor_new(d, RF_F32, "w4", RF_DIMS(2, 3, 3, 3));
+		struct rf_tensor *Y4 = rf_tensor_new(d, RF_F32, "y4", RF_DIMS(1, 2, 2, 2));
+		rf_engine_get_stats(e, &st0);
+		CHECK_EQ(rf_gemm(NULL, 0, 0, 1, A, A, 0, C), -EINVAL);   /* inner dims */
+		CHECK_EQ(rf_gemm(NULL, 1, 0, 1, A, B, 0, C), -EINVAL);   /* A transposed */
+		CHECK_EQ(rf_gemm(NULL, 0, 0, 1, A, B, 0, I), -EINVAL);   /* dtype */
+		CHECK_EQ(rf_gemm(NULL, 0, 0, 1, C, B, 0, C), -EINVAL);   /* aliasing */
+		CHECK_EQ(rf_bias_add(NULL, C, A), -EINVAL);
+		CHECK_EQ(rf_relu_fwd(NULL, C, A), -EINVAL);
+		CHECK_EQ(rf_conv2d_fwd(NULL, Y4, X4, W4, NULL), -EINVAL); /* channels */
+		CHECK_EQ(rf_avgpool2d_fwd(NULL, Y4, X4, 3), -EINVAL);
+		CHECK_EQ(rf_softmax_xent(NULL, NULL, NULL, NULL, C, I), -EINVAL);
+		CHECK_EQ(rf_sum(NULL, C, NULL, 0), -EINVAL);
+		CHECK_EQ(rf_copy(NULL, C, NULL), -EINVAL);
+		CHECK_EQ(rf_u8_to_f32(NULL, C, C, 1, 0, 1), -EINVAL);
+		CHECK_EQ(rf_rand_uniform(NULL, C, NULL, 0, 1), -EINVAL);
+		CHECK_OK(rf_gemm(NULL, 0, 0, 1, A, B, 0, C));
+		rf_engine_get_stats(e, &st1);
+		CHECK_EQ(st1.pushed, st0.pushed + 1);
+		CHECK_EQ(rf_tensor_reshape(C, RF_DIMS(5, 5)), -EINVAL);
+		CHECK_OK(rf_tensor_reshape(C, RF_DIMS(24)));
+		CHECK(rf_tensor_new(d, RF_F32, "neg", RF_DIMS(-1)) == NULL);
+		CHECK(rf_tensor_new(d, RF_F32, "5d", RF_DIMS(1, 1, 1, 1, 1)) == NULL);
+		CHECK(rf_tensor_new(d, (enum rf_tdtype)99, "dt", RF_DIMS(1)) == NULL);
+		rf_tensor_free(A); rf_tensor_free(B); rf_tensor_free(C); rf_tensor_free(I);
+		rf_tensor_free(X4); rf_tensor_free(W4); rf_tensor_free(Y4);
+		CHECK_OK(rf_engine_wait_all(e));
+		fprintf(stderr, "refused at push: ok\n");
+	}
+	{
+		struct rf_device *x = NULL;
+		CHECK_EQ(rf_device_open(e, "gpu", &x), -EINVAL);
+		CHECK_EQ(rf_device_open(e, "cpu:x", &x), -EINVAL);
+		if (rf_cuda_count() == 0) {
+			int r = rf_cuda_open(e, 0, NULL, &x);
+			CHECK(r == -ENODEV || r == -ENOTSUP);
+			CHECK(rf_device_open(e, "cuda:0", &x) < 0);
+		}
+		CHECK_OK(rf_device_open(e, "cpu:3", &x));
+		CHECK(!strcmp(rf_device_name(x), "cpu:3"));
+		rf_device_close(x);
+		fprintf(stderr, "device names: ok\n");
+	}
+	rf_device_close(d);
+	rf_engine_destroy(e);
+	rf_ring_destroy(ring);
+	return 0;
+}

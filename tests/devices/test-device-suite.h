@@ -1,0 +1,535 @@
+/* tests/devices/test-device-suite.h — every op of ops.h, pushed through the engine on
+ * a device's streams, checked against a plain reference computed here in double.
+ * Shared by test-device-ops (the CPU device) and test-device-cuda (each GPU). */
+#ifndef RF_TEST_DEVICE_SUITE_H
+#define RF_TEST_DEVICE_SUITE_H
+
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ring.h"
+#include "engine.h"
+#include "device.h"
+#include "tensor.h"
+#include "ops.h"
+#include "kernels.h"
+#include "../test-util.h"
+
+static unsigned long long ts_seed = 12345;
+
+static float ts_rand(void)
+{
+	return (float)((t_splitmix64(&ts_seed) >> 40) * (1.0 / 16777216.0)) * 2.0f - 1.0f;
+}
+
+static float *ts_randv(size_t n)
+{
+	float *v = malloc((n ? n : 1) * sizeof(float));
+	CHECK(v);
+	for (size_t i = 0; i < n; i++)
+		v[i] = ts_rand();
+	return v;
+}
+
+/* A tensor on d filled from host data (waits). */
+static struct rf_tensor *ts_upload(struct rf_device *d, enum rf_tdtype dt, const void *host,
+				   const char *name, int ndim, const int64_t *shape)
+{
+	struct rf_tensor *t = rf_tensor_new(d, dt, name, ndim, shape);
+	CHECK(t);
+	if (host)
+		CHECK_OK(rf_tensor_write(t, host));
+	return t;
+}
+
+static float *ts_download(struct rf_tensor *t)
+{
+	float *v = malloc(t->nbytes ? t->nbytes : 1);
+	CHECK(v);
+	CHECK_OK(rf_tensor_read(t, v));
+	return v;
+}
+
+static void ts_close(const char *what, const float *got, const double *want, size_t n,
+		     double atol, double rtol)
+{
+	for (size_t i = 0; i < n; i++) {
+		double err = fabs((double)got[i] - want[i]);
+		if (!(err <= atol + rtol * fabs(want[i]))) {
+			fprintf(stderr, "%s: element %zu: got %.7g, want %.7g\n", what, i,
+				(double)got[i], want[i]);
+			exit(1);
+		}
+	}
+}
+
+/* ---- gemm ------------------------------------------------------------------------ */
+static void ts_gemm(struct rf_device *d, struct rf_stream *s, int m, int n, int k, int ta,
+		    int tb, float beta)
+{
+	float *a = ts_randv((size_t)m * k), *b = ts_randv((size_t)k * n), *c0 = ts_randv((size_t)m * n);
+	double *want = calloc((size_t)m * n + 1, sizeof(double));
+	struct rf_tensor *A = ts_upload(d, RF_F32, a, "A", RF_DIMS(ta ? k : m, ta ? m : k));
+	struct rf_tensor *B = ts_upload(d, RF_F32, b, "B", RF_DIMS(tb ? n : k, tb ? k : n));
+	struct rf_tensor *C = ts_upload(d, RF_F32, c0, "C", RF_DIMS(m, n));
+	float alpha = 0.75f, *got;
+	char what[64];
+
+	for (int i = 0; i < m; i++)
+		for (int j = 0; j < n; j++) {
+			double acc = 0;
+			for (int p = 0; p < k; p++) {
+				double av = ta ? a[(size_t)p * m + i] : a[(size_t)i * k + p];
+				double bv = tb ? b[(size_t)j * k + p] : b[(size_t)p * n + j];
+				acc += av * bv;
+			}
+			want[(size_t)i * n + j] = alpha * acc + (beta != 0 ? beta * c0[(size_t)i * n + j] : 0);
+		}
+	CHECK_OK(rf_gemm(s, ta, tb, alpha, A, B, beta, C));
+	got = ts_download(C);
+	snprintf(what, sizeof(what), "gemm %dx%dx%d ta=%d tb=%d beta=%g", m, n, k, ta, tb, beta);
+	ts_close(what, got, want, (size_t)m * n, 1e-4 * k, 1e-4);
+	rf_tensor_free(A);
+	rf_tensor_free(B);
+	rf_tensor_free(C);
+	free(a); free(b); free(c0); free(want); free(got);
+}
+
+/* ---- linear pieces, relu ---------------------------------------------------------- */
+static void ts_bias_relu(struct rf_device *d, struct rf_stream *s)
+{
+	enum { R = 5, C = 7 };
+	float *y = ts_randv(R * C), *b = ts_randv(C), *dy = ts_randv(R * C), *db0 = ts_randv(C);
+	double want[R * C], wdb[C];
+	struct rf_tensor *Y = ts_upload(d, RF_F32, y, "y", RF_DIMS(R, C));
+	struct rf_tensor *Bt = ts_upload(d, RF_F32, b, "b", RF_DIMS(C));
+	struct rf_tensor *DY = ts_upload(d, RF_F32, dy, "dy", RF_DIMS(R, C));
+	struct rf_tensor *DB = ts_upload(d, RF_F32, db0, "db", RF_DIMS(C));
+	struct rf_tensor *Z = rf_tensor_new(d, RF_F32, "z", RF_DIMS(R, C));
+	struct rf_tensor *DX = rf_tensor_new(d, RF_F32, "dx", RF_DIMS(R, C));
+	float *got;
+
+	/* y += b ; z = relu(y) ; dx = dy * (z > 0) ; db += colsum(dy) */
+	CHECK_OK(rf_bias_add(s, Y, Bt));
+	CHECK_OK(rf_relu_fwd(s, Z, Y));
+	CHECK_OK(rf_relu_bwd(s, DX, DY, Z));
+	CHECK_OK(rf_bias_grad(s, DB, DY, 1));
+	for (int i = 0; i < R * C; i++)
+		want[i] = (double)y[i] + b[i % C];
+	got = ts_download(Y);
+	ts_close("bias_add", got, want, R * C, 1e-6, 1e-6);
+	free(got);
+	for (int i = 0; i < R * C; i++)
+		want[i] = want[i] > 0 ? want[i] : 0;
+	got = ts_download(Z);
+	ts_close("relu_fwd", got, want, R * C, 1e-6, 1e-6);
+	free(got);
+	for (int i = 0; i < R * C; i++)
+		want[i] = want[i] > 0 ? dy[i] : 0;
+	got = ts_download(DX);
+	ts_close("relu_bwd", got, want, R * C, 0, 0);
+	free(got);
+	for (int j = 0; j < C; j++) {
+		wdb[j] = db0[j];
+		for (int i = 0; i < R; i++)
+			wdb[j] += dy[i * C + j];
+	}
+	got = ts_download(DB);
+	ts_close("bias_grad accumulate", got, wdb, C, 1e-5, 1e-5);
+	free(got);
+	CHECK_OK(rf_bias_grad(s, DB, DY, 0));
+	for (int j = 0; j < C; j++)
+		wdb[j] -= db0[j];
+	got = ts_download(DB);
+	ts_close("bias_grad", got, wdb, C, 1e-5, 1e-5);
+	free(got);
+	/* in place relu */
+	CHECK_OK(rf_relu_fwd(s, Y, Y));
+	got = ts_download(Y);
+	for (int i = 0; i < R * C; i++)
+		want[i] = (double)y[i] + b[i % C] > 0 ? (double)y[i] + b[i % C] : 0;
+	ts_close("relu_fwd in place", got, want, R * C, 1e-6, 1e-6);
+	free(got);
+	rf_tensor_free(Y); rf_tensor_free(Bt); rf_tensor_free(DY); rf_tensor_free(DB);
+	rf_tensor_free(Z); rf_tensor_free(DX);
+	free(y); free(b); free(dy); free(db0);
+}
+
+/* ---- loss ------------------------------------------------------------------------------ */
+static void ts_xent(struct rf_device *d, struct rf_stream *s)
+{
+	enum { R = 9, C = 10 };
+	float *lg = ts_randv(R * C), loss = 0, *got;
+	int32_t lab[R], correct = -1;
+	double want[R * C], wloss = 0;
+	int wcorrect = 0;
+
+	for (int i = 0; i < R; i++) {
+		lab[i] = (int32_t)(t_splitmix64(&ts_seed) % C);
+		lg[i * C + lab[i]] += (i % 2) ? 3.0f : 0.0f; /* some rows right */
+	}
+	for (int i = 0; i < R; i++) {
+		double mx = -1e30, se = 0;
+		int am = 0;
+		for (int j = 0; j < C; j++)
+			if (lg[i * C + j] > mx) {
+				mx = lg[i * C + j];
+				am = j;
+			}
+		for (int j = 0; j < C; j++)
+			se += exp(lg[i * C + j] - mx);
+		wloss += log(se) + mx - lg[i * C + lab[i]];
+		wcorrect += am == lab[i];
+		for (int j = 0; j < C; j++)
+			want[i * C + j] = (exp(lg[i * C + j] - mx) / se - (j == lab[i])) / R;
+	}
+	struct rf_tensor *L = ts_upload(d, RF_F32, lg, "logits", RF_DIMS(R, C));
+	struct rf_tensor *Lab = ts_upload(d, RF_I32, lab, "labels", RF_DIMS(R));
+	struct rf_tensor *DL = rf_tensor_new(d, RF_F32, "dlogits", RF_DIMS(R, C));
+	struct rf_tensor *Ls = rf_tensor_new(d, RF_F32, "loss", RF_DIMS(1));
+	struct rf_tensor *Co = rf_tensor_new(d, RF_I32, "correct", RF_DIMS(1));
+	CHECK_OK(rf_softmax_xent(s, DL, Ls, Co, L, Lab));
+	CHECK_OK(rf_tensor_read(Ls, &loss));
+	CHECK_OK(rf_tensor_read(Co, &correct));
+	CHECK(fabs(loss - wloss) < 1e-4 * (1 + fabs(wloss)));
+	CHECK_EQ(correct, wcorrect);
+	got = ts_download(DL);
+	ts_close("softmax_xent dlogits", got, want, R * C, 1e-6, 1e-5);
+	free(got);
+	/* eval only, then in place */
+	CHECK_OK(rf_fill(s, Ls, 0));
+	CHECK_OK(rf_softmax_xent(s, NULL, Ls, Co, L, Lab));
+	CHECK_OK(rf_tensor_read(Ls, &loss));
+	CHECK(fabs(loss - wloss) < 1e-4 * (1 + fabs(wloss)));
+	CHECK_OK(rf_softmax_xent(s, L, NULL, NULL, L, Lab));
+	got = ts_download(L);
+	ts_close("softmax_xent in place", got, want, R * C, 1e-6, 1e-5);
+	free(got);
+	rf_tensor_free(L); rf_tensor_free(Lab); rf_tensor_free(DL); rf_tensor_free(Ls);
+	rf_tensor_free(Co);
+	free(lg);
+}
+
+/* ---- conv, pool ------------------------------------------------------------------------- */
+static void ts_conv_pool(struct rf_device *d, struct rf_stream *s)
+{
+	enum { N = 3, Ci = 2, H = 9, W = 8, O = 4, KH = 3, KW = 2, OH = H - KH + 1, OW = W - KW + 1 };
+	float *x = ts_randv(N * Ci * H * W), *w = ts_randv(O * Ci * KH * KW), *b = ts_randv(O);
+	float *dy = ts_randv(N * O * OH * OW), *got;
+	double *wy = calloc(N * O * OH * OW, sizeof(double)), *wdx = calloc(N * Ci * H * W, sizeof(double));
+	double *wdw = calloc(O * Ci * KH * KW, sizeof(double)), wdb[O] = { 0 };
+#define X_(n, c, i, j) x[(((n) * Ci + (c)) * H + (i)) * W + (j)]
+#define W_(o, c, i, j) w[(((o) * Ci + (c)) * KH + (i)) * KW + (j)]
+#define Y_(n, o, i, j) (((n) * O + (o)) * OH + (i)) * OW + (j)
+	for (int n = 0; n < N; n++)
+		for (int o = 0; o < O; o++)
+			for (int i = 0; i < OH; i++)
+				for (int j = 0; j < OW; j++) {
+					double acc = b[o];
+					for (int c = 0; c < Ci; c++)
+						for (int p = 0; p < KH; p++)
+							for (int q = 0; q < KW; q++) {
+								acc += (double)X_(n, c, i + p, j + q) * W_(o, c, p, q);
+								wdx[(((n * Ci + c) * H + i + p) * W) + j + q] +=
+									(double)dy[Y_(n, o, i, j)] * W_(o, c, p, q);
+								wdw[(((o * Ci + c) * KH + p) * KW) + q] +=
+									(double)dy[Y_(n, o, i, j)] * X_(n, c, i + p, j + q);
+							}
+					wy[Y_(n, o, i, j)] = acc;
+					wdb[o] += dy[Y_(n, o, i, j)];
+				}
+	struct rf_tensor *Xt = ts_upload(d, RF_F32, x, "x", RF_DIMS(N, Ci, H, W));
+	struct rf_tensor *Wt = ts_upload(d, RF_F32, w, "w", RF_DIMS(O, Ci, KH, KW));
+	struct rf_tensor *Bt = ts_upload(d, RF_F32, b, "b", RF_DIMS(O));
+	struct rf_tensor *DYt = ts_upload(d, RF_F32, dy, "dy", RF_DIMS(N, O, OH, OW));
+	struct rf_tensor *Yt = rf_tensor_new(d, RF_F32, "y", RF_DIMS(N, O, OH, OW));
+	struct rf_tensor *DXt = rf_tensor_new(d, RF_F32, "dx", RF_DIMS(N, Ci, H, W));
+	struct rf_tensor *DWt = rf_tensor_new(d, RF_F32, "dw", RF_DIMS(O, Ci, KH, KW));
+	struct rf_tensor *DBt = rf_tensor_new(d, RF_F32, "db", RF_DIMS(O));
+	CHECK_OK(rf_conv2d_fwd(s, Yt, Xt, Wt, Bt));
+	CHECK_OK(rf_conv2d_bwd_data(s, DXt, DYt, Wt));
+	CHECK_OK(rf_conv2d_bwd_filter(s, DWt, DBt, DYt, Xt, 0));
+	got = ts_download(Yt);
+	ts_close("conv2d_fwd", got, wy, N * O * OH * OW, 1e-5, 1e-4);
+	free(got);
+	got = ts_download(DXt);
+	ts_close("conv2d_bwd_data", got, wdx, N * Ci * H * W, 1e-5, 1e-4);
+	free(got);
+	got = ts_download(DWt);
+	ts_close("conv2d_bwd_filter dw", got, wdw, O * Ci * KH * KW, 1e-4, 1e-4);
+	free(got);
+	got = ts_download(DBt);
+	ts_close("conv2d_bwd_filter db", got, wdb, O, 1e-4, 1e-4);
+	free(got);
+	/* accumulate: twice the gradient */
+	CHECK_OK(rf_conv2d_bwd_filter(s, DWt, DBt, DYt, Xt, 1));
+	for (int i = 0; i < O * Ci * KH * KW; i++)
+		wdw[i] *= 2;
+	got = ts_download(DWt);
+	ts_close("conv2d_bwd_filter accumulate", got, wdw, O * Ci * KH * KW, 1e-4, 1e-4);
+	free(got);
+
+	/* avg pool 2x2 on x (H odd: the last row is dropped) */
+	{
+		enum { PH = H / 2, PW = W / 2 };
+		double wp[N * Ci * PH * PW], wpd[N * Ci * H * W];
+		float *pdy = ts_randv(N * Ci * PH * PW);
+		struct rf_tensor *P = rf_tensor_new(d, RF_F32, "pool", RF_DIMS(N, Ci, PH, PW));
+		struct rf_tensor *PD = ts_upload(d, RF_F32, pdy, "pdy", RF_DIMS(N, Ci, PH, PW));
+		memset(wpd, 0, sizeof(wpd));
+		for (int n = 0; n < N * Ci; n++)
+			for (int i = 0; i < PH; i++)
+				for (int j = 0; j < PW; j++) {
+					double a = 0;
+					for (int p = 0; p < 2; p++)
+						for (int q = 0; q < 2; q++) {
+							a += x[(n * H + 2 * i + p) * W + 2 * j + q];
+							wpd[(n * H + 2 * i + p) * W + 2 * j + q] = pdy[(n * PH + i) * PW + j] / 4.0;
+						}
+					wp[(n * PH + i) * PW + j] = a / 4;
+				}
+		CHECK_OK(rf_avgpool2d_fwd(s, P, Xt, 2));
+		CHECK_OK(rf_avgpool2d_bwd(s, DXt, PD, 2));
+		got = ts_download(P);
+		ts_close("avgpool2d_fwd", got, wp, N * Ci * PH * PW, 1e-6, 1e-5);
+		free(got);
+		got = ts_download(DXt);
+		ts_close("avgpool2d_bwd", got, wpd, N * Ci * H * W, 1e-7, 1e-6);
+		free(got);
+		rf_tensor_free(P);
+		rf_tensor_free(PD);
+		free(pdy);
+	}
+	rf_tensor_free(Xt); rf_tensor_free(Wt); rf_tensor_free(Bt); rf_tensor_free(DYt);
+	rf_tensor_free(Yt); rf_tensor_free(DXt); rf_tensor_free(DWt); rf_tensor_free(DBt);
+	free(x); free(w); free(b); free(dy); free(wy); free(wdx); free(wdw);
+#undef X_
+#undef W_
+#undef Y_
+}
+
+/* ---- optimiser and vector helpers ---------------------------------------------------- */
+static void ts_vector(struct rf_device *d, struct rf_stream *s)
+{
+	enum { N = 1000 };
+	float *w = ts_randv(N), *g = ts_randv(N), *v = ts_randv(N), *got;
+	double *want = calloc(N, sizeof(double)), *wv = calloc(N, sizeof(double));
+	struct rf_tensor *Wt = ts_upload(d, RF_F32, w, "w", RF_DIMS(N));
+	struct rf_tensor *Gt = ts_upload(d, RF_F32, g, "g", RF_DIMS(N));
+	struct rf_tensor *Vt = ts_upload(d, RF_F32, v, "v", RF_DIMS(10, 100));
+	struct rf_tensor *St = rf_tensor_new(d, RF_F32, "sum", RF_DIMS(N));
+
+	CHECK_OK(rf_sgd(s, Wt, Gt, 0.1f, 0.01f));
+	for (int i = 0; i < N; i++)
+		want[i] = w[i] - 0.1 * (g[i] + 0.01 * w[i]);
+	got = ts_download(Wt);
+	ts_close("sgd", got, want, N, 1e-6, 1e-6);
+	free(got);
+	CHECK_OK(rf_sgd_momentum(s, Wt, Vt, Gt, 0.1f, 0.9f, 0.0f));
+	for (int i = 0; i < N; i++) {
+		wv[i] = 0.9 * v[i] + g[i];
+		want[i] = want[i] - 0.1 * wv[i];
+	}
+	got = ts_download(Vt);
+	ts_close("sgd_momentum v", got, wv, N, 1e-6, 1e-6);
+	free(got);
+	got = ts_download(Wt);
+	ts_close("sgd_momentum w", got, want, N, 1e-6, 1e-5);
+	free(got);
+	CHECK_OK(rf_axpy(s, Wt, -2.0f, Gt));
+	CHECK_OK(rf_scale(s, Wt, 0.5f));
+	for (int i = 0; i < N; i++)
+		want[i] = (want[i] - 2.0 * g[i]) * 0.5;
+	got = ts_download(Wt);
+	ts_close("axpy+scale", got, want, N, 1e-5, 1e-5);
+	free(got);
+	{
+		struct rf_tensor *in[3] = { Gt, Wt, Gt };
+		CHECK_OK(rf_sum(s, St, in, 3));
+		for (int i = 0; i < N; i++)
+			wv[i] = (double)g[i] + want[i] + g[i];
+		got = ts_download(St);
+		ts_close("sum", got, wv, N, 1e-5, 1e-5);
+		free(got);
+		/* out == in[0] */
+		in[0] = St;
+		in[1] = Gt;
+		CHECK_OK(rf_sum(s, St, in, 2));
+		for (int i = 0; i < N; i++)
+			wv[i] += g[i];
+		got = ts_download(St);
+		ts_close("sum in place", got, wv, N, 1e-5, 1e-5);
+		free(got);
+	}
+	CHECK_OK(rf_fill(s, St, 2.5f));
+	for (int i = 0; i < N; i++)
+		want[i] = 2.5;
+	got = ts_download(St);
+	ts_close("fill", got, want, N, 0, 0);
+	free(got);
+	{
+		struct rf_tensor *I = rf_tensor_new(d, RF_I32, "i", RF_DIMS(N));
+		struct rf_tensor *U = rf_tensor_new(d, RF_U8, "u", RF_DIMS(N));
+		int32_t *ib = malloc(N * sizeof(int32_t));
+		uint8_t *ub = malloc(N);
+		CHECK_OK(rf_fill(s, I, 0));
+		CHECK_OK(rf_fill(s, U, 7));
+		CHECK_OK(rf_tensor_read(I, ib));
+		CHECK_OK(rf_tensor_read(U, ub));
+		for (int i = 0; i < N; i++) {
+			CHECK_EQ(ib[i], 0);
+			CHECK_EQ(ub[i], 7);
+		}
+		/* decode */
+		for (int i = 0; i < N; i++)
+			ub[i] = (uint8_t)(i * 37);
+		CHECK_OK(rf_tensor_write(U, ub));
+		CHECK_OK(rf_u8_to_f32(s, St, U, 1 / 255.f, 0.2860f, 0.3530f));
+		CHECK_OK(rf_u8_to_i32(s, I, U));
+		got = ts_download(St);
+		CHECK_OK(rf_tensor_read(I, ib));
+		for (int i = 0; i < N; i++) {
+			float e = ((float)ub[i] * (1 / 255.f) - 0.2860f) / 0.3530f;
+			if (got[i] != e) {
+				fprintf(stderr, "u8_to_f32 %d: %.9g vs %.9g\n", i, got[i], e);
+				exit(1);
+			}
+			CHECK_EQ(ib[i], ub[i]);
+		}
+		free(got);
+		free(ib);
+		free(ub);
+		rf_tensor_free(I);
+		rf_tensor_free(U);
+	}
+	rf_tensor_free(Wt); rf_tensor_free(Gt); rf_tensor_free(Vt); rf_tensor_free(St);
+	free(w); free(g); free(v); free(want); free(wv);
+}
+
+/* ---- random numbers: the generator is a variable ---------------------------------- */
+static void ts_rand_ops(struct rf_device *d, struct rf_stream *s0, struct rf_stream *s1)
+{
+	enum { N = 4099 };
+	struct rf_engine *e = rf_device_engine(d);
+	struct rf_prng *g = rf_prng_new(e, 42, "g");
+	struct rf_tensor *A = rf_tensor_new(d, RF_F32, "a", RF_DIMS(N));
+	struct rf_tensor *B = rf_tensor_new(d, RF_F32, "b", RF_DIMS(N));
+	float *ref = malloc(N * sizeof(float)), *got;
+
+	/* Two draws on two streams: serial through g, whatever the streams. */
+	CHECK_OK(rf_rand_uniform(s0, A, g, -1.0f, 3.0f));
+	CHECK_OK(rf_rand_normal(s1, B, g, 0.5f, 2.0f));
+	got = ts_download(A);
+	rf_k_rand_uniform(ref, N, 42, 0, -1.0f, 3.0f);
+	CHECK(memcmp(got, ref, N * sizeof(float)) == 0);
+	free(got);
+	got = ts_download(B);
+	rf_k_rand_normal(ref, N, 42, N, 0.5f, 2.0f);
+	for (int i = 0; i < N; i++)
+		CHECK(fabsf(got[i] - ref[i]) <= 1e-5f * (1 + fabsf(ref[i])));
+	free(got);
+	CHECK_OK(rf_engine_wait_var(e, g->var));
+	CHECK_EQ(g->counter, 2 * N);
+	rf_tensor_free(A);
+	rf_tensor_free(B);
+	rf_prng_free(g);
+	free(ref);
+}
+
+/* ---- a dependent chain across two streams ------------------------------------------ */
+static void ts_chain(struct rf_device *d, struct rf_stream *s0, struct rf_stream *s1)
+{
+	enum { B = 16, I = 20, Hd = 12 };
+	float *x = ts_randv(B * I), *w = ts_randv(Hd * I), *got;
+	double h[B * Hd], want[B * Hd];
+	struct rf_tensor *X = ts_upload(d, RF_F32, x, "x", RF_DIMS(B, I));
+	struct rf_tensor *Wt = ts_upload(d, RF_F32, w, "w", RF_DIMS(Hd, I));
+	struct rf_tensor *Hh = rf_tensor_new(d, RF_F32, "h", RF_DIMS(B, Hd));
+	struct rf_tensor *Out = rf_tensor_new(d, RF_F32, "out", RF_DIMS(B, Hd));
+
+	for (int r = 0; r < 3; r++) {
+		/* h = x·wᵀ on s0; relu on s1; out = 2·h (copy on s0 then scale on s1) */
+		CHECK_OK(rf_gemm(s0, 0, 1, 1.0f, X, Wt, 0.0f, Hh));
+		CHECK_OK(rf_relu_fwd(s1, Hh, Hh));
+		CHECK_OK(rf_copy(s0, Out, Hh));
+		CHECK_OK(rf_scale(s1, Out, 2.0f));
+	}
+	rf_tensor_free(X); /* freed while ops are pending: ordered after them */
+	for (int i = 0; i < B; i++)
+		for (int j = 0; j < Hd; j++) {
+			double a = 0;
+			for (int p = 0; p < I; p++)
+				a += (double)x[i * I + p] * w[j * I + p];
+			h[i * Hd + j] = a > 0 ? a : 0;
+			want[i * Hd + j] = 2 * h[i * Hd + j];
+		}
+	got = ts_download(Out);
+	ts_close("chain across streams", got, want, B * Hd, 1e-4, 1e-4);
+	free(got);
+	rf_tensor_free(Wt); rf_tensor_free(Hh); rf_tensor_free(Out);
+	free(x); free(w);
+}
+
+/* ---- blocks and views ---------------------------------------------------------------- */
+static void ts_views(struct rf_device *d, struct rf_stream *s0, struct rf_stream *s1)
+{
+	struct rf_tensor *blk = rf_tensor_new(d, RF_F32, "params", RF_DIMS(100));
+	struct rf_tensor *w = rf_tensor_view(blk, 0, RF_F32, "w", RF_DIMS(8, 10));
+	struct rf_tensor *b = rf_tensor_view(blk, 80, RF_F32, "b", RF_DIMS(20));
+	float *got;
+
+	CHECK(blk && w && b);
+	CHECK(rf_tensor_view(blk, 90, RF_F32, "bad", RF_DIMS(20)) == NULL);
+	CHECK(rf_tensor_view(w, 0, RF_F32, "nested", RF_DIMS(2)) == NULL);
+	CHECK_OK(rf_fill(s0, blk, 1.0f));    /* the block: before both views */
+	CHECK_OK(rf_scale(s0, w, 3.0f));     /* views on two streams, independent */
+	CHECK_OK(rf_scale(s1, b, 5.0f));
+	CHECK_OK(rf_scale(s1, blk, 2.0f));   /* the block again: after both */
+	got = ts_download(blk);
+	for (int i = 0; i < 100; i++)
+		CHECK(got[i] == (i < 80 ? 6.0f : 10.0f));
+	free(got);
+	rf_tensor_free(blk); /* views keep the memory */
+	CHECK_OK(rf_fill(s1, b, -1.0f));
+	got = ts_download(b);
+	for (int i = 0; i < 20; i++)
+		CHECK(got[i] == -1.0f);
+	free(got);
+	rf_tensor_free(w);
+	rf_tensor_free(b);
+}
+
+/* All of the above on device d, using its streams. */
+static __attribute__((unused)) void ts_all(struct rf_device *d)
+{
+	struct rf_stream *s0 = rf_device_stream(d, 0);
+	struct rf_stream *s1 = rf_device_nstreams(d) > 1 ? rf_device_stream(d, 1) : s0;
+
+	for (int ta = 0; ta < 2; ta++)
+		for (int tb = 0; tb < 2; tb++) {
+			ts_gemm(d, s0, 7, 5, 3, ta, tb, 0.0f);
+			ts_gemm(d, s1, 13, 9, 17, ta, tb, 0.5f);
+		}
+	ts_gemm(d, NULL, 64, 32, 784, 0, 1, 0.0f);
+	fprintf(stderr, "%s: gemm ok\n", rf_device_name(d));
+	ts_bias_relu(d, s1);
+	fprintf(stderr, "%s: bias, relu ok\n", rf_device_name(d));
+	ts_xent(d, s0);
+	fprintf(stderr, "%s: softmax_xent ok\n", rf_device_name(d));
+	ts_conv_pool(d, s1);
+	fprintf(stderr, "%s: conv2d, avgpool2d ok\n", rf_device_name(d));
+	ts_vector(d, s0);
+	fprintf(stderr, "%s: sgd, axpy, scale, sum, fill, decode ok\n", rf_device_name(d));
+	ts_rand_ops(d, s0, s1);
+	fprintf(stderr, "%s: prng ok\n", rf_device_name(d));
+	ts_chain(d, s0, s1);
+	fprintf(stderr, "%s: cross-stream chain ok\n", rf_device_name(d));
+	ts_views(d, s0, s1);
+	fprintf(stderr, "%s: blocks and views ok\n", rf_device_name(d));
+}
+
+#endif
