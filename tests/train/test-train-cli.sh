@@ -1,0 +1,85 @@
+#!/bin/sh
+# test-train-cli: the rf-train command line. Bad arguments give one line naming the
+# argument and exit 2; a missing dataset gives the apt-get line and exit 1; --device
+# cuda without a usable GPU gives one line and exit 1 (checked only where no GPU is
+# usable); a short real run writes the --json object (with final_test_acc,
+# epoch_seconds, samples_per_s ...), the --metrics CSV, a checkpoint and a Chrome
+# trace; --resume continues after the saved epoch and appends to the CSV; a corrupt
+# checkpoint is refused with exit 1. Skips (77) without Fashion-MNIST.
+# usage: test-train-cli.sh path/to/rf-train
+RF=${1:?usage: $0 rf-train}
+DATA=${RF_FASHION_MNIST:-/usr/share/datasets/fashion-mnist}
+T=$(mktemp -d "${TMPDIR:-/tmp}/rf-train-cli.XXXXXX") || exit 1
+trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+# expect CODE PATTERN args...: exit status CODE, exactly one stderr line matching PATTERN
+expect() {
+	code=$1; pat=$2; shift 2
+	"$RF" "$@" >"$T/out" 2>"$T/err"; rc=$?
+	[ "$rc" = "$code" ] || fail "rf-train $*: exit $rc, want $code; stderr: $(cat "$T/err")"
+	[ "$(wc -l <"$T/err")" -eq 1 ] || fail "rf-train $*: want one stderr line, got: $(cat "$T/err")"
+	grep -q -- "$pat" "$T/err" || fail "rf-train $*: stderr lacks '$pat': $(cat "$T/err")"
+	echo "ok: rf-train $* -> $rc: $(cat "$T/err")"
+}
+
+expect 2 -- "--model" --model resnet
+expect 2 -- "--epochs" --epochs many
+expect 2 -- "--epochs" --epochs
+expect 2 -- "--batch-size" --batch-size 0
+expect 2 -- "--lr" --lr -1
+expect 2 -- "--device" --device tpu
+expect 2 -- "--devices" --devices 0
+expect 2 -- "--bogus" --bogus
+expect 2 -- "--resume" --resume
+expect 2 -- "stray" --model mlp stray
+expect 1 "apt-get install dataset-fashion-mnist" --data "$T/nowhere"
+"$RF" --help | grep -q -- "--devices K" || fail "--help"
+
+if [ ! -r "$DATA/train-images-idx3-ubyte.gz" ] && [ ! -r "$DATA/train-images-idx3-ubyte" ]; then
+	echo "SKIP: Fashion-MNIST not in $DATA (apt-get install dataset-fashion-mnist)"
+	exit 77
+fi
+# CUDA: one clear line and exit 1 when no GPU is usable; a run when there is one
+"$RF" --data "$DATA" --device cuda --limit 256 --test-limit 256 --epochs 1 >"$T/out" 2>"$T/err"; rc=$?
+if [ $rc -ne 0 ]; then
+	[ $rc = 1 ] && [ "$(wc -l <"$T/err")" -eq 1 ] && grep -q "CUDA" "$T/err" ||
+		fail "--device cuda: exit $rc: $(cat "$T/err")"
+	echo "ok: --device cuda -> 1: $(cat "$T/err")"
+else
+	echo "ok: --device cuda ran: $(tail -1 "$T/out")"
+fi
+
+run() { "$RF" --data "$DATA" --model mlp --limit 1024 --test-limit 512 --seed 3 "$@"; }
+run --epochs 2 --json --metrics "$T/m.csv" --checkpoint "$T/c.ckpt" --trace "$T/t.json" \
+	>"$T/j" 2>"$T/log" || fail "run: $(cat "$T/log")"
+for k in '"final_test_acc"' '"epoch_seconds": \[' '"samples_per_s"' '"model": "mlp"' \
+	 '"device": "cpu"' '"devices": 1' '"epochs": 2' '"batch_size": 256' '"lr": 0.1' \
+	 '"final_train_loss"' '"final_train_acc"'; do
+	grep -q "$k" "$T/j" || fail "--json lacks $k: $(cat "$T/j")"
+done
+[ "$(wc -l <"$T/j")" -eq 1 ] || fail "--json: stdout is not one line"
+if command -v python3 >/dev/null; then
+	python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert len(d['epoch_seconds'])==2 and 0<=d['final_test_acc']<=1" "$T/j" || fail "--json does not parse"
+	python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['traceEvents']" "$T/t.json" || fail "--trace does not parse"
+fi
+head -1 "$T/m.csv" | grep -qx "epoch,train_loss,train_acc,test_acc,seconds,samples_per_s" || fail "csv header: $(head -1 "$T/m.csv")"
+[ "$(wc -l <"$T/m.csv")" -eq 3 ] || fail "csv rows: $(cat "$T/m.csv")"
+grep -q "^2," "$T/m.csv" || fail "csv epoch 2"
+echo "ok: --json, --metrics, --checkpoint, --trace"
+
+run --epochs 3 --resume --metrics "$T/m.csv" --checkpoint "$T/c.ckpt" >"$T/out" 2>"$T/err" ||
+	fail "resume: $(cat "$T/err")"
+grep -q "resumed from .* after epoch 2" "$T/out" || fail "resume message: $(cat "$T/out")"
+grep -q "^epoch 3/3" "$T/out" || fail "resume epoch 3: $(cat "$T/out")"
+[ "$(wc -l <"$T/m.csv")" -eq 4 ] && grep -q "^3," "$T/m.csv" || fail "resume csv: $(cat "$T/m.csv")"
+echo "ok: --resume continues at epoch 3"
+
+head -c 1000 "$T/c.ckpt" >"$T/bad.ckpt"
+run --epochs 4 --resume --checkpoint "$T/bad.ckpt" >"$T/out" 2>"$T/err"; rc=$?
+[ $rc = 1 ] && grep -q "bad.ckpt" "$T/err" || fail "truncated checkpoint: exit $rc: $(cat "$T/err")"
+echo "ok: truncated checkpoint refused: $(cat "$T/err")"
+"$RF" --data "$DATA" --model lenet --limit 256 --epochs 1 --resume --checkpoint "$T/c.ckpt" >"$T/out" 2>"$T/err"; rc=$?
+[ $rc = 1 ] && grep -q "model" "$T/err" || fail "lenet from an mlp checkpoint: exit $rc: $(cat "$T/err")"
+echo "ok: other model refused: $(cat "$T/err")"
+exit 0

@@ -1,0 +1,175 @@
+/* test-train-resume: checkpoints through train/checkpoint.h. A run of 2 epochs (MLP,
+ * 2048 records, and LeNet, 512 records) is compared with a run of 1 epoch that saves
+ * a checkpoint, then a fresh trainer that loads it and trains the 2nd epoch: the final
+ * weights are bitwise equal (plain SGD has no state besides the weights; the shuffle
+ * of epoch 2 depends only on (seed, epoch)). Then every refusal says why: a truncated
+ * file, a flipped data byte (CRC), another model (an MLP checkpoint into LeNet),
+ * another seed, another batch size, a missing file — each with a message naming the
+ * file. Also the same with 2 data-parallel replicas (both get the loaded weights).
+ * Skips (77) without the dataset. */
+#include <fcntl.h>
+#include <sys/stat.h>
+#include "train-test.h"
+#include "trainer.h"
+
+static char dir[256];
+
+static struct rf_trainer *make(struct tt_env *t, const char *model, uint64_t seed,
+			       unsigned batch, unsigned K, uint64_t limit)
+{
+	struct rf_train_opts o = { 0 };
+	struct rf_trainer *tr;
+	char err[512];
+
+	o.model = model;
+	o.data_dir = tt_data_dir();
+	o.seed = seed;
+	o.batch_size = batch;
+	o.devices = K;
+	o.limit = limit;
+	o.no_eval = 1;
+	if (rf_trainer_create(&tr, t->eng, &o, err, sizeof(err)) < 0) {
+		fprintf(stderr, "trainer: %s\n", err);
+		exit(1);
+	}
+	return tr;
+}
+
+static void epoch(struct rf_trainer *tr)
+{
+	struct rf_epoch_stats st;
+	char err[512];
+
+	if (rf_trainer_epoch(tr, &st, err, sizeof(err)) < 0) {
+		fprintf(stderr, "epoch: %s\n", err);
+		exit(1);
+	}
+}
+
+static void resume_equal(struct tt_env *t, const char *model, unsigned K, uint64_t limit)
+{
+	size_t n = rf_model_spec(model)->numel;
+	float *a = malloc(n * 4), *b = malloc(n * 4);
+	char path[300], err[512];
+	struct rf_trainer *tr;
+
+	CHECK(a && b);
+	snprintf(path, sizeof(path), "%s/%s.ckpt", dir, model);
+	/* uninterrupted, saving after each epoch like rf-train does */
+	tr = make(t, model, 5, 256, K, limit);
+	epoch(tr);
+	CHECK_OK(rf_trainer_save(tr, path, err, sizeof(err)));
+	epoch(tr);
+	CHECK_OK(rf_trainer_read_params(tr, 0, a));
+	rf_trainer_destroy(tr);
+	/* 1 epoch, save; then a fresh trainer resumes */
+	tr = make(t, model, 5, 256, K, limit);
+	epoch(tr);
+	CHECK_OK(rf_trainer_save(tr, path, err, sizeof(err)));
+	rf_trainer_destroy(tr);
+	tr = make(t, model, 5, 256, K, limit);
+	if (rf_trainer_load(tr, path, err, sizeof(err)) < 0) {
+		fprintf(stderr, "load: %s\n", err);
+		exit(1);
+	}
+	CHECK_EQ(rf_trainer_epochs_done(tr), 1);
+	epoch(tr);
+	CHECK_EQ(rf_trainer_epochs_done(tr), 2);
+	for (unsigned r = 0; r < K; r++) {
+		CHECK_OK(rf_trainer_read_params(tr, r, b));
+		long d = tt_bitdiff(a, b, n);
+		if (d >= 0) {
+			fprintf(stderr, "FAIL: %s K=%u: resumed replica %u differs at %ld: %.9g vs %.9g\n",
+				model, K, r, d, a[d], b[d]);
+			exit(1);
+		}
+	}
+	rf_trainer_destroy(tr);
+	printf("%s K=%u: 1 epoch + resume + 1 epoch == 2 epochs, bitwise (%zu floats)\n", model, K, n);
+	free(a);
+	free(b);
+}
+
+static void refused(struct rf_trainer *tr, const char *path, const char *what, const char *needle)
+{
+	char err[512] = "";
+	int ret = rf_trainer_load(tr, path, err, sizeof(err));
+
+	printf("  %-22s -> %d: %s\n", what, ret, err);
+	CHECK(ret < 0);
+	CHECK(err[0] && strstr(err, needle));
+}
+
+static void copy_file(const char *from, const char *to, long trunc, long flip)
+{
+	FILE *f = fopen(from, "rb"), *g = fopen(to, "wb");
+	char buf[1 << 16];
+	size_t n, tot = 0;
+
+	CHECK(f && g);
+	while ((n = fread(buf, 1, sizeof(buf), f)) > 0) {
+		if (flip >= 0 && (long)tot <= flip && flip < (long)(tot + n))
+			buf[flip - (long)tot] ^= 0x10;
+		if (trunc >= 0 && tot + n > (size_t)trunc)
+			n = (size_t)trunc - tot;
+		fwrite(buf, 1, n, g);
+		tot += n;
+		if (trunc >= 0 && tot >= (size_t)trunc)
+			break;
+	}
+	fclose(f);
+	fclose(g);
+}
+
+static void refusals(struct tt_env *t)
+{
+	char good[300], bad[300], err[512];
+	struct rf_trainer *tr = make(t, "mlp", 5, 256, 1, 512), *le;
+	struct stat st;
+
+	snprintf(good, sizeof(good), "%s/good.ckpt", dir);
+	snprintf(bad, sizeof(bad), "%s/bad.ckpt", dir);
+	CHECK_OK(rf_trainer_save(tr, good, err, sizeof(err)));
+	CHECK(stat(good, &st) == 0);
+	copy_file(good, bad, st.st_size / 2, -1);
+	refused(tr, bad, "truncated", "bad.ckpt");
+	copy_file(good, bad, -1, (long)st.st_size - 4096 - 100);  /* inside w1's data */
+	refused(tr, bad, "flipped byte", "bad.ckpt");
+	le = make(t, "lenet", 5, 256, 1, 512);
+	refused(le, good, "other model", "good.ckpt");
+	rf_trainer_destroy(le);
+	le = make(t, "mlp", 6, 256, 1, 512);
+	refused(le, good, "other seed", "seed");
+	rf_trainer_destroy(le);
+	le = make(t, "mlp", 5, 128, 1, 512);
+	refused(le, good, "other batch size", "batch");
+	rf_trainer_destroy(le);
+	snprintf(bad, sizeof(bad), "%s/missing.ckpt", dir);
+	refused(tr, bad, "missing", "missing.ckpt");
+	/* the good one still loads */
+	CHECK_OK(rf_trainer_load(tr, good, err, sizeof(err)));
+	rf_trainer_destroy(tr);
+}
+
+int main(void)
+{
+	struct tt_env t;
+	const char *tmp = getenv("TMPDIR");
+
+	tt_data_dir();
+	snprintf(dir, sizeof(dir), "%s/rf-train-resume-XXXXXX", tmp ? tmp : "/tmp");
+	CHECK(mkdtemp(dir));
+	tt_open(&t);
+	resume_equal(&t, "mlp", 1, RF_SANITIZED ? 1024 : 2048);
+	resume_equal(&t, "lenet", 1, RF_SANITIZED ? 256 : 512);
+	resume_equal(&t, "mlp", 2, 1024);
+	refusals(&t);
+	tt_close(&t);
+	{
+		char cmd[300];
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+		if (system(cmd) != 0)
+			fprintf(stderr, "warning: could not remove %s\n", dir);
+	}
+	return 0;
+}

@@ -1,0 +1,185 @@
+/* train/kvstore.c — push/pull over engine ops; see kvstore.h. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kvstore.h"
+#include "ops.h"
+
+#define RF__KV_MAX_KEYS 1024
+#define RF__KV_MAX_HOMES 16
+#define RF__KV_MAX_VALS 16
+
+struct rf__kv_key {
+	struct rf_tensor *val;                       /* on the home device */
+	struct rf_tensor *stage[RF__KV_MAX_VALS];    /* copies of values from other GPUs */
+	unsigned home;
+	int pulled;                                  /* 1: the next push starts a round */
+};
+
+struct rf_kvstore {
+	struct rf_engine *eng;
+	unsigned nhomes;
+	struct rf_device *homes[RF__KV_MAX_HOMES];
+	struct rf_stream *streams[RF__KV_MAX_HOMES];
+	struct rf_stream *worker;                    /* for CPU homes without a stream */
+	struct rf__kv_key *keys[RF__KV_MAX_KEYS];
+};
+
+int rf_kv_create(struct rf_kvstore **out, struct rf_engine *e, struct rf_device *const *homes,
+		 struct rf_stream *const *streams, unsigned nhomes)
+{
+	struct rf_kvstore *kv;
+	unsigned i;
+	int ret;
+
+	*out = NULL;
+	if (!e || !homes || nhomes < 1 || nhomes > RF__KV_MAX_HOMES)
+		return -EINVAL;
+	kv = calloc(1, sizeof(*kv));
+	if (!kv)
+		return -ENOMEM;
+	kv->eng = e;
+	kv->nhomes = nhomes;
+	for (i = 0; i < nhomes; i++) {
+		kv->homes[i] = homes[i];
+		kv->streams[i] = streams ? streams[i] : NULL;
+		if (!kv->streams[i]) {
+			if (rf_device_kind(homes[i]) != RF_DEVICE_CPU) {
+				/* a GPU home without a stream: its second compute stream, or its first */
+				unsigned ns = rf_device_nstreams(homes[i]);
+				kv->streams[i] = rf_device_stream(homes[i], ns > 1 ? 1 : 0);
+				continue;
+			}
+			if (!kv->worker) {
+				ret = rf_worker_stream_create(e, "kv", 0, &kv->worker);
+				if (ret < 0) {
+					free(kv);
+					return ret;
+				}
+			}
+			kv->streams[i] = kv->worker;
+		}
+	}
+	*out = kv;
+	return 0;
+}
+
+void rf_kv_destroy(struct rf_kvstore *kv)
+{
+	unsigned k, j;
+
+	if (!kv)
+		return;
+	for (k = 0; k < RF__KV_MAX_KEYS; k++) {
+		struct rf__kv_key *key = kv->keys[k];
+		if (!key)
+			continue;
+		rf_tensor_free(key->val);
+		for (j = 0; j < RF__KV_MAX_VALS; j++)
+			rf_tensor_free(key->stage[j]);
+		free(key);
+	}
+	free(kv);
+}
+
+int rf_kv_init(struct rf_kvstore *kv, int key, const struct rf_tensor *like)
+{
+	struct rf__kv_key *k;
+	char name[40];
+
+	if (!kv || key < 0 || key >= RF__KV_MAX_KEYS || !like || like->dtype != RF_F32 ||
+	    kv->keys[key])
+		return -EINVAL;
+	k = calloc(1, sizeof(*k));
+	if (!k)
+		return -ENOMEM;
+	k->home = (unsigned)key % kv->nhomes;
+	k->pulled = 1;
+	snprintf(name, sizeof(name), "kv[%d]", key);
+	k->val = rf_tensor_new(kv->homes[k->home], RF_F32, name, like->ndim, like->shape);
+	if (!k->val) {
+		free(k);
+		return -ENOMEM;
+	}
+	kv->keys[key] = k;
+	return 0;
+}
+
+/* A value usable by an op on the key's home: itself, or a staging copy on the home
+ * when it lives on another GPU. */
+static int rf__kv_local(struct rf_kvstore *kv, struct rf__kv_key *k, unsigned i,
+			struct rf_tensor *v, struct rf_tensor **out)
+{
+	struct rf_device *home = kv->homes[k->home];
+	int ret;
+
+	*out = v;
+	if (rf_device_kind(home) == RF_DEVICE_CPU && rf_device_kind(v->dev) == RF_DEVICE_CPU)
+		return 0;
+	if (rf_device_kind(home) == rf_device_kind(v->dev) &&
+	    rf_device_ordinal(home) == rf_device_ordinal(v->dev))
+		return 0;
+	if (!k->stage[i]) {
+		k->stage[i] = rf_tensor_new(home, RF_F32, "kv_stage", v->ndim, v->shape);
+		if (!k->stage[i])
+			return -ENOMEM;
+	}
+	ret = rf_copy(kv->streams[k->home], k->stage[i], v);
+	if (ret == 0)
+		*out = k->stage[i];
+	return ret;
+}
+
+int rf_kv_push(struct rf_kvstore *kv, int key, struct rf_tensor *const *vals, unsigned n)
+{
+	struct rf_tensor *in[RF__KV_MAX_VALS + 1];
+	struct rf__kv_key *k;
+	unsigned i, m = 0;
+	int ret;
+
+	if (!kv || key < 0 || key >= RF__KV_MAX_KEYS || !(k = kv->keys[key]) || !vals ||
+	    n < 1 || n > RF__KV_MAX_VALS)
+		return -EINVAL;
+	if (!k->pulled)
+		in[m++] = k->val;       /* accumulate onto this round's sum */
+	for (i = 0; i < n; i++) {
+		ret = rf__kv_local(kv, k, i, vals[i], &in[m]);
+		if (ret < 0)
+			return ret;
+		m++;
+	}
+	ret = rf_sum(kv->streams[k->home], k->val, in, (int)m);
+	if (ret == 0)
+		k->pulled = 0;
+	return ret;
+}
+
+int rf_kv_pull(struct rf_kvstore *kv, int key, struct rf_tensor *const *outs, unsigned n)
+{
+	struct rf__kv_key *k;
+	unsigned i;
+	int ret;
+
+	if (!kv || key < 0 || key >= RF__KV_MAX_KEYS || !(k = kv->keys[key]) || !outs)
+		return -EINVAL;
+	for (i = 0; i < n; i++) {
+		ret = rf_copy(kv->streams[k->home], outs[i], k->val);
+		if (ret < 0)
+			return ret;
+	}
+	k->pulled = 1;
+	return 0;
+}
+
+struct rf_tensor *rf_kv_value(struct rf_kvstore *kv, int key)
+{
+	return kv && key >= 0 && key < RF__KV_MAX_KEYS && kv->keys[key] ? kv->keys[key]->val : NULL;
+}
+
+struct rf_stream *rf_kv_stream(struct rf_kvstore *kv, int key)
+{
+	return kv && key >= 0 && key < RF__KV_MAX_KEYS && kv->keys[key]
+		? kv->streams[kv->keys[key]->home] : NULL;
+}

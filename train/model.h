@@ -1,0 +1,138 @@
+/* ringflow/model.h — the two models of rf-train: an MLP and LeNet (seeds §12.5–12.6).
+ *
+ * A model replica lives on one device. Its parameters are ONE allocation (a block
+ * tensor) carved into one view per parameter tensor, and its gradients are another
+ * (llm.c). Every view has its own engine variable, so the update of a layer's weights,
+ * or the all-reduce of its gradient, runs as soon as that gradient is computed, while
+ * the backward pass goes on with earlier layers.
+ *
+ * Layouts are PyTorch's: Linear weight (out, in), Conv weight (O, C, KH, KW), NCHW
+ * activations, flatten in (C, H, W) order, labels int32. The parameter order (spec
+ * order) is PyTorch's named_parameters() order, which is also the generator order k of
+ * train/ref/README.md:
+ *
+ *   mlp:   w1 (256, 784)  b1 (256)  w2 (10, 256)  b2 (10)                 203,530 floats
+ *          x (n, 784) -> linear -> ReLU -> linear -> logits (n, 10)
+ *   lenet: c1.w (20, 1, 3, 3)  c1.b (20)  c2.w (50, 20, 5, 5)  c2.b (50)
+ *          f1.w (128, 800)  f1.b (128)  f2.w (10, 128)  f2.b (10)          129,068 floats
+ *          x (n, 1, 28, 28) -> conv3x3 (20) -> ReLU -> avgpool2 -> (n, 20, 13, 13)
+ *          -> conv5x5 (50) -> ReLU -> avgpool2 (floor) -> (n, 50, 4, 4) -> flatten 800
+ *          -> linear 128 -> ReLU -> linear 10
+ *
+ * Loss: softmax cross-entropy, mean over the rows of the call (rf_softmax_xent). With
+ * the batch split over K replicas each replica's gradient is the mean over its n/K
+ * rows; the trainer sums the K gradients and scales the step by 1/K.
+ *
+ * Everything here only pushes engine ops (on the model's compute stream) and returns;
+ * nothing waits. Reactor thread only. Functions return 0 or -errno.
+ */
+#ifndef RINGFLOW_MODEL_H
+#define RINGFLOW_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "engine.h"
+#include "device.h"
+#include "tensor.h"
+#include "ops.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RF_MODEL_MAX_TENSORS 8  /* parameter tensors */
+#define RF_MODEL_MAX_LAYERS 4   /* layers with parameters (weight + bias each) */
+#define RF_MODEL_MAX_ACTS 12
+
+struct rf_param_spec {
+	const char *name;             /* "w1", "c1.w" */
+	int ndim;
+	int64_t shape[4];
+	int fan_in;                   /* of its layer (a bias uses its weight's) */
+	int layer;                    /* 0 = the input layer */
+	size_t offset, numel;         /* in floats, within the parameter block */
+};
+
+struct rf_model_spec {
+	const char *name;             /* "mlp", "lenet" */
+	unsigned ntensors;            /* parameter tensors */
+	unsigned nlayers;             /* layers with parameters; tensors 2l, 2l+1 */
+	size_t numel;                 /* floats of all parameters */
+	const struct rf_param_spec *p;
+};
+
+/* The spec of "mlp" or "lenet"; NULL for another name. Static storage. */
+const struct rf_model_spec *rf_model_spec(const char *name);
+
+enum rf_init {
+	RF_INIT_UNIFORM = 0, /* PyTorch's default for Linear/Conv2d: weights and biases
+			      * uniform in ±1/sqrt(fan_in) */
+	RF_INIT_NORMAL = 1,  /* the seed's (§12.5.3): weights N(0, 0.01²), biases 0 */
+};
+
+struct rf_model {
+	const struct rf_model_spec *spec;
+	struct rf_device *dev;        /* borrowed */
+	struct rf_stream *s;          /* compute stream (borrowed; NULL: the device's first) */
+	struct rf_stream *s2;         /* optional second stream (borrowed; NULL: s) for the
+				       * weight gradients and their SGD, which then run
+				       * beside the data gradients on s (seed §12.3) */
+	struct rf_tensor *params;     /* (numel) f32 block: all parameters */
+	struct rf_tensor *grads;      /* (numel) f32 block: all gradients */
+	struct rf_tensor *p[RF_MODEL_MAX_TENSORS]; /* views of params, spec order */
+	struct rf_tensor *g[RF_MODEL_MAX_TENSORS]; /* views of grads, same shapes */
+};
+
+/* One iteration's activations, made by rf_model_forward (train != 0) and consumed by
+ * rf_model_backward. Tensors are allocated per call from the device's caching
+ * allocator, so the last batch may be smaller and two iterations in flight do not
+ * share buffers; freeing them is an engine deletion ordered after their last reader. */
+struct rf_model_acts {
+	int n;                        /* rows of this call */
+	struct rf_tensor *x;          /* borrowed input (n, 1, 28, 28); the MLP views it
+				       * as (n, 784) until the backward pass is pushed */
+	int x_ndim;                   /* x's shape on entry, restored afterwards */
+	int64_t x_shape[4];
+	struct rf_tensor *a[RF_MODEL_MAX_ACTS]; /* per model, see model.c */
+	struct rf_tensor *logits;     /* (n, 10); after the forward: dlogits (in place) */
+};
+
+/* Called by rf_model_backward right after the ops that compute layer `layer`'s weight
+ * and bias gradients (g[2·layer], g[2·layer+1]) AND every op that reads that layer's
+ * weights have been pushed: the hook may push an update of those weights. Layers come
+ * last to first. Returns 0 or -errno (then backward stops and returns it). */
+typedef int (*rf_grad_hook)(void *ctx, struct rf_model *m, unsigned layer);
+
+/* A replica of spec on device d with compute stream s (NULL: the device's stream 0).
+ * Parameters and gradients are allocated but not initialised. *out owned by the
+ * caller: rf_model_destroy. */
+int rf_model_create(struct rf_model **out, const struct rf_model_spec *spec,
+		    struct rf_device *d, struct rf_stream *s, const char *tag);
+/* Frees the tensors (deletions pushed after their last ops) and m. NULL ignored. */
+void rf_model_destroy(struct rf_model *m);
+
+/* Push the initialisation of every parameter from g (borrowed), in spec order. */
+int rf_model_init(struct rf_model *m, struct rf_prng *g, enum rf_init init);
+
+/* Forward pass on x (n, 1, 28, 28) f32 (or (n, 784)) with labels y (n) i32, both on
+ * m's device (borrowed; x may be reshaped). loss (1) f32 / correct (1) i32 or NULL get
+ * the SUM of the per-row losses and the number of rows whose argmax is the label
+ * (overwritten, on m's device). train != 0: *acts (owned by the caller until
+ * rf_model_backward or rf_model_acts_free) keeps what the backward pass needs and the
+ * logits hold dlogits; train == 0: acts may be NULL and nothing is kept. */
+int rf_model_forward(struct rf_model *m, struct rf_tensor *x, struct rf_tensor *y,
+		     struct rf_tensor *loss, struct rf_tensor *correct, int train,
+		     struct rf_model_acts **acts);
+/* Backward pass from acts (consumed and freed, also on error): writes every g[k]
+ * (overwritten). hook (may be NULL) is called once per layer, last layer first. */
+int rf_model_backward(struct rf_model *m, struct rf_model_acts *acts, rf_grad_hook hook,
+		      void *ctx);
+void rf_model_acts_free(struct rf_model_acts *acts);
+
+/* Push w -= lr·g (rf_sgd: plain SGD) for the weight and bias of one layer. */
+int rf_model_sgd_layer(struct rf_model *m, unsigned layer, float lr);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,431 @@
+/* rf-train — train the MLP or LeNet on Fashion-MNIST (trainer.h), on the CPU or CUDA,
+ * on one or several devices, with the engine running everything asynchronously.
+ *
+ *   rf-train --model mlp|lenet [--data DIR] [--epochs N] [--batch-size B] [--lr LR]
+ *            [--device cpu|cuda] [--devices K] [--seed S] [--checkpoint FILE]
+ *            [--resume] [--trace FILE] [--metrics FILE.csv] [--json] ...
+ *
+ * Exit status: 0 done; 1 a run-time failure (dataset missing, no CUDA device, a
+ * refused checkpoint, an op failing); 2 a bad argument. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <ringflow/ring.h>
+#include <ringflow/engine.h>
+#include <ringflow/device.h>
+#include <ringflow/trainer.h>
+
+static const char usage[] =
+"usage: rf-train [--model mlp|lenet] [options]\n"
+"  --model mlp|lenet     the network (default mlp)\n"
+"  --data DIR            Fashion-MNIST IDX files, raw or .gz (default " RF_TRAIN_DEFAULT_DATA ")\n"
+"  --epochs N            epochs to train (default 10)\n"
+"  --batch-size B        minibatch size, split over the devices (default 256)\n"
+"  --lr LR               SGD learning rate (default 0.1 mlp, 0.2 lenet)\n"
+"  --device cpu|cuda     where to compute (default cpu)\n"
+"  --devices K           data parallel over K devices (CPU: K worker streams; CUDA: K GPUs)\n"
+"  --seed S              seed of the weight init and the shuffle (default 0)\n"
+"  --init uniform|normal uniform ±1/sqrt(fan_in) (PyTorch's default) or N(0, 0.01²)\n"
+"  --checkpoint FILE     save weights and state after every epoch\n"
+"  --resume              continue from --checkpoint FILE after its last epoch\n"
+"  --trace FILE          write a Chrome-trace JSON timeline of every op (Perfetto)\n"
+"  --metrics FILE.csv    one CSV row per epoch\n"
+"  --json                print a final JSON object on stdout (progress goes to stderr)\n"
+"  --limit N             train on the first N records only\n"
+"  --test-limit N        evaluate on the first N test records only\n"
+"  --log-every N         read the loss back every N batches (default: at epoch end)\n"
+"  --streams 1|2         compute streams per device; 2: weight gradients beside data\n"
+"                        gradients (default: 2 for lenet on a multi-core CPU, else 1)\n"
+"  --threads N           OpenBLAS threads (default: cores / compute streams)\n"
+"  --prefetch N          loader batch slots (default 4)\n"
+"  --in-memory           loader reads the payload file into memory first\n"
+"  --no-eval             skip the test-set evaluation\n"
+"  --quiet               no progress bar\n";
+
+struct cli {
+	struct rf_train_opts o;
+	unsigned epochs;
+	const char *checkpoint, *trace, *metrics;
+	int resume, json, quiet, tty;
+	double last_loss;        /* the running loss last read back (< 0: none yet) */
+	FILE *out;               /* human output: stdout, or stderr with --json */
+};
+
+static int bad(const char *arg, const char *why)
+{
+	fprintf(stderr, "rf-train: %s: %s (see rf-train --help)\n", arg, why);
+	return 2;
+}
+
+static int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+	char *e;
+	unsigned long long v;
+
+	if (!s || !*s || *s == '-')
+		return -1;
+	errno = 0;
+	v = strtoull(s, &e, 10);
+	if (errno || *e || v < min || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static void progress(void *ctx, unsigned epoch, uint64_t batch, uint64_t nb, double loss)
+{
+	struct cli *c = ctx;
+
+	if (loss >= 0)
+		c->last_loss = loss;
+	else if (batch <= 1)
+		c->last_loss = -1;
+	if (c->tty && !c->quiet) {
+		int w = 30, fill = (int)(batch * (uint64_t)w / (nb ? nb : 1)), i;
+		fprintf(c->out, "\repoch %u [", epoch);
+		for (i = 0; i < w; i++)
+			fputc(i < fill ? '=' : i == fill ? '>' : ' ', c->out);
+		fprintf(c->out, "] %" PRIu64 "/%" PRIu64, batch, nb);
+		if (c->last_loss >= 0)
+			fprintf(c->out, " loss %.4f", c->last_loss);
+		fflush(c->out);
+	} else if (loss >= 0 && !c->quiet) {
+		fprintf(c->out, "epoch %u batch %" PRIu64 "/%" PRIu64 " loss %.4f\n", epoch, batch, nb,
+			loss);
+	}
+}
+
+static void json_list(FILE *f, const char *key, const double *v, unsigned n, const char *fmt)
+{
+	fprintf(f, ", \"%s\": [", key);
+	for (unsigned i = 0; i < n; i++) {
+		fprintf(f, i ? ", " : "");
+		fprintf(f, fmt, v[i]);
+	}
+	fprintf(f, "]");
+}
+
+int main(int argc, char **argv)
+{
+	enum { O_DATA = 256, O_EPOCHS, O_BATCH, O_LR, O_DEVICE, O_DEVICES, O_SEED, O_CKPT,
+	       O_RESUME, O_TRACE, O_METRICS, O_JSON, O_LIMIT, O_TLIMIT, O_LOG, O_THREADS,
+	       O_PREFETCH, O_INMEM, O_NOEVAL, O_QUIET, O_INIT, O_MODEL, O_STREAMS };
+	static const struct option lo[] = {
+		{ "model", required_argument, 0, O_MODEL },
+		{ "data", required_argument, 0, O_DATA },
+		{ "epochs", required_argument, 0, O_EPOCHS },
+		{ "batch-size", required_argument, 0, O_BATCH },
+		{ "lr", required_argument, 0, O_LR },
+		{ "device", required_argument, 0, O_DEVICE },
+		{ "devices", required_argument, 0, O_DEVICES },
+		{ "seed", required_argument, 0, O_SEED },
+		{ "init", required_argument, 0, O_INIT },
+		{ "checkpoint", required_argument, 0, O_CKPT },
+		{ "resume", no_argument, 0, O_RESUME },
+		{ "trace", required_argument, 0, O_TRACE },
+		{ "metrics", required_argument, 0, O_METRICS },
+		{ "json", no_argument, 0, O_JSON },
+		{ "limit", required_argument, 0, O_LIMIT },
+		{ "test-limit", required_argument, 0, O_TLIMIT },
+		{ "log-every", required_argument, 0, O_LOG },
+		{ "threads", required_argument, 0, O_THREADS },
+		{ "streams", required_argument, 0, O_STREAMS },
+		{ "prefetch", required_argument, 0, O_PREFETCH },
+		{ "in-memory", no_argument, 0, O_INMEM },
+		{ "no-eval", no_argument, 0, O_NOEVAL },
+		{ "quiet", no_argument, 0, O_QUIET },
+		{ "help", no_argument, 0, 'h' },
+		{ 0, 0, 0, 0 },
+	};
+	struct cli c = { 0 };
+	struct rf_ring *ring = NULL;
+	struct rf_engine *eng = NULL;
+	struct rf_engine_opts eo = { 0 };
+	struct rf_trainer *t = NULL;
+	char err[1024] = "";
+	FILE *mf = NULL;
+	double *secs = NULL, *sps = NULL, tot_s = 0, tot_n = 0;
+	struct rf_epoch_stats st = { 0 };
+	unsigned ran = 0;
+	uint64_t v;
+	int opt, ret, rc = 1;
+
+	c.epochs = 10;
+	c.o.model = "mlp";
+	c.o.device = "cpu";
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		const char *a = optarg;
+		switch (opt) {
+		case 'h':
+			fputs(usage, stdout);
+			return 0;
+		case O_MODEL:
+			if (strcmp(a, "mlp") && strcmp(a, "lenet"))
+				return bad("--model", "expected mlp or lenet");
+			c.o.model = a;
+			break;
+		case O_DATA:
+			c.o.data_dir = a;
+			break;
+		case O_EPOCHS:
+			if (parse_u64(a, 0, 100000, &v))
+				return bad("--epochs", "expected a number of epochs 0..100000");
+			c.epochs = (unsigned)v;
+			break;
+		case O_BATCH:
+			if (parse_u64(a, 1, 1u << 20, &v))
+				return bad("--batch-size", "expected a batch size 1..1048576");
+			c.o.batch_size = (unsigned)v;
+			break;
+		case O_LR: {
+			char *e;
+			double d = strtod(a, &e);
+			if (!*a || *e || !(d > 0) || d > 1e6)
+				return bad("--lr", "expected a positive learning rate");
+			c.o.lr = (float)d;
+			break;
+		}
+		case O_DEVICE:
+			if (strcmp(a, "cpu") && strcmp(a, "cuda"))
+				return bad("--device", "expected cpu or cuda");
+			c.o.device = a;
+			break;
+		case O_DEVICES:
+			if (parse_u64(a, 1, RF_TRAIN_MAX_DEVICES, &v))
+				return bad("--devices", "expected a device count 1..16");
+			c.o.devices = (unsigned)v;
+			break;
+		case O_SEED:
+			if (parse_u64(a, 0, UINT64_MAX, &v))
+				return bad("--seed", "expected a non-negative integer");
+			c.o.seed = v;
+			break;
+		case O_INIT:
+			if (!strcmp(a, "uniform"))
+				c.o.init = RF_INIT_UNIFORM;
+			else if (!strcmp(a, "normal"))
+				c.o.init = RF_INIT_NORMAL;
+			else
+				return bad("--init", "expected uniform or normal");
+			break;
+		case O_CKPT:
+			c.checkpoint = a;
+			break;
+		case O_RESUME:
+			c.resume = 1;
+			break;
+		case O_TRACE:
+			c.trace = a;
+			break;
+		case O_METRICS:
+			c.metrics = a;
+			break;
+		case O_JSON:
+			c.json = 1;
+			break;
+		case O_LIMIT:
+			if (parse_u64(a, 1, UINT64_MAX, &v))
+				return bad("--limit", "expected a record count >= 1");
+			c.o.limit = v;
+			break;
+		case O_TLIMIT:
+			if (parse_u64(a, 1, UINT64_MAX, &v))
+				return bad("--test-limit", "expected a record count >= 1");
+			c.o.test_limit = v;
+			break;
+		case O_LOG:
+			if (parse_u64(a, 1, UINT32_MAX, &v))
+				return bad("--log-every", "expected a batch count >= 1");
+			c.o.log_every = (unsigned)v;
+			break;
+		case O_THREADS:
+			if (parse_u64(a, 1, 1024, &v))
+				return bad("--threads", "expected a thread count 1..1024");
+			c.o.blas_threads = (int)v;
+			break;
+		case O_STREAMS:
+			if (parse_u64(a, 1, 2, &v))
+				return bad("--streams", "expected 1 or 2");
+			c.o.streams = (unsigned)v;
+			break;
+		case O_PREFETCH:
+			if (parse_u64(a, 1, 16, &v))
+				return bad("--prefetch", "expected 1..16 batch slots");
+			c.o.prefetch = (unsigned)v;
+			break;
+		case O_INMEM:
+			c.o.in_memory = 1;
+			break;
+		case O_NOEVAL:
+			c.o.no_eval = 1;
+			break;
+		case O_QUIET:
+			c.quiet = 1;
+			break;
+		default: {
+			const char *arg = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
+			for (const struct option *o = lo; optopt >= 256 && o->name; o++) {
+				if (o->val == optopt) {
+					char nm[40];
+					snprintf(nm, sizeof(nm), "--%s", o->name);
+					return bad(nm, "needs a value");
+				}
+			}
+			if (optopt > 0 && optopt < 256) {
+				char sh[3] = { '-', (char)optopt, 0 };
+				return bad(sh, "unknown option");
+			}
+			return bad(arg, "unknown option");
+		}
+		}
+	}
+	if (optind < argc)
+		return bad(argv[optind], "unexpected argument");
+	if (c.resume && !c.checkpoint)
+		return bad("--resume", "needs --checkpoint FILE");
+	if (c.o.devices > 1 && c.o.batch_size && c.o.devices > c.o.batch_size)
+		return bad("--devices", "more devices than samples in a batch");
+	c.o.progress = progress;
+	c.o.progress_ctx = &c;
+	c.out = c.json ? stderr : stdout;
+	c.tty = isatty(fileno(c.out));
+
+	if ((ret = rf_ring_create(&ring, NULL)) < 0) {
+		fprintf(stderr, "rf-train: cannot create the io_uring ring: %s\n", strerror(-ret));
+		return 1;
+	}
+	if ((ret = rf_engine_create(&eng, ring, &eo)) < 0) {
+		fprintf(stderr, "rf-train: cannot create the engine: %s\n", strerror(-ret));
+		goto out;
+	}
+	/* Started here and stopped before the devices close, so that every stream's track
+	 * has its name (a trace written by rf_engine_destroy has lost them). */
+	if (c.trace && (ret = rf_engine_trace_start(eng, c.trace)) < 0) {
+		fprintf(stderr, "rf-train: --trace %s: %s\n", c.trace, strerror(-ret));
+		goto out;
+	}
+	if ((ret = rf_trainer_create(&t, eng, &c.o, err, sizeof(err))) < 0) {
+		fprintf(stderr, "rf-train: %s\n", err);
+		goto out;
+	}
+	if (c.resume) {
+		if ((ret = rf_trainer_load(t, c.checkpoint, err, sizeof(err))) < 0) {
+			fprintf(stderr, "rf-train: cannot resume: %s\n", err);
+			goto out;
+		}
+		fprintf(c.out, "resumed from %s after epoch %u\n", c.checkpoint,
+			rf_trainer_epochs_done(t));
+	}
+	if (c.metrics) {
+		struct stat sb;
+		int append = c.resume && stat(c.metrics, &sb) == 0 && sb.st_size > 0;
+		mf = fopen(c.metrics, append ? "a" : "w");
+		if (!mf) {
+			fprintf(stderr, "rf-train: %s: %s\n", c.metrics, strerror(errno));
+			goto out;
+		}
+		if (!append)
+			fprintf(mf, "epoch,train_loss,train_acc,test_acc,seconds,samples_per_s\n");
+	}
+	secs = calloc(c.epochs + 1, sizeof(double));
+	sps = calloc(c.epochs + 1, sizeof(double));
+	if (!secs || !sps)
+		goto out;
+	{
+		const struct rf_model_spec *sp = rf_trainer_spec(t);
+		size_t np = 0;
+		for (unsigned k = 0; k < sp->ntensors; k++)
+			np += sp->p[k].numel;
+		fprintf(c.out, "rf-train: %s (%zu parameters) on %s x%u (%u stream%s each), batch %u, "
+			"lr %g, seed %" PRIu64 ", %" PRIu64 " batches/epoch\n", sp->name, np, c.o.device,
+			rf_trainer_replicas(t), rf_trainer_streams(t), rf_trainer_streams(t) > 1 ? "s" : "",
+			c.o.batch_size ? c.o.batch_size : 256,
+			(double)(c.o.lr ? c.o.lr : (strcmp(sp->name, "mlp") ? 0.2f : 0.1f)), c.o.seed,
+			rf_trainer_batches(t));
+	}
+	while (rf_trainer_epochs_done(t) < c.epochs) {
+		if ((ret = rf_trainer_epoch(t, &st, err, sizeof(err))) < 0) {
+			if (c.tty && !c.quiet)
+				fputc('\n', c.out);
+			fprintf(stderr, "rf-train: epoch %u: %s\n", rf_trainer_epochs_done(t) + 1, err);
+			goto out;
+		}
+		if (c.tty && !c.quiet)
+			fprintf(c.out, "\r\033[K");
+		fprintf(c.out, "epoch %u/%u: loss %.4f, train acc %.4f, ", st.epoch, c.epochs,
+			st.train_loss, st.train_acc);
+		if (st.test_acc >= 0)
+			fprintf(c.out, "test acc %.4f, ", st.test_acc);
+		fprintf(c.out, "%.2f s (%.0f samples/s)", st.seconds, st.samples_per_s);
+		if (st.test_acc >= 0)
+			fprintf(c.out, ", eval %.2f s", st.eval_seconds);
+		fputc('\n', c.out);
+		fflush(c.out);
+		if (mf) {
+			fprintf(mf, "%u,%.6f,%.6f,%.6f,%.4f,%.1f\n", st.epoch, st.train_loss,
+				st.train_acc, st.test_acc, st.seconds, st.samples_per_s);
+			fflush(mf);
+		}
+		secs[ran] = st.seconds;
+		sps[ran] = st.samples_per_s;
+		tot_s += st.seconds;
+		tot_n += (double)st.samples;
+		ran++;
+		if (c.checkpoint && (ret = rf_trainer_save(t, c.checkpoint, err, sizeof(err))) < 0) {
+			fprintf(stderr, "rf-train: checkpoint: %s\n", err);
+			goto out;
+		}
+	}
+	if (!ran && !c.o.no_eval) {
+		/* nothing left to train (resumed at the last epoch): report the weights */
+		st.epoch = rf_trainer_epochs_done(t);
+		st.train_loss = st.train_acc = -1;
+		if ((ret = rf_trainer_evaluate(t, &st.test_acc, &st.test_loss, err, sizeof(err))) < 0) {
+			fprintf(stderr, "rf-train: %s\n", err);
+			goto out;
+		}
+		fprintf(c.out, "nothing to train (%u epochs done): test acc %.4f\n", st.epoch,
+			st.test_acc);
+	}
+	if (c.json) {
+		printf("{\"model\": \"%s\", \"device\": \"%s\", \"devices\": %u, \"streams\": %u, "
+		       "\"epochs\": %u, \"epochs_run\": %u, \"batch_size\": %u, \"lr\": %g, \"seed\": %"
+		       PRIu64, rf_trainer_spec(t)->name, c.o.device, rf_trainer_replicas(t),
+		       rf_trainer_streams(t), c.epochs, ran,
+		       c.o.batch_size ? c.o.batch_size : 256,
+		       (double)(c.o.lr ? c.o.lr : (strcmp(rf_trainer_spec(t)->name, "mlp") ? 0.2f : 0.1f)),
+		       c.o.seed);
+		printf(", \"final_train_loss\": %.6f, \"final_train_acc\": %.6f, \"final_test_acc\": %.6f"
+		       ", \"final_test_loss\": %.6f", st.train_loss, st.train_acc, st.test_acc,
+		       st.test_loss);
+		json_list(stdout, "epoch_seconds", secs, ran, "%.4f");
+		json_list(stdout, "epoch_samples_per_s", sps, ran, "%.1f");
+		printf(", \"samples_per_s\": %.1f}\n", tot_s > 0 ? tot_n / tot_s : 0.0);
+	}
+	rc = 0;
+out:
+	if (mf)
+		fclose(mf);
+	free(secs);
+	free(sps);
+	if (eng && c.trace) {
+		rf_engine_wait_all(eng);
+		if ((ret = rf_engine_trace_stop(eng)) < 0) {
+			fprintf(stderr, "rf-train: --trace %s: %s\n", c.trace, strerror(-ret));
+			rc = 1;
+		}
+	}
+	rf_trainer_destroy(t);
+	if (eng)
+		rf_engine_destroy(eng);
+	rf_ring_destroy(ring);
+	return rc;
+}
