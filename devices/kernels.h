@@ -128,7 +128,8 @@ void rf_k_avgpool2d_bwd(float *dx, const float *dy, int n, int c, int h, int w, 
 
 /* ---- optimiser and vector helpers ------------------------------------------ */
 
-/* w (n) -= lr · (g + weight_decay · w). */
+/* w (n) -= lr · (g + weight_decay · w). Without weight decay the product is exact and
+ * only the difference rounds, as in PyTorch's fused update. */
 void rf_k_sgd(float *w, const float *g, size_t n, float lr, float weight_decay);
 /* PyTorch SGD with momentum (dampening 0, not Nesterov):
  * d = g + weight_decay · w;  v = momentum · v + d;  w -= lr · v.

@@ -564,9 +564,13 @@ void rf_k_avgpool2d_bwd(float *dx, const float *dy, int n, int c, int h, int w, 
 void rf_k_sgd(float *restrict w, const float *restrict g, size_t n, float lr,
 	      float weight_decay)
 {
+	/* As PyTorch does it, w - lr·g with the product kept exact: a float times a float
+	 * fits a double's mantissa, so only the difference is rounded (to double, then to
+	 * float: on these operands that matches a fused multiply-add except in rare ties,
+	 * and unlike fmaf without -mfma it stays vectorised). */
 	if (weight_decay == 0.0f)
 		for (size_t i = 0; i < n; i++)
-			w[i] -= lr * g[i];
+			w[i] = (float)((double)w[i] - (double)lr * (double)g[i]);
 	else
 		for (size_t i = 0; i < n; i++)
 			w[i] -= lr * (g[i] + weight_decay * w[i]);

@@ -67,7 +67,7 @@ __global__ void k_sgd(float *w, const float *g, size_t n, float lr, float wd)
 {
 	GRID_STRIDE(i, n) {
 		if (wd == 0.0f)
-			w[i] -= lr * g[i];
+			w[i] = __fmaf_rn(-lr, g[i], w[i]); /* one rounding, as PyTorch */
 		else
 			w[i] -= lr * (g[i] + wd * w[i]);
 	}

@@ -291,7 +291,11 @@ int main(int argc, char **argv)
 		free(p1);
 	}
 	printf("  SGD: %zu of %zu elements differ from torch's single-rounding update "
-	       "(fmaf); all equal the two-rounding p - lr*g\n", ndiff, ntot);
+	       "(fmaf)\n", ndiff, ntot);
+	if (ndiff) {
+		fprintf(stderr, "FAIL: the SGD update is not torch's fused update bit for bit\n");
+		fails++;
+	}
 
 	rf_tensor_free(x);
 	rf_tensor_free(y);
