@@ -87,8 +87,15 @@ struct rf__trace_ev {
 	uint64_t *deps;
 };
 
+struct rf__trace_track {
+	int tid;
+	char *name;
+};
+
 struct rf__trace {
 	char *path;
+	struct rf__trace_track *tracks; /* names kept: streams may be gone at write time */
+	size_t ntracks, cap_tracks;
 	uint64_t t_origin;
 	size_t n, cap;
 	struct rf__trace_ev *ev;
@@ -123,5 +130,6 @@ void rf__trace_record(struct rf_engine *e, struct rf_op *op);
 int rf__trace_close(struct rf_engine *e);
 void rf__trace_deps_at_push(struct rf_engine *e, struct rf_op *op);
 void rf__trace_var_free(struct rf_var *v);
+void rf__trace_track(struct rf_engine *e, struct rf_stream *s);
 
 #endif

@@ -158,6 +158,7 @@ int rf_engine_add_stream(struct rf_engine *e, struct rf_stream *s)
 	s->done_seq = 0;
 	s->next_registered = e->streams;
 	e->streams = s;
+	rf__trace_track(e, s);
 	return 0;
 }
 

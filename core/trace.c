@@ -28,7 +28,36 @@ int rf__trace_open(struct rf_engine *e, const char *path)
 	}
 	t->t_origin = rf_now_ns();
 	e->trace = t;
+	{
+		struct rf_stream *s;
+		for (s = e->streams; s; s = s->next_registered)
+			rf__trace_track(e, s);
+	}
 	return 0;
+}
+
+void rf__trace_track(struct rf_engine *e, struct rf_stream *s)
+{
+	struct rf__trace *t = e->trace;
+	size_t i;
+
+	if (!t)
+		return;
+	for (i = 0; i < t->ntracks; i++)
+		if (t->tracks[i].tid == s->id)
+			return;
+	if (t->ntracks == t->cap_tracks) {
+		size_t nc = t->cap_tracks ? t->cap_tracks * 2 : 16;
+		struct rf__trace_track *n = realloc(t->tracks, nc * sizeof(*n));
+		if (!n)
+			return;
+		t->tracks = n;
+		t->cap_tracks = nc;
+	}
+	t->tracks[t->ntracks].tid = s->id;
+	t->tracks[t->ntracks].name = strdup(s->name ? s->name : "stream");
+	if (t->tracks[t->ntracks].name)
+		t->ntracks++;
 }
 
 static int rf__deps_add(struct rf_op *op, uint64_t uid, uint32_t *cap)
@@ -178,7 +207,6 @@ static const struct rf__trace_ev *rf__find(const struct rf__trace *t, uint64_t u
 int rf__trace_close(struct rf_engine *e)
 {
 	struct rf__trace *t = e->trace;
-	struct rf_stream *s;
 	FILE *f;
 	size_t i;
 	uint64_t flow = 0;
@@ -200,14 +228,15 @@ int rf__trace_close(struct rf_engine *e)
 	fprintf(f, "{\"ph\":\"M\",\"pid\":1,\"tid\":0,\"name\":\"thread_name\",\"args\":{\"name\":\"inline (reactor)\"}}");
 	SEP();
 	fprintf(f, "{\"ph\":\"M\",\"pid\":1,\"tid\":1,\"name\":\"thread_name\",\"args\":{\"name\":\"async (ring I/O)\"}}");
-	for (s = e->streams; s; s = s->next_registered) {
+	for (i = 0; i < t->ntracks; i++) {
+		int tid = t->tracks[i].tid;
 		SEP();
-		fprintf(f, "{\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"name\":\"thread_name\",\"args\":{\"name\":", s->id);
-		rf__json_str(f, s->name);
+		fprintf(f, "{\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"name\":\"thread_name\",\"args\":{\"name\":", tid);
+		rf__json_str(f, t->tracks[i].name);
 		fputs("}}", f);
 		SEP();
 		fprintf(f, "{\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":%d}}",
-			s->id, s->id);
+			tid, tid);
 	}
 	for (i = 0; i < t->n; i++) {
 		const struct rf__trace_ev *ev = &t->ev[i];
@@ -246,6 +275,9 @@ int rf__trace_close(struct rf_engine *e)
 out:
 	for (i = 0; i < t->n; i++)
 		free(t->ev[i].deps);
+	for (i = 0; i < t->ntracks; i++)
+		free(t->tracks[i].name);
+	free(t->tracks);
 	free(t->ev);
 	free(t->path);
 	free(t);

@@ -72,35 +72,23 @@ static void rf__worker_post(struct rf__worker *w, uint32_t n)
 	}
 }
 
-/* Completions of tiny ops are posted in bursts: while the op just run took less than
- * this and more ops are queued, the post waits (at most RF__BURST ops). An op that
- * takes longer is posted at once, so real work is never held back by more than one
- * tiny op's worth of delay after a burst. */
-#define RF__TINY_NS 5000
-#define RF__BURST 64
-
 static void *rf__worker_main(void *arg)
 {
 	struct rf__worker *w = arg;
 	uint64_t t = 0;
-	uint32_t unposted = 0;
 
 	for (;;) {
 		uint64_t h = atomic_load_explicit(&w->head, memory_order_acquire);
 		if (t < h) {
 			struct rf_op *op = w->slot[t & (w->cap - 1)];
-			uint64_t t0 = rf_now_ns();
 			int st = rf_op_execute(op);
-			int tiny = rf_now_ns() - t0 < RF__TINY_NS;
 			w->status[t & (w->cap - 1)] = st;
 			t++;
 			atomic_store_explicit(&w->tail, t, memory_order_release);
-			unposted++;
-			if (!tiny || unposted >= RF__BURST ||
-			    atomic_load_explicit(&w->head, memory_order_acquire) == t) {
-				rf__worker_post(w, unposted);
-				unposted = 0;
-			}
+			/* Every completion is posted at once: holding a short op's report
+			 * back to batch it with the next would delay its consumers on other
+			 * streams by however long the next op runs. */
+			rf__worker_post(w, 1);
 			continue;
 		}
 		if (atomic_load_explicit(&w->stop, memory_order_acquire))

@@ -3,7 +3,8 @@
  * pair ("s"/"f") per dependency edge. The test pushes a small diamond (A -> B, A -> C,
  * B+C -> D) over two worker streams, then checks the file: the counts of events and
  * edges, and the JSON is validated by python3's json module when python3 exists
- * (the meson test runs it). */
+ * (the meson test runs it). A stream closed before the file is written keeps its
+ * track name. */
 #include <errno.h>
 #include <stdint.h>
 #include <fcntl.h>
@@ -55,6 +56,14 @@ int main(int argc, char **argv)
 	CHECK_OK(rf_engine_push_simple(e, nop, NULL, &a, 1, &c, 1, s2, "opC"));
 	CHECK_OK(rf_engine_push_simple(e, nop, NULL, (struct rf_var *[]){ b, c }, 2, &d, 1, s2, "opD"));
 	CHECK_EQ(rf_engine_wait_all(e), 0);
+	{ /* a stream closed before the trace is written keeps its track name */
+		struct rf_stream *s3;
+		struct rf_var *q = rf_var_new(e, "q");
+		CHECK_OK(rf_worker_stream_create(e, "shortlived", 0, &s3));
+		CHECK_OK(rf_engine_push_simple(e, nop, NULL, NULL, 0, &q, 1, s3, "opE"));
+		rf_stream_destroy(s3);
+		rf_var_delete(e, q, NULL, NULL, NULL);
+	}
 	CHECK_OK(rf_engine_trace_stop(e));
 	rf_var_delete(e, a, NULL, NULL, NULL);
 	rf_var_delete(e, b, NULL, NULL, NULL);
@@ -70,11 +79,12 @@ int main(int argc, char **argv)
 	CHECK(n > 0);
 	buf[n] = 0;
 	CHECK(strstr(buf, "\"traceEvents\""));
-	CHECK_EQ(count(buf, "\"ph\":\"X\""), 4);
-	CHECK_EQ(count(buf, "\"ph\":\"s\""), 4); /* A->B, A->C, B->D, C->D */
-	CHECK_EQ(count(buf, "\"ph\":\"f\""), 4);
+	CHECK_EQ(count(buf, "\"ph\":\"X\""), 6); /* 4 + opE + the deletion of q */
+	CHECK_EQ(count(buf, "\"ph\":\"s\""), 5); /* A->B, A->C, B->D, C->D, E->delete */
+	CHECK_EQ(count(buf, "\"ph\":\"f\""), 5);
 	CHECK(strstr(buf, "\"name\":\"compute\""));
 	CHECK(strstr(buf, "\"name\":\"copy\""));
+	CHECK(strstr(buf, "\"name\":\"shortlived\""));
 	CHECK(strstr(buf, "\"name\":\"opD\""));
 	if (argc > 1 && access(argv[1], X_OK) == 0) {
 		char cmd[512];
