@@ -19,23 +19,7 @@
 
 #include "dataset.h"
 
-#define T_SKIP 77
-
-#define CHECK(cond) do { \
-	if (!(cond)) { \
-		fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-		exit(1); \
-	} \
-} while (0)
-
-#define CHECK_EQ(a, b) do { \
-	long long _a = (long long)(a), _b = (long long)(b); \
-	if (_a != _b) { \
-		fprintf(stderr, "%s:%d: CHECK_EQ failed: %s == %s (%lld vs %lld)\n", \
-			__FILE__, __LINE__, #a, #b, _a, _b); \
-		exit(1); \
-	} \
-} while (0)
+#include "../test-util.h" /* CHECK, CHECK_EQ, T_SKIP */
 
 /* ret must be 0; on failure print err. */
 #define CHECK_OPEN(expr, err) do { \

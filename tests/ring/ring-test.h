@@ -14,30 +14,11 @@
 
 #include "ring.h"
 
-#define T_CHECK(cond) do { \
-	if (!(cond)) { \
-		fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-		exit(1); \
-	} \
-} while (0)
+#include "../test-util.h"
 
-#define T_EQ(a, b) do { \
-	long long _a = (long long)(a), _b = (long long)(b); \
-	if (_a != _b) { \
-		fprintf(stderr, "%s:%d: %s == %s failed (%lld vs %lld)\n", \
-			__FILE__, __LINE__, #a, #b, _a, _b); \
-		exit(1); \
-	} \
-} while (0)
-
-#define T_OK(expr) do { \
-	long long _r = (long long)(expr); \
-	if (_r < 0) { \
-		fprintf(stderr, "%s:%d: %s returned %lld (%s)\n", __FILE__, __LINE__, #expr, \
-			_r, strerror((int)-_r)); \
-		exit(1); \
-	} \
-} while (0)
+#define T_CHECK(cond) CHECK(cond)
+#define T_EQ(a, b) CHECK_EQ(a, b)
+#define T_OK(expr) CHECK_OK(expr)
 
 /* Byte i of the pattern for a given seed. */
 static inline uint8_t t_pat(uint64_t seed, uint64_t i)
