@@ -252,12 +252,67 @@ int rf_k_softmax_xent_eval(float *loss_sum, int32_t *correct, const float *logit
 #define RF__CONV_TARGET_COLS 1024
 #endif
 
+/* The copy loops (im2col, col2im) and the direct single-channel convolutions are
+ * compiled twice: for the build's baseline ISA and, on x86-64 with GCC or clang, for
+ * AVX-512 (chosen at run time when the CPU and OS support it, or never if the
+ * environment sets RF_KERNELS_NO_AVX512). Each choice is deterministic: the same
+ * inputs give the same bits run to run on one machine. The bodies are always_inline
+ * and are instantiated with compile-time kernel and row sizes for LeNet's shapes so
+ * that the short inner loops (9 or 26 floats) unroll into straight vector code. */
+#define RF__INLINE static inline __attribute__((always_inline))
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define RF__X86_DISPATCH 1
+#if defined(__clang__)
+#define RF__AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")))
+#else
+#define RF__AVX512 \
+	__attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma,prefer-vector-width=512")))
+#endif
+#include <stdlib.h>
+static int use_avx512(void)
+{
+	__builtin_cpu_init();
+	if (!(__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+	      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+	      __builtin_cpu_supports("fma")))
+		return 0;
+	const char *e = getenv("RF_KERNELS_NO_AVX512");
+	return !(e && *e && *e != '0');
+}
+#else
+#define RF__X86_DISPATCH 0
+#endif
+
+/* Defines name_def (baseline) and name_avx512, and name() that picks one. The body is
+ * the always_inline function name_body taking the same arguments. */
+#if RF__X86_DISPATCH
+#define RF__DISPATCH(name, params, args)                                   \
+	static void name##_def params { name##_body args; }                    \
+	RF__AVX512 static void name##_avx512 params { name##_body args; }      \
+	static void name params                                                \
+	{                                                                      \
+		if (use_avx512())                                              \
+			name##_avx512 args;                                    \
+		else                                                           \
+			name##_def args;                                       \
+	}
+#else
+#define RF__DISPATCH(name, params, args) \
+	static void name params { name##_body args; }
+#endif
+
 static int conv_check(const struct rf_k_conv2d *s)
 {
 	if (!s || s->n < 0 || s->c < 1 || s->o < 1 || s->kh < 1 || s->kw < 1 ||
 	    s->h < s->kh || s->w < s->kw)
 		return -EINVAL;
 	return 0;
+}
+
+/* single-channel convolutions are computed directly, without im2col or GEMM */
+static int conv_direct(const struct rf_k_conv2d *s)
+{
+	return s->c == 1;
 }
 
 static size_t conv_per_image(const struct rf_k_conv2d *s)
@@ -297,65 +352,279 @@ static int conv_group(const struct rf_k_conv2d *s, const void *ws, size_t ws_byt
 	return g < 1 ? 1 : (int)g;
 }
 
-/* col (c·kh·kw, ld) columns [g·ohw, (g+1)·ohw) for each of the g images at x. */
-static void im2col(float *restrict col, size_t ld, const float *restrict x,
-		   const struct rf_k_conv2d *s, int g)
+/* Geometry passed to the copy bodies; the specialised callers pass constants for
+ * kh, kw, w and ow so that the inner loops have fixed trip counts. */
+struct conv_geo {
+	int c, h, w, kh, kw, oh, ow;
+};
+
+static struct conv_geo conv_geo(const struct rf_k_conv2d *s)
 {
-	const int oh = rf_k_conv2d_oh(s), ow = rf_k_conv2d_ow(s), H = s->h, W = s->w;
-	const size_t ohw = (size_t)oh * ow, img = (size_t)s->c * H * W;
-	for (int c = 0; c < s->c; c++)
-		for (int kh = 0; kh < s->kh; kh++)
-			for (int kw = 0; kw < s->kw; kw++) {
-				size_t r = ((size_t)c * s->kh + kh) * s->kw + kw;
-				for (int gi = 0; gi < g; gi++) {
-					const float *xp = x + gi * img + (size_t)c * H * W +
-							  (size_t)kh * W + kw;
-					float *cp = col + r * ld + gi * ohw;
-					for (int i = 0; i < oh; i++) {
-						const float *restrict src = xp + (size_t)i * W;
-						float *restrict dst = cp + (size_t)i * ow;
-						for (int j = 0; j < ow; j++)
-							dst[j] = src[j];
-					}
-				}
+	return (struct conv_geo){ s->c, s->h, s->w, s->kh, s->kw, rf_k_conv2d_oh(s),
+				  rf_k_conv2d_ow(s) };
+}
+
+/* col (c·kh·kw, ld) columns [gi·ohw, (gi+1)·ohw) for each of the g images at x. */
+RF__INLINE void im2col_b(float *restrict col, size_t ld, const float *restrict x, int C,
+			 int H, int W, int KH, int KW, int OH, int OW, int g)
+{
+	const size_t ohw = (size_t)OH * OW, img = (size_t)C * H * W;
+	for (int c = 0; c < C; c++)
+		for (int kh = 0; kh < KH; kh++)
+			for (int kw = 0; kw < KW; kw++) {
+				size_t r = ((size_t)c * KH + kh) * KW + kw;
+				float *restrict cp = col + r * ld;
+				const float *xp = x + (size_t)c * H * W + (size_t)kh * W + kw;
+				for (int gi = 0; gi < g; gi++, cp += ohw, xp += img)
+					for (int i = 0; i < OH; i++)
+						for (int j = 0; j < OW; j++)
+							cp[i * OW + j] = xp[i * W + j];
 			}
 }
 
-/* dx (g images) += col2im(dcol (c·kh·kw, ld)); dx must be zeroed by the caller. */
-static void col2im(float *restrict dx, const float *restrict dcol, size_t ld,
-		   const struct rf_k_conv2d *s, int g)
+RF__INLINE void im2col_body(float *col, size_t ld, const float *x, struct conv_geo q, int g)
 {
-	const int oh = rf_k_conv2d_oh(s), ow = rf_k_conv2d_ow(s), H = s->h, W = s->w;
-	const size_t ohw = (size_t)oh * ow, img = (size_t)s->c * H * W;
-	for (int gi = 0; gi < g; gi++)
-		for (int c = 0; c < s->c; c++)
-			for (int kh = 0; kh < s->kh; kh++)
-				for (int kw = 0; kw < s->kw; kw++) {
-					size_t r = ((size_t)c * s->kh + kh) * s->kw + kw;
-					float *xp = dx + gi * img + (size_t)c * H * W +
-						    (size_t)kh * W + kw;
-					const float *cp = dcol + r * ld + gi * ohw;
-					for (int i = 0; i < oh; i++) {
-						float *restrict d = xp + (size_t)i * W;
-						const float *restrict src = cp + (size_t)i * ow;
-						for (int j = 0; j < ow; j++)
-							d[j] += src[j];
-					}
-				}
+	if (q.kh == 5 && q.kw == 5 && q.w == 13)
+		im2col_b(col, ld, x, q.c, q.h, 13, 5, 5, q.oh, 9, g);
+	else if (q.kh == 3 && q.kw == 3 && q.w == 28)
+		im2col_b(col, ld, x, q.c, q.h, 28, 3, 3, q.oh, 26, g);
+	else
+		im2col_b(col, ld, x, q.c, q.h, q.w, q.kh, q.kw, q.oh, q.ow, g);
 }
+RF__DISPATCH(im2col, (float *col, size_t ld, const float *x, struct conv_geo q, int g),
+	     (col, ld, x, q, g))
+
+/* dx (g images) = col2im(dcol (c·kh·kw, ld)), image by image so that each image's dx
+ * is zeroed and accumulated while it sits in L1. */
+RF__INLINE void col2im_b(float *restrict dx, const float *restrict dcol, size_t ld, int C,
+			 int H, int W, int KH, int KW, int OH, int OW, int g)
+{
+	const size_t ohw = (size_t)OH * OW, img = (size_t)C * H * W;
+	for (int gi = 0; gi < g; gi++) {
+		float *dxi = dx + gi * img;
+		for (size_t p = 0; p < img; p++)
+			dxi[p] = 0.0f;
+		for (int c = 0; c < C; c++)
+			for (int kh = 0; kh < KH; kh++)
+				for (int kw = 0; kw < KW; kw++) {
+					size_t r = ((size_t)c * KH + kh) * KW + kw;
+					float *restrict xp = dxi + (size_t)c * H * W +
+							     (size_t)kh * W + kw;
+					const float *restrict cp = dcol + r * ld + gi * ohw;
+					for (int i = 0; i < OH; i++)
+						for (int j = 0; j < OW; j++)
+							xp[i * W + j] += cp[i * OW + j];
+				}
+	}
+}
+
+RF__INLINE void col2im_body(float *dx, const float *dcol, size_t ld, struct conv_geo q, int g)
+{
+	if (q.kh == 5 && q.kw == 5 && q.w == 13)
+		col2im_b(dx, dcol, ld, q.c, q.h, 13, 5, 5, q.oh, 9, g);
+	else if (q.kh == 3 && q.kw == 3 && q.w == 28)
+		col2im_b(dx, dcol, ld, q.c, q.h, 28, 3, 3, q.oh, 26, g);
+	else
+		col2im_b(dx, dcol, ld, q.c, q.h, q.w, q.kh, q.kw, q.oh, q.ow, g);
+}
+RF__DISPATCH(col2im, (float *dx, const float *dcol, size_t ld, struct conv_geo q, int g),
+	     (dx, dcol, ld, q, g))
 
 /* t (o, ld) <- dy (g, o, ohw): the group's output gradients as one matrix */
 static void gather_nchw(float *restrict t, size_t ld, const float *restrict dy, int o,
 			size_t ohw, int g)
 {
-	for (int gi = 0; gi < g; gi++)
-		for (int oc = 0; oc < o; oc++) {
-			const float *restrict src = dy + ((size_t)gi * o + oc) * ohw;
-			float *restrict dst = t + (size_t)oc * ld + gi * ohw;
-			for (size_t p = 0; p < ohw; p++)
-				dst[p] = src[p];
-		}
+	for (int oc = 0; oc < o; oc++)
+		for (int gi = 0; gi < g; gi++)
+			memcpy(t + (size_t)oc * ld + gi * ohw, dy + ((size_t)gi * o + oc) * ohw,
+			       ohw * sizeof(float));
 }
+
+/* Direct single-channel forward: y[n][o][i][j] = Σ_{kh,kw} w[o][kh][kw]·x[n][i+kh][j+kw]
+ * (kh-major, kw-minor order) + b[o]. */
+RF__INLINE void conv1_fwd_b(float *restrict y, const float *restrict x, const float *restrict w,
+			    const float *restrict b, int n, int o, int H, int W, int KH, int KW,
+			    int OH, int OW)
+{
+	float wk[KH * KW];
+	for (int im = 0; im < n; im++) {
+		const float *xp = x + (size_t)im * H * W;
+		for (int oc = 0; oc < o; oc++) {
+			for (int t = 0; t < KH * KW; t++)
+				wk[t] = w[(size_t)oc * KH * KW + t];
+			const float bias = b ? b[oc] : 0.0f;
+			float *yp = y + ((size_t)im * o + oc) * OH * OW;
+			for (int i = 0; i < OH; i++)
+				for (int j = 0; j < OW; j++) {
+					float acc = 0.0f;
+					for (int kh = 0; kh < KH; kh++)
+						for (int kw = 0; kw < KW; kw++)
+							acc += wk[kh * KW + kw] *
+							       xp[(i + kh) * W + j + kw];
+					yp[i * OW + j] = acc + bias;
+				}
+		}
+	}
+}
+
+#if RF__X86_DISPATCH
+#include <immintrin.h>
+/* Hand-vectorised single-channel 3×3 kernels for 16 < ow <= 32 (LeNet's 28×28 →
+ * 26×26): an output row is two 16-lane chunks, the second masked, so no lane reads
+ * or writes outside the row and masked-off lanes are exact zeros. Same order of
+ * additions as conv1_fwd_b / conv1_bwdf_b except that FMA is used. */
+RF__AVX512 static void conv1_fwd_3x3_avx512(float *restrict y, const float *restrict x,
+					    const float *restrict w, const float *restrict b,
+					    int n, int o, int H, int W, int OH, int OW)
+{
+	const __mmask16 m1 = (__mmask16)((1u << (OW - 16)) - 1);
+	for (int im = 0; im < n; im++) {
+		const float *xp = x + (size_t)im * H * W;
+		for (int oc = 0; oc < o; oc++) {
+			__m512 wk[9];
+			for (int t = 0; t < 9; t++)
+				wk[t] = _mm512_set1_ps(w[(size_t)oc * 9 + t]);
+			const __m512 bias = _mm512_set1_ps(b ? b[oc] : 0.0f);
+			float *yp = y + ((size_t)im * o + oc) * OH * OW;
+			for (int i = 0; i < OH; i++) {
+				__m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
+				for (int kh = 0; kh < 3; kh++)
+					for (int kw = 0; kw < 3; kw++) {
+						const float *xr = xp + (i + kh) * W + kw;
+						a0 = _mm512_fmadd_ps(wk[kh * 3 + kw],
+								     _mm512_loadu_ps(xr), a0);
+						a1 = _mm512_fmadd_ps(wk[kh * 3 + kw],
+								     _mm512_maskz_loadu_ps(m1, xr + 16),
+								     a1);
+					}
+				_mm512_storeu_ps(yp + i * OW, _mm512_add_ps(a0, bias));
+				_mm512_mask_storeu_ps(yp + i * OW + 16, m1, _mm512_add_ps(a1, bias));
+			}
+		}
+	}
+}
+
+RF__AVX512 static void conv1_bwdf_3x3_avx512(float *restrict dw, float *restrict db,
+					     const float *restrict dy, const float *restrict x,
+					     int accumulate, int n, int o, int H, int W, int OH,
+					     int OW)
+{
+	const __mmask16 m1 = (__mmask16)((1u << (OW - 16)) - 1);
+	for (int oc = 0; oc < o; oc++) {
+		__m512 a0[9], a1[9], b0 = _mm512_setzero_ps(), b1 = _mm512_setzero_ps();
+		for (int t = 0; t < 9; t++)
+			a0[t] = a1[t] = _mm512_setzero_ps();
+		for (int im = 0; im < n; im++) {
+			const float *xp = x + (size_t)im * H * W;
+			const float *dp = dy + ((size_t)im * o + oc) * OH * OW;
+			for (int i = 0; i < OH; i++) {
+				const __m512 d0 = _mm512_loadu_ps(dp + i * OW);
+				const __m512 d1 = _mm512_maskz_loadu_ps(m1, dp + i * OW + 16);
+				for (int kh = 0; kh < 3; kh++)
+					for (int kw = 0; kw < 3; kw++) {
+						const float *xr = xp + (i + kh) * W + kw;
+						a0[kh * 3 + kw] = _mm512_fmadd_ps(
+							d0, _mm512_loadu_ps(xr), a0[kh * 3 + kw]);
+						a1[kh * 3 + kw] = _mm512_fmadd_ps(
+							d1, _mm512_maskz_loadu_ps(m1, xr + 16),
+							a1[kh * 3 + kw]);
+					}
+				b0 = _mm512_add_ps(b0, d0);
+				b1 = _mm512_add_ps(b1, d1);
+			}
+		}
+		for (int t = 0; t < 9; t++) {
+			float l[32], s = 0.0f;
+			_mm512_storeu_ps(l, a0[t]);
+			_mm512_storeu_ps(l + 16, a1[t]);
+			for (int j = 0; j < OW; j++)
+				s += l[j];
+			float *d = dw + (size_t)oc * 9 + t;
+			*d = accumulate ? *d + s : s;
+		}
+		if (db) {
+			float l[32], s = 0.0f;
+			_mm512_storeu_ps(l, b0);
+			_mm512_storeu_ps(l + 16, b1);
+			for (int j = 0; j < OW; j++)
+				s += l[j];
+			db[oc] = accumulate ? db[oc] + s : s;
+		}
+	}
+}
+#endif
+
+RF__INLINE void conv1_fwd_body(float *y, const float *x, const float *w, const float *b,
+			       int n, int o, struct conv_geo q)
+{
+	if (q.kh == 3 && q.kw == 3 && q.w == 28 && q.h == 28)
+		conv1_fwd_b(y, x, w, b, n, o, 28, 28, 3, 3, 26, 26);
+	else
+		conv1_fwd_b(y, x, w, b, n, o, q.h, q.w, q.kh, q.kw, q.oh, q.ow);
+}
+RF__DISPATCH(conv1_fwd, (float *y, const float *x, const float *w, const float *b, int n, int o,
+			 struct conv_geo q),
+	     (y, x, w, b, n, o, q))
+
+/* Direct single-channel filter gradient, one output channel at a time:
+ * acc[kh][kw][j] = Σ_n Σ_i dy[n][o][i][j]·x[n][i+kh][j+kw] (n, i ascending), then
+ * dw[o][kh][kw] (+)= Σ_j acc[kh][kw][j] (j ascending); db likewise. */
+enum { RF__C1_MAXT = 25, RF__C1_MAXJ = 64 };
+
+RF__INLINE void conv1_bwdf_b(float *restrict dw, float *restrict db, const float *restrict dy,
+			     const float *restrict x, int accumulate, int n, int o, int H, int W,
+			     int KH, int KW, int OH, int OW)
+{
+	float acc[RF__C1_MAXT][RF__C1_MAXJ], accb[RF__C1_MAXJ];
+	for (int oc = 0; oc < o; oc++) {
+		for (int t = 0; t < KH * KW; t++)
+			for (int j = 0; j < OW; j++)
+				acc[t][j] = 0.0f;
+		for (int j = 0; j < OW; j++)
+			accb[j] = 0.0f;
+		for (int im = 0; im < n; im++) {
+			const float *xp = x + (size_t)im * H * W;
+			const float *dp = dy + ((size_t)im * o + oc) * OH * OW;
+			for (int i = 0; i < OH; i++) {
+				const float *restrict d = dp + i * OW;
+				for (int kh = 0; kh < KH; kh++)
+					for (int kw = 0; kw < KW; kw++) {
+						const float *restrict xr = xp + (i + kh) * W + kw;
+						float *restrict a = acc[kh * KW + kw];
+						for (int j = 0; j < OW; j++)
+							a[j] += d[j] * xr[j];
+					}
+				for (int j = 0; j < OW; j++)
+					accb[j] += d[j];
+			}
+		}
+		for (int t = 0; t < KH * KW; t++) {
+			float s = 0.0f;
+			for (int j = 0; j < OW; j++)
+				s += acc[t][j];
+			float *d = dw + (size_t)oc * KH * KW + t;
+			*d = accumulate ? *d + s : s;
+		}
+		if (db) {
+			float s = 0.0f;
+			for (int j = 0; j < OW; j++)
+				s += accb[j];
+			db[oc] = accumulate ? db[oc] + s : s;
+		}
+	}
+}
+
+RF__INLINE void conv1_bwdf_body(float *dw, float *db, const float *dy, const float *x,
+				int accumulate, int n, int o, struct conv_geo q)
+{
+	if (q.kh == 3 && q.kw == 3 && q.w == 28 && q.h == 28)
+		conv1_bwdf_b(dw, db, dy, x, accumulate, n, o, 28, 28, 3, 3, 26, 26);
+	else
+		conv1_bwdf_b(dw, db, dy, x, accumulate, n, o, q.h, q.w, q.kh, q.kw, q.oh, q.ow);
+}
+RF__DISPATCH(conv1_bwdf, (float *dw, float *db, const float *dy, const float *x, int accumulate,
+			  int n, int o, struct conv_geo q),
+	     (dw, db, dy, x, accumulate, n, o, q))
 
 int rf_k_conv2d_fwd(const struct rf_k_conv2d *s, float *y, const float *x,
 		    const float *w, const float *b, void *ws, size_t ws_bytes)
@@ -367,6 +636,17 @@ int rf_k_conv2d_fwd(const struct rf_k_conv2d *s, float *y, const float *x,
 	int G = conv_group(s, ws, ws_bytes);
 	if (!G)
 		return -EINVAL;
+	const struct conv_geo q = conv_geo(s);
+	if (conv_direct(s)) {
+#if RF__X86_DISPATCH
+		if (q.kh == 3 && q.kw == 3 && q.ow > 16 && q.ow <= 32 && use_avx512()) {
+			conv1_fwd_3x3_avx512(y, x, w, b, s->n, s->o, q.h, q.w, q.oh, q.ow);
+			return 0;
+		}
+#endif
+		conv1_fwd(y, x, w, b, s->n, s->o, q);
+		return 0;
+	}
 	const int o = s->o, ckk = s->c * s->kh * s->kw;
 	const size_t ohw = (size_t)rf_k_conv2d_oh(s) * rf_k_conv2d_ow(s);
 	const size_t img = (size_t)s->c * s->h * s->w;
@@ -375,7 +655,7 @@ int rf_k_conv2d_fwd(const struct rf_k_conv2d *s, float *y, const float *x,
 		size_t ld = g * ohw;
 		float *col = ws, *out = col + (size_t)ckk * ld;
 		float *yn = y + (size_t)n0 * o * ohw;
-		im2col(col, ld, x + n0 * img, s, g);
+		im2col(col, ld, x + n0 * img, q, g);
 		/* (o, ld) = w (o, ckk) · col (ckk, ld); one image lands directly in y */
 		if (g == 1)
 			out = yn;
@@ -411,6 +691,7 @@ int rf_k_conv2d_bwd_data(const struct rf_k_conv2d *s, float *dx, const float *dy
 	int G = conv_group(s, ws, ws_bytes);
 	if (!G)
 		return -EINVAL;
+	const struct conv_geo q = conv_geo(s);
 	const int o = s->o, ckk = s->c * s->kh * s->kw;
 	const size_t ohw = (size_t)rf_k_conv2d_oh(s) * rf_k_conv2d_ow(s);
 	const size_t img = (size_t)s->c * s->h * s->w;
@@ -428,9 +709,7 @@ int rf_k_conv2d_bwd_data(const struct rf_k_conv2d *s, float *dx, const float *dy
 				   dcol, (int)ld);
 		if (rc)
 			return rc;
-		float *dxn = dx + n0 * img;
-		memset(dxn, 0, g * img * sizeof(float));
-		col2im(dxn, dcol, ld, s, g);
+		col2im(dx + n0 * img, dcol, ld, q, g);
 	}
 	return 0;
 }
@@ -453,6 +732,18 @@ int rf_k_conv2d_bwd_filter(const struct rf_k_conv2d *s, float *dw, float *db,
 	int G = conv_group(s, ws, ws_bytes);
 	if (!G)
 		return -EINVAL;
+	const struct conv_geo q = conv_geo(s);
+	if (conv_direct(s) && s->kh * s->kw <= RF__C1_MAXT && q.ow <= RF__C1_MAXJ) {
+#if RF__X86_DISPATCH
+		if (q.kh == 3 && q.kw == 3 && q.ow > 16 && q.ow <= 32 && use_avx512()) {
+			conv1_bwdf_3x3_avx512(dw, db, dy, x, accumulate, s->n, o, q.h, q.w, q.oh,
+					      q.ow);
+			return 0;
+		}
+#endif
+		conv1_bwdf(dw, db, dy, x, accumulate, s->n, o, q);
+		return 0;
+	}
 	const size_t ohw = (size_t)rf_k_conv2d_oh(s) * rf_k_conv2d_ow(s);
 	const size_t img = (size_t)s->c * s->h * s->w;
 	if (db && !accumulate)
@@ -466,7 +757,7 @@ int rf_k_conv2d_bwd_filter(const struct rf_k_conv2d *s, float *dw, float *db,
 			gather_nchw(t, ld, dyn, o, ohw, g);
 			dyt = t;
 		}
-		im2col(col, ld, x + n0 * img, s, g);
+		im2col(col, ld, x + n0 * img, q, g);
 		/* dw (o, ckk) (+)= dy (o, ld) · colᵀ (ld, ckk) */
 		float beta = (n0 == 0 && !accumulate) ? 0.0f : 1.0f;
 		int rc = rf_k_gemm(0, 1, o, ckk, (int)ld, 1.0f, dyt, (int)ld, col, (int)ld,
