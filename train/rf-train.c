@@ -47,13 +47,23 @@ static const char usage[] =
 "  --prefetch N          loader batch slots (default 4)\n"
 "  --in-memory           loader reads the payload file into memory first\n"
 "  --no-eval             skip the test-set evaluation\n"
-"  --quiet               no progress bar\n";
+"  --quiet               no progress bar\n"
+"asynchrony (seed 12.2.4; these change timing and memory, never results):\n"
+"  --window N            iterations in flight: batch t starts after batch t-N has\n"
+"                        finished (default 2; 0: no window, push ahead without waiting)\n"
+"  --barrier-every N     wait for all work after every N batches, like a per-batch\n"
+"                        .item() (default 0: never)\n"
+"  --max-inflight N      the engine's cap on ops in flight; a push past it waits for\n"
+"                        room (default 4096; 0: no cap)\n"
+"  --stats               print the engine's op counts (and max in flight) on stderr\n"
+"                        and in the --json object\n";
 
 struct cli {
 	struct rf_train_opts o;
 	unsigned epochs;
 	const char *checkpoint, *trace, *metrics;
-	int resume, json, quiet, tty;
+	int resume, json, quiet, tty, stats;
+	unsigned max_inflight;   /* engine cap; 0: the engine's default; UINT_MAX: none */
 	double last_loss;        /* the running loss last read back (< 0: none yet) */
 	FILE *out;               /* human output: stdout, or stderr with --json */
 };
@@ -116,7 +126,8 @@ int main(int argc, char **argv)
 {
 	enum { O_DATA = 256, O_EPOCHS, O_BATCH, O_LR, O_DEVICE, O_DEVICES, O_SEED, O_CKPT,
 	       O_RESUME, O_TRACE, O_METRICS, O_JSON, O_LIMIT, O_TLIMIT, O_LOG, O_THREADS,
-	       O_PREFETCH, O_INMEM, O_NOEVAL, O_QUIET, O_INIT, O_MODEL, O_STREAMS };
+	       O_PREFETCH, O_INMEM, O_NOEVAL, O_QUIET, O_INIT, O_MODEL, O_STREAMS, O_WINDOW,
+	       O_BARRIER, O_MAXINF, O_STATS };
 	static const struct option lo[] = {
 		{ "model", required_argument, 0, O_MODEL },
 		{ "data", required_argument, 0, O_DATA },
@@ -141,6 +152,10 @@ int main(int argc, char **argv)
 		{ "in-memory", no_argument, 0, O_INMEM },
 		{ "no-eval", no_argument, 0, O_NOEVAL },
 		{ "quiet", no_argument, 0, O_QUIET },
+		{ "window", required_argument, 0, O_WINDOW },
+		{ "barrier-every", required_argument, 0, O_BARRIER },
+		{ "max-inflight", required_argument, 0, O_MAXINF },
+		{ "stats", no_argument, 0, O_STATS },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
@@ -148,6 +163,7 @@ int main(int argc, char **argv)
 	struct rf_ring *ring = NULL;
 	struct rf_engine *eng = NULL;
 	struct rf_engine_opts eo = { 0 };
+	struct rf_engine_stats es = { 0 };
 	struct rf_trainer *t = NULL;
 	char err[1024] = "";
 	FILE *mf = NULL;
@@ -270,13 +286,32 @@ int main(int argc, char **argv)
 		case O_QUIET:
 			c.quiet = 1;
 			break;
+		case O_WINDOW:
+			if (parse_u64(a, 0, RF_TRAIN_MAX_WINDOW, &v))
+				return bad("--window", "expected 0 (no window) or 1..65536 iterations");
+			c.o.window = v ? (unsigned)v : RF_TRAIN_WINDOW_NONE;
+			break;
+		case O_BARRIER:
+			if (parse_u64(a, 0, UINT32_MAX, &v))
+				return bad("--barrier-every", "expected 0 (never) or a batch count >= 1");
+			c.o.barrier_every = (unsigned)v;
+			break;
+		case O_MAXINF:
+			if (parse_u64(a, 0, UINT32_MAX - 1, &v))
+				return bad("--max-inflight", "expected 0 (no cap) or an op count >= 1");
+			c.max_inflight = v ? (unsigned)v : UINT_MAX;
+			break;
+		case O_STATS:
+			c.stats = 1;
+			break;
 		default: {
 			const char *arg = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
 			for (const struct option *o = lo; optopt >= 256 && o->name; o++) {
 				if (o->val == optopt) {
 					char nm[40];
 					snprintf(nm, sizeof(nm), "--%s", o->name);
-					return bad(nm, "needs a value");
+					return bad(nm, o->has_arg == no_argument ? "takes no value"
+										  : "needs a value");
 				}
 			}
 			if (optopt > 0 && optopt < 256) {
@@ -302,6 +337,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "rf-train: cannot create the io_uring ring: %s\n", strerror(-ret));
 		return 1;
 	}
+	eo.max_inflight = c.max_inflight;
 	if ((ret = rf_engine_create(&eng, ring, &eo)) < 0) {
 		fprintf(stderr, "rf-train: cannot create the engine: %s\n", strerror(-ret));
 		goto out;
@@ -395,6 +431,19 @@ int main(int argc, char **argv)
 		fprintf(c.out, "nothing to train (%u epochs done): test acc %.4f\n", st.epoch,
 			st.test_acc);
 	}
+	if (c.stats) {
+		char cap[24] = "none", win[24] = "none";
+		rf_engine_wait_all(eng);
+		rf_engine_get_stats(eng, &es);
+		if (c.max_inflight != UINT_MAX)
+			snprintf(cap, sizeof(cap), "%u", c.max_inflight ? c.max_inflight : 4096);
+		if (c.o.window != RF_TRAIN_WINDOW_NONE)
+			snprintf(win, sizeof(win), "%u", c.o.window ? c.o.window : 2);
+		fprintf(stderr, "rf-train: engine: %" PRIu64 " ops pushed, %" PRIu64 " completed, %"
+			PRIu64 " failed, %" PRIu64 " cap waits, max in flight %u (cap %s), window %s, "
+			"barrier every %u\n", es.pushed, es.completed, es.failed, es.cap_waits,
+			es.max_inflight_seen, cap, win, c.o.barrier_every);
+	}
 	if (c.json) {
 		printf("{\"model\": \"%s\", \"device\": \"%s\", \"devices\": %u, \"streams\": %u, "
 		       "\"epochs\": %u, \"epochs_run\": %u, \"batch_size\": %u, \"lr\": %g, \"seed\": %"
@@ -408,6 +457,14 @@ int main(int argc, char **argv)
 		       st.test_loss);
 		json_list(stdout, "epoch_seconds", secs, ran, "%.4f");
 		json_list(stdout, "epoch_samples_per_s", sps, ran, "%.1f");
+		if (c.stats)
+			printf(", \"engine\": {\"pushed\": %" PRIu64 ", \"completed\": %" PRIu64
+			       ", \"cap_waits\": %" PRIu64 ", \"max_inflight_seen\": %u"
+			       ", \"max_inflight\": %u, \"window\": %u, \"barrier_every\": %u}",
+			       es.pushed, es.completed, es.cap_waits, es.max_inflight_seen,
+			       c.max_inflight == UINT_MAX ? 0 : c.max_inflight ? c.max_inflight : 4096,
+			       c.o.window == RF_TRAIN_WINDOW_NONE ? 0 : c.o.window ? c.o.window : 2,
+			       c.o.barrier_every);
 		printf(", \"samples_per_s\": %.1f}\n", tot_s > 0 ? tot_n / tot_s : 0.0);
 	}
 	rc = 0;

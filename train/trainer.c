@@ -19,7 +19,7 @@
 #include "loader.h"
 #include "checkpoint.h"
 
-#define RF__WINDOW 2            /* iterations in flight */
+#define RF__WINDOW 2            /* iterations in flight by default */
 #define RF__MAXQ 16             /* loader look-ahead queue */
 #define RF__MAXV (RF_TRAIN_MAX_DEVICES * (RF_MODEL_MAX_TENSORS + 3))
 
@@ -29,6 +29,24 @@ struct rf__slots {
 	struct rf_tensor *loss, *corr;          /* (nb) f32, (nb) i32 */
 	struct rf_tensor **lv, **cv;            /* views (1) */
 	uint64_t nb;
+};
+
+/* The loader look-ahead queue: batches requested (their ops pushed) and not yet
+ * trained on, at most prefetch−1 of them (so a batch's slot is never reused before its
+ * ops are pushed, loader.h). The training queue outlives the pass and runs across
+ * the epoch boundary: while the last batches of epoch e are queued, the first ones of
+ * epoch e+1 are requested already, so that their reads and gathers run under the last
+ * iterations of epoch e (and the evaluation) instead of stalling the first iteration
+ * of epoch e+1. The batches are the same, in the same order: the loader, having
+ * returned 0 at the end of epoch e, continues with epoch e+1 exactly as
+ * rf_loader_seek_epoch(e+1) would. The test set's queue does the same from one
+ * evaluation to the next (its loader does not shuffle: every "epoch" is the same
+ * order), so the test reads run under the next training epoch. */
+struct rf__queue {
+	struct rf_batch q[RF__MAXQ];
+	unsigned qh, qn;
+	uint64_t lepoch;                        /* the epoch the loader's next call serves */
+	int valid;                              /* q and lepoch follow the loader */
 };
 
 struct rf_trainer {
@@ -47,7 +65,12 @@ struct rf_trainer {
 	struct rf_dataset train_view, test_view; /* limited copies the loaders read */
 	struct rf_loader *train_ld, *test_ld;
 	struct rf__slots tr[RF_TRAIN_MAX_DEVICES], te[RF_TRAIN_MAX_DEVICES];
-	struct rf_var *marker[RF__WINDOW];
+	struct rf__queue tq, eq;                /* the loaders' look-ahead queues */
+	uint64_t evals;                         /* evaluations pushed (the test loader's
+						 * "epoch": unshuffled, the same order) */
+	struct rf_var **marker;                 /* nmark end-of-iteration markers */
+	unsigned window;                        /* 0: none (RF_TRAIN_WINDOW_NONE) */
+	unsigned nmark;                         /* window, or 1 without a window */
 	uint64_t iter;                          /* iterations pushed (train + eval) */
 	uint64_t steps;                         /* SGD steps */
 	unsigned epochs_done;
@@ -343,6 +366,18 @@ int rf_trainer_create(struct rf_trainer **out, struct rf_engine *e,
 	}
 	t->lr = t->o.lr / (float)t->K;
 	t->nstreams = t->o.streams ? t->o.streams : rf__auto_streams(t);
+	if (t->o.window == RF_TRAIN_WINDOW_NONE) {
+		t->window = 0;
+	} else {
+		t->window = t->o.window ? t->o.window : RF__WINDOW;
+		if (t->window > RF_TRAIN_MAX_WINDOW) {
+			rf__msg(err, errlen, "--window %u: expected 0..%d", t->window,
+				RF_TRAIN_MAX_WINDOW);
+			ret = -EINVAL;
+			goto fail;
+		}
+	}
+	t->nmark = t->window ? t->window : 1;
 	if (t->nstreams > 2) {
 		rf__msg(err, errlen, "--streams %u: expected 1 or 2", t->nstreams);
 		ret = -EINVAL;
@@ -401,8 +436,15 @@ int rf_trainer_create(struct rf_trainer **out, struct rf_engine *e,
 		if (ret < 0)
 			goto fail;
 	}
-	for (w = 0; w < RF__WINDOW; w++) {
-		t->marker[w] = rf_var_new(e, w ? "iter_done.1" : "iter_done.0");
+	t->marker = calloc(t->nmark, sizeof(*t->marker));
+	if (!t->marker) {
+		ret = -ENOMEM;
+		goto fail;
+	}
+	for (w = 0; w < t->nmark; w++) {
+		char name[32];
+		snprintf(name, sizeof(name), "iter_done.%u", w);
+		t->marker[w] = rf_var_new(e, name);
 		if (!t->marker[w]) {
 			ret = -ENOMEM;
 			goto fail;
@@ -426,9 +468,10 @@ void rf_trainer_destroy(struct rf_trainer *t)
 	rf_engine_wait_all(t->eng);
 	rf_loader_destroy(t->train_ld);
 	rf_loader_destroy(t->test_ld);
-	for (w = 0; w < RF__WINDOW; w++)
+	for (w = 0; t->marker && w < t->nmark; w++)
 		if (t->marker[w])
 			rf_var_delete(t->eng, t->marker[w], NULL, NULL, NULL);
+	free(t->marker);
 	for (r = 0; r < RF_TRAIN_MAX_DEVICES; r++) {
 		rf__slots_free(&t->tr[r]);
 		rf__slots_free(&t->te[r]);
@@ -454,12 +497,14 @@ static int rf__noop(void *ctx)
 	return 0;
 }
 
-/* Wait until the iteration that last used this window slot has finished. */
+/* Wait until the iteration that last used this window slot has finished (no window:
+ * never wait; the markers are still pushed, one variable for all, so the ops pushed
+ * are the same whatever the window). */
 static int rf__window_wait(struct rf_trainer *t)
 {
-	if (t->iter < RF__WINDOW)
+	if (!t->window || t->iter < t->window)
 		return 0;
-	return rf_engine_wait_var(t->eng, t->marker[t->iter % RF__WINDOW]);
+	return rf_engine_wait_var(t->eng, t->marker[t->iter % t->nmark]);
 }
 
 /* The end-of-iteration marker: reads what the iteration wrote last (every replica's
@@ -468,7 +513,7 @@ static int rf__window_wait(struct rf_trainer *t)
 static int rf__push_marker(struct rf_trainer *t, int train, struct rf__slots *sl, uint64_t b)
 {
 	struct rf_var *reads[RF__MAXV];
-	struct rf_var *wr = t->marker[t->iter % RF__WINDOW];
+	struct rf_var *wr = t->marker[t->iter % t->nmark];
 	struct rf_op_desc d = { 0 };
 	unsigned n = 0, r, k;
 
@@ -573,51 +618,83 @@ static int rf__eval_iter(struct rf_trainer *t, const struct rf_batch *b)
 
 /* ---- one pass over a loader --------------------------------------------------------------- */
 
-/* Push every batch of epoch `epoch` of ld through fn, with the look-ahead queue and
- * the window. */
-static int rf__pass(struct rf_trainer *t, struct rf_loader *ld, uint64_t epoch, int train,
+/* Request batches until `ahead` are queued, up to the end of epoch `last`. */
+static int rf__fill(struct rf_loader *ld, struct rf__queue *Q, unsigned ahead, uint64_t last,
 		    char *err, size_t errlen)
 {
-	struct rf_batch q[RF__MAXQ];
+	int ret;
+
+	while (Q->qn < ahead && Q->lepoch <= last) {
+		ret = rf_loader_next(ld, &Q->q[(Q->qh + Q->qn) % RF__MAXQ]);
+		if (ret < 0) {
+			Q->valid = 0;
+			rf__msg(err, errlen, "loader: %s", strerror(-ret));
+			return ret;
+		}
+		if (ret == 0)
+			Q->lepoch++;
+		else
+			Q->qn++;
+	}
+	return 0;
+}
+
+/* Push every batch of epoch `epoch` of ld through fn, with the look-ahead queue Q and
+ * the window. The pass queues the next epoch's first batches as the epoch's last
+ * ones are pushed and leaves them in Q for the next pass; Q is reset (seek) when it
+ * does not continue where this pass starts (a checkpoint was loaded, a pass failed). */
+static int rf__pass(struct rf_trainer *t, struct rf_loader *ld, struct rf__queue *Q,
+		    uint64_t epoch, int train, char *err, size_t errlen)
+{
 	unsigned prefetch = t->o.prefetch ? t->o.prefetch : 4;
-	unsigned ahead = prefetch > 1 ? prefetch - 1 : 1, qh = 0, qn = 0;
+	unsigned ahead = prefetch > 1 ? prefetch - 1 : 1;
 	uint64_t nb = rf_loader_batches_per_epoch(ld), done = 0, logged = 0;
+	uint64_t last = epoch + 1;
 	double lsum = 0;
-	int eof = 0, ret;
+	int ret;
 
 	if (ahead > RF__MAXQ)
 		ahead = RF__MAXQ;
-	rf_loader_seek_epoch(ld, epoch);
+	if (!Q->valid || (Q->qn ? Q->q[Q->qh].epoch != epoch : Q->lepoch != epoch)) {
+		/* batches queued for another epoch are dropped: their ops only wrote loader
+		 * slots, which the loader reuses in order after them */
+		rf_loader_seek_epoch(ld, epoch);
+		Q->qh = Q->qn = 0;
+		Q->lepoch = epoch;
+		Q->valid = 1;
+	}
 	for (;;) {
-		while (!eof && qn < ahead) {
-			ret = rf_loader_next(ld, &q[(qh + qn) % RF__MAXQ]);
-			if (ret < 0) {
-				rf__msg(err, errlen, "loader: %s", strerror(-ret));
-				return ret;
-			}
-			if (ret == 0)
-				eof = 1;
-			else
-				qn++;
-		}
-		if (!qn)
+		if ((ret = rf__fill(ld, Q, ahead, last, err, errlen)) < 0)
+			return ret;
+		if (!Q->qn || Q->q[Q->qh].epoch != epoch)
 			break;
 		if ((ret = rf__window_wait(t)) < 0) {
 			const char *op = NULL;
-			rf_var_error(t->marker[t->iter % RF__WINDOW], &op);
+			Q->valid = 0;
+			rf_var_error(t->marker[t->iter % t->nmark], &op);
 			rf__msg(err, errlen, "iteration failed in op %s: %s%s%s", op ? op : "?",
 				strerror(-ret), rf_loader_last_error(ld)[0] ? "; loader: " : "",
 				rf_loader_last_error(ld));
 			return ret;
 		}
-		ret = train ? rf__train_iter(t, &q[qh]) : rf__eval_iter(t, &q[qh]);
+		ret = train ? rf__train_iter(t, &Q->q[Q->qh]) : rf__eval_iter(t, &Q->q[Q->qh]);
 		if (ret < 0) {
-			rf__msg(err, errlen, "pushing batch %" PRIu64 ": %s", q[qh].index, strerror(-ret));
+			Q->valid = 0;
+			rf__msg(err, errlen, "pushing batch %" PRIu64 ": %s", Q->q[Q->qh].index,
+				strerror(-ret));
 			return ret;
 		}
-		qh = (qh + 1) % RF__MAXQ;
-		qn--;
+		Q->qh = (Q->qh + 1) % RF__MAXQ;
+		Q->qn--;
 		done++;
+		if (t->o.barrier_every && done % t->o.barrier_every == 0 &&
+		    (ret = rf_engine_wait_all(t->eng)) < 0) {
+			Q->valid = 0;
+			rf__msg(err, errlen, "barrier after batch %" PRIu64 ": an op failed: %s%s%s",
+				done - 1, strerror(-ret), rf_loader_last_error(ld)[0] ? "; loader: " : "",
+				rf_loader_last_error(ld));
+			return ret;
+		}
 		if (train && t->o.progress) {
 			double loss = -1;
 			if (t->o.log_every && (done % t->o.log_every == 0 || done == nb)) {
@@ -654,7 +731,7 @@ int rf_trainer_evaluate(struct rf_trainer *t, double *acc, double *loss, char *e
 	for (r = 0; r < t->K && ret == 0; r++)
 		ret = rf__slots_clear(&t->te[r], t->rep[r]->s);
 	if (ret == 0)
-		ret = rf__pass(t, t->test_ld, 0, 0, err, errlen);
+		ret = rf__pass(t, t->test_ld, &t->eq, t->evals++, 0, err, errlen);
 	for (r = 0; r < t->K && ret == 0; r++)
 		ret = rf__slots_sum(&t->te[r], nb, &l, &c);
 	if (ret < 0) {
@@ -682,7 +759,7 @@ int rf_trainer_epoch(struct rf_trainer *t, struct rf_epoch_stats *st, char *err,
 	for (r = 0; r < t->K && ret == 0; r++)
 		ret = rf__slots_clear(&t->tr[r], t->rep[r]->s);
 	if (ret == 0)
-		ret = rf__pass(t, t->train_ld, t->epochs_done, 1, err, errlen);
+		ret = rf__pass(t, t->train_ld, &t->tq, t->epochs_done, 1, err, errlen);
 	/* the epoch is over when every replica's parameters are written */
 	for (r = 0; r < t->K && ret == 0; r++)
 		ret = rf_tensor_wait(t->rep[r]->params);

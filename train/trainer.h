@@ -6,13 +6,23 @@
  *
  *   per batch t (asynchronous: every step below is pushed, nothing waits)
  *     loader:   batch t+L is requested L = prefetch−1 batches ahead (its read, gather
- *               and decode run while batches t, t+1 compute), sharded over the K devices
- *     window:   before pushing t, wait for the marker of iteration t−2: batch t−2 has
- *               finished (its SGD too) before batch t starts, so at most two
- *               iterations are in flight (seed §12.2.4 and its exercise 2). The marker
- *               of iteration t is an inline no-op op that reads every replica's
- *               parameters and the iteration's loss/correct slots and writes marker
- *               variable t mod 2; waiting on that variable is rf_engine_wait_var.
+ *               and decode run while batches t, t+1 compute), sharded over the K devices;
+ *               across the epoch boundary too: the first batches of epoch e+1 (and of
+ *               the next evaluation) are requested while the last ones of epoch e (of
+ *               this evaluation) are pushed, so that the reads of a new epoch do not
+ *               stall its first iteration. The batches and their order are the same
+ *               (the loader's order depends on (seed, epoch) only); after the last
+ *               epoch those requests are wasted (a few batches' reads)
+ *     window:   before pushing t, wait for the marker of iteration t−W (W = opts.window,
+ *               default 2): batch t−2 has finished (its SGD too) before batch t starts,
+ *               so at most two iterations are in flight (seed §12.2.4 and its exercise
+ *               2). The marker of iteration t is an inline no-op op that reads every
+ *               replica's parameters and the iteration's loss/correct slots and writes
+ *               marker variable t mod W; waiting on that variable is
+ *               rf_engine_wait_var. Each iteration in flight holds its own activations
+ *               (allocated at push, freed when its backward pass has run), so W bounds
+ *               the activation memory; without a window only the engine's op cap does.
+ *     barrier:  optionally (opts.barrier_every) wait for all work every N iterations.
  *     replica r: forward on its shard; the loss sum and correct count go into slot
  *               t of two small per-epoch tensors on r's device (no host read per
  *               batch); backward writes r's gradient views, last layer first
@@ -55,6 +65,8 @@ extern "C" {
 
 #define RF_TRAIN_DEFAULT_DATA "/usr/share/datasets/fashion-mnist"
 #define RF_TRAIN_MAX_DEVICES 16
+#define RF_TRAIN_WINDOW_NONE 0xffffffffu   /* rf_train_opts.window: no window */
+#define RF_TRAIN_MAX_WINDOW 65536          /* largest finite window */
 
 struct rf_epoch_stats {
 	unsigned epoch;          /* 1-based: epochs completed including this one */
@@ -96,6 +108,15 @@ struct rf_train_opts {
 	int blas_threads;          /* OpenBLAS threads (0: devices' policy) */
 	int in_memory;             /* loader: read the payload file into memory */
 	int no_eval;               /* skip the test set (test_acc reported as -1) */
+	unsigned window;           /* iterations in flight: before pushing iteration t, wait
+				    * for iteration t−window to finish. 0: 2 (the default,
+				    * seed §12.2.4 exercise 2); RF_TRAIN_WINDOW_NONE: never wait
+				    * (the front end runs ahead, bounded only by the engine's
+				    * max_inflight and nothing else) */
+	unsigned barrier_every;    /* after every N iterations of a pass (training or test
+				    * set), wait for all work (rf_engine_wait_all), like the
+				    * seed's per-batch .item()/wait_to_read() barrier. 0: never.
+				    * Changes timing only, never results */
 	rf_train_progress_fn progress;  /* optional */
 	void *progress_ctx;
 };

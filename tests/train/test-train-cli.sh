@@ -5,7 +5,12 @@
 # usable); a short real run writes the --json object (with final_test_acc,
 # epoch_seconds, samples_per_s ...), the --metrics CSV, a checkpoint and a Chrome
 # trace; --resume continues after the saved epoch and appends to the CSV; a corrupt
-# checkpoint is refused with exit 1. Skips (77) without Fashion-MNIST.
+# checkpoint is refused with exit 1. The asynchrony options (--window, --barrier-every,
+# --max-inflight, --stats) parse and reject bad values, and change timing only: a run
+# with a barrier every batch, one with no window and no engine cap, and one with a
+# window of 1, a tiny cap and a barrier every 3 batches all write byte-for-byte the
+# checkpoint of the default run (and the same --json losses); --stats shows how far
+# each ran ahead. Skips (77) without Fashion-MNIST.
 # usage: test-train-cli.sh path/to/rf-train
 RF=${1:?usage: $0 rf-train}
 DATA=${RF_FASHION_MNIST:-/usr/share/datasets/fashion-mnist}
@@ -13,9 +18,12 @@ T=$(mktemp -d "${TMPDIR:-/tmp}/rf-train-cli.XXXXXX") || exit 1
 trap 'rm -rf "$T"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
-# expect CODE PATTERN args...: exit status CODE, exactly one stderr line matching PATTERN
+# expect CODE [--] PATTERN args...: exit status CODE, exactly one stderr line matching
+# PATTERN (the optional -- lets PATTERN start with a dash; it is not the pattern)
 expect() {
-	code=$1; pat=$2; shift 2
+	code=$1; shift
+	[ "$1" = "--" ] && shift
+	pat=$1; shift
 	"$RF" "$@" >"$T/out" 2>"$T/err"; rc=$?
 	[ "$rc" = "$code" ] || fail "rf-train $*: exit $rc, want $code; stderr: $(cat "$T/err")"
 	[ "$(wc -l <"$T/err")" -eq 1 ] || fail "rf-train $*: want one stderr line, got: $(cat "$T/err")"
@@ -33,8 +41,28 @@ expect 2 -- "--devices" --devices 0
 expect 2 -- "--bogus" --bogus
 expect 2 -- "--resume" --resume
 expect 2 -- "stray" --model mlp stray
+expect 2 -- "--window" --window -1
+expect 2 -- "--window" --window two
+expect 2 -- "--window" --window 65537
+expect 2 -- "--window" --window
+expect 2 -- "--barrier-every" --barrier-every -3
+expect 2 -- "--barrier-every" --barrier-every 1x
+expect 2 -- "--barrier-every" --barrier-every 4294967296
+expect 2 -- "--max-inflight" --max-inflight lots
+expect 2 -- "--max-inflight" --max-inflight -1
+expect 2 -- "--max-inflight" --max-inflight ""
+expect 2 -- "--stats: takes no value" --stats=1
+expect 2 -- "--max-inflight: needs a value" --max-inflight
 expect 1 "apt-get install dataset-fashion-mnist" --data "$T/nowhere"
 "$RF" --help | grep -q -- "--devices K" || fail "--help"
+for o in "--window N" "--barrier-every N" "--max-inflight N" "--stats"; do
+	"$RF" --help | grep -q -- "$o" || fail "--help lacks $o"
+done
+# valid values are accepted (the run then fails only for the missing dataset)
+expect 1 "apt-get install dataset-fashion-mnist" --data "$T/nowhere" --window 0 \
+	--barrier-every 0 --max-inflight 0 --stats
+expect 1 "apt-get install dataset-fashion-mnist" --data "$T/nowhere" --window 65536 \
+	--barrier-every 4294967295 --max-inflight 1
 
 if [ ! -r "$DATA/train-images-idx3-ubyte.gz" ] && [ ! -r "$DATA/train-images-idx3-ubyte" ]; then
 	echo "SKIP: Fashion-MNIST not in $DATA (apt-get install dataset-fashion-mnist)"
@@ -82,4 +110,29 @@ echo "ok: truncated checkpoint refused: $(cat "$T/err")"
 "$RF" --data "$DATA" --model lenet --limit 256 --epochs 1 --resume --checkpoint "$T/c.ckpt" >"$T/out" 2>"$T/err"; rc=$?
 [ $rc = 1 ] && grep -q "model" "$T/err" || fail "lenet from an mlp checkpoint: exit $rc: $(cat "$T/err")"
 echo "ok: other model refused: $(cat "$T/err")"
+# Barriers, windows and caps change timing, never results: every configuration writes
+# the default run's checkpoint byte for byte (2 epochs: across the epoch boundary too).
+async_run() { # name, options...
+	n=$1; shift
+	run --epochs 2 --limit 4096 --json --stats --quiet --checkpoint "$T/$n.ckpt" "$@" \
+		>"$T/$n.j" 2>"$T/$n.log" || fail "run $n ($*): $(cat "$T/$n.log")"
+	grep -q "rf-train: engine: .* max in flight" "$T/$n.log" || fail "--stats line ($n): $(cat "$T/$n.log")"
+	grep -q '"max_inflight_seen": [0-9]' "$T/$n.j" || fail "--stats json ($n): $(cat "$T/$n.j")"
+}
+seen() { sed 's/.*"max_inflight_seen": \([0-9]*\).*/\1/' "$T/$1.j"; }
+loss() { sed 's/.*\("final_train_loss": [^,]*\).*\("final_test_acc": [^,]*\).*/\1 \2/' "$T/$1.j"; }
+async_run base
+async_run barrier --barrier-every 1
+async_run free --window 0 --max-inflight 0
+async_run tight --window 1 --max-inflight 8 --barrier-every 3
+async_run wide --window 7 --max-inflight 100000
+for n in barrier free tight wide; do
+	cmp -s "$T/base.ckpt" "$T/$n.ckpt" || fail "$n: the checkpoint differs from the default run's"
+	[ "$(loss $n)" = "$(loss base)" ] || fail "$n: $(loss $n), default run: $(loss base)"
+done
+# how far each ran ahead: no window and no cap > the default (window 2) > a cap of 8
+[ "$(seen free)" -gt "$(seen base)" ] || fail "--window 0 --max-inflight 0 ran no further ahead ($(seen free)) than the default ($(seen base))"
+[ "$(seen tight)" -lt "$(seen base)" ] || fail "--max-inflight 8: max in flight $(seen tight) (default run: $(seen base))"
+grep -q "cap none), window none, barrier every 0" "$T/free.log" || fail "--stats line: $(cat "$T/free.log")"
+echo "ok: --barrier-every/--window/--max-inflight give the default run's checkpoint byte for byte ($(loss base); max in flight: default $(seen base), no window/cap $(seen free), window 1/cap 8 $(seen tight))"
 exit 0
