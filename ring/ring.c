@@ -297,6 +297,20 @@ static int rf__queue(struct rf_ring *r, struct rf__req *q)
 }
 
 /* Queue a read (8 bytes into dst) or a POLLIN poll for an internal eventfd request. */
+/* Queue a freshly filled request; on failure it is freed. Reports its id. */
+static int rf__queue_new(struct rf_ring *r, struct rf__req *q, rf_req_id *id)
+{
+	int ret = rf__queue(r, q);
+
+	if (ret < 0) {
+		rf__req_free(r, q);
+		return ret;
+	}
+	if (id)
+		*id = rf__req_id(q);
+	return 0;
+}
+
 int rf__queue_efd(struct rf_ring *r, struct rf__req *q, int fd, int poll)
 {
 	int err = 0;
@@ -547,14 +561,7 @@ static int rf__rw(struct rf_ring *r, int op, int fd, void *buf, size_t len, uint
 	q->data = data;
 	if (op == RF__OP_READ && r->fault.active)
 		rf__mark_faultable(r, q);
-	int ret = rf__queue(r, q);
-	if (ret < 0) {
-		rf__req_free(r, q);
-		return ret;
-	}
-	if (id)
-		*id = rf__req_id(q);
-	return 0;
+	return rf__queue_new(r, q, id);
 }
 
 int rf_ring_read(struct rf_ring *r, int fd, void *buf, size_t len, uint64_t off,
@@ -593,14 +600,7 @@ int rf_ring_timeout(struct rf_ring *r, uint64_t ns, rf_io_cb cb, void *data, rf_
 	q->data = data;
 	q->u.ts.tv_sec = (long long)(ns / 1000000000ull);
 	q->u.ts.tv_nsec = (long long)(ns % 1000000000ull);
-	int ret = rf__queue(r, q);
-	if (ret < 0) {
-		rf__req_free(r, q);
-		return ret;
-	}
-	if (id)
-		*id = rf__req_id(q);
-	return 0;
+	return rf__queue_new(r, q, id);
 }
 
 int rf_ring_cancel(struct rf_ring *r, rf_req_id id)
