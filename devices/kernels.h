@@ -117,6 +117,15 @@ int rf_k_conv2d_bwd_filter(const struct rf_k_conv2d *s, float *dw, float *db,
 			   const float *dy, const float *x, int accumulate,
 			   void *ws, size_t ws_bytes);
 
+/* rf_k_conv2d_bwd_filter with dy = avgpool2_bwd(dp) · (y > 0) computed on the fly (a
+ * conv → relu → avgpool2 block: dp (n, o, oh/2, ow/2) the pooled gradient, y (n, o, oh,
+ * ow) the ReLU output), without materialising dy: the same bits as
+ * rf_k_avgpool2_relu_bwd then rf_k_conv2d_bwd_filter. Single-channel inputs only
+ * (c == 1, kh·kw <= 25, ow <= 64; -EINVAL otherwise); needs no workspace. */
+int rf_k_conv2d_bwd_filter_pool_relu(const struct rf_k_conv2d *s, float *dw, float *db,
+				     const float *dp, const float *y, const float *x,
+				     int accumulate);
+
 /* ---- pooling ------------------------------------------------------------------ */
 
 /* y (n, c, h/k, w/k) = mean over each k×k window of x (n, c, h, w) (floor).
@@ -125,6 +134,17 @@ void rf_k_avgpool2d_fwd(float *y, const float *x, int n, int c, int h, int w, in
 /* dx (n, c, h, w) = dy (n, c, h/k, w/k)[window] / (k·k); uncovered cells get 0.
  * dx is overwritten. */
 void rf_k_avgpool2d_bwd(float *dx, const float *dy, int n, int c, int h, int w, int k);
+
+/* Fused ReLU and 2×2 average pooling (LeNet's conv → relu → avgpool2 block), CPU only.
+ * Forward: y (n, c, h, w) = max(y, 0) in place (every element, trailing rows/columns
+ * included) and p (n, c, h/2, w/2) = avgpool2(y): the same bits as rf_k_relu_fwd then
+ * rf_k_avgpool2d_fwd with k = 2, in one pass over y. */
+void rf_k_relu_avgpool2_fwd(float *p, float *y, int n, int c, int h, int w);
+/* Backward: dx (n, c, h, w) = avgpool2_bwd(dy (n, c, h/2, w/2)) · (y > 0), y the ReLU
+ * output: the same bits as rf_k_avgpool2d_bwd with k = 2 then rf_k_relu_bwd (dx in
+ * place), in one pass. dx is overwritten. */
+void rf_k_avgpool2_relu_bwd(float *dx, const float *dy, const float *y, int n, int c, int h,
+			    int w);
 
 /* ---- optimiser and vector helpers ------------------------------------------ */
 

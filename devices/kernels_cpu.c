@@ -467,6 +467,29 @@ RF__INLINE void conv1_fwd_b(float *restrict y, const float *restrict x, const fl
 	}
 }
 
+/* Row i (OW floats) of dy = avgpool2_bwd(pp) · (py > 0) for one (image, channel) plane:
+ * pp the pooled gradient plane (OH/2, OW/2), py the ReLU output plane (OH, OW). The same
+ * bits as rf_k_avgpool2_relu_bwd. */
+RF__INLINE void pool_relu_row(float *restrict d, const float *restrict pp,
+			      const float *restrict py, int i, int OH, int OW)
+{
+	const int PH = OH / 2, PW = OW / 2;
+	if (i / 2 >= PH) {
+		for (int j = 0; j < OW; j++)
+			d[j] = 0.0f;
+		return;
+	}
+	const float *restrict g = pp + (size_t)(i / 2) * PW;
+	const float *restrict y = py + (size_t)i * OW;
+	for (int j = 0; j < PW; j++) {
+		float v = g[j] * (1.0f / 4.0f);
+		d[2 * j] = y[2 * j] > 0.0f ? v : 0.0f;
+		d[2 * j + 1] = y[2 * j + 1] > 0.0f ? v : 0.0f;
+	}
+	for (int j = 2 * PW; j < OW; j++)
+		d[j] = 0.0f;
+}
+
 #if RF__X86_DISPATCH
 #include <immintrin.h>
 /* Hand-vectorised single-channel 3×3 kernels for 16 < ow <= 32 (LeNet's 28×28 →
@@ -507,7 +530,7 @@ RF__AVX512 static void conv1_fwd_3x3_avx512(float *restrict y, const float *rest
 RF__AVX512 static void conv1_bwdf_3x3_avx512(float *restrict dw, float *restrict db,
 					     const float *restrict dy, const float *restrict x,
 					     int accumulate, int n, int o, int H, int W, int OH,
-					     int OW)
+					     int OW, const float *pp, const float *py)
 {
 	const __mmask16 m1 = (__mmask16)((1u << (OW - 16)) - 1);
 	for (int oc = 0; oc < o; oc++) {
@@ -516,10 +539,16 @@ RF__AVX512 static void conv1_bwdf_3x3_avx512(float *restrict dw, float *restrict
 			a0[t] = a1[t] = _mm512_setzero_ps();
 		for (int im = 0; im < n; im++) {
 			const float *xp = x + (size_t)im * H * W;
-			const float *dp = dy + ((size_t)im * o + oc) * OH * OW;
+			const float *dp = pp ? NULL : dy + ((size_t)im * o + oc) * OH * OW;
+			const float *gp = pp ? pp + ((size_t)im * o + oc) * (OH / 2) * (OW / 2) : NULL;
+			const float *yp = pp ? py + ((size_t)im * o + oc) * OH * OW : NULL;
+			float drow[32];
 			for (int i = 0; i < OH; i++) {
-				const __m512 d0 = _mm512_loadu_ps(dp + i * OW);
-				const __m512 d1 = _mm512_maskz_loadu_ps(m1, dp + i * OW + 16);
+				const float *dr = dp ? dp + i * OW : drow;
+				if (!dp)
+					pool_relu_row(drow, gp, yp, i, OH, OW);
+				const __m512 d0 = _mm512_loadu_ps(dr);
+				const __m512 d1 = _mm512_maskz_loadu_ps(m1, dr + 16);
 				for (int kh = 0; kh < 3; kh++)
 					for (int kw = 0; kw < 3; kw++) {
 						const float *xr = xp + (i + kh) * W + kw;
@@ -573,8 +602,9 @@ enum { RF__C1_MAXT = 25, RF__C1_MAXJ = 64 };
 
 RF__INLINE void conv1_bwdf_b(float *restrict dw, float *restrict db, const float *restrict dy,
 			     const float *restrict x, int accumulate, int n, int o, int H, int W,
-			     int KH, int KW, int OH, int OW)
+			     int KH, int KW, int OH, int OW, const float *pp, const float *py)
 {
+	float drow[RF__C1_MAXJ];
 	float acc[RF__C1_MAXT][RF__C1_MAXJ], accb[RF__C1_MAXJ];
 	for (int oc = 0; oc < o; oc++) {
 		for (int t = 0; t < KH * KW; t++)
@@ -584,9 +614,13 @@ RF__INLINE void conv1_bwdf_b(float *restrict dw, float *restrict db, const float
 			accb[j] = 0.0f;
 		for (int im = 0; im < n; im++) {
 			const float *xp = x + (size_t)im * H * W;
-			const float *dp = dy + ((size_t)im * o + oc) * OH * OW;
+			const float *dp = pp ? NULL : dy + ((size_t)im * o + oc) * OH * OW;
+			const float *gp = pp ? pp + ((size_t)im * o + oc) * (OH / 2) * (OW / 2) : NULL;
+			const float *yp = pp ? py + ((size_t)im * o + oc) * OH * OW : NULL;
 			for (int i = 0; i < OH; i++) {
-				const float *restrict d = dp + i * OW;
+				if (!dp)
+					pool_relu_row(drow, gp, yp, i, OH, OW);
+				const float *restrict d = dp ? dp + i * OW : drow;
 				for (int kh = 0; kh < KH; kh++)
 					for (int kw = 0; kw < KW; kw++) {
 						const float *restrict xr = xp + (i + kh) * W + kw;
@@ -615,16 +649,18 @@ RF__INLINE void conv1_bwdf_b(float *restrict dw, float *restrict db, const float
 }
 
 RF__INLINE void conv1_bwdf_body(float *dw, float *db, const float *dy, const float *x,
-				int accumulate, int n, int o, struct conv_geo q)
+				int accumulate, int n, int o, struct conv_geo q, const float *pp,
+				const float *py)
 {
 	if (q.kh == 3 && q.kw == 3 && q.w == 28 && q.h == 28)
-		conv1_bwdf_b(dw, db, dy, x, accumulate, n, o, 28, 28, 3, 3, 26, 26);
+		conv1_bwdf_b(dw, db, dy, x, accumulate, n, o, 28, 28, 3, 3, 26, 26, pp, py);
 	else
-		conv1_bwdf_b(dw, db, dy, x, accumulate, n, o, q.h, q.w, q.kh, q.kw, q.oh, q.ow);
+		conv1_bwdf_b(dw, db, dy, x, accumulate, n, o, q.h, q.w, q.kh, q.kw, q.oh, q.ow,
+			     pp, py);
 }
 RF__DISPATCH(conv1_bwdf, (float *dw, float *db, const float *dy, const float *x, int accumulate,
-			  int n, int o, struct conv_geo q),
-	     (dw, db, dy, x, accumulate, n, o, q))
+			  int n, int o, struct conv_geo q, const float *pp, const float *py),
+	     (dw, db, dy, x, accumulate, n, o, q, pp, py))
 
 int rf_k_conv2d_fwd(const struct rf_k_conv2d *s, float *y, const float *x,
 		    const float *w, const float *b, void *ws, size_t ws_bytes)
@@ -737,11 +773,11 @@ int rf_k_conv2d_bwd_filter(const struct rf_k_conv2d *s, float *dw, float *db,
 #if RF__X86_DISPATCH
 		if (q.kh == 3 && q.kw == 3 && q.ow > 16 && q.ow <= 32 && use_avx512()) {
 			conv1_bwdf_3x3_avx512(dw, db, dy, x, accumulate, s->n, o, q.h, q.w, q.oh,
-					      q.ow);
+					      q.ow, NULL, NULL);
 			return 0;
 		}
 #endif
-		conv1_bwdf(dw, db, dy, x, accumulate, s->n, o, q);
+		conv1_bwdf(dw, db, dy, x, accumulate, s->n, o, q, NULL, NULL);
 		return 0;
 	}
 	const size_t ohw = (size_t)rf_k_conv2d_oh(s) * rf_k_conv2d_ow(s);
@@ -773,6 +809,34 @@ int rf_k_conv2d_bwd_filter(const struct rf_k_conv2d *s, float *dw, float *db,
 				db[oc] += acc;
 			}
 	}
+	return 0;
+}
+
+int rf_k_conv2d_bwd_filter_pool_relu(const struct rf_k_conv2d *s, float *dw, float *db,
+				     const float *dp, const float *y, const float *x,
+				     int accumulate)
+{
+	if (conv_check(s) || !conv_direct(s) || s->kh * s->kw > RF__C1_MAXT ||
+	    rf_k_conv2d_ow(s) > RF__C1_MAXJ)
+		return -EINVAL;
+	const int o = s->o;
+	if (s->n == 0) {
+		if (!accumulate) {
+			memset(dw, 0, (size_t)o * s->kh * s->kw * sizeof(float));
+			if (db)
+				memset(db, 0, (size_t)o * sizeof(float));
+		}
+		return 0;
+	}
+	const struct conv_geo q = conv_geo(s);
+#if RF__X86_DISPATCH
+	if (q.kh == 3 && q.kw == 3 && q.ow > 16 && q.ow <= 32 && use_avx512()) {
+		conv1_bwdf_3x3_avx512(dw, db, NULL, x, accumulate, s->n, o, q.h, q.w, q.oh, q.ow,
+				      dp, y);
+		return 0;
+	}
+#endif
+	conv1_bwdf(dw, db, NULL, x, accumulate, s->n, o, q, dp, y);
 	return 0;
 }
 
@@ -845,6 +909,63 @@ void rf_k_avgpool2d_bwd(float *dx, const float *dy, int n, int c, int h, int w, 
 					for (int bb = 0; bb < k; bb++)
 						xr[j * k + bb] = yr[j] * inv;
 			for (int col = ow * k; col < w; col++)
+				xr[col] = 0.0f;
+		}
+	}
+}
+
+void rf_k_relu_avgpool2_fwd(float *p, float *y, int n, int c, int h, int w)
+{
+	const int oh = h / 2, ow = w / 2;
+	const float inv = 1.0f / 4.0f;
+	const size_t planes = (size_t)n * c;
+	for (size_t pl = 0; pl < planes; pl++) {
+		float *yp = y + pl * h * w;
+		for (int i = 0; i < oh; i++) {
+			float *restrict x0 = yp + (size_t)(2 * i) * w, *restrict x1 = x0 + w;
+			float *restrict pr = p + (pl * oh + i) * ow;
+			for (int col = 0; col < w; col++) {
+				x0[col] = x0[col] > 0.0f ? x0[col] : 0.0f;
+				x1[col] = x1[col] > 0.0f ? x1[col] : 0.0f;
+			}
+			for (int j = 0; j < ow; j++)
+				pr[j] = ((((0.0f + x0[2 * j]) + x0[2 * j + 1]) + x1[2 * j]) +
+					 x1[2 * j + 1]) * inv;
+		}
+		for (int r = 2 * oh; r < h; r++) {
+			float *restrict xr = yp + (size_t)r * w;
+			for (int col = 0; col < w; col++)
+				xr[col] = xr[col] > 0.0f ? xr[col] : 0.0f;
+		}
+	}
+}
+
+void rf_k_avgpool2_relu_bwd(float *dx, const float *dy, const float *y, int n, int c, int h,
+			    int w)
+{
+	const int oh = h / 2, ow = w / 2;
+	const float inv = 1.0f / 4.0f;
+	const size_t planes = (size_t)n * c;
+	for (size_t pl = 0; pl < planes; pl++) {
+		float *xp = dx + pl * h * w;
+		const float *yp = y + pl * h * w;
+		const float *gp = dy + pl * oh * ow;
+		for (int r = 0; r < h; r++) {
+			float *restrict xr = xp + (size_t)r * w;
+			const float *restrict yr = yp + (size_t)r * w;
+			int i = r / 2;
+			if (i >= oh) {
+				for (int col = 0; col < w; col++)
+					xr[col] = 0.0f;
+				continue;
+			}
+			const float *restrict gr = gp + (size_t)i * ow;
+			for (int j = 0; j < ow; j++) {
+				float v = gr[j] * inv;
+				xr[2 * j] = yr[2 * j] > 0.0f ? v : 0.0f;
+				xr[2 * j + 1] = yr[2 * j + 1] > 0.0f ? v : 0.0f;
+			}
+			for (int col = ow * 2; col < w; col++)
 				xr[col] = 0.0f;
 		}
 	}

@@ -602,6 +602,146 @@ int rf_avgpool2d_bwd(struct rf_stream *s, struct rf_tensor *dx, struct rf_tensor
 	return rf__pool(s, "rf_avgpool2d_bwd", RF__POOL_BWD, "avgpool2d_bwd", dx, dy, dx, dy, k);
 }
 
+/* CPU-only fused ops run as host ops (the backends' op codes are not ours to extend):
+ * the arguments follow the context, and the function gets them. */
+struct rf__fused {
+	float *out, *io;
+	const float *in, *in2;
+	int n, c, h, w;
+};
+
+static int rf__relu_pool_fwd_fn(void *arg)
+{
+	struct rf__fused *f = arg;
+
+	rf_k_relu_avgpool2_fwd(f->out, f->io, f->n, f->c, f->h, f->w);
+	return 0;
+}
+
+static int rf__pool_relu_bwd_fn(void *arg)
+{
+	struct rf__fused *f = arg;
+
+	rf_k_avgpool2_relu_bwd(f->out, f->in, f->in2, f->n, f->c, f->h, f->w);
+	return 0;
+}
+
+static int rf__fused_pool(struct rf_stream *s, const char *fn, const char *name, int bwd,
+			  struct rf_tensor *big_out, struct rf_tensor *small, struct rf_tensor *y)
+{
+	struct rf__b b;
+	struct rf__fused *f;
+	char b1[96], b2[96];
+
+	RF__TRY(rf__need(fn, "big tensor", big_out, RF_F32, 4));
+	RF__TRY(rf__need(fn, "pooled tensor", small, RF_F32, 4));
+	RF__TRY(rf__need(fn, "y", y, RF_F32, 4));
+	if (small->shape[0] != y->shape[0] || small->shape[1] != y->shape[1] ||
+	    small->shape[2] != y->shape[2] / 2 || small->shape[3] != y->shape[3] / 2 ||
+	    memcmp(big_out->shape, y->shape, 4 * sizeof(y->shape[0])) != 0)
+		return rf__bad(fn, "%s is not %s pooled 2x2", rf_tensor_describe(small, b1, sizeof(b1)),
+			       rf_tensor_describe(y, b2, sizeof(b2)));
+	if (y->dev->kind != RF_DEVICE_CPU)
+		return rf__bad(fn, "CPU devices only");
+	RF__TRY(rf__b_init(&b, fn, RF__HOST, name, sizeof(*f)));
+	f = (struct rf__fused *)(b.c + 1);
+	f->n = (int)y->shape[0];
+	f->c = (int)y->shape[1];
+	f->h = (int)y->shape[2];
+	f->w = (int)y->shape[3];
+	if (bwd) {
+		f->out = big_out->data;
+		f->in = small->data;
+		f->in2 = y->data;
+		b.c->u.host.fn = rf__pool_relu_bwd_fn;
+		rf__b_tensor(&b, small, 0);
+		rf__b_tensor(&b, y, 0);
+		rf__b_tensor(&b, big_out, 1);
+	} else {
+		f->out = small->data;
+		f->io = y->data;
+		b.c->u.host.fn = rf__relu_pool_fwd_fn;
+		rf__b_tensor(&b, y, 1);
+		rf__b_tensor(&b, small, 1);
+	}
+	b.c->u.host.arg = f;
+	return rf__b_push(&b, s, y->dev);
+}
+
+int rf_relu_avgpool2d_fwd(struct rf_stream *s, struct rf_tensor *p, struct rf_tensor *y)
+{
+	if (!p || !y)
+		return rf__bad("rf_relu_avgpool2d_fwd", "NULL tensor");
+	return rf__fused_pool(s, "rf_relu_avgpool2d_fwd", "relu_avgpool2d_fwd", 0, y, p, y);
+}
+
+int rf_avgpool2d_relu_bwd(struct rf_stream *s, struct rf_tensor *dx, struct rf_tensor *dy,
+			  struct rf_tensor *y)
+{
+	if (!dx || !dy || !y)
+		return rf__bad("rf_avgpool2d_relu_bwd", "NULL tensor");
+	return rf__fused_pool(s, "rf_avgpool2d_relu_bwd", "avgpool2d_relu_bwd", 1, dx, dy, y);
+}
+
+struct rf__bwdf_pr {
+	struct rf_k_conv2d s;
+	float *dw, *db;
+	const float *dp, *y, *x;
+	int acc;
+};
+
+static int rf__bwdf_pr_fn(void *arg)
+{
+	struct rf__bwdf_pr *f = arg;
+
+	return rf_k_conv2d_bwd_filter_pool_relu(&f->s, f->dw, f->db, f->dp, f->y, f->x, f->acc);
+}
+
+int rf_conv2d_bwd_filter_pool_relu(struct rf_stream *s, struct rf_tensor *dw,
+				   struct rf_tensor *db, struct rf_tensor *dp,
+				   struct rf_tensor *y, struct rf_tensor *x, int accumulate)
+{
+	static const char fn[] = "rf_conv2d_bwd_filter_pool_relu";
+	struct rf_k_conv2d cs;
+	struct rf__bwdf_pr *f;
+	struct rf__b b;
+	char b1[96], b2[96];
+
+	RF__TRY(rf__conv_shape(fn, &cs, x, dw, y));
+	RF__TRY(rf__need(fn, "dp", dp, RF_F32, 4));
+	if (dp->shape[0] != y->shape[0] || dp->shape[1] != y->shape[1] ||
+	    dp->shape[2] != y->shape[2] / 2 || dp->shape[3] != y->shape[3] / 2)
+		return rf__bad(fn, "%s is not %s pooled 2x2", rf_tensor_describe(dp, b1, sizeof(b1)),
+			       rf_tensor_describe(y, b2, sizeof(b2)));
+	if (cs.c != 1 || cs.kh * cs.kw > 25 || rf_k_conv2d_ow(&cs) > 64)
+		return rf__bad(fn, "single-channel inputs, kernels up to 25 taps and outputs up "
+			       "to 64 wide only");
+	if (db) {
+		RF__TRY(rf__need(fn, "db", db, RF_F32, -1));
+		if (db->numel != (size_t)cs.o)
+			return rf__bad(fn, "db must have %d elements", cs.o);
+	}
+	if (dw->dev->kind != RF_DEVICE_CPU)
+		return rf__bad(fn, "CPU devices only");
+	RF__TRY(rf__b_init(&b, fn, RF__HOST, "conv2d_bwd_filter_pool_relu", sizeof(*f)));
+	f = (struct rf__bwdf_pr *)(b.c + 1);
+	f->s = cs;
+	f->dw = dw->data;
+	f->db = db ? db->data : NULL;
+	f->dp = dp->data;
+	f->y = y->data;
+	f->x = x->data;
+	f->acc = !!accumulate;
+	b.c->u.host.fn = rf__bwdf_pr_fn;
+	b.c->u.host.arg = f;
+	rf__b_tensor(&b, dp, 0);
+	rf__b_tensor(&b, y, 0);
+	rf__b_tensor(&b, x, 0);
+	rf__b_tensor(&b, dw, 1);
+	rf__b_tensor(&b, db, 1);
+	return rf__b_push(&b, s, dw->dev);
+}
+
 int rf_sgd(struct rf_stream *s, struct rf_tensor *w, struct rf_tensor *g, float lr,
 	   float weight_decay)
 {

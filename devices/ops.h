@@ -80,6 +80,26 @@ int rf_avgpool2d_fwd(struct rf_stream *s, struct rf_tensor *y, struct rf_tensor 
 /* dx (n, c, h, w) from dy (n, c, h/k, w/k). */
 int rf_avgpool2d_bwd(struct rf_stream *s, struct rf_tensor *dx, struct rf_tensor *dy, int k);
 
+/* Fused ReLU + 2×2 average pooling (kernels.h rf_k_relu_avgpool2_fwd/_bwd): the same
+ * bits as the separate ops, one pass over the big tensor. CPU devices only (-EINVAL
+ * on a CUDA stream: use rf_relu_* and rf_avgpool2d_* there).
+ * Forward: y (n, c, h, w) = max(y, 0) in place, p (n, c, h/2, w/2) = avgpool2(y).
+ * Reads and writes y, writes p. */
+int rf_relu_avgpool2d_fwd(struct rf_stream *s, struct rf_tensor *p, struct rf_tensor *y);
+/* Backward: dx (n, c, h, w) = avgpool2_bwd(dy (n, c, h/2, w/2)) · (y > 0), y the ReLU
+ * output. Reads dy and y, writes dx. */
+int rf_avgpool2d_relu_bwd(struct rf_stream *s, struct rf_tensor *dx, struct rf_tensor *dy,
+			  struct rf_tensor *y);
+
+/* rf_conv2d_bwd_filter whose dy is avgpool2_bwd(dp) · (y > 0), computed on the fly
+ * (kernels.h rf_k_conv2d_bwd_filter_pool_relu): dp (n, o, oh/2, ow/2), y (n, o, oh, ow)
+ * the ReLU output, x (n, 1, h, w) single-channel. The same bits as rf_avgpool2d_relu_bwd
+ * then rf_conv2d_bwd_filter, without the full-size dy. CPU devices only. Reads dp, y,
+ * x; writes dw and db (NULL: none). */
+int rf_conv2d_bwd_filter_pool_relu(struct rf_stream *s, struct rf_tensor *dw,
+				   struct rf_tensor *db, struct rf_tensor *dp,
+				   struct rf_tensor *y, struct rf_tensor *x, int accumulate);
+
 /* w -= lr · (g + wd · w). Reads g, writes w. */
 int rf_sgd(struct rf_stream *s, struct rf_tensor *w, struct rf_tensor *g, float lr,
 	   float weight_decay);

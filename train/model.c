@@ -176,14 +176,37 @@ static struct rf_model_acts *rf__acts_new(int n, struct rf_tensor *x)
 	return a;
 }
 
+/* A host op that does nothing: its reads and writes order other ops (see below). */
+static int rf__fence_fn(void *arg)
+{
+	(void)arg;
+	return 0;
+}
+
 void rf_model_acts_free(struct rf_model_acts *a)
 {
 	unsigned i;
 
 	if (!a)
 		return;
+	/* Views of the borrowed input (a->v[0], a->v[5]; see rf__lenet_forward): a later
+	 * write to x must wait for the ops that read them, but once they are freed, a
+	 * write to x no longer names their variables. A fence that writes x while they
+	 * are alive is ordered after those reads, and later writes after the fence. */
+	if (a->v[0] || a->v[5]) {
+		struct rf_tensor *r[2];
+		unsigned nr = 0;
+		if (a->v[0])
+			r[nr++] = a->v[0];
+		if (a->v[5])
+			r[nr++] = a->v[5];
+		if (rf_host_op(NULL, rf__fence_fn, NULL, r, nr, &a->x, 1, "x_views_done") < 0)
+			rf_engine_wait_all(rf_device_engine(a->x->dev)); /* no fence: drain */
+	}
 	/* the input's shape as the caller gave it (ops captured the views they used) */
 	rf_tensor_reshape(a->x, a->x_ndim, a->x_shape);
+	for (i = 0; i < RF_MODEL_MAX_ACTS; i++)
+		rf_tensor_free(a->v[i]);
 	for (i = 0; i < RF_MODEL_MAX_ACTS; i++)
 		rf_tensor_free(a->a[i]);
 	rf_tensor_free(a->logits);
@@ -251,23 +274,86 @@ out:
  *       a[4] h3 (n, 128)        = relu(p2·f1.wᵀ + f1.b)
  *       logits (n, 10)          = h3·f2.wᵀ + f2.b */
 
+/* relu then avgpool2 (forward), avgpool2 then relu (backward): fused on the CPU (one
+ * pass over the big tensor, the same bits), two ops elsewhere. */
+static int rf__relu_pool_fwd(struct rf_model *m, struct rf_stream *s, struct rf_tensor *p,
+			     struct rf_tensor *y)
+{
+	int ret;
+
+	if (rf_device_kind(m->dev) == RF_DEVICE_CPU)
+		return rf_relu_avgpool2d_fwd(s, p, y);
+	ret = rf_relu_fwd(s, y, y);
+	return ret < 0 ? ret : rf_avgpool2d_fwd(s, p, y, 2);
+}
+
+static int rf__pool_relu_bwd(struct rf_model *m, struct rf_stream *s, struct rf_tensor *dx,
+			     struct rf_tensor *dy, struct rf_tensor *y)
+{
+	int ret;
+
+	if (rf_device_kind(m->dev) == RF_DEVICE_CPU)
+		return rf_avgpool2d_relu_bwd(s, dx, dy, y);
+	ret = rf_avgpool2d_bwd(s, dx, dy, 2);
+	return ret < 0 ? ret : rf_relu_bwd(s, dx, dx, y);
+}
+
+/* The convolutional part of the forward (conv1 … pool2) on images [i0, i0 + k) of x,
+ * c1, p1, c2 and p2: whole tensors when k == n, otherwise views of them, kept in
+ * a->v[vi …] (freed with the acts: see model.h). */
+static int rf__lenet_conv_part(struct rf_model *m, struct rf_model_acts *a, struct rf_tensor *x,
+			       struct rf_stream *s, int64_t i0, int64_t k, int vi)
+{
+	struct rf_tensor *v[5], *t[5] = { x, a->a[0], a->a[1], a->a[2], a->a[3] };
+	static const int64_t per[5][3] = { { 1, 28, 28 }, { 20, 26, 26 }, { 20, 13, 13 },
+					   { 50, 9, 9 }, { 50, 4, 4 } };
+	int ret = 0, i;
+
+	for (i = 0; i < 5; i++) {
+		if (k == a->n) {
+			v[i] = t[i];
+			continue;
+		}
+		v[i] = a->v[vi + i] =
+			rf_tensor_view(t[i], (size_t)(i0 * per[i][0] * per[i][1] * per[i][2]),
+				       RF_F32, t[i]->name, RF_DIMS(k, per[i][0], per[i][1], per[i][2]));
+		if (!v[i])
+			return -ENOMEM;
+	}
+	/* x was written before its view existed, and an op on the view names only the
+	 * view's variable: a fence that reads x and writes the view orders them. (The
+	 * activations are new, so their views have no earlier writers.) */
+	if (k != a->n)
+		RF__TRY(rf_host_op(s, rf__fence_fn, NULL, &x, 1, &v[0], 1, "x_view_ready"));
+	RF__TRY(rf_conv2d_fwd(s, v[1], v[0], m->p[0], m->p[1]));
+	RF__TRY(rf__relu_pool_fwd(m, s, v[2], v[1]));
+	RF__TRY(rf_conv2d_fwd(s, v[3], v[2], m->p[2], m->p[3]));
+	RF__TRY(rf__relu_pool_fwd(m, s, v[4], v[3]));
+out:
+	return ret;
+}
+
 static int rf__lenet_forward(struct rf_model *m, struct rf_model_acts *a, struct rf_tensor *x)
 {
 	struct rf_stream *s = m->s;
-	int64_t n = a->n;
+	int64_t n = a->n, h = n / 2;
 	int ret;
 
 	RF__TRY(rf_tensor_reshape(x, RF_DIMS(n, 1, 28, 28)));
 	RF__NEW(a->a[0], m, "c1", n, 20, 26, 26);
-	RF__TRY(rf_conv2d_fwd(s, a->a[0], x, m->p[0], m->p[1]));
-	RF__TRY(rf_relu_fwd(s, a->a[0], a->a[0]));
 	RF__NEW(a->a[1], m, "p1", n, 20, 13, 13);
-	RF__TRY(rf_avgpool2d_fwd(s, a->a[1], a->a[0], 2));
 	RF__NEW(a->a[2], m, "c2", n, 50, 9, 9);
-	RF__TRY(rf_conv2d_fwd(s, a->a[2], a->a[1], m->p[2], m->p[3]));
-	RF__TRY(rf_relu_fwd(s, a->a[2], a->a[2]));
 	RF__NEW(a->a[3], m, "p2", n, 50, 4, 4);
-	RF__TRY(rf_avgpool2d_fwd(s, a->a[3], a->a[2], 2));
+	/* With a second stream (CPU), each stream runs the convolutions on half of the
+	 * batch: images are independent and the split is fixed, so results stay
+	 * deterministic. x must be a block (a view cannot be viewed) without views. */
+	if (m->s2 && m->s2 != s && h > 0 && !x->base && !x->views &&
+	    rf_device_kind(m->dev) == RF_DEVICE_CPU && rf_device_kind(x->dev) == RF_DEVICE_CPU) {
+		RF__TRY(rf__lenet_conv_part(m, a, x, s, 0, h, 0));
+		RF__TRY(rf__lenet_conv_part(m, a, x, m->s2, h, n - h, 5));
+	} else {
+		RF__TRY(rf__lenet_conv_part(m, a, x, s, 0, n, 0));
+	}
 	RF__TRY(rf_tensor_reshape(a->a[3], RF_DIMS(n, 800)));
 	RF__NEW(a->a[4], m, "h3", n, 128);
 	RF__TRY(rf_gemm(s, 0, 1, 1.0f, a->a[3], m->p[4], 0.0f, a->a[4]));
@@ -308,20 +394,24 @@ static int rf__lenet_backward(struct rf_model *m, struct rf_model_acts *a, rf_gr
 	/* pool2 and relu: dc2 (n, 50, 9, 9) */
 	RF__TRY(rf_tensor_reshape(dp2, RF_DIMS(n, 50, 4, 4)));
 	RF__NEW(dc2, m, "dc2", n, 50, 9, 9);
-	RF__TRY(rf_avgpool2d_bwd(s, dc2, dp2, 2));
-	RF__TRY(rf_relu_bwd(s, dc2, dc2, c2));
+	RF__TRY(rf__pool_relu_bwd(m, s, dc2, dp2, c2));
 	/* layer 1 (c2): dc2.w (50, 20, 5, 5), dc2.b; dp1 (n, 20, 13, 13) */
 	RF__TRY(rf_conv2d_bwd_filter(sw, m->g[2], m->g[3], dc2, p1, 0));
 	RF__NEW(dp1, m, "dp1", n, 20, 13, 13);
 	RF__TRY(rf_conv2d_bwd_data(s, dp1, dc2, m->p[2]));
 	if (hook)
 		RF__TRY(hook(ctx, m, 1));
-	/* pool1 and relu: dc1 (n, 20, 26, 26) */
-	RF__NEW(dc1, m, "dc1", n, 20, 26, 26);
-	RF__TRY(rf_avgpool2d_bwd(s, dc1, dp1, 2));
-	RF__TRY(rf_relu_bwd(s, dc1, dc1, c1));
-	/* layer 0 (c1): dc1.w (20, 1, 3, 3), dc1.b (no dx) */
-	RF__TRY(rf_conv2d_bwd_filter(sw, m->g[0], m->g[1], dc1, a->x, 0));
+	/* pool1 and relu: dc1 (n, 20, 26, 26); layer 0 (c1): dc1.w (20, 1, 3, 3), dc1.b (no
+	 * dx). On s, right after dp1: sw is still busy with conv2's filter gradient (the
+	 * larger half of the backward). On the CPU one op computes dc1 row by row as the
+	 * filter gradient consumes it (the same bits, without the 13.8 MB dc1). */
+	if (rf_device_kind(m->dev) == RF_DEVICE_CPU) {
+		RF__TRY(rf_conv2d_bwd_filter_pool_relu(s, m->g[0], m->g[1], dp1, c1, a->x, 0));
+	} else {
+		RF__NEW(dc1, m, "dc1", n, 20, 26, 26);
+		RF__TRY(rf__pool_relu_bwd(m, s, dc1, dp1, c1));
+		RF__TRY(rf_conv2d_bwd_filter(s, m->g[0], m->g[1], dc1, a->x, 0));
+	}
 	if (hook)
 		RF__TRY(hook(ctx, m, 0));
 out:

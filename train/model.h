@@ -95,6 +95,10 @@ struct rf_model_acts {
 	int64_t x_shape[4];
 	struct rf_tensor *a[RF_MODEL_MAX_ACTS]; /* per model, see model.c */
 	struct rf_tensor *logits;     /* (n, 10); after the forward: dlogits (in place) */
+	struct rf_tensor *v[RF_MODEL_MAX_ACTS]; /* views of x and of a[] that split work
+				       * over two streams; they live as long as the acts, so
+				       * every later op on the whole tensors is ordered after
+				       * the ops on the views */
 };
 
 /* Called by rf_model_backward right after the ops that compute layer `layer`'s weight

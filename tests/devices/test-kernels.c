@@ -870,6 +870,59 @@ static void test_rand(void)
 	free(b);
 }
 
+/* The fused LeNet-block kernels give the same bits as the separate ones. */
+static void test_fused(void)
+{
+	static const int shapes[][4] = { { 3, 20, 26, 26 }, { 2, 5, 9, 9 }, { 1, 3, 7, 10 } };
+
+	for (size_t t = 0; t < sizeof(shapes) / sizeof(shapes[0]); t++) {
+		int n = shapes[t][0], c = shapes[t][1], h = shapes[t][2], w = shapes[t][3];
+		size_t ny = (size_t)n * c * h * w, np = (size_t)n * c * (h / 2) * (w / 2);
+		float *y0 = frand(ny, -1, 1), *y1 = falloc(ny), *y2 = falloc(ny);
+		float *p1 = falloc(np), *p2 = falloc(np), *dp = frand(np, -1, 1);
+		float *dx1 = falloc(ny), *dx2 = falloc(ny);
+
+		memcpy(y1, y0, ny * sizeof(float));
+		rf_k_relu_fwd(y2, y0, ny);
+		rf_k_avgpool2d_fwd(p2, y2, n, c, h, w, 2);
+		rf_k_relu_avgpool2_fwd(p1, y1, n, c, h, w);
+		CHECK(!memcmp(y1, y2, ny * sizeof(float)) && !memcmp(p1, p2, np * sizeof(float)),
+		      "relu+avgpool2 fused forward differs (%dx%dx%dx%d)", n, c, h, w);
+		rf_k_avgpool2d_bwd(dx2, dp, n, c, h, w, 2);
+		rf_k_relu_bwd(dx2, dx2, y2, ny);
+		rf_k_avgpool2_relu_bwd(dx1, dp, y2, n, c, h, w);
+		CHECK(!memcmp(dx1, dx2, ny * sizeof(float)),
+		      "avgpool2+relu fused backward differs (%dx%dx%dx%d)", n, c, h, w);
+		free(y0); free(y1); free(y2); free(p1); free(p2); free(dp); free(dx1); free(dx2);
+	}
+	/* conv1's filter gradient with the pooled gradient turned into dy on the fly */
+	{
+		struct rf_k_conv2d s = { .n = 3, .c = 1, .h = 28, .w = 28, .o = 4, .kh = 3, .kw = 3 };
+		int oh = 26, ow = 26;
+		size_t nx = 3 * 28 * 28, ny = (size_t)3 * 4 * oh * ow, np = (size_t)3 * 4 * 13 * 13;
+		size_t wsb = rf_k_conv2d_workspace_size(&s);
+		float *x = frand(nx, -1, 1), *y = frand(ny, -1, 1), *dp = frand(np, -1, 1);
+		float *dy = falloc(ny), *dw1 = frand(36, -1, 1), *dw2 = falloc(36);
+		float *db1 = frand(4, -1, 1), *db2 = falloc(4);
+		void *ws = malloc(wsb ? wsb : 1);
+
+		for (size_t i = 0; i < ny; i++)
+			y[i] = y[i] > 0 ? y[i] : 0; /* a ReLU output */
+		memcpy(dw2, dw1, 36 * sizeof(float));
+		memcpy(db2, db1, 4 * sizeof(float));
+		rf_k_avgpool2_relu_bwd(dy, dp, y, 3, 4, oh, ow);
+		CHECK(rf_k_conv2d_bwd_filter(&s, dw2, db2, dy, x, 1, ws, wsb) == 0, "bwd_filter");
+		CHECK(rf_k_conv2d_bwd_filter_pool_relu(&s, dw1, db1, dp, y, x, 1) == 0,
+		      "bwd_filter_pool_relu");
+		CHECK(!memcmp(dw1, dw2, 36 * sizeof(float)) && !memcmp(db1, db2, 4 * sizeof(float)),
+		      "fused conv1 filter gradient differs from pool+relu backward then bwd_filter");
+		s.c = 2; /* single-channel only */
+		CHECK(rf_k_conv2d_bwd_filter_pool_relu(&s, dw1, db1, dp, y, x, 1) == -EINVAL,
+		      "fused filter gradient must refuse c > 1");
+		free(x); free(y); free(dp); free(dy); free(dw1); free(dw2); free(db1); free(db2); free(ws);
+	}
+}
+
 int main(void)
 {
 	test_gemm();
@@ -878,6 +931,7 @@ int main(void)
 	test_softmax_xent();
 	test_conv();
 	test_avgpool();
+	test_fused();
 	test_vector_ops();
 	test_rand();
 	if (failures) {
