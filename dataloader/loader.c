@@ -816,8 +816,9 @@ void rf_loader_destroy(struct rf_loader *l)
 		rf_stream_destroy(l->gs); /* waits for all the engine's work */
 	else
 		rf_engine_wait_all(l->e);
-	/* A registered arena stays pinned by the ring until it is destroyed (the ring has
-	 * no unregister call); the mapping itself goes now. */
+	/* Every read is done: the ring lets go of the arena before it is unmapped. */
+	if (l->registered)
+		rf_ring_unregister_memory(l->ring, rf_pinned_base(l->uarena));
 	rf_pinned_destroy(l->sarena);
 	rf_pinned_destroy(l->uarena);
 	if (l->fd >= 0)

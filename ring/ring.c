@@ -909,34 +909,78 @@ unsigned rf_ring_buffer_count(const struct rf_ring *r)
 	return r->nbufs;
 }
 
+/* Register r->mems[0..n) as the ring's fixed buffers, replacing any earlier set.
+ * Queued SQEs are submitted first: their buffer indices refer to the old table (the
+ * kernel resolves them at submission and keeps those buffers alive while in use). */
+static int rf__register_mems(struct rf_ring *r, unsigned n, int had)
+{
+	struct iovec *iov;
+	int ret;
+
+	if (had) {
+		unsigned before = io_uring_sq_ready(&r->ring);
+		if (before) {
+			ret = io_uring_submit(&r->ring);
+			r->st.enters++;
+			if (ret < 0)
+				return ret;
+			rf__count_submitted(r, before);
+		}
+		ret = io_uring_unregister_buffers(&r->ring);
+		if (ret < 0 && ret != -ENXIO)
+			return ret;
+	}
+	if (!n)
+		return 0;
+	iov = malloc(n * sizeof(*iov));
+	if (!iov)
+		return -ENOMEM;
+	for (unsigned i = 0; i < n; i++) {
+		iov[i].iov_base = r->mems[i].base;
+		iov[i].iov_len = r->mems[i].len;
+	}
+	ret = io_uring_register_buffers(&r->ring, iov, n);
+	free(iov);
+	return ret;
+}
+
 int rf_ring_register_memory(struct rf_ring *r, void *const *bufs, const size_t *lens, unsigned n)
 {
-	if (r->arena || r->nmems)
+	if (r->arena)
 		return -EEXIST;
-	if (!n || n > 16384)
+	if (!n || r->nmems + n > 16384)
 		return -EINVAL;
-	struct rf__mem *mems = malloc(n * sizeof(*mems));
-	struct iovec *iov = malloc(n * sizeof(*iov));
-	if (!mems || !iov) {
-		free(mems);
-		free(iov);
+	struct rf__mem *mems = realloc(r->mems, (r->nmems + n) * sizeof(*mems));
+	if (!mems)
 		return -ENOMEM;
-	}
+	r->mems = mems;
 	for (unsigned i = 0; i < n; i++) {
-		mems[i].base = bufs[i];
-		mems[i].len = lens[i];
-		iov[i].iov_base = bufs[i];
-		iov[i].iov_len = lens[i];
+		mems[r->nmems + i].base = bufs[i];
+		mems[r->nmems + i].len = lens[i];
 	}
-	int ret = io_uring_register_buffers(&r->ring, iov, n);
-	free(iov);
+	int ret = rf__register_mems(r, r->nmems + n, r->nmems > 0);
 	if (ret < 0) {
-		free(mems);
+		/* put the previous set back; new areas are not registered */
+		if (r->nmems)
+			rf__register_mems(r, r->nmems, 0);
 		return ret;
 	}
-	r->mems = mems;
-	r->nmems = n;
+	r->nmems += n;
 	return 0;
+}
+
+int rf_ring_unregister_memory(struct rf_ring *r, const void *base)
+{
+	unsigned i;
+
+	for (i = 0; i < r->nmems; i++)
+		if (r->mems[i].base == base)
+			break;
+	if (i == r->nmems)
+		return -ENOENT;
+	memmove(&r->mems[i], &r->mems[i + 1], (r->nmems - i - 1) * sizeof(r->mems[0]));
+	r->nmems--;
+	return rf__register_mems(r, r->nmems, 1);
 }
 
 int rf_ring_register_files(struct rf_ring *r, const int *fds, unsigned n)

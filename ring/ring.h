@@ -161,9 +161,15 @@ int rf_ring_register_buffers(struct rf_ring *r, unsigned nbufs, size_t bufsz, si
 void *rf_ring_buffer(struct rf_ring *r, unsigned i);
 size_t rf_ring_buffer_size(const struct rf_ring *r);
 unsigned rf_ring_buffer_count(const struct rf_ring *r);
-/* Register an external memory area as one fixed buffer: the ring's arena must not
- * exist. Used by devices to register pinned staging memory. */
+/* Register external memory areas as fixed buffers (one index each), after any
+ * registered before: the ring's arena must not exist (-EEXIST). Used for pinned
+ * staging memory (loaders, devices). The caller keeps the memory mapped until it
+ * unregisters it or destroys the ring. */
 int rf_ring_register_memory(struct rf_ring *r, void *const *bufs, const size_t *lens, unsigned n);
+/* Unregister the area registered with this base address (-ENOENT if none); requests
+ * already submitted that use it finish normally. Queued requests are submitted
+ * first, since indices of later areas shift. */
+int rf_ring_unregister_memory(struct rf_ring *r, const void *base);
 
 /* Register files; RF_IO_FIXED_FILE requests then name them by index. */
 int rf_ring_register_files(struct rf_ring *r, const int *fds, unsigned n);
