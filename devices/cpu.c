@@ -47,6 +47,14 @@ void rf__cpu_policy_update(int delta_streams, int forced_threads)
 	if (rf__cpu_forced < 0)
 		return;
 	t = rf__cpu_forced > 0 ? rf__cpu_forced : cores / rf__cpu_total_streams;
+	{
+		/* RF_BLAS_THREADS=N caps OpenBLAS's threads whatever the policy says (1 for
+		 * ThreadSanitizer runs: OpenBLAS's own thread handoffs are invisible to it). */
+		const char *env = getenv("RF_BLAS_THREADS");
+		int cap = env ? atoi(env) : 0;
+		if (cap > 0 && t > cap)
+			t = cap;
+	}
 	if (t < 1)
 		t = 1;
 	rf_k_blas_set_threads(t); /* -ENOTSUP without OpenBLAS: nothing to set */
