@@ -15,6 +15,13 @@
 int rf__ds_fail(char *err, size_t errlen, int code, const char *path, const char *fmt, ...)
 	RF__PRINTF(5, 6);
 
+/* Open path for a source: copy the path into s->path, open it read-only into s->fd
+ * and fstat it into *st. Returns 0, or the error with err filled; whatever was set
+ * in s is the caller's to release (as rf_dataset_close does). */
+struct stat;
+int rf__ds_src_open(struct rf_dataset_src *s, const char *path, struct stat *st,
+		    char *err, size_t errlen);
+
 /* pread exactly n bytes at off. Returns 0, -EIO if the file ended first (*got says
  * how many were read, may be NULL), or -errno. */
 int rf__pread_full(int fd, void *buf, size_t n, uint64_t off, size_t *got);

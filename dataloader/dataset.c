@@ -58,6 +58,19 @@ int rf__ds_fail(char *err, size_t errlen, int code, const char *path, const char
 	return code;
 }
 
+int rf__ds_src_open(struct rf_dataset_src *s, const char *path, struct stat *st,
+		    char *err, size_t errlen)
+{
+	if (!(s->path = strdup(path)))
+		return rf__ds_fail(err, errlen, -ENOMEM, path, "out of memory");
+	s->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (s->fd < 0)
+		return rf__ds_fail(err, errlen, -errno, path, "cannot open: %s", strerror(errno));
+	if (fstat(s->fd, st) < 0)
+		return rf__ds_fail(err, errlen, -errno, path, "fstat: %s", strerror(errno));
+	return 0;
+}
+
 int rf__pread_full(int fd, void *buf, size_t n, uint64_t off, size_t *got)
 {
 	size_t done = 0;
@@ -417,17 +430,8 @@ int rf_dataset_open_raw(struct rf_dataset *ds, const char *path,
 	s = &ds->src[0];
 	ds->kind = RF_DS_RAW;
 	ds->nsrc = 1;
-	if (!(s->path = strdup(path)))
-		return rf__ds_fail(err, errlen, -ENOMEM, path, "out of memory");
-	s->fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (s->fd < 0) {
-		ret = rf__ds_fail(err, errlen, -errno, path, "cannot open: %s", strerror(errno));
+	if ((ret = rf__ds_src_open(s, path, &st, err, errlen)) < 0)
 		goto fail;
-	}
-	if (fstat(s->fd, &st) < 0) {
-		ret = rf__ds_fail(err, errlen, -errno, path, "fstat: %s", strerror(errno));
-		goto fail;
-	}
 	if (!S_ISREG(st.st_mode)) {
 		ret = rf__ds_fail(err, errlen, -EINVAL, path, "not a regular file");
 		goto fail;

@@ -399,13 +399,8 @@ static int idx_load(struct rf_dataset_src *s, const char *path, unsigned expect_
 	s->fd = -1;
 	if (!path)
 		return rf__ds_fail(err, errlen, -EINVAL, path, "no path given");
-	if (!(s->path = strdup(path)))
-		return rf__ds_fail(err, errlen, -ENOMEM, path, "out of memory");
-	s->fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (s->fd < 0)
-		return rf__ds_fail(err, errlen, -errno, path, "cannot open: %s", strerror(errno));
-	if (fstat(s->fd, &st) < 0)
-		return rf__ds_fail(err, errlen, -errno, path, "fstat: %s", strerror(errno));
+	if ((ret = rf__ds_src_open(s, path, &st, err, errlen)) < 0)
+		return ret;
 	if (S_ISDIR(st.st_mode))
 		return rf__ds_fail(err, errlen, -EISDIR, path, "is a directory, expected an IDX file");
 	s->size = (uint64_t)st.st_size;

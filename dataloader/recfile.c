@@ -91,17 +91,10 @@ int rf_dataset_open_rfrec(struct rf_dataset *ds, const char *path, unsigned flag
 		return rf__ds_fail(err, errlen, -EINVAL, path, "no path given");
 	ds->kind = RF_DS_RFREC;
 	ds->nsrc = 1;
-	if (!(s->path = strdup(path)) || !(h = malloc(RF_REC_HEADER_BYTES))) {
+	if ((ret = rf__ds_src_open(s, path, &st, err, errlen)) < 0)
+		goto fail;
+	if (!(h = malloc(RF_REC_HEADER_BYTES))) {
 		ret = rf__ds_fail(err, errlen, -ENOMEM, path, "out of memory");
-		goto fail;
-	}
-	s->fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (s->fd < 0) {
-		ret = rf__ds_fail(err, errlen, -errno, path, "cannot open: %s", strerror(errno));
-		goto fail;
-	}
-	if (fstat(s->fd, &st) < 0) {
-		ret = rf__ds_fail(err, errlen, -errno, path, "fstat: %s", strerror(errno));
 		goto fail;
 	}
 	if (S_ISDIR(st.st_mode)) {
