@@ -60,10 +60,10 @@ static void rf__worker_wake(struct rf__worker *w)
 	}
 }
 
-/* Post n completions to the reactor: one syscall. Retried on transient failure. */
-static void rf__worker_post(struct rf__worker *w, uint32_t n)
+/* Post a completion to the reactor: one syscall. Retried on transient failure. */
+static void rf__worker_post(struct rf__worker *w)
 {
-	while (rf_notifier_signal_n(w->notifier, n) < 0) {
+	while (rf_notifier_signal(w->notifier) < 0) {
 		static _Atomic int warned;
 		if (!atomic_exchange(&warned, 1))
 			fprintf(stderr, "ringflow: worker stream %s: notifier signal failed, retrying\n",
@@ -88,7 +88,7 @@ static void *rf__worker_main(void *arg)
 			/* Every completion is posted at once: holding a short op's report
 			 * back to batch it with the next would delay its consumers on other
 			 * streams by however long the next op runs. */
-			rf__worker_post(w, 1);
+			rf__worker_post(w);
 			continue;
 		}
 		if (atomic_load_explicit(&w->stop, memory_order_acquire))
