@@ -116,6 +116,21 @@ void rf__trace_var_free(struct rf_var *v)
 	v->readers = NULL;
 }
 
+/* A new event slot, or NULL when memory runs out (the trace is then truncated
+ * rather than failing the op). */
+static struct rf__trace_ev *rf__trace_ev_new(struct rf__trace *t)
+{
+	if (t->n == t->cap) {
+		size_t nc = t->cap ? t->cap * 2 : 4096;
+		struct rf__trace_ev *n = realloc(t->ev, nc * sizeof(*n));
+		if (!n)
+			return NULL;
+		t->ev = n;
+		t->cap = nc;
+	}
+	return &t->ev[t->n++];
+}
+
 void rf__trace_record(struct rf_engine *e, struct rf_op *op)
 {
 	struct rf__trace *t = e->trace;
@@ -123,15 +138,9 @@ void rf__trace_record(struct rf_engine *e, struct rf_op *op)
 
 	if (op->internal)
 		return;
-	if (t->n == t->cap) {
-		size_t nc = t->cap ? t->cap * 2 : 4096;
-		struct rf__trace_ev *n = realloc(t->ev, nc * sizeof(*n));
-		if (!n)
-			return; /* trace truncated rather than failing the op */
-		t->ev = n;
-		t->cap = nc;
-	}
-	ev = &t->ev[t->n++];
+	ev = rf__trace_ev_new(t);
+	if (!ev)
+		return;
 	ev->name = op->name;
 	ev->tid = op->stream->id;
 	ev->t0 = op->t0 ? op->t0 : rf_now_ns();
@@ -151,15 +160,9 @@ void rf_engine_trace_mark(struct rf_engine *e, struct rf_stream *s, const char *
 
 	if (!t)
 		return;
-	if (t->n == t->cap) {
-		size_t nc = t->cap ? t->cap * 2 : 4096;
-		struct rf__trace_ev *n = realloc(t->ev, nc * sizeof(*n));
-		if (!n)
-			return;
-		t->ev = n;
-		t->cap = nc;
-	}
-	ev = &t->ev[t->n++];
+	ev = rf__trace_ev_new(t);
+	if (!ev)
+		return;
 	memset(ev, 0, sizeof(*ev));
 	ev->name = name;
 	ev->tid = s ? s->id : 0;
