@@ -145,6 +145,17 @@ int rf_model_init(struct rf_model *m, struct rf_prng *g, enum rf_init init)
 		if (init == RF_INIT_NORMAL) {
 			ret = bias ? rf_fill(m->s, m->p[i], 0.0f)
 				   : rf_rand_normal(m->s, m->p[i], g, 0.0f, 0.01f);
+		} else if (init == RF_INIT_KAIMING || init == RF_INIT_XAVIER) {
+			if (bias) {
+				ret = rf_fill(m->s, m->p[i], 0.0f);
+				continue;
+			}
+			/* a weight is (out, in, kh, kw) or (out, in): fan_out = out·kh·kw */
+			float fan_out = (float)(p->shape[0] * (p->fan_in / p->shape[1]));
+			float fan = init == RF_INIT_KAIMING ? (float)p->fan_in / 2.0f
+							    : ((float)p->fan_in + fan_out) / 2.0f;
+			float b = sqrtf(3.0f / fan);
+			ret = rf_rand_uniform(m->s, m->p[i], g, -b, b);
 		} else {
 			float b = 1.0f / sqrtf((float)p->fan_in);
 			ret = rf_rand_uniform(m->s, m->p[i], g, -b, b);

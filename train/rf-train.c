@@ -32,7 +32,9 @@ static const char usage[] =
 "  --device cpu|cuda     where to compute (default cpu)\n"
 "  --devices K           data parallel over K devices (CPU: K worker streams; CUDA: K GPUs)\n"
 "  --seed S              seed of the weight init and the shuffle (default 0)\n"
-"  --init uniform|normal uniform ±1/sqrt(fan_in) (PyTorch's default) or N(0, 0.01²)\n"
+"  --init KIND           weights: kaiming (default) ±sqrt(6/fan_in), uniform ±1/sqrt(fan_in)\n"
+"                        (PyTorch's default), normal N(0, 0.01²) (the seed's), xavier\n"
+"                        ±sqrt(6/(fan_in+fan_out)); biases 0 (uniform: ±1/sqrt(fan_in))\n"
 "  --checkpoint FILE     save weights and state after every epoch\n"
 "  --resume              continue from --checkpoint FILE after its last epoch\n"
 "  --trace FILE          write a Chrome-trace JSON timeline of every op (Perfetto)\n"
@@ -229,8 +231,12 @@ int main(int argc, char **argv)
 				c.o.init = RF_INIT_UNIFORM;
 			else if (!strcmp(a, "normal"))
 				c.o.init = RF_INIT_NORMAL;
+			else if (!strcmp(a, "kaiming"))
+				c.o.init = RF_INIT_KAIMING;
+			else if (!strcmp(a, "xavier"))
+				c.o.init = RF_INIT_XAVIER;
 			else
-				return bad("--init", "expected uniform or normal");
+				return bad("--init", "expected uniform, normal, kaiming or xavier");
 			break;
 		case O_CKPT:
 			c.checkpoint = a;
