@@ -39,8 +39,9 @@ extern "C" {
  * op(A) is (m, k): A is (m, k) with row stride lda >= k, or, when trans_a, A is
  * (k, m) with lda >= m. op(B) is (k, n): B is (k, n), ldb >= n, or, when trans_b,
  * (n, k), ldb >= k. C is (m, n), ldc >= n. beta == 0 ignores C's old contents
- * (NaNs included), as BLAS does. Uses cblas_sgemm when built with OpenBLAS,
- * otherwise rf_k_gemm_portable. Returns 0 or -EINVAL. */
+ * (NaNs included), as BLAS does. Uses rf_k_gemm_avx512 where it applies (see
+ * there), else cblas_sgemm when built with OpenBLAS, otherwise rf_k_gemm_portable.
+ * Returns 0 or -EINVAL. */
 int rf_k_gemm(int trans_a, int trans_b, int m, int n, int k, float alpha,
 	      const float *a, int lda, const float *b, int ldb,
 	      float beta, float *c, int ldc);
@@ -49,6 +50,12 @@ int rf_k_gemm(int trans_a, int trans_b, int m, int n, int k, float alpha,
 int rf_k_gemm_portable(int trans_a, int trans_b, int m, int n, int k, float alpha,
 		       const float *a, int lda, const float *b, int ldb,
 		       float beta, float *c, int ldc);
+/* The AVX-512 gemm rf_k_gemm uses for trans_b == 0 when OpenBLAS runs one thread
+ * (same contract; single-threaded; ~48 KiB of stack). -ENOTSUP when trans_b, when the
+ * CPU lacks AVX-512 or when RF_KERNELS_NO_AVX512 is set; deterministic otherwise. */
+int rf_k_gemm_avx512(int trans_a, int trans_b, int m, int n, int k, float alpha,
+		     const float *a, int lda, const float *b, int ldb,
+		     float beta, float *c, int ldc);
 /* OpenBLAS's thread count (process-wide). Return -ENOTSUP without OpenBLAS. */
 int rf_k_blas_set_threads(int n);
 int rf_k_blas_get_threads(void);

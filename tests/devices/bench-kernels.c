@@ -51,6 +51,61 @@ static double gemm_gflops(int n, int reps)
 	return 2.0 * n * n * (double)n / best * 1e-9;
 }
 
+/* 3. LeNet's conv2 GEMMs (13 images per im2col group: 1053 columns), one thread:
+ * rf_k_gemm_avx512 against OpenBLAS (or the portable gemm without it). */
+static double shape_best(int blas, int ta, int tb, int m, int n, int k, int reps)
+{
+	int lda = ta ? m : k, ldb = tb ? k : n;
+	float *a = buf((size_t)m * k, 3, 1), *b = buf((size_t)k * n, 4, 1),
+	      *c = buf((size_t)m * n, 5, 1);
+	double best = 1e30;
+	for (int r = 0; r <= reps * 4; r++) {
+		double t = now();
+		if (blas)
+			rf_k_gemm(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, n);
+		else if (rf_k_gemm_avx512(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, n))
+			best = 0;
+		t = now() - t;
+		best = r && t < best ? t : best; /* r == 0 warms up */
+	}
+	free(a);
+	free(b);
+	free(c);
+	return best;
+}
+
+static void gemm_shapes(int reps)
+{
+	static const struct {
+		const char *what;
+		int ta, tb, m, n, k;
+	} sh[] = {
+		{ "conv2 fwd   W·col", 0, 0, 50, 1053, 500 },
+		{ "conv2 bwd-d Wt·dy", 1, 0, 500, 1053, 50 },
+		{ "conv2 bwd-f dy·row", 0, 0, 50, 500, 1053 },
+		{ "conv2 bwd-f dy·colT", 0, 1, 50, 500, 1053 },
+	};
+	int def = rf_k_blas_get_threads();
+	if (def > 0)
+		rf_k_blas_set_threads(1);
+	setenv("RF_KERNELS_BLAS_GEMM", "1", 1); /* rf_k_gemm: the BLAS path */
+	printf("\nconv2 GEMMs, 1 thread, GFLOPS (best of %d)\n", reps * 4);
+	printf("  %-20s %6s %10s %10s %7s\n", "shape", "m n k", "blas", "avx512", "ratio");
+	for (unsigned i = 0; i < sizeof(sh) / sizeof(sh[0]); i++) {
+		double fl = 2.0 * sh[i].m * sh[i].n * (double)sh[i].k * 1e-9;
+		double tb = shape_best(1, sh[i].ta, sh[i].tb, sh[i].m, sh[i].n, sh[i].k, reps);
+		double tx = shape_best(0, sh[i].ta, sh[i].tb, sh[i].m, sh[i].n, sh[i].k, reps);
+		printf("  %-20s %dx%dx%d %8.1f", sh[i].what, sh[i].m, sh[i].n, sh[i].k, fl / tb);
+		if (tx > 0)
+			printf(" %10.1f %7.2f\n", fl / tx, tb / tx);
+		else
+			printf(" %10s %7s\n", "-", "-");
+	}
+	unsetenv("RF_KERNELS_BLAS_GEMM");
+	if (def > 0)
+		rf_k_blas_set_threads(def);
+}
+
 enum { B = 256 };
 enum { L_CONV1, L_RELU1, L_POOL1, L_CONV2, L_RELU2, L_POOL2, L_FC1, L_RELU3, L_FC2, L_LOSS,
        L_SGD, NL };
@@ -215,6 +270,8 @@ int main(int argc, char **argv)
 		free(b);
 		free(c);
 	}
+
+	gemm_shapes(reps);
 
 	struct lenet m;
 	lenet_init(&m);

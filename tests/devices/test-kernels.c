@@ -175,8 +175,25 @@ static void gemm_case(gemm_fn fn, const char *name, int ta, int tb, int m, int n
 			}
 			ref[ci] = alpha * s + (beta == 0.0f ? 0.0 : beta * (double)c[ci]);
 		}
+	float *c0 = falloc((size_t)m * ldc + 1);
+	memcpy(c0, c, (size_t)m * ldc * sizeof(float));
 	int rc = fn(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+	if (rc == -ENOTSUP && fn == rf_k_gemm_avx512) { /* trans_b, or no AVX-512 here */
+		free(a), free(b), free(c), free(c0), free(ref);
+		return;
+	}
 	CHECK(rc == 0, "%s returned %d", name, rc);
+	if (fn == rf_k_gemm_avx512) { /* deterministic: the same call gives the same bits */
+		CHECK(fn(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c0, ldc) == 0, "%s again",
+		      name);
+		for (size_t i = 0; i < (size_t)m * ldc; i++)
+			if (memcmp(&c[i], &c0[i], sizeof(float))) {
+				CHECK(0, "%s m=%d n=%d k=%d: element %zu differs between two calls",
+				      name, m, n, k, i);
+				break;
+			}
+	}
+	free(c0);
 	char what[160];
 	snprintf(what, sizeof(what), "%s ta=%d tb=%d m=%d n=%d k=%d lda=%d ldb=%d ldc=%d beta=%g",
 		 name, ta, tb, m, n, k, lda, ldb, ldc, beta);
@@ -198,8 +215,10 @@ static void test_gemm(void)
 	static const struct {
 		gemm_fn fn;
 		const char *name;
-	} fns[] = { { rf_k_gemm, "rf_k_gemm" }, { rf_k_gemm_portable, "rf_k_gemm_portable" } };
-	for (int f = 0; f < 2; f++) {
+	} fns[] = { { rf_k_gemm, "rf_k_gemm" },
+		    { rf_k_gemm_portable, "rf_k_gemm_portable" },
+		    { rf_k_gemm_avx512, "rf_k_gemm_avx512" } };
+	for (int f = 0; f < 3; f++) {
 		for (int ta = 0; ta < 2; ta++)
 			for (int tb = 0; tb < 2; tb++) {
 				for (int rep = 0; rep < 12; rep++)
@@ -210,6 +229,17 @@ static void test_gemm(void)
 				gemm_case(fns[f].fn, fns[f].name, ta, tb, 1, 1, 1);
 				gemm_case(fns[f].fn, fns[f].name, ta, tb, 5, 7, 0);
 				gemm_case(fns[f].fn, fns[f].name, ta, tb, 0, 7, 3);
+				/* the AVX-512 gemm's edges: 6-row panels, 64-column panels (masked
+				 * tails), 128-deep slices, and LeNet's conv2 shapes */
+				gemm_case(fns[f].fn, fns[f].name, ta, tb, 7, 65, 129);
+				gemm_case(fns[f].fn, fns[f].name, ta, tb, 13, 127, 257);
+				gemm_case(fns[f].fn, fns[f].name, ta, tb, 6, 64, 128);
+				gemm_case(fns[f].fn, fns[f].name, ta, tb, 193, 70, 20);
+				if (f == 1 || tb)
+					continue;
+				gemm_case(fns[f].fn, fns[f].name, ta, tb, 50, 810, 500);
+				gemm_case(fns[f].fn, fns[f].name, ta, tb, 500, 810, 50);
+				gemm_case(fns[f].fn, fns[f].name, ta, tb, 50, 500, 810);
 			}
 		float one = 1;
 		CHECK(fns[f].fn(0, 0, -1, 1, 1, 1, &one, 1, &one, 1, 0, &one, 1) == -EINVAL,
@@ -930,6 +960,16 @@ int main(void)
 	test_relu();
 	test_softmax_xent();
 	test_conv();
+	/* rf_k_gemm takes the AVX-512 gemm (where the CPU has it) when OpenBLAS runs one
+	 * thread, OpenBLAS otherwise: the layers built on it once more the other way */
+	int threads = rf_k_blas_get_threads();
+	if (threads > 0) {
+		rf_k_blas_set_threads(threads == 1 ? 2 : 1);
+		test_gemm();
+		test_linear();
+		test_conv();
+		rf_k_blas_set_threads(threads);
+	}
 	test_avgpool();
 	test_fused();
 	test_vector_ops();
