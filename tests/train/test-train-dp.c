@@ -6,11 +6,17 @@
  * LeNet: 1024 records, 1 epoch):
  *   - after every epoch the two replicas' parameters are bitwise equal;
  *   - the K = 2 run follows the K = 1 run: the epoch's mean training loss agrees to
- *     1e-5 relative and the weights to 1e-5·max|w|. The two runs differ only by float
+ *     1e-3 relative and the weights to 1e-2·max|w|. The two runs differ only by float
  *     reassociation (each batch gradient is summed as two half-batch sums, then added;
- *     the 1/2 scalings are exact), a few ulp per step that SGD carries along: measured
- *     ≤ 3e-8 relative for the loss and ≤ 3e-7·max|w| for the weights after 3 epochs,
- *     so the bound leaves a factor of ~30 for other machines' BLAS blockings;
+ *     the 1/2 scalings are exact; the GEMMs see other row counts), a few ulp per step
+ *     that SGD carries along — ~1e-8 relative in the loss — until a ReLU input lies
+ *     within rounding distance of 0 in one run and not the other: that sample then
+ *     contributes to one run's gradient and not the other's. Measured (MLP, 4000
+ *     records, one stream with the AVX-512 gemm): the per-batch losses agree to 3e-8
+ *     for 39 steps, then one step jumps to 7e-7 and the gap grows to 2e-5 relative
+ *     (weights 2.4e-4 = 1e-3·max|w|) by the end of epoch 3. The bounds allow such
+ *     flips; a real fault of the data-parallel path (a replica's half missing, the
+ *     sum not halved, a stale layer) moves the loss by percents after 3 epochs;
  *   - the first step's gradients agree to 1e-5 relative of their largest element.
  * Skips (77) when the dataset is not installed. */
 #include "train-test.h"
@@ -74,7 +80,7 @@ static void run(struct tt_env *t, const char *model, uint64_t limit, unsigned ba
 		printf("%s epoch %u: replicas bitwise equal; loss K=1 %.7f K=2 %.7f (rel %.2e); "
 		       "max|w1-w2| %.2e (max|w| %.3f)\n", model, e + 1, s1.train_loss, s2.train_loss,
 		       rel, dmax, wmax);
-		if (!(rel <= 1e-5) || !(dmax <= 1e-5 * wmax)) {
+		if (!(rel <= 1e-3) || !(dmax <= 1e-2 * wmax)) {
 			fprintf(stderr, "FAIL: %s: K=2 strays from K=1 beyond reassociation\n", model);
 			exit(1);
 		}
