@@ -338,8 +338,9 @@ static int use_avx512(void)
  * A panel of the block passes over it), the micro-kernel computes an MR × NR tile in
  * 24 zmm accumulators: per k, 4 loads of B, 6 broadcasts of A, 24 FMAs. A column edge
  * uses as many zmm columns as it needs, the last with masked loads and stores
- * (masked-off lanes are neither read nor written); row edges store only valid rows. Each C element is Σ_p in ascending p, FMA by FMA,
- * one KC slice at a time: the result is deterministic. */
+ * (masked-off lanes are neither read nor written); row edges store only valid rows.
+ * Each C element is Σ_p in ascending p, FMA by FMA, one KC slice at a time, added to C:
+ * the result is deterministic. */
 enum { RF__GM_MR = 6, RF__GM_NR = 64, RF__GM_KC = 128, RF__GM_APACK = 96 * 128 };
 
 #if RF__X86_DISPATCH
