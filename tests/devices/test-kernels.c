@@ -925,27 +925,35 @@ static void test_fused(void)
 		      "avgpool2+relu fused backward differs (%dx%dx%dx%d)", n, c, h, w);
 		free(y0); free(y1); free(y2); free(p1); free(p2); free(dp); free(dx1); free(dx2);
 	}
-	/* conv1's filter gradient with the pooled gradient turned into dy on the fly */
-	{
-		struct rf_k_conv2d s = { .n = 3, .c = 1, .h = 28, .w = 28, .o = 4, .kh = 3, .kw = 3 };
-		int oh = 26, ow = 26;
-		size_t nx = 3 * 28 * 28, ny = (size_t)3 * 4 * oh * ow, np = (size_t)3 * 4 * 13 * 13;
+	/* conv1's filter gradient with the pooled gradient turned into dy on the fly: the
+	 * AVX-512 3×3 kernel (16 < ow <= 32) with even, odd and full-width rows, odd row
+	 * counts (the last row has no pooled gradient), the general kernel otherwise */
+	static const int shp[][3] = { { 28, 28, 20 }, { 21, 21, 4 }, { 20, 34, 9 },
+				      { 19, 19, 3 }, { 12, 12, 5 } };
+	for (unsigned si = 0; si < sizeof(shp) / sizeof(shp[0]); si++) {
+		const int h = shp[si][0], w = shp[si][1], o = shp[si][2], n = 3;
+		struct rf_k_conv2d s = { .n = n, .c = 1, .h = h, .w = w, .o = o, .kh = 3, .kw = 3 };
+		int oh = h - 2, ow = w - 2;
+		size_t nx = (size_t)n * h * w, ny = (size_t)n * o * oh * ow,
+		       np = (size_t)n * o * (oh / 2) * (ow / 2), nw = (size_t)o * 9;
 		size_t wsb = rf_k_conv2d_workspace_size(&s);
 		float *x = frand(nx, -1, 1), *y = frand(ny, -1, 1), *dp = frand(np, -1, 1);
-		float *dy = falloc(ny), *dw1 = frand(36, -1, 1), *dw2 = falloc(36);
-		float *db1 = frand(4, -1, 1), *db2 = falloc(4);
+		float *dy = falloc(ny), *dw1 = frand(nw, -1, 1), *dw2 = falloc(nw);
+		float *db1 = frand((size_t)o, -1, 1), *db2 = falloc((size_t)o);
 		void *ws = malloc(wsb ? wsb : 1);
 
 		for (size_t i = 0; i < ny; i++)
 			y[i] = y[i] > 0 ? y[i] : 0; /* a ReLU output */
-		memcpy(dw2, dw1, 36 * sizeof(float));
-		memcpy(db2, db1, 4 * sizeof(float));
-		rf_k_avgpool2_relu_bwd(dy, dp, y, 3, 4, oh, ow);
+		memcpy(dw2, dw1, nw * sizeof(float));
+		memcpy(db2, db1, (size_t)o * sizeof(float));
+		rf_k_avgpool2_relu_bwd(dy, dp, y, n, o, oh, ow);
 		CHECK(rf_k_conv2d_bwd_filter(&s, dw2, db2, dy, x, 1, ws, wsb) == 0, "bwd_filter");
 		CHECK(rf_k_conv2d_bwd_filter_pool_relu(&s, dw1, db1, dp, y, x, 1) == 0,
 		      "bwd_filter_pool_relu");
-		CHECK(!memcmp(dw1, dw2, 36 * sizeof(float)) && !memcmp(db1, db2, 4 * sizeof(float)),
-		      "fused conv1 filter gradient differs from pool+relu backward then bwd_filter");
+		CHECK(!memcmp(dw1, dw2, nw * sizeof(float)) &&
+			      !memcmp(db1, db2, (size_t)o * sizeof(float)),
+		      "fused conv1 filter gradient differs from pool+relu backward then bwd_filter "
+		      "(%dx%d, %d filters)", h, w, o);
 		s.c = 2; /* single-channel only */
 		CHECK(rf_k_conv2d_bwd_filter_pool_relu(&s, dw1, db1, dp, y, x, 1) == -EINVAL,
 		      "fused filter gradient must refuse c > 1");
