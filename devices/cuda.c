@@ -79,8 +79,10 @@ static int rf__cuda_set(int ordinal)
 	if (rf__cur_dev == ordinal)
 		return 0;
 	err = cudaSetDevice(ordinal);
-	if (err != cudaSuccess)
+	if (err != cudaSuccess) {
+		(void)cudaGetLastError(); /* not left pending for the next launch check */
 		return -(RF_KC_ECUDA + (int)err);
+	}
 	rf__cur_dev = ordinal;
 	return 0;
 }
@@ -351,6 +353,11 @@ static void rf__cs_wd(void *data, int64_t res)
 	c->wd_stall_ns += cd->period_ns;
 	rf__cuda_set(cd->ordinal);
 	err = cudaStreamQuery(c->cs);
+	if (err != cudaSuccess)
+		/* cudaErrorNotReady (and any other result) is also recorded as the thread's
+		 * last error: cleared here, or the next kernel launch on this thread would
+		 * read it back from cudaGetLastError and fail a healthy op */
+		(void)cudaGetLastError();
 	if (err == cudaErrorNotReady) {
 		if (c->wd_stall_ns >= cd->hang_ns) {
 			snprintf(msg, sizeof(msg), "no op finished for %llu ms though the GPU is "
@@ -428,10 +435,12 @@ static int rf__cs_enqueue(struct rf_stream *s, struct rf_op *op)
 	 * an unreported op RF__EVRING back). */
 	if (c->head - c->tail <= RF__EVRING) {
 		unsigned slot = (unsigned)(seq % RF__EVRING);
-		if (cudaEventRecord(c->ev[slot], c->cs) == cudaSuccess)
+		if (cudaEventRecord(c->ev[slot], c->cs) == cudaSuccess) {
 			c->ev_seq[slot] = seq;
-		else
+		} else {
 			c->ev_seq[slot] = 0;
+			(void)cudaGetLastError(); /* no chaining after this op; not an op error */
+		}
 	}
 	err = cudaLaunchHostFunc(c->cs, rf__cs_host_fn, c);
 	if (err != cudaSuccess) {
@@ -489,6 +498,9 @@ static void rf__cs_free(struct rf__cuda_stream *c)
 {
 	unsigned i;
 
+	/* events, the cuBLAS handle and the stream belong to the stream's GPU */
+	if (c->dev)
+		rf__cuda_set(c->dev->ordinal);
 	if (c->notifier)
 		rf_notifier_destroy(c->notifier);
 	for (i = 0; i < RF__EVRING; i++)
@@ -509,10 +521,23 @@ static void rf__cs_destroy(struct rf_stream *s)
 	struct rf__cuda_stream *c = s->ctx;
 	struct rf_ring *r = rf_engine_ring(c->dev->eng);
 
+	int drain = !c->dead;
+
+	/* A failed stream (a timeout, a refused cudaLaunchHostFunc) can still have kernels
+	 * and host functions queued on a live context: let them finish, so that none
+	 * signals a freed notifier. A broken context returns an error at once, and its
+	 * host functions never run. */
+	if (c->dead && c->cs) {
+		rf__cuda_set(c->dev->ordinal);
+		if (cudaStreamSynchronize(c->cs) == cudaSuccess)
+			drain = 1;
+		else
+			(void)cudaGetLastError();
+	}
 	/* Reap the watchdog and any signal still on its way before freeing. */
 	if (c->wd_armed)
 		rf_ring_cancel(r, c->wd_id);
-	while (c->wd_armed || (!c->dead && rf_notifier_owed(c->notifier)))
+	while (c->wd_armed || (drain && rf_notifier_owed(c->notifier)))
 		if (rf_ring_run(r, RF_RUN_ONCE) < 0)
 			break;
 	rf__cs_free(c);

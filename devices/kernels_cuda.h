@@ -103,8 +103,7 @@ int rf_kc_sgd_momentum(void *stream, float *w, float *v, const float *g, size_t 
 int rf_kc_axpy(void *stream, float *y, float a, const float *x, size_t n);
 int rf_kc_scale(void *stream, float *x, float a, size_t n);
 /* out (n) = in[0] + … + in[k-1], left to right. `in` is a HOST array of k device
- * pointers, all readable from the stream's device (peer access for other devices);
- * out may be in[0]. */
+ * pointers, all on the stream's device; out may be in[0]. */
 int rf_kc_reduce_sum(void *stream, float *out, const float *const *in, int k, size_t n);
 int rf_kc_copy(void *stream, float *dst, const float *src, size_t n);
 int rf_kc_fill(void *stream, float *x, float v, size_t n);
