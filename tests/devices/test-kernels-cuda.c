@@ -105,6 +105,9 @@ static void *dup_to_dev(const void *h, size_t bytes)
 	void *d = dalloc(bytes);
 	if (bytes)
 		CUDA(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice));
+	/* from pageable memory cudaMemcpy may return before the DMA lands, and the
+	 * kernels run on a non-blocking stream that does not wait for it */
+	CUDA(cudaDeviceSynchronize());
 	return d;
 }
 
