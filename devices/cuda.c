@@ -523,11 +523,13 @@ static void rf__cs_destroy(struct rf_stream *s)
 
 	int drain = !c->dead;
 
-	/* A failed stream (a timeout, a refused cudaLaunchHostFunc) can still have kernels
-	 * and host functions queued on a live context: let them finish, so that none
-	 * signals a freed notifier. A broken context returns an error at once, and its
-	 * host functions never run. */
-	if (c->dead && c->cs) {
+	/* A failed stream (say a refused cudaLaunchHostFunc) can still have kernels and
+	 * host functions queued on a live context: let them finish, so that none signals a
+	 * freed notifier. A broken context returns an error at once, and its host
+	 * functions never run. Not after a watchdog timeout: the GPU is stuck there, and
+	 * waiting would hang the teardown (a host function that still runs after the free
+	 * is the remaining hazard of that case). */
+	if (c->dead && c->dead != -ETIMEDOUT && c->cs) {
 		rf__cuda_set(c->dev->ordinal);
 		if (cudaStreamSynchronize(c->cs) == cudaSuccess)
 			drain = 1;
