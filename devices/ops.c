@@ -177,9 +177,13 @@ static int rf__resolve(struct rf__b *b, struct rf_stream *s, struct rf_device *h
 	}
 	for (i = 0; i < b->nt; i++) {
 		struct rf_device *td = b->ts[i]->dev;
-		/* a CUDA op reads only its own GPU's memory (no peer access is enabled) */
+		/* A CUDA op reads only its own GPU's memory (no peer access is enabled);
+		 * rf_sum also takes tensors of another device object on the same GPU (the
+		 * kv-store's replicas when there are more replicas than GPUs). */
 		int ok = c->xdev->kind == RF_DEVICE_CPU ? td->kind == RF_DEVICE_CPU
-							: td == c->xdev;
+			: (td == c->xdev ||
+			   (c->code == RF__SUM && td->kind == RF_DEVICE_CUDA &&
+			    rf_device_ordinal(td) == rf_device_ordinal(c->xdev)));
 		if (!ok) {
 			char buf[96];
 			return rf__bad(b->fn, "tensor %s is not on %s (the stream's device): copy "

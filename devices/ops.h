@@ -112,8 +112,8 @@ int rf_axpy(struct rf_stream *s, struct rf_tensor *y, float a, struct rf_tensor 
 /* x *= a. */
 int rf_scale(struct rf_stream *s, struct rf_tensor *x, float a);
 /* out = in[0] + … + in[k−1], left to right (k >= 1, same numel); out may be in[0].
- * On CUDA every input must be on the stream's GPU (rf_copy the others first; ringflow
- * enables no peer access). */
+ * On CUDA every input must be on the stream's GPU, through any device object opened on
+ * it (rf_copy the others first; ringflow enables no peer access). */
 int rf_sum(struct rf_stream *s, struct rf_tensor *out, struct rf_tensor *const *in, int k);
 /* x = v (f32), or x = (int32)v for an i32 tensor, or (uint8)v for u8. */
 int rf_fill(struct rf_stream *s, struct rf_tensor *x, float v);
