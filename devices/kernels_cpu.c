@@ -41,6 +41,23 @@ static int gemm_check(int ta, int tb, int m, int n, int k, const float *a, int l
 	return 0;
 }
 
+/* C (m, n) = beta · C, as BLAS does it: beta == 0 writes zeros (NaNs in C ignored),
+ * beta == 1 leaves C alone. */
+static void gemm_beta(int m, int n, float beta, float *c, int ldc)
+{
+	if (beta == 1.0f)
+		return;
+	for (int i = 0; i < m; i++) {
+		float *restrict cr = c + (size_t)i * ldc;
+		if (beta == 0.0f)
+			for (int j = 0; j < n; j++)
+				cr[j] = 0.0f;
+		else
+			for (int j = 0; j < n; j++)
+				cr[j] *= beta;
+	}
+}
+
 /* Blocking of the portable gemm: a (MC × KC) block of op(A) and a (KC × NC) panel of
  * op(B) are packed row-major on the stack, then C's (MC × NC) block is updated one
  * row at a time with a vectorisable inner loop over columns. */
@@ -76,15 +93,7 @@ int rf_k_gemm_portable(int ta, int tb, int m, int n, int k, float alpha,
 	int rc = gemm_check(ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
 	if (rc)
 		return rc;
-	for (int i = 0; i < m; i++) {
-		float *restrict cr = c + (size_t)i * ldc;
-		if (beta == 0.0f)
-			for (int j = 0; j < n; j++)
-				cr[j] = 0.0f;
-		else if (beta != 1.0f)
-			for (int j = 0; j < n; j++)
-				cr[j] *= beta;
-	}
+	gemm_beta(m, n, beta, c, ldc);
 	if (alpha == 0.0f || k == 0)
 		return 0;
 
@@ -446,10 +455,8 @@ static void gemm_avx512(int ta, int m, int n, int k, float alpha, const float *a
 {
 	float ap[RF__GM_APACK] __attribute__((aligned(64)));
 
-	if (beta != 0.0f && beta != 1.0f)
-		for (int i = 0; i < m; i++)
-			for (int j = 0; j < n; j++)
-				c[(size_t)i * ldc + j] *= beta;
+	if (beta != 0.0f) /* beta == 0: the first K slice overwrites C instead */
+		gemm_beta(m, n, beta, c, ldc);
 	for (int p0 = 0; p0 < k; p0 += RF__GM_KC) {
 		const int kc = k - p0 < RF__GM_KC ? k - p0 : RF__GM_KC;
 		/* rows of A per packed block: as many MR panels as the buffer holds */
@@ -489,11 +496,7 @@ int rf_k_gemm_avx512(int ta, int tb, int m, int n, int k, float alpha, const flo
 	if (m == 0 || n == 0)
 		return 0;
 	if (alpha == 0.0f || k == 0) {
-		for (int i = 0; i < m; i++)
-			for (int j = 0; j < n; j++) {
-				float *x = c + (size_t)i * ldc + j;
-				*x = beta == 0.0f ? 0.0f : beta * *x;
-			}
+		gemm_beta(m, n, beta, c, ldc);
 		return 0;
 	}
 	gemm_avx512(ta, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
@@ -792,6 +795,17 @@ RF__AVX512 RF__INLINE void pool_relu_row_avx512(__m512 *d0, __m512 *d1,
  * ascending), so the bits do not depend on the blocking. */
 enum { RF__C1_OB = 8 };
 
+/* Σ of the first `ow` lanes of (lo, hi), j ascending: the sum conv1_bwdf_b makes */
+RF__AVX512 RF__INLINE float lanes_sum(__m512 lo, __m512 hi, int ow)
+{
+	float l[32], s = 0.0f;
+	_mm512_storeu_ps(l, lo);
+	_mm512_storeu_ps(l + 16, hi);
+	for (int j = 0; j < ow; j++)
+		s += l[j];
+	return s;
+}
+
 RF__AVX512 static void conv1_bwdf_3x3_avx512(float *restrict dw, float *restrict db,
 					     const float *restrict dy, const float *restrict x,
 					     int accumulate, int n, int o, int H, int W, int OH,
@@ -849,20 +863,12 @@ RF__AVX512 static void conv1_bwdf_3x3_avx512(float *restrict dw, float *restrict
 		for (int k = 0; k < ob; k++) {
 			const int oc = o0 + k;
 			for (int t = 0; t < 9; t++) {
-				float l[32], s = 0.0f;
-				_mm512_storeu_ps(l, acc[k][t]);
-				_mm512_storeu_ps(l + 16, acc[k][9 + t]);
-				for (int j = 0; j < OW; j++)
-					s += l[j];
+				float s = lanes_sum(acc[k][t], acc[k][9 + t], OW);
 				float *d = dw + (size_t)oc * 9 + t;
 				*d = accumulate ? *d + s : s;
 			}
 			if (db) {
-				float l[32], s = 0.0f;
-				_mm512_storeu_ps(l, acc[k][18]);
-				_mm512_storeu_ps(l + 16, acc[k][19]);
-				for (int j = 0; j < OW; j++)
-					s += l[j];
+				float s = lanes_sum(acc[k][18], acc[k][19], OW);
 				db[oc] = accumulate ? db[oc] + s : s;
 			}
 		}
