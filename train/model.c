@@ -133,6 +133,19 @@ void rf_model_destroy(struct rf_model *m)
 	free(m);
 }
 
+/* The half-width of a uniform init for tensor p (a bias only under RF_INIT_UNIFORM,
+ * which uses its layer's fan_in). */
+static float rf__init_bound(enum rf_init init, const struct rf_param_spec *p)
+{
+	float fan_in = (float)p->fan_in;
+
+	if (init == RF_INIT_KAIMING)
+		return sqrtf(6.0f / fan_in);
+	if (init == RF_INIT_XAVIER) /* a weight is (out, in[, kh, kw]): fan_out = out·kh·kw */
+		return sqrtf(6.0f / (fan_in + (float)(p->shape[0] * (p->fan_in / p->shape[1]))));
+	return 1.0f / sqrtf(fan_in);
+}
+
 int rf_model_init(struct rf_model *m, struct rf_prng *g, enum rf_init init)
 {
 	unsigned i;
@@ -142,22 +155,12 @@ int rf_model_init(struct rf_model *m, struct rf_prng *g, enum rf_init init)
 		const struct rf_param_spec *p = &m->spec->p[i];
 		int bias = p->ndim == 1;
 
-		if (init == RF_INIT_NORMAL) {
-			ret = bias ? rf_fill(m->s, m->p[i], 0.0f)
-				   : rf_rand_normal(m->s, m->p[i], g, 0.0f, 0.01f);
-		} else if (init == RF_INIT_KAIMING || init == RF_INIT_XAVIER) {
-			if (bias) {
-				ret = rf_fill(m->s, m->p[i], 0.0f);
-				continue;
-			}
-			/* a weight is (out, in, kh, kw) or (out, in): fan_out = out·kh·kw */
-			float fan_out = (float)(p->shape[0] * (p->fan_in / p->shape[1]));
-			float fan = init == RF_INIT_KAIMING ? (float)p->fan_in / 2.0f
-							    : ((float)p->fan_in + fan_out) / 2.0f;
-			float b = sqrtf(3.0f / fan);
-			ret = rf_rand_uniform(m->s, m->p[i], g, -b, b);
+		if (bias && init != RF_INIT_UNIFORM) {
+			ret = rf_fill(m->s, m->p[i], 0.0f);
+		} else if (init == RF_INIT_NORMAL) {
+			ret = rf_rand_normal(m->s, m->p[i], g, 0.0f, 0.01f);
 		} else {
-			float b = 1.0f / sqrtf((float)p->fan_in);
+			float b = rf__init_bound(init, p);
 			ret = rf_rand_uniform(m->s, m->p[i], g, -b, b);
 		}
 	}
