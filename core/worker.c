@@ -28,19 +28,24 @@
 
 #include "engine-impl.h"
 
+#define RF__CACHELINE 64
+#define RF__WORKER_MAX_CAP (1u << 24)
+
 struct rf__worker {
 	struct rf_stream s;
 	char name[48];
 	unsigned cap;         /* power of two */
 	struct rf_op **slot;
 	int *status;
-	_Atomic uint64_t head; /* ops published (reactor writes) */
-	_Atomic uint64_t tail; /* ops finished (worker writes) */
-	uint64_t reaped;       /* ops reported to the engine (reactor only) */
-	_Atomic int sleeping;
+	/* Each side's word on a cache line of its own: the reactor writes head, the
+	 * worker tail; sharing a line would bounce it between the cores on every op. */
+	_Alignas(RF__CACHELINE) _Atomic uint64_t head; /* ops published (reactor writes) */
+	_Alignas(RF__CACHELINE) _Atomic uint64_t tail; /* ops finished (worker writes) */
+	_Alignas(RF__CACHELINE) uint64_t reaped;       /* ops reported (reactor only) */
+	struct rf_op *ovf_head, *ovf_tail; /* reactor only */
+	_Alignas(RF__CACHELINE) _Atomic int sleeping;
 	_Atomic uint32_t futex;
 	_Atomic int stop;
-	struct rf_op *ovf_head, *ovf_tail; /* reactor only */
 	struct rf_notifier *notifier;
 	pthread_t thread;
 	int started;
@@ -213,11 +218,14 @@ int rf_worker_stream_create(struct rf_engine *e, const char *name, unsigned capa
 		return -EINVAL;
 	if (!capacity)
 		capacity = 1024;
+	if (capacity > RF__WORKER_MAX_CAP)
+		return -EINVAL; /* the overflow list takes any number of ops beyond */
 	while (cap < capacity)
 		cap <<= 1;
-	w = calloc(1, sizeof(*w));
+	w = aligned_alloc(RF__CACHELINE, sizeof(*w));
 	if (!w)
 		return -ENOMEM;
+	memset(w, 0, sizeof(*w));
 	snprintf(w->name, sizeof(w->name), "%s", name ? name : "worker");
 	w->cap = cap;
 	w->slot = calloc(cap, sizeof(*w->slot));
