@@ -1,6 +1,6 @@
-/* core/engine-impl.h — engine internals shared by engine.c, worker.c and trace.c.
- * Not installed. Everything here is touched on the reactor thread only, except the
- * fields of struct rf_op marked "executing thread". */
+/* core/engine-impl.h — engine internals shared by engine.c, queue.c, worker.c and
+ * trace.c. Not installed. Everything here is touched on the reactor thread only,
+ * except the fields of struct rf_op marked "executing thread". */
 #ifndef RF_ENGINE_IMPL_H
 #define RF_ENGINE_IMPL_H
 
@@ -8,30 +8,58 @@
 #include <stddef.h>
 #include "engine.h"
 
+/* A variable's queue is a FIFO of groups: a write alone, or a run of consecutive
+ * reads. Every entry of a group conflicts with the group before it (a read with the
+ * write before it, a write with the reads or write before it), and nothing else
+ * needs checking: the earlier group was itself ordered after the one before it.
+ *
+ * Two moments per entry:
+ *   granted  the op may go to its stream: the group before is finished, or every
+ *            unfinished entry of it sits enqueued on one in-order stream the op's
+ *            stream can follow (same stream, or the optional chain hook);
+ *   front    the entry's group is the queue's first: everything before it has
+ *            finished. An op's completion is processed only once all its entries
+ *            are at the front, so completions — and poison — are processed in
+ *            dependency order whatever order the streams report them in.
+ * Entries leave only the front group, so a group empties from the front. */
+struct rf__group;
+
 struct rf__entry {
 	struct rf_op *op;
 	struct rf_var *var;
-	struct rf__entry *prev, *next; /* in var's queue */
+	struct rf__group *g;
+	struct rf__entry *prev, *next; /* in g, unfinished entries */
 	uint8_t write;
 	uint8_t granted;
-	uint8_t dio;      /* counted in the var's dispatched-in-order summary */
+	uint8_t front;
+	uint8_t dio;      /* dispatched on an in-order stream (counted in g) */
 };
 
-/* Summary of a set of queue entries, kept incrementally so a push decides its grant
- * in O(1): how many block (op not yet enqueued, or on a stream without order), and of
- * those enqueued on in-order streams, whether they all sit on one stream (and the
- * newest one's sequence number there). */
-struct rf__sum {
-	uint32_t nblock;
-	uint32_t ndio;        /* dispatched on in-order streams */
-	uint32_t ndio_s;      /* ... of which on stream s */
-	struct rf_stream *s;
-	uint64_t maxseq;      /* newest seq on s (valid while ndio_s > 0) */
+struct rf__group {
+	struct rf__group *prev, *next; /* in the var's queue; next: free list too */
+	struct rf__entry *head, *tail;
+	uint32_t n;          /* unfinished entries */
+	uint32_t nungranted;
+	uint32_t ndio;       /* of n, dispatched on in-order streams */
+	uint32_t ndio_s;     /* ... of which on stream s */
+	struct rf_stream *s; /* stream of the first of the ndio (lost when it drains) */
+	uint64_t maxseq;     /* newest seq on s */
+	uint8_t write;
 };
 
-enum { RF__OP_PENDING, RF__OP_READY, RF__OP_DISPATCHED, RF__OP_DONE };
+enum { RF__OP_FREE, RF__OP_PENDING, RF__OP_READY, RF__OP_DISPATCHED, RF__OP_REPORTED,
+       RF__OP_DONE };
 
 #define RF__INLINE_ENTRIES 4
+
+/* A wait's outcome, on the heap: a wait that returns early (an error while turning
+ * the reactor) abandons it and the op's completion frees it; nothing ever points
+ * into a caller's stack frame. */
+struct rf__waiter {
+	int done;
+	int abandoned;
+	int err;             /* wait_var: the variable's poison at the wait's turn */
+};
 
 struct rf_op {
 	struct rf_engine *eng;
@@ -44,20 +72,22 @@ struct rf_op {
 	size_t bytes;
 	unsigned flags;
 	uint32_t pending;        /* grants still missing (+1 guard while pushing) */
+	uint32_t nfront;         /* entries at their queue's front */
 	uint8_t state;
-	uint8_t chained;         /* some dependency was satisfied by stream order */
+	uint8_t skip;            /* skipped at dispatch: never enqueued */
 	uint8_t internal;        /* engine-made op (waits), not counted in stats.pushed */
 	uint8_t traced;          /* record times (set at push, read by the executing thread) */
-	int status;
+	int status;              /* reported status */
 	uint64_t uid;            /* push order, 1-based */
 	uint64_t seq;            /* stream sequence number */
 	uint64_t t0, t1;         /* executing thread (when tracing) */
-	int *done_flag;          /* set to 1 at completion (waits, sync mode) */
+	struct rf__waiter *waiter; /* wait_var and synchronous mode */
+	struct rf_var *wait_var;   /* wait_var: the variable whose poison it reports */
 	struct rf_var *delete_var; /* deletion op: free this var after completion */
 	uint32_t nent, cap_ent;
 	struct rf__entry *ent;
 	struct rf__entry ent_inline[RF__INLINE_ENTRIES];
-	struct rf_op *next;      /* ready list / free list */
+	struct rf_op *next;      /* ready list / completion list / free list / stream's */
 	/* tracing: producers' uids */
 	uint32_t ndeps;
 	uint64_t *deps;
@@ -65,10 +95,9 @@ struct rf_op {
 
 struct rf_var {
 	struct rf_engine *eng;
-	struct rf__entry *head, *tail;
-	uint32_t nqueued;
-	uint32_t n_ungranted;
-	struct rf__sum sum_all, sum_w; /* over all entries / write entries in the queue */
+	struct rf__group *head, *tail; /* head: the front group */
+	struct rf__group *frontier;    /* first group with an ungranted entry, or NULL */
+	uint32_t nqueued;              /* unfinished entries */
 	int err;
 	const char *err_op;
 	char *name;
@@ -101,6 +130,10 @@ struct rf__trace {
 	struct rf__trace_ev *ev;
 };
 
+struct rf__oplist {
+	struct rf_op *head, *tail;
+};
+
 struct rf_engine {
 	struct rf_ring *ring;
 	unsigned max_inflight;
@@ -110,11 +143,14 @@ struct rf_engine {
 	size_t inflight_bytes;
 	int first_error;
 	const char *first_error_op;
-	int draining;
-	int in_inline_op;         /* depth of inline ops running (waits refused) */
-	const char *cur_op_name;
-	struct rf_op *ready_head, *ready_tail;
+	int pumping;              /* the dispatch/completion loop is running */
+	int in_callback;          /* depth of user code running: inline ops, async fns,
+				   * done callbacks (waits are refused there) */
+	struct rf__oplist ready;    /* granted, to dispatch */
+	struct rf__oplist finished; /* reported and at every front, to complete */
 	struct rf_op *free_ops;
+	struct rf__group *free_groups;
+	uint32_t nfree_groups;
 	struct rf_stream inline_stream;
 	struct rf_stream async_stream;
 	struct rf_stream *streams; /* registered, newest first */
@@ -123,6 +159,36 @@ struct rf_engine {
 	uint64_t owner_tid;
 	struct rf__trace *trace;
 };
+
+static inline void rf__oplist_push(struct rf__oplist *l, struct rf_op *op)
+{
+	op->next = NULL;
+	if (l->tail)
+		l->tail->next = op;
+	else
+		l->head = op;
+	l->tail = op;
+}
+
+static inline struct rf_op *rf__oplist_pop(struct rf__oplist *l)
+{
+	struct rf_op *op = l->head;
+
+	if (op) {
+		l->head = op->next;
+		if (!l->head)
+			l->tail = NULL;
+		op->next = NULL;
+	}
+	return op;
+}
+
+/* queue.c: the variables' queues */
+int rf__q_reserve(struct rf_engine *e, uint32_t n);
+void rf__q_add(struct rf_engine *e, struct rf__entry *en);
+void rf__q_dispatched(struct rf_engine *e, struct rf_op *op);
+void rf__q_remove(struct rf_engine *e, struct rf_op *op);
+void rf__q_free_groups(struct rf_engine *e);
 
 /* trace.c */
 int rf__trace_open(struct rf_engine *e, const char *path);

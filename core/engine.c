@@ -1,17 +1,21 @@
 /* core/engine.c — the dependency engine of seeds/dependency-engine.txt on the reactor.
  *
- * Each variable keeps a FIFO queue of entries (op, read|write) for ops not yet
- * finished. An entry is *granted* when nothing before it conflicts any more:
- *   - a read conflicts with earlier writes, a write with every earlier entry;
- *   - an earlier entry stops conflicting when its op finished (it then leaves the
- *     queue), or — stream chaining — when its op is already enqueued on the same
- *     in-order stream as the candidate (the stream itself keeps the order).
- * An op holds one entry per distinct variable (reads and writes deduplicated, a var
- * both read and written is a write) and a pending counter of entries not yet
- * granted; at zero it is ready and goes to its stream.
+ * Each variable keeps a FIFO queue of the unfinished ops that use it (queue.c). An op
+ * is granted on a variable when nothing before it there conflicts any more, or when
+ * what conflicts is already enqueued on an in-order stream the op can follow (stream
+ * chaining); at its last grant it is ready and goes to its stream.
  *
- * Everything runs on the reactor thread; dispatch never recurses: ops that become
- * ready are appended to a FIFO ready list which one drain loop empties. */
+ * Failure follows the serial program exactly: a variable is poisoned iff the last op
+ * that wrote it failed or was skipped, and an op is skipped iff a variable it reads
+ * is poisoned at its turn in that variable's queue. An op's completion is processed
+ * only when it is first in every queue it is in, so the poison it sees is the serial
+ * one, whatever order streams report in. An op whose inputs are already known to be
+ * poisoned when it is dispatched is not run; one that was chained before that was
+ * known may run, and its result is then discarded (a poisoned variable's contents
+ * are unspecified).
+ *
+ * Everything runs on the reactor thread; nothing recurses: ops that become ready or
+ * finished are appended to two FIFO lists which one loop (rf__pump) empties. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,18 +30,18 @@ static uint64_t rf__gettid(void)
 	return (uint64_t)syscall(SYS_gettid);
 }
 
-static void rf__drain_ready(struct rf_engine *e);
+static void rf__pump(struct rf_engine *e);
 
-/* ---- inline stream ----------------------------------------------------------- */
+/* ---- inline and async streams ------------------------------------------------------ */
 
 static int rf__inline_enqueue(struct rf_stream *s, struct rf_op *op)
 {
 	struct rf_engine *e = s->eng;
 	int st;
 
-	e->in_inline_op++;
+	e->in_callback++;
 	st = rf_op_execute(op);
-	e->in_inline_op--;
+	e->in_callback--;
 	rf_engine_op_done(op, st);
 	return 0;
 }
@@ -50,12 +54,14 @@ static void rf__inline_destroy(struct rf_stream *s)
 /* The async stream: the op's afn starts the work; its completion reports. */
 static int rf__async_enqueue(struct rf_stream *s, struct rf_op *op)
 {
+	struct rf_engine *e = s->eng;
 	int st;
 
-	(void)s;
 	if (op->traced)
 		op->t0 = rf_now_ns();
+	e->in_callback++;
 	st = op->afn(op->ctx, op);
+	e->in_callback--;
 	return st < 0 ? st : 0; /* < 0: the engine finishes the op with it */
 }
 
@@ -182,7 +188,7 @@ void rf_stream_destroy(struct rf_stream *s)
 		return;
 	e = s->eng;
 	if (e) {
-		rf_engine_wait_all(e);
+		rf_engine_wait_idle(e); /* leaves errors for the user's next wait */
 		rf_engine_remove_stream(e, s);
 	}
 	s->ops->destroy(s);
@@ -194,7 +200,7 @@ void rf_engine_destroy(struct rf_engine *e)
 
 	if (!e)
 		return;
-	rf_engine_wait_all(e);
+	rf_engine_wait_idle(e);
 	while (e->streams) {
 		struct rf_stream *s = e->streams;
 		e->streams = s->next_registered;
@@ -206,6 +212,7 @@ void rf_engine_destroy(struct rf_engine *e)
 		e->free_ops = op->next;
 		free(op);
 	}
+	rf__q_free_groups(e);
 	free(e);
 }
 
@@ -272,6 +279,7 @@ static void rf__op_free(struct rf_engine *e, struct rf_op *op)
 	if (op->ent != op->ent_inline)
 		free(op->ent);
 	free(op->deps);
+	op->state = RF__OP_FREE;
 	op->next = e->free_ops;
 	e->free_ops = op;
 }
@@ -301,310 +309,181 @@ static int rf__op_add_var(struct rf_op *op, struct rf_var *v, int write)
 	op->ent[op->nent].op = op;
 	op->ent[op->nent].var = v;
 	op->ent[op->nent].write = (uint8_t)write;
-	op->ent[op->nent].granted = 0;
 	op->nent++;
 	return 0;
 }
 
-static void rf__make_ready(struct rf_engine *e, struct rf_op *op)
-{
-	op->state = RF__OP_READY;
-	op->next = NULL;
-	if (e->ready_tail)
-		e->ready_tail->next = op;
-	else
-		e->ready_head = op;
-	e->ready_tail = op;
-}
-
-static void rf__grant(struct rf_engine *e, struct rf__entry *en)
-{
-	en->granted = 1;
-	en->var->n_ungranted--;
-	if (--en->op->pending == 0)
-		rf__make_ready(e, en->op);
-}
-
-/* Summary of a set of earlier entries: none, all enqueued on one in-order stream, or
- * blocking. */
-#define RF__SUM_NONE ((struct rf_stream *)0)
-#define RF__SUM_BLOCK ((struct rf_stream *)1)
-
-static inline struct rf_stream *rf__sum_merge(struct rf_stream *sum, struct rf_stream *st)
-{
-	if (sum == RF__SUM_NONE)
-		return st;
-	return sum == st ? sum : RF__SUM_BLOCK;
-}
-
-/* Can op (on its stream) go after earlier conflicting work that all sits enqueued on
- * in-order stream `on`, newest sequence number seq? Same stream: yes, the stream keeps
- * the order. Another stream: only if the consumer's stream can make its future work
- * wait for that point of `on` (CUDA events), via the optional chain hook. */
-static int rf__can_chain(struct rf_engine *e, struct rf_op *op, struct rf_stream *on, uint64_t seq)
-{
-	struct rf_stream *s = op->stream;
-
-	if (!(s->flags & RF_STREAM_IN_ORDER))
-		return 0;
-	if (on != s && (!s->ops->chain || s->ops->chain(s, on, seq) != 0))
-		return 0;
-	op->chained = 1;
-	e->st.chained++;
-	return 1;
-}
-
-/* Grant every entry of v that can be granted now. */
-static void rf__var_scan(struct rf_engine *e, struct rf_var *v)
-{
-	struct rf_stream *all = RF__SUM_NONE, *writes = RF__SUM_NONE;
-	uint64_t all_seq = 0, w_seq = 0;
-	struct rf__entry *en;
-
-	for (en = v->head; en && v->n_ungranted; en = en->next) {
-		struct rf_op *op = en->op;
-		struct rf_stream *st;
-
-		if (!en->granted) {
-			struct rf_stream *need = en->write ? all : writes;
-			if (need == RF__SUM_NONE ||
-			    (need != RF__SUM_BLOCK && rf__can_chain(e, op, need, en->write ? all_seq : w_seq)))
-				rf__grant(e, en);
-		}
-		st = (op->state == RF__OP_DISPATCHED && (op->stream->flags & RF_STREAM_IN_ORDER))
-			? op->stream : RF__SUM_BLOCK;
-		all = rf__sum_merge(all, st);
-		if (st != RF__SUM_BLOCK && op->seq > all_seq)
-			all_seq = op->seq;
-		if (en->write) {
-			writes = rf__sum_merge(writes, st);
-			if (st != RF__SUM_BLOCK && op->seq > w_seq)
-				w_seq = op->seq;
-		}
-		if (all == RF__SUM_BLOCK && writes == RF__SUM_BLOCK)
-			break;
-	}
-}
-
-/* ---- incremental summaries -------------------------------------------------------- */
-
-static inline void rf__sum_dio_add(struct rf__sum *m, struct rf_stream *s, uint64_t seq)
-{
-	m->nblock--;
-	if (m->ndio++ == 0) {
-		m->s = s;
-		m->ndio_s = 0;
-		m->maxseq = 0;
-	}
-	if (m->s == s) {
-		m->ndio_s++;
-		if (seq > m->maxseq)
-			m->maxseq = seq;
-	}
-}
-
-static inline void rf__sum_dio_del(struct rf__sum *m, struct rf_stream *s)
-{
-	m->ndio--;
-	if (m->s == s)
-		m->ndio_s--;
-}
-
-/* Decide the grant of a new entry at the tail of v's queue from the summaries.
- * Returns 1 grant, 0 wait, -1 the summary cannot tell (scan). */
-static int rf__tail_grantable(struct rf_engine *e, struct rf_var *v, struct rf_op *op, int write)
-{
-	const struct rf__sum *m = write ? &v->sum_all : &v->sum_w;
-
-	if (m->nblock)
-		return 0;
-	if (!m->ndio)
-		return 1;
-	if (m->ndio_s != m->ndio)
-		return m->ndio_s ? 0 : -1; /* several streams, or lost track of which */
-	return rf__can_chain(e, op, m->s, m->maxseq);
-}
-
-static void rf__poison(struct rf_engine *e, struct rf_op *op, int status, const char *name)
+/* The poison op inherits from the variables it reads (a mutated variable is read
+ * too, unless the op is RF_OP_OVERWRITE), 0 if none. front_only: look only at the
+ * entries already at their queue's front, whose state is final. */
+static int rf__inherited_error(const struct rf_op *op, int front_only, const char **name)
 {
 	uint32_t i;
 
+	if (op->flags & RF_OP_ALWAYS)
+		return 0;
 	for (i = 0; i < op->nent; i++) {
-		if (op->ent[i].write && !op->ent[i].var->err) {
-			op->ent[i].var->err = status;
-			op->ent[i].var->err_op = name;
-		}
-	}
-	if (!e->first_error) {
-		e->first_error = status;
-		e->first_error_op = name;
-	}
-}
+		const struct rf__entry *en = &op->ent[i];
 
-/* The poison an op inherits from its inputs, 0 if none. An RF_OP_OVERWRITE op
- * inherits only from the variables it reads. */
-static int rf__inherited_error(struct rf_op *op, const char **name)
-{
-	uint32_t i;
-
-	for (i = 0; i < op->nent; i++) {
-		if ((op->flags & RF_OP_OVERWRITE) && op->ent[i].write)
+		if ((op->flags & RF_OP_OVERWRITE) && en->write)
 			continue;
-		if (op->ent[i].var->err) {
-			*name = op->ent[i].var->err_op;
-			return op->ent[i].var->err;
+		if (front_only && !en->front)
+			continue;
+		if (en->var->err) {
+			*name = en->var->err_op;
+			return en->var->err;
 		}
 	}
 	return 0;
 }
 
-/* Finish op with status. ename: NULL when status is the op's own result, else the
- * name of the failing producer whose poison a skipped op carries on. */
-static void rf__complete(struct rf_engine *e, struct rf_op *op, int status, const char *ename)
+/* Record op's outcome on the variables it writes. */
+static void rf__settle_vars(struct rf_engine *e, struct rf_op *op, int status, const char *ename)
 {
-	struct rf_var *scan[RF__INLINE_ENTRIES * 4];
-	uint32_t i, nscan = 0;
+	uint32_t i;
 
-	int own = ename == NULL;
+	for (i = 0; i < op->nent; i++) {
+		struct rf_var *v = op->ent[i].var;
 
-	if (own)
-		ename = op->name;
-	op->state = RF__OP_DONE;
-	if (!(op->flags & RF_OP_ALWAYS) && op->chained) {
-		/* A chained op may have run after a producer on its stream failed. */
-		const char *n2 = NULL;
-		int inh = rf__inherited_error(op, &n2);
-		if (inh && status >= 0) {
-			status = inh;
-			ename = n2;
-			own = 0;
-			e->st.skipped++;
-		}
-	}
-	if (status < 0) {
-		if (own)
-			e->st.failed++;
-		rf__poison(e, op, status, ename);
-	} else if (op->flags & RF_OP_OVERWRITE) {
-		for (i = 0; i < op->nent; i++) {
-			if (op->ent[i].write) {
-				op->ent[i].var->err = 0;
-				op->ent[i].var->err_op = NULL;
+		if (!op->ent[i].write)
+			continue;
+		if (status < 0) {
+			if (!v->err) {
+				v->err = status;
+				v->err_op = ename;
 			}
+		} else if (op->flags & RF_OP_OVERWRITE) {
+			v->err = 0;
+			v->err_op = NULL;
 		}
 	}
+	if (status < 0 && !e->first_error) {
+		e->first_error = status;
+		e->first_error_op = ename;
+	}
+}
 
+/* op was reported (or skipped) and is first in every queue it is in: its final
+ * status is decided now, on the serial state of its variables. */
+static void rf__finish(struct rf_engine *e, struct rf_op *op)
+{
+	const char *ename = op->name, *iname = NULL;
+	struct rf__waiter *w = op->waiter;
+	int status = op->status;
+	int inh = rf__inherited_error(op, 0, &iname);
+
+	if (inh) {
+		status = inh; /* skipped; if it ran (chained), its result is discarded */
+		ename = iname;
+		e->st.skipped++;
+	} else if (status < 0) {
+		e->st.failed++;
+	}
+	rf__settle_vars(e, op, status, ename);
 	op->status = status;
+	op->state = RF__OP_DONE;
 	if (e->trace)
 		rf__trace_record(e, op);
-	for (i = 0; i < op->nent; i++) {
-		struct rf__entry *en = &op->ent[i];
-		struct rf_var *v = en->var;
-
-		if (en->prev)
-			en->prev->next = en->next;
+	if (w) {
+		w->err = op->wait_var ? op->wait_var->err : status;
+		if (w->abandoned)
+			free(w);
 		else
-			v->head = en->next;
-		if (en->next)
-			en->next->prev = en->prev;
-		else
-			v->tail = en->prev;
-		v->nqueued--;
-		if (en->dio) {
-			rf__sum_dio_del(&v->sum_all, op->stream);
-			if (en->write)
-				rf__sum_dio_del(&v->sum_w, op->stream);
-		} else {
-			v->sum_all.nblock--;
-			if (en->write)
-				v->sum_w.nblock--;
-		}
-		if (!en->granted)
-			v->n_ungranted--; /* cannot happen: an op runs only when all granted */
-		if (v->n_ungranted) {
-			if (nscan < sizeof(scan) / sizeof(scan[0]))
-				scan[nscan++] = v;
-			else
-				rf__var_scan(e, v);
-		}
+			w->done = 1;
 	}
-	for (i = 0; i < nscan; i++)
-		rf__var_scan(e, scan[i]);
+	rf__q_remove(e, op);
 	e->inflight--;
 	e->inflight_bytes -= op->bytes;
 	if (!op->internal)
 		e->st.completed++;
-	if (op->done_flag)
-		*op->done_flag = 1;
-	if (op->done)
+	if (op->done) {
+		e->in_callback++;
 		op->done(op->ctx, status);
+		e->in_callback--;
+	}
 	if (op->delete_var)
 		rf__var_free(op->delete_var);
 	rf__op_free(e, op);
 }
 
+/* The op left its stream (or never went there): complete it once it is first in
+ * every queue; until then it waits there. */
+static void rf__reported(struct rf_engine *e, struct rf_op *op, int status)
+{
+	op->status = status;
+	op->state = RF__OP_REPORTED;
+	if (op->nfront == op->nent)
+		rf__oplist_push(&e->finished, op);
+}
+
 static void rf__dispatch(struct rf_engine *e, struct rf_op *op)
 {
 	struct rf_stream *s = op->stream;
-	const char *name;
-	uint32_t i;
-	int inh, ret;
+	const char *name, *opname = op->name;
+	uint64_t uid = op->uid;
+	int ret;
 
-	if (!(op->flags & RF_OP_ALWAYS) && (inh = rf__inherited_error(op, &name))) {
-		/* Skip: inputs are poisoned. The poison carries the failing op's name. */
-		e->st.skipped++;
-		op->chained = 0;
-		rf__complete(e, op, inh, name);
+	if (rf__inherited_error(op, 1, &name)) {
+		/* Skipped: an input is poisoned for good. Not enqueued; it completes
+		 * (poisoning its outputs) when it is first in all its queues. */
+		op->skip = 1;
+		rf__reported(e, op, 0);
 		return;
 	}
 	op->state = RF__OP_DISPATCHED;
 	op->seq = ++s->seq;
 	/* Stream chaining: consumers on the same in-order stream (or on streams that
 	 * can wait for this one) may go now. */
-	if (s->flags & RF_STREAM_IN_ORDER) {
-		for (i = 0; i < op->nent; i++) {
-			struct rf__entry *en = &op->ent[i];
-			struct rf_var *v = en->var;
-
-			en->dio = 1;
-			rf__sum_dio_add(&v->sum_all, s, op->seq);
-			if (en->write)
-				rf__sum_dio_add(&v->sum_w, s, op->seq);
-			if (v->n_ungranted)
-				rf__var_scan(e, v);
-		}
-	}
+	rf__q_dispatched(e, op);
 	ret = s->ops->enqueue(s, op);
-	if (ret < 0)
-		rf_engine_op_done(op, ret);
+	if (ret < 0) {
+		if (op->uid != uid || op->state != RF__OP_DISPATCHED) {
+			fprintf(stderr, "ringflow: op '%s' on stream %s reported its completion and "
+				"then returned %d; the return value is ignored (an async op returns "
+				"0 once it has called rf_engine_op_done)\n", opname,
+				s->name, ret);
+			return;
+		}
+		s->done_seq++;
+		rf__reported(e, op, ret);
+	}
 }
 
-static void rf__drain_ready(struct rf_engine *e)
+/* Empty the finished and ready lists: finishing first (it frees memory and may make
+ * more ops ready). Never re-entered: nested calls return and the outer loop goes on. */
+static void rf__pump(struct rf_engine *e)
 {
 	struct rf_op *op;
 
-	if (e->draining)
+	if (e->pumping)
 		return;
-	e->draining = 1;
-	while ((op = e->ready_head)) {
-		e->ready_head = op->next;
-		if (!e->ready_head)
-			e->ready_tail = NULL;
-		op->next = NULL;
-		rf__dispatch(e, op);
+	e->pumping = 1;
+	for (;;) {
+		if ((op = rf__oplist_pop(&e->finished)))
+			rf__finish(e, op);
+		else if ((op = rf__oplist_pop(&e->ready)))
+			rf__dispatch(e, op);
+		else
+			break;
 	}
-	e->draining = 0;
+	e->pumping = 0;
 }
 
 void rf_engine_op_done(struct rf_op *op, int status)
 {
 	struct rf_engine *e = op->eng;
 
+	if (op->state != RF__OP_DISPATCHED) {
+		fprintf(stderr, "ringflow: rf_engine_op_done on op '%s', which is not running "
+			"(reported twice, or never dispatched): a stream broke its contract\n",
+			op->state == RF__OP_FREE ? "(finished)" : op->name);
+		abort();
+	}
 	if (op->traced && !op->t1)
 		op->t1 = rf_now_ns();
 	op->stream->done_seq++;
-	rf__complete(e, op, status, NULL);
-	rf__drain_ready(e);
+	rf__reported(e, op, status);
+	rf__pump(e);
 }
 
 int rf_op_execute(struct rf_op *op)
@@ -634,11 +513,6 @@ void rf_op_set_times(struct rf_op *op, uint64_t t0_ns, uint64_t t1_ns)
 
 /* ---- waiting --------------------------------------------------------------------- */
 
-static int rf__flag_set(void *arg)
-{
-	return *(int *)arg != 0;
-}
-
 struct rf__room {
 	struct rf_engine *e;
 	size_t bytes;
@@ -656,6 +530,13 @@ static int rf__has_room(void *arg)
 	return 1;
 }
 
+/* Inside user code the engine called (an op, an async fn, a done callback), or a
+ * ring callback: the reactor cannot be turned from here. */
+static int rf__in_callback(struct rf_engine *e)
+{
+	return e->in_callback || e->pumping || rf_ring_in_callback(e->ring);
+}
+
 /* Non-zero (and a message) if waiting now would deadlock. */
 static int rf__wait_refused(struct rf_engine *e, const char *what)
 {
@@ -665,35 +546,46 @@ static int rf__wait_refused(struct rf_engine *e, const char *what)
 			"deadlock; push a dependent op instead\n", what);
 		return 1;
 	}
-	if (e->in_inline_op || rf_ring_in_callback(e->ring)) {
-		fprintf(stderr, "ringflow: %s called from inside an engine op or ring callback: "
-			"refused (it would deadlock: the op cannot finish while it waits)\n", what);
+	if (rf__in_callback(e)) {
+		fprintf(stderr, "ringflow: %s called from inside an engine op, done callback or "
+			"ring callback: refused (it would deadlock: the op cannot finish while "
+			"it waits)\n", what);
 		return 1;
 	}
 	return 0;
 }
 
-static int rf__run_until_flag(struct rf_engine *e, int *flag)
+static int rf__waiter_done(void *arg)
 {
-	int ret;
+	return ((struct rf__waiter *)arg)->done;
+}
 
-	rf__drain_ready(e);
-	if (*flag)
-		return 0;
-	ret = rf_ring_run_until(e->ring, rf__flag_set, flag, 0);
-	return ret < 0 ? ret : 0;
+/* Turn the reactor until w's op finished. Returns 0 (w freed, *err its outcome) or
+ * the ring's error (w abandoned: the op's completion frees it). */
+static int rf__wait_waiter(struct rf_engine *e, struct rf__waiter *w, int *err)
+{
+	int ret = 0;
+
+	rf__pump(e);
+	if (!w->done)
+		ret = rf_ring_run_until(e->ring, rf__waiter_done, w, 0);
+	if (!w->done) {
+		w->abandoned = 1;
+		return ret < 0 ? ret : -EIO;
+	}
+	if (err)
+		*err = w->err;
+	free(w);
+	return 0;
 }
 
 /* ---- push ---------------------------------------------------------------------- */
 
-static int rf__push(struct rf_engine *e, const struct rf_op_desc *d, struct rf_var *delete_var,
-		    int internal, int *done_flag)
+static int rf__check_desc(struct rf_engine *e, const struct rf_op_desc *d, int special)
 {
-	struct rf_op *op;
 	uint32_t i;
-	int ret, g, sync_flag = 0;
 
-	if (!d || (!d->fn && !d->afn && !internal && !delete_var) || (d->fn && d->afn) ||
+	if (!d || (!d->fn && !d->afn && !special) || (d->fn && d->afn) ||
 	    (d->nreads && !d->reads) || (d->nwrites && !d->writes))
 		return -EINVAL;
 	for (i = 0; i < d->nreads; i++)
@@ -702,23 +594,39 @@ static int rf__push(struct rf_engine *e, const struct rf_op_desc *d, struct rf_v
 	for (i = 0; i < d->nwrites; i++)
 		if (!d->writes[i] || d->writes[i]->eng != e)
 			return -EINVAL;
+	return 0;
+}
 
-	/* Bounded asynchrony: turn the reactor until there is room (not possible from
-	 * inside an op or callback: there the cap is exceeded rather than deadlock). */
-	if (!internal) {
-		struct rf__room room = { e, d->bytes };
-		if (!rf__has_room(&room) && !e->in_inline_op && !rf_ring_in_callback(e->ring) &&
-		    !e->draining) {
-			e->st.cap_waits++;
-			rf__drain_ready(e);
-			if (!rf__has_room(&room)) {
-				ret = rf_ring_run_until(e->ring, rf__has_room, &room, 0);
-				if (ret < 0 && ret != -EDEADLK)
-					return ret;
-			}
-		}
-	}
+/* Bounded asynchrony: turn the reactor until there is room (not possible from inside
+ * an op or callback: there the cap is exceeded rather than deadlock). */
+static int rf__make_room(struct rf_engine *e, size_t bytes)
+{
+	struct rf__room room = { e, bytes };
+	int ret;
 
+	if (rf__has_room(&room) || rf__in_callback(e))
+		return 0;
+	e->st.cap_waits++;
+	rf__pump(e);
+	if (rf__has_room(&room))
+		return 0;
+	ret = rf_ring_run_until(e->ring, rf__has_room, &room, 0);
+	return ret < 0 && ret != -EDEADLK ? ret : 0;
+}
+
+/* Build op from d and queue it. On success the op belongs to the engine (its done
+ * callback will run); on failure nothing of it remains. */
+static int rf__push(struct rf_engine *e, const struct rf_op_desc *d, struct rf_var *delete_var,
+		    int internal, struct rf__waiter *w, struct rf_var *wait_var)
+{
+	struct rf_op *op;
+	uint32_t i;
+	int ret;
+
+	if ((ret = rf__check_desc(e, d, internal || delete_var)) < 0)
+		return ret;
+	if (!internal && (ret = rf__make_room(e, d->bytes)) < 0)
+		return ret;
 	op = rf__op_alloc(e);
 	if (!op)
 		return -ENOMEM;
@@ -732,13 +640,19 @@ static int rf__push(struct rf_engine *e, const struct rf_op_desc *d, struct rf_v
 	op->flags = d->flags;
 	op->internal = (uint8_t)internal;
 	op->delete_var = delete_var;
-	op->done_flag = done_flag;
+	op->wait_var = wait_var;
+	op->state = RF__OP_PENDING;
 	for (i = 0; i < d->nwrites; i++)
 		if ((ret = rf__op_add_var(op, d->writes[i], 1)) < 0)
 			goto fail;
 	for (i = 0; i < d->nreads; i++)
 		if ((ret = rf__op_add_var(op, d->reads[i], 0)) < 0)
 			goto fail;
+	if ((ret = rf__q_reserve(e, op->nent)) < 0)
+		goto fail;
+	op->pending = op->nent + 1; /* +1: not ready before every entry is queued */
+	for (i = 0; i < op->nent; i++)
+		rf__q_add(e, &op->ent[i]);
 	op->uid = ++e->st.pushed;
 	if (internal)
 		e->st.pushed--;
@@ -746,59 +660,46 @@ static int rf__push(struct rf_engine *e, const struct rf_op_desc *d, struct rf_v
 		op->traced = 1;
 		rf__trace_deps_at_push(e, op);
 	}
-	if (e->sync && !op->done_flag)
-		op->done_flag = &sync_flag;
-
+	op->waiter = w;
 	e->inflight++;
 	e->inflight_bytes += op->bytes;
 	if (e->inflight > e->st.max_inflight_seen)
 		e->st.max_inflight_seen = e->inflight;
-
-	op->pending = op->nent + 1;
-	for (i = 0; i < op->nent; i++) {
-		struct rf__entry *en = &op->ent[i];
-		struct rf_var *v = en->var;
-
-		en->next = NULL;
-		en->prev = v->tail;
-		if (v->tail)
-			v->tail->next = en;
-		else
-			v->head = en;
-		v->tail = en;
-		en->dio = 0;
-		g = rf__tail_grantable(e, v, op, en->write);
-		v->nqueued++;
-		v->n_ungranted++;
-		v->sum_all.nblock++;
-		if (en->write)
-			v->sum_w.nblock++;
-		if (g > 0)
-			rf__grant(e, en);
-		else if (g < 0)
-			rf__var_scan(e, v);
+	if (--op->pending == 0) {
+		op->state = RF__OP_READY;
+		rf__oplist_push(&e->ready, op);
 	}
-	if (--op->pending == 0)
-		rf__make_ready(e, op);
-	rf__drain_ready(e);
-
-	if (op->done_flag == &sync_flag) {
-		/* Synchronous debug mode: run it to completion inside push. */
-		if (e->in_inline_op || rf_ring_in_callback(e->ring))
-			return 0; /* cannot turn the reactor here; it runs right after */
-		ret = rf__run_until_flag(e, &sync_flag);
-		if (ret < 0)
-			return ret;
-	}
+	rf__pump(e);
 	return 0;
 fail:
 	rf__op_free(e, op);
 	return ret;
 }
 
+/* A user push: in synchronous debug mode the op runs to completion before push
+ * returns (when the reactor can be turned here; from inside an op or callback it
+ * runs right after). Once the op is accepted push returns 0 whatever happens while
+ * waiting: the op and its done callback belong to the engine from then on. */
+static int rf__push_user(struct rf_engine *e, const struct rf_op_desc *d, struct rf_var *delete_var)
+{
+	struct rf__waiter *w = NULL;
+	int ret;
+
+	if (e->sync && !rf__in_callback(e) && !(w = calloc(1, sizeof(*w))))
+		return -ENOMEM;
+	ret = rf__push(e, d, delete_var, 0, w, NULL);
+	if (ret < 0) {
+		free(w);
+		return ret;
+	}
+	if (w)
+		(void)rf__wait_waiter(e, w, NULL);
+	return 0;
+}
+
 int rf_engine_push(struct rf_engine *e, const struct rf_op_desc *d)
 {
-	return rf__push(e, d, NULL, 0, NULL);
+	return rf__push_user(e, d, NULL);
 }
 
 int rf_engine_push_simple(struct rf_engine *e, rf_op_fn fn, void *ctx,
@@ -810,7 +711,7 @@ int rf_engine_push_simple(struct rf_engine *e, rf_op_fn fn, void *ctx,
 		.fn = fn, .ctx = ctx, .reads = reads, .nreads = nreads,
 		.writes = writes, .nwrites = nwrites, .stream = stream, .name = name,
 	};
-	return rf__push(e, &d, NULL, 0, NULL);
+	return rf__push_user(e, &d, NULL);
 }
 
 struct rf__del {
@@ -855,7 +756,7 @@ int rf_var_delete(struct rf_engine *e, struct rf_var *v, void (*free_fn)(void *)
 	d.stream = stream;
 	d.name = "delete";
 	d.flags = RF_OP_ALWAYS;
-	ret = rf__push(e, &d, v, 0, NULL);
+	ret = rf__push_user(e, &d, v);
 	if (ret < 0)
 		free(ctx);
 	return ret;
@@ -874,39 +775,43 @@ int rf_var_clear_error(struct rf_engine *e, struct rf_var *v)
 {
 	struct rf_op_desc d = { 0 };
 
+	if (!v || v->eng != e)
+		return -EINVAL;
 	d.fn = rf__clear_run;
 	d.ctx = v;
 	d.writes = &v;
 	d.nwrites = 1;
 	d.name = "clear_error";
 	d.flags = RF_OP_ALWAYS;
-	return rf__push(e, &d, NULL, 0, NULL);
+	return rf__push_user(e, &d, NULL);
 }
 
 int rf_engine_wait_var(struct rf_engine *e, struct rf_var *v)
 {
 	struct rf_op_desc d = { 0 };
-	int flag = 0, ret;
+	struct rf__waiter *w;
+	int ret, err = 0;
 
 	if (!v || v->eng != e)
 		return -EINVAL;
 	if (rf__wait_refused(e, "rf_engine_wait_var"))
 		return -EDEADLK;
-	if (v->nqueued) {
-		/* A no-op read at the end of v's queue: it is granted once every earlier
-		 * write finished. It always runs, even if v is poisoned. */
-		d.reads = &v;
-		d.nreads = 1;
-		d.name = "wait_var";
-		d.flags = RF_OP_ALWAYS;
-		ret = rf__push(e, &d, NULL, 1, &flag);
-		if (ret < 0)
-			return ret;
-		ret = rf__run_until_flag(e, &flag);
-		if (ret < 0)
-			return ret;
+	if (!v->nqueued)
+		return v->err;
+	/* A no-op read at the end of v's queue: it completes after every earlier write,
+	 * and reports v's poison at that point. It always runs, even if v is poisoned. */
+	if (!(w = calloc(1, sizeof(*w))))
+		return -ENOMEM;
+	d.reads = &v;
+	d.nreads = 1;
+	d.name = "wait_var";
+	d.flags = RF_OP_ALWAYS;
+	if ((ret = rf__push(e, &d, NULL, 1, w, v)) < 0) {
+		free(w);
+		return ret;
 	}
-	return v->err;
+	ret = rf__wait_waiter(e, w, &err);
+	return ret < 0 ? ret : err;
 }
 
 static int rf__all_done(void *arg)
@@ -916,18 +821,29 @@ static int rf__all_done(void *arg)
 	return e->inflight == 0;
 }
 
+int rf_engine_wait_idle(struct rf_engine *e)
+{
+	int ret;
+
+	if (rf__wait_refused(e, "rf_engine_wait_idle"))
+		return -EDEADLK;
+	rf__pump(e);
+	if (e->inflight) {
+		ret = rf_ring_run_until(e->ring, rf__all_done, e, 0);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
 int rf_engine_wait_all(struct rf_engine *e)
 {
 	int ret;
 
 	if (rf__wait_refused(e, "rf_engine_wait_all"))
 		return -EDEADLK;
-	rf__drain_ready(e);
-	if (e->inflight) {
-		ret = rf_ring_run_until(e->ring, rf__all_done, e, 0);
-		if (ret < 0)
-			return ret;
-	}
+	if ((ret = rf_engine_wait_idle(e)) < 0)
+		return ret;
 	ret = e->first_error;
 	e->first_error = 0;
 	e->first_error_op = NULL;

@@ -7,8 +7,17 @@
  * reactor thread of the ring the engine was created on: every function here is
  * called on that thread, except rf_op_execute() which the stream's thread calls.
  *
- * Waiting is running: rf_engine_wait_var/_all turn the reactor until the condition
- * holds. Calling them from inside an op is refused with -EDEADLK.
+ * Waiting is running: rf_engine_wait_var/_all/_idle turn the reactor until the
+ * condition holds. Calling them from inside an op, an async fn, a done callback or a
+ * ring callback is refused with -EDEADLK (and a message).
+ *
+ * Failure follows the serial program: a variable is poisoned iff the last op that
+ * wrote it failed or was skipped, and an op is skipped iff a variable it reads (or
+ * mutates, unless RF_OP_OVERWRITE) is poisoned at its turn in that variable's queue.
+ * Which variables end poisoned, and with which error, is the same in asynchronous
+ * and synchronous mode whatever order streams finish in. The contents of a poisoned
+ * variable are unspecified: an op chained behind a producer on its stream may run
+ * before the producer's failure is known; its result then counts as skipped.
  *
  * Environment:
  *   RF_ENGINE_SYNC=1     every op runs to completion inside push (like MXNet's
@@ -97,8 +106,11 @@ int rf_engine_is_sync(const struct rf_engine *e);
 struct rf_var *rf_var_new(struct rf_engine *e, const char *name);
 const char *rf_var_name(const struct rf_var *v);
 
-/* Push an op. Returns 0, or -errno (-EINVAL for a bad descriptor, -ENOMEM). The op's
- * done callback runs in every case where 0 is returned. */
+/* Push an op. Returns 0, or -errno (-EINVAL for a bad descriptor, -ENOMEM); on an
+ * error nothing of the op remains and its done callback never runs. Once 0 is
+ * returned the op belongs to the engine: it runs (or is skipped) and its done
+ * callback runs exactly once. In synchronous mode push returns after the op
+ * finished, except when called from inside an op or callback (it runs right after). */
 int rf_engine_push(struct rf_engine *e, const struct rf_op_desc *d);
 
 /* Shorthand for the common case. */
@@ -119,6 +131,10 @@ int rf_engine_wait_var(struct rf_engine *e, struct rf_var *v);
 /* Turn the reactor until every op pushed so far has finished. Returns 0, or the first
  * op error since the previous wait_all (then cleared). */
 int rf_engine_wait_all(struct rf_engine *e);
+/* Turn the reactor until every op pushed so far has finished, leaving the pending
+ * error for the next wait_all (what library code that must drain uses: stream and
+ * loader teardown). Returns 0, -EDEADLK (refused) or the ring's error. */
+int rf_engine_wait_idle(struct rf_engine *e);
 
 /* The poison of a variable: 0, or the error and (if op_name) the failing op's name. */
 int rf_var_error(const struct rf_var *v, const char **op_name);
@@ -139,9 +155,12 @@ void rf_engine_trace_mark(struct rf_engine *e, struct rf_stream *s, const char *
  * stream runs them on its own thread (single-producer/single-consumer queue in, a ring
  * notifier out: no mutex, no condition variable). Devices add their own. */
 struct rf_stream *rf_engine_inline_stream(struct rf_engine *e);
-/* The stream rf_async_fn ops run on (a trace track of its own). */
+/* The stream rf_async_fn ops run on (a trace track of its own). An async fn that
+ * called rf_engine_op_done must return 0 (a negative return after it is ignored,
+ * with a message); rf_engine_op_done on an op that is not running aborts. */
 struct rf_stream *rf_engine_async_stream(struct rf_engine *e);
-/* Create a worker stream with its own thread. capacity: queue slots (0: 1024). The
+/* Create a worker stream with its own thread. capacity: queue slots (0: 1024; at
+ * most 2^24, -EINVAL above; more ops wait in an overflow list). The
  * engine owns it (destroyed by rf_engine_destroy) unless rf_stream_destroy is called
  * first, which waits for all the engine's work. */
 int rf_worker_stream_create(struct rf_engine *e, const char *name, unsigned capacity,

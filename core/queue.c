@@ -1,0 +1,246 @@
+/* core/queue.c — the variables' queues (see the comment in engine-impl.h).
+ *
+ * Every step is O(1) per entry, amortized: an entry is granted once, reaches the
+ * front once, and leaves once; a group is looked at when the group before it
+ * changes (one of its entries dispatched or finished) or when it reaches the front.
+ * Nothing rescans a queue from its head, so N readers before a writer finish in
+ * O(N), not O(N^2) (MXNet's variable keeps a pending-read count and the pending
+ * write the same way).
+ *
+ * The per-variable frontier is the first group holding an ungranted entry; every
+ * group after it is wholly ungranted (a read after an ungranted write, a write after
+ * anything ungranted, cannot go). Only the frontier can gain grants, and only from
+ * its predecessor's state. */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "engine-impl.h"
+
+static void rf__grant(struct rf_engine *e, struct rf__entry *en)
+{
+	struct rf_op *op = en->op;
+
+	en->granted = 1;
+	en->g->nungranted--;
+	if (--op->pending == 0) {
+		op->state = RF__OP_READY;
+		rf__oplist_push(&e->ready, op);
+	}
+}
+
+static void rf__at_front(struct rf_engine *e, struct rf__entry *en)
+{
+	struct rf_op *op = en->op;
+
+	en->front = 1;
+	if (++op->nfront == op->nent && op->state == RF__OP_REPORTED)
+		rf__oplist_push(&e->finished, op);
+}
+
+/* May op follow group p, which is not finished, by stream order? Every unfinished
+ * entry of p must sit enqueued on one in-order stream, and op's stream must be
+ * that stream or able to wait for it (the optional chain hook: CUDA events). */
+static int rf__can_chain(struct rf_engine *e, struct rf_op *op, const struct rf__group *p)
+{
+	struct rf_stream *s = op->stream;
+
+	if (p->ndio != p->n || p->ndio_s != p->ndio || !(s->flags & RF_STREAM_IN_ORDER))
+		return 0;
+	if (p->s != s && (!s->ops->chain || s->ops->chain(s, p->s, p->maxseq) != 0))
+		return 0;
+	e->st.chained++;
+	return 1;
+}
+
+/* Grant what the frontier's predecessor now allows; move the frontier on. */
+static void rf__advance(struct rf_engine *e, struct rf_var *v)
+{
+	struct rf__group *g;
+
+	while ((g = v->frontier)) {
+		struct rf__entry *en;
+
+		for (en = g->head; en && g->nungranted; en = en->next)
+			if (!en->granted && rf__can_chain(e, en->op, g->prev))
+				rf__grant(e, en);
+		if (g->nungranted)
+			return;
+		/* The next group follows g, whose entries are granted but not yet
+		 * dispatched: nothing more to grant now. */
+		v->frontier = g->next;
+		return;
+	}
+}
+
+/* Group g became the queue's first: everything before it finished. */
+static void rf__group_front(struct rf_engine *e, struct rf_var *v, struct rf__group *g)
+{
+	struct rf__entry *en;
+
+	for (en = g->head; en; en = en->next) {
+		if (!en->granted)
+			rf__grant(e, en);
+		rf__at_front(e, en);
+	}
+	if (v->frontier == g)
+		v->frontier = g->next;
+}
+
+/* Make sure n groups can be taken without allocating: queuing an op then cannot
+ * fail half-way. */
+int rf__q_reserve(struct rf_engine *e, uint32_t n)
+{
+	while (e->nfree_groups < n) {
+		struct rf__group *g = malloc(sizeof(*g));
+		if (!g)
+			return -ENOMEM;
+		g->next = e->free_groups;
+		e->free_groups = g;
+		e->nfree_groups++;
+	}
+	return 0;
+}
+
+static struct rf__group *rf__group_get(struct rf_engine *e)
+{
+	struct rf__group *g = e->free_groups; /* reserved by rf__q_reserve */
+
+	e->free_groups = g->next;
+	e->nfree_groups--;
+	g->prev = g->next = NULL;
+	g->head = g->tail = NULL;
+	g->n = g->nungranted = g->ndio = g->ndio_s = 0;
+	g->s = NULL;
+	g->maxseq = 0;
+	return g;
+}
+
+static void rf__group_put(struct rf_engine *e, struct rf__group *g)
+{
+	g->next = e->free_groups;
+	e->free_groups = g;
+	e->nfree_groups++;
+}
+
+void rf__q_free_groups(struct rf_engine *e)
+{
+	struct rf__group *g;
+
+	while ((g = e->free_groups)) {
+		e->free_groups = g->next;
+		free(g);
+	}
+	e->nfree_groups = 0;
+}
+
+/* Queue entry en (op, var, write set) at the tail of its variable's queue, granting
+ * it if it can go now. A group for it was reserved. */
+void rf__q_add(struct rf_engine *e, struct rf__entry *en)
+{
+	struct rf_var *v = en->var;
+	struct rf__group *g = v->tail;
+
+	en->granted = en->front = en->dio = 0;
+	en->next = NULL;
+	if (en->write || !g || g->write) {
+		g = rf__group_get(e);
+		g->write = en->write;
+		g->prev = v->tail;
+		if (v->tail)
+			v->tail->next = g;
+		else
+			v->head = g;
+		v->tail = g;
+	}
+	en->g = g;
+	en->prev = g->tail;
+	if (g->tail)
+		g->tail->next = en;
+	else
+		g->head = en;
+	g->tail = en;
+	g->n++;
+	g->nungranted++;
+	v->nqueued++;
+	if (g == v->head) {
+		rf__grant(e, en);
+		rf__at_front(e, en);
+	} else if (!v->frontier || v->frontier == g) {
+		/* Everything before g is granted: en may follow g's predecessor. */
+		if (rf__can_chain(e, en->op, g->prev))
+			rf__grant(e, en);
+		else if (!v->frontier)
+			v->frontier = g;
+	}
+}
+
+/* op was enqueued on its stream. On an in-order stream its entries now count as
+ * ordered there, which may let the next group follow them. */
+void rf__q_dispatched(struct rf_engine *e, struct rf_op *op)
+{
+	struct rf_stream *s = op->stream;
+	uint32_t i;
+
+	if (!(s->flags & RF_STREAM_IN_ORDER))
+		return;
+	for (i = 0; i < op->nent; i++) {
+		struct rf__entry *en = &op->ent[i];
+		struct rf__group *g = en->g;
+		struct rf_var *v = en->var;
+
+		en->dio = 1;
+		if (g->ndio++ == 0) {
+			g->s = s;
+			g->ndio_s = 0;
+			g->maxseq = 0;
+		}
+		if (g->s == s) {
+			g->ndio_s++;
+			if (op->seq > g->maxseq)
+				g->maxseq = op->seq;
+		}
+		if (v->frontier && v->frontier->prev == g)
+			rf__advance(e, v);
+	}
+}
+
+/* op finished and every entry of it is at the front: take them out. Groups that
+ * empty hand the front to the next. */
+void rf__q_remove(struct rf_engine *e, struct rf_op *op)
+{
+	uint32_t i;
+
+	for (i = 0; i < op->nent; i++) {
+		struct rf__entry *en = &op->ent[i];
+		struct rf__group *g = en->g;
+		struct rf_var *v = en->var;
+
+		if (en->prev)
+			en->prev->next = en->next;
+		else
+			g->head = en->next;
+		if (en->next)
+			en->next->prev = en->prev;
+		else
+			g->tail = en->prev;
+		v->nqueued--;
+		g->n--;
+		if (en->dio) {
+			g->ndio--;
+			if (g->s == op->stream)
+				g->ndio_s--;
+		}
+		if (g->n == 0) {
+			v->head = g->next;
+			rf__group_put(e, g);
+			if (v->head) {
+				v->head->prev = NULL;
+				rf__group_front(e, v, v->head);
+			} else {
+				v->tail = NULL;
+			}
+		} else if (v->frontier && v->frontier->prev == g) {
+			rf__advance(e, v);
+		}
+	}
+}

@@ -1,0 +1,308 @@
+/* test-engine-contract: the engine keeps its promises at the edges. No wait leaves a
+ * pointer into its caller's stack behind (run under ASan with
+ * detect_stack_use_after_return=1, each case below was a stack-use-after-return):
+ * a wait_var that returns -EDEADLK while its writer is an async op completed later, a
+ * synchronous-mode push from inside an inline op, a wait called from a done callback
+ * (refused, with a message). A push that returned 0 runs its op and done callback
+ * exactly once, and one that returned an error never does — in synchronous mode too,
+ * when the wait inside push cannot finish. An async op that reports its completion and
+ * then returns an error is completed once. rf_engine_op_done on an op that is not
+ * running aborts with a message. Internal waits (destroying a stream) leave the
+ * pending error for the user's wait_all. A worker stream's capacity is bounded. */
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "engine.h"
+#include "../test-util.h"
+
+static struct rf_engine *e;
+static struct rf_op *held;
+static int ndone, last_status, nran, wait_in_cb = 1;
+
+static int hold_start(void *ctx, struct rf_op *op)
+{
+	(void)ctx;
+	held = op;
+	return 0;
+}
+
+static int count_fn(void *ctx)
+{
+	(void)ctx;
+	nran++;
+	return 0;
+}
+
+static void count_done(void *ctx, int st)
+{
+	(void)ctx;
+	ndone++;
+	last_status = st;
+}
+
+/* Scribbles over the stack where an earlier frame's locals were. */
+static __attribute__((noinline)) int scribble(int depth)
+{
+	volatile char buf[4096];
+	int i;
+
+	for (i = 0; i < (int)sizeof(buf); i++)
+		buf[i] = (char)(i + depth);
+	return depth ? scribble(depth - 1) + buf[7] : buf[5];
+}
+
+static __attribute__((noinline)) int wait_var_noinline(struct rf_var *v)
+{
+	return rf_engine_wait_var(e, v);
+}
+
+static void setup(int sync)
+{
+	struct rf_ring *ring;
+
+	CHECK_OK(rf_ring_create(&ring, NULL));
+	CHECK_OK(rf_engine_create(&e, ring, &(struct rf_engine_opts){ .sync = sync }));
+	ndone = nran = 0;
+	held = NULL;
+}
+
+static void teardown(void)
+{
+	struct rf_ring *ring = rf_engine_ring(e);
+
+	rf_engine_destroy(e);
+	rf_ring_destroy(ring);
+}
+
+/* 1. wait_var returns -EDEADLK (nothing can make progress) while its writer is an
+ * async op the front end completes later: the completion must not write into the
+ * returned wait's frame. */
+static void t_wait_deadlk(int sync)
+{
+	struct rf_var *v;
+	struct rf_op_desc d = { 0 };
+
+	setup(sync);
+	v = rf_var_new(e, "v");
+	d.afn = hold_start;
+	d.writes = &v;
+	d.nwrites = 1;
+	d.done = count_done;
+	d.name = "held";
+	CHECK_EQ(rf_engine_push(e, &d), 0); /* sync: its wait cannot finish; still 0 */
+	CHECK(held);
+	CHECK_EQ(wait_var_noinline(v), -EDEADLK);
+	CHECK(scribble(4) != 12345);
+	rf_engine_op_done(held, 0);
+	CHECK_EQ(ndone, 1);
+	CHECK_EQ(last_status, 0);
+	CHECK_EQ(rf_engine_wait_var(e, v), 0);
+	CHECK_OK(rf_var_delete(e, v, NULL, NULL, NULL));
+	teardown();
+}
+
+/* 2. Synchronous mode, a push that returned 0 while its op could not run yet: the
+ * op runs once, later, and a rejected push never runs. */
+static void t_sync_push(void)
+{
+	struct rf_var *v;
+	struct rf_op_desc d = { 0 };
+
+	setup(1);
+	v = rf_var_new(e, "v");
+	d.afn = hold_start;
+	d.writes = &v;
+	d.nwrites = 1;
+	d.name = "held";
+	CHECK_EQ(rf_engine_push(e, &d), 0);
+	CHECK_EQ(rf_engine_push(e, &(struct rf_op_desc){ .fn = count_fn, .done = count_done,
+						  .reads = &v, .nreads = 1, .name = "after" }), 0);
+	CHECK_EQ(nran, 0);
+	CHECK(scribble(4) != 12345);
+	rf_engine_op_done(held, 0);
+	CHECK_EQ(nran, 1);
+	CHECK_EQ(ndone, 1);
+	/* rejected: both fn and afn */
+	CHECK_EQ(rf_engine_push(e, &(struct rf_op_desc){ .fn = count_fn, .afn = hold_start,
+						  .done = count_done }), -EINVAL);
+	CHECK_EQ(ndone, 1);
+	CHECK_OK(rf_engine_wait_all(e));
+	CHECK_OK(rf_var_delete(e, v, NULL, NULL, NULL));
+	teardown();
+}
+
+/* 3. Synchronous mode, a push from inside an inline op: allowed, runs right after. */
+static struct rf_var *inner_v;
+static int order[4], norder;
+
+static int inner_fn(void *ctx)
+{
+	(void)ctx;
+	order[norder++] = 2;
+	return 0;
+}
+
+static int outer_fn(void *ctx)
+{
+	(void)ctx;
+	order[norder++] = 1;
+	CHECK_EQ(rf_engine_push_simple(e, inner_fn, NULL, NULL, 0, &inner_v, 1, NULL, "inner"), 0);
+	CHECK(scribble(2) != 12345);
+	return 0;
+}
+
+static void t_sync_nested(void)
+{
+	setup(1);
+	inner_v = rf_var_new(e, "inner");
+	norder = 0;
+	CHECK_EQ(rf_engine_push_simple(e, outer_fn, NULL, NULL, 0, &inner_v, 1, NULL, "outer"), 0);
+	CHECK(scribble(4) != 12345);
+	CHECK_OK(rf_engine_wait_var(e, inner_v));
+	CHECK_EQ(norder, 2);
+	CHECK_EQ(order[0], 1);
+	CHECK_EQ(order[1], 2);
+	CHECK_OK(rf_var_delete(e, inner_v, NULL, NULL, NULL));
+	teardown();
+}
+
+/* 4. A wait from a done callback (during the dispatch loop) is refused. */
+static struct rf_var *cb_v;
+
+static void wait_done(void *ctx, int st)
+{
+	(void)ctx;
+	(void)st;
+	wait_in_cb = rf_engine_wait_var(e, cb_v);
+}
+
+static void t_wait_in_done(int sync)
+{
+	struct rf_var *v;
+
+	setup(sync);
+	v = rf_var_new(e, "v");
+	cb_v = rf_var_new(e, "cb");
+	CHECK_OK(rf_engine_push(e, &(struct rf_op_desc){ .afn = hold_start, .writes = &cb_v,
+							 .nwrites = 1, .name = "held" }));
+	wait_in_cb = 1;
+	CHECK_OK(rf_engine_push(e, &(struct rf_op_desc){ .fn = count_fn, .done = wait_done,
+							 .writes = &v, .nwrites = 1, .name = "w" }));
+	CHECK_EQ(wait_in_cb, -EDEADLK);
+	CHECK(scribble(4) != 12345);
+	rf_engine_op_done(held, 0);
+	CHECK_OK(rf_engine_wait_all(e));
+	CHECK_OK(rf_var_delete(e, v, NULL, NULL, NULL));
+	CHECK_OK(rf_var_delete(e, cb_v, NULL, NULL, NULL));
+	teardown();
+}
+
+/* 5. An async op that calls rf_engine_op_done and then returns an error: once. */
+static int done_then_fail(void *ctx, struct rf_op *op)
+{
+	(void)ctx;
+	rf_engine_op_done(op, 0);
+	return -EIO;
+}
+
+static void t_done_then_fail(void)
+{
+	struct rf_var *v;
+
+	setup(0);
+	v = rf_var_new(e, "v");
+	CHECK_OK(rf_engine_push(e, &(struct rf_op_desc){ .afn = done_then_fail, .done = count_done,
+							 .writes = &v, .nwrites = 1, .name = "dtf" }));
+	CHECK_OK(rf_engine_push(e, &(struct rf_op_desc){ .afn = done_then_fail, .done = count_done,
+							 .writes = &v, .nwrites = 1, .name = "dtf2" }));
+	CHECK_EQ(rf_engine_wait_all(e), 0);
+	CHECK_EQ(ndone, 2);
+	CHECK_EQ(last_status, 0);
+	CHECK_EQ(rf_var_error(v, NULL), 0);
+	CHECK_OK(rf_var_delete(e, v, NULL, NULL, NULL));
+	teardown();
+}
+
+/* 6. rf_engine_op_done on a finished op aborts (in a child process). */
+static void t_double_done(void)
+{
+	pid_t pid = fork();
+	int ws;
+
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		struct rf_var *v;
+		struct rf_op *op;
+		setup(0);
+		v = rf_var_new(e, "v");
+		rf_engine_push(e, &(struct rf_op_desc){ .afn = hold_start, .writes = &v,
+							.nwrites = 1, .name = "twice" });
+		op = held;
+		rf_engine_op_done(op, 0);
+		rf_engine_op_done(op, 0); /* must abort */
+		_exit(0);
+	}
+	CHECK(waitpid(pid, &ws, 0) == pid);
+	CHECK(WIFSIGNALED(ws) && WTERMSIG(ws) == SIGABRT);
+}
+
+/* 7. Destroying a stream waits for all work but leaves the error for wait_all. */
+static int fail_fn(void *ctx)
+{
+	(void)ctx;
+	return -EIO;
+}
+
+static void t_internal_wait_keeps_error(void)
+{
+	struct rf_var *v;
+	struct rf_stream *w1, *w2;
+
+	setup(0);
+	v = rf_var_new(e, "v");
+	CHECK_OK(rf_worker_stream_create(e, "w1", 0, &w1));
+	CHECK_OK(rf_worker_stream_create(e, "w2", 0, &w2));
+	CHECK_OK(rf_engine_push_simple(e, fail_fn, NULL, NULL, 0, &v, 1, w1, "failing"));
+	rf_stream_destroy(w2);
+	CHECK_EQ(rf_engine_wait_idle(e), 0);
+	CHECK_EQ(rf_engine_wait_all(e), -EIO);
+	CHECK_EQ(rf_engine_wait_all(e), 0);
+	CHECK_OK(rf_var_delete(e, v, NULL, NULL, NULL));
+	teardown();
+}
+
+/* 8. A worker stream's capacity is bounded: no endless loop, a clear -EINVAL. */
+static void t_worker_capacity(void)
+{
+	struct rf_stream *w;
+
+	setup(0);
+	CHECK_EQ(rf_worker_stream_create(e, "big", (1u << 31) + 1, &w), -EINVAL);
+	CHECK_EQ(rf_worker_stream_create(e, "big", 0xffffffffu, &w), -EINVAL);
+	CHECK_EQ(rf_worker_stream_create(e, "big", (1u << 24) + 1, &w), -EINVAL);
+	CHECK_OK(rf_worker_stream_create(e, "ok", 3, &w));
+	rf_stream_destroy(w);
+	teardown();
+}
+
+int main(void)
+{
+	int sync;
+
+	for (sync = 0; sync <= 1; sync++) {
+		t_wait_deadlk(sync);
+		t_wait_in_done(sync);
+	}
+	t_sync_push();
+	t_sync_nested();
+	t_done_then_fail();
+	t_double_done();
+	t_internal_wait_keeps_error();
+	t_worker_capacity();
+	printf("engine contract: waits, sync pushes, double completion, internal waits\n");
+	return 0;
+}
