@@ -23,6 +23,7 @@
  *            dependency order whatever order the streams report them in.
  * Entries leave only the front group, so a group empties from the front. */
 struct rf__group;
+struct rf__group_slab;
 
 struct rf__entry {
 	struct rf_op *op;
@@ -75,6 +76,7 @@ struct rf_op {
 	uint32_t nfront;         /* entries at their queue's front */
 	uint8_t state;
 	uint8_t skip;            /* skipped at dispatch: never enqueued */
+	uint8_t settled;         /* inputs were final and clean at dispatch */
 	uint8_t internal;        /* engine-made op (waits), not counted in stats.pushed */
 	uint8_t traced;          /* record times (set at push, read by the executing thread) */
 	int status;              /* reported status */
@@ -146,10 +148,16 @@ struct rf_engine {
 	int pumping;              /* the dispatch/completion loop is running */
 	int in_callback;          /* depth of user code running: inline ops, async fns,
 				   * done callbacks (waits are refused there) */
+	/* The immediate path (rf__run_now): the op running, its descriptor, and the op
+	 * record it got if a push from inside it needed it in the queues. */
+	const struct rf_op_desc *now_desc;
+	uint64_t now_uid;
+	struct rf_op *now_op;
 	struct rf__oplist ready;    /* granted, to dispatch */
 	struct rf__oplist finished; /* reported and at every front, to complete */
 	struct rf_op *free_ops;
 	struct rf__group *free_groups;
+	struct rf__group_slab *group_slabs;
 	uint32_t nfree_groups;
 	struct rf_stream inline_stream;
 	struct rf_stream async_stream;
@@ -184,7 +192,13 @@ static inline struct rf_op *rf__oplist_pop(struct rf__oplist *l)
 }
 
 /* queue.c: the variables' queues */
-int rf__q_reserve(struct rf_engine *e, uint32_t n);
+int rf__q_grow(struct rf_engine *e, uint32_t n);
+/* Make sure n groups can be taken without allocating: queuing an op then cannot
+ * fail half-way. */
+static inline int rf__q_reserve(struct rf_engine *e, uint32_t n)
+{
+	return e->nfree_groups >= n ? 0 : rf__q_grow(e, n);
+}
 void rf__q_add(struct rf_engine *e, struct rf__entry *en);
 void rf__q_dispatched(struct rf_engine *e, struct rf_op *op);
 void rf__q_remove(struct rf_engine *e, struct rf_op *op);

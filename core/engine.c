@@ -31,6 +31,7 @@ static uint64_t rf__gettid(void)
 }
 
 static void rf__pump(struct rf_engine *e);
+static int rf__now_materialize(struct rf_engine *e);
 
 /* ---- inline and async streams ------------------------------------------------------ */
 
@@ -278,7 +279,8 @@ static void rf__op_free(struct rf_engine *e, struct rf_op *op)
 {
 	if (op->ent != op->ent_inline)
 		free(op->ent);
-	free(op->deps);
+	if (op->deps)
+		free(op->deps);
 	op->state = RF__OP_FREE;
 	op->next = e->free_ops;
 	e->free_ops = op;
@@ -342,6 +344,8 @@ static void rf__settle_vars(struct rf_engine *e, struct rf_op *op, int status, c
 {
 	uint32_t i;
 
+	if (status >= 0 && !(op->flags & RF_OP_OVERWRITE))
+		return;
 	for (i = 0; i < op->nent; i++) {
 		struct rf_var *v = op->ent[i].var;
 
@@ -370,7 +374,7 @@ static void rf__finish(struct rf_engine *e, struct rf_op *op)
 	const char *ename = op->name, *iname = NULL;
 	struct rf__waiter *w = op->waiter;
 	int status = op->status;
-	int inh = rf__inherited_error(op, 0, &iname);
+	int inh = op->settled ? 0 : rf__inherited_error(op, 0, &iname);
 
 	if (inh) {
 		status = inh; /* skipped; if it ran (chained), its result is discarded */
@@ -430,6 +434,8 @@ static void rf__dispatch(struct rf_engine *e, struct rf_op *op)
 		rf__reported(e, op, 0);
 		return;
 	}
+	/* Every input at the front and clean: nothing can poison it any more. */
+	op->settled = op->nfront == op->nent;
 	op->state = RF__OP_DISPATCHED;
 	op->seq = ++s->seq;
 	/* Stream chaining: consumers on the same in-order stream (or on streams that
@@ -625,6 +631,8 @@ static int rf__push(struct rf_engine *e, const struct rf_op_desc *d, struct rf_v
 
 	if ((ret = rf__check_desc(e, d, internal || delete_var)) < 0)
 		return ret;
+	if (e->now_desc && !e->now_op && (ret = rf__now_materialize(e)) < 0)
+		return ret; /* a push from inside the op on the immediate path */
 	if (!internal && (ret = rf__make_room(e, d->bytes)) < 0)
 		return ret;
 	op = rf__op_alloc(e);
@@ -676,6 +684,139 @@ fail:
 	return ret;
 }
 
+/* ---- the immediate path -----------------------------------------------------------
+ * An inline op pushed while the engine is not dispatching, with no flags, no trace,
+ * and every variable's queue empty, is granted at once and would be dispatched and
+ * run at once: run it right here, without building its queue entries. Nothing can
+ * look at the queues while it runs except a push from inside it (an inline op may
+ * push); that push first gives it its op record and entries (rf__now_materialize),
+ * exactly as if it had gone the long way, so the nested op orders behind it. */
+
+static int rf__now_eligible(struct rf_engine *e, const struct rf_op_desc *d)
+{
+	uint32_t i;
+
+	if (!d || !d->fn || d->afn || d->flags || e->pumping || e->trace ||
+	    (d->stream && d->stream != &e->inline_stream) ||
+	    (d->nreads && !d->reads) || (d->nwrites && !d->writes))
+		return 0;
+	for (i = 0; i < d->nwrites; i++)
+		if (!d->writes[i] || d->writes[i]->eng != e || d->writes[i]->nqueued)
+			return 0;
+	for (i = 0; i < d->nreads; i++)
+		if (!d->reads[i] || d->reads[i]->eng != e || d->reads[i]->nqueued)
+			return 0;
+	return 1;
+}
+
+/* A push from inside the op running on the immediate path: queue that op first. */
+static int rf__now_materialize(struct rf_engine *e)
+{
+	const struct rf_op_desc *d = e->now_desc;
+	struct rf_op *op = rf__op_alloc(e);
+	uint32_t i;
+	int ret;
+
+	if (!op)
+		return -ENOMEM;
+	op->fn = d->fn;
+	op->ctx = d->ctx;
+	op->done = d->done;
+	op->stream = &e->inline_stream;
+	op->name = d->name ? d->name : "op";
+	op->bytes = d->bytes;
+	op->uid = e->now_uid;
+	for (i = 0; i < d->nwrites; i++)
+		if ((ret = rf__op_add_var(op, d->writes[i], 1)) < 0)
+			goto fail;
+	for (i = 0; i < d->nreads; i++)
+		if ((ret = rf__op_add_var(op, d->reads[i], 0)) < 0)
+			goto fail;
+	if ((ret = rf__q_reserve(e, op->nent)) < 0)
+		goto fail;
+	op->pending = op->nent + 1;
+	for (i = 0; i < op->nent; i++)
+		rf__q_add(e, &op->ent[i]); /* empty queues: granted and at the front */
+	op->pending = 0;
+	op->settled = 1;
+	op->state = RF__OP_DISPATCHED;
+	op->seq = ++e->inline_stream.seq;
+	e->now_op = op;
+	return 0;
+fail:
+	rf__op_free(e, op);
+	return ret;
+}
+
+static void rf__run_now(struct rf_engine *e, const struct rf_op_desc *d)
+{
+	const char *ename = d->name ? d->name : "op";
+	struct rf_op *op;
+	uint32_t i;
+	int st = 0, inh = 0;
+
+	/* Queues empty: the variables' poison is final for this op. */
+	for (i = 0; i < d->nwrites && !inh; i++)
+		if ((inh = d->writes[i]->err))
+			ename = d->writes[i]->err_op;
+	for (i = 0; i < d->nreads && !inh; i++)
+		if ((inh = d->reads[i]->err))
+			ename = d->reads[i]->err_op;
+	e->now_uid = ++e->st.pushed;
+	if (++e->inflight > e->st.max_inflight_seen)
+		e->st.max_inflight_seen = e->inflight;
+	e->inflight_bytes += d->bytes;
+	e->pumping = 1;
+	if (!inh) {
+		e->now_desc = d;
+		e->in_callback++;
+		st = d->fn(d->ctx);
+		e->in_callback--;
+		e->now_desc = NULL;
+		if (st > 0)
+			st = 0;
+	}
+	if ((op = e->now_op)) {
+		/* a push from inside it queued it: finish it the long way */
+		e->now_op = NULL;
+		e->inline_stream.done_seq++;
+		rf__reported(e, op, st);
+		e->pumping = 0;
+		rf__pump(e);
+		return;
+	}
+	if (inh) {
+		st = inh;
+		e->st.skipped++;
+	} else if (st < 0) {
+		e->st.failed++;
+	}
+	if (st < 0) {
+		for (i = 0; i < d->nwrites; i++) {
+			struct rf_var *v = d->writes[i];
+			if (!v->err) {
+				v->err = st;
+				v->err_op = ename;
+			}
+		}
+		if (!e->first_error) {
+			e->first_error = st;
+			e->first_error_op = ename;
+		}
+	}
+	e->inflight--;
+	e->inflight_bytes -= d->bytes;
+	e->st.completed++;
+	if (d->done) {
+		e->in_callback++;
+		d->done(d->ctx, st);
+		e->in_callback--;
+	}
+	e->pumping = 0;
+	if (e->ready.head || e->finished.head)
+		rf__pump(e); /* ops its done callback pushed */
+}
+
 /* A user push: in synchronous debug mode the op runs to completion before push
  * returns (when the reactor can be turned here; from inside an op or callback it
  * runs right after). Once the op is accepted push returns 0 whatever happens while
@@ -685,6 +826,19 @@ static int rf__push_user(struct rf_engine *e, const struct rf_op_desc *d, struct
 	struct rf__waiter *w = NULL;
 	int ret;
 
+	if (!delete_var && rf__now_eligible(e, d)) {
+		struct rf__room room = { e, d->bytes };
+		if (rf__has_room(&room)) {
+			rf__run_now(e, d);
+			return 0;
+		}
+		if ((ret = rf__make_room(e, d->bytes)) < 0)
+			return ret;
+		if (rf__now_eligible(e, d)) { /* still, after turning the reactor */
+			rf__run_now(e, d);
+			return 0;
+		}
+	}
 	if (e->sync && !rf__in_callback(e) && !(w = calloc(1, sizeof(*w))))
 		return -ENOMEM;
 	ret = rf__push(e, d, delete_var, 0, w, NULL);

@@ -86,17 +86,29 @@ static void rf__group_front(struct rf_engine *e, struct rf_var *v, struct rf__gr
 		v->frontier = g->next;
 }
 
-/* Make sure n groups can be taken without allocating: queuing an op then cannot
- * fail half-way. */
-int rf__q_reserve(struct rf_engine *e, uint32_t n)
+/* Groups come in slabs of RF__GROUP_SLAB: one malloc for many, freed at teardown. */
+#define RF__GROUP_SLAB 64
+
+struct rf__group_slab {
+	struct rf__group_slab *next;
+	struct rf__group g[RF__GROUP_SLAB];
+};
+
+int rf__q_grow(struct rf_engine *e, uint32_t n)
 {
 	while (e->nfree_groups < n) {
-		struct rf__group *g = malloc(sizeof(*g));
-		if (!g)
+		struct rf__group_slab *sl = malloc(sizeof(*sl));
+		unsigned i;
+
+		if (!sl)
 			return -ENOMEM;
-		g->next = e->free_groups;
-		e->free_groups = g;
-		e->nfree_groups++;
+		sl->next = e->group_slabs;
+		e->group_slabs = sl;
+		for (i = 0; i < RF__GROUP_SLAB; i++) {
+			sl->g[i].next = e->free_groups;
+			e->free_groups = &sl->g[i];
+		}
+		e->nfree_groups += RF__GROUP_SLAB;
 	}
 	return 0;
 }
@@ -124,12 +136,13 @@ static void rf__group_put(struct rf_engine *e, struct rf__group *g)
 
 void rf__q_free_groups(struct rf_engine *e)
 {
-	struct rf__group *g;
+	struct rf__group_slab *sl;
 
-	while ((g = e->free_groups)) {
-		e->free_groups = g->next;
-		free(g);
+	while ((sl = e->group_slabs)) {
+		e->group_slabs = sl->next;
+		free(sl);
 	}
+	e->free_groups = NULL;
 	e->nfree_groups = 0;
 }
 

@@ -8,7 +8,9 @@
  * when the wait inside push cannot finish. An async op that reports its completion and
  * then returns an error is completed once. rf_engine_op_done on an op that is not
  * running aborts with a message. Internal waits (destroying a stream) leave the
- * pending error for the user's wait_all. A worker stream's capacity is bounded. */
+ * pending error for the user's wait_all. A worker stream's capacity is bounded. An op
+ * that runs at once at push (inline, idle variables) and pushes ops from inside itself
+ * orders them behind itself, as the queued path does, and its failure poisons. */
 #include <errno.h>
 #include <signal.h>
 #include <stdint.h>
@@ -289,6 +291,78 @@ static void t_worker_capacity(void)
 	teardown();
 }
 
+/* 9. The immediate path: an op run at push that pushes a reader of its own output,
+ * a writer of its input and a deletion of its output from inside itself. */
+static struct rf_var *nx, *ny;
+static int a_done, b_saw_a_done, c_saw_a_done, seqn, b_seq, c_seq;
+
+static int b_fn(void *ctx)
+{
+	(void)ctx;
+	b_saw_a_done = a_done;
+	b_seq = ++seqn;
+	return 0;
+}
+
+static int c_fn(void *ctx)
+{
+	(void)ctx;
+	c_saw_a_done = a_done;
+	c_seq = ++seqn;
+	return 0;
+}
+
+static int a_fn(void *ctx)
+{
+	(void)ctx;
+	CHECK_OK(rf_engine_push_simple(e, b_fn, NULL, &nx, 1, NULL, 0, NULL, "b")); /* reads x */
+	CHECK_OK(rf_engine_push_simple(e, c_fn, NULL, NULL, 0, &ny, 1, NULL, "c")); /* writes y */
+	CHECK_EQ(b_seq, 0); /* behind a */
+	return 0;
+}
+
+static void a_done_cb(void *ctx, int st)
+{
+	(void)ctx;
+	CHECK_EQ(st, 0);
+	a_done = 1;
+}
+
+static void t_now_nested(void)
+{
+	int sync;
+
+	for (sync = 0; sync <= 1; sync++) {
+		struct rf_engine_stats es;
+
+		setup(sync);
+		nx = rf_var_new(e, "x");
+		ny = rf_var_new(e, "y");
+		a_done = b_saw_a_done = c_saw_a_done = seqn = b_seq = c_seq = 0;
+		CHECK_OK(rf_engine_push(e, &(struct rf_op_desc){ .fn = a_fn, .done = a_done_cb,
+				.reads = &ny, .nreads = 1, .writes = &nx, .nwrites = 1, .name = "a" }));
+		CHECK_OK(rf_engine_wait_all(e));
+		CHECK(b_saw_a_done && c_saw_a_done);
+		CHECK(b_seq && c_seq);
+		/* a failing op at push poisons its output; a reader pushed next is skipped */
+		CHECK_OK(rf_engine_push_simple(e, fail_fn, NULL, NULL, 0, &nx, 1, NULL, "f"));
+		ndone = 0;
+		CHECK_OK(rf_engine_push(e, &(struct rf_op_desc){ .fn = count_fn, .done = count_done,
+				.reads = &nx, .nreads = 1, .writes = &ny, .nwrites = 1, .name = "r" }));
+		CHECK_EQ(ndone, 1);
+		CHECK_EQ(last_status, -EIO);
+		CHECK_EQ(rf_var_error(ny, NULL), -EIO);
+		CHECK_EQ(rf_engine_wait_all(e), -EIO);
+		rf_engine_get_stats(e, &es);
+		CHECK_EQ(es.failed, 1);
+		CHECK_EQ(es.skipped, 1);
+		CHECK_EQ(es.inflight, 0);
+		CHECK_OK(rf_var_delete(e, nx, NULL, NULL, NULL));
+		CHECK_OK(rf_var_delete(e, ny, NULL, NULL, NULL));
+		teardown();
+	}
+}
+
 int main(void)
 {
 	int sync;
@@ -303,6 +377,7 @@ int main(void)
 	t_double_done();
 	t_internal_wait_keeps_error();
 	t_worker_capacity();
+	t_now_nested();
 	printf("engine contract: waits, sync pushes, double completion, internal waits\n");
 	return 0;
 }
