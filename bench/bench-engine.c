@@ -1,6 +1,6 @@
 /* bench/bench-engine.c — the engine's own cost, and the seeds' asynchrony experiment.
  *
- * rf-bench engine [--n N] [--json]
+ * rf-bench engine [--n N] [--reps R] [--pattern NAME] [--json]
  *   No-op ops through the inline stream for the DAG patterns that
  *   ../shared/peers/tbb_flowgraph.cpp defines (chain; fan-out groups of 64: root, 62
  *   children, join; random: node i depends on 1-3 distinct nodes among the 64 before
@@ -8,6 +8,15 @@
  *   that mutates its own variable and reads its producers' variables. Time counted:
  *   creating the variables + pushing + running to completion, as the peer counts
  *   building its graph + running it. Prints ops_per_s and ns_per_op per pattern.
+ *
+ *   queued: the random DAG held behind a gate (see run_pattern), so no op takes the
+ *   immediate path; the whole queue machinery per op.
+ *   Then the queue patterns (no peer: they show the engine's own scaling):
+ *   readers-N: N no-op readers of one variable on a worker stream, then one inline
+ *   writer, N = 1000, 4096, 16000 (cap raised above N): each reader's completion must
+ *   cost O(1) — the ns/op stays flat as N grows. xchain: a chain of --n/10 ops
+ *   alternating between two worker streams (every edge crosses streams, so each op
+ *   waits for the previous one's completion).
  *
  * rf-bench async [--n N] [--len L] [--json]
  *   Seeds §12.2.3: N times y = x + 1 on a worker stream with a wait after each
@@ -52,9 +61,23 @@ static int parse_long(const char *arg, const char *val, long *out)
 	return 0;
 }
 
-/* Runs one pattern, returns seconds, or < 0 on error. */
+static struct rf_op *gate_op;
+
+static int gate_start(void *ctx, struct rf_op *op)
+{
+	(void)ctx;
+	gate_op = op;
+	return 0;
+}
+
+/* Runs one pattern, returns seconds, or < 0 on error. "queued": the random DAG with
+ * every node also reading a gate variable whose writer is held until all are pushed,
+ * so every op goes the whole way through the queues (granted later, dispatched from
+ * the ready list) instead of running at push. */
 static double run_pattern(const char *pattern, long n)
 {
+	int gated = !strcmp(pattern, "queued");
+	struct rf_var *gate = NULL;
 	struct rf_ring *ring;
 	struct rf_engine *e;
 	struct rf_var **v = malloc((size_t)n * sizeof(*v));
@@ -66,11 +89,18 @@ static double run_pattern(const char *pattern, long n)
 		return -1;
 	if (rf_ring_create(&ring, NULL) < 0)
 		return -1;
-	/* The cap is far above what the inline stream ever holds. */
-	if (rf_engine_create(&e, ring, &(struct rf_engine_opts){ .sync = 0 }) < 0)
+	/* The cap is far above what the inline stream ever holds (queued: all of it). */
+	if (rf_engine_create(&e, ring, &(struct rf_engine_opts){ .sync = 0,
+			     .max_inflight = gated ? (unsigned)n + 16 : 0 }) < 0)
 		return -1;
 
 	t0 = rf_now_ns();
+	if (gated) {
+		gate = rf_var_new(e, "gate");
+		if (rf_engine_push(e, &(struct rf_op_desc){ .afn = gate_start, .writes = &gate,
+							    .nwrites = 1, .name = "gate" }) < 0)
+			return -1;
+	}
 	for (i = 0; i < n; i++) {
 		struct rf_var *r[64];
 		unsigned nr = 0;
@@ -109,28 +139,94 @@ static double run_pattern(const char *pattern, long n)
 				}
 			}
 		}
+		if (gated)
+			r[nr++] = gate;
 		ret = rf_engine_push_simple(e, nop_fn, NULL, r, nr, &v[i], 1, NULL, "nop");
 		if (ret < 0) {
 			fprintf(stderr, "rf-bench engine: push failed: %s\n", strerror(-ret));
 			return -1;
 		}
 	}
+	if (gated)
+		rf_engine_op_done(gate_op, 0);
 	ret = rf_engine_wait_all(e);
 	t1 = rf_now_ns();
 	if (ret < 0)
 		return -1;
 	for (i = 0; i < n; i++)
 		rf_var_delete(e, v[i], NULL, NULL, NULL);
+	if (gate)
+		rf_var_delete(e, gate, NULL, NULL, NULL);
 	rf_engine_destroy(e);
 	rf_ring_destroy(ring);
 	free(v);
 	return (double)(t1 - t0) / 1e9;
 }
 
+/* The queue patterns; returns seconds, or < 0 on error. */
+static double run_queue_pattern(const char *pattern, long n)
+{
+	struct rf_ring *ring;
+	struct rf_engine *e;
+	struct rf_stream *w[2];
+	struct rf_var **v;
+	uint64_t t0, t1;
+	long i;
+	int ret;
+
+	if (rf_ring_create(&ring, NULL) < 0)
+		return -1;
+	if (rf_engine_create(&e, ring, &(struct rf_engine_opts){ .sync = 0,
+			     .max_inflight = (unsigned)n + 16 }) < 0 ||
+	    rf_worker_stream_create(e, "w0", 0, &w[0]) < 0 ||
+	    rf_worker_stream_create(e, "w1", 0, &w[1]) < 0)
+		return -1;
+	v = calloc((size_t)n + 1, sizeof(*v));
+	if (!v)
+		return -1;
+	t0 = rf_now_ns();
+	if (!strcmp(pattern, "readers")) {
+		v[0] = rf_var_new(e, "x");
+		for (i = 0; i < n; i++)
+			if ((ret = rf_engine_push_simple(e, nop_fn, NULL, &v[0], 1, NULL, 0, w[0], "read")) < 0)
+				return -1;
+		if (rf_engine_push_simple(e, nop_fn, NULL, NULL, 0, &v[0], 1, NULL, "write") < 0)
+			return -1;
+		n = 1;
+	} else {
+		for (i = 0; i < n; i++) {
+			v[i] = rf_var_new(e, NULL);
+			if ((ret = rf_engine_push_simple(e, nop_fn, NULL, i ? &v[i - 1] : NULL, i ? 1 : 0,
+							 &v[i], 1, w[i & 1], "link")) < 0)
+				return -1;
+		}
+	}
+	ret = rf_engine_wait_all(e);
+	t1 = rf_now_ns();
+	for (i = 0; i < n; i++)
+		rf_var_delete(e, v[i], NULL, NULL, NULL);
+	rf_engine_destroy(e);
+	rf_ring_destroy(ring);
+	free(v);
+	return ret < 0 ? -1 : (double)(t1 - t0) / 1e9;
+}
+
+static void print_result(const char *pattern, long n, double best, long reps, int json)
+{
+	if (json)
+		printf("{\"pattern\":\"%s\",\"nodes\":%ld,\"ops_per_s\":%.0f,\"ns_per_op\":%.1f}\n",
+		       pattern, n, n / best, best * 1e9 / n);
+	else
+		printf("%-13s %8ld ops  %10.0f ops/s  %7.1f ns/op (best of %ld)\n", pattern, n,
+		       n / best, best * 1e9 / n, reps);
+	fflush(stdout);
+}
+
 int rf_bench_engine(int argc, char **argv)
 {
-	static const char *patterns[] = { "chain", "fanout", "random" };
+	static const char *patterns[] = { "chain", "fanout", "random", "queued" };
 	long n = 1000000, reps = 3;
+	const char *only = NULL;
 	int json = 0, i, p;
 
 	for (i = 1; i < argc; i++) {
@@ -142,14 +238,19 @@ int rf_bench_engine(int argc, char **argv)
 		} else if (!strcmp(argv[i], "--reps")) {
 			if (parse_long("--reps", i + 1 < argc ? argv[++i] : NULL, &reps) < 0)
 				return 2;
+		} else if (!strcmp(argv[i], "--pattern") && i + 1 < argc) {
+			only = argv[++i];
 		} else {
-			fprintf(stderr, "rf-bench engine: unknown argument '%s' (expected --n N, --reps R, --json)\n", argv[i]);
+			fprintf(stderr, "rf-bench engine: unknown argument '%s' (expected --n N, --reps R, "
+				"--pattern chain|fanout|random|queued|readers|xchain, --json)\n", argv[i]);
 			return 2;
 		}
 	}
-	for (p = 0; p < 3; p++) {
+	for (p = 0; p < 4; p++) {
 		double best = 1e30;
 		long r;
+		if (only && strcmp(only, patterns[p]))
+			continue;
 		for (r = 0; r < reps; r++) {
 			double s = run_pattern(patterns[p], n);
 			if (s < 0)
@@ -157,13 +258,28 @@ int rf_bench_engine(int argc, char **argv)
 			if (s < best)
 				best = s;
 		}
-		if (json)
-			printf("{\"pattern\":\"%s\",\"nodes\":%ld,\"ops_per_s\":%.0f,\"ns_per_op\":%.1f}\n",
-			       patterns[p], n, n / best, best * 1e9 / n);
+		print_result(patterns[p], n, best, reps, json);
+	}
+	for (p = 0; p < 4; p++) {
+		static const long nreaders[] = { 1000, 4096, 16000 };
+		long m = p < 3 ? nreaders[p] : (n / 10 > 1000 ? n / 10 : 1000);
+		double best = 1e30;
+		char name[32];
+		long r;
+		if (only && strcmp(only, p < 3 ? "readers" : "xchain"))
+			continue;
+		for (r = 0; r < reps; r++) {
+			double s = run_queue_pattern(p < 3 ? "readers" : "xchain", m);
+			if (s < 0)
+				return 1;
+			if (s < best)
+				best = s;
+		}
+		if (p < 3)
+			snprintf(name, sizeof(name), "readers-%ld", m);
 		else
-			printf("%-7s %8ld ops  %10.0f ops/s  %7.1f ns/op (best of %ld)\n", patterns[p], n,
-			       n / best, best * 1e9 / n, reps);
-		fflush(stdout);
+			snprintf(name, sizeof(name), "xchain");
+		print_result(name, m + (p < 3), best, reps, json);
 	}
 	return 0;
 }
