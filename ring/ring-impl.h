@@ -30,6 +30,10 @@
 /* Largest length put in one SQE; larger transfers proceed as "short" pieces. */
 #define RF__MAX_SQE_LEN (1u << 30)
 
+/* Kernel limits (IORING_MAX_ENTRIES, IORING_MAX_CQ_ENTRIES). */
+#define RF__MAX_SQ_ENTRIES RF_RING_MAX_ENTRIES
+#define RF__MAX_CQ_ENTRIES (2 * RF_RING_MAX_ENTRIES)
+
 enum rf__op {
 	RF__OP_READ = 1,
 	RF__OP_WRITE,

@@ -337,36 +337,56 @@ void rf__cancel_req(struct rf_ring *r, struct rf__req *q)
 
 /* ---- setup and teardown ------------------------------------------------------- */
 
-static int rf__setup(struct rf_ring *r, unsigned entries, const struct rf_ring_opts *o)
+/* io_uring_setup with these flags and sizes, into ring. */
+static int rf__setup_try(struct io_uring *ring, unsigned flags, unsigned sq, unsigned cq,
+			 const struct rf_ring_opts *o)
 {
 	struct io_uring_params p;
+	memset(&p, 0, sizeof(p));
+	p.flags = flags | IORING_SETUP_CQSIZE | IORING_SETUP_CLAMP;
+	p.cq_entries = cq;
+	if (flags & IORING_SETUP_SQPOLL)
+		p.sq_thread_idle = o->sqpoll_idle_ms ? o->sqpoll_idle_ms : 1000;
+	return io_uring_queue_init_params(sq, ring, &p);
+}
+
+/* entries: a power of 2 in [1, RF__MAX_SQ_ENTRIES]. */
+static int rf__setup(struct rf_ring *r, unsigned entries, const struct rf_ring_opts *o)
+{
 	unsigned want = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN |
 			IORING_SETUP_COOP_TASKRUN | IORING_SETUP_SUBMIT_ALL;
-	/* Dropped in this order on -EINVAL: newest kernels' flags first. */
+	/* Dropped in this order while the kernel refuses them: newest kernels' first. */
 	static const unsigned drop[] = { IORING_SETUP_DEFER_TASKRUN, IORING_SETUP_SINGLE_ISSUER,
 					 IORING_SETUP_COOP_TASKRUN, IORING_SETUP_SUBMIT_ALL };
-	unsigned sqpoll = o && (o->flags & RF_RING_SQPOLL);
-	if (sqpoll)
+	if (o && (o->flags & RF_RING_SQPOLL))
 		want = (want & ~(IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_COOP_TASKRUN)) |
 		       IORING_SETUP_SQPOLL;
-	for (unsigned i = 0;; i++) {
-		memset(&p, 0, sizeof(p));
-		p.flags = want | IORING_SETUP_CQSIZE;
-		p.cq_entries = entries * 4;
-		if (sqpoll)
-			p.sq_thread_idle = o->sqpoll_idle_ms ? o->sqpoll_idle_ms : 1000;
-		int ret = io_uring_queue_init_params(entries, &r->ring, &p);
+	/* 4x the SQ, within the kernel's CQ limit (CLAMP too, in case it is lower). */
+	unsigned cq = entries > RF__MAX_CQ_ENTRIES / 4 ? RF__MAX_CQ_ENTRIES : entries * 4;
+	size_t i = 0;
+	for (;;) {
+		int ret = rf__setup_try(&r->ring, want, entries, cq, o);
 		if (ret == 0) {
-			r->setup_flags = p.flags;
+			r->setup_flags = r->ring.flags;
 			return 0;
 		}
+		/* The kernel says -EINVAL both for flags it does not know and for sizes it
+		 * refuses. Drop a flag only if a one-entry ring with the same flags fails
+		 * too: a size problem must not cost the fast flags. */
 		if (ret != -EINVAL)
 			return ret;
+		if (entries > 1) {
+			struct io_uring probe;
+			if (rf__setup_try(&probe, want, 1, 4, o) == 0) {
+				io_uring_queue_exit(&probe);
+				return ret;
+			}
+		}
 		while (i < sizeof(drop) / sizeof(drop[0]) && !(want & drop[i]))
 			i++;
-		if (i >= sizeof(drop) / sizeof(drop[0]))
+		if (i == sizeof(drop) / sizeof(drop[0]))
 			return ret;
-		want &= ~drop[i];
+		want &= ~drop[i++];
 	}
 }
 
@@ -395,6 +415,9 @@ static int rf__probe_msg_ring(struct rf_ring *r)
 int rf_ring_create(struct rf_ring **out, const struct rf_ring_opts *opts)
 {
 	*out = NULL;
+	unsigned entries = opts && opts->entries ? opts->entries : 256;
+	if (entries > RF__MAX_SQ_ENTRIES)
+		return -EINVAL;
 	struct rf_ring *r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
@@ -403,9 +426,6 @@ int rf_ring_create(struct rf_ring **out, const struct rf_ring_opts *opts)
 		free(r);
 		return ret;
 	}
-	unsigned entries = opts && opts->entries ? opts->entries : 256;
-	if (entries > 32768)
-		entries = 32768;
 	unsigned e = 1;
 	while (e < entries)
 		e <<= 1;

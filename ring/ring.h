@@ -49,16 +49,19 @@ enum {
 	RF_RING_NO_MSG_RING = 1u << 1 /* force the eventfd fallback for notifiers (tests) */
 };
 
+/* The kernel's largest SQ (IORING_MAX_ENTRIES); its CQ holds at most twice that. */
+#define RF_RING_MAX_ENTRIES 32768u
+
 struct rf_ring_opts {
-	unsigned entries;   /* submission queue depth (rounded up to a power of 2); 0: 256 */
+	unsigned entries;   /* SQ depth, 1..RF_RING_MAX_ENTRIES, rounded up to a power of 2; 0: 256 */
 	unsigned flags;     /* RF_RING_* */
 	unsigned sqpoll_idle_ms; /* with RF_RING_SQPOLL; 0: 1000 */
 };
 
-/* Which setup flags the kernel accepted, for diagnostics and tests. */
+/* What the ring actually got, for diagnostics and tests. */
 struct rf_ring_info {
 	unsigned setup_flags;   /* IORING_SETUP_* actually in effect */
-	unsigned sq_entries, cq_entries;
+	unsigned sq_entries, cq_entries; /* as sized by the kernel */
 	int msg_ring;           /* 1: notifiers use ringless MSG_RING; 0: eventfd fallback */
 };
 
@@ -73,9 +76,13 @@ struct rf_ring_stats {
 	uint64_t faults_injected; /* RF_FAULT_INJECT, see rf_ring_create */
 };
 
-/* Create a ring owned by the calling thread. opts may be NULL. Tries
- * SINGLE_ISSUER|DEFER_TASKRUN|COOP_TASKRUN and drops flags one by one on -EINVAL.
- * CQ is sized 4x the SQ.
+/* Create a ring owned by the calling thread. opts may be NULL. The SQ has
+ * opts->entries rounded up to a power of 2; the CQ 4x that, at most
+ * 2 * RF_RING_MAX_ENTRIES (rf_ring_get_info says what the kernel gave). More than
+ * RF_RING_MAX_ENTRIES entries: -EINVAL, before asking the kernel. Tries
+ * SINGLE_ISSUER|DEFER_TASKRUN|COOP_TASKRUN|SUBMIT_ALL and drops them one by one only
+ * where the kernel refuses the flags themselves (a ring of the same flags with one
+ * entry fails too), never because of the size.
  *
  * Fault injection for tests: the environment variable RF_FAULT_INJECT=
  * "eio=P,short=Q,seed=S" makes a fraction P of file reads complete with -EIO and a
