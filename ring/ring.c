@@ -331,7 +331,8 @@ void rf__cancel_req(struct rf_ring *r, struct rf__req *q)
 	struct io_uring_sqe *sqe = rf__sqe(r, &err);
 	if (!sqe)
 		return; /* teardown's IORING_ASYNC_CANCEL_ANY still gets it */
-	io_uring_prep_cancel64(sqe, rf__req_ud(q), 0);
+	/* A request waiting out a retry backoff has its timeout in the kernel. */
+	io_uring_prep_cancel64(sqe, rf__req_ud(q) | ((q->flags & RF__RQ_BACKOFF) ? RF__TAG_RETRY : 0), 0);
 	io_uring_sqe_set_data64(sqe, RF__TAG_IGNORE);
 }
 
@@ -577,6 +578,7 @@ static int rf__rw(struct rf_ring *r, int op, int fd, void *buf, size_t len, uint
 	q->off = off;
 	q->buf_index = bi;
 	q->flags |= flags & (RF_IO_FIXED_FILE | RF_IO_FIXED_BUF | RF_IO_NO_RETRY_SHORT);
+	q->retries = 0;
 	q->cb = cb;
 	q->data = data;
 	if (op == RF__OP_READ && r->fault.active)
@@ -649,6 +651,47 @@ static void rf__finish(struct rf_ring *r, struct rf__req *q, int64_t res)
 	}
 }
 
+/* A read or write completed with -EAGAIN or -EINTR: nothing was transferred (the
+ * kernel reports a partial transfer as a short count), so the same piece is
+ * submitted again, at once for the first RF__RETRY_NOW results in a row, then after a
+ * timeout tagged RF__TAG_RETRY that doubles up to RF__RETRY_CAP_NS: a device that
+ * keeps saying -EAGAIN cannot spin the reactor. Returns 0 when the request is on its
+ * way again, else the error its callback gets (res itself after RF__RETRY_MAX). */
+static int rf__retry(struct rf_ring *r, struct rf__req *q, int32_t res)
+{
+	if (q->retries >= RF__RETRY_MAX)
+		return res;
+	q->retries++;
+	r->st.retries++;
+	if (q->retries <= RF__RETRY_NOW)
+		return rf__queue(r, q);
+	unsigned shift = q->retries - RF__RETRY_NOW - 1;
+	uint64_t ns = shift >= 16 ? RF__RETRY_CAP_NS : RF__RETRY_BASE_NS << shift;
+	if (ns > RF__RETRY_CAP_NS)
+		ns = RF__RETRY_CAP_NS;
+	int err = 0;
+	struct io_uring_sqe *sqe = rf__sqe(r, &err);
+	if (!sqe)
+		return err;
+	q->u.ts.tv_sec = (long long)(ns / 1000000000ull);
+	q->u.ts.tv_nsec = (long long)(ns % 1000000000ull);
+	io_uring_prep_timeout(sqe, &q->u.ts, 0, 0);
+	io_uring_sqe_set_data64(sqe, rf__req_ud(q) | RF__TAG_RETRY);
+	q->flags |= RF__RQ_BACKOFF;
+	return 0;
+}
+
+/* The backoff timeout of a retried request ended (fired, or cancelled). */
+static int rf__retry_fire(struct rf_ring *r, struct rf__req *q)
+{
+	q->flags &= ~RF__RQ_BACKOFF;
+	int ret = (q->flags & RF__RQ_CANCELLED) ? -ECANCELED : rf__queue(r, q);
+	if (ret == 0)
+		return 0;
+	rf__finish(r, q, ret);
+	return 1;
+}
+
 /* Returns the number of callbacks run. */
 static int rf__complete_req(struct rf_ring *r, struct rf__req *q, int32_t res)
 {
@@ -661,6 +704,13 @@ static int rf__complete_req(struct rf_ring *r, struct rf__req *q, int32_t res)
 	case RF__OP_WRITE:
 		if (res > 0 && (q->flags & RF__RQ_FAULTABLE))
 			res = rf__fault_apply(r, q, res);
+		if (res == -EAGAIN || res == -EINTR) {
+			int ret = rf__retry(r, q, res);
+			if (ret == 0)
+				return 0;
+			rf__finish(r, q, ret);
+			return 1;
+		}
 		if (res < 0) {
 			rf__finish(r, q, res);
 			return 1;
@@ -670,6 +720,8 @@ static int rf__complete_req(struct rf_ring *r, struct rf__req *q, int32_t res)
 		else
 			r->st.bytes_written += (uint64_t)res;
 		q->done += (size_t)res;
+		if (res > 0)
+			q->retries = 0;
 		if (res > 0 && q->done < q->len && !(q->flags & RF_IO_NO_RETRY_SHORT)) {
 			r->st.short_resubmits++;
 			int ret = rf__queue(r, q);
@@ -703,6 +755,12 @@ static int rf__handle(struct rf_ring *r, uint64_t ud, int32_t res)
 		if (!q || !q->live || (q->gen & 7) != ((ud >> 3) & 7))
 			return 0; /* cannot happen: every request SQE has one CQE */
 		return rf__complete_req(r, q, res);
+	}
+	case RF__TAG_RETRY: {
+		struct rf__req *q = (struct rf__req *)(uintptr_t)(ud & RF__PTR_MASK);
+		if (!q || !q->live || (q->gen & 7) != ((ud >> 3) & 7) || !(q->flags & RF__RQ_BACKOFF))
+			return 0; /* cannot happen: one CQE per armed backoff */
+		return rf__retry_fire(r, q);
 	}
 	case RF__TAG_NOTIFY:
 		rf__notify_msg(r, ud, res);

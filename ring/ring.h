@@ -74,6 +74,7 @@ struct rf_ring_stats {
 	uint64_t sq_full_flushes; /* times the SQ was full and flushed before queuing */
 	uint64_t notifications;   /* notifier signals delivered */
 	uint64_t faults_injected; /* RF_FAULT_INJECT, see rf_ring_create */
+	uint64_t retries;         /* reads/writes resubmitted after -EAGAIN or -EINTR */
 };
 
 /* Create a ring owned by the calling thread. opts may be NULL. The SQ has
@@ -101,7 +102,10 @@ void rf_ring_get_stats(const struct rf_ring *r, struct rf_ring_stats *st);
  * All take an optional rf_req_id *id (may be NULL) that receives the request id.
  * The buffer must stay valid until the callback runs. A short read or write is
  * resubmitted for the remainder; the callback sees the total, or a smaller count
- * only at end of file (a read returning 0). */
+ * only at end of file (a read returning 0). A read or write that completes with
+ * -EAGAIN or -EINTR is resubmitted too (at once the first few times, then after a
+ * delay growing to 10 ms); only after 64 such results in a row (about half a
+ * second) does the callback see the error. */
 enum {
 	RF_IO_FIXED_FILE = 1u << 0, /* fd is an index into rf_ring_register_files() */
 	RF_IO_FIXED_BUF = 1u << 1,  /* buf lies in a buffer from rf_ring_register_buffers() */
