@@ -127,10 +127,14 @@ struct rf_watch {
 	struct rf_watch *prev, *next;
 };
 
+/* RF_FAULT_INJECT (see rf_ring_create in ring.h). */
+enum { RF__FAULT_READ = 1u << 0, RF__FAULT_WRITE = 1u << 1 };
+
 struct rf__fault {
-	double eio, shrt;
-	uint64_t state;
-	int active;
+	double eio, eagain, eintr, shrt; /* fractions in [0,1] */
+	uint64_t state;      /* splitmix64 state, from seed= */
+	unsigned ops;        /* RF__FAULT_READ | RF__FAULT_WRITE */
+	int active;          /* some fraction > 0 */
 };
 
 struct rf__mem {

@@ -85,10 +85,18 @@ struct rf_ring_stats {
  * where the kernel refuses the flags themselves (a ring of the same flags with one
  * entry fails too), never because of the size.
  *
- * Fault injection for tests: the environment variable RF_FAULT_INJECT=
- * "eio=P,short=Q,seed=S" makes a fraction P of file reads complete with -EIO and a
- * fraction Q come back short (the ring then resubmits the remainder, as for any
- * short read). Fractions are in [0,1]. */
+ * Fault injection for tests: the environment variable RF_FAULT_INJECT, a
+ * comma-separated list of key=value:
+ *   eio=P     a fraction P of completions turns into -EIO
+ *   eagain=P  ... into -EAGAIN (retried by the ring as a real one is, see below)
+ *   eintr=P   ... into -EINTR (likewise)
+ *   short=P   ... into a short count (the ring then resubmits the remainder)
+ *   seed=S    the generator's seed (unsigned integer; default 1)
+ *   ops=O     which requests: read (the default), write, or read+write
+ * Fractions are in [0,1], each key at most once, e.g. "eio=0.01,short=0.1,seed=7".
+ * Only requests at an explicit offset on regular files are touched. A malformed
+ * value makes rf_ring_create print one line naming RF_FAULT_INJECT, the position
+ * and what was expected to stderr (once per distinct value) and return -EBADMSG. */
 int rf_ring_create(struct rf_ring **out, const struct rf_ring_opts *opts);
 
 /* Cancel every request in flight, reap all completions (callbacks of cancelled
