@@ -22,6 +22,8 @@
 #define RF__TAG_IGNORE 1ull /* internal SQE whose CQE carries nothing (cancels) */
 #define RF__TAG_NOTIFY 2ull /* MSG_RING notifier message: slot << 3 | gen << 32 */
 #define RF__TAG_PROBE 3ull  /* MSG_RING support probe at ring creation */
+#define RF__TAG_RETRY 4ull  /* backoff timeout of a request retried after -EAGAIN/-EINTR:
+                             * pointer to struct rf__req | gen bits, as RF__TAG_REQ */
 #define RF__PTR_MASK (~63ull)
 
 #define RF__SLAB_SHIFT 8
@@ -29,6 +31,19 @@
 
 /* Largest length put in one SQE; larger transfers proceed as "short" pieces. */
 #define RF__MAX_SQE_LEN (1u << 30)
+
+/* Reads and writes that complete with -EAGAIN or -EINTR are resubmitted: the first
+ * RF__RETRY_NOW times at once, then each after a timeout of RF__RETRY_BASE_NS
+ * doubling up to RF__RETRY_CAP_NS. The error reaches the callback only after
+ * RF__RETRY_MAX of them in a row (any progress resets the count). */
+#define RF__RETRY_NOW 4
+#define RF__RETRY_MAX 64
+#define RF__RETRY_BASE_NS 50000ull
+#define RF__RETRY_CAP_NS 10000000ull
+
+/* Kernel limits (IORING_MAX_ENTRIES, IORING_MAX_CQ_ENTRIES). */
+#define RF__MAX_SQ_ENTRIES RF_RING_MAX_ENTRIES
+#define RF__MAX_CQ_ENTRIES (2 * RF_RING_MAX_ENTRIES)
 
 enum rf__op {
 	RF__OP_READ = 1,
@@ -45,7 +60,8 @@ enum {
 	RF__RQ_CANCELLED = 1u << 8,  /* rf_ring_cancel() or teardown: result becomes -ECANCELED */
 	RF__RQ_COUNTS = 1u << 9,     /* counts in rf_ring_pending() */
 	RF__RQ_FAULTABLE = 1u << 10, /* fault injection may touch it (regular file read) */
-	RF__RQ_DIRECT = 1u << 11     /* O_DIRECT file: truncate faults to 4 KiB multiples */
+	RF__RQ_DIRECT = 1u << 11,    /* O_DIRECT file: truncate faults to 4 KiB multiples */
+	RF__RQ_BACKOFF = 1u << 12    /* a RF__TAG_RETRY timeout is armed, not the request */
 };
 
 struct rf__req {
@@ -61,9 +77,11 @@ struct rf__req {
 	uint16_t buf_index;
 	uint8_t op;
 	uint8_t live;
+	uint8_t retries;     /* -EAGAIN/-EINTR results in a row (reads, writes) */
 	uint64_t scratch;    /* eventfd reads land here: lives as long as the request */
 	union {
-		struct __kernel_timespec ts; /* timeouts; read by the kernel at submission */
+		struct __kernel_timespec ts; /* timeouts, retry backoff of reads/writes;
+					      * read by the kernel at submission */
 		void *owner;                 /* watch or notifier for internal reads */
 	} u;
 	struct rf__req *next_free;
@@ -109,10 +127,14 @@ struct rf_watch {
 	struct rf_watch *prev, *next;
 };
 
+/* RF_FAULT_INJECT (see rf_ring_create in ring.h). */
+enum { RF__FAULT_READ = 1u << 0, RF__FAULT_WRITE = 1u << 1 };
+
 struct rf__fault {
-	double eio, shrt;
-	uint64_t state;
-	int active;
+	double eio, eagain, eintr, shrt; /* fractions in [0,1] */
+	uint64_t state;      /* splitmix64 state, from seed= */
+	unsigned ops;        /* RF__FAULT_READ | RF__FAULT_WRITE */
+	int active;          /* some fraction > 0 */
 };
 
 struct rf__mem {

@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -48,47 +49,186 @@ static double rf__unit(uint64_t *s)
 	return (double)(rf__splitmix64(s) >> 11) * 0x1.0p-53;
 }
 
-/* "eio=P,short=Q,seed=S"; unknown keys or bad numbers: -EINVAL. */
-static int rf__parse_faults(struct rf__fault *f, const char *spec)
+#define RF__FAULT_SYNTAX                                                              \
+	"expected syntax: key=value[,key=value...] with keys eio, eagain, eintr, short " \
+	"(a fraction in [0,1]), seed (an unsigned integer), ops (read, write or "        \
+	"read+write), each at most once, e.g. \"eio=0.01,short=0.1,seed=7\""
+
+/* Copy n bytes of s into dst for a message: printable ASCII only, long runs cut. */
+static void rf__printable(char *dst, size_t cap, const char *s, size_t n)
 {
+	size_t max = cap - 1 < 96 ? cap - 1 : 96, j = 0;
+	for (size_t i = 0; i < n && j < max; i++)
+		dst[j++] = (s[i] >= 0x20 && s[i] < 0x7f) ? s[i] : '?';
+	if (n > max && max >= 3)
+		memcpy(dst + max - 3, "...", 3);
+	dst[j] = '\0';
+}
+
+/* Fill msg with one line naming RF_FAULT_INJECT, the character where the trouble
+ * starts (1-based) and the token there. Returns -EBADMSG. */
+static int rf__fault_err(char *msg, size_t len, const char *spec, const char *at, size_t tlen,
+			 const char *what)
+{
+	char sp[100], tok[100];
+	rf__printable(sp, sizeof(sp), spec, strlen(spec));
+	rf__printable(tok, sizeof(tok), at, tlen);
+	snprintf(msg, len, "RF_FAULT_INJECT=\"%s\": at character %zu (\"%s\"): %s; " RF__FAULT_SYNTAX,
+		 sp, (size_t)(at - spec) + 1, tok, what);
+	return -EBADMSG;
+}
+
+/* A fraction in [0,1]: decimal digits, optional fraction and exponent; no spaces,
+ * hex, inf or nan. Returns NULL or what is wrong. */
+static const char *rf__parse_fraction(const char *v, size_t n, double *out)
+{
+	char buf[64];
+	if (n >= sizeof(buf))
+		return "value too long";
+	if (!((v[0] >= '0' && v[0] <= '9') || v[0] == '.' || v[0] == '-'))
+		return "not a number";
+	for (size_t i = 0; i < n; i++)
+		if (!strchr("0123456789.eE+-", v[i]) || !v[i])
+			return "not a number";
+	memcpy(buf, v, n);
+	buf[n] = '\0';
+	char *end;
+	errno = 0;
+	double d = strtod(buf, &end);
+	if (end != buf + n)
+		return "not a number";
+	if (errno == ERANGE)
+		return "number out of range";
+	if (!(d >= 0 && d <= 1))
+		return "fraction outside [0,1]";
+	*out = d;
+	return NULL;
+}
+
+/* An unsigned 64-bit integer, decimal or 0x hex. */
+static const char *rf__parse_u64(const char *v, size_t n, uint64_t *out)
+{
+	char buf[64];
+	if (n >= sizeof(buf))
+		return "value too long";
+	if (!(v[0] >= '0' && v[0] <= '9'))
+		return "not an unsigned integer";
+	memcpy(buf, v, n);
+	buf[n] = '\0';
+	char *end;
+	errno = 0;
+	unsigned long long x = strtoull(buf, &end, 0);
+	if (end != buf + n)
+		return "not an unsigned integer";
+	if (errno == ERANGE)
+		return "does not fit in 64 bits";
+	*out = x;
+	return NULL;
+}
+
+/* Parse RF_FAULT_INJECT (NULL or "": no faults). 0, or -EBADMSG with msg filled. */
+static int rf__parse_faults(struct rf__fault *f, const char *spec, char *msg, size_t msglen)
+{
+	static const char *const keys[] = { "eio", "eagain", "eintr", "short", "seed", "ops" };
+	enum { K_EIO, K_EAGAIN, K_EINTR, K_SHORT, K_SEED, K_OPS, K_N };
 	memset(f, 0, sizeof(*f));
 	f->state = 1;
+	f->ops = RF__FAULT_READ;
 	if (!spec || !*spec)
 		return 0;
+	unsigned seen = 0;
 	const char *p = spec;
-	while (*p) {
-		const char *eq = strchr(p, '=');
+	for (;;) {
+		const char *fe = p + strcspn(p, ",");
+		size_t flen = (size_t)(fe - p);
+		if (!flen)
+			return rf__fault_err(msg, msglen, spec, p, *p ? 1 : 0,
+					     "empty field (a comma at the start or end, or two in a row)");
+		const char *eq = memchr(p, '=', flen);
 		if (!eq)
-			return -EINVAL;
+			return rf__fault_err(msg, msglen, spec, p, flen, "no '=' in this field");
 		size_t klen = (size_t)(eq - p);
-		char *end;
-		errno = 0;
-		if (klen == 3 && !strncmp(p, "eio", 3)) {
-			f->eio = strtod(eq + 1, &end);
-		} else if (klen == 5 && !strncmp(p, "short", 5)) {
-			f->shrt = strtod(eq + 1, &end);
-		} else if (klen == 4 && !strncmp(p, "seed", 4)) {
-			f->state = strtoull(eq + 1, &end, 0);
-		} else {
-			return -EINVAL;
+		int k = 0;
+		while (k < K_N && !(strlen(keys[k]) == klen && !memcmp(p, keys[k], klen)))
+			k++;
+		if (k == K_N)
+			return rf__fault_err(msg, msglen, spec, p, klen, "unknown key");
+		if (seen & (1u << k))
+			return rf__fault_err(msg, msglen, spec, p, flen, "key given twice");
+		seen |= 1u << k;
+		const char *v = eq + 1;
+		size_t vlen = (size_t)(fe - v);
+		if (!vlen)
+			return rf__fault_err(msg, msglen, spec, p, flen, "missing value");
+		const char *bad = NULL;
+		switch (k) {
+		case K_EIO: bad = rf__parse_fraction(v, vlen, &f->eio); break;
+		case K_EAGAIN: bad = rf__parse_fraction(v, vlen, &f->eagain); break;
+		case K_EINTR: bad = rf__parse_fraction(v, vlen, &f->eintr); break;
+		case K_SHORT: bad = rf__parse_fraction(v, vlen, &f->shrt); break;
+		case K_SEED: bad = rf__parse_u64(v, vlen, &f->state); break;
+		case K_OPS: {
+			f->ops = 0;
+			const char *o = v;
+			for (;;) {
+				size_t olen = strcspn(o, "+,");
+				if (o + olen > fe)
+					olen = (size_t)(fe - o);
+				if (olen == 4 && !memcmp(o, "read", 4))
+					f->ops |= RF__FAULT_READ;
+				else if (olen == 5 && !memcmp(o, "write", 5))
+					f->ops |= RF__FAULT_WRITE;
+				else
+					return rf__fault_err(msg, msglen, spec, o, olen,
+							     olen ? "unknown op (read or write)"
+								  : "empty op name");
+				if (o + olen == fe)
+					break;
+				o += olen + 1;
+			}
+			break;
 		}
-		if (end == eq + 1 || errno || (*end && *end != ','))
-			return -EINVAL;
-		p = *end ? end + 1 : end;
+		}
+		if (bad)
+			return rf__fault_err(msg, msglen, spec, v, vlen, bad);
+		if (!*fe)
+			break;
+		p = fe + 1;
 	}
-	if (!(f->eio >= 0 && f->eio <= 1 && f->shrt >= 0 && f->shrt <= 1))
-		return -EINVAL;
-	f->active = f->eio > 0 || f->shrt > 0;
+	f->active = f->eio > 0 || f->eagain > 0 || f->eintr > 0 || f->shrt > 0;
 	return 0;
 }
 
-/* Applied when a faultable read completes with res > 0. */
+/* Print a refused RF_FAULT_INJECT once per distinct value (rings are often created
+ * by several threads that all fail the same way). */
+static void rf__fault_report(const char *spec, const char *msg)
+{
+	static uint64_t last;
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (const char *c = spec; *c; c++)
+		h = (h ^ (unsigned char)*c) * 0x100000001b3ull;
+	h |= 1;
+	if (__atomic_exchange_n(&last, h, __ATOMIC_RELAXED) != h)
+		fprintf(stderr, "ringflow: %s\n", msg);
+}
+
+/* Applied when a faultable read or write completes with res > 0. Each fault draws
+ * from the generator only when its fraction is set, so a spec without the newer
+ * keys replays the same faults as before. */
 static int32_t rf__fault_apply(struct rf_ring *r, struct rf__req *q, int32_t res)
 {
 	struct rf__fault *f = &r->fault;
 	if (f->eio > 0 && rf__unit(&f->state) < f->eio) {
 		r->st.faults_injected++;
 		return -EIO;
+	}
+	if (f->eagain > 0 && rf__unit(&f->state) < f->eagain) {
+		r->st.faults_injected++;
+		return -EAGAIN;
+	}
+	if (f->eintr > 0 && rf__unit(&f->state) < f->eintr) {
+		r->st.faults_injected++;
+		return -EINTR;
 	}
 	if (f->shrt > 0 && rf__unit(&f->state) < f->shrt) {
 		uint32_t gran = (q->flags & RF__RQ_DIRECT) ? 4096 : 1;
@@ -331,42 +471,63 @@ void rf__cancel_req(struct rf_ring *r, struct rf__req *q)
 	struct io_uring_sqe *sqe = rf__sqe(r, &err);
 	if (!sqe)
 		return; /* teardown's IORING_ASYNC_CANCEL_ANY still gets it */
-	io_uring_prep_cancel64(sqe, rf__req_ud(q), 0);
+	/* A request waiting out a retry backoff has its timeout in the kernel. */
+	io_uring_prep_cancel64(sqe, rf__req_ud(q) | ((q->flags & RF__RQ_BACKOFF) ? RF__TAG_RETRY : 0), 0);
 	io_uring_sqe_set_data64(sqe, RF__TAG_IGNORE);
 }
 
 /* ---- setup and teardown ------------------------------------------------------- */
 
-static int rf__setup(struct rf_ring *r, unsigned entries, const struct rf_ring_opts *o)
+/* io_uring_setup with these flags and sizes, into ring. */
+static int rf__setup_try(struct io_uring *ring, unsigned flags, unsigned sq, unsigned cq,
+			 const struct rf_ring_opts *o)
 {
 	struct io_uring_params p;
+	memset(&p, 0, sizeof(p));
+	p.flags = flags | IORING_SETUP_CQSIZE | IORING_SETUP_CLAMP;
+	p.cq_entries = cq;
+	if (flags & IORING_SETUP_SQPOLL)
+		p.sq_thread_idle = o->sqpoll_idle_ms ? o->sqpoll_idle_ms : 1000;
+	return io_uring_queue_init_params(sq, ring, &p);
+}
+
+/* entries: a power of 2 in [1, RF__MAX_SQ_ENTRIES]. */
+static int rf__setup(struct rf_ring *r, unsigned entries, const struct rf_ring_opts *o)
+{
 	unsigned want = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN |
 			IORING_SETUP_COOP_TASKRUN | IORING_SETUP_SUBMIT_ALL;
-	/* Dropped in this order on -EINVAL: newest kernels' flags first. */
+	/* Dropped in this order while the kernel refuses them: newest kernels' first. */
 	static const unsigned drop[] = { IORING_SETUP_DEFER_TASKRUN, IORING_SETUP_SINGLE_ISSUER,
 					 IORING_SETUP_COOP_TASKRUN, IORING_SETUP_SUBMIT_ALL };
-	unsigned sqpoll = o && (o->flags & RF_RING_SQPOLL);
-	if (sqpoll)
+	if (o && (o->flags & RF_RING_SQPOLL))
 		want = (want & ~(IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_COOP_TASKRUN)) |
 		       IORING_SETUP_SQPOLL;
-	for (unsigned i = 0;; i++) {
-		memset(&p, 0, sizeof(p));
-		p.flags = want | IORING_SETUP_CQSIZE;
-		p.cq_entries = entries * 4;
-		if (sqpoll)
-			p.sq_thread_idle = o->sqpoll_idle_ms ? o->sqpoll_idle_ms : 1000;
-		int ret = io_uring_queue_init_params(entries, &r->ring, &p);
+	/* 4x the SQ, within the kernel's CQ limit (CLAMP too, in case it is lower). */
+	unsigned cq = entries > RF__MAX_CQ_ENTRIES / 4 ? RF__MAX_CQ_ENTRIES : entries * 4;
+	size_t i = 0;
+	for (;;) {
+		int ret = rf__setup_try(&r->ring, want, entries, cq, o);
 		if (ret == 0) {
-			r->setup_flags = p.flags;
+			r->setup_flags = r->ring.flags;
 			return 0;
 		}
+		/* The kernel says -EINVAL both for flags it does not know and for sizes it
+		 * refuses. Drop a flag only if a one-entry ring with the same flags fails
+		 * too: a size problem must not cost the fast flags. */
 		if (ret != -EINVAL)
 			return ret;
+		if (entries > 1) {
+			struct io_uring probe;
+			if (rf__setup_try(&probe, want, 1, 4, o) == 0) {
+				io_uring_queue_exit(&probe);
+				return ret;
+			}
+		}
 		while (i < sizeof(drop) / sizeof(drop[0]) && !(want & drop[i]))
 			i++;
-		if (i >= sizeof(drop) / sizeof(drop[0]))
+		if (i == sizeof(drop) / sizeof(drop[0]))
 			return ret;
-		want &= ~drop[i];
+		want &= ~drop[i++];
 	}
 }
 
@@ -395,17 +556,20 @@ static int rf__probe_msg_ring(struct rf_ring *r)
 int rf_ring_create(struct rf_ring **out, const struct rf_ring_opts *opts)
 {
 	*out = NULL;
+	unsigned entries = opts && opts->entries ? opts->entries : 256;
+	if (entries > RF__MAX_SQ_ENTRIES)
+		return -EINVAL;
 	struct rf_ring *r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
-	int ret = rf__parse_faults(&r->fault, getenv("RF_FAULT_INJECT"));
+	const char *spec = getenv("RF_FAULT_INJECT");
+	char msg[512];
+	int ret = rf__parse_faults(&r->fault, spec, msg, sizeof(msg));
 	if (ret < 0) {
+		rf__fault_report(spec, msg);
 		free(r);
 		return ret;
 	}
-	unsigned entries = opts && opts->entries ? opts->entries : 256;
-	if (entries > 32768)
-		entries = 32768;
 	unsigned e = 1;
 	while (e < entries)
 		e <<= 1;
@@ -519,9 +683,13 @@ static int rf__find_buf(struct rf_ring *r, const void *buf, size_t len, uint16_t
 	return -EINVAL;
 }
 
+/* Faults are injected only where they cannot change what the caller gets: regular
+ * files at an explicit offset (the ring re-reads or rewrites the same bytes). */
 static void rf__mark_faultable(struct rf_ring *r, struct rf__req *q)
 {
 	int fd = q->fd;
+	if (q->off == UINT64_MAX)
+		return;
 	if (q->flags & RF_IO_FIXED_FILE) {
 		if ((unsigned)fd >= r->nfiles)
 			return;
@@ -557,9 +725,11 @@ static int rf__rw(struct rf_ring *r, int op, int fd, void *buf, size_t len, uint
 	q->off = off;
 	q->buf_index = bi;
 	q->flags |= flags & (RF_IO_FIXED_FILE | RF_IO_FIXED_BUF | RF_IO_NO_RETRY_SHORT);
+	q->retries = 0;
 	q->cb = cb;
 	q->data = data;
-	if (op == RF__OP_READ && r->fault.active)
+	if (r->fault.active && ((op == RF__OP_READ && (r->fault.ops & RF__FAULT_READ)) ||
+				(op == RF__OP_WRITE && (r->fault.ops & RF__FAULT_WRITE))))
 		rf__mark_faultable(r, q);
 	return rf__queue_new(r, q, id);
 }
@@ -629,6 +799,47 @@ static void rf__finish(struct rf_ring *r, struct rf__req *q, int64_t res)
 	}
 }
 
+/* A read or write completed with -EAGAIN or -EINTR: nothing was transferred (the
+ * kernel reports a partial transfer as a short count), so the same piece is
+ * submitted again, at once for the first RF__RETRY_NOW results in a row, then after a
+ * timeout tagged RF__TAG_RETRY that doubles up to RF__RETRY_CAP_NS: a device that
+ * keeps saying -EAGAIN cannot spin the reactor. Returns 0 when the request is on its
+ * way again, else the error its callback gets (res itself after RF__RETRY_MAX). */
+static int rf__retry(struct rf_ring *r, struct rf__req *q, int32_t res)
+{
+	if (q->retries >= RF__RETRY_MAX)
+		return res;
+	q->retries++;
+	r->st.retries++;
+	if (q->retries <= RF__RETRY_NOW)
+		return rf__queue(r, q);
+	unsigned shift = q->retries - RF__RETRY_NOW - 1;
+	uint64_t ns = shift >= 16 ? RF__RETRY_CAP_NS : RF__RETRY_BASE_NS << shift;
+	if (ns > RF__RETRY_CAP_NS)
+		ns = RF__RETRY_CAP_NS;
+	int err = 0;
+	struct io_uring_sqe *sqe = rf__sqe(r, &err);
+	if (!sqe)
+		return err;
+	q->u.ts.tv_sec = (long long)(ns / 1000000000ull);
+	q->u.ts.tv_nsec = (long long)(ns % 1000000000ull);
+	io_uring_prep_timeout(sqe, &q->u.ts, 0, 0);
+	io_uring_sqe_set_data64(sqe, rf__req_ud(q) | RF__TAG_RETRY);
+	q->flags |= RF__RQ_BACKOFF;
+	return 0;
+}
+
+/* The backoff timeout of a retried request ended (fired, or cancelled). */
+static int rf__retry_fire(struct rf_ring *r, struct rf__req *q)
+{
+	q->flags &= ~RF__RQ_BACKOFF;
+	int ret = (q->flags & RF__RQ_CANCELLED) ? -ECANCELED : rf__queue(r, q);
+	if (ret == 0)
+		return 0;
+	rf__finish(r, q, ret);
+	return 1;
+}
+
 /* Returns the number of callbacks run. */
 static int rf__complete_req(struct rf_ring *r, struct rf__req *q, int32_t res)
 {
@@ -641,6 +852,13 @@ static int rf__complete_req(struct rf_ring *r, struct rf__req *q, int32_t res)
 	case RF__OP_WRITE:
 		if (res > 0 && (q->flags & RF__RQ_FAULTABLE))
 			res = rf__fault_apply(r, q, res);
+		if (res == -EAGAIN || res == -EINTR) {
+			int ret = rf__retry(r, q, res);
+			if (ret == 0)
+				return 0;
+			rf__finish(r, q, ret);
+			return 1;
+		}
 		if (res < 0) {
 			rf__finish(r, q, res);
 			return 1;
@@ -650,6 +868,8 @@ static int rf__complete_req(struct rf_ring *r, struct rf__req *q, int32_t res)
 		else
 			r->st.bytes_written += (uint64_t)res;
 		q->done += (size_t)res;
+		if (res > 0)
+			q->retries = 0;
 		if (res > 0 && q->done < q->len && !(q->flags & RF_IO_NO_RETRY_SHORT)) {
 			r->st.short_resubmits++;
 			int ret = rf__queue(r, q);
@@ -683,6 +903,12 @@ static int rf__handle(struct rf_ring *r, uint64_t ud, int32_t res)
 		if (!q || !q->live || (q->gen & 7) != ((ud >> 3) & 7))
 			return 0; /* cannot happen: every request SQE has one CQE */
 		return rf__complete_req(r, q, res);
+	}
+	case RF__TAG_RETRY: {
+		struct rf__req *q = (struct rf__req *)(uintptr_t)(ud & RF__PTR_MASK);
+		if (!q || !q->live || (q->gen & 7) != ((ud >> 3) & 7) || !(q->flags & RF__RQ_BACKOFF))
+			return 0; /* cannot happen: one CQE per armed backoff */
+		return rf__retry_fire(r, q);
 	}
 	case RF__TAG_NOTIFY:
 		rf__notify_msg(r, ud, res);

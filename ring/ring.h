@@ -49,16 +49,19 @@ enum {
 	RF_RING_NO_MSG_RING = 1u << 1 /* force the eventfd fallback for notifiers (tests) */
 };
 
+/* The kernel's largest SQ (IORING_MAX_ENTRIES); its CQ holds at most twice that. */
+#define RF_RING_MAX_ENTRIES 32768u
+
 struct rf_ring_opts {
-	unsigned entries;   /* submission queue depth (rounded up to a power of 2); 0: 256 */
+	unsigned entries;   /* SQ depth, 1..RF_RING_MAX_ENTRIES, rounded up to a power of 2; 0: 256 */
 	unsigned flags;     /* RF_RING_* */
 	unsigned sqpoll_idle_ms; /* with RF_RING_SQPOLL; 0: 1000 */
 };
 
-/* Which setup flags the kernel accepted, for diagnostics and tests. */
+/* What the ring actually got, for diagnostics and tests. */
 struct rf_ring_info {
 	unsigned setup_flags;   /* IORING_SETUP_* actually in effect */
-	unsigned sq_entries, cq_entries;
+	unsigned sq_entries, cq_entries; /* as sized by the kernel */
 	int msg_ring;           /* 1: notifiers use ringless MSG_RING; 0: eventfd fallback */
 };
 
@@ -71,16 +74,29 @@ struct rf_ring_stats {
 	uint64_t sq_full_flushes; /* times the SQ was full and flushed before queuing */
 	uint64_t notifications;   /* notifier signals delivered */
 	uint64_t faults_injected; /* RF_FAULT_INJECT, see rf_ring_create */
+	uint64_t retries;         /* reads/writes resubmitted after -EAGAIN or -EINTR */
 };
 
-/* Create a ring owned by the calling thread. opts may be NULL. Tries
- * SINGLE_ISSUER|DEFER_TASKRUN|COOP_TASKRUN and drops flags one by one on -EINVAL.
- * CQ is sized 4x the SQ.
+/* Create a ring owned by the calling thread. opts may be NULL. The SQ has
+ * opts->entries rounded up to a power of 2; the CQ 4x that, at most
+ * 2 * RF_RING_MAX_ENTRIES (rf_ring_get_info says what the kernel gave). More than
+ * RF_RING_MAX_ENTRIES entries: -EINVAL, before asking the kernel. Tries
+ * SINGLE_ISSUER|DEFER_TASKRUN|COOP_TASKRUN|SUBMIT_ALL and drops them one by one only
+ * where the kernel refuses the flags themselves (a ring of the same flags with one
+ * entry fails too), never because of the size.
  *
- * Fault injection for tests: the environment variable RF_FAULT_INJECT=
- * "eio=P,short=Q,seed=S" makes a fraction P of file reads complete with -EIO and a
- * fraction Q come back short (the ring then resubmits the remainder, as for any
- * short read). Fractions are in [0,1]. */
+ * Fault injection for tests: the environment variable RF_FAULT_INJECT, a
+ * comma-separated list of key=value:
+ *   eio=P     a fraction P of completions turns into -EIO
+ *   eagain=P  ... into -EAGAIN (retried by the ring as a real one is, see below)
+ *   eintr=P   ... into -EINTR (likewise)
+ *   short=P   ... into a short count (the ring then resubmits the remainder)
+ *   seed=S    the generator's seed (unsigned integer; default 1)
+ *   ops=O     which requests: read (the default), write, or read+write
+ * Fractions are in [0,1], each key at most once, e.g. "eio=0.01,short=0.1,seed=7".
+ * Only requests at an explicit offset on regular files are touched. A malformed
+ * value makes rf_ring_create print one line naming RF_FAULT_INJECT, the position
+ * and what was expected to stderr (once per distinct value) and return -EBADMSG. */
 int rf_ring_create(struct rf_ring **out, const struct rf_ring_opts *opts);
 
 /* Cancel every request in flight, reap all completions (callbacks of cancelled
@@ -94,7 +110,10 @@ void rf_ring_get_stats(const struct rf_ring *r, struct rf_ring_stats *st);
  * All take an optional rf_req_id *id (may be NULL) that receives the request id.
  * The buffer must stay valid until the callback runs. A short read or write is
  * resubmitted for the remainder; the callback sees the total, or a smaller count
- * only at end of file (a read returning 0). */
+ * only at end of file (a read returning 0). A read or write that completes with
+ * -EAGAIN or -EINTR is resubmitted too (at once the first few times, then after a
+ * delay growing to 10 ms); only after 64 such results in a row (about half a
+ * second) does the callback see the error. */
 enum {
 	RF_IO_FIXED_FILE = 1u << 0, /* fd is an index into rf_ring_register_files() */
 	RF_IO_FIXED_BUF = 1u << 1,  /* buf lies in a buffer from rf_ring_register_buffers() */
