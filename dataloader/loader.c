@@ -120,8 +120,14 @@ struct rf_loader {
 	uint64_t gbase;           /* global id of this epoch's group 0 */
 	uint64_t gnext;           /* next global group to push */
 
-	struct rf__slot *slots;   /* N full slots, then the tail slot if any */
-	unsigned nslots;
+	/* Slots are recycled by counters that run across epochs, never reset: full batch
+	 * number f goes to slot f mod N, tail batch number k to tail slot k mod ntail.
+	 * A slot is reused only by the N-th following batch (loader.h's promise). */
+	struct rf__slot *slots;   /* N full slots, then ntail tail slots */
+	unsigned nslots, nfslots, ntail;
+	uint64_t nfull_done;      /* full batches pushed, all epochs */
+	uint64_t ntail_done;      /* tail batches pushed, all epochs */
+	uint64_t nbatch_done;     /* batches pushed, all epochs (REC fetch units) */
 	struct rf_stream *gs;     /* gather worker stream */
 	struct rf_device *host;
 
@@ -703,34 +709,37 @@ int rf_loader_create(struct rf_loader **out, struct rf_engine *e, const struct r
 		l->st.buffer_bytes += rf_pinned_size(l->uarena);
 	}
 
-	/* Slots: N full ones, plus one for the last partial batch. */
+	/* Slots: N full ones, plus tail slots for the last partial batch. The tail batch
+	 * comes once every nbatches batches, so ceil(N / nbatches) tail slots keep each
+	 * one intact for the N - 1 batches that follow it (with nbatches >= N: one). */
 	{
 		unsigned tail = !opts->drop_last ? (unsigned)(l->count % opts->batch) : 0;
 		size_t full = rf__round(rf__round((size_t)opts->batch * l->pb, 64) +
 					(size_t)opts->batch * 4, 4096);
 		size_t tsz = tail ? rf__round(rf__round((size_t)tail * l->pb, 64) + (size_t)tail * 4,
 					      4096) : 0;
-		unsigned nfs = l->nfull ? l->N : 0;
 		uint8_t *base;
 
-		l->nslots = nfs + (tail ? 1 : 0);
+		l->nfslots = l->nfull ? l->N : 0;
+		l->ntail = tail ? (unsigned)((l->N + l->nbatches - 1) / l->nbatches) : 0;
+		l->nslots = l->nfslots + l->ntail;
 		l->slots = calloc(l->nslots, sizeof(*l->slots));
 		if (!l->slots) {
 			ret = -ENOMEM;
 			goto fail;
 		}
-		ret = rf_pinned_create(full * nfs + tsz, &l->sarena);
+		ret = rf_pinned_create(full * l->nfslots + tsz * l->ntail, &l->sarena);
 		if (ret < 0) {
 			rf__err(err, errlen, "loader: cannot map %zu bytes of staging buffers: %s",
-				full * nfs + tsz, strerror(-ret));
+				full * l->nfslots + tsz * l->ntail, strerror(-ret));
 			goto fail;
 		}
 		l->st.buffer_bytes += rf_pinned_size(l->sarena);
 		base = rf_pinned_base(l->sarena);
 		for (i = 0; i < l->nslots; i++) {
-			int is_tail = i == nfs;
-			ret = rf__make_slot(l, &l->slots[i], is_tail ? tail : opts->batch,
-					    base + (size_t)i * full, i);
+			int is_tail = i >= l->nfslots;
+			size_t at = is_tail ? full * l->nfslots + tsz * (i - l->nfslots) : full * i;
+			ret = rf__make_slot(l, &l->slots[i], is_tail ? tail : opts->batch, base + at, i);
 			if (ret < 0) {
 				rf__err(err, errlen, "loader: cannot allocate the batch tensors");
 				goto fail;
@@ -898,7 +907,8 @@ int rf_loader_next(struct rf_loader *l, struct rf_batch *b)
 		return ret;
 	p0 = t * l->o.batch;
 	n = t < l->nfull ? l->o.batch : (unsigned)(l->count - p0);
-	si = t < l->nfull ? (unsigned)(t % l->N) : l->nslots - 1;
+	si = t < l->nfull ? (unsigned)(l->nfull_done % l->N)
+			  : l->nfslots + (unsigned)(l->ntail_done % l->ntail);
 	s = &l->slots[si];
 
 	j = malloc(sizeof(*j) + (size_t)n * (2 * sizeof(void *) + sizeof(uint64_t)));
@@ -928,7 +938,7 @@ int rf_loader_next(struct rf_loader *l, struct rf_batch *b)
 			}
 		}
 	} else if (l->mode == RF__REC) {
-		struct rf__unit *u = &l->units[t % l->nunits];
+		struct rf__unit *u = &l->units[l->nbatch_done % l->nunits];
 		struct rf__fetch *f = calloc(1, sizeof(*f) + n * sizeof(f->req[0]));
 		if (!f) {
 			free(j);
@@ -1061,6 +1071,11 @@ int rf_loader_next(struct rf_loader *l, struct rf_batch *b)
 		b->y[k] = s->y[k];
 	}
 	l->t++;
+	l->nbatch_done++;
+	if (t < l->nfull)
+		l->nfull_done++;
+	else
+		l->ntail_done++;
 	l->st.batches++;
 	l->st.records += n;
 	return 1;
