@@ -21,8 +21,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "dataset-impl.h"
 #include "loader.h"
 #include "ops.h"
 
@@ -447,6 +449,49 @@ static int rf__load_file(const struct rf_dataset_src *src, uint8_t **out, char *
 	return 0;
 }
 
+/* Reopen the very file the dataset validated (even if renamed since) with *fl (O_DIRECT
+ * dropped from *fl where the filesystem refuses it): through /proc/self/fd, else by
+ * its path. Never blocks (a FIFO put at the path since), and refuses anything but
+ * that same regular file. Returns the fd or -errno with err filled. */
+static int rf__reopen(const struct rf_dataset_src *s0, int *fl, char *err, size_t errlen)
+{
+	struct stat want, got;
+	char p[64];
+	int fd = -EBADF, not_reg = 0, i;
+
+	if (s0->fd < 0 || fstat(s0->fd, &want) < 0) {
+		rf__err(err, errlen, "%s: the dataset holds no open file to read", s0->path);
+		return -EBADF;
+	}
+	snprintf(p, sizeof(p), "/proc/self/fd/%d", s0->fd);
+	for (i = 0; i < 2; i++) {
+		fd = rf__open_regular(p, *fl, 0, &got, &not_reg);
+		if (fd < 0 && !not_reg && fd != -EINVAL)
+			fd = rf__open_regular(s0->path, *fl, 0, &got, &not_reg); /* no /proc */
+		if (fd == -EINVAL && !not_reg && (*fl & O_DIRECT)) {
+			*fl &= ~O_DIRECT; /* a filesystem without O_DIRECT (tmpfs) */
+			continue;
+		}
+		break;
+	}
+	if (fd < 0 && not_reg) {
+		rf__err(err, errlen, "%s: is now %s, not a regular file: expected the file the "
+			"dataset was opened from", s0->path, rf__ds_ftype(got.st_mode));
+		return fd;
+	}
+	if (fd < 0) {
+		rf__err(err, errlen, "%s: cannot reopen for reading: %s", s0->path, strerror(-fd));
+		return fd;
+	}
+	if (got.st_dev != want.st_dev || got.st_ino != want.st_ino) {
+		close(fd);
+		rf__err(err, errlen, "%s: is another file than the one the dataset was opened from "
+			"(replaced since?)", s0->path);
+		return -ESTALE;
+	}
+	return fd;
+}
+
 static size_t rf__round(size_t v, size_t a)
 {
 	return (v + a - 1) / a * a;
@@ -616,23 +661,12 @@ int rf_loader_create(struct rf_loader **out, struct rf_engine *e, const struct r
 		l->mode = RF__MEM;
 	} else {
 		uint32_t ma = 0, oa = 0;
-		char p[64];
-		int fl = O_RDONLY | O_CLOEXEC | (opts->buffered ? 0 : O_DIRECT);
+		int fl = O_RDONLY | (opts->buffered ? 0 : O_DIRECT);
 
-		/* Reopen the very file the dataset validated (even if renamed since). */
-		snprintf(p, sizeof(p), "/proc/self/fd/%d", s0->fd);
-		l->fd = open(p, fl);
-		if (l->fd < 0)
-			l->fd = open(s0->path, fl);
-		if (l->fd < 0 && !opts->buffered && errno == EINVAL) {
-			fl &= ~O_DIRECT; /* a filesystem without O_DIRECT (tmpfs) */
-			l->fd = open(p, fl);
-		}
-		if (l->fd < 0) {
-			ret = -errno;
-			rf__err(err, errlen, "%s: cannot reopen for reading: %s", s0->path, strerror(errno));
+		ret = rf__reopen(s0, &fl, err, errlen);
+		if (ret < 0)
 			goto fail;
-		}
+		l->fd = ret;
 		l->direct = !!(fl & O_DIRECT);
 		l->align = 4096;
 		if (l->direct && rf_dio_align(l->fd, s0->path, &ma, &oa) == 0) {
