@@ -36,13 +36,22 @@ struct rf__unit {
 	struct rf_loader *l;
 	struct rf_var *var;
 	uint8_t *buf;
-	char err[RF__ERRLEN];     /* the failure of its latest fetch, "" if none */
+};
+
+/* The message of a failed fetch, by the fetch's id (SPAN: its global group number;
+ * REC: its global batch number). Kept apart from the unit: the unit's next fetch may
+ * start before the gathers that read the failed one have reported. */
+struct rf__ferr {
+	uint64_t id;
+	int used;
+	char msg[RF__ERRLEN];
 };
 
 struct rf__fetch;
 
 struct rf__req {
 	struct rf__fetch *f;
+	uint64_t rec0, nrec;      /* the records the read is for (file order) */
 	uint64_t off;             /* file offset (aligned) */
 	uint32_t len;             /* aligned length */
 	uint32_t need;            /* bytes that must arrive (through the last record) */
@@ -54,6 +63,7 @@ struct rf__fetch {
 	struct rf_loader *l;
 	struct rf__unit *u;
 	struct rf_op *op;
+	uint64_t id;              /* see struct rf__ferr */
 	unsigned n, pending;
 	int status;
 	struct rf__req req[];
@@ -85,7 +95,7 @@ struct rf__gjob {
 	struct rf__slot *s;
 	uint64_t epoch, index;
 	unsigned n, nunits;
-	struct rf__unit *units[8];
+	uint64_t fid[8];          /* ids of the fetches it reads */
 	char err[RF__ERRLEN];     /* written by the worker on a bad label */
 	const uint8_t **pp;       /* payload of record j */
 	const uint8_t **lp;       /* label of record j, or NULL */
@@ -138,6 +148,8 @@ struct rf_loader {
 	uint64_t *order;
 
 	struct rf_loader_stats st;
+	struct rf__ferr *ferr;    /* failed fetches' messages, a ring of nferr */
+	unsigned nferr, iferr;
 	char last_err[RF__ERRLEN];
 	struct rf__errlog log[RF__ERRLOG];
 	unsigned nlog;
@@ -248,24 +260,48 @@ static void rf__fetch_finish(struct rf__fetch *f)
 	rf_engine_op_done(op, status);
 }
 
+/* "record R" or "records A..B" */
+static void rf__recs(char *buf, size_t len, uint64_t r0, uint64_t n)
+{
+	if (n == 1)
+		snprintf(buf, len, "record %" PRIu64, r0);
+	else
+		snprintf(buf, len, "records %" PRIu64 "..%" PRIu64, r0, r0 + n - 1);
+}
+
 static void rf__fetch_fail(struct rf__fetch *f, const struct rf__req *q, int err, int64_t got)
 {
 	struct rf_loader *l = f->l;
 	const char *path = l->ds->src[RF_DS_SRC_PAYLOAD].path;
+	struct rf__ferr *e;
+	char recs[64];
 
 	if (f->status < 0)
 		return; /* keep the first */
 	f->status = err;
+	e = &l->ferr[l->iferr++ % l->nferr];
+	e->used = 1;
+	e->id = f->id;
+	rf__recs(recs, sizeof(recs), q->rec0, q->nrec);
 	if (got >= 0)
-		snprintf(f->u->err, sizeof(f->u->err),
-			 "%s: offset %" PRIu64 ": short read: got %" PRId64 " of the %u bytes the "
-			 "records need (file truncated after open?)", path, q->off, got, q->need);
+		snprintf(e->msg, sizeof(e->msg),
+			 "%s: offset %" PRIu64 ": short read for %s: got %" PRId64 " of the %u "
+			 "bytes expected (file truncated after open?)", path, q->off, recs, got,
+			 q->need);
 	else
-		snprintf(f->u->err, sizeof(f->u->err),
-			 "%s: offset %" PRIu64 ": read of %u bytes failed: %s", path, q->off, q->len,
-			 strerror(-err));
-	memcpy(l->last_err, f->u->err, sizeof(l->last_err));
+		snprintf(e->msg, sizeof(e->msg),
+			 "%s: offset %" PRIu64 ": read of %u bytes for %s failed: %s", path, q->off,
+			 q->len, recs, strerror(-err));
+	memcpy(l->last_err, e->msg, sizeof(l->last_err));
 	l->st.read_errors++;
+}
+
+static const char *rf__fetch_msg(const struct rf_loader *l, uint64_t id)
+{
+	for (unsigned i = 0; i < l->nferr; i++)
+		if (l->ferr[i].used && l->ferr[i].id == id)
+			return l->ferr[i].msg;
+	return NULL;
 }
 
 static void rf__fetch_cb(void *data, int64_t res)
@@ -288,7 +324,6 @@ static int rf__fetch_start(void *ctx, struct rf_op *op)
 	unsigned i;
 
 	f->op = op;
-	f->u->err[0] = 0;
 	for (i = 0; i < f->n; i++) {
 		struct rf__req *q = &f->req[i];
 		int ret = rf_ring_read(l->ring, l->fd, f->u->buf + q->dst, q->len, q->off, l->rflags,
@@ -359,6 +394,8 @@ static int rf__push_group(struct rf_loader *l, uint64_t G)
 		c = l->order[l->count + p]; /* the inverse chunk order, kept after order[] */
 		rf__chunk_span(l, c, &off, &len, &need);
 		f->req[n].f = f;
+		f->req[n].rec0 = c * l->R;
+		f->req[n].nrec = c * l->R + l->R <= l->count ? l->R : l->count - c * l->R;
 		f->req[n].off = off;
 		f->req[n].len = (uint32_t)len;
 		f->req[n].need = (uint32_t)need;
@@ -366,6 +403,7 @@ static int rf__push_group(struct rf_loader *l, uint64_t G)
 		n++;
 	}
 	f->n = n;
+	f->id = G;
 	return rf__push_fetch(l, u, f);
 }
 
@@ -407,8 +445,7 @@ static void rf__gather_done(void *ctx, int status)
 		const char *msg = j->err[0] ? j->err : NULL;
 		struct rf__errlog *e = &l->log[l->nlog++ % RF__ERRLOG];
 		for (i = 0; !msg && i < j->nunits; i++)
-			if (j->units[i]->err[0])
-				msg = j->units[i]->err;
+			msg = rf__fetch_msg(l, j->fid[i]);
 		e->used = 1;
 		e->epoch = j->epoch;
 		e->index = j->index;
@@ -717,7 +754,11 @@ int rf_loader_create(struct rf_loader **out, struct rf_engine *e, const struct r
 			goto fail;
 		}
 		l->units = calloc(l->nunits, sizeof(*l->units));
-		if (!l->units) {
+		/* a failed fetch's message must outlive the few fetches that can fail before
+		 * the gathers reading it report: at most one in flight per unit */
+		l->nferr = 2 * l->nunits + 16;
+		l->ferr = calloc(l->nferr, sizeof(*l->ferr));
+		if (!l->units || !l->ferr) {
 			ret = -ENOMEM;
 			goto fail;
 		}
@@ -869,6 +910,7 @@ void rf_loader_destroy(struct rf_loader *l)
 	free(l->pmem_own);
 	free(l->lmem_own);
 	free(l->units);
+	free(l->ferr);
 	free(l->slots);
 	free(l->order);
 	free(l->cpos);
@@ -983,6 +1025,8 @@ int rf_loader_next(struct rf_loader *l, struct rf_batch *b)
 			const uint8_t *rec;
 			rf_dataset_span(ds, RF_DS_SRC_PAYLOAD, r, 1, l->align, &off, &len);
 			f->req[i].f = f;
+			f->req[i].rec0 = r;
+			f->req[i].nrec = 1;
 			f->req[i].off = off;
 			f->req[i].len = (uint32_t)len;
 			f->req[i].need = (uint32_t)(a + s0->stride - off);
@@ -998,12 +1042,13 @@ int rf_loader_next(struct rf_loader *l, struct rf_batch *b)
 			}
 		}
 		f->n = n;
+		f->id = l->nbatch_done;
 		ret = rf__push_fetch(l, u, f);
 		if (ret < 0) {
 			free(j);
 			return ret;
 		}
-		j->units[j->nunits++] = u;
+		j->fid[j->nunits++] = l->nbatch_done;
 		reads[nr++] = u->var;
 	} else {
 		uint64_t gfirst = rf__group_of(l, l->order[p0]);
@@ -1023,7 +1068,7 @@ int rf_loader_next(struct rf_loader *l, struct rf_batch *b)
 			return -EOVERFLOW;
 		}
 		for (G = gfirst; G <= glast; G++) {
-			j->units[j->nunits++] = &l->units[G % l->nunits];
+			j->fid[j->nunits++] = G;
 			reads[nr++] = l->units[G % l->nunits].var;
 		}
 		for (i = 0; i < n; i++) {
