@@ -9,7 +9,8 @@
  * tensors; for each one the engine skipped (its status an error),
  * rf_loader_batch_error must name the file and the offset and say what was read
  * ("read of N bytes for records A..B"), and so must rf_loader_last_error. Every
- * configuration must see failures. Last, files truncated under an open dataset:
+ * configuration must see failures (under ASan/TSan half of the combinations run, a
+ * different half for each prefetch). Last, files truncated under an open dataset:
  * "short read for records A..B", with the file and offset too. */
 #include <limits.h>
 
@@ -141,6 +142,10 @@ int main(void)
 					for (int sync = 0; sync < 2; sync++) {
 		struct rf_loader_opts o = { 0 };
 		uint64_t nf;
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+		if ((pi + wi + ci + (unsigned)sync) % 2) /* half of them: the release build runs all */
+			continue;
+#endif
 		o.prefetch = prefetch[pi];
 		o.seed = ncfg;
 		if (big) {
