@@ -25,8 +25,8 @@ const char *rf__ds_ftype(unsigned m);
  * stat() shows is not a regular file is refused before it is opened (a FIFO would
  * block open(), a device may act on it); the open itself adds O_NONBLOCK (a FIFO put
  * there in between cannot block it either) and O_NOCTTY, fstat()s into *st and refuses
- * anything but a regular file; O_NONBLOCK is cleared again (io_uring would otherwise
- * fail reads with -EAGAIN instead of waiting). Returns the fd, or -errno: on a refusal
+ * anything but a regular file; O_NONBLOCK is cleared again (io_uring may complete a
+ * read of an O_NONBLOCK file with -EAGAIN instead of waiting for it). Returns the fd, or -errno: on a refusal
  * *not_reg is set to 1, *st holds what was found, and the return is -EISDIR for a
  * directory, -EINVAL otherwise. A missing path with O_CREAT is created. */
 int rf__open_regular(const char *path, int flags, unsigned mode, struct stat *st, int *not_reg);
