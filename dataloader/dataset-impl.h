@@ -15,12 +15,29 @@
 int rf__ds_fail(char *err, size_t errlen, int code, const char *path, const char *fmt, ...)
 	RF__PRINTF(5, 6);
 
-/* Open path for a source: copy the path into s->path, open it read-only into s->fd
- * and fstat it into *st. Returns 0, or the error with err filled; whatever was set
- * in s is the caller's to release (as rf_dataset_close does). */
 struct stat;
-int rf__ds_src_open(struct rf_dataset_src *s, const char *path, struct stat *st,
-		    char *err, size_t errlen);
+
+/* What a file of mode m is, for messages: "a directory", "a FIFO (named pipe)",
+ * "a socket", "a character device", "a block device", "a regular file" ... */
+const char *rf__ds_ftype(unsigned m);
+
+/* open(path, flags, mode) for a regular file only, without ever blocking: a path that
+ * stat() shows is not a regular file is refused before it is opened (a FIFO would
+ * block open(), a device may act on it); the open itself adds O_NONBLOCK (a FIFO put
+ * there in between cannot block it either) and O_NOCTTY, fstat()s into *st and refuses
+ * anything but a regular file; O_NONBLOCK is cleared again (io_uring may complete a
+ * read of an O_NONBLOCK file with -EAGAIN instead of waiting for it). Returns the fd, or -errno: on a refusal
+ * *not_reg is set to 1, *st holds what was found, and the return is -EISDIR for a
+ * directory, -EINVAL otherwise. A missing path with O_CREAT is created. */
+int rf__open_regular(const char *path, int flags, unsigned mode, struct stat *st, int *not_reg);
+
+/* Open path for a source: copy the path into s->path, open it read-only into s->fd
+ * (rf__open_regular) and fstat it into *st. what names the expected contents for the
+ * message on a refusal ("an IDX file"): "PATH: is a FIFO (named pipe), not a regular
+ * file: expected an IDX file". Returns 0, or the error with err filled; whatever was
+ * set in s is the caller's to release (as rf_dataset_close does). */
+int rf__ds_src_open(struct rf_dataset_src *s, const char *path, const char *what,
+		    struct stat *st, char *err, size_t errlen);
 
 /* pread exactly n bytes at off. Returns 0, -EIO if the file ended first (*got says
  * how many were read, may be NULL), or -errno. */

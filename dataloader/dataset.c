@@ -58,16 +58,70 @@ int rf__ds_fail(char *err, size_t errlen, int code, const char *path, const char
 	return code;
 }
 
-int rf__ds_src_open(struct rf_dataset_src *s, const char *path, struct stat *st,
-		    char *err, size_t errlen)
+const char *rf__ds_ftype(unsigned m)
 {
+	switch (m & S_IFMT) {
+	case S_IFREG: return "a regular file";
+	case S_IFDIR: return "a directory";
+	case S_IFIFO: return "a FIFO (named pipe)";
+	case S_IFSOCK: return "a socket";
+	case S_IFCHR: return "a character device";
+	case S_IFBLK: return "a block device";
+	case S_IFLNK: return "a symbolic link";
+	default: return "a file of unknown type";
+	}
+}
+
+static int rf__refuse(const struct stat *st, int *not_reg)
+{
+	*not_reg = 1;
+	return S_ISDIR(st->st_mode) ? -EISDIR : -EINVAL;
+}
+
+int rf__open_regular(const char *path, int flags, unsigned mode, struct stat *st, int *not_reg)
+{
+	int fd, fl;
+
+	*not_reg = 0;
+	if (stat(path, st) == 0 && !S_ISREG(st->st_mode))
+		return rf__refuse(st, not_reg);
+	do
+		fd = open(path, flags | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, (mode_t)mode);
+	while (fd < 0 && errno == EINTR);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, st) < 0) {
+		int e = -errno;
+		close(fd);
+		return e;
+	}
+	if (!S_ISREG(st->st_mode)) { /* it changed after the stat */
+		close(fd);
+		return rf__refuse(st, not_reg);
+	}
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || ((flags & O_NONBLOCK) == 0 && fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0)) {
+		int e = -errno;
+		close(fd);
+		return e;
+	}
+	return fd;
+}
+
+int rf__ds_src_open(struct rf_dataset_src *s, const char *path, const char *what,
+		    struct stat *st, char *err, size_t errlen)
+{
+	int not_reg, fd;
+
 	if (!(s->path = strdup(path)))
 		return rf__ds_fail(err, errlen, -ENOMEM, path, "out of memory");
-	s->fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (s->fd < 0)
-		return rf__ds_fail(err, errlen, -errno, path, "cannot open: %s", strerror(errno));
-	if (fstat(s->fd, st) < 0)
-		return rf__ds_fail(err, errlen, -errno, path, "fstat: %s", strerror(errno));
+	fd = rf__open_regular(path, O_RDONLY, 0, st, &not_reg);
+	if (fd < 0 && not_reg)
+		return rf__ds_fail(err, errlen, fd, path, "is %s, not a regular file: expected %s",
+				   rf__ds_ftype(st->st_mode), what);
+	if (fd < 0)
+		return rf__ds_fail(err, errlen, fd, path, "cannot open: %s", strerror(-fd));
+	s->fd = fd;
 	return 0;
 }
 
@@ -430,12 +484,9 @@ int rf_dataset_open_raw(struct rf_dataset *ds, const char *path,
 	s = &ds->src[0];
 	ds->kind = RF_DS_RAW;
 	ds->nsrc = 1;
-	if ((ret = rf__ds_src_open(s, path, &st, err, errlen)) < 0)
+	if ((ret = rf__ds_src_open(s, path, "a file of fixed-size records", &st, err,
+				   errlen)) < 0)
 		goto fail;
-	if (!S_ISREG(st.st_mode)) {
-		ret = rf__ds_fail(err, errlen, -EINVAL, path, "not a regular file");
-		goto fail;
-	}
 	size = (uint64_t)st.st_size;
 	s->size = size;
 	s->data_offset = d->header_bytes;
@@ -483,6 +534,12 @@ int rf_dataset_open_raw(struct rf_dataset *ds, const char *path,
 	if (ret)
 		goto fail;
 
+	if (size == 0) {
+		ret = rf__ds_fail(err, errlen, -EINVAL, path,
+				  "offset 0: file is empty (no records), expected %s%" PRIu64 "-byte records",
+				  d->header_bytes ? "a header and " : "", d->record_bytes);
+		goto fail;
+	}
 	if (d->header_bytes > size) {
 		ret = rf__ds_fail(err, errlen, -EINVAL, path,
 				  "offset %" PRIu64 ": file is %" PRIu64 " bytes, shorter than its %"

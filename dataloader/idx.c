@@ -399,10 +399,10 @@ static int idx_load(struct rf_dataset_src *s, const char *path, unsigned expect_
 	s->fd = -1;
 	if (!path)
 		return rf__ds_fail(err, errlen, -EINVAL, path, "no path given");
-	if ((ret = rf__ds_src_open(s, path, &st, err, errlen)) < 0)
+	if ((ret = rf__ds_src_open(s, path, expect_ndim == 1 ? "an IDX labels file" :
+				   expect_ndim == 3 ? "an IDX images file" : "an IDX file",
+				   &st, err, errlen)) < 0)
 		return ret;
-	if (S_ISDIR(st.st_mode))
-		return rf__ds_fail(err, errlen, -EISDIR, path, "is a directory, expected an IDX file");
 	s->size = (uint64_t)st.st_size;
 	if (s->size == 0) {
 		char exp[64];

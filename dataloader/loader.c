@@ -21,8 +21,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "dataset-impl.h"
 #include "loader.h"
 #include "ops.h"
 
@@ -34,13 +36,22 @@ struct rf__unit {
 	struct rf_loader *l;
 	struct rf_var *var;
 	uint8_t *buf;
-	char err[RF__ERRLEN];     /* the failure of its latest fetch, "" if none */
+};
+
+/* The message of a failed fetch, by the fetch's id (SPAN: its global group number;
+ * REC: its global batch number). Kept apart from the unit: the unit's next fetch may
+ * start before the gathers that read the failed one have reported. */
+struct rf__ferr {
+	uint64_t id;
+	int used;
+	char msg[RF__ERRLEN];
 };
 
 struct rf__fetch;
 
 struct rf__req {
 	struct rf__fetch *f;
+	uint64_t rec0, nrec;      /* the records the read is for (file order) */
 	uint64_t off;             /* file offset (aligned) */
 	uint32_t len;             /* aligned length */
 	uint32_t need;            /* bytes that must arrive (through the last record) */
@@ -52,6 +63,7 @@ struct rf__fetch {
 	struct rf_loader *l;
 	struct rf__unit *u;
 	struct rf_op *op;
+	uint64_t id;              /* see struct rf__ferr */
 	unsigned n, pending;
 	int status;
 	struct rf__req req[];
@@ -83,7 +95,7 @@ struct rf__gjob {
 	struct rf__slot *s;
 	uint64_t epoch, index;
 	unsigned n, nunits;
-	struct rf__unit *units[8];
+	uint64_t fid[8];          /* ids of the fetches it reads */
 	char err[RF__ERRLEN];     /* written by the worker on a bad label */
 	const uint8_t **pp;       /* payload of record j */
 	const uint8_t **lp;       /* label of record j, or NULL */
@@ -120,8 +132,14 @@ struct rf_loader {
 	uint64_t gbase;           /* global id of this epoch's group 0 */
 	uint64_t gnext;           /* next global group to push */
 
-	struct rf__slot *slots;   /* N full slots, then the tail slot if any */
-	unsigned nslots;
+	/* Slots are recycled by counters that run across epochs, never reset: full batch
+	 * number f goes to slot f mod N, tail batch number k to tail slot k mod ntail.
+	 * A slot is reused only by the N-th following batch (loader.h's promise). */
+	struct rf__slot *slots;   /* N full slots, then ntail tail slots */
+	unsigned nslots, nfslots, ntail;
+	uint64_t nfull_done;      /* full batches pushed, all epochs */
+	uint64_t ntail_done;      /* tail batches pushed, all epochs */
+	uint64_t nbatch_done;     /* batches pushed, all epochs (REC fetch units) */
 	struct rf_stream *gs;     /* gather worker stream */
 	struct rf_device *host;
 
@@ -130,6 +148,8 @@ struct rf_loader {
 	uint64_t *order;
 
 	struct rf_loader_stats st;
+	struct rf__ferr *ferr;    /* failed fetches' messages, a ring of nferr */
+	unsigned nferr, iferr;
 	char last_err[RF__ERRLEN];
 	struct rf__errlog log[RF__ERRLOG];
 	unsigned nlog;
@@ -240,24 +260,48 @@ static void rf__fetch_finish(struct rf__fetch *f)
 	rf_engine_op_done(op, status);
 }
 
+/* "record R" or "records A..B" */
+static void rf__recs(char *buf, size_t len, uint64_t r0, uint64_t n)
+{
+	if (n == 1)
+		snprintf(buf, len, "record %" PRIu64, r0);
+	else
+		snprintf(buf, len, "records %" PRIu64 "..%" PRIu64, r0, r0 + n - 1);
+}
+
 static void rf__fetch_fail(struct rf__fetch *f, const struct rf__req *q, int err, int64_t got)
 {
 	struct rf_loader *l = f->l;
 	const char *path = l->ds->src[RF_DS_SRC_PAYLOAD].path;
+	struct rf__ferr *e;
+	char recs[64];
 
 	if (f->status < 0)
 		return; /* keep the first */
 	f->status = err;
+	e = &l->ferr[l->iferr++ % l->nferr];
+	e->used = 1;
+	e->id = f->id;
+	rf__recs(recs, sizeof(recs), q->rec0, q->nrec);
 	if (got >= 0)
-		snprintf(f->u->err, sizeof(f->u->err),
-			 "%s: offset %" PRIu64 ": short read: got %" PRId64 " of the %u bytes the "
-			 "records need (file truncated after open?)", path, q->off, got, q->need);
+		snprintf(e->msg, sizeof(e->msg),
+			 "%s: offset %" PRIu64 ": short read for %s: got %" PRId64 " of the %u "
+			 "bytes expected (file truncated after open?)", path, q->off, recs, got,
+			 q->need);
 	else
-		snprintf(f->u->err, sizeof(f->u->err),
-			 "%s: offset %" PRIu64 ": read of %u bytes failed: %s", path, q->off, q->len,
-			 strerror(-err));
-	memcpy(l->last_err, f->u->err, sizeof(l->last_err));
+		snprintf(e->msg, sizeof(e->msg),
+			 "%s: offset %" PRIu64 ": read of %u bytes for %s failed: %s", path, q->off,
+			 q->len, recs, strerror(-err));
+	memcpy(l->last_err, e->msg, sizeof(l->last_err));
 	l->st.read_errors++;
+}
+
+static const char *rf__fetch_msg(const struct rf_loader *l, uint64_t id)
+{
+	for (unsigned i = 0; i < l->nferr; i++)
+		if (l->ferr[i].used && l->ferr[i].id == id)
+			return l->ferr[i].msg;
+	return NULL;
 }
 
 static void rf__fetch_cb(void *data, int64_t res)
@@ -280,7 +324,6 @@ static int rf__fetch_start(void *ctx, struct rf_op *op)
 	unsigned i;
 
 	f->op = op;
-	f->u->err[0] = 0;
 	for (i = 0; i < f->n; i++) {
 		struct rf__req *q = &f->req[i];
 		int ret = rf_ring_read(l->ring, l->fd, f->u->buf + q->dst, q->len, q->off, l->rflags,
@@ -351,6 +394,8 @@ static int rf__push_group(struct rf_loader *l, uint64_t G)
 		c = l->order[l->count + p]; /* the inverse chunk order, kept after order[] */
 		rf__chunk_span(l, c, &off, &len, &need);
 		f->req[n].f = f;
+		f->req[n].rec0 = c * l->R;
+		f->req[n].nrec = c * l->R + l->R <= l->count ? l->R : l->count - c * l->R;
 		f->req[n].off = off;
 		f->req[n].len = (uint32_t)len;
 		f->req[n].need = (uint32_t)need;
@@ -358,6 +403,7 @@ static int rf__push_group(struct rf_loader *l, uint64_t G)
 		n++;
 	}
 	f->n = n;
+	f->id = G;
 	return rf__push_fetch(l, u, f);
 }
 
@@ -399,8 +445,7 @@ static void rf__gather_done(void *ctx, int status)
 		const char *msg = j->err[0] ? j->err : NULL;
 		struct rf__errlog *e = &l->log[l->nlog++ % RF__ERRLOG];
 		for (i = 0; !msg && i < j->nunits; i++)
-			if (j->units[i]->err[0])
-				msg = j->units[i]->err;
+			msg = rf__fetch_msg(l, j->fid[i]);
 		e->used = 1;
 		e->epoch = j->epoch;
 		e->index = j->index;
@@ -439,6 +484,49 @@ static int rf__load_file(const struct rf_dataset_src *src, uint8_t **out, char *
 	}
 	*out = m;
 	return 0;
+}
+
+/* Reopen the very file the dataset validated (even if renamed since) with *fl (O_DIRECT
+ * dropped from *fl where the filesystem refuses it): through /proc/self/fd, else by
+ * its path. Never blocks (a FIFO put at the path since), and refuses anything but
+ * that same regular file. Returns the fd or -errno with err filled. */
+static int rf__reopen(const struct rf_dataset_src *s0, int *fl, char *err, size_t errlen)
+{
+	struct stat want, got;
+	char p[64];
+	int fd = -EBADF, not_reg = 0, i;
+
+	if (s0->fd < 0 || fstat(s0->fd, &want) < 0) {
+		rf__err(err, errlen, "%s: the dataset holds no open file to read", s0->path);
+		return -EBADF;
+	}
+	snprintf(p, sizeof(p), "/proc/self/fd/%d", s0->fd);
+	for (i = 0; i < 2; i++) {
+		fd = rf__open_regular(p, *fl, 0, &got, &not_reg);
+		if (fd < 0 && !not_reg && fd != -EINVAL)
+			fd = rf__open_regular(s0->path, *fl, 0, &got, &not_reg); /* no /proc */
+		if (fd == -EINVAL && !not_reg && (*fl & O_DIRECT)) {
+			*fl &= ~O_DIRECT; /* a filesystem without O_DIRECT (tmpfs) */
+			continue;
+		}
+		break;
+	}
+	if (fd < 0 && not_reg) {
+		rf__err(err, errlen, "%s: is now %s, not a regular file: expected the file the "
+			"dataset was opened from", s0->path, rf__ds_ftype(got.st_mode));
+		return fd;
+	}
+	if (fd < 0) {
+		rf__err(err, errlen, "%s: cannot reopen for reading: %s", s0->path, strerror(-fd));
+		return fd;
+	}
+	if (got.st_dev != want.st_dev || got.st_ino != want.st_ino) {
+		close(fd);
+		rf__err(err, errlen, "%s: is another file than the one the dataset was opened from "
+			"(replaced since?)", s0->path);
+		return -ESTALE;
+	}
+	return fd;
 }
 
 static size_t rf__round(size_t v, size_t a)
@@ -610,23 +698,12 @@ int rf_loader_create(struct rf_loader **out, struct rf_engine *e, const struct r
 		l->mode = RF__MEM;
 	} else {
 		uint32_t ma = 0, oa = 0;
-		char p[64];
-		int fl = O_RDONLY | O_CLOEXEC | (opts->buffered ? 0 : O_DIRECT);
+		int fl = O_RDONLY | (opts->buffered ? 0 : O_DIRECT);
 
-		/* Reopen the very file the dataset validated (even if renamed since). */
-		snprintf(p, sizeof(p), "/proc/self/fd/%d", s0->fd);
-		l->fd = open(p, fl);
-		if (l->fd < 0)
-			l->fd = open(s0->path, fl);
-		if (l->fd < 0 && !opts->buffered && errno == EINVAL) {
-			fl &= ~O_DIRECT; /* a filesystem without O_DIRECT (tmpfs) */
-			l->fd = open(p, fl);
-		}
-		if (l->fd < 0) {
-			ret = -errno;
-			rf__err(err, errlen, "%s: cannot reopen for reading: %s", s0->path, strerror(errno));
+		ret = rf__reopen(s0, &fl, err, errlen);
+		if (ret < 0)
 			goto fail;
-		}
+		l->fd = ret;
 		l->direct = !!(fl & O_DIRECT);
 		l->align = 4096;
 		if (l->direct && rf_dio_align(l->fd, s0->path, &ma, &oa) == 0) {
@@ -677,7 +754,11 @@ int rf_loader_create(struct rf_loader **out, struct rf_engine *e, const struct r
 			goto fail;
 		}
 		l->units = calloc(l->nunits, sizeof(*l->units));
-		if (!l->units) {
+		/* a failed fetch's message must outlive the few fetches that can fail before
+		 * the gathers reading it report: at most one in flight per unit */
+		l->nferr = 2 * l->nunits + 16;
+		l->ferr = calloc(l->nferr, sizeof(*l->ferr));
+		if (!l->units || !l->ferr) {
 			ret = -ENOMEM;
 			goto fail;
 		}
@@ -703,34 +784,37 @@ int rf_loader_create(struct rf_loader **out, struct rf_engine *e, const struct r
 		l->st.buffer_bytes += rf_pinned_size(l->uarena);
 	}
 
-	/* Slots: N full ones, plus one for the last partial batch. */
+	/* Slots: N full ones, plus tail slots for the last partial batch. The tail batch
+	 * comes once every nbatches batches, so ceil(N / nbatches) tail slots keep each
+	 * one intact for the N - 1 batches that follow it (with nbatches >= N: one). */
 	{
 		unsigned tail = !opts->drop_last ? (unsigned)(l->count % opts->batch) : 0;
 		size_t full = rf__round(rf__round((size_t)opts->batch * l->pb, 64) +
 					(size_t)opts->batch * 4, 4096);
 		size_t tsz = tail ? rf__round(rf__round((size_t)tail * l->pb, 64) + (size_t)tail * 4,
 					      4096) : 0;
-		unsigned nfs = l->nfull ? l->N : 0;
 		uint8_t *base;
 
-		l->nslots = nfs + (tail ? 1 : 0);
+		l->nfslots = l->nfull ? l->N : 0;
+		l->ntail = tail ? (unsigned)((l->N + l->nbatches - 1) / l->nbatches) : 0;
+		l->nslots = l->nfslots + l->ntail;
 		l->slots = calloc(l->nslots, sizeof(*l->slots));
 		if (!l->slots) {
 			ret = -ENOMEM;
 			goto fail;
 		}
-		ret = rf_pinned_create(full * nfs + tsz, &l->sarena);
+		ret = rf_pinned_create(full * l->nfslots + tsz * l->ntail, &l->sarena);
 		if (ret < 0) {
 			rf__err(err, errlen, "loader: cannot map %zu bytes of staging buffers: %s",
-				full * nfs + tsz, strerror(-ret));
+				full * l->nfslots + tsz * l->ntail, strerror(-ret));
 			goto fail;
 		}
 		l->st.buffer_bytes += rf_pinned_size(l->sarena);
 		base = rf_pinned_base(l->sarena);
 		for (i = 0; i < l->nslots; i++) {
-			int is_tail = i == nfs;
-			ret = rf__make_slot(l, &l->slots[i], is_tail ? tail : opts->batch,
-					    base + (size_t)i * full, i);
+			int is_tail = i >= l->nfslots;
+			size_t at = is_tail ? full * l->nfslots + tsz * (i - l->nfslots) : full * i;
+			ret = rf__make_slot(l, &l->slots[i], is_tail ? tail : opts->batch, base + at, i);
 			if (ret < 0) {
 				rf__err(err, errlen, "loader: cannot allocate the batch tensors");
 				goto fail;
@@ -826,6 +910,7 @@ void rf_loader_destroy(struct rf_loader *l)
 	free(l->pmem_own);
 	free(l->lmem_own);
 	free(l->units);
+	free(l->ferr);
 	free(l->slots);
 	free(l->order);
 	free(l->cpos);
@@ -898,7 +983,8 @@ int rf_loader_next(struct rf_loader *l, struct rf_batch *b)
 		return ret;
 	p0 = t * l->o.batch;
 	n = t < l->nfull ? l->o.batch : (unsigned)(l->count - p0);
-	si = t < l->nfull ? (unsigned)(t % l->N) : l->nslots - 1;
+	si = t < l->nfull ? (unsigned)(l->nfull_done % l->N)
+			  : l->nfslots + (unsigned)(l->ntail_done % l->ntail);
 	s = &l->slots[si];
 
 	j = malloc(sizeof(*j) + (size_t)n * (2 * sizeof(void *) + sizeof(uint64_t)));
@@ -928,7 +1014,7 @@ int rf_loader_next(struct rf_loader *l, struct rf_batch *b)
 			}
 		}
 	} else if (l->mode == RF__REC) {
-		struct rf__unit *u = &l->units[t % l->nunits];
+		struct rf__unit *u = &l->units[l->nbatch_done % l->nunits];
 		struct rf__fetch *f = calloc(1, sizeof(*f) + n * sizeof(f->req[0]));
 		if (!f) {
 			free(j);
@@ -939,6 +1025,8 @@ int rf_loader_next(struct rf_loader *l, struct rf_batch *b)
 			const uint8_t *rec;
 			rf_dataset_span(ds, RF_DS_SRC_PAYLOAD, r, 1, l->align, &off, &len);
 			f->req[i].f = f;
+			f->req[i].rec0 = r;
+			f->req[i].nrec = 1;
 			f->req[i].off = off;
 			f->req[i].len = (uint32_t)len;
 			f->req[i].need = (uint32_t)(a + s0->stride - off);
@@ -954,12 +1042,13 @@ int rf_loader_next(struct rf_loader *l, struct rf_batch *b)
 			}
 		}
 		f->n = n;
+		f->id = l->nbatch_done;
 		ret = rf__push_fetch(l, u, f);
 		if (ret < 0) {
 			free(j);
 			return ret;
 		}
-		j->units[j->nunits++] = u;
+		j->fid[j->nunits++] = l->nbatch_done;
 		reads[nr++] = u->var;
 	} else {
 		uint64_t gfirst = rf__group_of(l, l->order[p0]);
@@ -979,7 +1068,7 @@ int rf_loader_next(struct rf_loader *l, struct rf_batch *b)
 			return -EOVERFLOW;
 		}
 		for (G = gfirst; G <= glast; G++) {
-			j->units[j->nunits++] = &l->units[G % l->nunits];
+			j->fid[j->nunits++] = G;
 			reads[nr++] = l->units[G % l->nunits].var;
 		}
 		for (i = 0; i < n; i++) {
@@ -1061,6 +1150,11 @@ int rf_loader_next(struct rf_loader *l, struct rf_batch *b)
 		b->y[k] = s->y[k];
 	}
 	l->t++;
+	l->nbatch_done++;
+	if (t < l->nfull)
+		l->nfull_done++;
+	else
+		l->ntail_done++;
 	l->st.batches++;
 	l->st.records += n;
 	return 1;

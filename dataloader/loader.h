@@ -5,7 +5,10 @@
  * pushed afterwards simply read the batch's tensors, so I/O, decoding and compute
  * overlap without anyone waiting ("I/O is just another stream").
  *
- * Per batch t the loader pushes (slot k = t mod prefetch):
+ * Per batch the loader pushes (into slot k: full batches take the N = prefetch full
+ * slots in turn, and the last partial batch of an epoch its own tail slots in turn;
+ * both counts run on across epochs, so a slot is reused only by the N-th following
+ * batch, whatever the epoch boundaries):
  *   read    an asynchronous engine op (rf_op_desc.afn) that issues O_DIRECT reads
  *           through the ring into a registered, aligned fetch buffer and finishes
  *           from the last read's completion. It MUTATES the fetch buffer's variable,
@@ -83,7 +86,9 @@ struct rf_loader_opts {
 
 /* One batch: tensors owned by the loader. They stay valid, and hold this batch's
  * data for every op pushed before the prefetch-th following rf_loader_next() call
- * (that call reuses the slot; the engine orders the overwrite after those ops). */
+ * that returns a batch (calls that return 0 at the end of an epoch do not count;
+ * epoch boundaries and rf_loader_seek_epoch change nothing). That call may reuse the
+ * slot; the engine orders the overwrite after those ops. */
 struct rf_batch {
 	uint64_t epoch;           /* 0-based */
 	uint64_t index;           /* batch number within the epoch */

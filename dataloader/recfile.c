@@ -91,14 +91,10 @@ int rf_dataset_open_rfrec(struct rf_dataset *ds, const char *path, unsigned flag
 		return rf__ds_fail(err, errlen, -EINVAL, path, "no path given");
 	ds->kind = RF_DS_RFREC;
 	ds->nsrc = 1;
-	if ((ret = rf__ds_src_open(s, path, &st, err, errlen)) < 0)
+	if ((ret = rf__ds_src_open(s, path, "an .rfrec file", &st, err, errlen)) < 0)
 		goto fail;
 	if (!(h = malloc(RF_REC_HEADER_BYTES))) {
 		ret = rf__ds_fail(err, errlen, -ENOMEM, path, "out of memory");
-		goto fail;
-	}
-	if (S_ISDIR(st.st_mode)) {
-		ret = rf__ds_fail(err, errlen, -EISDIR, path, "is a directory, expected an .rfrec file");
 		goto fail;
 	}
 	size = s->size = (uint64_t)st.st_size;
@@ -124,8 +120,9 @@ int rf_dataset_open_rfrec(struct rf_dataset *ds, const char *path, unsigned flag
 	}
 	if (size < RF_REC_HEADER_BYTES) {
 		ret = rf__ds_fail(err, errlen, -EINVAL, path,
-				  "offset %" PRIu64 ": file ends at %" PRIu64 " bytes inside the %u-byte "
-				  "header", size, size, RF_REC_HEADER_BYTES);
+				  "offset %" PRIu64 ": file truncated: ends at %" PRIu64 " bytes inside "
+				  "the %u-byte header, expected the whole header", size, size,
+				  RF_REC_HEADER_BYTES);
 		goto fail;
 	}
 	crc = (uint32_t)crc32(0L, h, H_HDR_CRC);
@@ -273,14 +270,34 @@ void rf_rec_writer_abort(struct rf_rec_writer *w)
 	free(w);
 }
 
+/* The output path may be missing, or a regular file (with RF_REC_OVERWRITE): a
+ * directory, FIFO, socket or device there is refused (rename would fail on a
+ * directory after all the work, or replace the FIFO someone reads). */
+static int target_check(const char *path, unsigned flags, char *err, size_t errlen)
+{
+	struct stat st;
+
+	if (stat(path, &st) < 0)
+		return errno == ENOENT ? 0 : rf__ds_fail(err, errlen, -errno, path, "stat: %s",
+							 strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return rf__ds_fail(err, errlen, S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL, path,
+				   "is %s, not a regular file: expected a new .rfrec file's path "
+				   "(or a regular file to overwrite)", rf__ds_ftype(st.st_mode));
+	if (!(flags & RF_REC_OVERWRITE))
+		return rf__ds_fail(err, errlen, -EEXIST, path, "file exists, not overwriting it");
+	return 0;
+}
+
 int rf_rec_writer_open(struct rf_rec_writer **out, const char *path,
 		       const struct rf_rec_layout *l, unsigned flags, char *err, size_t errlen)
 {
 	struct rf_rec_writer *w;
 	struct rf_dataset *d;
+	struct stat st;
 	size_t es;
 	uint64_t elems = 1, lsize;
-	int ret;
+	int ret, fd, not_reg;
 
 	*out = NULL;
 	if (!path || !*path || !l)
@@ -322,10 +339,8 @@ int rf_rec_writer_open(struct rf_rec_writer **out, const char *path,
 	}
 	if ((ret = rf__ds_check_layout(d, "layout", err, errlen)))
 		goto fail;
-	if (!(flags & RF_REC_OVERWRITE) && access(path, F_OK) == 0) {
-		ret = rf__ds_fail(err, errlen, -EEXIST, path, "file exists, not overwriting it");
+	if ((ret = target_check(path, flags, err, errlen)))
 		goto fail;
-	}
 	w->cap = 1u << 20;
 	if (w->cap < d->src[0].stride)
 		w->cap = d->src[0].stride;
@@ -333,11 +348,18 @@ int rf_rec_writer_open(struct rf_rec_writer **out, const char *path,
 		ret = rf__ds_fail(err, errlen, -ENOMEM, path, "out of memory");
 		goto fail;
 	}
-	w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (w->fd < 0) {
-		ret = rf__ds_fail(err, errlen, -errno, w->tmp, "cannot create: %s", strerror(errno));
+	/* never blocks on a FIFO, never writes into anything but a regular file */
+	fd = rf__open_regular(w->tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644, &st, &not_reg);
+	if (fd < 0) {
+		if (not_reg)
+			ret = rf__ds_fail(err, errlen, fd, w->tmp, "is %s, not a regular file: "
+					  "expected a scratch file to write the .rfrec into (remove it)",
+					  rf__ds_ftype(st.st_mode));
+		else
+			ret = rf__ds_fail(err, errlen, fd, w->tmp, "cannot create: %s", strerror(-fd));
 		goto fail;
 	}
+	w->fd = fd;
 	*out = w;
 	return 0;
 fail:
@@ -406,7 +428,7 @@ static int fsync_dir(const char *path)
 
 	if (!copy)
 		return -ENOMEM;
-	fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0 || fsync(fd) < 0)
 		ret = -errno;
 	if (fd >= 0)
@@ -453,6 +475,9 @@ int rf_rec_writer_finish(struct rf_rec_writer *w, char *err, size_t errlen)
 		ret = rf__ds_fail(err, errlen, -errno, w->tmp, "fsync: %s", strerror(errno));
 		goto fail;
 	}
+	/* again: something may have appeared at the target since the open */
+	if ((ret = target_check(w->path, w->flags | RF_REC_OVERWRITE, err, errlen)))
+		goto fail;
 	if (w->flags & RF_REC_OVERWRITE) {
 		if (rename(w->tmp, w->path) < 0) {
 			ret = rf__ds_fail(err, errlen, -errno, w->path, "rename from %s: %s", w->tmp,

@@ -130,9 +130,18 @@ static int rf__open_data(struct rf_trainer *t, char *err, size_t errlen)
 		ret = rf_dataset_open_idx_pair(&t->test_ds, p[2], p[3], 10, 0, err, errlen);
 	if (ret < 0)
 		return ret;
-	if (t->train_ds.ndim != 2 || t->train_ds.shape[0] != 28 || t->train_ds.shape[1] != 28 ||
-	    t->test_ds.ndim != 2 || t->test_ds.shape[0] != 28 || t->test_ds.shape[1] != 28) {
-		rf__msg(err, errlen, "%s: images are not 28x28", p[0]);
+	for (i = 0; i < 2; i++) {
+		const struct rf_dataset *d = i ? &t->test_ds : &t->train_ds;
+		char shape[96] = "";
+		size_t n = 0;
+		unsigned k;
+		if (d->ndim == 2 && d->shape[0] == 28 && d->shape[1] == 28)
+			continue;
+		for (k = 0; k < d->ndim && n < sizeof(shape); k++)
+			n += (size_t)snprintf(shape + n, sizeof(shape) - n, "%s%u", k ? "x" : "",
+					      (unsigned)d->shape[k]);
+		rf__msg(err, errlen, "%s: offset 8: images of %s, expected 28x28 (Fashion-MNIST)",
+			p[i ? 2 : 0], d->ndim ? shape : "no dims");
 		return -EINVAL;
 	}
 	/* A subset is the first `limit` records: a copy of the description with a smaller
@@ -736,7 +745,9 @@ int rf_trainer_evaluate(struct rf_trainer *t, double *acc, double *loss, char *e
 		ret = rf__slots_sum(&t->te[r], nb, &l, &c);
 	if (ret < 0) {
 		if (err && errlen && !err[0])
-			rf__msg(err, errlen, "evaluation failed: %s", strerror(-ret));
+			rf__msg(err, errlen, "evaluation failed: %s%s%s", strerror(-ret),
+				rf_loader_last_error(t->test_ld)[0] ? "; loader: " : "",
+				rf_loader_last_error(t->test_ld));
 		return ret;
 	}
 	*acc = (double)c / (double)t->test_view.count;
@@ -769,8 +780,10 @@ int rf_trainer_epoch(struct rf_trainer *t, struct rf_epoch_stats *st, char *err,
 		if (err && errlen && !err[0]) {
 			const char *op = NULL;
 			rf_var_error(t->rep[0]->params->var, &op);
-			rf__msg(err, errlen, "training failed%s%s: %s", op ? " in op " : "", op ? op : "",
-				strerror(-ret));
+			rf__msg(err, errlen, "training failed%s%s: %s%s%s", op ? " in op " : "",
+				op ? op : "", strerror(-ret),
+				rf_loader_last_error(t->train_ld)[0] ? "; loader: " : "",
+				rf_loader_last_error(t->train_ld));
 		}
 		return ret;
 	}

@@ -19,15 +19,18 @@ struct tl_env {
 	unsigned ndev;
 };
 
-/* The engine's in-flight cap for tl_open (0: the engine's default). */
+/* The engine's in-flight cap for tl_open (0: the engine's default), and its
+ * synchronous debug mode (1: on). */
 static unsigned tl_max_inflight;
+static int tl_sync;
 
 static inline void tl_open(struct tl_env *v, unsigned ndev)
 {
 	memset(v, 0, sizeof(*v));
 	CHECK(rf_ring_create(&v->ring, NULL) == 0);
 	CHECK(rf_engine_create(&v->e, v->ring,
-			       &(struct rf_engine_opts){ .max_inflight = tl_max_inflight }) == 0);
+			       &(struct rf_engine_opts){ .max_inflight = tl_max_inflight,
+							 .sync = tl_sync }) == 0);
 	for (unsigned i = 0; i < ndev; i++)
 		CHECK(rf_cpu_open(v->e, &(struct rf_cpu_opts){ .streams = 1 }, &v->dev[i]) == 0);
 	v->ndev = ndev;

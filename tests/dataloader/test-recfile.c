@@ -167,7 +167,7 @@ static void corrupt(const struct layout_case *c)
 	EXPECT_FAIL(ret, -EINVAL, err, "bad.rfrec", "bad magic \"RFREC\"");
 	t_write(bad, b, 100);
 	ret = rf_dataset_open_rfrec(&ds, bad, 0, err, sizeof(err));
-	EXPECT_FAIL(ret, -EINVAL, err, "bad.rfrec", "offset 100: file ends at 100 bytes inside the 4096-byte header");
+	EXPECT_FAIL(ret, -EINVAL, err, "bad.rfrec", "offset 100: file truncated: ends at 100 bytes inside the 4096-byte header");
 	t_write(bad, b, 4096);
 	ret = rf_dataset_open_rfrec(&ds, bad, 0, err, sizeof(err));
 	EXPECT_FAIL(ret, -EINVAL, err, "bad.rfrec", "offset 4096: file truncated in record 0");
