@@ -881,7 +881,7 @@ void rf_loader_destroy(struct rf_loader *l)
 
 	if (!l)
 		return;
-	rf_engine_wait_all(l->e);
+	rf_engine_wait_idle(l->e);
 	for (i = 0; l->slots && i < l->nslots; i++) {
 		struct rf__slot *s = &l->slots[i];
 		for (k = 0; k < l->K; k++) {
@@ -899,7 +899,7 @@ void rf_loader_destroy(struct rf_loader *l)
 	if (l->gs)
 		rf_stream_destroy(l->gs); /* waits for all the engine's work */
 	else
-		rf_engine_wait_all(l->e);
+		rf_engine_wait_idle(l->e);
 	/* Every read is done: the ring lets go of the arena before it is unmapped. */
 	if (l->registered)
 		rf_ring_unregister_memory(l->ring, rf_pinned_base(l->uarena));

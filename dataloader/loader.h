@@ -121,8 +121,9 @@ struct rf_loader_stats {
 int rf_loader_create(struct rf_loader **out, struct rf_engine *e, const struct rf_dataset *ds,
 		     const struct rf_loader_opts *opts, char *err, size_t errlen);
 
-/* Waits for all the engine's work (rf_engine_wait_all), frees the tensors and
- * buffers. NULL is ignored. */
+/* Waits for all the engine's work (rf_engine_wait_idle: an error pending for the
+ * user's next rf_engine_wait_all stays there), frees the tensors and buffers. NULL is
+ * ignored. */
 void rf_loader_destroy(struct rf_loader *l);
 
 /* Push the ops of the next batch into *b and return 1; or return 0 when the epoch

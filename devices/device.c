@@ -81,7 +81,7 @@ void rf_device_close(struct rf_device *d)
 
 	if (!d)
 		return;
-	rf_engine_wait_all(d->eng);
+	rf_engine_wait_idle(d->eng);
 	for (i = d->nds; i-- > 0;)
 		rf_stream_destroy(d->ds[i].s);
 	if (d->kind == RF_DEVICE_CPU)

@@ -77,8 +77,8 @@ int rf_cuda_open(struct rf_engine *e, int ordinal, const struct rf_cuda_opts *op
 /* Open by name: "cpu", "cpu:N" (N only names it), "cuda", "cuda:N". */
 int rf_device_open(struct rf_engine *e, const char *spec, struct rf_device **out);
 
-/* Wait for all the engine's work (rf_engine_wait_all: this consumes the engine's
- * first-error record), destroy the device's streams and give cached memory back.
+/* Wait for all the engine's work (rf_engine_wait_idle: an error pending for the
+ * user's next rf_engine_wait_all stays there), destroy the device's streams and give cached memory back.
  * Every tensor of the device must have been freed (a warning names the bytes still
  * held otherwise). NULL is ignored. */
 void rf_device_close(struct rf_device *d);

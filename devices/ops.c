@@ -924,7 +924,7 @@ struct rf_prng *rf_prng_new(struct rf_engine *e, uint64_t seed, const char *name
 void rf_prng_free(struct rf_prng *g)
 {
 	if (g && rf_var_delete(g->eng, g->var, free, g, NULL) < 0) {
-		rf_engine_wait_all(g->eng);
+		rf_engine_wait_idle(g->eng);
 		free(g);
 	}
 }

@@ -249,7 +249,7 @@ void rf_tensor_free(struct rf_tensor *t)
 		/* Cannot push (out of memory): wait for the var's work and release now. */
 		fprintf(stderr, "ringflow: tensor %s: deletion could not be pushed; waiting\n",
 			t->name);
-		rf_engine_wait_all(t->dev->eng);
+		rf_engine_wait_idle(t->dev->eng);
 		rf__tensor_release(t);
 	}
 }

@@ -215,7 +215,7 @@ void rf_model_acts_free(struct rf_model_acts *a)
 		if (a->v[5])
 			r[nr++] = a->v[5];
 		if (rf_host_op(NULL, rf__fence_fn, NULL, r, nr, &a->x, 1, "x_views_done") < 0)
-			rf_engine_wait_all(rf_device_engine(a->x->dev)); /* no fence: drain */
+			rf_engine_wait_idle(rf_device_engine(a->x->dev)); /* no fence: drain */
 	}
 	/* the input's shape as the caller gave it (ops captured the views they used) */
 	rf_tensor_reshape(a->x, a->x_ndim, a->x_shape);

@@ -4,7 +4,8 @@
  *    wrong, ops that read the poisoned outputs are skipped (their kernels never run),
  *    rf_tensor_read and rf_engine_wait_all return the error; clearing the poison
  *    makes the tensor usable again.
- *  - a failing host op (-EIO) poisons what it writes, with strerror's text.
+ *  - a failing host op (-EIO) poisons what it writes, with strerror's text; closing
+ *    another device meanwhile (an internal drain) leaves the error for wait_all.
  *  - bad shapes, dtypes, aliasing and NULLs are refused at push time with -EINVAL and
  *    push nothing; bad tensor shapes and device names are refused too.
  *  - CUDA without a GPU: rf_cuda_count() is 0 and rf_cuda_open fails cleanly. */
@@ -68,7 +69,17 @@ int main(void)
 		CHECK(strstr(rf_device_last_error(d), "writer"));
 		CHECK(strstr(rf_device_last_error(d), strerror(EIO)));
 		CHECK_EQ(rf_engine_wait_all(e), -EIO);
-		rf_tensor_free(t);
+		/* closing another device (and freeing a tensor) drains the engine but
+		 * leaves a pending error for the user's wait_all */
+		{
+			struct rf_device *d2;
+			CHECK_OK(rf_host_op(rf_device_stream(d, 1), fail_eio, NULL, NULL, 0, &t, 1, "again"));
+			CHECK_OK(rf_cpu_open(e, &(struct rf_cpu_opts){ .streams = 1 }, &d2));
+			rf_device_close(d2);
+			rf_tensor_free(t);
+			CHECK_EQ(rf_engine_wait_all(e), -EIO);
+			CHECK_EQ(rf_engine_wait_all(e), 0);
+		}
 		fprintf(stderr, "host op error: ok\n");
 	}
 	{
