@@ -130,7 +130,8 @@ static inline int rf_cli_check_input(const char *path, unsigned flags, char *why
 		return -1;
 	}
 	if (stat(path, &st) < 0) {
-		snprintf(why, len, "%s: %s, expected %s", path, strerror(errno), rf_cli_wanted(flags));
+		snprintf(why, len, "%s: cannot open: %s, expected %s", path, strerror(errno),
+			 rf_cli_wanted(flags));
 		return -1;
 	}
 	if (!rf_cli_type_ok(st.st_mode, flags)) {
@@ -194,27 +195,26 @@ static inline int rf_cli_check_output(const char *path, unsigned flags, int *exi
 	}
 	if (errno != ENOENT) {
 		/* ENOTDIR: a component is a file; ELOOP, EACCES, ENAMETOOLONG ... */
-		snprintf(why, len, "%s: %s, expected a file name in an existing directory", path,
-			 strerror(errno));
+		snprintf(why, len, "%s: cannot create: %s, expected a file name in an existing "
+			 "directory", path, strerror(errno));
 		return -1;
 	}
 	if (path[n - 1] == '/') {
-		snprintf(why, len, "%s: ends in '/', expected a file name", path);
+		snprintf(why, len, "%s: cannot create: ends in '/', expected a file name", path);
 		return -1;
 	}
 	rf_cli_dirname(path, dir, sizeof(dir));
 	if (stat(dir, &st) < 0) {
-		snprintf(why, len, "%s: directory %s: %s", path, dir, strerror(errno));
+		snprintf(why, len, "%s: cannot create: directory %s: %s", path, dir, strerror(errno));
 		return -1;
 	}
 	if (!S_ISDIR(st.st_mode)) {
-		snprintf(why, len, "%s: %s is %s, expected a directory", path, dir,
+		snprintf(why, len, "%s: cannot create: %s is %s, expected a directory", path, dir,
 			 rf_cli_ftype(st.st_mode));
 		return -1;
 	}
 	if (access(dir, W_OK | X_OK) < 0) {
-		snprintf(why, len, "%s: cannot create a file in directory %s: %s", path, dir,
-			 strerror(errno));
+		snprintf(why, len, "%s: cannot create: directory %s: %s", path, dir, strerror(errno));
 		return -1;
 	}
 	return 0;
