@@ -294,8 +294,8 @@ int main(int argc, char **argv)
 		case 's':
 			size = parse_size(optarg);
 			if (!size || size > INT64_MAX)
-				die(2, "--size: got '%s', expected a size from 1 to 8191p (2^63-1 bytes) such "
-				    "as 512m or 4g", optarg);
+				die(2, "--size: got '%s', expected a size from 1 to 2^63-1 bytes such as 512m "
+				    "or 4g", optarg);
 			break;
 		case 't':
 			if (rf_cli_double(optarg, 0.001, 1e6, &runtime))

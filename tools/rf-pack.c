@@ -242,6 +242,9 @@ int main(int argc, char **argv)
 	}
 	if (optind < argc)
 		return bad_arg(argv[optind], "%s", "unexpected argument (see --help)");
+	if ((images && !*images) || (labels && !*labels) || (checkf && !*checkf))
+		return bad_arg(images && !*images ? "--images" : labels && !*labels ? "--labels" :
+			       "--check", "%s", "empty path");
 	if (checkf) {
 		if (images || labels || out)
 			return bad_arg("--check", "%s", "cannot be combined with --images, --labels or -o");

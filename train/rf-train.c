@@ -27,6 +27,7 @@
 #include <ringflow/engine.h>
 #include <ringflow/device.h>
 #include <ringflow/trainer.h>
+#include <ringflow/checkpoint.h>
 
 #include "tools/cli-impl.h"
 
@@ -114,9 +115,10 @@ static int bad_path(const char *opt, const char *why)
  * existing regular file with --resume), --metrics and --trace writable paths in
  * existing directories, none of them a directory, FIFO or device, and no two the
  * same file. A missing --data is left to the trainer (its message says how to
- * install Fashion-MNIST). 0 or the exit status. */
-static int check_paths(const char *data, const char *ckpt, int resume, const char *metrics,
-		       const char *trace)
+ * install Fashion-MNIST). With --resume the checkpoint's header is checked too (its
+ * model against --model). 0 or the exit status. */
+static int check_paths(const char *model, const char *data, const char *ckpt, int resume,
+		       const char *metrics, const char *trace)
 {
 	static const char *names[4] = { "train-images-idx3-ubyte", "train-labels-idx1-ubyte",
 					"t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte" };
@@ -127,6 +129,9 @@ static int check_paths(const char *data, const char *ckpt, int resume, const cha
 
 	if (!*data)
 		return bad("--data", "got an empty path, expected a directory");
+	for (int i = 0; i < 3; i++)
+		if (outs[i][1] && !*outs[i][1])
+			return bad(outs[i][0], "got an empty path, expected a file name");
 	if (stat(data, &st) == 0) {
 		if (!S_ISDIR(st.st_mode)) {
 			snprintf(why, sizeof(why), "%s: is %s, expected a directory of Fashion-MNIST "
@@ -142,8 +147,22 @@ static int check_paths(const char *data, const char *ckpt, int resume, const cha
 			}
 		}
 	}
-	if (ckpt && resume && rf_cli_check_input(ckpt, 0, why, sizeof(why)) < 0)
-		return bad_path("--resume: --checkpoint", why);
+	if (ckpt && resume) {
+		/* The header now (magic, version, sizes, CRC, model), not after the data. */
+		struct rf_ckpt_meta meta;
+		char err[1024];
+		if (rf_cli_check_input(ckpt, 0, why, sizeof(why)) < 0)
+			return bad_path("--resume: --checkpoint", why);
+		if (rf_ckpt_probe(ckpt, &meta, err, sizeof(err)) < 0) {
+			rf_cli_say("rf-train", "cannot resume: %s", err);
+			return 1;
+		}
+		if (strncmp(meta.model, model, sizeof(meta.model))) {
+			rf_cli_say("rf-train", "cannot resume: %s: checkpoint is for model '%.31s', "
+				   "this run has --model %s", ckpt, meta.model, model);
+			return 1;
+		}
+	}
 	for (int i = 0; i < 3; i++) {
 		if (!outs[i][1])
 			continue;
@@ -398,7 +417,8 @@ int main(int argc, char **argv)
 			break;
 		default: {
 			const char *arg = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
-			for (const struct option *o = lo; optopt >= 256 && o->name; o++) {
+			int is_long = !strncmp(arg, "--", 2);
+			for (const struct option *o = lo; optopt && is_long && o->name; o++) {
 				if (o->val == optopt) {
 					char nm[40];
 					snprintf(nm, sizeof(nm), "--%s", o->name);
@@ -424,8 +444,8 @@ int main(int argc, char **argv)
 	/* The default lr is resolved here, so that no user value stands for "default". */
 	if (!lr_set)
 		c.o.lr = strcmp(c.o.model, "mlp") ? 0.2f : 0.1f;
-	if ((ret = check_paths(c.o.data_dir ? c.o.data_dir : RF_TRAIN_DEFAULT_DATA, c.checkpoint,
-			       c.resume, c.metrics, c.trace)))
+	if ((ret = check_paths(c.o.model, c.o.data_dir ? c.o.data_dir : RF_TRAIN_DEFAULT_DATA,
+			       c.checkpoint, c.resume, c.metrics, c.trace)))
 		return ret;
 	c.o.progress = progress;
 	c.o.progress_ctx = &c;
