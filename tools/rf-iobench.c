@@ -23,8 +23,9 @@
  *
  * Memory: one buffer per request in flight, and no more requests in flight than the
  * region has blocks (--qd 256 --bs 4m on an 8 MiB file: 2 buffers, not 256); the
- * buffers together may take at most a quarter of the machine's memory, else the run
- * is refused naming --qd and --bs. The report gives the buffers and the peak RSS.
+ * buffers together may take at most a quarter of the memory the process may use
+ * (physical memory, RLIMIT_AS, the memory cgroup's limit), else the run is refused
+ * naming --qd and --bs. The report gives the buffers and the peak RSS.
  *
  * Exit: 0 ok, 1 I/O or file error, 2 bad arguments (one line on stderr each).
  */
@@ -228,6 +229,30 @@ static void on_done(void *data, int64_t res)
 static double tv_s(struct timeval tv)
 {
 	return (double)tv.tv_sec + (double)tv.tv_usec / 1e6;
+}
+
+/* The memory this process may use: physical memory, or less where RLIMIT_AS or the
+ * memory cgroup (v2 memory.max, v1 memory.limit_in_bytes) says so. 0: unknown. */
+static uint64_t usable_memory(void)
+{
+	static const char *const limits[] = { "/sys/fs/cgroup/memory.max",
+					      "/sys/fs/cgroup/memory/memory.limit_in_bytes" };
+	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+	uint64_t mem = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : 0;
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    (!mem || (uint64_t)rl.rlim_cur < mem))
+		mem = (uint64_t)rl.rlim_cur;
+	for (unsigned i = 0; i < 2; i++) {
+		unsigned long long v;
+		FILE *f = fopen(limits[i], "re");
+		if (!f)
+			continue;
+		if (fscanf(f, "%llu", &v) == 1 && v > 0 && (!mem || v < mem))
+			mem = v;
+		fclose(f);
+	}
+	return mem;
 }
 
 static void usage(FILE *f)
@@ -436,13 +461,12 @@ int main(int argc, char **argv)
 	if ((uint64_t)qd > nblocks)
 		qd = (long)nblocks;
 	uint64_t buf_bytes = (uint64_t)qd * bs;
-	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
-	uint64_t phys = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : 0;
-	if (phys && buf_bytes > phys / 4)
+	uint64_t mem = usable_memory();
+	if (mem && buf_bytes > mem / 4)
 		die(2, "--qd %ld x --bs %s: %ld buffers of %" PRIu64 " bytes (%" PRIu64 " MiB), more than "
-		    "the %" PRIu64 " MiB allowed (a quarter of this machine's %" PRIu64 " MiB); lower "
-		    "--qd or --bs", qd_req, bs_arg, qd, bs, buf_bytes >> 20, (phys / 4) >> 20,
-		    phys >> 20);
+		    "the %" PRIu64 " MiB allowed (a quarter of the %" PRIu64 " MiB this process may "
+		    "use); lower --qd or --bs", qd_req, bs_arg, qd, bs, buf_bytes >> 20, (mem / 4) >> 20,
+		    mem >> 20);
 
 	/* The ring, the registered file and the buffers. */
 	struct rf_ring_opts ro = { .entries = (unsigned)(qd < 8 ? 8 : qd) };
