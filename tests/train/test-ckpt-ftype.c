@@ -4,8 +4,8 @@
  * FIFO or a device node at PATH. Here load and probe refuse a FIFO, a directory and
  * a character device at once (-ENOEXEC, the message saying what the file is), and an
  * empty or truncated file with a message naming it; save refuses a FIFO, a device
- * node (one made with mknod when root, else /dev/null, which a non-root process
- * cannot replace) and a directory at PATH, and a FIFO at PATH.tmp, leaving each as
+ * node (one made with mknod when root, never the system's /dev/null then; else
+ * /dev/null, which a non-root process cannot replace) and a directory at PATH, and a FIFO at PATH.tmp, leaving each as
  * it was and the previous checkpoint loadable. A SIGALRM after 20 s fails the test
  * instead of letting a blocked open() hang it. */
 #include <errno.h>
@@ -173,18 +173,24 @@ int main(void)
 	CHECK(lstat(fifo, &st) == 0 && S_ISFIFO(st.st_mode));
 	CHECK(access(at("fifo.tmp"), F_OK) < 0);
 
+	/* Root could rename over /dev/null itself if save were wrong: root uses a node of
+	 * its own, and leaves the case out where it cannot make one. */
 	const char *dev = "/dev/null";
 	const char *mine = at("null");
-	if (geteuid() == 0 && mknod(mine, S_IFCHR | 0666, makedev(1, 3)) == 0)
-		dev = mine;
-	struct stat before;
-	CHECK(stat(dev, &before) == 0 && S_ISCHR(before.st_mode));
-	step = "save to a device node";
-	ret = save(dev, 2, err, sizeof(err));
-	CHECK_EQ(ret, -EINVAL);
-	says(err, dev, "is a character device");
-	CHECK(stat(dev, &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == before.st_rdev &&
-	      st.st_ino == before.st_ino);
+	if (geteuid() == 0)
+		dev = mknod(mine, S_IFCHR | 0666, makedev(1, 3)) == 0 ? mine : NULL;
+	if (dev) {
+		struct stat before;
+		CHECK(stat(dev, &before) == 0 && S_ISCHR(before.st_mode));
+		step = "save to a device node";
+		ret = save(dev, 2, err, sizeof(err));
+		CHECK_EQ(ret, -EINVAL);
+		says(err, dev, "is a character device");
+		CHECK(stat(dev, &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == before.st_rdev &&
+		      st.st_ino == before.st_ino);
+	} else {
+		printf("  (save to a device node not run: root without mknod)\n");
+	}
 
 	step = "save to a directory";
 	ret = save(sub, 2, err, sizeof(err));
@@ -210,7 +216,7 @@ int main(void)
 	unlink(fifo);
 	unlink(empty);
 	unlink(cut);
-	if (strcmp(dev, "/dev/null"))
+	if (dev && strcmp(dev, "/dev/null"))
 		unlink(dev);
 	rmdir(sub);
 	rmdir(dir);
