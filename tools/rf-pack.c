@@ -5,6 +5,9 @@
  *
  * The output is written to OUT.tmp, fsync'd and renamed, so OUT only ever appears
  * complete; on any error (or SIGINT/SIGTERM/SIGHUP) OUT.tmp is removed.
+ * Every path is checked before anything is read or written: the inputs must be
+ * regular files (a FIFO would block open() forever), OUT (and OUT.tmp, if there)
+ * a regular file or absent in an existing directory, and OUT not one of the inputs.
  * Exit status: 0 ok, 1 a file is bad (or OUT exists without --force, or I/O
  * failed), 2 bad arguments. Every error is one line on stderr. */
 #include <errno.h>
@@ -18,6 +21,7 @@
 #include <unistd.h>
 
 #include "dataset.h"
+#include "tools/cli-impl.h"
 
 static char tmp_path[4096];
 static volatile sig_atomic_t tmp_armed;
@@ -45,10 +49,17 @@ static void usage(FILE *f)
 
 static int bad_arg(const char *arg, const char *fmt, const char *val)
 {
-	fprintf(stderr, "rf-pack: %s: ", arg);
-	fprintf(stderr, fmt, val);
-	fputc('\n', stderr);
+	char why[2048];
+	snprintf(why, sizeof(why), fmt, val);
+	rf_cli_say("rf-pack", "%s: %s", arg, why);
 	return 2;
+}
+
+/* A path that cannot be used: one line naming the option, exit status 1. */
+static int bad_path(const char *opt, const char *why)
+{
+	rf_cli_say("rf-pack", "%s %s", opt, why);
+	return 1;
 }
 
 static int check(const char *path)
@@ -57,9 +68,12 @@ static int check(const char *path)
 	char err[1024], desc[1024];
 	int ret;
 
+	char why[8400];
+	if (rf_cli_check_input(path, 0, why, sizeof(why)) < 0)
+		return bad_path("--check", why);
 	ret = rf_dataset_open_rfrec(&ds, path, RF_DS_VERIFY, err, sizeof(err));
 	if (ret) {
-		fprintf(stderr, "rf-pack: %s\n", err);
+		rf_cli_say("rf-pack", "%s", err);
 		return 1;
 	}
 	rf_dataset_describe(&ds, desc, sizeof(desc));
@@ -80,17 +94,34 @@ static int pack(const char *images, const char *labels, const char *out, uint32_
 	int ret, rc = 1;
 	struct sigaction sa;
 
-	if (!force && access(out, F_OK) == 0) {
-		fprintf(stderr, "rf-pack: -o %s: file exists, expected a new file (use --force to "
-			"overwrite)\n", out);
-		return 1;
-	}
+	char why[8400];
+	int exists;
+
+	if (rf_cli_check_input(images, 0, why, sizeof(why)) < 0)
+		return bad_path("--images", why);
+	if (rf_cli_check_input(labels, 0, why, sizeof(why)) < 0)
+		return bad_path("--labels", why);
 	if (snprintf(tmp_path, sizeof(tmp_path), "%s.tmp", out) >= (int)sizeof(tmp_path))
 		return bad_arg("-o", "path too long: '%s'", out);
+	/* OUT.tmp first: it is the file created (its directory is OUT's) */
+	if (rf_cli_check_output(tmp_path, 0, NULL, why, sizeof(why)) < 0)
+		return bad_path("-o", why);
+	if (rf_cli_check_output(out, 0, &exists, why, sizeof(why)) < 0)
+		return bad_path("-o", why);
+	if (rf_cli_same_file(out, images) || rf_cli_same_file(out, labels)) {
+		rf_cli_say("rf-pack", "-o %s: the same file as --%s, expected a new file", out,
+			   rf_cli_same_file(out, images) ? "images" : "labels");
+		return 1;
+	}
+	if (exists && !force) {
+		rf_cli_say("rf-pack", "-o %s: file exists, expected a new file (use --force to "
+			   "overwrite)", out);
+		return 1;
+	}
 
 	ret = rf_dataset_open_idx_pair(&in, images, labels, classes, 0, err, sizeof(err));
 	if (ret) {
-		fprintf(stderr, "rf-pack: %s\n", err);
+		rf_cli_say("rf-pack", "%s", err);
 		return 1;
 	}
 	lay.dtype = in.dtype;
@@ -109,37 +140,37 @@ static int pack(const char *images, const char *labels, const char *out, uint32_
 
 	ret = rf_rec_writer_open(&w, out, &lay, force ? RF_REC_OVERWRITE : 0, err, sizeof(err));
 	if (ret) {
-		fprintf(stderr, "rf-pack: %s\n", err);
+		rf_cli_say("rf-pack", "%s", err);
 		goto out;
 	}
 	if (!(buf = malloc(in.payload_bytes))) {
-		fprintf(stderr, "rf-pack: out of memory\n");
+		rf_cli_say("rf-pack", "out of memory for a record of %" PRIu64 " bytes", (uint64_t)in.payload_bytes);
 		goto out;
 	}
 	for (uint64_t i = 0; i < in.count; i++) {
 		int32_t label;
 		ret = rf_dataset_read_record(&in, i, buf, &label);
 		if (ret) {
-			fprintf(stderr, "rf-pack: %s: record %" PRIu64 ": read: %s\n", images, i,
-				strerror(-ret));
+			rf_cli_say("rf-pack", "%s: record %" PRIu64 ": read: %s", images, i,
+				   strerror(-ret));
 			goto out;
 		}
 		ret = rf_rec_writer_append(w, buf, label, err, sizeof(err));
 		if (ret) {
-			fprintf(stderr, "rf-pack: %s\n", err);
+			rf_cli_say("rf-pack", "%s", err);
 			goto out;
 		}
 	}
 	ret = rf_rec_writer_finish(w, err, sizeof(err));
 	w = NULL;
 	if (ret) {
-		fprintf(stderr, "rf-pack: %s\n", err);
+		rf_cli_say("rf-pack", "%s", err);
 		goto out;
 	}
 	tmp_armed = 0;
 	ret = rf_dataset_open_rfrec(&res, out, 0, err, sizeof(err));
 	if (ret) {
-		fprintf(stderr, "rf-pack: %s\n", err);
+		rf_cli_say("rf-pack", "%s", err);
 		goto out;
 	}
 	rf_dataset_describe(&res, desc, sizeof(desc));
@@ -181,26 +212,39 @@ int main(int argc, char **argv)
 		case O_FORCE: force = 1; break;
 		case O_CHECK: checkf = optarg; break;
 		case O_CLASSES: {
-			char *end;
-			errno = 0;
-			classes = strtoul(optarg, &end, 10);
-			if (errno || end == optarg || *end || optarg[0] == '-' || classes < 1 ||
-			    classes > 256)
-				return bad_arg("--classes", "'%s' is not an integer in [1, 256]",
+			uint64_t v;
+			if (rf_cli_u64(optarg, 1, 256, &v))
+				return bad_arg("--classes", "got '%s', expected an integer in [1, 256]",
 					       optarg);
+			classes = (unsigned long)v;
 			break;
 		}
 		case 'h':
 			usage(stdout);
 			return 0;
 		case ':':
+			for (const struct option *o = opts; o->name; o++)
+				if (o->val == optopt && o->val >= 256) {
+					char nm[40];
+					snprintf(nm, sizeof(nm), "--%s", o->name);
+					return bad_arg(nm, "%s", "missing value");
+				}
 			return bad_arg(argv[optind - 1], "%s", "missing value");
 		default:
-			return bad_arg(argv[optind - 1], "%s", "unknown option (see --help)");
+			for (const struct option *o = opts; optopt && o->name; o++)
+				if (o->val == optopt && !strncmp(argv[optind - 1], "--", 2)) {
+					char nm[40];
+					snprintf(nm, sizeof(nm), "--%s", o->name);
+					return bad_arg(nm, "%s", "takes no value");
+				}
+			return bad_arg(argv[optind - 1], "%s", "unknown or ambiguous option (see --help)");
 		}
 	}
 	if (optind < argc)
 		return bad_arg(argv[optind], "%s", "unexpected argument (see --help)");
+	if ((images && !*images) || (labels && !*labels) || (checkf && !*checkf))
+		return bad_arg(images && !*images ? "--images" : labels && !*labels ? "--labels" :
+			       "--check", "%s", "empty path");
 	if (checkf) {
 		if (images || labels || out)
 			return bad_arg("--check", "%s", "cannot be combined with --images, --labels or -o");

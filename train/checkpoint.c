@@ -93,6 +93,23 @@ static int rf__fail(char *err, size_t errlen, int ret, const char *fmt, ...)
 	return ret;
 }
 
+/* What a non-regular file is, for the refusals ("is a FIFO"). */
+static const char *rf__ftype(mode_t m)
+{
+	return S_ISDIR(m) ? "a directory" : S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m) ? "a character device"
+	       : S_ISBLK(m) ? "a block device" : S_ISSOCK(m) ? "a socket" : "not a regular file";
+}
+
+/* Clear O_NONBLOCK once the file is known to be regular: an io_uring read or write
+ * on a non-blocking file returns -EAGAIN instead of waiting. */
+static int rf__set_blocking(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0)
+		return -errno;
+	return 0;
+}
+
 static size_t rf__dtype_size(uint32_t dt)
 {
 	switch (dt) {
@@ -707,13 +724,33 @@ static int rf__save(struct rf_ring *ring, const char *path, const char *tmp,
 	rf__put32(tr + 16, hcrc);
 	rf__put32(tr + 28, rf__crc(tr, 28));
 
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	/* PATH.tmp is opened without blocking (a FIFO there would block open() until a
+	 * reader came) and must be a regular file; one that is not is left alone. */
+	struct stat st;
+	if (stat(tmp, &st) == 0 && !S_ISREG(st.st_mode)) {
+		ret = rf__fail(err, errlen, S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL,
+			       "%s: cannot create %s: it is %s, expected a regular file or "
+			       "nothing; previous checkpoint left as it was", path, tmp,
+			       rf__ftype(st.st_mode));
+		goto out;
+	}
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK, 0644);
 	if (fd < 0) {
 		ret = -errno;
 		rf__fail(err, errlen, ret, "%s: cannot create %s: %s", path, tmp, strerror(-ret));
 		goto out;
 	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		ret = -EINVAL;
+		rf__fail(err, errlen, ret, "%s: cannot create %s: not a regular file; previous "
+			 "checkpoint left as it was", path, tmp);
+		goto out;
+	}
 	created = 1;
+	if ((ret = rf__set_blocking(fd)) < 0) {
+		rf__fail(err, errlen, ret, "%s: fcntl of %s: %s", path, tmp, strerror(-ret));
+		goto out;
+	}
 	uint64_t eoff = 0;
 	int64_t eres = 0;
 	ret = rf__transfer(ring, fd, 1, segs, ns, &eoff, &eres);
@@ -788,6 +825,13 @@ int rf_ckpt_save(struct rf_ring *ring, const char *path, const struct rf_ckpt_me
 	int ret = rf__check_blobs(path, blobs, n, 0, err, errlen);
 	if (ret < 0)
 		return ret;
+	/* The rename would replace whatever is at path: a FIFO, a device node (as root,
+	 * /dev/null itself) or an empty directory. Only a regular file is replaced. */
+	struct stat st;
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+		return rf__fail(err, errlen, S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL,
+				"%s: is %s, expected a regular file (or a new file's name); nothing "
+				"written", path, rf__ftype(st.st_mode));
 	size_t plen = strlen(path);
 	char *tmp = malloc(plen + 5);
 	if (!tmp)
@@ -924,7 +968,8 @@ out:
 
 static int rf__open_ckpt(const char *path, uint64_t *size, char *err, size_t errlen)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: open() of a FIFO would block until a writer came. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0) {
 		int e = errno;
 		if (e == ENOENT)
@@ -939,8 +984,13 @@ static int rf__open_ckpt(const char *path, uint64_t *size, char *err, size_t err
 	}
 	if (!S_ISREG(st.st_mode)) {
 		close(fd);
-		return rf__fail(err, errlen, -ENOEXEC, "%s: not a ringflow checkpoint: not a regular file",
-				path);
+		return rf__fail(err, errlen, -ENOEXEC, "%s: not a ringflow checkpoint: not a regular "
+				"file (%s)", path, rf__ftype(st.st_mode));
+	}
+	int ret = rf__set_blocking(fd);
+	if (ret < 0) {
+		close(fd);
+		return rf__fail(err, errlen, ret, "%s: fcntl: %s", path, strerror(-ret));
 	}
 	*size = (uint64_t)st.st_size;
 	return fd;

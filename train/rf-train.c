@@ -6,11 +6,17 @@
  *            [--resume] [--trace FILE] [--metrics FILE.csv] [--json] ...
  *
  * Exit status: 0 done; 1 a run-time failure (dataset missing, no CUDA device, a
- * refused checkpoint, an op failing); 2 a bad argument. */
+ * refused checkpoint, an op failing) or a path that cannot be used (an output whose
+ * directory is missing, anything but a regular file: checked before training starts);
+ * 2 a bad argument. Every error is one line on stderr. */
 #include <errno.h>
+#include <fcntl.h>
+#include <float.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +27,9 @@
 #include <ringflow/engine.h>
 #include <ringflow/device.h>
 #include <ringflow/trainer.h>
+#include <ringflow/checkpoint.h>
+
+#include "tools/cli-impl.h"
 
 static const char usage[] =
 "usage: rf-train [--model mlp|lenet] [options]\n"
@@ -70,24 +79,114 @@ struct cli {
 	FILE *out;               /* human output: stdout, or stderr with --json */
 };
 
-static int bad(const char *arg, const char *why)
+__attribute__((format(printf, 2, 3)))
+static int bad(const char *arg, const char *fmt, ...)
 {
-	fprintf(stderr, "rf-train: %s: %s (see rf-train --help)\n", arg, why);
+	char why[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	rf_cli_say("rf-train", "%s: %s; see rf-train --help", arg, why);
 	return 2;
 }
 
-static int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+/* An integer option: digits only (no sign, space or suffix), in [min, max]; what
+ * says what it counts. 0, or the exit status of the one-line refusal. */
+static int int_opt(const char *opt, const char *a, uint64_t min, uint64_t max, const char *what,
+		   uint64_t *out)
 {
-	char *e;
-	unsigned long long v;
+	if (rf_cli_u64(a, min, max, out) == 0)
+		return 0;
+	return bad(opt, "got '%s', expected an integer %" PRIu64 "..%" PRIu64 " (%s)", a, min, max,
+		   what);
+}
 
-	if (!s || !*s || *s == '-')
-		return -1;
-	errno = 0;
-	v = strtoull(s, &e, 10);
-	if (errno || *e || v < min || v > max)
-		return -1;
-	*out = v;
+/* A path that cannot be used: one line naming the option, exit status 1. */
+static int bad_path(const char *opt, const char *why)
+{
+	rf_cli_say("rf-train", "%s %s", opt, why);
+	return 1;
+}
+
+/* The paths, before anything runs: --data a directory whose IDX files (any that are
+ * there) are regular files, so that no open can block on a FIFO; --checkpoint (an
+ * existing regular file with --resume), --metrics and --trace writable paths in
+ * existing directories, none of them a directory, FIFO or device, and no two the
+ * same file. A missing --data is left to the trainer (its message says how to
+ * install Fashion-MNIST). With --resume the checkpoint's header is checked too (its
+ * model against --model). 0 or the exit status. */
+static int check_paths(const char *model, const char *data, const char *ckpt, int resume,
+		       const char *metrics, const char *trace)
+{
+	static const char *names[4] = { "train-images-idx3-ubyte", "train-labels-idx1-ubyte",
+					"t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte" };
+	const char *outs[3][2] = { { "--checkpoint", ckpt }, { "--metrics", metrics },
+				   { "--trace", trace } };
+	char why[4608], p[4200];
+	struct stat st;
+
+	if (!*data)
+		return bad("--data", "got an empty path, expected a directory");
+	for (int i = 0; i < 3; i++)
+		if (outs[i][1] && !*outs[i][1])
+			return bad(outs[i][0], "got an empty path, expected a file name");
+	if (stat(data, &st) == 0) {
+		if (!S_ISDIR(st.st_mode)) {
+			snprintf(why, sizeof(why), "%s: is %s, expected a directory of Fashion-MNIST "
+				 "IDX files", data, rf_cli_ftype(st.st_mode));
+			return bad_path("--data", why);
+		}
+		for (int i = 0; i < 8; i++) {
+			snprintf(p, sizeof(p), "%s/%s%s", data, names[i / 2], i % 2 ? ".gz" : "");
+			if (stat(p, &st) == 0 && !S_ISREG(st.st_mode)) {
+				snprintf(why, sizeof(why), "%s: is %s, expected a regular file", p,
+					 rf_cli_ftype(st.st_mode));
+				return bad_path("--data", why);
+			}
+		}
+	}
+	if (ckpt && resume) {
+		/* The header now (magic, version, sizes, CRC, model), not after the data. */
+		struct rf_ckpt_meta meta;
+		char err[1024];
+		if (rf_cli_check_input(ckpt, 0, why, sizeof(why)) < 0)
+			return bad_path("--resume: --checkpoint", why);
+		if (rf_ckpt_probe(ckpt, &meta, err, sizeof(err)) < 0) {
+			rf_cli_say("rf-train", "cannot resume: %s", err);
+			return 1;
+		}
+		if (strncmp(meta.model, model, sizeof(meta.model))) {
+			rf_cli_say("rf-train", "cannot resume: %s: checkpoint is for model '%.31s', "
+				   "this run has --model %s", ckpt, meta.model, model);
+			return 1;
+		}
+	}
+	for (int i = 0; i < 3; i++) {
+		if (!outs[i][1])
+			continue;
+		if (rf_cli_check_output(outs[i][1], 0, NULL, why, sizeof(why)) < 0)
+			return bad_path(outs[i][0], why);
+		for (int j = 0; j < i; j++)
+			if (outs[j][1] && rf_cli_same_file(outs[i][1], outs[j][1])) {
+				snprintf(why, sizeof(why), "%s: the same file as %s %s, expected "
+					 "another file", outs[i][1], outs[j][0], outs[j][1]);
+				return bad_path(outs[i][0], why);
+			}
+	}
+	if (ckpt) {
+		/* saved through FILE.tmp, renamed over FILE */
+		snprintf(p, sizeof(p), "%s.tmp", ckpt);
+		if (rf_cli_check_output(p, 0, NULL, why, sizeof(why)) < 0)
+			return bad_path("--checkpoint", why);
+		for (int i = 1; i < 3; i++)
+			if (outs[i][1] && rf_cli_same_file(p, outs[i][1])) {
+				snprintf(why, sizeof(why), "%s: the file --checkpoint %s is written "
+					 "through, expected another file", outs[i][1], ckpt);
+				return bad_path(outs[i][0], why);
+			}
+	}
 	return 0;
 }
 
@@ -173,7 +272,7 @@ int main(int argc, char **argv)
 	struct rf_epoch_stats st = { 0 };
 	unsigned ran = 0;
 	uint64_t v;
-	int opt, ret, rc = 1;
+	int opt, ret, rc = 1, lr_set = 0;
 
 	c.epochs = 10;
 	c.o.model = "mlp";
@@ -187,43 +286,46 @@ int main(int argc, char **argv)
 			return 0;
 		case O_MODEL:
 			if (strcmp(a, "mlp") && strcmp(a, "lenet"))
-				return bad("--model", "expected mlp or lenet");
+				return bad("--model", "got '%s', expected mlp or lenet", a);
 			c.o.model = a;
 			break;
 		case O_DATA:
 			c.o.data_dir = a;
 			break;
 		case O_EPOCHS:
-			if (parse_u64(a, 0, 100000, &v))
-				return bad("--epochs", "expected a number of epochs 0..100000");
+			if ((ret = int_opt("--epochs", a, 0, 100000, "epochs to train", &v)))
+				return ret;
 			c.epochs = (unsigned)v;
 			break;
 		case O_BATCH:
-			if (parse_u64(a, 1, 1u << 20, &v))
-				return bad("--batch-size", "expected a batch size 1..1048576");
+			if ((ret = int_opt("--batch-size", a, 1, 1u << 20, "samples per batch", &v)))
+				return ret;
 			c.o.batch_size = (unsigned)v;
 			break;
 		case O_LR: {
-			char *e;
-			double d = strtod(a, &e);
-			if (!*a || *e || !(d > 0) || d > 1e6)
-				return bad("--lr", "expected a positive learning rate");
+			/* A normal float: 1e-50 would round to 0.0f (and a subnormal lose its
+			 * precision); the lr is a float from here on. */
+			double d;
+			if (rf_cli_double(a, FLT_MIN, 1e6, &d) || !isnormal((float)d))
+				return bad("--lr", "got '%s', expected a decimal learning rate from "
+					   "%g (the smallest normal float) to 1e6", a, (double)FLT_MIN);
 			c.o.lr = (float)d;
+			lr_set = 1;
 			break;
 		}
 		case O_DEVICE:
 			if (strcmp(a, "cpu") && strcmp(a, "cuda"))
-				return bad("--device", "expected cpu or cuda");
+				return bad("--device", "got '%s', expected cpu or cuda", a);
 			c.o.device = a;
 			break;
 		case O_DEVICES:
-			if (parse_u64(a, 1, RF_TRAIN_MAX_DEVICES, &v))
-				return bad("--devices", "expected a device count 1..16");
+			if ((ret = int_opt("--devices", a, 1, RF_TRAIN_MAX_DEVICES, "devices", &v)))
+				return ret;
 			c.o.devices = (unsigned)v;
 			break;
 		case O_SEED:
-			if (parse_u64(a, 0, UINT64_MAX, &v))
-				return bad("--seed", "expected a non-negative integer");
+			if ((ret = int_opt("--seed", a, 0, UINT64_MAX, "the seed", &v)))
+				return ret;
 			c.o.seed = v;
 			break;
 		case O_INIT:
@@ -236,7 +338,8 @@ int main(int argc, char **argv)
 			else if (!strcmp(a, "xavier"))
 				c.o.init = RF_INIT_XAVIER;
 			else
-				return bad("--init", "expected uniform, normal, kaiming or xavier");
+				return bad("--init", "got '%s', expected uniform, normal, kaiming or xavier",
+					   a);
 			break;
 		case O_CKPT:
 			c.checkpoint = a;
@@ -254,33 +357,33 @@ int main(int argc, char **argv)
 			c.json = 1;
 			break;
 		case O_LIMIT:
-			if (parse_u64(a, 1, UINT64_MAX, &v))
-				return bad("--limit", "expected a record count >= 1");
+			if ((ret = int_opt("--limit", a, 1, UINT64_MAX, "training records", &v)))
+				return ret;
 			c.o.limit = v;
 			break;
 		case O_TLIMIT:
-			if (parse_u64(a, 1, UINT64_MAX, &v))
-				return bad("--test-limit", "expected a record count >= 1");
+			if ((ret = int_opt("--test-limit", a, 1, UINT64_MAX, "test records", &v)))
+				return ret;
 			c.o.test_limit = v;
 			break;
 		case O_LOG:
-			if (parse_u64(a, 1, UINT32_MAX, &v))
-				return bad("--log-every", "expected a batch count >= 1");
+			if ((ret = int_opt("--log-every", a, 1, UINT32_MAX, "batches", &v)))
+				return ret;
 			c.o.log_every = (unsigned)v;
 			break;
 		case O_THREADS:
-			if (parse_u64(a, 1, 1024, &v))
-				return bad("--threads", "expected a thread count 1..1024");
+			if ((ret = int_opt("--threads", a, 1, 1024, "OpenBLAS threads", &v)))
+				return ret;
 			c.o.blas_threads = (int)v;
 			break;
 		case O_STREAMS:
-			if (parse_u64(a, 1, 2, &v))
-				return bad("--streams", "expected 1 or 2");
+			if ((ret = int_opt("--streams", a, 1, 2, "compute streams per device", &v)))
+				return ret;
 			c.o.streams = (unsigned)v;
 			break;
 		case O_PREFETCH:
-			if (parse_u64(a, 1, 16, &v))
-				return bad("--prefetch", "expected 1..16 batch slots");
+			if ((ret = int_opt("--prefetch", a, 1, 16, "loader batch slots", &v)))
+				return ret;
 			c.o.prefetch = (unsigned)v;
 			break;
 		case O_INMEM:
@@ -293,18 +396,20 @@ int main(int argc, char **argv)
 			c.quiet = 1;
 			break;
 		case O_WINDOW:
-			if (parse_u64(a, 0, RF_TRAIN_MAX_WINDOW, &v))
-				return bad("--window", "expected 0 (no window) or 1..65536 iterations");
+			if ((ret = int_opt("--window", a, 0, RF_TRAIN_MAX_WINDOW,
+					   "iterations in flight; 0: no window", &v)))
+				return ret;
 			c.o.window = v ? (unsigned)v : RF_TRAIN_WINDOW_NONE;
 			break;
 		case O_BARRIER:
-			if (parse_u64(a, 0, UINT32_MAX, &v))
-				return bad("--barrier-every", "expected 0 (never) or a batch count >= 1");
+			if ((ret = int_opt("--barrier-every", a, 0, UINT32_MAX, "batches; 0: never", &v)))
+				return ret;
 			c.o.barrier_every = (unsigned)v;
 			break;
 		case O_MAXINF:
-			if (parse_u64(a, 0, UINT32_MAX - 1, &v))
-				return bad("--max-inflight", "expected 0 (no cap) or an op count >= 1");
+			if ((ret = int_opt("--max-inflight", a, 0, UINT32_MAX - 1,
+					   "ops in flight; 0: no cap", &v)))
+				return ret;
 			c.max_inflight = v ? (unsigned)v : UINT_MAX;
 			break;
 		case O_STATS:
@@ -312,7 +417,8 @@ int main(int argc, char **argv)
 			break;
 		default: {
 			const char *arg = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
-			for (const struct option *o = lo; optopt >= 256 && o->name; o++) {
+			int is_long = !strncmp(arg, "--", 2);
+			for (const struct option *o = lo; optopt && is_long && o->name; o++) {
 				if (o->val == optopt) {
 					char nm[40];
 					snprintf(nm, sizeof(nm), "--%s", o->name);
@@ -324,7 +430,7 @@ int main(int argc, char **argv)
 				char sh[3] = { '-', (char)optopt, 0 };
 				return bad(sh, "unknown option");
 			}
-			return bad(arg, "unknown option");
+			return bad(arg, "unknown or ambiguous option");
 		}
 		}
 	}
@@ -333,34 +439,41 @@ int main(int argc, char **argv)
 	if (c.resume && !c.checkpoint)
 		return bad("--resume", "needs --checkpoint FILE");
 	if (c.o.devices > 1 && c.o.batch_size && c.o.devices > c.o.batch_size)
-		return bad("--devices", "more devices than samples in a batch");
+		return bad("--devices", "%u devices, more than the %u samples in a batch", c.o.devices,
+			   c.o.batch_size);
+	/* The default lr is resolved here, so that no user value stands for "default". */
+	if (!lr_set)
+		c.o.lr = strcmp(c.o.model, "mlp") ? 0.2f : 0.1f;
+	if ((ret = check_paths(c.o.model, c.o.data_dir ? c.o.data_dir : RF_TRAIN_DEFAULT_DATA,
+			       c.checkpoint, c.resume, c.metrics, c.trace)))
+		return ret;
 	c.o.progress = progress;
 	c.o.progress_ctx = &c;
 	c.out = c.json ? stderr : stdout;
 	c.tty = isatty(fileno(c.out));
 
 	if ((ret = rf_ring_create(&ring, NULL)) < 0) {
-		fprintf(stderr, "rf-train: cannot create the io_uring ring: %s\n", strerror(-ret));
+		rf_cli_say("rf-train", "cannot create the io_uring ring: %s", strerror(-ret));
 		return 1;
 	}
 	eo.max_inflight = c.max_inflight;
 	if ((ret = rf_engine_create(&eng, ring, &eo)) < 0) {
-		fprintf(stderr, "rf-train: cannot create the engine: %s\n", strerror(-ret));
+		rf_cli_say("rf-train", "cannot create the engine: %s", strerror(-ret));
 		goto out;
 	}
 	/* Started here and stopped before the devices close, so that every stream's track
 	 * has its name (a trace written by rf_engine_destroy has lost them). */
 	if (c.trace && (ret = rf_engine_trace_start(eng, c.trace)) < 0) {
-		fprintf(stderr, "rf-train: --trace %s: %s\n", c.trace, strerror(-ret));
+		rf_cli_say("rf-train", "--trace %s: %s", c.trace, strerror(-ret));
 		goto out;
 	}
 	if ((ret = rf_trainer_create(&t, eng, &c.o, err, sizeof(err))) < 0) {
-		fprintf(stderr, "rf-train: %s\n", err);
+		rf_cli_say("rf-train", "%s", err);
 		goto out;
 	}
 	if (c.resume) {
 		if ((ret = rf_trainer_load(t, c.checkpoint, err, sizeof(err))) < 0) {
-			fprintf(stderr, "rf-train: cannot resume: %s\n", err);
+			rf_cli_say("rf-train", "cannot resume: %s", err);
 			goto out;
 		}
 		fprintf(c.out, "resumed from %s after epoch %u\n", c.checkpoint,
@@ -368,10 +481,16 @@ int main(int argc, char **argv)
 	}
 	if (c.metrics) {
 		struct stat sb;
+		char why[4200];
 		int append = c.resume && stat(c.metrics, &sb) == 0 && sb.st_size > 0;
-		mf = fopen(c.metrics, append ? "a" : "w");
-		if (!mf) {
-			fprintf(stderr, "rf-train: %s: %s\n", c.metrics, strerror(errno));
+		int fd = rf_cli_open(c.metrics, O_WRONLY | O_CREAT | (append ? O_APPEND : O_TRUNC),
+				     0644, 0, NULL, why, sizeof(why));
+		if (fd < 0 || !(mf = fdopen(fd, append ? "a" : "w"))) {
+			if (fd >= 0) {
+				snprintf(why, sizeof(why), "%s: %s", c.metrics, strerror(errno));
+				close(fd);
+			}
+			rf_cli_say("rf-train", "--metrics %s", why);
 			goto out;
 		}
 		if (!append)
@@ -390,14 +509,14 @@ int main(int argc, char **argv)
 			"lr %g, seed %" PRIu64 ", %" PRIu64 " batches/epoch\n", sp->name, np, c.o.device,
 			rf_trainer_replicas(t), rf_trainer_streams(t), rf_trainer_streams(t) > 1 ? "s" : "",
 			c.o.batch_size ? c.o.batch_size : 256,
-			(double)(c.o.lr ? c.o.lr : (strcmp(sp->name, "mlp") ? 0.2f : 0.1f)), c.o.seed,
+			(double)c.o.lr, c.o.seed,
 			rf_trainer_batches(t));
 	}
 	while (rf_trainer_epochs_done(t) < c.epochs) {
 		if ((ret = rf_trainer_epoch(t, &st, err, sizeof(err))) < 0) {
 			if (c.tty && !c.quiet)
 				fputc('\n', c.out);
-			fprintf(stderr, "rf-train: epoch %u: %s\n", rf_trainer_epochs_done(t) + 1, err);
+			rf_cli_say("rf-train", "epoch %u: %s", rf_trainer_epochs_done(t) + 1, err);
 			goto out;
 		}
 		if (c.tty && !c.quiet)
@@ -422,7 +541,7 @@ int main(int argc, char **argv)
 		tot_n += (double)st.samples;
 		ran++;
 		if (c.checkpoint && (ret = rf_trainer_save(t, c.checkpoint, err, sizeof(err))) < 0) {
-			fprintf(stderr, "rf-train: checkpoint: %s\n", err);
+			rf_cli_say("rf-train", "checkpoint: %s", err);
 			goto out;
 		}
 	}
@@ -431,7 +550,7 @@ int main(int argc, char **argv)
 		st.epoch = rf_trainer_epochs_done(t);
 		st.train_loss = st.train_acc = -1;
 		if ((ret = rf_trainer_evaluate(t, &st.test_acc, &st.test_loss, err, sizeof(err))) < 0) {
-			fprintf(stderr, "rf-train: %s\n", err);
+			rf_cli_say("rf-train", "%s", err);
 			goto out;
 		}
 		fprintf(c.out, "nothing to train (%u epochs done): test acc %.4f\n", st.epoch,
@@ -456,7 +575,7 @@ int main(int argc, char **argv)
 		       PRIu64, rf_trainer_spec(t)->name, c.o.device, rf_trainer_replicas(t),
 		       rf_trainer_streams(t), c.epochs, ran,
 		       c.o.batch_size ? c.o.batch_size : 256,
-		       (double)(c.o.lr ? c.o.lr : (strcmp(rf_trainer_spec(t)->name, "mlp") ? 0.2f : 0.1f)),
+		       (double)c.o.lr,
 		       c.o.seed);
 		printf(", \"final_train_loss\": %.6f, \"final_train_acc\": %.6f, \"final_test_acc\": %.6f"
 		       ", \"final_test_loss\": %.6f", st.train_loss, st.train_acc, st.test_acc,
@@ -482,7 +601,7 @@ out:
 	if (eng && c.trace) {
 		rf_engine_wait_all(eng);
 		if ((ret = rf_engine_trace_stop(eng)) < 0) {
-			fprintf(stderr, "rf-train: --trace %s: %s\n", c.trace, strerror(-ret));
+			rf_cli_say("rf-train", "--trace %s: %s", c.trace, strerror(-ret));
 			rc = 1;
 		}
 	}

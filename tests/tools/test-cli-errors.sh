@@ -1,0 +1,330 @@
+#!/bin/sh
+# test-cli-errors: every option of rf-train, rf-pack and rf-iobench given bad values
+# and unusable paths. Each case must exit with the expected non-zero status (2 a bad
+# argument, 1 a path that cannot be used) within 20 s (so a FIFO that blocks open()
+# fails the test instead of hanging it), print exactly one line on stderr naming the
+# option and the value or path, and nothing on stdout (rf-train: no training began).
+# Values: integers with a sign, white space, junk, overflow, one past each end of the
+# range; floats that are 0, negative, subnormal (1e-50 rounds to 0.0f), inf, nan,
+# hex or too large; an empty value, a missing value, a value given to a flag.
+# Paths, for every path option: missing, in a missing directory, under a regular
+# file, a directory, a FIFO, a character device, empty, truncated, an output that names an
+# input or another output. The options each tool's --help lists are enumerated and
+# the test fails if one of them has no case here (a new option needs its cases).
+# Needs no dataset: every case is refused before data is read (a few rf-train cases
+# run only where Fashion-MNIST is installed). Each tool is its own meson test: every
+# run of a tool costs ~0.5 s of CPU in libcublasLt's static initialisers, so the
+# three run in parallel, and integer options share one long list of bad values
+# (they share one parser) and get a short one each.
+# usage: test-cli-errors.sh rf-train|rf-pack|rf-iobench path/to/that-tool [path/to/rf-pack]
+WHICH=${1:?usage: $0 rf-train|rf-pack|rf-iobench path/to/it [path/to/rf-pack]}
+EXE=${2:?usage}
+PACK=${3:-$EXE}
+TRAIN=$EXE IOB=$EXE
+T=$(mktemp -d "${TMPDIR:-/tmp}/rf-cli-errors.XXXXXX") || exit 1
+trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+command -v timeout >/dev/null || { echo "SKIP: no timeout(1)"; exit 77; }
+covered=" "
+n=0
+
+# bad TOOL OPTION CODE TEXT args...: TOOL args exits CODE (124: it hung) within 20 s,
+# one stderr line containing OPTION and TEXT (fixed strings; TEXT may hold several,
+# separated by " && "), nothing on stdout.
+bad() {
+	tool=$1 opt=$2 code=$3 text=$4; shift 4
+	timeout 20 "$EXE" "$@" </dev/null >"$T/out" 2>"$T/err"; rc=$?
+	[ $rc = 124 ] && fail "$tool $*: hung (killed after 20 s)"
+	[ $rc = "$code" ] || fail "$tool $*: exit $rc, want $code; stderr: $(cat "$T/err")"
+	[ "$(wc -l <"$T/err")" -eq 1 ] ||
+		fail "$tool $*: want one stderr line, got $(wc -l <"$T/err"): $(cat "$T/err")"
+	grep -qF -- "$opt" "$T/err" || fail "$tool $*: stderr does not name $opt: $(cat "$T/err")"
+	while [ -n "$text" ]; do
+		t1=${text%% && *}
+		grep -qF -- "$t1" "$T/err" || fail "$tool $*: stderr lacks '$t1': $(cat "$T/err")"
+		[ "$t1" = "$text" ] && break
+		text=${text#* && }
+	done
+	[ -s "$T/out" ] && fail "$tool $*: wrote to stdout (training started?): $(head -2 "$T/out")"
+	covered="$covered$tool:$opt "
+	n=$((n + 1))
+}
+
+# ints TOOL OPTION MIN MAX [args...]: a sign with white space (" -1" was 2^64-1), one
+# past each end of the range, no value; the message names the value and the range.
+ints() {
+	tool=$1 opt=$2 min=$3 max=$4; shift 4
+	for v in " -1" "$(echo "$max + 1" | bc)"; do
+		bad "$tool" "$opt" 2 "'$v' && $min && $max" "$@" "$opt" "$v"
+	done
+	[ "$min" -gt 0 ] && bad "$tool" "$opt" 2 "'$((min - 1))'" "$@" "$opt" "$((min - 1))"
+	bad "$tool" "$opt" 2 "value" "$@" "$opt"      # missing value
+}
+# ints_more TOOL OPTION [args...]: the long list, for one option of each tool
+ints_more() {
+	tool=$1 opt=$2; shift 2
+	for v in "" "+1" "1x" "99999999999999999999999" " 1" "1 " "-1" "x1" "0x10" "1e3" "1.5" \
+		 "1,000" "１"; do
+		bad "$tool" "$opt" 2 "'$v'" "$@" "$opt" "$v"
+	done
+}
+
+# ---- fixtures ---------------------------------------------------------------------
+mkfifo "$T/fifo" || fail "mkfifo"
+mkdir "$T/dir" "$T/ro"
+: >"$T/empty"
+echo "some text" >"$T/text"
+# a 2-record IDX pair (2x2 images) for rf-pack; truncated copies
+printf '\0\0\10\3\0\0\0\2\0\0\0\2\0\0\0\2\1\2\3\4\5\6\7\10' >"$T/img.idx"
+printf '\0\0\10\1\0\0\0\2\1\0' >"$T/lab.idx"
+head -c 20 "$T/img.idx" >"$T/img-short.idx"
+head -c 9 "$T/lab.idx" >"$T/lab-short.idx"
+if [ "$WHICH" = rf-pack ]; then
+	"$PACK" --images "$T/img.idx" --labels "$T/lab.idx" -o "$T/ok.rfrec" >/dev/null ||
+		fail "rf-pack of the fixture failed"
+	head -c 100 "$T/ok.rfrec" >"$T/short.rfrec"
+fi
+head -c 65536 /dev/zero >"$T/f64k"
+# Fashion-MNIST look-alike directories whose files are not regular files
+mkdir "$T/data-fifo" "$T/data-dir"
+mkfifo "$T/data-fifo/train-images-idx3-ubyte.gz"
+mkdir "$T/data-dir/t10k-labels-idx1-ubyte"
+fifo=$T/fifo
+# The character device. As root, a node of our own (1:3, like /dev/null) in $T: a
+# tool that wrongly renamed its output over /dev/null itself (rf-pack -o and
+# --checkpoint write PATH.tmp and rename it over PATH) would replace the system's
+# /dev/null. Without root /dev/null is used; it cannot be replaced then. As root
+# without mknod, the cases that could rename over it are left out.
+dev=/dev/null
+devout=$dev
+if [ "$(id -u)" = 0 ]; then
+	if mknod "$T/null" c 1 3 2>/dev/null; then
+		dev=$T/null devout=$T/null
+	else
+		devout=""
+		echo "note: root without mknod: no character device as an output path"
+	fi
+fi
+
+command -v bc >/dev/null || bc() { python3 -c "print(eval(input()))"; }
+
+# ---- rf-train ---------------------------------------------------------------------
+if [ "$WHICH" = rf-train ]; then
+R=rf-train
+ints $R --epochs 0 100000
+ints_more $R --seed
+ints $R --batch-size 1 1048576
+ints $R --devices 1 16
+ints $R --seed 0 18446744073709551615
+ints $R --limit 1 18446744073709551615
+ints $R --test-limit 1 18446744073709551615
+ints $R --log-every 1 4294967295
+ints $R --threads 1 1024
+ints $R --streams 1 2
+ints $R --prefetch 1 16
+ints $R --window 0 65536
+ints $R --barrier-every 0 4294967295
+ints $R --max-inflight 0 4294967294
+for v in "" "0" "-0.1" "1e-50" "1e-39" "nan" "inf" " 0.1" "0.1 " "+0.1" "0x1p-3" "1e7" \
+	 "1e400" "0.1.2" "1e" "."; do
+	bad $R --lr 2 "'$v' && 1e6" --lr "$v"
+done
+bad $R --lr 2 "value" --lr
+for v in MLP "a
+b"; do bad $R --model 2 "expected mlp or lenet" --model "$v"; done
+bad $R --model 2 "value" --model
+for v in ""; do bad $R --device 2 "expected cpu or cuda" --device "$v"; done
+bad $R --device 2 "value" --device
+for v in he; do bad $R --init 2 "expected uniform" --init "$v"; done
+bad $R --init 2 "value" --init
+for f in resume json in-memory no-eval quiet stats help; do
+	bad $R "--$f" 2 "takes no value" "--$f=1"
+done
+bad $R --bogus 2 "unknown" --bogus
+bad $R --dev 2 "ambiguous" --dev 1
+bad $R stray 2 "unexpected argument" --model mlp stray
+bad $R --resume 2 "needs --checkpoint" --resume
+bad $R --devices 2 "more than the 4 samples" --devices 8 --batch-size 4
+# --data: a directory whose IDX files (where present) are regular files
+bad $R --data 2 "empty path" --data ""
+bad $R --data 1 "is a regular file, expected a directory" --data "$T/text"
+bad $R --data 1 "is a FIFO, expected a directory" --data "$fifo"
+bad $R --data 1 "is a character device" --data "$dev"
+bad $R --data 1 "train-images-idx3-ubyte.gz: is a FIFO" --data "$T/data-fifo"
+bad $R --data 1 "t10k-labels-idx1-ubyte: is a directory" --data "$T/data-dir"
+bad $R --data 2 "value" --data
+# outputs: checked before anything runs
+for o in --checkpoint --metrics --trace; do
+	bad $R $o 1 "$T/nodir: No such file" $o "$T/nodir/out"
+	bad $R $o 1 "is a directory" $o "$T/dir"
+	bad $R $o 1 "is a FIFO" $o "$fifo"
+	[ -n "$devout" ] && bad $R $o 1 "is a character device" $o "$devout"
+	bad $R $o 2 "empty path" $o ""
+	bad $R $o 2 "value" $o
+done
+bad $R --checkpoint 1 "$T/text/out: cannot create: Not a directory" --checkpoint "$T/text/out"
+bad $R --metrics 1 "ends in '/'" --metrics "$T/newdir/"
+if [ "$(id -u)" != 0 ]; then
+	chmod 555 "$T/ro"
+	for o in --checkpoint --metrics --trace; do
+		bad $R $o 1 "cannot create" $o "$T/ro/out"
+	done
+fi
+bad $R --metrics 1 "the same file as --checkpoint" --checkpoint "$T/o1" --metrics "$T/o1"
+bad $R --trace 1 "the same file as --metrics" --metrics "$T/o2" --trace "$T/./o2"
+bad $R --trace 1 "--checkpoint $T/o3 is written through" --checkpoint "$T/o3" --trace "$T/o3.tmp"
+mkfifo "$T/ck.tmp"
+bad $R --checkpoint 1 "$T/ck.tmp: is a FIFO" --checkpoint "$T/ck"
+# --resume: the checkpoint must be there, a regular file, a checkpoint, of this model
+bad $R --checkpoint 1 "No such file" --resume --checkpoint "$T/none.ckpt"
+bad $R --checkpoint 1 "is a FIFO" --resume --checkpoint "$fifo"
+bad $R --checkpoint 1 "is a directory" --resume --checkpoint "$T/dir"
+bad $R --checkpoint 1 "is a character device" --resume --checkpoint "$dev"
+bad $R "$T/empty" 1 "file is empty" --resume --checkpoint "$T/empty"
+bad $R "$T/text" 1 "not a ringflow checkpoint" --resume --checkpoint "$T/text"
+# nothing was created by any refused run
+[ -z "$(ls "$T/dir")" ] && ! [ -e "$T/o1" ] && ! [ -e "$T/o2" ] && ! [ -e "$T/o3" ] &&
+	! [ -e "$T/ck" ] || fail "a refused rf-train run left a file: $(ls "$T" "$T/dir")"
+
+DATA=${RF_FASHION_MNIST:-/usr/share/datasets/fashion-mnist}
+if [ -r "$DATA/train-images-idx3-ubyte.gz" ] || [ -r "$DATA/train-images-idx3-ubyte" ]; then
+	# a real checkpoint cut short, and one from the other model
+	"$TRAIN" --data "$DATA" --limit 256 --test-limit 256 --epochs 1 --no-eval --quiet \
+		--checkpoint "$T/mlp.ckpt" >/dev/null 2>"$T/err" || fail "mlp run: $(cat "$T/err")"
+	head -c 5000 "$T/mlp.ckpt" >"$T/cut.ckpt"
+	bad $R "$T/cut.ckpt" 1 "truncated" --data "$DATA" --resume --checkpoint "$T/cut.ckpt"
+	bad $R "--model lenet" 1 "is for model 'mlp'" --model lenet --data "$DATA" --resume \
+		--checkpoint "$T/mlp.ckpt"
+	# --lr 1e-50 was the default lr (0.1) in disguise; a tiny normal lr is used as is
+	"$TRAIN" --data "$DATA" --limit 256 --test-limit 256 --epochs 0 --lr 1e-30 --json \
+		>"$T/j" 2>"$T/err" || fail "--lr 1e-30: $(cat "$T/err")"
+	grep -q '"lr": 1e-30' "$T/j" || fail "--lr 1e-30 not used: $(cat "$T/j")"
+else
+	echo "note: Fashion-MNIST not in $DATA: truncated-checkpoint cases not run"
+fi
+
+fi
+
+# ---- rf-pack ----------------------------------------------------------------------
+if [ "$WHICH" = rf-pack ]; then
+P=rf-pack
+I="--images $T/img.idx"
+L="--labels $T/lab.idx"
+ints $P --classes 1 256 $I $L -o "$T/x.rfrec"
+ints_more $P --classes $I $L -o "$T/x.rfrec"
+for o in --images --labels; do
+	if [ $o = --images ]; then other=$L; else other=$I; fi
+	bad $P $o 1 "$T/none: cannot open: No such file" $other $o "$T/none" -o "$T/x.rfrec"
+	bad $P $o 1 "is a FIFO" $other $o "$fifo" -o "$T/x.rfrec"
+	bad $P $o 1 "is a directory" $other $o "$T/dir" -o "$T/x.rfrec"
+	bad $P $o 1 "is a character device" $other $o "$dev" -o "$T/x.rfrec"
+	bad $P $o 2 "empty path" $other $o "" -o "$T/x.rfrec"
+	bad $P $o 2 "missing value" $o
+done
+bad $P "$T/empty" 1 "$T/empty" $L --images "$T/empty" -o "$T/x.rfrec"
+bad $P "$T/img-short.idx" 1 "truncated" $L --images "$T/img-short.idx" -o "$T/x.rfrec"
+bad $P "$T/lab-short.idx" 1 "truncated" $I --labels "$T/lab-short.idx" -o "$T/x.rfrec"
+for o in -o --output; do   # rf-pack names the option -o either way
+	bad $P -o 1 "$T/nodir: No such file" $I $L $o "$T/nodir/x.rfrec"
+	bad $P -o 1 "is a directory" $I $L $o "$T/dir" --force
+	bad $P -o 1 "is a FIFO" $I $L $o "$fifo" --force
+	[ -n "$devout" ] && bad $P -o 1 "is a character device" $I $L $o "$devout" --force
+	bad $P -o 1 "file exists" $I $L $o "$T/ok.rfrec"
+	bad $P -o 1 "the same file as --images" $I $L $o "$T/img.idx" --force
+	bad $P -o 1 "the same file as --labels" $I $L $o "$T/./lab.idx" --force
+	bad $P -o 2 "missing value" $I $L $o
+done
+covered="$covered$P:--output "
+bad $P -o 2 "empty path" $I $L -o ""
+mkfifo "$T/y.rfrec.tmp"
+bad $P -o 1 "y.rfrec.tmp: is a FIFO" $I $L -o "$T/y.rfrec"
+bad $P --check 1 "No such file" --check "$T/none"
+bad $P --check 2 "empty path" --check ""
+bad $P --check 1 "is a FIFO" --check "$fifo"
+bad $P --check 1 "is a directory" --check "$T/dir"
+bad $P --check 1 "is a character device" --check "$dev"
+bad $P "$T/empty" 1 "file is empty" --check "$T/empty"
+bad $P "$T/short.rfrec" 1 "inside the 4096-byte header" --check "$T/short.rfrec"
+bad $P --check 2 "cannot be combined" --check "$T/ok.rfrec" -o "$T/x.rfrec"
+bad $P --check 2 "missing value" --check
+bad $P --force 2 "takes no value" --force=1
+bad $P --help 2 "takes no value" --help=1
+bad $P --bogus 2 "unknown" --bogus
+bad $P stray 2 "unexpected" $I $L -o "$T/x.rfrec" stray
+! [ -e "$T/x.rfrec" ] && ! [ -e "$T/x.rfrec.tmp" ] && [ -p "$T/y.rfrec.tmp" ] ||
+	fail "a refused rf-pack run left or removed a file: $(ls "$T")"
+
+fi
+
+# ---- rf-iobench -------------------------------------------------------------------
+if [ "$WHICH" = rf-iobench ]; then
+B=rf-iobench
+F="--file $T/f64k --rw read"
+ints $B --qd 1 16384 $F --bs 4k
+ints $B --batch 0 65536 $F --bs 4k --qd 1
+ints_more $B --qd $F --bs 4k
+for v in "" "0" " 4k" "+4k" "-4k" "4x" "4kk" "k" "2g" "1025m" "99999999999999999999" "4k "; do
+	bad $B --bs 2 "'$v'" $F --qd 1 --bs "$v"
+done
+bad $B --bs 2 "1 to 1g" $F --qd 1 --bs 2g
+bad $B --bs 2 "multiple of 512" $F --qd 1 --bs 1000 --direct
+bad $B --bs 2 "value" $F --qd 1 --bs
+for v in "" "0" " 1m" "-1" "1m1" "9999999t" "8193p"; do
+	bad $B --size 2 "'$v'" $F --bs 4k --qd 1 --size "$v"
+done
+bad $B --size 2 "value" $F --bs 4k --qd 1 --size
+for v in "" "0" "-1" "nan" "inf" " 1" "1 " "1e7" "0.0001" "0x10" "1s"; do
+	bad $B --runtime 2 "'$v'" $F --bs 4k --qd 1 --runtime "$v"
+done
+bad $B --runtime 2 "value" $F --bs 4k --qd 1 --runtime
+for v in "" bogus READ "read "; do
+	bad $B --rw 2 "expected read, randread, write or randwrite" --file "$T/f64k" --bs 4k --qd 1 --rw "$v"
+done
+bad $B --rw 2 "missing" --file "$T/f64k" --bs 4k --qd 1
+bad $B --rw 2 "value" --file "$T/f64k" --bs 4k --qd 1 --rw
+bad $B --bs 2 "missing" $F --qd 1
+bad $B --qd 2 "missing" $F --bs 4k
+bad $B --file 2 "missing" --rw read --bs 4k --qd 1
+bad $B --file 2 "value" --rw read --bs 4k --qd 1 --file
+bad $B --file 2 "empty path" --rw read --bs 4k --qd 1 --file ""
+for rw in read randread; do
+	bad $B --file 1 "$T/none: cannot open for reading: No such file" --rw $rw --bs 4k --qd 1 --file "$T/none"
+	bad $B --file 1 "$fifo: is a FIFO" --rw $rw --bs 4k --qd 1 --file "$fifo"
+	bad $B --file 1 "is a directory" --rw $rw --bs 4k --qd 1 --file "$T/dir"
+	bad $B --file 1 "$dev: is a character device" --rw $rw --bs 4k --qd 1 --file "$dev"
+	bad $B --file 1 "0 bytes to use, less than one block" --rw $rw --bs 4k --qd 1 --file "$T/empty"
+	bad $B --file 1 "fewer than --size" --rw $rw --bs 4k --qd 1 --file "$T/f64k" --size 1m
+done
+for rw in write randwrite; do
+	bad $B --file 1 "$fifo: is a FIFO" --rw $rw --bs 4k --qd 1 --file "$fifo" --force
+	bad $B --file 1 "$fifo: is a FIFO" --rw $rw --bs 4k --qd 1 --file "$fifo"
+	bad $B --file 1 "is a directory" --rw $rw --bs 4k --qd 1 --file "$T/dir" --force
+	bad $B --file 1 "is a character device" --rw $rw --bs 4k --qd 1 --file "$dev" --force
+	bad $B --file 1 "exists" --rw $rw --bs 4k --qd 1 --file "$T/f64k"
+	bad $B --file 1 "$T/nodir/new: cannot create" --rw $rw --bs 4k --qd 1 --file "$T/nodir/new" --size 1m
+	bad $B --size 2 "for the new file" --rw $rw --bs 4k --qd 1 --file "$T/new"
+	bad $B --file 1 "less than one block" --rw $rw --bs 8k --qd 1 --file "$T/new" --size 4k
+done
+! [ -e "$T/new" ] || fail "a refused rf-iobench write left $T/new"
+for f in direct fixedbufs json force help; do
+	bad $B "--$f" 2 "takes no value" "--$f=1"
+done
+bad $B --bogus 2 "unknown" --bogus
+bad $B stray 2 "unexpected argument" $F --bs 4k --qd 1 stray
+[ "$(wc -c <"$T/f64k")" -eq 65536 ] && [ -p "$fifo" ] || fail "an input was changed"
+
+fi
+
+[ -c "$dev" ] && [ -c /dev/null ] || fail "$dev or /dev/null is no longer a character device"
+
+# ---- every option in the tool's --help has cases above ----------------------------------
+opts=$("$EXE" --help | grep -o -- '--[a-z][a-z-]*' | sort -u)
+[ -n "$opts" ] || fail "$WHICH --help lists no options"
+for o in $opts; do
+	case "$covered" in
+	*" $WHICH:$o "*) ;;
+	*) fail "$WHICH $o (in --help) has no bad-value case in this test" ;;
+	esac
+done
+echo "ok: $WHICH: all $(echo $opts | wc -w) options in --help covered; $n refusals, each one line on stderr, none hung"
+exit 0

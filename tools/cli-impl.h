@@ -1,0 +1,302 @@
+/* cli-impl.h — command-line helpers shared by the tools (rf-train, rf-pack,
+ * rf-iobench): strict number parsing and path checks that never block.
+ *
+ * Numbers: strtoull and strtod skip leading white space and take a sign, so " -1"
+ * would parse as 2^64-1; these take digits only (a float: digits, '.', an exponent)
+ * and say -1 for anything else, out of range included.
+ *
+ * Paths: open() of a FIFO blocks until the other end opens, so a path is looked at
+ * with stat() first and opened with O_NONBLOCK, then fstat'd; anything but a regular
+ * file (or a block device where the caller allows one) is refused. The reason goes
+ * into `why` as "PATH: what is wrong, what was expected", one line, no newline.
+ * Header-only: static functions, nothing allocated. */
+#ifndef RF_TOOLS_CLI_IMPL_H
+#define RF_TOOLS_CLI_IMPL_H
+
+#include <errno.h>
+#include <stdarg.h>
+#include <fcntl.h>
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* One line on stderr: "PROG: " and the message, its control characters (a newline in
+ * a file name or an option's value) written as \n or \xNN so that it stays one line. */
+__attribute__((format(printf, 2, 3)))
+static inline void rf_cli_say(const char *prog, const char *fmt, ...)
+{
+	char msg[2048];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "%s: ", prog);
+	for (const unsigned char *p = (const unsigned char *)msg; *p; p++) {
+		if (*p == '\n')
+			fputs("\\n", stderr);
+		else if (*p < 0x20 || *p == 0x7f)
+			fprintf(stderr, "\\x%02x", *p);
+		else
+			fputc(*p, stderr);
+	}
+	fputc('\n', stderr);
+}
+
+/* Decimal digits only, in [min, max]. 0 and *out set, or -1. */
+static inline int rf_cli_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	if (!s || !*s)
+		return -1;
+	for (const char *p = s; *p; p++) {
+		if (*p < '0' || *p > '9')
+			return -1;
+		if (v > (UINT64_MAX - (uint64_t)(*p - '0')) / 10)
+			return -1;
+		v = v * 10 + (uint64_t)(*p - '0');
+	}
+	if (v < min || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* A plain decimal number: digits with an optional '.' and exponent ("0.05", "1e-3",
+ * ".5"); no sign, white space, hex, inf or nan. Finite, in [min, max]. */
+static inline int rf_cli_double(const char *s, double min, double max, double *out)
+{
+	char *end;
+	double v;
+
+	if (!s || !((*s >= '0' && *s <= '9') || (*s == '.' && s[1] >= '0' && s[1] <= '9')))
+		return -1;
+	for (const char *p = s; *p; p++)
+		if (!strchr("0123456789.eE+-", *p))
+			return -1;
+	errno = 0;
+	v = strtod(s, &end);
+	if (end == s || *end || errno || !isfinite(v) || v < min || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* "a directory", "a FIFO", ... for the article-less messages. */
+static inline const char *rf_cli_ftype(mode_t m)
+{
+	if (S_ISREG(m))
+		return "a regular file";
+	if (S_ISDIR(m))
+		return "a directory";
+	if (S_ISFIFO(m))
+		return "a FIFO";
+	if (S_ISCHR(m))
+		return "a character device";
+	if (S_ISBLK(m))
+		return "a block device";
+	if (S_ISSOCK(m))
+		return "a socket";
+	if (S_ISLNK(m))
+		return "a symbolic link";
+	return "not a file";
+}
+
+#define RF_CLI_ALLOW_BLK 1u /* a block device is as good as a regular file */
+
+static inline int rf_cli_type_ok(mode_t m, unsigned flags)
+{
+	return S_ISREG(m) || ((flags & RF_CLI_ALLOW_BLK) && S_ISBLK(m));
+}
+
+static inline const char *rf_cli_wanted(unsigned flags)
+{
+	return flags & RF_CLI_ALLOW_BLK ? "a regular file or a block device" : "a regular file";
+}
+
+/* An existing input: it is there, and a regular file (or a block device). */
+static inline int rf_cli_check_input(const char *path, unsigned flags, char *why, size_t len)
+{
+	struct stat st;
+
+	if (!path || !*path) {
+		snprintf(why, len, "'': empty path, expected %s", rf_cli_wanted(flags));
+		return -1;
+	}
+	if (stat(path, &st) < 0) {
+		snprintf(why, len, "%s: cannot open: %s, expected %s", path, strerror(errno),
+			 rf_cli_wanted(flags));
+		return -1;
+	}
+	if (!rf_cli_type_ok(st.st_mode, flags)) {
+		snprintf(why, len, "%s: is %s, expected %s", path, rf_cli_ftype(st.st_mode),
+			 rf_cli_wanted(flags));
+		return -1;
+	}
+	return 0;
+}
+
+/* The directory part of path ("." for none) into dir; the last component's offset. */
+static inline size_t rf_cli_dirname(const char *path, char *dir, size_t len)
+{
+	const char *slash = strrchr(path, '/');
+	size_t n;
+
+	if (!slash) {
+		snprintf(dir, len, ".");
+		return 0;
+	}
+	n = slash == path ? 1 : (size_t)(slash - path);
+	snprintf(dir, len, "%.*s", (int)n, path);
+	return (size_t)(slash - path) + 1;
+}
+
+/* A path to be written: not empty, not ending in '/', its directory exists, is a
+ * directory and may be written; if the path exists it is a regular file (or a block
+ * device). *exists says whether it does. Nothing is created. */
+static inline int rf_cli_check_output(const char *path, unsigned flags, int *exists, char *why,
+				      size_t len)
+{
+	struct stat st;
+	char dir[4096];
+	size_t n;
+
+	if (exists)
+		*exists = 0;
+	if (!path || !*path) {
+		snprintf(why, len, "'': empty path, expected a file name");
+		return -1;
+	}
+	n = strlen(path);
+	if (n >= sizeof(dir)) {
+		snprintf(why, len, "%.64s...: path of %zu bytes, expected at most %zu", path, n,
+			 sizeof(dir) - 1);
+		return -1;
+	}
+	if (stat(path, &st) == 0) {
+		if (!rf_cli_type_ok(st.st_mode, flags)) {
+			snprintf(why, len, "%s: is %s, expected %s (or a new file's name)", path,
+				 rf_cli_ftype(st.st_mode), rf_cli_wanted(flags));
+			return -1;
+		}
+		if (access(path, W_OK) < 0) {
+			snprintf(why, len, "%s: cannot be written: %s", path, strerror(errno));
+			return -1;
+		}
+		if (exists)
+			*exists = 1;
+		return 0;
+	}
+	if (errno != ENOENT) {
+		/* ENOTDIR: a component is a file; ELOOP, EACCES, ENAMETOOLONG ... */
+		snprintf(why, len, "%s: cannot create: %s, expected a file name in an existing "
+			 "directory", path, strerror(errno));
+		return -1;
+	}
+	if (path[n - 1] == '/') {
+		snprintf(why, len, "%s: cannot create: ends in '/', expected a file name", path);
+		return -1;
+	}
+	rf_cli_dirname(path, dir, sizeof(dir));
+	if (stat(dir, &st) < 0) {
+		snprintf(why, len, "%s: cannot create: directory %s: %s", path, dir, strerror(errno));
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		snprintf(why, len, "%s: cannot create: %s is %s, expected a directory", path, dir,
+			 rf_cli_ftype(st.st_mode));
+		return -1;
+	}
+	if (access(dir, W_OK | X_OK) < 0) {
+		snprintf(why, len, "%s: cannot create: directory %s: %s", path, dir, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* open() that cannot block on a FIFO: stat, open with O_NONBLOCK, fstat, refuse what is
+ * not a regular file (or a block device), then clear O_NONBLOCK (io_uring would give
+ * -EAGAIN instead of waiting on a non-blocking file). Returns the fd (O_CLOEXEC) or
+ * -errno with `why` set; *st is the fstat of the open file. */
+static inline int rf_cli_open(const char *path, int oflags, mode_t mode, unsigned flags,
+			      struct stat *st, char *why, size_t len)
+{
+	struct stat sb;
+	int fd, e;
+
+	if (!st)
+		st = &sb;
+	if (!path || !*path) {
+		snprintf(why, len, "'': empty path, expected %s", rf_cli_wanted(flags));
+		return -EINVAL;
+	}
+	if (stat(path, st) == 0 && !rf_cli_type_ok(st->st_mode, flags)) {
+		snprintf(why, len, "%s: is %s, expected %s", path, rf_cli_ftype(st->st_mode),
+			 rf_cli_wanted(flags));
+		return S_ISDIR(st->st_mode) ? -EISDIR : -EINVAL;
+	}
+	fd = open(path, oflags | O_NONBLOCK | O_CLOEXEC, mode);
+	if (fd < 0) {
+		e = errno;
+		if (e == ENXIO && stat(path, st) == 0 && !rf_cli_type_ok(st->st_mode, flags))
+			snprintf(why, len, "%s: is %s, expected %s", path, rf_cli_ftype(st->st_mode),
+				 rf_cli_wanted(flags));
+		else
+			snprintf(why, len, "%s: cannot open for %s: %s", path,
+				 (oflags & O_ACCMODE) == O_RDONLY ? "reading" : "writing", strerror(e));
+		return -e;
+	}
+	if (fstat(fd, st) < 0) {
+		e = errno;
+		close(fd);
+		snprintf(why, len, "%s: cannot stat: %s", path, strerror(e));
+		return -e;
+	}
+	if (!rf_cli_type_ok(st->st_mode, flags)) {
+		close(fd);
+		snprintf(why, len, "%s: is %s, expected %s", path, rf_cli_ftype(st->st_mode),
+			 rf_cli_wanted(flags));
+		return -EINVAL;
+	}
+	e = fcntl(fd, F_GETFL);
+	if (e < 0 || fcntl(fd, F_SETFL, e & ~O_NONBLOCK) < 0) {
+		e = errno;
+		close(fd);
+		snprintf(why, len, "%s: fcntl: %s", path, strerror(e));
+		return -e;
+	}
+	return fd;
+}
+
+/* Whether two paths name the same file: both exist with the same device and inode, or
+ * (one yet to be created) the same name in the same directory. */
+static inline int rf_cli_same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+	char da[4096], db[4096];
+	size_t ba, bb;
+	int ea, eb;
+
+	if (!a || !b || !*a || !*b)
+		return 0;
+	if (!strcmp(a, b))
+		return 1;
+	ea = stat(a, &sa) == 0;
+	eb = stat(b, &sb) == 0;
+	if (ea && eb)
+		return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+	if (ea || eb)
+		return 0;
+	ba = rf_cli_dirname(a, da, sizeof(da));
+	bb = rf_cli_dirname(b, db, sizeof(db));
+	return strcmp(a + ba, b + bb) == 0 && stat(da, &sa) == 0 && stat(db, &sb) == 0 &&
+	       sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+#endif
