@@ -54,9 +54,11 @@ reshape() { # reshape SRC DST
 }
 
 mk fifo $TI && mkfifo "$T/fifo/$TI" || fail mkfifo
-expect fifo $TI "is a FIFO (named pipe), not a regular file: expected an IDX images file"
+# rf-train refuses non-regular data files before anything runs (naming --data); the
+# dataloader's own refusal of them is tested by dl-nonregular
+expect fifo $TI "is a FIFO, expected a regular file"
 mk dir $EL && mkdir "$T/dir/$EL" || fail mkdir
-expect dir $EL "is a directory, not a regular file: expected an IDX labels file"
+expect dir $EL "is a directory, expected a regular file"
 mk null $TL && ln -s /dev/null "$T/null/$TL" || fail ln
 expect null $TL "is a character device"
 mk testshape $EI && reshape "$T/good/$EI" "$T/testshape/$EI" || fail reshape
