@@ -315,6 +315,35 @@ static int rf__op_add_var(struct rf_op *op, struct rf_var *v, int write)
 	return 0;
 }
 
+/* Fill op from d: its function, stream and names, its entries (writes, then reads,
+ * deduplicated), queued on their variables. On failure nothing is queued. */
+static int rf__op_fill(struct rf_engine *e, struct rf_op *op, const struct rf_op_desc *d)
+{
+	uint32_t i;
+	int ret;
+
+	op->fn = d->fn;
+	op->afn = d->afn;
+	op->ctx = d->ctx;
+	op->done = d->done;
+	op->stream = d->afn ? &e->async_stream : d->stream ? d->stream : &e->inline_stream;
+	op->name = d->name ? d->name : "op";
+	op->bytes = d->bytes;
+	op->flags = d->flags;
+	for (i = 0; i < d->nwrites; i++)
+		if ((ret = rf__op_add_var(op, d->writes[i], 1)) < 0)
+			return ret;
+	for (i = 0; i < d->nreads; i++)
+		if ((ret = rf__op_add_var(op, d->reads[i], 0)) < 0)
+			return ret;
+	if ((ret = rf__q_reserve(e, op->nent)) < 0)
+		return ret;
+	op->pending = op->nent + 1; /* +1: not ready before every entry is queued */
+	for (i = 0; i < op->nent; i++)
+		rf__q_add(e, &op->ent[i]);
+	return 0;
+}
+
 /* The poison op inherits from the variables it reads (a mutated variable is read
  * too, unless the op is RF_OP_OVERWRITE), 0 if none. front_only: look only at the
  * entries already at their queue's front, whose state is final. */
@@ -626,7 +655,6 @@ static int rf__push(struct rf_engine *e, const struct rf_op_desc *d, struct rf_v
 		    int internal, struct rf__waiter *w, struct rf_var *wait_var)
 {
 	struct rf_op *op;
-	uint32_t i;
 	int ret;
 
 	if ((ret = rf__check_desc(e, d, internal || delete_var)) < 0)
@@ -638,29 +666,12 @@ static int rf__push(struct rf_engine *e, const struct rf_op_desc *d, struct rf_v
 	op = rf__op_alloc(e);
 	if (!op)
 		return -ENOMEM;
-	op->fn = d->fn;
-	op->afn = d->afn;
-	op->ctx = d->ctx;
-	op->done = d->done;
-	op->stream = d->afn ? &e->async_stream : d->stream ? d->stream : &e->inline_stream;
-	op->name = d->name ? d->name : "op";
-	op->bytes = d->bytes;
-	op->flags = d->flags;
 	op->internal = (uint8_t)internal;
 	op->delete_var = delete_var;
 	op->wait_var = wait_var;
 	op->state = RF__OP_PENDING;
-	for (i = 0; i < d->nwrites; i++)
-		if ((ret = rf__op_add_var(op, d->writes[i], 1)) < 0)
-			goto fail;
-	for (i = 0; i < d->nreads; i++)
-		if ((ret = rf__op_add_var(op, d->reads[i], 0)) < 0)
-			goto fail;
-	if ((ret = rf__q_reserve(e, op->nent)) < 0)
+	if ((ret = rf__op_fill(e, op, d)) < 0)
 		goto fail;
-	op->pending = op->nent + 1; /* +1: not ready before every entry is queued */
-	for (i = 0; i < op->nent; i++)
-		rf__q_add(e, &op->ent[i]);
 	op->uid = ++e->st.pushed;
 	if (internal)
 		e->st.pushed--;
@@ -714,29 +725,13 @@ static int rf__now_materialize(struct rf_engine *e)
 {
 	const struct rf_op_desc *d = e->now_desc;
 	struct rf_op *op = rf__op_alloc(e);
-	uint32_t i;
 	int ret;
 
 	if (!op)
 		return -ENOMEM;
-	op->fn = d->fn;
-	op->ctx = d->ctx;
-	op->done = d->done;
-	op->stream = &e->inline_stream;
-	op->name = d->name ? d->name : "op";
-	op->bytes = d->bytes;
 	op->uid = e->now_uid;
-	for (i = 0; i < d->nwrites; i++)
-		if ((ret = rf__op_add_var(op, d->writes[i], 1)) < 0)
-			goto fail;
-	for (i = 0; i < d->nreads; i++)
-		if ((ret = rf__op_add_var(op, d->reads[i], 0)) < 0)
-			goto fail;
-	if ((ret = rf__q_reserve(e, op->nent)) < 0)
+	if ((ret = rf__op_fill(e, op, d)) < 0) /* empty queues: granted, at the front */
 		goto fail;
-	op->pending = op->nent + 1;
-	for (i = 0; i < op->nent; i++)
-		rf__q_add(e, &op->ent[i]); /* empty queues: granted and at the front */
 	op->pending = 0;
 	op->settled = 1;
 	op->state = RF__OP_DISPATCHED;
