@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <float.h>
 #include <math.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -276,6 +277,20 @@ static inline int rf_cli_open(const char *path, int oflags, mode_t mode, unsigne
 
 /* Whether two paths name the same file: both exist with the same device and inode, or
  * (one yet to be created) the same name in the same directory. */
+/* Catch SIGINT, SIGTERM and SIGHUP with handler (a tool that must remove what it
+ * created before it dies). */
+static inline void rf_cli_on_signals(void (*handler)(int))
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = handler;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+}
+
 static inline int rf_cli_same_file(const char *a, const char *b)
 {
 	struct stat sa, sb;

@@ -377,13 +377,7 @@ int main(int argc, char **argv)
 	/* Open (or create) the file, never blocking: a FIFO, a directory or a character
 	 * device is refused before any I/O. A file this run creates is removed if it
 	 * fails (die, or a signal). */
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
+	rf_cli_on_signals(on_signal);
 	signal(SIGXFSZ, SIG_IGN); /* past RLIMIT_FSIZE: EFBIG, reported, not a silent kill */
 	struct stat sb;
 	char why[4200];

@@ -92,7 +92,6 @@ static int pack(const char *images, const char *labels, const char *out, uint32_
 	char err[1024], desc[1024];
 	uint8_t *buf = NULL;
 	int ret, rc = 1;
-	struct sigaction sa;
 
 	char why[8400];
 	int exists;
@@ -130,12 +129,7 @@ static int pack(const char *images, const char *labels, const char *out, uint32_
 	lay.label_kind = RF_LABEL_U8;
 	lay.num_classes = in.num_classes;
 
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
+	rf_cli_on_signals(on_signal);
 	tmp_armed = 1;
 
 	ret = rf_rec_writer_open(&w, out, &lay, force ? RF_REC_OVERWRITE : 0, err, sizeof(err));

@@ -16,16 +16,8 @@ TI=train-images-idx3-ubyte TL=train-labels-idx1-ubyte
 EI=t10k-images-idx3-ubyte EL=t10k-labels-idx1-ubyte
 
 mkdir "$T/good" || exit 1
-for n in $TI $TL $EI $EL; do
-	if [ -f "$DATA/$n" ]; then
-		cp "$DATA/$n" "$T/good/$n" || fail "copy $n"
-	elif [ -f "$DATA/$n.gz" ]; then
-		gzip -dc "$DATA/$n.gz" >"$T/good/$n" || fail "gunzip $n.gz"
-	else
-		echo "SKIP: Fashion-MNIST not found in $DATA"
-		exit 77
-	fi
-done
+. "$(dirname "$0")/fmnist-raw.sh"
+fmnist_raw "$T/good"
 
 # case NAME BADFILE PATTERN: $T/NAME holds the good files but BADFILE (made by the
 # caller in $T/NAME); rf-train must exit 1 with one line naming it and matching PATTERN

@@ -22,17 +22,8 @@ trap 'rm -rf "$T"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
 # raw (uncompressed) IDX files: the loader then reads them through the ring
-for n in train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte \
-	 t10k-labels-idx1-ubyte; do
-	if [ -f "$DATA/$n" ]; then
-		cp "$DATA/$n" "$T/$n" || fail "copy $n"
-	elif [ -f "$DATA/$n.gz" ]; then
-		gzip -dc "$DATA/$n.gz" >"$T/$n" || fail "gunzip $n.gz"
-	else
-		echo "SKIP: Fashion-MNIST not found in $DATA"
-		exit 77
-	fi
-done
+. "$(dirname "$0")/fmnist-raw.sh"
+fmnist_raw "$T"
 
 run() { # run NAME ENV ARGS...: train, checkpoint into $T/NAME.bin
 	name=$1; envs=$2; shift 2

@@ -15,17 +15,8 @@ T=$(mktemp -d "${TMPDIR:-/tmp}/rf-train-readerr.XXXXXX") || exit 1
 trap 'rm -rf "$T"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
-for n in train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte \
-	 t10k-labels-idx1-ubyte; do
-	if [ -f "$DATA/$n" ]; then
-		cp "$DATA/$n" "$T/$n" || fail "copy $n"
-	elif [ -f "$DATA/$n.gz" ]; then
-		gzip -dc "$DATA/$n.gz" >"$T/$n" || fail "gunzip $n.gz"
-	else
-		echo "SKIP: Fashion-MNIST not found in $DATA"
-		exit 77
-	fi
-done
+. "$(dirname "$0")/fmnist-raw.sh"
+fmnist_raw "$T"
 
 IMG="$T/train-images-idx3-ubyte"
 n=0
