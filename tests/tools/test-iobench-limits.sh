@@ -52,10 +52,13 @@ fi
 
 # ---- absurd sizes refused, naming the options ----------------------------------------
 # A rf-iobench that tried (a regression) would fault in terabytes: these runs are
-# capped at 6 GiB of address space (under ASan, which needs far more address space,
-# at 4 GiB of RSS instead). The cap counts RLIMIT_AS, so the refusal says 6144 MiB.
+# capped at 6 GiB of address space (under ASan or TSan, which reserve far more address
+# space than that at start-up, at 4 GiB of RSS instead). The cap counts RLIMIT_AS, so
+# the refusal says 6144 MiB.
 if ldd "$IOB" 2>/dev/null | grep -q libasan; then
 	capped() { ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}hard_rss_limit_mb=4096" timeout 60 "$@"; }
+elif ldd "$IOB" 2>/dev/null | grep -q libtsan; then
+	capped() { TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS }hard_rss_limit_mb=4096" timeout 60 "$@"; }
 else
 	capped() { (ulimit -v 6291456 && exec timeout 60 "$@"); }
 fi
