@@ -363,6 +363,43 @@ static void t_now_nested(void)
 	}
 }
 
+/* 10. Issue 10's minimal case: Z is poisoned; then on one worker stream A0 writes W
+ * slowly, A reads W and X and writes Y, D reads Z and writes X. Serially A reads a
+ * clean X: Y ends clean and only X is poisoned (by D's skip). D, granted early by
+ * stream order, must not poison X under A. */
+static int slow_fn(void *ctx)
+{
+	(void)ctx;
+	usleep(50 * 1000);
+	return 0;
+}
+
+static void t_issue_minimal(int sync)
+{
+	struct rf_var *z, *w, *x, *y;
+	struct rf_stream *ws;
+
+	setup(sync);
+	z = rf_var_new(e, "Z");
+	w = rf_var_new(e, "W");
+	x = rf_var_new(e, "X");
+	y = rf_var_new(e, "Y");
+	CHECK_OK(rf_worker_stream_create(e, "w", 0, &ws));
+	CHECK_OK(rf_engine_push_simple(e, fail_fn, NULL, NULL, 0, &z, 1, ws, "z_writer"));
+	CHECK_EQ(rf_engine_wait_var(e, z), -EIO);
+	CHECK_OK(rf_engine_push_simple(e, slow_fn, NULL, NULL, 0, &w, 1, ws, "A0"));
+	CHECK_OK(rf_engine_push_simple(e, count_fn, NULL, (struct rf_var *[]){ w, x }, 2, &y, 1, ws, "A"));
+	CHECK_OK(rf_engine_push_simple(e, count_fn, NULL, &z, 1, &x, 1, ws, "D"));
+	CHECK_EQ(rf_engine_wait_var(e, y), 0);
+	CHECK_EQ(rf_engine_wait_var(e, x), -EIO);
+	CHECK_EQ(rf_engine_wait_all(e), -EIO);
+	CHECK_OK(rf_var_delete(e, z, NULL, NULL, NULL));
+	CHECK_OK(rf_var_delete(e, w, NULL, NULL, NULL));
+	CHECK_OK(rf_var_delete(e, x, NULL, NULL, NULL));
+	CHECK_OK(rf_var_delete(e, y, NULL, NULL, NULL));
+	teardown();
+}
+
 int main(void)
 {
 	int sync;
@@ -378,6 +415,8 @@ int main(void)
 	t_internal_wait_keeps_error();
 	t_worker_capacity();
 	t_now_nested();
+	t_issue_minimal(0);
+	t_issue_minimal(1);
 	printf("engine contract: waits, sync pushes, double completion, internal waits\n");
 	return 0;
 }
