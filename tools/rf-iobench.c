@@ -66,6 +66,11 @@ static void die(int code, const char *fmt, ...)
 {
 	char msg[2048];
 	va_list ap;
+	if (!fmt) { /* the reason was already printed: remove what this run made, quietly */
+		if (created)
+			unlink(created);
+		exit(code);
+	}
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
@@ -465,6 +470,8 @@ int main(int argc, char **argv)
 	/* The ring, the registered file and the buffers. */
 	struct rf_ring_opts ro = { .entries = (unsigned)(qd < 8 ? 8 : qd) };
 	int ret = rf_ring_create(&B.r, &ro);
+	if (ret == -EBADMSG)
+		die(1, NULL); /* RF_FAULT_INJECT malformed: the ring said why, in one line */
 	if (ret < 0)
 		die(1, "cannot create the io_uring ring: %s", strerror(-ret));
 	rf_ring_set_max_batch(B.r, (unsigned)batch);

@@ -453,7 +453,8 @@ int main(int argc, char **argv)
 	c.tty = isatty(fileno(c.out));
 
 	if ((ret = rf_ring_create(&ring, NULL)) < 0) {
-		rf_cli_say("rf-train", "cannot create the io_uring ring: %s", strerror(-ret));
+		if (ret != -EBADMSG) /* RF_FAULT_INJECT malformed: the ring said why */
+			rf_cli_say("rf-train", "cannot create the io_uring ring: %s", strerror(-ret));
 		return 1;
 	}
 	eo.max_inflight = c.max_inflight;

@@ -116,6 +116,9 @@ ints_more $R --seed
 ints $R --batch-size 1 1048576
 ints $R --devices 1 16
 ints $R --seed 0 18446744073709551615
+export RF_FAULT_INJECT="short=0.1,bogus=1"   # malformed: one line naming the variable
+bad $R RF_FAULT_INJECT 1 "bogus && unknown key" --epochs 1
+unset RF_FAULT_INJECT
 ints $R --limit 1 18446744073709551615
 ints $R --test-limit 1 18446744073709551615
 ints $R --log-every 1 4294967295
@@ -311,6 +314,9 @@ for f in direct fixedbufs json force help; do
 done
 bad $B --bogus 2 "unknown" --bogus
 bad $B stray 2 "unexpected argument" $F --bs 4k --qd 1 stray
+export RF_FAULT_INJECT="eio=2"   # malformed: one line, the ring's, naming the variable
+bad $B RF_FAULT_INJECT 1 "eio=2 && fraction outside" $F --bs 4k --qd 1
+unset RF_FAULT_INJECT
 [ "$(wc -c <"$T/f64k")" -eq 65536 ] && [ -p "$fifo" ] || fail "an input was changed"
 
 fi
