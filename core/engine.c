@@ -368,6 +368,23 @@ static int rf__inherited_error(const struct rf_op *op, int front_only, const cha
 	return 0;
 }
 
+/* A failed or skipped op poisons what it writes (a variable keeps its first poison). */
+static void rf__poison_var(struct rf_var *v, int status, const char *ename)
+{
+	if (!v->err) {
+		v->err = status;
+		v->err_op = ename;
+	}
+}
+
+static void rf__note_error(struct rf_engine *e, int status, const char *ename)
+{
+	if (!e->first_error) {
+		e->first_error = status;
+		e->first_error_op = ename;
+	}
+}
+
 /* Record op's outcome on the variables it writes. */
 static void rf__settle_vars(struct rf_engine *e, struct rf_op *op, int status, const char *ename)
 {
@@ -381,19 +398,14 @@ static void rf__settle_vars(struct rf_engine *e, struct rf_op *op, int status, c
 		if (!op->ent[i].write)
 			continue;
 		if (status < 0) {
-			if (!v->err) {
-				v->err = status;
-				v->err_op = ename;
-			}
-		} else if (op->flags & RF_OP_OVERWRITE) {
-			v->err = 0;
+			rf__poison_var(v, status, ename);
+		} else {
+			v->err = 0; /* RF_OP_OVERWRITE succeeded */
 			v->err_op = NULL;
 		}
 	}
-	if (status < 0 && !e->first_error) {
-		e->first_error = status;
-		e->first_error_op = ename;
-	}
+	if (status < 0)
+		rf__note_error(e, status, ename);
 }
 
 /* op was reported (or skipped) and is first in every queue it is in: its final
@@ -787,17 +799,9 @@ static void rf__run_now(struct rf_engine *e, const struct rf_op_desc *d)
 		e->st.failed++;
 	}
 	if (st < 0) {
-		for (i = 0; i < d->nwrites; i++) {
-			struct rf_var *v = d->writes[i];
-			if (!v->err) {
-				v->err = st;
-				v->err_op = ename;
-			}
-		}
-		if (!e->first_error) {
-			e->first_error = st;
-			e->first_error_op = ename;
-		}
+		for (i = 0; i < d->nwrites; i++)
+			rf__poison_var(d->writes[i], st, ename);
+		rf__note_error(e, st, ename);
 	}
 	e->inflight--;
 	e->inflight_bytes -= d->bytes;
