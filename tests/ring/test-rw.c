@@ -75,6 +75,11 @@ static void run_all(struct rf_ring *r, int fd, int dfd, uint32_t mem_align)
 	uint64_t rounds = dfd >= 0 ? 6 : 4;
 	T_EQ(st1.bytes_written - st0.bytes_written, rounds * N * BS);
 	T_EQ(st1.bytes_read - st0.bytes_read, rounds * N * BS);
+	if (!(st1.enters > st0.enters && st1.submissions >= st0.submissions + rounds * (2 * N + 1)))
+		fprintf(stderr, "enters %llu -> %llu, submissions %llu -> %llu (want >= +%llu)\n",
+			(unsigned long long)st0.enters, (unsigned long long)st1.enters,
+			(unsigned long long)st0.submissions, (unsigned long long)st1.submissions,
+			(unsigned long long)(rounds * (2 * N + 1)));
 	T_CHECK(st1.enters > st0.enters && st1.submissions >= st0.submissions + rounds * (2 * N + 1));
 
 	/* A fixed-buffer request outside the arena, or spanning two buffers. */
