@@ -42,7 +42,7 @@ struct rf__worker {
 	_Alignas(RF__CACHELINE) _Atomic uint64_t head; /* ops published (reactor writes) */
 	_Alignas(RF__CACHELINE) _Atomic uint64_t tail; /* ops finished (worker writes) */
 	_Alignas(RF__CACHELINE) uint64_t reaped;       /* ops reported (reactor only) */
-	struct rf_op *ovf_head, *ovf_tail; /* reactor only */
+	struct rf__oplist ovf; /* reactor only: ops waiting for a free slot */
 	_Alignas(RF__CACHELINE) _Atomic int sleeping;
 	_Atomic uint32_t futex;
 	_Atomic int stop;
@@ -140,13 +140,8 @@ static int rf__worker_enqueue(struct rf_stream *s, struct rf_op *op)
 	struct rf__worker *w = s->ctx;
 	uint64_t h = atomic_load_explicit(&w->head, memory_order_relaxed);
 
-	if (w->ovf_head || h - w->reaped >= w->cap) {
-		op->next = NULL;
-		if (w->ovf_tail)
-			w->ovf_tail->next = op;
-		else
-			w->ovf_head = op;
-		w->ovf_tail = op;
+	if (w->ovf.head || h - w->reaped >= w->cap) {
+		rf__oplist_push(&w->ovf, op);
 		return 0;
 	}
 	rf__worker_publish(w, op);
@@ -166,13 +161,8 @@ static void rf__worker_notified(void *data, uint32_t count)
 		w->reaped++;
 		/* Refill from the overflow list before reporting: order is preserved since
 		 * overflowed ops were enqueued after every published one. */
-		while (w->ovf_head && atomic_load_explicit(&w->head, memory_order_relaxed) - w->reaped < w->cap) {
-			struct rf_op *o = w->ovf_head;
-			w->ovf_head = o->next;
-			if (!w->ovf_head)
-				w->ovf_tail = NULL;
-			o->next = NULL;
-			rf__worker_publish(w, o);
+		while (w->ovf.head && atomic_load_explicit(&w->head, memory_order_relaxed) - w->reaped < w->cap) {
+			rf__worker_publish(w, rf__oplist_pop(&w->ovf));
 		}
 		rf_engine_op_done(op, st);
 	}
