@@ -75,7 +75,6 @@ struct rf_op {
 	uint32_t pending;        /* grants still missing (+1 guard while pushing) */
 	uint32_t nfront;         /* entries at their queue's front */
 	uint8_t state;
-	uint8_t skip;            /* skipped at dispatch: never enqueued */
 	uint8_t settled;         /* inputs were final and clean at dispatch */
 	uint8_t internal;        /* engine-made op (waits), not counted in stats.pushed */
 	uint8_t traced;          /* record times (set at push, read by the executing thread) */

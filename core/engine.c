@@ -471,7 +471,6 @@ static void rf__dispatch(struct rf_engine *e, struct rf_op *op)
 	if (rf__inherited_error(op, 1, &name)) {
 		/* Skipped: an input is poisoned for good. Not enqueued; it completes
 		 * (poisoning its outputs) when it is first in all its queues. */
-		op->skip = 1;
 		rf__reported(e, op, 0);
 		return;
 	}
@@ -974,12 +973,11 @@ static int rf__all_done(void *arg)
 	return e->inflight == 0;
 }
 
-int rf_engine_wait_idle(struct rf_engine *e)
+/* Turn the reactor until nothing is in flight (the caller checked it may). */
+static int rf__wait_idle(struct rf_engine *e)
 {
 	int ret;
 
-	if (rf__wait_refused(e, "rf_engine_wait_idle"))
-		return -EDEADLK;
 	rf__pump(e);
 	if (e->inflight) {
 		ret = rf_ring_run_until(e->ring, rf__all_done, e, 0);
@@ -989,13 +987,20 @@ int rf_engine_wait_idle(struct rf_engine *e)
 	return 0;
 }
 
+int rf_engine_wait_idle(struct rf_engine *e)
+{
+	if (rf__wait_refused(e, "rf_engine_wait_idle"))
+		return -EDEADLK;
+	return rf__wait_idle(e);
+}
+
 int rf_engine_wait_all(struct rf_engine *e)
 {
 	int ret;
 
 	if (rf__wait_refused(e, "rf_engine_wait_all"))
 		return -EDEADLK;
-	if ((ret = rf_engine_wait_idle(e)) < 0)
+	if ((ret = rf__wait_idle(e)) < 0)
 		return ret;
 	ret = e->first_error;
 	e->first_error = 0;

@@ -52,24 +52,20 @@ static int rf__can_chain(struct rf_engine *e, struct rf_op *op, const struct rf_
 	return 1;
 }
 
-/* Grant what the frontier's predecessor now allows; move the frontier on. */
+/* Grant what the frontier's predecessor now allows; move the frontier on. The group
+ * after it follows entries granted but not yet dispatched: nothing more to grant. */
 static void rf__advance(struct rf_engine *e, struct rf_var *v)
 {
-	struct rf__group *g;
+	struct rf__group *g = v->frontier;
+	struct rf__entry *en;
 
-	while ((g = v->frontier)) {
-		struct rf__entry *en;
-
-		for (en = g->head; en && g->nungranted; en = en->next)
-			if (!en->granted && rf__can_chain(e, en->op, g->prev))
-				rf__grant(e, en);
-		if (g->nungranted)
-			return;
-		/* The next group follows g, whose entries are granted but not yet
-		 * dispatched: nothing more to grant now. */
-		v->frontier = g->next;
+	if (!g)
 		return;
-	}
+	for (en = g->head; en && g->nungranted; en = en->next)
+		if (!en->granted && rf__can_chain(e, en->op, g->prev))
+			rf__grant(e, en);
+	if (!g->nungranted)
+		v->frontier = g->next;
 }
 
 /* Group g became the queue's first: everything before it finished. */
