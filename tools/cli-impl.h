@@ -26,6 +26,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "log.h"
+
 /* One line on stderr: "PROG: " and the message, its control characters (a newline in
  * a file name or an option's value) written as \n or \xNN so that it stays one line. */
 __attribute__((format(printf, 2, 3)))
@@ -47,6 +49,15 @@ static inline void rf_cli_say(const char *prog, const char *fmt, ...)
 			fputc(*p, stderr);
 	}
 	fputc('\n', stderr);
+}
+
+/* The tools' log sink: the library's warnings as "ringflow: MSG" lines on stderr.
+ * Install it with rf_log_set(rf_cli_log_stderr, NULL) first thing in main(). */
+static inline void rf_cli_log_stderr(enum rf_log_level level, const char *msg, void *user)
+{
+	(void)level;
+	(void)user;
+	fprintf(stderr, "ringflow: %s\n", msg);
 }
 
 /* Decimal digits only, in [min, max]. 0 and *out set, or -1. */

@@ -1,0 +1,65 @@
+/* common/log.c -- the thread's last error and the log callback. */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "rf-internal.h"
+
+#define RF__ERR_LEN 512
+
+static _Thread_local char rf__last[RF__ERR_LEN];
+static _Atomic(rf_log_fn) rf__log_fn;
+static void *_Atomic rf__log_user;
+
+void rf_log_set(rf_log_fn fn, void *user)
+{
+	atomic_store(&rf__log_user, user);
+	atomic_store(&rf__log_fn, fn);
+}
+
+const char *rf_last_error(void)
+{
+	return rf__last;
+}
+
+int rf__vfail(int code, const char *fmt, va_list ap)
+{
+	vsnprintf(rf__last, sizeof(rf__last), fmt, ap);
+	return code;
+}
+
+int rf__fail(int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	rf__vfail(code, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+int rf__fail_into(char *buf, size_t len, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	rf__vfail(code, fmt, ap);
+	va_end(ap);
+	if (buf && len)
+		snprintf(buf, len, "%s", rf__last);
+	return code;
+}
+
+void rf__log(enum rf_log_level level, const char *fmt, ...)
+{
+	rf_log_fn fn = atomic_load(&rf__log_fn);
+	char msg[RF__ERR_LEN];
+	va_list ap;
+
+	if (!fn)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fn(level, msg, atomic_load(&rf__log_user));
+}

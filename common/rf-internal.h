@@ -1,0 +1,25 @@
+/* common/rf-internal.h -- what every module of the library may use, never installed:
+ * recording a failure's message and logging. */
+#ifndef RF_INTERNAL_H
+#define RF_INTERNAL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+#include "log.h"
+
+#define RF__PRINTF(a, b) __attribute__((format(printf, a, b)))
+
+/* Record "fmt..." as the calling thread's rf_last_error() and return code (a -errno),
+ * so a failure reads: return rf__fail(-EINVAL, "tensor %s: bad shape", name); */
+int rf__fail(int code, const char *fmt, ...) RF__PRINTF(2, 3);
+int rf__vfail(int code, const char *fmt, va_list ap);
+
+/* Hand one line to the log callback, if one is installed. */
+void rf__log(enum rf_log_level level, const char *fmt, ...) RF__PRINTF(2, 3);
+
+/* Format into a caller's buffer (an object's last-error field) and also make it the
+ * thread's rf_last_error(); returns code. */
+int rf__fail_into(char *buf, size_t len, int code, const char *fmt, ...) RF__PRINTF(4, 5);
+
+#endif
