@@ -3,7 +3,7 @@
 # ringflow. `meson install` into a scratch DESTDIR, then `pkg-config --cflags --libs
 # ringflow` (with the prefix pointed into that DESTDIR) must be enough to
 # compile examples/rf-manifest.c outside the tree, and the result must run and agree
-# with sha256sum.
+# with sha256sum. The same with `pkg-config --static` and libringflow.a.
 set -eu
 build=$1
 src=$2
@@ -36,3 +36,17 @@ LD_LIBRARY_PATH="$libdir" "$d/manifest" "$d/in" > "$d/out"
 (cd / && find "$d/in" -type f | LC_ALL=C sort | xargs sha256sum) > "$d/expect"
 cmp "$d/out" "$d/expect"
 echo "embedded build from the installed ringflow works"
+
+# The static library, linked by what `pkg-config --static` says.
+a=$(find "$d/root" -name 'libringflow.a' | head -n 1)
+test -n "$a" || { echo "libringflow.a was not installed" >&2; exit 1; }
+sflags=$(PKG_CONFIG_PATH="$pcdir" pkg-config --define-variable=prefix="$d/root$prefix" --static --cflags --libs ringflow)
+echo "pkg-config --static: $sflags"
+sflags=$(echo " $sflags " | sed "s| -lringflow | $a |")
+cc -std=gnu11 -O2 $extra "$src/examples/rf-manifest.c" $sflags -o "$d/manifest-static"
+if ldd "$d/manifest-static" | grep -q libringflow; then
+	echo "the static build still loads libringflow.so" >&2; exit 1
+fi
+"$d/manifest-static" "$d/in" > "$d/out-static"
+cmp "$d/out-static" "$d/expect"
+echo "static embedded build works"
