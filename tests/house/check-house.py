@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""check-house: the house rules of HACKING.md that a machine can check.
+
+Usage: check-house.py SOURCE_ROOT [LIBRINGFLOW_SO]
+
+1. layering: a library file includes its own module's headers, common/, and public
+   headers of its own or a lower layer (common <- ring <- core <- devices <-
+   dataloader <- train); a *-impl.h only from inside its module.
+2. the library never writes to stderr or stdout itself.
+3. no library .c/.cu file is above 800 lines, except those listed in LONG with a reason.
+4. code is ASCII; library code cites nothing outside the repository.
+5. with LIBRINGFLOW_SO: it exports only rf_ symbols, no rf__ internal.
+"""
+import os
+import re
+import subprocess
+import sys
+
+LAYERS = ["common", "ring", "core", "devices", "dataloader", "train"]
+LIMIT = 800
+# Files allowed above LIMIT, and why.
+LONG = {}
+
+root = sys.argv[1]
+so = sys.argv[2] if len(sys.argv) > 2 else None
+problems = []
+
+
+def bad(msg):
+    problems.append(msg)
+
+
+def files(top, exts):
+    for d, subdirs, names in os.walk(os.path.join(root, top)):
+        subdirs[:] = [s for s in subdirs if not s.startswith("build")]
+        for n in sorted(names):
+            if n.endswith(exts):
+                yield os.path.join(d, n)
+
+
+def rel(p):
+    return os.path.relpath(p, root)
+
+
+# The public headers (include/ringflow/) and the layer each belongs to.
+PUBLIC = {
+    "log.h": "common", "rf-config.h": "common",
+    "ring.h": "ring", "ring-io.h": "ring",
+    "engine.h": "core", "stream.h": "core",
+    "device.h": "devices", "tensor.h": "devices", "ops.h": "devices", "kernels.h": "devices",
+    "kernels_cuda.h": "devices",
+    "dataset.h": "dataloader", "loader.h": "dataloader",
+    "model.h": "train", "kvstore.h": "train", "trainer.h": "train", "checkpoint.h": "train",
+}
+public = {}
+for p in files("include/ringflow", (".h",)):
+    base = os.path.basename(p)
+    if base not in PUBLIC:
+        bad(f"{rel(p)}: a public header missing from PUBLIC in {rel(__file__)}: say its layer")
+        continue
+    public[base] = PUBLIC[base]
+for base, lay in PUBLIC.items():
+    public.setdefault(base, lay)
+
+inc_re = re.compile(r'^\s*#\s*include\s+[<"]([^">]+)[">]')
+for layer in LAYERS:
+    for p in files(layer, (".c", ".h", ".cu")):
+        here = os.path.dirname(p)
+        with open(p, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+        for ln, line in enumerate(text.splitlines(), 1):
+            m = inc_re.match(line)
+            if not m:
+                continue
+            name = m.group(1)
+            base = name.split("/")[-1]
+            if name.startswith("ringflow/") or (base in public and not
+                                                os.path.exists(os.path.join(here, name))):
+                lay = public.get(base)
+                if lay is None:
+                    bad(f"{rel(p)}:{ln}: includes {name}, which is no public header")
+                elif LAYERS.index(lay) > LAYERS.index(layer):
+                    bad(f"{rel(p)}:{ln}: {layer} imports {name} from the higher layer {lay}")
+                continue
+            target = os.path.normpath(os.path.join(here, name))
+            if os.path.exists(target):
+                tl = rel(target).split(os.sep)[0]
+                if tl != layer and tl != "common":
+                    bad(f"{rel(p)}:{ln}: includes {rel(target)}, internal to {tl}/")
+        lines = text.count("\n")
+        if p.endswith((".c", ".cu")) and lines > LIMIT and rel(p) not in LONG:
+            bad(f"{rel(p)}: {lines} lines (the house limit is {LIMIT}: split it along a seam)")
+        for ln, line in enumerate(text.splitlines(), 1):
+            if re.search(r"\b(f?printf|fputs|fputc|perror|puts)\s*\(\s*(stderr|stdout)?", line) and \
+               re.search(r"\b(stderr|stdout)\b|\bperror\s*\(|^\s*(puts|printf)\s*\(", line):
+                bad(f"{rel(p)}:{ln}: the library writes to the terminal: {line.strip()}")
+            if re.search(r"\.\./shared|seeds/|\bissue \d+", line):
+                bad(f"{rel(p)}:{ln}: refers outside the repository: {line.strip()}")
+
+for top in LAYERS + ["include", "tools", "tests", "bench", "examples"]:
+    for p in files(top, (".c", ".h", ".cu")):
+        with open(p, "rb") as f:
+            for ln, line in enumerate(f, 1):
+                if any(b > 0x7F for b in line):
+                    bad(f"{rel(p)}:{ln}: non-ASCII character")
+                    break
+
+if so:
+    out = subprocess.run(["nm", "-D", "--defined-only", so], capture_output=True, text=True,
+                         check=True).stdout
+    if not out.strip():
+        bad(f"{so}: exports nothing")
+    for line in out.splitlines():
+        sym = line.split()[-1]
+        if not sym.startswith("rf_") or sym.startswith("rf__"):
+            bad(f"{so}: exports {sym} (only rf_ API symbols may be exported)")
+
+for p in problems:
+    print(p)
+print(f"{len(problems)} problem(s)" if problems else "house rules hold")
+sys.exit(1 if problems else 0)
