@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "engine.h"
+#include "stream.h"
 #include "../test-util.h"
 
 #define LATE_QCAP (1u << 16)
