@@ -1,16 +1,6 @@
-/* core/queue.c — the variables' queues (see the comment in engine-impl.h).
- *
- * Every step is O(1) per entry, amortized: an entry is granted once, reaches the
- * front once, and leaves once; a group is looked at when the group before it
- * changes (one of its entries dispatched or finished) or when it reaches the front.
- * Nothing rescans a queue from its head, so N readers before a writer finish in
- * O(N), not O(N^2) (MXNet's variable keeps a pending-read count and the pending
- * write the same way).
- *
- * The per-variable frontier is the first group holding an ungranted entry; every
- * group after it is wholly ungranted (a read after an ungranted write, a write after
- * anything ungranted, cannot go). Only the frontier can gain grants, and only from
- * its predecessor's state. */
+/* core/queue.c -- the variables' queues: queuing an entry, granting entries as the
+ * group before them finishes or is ordered on an in-order stream (rf__advance), a
+ * group reaching the front, entries leaving. O(1) per entry, amortized (README.md). */
 #include <errno.h>
 #include <stdlib.h>
 
