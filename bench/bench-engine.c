@@ -1,8 +1,9 @@
-/* bench/bench-engine.c — the engine's own cost, and the seeds' asynchrony experiment.
+/* bench/bench-engine.c -- the engine's own cost, and the asynchrony experiment (a wait
+ * after every op versus one at the end).
  *
  * rf-bench engine [--n N] [--reps R] [--pattern NAME] [--json]
- *   No-op ops through the inline stream for the DAG patterns that
- *   ../shared/peers/tbb_flowgraph.cpp defines (chain; fan-out groups of 64: root, 62
+ *   No-op ops through the inline stream for the DAG patterns of the TBB flow-graph
+ *   peer benchmark (chain; fan-out groups of 64: root, 62
  *   children, join; random: node i depends on 1-3 distinct nodes among the 64 before
  *   it, drawn with splitmix64(seed 42) exactly as the peer does). Each node is an op
  *   that mutates its own variable and reads its producers' variables. Time counted:
@@ -14,12 +15,12 @@
  *   Then the queue patterns (no peer: they show the engine's own scaling):
  *   readers-N: N no-op readers of one variable on a worker stream, then one inline
  *   writer, N = 1000, 4096, 16000 (cap raised above N): each reader's completion must
- *   cost O(1) — the ns/op stays flat as N grows. xchain: a chain of --n/10 ops
+ *   cost O(1) -- the ns/op stays flat as N grows. xchain: a chain of --n/10 ops
  *   alternating between two worker streams (every edge crosses streams, so each op
  *   waits for the previous one's completion).
  *
  * rf-bench async [--n N] [--len L] [--json]
- *   Seeds §12.2.3: N times y = x + 1 on a worker stream with a wait after each
+ *   N times y = x + 1 on a worker stream with a wait after each
  *   (synchronous), versus one wait at the end (asynchronous); prints both and the
  *   ratio. */
 #include <errno.h>
@@ -284,7 +285,7 @@ int rf_bench_engine(int argc, char **argv)
 	return 0;
 }
 
-/* ---- seeds §12.2.3 ---- */
+/* ---- async: a wait after every op versus one at the end ---- */
 
 struct add_ctx {
 	const float *x;

@@ -1,27 +1,19 @@
-/* core/engine-impl.h — engine internals shared by engine.c, queue.c, worker.c and
- * trace.c. Not installed. Everything here is touched on the reactor thread only,
- * except the fields of struct rf_op marked "executing thread". */
+/* core/engine-impl.h -- engine internals shared by the files of core/. Not installed.
+ * Everything here is touched on the reactor thread only, except the fields of struct
+ * rf_op marked "executing thread". The queues' design: core/README.md. */
 #ifndef RF_ENGINE_IMPL_H
 #define RF_ENGINE_IMPL_H
 
 #include <stdint.h>
 #include <stddef.h>
-#include "engine.h"
+#include <unistd.h>
+#include <sys/syscall.h>
+
+#include "stream.h"
 
 /* A variable's queue is a FIFO of groups: a write alone, or a run of consecutive
- * reads. Every entry of a group conflicts with the group before it (a read with the
- * write before it, a write with the reads or write before it), and nothing else
- * needs checking: the earlier group was itself ordered after the one before it.
- *
- * Two moments per entry:
- *   granted  the op may go to its stream: the group before is finished, or every
- *            unfinished entry of it sits enqueued on one in-order stream the op's
- *            stream can follow (same stream, or the optional chain hook);
- *   front    the entry's group is the queue's first: everything before it has
- *            finished. An op's completion is processed only once all its entries
- *            are at the front, so completions — and poison — are processed in
- *            dependency order whatever order the streams report them in.
- * Entries leave only the front group, so a group empties from the front. */
+ * reads. An entry is "granted" when its op may go to its stream, "front" when its
+ * group is the queue's first (README.md). */
 struct rf__group;
 struct rf__group_slab;
 
@@ -189,6 +181,63 @@ static inline struct rf_op *rf__oplist_pop(struct rf__oplist *l)
 	}
 	return op;
 }
+
+static inline uint64_t rf__gettid(void)
+{
+	return (uint64_t)syscall(SYS_gettid);
+}
+
+/* An op enters or leaves flight (counted against the cap). */
+static inline void rf__inflight_add(struct rf_engine *e, size_t bytes)
+{
+	if (++e->inflight > e->st.max_inflight_seen)
+		e->st.max_inflight_seen = e->inflight;
+	e->inflight_bytes += bytes;
+}
+
+static inline void rf__inflight_sub(struct rf_engine *e, size_t bytes)
+{
+	e->inflight--;
+	e->inflight_bytes -= bytes;
+}
+
+/* var.c: a variable's record */
+void rf__var_free(struct rf_var *v);
+
+/* op.c: op records */
+struct rf_op *rf__op_alloc(struct rf_engine *e);
+void rf__op_free(struct rf_engine *e, struct rf_op *op);
+void rf__ops_release(struct rf_engine *e);
+int rf__op_fill(struct rf_engine *e, struct rf_op *op, const struct rf_op_desc *d);
+
+/* push.c: queue an op (internal: an engine-made op, w: its waiter) */
+int rf__push(struct rf_engine *e, const struct rf_op_desc *d, struct rf_var *delete_var,
+	     int internal, struct rf__waiter *w, struct rf_var *wait_var);
+
+/* immediate.c: the immediate path (1: ran it, 0: not taken, <0: error) */
+int rf__push_now(struct rf_engine *e, const struct rf_op_desc *d);
+int rf__now_materialize(struct rf_engine *e);
+
+/* dispatch.c: the loop that dispatches ready ops and completes finished ones */
+void rf__pump(struct rf_engine *e);
+
+/* complete.c: an op's outcome, poison */
+int rf__inherited_error(const struct rf_op *op, int front_only, const char **name);
+void rf__poison_var(struct rf_var *v, int status, const char *ename);
+void rf__note_error(struct rf_engine *e, int status, const char *ename);
+void rf__reported(struct rf_engine *e, struct rf_op *op, int status);
+void rf__finish(struct rf_engine *e, struct rf_op *op);
+
+/* turn.c: turning the reactor until a condition holds */
+int rf__in_callback(struct rf_engine *e);
+int rf__has_room(struct rf_engine *e, size_t bytes);
+int rf__make_room(struct rf_engine *e, size_t bytes);
+int rf__wait_waiter(struct rf_engine *e, struct rf__waiter *w, int *err);
+int rf__wait_idle(struct rf_engine *e);
+
+/* stream.c: the built-in streams */
+void rf__streams_init(struct rf_engine *e);
+void rf__streams_destroy(struct rf_engine *e);
 
 /* queue.c: the variables' queues */
 int rf__q_grow(struct rf_engine *e, uint32_t n);

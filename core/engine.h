@@ -1,15 +1,16 @@
-/* ringflow/engine.h — the dependency engine (seeds/dependency-engine.txt).
+/* ringflow/engine.h -- the dependency engine: variables, pushing ops, waiting.
  *
  * Variables are tags for resources. rf_engine_push(fn, reads, mutates, stream) queues
  * an operation on each variable's FIFO queue: consecutive reads run together, a
  * mutation waits for everything before it and blocks everything after. An op runs
  * when its pending-dependency counter reaches zero. All scheduling state lives on the
  * reactor thread of the ring the engine was created on: every function here is
- * called on that thread, except rf_op_execute() which the stream's thread calls.
+ * called on that thread, except rf_op_execute() (stream.h) which the stream's thread
+ * calls.
  *
  * Waiting is running: rf_engine_wait_var/_all/_idle turn the reactor until the
  * condition holds. Calling them from inside an op, an async fn, a done callback or a
- * ring callback is refused with -EDEADLK (and a message).
+ * ring callback is refused with -EDEADLK (the message in rf_last_error()).
  *
  * Failure follows the serial program: a variable is poisoned iff the last op that
  * wrote it failed or was skipped, and an op is skipped iff a variable it reads (or
@@ -23,7 +24,8 @@
  *   RF_ENGINE_SYNC=1     every op runs to completion inside push (like MXNet's
  *                        NaiveEngine); results are identical.
  *   RF_TRACE=FILE        write a Chrome-trace JSON file when the engine is destroyed.
- */
+ *
+ * Implementing a new kind of stream: stream.h. */
 #ifndef RINGFLOW_ENGINE_H
 #define RINGFLOW_ENGINE_H
 
@@ -56,7 +58,7 @@ enum {
 };
 
 /* An asynchronous op (I/O is just another stream): runs on the reactor thread, starts
- * work — typically a ring request — and returns 0; the work's completion calls
+ * work -- typically a ring request -- and returns 0; the work's completion calls
  * rf_engine_op_done(op, status) later, on the reactor thread. A negative return fails
  * the op at once. Such ops run on the engine's "async" stream. */
 typedef int (*rf_async_fn)(void *ctx, struct rf_op *op);
@@ -157,7 +159,7 @@ void rf_engine_trace_mark(struct rf_engine *e, struct rf_stream *s, const char *
 struct rf_stream *rf_engine_inline_stream(struct rf_engine *e);
 /* The stream rf_async_fn ops run on (a trace track of its own). An async fn that
  * called rf_engine_op_done must return 0 (a negative return after it is ignored,
- * with a message); rf_engine_op_done on an op that is not running aborts. */
+ * with a logged error); rf_engine_op_done on an op that is not running aborts. */
 struct rf_stream *rf_engine_async_stream(struct rf_engine *e);
 /* Create a worker stream with its own thread. capacity: queue slots (0: 1024; at
  * most 2^24, -EINVAL above; more ops wait in an overflow list). The
@@ -168,51 +170,8 @@ int rf_worker_stream_create(struct rf_engine *e, const char *name, unsigned capa
 void rf_stream_destroy(struct rf_stream *s);
 const char *rf_stream_name(const struct rf_stream *s);
 
-/* ---- implementing a stream (devices) ------------------------------------------- */
-enum {
-	RF_STREAM_IN_ORDER = 1u << 0, /* ops finish in enqueue order: a consumer on the same
-				       * stream is enqueued as soon as its producers are */
-};
-
-struct rf_stream_ops {
-	/* Reactor thread. Take op: run rf_op_execute(op) (on any thread) and afterwards
-	 * call rf_engine_op_done(op, status) on the reactor thread; in enqueue order for an
-	 * in-order stream. Returns 0 or -errno (then the op fails with it). */
-	int (*enqueue)(struct rf_stream *s, struct rf_op *op);
-	/* optional: make s's future work wait for producer's op with stream sequence
-	 * number seq (enqueued, maybe not finished). Return 0 if done (the engine then
-	 * counts the dependency satisfied), -ENOTSUP otherwise. */
-	int (*chain)(struct rf_stream *s, struct rf_stream *producer, uint64_t seq);
-	/* Reactor thread, no op in flight. Free the stream (including s itself). */
-	void (*destroy)(struct rf_stream *s);
-};
-
-struct rf_stream {
-	const struct rf_stream_ops *ops;
-	void *ctx;              /* the implementation's */
-	const char *name;
-	unsigned flags;         /* RF_STREAM_* */
-	/* filled by rf_engine_add_stream */
-	struct rf_engine *eng;
-	int id;
-	struct rf_stream *next_registered;
-	uint64_t seq;           /* ops enqueued so far */
-	uint64_t done_seq;      /* ops reported done so far */
-};
-
-/* Register a stream the caller allocated (ops, ctx, name, flags set). */
-int rf_engine_add_stream(struct rf_engine *e, struct rf_stream *s);
-/* Unregister (no op of it may be in flight). Does not call ops->destroy. */
-void rf_engine_remove_stream(struct rf_engine *e, struct rf_stream *s);
-
-/* Any thread: run the op's function (recording start/end times for the trace) and
- * return its status. A stream calls it exactly once per op. */
-int rf_op_execute(struct rf_op *op);
-/* Stream sequence number assigned at enqueue (1-based). */
-uint64_t rf_op_seq(const struct rf_op *op);
-/* Let an asynchronous stream (CUDA) supply device-side start/end times. */
-void rf_op_set_times(struct rf_op *op, uint64_t t0_ns, uint64_t t1_ns);
-/* Reactor thread: the op finished with status. */
+/* Reactor thread: the op finished with status. An async op's work calls it once;
+ * so does a stream (stream.h) for each op it took. */
 void rf_engine_op_done(struct rf_op *op, int status);
 
 #ifdef __cplusplus

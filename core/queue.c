@@ -1,16 +1,6 @@
-/* core/queue.c — the variables' queues (see the comment in engine-impl.h).
- *
- * Every step is O(1) per entry, amortized: an entry is granted once, reaches the
- * front once, and leaves once; a group is looked at when the group before it
- * changes (one of its entries dispatched or finished) or when it reaches the front.
- * Nothing rescans a queue from its head, so N readers before a writer finish in
- * O(N), not O(N^2) (MXNet's variable keeps a pending-read count and the pending
- * write the same way).
- *
- * The per-variable frontier is the first group holding an ungranted entry; every
- * group after it is wholly ungranted (a read after an ungranted write, a write after
- * anything ungranted, cannot go). Only the frontier can gain grants, and only from
- * its predecessor's state. */
+/* core/queue.c -- the variables' queues: queuing an entry, granting entries as the
+ * group before them finishes or is ordered on an in-order stream (rf__advance), a
+ * group reaching the front, entries leaving. O(1) per entry, amortized (README.md). */
 #include <errno.h>
 #include <stdlib.h>
 
@@ -142,25 +132,27 @@ void rf__q_free_groups(struct rf_engine *e)
 	e->nfree_groups = 0;
 }
 
-/* Queue entry en (op, var, write set) at the tail of its variable's queue, granting
- * it if it can go now. A group for it was reserved. */
-void rf__q_add(struct rf_engine *e, struct rf__entry *en)
+/* The group en joins at v's tail: the tail's run of reads for a read, else a new
+ * group (one was reserved). */
+static struct rf__group *rf__q_tail_group(struct rf_engine *e, struct rf_var *v, int write)
 {
-	struct rf_var *v = en->var;
 	struct rf__group *g = v->tail;
 
-	en->granted = en->front = en->dio = 0;
-	en->next = NULL;
-	if (en->write || !g || g->write) {
-		g = rf__group_get(e);
-		g->write = en->write;
-		g->prev = v->tail;
-		if (v->tail)
-			v->tail->next = g;
-		else
-			v->head = g;
-		v->tail = g;
-	}
+	if (!write && g && !g->write)
+		return g;
+	g = rf__group_get(e);
+	g->write = (uint8_t)write;
+	g->prev = v->tail;
+	if (v->tail)
+		v->tail->next = g;
+	else
+		v->head = g;
+	v->tail = g;
+	return g;
+}
+
+static void rf__group_append(struct rf__group *g, struct rf__entry *en)
+{
 	en->g = g;
 	en->prev = g->tail;
 	if (g->tail)
@@ -170,6 +162,19 @@ void rf__q_add(struct rf_engine *e, struct rf__entry *en)
 	g->tail = en;
 	g->n++;
 	g->nungranted++;
+}
+
+/* Queue entry en (op, var, write set) at the tail of its variable's queue, granting
+ * it if it can go now. */
+void rf__q_add(struct rf_engine *e, struct rf__entry *en)
+{
+	struct rf_var *v = en->var;
+	struct rf__group *g;
+
+	en->granted = en->front = en->dio = 0;
+	en->next = NULL;
+	g = rf__q_tail_group(e, v, en->write);
+	rf__group_append(g, en);
 	v->nqueued++;
 	if (g == v->head) {
 		rf__grant(e, en);
@@ -213,6 +218,37 @@ void rf__q_dispatched(struct rf_engine *e, struct rf_op *op)
 	}
 }
 
+static void rf__group_unlink(struct rf__group *g, struct rf__entry *en, struct rf_stream *s)
+{
+	if (en->prev)
+		en->prev->next = en->next;
+	else
+		g->head = en->next;
+	if (en->next)
+		en->next->prev = en->prev;
+	else
+		g->tail = en->prev;
+	g->n--;
+	if (en->dio) {
+		g->ndio--;
+		if (g->s == s)
+			g->ndio_s--;
+	}
+}
+
+/* v's front group g emptied: the next one becomes the front. */
+static void rf__q_pop_front(struct rf_engine *e, struct rf_var *v, struct rf__group *g)
+{
+	v->head = g->next;
+	rf__group_put(e, g);
+	if (v->head) {
+		v->head->prev = NULL;
+		rf__group_front(e, v, v->head);
+	} else {
+		v->tail = NULL;
+	}
+}
+
 /* op finished and every entry of it is at the front: take them out. Groups that
  * empty hand the front to the next. */
 void rf__q_remove(struct rf_engine *e, struct rf_op *op)
@@ -224,32 +260,11 @@ void rf__q_remove(struct rf_engine *e, struct rf_op *op)
 		struct rf__group *g = en->g;
 		struct rf_var *v = en->var;
 
-		if (en->prev)
-			en->prev->next = en->next;
-		else
-			g->head = en->next;
-		if (en->next)
-			en->next->prev = en->prev;
-		else
-			g->tail = en->prev;
+		rf__group_unlink(g, en, op->stream);
 		v->nqueued--;
-		g->n--;
-		if (en->dio) {
-			g->ndio--;
-			if (g->s == op->stream)
-				g->ndio_s--;
-		}
-		if (g->n == 0) {
-			v->head = g->next;
-			rf__group_put(e, g);
-			if (v->head) {
-				v->head->prev = NULL;
-				rf__group_front(e, v, v->head);
-			} else {
-				v->tail = NULL;
-			}
-		} else if (v->frontier && v->frontier->prev == g) {
+		if (g->n == 0)
+			rf__q_pop_front(e, v, g);
+		else if (v->frontier && v->frontier->prev == g)
 			rf__advance(e, v);
-		}
 	}
 }

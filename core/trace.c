@@ -1,23 +1,21 @@
-/* core/trace.c — Chrome-trace JSON (the "Trace Event Format"; opens in Perfetto and
- * chrome://tracing). One track (tid) per stream, each op a complete event ("X") with
- * its name, start and duration, and each dependency edge a flow ("s" at the end of the
- * producer, "f" with binding point "e" at the start of the consumer).
- *
- * Dependency edges are computed at push time from the variables' histories: a read
- * depends on the variable's last writer, a write on the last writer and every reader
- * since. Recording costs nothing when no trace is on. */
+/* core/trace.c -- Chrome-trace JSON (the "Trace Event Format"; opens in Perfetto and
+ * chrome://tracing): one track per stream, each op a complete event, each dependency
+ * edge a flow. Edges are computed at push time from the variables' histories
+ * (README.md). Recording costs nothing when no trace is on. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine-impl.h"
+#include "rf-internal.h"
 
 #define RF__MAX_READERS 256
 
 int rf__trace_open(struct rf_engine *e, const char *path)
 {
 	struct rf__trace *t = calloc(1, sizeof(*t));
+	struct rf_stream *s;
 
 	if (!t)
 		return -ENOMEM;
@@ -28,11 +26,8 @@ int rf__trace_open(struct rf_engine *e, const char *path)
 	}
 	t->t_origin = rf_now_ns();
 	e->trace = t;
-	{
-		struct rf_stream *s;
-		for (s = e->streams; s; s = s->next_registered)
-			rf__trace_track(e, s);
-	}
+	for (s = e->streams; s; s = s->next_registered)
+		rf__trace_track(e, s);
 	return 0;
 }
 
@@ -207,40 +202,66 @@ static const struct rf__trace_ev *rf__find(const struct rf__trace *t, uint64_t u
 	return lo < t->n && t->ev[lo].uid == uid ? &t->ev[lo] : NULL;
 }
 
-int rf__trace_close(struct rf_engine *e)
-{
-	struct rf__trace *t = e->trace;
+/* The JSON writer: events separated by ",\n". */
+struct rf__jw {
 	FILE *f;
-	size_t i;
-	uint64_t flow = 0;
-	int ret = 0, first = 1;
+	int first;
+};
 
-	e->trace = NULL;
-	f = fopen(t->path, "w");
-	if (!f) {
-		ret = -errno;
-		fprintf(stderr, "ringflow: cannot write trace %s: %s\n", t->path, strerror(errno));
-		goto out;
-	}
-	qsort(t->ev, t->n, sizeof(*t->ev), rf__cmp_uid);
-	fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n", f);
-#define SEP() do { if (!first) fputs(",\n", f); first = 0; } while (0)
-	SEP();
+static void rf__jw_sep(struct rf__jw *w)
+{
+	if (!w->first)
+		fputs(",\n", w->f);
+	w->first = 0;
+}
+
+/* Process and track names, tracks sorted by id. */
+static void rf__trace_write_meta(struct rf__jw *w, const struct rf__trace *t)
+{
+	FILE *f = w->f;
+	size_t i;
+
+	rf__jw_sep(w);
 	fprintf(f, "{\"ph\":\"M\",\"pid\":1,\"tid\":0,\"name\":\"process_name\",\"args\":{\"name\":\"ringflow\"}}");
-	SEP();
+	rf__jw_sep(w);
 	fprintf(f, "{\"ph\":\"M\",\"pid\":1,\"tid\":0,\"name\":\"thread_name\",\"args\":{\"name\":\"inline (reactor)\"}}");
-	SEP();
+	rf__jw_sep(w);
 	fprintf(f, "{\"ph\":\"M\",\"pid\":1,\"tid\":1,\"name\":\"thread_name\",\"args\":{\"name\":\"async (ring I/O)\"}}");
 	for (i = 0; i < t->ntracks; i++) {
 		int tid = t->tracks[i].tid;
-		SEP();
+		rf__jw_sep(w);
 		fprintf(f, "{\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"name\":\"thread_name\",\"args\":{\"name\":", tid);
 		rf__json_str(f, t->tracks[i].name);
 		fputs("}}", f);
-		SEP();
+		rf__jw_sep(w);
 		fprintf(f, "{\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":%d}}",
 			tid, tid);
 	}
+}
+
+/* An edge from producer p (at its end) to ev (at its start, ts): a flow pair. */
+static void rf__trace_write_flow(struct rf__jw *w, const struct rf__trace *t,
+				 const struct rf__trace_ev *p, const struct rf__trace_ev *ev,
+				 double ts, uint64_t flow)
+{
+	double pts = p->t1 >= t->t_origin ? (double)(p->t1 - t->t_origin) / 1e3 : 0;
+
+	if (pts > ts)
+		pts = ts; /* chained on a stream: started before the producer ended */
+	rf__jw_sep(w);
+	fprintf(w->f, "{\"ph\":\"s\",\"pid\":1,\"tid\":%d,\"ts\":%.3f,\"id\":%llu,\"cat\":\"dep\",\"name\":\"dep\"}",
+		p->tid, pts, (unsigned long long)flow);
+	rf__jw_sep(w);
+	fprintf(w->f, "{\"ph\":\"f\",\"bp\":\"e\",\"pid\":1,\"tid\":%d,\"ts\":%.3f,\"id\":%llu,\"cat\":\"dep\",\"name\":\"dep\"}",
+		ev->tid, ts, (unsigned long long)flow);
+}
+
+/* Each op a complete event, followed by the flows of its edges. */
+static void rf__trace_write_events(struct rf__jw *w, const struct rf__trace *t)
+{
+	uint64_t flow = 0;
+	size_t i;
+
 	for (i = 0; i < t->n; i++) {
 		const struct rf__trace_ev *ev = &t->ev[i];
 		double ts = (double)(ev->t0 - t->t_origin) / 1e3;
@@ -249,33 +270,44 @@ int rf__trace_close(struct rf_engine *e)
 
 		if (ev->t0 < t->t_origin)
 			ts = 0;
-		SEP();
-		fputs("{\"ph\":\"X\",\"pid\":1,\"name\":", f);
-		rf__json_str(f, ev->name);
-		fprintf(f, ",\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"op\":%llu}}", ev->tid, ts, dur,
-			(unsigned long long)ev->uid);
+		rf__jw_sep(w);
+		fputs("{\"ph\":\"X\",\"pid\":1,\"name\":", w->f);
+		rf__json_str(w->f, ev->name);
+		fprintf(w->f, ",\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"op\":%llu}}", ev->tid, ts,
+			dur, (unsigned long long)ev->uid);
 		for (j = 0; j < ev->ndeps; j++) {
 			const struct rf__trace_ev *p = rf__find(t, ev->deps[j]);
-			double pts;
-			if (!p)
-				continue;
-			pts = p->t1 >= t->t_origin ? (double)(p->t1 - t->t_origin) / 1e3 : 0;
-			if (pts > ts)
-				pts = ts; /* chained on a stream: started before the producer ended */
-			flow++;
-			SEP();
-			fprintf(f, "{\"ph\":\"s\",\"pid\":1,\"tid\":%d,\"ts\":%.3f,\"id\":%llu,\"cat\":\"dep\",\"name\":\"dep\"}",
-				p->tid, pts, (unsigned long long)flow);
-			SEP();
-			fprintf(f, "{\"ph\":\"f\",\"bp\":\"e\",\"pid\":1,\"tid\":%d,\"ts\":%.3f,\"id\":%llu,\"cat\":\"dep\",\"name\":\"dep\"}",
-				ev->tid, ts, (unsigned long long)flow);
+			if (p)
+				rf__trace_write_flow(w, t, p, ev, ts, ++flow);
 		}
 	}
-#undef SEP
-	fputs("\n]}\n", f);
-	if (fclose(f) != 0 && !ret)
-		ret = -errno;
-out:
+}
+
+static int rf__trace_write(struct rf__trace *t)
+{
+	struct rf__jw w = { NULL, 1 };
+	int ret;
+
+	w.f = fopen(t->path, "w");
+	if (!w.f) {
+		ret = rf__fail(-errno, "cannot write trace %s: %s", t->path, strerror(errno));
+		rf__log(RF_LOG_WARN, "%s", rf_last_error());
+		return ret;
+	}
+	qsort(t->ev, t->n, sizeof(*t->ev), rf__cmp_uid);
+	fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n", w.f);
+	rf__trace_write_meta(&w, t);
+	rf__trace_write_events(&w, t);
+	fputs("\n]}\n", w.f);
+	if (fclose(w.f) != 0)
+		return -errno;
+	return 0;
+}
+
+static void rf__trace_free(struct rf__trace *t)
+{
+	size_t i;
+
 	for (i = 0; i < t->n; i++)
 		free(t->ev[i].deps);
 	for (i = 0; i < t->ntracks; i++)
@@ -284,5 +316,16 @@ out:
 	free(t->ev);
 	free(t->path);
 	free(t);
+}
+
+/* Write the file and stop recording. */
+int rf__trace_close(struct rf_engine *e)
+{
+	struct rf__trace *t = e->trace;
+	int ret;
+
+	e->trace = NULL;
+	ret = rf__trace_write(t);
+	rf__trace_free(t);
 	return ret;
 }

@@ -1,20 +1,6 @@
-/* core/worker.c — the worker-thread stream.
- *
- * In: a single-producer/single-consumer ring of op pointers. The reactor thread is
- * the only producer (it publishes `head` with a release store), the worker the only
- * consumer. Out: the worker stores the op's status in the slot, publishes `tail`
- * (release) and signals the ring notifier — one syscall, no lock. The reactor's
- * notifier callback reads `tail` (acquire) and reports every finished op, oldest
- * first, to the engine.
- *
- * Idle: the worker spins briefly, then sleeps on a futex word. The classic
- * store/fence/load pairing (both sides seq_cst) means a wake-up is never missed:
- * the producer publishes head, fences, then looks at `sleeping`; the worker sets
- * `sleeping`, fences, then re-reads head before it sleeps. No mutex, no condition
- * variable.
- *
- * When the ring is full, further ops wait in a reactor-side overflow list and are
- * moved in as completions free slots. */
+/* core/worker.c -- the worker-thread stream: a single-producer/single-consumer ring of
+ * ops in, the ring notifier out; no mutex, no condition variable (README.md). Ops
+ * beyond its capacity wait in a reactor-side overflow list. */
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -27,6 +13,7 @@
 #include <unistd.h>
 
 #include "engine-impl.h"
+#include "rf-internal.h"
 
 #define RF__CACHELINE 64
 #define RF__WORKER_MAX_CAP (1u << 24)
@@ -71,10 +58,52 @@ static void rf__worker_post(struct rf__worker *w)
 	while (rf_notifier_signal(w->notifier) < 0) {
 		static _Atomic int warned;
 		if (!atomic_exchange(&warned, 1))
-			fprintf(stderr, "ringflow: worker stream %s: notifier signal failed, retrying\n",
+			rf__log(RF_LOG_WARN, "worker stream %s: notifier signal failed, retrying",
 				w->name);
 		usleep(100);
 	}
+}
+
+/* Run the op in slot t and post its completion. Every completion is posted at once:
+ * holding a short op's report back to batch it with the next would delay its
+ * consumers on other streams by however long the next op runs. */
+static void rf__worker_run(struct rf__worker *w, uint64_t t)
+{
+	struct rf_op *op = w->slot[t & (w->cap - 1)];
+	int st = rf_op_execute(op);
+
+	w->status[t & (w->cap - 1)] = st;
+	atomic_store_explicit(&w->tail, t + 1, memory_order_release);
+	rf__worker_post(w);
+}
+
+/* Spin a little (a producer usually pushes bursts): 1 if work or stop came. */
+static int rf__worker_spin(struct rf__worker *w, uint64_t t)
+{
+	int spin;
+
+	for (spin = 0; spin < 2000; spin++) {
+		if (atomic_load_explicit(&w->head, memory_order_acquire) != t ||
+		    atomic_load_explicit(&w->stop, memory_order_acquire))
+			return 1;
+#if defined(__x86_64__) || defined(__i386__)
+		__builtin_ia32_pause();
+#endif
+	}
+	return 0;
+}
+
+/* Sleep on the futex unless work or stop came after `sleeping` was set. */
+static void rf__worker_sleep(struct rf__worker *w, uint64_t t)
+{
+	uint32_t fv = atomic_load_explicit(&w->futex, memory_order_seq_cst);
+
+	atomic_store_explicit(&w->sleeping, 1, memory_order_seq_cst);
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&w->head, memory_order_seq_cst) == t &&
+	    !atomic_load_explicit(&w->stop, memory_order_seq_cst))
+		rf__futex(&w->futex, FUTEX_WAIT_PRIVATE, fv);
+	atomic_store_explicit(&w->sleeping, 0, memory_order_relaxed);
 }
 
 static void *rf__worker_main(void *arg)
@@ -83,44 +112,14 @@ static void *rf__worker_main(void *arg)
 	uint64_t t = 0;
 
 	for (;;) {
-		uint64_t h = atomic_load_explicit(&w->head, memory_order_acquire);
-		if (t < h) {
-			struct rf_op *op = w->slot[t & (w->cap - 1)];
-			int st = rf_op_execute(op);
-			w->status[t & (w->cap - 1)] = st;
-			t++;
-			atomic_store_explicit(&w->tail, t, memory_order_release);
-			/* Every completion is posted at once: holding a short op's report
-			 * back to batch it with the next would delay its consumers on other
-			 * streams by however long the next op runs. */
-			rf__worker_post(w);
+		if (t < atomic_load_explicit(&w->head, memory_order_acquire)) {
+			rf__worker_run(w, t++);
 			continue;
 		}
 		if (atomic_load_explicit(&w->stop, memory_order_acquire))
 			break;
-		/* Spin a little: a producer usually pushes bursts. */
-		{
-			int spin;
-			for (spin = 0; spin < 2000; spin++) {
-				if (atomic_load_explicit(&w->head, memory_order_acquire) != t ||
-				    atomic_load_explicit(&w->stop, memory_order_acquire))
-					break;
-#if defined(__x86_64__) || defined(__i386__)
-				__builtin_ia32_pause();
-#endif
-			}
-			if (spin < 2000)
-				continue;
-		}
-		{
-			uint32_t fv = atomic_load_explicit(&w->futex, memory_order_seq_cst);
-			atomic_store_explicit(&w->sleeping, 1, memory_order_seq_cst);
-			atomic_thread_fence(memory_order_seq_cst);
-			if (atomic_load_explicit(&w->head, memory_order_seq_cst) == t &&
-			    !atomic_load_explicit(&w->stop, memory_order_seq_cst))
-				rf__futex(&w->futex, FUTEX_WAIT_PRIVATE, fv);
-			atomic_store_explicit(&w->sleeping, 0, memory_order_relaxed);
-		}
+		if (!rf__worker_spin(w, t))
+			rf__worker_sleep(w, t);
 	}
 	return NULL;
 }
@@ -197,19 +196,23 @@ static const struct rf_stream_ops rf__worker_ops = {
 	/* .destroy = */ rf__worker_destroy,
 };
 
-int rf_worker_stream_create(struct rf_engine *e, const char *name, unsigned capacity,
-			    struct rf_stream **out)
+static void rf__worker_free(struct rf__worker *w)
+{
+	if (w->notifier)
+		rf_notifier_destroy(w->notifier);
+	free(w->slot);
+	free(w->status);
+	free(w);
+}
+
+/* The worker's record, its slots (cap rounded up to a power of two) and notifier. */
+static int rf__worker_alloc(struct rf_engine *e, const char *name, unsigned capacity,
+			    struct rf__worker **out)
 {
 	struct rf__worker *w;
 	unsigned cap = 1;
 	int ret;
 
-	if (!e || !out)
-		return -EINVAL;
-	if (!capacity)
-		capacity = 1024;
-	if (capacity > RF__WORKER_MAX_CAP)
-		return -EINVAL; /* the overflow list takes any number of ops beyond */
 	while (cap < capacity)
 		cap <<= 1;
 	w = aligned_alloc(RF__CACHELINE, sizeof(*w));
@@ -221,38 +224,56 @@ int rf_worker_stream_create(struct rf_engine *e, const char *name, unsigned capa
 	w->slot = calloc(cap, sizeof(*w->slot));
 	w->status = calloc(cap, sizeof(*w->status));
 	if (!w->slot || !w->status) {
-		ret = -ENOMEM;
-		goto fail;
+		rf__worker_free(w);
+		return -ENOMEM;
 	}
 	ret = rf_notifier_create(rf_engine_ring(e), rf__worker_notified, w, &w->notifier);
-	if (ret < 0)
-		goto fail;
+	if (ret < 0) {
+		rf__worker_free(w);
+		return ret;
+	}
 	w->s.ops = &rf__worker_ops;
 	w->s.ctx = w;
 	w->s.name = w->name;
 	w->s.flags = RF_STREAM_IN_ORDER;
+	*out = w;
+	return 0;
+}
+
+/* "rf-NAME", cut to the kernel's limit of 16 bytes, NUL included. */
+static void rf__worker_name_thread(struct rf__worker *w)
+{
+	char tn[16];
+	size_t l = strnlen(w->name, sizeof(tn) - 4);
+
+	memcpy(tn, "rf-", 3);
+	memcpy(tn + 3, w->name, l);
+	tn[3 + l] = 0;
+	pthread_setname_np(w->thread, tn);
+}
+
+int rf_worker_stream_create(struct rf_engine *e, const char *name, unsigned capacity,
+			    struct rf_stream **out)
+{
+	struct rf__worker *w;
+	int ret;
+
+	if (!e || !out)
+		return -EINVAL;
+	if (!capacity)
+		capacity = 1024;
+	if (capacity > RF__WORKER_MAX_CAP)
+		return -EINVAL; /* the overflow list takes any number of ops beyond */
+	if ((ret = rf__worker_alloc(e, name, capacity, &w)) < 0)
+		return ret;
 	ret = pthread_create(&w->thread, NULL, rf__worker_main, w);
 	if (ret) {
-		ret = -ret;
-		goto fail;
+		rf__worker_free(w);
+		return -ret;
 	}
 	w->started = 1;
-	{
-		char tn[16]; /* the kernel's limit, NUL included */
-		size_t l = strnlen(w->name, sizeof(tn) - 4);
-		memcpy(tn, "rf-", 3);
-		memcpy(tn + 3, w->name, l);
-		tn[3 + l] = 0;
-		pthread_setname_np(w->thread, tn);
-	}
+	rf__worker_name_thread(w);
 	rf_engine_add_stream(e, &w->s);
 	*out = &w->s;
 	return 0;
-fail:
-	if (w->notifier)
-		rf_notifier_destroy(w->notifier);
-	free(w->slot);
-	free(w->status);
-	free(w);
-	return ret;
 }

@@ -34,6 +34,7 @@
 
 #include "device-impl.h"
 #include "kernels_cuda.h"
+#include "stream.h"
 
 #define RF__EVRING 64u
 

@@ -1,10 +1,10 @@
-/* tests/core/late-stream.h — a test stream that reports late.
+/* tests/core/late-stream.h -- a test stream that reports late.
  *
  * An in-order stream with its own thread, like a device stream: it implements the
  * optional chain hook (a consumer on one late stream waits, on the device side, for a
  * producer's op on another), and after running each op it sleeps a random while
  * before reporting it. So a consumer chained behind a producer on another stream is
- * often reported *before* its producer — the reordering a CUDA stream's host
+ * often reported *before* its producer -- the reordering a CUDA stream's host
  * functions can produce, which the engine must not depend on. Test code: a mutex and
  * condition variable are fine here. */
 #ifndef RF_TEST_LATE_STREAM_H
@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "engine.h"
+#include "stream.h"
 #include "../test-util.h"
 
 #define LATE_QCAP (1u << 16)

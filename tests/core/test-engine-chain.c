@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <unistd.h>
 
-#include "engine.h"
+#include "stream.h"
 #include "../test-util.h"
 
 static struct rf_stream *executor;

@@ -3,11 +3,11 @@
  * detect_stack_use_after_return=1, each case below was a stack-use-after-return):
  * a wait_var that returns -EDEADLK while its writer is an async op completed later, a
  * synchronous-mode push from inside an inline op, a wait called from a done callback
- * (refused, with a message). A push that returned 0 runs its op and done callback
- * exactly once, and one that returned an error never does — in synchronous mode too,
+ * (refused, the message in rf_last_error()). A push that returned 0 runs its op and done callback
+ * exactly once, and one that returned an error never does -- in synchronous mode too,
  * when the wait inside push cannot finish. An async op that reports its completion and
- * then returns an error is completed once. rf_engine_op_done on an op that is not
- * running aborts with a message. Internal waits (destroying a stream) leave the
+ * then returns an error is completed once (and the error is logged). rf_engine_op_done
+ * on an op that is not running logs an error and aborts. Internal waits (destroying a stream) leave the
  * pending error for the user's wait_all. A worker stream's capacity is bounded. An op
  * that runs at once at push (inline, idle variables) and pushes ops from inside itself
  * orders them behind itself, as the queued path does, and its failure poisons. */
@@ -15,10 +15,12 @@
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "engine.h"
+#include "log.h"
 #include "../test-util.h"
 
 static struct rf_engine *e;
@@ -175,11 +177,14 @@ static void t_sync_nested(void)
 /* 4. A wait from a done callback (during the dispatch loop) is refused. */
 static struct rf_var *cb_v;
 
+static char cb_msg[512];
+
 static void wait_done(void *ctx, int st)
 {
 	(void)ctx;
 	(void)st;
 	wait_in_cb = rf_engine_wait_var(e, cb_v);
+	snprintf(cb_msg, sizeof(cb_msg), "%s", rf_last_error());
 }
 
 static void t_wait_in_done(int sync)
@@ -195,6 +200,7 @@ static void t_wait_in_done(int sync)
 	CHECK_OK(rf_engine_push(e, &(struct rf_op_desc){ .fn = count_fn, .done = wait_done,
 							 .writes = &v, .nwrites = 1, .name = "w" }));
 	CHECK_EQ(wait_in_cb, -EDEADLK);
+	CHECK(strstr(cb_msg, "rf_engine_wait_var called from inside an engine op, done callback"));
 	CHECK(scribble(4) != 12345);
 	rf_engine_op_done(held, 0);
 	CHECK_OK(rf_engine_wait_all(e));
@@ -211,10 +217,23 @@ static int done_then_fail(void *ctx, struct rf_op *op)
 	return -EIO;
 }
 
+/* The last error logged (the engine's log callback). */
+static char log_msg[512];
+static int log_level = -1;
+
+static void capture_log(enum rf_log_level level, const char *msg, void *user)
+{
+	(void)user;
+	log_level = (int)level;
+	snprintf(log_msg, sizeof(log_msg), "%s", msg);
+}
+
 static void t_done_then_fail(void)
 {
 	struct rf_var *v;
 
+	rf_log_set(capture_log, NULL);
+	log_msg[0] = 0;
 	setup(0);
 	v = rf_var_new(e, "v");
 	CHECK_OK(rf_engine_push(e, &(struct rf_op_desc){ .afn = done_then_fail, .done = count_done,
@@ -225,20 +244,41 @@ static void t_done_then_fail(void)
 	CHECK_EQ(ndone, 2);
 	CHECK_EQ(last_status, 0);
 	CHECK_EQ(rf_var_error(v, NULL), 0);
+	CHECK_EQ(log_level, RF_LOG_ERROR);
+	CHECK(strstr(log_msg, "op 'dtf2' on stream async (ring) reported its completion and then "
+		     "returned -5; the return value is ignored"));
 	CHECK_OK(rf_var_delete(e, v, NULL, NULL, NULL));
 	teardown();
+	rf_log_set(NULL, NULL);
 }
 
-/* 6. rf_engine_op_done on a finished op aborts (in a child process). */
+/* 6. rf_engine_op_done on a finished op logs an error and aborts (in a child process,
+ * whose log callback writes the message to a pipe). */
+static int log_fd = -1;
+
+static void pipe_log(enum rf_log_level level, const char *msg, void *user)
+{
+	(void)user;
+	if (level == RF_LOG_ERROR && write(log_fd, msg, strlen(msg)) < 0)
+		_exit(3);
+}
+
 static void t_double_done(void)
 {
-	pid_t pid = fork();
-	int ws;
+	char got[512] = "";
+	ssize_t n, len = 0;
+	int ws, fds[2];
+	pid_t pid;
 
+	CHECK(pipe(fds) == 0);
+	pid = fork();
 	CHECK(pid >= 0);
 	if (pid == 0) {
 		struct rf_var *v;
 		struct rf_op *op;
+		close(fds[0]);
+		log_fd = fds[1];
+		rf_log_set(pipe_log, NULL);
 		setup(0);
 		v = rf_var_new(e, "v");
 		rf_engine_push(e, &(struct rf_op_desc){ .afn = hold_start, .writes = &v,
@@ -248,8 +288,14 @@ static void t_double_done(void)
 		rf_engine_op_done(op, 0); /* must abort */
 		_exit(0);
 	}
+	close(fds[1]);
+	while (len < (ssize_t)sizeof(got) - 1 && (n = read(fds[0], got + len, sizeof(got) - 1 - len)) > 0)
+		len += n;
+	got[len] = 0;
+	close(fds[0]);
 	CHECK(waitpid(pid, &ws, 0) == pid);
 	CHECK(WIFSIGNALED(ws) && WTERMSIG(ws) == SIGABRT);
+	CHECK(strstr(got, "rf_engine_op_done on op '(finished)', which is not running"));
 }
 
 /* 7. Destroying a stream waits for all work but leaves the error for wait_all. */
@@ -363,7 +409,7 @@ static void t_now_nested(void)
 	}
 }
 
-/* 10. Issue 10's minimal case: Z is poisoned; then on one worker stream A0 writes W
+/* 10. The minimal case of an early-granted skip: Z is poisoned; then on one worker stream A0 writes W
  * slowly, A reads W and X and writes Y, D reads Z and writes X. Serially A reads a
  * clean X: Y ends clean and only X is poisoned (by D's skip). D, granted early by
  * stream order, must not poison X under A. */
@@ -374,7 +420,7 @@ static int slow_fn(void *ctx)
 	return 0;
 }
 
-static void t_issue_minimal(int sync)
+static void t_early_skip_minimal(int sync)
 {
 	struct rf_var *z, *w, *x, *y;
 	struct rf_stream *ws;
@@ -415,8 +461,8 @@ int main(void)
 	t_internal_wait_keeps_error();
 	t_worker_capacity();
 	t_now_nested();
-	t_issue_minimal(0);
-	t_issue_minimal(1);
+	t_early_skip_minimal(0);
+	t_early_skip_minimal(1);
 	printf("engine contract: waits, sync pushes, double completion, internal waits\n");
 	return 0;
 }

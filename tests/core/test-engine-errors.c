@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "engine.h"
+#include "log.h"
 #include "../test-util.h"
 
 static struct rf_engine *e;
@@ -31,15 +32,18 @@ static void del_fn(void *p)
 	(void)p;
 	deleted++;
 }
+static char wait_msg[512]; /* the refused wait's rf_last_error(), on its thread */
 static int waiter_fn(void *p)
 {
 	wait_inside_ret = rf_engine_wait_all(e);
+	snprintf(wait_msg, sizeof(wait_msg), "%s", rf_last_error());
 	(void)p;
 	return 0;
 }
 static int waiter_var_fn(void *p)
 {
 	wait_inside_ret = rf_engine_wait_var(e, p);
+	snprintf(wait_msg, sizeof(wait_msg), "%s", rf_last_error());
 	return 0;
 }
 
@@ -119,10 +123,12 @@ int main(void)
 		CHECK_OK(rf_engine_push_simple(e, waiter_fn, NULL, NULL, 0, &a, 1, NULL, "waits-inline"));
 		CHECK_EQ(rf_engine_wait_all(e), 0);
 		CHECK_EQ(wait_inside_ret, -EDEADLK);
+		CHECK(strstr(wait_msg, "rf_engine_wait_all called from inside an engine op"));
 		wait_inside_ret = 1;
 		CHECK_OK(rf_engine_push_simple(e, waiter_var_fn, a, NULL, 0, NULL, 0, w, "waits-worker"));
 		CHECK_EQ(rf_engine_wait_all(e), 0);
 		CHECK_EQ(wait_inside_ret, -EDEADLK);
+		CHECK(strstr(wait_msg, "rf_engine_wait_var called from a thread other than"));
 		rf_var_delete(e, a, NULL, NULL, NULL);
 		fprintf(stderr, "wait inside op refused: ok\n");
 	}

@@ -4,7 +4,7 @@
  * and write), and runs on one of four worker streams or the inline stream. Each op
  * folds its inputs into its outputs with an order-sensitive hash, so any misordering
  * changes the result. The arrays after the engine run must be bit-identical to the
- * same program run serially — in normal mode and in synchronous debug mode. Under
+ * same program run serially -- in normal mode and in synchronous debug mode. Under
  * ThreadSanitizer this also checks that the worker-stream handoffs are race-free. */
 #include <errno.h>
 #include <stdint.h>

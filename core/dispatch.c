@@ -1,0 +1,66 @@
+/* core/dispatch.c -- the one loop (rf__pump) that empties the engine's two lists:
+ * finished ops are completed (complete.c), ready ops are dispatched to their stream
+ * (rf__dispatch). Nothing recurses: a completion or dispatch that makes more ops
+ * ready or finished appends them to the lists. */
+#include "engine-impl.h"
+#include "rf-internal.h"
+
+/* A stream's enqueue failed: the op fails with ret, unless the stream already
+ * reported it (an async fn that called rf_engine_op_done, then returned an error). */
+static void rf__enqueue_failed(struct rf_engine *e, struct rf_op *op, struct rf_stream *s,
+			       uint64_t uid, const char *opname, int ret)
+{
+	if (op->uid != uid || op->state != RF__OP_DISPATCHED) {
+		rf__log(RF_LOG_ERROR, "op '%s' on stream %s reported its completion and "
+			"then returned %d; the return value is ignored (an async op returns "
+			"0 once it has called rf_engine_op_done)", opname, s->name, ret);
+		return;
+	}
+	s->done_seq++;
+	rf__reported(e, op, ret);
+}
+
+static void rf__dispatch(struct rf_engine *e, struct rf_op *op)
+{
+	struct rf_stream *s = op->stream;
+	const char *name, *opname = op->name;
+	uint64_t uid = op->uid;
+	int ret;
+
+	if (rf__inherited_error(op, 1, &name)) {
+		/* Skipped: an input is poisoned for good. Not enqueued; it completes
+		 * (poisoning its outputs) when it is first in all its queues. */
+		rf__reported(e, op, 0);
+		return;
+	}
+	/* Every input at the front and clean: nothing can poison it any more. */
+	op->settled = op->nfront == op->nent;
+	op->state = RF__OP_DISPATCHED;
+	op->seq = ++s->seq;
+	/* Stream chaining: consumers on the same in-order stream (or on streams that
+	 * can wait for this one) may go now. */
+	rf__q_dispatched(e, op);
+	ret = s->ops->enqueue(s, op);
+	if (ret < 0)
+		rf__enqueue_failed(e, op, s, uid, opname, ret);
+}
+
+/* Finishing first (it frees memory and may make more ops ready). Never re-entered:
+ * nested calls return and the outer loop goes on. */
+void rf__pump(struct rf_engine *e)
+{
+	struct rf_op *op;
+
+	if (e->pumping)
+		return;
+	e->pumping = 1;
+	for (;;) {
+		if ((op = rf__oplist_pop(&e->finished)))
+			rf__finish(e, op);
+		else if ((op = rf__oplist_pop(&e->ready)))
+			rf__dispatch(e, op);
+		else
+			break;
+	}
+	e->pumping = 0;
+}

@@ -1,0 +1,131 @@
+/* core/op.c -- op records: allocation from the engine's free list, filling one from a
+ * descriptor (its entries, deduplicated, queued on their variables). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine-impl.h"
+
+struct rf_op *rf__op_alloc(struct rf_engine *e)
+{
+	struct rf_op *op = e->free_ops;
+
+	if (op) {
+		e->free_ops = op->next;
+	} else {
+		op = malloc(sizeof(*op));
+		if (!op)
+			return NULL;
+	}
+	memset(op, 0, offsetof(struct rf_op, ent_inline));
+	op->next = NULL;
+	op->ndeps = 0;
+	op->deps = NULL;
+	op->eng = e;
+	op->ent = op->ent_inline;
+	op->cap_ent = RF__INLINE_ENTRIES;
+	return op;
+}
+
+void rf__op_free(struct rf_engine *e, struct rf_op *op)
+{
+	if (op->ent != op->ent_inline)
+		free(op->ent);
+	if (op->deps)
+		free(op->deps);
+	op->state = RF__OP_FREE;
+	op->next = e->free_ops;
+	e->free_ops = op;
+}
+
+/* Teardown: free the free list. */
+void rf__ops_release(struct rf_engine *e)
+{
+	struct rf_op *op;
+
+	while ((op = e->free_ops)) {
+		e->free_ops = op->next;
+		free(op);
+	}
+}
+
+static int rf__op_grow_entries(struct rf_op *op)
+{
+	uint32_t cap = op->cap_ent * 2;
+	struct rf__entry *n = malloc(cap * sizeof(*n));
+
+	if (!n)
+		return -ENOMEM;
+	memcpy(n, op->ent, op->nent * sizeof(*n));
+	if (op->ent != op->ent_inline)
+		free(op->ent);
+	op->ent = n;
+	op->cap_ent = cap;
+	return 0;
+}
+
+/* Add var v to op with mode write (1) or read (0), merging duplicates. */
+static int rf__op_add_var(struct rf_op *op, struct rf_var *v, int write)
+{
+	uint32_t i;
+	int ret;
+
+	for (i = 0; i < op->nent; i++) {
+		if (op->ent[i].var == v) {
+			op->ent[i].write |= (uint8_t)write;
+			return 0;
+		}
+	}
+	if (op->nent == op->cap_ent && (ret = rf__op_grow_entries(op)) < 0)
+		return ret;
+	op->ent[op->nent].op = op;
+	op->ent[op->nent].var = v;
+	op->ent[op->nent].write = (uint8_t)write;
+	op->nent++;
+	return 0;
+}
+
+static void rf__op_fill_fields(struct rf_engine *e, struct rf_op *op, const struct rf_op_desc *d)
+{
+	op->fn = d->fn;
+	op->afn = d->afn;
+	op->ctx = d->ctx;
+	op->done = d->done;
+	op->stream = d->afn ? &e->async_stream : d->stream ? d->stream : &e->inline_stream;
+	op->name = d->name ? d->name : "op";
+	op->bytes = d->bytes;
+	op->flags = d->flags;
+}
+
+/* Writes first, then reads, deduplicated. */
+static int rf__op_fill_entries(struct rf_op *op, const struct rf_op_desc *d)
+{
+	uint32_t i;
+	int ret;
+
+	for (i = 0; i < d->nwrites; i++)
+		if ((ret = rf__op_add_var(op, d->writes[i], 1)) < 0)
+			return ret;
+	for (i = 0; i < d->nreads; i++)
+		if ((ret = rf__op_add_var(op, d->reads[i], 0)) < 0)
+			return ret;
+	return 0;
+}
+
+/* Fill op from d: its function, stream and names, its entries, queued on their
+ * variables. On failure nothing is queued. */
+int rf__op_fill(struct rf_engine *e, struct rf_op *op, const struct rf_op_desc *d)
+{
+	uint32_t i;
+	int ret;
+
+	rf__op_fill_fields(e, op, d);
+	if ((ret = rf__op_fill_entries(op, d)) < 0)
+		return ret;
+	if ((ret = rf__q_reserve(e, op->nent)) < 0)
+		return ret;
+	op->pending = op->nent + 1; /* +1: not ready before every entry is queued */
+	for (i = 0; i < op->nent; i++)
+		rf__q_add(e, &op->ent[i]);
+	return 0;
+}

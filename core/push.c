@@ -1,0 +1,199 @@
+/* core/push.c -- pushing an op: checking the descriptor, bounded asynchrony, queuing
+ * the op on its variables; synchronous mode; deleting and clearing a variable (both
+ * pushed mutations). Short ops on idle variables take the immediate path
+ * (immediate.c). */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "engine-impl.h"
+
+/* special: an engine-made op (wait, deletion) may have no function. */
+static int rf__check_desc(struct rf_engine *e, const struct rf_op_desc *d, int special)
+{
+	uint32_t i;
+
+	if (!d || (!d->fn && !d->afn && !special) || (d->fn && d->afn) ||
+	    (d->nreads && !d->reads) || (d->nwrites && !d->writes))
+		return -EINVAL;
+	for (i = 0; i < d->nreads; i++)
+		if (!d->reads[i] || d->reads[i]->eng != e)
+			return -EINVAL;
+	for (i = 0; i < d->nwrites; i++)
+		if (!d->writes[i] || d->writes[i]->eng != e)
+			return -EINVAL;
+	return 0;
+}
+
+/* Before an op record is taken: a valid descriptor, the op on the immediate path
+ * queued if this push comes from inside it, room under the cap for a user op. */
+static int rf__push_admit(struct rf_engine *e, const struct rf_op_desc *d, int internal,
+			  int special)
+{
+	int ret;
+
+	if ((ret = rf__check_desc(e, d, special)) < 0)
+		return ret;
+	if (e->now_desc && !e->now_op && (ret = rf__now_materialize(e)) < 0)
+		return ret;
+	if (!internal && (ret = rf__make_room(e, d->bytes)) < 0)
+		return ret;
+	return 0;
+}
+
+/* Its push number (internal ops do not count) and, when tracing, its edges. */
+static void rf__op_number(struct rf_engine *e, struct rf_op *op)
+{
+	op->uid = ++e->st.pushed;
+	if (op->internal)
+		e->st.pushed--;
+	if (e->trace) {
+		op->traced = 1;
+		rf__trace_deps_at_push(e, op);
+	}
+}
+
+/* Build op from d and queue it. On success the op belongs to the engine (its done
+ * callback will run); on failure nothing of it remains. */
+int rf__push(struct rf_engine *e, const struct rf_op_desc *d, struct rf_var *delete_var,
+	     int internal, struct rf__waiter *w, struct rf_var *wait_var)
+{
+	struct rf_op *op;
+	int ret;
+
+	if ((ret = rf__push_admit(e, d, internal, internal || delete_var)) < 0)
+		return ret;
+	op = rf__op_alloc(e);
+	if (!op)
+		return -ENOMEM;
+	op->internal = (uint8_t)internal;
+	op->delete_var = delete_var;
+	op->wait_var = wait_var;
+	op->state = RF__OP_PENDING;
+	if ((ret = rf__op_fill(e, op, d)) < 0) {
+		rf__op_free(e, op);
+		return ret;
+	}
+	rf__op_number(e, op);
+	op->waiter = w;
+	rf__inflight_add(e, op->bytes);
+	if (--op->pending == 0) {
+		op->state = RF__OP_READY;
+		rf__oplist_push(&e->ready, op);
+	}
+	rf__pump(e);
+	return 0;
+}
+
+/* A user push: in synchronous debug mode the op runs to completion before push
+ * returns (when the reactor can be turned here; from inside an op or callback it
+ * runs right after). Once the op is accepted push returns 0 whatever happens while
+ * waiting: the op and its done callback belong to the engine from then on. */
+static int rf__push_user(struct rf_engine *e, const struct rf_op_desc *d, struct rf_var *delete_var)
+{
+	struct rf__waiter *w = NULL;
+	int ret;
+
+	if (!delete_var && (ret = rf__push_now(e, d)) != 0)
+		return ret < 0 ? ret : 0;
+	if (e->sync && !rf__in_callback(e) && !(w = calloc(1, sizeof(*w))))
+		return -ENOMEM;
+	ret = rf__push(e, d, delete_var, 0, w, NULL);
+	if (ret < 0) {
+		free(w);
+		return ret;
+	}
+	if (w)
+		(void)rf__wait_waiter(e, w, NULL);
+	return 0;
+}
+
+int rf_engine_push(struct rf_engine *e, const struct rf_op_desc *d)
+{
+	return rf__push_user(e, d, NULL);
+}
+
+int rf_engine_push_simple(struct rf_engine *e, rf_op_fn fn, void *ctx,
+			  struct rf_var *const *reads, unsigned nreads,
+			  struct rf_var *const *writes, unsigned nwrites,
+			  struct rf_stream *stream, const char *name)
+{
+	struct rf_op_desc d = {
+		.fn = fn, .ctx = ctx, .reads = reads, .nreads = nreads,
+		.writes = writes, .nwrites = nwrites, .stream = stream, .name = name,
+	};
+	return rf__push_user(e, &d, NULL);
+}
+
+/* ---- deleting and clearing a variable: pushed mutations ---- */
+
+struct rf__del {
+	void (*free_fn)(void *);
+	void *arg;
+};
+
+static int rf__del_run(void *ctx)
+{
+	struct rf__del *d = ctx;
+
+	if (d->free_fn)
+		d->free_fn(d->arg);
+	return 0;
+}
+
+static void rf__del_done(void *ctx, int status)
+{
+	(void)status;
+	free(ctx);
+}
+
+int rf_var_delete(struct rf_engine *e, struct rf_var *v, void (*free_fn)(void *), void *arg,
+		  struct rf_stream *stream)
+{
+	struct rf__del *ctx;
+	struct rf_op_desc d = { 0 };
+	int ret;
+
+	if (!v || v->eng != e)
+		return -EINVAL;
+	ctx = malloc(sizeof(*ctx));
+	if (!ctx)
+		return -ENOMEM;
+	ctx->free_fn = free_fn;
+	ctx->arg = arg;
+	d.fn = rf__del_run;
+	d.ctx = ctx;
+	d.done = rf__del_done;
+	d.writes = &v;
+	d.nwrites = 1;
+	d.stream = stream;
+	d.name = "delete";
+	d.flags = RF_OP_ALWAYS;
+	ret = rf__push_user(e, &d, v);
+	if (ret < 0)
+		free(ctx);
+	return ret;
+}
+
+static int rf__clear_run(void *ctx)
+{
+	struct rf_var *v = ctx;
+
+	v->err = 0;
+	v->err_op = NULL;
+	return 0;
+}
+
+int rf_var_clear_error(struct rf_engine *e, struct rf_var *v)
+{
+	struct rf_op_desc d = { 0 };
+
+	if (!v || v->eng != e)
+		return -EINVAL;
+	d.fn = rf__clear_run;
+	d.ctx = v;
+	d.writes = &v;
+	d.nwrites = 1;
+	d.name = "clear_error";
+	d.flags = RF_OP_ALWAYS;
+	return rf__push_user(e, &d, NULL);
+}

@@ -1,0 +1,179 @@
+/* core/stream.c -- streams as the engine sees them: the built-in inline and async
+ * streams, registering and destroying streams, and the calls a stream makes for an
+ * op (rf_op_execute on any thread, rf_engine_op_done on the reactor thread). */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "engine-impl.h"
+#include "rf-internal.h"
+
+/* The inline stream: runs the op right away on the reactor thread. */
+static int rf__inline_enqueue(struct rf_stream *s, struct rf_op *op)
+{
+	struct rf_engine *e = s->eng;
+	int st;
+
+	e->in_callback++;
+	st = rf_op_execute(op);
+	e->in_callback--;
+	rf_engine_op_done(op, st);
+	return 0;
+}
+
+static void rf__builtin_destroy(struct rf_stream *s)
+{
+	(void)s;
+}
+
+/* The async stream: the op's afn starts the work; its completion reports. */
+static int rf__async_enqueue(struct rf_stream *s, struct rf_op *op)
+{
+	struct rf_engine *e = s->eng;
+	int st;
+
+	if (op->traced)
+		op->t0 = rf_now_ns();
+	e->in_callback++;
+	st = op->afn(op->ctx, op);
+	e->in_callback--;
+	return st < 0 ? st : 0; /* < 0: the engine finishes the op with it */
+}
+
+static const struct rf_stream_ops rf__async_ops = {
+	/* .enqueue = */ rf__async_enqueue,
+	/* .chain   = */ NULL, /* optional */
+	/* .destroy = */ rf__builtin_destroy,
+};
+
+static const struct rf_stream_ops rf__inline_ops = {
+	/* .enqueue = */ rf__inline_enqueue,
+	/* .chain   = */ NULL, /* optional */
+	/* .destroy = */ rf__builtin_destroy,
+};
+
+static void rf__builtin_init(struct rf_engine *e, struct rf_stream *s,
+			     const struct rf_stream_ops *ops, const char *name, int id)
+{
+	s->ops = ops;
+	s->name = name;
+	s->flags = 0;
+	s->eng = e;
+	s->id = id;
+}
+
+/* The built-in streams take ids 0 and 1; registered streams follow. */
+void rf__streams_init(struct rf_engine *e)
+{
+	rf__builtin_init(e, &e->inline_stream, &rf__inline_ops, "inline", 0);
+	rf__builtin_init(e, &e->async_stream, &rf__async_ops, "async (ring)", 1);
+	e->next_stream_id = 2;
+}
+
+/* Destroy the streams still registered, newest first. */
+void rf__streams_destroy(struct rf_engine *e)
+{
+	while (e->streams) {
+		struct rf_stream *s = e->streams;
+		e->streams = s->next_registered;
+		s->ops->destroy(s);
+	}
+}
+
+struct rf_stream *rf_engine_inline_stream(struct rf_engine *e)
+{
+	return &e->inline_stream;
+}
+
+struct rf_stream *rf_engine_async_stream(struct rf_engine *e)
+{
+	return &e->async_stream;
+}
+
+const char *rf_stream_name(const struct rf_stream *s)
+{
+	return s->name;
+}
+
+int rf_engine_add_stream(struct rf_engine *e, struct rf_stream *s)
+{
+	if (!s || !s->ops || !s->ops->enqueue || !s->ops->destroy)
+		return -EINVAL;
+	s->eng = e;
+	s->id = e->next_stream_id++;
+	s->seq = 0;
+	s->done_seq = 0;
+	s->next_registered = e->streams;
+	e->streams = s;
+	rf__trace_track(e, s);
+	return 0;
+}
+
+void rf_engine_remove_stream(struct rf_engine *e, struct rf_stream *s)
+{
+	struct rf_stream **pp;
+
+	for (pp = &e->streams; *pp; pp = &(*pp)->next_registered) {
+		if (*pp == s) {
+			*pp = s->next_registered;
+			break;
+		}
+	}
+}
+
+void rf_stream_destroy(struct rf_stream *s)
+{
+	struct rf_engine *e;
+
+	if (!s)
+		return;
+	e = s->eng;
+	if (e) {
+		rf_engine_wait_idle(e); /* leaves errors for the user's next wait */
+		rf_engine_remove_stream(e, s);
+	}
+	s->ops->destroy(s);
+}
+
+int rf_op_execute(struct rf_op *op)
+{
+	int st;
+
+	if (op->traced)
+		op->t0 = rf_now_ns();
+	st = op->fn ? op->fn(op->ctx) : 0;
+	if (op->traced && !op->t1)
+		op->t1 = rf_now_ns();
+	if (st > 0)
+		st = 0;
+	return st;
+}
+
+uint64_t rf_op_seq(const struct rf_op *op)
+{
+	return op->seq;
+}
+
+void rf_op_set_times(struct rf_op *op, uint64_t t0_ns, uint64_t t1_ns)
+{
+	op->t0 = t0_ns;
+	op->t1 = t1_ns;
+}
+
+/* A stream (or an async op's work) reports: the op completes once it is first in
+ * every queue (complete.c). */
+void rf_engine_op_done(struct rf_op *op, int status)
+{
+	struct rf_engine *e = op->eng;
+
+	if (op->state != RF__OP_DISPATCHED) {
+		rf__log(RF_LOG_ERROR, "rf_engine_op_done on op '%s', which is not running "
+			"(reported twice, or never dispatched): a stream broke its contract",
+			op->state == RF__OP_FREE ? "(finished)" : op->name);
+		abort();
+	}
+	if (op->traced && !op->t1)
+		op->t1 = rf_now_ns();
+	op->stream->done_seq++;
+	rf__reported(e, op, status);
+	rf__pump(e);
+}

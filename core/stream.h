@@ -1,0 +1,62 @@
+/* ringflow/stream.h -- implementing a kind of stream (devices, tests): the fields of
+ * struct rf_stream and its ops, registering it with an engine, running its ops and
+ * reporting them (rf_engine_op_done, engine.h). Users of the engine need only
+ * engine.h. */
+#ifndef RINGFLOW_STREAM_H
+#define RINGFLOW_STREAM_H
+
+#include <stdint.h>
+#include "engine.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum {
+	RF_STREAM_IN_ORDER = 1u << 0, /* ops finish in enqueue order: a consumer on the same
+				       * stream is enqueued as soon as its producers are */
+};
+
+struct rf_stream_ops {
+	/* Reactor thread. Take op: run rf_op_execute(op) (on any thread) and afterwards
+	 * call rf_engine_op_done(op, status) on the reactor thread; in enqueue order for an
+	 * in-order stream. Returns 0 or -errno (then the op fails with it). */
+	int (*enqueue)(struct rf_stream *s, struct rf_op *op);
+	/* optional: make s's future work wait for producer's op with stream sequence
+	 * number seq (enqueued, maybe not finished). Return 0 if done (the engine then
+	 * counts the dependency satisfied), -ENOTSUP otherwise. */
+	int (*chain)(struct rf_stream *s, struct rf_stream *producer, uint64_t seq);
+	/* Reactor thread, no op in flight. Free the stream (including s itself). */
+	void (*destroy)(struct rf_stream *s);
+};
+
+struct rf_stream {
+	const struct rf_stream_ops *ops;
+	void *ctx;              /* the implementation's */
+	const char *name;
+	unsigned flags;         /* RF_STREAM_* */
+	/* filled by rf_engine_add_stream */
+	struct rf_engine *eng;
+	int id;
+	struct rf_stream *next_registered;
+	uint64_t seq;           /* ops enqueued so far */
+	uint64_t done_seq;      /* ops reported done so far */
+};
+
+/* Register a stream the caller allocated (ops, ctx, name, flags set). */
+int rf_engine_add_stream(struct rf_engine *e, struct rf_stream *s);
+/* Unregister (no op of it may be in flight). Does not call ops->destroy. */
+void rf_engine_remove_stream(struct rf_engine *e, struct rf_stream *s);
+
+/* Any thread: run the op's function (recording start/end times for the trace) and
+ * return its status. A stream calls it exactly once per op. */
+int rf_op_execute(struct rf_op *op);
+/* Stream sequence number assigned at enqueue (1-based). */
+uint64_t rf_op_seq(const struct rf_op *op);
+/* Let an asynchronous stream (CUDA) supply device-side start/end times. */
+void rf_op_set_times(struct rf_op *op, uint64_t t0_ns, uint64_t t1_ns);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,100 @@
+/* core/turn.c -- turning the reactor until a condition holds: room under the cap, a
+ * waiter's op finished, nothing in flight. The callers checked that turning it is
+ * allowed here (not from inside an op or callback). */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "engine-impl.h"
+
+struct rf__room {
+	struct rf_engine *e;
+	size_t bytes;
+};
+
+static int rf__room_cond(void *arg)
+{
+	struct rf__room *r = arg;
+	struct rf_engine *e = r->e;
+
+	if (e->inflight >= e->max_inflight)
+		return 0;
+	if (e->max_bytes && e->inflight && e->inflight_bytes + r->bytes > e->max_bytes)
+		return 0;
+	return 1;
+}
+
+int rf__has_room(struct rf_engine *e, size_t bytes)
+{
+	struct rf__room room = { e, bytes };
+
+	return rf__room_cond(&room);
+}
+
+/* Inside user code the engine called (an op, an async fn, a done callback), or a
+ * ring callback: the reactor cannot be turned from here. */
+int rf__in_callback(struct rf_engine *e)
+{
+	return e->in_callback || e->pumping || rf_ring_in_callback(e->ring);
+}
+
+/* Bounded asynchrony: turn the reactor until there is room (not possible from inside
+ * an op or callback: there the cap is exceeded rather than deadlock). */
+int rf__make_room(struct rf_engine *e, size_t bytes)
+{
+	struct rf__room room = { e, bytes };
+	int ret;
+
+	if (rf__room_cond(&room) || rf__in_callback(e))
+		return 0;
+	e->st.cap_waits++;
+	rf__pump(e);
+	if (rf__room_cond(&room))
+		return 0;
+	ret = rf_ring_run_until(e->ring, rf__room_cond, &room, 0);
+	return ret < 0 && ret != -EDEADLK ? ret : 0;
+}
+
+static int rf__waiter_done(void *arg)
+{
+	return ((struct rf__waiter *)arg)->done;
+}
+
+/* Turn the reactor until w's op finished. Returns 0 (w freed, *err its outcome) or
+ * the ring's error (w abandoned: the op's completion frees it). */
+int rf__wait_waiter(struct rf_engine *e, struct rf__waiter *w, int *err)
+{
+	int ret = 0;
+
+	rf__pump(e);
+	if (!w->done)
+		ret = rf_ring_run_until(e->ring, rf__waiter_done, w, 0);
+	if (!w->done) {
+		w->abandoned = 1;
+		return ret < 0 ? ret : -EIO;
+	}
+	if (err)
+		*err = w->err;
+	free(w);
+	return 0;
+}
+
+static int rf__all_done(void *arg)
+{
+	struct rf_engine *e = arg;
+
+	return e->inflight == 0;
+}
+
+/* Turn the reactor until nothing is in flight. */
+int rf__wait_idle(struct rf_engine *e)
+{
+	int ret;
+
+	rf__pump(e);
+	if (e->inflight) {
+		ret = rf_ring_run_until(e->ring, rf__all_done, e, 0);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}

@@ -1,0 +1,78 @@
+/* core/wait.c -- the user's waits: for a variable, for everything (reporting the
+ * first error), for idleness. A wait that would deadlock is refused. */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "engine-impl.h"
+#include "rf-internal.h"
+
+/* -EDEADLK (and the message in rf_last_error()) if waiting now would deadlock. */
+static int rf__wait_refused(struct rf_engine *e, const char *what)
+{
+	if (rf__gettid() != e->owner_tid)
+		return rf__fail(-EDEADLK, "%s called from a thread other than the engine's "
+				"reactor thread (from inside a worker-stream op?): refused, it "
+				"would deadlock; push a dependent op instead", what);
+	if (rf__in_callback(e))
+		return rf__fail(-EDEADLK, "%s called from inside an engine op, done callback "
+				"or ring callback: refused (it would deadlock: the op cannot "
+				"finish while it waits)", what);
+	return 0;
+}
+
+/* A no-op read at the end of v's queue: it completes after every earlier write, and
+ * reports v's poison at that point. It always runs, even if v is poisoned. */
+static int rf__push_wait_op(struct rf_engine *e, struct rf_var *v, struct rf__waiter *w)
+{
+	struct rf_op_desc d = { 0 };
+
+	d.reads = &v;
+	d.nreads = 1;
+	d.name = "wait_var";
+	d.flags = RF_OP_ALWAYS;
+	return rf__push(e, &d, NULL, 1, w, v);
+}
+
+int rf_engine_wait_var(struct rf_engine *e, struct rf_var *v)
+{
+	struct rf__waiter *w;
+	int ret, err = 0;
+
+	if (!v || v->eng != e)
+		return -EINVAL;
+	if ((ret = rf__wait_refused(e, "rf_engine_wait_var")) < 0)
+		return ret;
+	if (!v->nqueued)
+		return v->err;
+	if (!(w = calloc(1, sizeof(*w))))
+		return -ENOMEM;
+	if ((ret = rf__push_wait_op(e, v, w)) < 0) {
+		free(w);
+		return ret;
+	}
+	ret = rf__wait_waiter(e, w, &err);
+	return ret < 0 ? ret : err;
+}
+
+int rf_engine_wait_idle(struct rf_engine *e)
+{
+	int ret;
+
+	if ((ret = rf__wait_refused(e, "rf_engine_wait_idle")) < 0)
+		return ret;
+	return rf__wait_idle(e);
+}
+
+int rf_engine_wait_all(struct rf_engine *e)
+{
+	int ret;
+
+	if ((ret = rf__wait_refused(e, "rf_engine_wait_all")) < 0)
+		return ret;
+	if ((ret = rf__wait_idle(e)) < 0)
+		return ret;
+	ret = e->first_error;
+	e->first_error = 0;
+	e->first_error_op = NULL;
+	return ret;
+}
