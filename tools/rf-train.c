@@ -1,4 +1,4 @@
-/* rf-train — train the MLP or LeNet on Fashion-MNIST (trainer.h), on the CPU or CUDA,
+/* rf-train -- train the MLP or LeNet on Fashion-MNIST (trainer.h), on the CPU or CUDA,
  * on one or several devices, with the engine running everything asynchronously.
  *
  *   rf-train --model mlp|lenet [--data DIR] [--epochs N] [--batch-size B] [--lr LR]
@@ -41,9 +41,9 @@ static const char usage[] =
 "  --device cpu|cuda     where to compute (default cpu)\n"
 "  --devices K           data parallel over K devices (CPU: K worker streams; CUDA: K GPUs)\n"
 "  --seed S              seed of the weight init and the shuffle (default 0)\n"
-"  --init KIND           weights: kaiming (default) ±sqrt(6/fan_in), uniform ±1/sqrt(fan_in)\n"
-"                        (PyTorch's default), normal N(0, 0.01²) (the seed's), xavier\n"
-"                        ±sqrt(6/(fan_in+fan_out)); biases 0 (uniform: ±1/sqrt(fan_in))\n"
+"  --init KIND           weights: kaiming (default) +-sqrt(6/fan_in), uniform +-1/sqrt(fan_in)\n"
+"                        (PyTorch's default), normal N(0, 0.01^2) (the seed's), xavier\n"
+"                        +-sqrt(6/(fan_in+fan_out)); biases 0 (uniform: +-1/sqrt(fan_in))\n"
 "  --checkpoint FILE     save weights and state after every epoch\n"
 "  --resume              continue from --checkpoint FILE after its last epoch\n"
 "  --trace FILE          write a Chrome-trace JSON timeline of every op (Perfetto)\n"
@@ -266,7 +266,6 @@ int main(int argc, char **argv)
 	struct rf_engine_opts eo = { 0 };
 	struct rf_engine_stats es = { 0 };
 	struct rf_trainer *t = NULL;
-	char err[1024] = "";
 	FILE *mf = NULL;
 	double *secs = NULL, *sps = NULL, tot_s = 0, tot_n = 0;
 	struct rf_epoch_stats st = { 0 };
@@ -274,6 +273,7 @@ int main(int argc, char **argv)
 	uint64_t v;
 	int opt, ret, rc = 1, lr_set = 0;
 
+	rf_log_set(rf_cli_log_stderr, NULL);
 	c.epochs = 10;
 	c.o.model = "mlp";
 	c.o.device = "cpu";
@@ -468,13 +468,13 @@ int main(int argc, char **argv)
 		rf_cli_say("rf-train", "--trace %s: %s", c.trace, strerror(-ret));
 		goto out;
 	}
-	if ((ret = rf_trainer_create(&t, eng, &c.o, err, sizeof(err))) < 0) {
-		rf_cli_say("rf-train", "%s", err);
+	if ((ret = rf_trainer_create(&t, eng, &c.o)) < 0) {
+		rf_cli_say("rf-train", "%s", rf_last_error());
 		goto out;
 	}
 	if (c.resume) {
-		if ((ret = rf_trainer_load(t, c.checkpoint, err, sizeof(err))) < 0) {
-			rf_cli_say("rf-train", "cannot resume: %s", err);
+		if ((ret = rf_trainer_load(t, c.checkpoint)) < 0) {
+			rf_cli_say("rf-train", "cannot resume: %s", rf_trainer_last_error(t));
 			goto out;
 		}
 		fprintf(c.out, "resumed from %s after epoch %u\n", c.checkpoint,
@@ -514,10 +514,11 @@ int main(int argc, char **argv)
 			rf_trainer_batches(t));
 	}
 	while (rf_trainer_epochs_done(t) < c.epochs) {
-		if ((ret = rf_trainer_epoch(t, &st, err, sizeof(err))) < 0) {
+		if ((ret = rf_trainer_epoch(t, &st)) < 0) {
 			if (c.tty && !c.quiet)
 				fputc('\n', c.out);
-			rf_cli_say("rf-train", "epoch %u: %s", rf_trainer_epochs_done(t) + 1, err);
+			rf_cli_say("rf-train", "epoch %u: %s", rf_trainer_epochs_done(t) + 1,
+				   rf_trainer_last_error(t));
 			goto out;
 		}
 		if (c.tty && !c.quiet)
@@ -541,8 +542,8 @@ int main(int argc, char **argv)
 		tot_s += st.seconds;
 		tot_n += (double)st.samples;
 		ran++;
-		if (c.checkpoint && (ret = rf_trainer_save(t, c.checkpoint, err, sizeof(err))) < 0) {
-			rf_cli_say("rf-train", "checkpoint: %s", err);
+		if (c.checkpoint && (ret = rf_trainer_save(t, c.checkpoint)) < 0) {
+			rf_cli_say("rf-train", "checkpoint: %s", rf_trainer_last_error(t));
 			goto out;
 		}
 	}
@@ -550,8 +551,8 @@ int main(int argc, char **argv)
 		/* nothing left to train (resumed at the last epoch): report the weights */
 		st.epoch = rf_trainer_epochs_done(t);
 		st.train_loss = st.train_acc = -1;
-		if ((ret = rf_trainer_evaluate(t, &st.test_acc, &st.test_loss, err, sizeof(err))) < 0) {
-			rf_cli_say("rf-train", "%s", err);
+		if ((ret = rf_trainer_evaluate(t, &st.test_acc, &st.test_loss)) < 0) {
+			rf_cli_say("rf-train", "%s", rf_trainer_last_error(t));
 			goto out;
 		}
 		fprintf(c.out, "nothing to train (%u epochs done): test acc %.4f\n", st.epoch,
