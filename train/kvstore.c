@@ -1,4 +1,4 @@
-/* train/kvstore.c — push/pull over engine ops; see kvstore.h. */
+/* train/kvstore.c -- push/pull over engine ops; see kvstore.h. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* ringflow/kvstore.h — a (key, value) store for data-parallel training (seeds §12.7.4).
+/* ringflow/kvstore.h -- a (key, value) store for data-parallel training.
  *
  *   push(key, values)  accumulates: the store's value for key becomes the sum of the
  *                      values pushed since the last pull of that key (the first push
@@ -8,12 +8,12 @@
  *
  * Every push and pull is engine ops (rf_sum, rf_copy) on the store's stream for that
  * key, reading and writing tensor variables, so a reduction starts the moment its
- * last input gradient is written — while the backward pass computes earlier layers'
- * gradients on the compute streams (§12.7: overlap synchronisation with computation).
+ * last input gradient is written -- while the backward pass computes earlier layers'
+ * gradients on the compute streams (overlapping synchronisation with computation).
  * Nothing here waits. Sums run left to right over the values in the order given, so
  * the result is the same bits on every run.
  *
- * Placement (§12.7.1: "aggregate some of the parameters on one GPU and some on
+ * Placement (as the seed puts it: "aggregate some of the parameters on one GPU and some on
  * another"): key k lives on homes[k mod nhomes]. On CPU devices (one shared memory)
  * the ops run on one worker stream of the store ("kv"); a CUDA home uses the stream
  * given for it (a second compute stream of that GPU), and a value on another GPU is
@@ -49,7 +49,7 @@ void rf_kv_destroy(struct rf_kvstore *kv);
  * its shape is used). The value is allocated on the key's home, uninitialised. */
 int rf_kv_init(struct rf_kvstore *kv, int key, const struct rf_tensor *like);
 
-/* store[key] (+)= vals[0] + … + vals[n-1]; vals borrowed (read by the pushed ops). */
+/* store[key] (+)= vals[0] + ... + vals[n-1]; vals borrowed (read by the pushed ops). */
 int rf_kv_push(struct rf_kvstore *kv, int key, struct rf_tensor *const *vals, unsigned n);
 /* outs[i] = store[key] for i < n; outs borrowed (written by the pushed ops). */
 int rf_kv_pull(struct rf_kvstore *kv, int key, struct rf_tensor *const *outs, unsigned n);

@@ -1,4 +1,4 @@
-/* train/model.c — the MLP and LeNet of rf-train: parameters, forward, backward, SGD.
+/* train/model.c -- the MLP and LeNet of rf-train: parameters, forward, backward, SGD.
  *
  * Reads top to bottom (llm.c): the specs, the replica (one parameter block and one
  * gradient block carved into views), then each model's forward and backward as a
@@ -141,7 +141,7 @@ static float rf__init_bound(enum rf_init init, const struct rf_param_spec *p)
 
 	if (init == RF_INIT_KAIMING)
 		return sqrtf(6.0f / fan_in);
-	if (init == RF_INIT_XAVIER) /* a weight is (out, in[, kh, kw]): fan_out = out·kh·kw */
+	if (init == RF_INIT_XAVIER) /* a weight is (out, in[, kh, kw]): fan_out = out*kh*kw */
 		return sqrtf(6.0f / (fan_in + (float)(p->shape[0] * (p->fan_in / p->shape[1]))));
 	return 1.0f / sqrtf(fan_in);
 }
@@ -233,8 +233,8 @@ void rf_model_acts_free(struct rf_model_acts *a)
 #define RF__NEW(dst, ...) do { if (!((dst) = RF__ACT(__VA_ARGS__))) { ret = -ENOMEM; goto out; } } while (0)
 
 /* ---- MLP ------------------------------------------------------------------------------
- * acts: a[0] h (n, 256) = relu(x·w1ᵀ + b1)
- *       logits (n, 10) = h·w2ᵀ + b2 */
+ * acts: a[0] h (n, 256) = relu(x*w1^T + b1)
+ *       logits (n, 10) = h*w2^T + b2 */
 
 static int rf__mlp_forward(struct rf_model *m, struct rf_model_acts *a, struct rf_tensor *x)
 {
@@ -244,7 +244,7 @@ static int rf__mlp_forward(struct rf_model *m, struct rf_model_acts *a, struct r
 
 	RF__TRY(rf_tensor_reshape(x, RF_DIMS(n, 784)));         /* x (n, 784) */
 	RF__NEW(a->a[0], m, "h", n, 256);
-	RF__TRY(rf_gemm(s, 0, 1, 1.0f, x, m->p[0], 0.0f, a->a[0])); /* h = x·w1ᵀ */
+	RF__TRY(rf_gemm(s, 0, 1, 1.0f, x, m->p[0], 0.0f, a->a[0])); /* h = x*w1^T */
 	RF__TRY(rf_bias_add(s, a->a[0], m->p[1]));
 	RF__TRY(rf_relu_fwd(s, a->a[0], a->a[0]));
 	RF__NEW(a->logits, m, "logits", n, 10);
@@ -261,7 +261,7 @@ static int rf__mlp_backward(struct rf_model *m, struct rf_model_acts *a, rf_grad
 	struct rf_tensor *dl = a->logits, *h = a->a[0], *dh = NULL;
 	int ret;
 
-	/* layer 1: dw2 (10, 256) = dlᵀ·h; db2 = Σ dl; dh (n, 256) = dl·w2 */
+	/* layer 1: dw2 (10, 256) = dl^T*h; db2 = sum dl; dh (n, 256) = dl*w2 */
 	RF__TRY(rf_gemm(sw, 1, 0, 1.0f, dl, h, 0.0f, m->g[2]));
 	RF__TRY(rf_bias_grad(sw, m->g[3], dl, 0));
 	RF__NEW(dh, m, "dh", a->n, 256);
@@ -269,7 +269,7 @@ static int rf__mlp_backward(struct rf_model *m, struct rf_model_acts *a, rf_grad
 	if (hook)
 		RF__TRY(hook(ctx, m, 1));
 	RF__TRY(rf_relu_bwd(s, dh, dh, h));
-	/* layer 0: dw1 (256, 784) = dhᵀ·x; db1 = Σ dh (no dx: x is the input) */
+	/* layer 0: dw1 (256, 784) = dh^T*x; db1 = sum dh (no dx: x is the input) */
 	RF__TRY(rf_gemm(sw, 1, 0, 1.0f, dh, a->x, 0.0f, m->g[0]));
 	RF__TRY(rf_bias_grad(sw, m->g[1], dh, 0));
 	if (hook)
@@ -285,8 +285,8 @@ out:
  *       a[2] c2 (n, 50, 9, 9)   = relu(conv(p1, c2.w) + c2.b)
  *       a[3] p2 (n, 50, 4, 4)   = avgpool2(c2) (floor: row and column 8 unused),
  *                                 seen as (n, 800) by f1
- *       a[4] h3 (n, 128)        = relu(p2·f1.wᵀ + f1.b)
- *       logits (n, 10)          = h3·f2.wᵀ + f2.b */
+ *       a[4] h3 (n, 128)        = relu(p2*f1.w^T + f1.b)
+ *       logits (n, 10)          = h3*f2.w^T + f2.b */
 
 /* relu then avgpool2 (forward), avgpool2 then relu (backward): fused on the CPU (one
  * pass over the big tensor, the same bits), two ops elsewhere. */
@@ -312,9 +312,9 @@ static int rf__pool_relu_bwd(struct rf_model *m, struct rf_stream *s, struct rf_
 	return ret < 0 ? ret : rf_relu_bwd(s, dx, dx, y);
 }
 
-/* The convolutional part of the forward (conv1 … pool2) on images [i0, i0 + k) of x,
+/* The convolutional part of the forward (conv1 ... pool2) on images [i0, i0 + k) of x,
  * c1, p1, c2 and p2: whole tensors when k == n, otherwise views of them, kept in
- * a->v[vi …] (freed with the acts: see model.h). */
+ * a->v[vi ...] (freed with the acts: see model.h). */
 static int rf__lenet_conv_part(struct rf_model *m, struct rf_model_acts *a, struct rf_tensor *x,
 			       struct rf_stream *s, int64_t i0, int64_t k, int vi)
 {
@@ -390,7 +390,7 @@ static int rf__lenet_backward(struct rf_model *m, struct rf_model_acts *a, rf_gr
 	int64_t n = a->n;
 	int ret;
 
-	/* layer 3 (f2): df2.w (10, 128) = dlᵀ·h3; df2.b; dh3 (n, 128) = dl·f2.w */
+	/* layer 3 (f2): df2.w (10, 128) = dl^T*h3; df2.b; dh3 (n, 128) = dl*f2.w */
 	RF__TRY(rf_gemm(sw, 1, 0, 1.0f, dl, h3, 0.0f, m->g[6]));
 	RF__TRY(rf_bias_grad(sw, m->g[7], dl, 0));
 	RF__NEW(dh3, m, "dh3", n, 128);
@@ -398,7 +398,7 @@ static int rf__lenet_backward(struct rf_model *m, struct rf_model_acts *a, rf_gr
 	if (hook)
 		RF__TRY(hook(ctx, m, 3));
 	RF__TRY(rf_relu_bwd(s, dh3, dh3, h3));
-	/* layer 2 (f1): df1.w (128, 800) = dh3ᵀ·p2; df1.b; dp2 (n, 800) = dh3·f1.w */
+	/* layer 2 (f1): df1.w (128, 800) = dh3^T*p2; df1.b; dp2 (n, 800) = dh3*f1.w */
 	RF__TRY(rf_gemm(sw, 1, 0, 1.0f, dh3, p2, 0.0f, m->g[4]));
 	RF__TRY(rf_bias_grad(sw, m->g[5], dh3, 0));
 	RF__NEW(dp2, m, "dp2", n, 800);

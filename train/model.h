@@ -1,4 +1,4 @@
-/* ringflow/model.h — the two models of rf-train: an MLP and LeNet (seeds §12.5–12.6).
+/* ringflow/model.h -- the two models of rf-train: an MLP and LeNet.
  *
  * A model replica lives on one device. Its parameters are ONE allocation (a block
  * tensor) carved into one view per parameter tensor, and its gradients are another
@@ -66,14 +66,14 @@ const struct rf_model_spec *rf_model_spec(const char *name);
 
 enum rf_init {
 	RF_INIT_KAIMING = 0, /* the default. He et al. 2015, for ReLU networks: weights
-			      * uniform in ±sqrt(6/fan_in) (variance 2/fan_in), biases 0.
-			      * Over seeds 0–4 at the seed's settings it ends LeNet's 10
+			      * uniform in +-sqrt(6/fan_in) (variance 2/fan_in), biases 0.
+			      * Over seeds 0-4 at the seed's settings it ends LeNet's 10
 			      * epochs ~2 points above PyTorch's default (README) */
 	RF_INIT_UNIFORM = 1, /* PyTorch's default for Linear/Conv2d: weights and biases
-			      * uniform in ±1/sqrt(fan_in) */
-	RF_INIT_NORMAL = 2,  /* the seed's (§12.5.3): weights N(0, 0.01²), biases 0 */
+			      * uniform in +-1/sqrt(fan_in) */
+	RF_INIT_NORMAL = 2,  /* the seed's: weights N(0, 0.01^2), biases 0 */
 	RF_INIT_XAVIER = 3,  /* Glorot & Bengio 2010, d2l's init.Xavier(): weights uniform
-			      * in ±sqrt(6/(fan_in + fan_out)), biases 0 */
+			      * in +-sqrt(6/(fan_in + fan_out)), biases 0 */
 };
 
 struct rf_model {
@@ -82,7 +82,7 @@ struct rf_model {
 	struct rf_stream *s;          /* compute stream (borrowed; NULL: the device's first) */
 	struct rf_stream *s2;         /* optional second stream (borrowed; NULL: s) for the
 				       * weight gradients and their SGD, which then run
-				       * beside the data gradients on s (seed §12.3) */
+				       * beside the data gradients on s */
 	struct rf_tensor *params;     /* (numel) f32 block: all parameters */
 	struct rf_tensor *grads;      /* (numel) f32 block: all gradients */
 	struct rf_tensor *p[RF_MODEL_MAX_TENSORS]; /* views of params, spec order */
@@ -108,7 +108,7 @@ struct rf_model_acts {
 };
 
 /* Called by rf_model_backward right after the ops that compute layer `layer`'s weight
- * and bias gradients (g[2·layer], g[2·layer+1]) AND every op that reads that layer's
+ * and bias gradients (g[2*layer], g[2*layer+1]) AND every op that reads that layer's
  * weights have been pushed: the hook may push an update of those weights. Layers come
  * last to first. Returns 0 or -errno (then backward stops and returns it). */
 typedef int (*rf_grad_hook)(void *ctx, struct rf_model *m, unsigned layer);
@@ -139,7 +139,7 @@ int rf_model_backward(struct rf_model *m, struct rf_model_acts *acts, rf_grad_ho
 		      void *ctx);
 void rf_model_acts_free(struct rf_model_acts *acts);
 
-/* Push w -= lr·g (rf_sgd: plain SGD) for the weight and bias of one layer. */
+/* Push w -= lr*g (rf_sgd: plain SGD) for the weight and bias of one layer. */
 int rf_model_sgd_layer(struct rf_model *m, unsigned layer, float lr);
 
 #ifdef __cplusplus

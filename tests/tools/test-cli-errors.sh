@@ -63,8 +63,9 @@ ints() {
 # ints_more TOOL OPTION [args...]: the long list, for one option of each tool
 ints_more() {
 	tool=$1 opt=$2; shift 2
+	# the last value is a fullwidth digit one (U+FF11, UTF-8 EF BC 91)
 	for v in "" "+1" "1x" "99999999999999999999999" " 1" "1 " "-1" "x1" "0x10" "1e3" "1.5" \
-		 "1,000" "１"; do
+		 "1,000" "$(printf '\357\274\221')"; do
 		bad "$tool" "$opt" 2 "'$v'" "$@" "$opt" "$v"
 	done
 }

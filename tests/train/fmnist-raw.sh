@@ -1,4 +1,4 @@
-# tests/train/fmnist-raw.sh — sourced by the rf-train test scripts.
+# tests/train/fmnist-raw.sh -- sourced by the rf-train test scripts.
 # fmnist_raw DIR: the four Fashion-MNIST IDX files, uncompressed, into DIR (the loader
 # then reads them through the ring); exits 77 (skip) where the dataset is missing.
 # Needs DATA (the dataset directory) and fail() from the caller.

@@ -1,7 +1,7 @@
 #!/bin/sh
 # test-plot-metrics: tools/plot-metrics turns an rf-train --metrics CSV into the seeds'
-# curves — a PNG (checked by its signature) and the same plot as text on the terminal
-# (checked for its legend) — and refuses a malformed CSV with one line naming the file
+# curves -- a PNG (checked by its signature) and the same plot as text on the terminal
+# (checked for its legend) -- and refuses a malformed CSV with one line naming the file
 # and exit 1. Skipped (77) where gnuplot is missing.
 set -eu
 src=$1

@@ -1,5 +1,5 @@
 /* test-train-accuracy: short trainings reach an honest accuracy. Plain SGD's test
- * accuracy moves by about ±3% from one step to the next at these learning rates (seen
+ * accuracy moves by about +-3% from one step to the next at these learning rates (seen
  * identically in PyTorch given the same order and initial weights), so the bounds are
  * on the epoch's running training accuracy and on the best test evaluation:
  *   MLP:   20,000 records, batch 64, lr 0.1, 3 epochs: training accuracy of the last
@@ -19,7 +19,6 @@ static void run(struct tt_env *t, const char *model, uint64_t limit, uint64_t tl
 	struct rf_train_opts o = { 0 };
 	struct rf_trainer *tr;
 	struct rf_epoch_stats st;
-	char err[512];
 	double best = 0, last_loss = 1e9;
 
 	o.model = model;
@@ -28,13 +27,13 @@ static void run(struct tt_env *t, const char *model, uint64_t limit, uint64_t tl
 	o.test_limit = tlimit;
 	o.batch_size = batch;
 	o.lr = lr;
-	if (rf_trainer_create(&tr, t->eng, &o, err, sizeof(err)) < 0) {
-		fprintf(stderr, "trainer: %s\n", err);
+	if (rf_trainer_create(&tr, t->eng, &o) < 0) {
+		fprintf(stderr, "trainer: %s\n", rf_last_error());
 		exit(1);
 	}
 	for (unsigned e = 0; e < epochs; e++) {
-		if (rf_trainer_epoch(tr, &st, err, sizeof(err)) < 0) {
-			fprintf(stderr, "epoch: %s\n", err);
+		if (rf_trainer_epoch(tr, &st) < 0) {
+			fprintf(stderr, "epoch: %s\n", rf_last_error());
 			exit(1);
 		}
 		printf("%s epoch %u: loss %.4f train acc %.4f test acc %.4f\n", model, st.epoch,

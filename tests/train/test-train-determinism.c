@@ -13,20 +13,19 @@ static void train(struct tt_env *t, const char *model, uint64_t seed, uint64_t l
 	struct rf_train_opts o = { 0 };
 	struct rf_trainer *tr;
 	struct rf_epoch_stats st;
-	char err[512];
 
 	o.model = model;
 	o.data_dir = tt_data_dir();
 	o.seed = seed;
 	o.limit = limit;
 	o.no_eval = 1;
-	if (rf_trainer_create(&tr, t->eng, &o, err, sizeof(err)) < 0) {
-		fprintf(stderr, "trainer: %s\n", err);
+	if (rf_trainer_create(&tr, t->eng, &o) < 0) {
+		fprintf(stderr, "trainer: %s\n", rf_last_error());
 		exit(1);
 	}
 	for (unsigned e = 0; e < epochs; e++) {
-		if (rf_trainer_epoch(tr, &st, err, sizeof(err)) < 0) {
-			fprintf(stderr, "epoch: %s\n", err);
+		if (rf_trainer_epoch(tr, &st) < 0) {
+			fprintf(stderr, "epoch: %s\n", rf_last_error());
 			exit(1);
 		}
 	}

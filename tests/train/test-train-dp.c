@@ -1,4 +1,4 @@
-/* test-train-dp: data parallelism (seeds §12.5–12.7). With --devices 2 each batch is
+/* test-train-dp: data parallelism. With --devices 2 each batch is
  * split over two CPU devices (one worker stream each), every replica runs forward and
  * backward on its half, the per-layer gradients are summed through the key-value
  * store (push, pull) and every replica applies the same SGD step. Checks, on subsets
@@ -6,15 +6,15 @@
  * LeNet: 1024 records, 1 epoch):
  *   - after every epoch the two replicas' parameters are bitwise equal;
  *   - the K = 2 run follows the K = 1 run: the epoch's mean training loss agrees to
- *     1e-3 relative and the weights to 1e-2·max|w|. The two runs differ only by float
+ *     1e-3 relative and the weights to 1e-2*max|w|. The two runs differ only by float
  *     reassociation (each batch gradient is summed as two half-batch sums, then added;
  *     the 1/2 scalings are exact; the GEMMs see other row counts), a few ulp per step
- *     that SGD carries along — ~1e-8 relative in the loss — until a ReLU input lies
+ *     that SGD carries along -- ~1e-8 relative in the loss -- until a ReLU input lies
  *     within rounding distance of 0 in one run and not the other: that sample then
  *     contributes to one run's gradient and not the other's. Measured (MLP, 4000
  *     records, one stream with the AVX-512 gemm): the per-batch losses agree to 3e-8
  *     for 39 steps, then one step jumps to 7e-7 and the gap grows to 2e-5 relative
- *     (weights 2.4e-4 = 1e-3·max|w|) by the end of epoch 3. The bounds allow such
+ *     (weights 2.4e-4 = 1e-3*max|w|) by the end of epoch 3. The bounds allow such
  *     flips; a real fault of the data-parallel path (a replica's half missing, the
  *     sum not halved, a stale layer) moves the loss by percents after 3 epochs;
  *   - the first step's gradients agree to 1e-5 relative of their largest element.
@@ -27,7 +27,6 @@ static struct rf_trainer *make(struct tt_env *t, const char *model, unsigned K, 
 {
 	struct rf_train_opts o = { 0 };
 	struct rf_trainer *tr;
-	char err[512];
 
 	o.model = model;
 	o.data_dir = tt_data_dir();
@@ -36,8 +35,8 @@ static struct rf_trainer *make(struct tt_env *t, const char *model, unsigned K, 
 	o.limit = limit;
 	o.batch_size = batch;
 	o.no_eval = 1;
-	if (rf_trainer_create(&tr, t->eng, &o, err, sizeof(err)) < 0) {
-		fprintf(stderr, "trainer: %s\n", err);
+	if (rf_trainer_create(&tr, t->eng, &o) < 0) {
+		fprintf(stderr, "trainer: %s\n", rf_last_error());
 		exit(1);
 	}
 	return tr;
@@ -51,13 +50,12 @@ static void run(struct tt_env *t, const char *model, uint64_t limit, unsigned ba
 	size_t n = rf_model_spec(model)->numel;
 	float *p1 = malloc(n * 4), *r0 = malloc(n * 4), *r1 = malloc(n * 4);
 	struct rf_epoch_stats s1, s2;
-	char err[512];
 
 	CHECK(p1 && r0 && r1);
 	for (unsigned e = 0; e < epochs; e++) {
-		if (rf_trainer_epoch(t1, &s1, err, sizeof(err)) < 0 ||
-		    rf_trainer_epoch(t2, &s2, err, sizeof(err)) < 0) {
-			fprintf(stderr, "epoch: %s\n", err);
+		if (rf_trainer_epoch(t1, &s1) < 0 ||
+		    rf_trainer_epoch(t2, &s2) < 0) {
+			fprintf(stderr, "epoch: %s\n", rf_last_error());
 			exit(1);
 		}
 		CHECK_OK(rf_trainer_read_params(t1, 0, p1));
@@ -100,11 +98,10 @@ static void first_step(struct tt_env *t)
 	const struct rf_model_spec *sp = rf_model_spec("mlp");
 	float *g1 = malloc(sp->numel * 4), *g2 = malloc(sp->numel * 4);
 	struct rf_epoch_stats st;
-	char err[512];
 
 	CHECK(g1 && g2);
-	CHECK_OK(rf_trainer_epoch(t1, &st, err, sizeof(err)));
-	CHECK_OK(rf_trainer_epoch(t2, &st, err, sizeof(err)));
+	CHECK_OK(rf_trainer_epoch(t1, &st));
+	CHECK_OK(rf_trainer_epoch(t2, &st));
 	CHECK_OK(rf_tensor_read(rf_trainer_replica(t1, 0)->grads, g1));
 	CHECK_OK(rf_tensor_read(rf_trainer_replica(t2, 0)->grads, g2));
 	for (unsigned k = 0; k < sp->ntensors; k++) {

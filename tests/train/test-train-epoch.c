@@ -7,10 +7,10 @@
  * C in float64 here: the same initial weights (read from the trainer before it
  * trains), the records in the order the loader says it uses (rf_loader_order for
  * (seed, epoch)), pixels x = u8 / 255, forward, softmax cross-entropy (mean per batch),
- * backward and w -= lr·g. The trainer's float32 weights must agree to 1e-6 (absolute;
+ * backward and w -= lr*g. The trainer's float32 weights must agree to 1e-6 (absolute;
  * the weights are ~0.1; float32 rounding over 32 steps gives ~1e-8), and its reported
  * mean training loss to 1e-5 relative. (This is how the trainer was checked against
- * PyTorch given the same order and initial weights: max |Δw| 5.6e-8 after an epoch of
+ * PyTorch given the same order and initial weights: max |dw| 5.6e-8 after an epoch of
  * 313 steps.) Skips (77) without the dataset. */
 #include "train-test.h"
 #include "trainer.h"
@@ -106,8 +106,8 @@ static void run(struct tt_env *t, unsigned K, unsigned streams)
 	o.devices = K;
 	o.streams = streams;
 	o.no_eval = 1;
-	if (rf_trainer_create(&tr, t->eng, &o, err, sizeof(err)) < 0) {
-		fprintf(stderr, "trainer: %s\n", err);
+	if (rf_trainer_create(&tr, t->eng, &o) < 0) {
+		fprintf(stderr, "trainer: %s\n", rf_last_error());
 		exit(1);
 	}
 	CHECK_OK(rf_trainer_read_params(tr, 0, P));
@@ -136,7 +136,7 @@ static void run(struct tt_env *t, unsigned K, unsigned streams)
 
 	for (unsigned e = 0; e < EPOCHS; e++) {
 		double ref_loss = 0, dmax = 0, wmax = 0;
-		CHECK_OK(rf_trainer_epoch(tr, &st, err, sizeof(err)));
+		CHECK_OK(rf_trainer_epoch(tr, &st));
 		CHECK_OK(rf_trainer_read_params(tr, 0, P));
 		CHECK_OK(rf_loader_order(ld, e, ord, LIMIT));
 		reference(&ds, ord, LIMIT, sp, W, o.lr ? o.lr : 0.1f, &ref_loss);

@@ -3,8 +3,8 @@
  * For every tensor of both models and every init kind: all values lie within the
  * kind's bound, biases are zero where the kind says so, and the sample mean and
  * variance of each weight tensor agree with the distribution's (within 6 standard
- * errors, so a correct init fails with negligible probability and a wrong scale —
- * even one off by √2 — fails on the larger tensors). The same seed gives the same
+ * errors, so a correct init fails with negligible probability and a wrong scale --
+ * even one off by sqrt2 -- fails on the larger tensors). The same seed gives the same
  * bits twice; the kinds give different bits. */
 #include "train-test.h"
 #include "model.h"
@@ -69,7 +69,7 @@ static void check_model(struct tt_env *t, const char *name, enum rf_init k, cons
 			b = 1.0 / sqrt((double)p->fan_in);
 		for (size_t j = 0; j < p->numel; j++) {
 			if (b > 0 && fabs(v[j]) > b) {
-				fprintf(stderr, "%s %s %s[%zu] = %g outside ±%g\n", name, kname, p->name,
+				fprintf(stderr, "%s %s %s[%zu] = %g outside +-%g\n", name, kname, p->name,
 					j, (double)v[j], b);
 				CHECK(0);
 			}
@@ -77,12 +77,12 @@ static void check_model(struct tt_env *t, const char *name, enum rf_init k, cons
 			s2 += (double)v[j] * v[j];
 		}
 		double n = (double)p->numel, mean = s / n, var = s2 / n - mean * mean;
-		/* uniform on ±b: variance b²/3, fourth moment b⁴/5; normal: 0.01², 3·0.01⁴ */
+		/* uniform on +-b: variance b^2/3, fourth moment b^4/5; normal: 0.01^2, 3*0.01^4 */
 		double ev = b > 0 ? b * b / 3 : 1e-4;
 		double m4 = b > 0 ? b * b * b * b / 5 : 3e-8;
 		double se_mean = sqrt(ev / n), se_var = sqrt((m4 - ev * ev) / n);
 		if (fabs(mean) > 6 * se_mean || fabs(var - ev) > 6 * se_var) {
-			fprintf(stderr, "%s %s %s: mean %g var %g, expected 0 ± %g and %g ± %g\n",
+			fprintf(stderr, "%s %s %s: mean %g var %g, expected 0 +- %g and %g +- %g\n",
 				name, kname, p->name, mean, var, 6 * se_mean, ev, 6 * se_var);
 			CHECK(0);
 		}

@@ -1,5 +1,5 @@
 /* test-train-overlap: the gradient reduction of a layer starts while the backward pass
- * is still computing earlier layers (seed §12.7: overlap synchronisation with
+ * is still computing earlier layers (overlap synchronisation with
  * computation). Two LeNet replicas on two CPU devices run forward and backward on
  * synthetic batches. Right after the last layer's gradients are pushed, each replica's
  * compute stream gets a gate: a host op that blocks until a flag is set, so the
@@ -39,7 +39,7 @@ static int gate(void *arg)
 }
 
 /* A non-tiny op (1 ms): core's worker stream holds back the completion reports of
- * ops shorter than 5 µs while more ops are queued, until a longer op finishes (see
+ * ops shorter than 5 us while more ops are queued, until a longer op finishes (see
  * core/worker.c, RF__TINY_NS). In a real backward pass the op after a layer's
  * gradients is a GEMM or a convolution; here the gate would otherwise keep the tiny
  * bias-gradient op's completion unreported forever. */

@@ -1,6 +1,6 @@
 #!/bin/sh
 # test-train-prefetch: training results depend on the seed, the data and the
-# hyper-parameters only — never on how far the loader and the front end run ahead.
+# hyper-parameters only -- never on how far the loader and the front end run ahead.
 # rf-train trains the MLP for two epochs on a few records of Fashion-MNIST (raw IDX
 # files, so the loader reads chunks through the ring; and again with --in-memory) and
 # every run must write byte-for-byte (cmp) the checkpoint of the most serial one

@@ -7,9 +7,9 @@
  * writes them into a model replica's parameter views on the CPU device, pushes the
  * forward pass, the backward pass and the plain SGD step through the engine, and
  * compares: the loss to 1e-5 relative, every listed gradient element to
- * 1e-6·grad_absmax + 1e-4·|g|, the correct count exactly, and the loss after the step
+ * 1e-6*grad_absmax + 1e-4*|g|, the correct count exactly, and the loss after the step
  * to 1e-5 relative. It also reports how many parameter elements differ from the
- * single-rounding update torch does (p = fmaf(-lr, g, p)) — devices' rf_sgd is free to
+ * single-rounding update torch does (p = fmaf(-lr, g, p)) -- devices' rf_sgd is free to
  * round twice (README: "SGD step"); the loss after the step must still agree. */
 #include "train-test.h"
 #include "model.h"
@@ -213,7 +213,7 @@ int main(int argc, char **argv)
 	CHECK_OK(rf_tensor_write(x, hx));
 	CHECK_OK(rf_tensor_write(y, hy));
 
-	/* one step: forward, backward, SGD — pushed, then read back */
+	/* one step: forward, backward, SGD -- pushed, then read back */
 	CHECK_OK(rf_model_forward(m, x, y, loss, correct, 1, &acts));
 	CHECK_OK(rf_model_backward(m, acts, NULL, NULL));
 	float hl;

@@ -4,7 +4,7 @@
  * weights are bitwise equal (plain SGD has no state besides the weights; the shuffle
  * of epoch 2 depends only on (seed, epoch)). Then every refusal says why: a truncated
  * file, a flipped data byte (CRC), another model (an MLP checkpoint into LeNet),
- * another seed, another batch size, a missing file — each with a message naming the
+ * another seed, another batch size, a missing file -- each with a message naming the
  * file. Also the same with 2 data-parallel replicas (both get the loaded weights).
  * Skips (77) without the dataset. */
 #include <fcntl.h>
@@ -19,7 +19,6 @@ static struct rf_trainer *make(struct tt_env *t, const char *model, uint64_t see
 {
 	struct rf_train_opts o = { 0 };
 	struct rf_trainer *tr;
-	char err[512];
 
 	o.model = model;
 	o.data_dir = tt_data_dir();
@@ -28,8 +27,8 @@ static struct rf_trainer *make(struct tt_env *t, const char *model, uint64_t see
 	o.devices = K;
 	o.limit = limit;
 	o.no_eval = 1;
-	if (rf_trainer_create(&tr, t->eng, &o, err, sizeof(err)) < 0) {
-		fprintf(stderr, "trainer: %s\n", err);
+	if (rf_trainer_create(&tr, t->eng, &o) < 0) {
+		fprintf(stderr, "trainer: %s\n", rf_last_error());
 		exit(1);
 	}
 	return tr;
@@ -38,10 +37,9 @@ static struct rf_trainer *make(struct tt_env *t, const char *model, uint64_t see
 static void epoch(struct rf_trainer *tr)
 {
 	struct rf_epoch_stats st;
-	char err[512];
 
-	if (rf_trainer_epoch(tr, &st, err, sizeof(err)) < 0) {
-		fprintf(stderr, "epoch: %s\n", err);
+	if (rf_trainer_epoch(tr, &st) < 0) {
+		fprintf(stderr, "epoch: %s\n", rf_last_error());
 		exit(1);
 	}
 }
@@ -50,7 +48,7 @@ static void resume_equal(struct tt_env *t, const char *model, unsigned K, uint64
 {
 	size_t n = rf_model_spec(model)->numel;
 	float *a = malloc(n * 4), *b = malloc(n * 4);
-	char path[300], err[512];
+	char path[300];
 	struct rf_trainer *tr;
 
 	CHECK(a && b);
@@ -58,18 +56,18 @@ static void resume_equal(struct tt_env *t, const char *model, unsigned K, uint64
 	/* uninterrupted, saving after each epoch like rf-train does */
 	tr = make(t, model, 5, 256, K, limit);
 	epoch(tr);
-	CHECK_OK(rf_trainer_save(tr, path, err, sizeof(err)));
+	CHECK_OK(rf_trainer_save(tr, path));
 	epoch(tr);
 	CHECK_OK(rf_trainer_read_params(tr, 0, a));
 	rf_trainer_destroy(tr);
 	/* 1 epoch, save; then a fresh trainer resumes */
 	tr = make(t, model, 5, 256, K, limit);
 	epoch(tr);
-	CHECK_OK(rf_trainer_save(tr, path, err, sizeof(err)));
+	CHECK_OK(rf_trainer_save(tr, path));
 	rf_trainer_destroy(tr);
 	tr = make(t, model, 5, 256, K, limit);
-	if (rf_trainer_load(tr, path, err, sizeof(err)) < 0) {
-		fprintf(stderr, "load: %s\n", err);
+	if (rf_trainer_load(tr, path) < 0) {
+		fprintf(stderr, "load: %s\n", rf_last_error());
 		exit(1);
 	}
 	CHECK_EQ(rf_trainer_epochs_done(tr), 1);
@@ -92,12 +90,13 @@ static void resume_equal(struct tt_env *t, const char *model, unsigned K, uint64
 
 static void refused(struct rf_trainer *tr, const char *path, const char *what, const char *needle)
 {
-	char err[512] = "";
-	int ret = rf_trainer_load(tr, path, err, sizeof(err));
+	int ret = rf_trainer_load(tr, path);
+	const char *err = rf_trainer_last_error(tr);
 
 	printf("  %-22s -> %d: %s\n", what, ret, err);
 	CHECK(ret < 0);
 	CHECK(err[0] && strstr(err, needle));
+	CHECK(strcmp(err, rf_last_error()) == 0);
 }
 
 static void copy_file(const char *from, const char *to, long trunc, long flip)
@@ -123,13 +122,13 @@ static void copy_file(const char *from, const char *to, long trunc, long flip)
 
 static void refusals(struct tt_env *t)
 {
-	char good[300], bad[300], err[512];
+	char good[300], bad[300];
 	struct rf_trainer *tr = make(t, "mlp", 5, 256, 1, 512), *le;
 	struct stat st;
 
 	snprintf(good, sizeof(good), "%s/good.ckpt", dir);
 	snprintf(bad, sizeof(bad), "%s/bad.ckpt", dir);
-	CHECK_OK(rf_trainer_save(tr, good, err, sizeof(err)));
+	CHECK_OK(rf_trainer_save(tr, good));
 	CHECK(stat(good, &st) == 0);
 	copy_file(good, bad, st.st_size / 2, -1);
 	refused(tr, bad, "truncated", "bad.ckpt");
@@ -147,7 +146,7 @@ static void refusals(struct tt_env *t)
 	snprintf(bad, sizeof(bad), "%s/missing.ckpt", dir);
 	refused(tr, bad, "missing", "missing.ckpt");
 	/* the good one still loads */
-	CHECK_OK(rf_trainer_load(tr, good, err, sizeof(err)));
+	CHECK_OK(rf_trainer_load(tr, good));
 	rf_trainer_destroy(tr);
 }
 

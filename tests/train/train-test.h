@@ -1,4 +1,4 @@
-/* tests/train/train-test.h — helpers shared by the train tests: a ring + engine on the
+/* tests/train/train-test.h -- helpers shared by the train tests: a ring + engine on the
  * calling thread, the dataset directory (skip when Fashion-MNIST is not installed),
  * and bitwise comparison of host float arrays. */
 #ifndef RF_TRAIN_TEST_H
@@ -18,6 +18,7 @@
 #include "device.h"
 #include "tensor.h"
 #include "ops.h"
+#include "log.h"
 #include "../test-util.h"
 
 struct tt_env {

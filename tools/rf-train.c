@@ -1,0 +1,703 @@
+/* rf-train -- train the MLP or LeNet on Fashion-MNIST (trainer.h), on the CPU or CUDA,
+ * on one or several devices, with the engine running everything asynchronously.
+ *
+ *   rf-train --model mlp|lenet [--data DIR] [--epochs N] [--batch-size B] [--lr LR]
+ *            [--device cpu|cuda] [--devices K] [--seed S] [--checkpoint FILE]
+ *            [--resume] [--trace FILE] [--metrics FILE.csv] [--json] ...
+ *
+ * Exit status: 0 done; 1 a run-time failure (dataset missing, no CUDA device, a
+ * refused checkpoint, an op failing) or a path that cannot be used (an output whose
+ * directory is missing, anything but a regular file: checked before training starts);
+ * 2 a bad argument. Every error is one line on stderr. */
+#include <errno.h>
+#include <fcntl.h>
+#include <float.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <ringflow/ring.h>
+#include <ringflow/engine.h>
+#include <ringflow/device.h>
+#include <ringflow/trainer.h>
+#include <ringflow/checkpoint.h>
+
+#include "tools/cli-impl.h"
+
+static const char usage[] =
+"usage: rf-train [--model mlp|lenet] [options]\n"
+"  --model mlp|lenet     the network (default mlp)\n"
+"  --data DIR            Fashion-MNIST IDX files, raw or .gz (default " RF_TRAIN_DEFAULT_DATA ")\n"
+"  --epochs N            epochs to train (default 10)\n"
+"  --batch-size B        minibatch size, split over the devices (default 256)\n"
+"  --lr LR               SGD learning rate (default 0.1 mlp, 0.2 lenet)\n"
+"  --device cpu|cuda     where to compute (default cpu)\n"
+"  --devices K           data parallel over K devices (CPU: K worker streams; CUDA: K GPUs)\n"
+"  --seed S              seed of the weight init and the shuffle (default 0)\n"
+"  --init KIND           weights: kaiming (default) +-sqrt(6/fan_in), uniform +-1/sqrt(fan_in)\n"
+"                        (PyTorch's default), normal N(0, 0.01^2) (the seed's), xavier\n"
+"                        +-sqrt(6/(fan_in+fan_out)); biases 0 (uniform: +-1/sqrt(fan_in))\n"
+"  --checkpoint FILE     save weights and state after every epoch\n"
+"  --resume              continue from --checkpoint FILE after its last epoch\n"
+"  --trace FILE          write a Chrome-trace JSON timeline of every op (Perfetto)\n"
+"  --metrics FILE.csv    one CSV row per epoch\n"
+"  --json                print a final JSON object on stdout (progress goes to stderr)\n"
+"  --limit N             train on the first N records only\n"
+"  --test-limit N        evaluate on the first N test records only\n"
+"  --log-every N         read the loss back every N batches (default: at epoch end)\n"
+"  --streams 1|2         compute streams per device; 2: weight gradients beside data\n"
+"                        gradients (default: 2 for lenet on a multi-core CPU, else 1)\n"
+"  --threads N           OpenBLAS threads (default: cores / compute streams)\n"
+"  --prefetch N          loader batch slots (default 4)\n"
+"  --in-memory           loader reads the payload file into memory first\n"
+"  --no-eval             skip the test-set evaluation\n"
+"  --quiet               no progress bar\n"
+"asynchrony (seed 12.2.4; these change timing and memory, never results):\n"
+"  --window N            iterations in flight: batch t starts after batch t-N has\n"
+"                        finished (default 2; 0: no window, push ahead without waiting)\n"
+"  --barrier-every N     wait for all work after every N batches, like a per-batch\n"
+"                        .item() (default 0: never)\n"
+"  --max-inflight N      the engine's cap on ops in flight; a push past it waits for\n"
+"                        room (default 4096; 0: no cap)\n"
+"  --stats               print the engine's op counts (and max in flight) on stderr\n"
+"                        and in the --json object\n";
+
+struct cli {
+	struct rf_train_opts o;
+	unsigned epochs;
+	const char *checkpoint, *trace, *metrics;
+	int resume, json, quiet, tty, stats;
+	unsigned max_inflight;   /* engine cap; 0: the engine's default; UINT_MAX: none */
+	double last_loss;        /* the running loss last read back (< 0: none yet) */
+	int lr_set;              /* --lr given */
+	FILE *out;               /* human output: stdout, or stderr with --json */
+};
+
+__attribute__((format(printf, 2, 3)))
+static int bad(const char *arg, const char *fmt, ...)
+{
+	char why[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	rf_cli_say("rf-train", "%s: %s; see rf-train --help", arg, why);
+	return 2;
+}
+
+/* An integer option: digits only (no sign, space or suffix), in [min, max]; what
+ * says what it counts. 0, or the exit status of the one-line refusal. */
+static int int_opt(const char *opt, const char *a, uint64_t min, uint64_t max, const char *what,
+		   uint64_t *out)
+{
+	if (rf_cli_u64(a, min, max, out) == 0)
+		return 0;
+	return bad(opt, "got '%s', expected an integer %" PRIu64 "..%" PRIu64 " (%s)", a, min, max,
+		   what);
+}
+
+/* A path that cannot be used: one line naming the option, exit status 1. */
+static int bad_path(const char *opt, const char *why)
+{
+	rf_cli_say("rf-train", "%s %s", opt, why);
+	return 1;
+}
+
+/* The paths, before anything runs: --data a directory whose IDX files (any that are
+ * there) are regular files, so that no open can block on a FIFO; --checkpoint (an
+ * existing regular file with --resume), --metrics and --trace writable paths in
+ * existing directories, none of them a directory, FIFO or device, and no two the
+ * same file. A missing --data is left to the trainer (its message says how to
+ * install Fashion-MNIST). With --resume the checkpoint's header is checked too (its
+ * model against --model). 0 or the exit status. */
+static int check_paths(const char *model, const char *data, const char *ckpt, int resume,
+		       const char *metrics, const char *trace)
+{
+	static const char *names[4] = { "train-images-idx3-ubyte", "train-labels-idx1-ubyte",
+					"t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte" };
+	const char *outs[3][2] = { { "--checkpoint", ckpt }, { "--metrics", metrics },
+				   { "--trace", trace } };
+	char why[4608], p[4200];
+	struct stat st;
+
+	if (!*data)
+		return bad("--data", "got an empty path, expected a directory");
+	for (int i = 0; i < 3; i++)
+		if (outs[i][1] && !*outs[i][1])
+			return bad(outs[i][0], "got an empty path, expected a file name");
+	if (stat(data, &st) == 0) {
+		if (!S_ISDIR(st.st_mode)) {
+			snprintf(why, sizeof(why), "%s: is %s, expected a directory of Fashion-MNIST "
+				 "IDX files", data, rf_cli_ftype(st.st_mode));
+			return bad_path("--data", why);
+		}
+		for (int i = 0; i < 8; i++) {
+			snprintf(p, sizeof(p), "%s/%s%s", data, names[i / 2], i % 2 ? ".gz" : "");
+			if (stat(p, &st) == 0 && !S_ISREG(st.st_mode)) {
+				snprintf(why, sizeof(why), "%s: is %s, expected a regular file", p,
+					 rf_cli_ftype(st.st_mode));
+				return bad_path("--data", why);
+			}
+		}
+	}
+	if (ckpt && resume) {
+		/* The header now (magic, version, sizes, CRC, model), not after the data. */
+		struct rf_ckpt_meta meta;
+		char err[1024];
+		if (rf_cli_check_input(ckpt, 0, why, sizeof(why)) < 0)
+			return bad_path("--resume: --checkpoint", why);
+		if (rf_ckpt_probe(ckpt, &meta, err, sizeof(err)) < 0) {
+			rf_cli_say("rf-train", "cannot resume: %s", err);
+			return 1;
+		}
+		if (strncmp(meta.model, model, sizeof(meta.model))) {
+			rf_cli_say("rf-train", "cannot resume: %s: checkpoint is for model '%.31s', "
+				   "this run has --model %s", ckpt, meta.model, model);
+			return 1;
+		}
+	}
+	for (int i = 0; i < 3; i++) {
+		if (!outs[i][1])
+			continue;
+		if (rf_cli_check_output(outs[i][1], 0, NULL, why, sizeof(why)) < 0)
+			return bad_path(outs[i][0], why);
+		for (int j = 0; j < i; j++)
+			if (outs[j][1] && rf_cli_same_file(outs[i][1], outs[j][1])) {
+				snprintf(why, sizeof(why), "%s: the same file as %s %s, expected "
+					 "another file", outs[i][1], outs[j][0], outs[j][1]);
+				return bad_path(outs[i][0], why);
+			}
+	}
+	if (ckpt) {
+		/* saved through FILE.tmp, renamed over FILE */
+		snprintf(p, sizeof(p), "%s.tmp", ckpt);
+		if (rf_cli_check_output(p, 0, NULL, why, sizeof(why)) < 0)
+			return bad_path("--checkpoint", why);
+		for (int i = 1; i < 3; i++)
+			if (outs[i][1] && rf_cli_same_file(p, outs[i][1])) {
+				snprintf(why, sizeof(why), "%s: the file --checkpoint %s is written "
+					 "through, expected another file", outs[i][1], ckpt);
+				return bad_path(outs[i][0], why);
+			}
+	}
+	return 0;
+}
+
+static void progress(void *ctx, unsigned epoch, uint64_t batch, uint64_t nb, double loss)
+{
+	struct cli *c = ctx;
+
+	if (loss >= 0)
+		c->last_loss = loss;
+	else if (batch <= 1)
+		c->last_loss = -1;
+	if (c->tty && !c->quiet) {
+		int w = 30, fill = (int)(batch * (uint64_t)w / (nb ? nb : 1)), i;
+		fprintf(c->out, "\repoch %u [", epoch);
+		for (i = 0; i < w; i++)
+			fputc(i < fill ? '=' : i == fill ? '>' : ' ', c->out);
+		fprintf(c->out, "] %" PRIu64 "/%" PRIu64, batch, nb);
+		if (c->last_loss >= 0)
+			fprintf(c->out, " loss %.4f", c->last_loss);
+		fflush(c->out);
+	} else if (loss >= 0 && !c->quiet) {
+		fprintf(c->out, "epoch %u batch %" PRIu64 "/%" PRIu64 " loss %.4f\n", epoch, batch, nb,
+			loss);
+	}
+}
+
+static void json_list(FILE *f, const char *key, const double *v, unsigned n, const char *fmt)
+{
+	fprintf(f, ", \"%s\": [", key);
+	for (unsigned i = 0; i < n; i++) {
+		fprintf(f, i ? ", " : "");
+		fprintf(f, fmt, v[i]);
+	}
+	fprintf(f, "]");
+}
+
+enum { O_DATA = 256, O_EPOCHS, O_BATCH, O_LR, O_DEVICE, O_DEVICES, O_SEED, O_CKPT,
+       O_RESUME, O_TRACE, O_METRICS, O_JSON, O_LIMIT, O_TLIMIT, O_LOG, O_THREADS,
+       O_PREFETCH, O_INMEM, O_NOEVAL, O_QUIET, O_INIT, O_MODEL, O_STREAMS, O_WINDOW,
+       O_BARRIER, O_MAXINF, O_STATS };
+
+static const struct option long_opts[] = {
+	{ "model", required_argument, 0, O_MODEL },
+	{ "data", required_argument, 0, O_DATA },
+	{ "epochs", required_argument, 0, O_EPOCHS },
+	{ "batch-size", required_argument, 0, O_BATCH },
+	{ "lr", required_argument, 0, O_LR },
+	{ "device", required_argument, 0, O_DEVICE },
+	{ "devices", required_argument, 0, O_DEVICES },
+	{ "seed", required_argument, 0, O_SEED },
+	{ "init", required_argument, 0, O_INIT },
+	{ "checkpoint", required_argument, 0, O_CKPT },
+	{ "resume", no_argument, 0, O_RESUME },
+	{ "trace", required_argument, 0, O_TRACE },
+	{ "metrics", required_argument, 0, O_METRICS },
+	{ "json", no_argument, 0, O_JSON },
+	{ "limit", required_argument, 0, O_LIMIT },
+	{ "test-limit", required_argument, 0, O_TLIMIT },
+	{ "log-every", required_argument, 0, O_LOG },
+	{ "threads", required_argument, 0, O_THREADS },
+	{ "streams", required_argument, 0, O_STREAMS },
+	{ "prefetch", required_argument, 0, O_PREFETCH },
+	{ "in-memory", no_argument, 0, O_INMEM },
+	{ "no-eval", no_argument, 0, O_NOEVAL },
+	{ "quiet", no_argument, 0, O_QUIET },
+	{ "window", required_argument, 0, O_WINDOW },
+	{ "barrier-every", required_argument, 0, O_BARRIER },
+	{ "max-inflight", required_argument, 0, O_MAXINF },
+	{ "stats", no_argument, 0, O_STATS },
+	{ "help", no_argument, 0, 'h' },
+	{ 0, 0, 0, 0 },
+};
+
+/* One option and its value a into c: 0, or the exit status of the refusal. */
+static int parse_opt(struct cli *c, int opt, const char *a)
+{
+	uint64_t v = 0;
+	int ret;
+
+	switch (opt) {
+	case O_MODEL:
+		if (strcmp(a, "mlp") && strcmp(a, "lenet"))
+			return bad("--model", "got '%s', expected mlp or lenet", a);
+		c->o.model = a;
+		break;
+	case O_DATA:
+		c->o.data_dir = a;
+		break;
+	case O_EPOCHS:
+		if ((ret = int_opt("--epochs", a, 0, 100000, "epochs to train", &v)))
+			return ret;
+		c->epochs = (unsigned)v;
+		break;
+	case O_BATCH:
+		if ((ret = int_opt("--batch-size", a, 1, 1u << 20, "samples per batch", &v)))
+			return ret;
+		c->o.batch_size = (unsigned)v;
+		break;
+	case O_LR: {
+		/* A normal float: 1e-50 would round to 0.0f (and a subnormal lose its
+		 * precision); the lr is a float from here on. */
+		double d;
+		if (rf_cli_double(a, FLT_MIN, 1e6, &d) || !isnormal((float)d))
+			return bad("--lr", "got '%s', expected a decimal learning rate from "
+				   "%g (the smallest normal float) to 1e6", a, (double)FLT_MIN);
+		c->o.lr = (float)d;
+		c->lr_set = 1;
+		break;
+	}
+	case O_DEVICE:
+		if (strcmp(a, "cpu") && strcmp(a, "cuda"))
+			return bad("--device", "got '%s', expected cpu or cuda", a);
+		c->o.device = a;
+		break;
+	case O_DEVICES:
+		if ((ret = int_opt("--devices", a, 1, RF_TRAIN_MAX_DEVICES, "devices", &v)))
+			return ret;
+		c->o.devices = (unsigned)v;
+		break;
+	case O_SEED:
+		if ((ret = int_opt("--seed", a, 0, UINT64_MAX, "the seed", &v)))
+			return ret;
+		c->o.seed = v;
+		break;
+	case O_INIT:
+		if (!strcmp(a, "uniform"))
+			c->o.init = RF_INIT_UNIFORM;
+		else if (!strcmp(a, "normal"))
+			c->o.init = RF_INIT_NORMAL;
+		else if (!strcmp(a, "kaiming"))
+			c->o.init = RF_INIT_KAIMING;
+		else if (!strcmp(a, "xavier"))
+			c->o.init = RF_INIT_XAVIER;
+		else
+			return bad("--init", "got '%s', expected uniform, normal, kaiming or xavier",
+				   a);
+		break;
+	case O_CKPT:
+		c->checkpoint = a;
+		break;
+	case O_RESUME:
+		c->resume = 1;
+		break;
+	case O_TRACE:
+		c->trace = a;
+		break;
+	case O_METRICS:
+		c->metrics = a;
+		break;
+	case O_JSON:
+		c->json = 1;
+		break;
+	case O_LIMIT:
+		if ((ret = int_opt("--limit", a, 1, UINT64_MAX, "training records", &v)))
+			return ret;
+		c->o.limit = v;
+		break;
+	case O_TLIMIT:
+		if ((ret = int_opt("--test-limit", a, 1, UINT64_MAX, "test records", &v)))
+			return ret;
+		c->o.test_limit = v;
+		break;
+	case O_LOG:
+		if ((ret = int_opt("--log-every", a, 1, UINT32_MAX, "batches", &v)))
+			return ret;
+		c->o.log_every = (unsigned)v;
+		break;
+	case O_THREADS:
+		if ((ret = int_opt("--threads", a, 1, 1024, "OpenBLAS threads", &v)))
+			return ret;
+		c->o.blas_threads = (int)v;
+		break;
+	case O_STREAMS:
+		if ((ret = int_opt("--streams", a, 1, 2, "compute streams per device", &v)))
+			return ret;
+		c->o.streams = (unsigned)v;
+		break;
+	case O_PREFETCH:
+		if ((ret = int_opt("--prefetch", a, 1, 16, "loader batch slots", &v)))
+			return ret;
+		c->o.prefetch = (unsigned)v;
+		break;
+	case O_INMEM:
+		c->o.in_memory = 1;
+		break;
+	case O_NOEVAL:
+		c->o.no_eval = 1;
+		break;
+	case O_QUIET:
+		c->quiet = 1;
+		break;
+	case O_WINDOW:
+		if ((ret = int_opt("--window", a, 0, RF_TRAIN_MAX_WINDOW,
+				   "iterations in flight; 0: no window", &v)))
+			return ret;
+		c->o.window = v ? (unsigned)v : RF_TRAIN_WINDOW_NONE;
+		break;
+	case O_BARRIER:
+		if ((ret = int_opt("--barrier-every", a, 0, UINT32_MAX, "batches; 0: never", &v)))
+			return ret;
+		c->o.barrier_every = (unsigned)v;
+		break;
+	case O_MAXINF:
+		if ((ret = int_opt("--max-inflight", a, 0, UINT32_MAX - 1,
+				   "ops in flight; 0: no cap", &v)))
+			return ret;
+		c->max_inflight = v ? (unsigned)v : UINT_MAX;
+		break;
+	case O_STATS:
+		c->stats = 1;
+		break;
+	}
+	return 0;
+}
+
+/* What getopt could not match: one line naming the option, exit status 2. */
+static int unknown_opt(int argc, char **argv)
+{
+	const char *arg = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
+	int is_long = !strncmp(arg, "--", 2);
+
+	for (const struct option *o = long_opts; optopt && is_long && o->name; o++) {
+		if (o->val == optopt) {
+			char nm[40];
+			snprintf(nm, sizeof(nm), "--%s", o->name);
+			return bad(nm, o->has_arg == no_argument ? "takes no value" : "needs a value");
+		}
+	}
+	if (optopt > 0 && optopt < 256) {
+		char sh[3] = { '-', (char)optopt, 0 };
+		return bad(sh, "unknown option");
+	}
+	return bad(arg, "unknown or ambiguous option");
+}
+
+/* The command line into c, checked (paths included). -1: go on; else the exit status
+ * (0 after --help). */
+static int parse_args(struct cli *c, int argc, char **argv)
+{
+	int opt, ret;
+
+	c->epochs = 10;
+	c->o.model = "mlp";
+	c->o.device = "cpu";
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, "h", long_opts, NULL)) != -1) {
+		if (opt == 'h') {
+			fputs(usage, stdout);
+			return 0;
+		}
+		if (opt < O_DATA)   /* '?': unknown, ambiguous, or a missing value */
+			return unknown_opt(argc, argv);
+		if ((ret = parse_opt(c, opt, optarg)))
+			return ret;
+	}
+	if (optind < argc)
+		return bad(argv[optind], "unexpected argument");
+	if (c->resume && !c->checkpoint)
+		return bad("--resume", "needs --checkpoint FILE");
+	if (c->o.devices > 1 && c->o.batch_size && c->o.devices > c->o.batch_size)
+		return bad("--devices", "%u devices, more than the %u samples in a batch", c->o.devices,
+			   c->o.batch_size);
+	/* The default lr is resolved here, so that no user value stands for "default". */
+	if (!c->lr_set)
+		c->o.lr = strcmp(c->o.model, "mlp") ? 0.2f : 0.1f;
+	if ((ret = check_paths(c->o.model, c->o.data_dir ? c->o.data_dir : RF_TRAIN_DEFAULT_DATA,
+			       c->checkpoint, c->resume, c->metrics, c->trace)))
+		return ret;
+	c->o.progress = progress;
+	c->o.progress_ctx = c;
+	c->out = c->json ? stderr : stdout;
+	c->tty = isatty(fileno(c->out));
+	return -1;
+}
+
+/* --metrics: the CSV, appended to when resuming a run that wrote one. 0 or -1. */
+static int open_metrics(const struct cli *c, FILE **mf)
+{
+	struct stat sb;
+	char why[4200];
+	int append = c->resume && stat(c->metrics, &sb) == 0 && sb.st_size > 0;
+	int fd = rf_cli_open(c->metrics, O_WRONLY | O_CREAT | (append ? O_APPEND : O_TRUNC),
+			     0644, 0, NULL, why, sizeof(why));
+
+	if (fd < 0 || !(*mf = fdopen(fd, append ? "a" : "w"))) {
+		if (fd >= 0) {
+			snprintf(why, sizeof(why), "%s: %s", c->metrics, strerror(errno));
+			close(fd);
+		}
+		rf_cli_say("rf-train", "--metrics %s", why);
+		return -1;
+	}
+	if (!append)
+		fprintf(*mf, "epoch,train_loss,train_acc,test_acc,seconds,samples_per_s\n");
+	return 0;
+}
+
+static void print_header(const struct cli *c, const struct rf_trainer *t)
+{
+	const struct rf_model_spec *sp = rf_trainer_spec(t);
+	size_t np = 0;
+
+	for (unsigned k = 0; k < sp->ntensors; k++)
+		np += sp->p[k].numel;
+	fprintf(c->out, "rf-train: %s (%zu parameters) on %s x%u (%u stream%s each), batch %u, "
+		"lr %g, seed %" PRIu64 ", %" PRIu64 " batches/epoch\n", sp->name, np, c->o.device,
+		rf_trainer_replicas(t), rf_trainer_streams(t), rf_trainer_streams(t) > 1 ? "s" : "",
+		c->o.batch_size ? c->o.batch_size : 256,
+		(double)c->o.lr, c->o.seed,
+		rf_trainer_batches(t));
+}
+
+static void print_epoch(const struct cli *c, const struct rf_epoch_stats *st, FILE *mf)
+{
+	if (c->tty && !c->quiet)
+		fprintf(c->out, "\r\033[K");
+	fprintf(c->out, "epoch %u/%u: loss %.4f, train acc %.4f, ", st->epoch, c->epochs,
+		st->train_loss, st->train_acc);
+	if (st->test_acc >= 0)
+		fprintf(c->out, "test acc %.4f, ", st->test_acc);
+	fprintf(c->out, "%.2f s (%.0f samples/s)", st->seconds, st->samples_per_s);
+	if (st->test_acc >= 0)
+		fprintf(c->out, ", eval %.2f s", st->eval_seconds);
+	fputc('\n', c->out);
+	fflush(c->out);
+	if (mf) {
+		fprintf(mf, "%u,%.6f,%.6f,%.6f,%.4f,%.1f\n", st->epoch, st->train_loss,
+			st->train_acc, st->test_acc, st->seconds, st->samples_per_s);
+		fflush(mf);
+	}
+}
+
+/* The epochs' times, for the final JSON. */
+struct run {
+	double *secs, *sps, tot_s, tot_n;
+	unsigned ran;                /* epochs run by this process */
+	struct rf_epoch_stats st;    /* the last epoch's */
+};
+
+/* Train up to c->epochs, checkpointing after each epoch. 0 or the exit status. */
+static int train_epochs(const struct cli *c, struct rf_trainer *t, FILE *mf, struct run *run)
+{
+	while (rf_trainer_epochs_done(t) < c->epochs) {
+		if (rf_trainer_epoch(t, &run->st) < 0) {
+			if (c->tty && !c->quiet)
+				fputc('\n', c->out);
+			rf_cli_say("rf-train", "epoch %u: %s", rf_trainer_epochs_done(t) + 1,
+				   rf_trainer_last_error(t));
+			return 1;
+		}
+		print_epoch(c, &run->st, mf);
+		run->secs[run->ran] = run->st.seconds;
+		run->sps[run->ran] = run->st.samples_per_s;
+		run->tot_s += run->st.seconds;
+		run->tot_n += (double)run->st.samples;
+		run->ran++;
+		if (c->checkpoint && rf_trainer_save(t, c->checkpoint) < 0) {
+			rf_cli_say("rf-train", "checkpoint: %s", rf_trainer_last_error(t));
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* Nothing left to train (resumed at the last epoch): report the weights. */
+static int evaluate_only(const struct cli *c, struct rf_trainer *t, struct run *run)
+{
+	run->st.epoch = rf_trainer_epochs_done(t);
+	run->st.train_loss = run->st.train_acc = -1;
+	if (rf_trainer_evaluate(t, &run->st.test_acc, &run->st.test_loss) < 0) {
+		rf_cli_say("rf-train", "%s", rf_trainer_last_error(t));
+		return 1;
+	}
+	fprintf(c->out, "nothing to train (%u epochs done): test acc %.4f\n", run->st.epoch,
+		run->st.test_acc);
+	return 0;
+}
+
+/* --stats: the engine's counters on stderr. */
+static void print_stats(const struct cli *c, struct rf_engine *eng, struct rf_engine_stats *es)
+{
+	char cap[24] = "none", win[24] = "none";
+
+	rf_engine_wait_all(eng);
+	rf_engine_get_stats(eng, es);
+	if (c->max_inflight != UINT_MAX)
+		snprintf(cap, sizeof(cap), "%u", c->max_inflight ? c->max_inflight : 4096);
+	if (c->o.window != RF_TRAIN_WINDOW_NONE)
+		snprintf(win, sizeof(win), "%u", c->o.window ? c->o.window : 2);
+	fprintf(stderr, "rf-train: engine: %" PRIu64 " ops pushed, %" PRIu64 " completed, %"
+		PRIu64 " failed, %" PRIu64 " cap waits, max in flight %u (cap %s), window %s, "
+		"barrier every %u\n", es->pushed, es->completed, es->failed, es->cap_waits,
+		es->max_inflight_seen, cap, win, c->o.barrier_every);
+}
+
+/* --json: the final object on stdout. */
+static void print_json(const struct cli *c, const struct rf_trainer *t, const struct run *run,
+		       const struct rf_engine_stats *es)
+{
+	const struct rf_epoch_stats *st = &run->st;
+
+	printf("{\"model\": \"%s\", \"device\": \"%s\", \"devices\": %u, \"streams\": %u, "
+	       "\"epochs\": %u, \"epochs_run\": %u, \"batch_size\": %u, \"lr\": %g, \"seed\": %"
+	       PRIu64, rf_trainer_spec(t)->name, c->o.device, rf_trainer_replicas(t),
+	       rf_trainer_streams(t), c->epochs, run->ran,
+	       c->o.batch_size ? c->o.batch_size : 256,
+	       (double)c->o.lr,
+	       c->o.seed);
+	printf(", \"final_train_loss\": %.6f, \"final_train_acc\": %.6f, \"final_test_acc\": %.6f"
+	       ", \"final_test_loss\": %.6f", st->train_loss, st->train_acc, st->test_acc,
+	       st->test_loss);
+	json_list(stdout, "epoch_seconds", run->secs, run->ran, "%.4f");
+	json_list(stdout, "epoch_samples_per_s", run->sps, run->ran, "%.1f");
+	if (c->stats)
+		printf(", \"engine\": {\"pushed\": %" PRIu64 ", \"completed\": %" PRIu64
+		       ", \"cap_waits\": %" PRIu64 ", \"max_inflight_seen\": %u"
+		       ", \"max_inflight\": %u, \"window\": %u, \"barrier_every\": %u}",
+		       es->pushed, es->completed, es->cap_waits, es->max_inflight_seen,
+		       c->max_inflight == UINT_MAX ? 0 : c->max_inflight ? c->max_inflight : 4096,
+		       c->o.window == RF_TRAIN_WINDOW_NONE ? 0 : c->o.window ? c->o.window : 2,
+		       c->o.barrier_every);
+	printf(", \"samples_per_s\": %.1f}\n", run->tot_s > 0 ? run->tot_n / run->tot_s : 0.0);
+}
+
+/* The trainer (resumed with --resume), the metrics file, the epochs and the reports.
+ * 0 or the exit status. */
+static int run_training(struct cli *c, struct rf_engine *eng, struct rf_trainer **tp,
+			FILE **mf, struct run *run)
+{
+	struct rf_engine_stats es = { 0 };
+	struct rf_trainer *t;
+	int rc;
+
+	if (rf_trainer_create(tp, eng, &c->o) < 0) {
+		rf_cli_say("rf-train", "%s", rf_last_error());
+		return 1;
+	}
+	t = *tp;
+	if (c->resume) {
+		if (rf_trainer_load(t, c->checkpoint) < 0) {
+			rf_cli_say("rf-train", "cannot resume: %s", rf_trainer_last_error(t));
+			return 1;
+		}
+		fprintf(c->out, "resumed from %s after epoch %u\n", c->checkpoint,
+			rf_trainer_epochs_done(t));
+	}
+	if (c->metrics && open_metrics(c, mf) < 0)
+		return 1;
+	run->secs = calloc(c->epochs + 1, sizeof(double));
+	run->sps = calloc(c->epochs + 1, sizeof(double));
+	if (!run->secs || !run->sps)
+		return 1;
+	print_header(c, t);
+	if ((rc = train_epochs(c, t, *mf, run)))
+		return rc;
+	if (!run->ran && !c->o.no_eval && (rc = evaluate_only(c, t, run)))
+		return rc;
+	if (c->stats)
+		print_stats(c, eng, &es);
+	if (c->json)
+		print_json(c, t, run, &es);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct cli c = { 0 };
+	struct rf_ring *ring = NULL;
+	struct rf_engine *eng = NULL;
+	struct rf_engine_opts eo = { 0 };
+	struct rf_trainer *t = NULL;
+	struct run run = { 0 };
+	FILE *mf = NULL;
+	int ret, rc = 1;
+
+	rf_log_set(rf_cli_log_stderr, NULL);
+	if ((ret = parse_args(&c, argc, argv)) >= 0)
+		return ret;
+	if ((ret = rf_ring_create(&ring, NULL)) < 0) {
+		if (ret != -EBADMSG) /* RF_FAULT_INJECT malformed: the ring said why */
+			rf_cli_say("rf-train", "cannot create the io_uring ring: %s", strerror(-ret));
+		return 1;
+	}
+	eo.max_inflight = c.max_inflight;
+	if ((ret = rf_engine_create(&eng, ring, &eo)) < 0) {
+		rf_cli_say("rf-train", "cannot create the engine: %s", strerror(-ret));
+		goto out;
+	}
+	/* Started here and stopped before the devices close, so that every stream's track
+	 * has its name (a trace written by rf_engine_destroy has lost them). */
+	if (c.trace && (ret = rf_engine_trace_start(eng, c.trace)) < 0) {
+		rf_cli_say("rf-train", "--trace %s: %s", c.trace, strerror(-ret));
+		goto out;
+	}
+	rc = run_training(&c, eng, &t, &mf, &run);
+out:
+	if (mf)
+		fclose(mf);
+	free(run.secs);
+	free(run.sps);
+	if (eng && c.trace) {
+		rf_engine_wait_all(eng);
+		if ((ret = rf_engine_trace_stop(eng)) < 0) {
+			rf_cli_say("rf-train", "--trace %s: %s", c.trace, strerror(-ret));
+			rc = 1;
+		}
+	}
+	rf_trainer_destroy(t);
+	if (eng)
+		rf_engine_destroy(eng);
+	rf_ring_destroy(ring);
+	return rc;
+}

@@ -1,0 +1,181 @@
+/* train/trainer-ckpt.c -- the trainer's checkpoints (checkpoint.h): replica 0's
+ * parameters and the run's settings out; the parameters into every replica and the
+ * epoch count, step count and init generator's state back in. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trainer-impl.h"
+#include "checkpoint.h"
+
+/* meta.extra: the init generator's seed and counter, the init kind and the training
+ * record count, little-endian */
+#define RF__EXTRA_LEN 32
+
+static void rf__put64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t rf__get64(const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < 8; i++)
+		v |= (uint64_t)p[i] << (8 * i);
+	return v;
+}
+
+/* One blob per parameter tensor (PyTorch names and shapes), its data in host. */
+static void rf__blobs(struct rf_trainer *t, struct rf_ckpt_blob *bl, float *host)
+{
+	unsigned k;
+	int d;
+
+	for (k = 0; k < t->spec->ntensors; k++) {
+		const struct rf_param_spec *p = &t->spec->p[k];
+		memset(&bl[k], 0, sizeof(bl[k]));
+		bl[k].name = p->name;
+		bl[k].dtype = RF_CKPT_F32;
+		bl[k].ndim = (uint32_t)p->ndim;
+		for (d = 0; d < p->ndim; d++)
+			bl[k].shape[d] = (uint64_t)p->shape[d];
+		bl[k].data = host + p->offset;
+		bl[k].nbytes = p->numel * sizeof(float);
+	}
+}
+
+static void rf__fill_meta(struct rf_trainer *t, struct rf_ckpt_meta *meta)
+{
+	snprintf(meta->model, sizeof(meta->model), "%s", t->spec->name);
+	meta->epoch = t->epochs_done;
+	meta->seed = t->o.seed;
+	meta->step = t->steps;
+	meta->lr = t->o.lr;
+	meta->batch_size = t->o.batch_size;
+	meta->devices = t->K;
+	rf__put64(meta->extra, t->prng->seed);
+	rf__put64(meta->extra + 8, t->prng->counter);
+	rf__put64(meta->extra + 16, (uint64_t)t->o.init);
+	rf__put64(meta->extra + 24, t->train_view.count);
+	meta->extra_len = RF__EXTRA_LEN;
+}
+
+/* The one place each checkpoint call is made (their messages land in t->msg). */
+static int rf__ckpt_write(struct rf_trainer *t, const char *path, const struct rf_ckpt_meta *meta,
+			  const struct rf_ckpt_blob *bl)
+{
+	return rf_ckpt_save(rf_engine_ring(t->eng), path, meta, bl, t->spec->ntensors, t->msg,
+			    sizeof(t->msg));
+}
+
+static int rf__ckpt_read(struct rf_trainer *t, const char *path, struct rf_ckpt_meta *meta,
+			 struct rf_ckpt_blob *bl)
+{
+	return rf_ckpt_load(rf_engine_ring(t->eng), path, meta, bl, t->spec->ntensors, t->msg,
+			    sizeof(t->msg));
+}
+
+static int rf__save(struct rf_trainer *t, const char *path)
+{
+	struct rf_ckpt_blob bl[RF_MODEL_MAX_TENSORS];
+	struct rf_ckpt_meta meta = { 0 };
+	float *host = malloc(t->spec->numel * sizeof(float));
+	int ret;
+
+	if (!host)
+		return -ENOMEM;
+	ret = rf_tensor_read(t->rep[0]->params, host);   /* waits for the last SGD */
+	if (ret < 0) {
+		rf__trainer_msg(t, "%s: cannot read the parameters: %s", path, strerror(-ret));
+		free(host);
+		return ret;
+	}
+	rf_engine_wait_var(t->eng, t->prng->var);
+	rf__fill_meta(t, &meta);
+	rf__blobs(t, bl, host);
+	ret = rf__ckpt_write(t, path, &meta, bl);
+	free(host);
+	return ret;
+}
+
+/* The continuation must be the same run: the same seed, batch size, learning rate
+ * and training records. */
+static int rf__check_same_run(struct rf_trainer *t, const char *path,
+			      const struct rf_ckpt_meta *meta)
+{
+	if (meta->seed != t->o.seed)
+		rf__trainer_msg(t, "%s: saved by a run with --seed %" PRIu64 ", this run has "
+				"--seed %" PRIu64, path, meta->seed, t->o.seed);
+	else if (meta->batch_size != t->o.batch_size)
+		rf__trainer_msg(t, "%s: saved by a run with --batch-size %u, this run has %u",
+				path, meta->batch_size, t->o.batch_size);
+	else if ((float)meta->lr != t->o.lr)
+		rf__trainer_msg(t, "%s: saved by a run with --lr %g, this run has %g", path,
+				meta->lr, (double)t->o.lr);
+	else if (meta->extra_len >= 32 && rf__get64(meta->extra + 24) != t->train_view.count)
+		rf__trainer_msg(t, "%s: saved by a run on %" PRIu64 " training records, this "
+				"run has %" PRIu64, path, rf__get64(meta->extra + 24),
+				t->train_view.count);
+	else
+		return 0;
+	return -ESTALE;
+}
+
+/* Every replica gets the saved weights (views: padding stays 0); the generator, epoch
+ * and step counts continue from the file's. */
+static int rf__restore(struct rf_trainer *t, const char *path, const struct rf_ckpt_meta *meta,
+		       const float *host)
+{
+	unsigned r, k;
+	int ret = 0;
+
+	for (r = 0; r < t->K && ret == 0; r++)
+		for (k = 0; k < t->spec->ntensors && ret == 0; k++)
+			ret = rf_tensor_write(t->rep[r]->p[k], host + t->spec->p[k].offset);
+	if (ret < 0) {
+		rf__trainer_msg(t, "%s: cannot write the parameters: %s", path, strerror(-ret));
+		return ret;
+	}
+	rf_engine_wait_var(t->eng, t->prng->var);
+	if (meta->extra_len >= 16)
+		t->prng->counter = rf__get64(meta->extra + 8);
+	t->epochs_done = (unsigned)meta->epoch;
+	t->steps = meta->step;
+	return 0;
+}
+
+static int rf__load(struct rf_trainer *t, const char *path)
+{
+	struct rf_ckpt_blob bl[RF_MODEL_MAX_TENSORS];
+	struct rf_ckpt_meta meta = { 0 };
+	float *host = calloc(t->spec->numel, sizeof(float));
+	int ret;
+
+	if (!host)
+		return -ENOMEM;
+	snprintf(meta.model, sizeof(meta.model), "%s", t->spec->name);
+	rf__blobs(t, bl, host);
+	ret = rf__ckpt_read(t, path, &meta, bl);
+	if (ret == 0)
+		ret = rf__check_same_run(t, path, &meta);
+	if (ret == 0)
+		ret = rf__restore(t, path, &meta, host);
+	free(host);
+	return ret;
+}
+
+int rf_trainer_save(struct rf_trainer *t, const char *path)
+{
+	t->msg[0] = 0;
+	return rf__trainer_end(t, rf__save(t, path));
+}
+
+int rf_trainer_load(struct rf_trainer *t, const char *path)
+{
+	t->msg[0] = 0;
+	return rf__trainer_end(t, rf__load(t, path));
+}

@@ -1,0 +1,121 @@
+/* train/trainer-data.c -- the trainer's data: the Fashion-MNIST IDX files (raw or .gz),
+ * their shape check, the limited views (--limit, --test-limit) and the two loaders. */
+#include <errno.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "trainer-impl.h"
+
+static const char *const rf__names[4] = {
+	"train-images-idx3-ubyte", "train-labels-idx1-ubyte",
+	"t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte",
+};
+
+/* DIR/NAME or DIR/NAME.gz, whichever exists; -ENOENT if neither. */
+static int rf__find(const char *dir, const char *name, char *out, size_t len)
+{
+	snprintf(out, len, "%s/%s", dir, name);
+	if (access(out, R_OK) == 0)
+		return 0;
+	snprintf(out, len, "%s/%s.gz", dir, name);
+	return access(out, R_OK) == 0 ? 0 : -ENOENT;
+}
+
+static int rf__find_files(struct rf_trainer *t, char p[4][600])
+{
+	int i;
+
+	for (i = 0; i < 4; i++) {
+		if (rf__find(t->data_dir, rf__names[i], p[i], sizeof(p[i])) < 0) {
+			rf__trainer_msg(t, "Fashion-MNIST not found: %s/%s.gz is missing; "
+					"install it with: apt-get install dataset-fashion-mnist",
+					t->data_dir, rf__names[i]);
+			return -ENOENT;
+		}
+	}
+	return 0;
+}
+
+/* The images must be 28x28; the message names the file and the shape found. */
+static int rf__check_shape(struct rf_trainer *t, const struct rf_dataset *d, const char *path)
+{
+	char shape[96] = "";
+	size_t n = 0;
+	unsigned k;
+
+	if (d->ndim == 2 && d->shape[0] == 28 && d->shape[1] == 28)
+		return 0;
+	for (k = 0; k < d->ndim && n < sizeof(shape); k++)
+		n += (size_t)snprintf(shape + n, sizeof(shape) - n, "%s%u", k ? "x" : "",
+				      (unsigned)d->shape[k]);
+	rf__trainer_msg(t, "%s: offset 8: images of %s, expected 28x28 (Fashion-MNIST)",
+			path, d->ndim ? shape : "no dims");
+	return -EINVAL;
+}
+
+/* A subset is the first `limit` records: a copy of the description with a smaller
+ * count (the loader reads records 0 .. count-1 only). */
+static void rf__limit_view(struct rf_dataset *v, const struct rf_dataset *ds, uint64_t limit)
+{
+	unsigned s;
+
+	*v = *ds;
+	if (limit && limit < v->count)
+		v->count = limit;
+	for (s = 0; s < v->nsrc; s++)
+		v->src[s].data_bytes = v->count * v->src[s].stride;
+}
+
+/* The one place the datasets are opened (their messages land in t->msg). */
+static int rf__open_pair(struct rf_trainer *t, struct rf_dataset *ds, const char *images,
+			 const char *labels)
+{
+	return rf_dataset_open_idx_pair(ds, images, labels, 10, 0, t->msg, sizeof(t->msg));
+}
+
+int rf__open_data(struct rf_trainer *t)
+{
+	char p[4][600];
+	int ret;
+
+	if ((ret = rf__find_files(t, p)) < 0)
+		return ret;
+	ret = rf__open_pair(t, &t->train_ds, p[0], p[1]);
+	if (ret == 0)
+		ret = rf__open_pair(t, &t->test_ds, p[2], p[3]);
+	if (ret == 0)
+		ret = rf__check_shape(t, &t->train_ds, p[0]);
+	if (ret == 0)
+		ret = rf__check_shape(t, &t->test_ds, p[2]);
+	if (ret < 0)
+		return ret;
+	rf__limit_view(&t->train_view, &t->train_ds, t->o.limit);
+	rf__limit_view(&t->test_view, &t->test_ds, t->o.test_limit);
+	return 0;
+}
+
+/* The one place a loader is created (its message lands in t->msg). */
+static int rf__make_loader(struct rf_trainer *t, const struct rf_dataset *ds, int shuffle,
+			   struct rf_loader **out)
+{
+	struct rf_loader_opts lo = { 0 };
+
+	lo.batch = t->o.batch_size;
+	lo.prefetch = t->o.prefetch;
+	lo.seed = t->o.seed;
+	lo.no_shuffle = !shuffle;
+	lo.drop_last = 0;
+	lo.devices = t->dev;
+	lo.ndevices = t->K;
+	lo.host = t->host;
+	lo.scale = 1.0f / 255.0f;   /* x = pixel / 255, as d2l's ToTensor (no normalisation) */
+	lo.in_memory = t->o.in_memory;
+	return rf_loader_create(out, t->eng, ds, &lo, t->msg, sizeof(t->msg));
+}
+
+int rf__make_loaders(struct rf_trainer *t)
+{
+	int ret = rf__make_loader(t, &t->train_view, 1, &t->train_ld);
+
+	return ret < 0 ? ret : rf__make_loader(t, &t->test_view, 0, &t->test_ld);
+}

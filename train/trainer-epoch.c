@@ -1,0 +1,103 @@
+/* train/trainer-epoch.c -- a training epoch and an evaluation of the test set: clear
+ * the result slots, one pass over the loader, then read the slots back once. */
+#include <string.h>
+#include <time.h>
+
+#include "trainer-impl.h"
+
+static double rf__now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int rf__evaluate(struct rf_trainer *t, double *acc, double *loss)
+{
+	double l = 0;
+	uint64_t c = 0, nb = rf_loader_batches_per_epoch(t->test_ld);
+	unsigned r;
+	int ret = 0;
+
+	for (r = 0; r < t->K && ret == 0; r++)
+		ret = rf__slots_clear(&t->te[r], t->rep[r]->s);
+	if (ret == 0)
+		ret = rf__pass(t, t->test_ld, &t->eq, t->evals++, 0);
+	for (r = 0; r < t->K && ret == 0; r++)
+		ret = rf__slots_sum(&t->te[r], nb, &l, &c);
+	if (ret < 0) {
+		if (!t->msg[0])
+			rf__trainer_msg(t, "evaluation failed: %s%s%s", strerror(-ret),
+					rf__loader_sep(t->test_ld), rf_loader_last_error(t->test_ld));
+		return ret;
+	}
+	*acc = (double)c / (double)t->test_view.count;
+	if (loss)
+		*loss = l / (double)t->test_view.count;
+	return 0;
+}
+
+/* The training part: the pass, then wait for every replica's parameters (the epoch is
+ * over when they are written) and add up the slots. */
+static int rf__train_pass(struct rf_trainer *t, double *l, uint64_t *c)
+{
+	uint64_t nb = rf_loader_batches_per_epoch(t->train_ld);
+	unsigned r;
+	int ret = 0;
+
+	for (r = 0; r < t->K && ret == 0; r++)
+		ret = rf__slots_clear(&t->tr[r], t->rep[r]->s);
+	if (ret == 0)
+		ret = rf__pass(t, t->train_ld, &t->tq, t->epochs_done, 1);
+	for (r = 0; r < t->K && ret == 0; r++)
+		ret = rf_tensor_wait(t->rep[r]->params);
+	for (r = 0; r < t->K && ret == 0; r++)
+		ret = rf__slots_sum(&t->tr[r], nb, l, c);
+	if (ret < 0 && !t->msg[0]) {
+		const char *op = NULL;
+		rf_var_error(t->rep[0]->params->var, &op);
+		rf__trainer_msg(t, "training failed%s%s: %s%s%s", op ? " in op " : "",
+				op ? op : "", strerror(-ret), rf__loader_sep(t->train_ld),
+				rf_loader_last_error(t->train_ld));
+	}
+	return ret;
+}
+
+static int rf__epoch(struct rf_trainer *t, struct rf_epoch_stats *st)
+{
+	uint64_t c = 0;
+	double t0, l = 0;
+	int ret;
+
+	memset(st, 0, sizeof(*st));
+	t0 = rf__now();
+	if ((ret = rf__train_pass(t, &l, &c)) < 0)
+		return ret;
+	st->seconds = rf__now() - t0;
+	t->epochs_done++;
+	st->epoch = t->epochs_done;
+	st->samples = t->train_view.count;
+	st->train_loss = l / (double)st->samples;
+	st->train_acc = (double)c / (double)st->samples;
+	st->samples_per_s = st->seconds > 0 ? (double)st->samples / st->seconds : 0;
+	st->test_acc = st->test_loss = -1;
+	if (!t->o.no_eval) {
+		t0 = rf__now();
+		ret = rf__evaluate(t, &st->test_acc, &st->test_loss);
+		st->eval_seconds = rf__now() - t0;
+	}
+	return ret;
+}
+
+int rf_trainer_epoch(struct rf_trainer *t, struct rf_epoch_stats *st)
+{
+	t->msg[0] = 0;
+	return rf__trainer_end(t, rf__epoch(t, st));
+}
+
+int rf_trainer_evaluate(struct rf_trainer *t, double *acc, double *loss)
+{
+	t->msg[0] = 0;
+	return rf__trainer_end(t, rf__evaluate(t, acc, loss));
+}

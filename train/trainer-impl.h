@@ -1,0 +1,101 @@
+/* train/trainer-impl.h -- the trainer's state and the steps its files share; internal
+ * to train/. Which file does what: train/README.md. */
+#ifndef RF_TRAINER_IMPL_H
+#define RF_TRAINER_IMPL_H
+
+#include <stdint.h>
+
+#include "trainer.h"
+#include "kvstore.h"
+#include "dataset.h"
+#include "loader.h"
+#include "rf-internal.h"
+
+#define RF__WINDOW 2            /* iterations in flight by default */
+#define RF__MAXQ 16             /* loader look-ahead queue */
+#define RF__MAXV (RF_TRAIN_MAX_DEVICES * (RF_MODEL_MAX_TENSORS + 3))
+#define RF__MSG_LEN 1024
+
+/* Per-epoch result slots of one replica: slot b holds batch b's loss sum and correct
+ * count. One block each (on the replica's device), a view per batch. */
+struct rf__slots {
+	struct rf_tensor *loss, *corr;          /* (nb) f32, (nb) i32 */
+	struct rf_tensor **lv, **cv;            /* views (1) */
+	uint64_t nb;
+};
+
+/* The loader look-ahead queue: batches requested (their ops pushed) and not yet
+ * pushed through the model, at most prefetch-1 of them. It runs across the epoch
+ * boundary (README.md, "look-ahead"). */
+struct rf__queue {
+	struct rf_batch q[RF__MAXQ];
+	unsigned qh, qn;
+	uint64_t lepoch;                        /* the epoch the loader's next call serves */
+	int valid;                              /* q and lepoch follow the loader */
+};
+
+struct rf_trainer {
+	struct rf_train_opts o;
+	char model_name[16], device_kind[8], data_dir[512];
+	struct rf_engine *eng;
+	const struct rf_model_spec *spec;
+	unsigned K;
+	struct rf_device *dev[RF_TRAIN_MAX_DEVICES];
+	unsigned ndev_open;
+	struct rf_device *host;                 /* CUDA: a CPU device for staging */
+	struct rf_model *rep[RF_TRAIN_MAX_DEVICES];
+	struct rf_kvstore *kv;
+	struct rf_prng *prng;
+	struct rf_dataset train_ds, test_ds;    /* opened (owned) */
+	struct rf_dataset train_view, test_view; /* limited copies the loaders read */
+	struct rf_loader *train_ld, *test_ld;
+	struct rf__slots tr[RF_TRAIN_MAX_DEVICES], te[RF_TRAIN_MAX_DEVICES];
+	struct rf__queue tq, eq;                /* the loaders' look-ahead queues */
+	uint64_t evals;                         /* evaluations pushed (the test loader's
+						 * "epoch": unshuffled, the same order) */
+	struct rf_var **marker;                 /* nmark end-of-iteration markers */
+	unsigned window;                        /* 0: none (RF_TRAIN_WINDOW_NONE) */
+	unsigned nmark;                         /* window, or 1 without a window */
+	uint64_t iter;                          /* iterations pushed (train + eval) */
+	uint64_t steps;                         /* SGD steps */
+	unsigned epochs_done;
+	unsigned nstreams;                      /* compute streams per replica */
+	float lr;
+	char msg[RF__MSG_LEN];                  /* the running call's message ("": none) */
+	char last_error[RF__MSG_LEN];           /* rf_trainer_last_error() */
+};
+
+/* trainer-msg.c: a step writes what went wrong into t->msg; a public call ends with
+ * rf__trainer_end(), which makes it the trainer's and the thread's last error. */
+void rf__trainer_msg(struct rf_trainer *t, const char *fmt, ...) RF__PRINTF(2, 3);
+int rf__trainer_end(struct rf_trainer *t, int ret);
+/* "; loader: " when ld has a message, else "": "%s%s", rf__loader_sep(ld), its message */
+const char *rf__loader_sep(const struct rf_loader *ld);
+
+/* trainer-data.c */
+int rf__open_data(struct rf_trainer *t);
+int rf__make_loaders(struct rf_trainer *t);
+
+/* trainer-devices.c */
+unsigned rf__auto_streams(const struct rf_trainer *t);
+int rf__open_devices(struct rf_trainer *t);
+int rf__make_replicas(struct rf_trainer *t);
+int rf__make_kvstore(struct rf_trainer *t);
+void rf__close_devices(struct rf_trainer *t);
+
+/* trainer-slots.c */
+int rf__slots_make(struct rf__slots *sl, struct rf_device *d, uint64_t nb, const char *tag);
+void rf__slots_free(struct rf__slots *sl);
+int rf__slots_clear(struct rf__slots *sl, struct rf_stream *s);
+int rf__slots_sum(struct rf__slots *sl, uint64_t nb, double *loss, uint64_t *corr);
+
+/* trainer-step.c */
+int rf__window_wait(struct rf_trainer *t);
+int rf__train_iter(struct rf_trainer *t, const struct rf_batch *b);
+int rf__eval_iter(struct rf_trainer *t, const struct rf_batch *b);
+
+/* trainer-pass.c */
+int rf__pass(struct rf_trainer *t, struct rf_loader *ld, struct rf__queue *Q,
+	     uint64_t epoch, int train);
+
+#endif
