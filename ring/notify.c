@@ -1,4 +1,4 @@
-/* ring/notify.c — notifiers (cross-thread wake-ups) and eventfd watches.
+/* ring/notify.c -- notifiers (cross-thread wake-ups) and eventfd watches.
  *
  * Notifiers, MSG_RING mode: rf_notifier_signal() posts one CQE (res 1, user_data =
  * the notifier's table slot and generation) into the owner's ring with the ringless

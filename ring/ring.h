@@ -1,4 +1,4 @@
-/* ringflow/ring.h — the io_uring reactor.
+/* ringflow/ring.h -- the io_uring reactor.
  *
  * One thread owns a struct rf_ring. Everything that schedules arrives on it as a
  * completion: file reads and writes, fsyncs, timers, eventfd watches, and

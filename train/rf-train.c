@@ -453,7 +453,9 @@ int main(int argc, char **argv)
 	c.tty = isatty(fileno(c.out));
 
 	if ((ret = rf_ring_create(&ring, NULL)) < 0) {
-		if (ret != -EBADMSG) /* RF_FAULT_INJECT malformed: the ring said why */
+		if (ret == -EBADMSG) /* RF_FAULT_INJECT malformed: the ring's one line says why */
+			rf_cli_log_stderr(RF_LOG_ERROR, rf_last_error(), NULL);
+		else
 			rf_cli_say("rf-train", "cannot create the io_uring ring: %s", strerror(-ret));
 		return 1;
 	}
