@@ -22,6 +22,8 @@
 #include <zlib.h>
 
 #include "checkpoint.h"
+#include "rf-internal.h"
+#include "ring-io.h"
 
 #define RF__CK_MAGIC "RFCKPTv1"
 #define RF__CK_END_MAGIC "RFCKEND1"
@@ -78,20 +80,6 @@ static uint64_t rf__header_size(uint32_t n)
 }
 
 /* ---- messages ------------------------------------------------------------------- */
-
-static int rf__fail(char *err, size_t errlen, int ret, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int rf__fail(char *err, size_t errlen, int ret, const char *fmt, ...)
-{
-	if (err && errlen) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return ret;
-}
 
 /* What a non-regular file is, for the refusals ("is a FIFO"). */
 static const char *rf__ftype(mode_t m)
@@ -193,180 +181,19 @@ static uint64_t rf__expected_bytes(uint32_t dtype, uint32_t ndim, const uint64_t
 
 /* ---- transfers through the ring ---------------------------------------------- */
 
-struct rf__seg {
-	void *buf;
-	uint64_t off;
-	uint64_t len;
-};
-
-struct rf__xfer;
-
-struct rf__xreq {
-	struct rf__xfer *x;
-	uint64_t off, len;
-	int busy;
-};
-
-struct rf__xfer {
-	struct rf_ring *ring;
-	int fd;
-	int write;
-	const struct rf__seg *segs;
-	unsigned nsegs;
-	unsigned seg;       /* next chunk: segs[seg] from pos */
-	uint64_t pos;
-	unsigned inflight;
-	int err;            /* first error */
-	uint64_t err_off;   /* file offset of the request that failed */
-	int64_t err_res;    /* its result (a short count, or -errno) */
-	int is_fsync;       /* fsync mode: one request, no segments */
-	int fsync_done;
-	struct rf__xreq slot[RF__CK_INFLIGHT];
-};
-
-static void rf__xfer_pump(struct rf__xfer *x);
-
-static void rf__xfer_cb(void *data, int64_t res)
+/* Transfer the segments with the ring's pump; 0 or -errno; on error *err_off and
+ * *err_res say which chunk failed and how (when not NULL). */
+static int rf__transfer(struct rf_ring *ring, int fd, enum rf_xfer_dir dir,
+			const struct rf_io_seg *segs, unsigned nsegs, uint64_t *err_off,
+			int64_t *err_res)
 {
-	struct rf__xreq *q = data;
-	struct rf__xfer *x = q->x;
-	q->busy = 0;
-	x->inflight--;
-	if (x->is_fsync) {
-		x->fsync_done = 1;
-		if (res < 0 && !x->err) {
-			x->err = (int)res;
-			x->err_res = res;
-		}
-		return;
-	}
-	if ((res < 0 || (uint64_t)res != q->len) && (!x->err || q->off < x->err_off)) {
-		/* A short count here is final: the ring resubmits short transfers and
-		 * reports less only at end of file (reads) or when no byte went (writes).
-		 * Of several failures, the one at the lowest offset is reported. */
-		x->err = res < 0 ? (int)res : (x->write ? -EIO : -ENODATA);
-		x->err_off = q->off;
-		x->err_res = res;
-	}
-	rf__xfer_pump(x);
-}
-
-static void rf__xfer_skip(struct rf__xfer *x)
-{
-	while (x->seg < x->nsegs && x->pos >= x->segs[x->seg].len) {
-		x->seg++;
-		x->pos = 0;
-	}
-}
-
-static void rf__xfer_pump(struct rf__xfer *x)
-{
-	rf__xfer_skip(x);
-	while (!x->err && x->inflight < RF__CK_INFLIGHT && x->seg < x->nsegs) {
-		const struct rf__seg *s = &x->segs[x->seg];
-		uint64_t len = s->len - x->pos;
-		if (len > RF__CK_CHUNK)
-			len = RF__CK_CHUNK;
-		struct rf__xreq *q = NULL;
-		for (unsigned i = 0; i < RF__CK_INFLIGHT; i++)
-			if (!x->slot[i].busy) {
-				q = &x->slot[i];
-				break;
-			}
-		q->x = x;
-		q->off = s->off + x->pos;
-		q->len = len;
-		uint8_t *buf = (uint8_t *)s->buf + x->pos;
-		int ret = x->write ?
-			rf_ring_write(x->ring, x->fd, buf, len, q->off, 0, rf__xfer_cb, q, NULL) :
-			rf_ring_read(x->ring, x->fd, buf, len, q->off, 0, rf__xfer_cb, q, NULL);
-		if (ret < 0) {
-			x->err = ret;
-			x->err_off = q->off;
-			x->err_res = ret;
-			break;
-		}
-		q->busy = 1;
-		x->inflight++;
-		x->pos += len;
-		rf__xfer_skip(x);
-	}
-}
-
-static int rf__xfer_done(void *arg)
-{
-	struct rf__xfer *x = arg;
-	if (x->is_fsync)
-		return x->fsync_done;
-	return x->inflight == 0 && (x->err || x->seg >= x->nsegs);
-}
-
-/* Turn the ring until x is done. Returns 0, or the ring's error with x leaked if
- * requests are still in flight (*leaked = 1). */
-static int rf__xfer_wait(struct rf__xfer *x, int *leaked)
-{
-	*leaked = 0;
-	int ret = 0;
-	for (int tries = 0; tries < 100; tries++) {
-		ret = rf_ring_run_until(x->ring, rf__xfer_done, x, 0);
-		if (ret == 0 || x->inflight == 0)
-			break;
-	}
-	if (ret < 0 && x->inflight) {
-		*leaked = 1;
-		return ret;
-	}
-	return 0;
-}
-
-/* Transfer the segments; returns 0 or -errno; on error *err_off and *err_res say which
- * request failed and how (when not NULL). */
-static int rf__transfer(struct rf_ring *ring, int fd, int write, const struct rf__seg *segs,
-			unsigned nsegs, uint64_t *err_off, int64_t *err_res)
-{
-	struct rf__xfer *x = calloc(1, sizeof(*x));
-	if (!x)
-		return -ENOMEM;
-	x->ring = ring;
-	x->fd = fd;
-	x->write = write;
-	x->segs = segs;
-	x->nsegs = nsegs;
-	rf__xfer_pump(x);
-	int leaked;
-	int ret = rf__xfer_wait(x, &leaked);
-	if (leaked)
-		return ret;
-	ret = x->err;
+	struct rf_xfer_opts o = { .chunk = RF__CK_CHUNK, .depth = RF__CK_INFLIGHT };
+	struct rf_xfer_result res;
+	int ret = rf_xfer(ring, fd, dir, segs, nsegs, &o, &res);
 	if (ret && err_off)
-		*err_off = x->err_off;
+		*err_off = res.err_off;
 	if (ret && err_res)
-		*err_res = x->err_res;
-	free(x);
-	return ret;
-}
-
-static int rf__ring_fsync(struct rf_ring *ring, int fd)
-{
-	struct rf__xfer *x = calloc(1, sizeof(*x));
-	if (!x)
-		return -ENOMEM;
-	x->ring = ring;
-	x->is_fsync = 1;
-	x->slot[0].x = x;
-	x->slot[0].busy = 1;
-	int ret = rf_ring_fsync(ring, fd, 0, 0, rf__xfer_cb, &x->slot[0], NULL);
-	if (ret < 0) {
-		free(x);
-		return ret;
-	}
-	x->inflight = 1;
-	int leaked;
-	ret = rf__xfer_wait(x, &leaked);
-	if (leaked)
-		return ret;
-	ret = x->err;
-	free(x);
+		*err_res = res.err_res;
 	return ret;
 }
 
@@ -380,8 +207,8 @@ struct rf__src {
 static int rf__src_read(const struct rf__src *s, void *buf, uint64_t len, uint64_t off)
 {
 	if (s->ring) {
-		struct rf__seg seg = { buf, off, len };
-		return rf__transfer(s->ring, s->fd, 0, &seg, 1, NULL, NULL);
+		struct rf_io_seg seg = { buf, len, off };
+		return rf__transfer(s->ring, s->fd, RF_XFER_READ, &seg, 1, NULL, NULL);
 	}
 	uint64_t done = 0;
 	while (done < len) {
@@ -450,63 +277,63 @@ static void rf__meta_decode(struct rf_ckpt_meta *m, const uint8_t *p)
 /* Read and check everything but the tensor data: magic, version, sizes, header CRC,
  * file size, trailer, table entries. Fills *h (h->e malloc'd on success). */
 static int rf__read_header(const struct rf__src *src, const char *path, uint64_t fsize,
-			   struct rf__hdr *h, char *err, size_t errlen)
+			   struct rf__hdr *h)
 {
 	uint8_t fixed[RF__CK_FIXED];
 	char b1[64];
 	int ret;
 	memset(h, 0, sizeof(*h));
 	if (fsize == 0)
-		return rf__fail(err, errlen, -ENODATA,
+		return rf__fail(-ENODATA,
 				"%s: truncated checkpoint: file is empty (the header alone is at least %u bytes)",
 				path, (unsigned)rf__header_size(0));
 	uint64_t first = fsize < RF__CK_FIXED ? fsize : RF__CK_FIXED;
 	ret = rf__src_read(src, fixed, first, 0);
 	if (ret < 0)
-		return rf__fail(err, errlen, ret, "%s: reading the header (%" PRIu64 " bytes at offset 0): %s",
+		return rf__fail(ret, "%s: reading the header (%" PRIu64 " bytes at offset 0): %s",
 				path, first, strerror(-ret));
 	size_t mlen = first < 8 ? (size_t)first : 8;
 	if (memcmp(fixed, RF__CK_MAGIC, mlen) != 0)
-		return rf__fail(err, errlen, -ENOEXEC,
+		return rf__fail(-ENOEXEC,
 				"%s: not a ringflow checkpoint: starts with \"%s\", expected magic \"%s\"",
 				path, rf__bytes_str(fixed, mlen, b1, sizeof(b1)), RF__CK_MAGIC);
 	if (fsize < RF__CK_FIXED)
-		return rf__fail(err, errlen, -ENODATA,
+		return rf__fail(-ENODATA,
 				"%s: truncated checkpoint: file is %" PRIu64 " bytes, shorter than the %u-byte fixed header",
 				path, fsize, RF__CK_FIXED);
 	h->version = rf__get32(fixed + 8);
 	if (h->version > RF_CKPT_VERSION)
-		return rf__fail(err, errlen, -EPROTONOSUPPORT,
+		return rf__fail(-EPROTONOSUPPORT,
 				"%s: checkpoint format version %" PRIu32 " is newer than this ringflow reads (version %d)",
 				path, h->version, RF_CKPT_VERSION);
 	if (h->version == 0)
-		return rf__fail(err, errlen, -EBADMSG, "%s: corrupt checkpoint: format version 0 (expected %d)",
+		return rf__fail(-EBADMSG, "%s: corrupt checkpoint: format version 0 (expected %d)",
 				path, RF_CKPT_VERSION);
 	uint32_t hs = rf__get32(fixed + 12);
 	h->ntensors = rf__get32(fixed + 24);
 	if (h->ntensors > RF_CKPT_MAX_TENSORS || hs != rf__header_size(h->ntensors))
-		return rf__fail(err, errlen, -EBADMSG,
+		return rf__fail(-EBADMSG,
 				"%s: corrupt checkpoint header: header size %" PRIu32 " does not fit %" PRIu32
 				" tensors (expected %" PRIu64 ", at most %u tensors)",
 				path, hs, h->ntensors, rf__header_size(h->ntensors > RF_CKPT_MAX_TENSORS ? 0 : h->ntensors),
 				RF_CKPT_MAX_TENSORS);
 	h->header_size = hs;
 	if (fsize < h->header_size)
-		return rf__fail(err, errlen, -ENODATA,
+		return rf__fail(-ENODATA,
 				"%s: truncated checkpoint: file is %" PRIu64 " bytes, its header alone is %" PRIu64,
 				path, fsize, h->header_size);
 	uint8_t *hb = malloc(h->header_size);
 	if (!hb)
-		return rf__fail(err, errlen, -ENOMEM, "%s: out of memory", path);
+		return rf__fail(-ENOMEM, "%s: out of memory", path);
 	memcpy(hb, fixed, RF__CK_FIXED);
 	if (h->header_size > RF__CK_FIXED) {
 		ret = rf__src_read(src, hb + RF__CK_FIXED, h->header_size - RF__CK_FIXED, RF__CK_FIXED);
 		if (ret < 0) {
 			free(hb);
 			if (ret == -ENODATA)
-				return rf__fail(err, errlen, ret, "%s: truncated checkpoint: end of file inside the header (%" PRIu64 " bytes)",
+				return rf__fail(ret, "%s: truncated checkpoint: end of file inside the header (%" PRIu64 " bytes)",
 						path, h->header_size);
-			return rf__fail(err, errlen, ret, "%s: reading the header (%" PRIu64 " bytes): %s",
+			return rf__fail(ret, "%s: reading the header (%" PRIu64 " bytes): %s",
 					path, h->header_size, strerror(-ret));
 		}
 	}
@@ -514,7 +341,7 @@ static int rf__read_header(const struct rf__src *src, const char *path, uint64_t
 	uint32_t stored = rf__get32(hb + crc_len), computed = rf__crc(hb, crc_len);
 	if (stored != computed) {
 		free(hb);
-		return rf__fail(err, errlen, -EBADMSG,
+		return rf__fail(-EBADMSG,
 				"%s: corrupt checkpoint header: CRC32 of bytes 0-%" PRIu64 " is 0x%08" PRIx32
 				", header says 0x%08" PRIx32, path, crc_len - 1, computed, stored);
 	}
@@ -523,13 +350,13 @@ static int rf__read_header(const struct rf__src *src, const char *path, uint64_t
 	rf__meta_decode(&h->meta, hb);
 	if (fsize < h->file_size) {
 		free(hb);
-		return rf__fail(err, errlen, -ENODATA,
+		return rf__fail(-ENODATA,
 				"%s: truncated checkpoint: file is %" PRIu64 " bytes, header says %" PRIu64,
 				path, fsize, h->file_size);
 	}
 	if (fsize > h->file_size) {
 		free(hb);
-		return rf__fail(err, errlen, -EBADMSG,
+		return rf__fail(-EBADMSG,
 				"%s: corrupt checkpoint: file is %" PRIu64 " bytes, header says %" PRIu64
 				" (data after the end)", path, fsize, h->file_size);
 	}
@@ -537,7 +364,7 @@ static int rf__read_header(const struct rf__src *src, const char *path, uint64_t
 	if (h->file_size < h->header_size + RF__CK_TRAILER || h->meta.extra_len > RF_CKPT_EXTRA_MAX ||
 	    memchr(hb + 32, 0, 32) == NULL) {
 		free(hb);
-		return rf__fail(err, errlen, -EBADMSG,
+		return rf__fail(-EBADMSG,
 				"%s: corrupt checkpoint header: file size %" PRIu64 ", extra_len %" PRIu32
 				" or model name out of range", path, h->file_size, h->meta.extra_len);
 	}
@@ -548,13 +375,13 @@ static int rf__read_header(const struct rf__src *src, const char *path, uint64_t
 	ret = rf__src_read(src, tr, RF__CK_TRAILER, h->trailer_off);
 	if (ret < 0) {
 		free(hb);
-		return rf__fail(err, errlen, ret, "%s: reading the trailer at offset %" PRIu64 ": %s",
+		return rf__fail(ret, "%s: reading the trailer at offset %" PRIu64 ": %s",
 				path, h->trailer_off, strerror(-ret));
 	}
 	if (memcmp(tr, RF__CK_END_MAGIC, 8) != 0 || rf__get32(tr + 28) != rf__crc(tr, 28) ||
 	    rf__get64(tr + 8) != h->file_size || rf__get32(tr + 16) != h->header_crc) {
 		free(hb);
-		return rf__fail(err, errlen, -EBADMSG,
+		return rf__fail(-EBADMSG,
 				"%s: corrupt checkpoint: no valid commit marker at offset %" PRIu64
 				" (expected \"%s\" with file size %" PRIu64 " and header CRC 0x%08" PRIx32
 				"; found \"%s\")", path, h->trailer_off, RF__CK_END_MAGIC, h->file_size,
@@ -565,7 +392,7 @@ static int rf__read_header(const struct rf__src *src, const char *path, uint64_t
 	h->e = calloc(h->ntensors ? h->ntensors : 1, sizeof(*h->e));
 	if (!h->e) {
 		free(hb);
-		return rf__fail(err, errlen, -ENOMEM, "%s: out of memory", path);
+		return rf__fail(-ENOMEM, "%s: out of memory", path);
 	}
 	uint64_t prev_end = data_start;
 	for (uint32_t i = 0; i < h->ntensors; i++) {
@@ -601,7 +428,7 @@ static int rf__read_header(const struct rf__src *src, const char *path, uint64_t
 			free(hb);
 			free(h->e);
 			h->e = NULL;
-			return rf__fail(err, errlen, -EBADMSG,
+			return rf__fail(-EBADMSG,
 					"%s: corrupt checkpoint header: tensor entry %" PRIu32 " ('%s', offset %"
 					PRIu64 ", %" PRIu64 " bytes): %s", path, i,
 					rf__bytes_str((const uint8_t *)e->name, strnlen(e->name, 64), nb, sizeof(nb)),
@@ -615,34 +442,33 @@ static int rf__read_header(const struct rf__src *src, const char *path, uint64_t
 
 /* ---- arguments ------------------------------------------------------------------ */
 
-static int rf__check_blobs(const char *path, const struct rf_ckpt_blob *b, unsigned n, int load,
-			   char *err, size_t errlen)
+static int rf__check_blobs(const char *path, const struct rf_ckpt_blob *b, unsigned n, int load)
 {
 	if (n && !b)
-		return rf__fail(err, errlen, -EINVAL, "%s: %u tensors but no blob array", path, n);
+		return rf__fail(-EINVAL, "%s: %u tensors but no blob array", path, n);
 	if (n > RF_CKPT_MAX_TENSORS)
-		return rf__fail(err, errlen, -EINVAL, "%s: %u tensors, at most %u", path, n,
+		return rf__fail(-EINVAL, "%s: %u tensors, at most %u", path, n,
 				RF_CKPT_MAX_TENSORS);
 	for (unsigned i = 0; i < n; i++) {
 		char d1[16], s1[96];
 		if (!b[i].name || !b[i].name[0] || strlen(b[i].name) > RF_CKPT_NAME_MAX)
-			return rf__fail(err, errlen, -EINVAL, "%s: tensor %u: name %s (1 to %d bytes)",
+			return rf__fail(-EINVAL, "%s: tensor %u: name %s (1 to %d bytes)",
 					path, i, b[i].name ? "empty or too long" : "is NULL", RF_CKPT_NAME_MAX);
 		int ok;
 		uint64_t want = rf__expected_bytes(b[i].dtype, b[i].ndim, b[i].shape, &ok);
 		if (!ok)
-			return rf__fail(err, errlen, -EINVAL, "%s: tensor %s: dtype %s or ndim %u not supported",
+			return rf__fail(-EINVAL, "%s: tensor %s: dtype %s or ndim %u not supported",
 					path, b[i].name, rf__dtype_name(b[i].dtype, d1, sizeof(d1)), b[i].ndim);
 		if (want != b[i].nbytes)
-			return rf__fail(err, errlen, -EINVAL,
+			return rf__fail(-EINVAL,
 					"%s: tensor %s: nbytes %" PRIu64 ", but %s %s is %" PRIu64 " bytes",
 					path, b[i].name, b[i].nbytes, rf__dtype_name(b[i].dtype, d1, sizeof(d1)),
 					rf__shape_str(b[i].ndim, b[i].shape, s1, sizeof(s1)), want);
 		if (want && !b[i].data)
-			return rf__fail(err, errlen, -EINVAL, "%s: tensor %s: data is NULL", path, b[i].name);
+			return rf__fail(-EINVAL, "%s: tensor %s: data is NULL", path, b[i].name);
 		for (unsigned j = 0; j < i; j++)
 			if (strcmp(b[i].name, b[j].name) == 0)
-				return rf__fail(err, errlen, -EINVAL, "%s: tensor name %s given twice", path,
+				return rf__fail(-EINVAL, "%s: tensor name %s given twice", path,
 						b[i].name);
 	}
 	(void)load;
@@ -654,7 +480,7 @@ static int rf__true(void *arg)
 	return 1;
 }
 
-static int rf__ring_begin(struct rf_ring **ring, int *own, const char *path, char *err, size_t errlen)
+static int rf__ring_begin(struct rf_ring **ring, int *own, const char *path)
 {
 	*own = 0;
 	if (*ring) {
@@ -663,14 +489,14 @@ static int rf__ring_begin(struct rf_ring **ring, int *own, const char *path, cha
 		 * predicate, so a predicate that is already true makes a free probe. This
 		 * keeps I/O from ever being queued that could not be waited for. */
 		if (rf_ring_in_callback(*ring) || rf_ring_run_until(*ring, rf__true, NULL, 0) < 0)
-			return rf__fail(err, errlen, -EDEADLK,
+			return rf__fail(-EDEADLK,
 					"%s: checkpoint I/O called from inside a ring callback "
 					"(the ring cannot be turned from there)", path);
 		return 0;
 	}
 	int ret = rf_ring_create(ring, NULL);
 	if (ret < 0)
-		return rf__fail(err, errlen, ret, "%s: cannot create a ring: %s", path, strerror(-ret));
+		return rf__fail(ret, "%s: cannot create a ring: %s", path, strerror(-ret));
 	*own = 1;
 	return 0;
 }
@@ -678,21 +504,20 @@ static int rf__ring_begin(struct rf_ring **ring, int *own, const char *path, cha
 /* ---- save ------------------------------------------------------------------------ */
 
 static int rf__save(struct rf_ring *ring, const char *path, const char *tmp,
-		    const struct rf_ckpt_meta *meta, const struct rf_ckpt_blob *b, unsigned n,
-		    char *err, size_t errlen)
+		    const struct rf_ckpt_meta *meta, const struct rf_ckpt_blob *b, unsigned n)
 {
 	uint64_t hsize = rf__header_size(n);
 	uint8_t *hb = calloc(1, hsize);
-	struct rf__seg *segs = calloc((size_t)n + 1, sizeof(*segs));
+	struct rf_io_seg *segs = calloc((size_t)n + 1, sizeof(*segs));
 	int ret = 0, fd = -1, created = 0;
 	if (!hb || !segs) {
-		ret = rf__fail(err, errlen, -ENOMEM, "%s: out of memory", path);
+		ret = rf__fail(-ENOMEM, "%s: out of memory", path);
 		goto out;
 	}
 	/* Lay out the data and fill the table. */
 	uint64_t off = rf__align(hsize, RF__CK_ALIGN), end = hsize;
 	unsigned ns = 0;
-	segs[ns++] = (struct rf__seg){ hb, 0, hsize };
+	segs[ns++] = (struct rf_io_seg){ hb, hsize, 0 };
 	for (unsigned i = 0; i < n; i++) {
 		uint8_t *p = hb + RF__CK_FIXED + (uint64_t)RF__CK_ENTRY * i;
 		memcpy(p, b[i].name, strlen(b[i].name));
@@ -704,7 +529,7 @@ static int rf__save(struct rf_ring *ring, const char *path, const char *tmp,
 		rf__put64(p + 112, b[i].nbytes);
 		rf__put32(p + 120, rf__crc(b[i].data, b[i].nbytes));
 		if (b[i].nbytes)
-			segs[ns++] = (struct rf__seg){ b[i].data, off, b[i].nbytes };
+			segs[ns++] = (struct rf_io_seg){ b[i].data, b[i].nbytes, off };
 		end = off + b[i].nbytes;
 		off = rf__align(end, RF__CK_ALIGN);
 	}
@@ -728,7 +553,7 @@ static int rf__save(struct rf_ring *ring, const char *path, const char *tmp,
 	 * reader came) and must be a regular file; one that is not is left alone. */
 	struct stat st;
 	if (stat(tmp, &st) == 0 && !S_ISREG(st.st_mode)) {
-		ret = rf__fail(err, errlen, S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL,
+		ret = rf__fail(S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL,
 			       "%s: cannot create %s: it is %s, expected a regular file or "
 			       "nothing; previous checkpoint left as it was", path, tmp,
 			       rf__ftype(st.st_mode));
@@ -737,44 +562,44 @@ static int rf__save(struct rf_ring *ring, const char *path, const char *tmp,
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK, 0644);
 	if (fd < 0) {
 		ret = -errno;
-		rf__fail(err, errlen, ret, "%s: cannot create %s: %s", path, tmp, strerror(-ret));
+		rf__fail(ret, "%s: cannot create %s: %s", path, tmp, strerror(-ret));
 		goto out;
 	}
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		ret = -EINVAL;
-		rf__fail(err, errlen, ret, "%s: cannot create %s: not a regular file; previous "
+		rf__fail(ret, "%s: cannot create %s: not a regular file; previous "
 			 "checkpoint left as it was", path, tmp);
 		goto out;
 	}
 	created = 1;
 	if ((ret = rf__set_blocking(fd)) < 0) {
-		rf__fail(err, errlen, ret, "%s: fcntl of %s: %s", path, tmp, strerror(-ret));
+		rf__fail(ret, "%s: fcntl of %s: %s", path, tmp, strerror(-ret));
 		goto out;
 	}
 	uint64_t eoff = 0;
 	int64_t eres = 0;
-	ret = rf__transfer(ring, fd, 1, segs, ns, &eoff, &eres);
+	ret = rf__transfer(ring, fd, RF_XFER_WRITE, segs, ns, &eoff, &eres);
 	if (ret == 0) {
 		/* The commit marker goes in only once everything before it is written. */
-		struct rf__seg ts = { tr, trailer_off, RF__CK_TRAILER };
-		ret = rf__transfer(ring, fd, 1, &ts, 1, &eoff, &eres);
+		struct rf_io_seg ts = { tr, RF__CK_TRAILER, trailer_off };
+		ret = rf__transfer(ring, fd, RF_XFER_WRITE, &ts, 1, &eoff, &eres);
 	}
 	if (ret < 0) {
-		rf__fail(err, errlen, ret, "%s: writing %s at offset %" PRIu64 " (of %" PRIu64
+		rf__fail(ret, "%s: writing %s at offset %" PRIu64 " (of %" PRIu64
 			 " bytes): %s; previous checkpoint left as it was", path, tmp, eoff, file_size,
 			 eres >= 0 ? "short write" : strerror(-ret));
 		goto out;
 	}
-	ret = rf__ring_fsync(ring, fd);
+	ret = rf_ring_fsync_wait(ring, fd, 0);
 	if (ret < 0) {
-		rf__fail(err, errlen, ret, "%s: fsync of %s: %s; previous checkpoint left as it was",
+		rf__fail(ret, "%s: fsync of %s: %s; previous checkpoint left as it was",
 			 path, tmp, strerror(-ret));
 		goto out;
 	}
 	ret = close(fd) < 0 ? -errno : 0;
 	fd = -1;
 	if (ret < 0) {
-		rf__fail(err, errlen, ret, "%s: close of %s: %s; previous checkpoint left as it was",
+		rf__fail(ret, "%s: close of %s: %s; previous checkpoint left as it was",
 			 path, tmp, strerror(-ret));
 		goto out;
 	}
@@ -802,7 +627,7 @@ static int rf__fsync_dir(struct rf_ring *ring, const char *path)
 	else
 		*slash = 0;
 	int dfd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	int ret = dfd < 0 ? -errno : rf__ring_fsync(ring, dfd);
+	int ret = dfd < 0 ? -errno : rf_ring_fsync_wait(ring, dfd, 0);
 	if (dfd >= 0)
 		close(dfd);
 	free(dir);
@@ -810,52 +635,50 @@ static int rf__fsync_dir(struct rf_ring *ring, const char *path)
 }
 
 int rf_ckpt_save(struct rf_ring *ring, const char *path, const struct rf_ckpt_meta *meta,
-		 const struct rf_ckpt_blob *blobs, unsigned n, char *err, size_t errlen)
+		 const struct rf_ckpt_blob *blobs, unsigned n)
 {
-	if (err && errlen)
-		err[0] = 0;
 	if (!path || !*path || !meta)
-		return rf__fail(err, errlen, -EINVAL, "checkpoint save: path and meta are required");
+		return rf__fail(-EINVAL, "checkpoint save: path and meta are required");
 	if (!memchr(meta->model, 0, sizeof(meta->model)) || !meta->model[0])
-		return rf__fail(err, errlen, -EINVAL, "%s: model name empty or longer than %d bytes",
+		return rf__fail(-EINVAL, "%s: model name empty or longer than %d bytes",
 				path, RF_CKPT_MODEL_MAX);
 	if (meta->extra_len > RF_CKPT_EXTRA_MAX)
-		return rf__fail(err, errlen, -EINVAL, "%s: extra_len %" PRIu32 ", at most %d", path,
+		return rf__fail(-EINVAL, "%s: extra_len %" PRIu32 ", at most %d", path,
 				meta->extra_len, RF_CKPT_EXTRA_MAX);
-	int ret = rf__check_blobs(path, blobs, n, 0, err, errlen);
+	int ret = rf__check_blobs(path, blobs, n, 0);
 	if (ret < 0)
 		return ret;
 	/* The rename would replace whatever is at path: a FIFO, a device node (as root,
 	 * /dev/null itself) or an empty directory. Only a regular file is replaced. */
 	struct stat st;
 	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
-		return rf__fail(err, errlen, S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL,
+		return rf__fail(S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL,
 				"%s: is %s, expected a regular file (or a new file's name); nothing "
 				"written", path, rf__ftype(st.st_mode));
 	size_t plen = strlen(path);
 	char *tmp = malloc(plen + 5);
 	if (!tmp)
-		return rf__fail(err, errlen, -ENOMEM, "%s: out of memory", path);
+		return rf__fail(-ENOMEM, "%s: out of memory", path);
 	memcpy(tmp, path, plen);
 	memcpy(tmp + plen, ".tmp", 5);
 	int own;
-	ret = rf__ring_begin(&ring, &own, path, err, errlen);
+	ret = rf__ring_begin(&ring, &own, path);
 	if (ret < 0) {
 		free(tmp);
 		return ret;
 	}
-	ret = rf__save(ring, path, tmp, meta, blobs, n, err, errlen); /* removes tmp on error */
+	ret = rf__save(ring, path, tmp, meta, blobs, n); /* removes tmp on error */
 	if (ret < 0) {
 		/* nothing more: the previous file at path was never touched */
 	} else if (rename(tmp, path) < 0) {
 		ret = -errno;
-		rf__fail(err, errlen, ret, "%s: rename from %s: %s; previous checkpoint left as it was",
+		rf__fail(ret, "%s: rename from %s: %s; previous checkpoint left as it was",
 			 path, tmp, strerror(-ret));
 		unlink(tmp);
 	} else {
 		ret = rf__fsync_dir(ring, path);
 		if (ret < 0)
-			rf__fail(err, errlen, ret, "%s: written and renamed, but fsync of its directory "
+			rf__fail(ret, "%s: written and renamed, but fsync of its directory "
 				 "failed: %s", path, strerror(-ret));
 	}
 	if (own)
@@ -867,27 +690,26 @@ int rf_ckpt_save(struct rf_ring *ring, const char *path, const struct rf_ckpt_me
 /* ---- load --------------------------------------------------------------------------- */
 
 static int rf__load(const struct rf__src *src, const char *path, uint64_t fsize,
-		    struct rf_ckpt_meta *meta, struct rf_ckpt_blob *b, unsigned n,
-		    char *err, size_t errlen)
+		    struct rf_ckpt_meta *meta, struct rf_ckpt_blob *b, unsigned n)
 {
 	struct rf__hdr h;
-	struct rf__seg *segs = NULL;
+	struct rf_io_seg *segs = NULL;
 	int *which = NULL;
-	int ret = rf__read_header(src, path, fsize, &h, err, errlen);
+	int ret = rf__read_header(src, path, fsize, &h);
 	if (ret < 0)
 		return ret;
 	char d1[16], d2[16], s1[96], s2[96];
 	if (meta->model[0] && strncmp(meta->model, h.meta.model, sizeof(meta->model)) != 0) {
 		char m[40];
 		snprintf(m, sizeof(m), "%.31s", meta->model);
-		ret = rf__fail(err, errlen, -ESTALE, "%s: checkpoint is for model '%s', expected '%s'",
+		ret = rf__fail(-ESTALE, "%s: checkpoint is for model '%s', expected '%s'",
 			       path, h.meta.model, m);
 		goto out;
 	}
 	which = calloc(n ? n : 1, sizeof(*which));
 	segs = calloc(n ? n : 1, sizeof(*segs));
 	if (!which || !segs) {
-		ret = rf__fail(err, errlen, -ENOMEM, "%s: out of memory", path);
+		ret = rf__fail(-ENOMEM, "%s: out of memory", path);
 		goto out;
 	}
 	for (unsigned i = 0; i < n; i++) {
@@ -896,14 +718,14 @@ static int rf__load(const struct rf__src *src, const char *path, uint64_t fsize,
 			if (strcmp(h.e[j].name, b[i].name) == 0)
 				break;
 		if (j == h.ntensors) {
-			ret = rf__fail(err, errlen, -ESTALE,
+			ret = rf__fail(-ESTALE,
 				       "%s: tensor %s: missing from the checkpoint (it has %" PRIu32
 				       " tensors, %u expected)", path, b[i].name, h.ntensors, n);
 			goto out;
 		}
 		struct rf__entry *e = &h.e[j];
 		if (e->dtype != b[i].dtype) {
-			ret = rf__fail(err, errlen, -ESTALE, "%s: tensor %s: dtype %s in file, expected %s",
+			ret = rf__fail(-ESTALE, "%s: tensor %s: dtype %s in file, expected %s",
 				       path, b[i].name, rf__dtype_name(e->dtype, d1, sizeof(d1)),
 				       rf__dtype_name(b[i].dtype, d2, sizeof(d2)));
 			goto out;
@@ -912,7 +734,7 @@ static int rf__load(const struct rf__src *src, const char *path, uint64_t fsize,
 		for (uint32_t d = 0; same && d < e->ndim; d++)
 			same = e->shape[d] == b[i].shape[d];
 		if (!same) {
-			ret = rf__fail(err, errlen, -ESTALE, "%s: tensor %s: shape %s in file, expected %s",
+			ret = rf__fail(-ESTALE, "%s: tensor %s: shape %s in file, expected %s",
 				       path, b[i].name, rf__shape_str(e->ndim, e->shape, s1, sizeof(s1)),
 				       rf__shape_str(b[i].ndim, b[i].shape, s2, sizeof(s2)));
 			goto out;
@@ -922,7 +744,7 @@ static int rf__load(const struct rf__src *src, const char *path, uint64_t fsize,
 	}
 	for (uint32_t j = 0; j < h.ntensors; j++)
 		if (!h.e[j].used) {
-			ret = rf__fail(err, errlen, -ESTALE,
+			ret = rf__fail(-ESTALE,
 				       "%s: checkpoint has tensor %s (%s %s) that was not expected (%" PRIu32
 				       " tensors in file, %u expected)", path, h.e[j].name,
 				       rf__dtype_name(h.e[j].dtype, d1, sizeof(d1)),
@@ -933,17 +755,17 @@ static int rf__load(const struct rf__src *src, const char *path, uint64_t fsize,
 	unsigned ns = 0;
 	for (unsigned i = 0; i < n; i++)
 		if (b[i].nbytes)
-			segs[ns++] = (struct rf__seg){ b[i].data, h.e[which[i]].offset, b[i].nbytes };
+			segs[ns++] = (struct rf_io_seg){ b[i].data, b[i].nbytes, h.e[which[i]].offset };
 	uint64_t eoff = 0;
 	int64_t eres = 0;
-	ret = rf__transfer(src->ring, src->fd, 0, segs, ns, &eoff, &eres);
+	ret = rf__transfer(src->ring, src->fd, RF_XFER_READ, segs, ns, &eoff, &eres);
 	if (ret == -ENODATA) {
-		rf__fail(err, errlen, ret, "%s: truncated checkpoint: end of file at offset %" PRIu64
+		rf__fail(ret, "%s: truncated checkpoint: end of file at offset %" PRIu64
 			 " while reading tensor data (file changed while loading?)", path, eoff);
 		goto out;
 	}
 	if (ret < 0) {
-		rf__fail(err, errlen, ret, "%s: reading tensor data at offset %" PRIu64 ": %s", path,
+		rf__fail(ret, "%s: reading tensor data at offset %" PRIu64 ": %s", path,
 			 eoff, strerror(-ret));
 		goto out;
 	}
@@ -951,7 +773,7 @@ static int rf__load(const struct rf__src *src, const char *path, uint64_t fsize,
 		const struct rf__entry *e = &h.e[which[i]];
 		uint32_t c = rf__crc(b[i].data, b[i].nbytes);
 		if (c != e->crc) {
-			ret = rf__fail(err, errlen, -EBADMSG,
+			ret = rf__fail(-EBADMSG,
 				       "%s: corrupt checkpoint: tensor %s (offset %" PRIu64 ", %" PRIu64
 				       " bytes): CRC32 0x%08" PRIx32 " computed, header says 0x%08" PRIx32,
 				       path, b[i].name, e->offset, e->nbytes, c, e->crc);
@@ -966,58 +788,56 @@ out:
 	return ret;
 }
 
-static int rf__open_ckpt(const char *path, uint64_t *size, char *err, size_t errlen)
+static int rf__open_ckpt(const char *path, uint64_t *size)
 {
 	/* O_NONBLOCK: open() of a FIFO would block until a writer came. */
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0) {
 		int e = errno;
 		if (e == ENOENT)
-			return rf__fail(err, errlen, -ENOENT, "%s: no such checkpoint file", path);
-		return rf__fail(err, errlen, -e, "%s: cannot open checkpoint: %s", path, strerror(e));
+			return rf__fail(-ENOENT, "%s: no such checkpoint file", path);
+		return rf__fail(-e, "%s: cannot open checkpoint: %s", path, strerror(e));
 	}
 	struct stat st;
 	if (fstat(fd, &st) < 0) {
 		int e = errno;
 		close(fd);
-		return rf__fail(err, errlen, -e, "%s: fstat: %s", path, strerror(e));
+		return rf__fail(-e, "%s: fstat: %s", path, strerror(e));
 	}
 	if (!S_ISREG(st.st_mode)) {
 		close(fd);
-		return rf__fail(err, errlen, -ENOEXEC, "%s: not a ringflow checkpoint: not a regular "
+		return rf__fail(-ENOEXEC, "%s: not a ringflow checkpoint: not a regular "
 				"file (%s)", path, rf__ftype(st.st_mode));
 	}
 	int ret = rf__set_blocking(fd);
 	if (ret < 0) {
 		close(fd);
-		return rf__fail(err, errlen, ret, "%s: fcntl: %s", path, strerror(-ret));
+		return rf__fail(ret, "%s: fcntl: %s", path, strerror(-ret));
 	}
 	*size = (uint64_t)st.st_size;
 	return fd;
 }
 
 int rf_ckpt_load(struct rf_ring *ring, const char *path, struct rf_ckpt_meta *meta_inout,
-		 struct rf_ckpt_blob *blobs, unsigned n, char *err, size_t errlen)
+		 struct rf_ckpt_blob *blobs, unsigned n)
 {
-	if (err && errlen)
-		err[0] = 0;
 	if (!path || !*path || !meta_inout)
-		return rf__fail(err, errlen, -EINVAL, "checkpoint load: path and meta are required");
+		return rf__fail(-EINVAL, "checkpoint load: path and meta are required");
 	if (!memchr(meta_inout->model, 0, sizeof(meta_inout->model)))
-		return rf__fail(err, errlen, -EINVAL, "%s: expected model name longer than %d bytes",
+		return rf__fail(-EINVAL, "%s: expected model name longer than %d bytes",
 				path, RF_CKPT_MODEL_MAX);
-	int ret = rf__check_blobs(path, blobs, n, 1, err, errlen);
+	int ret = rf__check_blobs(path, blobs, n, 1);
 	if (ret < 0)
 		return ret;
 	int own;
-	ret = rf__ring_begin(&ring, &own, path, err, errlen);
+	ret = rf__ring_begin(&ring, &own, path);
 	if (ret < 0)
 		return ret;
 	uint64_t size;
-	int fd = rf__open_ckpt(path, &size, err, errlen);
+	int fd = rf__open_ckpt(path, &size);
 	if (fd >= 0) {
 		struct rf__src src = { ring, fd };
-		ret = rf__load(&src, path, size, meta_inout, blobs, n, err, errlen);
+		ret = rf__load(&src, path, size, meta_inout, blobs, n);
 		close(fd);
 	} else {
 		ret = fd;
@@ -1027,19 +847,17 @@ int rf_ckpt_load(struct rf_ring *ring, const char *path, struct rf_ckpt_meta *me
 	return ret;
 }
 
-int rf_ckpt_probe(const char *path, struct rf_ckpt_meta *meta, char *err, size_t errlen)
+int rf_ckpt_probe(const char *path, struct rf_ckpt_meta *meta)
 {
-	if (err && errlen)
-		err[0] = 0;
 	if (!path || !*path || !meta)
-		return rf__fail(err, errlen, -EINVAL, "checkpoint probe: path and meta are required");
+		return rf__fail(-EINVAL, "checkpoint probe: path and meta are required");
 	uint64_t size;
-	int fd = rf__open_ckpt(path, &size, err, errlen);
+	int fd = rf__open_ckpt(path, &size);
 	if (fd < 0)
 		return fd;
 	struct rf__src src = { NULL, fd };
 	struct rf__hdr h;
-	int ret = rf__read_header(&src, path, size, &h, err, errlen);
+	int ret = rf__read_header(&src, path, size, &h);
 	close(fd);
 	if (ret < 0)
 		return ret;

@@ -150,11 +150,10 @@ static int check_paths(const char *model, const char *data, const char *ckpt, in
 	if (ckpt && resume) {
 		/* The header now (magic, version, sizes, CRC, model), not after the data. */
 		struct rf_ckpt_meta meta;
-		char err[1024];
 		if (rf_cli_check_input(ckpt, 0, why, sizeof(why)) < 0)
 			return bad_path("--resume: --checkpoint", why);
-		if (rf_ckpt_probe(ckpt, &meta, err, sizeof(err)) < 0) {
-			rf_cli_say("rf-train", "cannot resume: %s", err);
+		if (rf_ckpt_probe(ckpt, &meta) < 0) {
+			rf_cli_say("rf-train", "cannot resume: %s", rf_last_error());
 			return 1;
 		}
 		if (strncmp(meta.model, model, sizeof(meta.model))) {

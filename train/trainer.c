@@ -905,7 +905,9 @@ int rf_trainer_save(struct rf_trainer *t, const char *path, char *err, size_t er
 	rf__put64(meta.extra + 24, t->train_view.count);
 	meta.extra_len = 32;
 	rf__blobs(t, bl, host);
-	ret = rf_ckpt_save(rf_engine_ring(t->eng), path, &meta, bl, t->spec->ntensors, err, errlen);
+	ret = rf_ckpt_save(rf_engine_ring(t->eng), path, &meta, bl, t->spec->ntensors);
+	if (ret < 0)
+		rf__msg(err, errlen, "%s", rf_last_error());
 	free(host);
 	return ret;
 }
@@ -922,7 +924,9 @@ int rf_trainer_load(struct rf_trainer *t, const char *path, char *err, size_t er
 		return -ENOMEM;
 	snprintf(meta.model, sizeof(meta.model), "%s", t->spec->name);
 	rf__blobs(t, bl, host);
-	ret = rf_ckpt_load(rf_engine_ring(t->eng), path, &meta, bl, t->spec->ntensors, err, errlen);
+	ret = rf_ckpt_load(rf_engine_ring(t->eng), path, &meta, bl, t->spec->ntensors);
+	if (ret < 0)
+		rf__msg(err, errlen, "%s", rf_last_error());
 	if (ret == 0) {
 		/* the continuation must be the same run */
 		if (meta.seed != t->o.seed)
