@@ -1,4 +1,4 @@
-/* checkpoint.c — checkpoints through the ring (format: see checkpoint.h).
+/* checkpoint.c -- checkpoints through the ring (format: see checkpoint.h).
  *
  * Save: validate, lay out the file, write the header and every tensor to PATH.tmp
  * in chunks of up to 1 MiB with up to 32 writes in flight, then the trailer (the
@@ -276,19 +276,17 @@ static void rf__meta_decode(struct rf_ckpt_meta *m, const uint8_t *p)
 
 /* Read and check everything but the tensor data: magic, version, sizes, header CRC,
  * file size, trailer, table entries. Fills *h (h->e malloc'd on success). */
-static int rf__read_header(const struct rf__src *src, const char *path, uint64_t fsize,
-			   struct rf__hdr *h)
+/* Step 1: the fixed part: magic, version, header size for the tensor count. */
+static int rf__read_fixed(const struct rf__src *src, const char *path, uint64_t fsize,
+			  struct rf__hdr *h, uint8_t *fixed)
 {
-	uint8_t fixed[RF__CK_FIXED];
 	char b1[64];
-	int ret;
-	memset(h, 0, sizeof(*h));
 	if (fsize == 0)
 		return rf__fail(-ENODATA,
 				"%s: truncated checkpoint: file is empty (the header alone is at least %u bytes)",
 				path, (unsigned)rf__header_size(0));
 	uint64_t first = fsize < RF__CK_FIXED ? fsize : RF__CK_FIXED;
-	ret = rf__src_read(src, fixed, first, 0);
+	int ret = rf__src_read(src, fixed, first, 0);
 	if (ret < 0)
 		return rf__fail(ret, "%s: reading the header (%" PRIu64 " bytes at offset 0): %s",
 				path, first, strerror(-ret));
@@ -322,122 +320,159 @@ static int rf__read_header(const struct rf__src *src, const char *path, uint64_t
 		return rf__fail(-ENODATA,
 				"%s: truncated checkpoint: file is %" PRIu64 " bytes, its header alone is %" PRIu64,
 				path, fsize, h->header_size);
-	uint8_t *hb = malloc(h->header_size);
-	if (!hb)
-		return rf__fail(-ENOMEM, "%s: out of memory", path);
-	memcpy(hb, fixed, RF__CK_FIXED);
+	return 0;
+}
+
+/* Step 2: the whole header into hb (the fixed part is already there), its CRC. */
+static int rf__read_rest(const struct rf__src *src, const char *path, struct rf__hdr *h,
+			 uint8_t *hb)
+{
 	if (h->header_size > RF__CK_FIXED) {
-		ret = rf__src_read(src, hb + RF__CK_FIXED, h->header_size - RF__CK_FIXED, RF__CK_FIXED);
-		if (ret < 0) {
-			free(hb);
-			if (ret == -ENODATA)
-				return rf__fail(ret, "%s: truncated checkpoint: end of file inside the header (%" PRIu64 " bytes)",
-						path, h->header_size);
+		int ret = rf__src_read(src, hb + RF__CK_FIXED, h->header_size - RF__CK_FIXED, RF__CK_FIXED);
+		if (ret == -ENODATA)
+			return rf__fail(ret, "%s: truncated checkpoint: end of file inside the header (%" PRIu64 " bytes)",
+					path, h->header_size);
+		if (ret < 0)
 			return rf__fail(ret, "%s: reading the header (%" PRIu64 " bytes): %s",
 					path, h->header_size, strerror(-ret));
-		}
 	}
 	uint64_t crc_len = h->header_size - 8;
 	uint32_t stored = rf__get32(hb + crc_len), computed = rf__crc(hb, crc_len);
-	if (stored != computed) {
-		free(hb);
+	if (stored != computed)
 		return rf__fail(-EBADMSG,
 				"%s: corrupt checkpoint header: CRC32 of bytes 0-%" PRIu64 " is 0x%08" PRIx32
 				", header says 0x%08" PRIx32, path, crc_len - 1, computed, stored);
-	}
 	h->header_crc = stored;
+	return 0;
+}
+
+/* Step 3: the metadata, and the file's size against the header's. */
+static int rf__check_sizes(const char *path, uint64_t fsize, struct rf__hdr *h, const uint8_t *hb)
+{
 	h->file_size = rf__get64(hb + 16);
 	rf__meta_decode(&h->meta, hb);
-	if (fsize < h->file_size) {
-		free(hb);
+	if (fsize < h->file_size)
 		return rf__fail(-ENODATA,
 				"%s: truncated checkpoint: file is %" PRIu64 " bytes, header says %" PRIu64,
 				path, fsize, h->file_size);
-	}
-	if (fsize > h->file_size) {
-		free(hb);
+	if (fsize > h->file_size)
 		return rf__fail(-EBADMSG,
 				"%s: corrupt checkpoint: file is %" PRIu64 " bytes, header says %" PRIu64
 				" (data after the end)", path, fsize, h->file_size);
-	}
-	uint64_t data_start = rf__align(h->header_size, RF__CK_ALIGN);
 	if (h->file_size < h->header_size + RF__CK_TRAILER || h->meta.extra_len > RF_CKPT_EXTRA_MAX ||
-	    memchr(hb + 32, 0, 32) == NULL) {
-		free(hb);
+	    memchr(hb + 32, 0, 32) == NULL)
 		return rf__fail(-EBADMSG,
 				"%s: corrupt checkpoint header: file size %" PRIu64 ", extra_len %" PRIu32
 				" or model name out of range", path, h->file_size, h->meta.extra_len);
-	}
 	h->trailer_off = h->file_size - RF__CK_TRAILER;
+	return 0;
+}
 
-	/* The commit marker. */
+/* Step 4: the commit marker. */
+static int rf__read_trailer(const struct rf__src *src, const char *path, const struct rf__hdr *h)
+{
 	uint8_t tr[RF__CK_TRAILER];
-	ret = rf__src_read(src, tr, RF__CK_TRAILER, h->trailer_off);
-	if (ret < 0) {
-		free(hb);
+	char b1[64];
+	int ret = rf__src_read(src, tr, RF__CK_TRAILER, h->trailer_off);
+	if (ret < 0)
 		return rf__fail(ret, "%s: reading the trailer at offset %" PRIu64 ": %s",
 				path, h->trailer_off, strerror(-ret));
-	}
 	if (memcmp(tr, RF__CK_END_MAGIC, 8) != 0 || rf__get32(tr + 28) != rf__crc(tr, 28) ||
-	    rf__get64(tr + 8) != h->file_size || rf__get32(tr + 16) != h->header_crc) {
-		free(hb);
+	    rf__get64(tr + 8) != h->file_size || rf__get32(tr + 16) != h->header_crc)
 		return rf__fail(-EBADMSG,
 				"%s: corrupt checkpoint: no valid commit marker at offset %" PRIu64
 				" (expected \"%s\" with file size %" PRIu64 " and header CRC 0x%08" PRIx32
 				"; found \"%s\")", path, h->trailer_off, RF__CK_END_MAGIC, h->file_size,
 				h->header_crc, rf__bytes_str(tr, 8, b1, sizeof(b1)));
-	}
+	return 0;
+}
 
-	/* The table. */
+static void rf__entry_decode(struct rf__entry *e, const uint8_t *p)
+{
+	memcpy(e->name, p, 64);
+	e->name[RF_CKPT_NAME_MAX] = 0;
+	e->dtype = rf__get32(p + 64);
+	e->ndim = rf__get32(p + 68);
+	for (int d = 0; d < 4; d++)
+		e->shape[d] = rf__get64(p + 72 + 8 * d);
+	e->offset = rf__get64(p + 104);
+	e->nbytes = rf__get64(p + 112);
+	e->crc = rf__get32(p + 120);
+}
+
+/* What is wrong with table entry i (raw bytes p, decoded h->e[i]), or NULL. */
+static const char *rf__entry_check(const struct rf__hdr *h, uint32_t i, const uint8_t *p,
+				   uint64_t prev_end)
+{
+	const struct rf__entry *e = &h->e[i];
+	if (!memchr(p, 0, 64) || p[0] == 0)
+		return "name empty or not terminated";
+	int ok;
+	uint64_t want = rf__expected_bytes(e->dtype, e->ndim, e->shape, &ok);
+	if (!ok)
+		return "bad dtype or ndim";
+	if (want != e->nbytes)
+		return "byte count does not match dtype and shape";
+	if (e->offset % RF__CK_ALIGN || e->offset < prev_end)
+		return "data offset unaligned or overlapping";
+	if (e->offset > h->trailer_off || e->nbytes > h->trailer_off - e->offset)
+		return "data runs past the trailer";
+	for (uint32_t j = 0; j < i; j++)
+		if (strcmp(h->e[j].name, e->name) == 0)
+			return "duplicate name";
+	return NULL;
+}
+
+/* Step 5: the tensor table into h->e (freed again on error). */
+static int rf__read_table(const char *path, struct rf__hdr *h, const uint8_t *hb)
+{
 	h->e = calloc(h->ntensors ? h->ntensors : 1, sizeof(*h->e));
-	if (!h->e) {
-		free(hb);
+	if (!h->e)
 		return rf__fail(-ENOMEM, "%s: out of memory", path);
-	}
-	uint64_t prev_end = data_start;
+	uint64_t prev_end = rf__align(h->header_size, RF__CK_ALIGN);
 	for (uint32_t i = 0; i < h->ntensors; i++) {
 		const uint8_t *p = hb + RF__CK_FIXED + (uint64_t)RF__CK_ENTRY * i;
 		struct rf__entry *e = &h->e[i];
-		const char *why = NULL;
-		if (!memchr(p, 0, 64) || p[0] == 0)
-			why = "name empty or not terminated";
-		memcpy(e->name, p, 64);
-		e->name[RF_CKPT_NAME_MAX] = 0;
-		e->dtype = rf__get32(p + 64);
-		e->ndim = rf__get32(p + 68);
-		for (int d = 0; d < 4; d++)
-			e->shape[d] = rf__get64(p + 72 + 8 * d);
-		e->offset = rf__get64(p + 104);
-		e->nbytes = rf__get64(p + 112);
-		e->crc = rf__get32(p + 120);
-		int ok;
-		uint64_t want = rf__expected_bytes(e->dtype, e->ndim, e->shape, &ok);
-		if (!why && !ok)
-			why = "bad dtype or ndim";
-		if (!why && want != e->nbytes)
-			why = "byte count does not match dtype and shape";
-		if (!why && (e->offset % RF__CK_ALIGN || e->offset < prev_end))
-			why = "data offset unaligned or overlapping";
-		if (!why && (e->offset > h->trailer_off || e->nbytes > h->trailer_off - e->offset))
-			why = "data runs past the trailer";
-		for (uint32_t j = 0; !why && j < i; j++)
-			if (strcmp(h->e[j].name, e->name) == 0)
-				why = "duplicate name";
+		rf__entry_decode(e, p);
+		const char *why = rf__entry_check(h, i, p, prev_end);
 		if (why) {
 			char nb[80];
-			free(hb);
+			int ret = rf__fail(-EBADMSG,
+					   "%s: corrupt checkpoint header: tensor entry %" PRIu32 " ('%s', offset %"
+					   PRIu64 ", %" PRIu64 " bytes): %s", path, i,
+					   rf__bytes_str((const uint8_t *)e->name, strnlen(e->name, 64), nb, sizeof(nb)),
+					   e->offset, e->nbytes, why);
 			free(h->e);
 			h->e = NULL;
-			return rf__fail(-EBADMSG,
-					"%s: corrupt checkpoint header: tensor entry %" PRIu32 " ('%s', offset %"
-					PRIu64 ", %" PRIu64 " bytes): %s", path, i,
-					rf__bytes_str((const uint8_t *)e->name, strnlen(e->name, 64), nb, sizeof(nb)),
-					e->offset, e->nbytes, why);
+			return ret;
 		}
 		prev_end = e->offset + e->nbytes;
 	}
-	free(hb);
 	return 0;
+}
+
+/* Read and check the header, trailer and table of a checkpoint of fsize bytes. */
+static int rf__read_header(const struct rf__src *src, const char *path, uint64_t fsize,
+			   struct rf__hdr *h)
+{
+	uint8_t fixed[RF__CK_FIXED];
+	memset(h, 0, sizeof(*h));
+	int ret = rf__read_fixed(src, path, fsize, h, fixed);
+	if (ret < 0)
+		return ret;
+	uint8_t *hb = malloc(h->header_size);
+	if (!hb)
+		return rf__fail(-ENOMEM, "%s: out of memory", path);
+	memcpy(hb, fixed, RF__CK_FIXED);
+	ret = rf__read_rest(src, path, h, hb);
+	if (ret == 0)
+		ret = rf__check_sizes(path, fsize, h, hb);
+	if (ret == 0)
+		ret = rf__read_trailer(src, path, h);
+	if (ret == 0)
+		ret = rf__read_table(path, h, hb);
+	free(hb);
+	return ret;
 }
 
 /* ---- arguments ------------------------------------------------------------------ */
