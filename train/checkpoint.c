@@ -538,23 +538,24 @@ static int rf__ring_begin(struct rf_ring **ring, int *own, const char *path)
 
 /* ---- save ------------------------------------------------------------------------ */
 
-static int rf__save(struct rf_ring *ring, const char *path, const char *tmp,
-		    const struct rf_ckpt_meta *meta, const struct rf_ckpt_blob *b, unsigned n)
+/* The file being written: header bytes, segments to write, the trailer. */
+struct rf__image {
+	uint8_t *hb;             /* the header, hsize bytes */
+	uint64_t hsize;
+	struct rf_io_seg *segs;  /* header, then each non-empty tensor */
+	unsigned nsegs;
+	uint64_t trailer_off, file_size;
+	uint8_t tr[RF__CK_TRAILER];
+};
+
+/* Lay out the data and fill the table; returns the end of the last tensor's data. */
+static uint64_t rf__layout(struct rf__image *im, const struct rf_ckpt_blob *b, unsigned n)
 {
-	uint64_t hsize = rf__header_size(n);
-	uint8_t *hb = calloc(1, hsize);
-	struct rf_io_seg *segs = calloc((size_t)n + 1, sizeof(*segs));
-	int ret = 0, fd = -1, created = 0;
-	if (!hb || !segs) {
-		ret = rf__fail(-ENOMEM, "%s: out of memory", path);
-		goto out;
-	}
-	/* Lay out the data and fill the table. */
-	uint64_t off = rf__align(hsize, RF__CK_ALIGN), end = hsize;
-	unsigned ns = 0;
-	segs[ns++] = (struct rf_io_seg){ hb, hsize, 0 };
+	uint64_t off = rf__align(im->hsize, RF__CK_ALIGN), end = im->hsize;
+	im->nsegs = 0;
+	im->segs[im->nsegs++] = (struct rf_io_seg){ im->hb, im->hsize, 0 };
 	for (unsigned i = 0; i < n; i++) {
-		uint8_t *p = hb + RF__CK_FIXED + (uint64_t)RF__CK_ENTRY * i;
+		uint8_t *p = im->hb + RF__CK_FIXED + (uint64_t)RF__CK_ENTRY * i;
 		memcpy(p, b[i].name, strlen(b[i].name));
 		rf__put32(p + 64, b[i].dtype);
 		rf__put32(p + 68, b[i].ndim);
@@ -564,87 +565,117 @@ static int rf__save(struct rf_ring *ring, const char *path, const char *tmp,
 		rf__put64(p + 112, b[i].nbytes);
 		rf__put32(p + 120, rf__crc(b[i].data, b[i].nbytes));
 		if (b[i].nbytes)
-			segs[ns++] = (struct rf_io_seg){ b[i].data, b[i].nbytes, off };
+			im->segs[im->nsegs++] = (struct rf_io_seg){ b[i].data, b[i].nbytes, off };
 		end = off + b[i].nbytes;
 		off = rf__align(end, RF__CK_ALIGN);
 	}
-	uint64_t trailer_off = rf__align(end, 8);
-	uint64_t file_size = trailer_off + RF__CK_TRAILER;
+	return end;
+}
+
+/* The fixed header fields, its CRC, and the trailer that commits them. */
+static void rf__seal(struct rf__image *im, const struct rf_ckpt_meta *meta, unsigned n,
+		     uint64_t end)
+{
+	uint8_t *hb = im->hb, *tr = im->tr;
+	im->trailer_off = rf__align(end, 8);
+	im->file_size = im->trailer_off + RF__CK_TRAILER;
 	memcpy(hb, RF__CK_MAGIC, 8);
 	rf__put32(hb + 8, RF_CKPT_VERSION);
-	rf__put32(hb + 12, (uint32_t)hsize);
-	rf__put64(hb + 16, file_size);
+	rf__put32(hb + 12, (uint32_t)im->hsize);
+	rf__put64(hb + 16, im->file_size);
 	rf__put32(hb + 24, n);
 	rf__meta_encode(hb, meta);
-	uint32_t hcrc = rf__crc(hb, hsize - 8);
-	rf__put32(hb + hsize - 8, hcrc);
-	uint8_t tr[RF__CK_TRAILER] = { 0 };
+	uint32_t hcrc = rf__crc(hb, im->hsize - 8);
+	rf__put32(hb + im->hsize - 8, hcrc);
+	memset(tr, 0, RF__CK_TRAILER);
 	memcpy(tr, RF__CK_END_MAGIC, 8);
-	rf__put64(tr + 8, file_size);
+	rf__put64(tr + 8, im->file_size);
 	rf__put32(tr + 16, hcrc);
 	rf__put32(tr + 28, rf__crc(tr, 28));
+}
 
-	/* PATH.tmp is opened without blocking (a FIFO there would block open() until a
-	 * reader came) and must be a regular file; one that is not is left alone. */
+/* Open PATH.tmp for writing: without blocking (a FIFO there would block open()
+ * until a reader came), and only a regular file; one that is not is left alone.
+ * Returns the fd (blocking again) or -errno; *created says whether tmp is ours. */
+static int rf__open_tmp(const char *path, const char *tmp, int *created)
+{
 	struct stat st;
-	if (stat(tmp, &st) == 0 && !S_ISREG(st.st_mode)) {
-		ret = rf__fail(S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL,
-			       "%s: cannot create %s: it is %s, expected a regular file or "
-			       "nothing; previous checkpoint left as it was", path, tmp,
-			       rf__ftype(st.st_mode));
-		goto out;
-	}
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK, 0644);
-	if (fd < 0) {
-		ret = -errno;
-		rf__fail(ret, "%s: cannot create %s: %s", path, tmp, strerror(-ret));
-		goto out;
-	}
+	*created = 0;
+	if (stat(tmp, &st) == 0 && !S_ISREG(st.st_mode))
+		return rf__fail(S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL,
+				"%s: cannot create %s: it is %s, expected a regular file or "
+				"nothing; previous checkpoint left as it was", path, tmp,
+				rf__ftype(st.st_mode));
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK, 0644);
+	if (fd < 0)
+		return rf__fail(-errno, "%s: cannot create %s: %s", path, tmp, strerror(errno));
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		ret = -EINVAL;
-		rf__fail(ret, "%s: cannot create %s: not a regular file; previous "
-			 "checkpoint left as it was", path, tmp);
-		goto out;
+		close(fd);
+		return rf__fail(-EINVAL, "%s: cannot create %s: not a regular file; previous "
+				"checkpoint left as it was", path, tmp);
 	}
-	created = 1;
-	if ((ret = rf__set_blocking(fd)) < 0) {
-		rf__fail(ret, "%s: fcntl of %s: %s", path, tmp, strerror(-ret));
-		goto out;
+	*created = 1;
+	int ret = rf__set_blocking(fd);
+	if (ret < 0) {
+		close(fd);
+		return rf__fail(ret, "%s: fcntl of %s: %s", path, tmp, strerror(-ret));
 	}
+	return fd;
+}
+
+/* Header and data, then (only once they are written) the trailer, then fsync. */
+static int rf__write_image(struct rf_ring *ring, const char *path, const char *tmp, int fd,
+			   const struct rf__image *im)
+{
 	uint64_t eoff = 0;
 	int64_t eres = 0;
-	ret = rf__transfer(ring, fd, RF_XFER_WRITE, segs, ns, &eoff, &eres);
+	int ret = rf__transfer(ring, fd, RF_XFER_WRITE, im->segs, im->nsegs, &eoff, &eres);
 	if (ret == 0) {
-		/* The commit marker goes in only once everything before it is written. */
-		struct rf_io_seg ts = { tr, RF__CK_TRAILER, trailer_off };
+		struct rf_io_seg ts = { (void *)im->tr, RF__CK_TRAILER, im->trailer_off };
 		ret = rf__transfer(ring, fd, RF_XFER_WRITE, &ts, 1, &eoff, &eres);
 	}
-	if (ret < 0) {
-		rf__fail(ret, "%s: writing %s at offset %" PRIu64 " (of %" PRIu64
-			 " bytes): %s; previous checkpoint left as it was", path, tmp, eoff, file_size,
-			 eres >= 0 ? "short write" : strerror(-ret));
-		goto out;
-	}
+	if (ret < 0)
+		return rf__fail(ret, "%s: writing %s at offset %" PRIu64 " (of %" PRIu64
+				" bytes): %s; previous checkpoint left as it was", path, tmp, eoff,
+				im->file_size, eres >= 0 ? "short write" : strerror(-ret));
 	ret = rf_ring_fsync_wait(ring, fd, 0);
-	if (ret < 0) {
-		rf__fail(ret, "%s: fsync of %s: %s; previous checkpoint left as it was",
-			 path, tmp, strerror(-ret));
+	if (ret < 0)
+		return rf__fail(ret, "%s: fsync of %s: %s; previous checkpoint left as it was",
+				path, tmp, strerror(-ret));
+	return 0;
+}
+
+/* Write PATH.tmp completely (removed again on error). */
+static int rf__save(struct rf_ring *ring, const char *path, const char *tmp,
+		    const struct rf_ckpt_meta *meta, const struct rf_ckpt_blob *b, unsigned n)
+{
+	struct rf__image im = { .hsize = rf__header_size(n) };
+	int ret, fd = -1, created = 0;
+	im.hb = calloc(1, im.hsize);
+	im.segs = calloc((size_t)n + 1, sizeof(*im.segs));
+	if (!im.hb || !im.segs) {
+		ret = rf__fail(-ENOMEM, "%s: out of memory", path);
 		goto out;
 	}
+	rf__seal(&im, meta, n, rf__layout(&im, b, n));
+	ret = fd = rf__open_tmp(path, tmp, &created);
+	if (fd < 0)
+		goto out;
+	ret = rf__write_image(ring, path, tmp, fd, &im);
+	if (ret < 0)
+		goto out;
 	ret = close(fd) < 0 ? -errno : 0;
 	fd = -1;
-	if (ret < 0) {
+	if (ret < 0)
 		rf__fail(ret, "%s: close of %s: %s; previous checkpoint left as it was",
 			 path, tmp, strerror(-ret));
-		goto out;
-	}
 out:
 	if (fd >= 0)
 		close(fd);
 	if (ret < 0 && created)
 		unlink(tmp);
-	free(hb);
-	free(segs);
+	free(im.hb);
+	free(im.segs);
 	return ret;
 }
 
