@@ -755,16 +755,94 @@ int rf_ckpt_save(struct rf_ring *ring, const char *path, const struct rf_ckpt_me
 
 /* ---- load --------------------------------------------------------------------------- */
 
+/* Match the caller's blobs to the file's table: which[i] is blob i's entry. Every
+ * file tensor must be asked for, with the same dtype and shape. */
+static int rf__match_blobs(const char *path, struct rf__hdr *h, const struct rf_ckpt_blob *b,
+			   unsigned n, int *which)
+{
+	char d1[16], d2[16], s1[96], s2[96];
+	for (unsigned i = 0; i < n; i++) {
+		uint32_t j;
+		for (j = 0; j < h->ntensors; j++)
+			if (strcmp(h->e[j].name, b[i].name) == 0)
+				break;
+		if (j == h->ntensors)
+			return rf__fail(-ESTALE,
+					"%s: tensor %s: missing from the checkpoint (it has %" PRIu32
+					" tensors, %u expected)", path, b[i].name, h->ntensors, n);
+		struct rf__entry *e = &h->e[j];
+		if (e->dtype != b[i].dtype)
+			return rf__fail(-ESTALE, "%s: tensor %s: dtype %s in file, expected %s",
+					path, b[i].name, rf__dtype_name(e->dtype, d1, sizeof(d1)),
+					rf__dtype_name(b[i].dtype, d2, sizeof(d2)));
+		int same = e->ndim == b[i].ndim;
+		for (uint32_t d = 0; same && d < e->ndim; d++)
+			same = e->shape[d] == b[i].shape[d];
+		if (!same)
+			return rf__fail(-ESTALE, "%s: tensor %s: shape %s in file, expected %s",
+					path, b[i].name, rf__shape_str(e->ndim, e->shape, s1, sizeof(s1)),
+					rf__shape_str(b[i].ndim, b[i].shape, s2, sizeof(s2)));
+		e->used = 1;
+		which[i] = (int)j;
+	}
+	for (uint32_t j = 0; j < h->ntensors; j++)
+		if (!h->e[j].used)
+			return rf__fail(-ESTALE,
+					"%s: checkpoint has tensor %s (%s %s) that was not expected (%" PRIu32
+					" tensors in file, %u expected)", path, h->e[j].name,
+					rf__dtype_name(h->e[j].dtype, d1, sizeof(d1)),
+					rf__shape_str(h->e[j].ndim, h->e[j].shape, s1, sizeof(s1)),
+					h->ntensors, n);
+	return 0;
+}
+
+/* The data, straight into the caller's buffers. */
+static int rf__read_data(const struct rf__src *src, const char *path, const struct rf__hdr *h,
+			 struct rf_ckpt_blob *b, unsigned n, const int *which)
+{
+	struct rf_io_seg *segs = calloc(n ? n : 1, sizeof(*segs));
+	if (!segs)
+		return rf__fail(-ENOMEM, "%s: out of memory", path);
+	unsigned ns = 0;
+	for (unsigned i = 0; i < n; i++)
+		if (b[i].nbytes)
+			segs[ns++] = (struct rf_io_seg){ b[i].data, b[i].nbytes, h->e[which[i]].offset };
+	uint64_t eoff = 0;
+	int64_t eres = 0;
+	int ret = rf__transfer(src->ring, src->fd, RF_XFER_READ, segs, ns, &eoff, &eres);
+	free(segs);
+	if (ret == -ENODATA)
+		return rf__fail(ret, "%s: truncated checkpoint: end of file at offset %" PRIu64
+				" while reading tensor data (file changed while loading?)", path, eoff);
+	if (ret < 0)
+		return rf__fail(ret, "%s: reading tensor data at offset %" PRIu64 ": %s", path,
+				eoff, strerror(-ret));
+	return 0;
+}
+
+static int rf__check_crcs(const char *path, const struct rf__hdr *h,
+			  const struct rf_ckpt_blob *b, unsigned n, const int *which)
+{
+	for (unsigned i = 0; i < n; i++) {
+		const struct rf__entry *e = &h->e[which[i]];
+		uint32_t c = rf__crc(b[i].data, b[i].nbytes);
+		if (c != e->crc)
+			return rf__fail(-EBADMSG,
+					"%s: corrupt checkpoint: tensor %s (offset %" PRIu64 ", %" PRIu64
+					" bytes): CRC32 0x%08" PRIx32 " computed, header says 0x%08" PRIx32,
+					path, b[i].name, e->offset, e->nbytes, c, e->crc);
+	}
+	return 0;
+}
+
 static int rf__load(const struct rf__src *src, const char *path, uint64_t fsize,
 		    struct rf_ckpt_meta *meta, struct rf_ckpt_blob *b, unsigned n)
 {
 	struct rf__hdr h;
-	struct rf_io_seg *segs = NULL;
 	int *which = NULL;
 	int ret = rf__read_header(src, path, fsize, &h);
 	if (ret < 0)
 		return ret;
-	char d1[16], d2[16], s1[96], s2[96];
 	if (meta->model[0] && strncmp(meta->model, h.meta.model, sizeof(meta->model)) != 0) {
 		char m[40];
 		snprintf(m, sizeof(m), "%.31s", meta->model);
@@ -773,83 +851,19 @@ static int rf__load(const struct rf__src *src, const char *path, uint64_t fsize,
 		goto out;
 	}
 	which = calloc(n ? n : 1, sizeof(*which));
-	segs = calloc(n ? n : 1, sizeof(*segs));
-	if (!which || !segs) {
+	if (!which) {
 		ret = rf__fail(-ENOMEM, "%s: out of memory", path);
 		goto out;
 	}
-	for (unsigned i = 0; i < n; i++) {
-		uint32_t j;
-		for (j = 0; j < h.ntensors; j++)
-			if (strcmp(h.e[j].name, b[i].name) == 0)
-				break;
-		if (j == h.ntensors) {
-			ret = rf__fail(-ESTALE,
-				       "%s: tensor %s: missing from the checkpoint (it has %" PRIu32
-				       " tensors, %u expected)", path, b[i].name, h.ntensors, n);
-			goto out;
-		}
-		struct rf__entry *e = &h.e[j];
-		if (e->dtype != b[i].dtype) {
-			ret = rf__fail(-ESTALE, "%s: tensor %s: dtype %s in file, expected %s",
-				       path, b[i].name, rf__dtype_name(e->dtype, d1, sizeof(d1)),
-				       rf__dtype_name(b[i].dtype, d2, sizeof(d2)));
-			goto out;
-		}
-		int same = e->ndim == b[i].ndim;
-		for (uint32_t d = 0; same && d < e->ndim; d++)
-			same = e->shape[d] == b[i].shape[d];
-		if (!same) {
-			ret = rf__fail(-ESTALE, "%s: tensor %s: shape %s in file, expected %s",
-				       path, b[i].name, rf__shape_str(e->ndim, e->shape, s1, sizeof(s1)),
-				       rf__shape_str(b[i].ndim, b[i].shape, s2, sizeof(s2)));
-			goto out;
-		}
-		e->used = 1;
-		which[i] = (int)j;
-	}
-	for (uint32_t j = 0; j < h.ntensors; j++)
-		if (!h.e[j].used) {
-			ret = rf__fail(-ESTALE,
-				       "%s: checkpoint has tensor %s (%s %s) that was not expected (%" PRIu32
-				       " tensors in file, %u expected)", path, h.e[j].name,
-				       rf__dtype_name(h.e[j].dtype, d1, sizeof(d1)),
-				       rf__shape_str(h.e[j].ndim, h.e[j].shape, s1, sizeof(s1)), h.ntensors, n);
-			goto out;
-		}
-	/* The data, straight into the caller's buffers. */
-	unsigned ns = 0;
-	for (unsigned i = 0; i < n; i++)
-		if (b[i].nbytes)
-			segs[ns++] = (struct rf_io_seg){ b[i].data, b[i].nbytes, h.e[which[i]].offset };
-	uint64_t eoff = 0;
-	int64_t eres = 0;
-	ret = rf__transfer(src->ring, src->fd, RF_XFER_READ, segs, ns, &eoff, &eres);
-	if (ret == -ENODATA) {
-		rf__fail(ret, "%s: truncated checkpoint: end of file at offset %" PRIu64
-			 " while reading tensor data (file changed while loading?)", path, eoff);
-		goto out;
-	}
-	if (ret < 0) {
-		rf__fail(ret, "%s: reading tensor data at offset %" PRIu64 ": %s", path,
-			 eoff, strerror(-ret));
-		goto out;
-	}
-	for (unsigned i = 0; i < n; i++) {
-		const struct rf__entry *e = &h.e[which[i]];
-		uint32_t c = rf__crc(b[i].data, b[i].nbytes);
-		if (c != e->crc) {
-			ret = rf__fail(-EBADMSG,
-				       "%s: corrupt checkpoint: tensor %s (offset %" PRIu64 ", %" PRIu64
-				       " bytes): CRC32 0x%08" PRIx32 " computed, header says 0x%08" PRIx32,
-				       path, b[i].name, e->offset, e->nbytes, c, e->crc);
-			goto out;
-		}
-	}
-	*meta = h.meta;
+	ret = rf__match_blobs(path, &h, b, n, which);
+	if (ret == 0)
+		ret = rf__read_data(src, path, &h, b, n, which);
+	if (ret == 0)
+		ret = rf__check_crcs(path, &h, b, n, which);
+	if (ret == 0)
+		*meta = h.meta;
 out:
 	free(h.e);
-	free(segs);
 	free(which);
 	return ret;
 }
