@@ -100,6 +100,28 @@ static const char *rf__parse_u64(const char *v, size_t n, uint64_t *out)
 	return NULL;
 }
 
+/* The ops= value [v, fe): read, write or read+write. 0 or -EBADMSG. */
+static int rf__parse_ops(struct rf__fault *f, const char *spec, const char *v, const char *fe)
+{
+	f->ops = 0;
+	const char *o = v;
+	for (;;) {
+		size_t olen = strcspn(o, "+,");
+		if (o + olen > fe)
+			olen = (size_t)(fe - o);
+		if (olen == 4 && !memcmp(o, "read", 4))
+			f->ops |= RF__FAULT_READ;
+		else if (olen == 5 && !memcmp(o, "write", 5))
+			f->ops |= RF__FAULT_WRITE;
+		else
+			return rf__fault_err(spec, o, olen,
+					     olen ? "unknown op (read or write)" : "empty op name");
+		if (o + olen == fe)
+			return 0;
+		o += olen + 1;
+	}
+}
+
 int rf__fault_parse(struct rf__fault *f, const char *spec)
 {
 	static const char *const keys[] = { "eio", "eagain", "eintr", "short", "seed", "ops" };
@@ -141,24 +163,9 @@ int rf__fault_parse(struct rf__fault *f, const char *spec)
 		case K_SHORT: bad = rf__parse_fraction(v, vlen, &f->shrt); break;
 		case K_SEED: bad = rf__parse_u64(v, vlen, &f->state); break;
 		case K_OPS: {
-			f->ops = 0;
-			const char *o = v;
-			for (;;) {
-				size_t olen = strcspn(o, "+,");
-				if (o + olen > fe)
-					olen = (size_t)(fe - o);
-				if (olen == 4 && !memcmp(o, "read", 4))
-					f->ops |= RF__FAULT_READ;
-				else if (olen == 5 && !memcmp(o, "write", 5))
-					f->ops |= RF__FAULT_WRITE;
-				else
-					return rf__fault_err(spec, o, olen,
-							     olen ? "unknown op (read or write)"
-								  : "empty op name");
-				if (o + olen == fe)
-					break;
-				o += olen + 1;
-			}
+			int ret = rf__parse_ops(f, spec, v, fe);
+			if (ret < 0)
+				return ret;
 			break;
 		}
 		}

@@ -1,14 +1,6 @@
-/* ring/ring-impl.h -- internals of the io_uring reactor (not installed).
- *
- * user_data encoding. Requests live in slabs of 64-byte aligned slots, so the low 6
- * bits of a request pointer are free:
- *   bits 0-2  tag (RF__TAG_*)
- *   bits 3-5  low 3 bits of the request's generation (a kernel-side cancel by
- *             user_data can then never hit a later request that reuses the slot)
- * Notifier messages (MSG_RING) carry no pointer: they name a slot of the ring's
- * notifier table plus its full generation, so a message that arrives after its
- * notifier was destroyed is recognised and dropped instead of touching freed memory.
- */
+/* ring/ring-impl.h -- internals of the io_uring reactor (not installed): the
+ * user_data tags, the request, notifier and watch structures, the ring itself, and
+ * the helpers its files share (user_data encoding: README.md). */
 #ifndef RINGFLOW_RING_IMPL_H
 #define RINGFLOW_RING_IMPL_H
 
