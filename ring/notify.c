@@ -1,23 +1,7 @@
-/* ring/notify.c — notifiers (cross-thread wake-ups) and eventfd watches.
- *
- * Notifiers, MSG_RING mode: rf_notifier_signal() posts one CQE (res 1, user_data =
- * the notifier's table slot and generation) into the owner's ring with the ringless
- * IORING_REGISTER_SEND_MSG_RING register call: no ring of its own, no lock. With
- * DEFER_TASKRUN the kernel queues the post as task work on the owner, which the
- * owner runs when it enters with GETEVENTS; if the CQ is full at that point the
- * kernel keeps the CQE on its overflow list (IORING_FEAT_NODROP) and flushes it on a
- * later enter, so a flood of posts costs kernel memory, not signals. Where the
- * kernel refuses for a transient reason (-EAGAIN, -EBUSY, -ENOMEM, -EOVERFLOW) the
- * signaller backs off (1 us doubling to 1 ms) and retries, for up to ~10 s, before
- * returning the error.
- *
- * Notifiers, eventfd fallback: each notifier owns an eventfd; signal = write(1); the
- * ring keeps an 8-byte read armed on it and the value read is the number of signals.
- *
- * Either way counts are accumulated while a turn's CQEs are reaped and delivered
- * once per notifier per turn (rf__notify_flush), so the callback sees each signal
- * exactly once.
- */
+/* ring/notify.c -- notifiers (cross-thread wake-ups: MSG_RING, or an eventfd where
+ * the kernel refuses it) and eventfd watches. Signals are accumulated while a turn's
+ * CQEs are reaped and delivered once per notifier per turn (rf__notify_flush). The
+ * design is in README.md. */
 #include "ring-impl.h"
 
 #include <errno.h>

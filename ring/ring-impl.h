@@ -1,14 +1,6 @@
-/* ring/ring-impl.h — internals of the io_uring reactor (not installed).
- *
- * user_data encoding. Requests live in slabs of 64-byte aligned slots, so the low 6
- * bits of a request pointer are free:
- *   bits 0-2  tag (RF__TAG_*)
- *   bits 3-5  low 3 bits of the request's generation (a kernel-side cancel by
- *             user_data can then never hit a later request that reuses the slot)
- * Notifier messages (MSG_RING) carry no pointer: they name a slot of the ring's
- * notifier table plus its full generation, so a message that arrives after its
- * notifier was destroyed is recognised and dropped instead of touching freed memory.
- */
+/* ring/ring-impl.h -- internals of the io_uring reactor (not installed): the
+ * user_data tags, the request, notifier and watch structures, the ring itself, and
+ * the helpers its files share (user_data encoding: README.md). */
 #ifndef RINGFLOW_RING_IMPL_H
 #define RINGFLOW_RING_IMPL_H
 
@@ -187,14 +179,48 @@ struct rf_ring {
 	struct rf_ring_stats st;
 };
 
-/* Internal helpers shared by ring.c and notify.c (hidden from the library's ABI). */
+/* Internal helpers shared by the ring's files (hidden from the library's ABI). The
+ * files call each other one way: setup -> dispatch -> notify -> submit -> register,
+ * fault; fault.c and register.c call none of them. */
 #define RF__HIDDEN __attribute__((visibility("hidden")))
 
+static inline uint64_t rf__req_ud(const struct rf__req *q)
+{
+	return (uint64_t)(uintptr_t)q | ((uint64_t)(q->gen & 7) << 3) | RF__TAG_REQ;
+}
+
+/* Count the SQEs the kernel took since io_uring_sq_ready() said before. */
+static inline void rf__count_submitted(struct rf_ring *r, unsigned before)
+{
+	unsigned after = io_uring_sq_ready(&r->ring);
+	if (before > after)
+		r->st.submissions += before - after;
+}
+
+/* submit.c */
 RF__HIDDEN struct rf__req *rf__req_alloc(struct rf_ring *r, int counts);
 RF__HIDDEN void rf__req_free(struct rf_ring *r, struct rf__req *q);
 RF__HIDDEN struct io_uring_sqe *rf__sqe(struct rf_ring *r, int *err);
+/* (Re)queue the current piece of a read/write/fsync/timeout request. */
+RF__HIDDEN int rf__queue(struct rf_ring *r, struct rf__req *q);
 RF__HIDDEN int rf__queue_efd(struct rf_ring *r, struct rf__req *q, int fd, int poll);
 RF__HIDDEN void rf__cancel_req(struct rf_ring *r, struct rf__req *q);
+
+/* register.c: the fixed buffer index holding [buf, buf+len), or -EINVAL. */
+RF__HIDDEN int rf__find_buf(struct rf_ring *r, const void *buf, size_t len, uint16_t *idx);
+
+/* fault.c */
+/* Parse RF_FAULT_INJECT (NULL or "": no faults): 0, or -EBADMSG with the message in
+ * rf_last_error(). */
+RF__HIDDEN int rf__fault_parse(struct rf__fault *f, const char *spec);
+RF__HIDDEN void rf__mark_faultable(struct rf_ring *r, struct rf__req *q);
+/* A faultable read or write completed with res > 0: the result to act on. */
+RF__HIDDEN int32_t rf__fault_apply(struct rf_ring *r, struct rf__req *q, int32_t res);
+
+/* dispatch.c: one loop turn; the number of callbacks run, or -errno. */
+RF__HIDDEN int rf__turn(struct rf_ring *r, int wait, struct __kernel_timespec *ts);
+
+/* notify.c */
 /* Ringless MSG_RING post (IORING_REGISTER_SEND_MSG_RING); retry: back off on
  * -EAGAIN/-EBUSY/-ENOMEM/-EOVERFLOW instead of failing. */
 RF__HIDDEN int rf__send_msg(int ring_fd, uint64_t ud, uint32_t res, int retry);

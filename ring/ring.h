@@ -1,4 +1,4 @@
-/* ringflow/ring.h — the io_uring reactor.
+/* ringflow/ring.h -- the io_uring reactor.
  *
  * One thread owns a struct rf_ring. Everything that schedules arrives on it as a
  * completion: file reads and writes, fsyncs, timers, eventfd watches, and
@@ -95,8 +95,8 @@ struct rf_ring_stats {
  *   ops=O     which requests: read (the default), write, or read+write
  * Fractions are in [0,1], each key at most once, e.g. "eio=0.01,short=0.1,seed=7".
  * Only requests at an explicit offset on regular files are touched. A malformed
- * value makes rf_ring_create print one line naming RF_FAULT_INJECT, the position
- * and what was expected to stderr (once per distinct value) and return -EBADMSG. */
+ * value makes rf_ring_create return -EBADMSG and leave one line naming
+ * RF_FAULT_INJECT, the position and what was expected in rf_last_error(). */
 int rf_ring_create(struct rf_ring **out, const struct rf_ring_opts *opts);
 
 /* Cancel every request in flight, reap all completions (callbacks of cancelled

@@ -470,8 +470,10 @@ int main(int argc, char **argv)
 	/* The ring, the registered file and the buffers. */
 	struct rf_ring_opts ro = { .entries = (unsigned)(qd < 8 ? 8 : qd) };
 	int ret = rf_ring_create(&B.r, &ro);
-	if (ret == -EBADMSG)
-		die(1, NULL); /* RF_FAULT_INJECT malformed: the ring said why, in one line */
+	if (ret == -EBADMSG) { /* RF_FAULT_INJECT malformed: the ring's one line says why */
+		rf_cli_log_stderr(RF_LOG_ERROR, rf_last_error(), NULL);
+		die(1, NULL);
+	}
 	if (ret < 0)
 		die(1, "cannot create the io_uring ring: %s", strerror(-ret));
 	rf_ring_set_max_batch(B.r, (unsigned)batch);

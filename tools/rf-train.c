@@ -151,11 +151,10 @@ static int check_paths(const char *model, const char *data, const char *ckpt, in
 	if (ckpt && resume) {
 		/* The header now (magic, version, sizes, CRC, model), not after the data. */
 		struct rf_ckpt_meta meta;
-		char err[1024];
 		if (rf_cli_check_input(ckpt, 0, why, sizeof(why)) < 0)
 			return bad_path("--resume: --checkpoint", why);
-		if (rf_ckpt_probe(ckpt, &meta, err, sizeof(err)) < 0) {
-			rf_cli_say("rf-train", "cannot resume: %s", err);
+		if (rf_ckpt_probe(ckpt, &meta) < 0) {
+			rf_cli_say("rf-train", "cannot resume: %s", rf_last_error());
 			return 1;
 		}
 		if (strncmp(meta.model, model, sizeof(meta.model))) {
@@ -667,7 +666,9 @@ int main(int argc, char **argv)
 	if ((ret = parse_args(&c, argc, argv)) >= 0)
 		return ret;
 	if ((ret = rf_ring_create(&ring, NULL)) < 0) {
-		if (ret != -EBADMSG) /* RF_FAULT_INJECT malformed: the ring said why */
+		if (ret == -EBADMSG) /* RF_FAULT_INJECT malformed: the ring's one line says why */
+			rf_cli_log_stderr(RF_LOG_ERROR, rf_last_error(), NULL);
+		else
 			rf_cli_say("rf-train", "cannot create the io_uring ring: %s", strerror(-ret));
 		return 1;
 	}

@@ -1,4 +1,4 @@
-/* ringflow/checkpoint.h — training checkpoints written and read through the reactor.
+/* ringflow/checkpoint.h -- training checkpoints written and read through the reactor.
  *
  * A checkpoint is one file holding a model's named tensors (parameters, optimizer
  * state) and a little metadata (model name, epoch, seed, lr, opaque PRNG state).
@@ -40,9 +40,9 @@
  *
  * CRC32 is zlib's (the IEEE/gzip polynomial).
  *
- * Errors: every function returns 0 or -errno and, when err is not NULL, writes one
- * line into err (no newline) that names the file and says what was expected and what
- * was found. The errno says which kind of refusal it is:
+ * Errors: every function returns 0 or -errno and leaves one line in rf_last_error()
+ * (log.h) that names the file and says what was expected and what was found. The
+ * errno says which kind of refusal it is:
  *   -ENOENT            no such file
  *   -ENOEXEC           not a ringflow checkpoint (wrong magic)
  *   -EPROTONOSUPPORT   written by a newer ringflow (version > 1)
@@ -61,6 +61,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "log.h"
 #include "ring.h"
 
 #ifdef __cplusplus
@@ -113,11 +114,11 @@ struct rf_ckpt_meta {
  * requests are done (other requests on it progress meanwhile); NULL: a private ring
  * is created for the call. Must not be called from inside a ring callback.
  * path, meta, blobs (and their names and data) stay the caller's; nothing is kept
- * after the call returns. n may be 0. err (may be NULL) receives a message on error.
+ * after the call returns. n may be 0.
  * Returns 0, or -errno (see above); on error the previous file at path is intact and
  * path.tmp has been removed. */
 int rf_ckpt_save(struct rf_ring *ring, const char *path, const struct rf_ckpt_meta *meta,
-		 const struct rf_ckpt_blob *blobs, unsigned n, char *err, size_t errlen);
+		 const struct rf_ckpt_blob *blobs, unsigned n);
 
 /* Read a checkpoint into the caller's tensors.
  * meta_inout->model must be set by the caller to the expected model. blobs[i].name,
@@ -132,13 +133,13 @@ int rf_ckpt_save(struct rf_ring *ring, const char *path, const struct rf_ckpt_me
  * magic, version, truncation, header CRC, model, names, shapes) and unspecified
  * (partly overwritten) after a data CRC mismatch or a read error. */
 int rf_ckpt_load(struct rf_ring *ring, const char *path, struct rf_ckpt_meta *meta_inout,
-		 struct rf_ckpt_blob *blobs, unsigned n, char *err, size_t errlen);
+		 struct rf_ckpt_blob *blobs, unsigned n);
 
 /* Read and check only the header (magic, version, header CRC, file size against the
  * header's) with plain pread, no ring: for tools and for deciding which model to
  * build before loading. Fills *meta (caller-owned). Returns the number of tensors in
  * the file (>= 0) or -errno. */
-int rf_ckpt_probe(const char *path, struct rf_ckpt_meta *meta, char *err, size_t errlen);
+int rf_ckpt_probe(const char *path, struct rf_ckpt_meta *meta);
 
 #ifdef __cplusplus
 }

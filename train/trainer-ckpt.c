@@ -68,15 +68,21 @@ static void rf__fill_meta(struct rf_trainer *t, struct rf_ckpt_meta *meta)
 static int rf__ckpt_write(struct rf_trainer *t, const char *path, const struct rf_ckpt_meta *meta,
 			  const struct rf_ckpt_blob *bl)
 {
-	return rf_ckpt_save(rf_engine_ring(t->eng), path, meta, bl, t->spec->ntensors, t->msg,
-			    sizeof(t->msg));
+	int ret = rf_ckpt_save(rf_engine_ring(t->eng), path, meta, bl, t->spec->ntensors);
+
+	if (ret < 0)
+		snprintf(t->msg, sizeof(t->msg), "%s", rf_last_error());
+	return ret;
 }
 
 static int rf__ckpt_read(struct rf_trainer *t, const char *path, struct rf_ckpt_meta *meta,
 			 struct rf_ckpt_blob *bl)
 {
-	return rf_ckpt_load(rf_engine_ring(t->eng), path, meta, bl, t->spec->ntensors, t->msg,
-			    sizeof(t->msg));
+	int ret = rf_ckpt_load(rf_engine_ring(t->eng), path, meta, bl, t->spec->ntensors);
+
+	if (ret < 0)
+		snprintf(t->msg, sizeof(t->msg), "%s", rf_last_error());
+	return ret;
 }
 
 static int rf__save(struct rf_trainer *t, const char *path)

@@ -1,4 +1,4 @@
-/* tests/ring/ring-test.h — helpers shared by the ring tests: checks that exit 1 with
+/* tests/ring/ring-test.h -- helpers shared by the ring tests: checks that exit 1 with
  * file:line, a scratch file under $TMPDIR (or /var/tmp, where O_DIRECT works), and a
  * deterministic byte pattern. */
 #ifndef RF_RING_TEST_H

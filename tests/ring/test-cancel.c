@@ -2,7 +2,7 @@
  * with -ECANCELED (and the run returns long before it would fire); a read on a pipe
  * that has no data (its writer stays open but silent) is cancelled and completes with
  * -ECANCELED; cancelling the same id twice is harmless; an id whose request already
- * completed returns -ENOENT — also after its slot was reused by a newer request,
+ * completed returns -ENOENT -- also after its slot was reused by a newer request,
  * which must not be disturbed; id 0 and made-up ids return -ENOENT. A timeout that is
  * not cancelled fires with 0. A cancel issued from inside another request's callback
  * also works. */

@@ -1,7 +1,7 @@
 /* ring-rw: write, fsync and read back a file through the ring in every flavour the
- * reactor offers — plain buffers and fds, registered (fixed) buffers, registered
+ * reactor offers -- plain buffers and fds, registered (fixed) buffers, registered
  * (fixed) files, both together, O_DIRECT with the alignment rf_dio_align reports, and
- * (if the kernel allows it) an SQPOLL ring — and check the bytes, the callbacks'
+ * (if the kernel allows it) an SQPOLL ring -- and check the bytes, the callbacks'
  * results (bytes transferred, 0 for fsync) and the byte counters. Also checks that a
  * fixed-buffer request outside the registered arena (or spanning two of its buffers)
  * is refused with -EINVAL. */

@@ -1,6 +1,6 @@
 /* ring-sqfull: a full submission queue is flushed, never dropped. On a ring of 4 SQ
- * entries (CQ 16) 1000 requests — reads of distinct 512-byte blocks of a file and
- * 1-microsecond timeouts, alternating — are queued before the loop runs; every one
+ * entries (CQ 16) 1000 requests -- reads of distinct 512-byte blocks of a file and
+ * 1-microsecond timeouts, alternating -- are queued before the loop runs; every one
  * must complete exactly once with the right result and data, stats.sq_full_flushes
  * must be > 0, and no callback may have run during the queuing (they run only inside
  * rf_ring_run). The completions overflow the 16-entry CQ, which the kernel keeps. */

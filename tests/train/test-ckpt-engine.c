@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "checkpoint.h"
+#include "test-ckpt.h"
 #include "engine.h"
 #include "../test-util.h"
 
@@ -111,7 +111,7 @@ int main(void)
 	};
 	struct rf_ckpt_meta meta = { .model = "mlp", .epoch = 3, .lr = 0.1, .batch_size = 256 };
 	char err[512];
-	int ret = rf_ckpt_save(ring, path, &meta, b, 2, err, sizeof(err));
+	int ret = ckpt_save(ring, path, &meta, b, 2, err, sizeof(err));
 	if (ret < 0) {
 		fprintf(stderr, "save: %s\n", err);
 		return 1;
@@ -122,7 +122,7 @@ int main(void)
 	b[0].data = w2;
 	b[1].data = &step2;
 	struct rf_ckpt_meta m2 = { .model = "mlp" };
-	ret = rf_ckpt_load(ring, path, &m2, b, 2, err, sizeof(err));
+	ret = ckpt_load(ring, path, &m2, b, 2, err, sizeof(err));
 	if (ret < 0) {
 		fprintf(stderr, "load: %s\n", err);
 		return 1;

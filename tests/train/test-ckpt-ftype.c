@@ -19,7 +19,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "checkpoint.h"
+#include "test-ckpt.h"
 #include "../test-util.h"
 
 #define N 1000
@@ -71,7 +71,7 @@ static int load(const char *path, char *err, size_t len)
 	struct rf_ckpt_meta m = meta(0);
 	struct rf_ckpt_blob b = blob(back);
 	alarm(20);
-	int ret = rf_ckpt_load(NULL, path, &m, &b, 1, err, len);
+	int ret = ckpt_load(NULL, path, &m, &b, 1, err, len);
 	alarm(0);
 	return ret;
 }
@@ -81,7 +81,7 @@ static int save(const char *path, uint64_t epoch, char *err, size_t len)
 	struct rf_ckpt_meta m = meta(epoch);
 	struct rf_ckpt_blob b = blob(w);
 	alarm(20);
-	int ret = rf_ckpt_save(NULL, path, &m, &b, 1, err, len);
+	int ret = ckpt_save(NULL, path, &m, &b, 1, err, len);
 	alarm(0);
 	return ret;
 }
@@ -102,7 +102,7 @@ static void previous_intact(const char *path, uint64_t epoch)
 	struct rf_ckpt_blob b = blob(back);
 	char err[512];
 	memset(back, 0, sizeof(back));
-	CHECK_OK(rf_ckpt_load(NULL, path, &m, &b, 1, err, sizeof(err)));
+	CHECK_OK(ckpt_load(NULL, path, &m, &b, 1, err, sizeof(err)));
 	CHECK_EQ(m.epoch, epoch);
 	CHECK(memcmp(back, w, sizeof(w)) == 0);
 }
@@ -138,7 +138,7 @@ int main(void)
 		CHECK_EQ(ret, -ENOEXEC);
 		says(err, odd[i].path, odd[i].what);
 		alarm(20);
-		ret = rf_ckpt_probe(odd[i].path, &m, err, sizeof(err));
+		ret = ckpt_probe(odd[i].path, &m, err, sizeof(err));
 		alarm(0);
 		CHECK_EQ(ret, -ENOEXEC);
 		says(err, odd[i].path, odd[i].what);

@@ -29,7 +29,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "checkpoint.h"
+#include "test-ckpt.h"
 #include "../test-util.h"
 
 #define NB 7
@@ -200,7 +200,7 @@ static int load_into(struct rf_ring *r, const char *p, const char *model, struct
 	memset(meta, 0, sizeof(*meta));
 	snprintf(meta->model, sizeof(meta->model), "%s", model);
 	model_fill(m, 0xEE);
-	return rf_ckpt_load(r, p, meta, m->b, NB, err, errlen);
+	return ckpt_load(r, p, meta, m->b, NB, err, errlen);
 }
 
 static int refusals_seen;
@@ -268,7 +268,7 @@ static void save_in_cb(void *data, int64_t res)
 	struct in_cb *c = data;
 	struct rf_ckpt_meta meta = meta_make(9);
 	char err[512];
-	c->ret = rf_ckpt_save(NULL, path, &meta, c->m->b, NB, err, sizeof(err));
+	c->ret = ckpt_save(NULL, path, &meta, c->m->b, NB, err, sizeof(err));
 	c->called = 1;
 	/* a private ring is fine even here; with the caller's ring it must refuse */
 }
@@ -284,7 +284,7 @@ static void save_in_cb_ring(void *data, int64_t res)
 {
 	struct in_cb2 *c = data;
 	struct rf_ckpt_meta meta = meta_make(9);
-	c->ret = rf_ckpt_save(c->r, path, &meta, c->m->b, NB, c->err, sizeof(c->err));
+	c->ret = ckpt_save(c->r, path, &meta, c->m->b, NB, c->err, sizeof(c->err));
 	c->called = 1;
 }
 
@@ -327,7 +327,7 @@ static void fsize_fail(struct rf_ring *r, const struct model *good, const struct
 	CHECK(setrlimit(RLIMIT_FSIZE, &lim) == 0);
 	struct rf_ckpt_meta meta = meta_make(2);
 	char err[512];
-	int ret = rf_ckpt_save(r, path, &meta, newer->b, NB, err, sizeof(err));
+	int ret = ckpt_save(r, path, &meta, newer->b, NB, err, sizeof(err));
 	CHECK(setrlimit(RLIMIT_FSIZE, &old) == 0);
 	printf("  save with RLIMIT_FSIZE=%-8llu -> %s: %s\n", (unsigned long long)limit,
 	       strerror(-ret), err);
@@ -366,7 +366,7 @@ int main(void)
 	CHECK_OK(rf_ring_timeout(r, 60ull * 1000000000ull, long_cb, NULL, &long_id));
 	CHECK_OK(rf_ring_timeout(r, 1000000, tick_cb, &tk, NULL));
 	tk.armed = 1;
-	ret = rf_ckpt_save(r, path, &ma, a.b, NB, err, sizeof(err));
+	ret = ckpt_save(r, path, &ma, a.b, NB, err, sizeof(err));
 	if (ret < 0) {
 		fprintf(stderr, "save: %s\n", err);
 		return 1;
@@ -392,7 +392,7 @@ int main(void)
 	memset(&meta, 0, sizeof(meta));
 	strcpy(meta.model, "mlp");
 	model_fill(&m, 0xEE);
-	ret = rf_ckpt_load(r, path, &meta, rev.b, NB, err, sizeof(err));
+	ret = ckpt_load(r, path, &meta, rev.b, NB, err, sizeof(err));
 	if (ret < 0) {
 		fprintf(stderr, "load: %s\n", err);
 		return 1;
@@ -405,12 +405,12 @@ int main(void)
 
 	/* probe: header only */
 	struct rf_ckpt_meta mp;
-	CHECK_EQ(rf_ckpt_probe(path, &mp, err, sizeof(err)), NB);
+	CHECK_EQ(ckpt_probe(path, &mp, err, sizeof(err)), NB);
 	CHECK(memcmp(&mp, &ma, sizeof(mp)) == 0);
 
 	/* "" as the expected model accepts any and fills it */
 	memset(&meta, 0, sizeof(meta));
-	CHECK_OK(rf_ckpt_load(r, path, &meta, m.b, NB, err, sizeof(err)));
+	CHECK_OK(ckpt_load(r, path, &meta, m.b, NB, err, sizeof(err)));
 	CHECK(strcmp(meta.model, "mlp") == 0);
 
 	/* NULL ring: a private one */
@@ -429,7 +429,7 @@ int main(void)
 	CHECK_EQ(c1.ret, 0);
 	CHECK_OK(load_into(r, path, "mlp", &m, &meta, err, sizeof(err)));
 	CHECK_EQ(meta.epoch, 9);
-	CHECK_OK(rf_ckpt_save(r, path, &ma, a.b, NB, err, sizeof(err)));
+	CHECK_OK(ckpt_save(r, path, &ma, a.b, NB, err, sizeof(err)));
 
 	/* stop the unrelated work */
 	tk.stop = 1;
@@ -449,7 +449,7 @@ int main(void)
 	ret = load_into(r, bad, "mlp", &m, &meta, err, sizeof(err));
 	expect_refusal("missing file", ret, -ENOENT, err, "no such checkpoint file", bad);
 	CHECK(all_bytes(&m, 0xEE));
-	ret = rf_ckpt_probe(bad, &meta, err, sizeof(err));
+	ret = ckpt_probe(bad, &meta, err, sizeof(err));
 	CHECK_EQ(ret, -ENOENT);
 
 	{
@@ -462,7 +462,7 @@ int main(void)
 	ret = load_into(r, bad, "mlp", &m, &meta, err, sizeof(err));
 	expect_refusal("not a checkpoint", ret, -ENOEXEC, err, "not a ringflow checkpoint", bad);
 	CHECK(all_bytes(&m, 0xEE));
-	CHECK_EQ(rf_ckpt_probe(bad, &meta, err, sizeof(err)), -ENOEXEC);
+	CHECK_EQ(ckpt_probe(bad, &meta, err, sizeof(err)), -ENOEXEC);
 	ret = load_into(r, dir, "mlp", &m, &meta, err, sizeof(err));
 	expect_refusal("a directory", ret, -ENOEXEC, err, "not a regular file", dir);
 
@@ -470,7 +470,7 @@ int main(void)
 	put32(bad, 8, 2);
 	ret = load_into(r, bad, "mlp", &m, &meta, err, sizeof(err));
 	expect_refusal("newer version", ret, -EPROTONOSUPPORT, err, "version 2 is newer", bad);
-	CHECK_EQ(rf_ckpt_probe(bad, &meta, err, sizeof(err)), -EPROTONOSUPPORT);
+	CHECK_EQ(ckpt_probe(bad, &meta, err, sizeof(err)), -EPROTONOSUPPORT);
 
 	/* truncation at many offsets */
 	uint64_t cuts[] = { 0, 5, 8, 100, 383, 384, hsize - 1, hsize, 4096, 4097,
@@ -483,7 +483,7 @@ int main(void)
 		ret = load_into(r, bad, "mlp", &m, &meta, err, sizeof(err));
 		expect_refusal(what, ret, -ENODATA, err, "truncated", bad);
 		CHECK(all_bytes(&m, 0xEE));
-		CHECK_EQ(rf_ckpt_probe(bad, &meta, err, sizeof(err)), -ENODATA);
+		CHECK_EQ(ckpt_probe(bad, &meta, err, sizeof(err)), -ENODATA);
 	}
 	/* data after the end */
 	copy_file(path, bad);
@@ -514,7 +514,7 @@ int main(void)
 		ret = load_into(r, bad, "mlp", &m, &meta, err, sizeof(err));
 		expect_refusal(flips[i].what, ret, -EBADMSG, err, flips[i].want, bad);
 		CHECK(all_bytes(&m, 0xEE));
-		CHECK_EQ(rf_ckpt_probe(bad, &meta, err, sizeof(err)), -EBADMSG);
+		CHECK_EQ(ckpt_probe(bad, &meta, err, sizeof(err)), -EBADMSG);
 	}
 	/* a flipped byte in each tensor's data (first, middle, last byte) */
 	for (int i = 0; i < NB; i++) {
@@ -533,7 +533,7 @@ int main(void)
 				 (unsigned long long)off);
 			expect_refusal(what, ret, -EBADMSG, err, want, bad);
 			/* header only: probe does not see data corruption */
-			CHECK_EQ(rf_ckpt_probe(bad, &meta, err, sizeof(err)), NB);
+			CHECK_EQ(ckpt_probe(bad, &meta, err, sizeof(err)), NB);
 		}
 	}
 
@@ -556,7 +556,7 @@ int main(void)
 		o.b[0].data = big;
 		memset(&meta, 0, sizeof(meta));
 		strcpy(meta.model, "mlp");
-		ret = rf_ckpt_load(r, path, &meta, o.b, NB, err, sizeof(err));
+		ret = ckpt_load(r, path, &meta, o.b, NB, err, sizeof(err));
 		expect_refusal("other shape", ret, -ESTALE, err,
 			       "tensor fc1.w: shape 256x784 in file, expected 128x800", path);
 		o.b[0] = a.b[0];
@@ -564,13 +564,13 @@ int main(void)
 		o.b[1].ndim = 2;
 		o.b[1].shape[0] = 1;
 		o.b[1].shape[1] = 256;
-		ret = rf_ckpt_load(r, path, &meta, o.b, NB, err, sizeof(err));
+		ret = ckpt_load(r, path, &meta, o.b, NB, err, sizeof(err));
 		expect_refusal("other rank", ret, -ESTALE, err,
 			       "tensor fc1.b: shape 256 in file, expected 1x256", path);
 		o.b[1] = a.b[1];
 		o.b[1].data = o.mem[1];
 		o.b[6].dtype = RF_CKPT_F32;
-		ret = rf_ckpt_load(r, path, &meta, o.b, NB, err, sizeof(err));
+		ret = ckpt_load(r, path, &meta, o.b, NB, err, sizeof(err));
 		expect_refusal("other dtype", ret, -ESTALE, err,
 			       "tensor step: dtype i32 in file, expected f32", path);
 		o.b[6].dtype = RF_CKPT_I32;
@@ -587,10 +587,10 @@ int main(void)
 						  .shape = { 10 }, .data = w3, .nbytes = sizeof(w3) };
 		memset(&meta, 0, sizeof(meta));
 		strcpy(meta.model, "mlp");
-		ret = rf_ckpt_load(r, path, &meta, more, NB + 1, err, sizeof(err));
+		ret = ckpt_load(r, path, &meta, more, NB + 1, err, sizeof(err));
 		expect_refusal("missing tensor", ret, -ESTALE, err,
 			       "tensor fc3.w: missing from the checkpoint", path);
-		ret = rf_ckpt_load(r, path, &meta, m.b + 1, NB - 1, err, sizeof(err));
+		ret = ckpt_load(r, path, &meta, m.b + 1, NB - 1, err, sizeof(err));
 		expect_refusal("extra tensor", ret, -ESTALE, err,
 			       "checkpoint has tensor fc1.w (f32 256x784) that was not expected", path);
 	}
@@ -599,39 +599,39 @@ int main(void)
 	{
 		struct rf_ckpt_blob x[2] = { a.b[1], a.b[2] };
 		x[0].nbytes--;
-		ret = rf_ckpt_save(r, bad, &ma, x, 2, err, sizeof(err));
+		ret = ckpt_save(r, bad, &ma, x, 2, err, sizeof(err));
 		expect_refusal("save: nbytes vs shape", ret, -EINVAL, err, "nbytes 1023", bad);
 		x[0] = a.b[2];
-		ret = rf_ckpt_save(r, bad, &ma, x, 2, err, sizeof(err));
+		ret = ckpt_save(r, bad, &ma, x, 2, err, sizeof(err));
 		expect_refusal("save: duplicate name", ret, -EINVAL, err, "given twice", bad);
 		x[0] = a.b[1];
 		x[0].name = "a-name-that-is-much-longer-than-sixty-three-bytes-which-is-the-limit";
-		ret = rf_ckpt_save(r, bad, &ma, x, 2, err, sizeof(err));
+		ret = ckpt_save(r, bad, &ma, x, 2, err, sizeof(err));
 		expect_refusal("save: long name", ret, -EINVAL, err, "too long", bad);
 		struct rf_ckpt_meta mm = ma;
 		mm.model[0] = 0;
-		ret = rf_ckpt_save(r, bad, &mm, a.b, NB, err, sizeof(err));
+		ret = ckpt_save(r, bad, &mm, a.b, NB, err, sizeof(err));
 		expect_refusal("save: no model name", ret, -EINVAL, err, "model name", bad);
 		mm = ma;
 		mm.extra_len = 257;
-		ret = rf_ckpt_save(r, bad, &mm, a.b, NB, err, sizeof(err));
+		ret = ckpt_save(r, bad, &mm, a.b, NB, err, sizeof(err));
 		expect_refusal("save: extra_len", ret, -EINVAL, err, "extra_len 257", bad);
 	}
 	/* a file of version 1 with another model and no tensors loads into nothing */
 	{
 		struct rf_ckpt_meta ml = meta_make(4);
 		strcpy(ml.model, "lenet");
-		CHECK_OK(rf_ckpt_save(r, bad, &ml, NULL, 0, err, sizeof(err)));
+		CHECK_OK(ckpt_save(r, bad, &ml, NULL, 0, err, sizeof(err)));
 		memset(&meta, 0, sizeof(meta));
 		strcpy(meta.model, "lenet");
-		CHECK_OK(rf_ckpt_load(r, bad, &meta, NULL, 0, err, sizeof(err)));
+		CHECK_OK(ckpt_load(r, bad, &meta, NULL, 0, err, sizeof(err)));
 		CHECK_EQ(meta.epoch, 4);
-		CHECK_EQ(rf_ckpt_probe(bad, &meta, err, sizeof(err)), 0);
+		CHECK_EQ(ckpt_probe(bad, &meta, err, sizeof(err)), 0);
 	}
 
 	/* ---- atomicity ---- */
 	printf("atomicity (previous checkpoint: epoch 1):\n");
-	CHECK_OK(rf_ckpt_save(r, path, &ma, a.b, NB, err, sizeof(err)));
+	CHECK_OK(ckpt_save(r, path, &ma, a.b, NB, err, sizeof(err)));
 	signal(SIGXFSZ, SIG_IGN);
 	fsize_fail(r, &a, &b, 100, "limit inside the header");
 	fsize_fail(r, &a, &b, 5000, "limit inside fc1.w");
@@ -643,7 +643,7 @@ int main(void)
 	CHECK(mkdir(tmp_path, 0755) == 0);
 	{
 		struct rf_ckpt_meta mb = meta_make(2);
-		ret = rf_ckpt_save(r, path, &mb, b.b, NB, err, sizeof(err));
+		ret = ckpt_save(r, path, &mb, b.b, NB, err, sizeof(err));
 		expect_refusal("save with PATH.tmp a dir", ret, -EISDIR, err, "cannot create", path);
 		CHECK(exists(tmp_path));
 		CHECK(rmdir(tmp_path) == 0);
@@ -654,7 +654,7 @@ int main(void)
 	if (geteuid() != 0) {
 		CHECK(chmod(dir, 0555) == 0);
 		struct rf_ckpt_meta mb = meta_make(2);
-		ret = rf_ckpt_save(r, path, &mb, b.b, NB, err, sizeof(err));
+		ret = ckpt_save(r, path, &mb, b.b, NB, err, sizeof(err));
 		CHECK(chmod(dir, 0755) == 0);
 		expect_refusal("save in read-only dir", ret, -EACCES, err, "cannot create", path);
 		expect_previous(r, &a, 1, "read-only directory");
@@ -677,7 +677,7 @@ int main(void)
 				_exit(2);
 			struct rf_ckpt_meta mb = meta_make(2);
 			char e2[512];
-			rf_ckpt_save(cr, path, &mb, b.b, NB, e2, sizeof(e2));
+			ckpt_save(cr, path, &mb, b.b, NB, e2, sizeof(e2));
 			_exit(5);
 		}
 		int status;
@@ -693,13 +693,13 @@ int main(void)
 			/* the save finished before the timer fired: nothing to check */
 			CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 5);
 			printf("  child's save finished before its kill timer fired: case not exercised\n");
-			CHECK_OK(rf_ckpt_save(r, path, &ma, a.b, NB, err, sizeof(err)));
+			CHECK_OK(ckpt_save(r, path, &ma, a.b, NB, err, sizeof(err)));
 		}
 	}
 
 	/* and a good save after all that replaces the file and leaves no PATH.tmp */
 	struct rf_ckpt_meta mb = meta_make(2);
-	CHECK_OK(rf_ckpt_save(r, path, &mb, b.b, NB, err, sizeof(err)));
+	CHECK_OK(ckpt_save(r, path, &mb, b.b, NB, err, sizeof(err)));
 	CHECK(!exists(tmp_path));
 	CHECK_OK(load_into(r, path, "mlp", &m, &meta, err, sizeof(err)));
 	CHECK(model_same(&m, &b));

@@ -1,0 +1,293 @@
+/* ring/dispatch.c -- the run loop: one io_uring_enter per turn (submit what is
+ * queued, maybe wait), then reap the CQ and dispatch each CQE (rf__handle) to its
+ * request, retry backoff, notifier or watch. Callbacks run only from here. */
+#include "ring-impl.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <time.h>
+
+uint64_t rf_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void rf__finish(struct rf_ring *r, struct rf__req *q, int64_t res)
+{
+	rf_io_cb cb = q->cb;
+	void *data = q->data;
+	rf__req_free(r, q);
+	if (cb) {
+		r->cb_depth++;
+		cb(data, res);
+		r->cb_depth--;
+	}
+}
+
+/* A read or write completed with -EAGAIN or -EINTR: nothing was transferred (the
+ * kernel reports a partial transfer as a short count), so the same piece is
+ * submitted again, at once for the first RF__RETRY_NOW results in a row, then after a
+ * timeout tagged RF__TAG_RETRY that doubles up to RF__RETRY_CAP_NS: a device that
+ * keeps saying -EAGAIN cannot spin the reactor. Returns 0 when the request is on its
+ * way again, else the error its callback gets (res itself after RF__RETRY_MAX). */
+static int rf__retry(struct rf_ring *r, struct rf__req *q, int32_t res)
+{
+	if (q->retries >= RF__RETRY_MAX)
+		return res;
+	q->retries++;
+	r->st.retries++;
+	if (q->retries <= RF__RETRY_NOW)
+		return rf__queue(r, q);
+	unsigned shift = q->retries - RF__RETRY_NOW - 1;
+	uint64_t ns = shift >= 16 ? RF__RETRY_CAP_NS : RF__RETRY_BASE_NS << shift;
+	if (ns > RF__RETRY_CAP_NS)
+		ns = RF__RETRY_CAP_NS;
+	int err = 0;
+	struct io_uring_sqe *sqe = rf__sqe(r, &err);
+	if (!sqe)
+		return err;
+	q->u.ts.tv_sec = (long long)(ns / 1000000000ull);
+	q->u.ts.tv_nsec = (long long)(ns % 1000000000ull);
+	io_uring_prep_timeout(sqe, &q->u.ts, 0, 0);
+	io_uring_sqe_set_data64(sqe, rf__req_ud(q) | RF__TAG_RETRY);
+	q->flags |= RF__RQ_BACKOFF;
+	return 0;
+}
+
+/* The backoff timeout of a retried request ended (fired, or cancelled). */
+static int rf__retry_fire(struct rf_ring *r, struct rf__req *q)
+{
+	q->flags &= ~RF__RQ_BACKOFF;
+	int ret = (q->flags & RF__RQ_CANCELLED) ? -ECANCELED : rf__queue(r, q);
+	if (ret == 0)
+		return 0;
+	rf__finish(r, q, ret);
+	return 1;
+}
+
+/* Returns the number of callbacks run. */
+static int rf__complete_req(struct rf_ring *r, struct rf__req *q, int32_t res)
+{
+	if (q->flags & RF__RQ_CANCELLED) {
+		rf__finish(r, q, -ECANCELED);
+		return 1;
+	}
+	switch (q->op) {
+	case RF__OP_READ:
+	case RF__OP_WRITE:
+		if (res > 0 && (q->flags & RF__RQ_FAULTABLE))
+			res = rf__fault_apply(r, q, res);
+		if (res == -EAGAIN || res == -EINTR) {
+			int ret = rf__retry(r, q, res);
+			if (ret == 0)
+				return 0;
+			rf__finish(r, q, ret);
+			return 1;
+		}
+		if (res < 0) {
+			rf__finish(r, q, res);
+			return 1;
+		}
+		if (q->op == RF__OP_READ)
+			r->st.bytes_read += (uint64_t)res;
+		else
+			r->st.bytes_written += (uint64_t)res;
+		q->done += (size_t)res;
+		if (res > 0)
+			q->retries = 0;
+		if (res > 0 && q->done < q->len && !(q->flags & RF_IO_NO_RETRY_SHORT)) {
+			r->st.short_resubmits++;
+			int ret = rf__queue(r, q);
+			if (ret == 0)
+				return 0;
+			rf__finish(r, q, ret);
+			return 1;
+		}
+		rf__finish(r, q, (int64_t)q->done);
+		return 1;
+	case RF__OP_TIMEOUT:
+		rf__finish(r, q, res == -ETIME ? 0 : res);
+		return 1;
+	case RF__OP_FSYNC:
+		rf__finish(r, q, res);
+		return 1;
+	case RF__OP_WATCH:
+	case RF__OP_WATCH_POLL:
+		return rf__watch_complete(r, q, res);
+	case RF__OP_NOTIFY_READ:
+		return rf__notify_read_complete(r, q, res);
+	}
+	return 0;
+}
+
+static int rf__handle(struct rf_ring *r, uint64_t ud, int32_t res)
+{
+	switch (ud & RF__TAG_MASK) {
+	case RF__TAG_REQ: {
+		struct rf__req *q = (struct rf__req *)(uintptr_t)(ud & RF__PTR_MASK);
+		if (!q || !q->live || (q->gen & 7) != ((ud >> 3) & 7))
+			return 0; /* cannot happen: every request SQE has one CQE */
+		return rf__complete_req(r, q, res);
+	}
+	case RF__TAG_RETRY: {
+		struct rf__req *q = (struct rf__req *)(uintptr_t)(ud & RF__PTR_MASK);
+		if (!q || !q->live || (q->gen & 7) != ((ud >> 3) & 7) || !(q->flags & RF__RQ_BACKOFF))
+			return 0; /* cannot happen: one CQE per armed backoff */
+		return rf__retry_fire(r, q);
+	}
+	case RF__TAG_NOTIFY:
+		rf__notify_msg(r, ud, res);
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+static int rf__reap(struct rf_ring *r)
+{
+	int n = 0;
+	while (r->backlog_head < r->nbacklog) {
+		struct rf__cqe c = r->backlog[r->backlog_head++];
+		r->st.completions++;
+		n += rf__handle(r, c.ud, c.res);
+	}
+	r->nbacklog = r->backlog_head = 0;
+	/* Bounded so that one turn ends even if callbacks keep completing inline, and by
+	 * rf_ring_set_max_batch where set. */
+	unsigned budget = r->ring.cq.ring_entries * 4;
+	if (r->max_batch && r->max_batch < budget)
+		budget = r->max_batch;
+	struct io_uring_cqe *c;
+	while (budget-- && !__io_uring_peek_cqe(&r->ring, &c, NULL) && c) {
+		uint64_t ud = c->user_data;
+		int32_t res = c->res;
+		io_uring_cq_advance(&r->ring, 1);
+		r->st.completions++;
+		n += rf__handle(r, ud, res);
+	}
+	n += rf__notify_flush(r);
+	return n;
+}
+
+/* One loop turn: one io_uring_enter (submit what is queued and, if asked, wait for
+ * one completion), then dispatch everything in the CQ. */
+int rf__turn(struct rf_ring *r, int wait, struct __kernel_timespec *ts)
+{
+	struct io_uring_cqe *cqe;
+	unsigned queued = io_uring_sq_ready(&r->ring);
+	int have = io_uring_cq_ready(&r->ring) > 0 || r->nbacklog > r->backlog_head;
+	int overflow = (IO_URING_READ_ONCE(*r->ring.sq.kflags) & IORING_SQ_CQ_OVERFLOW) != 0;
+	int ret = 0;
+	if (wait && !have) {
+		if (ts)
+			ret = io_uring_submit_and_wait_timeout(&r->ring, &cqe, 1, ts, NULL);
+		else
+			ret = io_uring_submit_and_wait(&r->ring, 1);
+		r->st.enters++;
+	} else if (queued || overflow || (!have && (r->nlive || r->nnotifiers))) {
+		/* GETEVENTS without waiting: runs deferred task work, posts its CQEs */
+		ret = io_uring_submit_and_get_events(&r->ring);
+		r->st.enters++;
+	}
+	rf__count_submitted(r, queued);
+	if (ret < 0 && ret != -ETIME && ret != -EINTR && ret != -EBUSY && ret != -EAGAIN)
+		return ret;
+	return rf__reap(r);
+}
+
+static int rf__has_work(struct rf_ring *r)
+{
+	return io_uring_sq_ready(&r->ring) || io_uring_cq_ready(&r->ring) ||
+	       r->nbacklog > r->backlog_head;
+}
+
+int rf_ring_run(struct rf_ring *r, enum rf_run_mode mode)
+{
+	if (r->in_run || r->cb_depth)
+		return -EDEADLK;
+	r->in_run = 1;
+	int total = 0, ret = 0;
+	switch (mode) {
+	case RF_RUN_UNTIL_IDLE:
+		for (;;) {
+			int busy = rf_ring_pending(r) > 0;
+			if (!busy && !rf__has_work(r))
+				break;
+			ret = rf__turn(r, busy, NULL);
+			if (ret < 0)
+				break;
+			total += ret;
+			if (!busy)
+				break;
+		}
+		break;
+	case RF_RUN_ONCE:
+		ret = rf__turn(r, r->nlive > 0 || r->nnotifiers > 0, NULL);
+		if (ret > 0)
+			total += ret;
+		break;
+	case RF_RUN_NOWAIT:
+		ret = rf__turn(r, 0, NULL);
+		if (ret > 0)
+			total += ret;
+		break;
+	default:
+		ret = -EINVAL;
+	}
+	r->in_run = 0;
+	return ret < 0 ? ret : total;
+}
+
+int rf_ring_run_until(struct rf_ring *r, int (*pred)(void *arg), void *arg, uint64_t timeout_ns)
+{
+	if (r->in_run || r->cb_depth)
+		return -EDEADLK;
+	r->in_run = 1;
+	uint64_t deadline = timeout_ns ? rf_now_ns() + timeout_ns : 0;
+	int ret;
+	for (;;) {
+		if (pred(arg)) {
+			ret = 0;
+			break;
+		}
+		int busy = rf_ring_pending(r) > 0;
+		if (!busy && !rf__has_work(r)) {
+			ret = -EDEADLK;
+			break;
+		}
+		struct __kernel_timespec ts, *tsp = NULL;
+		if (deadline) {
+			uint64_t now = rf_now_ns();
+			if (now >= deadline) {
+				ret = -ETIMEDOUT;
+				break;
+			}
+			ts.tv_sec = (long long)((deadline - now) / 1000000000ull);
+			ts.tv_nsec = (long long)((deadline - now) % 1000000000ull);
+			tsp = &ts;
+		}
+		ret = rf__turn(r, busy, tsp);
+		if (ret < 0)
+			break;
+	}
+	r->in_run = 0;
+	return ret;
+}
+
+void rf_ring_set_max_batch(struct rf_ring *r, unsigned max_completions)
+{
+	r->max_batch = max_completions;
+}
+
+unsigned rf_ring_pending(const struct rf_ring *r)
+{
+	uint64_t n = r->npending + r->owed;
+	return n > UINT_MAX ? UINT_MAX : (unsigned)n;
+}
+
+int rf_ring_in_callback(const struct rf_ring *r)
+{
+	return r->cb_depth > 0;
+}

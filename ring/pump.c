@@ -1,0 +1,313 @@
+/* ring/pump.c -- the transfer pump of ring-io.h: segments cut into chunks, a fixed
+ * number of chunk requests in flight, the first failure (lowest offset) kept.
+ *
+ * The state lives on the heap and is freed only when no chunk is in flight, so a
+ * blocking wait that fails leaks it rather than freeing it under a live request. */
+#include "ring-io.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct rf__xfer;
+
+struct rf__chunk {
+	struct rf__xfer *x;
+	uint64_t off, len;
+	int busy;
+};
+
+struct rf__xfer {
+	struct rf_ring *ring;
+	int fd;
+	enum rf_xfer_dir dir;
+	unsigned flags;       /* RF_IO_* for every chunk */
+	uint64_t chunk;
+	unsigned depth;
+	struct rf_io_seg *segs;
+	unsigned nsegs;
+	unsigned seg;         /* next chunk: segs[seg] from pos */
+	uint64_t pos;
+	unsigned inflight;
+	int over;             /* the result is final (blocking mode reads it) */
+	struct rf_xfer_result res;
+	rf_xfer_cb cb;        /* NULL: blocking mode, rf_xfer frees */
+	void *data;
+	struct rf__chunk slot[];
+};
+
+static void rf__xfer_pump(struct rf__xfer *x);
+
+/* The transfer is over: report it, and free it unless rf_xfer waits on it. */
+static void rf__xfer_finish(struct rf__xfer *x)
+{
+	x->over = 1;
+	if (!x->cb)
+		return;
+	x->cb(x->data, &x->res);
+	free(x->segs);
+	free(x);
+}
+
+static void rf__xfer_note_error(struct rf__xfer *x, uint64_t off, int err, int64_t res)
+{
+	if (x->res.err && off >= x->res.err_off)
+		return;
+	x->res.err = err;
+	x->res.err_off = off;
+	x->res.err_res = res;
+}
+
+static int rf__xfer_idle(const struct rf__xfer *x)
+{
+	return x->inflight == 0 && (x->res.err || x->seg >= x->nsegs);
+}
+
+static void rf__xfer_chunk_cb(void *data, int64_t res)
+{
+	struct rf__chunk *c = data;
+	struct rf__xfer *x = c->x;
+
+	c->busy = 0;
+	x->inflight--;
+	if (res >= 0 && (uint64_t)res == c->len)
+		x->res.bytes += c->len;
+	else /* a short count is final here: end of file, or a write with no progress */
+		rf__xfer_note_error(x, c->off, res < 0 ? (int)res
+					       : x->dir == RF_XFER_WRITE ? -EIO : -ENODATA, res);
+	rf__xfer_pump(x);
+	if (rf__xfer_idle(x))
+		rf__xfer_finish(x);
+}
+
+static void rf__xfer_skip_empty(struct rf__xfer *x)
+{
+	while (x->seg < x->nsegs && x->pos >= x->segs[x->seg].len) {
+		x->seg++;
+		x->pos = 0;
+	}
+}
+
+static struct rf__chunk *rf__xfer_free_slot(struct rf__xfer *x)
+{
+	for (unsigned i = 0; i < x->depth; i++)
+		if (!x->slot[i].busy)
+			return &x->slot[i];
+	return NULL;
+}
+
+/* Submit the next chunk into c. 0 or the submission's -errno. */
+static int rf__xfer_submit(struct rf__xfer *x, struct rf__chunk *c)
+{
+	const struct rf_io_seg *s = &x->segs[x->seg];
+	uint64_t len = s->len - x->pos;
+	if (len > x->chunk)
+		len = x->chunk;
+	c->x = x;
+	c->off = s->off + x->pos;
+	c->len = len;
+	char *buf = (char *)s->buf + x->pos;
+	int ret = x->dir == RF_XFER_WRITE ?
+		rf_ring_write(x->ring, x->fd, buf, len, c->off, x->flags, rf__xfer_chunk_cb, c, NULL) :
+		rf_ring_read(x->ring, x->fd, buf, len, c->off, x->flags, rf__xfer_chunk_cb, c, NULL);
+	if (ret < 0)
+		return ret;
+	c->busy = 1;
+	x->inflight++;
+	x->pos += len;
+	rf__xfer_skip_empty(x);
+	return 0;
+}
+
+/* Keep depth chunks in flight while there is something left and nothing failed. */
+static void rf__xfer_pump(struct rf__xfer *x)
+{
+	rf__xfer_skip_empty(x);
+	while (!x->res.err && x->inflight < x->depth && x->seg < x->nsegs) {
+		struct rf__chunk *c = rf__xfer_free_slot(x);
+		int ret = rf__xfer_submit(x, c);
+		if (ret < 0)
+			rf__xfer_note_error(x, c->off, ret, ret);
+	}
+}
+
+/* Nothing to transfer: a zero timeout delivers the callback from the ring. */
+static void rf__xfer_empty_cb(void *data, int64_t res)
+{
+	(void)res;
+	rf__xfer_finish(data);
+}
+
+static int rf__xfer_check(struct rf_ring *r, const struct rf_io_seg *segs, unsigned nsegs,
+			  const struct rf_xfer_opts *o)
+{
+	if (!r || (nsegs && !segs))
+		return -EINVAL;
+	if (o && (o->depth > RF_XFER_DEPTH_MAX ||
+		  (o->flags & ~(unsigned)(RF_IO_FIXED_FILE | RF_IO_FIXED_BUF))))
+		return -EINVAL;
+	for (unsigned i = 0; i < nsegs; i++)
+		if (segs[i].len && !segs[i].buf)
+			return -EINVAL;
+	return 0;
+}
+
+static struct rf__xfer *rf__xfer_new(struct rf_ring *r, int fd, enum rf_xfer_dir dir,
+				     const struct rf_io_seg *segs, unsigned nsegs,
+				     const struct rf_xfer_opts *o)
+{
+	unsigned depth = o && o->depth ? o->depth : RF_XFER_DEPTH;
+	struct rf__xfer *x = calloc(1, sizeof(*x) + depth * sizeof(x->slot[0]));
+	if (!x)
+		return NULL;
+	x->segs = malloc((nsegs ? nsegs : 1) * sizeof(*segs));
+	if (!x->segs) {
+		free(x);
+		return NULL;
+	}
+	if (nsegs)
+		memcpy(x->segs, segs, nsegs * sizeof(*segs));
+	x->ring = r;
+	x->fd = fd;
+	x->dir = dir;
+	x->flags = o ? o->flags : 0;
+	x->chunk = o && o->chunk ? o->chunk : RF_XFER_CHUNK;
+	x->depth = depth;
+	x->nsegs = nsegs;
+	return x;
+}
+
+static void rf__xfer_free(struct rf__xfer *x)
+{
+	free(x->segs);
+	free(x);
+}
+
+/* Start x: 0 with the transfer under way (or its empty completion queued), or -errno
+ * with nothing in flight (x is then the caller's to free). */
+static int rf__xfer_begin(struct rf__xfer *x)
+{
+	rf__xfer_pump(x);
+	if (x->inflight)
+		return 0;
+	if (x->res.err)
+		return x->res.err;
+	return rf_ring_timeout(x->ring, 0, rf__xfer_empty_cb, x, NULL);
+}
+
+int rf_xfer_start(struct rf_ring *r, int fd, enum rf_xfer_dir dir, const struct rf_io_seg *segs,
+		  unsigned nsegs, const struct rf_xfer_opts *opts, rf_xfer_cb cb, void *data)
+{
+	int ret = rf__xfer_check(r, segs, nsegs, opts);
+	if (ret < 0 || !cb)
+		return ret < 0 ? ret : -EINVAL;
+	struct rf__xfer *x = rf__xfer_new(r, fd, dir, segs, nsegs, opts);
+	if (!x)
+		return -ENOMEM;
+	x->cb = cb;
+	x->data = data;
+	ret = rf__xfer_begin(x);
+	if (ret < 0)
+		rf__xfer_free(x);
+	return ret;
+}
+
+static int rf__xfer_over(void *arg)
+{
+	return ((struct rf__xfer *)arg)->over;
+}
+
+static int rf__ready(void *arg)
+{
+	(void)arg;
+	return 1;
+}
+
+/* The ring can be turned from here: not inside a callback or another rf_ring_run*.
+ * rf_ring_run_until refuses those before looking at its predicate, so a predicate
+ * that is already true makes a free probe. */
+static int rf__can_wait(struct rf_ring *r)
+{
+	return !rf_ring_in_callback(r) && rf_ring_run_until(r, rf__ready, NULL, 0) == 0;
+}
+
+/* Turn the ring until x is over. 0, or the ring's error with x left in flight. */
+static int rf__xfer_wait(struct rf__xfer *x)
+{
+	int ret = 0;
+	for (int tries = 0; tries < 100; tries++) {
+		ret = rf_ring_run_until(x->ring, rf__xfer_over, x, 0);
+		if (ret == 0 || x->over)
+			return 0;
+	}
+	return ret;
+}
+
+int rf_xfer(struct rf_ring *r, int fd, enum rf_xfer_dir dir, const struct rf_io_seg *segs,
+	    unsigned nsegs, const struct rf_xfer_opts *opts, struct rf_xfer_result *res)
+{
+	struct rf_xfer_result none = { 0 };
+	if (!res)
+		res = &none;
+	memset(res, 0, sizeof(*res));
+	int ret = rf__xfer_check(r, segs, nsegs, opts);
+	if (ret < 0)
+		return res->err = ret;
+	if (!rf__can_wait(r))
+		return res->err = -EDEADLK;
+	struct rf__xfer *x = rf__xfer_new(r, fd, dir, segs, nsegs, opts);
+	if (!x)
+		return res->err = -ENOMEM;
+	rf__xfer_pump(x);
+	if (!x->inflight)
+		x->over = 1;
+	ret = rf__xfer_wait(x);
+	if (ret < 0)
+		return res->err = ret; /* x leaked: chunks still in flight */
+	*res = x->res;
+	rf__xfer_free(x);
+	return res->err;
+}
+
+/* ---- fsync ------------------------------------------------------------------------ */
+
+struct rf__fsync {
+	int over;
+	int res;
+};
+
+static void rf__fsync_cb(void *data, int64_t res)
+{
+	struct rf__fsync *f = data;
+	f->res = (int)res;
+	f->over = 1;
+}
+
+static int rf__fsync_over(void *arg)
+{
+	return ((struct rf__fsync *)arg)->over;
+}
+
+int rf_ring_fsync_wait(struct rf_ring *r, int fd, int datasync)
+{
+	if (!rf__can_wait(r))
+		return -EDEADLK;
+	struct rf__fsync *f = calloc(1, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	int ret = rf_ring_fsync(r, fd, 0, datasync, rf__fsync_cb, f, NULL);
+	if (ret < 0) {
+		free(f);
+		return ret;
+	}
+	for (int tries = 0; tries < 100; tries++) {
+		ret = rf_ring_run_until(r, rf__fsync_over, f, 0);
+		if (ret == 0 || f->over)
+			break;
+	}
+	if (!f->over)
+		return ret; /* f leaked: the fsync is still in flight */
+	ret = f->res;
+	free(f);
+	return ret;
+}

@@ -1,0 +1,220 @@
+/* ring/register.c -- registered buffers (the ring's arena or external memory
+ * areas), registered files, and O_DIRECT alignment. */
+#include "ring-impl.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#ifndef STATX_DIOALIGN
+/* glibc/kernel headers older than 6.1: the fields replace __spare2 (offset 152). */
+#define STATX_DIOALIGN 0x2000U
+#define RF__STATX_NO_DIO_FIELDS 1
+#endif
+
+int rf__find_buf(struct rf_ring *r, const void *buf, size_t len, uint16_t *idx)
+{
+	const char *p = buf;
+	if (r->arena) {
+		if (p < r->arena || p >= r->arena + r->bufsz * r->nbufs)
+			return -EINVAL;
+		size_t i = (size_t)(p - r->arena) / r->bufsz;
+		if (p + len > r->arena + (i + 1) * r->bufsz)
+			return -EINVAL;
+		*idx = (uint16_t)i;
+		return 0;
+	}
+	for (unsigned i = 0; i < r->nmems; i++) {
+		if (p >= r->mems[i].base && p + len <= r->mems[i].base + r->mems[i].len) {
+			*idx = (uint16_t)i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+int rf_dio_align(int fd, const char *path, uint32_t *mem_align, uint32_t *off_align)
+{
+	struct statx sx;
+	int ret;
+	memset(&sx, 0, sizeof(sx));
+	if (path)
+		ret = statx(AT_FDCWD, path, 0, STATX_DIOALIGN, &sx);
+	else
+		ret = statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx);
+	if (ret < 0)
+		return -errno;
+	uint32_t ma = 0, oa = 0;
+	if (sx.stx_mask & STATX_DIOALIGN) {
+#ifdef RF__STATX_NO_DIO_FIELDS
+		memcpy(&ma, (char *)&sx + 152, 4);
+		memcpy(&oa, (char *)&sx + 156, 4);
+#else
+		ma = sx.stx_dio_mem_align;
+		oa = sx.stx_dio_offset_align;
+#endif
+	}
+	*mem_align = ma ? ma : 4096;
+	*off_align = oa ? oa : 4096;
+	return 0;
+}
+
+int rf_ring_register_buffers(struct rf_ring *r, unsigned nbufs, size_t bufsz, size_t align)
+{
+	if (r->arena || r->nmems)
+		return -EEXIST;
+	if (!align)
+		align = 4096;
+	if (align < 512 || (align & (align - 1)) || !nbufs || !bufsz || nbufs > 16384)
+		return -EINVAL;
+	bufsz = (bufsz + align - 1) & ~(align - 1);
+	if (bufsz > (1ull << 30))
+		return -EINVAL;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t total = bufsz * nbufs;
+	size_t map_len = total + (align > page ? align : 0);
+	void *m = mmap(NULL, map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return -ENOMEM;
+	char *base = (char *)(((uintptr_t)m + align - 1) & ~(uintptr_t)(align - 1));
+	struct iovec *iov = malloc(nbufs * sizeof(*iov));
+	if (!iov) {
+		munmap(m, map_len);
+		return -ENOMEM;
+	}
+	for (unsigned i = 0; i < nbufs; i++) {
+		iov[i].iov_base = base + (size_t)i * bufsz;
+		iov[i].iov_len = bufsz;
+	}
+	int ret = io_uring_register_buffers(&r->ring, iov, nbufs);
+	free(iov);
+	if (ret < 0) {
+		munmap(m, map_len);
+		return ret;
+	}
+	r->arena_map = m;
+	r->arena_map_len = map_len;
+	r->arena = base;
+	r->bufsz = bufsz;
+	r->nbufs = nbufs;
+	return 0;
+}
+
+void *rf_ring_buffer(struct rf_ring *r, unsigned i)
+{
+	if (!r->arena || i >= r->nbufs)
+		return NULL;
+	return r->arena + (size_t)i * r->bufsz;
+}
+
+size_t rf_ring_buffer_size(const struct rf_ring *r)
+{
+	return r->bufsz;
+}
+
+unsigned rf_ring_buffer_count(const struct rf_ring *r)
+{
+	return r->nbufs;
+}
+
+/* Register r->mems[0..n) as the ring's fixed buffers, replacing any earlier set.
+ * Queued SQEs are submitted first: their buffer indices refer to the old table (the
+ * kernel resolves them at submission and keeps those buffers alive while in use). */
+static int rf__register_mems(struct rf_ring *r, unsigned n, int had)
+{
+	struct iovec *iov;
+	int ret;
+
+	if (had) {
+		unsigned before = io_uring_sq_ready(&r->ring);
+		if (before) {
+			ret = io_uring_submit(&r->ring);
+			r->st.enters++;
+			if (ret < 0)
+				return ret;
+			rf__count_submitted(r, before);
+		}
+		ret = io_uring_unregister_buffers(&r->ring);
+		if (ret < 0 && ret != -ENXIO)
+			return ret;
+	}
+	if (!n)
+		return 0;
+	iov = malloc(n * sizeof(*iov));
+	if (!iov)
+		return -ENOMEM;
+	for (unsigned i = 0; i < n; i++) {
+		iov[i].iov_base = r->mems[i].base;
+		iov[i].iov_len = r->mems[i].len;
+	}
+	ret = io_uring_register_buffers(&r->ring, iov, n);
+	free(iov);
+	return ret;
+}
+
+int rf_ring_register_memory(struct rf_ring *r, void *const *bufs, const size_t *lens, unsigned n)
+{
+	if (r->arena)
+		return -EEXIST;
+	if (!n || r->nmems + n > 16384)
+		return -EINVAL;
+	struct rf__mem *mems = realloc(r->mems, (r->nmems + n) * sizeof(*mems));
+	if (!mems)
+		return -ENOMEM;
+	r->mems = mems;
+	for (unsigned i = 0; i < n; i++) {
+		mems[r->nmems + i].base = bufs[i];
+		mems[r->nmems + i].len = lens[i];
+	}
+	int ret = rf__register_mems(r, r->nmems + n, r->nmems > 0);
+	if (ret < 0) {
+		/* put the previous set back; new areas are not registered */
+		if (r->nmems)
+			rf__register_mems(r, r->nmems, 0);
+		return ret;
+	}
+	r->nmems += n;
+	return 0;
+}
+
+int rf_ring_unregister_memory(struct rf_ring *r, const void *base)
+{
+	unsigned i;
+
+	for (i = 0; i < r->nmems; i++)
+		if (r->mems[i].base == base)
+			break;
+	if (i == r->nmems)
+		return -ENOENT;
+	memmove(&r->mems[i], &r->mems[i + 1], (r->nmems - i - 1) * sizeof(r->mems[0]));
+	r->nmems--;
+	return rf__register_mems(r, r->nmems, 1);
+}
+
+int rf_ring_register_files(struct rf_ring *r, const int *fds, unsigned n)
+{
+	if (!n)
+		return -EINVAL;
+	int *copy = malloc(n * sizeof(*copy));
+	if (!copy)
+		return -ENOMEM;
+	memcpy(copy, fds, n * sizeof(*copy));
+	if (r->nfiles) {
+		io_uring_unregister_files(&r->ring);
+		free(r->files);
+		r->files = NULL;
+		r->nfiles = 0;
+	}
+	int ret = io_uring_register_files(&r->ring, fds, n);
+	if (ret < 0) {
+		free(copy);
+		return ret;
+	}
+	r->files = copy;
+	r->nfiles = n;
+	return 0;
+}

@@ -1,0 +1,169 @@
+/* ring/setup.c -- creating a ring (setup-flag fallback, MSG_RING probe), its info
+ * and stats, and teardown. */
+#include "ring-impl.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+/* io_uring_setup with these flags and sizes, into ring. */
+static int rf__setup_try(struct io_uring *ring, unsigned flags, unsigned sq, unsigned cq,
+			 const struct rf_ring_opts *o)
+{
+	struct io_uring_params p;
+	memset(&p, 0, sizeof(p));
+	p.flags = flags | IORING_SETUP_CQSIZE | IORING_SETUP_CLAMP;
+	p.cq_entries = cq;
+	if (flags & IORING_SETUP_SQPOLL)
+		p.sq_thread_idle = o->sqpoll_idle_ms ? o->sqpoll_idle_ms : 1000;
+	return io_uring_queue_init_params(sq, ring, &p);
+}
+
+/* entries: a power of 2 in [1, RF__MAX_SQ_ENTRIES]. */
+static int rf__setup(struct rf_ring *r, unsigned entries, const struct rf_ring_opts *o)
+{
+	unsigned want = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN |
+			IORING_SETUP_COOP_TASKRUN | IORING_SETUP_SUBMIT_ALL;
+	/* Dropped in this order while the kernel refuses them: newest kernels' first. */
+	static const unsigned drop[] = { IORING_SETUP_DEFER_TASKRUN, IORING_SETUP_SINGLE_ISSUER,
+					 IORING_SETUP_COOP_TASKRUN, IORING_SETUP_SUBMIT_ALL };
+	if (o && (o->flags & RF_RING_SQPOLL))
+		want = (want & ~(IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_COOP_TASKRUN)) |
+		       IORING_SETUP_SQPOLL;
+	/* 4x the SQ, within the kernel's CQ limit (CLAMP too, in case it is lower). */
+	unsigned cq = entries > RF__MAX_CQ_ENTRIES / 4 ? RF__MAX_CQ_ENTRIES : entries * 4;
+	size_t i = 0;
+	for (;;) {
+		int ret = rf__setup_try(&r->ring, want, entries, cq, o);
+		if (ret == 0) {
+			r->setup_flags = r->ring.flags;
+			return 0;
+		}
+		/* The kernel says -EINVAL both for flags it does not know and for sizes it
+		 * refuses. Drop a flag only if a one-entry ring with the same flags fails
+		 * too: a size problem must not cost the fast flags. */
+		if (ret != -EINVAL)
+			return ret;
+		if (entries > 1) {
+			struct io_uring probe;
+			if (rf__setup_try(&probe, want, 1, 4, o) == 0) {
+				io_uring_queue_exit(&probe);
+				return ret;
+			}
+		}
+		while (i < sizeof(drop) / sizeof(drop[0]) && !(want & drop[i]))
+			i++;
+		if (i == sizeof(drop) / sizeof(drop[0]))
+			return ret;
+		want &= ~drop[i++];
+	}
+}
+
+/* Post a message to ourselves with the ringless register call and reap it. */
+static int rf__probe_msg_ring(struct rf_ring *r)
+{
+	int ret = rf__send_msg(r->ring.ring_fd, RF__TAG_PROBE, 0, 0);
+	if (ret < 0)
+		return 0;
+	for (int tries = 0; tries < 100; tries++) {
+		struct io_uring_cqe *c;
+		ret = io_uring_wait_cqe(&r->ring, &c);
+		r->st.enters++;
+		if (ret == -EINTR)
+			continue;
+		if (ret < 0)
+			return 0;
+		uint64_t ud = c->user_data;
+		io_uring_cq_advance(&r->ring, 1);
+		if (ud == RF__TAG_PROBE)
+			return 1;
+	}
+	return 0;
+}
+
+int rf_ring_create(struct rf_ring **out, const struct rf_ring_opts *opts)
+{
+	*out = NULL;
+	unsigned entries = opts && opts->entries ? opts->entries : 256;
+	if (entries > RF__MAX_SQ_ENTRIES)
+		return -EINVAL;
+	struct rf_ring *r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	int ret = rf__fault_parse(&r->fault, getenv("RF_FAULT_INJECT"));
+	if (ret < 0) {
+		free(r);
+		return ret;
+	}
+	unsigned e = 1;
+	while (e < entries)
+		e <<= 1;
+	ret = rf__setup(r, e, opts);
+	if (ret < 0) {
+		free(r);
+		return ret;
+	}
+	/* Saves an fd lookup per enter; harmless where unsupported. ring_fd stays valid
+	 * for the MSG_RING target. */
+	io_uring_register_ring_fd(&r->ring);
+	r->nslot_free = UINT32_MAX;
+	if (!(opts && (opts->flags & RF_RING_NO_MSG_RING)))
+		r->msg_ring = rf__probe_msg_ring(r);
+	*out = r;
+	return 0;
+}
+
+void rf_ring_get_info(const struct rf_ring *r, struct rf_ring_info *info)
+{
+	info->setup_flags = r->setup_flags;
+	info->sq_entries = r->ring.sq.ring_entries;
+	info->cq_entries = r->ring.cq.ring_entries;
+	info->msg_ring = r->msg_ring;
+}
+
+void rf_ring_get_stats(const struct rf_ring *r, struct rf_ring_stats *st)
+{
+	*st = r->st;
+}
+
+void rf_ring_destroy(struct rf_ring *r)
+{
+	if (!r)
+		return;
+	r->destroying = 1;
+	rf__notifiers_teardown(r);
+	rf__watches_teardown(r);
+	if (r->nlive) {
+		/* Every request still allocated reports -ECANCELED, whatever the kernel says. */
+		for (unsigned s = 0; s < r->nslabs; s++)
+			for (unsigned i = 0; i < RF__SLAB_SIZE; i++)
+				if (r->slabs[s][i].live)
+					r->slabs[s][i].flags |= RF__RQ_CANCELLED;
+		int err = 0;
+		struct io_uring_sqe *sqe = rf__sqe(r, &err);
+		if (sqe) {
+			io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY);
+			io_uring_sqe_set_data64(sqe, RF__TAG_IGNORE | 8);
+		}
+	}
+	int spins = 0;
+	while (r->nlive || r->nbacklog > r->backlog_head) {
+		r->in_run = 1;
+		int ret = rf__turn(r, r->nlive > 0, NULL);
+		r->in_run = 0;
+		if (ret < 0 && ret != -EINTR && ++spins > 100)
+			break; /* the ring is closed below, which cancels the rest */
+	}
+	io_uring_queue_exit(&r->ring);
+	for (unsigned s = 0; s < r->nslabs; s++)
+		free(r->slabs[s]);
+	free(r->slabs);
+	free(r->nslots);
+	free(r->backlog);
+	if (r->arena_map)
+		munmap(r->arena_map, r->arena_map_len);
+	free(r->mems);
+	free(r->files);
+	free(r);
+}
