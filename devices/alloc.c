@@ -242,7 +242,7 @@ void rf_pinned_destroy(struct rf_pinned *p)
 	if (!p)
 		return;
 	if (p->in_use)
-		fprintf(stderr, "ringflow: rf_pinned_destroy: %zu bytes still allocated from the arena\n",
+		rf__log(RF_LOG_WARN, "rf_pinned_destroy: %zu bytes still allocated from the arena",
 			p->in_use);
 	if (p->registered)
 		rf__cuda_host_unregister(p->base);

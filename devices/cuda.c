@@ -108,8 +108,8 @@ int rf__cuda_host_register(void *p, size_t bytes)
 	if (rf__cuda_count() <= 0)
 		return 0;
 	if (cudaHostRegister(p, bytes, cudaHostRegisterPortable) != cudaSuccess) {
-		fprintf(stderr, "ringflow: cudaHostRegister of %zu bytes failed: %s (staging memory "
-			"stays pageable)\n", bytes, cudaGetErrorString(cudaGetLastError()));
+		rf__log(RF_LOG_WARN, "cudaHostRegister of %zu bytes failed: %s (staging memory "
+			"stays pageable)", bytes, cudaGetErrorString(cudaGetLastError()));
 		return 0;
 	}
 	return 1;
@@ -593,7 +593,7 @@ static int rf__cs_create(struct rf_device *d, int role, const char *suffix)
 	return 0;
 fail:
 	if (ret < -RF_KC_ECUDA)
-		fprintf(stderr, "ringflow: %s: %s\n", c->name, rf_kc_error_string(ret));
+		rf__fail(ret, "%s: %s", c->name, rf_kc_error_string(ret));
 	rf__cs_free(c);
 	return ret;
 }

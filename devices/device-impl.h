@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "rf-config.h"
+#include "rf-internal.h"
 #include "engine.h"
 #include "device.h"
 #include "tensor.h"

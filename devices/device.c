@@ -72,7 +72,7 @@ void rf__device_error(struct rf_device *d, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(d->last_error, sizeof(d->last_error), fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "ringflow: %s\n", d->last_error);
+	rf__log(RF_LOG_ERROR, "%s", d->last_error);
 }
 
 void rf_device_close(struct rf_device *d)
@@ -87,7 +87,7 @@ void rf_device_close(struct rf_device *d)
 	if (d->kind == RF_DEVICE_CPU)
 		rf__cpu_policy_update(-(int)d->ncompute, 0);
 	if (d->mem.st.in_use || d->live)
-		fprintf(stderr, "ringflow: closing %s with %u tensors (%zu bytes) not freed\n",
+		rf__log(RF_LOG_WARN, "closing %s with %u tensors (%zu bytes) not freed",
 			d->name, d->live, d->mem.st.in_use);
 	rf__cache_fini(&d->mem);
 	if (d->iface->close)
@@ -153,10 +153,9 @@ int rf_device_open(struct rf_engine *e, const char *spec, struct rf_device **out
 	if (colon) {
 		char *end;
 		long v = strtol(colon + 1, &end, 10);
-		if (end == colon + 1 || *end || v < 0 || v > 1024) {
-			fprintf(stderr, "ringflow: device '%s': expected cpu, cpu:N, cuda or cuda:N\n", spec);
-			return -EINVAL;
-		}
+		if (end == colon + 1 || *end || v < 0 || v > 1024)
+			return rf__fail(-EINVAL, "device '%s': expected cpu, cpu:N, cuda or cuda:N",
+					spec);
 		n = (int)v;
 	}
 	if (klen == 3 && !strncmp(spec, "cpu", 3)) {
@@ -169,8 +168,7 @@ int rf_device_open(struct rf_engine *e, const char *spec, struct rf_device **out
 	}
 	if (klen == 4 && !strncmp(spec, "cuda", 4))
 		return rf_cuda_open(e, n, NULL, out);
-	fprintf(stderr, "ringflow: device '%s': expected cpu, cpu:N, cuda or cuda:N\n", spec);
-	return -EINVAL;
+	return rf__fail(-EINVAL, "device '%s': expected cpu, cpu:N, cuda or cuda:N", spec);
 }
 
 int rf_cuda_count(void)

@@ -95,7 +95,8 @@ struct rf_stream *rf_device_h2d_stream(struct rf_device *d); /* CPU: the copy st
 struct rf_stream *rf_device_d2h_stream(struct rf_device *d); /* CPU: the copy stream */
 
 /* The last op error of this device as text ("op gemm on cuda:0/s0: CUBLAS_STATUS_..."),
- * "" if none. Every failing op also prints it to stderr. Static storage of d. */
+ * "" if none. Every failing op also hands it to the log callback (RF_LOG_ERROR).
+ * Static storage of d. */
 const char *rf_device_last_error(const struct rf_device *d);
 
 /* ---- memory ---------------------------------------------------------------------- */

@@ -81,14 +81,13 @@ struct rf__b {
 static int rf__bad(const char *fn, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int rf__bad(const char *fn, const char *fmt, ...)
 {
+	char msg[256];
 	va_list ap;
 
-	fprintf(stderr, "ringflow: %s: ", fn);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
-	return -EINVAL;
+	return rf__fail(-EINVAL, "%s: %s", fn, msg);
 }
 
 static int rf__b_init(struct rf__b *b, const char *fn, int code, const char *name, size_t extra)

@@ -3,9 +3,9 @@
  * Every function validates shapes, dtypes and devices, then pushes an engine op on
  * stream s that reads its inputs' variables and writes its outputs' variables, and
  * returns 0, or -errno with nothing pushed (-EINVAL: bad shape/dtype/device/stream,
- * with a message on stderr; -ENOMEM). The op runs later; its failure (a kernel, CUDA
- * or cuBLAS error) poisons the output variables, prints the error and records it in
- * rf_device_last_error. Tensors are borrowed: they may be freed right after the
+ * with the message in rf_last_error(); -ENOMEM). The op runs later; its failure (a
+ * kernel, CUDA or cuBLAS error) poisons the output variables, logs the error
+ * (RF_LOG_ERROR) and records it in rf_device_last_error. Tensors are borrowed: they may be freed right after the
  * push (freeing is itself ordered after the op).
  *
  * Stream s: NULL means the default stream of the output's device (compute stream 0;

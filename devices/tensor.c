@@ -95,8 +95,8 @@ static struct rf_tensor *rf__tensor_alloc(struct rf_device *d, enum rf_tdtype dt
 	if (!t)
 		return NULL;
 	if (rf__shape_set(t, dt, ndim, shape) < 0) {
-		fprintf(stderr, "ringflow: tensor %s: bad shape (ndim %d, at most %d dims, each in "
-			"[0, 2^31))\n", name ? name : "", ndim, RF_TENSOR_MAX_DIMS);
+		rf__fail(-EINVAL, "tensor %s: bad shape (ndim %d, at most %d dims, each in "
+			 "[0, 2^31))", name ? name : "", ndim, RF_TENSOR_MAX_DIMS);
 		free(t);
 		return NULL;
 	}
@@ -134,17 +134,17 @@ static struct rf_tensor *rf__tensor_make(struct rf_device *d, struct rf_pinned *
 		st->pin = pin;
 		ret = rf_pinned_alloc(pin, t->nbytes, 0, &st->ptr);
 		if (ret < 0) {
-			fprintf(stderr, "ringflow: tensor %s: pinned arena full (%zu bytes wanted, "
-				"%zu of %zu in use)\n", t->name, t->nbytes, rf_pinned_in_use(pin),
-				rf_pinned_size(pin));
+			rf__fail(ret, "tensor %s: pinned arena full (%zu bytes wanted, "
+				 "%zu of %zu in use)", t->name, t->nbytes, rf_pinned_in_use(pin),
+				 rf_pinned_size(pin));
 			goto fail;
 		}
 	} else {
 		st->kind = RF__ST_CACHE;
 		ret = rf__cache_alloc(&d->mem, t->nbytes, &st->ptr);
 		if (ret < 0) {
-			fprintf(stderr, "ringflow: tensor %s: out of %s memory (%zu bytes)\n", t->name,
-				d->name, t->nbytes);
+			rf__fail(ret, "tensor %s: out of %s memory (%zu bytes)", t->name,
+				 d->name, t->nbytes);
 			goto fail;
 		}
 	}
@@ -195,8 +195,8 @@ struct rf_tensor *rf_tensor_view(struct rf_tensor *block, size_t offset, enum rf
 		return NULL;
 	boff = offset * esz;
 	if (offset > block->nbytes / esz || t->nbytes > block->nbytes - boff) {
-		fprintf(stderr, "ringflow: view %s: elements [%zu, %zu) of %s are outside its %zu "
-			"bytes\n", t->name, offset, offset + t->numel, block->name, block->nbytes);
+		rf__fail(-EINVAL, "view %s: elements [%zu, %zu) of %s are outside its %zu "
+			 "bytes", t->name, offset, offset + t->numel, block->name, block->nbytes);
 		rf_var_delete(block->dev->eng, t->var, NULL, NULL, NULL);
 		free(t);
 		return NULL;
@@ -247,8 +247,7 @@ void rf_tensor_free(struct rf_tensor *t)
 	t->nviews = 0;
 	if (rf_var_delete(t->dev->eng, t->var, rf__tensor_release, t, NULL) < 0) {
 		/* Cannot push (out of memory): wait for the var's work and release now. */
-		fprintf(stderr, "ringflow: tensor %s: deletion could not be pushed; waiting\n",
-			t->name);
+		rf__log(RF_LOG_WARN, "tensor %s: deletion could not be pushed; waiting", t->name);
 		rf_engine_wait_idle(t->dev->eng);
 		rf__tensor_release(t);
 	}

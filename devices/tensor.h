@@ -67,7 +67,7 @@ const char *rf_tdtype_name(enum rf_tdtype dt);
 
 /* A new tensor on device d with uninitialised memory from d's caching allocator and a
  * new variable named name (copied; may be NULL). ndim <= 4, every dim >= 0. Returns
- * NULL on a bad shape (message on stderr) or out of memory. The caller owns the
+ * NULL on a bad shape (message in rf_last_error()) or out of memory. The caller owns the
  * tensor: rf_tensor_free. */
 struct rf_tensor *rf_tensor_new(struct rf_device *d, enum rf_tdtype dt, const char *name,
 				int ndim, const int64_t *shape);

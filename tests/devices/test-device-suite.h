@@ -15,6 +15,7 @@
 #include "engine.h"
 #include "device.h"
 #include "tensor.h"
+#include "log.h"
 #include "ops.h"
 #include "kernels.h"
 #include "../test-util.h"
