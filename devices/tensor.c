@@ -1,4 +1,4 @@
-/* devices/tensor.c — tensors, blocks and views, their lifetime, host reads/writes.
+/* devices/tensor.c -- tensors, blocks and views, and their lifetime.
  *
  * Memory is a reference-counted storage: a tensor made by rf_tensor_new holds one
  * reference, each view one more. rf_tensor_free pushes rf_var_delete on the engine's
@@ -283,55 +283,6 @@ int rf_tensor_wait(struct rf_tensor *t)
 			err = ret;
 	}
 	return err;
-}
-
-/* Host reads and writes are copies between t and the caller's buffer, pushed as
- * ordinary copy ops (so they are ordered like everything else), then waited for. A
- * read of a host tensor only needs the writers done, and copies right here. */
-static int rf__host_xfer(struct rf_tensor *t, void *host, int to_host)
-{
-	struct rf_engine *e;
-	struct rf_stream *s;
-	struct rf_var *tmp;
-	int ret;
-
-	if (!t || (!host && t->nbytes))
-		return -EINVAL;
-	e = t->dev->eng;
-	if (!t->nbytes || (t->dev->kind == RF_DEVICE_CPU && to_host)) {
-		ret = rf_tensor_wait(t);
-		if (ret == 0 && t->nbytes)
-			memcpy(host, t->data, t->nbytes);
-		return ret;
-	}
-	if (t->dev->kind == RF_DEVICE_CPU)
-		s = rf_engine_inline_stream(e);
-	else
-		s = to_host ? rf_device_d2h_stream(t->dev) : rf_device_h2d_stream(t->dev);
-	if (!to_host) {
-		ret = rf__copy_push(s, t->dev, t->dev, t->data, host, t->nbytes, NULL, NULL, t,
-				    NULL, "host_write");
-		return ret < 0 ? ret : rf_tensor_wait(t);
-	}
-	tmp = rf_var_new(e, "host_read");
-	if (!tmp)
-		return -ENOMEM;
-	ret = rf__copy_push(s, t->dev, t->dev, host, t->data, t->nbytes, t, NULL, NULL, tmp,
-			    "host_read");
-	if (ret == 0)
-		ret = rf_engine_wait_var(e, tmp);
-	rf_var_delete(e, tmp, NULL, NULL, NULL);
-	return ret;
-}
-
-int rf_tensor_read(struct rf_tensor *t, void *dst)
-{
-	return rf__host_xfer(t, dst, 1);
-}
-
-int rf_tensor_write(struct rf_tensor *t, const void *src)
-{
-	return rf__host_xfer(t, (void *)src, 0);
 }
 
 const char *rf_tensor_describe(const struct rf_tensor *t, char *buf, size_t len)
