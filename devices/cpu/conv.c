@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conv-shape.h"
 #include "kernels-impl.h"
 
 /* ---- convolution ---------------------------------------------------------------- */
@@ -18,35 +19,20 @@
 #define RF__CONV_TARGET_COLS 1024
 #endif
 
-static int conv_check(const struct rf_k_conv2d *s)
-{
-	if (!s || s->n < 0 || s->c < 1 || s->o < 1 || s->kh < 1 || s->kw < 1 ||
-	    s->h < s->kh || s->w < s->kw)
-		return -EINVAL;
-	return 0;
-}
-
 /* single-channel convolutions are computed directly, without im2col or GEMM */
 static int conv_direct(const struct rf_k_conv2d *s)
 {
 	return s->c == 1;
 }
 
-static size_t conv_per_image(const struct rf_k_conv2d *s)
-{
-	size_t ckk = (size_t)s->c * s->kh * s->kw;
-	size_t ohw = (size_t)rf_k_conv2d_oh(s) * rf_k_conv2d_ow(s);
-	return (ckk + (size_t)s->o) * ohw * sizeof(float);
-}
-
 size_t rf_k_conv2d_workspace_min(const struct rf_k_conv2d *s)
 {
-	return conv_check(s) ? 0 : conv_per_image(s);
+	return rf__conv_workspace_min(s);
 }
 
 size_t rf_k_conv2d_workspace_size(const struct rf_k_conv2d *s)
 {
-	if (conv_check(s))
+	if (rf__conv_check(s))
 		return 0;
 	size_t ohw = (size_t)rf_k_conv2d_oh(s) * rf_k_conv2d_ow(s);
 	size_t g = (RF__CONV_TARGET_COLS + ohw - 1) / ohw;
@@ -54,19 +40,7 @@ size_t rf_k_conv2d_workspace_size(const struct rf_k_conv2d *s)
 		g = (size_t)s->n;
 	if (g < 1)
 		g = 1;
-	return g * conv_per_image(s);
-}
-
-/* images per group that the workspace holds (>= 1), or 0 if it holds none */
-static int conv_group(const struct rf_k_conv2d *s, const void *ws, size_t ws_bytes)
-{
-	size_t per = conv_per_image(s);
-	if (!ws || ws_bytes < per)
-		return 0;
-	size_t g = ws_bytes / per;
-	if (g > (size_t)s->n)
-		g = (size_t)s->n;
-	return g < 1 ? 1 : (int)g;
+	return g * rf__conv_per_image(s);
 }
 
 /* Geometry passed to the copy bodies; the specialised callers pass constants for
@@ -316,13 +290,9 @@ RF__DISPATCH(conv1_bwdf, (float *dw, float *db, const float *dy, const float *x,
 int rf_k_conv2d_fwd(const struct rf_k_conv2d *s, float *y, const float *x,
 		    const float *w, const float *b, void *ws, size_t ws_bytes)
 {
-	if (conv_check(s))
-		return -EINVAL;
-	if (s->n == 0)
-		return 0;
-	int G = conv_group(s, ws, ws_bytes);
-	if (!G)
-		return -EINVAL;
+	int G = rf__conv_begin(s, ws, ws_bytes);
+	if (G <= 0)
+		return G;
 	const struct conv_geo q = conv_geo(s);
 	if (conv_direct(s)) {
 #if RF__X86_DISPATCH
@@ -371,13 +341,9 @@ int rf_k_conv2d_fwd(const struct rf_k_conv2d *s, float *y, const float *x,
 int rf_k_conv2d_bwd_data(const struct rf_k_conv2d *s, float *dx, const float *dy,
 			 const float *w, void *ws, size_t ws_bytes)
 {
-	if (conv_check(s))
-		return -EINVAL;
-	if (s->n == 0)
-		return 0;
-	int G = conv_group(s, ws, ws_bytes);
-	if (!G)
-		return -EINVAL;
+	int G = rf__conv_begin(s, ws, ws_bytes);
+	if (G <= 0)
+		return G;
 	const struct conv_geo q = conv_geo(s);
 	const int o = s->o, ckk = s->c * s->kh * s->kw;
 	const size_t ohw = (size_t)rf_k_conv2d_oh(s) * rf_k_conv2d_ow(s);
@@ -405,7 +371,7 @@ int rf_k_conv2d_bwd_filter(const struct rf_k_conv2d *s, float *dw, float *db,
 			   const float *dy, const float *x, int accumulate,
 			   void *ws, size_t ws_bytes)
 {
-	if (conv_check(s))
+	if (rf__conv_check(s))
 		return -EINVAL;
 	const int o = s->o, ckk = s->c * s->kh * s->kw;
 	if (s->n == 0) {
@@ -416,7 +382,7 @@ int rf_k_conv2d_bwd_filter(const struct rf_k_conv2d *s, float *dw, float *db,
 		}
 		return 0;
 	}
-	int G = conv_group(s, ws, ws_bytes);
+	int G = rf__conv_group(s, ws, ws_bytes);
 	if (!G)
 		return -EINVAL;
 	const struct conv_geo q = conv_geo(s);
@@ -467,7 +433,7 @@ int rf_k_conv2d_bwd_filter_pool_relu(const struct rf_k_conv2d *s, float *dw, flo
 				     const float *dp, const float *y, const float *x,
 				     int accumulate)
 {
-	if (conv_check(s) || !conv_direct(s) || s->kh * s->kw > RF__C1_MAXT ||
+	if (rf__conv_check(s) || !conv_direct(s) || s->kh * s->kw > RF__C1_MAXT ||
 	    rf_k_conv2d_ow(s) > RF__C1_MAXJ)
 		return -EINVAL;
 	const int o = s->o;

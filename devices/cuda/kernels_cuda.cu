@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "conv-shape.h"
 #include "kernels_cuda.h"
 
 namespace {
@@ -390,31 +391,6 @@ int gemm_check(int ta, int tb, int m, int n, int k, int lda, int ldb, int ldc)
 	return 0;
 }
 
-int conv_check(const rf_k_conv2d *s)
-{
-	if (!s || s->n < 0 || s->c < 1 || s->o < 1 || s->kh < 1 || s->kw < 1 ||
-	    s->h < s->kh || s->w < s->kw)
-		return -EINVAL;
-	return 0;
-}
-
-size_t conv_per_image(const rf_k_conv2d *s)
-{
-	size_t ckk = (size_t)s->c * s->kh * s->kw;
-	size_t ohw = (size_t)rf_k_conv2d_oh(s) * rf_k_conv2d_ow(s);
-	return (ckk + (size_t)s->o) * ohw * sizeof(float);
-}
-
-int conv_group(const rf_k_conv2d *s, const void *ws, size_t ws_bytes)
-{
-	size_t per = conv_per_image(s);
-	if (!ws || ws_bytes < per)
-		return 0;
-	size_t g = ws_bytes / per;
-	if (g > (size_t)s->n)
-		g = (size_t)s->n;
-	return g < 1 ? 1 : (int)g;
-}
 
 } // namespace
 
@@ -519,14 +495,14 @@ int rf_kc_softmax_xent_eval(void *stream, float *loss_sum, int32_t *correct,
 
 size_t rf_kc_conv2d_workspace_min(const struct rf_k_conv2d *s)
 {
-	return conv_check(s) ? 0 : conv_per_image(s);
+	return rf__conv_workspace_min(s);
 }
 
 size_t rf_kc_conv2d_workspace_size(const struct rf_k_conv2d *s)
 {
-	if (conv_check(s))
+	if (rf__conv_check(s))
 		return 0;
-	size_t per = conv_per_image(s);
+	size_t per = rf__conv_per_image(s);
 	size_t g = kConvWsCap / per;
 	if (g > (size_t)s->n)
 		g = (size_t)s->n;
@@ -539,13 +515,9 @@ int rf_kc_conv2d_fwd(void *stream, void *cublas, const struct rf_k_conv2d *s, fl
 		     const float *x, const float *w, const float *b, void *ws,
 		     size_t ws_bytes)
 {
-	if (conv_check(s))
-		return -EINVAL;
-	if (s->n == 0)
-		return 0;
-	int G = conv_group(s, ws, ws_bytes);
-	if (!G)
-		return -EINVAL;
+	int G = rf__conv_begin(s, ws, ws_bytes);
+	if (G <= 0)
+		return G;
 	const conv_geom q = geom(s);
 	const int ckk = q.C * q.KH * q.KW;
 	const size_t ohw = (size_t)q.OH * q.OW, img = (size_t)q.C * q.H * q.W;
@@ -581,13 +553,9 @@ int rf_kc_conv2d_bwd_data(void *stream, void *cublas, const struct rf_k_conv2d *
 			  float *dx, const float *dy, const float *w, void *ws,
 			  size_t ws_bytes)
 {
-	if (conv_check(s))
-		return -EINVAL;
-	if (s->n == 0)
-		return 0;
-	int G = conv_group(s, ws, ws_bytes);
-	if (!G)
-		return -EINVAL;
+	int G = rf__conv_begin(s, ws, ws_bytes);
+	if (G <= 0)
+		return G;
 	const conv_geom q = geom(s);
 	const int ckk = q.C * q.KH * q.KW;
 	const size_t ohw = (size_t)q.OH * q.OW, img = (size_t)q.C * q.H * q.W;
@@ -622,7 +590,7 @@ int rf_kc_conv2d_bwd_filter(void *stream, void *cublas, const struct rf_k_conv2d
 			    float *dw, float *db, const float *dy, const float *x,
 			    int accumulate, void *ws, size_t ws_bytes)
 {
-	if (conv_check(s))
+	if (rf__conv_check(s))
 		return -EINVAL;
 	const conv_geom q = geom(s);
 	const int ckk = q.C * q.KH * q.KW;
@@ -638,7 +606,7 @@ int rf_kc_conv2d_bwd_filter(void *stream, void *cublas, const struct rf_k_conv2d
 		}
 		return 0;
 	}
-	int G = conv_group(s, ws, ws_bytes);
+	int G = rf__conv_group(s, ws, ws_bytes);
 	if (!G)
 		return -EINVAL;
 	const size_t ohw = (size_t)q.OH * q.OW, img = (size_t)q.C * q.H * q.W;
