@@ -11,6 +11,9 @@
  */
 #include "kernels.h"
 
+#define KERNEL_TEST_SEED 0x1234567887654321ull
+#include "kernel-test.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -18,58 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int failures;
-
-#define CHECK(cond, ...)                                                          \
-	do {                                                                      \
-		if (!(cond)) {                                                    \
-			failures++;                                               \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);      \
-			fprintf(stderr, __VA_ARGS__);                             \
-			fputc('\n', stderr);                                      \
-		}                                                                 \
-	} while (0)
-
-/* ---- test data: splitmix64, independent of the kernels under test ---------------- */
-
-static uint64_t rng_state = 0x1234567887654321ull;
-
-static uint64_t rnext(void)
-{
-	uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
-	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-	return z ^ (z >> 31);
-}
-
-static int rint_in(int lo, int hi) /* [lo, hi] */
-{
-	return lo + (int)(rnext() % (uint64_t)(hi - lo + 1));
-}
-
-static float runif(float lo, float hi)
-{
-	return lo + (hi - lo) * (float)((rnext() >> 40) * 0x1p-24);
-}
-
-static float *falloc(size_t n)
-{
-	float *p = malloc((n ? n : 1) * sizeof(float));
-	if (!p) {
-		fprintf(stderr, "out of memory\n");
-		exit(1);
-	}
-	return p;
-}
-
-static float *frand(size_t n, float lo, float hi)
-{
-	float *p = falloc(n);
-	for (size_t i = 0; i < n; i++)
-		p[i] = runif(lo, hi);
-	return p;
-}
 
 /* max over i of |got − ref| / (atol + rtol·|ref|); ≤ 1 passes */
 static int close_enough(const char *what, const float *got, const double *ref, size_t n,
