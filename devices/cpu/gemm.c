@@ -11,36 +11,6 @@
 
 /* ---- gemm ------------------------------------------------------------------- */
 
-int rf__k_gemm_check(int ta, int tb, int m, int n, int k, const float *a, int lda,
-		     const float *b, int ldb, float *c, int ldc)
-{
-	if (m < 0 || n < 0 || k < 0)
-		return -EINVAL;
-	if (lda < (ta ? (m > 1 ? m : 1) : (k > 1 ? k : 1)) ||
-	    ldb < (tb ? (k > 1 ? k : 1) : (n > 1 ? n : 1)) || ldc < (n > 1 ? n : 1))
-		return -EINVAL;
-	if ((m && n && !c) || (m && n && k && (!a || !b)))
-		return -EINVAL;
-	return 0;
-}
-
-/* C (m, n) = beta · C, as BLAS does it: beta == 0 writes zeros (NaNs in C ignored),
- * beta == 1 leaves C alone. */
-void rf__k_gemm_beta(int m, int n, float beta, float *c, int ldc)
-{
-	if (beta == 1.0f)
-		return;
-	for (int i = 0; i < m; i++) {
-		float *restrict cr = c + (size_t)i * ldc;
-		if (beta == 0.0f)
-			for (int j = 0; j < n; j++)
-				cr[j] = 0.0f;
-		else
-			for (int j = 0; j < n; j++)
-				cr[j] *= beta;
-	}
-}
-
 /* Blocking of the portable gemm: a (MC × KC) block of op(A) and a (KC × NC) panel of
  * op(B) are packed row-major on the stack, then C's (MC × NC) block is updated one
  * row at a time with a vectorisable inner loop over columns. */

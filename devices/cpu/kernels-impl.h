@@ -4,6 +4,7 @@
 #ifndef RF_KERNELS_IMPL_H
 #define RF_KERNELS_IMPL_H
 
+#include <errno.h>
 #include <stddef.h>
 
 #include "rf-config.h"
@@ -58,10 +59,36 @@ int rf__k_use_avx512(void); /* isa.c */
 #endif
 
 
-/* gemm.c: argument checks as BLAS makes them, and C = beta * C as BLAS does it */
-int rf__k_gemm_check(int ta, int tb, int m, int n, int k, const float *a, int lda,
-		     const float *b, int ldb, float *c, int ldc);
-void rf__k_gemm_beta(int m, int n, float beta, float *c, int ldc);
+/* gemm arguments as BLAS checks them */
+static inline int rf__k_gemm_check(int ta, int tb, int m, int n, int k, const float *a, int lda,
+				   const float *b, int ldb, float *c, int ldc)
+{
+	if (m < 0 || n < 0 || k < 0)
+		return -EINVAL;
+	if (lda < (ta ? (m > 1 ? m : 1) : (k > 1 ? k : 1)) ||
+	    ldb < (tb ? (k > 1 ? k : 1) : (n > 1 ? n : 1)) || ldc < (n > 1 ? n : 1))
+		return -EINVAL;
+	if ((m && n && !c) || (m && n && k && (!a || !b)))
+		return -EINVAL;
+	return 0;
+}
+
+/* C (m, n) = beta · C, as BLAS does it: beta == 0 writes zeros (NaNs in C ignored),
+ * beta == 1 leaves C alone. */
+static inline void rf__k_gemm_beta(int m, int n, float beta, float *c, int ldc)
+{
+	if (beta == 1.0f)
+		return;
+	for (int i = 0; i < m; i++) {
+		float *restrict cr = c + (size_t)i * ldc;
+		if (beta == 0.0f)
+			for (int j = 0; j < n; j++)
+				cr[j] = 0.0f;
+		else
+			for (int j = 0; j < n; j++)
+				cr[j] *= beta;
+	}
+}
 
 /* conv.c's direct single-channel convolutions hold these many taps and columns */
 enum { RF__C1_MAXT = 25, RF__C1_MAXJ = 64 };
