@@ -51,7 +51,7 @@ static int rf__copy_resolve(struct rf__b *b, struct rf_stream *s, struct rf_devi
 }
 
 /* Push a copy of bytes from src to dst; reads rv (n_r), writes wv. Used by rf_copy
- * and by the host reads/writes of tensor.c. */
+ * and by the host reads/writes below. */
 int rf__copy_push(struct rf_stream *s, struct rf_device *dd, struct rf_device *sd, void *dst,
 		  const void *src, size_t bytes, struct rf_tensor *tr, struct rf_var *vr,
 		  struct rf_tensor *tw, struct rf_var *vw, const char *name)

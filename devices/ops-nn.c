@@ -23,9 +23,9 @@ int rf_gemm(struct rf_stream *s, int ta, int tb, float alpha, struct rf_tensor *
 	kb = (int)(tb ? B->shape[1] : B->shape[0]);
 	nb = (int)(tb ? B->shape[0] : B->shape[1]);
 	if ((ta ? A->shape[1] : A->shape[0]) != m || kb != k || nb != n)
-		return rf__bad(fn, "op(A)·op(B) = C needs (m, k)·(k, n) = (m, n): A%s = %s, B%s = %s, C = %s",
-			       ta ? "ᵀ" : "", rf_tensor_describe(A, b1, sizeof(b1)),
-			       tb ? "ᵀ" : "", rf_tensor_describe(B, b2, sizeof(b2)),
+		return rf__bad(fn, "op(A)*op(B) = C needs (m, k)*(k, n) = (m, n): A%s = %s, B%s = %s, C = %s",
+			       ta ? "^T" : "", rf_tensor_describe(A, b1, sizeof(b1)),
+			       tb ? "^T" : "", rf_tensor_describe(B, b2, sizeof(b2)),
 			       rf_tensor_describe(C, b3, sizeof(b3)));
 	if (C->var == A->var || C->var == B->var)
 		return rf__bad(fn, "C must not alias A or B");

@@ -4,8 +4,8 @@
 
 #if RF__X86_DISPATCH
 #include <immintrin.h>
-/* Hand-vectorised single-channel 3×3 kernels for 16 < ow <= 32 (LeNet's 28×28 →
- * 26×26): an output row is two 16-lane chunks, the second masked, so no lane reads
+/* Hand-vectorised single-channel 3x3 kernels for 16 < ow <= 32 (LeNet's 28x28 ->
+ * 26x26): an output row is two 16-lane chunks, the second masked, so no lane reads
  * or writes outside the row and masked-off lanes are exact zeros. Same order of
  * additions as conv1_fwd_b / conv1_bwdf_b except that FMA is used. */
 RF__AVX512 void rf__k_conv1_fwd_3x3_avx512(float *restrict y, const float *restrict x,
@@ -40,7 +40,7 @@ RF__AVX512 void rf__k_conv1_fwd_3x3_avx512(float *restrict y, const float *restr
 }
 
 /* pool_relu_row for 16 < OW <= 32, in two registers (lanes past OW zero): the same
- * product g·(1/4) and the same y > 0 test, so the same bits. */
+ * product g*(1/4) and the same y > 0 test, so the same bits. */
 RF__AVX512 RF__INLINE void pool_relu_row_avx512(__m512 *d0, __m512 *d1,
 						const float *restrict pp,
 						const float *restrict py, int i, int OH, int OW)
@@ -50,7 +50,7 @@ RF__AVX512 RF__INLINE void pool_relu_row_avx512(__m512 *d0, __m512 *d1,
 		*d0 = *d1 = _mm512_setzero_ps();
 		return;
 	}
-	/* lane j takes pooled column j / 2; columns j >= 2·PW (odd OW) get 0 */
+	/* lane j takes pooled column j / 2; columns j >= 2*PW (odd OW) get 0 */
 	const __m512i lo = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
 	const __m512i hi = _mm512_set_epi32(15, 15, 14, 14, 13, 13, 12, 12, 11, 11, 10, 10, 9, 9,
 					    8, 8);
@@ -68,13 +68,13 @@ RF__AVX512 RF__INLINE void pool_relu_row_avx512(__m512 *d0, __m512 *d1,
 }
 
 /* Output channels in blocks of RF__C1_OB whose accumulators (18 + 2 vectors each) live
- * on the stack between images, so that each image's x (28×28) is read from L1 by every
+ * on the stack between images, so that each image's x (28x28) is read from L1 by every
  * channel of the block instead of once per channel from L2. Per channel and lane the
  * FMAs run in the same order as one channel at a time would (images, then rows,
  * ascending), so the bits do not depend on the blocking. */
 enum { RF__C1_OB = 8 };
 
-/* Σ of the first `ow` lanes of (lo, hi), j ascending: the sum conv1_bwdf_b makes */
+/* sum of the first `ow` lanes of (lo, hi), j ascending: the sum conv1_bwdf_b makes */
 RF__AVX512 RF__INLINE float lanes_sum(__m512 lo, __m512 hi, int ow)
 {
 	float l[32], s = 0.0f;

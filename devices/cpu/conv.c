@@ -11,9 +11,9 @@
 
 /* ---- convolution ---------------------------------------------------------------- */
 
-/* Aim for about this many columns (g·oh·ow) per GEMM: enough to amortise OpenBLAS's
+/* Aim for about this many columns (g*oh*ow) per GEMM: enough to amortise OpenBLAS's
  * packing on LeNet's small images, small enough that the im2col block stays in L2.
- * Measured on the LeNet batch-256 step (1 thread): 1024 ≈ 512 ≈ 2048 < 4096 (+10 %)
+ * Measured on the LeNet batch-256 step (1 thread): 1024 ~ 512 ~ 2048 < 4096 (+10 %)
  * < whole batch (+35 %). */
 #ifndef RF__CONV_TARGET_COLS
 #define RF__CONV_TARGET_COLS 1024
@@ -55,7 +55,7 @@ static struct conv_geo conv_geo(const struct rf_k_conv2d *s)
 				  rf_k_conv2d_ow(s) };
 }
 
-/* col (c·kh·kw, ld) columns [gi·ohw, (gi+1)·ohw) for each of the g images at x. */
+/* col (c*kh*kw, ld) columns [gi*ohw, (gi+1)*ohw) for each of the g images at x. */
 RF__INLINE void im2col_b(float *restrict col, size_t ld, const float *restrict x, int C,
 			 int H, int W, int KH, int KW, int OH, int OW, int g)
 {
@@ -85,9 +85,9 @@ RF__INLINE void im2col_body(float *col, size_t ld, const float *x, struct conv_g
 RF__DISPATCH(im2col, (float *col, size_t ld, const float *x, struct conv_geo q, int g),
 	     (col, ld, x, q, g))
 
-/* row (g·oh·ow, c·kh·kw): one row per output pixel of the g images at x, holding the
+/* row (g*oh*ow, c*kh*kw): one row per output pixel of the g images at x, holding the
  * patch it sees (the transpose of im2col's matrix, so that the filter gradient is
- * dy · row, a gemm with op(B) = B). */
+ * dy * row, a gemm with op(B) = B). */
 RF__INLINE void im2row_b(float *restrict row, const float *restrict x, int C, int H, int W,
 			 int KH, int KW, int OH, int OW, int g)
 {
@@ -113,7 +113,7 @@ RF__INLINE void im2row_body(float *row, const float *x, struct conv_geo q, int g
 }
 RF__DISPATCH(im2row, (float *row, const float *x, struct conv_geo q, int g), (row, x, q, g))
 
-/* dx (g images) = col2im(dcol (c·kh·kw, ld)), image by image so that each image's dx
+/* dx (g images) = col2im(dcol (c*kh*kw, ld)), image by image so that each image's dx
  * is zeroed and accumulated while it sits in L1. */
 RF__INLINE void col2im_b(float *restrict dx, const float *restrict dcol, size_t ld, int C,
 			 int H, int W, int KH, int KW, int OH, int OW, int g)
@@ -159,7 +159,7 @@ static void gather_nchw(float *restrict t, size_t ld, const float *restrict dy, 
 			       ohw * sizeof(float));
 }
 
-/* Direct single-channel forward: y[n][o][i][j] = Σ_{kh,kw} w[o][kh][kw]·x[n][i+kh][j+kw]
+/* Direct single-channel forward: y[n][o][i][j] = sum_{kh,kw} w[o][kh][kw]*x[n][i+kh][j+kw]
  * (kh-major, kw-minor order) + b[o]. */
 RF__INLINE void conv1_fwd_b(float *restrict y, const float *restrict x, const float *restrict w,
 			    const float *restrict b, int n, int o, int H, int W, int KH, int KW,
@@ -186,7 +186,7 @@ RF__INLINE void conv1_fwd_b(float *restrict y, const float *restrict x, const fl
 	}
 }
 
-/* Row i (OW floats) of dy = avgpool2_bwd(pp) · (py > 0) for one (image, channel) plane:
+/* Row i (OW floats) of dy = avgpool2_bwd(pp) * (py > 0) for one (image, channel) plane:
  * pp the pooled gradient plane (OH/2, OW/2), py the ReLU output plane (OH, OW). The same
  * bits as rf_k_avgpool2_relu_bwd. */
 RF__INLINE void pool_relu_row(float *restrict d, const float *restrict pp,
@@ -222,8 +222,8 @@ RF__DISPATCH(conv1_fwd, (float *y, const float *x, const float *w, const float *
 	     (y, x, w, b, n, o, q))
 
 /* Direct single-channel filter gradient, one output channel at a time:
- * acc[kh][kw][j] = Σ_n Σ_i dy[n][o][i][j]·x[n][i+kh][j+kw] (n, i ascending), then
- * dw[o][kh][kw] (+)= Σ_j acc[kh][kw][j] (j ascending); db likewise. */
+ * acc[kh][kw][j] = sum_n sum_i dy[n][o][i][j]*x[n][i+kh][j+kw] (n, i ascending), then
+ * dw[o][kh][kw] (+)= sum_j acc[kh][kw][j] (j ascending); db likewise. */
 
 RF__INLINE void conv1_bwdf_b(float *restrict dw, float *restrict db, const float *restrict dy,
 			     const float *restrict x, int accumulate, int n, int o, int H, int W,
@@ -313,7 +313,7 @@ int rf_k_conv2d_fwd(const struct rf_k_conv2d *s, float *y, const float *x,
 		float *col = ws, *out = col + (size_t)ckk * ld;
 		float *yn = y + (size_t)n0 * o * ohw;
 		im2col(col, ld, x + n0 * img, q, g);
-		/* (o, ld) = w (o, ckk) · col (ckk, ld); one image lands directly in y */
+		/* (o, ld) = w (o, ckk) * col (ckk, ld); one image lands directly in y */
 		if (g == 1)
 			out = yn;
 		int rc = rf_k_gemm(0, 0, o, (int)ld, ckk, 1.0f, w, ckk, col, (int)ld, 0.0f,
@@ -357,7 +357,7 @@ int rf_k_conv2d_bwd_data(const struct rf_k_conv2d *s, float *dx, const float *dy
 			gather_nchw(t, ld, dyn, o, ohw, g);
 			dyt = t;
 		}
-		/* dcol (ckk, ld) = wᵀ (ckk, o) · dy (o, ld) */
+		/* dcol (ckk, ld) = w^T (ckk, o) * dy (o, ld) */
 		int rc = rf_k_gemm(1, 0, ckk, (int)ld, o, 1.0f, w, ckk, dyt, (int)ld, 0.0f,
 				   dcol, (int)ld);
 		if (rc)
@@ -411,7 +411,7 @@ int rf_k_conv2d_bwd_filter(const struct rf_k_conv2d *s, float *dw, float *db,
 			dyt = t;
 		}
 		im2row(row, x + n0 * img, q, g);
-		/* dw (o, ckk) (+)= dy (o, ld) · row (ld, ckk) */
+		/* dw (o, ckk) (+)= dy (o, ld) * row (ld, ckk) */
 		float beta = (n0 == 0 && !accumulate) ? 0.0f : 1.0f;
 		int rc = rf_k_gemm(0, 0, o, ckk, (int)ld, 1.0f, dyt, (int)ld, row, ckk, beta, dw,
 				   ckk);

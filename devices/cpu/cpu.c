@@ -1,8 +1,8 @@
-/* devices/cpu.c — the CPU device: worker streams, host memory, kernels.h kernels.
+/* devices/cpu/cpu.c -- the CPU device: worker streams, host memory, kernels.h kernels.
  *
  * Streams are core's worker streams (one thread each, SPSC queue in, notifier out).
  * An op's function runs rf__cpu_compute on the worker thread: GEMM through OpenBLAS
- * (rf_k_gemm), the rest plain vectorizable C (kernels_cpu.c). The copy stream runs
+ * (rf_k_gemm), the rest plain vectorizable C (the other files of cpu/). The copy stream runs
  * memcpy. OpenBLAS's (process-wide) thread count follows the policy in device.h:
  * cores / compute streams of all open CPU devices.
  */

@@ -11,22 +11,22 @@
  * a stream per core, as LeNet's two streams do): OpenBLAS here is pinned to its
  * Haswell (AVX2) kernels by OPENBLAS_CORETYPE, at half the FMA width.
  *
- * Blocking: for each KC-deep slice of K, alpha·op(A) is packed in MR-row panels
+ * Blocking: for each KC-deep slice of K, alpha*op(A) is packed in MR-row panels
  * (p-major: the MR values of one k are adjacent), then for each NR-wide panel of B,
- * read in place (row stride ldb, no copy: B is the large operand here — im2col
- * columns, output gradients — and its panel of KC × NR floats stays in L1 while every
- * A panel of the block passes over it), the micro-kernel computes an MR × NR tile in
+ * read in place (row stride ldb, no copy: B is the large operand here -- im2col
+ * columns, output gradients -- and its panel of KC x NR floats stays in L1 while every
+ * A panel of the block passes over it), the micro-kernel computes an MR x NR tile in
  * 24 zmm accumulators: per k, 4 loads of B, 6 broadcasts of A, 24 FMAs. A column edge
  * uses as many zmm columns as it needs, the last with masked loads and stores
  * (masked-off lanes are neither read nor written); row edges store only valid rows.
- * Each C element is Σ_p in ascending p, FMA by FMA, one KC slice at a time, added to C:
+ * Each C element is sum_p in ascending p, FMA by FMA, one KC slice at a time, added to C:
  * the result is deterministic. */
 enum { RF__GM_MR = 6, RF__GM_NR = 64, RF__GM_KC = 128, RF__GM_APACK = 96 * 128 };
 
 #if RF__X86_DISPATCH
 #include <immintrin.h>
 
-/* C[0:mr, 0:nr] = (acc ? C : 0) + ap (kc × MR panel) · B[0:kc, 0:nr], nr <= 16·NV: NV
+/* C[0:mr, 0:nr] = (acc ? C : 0) + ap (kc x MR panel) * B[0:kc, 0:nr], nr <= 16*NV: NV
  * zmm columns per row (a compile-time constant in every instance), the last one
  * masked unless full. */
 RF__AVX512 RF__INLINE void gm_ukr_body(int kc, const float *restrict ap,
@@ -98,7 +98,7 @@ RF__AVX512 static void gm_ukr_edge(int kc, const float *ap, const float *b, size
 	}
 }
 
-/* ap ← alpha · op(A)[i0:i0+mc, p0:p0+kc] in MR-row panels, rows past mc zero */
+/* ap <- alpha * op(A)[i0:i0+mc, p0:p0+kc] in MR-row panels, rows past mc zero */
 static void gm_pack_a(float *restrict ap, int ta, const float *restrict a, size_t lda, int i0,
 		      int p0, int mc, int kc, float alpha)
 {
@@ -120,7 +120,7 @@ static void gm_pack_a(float *restrict ap, int ta, const float *restrict a, size_
 		}
 }
 
-/* C = alpha · op(A) · B + beta · C for alpha != 0, k > 0 (rf_k_gemm's contract). */
+/* C = alpha * op(A) * B + beta * C for alpha != 0, k > 0 (rf_k_gemm's contract). */
 static void gemm_avx512(int ta, int m, int n, int k, float alpha, const float *a, int lda,
 			const float *b, int ldb, float beta, float *c, int ldc)
 {

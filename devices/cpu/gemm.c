@@ -11,8 +11,8 @@
 
 /* ---- gemm ------------------------------------------------------------------- */
 
-/* Blocking of the portable gemm: a (MC × KC) block of op(A) and a (KC × NC) panel of
- * op(B) are packed row-major on the stack, then C's (MC × NC) block is updated one
+/* Blocking of the portable gemm: a (MC x KC) block of op(A) and a (KC x NC) panel of
+ * op(B) are packed row-major on the stack, then C's (MC x NC) block is updated one
  * row at a time with a vectorisable inner loop over columns. */
 enum { RF__MC = 32, RF__KC = 128, RF__NC = 128 };
 
@@ -63,7 +63,7 @@ int rf_k_gemm_portable(int ta, int tb, int m, int n, int k, float alpha,
 							    : b[(size_t)(p0 + p) * ldb + j0 + j];
 			for (int i0 = 0; i0 < m; i0 += RF__MC) {
 				int mc = m - i0 < RF__MC ? m - i0 : RF__MC;
-				/* pack alpha · op(A)[i0:i0+mc, p0:p0+kc] */
+				/* pack alpha * op(A)[i0:i0+mc, p0:p0+kc] */
 				for (int i = 0; i < mc; i++)
 					for (int p = 0; p < kc; p++)
 						ap[i * kc + p] = alpha *

@@ -73,7 +73,7 @@ static inline int rf__k_gemm_check(int ta, int tb, int m, int n, int k, const fl
 	return 0;
 }
 
-/* C (m, n) = beta · C, as BLAS does it: beta == 0 writes zeros (NaNs in C ignored),
+/* C (m, n) = beta * C, as BLAS does it: beta == 0 writes zeros (NaNs in C ignored),
  * beta == 1 leaves C alone. */
 static inline void rf__k_gemm_beta(int m, int n, float beta, float *c, int ldc)
 {

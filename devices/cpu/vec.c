@@ -12,7 +12,7 @@
 void rf_k_sgd(float *restrict w, const float *restrict g, size_t n, float lr,
 	      float weight_decay)
 {
-	/* As PyTorch does it, w - lr·g with the product kept exact: a float times a float
+	/* As PyTorch does it, w - lr*g with the product kept exact: a float times a float
 	 * fits a double's mantissa, so only the difference is rounded (to double, then to
 	 * float: on these operands that matches a fused multiply-add except in rare ties,
 	 * and unlike fmaf without -mfma it stays vectorised). */

@@ -1,18 +1,18 @@
-/* devices/cuda.c — the CUDA device (host C on the CUDA runtime API; built only with
+/* devices/cuda/cuda.c -- the CUDA device (host C on the CUDA runtime API; built only with
  * CUDA).
  *
  * Each CUDA stream (compute streams, h2d, d2h; all non-blocking, each with a cuBLAS
  * handle bound to it) is an in-order engine stream:
- *   enqueue (reactor thread): make the device current, rf_op_execute(op) — the op's
- *     function launches asynchronous kernels/copies on the stream — record the op in
+ *   enqueue (reactor thread): make the device current, rf_op_execute(op) -- the op's
+ *     function launches asynchronous kernels/copies on the stream -- record the op in
  *     the stream's FIFO, record an event for cross-stream chaining, and
  *     cudaLaunchHostFunc(host_fn). Nothing waits.
- *   host_fn (a CUDA driver thread): rf_notifier_signal — exactly one syscall.
+ *   host_fn (a CUDA driver thread): rf_notifier_signal -- exactly one syscall.
  *   notifier callback (reactor thread, with a count): report that many of the oldest
  *     FIFO entries done, in order, with the status their launch returned.
  * Host functions are never called after a context error, so a watchdog timer
  * (rf_ring_timeout) armed while ops are pending checks a stream that made no progress
- * during a period: cudaStreamQuery tells a dead context (its error string is printed
+ * during a period: cudaStreamQuery tells a dead context (its error string is logged
  * and every pending op fails with -(RF_KC_ECUDA + err)), a kernel still running (ok
  * until hang_ms, then -ETIMEDOUT), or lost completions (-EIO).
  *

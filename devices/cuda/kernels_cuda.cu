@@ -1,4 +1,4 @@
-/* kernels_cuda.cu — CUDA kernels (see kernels_cuda.h; formulas as in kernels.h).
+/* devices/cuda/kernels_cuda.cu -- CUDA kernels (see kernels_cuda.h; formulas as in kernels.h).
  *
  * All launches are asynchronous on the caller's stream. Elementwise kernels use
  * grid-stride loops; reductions use one block per output with a fixed shared-memory
@@ -108,7 +108,7 @@ struct ptrs8 {
 	const float *p[kReduceMax];
 };
 
-/* out = (first ? in[0] : out + in[0]) + in[1] + … + in[k-1], left to right */
+/* out = (first ? in[0] : out + in[0]) + in[1] + ... + in[k-1], left to right */
 __global__ void k_reduce_sum(float *out, ptrs8 in, int k, int first, size_t n)
 {
 	GRID_STRIDE(i, n) {
@@ -189,7 +189,7 @@ __global__ void k_rand_normal(float *out, size_t n, uint32_t k0, uint32_t k1,
 
 /* ---- reductions ------------------------------------------------------------------------ */
 
-/* out[c] (+)= Σ_{n < outer, p < inner} x[(n·ch + c)·inner + p]; one block per channel */
+/* out[c] (+)= sum_{n < outer, p < inner} x[(n*ch + c)*inner + p]; one block per channel */
 __global__ void k_channel_sum(float *out, const float *x, int outer, int ch, size_t inner,
 			      int accumulate)
 {
@@ -212,7 +212,7 @@ __global__ void k_channel_sum(float *out, const float *x, int outer, int ch, siz
 		out[c] = accumulate ? out[c] + sh[0] : sh[0];
 }
 
-/* One block; each thread takes rows tid, tid + 256, …; fixed-tree reduction. */
+/* One block; each thread takes rows tid, tid + 256, ...; fixed-tree reduction. */
 __global__ void k_softmax_xent(float *dl, float *loss_sum, int32_t *correct,
 			       const float *logits, const int32_t *labels, int rows,
 			       int cols, float inv_rows)
@@ -280,7 +280,7 @@ inline conv_geom geom(const rf_k_conv2d *s)
 			  rf_k_conv2d_ow(s) };
 }
 
-/* col (C·KH·KW, g·OH·OW) from g images at x (g, C, H, W) */
+/* col (C*KH*KW, g*OH*OW) from g images at x (g, C, H, W) */
 __global__ void k_im2col(float *col, const float *x, conv_geom q, int g)
 {
 	const size_t ohw = (size_t)q.OH * q.OW, ld = (size_t)g * ohw;
@@ -295,7 +295,7 @@ __global__ void k_im2col(float *col, const float *x, conv_geom q, int g)
 	}
 }
 
-/* dx (g, C, H, W) = col2im(dcol (C·KH·KW, g·OH·OW)); each thread one dx element,
+/* dx (g, C, H, W) = col2im(dcol (C*KH*KW, g*OH*OW)); each thread one dx element,
  * summed kh-major then kw, as the CPU does. */
 __global__ void k_col2im(float *dx, const float *dcol, conv_geom q, int g)
 {
@@ -323,7 +323,7 @@ __global__ void k_col2im(float *dx, const float *dcol, conv_geom q, int g)
 	}
 }
 
-/* y (g, O, ohw) = out (O, g·ohw) + b; out may equal y when g == 1 */
+/* y (g, O, ohw) = out (O, g*ohw) + b; out may equal y when g == 1 */
 __global__ void k_scatter_bias(float *y, const float *out, const float *b, int g, int O,
 			       size_t ohw)
 {
@@ -336,7 +336,7 @@ __global__ void k_scatter_bias(float *y, const float *out, const float *b, int g
 	}
 }
 
-/* t (O, g·ohw) = dy (g, O, ohw) */
+/* t (O, g*ohw) = dy (g, O, ohw) */
 __global__ void k_gather(float *tm, const float *dy, int g, int O, size_t ohw)
 {
 	const size_t ld = (size_t)g * ohw, total = (size_t)g * O * ohw;
@@ -432,7 +432,7 @@ int rf_kc_gemm(void *cublas, int ta, int tb, int m, int n, int k, float alpha,
 		return rc;
 	if (m == 0 || n == 0)
 		return 0;
-	/* row-major C = op(A)·op(B)  <=>  column-major Cᵀ = op(B)ᵀ·op(A)ᵀ */
+	/* row-major C = op(A)*op(B)  <=>  column-major C^T = op(B)^T*op(A)^T */
 	return cublas_rc(cublasSgemm((cublasHandle_t)cublas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
 				     ta ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, ldb,
 				     a, lda, &beta, c, ldc));

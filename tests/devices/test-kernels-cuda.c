@@ -1,4 +1,4 @@
-/* test-kernels-cuda — every CUDA kernel in kernels_cuda.h against the CPU kernel of
+/* test-kernels-cuda -- every CUDA kernel in kernels_cuda.h against the CPU kernel of
  * the same name (kernels.h), on the same random inputs and odd shapes: bit-exact
  * where the header promises it (random numbers, decoding, relu, pooling, copy,
  * fill, reduce_sum), within float tolerance elsewhere (cuBLAS, FMA, different
@@ -79,7 +79,7 @@ static float *fdown(const float *d, size_t n)
 	return h;
 }
 
-/* |gpu − cpu| ≤ atol + rtol·|cpu| everywhere */
+/* |gpu - cpu| <= atol + rtol*|cpu| everywhere */
 static int close_f(const char *what, const float *gpu, const float *cpu, size_t n,
 		   double atol, double rtol)
 {
