@@ -1,16 +1,16 @@
-/* bench/bench-devices.c — the devices' benchmarks (every figure is a ratio measured
+/* bench/bench-devices.c -- the devices' benchmarks (every figure is a ratio measured
  * within one run; each timing is the best of --reps runs).
  *
  * rf-bench parallel [--n N] [--gpu-n N] [--count C] [--reps R] [--cpu] [--json]
- *   Seeds §12.3.1: C matmuls y_i = x·x (N×N) on one device, C on another, then both
- *   pushed without a barrier. With a GPU: the CPU device (x 2000², every core to
- *   OpenBLAS) and cuda:0 (x 6000², as the seed). Without one (or with --cpu): two
+ *   Seeds section 12.3.1: C matmuls y_i = x*x (NxN) on one device, C on another, then both
+ *   pushed without a barrier. With a GPU: the CPU device (x 2000^2, every core to
+ *   OpenBLAS) and cuda:0 (x 6000^2, as the seed). Without one (or with --cpu): two
  *   compute streams of the CPU device, one OpenBLAS thread each (the threading policy
  *   of device.h). Prints t1, t2, t_both, overlap = (t1 + t2) / t_both and the ideal
  *   (t1 + t2) / max(t1, t2).
  *
  * rf-bench copy [--n N] [--count C] [--reps R] [--cpu] [--json]
- *   Seeds §12.3.2: C matmuls on the compute stream (t1), then copying the C results
+ *   Seeds section 12.3.2: C matmuls on the compute stream (t1), then copying the C results
  *   off the device on the d2h stream (t2), versus both pushed together so copy i
  *   overlaps matmul i+1 (t_both). With a GPU: cuda:0 into pinned host memory. Without
  *   one: the CPU device's compute stream (OpenBLAS on cores-1 threads, leaving the
@@ -19,7 +19,7 @@
  * rf-bench gemm [--reps R] [--threads T] [--inflight I] [--json]
  *   GEMM through the engine (ops pushed on a CPU compute stream, run by its worker
  *   thread) versus rf_k_gemm (cblas_sgemm) called directly in a loop, on the same
- *   shapes and OpenBLAS threads: 2000², the MLP's (batch 256, 784-256-10) forward and
+ *   shapes and OpenBLAS threads: 2000^2, the MLP's (batch 256, 784-256-10) forward and
  *   backward GEMMs, and LeNet's im2col GEMMs. ratio = engine GFLOPS / direct GFLOPS.
  *
  * rf-bench threads [--reps R] [--json]
@@ -27,7 +27,7 @@
  *     1x<cores>  one stream, OpenBLAS on every core
  *     2x1        two streams, half the work each, one OpenBLAS thread each
  *     2x<cores>  two streams, OpenBLAS on every core each (oversubscribed)
- *   for workloads: 2000² GEMMs; MLP train-step GEMMs (batch 256); LeNet conv
+ *   for workloads: 2000^2 GEMMs; MLP train-step GEMMs (batch 256); LeNet conv
  *   forward+backward ops (batch 256); and MLP data parallel (one stream on batch 256
  *   vs two streams on batch 128 each). Prints times and speed-ups over 1x<cores>.
  */
@@ -132,7 +132,7 @@ static struct rf_tensor *rand_square(struct rf_device *d, struct rf_prng *g, lon
 	return t;
 }
 
-/* Push count matmuls ys[i] = x·x on s. */
+/* Push count matmuls ys[i] = x*x on s. */
 static int push_run(struct rf_stream *s, struct rf_tensor *x, struct rf_tensor **ys, long count)
 {
 	for (long i = 0; i < count; i++)
@@ -183,13 +183,13 @@ int rf_bench_parallel(int argc, char **argv)
 		BTRY(rf_cuda_open(b.e, 0, NULL, &gpu));
 		s1 = rf_device_stream(cpu, 0);
 		s2 = rf_device_stream(gpu, 0);
-		snprintf(mode, sizeof(mode), "cpu:0 %ld² (%d BLAS threads) || cuda:0 %ld²", o.n,
+		snprintf(mode, sizeof(mode), "cpu:0 %ld^2 (%d BLAS threads) || cuda:0 %ld^2", o.n,
 			 rf_k_blas_get_threads(), o.gpu_n);
 	} else {
 		BTRY(rf_cpu_open(b.e, &(struct rf_cpu_opts){ .streams = 2 }, &cpu));
 		s1 = rf_device_stream(cpu, 0);
 		s2 = rf_device_stream(cpu, 1);
-		snprintf(mode, sizeof(mode), "two CPU streams, %ld², %d BLAS thread(s) each", o.n,
+		snprintf(mode, sizeof(mode), "two CPU streams, %ld^2, %d BLAS thread(s) each", o.n,
 			 rf_k_blas_get_threads());
 	}
 	g = rf_prng_new(b.e, 1, "x");
@@ -273,14 +273,14 @@ int rf_bench_copy(int argc, char **argv)
 		BTRY(rf_cuda_open(b.e, 0, NULL, &dev));
 		if (rf_pinned_create((size_t)o.count * (size_t)o.n * (size_t)o.n * 4 + (8u << 20), &pin) < 0)
 			pin = NULL;
-		snprintf(mode, sizeof(mode), "cuda:0 %ld², d2h into %s host memory", o.n,
+		snprintf(mode, sizeof(mode), "cuda:0 %ld^2, d2h into %s host memory", o.n,
 			 pin ? "pinned" : "pageable");
 	} else {
 		if (!o.n)
 			o.n = 2000;
 		BTRY(rf_cpu_open(b.e, &(struct rf_cpu_opts){ .streams = 1, .blas_threads = bt }, &dev));
 		cpu = dev;
-		snprintf(mode, sizeof(mode), "CPU: compute stream (%d BLAS threads) + memcpy copy stream, %ld²",
+		snprintf(mode, sizeof(mode), "CPU: compute stream (%d BLAS threads) + memcpy copy stream, %ld^2",
 			 rf_k_blas_get_threads(), o.n);
 	}
 	sc = rf_device_stream(dev, 0);
@@ -352,11 +352,11 @@ struct gshape {
 
 static const struct gshape gshapes[] = {
 	{ "square 2000", 2000, 2000, 2000, 0, 0 },
-	{ "mlp fc1 fwd x·W1ᵀ", 256, 256, 784, 0, 1 },
-	{ "mlp fc1 dW1 dyᵀ·x", 256, 784, 256, 1, 0 },
-	{ "mlp fc2 fwd h·W2ᵀ", 256, 10, 256, 0, 1 },
-	{ "mlp fc2 dW2 dyᵀ·h", 10, 256, 256, 1, 0 },
-	{ "mlp fc2 dh dy·W2", 256, 256, 10, 0, 0 },
+	{ "mlp fc1 fwd x*W1^T", 256, 256, 784, 0, 1 },
+	{ "mlp fc1 dW1 dy^T*x", 256, 784, 256, 1, 0 },
+	{ "mlp fc2 fwd h*W2^T", 256, 10, 256, 0, 1 },
+	{ "mlp fc2 dW2 dy^T*h", 10, 256, 256, 1, 0 },
+	{ "mlp fc2 dh dy*W2", 256, 256, 10, 0, 0 },
 	{ "lenet conv1 im2col", 6, 147456, 25, 0, 0 },
 	{ "lenet conv2 im2col", 16, 16384, 150, 0, 0 },
 };
@@ -555,7 +555,7 @@ int rf_bench_threads(int argc, char **argv)
 	struct rf_device *d;
 	struct rf_prng *g;
 	int cores = online_cores(), saved;
-	static const char *names[W_N] = { "gemm 2000² x8", "mlp step b256 x40", "lenet conv b256 x8",
+	static const char *names[W_N] = { "gemm 2000^2 x8", "mlp step b256 x40", "lenet conv b256 x8",
 					  "mlp data-parallel b256" };
 
 	if (bparse("threads", argc, argv, &o) < 0)

@@ -1,9 +1,9 @@
-/* devices/alloc.c — the caching allocator, host backing memory, pinned arenas.
+/* devices/alloc.c -- the caching allocator, host backing memory, pinned arenas.
  *
  * Caching allocator: requests are rounded up to a size class (256 B minimum, then
  * four classes per power of two) and served from that class's free list when it has
  * a block; otherwise from the backend (mallocx / cudaMalloc). A freed block goes back
- * to its class's list — the caller (a tensor's deletion op, an op's done callback)
+ * to its class's list -- the caller (a tensor's deletion op, an op's done callback)
  * frees only once every op using the block has finished, so on CUDA a reused block
  * is never still being read by a kernel. When the backend fails, every cached block
  * is given back and the request retried once. Reactor thread only: no lock.
@@ -242,7 +242,7 @@ void rf_pinned_destroy(struct rf_pinned *p)
 	if (!p)
 		return;
 	if (p->in_use)
-		fprintf(stderr, "ringflow: rf_pinned_destroy: %zu bytes still allocated from the arena\n",
+		rf__log(RF_LOG_WARN, "rf_pinned_destroy: %zu bytes still allocated from the arena",
 			p->in_use);
 	if (p->registered)
 		rf__cuda_host_unregister(p->base);

@@ -1,4 +1,4 @@
-/* devices/device-impl.h — internals shared by the devices module's files. Not
+/* devices/device-impl.h -- internals shared by the devices module's files. Not
  * installed. Everything is reactor-thread state except the op context's fields that
  * the executing stream reads (and its err buffer, which it writes). */
 #ifndef RF_DEVICE_IMPL_H
@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "rf-config.h"
+#include "rf-internal.h"
 #include "engine.h"
 #include "device.h"
 #include "tensor.h"
@@ -47,7 +48,7 @@ void rf__cache_fini(struct rf__cache *c);
 int rf__host_alloc(void *ctx, size_t bytes, void **out);
 void rf__host_free(void *ctx, void *p, size_t bytes);
 
-/* ---- op contexts (ops.c builds them, backends run them) ------------------------- */
+/* ---- op contexts (op-builder.c builds them, backends run them) ------------------ */
 enum rf__opcode {
 	RF__GEMM, RF__BIAS_ADD, RF__BIAS_GRAD, RF__RELU_FWD, RF__RELU_BWD, RF__XENT,
 	RF__CONV_FWD, RF__CONV_BWD_DATA, RF__CONV_BWD_FILTER, RF__POOL_FWD, RF__POOL_BWD,
@@ -135,11 +136,11 @@ struct rf_device {
 	char last_error[256];
 };
 
-/* cpu.c */
+/* cpu/cpu.c */
 extern const struct rf__device_iface rf__cpu_iface;
 int rf__cpu_compute(struct rf__opctx *op);  /* the CPU kernels, usable from any thread */
 
-/* cuda.c (stubs in device.c without CUDA) */
+/* cuda/cuda.c (cuda/cuda-none.c without CUDA) */
 int rf__cuda_count(void);
 int rf__cuda_open(struct rf_engine *e, int ordinal, const struct rf_cuda_opts *opts,
 		  struct rf_device **out);
@@ -148,7 +149,7 @@ struct rf__dstream *rf__cuda_dstream(const struct rf_stream *s);
 int rf__cuda_host_register(void *p, size_t bytes);  /* 1 registered, 0 not */
 void rf__cuda_host_unregister(void *p);
 
-/* ops.c: push a copy of bytes from src to dst on stream s (NULL: the default for
+/* copy.c: push a copy of bytes from src to dst on stream s (NULL: the default for
  * dd <- sd) reading tensor tr and/or variable vr, writing tensor tw and/or vw. */
 int rf__copy_push(struct rf_stream *s, struct rf_device *dd, struct rf_device *sd, void *dst,
 		  const void *src, size_t bytes, struct rf_tensor *tr, struct rf_var *vr,

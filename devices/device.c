@@ -1,5 +1,5 @@
-/* devices/device.c — what every device shares: creation, streams, errors, close,
- * opening by name, and the CUDA entry points of a build without CUDA. */
+/* devices/device.c -- what every device shares: creation, streams, errors, close,
+ * accessors and allocation through its caching allocator. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -72,7 +72,7 @@ void rf__device_error(struct rf_device *d, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(d->last_error, sizeof(d->last_error), fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "ringflow: %s\n", d->last_error);
+	rf__log(RF_LOG_ERROR, "%s", d->last_error);
 }
 
 void rf_device_close(struct rf_device *d)
@@ -84,10 +84,8 @@ void rf_device_close(struct rf_device *d)
 	rf_engine_wait_idle(d->eng);
 	for (i = d->nds; i-- > 0;)
 		rf_stream_destroy(d->ds[i].s);
-	if (d->kind == RF_DEVICE_CPU)
-		rf__cpu_policy_update(-(int)d->ncompute, 0);
 	if (d->mem.st.in_use || d->live)
-		fprintf(stderr, "ringflow: closing %s with %u tensors (%zu bytes) not freed\n",
+		rf__log(RF_LOG_WARN, "closing %s with %u tensors (%zu bytes) not freed",
 			d->name, d->live, d->mem.st.in_use);
 	rf__cache_fini(&d->mem);
 	if (d->iface->close)
@@ -139,62 +137,3 @@ void rf_device_free(struct rf_device *d, void *p, size_t bytes)
 	if (d && p)
 		rf__cache_free(&d->mem, p, bytes);
 }
-
-int rf_device_open(struct rf_engine *e, const char *spec, struct rf_device **out)
-{
-	const char *colon;
-	int n = 0;
-	size_t klen;
-
-	if (!e || !spec || !out)
-		return -EINVAL;
-	colon = strchr(spec, ':');
-	klen = colon ? (size_t)(colon - spec) : strlen(spec);
-	if (colon) {
-		char *end;
-		long v = strtol(colon + 1, &end, 10);
-		if (end == colon + 1 || *end || v < 0 || v > 1024) {
-			fprintf(stderr, "ringflow: device '%s': expected cpu, cpu:N, cuda or cuda:N\n", spec);
-			return -EINVAL;
-		}
-		n = (int)v;
-	}
-	if (klen == 3 && !strncmp(spec, "cpu", 3)) {
-		int ret = rf_cpu_open(e, NULL, out);
-		if (ret == 0) {
-			(*out)->ordinal = n;
-			snprintf((*out)->name, sizeof((*out)->name), "cpu:%d", n);
-		}
-		return ret;
-	}
-	if (klen == 4 && !strncmp(spec, "cuda", 4))
-		return rf_cuda_open(e, n, NULL, out);
-	fprintf(stderr, "ringflow: device '%s': expected cpu, cpu:N, cuda or cuda:N\n", spec);
-	return -EINVAL;
-}
-
-int rf_cuda_count(void)
-{
-	return rf__cuda_count();
-}
-
-int rf_cuda_open(struct rf_engine *e, int ordinal, const struct rf_cuda_opts *opts,
-		 struct rf_device **out)
-{
-	if (!e || !out || ordinal < 0)
-		return -EINVAL;
-	return rf__cuda_open(e, ordinal, opts, out);
-}
-
-#if !RF_HAVE_CUDA
-int rf__cuda_count(void) { return 0; }
-int rf__cuda_open(struct rf_engine *e, int ordinal, const struct rf_cuda_opts *opts,
-		  struct rf_device **out)
-{
-	(void)e; (void)ordinal; (void)opts; (void)out;
-	return -ENOTSUP;
-}
-struct rf__dstream *rf__cuda_dstream(const struct rf_stream *s) { (void)s; return NULL; }
-int rf__cuda_host_register(void *p, size_t bytes) { (void)p; (void)bytes; return 0; }
-void rf__cuda_host_unregister(void *p) { (void)p; }
-#endif

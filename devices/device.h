@@ -1,4 +1,4 @@
-/* ringflow/device.h — compute devices: CPU (OpenBLAS + worker streams) and CUDA.
+/* ringflow/device.h -- compute devices: CPU (OpenBLAS + worker streams) and CUDA.
  *
  * A device is a struct of function pointers plus a context (ggml's backends; see
  * devices/device-impl.h): memory, the kernels behind every op of ops.h, and streams.
@@ -20,12 +20,12 @@
  * jemalloc and without sanitizers, aligned_alloc/free otherwise. Under ASan, cached
  * host blocks are poisoned so a use after free is still caught.
  *
- * OpenBLAS threads (process-wide in OpenBLAS 0.3.21) — the threading policy: with
+ * OpenBLAS threads (process-wide in OpenBLAS 0.3.21) -- the threading policy: with
  * blas_threads == 0 (default) every open CPU device sets
  *     threads = max(1, online cores / compute streams of all open CPU devices)
  * so the stream threads and the BLAS threads never oversubscribe the cores: one
  * stream gets all cores for its GEMMs, two streams get one each. `rf-bench threads`
- * measures both layouts (and the oversubscribed one) on the MLP/LeNet/2000² shapes.
+ * measures both layouts (and the oversubscribed one) on the MLP/LeNet/2000^2 shapes.
  *
  * Lifetime: close a device after freeing its tensors and before rf_engine_destroy.
  * Threading: all of this on the engine's reactor thread; the threading policy's count
@@ -95,7 +95,8 @@ struct rf_stream *rf_device_h2d_stream(struct rf_device *d); /* CPU: the copy st
 struct rf_stream *rf_device_d2h_stream(struct rf_device *d); /* CPU: the copy stream */
 
 /* The last op error of this device as text ("op gemm on cuda:0/s0: CUBLAS_STATUS_..."),
- * "" if none. Every failing op also prints it to stderr. Static storage of d. */
+ * "" if none. Every failing op also hands it to the log callback (RF_LOG_ERROR).
+ * Static storage of d. */
 const char *rf_device_last_error(const struct rf_device *d);
 
 /* ---- memory ---------------------------------------------------------------------- */

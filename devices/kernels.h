@@ -1,17 +1,17 @@
-/* ringflow/kernels.h — CPU compute kernels for training (plain functions on raw
+/* ringflow/kernels.h -- CPU compute kernels for training (plain functions on raw
  * pointers; the device streams call them from engine ops).
  *
  * Conventions (shared with the CUDA kernels in kernels_cuda.h and with the PyTorch
  * reference):
  *   - float32, row-major; activations NCHW.
- *   - Linear: weight (out, in) as in PyTorch, y = x·Wᵀ + b (use rf_k_gemm with
+ *   - Linear: weight (out, in) as in PyTorch, y = x*W^T + b (use rf_k_gemm with
  *     trans_b = 1, then rf_k_bias_add).
  *   - Conv2d: weight (O, C, KH, KW), stride 1, no padding, bias (O).
  *   - AvgPool2d: kernel k, stride k, floor (trailing rows/columns that do not fill
  *     a window are ignored forward and get zero gradient backward).
  *   - Labels are int32 class indices in [0, cols).
  *   - Loss: mean softmax cross-entropy (torch.nn.CrossEntropyLoss); the backward
- *     writes dlogits = (softmax − onehot) / rows.
+ *     writes dlogits = (softmax - onehot) / rows.
  *
  * Ownership: every pointer is borrowed for the duration of the call; nothing here
  * allocates, keeps a pointer, or uses global state (OpenBLAS's thread pool aside).
@@ -35,7 +35,7 @@ extern "C" {
 
 /* ---- matrix multiply ------------------------------------------------------ */
 
-/* C (m, n) = alpha · op(A) · op(B) + beta · C, row-major.
+/* C (m, n) = alpha * op(A) * op(B) + beta * C, row-major.
  * op(A) is (m, k): A is (m, k) with row stride lda >= k, or, when trans_a, A is
  * (k, m) with lda >= m. op(B) is (k, n): B is (k, n), ldb >= n, or, when trans_b,
  * (n, k), ldb >= k. C is (m, n), ldc >= n. beta == 0 ignores C's old contents
@@ -64,13 +64,13 @@ int rf_k_blas_get_threads(void);
 
 /* y (rows, cols) += b (cols), broadcast over rows. */
 void rf_k_bias_add(float *y, const float *b, int rows, int cols);
-/* db (cols) = Σ_r dy[r, :] (accumulate == 0) or db += Σ_r dy[r, :] (accumulate != 0).
+/* db (cols) = sum_r dy[r, :] (accumulate == 0) or db += sum_r dy[r, :] (accumulate != 0).
  * dy is (rows, cols). */
 void rf_k_bias_grad(float *db, const float *dy, int rows, int cols, int accumulate);
 
 /* y (n) = max(x, 0). In place allowed (y == x). */
 void rf_k_relu_fwd(float *y, const float *x, size_t n);
-/* dx (n) = dy · (y > 0), where y is the forward OUTPUT. In place allowed (dx == dy). */
+/* dx (n) = dy * (y > 0), where y is the forward OUTPUT. In place allowed (dx == dy). */
 void rf_k_relu_bwd(float *dx, const float *dy, const float *y, size_t n);
 
 /* ---- loss ------------------------------------------------------------------- */
@@ -78,8 +78,8 @@ void rf_k_relu_bwd(float *dx, const float *dy, const float *y, size_t n);
 /* Softmax cross-entropy, forward and backward in one pass.
  * logits (rows, cols), labels (rows) int32 in [0, cols).
  * dlogits (rows, cols), may be NULL (forward only) or == logits (in place):
- *   dlogits[r, j] = (softmax(logits[r])[j] − (j == labels[r])) / rows.
- * *loss_sum = Σ_r (logsumexp(logits[r]) − logits[r, labels[r]])  (the SUM; the mean
+ *   dlogits[r, j] = (softmax(logits[r])[j] - (j == labels[r])) / rows.
+ * *loss_sum = sum_r (logsumexp(logits[r]) - logits[r, labels[r]])  (the SUM; the mean
  *   loss torch reports is *loss_sum / rows). May be NULL.
  * *correct = #rows whose argmax (first maximum) equals the label. May be NULL.
  * Returns -EINVAL, writing nothing, if a label is out of range. */
@@ -102,9 +102,9 @@ static inline int rf_k_conv2d_ow(const struct rf_k_conv2d *s) { return s->w - s-
 
 /* Workspace in BYTES that lets rf_k_conv2d_fwd/_bwd_data/_bwd_filter run at full
  * speed (one size fits all three). The kernels process images in groups whose im2col
- * matrix (c·kh·kw, g·oh·ow) and output matrix (o, g·oh·ow) fit in the workspace; a
+ * matrix (c*kh*kw, g*oh*ow) and output matrix (o, g*oh*ow) fit in the workspace; a
  * smaller workspace still works down to one image:
- * (c·kh·kw + o)·oh·ow·sizeof(float) bytes (rf_k_conv2d_workspace_min). Returns 0 for
+ * (c*kh*kw + o)*oh*ow*sizeof(float) bytes (rf_k_conv2d_workspace_min). Returns 0 for
  * an invalid shape. The workspace needs float alignment only. */
 size_t rf_k_conv2d_workspace_size(const struct rf_k_conv2d *s);
 size_t rf_k_conv2d_workspace_min(const struct rf_k_conv2d *s);
@@ -113,41 +113,41 @@ size_t rf_k_conv2d_workspace_min(const struct rf_k_conv2d *s);
  * b may be NULL (no bias). Returns -EINVAL on a bad shape or small workspace. */
 int rf_k_conv2d_fwd(const struct rf_k_conv2d *s, float *y, const float *x,
 		    const float *w, const float *b, void *ws, size_t ws_bytes);
-/* dx (n, c, h, w) = ∂L/∂x given dy (n, o, oh, ow) and w (o, c, kh, kw).
+/* dx (n, c, h, w) = dL/dx given dy (n, o, oh, ow) and w (o, c, kh, kw).
  * dx is overwritten. */
 int rf_k_conv2d_bwd_data(const struct rf_k_conv2d *s, float *dx, const float *dy,
 			 const float *w, void *ws, size_t ws_bytes);
-/* dw (o, c, kh, kw) = ∂L/∂w and db (o) = ∂L/∂b given dy (n, o, oh, ow) and the
+/* dw (o, c, kh, kw) = dL/dw and db (o) = dL/db given dy (n, o, oh, ow) and the
  * forward input x (n, c, h, w). db may be NULL. accumulate == 0 overwrites dw and
  * db; != 0 adds to them. */
 int rf_k_conv2d_bwd_filter(const struct rf_k_conv2d *s, float *dw, float *db,
 			   const float *dy, const float *x, int accumulate,
 			   void *ws, size_t ws_bytes);
 
-/* rf_k_conv2d_bwd_filter with dy = avgpool2_bwd(dp) · (y > 0) computed on the fly (a
- * conv → relu → avgpool2 block: dp (n, o, oh/2, ow/2) the pooled gradient, y (n, o, oh,
+/* rf_k_conv2d_bwd_filter with dy = avgpool2_bwd(dp) * (y > 0) computed on the fly (a
+ * conv -> relu -> avgpool2 block: dp (n, o, oh/2, ow/2) the pooled gradient, y (n, o, oh,
  * ow) the ReLU output), without materialising dy: the same bits as
  * rf_k_avgpool2_relu_bwd then rf_k_conv2d_bwd_filter. Single-channel inputs only
- * (c == 1, kh·kw <= 25, ow <= 64; -EINVAL otherwise); needs no workspace. */
+ * (c == 1, kh*kw <= 25, ow <= 64; -EINVAL otherwise); needs no workspace. */
 int rf_k_conv2d_bwd_filter_pool_relu(const struct rf_k_conv2d *s, float *dw, float *db,
 				     const float *dp, const float *y, const float *x,
 				     int accumulate);
 
 /* ---- pooling ------------------------------------------------------------------ */
 
-/* y (n, c, h/k, w/k) = mean over each k×k window of x (n, c, h, w) (floor).
- * Sums the window row by row, then multiplies by 1/(k·k). */
+/* y (n, c, h/k, w/k) = mean over each kxk window of x (n, c, h, w) (floor).
+ * Sums the window row by row, then multiplies by 1/(k*k). */
 void rf_k_avgpool2d_fwd(float *y, const float *x, int n, int c, int h, int w, int k);
-/* dx (n, c, h, w) = dy (n, c, h/k, w/k)[window] / (k·k); uncovered cells get 0.
+/* dx (n, c, h, w) = dy (n, c, h/k, w/k)[window] / (k*k); uncovered cells get 0.
  * dx is overwritten. */
 void rf_k_avgpool2d_bwd(float *dx, const float *dy, int n, int c, int h, int w, int k);
 
-/* Fused ReLU and 2×2 average pooling (LeNet's conv → relu → avgpool2 block), CPU only.
+/* Fused ReLU and 2x2 average pooling (LeNet's conv -> relu -> avgpool2 block), CPU only.
  * Forward: y (n, c, h, w) = max(y, 0) in place (every element, trailing rows/columns
  * included) and p (n, c, h/2, w/2) = avgpool2(y): the same bits as rf_k_relu_fwd then
  * rf_k_avgpool2d_fwd with k = 2, in one pass over y. */
 void rf_k_relu_avgpool2_fwd(float *p, float *y, int n, int c, int h, int w);
-/* Backward: dx (n, c, h, w) = avgpool2_bwd(dy (n, c, h/2, w/2)) · (y > 0), y the ReLU
+/* Backward: dx (n, c, h, w) = avgpool2_bwd(dy (n, c, h/2, w/2)) * (y > 0), y the ReLU
  * output: the same bits as rf_k_avgpool2d_bwd with k = 2 then rf_k_relu_bwd (dx in
  * place), in one pass. dx is overwritten. */
 void rf_k_avgpool2_relu_bwd(float *dx, const float *dy, const float *y, int n, int c, int h,
@@ -155,19 +155,19 @@ void rf_k_avgpool2_relu_bwd(float *dx, const float *dy, const float *y, int n, i
 
 /* ---- optimiser and vector helpers ------------------------------------------ */
 
-/* w (n) -= lr · (g + weight_decay · w). Without weight decay the product is exact and
+/* w (n) -= lr * (g + weight_decay * w). Without weight decay the product is exact and
  * only the difference rounds, as in PyTorch's fused update. */
 void rf_k_sgd(float *w, const float *g, size_t n, float lr, float weight_decay);
 /* PyTorch SGD with momentum (dampening 0, not Nesterov):
- * d = g + weight_decay · w;  v = momentum · v + d;  w -= lr · v.
+ * d = g + weight_decay * w;  v = momentum * v + d;  w -= lr * v.
  * v (n) is the momentum buffer (start it at 0). */
 void rf_k_sgd_momentum(float *w, float *v, const float *g, size_t n, float lr,
 		       float momentum, float weight_decay);
-/* y (n) += a · x (n). */
+/* y (n) += a * x (n). */
 void rf_k_axpy(float *y, float a, const float *x, size_t n);
 /* x (n) *= a. */
 void rf_k_scale(float *x, float a, size_t n);
-/* out (n) = in[0] + in[1] + … + in[k-1], added left to right (k >= 1; k == 0 zeroes
+/* out (n) = in[0] + in[1] + ... + in[k-1], added left to right (k >= 1; k == 0 zeroes
  * out). out may be in[0] (in place); it must not be any other in[j]. */
 void rf_k_reduce_sum(float *out, const float *const *in, int k, size_t n);
 /* dst (n) = src (n). */
@@ -177,7 +177,7 @@ void rf_k_fill(float *x, float v, size_t n);
 
 /* ---- input decoding ------------------------------------------------------------ */
 
-/* out (n) = ((float)in · scale − mean) / std, evaluated in float in exactly that
+/* out (n) = ((float)in * scale - mean) / std, evaluated in float in exactly that
  * order without fused multiply-add (CPU and CUDA give identical bits).
  * Typically scale = 1/255.f, mean = 0.2860, std = 0.3530 for Fashion-MNIST. */
 void rf_k_u8_to_f32(float *out, const uint8_t *in, size_t n, float scale, float mean,
@@ -196,19 +196,19 @@ void rf_k_u8_to_i32(int32_t *out, const uint8_t *in, size_t n);
  *   x[4] = philox4x32_10(ctr, key)
  *
  * Round (10 of them; the key is bumped by {0x9E3779B9, 0xBB67AE85} between rounds):
- *   (hi0, lo0) = 0xD2511F53 · ctr[0],  (hi1, lo1) = 0xCD9E8D57 · ctr[2]   (32×32→64)
+ *   (hi0, lo0) = 0xD2511F53 * ctr[0],  (hi1, lo1) = 0xCD9E8D57 * ctr[2]   (32x32->64)
  *   ctr = { hi1 ^ ctr[1] ^ key[0], lo1, hi0 ^ ctr[3] ^ key[1], lo0 }
  *
- * rf_k_rand_uniform: u = (x[0] >> 8) · 2^-24 ∈ [0, 1) (exact in float);
- *   out[i] = lo + (hi − lo) · u, in float, as d = hi − lo; t = d·u; out = lo + t
+ * rf_k_rand_uniform: u = (x[0] >> 8) * 2^-24 in [0, 1) (exact in float);
+ *   out[i] = lo + (hi - lo) * u, in float, as d = hi - lo; t = d*u; out = lo + t
  *   with no fused multiply-add. CPU and CUDA give identical bits.
- * rf_k_rand_normal: Box–Muller in double, one output per element:
- *   u1 = (x[0] + 1) · 2^-32 ∈ (0, 1],  u2 = x[1] · 2^-32 ∈ [0, 1)
- *   z = sqrt(−2 ln u1) · cos(2π u2);  out[i] = (float)(mean + std · z)
+ * rf_k_rand_normal: Box-Muller in double, one output per element:
+ *   u1 = (x[0] + 1) * 2^-32 in (0, 1],  u2 = x[1] * 2^-32 in [0, 1)
+ *   z = sqrt(-2 ln u1) * cos(2pi u2);  out[i] = (float)(mean + std * z)
  *   CPU and CUDA agree to about 1 float ulp (libm vs CUDA double math).
  *
  * Element i depends only on (seed, counter + i): generating n values at counter c
- * equals generating n1 at c and n − n1 at c + n1. The caller owns the counter and
+ * equals generating n1 at c and n - n1 at c + n1. The caller owns the counter and
  * advances it by n after each call. */
 void rf_k_rand_uniform(float *out, size_t n, uint64_t seed, uint64_t counter,
 		       float lo, float hi);

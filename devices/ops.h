@@ -1,11 +1,11 @@
-/* ringflow/ops.h — the ops training needs, each pushed as ONE engine op.
+/* ringflow/ops.h -- the ops training needs, each pushed as ONE engine op.
  *
  * Every function validates shapes, dtypes and devices, then pushes an engine op on
  * stream s that reads its inputs' variables and writes its outputs' variables, and
  * returns 0, or -errno with nothing pushed (-EINVAL: bad shape/dtype/device/stream,
- * with a message on stderr; -ENOMEM). The op runs later; its failure (a kernel, CUDA
- * or cuBLAS error) poisons the output variables, prints the error and records it in
- * rf_device_last_error. Tensors are borrowed: they may be freed right after the
+ * with the message in rf_last_error(); -ENOMEM). The op runs later; its failure (a
+ * kernel, CUDA or cuBLAS error) poisons the output variables, logs the error
+ * (RF_LOG_ERROR) and records it in rf_device_last_error. Tensors are borrowed: they may be freed right after the
  * push (freeing is itself ordered after the op).
  *
  * Stream s: NULL means the default stream of the output's device (compute stream 0;
@@ -33,7 +33,7 @@
 extern "C" {
 #endif
 
-/* C (m, n) = alpha · op(A) · op(B) + beta · C, all 2-D f32. op(A) is (m, k): A (m, k),
+/* C (m, n) = alpha * op(A) * op(B) + beta * C, all 2-D f32. op(A) is (m, k): A (m, k),
  * or A (k, m) when ta. op(B) is (k, n): B (k, n), or B (n, k) when tb. Reads A, B
  * (and C when beta != 0); writes C. C must not alias A or B. */
 int rf_gemm(struct rf_stream *s, int ta, int tb, float alpha, struct rf_tensor *A,
@@ -41,18 +41,18 @@ int rf_gemm(struct rf_stream *s, int ta, int tb, float alpha, struct rf_tensor *
 
 /* y (rows, cols) += b (cols). Reads b, writes y. */
 int rf_bias_add(struct rf_stream *s, struct rf_tensor *y, struct rf_tensor *b);
-/* db (cols) = Σ_rows dy (rows, cols), or += when accumulate. Reads dy, writes db. */
+/* db (cols) = sum_rows dy (rows, cols), or += when accumulate. Reads dy, writes db. */
 int rf_bias_grad(struct rf_stream *s, struct rf_tensor *db, struct rf_tensor *dy,
 		 int accumulate);
 
 /* y = max(x, 0), same numel; y == x allowed (in place). */
 int rf_relu_fwd(struct rf_stream *s, struct rf_tensor *y, struct rf_tensor *x);
-/* dx = dy · (y > 0), y the forward OUTPUT; dx == dy allowed. */
+/* dx = dy * (y > 0), y the forward OUTPUT; dx == dy allowed. */
 int rf_relu_bwd(struct rf_stream *s, struct rf_tensor *dx, struct rf_tensor *dy,
 		struct rf_tensor *y);
 
 /* Softmax cross-entropy over logits (rows, cols) f32 with labels (rows) i32.
- * dlogits (rows, cols) f32 or NULL (evaluation): (softmax − onehot) / rows; may be
+ * dlogits (rows, cols) f32 or NULL (evaluation): (softmax - onehot) / rows; may be
  * logits itself (in place). loss (1 element f32) or NULL: the SUM over rows of the
  * per-row loss (mean = sum / rows). correct (1 element i32) or NULL: rows whose
  * argmax is the label. loss and correct are overwritten, on the logits' device; read
@@ -64,10 +64,10 @@ int rf_softmax_xent(struct rf_stream *s, struct rf_tensor *dlogits, struct rf_te
 
 /* Conv2d, stride 1, no padding (im2col + GEMM; workspace taken from the device's
  * caching allocator per op). x (n, c, h, w), w (o, c, kh, kw), b (o) or NULL,
- * y (n, o, h−kh+1, w−kw+1). */
+ * y (n, o, h-kh+1, w-kw+1). */
 int rf_conv2d_fwd(struct rf_stream *s, struct rf_tensor *y, struct rf_tensor *x,
 		  struct rf_tensor *w, struct rf_tensor *b);
-/* dx (n, c, h, w) = ∂L/∂x from dy (n, o, oh, ow) and w. */
+/* dx (n, c, h, w) = dL/dx from dy (n, o, oh, ow) and w. */
 int rf_conv2d_bwd_data(struct rf_stream *s, struct rf_tensor *dx, struct rf_tensor *dy,
 		       struct rf_tensor *w);
 /* dw (o, c, kh, kw) and db (o) (NULL: none) from dy and the forward input x;
@@ -75,23 +75,23 @@ int rf_conv2d_bwd_data(struct rf_stream *s, struct rf_tensor *dx, struct rf_tens
 int rf_conv2d_bwd_filter(struct rf_stream *s, struct rf_tensor *dw, struct rf_tensor *db,
 			 struct rf_tensor *dy, struct rf_tensor *x, int accumulate);
 
-/* Average pooling k×k, stride k, floor: x (n, c, h, w) -> y (n, c, h/k, w/k). */
+/* Average pooling kxk, stride k, floor: x (n, c, h, w) -> y (n, c, h/k, w/k). */
 int rf_avgpool2d_fwd(struct rf_stream *s, struct rf_tensor *y, struct rf_tensor *x, int k);
 /* dx (n, c, h, w) from dy (n, c, h/k, w/k). */
 int rf_avgpool2d_bwd(struct rf_stream *s, struct rf_tensor *dx, struct rf_tensor *dy, int k);
 
-/* Fused ReLU + 2×2 average pooling (kernels.h rf_k_relu_avgpool2_fwd/_bwd): the same
+/* Fused ReLU + 2x2 average pooling (kernels.h rf_k_relu_avgpool2_fwd/_bwd): the same
  * bits as the separate ops, one pass over the big tensor. CPU devices only (-EINVAL
  * on a CUDA stream: use rf_relu_* and rf_avgpool2d_* there).
  * Forward: y (n, c, h, w) = max(y, 0) in place, p (n, c, h/2, w/2) = avgpool2(y).
  * Reads and writes y, writes p. */
 int rf_relu_avgpool2d_fwd(struct rf_stream *s, struct rf_tensor *p, struct rf_tensor *y);
-/* Backward: dx (n, c, h, w) = avgpool2_bwd(dy (n, c, h/2, w/2)) · (y > 0), y the ReLU
+/* Backward: dx (n, c, h, w) = avgpool2_bwd(dy (n, c, h/2, w/2)) * (y > 0), y the ReLU
  * output. Reads dy and y, writes dx. */
 int rf_avgpool2d_relu_bwd(struct rf_stream *s, struct rf_tensor *dx, struct rf_tensor *dy,
 			  struct rf_tensor *y);
 
-/* rf_conv2d_bwd_filter whose dy is avgpool2_bwd(dp) · (y > 0), computed on the fly
+/* rf_conv2d_bwd_filter whose dy is avgpool2_bwd(dp) * (y > 0), computed on the fly
  * (kernels.h rf_k_conv2d_bwd_filter_pool_relu): dp (n, o, oh/2, ow/2), y (n, o, oh, ow)
  * the ReLU output, x (n, 1, h, w) single-channel. The same bits as rf_avgpool2d_relu_bwd
  * then rf_conv2d_bwd_filter, without the full-size dy. CPU devices only. Reads dp, y,
@@ -100,25 +100,25 @@ int rf_conv2d_bwd_filter_pool_relu(struct rf_stream *s, struct rf_tensor *dw,
 				   struct rf_tensor *db, struct rf_tensor *dp,
 				   struct rf_tensor *y, struct rf_tensor *x, int accumulate);
 
-/* w -= lr · (g + wd · w). Reads g, writes w. */
+/* w -= lr * (g + wd * w). Reads g, writes w. */
 int rf_sgd(struct rf_stream *s, struct rf_tensor *w, struct rf_tensor *g, float lr,
 	   float weight_decay);
-/* PyTorch SGD with momentum: v = momentum · v + (g + wd · w); w -= lr · v. */
+/* PyTorch SGD with momentum: v = momentum * v + (g + wd * w); w -= lr * v. */
 int rf_sgd_momentum(struct rf_stream *s, struct rf_tensor *w, struct rf_tensor *v,
 		    struct rf_tensor *g, float lr, float momentum, float weight_decay);
 
-/* y += a · x (same numel). */
+/* y += a * x (same numel). */
 int rf_axpy(struct rf_stream *s, struct rf_tensor *y, float a, struct rf_tensor *x);
 /* x *= a. */
 int rf_scale(struct rf_stream *s, struct rf_tensor *x, float a);
-/* out = in[0] + … + in[k−1], left to right (k >= 1, same numel); out may be in[0].
+/* out = in[0] + ... + in[k-1], left to right (k >= 1, same numel); out may be in[0].
  * On CUDA every input must be on the stream's GPU, through any device object opened on
  * it (rf_copy the others first; ringflow enables no peer access). */
 int rf_sum(struct rf_stream *s, struct rf_tensor *out, struct rf_tensor *const *in, int k);
 /* x = v (f32), or x = (int32)v for an i32 tensor, or (uint8)v for u8. */
 int rf_fill(struct rf_stream *s, struct rf_tensor *x, float v);
 
-/* Decoding: out (f32) = ((float)in · scale − mean) / std; in u8, same numel. */
+/* Decoding: out (f32) = ((float)in * scale - mean) / std; in u8, same numel. */
 int rf_u8_to_f32(struct rf_stream *s, struct rf_tensor *out, struct rf_tensor *in,
 		 float scale, float mean, float std);
 /* out (i32) = in (u8). */

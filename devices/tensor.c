@@ -1,4 +1,4 @@
-/* devices/tensor.c — tensors, blocks and views, their lifetime, host reads/writes.
+/* devices/tensor.c -- tensors, blocks and views, and their lifetime.
  *
  * Memory is a reference-counted storage: a tensor made by rf_tensor_new holds one
  * reference, each view one more. rf_tensor_free pushes rf_var_delete on the engine's
@@ -95,8 +95,8 @@ static struct rf_tensor *rf__tensor_alloc(struct rf_device *d, enum rf_tdtype dt
 	if (!t)
 		return NULL;
 	if (rf__shape_set(t, dt, ndim, shape) < 0) {
-		fprintf(stderr, "ringflow: tensor %s: bad shape (ndim %d, at most %d dims, each in "
-			"[0, 2^31))\n", name ? name : "", ndim, RF_TENSOR_MAX_DIMS);
+		rf__fail(-EINVAL, "tensor %s: bad shape (ndim %d, at most %d dims, each in "
+			 "[0, 2^31))", name ? name : "", ndim, RF_TENSOR_MAX_DIMS);
 		free(t);
 		return NULL;
 	}
@@ -134,17 +134,17 @@ static struct rf_tensor *rf__tensor_make(struct rf_device *d, struct rf_pinned *
 		st->pin = pin;
 		ret = rf_pinned_alloc(pin, t->nbytes, 0, &st->ptr);
 		if (ret < 0) {
-			fprintf(stderr, "ringflow: tensor %s: pinned arena full (%zu bytes wanted, "
-				"%zu of %zu in use)\n", t->name, t->nbytes, rf_pinned_in_use(pin),
-				rf_pinned_size(pin));
+			rf__fail(ret, "tensor %s: pinned arena full (%zu bytes wanted, "
+				 "%zu of %zu in use)", t->name, t->nbytes, rf_pinned_in_use(pin),
+				 rf_pinned_size(pin));
 			goto fail;
 		}
 	} else {
 		st->kind = RF__ST_CACHE;
 		ret = rf__cache_alloc(&d->mem, t->nbytes, &st->ptr);
 		if (ret < 0) {
-			fprintf(stderr, "ringflow: tensor %s: out of %s memory (%zu bytes)\n", t->name,
-				d->name, t->nbytes);
+			rf__fail(ret, "tensor %s: out of %s memory (%zu bytes)", t->name,
+				 d->name, t->nbytes);
 			goto fail;
 		}
 	}
@@ -195,8 +195,8 @@ struct rf_tensor *rf_tensor_view(struct rf_tensor *block, size_t offset, enum rf
 		return NULL;
 	boff = offset * esz;
 	if (offset > block->nbytes / esz || t->nbytes > block->nbytes - boff) {
-		fprintf(stderr, "ringflow: view %s: elements [%zu, %zu) of %s are outside its %zu "
-			"bytes\n", t->name, offset, offset + t->numel, block->name, block->nbytes);
+		rf__fail(-EINVAL, "view %s: elements [%zu, %zu) of %s are outside its %zu "
+			 "bytes", t->name, offset, offset + t->numel, block->name, block->nbytes);
 		rf_var_delete(block->dev->eng, t->var, NULL, NULL, NULL);
 		free(t);
 		return NULL;
@@ -247,8 +247,7 @@ void rf_tensor_free(struct rf_tensor *t)
 	t->nviews = 0;
 	if (rf_var_delete(t->dev->eng, t->var, rf__tensor_release, t, NULL) < 0) {
 		/* Cannot push (out of memory): wait for the var's work and release now. */
-		fprintf(stderr, "ringflow: tensor %s: deletion could not be pushed; waiting\n",
-			t->name);
+		rf__log(RF_LOG_WARN, "tensor %s: deletion could not be pushed; waiting", t->name);
 		rf_engine_wait_idle(t->dev->eng);
 		rf__tensor_release(t);
 	}
@@ -284,55 +283,6 @@ int rf_tensor_wait(struct rf_tensor *t)
 			err = ret;
 	}
 	return err;
-}
-
-/* Host reads and writes are copies between t and the caller's buffer, pushed as
- * ordinary copy ops (so they are ordered like everything else), then waited for. A
- * read of a host tensor only needs the writers done, and copies right here. */
-static int rf__host_xfer(struct rf_tensor *t, void *host, int to_host)
-{
-	struct rf_engine *e;
-	struct rf_stream *s;
-	struct rf_var *tmp;
-	int ret;
-
-	if (!t || (!host && t->nbytes))
-		return -EINVAL;
-	e = t->dev->eng;
-	if (!t->nbytes || (t->dev->kind == RF_DEVICE_CPU && to_host)) {
-		ret = rf_tensor_wait(t);
-		if (ret == 0 && t->nbytes)
-			memcpy(host, t->data, t->nbytes);
-		return ret;
-	}
-	if (t->dev->kind == RF_DEVICE_CPU)
-		s = rf_engine_inline_stream(e);
-	else
-		s = to_host ? rf_device_d2h_stream(t->dev) : rf_device_h2d_stream(t->dev);
-	if (!to_host) {
-		ret = rf__copy_push(s, t->dev, t->dev, t->data, host, t->nbytes, NULL, NULL, t,
-				    NULL, "host_write");
-		return ret < 0 ? ret : rf_tensor_wait(t);
-	}
-	tmp = rf_var_new(e, "host_read");
-	if (!tmp)
-		return -ENOMEM;
-	ret = rf__copy_push(s, t->dev, t->dev, host, t->data, t->nbytes, t, NULL, NULL, tmp,
-			    "host_read");
-	if (ret == 0)
-		ret = rf_engine_wait_var(e, tmp);
-	rf_var_delete(e, tmp, NULL, NULL, NULL);
-	return ret;
-}
-
-int rf_tensor_read(struct rf_tensor *t, void *dst)
-{
-	return rf__host_xfer(t, dst, 1);
-}
-
-int rf_tensor_write(struct rf_tensor *t, const void *src)
-{
-	return rf__host_xfer(t, (void *)src, 0);
 }
 
 const char *rf_tensor_describe(const struct rf_tensor *t, char *buf, size_t len)

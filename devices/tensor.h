@@ -1,4 +1,4 @@
-/* ringflow/tensor.h — tensors: dtype, shape, device memory and an engine variable.
+/* ringflow/tensor.h -- tensors: dtype, shape, device memory and an engine variable.
  *
  * A tensor's memory is tagged by its variable: every op of ops.h names the tensors it
  * reads and writes, the engine orders them. Freeing a tensor is an engine deletion
@@ -67,7 +67,7 @@ const char *rf_tdtype_name(enum rf_tdtype dt);
 
 /* A new tensor on device d with uninitialised memory from d's caching allocator and a
  * new variable named name (copied; may be NULL). ndim <= 4, every dim >= 0. Returns
- * NULL on a bad shape (message on stderr) or out of memory. The caller owns the
+ * NULL on a bad shape (message in rf_last_error()) or out of memory. The caller owns the
  * tensor: rf_tensor_free. */
 struct rf_tensor *rf_tensor_new(struct rf_device *d, enum rf_tdtype dt, const char *name,
 				int ndim, const int64_t *shape);
@@ -81,7 +81,7 @@ struct rf_tensor *rf_tensor_new_pinned(struct rf_device *cpu, struct rf_pinned *
 struct rf_tensor *rf_tensor_wrap(struct rf_device *d, void *data, enum rf_tdtype dt,
 				 const char *name, int ndim, const int64_t *shape);
 /* A view of block (not itself a view) at element offset `offset` (in units of dt,
- * byte offset offset·sizeof(dt) must be a multiple of sizeof(dt)'s alignment and lie
+ * byte offset offset*sizeof(dt) must be a multiple of sizeof(dt)'s alignment and lie
  * within the block). The view gets its own variable; see above. Returns NULL on a
  * bad range or shape. The caller owns the view: rf_tensor_free. */
 struct rf_tensor *rf_tensor_view(struct rf_tensor *block, size_t offset, enum rf_tdtype dt,
@@ -92,7 +92,7 @@ struct rf_tensor *rf_tensor_view(struct rf_tensor *block, size_t offset, enum rf
  * t has finished. t must not be used after this call. NULL is ignored. */
 void rf_tensor_free(struct rf_tensor *t);
 
-/* Change the shape (same numel), e.g. flatten (n, c, h, w) to (n, c·h·w) before a
+/* Change the shape (same numel), e.g. flatten (n, c, h, w) to (n, c*h*w) before a
  * linear layer. Metadata only: ops capture shapes when pushed, so this is safe at any
  * time. Returns 0 or -EINVAL. */
 int rf_tensor_reshape(struct rf_tensor *t, int ndim, const int64_t *shape);

@@ -1,9 +1,9 @@
-/* bench-kernels — CPU kernel throughput for choosing a threading policy.
+/* bench-kernels -- CPU kernel throughput for choosing a threading policy.
  *
- * 1. rf_k_gemm on 2000×2000×2000: GFLOPS with one OpenBLAS thread and with the
+ * 1. rf_k_gemm on 2000x2000x2000: GFLOPS with one OpenBLAS thread and with the
  *    default thread count, and their ratio.
- * 2. One LeNet forward+backward step at batch 256 (1×28×28 →conv3 20 →relu →pool2
- *    →conv5 50 →relu →pool2 →800 →fc 128 →relu →fc 10 →softmax-xent), time per
+ * 2. One LeNet forward+backward step at batch 256 (1x28x28 ->conv3 20 ->relu ->pool2
+ *    ->conv5 50 ->relu ->pool2 ->800 ->fc 128 ->relu ->fc 10 ->softmax-xent), time per
  *    layer, with one OpenBLAS thread and with the default, best of several reps.
  *
  * Usage: bench-kernels [gemm_size] [reps]. Prints a table; exits 0.
@@ -80,10 +80,10 @@ static void gemm_shapes(int reps)
 		const char *what;
 		int ta, tb, m, n, k;
 	} sh[] = {
-		{ "conv2 fwd   W·col", 0, 0, 50, 1053, 500 },
-		{ "conv2 bwd-d Wt·dy", 1, 0, 500, 1053, 50 },
-		{ "conv2 bwd-f dy·row", 0, 0, 50, 500, 1053 },
-		{ "conv2 bwd-f dy·colT", 0, 1, 50, 500, 1053 },
+		{ "conv2 fwd   W*col", 0, 0, 50, 1053, 500 },
+		{ "conv2 bwd-d Wt*dy", 1, 0, 500, 1053, 50 },
+		{ "conv2 bwd-f dy*row", 0, 0, 50, 500, 1053 },
+		{ "conv2 bwd-f dy*colT", 0, 1, 50, 500, 1053 },
 	};
 	int def = rf_k_blas_get_threads();
 	if (def > 0)

@@ -1,6 +1,6 @@
 /* test-device-cuda: the op suite of test-device-ops on every CUDA device present
  * (tensors in device memory, uploads through the h2d stream, reads through d2h), so
- * every op is compared with the same references as on the CPU — and the PRNG's
+ * every op is compared with the same references as on the CPU -- and the PRNG's
  * numbers with the CPU kernel's, bit for bit for uniform. Then: host <-> device
  * copies from pinned staging memory and between the CPU and the GPU in one graph
  * (a GEMM on each, the CPU result copied over and summed on the GPU), a copy on the

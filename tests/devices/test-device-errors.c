@@ -92,6 +92,7 @@ int main(void)
 		struct rf_tensor *Y4 = rf_tensor_new(d, RF_F32, "y4", RF_DIMS(1, 2, 2, 2));
 		rf_engine_get_stats(e, &st0);
 		CHECK_EQ(rf_gemm(NULL, 0, 0, 1, A, A, 0, C), -EINVAL);   /* inner dims */
+		CHECK(!strncmp(rf_last_error(), "rf_gemm: ", 9));
 		CHECK_EQ(rf_gemm(NULL, 1, 0, 1, A, B, 0, C), -EINVAL);   /* A transposed */
 		CHECK_EQ(rf_gemm(NULL, 0, 0, 1, A, B, 0, I), -EINVAL);   /* dtype */
 		CHECK_EQ(rf_gemm(NULL, 0, 0, 1, C, B, 0, C), -EINVAL);   /* aliasing */
@@ -110,6 +111,7 @@ int main(void)
 		CHECK_EQ(rf_tensor_reshape(C, RF_DIMS(5, 5)), -EINVAL);
 		CHECK_OK(rf_tensor_reshape(C, RF_DIMS(24)));
 		CHECK(rf_tensor_new(d, RF_F32, "neg", RF_DIMS(-1)) == NULL);
+		CHECK(strstr(rf_last_error(), "tensor neg: bad shape"));
 		CHECK(rf_tensor_new(d, RF_F32, "5d", RF_DIMS(1, 1, 1, 1, 1)) == NULL);
 		CHECK(rf_tensor_new(d, (enum rf_tdtype)99, "dt", RF_DIMS(1)) == NULL);
 		rf_tensor_free(A); rf_tensor_free(B); rf_tensor_free(C); rf_tensor_free(I);
@@ -120,6 +122,7 @@ int main(void)
 	{
 		struct rf_device *x = NULL;
 		CHECK_EQ(rf_device_open(e, "gpu", &x), -EINVAL);
+		CHECK(strstr(rf_last_error(), "device 'gpu': expected cpu, cpu:N, cuda or cuda:N"));
 		CHECK_EQ(rf_device_open(e, "cpu:x", &x), -EINVAL);
 		if (rf_cuda_count() == 0) {
 			int r = rf_cuda_open(e, 0, NULL, &x);

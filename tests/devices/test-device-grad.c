@@ -1,5 +1,5 @@
 /* test-device-grad: the backward ops, checked by finite differences of the forward
- * ops — all pushed through the engine on the CPU device's streams. A small LeNet-like
+ * ops -- all pushed through the engine on the CPU device's streams. A small LeNet-like
  * net, x (2,1,8,8) -> conv 3x3 (3 channels) + bias -> ReLU -> avgpool 2 -> flatten
  * (2, 27) -> linear (4) + bias -> softmax cross-entropy (mean), has its gradients
  * computed by rf_softmax_xent's dlogits, rf_gemm (both transposes), rf_bias_grad,
@@ -99,7 +99,7 @@ int main(void)
 		int tries = 0;
 		/* A finite difference across a ReLU kink is meaningless: draw the input and
 		 * the conv until no pre-activation is within 0.02 of zero (a step of h moves
-		 * them by at most 9·h). */
+		 * them by at most 9*h). */
 		for (;;) {
 			double mn = 1e30;
 			x = ts_randv(N * C * H * W);

@@ -1,4 +1,4 @@
-/* tests/devices/test-device-suite.h — every op of ops.h, pushed through the engine on
+/* tests/devices/test-device-suite.h -- every op of ops.h, pushed through the engine on
  * a device's streams, checked against a plain reference computed here in double.
  * Shared by test-device-ops (the CPU device) and test-device-cuda (each GPU). */
 #ifndef RF_TEST_DEVICE_SUITE_H
@@ -15,6 +15,7 @@
 #include "engine.h"
 #include "device.h"
 #include "tensor.h"
+#include "log.h"
 #include "ops.h"
 #include "kernels.h"
 #include "../test-util.h"
@@ -452,7 +453,7 @@ static void ts_chain(struct rf_device *d, struct rf_stream *s0, struct rf_stream
 	struct rf_tensor *Out = rf_tensor_new(d, RF_F32, "out", RF_DIMS(B, Hd));
 
 	for (int r = 0; r < 3; r++) {
-		/* h = x·wᵀ on s0; relu on s1; out = 2·h (copy on s0 then scale on s1) */
+		/* h = x*w^T on s0; relu on s1; out = 2*h (copy on s0 then scale on s1) */
 		CHECK_OK(rf_gemm(s0, 0, 1, 1.0f, X, Wt, 0.0f, Hh));
 		CHECK_OK(rf_relu_fwd(s1, Hh, Hh));
 		CHECK_OK(rf_copy(s0, Out, Hh));

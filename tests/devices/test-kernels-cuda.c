@@ -1,4 +1,4 @@
-/* test-kernels-cuda — every CUDA kernel in kernels_cuda.h against the CPU kernel of
+/* test-kernels-cuda -- every CUDA kernel in kernels_cuda.h against the CPU kernel of
  * the same name (kernels.h), on the same random inputs and odd shapes: bit-exact
  * where the header promises it (random numbers, decoding, relu, pooling, copy,
  * fill, reduce_sum), within float tolerance elsewhere (cuBLAS, FMA, different
@@ -8,6 +8,9 @@
  */
 #include "kernels.h"
 #include "kernels_cuda.h"
+
+#define KERNEL_TEST_SEED 0xfeedface12345678ull
+#include "kernel-test.h"
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -19,19 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failures;
 static cudaStream_t stream;
 static cublasHandle_t blas;
-
-#define CHECK(cond, ...)                                                          \
-	do {                                                                      \
-		if (!(cond)) {                                                    \
-			failures++;                                               \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);      \
-			fprintf(stderr, __VA_ARGS__);                             \
-			fputc('\n', stderr);                                      \
-		}                                                                 \
-	} while (0)
 
 #define CK(call)                                                                        \
 	do {                                                                            \
@@ -54,44 +46,6 @@ static cublasHandle_t blas;
 	} while (0)
 
 /* ---- helpers ------------------------------------------------------------------------ */
-
-static uint64_t rng_state = 0xfeedface12345678ull;
-
-static uint64_t rnext(void)
-{
-	uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
-	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-	return z ^ (z >> 31);
-}
-
-static int rint_in(int lo, int hi)
-{
-	return lo + (int)(rnext() % (uint64_t)(hi - lo + 1));
-}
-
-static float runif(float lo, float hi)
-{
-	return lo + (hi - lo) * (float)((rnext() >> 40) * 0x1p-24);
-}
-
-static void *xmalloc(size_t n)
-{
-	void *p = malloc(n ? n : 1);
-	if (!p) {
-		fprintf(stderr, "out of memory\n");
-		exit(1);
-	}
-	return p;
-}
-
-static float *frand(size_t n, float lo, float hi)
-{
-	float *p = xmalloc(n * sizeof(float));
-	for (size_t i = 0; i < n; i++)
-		p[i] = runif(lo, hi);
-	return p;
-}
 
 static void *dalloc(size_t bytes)
 {
@@ -125,7 +79,7 @@ static float *fdown(const float *d, size_t n)
 	return h;
 }
 
-/* |gpu − cpu| ≤ atol + rtol·|cpu| everywhere */
+/* |gpu - cpu| <= atol + rtol*|cpu| everywhere */
 static int close_f(const char *what, const float *gpu, const float *cpu, size_t n,
 		   double atol, double rtol)
 {

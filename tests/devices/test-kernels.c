@@ -1,7 +1,7 @@
-/* test-kernels — every CPU kernel in kernels.h against an obviously-correct
+/* test-kernels -- every CPU kernel in kernels.h against an obviously-correct
  * reference. Forward ops are compared with naive loops accumulated in double on
  * random shapes (odd sizes included); every backward op is checked by central finite
- * differences of a scalar loss L = Σ out·R (R random), accumulated in double, and
+ * differences of a scalar loss L = sum out*R (R random), accumulated in double, and
  * against the naive reference; the softmax cross-entropy is also compared with a
  * hand computation. GEMM is checked for both the OpenBLAS path and the portable
  * fallback, all transpose combinations, padded leading dimensions, beta = 0 over
@@ -11,6 +11,9 @@
  */
 #include "kernels.h"
 
+#define KERNEL_TEST_SEED 0x1234567887654321ull
+#include "kernel-test.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -19,59 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failures;
-
-#define CHECK(cond, ...)                                                          \
-	do {                                                                      \
-		if (!(cond)) {                                                    \
-			failures++;                                               \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);      \
-			fprintf(stderr, __VA_ARGS__);                             \
-			fputc('\n', stderr);                                      \
-		}                                                                 \
-	} while (0)
-
-/* ---- test data: splitmix64, independent of the kernels under test ---------------- */
-
-static uint64_t rng_state = 0x1234567887654321ull;
-
-static uint64_t rnext(void)
-{
-	uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
-	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-	return z ^ (z >> 31);
-}
-
-static int rint_in(int lo, int hi) /* [lo, hi] */
-{
-	return lo + (int)(rnext() % (uint64_t)(hi - lo + 1));
-}
-
-static float runif(float lo, float hi)
-{
-	return lo + (hi - lo) * (float)((rnext() >> 40) * 0x1p-24);
-}
-
-static float *falloc(size_t n)
-{
-	float *p = malloc((n ? n : 1) * sizeof(float));
-	if (!p) {
-		fprintf(stderr, "out of memory\n");
-		exit(1);
-	}
-	return p;
-}
-
-static float *frand(size_t n, float lo, float hi)
-{
-	float *p = falloc(n);
-	for (size_t i = 0; i < n; i++)
-		p[i] = runif(lo, hi);
-	return p;
-}
-
-/* max over i of |got − ref| / (atol + rtol·|ref|); ≤ 1 passes */
+/* max over i of |got - ref| / (atol + rtol*|ref|); <= 1 passes */
 static int close_enough(const char *what, const float *got, const double *ref, size_t n,
 			double atol, double rtol)
 {
@@ -122,7 +73,7 @@ static void fd_check(const char *what, loss_fn loss, void *ctx, float *p, size_t
 		p[i] = save - eps;
 		double lm = loss(ctx);
 		p[i] = save;
-		/* the actual step in float may differ slightly from 2·eps */
+		/* the actual step in float may differ slightly from 2*eps */
 		double h = (double)(save + eps) - (double)(save - eps);
 		num[i] = (lp - lm) / h;
 	}
@@ -224,7 +175,7 @@ static void test_gemm(void)
 				for (int rep = 0; rep < 12; rep++)
 					gemm_case(fns[f].fn, fns[f].name, ta, tb, rint_in(1, 37),
 						  rint_in(1, 41), rint_in(1, 43));
-				/* crosses the portable blocking (32 × 128 × 128) */
+				/* crosses the portable blocking (32 x 128 x 128) */
 				gemm_case(fns[f].fn, fns[f].name, ta, tb, 67, 261, 300);
 				gemm_case(fns[f].fn, fns[f].name, ta, tb, 1, 1, 1);
 				gemm_case(fns[f].fn, fns[f].name, ta, tb, 5, 7, 0);
@@ -299,7 +250,7 @@ static void test_linear(void)
 		close_enough("linear forward", c.y, ref, ny, 1e-5, 1e-5);
 		free(ref);
 
-		/* backward: dy = R masked by relu; dx = dy·W, dW = dyᵀ·x, db = Σ dy */
+		/* backward: dy = R masked by relu; dx = dy*W, dW = dy^T*x, db = sum dy */
 		float *dy = falloc(ny), *dx = falloc(nx), *dw = falloc(nw), *db = falloc(c.out);
 		if (c.relu)
 			rf_k_relu_bwd(dy, c.r, c.y, ny);
@@ -389,7 +340,7 @@ static double xent_loss(void *ctx) /* the mean loss, in double, naive */
 
 static void test_softmax_xent(void)
 {
-	/* by hand: row 0 = (1, 2, 3), label 2: loss = log(e + e² + e³) − 3 = 0.40760596;
+	/* by hand: row 0 = (1, 2, 3), label 2: loss = log(e + e^2 + e^3) - 3 = 0.40760596;
 	 * row 1 = (1, 1, 1), label 0: loss = log 3 = 1.09861229; argmax of a tie is the
 	 * first index, so both rows count as correct. */
 	float lg[6] = { 1, 2, 3, 1, 1, 1 }, dl[6], loss = -1;
@@ -618,7 +569,7 @@ static void test_conv(void)
 		  0, 0);
 	conv_case((struct rf_k_conv2d){ .n = 5, .c = 20, .h = 13, .w = 13, .o = 50, .kh = 5, .kw = 5 },
 		  2, 0);
-	/* a kernel as large as the image: 1×1 output */
+	/* a kernel as large as the image: 1x1 output */
 	conv_case((struct rf_k_conv2d){ .n = 2, .c = 3, .h = 4, .w = 5, .o = 2, .kh = 4, .kw = 5 },
 		  1, 1);
 
@@ -658,7 +609,7 @@ static void test_avgpool(void)
 		p.w = p.k * rint_in(1, 5) + rint_in(0, p.k - 1);
 		if (rep == 0) {
 			p.k = 2;
-			p.h = p.w = 13; /* LeNet's 26→13 and 9→4 cases */
+			p.h = p.w = 13; /* LeNet's 26->13 and 9->4 cases */
 		}
 		int oh = p.h / p.k, ow = p.w / p.k;
 		size_t nx = (size_t)p.n * p.c * p.h * p.w, ny = (size_t)p.n * p.c * oh * ow;
@@ -813,7 +764,7 @@ static void test_rand(void)
 		      "philox KAT %d: %08x %08x %08x %08x", t, out[0], out[1], out[2], out[3]);
 	}
 
-	/* uniform element i = (philox(ctr = counter + i, key = seed)[0] >> 8) · 2^-24 */
+	/* uniform element i = (philox(ctr = counter + i, key = seed)[0] >> 8) * 2^-24 */
 	const size_t N = 1000000;
 	float *a = falloc(N), *b = falloc(N);
 	const uint64_t seed = 0x0123456789abcdefull, ctr = 1000;
@@ -839,7 +790,7 @@ static void test_rand(void)
 	CHECK(mn >= 0.0f && mx < 1.0f, "uniform range [%g, %g]", mn, mx);
 	CHECK(fabs(mean - 0.5) < 3e-3 && fabs(var - 1.0 / 12) < 3e-3,
 	      "uniform moments mean %g var %g", mean, var);
-	/* different counter, different seed → different values */
+	/* different counter, different seed -> different values */
 	rf_k_rand_uniform(b, N, seed, ctr + 1, 0.0f, 1.0f);
 	size_t same = 0;
 	for (size_t i = 0; i < N - 1; i++)
@@ -926,7 +877,7 @@ static void test_fused(void)
 		free(y0); free(y1); free(y2); free(p1); free(p2); free(dp); free(dx1); free(dx2);
 	}
 	/* conv1's filter gradient with the pooled gradient turned into dy on the fly: the
-	 * AVX-512 3×3 kernel (16 < ow <= 32) with even, odd and full-width rows, odd row
+	 * AVX-512 3x3 kernel (16 < ow <= 32) with even, odd and full-width rows, odd row
 	 * counts (the last row has no pooled gradient), the general kernel otherwise */
 	static const int shp[][3] = { { 28, 28, 20 }, { 21, 21, 4 }, { 20, 34, 9 },
 				      { 19, 19, 3 }, { 12, 12, 5 } };
@@ -969,7 +920,7 @@ int main(void)
 	test_softmax_xent();
 	test_conv();
 	/* rf_k_gemm takes the AVX-512 gemm (where the CPU has it) when OpenBLAS runs one
-	 * thread, OpenBLAS otherwise: the layers built on it once more the other way —
+	 * thread, OpenBLAS otherwise: the layers built on it once more the other way --
 	 * with one thread if OpenBLAS ran more, else with RF_KERNELS_BLAS_GEMM (never
 	 * more OpenBLAS threads than the run allowed: under TSan they only bring false
 	 * reports) */

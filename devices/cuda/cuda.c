@@ -1,18 +1,18 @@
-/* devices/cuda.c — the CUDA device (host C on the CUDA runtime API; built only with
+/* devices/cuda/cuda.c -- the CUDA device (host C on the CUDA runtime API; built only with
  * CUDA).
  *
  * Each CUDA stream (compute streams, h2d, d2h; all non-blocking, each with a cuBLAS
  * handle bound to it) is an in-order engine stream:
- *   enqueue (reactor thread): make the device current, rf_op_execute(op) — the op's
- *     function launches asynchronous kernels/copies on the stream — record the op in
+ *   enqueue (reactor thread): make the device current, rf_op_execute(op) -- the op's
+ *     function launches asynchronous kernels/copies on the stream -- record the op in
  *     the stream's FIFO, record an event for cross-stream chaining, and
  *     cudaLaunchHostFunc(host_fn). Nothing waits.
- *   host_fn (a CUDA driver thread): rf_notifier_signal — exactly one syscall.
+ *   host_fn (a CUDA driver thread): rf_notifier_signal -- exactly one syscall.
  *   notifier callback (reactor thread, with a count): report that many of the oldest
  *     FIFO entries done, in order, with the status their launch returned.
  * Host functions are never called after a context error, so a watchdog timer
  * (rf_ring_timeout) armed while ops are pending checks a stream that made no progress
- * during a period: cudaStreamQuery tells a dead context (its error string is printed
+ * during a period: cudaStreamQuery tells a dead context (its error string is logged
  * and every pending op fails with -(RF_KC_ECUDA + err)), a kernel still running (ok
  * until hang_ms, then -ETIMEDOUT), or lost completions (-EIO).
  *
@@ -109,8 +109,8 @@ int rf__cuda_host_register(void *p, size_t bytes)
 	if (rf__cuda_count() <= 0)
 		return 0;
 	if (cudaHostRegister(p, bytes, cudaHostRegisterPortable) != cudaSuccess) {
-		fprintf(stderr, "ringflow: cudaHostRegister of %zu bytes failed: %s (staging memory "
-			"stays pageable)\n", bytes, cudaGetErrorString(cudaGetLastError()));
+		rf__log(RF_LOG_WARN, "cudaHostRegister of %zu bytes failed: %s (staging memory "
+			"stays pageable)", bytes, cudaGetErrorString(cudaGetLastError()));
 		return 0;
 	}
 	return 1;
@@ -594,7 +594,7 @@ static int rf__cs_create(struct rf_device *d, int role, const char *suffix)
 	return 0;
 fail:
 	if (ret < -RF_KC_ECUDA)
-		fprintf(stderr, "ringflow: %s: %s\n", c->name, rf_kc_error_string(ret));
+		rf__fail(ret, "%s: %s", c->name, rf_kc_error_string(ret));
 	rf__cs_free(c);
 	return ret;
 }

@@ -1,4 +1,4 @@
-/* ringflow/kernels_cuda.h — CUDA compute kernels, the same ops as kernels.h.
+/* ringflow/kernels_cuda.h -- CUDA compute kernels, the same ops as kernels.h.
  *
  * Plain C: no CUDA header is needed to include this. `stream` is a cudaStream_t and
  * `cublas` a cublasHandle_t, passed as void *. These functions exist only in a
@@ -8,7 +8,7 @@
  * borrowed: it must stay valid until the work queued on `stream` has run. Nothing
  * here allocates or synchronises: kernels are queued on `stream` and the call
  * returns. The shapes, layouts and formulas are exactly those of the CPU function
- * with the same name (rf_kc_X ↔ rf_k_X in kernels.h). Which results match the CPU
+ * with the same name (rf_kc_X <-> rf_k_X in kernels.h). Which results match the CPU
  * bit for bit: rand_uniform, u8_to_f32, u8_to_i32, relu, avgpool, copy, fill,
  * reduce_sum (same order of additions); the others agree to float rounding (cuBLAS,
  * fused multiply-add, different summation trees). GPU reductions use fixed trees,
@@ -46,8 +46,8 @@ const char *rf_kc_error_string(int code);
  * device) gives *n = 0 and returns 0; the error is cleared. */
 int rf_kc_device_count(int *n);
 
-/* Row-major C (m, n) = alpha · op(A) · op(B) + beta · C: cublasSgemm with the
- * operands swapped (C ᵀ = op(B)ᵀ · op(A)ᵀ in column-major). Same contract as
+/* Row-major C (m, n) = alpha * op(A) * op(B) + beta * C: cublasSgemm with the
+ * operands swapped (C ^T = op(B)^T * op(A)^T in column-major). Same contract as
  * rf_k_gemm. Queued on the handle's stream. */
 int rf_kc_gemm(void *cublas, int trans_a, int trans_b, int m, int n, int k,
 	       float alpha, const float *a, int lda, const float *b, int ldb,
@@ -55,18 +55,18 @@ int rf_kc_gemm(void *cublas, int trans_a, int trans_b, int m, int n, int k,
 
 /* y (rows, cols) += b (cols). */
 int rf_kc_bias_add(void *stream, float *y, const float *b, int rows, int cols);
-/* db (cols) (+)= Σ_r dy[r, :]. */
+/* db (cols) (+)= sum_r dy[r, :]. */
 int rf_kc_bias_grad(void *stream, float *db, const float *dy, int rows, int cols,
 		    int accumulate);
 /* y (n) = max(x, 0); in place allowed. */
 int rf_kc_relu_fwd(void *stream, float *y, const float *x, size_t n);
-/* dx (n) = dy · (y > 0), y the forward output; in place allowed (dx == dy). */
+/* dx (n) = dy * (y > 0), y the forward output; in place allowed (dx == dy). */
 int rf_kc_relu_bwd(void *stream, float *dx, const float *dy, const float *y, size_t n);
 
 /* Softmax cross-entropy as rf_k_softmax_xent. loss_sum (one float) and correct (one
  * int32) are DEVICE pointers, each may be NULL; they are overwritten, not added to.
  * A label out of range is not detected up front: that row's loss is NaN and its
- * gradient row is zero. Runs as one thread block (fine for the usual ≤ 10⁴ rows and
+ * gradient row is zero. Runs as one thread block (fine for the usual <= 10^4 rows and
  * few classes). */
 int rf_kc_softmax_xent(void *stream, float *dlogits, float *loss_sum, int32_t *correct,
 		       const float *logits, const int32_t *labels, int rows, int cols);
@@ -102,7 +102,7 @@ int rf_kc_sgd_momentum(void *stream, float *w, float *v, const float *g, size_t 
 		       float lr, float momentum, float weight_decay);
 int rf_kc_axpy(void *stream, float *y, float a, const float *x, size_t n);
 int rf_kc_scale(void *stream, float *x, float a, size_t n);
-/* out (n) = in[0] + … + in[k-1], left to right. `in` is a HOST array of k device
+/* out (n) = in[0] + ... + in[k-1], left to right. `in` is a HOST array of k device
  * pointers, all on the stream's device; out may be in[0]. */
 int rf_kc_reduce_sum(void *stream, float *out, const float *const *in, int k, size_t n);
 int rf_kc_copy(void *stream, float *dst, const float *src, size_t n);

@@ -1,4 +1,4 @@
-/* kernels_cuda.cu — CUDA kernels (see kernels_cuda.h; formulas as in kernels.h).
+/* devices/cuda/kernels_cuda.cu -- CUDA kernels (see kernels_cuda.h; formulas as in kernels.h).
  *
  * All launches are asynchronous on the caller's stream. Elementwise kernels use
  * grid-stride loops; reductions use one block per output with a fixed shared-memory
@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "conv-shape.h"
 #include "kernels_cuda.h"
 
 namespace {
@@ -107,7 +108,7 @@ struct ptrs8 {
 	const float *p[kReduceMax];
 };
 
-/* out = (first ? in[0] : out + in[0]) + in[1] + … + in[k-1], left to right */
+/* out = (first ? in[0] : out + in[0]) + in[1] + ... + in[k-1], left to right */
 __global__ void k_reduce_sum(float *out, ptrs8 in, int k, int first, size_t n)
 {
 	GRID_STRIDE(i, n) {
@@ -188,7 +189,7 @@ __global__ void k_rand_normal(float *out, size_t n, uint32_t k0, uint32_t k1,
 
 /* ---- reductions ------------------------------------------------------------------------ */
 
-/* out[c] (+)= Σ_{n < outer, p < inner} x[(n·ch + c)·inner + p]; one block per channel */
+/* out[c] (+)= sum_{n < outer, p < inner} x[(n*ch + c)*inner + p]; one block per channel */
 __global__ void k_channel_sum(float *out, const float *x, int outer, int ch, size_t inner,
 			      int accumulate)
 {
@@ -211,7 +212,7 @@ __global__ void k_channel_sum(float *out, const float *x, int outer, int ch, siz
 		out[c] = accumulate ? out[c] + sh[0] : sh[0];
 }
 
-/* One block; each thread takes rows tid, tid + 256, …; fixed-tree reduction. */
+/* One block; each thread takes rows tid, tid + 256, ...; fixed-tree reduction. */
 __global__ void k_softmax_xent(float *dl, float *loss_sum, int32_t *correct,
 			       const float *logits, const int32_t *labels, int rows,
 			       int cols, float inv_rows)
@@ -279,7 +280,7 @@ inline conv_geom geom(const rf_k_conv2d *s)
 			  rf_k_conv2d_ow(s) };
 }
 
-/* col (C·KH·KW, g·OH·OW) from g images at x (g, C, H, W) */
+/* col (C*KH*KW, g*OH*OW) from g images at x (g, C, H, W) */
 __global__ void k_im2col(float *col, const float *x, conv_geom q, int g)
 {
 	const size_t ohw = (size_t)q.OH * q.OW, ld = (size_t)g * ohw;
@@ -294,7 +295,7 @@ __global__ void k_im2col(float *col, const float *x, conv_geom q, int g)
 	}
 }
 
-/* dx (g, C, H, W) = col2im(dcol (C·KH·KW, g·OH·OW)); each thread one dx element,
+/* dx (g, C, H, W) = col2im(dcol (C*KH*KW, g*OH*OW)); each thread one dx element,
  * summed kh-major then kw, as the CPU does. */
 __global__ void k_col2im(float *dx, const float *dcol, conv_geom q, int g)
 {
@@ -322,7 +323,7 @@ __global__ void k_col2im(float *dx, const float *dcol, conv_geom q, int g)
 	}
 }
 
-/* y (g, O, ohw) = out (O, g·ohw) + b; out may equal y when g == 1 */
+/* y (g, O, ohw) = out (O, g*ohw) + b; out may equal y when g == 1 */
 __global__ void k_scatter_bias(float *y, const float *out, const float *b, int g, int O,
 			       size_t ohw)
 {
@@ -335,7 +336,7 @@ __global__ void k_scatter_bias(float *y, const float *out, const float *b, int g
 	}
 }
 
-/* t (O, g·ohw) = dy (g, O, ohw) */
+/* t (O, g*ohw) = dy (g, O, ohw) */
 __global__ void k_gather(float *tm, const float *dy, int g, int O, size_t ohw)
 {
 	const size_t ld = (size_t)g * ohw, total = (size_t)g * O * ohw;
@@ -390,31 +391,6 @@ int gemm_check(int ta, int tb, int m, int n, int k, int lda, int ldb, int ldc)
 	return 0;
 }
 
-int conv_check(const rf_k_conv2d *s)
-{
-	if (!s || s->n < 0 || s->c < 1 || s->o < 1 || s->kh < 1 || s->kw < 1 ||
-	    s->h < s->kh || s->w < s->kw)
-		return -EINVAL;
-	return 0;
-}
-
-size_t conv_per_image(const rf_k_conv2d *s)
-{
-	size_t ckk = (size_t)s->c * s->kh * s->kw;
-	size_t ohw = (size_t)rf_k_conv2d_oh(s) * rf_k_conv2d_ow(s);
-	return (ckk + (size_t)s->o) * ohw * sizeof(float);
-}
-
-int conv_group(const rf_k_conv2d *s, const void *ws, size_t ws_bytes)
-{
-	size_t per = conv_per_image(s);
-	if (!ws || ws_bytes < per)
-		return 0;
-	size_t g = ws_bytes / per;
-	if (g > (size_t)s->n)
-		g = (size_t)s->n;
-	return g < 1 ? 1 : (int)g;
-}
 
 } // namespace
 
@@ -456,7 +432,7 @@ int rf_kc_gemm(void *cublas, int ta, int tb, int m, int n, int k, float alpha,
 		return rc;
 	if (m == 0 || n == 0)
 		return 0;
-	/* row-major C = op(A)·op(B)  <=>  column-major Cᵀ = op(B)ᵀ·op(A)ᵀ */
+	/* row-major C = op(A)*op(B)  <=>  column-major C^T = op(B)^T*op(A)^T */
 	return cublas_rc(cublasSgemm((cublasHandle_t)cublas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
 				     ta ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, ldb,
 				     a, lda, &beta, c, ldc));
@@ -519,14 +495,14 @@ int rf_kc_softmax_xent_eval(void *stream, float *loss_sum, int32_t *correct,
 
 size_t rf_kc_conv2d_workspace_min(const struct rf_k_conv2d *s)
 {
-	return conv_check(s) ? 0 : conv_per_image(s);
+	return rf__conv_workspace_min(s);
 }
 
 size_t rf_kc_conv2d_workspace_size(const struct rf_k_conv2d *s)
 {
-	if (conv_check(s))
+	if (rf__conv_check(s))
 		return 0;
-	size_t per = conv_per_image(s);
+	size_t per = rf__conv_per_image(s);
 	size_t g = kConvWsCap / per;
 	if (g > (size_t)s->n)
 		g = (size_t)s->n;
@@ -539,13 +515,9 @@ int rf_kc_conv2d_fwd(void *stream, void *cublas, const struct rf_k_conv2d *s, fl
 		     const float *x, const float *w, const float *b, void *ws,
 		     size_t ws_bytes)
 {
-	if (conv_check(s))
-		return -EINVAL;
-	if (s->n == 0)
-		return 0;
-	int G = conv_group(s, ws, ws_bytes);
-	if (!G)
-		return -EINVAL;
+	int G = rf__conv_begin(s, ws, ws_bytes);
+	if (G <= 0)
+		return G;
 	const conv_geom q = geom(s);
 	const int ckk = q.C * q.KH * q.KW;
 	const size_t ohw = (size_t)q.OH * q.OW, img = (size_t)q.C * q.H * q.W;
@@ -581,13 +553,9 @@ int rf_kc_conv2d_bwd_data(void *stream, void *cublas, const struct rf_k_conv2d *
 			  float *dx, const float *dy, const float *w, void *ws,
 			  size_t ws_bytes)
 {
-	if (conv_check(s))
-		return -EINVAL;
-	if (s->n == 0)
-		return 0;
-	int G = conv_group(s, ws, ws_bytes);
-	if (!G)
-		return -EINVAL;
+	int G = rf__conv_begin(s, ws, ws_bytes);
+	if (G <= 0)
+		return G;
 	const conv_geom q = geom(s);
 	const int ckk = q.C * q.KH * q.KW;
 	const size_t ohw = (size_t)q.OH * q.OW, img = (size_t)q.C * q.H * q.W;
@@ -622,7 +590,7 @@ int rf_kc_conv2d_bwd_filter(void *stream, void *cublas, const struct rf_k_conv2d
 			    float *dw, float *db, const float *dy, const float *x,
 			    int accumulate, void *ws, size_t ws_bytes)
 {
-	if (conv_check(s))
+	if (rf__conv_check(s))
 		return -EINVAL;
 	const conv_geom q = geom(s);
 	const int ckk = q.C * q.KH * q.KW;
@@ -638,7 +606,7 @@ int rf_kc_conv2d_bwd_filter(void *stream, void *cublas, const struct rf_k_conv2d
 		}
 		return 0;
 	}
-	int G = conv_group(s, ws, ws_bytes);
+	int G = rf__conv_group(s, ws, ws_bytes);
 	if (!G)
 		return -EINVAL;
 	const size_t ohw = (size_t)q.OH * q.OW, img = (size_t)q.C * q.H * q.W;

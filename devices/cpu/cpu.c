@@ -1,8 +1,8 @@
-/* devices/cpu.c — the CPU device: worker streams, host memory, kernels.h kernels.
+/* devices/cpu/cpu.c -- the CPU device: worker streams, host memory, kernels.h kernels.
  *
  * Streams are core's worker streams (one thread each, SPSC queue in, notifier out).
  * An op's function runs rf__cpu_compute on the worker thread: GEMM through OpenBLAS
- * (rf_k_gemm), the rest plain vectorizable C (kernels_cpu.c). The copy stream runs
+ * (rf_k_gemm), the rest plain vectorizable C (the other files of cpu/). The copy stream runs
  * memcpy. OpenBLAS's (process-wide) thread count follows the policy in device.h:
  * cores / compute streams of all open CPU devices.
  */
@@ -208,6 +208,12 @@ static int rf__cpu_iface_compute(struct rf_device *d, struct rf__dstream *ds, st
 	return rf__cpu_compute(op);
 }
 
+/* After the streams are gone: the policy no longer counts this device's streams. */
+static void rf__cpu_close(struct rf_device *d)
+{
+	rf__cpu_policy_update(-(int)d->ncompute, 0);
+}
+
 static size_t rf__cpu_conv_ws(const struct rf_k_conv2d *s, int min)
 {
 	return min ? rf_k_conv2d_workspace_min(s) : rf_k_conv2d_workspace_size(s);
@@ -220,7 +226,7 @@ const struct rf__device_iface rf__cpu_iface = {
 	/* .compute   = */ rf__cpu_iface_compute,
 	/* .strerror  = */ NULL, /* optional */
 	/* .conv_ws   = */ rf__cpu_conv_ws,
-	/* .close     = */ NULL, /* optional: nothing beyond the streams */
+	/* .close     = */ rf__cpu_close,
 };
 
 static int rf__cpu_ordinal;

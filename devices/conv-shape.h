@@ -1,0 +1,63 @@
+/* devices/conv-shape.h -- the argument checks and workspace grouping every backend's
+ * conv2d entry points share (C and CUDA C++). Not installed. */
+#ifndef RF_CONV_SHAPE_H
+#define RF_CONV_SHAPE_H
+
+#include <errno.h>
+#include <stddef.h>
+
+#include "kernels.h"
+
+/* 0 if s describes a stride-1 unpadded conv2d, else -EINVAL */
+static inline int rf__conv_check(const struct rf_k_conv2d *s)
+{
+	if (!s || s->n < 0 || s->c < 1 || s->o < 1 || s->kh < 1 || s->kw < 1 ||
+	    s->h < s->kh || s->w < s->kw)
+		return -EINVAL;
+	return 0;
+}
+
+/* workspace bytes for one image: its im2col matrix and its output block */
+static inline size_t rf__conv_per_image(const struct rf_k_conv2d *s)
+{
+	size_t ckk = (size_t)s->c * s->kh * s->kw;
+	size_t ohw = (size_t)rf_k_conv2d_oh(s) * rf_k_conv2d_ow(s);
+	return (ckk + (size_t)s->o) * ohw * sizeof(float);
+}
+
+/* the least workspace that works (one image at a time), 0 for a bad shape */
+static inline size_t rf__conv_workspace_min(const struct rf_k_conv2d *s)
+{
+	return rf__conv_check(s) ? 0 : rf__conv_per_image(s);
+}
+
+/* images per group that the workspace holds (>= 1), or 0 if it holds none */
+static inline int rf__conv_group(const struct rf_k_conv2d *s, const void *ws, size_t ws_bytes)
+{
+	size_t per = rf__conv_per_image(s);
+	size_t g;
+
+	if (!ws || ws_bytes < per)
+		return 0;
+	g = ws_bytes / per;
+	if (g > (size_t)s->n)
+		g = (size_t)s->n;
+	return g < 1 ? 1 : (int)g;
+}
+
+/* The preamble of a forward or data-gradient conv: -EINVAL for a bad shape or a
+ * workspace too small for one image, 0 when there is no image, else the images per
+ * group (>= 1). */
+static inline int rf__conv_begin(const struct rf_k_conv2d *s, const void *ws, size_t ws_bytes)
+{
+	int g;
+
+	if (rf__conv_check(s))
+		return -EINVAL;
+	if (s->n == 0)
+		return 0;
+	g = rf__conv_group(s, ws, ws_bytes);
+	return g ? g : -EINVAL;
+}
+
+#endif

@@ -1,0 +1,139 @@
+/* devices/cpu/gemm.c -- rf_k_gemm: the AVX-512 sgemm when it applies, else OpenBLAS,
+ * else the portable blocked gemm; and OpenBLAS's thread count. */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "kernels-impl.h"
+
+#if RF_HAVE_OPENBLAS
+#include <cblas.h>
+#endif
+
+/* ---- gemm ------------------------------------------------------------------- */
+
+/* Blocking of the portable gemm: a (MC x KC) block of op(A) and a (KC x NC) panel of
+ * op(B) are packed row-major on the stack, then C's (MC x NC) block is updated one
+ * row at a time with a vectorisable inner loop over columns. */
+enum { RF__MC = 32, RF__KC = 128, RF__NC = 128 };
+
+static void gemm_block(int mc, int nc, int kc, const float *restrict ap,
+		       const float *restrict bp, float *restrict c, int ldc)
+{
+	for (int i = 0; i < mc; i++) {
+		float *restrict cr = c + (size_t)i * ldc;
+		const float *ar = ap + (size_t)i * kc;
+		int p = 0;
+		for (; p + 4 <= kc; p += 4) {
+			const float a0 = ar[p], a1 = ar[p + 1], a2 = ar[p + 2], a3 = ar[p + 3];
+			const float *b0 = bp + (size_t)p * nc, *b1 = b0 + nc, *b2 = b1 + nc,
+				    *b3 = b2 + nc;
+			for (int j = 0; j < nc; j++)
+				cr[j] += a0 * b0[j] + a1 * b1[j] + a2 * b2[j] + a3 * b3[j];
+		}
+		for (; p < kc; p++) {
+			const float a0 = ar[p];
+			const float *b0 = bp + (size_t)p * nc;
+			for (int j = 0; j < nc; j++)
+				cr[j] += a0 * b0[j];
+		}
+	}
+}
+
+int rf_k_gemm_portable(int ta, int tb, int m, int n, int k, float alpha,
+		       const float *a, int lda, const float *b, int ldb,
+		       float beta, float *c, int ldc)
+{
+	int rc = rf__k_gemm_check(ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
+	if (rc)
+		return rc;
+	rf__k_gemm_beta(m, n, beta, c, ldc);
+	if (alpha == 0.0f || k == 0)
+		return 0;
+
+	float ap[RF__MC * RF__KC];
+	float bp[RF__KC * RF__NC];
+	for (int j0 = 0; j0 < n; j0 += RF__NC) {
+		int nc = n - j0 < RF__NC ? n - j0 : RF__NC;
+		for (int p0 = 0; p0 < k; p0 += RF__KC) {
+			int kc = k - p0 < RF__KC ? k - p0 : RF__KC;
+			/* pack op(B)[p0:p0+kc, j0:j0+nc] */
+			for (int p = 0; p < kc; p++)
+				for (int j = 0; j < nc; j++)
+					bp[p * nc + j] = tb ? b[(size_t)(j0 + j) * ldb + p0 + p]
+							    : b[(size_t)(p0 + p) * ldb + j0 + j];
+			for (int i0 = 0; i0 < m; i0 += RF__MC) {
+				int mc = m - i0 < RF__MC ? m - i0 : RF__MC;
+				/* pack alpha * op(A)[i0:i0+mc, p0:p0+kc] */
+				for (int i = 0; i < mc; i++)
+					for (int p = 0; p < kc; p++)
+						ap[i * kc + p] = alpha *
+							(ta ? a[(size_t)(p0 + p) * lda + i0 + i]
+							    : a[(size_t)(i0 + i) * lda + p0 + p]);
+				gemm_block(mc, nc, kc, ap, bp, c + (size_t)i0 * ldc + j0, ldc);
+			}
+		}
+	}
+	return 0;
+}
+
+/* rf_k_gemm_avx512 instead of OpenBLAS: for op(B) = B, when OpenBLAS would run a single
+ * thread (or is absent) and the environment does not ask for BLAS (RF_KERNELS_BLAS_GEMM
+ * set and not 0; rf_k_gemm_avx512 itself honours RF_KERNELS_NO_AVX512). */
+static int gemm_fast_ok(int tb)
+{
+	if (tb)
+		return 0;
+	const char *e = getenv("RF_KERNELS_BLAS_GEMM");
+	if (e && *e && *e != '0')
+		return 0;
+#if RF_HAVE_OPENBLAS
+	return openblas_get_num_threads() == 1;
+#else
+	return 1;
+#endif
+}
+
+int rf_k_gemm(int ta, int tb, int m, int n, int k, float alpha,
+	      const float *a, int lda, const float *b, int ldb,
+	      float beta, float *c, int ldc)
+{
+	if (gemm_fast_ok(tb)) {
+		int rc = rf_k_gemm_avx512(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+		if (rc != -ENOTSUP)
+			return rc;
+	}
+#if RF_HAVE_OPENBLAS
+	int rc = rf__k_gemm_check(ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
+	if (rc)
+		return rc;
+	if (m == 0 || n == 0)
+		return 0;
+	cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
+		    tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb,
+		    beta, c, ldc);
+	return 0;
+#else
+	return rf_k_gemm_portable(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+#endif
+}
+
+int rf_k_blas_set_threads(int n)
+{
+#if RF_HAVE_OPENBLAS
+	if (n < 1)
+		return -EINVAL;
+	openblas_set_num_threads(n);
+	return 0;
+#else
+	return -ENOTSUP;
+#endif
+}
+
+int rf_k_blas_get_threads(void)
+{
+#if RF_HAVE_OPENBLAS
+	return openblas_get_num_threads();
+#else
+	return -ENOTSUP;
+#endif
+}

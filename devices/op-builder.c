@@ -1,0 +1,253 @@
+/* devices/op-builder.c -- the machinery every op goes through: validate, build an op
+ * context, push one engine op whose function hands the context to the executing
+ * device's backend (iface->compute) on the stream's thread, and whose done callback
+ * (reactor thread) reports an error and frees the workspace and the context.
+ *
+ * Variables: an op reads the variables of its inputs and writes those of its
+ * outputs; a tensor that is a block contributes its own variable and those of all its
+ * live views (tensor.h). The engine deduplicates (a tensor both read and written is
+ * written). */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "op-impl.h"
+
+/* ---- variable lists ------------------------------------------------------------------ */
+
+void rf__vl_init(struct rf__vl *l)
+{
+	l->v = l->inl;
+	l->n = 0;
+	l->cap = 16;
+}
+
+int rf__vl_add(struct rf__vl *l, struct rf_var *v)
+{
+	if (l->n == l->cap) {
+		unsigned cap = l->cap * 2;
+		struct rf_var **nv = malloc(cap * sizeof(*nv));
+		if (!nv)
+			return -ENOMEM;
+		memcpy(nv, l->v, l->n * sizeof(*nv));
+		if (l->v != l->inl)
+			free(l->v);
+		l->v = nv;
+		l->cap = cap;
+	}
+	l->v[l->n++] = v;
+	return 0;
+}
+
+int rf__vl_add_tensor(struct rf__vl *l, struct rf_tensor *t)
+{
+	struct rf_tensor *v;
+	int ret = rf__vl_add(l, t->var);
+
+	for (v = t->views; v && ret == 0; v = v->next_view)
+		ret = rf__vl_add(l, v->var);
+	return ret;
+}
+
+void rf__vl_fini(struct rf__vl *l)
+{
+	if (l->v != l->inl)
+		free(l->v);
+}
+
+/* ---- builder ----------------------------------------------------------------------- */
+
+int rf__bad(const char *fn, const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return rf__fail(-EINVAL, "%s: %s", fn, msg);
+}
+
+int rf__b_init(struct rf__b *b, const char *fn, int code, const char *name, size_t extra)
+{
+	memset(b, 0, offsetof(struct rf__b, r));
+	rf__vl_init(&b->r);
+	rf__vl_init(&b->w);
+	b->fn = fn;
+	b->c = calloc(1, sizeof(*b->c) + extra);
+	if (!b->c)
+		return -ENOMEM;
+	b->c->code = code;
+	b->c->name = name;
+	return 0;
+}
+
+void rf__b_tensor(struct rf__b *b, struct rf_tensor *t, int write)
+{
+	if (!t || b->err)
+		return;
+	if (b->nt == RF__MAXT) {
+		b->err = -E2BIG;
+		return;
+	}
+	b->ts[b->nt++] = t;
+	if (rf__vl_add_tensor(write ? &b->w : &b->r, t) < 0)
+		b->err = -ENOMEM;
+}
+
+void rf__b_fail(struct rf__b *b)
+{
+	free(b->c);
+	b->c = NULL;
+	rf__vl_fini(&b->r);
+	rf__vl_fini(&b->w);
+}
+
+int rf__op_fn(void *arg)
+{
+	struct rf__opctx *c = arg;
+	int ret = c->xdev->iface->compute(c->xdev, c->ds, c);
+
+	c->status = ret;
+	c->ran = 1;
+	return ret;
+}
+
+void rf__op_done(void *arg, int status)
+{
+	struct rf__opctx *c = arg;
+	struct rf_device *d = c->xdev;
+
+	/* Report the op's own failure; a skipped op was reported by its producer, and a
+	 * CUDA stream that died reports that itself. */
+	if (status < 0 && c->ran && c->status < 0) {
+		const char *txt = c->err[0] ? c->err
+			: d->iface->strerror ? d->iface->strerror(c->status) : strerror(-c->status);
+		rf__device_error(d, "op %s on %s failed: %s (%d)", c->name,
+				 c->ds ? rf_stream_name(c->ds->s) : d->name, txt, c->status);
+	}
+	if (c->ws)
+		rf__cache_free(&d->mem, c->ws, c->ws_bytes);
+	free(c);
+}
+
+/* Pick the executing device and stream. home: the device of the op's output. */
+int rf__resolve(struct rf__b *b, struct rf_stream *s, struct rf_device *home)
+{
+	struct rf__opctx *c = b->c;
+	struct rf__dstream *ds;
+	unsigned i;
+
+	if (!home)
+		return rf__bad(b->fn, "no output tensor");
+	if (!s) {
+		c->xdev = home;
+		c->ds = &home->ds[0];
+	} else if ((ds = rf__device_dstream(home, s)) || (ds = rf__cuda_dstream(s))) {
+		c->xdev = ds->dev;
+		c->ds = ds;
+	} else if (home->kind == RF_DEVICE_CPU) {
+		c->xdev = home;  /* a foreign CPU-capable stream (inline, a worker) */
+		c->ds = NULL;
+	} else {
+		return rf__bad(b->fn, "stream %s cannot run ops on %s", rf_stream_name(s), home->name);
+	}
+	for (i = 0; i < b->nt; i++) {
+		struct rf_device *td = b->ts[i]->dev;
+		/* A CUDA op reads only its own GPU's memory (no peer access is enabled);
+		 * rf_sum also takes tensors of another device object on the same GPU (the
+		 * kv-store's replicas when there are more replicas than GPUs). */
+		int ok = c->xdev->kind == RF_DEVICE_CPU ? td->kind == RF_DEVICE_CPU
+			: (td == c->xdev ||
+			   (c->code == RF__SUM && td->kind == RF_DEVICE_CUDA &&
+			    rf_device_ordinal(td) == rf_device_ordinal(c->xdev)));
+		if (!ok) {
+			char buf[96];
+			return rf__bad(b->fn, "tensor %s is not on %s (the stream's device): copy "
+				       "it first", rf_tensor_describe(b->ts[i], buf, sizeof(buf)),
+				       c->xdev->name);
+		}
+	}
+	return 0;
+}
+
+int rf__b_push(struct rf__b *b, struct rf_stream *s, struct rf_device *home)
+{
+	struct rf__opctx *c = b->c;
+	struct rf_op_desc d = { 0 };
+	int ret = b->err;
+
+	if (ret == 0)
+		ret = rf__resolve(b, s, home);
+	if (ret < 0)
+		goto fail;
+	if (c->code == RF__HOST && c->xdev->kind != RF_DEVICE_CPU) {
+		ret = rf__bad(b->fn, "a host op needs a CPU-capable stream");
+		goto fail;
+	}
+	d.fn = rf__op_fn;
+	d.ctx = c;
+	d.done = rf__op_done;
+	d.reads = b->r.v;
+	d.nreads = b->r.n;
+	d.writes = b->w.v;
+	d.nwrites = b->w.n;
+	d.stream = c->ds ? c->ds->s : s;
+	d.name = c->name;
+	ret = rf_engine_push(c->xdev->eng, &d);
+	if (ret < 0)
+		goto fail;
+	rf__vl_fini(&b->r);
+	rf__vl_fini(&b->w);
+	return 0;
+fail:
+	if (c->ws)
+		rf__cache_free(&c->xdev->mem, c->ws, c->ws_bytes);
+	rf__b_fail(b);
+	return ret;
+}
+
+/* ---- checks ---------------------------------------------------------------------------- */
+
+int rf__need(const char *fn, const char *what, const struct rf_tensor *t,
+		    enum rf_tdtype dt, int ndim)
+{
+	char buf[96];
+
+	if (!t)
+		return rf__bad(fn, "%s is NULL", what);
+	if (t->dtype != dt)
+		return rf__bad(fn, "%s %s: expected %s", what, rf_tensor_describe(t, buf, sizeof(buf)),
+			       rf_tdtype_name(dt));
+	if (ndim >= 0 && t->ndim != ndim)
+		return rf__bad(fn, "%s %s: expected %d dimensions", what,
+			       rf_tensor_describe(t, buf, sizeof(buf)), ndim);
+	return 0;
+}
+
+int rf__same_numel(const char *fn, const struct rf_tensor *a, const struct rf_tensor *b)
+{
+	char b1[96], b2[96];
+
+	if (a->numel != b->numel)
+		return rf__bad(fn, "%s and %s differ in size", rf_tensor_describe(a, b1, sizeof(b1)),
+			       rf_tensor_describe(b, b2, sizeof(b2)));
+	if (a->numel > (size_t)INT32_MAX * 64)
+		return rf__bad(fn, "tensor too large");
+	return 0;
+}
+
+int rf__rows_cols(const struct rf_tensor *t, int *rows, int *cols)
+{
+	if (t->ndim < 1 || t->shape[0] <= 0) {
+		*rows = *cols = 0;
+		return t->numel == 0 ? 0 : -EINVAL;
+	}
+	*rows = (int)t->shape[0];
+	if (t->numel / (size_t)t->shape[0] > INT32_MAX)
+		return -EINVAL;
+	*cols = (int)(t->numel / (size_t)t->shape[0]);
+	return 0;
+}

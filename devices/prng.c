@@ -1,0 +1,63 @@
+/* devices/prng.c -- counter-based random number generators (an engine variable
+ * each, so draws are ordered) and the ops that fill a tensor from one. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "op-impl.h"
+
+struct rf_prng *rf_prng_new(struct rf_engine *e, uint64_t seed, const char *name)
+{
+	struct rf_prng *g = calloc(1, sizeof(*g));
+
+	if (!g)
+		return NULL;
+	g->var = rf_var_new(e, name ? name : "prng");
+	if (!g->var) {
+		free(g);
+		return NULL;
+	}
+	g->seed = seed;
+	g->eng = e;
+	return g;
+}
+
+void rf_prng_free(struct rf_prng *g)
+{
+	if (g && rf_var_delete(g->eng, g->var, free, g, NULL) < 0) {
+		rf_engine_wait_idle(g->eng);
+		free(g);
+	}
+}
+
+static int rf__rand(struct rf_stream *s, const char *fn, int code, const char *name,
+		    struct rf_tensor *x, struct rf_prng *g, float a, float b2)
+{
+	struct rf__b b;
+
+	RF__TRY(rf__need(fn, "x", x, RF_F32, -1));
+	if (!g || g->eng != x->dev->eng)
+		return rf__bad(fn, "no generator, or one of another engine");
+	RF__TRY(rf__b_init(&b, fn, code, name, 0));
+	b.c->u.rand.x = x->data;
+	b.c->u.rand.n = x->numel;
+	b.c->u.rand.g = g;
+	b.c->u.rand.a = a;
+	b.c->u.rand.b = b2;
+	rf__b_tensor(&b, x, 1);
+	if (!b.err && rf__vl_add(&b.w, g->var) < 0)
+		b.err = -ENOMEM;
+	return rf__b_push(&b, s, x->dev);
+}
+
+int rf_rand_uniform(struct rf_stream *s, struct rf_tensor *x, struct rf_prng *g, float lo,
+		    float hi)
+{
+	return rf__rand(s, "rf_rand_uniform", RF__RAND_UNIFORM, "rand_uniform", x, g, lo, hi);
+}
+
+int rf_rand_normal(struct rf_stream *s, struct rf_tensor *x, struct rf_prng *g, float mean,
+		   float std)
+{
+	return rf__rand(s, "rf_rand_normal", RF__RAND_NORMAL, "rand_normal", x, g, mean, std);
+}
