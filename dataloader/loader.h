@@ -52,6 +52,7 @@
 #include "device.h"
 #include "tensor.h"
 #include "dataset.h"
+#include "log.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -114,12 +115,12 @@ struct rf_loader_stats {
 };
 
 /* Create a loader over ds (borrowed: must stay open until rf_loader_destroy) on
- * engine e (borrowed). Allocates every buffer it will ever use. On failure writes
- * one line into err (may be NULL) and returns -errno (-EINVAL bad options, -ENOTSUP
+ * engine e (borrowed). Allocates every buffer it will ever use. On failure leaves
+ * one line in rf_last_error() and returns -errno (-EINVAL bad options, -ENOTSUP
  * a payload dtype other than u8, -EIO/-errno reading labels or the in-memory copy).
  * *out is owned by the caller: rf_loader_destroy. */
 int rf_loader_create(struct rf_loader **out, struct rf_engine *e, const struct rf_dataset *ds,
-		     const struct rf_loader_opts *opts, char *err, size_t errlen);
+		     const struct rf_loader_opts *opts);
 
 /* Waits for all the engine's work (rf_engine_wait_idle: an error pending for the
  * user's next rf_engine_wait_all stays there), frees the tensors and buffers. NULL is

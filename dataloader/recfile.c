@@ -75,8 +75,7 @@ static void bytes_str(char *buf, size_t len, const uint8_t *p, size_t n)
 	buf[k < len ? k : len - 1] = 0;
 }
 
-int rf_dataset_open_rfrec(struct rf_dataset *ds, const char *path, unsigned flags,
-			  char *err, size_t errlen)
+int rf_dataset_open_rfrec(struct rf_dataset *ds, const char *path, unsigned flags)
 {
 	struct rf_dataset_src *s = &ds->src[0];
 	uint8_t *h = NULL;
@@ -88,18 +87,18 @@ int rf_dataset_open_rfrec(struct rf_dataset *ds, const char *path, unsigned flag
 	memset(ds, 0, sizeof(*ds));
 	ds->src[0].fd = ds->src[1].fd = -1;
 	if (!path)
-		return rf__ds_fail(err, errlen, -EINVAL, path, "no path given");
+		return rf__ds_fail(-EINVAL, path, "no path given");
 	ds->kind = RF_DS_RFREC;
 	ds->nsrc = 1;
-	if ((ret = rf__ds_src_open(s, path, "an .rfrec file", &st, err, errlen)) < 0)
+	if ((ret = rf__ds_src_open(s, path, "an .rfrec file", &st)) < 0)
 		goto fail;
 	if (!(h = malloc(RF_REC_HEADER_BYTES))) {
-		ret = rf__ds_fail(err, errlen, -ENOMEM, path, "out of memory");
+		ret = rf__ds_fail(-ENOMEM, path, "out of memory");
 		goto fail;
 	}
 	size = s->size = (uint64_t)st.st_size;
 	if (size == 0) {
-		ret = rf__ds_fail(err, errlen, -EINVAL, path, "offset 0: file is empty, expected "
+		ret = rf__ds_fail(-EINVAL, path, "offset 0: file is empty, expected "
 				  "a %u-byte .rfrec header", RF_REC_HEADER_BYTES);
 		goto fail;
 	}
@@ -107,19 +106,19 @@ int rf_dataset_open_rfrec(struct rf_dataset *ds, const char *path, unsigned flag
 	ret = rf__pread_full(s->fd, h, size < RF_REC_HEADER_BYTES ? size : RF_REC_HEADER_BYTES,
 			     0, NULL);
 	if (ret) {
-		ret = rf__ds_fail(err, errlen, ret, path, "offset 0: read: %s", strerror(-ret));
+		ret = rf__ds_fail(ret, path, "offset 0: read: %s", strerror(-ret));
 		goto fail;
 	}
 	if (size < 8 || memcmp(h, rec_magic, 8)) {
 		char got[48];
 		bytes_str(got, sizeof(got), h, size < 8 ? size : 8);
-		ret = rf__ds_fail(err, errlen, -EINVAL, path,
+		ret = rf__ds_fail(-EINVAL, path,
 				  "offset 0: bad magic \"%s\", expected \"RFRECv1\\x00\" (not an .rfrec file)",
 				  got);
 		goto fail;
 	}
 	if (size < RF_REC_HEADER_BYTES) {
-		ret = rf__ds_fail(err, errlen, -EINVAL, path,
+		ret = rf__ds_fail(-EINVAL, path,
 				  "offset %" PRIu64 ": file truncated: ends at %" PRIu64 " bytes inside "
 				  "the %u-byte header, expected the whole header", size, size,
 				  RF_REC_HEADER_BYTES);
@@ -127,7 +126,7 @@ int rf_dataset_open_rfrec(struct rf_dataset *ds, const char *path, unsigned flag
 	}
 	crc = (uint32_t)crc32(0L, h, H_HDR_CRC);
 	if (crc != rf__le32(h + H_HDR_CRC)) {
-		ret = rf__ds_fail(err, errlen, -EBADMSG, path,
+		ret = rf__ds_fail(-EBADMSG, path,
 				  "offset %u: header CRC-32 is 0x%08" PRIx32 ", expected 0x%08" PRIx32
 				  " computed over bytes [0, %u) (header corrupt)", H_HDR_CRC,
 				  rf__le32(h + H_HDR_CRC), crc, H_HDR_CRC);
@@ -135,20 +134,20 @@ int rf_dataset_open_rfrec(struct rf_dataset *ds, const char *path, unsigned flag
 	}
 	ds->version = rf__le32(h + H_VERSION);
 	if (ds->version != RF_REC_VERSION) {
-		ret = rf__ds_fail(err, errlen, -ENOTSUP, path,
+		ret = rf__ds_fail(-ENOTSUP, path,
 				  "offset %u: version %" PRIu32 ", expected %u", H_VERSION,
 				  ds->version, RF_REC_VERSION);
 		goto fail;
 	}
 	if (rf__le32(h + H_HDR_BYTES) != RF_REC_HEADER_BYTES) {
-		ret = rf__ds_fail(err, errlen, -EINVAL, path,
+		ret = rf__ds_fail(-EINVAL, path,
 				  "offset %u: header size %" PRIu32 ", expected %u", H_HDR_BYTES,
 				  rf__le32(h + H_HDR_BYTES), RF_REC_HEADER_BYTES);
 		goto fail;
 	}
 	for (unsigned i = H_RESERVED; i < H_HDR_CRC; i++) {
 		if (h[i]) {
-			ret = rf__ds_fail(err, errlen, -EINVAL, path,
+			ret = rf__ds_fail(-EINVAL, path,
 					  "offset %u: reserved header byte is 0x%02x, expected 0", i, h[i]);
 			goto fail;
 		}
@@ -170,15 +169,15 @@ int rf_dataset_open_rfrec(struct rf_dataset *ds, const char *path, unsigned flag
 	s->data_offset = RF_REC_HEADER_BYTES;
 
 	if (ds->count == 0) {
-		ret = rf__ds_fail(err, errlen, -EINVAL, path,
+		ret = rf__ds_fail(-EINVAL, path,
 				  "offset %u: record count 0, expected >= 1", H_COUNT);
 		goto fail;
 	}
-	if ((ret = rf__ds_check_layout(ds, "header", err, errlen)))
+	if ((ret = rf__ds_check_layout(ds, "header")))
 		goto fail;
 	if (rf__mul_sat(ds->count, s->stride) != s->data_bytes ||
 	    s->data_bytes > RF__DS_MAX_BYTES) {
-		ret = rf__ds_fail(err, errlen, -EINVAL, path,
+		ret = rf__ds_fail(-EINVAL, path,
 				  "offset %u: data size %" PRIu64 ", expected count x stride = %" PRIu64
 				  " x %" PRIu64 " (at most %" PRIu64 ")", H_DATA_BYTES, s->data_bytes,
 				  ds->count, s->stride, (uint64_t)RF__DS_MAX_BYTES);
@@ -188,7 +187,7 @@ int rf_dataset_open_rfrec(struct rf_dataset *ds, const char *path, unsigned flag
 	padded = round_up(end, RF_REC_ALIGN);
 	if (size < end) {
 		uint64_t rec = (size - RF_REC_HEADER_BYTES) / s->stride;
-		ret = rf__ds_fail(err, errlen, -EINVAL, path,
+		ret = rf__ds_fail(-EINVAL, path,
 				  "offset %" PRIu64 ": file truncated in record %" PRIu64 ": ends at %"
 				  PRIu64 " bytes, expected %" PRIu64 " (4096 + %" PRIu64 " records x %"
 				  PRIu64 " bytes, padded to %" PRIu64 ")", size, rec, size, end,
@@ -196,14 +195,14 @@ int rf_dataset_open_rfrec(struct rf_dataset *ds, const char *path, unsigned flag
 		goto fail;
 	}
 	if (size < padded) {
-		ret = rf__ds_fail(err, errlen, -EINVAL, path,
+		ret = rf__ds_fail(-EINVAL, path,
 				  "offset %" PRIu64 ": file ends at %" PRIu64 " bytes, expected zero "
 				  "padding to %" PRIu64 " (a multiple of %u)", size, size, padded,
 				  RF_REC_ALIGN);
 		goto fail;
 	}
 	if (size > padded) {
-		ret = rf__ds_fail(err, errlen, -EINVAL, path,
+		ret = rf__ds_fail(-EINVAL, path,
 				  "offset %" PRIu64 ": %" PRIu64 " trailing bytes after the padded end, "
 				  "expected the file to end at %" PRIu64, padded, size - padded, padded);
 		goto fail;
@@ -211,13 +210,13 @@ int rf_dataset_open_rfrec(struct rf_dataset *ds, const char *path, unsigned flag
 	if (padded > end) {
 		ret = rf__pread_full(s->fd, h, padded - end, end, NULL);
 		if (ret) {
-			ret = rf__ds_fail(err, errlen, ret, path, "offset %" PRIu64 ": read: %s", end,
+			ret = rf__ds_fail(ret, path, "offset %" PRIu64 ": read: %s", end,
 					  strerror(-ret));
 			goto fail;
 		}
 		for (uint64_t i = 0; i < padded - end; i++) {
 			if (h[i]) {
-				ret = rf__ds_fail(err, errlen, -EINVAL, path,
+				ret = rf__ds_fail(-EINVAL, path,
 						  "offset %" PRIu64 ": padding byte is 0x%02x, expected 0",
 						  end + i, h[i]);
 				goto fail;
@@ -225,7 +224,7 @@ int rf_dataset_open_rfrec(struct rf_dataset *ds, const char *path, unsigned flag
 		}
 	}
 	if (flags & RF_DS_VERIFY) {
-		ret = rf_dataset_verify(ds, err, errlen);
+		ret = rf_dataset_verify(ds);
 		if (ret)
 			goto fail;
 	}
@@ -249,11 +248,17 @@ struct rf_rec_writer {
 	size_t len, cap;
 	uint64_t flushed;         /* data bytes written to the file */
 	int io_err;               /* first write error, sticky */
+	char last_err[RF__DS_MSG_LEN]; /* message of the last failed append */
 };
 
 const char *rf_rec_writer_tmp_path(const struct rf_rec_writer *w)
 {
 	return w ? w->tmp : NULL;
+}
+
+const char *rf_rec_writer_last_error(const struct rf_rec_writer *w)
+{
+	return w ? w->last_err : "";
 }
 
 void rf_rec_writer_abort(struct rf_rec_writer *w)
@@ -273,24 +278,24 @@ void rf_rec_writer_abort(struct rf_rec_writer *w)
 /* The output path may be missing, or a regular file (with RF_REC_OVERWRITE): a
  * directory, FIFO, socket or device there is refused (rename would fail on a
  * directory after all the work, or replace the FIFO someone reads). */
-static int target_check(const char *path, unsigned flags, char *err, size_t errlen)
+static int target_check(const char *path, unsigned flags)
 {
 	struct stat st;
 
 	if (stat(path, &st) < 0)
-		return errno == ENOENT ? 0 : rf__ds_fail(err, errlen, -errno, path, "stat: %s",
+		return errno == ENOENT ? 0 : rf__ds_fail(-errno, path, "stat: %s",
 							 strerror(errno));
 	if (!S_ISREG(st.st_mode))
-		return rf__ds_fail(err, errlen, S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL, path,
+		return rf__ds_fail(S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL, path,
 				   "is %s, not a regular file: expected a new .rfrec file's path "
 				   "(or a regular file to overwrite)", rf__ds_ftype(st.st_mode));
 	if (!(flags & RF_REC_OVERWRITE))
-		return rf__ds_fail(err, errlen, -EEXIST, path, "file exists, not overwriting it");
+		return rf__ds_fail(-EEXIST, path, "file exists, not overwriting it");
 	return 0;
 }
 
 int rf_rec_writer_open(struct rf_rec_writer **out, const char *path,
-		       const struct rf_rec_layout *l, unsigned flags, char *err, size_t errlen)
+		       const struct rf_rec_layout *l, unsigned flags)
 {
 	struct rf_rec_writer *w;
 	struct rf_dataset *d;
@@ -301,16 +306,16 @@ int rf_rec_writer_open(struct rf_rec_writer **out, const char *path,
 
 	*out = NULL;
 	if (!path || !*path || !l)
-		return rf__ds_fail(err, errlen, -EINVAL, path, "no path or layout given");
+		return rf__ds_fail(-EINVAL, path, "no path or layout given");
 	if (!(w = calloc(1, sizeof(*w))))
-		return rf__ds_fail(err, errlen, -ENOMEM, path, "out of memory");
+		return rf__ds_fail(-ENOMEM, path, "out of memory");
 	w->fd = -1;
 	w->flags = flags;
 	w->crc = (uint32_t)crc32(0L, Z_NULL, 0);
 	d = &w->d;
 	if (!(w->path = strdup(path)) || asprintf(&w->tmp, "%s.tmp", path) < 0) {
 		w->tmp = NULL;
-		ret = rf__ds_fail(err, errlen, -ENOMEM, path, "out of memory");
+		ret = rf__ds_fail(-ENOMEM, path, "out of memory");
 		goto fail;
 	}
 	d->src[0].path = w->path; /* for messages only */
@@ -334,29 +339,29 @@ int rf_rec_writer_open(struct rf_rec_writer **out, const char *path,
 		d->src[0].stride = l->stride;
 	}
 	if (d->payload_bytes > RF__DS_MAX_BYTES || d->src[0].stride > RF__DS_MAX_BYTES) {
-		ret = rf__ds_fail(err, errlen, -EINVAL, path, "layout: record too large");
+		ret = rf__ds_fail(-EINVAL, path, "layout: record too large");
 		goto fail;
 	}
-	if ((ret = rf__ds_check_layout(d, "layout", err, errlen)))
+	if ((ret = rf__ds_check_layout(d, "layout")))
 		goto fail;
-	if ((ret = target_check(path, flags, err, errlen)))
+	if ((ret = target_check(path, flags)))
 		goto fail;
 	w->cap = 1u << 20;
 	if (w->cap < d->src[0].stride)
 		w->cap = d->src[0].stride;
 	if (!(w->buf = malloc(w->cap))) {
-		ret = rf__ds_fail(err, errlen, -ENOMEM, path, "out of memory");
+		ret = rf__ds_fail(-ENOMEM, path, "out of memory");
 		goto fail;
 	}
 	/* never blocks on a FIFO, never writes into anything but a regular file */
 	fd = rf__open_regular(w->tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644, &st, &not_reg);
 	if (fd < 0) {
 		if (not_reg)
-			ret = rf__ds_fail(err, errlen, fd, w->tmp, "is %s, not a regular file: "
+			ret = rf__ds_fail(fd, w->tmp, "is %s, not a regular file: "
 					  "expected a scratch file to write the .rfrec into (remove it)",
 					  rf__ds_ftype(st.st_mode));
 		else
-			ret = rf__ds_fail(err, errlen, fd, w->tmp, "cannot create: %s", strerror(-fd));
+			ret = rf__ds_fail(fd, w->tmp, "cannot create: %s", strerror(-fd));
 		goto fail;
 	}
 	w->fd = fd;
@@ -367,18 +372,18 @@ fail:
 	return ret;
 }
 
-static int writer_flush(struct rf_rec_writer *w, char *err, size_t errlen)
+static int writer_flush(struct rf_rec_writer *w)
 {
 	int ret;
 
 	if (w->io_err)
-		return w->io_err;
+		return rf__fail(w->io_err, "%s", w->last_err);
 	if (!w->len)
 		return 0;
 	ret = rf__pwrite_full(w->fd, w->buf, w->len, RF_REC_HEADER_BYTES + w->flushed);
 	if (ret) {
 		w->io_err = ret;
-		return rf__ds_fail(err, errlen, ret, w->tmp, "offset %" PRIu64 ": write: %s",
+		return rf__ds_fail(ret, w->tmp, "offset %" PRIu64 ": write: %s",
 				   RF_REC_HEADER_BYTES + w->flushed, strerror(-ret));
 	}
 	w->flushed += w->len;
@@ -386,8 +391,7 @@ static int writer_flush(struct rf_rec_writer *w, char *err, size_t errlen)
 	return 0;
 }
 
-int rf_rec_writer_append(struct rf_rec_writer *w, const void *payload, int32_t label,
-			 char *err, size_t errlen)
+static int writer_append(struct rf_rec_writer *w, const void *payload, int32_t label)
 {
 	struct rf_dataset *d = &w->d;
 	uint64_t stride = d->src[0].stride;
@@ -397,15 +401,15 @@ int rf_rec_writer_append(struct rf_rec_writer *w, const void *payload, int32_t l
 	if (d->label_kind != RF_LABEL_NONE &&
 	    (label < 0 || (d->num_classes && (uint32_t)label >= d->num_classes) ||
 	     (d->label_kind == RF_LABEL_U8 && label > 255)))
-		return rf__ds_fail(err, errlen, -ERANGE, w->path,
+		return rf__ds_fail(-ERANGE, w->path,
 				   "record %" PRIu64 ": label %" PRId32 " out of range, expected [0, %"
 				   PRIu32 ")", d->count, label,
 				   d->num_classes ? d->num_classes :
 				   d->label_kind == RF_LABEL_U8 ? 256u : (uint32_t)INT32_MAX);
 	if (rf__mul_sat(d->count + 1, stride) > RF__DS_MAX_BYTES)
-		return rf__ds_fail(err, errlen, -EFBIG, w->path, "record %" PRIu64 ": file would "
+		return rf__ds_fail(-EFBIG, w->path, "record %" PRIu64 ": file would "
 				   "exceed %" PRIu64 " bytes", d->count, (uint64_t)RF__DS_MAX_BYTES);
-	if (w->cap - w->len < stride && (ret = writer_flush(w, err, errlen)))
+	if (w->cap - w->len < stride && (ret = writer_flush(w)))
 		return ret;
 	r = w->buf + w->len;
 	memset(r, 0, stride);
@@ -419,6 +423,15 @@ int rf_rec_writer_append(struct rf_rec_writer *w, const void *payload, int32_t l
 	w->len += stride;
 	d->count++;
 	return 0;
+}
+
+int rf_rec_writer_append(struct rf_rec_writer *w, const void *payload, int32_t label)
+{
+	int ret = writer_append(w, payload, label);
+
+	if (ret < 0)
+		snprintf(w->last_err, sizeof(w->last_err), "%s", rf_last_error());
+	return ret;
 }
 
 static int fsync_dir(const char *path)
@@ -437,7 +450,7 @@ static int fsync_dir(const char *path)
 	return ret;
 }
 
-int rf_rec_writer_finish(struct rf_rec_writer *w, char *err, size_t errlen)
+int rf_rec_writer_finish(struct rf_rec_writer *w)
 {
 	struct rf_dataset *d = &w->d;
 	uint8_t *h = NULL;
@@ -445,49 +458,49 @@ int rf_rec_writer_finish(struct rf_rec_writer *w, char *err, size_t errlen)
 	int ret;
 
 	if (d->count == 0) {
-		ret = rf__ds_fail(err, errlen, -EINVAL, w->path, "no records written, expected >= 1");
+		ret = rf__ds_fail(-EINVAL, w->path, "no records written, expected >= 1");
 		goto fail;
 	}
-	if ((ret = writer_flush(w, err, errlen)))
+	if ((ret = writer_flush(w)))
 		goto fail;
 	d->src[0].data_bytes = w->flushed;
 	d->data_crc32 = w->crc;
 	end = RF_REC_HEADER_BYTES + w->flushed;
 	padded = round_up(end, RF_REC_ALIGN);
 	if (!(h = malloc(RF_REC_HEADER_BYTES))) {
-		ret = rf__ds_fail(err, errlen, -ENOMEM, w->path, "out of memory");
+		ret = rf__ds_fail(-ENOMEM, w->path, "out of memory");
 		goto fail;
 	}
 	if (padded > end) {
 		memset(h, 0, padded - end);
 		if ((ret = rf__pwrite_full(w->fd, h, padded - end, end))) {
-			ret = rf__ds_fail(err, errlen, ret, w->tmp, "offset %" PRIu64 ": write: %s",
+			ret = rf__ds_fail(ret, w->tmp, "offset %" PRIu64 ": write: %s",
 					  end, strerror(-ret));
 			goto fail;
 		}
 	}
 	rec_encode(h, d);
 	if ((ret = rf__pwrite_full(w->fd, h, RF_REC_HEADER_BYTES, 0))) {
-		ret = rf__ds_fail(err, errlen, ret, w->tmp, "offset 0: write: %s", strerror(-ret));
+		ret = rf__ds_fail(ret, w->tmp, "offset 0: write: %s", strerror(-ret));
 		goto fail;
 	}
 	if (fsync(w->fd) < 0) {
-		ret = rf__ds_fail(err, errlen, -errno, w->tmp, "fsync: %s", strerror(errno));
+		ret = rf__ds_fail(-errno, w->tmp, "fsync: %s", strerror(errno));
 		goto fail;
 	}
 	/* again: something may have appeared at the target since the open */
-	if ((ret = target_check(w->path, w->flags | RF_REC_OVERWRITE, err, errlen)))
+	if ((ret = target_check(w->path, w->flags | RF_REC_OVERWRITE)))
 		goto fail;
 	if (w->flags & RF_REC_OVERWRITE) {
 		if (rename(w->tmp, w->path) < 0) {
-			ret = rf__ds_fail(err, errlen, -errno, w->path, "rename from %s: %s", w->tmp,
+			ret = rf__ds_fail(-errno, w->path, "rename from %s: %s", w->tmp,
 					  strerror(errno));
 			goto fail;
 		}
 	} else if (renameat2(AT_FDCWD, w->tmp, AT_FDCWD, w->path, RENAME_NOREPLACE) < 0) {
 		/* Filesystems without RENAME_NOREPLACE: link() also refuses to replace. */
 		if ((errno != EINVAL && errno != ENOSYS) || link(w->tmp, w->path) < 0) {
-			ret = rf__ds_fail(err, errlen, -errno, w->path, "%s%s",
+			ret = rf__ds_fail(-errno, w->path, "%s%s",
 					  errno == EEXIST ? "file exists, not overwriting it: " : "rename: ",
 					  strerror(errno));
 			goto fail;

@@ -125,11 +125,13 @@ static int rf__open_data(struct rf_trainer *t, char *err, size_t errlen)
 			return -ENOENT;
 		}
 	}
-	ret = rf_dataset_open_idx_pair(&t->train_ds, p[0], p[1], 10, 0, err, errlen);
+	ret = rf_dataset_open_idx_pair(&t->train_ds, p[0], p[1], 10, 0);
 	if (ret == 0)
-		ret = rf_dataset_open_idx_pair(&t->test_ds, p[2], p[3], 10, 0, err, errlen);
-	if (ret < 0)
+		ret = rf_dataset_open_idx_pair(&t->test_ds, p[2], p[3], 10, 0);
+	if (ret < 0) {
+		rf__msg(err, errlen, "%s", rf_last_error());
 		return ret;
+	}
 	for (i = 0; i < 2; i++) {
 		const struct rf_dataset *d = i ? &t->test_ds : &t->train_ds;
 		char shape[96] = "";
@@ -317,6 +319,7 @@ static int rf__make_loader(struct rf_trainer *t, const struct rf_dataset *ds, in
 			   struct rf_loader **out, char *err, size_t errlen)
 {
 	struct rf_loader_opts lo = { 0 };
+	int ret;
 
 	lo.batch = t->o.batch_size;
 	lo.prefetch = t->o.prefetch;
@@ -328,7 +331,10 @@ static int rf__make_loader(struct rf_trainer *t, const struct rf_dataset *ds, in
 	lo.host = t->host;
 	lo.scale = 1.0f / 255.0f;   /* x = pixel / 255, as d2l's ToTensor (no normalisation) */
 	lo.in_memory = t->o.in_memory;
-	return rf_loader_create(out, t->eng, ds, &lo, err, errlen);
+	ret = rf_loader_create(out, t->eng, ds, &lo);
+	if (ret < 0)
+		rf__msg(err, errlen, "%s", rf_last_error());
+	return ret;
 }
 
 int rf_trainer_create(struct rf_trainer **out, struct rf_engine *e,

@@ -21,6 +21,15 @@
 
 #include "../test-util.h" /* CHECK, CHECK_EQ, T_SKIP */
 
+/* Pass ret through; when it is an error, copy the call's message (rf_last_error())
+ * into buf, which the tests then check. */
+static inline int t_msg(int ret, char *buf, size_t len)
+{
+	if (ret < 0 && buf && len)
+		snprintf(buf, len, "%s", rf_last_error());
+	return ret;
+}
+
 /* ret must be 0; on failure print err. */
 #define CHECK_OPEN(expr, err) do { \
 	int _r = (expr); \
