@@ -1,4 +1,5 @@
-/* dataset-impl.h — helpers shared by dataloader/{dataset,idx,recfile}.c. Internal. */
+/* dataset-impl.h -- helpers shared by the dataset readers and writer (dataset.c,
+ * raw.c, idx.c, recfile.c, recwriter.c). Internal. */
 #ifndef RINGFLOW_DATASET_IMPL_H
 #define RINGFLOW_DATASET_IMPL_H
 

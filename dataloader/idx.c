@@ -1,4 +1,4 @@
-/* idx.c — IDX files (LeCun's MNIST format), raw or gzip'd.
+/* idx.c -- IDX files (LeCun's MNIST format), raw or gzip'd.
  *
  * An IDX file is a 4-byte magic (0x00, 0x00, dtype, ndim), ndim big-endian u32
  * dimensions, then the data, row-major. Only u8 data is accepted. A gzip'd file
@@ -197,13 +197,148 @@ static int64_t gz_read(struct gz *g, uint8_t *dst, size_t n)
 	return (int64_t)done;
 }
 
+/* The IDX header from the decompressed stream into hdr, checked into h. */
+static int gz_idx_header(struct gz *g, unsigned expect_ndim, uint8_t *hdr, struct idx_hdr *h)
+{
+	const char *path = g->path;
+	char exp[64];
+	int64_t n = gz_read(g, hdr, 4);
+	int ret;
+
+	if (n < 0)
+		return (int)n;
+	if (n == 0) {
+		expect_str(exp, sizeof(exp), expect_ndim);
+		return rf__ds_fail(-EINVAL, path,
+				   "offset 0: decompressed data is empty, expected an IDX header "
+				   "(magic %s)", exp);
+	}
+	if (n < 4) {
+		expect_str(exp, sizeof(exp), expect_ndim);
+		return rf__ds_fail(-EINVAL, path,
+				   "offset %" PRId64 ": decompressed data ends at %" PRId64 " bytes "
+				   "inside the 4-byte IDX magic, expected magic %s", n, n, exp);
+	}
+	if ((ret = check_magic(path, hdr, expect_ndim, h)))
+		return ret;
+	n = gz_read(g, hdr + 4, 4 * h->ndim);
+	if (n < 0)
+		return (int)n;
+	if ((uint64_t)n < 4ull * h->ndim)
+		return rf__ds_fail(-EINVAL, path,
+				   "offset %" PRIu64 ": decompressed data ends at %" PRIu64 " bytes "
+				   "inside the %" PRIu64 "-byte header (%u dims), expected the dimensions",
+				   4 + (uint64_t)n, 4 + (uint64_t)n, h->hdr_bytes, h->ndim);
+	return check_dims(path, hdr + 4, h);
+}
+
+/* First allocation for expected bytes: all at once when the gzip trailer's size
+ * (mod 2^32) agrees with the header; otherwise 1 MiB, grown as data arrives, so a
+ * lying header in a tiny file cannot make us allocate its claim up front. */
+static uint64_t gz_first_cap(const struct rf_dataset_src *s, uint64_t expected)
+{
+	uint64_t cap = expected < (1u << 20) ? expected : (1u << 20);
+	uint8_t t[4];
+
+	if (s->size >= 18 && !rf__pread_full(s->fd, t, 4, s->size - 4, NULL) &&
+	    rf__le32(t) == (uint32_t)expected)
+		cap = expected;
+	return cap;
+}
+
+/* Inflate the data after the header (hdr_bytes already in *bufp) up to expected
+ * bytes; *bufp grows as needed. desc names the dims for messages. */
+static int gz_data(struct gz *g, const struct rf_dataset_src *s, const struct idx_hdr *h,
+		   uint64_t expected, const char *desc, uint8_t **bufp, uint64_t cap)
+{
+	uint64_t have = h->hdr_bytes;
+	int64_t n;
+
+	while (have < expected) {
+		if (have == cap) {
+			uint64_t ncap = cap * 2 < expected ? cap * 2 : expected;
+			uint8_t *nb = realloc(*bufp, ncap);
+			if (!nb)
+				return rf__ds_fail(-ENOMEM, s->path, "out of memory "
+						   "for %" PRIu64 " bytes", ncap);
+			*bufp = nb;
+			cap = ncap;
+		}
+		n = gz_read(g, *bufp + have, cap - have);
+		if (n < 0)
+			return (int)n;
+		if (n == 0)
+			break;
+		have += (uint64_t)n;
+	}
+	if (have < expected)
+		return rf__ds_fail(-EINVAL, s->path,
+				   "offset %" PRIu64 ": data truncated: decompressed size %" PRIu64
+				   " bytes, expected %" PRIu64 " (%s)", have, have, expected, desc);
+	return 0;
+}
+
+/* Anything after the data is an error; count it (up to a bound) for the message. */
+static int gz_trailing(struct gz *g, uint64_t expected, const char *desc)
+{
+	uint8_t scratch[4096];
+	uint64_t extra = 0;
+	int64_t n;
+
+	for (;;) {
+		n = gz_read(g, scratch, sizeof(scratch));
+		if (n < 0)
+			return (int)n;
+		extra += (uint64_t)n;
+		if (n == 0 || extra >= (1u << 30))
+			break;
+	}
+	if (!extra)
+		return 0;
+	return rf__ds_fail(-EINVAL, g->path,
+			   "offset %" PRIu64 ": %s%" PRIu64 " trailing bytes after the data: "
+			   "decompressed size %s%" PRIu64 ", expected %" PRIu64 " (%s)",
+			   expected, extra >= (1u << 30) ? "at least " : "", extra,
+			   extra >= (1u << 30) ? "at least " : "", expected + extra, expected,
+			   desc);
+}
+
+/* Header, size claim, data and nothing after it, into a new buffer *bufp. */
+static int gz_load_into(struct gz *g, struct rf_dataset_src *s, unsigned expect_ndim,
+			struct idx_hdr *h, uint8_t **bufp, uint64_t *expectedp)
+{
+	uint8_t hdr[4 + 4 * IDX_MAX_DIMS];
+	uint64_t expected, cap;
+	char desc[160];
+	int ret = gz_idx_header(g, expect_ndim, hdr, h);
+
+	if (ret)
+		return ret;
+	expected = h->hdr_bytes + h->data_bytes;
+	dims_str(desc, sizeof(desc), h);
+	/* deflate cannot expand more than 1032:1: fail early on a lying header */
+	if (expected > rf__mul_sat(s->size, 1032) + 4096)
+		return rf__ds_fail(-EINVAL, s->path,
+				   "offset 4: header claims %" PRIu64 " bytes (%s), more than a %"
+				   PRIu64 "-byte gzip file can hold, expected at most %" PRIu64,
+				   expected, desc, s->size, s->size * 1032 + 4096);
+	cap = gz_first_cap(s, expected);
+	if (!(*bufp = malloc(cap)))
+		return rf__ds_fail(-ENOMEM, s->path, "out of memory for %" PRIu64
+				   " bytes", cap);
+	memcpy(*bufp, hdr, h->hdr_bytes);
+	ret = gz_data(g, s, h, expected, desc, bufp, cap);
+	if (!ret)
+		ret = gz_trailing(g, expected, desc);
+	*expectedp = expected;
+	return ret;
+}
+
 static int load_gz(struct rf_dataset_src *s, unsigned expect_ndim, struct idx_hdr *h)
 {
 	struct gz *g = calloc(1, sizeof(*g));
-	uint8_t hdr[4 + 4 * IDX_MAX_DIMS], *buf = NULL, scratch[4096];
-	uint64_t have, cap, expected, extra = 0;
-	char desc[160];
-	int64_t n;
+	uint8_t *buf = NULL;
+	uint64_t expected = 0;
 	int ret;
 
 	if (!g)
@@ -215,126 +350,15 @@ static int load_gz(struct rf_dataset_src *s, unsigned expect_ndim, struct idx_hd
 		goto out;
 	}
 	g->zinit = 1;
-
-	n = gz_read(g, hdr, 4);
-	if (n < 0) {
-		ret = (int)n;
+	ret = gz_load_into(g, s, expect_ndim, h, &buf, &expected);
+	if (ret)
 		goto out;
-	}
-	if (n == 0) {
-		char exp[64];
-		expect_str(exp, sizeof(exp), expect_ndim);
-		ret = rf__ds_fail(-EINVAL, s->path,
-				  "offset 0: decompressed data is empty, expected an IDX header "
-				  "(magic %s)", exp);
-		goto out;
-	}
-	if (n < 4) {
-		char exp[64];
-		expect_str(exp, sizeof(exp), expect_ndim);
-		ret = rf__ds_fail(-EINVAL, s->path,
-				  "offset %" PRId64 ": decompressed data ends at %" PRId64 " bytes "
-				  "inside the 4-byte IDX magic, expected magic %s", n, n, exp);
-		goto out;
-	}
-	if ((ret = check_magic(s->path, hdr, expect_ndim, h)))
-		goto out;
-	n = gz_read(g, hdr + 4, 4 * h->ndim);
-	if (n < 0) {
-		ret = (int)n;
-		goto out;
-	}
-	if ((uint64_t)n < 4ull * h->ndim) {
-		ret = rf__ds_fail(-EINVAL, s->path,
-				  "offset %" PRIu64 ": decompressed data ends at %" PRIu64 " bytes "
-				  "inside the %" PRIu64 "-byte header (%u dims), expected the dimensions",
-				  4 + (uint64_t)n, 4 + (uint64_t)n, h->hdr_bytes, h->ndim);
-		goto out;
-	}
-	if ((ret = check_dims(s->path, hdr + 4, h)))
-		goto out;
-	expected = h->hdr_bytes + h->data_bytes;
-	dims_str(desc, sizeof(desc), h);
-	/* deflate cannot expand more than 1032:1: fail early on a lying header */
-	if (expected > rf__mul_sat(s->size, 1032) + 4096) {
-		ret = rf__ds_fail(-EINVAL, s->path,
-				  "offset 4: header claims %" PRIu64 " bytes (%s), more than a %"
-				  PRIu64 "-byte gzip file can hold, expected at most %" PRIu64,
-				  expected, desc, s->size, s->size * 1032 + 4096);
-		goto out;
-	}
-
-	/* Allocate all at once when the gzip trailer's size (mod 2^32) agrees with
-	 * the header; otherwise grow as data arrives, so a lying header in a tiny
-	 * file cannot make us allocate its claim up front. */
-	cap = expected < (1u << 20) ? expected : (1u << 20);
-	if (s->size >= 18) {
-		uint8_t t[4];
-		if (!rf__pread_full(s->fd, t, 4, s->size - 4, NULL) &&
-		    rf__le32(t) == (uint32_t)expected)
-			cap = expected;
-	}
-	if (!(buf = malloc(cap))) {
-		ret = rf__ds_fail(-ENOMEM, s->path, "out of memory for %" PRIu64
-				  " bytes", cap);
-		goto out;
-	}
-	memcpy(buf, hdr, h->hdr_bytes);
-	have = h->hdr_bytes;
-	while (have < expected) {
-		if (have == cap) {
-			uint64_t ncap = cap * 2 < expected ? cap * 2 : expected;
-			uint8_t *nb = realloc(buf, ncap);
-			if (!nb) {
-				ret = rf__ds_fail(-ENOMEM, s->path, "out of memory "
-						  "for %" PRIu64 " bytes", ncap);
-				goto out;
-			}
-			buf = nb;
-			cap = ncap;
-		}
-		n = gz_read(g, buf + have, cap - have);
-		if (n < 0) {
-			ret = (int)n;
-			goto out;
-		}
-		if (n == 0)
-			break;
-		have += (uint64_t)n;
-	}
-	if (have < expected) {
-		ret = rf__ds_fail(-EINVAL, s->path,
-				  "offset %" PRIu64 ": data truncated: decompressed size %" PRIu64
-				  " bytes, expected %" PRIu64 " (%s)", have, have, expected, desc);
-		goto out;
-	}
-	/* Anything more is an error; count it (up to a bound) for the message. */
-	for (;;) {
-		n = gz_read(g, scratch, sizeof(scratch));
-		if (n < 0) {
-			ret = (int)n;
-			goto out;
-		}
-		extra += (uint64_t)n;
-		if (n == 0 || extra >= (1u << 30))
-			break;
-	}
-	if (extra) {
-		ret = rf__ds_fail(-EINVAL, s->path,
-				  "offset %" PRIu64 ": %s%" PRIu64 " trailing bytes after the data: "
-				  "decompressed size %s%" PRIu64 ", expected %" PRIu64 " (%s)",
-				  expected, extra >= (1u << 30) ? "at least " : "", extra,
-				  extra >= (1u << 30) ? "at least " : "", expected + extra, expected,
-				  desc);
-		goto out;
-	}
 	s->mem = buf;
 	buf = NULL;
 	s->compressed = 1;
 	s->size = expected;
 	close(s->fd);
 	s->fd = -1;
-	ret = 0;
 out:
 	if (g->zinit)
 		inflateEnd(&g->zs);
