@@ -1,4 +1,4 @@
-/* bench/bench-loader.c — the dataloader's throughput (loader.h).
+/* bench/bench-loader.c -- the dataloader's throughput (loader.h).
  *
  * rf-bench loader --file F --record-size S [--header H] [--batch B] [--epochs N]
  *                 [--prefetch N] [--streams N] [--seed S] [--chunk BYTES] [--window W]

@@ -1,4 +1,4 @@
-/* ringflow/dataset.h — datasets on disk: IDX files, ringflow record files (.rfrec)
+/* ringflow/dataset.h -- datasets on disk: IDX files, ringflow record files (.rfrec)
  * and generic fixed-size-record files, all described by one struct rf_dataset.
  *
  * A dataset is `count` records. Each record has a payload (a tensor of `shape` and

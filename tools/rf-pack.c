@@ -1,4 +1,4 @@
-/* rf-pack — pack an IDX image/label pair into a ringflow record file, or check one.
+/* rf-pack -- pack an IDX image/label pair into a ringflow record file, or check one.
  *
  *   rf-pack --images IMG.idx[.gz] --labels LBL.idx[.gz] -o OUT.rfrec [--classes N] [--force]
  *   rf-pack --check FILE.rfrec

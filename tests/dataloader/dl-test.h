@@ -1,4 +1,4 @@
-/* dl-test.h — helpers for the dataloader format tests: checks, a scratch directory
+/* dl-test.h -- helpers for the dataloader format tests: checks, a scratch directory
  * removed at exit, writing raw and gzip'd files, crafting IDX files, and asserting
  * on error codes and message contents. Exit codes: 0 pass, 1 fail, 77 skip. */
 #ifndef RF_DL_TEST_H

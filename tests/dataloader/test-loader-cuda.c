@@ -1,4 +1,4 @@
-/* test-loader-cuda — batches on a GPU. The u8 batch is staged in pinned host memory,
+/* test-loader-cuda -- batches on a GPU. The u8 batch is staged in pinned host memory,
  * copied to the device and decoded there; labels are copied alongside. One epoch of
  * a small-record .rfrec and one of a large-record one are read back (rf_tensor_read)
  * batch by batch and compared with rf_dataset_read_record at the positions

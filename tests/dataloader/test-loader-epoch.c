@@ -1,8 +1,8 @@
-/* test-loader-epoch — every record exactly once per epoch, payloads and labels paired.
- * For each way records reach a batch — small records read in chunks through the ring
+/* test-loader-epoch -- every record exactly once per epoch, payloads and labels paired.
+ * For each way records reach a batch -- small records read in chunks through the ring
  * (.rfrec, 100-byte records, and a raw IDX pair whose labels live in the second file),
  * large records read one aligned span each (70,000-byte records), and records served
- * from memory (opts.in_memory, and a gzip'd IDX pair) — one epoch is pushed without
+ * from memory (opts.in_memory, and a gzip'd IDX pair) -- one epoch is pushed without
  * waiting, a host op per batch decodes the f32 rows back to bytes and matches each
  * against rf_dataset_read_record (payload checksum and label), every record must be
  * seen exactly once, and the order must be the one rf_loader_order reports. Two

@@ -1,4 +1,4 @@
-/* test-loader-errors — failures surface as errors that name the file and offset,
+/* test-loader-errors -- failures surface as errors that name the file and offset,
  * never a crash and never a silently short epoch. At create time: bad options, a
  * dataset too small for one batch with drop_last, an IDX label file truncated
  * between dataset open and loader create, and bad files refused by the dataset open

@@ -1,4 +1,4 @@
-/* test-loader-fault — fault injection in the ring (RF_FAULT_INJECT, set before the
+/* test-loader-fault -- fault injection in the ring (RF_FAULT_INJECT, set before the
  * ring is created). With only short reads ("short=0.3"), the ring completes them and
  * every epoch is complete and correct, for chunked small records and per-record
  * large reads. With "eio=0.05,short=0.3", failed reads surface as poisoned batches

@@ -1,4 +1,4 @@
-/* test-loader-fmnist — one full Fashion-MNIST training epoch through the loader
+/* test-loader-fmnist -- one full Fashion-MNIST training epoch through the loader
  * matches a direct read. The gzip'd IDX pair from /usr/share/datasets/fashion-mnist
  * (skip, 77, if missing) is served from memory; the same data decompressed into raw
  * IDX files is then read from disk through the ring (O_DIRECT chunks, labels from

@@ -1,4 +1,4 @@
-/* test-loader-readerr — a read that fails is reported with the file, the offset and
+/* test-loader-readerr -- a read that fails is reported with the file, the offset and
  * what the read was for, however the loader is driven. Reads fail by injection
  * (RF_FAULT_INJECT="eio=...", and "short" reads on top, which the ring completes)
  * for small records read in chunks and for large records read one by one, under

@@ -1,4 +1,4 @@
-/* test-loader-reuse — loader.h's promise that a batch's tensors hold that batch's
+/* test-loader-reuse -- loader.h's promise that a batch's tensors hold that batch's
  * records for every op pushed before the prefetch-th following rf_loader_next call
  * that returns a batch, checked over random configurations: record count, a --limit
  * style view (a smaller count over the same file), batch size, prefetch 1..9, the

@@ -1,4 +1,4 @@
-/* test-loader-shard — data-parallel shards and the last partial batch. With K = 3
+/* test-loader-shard -- data-parallel shards and the last partial batch. With K = 3
  * CPU devices, shard i of every batch is a tensor on device i; the shards' rows,
  * in shard order, are exactly the batch's records (their sizes differ by at most
  * one and sum to the batch). 95 records in batches of 10: kept, the last batch has

@@ -1,4 +1,4 @@
-/* test-loader-shuffle — the epoch order is a function of (seed, epoch) alone. Two
+/* test-loader-shuffle -- the epoch order is a function of (seed, epoch) alone. Two
  * loaders with the same seed serve identical orders; epochs differ from each other;
  * another seed gives another order; no_shuffle gives file order. For small records
  * the quasi-random order keeps its documented shape (README "Shuffling"): the records

@@ -1,4 +1,4 @@
-/* test-loader-util.h — helpers for the loader tests: a ring + engine + CPU devices,
+/* test-loader-util.h -- helpers for the loader tests: a ring + engine + CPU devices,
  * synthetic record files whose records encode their own index, and an epoch runner
  * that never waits: per batch it pushes a host op that reads the batch's tensors and
  * checks every row against the dataset's own accessor (rf_dataset_read_record), so

@@ -1,11 +1,11 @@
-/* test-nonregular — paths that are not the regular file a dataset needs. Every entry
+/* test-nonregular -- paths that are not the regular file a dataset needs. Every entry
  * point that opens a path (rf_dataset_open_idx, both sides of rf_dataset_open_idx_pair,
  * rf_dataset_open_rfrec, rf_dataset_open_raw, the loader's reopen of a dataset's
  * file, rf_rec_writer_open's output and its OUT.tmp, and rf-pack's --images, --labels,
  * -o and --check; argv[1] is rf-pack) is given a FIFO with no writer (open() would
  * block forever), a directory, /dev/null, a Unix socket, an empty file and a
- * truncated file (rf-pack, a slow start, on a few of them). Each must be refused at once — a watchdog (alarm) fails the test
- * on a hang instead of hanging — with one message that starts with (or, from rf-pack,
+ * truncated file (rf-pack, a slow start, on a few of them). Each must be refused at once -- a watchdog (alarm) fails the test
+ * on a hang instead of hanging -- with one message that starts with (or, from rf-pack,
  * names) the offending path and says what it found and what was expected; nothing
  * may be left behind: no new file in the directory, no file descriptor open, the
  * FIFO or directory itself untouched. */
