@@ -1,4 +1,4 @@
-/* bench/bench-loader.c — the dataloader's throughput (loader.h).
+/* bench/bench-loader.c -- the dataloader's throughput (loader.h).
  *
  * rf-bench loader --file F --record-size S [--header H] [--batch B] [--epochs N]
  *                 [--prefetch N] [--streams N] [--seed S] [--chunk BYTES] [--window W]
@@ -62,7 +62,6 @@ int rf_bench_loader(int argc, char **argv)
 	struct rf_loader *l = NULL;
 	struct rf_loader_opts o = { 0 };
 	struct rf_loader_stats st;
-	char err[512] = "";
 	double tot_s = 0, steady_s = 0;
 	char jep[8192] = "";
 	size_t jlen = 0;
@@ -139,15 +138,15 @@ int rf_bench_loader(int argc, char **argv)
 			fmdir = "/usr/share/datasets/fashion-mnist";
 		snprintf(ip, sizeof(ip), "%s/train-images-idx3-ubyte.gz", fmdir);
 		snprintf(lp, sizeof(lp), "%s/train-labels-idx1-ubyte.gz", fmdir);
-		ret = rf_dataset_open_idx_pair(&ds, ip, lp, 10, 0, err, sizeof(err));
+		ret = rf_dataset_open_idx_pair(&ds, ip, lp, 10, 0);
 	} else {
 		struct rf_raw_desc d = { 0 };
 		d.header_bytes = hdr;
 		d.record_bytes = rec;
-		ret = rf_dataset_open_raw(&ds, file, &d, RF_DS_ALLOW_TAIL, err, sizeof(err));
+		ret = rf_dataset_open_raw(&ds, file, &d, RF_DS_ALLOW_TAIL);
 	}
 	if (ret < 0) {
-		fprintf(stderr, "rf-bench loader: %s\n", err);
+		fprintf(stderr, "rf-bench loader: %s\n", rf_last_error());
 		return 1;
 	}
 	if ((ret = rf_ring_create(&ring, NULL)) < 0 ||
@@ -166,9 +165,9 @@ int rf_bench_loader(int argc, char **argv)
 	o.window_chunks = (unsigned)window;
 	o.in_memory = in_memory;
 	o.buffered = buffered;
-	ret = rf_loader_create(&l, e, &ds, &o, err, sizeof(err));
+	ret = rf_loader_create(&l, e, &ds, &o);
 	if (ret < 0) {
-		fprintf(stderr, "rf-bench loader: %s\n", err);
+		fprintf(stderr, "rf-bench loader: %s\n", rf_last_error());
 		goto out;
 	}
 	rf_loader_get_stats(l, &st);

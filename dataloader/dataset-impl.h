@@ -1,4 +1,5 @@
-/* dataset-impl.h — helpers shared by dataloader/{dataset,idx,recfile}.c. Internal. */
+/* dataset-impl.h -- helpers shared by the dataset readers and writer (dataset.c,
+ * raw.c, idx.c, recfile.c, recwriter.c). Internal. */
 #ifndef RINGFLOW_DATASET_IMPL_H
 #define RINGFLOW_DATASET_IMPL_H
 
@@ -9,11 +10,12 @@
 
 #include "dataset.h"
 
-#define RF__PRINTF(a, b) __attribute__((format(printf, a, b)))
+#include "rf-internal.h"
 
-/* Write "path: <fmt>" into err (if any) and return code (a -errno). */
-int rf__ds_fail(char *err, size_t errlen, int code, const char *path, const char *fmt, ...)
-	RF__PRINTF(5, 6);
+#define RF__DS_MSG_LEN 512
+
+/* Record "path: <fmt>" as the thread's rf_last_error() and return code (a -errno). */
+int rf__ds_fail(int code, const char *path, const char *fmt, ...) RF__PRINTF(3, 4);
 
 struct stat;
 
@@ -34,10 +36,10 @@ int rf__open_regular(const char *path, int flags, unsigned mode, struct stat *st
 /* Open path for a source: copy the path into s->path, open it read-only into s->fd
  * (rf__open_regular) and fstat it into *st. what names the expected contents for the
  * message on a refusal ("an IDX file"): "PATH: is a FIFO (named pipe), not a regular
- * file: expected an IDX file". Returns 0, or the error with err filled; whatever was
+ * file: expected an IDX file". Returns 0, or the error with its message recorded; whatever was
  * set in s is the caller's to release (as rf_dataset_close does). */
 int rf__ds_src_open(struct rf_dataset_src *s, const char *path, const char *what,
-		    struct stat *st, char *err, size_t errlen);
+		    struct stat *st);
 
 /* pread exactly n bytes at off. Returns 0, -EIO if the file ended first (*got says
  * how many were read, may be NULL), or -errno. */
@@ -101,11 +103,10 @@ void rf__shape_str(char *buf, size_t len, unsigned ndim, const uint32_t *shape);
  * bytes) and check labels against num_classes (if > 0). If max_label != NULL it
  * receives the largest label seen. 0 or -errno with a message. */
 int rf__ds_scan(const struct rf_dataset *ds, int check_labels, int32_t *max_label,
-		uint32_t *crc, char *err, size_t errlen);
+		uint32_t *crc);
 
 /* Layout checks shared by .rfrec and raw: dtype, shape vs payload bytes, payload
  * and label inside the stride, no overlap. what: "header" / "description". */
-int rf__ds_check_layout(const struct rf_dataset *ds, const char *what, char *err,
-			size_t errlen);
+int rf__ds_check_layout(const struct rf_dataset *ds, const char *what);
 
 #endif

@@ -1,6 +1,8 @@
-/* dataset.c — what all dataset kinds share: dtypes, close, the synchronous record
- * accessor, label/CRC scans, layout checks, and generic fixed-size-record files. */
+/* dataset.c -- what all dataset kinds share: dtypes, errors, opening a source,
+ * close, the synchronous record accessor, label/CRC scans and layout checks. */
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -42,20 +44,15 @@ const char *rf_ds_dtype_name(enum rf_ds_dtype t)
 	}
 }
 
-int rf__ds_fail(char *err, size_t errlen, int code, const char *path, const char *fmt, ...)
+int rf__ds_fail(int code, const char *path, const char *fmt, ...)
 {
+	char msg[RF__DS_MSG_LEN];
 	va_list ap;
-	int n;
 
-	if (!err || !errlen)
-		return code;
-	n = snprintf(err, errlen, "%s: ", path ? path : "(null)");
-	if (n < 0 || (size_t)n >= errlen)
-		return code;
 	va_start(ap, fmt);
-	vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	return code;
+	return rf__fail(code, "%s: %s", path ? path : "(null)", msg);
 }
 
 const char *rf__ds_ftype(unsigned m)
@@ -109,18 +106,18 @@ int rf__open_regular(const char *path, int flags, unsigned mode, struct stat *st
 }
 
 int rf__ds_src_open(struct rf_dataset_src *s, const char *path, const char *what,
-		    struct stat *st, char *err, size_t errlen)
+		    struct stat *st)
 {
 	int not_reg, fd;
 
 	if (!(s->path = strdup(path)))
-		return rf__ds_fail(err, errlen, -ENOMEM, path, "out of memory");
+		return rf__ds_fail(-ENOMEM, path, "out of memory");
 	fd = rf__open_regular(path, O_RDONLY, 0, st, &not_reg);
 	if (fd < 0 && not_reg)
-		return rf__ds_fail(err, errlen, fd, path, "is %s, not a regular file: expected %s",
+		return rf__ds_fail(fd, path, "is %s, not a regular file: expected %s",
 				   rf__ds_ftype(st->st_mode), what);
 	if (fd < 0)
-		return rf__ds_fail(err, errlen, fd, path, "cannot open: %s", strerror(-fd));
+		return rf__ds_fail(fd, path, "cannot open: %s", strerror(-fd));
 	s->fd = fd;
 	return 0;
 }
@@ -281,7 +278,7 @@ struct label_scan {
 
 /* Feed bytes [pos, pos+n) of the label source; check each complete label. */
 static int label_feed(const struct rf_dataset *ds, struct label_scan *ls, uint64_t pos,
-		      const uint8_t *p, uint64_t n, char *err, size_t errlen)
+		      const uint8_t *p, uint64_t n)
 {
 	const struct rf_dataset_src *s = &ds->src[ds->label_src];
 	unsigned lsize = ds->label_kind == RF_LABEL_I32 ? 4 : 1;
@@ -296,11 +293,11 @@ static int label_feed(const struct rf_dataset *ds, struct label_scan *ls, uint64
 		int32_t v = rf_dataset_decode_label(ds, ls->b);
 		uint64_t at = lpos + 1 - lsize;
 		if (v < 0 && !ds->num_classes)
-			return rf__ds_fail(err, errlen, -ERANGE, s->path,
+			return rf__ds_fail(-ERANGE, s->path,
 					   "offset %" PRIu64 " (record %" PRIu64 "): label %" PRId32
 					   " out of range, expected >= 0", at, ls->next, v);
 		if (v < 0 || (ds->num_classes && (uint32_t)v >= ds->num_classes)) {
-			return rf__ds_fail(err, errlen, -ERANGE, s->path,
+			return rf__ds_fail(-ERANGE, s->path,
 					   "offset %" PRIu64 " (record %" PRIu64 "): label %" PRId32
 					   " out of range, expected [0, %" PRIu32 ")",
 					   at, ls->next, v, ds->num_classes);
@@ -314,7 +311,7 @@ static int label_feed(const struct rf_dataset *ds, struct label_scan *ls, uint64
 }
 
 int rf__ds_scan(const struct rf_dataset *ds, int check_labels, int32_t *max_label,
-		uint32_t *crc, char *err, size_t errlen)
+		uint32_t *crc)
 {
 	enum { CHUNK = 1 << 20 };
 	struct label_scan ls = { .max = -1 };
@@ -341,12 +338,12 @@ int rf__ds_scan(const struct rf_dataset *ds, int check_labels, int32_t *max_labe
 			} else {
 				size_t got = 0;
 				if (!buf && !(buf = malloc(CHUNK))) {
-					ret = rf__ds_fail(err, errlen, -ENOMEM, s->path, "out of memory");
+					ret = rf__ds_fail(-ENOMEM, s->path, "out of memory");
 					goto out;
 				}
 				ret = rf__pread_full(s->fd, buf, n, pos, &got);
 				if (ret) {
-					ret = rf__ds_fail(err, errlen, ret, s->path,
+					ret = rf__ds_fail(ret, s->path,
 							  "offset %" PRIu64 ": read failed: %s",
 							  pos + got, ret == -EIO ?
 							  "file ends early" : strerror(-ret));
@@ -357,7 +354,7 @@ int rf__ds_scan(const struct rf_dataset *ds, int check_labels, int32_t *max_labe
 			if (crc_here)
 				c = (uint32_t)crc32(c, p, (uInt)n);
 			if (labels_here) {
-				ret = label_feed(ds, &ls, pos, p, n, err, errlen);
+				ret = label_feed(ds, &ls, pos, p, n);
 				if (ret)
 					goto out;
 			}
@@ -373,18 +370,18 @@ out:
 	return ret;
 }
 
-int rf_dataset_verify(const struct rf_dataset *ds, char *err, size_t errlen)
+int rf_dataset_verify(const struct rf_dataset *ds)
 {
 	uint32_t crc = 0;
 	int ret;
 
 	if (!ds || ds->kind == RF_DS_NONE)
 		return -EINVAL;
-	ret = rf__ds_scan(ds, 1, NULL, ds->kind == RF_DS_RFREC ? &crc : NULL, err, errlen);
+	ret = rf__ds_scan(ds, 1, NULL, ds->kind == RF_DS_RFREC ? &crc : NULL);
 	if (ret)
 		return ret;
 	if (ds->kind == RF_DS_RFREC && crc != ds->data_crc32)
-		return rf__ds_fail(err, errlen, -EBADMSG, ds->src[0].path,
+		return rf__ds_fail(-EBADMSG, ds->src[0].path,
 				   "offset %u: data CRC-32 0x%08" PRIx32 " over %" PRIu64
 				   " bytes, expected 0x%08" PRIx32 " from the header (data corrupt)",
 				   RF_REC_HEADER_BYTES, crc, ds->src[0].data_bytes, ds->data_crc32);
@@ -393,8 +390,7 @@ int rf_dataset_verify(const struct rf_dataset *ds, char *err, size_t errlen)
 
 /* ---- layout --------------------------------------------------------------------- */
 
-int rf__ds_check_layout(const struct rf_dataset *ds, const char *what, char *err,
-			size_t errlen)
+int rf__ds_check_layout(const struct rf_dataset *ds, const char *what)
 {
 	const char *path = ds->src[0].path;
 	uint64_t stride = ds->src[0].stride;
@@ -402,34 +398,34 @@ int rf__ds_check_layout(const struct rf_dataset *ds, const char *what, char *err
 	uint64_t elems = 1;
 
 	if (!es)
-		return rf__ds_fail(err, errlen, -EINVAL, path, "%s: unknown dtype 0x%02x, expected "
+		return rf__ds_fail(-EINVAL, path, "%s: unknown dtype 0x%02x, expected "
 				   "one of u8 i8 i16 i32 f32 f64 (IDX codes 0x08-0x0E)", what,
 				   (unsigned)ds->dtype);
 	if (ds->ndim > RF_DS_MAX_DIMS)
-		return rf__ds_fail(err, errlen, -EINVAL, path, "%s: %u dims, expected at most %u",
+		return rf__ds_fail(-EINVAL, path, "%s: %u dims, expected at most %u",
 				   what, ds->ndim, RF_DS_MAX_DIMS);
 	for (unsigned i = 0; i < RF_DS_MAX_DIMS; i++) {
 		if (i < ds->ndim && ds->shape[i] == 0)
-			return rf__ds_fail(err, errlen, -EINVAL, path,
+			return rf__ds_fail(-EINVAL, path,
 					   "%s: shape dim %u is 0, expected >= 1", what, i);
 		if (i >= ds->ndim && ds->shape[i] != 0)
-			return rf__ds_fail(err, errlen, -EINVAL, path,
+			return rf__ds_fail(-EINVAL, path,
 					   "%s: shape dim %u is %" PRIu32 " beyond ndim %u, expected 0",
 					   what, i, ds->shape[i], ds->ndim);
 		if (i < ds->ndim)
 			elems = rf__mul_sat(elems, ds->shape[i]);
 	}
 	if (rf__mul_sat(elems, es) != ds->payload_bytes)
-		return rf__ds_fail(err, errlen, -EINVAL, path,
+		return rf__ds_fail(-EINVAL, path,
 				   "%s: payload is %" PRIu64 " bytes, expected %" PRIu64
 				   " for shape with %" PRIu64 " %s elements", what,
 				   ds->payload_bytes, rf__mul_sat(elems, es), elems,
 				   rf_ds_dtype_name(ds->dtype));
 	if (stride == 0)
-		return rf__ds_fail(err, errlen, -EINVAL, path, "%s: record stride 0, expected >= 1",
+		return rf__ds_fail(-EINVAL, path, "%s: record stride 0, expected >= 1",
 				   what);
 	if (rf__add_sat(ds->payload_offset, ds->payload_bytes) > stride)
-		return rf__ds_fail(err, errlen, -EINVAL, path,
+		return rf__ds_fail(-EINVAL, path,
 				   "%s: payload [%" PRIu64 ", +%" PRIu64 ") does not fit in the %"
 				   PRIu64 "-byte record", what, ds->payload_offset,
 				   ds->payload_bytes, stride);
@@ -437,145 +433,31 @@ int rf__ds_check_layout(const struct rf_dataset *ds, const char *what, char *err
 		uint64_t lsize = ds->label_kind == RF_LABEL_I32 ? 4 : 1;
 		uint64_t lend = rf__add_sat(ds->label_offset, lsize);
 		if (ds->label_kind != RF_LABEL_U8 && ds->label_kind != RF_LABEL_I32)
-			return rf__ds_fail(err, errlen, -EINVAL, path,
+			return rf__ds_fail(-EINVAL, path,
 					   "%s: label kind %u, expected 0 (none), 1 (u8) or 2 (i32)",
 					   what, (unsigned)ds->label_kind);
 		if (lend > stride)
-			return rf__ds_fail(err, errlen, -EINVAL, path,
+			return rf__ds_fail(-EINVAL, path,
 					   "%s: label [%" PRIu64 ", +%" PRIu64 ") does not fit in the %"
 					   PRIu64 "-byte record", what, ds->label_offset, lsize, stride);
 		if (ds->payload_bytes && ds->label_offset < ds->payload_offset + ds->payload_bytes &&
 		    ds->payload_offset < lend)
-			return rf__ds_fail(err, errlen, -EINVAL, path,
+			return rf__ds_fail(-EINVAL, path,
 					   "%s: label [%" PRIu64 ", +%" PRIu64 ") overlaps payload [%"
 					   PRIu64 ", +%" PRIu64 ")", what, ds->label_offset, lsize,
 					   ds->payload_offset, ds->payload_bytes);
 		if (ds->label_kind == RF_LABEL_U8 && ds->num_classes > 256)
-			return rf__ds_fail(err, errlen, -EINVAL, path,
+			return rf__ds_fail(-EINVAL, path,
 					   "%s: %" PRIu32 " classes with u8 labels, expected <= 256",
 					   what, ds->num_classes);
 		if (ds->num_classes > (uint32_t)INT32_MAX)
-			return rf__ds_fail(err, errlen, -EINVAL, path,
+			return rf__ds_fail(-EINVAL, path,
 					   "%s: %" PRIu32 " classes, expected <= %d", what,
 					   ds->num_classes, INT32_MAX);
 	} else if (ds->label_offset) {
-		return rf__ds_fail(err, errlen, -EINVAL, path,
+		return rf__ds_fail(-EINVAL, path,
 				   "%s: label offset %" PRIu64 " without a label, expected 0", what,
 				   ds->label_offset);
 	}
 	return 0;
-}
-
-/* ---- generic fixed-size records ------------------------------------------------- */
-
-int rf_dataset_open_raw(struct rf_dataset *ds, const char *path,
-			const struct rf_raw_desc *d, unsigned flags, char *err, size_t errlen)
-{
-	struct rf_dataset_src *s;
-	struct stat st;
-	uint64_t size, body;
-	size_t es;
-	int ret;
-
-	memset(ds, 0, sizeof(*ds));
-	ds->src[0].fd = ds->src[1].fd = -1;
-	if (!path || !d)
-		return rf__ds_fail(err, errlen, -EINVAL, path, "no path or description given");
-	s = &ds->src[0];
-	ds->kind = RF_DS_RAW;
-	ds->nsrc = 1;
-	if ((ret = rf__ds_src_open(s, path, "a file of fixed-size records", &st, err,
-				   errlen)) < 0)
-		goto fail;
-	size = (uint64_t)st.st_size;
-	s->size = size;
-	s->data_offset = d->header_bytes;
-	s->stride = d->record_bytes;
-
-	ds->dtype = d->dtype ? d->dtype : RF_DS_DT_U8;
-	es = rf_ds_dtype_size(ds->dtype);
-	ds->label_kind = d->label_kind;
-	ds->label_offset = d->label_offset;
-	ds->label_src = RF_DS_SRC_PAYLOAD;
-	ds->num_classes = d->num_classes;
-	ds->payload_offset = d->payload_offset;
-	ds->payload_bytes = d->payload_bytes;
-	if (d->record_bytes == 0) {
-		ret = rf__ds_fail(err, errlen, -EINVAL, path,
-				  "description: record size 0, expected >= 1");
-		goto fail;
-	}
-	if (!ds->payload_bytes && d->payload_offset < d->record_bytes) {
-		uint64_t end = d->record_bytes;
-		if (d->label_kind != RF_LABEL_NONE && d->label_offset > d->payload_offset)
-			end = d->label_offset;
-		ds->payload_bytes = end - d->payload_offset;
-	}
-	if (d->ndim == 0 && es) {
-		if (ds->payload_bytes % es) {
-			ret = rf__ds_fail(err, errlen, -EINVAL, path,
-					  "description: payload of %" PRIu64 " bytes is not a whole "
-					  "number of %s elements", ds->payload_bytes,
-					  rf_ds_dtype_name(ds->dtype));
-			goto fail;
-		}
-		if (ds->payload_bytes / es > UINT32_MAX) {
-			ret = rf__ds_fail(err, errlen, -EINVAL, path,
-					  "description: payload too large for one dim, give a shape");
-			goto fail;
-		}
-		ds->ndim = ds->payload_bytes ? 1 : 0;
-		ds->shape[0] = (uint32_t)(ds->payload_bytes / es);
-	} else {
-		ds->ndim = d->ndim;
-		memcpy(ds->shape, d->shape, sizeof(ds->shape));
-	}
-	ret = rf__ds_check_layout(ds, "description", err, errlen);
-	if (ret)
-		goto fail;
-
-	if (size == 0) {
-		ret = rf__ds_fail(err, errlen, -EINVAL, path,
-				  "offset 0: file is empty (no records), expected %s%" PRIu64 "-byte records",
-				  d->header_bytes ? "a header and " : "", d->record_bytes);
-		goto fail;
-	}
-	if (d->header_bytes > size) {
-		ret = rf__ds_fail(err, errlen, -EINVAL, path,
-				  "offset %" PRIu64 ": file is %" PRIu64 " bytes, shorter than its %"
-				  PRIu64 "-byte header", size, size, d->header_bytes);
-		goto fail;
-	}
-	body = size - d->header_bytes;
-	ds->count = body / d->record_bytes;
-	ds->tail_bytes = body % d->record_bytes;
-	if (ds->tail_bytes && !(flags & RF_DS_ALLOW_TAIL)) {
-		ret = rf__ds_fail(err, errlen, -EINVAL, path,
-				  "offset %" PRIu64 ": %" PRIu64 " bytes left over after %" PRIu64
-				  " whole records of %" PRIu64 " bytes (file %" PRIu64 " bytes, header %"
-				  PRIu64 "), expected a multiple of %" PRIu64,
-				  size - ds->tail_bytes, ds->tail_bytes, ds->count, d->record_bytes,
-				  size, d->header_bytes, d->record_bytes);
-		goto fail;
-	}
-	if (ds->count == 0) {
-		ret = rf__ds_fail(err, errlen, -EINVAL, path,
-				  "offset %" PRIu64 ": no records (file %" PRIu64 " bytes, header %"
-				  PRIu64 ", record %" PRIu64 " bytes), expected at least one",
-				  d->header_bytes, size, d->header_bytes, d->record_bytes);
-		goto fail;
-	}
-	s->data_bytes = ds->count * d->record_bytes;
-	if ((flags & RF_DS_VERIFY) && ds->label_kind != RF_LABEL_NONE) {
-		int32_t max = -1;
-		ret = rf__ds_scan(ds, 1, &max, NULL, err, errlen);
-		if (ret)
-			goto fail;
-		if (!ds->num_classes)
-			ds->num_classes = (uint32_t)max + 1;
-	}
-	return 0;
-fail:
-	rf_dataset_close(ds);
-	return ret;
 }

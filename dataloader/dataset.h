@@ -1,4 +1,4 @@
-/* ringflow/dataset.h — datasets on disk: IDX files, ringflow record files (.rfrec)
+/* ringflow/dataset.h -- datasets on disk: IDX files, ringflow record files (.rfrec)
  * and generic fixed-size-record files, all described by one struct rf_dataset.
  *
  * A dataset is `count` records. Each record has a payload (a tensor of `shape` and
@@ -17,9 +17,8 @@
  *   RF_DS_RAW        a user-described file: header, then fixed-size records.
  *
  * Errors: every function that opens or validates returns 0 or -errno and, on error,
- * writes one line (no newline) into the caller's err buffer (errlen bytes, may be
- * NULL/0) that names the file, the byte offset or record, and what was expected vs
- * found, e.g.
+ * leaves one line in rf_last_error() (log.h) that names the file, the byte offset or
+ * record, and what was expected vs found, e.g.
  *   "train-images-idx3-ubyte.gz: offset 0: bad magic 0x00000000, expected 0x00000803 (u8, 3 dims)"
  * Codes: -EINVAL malformed or mis-sized file; -ENOTSUP recognised but unsupported
  * (IDX dtype other than u8, newer .rfrec version); -EBADMSG corrupt data (gzip
@@ -35,6 +34,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <errno.h>
+
+#include "log.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -153,18 +154,17 @@ enum {
  * gzip'd ones are decompressed into memory (src[i].mem, freed by close). */
 int rf_dataset_open_idx_pair(struct rf_dataset *ds, const char *images_path,
 			     const char *labels_path, uint32_t num_classes,
-			     unsigned flags, char *err, size_t errlen);
+			     unsigned flags);
 
 /* One IDX file (u8, 1..5 dims: count then up to 4 record dims), no labels.
  * expect_ndim: 0 for any, else the number of dims the file must have. */
 int rf_dataset_open_idx(struct rf_dataset *ds, const char *path, unsigned expect_ndim,
-			unsigned flags, char *err, size_t errlen);
+			unsigned flags);
 
 /* A .rfrec file. Checks magic, version, header CRC, field consistency, and that the
  * file is exactly 4096 + count*stride rounded up to 4096 with zero padding. With
  * RF_DS_VERIFY also reads every record: data CRC and label range. */
-int rf_dataset_open_rfrec(struct rf_dataset *ds, const char *path, unsigned flags,
-			  char *err, size_t errlen);
+int rf_dataset_open_rfrec(struct rf_dataset *ds, const char *path, unsigned flags);
 
 /* Description of a generic file of fixed-size records. */
 struct rf_raw_desc {
@@ -185,14 +185,13 @@ struct rf_raw_desc {
  * that payload and label fit in the record without overlapping. The label range is
  * checked only with RF_DS_VERIFY and num_classes > 0 (this reads the whole file). */
 int rf_dataset_open_raw(struct rf_dataset *ds, const char *path,
-			const struct rf_raw_desc *desc, unsigned flags,
-			char *err, size_t errlen);
+			const struct rf_raw_desc *desc, unsigned flags);
 
 /* Release what an open function acquired; the struct is zeroed. NULL is fine. */
 void rf_dataset_close(struct rf_dataset *ds);
 
 /* Re-read all data: .rfrec data CRC, labels in [0, num_classes) (all kinds). */
-int rf_dataset_verify(const struct rf_dataset *ds, char *err, size_t errlen);
+int rf_dataset_verify(const struct rf_dataset *ds);
 
 /* ---- access -------------------------------------------------------------------- */
 
@@ -319,14 +318,15 @@ enum {
  * -EEXIST if path exists, and finish refuses to replace one created meanwhile.
  * On success *out is owned by the caller until finish or abort frees it. */
 int rf_rec_writer_open(struct rf_rec_writer **out, const char *path,
-		       const struct rf_rec_layout *layout, unsigned flags,
-		       char *err, size_t errlen);
+		       const struct rf_rec_layout *layout, unsigned flags);
 
 /* Append one record: payload_bytes from payload (NULL: zeros) and label (ignored
  * for RF_LABEL_NONE). Buffered. -ERANGE for a label out of range (nothing is
  * written); an I/O error is reported here or by finish. */
-int rf_rec_writer_append(struct rf_rec_writer *w, const void *payload, int32_t label,
-			 char *err, size_t errlen);
+int rf_rec_writer_append(struct rf_rec_writer *w, const void *payload, int32_t label);
+
+/* The message of the writer's last failed append or flush, "" if none. Owned by w. */
+const char *rf_rec_writer_last_error(const struct rf_rec_writer *w);
 
 /* The tmp file's name ("<path>.tmp"), e.g. for a signal handler that unlinks it.
  * Owned by the writer. */
@@ -335,7 +335,7 @@ const char *rf_rec_writer_tmp_path(const struct rf_rec_writer *w);
 /* Complete the file (>= 1 record required), fsync, rename into place, fsync the
  * directory. Frees w whatever the result; on failure the tmp file is removed and
  * path is untouched. */
-int rf_rec_writer_finish(struct rf_rec_writer *w, char *err, size_t errlen);
+int rf_rec_writer_finish(struct rf_rec_writer *w);
 
 /* Drop everything written: close and unlink the tmp file, free w. NULL is fine. */
 void rf_rec_writer_abort(struct rf_rec_writer *w);

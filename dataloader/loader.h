@@ -1,48 +1,20 @@
-/* ringflow/loader.h — datasets on disk -> batches that are engine variables.
+/* ringflow/loader.h -- datasets on disk -> batches that are engine variables.
  *
  * A loader serves an opened struct rf_dataset (dataset.h) as batches of device
- * tensors. rf_loader_next() only PUSHES engine ops and returns at once; training ops
- * pushed afterwards simply read the batch's tensors, so I/O, decoding and compute
- * overlap without anyone waiting ("I/O is just another stream").
+ * tensors. rf_loader_next() only pushes engine ops (read through the ring, gather
+ * into host staging, decode u8 -> f32 on the device) and returns at once; ops pushed
+ * afterwards read the batch's tensors, so I/O, decoding and compute overlap. Every
+ * buffer is allocated at create and recycled by the engine's dependencies.
  *
- * Per batch the loader pushes (into slot k: full batches take the N = prefetch full
- * slots in turn, and the last partial batch of an epoch its own tail slots in turn;
- * both counts run on across epochs, so a slot is reused only by the N-th following
- * batch, whatever the epoch boundaries):
- *   read    an asynchronous engine op (rf_op_desc.afn) that issues O_DIRECT reads
- *           through the ring into a registered, aligned fetch buffer and finishes
- *           from the last read's completion. It MUTATES the fetch buffer's variable,
- *           so the engine starts it only after every op that read the buffer's
- *           previous contents has finished: the pool of buffers is the loader's
- *           whole memory, however far ahead the front end pushes.
- *   gather  a host op on the loader's worker stream: reads the fetch buffer(s),
- *           writes slot k's contiguous u8 staging tensor and the i32 labels.
- *   decode  rf_u8_to_f32 on the target device (CUDA: the u8 batch is copied to the
- *           GPU first and decoded there; labels are copied alongside).
- * Sources already in memory (gzip'd IDX, or opts.in_memory) skip the read: the
- * gather takes records straight from memory, same structure otherwise.
+ * Order: per epoch from (seed, epoch), each record exactly once (README.md,
+ * "Shuffling", says exactly what randomness it gives).
  *
- * Record order (dataloader/README.md, "Shuffling", says exactly what randomness it
- * gives): per epoch from (seed, epoch), each record exactly once.
- *   memory:        a uniform permutation of all records.
- *   large records  (stride >= opts.large_record): a uniform permutation; every
- *                  record's aligned span is one read, up to a batch of reads in
- *                  flight per slot.
- *   small records: chunks of records (opts.chunk_bytes) are read whole in a shuffled
- *                  chunk order; groups of opts.window_chunks consecutive chunks are
- *                  shuffled record by record in memory (FFCV-style quasi-random).
+ * Errors: create fails with rf_last_error() naming the file and offset. A read that
+ * fails later (EIO, a file truncated after open) poisons the batch's tensors; its
+ * message is kept for rf_loader_batch_error() and rf_loader_last_error(), and the
+ * slot recovers on its next use.
  *
- * Errors: problems that can be known at create time (unreadable label file, bad
- * options) fail rf_loader_create with a message naming the file and offset. A read
- * that fails later (EIO, a file truncated after open: a short read inside the data
- * area is an error, never a short epoch) fails the read op with -EIO or its -errno;
- * the engine poisons the batch's tensors, and the message ("FILE: offset O: ...") is
- * kept for rf_loader_batch_error() and rf_loader_last_error(). The slot recovers on
- * its next use (the loader clears the poison of its own variables before reusing
- * them).
- *
- * Threading: reactor thread only (the engine's), like the engine.
- */
+ * Threading: reactor thread only (the engine's), like the engine. */
 #ifndef RINGFLOW_LOADER_H
 #define RINGFLOW_LOADER_H
 
@@ -52,6 +24,7 @@
 #include "device.h"
 #include "tensor.h"
 #include "dataset.h"
+#include "log.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -114,12 +87,12 @@ struct rf_loader_stats {
 };
 
 /* Create a loader over ds (borrowed: must stay open until rf_loader_destroy) on
- * engine e (borrowed). Allocates every buffer it will ever use. On failure writes
- * one line into err (may be NULL) and returns -errno (-EINVAL bad options, -ENOTSUP
+ * engine e (borrowed). Allocates every buffer it will ever use. On failure leaves
+ * one line in rf_last_error() and returns -errno (-EINVAL bad options, -ENOTSUP
  * a payload dtype other than u8, -EIO/-errno reading labels or the in-memory copy).
  * *out is owned by the caller: rf_loader_destroy. */
 int rf_loader_create(struct rf_loader **out, struct rf_engine *e, const struct rf_dataset *ds,
-		     const struct rf_loader_opts *opts, char *err, size_t errlen);
+		     const struct rf_loader_opts *opts);
 
 /* Waits for all the engine's work (rf_engine_wait_idle: an error pending for the
  * user's next rf_engine_wait_all stays there), frees the tensors and buffers. NULL is

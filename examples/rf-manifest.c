@@ -1,4 +1,4 @@
-/* examples/rf-manifest.c — embedding the reactor and the engine in an I/O-heavy
+/* examples/rf-manifest.c -- embedding the reactor and the engine in an I/O-heavy
  * program: a SHA-256 manifest of every regular file under a directory, in the format
  * of `sha256sum` ("<hex>  <path>"), sorted by path.
  *
@@ -13,7 +13,7 @@
  *     different files hash in parallel;
  *   - a fixed pool of buffers, each with its own variable, is the program's whole
  *     I/O memory: a read into buffer k is pushed as a mutation of buffer k, so the
- *     engine starts it only after the previous hash op that read buffer k — memory
+ *     engine starts it only after the previous hash op that read buffer k -- memory
  *     recycling by dependency, no explicit bookkeeping;
  *   - a final op per file formats its digest; one rf_engine_wait_all at the end.
  * Errors (unreadable file, read error) name the file and offset and make the exit

@@ -1,4 +1,4 @@
-/* rf-pack — pack an IDX image/label pair into a ringflow record file, or check one.
+/* rf-pack -- pack an IDX image/label pair into a ringflow record file, or check one.
  *
  *   rf-pack --images IMG.idx[.gz] --labels LBL.idx[.gz] -o OUT.rfrec [--classes N] [--force]
  *   rf-pack --check FILE.rfrec
@@ -65,15 +65,15 @@ static int bad_path(const char *opt, const char *why)
 static int check(const char *path)
 {
 	struct rf_dataset ds;
-	char err[1024], desc[1024];
+	char desc[1024];
 	int ret;
 
 	char why[8400];
 	if (rf_cli_check_input(path, 0, why, sizeof(why)) < 0)
 		return bad_path("--check", why);
-	ret = rf_dataset_open_rfrec(&ds, path, RF_DS_VERIFY, err, sizeof(err));
+	ret = rf_dataset_open_rfrec(&ds, path, RF_DS_VERIFY);
 	if (ret) {
-		rf_cli_say("rf-pack", "%s", err);
+		rf_cli_say("rf-pack", "%s", rf_last_error());
 		return 1;
 	}
 	rf_dataset_describe(&ds, desc, sizeof(desc));
@@ -89,7 +89,7 @@ static int pack(const char *images, const char *labels, const char *out, uint32_
 	struct rf_dataset in, res;
 	struct rf_rec_writer *w = NULL;
 	struct rf_rec_layout lay = { 0 };
-	char err[1024], desc[1024];
+	char desc[1024];
 	uint8_t *buf = NULL;
 	int ret, rc = 1;
 
@@ -118,9 +118,9 @@ static int pack(const char *images, const char *labels, const char *out, uint32_
 		return 1;
 	}
 
-	ret = rf_dataset_open_idx_pair(&in, images, labels, classes, 0, err, sizeof(err));
+	ret = rf_dataset_open_idx_pair(&in, images, labels, classes, 0);
 	if (ret) {
-		rf_cli_say("rf-pack", "%s", err);
+		rf_cli_say("rf-pack", "%s", rf_last_error());
 		return 1;
 	}
 	lay.dtype = in.dtype;
@@ -132,9 +132,9 @@ static int pack(const char *images, const char *labels, const char *out, uint32_
 	rf_cli_on_signals(on_signal);
 	tmp_armed = 1;
 
-	ret = rf_rec_writer_open(&w, out, &lay, force ? RF_REC_OVERWRITE : 0, err, sizeof(err));
+	ret = rf_rec_writer_open(&w, out, &lay, force ? RF_REC_OVERWRITE : 0);
 	if (ret) {
-		rf_cli_say("rf-pack", "%s", err);
+		rf_cli_say("rf-pack", "%s", rf_last_error());
 		goto out;
 	}
 	if (!(buf = malloc(in.payload_bytes))) {
@@ -149,22 +149,22 @@ static int pack(const char *images, const char *labels, const char *out, uint32_
 				   strerror(-ret));
 			goto out;
 		}
-		ret = rf_rec_writer_append(w, buf, label, err, sizeof(err));
+		ret = rf_rec_writer_append(w, buf, label);
 		if (ret) {
-			rf_cli_say("rf-pack", "%s", err);
+			rf_cli_say("rf-pack", "%s", rf_last_error());
 			goto out;
 		}
 	}
-	ret = rf_rec_writer_finish(w, err, sizeof(err));
+	ret = rf_rec_writer_finish(w);
 	w = NULL;
 	if (ret) {
-		rf_cli_say("rf-pack", "%s", err);
+		rf_cli_say("rf-pack", "%s", rf_last_error());
 		goto out;
 	}
 	tmp_armed = 0;
-	ret = rf_dataset_open_rfrec(&res, out, 0, err, sizeof(err));
+	ret = rf_dataset_open_rfrec(&res, out, 0);
 	if (ret) {
-		rf_cli_say("rf-pack", "%s", err);
+		rf_cli_say("rf-pack", "%s", rf_last_error());
 		goto out;
 	}
 	rf_dataset_describe(&res, desc, sizeof(desc));

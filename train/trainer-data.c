@@ -70,7 +70,11 @@ static void rf__limit_view(struct rf_dataset *v, const struct rf_dataset *ds, ui
 static int rf__open_pair(struct rf_trainer *t, struct rf_dataset *ds, const char *images,
 			 const char *labels)
 {
-	return rf_dataset_open_idx_pair(ds, images, labels, 10, 0, t->msg, sizeof(t->msg));
+	int ret = rf_dataset_open_idx_pair(ds, images, labels, 10, 0);
+
+	if (ret < 0)
+		snprintf(t->msg, sizeof(t->msg), "%s", rf_last_error());
+	return ret;
 }
 
 int rf__open_data(struct rf_trainer *t)
@@ -110,7 +114,11 @@ static int rf__make_loader(struct rf_trainer *t, const struct rf_dataset *ds, in
 	lo.host = t->host;
 	lo.scale = 1.0f / 255.0f;   /* x = pixel / 255, as d2l's ToTensor (no normalisation) */
 	lo.in_memory = t->o.in_memory;
-	return rf_loader_create(out, t->eng, ds, &lo, t->msg, sizeof(t->msg));
+	int ret = rf_loader_create(out, t->eng, ds, &lo);
+
+	if (ret < 0)
+		snprintf(t->msg, sizeof(t->msg), "%s", rf_last_error());
+	return ret;
 }
 
 int rf__make_loaders(struct rf_trainer *t)

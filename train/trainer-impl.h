@@ -85,7 +85,7 @@ void rf__close_devices(struct rf_trainer *t);
 
 /* trainer-slots.c */
 int rf__slots_make(struct rf__slots *sl, struct rf_device *d, uint64_t nb, const char *tag);
-void rf__slots_free(struct rf__slots *sl);
+void rf__epoch_slots_free(struct rf__slots *sl);
 int rf__slots_clear(struct rf__slots *sl, struct rf_stream *s);
 int rf__slots_sum(struct rf__slots *sl, uint64_t nb, double *loss, uint64_t *corr);
 

@@ -32,7 +32,7 @@ int rf__slots_make(struct rf__slots *sl, struct rf_device *d, uint64_t nb, const
 	return 0;
 }
 
-void rf__slots_free(struct rf__slots *sl)
+void rf__epoch_slots_free(struct rf__slots *sl)
 {
 	uint64_t b;
 

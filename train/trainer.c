@@ -163,8 +163,8 @@ void rf_trainer_destroy(struct rf_trainer *t)
 	rf_loader_destroy(t->test_ld);
 	rf__free_markers(t);
 	for (r = 0; r < RF_TRAIN_MAX_DEVICES; r++) {
-		rf__slots_free(&t->tr[r]);
-		rf__slots_free(&t->te[r]);
+		rf__epoch_slots_free(&t->tr[r]);
+		rf__epoch_slots_free(&t->te[r]);
 		rf_model_destroy(t->rep[r]);
 	}
 	rf_kv_destroy(t->kv);

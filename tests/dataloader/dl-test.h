@@ -1,4 +1,4 @@
-/* dl-test.h — helpers for the dataloader format tests: checks, a scratch directory
+/* dl-test.h -- helpers for the dataloader format tests: checks, a scratch directory
  * removed at exit, writing raw and gzip'd files, crafting IDX files, and asserting
  * on error codes and message contents. Exit codes: 0 pass, 1 fail, 77 skip. */
 #ifndef RF_DL_TEST_H
@@ -20,6 +20,15 @@
 #include "dataset.h"
 
 #include "../test-util.h" /* CHECK, CHECK_EQ, T_SKIP */
+
+/* Pass ret through; when it is an error, copy the call's message (rf_last_error())
+ * into buf, which the tests then check. */
+static inline int t_msg(int ret, char *buf, size_t len)
+{
+	if (ret < 0 && buf && len)
+		snprintf(buf, len, "%s", rf_last_error());
+	return ret;
+}
 
 /* ret must be 0; on failure print err. */
 #define CHECK_OPEN(expr, err) do { \

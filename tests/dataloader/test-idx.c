@@ -43,7 +43,7 @@ static void write_both(const char *name, const uint8_t *b, size_t n)
 static int open_pair(const char *ip, const char *lp, uint32_t classes, struct rf_dataset *ds)
 {
 	err[0] = 0;
-	return rf_dataset_open_idx_pair(ds, ip, lp, classes, 0, err, sizeof(err));
+	return t_msg(rf_dataset_open_idx_pair(ds, ip, lp, classes, 0), err, sizeof(err));
 }
 
 /* Open a crafted bad images file (raw and gz) against good labels; expect failure
@@ -120,12 +120,12 @@ static void check_valid(const char *ip, const char *lp, int img_gz, int lab_gz)
 		CHECK_EQ(label, lab_fill(i));
 	}
 	CHECK_EQ(rf_dataset_read_record(&ds, N, rec, NULL), -ERANGE);
-	CHECK_OPEN(rf_dataset_verify(&ds, err, sizeof(err)), err);
+	CHECK_OPEN(rf_dataset_verify(&ds), rf_last_error());
 	rf_dataset_close(&ds);
 	rf_dataset_close(&ds); /* idempotent */
 
 	/* num_classes 0 infers max + 1 = 9 (labels are 0,3,6,9,2,5,8). */
-	CHECK_OPEN(rf_dataset_open_idx_pair(&ds, ip, lp, 0, 0, err, sizeof(err)), err);
+	CHECK_OPEN(rf_dataset_open_idx_pair(&ds, ip, lp, 0, 0), rf_last_error());
 	CHECK_EQ(ds.num_classes, 10);
 	rf_dataset_close(&ds);
 }
@@ -199,7 +199,7 @@ static int crafted(void)
 	check_valid(t_path("img.gz"), t_path("lab"), 1, 0);
 
 	/* A single IDX file, no labels. */
-	CHECK_OPEN(rf_dataset_open_idx(&ds, t_path("img.gz"), 0, 0, err, sizeof(err)), err);
+	CHECK_OPEN(rf_dataset_open_idx(&ds, t_path("img.gz"), 0, 0), rf_last_error());
 	CHECK_EQ(ds.kind, RF_DS_IDX_SINGLE);
 	CHECK_EQ(ds.count, N);
 	CHECK_EQ(ds.label_kind, RF_LABEL_NONE);
@@ -211,7 +211,7 @@ static int crafted(void)
 		CHECK(memcmp(rec, img + 16 + 3 * R * C, R * C) == 0);
 	}
 	rf_dataset_close(&ds);
-	CHECK_OPEN(rf_dataset_open_idx(&ds, t_path("lab"), 1, 0, err, sizeof(err)), err);
+	CHECK_OPEN(rf_dataset_open_idx(&ds, t_path("lab"), 1, 0), rf_last_error());
 	CHECK_EQ(ds.ndim, 0);
 	CHECK_EQ(ds.payload_bytes, 1);
 	rf_dataset_close(&ds);
@@ -386,7 +386,7 @@ static int fmnist(void)
 
 		snprintf(ip, sizeof(ip), "%s/%s-images-idx3-ubyte.gz", dir, sets[s].name);
 		snprintf(lp, sizeof(lp), "%s/%s-labels-idx1-ubyte.gz", dir, sets[s].name);
-		CHECK_OPEN(rf_dataset_open_idx_pair(&ds, ip, lp, 10, 0, err, sizeof(err)), err);
+		CHECK_OPEN(rf_dataset_open_idx_pair(&ds, ip, lp, 10, 0), rf_last_error());
 		CHECK_EQ(ds.count, sets[s].count);
 		CHECK_EQ(ds.ndim, 2);
 		CHECK_EQ(ds.shape[0], 28);

@@ -1,4 +1,4 @@
-/* test-loader-cuda — batches on a GPU. The u8 batch is staged in pinned host memory,
+/* test-loader-cuda -- batches on a GPU. The u8 batch is staged in pinned host memory,
  * copied to the device and decoded there; labels are copied alongside. One epoch of
  * a small-record .rfrec and one of a large-record one are read back (rf_tensor_read)
  * batch by batch and compared with rf_dataset_read_record at the positions
@@ -12,19 +12,18 @@ static void cuda_epoch(struct rf_engine *e, struct rf_device *cpu, struct rf_dev
 	struct rf_dataset ds;
 	struct rf_loader *l;
 	struct rf_loader_opts o = { 0 };
-	char err[512] = "";
 	uint64_t *ord, pos = 0;
 	uint8_t *row;
 	float *x;
 	int32_t *y, lab;
 
-	CHECK_OPEN(rf_dataset_open_rfrec(&ds, path, 0, err, sizeof(err)), err);
+	CHECK_OPEN(rf_dataset_open_rfrec(&ds, path, 0), rf_last_error());
 	o.batch = batch;
 	o.seed = 17;
 	o.devices = &gpu;
 	o.ndevices = 1;
 	o.host = cpu;
-	CHECK_OPEN(rf_loader_create(&l, e, &ds, &o, err, sizeof(err)), err);
+	CHECK_OPEN(rf_loader_create(&l, e, &ds, &o), rf_last_error());
 	ord = malloc(ds.count * sizeof(*ord));
 	row = malloc(ds.payload_bytes);
 	x = malloc((size_t)batch * ds.payload_bytes * sizeof(float));

@@ -1,8 +1,8 @@
-/* test-loader-epoch — every record exactly once per epoch, payloads and labels paired.
- * For each way records reach a batch — small records read in chunks through the ring
+/* test-loader-epoch -- every record exactly once per epoch, payloads and labels paired.
+ * For each way records reach a batch -- small records read in chunks through the ring
  * (.rfrec, 100-byte records, and a raw IDX pair whose labels live in the second file),
  * large records read one aligned span each (70,000-byte records), and records served
- * from memory (opts.in_memory, and a gzip'd IDX pair) — one epoch is pushed without
+ * from memory (opts.in_memory, and a gzip'd IDX pair) -- one epoch is pushed without
  * waiting, a host op per batch decodes the f32 rows back to bytes and matches each
  * against rf_dataset_read_record (payload checksum and label), every record must be
  * seen exactly once, and the order must be the one rf_loader_order reports. Two
@@ -18,14 +18,13 @@ static void run_case(const char *what, const struct rf_dataset *ds, struct rf_lo
 	struct rf_loader *l;
 	struct tl_run r;
 	struct rf_loader_stats st;
-	char err[512] = "";
 	uint64_t *ord = malloc(ds->count * sizeof(*ord));
 
 	CHECK(ord);
 	tl_open(&v, 1);
 	o.devices = v.dev;
 	o.ndevices = 1;
-	CHECK_OPEN(rf_loader_create(&l, v.e, ds, &o, err, sizeof(err)), err);
+	CHECK_OPEN(rf_loader_create(&l, v.e, ds, &o), rf_last_error());
 	rf_loader_get_stats(l, &st);
 	CHECK_EQ(st.mode, expect_mode);
 	struct rf_mem_stats m0, m1;
@@ -75,7 +74,6 @@ int main(void)
 {
 	struct rf_dataset ds;
 	struct rf_loader_opts o = { 0 };
-	char err[512] = "";
 	const char *small, *large;
 
 	t_mkdir("loader-epoch");
@@ -83,7 +81,7 @@ int main(void)
 	large = tl_make_rfrec("large.rfrec", 150, 70000, RF_LABEL_U8);
 
 	/* small records, chunks: 16 KiB chunks (160 records), windows of 4 chunks */
-	CHECK_OPEN(rf_dataset_open_rfrec(&ds, small, 0, err, sizeof(err)), err);
+	CHECK_OPEN(rf_dataset_open_rfrec(&ds, small, 0), rf_last_error());
 	o.batch = 64;
 	o.seed = 7;
 	o.chunk_bytes = 16 << 10;
@@ -115,7 +113,7 @@ int main(void)
 	rf_dataset_close(&ds);
 
 	/* large records: a read per record, batch 16, last batch 150 % 16 = 6 */
-	CHECK_OPEN(rf_dataset_open_rfrec(&ds, large, 0, err, sizeof(err)), err);
+	CHECK_OPEN(rf_dataset_open_rfrec(&ds, large, 0), rf_last_error());
 	o.batch = 16;
 	run_case("rfrec large, per record", &ds, o, 2);
 	rf_dataset_close(&ds);
@@ -132,13 +130,13 @@ int main(void)
 		free(img);
 		free(lab);
 		CHECK_OPEN(rf_dataset_open_idx_pair(&ds, t_path("img-idx3-ubyte"),
-						    t_path("lab-idx1-ubyte"), 10, 0, err, sizeof(err)), err);
+						    t_path("lab-idx1-ubyte"), 10, 0), rf_last_error());
 		o.batch = 50;
 		o.chunk_bytes = 8 << 10;
 		run_case("IDX pair raw, chunks", &ds, o, 1);
 		rf_dataset_close(&ds);
 		CHECK_OPEN(rf_dataset_open_idx_pair(&ds, t_path("img-idx3-ubyte.gz"),
-						    t_path("lab-idx1-ubyte.gz"), 10, 0, err, sizeof(err)), err);
+						    t_path("lab-idx1-ubyte.gz"), 10, 0), rf_last_error());
 		run_case("IDX pair gzip, memory", &ds, o, 0);
 		rf_dataset_close(&ds);
 	}

@@ -1,4 +1,4 @@
-/* test-loader-errors — failures surface as errors that name the file and offset,
+/* test-loader-errors -- failures surface as errors that name the file and offset,
  * never a crash and never a silently short epoch. At create time: bad options, a
  * dataset too small for one batch with drop_last, an IDX label file truncated
  * between dataset open and loader create, and bad files refused by the dataset open
@@ -19,18 +19,17 @@ static void truncated_case(const char *path, uint64_t count, uint32_t P, struct 
 	struct rf_loader *l;
 	struct tl_run r;
 	struct rf_loader_stats st;
-	char err[512] = "";
 	size_t fsz;
 	uint8_t *orig = t_read(path, &fsz);
 	uint64_t failed = 0;
 
 	(void)P;
 	tl_open(&v, 1);
-	CHECK_OPEN(rf_dataset_open_rfrec(&ds, path, 0, err, sizeof(err)), err);
+	CHECK_OPEN(rf_dataset_open_rfrec(&ds, path, 0), rf_last_error());
 	tl_run_init(&r, &ds);
 	o.devices = v.dev;
 	o.ndevices = 1;
-	CHECK_OPEN(rf_loader_create(&l, v.e, &ds, &o, err, sizeof(err)), err);
+	CHECK_OPEN(rf_loader_create(&l, v.e, &ds, &o), rf_last_error());
 	rf_loader_get_stats(l, &st);
 	CHECK_EQ(st.mode, mode);
 
@@ -95,19 +94,19 @@ int main(void)
 
 	/* ---- create-time errors ---- */
 	tl_open(&v, 1);
-	CHECK_OPEN(rf_dataset_open_rfrec(&ds, small, 0, err, sizeof(err)), err);
+	CHECK_OPEN(rf_dataset_open_rfrec(&ds, small, 0), rf_last_error());
 	o.devices = v.dev;
 	o.ndevices = 1;
-	ret = rf_loader_create(&l, v.e, &ds, &o, err, sizeof(err));
+	ret = t_msg(rf_loader_create(&l, v.e, &ds, &o), err, sizeof(err));
 	EXPECT_FAIL(ret, -EINVAL, err, "batch");
 	o.batch = 5000;
 	o.drop_last = 1;
-	ret = rf_loader_create(&l, v.e, &ds, &o, err, sizeof(err));
+	ret = t_msg(rf_loader_create(&l, v.e, &ds, &o), err, sizeof(err));
 	EXPECT_FAIL(ret, -EINVAL, err, "small.rfrec", "3000 records");
 	o.drop_last = 0;
 	o.batch = 10;
 	o.ndevices = 0;
-	ret = rf_loader_create(&l, v.e, &ds, &o, err, sizeof(err));
+	ret = t_msg(rf_loader_create(&l, v.e, &ds, &o), err, sizeof(err));
 	EXPECT_FAIL(ret, -EINVAL, err, "devices");
 	o.ndevices = 1;
 	rf_dataset_close(&ds);
@@ -120,9 +119,9 @@ int main(void)
 		t_write(t_path("i-idx3-ubyte"), img, ni);
 		t_write(t_path("l-idx1-ubyte"), lab, nl);
 		CHECK_OPEN(rf_dataset_open_idx_pair(&ds, t_path("i-idx3-ubyte"), t_path("l-idx1-ubyte"),
-						    10, 0, err, sizeof(err)), err);
+						    10, 0), rf_last_error());
 		CHECK(truncate(t_path("l-idx1-ubyte"), 50) == 0);
-		ret = rf_loader_create(&l, v.e, &ds, &o, err, sizeof(err));
+		ret = t_msg(rf_loader_create(&l, v.e, &ds, &o), err, sizeof(err));
 		EXPECT_FAIL(ret, -EIO, err, "l-idx1-ubyte", "offset 50");
 		printf("create: %s\n", err);
 		rf_dataset_close(&ds);
@@ -131,9 +130,9 @@ int main(void)
 	}
 	/* bad files at open are the dataset's to refuse, by name */
 	t_write(t_path("junk.rfrec"), "not a record file at all", 24);
-	ret = rf_dataset_open_rfrec(&ds, t_path("junk.rfrec"), 0, err, sizeof(err));
+	ret = t_msg(rf_dataset_open_rfrec(&ds, t_path("junk.rfrec"), 0), err, sizeof(err));
 	EXPECT_FAIL(ret, 0, err, "junk.rfrec");
-	ret = rf_dataset_open_rfrec(&ds, t_path("missing.rfrec"), 0, err, sizeof(err));
+	ret = t_msg(rf_dataset_open_rfrec(&ds, t_path("missing.rfrec"), 0), err, sizeof(err));
 	EXPECT_FAIL(ret, -ENOENT, err, "missing.rfrec");
 	{
 		/* IDX images and labels whose counts disagree */
@@ -142,8 +141,8 @@ int main(void)
 		uint8_t *img = t_idx(0x08, 3, di, NULL, &ni), *lab = t_idx(0x08, 1, dl, NULL, &nl);
 		t_write(t_path("c-idx3-ubyte"), img, ni);
 		t_write(t_path("c-idx1-ubyte"), lab, nl);
-		ret = rf_dataset_open_idx_pair(&ds, t_path("c-idx3-ubyte"), t_path("c-idx1-ubyte"), 10,
-					       0, err, sizeof(err));
+		ret = t_msg(rf_dataset_open_idx_pair(&ds, t_path("c-idx3-ubyte"), t_path("c-idx1-ubyte"), 10,
+					       0), err, sizeof(err));
 		EXPECT_FAIL(ret, 0, err, "idx", "100", "90");
 		printf("count mismatch: %s\n", err);
 		free(img);
@@ -158,10 +157,10 @@ int main(void)
 		int seen_fail = 0;
 		/* record 37: payload 100 bytes then the u8 label */
 		t_poke(p, 4096 + 37 * 101 + 100, &bad, 1);
-		CHECK_OPEN(rf_dataset_open_rfrec(&ds, p, 0, err, sizeof(err)), err);
+		CHECK_OPEN(rf_dataset_open_rfrec(&ds, p, 0), rf_last_error());
 		o.batch = 200;
 		o.no_shuffle = 1;
-		CHECK_OPEN(rf_loader_create(&l, v.e, &ds, &o, err, sizeof(err)), err);
+		CHECK_OPEN(rf_loader_create(&l, v.e, &ds, &o), rf_last_error());
 		CHECK(rf_loader_next(l, &b) == 1);
 		ret = rf_loader_wait(l, &b);
 		CHECK_EQ(ret, -ERANGE);

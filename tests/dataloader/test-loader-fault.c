@@ -1,4 +1,4 @@
-/* test-loader-fault — fault injection in the ring (RF_FAULT_INJECT, set before the
+/* test-loader-fault -- fault injection in the ring (RF_FAULT_INJECT, set before the
  * ring is created). With only short reads ("short=0.3"), the ring completes them and
  * every epoch is complete and correct, for chunked small records and per-record
  * large reads. With "eio=0.05,short=0.3", failed reads surface as poisoned batches
@@ -14,17 +14,16 @@ static void run(const char *path, const char *spec, struct rf_loader_opts o, int
 	struct rf_loader *l;
 	struct tl_run r;
 	struct rf_ring_stats rs;
-	char err[512] = "";
 	uint64_t failed, total_failed = 0;
 
 	CHECK(setenv("RF_FAULT_INJECT", spec, 1) == 0);
 	tl_open(&v, 1);
 	CHECK(unsetenv("RF_FAULT_INJECT") == 0);
-	CHECK_OPEN(rf_dataset_open_rfrec(&ds, path, 0, err, sizeof(err)), err);
+	CHECK_OPEN(rf_dataset_open_rfrec(&ds, path, 0), rf_last_error());
 	tl_run_init(&r, &ds);
 	o.devices = v.dev;
 	o.ndevices = 1;
-	CHECK_OPEN(rf_loader_create(&l, v.e, &ds, &o, err, sizeof(err)), err);
+	CHECK_OPEN(rf_loader_create(&l, v.e, &ds, &o), rf_last_error());
 	for (int ep = 0; ep < 3; ep++) {
 		uint64_t lost = 0;
 		tl_epoch(&v, l, &r, &failed, path);

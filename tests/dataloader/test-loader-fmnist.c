@@ -1,4 +1,4 @@
-/* test-loader-fmnist — one full Fashion-MNIST training epoch through the loader
+/* test-loader-fmnist -- one full Fashion-MNIST training epoch through the loader
  * matches a direct read. The gzip'd IDX pair from /usr/share/datasets/fashion-mnist
  * (skip, 77, if missing) is served from memory; the same data decompressed into raw
  * IDX files is then read from disk through the ring (O_DIRECT chunks, labels from
@@ -26,11 +26,10 @@ static void one(const char *img, const char *lab, int mode)
 	struct rf_loader_opts o = { 0 };
 	struct rf_loader_stats st;
 	struct tl_run r;
-	char err[512] = "";
 	uint64_t direct = 0, t0;
 
 	tl_open(&v, 1);
-	CHECK_OPEN(rf_dataset_open_idx_pair(&ds, img, lab, 10, 0, err, sizeof(err)), err);
+	CHECK_OPEN(rf_dataset_open_idx_pair(&ds, img, lab, 10, 0), rf_last_error());
 	CHECK_EQ(ds.count, 60000);
 	tl_run_init(&r, &ds);
 	for (uint64_t i = 0; i < ds.count; i++)
@@ -39,7 +38,7 @@ static void one(const char *img, const char *lab, int mode)
 	o.seed = 42;
 	o.devices = v.dev;
 	o.ndevices = 1;
-	CHECK_OPEN(rf_loader_create(&l, v.e, &ds, &o, err, sizeof(err)), err);
+	CHECK_OPEN(rf_loader_create(&l, v.e, &ds, &o), rf_last_error());
 	rf_loader_get_stats(l, &st);
 	CHECK_EQ(st.mode, mode);
 	t0 = rf_now_ns();
@@ -61,7 +60,6 @@ int main(void)
 {
 	const char *img = DIR "/train-images-idx3-ubyte.gz", *lab = DIR "/train-labels-idx1-ubyte.gz";
 	struct rf_dataset ds;
-	char err[512] = "";
 
 	if (!t_exists(img) || !t_exists(lab)) {
 		fprintf(stderr, "skip: %s not installed (apt-get install dataset-fashion-mnist)\n", DIR);
@@ -71,7 +69,7 @@ int main(void)
 	one(img, lab, 0);
 
 	/* raw IDX on disk: the decompressed bytes of both files */
-	CHECK_OPEN(rf_dataset_open_idx_pair(&ds, img, lab, 10, 0, err, sizeof(err)), err);
+	CHECK_OPEN(rf_dataset_open_idx_pair(&ds, img, lab, 10, 0), rf_last_error());
 	t_write(t_path("train-images-idx3-ubyte"), ds.src[0].mem, ds.src[0].size);
 	t_write(t_path("train-labels-idx1-ubyte"), ds.src[1].mem, ds.src[1].size);
 	rf_dataset_close(&ds);

@@ -1,4 +1,4 @@
-/* test-loader-readerr — a read that fails is reported with the file, the offset and
+/* test-loader-readerr -- a read that fails is reported with the file, the offset and
  * what the read was for, however the loader is driven. Reads fail by injection
  * (RF_FAULT_INJECT="eio=...", and "short" reads on top, which the ring completes)
  * for small records read in chunks and for large records read one by one, under
@@ -51,7 +51,6 @@ static uint64_t run(const char *path, const char *spec, struct rf_loader_opts o,
 	struct tl_env v;
 	struct rf_dataset ds;
 	struct rf_loader *l;
-	char err[512] = "";
 	uint64_t nfail = 0, nb;
 	struct job *jobs;
 
@@ -60,12 +59,12 @@ static uint64_t run(const char *path, const char *spec, struct rf_loader_opts o,
 	tl_sync = sync;
 	tl_open(&v, 1);
 	CHECK(unsetenv("RF_FAULT_INJECT") == 0);
-	CHECK_OPEN(rf_dataset_open_rfrec(&ds, path, 0, err, sizeof(err)), err);
+	CHECK_OPEN(rf_dataset_open_rfrec(&ds, path, 0), rf_last_error());
 	if (truncate_it) /* under the open dataset: reads past the new end come back short */
 		CHECK(truncate(path, (off_t)(ds.src[0].size / 2)) == 0);
 	o.devices = v.dev;
 	o.ndevices = 1;
-	CHECK_OPEN(rf_loader_create(&l, v.e, &ds, &o, err, sizeof(err)), err);
+	CHECK_OPEN(rf_loader_create(&l, v.e, &ds, &o), rf_last_error());
 	nb = rf_loader_batches_per_epoch(l);
 	jobs = calloc(2 * nb, sizeof(*jobs));
 	CHECK(jobs);

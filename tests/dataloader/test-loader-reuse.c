@@ -1,4 +1,4 @@
-/* test-loader-reuse — loader.h's promise that a batch's tensors hold that batch's
+/* test-loader-reuse -- loader.h's promise that a batch's tensors hold that batch's
  * records for every op pushed before the prefetch-th following rf_loader_next call
  * that returns a batch, checked over random configurations: record count, a --limit
  * style view (a smaller count over the same file), batch size, prefetch 1..9, the
@@ -161,7 +161,7 @@ static void run_config(const struct rf_dataset *file, int round)
 	tl_open(&v, ndev);
 	o.devices = v.dev;
 	o.ndevices = ndev;
-	int ret = rf_loader_create(&l, v.e, &view, &o, err, sizeof(err));
+	int ret = t_msg(rf_loader_create(&l, v.e, &view, &o), err, sizeof(err));
 	if (ret < 0) {
 		fprintf(stderr, "%s: create: %s\n", cfg, err);
 		exit(1);
@@ -261,14 +261,13 @@ static void run_config(const struct rf_dataset *file, int round)
 int main(int argc, char **argv)
 {
 	struct rf_dataset ds;
-	char err[512] = "";
 	const char *path;
 	int rounds = argc > 1 ? atoi(argv[1]) : ROUNDS;
 	uint8_t row[64];
 
 	t_mkdir("loader-reuse");
 	path = tl_make_rfrec("reuse.rfrec", 2500, 40, RF_LABEL_I32);
-	CHECK_OPEN(rf_dataset_open_rfrec(&ds, path, 0, err, sizeof(err)), err);
+	CHECK_OPEN(rf_dataset_open_rfrec(&ds, path, 0), rf_last_error());
 	g_ds = &ds;
 	g_ref = malloc(ds.count * sizeof(*g_ref));
 	g_lab = malloc(ds.count * sizeof(*g_lab));

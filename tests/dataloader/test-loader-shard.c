@@ -1,4 +1,4 @@
-/* test-loader-shard — data-parallel shards and the last partial batch. With K = 3
+/* test-loader-shard -- data-parallel shards and the last partial batch. With K = 3
  * CPU devices, shard i of every batch is a tensor on device i; the shards' rows,
  * in shard order, are exactly the batch's records (their sizes differ by at most
  * one and sum to the batch). 95 records in batches of 10: kept, the last batch has
@@ -34,13 +34,11 @@ int main(void)
 	struct rf_loader *l;
 	struct rf_loader_opts o = { 0 };
 	struct tl_run r;
-	char err[512] = "";
 	const unsigned K = 3;
 
 	t_mkdir("loader-shard");
 	tl_open(&v, K);
-	CHECK_OPEN(rf_dataset_open_rfrec(&ds, tl_make_rfrec("s.rfrec", 95, 64, RF_LABEL_I32), 0,
-					 err, sizeof(err)), err);
+	CHECK_OPEN(rf_dataset_open_rfrec(&ds, tl_make_rfrec("s.rfrec", 95, 64, RF_LABEL_I32), 0), rf_last_error());
 	tl_run_init(&r, &ds);
 	o.batch = 10;
 	o.seed = 5;
@@ -50,7 +48,7 @@ int main(void)
 	o.window_chunks = 2;
 
 	/* kept */
-	CHECK_OPEN(rf_loader_create(&l, v.e, &ds, &o, err, sizeof(err)), err);
+	CHECK_OPEN(rf_loader_create(&l, v.e, &ds, &o), rf_last_error());
 	CHECK_EQ(rf_loader_batches_per_epoch(l), 10);
 	for (int ep = 0; ep < 2; ep++) {
 		tl_epoch(&v, l, &r, NULL, NULL);
@@ -64,7 +62,7 @@ int main(void)
 
 	/* dropped */
 	o.drop_last = 1;
-	CHECK_OPEN(rf_loader_create(&l, v.e, &ds, &o, err, sizeof(err)), err);
+	CHECK_OPEN(rf_loader_create(&l, v.e, &ds, &o), rf_last_error());
 	CHECK_EQ(rf_loader_batches_per_epoch(l), 9);
 	{
 		uint32_t missing[2][95];
@@ -84,7 +82,7 @@ int main(void)
 	/* batch of 2 over 3 shards: one shard is empty */
 	o.drop_last = 0;
 	o.batch = 2;
-	CHECK_OPEN(rf_loader_create(&l, v.e, &ds, &o, err, sizeof(err)), err);
+	CHECK_OPEN(rf_loader_create(&l, v.e, &ds, &o), rf_last_error());
 	tl_epoch(&v, l, &r, NULL, NULL);
 	tl_expect_complete(&r);
 	check_shards(&r, 2, K);

@@ -1,4 +1,4 @@
-/* test-loader-shuffle — the epoch order is a function of (seed, epoch) alone. Two
+/* test-loader-shuffle -- the epoch order is a function of (seed, epoch) alone. Two
  * loaders with the same seed serve identical orders; epochs differ from each other;
  * another seed gives another order; no_shuffle gives file order. For small records
  * the quasi-random order keeps its documented shape (README "Shuffling"): the records
@@ -12,13 +12,12 @@ static uint64_t *epoch_order(struct tl_env *v, const struct rf_dataset *ds,
 {
 	struct rf_loader *l;
 	struct tl_run r;
-	char err[512] = "";
 	uint64_t *all = malloc(epochs * ds->count * sizeof(*all));
 
 	CHECK(all);
 	o.devices = v->dev;
 	o.ndevices = 1;
-	CHECK_OPEN(rf_loader_create(&l, v->e, ds, &o, err, sizeof(err)), err);
+	CHECK_OPEN(rf_loader_create(&l, v->e, ds, &o), rf_last_error());
 	tl_run_init(&r, ds);
 	for (uint64_t ep = 0; ep < epochs; ep++) {
 		tl_epoch(v, l, &r, NULL, NULL);
@@ -40,14 +39,12 @@ int main(void)
 	struct tl_env v;
 	struct rf_dataset ds;
 	struct rf_loader_opts o = { 0 };
-	char err[512] = "";
 	const uint64_t n = 4000, R = 40, W = 4; /* chunk 4000 B / 100 B stride */
 	uint64_t *a, *b, *c, *d;
 
 	t_mkdir("loader-shuffle");
 	tl_open(&v, 1);
-	CHECK_OPEN(rf_dataset_open_rfrec(&ds, tl_make_rfrec("s.rfrec", n, 96, RF_LABEL_I32), 0,
-					 err, sizeof(err)), err);
+	CHECK_OPEN(rf_dataset_open_rfrec(&ds, tl_make_rfrec("s.rfrec", n, 96, RF_LABEL_I32), 0), rf_last_error());
 	CHECK_EQ(ds.src[0].stride, 100);
 	o.batch = 32;
 	o.seed = 1234;

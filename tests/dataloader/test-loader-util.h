@@ -1,4 +1,4 @@
-/* test-loader-util.h — helpers for the loader tests: a ring + engine + CPU devices,
+/* test-loader-util.h -- helpers for the loader tests: a ring + engine + CPU devices,
  * synthetic record files whose records encode their own index, and an epoch runner
  * that never waits: per batch it pushes a host op that reads the batch's tensors and
  * checks every row against the dataset's own accessor (rf_dataset_read_record), so
@@ -59,7 +59,6 @@ static inline const char *tl_make_rfrec(const char *name, uint64_t count, uint32
 	const char *path = t_path(name);
 	struct rf_rec_layout lay = { 0 };
 	struct rf_rec_writer *w;
-	char err[256] = "";
 	uint8_t *buf = malloc(P);
 
 	CHECK(buf);
@@ -68,13 +67,13 @@ static inline const char *tl_make_rfrec(const char *name, uint64_t count, uint32
 	lay.shape[0] = P;
 	lay.label_kind = lk;
 	lay.num_classes = lk == RF_LABEL_NONE ? 0 : 10;
-	CHECK_OPEN(rf_rec_writer_open(&w, path, &lay, RF_REC_OVERWRITE, err, sizeof(err)), err);
+	CHECK_OPEN(rf_rec_writer_open(&w, path, &lay, RF_REC_OVERWRITE), rf_last_error());
 	for (uint64_t i = 0; i < count; i++) {
 		for (uint32_t k = 0; k < P; k++)
 			buf[k] = tl_byte(i, k);
-		CHECK_OPEN(rf_rec_writer_append(w, buf, (int32_t)(i % 10), err, sizeof(err)), err);
+		CHECK_OPEN(rf_rec_writer_append(w, buf, (int32_t)(i % 10)), rf_last_error());
 	}
-	CHECK_OPEN(rf_rec_writer_finish(w, err, sizeof(err)), err);
+	CHECK_OPEN(rf_rec_writer_finish(w), rf_last_error());
 	free(buf);
 	return path;
 }

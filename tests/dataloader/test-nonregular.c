@@ -1,11 +1,11 @@
-/* test-nonregular — paths that are not the regular file a dataset needs. Every entry
+/* test-nonregular -- paths that are not the regular file a dataset needs. Every entry
  * point that opens a path (rf_dataset_open_idx, both sides of rf_dataset_open_idx_pair,
  * rf_dataset_open_rfrec, rf_dataset_open_raw, the loader's reopen of a dataset's
  * file, rf_rec_writer_open's output and its OUT.tmp, and rf-pack's --images, --labels,
  * -o and --check; argv[1] is rf-pack) is given a FIFO with no writer (open() would
  * block forever), a directory, /dev/null, a Unix socket, an empty file and a
- * truncated file (rf-pack, a slow start, on a few of them). Each must be refused at once — a watchdog (alarm) fails the test
- * on a hang instead of hanging — with one message that starts with (or, from rf-pack,
+ * truncated file (rf-pack, a slow start, on a few of them). Each must be refused at once -- a watchdog (alarm) fails the test
+ * on a hang instead of hanging -- with one message that starts with (or, from rf-pack,
  * names) the offending path and says what it found and what was expected; nothing
  * may be left behind: no new file in the directory, no file descriptor open, the
  * FIFO or directory itself untouched. */
@@ -254,27 +254,27 @@ int main(int argc, char **argv)
 
 		snprintf(name, sizeof(name), "open_idx(%s)", s->name);
 		begin(name);
-		ret = rf_dataset_open_idx(&ds, s->path, 0, 0, err, sizeof(err));
+		ret = t_msg(rf_dataset_open_idx(&ds, s->path, 0, 0), err, sizeof(err));
 		refused(ret, s->path, s->found, special ? "expected an IDX file" : "IDX header");
 
 		snprintf(name, sizeof(name), "open_idx_pair(images = %s)", s->name);
 		begin(name);
-		ret = rf_dataset_open_idx_pair(&ds, s->path, lab, 10, 0, err, sizeof(err));
+		ret = t_msg(rf_dataset_open_idx_pair(&ds, s->path, lab, 10, 0), err, sizeof(err));
 		refused(ret, s->path, s->found, special ? "expected an IDX images file" : "IDX header");
 
 		snprintf(name, sizeof(name), "open_idx_pair(labels = %s)", s->name);
 		begin(name);
-		ret = rf_dataset_open_idx_pair(&ds, img, s->path, 10, 0, err, sizeof(err));
+		ret = t_msg(rf_dataset_open_idx_pair(&ds, img, s->path, 10, 0), err, sizeof(err));
 		refused(ret, s->path, s->found, special ? "expected an IDX labels file" : "IDX header");
 
 		snprintf(name, sizeof(name), "open_rfrec(%s)", s->name);
 		begin(name);
-		ret = rf_dataset_open_rfrec(&ds, s->path, 0, err, sizeof(err));
+		ret = t_msg(rf_dataset_open_rfrec(&ds, s->path, 0), err, sizeof(err));
 		refused(ret, s->path, s->found, special ? "expected an .rfrec file" : ".rfrec header");
 
 		snprintf(name, sizeof(name), "open_raw(%s)", s->name);
 		begin(name);
-		ret = rf_dataset_open_raw(&ds, s->path, &rd, 0, err, sizeof(err));
+		ret = t_msg(rf_dataset_open_raw(&ds, s->path, &rd, 0), err, sizeof(err));
 		refused(ret, s->path, s->found, special ? "expected a file of fixed-size records" :
 			"16-byte records");
 
@@ -289,8 +289,7 @@ int main(int argc, char **argv)
 			CHECK(stat(s->path, &a) == 0);
 			begin(name);
 			w = NULL;
-			ret = rf_rec_writer_open(&w, s->path, &lay, f ? RF_REC_OVERWRITE : 0, err,
-						 sizeof(err));
+			ret = t_msg(rf_rec_writer_open(&w, s->path, &lay, f ? RF_REC_OVERWRITE : 0), err, sizeof(err));
 			CHECK(!w);
 			refused(ret, s->path, s->found, "expected a new .rfrec file");
 			CHECK(stat(s->path, &b) == 0 && a.st_ino == b.st_ino && a.st_mode == b.st_mode);
@@ -311,7 +310,7 @@ int main(int argc, char **argv)
 			begin(k == 0 ? "rec_writer_open(OUT.tmp is a FIFO)" :
 			      "rec_writer_open(OUT.tmp is a directory)");
 			w = NULL;
-			ret = rf_rec_writer_open(&w, out, &lay, RF_REC_OVERWRITE, err, sizeof(err));
+			ret = t_msg(rf_rec_writer_open(&w, out, &lay, RF_REC_OVERWRITE), err, sizeof(err));
 			CHECK(!w);
 			refused(ret, tmp, k == 0 ? "FIFO" : "directory", "expected a scratch file");
 			CHECK(stat(tmp, &st) == 0 && (k == 0 ? S_ISFIFO(st.st_mode) : S_ISDIR(st.st_mode)));
@@ -322,22 +321,22 @@ int main(int argc, char **argv)
 
 	/* truncated files */
 	begin("open_idx(truncated)");
-	ret = rf_dataset_open_idx(&ds, t_path("img-trunc"), 3, 0, err, sizeof(err));
+	ret = t_msg(rf_dataset_open_idx(&ds, t_path("img-trunc"), 3, 0), err, sizeof(err));
 	refused(ret, t_path("img-trunc"), "truncated", "expected");
 	begin("open_idx_pair(labels truncated)");
-	ret = rf_dataset_open_idx_pair(&ds, img, t_path("lab-trunc"), 10, 0, err, sizeof(err));
+	ret = t_msg(rf_dataset_open_idx_pair(&ds, img, t_path("lab-trunc"), 10, 0), err, sizeof(err));
 	refused(ret, t_path("lab-trunc"), "truncated", "expected");
 	begin("open_idx(gzip truncated)");
-	ret = rf_dataset_open_idx(&ds, t_path("img-trunc.gz"), 3, 0, err, sizeof(err));
+	ret = t_msg(rf_dataset_open_idx(&ds, t_path("img-trunc.gz"), 3, 0), err, sizeof(err));
 	refused(ret, t_path("img-trunc.gz"), "truncated", "expected");
 	begin("open_rfrec(truncated)");
-	ret = rf_dataset_open_rfrec(&ds, t_path("trunc.rfrec"), 0, err, sizeof(err));
+	ret = t_msg(rf_dataset_open_rfrec(&ds, t_path("trunc.rfrec"), 0), err, sizeof(err));
 	refused(ret, t_path("trunc.rfrec"), "truncated", "expected");
 	begin("open_rfrec(truncated header)");
-	ret = rf_dataset_open_rfrec(&ds, t_path("trunc-hdr.rfrec"), 0, err, sizeof(err));
+	ret = t_msg(rf_dataset_open_rfrec(&ds, t_path("trunc-hdr.rfrec"), 0), err, sizeof(err));
 	refused(ret, t_path("trunc-hdr.rfrec"), "truncated", "expected");
 	begin("open_raw(truncated)");
-	ret = rf_dataset_open_raw(&ds, raw, &rd, 0, err, sizeof(err));
+	ret = t_msg(rf_dataset_open_raw(&ds, raw, &rd, 0), err, sizeof(err));
 	refused(ret, raw, "left over", "expected a multiple of 16");
 
 	/* the loader reopens the dataset's file: a dataset whose descriptor is a FIFO, a
@@ -350,7 +349,7 @@ int main(int argc, char **argv)
 			struct rf_loader_opts o = { .batch = 4, .buffered = i == 1 };
 			const char *path = ls[i]->path;
 
-			CHECK_OPEN(rf_dataset_open_rfrec(&ds, rec, 0, err, sizeof(err)), err);
+			CHECK_OPEN(rf_dataset_open_rfrec(&ds, rec, 0), rf_last_error());
 			tl_open(&v, 1);
 			o.devices = v.dev;
 			o.ndevices = 1;
@@ -362,7 +361,7 @@ int main(int argc, char **argv)
 			CHECK(ds.src[0].path);
 			snprintf(name, sizeof(name), "loader_create(dataset file: %s)", ls[i]->name);
 			begin(name);
-			ret = rf_loader_create(&l, v.e, &ds, &o, err, sizeof(err));
+			ret = t_msg(rf_loader_create(&l, v.e, &ds, &o), err, sizeof(err));
 			CHECK(!l);
 			refused(ret, path, ls[i]->found, "expected the file the dataset was opened from");
 			tl_close(&v);

@@ -50,7 +50,7 @@ int main(void)
 	d.label_kind = RF_LABEL_U8;
 	d.label_offset = 12;
 	d.num_classes = 6;
-	CHECK_OPEN(rf_dataset_open_raw(&ds, t_path("r.bin"), &d, RF_DS_VERIFY, err, sizeof(err)), err);
+	CHECK_OPEN(rf_dataset_open_raw(&ds, t_path("r.bin"), &d, RF_DS_VERIFY), rf_last_error());
 	CHECK_EQ(ds.kind, RF_DS_RAW);
 	CHECK_EQ(ds.count, NREC);
 	CHECK_EQ(ds.src[0].data_offset, HDR);
@@ -73,7 +73,7 @@ int main(void)
 	d.payload_bytes = 0;
 	d.ndim = 0;
 	d.num_classes = 0;
-	CHECK_OPEN(rf_dataset_open_raw(&ds, t_path("r.bin"), &d, RF_DS_VERIFY, err, sizeof(err)), err);
+	CHECK_OPEN(rf_dataset_open_raw(&ds, t_path("r.bin"), &d, RF_DS_VERIFY), rf_last_error());
 	CHECK_EQ(ds.payload_bytes, 12);
 	CHECK_EQ(ds.ndim, 1);
 	CHECK_EQ(ds.shape[0], 12);
@@ -82,17 +82,17 @@ int main(void)
 
 	/* sizes that don't divide */
 	t_write(t_path("r5.bin"), b, HDR + RB * NREC + 5);
-	ret = rf_dataset_open_raw(&ds, t_path("r5.bin"), &d, 0, err, sizeof(err));
+	ret = t_msg(rf_dataset_open_raw(&ds, t_path("r5.bin"), &d, 0), err, sizeof(err));
 	EXPECT_FAIL(ret, -EINVAL, err, "r5.bin", "offset 660: 5 bytes left over after 50 whole records of 13 bytes",
 		    "header 10", "expected a multiple of 13");
-	CHECK_OPEN(rf_dataset_open_raw(&ds, t_path("r5.bin"), &d, RF_DS_ALLOW_TAIL, err, sizeof(err)), err);
+	CHECK_OPEN(rf_dataset_open_raw(&ds, t_path("r5.bin"), &d, RF_DS_ALLOW_TAIL), rf_last_error());
 	CHECK_EQ(ds.count, NREC);
 	CHECK_EQ(ds.tail_bytes, 5);
 	rf_dataset_close(&ds);
 	/* divides with another header size: 10+650 = 660 = 20 + 640 (640 = 5 x 128) */
 	{
 		struct rf_raw_desc d2 = { .header_bytes = 20, .record_bytes = 128 };
-		CHECK_OPEN(rf_dataset_open_raw(&ds, t_path("r.bin"), &d2, 0, err, sizeof(err)), err);
+		CHECK_OPEN(rf_dataset_open_raw(&ds, t_path("r.bin"), &d2, 0), rf_last_error());
 		CHECK_EQ(ds.count, 5);
 		CHECK_EQ(ds.payload_bytes, 128);
 		CHECK_EQ(ds.label_kind, RF_LABEL_NONE);
@@ -101,56 +101,56 @@ int main(void)
 		CHECK_EQ(l, -1);
 		rf_dataset_close(&ds);
 		d2.record_bytes = 7;   /* 640 = 91*7 + 3 */
-		ret = rf_dataset_open_raw(&ds, t_path("r.bin"), &d2, 0, err, sizeof(err));
+		ret = t_msg(rf_dataset_open_raw(&ds, t_path("r.bin"), &d2, 0), err, sizeof(err));
 		EXPECT_FAIL(ret, -EINVAL, err, "r.bin", "3 bytes left over after 91 whole records of 7 bytes");
 		d2.record_bytes = 0;
-		ret = rf_dataset_open_raw(&ds, t_path("r.bin"), &d2, 0, err, sizeof(err));
+		ret = t_msg(rf_dataset_open_raw(&ds, t_path("r.bin"), &d2, 0), err, sizeof(err));
 		EXPECT_FAIL(ret, -EINVAL, err, "r.bin", "record size 0");
 		d2.record_bytes = 4;
 		d2.header_bytes = 1000;
-		ret = rf_dataset_open_raw(&ds, t_path("r.bin"), &d2, 0, err, sizeof(err));
+		ret = t_msg(rf_dataset_open_raw(&ds, t_path("r.bin"), &d2, 0), err, sizeof(err));
 		EXPECT_FAIL(ret, -EINVAL, err, "r.bin", "file is 660 bytes, shorter than its 1000-byte header");
 		d2.header_bytes = 658;
-		ret = rf_dataset_open_raw(&ds, t_path("r.bin"), &d2, 0, err, sizeof(err));
+		ret = t_msg(rf_dataset_open_raw(&ds, t_path("r.bin"), &d2, 0), err, sizeof(err));
 		EXPECT_FAIL(ret, -EINVAL, err, "r.bin", "2 bytes left over after 0 whole records");
 		d2.header_bytes = 660;
-		ret = rf_dataset_open_raw(&ds, t_path("r.bin"), &d2, 0, err, sizeof(err));
+		ret = t_msg(rf_dataset_open_raw(&ds, t_path("r.bin"), &d2, 0), err, sizeof(err));
 		EXPECT_FAIL(ret, -EINVAL, err, "r.bin", "no records");
 		t_write(t_path("empty.bin"), b, 0);
 		d2.header_bytes = 0;
-		ret = rf_dataset_open_raw(&ds, t_path("empty.bin"), &d2, 0, err, sizeof(err));
+		ret = t_msg(rf_dataset_open_raw(&ds, t_path("empty.bin"), &d2, 0), err, sizeof(err));
 		EXPECT_FAIL(ret, -EINVAL, err, "empty.bin", "no records");
-		ret = rf_dataset_open_raw(&ds, t_path("none.bin"), &d2, 0, err, sizeof(err));
+		ret = t_msg(rf_dataset_open_raw(&ds, t_path("none.bin"), &d2, 0), err, sizeof(err));
 		EXPECT_FAIL(ret, -ENOENT, err, "none.bin", "cannot open");
 	}
 
 	/* layout errors */
 	d.label_offset = 11;
 	d.payload_bytes = 12;
-	ret = rf_dataset_open_raw(&ds, t_path("r.bin"), &d, 0, err, sizeof(err));
+	ret = t_msg(rf_dataset_open_raw(&ds, t_path("r.bin"), &d, 0), err, sizeof(err));
 	EXPECT_FAIL(ret, -EINVAL, err, "r.bin", "label [11, +1) overlaps payload [0, +12)");
 	d.label_offset = 13;
-	ret = rf_dataset_open_raw(&ds, t_path("r.bin"), &d, 0, err, sizeof(err));
+	ret = t_msg(rf_dataset_open_raw(&ds, t_path("r.bin"), &d, 0), err, sizeof(err));
 	EXPECT_FAIL(ret, -EINVAL, err, "r.bin", "does not fit in the 13-byte record");
 	d.label_offset = 12;
 	d.dtype = RF_DS_DT_F32;
 	d.payload_bytes = 10;
-	ret = rf_dataset_open_raw(&ds, t_path("r.bin"), &d, 0, err, sizeof(err));
+	ret = t_msg(rf_dataset_open_raw(&ds, t_path("r.bin"), &d, 0), err, sizeof(err));
 	EXPECT_FAIL(ret, -EINVAL, err, "r.bin", "not a whole number of f32 elements");
 	d.dtype = RF_DS_DT_U8;
 	d.payload_bytes = 12;
 	d.ndim = 2;
 	d.shape[0] = 5;
 	d.shape[1] = 5;
-	ret = rf_dataset_open_raw(&ds, t_path("r.bin"), &d, 0, err, sizeof(err));
+	ret = t_msg(rf_dataset_open_raw(&ds, t_path("r.bin"), &d, 0), err, sizeof(err));
 	EXPECT_FAIL(ret, -EINVAL, err, "r.bin", "payload is 12 bytes, expected 25");
 	d.ndim = 0;
 
 	/* label out of range, found only with VERIFY */
 	d.num_classes = 5;  /* labels go up to 5 */
-	CHECK_OPEN(rf_dataset_open_raw(&ds, t_path("r.bin"), &d, 0, err, sizeof(err)), err);
+	CHECK_OPEN(rf_dataset_open_raw(&ds, t_path("r.bin"), &d, 0), rf_last_error());
 	rf_dataset_close(&ds);
-	ret = rf_dataset_open_raw(&ds, t_path("r.bin"), &d, RF_DS_VERIFY, err, sizeof(err));
+	ret = t_msg(rf_dataset_open_raw(&ds, t_path("r.bin"), &d, RF_DS_VERIFY), err, sizeof(err));
 	EXPECT_FAIL(ret, -ERANGE, err, "r.bin", "offset 87 (record 5): label 5 out of range, expected [0, 5)");
 
 	/* i32 label first, f32 payload after it, payload size inferred */
@@ -169,7 +169,7 @@ int main(void)
 		struct rf_raw_desc d3 = { .record_bytes = RB2, .payload_offset = 4,
 					  .dtype = RF_DS_DT_F32, .label_kind = RF_LABEL_I32,
 					  .label_offset = 0 };
-		CHECK_OPEN(rf_dataset_open_raw(&ds, t_path("f.bin"), &d3, RF_DS_VERIFY, err, sizeof(err)), err);
+		CHECK_OPEN(rf_dataset_open_raw(&ds, t_path("f.bin"), &d3, RF_DS_VERIFY), rf_last_error());
 		CHECK_EQ(ds.count, N2);
 		CHECK_EQ(ds.payload_bytes, 32);
 		CHECK_EQ(ds.shape[0], 8);
@@ -186,7 +186,7 @@ int main(void)
 		int32_t neg = -3;
 		memcpy(f + 7 * RB2, &neg, 4);
 		t_write(t_path("f.bin"), f, (size_t)N2 * RB2);
-		ret = rf_dataset_open_raw(&ds, t_path("f.bin"), &d3, RF_DS_VERIFY, err, sizeof(err));
+		ret = t_msg(rf_dataset_open_raw(&ds, t_path("f.bin"), &d3, RF_DS_VERIFY), err, sizeof(err));
 		EXPECT_FAIL(ret, -ERANGE, err, "f.bin", "record 7", "label -3");
 		free(f);
 	}

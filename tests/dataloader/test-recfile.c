@@ -43,16 +43,15 @@ static void write_file(const char *path, const struct layout_case *c, unsigned f
 		pb *= c->l.shape[k];
 	p = malloc(pb);
 	CHECK(p);
-	CHECK_OPEN(rf_rec_writer_open(&w, path, &c->l, flags, err, sizeof(err)), err);
+	CHECK_OPEN(rf_rec_writer_open(&w, path, &c->l, flags), rf_last_error());
 	CHECK(strstr(rf_rec_writer_tmp_path(w), ".tmp"));
 	CHECK(t_exists(rf_rec_writer_tmp_path(w)));
 	for (uint64_t i = 0; i < c->count; i++) {
 		make_payload(p, pb, i);
-		CHECK_OPEN(rf_rec_writer_append(w, p, make_label(i, c->l.num_classes), err,
-						sizeof(err)), err);
+		CHECK_OPEN(rf_rec_writer_append(w, p, make_label(i, c->l.num_classes)), rf_last_error());
 		CHECK(!t_exists(path) || (flags & RF_REC_OVERWRITE));
 	}
-	CHECK_OPEN(rf_rec_writer_finish(w, err, sizeof(err)), err);
+	CHECK_OPEN(rf_rec_writer_finish(w), rf_last_error());
 	free(p);
 }
 
@@ -72,7 +71,7 @@ static void round_trip(const struct layout_case *c)
 	CHECK_EQ(st.st_size % 4096, 0);
 	CHECK_EQ((uint64_t)st.st_size, (4096 + c->count * c->stride + 4095) / 4096 * 4096);
 
-	CHECK_OPEN(rf_dataset_open_rfrec(&ds, path, RF_DS_VERIFY, err, sizeof(err)), err);
+	CHECK_OPEN(rf_dataset_open_rfrec(&ds, path, RF_DS_VERIFY), rf_last_error());
 	CHECK_EQ(ds.kind, RF_DS_RFREC);
 	CHECK_EQ(ds.version, 1);
 	CHECK_EQ(ds.count, c->count);
@@ -138,7 +137,7 @@ static void corrupt(const struct layout_case *c)
 	for (size_t k = 0; k < 4096; k++) {
 		uint8_t x = good[k] ^ 0x01;
 		t_poke(bad, k, &x, 1);
-		ret = rf_dataset_open_rfrec(&ds, bad, 0, err, sizeof(err));
+		ret = t_msg(rf_dataset_open_rfrec(&ds, bad, 0), err, sizeof(err));
 		if (k < 8)
 			EXPECT_FAIL(ret, -EINVAL, err, "bad.rfrec", "offset 0: bad magic");
 		else
@@ -150,56 +149,56 @@ static void corrupt(const struct layout_case *c)
 	memcpy(b, good, n);
 	b[4096 + 5 * c->stride + c->payload_offset] ^= 0x80;
 	t_write(bad, b, n);
-	CHECK_OPEN(rf_dataset_open_rfrec(&ds, bad, 0, err, sizeof(err)), err);
-	ret = rf_dataset_verify(&ds, err, sizeof(err));
+	CHECK_OPEN(rf_dataset_open_rfrec(&ds, bad, 0), rf_last_error());
+	ret = t_msg(rf_dataset_verify(&ds), err, sizeof(err));
 	EXPECT_FAIL(ret, -EBADMSG, err, "bad.rfrec", "data CRC-32", "expected 0x");
 	rf_dataset_close(&ds);
-	ret = rf_dataset_open_rfrec(&ds, bad, RF_DS_VERIFY, err, sizeof(err));
+	ret = t_msg(rf_dataset_open_rfrec(&ds, bad, RF_DS_VERIFY), err, sizeof(err));
 	EXPECT_FAIL(ret, -EBADMSG, err, "bad.rfrec", "data corrupt");
 
 	/* truncations */
 	memcpy(b, good, n);
 	t_write(bad, b, 0);
-	ret = rf_dataset_open_rfrec(&ds, bad, 0, err, sizeof(err));
+	ret = t_msg(rf_dataset_open_rfrec(&ds, bad, 0), err, sizeof(err));
 	EXPECT_FAIL(ret, -EINVAL, err, "bad.rfrec", "offset 0: file is empty");
 	t_write(bad, b, 5);
-	ret = rf_dataset_open_rfrec(&ds, bad, 0, err, sizeof(err));
+	ret = t_msg(rf_dataset_open_rfrec(&ds, bad, 0), err, sizeof(err));
 	EXPECT_FAIL(ret, -EINVAL, err, "bad.rfrec", "bad magic \"RFREC\"");
 	t_write(bad, b, 100);
-	ret = rf_dataset_open_rfrec(&ds, bad, 0, err, sizeof(err));
+	ret = t_msg(rf_dataset_open_rfrec(&ds, bad, 0), err, sizeof(err));
 	EXPECT_FAIL(ret, -EINVAL, err, "bad.rfrec", "offset 100: file truncated: ends at 100 bytes inside the 4096-byte header");
 	t_write(bad, b, 4096);
-	ret = rf_dataset_open_rfrec(&ds, bad, 0, err, sizeof(err));
+	ret = t_msg(rf_dataset_open_rfrec(&ds, bad, 0), err, sizeof(err));
 	EXPECT_FAIL(ret, -EINVAL, err, "bad.rfrec", "offset 4096: file truncated in record 0");
 	{
 		uint64_t cut = 4096 + 10 * c->stride + 3;
 		char want[128];
 		t_write(bad, b, cut);
-		ret = rf_dataset_open_rfrec(&ds, bad, 0, err, sizeof(err));
+		ret = t_msg(rf_dataset_open_rfrec(&ds, bad, 0), err, sizeof(err));
 		snprintf(want, sizeof(want), "offset %" PRIu64 ": file truncated in record 10", cut);
 		EXPECT_FAIL(ret, -EINVAL, err, "bad.rfrec", want);
 	}
 	if (4096 + c->count * c->stride < n) {
 		t_write(bad, b, n - 1);
-		ret = rf_dataset_open_rfrec(&ds, bad, 0, err, sizeof(err));
+		ret = t_msg(rf_dataset_open_rfrec(&ds, bad, 0), err, sizeof(err));
 		EXPECT_FAIL(ret, -EINVAL, err, "bad.rfrec", "expected zero padding");
 		/* non-zero padding */
 		b[n - 1] = 0x42;
 		t_write(bad, b, n);
-		ret = rf_dataset_open_rfrec(&ds, bad, 0, err, sizeof(err));
+		ret = t_msg(rf_dataset_open_rfrec(&ds, bad, 0), err, sizeof(err));
 		EXPECT_FAIL(ret, -EINVAL, err, "bad.rfrec", "padding byte is 0x42, expected 0");
 		b[n - 1] = 0;
 	}
 	/* trailing bytes */
 	memset(b + n, 0, 4096);
 	t_write(bad, b, n + 4096);
-	ret = rf_dataset_open_rfrec(&ds, bad, 0, err, sizeof(err));
+	ret = t_msg(rf_dataset_open_rfrec(&ds, bad, 0), err, sizeof(err));
 	EXPECT_FAIL(ret, -EINVAL, err, "bad.rfrec", "4096 trailing bytes");
 	/* not an rfrec at all */
 	t_write(bad, "\x00\x00\x08\x03hello", 9);
-	ret = rf_dataset_open_rfrec(&ds, bad, 0, err, sizeof(err));
+	ret = t_msg(rf_dataset_open_rfrec(&ds, bad, 0), err, sizeof(err));
 	EXPECT_FAIL(ret, -EINVAL, err, "bad.rfrec", "bad magic \"\\x00\\x00\\x08\\x03hell\"", "not an .rfrec file");
-	ret = rf_dataset_open_rfrec(&ds, t_path("missing.rfrec"), 0, err, sizeof(err));
+	ret = t_msg(rf_dataset_open_rfrec(&ds, t_path("missing.rfrec"), 0), err, sizeof(err));
 	EXPECT_FAIL(ret, -ENOENT, err, "missing.rfrec", "cannot open");
 
 	/* random flips anywhere: verification always fails, never crashes */
@@ -213,7 +212,7 @@ static void corrupt(const struct layout_case *c)
 			at = (s >> 33) % n;
 			x = good[at] ^ (uint8_t)(1u << ((s >> 20) % 8));
 			t_poke(bad, at, &x, 1);
-			ret = rf_dataset_open_rfrec(&ds, bad, RF_DS_VERIFY, err, sizeof(err));
+			ret = t_msg(rf_dataset_open_rfrec(&ds, bad, RF_DS_VERIFY), err, sizeof(err));
 			EXPECT_FAIL(ret, 0, err, "bad.rfrec");
 			t_poke(bad, at, good + at, 1);
 		}
@@ -257,7 +256,7 @@ static void bad_fields(const struct layout_case *c)
 		b[4094] = (uint8_t)(crc >> 16);
 		b[4095] = (uint8_t)(crc >> 24);
 		t_write(bad, b, n);
-		int ret = rf_dataset_open_rfrec(&ds, bad, 0, err, sizeof(err));
+		int ret = t_msg(rf_dataset_open_rfrec(&ds, bad, 0), err, sizeof(err));
 		EXPECT_FAIL(ret, cases[k].want, err, "fbad.rfrec", cases[k].s);
 	}
 	free(b);
@@ -276,24 +275,24 @@ static void writer_errors(void)
 
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	/* zero records: refused, nothing left */
-	CHECK_OPEN(rf_rec_writer_open(&w, path, &l, 0, err, sizeof(err)), err);
-	ret = rf_rec_writer_finish(w, err, sizeof(err));
+	CHECK_OPEN(rf_rec_writer_open(&w, path, &l, 0), rf_last_error());
+	ret = t_msg(rf_rec_writer_finish(w), err, sizeof(err));
 	EXPECT_FAIL(ret, -EINVAL, err, "w.rfrec", "no records");
 	CHECK(!t_exists(path) && !t_exists(tmp));
 	/* out-of-range label refused, abort leaves nothing */
-	CHECK_OPEN(rf_rec_writer_open(&w, path, &l, 0, err, sizeof(err)), err);
-	CHECK_OPEN(rf_rec_writer_append(w, "abc", 3, err, sizeof(err)), err);
-	ret = rf_rec_writer_append(w, "abc", 4, err, sizeof(err));
+	CHECK_OPEN(rf_rec_writer_open(&w, path, &l, 0), rf_last_error());
+	CHECK_OPEN(rf_rec_writer_append(w, "abc", 3), rf_last_error());
+	ret = t_msg(rf_rec_writer_append(w, "abc", 4), err, sizeof(err));
 	EXPECT_FAIL(ret, -ERANGE, err, "record 1: label 4 out of range, expected [0, 4)");
-	ret = rf_rec_writer_append(w, "abc", -1, err, sizeof(err));
+	ret = t_msg(rf_rec_writer_append(w, "abc", -1), err, sizeof(err));
 	EXPECT_FAIL(ret, -ERANGE, err, "label -1");
 	rf_rec_writer_abort(w);
 	CHECK(!t_exists(path) && !t_exists(tmp));
 	/* existing file: refused at open, and at finish if it appeared meanwhile */
-	CHECK_OPEN(rf_rec_writer_open(&w, path, &l, 0, err, sizeof(err)), err);
-	CHECK_OPEN(rf_rec_writer_append(w, "abc", 1, err, sizeof(err)), err);
+	CHECK_OPEN(rf_rec_writer_open(&w, path, &l, 0), rf_last_error());
+	CHECK_OPEN(rf_rec_writer_append(w, "abc", 1), rf_last_error());
 	t_write(path, "other", 5);
-	ret = rf_rec_writer_finish(w, err, sizeof(err));
+	ret = t_msg(rf_rec_writer_finish(w), err, sizeof(err));
 	EXPECT_FAIL(ret, -EEXIST, err, "w.rfrec", "exists");
 	CHECK(!t_exists(tmp));
 	{
@@ -302,38 +301,38 @@ static void writer_errors(void)
 		CHECK(n == 5 && !memcmp(b, "other", 5));
 		free(b);
 	}
-	ret = rf_rec_writer_open(&w, path, &l, 0, err, sizeof(err));
+	ret = t_msg(rf_rec_writer_open(&w, path, &l, 0), err, sizeof(err));
 	EXPECT_FAIL(ret, -EEXIST, err, "w.rfrec", "exists");
 	CHECK(w == NULL && !t_exists(tmp));
 	/* overwrite allowed with the flag */
-	CHECK_OPEN(rf_rec_writer_open(&w, path, &l, RF_REC_OVERWRITE, err, sizeof(err)), err);
-	CHECK_OPEN(rf_rec_writer_append(w, "xyz", 2, err, sizeof(err)), err);
-	CHECK_OPEN(rf_rec_writer_finish(w, err, sizeof(err)), err);
-	CHECK_OPEN(rf_dataset_open_rfrec(&ds, path, RF_DS_VERIFY, err, sizeof(err)), err);
+	CHECK_OPEN(rf_rec_writer_open(&w, path, &l, RF_REC_OVERWRITE), rf_last_error());
+	CHECK_OPEN(rf_rec_writer_append(w, "xyz", 2), rf_last_error());
+	CHECK_OPEN(rf_rec_writer_finish(w), rf_last_error());
+	CHECK_OPEN(rf_dataset_open_rfrec(&ds, path, RF_DS_VERIFY), rf_last_error());
 	CHECK_EQ(ds.count, 1);
 	CHECK_EQ(ds.src[0].stride, 4);
 	CHECK_EQ(ds.src[0].size, 8192);
 	rf_dataset_close(&ds);
 	/* bad layouts */
 	l.shape[0] = 0;
-	ret = rf_rec_writer_open(&w, t_path("l.rfrec"), &l, 0, err, sizeof(err));
+	ret = t_msg(rf_rec_writer_open(&w, t_path("l.rfrec"), &l, 0), err, sizeof(err));
 	EXPECT_FAIL(ret, -EINVAL, err, "l.rfrec", "shape dim 0 is 0");
 	l.shape[0] = 3;
 	l.stride = 4;
 	l.label_offset = 2;
-	ret = rf_rec_writer_open(&w, t_path("l.rfrec"), &l, 0, err, sizeof(err));
+	ret = t_msg(rf_rec_writer_open(&w, t_path("l.rfrec"), &l, 0), err, sizeof(err));
 	EXPECT_FAIL(ret, -EINVAL, err, "l.rfrec", "overlaps payload");
 	l.label_offset = 4;
-	ret = rf_rec_writer_open(&w, t_path("l.rfrec"), &l, 0, err, sizeof(err));
+	ret = t_msg(rf_rec_writer_open(&w, t_path("l.rfrec"), &l, 0), err, sizeof(err));
 	EXPECT_FAIL(ret, -EINVAL, err, "l.rfrec", "does not fit in the 4-byte record");
 	l.stride = 0;
 	l.num_classes = 300;
-	ret = rf_rec_writer_open(&w, t_path("l.rfrec"), &l, 0, err, sizeof(err));
+	ret = t_msg(rf_rec_writer_open(&w, t_path("l.rfrec"), &l, 0), err, sizeof(err));
 	EXPECT_FAIL(ret, -EINVAL, err, "300 classes with u8 labels");
 	CHECK(!t_exists(t_path("l.rfrec.tmp")));
 	/* a directory that does not exist */
 	l.num_classes = 4;
-	ret = rf_rec_writer_open(&w, t_path("nodir/x.rfrec"), &l, 0, err, sizeof(err));
+	ret = t_msg(rf_rec_writer_open(&w, t_path("nodir/x.rfrec"), &l, 0), err, sizeof(err));
 	EXPECT_FAIL(ret, -ENOENT, err, "x.rfrec.tmp", "cannot create");
 }
 

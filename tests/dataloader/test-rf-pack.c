@@ -17,7 +17,6 @@
 #include "dl-test.h"
 
 static const char *rf_pack;
-static char err[1024];
 static char out_buf[8192], err_buf[8192];
 
 static void slurp(const char *path, char *buf, size_t len)
@@ -95,8 +94,8 @@ static void compare(const char *rfrec, const char *images, const char *labels, u
 	struct rf_dataset a, b;
 	uint8_t *pa, *pb;
 
-	CHECK_OPEN(rf_dataset_open_rfrec(&a, rfrec, RF_DS_VERIFY, err, sizeof(err)), err);
-	CHECK_OPEN(rf_dataset_open_idx_pair(&b, images, labels, 0, 0, err, sizeof(err)), err);
+	CHECK_OPEN(rf_dataset_open_rfrec(&a, rfrec, RF_DS_VERIFY), rf_last_error());
+	CHECK_OPEN(rf_dataset_open_idx_pair(&b, images, labels, 0, 0), rf_last_error());
 	CHECK_EQ(a.count, count);
 	CHECK_EQ(b.count, count);
 	CHECK_EQ(a.payload_bytes, b.payload_bytes);
@@ -149,7 +148,7 @@ static int output_sane(const char *out, uint64_t count)
 
 	snprintf(tmp, sizeof(tmp), "%s.tmp", out);
 	if (present) {
-		CHECK_OPEN(rf_dataset_open_rfrec(&ds, out, RF_DS_VERIFY, err, sizeof(err)), err);
+		CHECK_OPEN(rf_dataset_open_rfrec(&ds, out, RF_DS_VERIFY), rf_last_error());
 		CHECK_EQ(ds.count, count);
 		rf_dataset_close(&ds);
 	}

@@ -92,7 +92,7 @@ static void run(struct tt_env *t, unsigned K, unsigned streams)
 	struct rf_loader *ld;
 	struct rf_device *cpu;
 	struct rf_loader_opts lo = { 0 };
-	char err[512], p[2][600];
+	char p[2][600];
 	float *P = malloc(sp->numel * 4);
 	double *W = malloc(sp->numel * sizeof(double));
 	uint64_t *ord = malloc(LIMIT * sizeof(uint64_t));
@@ -121,8 +121,8 @@ static void run(struct tt_env *t, unsigned K, unsigned streams)
 		if (access(p[i], R_OK) != 0)
 			snprintf(p[i], sizeof(p[i]), "%s/%s.gz", o.data_dir, nm[i]);
 	}
-	if (rf_dataset_open_idx_pair(&ds, p[0], p[1], 10, 0, err, sizeof(err)) < 0) {
-		fprintf(stderr, "%s\n", err);
+	if (rf_dataset_open_idx_pair(&ds, p[0], p[1], 10, 0) < 0) {
+		fprintf(stderr, "%s\n", rf_last_error());
 		exit(1);
 	}
 	view = ds;
@@ -132,7 +132,7 @@ static void run(struct tt_env *t, unsigned K, unsigned streams)
 	lo.seed = o.seed;
 	lo.devices = &cpu;
 	lo.ndevices = 1;
-	CHECK_OK(rf_loader_create(&ld, t->eng, &view, &lo, err, sizeof(err)));
+	CHECK_OK(rf_loader_create(&ld, t->eng, &view, &lo));
 
 	for (unsigned e = 0; e < EPOCHS; e++) {
 		double ref_loss = 0, dmax = 0, wmax = 0;

@@ -1,0 +1,197 @@
+/* loader-impl.h -- the loader's state and the steps loader.c strings together.
+ * Internal to dataloader/. Files: loader.c (create/destroy/next API), loader-plan.c
+ * (epoch order, window geometry), loader-source.c (sources: in-memory copies, the
+ * O_DIRECT reopen), loader-read.c (fetch units, read ops through the ring),
+ * loader-gather.c (records -> slot staging + labels), loader-slot.c (batch slots and
+ * their tensors), loader-decode.c (u8 -> f32 on the devices). */
+#ifndef RINGFLOW_LOADER_IMPL_H
+#define RINGFLOW_LOADER_IMPL_H
+
+#include <stdint.h>
+
+#include "dataset-impl.h"
+#include "loader.h"
+#include "ops.h"
+
+/* How records reach a batch (l->mode, rf_loader_stats.mode). */
+enum { RF__MEM = 0, RF__SPAN = 1, RF__REC = 2 };
+
+#define RF__ERRLEN 384
+#define RF__ERRLOG 256 /* failed batches whose messages are kept */
+#define RF__MAXREADS 8 /* fetch units one gather may read */
+
+/* A fetch unit: a read buffer with an engine variable. */
+struct rf__unit {
+	struct rf_loader *l;
+	struct rf_var *var;
+	uint8_t *buf;
+};
+
+/* The message of a failed fetch, by the fetch's id (SPAN: its global group number;
+ * REC: its global batch number). Kept apart from the unit: the unit's next fetch may
+ * start before the gathers that read the failed one have reported. */
+struct rf__ferr {
+	uint64_t id;
+	int used;
+	char msg[RF__ERRLEN];
+};
+
+struct rf__fetch;
+
+/* One ring read of a fetch. */
+struct rf__req {
+	struct rf__fetch *f;
+	uint64_t rec0, nrec;      /* the records the read is for (file order) */
+	uint64_t off;             /* file offset (aligned) */
+	uint32_t len;             /* aligned length */
+	uint32_t need;            /* bytes that must arrive (through the last record) */
+	size_t dst;               /* offset in the unit's buffer */
+};
+
+/* One fetch: a pushed read op; freed when it finishes. */
+struct rf__fetch {
+	struct rf_loader *l;
+	struct rf__unit *u;
+	struct rf_op *op;
+	uint64_t id;              /* see struct rf__ferr */
+	unsigned n, pending;
+	int status;
+	struct rf__req req[];
+};
+
+/* A batch slot: staging and device tensors of one batch in flight. */
+struct rf__slot {
+	unsigned cap;             /* records in a batch of this slot */
+	unsigned sn[RF_LOADER_MAX_SHARDS], soff[RF_LOADER_MAX_SHARDS];
+	uint8_t *stage;           /* cap * pb bytes, shards back to back */
+	int32_t *lab;             /* cap labels */
+	struct rf_tensor *su[RF_LOADER_MAX_SHARDS];  /* u8 staging (host) */
+	struct rf_tensor *yh[RF_LOADER_MAX_SHARDS];  /* i32 labels (host) */
+	struct rf_tensor *ud[RF_LOADER_MAX_SHARDS];  /* CUDA: u8 on the device */
+	struct rf_tensor *x[RF_LOADER_MAX_SHARDS];   /* f32 on the device */
+	struct rf_tensor *y[RF_LOADER_MAX_SHARDS];   /* i32 on the device (CPU: == yh) */
+};
+
+/* The message of a failed batch, by (epoch, index). */
+struct rf__errlog {
+	uint64_t epoch, index;
+	int used;
+	char msg[RF__ERRLEN + 64];
+};
+
+/* One gather op: pointers computed at push time. */
+struct rf__gjob {
+	struct rf_loader *l;
+	struct rf__slot *s;
+	uint64_t epoch, index;
+	unsigned n, nunits;
+	uint64_t fid[RF__MAXREADS]; /* ids of the fetches it reads */
+	struct rf_var *reads[RF__MAXREADS]; /* their units' variables */
+	char err[RF__ERRLEN];     /* written by the worker on a bad label */
+	const uint8_t **pp;       /* payload of record j */
+	const uint8_t **lp;       /* label of record j, or NULL */
+	uint64_t *idx;            /* record index (for messages) */
+};
+
+struct rf_loader {
+	struct rf_engine *e;
+	struct rf_ring *ring;
+	const struct rf_dataset *ds;
+	struct rf_loader_opts o;
+	int mode, cuda, labels;
+	unsigned K, N;            /* shards (devices), full slots */
+	size_t pb;                /* payload bytes */
+	uint64_t count, nbatches, nfull;
+	uint64_t align;
+
+	int fd, direct, registered;
+	unsigned rflags;
+	const uint8_t *pmem;      /* payload source in memory (whole file), or NULL */
+	uint8_t *pmem_own;
+	const uint8_t *lmem;      /* label source in memory (whole file), or NULL */
+	uint8_t *lmem_own;
+
+	struct rf_pinned *uarena, *sarena;
+	struct rf__unit *units;
+	unsigned nunits;
+	size_t unit_cap;
+
+	/* SPAN geometry */
+	uint64_t R, C, W, ngroups;
+	size_t chunk_cap;
+	uint32_t *cpos;           /* chunk -> position in the epoch's chunk order */
+	uint64_t gbase;           /* global id of this epoch's group 0 */
+	uint64_t gnext;           /* next global group to push */
+
+	/* Slots are recycled by counters that run across epochs, never reset: full batch
+	 * number f goes to slot f mod N, tail batch number k to tail slot k mod ntail.
+	 * A slot is reused only by the N-th following batch (loader.h's promise). */
+	struct rf__slot *slots;   /* N full slots, then ntail tail slots */
+	unsigned nslots, nfslots, ntail;
+	uint64_t nfull_done;      /* full batches pushed, all epochs */
+	uint64_t ntail_done;      /* tail batches pushed, all epochs */
+	uint64_t nbatch_done;     /* batches pushed, all epochs (REC fetch units) */
+	struct rf_stream *gs;     /* gather worker stream */
+	struct rf_device *host;
+
+	uint64_t epoch, t;        /* next batch: (epoch, t) */
+	int planned;
+	uint64_t *order;          /* the epoch's records; SPAN appends the inverse chunk order */
+
+	struct rf_loader_stats st;
+	struct rf__ferr *ferr;    /* failed fetches' messages, a ring of nferr */
+	unsigned nferr, iferr;
+	char last_err[RF__ERRLEN];
+	struct rf__errlog log[RF__ERRLOG];
+	unsigned nlog;
+};
+
+static inline size_t rf__round(size_t v, size_t a)
+{
+	return (v + a - 1) / a * a;
+}
+
+/* ---- loader-plan.c ---- */
+/* SPAN: records per chunk R, chunks C, chunks per window W (widened until one batch
+ * spans at most 8 windows); returns the windows one batch can touch. */
+uint64_t rf__plan_windows(struct rf_loader *l);
+/* The epoch's order into l->order (and l->cpos, the inverse chunk order). */
+int rf__start_epoch(struct rf_loader *l);
+
+/* SPAN: the global group (window) that holds record rec this epoch. */
+static inline uint64_t rf__group_of(const struct rf_loader *l, uint64_t rec)
+{
+	return l->gbase + l->cpos[rec / l->R] / l->W;
+}
+
+/* ---- loader-source.c ---- */
+/* Labels of a separate file and (MEM) the payload into memory; else reopen the
+ * payload file for ring reads. Sets l->mode. 0 or -errno with rf_last_error(). */
+int rf__open_sources(struct rf_loader *l);
+
+/* ---- loader-read.c ---- */
+/* Fetch units: the read arena (registered with the ring if it may), one variable each. */
+int rf__units_create(struct rf_loader *l);
+/* Push the reads of batch records order[p0, p0+n) and point j at where each
+ * record's payload and label will lie. */
+int rf__read_batch(struct rf_loader *l, uint64_t p0, struct rf__gjob *j);
+/* The message of failed fetch id, or NULL. */
+const char *rf__fetch_msg(const struct rf_loader *l, uint64_t id);
+
+/* ---- loader-gather.c ---- */
+struct rf__gjob *rf__gjob_new(struct rf_loader *l, struct rf__slot *s, unsigned n);
+/* Push the gather op of j (owns j from here, success or not). */
+int rf__push_gather(struct rf_loader *l, struct rf__gjob *j);
+
+/* ---- loader-slot.c ---- */
+/* N full slots and the tail slots, their tensors allocated and touched. */
+int rf__slots_create(struct rf_loader *l);
+void rf__slots_free(struct rf_loader *l);
+/* Clear the poison an earlier failure left on the slot's variables. */
+int rf__clear_slot(struct rf_loader *l, struct rf__slot *s);
+
+/* ---- loader-decode.c ---- */
+/* Push the decode of slot s (batch t) onto every device. */
+int rf__push_decode(struct rf_loader *l, struct rf__slot *s, uint64_t t);
+
+#endif

@@ -1,0 +1,371 @@
+/* loader-read.c -- issuing reads: fetch units (aligned, ring-registered buffers with
+ * an engine variable each) and the read op, an asynchronous engine op that issues
+ * ring reads and finishes from the last completion. Also says where each record of
+ * a batch will lie once read.
+ *
+ * SPAN push order: group G (global count) goes to unit G mod F, and is pushed only
+ * after every gather that reads group G - F was pushed (G - F is below the first
+ * group of the batch being pushed). */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "loader-impl.h"
+
+/* ---- the read op ---- */
+
+static void rf__fetch_finish(struct rf__fetch *f)
+{
+	struct rf_op *op = f->op;
+	int status = f->status;
+
+	free(f);
+	rf_engine_op_done(op, status);
+}
+
+/* "record R" or "records A..B" */
+static void rf__recs(char *buf, size_t len, uint64_t r0, uint64_t n)
+{
+	if (n == 1)
+		snprintf(buf, len, "record %" PRIu64, r0);
+	else
+		snprintf(buf, len, "records %" PRIu64 "..%" PRIu64, r0, r0 + n - 1);
+}
+
+/* Record the first failure of f: its status and its message, kept by f->id. */
+static void rf__fetch_fail(struct rf__fetch *f, const struct rf__req *q, int err, int64_t got)
+{
+	struct rf_loader *l = f->l;
+	const char *path = l->ds->src[RF_DS_SRC_PAYLOAD].path;
+	struct rf__ferr *e;
+	char recs[64];
+
+	if (f->status < 0)
+		return; /* keep the first */
+	f->status = err;
+	e = &l->ferr[l->iferr++ % l->nferr];
+	e->used = 1;
+	e->id = f->id;
+	rf__recs(recs, sizeof(recs), q->rec0, q->nrec);
+	if (got >= 0)
+		snprintf(e->msg, sizeof(e->msg),
+			 "%s: offset %" PRIu64 ": short read for %s: got %" PRId64 " of the %u "
+			 "bytes expected (file truncated after open?)", path, q->off, recs, got,
+			 q->need);
+	else
+		snprintf(e->msg, sizeof(e->msg),
+			 "%s: offset %" PRIu64 ": read of %u bytes for %s failed: %s", path, q->off,
+			 q->len, recs, strerror(-err));
+	memcpy(l->last_err, e->msg, sizeof(l->last_err));
+	l->st.read_errors++;
+}
+
+const char *rf__fetch_msg(const struct rf_loader *l, uint64_t id)
+{
+	for (unsigned i = 0; i < l->nferr; i++)
+		if (l->ferr[i].used && l->ferr[i].id == id)
+			return l->ferr[i].msg;
+	return NULL;
+}
+
+static void rf__fetch_cb(void *data, int64_t res)
+{
+	struct rf__req *q = data;
+	struct rf__fetch *f = q->f;
+
+	if (res < 0)
+		rf__fetch_fail(f, q, (int)res, -1);
+	else if ((uint64_t)res < q->need)
+		rf__fetch_fail(f, q, -EIO, res);
+	if (--f->pending == 0)
+		rf__fetch_finish(f);
+}
+
+/* The op's start: issue every request of f through the ring. */
+static int rf__fetch_start(void *ctx, struct rf_op *op)
+{
+	struct rf__fetch *f = ctx;
+	struct rf_loader *l = f->l;
+	unsigned i;
+
+	f->op = op;
+	for (i = 0; i < f->n; i++) {
+		struct rf__req *q = &f->req[i];
+		int ret = rf_ring_read(l->ring, l->fd, f->u->buf + q->dst, q->len, q->off, l->rflags,
+				       rf__fetch_cb, q, NULL);
+		if (ret < 0) {
+			rf__fetch_fail(f, q, ret, -1);
+			break;
+		}
+		f->pending++;
+		l->st.reads++;
+		l->st.read_bytes += q->len;
+	}
+	if (f->pending == 0) {
+		int st = f->status;
+		free(f);
+		return st; /* the engine fails the op with it */
+	}
+	return 0;
+}
+
+/* Push the fetch of unit u with the requests already in f (f is freed on failure). */
+static int rf__push_fetch(struct rf_loader *l, struct rf__unit *u, struct rf__fetch *f)
+{
+	struct rf_op_desc d = { 0 };
+	int ret;
+
+	f->l = l;
+	f->u = u;
+	d.flags = RF_OP_OVERWRITE; /* a read heals the buffer after a failed one */
+	d.afn = rf__fetch_start;
+	d.ctx = f;
+	d.writes = &u->var;
+	d.nwrites = 1;
+	d.name = "loader_read";
+	ret = rf_engine_push(l->e, &d);
+	if (ret < 0)
+		free(f);
+	return ret;
+}
+
+/* ---- fetch units ---- */
+
+/* SPAN: F = windows a batch can touch + 1 (read ahead); REC: one per full slot. */
+static void rf__units_size(struct rf_loader *l)
+{
+	const struct rf_dataset_src *s0 = &l->ds->src[RF_DS_SRC_PAYLOAD];
+
+	if (l->mode == RF__SPAN) {
+		uint64_t span = rf__plan_windows(l);
+		l->chunk_cap = rf__round(l->R * s0->stride, l->align) + l->align;
+		l->unit_cap = l->W * l->chunk_cap;
+		l->nunits = (unsigned)span + 1; /* + 1: the next group is read ahead */
+	} else if (l->mode == RF__REC) {
+		l->nunits = l->N;
+		l->chunk_cap = rf__round(s0->stride, l->align) + l->align;
+		l->unit_cap = (size_t)l->o.batch * l->chunk_cap;
+	}
+}
+
+static void rf__units_register(struct rf_loader *l)
+{
+	void *b = rf_pinned_base(l->uarena);
+	size_t n = rf_pinned_size(l->uarena);
+
+	if (rf_ring_register_memory(l->ring, &b, &n, 1) == 0) {
+		l->registered = 1;
+		l->rflags = RF_IO_FIXED_BUF;
+	}
+}
+
+int rf__units_create(struct rf_loader *l)
+{
+	size_t total;
+	unsigned i;
+	int ret;
+
+	rf__units_size(l);
+	if (!l->nunits)
+		return 0;
+	total = l->unit_cap * l->nunits;
+	ret = rf_pinned_create(total, &l->uarena);
+	if (ret < 0)
+		return rf__fail(ret, "loader: cannot map %zu bytes of read buffers: %s", total,
+				strerror(-ret));
+	l->units = calloc(l->nunits, sizeof(*l->units));
+	/* a failed fetch's message must outlive the few fetches that can fail before
+	 * the gathers reading it report: at most one in flight per unit */
+	l->nferr = 2 * l->nunits + 16;
+	l->ferr = calloc(l->nferr, sizeof(*l->ferr));
+	if (!l->units || !l->ferr)
+		return rf__fail(-ENOMEM, "loader: %s", strerror(ENOMEM));
+	for (i = 0; i < l->nunits; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "loader.fetch[%u]", i);
+		l->units[i].l = l;
+		l->units[i].buf = (uint8_t *)rf_pinned_base(l->uarena) + i * l->unit_cap;
+		l->units[i].var = rf_var_new(l->e, name);
+		if (!l->units[i].var)
+			return rf__fail(-ENOMEM, "loader: %s", strerror(ENOMEM));
+	}
+	if (!l->o.no_register)
+		rf__units_register(l);
+	l->st.buffer_bytes += rf_pinned_size(l->uarena);
+	return 0;
+}
+
+/* ---- the reads of a batch, and where its records lie ---- */
+
+/* Where record r's label lies: inside the record read to rec, or in memory. */
+static const uint8_t *rf__label_at(const struct rf_loader *l, uint64_t r, const uint8_t *rec)
+{
+	const struct rf_dataset *ds = l->ds;
+	struct rf_dataset_loc loc = { 0 };
+
+	rf_dataset_label_loc(ds, r, &loc);
+	return ds->label_src == RF_DS_SRC_PAYLOAD ? rec + ds->label_offset : l->lmem + loc.offset;
+}
+
+/* MEM: no reads; records lie in the in-memory sources. */
+static void rf__locate_mem(struct rf_loader *l, uint64_t p0, struct rf__gjob *j)
+{
+	const struct rf_dataset *ds = l->ds;
+
+	for (unsigned i = 0; i < j->n; i++) {
+		uint64_t r = l->order[p0 + i];
+		struct rf_dataset_loc loc = { 0 };
+		j->idx[i] = r;
+		rf_dataset_payload_loc(ds, r, &loc);
+		j->pp[i] = l->pmem + loc.offset;
+		if (j->lp) {
+			rf_dataset_label_loc(ds, r, &loc);
+			j->lp[i] = l->lmem + loc.offset;
+		}
+	}
+}
+
+/* REC: one read per record (its aligned span) into the batch's fetch unit. */
+static int rf__read_records(struct rf_loader *l, uint64_t p0, struct rf__gjob *j)
+{
+	const struct rf_dataset *ds = l->ds;
+	const struct rf_dataset_src *s0 = &ds->src[RF_DS_SRC_PAYLOAD];
+	struct rf__unit *u = &l->units[l->nbatch_done % l->nunits];
+	unsigned i, n = j->n;
+	struct rf__fetch *f = calloc(1, sizeof(*f) + n * sizeof(f->req[0]));
+	int ret;
+
+	if (!f)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		uint64_t r = l->order[p0 + i], off, len, a = s0->data_offset + r * s0->stride;
+		const uint8_t *rec;
+		rf_dataset_span(ds, RF_DS_SRC_PAYLOAD, r, 1, l->align, &off, &len);
+		f->req[i].f = f;
+		f->req[i].rec0 = r;
+		f->req[i].nrec = 1;
+		f->req[i].off = off;
+		f->req[i].len = (uint32_t)len;
+		f->req[i].need = (uint32_t)(a + s0->stride - off);
+		f->req[i].dst = i * l->chunk_cap;
+		rec = u->buf + i * l->chunk_cap + (a - off);
+		j->idx[i] = r;
+		j->pp[i] = rec + ds->payload_offset;
+		if (j->lp)
+			j->lp[i] = rf__label_at(l, r, rec);
+	}
+	f->n = n;
+	f->id = l->nbatch_done;
+	ret = rf__push_fetch(l, u, f);
+	if (ret < 0)
+		return ret;
+	j->fid[j->nunits] = l->nbatch_done;
+	j->reads[j->nunits++] = u->var;
+	return 0;
+}
+
+/* SPAN: the aligned span of chunk c, and the bytes of it that must arrive. */
+static void rf__chunk_span(const struct rf_loader *l, uint64_t c, uint64_t *off, uint64_t *len,
+			   uint64_t *need)
+{
+	const struct rf_dataset_src *s = &l->ds->src[RF_DS_SRC_PAYLOAD];
+	uint64_t r0 = c * l->R, n = l->R;
+
+	if (r0 + n > l->count)
+		n = l->count - r0;
+	rf_dataset_span(l->ds, RF_DS_SRC_PAYLOAD, r0, n, l->align, off, len);
+	*need = s->data_offset + (r0 + n) * s->stride - *off;
+}
+
+/* SPAN: push the read of group G (its W chunks) into unit G mod F. */
+static int rf__push_group(struct rf_loader *l, uint64_t G)
+{
+	uint64_t gl = G - l->gbase, w;
+	struct rf__unit *u = &l->units[G % l->nunits];
+	unsigned n = 0;
+	struct rf__fetch *f = calloc(1, sizeof(*f) + l->W * sizeof(f->req[0]));
+
+	if (!f)
+		return -ENOMEM;
+	for (w = 0; w < l->W; w++) {
+		uint64_t p = gl * l->W + w, off, len, need, c;
+		if (p >= l->C)
+			break;
+		c = l->order[l->count + p]; /* the inverse chunk order, kept after order[] */
+		rf__chunk_span(l, c, &off, &len, &need);
+		f->req[n].f = f;
+		f->req[n].rec0 = c * l->R;
+		f->req[n].nrec = c * l->R + l->R <= l->count ? l->R : l->count - c * l->R;
+		f->req[n].off = off;
+		f->req[n].len = (uint32_t)len;
+		f->req[n].need = (uint32_t)need;
+		f->req[n].dst = w * l->chunk_cap;
+		n++;
+	}
+	f->n = n;
+	f->id = G;
+	return rf__push_fetch(l, u, f);
+}
+
+/* SPAN: push every group we may (the batch's, then read-ahead); the gather reads the
+ * batch's groups. */
+static int rf__read_groups(struct rf_loader *l, uint64_t p0, struct rf__gjob *j)
+{
+	uint64_t gfirst = rf__group_of(l, l->order[p0]);
+	uint64_t glast = rf__group_of(l, l->order[p0 + j->n - 1]);
+	uint64_t gend = l->gbase + l->ngroups, G;
+	int ret;
+
+	while (l->gnext < gend && l->gnext < gfirst + l->nunits) {
+		ret = rf__push_group(l, l->gnext);
+		if (ret < 0)
+			return ret;
+		l->gnext++;
+	}
+	if (glast >= l->gnext) /* cannot happen: nunits covers a batch's span */
+		return -EOVERFLOW;
+	for (G = gfirst; G <= glast; G++) {
+		j->fid[j->nunits] = G;
+		j->reads[j->nunits++] = l->units[G % l->nunits].var;
+	}
+	return 0;
+}
+
+/* SPAN: where each record lies in its group's unit. */
+static void rf__locate_groups(struct rf_loader *l, uint64_t p0, struct rf__gjob *j)
+{
+	const struct rf_dataset *ds = l->ds;
+	const struct rf_dataset_src *s0 = &ds->src[RF_DS_SRC_PAYLOAD];
+
+	for (unsigned i = 0; i < j->n; i++) {
+		uint64_t r = l->order[p0 + i], c = r / l->R, pos = l->cpos[c];
+		uint64_t Gr = l->gbase + pos / l->W, w = pos % l->W, off, len, need;
+		uint64_t a = s0->data_offset + r * s0->stride;
+		const uint8_t *rec;
+		rf__chunk_span(l, c, &off, &len, &need);
+		rec = l->units[Gr % l->nunits].buf + w * l->chunk_cap + (a - off);
+		j->idx[i] = r;
+		j->pp[i] = rec + ds->payload_offset;
+		if (j->lp)
+			j->lp[i] = rf__label_at(l, r, rec);
+	}
+}
+
+int rf__read_batch(struct rf_loader *l, uint64_t p0, struct rf__gjob *j)
+{
+	int ret;
+
+	if (l->mode == RF__MEM) {
+		rf__locate_mem(l, p0, j);
+		return 0;
+	}
+	if (l->mode == RF__REC)
+		return rf__read_records(l, p0, j);
+	ret = rf__read_groups(l, p0, j);
+	if (ret < 0)
+		return ret;
+	rf__locate_groups(l, p0, j);
+	return 0;
+}

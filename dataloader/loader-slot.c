@@ -1,0 +1,186 @@
+/* loader-slot.c -- batch slots: per slot, host staging (u8 and i32 labels, in one
+ * pinned arena) and the device tensors a batch is served in, allocated and touched at
+ * create; their poison is cleared before a slot is reused. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "loader-impl.h"
+
+/* Shard i's tensors of slot s (slot number si, rows [a, a + shape[0])). */
+static int rf__make_shard(struct rf_loader *l, struct rf__slot *s, unsigned si, unsigned i,
+			  unsigned a, int nd, const int64_t *shape)
+{
+	struct rf_device *d = l->o.devices[i];
+	struct rf_device *hd = l->cuda ? l->host : d;
+	char name[40];
+
+	snprintf(name, sizeof(name), "loader.u8[%u].%u", si, i);
+	s->su[i] = rf_tensor_wrap(hd, s->stage + (size_t)a * l->pb, RF_U8, name, nd, shape);
+	snprintf(name, sizeof(name), "loader.x[%u].%u", si, i);
+	s->x[i] = rf_tensor_new(d, RF_F32, name, nd, shape);
+	if (!s->su[i] || !s->x[i])
+		return -ENOMEM;
+	if (l->cuda) {
+		snprintf(name, sizeof(name), "loader.u8d[%u].%u", si, i);
+		s->ud[i] = rf_tensor_new(d, RF_U8, name, nd, shape);
+		if (!s->ud[i])
+			return -ENOMEM;
+	}
+	if (!l->labels)
+		return 0;
+	snprintf(name, sizeof(name), "loader.yh[%u].%u", si, i);
+	s->yh[i] = rf_tensor_wrap(hd, s->lab + a, RF_I32, name, 1, shape);
+	if (!s->yh[i])
+		return -ENOMEM;
+	if (!l->cuda) {
+		s->y[i] = s->yh[i];
+		return 0;
+	}
+	snprintf(name, sizeof(name), "loader.y[%u].%u", si, i);
+	s->y[i] = rf_tensor_new(d, RF_I32, name, 1, shape);
+	return s->y[i] ? 0 : -ENOMEM;
+}
+
+/* Slot si of cap records, its staging at mem; shard i gets rows [cap*i/K, cap*(i+1)/K). */
+static int rf__make_slot(struct rf_loader *l, struct rf__slot *s, unsigned cap, uint8_t *mem,
+			 unsigned si)
+{
+	const struct rf_dataset *ds = l->ds;
+	unsigned i, k;
+	int ret;
+
+	s->cap = cap;
+	s->stage = mem;
+	s->lab = (int32_t *)(mem + rf__round((size_t)cap * l->pb, 64));
+	for (i = 0; i < l->K; i++) {
+		int64_t shape[RF_TENSOR_MAX_DIMS] = { 0 };
+		int nd = 1 + (int)ds->ndim;
+		unsigned a = (unsigned)((uint64_t)cap * i / l->K), b = (unsigned)((uint64_t)cap * (i + 1) / l->K);
+
+		if (nd > RF_TENSOR_MAX_DIMS)
+			return -ENOTSUP;
+		s->soff[i] = a;
+		s->sn[i] = b - a;
+		shape[0] = b - a;
+		for (k = 0; k < ds->ndim; k++)
+			shape[1 + k] = ds->shape[k];
+		ret = rf__make_shard(l, s, si, i, a, nd, shape);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
+/* Bytes of a slot's staging for cap records: u8 records, then i32 labels. */
+static size_t rf__slot_bytes(const struct rf_loader *l, unsigned cap)
+{
+	return rf__round(rf__round((size_t)cap * l->pb, 64) + (size_t)cap * 4, 4096);
+}
+
+/* Slots: N full ones, plus tail slots for the last partial batch. The tail batch
+ * comes once every nbatches batches, so ceil(N / nbatches) tail slots keep each
+ * one intact for the N - 1 batches that follow it (with nbatches >= N: one). */
+static int rf__slots_alloc(struct rf_loader *l)
+{
+	unsigned tail = !l->o.drop_last ? (unsigned)(l->count % l->o.batch) : 0;
+	size_t full = rf__slot_bytes(l, l->o.batch);
+	size_t tsz = tail ? rf__slot_bytes(l, tail) : 0;
+	uint8_t *base;
+	unsigned i;
+	int ret;
+
+	l->nfslots = l->nfull ? l->N : 0;
+	l->ntail = tail ? (unsigned)((l->N + l->nbatches - 1) / l->nbatches) : 0;
+	l->nslots = l->nfslots + l->ntail;
+	l->slots = calloc(l->nslots, sizeof(*l->slots));
+	if (!l->slots)
+		return rf__fail(-ENOMEM, "loader: %s", strerror(ENOMEM));
+	ret = rf_pinned_create(full * l->nfslots + tsz * l->ntail, &l->sarena);
+	if (ret < 0)
+		return rf__fail(ret, "loader: cannot map %zu bytes of staging buffers: %s",
+				full * l->nfslots + tsz * l->ntail, strerror(-ret));
+	l->st.buffer_bytes += rf_pinned_size(l->sarena);
+	base = rf_pinned_base(l->sarena);
+	for (i = 0; i < l->nslots; i++) {
+		int is_tail = i >= l->nfslots;
+		size_t at = is_tail ? full * l->nfslots + tsz * (i - l->nfslots) : full * i;
+		ret = rf__make_slot(l, &l->slots[i], is_tail ? tail : l->o.batch, base + at, i);
+		if (ret < 0)
+			return rf__fail(ret, "loader: cannot allocate the batch tensors");
+	}
+	return 0;
+}
+
+/* Touch the device tensors now (first-touch page faults, CUDA lazy mapping), so an
+ * epoch's time is the loader's steady state. */
+static int rf__slots_touch(struct rf_loader *l)
+{
+	unsigned i, k;
+	int ret;
+
+	for (i = 0; i < l->nslots; i++)
+		for (k = 0; k < l->K; k++) {
+			struct rf__slot *s = &l->slots[i];
+			if (rf_fill(NULL, s->x[k], 0.0f) < 0 || (s->ud[k] && rf_fill(NULL, s->ud[k], 0.0f) < 0) ||
+			    (s->y[k] && s->y[k] != s->yh[k] && rf_fill(NULL, s->y[k], 0.0f) < 0))
+				return rf__fail(-ENOMEM, "loader: cannot initialise the batch tensors");
+		}
+	for (i = 0; i < l->nslots; i++)
+		for (k = 0; k < l->K; k++) {
+			struct rf__slot *s = &l->slots[i];
+			ret = rf_tensor_wait(s->x[k]);
+			if (!ret && s->ud[k])
+				ret = rf_tensor_wait(s->ud[k]);
+			if (!ret && s->y[k] && s->y[k] != s->yh[k])
+				ret = rf_tensor_wait(s->y[k]);
+			if (ret < 0)
+				return rf__fail(ret, "loader: initialising the batch tensors failed: %s",
+						strerror(-ret));
+		}
+	return 0;
+}
+
+int rf__slots_create(struct rf_loader *l)
+{
+	int ret = rf__slots_alloc(l);
+
+	return ret < 0 ? ret : rf__slots_touch(l);
+}
+
+void rf__slots_free(struct rf_loader *l)
+{
+	unsigned i, k;
+
+	for (i = 0; l->slots && i < l->nslots; i++) {
+		struct rf__slot *s = &l->slots[i];
+		for (k = 0; k < l->K; k++) {
+			if (s->y[k] != s->yh[k])
+				rf_tensor_free(s->y[k]);
+			rf_tensor_free(s->yh[k]);
+			rf_tensor_free(s->su[k]);
+			rf_tensor_free(s->ud[k]);
+			rf_tensor_free(s->x[k]);
+		}
+	}
+}
+
+int rf__clear_slot(struct rf_loader *l, struct rf__slot *s)
+{
+	unsigned k;
+	int ret = 0;
+
+	for (k = 0; k < l->K && !ret; k++) {
+		ret = rf_var_clear_error(l->e, s->su[k]->var);
+		if (!ret)
+			ret = rf_var_clear_error(l->e, s->x[k]->var);
+		if (!ret && s->ud[k])
+			ret = rf_var_clear_error(l->e, s->ud[k]->var);
+		if (!ret && s->yh[k])
+			ret = rf_var_clear_error(l->e, s->yh[k]->var);
+		if (!ret && s->y[k] && s->y[k] != s->yh[k])
+			ret = rf_var_clear_error(l->e, s->y[k]->var);
+	}
+	return ret;
+}
