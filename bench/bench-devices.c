@@ -126,7 +126,8 @@ static int online_cores(void)
 /* A square f32 tensor of uniform numbers (a PRNG op), waited for. */
 static struct rf_tensor *rand_square(struct rf_device *d, struct rf_prng *g, long n, const char *nm)
 {
-	struct rf_tensor *t = rf_tensor_new(d, RF_F32, nm, RF_DIMS(n, n));
+	struct rf_tensor *t;
+	rf_tensor_create(d, RF_F32, nm, RF_DIMS(n, n), &t);
 	if (!t || rf_rand_uniform(NULL, t, g, 0.0f, 1.0f) < 0 || rf_tensor_wait(t) < 0)
 		return NULL;
 	return t;
@@ -192,7 +193,7 @@ int rf_bench_parallel(int argc, char **argv)
 		snprintf(mode, sizeof(mode), "two CPU streams, %ld^2, %d BLAS thread(s) each", o.n,
 			 rf_k_blas_get_threads());
 	}
-	g = rf_prng_new(b.e, 1, "x");
+	rf_prng_create(b.e, 1, "x", &g);
 	x1 = rand_square(cpu, g, o.n, "x1");
 	x2 = rand_square(gpu ? gpu : cpu, g, gpu ? o.gpu_n : o.n, "x2");
 	y1 = calloc((size_t)o.count, sizeof(*y1));
@@ -200,8 +201,8 @@ int rf_bench_parallel(int argc, char **argv)
 	if (!x1 || !x2 || !y1 || !y2)
 		return 1;
 	for (long i = 0; i < o.count; i++) {
-		y1[i] = rf_tensor_new(x1->dev, RF_F32, "y1", RF_DIMS(x1->shape[0], x1->shape[0]));
-		y2[i] = rf_tensor_new(x2->dev, RF_F32, "y2", RF_DIMS(x2->shape[0], x2->shape[0]));
+		rf_tensor_create(x1->dev, RF_F32, "y1", RF_DIMS(x1->shape[0], x1->shape[0]), &y1[i]);
+		rf_tensor_create(x2->dev, RF_F32, "y2", RF_DIMS(x2->shape[0], x2->shape[0]), &y2[i]);
 		if (!y1[i] || !y2[i])
 			return 1;
 	}
@@ -230,12 +231,12 @@ int rf_bench_parallel(int argc, char **argv)
 	print_overlap("parallel", &o, mode, use_gpu ? "run(x_cpu) on cpu:0" : "run(x) on stream 0",
 		      use_gpu ? "run(x_gpu) on cuda:0" : "run(x) on stream 1", t1, t2, tb);
 	for (long i = 0; i < o.count; i++) {
-		rf_tensor_free(y1[i]);
-		rf_tensor_free(y2[i]);
+		rf_tensor_destroy(y1[i]);
+		rf_tensor_destroy(y2[i]);
 	}
-	rf_tensor_free(x1);
-	rf_tensor_free(x2);
-	rf_prng_free(g);
+	rf_tensor_destroy(x1);
+	rf_tensor_destroy(x2);
+	rf_prng_destroy(g);
 	free(y1);
 	free(y2);
 	BTRY(rf_engine_wait_all(b.e));
@@ -285,16 +286,18 @@ int rf_bench_copy(int argc, char **argv)
 	}
 	sc = rf_device_stream(dev, 0);
 	sd = rf_device_d2h_stream(dev);
-	g = rf_prng_new(b.e, 2, "x");
+	rf_prng_create(b.e, 2, "x", &g);
 	x = rand_square(dev, g, o.n, "x");
 	y = calloc((size_t)o.count, sizeof(*y));
 	h = calloc((size_t)o.count, sizeof(*h));
 	if (!x || !y || !h)
 		return 1;
 	for (long i = 0; i < o.count; i++) {
-		y[i] = rf_tensor_new(dev, RF_F32, "y", RF_DIMS(o.n, o.n));
-		h[i] = pin ? rf_tensor_new_pinned(cpu, pin, RF_F32, "y_host", RF_DIMS(o.n, o.n))
-			   : rf_tensor_new(cpu, RF_F32, "y_host", RF_DIMS(o.n, o.n));
+		rf_tensor_create(dev, RF_F32, "y", RF_DIMS(o.n, o.n), &y[i]);
+		if (pin)
+			rf_tensor_create_pinned(cpu, pin, RF_F32, "y_host", RF_DIMS(o.n, o.n), &h[i]);
+		else
+			rf_tensor_create(cpu, RF_F32, "y_host", RF_DIMS(o.n, o.n), &h[i]);
 		if (!y[i] || !h[i])
 			return 1;
 		BTRY(rf_fill(NULL, h[i], 0.0f)); /* touch the pages */
@@ -326,11 +329,11 @@ int rf_bench_copy(int argc, char **argv)
 	print_overlap("copy", &o, mode, "compute (ten matmuls)", "copy results off the device",
 		      t1, t2, tb);
 	for (long i = 0; i < o.count; i++) {
-		rf_tensor_free(y[i]);
-		rf_tensor_free(h[i]);
+		rf_tensor_destroy(y[i]);
+		rf_tensor_destroy(h[i]);
 	}
-	rf_tensor_free(x);
-	rf_prng_free(g);
+	rf_tensor_destroy(x);
+	rf_prng_destroy(g);
 	free(y);
 	free(h);
 	BTRY(rf_engine_wait_all(b.e));
@@ -376,16 +379,19 @@ int rf_bench_gemm(int argc, char **argv)
 	if (benv_open(&b, o.inflight ? (unsigned)o.inflight : 64) < 0)
 		return 1;
 	BTRY(rf_cpu_open(b.e, &(struct rf_cpu_opts){ .blas_threads = (int)o.threads }, &d));
-	g = rf_prng_new(b.e, 3, "g");
+	rf_prng_create(b.e, 3, "g", &g);
 	if (!o.json)
 		printf("gemm: engine (worker stream) vs direct rf_k_gemm, %d BLAS threads\n"
 		       "  %-22s %6s %6s %6s %9s %10s %10s %7s\n", rf_k_blas_get_threads(), "shape",
 		       "m", "n", "k", "calls", "direct GF", "engine GF", "ratio");
 	for (size_t si = 0; si < sizeof(gshapes) / sizeof(gshapes[0]); si++) {
 		const struct gshape *s = &gshapes[si];
-		struct rf_tensor *A = rf_tensor_new(d, RF_F32, "A", RF_DIMS(s->ta ? s->k : s->m, s->ta ? s->m : s->k));
-		struct rf_tensor *B = rf_tensor_new(d, RF_F32, "B", RF_DIMS(s->tb ? s->n : s->k, s->tb ? s->k : s->n));
-		struct rf_tensor *C = rf_tensor_new(d, RF_F32, "C", RF_DIMS(s->m, s->n));
+		struct rf_tensor *A;
+		rf_tensor_create(d, RF_F32, "A", RF_DIMS(s->ta ? s->k : s->m, s->ta ? s->m : s->k), &A);
+		struct rf_tensor *B;
+		rf_tensor_create(d, RF_F32, "B", RF_DIMS(s->tb ? s->n : s->k, s->tb ? s->k : s->n), &B);
+		struct rf_tensor *C;
+		rf_tensor_create(d, RF_F32, "C", RF_DIMS(s->m, s->n), &C);
 		double flop = 2.0 * s->m * s->n * s->k, td = 1e30, te = 1e30, t0, t;
 		long calls;
 		if (!A || !B || !C)
@@ -427,13 +433,13 @@ int rf_bench_gemm(int argc, char **argv)
 				printf("  %-22s %6d %6d %6d %9ld %10.1f %10.1f %7.3f\n", s->name, s->m, s->n,
 				       s->k, calls, gd, ge, ge / gd);
 		}
-		rf_tensor_free(A);
-		rf_tensor_free(B);
-		rf_tensor_free(C);
+		rf_tensor_destroy(A);
+		rf_tensor_destroy(B);
+		rf_tensor_destroy(C);
 	}
 	if (!o.json && !worst_ok)
 		printf("  (a ratio below 0.95 on a large shape: a noisy machine? rerun with --reps 5)\n");
-	rf_prng_free(g);
+	rf_prng_destroy(g);
 	BTRY(rf_engine_wait_all(b.e));
 	rf_device_close(d);
 	benv_close(&b);
@@ -459,30 +465,30 @@ static int tw_alloc(struct rf_device *d, struct rf_prng *g, int w, struct tw *x)
 		int bs = x->batch;
 		switch (w) {
 		case W_SQUARE:
-			t[0] = rf_tensor_new(d, RF_F32, "a", RF_DIMS(2000, 2000));
-			t[1] = rf_tensor_new(d, RF_F32, "c", RF_DIMS(2000, 2000));
+			rf_tensor_create(d, RF_F32, "a", RF_DIMS(2000, 2000), &t[0]);
+			rf_tensor_create(d, RF_F32, "c", RF_DIMS(2000, 2000), &t[1]);
 			break;
 		case W_MLP:
 		case W_MLP_DP:
-			t[0] = rf_tensor_new(d, RF_F32, "x", RF_DIMS(bs, 784));
-			t[1] = rf_tensor_new(d, RF_F32, "w1", RF_DIMS(256, 784));
-			t[2] = rf_tensor_new(d, RF_F32, "h", RF_DIMS(bs, 256));
-			t[3] = rf_tensor_new(d, RF_F32, "w2", RF_DIMS(10, 256));
-			t[4] = rf_tensor_new(d, RF_F32, "o", RF_DIMS(bs, 10));
-			t[5] = rf_tensor_new(d, RF_F32, "dw2", RF_DIMS(10, 256));
-			t[6] = rf_tensor_new(d, RF_F32, "dh", RF_DIMS(bs, 256));
-			t[7] = rf_tensor_new(d, RF_F32, "dw1", RF_DIMS(256, 784));
+			rf_tensor_create(d, RF_F32, "x", RF_DIMS(bs, 784), &t[0]);
+			rf_tensor_create(d, RF_F32, "w1", RF_DIMS(256, 784), &t[1]);
+			rf_tensor_create(d, RF_F32, "h", RF_DIMS(bs, 256), &t[2]);
+			rf_tensor_create(d, RF_F32, "w2", RF_DIMS(10, 256), &t[3]);
+			rf_tensor_create(d, RF_F32, "o", RF_DIMS(bs, 10), &t[4]);
+			rf_tensor_create(d, RF_F32, "dw2", RF_DIMS(10, 256), &t[5]);
+			rf_tensor_create(d, RF_F32, "dh", RF_DIMS(bs, 256), &t[6]);
+			rf_tensor_create(d, RF_F32, "dw1", RF_DIMS(256, 784), &t[7]);
 			break;
 		case W_LENET:
-			t[0] = rf_tensor_new(d, RF_F32, "x", RF_DIMS(bs, 1, 28, 28));
-			t[1] = rf_tensor_new(d, RF_F32, "w1", RF_DIMS(6, 1, 5, 5));
-			t[2] = rf_tensor_new(d, RF_F32, "y1", RF_DIMS(bs, 6, 24, 24));
-			t[3] = rf_tensor_new(d, RF_F32, "p1", RF_DIMS(bs, 6, 12, 12));
-			t[4] = rf_tensor_new(d, RF_F32, "w2", RF_DIMS(16, 6, 5, 5));
-			t[5] = rf_tensor_new(d, RF_F32, "y2", RF_DIMS(bs, 16, 8, 8));
-			t[6] = rf_tensor_new(d, RF_F32, "dw2", RF_DIMS(16, 6, 5, 5));
-			t[7] = rf_tensor_new(d, RF_F32, "dp1", RF_DIMS(bs, 6, 12, 12));
-			t[8] = rf_tensor_new(d, RF_F32, "dw1", RF_DIMS(6, 1, 5, 5));
+			rf_tensor_create(d, RF_F32, "x", RF_DIMS(bs, 1, 28, 28), &t[0]);
+			rf_tensor_create(d, RF_F32, "w1", RF_DIMS(6, 1, 5, 5), &t[1]);
+			rf_tensor_create(d, RF_F32, "y1", RF_DIMS(bs, 6, 24, 24), &t[2]);
+			rf_tensor_create(d, RF_F32, "p1", RF_DIMS(bs, 6, 12, 12), &t[3]);
+			rf_tensor_create(d, RF_F32, "w2", RF_DIMS(16, 6, 5, 5), &t[4]);
+			rf_tensor_create(d, RF_F32, "y2", RF_DIMS(bs, 16, 8, 8), &t[5]);
+			rf_tensor_create(d, RF_F32, "dw2", RF_DIMS(16, 6, 5, 5), &t[6]);
+			rf_tensor_create(d, RF_F32, "dp1", RF_DIMS(bs, 6, 12, 12), &t[7]);
+			rf_tensor_create(d, RF_F32, "dw1", RF_DIMS(6, 1, 5, 5), &t[8]);
 			break;
 		}
 		for (int i = 0; i < 12 && t[i]; i++)
@@ -496,7 +502,7 @@ static void tw_free(struct tw *x)
 	for (int k = 0; k < 2; k++)
 		for (int i = 0; i < 12; i++)
 			if (x->t[k][i]) {
-				rf_tensor_free(x->t[k][i]);
+				rf_tensor_destroy(x->t[k][i]);
 				x->t[k][i] = NULL;
 			}
 }
@@ -564,7 +570,7 @@ int rf_bench_threads(int argc, char **argv)
 		return 1;
 	BTRY(rf_cpu_open(b.e, &(struct rf_cpu_opts){ .streams = 2, .blas_threads = -1 }, &d));
 	saved = rf_k_blas_get_threads();
-	g = rf_prng_new(b.e, 4, "g");
+	rf_prng_create(b.e, 4, "g", &g);
 	if (!o.json)
 		printf("threads: %d cores; the same work as 1 stream x %d BLAS threads, 2 streams x 1, "
 		       "2 streams x %d\n  %-24s %10s %10s %10s %8s %8s\n", cores, cores, cores,
@@ -615,7 +621,7 @@ int rf_bench_threads(int argc, char **argv)
 			return 1;
 	}
 	rf_k_blas_set_threads(saved);
-	rf_prng_free(g);
+	rf_prng_destroy(g);
 	BTRY(rf_engine_wait_all(b.e));
 	rf_device_close(d);
 	benv_close(&b);

@@ -97,7 +97,7 @@ static double run_pattern(const char *pattern, long n)
 
 	t0 = rf_now_ns();
 	if (gated) {
-		gate = rf_var_new(e, "gate");
+		rf_var_create(e, "gate", &gate);
 		if (rf_engine_push(e, &(struct rf_op_desc){ .afn = gate_start, .writes = &gate,
 							    .nwrites = 1, .name = "gate" }) < 0)
 			return -1;
@@ -106,7 +106,7 @@ static double run_pattern(const char *pattern, long n)
 		struct rf_var *r[64];
 		unsigned nr = 0;
 
-		v[i] = rf_var_new(e, NULL);
+		rf_var_create(e, NULL, &v[i]);
 		if (!strcmp(pattern, "chain")) {
 			if (i > 0)
 				r[nr++] = v[i - 1];
@@ -155,9 +155,9 @@ static double run_pattern(const char *pattern, long n)
 	if (ret < 0)
 		return -1;
 	for (i = 0; i < n; i++)
-		rf_var_delete(e, v[i], NULL, NULL, NULL);
+		rf_var_destroy(e, v[i], NULL, NULL, NULL);
 	if (gate)
-		rf_var_delete(e, gate, NULL, NULL, NULL);
+		rf_var_destroy(e, gate, NULL, NULL, NULL);
 	rf_engine_destroy(e);
 	rf_ring_destroy(ring);
 	free(v);
@@ -187,7 +187,7 @@ static double run_queue_pattern(const char *pattern, long n)
 		return -1;
 	t0 = rf_now_ns();
 	if (!strcmp(pattern, "readers")) {
-		v[0] = rf_var_new(e, "x");
+		rf_var_create(e, "x", &v[0]);
 		for (i = 0; i < n; i++)
 			if ((ret = rf_engine_push_simple(e, nop_fn, NULL, &v[0], 1, NULL, 0, w[0], "read")) < 0)
 				return -1;
@@ -196,7 +196,7 @@ static double run_queue_pattern(const char *pattern, long n)
 		n = 1;
 	} else {
 		for (i = 0; i < n; i++) {
-			v[i] = rf_var_new(e, NULL);
+			rf_var_create(e, NULL, &v[i]);
 			if ((ret = rf_engine_push_simple(e, nop_fn, NULL, i ? &v[i - 1] : NULL, i ? 1 : 0,
 							 &v[i], 1, w[i & 1], "link")) < 0)
 				return -1;
@@ -205,7 +205,7 @@ static double run_queue_pattern(const char *pattern, long n)
 	ret = rf_engine_wait_all(e);
 	t1 = rf_now_ns();
 	for (i = 0; i < n; i++)
-		rf_var_delete(e, v[i], NULL, NULL, NULL);
+		rf_var_destroy(e, v[i], NULL, NULL, NULL);
 	rf_engine_destroy(e);
 	rf_ring_destroy(ring);
 	free(v);
@@ -337,8 +337,8 @@ int rf_bench_async(int argc, char **argv)
 		fprintf(stderr, "rf-bench async: setup failed\n");
 		return 1;
 	}
-	xv = rf_var_new(e, "x");
-	yv = rf_var_new(e, "y");
+	rf_var_create(e, "x", &xv);
+	rf_var_create(e, "y", &yv);
 	c.x = x;
 	c.y = y;
 	c.len = len;
@@ -371,8 +371,8 @@ int rf_bench_async(int argc, char **argv)
 		printf("Synchronous : %.4f sec (%.2f us/op)\nAsynchronous: %.4f sec (%.2f us/op)\n"
 		       "ratio sync/async: %.2f  (%ld x y = x + 1 on %ld floats, worker stream, best of 5)\n",
 		       t_sync, t_sync * 1e6 / n, t_async, t_async * 1e6 / n, t_sync / t_async, n, len);
-	rf_var_delete(e, xv, NULL, NULL, NULL);
-	rf_var_delete(e, yv, NULL, NULL, NULL);
+	rf_var_destroy(e, xv, NULL, NULL, NULL);
+	rf_var_destroy(e, yv, NULL, NULL, NULL);
 	rf_engine_destroy(e);
 	rf_ring_destroy(ring);
 	free(x);

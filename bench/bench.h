@@ -1,12 +1,12 @@
-/* bench/bench.h — rf-bench subcommands. Each lives in its own file and returns a
+/* bench/bench.h -- rf-bench subcommands. Each lives in its own file and returns a
  * process exit code (0 ok, 1 failure, 2 bad arguments). */
 #ifndef RF_BENCH_H
 #define RF_BENCH_H
 
 int rf_bench_engine(int argc, char **argv);   /* bench-engine.c */
-int rf_bench_async(int argc, char **argv);    /* bench-engine.c: seeds §12.2.3 */
-int rf_bench_parallel(int argc, char **argv); /* bench-devices.c: seeds §12.3.1 */
-int rf_bench_copy(int argc, char **argv);     /* bench-devices.c: seeds §12.3.2 */
+int rf_bench_async(int argc, char **argv);    /* bench-engine.c: seeds section 12.2.3 */
+int rf_bench_parallel(int argc, char **argv); /* bench-devices.c: seeds section 12.3.1 */
+int rf_bench_copy(int argc, char **argv);     /* bench-devices.c: seeds section 12.3.2 */
 int rf_bench_gemm(int argc, char **argv);     /* bench-devices.c: engine vs OpenBLAS */
 int rf_bench_threads(int argc, char **argv);  /* bench-devices.c: BLAS threads vs streams */
 int rf_bench_loader(int argc, char **argv);   /* bench-loader.c */

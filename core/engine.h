@@ -103,9 +103,9 @@ struct rf_ring *rf_engine_ring(struct rf_engine *e);
 void rf_engine_get_stats(const struct rf_engine *e, struct rf_engine_stats *st);
 int rf_engine_is_sync(const struct rf_engine *e);
 
-/* A new variable. name (copied, may be NULL) is used in traces and errors. Returns
- * NULL only on allocation failure. */
-struct rf_var *rf_var_new(struct rf_engine *e, const char *name);
+/* A new variable in *out. name (copied, may be NULL) is used in traces and errors.
+ * Returns 0, or -ENOMEM (*out NULL). */
+int rf_var_create(struct rf_engine *e, const char *name, struct rf_var **out);
 const char *rf_var_name(const struct rf_var *v);
 
 /* Push an op. Returns 0, or -errno (-EINVAL for a bad descriptor, -ENOMEM); on an
@@ -121,10 +121,10 @@ int rf_engine_push_simple(struct rf_engine *e, rf_op_fn fn, void *ctx,
 			  struct rf_var *const *writes, unsigned nwrites,
 			  struct rf_stream *stream, const char *name);
 
-/* Delete a variable: pushed as a mutation (running even if poisoned), so free_fn(arg)
+/* Destroy a variable: pushed as a mutation (running even if poisoned), so free_fn(arg)
  * runs only after every earlier reader and writer. The variable must not be used
  * after this call. free_fn may be NULL. stream NULL: inline. */
-int rf_var_delete(struct rf_engine *e, struct rf_var *v, void (*free_fn)(void *), void *arg,
+int rf_var_destroy(struct rf_engine *e, struct rf_var *v, void (*free_fn)(void *), void *arg,
 		  struct rf_stream *stream);
 
 /* Turn the reactor until every op pushed so far that mutates v has finished. Returns

@@ -146,7 +146,7 @@ static void rf__del_done(void *ctx, int status)
 	free(ctx);
 }
 
-int rf_var_delete(struct rf_engine *e, struct rf_var *v, void (*free_fn)(void *), void *arg,
+int rf_var_destroy(struct rf_engine *e, struct rf_var *v, void (*free_fn)(void *), void *arg,
 		  struct rf_stream *stream)
 {
 	struct rf__del *ctx;

@@ -1,22 +1,26 @@
 /* core/var.c -- a variable's record: creation, name, poison, freeing. Deleting and
  * clearing a variable are pushed ops (push.c). */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine-impl.h"
+#include "rf-internal.h"
 
-struct rf_var *rf_var_new(struct rf_engine *e, const char *name)
+int rf_var_create(struct rf_engine *e, const char *name, struct rf_var **out)
 {
 	struct rf_var *v = calloc(1, sizeof(*v));
 
+	*out = NULL;
 	if (!v)
-		return NULL;
+		return rf__fail(-ENOMEM, "variable %s: out of memory", name ? name : "");
 	v->eng = e;
 	if (name && !(v->name = strdup(name))) {
 		free(v);
-		return NULL;
+		return rf__fail(-ENOMEM, "variable %s: out of memory", name);
 	}
-	return v;
+	*out = v;
+	return 0;
 }
 
 const char *rf_var_name(const struct rf_var *v)

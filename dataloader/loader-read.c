@@ -187,7 +187,7 @@ int rf__units_create(struct rf_loader *l)
 		snprintf(name, sizeof(name), "loader.fetch[%u]", i);
 		l->units[i].l = l;
 		l->units[i].buf = (uint8_t *)rf_pinned_base(l->uarena) + i * l->unit_cap;
-		l->units[i].var = rf_var_new(l->e, name);
+		rf_var_create(l->e, name, &l->units[i].var);
 		if (!l->units[i].var)
 			return rf__fail(-ENOMEM, "loader: %s", strerror(ENOMEM));
 	}

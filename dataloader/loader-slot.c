@@ -17,21 +17,21 @@ static int rf__make_shard(struct rf_loader *l, struct rf__slot *s, unsigned si, 
 	char name[40];
 
 	snprintf(name, sizeof(name), "loader.u8[%u].%u", si, i);
-	s->su[i] = rf_tensor_wrap(hd, s->stage + (size_t)a * l->pb, RF_U8, name, nd, shape);
+	rf_tensor_wrap(hd, s->stage + (size_t)a * l->pb, RF_U8, name, nd, shape, &s->su[i]);
 	snprintf(name, sizeof(name), "loader.x[%u].%u", si, i);
-	s->x[i] = rf_tensor_new(d, RF_F32, name, nd, shape);
+	rf_tensor_create(d, RF_F32, name, nd, shape, &s->x[i]);
 	if (!s->su[i] || !s->x[i])
 		return -ENOMEM;
 	if (l->cuda) {
 		snprintf(name, sizeof(name), "loader.u8d[%u].%u", si, i);
-		s->ud[i] = rf_tensor_new(d, RF_U8, name, nd, shape);
+		rf_tensor_create(d, RF_U8, name, nd, shape, &s->ud[i]);
 		if (!s->ud[i])
 			return -ENOMEM;
 	}
 	if (!l->labels)
 		return 0;
 	snprintf(name, sizeof(name), "loader.yh[%u].%u", si, i);
-	s->yh[i] = rf_tensor_wrap(hd, s->lab + a, RF_I32, name, 1, shape);
+	rf_tensor_wrap(hd, s->lab + a, RF_I32, name, 1, shape, &s->yh[i]);
 	if (!s->yh[i])
 		return -ENOMEM;
 	if (!l->cuda) {
@@ -39,7 +39,7 @@ static int rf__make_shard(struct rf_loader *l, struct rf__slot *s, unsigned si, 
 		return 0;
 	}
 	snprintf(name, sizeof(name), "loader.y[%u].%u", si, i);
-	s->y[i] = rf_tensor_new(d, RF_I32, name, 1, shape);
+	rf_tensor_create(d, RF_I32, name, 1, shape, &s->y[i]);
 	return s->y[i] ? 0 : -ENOMEM;
 }
 
@@ -157,11 +157,11 @@ void rf__slots_free(struct rf_loader *l)
 		struct rf__slot *s = &l->slots[i];
 		for (k = 0; k < l->K; k++) {
 			if (s->y[k] != s->yh[k])
-				rf_tensor_free(s->y[k]);
-			rf_tensor_free(s->yh[k]);
-			rf_tensor_free(s->su[k]);
-			rf_tensor_free(s->ud[k]);
-			rf_tensor_free(s->x[k]);
+				rf_tensor_destroy(s->y[k]);
+			rf_tensor_destroy(s->yh[k]);
+			rf_tensor_destroy(s->su[k]);
+			rf_tensor_destroy(s->ud[k]);
+			rf_tensor_destroy(s->x[k]);
 		}
 	}
 }

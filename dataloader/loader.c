@@ -160,7 +160,7 @@ void rf_loader_destroy(struct rf_loader *l)
 	rf__slots_free(l);
 	for (i = 0; l->units && i < l->nunits; i++)
 		if (l->units[i].var)
-			rf_var_delete(l->e, l->units[i].var, NULL, NULL, NULL);
+			rf_var_destroy(l->e, l->units[i].var, NULL, NULL, NULL);
 	if (l->gs)
 		rf_stream_destroy(l->gs); /* waits for all the engine's work */
 	else

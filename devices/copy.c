@@ -172,14 +172,14 @@ static int rf__host_xfer(struct rf_tensor *t, void *host, int to_host)
 				    NULL, "host_write");
 		return ret < 0 ? ret : rf_tensor_wait(t);
 	}
-	tmp = rf_var_new(e, "host_read");
-	if (!tmp)
-		return -ENOMEM;
+	ret = rf_var_create(e, "host_read", &tmp);
+	if (ret < 0)
+		return ret;
 	ret = rf__copy_push(s, t->dev, t->dev, host, t->data, t->nbytes, t, NULL, NULL, tmp,
 			    "host_read");
 	if (ret == 0)
 		ret = rf_engine_wait_var(e, tmp);
-	rf_var_delete(e, tmp, NULL, NULL, NULL);
+	rf_var_destroy(e, tmp, NULL, NULL, NULL);
 	return ret;
 }
 

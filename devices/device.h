@@ -124,7 +124,7 @@ void rf_device_free(struct rf_device *d, void *p, size_t bytes);
  * DMA. The same memory can be registered with the ring as fixed buffers:
  *     void *b = rf_pinned_base(p); size_t n = rf_pinned_size(p);
  *     rf_ring_register_memory(ring, &b, &n, 1);       (then RF_IO_FIXED_BUF reads)
- * Carve it with rf_pinned_alloc, or make tensors in it with rf_tensor_new_pinned. */
+ * Carve it with rf_pinned_alloc, or make tensors in it with rf_tensor_create_pinned. */
 struct rf_pinned;
 /* bytes rounded up to 2 MiB. Returns 0 or -errno (mmap). */
 int rf_pinned_create(size_t bytes, struct rf_pinned **out);

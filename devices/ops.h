@@ -135,10 +135,10 @@ struct rf_prng {
 	uint64_t counter;   /* mutated by the ops that draw; read after a wait */
 	struct rf_engine *eng;
 };
-/* Returns NULL on allocation failure. The caller owns it: rf_prng_free. */
-struct rf_prng *rf_prng_new(struct rf_engine *e, uint64_t seed, const char *name);
+/* A generator in *out. Returns 0 or -ENOMEM. The caller owns it: rf_prng_destroy. */
+int rf_prng_create(struct rf_engine *e, uint64_t seed, const char *name, struct rf_prng **out);
 /* Pushes the deletion of g's variable (after its last draw). */
-void rf_prng_free(struct rf_prng *g);
+void rf_prng_destroy(struct rf_prng *g);
 /* x (f32) = uniform in [lo, hi). */
 int rf_rand_uniform(struct rf_stream *s, struct rf_tensor *x, struct rf_prng *g, float lo,
 		    float hi);

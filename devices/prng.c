@@ -6,25 +6,28 @@
 
 #include "op-impl.h"
 
-struct rf_prng *rf_prng_new(struct rf_engine *e, uint64_t seed, const char *name)
+int rf_prng_create(struct rf_engine *e, uint64_t seed, const char *name, struct rf_prng **out)
 {
 	struct rf_prng *g = calloc(1, sizeof(*g));
+	int ret;
 
+	*out = NULL;
 	if (!g)
-		return NULL;
-	g->var = rf_var_new(e, name ? name : "prng");
-	if (!g->var) {
+		return rf__fail(-ENOMEM, "prng %s: out of memory", name ? name : "prng");
+	ret = rf_var_create(e, name ? name : "prng", &g->var);
+	if (ret < 0) {
 		free(g);
-		return NULL;
+		return ret;
 	}
 	g->seed = seed;
 	g->eng = e;
-	return g;
+	*out = g;
+	return 0;
 }
 
-void rf_prng_free(struct rf_prng *g)
+void rf_prng_destroy(struct rf_prng *g)
 {
-	if (g && rf_var_delete(g->eng, g->var, free, g, NULL) < 0) {
+	if (g && rf_var_destroy(g->eng, g->var, free, g, NULL) < 0) {
 		rf_engine_wait_idle(g->eng);
 		free(g);
 	}

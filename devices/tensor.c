@@ -1,7 +1,7 @@
 /* devices/tensor.c -- tensors, blocks and views, and their lifetime.
  *
- * Memory is a reference-counted storage: a tensor made by rf_tensor_new holds one
- * reference, each view one more. rf_tensor_free pushes rf_var_delete on the engine's
+ * Memory is a reference-counted storage: a tensor made by rf_tensor_create holds one
+ * reference, each view one more. rf_tensor_destroy pushes rf_var_destroy on the engine's
  * inline stream, so the release runs on the reactor thread (the allocator's thread)
  * after every op pushed before it on that variable; the last release returns the
  * memory to the caching allocator (or the pinned arena). */
@@ -84,45 +84,49 @@ static int rf__shape_set(struct rf_tensor *t, enum rf_tdtype dt, int ndim, const
 	return 0;
 }
 
-static struct rf_tensor *rf__tensor_alloc(struct rf_device *d, enum rf_tdtype dt, const char *name,
-					  int ndim, const int64_t *shape)
+static int rf__tensor_alloc(struct rf_device *d, enum rf_tdtype dt, const char *name, int ndim,
+			    const int64_t *shape, struct rf_tensor **out)
 {
 	struct rf_tensor *t;
+	int ret;
 
+	*out = NULL;
 	if (!d)
-		return NULL;
+		return rf__fail(-EINVAL, "tensor %s: no device", name ? name : "");
 	t = calloc(1, sizeof(*t));
 	if (!t)
-		return NULL;
+		return rf__fail(-ENOMEM, "tensor %s: out of memory", name ? name : "");
 	if (rf__shape_set(t, dt, ndim, shape) < 0) {
-		rf__fail(-EINVAL, "tensor %s: bad shape (ndim %d, at most %d dims, each in "
-			 "[0, 2^31))", name ? name : "", ndim, RF_TENSOR_MAX_DIMS);
 		free(t);
-		return NULL;
+		return rf__fail(-EINVAL, "tensor %s: bad shape (ndim %d, at most %d dims, each in "
+				"[0, 2^31))", name ? name : "", ndim, RF_TENSOR_MAX_DIMS);
 	}
 	snprintf(t->name, sizeof(t->name), "%s", name ? name : "");
 	t->dev = d;
-	t->var = rf_var_new(d->eng, name);
-	if (!t->var) {
+	ret = rf_var_create(d->eng, name, &t->var);
+	if (ret < 0) {
 		free(t);
-		return NULL;
+		return ret;
 	}
-	return t;
+	*out = t;
+	return 0;
 }
 
-static struct rf_tensor *rf__tensor_make(struct rf_device *d, struct rf_pinned *pin, void *ext,
-					 enum rf_tdtype dt, const char *name, int ndim,
-					 const int64_t *shape)
+static int rf__tensor_make(struct rf_device *d, struct rf_pinned *pin, void *ext,
+			   enum rf_tdtype dt, const char *name, int ndim, const int64_t *shape,
+			   struct rf_tensor **out)
 {
-	struct rf_tensor *t = rf__tensor_alloc(d, dt, name, ndim, shape);
+	struct rf_tensor *t;
 	struct rf__storage *st;
-	int ret;
+	int ret = rf__tensor_alloc(d, dt, name, ndim, shape, &t);
 
-	if (!t)
-		return NULL;
+	if (ret < 0)
+		return ret;
 	st = calloc(1, sizeof(*st));
-	if (!st)
+	if (!st) {
+		ret = rf__fail(-ENOMEM, "tensor %s: out of memory", t->name);
 		goto fail;
+	}
 	st->refs = 1;
 	st->dev = d;
 	st->bytes = t->nbytes;
@@ -151,55 +155,62 @@ static struct rf_tensor *rf__tensor_make(struct rf_device *d, struct rf_pinned *
 	t->st = st;
 	t->data = st->ptr;
 	d->live++;
-	return t;
+	*out = t;
+	return 0;
 fail:
 	free(st);
-	rf_var_delete(d->eng, t->var, NULL, NULL, NULL);
+	rf_var_destroy(d->eng, t->var, NULL, NULL, NULL);
 	free(t);
-	return NULL;
+	return ret;
 }
 
-struct rf_tensor *rf_tensor_new(struct rf_device *d, enum rf_tdtype dt, const char *name,
-				int ndim, const int64_t *shape)
+int rf_tensor_create(struct rf_device *d, enum rf_tdtype dt, const char *name, int ndim,
+		     const int64_t *shape, struct rf_tensor **out)
 {
-	return rf__tensor_make(d, NULL, NULL, dt, name, ndim, shape);
+	return rf__tensor_make(d, NULL, NULL, dt, name, ndim, shape, out);
 }
 
-struct rf_tensor *rf_tensor_new_pinned(struct rf_device *cpu, struct rf_pinned *p,
-				       enum rf_tdtype dt, const char *name, int ndim,
-				       const int64_t *shape)
+int rf_tensor_create_pinned(struct rf_device *cpu, struct rf_pinned *p, enum rf_tdtype dt,
+			    const char *name, int ndim, const int64_t *shape, struct rf_tensor **out)
 {
+	*out = NULL;
 	if (!cpu || !p || cpu->kind != RF_DEVICE_CPU)
-		return NULL;
-	return rf__tensor_make(cpu, p, NULL, dt, name, ndim, shape);
+		return rf__fail(-EINVAL, "tensor %s: pinned memory needs a CPU device and an arena",
+				name ? name : "");
+	return rf__tensor_make(cpu, p, NULL, dt, name, ndim, shape, out);
 }
 
-struct rf_tensor *rf_tensor_wrap(struct rf_device *d, void *data, enum rf_tdtype dt,
-				 const char *name, int ndim, const int64_t *shape)
+int rf_tensor_wrap(struct rf_device *d, void *data, enum rf_tdtype dt, const char *name,
+		   int ndim, const int64_t *shape, struct rf_tensor **out)
 {
+	*out = NULL;
 	if (!data)
-		return NULL;
-	return rf__tensor_make(d, NULL, data, dt, name, ndim, shape);
+		return rf__fail(-EINVAL, "tensor %s: no memory to wrap", name ? name : "");
+	return rf__tensor_make(d, NULL, data, dt, name, ndim, shape, out);
 }
 
-struct rf_tensor *rf_tensor_view(struct rf_tensor *block, size_t offset, enum rf_tdtype dt,
-				 const char *name, int ndim, const int64_t *shape)
+int rf_tensor_view(struct rf_tensor *block, size_t offset, enum rf_tdtype dt, const char *name,
+		   int ndim, const int64_t *shape, struct rf_tensor **out)
 {
 	struct rf_tensor *t;
 	size_t esz = rf_tdtype_size(dt), boff;
+	int ret;
 
+	*out = NULL;
 	if (!block || block->base || !block->st || !esz)
-		return NULL;
-	t = rf__tensor_alloc(block->dev, dt, name, ndim, shape);
-	if (!t)
-		return NULL;
+		return rf__fail(-EINVAL, "view %s: needs a block that is no view and a known dtype",
+				name ? name : "");
+	ret = rf__tensor_alloc(block->dev, dt, name, ndim, shape, &t);
+	if (ret < 0)
+		return ret;
 	boff = offset * esz;
 	if (offset > block->nbytes / esz || t->nbytes > block->nbytes - boff) {
-		rf__fail(-EINVAL, "view %s: elements [%zu, %zu) of %s are outside its %zu "
-			 "bytes", t->name, offset, offset + t->numel, block->name, block->nbytes);
-		rf_var_delete(block->dev->eng, t->var, NULL, NULL, NULL);
+		ret = rf__fail(-EINVAL, "view %s: elements [%zu, %zu) of %s are outside its %zu "
+			       "bytes", t->name, offset, offset + t->numel, block->name,
+			       block->nbytes);
+		rf_var_destroy(block->dev->eng, t->var, NULL, NULL, NULL);
 		free(t);
-		return NULL;
+		return ret;
 	}
 	t->st = block->st;
 	t->st->refs++;
@@ -210,7 +221,8 @@ struct rf_tensor *rf_tensor_view(struct rf_tensor *block, size_t offset, enum rf
 	block->views = t;
 	block->nviews++;
 	block->dev->live++;
-	return t;
+	*out = t;
+	return 0;
 }
 
 static void rf__tensor_release(void *arg)
@@ -222,7 +234,7 @@ static void rf__tensor_release(void *arg)
 	free(t);
 }
 
-void rf_tensor_free(struct rf_tensor *t)
+void rf_tensor_destroy(struct rf_tensor *t)
 {
 	struct rf_tensor **pp, *v;
 
@@ -245,7 +257,7 @@ void rf_tensor_free(struct rf_tensor *t)
 		v->base = NULL;
 	}
 	t->nviews = 0;
-	if (rf_var_delete(t->dev->eng, t->var, rf__tensor_release, t, NULL) < 0) {
+	if (rf_var_destroy(t->dev->eng, t->var, rf__tensor_release, t, NULL) < 0) {
 		/* Cannot push (out of memory): wait for the var's work and release now. */
 		rf__log(RF_LOG_WARN, "tensor %s: deletion could not be pushed; waiting", t->name);
 		rf_engine_wait_idle(t->dev->eng);

@@ -2,7 +2,7 @@
  *
  * A tensor's memory is tagged by its variable: every op of ops.h names the tensors it
  * reads and writes, the engine orders them. Freeing a tensor is an engine deletion
- * (rf_var_delete): the memory goes back to the device's caching allocator only after
+ * (rf_var_destroy): the memory goes back to the device's caching allocator only after
  * the last op that reads or writes it has finished.
  *
  * Blocks and views (llm.c: "parameters, gradients and optimizer state are one
@@ -58,39 +58,38 @@ struct rf_tensor {
 	unsigned nviews;
 };
 
-/* Dims as the two trailing arguments: rf_tensor_new(d, RF_F32, "w1", RF_DIMS(256, 784)). */
+/* Dims as the two trailing arguments: rf_tensor_create(d, RF_F32, "w1", RF_DIMS(256, 784), &t). */
 #define RF_DIMS(...) (int)(sizeof((int64_t[]){ __VA_ARGS__ }) / sizeof(int64_t)), \
 	(const int64_t[]){ __VA_ARGS__ }
 
 size_t rf_tdtype_size(enum rf_tdtype dt);
 const char *rf_tdtype_name(enum rf_tdtype dt);
 
-/* A new tensor on device d with uninitialised memory from d's caching allocator and a
- * new variable named name (copied; may be NULL). ndim <= 4, every dim >= 0. Returns
- * NULL on a bad shape (message in rf_last_error()) or out of memory. The caller owns the
- * tensor: rf_tensor_free. */
-struct rf_tensor *rf_tensor_new(struct rf_device *d, enum rf_tdtype dt, const char *name,
-				int ndim, const int64_t *shape);
+/* A new tensor in *out on device d with uninitialised memory from d's caching allocator
+ * and a new variable named name (copied; may be NULL). ndim <= 4, every dim >= 0.
+ * Returns 0, or -EINVAL (a bad shape) or -ENOMEM, *out NULL and the message in
+ * rf_last_error(). The caller owns the tensor: rf_tensor_destroy. */
+int rf_tensor_create(struct rf_device *d, enum rf_tdtype dt, const char *name, int ndim,
+		     const int64_t *shape, struct rf_tensor **out);
 /* The same on a CPU device, with memory from a pinned staging arena (p borrowed; it
- * must outlive the tensor's deletion): fast asynchronous host<->device copies. */
-struct rf_tensor *rf_tensor_new_pinned(struct rf_device *cpu, struct rf_pinned *p,
-				       enum rf_tdtype dt, const char *name, int ndim,
-				       const int64_t *shape);
+ * must outlive the tensor's destruction): fast asynchronous host<->device copies. */
+int rf_tensor_create_pinned(struct rf_device *cpu, struct rf_pinned *p, enum rf_tdtype dt,
+			    const char *name, int ndim, const int64_t *shape, struct rf_tensor **out);
 /* A tensor over memory the caller owns (host memory for a CPU device, device memory
- * for CUDA). The memory must outlive the tensor's deletion; it is never freed here. */
-struct rf_tensor *rf_tensor_wrap(struct rf_device *d, void *data, enum rf_tdtype dt,
-				 const char *name, int ndim, const int64_t *shape);
+ * for CUDA). The memory must outlive the tensor's destruction; it is never freed here. */
+int rf_tensor_wrap(struct rf_device *d, void *data, enum rf_tdtype dt, const char *name,
+		   int ndim, const int64_t *shape, struct rf_tensor **out);
 /* A view of block (not itself a view) at element offset `offset` (in units of dt,
  * byte offset offset*sizeof(dt) must be a multiple of sizeof(dt)'s alignment and lie
  * within the block). The view gets its own variable; see above. Returns NULL on a
- * bad range or shape. The caller owns the view: rf_tensor_free. */
-struct rf_tensor *rf_tensor_view(struct rf_tensor *block, size_t offset, enum rf_tdtype dt,
-				 const char *name, int ndim, const int64_t *shape);
+ * bad range or shape (-EINVAL). The caller owns the view: rf_tensor_destroy. */
+int rf_tensor_view(struct rf_tensor *block, size_t offset, enum rf_tdtype dt, const char *name,
+		   int ndim, const int64_t *shape, struct rf_tensor **out);
 
-/* Free: pushes the deletion of t's variable (a block: the views are detached and keep
+/* Destroy: pushes the deletion of t's variable (a block: the views are detached and keep
  * the memory alive). Memory returns to the allocator once every op pushed so far on
  * t has finished. t must not be used after this call. NULL is ignored. */
-void rf_tensor_free(struct rf_tensor *t);
+void rf_tensor_destroy(struct rf_tensor *t);
 
 /* Change the shape (same numel), e.g. flatten (n, c, h, w) to (n, c*h*w) before a
  * linear layer. Metadata only: ops capture shapes when pushed, so this is safe at any

@@ -19,6 +19,9 @@
  * Errors (unreadable file, read error) name the file and offset and make the exit
  * status 1; the manifest is written to OUT.tmp and renamed, so OUT is never half
  * written. Build it outside the tree with `pkg-config --cflags --libs ringflow`. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* asprintf */
+#endif
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -331,7 +334,7 @@ int main(int argc, char **argv)
 	}
 	for (i = 0; i < (size_t)nbufs; i++) {
 		bufs[i].data = malloc((size_t)chunk);
-		bufs[i].var = rf_var_new(eng, "buffer");
+		rf_var_create(eng, "buffer", &bufs[i].var);
 		if (!bufs[i].data || !bufs[i].var)
 			return 1;
 	}
@@ -347,7 +350,7 @@ int main(int argc, char **argv)
 			continue;
 		}
 		sha256_init(&f->sha);
-		f->var = rf_var_new(eng, f->path);
+		rf_var_create(eng, f->path, &f->var);
 		do {
 			struct chunk *c = calloc(1, sizeof(*c)), *h = calloc(1, sizeof(*h));
 			struct buffer *b = &bufs[next_buf++ % (size_t)nbufs];
@@ -408,13 +411,13 @@ int main(int argc, char **argv)
 	}
 	for (i = 0; i < nfiles; i++) {
 		if (files[i].var)
-			rf_var_delete(eng, files[i].var, NULL, NULL, NULL);
+			rf_var_destroy(eng, files[i].var, NULL, NULL, NULL);
 		if (files[i].fd >= 0)
 			close(files[i].fd);
 		free(files[i].path);
 	}
 	for (i = 0; i < (size_t)nbufs; i++)
-		rf_var_delete(eng, bufs[i].var, free, bufs[i].data, NULL);
+		rf_var_destroy(eng, bufs[i].var, free, bufs[i].data, NULL);
 	rf_engine_destroy(eng);
 	rf_ring_destroy(ring);
 	free(workers);

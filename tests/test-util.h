@@ -1,4 +1,4 @@
-/* tests/test-util.h — tiny helpers shared by the test programs. Exit codes follow
+/* tests/test-util.h -- tiny helpers shared by the test programs. Exit codes follow
  * the automake convention meson uses: 0 pass, 1 fail, 77 skip. */
 #ifndef RF_TEST_UTIL_H
 #define RF_TEST_UTIL_H

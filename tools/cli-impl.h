@@ -1,4 +1,4 @@
-/* cli-impl.h — command-line helpers shared by the tools (rf-train, rf-pack,
+/* cli-impl.h -- command-line helpers shared by the tools (rf-train, rf-pack,
  * rf-iobench): strict number parsing and path checks that never block.
  *
  * Numbers: strtoull and strtod skip leading white space and take a sign, so " -1"

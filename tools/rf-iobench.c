@@ -1,4 +1,4 @@
-/* rf-iobench — storage throughput and latency through the ringflow reactor, with
+/* rf-iobench -- storage throughput and latency through the ringflow reactor, with
  * the knobs fio's io_uring engine has, so the two can be compared on the same file:
  *
  *   rf-iobench --file F --rw read|randread|write|randwrite --bs SIZE --qd N
@@ -299,6 +299,7 @@ int main(int argc, char **argv)
 	long qd = 0, batch = 4;
 	double runtime = 0;
 	int direct = 0, fixedbufs = 0, json = 0, force = 0;
+	rf_log_set(rf_cli_log_stderr, NULL);
 	opterr = 0;
 	for (;;) {
 		int c = getopt_long(argc, argv, ":", opts, NULL);

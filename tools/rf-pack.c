@@ -197,6 +197,7 @@ int main(int argc, char **argv)
 	unsigned long classes = 0;
 	int force = 0, c;
 
+	rf_log_set(rf_cli_log_stderr, NULL);
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
 		switch (c) {

@@ -76,9 +76,9 @@ void rf_kv_destroy(struct rf_kvstore *kv)
 		struct rf__kv_key *key = kv->keys[k];
 		if (!key)
 			continue;
-		rf_tensor_free(key->val);
+		rf_tensor_destroy(key->val);
 		for (j = 0; j < RF__KV_MAX_VALS; j++)
-			rf_tensor_free(key->stage[j]);
+			rf_tensor_destroy(key->stage[j]);
 		free(key);
 	}
 	free(kv);
@@ -88,6 +88,7 @@ int rf_kv_init(struct rf_kvstore *kv, int key, const struct rf_tensor *like)
 {
 	struct rf__kv_key *k;
 	char name[40];
+	int ret;
 
 	if (!kv || key < 0 || key >= RF__KV_MAX_KEYS || !like || like->dtype != RF_F32 ||
 	    kv->keys[key])
@@ -98,10 +99,10 @@ int rf_kv_init(struct rf_kvstore *kv, int key, const struct rf_tensor *like)
 	k->home = (unsigned)key % kv->nhomes;
 	k->pulled = 1;
 	snprintf(name, sizeof(name), "kv[%d]", key);
-	k->val = rf_tensor_new(kv->homes[k->home], RF_F32, name, like->ndim, like->shape);
-	if (!k->val) {
+	ret = rf_tensor_create(kv->homes[k->home], RF_F32, name, like->ndim, like->shape, &k->val);
+	if (ret < 0) {
 		free(k);
-		return -ENOMEM;
+		return ret;
 	}
 	kv->keys[key] = k;
 	return 0;
@@ -122,9 +123,9 @@ static int rf__kv_local(struct rf_kvstore *kv, struct rf__kv_key *k, unsigned i,
 	    rf_device_ordinal(home) == rf_device_ordinal(v->dev))
 		return 0;
 	if (!k->stage[i]) {
-		k->stage[i] = rf_tensor_new(home, RF_F32, "kv_stage", v->ndim, v->shape);
-		if (!k->stage[i])
-			return -ENOMEM;
+		ret = rf_tensor_create(home, RF_F32, "kv_stage", v->ndim, v->shape, &k->stage[i]);
+		if (ret < 0)
+			return ret;
 	}
 	ret = rf_copy(kv->streams[k->home], k->stage[i], v);
 	if (ret == 0)

@@ -92,17 +92,17 @@ int rf_model_create(struct rf_model **out, const struct rf_model_spec *spec,
 	m->dev = d;
 	m->s = s ? s : rf_device_stream(d, 0);
 	snprintf(name, sizeof(name), "%s%sparams", tag ? tag : "", tag ? "." : "");
-	m->params = rf_tensor_new(d, RF_F32, name, RF_DIMS((int64_t)spec->numel));
+	rf_tensor_create(d, RF_F32, name, RF_DIMS((int64_t)spec->numel), &m->params);
 	snprintf(name, sizeof(name), "%s%sgrads", tag ? tag : "", tag ? "." : "");
-	m->grads = rf_tensor_new(d, RF_F32, name, RF_DIMS((int64_t)spec->numel));
+	rf_tensor_create(d, RF_F32, name, RF_DIMS((int64_t)spec->numel), &m->grads);
 	if (!m->params || !m->grads)
 		goto fail;
 	for (i = 0; i < spec->ntensors; i++) {
 		const struct rf_param_spec *p = &spec->p[i];
 		snprintf(name, sizeof(name), "%s%s%s", tag ? tag : "", tag ? "." : "", p->name);
-		m->p[i] = rf_tensor_view(m->params, p->offset, RF_F32, name, p->ndim, p->shape);
+		rf_tensor_view(m->params, p->offset, RF_F32, name, p->ndim, p->shape, &m->p[i]);
 		snprintf(name, sizeof(name), "%s%sd%s", tag ? tag : "", tag ? "." : "", p->name);
-		m->g[i] = rf_tensor_view(m->grads, p->offset, RF_F32, name, p->ndim, p->shape);
+		rf_tensor_view(m->grads, p->offset, RF_F32, name, p->ndim, p->shape, &m->g[i]);
 		if (!m->p[i] || !m->g[i])
 			goto fail;
 	}
@@ -125,11 +125,11 @@ void rf_model_destroy(struct rf_model *m)
 	if (!m)
 		return;
 	for (i = 0; i < RF_MODEL_MAX_TENSORS; i++) {
-		rf_tensor_free(m->p[i]);
-		rf_tensor_free(m->g[i]);
+		rf_tensor_destroy(m->p[i]);
+		rf_tensor_destroy(m->g[i]);
 	}
-	rf_tensor_free(m->params);
-	rf_tensor_free(m->grads);
+	rf_tensor_destroy(m->params);
+	rf_tensor_destroy(m->grads);
 	free(m);
 }
 
@@ -197,7 +197,7 @@ static int rf__fence_fn(void *arg)
 	return 0;
 }
 
-void rf_model_acts_free(struct rf_model_acts *a)
+void rf_model_acts_destroy(struct rf_model_acts *a)
 {
 	unsigned i;
 
@@ -220,17 +220,17 @@ void rf_model_acts_free(struct rf_model_acts *a)
 	/* the input's shape as the caller gave it (ops captured the views they used) */
 	rf_tensor_reshape(a->x, a->x_ndim, a->x_shape);
 	for (i = 0; i < RF_MODEL_MAX_ACTS; i++)
-		rf_tensor_free(a->v[i]);
+		rf_tensor_destroy(a->v[i]);
 	for (i = 0; i < RF_MODEL_MAX_ACTS; i++)
-		rf_tensor_free(a->a[i]);
-	rf_tensor_free(a->logits);
+		rf_tensor_destroy(a->a[i]);
+	rf_tensor_destroy(a->logits);
 	free(a);
 }
 
-/* A new activation tensor on m's device, NULL on failure (message from tensor.c). */
-#define RF__ACT(m, name, ...) rf_tensor_new((m)->dev, RF_F32, name, RF_DIMS(__VA_ARGS__))
+/* A new activation tensor on m's device (the message of a failure from tensor.c). */
 #define RF__TRY(x) do { if ((ret = (x)) < 0) goto out; } while (0)
-#define RF__NEW(dst, ...) do { if (!((dst) = RF__ACT(__VA_ARGS__))) { ret = -ENOMEM; goto out; } } while (0)
+#define RF__NEW(dst, m, name, ...) \
+	RF__TRY(rf_tensor_create((m)->dev, RF_F32, name, RF_DIMS(__VA_ARGS__), &(dst)))
 
 /* ---- MLP ------------------------------------------------------------------------------
  * acts: a[0] h (n, 256) = relu(x*w1^T + b1)
@@ -275,7 +275,7 @@ static int rf__mlp_backward(struct rf_model *m, struct rf_model_acts *a, rf_grad
 	if (hook)
 		RF__TRY(hook(ctx, m, 0));
 out:
-	rf_tensor_free(dh);
+	rf_tensor_destroy(dh);
 	return ret;
 }
 
@@ -328,11 +328,11 @@ static int rf__lenet_conv_part(struct rf_model *m, struct rf_model_acts *a, stru
 			v[i] = t[i];
 			continue;
 		}
-		v[i] = a->v[vi + i] =
-			rf_tensor_view(t[i], (size_t)(i0 * per[i][0] * per[i][1] * per[i][2]),
-				       RF_F32, t[i]->name, RF_DIMS(k, per[i][0], per[i][1], per[i][2]));
-		if (!v[i])
-			return -ENOMEM;
+		ret = rf_tensor_view(t[i], (size_t)(i0 * per[i][0] * per[i][1] * per[i][2]), RF_F32,
+				     t[i]->name, RF_DIMS(k, per[i][0], per[i][1], per[i][2]), &v[i]);
+		if (ret < 0)
+			return ret;
+		a->v[vi + i] = v[i];
 	}
 	/* x was written before its view existed, and an op on the view names only the
 	 * view's variable: a fence that reads x and writes the view orders them. (The
@@ -429,11 +429,11 @@ static int rf__lenet_backward(struct rf_model *m, struct rf_model_acts *a, rf_gr
 	if (hook)
 		RF__TRY(hook(ctx, m, 0));
 out:
-	rf_tensor_free(dh3);
-	rf_tensor_free(dp2);
-	rf_tensor_free(dc2);
-	rf_tensor_free(dp1);
-	rf_tensor_free(dc1);
+	rf_tensor_destroy(dh3);
+	rf_tensor_destroy(dp2);
+	rf_tensor_destroy(dc2);
+	rf_tensor_destroy(dp1);
+	rf_tensor_destroy(dc1);
 	return ret;
 }
 
@@ -459,7 +459,7 @@ int rf_model_forward(struct rf_model *m, struct rf_tensor *x, struct rf_tensor *
 	if (ret == 0)
 		ret = rf_softmax_xent(m->s, train ? a->logits : NULL, loss, correct, a->logits, y);
 	if (ret < 0 || !train) {
-		rf_model_acts_free(a);
+		rf_model_acts_destroy(a);
 		return ret;
 	}
 	*acts = a;
@@ -475,6 +475,6 @@ int rf_model_backward(struct rf_model *m, struct rf_model_acts *a, rf_grad_hook 
 		return -EINVAL;
 	ret = strcmp(m->spec->name, "mlp") == 0 ? rf__mlp_backward(m, a, hook, ctx)
 						 : rf__lenet_backward(m, a, hook, ctx);
-	rf_model_acts_free(a);
+	rf_model_acts_destroy(a);
 	return ret;
 }

@@ -128,7 +128,7 @@ int rf_model_init(struct rf_model *m, struct rf_prng *g, enum rf_init init);
  * m's device (borrowed; x may be reshaped). loss (1) f32 / correct (1) i32 or NULL get
  * the SUM of the per-row losses and the number of rows whose argmax is the label
  * (overwritten, on m's device). train != 0: *acts (owned by the caller until
- * rf_model_backward or rf_model_acts_free) keeps what the backward pass needs and the
+ * rf_model_backward or rf_model_acts_destroy) keeps what the backward pass needs and the
  * logits hold dlogits; train == 0: acts may be NULL and nothing is kept. */
 int rf_model_forward(struct rf_model *m, struct rf_tensor *x, struct rf_tensor *y,
 		     struct rf_tensor *loss, struct rf_tensor *correct, int train,
@@ -137,7 +137,7 @@ int rf_model_forward(struct rf_model *m, struct rf_tensor *x, struct rf_tensor *
  * (overwritten). hook (may be NULL) is called once per layer, last layer first. */
 int rf_model_backward(struct rf_model *m, struct rf_model_acts *acts, rf_grad_hook hook,
 		      void *ctx);
-void rf_model_acts_free(struct rf_model_acts *acts);
+void rf_model_acts_destroy(struct rf_model_acts *acts);
 
 /* Push w -= lr*g (rf_sgd: plain SGD) for the weight and bias of one layer. */
 int rf_model_sgd_layer(struct rf_model *m, unsigned layer, float lr);

@@ -117,7 +117,7 @@ int rf__make_replicas(struct rf_trainer *t)
 		if (t->nstreams > 1)
 			t->rep[r]->s2 = rf_device_stream(t->dev[r], 1);
 	}
-	t->prng = rf_prng_new(t->eng, t->o.seed, "init_prng");
+	rf_prng_create(t->eng, t->o.seed, "init_prng", &t->prng);
 	if (!t->prng)
 		return -ENOMEM;
 	if ((ret = rf__init_weights(t)) < 0) {

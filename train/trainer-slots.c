@@ -16,16 +16,16 @@ int rf__slots_make(struct rf__slots *sl, struct rf_device *d, uint64_t nb, const
 
 	sl->nb = nb;
 	snprintf(name, sizeof(name), "%s.loss", tag);
-	sl->loss = rf_tensor_new(d, RF_F32, name, RF_DIMS((int64_t)nb));
+	rf_tensor_create(d, RF_F32, name, RF_DIMS((int64_t)nb), &sl->loss);
 	snprintf(name, sizeof(name), "%s.correct", tag);
-	sl->corr = rf_tensor_new(d, RF_I32, name, RF_DIMS((int64_t)nb));
+	rf_tensor_create(d, RF_I32, name, RF_DIMS((int64_t)nb), &sl->corr);
 	sl->lv = calloc(nb, sizeof(*sl->lv));
 	sl->cv = calloc(nb, sizeof(*sl->cv));
 	if (!sl->loss || !sl->corr || !sl->lv || !sl->cv)
 		return -ENOMEM;
 	for (b = 0; b < nb; b++) {
-		sl->lv[b] = rf_tensor_view(sl->loss, b, RF_F32, "loss_b", RF_DIMS(1));
-		sl->cv[b] = rf_tensor_view(sl->corr, b, RF_I32, "correct_b", RF_DIMS(1));
+		rf_tensor_view(sl->loss, b, RF_F32, "loss_b", RF_DIMS(1), &sl->lv[b]);
+		rf_tensor_view(sl->corr, b, RF_I32, "correct_b", RF_DIMS(1), &sl->cv[b]);
 		if (!sl->lv[b] || !sl->cv[b])
 			return -ENOMEM;
 	}
@@ -38,14 +38,14 @@ void rf__epoch_slots_free(struct rf__slots *sl)
 
 	for (b = 0; b < sl->nb; b++) {
 		if (sl->lv)
-			rf_tensor_free(sl->lv[b]);
+			rf_tensor_destroy(sl->lv[b]);
 		if (sl->cv)
-			rf_tensor_free(sl->cv[b]);
+			rf_tensor_destroy(sl->cv[b]);
 	}
 	free(sl->lv);
 	free(sl->cv);
-	rf_tensor_free(sl->loss);
-	rf_tensor_free(sl->corr);
+	rf_tensor_destroy(sl->loss);
+	rf_tensor_destroy(sl->corr);
 	memset(sl, 0, sizeof(*sl));
 }
 

@@ -141,7 +141,7 @@ static int rf__backward_all(struct rf_trainer *t, struct rf_model_acts **acts, i
 		if (ret == 0)
 			ret = rf_model_backward(t->rep[r], acts[r], t->K == 1 ? rf__sgd_hook : NULL, t);
 		else
-			rf_model_acts_free(acts[r]);
+			rf_model_acts_destroy(acts[r]);
 	}
 	return ret;
 }

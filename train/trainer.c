@@ -94,7 +94,7 @@ static int rf__make_markers(struct rf_trainer *t)
 	for (w = 0; w < t->nmark; w++) {
 		char name[32];
 		snprintf(name, sizeof(name), "iter_done.%u", w);
-		t->marker[w] = rf_var_new(t->eng, name);
+		rf_var_create(t->eng, name, &t->marker[w]);
 		if (!t->marker[w])
 			return -ENOMEM;
 	}
@@ -148,7 +148,7 @@ static void rf__free_markers(struct rf_trainer *t)
 
 	for (w = 0; t->marker && w < t->nmark; w++)
 		if (t->marker[w])
-			rf_var_delete(t->eng, t->marker[w], NULL, NULL, NULL);
+			rf_var_destroy(t->eng, t->marker[w], NULL, NULL, NULL);
 	free(t->marker);
 }
 
@@ -169,7 +169,7 @@ void rf_trainer_destroy(struct rf_trainer *t)
 	}
 	rf_kv_destroy(t->kv);
 	if (t->prng)
-		rf_prng_free(t->prng);
+		rf_prng_destroy(t->prng);
 	rf_engine_wait_all(t->eng);
 	rf__close_devices(t);
 	rf_dataset_close(&t->train_ds);

@@ -44,7 +44,7 @@ int main(void)
 	CHECK_OK(rf_ring_create(&ring, NULL));
 	CHECK_OK(rf_engine_create(&e, ring, &(struct rf_engine_opts){ .max_inflight = 1024, .sync = 0 }));
 	CHECK_OK(rf_worker_stream_create(e, "w", 256, &w));
-	v = rf_var_new(e, "acc");
+	rf_var_create(e, "acc", &v);
 	for (i = 0; i < n; i++) {
 		CHECK_OK(rf_engine_push_simple(e, add_fn, (void *)(uintptr_t)(i & 7), NULL, 0, &v, 1, w, "add"));
 		expect += (uint64_t)(i & 7);
@@ -60,13 +60,13 @@ int main(void)
 	fprintf(stderr, "%ld ops: max in flight %u, cap waits %llu, RSS %ld kB -> %ld kB\n", n,
 		es.max_inflight_seen, (unsigned long long)es.cap_waits, rss0, rss1);
 	CHECK(rss0 > 0 && rss1 - rss0 < 4096);
-	rf_var_delete(e, v, NULL, NULL, NULL);
+	rf_var_destroy(e, v, NULL, NULL, NULL);
 
 	/* byte cap: each op claims 1 MiB, at most 8 MiB in flight */
 	rf_engine_destroy(e);
 	CHECK_OK(rf_engine_create(&e, ring, &(struct rf_engine_opts){ .max_bytes = 8 << 20, .sync = 0 }));
 	CHECK_OK(rf_worker_stream_create(e, "w", 256, &w));
-	v = rf_var_new(e, "acc");
+	rf_var_create(e, "acc", &v);
 	for (i = 0; i < 2000; i++) {
 		struct rf_op_desc d = { .fn = add_fn, .ctx = (void *)1, .writes = &v, .nwrites = 1,
 					.stream = w, .name = "big", .bytes = 1 << 20 };
@@ -75,7 +75,7 @@ int main(void)
 		CHECK(es.inflight_bytes <= (8u << 20));
 	}
 	CHECK_EQ(rf_engine_wait_all(e), 0);
-	rf_var_delete(e, v, NULL, NULL, NULL);
+	rf_var_destroy(e, v, NULL, NULL, NULL);
 	rf_engine_destroy(e);
 	rf_ring_destroy(ring);
 	return 0;

@@ -105,9 +105,9 @@ int main(void)
 	b = facade_new(e, "B");
 	a->peer = &b->s;
 	b->peer = &a->s;
-	xv = rf_var_new(e, "x");
-	yv = rf_var_new(e, "y");
-	zv = rf_var_new(e, "z");
+	rf_var_create(e, "x", &xv);
+	rf_var_create(e, "y", &yv);
+	rf_var_create(e, "z", &zv);
 
 	rf_engine_get_stats(e, &st0);
 	CHECK_OK(rf_engine_push_simple(e, produce, NULL, NULL, 0, &xv, 1, &a->s, "produce"));
@@ -134,9 +134,9 @@ int main(void)
 	CHECK_EQ(rf_engine_wait_var(e, yv), 0);
 	CHECK_EQ(atomic_load(&y), 43);
 
-	rf_var_delete(e, xv, NULL, NULL, NULL);
-	rf_var_delete(e, yv, NULL, NULL, NULL);
-	rf_var_delete(e, zv, NULL, NULL, NULL);
+	rf_var_destroy(e, xv, NULL, NULL, NULL);
+	rf_var_destroy(e, yv, NULL, NULL, NULL);
+	rf_var_destroy(e, zv, NULL, NULL, NULL);
 	rf_engine_destroy(e);
 	rf_ring_destroy(ring);
 	return 0;

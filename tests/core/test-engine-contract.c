@@ -91,7 +91,7 @@ static void t_wait_deadlk(int sync)
 	struct rf_op_desc d = { 0 };
 
 	setup(sync);
-	v = rf_var_new(e, "v");
+	rf_var_create(e, "v", &v);
 	d.afn = hold_start;
 	d.writes = &v;
 	d.nwrites = 1;
@@ -105,7 +105,7 @@ static void t_wait_deadlk(int sync)
 	CHECK_EQ(ndone, 1);
 	CHECK_EQ(last_status, 0);
 	CHECK_EQ(rf_engine_wait_var(e, v), 0);
-	CHECK_OK(rf_var_delete(e, v, NULL, NULL, NULL));
+	CHECK_OK(rf_var_destroy(e, v, NULL, NULL, NULL));
 	teardown();
 }
 
@@ -117,7 +117,7 @@ static void t_sync_push(void)
 	struct rf_op_desc d = { 0 };
 
 	setup(1);
-	v = rf_var_new(e, "v");
+	rf_var_create(e, "v", &v);
 	d.afn = hold_start;
 	d.writes = &v;
 	d.nwrites = 1;
@@ -135,7 +135,7 @@ static void t_sync_push(void)
 						  .done = count_done }), -EINVAL);
 	CHECK_EQ(ndone, 1);
 	CHECK_OK(rf_engine_wait_all(e));
-	CHECK_OK(rf_var_delete(e, v, NULL, NULL, NULL));
+	CHECK_OK(rf_var_destroy(e, v, NULL, NULL, NULL));
 	teardown();
 }
 
@@ -162,7 +162,7 @@ static int outer_fn(void *ctx)
 static void t_sync_nested(void)
 {
 	setup(1);
-	inner_v = rf_var_new(e, "inner");
+	rf_var_create(e, "inner", &inner_v);
 	norder = 0;
 	CHECK_EQ(rf_engine_push_simple(e, outer_fn, NULL, NULL, 0, &inner_v, 1, NULL, "outer"), 0);
 	CHECK(scribble(4) != 12345);
@@ -170,7 +170,7 @@ static void t_sync_nested(void)
 	CHECK_EQ(norder, 2);
 	CHECK_EQ(order[0], 1);
 	CHECK_EQ(order[1], 2);
-	CHECK_OK(rf_var_delete(e, inner_v, NULL, NULL, NULL));
+	CHECK_OK(rf_var_destroy(e, inner_v, NULL, NULL, NULL));
 	teardown();
 }
 
@@ -192,8 +192,8 @@ static void t_wait_in_done(int sync)
 	struct rf_var *v;
 
 	setup(sync);
-	v = rf_var_new(e, "v");
-	cb_v = rf_var_new(e, "cb");
+	rf_var_create(e, "v", &v);
+	rf_var_create(e, "cb", &cb_v);
 	CHECK_OK(rf_engine_push(e, &(struct rf_op_desc){ .afn = hold_start, .writes = &cb_v,
 							 .nwrites = 1, .name = "held" }));
 	wait_in_cb = 1;
@@ -204,8 +204,8 @@ static void t_wait_in_done(int sync)
 	CHECK(scribble(4) != 12345);
 	rf_engine_op_done(held, 0);
 	CHECK_OK(rf_engine_wait_all(e));
-	CHECK_OK(rf_var_delete(e, v, NULL, NULL, NULL));
-	CHECK_OK(rf_var_delete(e, cb_v, NULL, NULL, NULL));
+	CHECK_OK(rf_var_destroy(e, v, NULL, NULL, NULL));
+	CHECK_OK(rf_var_destroy(e, cb_v, NULL, NULL, NULL));
 	teardown();
 }
 
@@ -235,7 +235,7 @@ static void t_done_then_fail(void)
 	rf_log_set(capture_log, NULL);
 	log_msg[0] = 0;
 	setup(0);
-	v = rf_var_new(e, "v");
+	rf_var_create(e, "v", &v);
 	CHECK_OK(rf_engine_push(e, &(struct rf_op_desc){ .afn = done_then_fail, .done = count_done,
 							 .writes = &v, .nwrites = 1, .name = "dtf" }));
 	CHECK_OK(rf_engine_push(e, &(struct rf_op_desc){ .afn = done_then_fail, .done = count_done,
@@ -247,7 +247,7 @@ static void t_done_then_fail(void)
 	CHECK_EQ(log_level, RF_LOG_ERROR);
 	CHECK(strstr(log_msg, "op 'dtf2' on stream async (ring) reported its completion and then "
 		     "returned -5; the return value is ignored"));
-	CHECK_OK(rf_var_delete(e, v, NULL, NULL, NULL));
+	CHECK_OK(rf_var_destroy(e, v, NULL, NULL, NULL));
 	teardown();
 	rf_log_set(NULL, NULL);
 }
@@ -280,7 +280,7 @@ static void t_double_done(void)
 		log_fd = fds[1];
 		rf_log_set(pipe_log, NULL);
 		setup(0);
-		v = rf_var_new(e, "v");
+		rf_var_create(e, "v", &v);
 		rf_engine_push(e, &(struct rf_op_desc){ .afn = hold_start, .writes = &v,
 							.nwrites = 1, .name = "twice" });
 		op = held;
@@ -311,7 +311,7 @@ static void t_internal_wait_keeps_error(void)
 	struct rf_stream *w1, *w2;
 
 	setup(0);
-	v = rf_var_new(e, "v");
+	rf_var_create(e, "v", &v);
 	CHECK_OK(rf_worker_stream_create(e, "w1", 0, &w1));
 	CHECK_OK(rf_worker_stream_create(e, "w2", 0, &w2));
 	CHECK_OK(rf_engine_push_simple(e, fail_fn, NULL, NULL, 0, &v, 1, w1, "failing"));
@@ -319,7 +319,7 @@ static void t_internal_wait_keeps_error(void)
 	CHECK_EQ(rf_engine_wait_idle(e), 0);
 	CHECK_EQ(rf_engine_wait_all(e), -EIO);
 	CHECK_EQ(rf_engine_wait_all(e), 0);
-	CHECK_OK(rf_var_delete(e, v, NULL, NULL, NULL));
+	CHECK_OK(rf_var_destroy(e, v, NULL, NULL, NULL));
 	teardown();
 }
 
@@ -382,8 +382,8 @@ static void t_now_nested(void)
 		struct rf_engine_stats es;
 
 		setup(sync);
-		nx = rf_var_new(e, "x");
-		ny = rf_var_new(e, "y");
+		rf_var_create(e, "x", &nx);
+		rf_var_create(e, "y", &ny);
 		a_done = b_saw_a_done = c_saw_a_done = seqn = b_seq = c_seq = 0;
 		CHECK_OK(rf_engine_push(e, &(struct rf_op_desc){ .fn = a_fn, .done = a_done_cb,
 				.reads = &ny, .nreads = 1, .writes = &nx, .nwrites = 1, .name = "a" }));
@@ -403,8 +403,8 @@ static void t_now_nested(void)
 		CHECK_EQ(es.failed, 1);
 		CHECK_EQ(es.skipped, 1);
 		CHECK_EQ(es.inflight, 0);
-		CHECK_OK(rf_var_delete(e, nx, NULL, NULL, NULL));
-		CHECK_OK(rf_var_delete(e, ny, NULL, NULL, NULL));
+		CHECK_OK(rf_var_destroy(e, nx, NULL, NULL, NULL));
+		CHECK_OK(rf_var_destroy(e, ny, NULL, NULL, NULL));
 		teardown();
 	}
 }
@@ -426,10 +426,10 @@ static void t_early_skip_minimal(int sync)
 	struct rf_stream *ws;
 
 	setup(sync);
-	z = rf_var_new(e, "Z");
-	w = rf_var_new(e, "W");
-	x = rf_var_new(e, "X");
-	y = rf_var_new(e, "Y");
+	rf_var_create(e, "Z", &z);
+	rf_var_create(e, "W", &w);
+	rf_var_create(e, "X", &x);
+	rf_var_create(e, "Y", &y);
 	CHECK_OK(rf_worker_stream_create(e, "w", 0, &ws));
 	CHECK_OK(rf_engine_push_simple(e, fail_fn, NULL, NULL, 0, &z, 1, ws, "z_writer"));
 	CHECK_EQ(rf_engine_wait_var(e, z), -EIO);
@@ -439,10 +439,10 @@ static void t_early_skip_minimal(int sync)
 	CHECK_EQ(rf_engine_wait_var(e, y), 0);
 	CHECK_EQ(rf_engine_wait_var(e, x), -EIO);
 	CHECK_EQ(rf_engine_wait_all(e), -EIO);
-	CHECK_OK(rf_var_delete(e, z, NULL, NULL, NULL));
-	CHECK_OK(rf_var_delete(e, w, NULL, NULL, NULL));
-	CHECK_OK(rf_var_delete(e, x, NULL, NULL, NULL));
-	CHECK_OK(rf_var_delete(e, y, NULL, NULL, NULL));
+	CHECK_OK(rf_var_destroy(e, z, NULL, NULL, NULL));
+	CHECK_OK(rf_var_destroy(e, w, NULL, NULL, NULL));
+	CHECK_OK(rf_var_destroy(e, x, NULL, NULL, NULL));
+	CHECK_OK(rf_var_destroy(e, y, NULL, NULL, NULL));
 	teardown();
 }
 

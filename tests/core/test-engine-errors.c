@@ -59,11 +59,14 @@ int main(void)
 	CHECK_OK(rf_worker_stream_create(e, "w", 0, &w));
 
 	{
-		struct rf_var *a = rf_var_new(e, "a"), *b = rf_var_new(e, "b"), *c = rf_var_new(e, "c");
+		struct rf_var *a, *b, *c;
+		CHECK_EQ(rf_var_create(e, "a", &a), 0);
+		CHECK_EQ(rf_var_create(e, "b", &b), 0);
+		CHECK_EQ(rf_var_create(e, "c", &c), 0);
 		CHECK_OK(rf_engine_push_simple(e, fail_fn, NULL, NULL, 0, &a, 1, w, "loader_read"));
 		CHECK_OK(rf_engine_push_simple(e, mark_fn, NULL, &a, 1, &b, 1, NULL, "decode"));
 		CHECK_OK(rf_engine_push_simple(e, mark_fn, NULL, &b, 1, &c, 1, w, "forward"));
-		CHECK_OK(rf_var_delete(e, b, del_fn, NULL, NULL));
+		CHECK_OK(rf_var_destroy(e, b, del_fn, NULL, NULL));
 		CHECK_EQ(rf_engine_wait_var(e, c), -EIO);
 		CHECK_EQ(rf_var_error(c, &who), -EIO);
 		CHECK(who && strcmp(who, "loader_read") == 0);
@@ -79,13 +82,15 @@ int main(void)
 		CHECK_OK(rf_engine_push_simple(e, mark_fn, NULL, NULL, 0, &c, 1, w, "rewrite"));
 		CHECK_EQ(rf_engine_wait_var(e, c), 0);
 		CHECK_EQ(ran_after, 1);
-		rf_var_delete(e, a, NULL, NULL, NULL);
-		rf_var_delete(e, c, NULL, NULL, NULL);
+		rf_var_destroy(e, a, NULL, NULL, NULL);
+		rf_var_destroy(e, c, NULL, NULL, NULL);
 		fprintf(stderr, "error propagation, skipping, deletion: ok\n");
 	}
 	{ /* an overwrite runs on a poisoned variable and, succeeding, heals it; a read of
 	   * a poisoned variable still skips it */
-		struct rf_var *a = rf_var_new(e, "slot"), *bad = rf_var_new(e, "bad");
+		struct rf_var *a, *bad;
+		CHECK_EQ(rf_var_create(e, "slot", &a), 0);
+		CHECK_EQ(rf_var_create(e, "bad", &bad), 0);
 		struct rf_op_desc d = { .fn = mark_fn, .writes = &a, .nwrites = 1, .stream = w,
 					.name = "refill", .flags = RF_OP_OVERWRITE };
 		ran_after = 0;
@@ -101,12 +106,14 @@ int main(void)
 		CHECK_EQ(rf_engine_wait_var(e, a), -EIO); /* skipped, poisoned by 'other' */
 		CHECK_EQ(ran_after, 1);
 		CHECK(rf_engine_wait_all(e) == -EIO);
-		rf_var_delete(e, a, NULL, NULL, NULL);
-		rf_var_delete(e, bad, NULL, NULL, NULL);
+		rf_var_destroy(e, a, NULL, NULL, NULL);
+		rf_var_destroy(e, bad, NULL, NULL, NULL);
 		fprintf(stderr, "overwrite heals poison: ok\n");
 	}
 	{ /* chained consumers on the failing op's own stream */
-		struct rf_var *a = rf_var_new(e, "a"), *b = rf_var_new(e, "b");
+		struct rf_var *a, *b;
+		CHECK_EQ(rf_var_create(e, "a", &a), 0);
+		CHECK_EQ(rf_var_create(e, "b", &b), 0);
 		ran_after = 0;
 		CHECK_OK(rf_engine_push_simple(e, fail_fn, NULL, NULL, 0, &a, 1, w, "gemm"));
 		CHECK_OK(rf_engine_push_simple(e, mark_fn, NULL, &a, 1, &b, 1, w, "relu"));
@@ -114,12 +121,13 @@ int main(void)
 		CHECK_EQ(rf_var_error(b, &who), -EIO);
 		CHECK(strcmp(who, "gemm") == 0);
 		CHECK_EQ(rf_engine_wait_all(e), -EIO);
-		rf_var_delete(e, a, NULL, NULL, NULL);
-		rf_var_delete(e, b, NULL, NULL, NULL);
+		rf_var_destroy(e, a, NULL, NULL, NULL);
+		rf_var_destroy(e, b, NULL, NULL, NULL);
 		fprintf(stderr, "poison through a chained stream: ok\n");
 	}
 	{ /* waits from inside ops are refused */
-		struct rf_var *a = rf_var_new(e, "a");
+		struct rf_var *a;
+		rf_var_create(e, "a", &a);
 		CHECK_OK(rf_engine_push_simple(e, waiter_fn, NULL, NULL, 0, &a, 1, NULL, "waits-inline"));
 		CHECK_EQ(rf_engine_wait_all(e), 0);
 		CHECK_EQ(wait_inside_ret, -EDEADLK);
@@ -129,11 +137,12 @@ int main(void)
 		CHECK_EQ(rf_engine_wait_all(e), 0);
 		CHECK_EQ(wait_inside_ret, -EDEADLK);
 		CHECK(strstr(wait_msg, "rf_engine_wait_var called from a thread other than"));
-		rf_var_delete(e, a, NULL, NULL, NULL);
+		rf_var_destroy(e, a, NULL, NULL, NULL);
 		fprintf(stderr, "wait inside op refused: ok\n");
 	}
 	{ /* bad descriptors */
-		struct rf_var *a = rf_var_new(e, "a");
+		struct rf_var *a;
+		rf_var_create(e, "a", &a);
 		struct rf_op_desc d = { 0 };
 		CHECK_EQ(rf_engine_push(e, &d), -EINVAL);             /* no function */
 		d.fn = mark_fn;
@@ -144,7 +153,7 @@ int main(void)
 		d.nwrites = 1;
 		CHECK_EQ(rf_engine_push(e, &d), -EINVAL);
 		CHECK_EQ(rf_engine_push(NULL == e ? e : e, NULL), -EINVAL);
-		rf_var_delete(e, a, NULL, NULL, NULL);
+		rf_var_destroy(e, a, NULL, NULL, NULL);
 	}
 	rf_engine_destroy(e);
 	rf_ring_destroy(ring);

@@ -197,7 +197,7 @@ static void run(const struct pop *ops, int n, int sync, unsigned cap, unsigned l
 		st[NWORKERS + i] = late_stream_create(e, i ? "late1" : "late0", 200, seed + (unsigned)i);
 	memset(&m, 0, sizeof(m));
 	for (i = 0; i < NVARS; i++) {
-		CHECK(var[i] = rf_var_new(e, "v"));
+		CHECK_EQ(rf_var_create(e, "v", &var[i]), 0);
 		CHECK(cur[i] = malloc(sizeof(*cur[i])));
 		for (j = 0; j < LEN; j++)
 			cur[i]->val[j] = m.val[i].val[j] = init_val(i, 0, j);
@@ -220,8 +220,8 @@ static void run(const struct pop *ops, int n, int sync, unsigned cap, unsigned l
 			continue;
 		}
 		if (p->kind == K_DELETE) {
-			CHECK_OK(rf_var_delete(e, var[slot], free_inst, cur[slot], s));
-			CHECK(var[slot] = rf_var_new(e, "v"));
+			CHECK_OK(rf_var_destroy(e, var[slot], free_inst, cur[slot], s));
+			CHECK_EQ(rf_var_create(e, "v", &var[slot]), 0);
 			CHECK(cur[slot] = malloc(sizeof(*cur[slot])));
 			m.gen[slot]++;
 			for (j = 0; j < LEN; j++)
@@ -336,7 +336,7 @@ static void run(const struct pop *ops, int n, int sync, unsigned cap, unsigned l
 		}
 	}
 	for (i = 0; i < NVARS; i++)
-		CHECK_OK(rf_var_delete(e, var[i], free_inst, cur[i], NULL));
+		CHECK_OK(rf_var_destroy(e, var[i], free_inst, cur[i], NULL));
 	rf_engine_destroy(e);
 	rf_ring_destroy(ring);
 	free(ctx);

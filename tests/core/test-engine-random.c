@@ -117,7 +117,7 @@ static void run_engine(const struct prog_op *ops, int n, uint32_t (*data)[LEN], 
 		CHECK_OK(rf_worker_stream_create(e, name, 64, &st[i]));
 	}
 	for (i = 0; i < NVARS; i++)
-		CHECK(vars[i] = rf_var_new(e, NULL));
+		CHECK_EQ(rf_var_create(e, NULL, &vars[i]), 0);
 	for (i = 0; i < n; i++) {
 		struct rf_var *r[6], *w[4];
 		int nr = 0, nw = 0;
@@ -145,7 +145,7 @@ static void run_engine(const struct prog_op *ops, int n, uint32_t (*data)[LEN], 
 			(unsigned long long)es.chained, es.max_inflight_seen,
 			(unsigned long long)es.cap_waits);
 	for (i = 0; i < NVARS; i++)
-		CHECK_OK(rf_var_delete(e, vars[i], NULL, NULL, NULL));
+		CHECK_OK(rf_var_destroy(e, vars[i], NULL, NULL, NULL));
 	rf_engine_destroy(e);
 	rf_ring_destroy(ring);
 	free(ctx);

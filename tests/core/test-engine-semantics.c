@@ -115,21 +115,23 @@ int main(void)
 	CHECK_OK(rf_worker_stream_create(e, "s2", 0, &s2));
 
 	{ /* (1) */
-		struct rf_var *a = rf_var_new(e, "A");
+		struct rf_var *a;
+		rf_var_create(e, "A", &a);
 		CHECK_OK(rf_engine_push_simple(e, reader_fn, NULL, &a, 1, NULL, 0, s1, "read1"));
 		CHECK_OK(rf_engine_push_simple(e, reader_fn, NULL, &a, 1, NULL, 0, s2, "read2"));
 		CHECK_OK(rf_engine_push_simple(e, writer_fn, NULL, NULL, 0, &a, 1, s1, "write"));
 		CHECK_EQ(rf_engine_wait_var(e, a), 0);
 		CHECK_EQ(atomic_load(&writer_saw), 2);
-		CHECK_OK(rf_var_delete(e, a, NULL, NULL, NULL));
+		CHECK_OK(rf_var_destroy(e, a, NULL, NULL, NULL));
 		fprintf(stderr, "(1) concurrent reads: ok\n");
 	}
 	{ /* (2) */
-		struct rf_var *a = rf_var_new(e, "A");
+		struct rf_var *a;
+		rf_var_create(e, "A", &a);
 		CHECK_OK(rf_engine_push_simple(e, slow_reader, NULL, &a, 1, NULL, 0, s1, "r1"));
 		CHECK_OK(rf_engine_push_simple(e, slow_reader, NULL, &a, 1, NULL, 0, s2, "r2"));
 		CHECK_OK(rf_engine_push_simple(e, slow_reader, NULL, &a, 1, NULL, 0, NULL, "r3"));
-		CHECK_OK(rf_var_delete(e, a, free_fn, malloc(64), s2));
+		CHECK_OK(rf_var_destroy(e, a, free_fn, malloc(64), s2));
 		CHECK_EQ(rf_engine_wait_all(e), 0);
 		CHECK_EQ(deleted_after, 3);
 		fprintf(stderr, "(2) deletion after readers: ok\n");
@@ -138,13 +140,14 @@ int main(void)
 		uint64_t ref[64], got[64];
 		for (run = 0; run < 4; run++) {
 			struct prng g = { 7 };
-			struct rf_var *gv = rf_var_new(e, "prng");
+			struct rf_var *gv;
+			rf_var_create(e, "prng", &gv);
 			struct rf_var *outv[64];
 			struct draw d[64];
 			int i;
 			for (i = 0; i < 64; i++) {
 				struct rf_stream *st = (i + run) % 3 == 0 ? s1 : (i + run) % 3 == 1 ? s2 : NULL;
-				outv[i] = rf_var_new(e, NULL);
+				rf_var_create(e, NULL, &outv[i]);
 				d[i].g = &g;
 				d[i].out = &got[i];
 				CHECK_OK(rf_engine_push_simple(e, draw_fn, &d[i], NULL, 0,
@@ -155,8 +158,8 @@ int main(void)
 				memcpy(ref, got, sizeof(ref));
 			CHECK(memcmp(ref, got, sizeof(ref)) == 0);
 			for (i = 0; i < 64; i++)
-				rf_var_delete(e, outv[i], NULL, NULL, NULL);
-			rf_var_delete(e, gv, NULL, NULL, NULL);
+				rf_var_destroy(e, outv[i], NULL, NULL, NULL);
+			rf_var_destroy(e, gv, NULL, NULL, NULL);
 		}
 		/* and they are the serial draws */
 		{
@@ -168,7 +171,8 @@ int main(void)
 		fprintf(stderr, "(3) PRNG draws serial and reproducible: ok\n");
 	}
 	{ /* (4) read+write of one var is a write: two such ops never overlap */
-		struct rf_var *a = rf_var_new(e, "A");
+		struct rf_var *a;
+		rf_var_create(e, "A", &a);
 		int i;
 		counter = 0;
 		for (i = 0; i < 1000; i++)
@@ -176,11 +180,14 @@ int main(void)
 				&a, 1, i % 2 ? s1 : s2, "incr"));
 		CHECK_EQ(rf_engine_wait_var(e, a), 0);
 		CHECK_EQ(counter, 1000);
-		rf_var_delete(e, a, NULL, NULL, NULL);
+		rf_var_destroy(e, a, NULL, NULL, NULL);
 		fprintf(stderr, "(4) dedup read+write = write: ok\n");
 	}
 	{ /* (5) */
-		struct rf_var *x = rf_var_new(e, "x"), *y = rf_var_new(e, "y"), *z = rf_var_new(e, "z");
+		struct rf_var *x, *y, *z;
+		CHECK_EQ(rf_var_create(e, "x", &x), 0);
+		CHECK_EQ(rf_var_create(e, "y", &y), 0);
+		CHECK_EQ(rf_var_create(e, "z", &z), 0);
 		uint64_t chained0;
 		rf_engine_get_stats(e, &es);
 		chained0 = es.chained;
@@ -195,21 +202,23 @@ int main(void)
 		CHECK_EQ(rf_engine_wait_all(e), 0);
 		CHECK_EQ(chain_y, 43);
 		CHECK_EQ(cross_y, 44);
-		rf_var_delete(e, x, NULL, NULL, NULL);
-		rf_var_delete(e, y, NULL, NULL, NULL);
-		rf_var_delete(e, z, NULL, NULL, NULL);
+		rf_var_destroy(e, x, NULL, NULL, NULL);
+		rf_var_destroy(e, y, NULL, NULL, NULL);
+		rf_var_destroy(e, z, NULL, NULL, NULL);
 		fprintf(stderr, "(5) same-stream chaining keeps order: ok\n");
 	}
 	{ /* (6) wait_var waits for earlier writes only */
-		struct rf_var *a = rf_var_new(e, "A"), *b = rf_var_new(e, "B");
+		struct rf_var *a, *b;
+		CHECK_EQ(rf_var_create(e, "A", &a), 0);
+		CHECK_EQ(rf_var_create(e, "B", &b), 0);
 		counter = 0;
 		CHECK_OK(rf_engine_push_simple(e, incr_fn, NULL, NULL, 0, &a, 1, s1, "a1"));
 		CHECK_OK(rf_engine_push_simple(e, slow_reader, NULL, NULL, 0, &b, 1, s2, "b-slow"));
 		CHECK_EQ(rf_engine_wait_var(e, a), 0);
 		CHECK_EQ(counter, 1);
 		CHECK_EQ(rf_engine_wait_all(e), 0);
-		rf_var_delete(e, a, NULL, NULL, NULL);
-		rf_var_delete(e, b, NULL, NULL, NULL);
+		rf_var_destroy(e, a, NULL, NULL, NULL);
+		rf_var_destroy(e, b, NULL, NULL, NULL);
 		fprintf(stderr, "(6) wait_var: ok\n");
 	}
 	rf_engine_destroy(e);

@@ -50,7 +50,7 @@ int main(int argc, char **argv)
 	CHECK_OK(rf_worker_stream_create(e, "compute", 0, &s1));
 	CHECK_OK(rf_worker_stream_create(e, "copy", 0, &s2));
 	CHECK_OK(rf_engine_trace_start(e, path));
-	a = rf_var_new(e, "a"); b = rf_var_new(e, "b"); c = rf_var_new(e, "c"); d = rf_var_new(e, "d");
+	rf_var_create(e, "a", &a); rf_var_create(e, "b", &b); rf_var_create(e, "c", &c); rf_var_create(e, "d", &d);
 	CHECK_OK(rf_engine_push_simple(e, nop, NULL, NULL, 0, &a, 1, s1, "opA"));
 	CHECK_OK(rf_engine_push_simple(e, nop, NULL, &a, 1, &b, 1, s1, "opB"));
 	CHECK_OK(rf_engine_push_simple(e, nop, NULL, &a, 1, &c, 1, s2, "opC"));
@@ -58,17 +58,18 @@ int main(int argc, char **argv)
 	CHECK_EQ(rf_engine_wait_all(e), 0);
 	{ /* a stream closed before the trace is written keeps its track name */
 		struct rf_stream *s3;
-		struct rf_var *q = rf_var_new(e, "q");
+		struct rf_var *q;
+		rf_var_create(e, "q", &q);
 		CHECK_OK(rf_worker_stream_create(e, "shortlived", 0, &s3));
 		CHECK_OK(rf_engine_push_simple(e, nop, NULL, NULL, 0, &q, 1, s3, "opE"));
 		rf_stream_destroy(s3);
-		rf_var_delete(e, q, NULL, NULL, NULL);
+		rf_var_destroy(e, q, NULL, NULL, NULL);
 	}
 	CHECK_OK(rf_engine_trace_stop(e));
-	rf_var_delete(e, a, NULL, NULL, NULL);
-	rf_var_delete(e, b, NULL, NULL, NULL);
-	rf_var_delete(e, c, NULL, NULL, NULL);
-	rf_var_delete(e, d, NULL, NULL, NULL);
+	rf_var_destroy(e, a, NULL, NULL, NULL);
+	rf_var_destroy(e, b, NULL, NULL, NULL);
+	rf_var_destroy(e, c, NULL, NULL, NULL);
+	rf_var_destroy(e, d, NULL, NULL, NULL);
 	rf_engine_destroy(e);
 	rf_ring_destroy(ring);
 

@@ -81,7 +81,7 @@ static uint64_t run(const char *path, const char *spec, struct rf_loader_opts o,
 			struct rf_var *rd[2] = { j->b.x[0]->var, j->b.y[0]->var };
 			struct rf_op_desc d = { .fn = consume, .ctx = j, .done = consumed, .reads = rd,
 						.nreads = 2, .name = "consume" };
-			CHECK((j->done_var = rf_var_new(v.e, "consumed")) != NULL);
+			CHECK(rf_var_create(v.e, "consumed", &j->done_var) == 0 && j->done_var);
 			d.writes = &j->done_var;
 			d.nwrites = 1;
 			CHECK(rf_engine_push(v.e, &d) == 0);
@@ -92,7 +92,7 @@ static uint64_t run(const char *path, const char *spec, struct rf_loader_opts o,
 	rf_engine_wait_all(v.e);
 	for (uint64_t i = 0; i < n; i++) {
 		CHECK(jobs[i].finished);
-		CHECK(rf_var_delete(v.e, jobs[i].done_var, NULL, NULL, NULL) == 0);
+		CHECK(rf_var_destroy(v.e, jobs[i].done_var, NULL, NULL, NULL) == 0);
 		if (jobs[i].ran) {
 			CHECK_EQ(jobs[i].status, 0);
 			continue;

@@ -39,12 +39,18 @@ int main(void)
 			double want[M * M];
 			CHECK_OK(rf_pinned_create(1 << 20, &p));
 			CHECK_EQ(rf_pinned_is_registered(p), 1);
-			struct rf_tensor *ha = rf_tensor_new_pinned(cpu, p, RF_F32, "ha", RF_DIMS(M, K));
-			struct rf_tensor *hc = rf_tensor_new(cpu, RF_F32, "hc", RF_DIMS(M, M));
-			struct rf_tensor *hc_pin = rf_tensor_new_pinned(cpu, p, RF_F32, "hcp", RF_DIMS(M, M));
-			struct rf_tensor *da = rf_tensor_new(d, RF_F32, "da", RF_DIMS(M, K));
-			struct rf_tensor *dc = rf_tensor_new(d, RF_F32, "dc", RF_DIMS(M, M));
-			struct rf_tensor *dc2 = rf_tensor_new(d, RF_F32, "dc2", RF_DIMS(M, M));
+			struct rf_tensor *ha;
+			rf_tensor_create_pinned(cpu, p, RF_F32, "ha", RF_DIMS(M, K), &ha);
+			struct rf_tensor *hc;
+			rf_tensor_create(cpu, RF_F32, "hc", RF_DIMS(M, M), &hc);
+			struct rf_tensor *hc_pin;
+			rf_tensor_create_pinned(cpu, p, RF_F32, "hcp", RF_DIMS(M, M), &hc_pin);
+			struct rf_tensor *da;
+			rf_tensor_create(d, RF_F32, "da", RF_DIMS(M, K), &da);
+			struct rf_tensor *dc;
+			rf_tensor_create(d, RF_F32, "dc", RF_DIMS(M, M), &dc);
+			struct rf_tensor *dc2;
+			rf_tensor_create(d, RF_F32, "dc2", RF_DIMS(M, M), &dc2);
 			CHECK_OK(rf_tensor_write(ha, a));
 			CHECK_OK(rf_copy(NULL, da, ha));                           /* h2d */
 			CHECK_OK(rf_gemm(NULL, 0, 1, 1.0f, ha, ha, 0.0f, hc));     /* on the CPU */
@@ -65,8 +71,8 @@ int main(void)
 			got = ts_download(hc_pin);
 			ts_close("cpu+gpu gemm sum", got, want, M * M, 1e-3, 1e-4);
 			free(got);
-			rf_tensor_free(ha); rf_tensor_free(hc); rf_tensor_free(hc_pin);
-			rf_tensor_free(da); rf_tensor_free(dc); rf_tensor_free(dc2);
+			rf_tensor_destroy(ha); rf_tensor_destroy(hc); rf_tensor_destroy(hc_pin);
+			rf_tensor_destroy(da); rf_tensor_destroy(dc); rf_tensor_destroy(dc2);
 			CHECK_OK(rf_engine_wait_all(e));
 			rf_pinned_destroy(p);
 			free(a);
@@ -74,7 +80,8 @@ int main(void)
 		}
 		/* a CUDA op failure poisons its output, with the message recorded */
 		{
-			struct rf_tensor *t = rf_tensor_new(d, RF_I32, "t", RF_DIMS(10));
+			struct rf_tensor *t;
+			rf_tensor_create(d, RF_I32, "t", RF_DIMS(10), &t);
 			const char *who;
 			CHECK_OK(rf_fill(NULL, t, 3.0f));
 			CHECK_EQ(rf_tensor_wait(t), -ENOTSUP);
@@ -82,7 +89,7 @@ int main(void)
 			CHECK(!strcmp(who, "fill"));
 			CHECK(strstr(rf_device_last_error(d), "fill"));
 			CHECK_EQ(rf_engine_wait_all(e), -ENOTSUP);
-			rf_tensor_free(t);
+			rf_tensor_destroy(t);
 			fprintf(stderr, "%s: error -> poison ok\n", rf_device_name(d));
 		}
 		CHECK_OK(rf_engine_wait_all(e));

@@ -33,9 +33,12 @@ int main(void)
 	{
 		struct rf_tensor *L = ts_upload(d, RF_F32, lg, "logits", RF_DIMS(3, 4));
 		struct rf_tensor *Lab = ts_upload(d, RF_I32, lab, "labels", RF_DIMS(3));
-		struct rf_tensor *DL = rf_tensor_new(d, RF_F32, "dlogits", RF_DIMS(3, 4));
-		struct rf_tensor *Ls = rf_tensor_new(d, RF_F32, "loss", RF_DIMS(1));
-		struct rf_tensor *Y = rf_tensor_new(d, RF_F32, "y", RF_DIMS(3, 4));
+		struct rf_tensor *DL;
+		rf_tensor_create(d, RF_F32, "dlogits", RF_DIMS(3, 4), &DL);
+		struct rf_tensor *Ls;
+		rf_tensor_create(d, RF_F32, "loss", RF_DIMS(1), &Ls);
+		struct rf_tensor *Y;
+		rf_tensor_create(d, RF_F32, "y", RF_DIMS(3, 4), &Y);
 		CHECK_OK(rf_softmax_xent(rf_device_stream(d, 0), DL, Ls, NULL, L, Lab));
 		CHECK_OK(rf_relu_fwd(rf_device_stream(d, 1), Y, DL));          /* skipped */
 		CHECK_OK(rf_host_op(NULL, mark, NULL, &Y, 1, NULL, 0, "mark")); /* skipped */
@@ -57,13 +60,14 @@ int main(void)
 		CHECK_OK(rf_softmax_xent(NULL, DL, Ls, NULL, L, Lab));
 		CHECK_OK(rf_tensor_read(Ls, &loss));
 		CHECK(fabsf(loss - 3 * logf(4)) < 1e-5f);
-		rf_tensor_free(L); rf_tensor_free(Lab); rf_tensor_free(DL); rf_tensor_free(Ls);
-		rf_tensor_free(Y);
+		rf_tensor_destroy(L); rf_tensor_destroy(Lab); rf_tensor_destroy(DL); rf_tensor_destroy(Ls);
+		rf_tensor_destroy(Y);
 		CHECK_OK(rf_engine_wait_all(e));
 		fprintf(stderr, "runtime error -> poison, skip, message, clear: ok\n");
 	}
 	{
-		struct rf_tensor *t = rf_tensor_new(d, RF_F32, "t", RF_DIMS(4));
+		struct rf_tensor *t;
+		rf_tensor_create(d, RF_F32, "t", RF_DIMS(4), &t);
 		CHECK_OK(rf_host_op(rf_device_stream(d, 1), fail_eio, NULL, NULL, 0, &t, 1, "writer"));
 		CHECK_EQ(rf_tensor_wait(t), -EIO);
 		CHECK(strstr(rf_device_last_error(d), "writer"));
@@ -76,20 +80,28 @@ int main(void)
 			CHECK_OK(rf_host_op(rf_device_stream(d, 1), fail_eio, NULL, NULL, 0, &t, 1, "again"));
 			CHECK_OK(rf_cpu_open(e, &(struct rf_cpu_opts){ .streams = 1 }, &d2));
 			rf_device_close(d2);
-			rf_tensor_free(t);
+			rf_tensor_destroy(t);
 			CHECK_EQ(rf_engine_wait_all(e), -EIO);
 			CHECK_EQ(rf_engine_wait_all(e), 0);
 		}
 		fprintf(stderr, "host op error: ok\n");
 	}
 	{
-		struct rf_tensor *A = rf_tensor_new(d, RF_F32, "A", RF_DIMS(4, 5));
-		struct rf_tensor *B = rf_tensor_new(d, RF_F32, "B", RF_DIMS(5, 6));
-		struct rf_tensor *C = rf_tensor_new(d, RF_F32, "C", RF_DIMS(4, 6));
-		struct rf_tensor *I = rf_tensor_new(d, RF_I32, "I", RF_DIMS(4, 6));
-		struct rf_tensor *X4 = rf_tensor_new(d, RF_F32, "x4", RF_DIMS(1, 1, 4, 4));
-		struct rf_tensor *W4 = rf_tensor_new(d, RF_F32, "w4", RF_DIMS(2, 3, 3, 3));
-		struct rf_tensor *Y4 = rf_tensor_new(d, RF_F32, "y4", RF_DIMS(1, 2, 2, 2));
+		struct rf_tensor *A;
+		rf_tensor_create(d, RF_F32, "A", RF_DIMS(4, 5), &A);
+		struct rf_tensor *B;
+		rf_tensor_create(d, RF_F32, "B", RF_DIMS(5, 6), &B);
+		struct rf_tensor *C;
+		rf_tensor_create(d, RF_F32, "C", RF_DIMS(4, 6), &C);
+		struct rf_tensor *I;
+		rf_tensor_create(d, RF_I32, "I", RF_DIMS(4, 6), &I);
+		struct rf_tensor *X4;
+		rf_tensor_create(d, RF_F32, "x4", RF_DIMS(1, 1, 4, 4), &X4);
+		struct rf_tensor *W4;
+		rf_tensor_create(d, RF_F32, "w4", RF_DIMS(2, 3, 3, 3), &W4);
+		struct rf_tensor *Y4;
+		rf_tensor_create(d, RF_F32, "y4", RF_DIMS(1, 2, 2, 2), &Y4);
+		struct rf_tensor *T = NULL;
 		rf_engine_get_stats(e, &st0);
 		CHECK_EQ(rf_gemm(NULL, 0, 0, 1, A, A, 0, C), -EINVAL);   /* inner dims */
 		CHECK(!strncmp(rf_last_error(), "rf_gemm: ", 9));
@@ -110,12 +122,12 @@ int main(void)
 		CHECK_EQ(st1.pushed, st0.pushed + 1);
 		CHECK_EQ(rf_tensor_reshape(C, RF_DIMS(5, 5)), -EINVAL);
 		CHECK_OK(rf_tensor_reshape(C, RF_DIMS(24)));
-		CHECK(rf_tensor_new(d, RF_F32, "neg", RF_DIMS(-1)) == NULL);
+		CHECK(rf_tensor_create(d, RF_F32, "neg", RF_DIMS(-1), &T) == -EINVAL && !T);
 		CHECK(strstr(rf_last_error(), "tensor neg: bad shape"));
-		CHECK(rf_tensor_new(d, RF_F32, "5d", RF_DIMS(1, 1, 1, 1, 1)) == NULL);
-		CHECK(rf_tensor_new(d, (enum rf_tdtype)99, "dt", RF_DIMS(1)) == NULL);
-		rf_tensor_free(A); rf_tensor_free(B); rf_tensor_free(C); rf_tensor_free(I);
-		rf_tensor_free(X4); rf_tensor_free(W4); rf_tensor_free(Y4);
+		CHECK(rf_tensor_create(d, RF_F32, "5d", RF_DIMS(1, 1, 1, 1, 1), &T) == -EINVAL && !T);
+		CHECK(rf_tensor_create(d, (enum rf_tdtype)99, "dt", RF_DIMS(1), &T) == -EINVAL && !T);
+		rf_tensor_destroy(A); rf_tensor_destroy(B); rf_tensor_destroy(C); rf_tensor_destroy(I);
+		rf_tensor_destroy(X4); rf_tensor_destroy(W4); rf_tensor_destroy(Y4);
 		CHECK_OK(rf_engine_wait_all(e));
 		fprintf(stderr, "refused at push: ok\n");
 	}

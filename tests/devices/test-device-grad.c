@@ -130,20 +130,20 @@ int main(void)
 		free(x); free(cw); free(cb); free(lw); free(lb);
 	}
 	n.lab = ts_upload(n.d, RF_I32, lab, "labels", RF_DIMS(N));
-	n.y1 = rf_tensor_new(n.d, RF_F32, "y1", RF_DIMS(N, O, OH, OH));
-	n.r1 = rf_tensor_new(n.d, RF_F32, "r1", RF_DIMS(N, O, OH, OH));
-	n.p1 = rf_tensor_new(n.d, RF_F32, "p1", RF_DIMS(N, F));
-	n.lg = rf_tensor_new(n.d, RF_F32, "logits", RF_DIMS(N, L));
-	n.loss = rf_tensor_new(n.d, RF_F32, "loss", RF_DIMS(1));
-	n.dlg = rf_tensor_new(n.d, RF_F32, "dlogits", RF_DIMS(N, L));
-	n.dlw = rf_tensor_new(n.d, RF_F32, "dfc.w", RF_DIMS(L, F));
-	n.dlb = rf_tensor_new(n.d, RF_F32, "dfc.b", RF_DIMS(L));
-	n.dp1 = rf_tensor_new(n.d, RF_F32, "dp1", RF_DIMS(N, F));
-	n.dr1 = rf_tensor_new(n.d, RF_F32, "dr1", RF_DIMS(N, O, OH, OH));
-	n.dy1 = rf_tensor_new(n.d, RF_F32, "dy1", RF_DIMS(N, O, OH, OH));
-	n.dcw = rf_tensor_new(n.d, RF_F32, "dconv.w", RF_DIMS(O, C, K, K));
-	n.dcb = rf_tensor_new(n.d, RF_F32, "dconv.b", RF_DIMS(O));
-	n.dx = rf_tensor_new(n.d, RF_F32, "dx", RF_DIMS(N, C, H, W));
+	rf_tensor_create(n.d, RF_F32, "y1", RF_DIMS(N, O, OH, OH), &n.y1);
+	rf_tensor_create(n.d, RF_F32, "r1", RF_DIMS(N, O, OH, OH), &n.r1);
+	rf_tensor_create(n.d, RF_F32, "p1", RF_DIMS(N, F), &n.p1);
+	rf_tensor_create(n.d, RF_F32, "logits", RF_DIMS(N, L), &n.lg);
+	rf_tensor_create(n.d, RF_F32, "loss", RF_DIMS(1), &n.loss);
+	rf_tensor_create(n.d, RF_F32, "dlogits", RF_DIMS(N, L), &n.dlg);
+	rf_tensor_create(n.d, RF_F32, "dfc.w", RF_DIMS(L, F), &n.dlw);
+	rf_tensor_create(n.d, RF_F32, "dfc.b", RF_DIMS(L), &n.dlb);
+	rf_tensor_create(n.d, RF_F32, "dp1", RF_DIMS(N, F), &n.dp1);
+	rf_tensor_create(n.d, RF_F32, "dr1", RF_DIMS(N, O, OH, OH), &n.dr1);
+	rf_tensor_create(n.d, RF_F32, "dy1", RF_DIMS(N, O, OH, OH), &n.dy1);
+	rf_tensor_create(n.d, RF_F32, "dconv.w", RF_DIMS(O, C, K, K), &n.dcw);
+	rf_tensor_create(n.d, RF_F32, "dconv.b", RF_DIMS(O), &n.dcb);
+	rf_tensor_create(n.d, RF_F32, "dx", RF_DIMS(N, C, H, W), &n.dx);
 
 	fprintf(stderr, "loss %.6f\n", (double)forward(&n));
 	backward(&n);
@@ -154,19 +154,19 @@ int main(void)
 		const char *nm[5] = { "fc.w", "fc.b", "conv.w", "conv.b", "x" };
 		struct rf_tensor *keep[5];
 		for (int i = 0; i < 5; i++) {
-			keep[i] = rf_tensor_new(n.d, RF_F32, nm[i], g[i]->ndim, g[i]->shape);
+			rf_tensor_create(n.d, RF_F32, nm[i], g[i]->ndim, g[i]->shape, &keep[i]);
 			CHECK_OK(rf_copy(NULL, keep[i], g[i]));
 		}
 		for (int i = 0; i < 5; i++) {
 			check(&n, nm[i], t[i], keep[i]);
-			rf_tensor_free(keep[i]);
+			rf_tensor_destroy(keep[i]);
 		}
 	}
 	{
 		struct rf_tensor *all[] = { n.x, n.cw, n.cb, n.y1, n.r1, n.p1, n.lw, n.lb, n.lg, n.lab,
 			n.loss, n.dlg, n.dlw, n.dlb, n.dp1, n.dr1, n.dy1, n.dcw, n.dcb, n.dx };
 		for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
-			rf_tensor_free(all[i]);
+			rf_tensor_destroy(all[i]);
 	}
 	CHECK_OK(rf_engine_wait_all(e));
 	rf_device_close(n.d);

@@ -49,14 +49,16 @@ int main(void)
 
 	/* ---- lifetime: memory freed only after the last reader ---- */
 	{
-		struct rf_tensor *t = rf_tensor_new(d, RF_F32, "t", RF_DIMS(1000, 100));
-		struct rf_tensor *other = rf_tensor_new(d, RF_F32, "other", RF_DIMS(1));
+		struct rf_tensor *t;
+		rf_tensor_create(d, RF_F32, "t", RF_DIMS(1000, 100), &t);
+		struct rf_tensor *other;
+		rf_tensor_create(d, RF_F32, "other", RF_DIMS(1), &other);
 		CHECK(t && other);
 		rf_device_mem_stats(d, &m0);
 		CHECK(m0.in_use >= 400000);
 		/* the reader blocks on stream 0 until a release op on stream 1 runs */
 		CHECK_OK(rf_host_op(rf_device_stream(d, 0), slow_reader, NULL, &t, 1, NULL, 0, "slow_reader"));
-		rf_tensor_free(t);
+		rf_tensor_destroy(t);
 		rf_device_mem_stats(d, &m1);
 		CHECK_EQ(m1.in_use, m0.in_use);       /* still held: the reader is pending */
 		CHECK_EQ(m1.cached, m0.cached);
@@ -68,13 +70,13 @@ int main(void)
 		CHECK(m2.in_use < m0.in_use);
 		CHECK_EQ(m2.cached, m0.cached + (m0.in_use - m2.in_use));
 		/* reuse: same size class, no backend call */
-		t = rf_tensor_new(d, RF_F32, "t2", RF_DIMS(100, 1000));
+		rf_tensor_create(d, RF_F32, "t2", RF_DIMS(100, 1000), &t);
 		rf_device_mem_stats(d, &m1);
 		CHECK_EQ(m1.backend_allocs, m2.backend_allocs);
 		CHECK_EQ(m1.reuses, m2.reuses + 1);
 		CHECK_EQ(m1.cached, m0.cached);
-		rf_tensor_free(t);
-		rf_tensor_free(other);
+		rf_tensor_destroy(t);
+		rf_tensor_destroy(other);
 		CHECK_OK(rf_engine_wait_all(e));
 		fprintf(stderr, "lifetime and reuse: ok\n");
 	}
@@ -105,24 +107,27 @@ int main(void)
 
 	/* ---- blocks and views: memory returns after the last of them ---- */
 	{
-		struct rf_tensor *blk = rf_tensor_new(d, RF_F32, "grads", RF_DIMS(4096));
-		struct rf_tensor *a = rf_tensor_view(blk, 0, RF_F32, "ga", RF_DIMS(64, 32));
-		struct rf_tensor *b = rf_tensor_view(blk, 2048, RF_F32, "gb", RF_DIMS(2048));
+		struct rf_tensor *blk;
+		rf_tensor_create(d, RF_F32, "grads", RF_DIMS(4096), &blk);
+		struct rf_tensor *a;
+		rf_tensor_view(blk, 0, RF_F32, "ga", RF_DIMS(64, 32), &a);
+		struct rf_tensor *b;
+		rf_tensor_view(blk, 2048, RF_F32, "gb", RF_DIMS(2048), &b);
 		CHECK(blk && a && b && blk->nviews == 2 && a->base == blk);
 		CHECK(b->data == (char *)blk->data + 2048 * 4);
 		rf_device_mem_stats(d, &m0);
 		CHECK_OK(rf_fill(NULL, blk, 0.0f));
-		rf_tensor_free(blk);
+		rf_tensor_destroy(blk);
 		CHECK(a->base == NULL);
 		CHECK_OK(rf_engine_wait_all(e));
 		rf_device_mem_stats(d, &m1);
 		CHECK_EQ(m1.in_use, m0.in_use);
-		rf_tensor_free(b);
+		rf_tensor_destroy(b);
 		CHECK_OK(rf_engine_wait_all(e));
 		rf_device_mem_stats(d, &m1);
 		CHECK_EQ(m1.in_use, m0.in_use);
 		CHECK_OK(rf_scale(NULL, a, 2.0f));
-		rf_tensor_free(a);
+		rf_tensor_destroy(a);
 		CHECK_OK(rf_engine_wait_all(e));
 		rf_device_mem_stats(d, &m1);
 		CHECK_EQ(m1.in_use, m0.in_use - 16384);
@@ -135,10 +140,14 @@ int main(void)
 		enum { N = 100000 };
 		float *src = ts_randv(N), *dst = malloc(N * sizeof(float)), *ext = malloc(N * sizeof(float));
 		struct rf_tensor *a = ts_upload(d, RF_F32, src, "a", RF_DIMS(N));
-		struct rf_tensor *b = rf_tensor_new(d, RF_F32, "b", RF_DIMS(N));
-		struct rf_tensor *c = rf_tensor_new(d2, RF_F32, "c", RF_DIMS(N));
-		struct rf_tensor *w = rf_tensor_wrap(d2, ext, RF_F32, "ext", RF_DIMS(N));
-		struct rf_tensor *as_i = rf_tensor_new(d, RF_I32, "bits", RF_DIMS(N));
+		struct rf_tensor *b;
+		rf_tensor_create(d, RF_F32, "b", RF_DIMS(N), &b);
+		struct rf_tensor *c;
+		rf_tensor_create(d2, RF_F32, "c", RF_DIMS(N), &c);
+		struct rf_tensor *w;
+		rf_tensor_wrap(d2, ext, RF_F32, "ext", RF_DIMS(N), &w);
+		struct rf_tensor *as_i;
+		rf_tensor_create(d, RF_I32, "bits", RF_DIMS(N), &as_i);
 		CHECK(w && w->data == ext);
 		CHECK_OK(rf_copy(NULL, b, a));                       /* copy stream */
 		CHECK_OK(rf_copy(rf_device_stream(d2, 0), c, b));    /* across CPU devices */
@@ -149,12 +158,13 @@ int main(void)
 		CHECK_OK(rf_tensor_wait(w));
 		CHECK(memcmp(ext, src, N * sizeof(float)) == 0);
 		{
-			struct rf_tensor *small = rf_tensor_new(d, RF_F32, "small", RF_DIMS(3));
+			struct rf_tensor *small;
+			rf_tensor_create(d, RF_F32, "small", RF_DIMS(3), &small);
 			CHECK(rf_copy(NULL, b, small) == -EINVAL);
-			rf_tensor_free(small);
+			rf_tensor_destroy(small);
 		}
-		rf_tensor_free(a); rf_tensor_free(b); rf_tensor_free(c); rf_tensor_free(w);
-		rf_tensor_free(as_i);
+		rf_tensor_destroy(a); rf_tensor_destroy(b); rf_tensor_destroy(c); rf_tensor_destroy(w);
+		rf_tensor_destroy(as_i);
 		CHECK_OK(rf_engine_wait_all(e));
 		free(src); free(dst); free(ext);
 		fprintf(stderr, "copies: ok\n");
@@ -183,8 +193,10 @@ int main(void)
 		{
 			uint8_t img[784];
 			float got[784];
-			struct rf_tensor *pt = rf_tensor_new_pinned(d, p, RF_U8, "img", RF_DIMS(1, 784));
-			struct rf_tensor *f = rf_tensor_new(d, RF_F32, "imgf", RF_DIMS(1, 784));
+			struct rf_tensor *pt;
+			rf_tensor_create_pinned(d, p, RF_U8, "img", RF_DIMS(1, 784), &pt);
+			struct rf_tensor *f;
+			rf_tensor_create(d, RF_F32, "imgf", RF_DIMS(1, 784), &f);
 			CHECK(pt && ((uintptr_t)pt->data & 4095) == 0);
 			for (int i = 0; i < 784; i++)
 				img[i] = (uint8_t)i;
@@ -193,8 +205,8 @@ int main(void)
 			CHECK_OK(rf_tensor_read(f, got));
 			for (int i = 0; i < 784; i++)
 				CHECK(got[i] == (float)(uint8_t)i);
-			rf_tensor_free(pt);
-			rf_tensor_free(f);
+			rf_tensor_destroy(pt);
+			rf_tensor_destroy(f);
 			CHECK_OK(rf_engine_wait_all(e));
 			CHECK_EQ(rf_pinned_in_use(p), 0);
 		}

@@ -40,7 +40,8 @@ static float *ts_randv(size_t n)
 static struct rf_tensor *ts_upload(struct rf_device *d, enum rf_tdtype dt, const void *host,
 				   const char *name, int ndim, const int64_t *shape)
 {
-	struct rf_tensor *t = rf_tensor_new(d, dt, name, ndim, shape);
+	struct rf_tensor *t;
+	rf_tensor_create(d, dt, name, ndim, shape, &t);
 	CHECK(t);
 	if (host)
 		CHECK_OK(rf_tensor_write(t, host));
@@ -94,9 +95,9 @@ static void ts_gemm(struct rf_device *d, struct rf_stream *s, int m, int n, int 
 	got = ts_download(C);
 	snprintf(what, sizeof(what), "gemm %dx%dx%d ta=%d tb=%d beta=%g", m, n, k, ta, tb, beta);
 	ts_close(what, got, want, (size_t)m * n, 1e-4 * k, 1e-4);
-	rf_tensor_free(A);
-	rf_tensor_free(B);
-	rf_tensor_free(C);
+	rf_tensor_destroy(A);
+	rf_tensor_destroy(B);
+	rf_tensor_destroy(C);
 	free(a); free(b); free(c0); free(want); free(got);
 }
 
@@ -110,8 +111,10 @@ static void ts_bias_relu(struct rf_device *d, struct rf_stream *s)
 	struct rf_tensor *Bt = ts_upload(d, RF_F32, b, "b", RF_DIMS(C));
 	struct rf_tensor *DY = ts_upload(d, RF_F32, dy, "dy", RF_DIMS(R, C));
 	struct rf_tensor *DB = ts_upload(d, RF_F32, db0, "db", RF_DIMS(C));
-	struct rf_tensor *Z = rf_tensor_new(d, RF_F32, "z", RF_DIMS(R, C));
-	struct rf_tensor *DX = rf_tensor_new(d, RF_F32, "dx", RF_DIMS(R, C));
+	struct rf_tensor *Z;
+	rf_tensor_create(d, RF_F32, "z", RF_DIMS(R, C), &Z);
+	struct rf_tensor *DX;
+	rf_tensor_create(d, RF_F32, "dx", RF_DIMS(R, C), &DX);
 	float *got;
 
 	/* y += b ; z = relu(y) ; dx = dy * (z > 0) ; db += colsum(dy) */
@@ -155,8 +158,8 @@ static void ts_bias_relu(struct rf_device *d, struct rf_stream *s)
 		want[i] = (double)y[i] + b[i % C] > 0 ? (double)y[i] + b[i % C] : 0;
 	ts_close("relu_fwd in place", got, want, R * C, 1e-6, 1e-6);
 	free(got);
-	rf_tensor_free(Y); rf_tensor_free(Bt); rf_tensor_free(DY); rf_tensor_free(DB);
-	rf_tensor_free(Z); rf_tensor_free(DX);
+	rf_tensor_destroy(Y); rf_tensor_destroy(Bt); rf_tensor_destroy(DY); rf_tensor_destroy(DB);
+	rf_tensor_destroy(Z); rf_tensor_destroy(DX);
 	free(y); free(b); free(dy); free(db0);
 }
 
@@ -190,9 +193,12 @@ static void ts_xent(struct rf_device *d, struct rf_stream *s)
 	}
 	struct rf_tensor *L = ts_upload(d, RF_F32, lg, "logits", RF_DIMS(R, C));
 	struct rf_tensor *Lab = ts_upload(d, RF_I32, lab, "labels", RF_DIMS(R));
-	struct rf_tensor *DL = rf_tensor_new(d, RF_F32, "dlogits", RF_DIMS(R, C));
-	struct rf_tensor *Ls = rf_tensor_new(d, RF_F32, "loss", RF_DIMS(1));
-	struct rf_tensor *Co = rf_tensor_new(d, RF_I32, "correct", RF_DIMS(1));
+	struct rf_tensor *DL;
+	rf_tensor_create(d, RF_F32, "dlogits", RF_DIMS(R, C), &DL);
+	struct rf_tensor *Ls;
+	rf_tensor_create(d, RF_F32, "loss", RF_DIMS(1), &Ls);
+	struct rf_tensor *Co;
+	rf_tensor_create(d, RF_I32, "correct", RF_DIMS(1), &Co);
 	CHECK_OK(rf_softmax_xent(s, DL, Ls, Co, L, Lab));
 	CHECK_OK(rf_tensor_read(Ls, &loss));
 	CHECK_OK(rf_tensor_read(Co, &correct));
@@ -210,8 +216,8 @@ static void ts_xent(struct rf_device *d, struct rf_stream *s)
 	got = ts_download(L);
 	ts_close("softmax_xent in place", got, want, R * C, 1e-6, 1e-5);
 	free(got);
-	rf_tensor_free(L); rf_tensor_free(Lab); rf_tensor_free(DL); rf_tensor_free(Ls);
-	rf_tensor_free(Co);
+	rf_tensor_destroy(L); rf_tensor_destroy(Lab); rf_tensor_destroy(DL); rf_tensor_destroy(Ls);
+	rf_tensor_destroy(Co);
 	free(lg);
 }
 
@@ -247,10 +253,14 @@ static void ts_conv_pool(struct rf_device *d, struct rf_stream *s)
 	struct rf_tensor *Wt = ts_upload(d, RF_F32, w, "w", RF_DIMS(O, Ci, KH, KW));
 	struct rf_tensor *Bt = ts_upload(d, RF_F32, b, "b", RF_DIMS(O));
 	struct rf_tensor *DYt = ts_upload(d, RF_F32, dy, "dy", RF_DIMS(N, O, OH, OW));
-	struct rf_tensor *Yt = rf_tensor_new(d, RF_F32, "y", RF_DIMS(N, O, OH, OW));
-	struct rf_tensor *DXt = rf_tensor_new(d, RF_F32, "dx", RF_DIMS(N, Ci, H, W));
-	struct rf_tensor *DWt = rf_tensor_new(d, RF_F32, "dw", RF_DIMS(O, Ci, KH, KW));
-	struct rf_tensor *DBt = rf_tensor_new(d, RF_F32, "db", RF_DIMS(O));
+	struct rf_tensor *Yt;
+	rf_tensor_create(d, RF_F32, "y", RF_DIMS(N, O, OH, OW), &Yt);
+	struct rf_tensor *DXt;
+	rf_tensor_create(d, RF_F32, "dx", RF_DIMS(N, Ci, H, W), &DXt);
+	struct rf_tensor *DWt;
+	rf_tensor_create(d, RF_F32, "dw", RF_DIMS(O, Ci, KH, KW), &DWt);
+	struct rf_tensor *DBt;
+	rf_tensor_create(d, RF_F32, "db", RF_DIMS(O), &DBt);
 	CHECK_OK(rf_conv2d_fwd(s, Yt, Xt, Wt, Bt));
 	CHECK_OK(rf_conv2d_bwd_data(s, DXt, DYt, Wt));
 	CHECK_OK(rf_conv2d_bwd_filter(s, DWt, DBt, DYt, Xt, 0));
@@ -279,7 +289,8 @@ static void ts_conv_pool(struct rf_device *d, struct rf_stream *s)
 		enum { PH = H / 2, PW = W / 2 };
 		double wp[N * Ci * PH * PW], wpd[N * Ci * H * W];
 		float *pdy = ts_randv(N * Ci * PH * PW);
-		struct rf_tensor *P = rf_tensor_new(d, RF_F32, "pool", RF_DIMS(N, Ci, PH, PW));
+		struct rf_tensor *P;
+		rf_tensor_create(d, RF_F32, "pool", RF_DIMS(N, Ci, PH, PW), &P);
 		struct rf_tensor *PD = ts_upload(d, RF_F32, pdy, "pdy", RF_DIMS(N, Ci, PH, PW));
 		memset(wpd, 0, sizeof(wpd));
 		for (int n = 0; n < N * Ci; n++)
@@ -301,12 +312,12 @@ static void ts_conv_pool(struct rf_device *d, struct rf_stream *s)
 		got = ts_download(DXt);
 		ts_close("avgpool2d_bwd", got, wpd, N * Ci * H * W, 1e-7, 1e-6);
 		free(got);
-		rf_tensor_free(P);
-		rf_tensor_free(PD);
+		rf_tensor_destroy(P);
+		rf_tensor_destroy(PD);
 		free(pdy);
 	}
-	rf_tensor_free(Xt); rf_tensor_free(Wt); rf_tensor_free(Bt); rf_tensor_free(DYt);
-	rf_tensor_free(Yt); rf_tensor_free(DXt); rf_tensor_free(DWt); rf_tensor_free(DBt);
+	rf_tensor_destroy(Xt); rf_tensor_destroy(Wt); rf_tensor_destroy(Bt); rf_tensor_destroy(DYt);
+	rf_tensor_destroy(Yt); rf_tensor_destroy(DXt); rf_tensor_destroy(DWt); rf_tensor_destroy(DBt);
 	free(x); free(w); free(b); free(dy); free(wy); free(wdx); free(wdw);
 #undef X_
 #undef W_
@@ -322,7 +333,8 @@ static void ts_vector(struct rf_device *d, struct rf_stream *s)
 	struct rf_tensor *Wt = ts_upload(d, RF_F32, w, "w", RF_DIMS(N));
 	struct rf_tensor *Gt = ts_upload(d, RF_F32, g, "g", RF_DIMS(N));
 	struct rf_tensor *Vt = ts_upload(d, RF_F32, v, "v", RF_DIMS(10, 100));
-	struct rf_tensor *St = rf_tensor_new(d, RF_F32, "sum", RF_DIMS(N));
+	struct rf_tensor *St;
+	rf_tensor_create(d, RF_F32, "sum", RF_DIMS(N), &St);
 
 	CHECK_OK(rf_sgd(s, Wt, Gt, 0.1f, 0.01f));
 	for (int i = 0; i < N; i++)
@@ -373,8 +385,10 @@ static void ts_vector(struct rf_device *d, struct rf_stream *s)
 	ts_close("fill", got, want, N, 0, 0);
 	free(got);
 	{
-		struct rf_tensor *I = rf_tensor_new(d, RF_I32, "i", RF_DIMS(N));
-		struct rf_tensor *U = rf_tensor_new(d, RF_U8, "u", RF_DIMS(N));
+		struct rf_tensor *I;
+		rf_tensor_create(d, RF_I32, "i", RF_DIMS(N), &I);
+		struct rf_tensor *U;
+		rf_tensor_create(d, RF_U8, "u", RF_DIMS(N), &U);
 		int32_t *ib = malloc(N * sizeof(int32_t));
 		uint8_t *ub = malloc(N);
 		CHECK_OK(rf_fill(s, I, 0));
@@ -404,10 +418,10 @@ static void ts_vector(struct rf_device *d, struct rf_stream *s)
 		free(got);
 		free(ib);
 		free(ub);
-		rf_tensor_free(I);
-		rf_tensor_free(U);
+		rf_tensor_destroy(I);
+		rf_tensor_destroy(U);
 	}
-	rf_tensor_free(Wt); rf_tensor_free(Gt); rf_tensor_free(Vt); rf_tensor_free(St);
+	rf_tensor_destroy(Wt); rf_tensor_destroy(Gt); rf_tensor_destroy(Vt); rf_tensor_destroy(St);
 	free(w); free(g); free(v); free(want); free(wv);
 }
 
@@ -416,9 +430,12 @@ static void ts_rand_ops(struct rf_device *d, struct rf_stream *s0, struct rf_str
 {
 	enum { N = 4099 };
 	struct rf_engine *e = rf_device_engine(d);
-	struct rf_prng *g = rf_prng_new(e, 42, "g");
-	struct rf_tensor *A = rf_tensor_new(d, RF_F32, "a", RF_DIMS(N));
-	struct rf_tensor *B = rf_tensor_new(d, RF_F32, "b", RF_DIMS(N));
+	struct rf_prng *g;
+	rf_prng_create(e, 42, "g", &g);
+	struct rf_tensor *A;
+	rf_tensor_create(d, RF_F32, "a", RF_DIMS(N), &A);
+	struct rf_tensor *B;
+	rf_tensor_create(d, RF_F32, "b", RF_DIMS(N), &B);
 	float *ref = malloc(N * sizeof(float)), *got;
 
 	/* Two draws on two streams: serial through g, whatever the streams. */
@@ -435,9 +452,9 @@ static void ts_rand_ops(struct rf_device *d, struct rf_stream *s0, struct rf_str
 	free(got);
 	CHECK_OK(rf_engine_wait_var(e, g->var));
 	CHECK_EQ(g->counter, 2 * N);
-	rf_tensor_free(A);
-	rf_tensor_free(B);
-	rf_prng_free(g);
+	rf_tensor_destroy(A);
+	rf_tensor_destroy(B);
+	rf_prng_destroy(g);
 	free(ref);
 }
 
@@ -449,8 +466,10 @@ static void ts_chain(struct rf_device *d, struct rf_stream *s0, struct rf_stream
 	double h[B * Hd], want[B * Hd];
 	struct rf_tensor *X = ts_upload(d, RF_F32, x, "x", RF_DIMS(B, I));
 	struct rf_tensor *Wt = ts_upload(d, RF_F32, w, "w", RF_DIMS(Hd, I));
-	struct rf_tensor *Hh = rf_tensor_new(d, RF_F32, "h", RF_DIMS(B, Hd));
-	struct rf_tensor *Out = rf_tensor_new(d, RF_F32, "out", RF_DIMS(B, Hd));
+	struct rf_tensor *Hh;
+	rf_tensor_create(d, RF_F32, "h", RF_DIMS(B, Hd), &Hh);
+	struct rf_tensor *Out;
+	rf_tensor_create(d, RF_F32, "out", RF_DIMS(B, Hd), &Out);
 
 	for (int r = 0; r < 3; r++) {
 		/* h = x*w^T on s0; relu on s1; out = 2*h (copy on s0 then scale on s1) */
@@ -459,7 +478,7 @@ static void ts_chain(struct rf_device *d, struct rf_stream *s0, struct rf_stream
 		CHECK_OK(rf_copy(s0, Out, Hh));
 		CHECK_OK(rf_scale(s1, Out, 2.0f));
 	}
-	rf_tensor_free(X); /* freed while ops are pending: ordered after them */
+	rf_tensor_destroy(X); /* freed while ops are pending: ordered after them */
 	for (int i = 0; i < B; i++)
 		for (int j = 0; j < Hd; j++) {
 			double a = 0;
@@ -471,21 +490,25 @@ static void ts_chain(struct rf_device *d, struct rf_stream *s0, struct rf_stream
 	got = ts_download(Out);
 	ts_close("chain across streams", got, want, B * Hd, 1e-4, 1e-4);
 	free(got);
-	rf_tensor_free(Wt); rf_tensor_free(Hh); rf_tensor_free(Out);
+	rf_tensor_destroy(Wt); rf_tensor_destroy(Hh); rf_tensor_destroy(Out);
 	free(x); free(w);
 }
 
 /* ---- blocks and views ---------------------------------------------------------------- */
 static void ts_views(struct rf_device *d, struct rf_stream *s0, struct rf_stream *s1)
 {
-	struct rf_tensor *blk = rf_tensor_new(d, RF_F32, "params", RF_DIMS(100));
-	struct rf_tensor *w = rf_tensor_view(blk, 0, RF_F32, "w", RF_DIMS(8, 10));
-	struct rf_tensor *b = rf_tensor_view(blk, 80, RF_F32, "b", RF_DIMS(20));
+	struct rf_tensor *bad = NULL;
+	struct rf_tensor *blk;
+	rf_tensor_create(d, RF_F32, "params", RF_DIMS(100), &blk);
+	struct rf_tensor *w;
+	rf_tensor_view(blk, 0, RF_F32, "w", RF_DIMS(8, 10), &w);
+	struct rf_tensor *b;
+	rf_tensor_view(blk, 80, RF_F32, "b", RF_DIMS(20), &b);
 	float *got;
 
 	CHECK(blk && w && b);
-	CHECK(rf_tensor_view(blk, 90, RF_F32, "bad", RF_DIMS(20)) == NULL);
-	CHECK(rf_tensor_view(w, 0, RF_F32, "nested", RF_DIMS(2)) == NULL);
+	CHECK(rf_tensor_view(blk, 90, RF_F32, "bad", RF_DIMS(20), &bad) == -EINVAL && !bad);
+	CHECK(rf_tensor_view(w, 0, RF_F32, "nested", RF_DIMS(2), &bad) == -EINVAL && !bad);
 	CHECK_OK(rf_fill(s0, blk, 1.0f));    /* the block: before both views */
 	CHECK_OK(rf_scale(s0, w, 3.0f));     /* views on two streams, independent */
 	CHECK_OK(rf_scale(s1, b, 5.0f));
@@ -494,14 +517,14 @@ static void ts_views(struct rf_device *d, struct rf_stream *s0, struct rf_stream
 	for (int i = 0; i < 100; i++)
 		CHECK(got[i] == (i < 80 ? 6.0f : 10.0f));
 	free(got);
-	rf_tensor_free(blk); /* views keep the memory */
+	rf_tensor_destroy(blk); /* views keep the memory */
 	CHECK_OK(rf_fill(s1, b, -1.0f));
 	got = ts_download(b);
 	for (int i = 0; i < 20; i++)
 		CHECK(got[i] == -1.0f);
 	free(got);
-	rf_tensor_free(w);
-	rf_tensor_free(b);
+	rf_tensor_destroy(w);
+	rf_tensor_destroy(b);
 }
 
 /* All of the above on device d, using its streams. */

@@ -82,7 +82,9 @@ int main(void)
 
 	/* engine work in flight */
 	struct slow s = { .ring = ring };
-	struct rf_var *sv = rf_var_new(e, "slow"), *cv = rf_var_new(e, "chain");
+	struct rf_var *sv, *cv;
+	CHECK_EQ(rf_var_create(e, "slow", &sv), 0);
+	CHECK_EQ(rf_var_create(e, "chain", &cv), 0);
 	CHECK(sv && cv);
 	struct rf_op_desc d = { .afn = slow_start, .ctx = &s, .writes = &sv, .nwrites = 1,
 				.name = "slow" };
@@ -143,8 +145,8 @@ int main(void)
 	printf("chained ops done: %d after save, %d after load, %d at the end; async op pending "
 	       "throughout\n", after_save, after_load, chain_count);
 
-	CHECK_OK(rf_var_delete(e, sv, NULL, NULL, NULL));
-	CHECK_OK(rf_var_delete(e, cv, NULL, NULL, NULL));
+	CHECK_OK(rf_var_destroy(e, sv, NULL, NULL, NULL));
+	CHECK_OK(rf_var_destroy(e, cv, NULL, NULL, NULL));
 	rf_engine_destroy(e);
 	rf_ring_destroy(ring);
 	unlink(path);

@@ -41,7 +41,8 @@ static void check_model(struct tt_env *t, const char *name, enum rf_init k, cons
 	struct rf_device *d;
 	struct rf_model *m;
 	struct rf_cpu_opts co = { .streams = 1 };
-	struct rf_prng *g = rf_prng_new(t->eng, 5, "init");
+	struct rf_prng *g;
+	rf_prng_create(t->eng, 5, "init", &g);
 	float *h = malloc(sp->numel * sizeof(float));
 
 	CHECK(sp && g && h);
@@ -89,7 +90,7 @@ static void check_model(struct tt_env *t, const char *name, enum rf_init k, cons
 	}
 	rf_model_destroy(m);
 	rf_device_close(d);
-	rf_prng_free(g);
+	rf_prng_destroy(g);
 	*out = h;
 }
 

@@ -28,9 +28,9 @@ int main(void)
 	for (int r = 0; r < 2; r++) {
 		struct rf_cpu_opts co = { .streams = 1 };
 		CHECK_OK(rf_cpu_open(t.eng, &co, &d[r]));
-		a[r] = rf_tensor_new(d[r], RF_F32, "a", RF_DIMS(N));
-		b[r] = rf_tensor_new(d[r], RF_F32, "b", RF_DIMS(N));
-		o[r] = rf_tensor_new(d[r], RF_F32, "o", RF_DIMS(N));
+		rf_tensor_create(d[r], RF_F32, "a", RF_DIMS(N), &a[r]);
+		rf_tensor_create(d[r], RF_F32, "b", RF_DIMS(N), &b[r]);
+		rf_tensor_create(d[r], RF_F32, "o", RF_DIMS(N), &o[r]);
 		CHECK(a[r] && b[r] && o[r]);
 	}
 	CHECK_OK(rf_kv_create(&kv, t.eng, d, NULL, 2));
@@ -81,9 +81,9 @@ int main(void)
 
 	rf_kv_destroy(kv);
 	for (int r = 0; r < 2; r++) {
-		rf_tensor_free(a[r]);
-		rf_tensor_free(b[r]);
-		rf_tensor_free(o[r]);
+		rf_tensor_destroy(a[r]);
+		rf_tensor_destroy(b[r]);
+		rf_tensor_destroy(o[r]);
 	}
 	rf_engine_wait_all(t.eng);
 	for (int r = 0; r < 2; r++)

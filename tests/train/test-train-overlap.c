@@ -102,15 +102,15 @@ int main(void)
 	/* started and stopped explicitly: a trace written at rf_engine_destroy, after the
 	 * devices closed their streams, would lose the streams' track names */
 	CHECK_OK(rf_engine_trace_start(t.eng, trace));
-	prng = rf_prng_new(t.eng, 11, "prng");
+	rf_prng_create(t.eng, 11, "prng", &prng);
 	CHECK(prng);
 	for (unsigned r = 0; r < K; r++) {
 		struct rf_cpu_opts co = { .streams = 1 };
 		CHECK_OK(rf_cpu_open(t.eng, &co, &d[r]));
 		CHECK_OK(rf_model_create(&m[r], sp, d[r], NULL, r ? "r1" : "r0"));
-		x[r] = rf_tensor_new(d[r], RF_F32, "x", RF_DIMS(N, 1, 28, 28));
-		y[r] = rf_tensor_new(d[r], RF_I32, "y", RF_DIMS(N));
-		h.dummy[r] = rf_tensor_new(d[r], RF_F32, "gate", RF_DIMS(1));
+		rf_tensor_create(d[r], RF_F32, "x", RF_DIMS(N, 1, 28, 28), &x[r]);
+		rf_tensor_create(d[r], RF_I32, "y", RF_DIMS(N), &y[r]);
+		rf_tensor_create(d[r], RF_F32, "gate", RF_DIMS(1), &h.dummy[r]);
 		CHECK(x[r] && y[r] && h.dummy[r]);
 		CHECK_OK(rf_rand_uniform(NULL, x[r], prng, 0.0f, 1.0f));
 		int32_t lab[N];
@@ -160,11 +160,11 @@ int main(void)
 	rf_kv_destroy(kv);
 	for (unsigned r = 0; r < K; r++) {
 		rf_model_destroy(m[r]);
-		rf_tensor_free(x[r]);
-		rf_tensor_free(y[r]);
-		rf_tensor_free(h.dummy[r]);
+		rf_tensor_destroy(x[r]);
+		rf_tensor_destroy(y[r]);
+		rf_tensor_destroy(h.dummy[r]);
 	}
-	rf_prng_free(prng);
+	rf_prng_destroy(prng);
 	rf_engine_wait_all(t.eng);
 	CHECK_OK(rf_engine_trace_stop(t.eng));
 	for (unsigned r = 0; r < K; r++)

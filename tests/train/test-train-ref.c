@@ -205,10 +205,10 @@ int main(int argc, char **argv)
 		CHECK(fabs(s - r.p[k].init_sum) <= 1e-12 * fabs(r.p[k].init_sum) + 1e-12);
 		CHECK_OK(rf_tensor_write(m->p[k], w0[k]));
 	}
-	x = rf_tensor_new(cpu, RF_F32, "x", RF_DIMS(r.batch, 1, 28, 28));
-	y = rf_tensor_new(cpu, RF_I32, "y", RF_DIMS(r.batch));
-	loss = rf_tensor_new(cpu, RF_F32, "loss", RF_DIMS(1));
-	correct = rf_tensor_new(cpu, RF_I32, "correct", RF_DIMS(1));
+	rf_tensor_create(cpu, RF_F32, "x", RF_DIMS(r.batch, 1, 28, 28), &x);
+	rf_tensor_create(cpu, RF_I32, "y", RF_DIMS(r.batch), &y);
+	rf_tensor_create(cpu, RF_F32, "loss", RF_DIMS(1), &loss);
+	rf_tensor_create(cpu, RF_I32, "correct", RF_DIMS(1), &correct);
 	CHECK(x && y && loss && correct);
 	CHECK_OK(rf_tensor_write(x, hx));
 	CHECK_OK(rf_tensor_write(y, hy));
@@ -297,10 +297,10 @@ int main(int argc, char **argv)
 		fails++;
 	}
 
-	rf_tensor_free(x);
-	rf_tensor_free(y);
-	rf_tensor_free(loss);
-	rf_tensor_free(correct);
+	rf_tensor_destroy(x);
+	rf_tensor_destroy(y);
+	rf_tensor_destroy(loss);
+	rf_tensor_destroy(correct);
 	rf_model_destroy(m);
 	for (unsigned k = 0; k < r.np; k++) {
 		free(w0[k]);
