@@ -38,12 +38,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ring.h"
-#include "engine.h"
-#include "device.h"
-#include "tensor.h"
-#include "ops.h"
-#include "kernels.h"
+#include <ringflow/ring.h>
+#include <ringflow/engine.h>
+#include <ringflow/device.h>
+#include <ringflow/tensor.h>
+#include <ringflow/ops.h>
+#include <ringflow/kernels.h>
 #include "bench.h"
 
 struct bopts {

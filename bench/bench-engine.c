@@ -29,7 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine.h"
+#include <ringflow/engine.h>
 #include "bench.h"
 
 static uint64_t rf__sm(uint64_t *s)

@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "loader.h"
+#include <ringflow/loader.h>
 #include "bench.h"
 
 static int parse_u64(const char *arg, const char *val, uint64_t *out)

@@ -26,7 +26,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "log.h"
+#include <ringflow/log.h>
 
 /* One line on stderr: "PROG: " and the message, its control characters (a newline in
  * a file name or an option's value) written as \n or \xNN so that it stays one line. */

@@ -45,8 +45,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "ring.h"
-#include "tools/cli-impl.h"
+#include <ringflow/ring.h>
+#include "cli-impl.h"
 
 static const char *prog = "rf-iobench";
 

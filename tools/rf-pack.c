@@ -20,8 +20,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "dataset.h"
-#include "tools/cli-impl.h"
+#include <ringflow/dataset.h>
+#include "cli-impl.h"
 
 static char tmp_path[4096];
 static volatile sig_atomic_t tmp_armed;

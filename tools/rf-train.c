@@ -29,7 +29,7 @@
 #include <ringflow/trainer.h>
 #include <ringflow/checkpoint.h>
 
-#include "tools/cli-impl.h"
+#include "cli-impl.h"
 
 static const char usage[] =
 "usage: rf-train [--model mlp|lenet] [options]\n"

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conv-shape.h"
+#include "../conv-shape.h"
 #include "kernels-impl.h"
 
 /* ---- convolution ---------------------------------------------------------------- */

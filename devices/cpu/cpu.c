@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "device-impl.h"
+#include "../device-impl.h"
 
 /* ---- threading policy ------------------------------------------------------------- */
 

@@ -2,7 +2,7 @@
  * CUDA: no devices, nothing registered. */
 #include <errno.h>
 
-#include "device-impl.h"
+#include "../device-impl.h"
 
 int rf__cuda_count(void) { return 0; }
 int rf__cuda_open(struct rf_engine *e, int ordinal, const struct rf_cuda_opts *opts,

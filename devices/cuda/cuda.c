@@ -32,8 +32,8 @@
 #include <cuda_runtime_api.h>
 #include <cublas_v2.h>
 
-#include "device-impl.h"
-#include "kernels_cuda.h"
+#include "../device-impl.h"
+#include "kernels-cuda-impl.h"
 #include "stream.h"
 
 #define RF__EVRING 64u
@@ -158,7 +158,7 @@ static void rf__cuda_mem_free(void *ctx, void *p, size_t bytes)
 
 static size_t rf__cuda_conv_ws(const struct rf_k_conv2d *s, int min)
 {
-	return min ? rf_kc_conv2d_workspace_min(s) : rf_kc_conv2d_workspace_size(s);
+	return min ? rf__kc_conv2d_workspace_min(s) : rf__kc_conv2d_workspace_size(s);
 }
 
 /* ---- kernels --------------------------------------------------------------------------- */
@@ -178,70 +178,70 @@ static int rf__cuda_compute(struct rf_device *d, struct rf__dstream *ds, struct 
 	case RF__GEMM: {
 		int lda = op->u.gemm.ta ? op->u.gemm.m : op->u.gemm.k;
 		int ldb = op->u.gemm.tb ? op->u.gemm.k : op->u.gemm.n;
-		ret = rf_kc_gemm(bl, op->u.gemm.ta, op->u.gemm.tb, op->u.gemm.m, op->u.gemm.n,
+		ret = rf__kc_gemm(bl, op->u.gemm.ta, op->u.gemm.tb, op->u.gemm.m, op->u.gemm.n,
 				 op->u.gemm.k, op->u.gemm.alpha, op->u.gemm.a, lda > 0 ? lda : 1,
 				 op->u.gemm.b, ldb > 0 ? ldb : 1, op->u.gemm.beta, op->u.gemm.c,
 				 op->u.gemm.n > 0 ? op->u.gemm.n : 1);
 		break;
 	}
 	case RF__BIAS_ADD:
-		ret = rf_kc_bias_add(st, op->u.bias.y, op->u.bias.b, op->u.bias.rows, op->u.bias.cols);
+		ret = rf__kc_bias_add(st, op->u.bias.y, op->u.bias.b, op->u.bias.rows, op->u.bias.cols);
 		break;
 	case RF__BIAS_GRAD:
-		ret = rf_kc_bias_grad(st, op->u.bias.y, op->u.bias.b, op->u.bias.rows,
+		ret = rf__kc_bias_grad(st, op->u.bias.y, op->u.bias.b, op->u.bias.rows,
 				      op->u.bias.cols, op->u.bias.acc);
 		break;
 	case RF__RELU_FWD:
-		ret = rf_kc_relu_fwd(st, op->u.ew.y, op->u.ew.x, op->u.ew.n);
+		ret = rf__kc_relu_fwd(st, op->u.ew.y, op->u.ew.x, op->u.ew.n);
 		break;
 	case RF__RELU_BWD:
-		ret = rf_kc_relu_bwd(st, op->u.ew.y, op->u.ew.x, op->u.ew.aux, op->u.ew.n);
+		ret = rf__kc_relu_bwd(st, op->u.ew.y, op->u.ew.x, op->u.ew.aux, op->u.ew.n);
 		break;
 	case RF__XENT:
-		ret = rf_kc_softmax_xent(st, op->u.xent.dlogits, op->u.xent.loss, op->u.xent.correct,
+		ret = rf__kc_softmax_xent(st, op->u.xent.dlogits, op->u.xent.loss, op->u.xent.correct,
 					 op->u.xent.logits, op->u.xent.labels, op->u.xent.rows,
 					 op->u.xent.cols);
 		break;
 	case RF__CONV_FWD:
-		ret = rf_kc_conv2d_fwd(st, bl, &op->u.conv.s, op->u.conv.out, op->u.conv.in,
+		ret = rf__kc_conv2d_fwd(st, bl, &op->u.conv.s, op->u.conv.out, op->u.conv.in,
 				       op->u.conv.in2, op->u.conv.in3, op->ws, op->ws_bytes);
 		break;
 	case RF__CONV_BWD_DATA:
-		ret = rf_kc_conv2d_bwd_data(st, bl, &op->u.conv.s, op->u.conv.out, op->u.conv.in,
+		ret = rf__kc_conv2d_bwd_data(st, bl, &op->u.conv.s, op->u.conv.out, op->u.conv.in,
 					    op->u.conv.in2, op->ws, op->ws_bytes);
 		break;
 	case RF__CONV_BWD_FILTER:
-		ret = rf_kc_conv2d_bwd_filter(st, bl, &op->u.conv.s, op->u.conv.out, op->u.conv.out2,
+		ret = rf__kc_conv2d_bwd_filter(st, bl, &op->u.conv.s, op->u.conv.out, op->u.conv.out2,
 					      op->u.conv.in, op->u.conv.in2, op->u.conv.acc, op->ws,
 					      op->ws_bytes);
 		break;
 	case RF__POOL_FWD:
-		ret = rf_kc_avgpool2d_fwd(st, op->u.pool.y, op->u.pool.x, op->u.pool.n, op->u.pool.c,
+		ret = rf__kc_avgpool2d_fwd(st, op->u.pool.y, op->u.pool.x, op->u.pool.n, op->u.pool.c,
 					  op->u.pool.h, op->u.pool.w, op->u.pool.k);
 		break;
 	case RF__POOL_BWD:
-		ret = rf_kc_avgpool2d_bwd(st, op->u.pool.y, op->u.pool.x, op->u.pool.n, op->u.pool.c,
+		ret = rf__kc_avgpool2d_bwd(st, op->u.pool.y, op->u.pool.x, op->u.pool.n, op->u.pool.c,
 					  op->u.pool.h, op->u.pool.w, op->u.pool.k);
 		break;
 	case RF__SGD:
-		ret = rf_kc_sgd(st, op->u.sgd.w, op->u.sgd.g, op->u.sgd.n, op->u.sgd.lr, op->u.sgd.wd);
+		ret = rf__kc_sgd(st, op->u.sgd.w, op->u.sgd.g, op->u.sgd.n, op->u.sgd.lr, op->u.sgd.wd);
 		break;
 	case RF__SGD_MOMENTUM:
-		ret = rf_kc_sgd_momentum(st, op->u.sgd.w, op->u.sgd.v, op->u.sgd.g, op->u.sgd.n,
+		ret = rf__kc_sgd_momentum(st, op->u.sgd.w, op->u.sgd.v, op->u.sgd.g, op->u.sgd.n,
 					 op->u.sgd.lr, op->u.sgd.mom, op->u.sgd.wd);
 		break;
 	case RF__AXPY:
-		ret = rf_kc_axpy(st, op->u.axpy.y, op->u.axpy.a, op->u.axpy.x, op->u.axpy.n);
+		ret = rf__kc_axpy(st, op->u.axpy.y, op->u.axpy.a, op->u.axpy.x, op->u.axpy.n);
 		break;
 	case RF__SCALE:
-		ret = rf_kc_scale(st, op->u.axpy.y, op->u.axpy.a, op->u.axpy.n);
+		ret = rf__kc_scale(st, op->u.axpy.y, op->u.axpy.a, op->u.axpy.n);
 		break;
 	case RF__SUM:
-		ret = rf_kc_reduce_sum(st, op->u.sum.out, op->u.sum.in, op->u.sum.k, op->u.sum.n);
+		ret = rf__kc_reduce_sum(st, op->u.sum.out, op->u.sum.in, op->u.sum.k, op->u.sum.n);
 		break;
 	case RF__FILL:
 		if (op->u.fill.dtype == RF_F32) {
-			ret = rf_kc_fill(st, op->u.fill.x, op->u.fill.v, op->u.fill.n);
+			ret = rf__kc_fill(st, op->u.fill.x, op->u.fill.v, op->u.fill.n);
 		} else if (op->u.fill.dtype == RF_U8 || op->u.fill.v == 0.0f) {
 			size_t bytes = op->u.fill.n * (op->u.fill.dtype == RF_U8 ? 1 : 4);
 			ret = rf__cuerr(cudaMemsetAsync(op->u.fill.x, (int)(uint8_t)op->u.fill.v, bytes,
@@ -253,20 +253,20 @@ static int rf__cuda_compute(struct rf_device *d, struct rf__dstream *ds, struct 
 		}
 		break;
 	case RF__U8_F32:
-		ret = rf_kc_u8_to_f32(st, op->u.dec.out, op->u.dec.in, op->u.dec.n, op->u.dec.scale,
+		ret = rf__kc_u8_to_f32(st, op->u.dec.out, op->u.dec.in, op->u.dec.n, op->u.dec.scale,
 				      op->u.dec.mean, op->u.dec.std);
 		break;
 	case RF__U8_I32:
-		ret = rf_kc_u8_to_i32(st, op->u.dec.out, op->u.dec.in, op->u.dec.n);
+		ret = rf__kc_u8_to_i32(st, op->u.dec.out, op->u.dec.in, op->u.dec.n);
 		break;
 	case RF__RAND_UNIFORM:
 	case RF__RAND_NORMAL: {
 		struct rf_prng *g = op->u.rand.g;
 		if (op->code == RF__RAND_UNIFORM)
-			ret = rf_kc_rand_uniform(st, op->u.rand.x, op->u.rand.n, g->seed, g->counter,
+			ret = rf__kc_rand_uniform(st, op->u.rand.x, op->u.rand.n, g->seed, g->counter,
 						 op->u.rand.a, op->u.rand.b);
 		else
-			ret = rf_kc_rand_normal(st, op->u.rand.x, op->u.rand.n, g->seed, g->counter,
+			ret = rf__kc_rand_normal(st, op->u.rand.x, op->u.rand.n, g->seed, g->counter,
 						op->u.rand.a, op->u.rand.b);
 		if (ret == 0)
 			g->counter += op->u.rand.n;
@@ -281,7 +281,7 @@ static int rf__cuda_compute(struct rf_device *d, struct rf__dstream *ds, struct 
 		ret = -ENOSYS;
 	}
 	if (ret < 0 && !op->err[0])
-		snprintf(op->err, sizeof(op->err), "%s", rf_kc_error_string(ret));
+		snprintf(op->err, sizeof(op->err), "%s", rf__kc_error_string(ret));
 	if (ret < -RF_KC_ECUDA && ret > -RF_KC_ECUBLAS)
 		(void)cudaGetLastError(); /* clear a non-sticky launch error */
 	return ret;
@@ -594,7 +594,7 @@ static int rf__cs_create(struct rf_device *d, int role, const char *suffix)
 	return 0;
 fail:
 	if (ret < -RF_KC_ECUDA)
-		rf__fail(ret, "%s: %s", c->name, rf_kc_error_string(ret));
+		rf__fail(ret, "%s: %s", c->name, rf__kc_error_string(ret));
 	rf__cs_free(c);
 	return ret;
 }
@@ -610,7 +610,7 @@ static const struct rf__device_iface rf__cuda_iface = {
 	/* .mem_alloc = */ rf__cuda_mem_alloc,
 	/* .mem_free  = */ rf__cuda_mem_free,
 	/* .compute   = */ rf__cuda_compute,
-	/* .strerror  = */ rf_kc_error_string,
+	/* .strerror  = */ rf__kc_error_string,
 	/* .conv_ws   = */ rf__cuda_conv_ws,
 	/* .close     = */ rf__cuda_close,
 };

@@ -1,4 +1,4 @@
-/* devices/cuda/kernels_cuda.cu -- CUDA kernels (see kernels_cuda.h; formulas as in kernels.h).
+/* devices/cuda/kernels_cuda.cu -- CUDA kernels (see kernels-cuda-impl.h; formulas as in kernels.h).
  *
  * All launches are asynchronous on the caller's stream. Elementwise kernels use
  * grid-stride loops; reductions use one block per output with a fixed shared-memory
@@ -12,8 +12,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "conv-shape.h"
-#include "kernels_cuda.h"
+#include "../conv-shape.h"
+#include "kernels-cuda-impl.h"
 
 namespace {
 
@@ -398,7 +398,7 @@ int gemm_check(int ta, int tb, int m, int n, int k, int lda, int ldb, int ldc)
 
 extern "C" {
 
-const char *rf_kc_error_string(int code)
+const char *rf__kc_error_string(int code)
 {
 	if (code == 0)
 		return "success";
@@ -412,7 +412,7 @@ const char *rf_kc_error_string(int code)
 	return strerror(e);
 }
 
-int rf_kc_device_count(int *n)
+int rf__kc_device_count(int *n)
 {
 	int c = 0;
 	if (cudaGetDeviceCount(&c) != cudaSuccess) {
@@ -423,7 +423,7 @@ int rf_kc_device_count(int *n)
 	return 0;
 }
 
-int rf_kc_gemm(void *cublas, int ta, int tb, int m, int n, int k, float alpha,
+int rf__kc_gemm(void *cublas, int ta, int tb, int m, int n, int k, float alpha,
 	       const float *a, int lda, const float *b, int ldb, float beta, float *c,
 	       int ldc)
 {
@@ -438,7 +438,7 @@ int rf_kc_gemm(void *cublas, int ta, int tb, int m, int n, int k, float alpha,
 				     a, lda, &beta, c, ldc));
 }
 
-int rf_kc_bias_add(void *stream, float *y, const float *b, int rows, int cols)
+int rf__kc_bias_add(void *stream, float *y, const float *b, int rows, int cols)
 {
 	if (rows < 0 || cols < 0)
 		return -EINVAL;
@@ -449,7 +449,7 @@ int rf_kc_bias_add(void *stream, float *y, const float *b, int rows, int cols)
 	return launch_rc();
 }
 
-int rf_kc_bias_grad(void *stream, float *db, const float *dy, int rows, int cols,
+int rf__kc_bias_grad(void *stream, float *db, const float *dy, int rows, int cols,
 		    int accumulate)
 {
 	if (rows < 0 || cols < 0)
@@ -460,7 +460,7 @@ int rf_kc_bias_grad(void *stream, float *db, const float *dy, int rows, int cols
 	return launch_rc();
 }
 
-int rf_kc_relu_fwd(void *stream, float *y, const float *x, size_t n)
+int rf__kc_relu_fwd(void *stream, float *y, const float *x, size_t n)
 {
 	if (!n)
 		return 0;
@@ -468,7 +468,7 @@ int rf_kc_relu_fwd(void *stream, float *y, const float *x, size_t n)
 	return launch_rc();
 }
 
-int rf_kc_relu_bwd(void *stream, float *dx, const float *dy, const float *y, size_t n)
+int rf__kc_relu_bwd(void *stream, float *dx, const float *dy, const float *y, size_t n)
 {
 	if (!n)
 		return 0;
@@ -476,7 +476,7 @@ int rf_kc_relu_bwd(void *stream, float *dx, const float *dy, const float *y, siz
 	return launch_rc();
 }
 
-int rf_kc_softmax_xent(void *stream, float *dlogits, float *loss_sum, int32_t *correct,
+int rf__kc_softmax_xent(void *stream, float *dlogits, float *loss_sum, int32_t *correct,
 		       const float *logits, const int32_t *labels, int rows, int cols)
 {
 	if (rows < 0 || cols < 1)
@@ -487,18 +487,18 @@ int rf_kc_softmax_xent(void *stream, float *dlogits, float *loss_sum, int32_t *c
 	return launch_rc();
 }
 
-int rf_kc_softmax_xent_eval(void *stream, float *loss_sum, int32_t *correct,
+int rf__kc_softmax_xent_eval(void *stream, float *loss_sum, int32_t *correct,
 			    const float *logits, const int32_t *labels, int rows, int cols)
 {
-	return rf_kc_softmax_xent(stream, NULL, loss_sum, correct, logits, labels, rows, cols);
+	return rf__kc_softmax_xent(stream, NULL, loss_sum, correct, logits, labels, rows, cols);
 }
 
-size_t rf_kc_conv2d_workspace_min(const struct rf_k_conv2d *s)
+size_t rf__kc_conv2d_workspace_min(const struct rf_k_conv2d *s)
 {
 	return rf__conv_workspace_min(s);
 }
 
-size_t rf_kc_conv2d_workspace_size(const struct rf_k_conv2d *s)
+size_t rf__kc_conv2d_workspace_size(const struct rf_k_conv2d *s)
 {
 	if (rf__conv_check(s))
 		return 0;
@@ -511,7 +511,7 @@ size_t rf_kc_conv2d_workspace_size(const struct rf_k_conv2d *s)
 	return g * per;
 }
 
-int rf_kc_conv2d_fwd(void *stream, void *cublas, const struct rf_k_conv2d *s, float *y,
+int rf__kc_conv2d_fwd(void *stream, void *cublas, const struct rf_k_conv2d *s, float *y,
 		     const float *x, const float *w, const float *b, void *ws,
 		     size_t ws_bytes)
 {
@@ -533,7 +533,7 @@ int rf_kc_conv2d_fwd(void *stream, void *cublas, const struct rf_k_conv2d *s, fl
 			return rc;
 		if (g == 1)
 			out = yn;
-		rc = rf_kc_gemm(cublas, 0, 0, q.O, (int)ld, ckk, 1.0f, w, ckk, col, (int)ld,
+		rc = rf__kc_gemm(cublas, 0, 0, q.O, (int)ld, ckk, 1.0f, w, ckk, col, (int)ld,
 				0.0f, out, (int)ld);
 		if (rc)
 			return rc;
@@ -549,7 +549,7 @@ int rf_kc_conv2d_fwd(void *stream, void *cublas, const struct rf_k_conv2d *s, fl
 	return 0;
 }
 
-int rf_kc_conv2d_bwd_data(void *stream, void *cublas, const struct rf_k_conv2d *s,
+int rf__kc_conv2d_bwd_data(void *stream, void *cublas, const struct rf_k_conv2d *s,
 			  float *dx, const float *dy, const float *w, void *ws,
 			  size_t ws_bytes)
 {
@@ -573,7 +573,7 @@ int rf_kc_conv2d_bwd_data(void *stream, void *cublas, const struct rf_k_conv2d *
 				return rc;
 			dyt = t;
 		}
-		rc = rf_kc_gemm(cublas, 1, 0, ckk, (int)ld, q.O, 1.0f, w, ckk, dyt, (int)ld,
+		rc = rf__kc_gemm(cublas, 1, 0, ckk, (int)ld, q.O, 1.0f, w, ckk, dyt, (int)ld,
 				0.0f, dcol, (int)ld);
 		if (rc)
 			return rc;
@@ -586,7 +586,7 @@ int rf_kc_conv2d_bwd_data(void *stream, void *cublas, const struct rf_k_conv2d *
 	return 0;
 }
 
-int rf_kc_conv2d_bwd_filter(void *stream, void *cublas, const struct rf_k_conv2d *s,
+int rf__kc_conv2d_bwd_filter(void *stream, void *cublas, const struct rf_k_conv2d *s,
 			    float *dw, float *db, const float *dy, const float *x,
 			    int accumulate, void *ws, size_t ws_bytes)
 {
@@ -628,7 +628,7 @@ int rf_kc_conv2d_bwd_filter(void *stream, void *cublas, const struct rf_k_conv2d
 		if ((rc = launch_rc()))
 			return rc;
 		float beta = (n0 == 0 && !accumulate) ? 0.0f : 1.0f;
-		rc = rf_kc_gemm(cublas, 0, 1, q.O, ckk, (int)ld, 1.0f, dyt, (int)ld, col,
+		rc = rf__kc_gemm(cublas, 0, 1, q.O, ckk, (int)ld, 1.0f, dyt, (int)ld, col,
 				(int)ld, beta, dw, ckk);
 		if (rc)
 			return rc;
@@ -642,7 +642,7 @@ int rf_kc_conv2d_bwd_filter(void *stream, void *cublas, const struct rf_k_conv2d
 	return 0;
 }
 
-int rf_kc_avgpool2d_fwd(void *stream, float *y, const float *x, int n, int c, int h,
+int rf__kc_avgpool2d_fwd(void *stream, float *y, const float *x, int n, int c, int h,
 			int w, int k)
 {
 	if (n < 0 || c < 0 || h < 0 || w < 0 || k < 1)
@@ -654,7 +654,7 @@ int rf_kc_avgpool2d_fwd(void *stream, float *y, const float *x, int n, int c, in
 	return launch_rc();
 }
 
-int rf_kc_avgpool2d_bwd(void *stream, float *dx, const float *dy, int n, int c, int h,
+int rf__kc_avgpool2d_bwd(void *stream, float *dx, const float *dy, int n, int c, int h,
 			int w, int k)
 {
 	if (n < 0 || c < 0 || h < 0 || w < 0 || k < 1)
@@ -666,7 +666,7 @@ int rf_kc_avgpool2d_bwd(void *stream, float *dx, const float *dy, int n, int c, 
 	return launch_rc();
 }
 
-int rf_kc_sgd(void *stream, float *w, const float *g, size_t n, float lr,
+int rf__kc_sgd(void *stream, float *w, const float *g, size_t n, float lr,
 	      float weight_decay)
 {
 	if (!n)
@@ -675,7 +675,7 @@ int rf_kc_sgd(void *stream, float *w, const float *g, size_t n, float lr,
 	return launch_rc();
 }
 
-int rf_kc_sgd_momentum(void *stream, float *w, float *v, const float *g, size_t n,
+int rf__kc_sgd_momentum(void *stream, float *w, float *v, const float *g, size_t n,
 		       float lr, float momentum, float weight_decay)
 {
 	if (!n)
@@ -685,7 +685,7 @@ int rf_kc_sgd_momentum(void *stream, float *w, float *v, const float *g, size_t 
 	return launch_rc();
 }
 
-int rf_kc_axpy(void *stream, float *y, float a, const float *x, size_t n)
+int rf__kc_axpy(void *stream, float *y, float a, const float *x, size_t n)
 {
 	if (!n)
 		return 0;
@@ -693,7 +693,7 @@ int rf_kc_axpy(void *stream, float *y, float a, const float *x, size_t n)
 	return launch_rc();
 }
 
-int rf_kc_scale(void *stream, float *x, float a, size_t n)
+int rf__kc_scale(void *stream, float *x, float a, size_t n)
 {
 	if (!n)
 		return 0;
@@ -701,7 +701,7 @@ int rf_kc_scale(void *stream, float *x, float a, size_t n)
 	return launch_rc();
 }
 
-int rf_kc_reduce_sum(void *stream, float *out, const float *const *in, int k, size_t n)
+int rf__kc_reduce_sum(void *stream, float *out, const float *const *in, int k, size_t n)
 {
 	if (k < 0)
 		return -EINVAL;
@@ -710,7 +710,7 @@ int rf_kc_reduce_sum(void *stream, float *out, const float *const *in, int k, si
 	if (k == 0)
 		return cuda_rc(cudaMemsetAsync(out, 0, n * sizeof(float), S(stream)));
 	if (k == 1)
-		return in[0] == out ? 0 : rf_kc_copy(stream, out, in[0], n);
+		return in[0] == out ? 0 : rf__kc_copy(stream, out, in[0], n);
 	for (int j0 = 0; j0 < k; j0 += kReduceMax) {
 		int kk = k - j0 < kReduceMax ? k - j0 : kReduceMax;
 		ptrs8 p = {};
@@ -724,7 +724,7 @@ int rf_kc_reduce_sum(void *stream, float *out, const float *const *in, int k, si
 	return 0;
 }
 
-int rf_kc_copy(void *stream, float *dst, const float *src, size_t n)
+int rf__kc_copy(void *stream, float *dst, const float *src, size_t n)
 {
 	if (!n || dst == src)
 		return 0;
@@ -732,7 +732,7 @@ int rf_kc_copy(void *stream, float *dst, const float *src, size_t n)
 				       S(stream)));
 }
 
-int rf_kc_fill(void *stream, float *x, float v, size_t n)
+int rf__kc_fill(void *stream, float *x, float v, size_t n)
 {
 	if (!n)
 		return 0;
@@ -740,7 +740,7 @@ int rf_kc_fill(void *stream, float *x, float v, size_t n)
 	return launch_rc();
 }
 
-int rf_kc_u8_to_f32(void *stream, float *out, const uint8_t *in, size_t n, float scale,
+int rf__kc_u8_to_f32(void *stream, float *out, const uint8_t *in, size_t n, float scale,
 		    float mean, float std)
 {
 	if (!n)
@@ -749,7 +749,7 @@ int rf_kc_u8_to_f32(void *stream, float *out, const uint8_t *in, size_t n, float
 	return launch_rc();
 }
 
-int rf_kc_u8_to_i32(void *stream, int32_t *out, const uint8_t *in, size_t n)
+int rf__kc_u8_to_i32(void *stream, int32_t *out, const uint8_t *in, size_t n)
 {
 	if (!n)
 		return 0;
@@ -757,7 +757,7 @@ int rf_kc_u8_to_i32(void *stream, int32_t *out, const uint8_t *in, size_t n)
 	return launch_rc();
 }
 
-int rf_kc_rand_uniform(void *stream, float *out, size_t n, uint64_t seed,
+int rf__kc_rand_uniform(void *stream, float *out, size_t n, uint64_t seed,
 		       uint64_t counter, float lo, float hi)
 {
 	if (!n)
@@ -768,7 +768,7 @@ int rf_kc_rand_uniform(void *stream, float *out, size_t n, uint64_t seed,
 	return launch_rc();
 }
 
-int rf_kc_rand_normal(void *stream, float *out, size_t n, uint64_t seed,
+int rf__kc_rand_normal(void *stream, float *out, size_t n, uint64_t seed,
 		      uint64_t counter, float mean, float std)
 {
 	if (!n)

@@ -1,13 +1,13 @@
-/* test-kernels-cuda -- every CUDA kernel in kernels_cuda.h against the CPU kernel of
+/* test-kernels-cuda -- every CUDA kernel in kernels-cuda-impl.h against the CPU kernel of
  * the same name (kernels.h), on the same random inputs and odd shapes: bit-exact
  * where the header promises it (random numbers, decoding, relu, pooling, copy,
  * fill, reduce_sum), within float tolerance elsewhere (cuBLAS, FMA, different
  * summation trees). Also checks that GPU results repeat bit for bit and that the
- * error codes translate to text. Exits 77 (skip) at once when rf_kc_device_count
+ * error codes translate to text. Exits 77 (skip) at once when rf__kc_device_count
  * finds no device, which is the case on machines without a driver.
  */
 #include "kernels.h"
-#include "kernels_cuda.h"
+#include "kernels-cuda-impl.h"
 
 #define KERNEL_TEST_SEED 0xfeedface12345678ull
 #include "kernel-test.h"
@@ -30,7 +30,7 @@ static cublasHandle_t blas;
 		int rc_ = (call);                                                       \
 		if (rc_) {                                                              \
 			fprintf(stderr, "FAIL %s:%d: %s: %s\n", __FILE__, __LINE__, #call,  \
-				rf_kc_error_string(rc_));                               \
+				rf__kc_error_string(rc_));                               \
 			exit(1);                                                        \
 		}                                                                       \
 	} while (0)
@@ -124,7 +124,7 @@ static void test_gemm(void)
 		float alpha = runif(-2, 2), beta = rep % 3 ? runif(-1, 1) : 0.0f;
 		float *da = dup_to_dev(a, na * 4), *db = dup_to_dev(b, nb * 4),
 		      *dc = dup_to_dev(c, nc * 4);
-		CK(rf_kc_gemm(blas, ta, tb, m, n, k, alpha, da, lda, db, ldb, beta, dc, ldc));
+		CK(rf__kc_gemm(blas, ta, tb, m, n, k, alpha, da, lda, db, ldb, beta, dc, ldc));
 		CK(rf_k_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc));
 		float *g = fdown(dc, nc);
 		char what[96];
@@ -138,7 +138,7 @@ static void test_gemm(void)
 		cudaFree(db);
 		cudaFree(dc);
 	}
-	CHECK(rf_kc_gemm(blas, 0, 0, 2, 3, 4, 1, NULL, 3, NULL, 3, 0, NULL, 3) == -EINVAL,
+	CHECK(rf__kc_gemm(blas, 0, 0, 2, 3, 4, 1, NULL, 3, NULL, 3, 0, NULL, 3) == -EINVAL,
 	      "gemm: lda < k accepted");
 }
 
@@ -149,13 +149,13 @@ static void test_linear_pieces(void)
 	float *y = frand(n, -1, 1), *b = frand(cols, -1, 1), *db = frand(cols, -1, 1);
 	float *dy_ = dup_to_dev(y, n * 4), *db_ = dup_to_dev(b, cols * 4),
 	      *dg_ = dup_to_dev(db, cols * 4);
-	CK(rf_kc_bias_add(stream, dy_, db_, rows, cols));
+	CK(rf__kc_bias_add(stream, dy_, db_, rows, cols));
 	rf_k_bias_add(y, b, rows, cols);
 	float *g = fdown(dy_, n);
 	close_f("bias_add", g, y, n, 1e-6, 1e-6);
 	free(g);
 	for (int acc = 0; acc < 2; acc++) {
-		CK(rf_kc_bias_grad(stream, dg_, dy_, rows, cols, acc));
+		CK(rf__kc_bias_grad(stream, dg_, dy_, rows, cols, acc));
 		rf_k_bias_grad(db, y, rows, cols, acc);
 		g = fdown(dg_, cols);
 		close_f(acc ? "bias_grad accumulate" : "bias_grad", g, db, cols, 1e-5, 1e-5);
@@ -165,17 +165,17 @@ static void test_linear_pieces(void)
 	/* relu: bit-exact, in place too */
 	float *x = frand(n, -1, 1), *r = xmalloc(n * 4), *dx = xmalloc(n * 4);
 	float *dx_ = dup_to_dev(x, n * 4), *dr_ = dalloc(n * 4), *dd_ = dalloc(n * 4);
-	CK(rf_kc_relu_fwd(stream, dr_, dx_, n));
+	CK(rf__kc_relu_fwd(stream, dr_, dx_, n));
 	rf_k_relu_fwd(r, x, n);
 	g = fdown(dr_, n);
 	bits_f("relu_fwd", g, r, n);
 	free(g);
-	CK(rf_kc_relu_bwd(stream, dd_, dy_, dr_, n));
+	CK(rf__kc_relu_bwd(stream, dd_, dy_, dr_, n));
 	rf_k_relu_bwd(dx, y, r, n);
 	g = fdown(dd_, n);
 	bits_f("relu_bwd", g, dx, n);
 	free(g);
-	CK(rf_kc_relu_fwd(stream, dx_, dx_, n));
+	CK(rf__kc_relu_fwd(stream, dx_, dx_, n));
 	g = fdown(dx_, n);
 	bits_f("relu_fwd in place", g, r, n);
 	free(g);
@@ -206,7 +206,7 @@ static void test_softmax_xent(void)
 			lab[r] = rint_in(0, cols - 1);
 		float *dlg = dup_to_dev(lg, n * 4), *ddl = dalloc(n * 4), *dloss = dalloc(4);
 		int32_t *dlab = dup_to_dev(lab, rows * 4), *dok = dalloc(4);
-		CK(rf_kc_softmax_xent(stream, ddl, dloss, dok, dlg, dlab, rows, cols));
+		CK(rf__kc_softmax_xent(stream, ddl, dloss, dok, dlg, dlab, rows, cols));
 		CK(rf_k_softmax_xent(dl, &loss, &ok, lg, lab, rows, cols));
 		float *g = fdown(ddl, n);
 		to_host(&gloss, dloss, 4);
@@ -218,7 +218,7 @@ static void test_softmax_xent(void)
 		/* eval variant and run-to-run reproducibility */
 		float gloss2;
 		int32_t gok2;
-		CK(rf_kc_softmax_xent_eval(stream, dloss, dok, dlg, dlab, rows, cols));
+		CK(rf__kc_softmax_xent_eval(stream, dloss, dok, dlg, dlab, rows, cols));
 		to_host(&gloss2, dloss, 4);
 		to_host(&gok2, dok, 4);
 		CHECK(!memcmp(&gloss2, &gloss, 4) && gok2 == gok, "softmax_xent_eval differs");
@@ -239,9 +239,9 @@ static void conv_case(struct rf_k_conv2d s, int ws_mode)
 	size_t nx = (size_t)s.n * s.c * s.h * s.w, nw = (size_t)s.o * s.c * s.kh * s.kw;
 	size_t ny = (size_t)s.n * s.o * rf_k_conv2d_oh(&s) * rf_k_conv2d_ow(&s);
 	size_t cws = rf_k_conv2d_workspace_size(&s);
-	size_t gws = ws_mode == 0 ? rf_kc_conv2d_workspace_size(&s)
-		     : ws_mode == 1 ? rf_kc_conv2d_workspace_min(&s)
-				    : 2 * rf_kc_conv2d_workspace_min(&s) + 4;
+	size_t gws = ws_mode == 0 ? rf__kc_conv2d_workspace_size(&s)
+		     : ws_mode == 1 ? rf__kc_conv2d_workspace_min(&s)
+				    : 2 * rf__kc_conv2d_workspace_min(&s) + 4;
 	float *x = frand(nx, -1, 1), *w = frand(nw, -1, 1), *b = frand(s.o, -1, 1);
 	float *dy = frand(ny, -1, 1);
 	float *y = xmalloc(ny * 4), *dx = xmalloc(nx * 4), *dw = xmalloc(nw * 4),
@@ -257,7 +257,7 @@ static void conv_case(struct rf_k_conv2d s, int ws_mode)
 		 s.kh, s.kw, ws_mode);
 	int ckk = s.c * s.kh * s.kw;
 
-	CK(rf_kc_conv2d_fwd(stream, blas, &s, y_, x_, w_, b_, ws_, gws));
+	CK(rf__kc_conv2d_fwd(stream, blas, &s, y_, x_, w_, b_, ws_, gws));
 	CK(rf_k_conv2d_fwd(&s, y, x, w, b, ws, cws));
 	float *g = fdown(y_, ny);
 	char name[200];
@@ -265,7 +265,7 @@ static void conv_case(struct rf_k_conv2d s, int ws_mode)
 	close_f(name, g, y, ny, 1e-5 * (ckk + 1), 1e-5);
 	free(g);
 
-	CK(rf_kc_conv2d_bwd_data(stream, blas, &s, dx_, dy_, w_, ws_, gws));
+	CK(rf__kc_conv2d_bwd_data(stream, blas, &s, dx_, dy_, w_, ws_, gws));
 	CK(rf_k_conv2d_bwd_data(&s, dx, dy, w, ws, cws));
 	g = fdown(dx_, nx);
 	snprintf(name, sizeof(name), "conv bwd_data %s", what);
@@ -274,7 +274,7 @@ static void conv_case(struct rf_k_conv2d s, int ws_mode)
 
 	double tol = 1e-5 * (ny / s.o + 1);
 	for (int acc = 0; acc < 2; acc++) {
-		CK(rf_kc_conv2d_bwd_filter(stream, blas, &s, dw_, db_, dy_, x_, acc, ws_, gws));
+		CK(rf__kc_conv2d_bwd_filter(stream, blas, &s, dw_, db_, dy_, x_, acc, ws_, gws));
 		CK(rf_k_conv2d_bwd_filter(&s, dw, db, dy, x, acc, ws, cws));
 		g = fdown(dw_, nw);
 		snprintf(name, sizeof(name), "conv bwd_filter dw acc=%d %s", acc, what);
@@ -331,8 +331,8 @@ static void test_avgpool(void)
 		      *dx = xmalloc(nx * 4);
 		float *x_ = dup_to_dev(x, nx * 4), *dy_ = dup_to_dev(dy, ny * 4), *y_ = dalloc(ny * 4),
 		      *dx_ = dalloc(nx * 4);
-		CK(rf_kc_avgpool2d_fwd(stream, y_, x_, n, c, h, w, k));
-		CK(rf_kc_avgpool2d_bwd(stream, dx_, dy_, n, c, h, w, k));
+		CK(rf__kc_avgpool2d_fwd(stream, y_, x_, n, c, h, w, k));
+		CK(rf__kc_avgpool2d_bwd(stream, dx_, dy_, n, c, h, w, k));
 		rf_k_avgpool2d_fwd(y, x, n, c, h, w, k);
 		rf_k_avgpool2d_bwd(dx, dy, n, c, h, w, k);
 		float *g = fdown(y_, ny);
@@ -359,17 +359,17 @@ static void test_vector_ops(void)
 	float *w_ = dup_to_dev(w, n * 4), *g_ = dup_to_dev(g, n * 4), *v_ = dup_to_dev(v, n * 4);
 	float *r;
 
-	CK(rf_kc_sgd(stream, w_, g_, n, 0.05f, 0.0f));
+	CK(rf__kc_sgd(stream, w_, g_, n, 0.05f, 0.0f));
 	rf_k_sgd(w, g, n, 0.05f, 0.0f);
 	r = fdown(w_, n);
 	close_f("sgd", r, w, n, 1e-7, 1e-6);
 	free(r);
-	CK(rf_kc_sgd(stream, w_, g_, n, 0.05f, 1e-3f));
+	CK(rf__kc_sgd(stream, w_, g_, n, 0.05f, 1e-3f));
 	rf_k_sgd(w, g, n, 0.05f, 1e-3f);
 	r = fdown(w_, n);
 	close_f("sgd weight decay", r, w, n, 1e-7, 1e-6);
 	free(r);
-	CK(rf_kc_sgd_momentum(stream, w_, v_, g_, n, 0.05f, 0.9f, 1e-3f));
+	CK(rf__kc_sgd_momentum(stream, w_, v_, g_, n, 0.05f, 0.9f, 1e-3f));
 	rf_k_sgd_momentum(w, v, g, n, 0.05f, 0.9f, 1e-3f);
 	r = fdown(w_, n);
 	close_f("sgd_momentum w", r, w, n, 1e-6, 1e-6);
@@ -377,22 +377,22 @@ static void test_vector_ops(void)
 	r = fdown(v_, n);
 	close_f("sgd_momentum v", r, v, n, 1e-6, 1e-6);
 	free(r);
-	CK(rf_kc_axpy(stream, w_, 0.3f, g_, n));
+	CK(rf__kc_axpy(stream, w_, 0.3f, g_, n));
 	rf_k_axpy(w, 0.3f, g, n);
 	r = fdown(w_, n);
 	close_f("axpy", r, w, n, 1e-7, 1e-6);
 	free(r);
-	CK(rf_kc_copy(stream, w_, g_, n));
+	CK(rf__kc_copy(stream, w_, g_, n));
 	memcpy(w, g, n * 4);
 	r = fdown(w_, n);
 	bits_f("copy", r, g, n);
 	free(r);
-	CK(rf_kc_scale(stream, w_, -1.7f, n));
+	CK(rf__kc_scale(stream, w_, -1.7f, n));
 	rf_k_scale(w, -1.7f, n);
 	r = fdown(w_, n);
 	bits_f("scale", r, w, n);
 	free(r);
-	CK(rf_kc_fill(stream, w_, 0.125f, n));
+	CK(rf__kc_fill(stream, w_, 0.125f, n));
 	rf_k_fill(w, 0.125f, n);
 	r = fdown(w_, n);
 	bits_f("fill", r, w, n);
@@ -408,7 +408,7 @@ static void test_vector_ops(void)
 	}
 	for (int k = 1; k <= 11; k += 5) {
 		float *o_ = dalloc(n * 4), *o = xmalloc(n * 4);
-		CK(rf_kc_reduce_sum(stream, o_, in_, k, n));
+		CK(rf__kc_reduce_sum(stream, o_, in_, k, n));
 		rf_k_reduce_sum(o, in, k, n);
 		r = fdown(o_, n);
 		bits_f("reduce_sum", r, o, n);
@@ -427,12 +427,12 @@ static void test_vector_ops(void)
 		u8[i] = (uint8_t)(rnext() & 0xff);
 	uint8_t *u8_ = dup_to_dev(u8, n);
 	int32_t *lab = xmalloc(n * 4), *glab = xmalloc(n * 4), *lab_ = dalloc(n * 4);
-	CK(rf_kc_u8_to_f32(stream, w_, u8_, n, 1.0f / 255.0f, 0.2860f, 0.3530f));
+	CK(rf__kc_u8_to_f32(stream, w_, u8_, n, 1.0f / 255.0f, 0.2860f, 0.3530f));
 	rf_k_u8_to_f32(w, u8, n, 1.0f / 255.0f, 0.2860f, 0.3530f);
 	r = fdown(w_, n);
 	bits_f("u8_to_f32", r, w, n);
 	free(r);
-	CK(rf_kc_u8_to_i32(stream, lab_, u8_, n));
+	CK(rf__kc_u8_to_i32(stream, lab_, u8_, n));
 	rf_k_u8_to_i32(lab, u8, n);
 	to_host(glab, lab_, n * 4);
 	CHECK(!memcmp(glab, lab, n * 4), "u8_to_i32 differs");
@@ -457,12 +457,12 @@ static void test_rand(void)
 	const uint64_t seeds[3] = { 0, 42, 0xdeadbeefcafef00dull };
 	const uint64_t ctrs[3] = { 0, 0xfffffff0ull, UINT64_MAX - 500 };
 	for (int t = 0; t < 3; t++) {
-		CK(rf_kc_rand_uniform(stream, a_, n, seeds[t], ctrs[t], -0.5f, 2.0f));
+		CK(rf__kc_rand_uniform(stream, a_, n, seeds[t], ctrs[t], -0.5f, 2.0f));
 		rf_k_rand_uniform(a, n, seeds[t], ctrs[t], -0.5f, 2.0f);
 		b = fdown(a_, n);
 		bits_f("rand_uniform", b, a, n);
 		free(b);
-		CK(rf_kc_rand_normal(stream, a_, n, seeds[t], ctrs[t], 0.1f, 1.5f));
+		CK(rf__kc_rand_normal(stream, a_, n, seeds[t], ctrs[t], 0.1f, 1.5f));
 		rf_k_rand_normal(a, n, seeds[t], ctrs[t], 0.1f, 1.5f);
 		b = fdown(a_, n);
 		close_f("rand_normal", b, a, n, 1e-6, 1e-6);
@@ -479,7 +479,7 @@ static void test_rand(void)
 int main(void)
 {
 	int ndev = 0;
-	rf_kc_device_count(&ndev);
+	rf__kc_device_count(&ndev);
 	if (ndev <= 0) {
 		printf("no CUDA device: skipping\n");
 		return 77;
@@ -491,10 +491,10 @@ int main(void)
 		fprintf(stderr, "FAIL: cublasCreate\n");
 		return 1;
 	}
-	CHECK(strstr(rf_kc_error_string(-(RF_KC_ECUDA + 2)), "memory") != NULL,
-	      "rf_kc_error_string(cudaErrorMemoryAllocation) = %s",
-	      rf_kc_error_string(-(RF_KC_ECUDA + 2)));
-	CHECK(rf_kc_error_string(-EINVAL) != NULL, "error string");
+	CHECK(strstr(rf__kc_error_string(-(RF_KC_ECUDA + 2)), "memory") != NULL,
+	      "rf__kc_error_string(cudaErrorMemoryAllocation) = %s",
+	      rf__kc_error_string(-(RF_KC_ECUDA + 2)));
+	CHECK(rf__kc_error_string(-EINVAL) != NULL, "error string");
 
 	test_gemm();
 	test_linear_pieces();

@@ -48,7 +48,6 @@ PUBLIC = {
     "ring.h": "ring", "ring-io.h": "ring",
     "engine.h": "core", "stream.h": "core",
     "device.h": "devices", "tensor.h": "devices", "ops.h": "devices", "kernels.h": "devices",
-    "kernels_cuda.h": "devices",
     "dataset.h": "dataloader", "loader.h": "dataloader",
     "model.h": "train", "kvstore.h": "train", "trainer.h": "train", "checkpoint.h": "train",
 }

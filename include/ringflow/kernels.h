@@ -1,7 +1,7 @@
 /* ringflow/kernels.h -- CPU compute kernels for training (plain functions on raw
  * pointers; the device streams call them from engine ops).
  *
- * Conventions (shared with the CUDA kernels in kernels_cuda.h and with the PyTorch
+ * Conventions (shared with the CUDA kernels in kernels-cuda-impl.h and with the PyTorch
  * reference):
  *   - float32, row-major; activations NCHW.
  *   - Linear: weight (out, in) as in PyTorch, y = x*W^T + b (use rf_k_gemm with

@@ -1,4 +1,4 @@
-/* ringflow/kernels_cuda.h -- CUDA compute kernels, the same ops as kernels.h.
+/* devices/cuda/kernels-cuda-impl.h -- CUDA compute kernels, the same ops as kernels.h.
  *
  * Plain C: no CUDA header is needed to include this. `stream` is a cudaStream_t and
  * `cublas` a cublasHandle_t, passed as void *. These functions exist only in a
@@ -8,7 +8,7 @@
  * borrowed: it must stay valid until the work queued on `stream` has run. Nothing
  * here allocates or synchronises: kernels are queued on `stream` and the call
  * returns. The shapes, layouts and formulas are exactly those of the CPU function
- * with the same name (rf_kc_X <-> rf_k_X in kernels.h). Which results match the CPU
+ * with the same name (rf__kc_X <-> rf_k_X in kernels.h). Which results match the CPU
  * bit for bit: rand_uniform, u8_to_f32, u8_to_i32, relu, avgpool, copy, fill,
  * reduce_sum (same order of additions); the others agree to float rounding (cuBLAS,
  * fused multiply-add, different summation trees). GPU reductions use fixed trees,
@@ -18,7 +18,7 @@
  *   -EINVAL                              bad shape or argument (nothing queued)
  *   -(RF_KC_ECUDA + e)    cudaError_t e  from the launch (cudaGetLastError)
  *   -(RF_KC_ECUBLAS + s)  cublasStatus_t s
- * rf_kc_error_string() turns any of them into text. Launch errors can belong to
+ * rf__kc_error_string() turns any of them into text. Launch errors can belong to
  * earlier asynchronous work, as with cudaGetLastError.
  *
  * The caller binds the cuBLAS handle to `stream` (cublasSetStream) and owns its
@@ -38,85 +38,85 @@ extern "C" {
 #define RF_KC_ECUDA   100000
 #define RF_KC_ECUBLAS 200000
 
-/* Text for a code returned by an rf_kc_ function (0, -errno, CUDA or cuBLAS).
+/* Text for a code returned by an rf__kc_ function (0, -errno, CUDA or cuBLAS).
  * Static storage; never NULL. */
-const char *rf_kc_error_string(int code);
+const char *rf__kc_error_string(int code);
 
 /* *n = number of usable CUDA devices. Any cudaGetDeviceCount error (no driver, no
  * device) gives *n = 0 and returns 0; the error is cleared. */
-int rf_kc_device_count(int *n);
+int rf__kc_device_count(int *n);
 
 /* Row-major C (m, n) = alpha * op(A) * op(B) + beta * C: cublasSgemm with the
  * operands swapped (C ^T = op(B)^T * op(A)^T in column-major). Same contract as
  * rf_k_gemm. Queued on the handle's stream. */
-int rf_kc_gemm(void *cublas, int trans_a, int trans_b, int m, int n, int k,
+int rf__kc_gemm(void *cublas, int trans_a, int trans_b, int m, int n, int k,
 	       float alpha, const float *a, int lda, const float *b, int ldb,
 	       float beta, float *c, int ldc);
 
 /* y (rows, cols) += b (cols). */
-int rf_kc_bias_add(void *stream, float *y, const float *b, int rows, int cols);
+int rf__kc_bias_add(void *stream, float *y, const float *b, int rows, int cols);
 /* db (cols) (+)= sum_r dy[r, :]. */
-int rf_kc_bias_grad(void *stream, float *db, const float *dy, int rows, int cols,
+int rf__kc_bias_grad(void *stream, float *db, const float *dy, int rows, int cols,
 		    int accumulate);
 /* y (n) = max(x, 0); in place allowed. */
-int rf_kc_relu_fwd(void *stream, float *y, const float *x, size_t n);
+int rf__kc_relu_fwd(void *stream, float *y, const float *x, size_t n);
 /* dx (n) = dy * (y > 0), y the forward output; in place allowed (dx == dy). */
-int rf_kc_relu_bwd(void *stream, float *dx, const float *dy, const float *y, size_t n);
+int rf__kc_relu_bwd(void *stream, float *dx, const float *dy, const float *y, size_t n);
 
 /* Softmax cross-entropy as rf_k_softmax_xent. loss_sum (one float) and correct (one
  * int32) are DEVICE pointers, each may be NULL; they are overwritten, not added to.
  * A label out of range is not detected up front: that row's loss is NaN and its
  * gradient row is zero. Runs as one thread block (fine for the usual <= 10^4 rows and
  * few classes). */
-int rf_kc_softmax_xent(void *stream, float *dlogits, float *loss_sum, int32_t *correct,
+int rf__kc_softmax_xent(void *stream, float *dlogits, float *loss_sum, int32_t *correct,
 		       const float *logits, const int32_t *labels, int rows, int cols);
-int rf_kc_softmax_xent_eval(void *stream, float *loss_sum, int32_t *correct,
+int rf__kc_softmax_xent_eval(void *stream, float *loss_sum, int32_t *correct,
 			    const float *logits, const int32_t *labels, int rows, int cols);
 
 /* Convolution: same shapes as rf_k_conv2d_*; needs the cuBLAS handle (bound to
  * stream) too. The workspace is a DEVICE buffer of ws_bytes; any size from
- * rf_kc_conv2d_workspace_min (one image at a time) works, rf_kc_conv2d_workspace_size
+ * rf__kc_conv2d_workspace_min (one image at a time) works, rf__kc_conv2d_workspace_size
  * (all n images in one GEMM, capped at 256 MiB) is the fast one. */
-size_t rf_kc_conv2d_workspace_size(const struct rf_k_conv2d *s);
-size_t rf_kc_conv2d_workspace_min(const struct rf_k_conv2d *s);
-int rf_kc_conv2d_fwd(void *stream, void *cublas, const struct rf_k_conv2d *s, float *y,
+size_t rf__kc_conv2d_workspace_size(const struct rf_k_conv2d *s);
+size_t rf__kc_conv2d_workspace_min(const struct rf_k_conv2d *s);
+int rf__kc_conv2d_fwd(void *stream, void *cublas, const struct rf_k_conv2d *s, float *y,
 		     const float *x, const float *w, const float *b, void *ws,
 		     size_t ws_bytes);
-int rf_kc_conv2d_bwd_data(void *stream, void *cublas, const struct rf_k_conv2d *s,
+int rf__kc_conv2d_bwd_data(void *stream, void *cublas, const struct rf_k_conv2d *s,
 			  float *dx, const float *dy, const float *w, void *ws,
 			  size_t ws_bytes);
-int rf_kc_conv2d_bwd_filter(void *stream, void *cublas, const struct rf_k_conv2d *s,
+int rf__kc_conv2d_bwd_filter(void *stream, void *cublas, const struct rf_k_conv2d *s,
 			    float *dw, float *db, const float *dy, const float *x,
 			    int accumulate, void *ws, size_t ws_bytes);
 
 /* Average pooling, kernel k stride k, floor. */
-int rf_kc_avgpool2d_fwd(void *stream, float *y, const float *x, int n, int c, int h,
+int rf__kc_avgpool2d_fwd(void *stream, float *y, const float *x, int n, int c, int h,
 			int w, int k);
-int rf_kc_avgpool2d_bwd(void *stream, float *dx, const float *dy, int n, int c, int h,
+int rf__kc_avgpool2d_bwd(void *stream, float *dx, const float *dy, int n, int c, int h,
 			int w, int k);
 
 /* Optimiser and vector helpers. */
-int rf_kc_sgd(void *stream, float *w, const float *g, size_t n, float lr,
+int rf__kc_sgd(void *stream, float *w, const float *g, size_t n, float lr,
 	      float weight_decay);
-int rf_kc_sgd_momentum(void *stream, float *w, float *v, const float *g, size_t n,
+int rf__kc_sgd_momentum(void *stream, float *w, float *v, const float *g, size_t n,
 		       float lr, float momentum, float weight_decay);
-int rf_kc_axpy(void *stream, float *y, float a, const float *x, size_t n);
-int rf_kc_scale(void *stream, float *x, float a, size_t n);
+int rf__kc_axpy(void *stream, float *y, float a, const float *x, size_t n);
+int rf__kc_scale(void *stream, float *x, float a, size_t n);
 /* out (n) = in[0] + ... + in[k-1], left to right. `in` is a HOST array of k device
  * pointers, all on the stream's device; out may be in[0]. */
-int rf_kc_reduce_sum(void *stream, float *out, const float *const *in, int k, size_t n);
-int rf_kc_copy(void *stream, float *dst, const float *src, size_t n);
-int rf_kc_fill(void *stream, float *x, float v, size_t n);
+int rf__kc_reduce_sum(void *stream, float *out, const float *const *in, int k, size_t n);
+int rf__kc_copy(void *stream, float *dst, const float *src, size_t n);
+int rf__kc_fill(void *stream, float *x, float v, size_t n);
 
 /* Input decoding; in is a device buffer of bytes. */
-int rf_kc_u8_to_f32(void *stream, float *out, const uint8_t *in, size_t n, float scale,
+int rf__kc_u8_to_f32(void *stream, float *out, const uint8_t *in, size_t n, float scale,
 		    float mean, float std);
-int rf_kc_u8_to_i32(void *stream, int32_t *out, const uint8_t *in, size_t n);
+int rf__kc_u8_to_i32(void *stream, int32_t *out, const uint8_t *in, size_t n);
 
 /* Counter-based random numbers: exactly the algorithm documented in kernels.h. */
-int rf_kc_rand_uniform(void *stream, float *out, size_t n, uint64_t seed,
+int rf__kc_rand_uniform(void *stream, float *out, size_t n, uint64_t seed,
 		       uint64_t counter, float lo, float hi);
-int rf_kc_rand_normal(void *stream, float *out, size_t n, uint64_t seed,
+int rf__kc_rand_normal(void *stream, float *out, size_t n, uint64_t seed,
 		      uint64_t counter, float mean, float std);
 
 #ifdef __cplusplus
