@@ -62,8 +62,14 @@ for base, lay in PUBLIC.items():
     public.setdefault(base, lay)
 
 inc_re = re.compile(r'^\s*#\s*include\s+[<"]([^">]+)[">]')
-for layer in LAYERS:
-    for p in files(layer, (".c", ".h", ".cu")):
+def layer_of(p):
+    """The layer of a library file: its top directory, or a public header's layer."""
+    top = rel(p).split(os.sep)[0]
+    return public.get(os.path.basename(p), "common") if top == "include" else top
+
+
+for p in [q for top in LAYERS + ["include"] for q in files(top, (".c", ".h", ".cu"))]:
+        layer = layer_of(p)
         here = os.path.dirname(p)
         with open(p, encoding="utf-8", errors="replace") as f:
             text = f.read()
@@ -73,8 +79,9 @@ for layer in LAYERS:
                 continue
             name = m.group(1)
             base = name.split("/")[-1]
-            if name.startswith("ringflow/") or (base in public and not
-                                                os.path.exists(os.path.join(here, name))):
+            local = os.path.join(here, name)
+            if name.startswith("ringflow/") or (base in public and (
+                    not os.path.exists(local) or rel(local).startswith("include"))):
                 lay = public.get(base)
                 if lay is None:
                     bad(f"{rel(p)}:{ln}: includes {name}, which is no public header")
