@@ -6,6 +6,8 @@
 
 #include <stdint.h>
 #include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 #include <sys/syscall.h>
 
@@ -205,8 +207,38 @@ static inline void rf__inflight_sub(struct rf_engine *e, size_t bytes)
 void rf__var_free(struct rf_var *v);
 
 /* op.c: op records */
-struct rf_op *rf__op_alloc(struct rf_engine *e);
-void rf__op_free(struct rf_engine *e, struct rf_op *op);
+/* An op record from the engine's free list (per push and per completion: inline). */
+static inline struct rf_op *rf__op_alloc(struct rf_engine *e)
+{
+	struct rf_op *op = e->free_ops;
+
+	if (op) {
+		e->free_ops = op->next;
+	} else {
+		op = malloc(sizeof(*op));
+		if (!op)
+			return NULL;
+	}
+	memset(op, 0, offsetof(struct rf_op, ent_inline));
+	op->next = NULL;
+	op->ndeps = 0;
+	op->deps = NULL;
+	op->eng = e;
+	op->ent = op->ent_inline;
+	op->cap_ent = RF__INLINE_ENTRIES;
+	return op;
+}
+
+static inline void rf__op_free(struct rf_engine *e, struct rf_op *op)
+{
+	if (op->ent != op->ent_inline)
+		free(op->ent);
+	if (op->deps)
+		free(op->deps);
+	op->state = RF__OP_FREE;
+	op->next = e->free_ops;
+	e->free_ops = op;
+}
 void rf__ops_release(struct rf_engine *e);
 int rf__op_fill(struct rf_engine *e, struct rf_op *op, const struct rf_op_desc *d);
 

@@ -1,42 +1,10 @@
-/* core/op.c -- op records: allocation from the engine's free list, filling one from a
- * descriptor (its entries, deduplicated, queued on their variables). */
+/* core/op.c -- op records: filling one from a descriptor (its entries, deduplicated,
+ * queued on their variables); allocation is inline in engine-impl.h. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine-impl.h"
-
-struct rf_op *rf__op_alloc(struct rf_engine *e)
-{
-	struct rf_op *op = e->free_ops;
-
-	if (op) {
-		e->free_ops = op->next;
-	} else {
-		op = malloc(sizeof(*op));
-		if (!op)
-			return NULL;
-	}
-	memset(op, 0, offsetof(struct rf_op, ent_inline));
-	op->next = NULL;
-	op->ndeps = 0;
-	op->deps = NULL;
-	op->eng = e;
-	op->ent = op->ent_inline;
-	op->cap_ent = RF__INLINE_ENTRIES;
-	return op;
-}
-
-void rf__op_free(struct rf_engine *e, struct rf_op *op)
-{
-	if (op->ent != op->ent_inline)
-		free(op->ent);
-	if (op->deps)
-		free(op->deps);
-	op->state = RF__OP_FREE;
-	op->next = e->free_ops;
-	e->free_ops = op;
-}
 
 /* Teardown: free the free list. */
 void rf__ops_release(struct rf_engine *e)
