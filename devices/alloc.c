@@ -1,19 +1,6 @@
 /* devices/alloc.c -- the caching allocator, host backing memory, pinned arenas.
- *
- * Caching allocator: requests are rounded up to a size class (256 B minimum, then
- * four classes per power of two) and served from that class's free list when it has
- * a block; otherwise from the backend (mallocx / cudaMalloc). A freed block goes back
- * to its class's list -- the caller (a tensor's deletion op, an op's done callback)
- * frees only once every op using the block has finished, so on CUDA a reused block
- * is never still being read by a kernel. When the backend fails, every cached block
- * is given back and the request retried once. Reactor thread only: no lock.
- *
- * Host memory: jemalloc's mallocx(MALLOCX_ALIGN(64)) / sdallocx (sized free) when
- * RF_HAVE_JEMALLOC (never together with sanitizers: rf-config.h), else aligned_alloc.
- * Under AddressSanitizer cached host blocks are poisoned while they sit in the cache.
- *
- * Pinned arena: one mmap (2 MiB rounded, MAP_POPULATE), cudaHostRegister'ed when a
- * CUDA device exists, carved first-fit with a sorted free list of extents.
+ * Reactor thread only: no lock. Size classes, reuse and the backends:
+ * devices/README.md, "Memory".
  */
 #include <errno.h>
 #include <stdio.h>

@@ -1,27 +1,7 @@
-/* devices/cuda/cuda.c -- the CUDA device (host C on the CUDA runtime API; built only with
- * CUDA).
- *
- * Each CUDA stream (compute streams, h2d, d2h; all non-blocking, each with a cuBLAS
- * handle bound to it) is an in-order engine stream:
- *   enqueue (reactor thread): make the device current, rf_op_execute(op) -- the op's
- *     function launches asynchronous kernels/copies on the stream -- record the op in
- *     the stream's FIFO, record an event for cross-stream chaining, and
- *     cudaLaunchHostFunc(host_fn). Nothing waits.
- *   host_fn (a CUDA driver thread): rf_notifier_signal -- exactly one syscall.
- *   notifier callback (reactor thread, with a count): report that many of the oldest
- *     FIFO entries done, in order, with the status their launch returned.
- * Host functions are never called after a context error, so a watchdog timer
- * (rf_ring_timeout) armed while ops are pending checks a stream that made no progress
- * during a period: cudaStreamQuery tells a dead context (its error string is logged
- * and every pending op fails with -(RF_KC_ECUDA + err)), a kernel still running (ok
- * until hang_ms, then -ETIMEDOUT), or lost completions (-EIO).
- *
- * chain(s, producer, seq): for streams of one GPU, cudaStreamWaitEvent on the event
- * recorded right after the producer's op seq, from a small per-stream ring indexed by
- * seq (valid while that op is not reported done and not overwritten).
- *
- * Memory: cudaMalloc/cudaFree behind the device's caching allocator; pinned staging
- * by cudaHostRegister(portable) on the arena of alloc.c.
+/* devices/cuda/cuda.c -- the CUDA device (host C on the CUDA runtime API; built only
+ * with CUDA): each CUDA stream wrapped as an in-order engine stream, completion through
+ * host functions and a notifier, a watchdog, chaining by events, memory.
+ * How enqueue, completion and the watchdog work: devices/README.md, "CUDA streams".
  */
 #include <errno.h>
 #include <stdio.h>

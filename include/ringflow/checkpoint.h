@@ -1,60 +1,7 @@
-/* ringflow/checkpoint.h -- training checkpoints written and read through the reactor.
- *
- * A checkpoint is one file holding a model's named tensors (parameters, optimizer
- * state) and a little metadata (model name, epoch, seed, lr, opaque PRNG state).
- * All its I/O goes through the calling thread's struct rf_ring: rf_ckpt_save and
- * rf_ckpt_load queue their reads and writes (several in flight) and turn the ring with
- * rf_ring_run_until until their own requests are done. Other requests on the same ring
- * (engine work, loader reads, timers) keep completing meanwhile and their callbacks
- * run as usual; the ring is never run "until idle".
- *
- * Crash safety: rf_ckpt_save writes PATH.tmp (O_CREAT|O_TRUNC, 0644), fsyncs it,
- * renames it over PATH and fsyncs the directory. A crash or an error at any point
- * before the rename leaves the previous PATH untouched; an error also removes
- * PATH.tmp (a crash may leave it; the next save truncates it). Two saves to the same
- * PATH at once are not supported (they share PATH.tmp).
- *
- * File format, version 1 (all integers little-endian; offsets in bytes):
- *
- *   header   0  magic "RFCKPTv1" (8)      8 version u32 (1)   12 header_size u32
- *           16  file_size u64 (whole file, trailer included)
- *           24  ntensors u32              28 flags u32 (0)
- *           32  model char[32] (NUL-terminated)
- *           64  epoch u64   72 seed u64   80 step u64   88 lr f64 (IEEE 754)
- *           96  batch_size u32  100 devices u32  104 extra_len u32  108 reserved u32
- *          112  extra u8[256]
- *          368  reserved (16, zero)
- *   table  384  ntensors entries of 128 bytes:
- *               +0 name char[64] (NUL-terminated)  +64 dtype u32  +68 ndim u32
- *               +72 shape u64[4] (unused dims 0)   +104 offset u64  +112 nbytes u64
- *               +120 crc32 of the data u32         +124 reserved u32
- *          ...  header crc32 u32 (over bytes [0, 384 + 128*ntensors)), reserved u32
- *          header_size = 384 + 128*ntensors + 8
- *   data        each tensor at a 4096-aligned offset, in table order, from
- *               align4096(header_size); gaps are zero (holes)
- *   trailer     the last 32 bytes, at align8(end of the last tensor's data, or of
- *               the header when there is none): the commit marker, written only
- *               after the header and all data were written:
- *               +0 magic "RFCKEND1"  +8 file_size u64  +16 header crc32 u32
- *               +20 reserved u32  +24 reserved u32  +28 crc32 of bytes +0..+27 u32
- *
- * CRC32 is zlib's (the IEEE/gzip polynomial).
- *
- * Errors: every function returns 0 or -errno and leaves one line in rf_last_error()
- * (log.h) that names the file and says what was expected and what was found. The
- * errno says which kind of refusal it is:
- *   -ENOENT            no such file
- *   -ENOEXEC           not a ringflow checkpoint (wrong magic)
- *   -EPROTONOSUPPORT   written by a newer ringflow (version > 1)
- *   -ENODATA           truncated: the file is shorter than its header says
- *   -EBADMSG           corrupt: CRC mismatch or an inconsistent header/trailer
- *   -ESTALE            valid checkpoint for something else: other model, a tensor with
- *                      another dtype or shape, a tensor missing or an extra one
- *   -EINVAL            bad arguments (NULL, name too long, nbytes != shape * dtype size,
- *                      duplicate names, extra_len > 256)
- *   -EDEADLK           called from inside a ring callback (or rf_ring_run), where
- *                      the ring cannot be turned
- *   other              I/O errors (-EIO, -ENOSPC, -EFBIG, ...) from the kernel
+/* ringflow/checkpoint.h -- training checkpoints: one file of a model's named tensors
+ * and run metadata, saved atomically and read back through the caller's ring.
+ * Functions return 0 or -errno and leave one line in rf_last_error().
+ * The file format, crash safety and the meaning of each errno: train/README.md.
  */
 #ifndef RINGFLOW_CHECKPOINT_H
 #define RINGFLOW_CHECKPOINT_H
@@ -109,29 +56,20 @@ struct rf_ckpt_meta {
 	uint32_t extra_len; /* bytes used in extra, <= RF_CKPT_EXTRA_MAX */
 };
 
-/* Write the checkpoint atomically to path (see the top of this file).
- * ring: the calling thread's ring, turned with rf_ring_run_until until the save's own
- * requests are done (other requests on it progress meanwhile); NULL: a private ring
- * is created for the call. Must not be called from inside a ring callback.
- * path, meta, blobs (and their names and data) stay the caller's; nothing is kept
- * after the call returns. n may be 0.
- * Returns 0, or -errno (see above); on error the previous file at path is intact and
- * path.tmp has been removed. */
+/* Write the checkpoint atomically to path (train/README.md, "Crash safety").
+ * ring: the calling thread's ring, turned until the save's own requests are done;
+ * NULL: a private ring for the call. Not from inside a ring callback (-EDEADLK).
+ * Nothing passed is kept after the call; n may be 0. On error the previous file at
+ * path is intact and path.tmp has been removed. */
 int rf_ckpt_save(struct rf_ring *ring, const char *path, const struct rf_ckpt_meta *meta,
 		 const struct rf_ckpt_blob *blobs, unsigned n);
 
-/* Read a checkpoint into the caller's tensors.
- * meta_inout->model must be set by the caller to the expected model. blobs[i].name,
- * dtype, ndim, shape and nbytes say what the caller expects; data must hold nbytes.
- * Load checks the model and every blob's name/dtype/shape against the file (every
- * file tensor must be asked for, and every asked one must be in the file), then
- * reads data through the ring and checks each tensor's CRC, then fills the rest of
- * *meta_inout. The order of blobs need not match the file's.
- * ring: as for rf_ckpt_save (NULL: a private ring). Everything passed stays the
- * caller's. Returns 0 or -errno (see above). On error *meta_inout is unchanged; the
- * blobs' data is untouched when the refusal is found in the header (missing file,
- * magic, version, truncation, header CRC, model, names, shapes) and unspecified
- * (partly overwritten) after a data CRC mismatch or a read error. */
+/* Read a checkpoint into the caller's tensors. meta_inout->model names the expected
+ * model; each blob's name, dtype, ndim, shape and nbytes say what is expected (any
+ * order; file and blobs must hold the same set), data must hold nbytes. Checks the
+ * header, reads the data through ring (as for rf_ckpt_save) and checks each CRC.
+ * On error *meta_inout is unchanged; which blob data may have been overwritten:
+ * train/README.md, "Loading". */
 int rf_ckpt_load(struct rf_ring *ring, const char *path, struct rf_ckpt_meta *meta_inout,
 		 struct rf_ckpt_blob *blobs, unsigned n);
 

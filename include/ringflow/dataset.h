@@ -1,32 +1,8 @@
-/* ringflow/dataset.h -- datasets on disk: IDX files, ringflow record files (.rfrec)
- * and generic fixed-size-record files, all described by one struct rf_dataset.
- *
- * A dataset is `count` records. Each record has a payload (a tensor of `shape` and
- * `dtype`) and optionally an integer label. The description says, for record i,
- * where its payload and its label lie: in which source (a file on disk, or a buffer
- * in memory for gzip'd IDX) and at which byte offset, so a loader can read them
- * itself (with O_DIRECT, in aligned spans that contain whole records) or take them
- * from memory. rf_dataset_read_record() is the synchronous reference accessor.
- *
- * Layouts the description covers:
- *   RF_DS_IDX        images and labels in two IDX files (labels in src[1]); raw
- *                    files are read from disk, gzip'd ones are decompressed into
- *                    memory at open.
- *   RF_DS_IDX_SINGLE one IDX file, no labels (rf_dataset_open_idx).
- *   RF_DS_RFREC      a .rfrec file: payload and label interleaved in each record.
- *   RF_DS_RAW        a user-described file: header, then fixed-size records.
- *
- * Errors: every function that opens or validates returns 0 or -errno and, on error,
- * leaves one line in rf_last_error() (log.h) that names the file, the byte offset or
- * record, and what was expected vs found, e.g.
- *   "train-images-idx3-ubyte.gz: offset 0: bad magic 0x00000000, expected 0x00000803 (u8, 3 dims)"
- * Codes: -EINVAL malformed or mis-sized file; -ENOTSUP recognised but unsupported
- * (IDX dtype other than u8, newer .rfrec version); -EBADMSG corrupt data (gzip
- * stream, CRC mismatch); -ERANGE label out of range; -ENOMEM; other -errno from the
- * system calls (open, read, write, rename).
- *
- * Threading: an opened struct rf_dataset is immutable; rf_dataset_read_record() and
- * the inline locators may be called from any thread concurrently (pread/memcpy).
+/* ringflow/dataset.h -- datasets on disk (IDX files, ringflow record files .rfrec,
+ * generic fixed-size-record files), each opened into one struct rf_dataset that says
+ * where every record's payload and label lie, and the .rfrec writer.
+ * An opened dataset is immutable and may be read from any thread.
+ * The layouts, the .rfrec format and the error codes: dataloader/README.md.
  */
 #ifndef RINGFLOW_DATASET_H
 #define RINGFLOW_DATASET_H
@@ -250,12 +226,8 @@ static inline int32_t rf_dataset_decode_label(const struct rf_dataset *ds, const
 
 /* The aligned span of source src that contains records [first, first+n) whole:
  * [*off, *off + *len) with off and len multiples of align (a power of two, e.g. the
- * O_DIRECT alignment). This is how a loader reads records whose stride is not a
- * multiple of anything: it reads the span into an aligned buffer and finds record
- * i at (data_offset + i*stride - *off) inside it. A .rfrec file is zero-padded to a
- * multiple of 4096, so for align <= 4096 the span never passes the end of the file;
- * for raw and IDX files the last span may, and an O_DIRECT read then returns short
- * at end of file, which is fine as long as the records themselves were read. */
+ * O_DIRECT alignment). Record i lies at (data_offset + i*stride - *off) in it. Where
+ * the span may pass the end of the file: dataloader/README.md, "Reading in spans". */
 static inline void rf_dataset_span(const struct rf_dataset *ds, unsigned src,
 				   uint64_t first, uint64_t n, uint64_t align,
 				   uint64_t *off, uint64_t *len)
@@ -268,25 +240,8 @@ static inline void rf_dataset_span(const struct rf_dataset *ds, unsigned src,
 }
 
 /* ---- .rfrec: the ringflow record file -----------------------------------------
- * Layout (all integers little-endian):
- *   [0, 4096)            header (below), CRC-32 over bytes [0, 4092) at 4092
- *   [4096, 4096+count*stride)  records back to back, stride bytes each
- *   up to a multiple of 4096    zeros
- * The stride need not be aligned to anything (Fashion-MNIST packs at 785 bytes:
- * 784 pixels + a u8 label): the loader never reads one record with O_DIRECT, it
- * reads aligned spans that contain whole records (rf_dataset_span) and the padding
- * guarantees the last span lies inside the file. Unaligned strides keep the file
- * dense; aligning each record would waste up to 4095 bytes per record.
- *
- * Header fields, offset: size name
- *    0:8  magic "RFRECv1\0"         52:4  ndim (0..4)
- *    8:4  version (1)               56:16 shape[4] (u32, unused 0)
- *   12:4  header bytes (4096)       72:4  label kind (0 none, 1 u8, 2 i32 LE)
- *   16:8  record count (>= 1)       76:4  num classes (0 unknown)
- *   24:8  record stride (>= 1)      80:8  label offset in record
- *   32:8  payload offset in record  88:8  data bytes (count * stride)
- *   40:8  payload bytes             96:4  data CRC-32 (zlib crc32 of the data bytes)
- *   48:4  dtype (IDX code)        100..4091 zero;  4092:4 header CRC-32 */
+ * A 4096-byte header, the records back to back, zeros up to a multiple of 4096.
+ * The layout, field by field: dataloader/README.md, "The .rfrec format". */
 #define RF_REC_MAGIC "RFRECv1"    /* 8 bytes with its NUL */
 #define RF_REC_VERSION 1u
 #define RF_REC_HEADER_BYTES 4096u

@@ -1,35 +1,8 @@
-/* ringflow/device.h -- compute devices: CPU (OpenBLAS + worker streams) and CUDA.
- *
- * A device is a struct of function pointers plus a context (ggml's backends; see
- * devices/device-impl.h): memory, the kernels behind every op of ops.h, and streams.
- * Every device belongs to one engine and is used on that engine's reactor thread.
- *
- * Streams (engine streams, struct rf_stream from engine.h):
- *   CPU:  `streams` compute worker streams (core's rf_worker_stream_create) and one
- *         copy worker stream doing memcpy; h2d and d2h are that copy stream.
- *   CUDA: `streams` compute streams, a host-to-device and a device-to-host copy
- *         stream, each a non-blocking cudaStream_t with its own cuBLAS handle, wrapped
- *         as an in-order engine stream. Ops launch asynchronously from the reactor
- *         thread; completion comes back through cudaLaunchHostFunc -> one
- *         rf_notifier_signal per op (no synchronize on the hot path). A watchdog
- *         timer fails the pending ops of a stream whose context died.
- *
- * Memory: each device has a caching allocator (size classes, reuse after the
- * tensor's deletion op ran: no cudaMalloc/cudaFree or mallocx/free on the hot path).
- * CPU backing memory: jemalloc's mallocx/sdallocx (64-byte aligned) when built with
- * jemalloc and without sanitizers, aligned_alloc/free otherwise. Under ASan, cached
- * host blocks are poisoned so a use after free is still caught.
- *
- * OpenBLAS threads (process-wide in OpenBLAS 0.3.21) -- the threading policy: with
- * blas_threads == 0 (default) every open CPU device sets
- *     threads = max(1, online cores / compute streams of all open CPU devices)
- * so the stream threads and the BLAS threads never oversubscribe the cores: one
- * stream gets all cores for its GEMMs, two streams get one each. `rf-bench threads`
- * measures both layouts (and the oversubscribed one) on the MLP/LeNet/2000^2 shapes.
- *
- * Lifetime: close a device after freeing its tensors and before rf_engine_destroy.
- * Threading: all of this on the engine's reactor thread; the threading policy's count
- * of open CPU streams is process-wide (one engine per process opens CPU devices).
+/* ringflow/device.h -- compute devices, CPU (OpenBLAS + worker streams) and CUDA:
+ * opening and closing them, their streams, memory and pinned staging arenas.
+ * A device belongs to one engine and is used on that engine's reactor thread; close
+ * it after freeing its tensors and before rf_engine_destroy. Streams, memory and the
+ * OpenBLAS threading policy: devices/README.md.
  */
 #ifndef RINGFLOW_DEVICE_H
 #define RINGFLOW_DEVICE_H

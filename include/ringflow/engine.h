@@ -1,31 +1,9 @@
 /* ringflow/engine.h -- the dependency engine: variables, pushing ops, waiting.
- *
- * Variables are tags for resources. rf_engine_push(fn, reads, mutates, stream) queues
- * an operation on each variable's FIFO queue: consecutive reads run together, a
- * mutation waits for everything before it and blocks everything after. An op runs
- * when its pending-dependency counter reaches zero. All scheduling state lives on the
- * reactor thread of the ring the engine was created on: every function here is
- * called on that thread, except rf_op_execute() (stream.h) which the stream's thread
- * calls.
- *
- * Waiting is running: rf_engine_wait_var/_all/_idle turn the reactor until the
- * condition holds. Calling them from inside an op, an async fn, a done callback or a
- * ring callback is refused with -EDEADLK (the message in rf_last_error()).
- *
- * Failure follows the serial program: a variable is poisoned iff the last op that
- * wrote it failed or was skipped, and an op is skipped iff a variable it reads (or
- * mutates, unless RF_OP_OVERWRITE) is poisoned at its turn in that variable's queue.
- * Which variables end poisoned, and with which error, is the same in asynchronous
- * and synchronous mode whatever order streams finish in. The contents of a poisoned
- * variable are unspecified: an op chained behind a producer on its stream may run
- * before the producer's failure is known; its result then counts as skipped.
- *
- * Environment:
- *   RF_ENGINE_SYNC=1     every op runs to completion inside push (like MXNet's
- *                        NaiveEngine); results are identical.
- *   RF_TRACE=FILE        write a Chrome-trace JSON file when the engine is destroyed.
- *
- * Implementing a new kind of stream: stream.h. */
+ * An op names the variables it reads and mutates; the engine runs it on its stream
+ * once every earlier conflicting op has finished. Every function here is called on
+ * the reactor thread of the engine's ring. Scheduling, failure, waiting and the
+ * environment variables: core/README.md. Implementing a new kind of stream: stream.h.
+ */
 #ifndef RINGFLOW_ENGINE_H
 #define RINGFLOW_ENGINE_H
 

@@ -1,27 +1,7 @@
-/* ringflow/kernels.h -- CPU compute kernels for training (plain functions on raw
- * pointers; the device streams call them from engine ops).
- *
- * Conventions (shared with the CUDA kernels in kernels-cuda-impl.h and with the PyTorch
- * reference):
- *   - float32, row-major; activations NCHW.
- *   - Linear: weight (out, in) as in PyTorch, y = x*W^T + b (use rf_k_gemm with
- *     trans_b = 1, then rf_k_bias_add).
- *   - Conv2d: weight (O, C, KH, KW), stride 1, no padding, bias (O).
- *   - AvgPool2d: kernel k, stride k, floor (trailing rows/columns that do not fill
- *     a window are ignored forward and get zero gradient backward).
- *   - Labels are int32 class indices in [0, cols).
- *   - Loss: mean softmax cross-entropy (torch.nn.CrossEntropyLoss); the backward
- *     writes dlogits = (softmax - onehot) / rows.
- *
- * Ownership: every pointer is borrowed for the duration of the call; nothing here
- * allocates, keeps a pointer, or uses global state (OpenBLAS's thread pool aside).
- * Scratch memory is passed in by the caller, sized by the *_workspace_size helpers.
- * Functions are thread-safe as long as outputs and workspaces are not shared.
- * Functions returning int return 0 or -EINVAL (bad shape, workspace too small);
- * void functions cannot fail. Sizes of 0 are valid and do nothing.
- * "In place allowed" means the named output may be the same pointer as the named
- * input (exactly the same, not partially overlapping); otherwise outputs must not
- * overlap inputs.
+/* ringflow/kernels.h -- CPU compute kernels for training: plain functions on raw
+ * pointers, called by the device streams from engine ops. Nothing here allocates or
+ * keeps a pointer; scratch memory comes from the caller (*_workspace_size).
+ * Layouts, ownership, in-place rules and the random generator: devices/README.md.
  */
 #ifndef RINGFLOW_KERNELS_H
 #define RINGFLOW_KERNELS_H
@@ -187,29 +167,11 @@ void rf_k_u8_to_i32(int32_t *out, const uint8_t *in, size_t n);
 
 /* ---- counter-based random numbers ------------------------------------------- */
 
-/* The generator is Philox4x32-10 (Salmon et al., SC'11; the Random123 reference, as
- * in cuRAND and PyTorch), used one block per output element:
- *
- *   key  = { (uint32)seed, (uint32)(seed >> 32) }
- *   idx  = counter + i                       (mod 2^64)
- *   ctr  = { (uint32)idx, (uint32)(idx >> 32), 0, 0 }
- *   x[4] = philox4x32_10(ctr, key)
- *
- * Round (10 of them; the key is bumped by {0x9E3779B9, 0xBB67AE85} between rounds):
- *   (hi0, lo0) = 0xD2511F53 * ctr[0],  (hi1, lo1) = 0xCD9E8D57 * ctr[2]   (32x32->64)
- *   ctr = { hi1 ^ ctr[1] ^ key[0], lo1, hi0 ^ ctr[3] ^ key[1], lo0 }
- *
- * rf_k_rand_uniform: u = (x[0] >> 8) * 2^-24 in [0, 1) (exact in float);
- *   out[i] = lo + (hi - lo) * u, in float, as d = hi - lo; t = d*u; out = lo + t
- *   with no fused multiply-add. CPU and CUDA give identical bits.
- * rf_k_rand_normal: Box-Muller in double, one output per element:
- *   u1 = (x[0] + 1) * 2^-32 in (0, 1],  u2 = x[1] * 2^-32 in [0, 1)
- *   z = sqrt(-2 ln u1) * cos(2pi u2);  out[i] = (float)(mean + std * z)
- *   CPU and CUDA agree to about 1 float ulp (libm vs CUDA double math).
- *
- * Element i depends only on (seed, counter + i): generating n values at counter c
- * equals generating n1 at c and n - n1 at c + n1. The caller owns the counter and
- * advances it by n after each call. */
+/* Philox4x32-10, one block per output element: element i depends only on
+ * (seed, counter + i), so n values at counter c equal n1 at c and n - n1 at c + n1.
+ * The caller owns the counter and advances it by n after each call. Uniform values
+ * are bit-identical on CPU and CUDA, normal ones agree to about 1 float ulp.
+ * The exact algorithm: devices/README.md, "Random numbers". */
 void rf_k_rand_uniform(float *out, size_t n, uint64_t seed, uint64_t counter,
 		       float lo, float hi);
 void rf_k_rand_normal(float *out, size_t n, uint64_t seed, uint64_t counter,

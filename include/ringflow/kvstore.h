@@ -1,25 +1,7 @@
-/* ringflow/kvstore.h -- a (key, value) store for data-parallel training.
- *
- *   push(key, values)  accumulates: the store's value for key becomes the sum of the
- *                      values pushed since the last pull of that key (the first push
- *                      of a round overwrites, later ones add).
- *   pull(key, outs)    retrieves the aggregate: each out = the store's value. The next
- *                      push of the key starts a new round.
- *
- * Every push and pull is engine ops (rf_sum, rf_copy) on the store's stream for that
- * key, reading and writing tensor variables, so a reduction starts the moment its
- * last input gradient is written -- while the backward pass computes earlier layers'
- * gradients on the compute streams (overlapping synchronisation with computation).
- * Nothing here waits. Sums run left to right over the values in the order given, so
- * the result is the same bits on every run.
- *
- * Placement (as the seed puts it: "aggregate some of the parameters on one GPU and some on
- * another"): key k lives on homes[k mod nhomes]. On CPU devices (one shared memory)
- * the ops run on one worker stream of the store ("kv"); a CUDA home uses the stream
- * given for it (a second compute stream of that GPU), and a value on another GPU is
- * first copied to the home (rf_copy) unless it is the same GPU.
- *
- * Reactor thread only. Functions return 0 or -errno.
+/* ringflow/kvstore.h -- a (key, value) store for data-parallel training: push sums
+ * the values given for a key on its home device, pull copies the sum back out.
+ * Everything is pushed as engine ops; nothing waits. Reactor thread only.
+ * Functions return 0 or -errno. Rounds, placement and ordering: train/README.md.
  */
 #ifndef RINGFLOW_KVSTORE_H
 #define RINGFLOW_KVSTORE_H

@@ -1,20 +1,8 @@
-/* ringflow/loader.h -- datasets on disk -> batches that are engine variables.
- *
- * A loader serves an opened struct rf_dataset (dataset.h) as batches of device
- * tensors. rf_loader_next() only pushes engine ops (read through the ring, gather
- * into host staging, decode u8 -> f32 on the device) and returns at once; ops pushed
- * afterwards read the batch's tensors, so I/O, decoding and compute overlap. Every
- * buffer is allocated at create and recycled by the engine's dependencies.
- *
- * Order: per epoch from (seed, epoch), each record exactly once (README.md,
- * "Shuffling", says exactly what randomness it gives).
- *
- * Errors: create fails with rf_last_error() naming the file and offset. A read that
- * fails later (EIO, a file truncated after open) poisons the batch's tensors; its
- * message is kept for rf_loader_batch_error() and rf_loader_last_error(), and the
- * slot recovers on its next use.
- *
- * Threading: reactor thread only (the engine's), like the engine. */
+/* ringflow/loader.h -- a dataset (dataset.h) served as batches of device tensors that
+ * are engine variables: rf_loader_next() only pushes the ops (read through the ring,
+ * gather, decode) and returns, so I/O, decoding and compute overlap.
+ * Reactor thread only. Order, memory and errors: dataloader/README.md.
+ */
 #ifndef RINGFLOW_LOADER_H
 #define RINGFLOW_LOADER_H
 

@@ -1,12 +1,8 @@
-/* ringflow/log.h -- errors and diagnostics, the one convention of the library.
- *
- * Every call returns 0 (or a count) on success and -errno on failure. A failing call
- * also leaves a one-line message: a long-lived object keeps its own
- * (rf_loader_last_error(), rf_device_last_error(), ...); anything else, constructors
- * included, leaves it for the calling thread in rf_last_error().
- *
- * The library never writes to stderr. Warnings (a resource leaked at close, a
- * fallback taken) go to the log callback, which is unset (silent) by default. */
+/* ringflow/log.h -- errors and diagnostics, the one convention of the library: calls
+ * return 0 (or a count) or -errno and leave a one-line message (rf_last_error(), or
+ * the object's own); warnings go to the log callback, silent by default. The library
+ * never writes to stderr. More: common/README.md.
+ */
 #ifndef RINGFLOW_LOG_H
 #define RINGFLOW_LOG_H
 

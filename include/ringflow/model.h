@@ -1,30 +1,7 @@
-/* ringflow/model.h -- the two models of rf-train: an MLP and LeNet.
- *
- * A model replica lives on one device. Its parameters are ONE allocation (a block
- * tensor) carved into one view per parameter tensor, and its gradients are another
- * (llm.c). Every view has its own engine variable, so the update of a layer's weights,
- * or the all-reduce of its gradient, runs as soon as that gradient is computed, while
- * the backward pass goes on with earlier layers.
- *
- * Layouts are PyTorch's: Linear weight (out, in), Conv weight (O, C, KH, KW), NCHW
- * activations, flatten in (C, H, W) order, labels int32. The parameter order (spec
- * order) is PyTorch's named_parameters() order, which is also the generator order k of
- * train/ref/README.md:
- *
- *   mlp:   w1 (256, 784)  b1 (256)  w2 (10, 256)  b2 (10)                 203,530 floats
- *          x (n, 784) -> linear -> ReLU -> linear -> logits (n, 10)
- *   lenet: c1.w (20, 1, 3, 3)  c1.b (20)  c2.w (50, 20, 5, 5)  c2.b (50)
- *          f1.w (128, 800)  f1.b (128)  f2.w (10, 128)  f2.b (10)          129,068 floats
- *          x (n, 1, 28, 28) -> conv3x3 (20) -> ReLU -> avgpool2 -> (n, 20, 13, 13)
- *          -> conv5x5 (50) -> ReLU -> avgpool2 (floor) -> (n, 50, 4, 4) -> flatten 800
- *          -> linear 128 -> ReLU -> linear 10
- *
- * Loss: softmax cross-entropy, mean over the rows of the call (rf_softmax_xent). With
- * the batch split over K replicas each replica's gradient is the mean over its n/K
- * rows; the trainer sums the K gradients and scales the step by 1/K.
- *
- * Everything here only pushes engine ops (on the model's compute stream) and returns;
- * nothing waits. Reactor thread only. Functions return 0 or -errno.
+/* ringflow/model.h -- the two models of rf-train, an MLP and LeNet, as replicas on a
+ * device: parameters, init, forward, backward and SGD, all pushed as engine ops.
+ * Nothing waits. Reactor thread only. Functions return 0 or -errno.
+ * Parameter layout, the two architectures and the loss: train/README.md.
  */
 #ifndef RINGFLOW_MODEL_H
 #define RINGFLOW_MODEL_H

@@ -1,25 +1,8 @@
-/* ringflow/ops.h -- the ops training needs, each pushed as ONE engine op.
- *
- * Every function validates shapes, dtypes and devices, then pushes an engine op on
- * stream s that reads its inputs' variables and writes its outputs' variables, and
- * returns 0, or -errno with nothing pushed (-EINVAL: bad shape/dtype/device/stream,
- * with the message in rf_last_error(); -ENOMEM). The op runs later; its failure (a
- * kernel, CUDA or cuBLAS error) poisons the output variables, logs the error
- * (RF_LOG_ERROR) and records it in rf_device_last_error. Tensors are borrowed: they may be freed right after the
- * push (freeing is itself ordered after the op).
- *
- * Stream s: NULL means the default stream of the output's device (compute stream 0;
- * for rf_copy: the h2d stream of a CUDA destination, the d2h stream of a CUDA source,
- * the copy stream between host tensors). A stream of a CUDA device runs only ops
- * whose tensors are all on that device (rf_copy: one side may be host memory). Any
- * other stream (a CPU device's, the engine's inline stream, a worker stream) runs CPU
- * kernels, and then every tensor must be host memory (any CPU device).
- *
- * Layouts (as kernels.h): float32 row-major, NCHW; Linear weights (out, in) as in
- * PyTorch; labels int32. "(rows, cols)" of a tensor means rows = shape[0] and
- * cols = numel / rows.
- *
- * Reactor thread only.
+/* ringflow/ops.h -- the ops training needs, each validated and pushed as ONE engine op
+ * on stream s (NULL: the output device's default stream). Returns 0, or -errno with
+ * nothing pushed (message in rf_last_error()); a failure when the op runs poisons its
+ * outputs. Tensors are borrowed. Reactor thread only. Streams, layouts and failures:
+ * devices/README.md.
  */
 #ifndef RINGFLOW_OPS_H
 #define RINGFLOW_OPS_H

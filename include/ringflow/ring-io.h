@@ -1,20 +1,7 @@
 /* ringflow/ring-io.h -- the transfer pump: read or write a list of segments of one
  * file through a ring, in chunks with several requests in flight.
- *
- * Each segment is cut into chunks of at most opts->chunk bytes; up to opts->depth
- * chunks are in flight at once, handed out in segment order. The ring resubmits
- * short transfers and retries -EAGAIN/-EINTR (see ring.h), so a chunk that still
- * comes back short is final: end of file for a read, no progress for a write.
- *
- * Threading: the ring's owner thread only, like every rf_ring_* call.
- *
- * Results (struct rf_xfer_result .err):
- *   0          every byte of every segment transferred
- *   -ENODATA   a read reached end of file before the segments were filled
- *   -EIO       a write made no progress (or the kernel said -EIO)
- *   -errno     the kernel's error for a chunk (-EBADF, -ENOSPC, ...)
- * Of several failing chunks, the one at the lowest file offset is reported; after the
- * first failure no new chunk is started and the ones in flight are waited for. */
+ * The ring's owner thread only. Chunking and the results: ring/README.md.
+ */
 #ifndef RINGFLOW_RING_IO_H
 #define RINGFLOW_RING_IO_H
 
@@ -46,7 +33,7 @@ struct rf_xfer_opts {
 };
 
 struct rf_xfer_result {
-	int err;          /* 0 or -errno, see the top of this file */
+	int err;          /* 0 or -errno (ring/README.md, "The transfer pump") */
 	uint64_t err_off; /* with err: file offset of the chunk that failed */
 	int64_t err_res;  /* with err: that chunk's result (a short count >= 0, or -errno) */
 	uint64_t bytes;   /* bytes transferred by chunks that completed in full */

@@ -1,15 +1,8 @@
-/* ringflow/ring.h -- the io_uring reactor.
- *
- * One thread owns a struct rf_ring. Everything that schedules arrives on it as a
- * completion: file reads and writes, fsyncs, timers, eventfd watches, and
- * notifications posted by threads that have no ring of their own (CPU workers,
- * CUDA host callbacks) through struct rf_notifier.
- *
- * Threading: every function here must be called on the ring's owner thread, except
- * rf_notifier_signal(), which any thread may call (one syscall, no lock).
- *
- * Errors: functions return 0 (or a count) on success and -errno on failure. A
- * request's callback receives its result: bytes transferred, 0, or -errno.
+/* ringflow/ring.h -- the io_uring reactor: one thread owns a struct rf_ring and
+ * everything that schedules arrives on it as a completion (file I/O, fsyncs, timers,
+ * eventfd watches, notifier signals from other threads).
+ * Owner thread only, except rf_notifier_signal(). Threading, errors and fault
+ * injection: ring/README.md.
  */
 #ifndef RINGFLOW_RING_H
 #define RINGFLOW_RING_H
@@ -78,25 +71,10 @@ struct rf_ring_stats {
 };
 
 /* Create a ring owned by the calling thread. opts may be NULL. The SQ has
- * opts->entries rounded up to a power of 2; the CQ 4x that, at most
- * 2 * RF_RING_MAX_ENTRIES (rf_ring_get_info says what the kernel gave). More than
- * RF_RING_MAX_ENTRIES entries: -EINVAL, before asking the kernel. Tries
- * SINGLE_ISSUER|DEFER_TASKRUN|COOP_TASKRUN|SUBMIT_ALL and drops them one by one only
- * where the kernel refuses the flags themselves (a ring of the same flags with one
- * entry fails too), never because of the size.
- *
- * Fault injection for tests: the environment variable RF_FAULT_INJECT, a
- * comma-separated list of key=value:
- *   eio=P     a fraction P of completions turns into -EIO
- *   eagain=P  ... into -EAGAIN (retried by the ring as a real one is, see below)
- *   eintr=P   ... into -EINTR (likewise)
- *   short=P   ... into a short count (the ring then resubmits the remainder)
- *   seed=S    the generator's seed (unsigned integer; default 1)
- *   ops=O     which requests: read (the default), write, or read+write
- * Fractions are in [0,1], each key at most once, e.g. "eio=0.01,short=0.1,seed=7".
- * Only requests at an explicit offset on regular files are touched. A malformed
- * value makes rf_ring_create return -EBADMSG and leave one line naming
- * RF_FAULT_INJECT, the position and what was expected in rf_last_error(). */
+ * opts->entries rounded up to a power of 2, the CQ 4x that (rf_ring_get_info says
+ * what the kernel gave); more than RF_RING_MAX_ENTRIES: -EINVAL. Setup flags the
+ * kernel refuses are dropped one by one. A malformed RF_FAULT_INJECT gives -EBADMSG.
+ * The setup flags and the RF_FAULT_INJECT syntax: ring/README.md. */
 int rf_ring_create(struct rf_ring **out, const struct rf_ring_opts *opts);
 
 /* Cancel every request in flight, reap all completions (callbacks of cancelled

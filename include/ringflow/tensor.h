@@ -1,22 +1,7 @@
 /* ringflow/tensor.h -- tensors: dtype, shape, device memory and an engine variable.
- *
- * A tensor's memory is tagged by its variable: every op of ops.h names the tensors it
- * reads and writes, the engine orders them. Freeing a tensor is an engine deletion
- * (rf_var_destroy): the memory goes back to the device's caching allocator only after
- * the last op that reads or writes it has finished.
- *
- * Blocks and views (llm.c: "parameters, gradients and optimizer state are one
- * allocation each, carved into tensors"): rf_tensor_view carves a tensor out of a
- * block at an element offset. Each view has ITS OWN variable, so ops on different
- * parameters run independently (SGD on w1 while dW2 is computed). An op on the block
- * itself (zeroing all gradients, one all-reduce over the whole gradient block) names
- * the block's variable AND the variables of all its live views, so it is ordered
- * against every op on every view, both ways. Views of one block must not overlap;
- * a view of a view is not allowed. The memory stays alive until the block and all
- * its views are freed (a reference count, dropped by each deletion op).
- *
- * The struct is public for reading (shapes, data pointer for host code after a wait);
- * fields marked private are not for callers. Reactor thread only.
+ * Freeing a tensor is an engine deletion: its memory goes back to the allocator after
+ * the last op using it. The struct is public for reading; fields marked private are
+ * not for callers. Reactor thread only. Blocks and views: devices/README.md.
  */
 #ifndef RINGFLOW_TENSOR_H
 #define RINGFLOW_TENSOR_H
@@ -81,7 +66,7 @@ int rf_tensor_wrap(struct rf_device *d, void *data, enum rf_tdtype dt, const cha
 		   int ndim, const int64_t *shape, struct rf_tensor **out);
 /* A view of block (not itself a view) at element offset `offset` (in units of dt,
  * byte offset offset*sizeof(dt) must be a multiple of sizeof(dt)'s alignment and lie
- * within the block). The view gets its own variable; see above. Returns NULL on a
+ * within the block). The view gets its own variable (devices/README.md). Returns NULL on a
  * bad range or shape (-EINVAL). The caller owns the view: rf_tensor_destroy. */
 int rf_tensor_view(struct rf_tensor *block, size_t offset, enum rf_tdtype dt, const char *name,
 		   int ndim, const int64_t *shape, struct rf_tensor **out);

@@ -1,15 +1,8 @@
-/* ringflow/trainer.h -- the training loop of rf-train as a library (tests call it).
- *
- * A trainer holds K model replicas (model.h), one per device, the Fashion-MNIST train
- * and test sets behind two loaders (loader.h), and for K > 1 a key-value store
- * (kvstore.h). rf_trainer_epoch() trains one epoch and evaluates the test set; every
- * iteration is pushed asynchronously, at most opts.window in flight. What one
- * iteration pushes, how gradients are reduced and why the results are deterministic:
- * train/README.md.
- *
- * Reactor thread only (the engine's). Functions return 0 or -errno; a failing call
- * leaves one line (no newline) in rf_trainer_last_error() and rf_last_error();
- * rf_trainer_create's is in rf_last_error() only.
+/* ringflow/trainer.h -- the training loop of rf-train as a library (tests call it):
+ * K model replicas, the train and test loaders and, for K > 1, a key-value store.
+ * What one iteration pushes, the reduction and determinism: train/README.md.
+ * Reactor thread only. Functions return 0 or -errno; a failing call leaves one line
+ * in rf_trainer_last_error() and rf_last_error() (rf_trainer_create: only the latter).
  */
 #ifndef RINGFLOW_TRAINER_H
 #define RINGFLOW_TRAINER_H
