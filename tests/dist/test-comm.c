@@ -1,0 +1,177 @@
+/* test-comm -- collectives on the comm stream, run by test-comm.sh under mpirun.
+ *
+ *   test-comm --has-mpi           exit 77 where ringflow was built without MPI
+ *   test-comm ok SEED NKEYS       random program: every rank pushes its allreduces in
+ *                                 the same order, but the producers of their inputs
+ *                                 finish in an order shuffled per rank (seed ^ rank,
+ *                                 three producer streams, random delays); the sums
+ *                                 must be exact
+ *   test-comm misorder SEED       with the order check on, rank 1 pushes two keys
+ *                                 swapped: every rank must fail with -EPROTO and a
+ *                                 message naming both sides, and none may hang */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "comm.h"
+#include "device.h"
+#include "log.h"
+#include "rf-config.h"
+#include "../test-util.h"
+
+struct fill {
+	struct rf_tensor *t;
+	int rank, key;
+	long delay_us;
+};
+
+/* Producer: sleep, then fill t with (rank+1)*(key+1) + i%7. */
+static int fill_fn(void *arg)
+{
+	struct fill *f = arg;
+	struct timespec ts = { 0, f->delay_us * 1000 };
+	float *x = f->t->data;
+	int32_t *y = f->t->data;
+
+	nanosleep(&ts, NULL);
+	for (size_t i = 0; i < f->t->numel; i++) {
+		int v = (f->rank + 1) * (f->key + 1) + (int)(i % 7);
+		if (f->t->dtype == RF_F32)
+			x[i] = (float)v;
+		else
+			y[i] = v;
+	}
+	return 0;
+}
+
+static void setup(struct rf_ring **ring, struct rf_engine **e, struct rf_device **cpu,
+		  struct rf_comm **c, int check)
+{
+	struct rf_comm_opts co = { .check = check };
+
+	CHECK_OK(rf_ring_create(ring, NULL));
+	CHECK_OK(rf_engine_create(e, *ring, NULL));
+	CHECK_OK(rf_cpu_open(*e, NULL, cpu));
+	if (rf_comm_create(*e, &co, c) < 0) {
+		fprintf(stderr, "comm: %s\n", rf_last_error());
+		exit(1);
+	}
+}
+
+static void teardown(struct rf_ring *ring, struct rf_engine *e, struct rf_device *cpu,
+		     struct rf_comm *c)
+{
+	rf_comm_destroy(c);
+	rf_device_close(cpu);
+	rf_engine_destroy(e);
+	rf_ring_destroy(ring);
+}
+
+static int run_ok(unsigned long long seed, int nkeys)
+{
+	struct rf_ring *ring;
+	struct rf_engine *e;
+	struct rf_device *cpu;
+	struct rf_comm *c;
+	struct rf_stream *prod[3];
+	struct rf_tensor **t = calloc((size_t)nkeys, sizeof(*t));
+	struct fill *f = calloc((size_t)nkeys, sizeof(*f));
+	unsigned long long shared = seed, mine;
+	int rank, P;
+
+	CHECK(t && f);
+	setup(&ring, &e, &cpu, &c, 1);
+	rank = rf_comm_rank(c);
+	P = rf_comm_size(c);
+	mine = seed ^ (unsigned long long)(rank + 1) * 0x9e3779b97f4a7c15ULL;
+	for (int s = 0; s < 3; s++)
+		CHECK_OK(rf_worker_stream_create(e, "producer", 0, &prod[s]));
+	for (int k = 0; k < nkeys; k++) {
+		/* same sizes and dtypes on every rank; per-rank delays and streams */
+		int64_t n = 1 + (int64_t)(t_splitmix64(&shared) % 70000);
+		enum rf_tdtype dt = t_splitmix64(&shared) % 4 ? RF_F32 : RF_I32;
+		char name[32];
+		snprintf(name, sizeof(name), "g%d", k);
+		CHECK_OK(rf_tensor_create(cpu, dt, name, RF_DIMS(n), &t[k]));
+		f[k] = (struct fill){ t[k], rank, k, (long)(t_splitmix64(&mine) % 2000) };
+		CHECK_OK(rf_engine_push_simple(e, fill_fn, &f[k], NULL, 0, &t[k]->var, 1,
+					       prod[(k + rank) % 3], "produce"));
+		CHECK_OK(rf_comm_allreduce(c, t[k], (uint32_t)k));
+	}
+	if (rf_comm_wait(c) < 0) {
+		fprintf(stderr, "rank %d: %s\n", rank, rf_comm_last_error(c));
+		return 1;
+	}
+	CHECK_EQ(rf_comm_seq(c), nkeys);
+	for (int k = 0; k < nkeys; k++) {
+		CHECK_OK(rf_engine_wait_var(e, t[k]->var));
+		for (size_t i = 0; i < t[k]->numel; i++) {
+			long want = (long)(k + 1) * P * (P + 1) / 2 + (long)P * (long)(i % 7);
+			long got = t[k]->dtype == RF_F32 ? (long)((float *)t[k]->data)[i]
+							 : (long)((int32_t *)t[k]->data)[i];
+			if (got != want) {
+				fprintf(stderr, "rank %d: key %d element %zu: %ld, expected %ld\n", rank,
+					k, i, got, want);
+				return 1;
+			}
+		}
+		rf_tensor_destroy(t[k]);
+	}
+	for (int s = 0; s < 3; s++)
+		rf_stream_destroy(prod[s]);
+	printf("rank %d of %d: %d allreduces exact, producers finished in a per-rank order\n",
+	       rank, P, nkeys);
+	teardown(ring, e, cpu, c);
+	free(t);
+	free(f);
+	return 0;
+}
+
+static int run_misorder(void)
+{
+	struct rf_ring *ring;
+	struct rf_engine *e;
+	struct rf_device *cpu;
+	struct rf_comm *c;
+	struct rf_tensor *t[4];
+	int rank, ret;
+	const char *msg;
+
+	setup(&ring, &e, &cpu, &c, 1);
+	rank = rf_comm_rank(c);
+	for (int k = 0; k < 4; k++) {
+		CHECK_OK(rf_tensor_create(cpu, RF_F32, "g", RF_DIMS(100 + k), &t[k]));
+		CHECK_OK(rf_tensor_write(t[k], (float[103]){ 0 }));
+	}
+	CHECK_OK(rf_comm_allreduce(c, t[0], 0));
+	CHECK_OK(rf_comm_allreduce(c, t[1], 1));
+	CHECK_OK(rf_comm_allreduce(c, t[rank == 1 ? 3 : 2], rank == 1 ? 3 : 2));
+	CHECK_OK(rf_comm_allreduce(c, t[rank == 1 ? 2 : 3], rank == 1 ? 2 : 3));
+	ret = rf_comm_wait(c);
+	msg = rf_comm_last_error(c);
+	printf("rank %d: %d: %s\n", rank, ret, msg);
+	CHECK_EQ(ret, -EPROTO);
+	CHECK(strstr(msg, "allreduce #2") && strstr(msg, "out of order"));
+	CHECK(strstr(msg, "rank 0 has key 2") || strstr(msg, "rank 1 has key 3"));
+	CHECK(strstr(msg, "rank 0") && strstr(msg, "rank 1"));
+	/* the first two went through; the later ones are skipped, not issued */
+	for (int k = 0; k < 4; k++)
+		rf_tensor_destroy(t[k]);
+	teardown(ring, e, cpu, c);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1 && !strcmp(argv[1], "--has-mpi"))
+		return RF_HAVE_MPI ? 0 : T_SKIP;
+	if (argc == 4 && !strcmp(argv[1], "ok"))
+		return run_ok(strtoull(argv[2], NULL, 0), atoi(argv[3]));
+	if (argc == 3 && !strcmp(argv[1], "misorder"))
+		return run_misorder();
+	fprintf(stderr, "usage: test-comm --has-mpi | ok SEED NKEYS | misorder SEED\n");
+	return 2;
+}
