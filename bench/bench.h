@@ -10,5 +10,6 @@ int rf_bench_copy(int argc, char **argv);     /* bench-devices.c: seeds section 
 int rf_bench_gemm(int argc, char **argv);     /* bench-devices.c: engine vs OpenBLAS */
 int rf_bench_threads(int argc, char **argv);  /* bench-devices.c: BLAS threads vs streams */
 int rf_bench_loader(int argc, char **argv);   /* bench-loader.c */
+int rf_bench_allreduce(int argc, char **argv); /* bench-dist.c: comm stream vs bare MPI */
 
 #endif
