@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "kvstore.h"
+#include "rf-internal.h"
 #include "ops.h"
 
 #define RF__KV_MAX_KEYS 1024
@@ -25,6 +26,7 @@ struct rf_kvstore {
 	struct rf_stream *streams[RF__KV_MAX_HOMES];
 	struct rf_stream *worker;                    /* for CPU homes without a stream */
 	struct rf__kv_key *keys[RF__KV_MAX_KEYS];
+	struct rf_comm *comm;                        /* distributed mode: sum across ranks */
 };
 
 int rf_kv_create(struct rf_kvstore **out, struct rf_engine *e, struct rf_device *const *homes,
@@ -157,6 +159,19 @@ int rf_kv_push(struct rf_kvstore *kv, int key, struct rf_tensor *const *vals, un
 	return ret;
 }
 
+int rf_kv_set_comm(struct rf_kvstore *kv, struct rf_comm *c)
+{
+	if (!kv)
+		return -EINVAL;
+	for (unsigned h = 0; c && h < kv->nhomes; h++)
+		if (rf_device_kind(kv->homes[h]) != RF_DEVICE_CPU)
+			return rf__fail(-ENOTSUP, "kv-store: the distributed mode needs CPU homes "
+					"(home %u is %s): GPU collectives are not in yet", h,
+					rf_device_name(kv->homes[h]));
+	kv->comm = c;
+	return 0;
+}
+
 int rf_kv_pull(struct rf_kvstore *kv, int key, struct rf_tensor *const *outs, unsigned n)
 {
 	struct rf__kv_key *k;
@@ -165,6 +180,10 @@ int rf_kv_pull(struct rf_kvstore *kv, int key, struct rf_tensor *const *outs, un
 
 	if (!kv || key < 0 || key >= RF__KV_MAX_KEYS || !(k = kv->keys[key]) || !outs)
 		return -EINVAL;
+	/* Distributed: this round's local sum, summed over every rank once, at its first
+	 * pull (one collective per key and round, ordered by the comm). */
+	if (kv->comm && !k->pulled && (ret = rf_comm_allreduce(kv->comm, k->val, (uint32_t)key)) < 0)
+		return ret;
 	for (i = 0; i < n; i++) {
 		ret = rf_copy(kv->streams[k->home], outs[i], k->val);
 		if (ret < 0)

@@ -10,6 +10,7 @@
 #include "engine.h"
 #include "device.h"
 #include "tensor.h"
+#include "comm.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -35,6 +36,12 @@ int rf_kv_init(struct rf_kvstore *kv, int key, const struct rf_tensor *like);
 int rf_kv_push(struct rf_kvstore *kv, int key, struct rf_tensor *const *vals, unsigned n);
 /* outs[i] = store[key] for i < n; outs borrowed (written by the pushed ops). */
 int rf_kv_pull(struct rf_kvstore *kv, int key, struct rf_tensor *const *outs, unsigned n);
+
+/* Distributed mode (c non-NULL; CPU homes only, else -ENOTSUP): the first pull of a
+ * round sums the key's value over every rank of c before copying it out, so a pull
+ * returns the sum over ranks, local values and pushes. Every rank must push and pull
+ * its keys the same number of times, and pull them in the same order. NULL: local. */
+int rf_kv_set_comm(struct rf_kvstore *kv, struct rf_comm *c);
 
 /* The stored value of key (owned by the store), or NULL. */
 struct rf_tensor *rf_kv_value(struct rf_kvstore *kv, int key);

@@ -6,6 +6,9 @@
  *                                 finish in an order shuffled per rank (seed ^ rank,
  *                                 three producer streams, random delays); the sums
  *                                 must be exact
+ *   test-comm kv                  the kv-store's distributed mode: a pull returns the
+ *                                 sum over ranks, local values and pushes (the seeds'
+ *                                 (key, value) store, sum over workers and devices)
  *   test-comm misorder SEED       with the order check on, rank 1 pushes two keys
  *                                 swapped: every rank must fail with -EPROTO and a
  *                                 message naming both sides, and none may hang */
@@ -18,6 +21,7 @@
 
 #include "comm.h"
 #include "device.h"
+#include "kvstore.h"
 #include "log.h"
 #include "rf-config.h"
 #include "../test-util.h"
@@ -164,12 +168,85 @@ static int run_misorder(void)
 	return 0;
 }
 
+static int run_kv(void)
+{
+	struct rf_ring *ring;
+	struct rf_engine *e;
+	struct rf_device *cpu;
+	struct rf_comm *c;
+	struct rf_kvstore *kv;
+	struct rf_device *homes[2];
+	struct rf_tensor *v[2], *out[2];
+	float buf[64];
+	int rank, P;
+
+	setup(&ring, &e, &cpu, &c, 1);
+	rank = rf_comm_rank(c);
+	P = rf_comm_size(c);
+	homes[0] = homes[1] = cpu;
+	CHECK_OK(rf_kv_create(&kv, e, homes, NULL, 2));
+	CHECK_OK(rf_kv_set_comm(kv, c));
+	for (int j = 0; j < 2; j++) {
+		CHECK_OK(rf_tensor_create(cpu, RF_F32, "v", RF_DIMS(64), &v[j]));
+		CHECK_OK(rf_tensor_create(cpu, RF_F32, "out", RF_DIMS(64), &out[j]));
+	}
+	for (int key = 0; key < 3; key++)
+		CHECK_OK(rf_kv_init(kv, key, v[0]));
+	for (int round = 0; round < 2; round++) {
+		for (int key = 0; key < 3; key++) {
+			/* two pushes of two local values: (rank+1)(j+1)(key+1)(push+1) + i */
+			for (int push = 0; push < 2; push++) {
+				for (int j = 0; j < 2; j++) {
+					for (int i = 0; i < 64; i++)
+						buf[i] = (float)((rank + 1) * (j + 1) * (key + 1) *
+								 (push + 1 + round) + i);
+					CHECK_OK(rf_tensor_write(v[j], buf));
+				}
+				CHECK_OK(rf_kv_push(kv, key, v, 2));
+			}
+			CHECK_OK(rf_kv_pull(kv, key, out, 2));
+		}
+		for (int key = 0; key < 3; key++) {
+			CHECK_OK(rf_kv_pull(kv, key, out, 2)); /* a second pull: no new collective */
+			for (int j = 0; j < 2; j++) {
+				CHECK_OK(rf_tensor_read(out[j], buf));
+				for (int i = 0; i < 64; i++) {
+					/* sum over ranks r, values j, pushes p */
+					long want = 0;
+					for (int r = 0; r < P; r++)
+						for (int jj = 0; jj < 2; jj++)
+							for (int p = 0; p < 2; p++)
+								want += (long)(r + 1) * (jj + 1) * (key + 1) *
+									(p + 1 + round) + i;
+					if ((long)buf[i] != want) {
+						fprintf(stderr, "rank %d round %d key %d [%d]: %g, expected %ld\n",
+							rank, round, key, i, buf[i], want);
+						return 1;
+					}
+				}
+			}
+		}
+	}
+	CHECK_EQ(rf_comm_seq(c), 6);    /* one collective per key and round */
+	printf("rank %d of %d: kv-store pulls are sums over %d ranks, 2 values, 2 pushes\n",
+	       rank, P, P);
+	for (int j = 0; j < 2; j++) {
+		rf_tensor_destroy(v[j]);
+		rf_tensor_destroy(out[j]);
+	}
+	rf_kv_destroy(kv);
+	teardown(ring, e, cpu, c);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "--has-mpi"))
 		return RF_HAVE_MPI ? 0 : T_SKIP;
 	if (argc == 4 && !strcmp(argv[1], "ok"))
 		return run_ok(strtoull(argv[2], NULL, 0), atoi(argv[3]));
+	if (argc == 2 && !strcmp(argv[1], "kv"))
+		return run_kv();
 	if (argc == 3 && !strcmp(argv[1], "misorder"))
 		return run_misorder();
 	fprintf(stderr, "usage: test-comm --has-mpi | ok SEED NKEYS | misorder SEED\n");

@@ -1,7 +1,7 @@
 #!/bin/sh
 # test-comm.sh EXE: the comm test under mpirun: random programs on 2 and 4 ranks (4 on
-# a 2-core machine is oversubscribed), and a misordered program that must fail on
-# every rank, never hang.
+# a 2-core machine is oversubscribed), the kv-store's distributed mode on 2 and 3, and
+# a misordered program that must fail on every rank, never hang.
 set -u
 exe=$1
 supp=$(dirname "$0")/lsan.supp
@@ -27,5 +27,7 @@ for seed in 1 2; do
 	run 2 ok "$seed" 40 || { echo "FAIL: 2 ranks, seed $seed"; fail=1; }
 done
 run 4 ok 3 24 || { echo "FAIL: 4 ranks"; fail=1; }
+run 2 kv || { echo "FAIL: kv-store, 2 ranks"; fail=1; }
+run 3 kv || { echo "FAIL: kv-store, 3 ranks"; fail=1; }
 run 2 misorder 1 || { echo "FAIL: the misordered program was not refused on every rank"; fail=1; }
 exit $fail
