@@ -22,7 +22,7 @@ const char *rf_last_error(void)
 	return rf__last;
 }
 
-int rf__vfail(int code, const char *fmt, va_list ap)
+static int rf__vfail(int code, const char *fmt, va_list ap)
 {
 	vsnprintf(rf__last, sizeof(rf__last), fmt, ap);
 	return code;

@@ -13,7 +13,6 @@
 /* Record "fmt..." as the calling thread's rf_last_error() and return code (a -errno),
  * so a failure reads: return rf__fail(-EINVAL, "tensor %s: bad shape", name); */
 int rf__fail(int code, const char *fmt, ...) RF__PRINTF(2, 3);
-int rf__vfail(int code, const char *fmt, va_list ap);
 
 /* Hand one line to the log callback, if one is installed. */
 void rf__log(enum rf_log_level level, const char *fmt, ...) RF__PRINTF(2, 3);

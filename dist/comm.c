@@ -69,15 +69,12 @@ static int rf__init_fn(void *arg)
 
 static int rf__fini_fn(void *arg)
 {
-	struct rf__coll *x = arg;
 	int inited = 0, done = 0;
 
 	MPI_Initialized(&inited);
 	MPI_Finalized(&done);
 	if (inited && !done)
 		MPI_Finalize();
-	free(x->c->peers);
-	x->c->peers = NULL;
 	return 0;
 }
 
@@ -201,8 +198,7 @@ void rf_comm_destroy(struct rf_comm *c)
 		return;
 	if (rf__push_coll(c, rf__fini_fn, NULL, 0, RF_OP_ALWAYS, "mpi_finalize") == 0)
 		rf_engine_wait_var(c->eng, c->order);
-	rf_engine_wait_idle(c->eng);
-	rf_stream_destroy(c->stream);
+	rf_stream_destroy(c->stream);   /* waits for what else runs on it */
 	rf_var_destroy(c->eng, c->order, NULL, NULL, NULL);
 	rf_engine_wait_idle(c->eng);
 	free(c->peers);

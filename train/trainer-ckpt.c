@@ -71,7 +71,7 @@ static int rf__ckpt_write(struct rf_trainer *t, const char *path, const struct r
 	int ret = rf_ckpt_save(rf_engine_ring(t->eng), path, meta, bl, t->spec->ntensors);
 
 	if (ret < 0)
-		snprintf(t->msg, sizeof(t->msg), "%s", rf_last_error());
+		rf__trainer_msg(t, "%s", rf_last_error());
 	return ret;
 }
 
@@ -81,7 +81,7 @@ static int rf__ckpt_read(struct rf_trainer *t, const char *path, struct rf_ckpt_
 	int ret = rf_ckpt_load(rf_engine_ring(t->eng), path, meta, bl, t->spec->ntensors);
 
 	if (ret < 0)
-		snprintf(t->msg, sizeof(t->msg), "%s", rf_last_error());
+		rf__trainer_msg(t, "%s", rf_last_error());
 	return ret;
 }
 

@@ -73,7 +73,7 @@ static int rf__open_pair(struct rf_trainer *t, struct rf_dataset *ds, const char
 	int ret = rf_dataset_open_idx_pair(ds, images, labels, 10, 0);
 
 	if (ret < 0)
-		snprintf(t->msg, sizeof(t->msg), "%s", rf_last_error());
+		rf__trainer_msg(t, "%s", rf_last_error());
 	return ret;
 }
 
@@ -117,7 +117,7 @@ static int rf__make_loader(struct rf_trainer *t, const struct rf_dataset *ds, in
 	int ret = rf_loader_create(out, t->eng, ds, &lo);
 
 	if (ret < 0)
-		snprintf(t->msg, sizeof(t->msg), "%s", rf_last_error());
+		rf__trainer_msg(t, "%s", rf_last_error());
 	return ret;
 }
 

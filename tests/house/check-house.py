@@ -70,39 +70,39 @@ def layer_of(p):
 
 
 for p in [q for top in LAYERS + ["include"] for q in files(top, (".c", ".h", ".cu"))]:
-        layer = layer_of(p)
-        here = os.path.dirname(p)
-        with open(p, encoding="utf-8", errors="replace") as f:
-            text = f.read()
-        for ln, line in enumerate(text.splitlines(), 1):
-            m = inc_re.match(line)
-            if not m:
-                continue
-            name = m.group(1)
-            base = name.split("/")[-1]
-            local = os.path.join(here, name)
-            if name.startswith("ringflow/") or (base in public and (
-                    not os.path.exists(local) or rel(local).startswith("include"))):
-                lay = public.get(base)
-                if lay is None:
-                    bad(f"{rel(p)}:{ln}: includes {name}, which is no public header")
-                elif LAYERS.index(lay) > LAYERS.index(layer):
-                    bad(f"{rel(p)}:{ln}: {layer} imports {name} from the higher layer {lay}")
-                continue
-            target = os.path.normpath(os.path.join(here, name))
-            if os.path.exists(target):
-                tl = rel(target).split(os.sep)[0]
-                if tl != layer and tl != "common":
-                    bad(f"{rel(p)}:{ln}: includes {rel(target)}, internal to {tl}/")
-        lines = text.count("\n")
-        if p.endswith((".c", ".cu")) and lines > LIMIT and rel(p) not in LONG:
-            bad(f"{rel(p)}: {lines} lines (the house limit is {LIMIT}: split it along a seam)")
-        for ln, line in enumerate(text.splitlines(), 1):
-            if re.search(r"\b(f?printf|fputs|fputc|perror|puts)\s*\(\s*(stderr|stdout)?", line) and \
-               re.search(r"\b(stderr|stdout)\b|\bperror\s*\(|^\s*(puts|printf)\s*\(", line):
-                bad(f"{rel(p)}:{ln}: the library writes to the terminal: {line.strip()}")
-            if re.search(r"\.\./shared|seeds/|\bissue \d+", line):
-                bad(f"{rel(p)}:{ln}: refers outside the repository: {line.strip()}")
+    layer = layer_of(p)
+    here = os.path.dirname(p)
+    with open(p, encoding="utf-8", errors="replace") as f:
+        text = f.read()
+    for ln, line in enumerate(text.splitlines(), 1):
+        m = inc_re.match(line)
+        if not m:
+            continue
+        name = m.group(1)
+        base = name.split("/")[-1]
+        local = os.path.join(here, name)
+        if name.startswith("ringflow/") or (base in public and (
+                not os.path.exists(local) or rel(local).startswith("include"))):
+            lay = public.get(base)
+            if lay is None:
+                bad(f"{rel(p)}:{ln}: includes {name}, which is no public header")
+            elif LAYERS.index(lay) > LAYERS.index(layer):
+                bad(f"{rel(p)}:{ln}: {layer} imports {name} from the higher layer {lay}")
+            continue
+        target = os.path.normpath(os.path.join(here, name))
+        if os.path.exists(target):
+            tl = rel(target).split(os.sep)[0]
+            if tl != layer and tl != "common":
+                bad(f"{rel(p)}:{ln}: includes {rel(target)}, internal to {tl}/")
+    lines = text.count("\n")
+    if p.endswith((".c", ".cu")) and lines > LIMIT and rel(p) not in LONG:
+        bad(f"{rel(p)}: {lines} lines (the house limit is {LIMIT}: split it along a seam)")
+    for ln, line in enumerate(text.splitlines(), 1):
+        if re.search(r"\b(f?printf|fputs|fputc|perror|puts)\s*\(\s*(stderr|stdout)?", line) and \
+           re.search(r"\b(stderr|stdout)\b|\bperror\s*\(|^\s*(puts|printf)\s*\(", line):
+            bad(f"{rel(p)}:{ln}: the library writes to the terminal: {line.strip()}")
+        if re.search(r"\.\./shared|seeds/|\bissue \d+", line):
+            bad(f"{rel(p)}:{ln}: refers outside the repository: {line.strip()}")
 
 for top in LAYERS + ["include", "tools", "tests", "bench", "examples"]:
     for p in files(top, (".c", ".h", ".cu")):
