@@ -100,6 +100,7 @@ struct rf_loader {
 	struct rf_loader_opts o;
 	int mode, cuda, labels;
 	unsigned K, N;            /* shards (devices), full slots */
+	unsigned T, base;         /* shards per batch over all processes; our first */
 	size_t pb;                /* payload bytes */
 	uint64_t count, nbatches, nfull;
 	uint64_t align;
@@ -193,5 +194,13 @@ int rf__clear_slot(struct rf_loader *l, struct rf__slot *s);
 /* ---- loader-decode.c ---- */
 /* Push the decode of slot s (batch t) onto every device. */
 int rf__push_decode(struct rf_loader *l, struct rf__slot *s, uint64_t t);
+
+/* The rows [*lo, *hi) of a batch of n records that this loader's shards take. */
+static inline void rf__local_rows(const struct rf_loader *l, unsigned n, unsigned *lo,
+				  unsigned *hi)
+{
+	*lo = (unsigned)((uint64_t)n * l->base / l->T);
+	*hi = (unsigned)((uint64_t)n * (l->base + l->K) / l->T);
+}
 
 #endif

@@ -43,21 +43,24 @@ static int rf__make_shard(struct rf_loader *l, struct rf__slot *s, unsigned si, 
 	return s->y[i] ? 0 : -ENOMEM;
 }
 
-/* Slot si of cap records, its staging at mem; shard i gets rows [cap*i/K, cap*(i+1)/K). */
+/* Slot si for batches of cap records, its staging at mem. Shard i of the batch's T
+ * takes rows [cap*i/T, cap*(i+1)/T); the slot holds ours (rf__local_rows), from 0. */
 static int rf__make_slot(struct rf_loader *l, struct rf__slot *s, unsigned cap, uint8_t *mem,
 			 unsigned si)
 {
 	const struct rf_dataset *ds = l->ds;
-	unsigned i, k;
+	unsigned i, k, lo, hi;
 	int ret;
 
-	s->cap = cap;
+	rf__local_rows(l, cap, &lo, &hi);
+	s->cap = hi - lo;
 	s->stage = mem;
-	s->lab = (int32_t *)(mem + rf__round((size_t)cap * l->pb, 64));
+	s->lab = (int32_t *)(mem + rf__round((size_t)s->cap * l->pb, 64));
 	for (i = 0; i < l->K; i++) {
 		int64_t shape[RF_TENSOR_MAX_DIMS] = { 0 };
 		int nd = 1 + (int)ds->ndim;
-		unsigned a = (unsigned)((uint64_t)cap * i / l->K), b = (unsigned)((uint64_t)cap * (i + 1) / l->K);
+		unsigned a = (unsigned)((uint64_t)cap * (l->base + i) / l->T) - lo;
+		unsigned b = (unsigned)((uint64_t)cap * (l->base + i + 1) / l->T) - lo;
 
 		if (nd > RF_TENSOR_MAX_DIMS)
 			return -ENOTSUP;
@@ -73,9 +76,14 @@ static int rf__make_slot(struct rf_loader *l, struct rf__slot *s, unsigned cap, 
 	return 0;
 }
 
-/* Bytes of a slot's staging for cap records: u8 records, then i32 labels. */
+/* Bytes of a slot's staging for batches of cap records (our rows of them): u8
+ * records, then i32 labels. */
 static size_t rf__slot_bytes(const struct rf_loader *l, unsigned cap)
 {
+	unsigned lo, hi;
+
+	rf__local_rows(l, cap, &lo, &hi);
+	cap = hi - lo;
 	return rf__round(rf__round((size_t)cap * l->pb, 64) + (size_t)cap * 4, 4096);
 }
 

@@ -32,6 +32,10 @@ static int rf__check_args(struct rf_engine *e, const struct rf_dataset *ds,
 	    opts->ndevices > RF_LOADER_MAX_SHARDS)
 		return rf__fail(-EINVAL, "loader: need batch >= 1 and 1..%d devices (got batch %u, "
 				"%u devices)", RF_LOADER_MAX_SHARDS, opts->batch, opts->ndevices);
+	if (opts->shard_total && (opts->shard_base + (uint64_t)opts->ndevices > opts->shard_total))
+		return rf__fail(-EINVAL, "loader: shards %u..%u of %u: expected shard_base + "
+				"ndevices <= shard_total", opts->shard_base,
+				opts->shard_base + opts->ndevices - 1, opts->shard_total);
 	if (ds->dtype != RF_DS_DT_U8)
 		return rf__fail(-ENOTSUP, "%s: payload dtype %s: the loader decodes u8 only",
 				ds->src[0].path, rf_ds_dtype_name(ds->dtype));
@@ -51,6 +55,8 @@ static void rf__init(struct rf_loader *l, struct rf_engine *e, const struct rf_d
 	l->o = *opts;
 	l->fd = -1;
 	l->K = opts->ndevices;
+	l->T = opts->shard_total ? opts->shard_total : opts->ndevices;
+	l->base = opts->shard_total ? opts->shard_base : 0;
 	l->N = opts->prefetch ? opts->prefetch : 4;
 	if (!l->o.scale)
 		l->o.scale = 1.0f / 255.0f;
@@ -191,7 +197,8 @@ static unsigned rf__slot_of(const struct rf_loader *l, uint64_t t)
 			    : l->nfslots + (unsigned)(l->ntail_done % l->ntail);
 }
 
-static void rf__fill_batch(struct rf_loader *l, struct rf_batch *b, unsigned si, unsigned n)
+static void rf__fill_batch(struct rf_loader *l, struct rf_batch *b, unsigned si, unsigned n,
+			   unsigned global_n)
 {
 	struct rf__slot *s = &l->slots[si];
 
@@ -199,6 +206,7 @@ static void rf__fill_batch(struct rf_loader *l, struct rf_batch *b, unsigned si,
 	b->epoch = l->epoch;
 	b->index = l->t;
 	b->n = n;
+	b->global_n = global_n;
 	b->nshards = l->K;
 	b->slot = si;
 	for (unsigned k = 0; k < l->K; k++) {
@@ -224,7 +232,7 @@ static void rf__advance(struct rf_loader *l, uint64_t t, unsigned n)
 int rf_loader_next(struct rf_loader *l, struct rf_batch *b)
 {
 	uint64_t t, p0;
-	unsigned n, si;
+	unsigned n, si, lo, hi;
 	struct rf__slot *s;
 	struct rf__gjob *j;
 	int ret;
@@ -240,12 +248,13 @@ int rf_loader_next(struct rf_loader *l, struct rf_batch *b)
 		return ret;
 	p0 = t * l->o.batch;
 	n = t < l->nfull ? l->o.batch : (unsigned)(l->count - p0);
+	rf__local_rows(l, n, &lo, &hi);
 	si = rf__slot_of(l, t);
 	s = &l->slots[si];
-	j = rf__gjob_new(l, s, n);
+	j = rf__gjob_new(l, s, hi - lo);
 	if (!j)
 		return -ENOMEM;
-	ret = rf__read_batch(l, p0, j);
+	ret = hi > lo ? rf__read_batch(l, p0 + lo, j) : 0;
 	/* the slot's poison from an earlier failure goes before its reuse */
 	if (!ret)
 		ret = rf__clear_slot(l, s);
@@ -258,8 +267,8 @@ int rf_loader_next(struct rf_loader *l, struct rf_batch *b)
 		ret = rf__push_decode(l, s, t);
 	if (ret < 0)
 		return ret;
-	rf__fill_batch(l, b, si, n);
-	rf__advance(l, t, n);
+	rf__fill_batch(l, b, si, hi - lo, n);
+	rf__advance(l, t, hi - lo);
 	return 1;
 }
 

@@ -1,10 +1,15 @@
 /* dist/comm.c -- MPI collectives as engine ops on a comm stream (one worker thread that
  * owns MPI); their completions reach the reactor as every worker completion does. */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <mpi.h>
 
@@ -14,11 +19,30 @@
 /* One collective (or init/finalize) in flight; freed by its done callback. */
 struct rf__coll {
 	struct rf_comm *c;
-	struct rf_tensor *t;
+	struct rf_tensor *t;    /* a tensor collective: its first tensor, or NULL */
+	void *data;             /* a tensor collective: numel elements of t's dtype from
+				 * data (one tensor, or adjacent views of one block) */
+	size_t numel;
+	void *buf;              /* a host collective: n values of dt, reduced with rop */
+	size_t n;
+	enum rf_comm_dtype dt;
+	enum rf_comm_reduce rop;
+	size_t bytes;           /* what moves (order check, messages, watchdog) */
+	const char *what;       /* "allreduce" */
 	uint64_t seq;
 	uint32_t key;
 	char msg[512];          /* written on the comm thread, read in done */
 };
+
+enum { RF__FAULT_NONE, RF__FAULT_KILL, RF__FAULT_STALL, RF__FAULT_FAIL };
+
+static int64_t rf__now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
 
 static int rf__mpi_fail(struct rf__coll *x, int code, const char *what, int err)
 {
@@ -59,6 +83,14 @@ static int rf__init_fn(void *arg)
 	MPI_Comm_rank(MPI_COMM_WORLD, &c->rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &c->size);
 	c->local_rank = rf__local_rank();
+	c->local_size = 1;
+	MPI_Comm sh;
+	if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &sh) ==
+	    MPI_SUCCESS) {
+		MPI_Comm_rank(sh, &c->local_rank);
+		MPI_Comm_size(sh, &c->local_size);
+		MPI_Comm_free(&sh);
+	}
 	c->peers = calloc((size_t)c->size * 3, sizeof(uint64_t));
 	if (!c->peers) {
 		snprintf(x->msg, sizeof(x->msg), "out of memory");
@@ -83,7 +115,7 @@ static int rf__fini_fn(void *arg)
 static int rf__order_check(struct rf__coll *x)
 {
 	struct rf_comm *c = x->c;
-	uint64_t me[3] = { x->seq, x->key, x->t->nbytes };
+	uint64_t me[3] = { x->seq, x->key, x->bytes };
 	int ret = MPI_Allgather(me, 3, MPI_UINT64_T, c->peers, 3, MPI_UINT64_T, MPI_COMM_WORLD);
 
 	if (ret != MPI_SUCCESS)
@@ -92,13 +124,55 @@ static int rf__order_check(struct rf__coll *x)
 		const uint64_t *p = c->peers + 3 * r;
 		if (p[0] == me[0] && p[1] == me[1] && p[2] == me[2])
 			continue;
-		snprintf(x->msg, sizeof(x->msg), "allreduce #%" PRIu64 ": collectives out of "
+		snprintf(x->msg, sizeof(x->msg), "%s #%" PRIu64 ": collectives out of "
 			 "order: rank %d has key %" PRIu64 " (%" PRIu64 " bytes, #%" PRIu64 "), rank "
-			 "%d has key %" PRIu64 " (%" PRIu64 " bytes, #%" PRIu64 ")", x->seq, c->rank,
+			 "%d has key %" PRIu64 " (%" PRIu64 " bytes, #%" PRIu64 ")", x->what, x->seq, c->rank,
 			 me[1], me[2], me[0], r, p[1], p[2], p[0]);
 		return -EPROTO;
 	}
 	return 0;
+}
+
+/* The comm thread enters collective x: published for the watchdog; a fault injected
+ * for this (rank, seq) happens here. */
+static int rf__enter(struct rf__coll *x)
+{
+	struct rf_comm *c = x->c;
+
+	atomic_store(&c->run_key, x->key);
+	atomic_store(&c->run_bytes, x->bytes);
+	atomic_store(&c->run_start_ns, rf__now_ns());
+	atomic_store(&c->run_seq1, x->seq + 1);
+	if (c->fault_kind == RF__FAULT_NONE || c->fault_rank != c->rank || c->fault_seq != x->seq)
+		return 0;
+	/* RF_DIST_FAULT_ONCE=FILE: only the run that creates FILE faults (a rerun resumes) */
+	const char *once = getenv("RF_DIST_FAULT_ONCE");
+	int fd = once && *once ? open(once, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644) : 0;
+	if (fd < 0)
+		return 0;
+	if (fd > 0)
+		close(fd);
+	if (c->fault_kind == RF__FAULT_KILL)
+		raise(SIGKILL);
+	while (c->fault_kind == RF__FAULT_STALL)
+		pause();
+	snprintf(x->msg, sizeof(x->msg), "%s #%" PRIu64 " (key %u, %zu bytes, rank %d of %d): "
+		 "failed by RF_DIST_FAULT", x->what, x->seq, x->key, x->bytes, c->rank, c->size);
+	return -EIO;
+}
+
+static void rf__leave(struct rf__coll *x)
+{
+	atomic_store(&x->c->run_seq1, 0);
+}
+
+static int rf__coll_fail(struct rf__coll *x, int err)
+{
+	char what[160];
+
+	snprintf(what, sizeof(what), "%s #%" PRIu64 " (key %u, %zu bytes, rank %d of %d)",
+		 x->what, x->seq, x->key, x->bytes, x->c->rank, x->c->size);
+	return rf__mpi_fail(x, -EIO, what, err);
 }
 
 static int rf__allreduce_fn(void *arg)
@@ -108,16 +182,28 @@ static int rf__allreduce_fn(void *arg)
 	MPI_Datatype dt = t->dtype == RF_F32 ? MPI_FLOAT : MPI_INT32_T;
 	int ret;
 
-	if (x->c->check && (ret = rf__order_check(x)) < 0)
-		return ret;
-	ret = MPI_Allreduce(MPI_IN_PLACE, t->data, (int)t->numel, dt, MPI_SUM, MPI_COMM_WORLD);
-	if (ret != MPI_SUCCESS) {
-		char what[128];
-		snprintf(what, sizeof(what), "allreduce #%" PRIu64 " (key %u, %zu bytes, rank %d "
-			 "of %d)", x->seq, x->key, t->nbytes, x->c->rank, x->c->size);
-		return rf__mpi_fail(x, -EIO, what, ret);
+	if ((ret = rf__enter(x)) == 0 && (!x->c->check || (ret = rf__order_check(x)) == 0)) {
+		ret = MPI_Allreduce(MPI_IN_PLACE, x->data, (int)x->numel, dt, MPI_SUM, MPI_COMM_WORLD);
+		ret = ret == MPI_SUCCESS ? 0 : rf__coll_fail(x, ret);
 	}
-	return 0;
+	rf__leave(x);
+	return ret;
+}
+
+static int rf__host_allreduce_fn(void *arg)
+{
+	static const MPI_Op ops[] = { [RF_COMM_SUM] = MPI_SUM, [RF_COMM_MIN] = MPI_MIN,
+				      [RF_COMM_MAX] = MPI_MAX };
+	struct rf__coll *x = arg;
+	MPI_Datatype dt = x->dt == RF_COMM_F64 ? MPI_DOUBLE : MPI_UINT64_T;
+	int ret;
+
+	if ((ret = rf__enter(x)) == 0 && (!x->c->check || (ret = rf__order_check(x)) == 0)) {
+		ret = MPI_Allreduce(MPI_IN_PLACE, x->buf, (int)x->n, dt, ops[x->rop], MPI_COMM_WORLD);
+		ret = ret == MPI_SUCCESS ? 0 : rf__coll_fail(x, ret);
+	}
+	rf__leave(x);
+	return ret;
 }
 
 static void rf__coll_done(void *arg, int status)
@@ -130,23 +216,28 @@ static void rf__coll_done(void *arg, int status)
 	free(x);
 }
 
-static int rf__push_coll(struct rf_comm *c, rf_op_fn fn, struct rf_tensor *t, uint32_t key,
-			 unsigned flags, const char *name)
+#define RF__COLL_MAXT 64
+
+static int rf__push_coll(struct rf_comm *c, rf_op_fn fn, struct rf__coll *tmpl,
+			 struct rf_tensor *const *ts, unsigned nt, unsigned flags, const char *name)
 {
 	struct rf__coll *x = calloc(1, sizeof(*x));
-	struct rf_var *w[2] = { c->order, t ? t->var : NULL };
+	struct rf_var *w[1 + RF__COLL_MAXT] = { c->order };
 	/* reading the ordering variable too: after a failed collective every later one is
 	 * skipped (poisoned), never issued with some ranks missing */
 	struct rf_op_desc d = { .fn = fn, .ctx = x, .done = rf__coll_done, .reads = w,
-				.nreads = 1, .writes = w, .nwrites = t ? 2 : 1,
+				.nreads = 1, .writes = w, .nwrites = 1 + nt,
 				.stream = c->stream, .name = name, .flags = flags };
 	int ret;
 
 	if (!x)
 		return rf__fail(-ENOMEM, "%s: out of memory", name);
+	for (unsigned i = 0; i < nt; i++)
+		w[1 + i] = ts[i]->var;
+	if (tmpl)
+		*x = *tmpl;
 	x->c = c;
-	x->t = t;
-	x->key = key;
+	x->what = name;
 	x->seq = c->seq;
 	ret = rf_engine_push(c->eng, &d);
 	if (ret < 0) {
@@ -154,6 +245,71 @@ static int rf__push_coll(struct rf_comm *c, rf_op_fn fn, struct rf_tensor *t, ui
 		return rf__fail(ret, "%s: push failed: %s", name, strerror(-ret));
 	}
 	return 0;
+}
+
+/* ---- the watchdog: a ring timer on the reactor thread ---- */
+
+static void rf__watchdog_cb(void *data, int64_t res);
+
+static int rf__watchdog_arm(struct rf_comm *c)
+{
+	double period = c->timeout_s / 4 < 1.0 ? c->timeout_s / 4 : 1.0;
+	int ret = rf_ring_timeout(rf_engine_ring(c->eng), (uint64_t)(period * 1e9),
+				  rf__watchdog_cb, c, &c->timer_id);
+
+	c->timer_live = ret == 0;
+	return ret;
+}
+
+static void rf__watchdog_cb(void *data, int64_t res)
+{
+	struct rf_comm *c = data;
+	uint64_t seq1 = atomic_load(&c->run_seq1);
+	double secs;
+
+	c->timer_live = 0;
+	c->timer_id = 0;
+	if (res < 0)      /* cancelled by rf_comm_destroy */
+		return;
+	secs = (double)(rf__now_ns() - atomic_load(&c->run_start_ns)) * 1e-9;
+	if (seq1 && secs >= c->timeout_s && seq1 == atomic_load(&c->run_seq1)) {
+		struct rf_comm_stall st = { .seq = seq1 - 1, .key = (uint32_t)atomic_load(&c->run_key),
+					    .bytes = (size_t)atomic_load(&c->run_bytes),
+					    .seconds = secs, .what = "collective" };
+		char msg[256];
+		snprintf(msg, sizeof(msg), "rank %d of %d: collective #%" PRIu64 " (key %u, %zu "
+			 "bytes) has been outstanding for %.1f s (timeout %.1f s): a peer has "
+			 "stalled or died", c->rank, c->size, st.seq, st.key, st.bytes, secs,
+			 c->timeout_s);
+		if (c->on_stall)
+			c->on_stall(c->stall_ctx, &st, msg);
+		rf__log(RF_LOG_ERROR, "%s", msg);
+		_exit(124);
+	}
+	rf__watchdog_arm(c);
+}
+
+/* RF_DIST_FAULT=kill|stall|fail:RANK:SEQ (tests only; RF_DIST_FAULT_ONCE: rf__enter). */
+static int rf__parse_fault(struct rf_comm *c)
+{
+	const char *v = getenv("RF_DIST_FAULT");
+	char kind[8];
+	unsigned long long seq;
+	int rank;
+
+	if (!v || !*v)
+		return 0;
+	if (sscanf(v, "%7[a-z]:%d:%llu", kind, &rank, &seq) != 3)
+		goto bad;
+	c->fault_kind = !strcmp(kind, "kill") ? RF__FAULT_KILL : !strcmp(kind, "stall")
+			? RF__FAULT_STALL : !strcmp(kind, "fail") ? RF__FAULT_FAIL : RF__FAULT_NONE;
+	if (c->fault_kind == RF__FAULT_NONE)
+		goto bad;
+	c->fault_rank = rank;
+	c->fault_seq = seq;
+	return 0;
+bad:
+	return rf__fail(-EINVAL, "RF_DIST_FAULT=%s: expected kill|stall|fail:RANK:SEQ", v);
 }
 
 int rf_comm_create(struct rf_engine *e, const struct rf_comm_opts *opts, struct rf_comm **out)
@@ -168,6 +324,17 @@ int rf_comm_create(struct rf_engine *e, const struct rf_comm_opts *opts, struct 
 		return rf__fail(-ENOMEM, "comm: out of memory");
 	c->eng = e;
 	c->check = opts ? opts->check : -1;
+	c->timeout_s = opts ? opts->timeout_s : 0;
+	c->on_stall = opts ? opts->on_stall : NULL;
+	c->stall_ctx = opts ? opts->stall_ctx : NULL;
+	if (c->timeout_s < 0) {
+		free(c);
+		return rf__fail(-EINVAL, "comm: timeout %g s: expected >= 0", opts->timeout_s);
+	}
+	if ((ret = rf__parse_fault(c)) < 0) {
+		free(c);
+		return ret;
+	}
 	if (c->check < 0)
 		c->check = (env = getenv("RF_DIST_CHECK")) && *env && strcmp(env, "0");
 	ret = rf_var_create(e, "comm_order", &c->order);
@@ -179,7 +346,7 @@ int rf_comm_create(struct rf_engine *e, const struct rf_comm_opts *opts, struct 
 		free(c);
 		return rf__fail(ret, "comm: cannot start the comm stream: %s", strerror(-ret));
 	}
-	ret = rf__push_coll(c, rf__init_fn, NULL, 0, 0, "mpi_init");
+	ret = rf__push_coll(c, rf__init_fn, NULL, NULL, 0, 0, "mpi_init");
 	if (ret == 0)
 		ret = rf_engine_wait_var(e, c->order);
 	if (ret < 0) {
@@ -188,15 +355,28 @@ int rf_comm_create(struct rf_engine *e, const struct rf_comm_opts *opts, struct 
 		rf_comm_destroy(c);
 		return rf__fail(ret, "comm: %s", msg);
 	}
+	if (c->timeout_s > 0 && (ret = rf__watchdog_arm(c)) < 0) {
+		rf_comm_destroy(c);
+		return rf__fail(ret, "comm: cannot arm the watchdog timer: %s", strerror(-ret));
+	}
 	*out = c;
 	return 0;
+}
+
+static int rf__timer_gone(void *arg)
+{
+	return !((struct rf_comm *)arg)->timer_live;
 }
 
 void rf_comm_destroy(struct rf_comm *c)
 {
 	if (!c)
 		return;
-	if (rf__push_coll(c, rf__fini_fn, NULL, 0, RF_OP_ALWAYS, "mpi_finalize") == 0)
+	if (c->timer_live) {
+		rf_ring_cancel(rf_engine_ring(c->eng), c->timer_id);
+		rf_ring_run_until(rf_engine_ring(c->eng), rf__timer_gone, c, 0);
+	}
+	if (rf__push_coll(c, rf__fini_fn, NULL, NULL, 0, RF_OP_ALWAYS, "mpi_finalize") == 0)
 		rf_engine_wait_var(c->eng, c->order);
 	rf_stream_destroy(c->stream);   /* waits for what else runs on it */
 	rf_var_destroy(c->eng, c->order, NULL, NULL, NULL);
@@ -207,19 +387,72 @@ void rf_comm_destroy(struct rf_comm *c)
 
 int rf_comm_allreduce(struct rf_comm *c, struct rf_tensor *t, uint32_t key)
 {
+	return rf_comm_allreduce_span(c, &t, 1, key);
+}
+
+/* ts[0..n-1] as one range: one tensor, or adjacent views of one block in ascending
+ * order (gaps of alignment padding between them are reduced too: no view covers
+ * them). Returns the range's element count, or -EINVAL with the message set. */
+static ssize_t rf__span(struct rf_tensor *const *ts, unsigned n, uint32_t key)
+{
+	const struct rf_tensor *t0 = ts[0], *last = ts[n - 1];
+	size_t es = rf_tdtype_size(t0->dtype);
+
+	if (rf_device_kind(t0->dev) != RF_DEVICE_CPU || (t0->dtype != RF_F32 && t0->dtype != RF_I32))
+		return rf__fail(-EINVAL, "allreduce of %s (key %u): expected an f32 or i32 tensor on "
+				"a CPU device", t0->name, key);
+	for (unsigned i = 1; i < n; i++) {
+		const struct rf_tensor *a = ts[i - 1], *b = ts[i];
+		if (!b || b->dtype != t0->dtype || !a->base || b->base != a->base ||
+		    b->offset < a->offset + a->nbytes || b->offset - (a->offset + a->nbytes) > 256)
+			return rf__fail(-EINVAL, "allreduce of %s..%s (key %u): expected adjacent "
+					"views of one block, in order (%s is not right after %s)",
+					t0->name, last->name, key, b ? b->name : "(null)", a->name);
+	}
+	size_t bytes = (size_t)((const char *)last->data - (const char *)t0->data) + last->nbytes;
+	if (bytes / es > (size_t)INT32_MAX)
+		return rf__fail(-EINVAL, "allreduce of %s (key %u): %zu elements, at most 2^31-1",
+				t0->name, key, bytes / es);
+	return (ssize_t)(bytes / es);
+}
+
+int rf_comm_allreduce_span(struct rf_comm *c, struct rf_tensor *const *ts, unsigned n,
+			   uint32_t key)
+{
+	ssize_t numel;
 	int ret;
 
-	if (!c || !t)
-		return rf__fail(-EINVAL, "allreduce: no comm or no tensor");
-	if (rf_device_kind(t->dev) != RF_DEVICE_CPU || (t->dtype != RF_F32 && t->dtype != RF_I32))
-		return rf__fail(-EINVAL, "allreduce of %s (key %u): expected an f32 or i32 tensor on "
-				"a CPU device", t->name, key);
-	if (t->numel > (size_t)INT32_MAX)
-		return rf__fail(-EINVAL, "allreduce of %s (key %u): %zu elements, at most 2^31-1",
-				t->name, key, t->numel);
-	ret = rf__push_coll(c, rf__allreduce_fn, t, key, 0, "allreduce");
+	if (!c || !ts || n < 1 || n > RF__COLL_MAXT)
+		return rf__fail(-EINVAL, "allreduce: no comm, or not 1..%d tensors", RF__COLL_MAXT);
+	for (unsigned i = 0; i < n; i++)
+		if (!ts[i])
+			return rf__fail(-EINVAL, "allreduce (key %u): tensor %u is NULL", key, i);
+	if ((numel = rf__span(ts, n, key)) < 0)
+		return (int)numel;
+	struct rf__coll x = { .t = ts[0], .data = ts[0]->data, .numel = (size_t)numel, .key = key,
+			      .bytes = (size_t)numel * rf_tdtype_size(ts[0]->dtype) };
+	ret = rf__push_coll(c, rf__allreduce_fn, &x, ts, n, 0, "allreduce");
 	if (ret == 0)
 		c->seq++;
+	return ret;
+}
+
+int rf_comm_allreduce_host(struct rf_comm *c, void *buf, size_t n, enum rf_comm_dtype dt,
+			   enum rf_comm_reduce op, uint32_t key)
+{
+	struct rf__coll x = { .buf = buf, .n = n, .dt = dt, .rop = op, .key = key, .bytes = n * 8 };
+	int ret;
+
+	if (!c || !buf || !n || n > (size_t)INT32_MAX || (dt != RF_COMM_F64 && dt != RF_COMM_U64) ||
+	    (op != RF_COMM_SUM && op != RF_COMM_MIN && op != RF_COMM_MAX))
+		return rf__fail(-EINVAL, "allreduce_host (key %u): bad arguments", key);
+	ret = rf__push_coll(c, rf__host_allreduce_fn, &x, NULL, 0, 0, "allreduce_host");
+	if (ret < 0)
+		return ret;
+	c->seq++;
+	ret = rf_engine_wait_var(c->eng, c->order);
+	if (ret < 0)
+		rf__fail(ret, "%s", c->last_error[0] ? c->last_error : strerror(-ret));
 	return ret;
 }
 
@@ -231,6 +464,7 @@ int rf_comm_wait(struct rf_comm *c)
 int rf_comm_rank(const struct rf_comm *c) { return c->rank; }
 int rf_comm_size(const struct rf_comm *c) { return c->size; }
 int rf_comm_local_rank(const struct rf_comm *c) { return c->local_rank; }
+int rf_comm_local_size(const struct rf_comm *c) { return c->local_size; }
 struct rf_stream *rf_comm_stream(const struct rf_comm *c) { return c->stream; }
 uint64_t rf_comm_seq(const struct rf_comm *c) { return c->seq; }
 const char *rf_comm_last_error(const struct rf_comm *c) { return c->last_error; }

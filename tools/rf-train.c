@@ -28,8 +28,12 @@
 #include <ringflow/device.h>
 #include <ringflow/trainer.h>
 #include <ringflow/checkpoint.h>
+#include <ringflow/comm.h>
 
 #include "cli-impl.h"
+
+/* "rf-train", or "rf-train[rank R]" in a run of several processes. */
+static char prog[32] = "rf-train";
 
 static const char usage[] =
 "usage: rf-train [--model mlp|lenet] [options]\n"
@@ -67,7 +71,15 @@ static const char usage[] =
 "  --max-inflight N      the engine's cap on ops in flight; a push past it waits for\n"
 "                        room (default 4096; 0: no cap)\n"
 "  --stats               print the engine's op counts (and max in flight) on stderr\n"
-"                        and in the --json object\n";
+"                        and in the --json object\n"
+"several processes (README: \"Several processes and machines\"):\n"
+"  --dist mpi            one process per rank under mpirun: each trains its shard of\n"
+"                        every global batch; gradients summed over the ranks (MPI on a\n"
+"                        comm stream). Rank 0 alone prints, checkpoints and writes files\n"
+"  --dist-timeout S      end the run when one collective has been outstanding S seconds\n"
+"                        (a peer stalled or died; default 0: no watchdog)\n"
+"  --bucket-kb N         reduce contiguous layers' gradients together until N KiB\n"
+"                        (default 0: one collective per layer)\n";
 
 struct cli {
 	struct rf_train_opts o;
@@ -77,6 +89,9 @@ struct cli {
 	unsigned max_inflight;   /* engine cap; 0: the engine's default; UINT_MAX: none */
 	double last_loss;        /* the running loss last read back (< 0: none yet) */
 	int lr_set;              /* --lr given */
+	int dist;                /* --dist mpi */
+	double dist_timeout;     /* --dist-timeout S */
+	int rank, world;         /* with --dist: this process's rank, and how many */
 	FILE *out;               /* human output: stdout, or stderr with --json */
 };
 
@@ -89,7 +104,7 @@ static int bad(const char *arg, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
-	rf_cli_say("rf-train", "%s: %s; see rf-train --help", arg, why);
+	rf_cli_say(prog, "%s: %s; see rf-train --help", arg, why);
 	return 2;
 }
 
@@ -107,7 +122,7 @@ static int int_opt(const char *opt, const char *a, uint64_t min, uint64_t max, c
 /* A path that cannot be used: one line naming the option, exit status 1. */
 static int bad_path(const char *opt, const char *why)
 {
-	rf_cli_say("rf-train", "%s %s", opt, why);
+	rf_cli_say(prog, "%s %s", opt, why);
 	return 1;
 }
 
@@ -154,11 +169,11 @@ static int check_paths(const char *model, const char *data, const char *ckpt, in
 		if (rf_cli_check_input(ckpt, 0, why, sizeof(why)) < 0)
 			return bad_path("--resume: --checkpoint", why);
 		if (rf_ckpt_probe(ckpt, &meta) < 0) {
-			rf_cli_say("rf-train", "cannot resume: %s", rf_last_error());
+			rf_cli_say(prog, "cannot resume: %s", rf_last_error());
 			return 1;
 		}
 		if (strncmp(meta.model, model, sizeof(meta.model))) {
-			rf_cli_say("rf-train", "cannot resume: %s: checkpoint is for model '%.31s', "
+			rf_cli_say(prog, "cannot resume: %s: checkpoint is for model '%.31s', "
 				   "this run has --model %s", ckpt, meta.model, model);
 			return 1;
 		}
@@ -226,7 +241,7 @@ static void json_list(FILE *f, const char *key, const double *v, unsigned n, con
 enum { O_DATA = 256, O_EPOCHS, O_BATCH, O_LR, O_DEVICE, O_DEVICES, O_SEED, O_CKPT,
        O_RESUME, O_TRACE, O_METRICS, O_JSON, O_LIMIT, O_TLIMIT, O_LOG, O_THREADS,
        O_PREFETCH, O_INMEM, O_NOEVAL, O_QUIET, O_INIT, O_MODEL, O_STREAMS, O_WINDOW,
-       O_BARRIER, O_MAXINF, O_STATS };
+       O_BARRIER, O_MAXINF, O_STATS, O_DIST, O_DIST_TIMEOUT, O_BUCKET };
 
 static const struct option long_opts[] = {
 	{ "model", required_argument, 0, O_MODEL },
@@ -256,6 +271,9 @@ static const struct option long_opts[] = {
 	{ "barrier-every", required_argument, 0, O_BARRIER },
 	{ "max-inflight", required_argument, 0, O_MAXINF },
 	{ "stats", no_argument, 0, O_STATS },
+	{ "dist", required_argument, 0, O_DIST },
+	{ "dist-timeout", required_argument, 0, O_DIST_TIMEOUT },
+	{ "bucket-kb", required_argument, 0, O_BUCKET },
 	{ "help", no_argument, 0, 'h' },
 	{ 0, 0, 0, 0 },
 };
@@ -398,6 +416,25 @@ static int parse_opt(struct cli *c, int opt, const char *a)
 	case O_STATS:
 		c->stats = 1;
 		break;
+	case O_DIST:
+		if (strcmp(a, "mpi") && strcmp(a, "none"))
+			return bad("--dist", "got '%s', expected mpi (or none)", a);
+		c->dist = !strcmp(a, "mpi");
+		break;
+	case O_DIST_TIMEOUT: {
+		double d;
+		if (rf_cli_double(a, 0, 1e6, &d))
+			return bad("--dist-timeout", "got '%s', expected seconds from 0 (none) to 1e6",
+				   a);
+		c->dist_timeout = d;
+		break;
+	}
+	case O_BUCKET:
+		if ((ret = int_opt("--bucket-kb", a, 0, 1u << 20, "KiB per gradient bucket; 0: a "
+				   "layer each", &v)))
+			return ret;
+		c->o.bucket_kb = (unsigned)v;
+		break;
 	}
 	return 0;
 }
@@ -446,6 +483,8 @@ static int parse_args(struct cli *c, int argc, char **argv)
 		return bad(argv[optind], "unexpected argument");
 	if (c->resume && !c->checkpoint)
 		return bad("--resume", "needs --checkpoint FILE");
+	if (!c->dist && c->dist_timeout > 0)
+		return bad("--dist-timeout", "needs --dist mpi");
 	if (c->o.devices > 1 && c->o.batch_size && c->o.devices > c->o.batch_size)
 		return bad("--devices", "%u devices, more than the %u samples in a batch", c->o.devices,
 			   c->o.batch_size);
@@ -476,7 +515,7 @@ static int open_metrics(const struct cli *c, FILE **mf)
 			snprintf(why, sizeof(why), "%s: %s", c->metrics, strerror(errno));
 			close(fd);
 		}
-		rf_cli_say("rf-train", "--metrics %s", why);
+		rf_cli_say(prog, "--metrics %s", why);
 		return -1;
 	}
 	if (!append)
@@ -491,9 +530,12 @@ static void print_header(const struct cli *c, const struct rf_trainer *t)
 
 	for (unsigned k = 0; k < sp->ntensors; k++)
 		np += sp->p[k].numel;
-	fprintf(c->out, "rf-train: %s (%zu parameters) on %s x%u (%u stream%s each), batch %u, "
-		"lr %g, seed %" PRIu64 ", %" PRIu64 " batches/epoch\n", sp->name, np, c->o.device,
-		rf_trainer_replicas(t), rf_trainer_streams(t), rf_trainer_streams(t) > 1 ? "s" : "",
+	fprintf(c->out, "rf-train: %s (%zu parameters) on %s x%u (%u stream%s each)", sp->name, np,
+		c->o.device, rf_trainer_replicas(t), rf_trainer_streams(t),
+		rf_trainer_streams(t) > 1 ? "s" : "");
+	if (c->dist)
+		fprintf(c->out, " x %d processes (MPI)", c->world);
+	fprintf(c->out, ", batch %u, lr %g, seed %" PRIu64 ", %" PRIu64 " batches/epoch\n",
 		c->o.batch_size ? c->o.batch_size : 256,
 		(double)c->o.lr, c->o.seed,
 		rf_trainer_batches(t));
@@ -533,7 +575,7 @@ static int train_epochs(const struct cli *c, struct rf_trainer *t, FILE *mf, str
 		if (rf_trainer_epoch(t, &run->st) < 0) {
 			if (c->tty && !c->quiet)
 				fputc('\n', c->out);
-			rf_cli_say("rf-train", "epoch %u: %s", rf_trainer_epochs_done(t) + 1,
+			rf_cli_say(prog, "epoch %u: %s", rf_trainer_epochs_done(t) + 1,
 				   rf_trainer_last_error(t));
 			return 1;
 		}
@@ -543,8 +585,8 @@ static int train_epochs(const struct cli *c, struct rf_trainer *t, FILE *mf, str
 		run->tot_s += run->st.seconds;
 		run->tot_n += (double)run->st.samples;
 		run->ran++;
-		if (c->checkpoint && rf_trainer_save(t, c->checkpoint) < 0) {
-			rf_cli_say("rf-train", "checkpoint: %s", rf_trainer_last_error(t));
+		if (c->checkpoint && c->rank == 0 && rf_trainer_save(t, c->checkpoint) < 0) {
+			rf_cli_say(prog, "checkpoint: %s", rf_trainer_last_error(t));
 			return 1;
 		}
 	}
@@ -557,7 +599,7 @@ static int evaluate_only(const struct cli *c, struct rf_trainer *t, struct run *
 	run->st.epoch = rf_trainer_epochs_done(t);
 	run->st.train_loss = run->st.train_acc = -1;
 	if (rf_trainer_evaluate(t, &run->st.test_acc, &run->st.test_loss) < 0) {
-		rf_cli_say("rf-train", "%s", rf_trainer_last_error(t));
+		rf_cli_say(prog, "%s", rf_trainer_last_error(t));
 		return 1;
 	}
 	fprintf(c->out, "nothing to train (%u epochs done): test acc %.4f\n", run->st.epoch,
@@ -608,6 +650,8 @@ static void print_json(const struct cli *c, const struct rf_trainer *t, const st
 		       c->max_inflight == UINT_MAX ? 0 : c->max_inflight ? c->max_inflight : 4096,
 		       c->o.window == RF_TRAIN_WINDOW_NONE ? 0 : c->o.window ? c->o.window : 2,
 		       c->o.barrier_every);
+	printf(", \"world_size\": %d, \"param_hash\": \"%016" PRIx64 "\"", c->dist ? c->world : 1,
+	       st->param_hash);
 	printf(", \"samples_per_s\": %.1f}\n", run->tot_s > 0 ? run->tot_n / run->tot_s : 0.0);
 }
 
@@ -621,19 +665,19 @@ static int run_training(struct cli *c, struct rf_engine *eng, struct rf_trainer 
 	int rc;
 
 	if (rf_trainer_create(tp, eng, &c->o) < 0) {
-		rf_cli_say("rf-train", "%s", rf_last_error());
+		rf_cli_say(prog, "%s", rf_last_error());
 		return 1;
 	}
 	t = *tp;
 	if (c->resume) {
 		if (rf_trainer_load(t, c->checkpoint) < 0) {
-			rf_cli_say("rf-train", "cannot resume: %s", rf_trainer_last_error(t));
+			rf_cli_say(prog, "cannot resume: %s", rf_trainer_last_error(t));
 			return 1;
 		}
 		fprintf(c->out, "resumed from %s after epoch %u\n", c->checkpoint,
 			rf_trainer_epochs_done(t));
 	}
-	if (c->metrics && open_metrics(c, mf) < 0)
+	if (c->metrics && c->rank == 0 && open_metrics(c, mf) < 0)
 		return 1;
 	run->secs = calloc(c->epochs + 1, sizeof(double));
 	run->sps = calloc(c->epochs + 1, sizeof(double));
@@ -646,8 +690,49 @@ static int run_training(struct cli *c, struct rf_engine *eng, struct rf_trainer 
 		return rc;
 	if (c->stats)
 		print_stats(c, eng, &es);
-	if (c->json)
+	if (c->json && c->rank == 0)
 		print_json(c, t, run, &es);
+	return 0;
+}
+
+/* The watchdog fired: a collective has been outstanding --dist-timeout seconds. */
+static void on_stall(void *ctx, const struct rf_comm_stall *st, const char *msg)
+{
+	(void)ctx;
+	(void)st;
+	rf_cli_say(prog, "--dist-timeout: %s", msg);
+	fflush(NULL);
+	_exit(1);
+}
+
+/* --dist mpi: the comm (MPI starts on its stream); rank 0 alone prints and writes
+ * (its trace starts here, once the rank is known). 0 or the exit status. */
+static int start_dist(struct cli *c, struct rf_engine *eng, struct rf_comm **comm)
+{
+	struct rf_comm_opts co = { .check = -1, .timeout_s = c->dist_timeout,
+				   .on_stall = on_stall };
+	int ret;
+
+	if ((ret = rf_comm_create(eng, &co, comm)) < 0) {
+		rf_cli_say(prog, "--dist mpi: %s", rf_last_error());
+		return 1;
+	}
+	c->rank = rf_comm_rank(*comm);
+	c->world = rf_comm_size(*comm);
+	snprintf(prog, sizeof(prog), "rf-train[rank %d]", c->rank);
+	if (c->rank == 0) {
+		if (c->trace && (ret = rf_engine_trace_start(eng, c->trace)) < 0) {
+			rf_cli_say(prog, "--trace %s: %s", c->trace, strerror(-ret));
+			return 1;
+		}
+		return 0;
+	}
+	c->quiet = 1;
+	c->json = 0;
+	if (!(c->out = fopen("/dev/null", "w"))) {
+		rf_cli_say(prog, "/dev/null: %s", strerror(errno));
+		return 1;
+	}
 	return 0;
 }
 
@@ -658,6 +743,7 @@ int main(int argc, char **argv)
 	struct rf_engine *eng = NULL;
 	struct rf_engine_opts eo = { 0 };
 	struct rf_trainer *t = NULL;
+	struct rf_comm *comm = NULL;
 	struct run run = { 0 };
 	FILE *mf = NULL;
 	int ret, rc = 1;
@@ -669,34 +755,45 @@ int main(int argc, char **argv)
 		if (ret == -EBADMSG) /* RF_FAULT_INJECT malformed: the ring's one line says why */
 			rf_cli_log_stderr(RF_LOG_ERROR, rf_last_error(), NULL);
 		else
-			rf_cli_say("rf-train", "cannot create the io_uring ring: %s", strerror(-ret));
+			rf_cli_say(prog, "cannot create the io_uring ring: %s", strerror(-ret));
 		return 1;
 	}
 	eo.max_inflight = c.max_inflight;
 	if ((ret = rf_engine_create(&eng, ring, &eo)) < 0) {
-		rf_cli_say("rf-train", "cannot create the engine: %s", strerror(-ret));
+		rf_cli_say(prog, "cannot create the engine: %s", strerror(-ret));
 		goto out;
 	}
 	/* Started here and stopped before the devices close, so that every stream's track
 	 * has its name (a trace written by rf_engine_destroy has lost them). */
-	if (c.trace && (ret = rf_engine_trace_start(eng, c.trace)) < 0) {
-		rf_cli_say("rf-train", "--trace %s: %s", c.trace, strerror(-ret));
+	if (c.trace && !c.dist && (ret = rf_engine_trace_start(eng, c.trace)) < 0) {
+		rf_cli_say(prog, "--trace %s: %s", c.trace, strerror(-ret));
 		goto out;
 	}
+	if (c.dist && (rc = start_dist(&c, eng, &comm)))
+		goto out;
+	c.o.comm = comm;
 	rc = run_training(&c, eng, &t, &mf, &run);
+	/* A failed rank leaves at once: its peers may sit in a collective that will never
+	 * complete, and MPI_Finalize would wait for them. mpirun ends the job when a rank
+	 * exits without finalizing. */
+	if (comm && rc) {
+		fflush(NULL);
+		_exit(rc);
+	}
 out:
 	if (mf)
 		fclose(mf);
 	free(run.secs);
 	free(run.sps);
-	if (eng && c.trace) {
+	if (eng && c.trace && c.rank == 0) {
 		rf_engine_wait_all(eng);
 		if ((ret = rf_engine_trace_stop(eng)) < 0) {
-			rf_cli_say("rf-train", "--trace %s: %s", c.trace, strerror(-ret));
+			rf_cli_say(prog, "--trace %s: %s", c.trace, strerror(-ret));
 			rc = 1;
 		}
 	}
 	rf_trainer_destroy(t);
+	rf_comm_destroy(comm);
 	if (eng)
 		rf_engine_destroy(eng);
 	rf_ring_destroy(ring);

@@ -111,6 +111,8 @@ static int rf__make_loader(struct rf_trainer *t, const struct rf_dataset *ds, in
 	lo.drop_last = 0;
 	lo.devices = t->dev;
 	lo.ndevices = t->K;
+	lo.shard_base = t->rank * t->K;      /* several processes: this rank's shards */
+	lo.shard_total = t->K * t->P;
 	lo.host = t->host;
 	lo.scale = 1.0f / 255.0f;   /* x = pixel / 255, as d2l's ToTensor (no normalisation) */
 	lo.in_memory = t->o.in_memory;

@@ -26,6 +26,8 @@ unsigned rf__auto_streams(const struct rf_trainer *t)
 		return 1;
 	if (sched_getaffinity(0, sizeof(set), &set) == 0)
 		cores = CPU_COUNT(&set);
+	if (t->comm)          /* the ranks on this machine share its cores */
+		cores /= rf_comm_local_size(t->comm) > 0 ? rf_comm_local_size(t->comm) : 1;
 	return cores >= 2 ? 2 : 1;
 }
 
@@ -60,9 +62,25 @@ static int rf__open_cuda(struct rf_trainer *t)
 	return 0;
 }
 
+/* With a comm and no --threads: the machine's cores split between its ranks and
+ * then between each rank's compute streams (else the devices' policy). */
+static int rf__blas_threads(const struct rf_trainer *t)
+{
+	cpu_set_t set;
+	int cores = 1, local;
+
+	if (t->o.blas_threads || !t->comm)
+		return t->o.blas_threads;
+	if (sched_getaffinity(0, sizeof(set), &set) == 0)
+		cores = CPU_COUNT(&set);
+	local = rf_comm_local_size(t->comm) > 0 ? rf_comm_local_size(t->comm) : 1;
+	cores = cores / local / (int)(t->K * t->nstreams);
+	return cores > 1 ? cores : 1;
+}
+
 static int rf__open_cpus(struct rf_trainer *t)
 {
-	struct rf_cpu_opts co = { .streams = t->nstreams, .blas_threads = t->o.blas_threads };
+	struct rf_cpu_opts co = { .streams = t->nstreams, .blas_threads = rf__blas_threads(t) };
 	unsigned r;
 	int ret;
 
@@ -143,6 +161,8 @@ int rf__make_kvstore(struct rf_trainer *t)
 	ret = rf_kv_create(&t->kv, t->eng, t->dev, ks, t->K);
 	for (k = 0; ret == 0 && k < t->spec->ntensors; k++)
 		ret = rf_kv_init(t->kv, (int)k, t->rep[0]->g[k]);
+	if (ret == 0 && t->comm)
+		ret = rf_kv_set_comm(t->kv, t->comm);
 	if (ret < 0) {
 		rf__trainer_msg(t, "cannot create the key-value store: %s", strerror(-ret));
 		return ret;

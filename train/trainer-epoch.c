@@ -1,5 +1,7 @@
 /* train/trainer-epoch.c -- a training epoch and an evaluation of the test set: clear
  * the result slots, one pass over the loader, then read the slots back once. */
+#include <errno.h>
+#include <inttypes.h>
 #include <string.h>
 #include <time.h>
 
@@ -26,6 +28,8 @@ static int rf__evaluate(struct rf_trainer *t, double *acc, double *loss)
 		ret = rf__pass(t, t->test_ld, &t->eq, t->evals++, 0);
 	for (r = 0; r < t->K && ret == 0; r++)
 		ret = rf__slots_sum(&t->te[r], nb, &l, &c);
+	if (ret == 0)
+		ret = rf__dist_sum(t, &l, &c);
 	if (ret < 0) {
 		if (!t->msg[0])
 			rf__trainer_msg(t, "evaluation failed: %s%s%s", strerror(-ret),
@@ -54,6 +58,8 @@ static int rf__train_pass(struct rf_trainer *t, double *l, uint64_t *c)
 		ret = rf_tensor_wait(t->rep[r]->params);
 	for (r = 0; r < t->K && ret == 0; r++)
 		ret = rf__slots_sum(&t->tr[r], nb, l, c);
+	if (ret == 0)
+		ret = rf__dist_sum(t, l, c);
 	if (ret < 0 && !t->msg[0]) {
 		const char *op = NULL;
 		rf_var_error(t->rep[0]->params->var, &op);
@@ -62,6 +68,33 @@ static int rf__train_pass(struct rf_trainer *t, double *l, uint64_t *c)
 				rf_loader_last_error(t->train_ld));
 	}
 	return ret;
+}
+
+/* The parameters' hash; with several processes, equal on every rank (min = max). */
+static int rf__check_replicas(struct rf_trainer *t, uint64_t *hash)
+{
+	uint64_t v[2];
+	int ret = rf__params_hash(t, hash);
+
+	if (ret < 0) {
+		rf__trainer_msg(t, "reading the parameters back failed: %s", strerror(-ret));
+		return ret;
+	}
+	if (t->P == 1)
+		return 0;
+	v[0] = *hash;
+	v[1] = ~*hash;
+	if ((ret = rf_comm_allreduce_host(t->comm, v, 2, RF_COMM_U64, RF_COMM_MIN, 1)) < 0) {
+		rf__trainer_msg(t, "comparing the replicas failed: %s", rf_comm_last_error(t->comm));
+		return ret;
+	}
+	if (v[0] != ~v[1]) {
+		rf__trainer_msg(t, "the replicas differ after epoch %u: parameter hashes range from "
+				"%016" PRIx64 " to %016" PRIx64 " over the %u processes (this rank, %u: "
+				"%016" PRIx64 ")", t->epochs_done, v[0], ~v[1], t->P, t->rank, *hash);
+		return -EPROTO;
+	}
+	return 0;
 }
 
 static int rf__epoch(struct rf_trainer *t, struct rf_epoch_stats *st)
@@ -82,6 +115,8 @@ static int rf__epoch(struct rf_trainer *t, struct rf_epoch_stats *st)
 	st->train_acc = (double)c / (double)st->samples;
 	st->samples_per_s = st->seconds > 0 ? (double)st->samples / st->seconds : 0;
 	st->test_acc = st->test_loss = -1;
+	if ((ret = rf__check_replicas(t, &st->param_hash)) < 0)
+		return ret;
 	if (!t->o.no_eval) {
 		t0 = rf__now();
 		ret = rf__evaluate(t, &st->test_acc, &st->test_loss);

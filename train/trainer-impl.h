@@ -45,6 +45,13 @@ struct rf_trainer {
 	struct rf_device *host;                 /* CUDA: a CPU device for staging */
 	struct rf_model *rep[RF_TRAIN_MAX_DEVICES];
 	struct rf_kvstore *kv;
+	struct rf_comm *comm;                   /* borrowed; NULL: one process */
+	unsigned P, rank;                       /* processes, ours */
+	unsigned bucket_lo[RF_MODEL_MAX_LAYERS]; /* layer l's bucket is layers
+						 * bucket_lo[l]..(its top) */
+	int todo;                               /* the highest layer whose gradients this
+						 * iteration has not reduced yet */
+	const struct rf_batch *cur;             /* the batch being pushed */
 	struct rf_prng *prng;
 	struct rf_dataset train_ds, test_ds;    /* opened (owned) */
 	struct rf_dataset train_view, test_view; /* limited copies the loaders read */
@@ -88,6 +95,15 @@ int rf__slots_make(struct rf__slots *sl, struct rf_device *d, uint64_t nb, const
 void rf__epoch_slots_free(struct rf__slots *sl);
 int rf__slots_clear(struct rf__slots *sl, struct rf_stream *s);
 int rf__slots_sum(struct rf__slots *sl, uint64_t nb, double *loss, uint64_t *corr);
+
+/* trainer-grad.c: from gradients to the update when they are summed (K > 1 or a
+ * comm); one process, one device: rf__sgd_hook. */
+int rf__reduces(const struct rf_trainer *t);
+void rf__make_buckets(struct rf_trainer *t);
+int rf__grad_hook(void *ctx, struct rf_model *m, unsigned layer);
+int rf__reduce_through(struct rf_trainer *t, int layer);
+int rf__params_hash(struct rf_trainer *t, uint64_t *h);
+int rf__dist_sum(struct rf_trainer *t, double *l, uint64_t *c);
 
 /* trainer-step.c */
 int rf__window_wait(struct rf_trainer *t);

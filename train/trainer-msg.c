@@ -2,6 +2,7 @@
  * failing call's (rf_trainer_last_error, rf_last_error). */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "trainer-impl.h"
 
@@ -16,8 +17,14 @@ void rf__trainer_msg(struct rf_trainer *t, const char *fmt, ...)
 
 int rf__trainer_end(struct rf_trainer *t, int ret)
 {
+	const char *ce = t->comm ? rf_comm_last_error(t->comm) : "";
+
 	if (ret >= 0)
 		return ret;
+	/* a failed collective poisons what follows it: its own message says which */
+	if (ce[0] && !strstr(t->msg, ce))
+		return rf__fail_into(t->last_error, sizeof(t->last_error), ret, "%s; comm: %s",
+				     t->msg, ce);
 	return rf__fail_into(t->last_error, sizeof(t->last_error), ret, "%s", t->msg);
 }
 

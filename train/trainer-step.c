@@ -1,6 +1,6 @@
 /* train/trainer-step.c -- one iteration, pushed and not waited for: the window wait,
- * each replica's forward and backward pass, the gradient reduction across replicas
- * and the SGD update, and the end-of-iteration marker. Evaluation's iteration is the
+ * each replica's forward and backward pass (the gradients' reduction and the SGD
+ * update are pushed from its hook: trainer-grad.c), and the end-of-iteration marker. Evaluation's iteration is the
  * forward pass and the marker. */
 #include <errno.h>
 
@@ -60,58 +60,6 @@ static int rf__sgd_hook(void *ctx, struct rf_model *m, unsigned layer)
 	return rf_model_sgd_layer(m, layer, t->lr);
 }
 
-/* Uneven shards: make sum_r g_r / K the batch mean (g_r is the mean over n_r rows),
- * by scaling g_r by K*n_r/n (an empty shard's gradient is zeroed). */
-static int rf__scale_uneven(struct rf_trainer *t, const struct rf_batch *b)
-{
-	unsigned r;
-	int ret;
-
-	for (r = 0; r < t->K; r++) {
-		if ((uint64_t)b->shard_n[r] * t->K != b->n) {
-			float c = (float)((double)b->shard_n[r] * t->K / b->n);
-			ret = b->shard_n[r] ? rf_scale(t->rep[r]->s, t->rep[r]->grads, c)
-					    : rf_fill(t->rep[r]->s, t->rep[r]->grads, 0.0f);
-			if (ret < 0)
-				return ret;
-		}
-	}
-	return 0;
-}
-
-/* Parameter tensor k: kv push of the K gradients (summed on the key's home), kv pull
- * of the sum into every replica's gradient, SGD on every replica. */
-static int rf__reduce_tensor(struct rf_trainer *t, int k)
-{
-	struct rf_tensor *g[RF_TRAIN_MAX_DEVICES];
-	unsigned r;
-	int ret;
-
-	for (r = 0; r < t->K; r++)
-		g[r] = t->rep[r]->g[k];
-	if ((ret = rf_kv_push(t->kv, k, g, t->K)) < 0 ||
-	    (ret = rf_kv_pull(t->kv, k, g, t->K)) < 0)
-		return ret;
-	for (r = 0; r < t->K; r++)
-		if ((ret = rf_sgd(t->rep[r]->s, t->rep[r]->p[k], t->rep[r]->g[k], t->lr, 0.0f)) < 0)
-			return ret;
-	return 0;
-}
-
-/* K > 1: every parameter tensor, last first, so that the reduction of the last layers
- * runs while the replicas' backward passes go on with the earlier ones. */
-static int rf__reduce_and_step(struct rf_trainer *t, const struct rf_batch *b)
-{
-	int k, ret;
-
-	if ((ret = rf__scale_uneven(t, b)) < 0)
-		return ret;
-	for (k = (int)t->spec->ntensors - 1; k >= 0; k--)
-		if ((ret = rf__reduce_tensor(t, k)) < 0)
-			return ret;
-	return 0;
-}
-
 /* Each replica's forward pass on its shard; the activations kept for backward. */
 static int rf__forward_all(struct rf_trainer *t, const struct rf_batch *b,
 			   struct rf_model_acts **acts)
@@ -129,8 +77,9 @@ static int rf__forward_all(struct rf_trainer *t, const struct rf_batch *b,
 	return ret;
 }
 
-/* Each replica's backward pass (K = 1: with the SGD hook); after a failed forward the
- * activations are only freed. */
+/* Each replica's backward pass, with the SGD hook (one replica, one process) or the
+ * reduction hook (trainer-grad.c); after a failed forward the activations are only
+ * freed. */
 static int rf__backward_all(struct rf_trainer *t, struct rf_model_acts **acts, int ret)
 {
 	unsigned r;
@@ -139,7 +88,8 @@ static int rf__backward_all(struct rf_trainer *t, struct rf_model_acts **acts, i
 		if (!acts[r])
 			continue;
 		if (ret == 0)
-			ret = rf_model_backward(t->rep[r], acts[r], t->K == 1 ? rf__sgd_hook : NULL, t);
+			ret = rf_model_backward(t->rep[r], acts[r],
+						rf__reduces(t) ? rf__grad_hook : rf__sgd_hook, t);
 		else
 			rf_model_acts_destroy(acts[r]);
 	}
@@ -151,9 +101,12 @@ int rf__train_iter(struct rf_trainer *t, const struct rf_batch *b)
 	struct rf_model_acts *acts[RF_TRAIN_MAX_DEVICES] = { 0 };
 	int ret;
 
+	t->cur = b;
+	t->todo = (int)t->spec->nlayers - 1;
 	ret = rf__backward_all(t, acts, rf__forward_all(t, b, acts));
-	if (ret == 0 && t->K > 1)
-		ret = rf__reduce_and_step(t, b);
+	/* buckets no hook reached (the last replica's shard was empty) */
+	if (ret == 0 && rf__reduces(t))
+		ret = rf__reduce_through(t, 0);
 	if (ret == 0)
 		t->steps++;
 	return ret < 0 ? ret : rf__push_marker(t, 1, t->tr, b->index);

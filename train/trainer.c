@@ -37,12 +37,18 @@ static int rf__check_opts(struct rf_trainer *t)
 		return -EINVAL;
 	}
 	t->K = t->o.devices ? t->o.devices : 1;
-	if (t->K > RF_TRAIN_MAX_DEVICES || t->K > t->o.batch_size) {
-		rf__trainer_msg(t, "--devices %u: expected 1..%d and at most the batch size (%u)",
-				t->K, RF_TRAIN_MAX_DEVICES, t->o.batch_size);
+	t->comm = t->o.comm;
+	t->P = t->comm ? (unsigned)rf_comm_size(t->comm) : 1;
+	t->rank = t->comm ? (unsigned)rf_comm_rank(t->comm) : 0;
+	if (t->K > RF_TRAIN_MAX_DEVICES || (uint64_t)t->K * t->P > t->o.batch_size) {
+		rf__trainer_msg(t, "--devices %u: expected 1..%d, and devices x processes (%u x %u) "
+				"at most the batch size (%u)", t->K, RF_TRAIN_MAX_DEVICES, t->K,
+				t->P, t->o.batch_size);
 		return -EINVAL;
 	}
-	t->lr = t->o.lr / (float)t->K;
+	/* the sum over K*P shards of their mean gradients, as one batch mean */
+	t->lr = t->o.lr / (float)(t->K * t->P);
+	rf__make_buckets(t);
 	t->nstreams = t->o.streams ? t->o.streams : rf__auto_streams(t);
 	if (t->o.window == RF_TRAIN_WINDOW_NONE) {
 		t->window = 0;

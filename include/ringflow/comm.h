@@ -18,9 +18,26 @@ extern "C" {
 
 struct rf_comm;
 
+/* The watchdog's report: a collective has been running for `seconds`. */
+struct rf_comm_stall {
+	uint64_t seq;           /* its sequence number */
+	uint32_t key;
+	size_t bytes;
+	double seconds;
+	const char *what;       /* "allreduce" */
+};
+/* Called on the reactor thread when a collective has been outstanding longer than the
+ * timeout. A blocking MPI call cannot be taken back: the callback ends the process
+ * (after saying so); if it returns, the comm logs the message and calls _exit(124). */
+typedef void (*rf_comm_stall_fn)(void *ctx, const struct rf_comm_stall *st, const char *msg);
+
 struct rf_comm_opts {
 	int check;      /* 1: compare (sequence, key, bytes) across ranks before every
 			 * collective; 0: off; -1: the RF_DIST_CHECK environment variable */
+	double timeout_s;          /* > 0: the watchdog (a ring timer) fires when one
+				    * collective has run this long; 0: no watchdog */
+	rf_comm_stall_fn on_stall; /* NULL: log the message, then _exit(124) */
+	void *stall_ctx;
 };
 
 /* Start the comm stream and MPI on it (MPI_THREAD_FUNNELED), waiting for the init.
@@ -32,8 +49,11 @@ void rf_comm_destroy(struct rf_comm *c);
 
 int rf_comm_rank(const struct rf_comm *c);
 int rf_comm_size(const struct rf_comm *c);
-/* The ring's node-local rank (OMPI_COMM_WORLD_LOCAL_RANK, else LOCAL_RANK, else 0). */
+/* This rank's place among the ranks on its machine (MPI_COMM_TYPE_SHARED; where that
+ * fails: OMPI_COMM_WORLD_LOCAL_RANK, else LOCAL_RANK, else 0), and how many there
+ * are: to choose a GPU and split the cores. */
 int rf_comm_local_rank(const struct rf_comm *c);
+int rf_comm_local_size(const struct rf_comm *c);
 struct rf_stream *rf_comm_stream(const struct rf_comm *c);
 
 /* Push a sum of t (f32 or i32, on a CPU device) over every rank, in place. key names
@@ -42,6 +62,22 @@ struct rf_stream *rf_comm_stream(const struct rf_comm *c);
  * variable). Returns 0 or -EINVAL (the op was not pushed); a failed collective fails
  * the op (poisoning t) with its message in rf_comm_last_error(). */
 int rf_comm_allreduce(struct rf_comm *c, struct rf_tensor *t, uint32_t key);
+
+enum rf_comm_dtype { RF_COMM_F64 = 0, RF_COMM_U64 = 1 };
+enum rf_comm_reduce { RF_COMM_SUM = 0, RF_COMM_MIN = 1, RF_COMM_MAX = 2 };
+
+/* Reduce n host values in buf (the caller's) over every rank, in place, and wait for
+ * it: for small things the reactor needs now (metrics, parameter hashes). Ordered
+ * after every collective pushed before it. Returns 0 or -errno (the message in
+ * rf_comm_last_error() and rf_last_error()). */
+int rf_comm_allreduce_host(struct rf_comm *c, void *buf, size_t n, enum rf_comm_dtype dt,
+			   enum rf_comm_reduce op, uint32_t key);
+
+/* One collective over ts[0..n-1] (n <= 64): adjacent views of one block in ascending
+ * order (a bucket of gradients), summed as one range in place: no fusion copy. The
+ * alignment padding between views is summed too. Otherwise as rf_comm_allreduce. */
+int rf_comm_allreduce_span(struct rf_comm *c, struct rf_tensor *const *ts, unsigned n,
+			   uint32_t key);
 
 /* Wait until every collective pushed so far has run; their first error, or 0. */
 int rf_comm_wait(struct rf_comm *c);

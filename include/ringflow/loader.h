@@ -31,6 +31,12 @@ struct rf_loader_opts {
 	/* Shard i of every batch goes to devices[i] (data parallel). ndevices 1..16. */
 	struct rf_device *const *devices;
 	unsigned ndevices;
+	/* Several processes: a batch is cut into shard_total shards (rows [n*i/T,
+	 * n*(i+1)/T) of its n records, so sizes differ by at most one) and this loader
+	 * delivers shards shard_base .. shard_base+ndevices-1 of them, reading only their
+	 * records. Every process uses the same seed, so all see the same order.
+	 * shard_total 0: ndevices (this loader delivers the whole batch). */
+	unsigned shard_base, shard_total;
 	/* A CPU device for host staging tensors; needed when a device is CUDA. NULL:
 	 * devices[0] (which must then be a CPU device). Borrowed. */
 	struct rf_device *host;
@@ -53,7 +59,9 @@ struct rf_loader_opts {
 struct rf_batch {
 	uint64_t epoch;           /* 0-based */
 	uint64_t index;           /* batch number within the epoch */
-	unsigned n;               /* records in the batch (<= opts.batch) */
+	unsigned n;               /* records this loader delivers (sum of shard_n) */
+	unsigned global_n;        /* records of the whole batch, every shard_total shard
+				   * (<= opts.batch; == n without shard_total) */
 	unsigned nshards;
 	unsigned shard_n[RF_LOADER_MAX_SHARDS];      /* records of each shard, sum n */
 	struct rf_tensor *x[RF_LOADER_MAX_SHARDS];   /* (shard_n, record shape...) f32 */

@@ -12,6 +12,7 @@
 #include "engine.h"
 #include "device.h"
 #include "model.h"
+#include "comm.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -33,6 +34,8 @@ struct rf_epoch_stats {
 				  * parameter write), evaluation excluded as in d2l */
 	double eval_seconds;     /* wall time of the test-set evaluation */
 	double samples_per_s;    /* samples / seconds */
+	uint64_t param_hash;     /* FNV-1a 64 of replica 0's parameter block after the
+				  * epoch (with a comm: checked equal on every rank) */
 };
 
 /* Progress (optional): after every pushed batch; loss is the running mean training
@@ -71,6 +74,13 @@ struct rf_train_opts {
 				    * set), wait for all work (rf_engine_wait_all), like d2l's
 				    * per-batch .item()/wait_to_read() barrier. 0: never.
 				    * Changes timing only, never results */
+	struct rf_comm *comm;      /* several processes (borrowed; NULL: this one only): the
+				    * global batch is cut into devices x size shards, this
+				    * rank reads and trains its own; gradients are summed over
+				    * every rank (train/README.md, "several processes") */
+	unsigned bucket_kb;        /* with a comm and one device: reduce contiguous layers'
+				    * gradients together until a bucket holds this many KiB
+				    * (0: one layer's weight and bias per collective) */
 	rf_train_progress_fn progress;  /* optional */
 	void *progress_ctx;
 };

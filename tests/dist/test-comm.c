@@ -9,6 +9,10 @@
  *   test-comm kv                  the kv-store's distributed mode: a pull returns the
  *                                 sum over ranks, local values and pushes (the seeds'
  *                                 (key, value) store, sum over workers and devices)
+ *   test-comm span                one collective over adjacent views of one block (a
+ *                                 gradient bucket, padding between them): exact sums;
+ *                                 views out of order or of two blocks refused; and
+ *                                 the host reductions (sum, min, max; f64, u64)
  *   test-comm misorder SEED       with the order check on, rank 1 pushes two keys
  *                                 swapped: every rank must fail with -EPROTO and a
  *                                 message naming both sides, and none may hang */
@@ -239,6 +243,66 @@ static int run_kv(void)
 	return 0;
 }
 
+static int run_span(void)
+{
+	struct rf_ring *ring;
+	struct rf_engine *e;
+	struct rf_device *cpu;
+	struct rf_comm *c;
+	struct rf_tensor *blk, *other, *v[3];
+	struct fill f[3];
+	/* views at 0, 1000 (after 3 floats of padding) and 2000 */
+	static const size_t off[3] = { 0, 1000, 2000 };
+	static const int64_t len[3] = { 997, 1000, 500 };
+	int rank, P;
+
+	setup(&ring, &e, &cpu, &c, 1);
+	rank = rf_comm_rank(c);
+	P = rf_comm_size(c);
+	CHECK_OK(rf_tensor_create(cpu, RF_F32, "blk", RF_DIMS(2500), &blk));
+	CHECK_OK(rf_tensor_create(cpu, RF_F32, "other", RF_DIMS(100), &other));
+	for (int k = 0; k < 3; k++) {
+		CHECK_OK(rf_tensor_view(blk, off[k], RF_F32, "v", 1, &len[k], &v[k]));
+		f[k] = (struct fill){ v[k], rank, k, 0 };
+		CHECK_OK(rf_engine_push_simple(e, fill_fn, &f[k], NULL, 0, &v[k]->var, 1, NULL,
+					       "produce"));
+	}
+	CHECK_OK(rf_comm_allreduce_span(c, v, 3, 7));
+	/* refused, nothing pushed: out of order, and views of two blocks */
+	struct rf_tensor *rev[2] = { v[1], v[0] }, *two[2] = { v[2], other };
+	CHECK_EQ(rf_comm_allreduce_span(c, rev, 2, 8), -EINVAL);
+	CHECK_EQ(rf_comm_allreduce_span(c, two, 2, 9), -EINVAL);
+	CHECK_OK(rf_comm_wait(c));
+	CHECK_EQ(rf_comm_seq(c), 1);
+	for (int k = 0; k < 3; k++) {
+		CHECK_OK(rf_engine_wait_var(e, v[k]->var));
+		for (int64_t i = 0; i < len[k]; i++) {
+			long want = (long)(k + 1) * P * (P + 1) / 2 + (long)P * (long)(i % 7);
+			CHECK_EQ((long)((float *)v[k]->data)[i], want);
+		}
+	}
+	/* host reductions: ordered with the others, waited for */
+	double d[2] = { rank + 0.5, 1.0 };
+	uint64_t u[2] = { (uint64_t)rank * 10 + 3, ~((uint64_t)rank * 10 + 3) };
+	CHECK_OK(rf_comm_allreduce_host(c, d, 2, RF_COMM_F64, RF_COMM_SUM, 1));
+	CHECK(d[0] == P * (P - 1) / 2.0 + 0.5 * P && d[1] == P);
+	CHECK_OK(rf_comm_allreduce_host(c, u, 2, RF_COMM_U64, RF_COMM_MIN, 2));
+	CHECK(u[0] == 3 && ~u[1] == (uint64_t)(P - 1) * 10 + 3);
+	u[0] = (uint64_t)rank;
+	CHECK_OK(rf_comm_allreduce_host(c, u, 1, RF_COMM_U64, RF_COMM_MAX, 3));
+	CHECK_EQ(u[0], (uint64_t)(P - 1));
+	CHECK_EQ(rf_comm_allreduce_host(c, u, 0, RF_COMM_U64, RF_COMM_MAX, 3), -EINVAL);
+	CHECK_EQ(rf_comm_seq(c), 4);
+	printf("rank %d of %d: a span of 3 views in one collective, host sum/min/max exact\n",
+	       rank, P);
+	for (int k = 0; k < 3; k++)
+		rf_tensor_destroy(v[k]);
+	rf_tensor_destroy(blk);
+	rf_tensor_destroy(other);
+	teardown(ring, e, cpu, c);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "--has-mpi"))
@@ -247,8 +311,10 @@ int main(int argc, char **argv)
 		return run_ok(strtoull(argv[2], NULL, 0), atoi(argv[3]));
 	if (argc == 2 && !strcmp(argv[1], "kv"))
 		return run_kv();
+	if (argc == 2 && !strcmp(argv[1], "span"))
+		return run_span();
 	if (argc == 3 && !strcmp(argv[1], "misorder"))
 		return run_misorder();
-	fprintf(stderr, "usage: test-comm --has-mpi | ok SEED NKEYS | misorder SEED\n");
+	fprintf(stderr, "usage: test-comm --has-mpi | ok SEED NKEYS | kv | span | misorder SEED\n");
 	return 2;
 }

@@ -29,5 +29,7 @@ done
 run 4 ok 3 24 || { echo "FAIL: 4 ranks"; fail=1; }
 run 2 kv || { echo "FAIL: kv-store, 2 ranks"; fail=1; }
 run 3 kv || { echo "FAIL: kv-store, 3 ranks"; fail=1; }
+run 2 span || { echo "FAIL: span and host collectives, 2 ranks"; fail=1; }
+run 3 span || { echo "FAIL: span and host collectives, 3 ranks"; fail=1; }
 run 2 misorder 1 || { echo "FAIL: the misordered program was not refused on every rank"; fail=1; }
 exit $fail
