@@ -534,7 +534,7 @@ static void print_header(const struct cli *c, const struct rf_trainer *t)
 		c->o.device, rf_trainer_replicas(t), rf_trainer_streams(t),
 		rf_trainer_streams(t) > 1 ? "s" : "");
 	if (c->dist)
-		fprintf(c->out, " x %d processes (MPI)", c->world);
+		fprintf(c->out, " x %d process%s (MPI)", c->world, c->world == 1 ? "" : "es");
 	fprintf(c->out, ", batch %u, lr %g, seed %" PRIu64 ", %" PRIu64 " batches/epoch\n",
 		c->o.batch_size ? c->o.batch_size : 256,
 		(double)c->o.lr, c->o.seed,

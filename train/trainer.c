@@ -46,6 +46,12 @@ static int rf__check_opts(struct rf_trainer *t)
 				t->P, t->o.batch_size);
 		return -EINVAL;
 	}
+	if (t->comm && strcmp(t->device_kind, "cpu") != 0) {
+		rf__trainer_msg(t, "--device %s with several processes: collectives on GPU "
+				"tensors (NCCL) are not in yet; train on the CPU, or in one process",
+				t->device_kind);
+		return -ENOTSUP;
+	}
 	/* the sum over K*P shards of their mean gradients, as one batch mean */
 	t->lr = t->o.lr / (float)(t->K * t->P);
 	rf__make_buckets(t);

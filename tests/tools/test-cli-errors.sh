@@ -129,6 +129,14 @@ ints $R --prefetch 1 16
 ints $R --window 0 65536
 ints $R --barrier-every 0 4294967295
 ints $R --max-inflight 0 4294967294
+ints $R --bucket-kb 0 1048576
+for v in "" tcp MPI "mpi "; do bad $R --dist 2 "expected mpi" --dist "$v"; done
+bad $R --dist 2 "value" --dist
+for v in "" -1 x nan inf 1e7 " 5"; do
+	bad $R --dist-timeout 2 "expected seconds" --dist mpi --dist-timeout "$v"
+done
+bad $R --dist-timeout 2 "needs --dist mpi" --dist-timeout 5
+bad $R --dist-timeout 2 "value" --dist-timeout
 for v in "" "0" "-0.1" "1e-50" "1e-39" "nan" "inf" " 0.1" "0.1 " "+0.1" "0x1p-3" "1e7" \
 	 "1e400" "0.1.2" "1e" "."; do
 	bad $R --lr 2 "'$v' && 1e6" --lr "$v"
