@@ -105,7 +105,10 @@ static int rf__slots_alloc(struct rf_loader *l)
 	l->slots = calloc(l->nslots, sizeof(*l->slots));
 	if (!l->slots)
 		return rf__fail(-ENOMEM, "loader: %s", strerror(ENOMEM));
-	ret = rf_pinned_create(full * l->nfslots + tsz * l->ntail, &l->sarena);
+	/* a loader whose shards get no rows of any batch (more shards than records in a
+	 * batch) still maps a page: its slots are empty */
+	size_t total = full * l->nfslots + tsz * l->ntail;
+	ret = rf_pinned_create(total ? total : 4096, &l->sarena);
 	if (ret < 0)
 		return rf__fail(ret, "loader: cannot map %zu bytes of staging buffers: %s",
 				full * l->nfslots + tsz * l->ntail, strerror(-ret));

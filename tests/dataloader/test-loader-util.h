@@ -109,6 +109,7 @@ struct tl_run {
 	uint64_t nb, records, bad;
 	float scale, mean, std;
 	uint8_t *row;
+	unsigned base, T;        /* a loader of shards base.. of T per batch (T 0: all) */
 };
 
 static inline void tl_run_init(struct tl_run *r, const struct rf_dataset *ds)
@@ -192,6 +193,8 @@ static inline uint64_t tl_epoch(struct tl_env *v, struct rf_loader *l, struct tl
 				uint64_t *failed, const char *path)
 {
 	uint64_t nb = rf_loader_batches_per_epoch(l), t = 0, pos = 0, nfail = 0;
+	/* pos: the epoch position of the batch's first record; with shards of another
+	 * process's loaders, ours start global_n*base/T into it */
 	int ret;
 
 	free(r->b);
@@ -213,7 +216,8 @@ static inline uint64_t tl_epoch(struct tl_env *v, struct rf_loader *l, struct tl
 		struct tl_bctx *c = &r->b[t];
 		c->run = r;
 		c->b = b;
-		c->pos0 = pos;
+		c->pos0 = pos + (r->T ? (uint64_t)b.global_n * r->base / r->T : 0);
+		CHECK(r->T || b.global_n == b.n);
 		struct rf_tensor *rd[2 * RF_LOADER_MAX_SHARDS];
 		unsigned nrd = 0;
 		for (unsigned k = 0; k < b.nshards; k++) {
@@ -222,7 +226,7 @@ static inline uint64_t tl_epoch(struct tl_env *v, struct rf_loader *l, struct tl
 				rd[nrd++] = b.y[k];
 		}
 		CHECK(rf_host_op(NULL, tl_check_batch, c, rd, nrd, NULL, 0, "check") == 0);
-		pos += b.n;
+		pos += b.global_n;
 		t++;
 	}
 	CHECK_EQ(t, nb);
