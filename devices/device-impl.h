@@ -146,6 +146,7 @@ int rf__cuda_open(struct rf_engine *e, int ordinal, const struct rf_cuda_opts *o
 		  struct rf_device **out);
 /* Non-NULL for a stream made by the CUDA backend: its device stream. */
 struct rf__dstream *rf__cuda_dstream(const struct rf_stream *s);
+void *rf__cuda_stream_handle(const struct rf_stream *s);
 int rf__cuda_host_register(void *p, size_t bytes);  /* 1 registered, 0 not */
 void rf__cuda_host_unregister(void *p);
 

@@ -38,6 +38,11 @@ int rf_device_open(struct rf_engine *e, const char *spec, struct rf_device **out
 	return rf__fail(-EINVAL, "device '%s': expected cpu, cpu:N, cuda or cuda:N", spec);
 }
 
+void *rf_cuda_stream_handle(const struct rf_stream *s)
+{
+	return rf__cuda_stream_handle(s);
+}
+
 int rf_cuda_count(void)
 {
 	return rf__cuda_count();

@@ -7,6 +7,10 @@
 
 #include "comm.h"
 
+#define RF__COMM_MAXT 64          /* tensors in one span collective */
+
+struct rf__nccl;
+
 struct rf_comm {
 	struct rf_engine *eng;
 	struct rf_stream *stream;      /* the worker stream that owns MPI */
@@ -32,6 +36,18 @@ struct rf_comm {
 	 * collective SEQ, rank RANK kills itself, stops forever, or fails it. */
 	int fault_kind, fault_rank;    /* kind 0: none */
 	uint64_t fault_seq;
+
+	/* GPU tensors (rf_comm_use_gpu): NCCL on a CUDA stream of one GPU */
+	struct rf__nccl *nccl;
+	struct rf_device *gpu;
+	struct rf_stream *gstream;
 };
+
+/* nccl.c (or nccl-none.c): a span of GPU tensors, numel elements from ts[0]->data;
+ * abort the communicator (the watchdog, before the process ends); free it. */
+int rf__nccl_allreduce(struct rf_comm *c, struct rf_tensor *const *ts, unsigned n,
+		       size_t numel, uint32_t key);
+void rf__nccl_abort(struct rf_comm *c);
+void rf__nccl_destroy(struct rf_comm *c);
 
 #endif

@@ -216,7 +216,7 @@ static void rf__coll_done(void *arg, int status)
 	free(x);
 }
 
-#define RF__COLL_MAXT 64
+#define RF__COLL_MAXT RF__COMM_MAXT
 
 static int rf__push_coll(struct rf_comm *c, rf_op_fn fn, struct rf__coll *tmpl,
 			 struct rf_tensor *const *ts, unsigned nt, unsigned flags, const char *name)
@@ -281,6 +281,7 @@ static void rf__watchdog_cb(void *data, int64_t res)
 			 "bytes) has been outstanding for %.1f s (timeout %.1f s): a peer has "
 			 "stalled or died", c->rank, c->size, st.seq, st.key, st.bytes, secs,
 			 c->timeout_s);
+		rf__nccl_abort(c);   /* GPU collectives must not outlive the process's exit */
 		if (c->on_stall)
 			c->on_stall(c->stall_ctx, &st, msg);
 		rf__log(RF_LOG_ERROR, "%s", msg);
@@ -376,6 +377,7 @@ void rf_comm_destroy(struct rf_comm *c)
 		rf_ring_cancel(rf_engine_ring(c->eng), c->timer_id);
 		rf_ring_run_until(rf_engine_ring(c->eng), rf__timer_gone, c, 0);
 	}
+	rf__nccl_destroy(c);
 	if (rf__push_coll(c, rf__fini_fn, NULL, NULL, 0, RF_OP_ALWAYS, "mpi_finalize") == 0)
 		rf_engine_wait_var(c->eng, c->order);
 	rf_stream_destroy(c->stream);   /* waits for what else runs on it */
@@ -398,9 +400,9 @@ static ssize_t rf__span(struct rf_tensor *const *ts, unsigned n, uint32_t key)
 	const struct rf_tensor *t0 = ts[0], *last = ts[n - 1];
 	size_t es = rf_tdtype_size(t0->dtype);
 
-	if (rf_device_kind(t0->dev) != RF_DEVICE_CPU || (t0->dtype != RF_F32 && t0->dtype != RF_I32))
-		return rf__fail(-EINVAL, "allreduce of %s (key %u): expected an f32 or i32 tensor on "
-				"a CPU device", t0->name, key);
+	if (t0->dtype != RF_F32 && t0->dtype != RF_I32)
+		return rf__fail(-EINVAL, "allreduce of %s (key %u): expected an f32 or i32 tensor",
+				t0->name, key);
 	for (unsigned i = 1; i < n; i++) {
 		const struct rf_tensor *a = ts[i - 1], *b = ts[i];
 		if (!b || b->dtype != t0->dtype || !a->base || b->base != a->base ||
@@ -429,6 +431,11 @@ int rf_comm_allreduce_span(struct rf_comm *c, struct rf_tensor *const *ts, unsig
 			return rf__fail(-EINVAL, "allreduce (key %u): tensor %u is NULL", key, i);
 	if ((numel = rf__span(ts, n, key)) < 0)
 		return (int)numel;
+	if (rf_device_kind(ts[0]->dev) == RF_DEVICE_CUDA)
+		return rf__nccl_allreduce(c, ts, n, (size_t)numel, key);
+	if (rf_device_kind(ts[0]->dev) != RF_DEVICE_CPU)
+		return rf__fail(-EINVAL, "allreduce of %s (key %u): expected a CPU or CUDA tensor",
+				ts[0]->name, key);
 	struct rf__coll x = { .t = ts[0], .data = ts[0]->data, .numel = (size_t)numel, .key = key,
 			      .bytes = (size_t)numel * rf_tdtype_size(ts[0]->dtype) };
 	ret = rf__push_coll(c, rf__allreduce_fn, &x, ts, n, 0, "allreduce");

@@ -36,7 +36,10 @@ unsigned rf__auto_streams(const struct rf_trainer *t)
 static int rf__open_cuda(struct rf_trainer *t)
 {
 	int n = rf_cuda_count();
-	struct rf_cuda_opts co = { .streams = t->nstreams + (t->K > 1 ? 1 : 0) };
+	/* an extra stream for the kv-store's reductions (K > 1) or NCCL's (a comm) */
+	struct rf_cuda_opts co = { .streams = t->nstreams + (t->K > 1 || t->comm ? 1 : 0) };
+	/* the ranks on a machine take its GPUs in turn */
+	unsigned first = t->comm ? (unsigned)rf_comm_local_rank(t->comm) * t->K : 0;
 	unsigned r;
 	int ret;
 
@@ -46,10 +49,10 @@ static int rf__open_cuda(struct rf_trainer *t)
 		return -ENODEV;
 	}
 	for (r = 0; r < t->K; r++) {
-		ret = rf_cuda_open(t->eng, (int)(r % (unsigned)n), &co, &t->dev[r]);
+		ret = rf_cuda_open(t->eng, (int)((first + r) % (unsigned)n), &co, &t->dev[r]);
 		if (ret < 0) {
-			rf__trainer_msg(t, "--device cuda: cannot open GPU %u: %s", r % (unsigned)n,
-					strerror(-ret));
+			rf__trainer_msg(t, "--device cuda: cannot open GPU %u: %s",
+					(first + r) % (unsigned)n, strerror(-ret));
 			return ret == -ENOTSUP ? -ENODEV : ret;
 		}
 		t->ndev_open++;
@@ -147,6 +150,20 @@ int rf__make_replicas(struct rf_trainer *t)
 
 /* K > 1: key k = parameter tensor k, homed on replica k mod K's device; on CUDA its
  * reductions run on the stream after the compute ones. */
+/* With a comm on CUDA (one GPU per process): NCCL on the stream after the compute
+ * ones; blocks until every rank has made its communicator. */
+static int rf__comm_gpu(struct rf_trainer *t)
+{
+	int ret;
+
+	if (!t->comm || rf_device_kind(t->dev[0]) != RF_DEVICE_CUDA)
+		return 0;
+	ret = rf_comm_use_gpu(t->comm, t->dev[0], rf_device_stream(t->dev[0], t->nstreams));
+	if (ret < 0)
+		rf__trainer_msg(t, "%s", rf_last_error());
+	return ret;
+}
+
 int rf__make_kvstore(struct rf_trainer *t)
 {
 	struct rf_stream *ks[RF_TRAIN_MAX_DEVICES] = { 0 };
@@ -154,7 +171,7 @@ int rf__make_kvstore(struct rf_trainer *t)
 	int ret;
 
 	if (t->K == 1)
-		return 0;
+		return rf__comm_gpu(t);
 	for (r = 0; r < t->K; r++)
 		if (rf_device_kind(t->dev[r]) == RF_DEVICE_CUDA)
 			ks[r] = rf_device_stream(t->dev[r], t->nstreams);

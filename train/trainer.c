@@ -46,10 +46,10 @@ static int rf__check_opts(struct rf_trainer *t)
 				t->P, t->o.batch_size);
 		return -EINVAL;
 	}
-	if (t->comm && strcmp(t->device_kind, "cpu") != 0) {
-		rf__trainer_msg(t, "--device %s with several processes: collectives on GPU "
-				"tensors (NCCL) are not in yet; train on the CPU, or in one process",
-				t->device_kind);
+	if (t->comm && strcmp(t->device_kind, "cpu") != 0 && t->K > 1) {
+		rf__trainer_msg(t, "--device %s --devices %u with several processes: the "
+				"kv-store sums across processes on CPU homes only; use one GPU per "
+				"process (--devices 1, NCCL)", t->device_kind, t->K);
 		return -ENOTSUP;
 	}
 	/* the sum over K*P shards of their mean gradients, as one batch mean */

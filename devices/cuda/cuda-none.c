@@ -12,5 +12,6 @@ int rf__cuda_open(struct rf_engine *e, int ordinal, const struct rf_cuda_opts *o
 	return -ENOTSUP;
 }
 struct rf__dstream *rf__cuda_dstream(const struct rf_stream *s) { (void)s; return NULL; }
+void *rf__cuda_stream_handle(const struct rf_stream *s) { (void)s; return NULL; }
 int rf__cuda_host_register(void *p, size_t bytes) { (void)p; (void)bytes; return 0; }
 void rf__cuda_host_unregister(void *p) { (void)p; }

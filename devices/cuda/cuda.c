@@ -109,6 +109,13 @@ struct rf__dstream *rf__cuda_dstream(const struct rf_stream *s)
 	return NULL;
 }
 
+void *rf__cuda_stream_handle(const struct rf_stream *s)
+{
+	if (s && s->ops == &rf__cs_ops)
+		return (void *)((struct rf__cuda_stream *)s->ctx)->cs;
+	return NULL;
+}
+
 /* ---- memory ------------------------------------------------------------------------ */
 
 static int rf__cuda_mem_alloc(void *ctx, size_t bytes, void **out)

@@ -56,7 +56,15 @@ int rf_comm_local_rank(const struct rf_comm *c);
 int rf_comm_local_size(const struct rf_comm *c);
 struct rf_stream *rf_comm_stream(const struct rf_comm *c);
 
-/* Push a sum of t (f32 or i32, on a CPU device) over every rank, in place. key names
+/* GPU tensors: make the NCCL communicator for GPU `gpu` (one per rank; every rank
+ * calls this, in the same place of its collective order) and launch GPU collectives
+ * on s, one of gpu's streams, kept for them. Blocks: the NCCL id goes out by MPI from
+ * rank 0, ncclCommInitRank waits for every rank, and a warm-up collective checks the
+ * sum. Returns 0, -ENOSYS without NCCL, -EINVAL, or -EIO with the message. */
+int rf_comm_use_gpu(struct rf_comm *c, struct rf_device *gpu, struct rf_stream *s);
+
+/* Push a sum of t (f32 or i32; on a CPU device by MPI on the comm stream, on the
+ * comm's GPU by NCCL on its stream) over every rank, in place. key names
  * the tensor for the order check and in messages. Every rank must push its collectives
  * in the same order; they are issued in push order (each writes the comm's ordering
  * variable). Returns 0 or -EINVAL (the op was not pushed); a failed collective fails

@@ -47,6 +47,12 @@ int rf_cuda_count(void);
 int rf_cuda_open(struct rf_engine *e, int ordinal, const struct rf_cuda_opts *opts,
 		 struct rf_device **out);
 
+/* The cudaStream_t of a CUDA device's stream s (as void *), or NULL for any other
+ * stream: for libraries that launch their own work into it (NCCL). Work launched
+ * there by an op's fn, which runs when the op is dispatched, is ordered like the
+ * stream's kernels and completes the op with them. */
+void *rf_cuda_stream_handle(const struct rf_stream *s);
+
 /* Open by name: "cpu", "cpu:N" (N only names it), "cuda", "cuda:N". */
 int rf_device_open(struct rf_engine *e, const char *spec, struct rf_device **out);
 

@@ -13,6 +13,10 @@
  *                                 gradient bucket, padding between them): exact sums;
  *                                 views out of order or of two blocks refused; and
  *                                 the host reductions (sum, min, max; f64, u64)
+ *   test-comm nccl                GPU tensors by NCCL (one GPU per rank; exit 77 without
+ *                                 a GPU or NCCL): a span of views of a GPU block summed
+ *                                 exactly, between two MPI host collectives (one
+ *                                 order for both kinds); a CPU device is refused
  *   test-comm misorder SEED       with the order check on, rank 1 pushes two keys
  *                                 swapped: every rank must fail with -EPROTO and a
  *                                 message naming both sides, and none may hang */
@@ -303,6 +307,70 @@ static int run_span(void)
 	return 0;
 }
 
+static int run_nccl(void)
+{
+	struct rf_ring *ring;
+	struct rf_engine *e;
+	struct rf_device *cpu, *gpu;
+	struct rf_comm *c;
+	struct rf_tensor *blk, *v[2];
+	static const int64_t len[2] = { 1000, 3000 };
+	float *host = malloc(4000 * sizeof(float));
+	int rank, P, n = rf_cuda_count(), ret;
+	double d;
+
+	CHECK(host);
+	setup(&ring, &e, &cpu, &c, 0);
+	rank = rf_comm_rank(c);
+	P = rf_comm_size(c);
+	/* refused everywhere: a CPU device is no GPU */
+	CHECK_EQ(rf_comm_use_gpu(c, cpu, rf_device_stream(cpu, 0)), RF_HAVE_NCCL ? -EINVAL : -ENOSYS);
+	if (!RF_HAVE_NCCL || n <= 0) {
+		printf("SKIP: %s\n", RF_HAVE_NCCL ? "no usable GPU" : "built without NCCL");
+		teardown(ring, e, cpu, c);
+		return T_SKIP;
+	}
+	struct rf_cuda_opts co = { .streams = 2 };
+	CHECK_OK(rf_cuda_open(e, rf_comm_local_rank(c) % n, &co, &gpu));
+	ret = rf_comm_use_gpu(c, gpu, rf_device_stream(gpu, 1));
+	if (ret < 0) {
+		fprintf(stderr, "rank %d: rf_comm_use_gpu: %s\n", rank, rf_last_error());
+		return 1;
+	}
+	CHECK_OK(rf_tensor_create(gpu, RF_F32, "gblk", RF_DIMS(4000), &blk));
+	CHECK_OK(rf_tensor_view(blk, 0, RF_F32, "g0", 1, &len[0], &v[0]));
+	CHECK_OK(rf_tensor_view(blk, 1000, RF_F32, "g1", 1, &len[1], &v[1]));
+	for (int i = 0; i < 4000; i++)
+		host[i] = (float)((rank + 1) * (i % 13));
+	CHECK_OK(rf_tensor_write(blk, host));
+	d = 1;
+	CHECK_OK(rf_comm_allreduce_host(c, &d, 1, RF_COMM_F64, RF_COMM_SUM, 1));
+	CHECK_OK(rf_comm_allreduce_span(c, v, 2, 2));     /* on the GPU stream, by NCCL */
+	d = 1;
+	CHECK_OK(rf_comm_allreduce_host(c, &d, 1, RF_COMM_F64, RF_COMM_SUM, 3));
+	CHECK(d == P);
+	CHECK_OK(rf_comm_wait(c));
+	CHECK_OK(rf_tensor_read(blk, host));
+	for (int i = 0; i < 4000; i++)
+		if (host[i] != (float)(P * (P + 1) / 2 * (i % 13))) {
+			fprintf(stderr, "rank %d: element %d: %g, expected %d\n", rank, i,
+				(double)host[i], P * (P + 1) / 2 * (i % 13));
+			return 1;
+		}
+	printf("rank %d of %d: NCCL allreduce of a span of GPU views exact, between MPI "
+	       "collectives\n", rank, P);
+	rf_tensor_destroy(v[0]);
+	rf_tensor_destroy(v[1]);
+	rf_tensor_destroy(blk);
+	rf_comm_destroy(c);
+	rf_device_close(gpu);
+	rf_device_close(cpu);
+	rf_engine_destroy(e);
+	rf_ring_destroy(ring);
+	free(host);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "--has-mpi"))
@@ -311,10 +379,12 @@ int main(int argc, char **argv)
 		return run_ok(strtoull(argv[2], NULL, 0), atoi(argv[3]));
 	if (argc == 2 && !strcmp(argv[1], "kv"))
 		return run_kv();
+	if (argc == 2 && !strcmp(argv[1], "nccl"))
+		return run_nccl();
 	if (argc == 2 && !strcmp(argv[1], "span"))
 		return run_span();
 	if (argc == 3 && !strcmp(argv[1], "misorder"))
 		return run_misorder();
-	fprintf(stderr, "usage: test-comm --has-mpi | ok SEED NKEYS | kv | span | misorder SEED\n");
+	fprintf(stderr, "usage: test-comm --has-mpi | ok SEED NKEYS | kv | span | nccl | misorder SEED\n");
 	return 2;
 }
