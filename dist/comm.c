@@ -29,12 +29,27 @@ struct rf__coll {
 	enum rf_comm_reduce rop;
 	size_t bytes;           /* what moves (order check, messages, watchdog) */
 	const char *what;       /* "allreduce" */
+	struct rf__hostres *res; /* a host collective's values, shared with its caller */
 	uint64_t seq;
 	uint32_t key;
 	char msg[512];          /* written on the comm thread, read in done */
 };
 
 enum { RF__FAULT_NONE, RF__FAULT_KILL, RF__FAULT_STALL, RF__FAULT_FAIL };
+
+/* A host collective's values: owned by the op and the caller together (reactor thread
+ * only), so that a wait that returns early never leaves the comm thread writing into
+ * a caller's frame that is gone. */
+struct rf__hostres {
+	int refs;
+	uint64_t vals[];
+};
+
+static void rf__hostres_put(struct rf__hostres *h)
+{
+	if (h && --h->refs == 0)
+		free(h);
+}
 
 static int64_t rf__now_ns(void)
 {
@@ -213,6 +228,7 @@ static void rf__coll_done(void *arg, int status)
 	/* the first failure is the cause; the skipped ones after it carry no message */
 	if (status < 0 && x->msg[0] && !x->c->last_error[0])
 		rf__fail_into(x->c->last_error, sizeof(x->c->last_error), status, "%s", x->msg);
+	rf__hostres_put(x->res);
 	free(x);
 }
 
@@ -254,6 +270,9 @@ static void rf__watchdog_cb(void *data, int64_t res);
 static int rf__watchdog_arm(struct rf_comm *c)
 {
 	double period = c->timeout_s / 4 < 1.0 ? c->timeout_s / 4 : 1.0;
+
+	if (period < 1e-3)        /* a tiny timeout must not spin the reactor */
+		period = 1e-3;
 	int ret = rf_ring_timeout(rf_engine_ring(c->eng), (uint64_t)(period * 1e9),
 				  rf__watchdog_cb, c, &c->timer_id);
 
@@ -293,23 +312,34 @@ static void rf__watchdog_cb(void *data, int64_t res)
 /* RF_DIST_FAULT=kill|stall|fail:RANK:SEQ (tests only; RF_DIST_FAULT_ONCE: rf__enter). */
 static int rf__parse_fault(struct rf_comm *c)
 {
-	const char *v = getenv("RF_DIST_FAULT");
-	char kind[8];
-	unsigned long long seq;
-	int rank;
+	const char *v = getenv("RF_DIST_FAULT"), *p;
+	char *end;
+	unsigned long r;
 
 	if (!v || !*v)
 		return 0;
-	if (sscanf(v, "%7[a-z]:%d:%llu", kind, &rank, &seq) != 3)
+	if (!strncmp(v, "kill:", 5))
+		c->fault_kind = RF__FAULT_KILL;
+	else if (!strncmp(v, "stall:", 6))
+		c->fault_kind = RF__FAULT_STALL;
+	else if (!strncmp(v, "fail:", 5))
+		c->fault_kind = RF__FAULT_FAIL;
+	else
 		goto bad;
-	c->fault_kind = !strcmp(kind, "kill") ? RF__FAULT_KILL : !strcmp(kind, "stall")
-			? RF__FAULT_STALL : !strcmp(kind, "fail") ? RF__FAULT_FAIL : RF__FAULT_NONE;
-	if (c->fault_kind == RF__FAULT_NONE)
+	p = strchr(v, ':') + 1;
+	if (*p < '0' || *p > '9')
 		goto bad;
-	c->fault_rank = rank;
-	c->fault_seq = seq;
+	r = strtoul(p, &end, 10);
+	if (*end != ':' || r > INT32_MAX || end[1] < '0' || end[1] > '9')
+		goto bad;
+	c->fault_rank = (int)r;
+	errno = 0;
+	c->fault_seq = strtoull(end + 1, &end, 10);
+	if (*end || errno)
+		goto bad;
 	return 0;
 bad:
+	c->fault_kind = RF__FAULT_NONE;
 	return rf__fail(-EINVAL, "RF_DIST_FAULT=%s: expected kill|stall|fail:RANK:SEQ", v);
 }
 
@@ -328,9 +358,9 @@ int rf_comm_create(struct rf_engine *e, const struct rf_comm_opts *opts, struct 
 	c->timeout_s = opts ? opts->timeout_s : 0;
 	c->on_stall = opts ? opts->on_stall : NULL;
 	c->stall_ctx = opts ? opts->stall_ctx : NULL;
-	if (c->timeout_s < 0) {
+	if (!(c->timeout_s >= 0) || c->timeout_s > 1e9) {
 		free(c);
-		return rf__fail(-EINVAL, "comm: timeout %g s: expected >= 0", opts->timeout_s);
+		return rf__fail(-EINVAL, "comm: timeout %g s: expected 0 (none) .. 1e9", opts->timeout_s);
 	}
 	if ((ret = rf__parse_fault(c)) < 0) {
 		free(c);
@@ -447,19 +477,30 @@ int rf_comm_allreduce_span(struct rf_comm *c, struct rf_tensor *const *ts, unsig
 int rf_comm_allreduce_host(struct rf_comm *c, void *buf, size_t n, enum rf_comm_dtype dt,
 			   enum rf_comm_reduce op, uint32_t key)
 {
-	struct rf__coll x = { .buf = buf, .n = n, .dt = dt, .rop = op, .key = key, .bytes = n * 8 };
+	struct rf__hostres *h;
 	int ret;
 
-	if (!c || !buf || !n || n > (size_t)INT32_MAX || (dt != RF_COMM_F64 && dt != RF_COMM_U64) ||
+	if (!c || !buf || !n || n > 4096 || (dt != RF_COMM_F64 && dt != RF_COMM_U64) ||
 	    (op != RF_COMM_SUM && op != RF_COMM_MIN && op != RF_COMM_MAX))
-		return rf__fail(-EINVAL, "allreduce_host (key %u): bad arguments", key);
+		return rf__fail(-EINVAL, "allreduce_host (key %u): bad arguments (1..4096 values)", key);
+	if (!(h = malloc(sizeof(*h) + n * 8)))
+		return rf__fail(-ENOMEM, "allreduce_host: out of memory");
+	h->refs = 2;
+	memcpy(h->vals, buf, n * 8);
+	struct rf__coll x = { .buf = h->vals, .n = n, .dt = dt, .rop = op, .key = key,
+			      .bytes = n * 8, .res = h };
 	ret = rf__push_coll(c, rf__host_allreduce_fn, &x, NULL, 0, 0, "allreduce_host");
-	if (ret < 0)
+	if (ret < 0) {
+		free(h);
 		return ret;
+	}
 	c->seq++;
 	ret = rf_engine_wait_var(c->eng, c->order);
-	if (ret < 0)
+	if (ret == 0)
+		memcpy(buf, h->vals, n * 8);
+	else
 		rf__fail(ret, "%s", c->last_error[0] ? c->last_error : strerror(-ret));
+	rf__hostres_put(h);
 	return ret;
 }
 

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,7 +75,9 @@ struct rf__nccl {
 };
 
 struct rf__ninit {
+	int refs;               /* the op and the caller (reactor thread only) */
 	struct rf_comm *c;
+	uint64_t seq;           /* the collectives pushed before it (for the watchdog) */
 	int ordinal;
 	ncclComm_t comm;
 	char msg[256];
@@ -90,6 +93,15 @@ struct rf__ncoll {
 	char msg[320];
 };
 
+/* For the watchdog (comm.c: rf__watchdog_cb): the collective now outstanding. */
+static void rf__nccl_publish(struct rf_comm *c, uint64_t seq, uint32_t key, size_t bytes)
+{
+	atomic_store(&c->run_key, key);
+	atomic_store(&c->run_bytes, bytes);
+	atomic_store(&c->run_start_ns, rf_now_ns());
+	atomic_store(&c->run_seq1, seq + 1);
+}
+
 /* On the comm thread (it owns MPI): the unique id from rank 0, then the communicator. */
 static int rf__nccl_init_fn(void *arg)
 {
@@ -100,26 +112,30 @@ static int rf__nccl_init_fn(void *arg)
 	int ret;
 
 	memset(&id, 0, sizeof(id));
+	rf__nccl_publish(c, in->seq, UINT32_MAX - 1, sizeof(id));
 	if (c->rank == 0 && (r = rf__nc.get_unique_id(&id)) != ncclSuccess) {
 		snprintf(in->msg, sizeof(in->msg), "ncclGetUniqueId: %s", rf__nc.error_string(r));
+		atomic_store(&c->run_seq1, 0);
 		return -EIO;   /* the others then wait in MPI_Bcast: the watchdog's case */
 	}
 	ret = MPI_Bcast(&id, (int)sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
 	if (ret != MPI_SUCCESS) {
 		snprintf(in->msg, sizeof(in->msg), "MPI_Bcast of the NCCL id: MPI error %d", ret);
+		atomic_store(&c->run_seq1, 0);
 		return -EIO;
 	}
+	ret = 0;
 	if (cudaSetDevice(in->ordinal) != cudaSuccess) {
 		snprintf(in->msg, sizeof(in->msg), "cudaSetDevice(%d): %s", in->ordinal,
 			 cudaGetErrorString(cudaGetLastError()));
-		return -EIO;
-	}
-	if ((r = rf__nc.init_rank(&in->comm, c->size, id, c->rank)) != ncclSuccess) {
+		ret = -EIO;
+	} else if ((r = rf__nc.init_rank(&in->comm, c->size, id, c->rank)) != ncclSuccess) {
 		snprintf(in->msg, sizeof(in->msg), "ncclCommInitRank (rank %d of %d, GPU %d): %s",
 			 c->rank, c->size, in->ordinal, rf__nc.error_string(r));
-		return -EIO;
+		ret = -EIO;
 	}
-	return 0;
+	atomic_store(&c->run_seq1, 0);
+	return ret;
 }
 
 /* On the reactor thread, when the op is dispatched onto the CUDA stream. */
@@ -135,6 +151,9 @@ static int rf__nccl_fn(void *arg)
 			 "communicator is gone", x->seq, x->key);
 		return -EIO;
 	}
+	/* launched now; outstanding until its done (a later one launched behind it on the
+	 * stream takes over the watch: a stall of either shows) */
+	rf__nccl_publish(c, x->seq, x->key, x->bytes);
 	r = rf__nc.all_reduce(x->data, x->data, x->numel, x->i32 ? ncclInt32 : ncclFloat32, ncclSum,
 			  c->nccl->comm, cs);
 	if (r != ncclSuccess) {
@@ -150,9 +169,21 @@ static void rf__nccl_done(void *arg, int status)
 {
 	struct rf__ncoll *x = arg;
 
+	uint64_t mine = x->seq + 1;
+
+	atomic_compare_exchange_strong(&x->c->run_seq1, &mine, 0);
 	if (status < 0 && x->msg[0] && !x->c->last_error[0])
 		rf__fail_into(x->c->last_error, sizeof(x->c->last_error), status, "%s", x->msg);
 	free(x);
+}
+
+static void rf__ninit_done(void *arg, int status)
+{
+	struct rf__ninit *in = arg;
+
+	(void)status;
+	if (--in->refs == 0)
+		free(in);
 }
 
 int rf__nccl_allreduce(struct rf_comm *c, struct rf_tensor *const *ts, unsigned n,
@@ -224,7 +255,8 @@ static int rf__nccl_warmup(struct rf_comm *c)
 
 int rf_comm_use_gpu(struct rf_comm *c, struct rf_device *gpu, struct rf_stream *s)
 {
-	struct rf__ninit in = { 0 };
+	struct rf__ninit *in;
+	struct rf_op_desc d = { 0 };
 	int ret;
 
 	if (!c || !gpu || rf_device_kind(gpu) != RF_DEVICE_CUDA || !rf_cuda_stream_handle(s))
@@ -235,25 +267,43 @@ int rf_comm_use_gpu(struct rf_comm *c, struct rf_device *gpu, struct rf_stream *
 	pthread_once(&rf__nc_once, rf__nc_load);
 	if (!rf__nc.ok)
 		return rf__fail(-ENOSYS, "comm: NCCL: %s", rf__nc.err);
-	in.c = c;
-	in.ordinal = rf_device_ordinal(gpu);
-	ret = rf_engine_push_simple(c->eng, rf__nccl_init_fn, &in, &c->order, 1, &c->order, 1,
-				    c->stream, "nccl_init");
-	if (ret == 0)
-		ret = rf_engine_wait_var(c->eng, c->order);
-	if (ret < 0)
-		return rf__fail(ret, "comm: NCCL: %s", in.msg[0] ? in.msg : strerror(-ret));
-	if (!(c->nccl = calloc(1, sizeof(*c->nccl)))) {
-		rf__nc.destroy(in.comm);
+	if (!(in = calloc(1, sizeof(*in))))
+		return rf__fail(-ENOMEM, "comm: out of memory");
+	in->refs = 2;       /* a wait that returns early must not leave the op a dead frame */
+	in->c = c;
+	in->ordinal = rf_device_ordinal(gpu);
+	in->seq = c->seq;
+	d.fn = rf__nccl_init_fn;
+	d.ctx = in;
+	d.done = rf__ninit_done;
+	d.reads = &c->order;
+	d.nreads = 1;
+	d.writes = &c->order;
+	d.nwrites = 1;
+	d.stream = c->stream;
+	d.name = "nccl_init";
+	if ((ret = rf_engine_push(c->eng, &d)) < 0) {
+		free(in);
+		return rf__fail(ret, "comm: NCCL: push failed: %s", strerror(-ret));
+	}
+	ret = rf_engine_wait_var(c->eng, c->order);
+	if (ret < 0) {
+		rf__fail(ret, "comm: NCCL: %s", in->msg[0] ? in->msg : strerror(-ret));
+		rf__ninit_done(in, 0);
+		return ret;
+	}
+	c->nccl = calloc(1, sizeof(*c->nccl));
+	if (!c->nccl) {
+		rf__nc.destroy(in->comm);
+		rf__ninit_done(in, 0);
 		return rf__fail(-ENOMEM, "comm: out of memory");
 	}
-	c->nccl->comm = in.comm;
-	c->nccl->ordinal = in.ordinal;
+	c->nccl->comm = in->comm;
+	c->nccl->ordinal = in->ordinal;
+	rf__ninit_done(in, 0);
 	c->gpu = gpu;
 	c->gstream = s;
-	if ((ret = rf__nccl_warmup(c)) < 0)
-		return ret;
-	return 0;
+	return rf__nccl_warmup(c);
 }
 
 void rf__nccl_abort(struct rf_comm *c)

@@ -77,7 +77,8 @@ static const char usage[] =
 "                        every global batch; gradients summed over the ranks (MPI on a\n"
 "                        comm stream). Rank 0 alone prints, checkpoints and writes files\n"
 "  --dist-timeout S      end the run when one collective has been outstanding S seconds\n"
-"                        (a peer stalled or died; default 0: no watchdog)\n"
+"                        (a peer stalled or died; default 0: no watchdog). S must exceed\n"
+"                        the longest pause of one rank alone (rank 0's checkpoint write)\n"
 "  --bucket-kb N         reduce contiguous layers' gradients together until N KiB\n"
 "                        (default 0: one collective per layer)\n";
 
@@ -688,7 +689,7 @@ static int run_training(struct cli *c, struct rf_engine *eng, struct rf_trainer 
 		return rc;
 	if (!run->ran && !c->o.no_eval && (rc = evaluate_only(c, t, run)))
 		return rc;
-	if (c->stats)
+	if (c->stats && c->rank == 0)
 		print_stats(c, eng, &es);
 	if (c->json && c->rank == 0)
 		print_json(c, t, run, &es);
@@ -773,6 +774,7 @@ int main(int argc, char **argv)
 		goto out;
 	c.o.comm = comm;
 	rc = run_training(&c, eng, &t, &mf, &run);
+out:
 	/* A failed rank leaves at once: its peers may sit in a collective that will never
 	 * complete, and MPI_Finalize would wait for them. mpirun ends the job when a rank
 	 * exits without finalizing. */
@@ -780,7 +782,6 @@ int main(int argc, char **argv)
 		fflush(NULL);
 		_exit(rc);
 	}
-out:
 	if (mf)
 		fclose(mf);
 	free(run.secs);

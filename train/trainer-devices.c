@@ -48,6 +48,12 @@ static int rf__open_cuda(struct rf_trainer *t)
 				n == 0 ? "no GPU, no driver, or a build without CUDA" : "error");
 		return -ENODEV;
 	}
+	if (t->comm && (unsigned)rf_comm_local_size(t->comm) * t->K > (unsigned)n) {
+		rf__trainer_msg(t, "--device cuda: %d processes x %u devices on this machine, and "
+				"%d GPU%s: NCCL needs a GPU of its own per rank", rf_comm_local_size(t->comm),
+				t->K, n, n == 1 ? "" : "s");
+		return -ENODEV;
+	}
 	for (r = 0; r < t->K; r++) {
 		ret = rf_cuda_open(t->eng, (int)((first + r) % (unsigned)n), &co, &t->dev[r]);
 		if (ret < 0) {

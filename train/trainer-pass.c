@@ -94,7 +94,9 @@ static void rf__report(struct rf_trainer *t, struct rf__progress *pr, uint64_t d
 		pr->logged = done;
 		if (seen > t->train_view.count)
 			seen = t->train_view.count;
-		loss = pr->lsum / (double)seen;
+		/* with P processes, this rank's shards: 1/P of the records (the epoch's
+		 * figures are summed over the ranks) */
+		loss = pr->lsum / ((double)seen / t->P);
 	}
 	t->o.progress(t->o.progress_ctx, t->epochs_done + 1, done, nb, loss);
 }

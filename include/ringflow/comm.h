@@ -74,7 +74,7 @@ int rf_comm_allreduce(struct rf_comm *c, struct rf_tensor *t, uint32_t key);
 enum rf_comm_dtype { RF_COMM_F64 = 0, RF_COMM_U64 = 1 };
 enum rf_comm_reduce { RF_COMM_SUM = 0, RF_COMM_MIN = 1, RF_COMM_MAX = 2 };
 
-/* Reduce n host values in buf (the caller's) over every rank, in place, and wait for
+/* Reduce n (1..4096) host values in buf (the caller's) over every rank, in place, and wait for
  * it: for small things the reactor needs now (metrics, parameter hashes). Ordered
  * after every collective pushed before it. Returns 0 or -errno (the message in
  * rf_comm_last_error() and rf_last_error()). */

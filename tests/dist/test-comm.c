@@ -328,6 +328,7 @@ static int run_nccl(void)
 	if (!RF_HAVE_NCCL || n <= 0) {
 		printf("SKIP: %s\n", RF_HAVE_NCCL ? "no usable GPU" : "built without NCCL");
 		teardown(ring, e, cpu, c);
+		free(host);
 		return T_SKIP;
 	}
 	struct rf_cuda_opts co = { .streams = 2 };
