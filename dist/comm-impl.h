@@ -43,6 +43,9 @@ struct rf_comm {
 	struct rf_stream *gstream;
 };
 
+/* comm.c: keep a failed collective's message as the comm's last error (the first). */
+void rf__comm_keep_error(struct rf_comm *c, int status, const char *msg);
+
 /* nccl.c (or nccl-none.c): a span of GPU tensors, numel elements from ts[0]->data;
  * abort the communicator (the watchdog, before the process ends); free it. */
 int rf__nccl_allreduce(struct rf_comm *c, struct rf_tensor *const *ts, unsigned n,

@@ -221,13 +221,18 @@ static int rf__host_allreduce_fn(void *arg)
 	return ret;
 }
 
+void rf__comm_keep_error(struct rf_comm *c, int status, const char *msg)
+{
+	/* the first failure is the cause; the skipped ones after it carry no message */
+	if (status < 0 && msg[0] && !c->last_error[0])
+		rf__fail_into(c->last_error, sizeof(c->last_error), status, "%s", msg);
+}
+
 static void rf__coll_done(void *arg, int status)
 {
 	struct rf__coll *x = arg;
 
-	/* the first failure is the cause; the skipped ones after it carry no message */
-	if (status < 0 && x->msg[0] && !x->c->last_error[0])
-		rf__fail_into(x->c->last_error, sizeof(x->c->last_error), status, "%s", x->msg);
+	rf__comm_keep_error(x->c, status, x->msg);
 	rf__hostres_put(x->res);
 	free(x);
 }

@@ -172,8 +172,7 @@ static void rf__nccl_done(void *arg, int status)
 	uint64_t mine = x->seq + 1;
 
 	atomic_compare_exchange_strong(&x->c->run_seq1, &mine, 0);
-	if (status < 0 && x->msg[0] && !x->c->last_error[0])
-		rf__fail_into(x->c->last_error, sizeof(x->c->last_error), status, "%s", x->msg);
+	rf__comm_keep_error(x->c, status, x->msg);
 	free(x);
 }
 

@@ -9,6 +9,19 @@
 #include "trainer-impl.h"
 #include "ops.h"
 
+/* The cores this process may use (its affinity), shared with the other ranks on the
+ * machine when there is a comm. */
+static int rf__cores_here(const struct rf_trainer *t)
+{
+	cpu_set_t set;
+	int cores = 1, local;
+
+	if (sched_getaffinity(0, sizeof(set), &set) == 0)
+		cores = CPU_COUNT(&set);
+	local = t->comm && rf_comm_local_size(t->comm) > 0 ? rf_comm_local_size(t->comm) : 1;
+	return cores / local;
+}
+
 /* Compute streams per replica when not asked for. The MLP's work is two large GEMMs
  * per step, which OpenBLAS spreads over every core of a single stream. LeNet's is
  * many small GEMMs (im2col groups) between single-threaded im2col, pooling and ReLU
@@ -19,16 +32,9 @@
  * CPU with >= 2 cores and one replica gets 2 streams; everything else 1. */
 unsigned rf__auto_streams(const struct rf_trainer *t)
 {
-	cpu_set_t set;
-	int cores = 1;
-
 	if (strcmp(t->spec->name, "lenet") != 0 || strcmp(t->device_kind, "cpu") != 0 || t->K > 1)
 		return 1;
-	if (sched_getaffinity(0, sizeof(set), &set) == 0)
-		cores = CPU_COUNT(&set);
-	if (t->comm)          /* the ranks on this machine share its cores */
-		cores /= rf_comm_local_size(t->comm) > 0 ? rf_comm_local_size(t->comm) : 1;
-	return cores >= 2 ? 2 : 1;
+	return rf__cores_here(t) >= 2 ? 2 : 1;
 }
 
 /* GPU r mod (GPUs) for replica r: the compute streams, then one for the kv store's
@@ -75,15 +81,11 @@ static int rf__open_cuda(struct rf_trainer *t)
  * then between each rank's compute streams (else the devices' policy). */
 static int rf__blas_threads(const struct rf_trainer *t)
 {
-	cpu_set_t set;
-	int cores = 1, local;
+	int cores;
 
 	if (t->o.blas_threads || !t->comm)
 		return t->o.blas_threads;
-	if (sched_getaffinity(0, sizeof(set), &set) == 0)
-		cores = CPU_COUNT(&set);
-	local = rf_comm_local_size(t->comm) > 0 ? rf_comm_local_size(t->comm) : 1;
-	cores = cores / local / (int)(t->K * t->nstreams);
+	cores = rf__cores_here(t) / (int)(t->K * t->nstreams);
 	return cores > 1 ? cores : 1;
 }
 
