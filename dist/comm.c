@@ -1,5 +1,7 @@
-/* dist/comm.c -- MPI collectives as engine ops on a comm stream (one worker thread that
- * owns MPI); their completions reach the reactor as every worker completion does. */
+/* dist/comm.c -- collectives as engine ops on a comm stream (one worker thread that
+ * owns MPI: mpi.c); their completions reach the reactor as every worker completion
+ * does. An environment launch (opts.store_dir) has no MPI: its rank and size come
+ * from RANK / WORLD_SIZE, and its collectives go by NCCL (nccl.c). */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -11,10 +13,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <mpi.h>
-
 #include "comm-impl.h"
 #include "rf-internal.h"
+#include "store.h"
 
 /* One collective (or init/finalize) in flight; freed by its done callback. */
 struct rf__coll {
@@ -37,15 +38,7 @@ struct rf__coll {
 
 enum { RF__FAULT_NONE, RF__FAULT_KILL, RF__FAULT_STALL, RF__FAULT_FAIL };
 
-/* A host collective's values: owned by the op and the caller together (reactor thread
- * only), so that a wait that returns early never leaves the comm thread writing into
- * a caller's frame that is gone. */
-struct rf__hostres {
-	int refs;
-	uint64_t vals[];
-};
-
-static void rf__hostres_put(struct rf__hostres *h)
+void rf__hostres_put(struct rf__hostres *h)
 {
 	if (h && --h->refs == 0)
 		free(h);
@@ -59,69 +52,39 @@ static int64_t rf__now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static int rf__mpi_fail(struct rf__coll *x, int code, const char *what, int err)
-{
-	char es[MPI_MAX_ERROR_STRING];
-	int len = 0;
-
-	if (MPI_Error_string(err, es, &len) != MPI_SUCCESS)
-		snprintf(es, sizeof(es), "MPI error %d", err);
-	snprintf(x->msg, sizeof(x->msg), "%.200s: %.250s", what, es);
-	return code;
-}
-
-static int rf__local_rank(void)
-{
-	const char *v = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-
-	if (!v)
-		v = getenv("LOCAL_RANK");
-	return v ? atoi(v) : 0;
-}
-
 static int rf__init_fn(void *arg)
 {
 	struct rf__coll *x = arg;
 	struct rf_comm *c = x->c;
-	int provided = 0, inited = 0, ret;
+	int ret = rf__mpi_init(c, x->msg, sizeof(x->msg));
 
-	MPI_Initialized(&inited);
-	if (inited) {
-		snprintf(x->msg, sizeof(x->msg), "MPI is already initialized in this process: "
-			 "one comm per process, and MPI belongs to its stream");
-		return -EBUSY;
-	}
-	ret = MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided);
-	if (ret != MPI_SUCCESS)
-		return rf__mpi_fail(x, -EIO, "MPI_Init_thread", ret);
-	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-	MPI_Comm_rank(MPI_COMM_WORLD, &c->rank);
-	MPI_Comm_size(MPI_COMM_WORLD, &c->size);
-	c->local_rank = rf__local_rank();
-	c->local_size = 1;
-	MPI_Comm sh;
-	if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &sh) ==
-	    MPI_SUCCESS) {
-		MPI_Comm_rank(sh, &c->local_rank);
-		MPI_Comm_size(sh, &c->local_size);
-		MPI_Comm_free(&sh);
-	}
-	c->peers = calloc((size_t)c->size * 3, sizeof(uint64_t));
-	if (!c->peers) {
+	if (ret == 0 && !(c->peers = calloc((size_t)c->size * 3, sizeof(uint64_t)))) {
 		snprintf(x->msg, sizeof(x->msg), "out of memory");
-		return -ENOMEM;
+		ret = -ENOMEM;
 	}
-	return 0;
+	return ret;
 }
 
 static int rf__fini_fn(void *arg)
 {
-	int inited = 0, done = 0;
+	(void)arg;
+	rf__mpi_finalize();
+	return 0;
+}
 
-	MPI_Initialized(&inited);
-	MPI_Finalized(&done);
-	if (inited && !done)
-		MPI_Finalize();
+int rf__order_compare(const struct rf_comm *c, const uint64_t me[3], const uint64_t *all,
+		      const char *what, char *msg, size_t len)
+{
+	for (int r = 0; r < c->size; r++) {
+		const uint64_t *p = all + 3 * r;
+		if (p[0] == me[0] && p[1] == me[1] && p[2] == me[2])
+			continue;
+		snprintf(msg, len, "%s #%" PRIu64 ": collectives out of order: rank %d has key %"
+			 PRIu64 " (%" PRIu64 " bytes, #%" PRIu64 "), rank %d has key %" PRIu64 " (%"
+			 PRIu64 " bytes, #%" PRIu64 ")", what, me[0], c->rank, me[1], me[2], me[0], r,
+			 p[1], p[2], p[0]);
+		return -EPROTO;
+	}
 	return 0;
 }
 
@@ -129,23 +92,26 @@ static int rf__fini_fn(void *arg)
  * collective on every rank, naming both sides, before any data moves. */
 static int rf__order_check(struct rf__coll *x)
 {
-	struct rf_comm *c = x->c;
 	uint64_t me[3] = { x->seq, x->key, x->bytes };
-	int ret = MPI_Allgather(me, 3, MPI_UINT64_T, c->peers, 3, MPI_UINT64_T, MPI_COMM_WORLD);
+	int ret = rf__mpi_allgather3(me, x->c->peers, x->msg, sizeof(x->msg));
 
-	if (ret != MPI_SUCCESS)
-		return rf__mpi_fail(x, -EIO, "order check (MPI_Allgather)", ret);
-	for (int r = 0; r < c->size; r++) {
-		const uint64_t *p = c->peers + 3 * r;
-		if (p[0] == me[0] && p[1] == me[1] && p[2] == me[2])
-			continue;
-		snprintf(x->msg, sizeof(x->msg), "%s #%" PRIu64 ": collectives out of "
-			 "order: rank %d has key %" PRIu64 " (%" PRIu64 " bytes, #%" PRIu64 "), rank "
-			 "%d has key %" PRIu64 " (%" PRIu64 " bytes, #%" PRIu64 ")", x->what, x->seq, c->rank,
-			 me[1], me[2], me[0], r, p[1], p[2], p[0]);
-		return -EPROTO;
-	}
-	return 0;
+	return ret < 0 ? ret : rf__order_compare(x->c, me, x->c->peers, x->what, x->msg,
+						 sizeof(x->msg));
+}
+
+void rf__comm_publish(struct rf_comm *c, uint64_t seq, uint32_t key, size_t bytes)
+{
+	atomic_store(&c->run_key, key);
+	atomic_store(&c->run_bytes, bytes);
+	atomic_store(&c->run_start_ns, rf__now_ns());
+	atomic_store(&c->run_seq1, seq + 1);
+}
+
+void rf__comm_unpublish(struct rf_comm *c, uint64_t seq)
+{
+	uint64_t mine = seq + 1;
+
+	atomic_compare_exchange_strong(&c->run_seq1, &mine, 0);
 }
 
 /* The comm thread enters collective x: published for the watchdog; a fault injected
@@ -154,10 +120,7 @@ static int rf__enter(struct rf__coll *x)
 {
 	struct rf_comm *c = x->c;
 
-	atomic_store(&c->run_key, x->key);
-	atomic_store(&c->run_bytes, x->bytes);
-	atomic_store(&c->run_start_ns, rf__now_ns());
-	atomic_store(&c->run_seq1, x->seq + 1);
+	rf__comm_publish(c, x->seq, x->key, x->bytes);
 	if (c->fault_kind == RF__FAULT_NONE || c->fault_rank != c->rank || c->fault_seq != x->seq)
 		return 0;
 	/* RF_DIST_FAULT_ONCE=FILE: only the run that creates FILE faults (a rerun resumes) */
@@ -181,25 +144,23 @@ static void rf__leave(struct rf__coll *x)
 	atomic_store(&x->c->run_seq1, 0);
 }
 
-static int rf__coll_fail(struct rf__coll *x, int err)
+/* "allreduce #SEQ (key K, B bytes, rank R of P)": how a collective names itself */
+static void rf__coll_name(const struct rf__coll *x, char *buf, size_t len)
 {
-	char what[160];
-
-	snprintf(what, sizeof(what), "%s #%" PRIu64 " (key %u, %zu bytes, rank %d of %d)",
-		 x->what, x->seq, x->key, x->bytes, x->c->rank, x->c->size);
-	return rf__mpi_fail(x, -EIO, what, err);
+	snprintf(buf, len, "%s #%" PRIu64 " (key %u, %zu bytes, rank %d of %d)", x->what, x->seq,
+		 x->key, x->bytes, x->c->rank, x->c->size);
 }
 
 static int rf__allreduce_fn(void *arg)
 {
 	struct rf__coll *x = arg;
-	struct rf_tensor *t = x->t;
-	MPI_Datatype dt = t->dtype == RF_F32 ? MPI_FLOAT : MPI_INT32_T;
+	char what[160];
 	int ret;
 
 	if ((ret = rf__enter(x)) == 0 && (!x->c->check || (ret = rf__order_check(x)) == 0)) {
-		ret = MPI_Allreduce(MPI_IN_PLACE, x->data, (int)x->numel, dt, MPI_SUM, MPI_COMM_WORLD);
-		ret = ret == MPI_SUCCESS ? 0 : rf__coll_fail(x, ret);
+		rf__coll_name(x, what, sizeof(what));
+		ret = rf__mpi_allreduce(x->data, x->numel, x->t->dtype == RF_F32 ? RF__CT_F32 :
+					RF__CT_I32, RF_COMM_SUM, what, x->msg, sizeof(x->msg));
 	}
 	rf__leave(x);
 	return ret;
@@ -207,15 +168,14 @@ static int rf__allreduce_fn(void *arg)
 
 static int rf__host_allreduce_fn(void *arg)
 {
-	static const MPI_Op ops[] = { [RF_COMM_SUM] = MPI_SUM, [RF_COMM_MIN] = MPI_MIN,
-				      [RF_COMM_MAX] = MPI_MAX };
 	struct rf__coll *x = arg;
-	MPI_Datatype dt = x->dt == RF_COMM_F64 ? MPI_DOUBLE : MPI_UINT64_T;
+	char what[160];
 	int ret;
 
 	if ((ret = rf__enter(x)) == 0 && (!x->c->check || (ret = rf__order_check(x)) == 0)) {
-		ret = MPI_Allreduce(MPI_IN_PLACE, x->buf, (int)x->n, dt, ops[x->rop], MPI_COMM_WORLD);
-		ret = ret == MPI_SUCCESS ? 0 : rf__coll_fail(x, ret);
+		rf__coll_name(x, what, sizeof(what));
+		ret = rf__mpi_allreduce(x->buf, x->n, x->dt == RF_COMM_F64 ? RF__CT_F64 : RF__CT_U64,
+					x->rop, what, x->msg, sizeof(x->msg));
 	}
 	rf__leave(x);
 	return ret;
@@ -348,6 +308,31 @@ bad:
 	return rf__fail(-EINVAL, "RF_DIST_FAULT=%s: expected kill|stall|fail:RANK:SEQ", v);
 }
 
+/* opts.store_dir: rank and size from the environment; the store is used later, by
+ * rf_comm_use_gpu (NCCL's id goes through it). */
+static int rf__env_launch(struct rf_comm *c, const struct rf_comm_opts *opts)
+{
+	struct rf__launch l;
+	int ret;
+
+	if (!opts->store_dir[0])
+		return rf__fail(-EINVAL, "comm: the store directory is empty");
+	if (!(opts->store_timeout_s >= 0) || opts->store_timeout_s > 1e6)
+		return rf__fail(-EINVAL, "comm: store timeout %g s: expected 0 (300 s) .. 1e6",
+				opts->store_timeout_s);
+	if ((ret = rf__launch_from_env(&l)) < 0)
+		return ret;
+	c->rank = l.rank;
+	c->size = l.size;
+	c->local_rank = l.local_rank;
+	c->local_size = l.local_size;
+	c->store_timeout_s = opts->store_timeout_s > 0 ? opts->store_timeout_s : 300;
+	if (!(c->store_dir = strdup(opts->store_dir)) ||
+	    !(c->peers = calloc((size_t)c->size * 3, sizeof(uint64_t))))
+		return rf__fail(-ENOMEM, "comm: out of memory");
+	return 0;
+}
+
 int rf_comm_create(struct rf_engine *e, const struct rf_comm_opts *opts, struct rf_comm **out)
 {
 	struct rf_comm *c;
@@ -373,18 +358,28 @@ int rf_comm_create(struct rf_engine *e, const struct rf_comm_opts *opts, struct 
 	}
 	if (c->check < 0)
 		c->check = (env = getenv("RF_DIST_CHECK")) && *env && strcmp(env, "0");
+	c->mpi = !(opts && opts->store_dir);
+	if (!c->mpi && (ret = rf__env_launch(c, opts)) < 0) {
+		free(c->store_dir);
+		free(c);
+		return ret;
+	}
 	ret = rf_var_create(e, "comm_order", &c->order);
 	if (ret == 0)
 		ret = rf_worker_stream_create(e, "comm", 0, &c->stream);
 	if (ret < 0) {
 		if (c->order)
 			rf_var_destroy(e, c->order, NULL, NULL, NULL);
+		free(c->store_dir);
+		free(c->peers);
 		free(c);
 		return rf__fail(ret, "comm: cannot start the comm stream: %s", strerror(-ret));
 	}
-	ret = rf__push_coll(c, rf__init_fn, NULL, NULL, 0, 0, "mpi_init");
-	if (ret == 0)
-		ret = rf_engine_wait_var(e, c->order);
+	if (c->mpi) {
+		ret = rf__push_coll(c, rf__init_fn, NULL, NULL, 0, 0, "mpi_init");
+		if (ret == 0)
+			ret = rf_engine_wait_var(e, c->order);
+	}
 	if (ret < 0) {
 		char msg[sizeof(c->last_error)];
 		snprintf(msg, sizeof(msg), "%s", c->last_error[0] ? c->last_error : rf_last_error());
@@ -413,12 +408,14 @@ void rf_comm_destroy(struct rf_comm *c)
 		rf_ring_run_until(rf_engine_ring(c->eng), rf__timer_gone, c, 0);
 	}
 	rf__nccl_destroy(c);
-	if (rf__push_coll(c, rf__fini_fn, NULL, NULL, 0, RF_OP_ALWAYS, "mpi_finalize") == 0)
+	if (c->mpi && rf__push_coll(c, rf__fini_fn, NULL, NULL, 0, RF_OP_ALWAYS,
+				    "mpi_finalize") == 0)
 		rf_engine_wait_var(c->eng, c->order);
 	rf_stream_destroy(c->stream);   /* waits for what else runs on it */
 	rf_var_destroy(c->eng, c->order, NULL, NULL, NULL);
 	rf_engine_wait_idle(c->eng);
 	free(c->peers);
+	free(c->store_dir);
 	free(c);
 }
 
@@ -471,6 +468,10 @@ int rf_comm_allreduce_span(struct rf_comm *c, struct rf_tensor *const *ts, unsig
 	if (rf_device_kind(ts[0]->dev) != RF_DEVICE_CPU)
 		return rf__fail(-EINVAL, "allreduce of %s (key %u): expected a CPU or CUDA tensor",
 				ts[0]->name, key);
+	if (!c->mpi)
+		return rf__fail(-EINVAL, "allreduce of %s (key %u): a CPU tensor, and this comm was "
+				"launched by the environment (a store directory), without MPI: its "
+				"collectives go by NCCL, on GPU tensors", ts[0]->name, key);
 	struct rf__coll x = { .t = ts[0], .data = ts[0]->data, .numel = (size_t)numel, .key = key,
 			      .bytes = (size_t)numel * rf_tdtype_size(ts[0]->dtype) };
 	ret = rf__push_coll(c, rf__allreduce_fn, &x, ts, n, 0, "allreduce");
@@ -492,9 +493,13 @@ int rf_comm_allreduce_host(struct rf_comm *c, void *buf, size_t n, enum rf_comm_
 		return rf__fail(-ENOMEM, "allreduce_host: out of memory");
 	h->refs = 2;
 	memcpy(h->vals, buf, n * 8);
-	struct rf__coll x = { .buf = h->vals, .n = n, .dt = dt, .rop = op, .key = key,
-			      .bytes = n * 8, .res = h };
-	ret = rf__push_coll(c, rf__host_allreduce_fn, &x, NULL, 0, 0, "allreduce_host");
+	if (c->mpi) {
+		struct rf__coll x = { .buf = h->vals, .n = n, .dt = dt, .rop = op, .key = key,
+				      .bytes = n * 8, .res = h };
+		ret = rf__push_coll(c, rf__host_allreduce_fn, &x, NULL, 0, 0, "allreduce_host");
+	} else {
+		ret = rf__nccl_allreduce_host(c, h, n, dt, op, key);
+	}
 	if (ret < 0) {
 		free(h);
 		return ret;

@@ -1,13 +1,21 @@
-/* dist/nccl.c -- collectives on GPU tensors with NCCL, beside the MPI comm stream.
+/* dist/nccl.c -- collectives on GPU tensors with NCCL, beside the comm stream.
  *
  * The NCCL communicator is made on the comm thread (rank 0's ncclUniqueId goes to the
- * others by MPI_Bcast, then ncclCommInitRank, which blocks until every rank has come)
- * and warmed up with one collective, before any training: both can block. A collective
+ * others by MPI_Bcast, or through the store directory of an environment launch, then
+ * ncclCommInitRank, which blocks until every rank has come) and warmed up with one
+ * collective, before any training: both can block. A collective
  * is an engine op on a CUDA stream of the GPU (the caller's): its fn, run when the op
  * is dispatched, launches ncclAllReduce into that stream, behind the compute streams'
  * work by the engine's CUDA-event chaining, and the op completes through the stream's
  * host-function path like every kernel. It reads and writes the comm's ordering
  * variable, so MPI and NCCL collectives together keep one global push order.
+ *
+ * Without MPI (an environment launch) the host collectives go through the GPU: the
+ * values into a pinned buffer, over to a device scratch, ncclAllReduce, and back; the
+ * op's done callback hands them over. The order check (c->check) is two ops before
+ * each NCCL collective: an ncclAllGather of every rank's (seq, key, bytes) on the
+ * GPU stream, then the comparison on the comm thread, which fails (poisoning the
+ * ordering variable, so the collective is skipped) on a mismatch.
  *
  * libnccl.so (over 200 MB) is opened with dlopen on first use, not linked: every
  * program that links ringflow would otherwise map it at start-up (~0.2 s here), and a
@@ -22,12 +30,12 @@
 #include <string.h>
 
 #include <cuda_runtime.h>
-#include <mpi.h>
 #include <nccl.h>
 
 #include "comm-impl.h"
 #include "device.h"
 #include "rf-internal.h"
+#include "store.h"
 
 /* The NCCL calls we use, resolved from libnccl.so.2 once. */
 static struct {
@@ -35,6 +43,8 @@ static struct {
 	ncclResult_t (*init_rank)(ncclComm_t *, int, ncclUniqueId, int);
 	ncclResult_t (*all_reduce)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t,
 				   ncclComm_t, cudaStream_t);
+	ncclResult_t (*all_gather)(const void *, void *, size_t, ncclDataType_t, ncclComm_t,
+				   cudaStream_t);
 	ncclResult_t (*destroy)(ncclComm_t);
 	ncclResult_t (*abort)(ncclComm_t);
 	const char *(*error_string)(ncclResult_t);
@@ -61,6 +71,7 @@ static void rf__nc_load(void)
 	RF__SYM(get_unique_id, "ncclGetUniqueId")
 	RF__SYM(init_rank, "ncclCommInitRank")
 	RF__SYM(all_reduce, "ncclAllReduce")
+	RF__SYM(all_gather, "ncclAllGather")
 	RF__SYM(destroy, "ncclCommDestroy")
 	RF__SYM(abort, "ncclCommAbort")
 	RF__SYM(error_string, "ncclGetErrorString")
@@ -68,10 +79,19 @@ static void rf__nc_load(void)
 	rf__nc.ok = 1;
 }
 
+/* The scratch of host collectives and the order check, in words of 8 bytes, the same
+ * layout on the device and in the pinned host buffer: the values, then this rank's
+ * (seq, key, bytes), then every rank's. */
+#define RF__NS_VALS 4096
+#define RF__NS_ME RF__NS_VALS
+#define RF__NS_ALL (RF__NS_ME + 3)
+
 struct rf__nccl {
 	ncclComm_t comm;
 	int ordinal;
 	int aborted;
+	struct rf_tensor *dscr;     /* device scratch */
+	uint64_t *hscr;             /* pinned host scratch */
 };
 
 struct rf__ninit {
@@ -85,22 +105,18 @@ struct rf__ninit {
 
 struct rf__ncoll {
 	struct rf_comm *c;
-	void *data;
+	void *data;             /* a tensor collective; NULL: host values (res) */
+	struct rf__hostres *res;
 	size_t numel, bytes;
-	int i32;
+	ncclDataType_t dt;
+	ncclRedOp_t op;
 	uint64_t seq;
 	uint32_t key;
+	const char *what;
 	char msg[320];
 };
 
-/* For the watchdog (comm.c: rf__watchdog_cb): the collective now outstanding. */
-static void rf__nccl_publish(struct rf_comm *c, uint64_t seq, uint32_t key, size_t bytes)
-{
-	atomic_store(&c->run_key, key);
-	atomic_store(&c->run_bytes, bytes);
-	atomic_store(&c->run_start_ns, rf_now_ns());
-	atomic_store(&c->run_seq1, seq + 1);
-}
+#define rf__nccl_publish rf__comm_publish
 
 /* On the comm thread (it owns MPI): the unique id from rank 0, then the communicator. */
 static int rf__nccl_init_fn(void *arg)
@@ -112,19 +128,21 @@ static int rf__nccl_init_fn(void *arg)
 	int ret;
 
 	memset(&id, 0, sizeof(id));
-	rf__nccl_publish(c, in->seq, UINT32_MAX - 1, sizeof(id));
+	if (c->mpi)     /* the store has a timeout of its own: the watchdog is for MPI's wait */
+		rf__nccl_publish(c, in->seq, UINT32_MAX - 1, sizeof(id));
 	if (c->rank == 0 && (r = rf__nc.get_unique_id(&id)) != ncclSuccess) {
 		snprintf(in->msg, sizeof(in->msg), "ncclGetUniqueId: %s", rf__nc.error_string(r));
 		atomic_store(&c->run_seq1, 0);
-		return -EIO;   /* the others then wait in MPI_Bcast: the watchdog's case */
+		return -EIO;   /* the others then wait for the id: the watchdog's or store's case */
 	}
-	ret = MPI_Bcast(&id, (int)sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
-	if (ret != MPI_SUCCESS) {
-		snprintf(in->msg, sizeof(in->msg), "MPI_Bcast of the NCCL id: MPI error %d", ret);
+	ret = c->mpi ? rf__mpi_bcast(&id, sizeof(id), in->msg, sizeof(in->msg))
+		     : rf__store_exchange(c->store_dir, c->rank, c->size, &id, sizeof(id),
+					  c->store_timeout_s, in->msg, sizeof(in->msg));
+	if (ret < 0) {
 		atomic_store(&c->run_seq1, 0);
-		return -EIO;
+		return ret;
 	}
-	ret = 0;
+	rf__nccl_publish(c, in->seq, UINT32_MAX - 1, sizeof(id));
 	if (cudaSetDevice(in->ordinal) != cudaSuccess) {
 		snprintf(in->msg, sizeof(in->msg), "cudaSetDevice(%d): %s", in->ordinal,
 			 cudaGetErrorString(cudaGetLastError()));
@@ -138,42 +156,156 @@ static int rf__nccl_init_fn(void *arg)
 	return ret;
 }
 
-/* On the reactor thread, when the op is dispatched onto the CUDA stream. */
+/* On the reactor thread, when the op is dispatched onto the CUDA stream: launch the
+ * collective (host values: with their copies in and out) behind the stream's work. */
 static int rf__nccl_fn(void *arg)
 {
 	struct rf__ncoll *x = arg;
 	struct rf_comm *c = x->c;
+	struct rf__nccl *n = c->nccl;
 	cudaStream_t cs = (cudaStream_t)rf_cuda_stream_handle(c->gstream);
+	void *d;
 	ncclResult_t r;
 
-	if (!c->nccl || c->nccl->aborted) {
-		snprintf(x->msg, sizeof(x->msg), "nccl allreduce #%" PRIu64 " (key %u): the "
-			 "communicator is gone", x->seq, x->key);
+	if (!n || n->aborted) {
+		snprintf(x->msg, sizeof(x->msg), "nccl %s #%" PRIu64 " (key %u): the communicator "
+			 "is gone", x->what, x->seq, x->key);
 		return -EIO;
+	}
+	d = x->data ? x->data : n->dscr->data;
+	if (!x->data) {
+		memcpy(n->hscr, x->res->vals, x->bytes);
+		if (cudaMemcpyAsync(d, n->hscr, x->bytes, cudaMemcpyHostToDevice, cs) != cudaSuccess)
+			goto cuda_fail;
 	}
 	/* launched now; outstanding until its done (a later one launched behind it on the
 	 * stream takes over the watch: a stall of either shows) */
 	rf__nccl_publish(c, x->seq, x->key, x->bytes);
-	r = rf__nc.all_reduce(x->data, x->data, x->numel, x->i32 ? ncclInt32 : ncclFloat32, ncclSum,
-			  c->nccl->comm, cs);
+	r = rf__nc.all_reduce(d, d, x->numel, x->dt, x->op, n->comm, cs);
 	if (r != ncclSuccess) {
-		snprintf(x->msg, sizeof(x->msg), "nccl allreduce #%" PRIu64 " (key %u, %zu bytes, "
-			 "rank %d of %d): %s", x->seq, x->key, x->bytes, c->rank, c->size,
+		snprintf(x->msg, sizeof(x->msg), "nccl %s #%" PRIu64 " (key %u, %zu bytes, rank %d "
+			 "of %d): %s", x->what, x->seq, x->key, x->bytes, c->rank, c->size,
 			 rf__nc.error_string(r));
 		return -EIO;
 	}
+	if (!x->data &&
+	    cudaMemcpyAsync(n->hscr, d, x->bytes, cudaMemcpyDeviceToHost, cs) != cudaSuccess)
+		goto cuda_fail;
 	return 0;
+cuda_fail:
+	snprintf(x->msg, sizeof(x->msg), "nccl %s #%" PRIu64 " (key %u): copying the values: %s",
+		 x->what, x->seq, x->key, cudaGetErrorString(cudaGetLastError()));
+	return -EIO;
 }
 
 static void rf__nccl_done(void *arg, int status)
 {
 	struct rf__ncoll *x = arg;
 
-	uint64_t mine = x->seq + 1;
-
-	atomic_compare_exchange_strong(&x->c->run_seq1, &mine, 0);
+	rf__comm_unpublish(x->c, x->seq);
+	if (x->res && status == 0)
+		memcpy(x->res->vals, x->c->nccl->hscr, x->bytes);
 	rf__comm_keep_error(x->c, status, x->msg);
+	rf__hostres_put(x->res);
 	free(x);
+}
+
+/* ---- the order check: gather (seq, key, bytes) on the GPU, compare on the comm thread */
+
+struct rf__ncheck {
+	struct rf_comm *c;
+	uint64_t me[3];
+	const char *what;
+	char msg[400];
+};
+
+static int rf__ncheck_gather_fn(void *arg)
+{
+	struct rf__ncheck *k = arg;
+	struct rf_comm *c = k->c;
+	struct rf__nccl *n = c->nccl;
+	cudaStream_t cs = (cudaStream_t)rf_cuda_stream_handle(c->gstream);
+	uint64_t *d = n->dscr->data;
+	ncclResult_t r;
+
+	memcpy(n->hscr + RF__NS_ME, k->me, sizeof(k->me));
+	if (cudaMemcpyAsync(d + RF__NS_ME, n->hscr + RF__NS_ME, sizeof(k->me),
+			    cudaMemcpyHostToDevice, cs) != cudaSuccess) {
+		snprintf(k->msg, sizeof(k->msg), "nccl order check: %s",
+			 cudaGetErrorString(cudaGetLastError()));
+		return -EIO;
+	}
+	rf__nccl_publish(c, k->me[0], (uint32_t)k->me[1], sizeof(k->me));
+	if ((r = rf__nc.all_gather(d + RF__NS_ME, d + RF__NS_ALL, 3, ncclUint64, n->comm, cs)) !=
+	    ncclSuccess) {
+		snprintf(k->msg, sizeof(k->msg), "nccl order check (ncclAllGather): %s",
+			 rf__nc.error_string(r));
+		return -EIO;
+	}
+	if (cudaMemcpyAsync(n->hscr + RF__NS_ALL, d + RF__NS_ALL, (size_t)c->size * 24,
+			    cudaMemcpyDeviceToHost, cs) != cudaSuccess) {
+		snprintf(k->msg, sizeof(k->msg), "nccl order check: %s",
+			 cudaGetErrorString(cudaGetLastError()));
+		return -EIO;
+	}
+	return 0;
+}
+
+static int rf__ncheck_compare_fn(void *arg)
+{
+	struct rf__ncheck *k = arg;
+
+	return rf__order_compare(k->c, k->me, k->c->nccl->hscr + RF__NS_ALL, k->what, k->msg,
+				 sizeof(k->msg));
+}
+
+static void rf__ncheck_gather_done(void *arg, int status)
+{
+	struct rf__ncheck *k = arg;
+
+	rf__comm_unpublish(k->c, k->me[0]);
+	rf__comm_keep_error(k->c, status, k->msg);
+}
+
+static void rf__ncheck_compare_done(void *arg, int status)
+{
+	struct rf__ncheck *k = arg;
+
+	rf__comm_keep_error(k->c, status, k->msg);
+	free(k);
+}
+
+/* Before collective seq: the gather on the GPU stream, the comparison on the comm
+ * stream; both write the ordering variable, so the collective runs after them, or is
+ * skipped when they fail. */
+static int rf__nccl_check(struct rf_comm *c, uint64_t seq, uint32_t key, size_t bytes,
+			  const char *what)
+{
+	struct rf__ncheck *k = calloc(1, sizeof(*k));
+	struct rf_op_desc d = { .fn = rf__ncheck_gather_fn, .ctx = k,
+				.done = rf__ncheck_gather_done, .reads = &c->order, .nreads = 1,
+				.writes = &c->order, .nwrites = 1, .stream = c->gstream,
+				.name = "nccl_order_gather" };
+	int ret;
+
+	if (!k)
+		return rf__fail(-ENOMEM, "nccl order check: out of memory");
+	k->c = c;
+	k->me[0] = seq;
+	k->me[1] = key;
+	k->me[2] = bytes;
+	k->what = what;
+	if ((ret = rf_engine_push(c->eng, &d)) < 0) {
+		free(k);
+		return rf__fail(ret, "nccl order check: push failed: %s", strerror(-ret));
+	}
+	d.fn = rf__ncheck_compare_fn;
+	d.done = rf__ncheck_compare_done;
+	d.stream = c->stream;
+	d.name = "nccl_order_compare";
+	if ((ret = rf_engine_push(c->eng, &d)) < 0)   /* k is the gather's: it is pushed */
+		return rf__fail(ret, "nccl order check: push failed: %s", strerror(-ret));
+	return 0;
 }
 
 static void rf__ninit_done(void *arg, int status)
@@ -185,12 +317,32 @@ static void rf__ninit_done(void *arg, int status)
 		free(in);
 }
 
+/* Push collective x (its tensors' variables in w[1..nw-1]); c->seq is the caller's. */
+static int rf__nccl_push(struct rf_comm *c, struct rf__ncoll *x, struct rf_var **w, unsigned nw)
+{
+	struct rf_op_desc d = { .fn = rf__nccl_fn, .ctx = x, .done = rf__nccl_done, .reads = w,
+				.nreads = 1, .writes = w, .nwrites = nw, .stream = c->gstream,
+				.name = x->data ? "nccl_allreduce" : "nccl_allreduce_host" };
+	int ret;
+
+	x->c = c;
+	x->seq = c->seq;
+	if (c->check && (ret = rf__nccl_check(c, x->seq, x->key, x->bytes, x->what)) < 0) {
+		free(x);
+		return ret;
+	}
+	if ((ret = rf_engine_push(c->eng, &d)) < 0) {
+		free(x);
+		return rf__fail(ret, "nccl %s: push failed: %s", d.name, strerror(-ret));
+	}
+	return 0;
+}
+
 int rf__nccl_allreduce(struct rf_comm *c, struct rf_tensor *const *ts, unsigned n,
 		       size_t numel, uint32_t key)
 {
 	struct rf_var *w[1 + RF__COMM_MAXT] = { c->order };
 	struct rf__ncoll *x;
-	struct rf_op_desc d = { 0 };
 	int ret;
 
 	if (!c->nccl)
@@ -203,28 +355,47 @@ int rf__nccl_allreduce(struct rf_comm *c, struct rf_tensor *const *ts, unsigned 
 		return rf__fail(-ENOMEM, "allreduce: out of memory");
 	for (unsigned i = 0; i < n; i++)
 		w[1 + i] = ts[i]->var;
-	x->c = c;
 	x->data = ts[0]->data;
 	x->numel = numel;
-	x->i32 = ts[0]->dtype == RF_I32;
+	x->dt = ts[0]->dtype == RF_I32 ? ncclInt32 : ncclFloat32;
+	x->op = ncclSum;
 	x->bytes = numel * 4;
-	x->seq = c->seq;
 	x->key = key;
-	d.fn = rf__nccl_fn;
-	d.ctx = x;
-	d.done = rf__nccl_done;
-	d.reads = w;
-	d.nreads = 1;
-	d.writes = w;
-	d.nwrites = 1 + n;
-	d.stream = c->gstream;
-	d.name = "nccl_allreduce";
-	if ((ret = rf_engine_push(c->eng, &d)) < 0) {
-		free(x);
-		return rf__fail(ret, "nccl allreduce: push failed: %s", strerror(-ret));
-	}
-	c->seq++;
-	return 0;
+	x->what = "allreduce";
+	if ((ret = rf__nccl_push(c, x, w, 1 + n)) == 0)
+		c->seq++;
+	return ret;
+}
+
+int rf__nccl_allreduce_host(struct rf_comm *c, struct rf__hostres *res, size_t n,
+			    enum rf_comm_dtype dt, enum rf_comm_reduce op, uint32_t key)
+{
+	static const ncclRedOp_t ops[] = { [RF_COMM_SUM] = ncclSum, [RF_COMM_MIN] = ncclMin,
+					   [RF_COMM_MAX] = ncclMax };
+	struct rf_var *w[1] = { c->order };
+	struct rf__ncoll *x;
+
+	if (!c->nccl)
+		return rf__fail(-EINVAL, "allreduce_host (key %u): this comm has no MPI, and its "
+				"GPU is not set up yet (rf_comm_use_gpu): host values go through it",
+				key);
+	if (n > RF__NS_VALS)
+		return rf__fail(-EINVAL, "allreduce_host (key %u): %zu values, at most %d", key, n,
+				RF__NS_VALS);
+	if (!(x = calloc(1, sizeof(*x))))
+		return rf__fail(-ENOMEM, "allreduce_host: out of memory");
+	x->res = res;
+	x->numel = n;
+	x->bytes = n * 8;
+	x->dt = dt == RF_COMM_F64 ? ncclFloat64 : ncclUint64;
+	x->op = ops[op];
+	x->key = key;
+	x->what = "allreduce_host";
+	res->refs++;        /* the op's, dropped by its done */
+	int ret = rf__nccl_push(c, x, w, 1);
+	if (ret < 0)
+		res->refs--;
+	return ret;
 }
 
 /* One collective of one float that every rank sets to 1: the sum is the world size. */
@@ -302,6 +473,16 @@ int rf_comm_use_gpu(struct rf_comm *c, struct rf_device *gpu, struct rf_stream *
 	rf__ninit_done(in, 0);
 	c->gpu = gpu;
 	c->gstream = s;
+	size_t words = RF__NS_ALL + 3 * (size_t)c->size;
+	if ((ret = rf_tensor_create(gpu, RF_F32, "nccl_scratch", RF_DIMS((int64_t)words * 2),
+				    &c->nccl->dscr)) < 0)
+		return rf__fail(ret, "comm: NCCL: cannot allocate its scratch on %s",
+				rf_device_name(gpu));
+	if (cudaMallocHost((void **)&c->nccl->hscr, words * 8) != cudaSuccess) {
+		c->nccl->hscr = NULL;
+		return rf__fail(-ENOMEM, "comm: NCCL: cannot allocate %zu bytes of pinned memory: %s",
+				words * 8, cudaGetErrorString(cudaGetLastError()));
+	}
 	return rf__nccl_warmup(c);
 }
 
@@ -320,6 +501,9 @@ void rf__nccl_destroy(struct rf_comm *c)
 	rf_engine_wait_var(c->eng, c->order);
 	if (!c->nccl->aborted)
 		rf__nc.destroy(c->nccl->comm);
+	rf_tensor_destroy(c->nccl->dscr);
+	if (c->nccl->hscr)
+		cudaFreeHost(c->nccl->hscr);
 	free(c->nccl);
 	c->nccl = NULL;
 }

@@ -76,6 +76,11 @@ static const char usage[] =
 "  --dist mpi            one process per rank under mpirun: each trains its shard of\n"
 "                        every global batch; gradients summed over the ranks (MPI on a\n"
 "                        comm stream). Rank 0 alone prints, checkpoints and writes files\n"
+"  --dist-store DIR      one process per rank, launched with RANK, WORLD_SIZE and\n"
+"                        LOCAL_RANK set (as torchrun sets them), without MPI: rank 0's\n"
+"                        NCCL id reaches the others through files in DIR, a directory\n"
+"                        every rank sees (made if missing; waits up to 300 s for every\n"
+"                        rank). GPU runs only (--device cuda)\n"
 "  --dist-timeout S      end the run when one collective has been outstanding S seconds\n"
 "                        (a peer stalled or died; default 0: no watchdog). S must exceed\n"
 "                        the longest pause of one rank alone (rank 0's checkpoint write)\n"
@@ -90,7 +95,9 @@ struct cli {
 	unsigned max_inflight;   /* engine cap; 0: the engine's default; UINT_MAX: none */
 	double last_loss;        /* the running loss last read back (< 0: none yet) */
 	int lr_set;              /* --lr given */
-	int dist;                /* --dist mpi */
+	int dist;                /* 0: one process; 1: --dist mpi; 2: --dist-store */
+	int dist_mpi;            /* --dist mpi given */
+	const char *dist_store;  /* --dist-store DIR */
 	double dist_timeout;     /* --dist-timeout S */
 	int rank, world;         /* with --dist: this process's rank, and how many */
 	FILE *out;               /* human output: stdout, or stderr with --json */
@@ -242,7 +249,8 @@ static void json_list(FILE *f, const char *key, const double *v, unsigned n, con
 enum { O_DATA = 256, O_EPOCHS, O_BATCH, O_LR, O_DEVICE, O_DEVICES, O_SEED, O_CKPT,
        O_RESUME, O_TRACE, O_METRICS, O_JSON, O_LIMIT, O_TLIMIT, O_LOG, O_THREADS,
        O_PREFETCH, O_INMEM, O_NOEVAL, O_QUIET, O_INIT, O_MODEL, O_STREAMS, O_WINDOW,
-       O_BARRIER, O_MAXINF, O_STATS, O_DIST, O_DIST_TIMEOUT, O_BUCKET };
+       O_BARRIER, O_MAXINF, O_STATS, O_DIST, O_DIST_TIMEOUT, O_BUCKET,
+       O_DIST_STORE };
 
 static const struct option long_opts[] = {
 	{ "model", required_argument, 0, O_MODEL },
@@ -274,6 +282,7 @@ static const struct option long_opts[] = {
 	{ "stats", no_argument, 0, O_STATS },
 	{ "dist", required_argument, 0, O_DIST },
 	{ "dist-timeout", required_argument, 0, O_DIST_TIMEOUT },
+	{ "dist-store", required_argument, 0, O_DIST_STORE },
 	{ "bucket-kb", required_argument, 0, O_BUCKET },
 	{ "help", no_argument, 0, 'h' },
 	{ 0, 0, 0, 0 },
@@ -420,7 +429,12 @@ static int parse_opt(struct cli *c, int opt, const char *a)
 	case O_DIST:
 		if (strcmp(a, "mpi") && strcmp(a, "none"))
 			return bad("--dist", "got '%s', expected mpi (or none)", a);
-		c->dist = !strcmp(a, "mpi");
+		c->dist_mpi = !strcmp(a, "mpi");
+		break;
+	case O_DIST_STORE:
+		if (!*a)
+			return bad("--dist-store", "expected a directory, got an empty name");
+		c->dist_store = a;
 		break;
 	case O_DIST_TIMEOUT: {
 		double d;
@@ -484,8 +498,15 @@ static int parse_args(struct cli *c, int argc, char **argv)
 		return bad(argv[optind], "unexpected argument");
 	if (c->resume && !c->checkpoint)
 		return bad("--resume", "needs --checkpoint FILE");
+	if (c->dist_mpi && c->dist_store)
+		return bad("--dist-store", "is the launch without MPI: not with --dist mpi (choose "
+			   "one)");
+	c->dist = c->dist_mpi ? 1 : c->dist_store ? 2 : 0;
 	if (!c->dist && c->dist_timeout > 0)
-		return bad("--dist-timeout", "needs --dist mpi");
+		return bad("--dist-timeout", "needs --dist mpi or --dist-store");
+	if (c->dist_store && strcmp(c->o.device, "cuda"))
+		return bad("--dist-store", "the launch without MPI reduces by NCCL, on GPUs: it "
+			   "needs --device cuda (CPU runs: --dist mpi under mpirun)");
 	if (c->o.devices > 1 && c->o.batch_size && c->o.devices > c->o.batch_size)
 		return bad("--devices", "%u devices, more than the %u samples in a batch", c->o.devices,
 			   c->o.batch_size);
@@ -535,7 +556,8 @@ static void print_header(const struct cli *c, const struct rf_trainer *t)
 		c->o.device, rf_trainer_replicas(t), rf_trainer_streams(t),
 		rf_trainer_streams(t) > 1 ? "s" : "");
 	if (c->dist)
-		fprintf(c->out, " x %d process%s (MPI)", c->world, c->world == 1 ? "" : "es");
+		fprintf(c->out, " x %d process%s (%s)", c->world, c->world == 1 ? "" : "es",
+			c->dist == 1 ? "MPI" : "NCCL, launched by RANK/WORLD_SIZE");
 	fprintf(c->out, ", batch %u, lr %g, seed %" PRIu64 ", %" PRIu64 " batches/epoch\n",
 		c->o.batch_size ? c->o.batch_size : 256,
 		(double)c->o.lr, c->o.seed,
@@ -706,16 +728,20 @@ static void on_stall(void *ctx, const struct rf_comm_stall *st, const char *msg)
 	_exit(1);
 }
 
-/* --dist mpi: the comm (MPI starts on its stream); rank 0 alone prints and writes
- * (its trace starts here, once the rank is known). 0 or the exit status. */
+/* --dist mpi or --dist-store: the comm (MPI starts on its stream, or the rank comes
+ * from the environment); rank 0 alone prints and writes (its trace starts here, once
+ * the rank is known). 0 or the exit status. */
 static int start_dist(struct cli *c, struct rf_engine *eng, struct rf_comm **comm)
 {
 	struct rf_comm_opts co = { .check = -1, .timeout_s = c->dist_timeout,
-				   .on_stall = on_stall };
+				   .on_stall = on_stall, .store_dir = c->dist_store };
 	int ret;
 
 	if ((ret = rf_comm_create(eng, &co, comm)) < 0) {
-		rf_cli_say(prog, "--dist mpi: %s", rf_last_error());
+		if (c->dist_store)
+			rf_cli_say(prog, "--dist-store %s: %s", c->dist_store, rf_last_error());
+		else
+			rf_cli_say(prog, "--dist mpi: %s", rf_last_error());
 		return 1;
 	}
 	c->rank = rf_comm_rank(*comm);

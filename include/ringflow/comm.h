@@ -2,8 +2,10 @@
  *
  * A comm owns one worker stream whose thread owns MPI (init, every collective,
  * finalize); the reactor thread never calls MPI. Each collective is an engine op, so
- * its completion reaches the reactor as every worker completion does. How ordering,
- * failures and the order check work: dist/README.md. */
+ * its completion reaches the reactor as every worker completion does. Launched by
+ * mpirun, a comm takes rank and size from MPI; launched by the environment (RANK,
+ * WORLD_SIZE: opts.store_dir), it has no MPI and its collectives go by NCCL on GPU
+ * tensors. How ordering, failures and the order check work: dist/README.md. */
 #ifndef RINGFLOW_COMM_H
 #define RINGFLOW_COMM_H
 
@@ -38,11 +40,20 @@ struct rf_comm_opts {
 				    * collective has run this long; 0: no watchdog */
 	rf_comm_stall_fn on_stall; /* NULL: log the message, then _exit(124) */
 	void *stall_ctx;
+	/* NULL: launched by MPI (mpirun). Else the environment launch, without MPI: rank
+	 * and size from RANK and WORLD_SIZE (required), LOCAL_RANK (default 0) and
+	 * LOCAL_WORLD_SIZE (default LOCAL_RANK + 1); rank 0's NCCL id reaches the others
+	 * through files in this directory (created if missing; on a file system every
+	 * rank sees), by rf_comm_use_gpu. Only GPU tensors can then be reduced; host
+	 * collectives go through the GPU, after rf_comm_use_gpu. */
+	const char *store_dir;
+	double store_timeout_s;    /* how long the rendezvous waits for every rank; 0: 300 */
 };
 
-/* Start the comm stream and MPI on it (MPI_THREAD_FUNNELED), waiting for the init.
- * Returns 0, -ENOSYS where ringflow was built without MPI, or -EIO; the message in
- * rf_last_error(). One comm per process. */
+/* Start the comm stream and MPI on it (MPI_THREAD_FUNNELED), waiting for the init;
+ * with opts.store_dir, read the environment instead. Returns 0, -ENOSYS where
+ * ringflow was built without MPI (and no store_dir), -EINVAL (a bad environment), or
+ * -EIO; the message in rf_last_error(). One comm per process. */
 int rf_comm_create(struct rf_engine *e, const struct rf_comm_opts *opts, struct rf_comm **out);
 /* Finalize MPI on the comm stream after every collective pushed so far, then stop it. */
 void rf_comm_destroy(struct rf_comm *c);
@@ -58,9 +69,10 @@ struct rf_stream *rf_comm_stream(const struct rf_comm *c);
 
 /* GPU tensors: make the NCCL communicator for GPU `gpu` (one per rank; every rank
  * calls this, in the same place of its collective order) and launch GPU collectives
- * on s, one of gpu's streams, kept for them. Blocks: the NCCL id goes out by MPI from
- * rank 0, ncclCommInitRank waits for every rank, and a warm-up collective checks the
- * sum. Returns 0, -ENOSYS without NCCL, -EINVAL, or -EIO with the message. */
+ * on s, one of gpu's streams, kept for them. Blocks: the NCCL id goes out from rank 0
+ * by MPI (or through the store directory), ncclCommInitRank waits for every rank, and
+ * a warm-up collective checks the sum. Returns 0, -ENOSYS without NCCL, -EINVAL,
+ * -ETIMEDOUT (the store's rendezvous), or -EIO with the message. */
 int rf_comm_use_gpu(struct rf_comm *c, struct rf_device *gpu, struct rf_stream *s);
 
 /* Push a sum of t (f32 or i32; on a CPU device by MPI on the comm stream, on the

@@ -17,6 +17,9 @@
  *                                 a GPU or NCCL): a span of views of a GPU block summed
  *                                 exactly, between two MPI host collectives (one
  *                                 order for both kinds); a CPU device is refused
+ *   test-comm nccl-env DIR        the same, launched by RANK / WORLD_SIZE without MPI:
+ *                                 the NCCL id through the store directory DIR, the host
+ *                                 collectives through the GPU
  *   test-comm misorder SEED       with the order check on, rank 1 pushes two keys
  *                                 swapped: every rank must fail with -EPROTO and a
  *                                 message naming both sides, and none may hang */
@@ -59,10 +62,10 @@ static int fill_fn(void *arg)
 	return 0;
 }
 
-static void setup(struct rf_ring **ring, struct rf_engine **e, struct rf_device **cpu,
-		  struct rf_comm **c, int check)
+static void setup_store(struct rf_ring **ring, struct rf_engine **e, struct rf_device **cpu,
+			struct rf_comm **c, int check, const char *store_dir)
 {
-	struct rf_comm_opts co = { .check = check };
+	struct rf_comm_opts co = { .check = check, .store_dir = store_dir };
 
 	CHECK_OK(rf_ring_create(ring, NULL));
 	CHECK_OK(rf_engine_create(e, *ring, NULL));
@@ -71,6 +74,12 @@ static void setup(struct rf_ring **ring, struct rf_engine **e, struct rf_device 
 		fprintf(stderr, "comm: %s\n", rf_last_error());
 		exit(1);
 	}
+}
+
+static void setup(struct rf_ring **ring, struct rf_engine **e, struct rf_device **cpu,
+		  struct rf_comm **c, int check)
+{
+	setup_store(ring, e, cpu, c, check, NULL);
 }
 
 static void teardown(struct rf_ring *ring, struct rf_engine *e, struct rf_device *cpu,
@@ -307,7 +316,8 @@ static int run_span(void)
 	return 0;
 }
 
-static int run_nccl(void)
+/* store_dir NULL: under mpirun; else launched by RANK / WORLD_SIZE, no MPI */
+static int run_nccl(const char *store_dir)
 {
 	struct rf_ring *ring;
 	struct rf_engine *e;
@@ -320,7 +330,7 @@ static int run_nccl(void)
 	double d;
 
 	CHECK(host);
-	setup(&ring, &e, &cpu, &c, 0);
+	setup_store(&ring, &e, &cpu, &c, 1, store_dir);   /* the order check on: NCCL's too */
 	rank = rf_comm_rank(c);
 	P = rf_comm_size(c);
 	/* refused everywhere: a CPU device is no GPU */
@@ -350,6 +360,10 @@ static int run_nccl(void)
 	d = 1;
 	CHECK_OK(rf_comm_allreduce_host(c, &d, 1, RF_COMM_F64, RF_COMM_SUM, 3));
 	CHECK(d == P);
+	uint64_t u[2] = { 100 + (uint64_t)rank, 100 + (uint64_t)rank };
+	CHECK_OK(rf_comm_allreduce_host(c, u, 1, RF_COMM_U64, RF_COMM_MIN, 4));
+	CHECK_OK(rf_comm_allreduce_host(c, u + 1, 1, RF_COMM_U64, RF_COMM_MAX, 5));
+	CHECK(u[0] == 100 && u[1] == 100 + (uint64_t)P - 1);
 	CHECK_OK(rf_comm_wait(c));
 	CHECK_OK(rf_tensor_read(blk, host));
 	for (int i = 0; i < 4000; i++)
@@ -358,8 +372,8 @@ static int run_nccl(void)
 				(double)host[i], P * (P + 1) / 2 * (i % 13));
 			return 1;
 		}
-	printf("rank %d of %d: NCCL allreduce of a span of GPU views exact, between MPI "
-	       "collectives\n", rank, P);
+	printf("rank %d of %d: NCCL allreduce of a span of GPU views exact, between %s host "
+	       "collectives (order check on)\n", rank, P, store_dir ? "NCCL" : "MPI");
 	rf_tensor_destroy(v[0]);
 	rf_tensor_destroy(v[1]);
 	rf_tensor_destroy(blk);
@@ -381,11 +395,13 @@ int main(int argc, char **argv)
 	if (argc == 2 && !strcmp(argv[1], "kv"))
 		return run_kv();
 	if (argc == 2 && !strcmp(argv[1], "nccl"))
-		return run_nccl();
+		return run_nccl(NULL);
+	if (argc == 3 && !strcmp(argv[1], "nccl-env"))
+		return run_nccl(argv[2]);
 	if (argc == 2 && !strcmp(argv[1], "span"))
 		return run_span();
 	if (argc == 3 && !strcmp(argv[1], "misorder"))
 		return run_misorder();
-	fprintf(stderr, "usage: test-comm --has-mpi | ok SEED NKEYS | kv | span | nccl | misorder SEED\n");
+	fprintf(stderr, "usage: test-comm --has-mpi | ok SEED NKEYS | kv | span | nccl | nccl-env DIR | misorder SEED\n");
 	return 2;
 }

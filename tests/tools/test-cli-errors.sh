@@ -135,7 +135,22 @@ bad $R --dist 2 "value" --dist
 for v in "" -1 x nan inf 1e7 " 5"; do
 	bad $R --dist-timeout 2 "expected seconds" --dist mpi --dist-timeout "$v"
 done
-bad $R --dist-timeout 2 "needs --dist mpi" --dist-timeout 5
+bad $R --dist-timeout 2 "needs --dist mpi or --dist-store" --dist-timeout 5
+bad $R --dist-store 2 "expected a directory" --dist-store ""
+bad $R --dist-store 2 "value" --dist-store
+bad $R --dist-store 2 "not with --dist mpi" --dist-store "$T/store" --dist mpi
+bad $R --dist-store 2 "needs --device cuda" --dist-store "$T/store"
+# the environment contract, read before anything starts (no GPU needed to see these)
+(unset RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE
+ bad $R --dist-store 1 "WORLD_SIZE is not set" --dist-store "$T/store" --device cuda
+ export WORLD_SIZE=2
+ for v in 2 -1 x "" " 1"; do
+	RANK=$v bad $R --dist-store 1 "RANK=$v: expected an integer from 0 to 1" \
+		--dist-store "$T/store" --device cuda
+ done
+ export RANK=0 LOCAL_RANK=1 LOCAL_WORLD_SIZE=1
+ bad $R --dist-store 1 "LOCAL_WORLD_SIZE=1: expected an integer from 2 to 2" \
+	--dist-store "$T/store" --device cuda) || exit 1
 bad $R --dist-timeout 2 "value" --dist-timeout
 for v in "" "0" "-0.1" "1e-50" "1e-39" "nan" "inf" " 0.1" "0.1 " "+0.1" "0x1p-3" "1e7" \
 	 "1e400" "0.1.2" "1e" "."; do
