@@ -29,6 +29,7 @@
 #include <ringflow/trainer.h>
 #include <ringflow/checkpoint.h>
 #include <ringflow/comm.h>
+#include <ringflow/dataset.h>
 
 #include "cli-impl.h"
 
@@ -38,7 +39,10 @@ static char prog[32] = "rf-train";
 static const char usage[] =
 "usage: rf-train [--model mlp|lenet] [options]\n"
 "  --model mlp|lenet     the network (default mlp)\n"
-"  --data DIR            Fashion-MNIST IDX files, raw or .gz (default " RF_TRAIN_DEFAULT_DATA ")\n"
+"  --data DIR|FILE       Fashion-MNIST IDX files, raw or .gz (default " RF_TRAIN_DEFAULT_DATA "),\n"
+"                        or a .rfrec record file (rf-pack's) of the training set\n"
+"  --test-data FILE      with a .rfrec --data: the test set's .rfrec (default: beside\n"
+"                        it, \"train\" in its name made \"t10k\", else \"test\")\n"
 "  --epochs N            epochs to train (default 10)\n"
 "  --batch-size B        minibatch size, split over the devices (default 256)\n"
 "  --lr LR               SGD learning rate (default 0.1 mlp, 0.2 lenet)\n"
@@ -141,8 +145,22 @@ static int bad_path(const char *opt, const char *why)
  * same file. A missing --data is left to the trainer (its message says how to
  * install Fashion-MNIST). With --resume the checkpoint's header is checked too (its
  * model against --model). 0 or the exit status. */
-static int check_paths(const char *model, const char *data, const char *ckpt, int resume,
-		       const char *metrics, const char *trace)
+/* A .rfrec file's header (magic, version, sizes, CRC) now, not after the engine
+ * starts; the trainer checks the shape. 0 or the exit status. */
+static int check_rfrec(const char *opt, const char *path)
+{
+	struct rf_dataset ds;
+
+	if (rf_dataset_open_rfrec(&ds, path, 0) < 0) {
+		rf_cli_say(prog, "%s %s", opt, rf_last_error());
+		return 1;
+	}
+	rf_dataset_close(&ds);
+	return 0;
+}
+
+static int check_paths(const char *model, const char *data, const char *test_data,
+		       const char *ckpt, int resume, const char *metrics, const char *trace)
 {
 	static const char *names[4] = { "train-images-idx3-ubyte", "train-labels-idx1-ubyte",
 					"t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte" };
@@ -152,14 +170,26 @@ static int check_paths(const char *model, const char *data, const char *ckpt, in
 	struct stat st;
 
 	if (!*data)
-		return bad("--data", "got an empty path, expected a directory");
+		return bad("--data", "got an empty path, expected a directory or a .rfrec file");
+	if (test_data) {
+		if (rf_cli_check_input(test_data, 0, why, sizeof(why)) < 0)
+			return bad_path("--test-data", why);
+		if (stat(data, &st) == 0 && !S_ISREG(st.st_mode))
+			return bad("--test-data", "names the test set of a .rfrec --data, and %s is "
+				   "%s (a directory of IDX files holds both sets)", data,
+				   rf_cli_ftype(st.st_mode));
+		if (check_rfrec("--test-data", test_data))
+			return 1;
+	}
+	if (stat(data, &st) == 0 && S_ISREG(st.st_mode) && check_rfrec("--data", data))
+		return 1;
 	for (int i = 0; i < 3; i++)
 		if (outs[i][1] && !*outs[i][1])
 			return bad(outs[i][0], "got an empty path, expected a file name");
-	if (stat(data, &st) == 0) {
+	if (stat(data, &st) == 0 && !S_ISREG(st.st_mode)) {
 		if (!S_ISDIR(st.st_mode)) {
 			snprintf(why, sizeof(why), "%s: is %s, expected a directory of Fashion-MNIST "
-				 "IDX files", data, rf_cli_ftype(st.st_mode));
+				 "IDX files or a .rfrec file", data, rf_cli_ftype(st.st_mode));
 			return bad_path("--data", why);
 		}
 		for (int i = 0; i < 8; i++) {
@@ -250,7 +280,7 @@ enum { O_DATA = 256, O_EPOCHS, O_BATCH, O_LR, O_DEVICE, O_DEVICES, O_SEED, O_CKP
        O_RESUME, O_TRACE, O_METRICS, O_JSON, O_LIMIT, O_TLIMIT, O_LOG, O_THREADS,
        O_PREFETCH, O_INMEM, O_NOEVAL, O_QUIET, O_INIT, O_MODEL, O_STREAMS, O_WINDOW,
        O_BARRIER, O_MAXINF, O_STATS, O_DIST, O_DIST_TIMEOUT, O_BUCKET,
-       O_DIST_STORE };
+       O_DIST_STORE, O_TEST_DATA };
 
 static const struct option long_opts[] = {
 	{ "model", required_argument, 0, O_MODEL },
@@ -283,6 +313,7 @@ static const struct option long_opts[] = {
 	{ "dist", required_argument, 0, O_DIST },
 	{ "dist-timeout", required_argument, 0, O_DIST_TIMEOUT },
 	{ "dist-store", required_argument, 0, O_DIST_STORE },
+	{ "test-data", required_argument, 0, O_TEST_DATA },
 	{ "bucket-kb", required_argument, 0, O_BUCKET },
 	{ "help", no_argument, 0, 'h' },
 	{ 0, 0, 0, 0 },
@@ -302,6 +333,9 @@ static int parse_opt(struct cli *c, int opt, const char *a)
 		break;
 	case O_DATA:
 		c->o.data_dir = a;
+		break;
+	case O_TEST_DATA:
+		c->o.test_data = a;
 		break;
 	case O_EPOCHS:
 		if ((ret = int_opt("--epochs", a, 0, 100000, "epochs to train", &v)))
@@ -514,6 +548,7 @@ static int parse_args(struct cli *c, int argc, char **argv)
 	if (!c->lr_set)
 		c->o.lr = strcmp(c->o.model, "mlp") ? 0.2f : 0.1f;
 	if ((ret = check_paths(c->o.model, c->o.data_dir ? c->o.data_dir : RF_TRAIN_DEFAULT_DATA,
+			       c->o.test_data,
 			       c->checkpoint, c->resume, c->metrics, c->trace)))
 		return ret;
 	c->o.progress = progress;

@@ -1,7 +1,10 @@
-/* train/trainer-data.c -- the trainer's data: the Fashion-MNIST IDX files (raw or .gz),
- * their shape check, the limited views (--limit, --test-limit) and the two loaders. */
+/* train/trainer-data.c -- the trainer's data: the Fashion-MNIST IDX files (raw or .gz)
+ * or two .rfrec files, their shape check, the limited views (--limit, --test-limit)
+ * and the two loaders. */
 #include <errno.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "trainer-impl.h"
@@ -36,21 +39,35 @@ static int rf__find_files(struct rf_trainer *t, char p[4][600])
 	return 0;
 }
 
-/* The images must be 28x28; the message names the file and the shape found. */
+/* The images must be u8 28x28 with labels of 10 classes; the message names the file,
+ * where the field is (IDX: offset 8; .rfrec: its 4096-byte header) and what was found. */
 static int rf__check_shape(struct rf_trainer *t, const struct rf_dataset *d, const char *path)
 {
+	const char *where = d->kind == RF_DS_RFREC ? "header" : "offset 8";
 	char shape[96] = "";
 	size_t n = 0;
 	unsigned k;
 
-	if (d->ndim == 2 && d->shape[0] == 28 && d->shape[1] == 28)
-		return 0;
-	for (k = 0; k < d->ndim && n < sizeof(shape); k++)
-		n += (size_t)snprintf(shape + n, sizeof(shape) - n, "%s%u", k ? "x" : "",
-				      (unsigned)d->shape[k]);
-	rf__trainer_msg(t, "%s: offset 8: images of %s, expected 28x28 (Fashion-MNIST)",
-			path, d->ndim ? shape : "no dims");
-	return -EINVAL;
+	if (d->ndim != 2 || d->shape[0] != 28 || d->shape[1] != 28) {
+		for (k = 0; k < d->ndim && n < sizeof(shape); k++)
+			n += (size_t)snprintf(shape + n, sizeof(shape) - n, "%s%u", k ? "x" : "",
+					      (unsigned)d->shape[k]);
+		rf__trainer_msg(t, "%s: %s: images of %s, expected 28x28 (Fashion-MNIST)", path,
+				where, d->ndim ? shape : "no dims");
+		return -EINVAL;
+	}
+	if (d->dtype != RF_DS_DT_U8) {
+		rf__trainer_msg(t, "%s: %s: pixels of dtype 0x%02x, expected u8 (0x08)", path, where,
+				(unsigned)d->dtype);
+		return -EINVAL;
+	}
+	if (d->label_kind == RF_LABEL_NONE || (d->num_classes && d->num_classes != 10)) {
+		rf__trainer_msg(t, "%s: %s: %s, expected labels of 10 classes", path, where,
+				d->label_kind == RF_LABEL_NONE ? "no labels" : "labels of another "
+				"class count");
+		return -EINVAL;
+	}
+	return 0;
 }
 
 /* A subset is the first `limit` records: a copy of the description with a smaller
@@ -77,16 +94,69 @@ static int rf__open_pair(struct rf_trainer *t, struct rf_dataset *ds, const char
 	return ret;
 }
 
+/* The test set beside a .rfrec training set: the last "train" of its file name made
+ * "t10k", else "test"; 0 with the path in out, or -ENOENT with the message. */
+static int rf__beside(struct rf_trainer *t, const char *train, char *out, size_t len)
+{
+	static const char *const as[2] = { "t10k", "test" };
+	const char *base = strrchr(train, '/'), *hit = NULL, *p;
+
+	base = base ? base + 1 : train;
+	for (p = base; (p = strstr(p, "train")); p++)
+		hit = p;
+	if (!hit) {
+		rf__trainer_msg(t, "%s: no test set: its name has no \"train\" to find one "
+				"beside it by; name it (rf-train --test-data FILE.rfrec)", train);
+		return -ENOENT;
+	}
+	for (int i = 0; i < 2; i++) {
+		snprintf(out, len, "%.*s%s%s", (int)(hit - train), train, as[i], hit + 5);
+		if (access(out, F_OK) == 0)
+			return 0;
+	}
+	rf__trainer_msg(t, "%s: no test set beside it: neither %.*st10k%s nor the same with "
+			"\"test\" exists (rf-train --test-data FILE.rfrec names one)", train,
+			(int)(hit - train), train, hit + 5);
+	return -ENOENT;
+}
+
+static int rf__open_rfrec(struct rf_trainer *t, struct rf_dataset *ds, const char *path)
+{
+	int ret = rf_dataset_open_rfrec(ds, path, 0);
+
+	if (ret < 0)
+		rf__trainer_msg(t, "%s", rf_last_error());
+	return ret;
+}
+
 int rf__open_data(struct rf_trainer *t)
 {
 	char p[4][600];
+	struct stat st;
 	int ret;
 
-	if ((ret = rf__find_files(t, p)) < 0)
-		return ret;
-	ret = rf__open_pair(t, &t->train_ds, p[0], p[1]);
-	if (ret == 0)
-		ret = rf__open_pair(t, &t->test_ds, p[2], p[3]);
+	if (stat(t->data_dir, &st) == 0 && S_ISREG(st.st_mode)) {
+		/* a .rfrec training set, and its test set named or beside it */
+		snprintf(p[0], sizeof(p[0]), "%s", t->data_dir);
+		if ((ret = rf__open_rfrec(t, &t->train_ds, p[0])) < 0)
+			return ret;
+		if (t->o.test_data)
+			snprintf(p[2], sizeof(p[2]), "%s", t->o.test_data);
+		else if ((ret = rf__beside(t, p[0], p[2], sizeof(p[2]))) < 0)
+			return ret;
+		ret = rf__open_rfrec(t, &t->test_ds, p[2]);
+	} else if (t->o.test_data) {
+		rf__trainer_msg(t, "%s: a test set names a .rfrec file, and the training data %s "
+				"is not one (a directory of IDX files holds both sets)",
+				t->o.test_data, t->data_dir);
+		return -EINVAL;
+	} else {
+		if ((ret = rf__find_files(t, p)) < 0)
+			return ret;
+		ret = rf__open_pair(t, &t->train_ds, p[0], p[1]);
+		if (ret == 0)
+			ret = rf__open_pair(t, &t->test_ds, p[2], p[3]);
+	}
 	if (ret == 0)
 		ret = rf__check_shape(t, &t->train_ds, p[0]);
 	if (ret == 0)

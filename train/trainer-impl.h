@@ -36,7 +36,7 @@ struct rf__queue {
 
 struct rf_trainer {
 	struct rf_train_opts o;
-	char model_name[16], device_kind[8], data_dir[512];
+	char model_name[16], device_kind[8], data_dir[512], test_data[512];
 	struct rf_engine *eng;
 	const struct rf_model_spec *spec;
 	unsigned K;

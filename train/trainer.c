@@ -21,6 +21,8 @@ static void rf__copy_opts(struct rf_trainer *t, const struct rf_train_opts *opts
 	t->o.model = t->model_name;
 	t->o.device = t->device_kind;
 	t->o.data_dir = t->data_dir;
+	snprintf(t->test_data, sizeof(t->test_data), "%s", opts->test_data ? opts->test_data : "");
+	t->o.test_data = opts->test_data ? t->test_data : NULL;
 	if (!t->o.batch_size)
 		t->o.batch_size = 256;
 	if (t->o.lr == 0.0f)

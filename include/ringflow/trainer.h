@@ -45,7 +45,12 @@ typedef void (*rf_train_progress_fn)(void *ctx, unsigned epoch, uint64_t batch,
 
 struct rf_train_opts {
 	const char *model;         /* "mlp" (default) or "lenet" */
-	const char *data_dir;      /* NULL: RF_TRAIN_DEFAULT_DATA; IDX files, raw or .gz */
+	const char *data_dir;      /* NULL: RF_TRAIN_DEFAULT_DATA. A directory of the IDX
+				    * files (raw or .gz), or a .rfrec file (rf-pack's) of the
+				    * training set: u8 28x28 images, labels of 10 classes */
+	const char *test_data;     /* with a .rfrec data_dir: the test set's .rfrec; NULL:
+				    * beside it, its name with "train" made "t10k", else
+				    * "test" (fmnist-train.rfrec: fmnist-t10k.rfrec) */
 	unsigned batch_size;       /* 0: 256 */
 	float lr;                  /* 0: 0.1 (mlp), 0.2 (lenet) */
 	const char *device;        /* "cpu" (default) or "cuda" */

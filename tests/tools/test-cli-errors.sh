@@ -80,7 +80,7 @@ printf '\0\0\10\3\0\0\0\2\0\0\0\2\0\0\0\2\1\2\3\4\5\6\7\10' >"$T/img.idx"
 printf '\0\0\10\1\0\0\0\2\1\0' >"$T/lab.idx"
 head -c 20 "$T/img.idx" >"$T/img-short.idx"
 head -c 9 "$T/lab.idx" >"$T/lab-short.idx"
-if [ "$WHICH" = rf-pack ]; then
+if [ "${PACK##*/}" = rf-pack ]; then
 	"$PACK" --images "$T/img.idx" --labels "$T/lab.idx" -o "$T/ok.rfrec" >/dev/null ||
 		fail "rf-pack of the fixture failed"
 	head -c 100 "$T/ok.rfrec" >"$T/short.rfrec"
@@ -172,14 +172,26 @@ bad $R --dev 2 "ambiguous" --dev 1
 bad $R stray 2 "unexpected argument" --model mlp stray
 bad $R --resume 2 "needs --checkpoint" --resume
 bad $R --devices 2 "more than the 4 samples" --devices 8 --batch-size 4
-# --data: a directory whose IDX files (where present) are regular files
+# --data: a directory whose IDX files (where present) are regular files, or a .rfrec
 bad $R --data 2 "empty path" --data ""
-bad $R --data 1 "is a regular file, expected a directory" --data "$T/text"
+bad $R --data 1 "$T/text: offset 0: bad magic" --data "$T/text"
 bad $R --data 1 "is a FIFO, expected a directory" --data "$fifo"
 bad $R --data 1 "is a character device" --data "$dev"
 bad $R --data 1 "train-images-idx3-ubyte.gz: is a FIFO" --data "$T/data-fifo"
 bad $R --data 1 "t10k-labels-idx1-ubyte: is a directory" --data "$T/data-dir"
 bad $R --data 2 "value" --data
+bad $R --test-data 1 "cannot open" --test-data "$T/none.rfrec"
+bad $R --test-data 1 "empty path" --test-data ""
+bad $R --test-data 1 "is a directory" --test-data "$T"
+if [ -e "$T/ok.rfrec" ]; then
+	bad $R --test-data 1 "text: offset 0: bad magic" --data "$T/ok.rfrec" --test-data "$T/text"
+	bad $R --data 1 "short.rfrec" --data "$T/short.rfrec"
+	# a valid record file of 2x2 images: the trainer names the shape found
+	bad $R "$T/ok.rfrec" 1 "header: images of 2x2, expected 28x28" --data "$T/ok.rfrec" \
+		--test-data "$T/ok.rfrec"
+fi
+bad $R --test-data 2 "a directory of IDX files holds both sets" --data "$T" --test-data "$T/text"
+bad $R --test-data 2 "value" --test-data
 # outputs: checked before anything runs
 for o in --checkpoint --metrics --trace; do
 	bad $R $o 1 "$T/nodir: No such file" $o "$T/nodir/out"
