@@ -76,7 +76,7 @@ struct rf__opctx {
 			 int acc; } conv; /* fwd: out=y in=x in2=w in3=b; data: out=dx in=dy in2=w;
 					   * filter: out=dw out2=db in=dy in2=x */
 		struct { float *y; const float *x; int n, c, h, w, k; } pool; /* bwd: y=dx, x=dy */
-		struct { float *w, *v; const float *g; size_t n; float lr, mom, wd; } sgd;
+		struct { float *w, *v; const float *g; size_t n; float lr, mom, wd; int nesterov; } sgd;
 		struct { float *y; const float *x; size_t n; float a; } axpy;  /* scale: y, a */
 		struct { float *out; const float **in; int k; size_t n; } sum;
 		struct { void *x; size_t n; float v; int dtype; } fill;

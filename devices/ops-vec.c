@@ -27,7 +27,8 @@ int rf_sgd(struct rf_stream *s, struct rf_tensor *w, struct rf_tensor *g, float 
 }
 
 int rf_sgd_momentum(struct rf_stream *s, struct rf_tensor *w, struct rf_tensor *v,
-		    struct rf_tensor *g, float lr, float momentum, float weight_decay)
+		    struct rf_tensor *g, float lr, float momentum, float weight_decay,
+		    int nesterov)
 {
 	static const char fn[] = "rf_sgd_momentum";
 	struct rf__b b;
@@ -45,6 +46,7 @@ int rf_sgd_momentum(struct rf_stream *s, struct rf_tensor *w, struct rf_tensor *
 	b.c->u.sgd.lr = lr;
 	b.c->u.sgd.mom = momentum;
 	b.c->u.sgd.wd = weight_decay;
+	b.c->u.sgd.nesterov = nesterov != 0;
 	rf__b_tensor(&b, g, 0);
 	rf__b_tensor(&b, w, 1);
 	rf__b_tensor(&b, v, 1);

@@ -154,7 +154,7 @@ int rf__cpu_compute(struct rf__opctx *op)
 		break;
 	case RF__SGD_MOMENTUM:
 		rf_k_sgd_momentum(op->u.sgd.w, op->u.sgd.v, op->u.sgd.g, op->u.sgd.n, op->u.sgd.lr,
-				  op->u.sgd.mom, op->u.sgd.wd);
+				  op->u.sgd.mom, op->u.sgd.wd, op->u.sgd.nesterov);
 		break;
 	case RF__AXPY:
 		rf_k_axpy(op->u.axpy.y, op->u.axpy.a, op->u.axpy.x, op->u.axpy.n);

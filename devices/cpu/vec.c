@@ -24,14 +24,24 @@ void rf_k_sgd(float *restrict w, const float *restrict g, size_t n, float lr,
 			w[i] -= lr * (g[i] + weight_decay * w[i]);
 }
 
+/* a + b * c with one rounding, as torch's add(alpha) (a fused multiply-add): the
+ * product of two floats is exact in a double, so only the sum rounds (to double, then
+ * to float: a fused multiply-add's result except in rare double-rounding ties), and it
+ * stays vectorised where fmaf without -mfma would be a call. */
+static inline float rf__madd(float a, float b, float c)
+{
+	return (float)((double)a + (double)b * (double)c);
+}
+
 void rf_k_sgd_momentum(float *restrict w, float *restrict v, const float *restrict g,
-		       size_t n, float lr, float momentum, float weight_decay)
+		       size_t n, float lr, float momentum, float weight_decay, int nesterov)
 {
 	for (size_t i = 0; i < n; i++) {
-		float d = g[i] + weight_decay * w[i];
-		float vi = momentum * v[i] + d;
+		float d = weight_decay != 0.0f ? rf__madd(g[i], weight_decay, w[i]) : g[i];
+		volatile float mv = momentum * v[i];   /* buf.mul_(momentum): its own rounding */
+		float vi = mv + d;                     /* .add_(d): one rounding */
 		v[i] = vi;
-		w[i] -= lr * vi;
+		w[i] = rf__madd(w[i], -lr, nesterov ? rf__madd(d, momentum, vi) : vi);
 	}
 }
 

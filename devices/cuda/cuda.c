@@ -215,7 +215,7 @@ static int rf__cuda_compute(struct rf_device *d, struct rf__dstream *ds, struct 
 		break;
 	case RF__SGD_MOMENTUM:
 		ret = rf__kc_sgd_momentum(st, op->u.sgd.w, op->u.sgd.v, op->u.sgd.g, op->u.sgd.n,
-					 op->u.sgd.lr, op->u.sgd.mom, op->u.sgd.wd);
+					 op->u.sgd.lr, op->u.sgd.mom, op->u.sgd.wd, op->u.sgd.nesterov);
 		break;
 	case RF__AXPY:
 		ret = rf__kc_axpy(st, op->u.axpy.y, op->u.axpy.a, op->u.axpy.x, op->u.axpy.n);

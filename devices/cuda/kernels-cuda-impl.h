@@ -99,7 +99,7 @@ int rf__kc_avgpool2d_bwd(void *stream, float *dx, const float *dy, int n, int c,
 int rf__kc_sgd(void *stream, float *w, const float *g, size_t n, float lr,
 	      float weight_decay);
 int rf__kc_sgd_momentum(void *stream, float *w, float *v, const float *g, size_t n,
-		       float lr, float momentum, float weight_decay);
+		       float lr, float momentum, float weight_decay, int nesterov);
 int rf__kc_axpy(void *stream, float *y, float a, const float *x, size_t n);
 int rf__kc_scale(void *stream, float *x, float a, size_t n);
 /* out (n) = in[0] + ... + in[k-1], left to right. `in` is a HOST array of k device

@@ -74,14 +74,15 @@ __global__ void k_sgd(float *w, const float *g, size_t n, float lr, float wd)
 	}
 }
 
+/* rounded as torch.optim.SGD: each add(alpha) one fused multiply-add, mul_ alone */
 __global__ void k_sgd_momentum(float *w, float *v, const float *g, size_t n, float lr,
-			       float mom, float wd)
+			       float mom, float wd, int nesterov)
 {
 	GRID_STRIDE(i, n) {
-		float d = g[i] + wd * w[i];
-		float vi = mom * v[i] + d;
+		float d = wd != 0.0f ? __fmaf_rn(wd, w[i], g[i]) : g[i];
+		float vi = __fadd_rn(__fmul_rn(mom, v[i]), d);
 		v[i] = vi;
-		w[i] -= lr * vi;
+		w[i] = __fmaf_rn(-lr, nesterov ? __fmaf_rn(mom, vi, d) : vi, w[i]);
 	}
 }
 
@@ -676,12 +677,12 @@ int rf__kc_sgd(void *stream, float *w, const float *g, size_t n, float lr,
 }
 
 int rf__kc_sgd_momentum(void *stream, float *w, float *v, const float *g, size_t n,
-		       float lr, float momentum, float weight_decay)
+		       float lr, float momentum, float weight_decay, int nesterov)
 {
 	if (!n)
 		return 0;
 	k_sgd_momentum<<<blocks_for(n), kThreads, 0, S(stream)>>>(w, v, g, n, lr, momentum,
-								  weight_decay);
+								  weight_decay, nesterov);
 	return launch_rc();
 }
 

@@ -138,11 +138,14 @@ void rf_k_avgpool2_relu_bwd(float *dx, const float *dy, const float *y, int n, i
 /* w (n) -= lr * (g + weight_decay * w). Without weight decay the product is exact and
  * only the difference rounds, as in PyTorch's fused update. */
 void rf_k_sgd(float *w, const float *g, size_t n, float lr, float weight_decay);
-/* PyTorch SGD with momentum (dampening 0, not Nesterov):
- * d = g + weight_decay * w;  v = momentum * v + d;  w -= lr * v.
- * v (n) is the momentum buffer (start it at 0). */
+/* PyTorch SGD with momentum (dampening 0), rounded as torch.optim.SGD rounds on the
+ * CPU (each `add` with alpha one rounding, `mul_` one):
+ *   d = g + weight_decay * w;  v = round(momentum * v) + d;
+ *   w -= lr * v, or with nesterov w -= lr * (d + momentum * v).
+ * v (n) is the momentum buffer (start it at 0: the first step's v is then d, as
+ * PyTorch's clone of d). */
 void rf_k_sgd_momentum(float *w, float *v, const float *g, size_t n, float lr,
-		       float momentum, float weight_decay);
+		       float momentum, float weight_decay, int nesterov);
 /* y (n) += a * x (n). */
 void rf_k_axpy(float *y, float a, const float *x, size_t n);
 /* x (n) *= a. */

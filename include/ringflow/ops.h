@@ -86,9 +86,12 @@ int rf_conv2d_bwd_filter_pool_relu(struct rf_stream *s, struct rf_tensor *dw,
 /* w -= lr * (g + wd * w). Reads g, writes w. */
 int rf_sgd(struct rf_stream *s, struct rf_tensor *w, struct rf_tensor *g, float lr,
 	   float weight_decay);
-/* PyTorch SGD with momentum: v = momentum * v + (g + wd * w); w -= lr * v. */
+/* PyTorch SGD with momentum (dampening 0), rounded as torch.optim.SGD on the CPU:
+ * d = g + wd * w; v = momentum * v + d; w -= lr * v, or with nesterov
+ * w -= lr * (d + momentum * v). v starts at 0. Reads g, writes w and v. */
 int rf_sgd_momentum(struct rf_stream *s, struct rf_tensor *w, struct rf_tensor *v,
-		    struct rf_tensor *g, float lr, float momentum, float weight_decay);
+		    struct rf_tensor *g, float lr, float momentum, float weight_decay,
+		    int nesterov);
 
 /* y += a * x (same numel). */
 int rf_axpy(struct rf_stream *s, struct rf_tensor *y, float a, struct rf_tensor *x);

@@ -342,7 +342,7 @@ static void ts_vector(struct rf_device *d, struct rf_stream *s)
 	got = ts_download(Wt);
 	ts_close("sgd", got, want, N, 1e-6, 1e-6);
 	free(got);
-	CHECK_OK(rf_sgd_momentum(s, Wt, Vt, Gt, 0.1f, 0.9f, 0.0f));
+	CHECK_OK(rf_sgd_momentum(s, Wt, Vt, Gt, 0.1f, 0.9f, 0.0f, 0));
 	for (int i = 0; i < N; i++) {
 		wv[i] = 0.9 * v[i] + g[i];
 		want[i] = want[i] - 0.1 * wv[i];

@@ -369,14 +369,16 @@ static void test_vector_ops(void)
 	r = fdown(w_, n);
 	close_f("sgd weight decay", r, w, n, 1e-7, 1e-6);
 	free(r);
-	CK(rf__kc_sgd_momentum(stream, w_, v_, g_, n, 0.05f, 0.9f, 1e-3f));
-	rf_k_sgd_momentum(w, v, g, n, 0.05f, 0.9f, 1e-3f);
-	r = fdown(w_, n);
-	close_f("sgd_momentum w", r, w, n, 1e-6, 1e-6);
-	free(r);
-	r = fdown(v_, n);
-	close_f("sgd_momentum v", r, v, n, 1e-6, 1e-6);
-	free(r);
+	for (int nesterov = 0; nesterov < 2; nesterov++) {   /* the second on the first's v */
+		CK(rf__kc_sgd_momentum(stream, w_, v_, g_, n, 0.05f, 0.9f, 1e-3f, nesterov));
+		rf_k_sgd_momentum(w, v, g, n, 0.05f, 0.9f, 1e-3f, nesterov);
+		r = fdown(w_, n);
+		close_f(nesterov ? "sgd_momentum nesterov w" : "sgd_momentum w", r, w, n, 1e-6, 1e-6);
+		free(r);
+		r = fdown(v_, n);
+		close_f(nesterov ? "sgd_momentum nesterov v" : "sgd_momentum v", r, v, n, 1e-6, 1e-6);
+		free(r);
+	}
 	CK(rf__kc_axpy(stream, w_, 0.3f, g_, n));
 	rf_k_axpy(w, 0.3f, g, n);
 	r = fdown(w_, n);

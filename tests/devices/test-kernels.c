@@ -662,7 +662,7 @@ static void test_vector_ops(void)
 		ref[i] = w0[i] - 0.1 * (g[i] + 0.01 * w0[i]);
 	close_enough("sgd weight decay", w, ref, n, 1e-7, 1e-6);
 	memcpy(w, w0, n * sizeof(float));
-	rf_k_sgd_momentum(w, v, g, n, 0.1f, 0.9f, 0.01f);
+	rf_k_sgd_momentum(w, v, g, n, 0.1f, 0.9f, 0.01f, 0);
 	for (size_t i = 0; i < n; i++) {
 		double vv = 0.9 * v0[i] + g[i] + 0.01 * w0[i];
 		ref2[i] = vv;
@@ -670,6 +670,17 @@ static void test_vector_ops(void)
 	}
 	close_enough("sgd_momentum w", w, ref, n, 1e-6, 1e-6);
 	close_enough("sgd_momentum v", v, ref2, n, 1e-6, 1e-6);
+	/* Nesterov, from this v: w -= lr * (d + momentum * v_new) */
+	memcpy(w0, w, n * sizeof(float));
+	memcpy(v0, v, n * sizeof(float));
+	rf_k_sgd_momentum(w, v, g, n, 0.1f, 0.9f, 0.01f, 1);
+	for (size_t i = 0; i < n; i++) {
+		double d = g[i] + 0.01 * w0[i], vv = 0.9 * v0[i] + d;
+		ref2[i] = vv;
+		ref[i] = w0[i] - 0.1 * (d + 0.9 * vv);
+	}
+	close_enough("sgd_momentum nesterov w", w, ref, n, 1e-6, 1e-6);
+	close_enough("sgd_momentum nesterov v", v, ref2, n, 1e-6, 1e-6);
 
 	memcpy(w, w0, n * sizeof(float));
 	rf_k_axpy(w, -0.5f, g, n);

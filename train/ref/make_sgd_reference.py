@@ -1,0 +1,75 @@
+#!/usr/bin/python3
+"""SGD with momentum, weight decay and Nesterov: what torch.optim.SGD (PyTorch 1.13,
+CPU, float32) computes over three steps, for tests/train/test-sgd-ref.c.
+
+Parameters and gradients come from the splitmix64 generators of README.md (the same
+u(stream, i) as the model references): w[i] = 2*u(300, i) - 1, and the gradient of
+step t is g_t[i] = (2*u(301 + t, i) - 1) * 0.5. Each configuration starts from the
+same w with no momentum buffer (PyTorch's first step clones d). The file lists, per
+configuration, w and the momentum buffer after the three steps as the hex of their
+float32 bits.
+
+  /usr/bin/python3 train/ref/make_sgd_reference.py [OUT]   (default train/ref/sgd.ref)
+"""
+import struct
+import sys
+
+import numpy as np
+import torch
+
+N = 512
+LR = 0.1
+STEPS = 3
+CONFIGS = [  # momentum, weight decay, nesterov
+    (0.9, 0.0, False),
+    (0.9, 5e-4, False),
+    (0.9, 5e-4, True),
+    (0.5, 1e-2, True),
+]
+M64 = (1 << 64) - 1
+
+
+def splitmix64(x):
+    z = (x + 0x9e3779b97f4a7c15) & M64
+    z = ((z ^ (z >> 30)) * 0xbf58476d1ce4e5b9) & M64
+    z = ((z ^ (z >> 27)) * 0x94d049bb133111eb) & M64
+    return z ^ (z >> 31)
+
+
+def u(stream, i):
+    return np.float32(splitmix64(((stream << 40) + i) & M64) >> 40) * np.float32(2.0 ** -24)
+
+
+def vec(stream, scale):
+    return np.array([(np.float32(2.0) * u(stream, i) - np.float32(1.0)) * np.float32(scale)
+                     for i in range(N)], dtype=np.float32)
+
+
+def bits(a):
+    return " ".join("%08x" % struct.unpack("<I", struct.pack("<f", float(x)))[0] for x in a)
+
+
+def main():
+    out = sys.argv[1] if len(sys.argv) > 1 else "train/ref/sgd.ref"
+    torch.set_num_threads(1)
+    w0 = vec(300, 1.0)
+    grads = [vec(301 + t, 0.5) for t in range(STEPS)]
+    lines = ["# torch.optim.SGD, PyTorch %s, CPU float32: %d elements, lr %g, %d steps"
+             % (torch.__version__, N, LR, STEPS),
+             "# w = 2*u(300,i)-1; g_t = (2*u(301+t,i)-1)*0.5 (train/ref/README.md)"]
+    for mom, wd, nest in CONFIGS:
+        p = torch.nn.Parameter(torch.from_numpy(w0.copy()))
+        opt = torch.optim.SGD([p], lr=LR, momentum=mom, weight_decay=wd, nesterov=nest)
+        for t in range(STEPS):
+            p.grad = torch.from_numpy(grads[t].copy())
+            opt.step()
+        v = opt.state[p]["momentum_buffer"]
+        lines.append("config momentum %r weight_decay %r nesterov %d" % (mom, wd, int(nest)))
+        lines.append("w " + bits(p.detach().numpy()))
+        lines.append("v " + bits(v.numpy()))
+    with open(out, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
