@@ -128,6 +128,13 @@ static int rf__nccl_init_fn(void *arg)
 	int ret;
 
 	memset(&id, 0, sizeof(id));
+	/* the device first: a rank that cannot use its GPU must fail before the others
+	 * have its part of the rendezvous and wait in ncclCommInitRank for it */
+	if (cudaSetDevice(in->ordinal) != cudaSuccess || cudaFree(NULL) != cudaSuccess) {
+		snprintf(in->msg, sizeof(in->msg), "cudaSetDevice(%d): %s", in->ordinal,
+			 cudaGetErrorString(cudaGetLastError()));
+		return -EIO;
+	}
 	if (c->mpi)     /* the store has a timeout of its own: the watchdog is for MPI's wait */
 		rf__nccl_publish(c, in->seq, UINT32_MAX - 1, sizeof(id));
 	if (c->rank == 0 && (r = rf__nc.get_unique_id(&id)) != ncclSuccess) {
@@ -142,12 +149,10 @@ static int rf__nccl_init_fn(void *arg)
 		atomic_store(&c->run_seq1, 0);
 		return ret;
 	}
+	/* published for the watchdog: ncclCommInitRank waits for every rank, without a
+	 * timeout of its own (--dist-timeout bounds it) */
 	rf__nccl_publish(c, in->seq, UINT32_MAX - 1, sizeof(id));
-	if (cudaSetDevice(in->ordinal) != cudaSuccess) {
-		snprintf(in->msg, sizeof(in->msg), "cudaSetDevice(%d): %s", in->ordinal,
-			 cudaGetErrorString(cudaGetLastError()));
-		ret = -EIO;
-	} else if ((r = rf__nc.init_rank(&in->comm, c->size, id, c->rank)) != ncclSuccess) {
+	if ((r = rf__nc.init_rank(&in->comm, c->size, id, c->rank)) != ncclSuccess) {
 		snprintf(in->msg, sizeof(in->msg), "ncclCommInitRank (rank %d of %d, GPU %d): %s",
 			 c->rank, c->size, in->ordinal, rf__nc.error_string(r));
 		ret = -EIO;
@@ -169,7 +174,8 @@ static int rf__nccl_fn(void *arg)
 
 	if (!n || n->aborted) {
 		snprintf(x->msg, sizeof(x->msg), "nccl %s #%" PRIu64 " (key %u): the communicator "
-			 "is gone", x->what, x->seq, x->key);
+			 "is gone (an earlier collective failed on this rank)", x->what, x->seq,
+			 x->key);
 		return -EIO;
 	}
 	d = x->data ? x->data : n->dscr->data;
@@ -186,6 +192,7 @@ static int rf__nccl_fn(void *arg)
 		snprintf(x->msg, sizeof(x->msg), "nccl %s #%" PRIu64 " (key %u, %zu bytes, rank %d "
 			 "of %d): %s", x->what, x->seq, x->key, x->bytes, c->rank, c->size,
 			 rf__nc.error_string(r));
+		rf__nccl_abort(c);
 		return -EIO;
 	}
 	if (!x->data &&
@@ -195,6 +202,7 @@ static int rf__nccl_fn(void *arg)
 cuda_fail:
 	snprintf(x->msg, sizeof(x->msg), "nccl %s #%" PRIu64 " (key %u): copying the values: %s",
 		 x->what, x->seq, x->key, cudaGetErrorString(cudaGetLastError()));
+	rf__nccl_abort(c);     /* a collective chained behind this one must not go out alone */
 	return -EIO;
 }
 
@@ -213,6 +221,7 @@ static void rf__nccl_done(void *arg, int status)
 /* ---- the order check: gather (seq, key, bytes) on the GPU, compare on the comm thread */
 
 struct rf__ncheck {
+	int refs;               /* the gather op and the compare op (reactor thread only) */
 	struct rf_comm *c;
 	uint64_t me[3];
 	const char *what;
@@ -225,14 +234,21 @@ static int rf__ncheck_gather_fn(void *arg)
 	struct rf_comm *c = k->c;
 	struct rf__nccl *n = c->nccl;
 	cudaStream_t cs = (cudaStream_t)rf_cuda_stream_handle(c->gstream);
-	uint64_t *d = n->dscr->data;
+	uint64_t *d;
 	ncclResult_t r;
 
+	if (!n || n->aborted) {
+		snprintf(k->msg, sizeof(k->msg), "nccl order check #%" PRIu64 ": the communicator is "
+			 "gone (an earlier collective failed on this rank)", k->me[0]);
+		return -EIO;
+	}
+	d = n->dscr->data;
 	memcpy(n->hscr + RF__NS_ME, k->me, sizeof(k->me));
 	if (cudaMemcpyAsync(d + RF__NS_ME, n->hscr + RF__NS_ME, sizeof(k->me),
 			    cudaMemcpyHostToDevice, cs) != cudaSuccess) {
 		snprintf(k->msg, sizeof(k->msg), "nccl order check: %s",
 			 cudaGetErrorString(cudaGetLastError()));
+		rf__nccl_abort(c);
 		return -EIO;
 	}
 	rf__nccl_publish(c, k->me[0], (uint32_t)k->me[1], sizeof(k->me));
@@ -240,12 +256,14 @@ static int rf__ncheck_gather_fn(void *arg)
 	    ncclSuccess) {
 		snprintf(k->msg, sizeof(k->msg), "nccl order check (ncclAllGather): %s",
 			 rf__nc.error_string(r));
+		rf__nccl_abort(c);
 		return -EIO;
 	}
 	if (cudaMemcpyAsync(n->hscr + RF__NS_ALL, d + RF__NS_ALL, (size_t)c->size * 24,
 			    cudaMemcpyDeviceToHost, cs) != cudaSuccess) {
 		snprintf(k->msg, sizeof(k->msg), "nccl order check: %s",
 			 cudaGetErrorString(cudaGetLastError()));
+		rf__nccl_abort(c);
 		return -EIO;
 	}
 	return 0;
@@ -259,12 +277,19 @@ static int rf__ncheck_compare_fn(void *arg)
 				 sizeof(k->msg));
 }
 
+static void rf__ncheck_put(struct rf__ncheck *k)
+{
+	if (--k->refs == 0)
+		free(k);
+}
+
 static void rf__ncheck_gather_done(void *arg, int status)
 {
 	struct rf__ncheck *k = arg;
 
 	rf__comm_unpublish(k->c, k->me[0]);
 	rf__comm_keep_error(k->c, status, k->msg);
+	rf__ncheck_put(k);
 }
 
 static void rf__ncheck_compare_done(void *arg, int status)
@@ -272,7 +297,7 @@ static void rf__ncheck_compare_done(void *arg, int status)
 	struct rf__ncheck *k = arg;
 
 	rf__comm_keep_error(k->c, status, k->msg);
-	free(k);
+	rf__ncheck_put(k);
 }
 
 /* Before collective seq: the gather on the GPU stream, the comparison on the comm
@@ -290,6 +315,7 @@ static int rf__nccl_check(struct rf_comm *c, uint64_t seq, uint32_t key, size_t 
 
 	if (!k)
 		return rf__fail(-ENOMEM, "nccl order check: out of memory");
+	k->refs = 2;
 	k->c = c;
 	k->me[0] = seq;
 	k->me[1] = key;
@@ -303,8 +329,11 @@ static int rf__nccl_check(struct rf_comm *c, uint64_t seq, uint32_t key, size_t 
 	d.done = rf__ncheck_compare_done;
 	d.stream = c->stream;
 	d.name = "nccl_order_compare";
-	if ((ret = rf_engine_push(c->eng, &d)) < 0)   /* k is the gather's: it is pushed */
+	if ((ret = rf_engine_push(c->eng, &d)) < 0) {
+		rf__ncheck_put(k);    /* the gather's reference stays with the gather */
+		rf__nccl_abort(c);    /* its allgather goes out on this rank alone */
 		return rf__fail(ret, "nccl order check: push failed: %s", strerror(-ret));
+	}
 	return 0;
 }
 
@@ -333,6 +362,8 @@ static int rf__nccl_push(struct rf_comm *c, struct rf__ncoll *x, struct rf_var *
 	}
 	if ((ret = rf_engine_push(c->eng, &d)) < 0) {
 		free(x);
+		if (c->check)
+			rf__nccl_abort(c);   /* its order check went out without it */
 		return rf__fail(ret, "nccl %s: push failed: %s", d.name, strerror(-ret));
 	}
 	return 0;
@@ -391,11 +422,8 @@ int rf__nccl_allreduce_host(struct rf_comm *c, struct rf__hostres *res, size_t n
 	x->op = ops[op];
 	x->key = key;
 	x->what = "allreduce_host";
-	res->refs++;        /* the op's, dropped by its done */
-	int ret = rf__nccl_push(c, x, w, 1);
-	if (ret < 0)
-		res->refs--;
-	return ret;
+	/* res->refs already counts the op's reference (rf_comm_allreduce_host) */
+	return rf__nccl_push(c, x, w, 1);
 }
 
 /* One collective of one float that every rank sets to 1: the sum is the world size. */
@@ -476,14 +504,23 @@ int rf_comm_use_gpu(struct rf_comm *c, struct rf_device *gpu, struct rf_stream *
 	size_t words = RF__NS_ALL + 3 * (size_t)c->size;
 	if ((ret = rf_tensor_create(gpu, RF_F32, "nccl_scratch", RF_DIMS((int64_t)words * 2),
 				    &c->nccl->dscr)) < 0)
-		return rf__fail(ret, "comm: NCCL: cannot allocate its scratch on %s",
-				rf_device_name(gpu));
-	if (cudaMallocHost((void **)&c->nccl->hscr, words * 8) != cudaSuccess) {
+		rf__fail(ret, "comm: NCCL: cannot allocate its scratch on %s", rf_device_name(gpu));
+	else if (cudaMallocHost((void **)&c->nccl->hscr, words * 8) != cudaSuccess) {
 		c->nccl->hscr = NULL;
-		return rf__fail(-ENOMEM, "comm: NCCL: cannot allocate %zu bytes of pinned memory: %s",
-				words * 8, cudaGetErrorString(cudaGetLastError()));
+		ret = rf__fail(-ENOMEM, "comm: NCCL: cannot allocate %zu bytes of pinned memory: %s",
+			       words * 8, cudaGetErrorString(cudaGetLastError()));
+	} else
+		ret = rf__nccl_warmup(c);
+	if (ret < 0) {      /* no half-made GPU side: the comm is as before the call */
+		char msg[512];
+		snprintf(msg, sizeof(msg), "%s", rf_last_error());
+		rf__nccl_abort(c);
+		rf__nccl_destroy(c);
+		c->gpu = NULL;
+		c->gstream = NULL;
+		rf__fail(ret, "%s", msg);
 	}
-	return rf__nccl_warmup(c);
+	return ret;
 }
 
 void rf__nccl_abort(struct rf_comm *c)

@@ -197,10 +197,14 @@ static int rf__st_check_mine(struct rf__st *s)
 	uint64_t n = rf__st_join_nonce(s, s->rank, NULL, who, sizeof(who));
 
 	snprintf(name, sizeof(name), "join.%d", s->rank);
-	if (n != s->nonce)
-		return rf__st_fail(s, -EEXIST, "%s/%s was replaced by another process (%s): two "
-				   "processes have RANK=%d", s->dir, name, who, s->rank);
-	return 0;
+	if (n == s->nonce)
+		return 0;
+	if (!who[0])
+		return rf__st_fail(s, -EEXIST, "%s/%s disappeared while this rank waited: another "
+				   "job using the same directory? (give each job its own)", s->dir,
+				   name);
+	return rf__st_fail(s, -EEXIST, "%s/%s was replaced by another process (%s): two "
+			   "processes have RANK=%d", s->dir, name, who, s->rank);
 }
 
 static int rf__st_join(struct rf__st *s)
@@ -228,8 +232,7 @@ static void rf__st_sleep(int *ms)
 	struct timespec ts = { 0, (long)*ms * 1000000 };
 
 	nanosleep(&ts, NULL);
-	if (*ms < 50)
-		*ms *= 2;
+	*ms = *ms * 2 < 50 ? *ms * 2 : 50;
 }
 
 /* "1, 3, 4" (at most 8, then "..."): the ranks with bad[r] set */
@@ -308,21 +311,28 @@ static int rf__st_rank0(struct rf__st *s, const unsigned char *blob, size_t len,
 			int64_t deadline, double timeout_s)
 {
 	uint64_t *now = calloc((size_t)s->size, 8), *written = calloc((size_t)s->size, 8);
-	unsigned char *missing = calloc((size_t)s->size, 1);
+	unsigned char *missing = calloc((size_t)s->size, 1), *acked = calloc((size_t)s->size, 1);
 	int have_id = 0, ms = 1, ret = 0, other = -1, other_rank = -1;
 
-	if (!now || !written || !missing) {
+	if (!now || !written || !missing || !acked) {
 		ret = rf__st_fail(s, -ENOMEM, "out of memory");
 		goto out;
 	}
 	now[0] = s->nonce;
 	for (;;) {
-		int all = 1, acked = 1;
+		int all = 1;
 		if ((ret = rf__st_check_mine(s)) < 0)
 			goto out;
 		for (int r = 1; r < s->size; r++) {
 			int sz = -1;
-			now[r] = rf__st_join_nonce(s, r, &sz, NULL, 0);
+			char who[300] = "";
+			now[r] = rf__st_join_nonce(s, r, &sz, who, sizeof(who));
+			if (acked[r] && now[r] != written[r]) {
+				ret = rf__st_fail(s, -EEXIST, "%s/join.%d changed after rank %d took the "
+						  "id (now %s): two processes have RANK=%d", s->dir,
+						  r, r, who[0] ? who : "removed", r);
+				goto out;
+			}
 			missing[r] = !now[r];
 			all &= !missing[r];
 			if (sz >= 0) {
@@ -337,11 +347,13 @@ static int rf__st_rank0(struct rf__st *s, const unsigned char *blob, size_t len,
 			have_id = 1;
 		}
 		if (have_id) {
+			int all_acked = 1;
 			for (int r = 1; r < s->size; r++) {
-				missing[r] = !rf__st_acked(s, r, written[r]);
-				acked &= !missing[r];
+				acked[r] = acked[r] || rf__st_acked(s, r, written[r]);
+				missing[r] = !acked[r];
+				all_acked &= acked[r];
 			}
-			if (acked) {
+			if (all_acked) {
 				rf__st_cleanup(s);
 				goto out;
 			}
@@ -364,6 +376,7 @@ out:
 	free(now);
 	free(written);
 	free(missing);
+	free(acked);
 	return ret;
 }
 
@@ -404,6 +417,10 @@ static int rf__st_take_id(struct rf__st *s, unsigned char *blob, size_t len, int
 			goto out;
 	if (sscanf(p, "nonce=%llx", &n) != 1 || n != s->nonce)
 		goto out;
+	/* and from the rank 0 of now (a rank 0 left over from another run could have
+	 * written our nonce too): its gen is join.0's nonce */
+	if (rf__st_join_nonce(s, 0, NULL, NULL, 0) != (uint64_t)g)
+		goto out;
 	char text[160], name[32];
 	snprintf(name, sizeof(name), "ack.%d", s->rank);
 	int k = snprintf(text, sizeof(text), RF__STORE_MAGIC " ack rank=%d nonce=%016" PRIx64
@@ -413,6 +430,30 @@ static int rf__st_take_id(struct rf__st *s, unsigned char *blob, size_t len, int
 out:
 	free(t);
 	return ret;
+}
+
+/* What a rank past 0 can tell at its timeout: which ranks have not joined (rank 0
+ * waits for them), or that all have and rank 0 wrote nothing. */
+static int rf__st_rankn_timeout(struct rf__st *s, double timeout_s, int other)
+{
+	unsigned char *missing = calloc((size_t)s->size, 1);
+	char list[96] = "", extra[128] = "";
+	int n = 0;
+
+	for (int r = 0; missing && r < s->size; r++)
+		n += missing[r] = r != s->rank && !rf__st_join_nonce(s, r, NULL, NULL, 0);
+	if (missing)
+		rf__st_list(missing, s->size, list, sizeof(list));
+	free(missing);
+	if (other >= 0)
+		snprintf(extra, sizeof(extra), " (the id there names WORLD_SIZE=%d, this rank has "
+			 "%d)", other, s->size);
+	if (n)
+		return rf__st_fail(s, -ETIMEDOUT, "no id for this run within %g s: ranks %s have not "
+				   "joined (no join.RANK of WORLD_SIZE=%d), and rank 0 waits for "
+				   "them%s", timeout_s, list, s->size, extra);
+	return rf__st_fail(s, -ETIMEDOUT, "no id for this run within %g s, though every rank "
+			   "has joined: has rank 0 failed or stopped?%s", timeout_s, extra);
 }
 
 static int rf__st_rankn(struct rf__st *s, unsigned char *blob, size_t len, int64_t deadline,
@@ -425,15 +466,8 @@ static int rf__st_rankn(struct rf__st *s, unsigned char *blob, size_t len, int64
 			return ret;
 		if ((ret = rf__st_take_id(s, blob, len, &other)) != 0)
 			return ret < 0 ? ret : 0;
-		if (rf__st_now_ms() >= deadline) {
-			char extra[128] = "";
-			if (other >= 0)
-				snprintf(extra, sizeof(extra), " (the id there names WORLD_SIZE=%d, "
-					 "this rank has %d)", other, s->size);
-			return rf__st_fail(s, -ETIMEDOUT, "rank 0 wrote no id for this run within "
-					   "%g s%s: is RANK=0 running, with the same directory and "
-					   "WORLD_SIZE?", timeout_s, extra);
-		}
+		if (rf__st_now_ms() >= deadline)
+			return rf__st_rankn_timeout(s, timeout_s, other);
 		rf__st_sleep(&ms);
 	}
 }

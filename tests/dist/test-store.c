@@ -6,6 +6,7 @@
  *   - a previous run's files (join, ack and id of other nonces, one of another world
  *     size) are never taken for this run's;
  *   - two processes with one RANK: the replaced one fails (-EEXIST) naming the other;
+ *     one that comes after the first took the id makes rank 0 fail (-EEXIST);
  *   - a rank that never comes, and a rank with another WORLD_SIZE: every other rank
  *     times out (-ETIMEDOUT) naming what is missing, none hangs;
  *   - a directory that cannot be made fails (-EIO) naming it;
@@ -270,6 +271,22 @@ int main(void)
 	CHECK_EQ(reap(dir, 0, z, msg2, sizeof(msg2)), 0);
 	printf("ok: two processes with RANK=1: %s\n", msg);
 
+	/* a second RANK=1 after the first took the id: rank 0 (still waiting for rank 2,
+	 * whose join file is there but which never acknowledges) says so */
+	snprintf(dir, sizeof(dir), "%s/dup-late", root);
+	z = spawn(dir, 0, 3, 3, 0);
+	a = spawn(dir, 1, 3, 3, 0);
+	for (int i = 0; i < 500 && access(dir, F_OK); i++)
+		sleep_ms(10);
+	put(dir, "join.2", "ringflow-store 1 join rank=2 size=3 nonce=0000000000000abc pid=1 host=fake\n");
+	CHECK_EQ(reap(dir, 1, a, msg, sizeof(msg)), 0);
+	b = spawn(dir, 1, 3, 3, 0);
+	CHECK_EQ(reap(dir, 0, z, msg, sizeof(msg)), 10 + EEXIST);
+	CHECK(strstr(msg, "join.1 changed after rank 1 took the id") &&
+	      strstr(msg, "two processes have RANK=1"));
+	CHECK(reap(dir, 1, b, msg2, sizeof(msg2)) != 0);
+	printf("ok: a second RANK=1 after the first took the id: %s\n", msg);
+
 	/* rank 2 of 3 never comes: both others time out, naming it */
 	snprintf(dir, sizeof(dir), "%s/missing", root);
 	z = spawn(dir, 0, 3, 0.5, 0);
@@ -277,7 +294,7 @@ int main(void)
 	CHECK_EQ(reap(dir, 0, z, msg, sizeof(msg)), 10 + ETIMEDOUT);
 	CHECK(strstr(msg, "rank 0 of 3: some ranks never joined (no join.RANK of this run) within 0.5 s: 2"));
 	CHECK_EQ(reap(dir, 1, a, msg2, sizeof(msg2)), 10 + ETIMEDOUT);
-	CHECK(strstr(msg2, "rank 0 wrote no id for this run"));
+	CHECK(strstr(msg2, "no id for this run within 0.5 s: ranks 2 have not joined"));
 	printf("ok: a rank that never comes: %s\n", msg);
 
 	/* WORLD_SIZE differs: rank 0 names it */
