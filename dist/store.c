@@ -325,14 +325,7 @@ static int rf__st_rank0(struct rf__st *s, const unsigned char *blob, size_t len,
 			goto out;
 		for (int r = 1; r < s->size; r++) {
 			int sz = -1;
-			char who[300] = "";
-			now[r] = rf__st_join_nonce(s, r, &sz, who, sizeof(who));
-			if (acked[r] && now[r] != written[r]) {
-				ret = rf__st_fail(s, -EEXIST, "%s/join.%d changed after rank %d took the "
-						  "id (now %s): two processes have RANK=%d", s->dir,
-						  r, r, who[0] ? who : "removed", r);
-				goto out;
-			}
+			now[r] = rf__st_join_nonce(s, r, &sz, NULL, 0);
 			missing[r] = !now[r];
 			all &= !missing[r];
 			if (sz >= 0) {
@@ -340,6 +333,20 @@ static int rf__st_rank0(struct rf__st *s, const unsigned char *blob, size_t len,
 				other_rank = r;
 			}
 		}
+		/* a join file that changed after its rank took the id (its ack names the old
+		 * nonce and our gen), whether or not we had seen that ack yet */
+		for (int r = 1; have_id && r < s->size; r++)
+			if (now[r] != written[r] && !acked[r] && rf__st_acked(s, r, written[r]))
+				acked[r] = 1;
+		for (int r = 1; r < s->size; r++)
+			if (acked[r] && now[r] != written[r]) {
+				char who[300] = "";
+				rf__st_join_nonce(s, r, NULL, who, sizeof(who));
+				ret = rf__st_fail(s, -EEXIST, "%s/join.%d changed after rank %d took the "
+						  "id (now %s): two processes have RANK=%d", s->dir,
+						  r, r, who[0] ? who : "removed", r);
+				goto out;
+			}
 		if (all && (!have_id || memcmp(now, written, (size_t)s->size * 8))) {
 			if ((ret = rf__st_write_id(s, now, blob, len)) < 0)
 				goto out;
