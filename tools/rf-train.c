@@ -46,6 +46,9 @@ static const char usage[] =
 "  --epochs N            epochs to train (default 10)\n"
 "  --batch-size B        minibatch size, split over the devices (default 256)\n"
 "  --lr LR               SGD learning rate (default 0.1 mlp, 0.2 lenet)\n"
+"  --momentum M          SGD momentum, as torch.optim.SGD (dampening 0; default 0)\n"
+"  --wd W                weight decay, added to the gradient as W * w (default 0)\n"
+"  --nesterov            Nesterov momentum (needs --momentum > 0)\n"
 "  --device cpu|cuda     where to compute (default cpu)\n"
 "  --devices K           data parallel over K devices (CPU: K worker streams; CUDA: K GPUs)\n"
 "  --seed S              seed of the weight init and the shuffle (default 0)\n"
@@ -280,7 +283,7 @@ enum { O_DATA = 256, O_EPOCHS, O_BATCH, O_LR, O_DEVICE, O_DEVICES, O_SEED, O_CKP
        O_RESUME, O_TRACE, O_METRICS, O_JSON, O_LIMIT, O_TLIMIT, O_LOG, O_THREADS,
        O_PREFETCH, O_INMEM, O_NOEVAL, O_QUIET, O_INIT, O_MODEL, O_STREAMS, O_WINDOW,
        O_BARRIER, O_MAXINF, O_STATS, O_DIST, O_DIST_TIMEOUT, O_BUCKET,
-       O_DIST_STORE, O_TEST_DATA };
+       O_DIST_STORE, O_TEST_DATA, O_MOMENTUM, O_WD, O_NESTEROV };
 
 static const struct option long_opts[] = {
 	{ "model", required_argument, 0, O_MODEL },
@@ -314,6 +317,9 @@ static const struct option long_opts[] = {
 	{ "dist-timeout", required_argument, 0, O_DIST_TIMEOUT },
 	{ "dist-store", required_argument, 0, O_DIST_STORE },
 	{ "test-data", required_argument, 0, O_TEST_DATA },
+	{ "momentum", required_argument, 0, O_MOMENTUM },
+	{ "wd", required_argument, 0, O_WD },
+	{ "nesterov", no_argument, 0, O_NESTEROV },
 	{ "bucket-kb", required_argument, 0, O_BUCKET },
 	{ "help", no_argument, 0, 'h' },
 	{ 0, 0, 0, 0 },
@@ -358,6 +364,18 @@ static int parse_opt(struct cli *c, int opt, const char *a)
 		c->lr_set = 1;
 		break;
 	}
+	case O_MOMENTUM:
+	case O_WD: {
+		const char *o = opt == O_MOMENTUM ? "--momentum" : "--wd";
+		double d;
+		if (rf_cli_double(a, 0, 1e3, &d) || (d != 0 && !isnormal((float)d)))
+			return bad(o, "got '%s', expected a decimal from 0 to 1e3", a);
+		*(opt == O_MOMENTUM ? &c->o.momentum : &c->o.weight_decay) = (float)d;
+		break;
+	}
+	case O_NESTEROV:
+		c->o.nesterov = 1;
+		break;
 	case O_DEVICE:
 		if (strcmp(a, "cpu") && strcmp(a, "cuda"))
 			return bad("--device", "got '%s', expected cpu or cuda", a);
@@ -532,6 +550,8 @@ static int parse_args(struct cli *c, int argc, char **argv)
 		return bad(argv[optind], "unexpected argument");
 	if (c->resume && !c->checkpoint)
 		return bad("--resume", "needs --checkpoint FILE");
+	if (c->o.nesterov && c->o.momentum <= 0)
+		return bad("--nesterov", "needs --momentum > 0");
 	if (c->dist_mpi && c->dist_store)
 		return bad("--dist-store", "is the launch without MPI: not with --dist mpi (choose "
 			   "one)");
@@ -695,6 +715,8 @@ static void print_json(const struct cli *c, const struct rf_trainer *t, const st
 	       c->o.batch_size ? c->o.batch_size : 256,
 	       (double)c->o.lr,
 	       c->o.seed);
+	printf(", \"momentum\": %g, \"weight_decay\": %g, \"nesterov\": %s",
+	       (double)c->o.momentum, (double)c->o.weight_decay, c->o.nesterov ? "true" : "false");
 	printf(", \"final_train_loss\": %.6f, \"final_train_acc\": %.6f, \"final_test_acc\": %.6f"
 	       ", \"final_test_loss\": %.6f", st->train_loss, st->train_acc, st->test_acc,
 	       st->test_loss);

@@ -127,9 +127,11 @@ void rf_model_destroy(struct rf_model *m)
 	for (i = 0; i < RF_MODEL_MAX_TENSORS; i++) {
 		rf_tensor_destroy(m->p[i]);
 		rf_tensor_destroy(m->g[i]);
+		rf_tensor_destroy(m->v[i]);
 	}
 	rf_tensor_destroy(m->params);
 	rf_tensor_destroy(m->grads);
+	rf_tensor_destroy(m->mom);
 	free(m);
 }
 
@@ -169,10 +171,50 @@ int rf_model_init(struct rf_model *m, struct rf_prng *g, enum rf_init init)
 
 int rf_model_sgd_layer(struct rf_model *m, unsigned layer, float lr)
 {
-	struct rf_stream *sw = m->s2 ? m->s2 : m->s;
-	int ret = rf_sgd(sw, m->p[2 * layer], m->g[2 * layer], lr, 0.0f);
+	struct rf_optim o = { .lr = lr };
 
-	return ret < 0 ? ret : rf_sgd(sw, m->p[2 * layer + 1], m->g[2 * layer + 1], lr, 0.0f);
+	return rf_model_update_layer(m, layer, &o);
+}
+
+int rf_model_momentum(struct rf_model *m)
+{
+	const char *pn = m->params->name;
+	char name[96];
+	size_t tag = strlen(pn) - strlen("params");   /* "TAG.params": keep "TAG." */
+
+	if (m->mom)
+		return 0;
+	snprintf(name, sizeof(name), "%.*smomentum", (int)tag, pn);
+	if (rf_tensor_create(m->dev, RF_F32, name, RF_DIMS((int64_t)m->spec->numel), &m->mom) < 0)
+		return -ENOMEM;
+	for (unsigned i = 0; i < m->spec->ntensors; i++) {
+		const struct rf_param_spec *p = &m->spec->p[i];
+		snprintf(name, sizeof(name), "%.*s%s.momentum_buffer", (int)tag, pn, p->name);
+		if (rf_tensor_view(m->mom, p->offset, RF_F32, name, p->ndim, p->shape, &m->v[i]) < 0)
+			return -ENOMEM;
+	}
+	return rf_fill(m->s, m->mom, 0.0f);
+}
+
+int rf_model_update(struct rf_model *m, unsigned k, const struct rf_optim *o,
+		    struct rf_stream *s)
+{
+	int ret;
+
+	if (o->momentum == 0.0f)
+		return rf_sgd(s, m->p[k], m->g[k], o->lr, o->weight_decay);
+	if (!m->mom && (ret = rf_model_momentum(m)) < 0)
+		return ret;
+	return rf_sgd_momentum(s, m->p[k], m->v[k], m->g[k], o->lr, o->momentum,
+			       o->weight_decay, o->nesterov);
+}
+
+int rf_model_update_layer(struct rf_model *m, unsigned layer, const struct rf_optim *o)
+{
+	struct rf_stream *sw = m->s2 ? m->s2 : m->s;
+	int ret = rf_model_update(m, 2 * layer, o, sw);
+
+	return ret < 0 ? ret : rf_model_update(m, 2 * layer + 1, o, sw);
 }
 
 /* ---- activations ---------------------------------------------------------------------- */

@@ -1,6 +1,7 @@
 /* train/trainer-ckpt.c -- the trainer's checkpoints (checkpoint.h): replica 0's
- * parameters and the run's settings out; the parameters into every replica and the
- * epoch count, step count and init generator's state back in. */
+ * parameters (and momentum buffers, with momentum) and the run's settings out; the
+ * parameters and buffers into every replica and the epoch count, step count and init
+ * generator's state back in. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -11,8 +12,9 @@
 #include "checkpoint.h"
 
 /* meta.extra: the init generator's seed and counter, the init kind and the training
- * record count, little-endian */
-#define RF__EXTRA_LEN 32
+ * record count, then the optimiser's momentum, weight decay (float bits) and Nesterov
+ * flag, little-endian. A file of 32 bytes (before the optimiser) was plain SGD. */
+#define RF__EXTRA_LEN 56
 
 static void rf__put64(uint8_t *p, uint64_t v)
 {
@@ -29,23 +31,43 @@ static uint64_t rf__get64(const uint8_t *p)
 	return v;
 }
 
-/* One blob per parameter tensor (PyTorch names and shapes), its data in host. */
-static void rf__blobs(struct rf_trainer *t, struct rf_ckpt_blob *bl, float *host)
+/* Names of the momentum buffers: PyTorch's parameter name + ".momentum_buffer". */
+typedef char rf__bufname[RF_CKPT_NAME_MAX + 1];
+
+/* One blob per parameter tensor (PyTorch names and shapes), its data in host; with
+ * momentum one more per parameter, its data at host + numel. Returns the count. */
+static unsigned rf__blobs(struct rf_trainer *t, struct rf_ckpt_blob *bl, float *host,
+			  rf__bufname *names)
 {
-	unsigned k;
+	unsigned k, n = t->spec->ntensors, nb = t->o.momentum > 0 ? 2 * n : n;
 	int d;
 
-	for (k = 0; k < t->spec->ntensors; k++) {
+	for (unsigned b = 0; b < nb; b++) {
+		k = b % n;
 		const struct rf_param_spec *p = &t->spec->p[k];
-		memset(&bl[k], 0, sizeof(bl[k]));
-		bl[k].name = p->name;
-		bl[k].dtype = RF_CKPT_F32;
-		bl[k].ndim = (uint32_t)p->ndim;
+		memset(&bl[b], 0, sizeof(bl[b]));
+		if (b < n) {
+			bl[b].name = p->name;
+		} else {
+			snprintf(names[k], sizeof(names[k]), "%s.momentum_buffer", p->name);
+			bl[b].name = names[k];
+		}
+		bl[b].dtype = RF_CKPT_F32;
+		bl[b].ndim = (uint32_t)p->ndim;
 		for (d = 0; d < p->ndim; d++)
-			bl[k].shape[d] = (uint64_t)p->shape[d];
-		bl[k].data = host + p->offset;
-		bl[k].nbytes = p->numel * sizeof(float);
+			bl[b].shape[d] = (uint64_t)p->shape[d];
+		bl[b].data = host + (b < n ? 0 : t->spec->numel) + p->offset;
+		bl[b].nbytes = p->numel * sizeof(float);
 	}
+	return nb;
+}
+
+static uint32_t rf__fbits(float f)
+{
+	uint32_t u;
+
+	memcpy(&u, &f, 4);
+	return u;
 }
 
 static void rf__fill_meta(struct rf_trainer *t, struct rf_ckpt_meta *meta)
@@ -61,14 +83,17 @@ static void rf__fill_meta(struct rf_trainer *t, struct rf_ckpt_meta *meta)
 	rf__put64(meta->extra + 8, t->prng->counter);
 	rf__put64(meta->extra + 16, (uint64_t)t->o.init);
 	rf__put64(meta->extra + 24, t->train_view.count);
+	rf__put64(meta->extra + 32, rf__fbits(t->o.momentum));
+	rf__put64(meta->extra + 40, rf__fbits(t->o.weight_decay));
+	rf__put64(meta->extra + 48, (uint64_t)t->o.nesterov);
 	meta->extra_len = RF__EXTRA_LEN;
 }
 
 /* The one place each checkpoint call is made (their messages land in t->msg). */
 static int rf__ckpt_write(struct rf_trainer *t, const char *path, const struct rf_ckpt_meta *meta,
-			  const struct rf_ckpt_blob *bl)
+			  const struct rf_ckpt_blob *bl, unsigned nb)
 {
-	int ret = rf_ckpt_save(rf_engine_ring(t->eng), path, meta, bl, t->spec->ntensors);
+	int ret = rf_ckpt_save(rf_engine_ring(t->eng), path, meta, bl, nb);
 
 	if (ret < 0)
 		rf__trainer_msg(t, "%s", rf_last_error());
@@ -76,9 +101,9 @@ static int rf__ckpt_write(struct rf_trainer *t, const char *path, const struct r
 }
 
 static int rf__ckpt_read(struct rf_trainer *t, const char *path, struct rf_ckpt_meta *meta,
-			 struct rf_ckpt_blob *bl)
+			 struct rf_ckpt_blob *bl, unsigned nb)
 {
-	int ret = rf_ckpt_load(rf_engine_ring(t->eng), path, meta, bl, t->spec->ntensors);
+	int ret = rf_ckpt_load(rf_engine_ring(t->eng), path, meta, bl, nb);
 
 	if (ret < 0)
 		rf__trainer_msg(t, "%s", rf_last_error());
@@ -87,14 +112,18 @@ static int rf__ckpt_read(struct rf_trainer *t, const char *path, struct rf_ckpt_
 
 static int rf__save(struct rf_trainer *t, const char *path)
 {
-	struct rf_ckpt_blob bl[RF_MODEL_MAX_TENSORS];
+	struct rf_ckpt_blob bl[2 * RF_MODEL_MAX_TENSORS];
+	rf__bufname names[RF_MODEL_MAX_TENSORS];
 	struct rf_ckpt_meta meta = { 0 };
-	float *host = malloc(t->spec->numel * sizeof(float));
+	int mom = t->o.momentum > 0;
+	float *host = malloc(t->spec->numel * sizeof(float) * (mom ? 2 : 1));
 	int ret;
 
 	if (!host)
 		return -ENOMEM;
 	ret = rf_tensor_read(t->rep[0]->params, host);   /* waits for the last SGD */
+	if (ret == 0 && mom && (ret = rf_model_momentum(t->rep[0])) == 0)
+		ret = rf_tensor_read(t->rep[0]->mom, host + t->spec->numel);
 	if (ret < 0) {
 		rf__trainer_msg(t, "%s: cannot read the parameters: %s", path, strerror(-ret));
 		free(host);
@@ -102,14 +131,36 @@ static int rf__save(struct rf_trainer *t, const char *path)
 	}
 	rf_engine_wait_var(t->eng, t->prng->var);
 	rf__fill_meta(t, &meta);
-	rf__blobs(t, bl, host);
-	ret = rf__ckpt_write(t, path, &meta, bl);
+	unsigned nb = rf__blobs(t, bl, host, names);
+	ret = rf__ckpt_write(t, path, &meta, bl, nb);
 	free(host);
 	return ret;
 }
 
-/* The continuation must be the same run: the same seed, batch size, learning rate
- * and training records. */
+/* The optimiser must be the run's (a file from before it was saved is plain SGD). */
+static int rf__check_same_optim(struct rf_trainer *t, const char *path,
+				const struct rf_ckpt_meta *meta)
+{
+	int has = meta->extra_len >= RF__EXTRA_LEN;
+	uint32_t mb = has ? (uint32_t)rf__get64(meta->extra + 32) : 0;
+	uint32_t wb = has ? (uint32_t)rf__get64(meta->extra + 40) : 0;
+	int nest = has ? (int)rf__get64(meta->extra + 48) : 0;
+	float m, wd;
+
+	memcpy(&m, &mb, 4);
+	memcpy(&wd, &wb, 4);
+	if (mb == rf__fbits(t->o.momentum) && wb == rf__fbits(t->o.weight_decay) &&
+	    nest == t->o.nesterov)
+		return 0;
+	rf__trainer_msg(t, "%s: saved by a run with --momentum %g --wd %g%s, this run has "
+			"--momentum %g --wd %g%s", path, (double)m, (double)wd,
+			nest ? " --nesterov" : "", (double)t->o.momentum,
+			(double)t->o.weight_decay, t->o.nesterov ? " --nesterov" : "");
+	return -ESTALE;
+}
+
+/* The continuation must be the same run: the same seed, batch size, learning rate,
+ * training records and optimiser. */
 static int rf__check_same_run(struct rf_trainer *t, const char *path,
 			      const struct rf_ckpt_meta *meta)
 {
@@ -127,7 +178,7 @@ static int rf__check_same_run(struct rf_trainer *t, const char *path,
 				"run has %" PRIu64, path, rf__get64(meta->extra + 24),
 				t->train_view.count);
 	else
-		return 0;
+		return rf__check_same_optim(t, path, meta);
 	return -ESTALE;
 }
 
@@ -142,6 +193,12 @@ static int rf__restore(struct rf_trainer *t, const char *path, const struct rf_c
 	for (r = 0; r < t->K && ret == 0; r++)
 		for (k = 0; k < t->spec->ntensors && ret == 0; k++)
 			ret = rf_tensor_write(t->rep[r]->p[k], host + t->spec->p[k].offset);
+	for (r = 0; t->o.momentum > 0 && r < t->K && ret == 0; r++) {
+		ret = rf_model_momentum(t->rep[r]);
+		for (k = 0; k < t->spec->ntensors && ret == 0; k++)
+			ret = rf_tensor_write(t->rep[r]->v[k],
+					      host + t->spec->numel + t->spec->p[k].offset);
+	}
 	if (ret < 0) {
 		rf__trainer_msg(t, "%s: cannot write the parameters: %s", path, strerror(-ret));
 		return ret;
@@ -156,16 +213,25 @@ static int rf__restore(struct rf_trainer *t, const char *path, const struct rf_c
 
 static int rf__load(struct rf_trainer *t, const char *path)
 {
-	struct rf_ckpt_blob bl[RF_MODEL_MAX_TENSORS];
+	struct rf_ckpt_blob bl[2 * RF_MODEL_MAX_TENSORS];
+	rf__bufname names[RF_MODEL_MAX_TENSORS];
 	struct rf_ckpt_meta meta = { 0 };
-	float *host = calloc(t->spec->numel, sizeof(float));
+	float *host = calloc(t->spec->numel * (t->o.momentum > 0 ? 2 : 1), sizeof(float));
+	struct rf_ckpt_meta probe;
 	int ret;
 
 	if (!host)
 		return -ENOMEM;
+	/* the optimiser first: a file of another one holds another set of tensors, and
+	 * the message should say which setting differs */
+	if (rf_ckpt_probe(path, &probe) >= 0 && !strcmp(probe.model, t->spec->name) &&
+	    (ret = rf__check_same_optim(t, path, &probe)) < 0) {
+		free(host);
+		return ret;
+	}
 	snprintf(meta.model, sizeof(meta.model), "%s", t->spec->name);
-	rf__blobs(t, bl, host);
-	ret = rf__ckpt_read(t, path, &meta, bl);
+	unsigned nb = rf__blobs(t, bl, host, names);
+	ret = rf__ckpt_read(t, path, &meta, bl, nb);
 	if (ret == 0)
 		ret = rf__check_same_run(t, path, &meta);
 	if (ret == 0)

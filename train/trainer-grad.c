@@ -74,7 +74,7 @@ static int rf__reduce_bucket(struct rf_trainer *t, unsigned lo, unsigned hi)
 	}
 	for (r = 0; r < t->K && ret == 0; r++)
 		for (k = k1 + 1; k-- > k0 && ret == 0;)
-			ret = rf_sgd(t->rep[r]->s, t->rep[r]->p[k], t->rep[r]->g[k], t->lr, 0.0f);
+			ret = rf_model_update(t->rep[r], k, &t->opt, t->rep[r]->s);
 	return ret;
 }
 

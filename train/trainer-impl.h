@@ -68,6 +68,7 @@ struct rf_trainer {
 	unsigned epochs_done;
 	unsigned nstreams;                      /* compute streams per replica */
 	float lr;
+	struct rf_optim opt;                    /* lr scaled as lr, weight decay by K*P */
 	char msg[RF__MSG_LEN];                  /* the running call's message ("": none) */
 	char last_error[RF__MSG_LEN];           /* rf_trainer_last_error() */
 };

@@ -57,7 +57,7 @@ static int rf__sgd_hook(void *ctx, struct rf_model *m, unsigned layer)
 {
 	struct rf_trainer *t = ctx;
 
-	return rf_model_sgd_layer(m, layer, t->lr);
+	return rf_model_update_layer(m, layer, &t->opt);
 }
 
 /* Each replica's forward pass on its shard; the activations kept for backward. */

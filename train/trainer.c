@@ -56,6 +56,21 @@ static int rf__check_opts(struct rf_trainer *t)
 	}
 	/* the sum over K*P shards of their mean gradients, as one batch mean */
 	t->lr = t->o.lr / (float)(t->K * t->P);
+	/* the gradient is a sum of K*P means: the decay grows with it, so that
+	 * lr/(K*P) * (sum + K*P*wd*w) = lr * (mean + wd*w) (for K*P = 1: torch's bits) */
+	if (!(t->o.momentum >= 0 && t->o.momentum < 1e6) ||
+	    !(t->o.weight_decay >= 0 && t->o.weight_decay < 1e6) ||
+	    (t->o.nesterov && t->o.momentum <= 0)) {
+		rf__trainer_msg(t, "optimiser: momentum %g, weight decay %g%s: expected both >= 0%s",
+				(double)t->o.momentum, (double)t->o.weight_decay,
+				t->o.nesterov ? ", Nesterov" : "",
+				t->o.nesterov ? ", and momentum > 0 for Nesterov" : "");
+		return -EINVAL;
+	}
+	t->opt.lr = t->lr;
+	t->opt.momentum = t->o.momentum;
+	t->opt.weight_decay = t->o.weight_decay * (float)(t->K * t->P);
+	t->opt.nesterov = t->o.nesterov;
 	rf__make_buckets(t);
 	t->nstreams = t->o.streams ? t->o.streams : rf__auto_streams(t);
 	if (t->o.window == RF_TRAIN_WINDOW_NONE) {

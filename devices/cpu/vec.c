@@ -9,6 +9,8 @@
 
 /* ---- optimiser and vector helpers ------------------------------------------------- */
 
+static inline float rf__madd(float a, float b, float c);
+
 void rf_k_sgd(float *restrict w, const float *restrict g, size_t n, float lr,
 	      float weight_decay)
 {
@@ -19,9 +21,9 @@ void rf_k_sgd(float *restrict w, const float *restrict g, size_t n, float lr,
 	if (weight_decay == 0.0f)
 		for (size_t i = 0; i < n; i++)
 			w[i] = (float)((double)w[i] - (double)lr * (double)g[i]);
-	else
+	else    /* d = g + wd*w, then w - lr*d: one rounding each, as torch.optim.SGD */
 		for (size_t i = 0; i < n; i++)
-			w[i] -= lr * (g[i] + weight_decay * w[i]);
+			w[i] = rf__madd(w[i], -lr, rf__madd(g[i], weight_decay, w[i]));
 }
 
 /* a + b * c with one rounding, as torch's add(alpha) (a fused multiply-add): the

@@ -69,8 +69,8 @@ __global__ void k_sgd(float *w, const float *g, size_t n, float lr, float wd)
 	GRID_STRIDE(i, n) {
 		if (wd == 0.0f)
 			w[i] = __fmaf_rn(-lr, g[i], w[i]); /* one rounding, as PyTorch */
-		else
-			w[i] -= lr * (g[i] + wd * w[i]);
+		else    /* d = g + wd*w, then w - lr*d: one rounding each, as PyTorch */
+			w[i] = __fmaf_rn(-lr, __fmaf_rn(wd, w[i], g[i]), w[i]);
 	}
 }
 

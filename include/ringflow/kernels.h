@@ -136,7 +136,8 @@ void rf_k_avgpool2_relu_bwd(float *dx, const float *dy, const float *y, int n, i
 /* ---- optimiser and vector helpers ------------------------------------------ */
 
 /* w (n) -= lr * (g + weight_decay * w). Without weight decay the product is exact and
- * only the difference rounds, as in PyTorch's fused update. */
+ * only the difference rounds, as in PyTorch's fused update; with it, d = g + wd*w and
+ * w - lr*d round once each, as torch.optim.SGD's two add(alpha) calls. */
 void rf_k_sgd(float *w, const float *g, size_t n, float lr, float weight_decay);
 /* PyTorch SGD with momentum (dampening 0), rounded as torch.optim.SGD rounds on the
  * CPU (each `add` with alpha one rounding, `mul_` one):

@@ -64,6 +64,16 @@ struct rf_model {
 	struct rf_tensor *grads;      /* (numel) f32 block: all gradients */
 	struct rf_tensor *p[RF_MODEL_MAX_TENSORS]; /* views of params, spec order */
 	struct rf_tensor *g[RF_MODEL_MAX_TENSORS]; /* views of grads, same shapes */
+	struct rf_tensor *mom;        /* (numel) f32 block: momentum buffers, or NULL
+				       * (rf_model_momentum makes it, zeroed) */
+	struct rf_tensor *v[RF_MODEL_MAX_TENSORS]; /* views of mom, same shapes */
+};
+
+/* The optimiser, torch.optim.SGD's: momentum 0 and weight_decay 0 is plain SGD
+ * (rf_sgd); momentum > 0 keeps a buffer per parameter (rf_sgd_momentum). */
+struct rf_optim {
+	float lr, momentum, weight_decay;
+	int nesterov;
 };
 
 /* One iteration's activations, made by rf_model_forward (train != 0) and consumed by
@@ -118,6 +128,14 @@ void rf_model_acts_destroy(struct rf_model_acts *acts);
 
 /* Push w -= lr*g (rf_sgd: plain SGD) for the weight and bias of one layer. */
 int rf_model_sgd_layer(struct rf_model *m, unsigned layer, float lr);
+/* Push the update of o for the weight and bias of one layer (on the weight-gradient
+ * stream), or for parameter tensor k alone on stream s. With momentum the buffers are
+ * made (zeroed) on first use. */
+int rf_model_update_layer(struct rf_model *m, unsigned layer, const struct rf_optim *o);
+int rf_model_update(struct rf_model *m, unsigned k, const struct rf_optim *o,
+		    struct rf_stream *s);
+/* Make the momentum buffers (zeroed) if there are none: before loading saved ones. */
+int rf_model_momentum(struct rf_model *m);
 
 #ifdef __cplusplus
 }

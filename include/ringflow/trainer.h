@@ -53,6 +53,9 @@ struct rf_train_opts {
 				    * "test" (fmnist-train.rfrec: fmnist-t10k.rfrec) */
 	unsigned batch_size;       /* 0: 256 */
 	float lr;                  /* 0: 0.1 (mlp), 0.2 (lenet) */
+	float momentum;            /* torch.optim.SGD's (dampening 0); 0: plain SGD */
+	float weight_decay;        /* L2 added to the gradient, as torch.optim.SGD */
+	int nesterov;              /* 1: Nesterov momentum (needs momentum > 0) */
 	const char *device;        /* "cpu" (default) or "cuda" */
 	unsigned devices;          /* replicas K (0: 1). CPU: K CPU devices of one worker
 				    * stream each; CUDA: GPU r mod (GPUs), two streams each */

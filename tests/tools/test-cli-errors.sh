@@ -132,6 +132,14 @@ ints $R --max-inflight 0 4294967294
 ints $R --bucket-kb 0 1048576
 for v in "" tcp MPI "mpi "; do bad $R --dist 2 "expected mpi" --dist "$v"; done
 bad $R --dist 2 "value" --dist
+for o in --momentum --wd; do
+	for v in -0.1 x nan inf 1e4 " 1" "" 1e-50; do
+		bad $R $o 2 "expected a decimal from 0 to 1e3" $o "$v"
+	done
+	bad $R $o 2 "value" $o
+done
+bad $R --nesterov 2 "needs --momentum > 0" --nesterov
+bad $R --nesterov 2 "needs --momentum > 0" --nesterov --momentum 0
 for v in "" -1 x nan inf 1e7 " 5"; do
 	bad $R --dist-timeout 2 "expected seconds" --dist mpi --dist-timeout "$v"
 done

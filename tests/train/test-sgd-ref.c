@@ -1,4 +1,4 @@
-/* test-sgd-ref: SGD with momentum, weight decay and Nesterov against torch.optim.SGD.
+/* test-sgd-ref: SGD with weight decay, momentum and Nesterov against torch.optim.SGD.
  * The reference (train/ref/sgd.ref, path in argv[1], made by make_sgd_reference.py)
  * holds w and the momentum buffer after three steps that PyTorch 1.13 took on the CPU
  * from weights and gradients defined by formula; this program regenerates them, takes
@@ -93,8 +93,11 @@ int main(int argc, char **argv)
 		CHECK_OK(rf_tensor_write(V, v));
 		for (int t = 0; t < STEPS; t++) {
 			CHECK_OK(rf_tensor_write(G, g[t]));
-			CHECK_OK(rf_sgd_momentum(rf_device_stream(cpu, 0), W, V, G, 0.1f, (float)mom,
-						 (float)wd, nest));
+			if (mom == 0.0)     /* plain SGD (with weight decay): rf_sgd */
+				CHECK_OK(rf_sgd(rf_device_stream(cpu, 0), W, G, 0.1f, (float)wd));
+			else
+				CHECK_OK(rf_sgd_momentum(rf_device_stream(cpu, 0), W, V, G, 0.1f,
+							 (float)mom, (float)wd, nest));
 		}
 		CHECK_OK(rf_tensor_read(W, w));
 		CHECK_OK(rf_tensor_read(V, v));
@@ -114,7 +117,7 @@ int main(int argc, char **argv)
 		nconf++;
 	}
 	fclose(f);
-	CHECK(nconf == 4);
+	CHECK(nconf == 5);
 	rf_tensor_destroy(W);
 	rf_tensor_destroy(V);
 	rf_tensor_destroy(G);

@@ -5,7 +5,8 @@ CPU, float32) computes over three steps, for tests/train/test-sgd-ref.c.
 Parameters and gradients come from the splitmix64 generators of README.md (the same
 u(stream, i) as the model references): w[i] = 2*u(300, i) - 1, and the gradient of
 step t is g_t[i] = (2*u(301 + t, i) - 1) * 0.5. Each configuration starts from the
-same w with no momentum buffer (PyTorch's first step clones d). The file lists, per
+same w with no momentum buffer (PyTorch's first step clones d); with momentum 0
+there is none, and v is listed as zeros. The file lists, per
 configuration, w and the momentum buffer after the three steps as the hex of their
 float32 bits.
 
@@ -21,6 +22,7 @@ N = 512
 LR = 0.1
 STEPS = 3
 CONFIGS = [  # momentum, weight decay, nesterov
+    (0.0, 5e-4, False),  # plain SGD with weight decay: no buffer (v listed as zeros)
     (0.9, 0.0, False),
     (0.9, 5e-4, False),
     (0.9, 5e-4, True),
@@ -63,7 +65,9 @@ def main():
         for t in range(STEPS):
             p.grad = torch.from_numpy(grads[t].copy())
             opt.step()
-        v = opt.state[p]["momentum_buffer"]
+        v = opt.state[p].get("momentum_buffer")
+        if v is None:
+            v = torch.zeros(N)
         lines.append("config momentum %r weight_decay %r nesterov %d" % (mom, wd, int(nest)))
         lines.append("w " + bits(p.detach().numpy()))
         lines.append("v " + bits(v.numpy()))
