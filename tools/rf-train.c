@@ -49,6 +49,10 @@ static const char usage[] =
 "  --momentum M          SGD momentum, as torch.optim.SGD (dampening 0; default 0)\n"
 "  --wd W                weight decay, added to the gradient as W * w (default 0)\n"
 "  --nesterov            Nesterov momentum (needs --momentum > 0)\n"
+"  --lr-schedule S       the lr per epoch: constant (default), step:N[:G] (times G,\n"
+"                        default 0.1, every N epochs) or cosine[:T] (to 0 at epoch T,\n"
+"                        default --epochs: T keeps a run cut short the same run)\n"
+"  --warmup-epochs W     a linear warm-up first, from lr/(W+1) to lr at epoch W\n"
 "  --device cpu|cuda     where to compute (default cpu)\n"
 "  --devices K           data parallel over K devices (CPU: K worker streams; CUDA: K GPUs)\n"
 "  --seed S              seed of the weight init and the shuffle (default 0)\n"
@@ -109,6 +113,43 @@ struct cli {
 	int rank, world;         /* with --dist: this process's rank, and how many */
 	FILE *out;               /* human output: stdout, or stderr with --json */
 };
+
+/* constant | step:N[:G] | cosine into s (its warm-up untouched). 0 or -1. */
+static int parse_sched(const char *a, struct rf_lr_schedule *s)
+{
+	char *end;
+
+	if (!strcmp(a, "constant") || !strcmp(a, "cosine")) {
+		s->kind = a[1] == 'o' && a[2] == 'n' ? RF_LR_CONSTANT : RF_LR_COSINE;
+		s->epochs = 0;          /* cosine: over --epochs */
+		return 0;
+	}
+	if (!strncmp(a, "cosine:", 7)) {
+		errno = 0;
+		unsigned long n = a[7] >= '1' && a[7] <= '9' ? strtoul(a + 7, &end, 10) : 0;
+		if (errno || n < 1 || n > 100000 || *end)
+			return -1;
+		s->kind = RF_LR_COSINE;
+		s->epochs = (unsigned)n;
+		return 0;
+	}
+	if (strncmp(a, "step:", 5) || a[5] < '1' || a[5] > '9')
+		return -1;
+	errno = 0;
+	unsigned long n = strtoul(a + 5, &end, 10);
+	if (errno || n < 1 || n > 100000)
+		return -1;
+	s->kind = RF_LR_STEP;
+	s->step_epochs = (unsigned)n;
+	s->gamma = 0.1;
+	if (!*end)
+		return 0;
+	double g;
+	if (*end != ':' || rf_cli_double(end + 1, 0, 1e6, &g) || !(g > 0))
+		return -1;
+	s->gamma = g;
+	return 0;
+}
 
 __attribute__((format(printf, 2, 3)))
 static int bad(const char *arg, const char *fmt, ...)
@@ -283,7 +324,8 @@ enum { O_DATA = 256, O_EPOCHS, O_BATCH, O_LR, O_DEVICE, O_DEVICES, O_SEED, O_CKP
        O_RESUME, O_TRACE, O_METRICS, O_JSON, O_LIMIT, O_TLIMIT, O_LOG, O_THREADS,
        O_PREFETCH, O_INMEM, O_NOEVAL, O_QUIET, O_INIT, O_MODEL, O_STREAMS, O_WINDOW,
        O_BARRIER, O_MAXINF, O_STATS, O_DIST, O_DIST_TIMEOUT, O_BUCKET,
-       O_DIST_STORE, O_TEST_DATA, O_MOMENTUM, O_WD, O_NESTEROV };
+       O_DIST_STORE, O_TEST_DATA, O_MOMENTUM, O_WD, O_NESTEROV,
+       O_LR_SCHED, O_WARMUP };
 
 static const struct option long_opts[] = {
 	{ "model", required_argument, 0, O_MODEL },
@@ -320,6 +362,8 @@ static const struct option long_opts[] = {
 	{ "momentum", required_argument, 0, O_MOMENTUM },
 	{ "wd", required_argument, 0, O_WD },
 	{ "nesterov", no_argument, 0, O_NESTEROV },
+	{ "lr-schedule", required_argument, 0, O_LR_SCHED },
+	{ "warmup-epochs", required_argument, 0, O_WARMUP },
 	{ "bucket-kb", required_argument, 0, O_BUCKET },
 	{ "help", no_argument, 0, 'h' },
 	{ 0, 0, 0, 0 },
@@ -375,6 +419,17 @@ static int parse_opt(struct cli *c, int opt, const char *a)
 	}
 	case O_NESTEROV:
 		c->o.nesterov = 1;
+		break;
+	case O_LR_SCHED:
+		if (parse_sched(a, &c->o.sched))
+			return bad("--lr-schedule", "got '%s', expected constant, step:N[:G] (N epochs "
+				   "from 1 to 100000, G a decimal from 0 to 1e6, not 0) or cosine[:T] "
+				   "(T epochs from 1 to 100000)", a);
+		break;
+	case O_WARMUP:
+		if ((ret = int_opt("--warmup-epochs", a, 0, 100000, "epochs of linear warm-up", &v)))
+			return ret;
+		c->o.sched.warmup_epochs = (unsigned)v;
 		break;
 	case O_DEVICE:
 		if (strcmp(a, "cpu") && strcmp(a, "cuda"))
@@ -552,6 +607,12 @@ static int parse_args(struct cli *c, int argc, char **argv)
 		return bad("--resume", "needs --checkpoint FILE");
 	if (c->o.nesterov && c->o.momentum <= 0)
 		return bad("--nesterov", "needs --momentum > 0");
+	if (!c->o.sched.epochs)             /* cosine: down to 0 over the run's epochs */
+		c->o.sched.epochs = c->epochs;
+	if (c->o.sched.kind == RF_LR_COSINE && c->o.sched.warmup_epochs >= c->o.sched.epochs)
+		return bad("--lr-schedule", "cosine over %u epochs with a warm-up of %u: expected "
+			   "more epochs than the warm-up", c->o.sched.epochs,
+			   c->o.sched.warmup_epochs);
 	if (c->dist_mpi && c->dist_store)
 		return bad("--dist-store", "is the launch without MPI: not with --dist mpi (choose "
 			   "one)");
@@ -630,6 +691,8 @@ static void print_epoch(const struct cli *c, const struct rf_epoch_stats *st, FI
 	fprintf(c->out, "%.2f s (%.0f samples/s)", st->seconds, st->samples_per_s);
 	if (st->test_acc >= 0)
 		fprintf(c->out, ", eval %.2f s", st->eval_seconds);
+	if (c->o.sched.kind != RF_LR_CONSTANT || c->o.sched.warmup_epochs)
+		fprintf(c->out, ", lr %.6g", st->lr);
 	fputc('\n', c->out);
 	fflush(c->out);
 	if (mf) {

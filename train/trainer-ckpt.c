@@ -14,7 +14,7 @@
 /* meta.extra: the init generator's seed and counter, the init kind and the training
  * record count, then the optimiser's momentum, weight decay (float bits) and Nesterov
  * flag, little-endian. A file of 32 bytes (before the optimiser) was plain SGD. */
-#define RF__EXTRA_LEN 56
+#define RF__EXTRA_LEN 96   /* + the lr schedule: kind, step, gamma, warm-up, epochs */
 
 static void rf__put64(uint8_t *p, uint64_t v)
 {
@@ -86,6 +86,11 @@ static void rf__fill_meta(struct rf_trainer *t, struct rf_ckpt_meta *meta)
 	rf__put64(meta->extra + 32, rf__fbits(t->o.momentum));
 	rf__put64(meta->extra + 40, rf__fbits(t->o.weight_decay));
 	rf__put64(meta->extra + 48, (uint64_t)t->o.nesterov);
+	rf__put64(meta->extra + 56, (uint64_t)t->o.sched.kind);
+	rf__put64(meta->extra + 64, t->o.sched.step_epochs);
+	memcpy(meta->extra + 72, &t->o.sched.gamma, 8);
+	rf__put64(meta->extra + 80, t->o.sched.warmup_epochs);
+	rf__put64(meta->extra + 88, t->o.sched.kind == RF_LR_COSINE ? t->o.sched.epochs : 0);
 	meta->extra_len = RF__EXTRA_LEN;
 }
 
@@ -137,11 +142,44 @@ static int rf__save(struct rf_trainer *t, const char *path)
 	return ret;
 }
 
+static const char *const rf__sched_names[] = { "constant", "step", "cosine" };
+
+/* The schedule must be the run's (a file from before it was saved is constant). */
+static int rf__check_same_sched(struct rf_trainer *t, const char *path,
+				const struct rf_ckpt_meta *meta)
+{
+	struct rf_lr_schedule s = { 0 }, m = t->o.sched;
+
+	if (meta->extra_len >= 96) {
+		s.kind = (enum rf_lr_kind)rf__get64(meta->extra + 56);
+		s.step_epochs = (unsigned)rf__get64(meta->extra + 64);
+		memcpy(&s.gamma, meta->extra + 72, 8);
+		s.warmup_epochs = (unsigned)rf__get64(meta->extra + 80);
+		s.epochs = (unsigned)rf__get64(meta->extra + 88);
+	}
+	if (m.kind != RF_LR_COSINE)
+		m.epochs = 0;
+	if (m.kind != RF_LR_STEP) {
+		m.step_epochs = 0;
+		m.gamma = 0;
+	}
+	if (s.kind == m.kind && s.step_epochs == m.step_epochs && s.gamma == m.gamma &&
+	    s.warmup_epochs == m.warmup_epochs && s.epochs == m.epochs)
+		return 0;
+	rf__trainer_msg(t, "%s: saved by a run with --lr-schedule %s (step %u, gamma %g, "
+			"warm-up %u, cosine over %u epochs), this run has %s (step %u, gamma %g, "
+			"warm-up %u, cosine over %u epochs)", path,
+			rf__sched_names[s.kind <= RF_LR_COSINE ? s.kind : 0], s.step_epochs, s.gamma,
+			s.warmup_epochs, s.epochs, rf__sched_names[m.kind], m.step_epochs, m.gamma,
+			m.warmup_epochs, m.epochs);
+	return -ESTALE;
+}
+
 /* The optimiser must be the run's (a file from before it was saved is plain SGD). */
 static int rf__check_same_optim(struct rf_trainer *t, const char *path,
 				const struct rf_ckpt_meta *meta)
 {
-	int has = meta->extra_len >= RF__EXTRA_LEN;
+	int has = meta->extra_len >= 56;
 	uint32_t mb = has ? (uint32_t)rf__get64(meta->extra + 32) : 0;
 	uint32_t wb = has ? (uint32_t)rf__get64(meta->extra + 40) : 0;
 	int nest = has ? (int)rf__get64(meta->extra + 48) : 0;
@@ -151,7 +189,7 @@ static int rf__check_same_optim(struct rf_trainer *t, const char *path,
 	memcpy(&wd, &wb, 4);
 	if (mb == rf__fbits(t->o.momentum) && wb == rf__fbits(t->o.weight_decay) &&
 	    nest == t->o.nesterov)
-		return 0;
+		return rf__check_same_sched(t, path, meta);
 	rf__trainer_msg(t, "%s: saved by a run with --momentum %g --wd %g%s, this run has "
 			"--momentum %g --wd %g%s", path, (double)m, (double)wd,
 			nest ? " --nesterov" : "", (double)t->o.momentum,

@@ -68,6 +68,17 @@ static int rf__check_opts(struct rf_trainer *t)
 		return -EINVAL;
 	}
 	t->opt.lr = t->lr;
+	if (t->o.sched.kind > RF_LR_COSINE ||
+	    (t->o.sched.kind == RF_LR_STEP && (!t->o.sched.step_epochs ||
+					       !(t->o.sched.gamma > 0 && t->o.sched.gamma <= 1e6))) ||
+	    (t->o.sched.kind == RF_LR_COSINE && t->o.sched.epochs <= t->o.sched.warmup_epochs)) {
+		rf__trainer_msg(t, "lr schedule: kind %d, step %u epochs, gamma %g, warm-up %u of %u "
+				"epochs: expected constant, step (>= 1 epoch, gamma > 0) or cosine "
+				"(more epochs than the warm-up)", (int)t->o.sched.kind,
+				t->o.sched.step_epochs, t->o.sched.gamma, t->o.sched.warmup_epochs,
+				t->o.sched.epochs);
+		return -EINVAL;
+	}
 	t->opt.momentum = t->o.momentum;
 	t->opt.weight_decay = t->o.weight_decay * (float)(t->K * t->P);
 	t->opt.nesterov = t->o.nesterov;

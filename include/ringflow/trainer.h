@@ -25,6 +25,7 @@ extern "C" {
 
 struct rf_epoch_stats {
 	unsigned epoch;          /* 1-based: epochs completed including this one */
+	double lr;               /* the learning rate of this epoch (the schedule's) */
 	uint64_t samples;        /* training samples of the epoch */
 	double train_loss;       /* mean over the epoch's samples (weights as they were
 				  * when each batch was seen, as d2l reports it) */
@@ -43,6 +44,22 @@ struct rf_epoch_stats {
 typedef void (*rf_train_progress_fn)(void *ctx, unsigned epoch, uint64_t batch,
 				     uint64_t nbatches, double loss);
 
+/* The learning rate per epoch: a linear warm-up over warmup_epochs (from base/(W+1)
+ * up, base at epoch W), then constant, step (times gamma every step_epochs) or cosine
+ * (from base to 0 over the epochs left: epochs - W). PyTorch's LinearLR(start_factor
+ * 1/(W+1), total_iters W), StepLR and CosineAnnealingLR(T_max epochs - W, eta_min 0),
+ * joined by SequentialLR at epoch W; train/ref/lr.ref holds their values. */
+enum rf_lr_kind { RF_LR_CONSTANT = 0, RF_LR_STEP = 1, RF_LR_COSINE = 2 };
+struct rf_lr_schedule {
+	enum rf_lr_kind kind;
+	unsigned step_epochs;      /* RF_LR_STEP: epochs per step (>= 1) */
+	double gamma;              /* RF_LR_STEP: the factor per step */
+	unsigned warmup_epochs;    /* 0: none */
+	unsigned epochs;           /* RF_LR_COSINE: all epochs, the warm-up's included */
+};
+/* The learning rate of epoch e (0-based) for base lr. */
+double rf_lr_at(const struct rf_lr_schedule *s, double base, unsigned e);
+
 struct rf_train_opts {
 	const char *model;         /* "mlp" (default) or "lenet" */
 	const char *data_dir;      /* NULL: RF_TRAIN_DEFAULT_DATA. A directory of the IDX
@@ -56,6 +73,7 @@ struct rf_train_opts {
 	float momentum;            /* torch.optim.SGD's (dampening 0); 0: plain SGD */
 	float weight_decay;        /* L2 added to the gradient, as torch.optim.SGD */
 	int nesterov;              /* 1: Nesterov momentum (needs momentum > 0) */
+	struct rf_lr_schedule sched;  /* zero: constant lr */
 	const char *device;        /* "cpu" (default) or "cuda" */
 	unsigned devices;          /* replicas K (0: 1). CPU: K CPU devices of one worker
 				    * stream each; CUDA: GPU r mod (GPUs), two streams each */

@@ -139,6 +139,16 @@ for o in --momentum --wd; do
 	bad $R $o 2 "value" $o
 done
 bad $R --nesterov 2 "needs --momentum > 0" --nesterov
+for v in "" step step: step:0 step:x step:2: step:2:0 step:2:-1 step:2:x step:100001 \
+	 "step:2 " Cosine linear cosine: cosine:0 cosine:x cosine:3: cosine:100001; do
+	bad $R --lr-schedule 2 "got '$v', expected constant, step:N[:G]" --lr-schedule "$v"
+done
+bad $R --lr-schedule 2 "value" --lr-schedule
+bad $R --lr-schedule 2 "cosine over 2 epochs with a warm-up of 2" --lr-schedule cosine:2 \
+	--warmup-epochs 2
+bad $R --lr-schedule 2 "cosine over 3 epochs with a warm-up of 3" --lr-schedule cosine \
+	--warmup-epochs 3 --epochs 3
+ints $R --warmup-epochs 0 100000
 bad $R --nesterov 2 "needs --momentum > 0" --nesterov --momentum 0
 for v in "" -1 x nan inf 1e7 " 5"; do
 	bad $R --dist-timeout 2 "expected seconds" --dist mpi --dist-timeout "$v"

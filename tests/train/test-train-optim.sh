@@ -2,8 +2,9 @@
 # test-train-optim.sh RF_TRAIN: SGD with momentum, weight decay and Nesterov in a run:
 # the momentum buffers live in the checkpoint, so 2 epochs + --resume to 3 ends with
 # bitwise the weights of 3 straight epochs (for the plain, momentum and Nesterov
-# settings, one device and two); resuming under another optimiser setting is refused
-# with both settings named; momentum trains (test accuracy over 0.6 in 3 epochs on
+# settings, one device and two, and under step and cosine lr schedules); resuming under
+# another optimiser setting or schedule is refused with both named; an epoch's lr is
+# the schedule's; momentum trains (test accuracy over 0.6 in 3 epochs on
 # 3001 records). Skips (77) without Fashion-MNIST.
 set -u
 RF=${1:?usage: $0 rf-train}
@@ -16,7 +17,9 @@ fail() { echo "FAIL: $*"; exit 1; }
 hash() { sed -n 's/.*"param_hash": "\([0-9a-f]*\)".*/\1/p' "$1"; }
 A="--data $DATA --limit 3001 --test-limit 1001 --quiet --json --lr 0.02"
 for o in "--wd 5e-4" "--momentum 0.9 --wd 5e-4" "--momentum 0.9 --nesterov" \
-	 "--momentum 0.5 --wd 1e-3 --devices 2"; do
+	 "--momentum 0.5 --wd 1e-3 --devices 2" \
+	 "--momentum 0.9 --lr-schedule cosine:3 --warmup-epochs 1" \
+	 "--momentum 0.9 --lr-schedule step:1:0.5"; do
 	rm -f "$T/ck"
 	"$RF" $A $o --epochs 3 >"$T/straight" 2>"$T/err" || fail "$o: $(tail -2 "$T/err")"
 	"$RF" $A $o --epochs 2 --checkpoint "$T/ck" >/dev/null 2>"$T/err" ||
@@ -31,6 +34,17 @@ for o in "--wd 5e-4" "--momentum 0.9 --wd 5e-4" "--momentum 0.9 --nesterov" \
 done
 "$RF" $A --momentum 0.5 --epochs 3 --checkpoint "$T/ck" --resume >/dev/null 2>"$T/err" &&
 	fail "resumed under another momentum"
-grep -q "saved by a run with --momentum 0.5 --wd 0.001, this run has --momentum 0.5 --wd 0" \
+grep -q "saved by a run with --momentum 0.9 --wd 0, this run has --momentum 0.5 --wd 0" \
 	"$T/err" || fail "the refusal does not name both settings: $(cat "$T/err")"
 echo "ok: another optimiser setting is refused: $(cat "$T/err")"
+"$RF" $A --momentum 0.9 --lr-schedule cosine --epochs 3 --checkpoint "$T/ck" --resume \
+	>/dev/null 2>"$T/err" && fail "resumed under another lr schedule"
+grep -q "saved by a run with --lr-schedule step (step 1, gamma 0.5" "$T/err" ||
+	fail "the schedule refusal does not name the saved one: $(cat "$T/err")"
+echo "ok: another lr schedule is refused"
+# the rates an epoch reports are the schedule's: cosine over 4 epochs after 1 of warm-up
+"$RF" $A --lr 0.1 --lr-schedule cosine --warmup-epochs 1 --epochs 5 --no-eval >/dev/null \
+	2>"$T/err" || fail "cosine run: $(tail -2 "$T/err")"
+lrs=$(sed -n 's/.*, lr \([0-9.e-]*\)$/\1/p' "$T/err" | tr '\n' ' ')
+[ "$lrs" = "0.05 0.1 0.0853553 0.05 0.0146447 " ] || fail "cosine rates per epoch: $lrs"
+echo "ok: the epochs' rates: $lrs"
