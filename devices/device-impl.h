@@ -52,7 +52,7 @@ void rf__host_free(void *ctx, void *p, size_t bytes);
 enum rf__opcode {
 	RF__GEMM, RF__BIAS_ADD, RF__BIAS_GRAD, RF__RELU_FWD, RF__RELU_BWD, RF__XENT,
 	RF__CONV_FWD, RF__CONV_BWD_DATA, RF__CONV_BWD_FILTER, RF__POOL_FWD, RF__POOL_BWD,
-	RF__SGD, RF__SGD_MOMENTUM, RF__AXPY, RF__SCALE, RF__SUM, RF__FILL, RF__U8_F32,
+	RF__SGD, RF__SGD_MOMENTUM, RF__ADAMW, RF__AXPY, RF__SCALE, RF__SUM, RF__FILL, RF__U8_F32,
 	RF__U8_I32, RF__RAND_UNIFORM, RF__RAND_NORMAL, RF__COPY, RF__HOST,
 };
 
@@ -77,6 +77,7 @@ struct rf__opctx {
 					   * filter: out=dw out2=db in=dy in2=x */
 		struct { float *y; const float *x; int n, c, h, w, k; } pool; /* bwd: y=dx, x=dy */
 		struct { float *w, *v; const float *g; size_t n; float lr, mom, wd; int nesterov; } sgd;
+		struct { float *w, *m, *v; const float *g; size_t n; struct rf_k_adamw p; } adamw;
 		struct { float *y; const float *x; size_t n; float a; } axpy;  /* scale: y, a */
 		struct { float *out; const float **in; int k; size_t n; } sum;
 		struct { void *x; size_t n; float v; int dtype; } fill;

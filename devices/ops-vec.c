@@ -26,6 +26,35 @@ int rf_sgd(struct rf_stream *s, struct rf_tensor *w, struct rf_tensor *g, float 
 	return rf__b_push(&b, s, w->dev);
 }
 
+int rf_adamw(struct rf_stream *s, struct rf_tensor *w, struct rf_tensor *m,
+	     struct rf_tensor *v, struct rf_tensor *g, const struct rf_k_adamw *p)
+{
+	static const char fn[] = "rf_adamw";
+	struct rf__b b;
+
+	RF__TRY(rf__need(fn, "w", w, RF_F32, -1));
+	RF__TRY(rf__need(fn, "m", m, RF_F32, -1));
+	RF__TRY(rf__need(fn, "v", v, RF_F32, -1));
+	RF__TRY(rf__need(fn, "g", g, RF_F32, -1));
+	RF__TRY(rf__same_numel(fn, w, g));
+	RF__TRY(rf__same_numel(fn, w, m));
+	RF__TRY(rf__same_numel(fn, w, v));
+	if (!p || p->step < 1)
+		return rf__fail(-EINVAL, "%s: expected parameters with step >= 1", fn);
+	RF__TRY(rf__b_init(&b, fn, RF__ADAMW, "adamw", 0));
+	b.c->u.adamw.w = w->data;
+	b.c->u.adamw.m = m->data;
+	b.c->u.adamw.v = v->data;
+	b.c->u.adamw.g = g->data;
+	b.c->u.adamw.n = w->numel;
+	b.c->u.adamw.p = *p;
+	rf__b_tensor(&b, g, 0);
+	rf__b_tensor(&b, w, 1);
+	rf__b_tensor(&b, m, 1);
+	rf__b_tensor(&b, v, 1);
+	return rf__b_push(&b, s, w->dev);
+}
+
 int rf_sgd_momentum(struct rf_stream *s, struct rf_tensor *w, struct rf_tensor *v,
 		    struct rf_tensor *g, float lr, float momentum, float weight_decay,
 		    int nesterov)

@@ -46,6 +46,8 @@ static const char usage[] =
 "  --epochs N            epochs to train (default 10)\n"
 "  --batch-size B        minibatch size, split over the devices (default 256)\n"
 "  --lr LR               SGD learning rate (default 0.1 mlp, 0.2 lenet)\n"
+"  --optimizer sgd|adamw torch.optim.SGD (default) or AdamW (betas 0.9, 0.999, eps\n"
+"                        1e-8; --wd its decoupled decay; default lr 0.001)\n"
 "  --momentum M          SGD momentum, as torch.optim.SGD (dampening 0; default 0)\n"
 "  --wd W                weight decay, added to the gradient as W * w (default 0)\n"
 "  --nesterov            Nesterov momentum (needs --momentum > 0)\n"
@@ -325,7 +327,7 @@ enum { O_DATA = 256, O_EPOCHS, O_BATCH, O_LR, O_DEVICE, O_DEVICES, O_SEED, O_CKP
        O_PREFETCH, O_INMEM, O_NOEVAL, O_QUIET, O_INIT, O_MODEL, O_STREAMS, O_WINDOW,
        O_BARRIER, O_MAXINF, O_STATS, O_DIST, O_DIST_TIMEOUT, O_BUCKET,
        O_DIST_STORE, O_TEST_DATA, O_MOMENTUM, O_WD, O_NESTEROV,
-       O_LR_SCHED, O_WARMUP };
+       O_LR_SCHED, O_WARMUP, O_OPTIMIZER };
 
 static const struct option long_opts[] = {
 	{ "model", required_argument, 0, O_MODEL },
@@ -364,6 +366,7 @@ static const struct option long_opts[] = {
 	{ "nesterov", no_argument, 0, O_NESTEROV },
 	{ "lr-schedule", required_argument, 0, O_LR_SCHED },
 	{ "warmup-epochs", required_argument, 0, O_WARMUP },
+	{ "optimizer", required_argument, 0, O_OPTIMIZER },
 	{ "bucket-kb", required_argument, 0, O_BUCKET },
 	{ "help", no_argument, 0, 'h' },
 	{ 0, 0, 0, 0 },
@@ -419,6 +422,11 @@ static int parse_opt(struct cli *c, int opt, const char *a)
 	}
 	case O_NESTEROV:
 		c->o.nesterov = 1;
+		break;
+	case O_OPTIMIZER:
+		if (strcmp(a, "sgd") && strcmp(a, "adamw"))
+			return bad("--optimizer", "got '%s', expected sgd or adamw", a);
+		c->o.adamw = !strcmp(a, "adamw");
 		break;
 	case O_LR_SCHED:
 		if (parse_sched(a, &c->o.sched))
@@ -605,6 +613,9 @@ static int parse_args(struct cli *c, int argc, char **argv)
 		return bad(argv[optind], "unexpected argument");
 	if (c->resume && !c->checkpoint)
 		return bad("--resume", "needs --checkpoint FILE");
+	if (c->o.adamw && (c->o.momentum > 0 || c->o.nesterov))
+		return bad("--optimizer", "adamw has no --momentum or --nesterov (its betas are "
+			   "0.9, 0.999)");
 	if (c->o.nesterov && c->o.momentum <= 0)
 		return bad("--nesterov", "needs --momentum > 0");
 	if (!c->o.sched.epochs)             /* cosine: down to 0 over the run's epochs */
@@ -627,7 +638,7 @@ static int parse_args(struct cli *c, int argc, char **argv)
 			   c->o.batch_size);
 	/* The default lr is resolved here, so that no user value stands for "default". */
 	if (!c->lr_set)
-		c->o.lr = strcmp(c->o.model, "mlp") ? 0.2f : 0.1f;
+		c->o.lr = c->o.adamw ? 1e-3f : strcmp(c->o.model, "mlp") ? 0.2f : 0.1f;
 	if ((ret = check_paths(c->o.model, c->o.data_dir ? c->o.data_dir : RF_TRAIN_DEFAULT_DATA,
 			       c->o.test_data,
 			       c->checkpoint, c->resume, c->metrics, c->trace)))
@@ -778,8 +789,8 @@ static void print_json(const struct cli *c, const struct rf_trainer *t, const st
 	       c->o.batch_size ? c->o.batch_size : 256,
 	       (double)c->o.lr,
 	       c->o.seed);
-	printf(", \"momentum\": %g, \"weight_decay\": %g, \"nesterov\": %s",
-	       (double)c->o.momentum, (double)c->o.weight_decay, c->o.nesterov ? "true" : "false");
+	printf(", \"optimizer\": \"%s\", \"momentum\": %g, \"weight_decay\": %g, "
+	       "\"nesterov\": %s", c->o.adamw ? "adamw" : "sgd", (double)c->o.momentum, (double)c->o.weight_decay, c->o.nesterov ? "true" : "false");
 	printf(", \"final_train_loss\": %.6f, \"final_train_acc\": %.6f, \"final_test_acc\": %.6f"
 	       ", \"final_test_loss\": %.6f", st->train_loss, st->train_acc, st->test_acc,
 	       st->test_loss);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "model.h"
+#include "kernels.h"
 
 /* ---- specs ---------------------------------------------------------------------------- */
 
@@ -128,7 +129,9 @@ void rf_model_destroy(struct rf_model *m)
 		rf_tensor_destroy(m->p[i]);
 		rf_tensor_destroy(m->g[i]);
 		rf_tensor_destroy(m->v[i]);
+		rf_tensor_destroy(m->v2[i]);
 	}
+	rf_tensor_destroy(m->mom2);
 	rf_tensor_destroy(m->params);
 	rf_tensor_destroy(m->grads);
 	rf_tensor_destroy(m->mom);
@@ -176,24 +179,38 @@ int rf_model_sgd_layer(struct rf_model *m, unsigned layer, float lr)
 	return rf_model_update_layer(m, layer, &o);
 }
 
-int rf_model_momentum(struct rf_model *m)
+/* A zeroed block like params named TAG.what, with a view per parameter named
+ * TAG.PARAM.suffix. */
+static int rf__state_block(struct rf_model *m, const char *what, const char *suffix,
+			   struct rf_tensor **blk, struct rf_tensor **views)
 {
 	const char *pn = m->params->name;
 	char name[96];
 	size_t tag = strlen(pn) - strlen("params");   /* "TAG.params": keep "TAG." */
 
-	if (m->mom)
-		return 0;
-	snprintf(name, sizeof(name), "%.*smomentum", (int)tag, pn);
-	if (rf_tensor_create(m->dev, RF_F32, name, RF_DIMS((int64_t)m->spec->numel), &m->mom) < 0)
+	snprintf(name, sizeof(name), "%.*s%s", (int)tag, pn, what);
+	if (rf_tensor_create(m->dev, RF_F32, name, RF_DIMS((int64_t)m->spec->numel), blk) < 0)
 		return -ENOMEM;
 	for (unsigned i = 0; i < m->spec->ntensors; i++) {
 		const struct rf_param_spec *p = &m->spec->p[i];
-		snprintf(name, sizeof(name), "%.*s%s.momentum_buffer", (int)tag, pn, p->name);
-		if (rf_tensor_view(m->mom, p->offset, RF_F32, name, p->ndim, p->shape, &m->v[i]) < 0)
+		snprintf(name, sizeof(name), "%.*s%s.%s", (int)tag, pn, p->name, suffix);
+		if (rf_tensor_view(*blk, p->offset, RF_F32, name, p->ndim, p->shape, &views[i]) < 0)
 			return -ENOMEM;
 	}
-	return rf_fill(m->s, m->mom, 0.0f);
+	return rf_fill(m->s, *blk, 0.0f);
+}
+
+int rf_model_momentum(struct rf_model *m)
+{
+	return m->mom ? 0 : rf__state_block(m, "momentum", "momentum_buffer", &m->mom, m->v);
+}
+
+int rf_model_moments(struct rf_model *m)
+{
+	int ret = m->mom ? 0 : rf__state_block(m, "exp_avg", "exp_avg", &m->mom, m->v);
+
+	return ret < 0 || m->mom2 ? ret : rf__state_block(m, "exp_avg_sq", "exp_avg_sq",
+							  &m->mom2, m->v2);
 }
 
 int rf_model_update(struct rf_model *m, unsigned k, const struct rf_optim *o,
@@ -201,6 +218,13 @@ int rf_model_update(struct rf_model *m, unsigned k, const struct rf_optim *o,
 {
 	int ret;
 
+	if (o->adamw) {
+		struct rf_k_adamw a = { .lr = o->lr, .beta1 = o->beta1, .beta2 = o->beta2,
+					.eps = o->eps, .weight_decay = o->weight_decay, .step = o->step };
+		if ((!m->mom || !m->mom2) && (ret = rf_model_moments(m)) < 0)
+			return ret;
+		return rf_adamw(s, m->p[k], m->v[k], m->v2[k], m->g[k], &a);
+	}
 	if (o->momentum == 0.0f)
 		return rf_sgd(s, m->p[k], m->g[k], o->lr, o->weight_decay);
 	if (!m->mom && (ret = rf_model_momentum(m)) < 0)

@@ -14,7 +14,8 @@
 /* meta.extra: the init generator's seed and counter, the init kind and the training
  * record count, then the optimiser's momentum, weight decay (float bits) and Nesterov
  * flag, little-endian. A file of 32 bytes (before the optimiser) was plain SGD. */
-#define RF__EXTRA_LEN 96   /* + the lr schedule: kind, step, gamma, warm-up, epochs */
+#define RF__EXTRA_LEN 104  /* + the lr schedule: kind, step, gamma, warm-up, epochs;
+			    * + 1 for AdamW */
 
 static void rf__put64(uint8_t *p, uint64_t v)
 {
@@ -31,15 +32,24 @@ static uint64_t rf__get64(const uint8_t *p)
 	return v;
 }
 
-/* Names of the momentum buffers: PyTorch's parameter name + ".momentum_buffer". */
+/* Names of the optimiser's state: PyTorch's parameter name + ".momentum_buffer", or
+ * ".exp_avg" and ".exp_avg_sq" (AdamW). */
 typedef char rf__bufname[RF_CKPT_NAME_MAX + 1];
 
-/* One blob per parameter tensor (PyTorch names and shapes), its data in host; with
- * momentum one more per parameter, its data at host + numel. Returns the count. */
+/* Blocks of optimiser state per replica: 0 (plain SGD), 1 (momentum), 2 (AdamW). */
+static unsigned rf__nstate(const struct rf_trainer *t)
+{
+	return t->o.adamw ? 2 : t->o.momentum > 0 ? 1 : 0;
+}
+
+/* One blob per parameter tensor (PyTorch names and shapes), its data in host; then one
+ * per parameter and state block j, its data at host + (1+j)*numel. Returns the count. */
 static unsigned rf__blobs(struct rf_trainer *t, struct rf_ckpt_blob *bl, float *host,
 			  rf__bufname *names)
 {
-	unsigned k, n = t->spec->ntensors, nb = t->o.momentum > 0 ? 2 * n : n;
+	static const char *const suffix[2][2] = { { "momentum_buffer", "" },
+						  { "exp_avg", "exp_avg_sq" } };
+	unsigned k, n = t->spec->ntensors, nb = (1 + rf__nstate(t)) * n;
 	int d;
 
 	for (unsigned b = 0; b < nb; b++) {
@@ -49,14 +59,15 @@ static unsigned rf__blobs(struct rf_trainer *t, struct rf_ckpt_blob *bl, float *
 		if (b < n) {
 			bl[b].name = p->name;
 		} else {
-			snprintf(names[k], sizeof(names[k]), "%s.momentum_buffer", p->name);
-			bl[b].name = names[k];
+			snprintf(names[b - n], sizeof(names[b - n]), "%s.%s", p->name,
+				 suffix[t->o.adamw][b / n - 1]);
+			bl[b].name = names[b - n];
 		}
 		bl[b].dtype = RF_CKPT_F32;
 		bl[b].ndim = (uint32_t)p->ndim;
 		for (d = 0; d < p->ndim; d++)
 			bl[b].shape[d] = (uint64_t)p->shape[d];
-		bl[b].data = host + (b < n ? 0 : t->spec->numel) + p->offset;
+		bl[b].data = host + (size_t)(b / n) * t->spec->numel + p->offset;
 		bl[b].nbytes = p->numel * sizeof(float);
 	}
 	return nb;
@@ -91,6 +102,7 @@ static void rf__fill_meta(struct rf_trainer *t, struct rf_ckpt_meta *meta)
 	memcpy(meta->extra + 72, &t->o.sched.gamma, 8);
 	rf__put64(meta->extra + 80, t->o.sched.warmup_epochs);
 	rf__put64(meta->extra + 88, t->o.sched.kind == RF_LR_COSINE ? t->o.sched.epochs : 0);
+	rf__put64(meta->extra + 96, (uint64_t)t->o.adamw);
 	meta->extra_len = RF__EXTRA_LEN;
 }
 
@@ -117,18 +129,23 @@ static int rf__ckpt_read(struct rf_trainer *t, const char *path, struct rf_ckpt_
 
 static int rf__save(struct rf_trainer *t, const char *path)
 {
-	struct rf_ckpt_blob bl[2 * RF_MODEL_MAX_TENSORS];
-	rf__bufname names[RF_MODEL_MAX_TENSORS];
+	struct rf_ckpt_blob bl[3 * RF_MODEL_MAX_TENSORS];
+	rf__bufname names[2 * RF_MODEL_MAX_TENSORS];
 	struct rf_ckpt_meta meta = { 0 };
-	int mom = t->o.momentum > 0;
-	float *host = malloc(t->spec->numel * sizeof(float) * (mom ? 2 : 1));
+	unsigned ns = rf__nstate(t);
+	float *host = malloc(t->spec->numel * sizeof(float) * (1 + ns));
+	struct rf_model *m0 = t->rep[0];
 	int ret;
 
 	if (!host)
 		return -ENOMEM;
-	ret = rf_tensor_read(t->rep[0]->params, host);   /* waits for the last SGD */
-	if (ret == 0 && mom && (ret = rf_model_momentum(t->rep[0])) == 0)
-		ret = rf_tensor_read(t->rep[0]->mom, host + t->spec->numel);
+	ret = rf_tensor_read(m0->params, host);   /* waits for the last SGD */
+	if (ret == 0 && ns)
+		ret = t->o.adamw ? rf_model_moments(m0) : rf_model_momentum(m0);
+	if (ret == 0 && ns)
+		ret = rf_tensor_read(m0->mom, host + t->spec->numel);
+	if (ret == 0 && ns > 1)
+		ret = rf_tensor_read(m0->mom2, host + 2 * t->spec->numel);
 	if (ret < 0) {
 		rf__trainer_msg(t, "%s: cannot read the parameters: %s", path, strerror(-ret));
 		free(host);
@@ -183,10 +200,16 @@ static int rf__check_same_optim(struct rf_trainer *t, const char *path,
 	uint32_t mb = has ? (uint32_t)rf__get64(meta->extra + 32) : 0;
 	uint32_t wb = has ? (uint32_t)rf__get64(meta->extra + 40) : 0;
 	int nest = has ? (int)rf__get64(meta->extra + 48) : 0;
+	int adamw = meta->extra_len >= 104 ? (int)rf__get64(meta->extra + 96) : 0;
 	float m, wd;
 
 	memcpy(&m, &mb, 4);
 	memcpy(&wd, &wb, 4);
+	if (adamw != t->o.adamw) {
+		rf__trainer_msg(t, "%s: saved by a run with --optimizer %s, this run has %s", path,
+				adamw ? "adamw" : "sgd", t->o.adamw ? "adamw" : "sgd");
+		return -ESTALE;
+	}
 	if (mb == rf__fbits(t->o.momentum) && wb == rf__fbits(t->o.weight_decay) &&
 	    nest == t->o.nesterov)
 		return rf__check_same_sched(t, path, meta);
@@ -231,11 +254,14 @@ static int rf__restore(struct rf_trainer *t, const char *path, const struct rf_c
 	for (r = 0; r < t->K && ret == 0; r++)
 		for (k = 0; k < t->spec->ntensors && ret == 0; k++)
 			ret = rf_tensor_write(t->rep[r]->p[k], host + t->spec->p[k].offset);
-	for (r = 0; t->o.momentum > 0 && r < t->K && ret == 0; r++) {
-		ret = rf_model_momentum(t->rep[r]);
+	for (r = 0; rf__nstate(t) && r < t->K && ret == 0; r++) {
+		struct rf_model *m = t->rep[r];
+		ret = t->o.adamw ? rf_model_moments(m) : rf_model_momentum(m);
 		for (k = 0; k < t->spec->ntensors && ret == 0; k++)
-			ret = rf_tensor_write(t->rep[r]->v[k],
-					      host + t->spec->numel + t->spec->p[k].offset);
+			ret = rf_tensor_write(m->v[k], host + t->spec->numel + t->spec->p[k].offset);
+		for (k = 0; t->o.adamw && k < t->spec->ntensors && ret == 0; k++)
+			ret = rf_tensor_write(m->v2[k],
+					      host + 2 * t->spec->numel + t->spec->p[k].offset);
 	}
 	if (ret < 0) {
 		rf__trainer_msg(t, "%s: cannot write the parameters: %s", path, strerror(-ret));
@@ -251,10 +277,10 @@ static int rf__restore(struct rf_trainer *t, const char *path, const struct rf_c
 
 static int rf__load(struct rf_trainer *t, const char *path)
 {
-	struct rf_ckpt_blob bl[2 * RF_MODEL_MAX_TENSORS];
-	rf__bufname names[RF_MODEL_MAX_TENSORS];
+	struct rf_ckpt_blob bl[3 * RF_MODEL_MAX_TENSORS];
+	rf__bufname names[2 * RF_MODEL_MAX_TENSORS];
 	struct rf_ckpt_meta meta = { 0 };
-	float *host = calloc(t->spec->numel * (t->o.momentum > 0 ? 2 : 1), sizeof(float));
+	float *host = calloc(t->spec->numel * (1 + rf__nstate(t)), sizeof(float));
 	struct rf_ckpt_meta probe;
 	int ret;
 

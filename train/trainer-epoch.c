@@ -105,7 +105,8 @@ static int rf__epoch(struct rf_trainer *t, struct rf_epoch_stats *st)
 
 	memset(st, 0, sizeof(*st));
 	/* this epoch's rate (a constant schedule gives o.lr itself back), over K*P */
-	t->opt.lr = (float)rf_lr_at(&t->o.sched, t->o.lr, t->epochs_done) / (float)(t->K * t->P);
+	t->opt.lr = (float)rf_lr_at(&t->o.sched, t->o.lr, t->epochs_done) /
+		    (t->o.adamw ? 1.0f : (float)(t->K * t->P));
 	st->lr = (double)(float)rf_lr_at(&t->o.sched, t->o.lr, t->epochs_done);
 	t0 = rf__now();
 	if ((ret = rf__train_pass(t, &l, &c)) < 0)

@@ -103,6 +103,7 @@ int rf__train_iter(struct rf_trainer *t, const struct rf_batch *b)
 
 	t->cur = b;
 	t->todo = (int)t->spec->nlayers - 1;
+	t->opt.step = t->steps + 1;         /* AdamW's bias correction counts this step */
 	ret = rf__backward_all(t, acts, rf__forward_all(t, b, acts));
 	/* buckets no hook reached (the last replica's shard was empty) */
 	if (ret == 0 && rf__reduces(t))

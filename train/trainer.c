@@ -60,10 +60,12 @@ static int rf__check_opts(struct rf_trainer *t)
 	 * lr/(K*P) * (sum + K*P*wd*w) = lr * (mean + wd*w) (for K*P = 1: torch's bits) */
 	if (!(t->o.momentum >= 0 && t->o.momentum < 1e6) ||
 	    !(t->o.weight_decay >= 0 && t->o.weight_decay < 1e6) ||
-	    (t->o.nesterov && t->o.momentum <= 0)) {
+	    (t->o.nesterov && t->o.momentum <= 0) ||
+	    (t->o.adamw && (t->o.momentum != 0 || t->o.nesterov))) {
 		rf__trainer_msg(t, "optimiser: momentum %g, weight decay %g%s: expected both >= 0%s",
 				(double)t->o.momentum, (double)t->o.weight_decay,
 				t->o.nesterov ? ", Nesterov" : "",
+				t->o.adamw ? " (AdamW has no momentum setting)" :
 				t->o.nesterov ? ", and momentum > 0 for Nesterov" : "");
 		return -EINVAL;
 	}
@@ -82,6 +84,16 @@ static int rf__check_opts(struct rf_trainer *t)
 	t->opt.momentum = t->o.momentum;
 	t->opt.weight_decay = t->o.weight_decay * (float)(t->K * t->P);
 	t->opt.nesterov = t->o.nesterov;
+	if (t->o.adamw) {
+		/* Adam's step m/sqrt(v) does not change when the gradient is a sum of K*P
+		 * means instead of their mean, but for eps: it shrinks with the scale. The
+		 * decay is decoupled (w *= 1 - lr*wd): the lr and decay are the run's. */
+		t->opt.adamw = 1;
+		t->opt.beta1 = 0.9;
+		t->opt.beta2 = 0.999;
+		t->opt.eps = 1e-8 / (double)(t->K * t->P);
+		t->opt.weight_decay = t->o.weight_decay;
+	}
 	rf__make_buckets(t);
 	t->nstreams = t->o.streams ? t->o.streams : rf__auto_streams(t);
 	if (t->o.window == RF_TRAIN_WINDOW_NONE) {

@@ -156,6 +156,10 @@ int rf__cpu_compute(struct rf__opctx *op)
 		rf_k_sgd_momentum(op->u.sgd.w, op->u.sgd.v, op->u.sgd.g, op->u.sgd.n, op->u.sgd.lr,
 				  op->u.sgd.mom, op->u.sgd.wd, op->u.sgd.nesterov);
 		break;
+	case RF__ADAMW:
+		rf_k_adamw(op->u.adamw.w, op->u.adamw.m, op->u.adamw.v, op->u.adamw.g, op->u.adamw.n,
+			   &op->u.adamw.p);
+		break;
 	case RF__AXPY:
 		rf_k_axpy(op->u.axpy.y, op->u.axpy.a, op->u.axpy.x, op->u.axpy.n);
 		break;

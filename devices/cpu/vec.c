@@ -47,6 +47,34 @@ void rf_k_sgd_momentum(float *restrict w, float *restrict v, const float *restri
 	}
 }
 
+void rf_k_adamw(float *restrict w, float *restrict m, float *restrict v,
+		const float *restrict g, size_t n, const struct rf_k_adamw *p)
+{
+	/* torch's scalars: Python doubles, rounded to float where a tensor op takes them */
+	double lr = p->lr, b1 = p->beta1, b2 = p->beta2, st = (double)p->step;
+	float decay = (float)(1.0 - lr * p->weight_decay), c1 = (float)(1.0 - b1),
+	      c2 = (float)(1.0 - b2), b1f = (float)b1, b2f = (float)b2, eps = (float)p->eps;
+	float step_size = (float)(lr / (1.0 - pow(b1, st)));
+	float bc2 = (float)sqrt(1.0 - pow(b2, st));
+
+	for (size_t i = 0; i < n; i++) {
+		volatile float wd = w[i] * decay;             /* param.mul_(1 - lr*wd) */
+		volatile float mb = m[i] * b1f;               /* exp_avg.mul_(b1) */
+		float mi = rf__madd(mb, c1, g[i]);            /* .add_(g, alpha=1-b1) */
+		volatile float vb = v[i] * b2f;               /* exp_avg_sq.mul_(b2) */
+		volatile float cg = c2 * g[i];                /* .addcmul_(g, g, value=1-b2): */
+		float vi = rf__madd(vb, cg, g[i]);            /* fma(value*g, g, v) */
+		volatile float sq = sqrtf(vi);
+		volatile float den0 = sq / bc2;               /* sqrt(v) / sqrt(bc2) */
+		float den = den0 + eps;                       /* .add_(eps) */
+		volatile float num = -step_size * mi;         /* addcdiv_: value*m / den + w */
+		volatile float q = num / den;
+		m[i] = mi;
+		v[i] = vi;
+		w[i] = wd + q;
+	}
+}
+
 void rf_k_axpy(float *restrict y, float a, const float *restrict x, size_t n)
 {
 	for (size_t i = 0; i < n; i++)

@@ -217,6 +217,10 @@ static int rf__cuda_compute(struct rf_device *d, struct rf__dstream *ds, struct 
 		ret = rf__kc_sgd_momentum(st, op->u.sgd.w, op->u.sgd.v, op->u.sgd.g, op->u.sgd.n,
 					 op->u.sgd.lr, op->u.sgd.mom, op->u.sgd.wd, op->u.sgd.nesterov);
 		break;
+	case RF__ADAMW:
+		ret = rf__kc_adamw(st, op->u.adamw.w, op->u.adamw.m, op->u.adamw.v, op->u.adamw.g,
+				   op->u.adamw.n, &op->u.adamw.p);
+		break;
 	case RF__AXPY:
 		ret = rf__kc_axpy(st, op->u.axpy.y, op->u.axpy.a, op->u.axpy.x, op->u.axpy.n);
 		break;

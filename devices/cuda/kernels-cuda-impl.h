@@ -100,6 +100,8 @@ int rf__kc_sgd(void *stream, float *w, const float *g, size_t n, float lr,
 	      float weight_decay);
 int rf__kc_sgd_momentum(void *stream, float *w, float *v, const float *g, size_t n,
 		       float lr, float momentum, float weight_decay, int nesterov);
+int rf__kc_adamw(void *stream, float *w, float *m, float *v, const float *g, size_t n,
+		 const struct rf_k_adamw *p);
 int rf__kc_axpy(void *stream, float *y, float a, const float *x, size_t n);
 int rf__kc_scale(void *stream, float *x, float a, size_t n);
 /* out (n) = in[0] + ... + in[k-1], left to right. `in` is a HOST array of k device

@@ -1,4 +1,5 @@
-/* devices/cuda/kernels_cuda.cu -- CUDA kernels (see kernels-cuda-impl.h; formulas as in kernels.h).
+/* devices/cuda/kernels_cuda.cu -- CUDA kernels (see kernels-cuda-impl.h; formulas as in kernels.h);
+ * the optimiser updates are in kernels_cuda_optim.cu.
  *
  * All launches are asynchronous on the caller's stream. Elementwise kernels use
  * grid-stride loops; reductions use one block per output with a fixed shared-memory
@@ -13,34 +14,16 @@
 #include <string.h>
 
 #include "../conv-shape.h"
-#include "kernels-cuda-impl.h"
+#include "kernels-cuda-common.cuh"
 
 namespace {
 
-constexpr int kThreads = 256;
-constexpr size_t kMaxBlocks = 8192;
 constexpr size_t kConvWsCap = (size_t)256 << 20;
 
-inline unsigned blocks_for(size_t n)
-{
-	size_t b = (n + kThreads - 1) / kThreads;
-	if (b > kMaxBlocks)
-		b = kMaxBlocks;
-	return b ? (unsigned)b : 1u;
-}
-
-inline cudaStream_t S(void *stream) { return (cudaStream_t)stream; }
-
-inline int cuda_rc(cudaError_t e) { return e == cudaSuccess ? 0 : -(RF_KC_ECUDA + (int)e); }
-inline int launch_rc() { return cuda_rc(cudaGetLastError()); }
 inline int cublas_rc(cublasStatus_t s)
 {
 	return s == CUBLAS_STATUS_SUCCESS ? 0 : -(RF_KC_ECUBLAS + (int)s);
 }
-
-#define GRID_STRIDE(i, n) \
-	for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); \
-	     i += (size_t)blockDim.x * gridDim.x)
 
 /* ---- elementwise ---------------------------------------------------------------- */
 
@@ -62,28 +45,6 @@ __global__ void k_relu_bwd(float *dx, const float *dy, const float *y, size_t n)
 {
 	GRID_STRIDE(i, n)
 		dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
-}
-
-__global__ void k_sgd(float *w, const float *g, size_t n, float lr, float wd)
-{
-	GRID_STRIDE(i, n) {
-		if (wd == 0.0f)
-			w[i] = __fmaf_rn(-lr, g[i], w[i]); /* one rounding, as PyTorch */
-		else    /* d = g + wd*w, then w - lr*d: one rounding each, as PyTorch */
-			w[i] = __fmaf_rn(-lr, __fmaf_rn(wd, w[i], g[i]), w[i]);
-	}
-}
-
-/* rounded as torch.optim.SGD: each add(alpha) one fused multiply-add, mul_ alone */
-__global__ void k_sgd_momentum(float *w, float *v, const float *g, size_t n, float lr,
-			       float mom, float wd, int nesterov)
-{
-	GRID_STRIDE(i, n) {
-		float d = wd != 0.0f ? __fmaf_rn(wd, w[i], g[i]) : g[i];
-		float vi = __fadd_rn(__fmul_rn(mom, v[i]), d);
-		v[i] = vi;
-		w[i] = __fmaf_rn(-lr, nesterov ? __fmaf_rn(mom, vi, d) : vi, w[i]);
-	}
 }
 
 __global__ void k_axpy(float *y, float a, const float *x, size_t n)
@@ -664,25 +625,6 @@ int rf__kc_avgpool2d_bwd(void *stream, float *dx, const float *dy, int n, int c,
 	if (!total)
 		return 0;
 	k_avgpool_bwd<<<blocks_for(total), kThreads, 0, S(stream)>>>(dx, dy, planes, h, w, k);
-	return launch_rc();
-}
-
-int rf__kc_sgd(void *stream, float *w, const float *g, size_t n, float lr,
-	      float weight_decay)
-{
-	if (!n)
-		return 0;
-	k_sgd<<<blocks_for(n), kThreads, 0, S(stream)>>>(w, g, n, lr, weight_decay);
-	return launch_rc();
-}
-
-int rf__kc_sgd_momentum(void *stream, float *w, float *v, const float *g, size_t n,
-		       float lr, float momentum, float weight_decay, int nesterov)
-{
-	if (!n)
-		return 0;
-	k_sgd_momentum<<<blocks_for(n), kThreads, 0, S(stream)>>>(w, v, g, n, lr, momentum,
-								  weight_decay, nesterov);
 	return launch_rc();
 }
 

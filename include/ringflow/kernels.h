@@ -147,6 +147,19 @@ void rf_k_sgd(float *w, const float *g, size_t n, float lr, float weight_decay);
  * PyTorch's clone of d). */
 void rf_k_sgd_momentum(float *w, float *v, const float *g, size_t n, float lr,
 		       float momentum, float weight_decay, int nesterov);
+/* AdamW's step `step` (1-based) as torch.optim.AdamW (PyTorch 1.13, CPU, amsgrad off),
+ * rounded op by op as its single-tensor code (to 1 ulp: train-sgd-ref):
+ *   w *= 1 - lr*wd;  m = m*b1 + (1-b1)*g;  v = v*b2 + (1-b2)*g*g;
+ *   w -= lr/(1-b1^step) * m / (sqrt(v)/sqrt(1-b2^step) + eps).
+ * The scalars are computed in double and rounded to float, as torch's are. */
+struct rf_k_adamw {
+	double lr, beta1, beta2, eps, weight_decay;   /* doubles, as torch's Python floats:
+						 * 1 - 0.999f is not 1 - 0.999 */
+	uint64_t step;
+};
+void rf_k_adamw(float *w, float *m, float *v, const float *g, size_t n,
+		const struct rf_k_adamw *p);
+
 /* y (n) += a * x (n). */
 void rf_k_axpy(float *y, float a, const float *x, size_t n);
 /* x (n) *= a. */

@@ -67,6 +67,9 @@ struct rf_model {
 	struct rf_tensor *mom;        /* (numel) f32 block: momentum buffers, or NULL
 				       * (rf_model_momentum makes it, zeroed) */
 	struct rf_tensor *v[RF_MODEL_MAX_TENSORS]; /* views of mom, same shapes */
+	struct rf_tensor *mom2;       /* AdamW's second moments (exp_avg_sq; mom holds
+				       * exp_avg), or NULL */
+	struct rf_tensor *v2[RF_MODEL_MAX_TENSORS]; /* views of mom2 */
 };
 
 /* The optimiser, torch.optim.SGD's: momentum 0 and weight_decay 0 is plain SGD
@@ -74,6 +77,10 @@ struct rf_model {
 struct rf_optim {
 	float lr, momentum, weight_decay;
 	int nesterov;
+	int adamw;                 /* 1: torch.optim.AdamW (ops.h rf_adamw): lr, weight_decay,
+				    * betas, eps and step below; momentum unused */
+	double beta1, beta2, eps;
+	uint64_t step;             /* AdamW: the step this update makes (1-based) */
 };
 
 /* One iteration's activations, made by rf_model_forward (train != 0) and consumed by
@@ -134,8 +141,10 @@ int rf_model_sgd_layer(struct rf_model *m, unsigned layer, float lr);
 int rf_model_update_layer(struct rf_model *m, unsigned layer, const struct rf_optim *o);
 int rf_model_update(struct rf_model *m, unsigned k, const struct rf_optim *o,
 		    struct rf_stream *s);
-/* Make the momentum buffers (zeroed) if there are none: before loading saved ones. */
+/* Make the momentum buffers (zeroed) if there are none: before loading saved ones.
+ * second: AdamW's second-moment block too. */
 int rf_model_momentum(struct rf_model *m);
+int rf_model_moments(struct rf_model *m);
 
 #ifdef __cplusplus
 }

@@ -93,6 +93,12 @@ int rf_sgd_momentum(struct rf_stream *s, struct rf_tensor *w, struct rf_tensor *
 		    struct rf_tensor *g, float lr, float momentum, float weight_decay,
 		    int nesterov);
 
+struct rf_k_adamw;      /* kernels.h: AdamW's hyperparameters and step */
+/* AdamW's step p->step (>= 1) as torch.optim.AdamW (kernels.h: rf_k_adamw): m and v
+ * are the moment buffers (start them at 0). Reads g, writes w, m and v. */
+int rf_adamw(struct rf_stream *s, struct rf_tensor *w, struct rf_tensor *m,
+	     struct rf_tensor *v, struct rf_tensor *g, const struct rf_k_adamw *p);
+
 /* y += a * x (same numel). */
 int rf_axpy(struct rf_stream *s, struct rf_tensor *y, float a, struct rf_tensor *x);
 /* x *= a. */

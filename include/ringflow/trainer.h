@@ -73,6 +73,8 @@ struct rf_train_opts {
 	float momentum;            /* torch.optim.SGD's (dampening 0); 0: plain SGD */
 	float weight_decay;        /* L2 added to the gradient, as torch.optim.SGD */
 	int nesterov;              /* 1: Nesterov momentum (needs momentum > 0) */
+	int adamw;                 /* 1: torch.optim.AdamW (betas 0.9, 0.999, eps 1e-8) with
+				    * lr and weight_decay (decoupled), instead of SGD */
 	struct rf_lr_schedule sched;  /* zero: constant lr */
 	const char *device;        /* "cpu" (default) or "cuda" */
 	unsigned devices;          /* replicas K (0: 1). CPU: K CPU devices of one worker

@@ -379,6 +379,26 @@ static void test_vector_ops(void)
 		close_f(nesterov ? "sgd_momentum nesterov v" : "sgd_momentum v", r, v, n, 1e-6, 1e-6);
 		free(r);
 	}
+	{       /* AdamW, two steps: the same roundings op by op on both sides */
+		float *m = calloc(n, sizeof(float)), *v2 = calloc(n, sizeof(float));
+		float *m_ = dup_to_dev(m, n * 4), *v2_ = dup_to_dev(v2, n * 4);
+		for (uint64_t st = 1; st <= 2; st++) {
+			struct rf_k_adamw p = { .lr = 1e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8,
+						.weight_decay = 0.01, .step = st };
+			CK(rf__kc_adamw(stream, w_, m_, v2_, g_, n, &p));
+			rf_k_adamw(w, m, v2, g, n, &p);
+		}
+		r = fdown(w_, n);
+		close_f("adamw w", r, w, n, 1e-6, 1e-6);
+		free(r);
+		r = fdown(v2_, n);
+		close_f("adamw v", r, v2, n, 1e-6, 1e-6);
+		free(r);
+		free(m);
+		free(v2);
+		cudaFree(m_);
+		cudaFree(v2_);
+	}
 	CK(rf__kc_axpy(stream, w_, 0.3f, g_, n));
 	rf_k_axpy(w, 0.3f, g, n);
 	r = fdown(w_, n);

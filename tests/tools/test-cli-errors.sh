@@ -139,6 +139,11 @@ for o in --momentum --wd; do
 	bad $R $o 2 "value" $o
 done
 bad $R --nesterov 2 "needs --momentum > 0" --nesterov
+for v in "" SGD adam "adamw " lamb; do
+	bad $R --optimizer 2 "got '$v', expected sgd or adamw" --optimizer "$v"
+done
+bad $R --optimizer 2 "value" --optimizer
+bad $R --optimizer 2 "adamw has no --momentum or --nesterov" --optimizer adamw --momentum 0.9
 for v in "" step step: step:0 step:x step:2: step:2:0 step:2:-1 step:2:x step:100001 \
 	 "step:2 " Cosine linear cosine: cosine:0 cosine:x cosine:3: cosine:100001; do
 	bad $R --lr-schedule 2 "got '$v', expected constant, step:N[:G]" --lr-schedule "$v"

@@ -7,6 +7,7 @@
  * bitwise equal is printed (the CPU kernel rounds a + b*c through a double, which
  * differs from a fused multiply-add only in rare ties). */
 #include "train-test.h"
+#include "kernels.h"
 
 #define N 512
 #define STEPS 3
@@ -55,6 +56,55 @@ static long ulps(float a, float b)
 	return labs((long)x - (long)y);
 }
 
+/* AdamW: three steps from w0, compared with torch's w, exp_avg and exp_avg_sq to 1 ulp
+ * (the division and square root are IEEE on both sides; what may differ is where
+ * torch's vector code rounds). Returns the failures. */
+static int run_adamw(FILE *f, struct rf_engine *e, struct rf_device *cpu, struct rf_tensor *W,
+		     struct rf_tensor *G, const float *w0, float g[][N], double lr, double wd)
+{
+	static float tw[N], tm[N], tv[N], w[N], m[N], v[N];
+	struct rf_tensor *M, *V;
+	char rest[16];
+	long worst = 0, ndiff = 0;
+
+	(void)e;
+	CHECK_OK(read_bits(f, "w", tw));
+	CHECK_OK(read_bits(f, "m", tm));
+	CHECK_OK(read_bits(f, "v", tv));
+	CHECK(fgets(rest, sizeof(rest), f));
+	CHECK_OK(rf_tensor_create(cpu, RF_F32, "m", RF_DIMS(N), &M));
+	CHECK_OK(rf_tensor_create(cpu, RF_F32, "v2", RF_DIMS(N), &V));
+	memset(m, 0, sizeof(m));
+	CHECK_OK(rf_tensor_write(W, w0));
+	CHECK_OK(rf_tensor_write(M, m));
+	CHECK_OK(rf_tensor_write(V, m));
+	for (int t = 0; t < STEPS; t++) {
+		struct rf_k_adamw p = { .lr = lr, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8,
+					.weight_decay = wd, .step = (uint64_t)t + 1 };
+		CHECK_OK(rf_tensor_write(G, g[t]));
+		CHECK_OK(rf_adamw(rf_device_stream(cpu, 0), W, M, V, G, &p));
+	}
+	CHECK_OK(rf_tensor_read(W, w));
+	CHECK_OK(rf_tensor_read(M, m));
+	CHECK_OK(rf_tensor_read(V, v));
+	for (size_t i = 0; i < N; i++) {
+		long a = ulps(w[i], tw[i]), b = ulps(m[i], tm[i]), c = ulps(v[i], tv[i]);
+		worst = a > worst ? a : worst;
+		worst = b > worst ? b : worst;
+		worst = c > worst ? c : worst;
+		ndiff += (a != 0) + (b != 0) + (c != 0);
+	}
+	printf("adamw lr %g, weight decay %g: %ld of %d values not bitwise torch's, worst %ld "
+	       "ulp\n", lr, wd, ndiff, 3 * N, worst);
+	rf_tensor_destroy(M);
+	rf_tensor_destroy(V);
+	if (worst > 1) {
+		fprintf(stderr, "FAIL: AdamW more than 1 ulp from torch.optim.AdamW\n");
+		return 1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static float w0[N], g[STEPS][N], w[N], v[N], tw[N], tv[N];
@@ -62,7 +112,7 @@ int main(int argc, char **argv)
 	struct rf_device *cpu;
 	struct rf_tensor *W, *V, *G;
 	char line[256];
-	int nconf = 0, fails = 0;
+	int nconf = 0, nadam = 0, fails = 0;
 
 	CHECK(argc == 2);
 	FILE *f = fopen(argv[1], "r");
@@ -79,10 +129,15 @@ int main(int argc, char **argv)
 	CHECK_OK(rf_tensor_create(cpu, RF_F32, "v", RF_DIMS(N), &V));
 	CHECK_OK(rf_tensor_create(cpu, RF_F32, "g", RF_DIMS(N), &G));
 	while (fgets(line, sizeof(line), f)) {
-		double mom, wd;
+		double mom, wd, alr;
 		int nest;
 		if (line[0] == '#')
 			continue;
+		if (sscanf(line, "adamw lr %lf weight_decay %lf", &alr, &wd) == 2) {
+			fails += run_adamw(f, env.eng, cpu, W, G, w0, g, alr, wd);
+			nadam++;
+			continue;
+		}
 		CHECK(sscanf(line, "config momentum %lf weight_decay %lf nesterov %d", &mom, &wd,
 			     &nest) == 3);
 		CHECK_OK(read_bits(f, "w", tw));
@@ -117,7 +172,7 @@ int main(int argc, char **argv)
 		nconf++;
 	}
 	fclose(f);
-	CHECK(nconf == 5);
+	CHECK(nconf == 5 && nadam == 3);
 	rf_tensor_destroy(W);
 	rf_tensor_destroy(V);
 	rf_tensor_destroy(G);

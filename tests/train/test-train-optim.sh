@@ -2,8 +2,8 @@
 # test-train-optim.sh RF_TRAIN: SGD with momentum, weight decay and Nesterov in a run:
 # the momentum buffers live in the checkpoint, so 2 epochs + --resume to 3 ends with
 # bitwise the weights of 3 straight epochs (momentum with weight decay and Nesterov,
-# two devices, and under step and cosine lr schedules; plain SGD with decay is
-# train-sgd-ref's); resuming under
+# two devices, under step and cosine lr schedules, and AdamW on one device and two;
+# the update rules themselves are train-sgd-ref's); resuming under
 # another optimiser setting or schedule is refused with both named; an epoch's lr is
 # the schedule's; momentum trains (test accuracy over 0.6 in 3 epochs on
 # 2001 records). Skips (77) without Fashion-MNIST.
@@ -17,9 +17,12 @@ trap 'rm -rf "$T"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 hash() { sed -n 's/.*"param_hash": "\([0-9a-f]*\)".*/\1/p' "$1"; }
 A="--data $DATA --limit 2001 --test-limit 501 --quiet --json --lr 0.02"
-for o in "--momentum 0.9 --wd 5e-4 --nesterov" "--momentum 0.5 --wd 1e-3 --devices 2" \
+for o in "--optimizer adamw --wd 0.01 --lr 0.001" \
+	 "--optimizer adamw --lr 0.002 --devices 2 --lr-schedule cosine:3" \
+	 "--momentum 0.9 --wd 5e-4 --nesterov" "--momentum 0.5 --wd 1e-3 --devices 2" \
 	 "--momentum 0.9 --lr-schedule cosine:3 --warmup-epochs 1" \
 	 "--momentum 0.9 --lr-schedule step:1:0.5"; do
+	[ -e "$T/ck" ] && [ ! -e "$T/adamw.ck" ] && cp "$T/ck" "$T/adamw.ck"   # for the refusal
 	rm -f "$T/ck"
 	"$RF" $A $o --epochs 3 >"$T/straight" 2>"$T/err" || fail "$o: $(tail -2 "$T/err")"
 	"$RF" $A $o --epochs 2 --checkpoint "$T/ck" >/dev/null 2>"$T/err" ||
@@ -42,6 +45,11 @@ echo "ok: another optimiser setting is refused: $(cat "$T/err")"
 grep -q "saved by a run with --lr-schedule step (step 1, gamma 0.5" "$T/err" ||
 	fail "the schedule refusal does not name the saved one: $(cat "$T/err")"
 echo "ok: another lr schedule is refused"
+"$RF" $A --epochs 3 --checkpoint "$T/adamw.ck" --resume --wd 0.01 --lr 0.001 >/dev/null \
+	2>"$T/err" && fail "resumed AdamW state under SGD"
+grep -q "saved by a run with --optimizer adamw, this run has sgd" "$T/err" ||
+	fail "the optimizer refusal: $(cat "$T/err")"
+echo "ok: an AdamW checkpoint is refused to SGD"
 # the rates an epoch reports are the schedule's: cosine over 4 epochs after 1 of warm-up
 "$RF" $A --lr 0.1 --lr-schedule cosine --warmup-epochs 1 --epochs 5 --no-eval >/dev/null \
 	2>"$T/err" || fail "cosine run: $(tail -2 "$T/err")"

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
-"""SGD with momentum, weight decay and Nesterov: what torch.optim.SGD (PyTorch 1.13,
-CPU, float32) computes over three steps, for tests/train/test-sgd-ref.c.
+"""SGD with momentum, weight decay and Nesterov, and AdamW: what torch.optim.SGD and
+torch.optim.AdamW (PyTorch 1.13, CPU, float32) compute over three steps, for
+tests/train/test-sgd-ref.c (AdamW: w, exp_avg and exp_avg_sq after the steps).
 
 Parameters and gradients come from the splitmix64 generators of README.md (the same
 u(stream, i) as the model references): w[i] = 2*u(300, i) - 1, and the gradient of
@@ -27,6 +28,11 @@ CONFIGS = [  # momentum, weight decay, nesterov
     (0.9, 5e-4, False),
     (0.9, 5e-4, True),
     (0.5, 1e-2, True),
+]
+ADAMW = [  # lr, weight decay (betas 0.9, 0.999; eps 1e-8)
+    (1e-3, 0.0),
+    (1e-3, 1e-2),
+    (3e-2, 0.1),
 ]
 M64 = (1 << 64) - 1
 
@@ -71,6 +77,17 @@ def main():
         lines.append("config momentum %r weight_decay %r nesterov %d" % (mom, wd, int(nest)))
         lines.append("w " + bits(p.detach().numpy()))
         lines.append("v " + bits(v.numpy()))
+    for lr, wd in ADAMW:
+        p = torch.nn.Parameter(torch.from_numpy(w0.copy()))
+        opt = torch.optim.AdamW([p], lr=lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=wd)
+        for t in range(STEPS):
+            p.grad = torch.from_numpy(grads[t].copy())
+            opt.step()
+        st = opt.state[p]
+        lines.append("adamw lr %r weight_decay %r" % (lr, wd))
+        lines.append("w " + bits(p.detach().numpy()))
+        lines.append("m " + bits(st["exp_avg"].numpy()))
+        lines.append("v " + bits(st["exp_avg_sq"].numpy()))
     with open(out, "w") as f:
         f.write("\n".join(lines) + "\n")
 
