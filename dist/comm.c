@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "comm-impl.h"
@@ -42,14 +41,6 @@ void rf__hostres_put(struct rf__hostres *h)
 {
 	if (h && --h->refs == 0)
 		free(h);
-}
-
-static int64_t rf__now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 static int rf__init_fn(void *arg)
@@ -103,7 +94,7 @@ void rf__comm_publish(struct rf_comm *c, uint64_t seq, uint32_t key, size_t byte
 {
 	atomic_store(&c->run_key, key);
 	atomic_store(&c->run_bytes, bytes);
-	atomic_store(&c->run_start_ns, rf__now_ns());
+	atomic_store(&c->run_start_ns, (int64_t)rf_now_ns());
 	atomic_store(&c->run_seq1, seq + 1);
 }
 
@@ -255,7 +246,7 @@ static void rf__watchdog_cb(void *data, int64_t res)
 	c->timer_id = 0;
 	if (res < 0)      /* cancelled by rf_comm_destroy */
 		return;
-	secs = (double)(rf__now_ns() - atomic_load(&c->run_start_ns)) * 1e-9;
+	secs = (double)((int64_t)rf_now_ns() - atomic_load(&c->run_start_ns)) * 1e-9;
 	if (seq1 && secs >= c->timeout_s && seq1 == atomic_load(&c->run_seq1)) {
 		struct rf_comm_stall st = { .seq = seq1 - 1, .key = (uint32_t)atomic_load(&c->run_key),
 					    .bytes = (size_t)atomic_load(&c->run_bytes),

@@ -116,7 +116,6 @@ struct rf__ncoll {
 	char msg[320];
 };
 
-#define rf__nccl_publish rf__comm_publish
 
 /* On the comm thread (it owns MPI): the unique id from rank 0, then the communicator. */
 static int rf__nccl_init_fn(void *arg)
@@ -136,7 +135,7 @@ static int rf__nccl_init_fn(void *arg)
 		return -EIO;
 	}
 	if (c->mpi)     /* the store has a timeout of its own: the watchdog is for MPI's wait */
-		rf__nccl_publish(c, in->seq, UINT32_MAX - 1, sizeof(id));
+		rf__comm_publish(c, in->seq, UINT32_MAX - 1, sizeof(id));
 	if (c->rank == 0 && (r = rf__nc.get_unique_id(&id)) != ncclSuccess) {
 		snprintf(in->msg, sizeof(in->msg), "ncclGetUniqueId: %s", rf__nc.error_string(r));
 		atomic_store(&c->run_seq1, 0);
@@ -151,7 +150,7 @@ static int rf__nccl_init_fn(void *arg)
 	}
 	/* published for the watchdog: ncclCommInitRank waits for every rank, without a
 	 * timeout of its own (--dist-timeout bounds it) */
-	rf__nccl_publish(c, in->seq, UINT32_MAX - 1, sizeof(id));
+	rf__comm_publish(c, in->seq, UINT32_MAX - 1, sizeof(id));
 	if ((r = rf__nc.init_rank(&in->comm, c->size, id, c->rank)) != ncclSuccess) {
 		snprintf(in->msg, sizeof(in->msg), "ncclCommInitRank (rank %d of %d, GPU %d): %s",
 			 c->rank, c->size, in->ordinal, rf__nc.error_string(r));
@@ -186,7 +185,7 @@ static int rf__nccl_fn(void *arg)
 	}
 	/* launched now; outstanding until its done (a later one launched behind it on the
 	 * stream takes over the watch: a stall of either shows) */
-	rf__nccl_publish(c, x->seq, x->key, x->bytes);
+	rf__comm_publish(c, x->seq, x->key, x->bytes);
 	r = rf__nc.all_reduce(d, d, x->numel, x->dt, x->op, n->comm, cs);
 	if (r != ncclSuccess) {
 		snprintf(x->msg, sizeof(x->msg), "nccl %s #%" PRIu64 " (key %u, %zu bytes, rank %d "
@@ -245,13 +244,9 @@ static int rf__ncheck_gather_fn(void *arg)
 	d = n->dscr->data;
 	memcpy(n->hscr + RF__NS_ME, k->me, sizeof(k->me));
 	if (cudaMemcpyAsync(d + RF__NS_ME, n->hscr + RF__NS_ME, sizeof(k->me),
-			    cudaMemcpyHostToDevice, cs) != cudaSuccess) {
-		snprintf(k->msg, sizeof(k->msg), "nccl order check: %s",
-			 cudaGetErrorString(cudaGetLastError()));
-		rf__nccl_abort(c);
-		return -EIO;
-	}
-	rf__nccl_publish(c, k->me[0], (uint32_t)k->me[1], sizeof(k->me));
+			    cudaMemcpyHostToDevice, cs) != cudaSuccess)
+		goto cuda_fail;
+	rf__comm_publish(c, k->me[0], (uint32_t)k->me[1], sizeof(k->me));
 	if ((r = rf__nc.all_gather(d + RF__NS_ME, d + RF__NS_ALL, 3, ncclUint64, n->comm, cs)) !=
 	    ncclSuccess) {
 		snprintf(k->msg, sizeof(k->msg), "nccl order check (ncclAllGather): %s",
@@ -260,13 +255,14 @@ static int rf__ncheck_gather_fn(void *arg)
 		return -EIO;
 	}
 	if (cudaMemcpyAsync(n->hscr + RF__NS_ALL, d + RF__NS_ALL, (size_t)c->size * 24,
-			    cudaMemcpyDeviceToHost, cs) != cudaSuccess) {
-		snprintf(k->msg, sizeof(k->msg), "nccl order check: %s",
-			 cudaGetErrorString(cudaGetLastError()));
-		rf__nccl_abort(c);
-		return -EIO;
-	}
+			    cudaMemcpyDeviceToHost, cs) != cudaSuccess)
+		goto cuda_fail;
 	return 0;
+cuda_fail:
+	snprintf(k->msg, sizeof(k->msg), "nccl order check: %s",
+		 cudaGetErrorString(cudaGetLastError()));
+	rf__nccl_abort(c);
+	return -EIO;
 }
 
 static int rf__ncheck_compare_fn(void *arg)

@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ring.h"
 #include "rf-internal.h"
 #include "store.h"
 
@@ -221,10 +222,7 @@ static int rf__st_join(struct rf__st *s)
 
 static int64_t rf__st_now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (int64_t)(rf_now_ns() / 1000000);
 }
 
 static void rf__st_sleep(int *ms)

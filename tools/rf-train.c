@@ -122,7 +122,7 @@ static int parse_sched(const char *a, struct rf_lr_schedule *s)
 	char *end;
 
 	if (!strcmp(a, "constant") || !strcmp(a, "cosine")) {
-		s->kind = a[1] == 'o' && a[2] == 'n' ? RF_LR_CONSTANT : RF_LR_COSINE;
+		s->kind = !strcmp(a, "constant") ? RF_LR_CONSTANT : RF_LR_COSINE;
 		s->epochs = 0;          /* cosine: over --epochs */
 		return 0;
 	}

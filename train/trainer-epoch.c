@@ -104,10 +104,10 @@ static int rf__epoch(struct rf_trainer *t, struct rf_epoch_stats *st)
 	int ret;
 
 	memset(st, 0, sizeof(*st));
-	/* this epoch's rate (a constant schedule gives o.lr itself back), over K*P */
-	t->opt.lr = (float)rf_lr_at(&t->o.sched, t->o.lr, t->epochs_done) /
-		    (t->o.adamw ? 1.0f : (float)(t->K * t->P));
-	st->lr = (double)(float)rf_lr_at(&t->o.sched, t->o.lr, t->epochs_done);
+	/* this epoch's rate (a constant schedule gives o.lr itself back); SGD's over K*P */
+	float lr = (float)rf_lr_at(&t->o.sched, t->o.lr, t->epochs_done);
+	t->opt.lr = lr / (t->o.adamw ? 1.0f : (float)(t->K * t->P));
+	st->lr = lr;
 	t0 = rf__now();
 	if ((ret = rf__train_pass(t, &l, &c)) < 0)
 		return ret;

@@ -67,8 +67,9 @@ struct rf_trainer {
 	uint64_t steps;                         /* SGD steps */
 	unsigned epochs_done;
 	unsigned nstreams;                      /* compute streams per replica */
-	float lr;
-	struct rf_optim opt;                    /* lr scaled as lr, weight decay by K*P */
+	struct rf_optim opt;                    /* set per epoch: lr (SGD: over K*P, the sum
+						 * of K*P shards' mean gradients as one batch
+						 * mean), weight decay times K*P (SGD) */
 	char msg[RF__MSG_LEN];                  /* the running call's message ("": none) */
 	char last_error[RF__MSG_LEN];           /* rf_trainer_last_error() */
 };

@@ -54,8 +54,6 @@ static int rf__check_opts(struct rf_trainer *t)
 				"process (--devices 1, NCCL)", t->device_kind, t->K);
 		return -ENOTSUP;
 	}
-	/* the sum over K*P shards of their mean gradients, as one batch mean */
-	t->lr = t->o.lr / (float)(t->K * t->P);
 	/* the gradient is a sum of K*P means: the decay grows with it, so that
 	 * lr/(K*P) * (sum + K*P*wd*w) = lr * (mean + wd*w) (for K*P = 1: torch's bits) */
 	if (!(t->o.momentum >= 0 && t->o.momentum < 1e6) ||
@@ -69,7 +67,6 @@ static int rf__check_opts(struct rf_trainer *t)
 				t->o.nesterov ? ", and momentum > 0 for Nesterov" : "");
 		return -EINVAL;
 	}
-	t->opt.lr = t->lr;
 	if (t->o.sched.kind > RF_LR_COSINE ||
 	    (t->o.sched.kind == RF_LR_STEP && (!t->o.sched.step_epochs ||
 					       !(t->o.sched.gamma > 0 && t->o.sched.gamma <= 1e6))) ||

@@ -9,7 +9,14 @@
 
 /* ---- optimiser and vector helpers ------------------------------------------------- */
 
-static inline float rf__madd(float a, float b, float c);
+/* a + b * c with one rounding, as torch's add(alpha) (a fused multiply-add): the
+ * product of two floats is exact in a double, so only the sum rounds (to double, then
+ * to float: a fused multiply-add's result except in rare double-rounding ties), and it
+ * stays vectorised where fmaf without -mfma would be a call. */
+static inline float rf__madd(float a, float b, float c)
+{
+	return (float)((double)a + (double)b * (double)c);
+}
 
 void rf_k_sgd(float *restrict w, const float *restrict g, size_t n, float lr,
 	      float weight_decay)
@@ -24,15 +31,6 @@ void rf_k_sgd(float *restrict w, const float *restrict g, size_t n, float lr,
 	else    /* d = g + wd*w, then w - lr*d: one rounding each, as torch.optim.SGD */
 		for (size_t i = 0; i < n; i++)
 			w[i] = rf__madd(w[i], -lr, rf__madd(g[i], weight_decay, w[i]));
-}
-
-/* a + b * c with one rounding, as torch's add(alpha) (a fused multiply-add): the
- * product of two floats is exact in a double, so only the sum rounds (to double, then
- * to float: a fused multiply-add's result except in rare double-rounding ties), and it
- * stays vectorised where fmaf without -mfma would be a call. */
-static inline float rf__madd(float a, float b, float c)
-{
-	return (float)((double)a + (double)b * (double)c);
 }
 
 void rf_k_sgd_momentum(float *restrict w, float *restrict v, const float *restrict g,

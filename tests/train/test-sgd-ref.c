@@ -59,15 +59,14 @@ static long ulps(float a, float b)
 /* AdamW: three steps from w0, compared with torch's w, exp_avg and exp_avg_sq to 1 ulp
  * (the division and square root are IEEE on both sides; what may differ is where
  * torch's vector code rounds). Returns the failures. */
-static int run_adamw(FILE *f, struct rf_engine *e, struct rf_device *cpu, struct rf_tensor *W,
-		     struct rf_tensor *G, const float *w0, float g[][N], double lr, double wd)
+static int run_adamw(FILE *f, struct rf_device *cpu, struct rf_tensor *W, struct rf_tensor *G,
+		     const float *w0, float g[][N], double lr, double wd)
 {
 	static float tw[N], tm[N], tv[N], w[N], m[N], v[N];
 	struct rf_tensor *M, *V;
 	char rest[16];
 	long worst = 0, ndiff = 0;
 
-	(void)e;
 	CHECK_OK(read_bits(f, "w", tw));
 	CHECK_OK(read_bits(f, "m", tm));
 	CHECK_OK(read_bits(f, "v", tv));
@@ -134,7 +133,7 @@ int main(int argc, char **argv)
 		if (line[0] == '#')
 			continue;
 		if (sscanf(line, "adamw lr %lf weight_decay %lf", &alr, &wd) == 2) {
-			fails += run_adamw(f, env.eng, cpu, W, G, w0, g, alr, wd);
+			fails += run_adamw(f, cpu, W, G, w0, g, alr, wd);
 			nadam++;
 			continue;
 		}

@@ -19,6 +19,8 @@ import sys
 import numpy as np
 import torch
 
+from make_reference import u_py  # the splitmix64 generators of README.md
+
 N = 512
 LR = 0.1
 STEPS = 3
@@ -34,18 +36,10 @@ ADAMW = [  # lr, weight decay (betas 0.9, 0.999; eps 1e-8)
     (1e-3, 1e-2),
     (3e-2, 0.1),
 ]
-M64 = (1 << 64) - 1
-
-
-def splitmix64(x):
-    z = (x + 0x9e3779b97f4a7c15) & M64
-    z = ((z ^ (z >> 30)) * 0xbf58476d1ce4e5b9) & M64
-    z = ((z ^ (z >> 27)) * 0x94d049bb133111eb) & M64
-    return z ^ (z >> 31)
 
 
 def u(stream, i):
-    return np.float32(splitmix64(((stream << 40) + i) & M64) >> 40) * np.float32(2.0 ** -24)
+    return np.float32(u_py(stream, i))   # exact: a 24-bit integer over 2^24
 
 
 def vec(stream, scale):
