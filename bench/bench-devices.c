@@ -524,12 +524,12 @@ static int tw_unit(int w, struct rf_stream *s, struct rf_tensor **t)
 		return 0;
 	case W_LENET:
 		/* conv forward, pool, conv forward, and the conv backwards */
-		BTRY(rf_conv2d_fwd(s, t[2], t[0], t[1], NULL));
+		BTRY(rf_conv2d_fwd(s, t[2], t[0], t[1], NULL, 1, 0));
 		BTRY(rf_avgpool2d_fwd(s, t[3], t[2], 2));
-		BTRY(rf_conv2d_fwd(s, t[5], t[3], t[4], NULL));
-		BTRY(rf_conv2d_bwd_filter(s, t[6], NULL, t[5], t[3], 0));
-		BTRY(rf_conv2d_bwd_data(s, t[7], t[5], t[4]));
-		BTRY(rf_conv2d_bwd_filter(s, t[8], NULL, t[2], t[0], 0));
+		BTRY(rf_conv2d_fwd(s, t[5], t[3], t[4], NULL, 1, 0));
+		BTRY(rf_conv2d_bwd_filter(s, t[6], NULL, t[5], t[3], 0, 1, 0));
+		BTRY(rf_conv2d_bwd_data(s, t[7], t[5], t[4], 1, 0));
+		BTRY(rf_conv2d_bwd_filter(s, t[8], NULL, t[2], t[0], 0, 1, 0));
 		return 0;
 	}
 	return -EINVAL;

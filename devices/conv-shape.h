@@ -8,13 +8,21 @@
 
 #include "kernels.h"
 
-/* 0 if s describes a stride-1 unpadded conv2d, else -EINVAL */
+/* 0 if s describes a conv2d (a kernel that fits the padded input, stride >= 0 with
+ * 0 taken as 1, pad >= 0 and smaller than the kernel), else -EINVAL */
 static inline int rf__conv_check(const struct rf_k_conv2d *s)
 {
 	if (!s || s->n < 0 || s->c < 1 || s->o < 1 || s->kh < 1 || s->kw < 1 ||
-	    s->h < s->kh || s->w < s->kw)
+	    s->stride < 0 || s->pad < 0 || s->pad >= s->kh || s->pad >= s->kw ||
+	    s->h + 2 * s->pad < s->kh || s->w + 2 * s->pad < s->kw)
 		return -EINVAL;
 	return 0;
+}
+
+/* stride 1 and no padding: the shape every specialised path was written for */
+static inline int rf__conv_plain(const struct rf_k_conv2d *s)
+{
+	return rf_k_conv2d_stride(s) == 1 && s->pad == 0;
 }
 
 /* workspace bytes for one image: its im2col matrix and its output block */

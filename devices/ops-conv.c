@@ -1,4 +1,4 @@
-/* devices/ops-conv.c -- ops.h's convolutions (stride 1, unpadded): shape checks,
+/* devices/ops-conv.c -- ops.h's convolutions (any stride and padding): shape checks,
  * the workspace from the executing device's allocator, and the CPU-only fused
  * filter gradient through relu and 2x2 pooling. */
 #include <errno.h>
@@ -9,9 +9,13 @@
 
 /* Conv: fill the shape, allocate the workspace on the executing device. */
 static int rf__conv_shape(const char *fn, struct rf_k_conv2d *cs, struct rf_tensor *x,
-			  struct rf_tensor *w, struct rf_tensor *y)
+			  struct rf_tensor *w, struct rf_tensor *y, int stride, int pad)
 {
 	char b1[96], b2[96], b3[96];
+
+	if (stride < 1 || pad < 0)
+		return rf__bad(fn, "stride %d, pad %d: a stride >= 1 and a pad >= 0 expected",
+			       stride, pad);
 
 	RF__TRY(rf__need(fn, "x", x, RF_F32, 4));
 	RF__TRY(rf__need(fn, "w", w, RF_F32, 4));
@@ -23,12 +27,17 @@ static int rf__conv_shape(const char *fn, struct rf_k_conv2d *cs, struct rf_tens
 	cs->o = (int)w->shape[0];
 	cs->kh = (int)w->shape[2];
 	cs->kw = (int)w->shape[3];
-	if (w->shape[1] != cs->c || cs->kh > cs->h || cs->kw > cs->w || cs->kh < 1 || cs->kw < 1 ||
+	cs->stride = stride;
+	cs->pad = pad;
+	if (cs->kh < 1 || cs->kw < 1 || pad >= cs->kh || pad >= cs->kw)
+		return rf__bad(fn, "pad %d with a %dx%d kernel: the pad must be smaller than the "
+			       "kernel", pad, cs->kh, cs->kw);
+	if (w->shape[1] != cs->c || cs->kh > cs->h + 2 * pad || cs->kw > cs->w + 2 * pad ||
 	    y->shape[0] != cs->n || y->shape[1] != cs->o || y->shape[2] != rf_k_conv2d_oh(cs) ||
 	    y->shape[3] != rf_k_conv2d_ow(cs))
-		return rf__bad(fn, "shapes do not make a stride-1 unpadded conv2d: x %s, w %s, y %s",
-			       rf_tensor_describe(x, b1, sizeof(b1)), rf_tensor_describe(w, b2, sizeof(b2)),
-			       rf_tensor_describe(y, b3, sizeof(b3)));
+		return rf__bad(fn, "shapes do not make a conv2d with stride %d and pad %d: x %s, "
+			       "w %s, y %s", stride, pad, rf_tensor_describe(x, b1, sizeof(b1)),
+			       rf_tensor_describe(w, b2, sizeof(b2)), rf_tensor_describe(y, b3, sizeof(b3)));
 	return 0;
 }
 
@@ -59,13 +68,13 @@ static int rf__conv_push(struct rf__b *b, struct rf_stream *s, struct rf_device 
 }
 
 int rf_conv2d_fwd(struct rf_stream *s, struct rf_tensor *y, struct rf_tensor *x,
-		  struct rf_tensor *w, struct rf_tensor *bias)
+		  struct rf_tensor *w, struct rf_tensor *bias, int stride, int pad)
 {
 	static const char fn[] = "rf_conv2d_fwd";
 	struct rf_k_conv2d cs;
 	struct rf__b b;
 
-	RF__TRY(rf__conv_shape(fn, &cs, x, w, y));
+	RF__TRY(rf__conv_shape(fn, &cs, x, w, y, stride, pad));
 	if (bias) {
 		RF__TRY(rf__need(fn, "b", bias, RF_F32, -1));
 		if (bias->numel != (size_t)cs.o)
@@ -85,13 +94,13 @@ int rf_conv2d_fwd(struct rf_stream *s, struct rf_tensor *y, struct rf_tensor *x,
 }
 
 int rf_conv2d_bwd_data(struct rf_stream *s, struct rf_tensor *dx, struct rf_tensor *dy,
-		       struct rf_tensor *w)
+		       struct rf_tensor *w, int stride, int pad)
 {
 	static const char fn[] = "rf_conv2d_bwd_data";
 	struct rf_k_conv2d cs;
 	struct rf__b b;
 
-	RF__TRY(rf__conv_shape(fn, &cs, dx, w, dy));
+	RF__TRY(rf__conv_shape(fn, &cs, dx, w, dy, stride, pad));
 	RF__TRY(rf__b_init(&b, fn, RF__CONV_BWD_DATA, "conv2d_bwd_data", 0));
 	b.c->u.conv.s = cs;
 	b.c->u.conv.out = dx->data;
@@ -104,13 +113,14 @@ int rf_conv2d_bwd_data(struct rf_stream *s, struct rf_tensor *dx, struct rf_tens
 }
 
 int rf_conv2d_bwd_filter(struct rf_stream *s, struct rf_tensor *dw, struct rf_tensor *db,
-			 struct rf_tensor *dy, struct rf_tensor *x, int accumulate)
+			 struct rf_tensor *dy, struct rf_tensor *x, int accumulate, int stride,
+			 int pad)
 {
 	static const char fn[] = "rf_conv2d_bwd_filter";
 	struct rf_k_conv2d cs;
 	struct rf__b b;
 
-	RF__TRY(rf__conv_shape(fn, &cs, x, dw, dy));
+	RF__TRY(rf__conv_shape(fn, &cs, x, dw, dy, stride, pad));
 	if (db) {
 		RF__TRY(rf__need(fn, "db", db, RF_F32, -1));
 		if (db->numel != (size_t)cs.o)
@@ -154,7 +164,7 @@ int rf_conv2d_bwd_filter_pool_relu(struct rf_stream *s, struct rf_tensor *dw,
 	struct rf__b b;
 	char b1[96], b2[96];
 
-	RF__TRY(rf__conv_shape(fn, &cs, x, dw, y));
+	RF__TRY(rf__conv_shape(fn, &cs, x, dw, y, 1, 0));
 	RF__TRY(rf__need(fn, "dp", dp, RF_F32, 4));
 	if (dp->shape[0] != y->shape[0] || dp->shape[1] != y->shape[1] ||
 	    dp->shape[2] != y->shape[2] / 2 || dp->shape[3] != y->shape[3] / 2)

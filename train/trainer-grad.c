@@ -26,7 +26,8 @@ void rf__make_buckets(struct rf_trainer *t)
 	int l, lo, hi = (int)sp->nlayers - 1;
 
 	for (l = hi; l >= 0; l--) {
-		bytes += (sp->p[2 * l].numel + sp->p[2 * l + 1].numel) * sizeof(float);
+		for (unsigned k = sp->lfirst[l]; k < sp->lfirst[l + 1]; k++)
+			bytes += sp->p[k].numel * sizeof(float);
 		if (bytes >= cap || l == 0) {
 			for (lo = l; lo <= hi; lo++)
 				t->bucket_lo[lo] = (unsigned)l;
@@ -56,7 +57,7 @@ static int rf__scale_uneven(struct rf_trainer *t, unsigned r, unsigned k)
 static int rf__reduce_bucket(struct rf_trainer *t, unsigned lo, unsigned hi)
 {
 	struct rf_tensor *g[RF_TRAIN_MAX_DEVICES];
-	unsigned r, k, k0 = 2 * lo, k1 = 2 * hi + 1;
+	unsigned r, k, k0 = t->spec->lfirst[lo], k1 = t->spec->lfirst[hi + 1] - 1;
 	int ret = 0;
 
 	for (r = 0; r < t->K && ret == 0; r++)

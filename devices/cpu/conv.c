@@ -1,6 +1,7 @@
-/* devices/cpu/conv.c -- stride-1 unpadded conv2d: im2col + one GEMM per group of
- * images (the im2col matrix of g images is laid out (c*kh*kw, g*oh*ow), so one GEMM
- * covers the group), and direct single-channel convolutions. */
+/* devices/cpu/conv.c -- conv2d: im2col + one GEMM per group of images (the im2col
+ * matrix of g images is laid out (c*kh*kw, g*oh*ow), so one GEMM covers the group),
+ * and direct single-channel convolutions for stride 1 without padding. Strided and
+ * padded shapes take the same GEMMs with bounds-checked copies (conv-sp.c). */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -22,7 +23,7 @@
 /* single-channel convolutions are computed directly, without im2col or GEMM */
 static int conv_direct(const struct rf_k_conv2d *s)
 {
-	return s->c == 1;
+	return s->c == 1 && rf__conv_plain(s);
 }
 
 size_t rf_k_conv2d_workspace_min(const struct rf_k_conv2d *s)
@@ -45,14 +46,10 @@ size_t rf_k_conv2d_workspace_size(const struct rf_k_conv2d *s)
 
 /* Geometry passed to the copy bodies; the specialised callers pass constants for
  * kh, kw, w and ow so that the inner loops have fixed trip counts. */
-struct conv_geo {
-	int c, h, w, kh, kw, oh, ow;
-};
-
-static struct conv_geo conv_geo(const struct rf_k_conv2d *s)
+static struct rf__conv_geo conv_geo(const struct rf_k_conv2d *s)
 {
-	return (struct conv_geo){ s->c, s->h, s->w, s->kh, s->kw, rf_k_conv2d_oh(s),
-				  rf_k_conv2d_ow(s) };
+	return (struct rf__conv_geo){ s->c, s->h, s->w, s->kh, s->kw, rf_k_conv2d_oh(s),
+				      rf_k_conv2d_ow(s), rf_k_conv2d_stride(s), s->pad };
 }
 
 /* col (c*kh*kw, ld) columns [gi*ohw, (gi+1)*ohw) for each of the g images at x. */
@@ -73,16 +70,18 @@ RF__INLINE void im2col_b(float *restrict col, size_t ld, const float *restrict x
 			}
 }
 
-RF__INLINE void im2col_body(float *col, size_t ld, const float *x, struct conv_geo q, int g)
+RF__INLINE void im2col_body(float *col, size_t ld, const float *x, struct rf__conv_geo q, int g)
 {
-	if (q.kh == 5 && q.kw == 5 && q.w == 13)
+	if (q.s != 1 || q.p != 0)
+		rf__im2col_sp(col, ld, x, q, g);
+	else if (q.kh == 5 && q.kw == 5 && q.w == 13)
 		im2col_b(col, ld, x, q.c, q.h, 13, 5, 5, q.oh, 9, g);
 	else if (q.kh == 3 && q.kw == 3 && q.w == 28)
 		im2col_b(col, ld, x, q.c, q.h, 28, 3, 3, q.oh, 26, g);
 	else
 		im2col_b(col, ld, x, q.c, q.h, q.w, q.kh, q.kw, q.oh, q.ow, g);
 }
-RF__DISPATCH(im2col, (float *col, size_t ld, const float *x, struct conv_geo q, int g),
+RF__DISPATCH(im2col, (float *col, size_t ld, const float *x, struct rf__conv_geo q, int g),
 	     (col, ld, x, q, g))
 
 /* row (g*oh*ow, c*kh*kw): one row per output pixel of the g images at x, holding the
@@ -104,14 +103,16 @@ RF__INLINE void im2row_b(float *restrict row, const float *restrict x, int C, in
 			}
 }
 
-RF__INLINE void im2row_body(float *row, const float *x, struct conv_geo q, int g)
+RF__INLINE void im2row_body(float *row, const float *x, struct rf__conv_geo q, int g)
 {
-	if (q.kh == 5 && q.kw == 5 && q.w == 13)
+	if (q.s != 1 || q.p != 0)
+		rf__im2row_sp(row, x, q, g);
+	else if (q.kh == 5 && q.kw == 5 && q.w == 13)
 		im2row_b(row, x, q.c, q.h, 13, 5, 5, q.oh, 9, g);
 	else
 		im2row_b(row, x, q.c, q.h, q.w, q.kh, q.kw, q.oh, q.ow, g);
 }
-RF__DISPATCH(im2row, (float *row, const float *x, struct conv_geo q, int g), (row, x, q, g))
+RF__DISPATCH(im2row, (float *row, const float *x, struct rf__conv_geo q, int g), (row, x, q, g))
 
 /* dx (g images) = col2im(dcol (c*kh*kw, ld)), image by image so that each image's dx
  * is zeroed and accumulated while it sits in L1. */
@@ -137,16 +138,18 @@ RF__INLINE void col2im_b(float *restrict dx, const float *restrict dcol, size_t 
 	}
 }
 
-RF__INLINE void col2im_body(float *dx, const float *dcol, size_t ld, struct conv_geo q, int g)
+RF__INLINE void col2im_body(float *dx, const float *dcol, size_t ld, struct rf__conv_geo q, int g)
 {
-	if (q.kh == 5 && q.kw == 5 && q.w == 13)
+	if (q.s != 1 || q.p != 0)
+		rf__col2im_sp(dx, dcol, ld, q, g);
+	else if (q.kh == 5 && q.kw == 5 && q.w == 13)
 		col2im_b(dx, dcol, ld, q.c, q.h, 13, 5, 5, q.oh, 9, g);
 	else if (q.kh == 3 && q.kw == 3 && q.w == 28)
 		col2im_b(dx, dcol, ld, q.c, q.h, 28, 3, 3, q.oh, 26, g);
 	else
 		col2im_b(dx, dcol, ld, q.c, q.h, q.w, q.kh, q.kw, q.oh, q.ow, g);
 }
-RF__DISPATCH(col2im, (float *dx, const float *dcol, size_t ld, struct conv_geo q, int g),
+RF__DISPATCH(col2im, (float *dx, const float *dcol, size_t ld, struct rf__conv_geo q, int g),
 	     (dx, dcol, ld, q, g))
 
 /* t (o, ld) <- dy (g, o, ohw): the group's output gradients as one matrix */
@@ -210,7 +213,7 @@ RF__INLINE void pool_relu_row(float *restrict d, const float *restrict pp,
 }
 
 RF__INLINE void conv1_fwd_body(float *y, const float *x, const float *w, const float *b,
-			       int n, int o, struct conv_geo q)
+			       int n, int o, struct rf__conv_geo q)
 {
 	if (q.kh == 3 && q.kw == 3 && q.w == 28 && q.h == 28)
 		conv1_fwd_b(y, x, w, b, n, o, 28, 28, 3, 3, 26, 26);
@@ -218,7 +221,7 @@ RF__INLINE void conv1_fwd_body(float *y, const float *x, const float *w, const f
 		conv1_fwd_b(y, x, w, b, n, o, q.h, q.w, q.kh, q.kw, q.oh, q.ow);
 }
 RF__DISPATCH(conv1_fwd, (float *y, const float *x, const float *w, const float *b, int n, int o,
-			 struct conv_geo q),
+			 struct rf__conv_geo q),
 	     (y, x, w, b, n, o, q))
 
 /* Direct single-channel filter gradient, one output channel at a time:
@@ -274,7 +277,7 @@ RF__INLINE void conv1_bwdf_b(float *restrict dw, float *restrict db, const float
 }
 
 RF__INLINE void conv1_bwdf_body(float *dw, float *db, const float *dy, const float *x,
-				int accumulate, int n, int o, struct conv_geo q, const float *pp,
+				int accumulate, int n, int o, struct rf__conv_geo q, const float *pp,
 				const float *py)
 {
 	if (q.kh == 3 && q.kw == 3 && q.w == 28 && q.h == 28)
@@ -284,7 +287,7 @@ RF__INLINE void conv1_bwdf_body(float *dw, float *db, const float *dy, const flo
 			     pp, py);
 }
 RF__DISPATCH(conv1_bwdf, (float *dw, float *db, const float *dy, const float *x, int accumulate,
-			  int n, int o, struct conv_geo q, const float *pp, const float *py),
+			  int n, int o, struct rf__conv_geo q, const float *pp, const float *py),
 	     (dw, db, dy, x, accumulate, n, o, q, pp, py))
 
 int rf_k_conv2d_fwd(const struct rf_k_conv2d *s, float *y, const float *x,
@@ -293,7 +296,7 @@ int rf_k_conv2d_fwd(const struct rf_k_conv2d *s, float *y, const float *x,
 	int G = rf__conv_begin(s, ws, ws_bytes);
 	if (G <= 0)
 		return G;
-	const struct conv_geo q = conv_geo(s);
+	const struct rf__conv_geo q = conv_geo(s);
 	if (conv_direct(s)) {
 #if RF__X86_DISPATCH
 		if (q.kh == 3 && q.kw == 3 && q.ow > 16 && q.ow <= 32 && rf__k_use_avx512()) {
@@ -344,7 +347,7 @@ int rf_k_conv2d_bwd_data(const struct rf_k_conv2d *s, float *dx, const float *dy
 	int G = rf__conv_begin(s, ws, ws_bytes);
 	if (G <= 0)
 		return G;
-	const struct conv_geo q = conv_geo(s);
+	const struct rf__conv_geo q = conv_geo(s);
 	const int o = s->o, ckk = s->c * s->kh * s->kw;
 	const size_t ohw = (size_t)rf_k_conv2d_oh(s) * rf_k_conv2d_ow(s);
 	const size_t img = (size_t)s->c * s->h * s->w;
@@ -385,7 +388,7 @@ int rf_k_conv2d_bwd_filter(const struct rf_k_conv2d *s, float *dw, float *db,
 	int G = rf__conv_group(s, ws, ws_bytes);
 	if (!G)
 		return -EINVAL;
-	const struct conv_geo q = conv_geo(s);
+	const struct rf__conv_geo q = conv_geo(s);
 	if (conv_direct(s) && s->kh * s->kw <= RF__C1_MAXT && q.ow <= RF__C1_MAXJ) {
 #if RF__X86_DISPATCH
 		if (q.kh == 3 && q.kw == 3 && q.ow > 16 && q.ow <= 32 && rf__k_use_avx512()) {
@@ -445,7 +448,7 @@ int rf_k_conv2d_bwd_filter_pool_relu(const struct rf_k_conv2d *s, float *dw, flo
 		}
 		return 0;
 	}
-	const struct conv_geo q = conv_geo(s);
+	const struct rf__conv_geo q = conv_geo(s);
 #if RF__X86_DISPATCH
 	if (q.kh == 3 && q.kw == 3 && q.ow > 16 && q.ow <= 32 && rf__k_use_avx512()) {
 		rf__k_conv1_bwdf_3x3_avx512(dw, db, NULL, x, accumulate, s->n, o, q.h, q.w, q.oh, q.ow,

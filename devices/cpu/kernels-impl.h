@@ -59,6 +59,18 @@ int rf__k_use_avx512(void); /* isa.c */
 #endif
 
 
+/* A conv2d's geometry as the copy loops take it: input (c, h, w), kernel (kh, kw),
+ * output (oh, ow), stride s >= 1, zero padding p (conv.c, conv-sp.c). */
+struct rf__conv_geo {
+	int c, h, w, kh, kw, oh, ow, s, p;
+};
+/* The strided or padded copies (conv-sp.c): im2col's (c*kh*kw, ld) matrix of g images,
+ * its transpose (g*oh*ow, c*kh*kw), and col2im (dx overwritten); a tap that falls in
+ * the padding reads 0 and is dropped on the way back. */
+void rf__im2col_sp(float *col, size_t ld, const float *x, struct rf__conv_geo q, int g);
+void rf__im2row_sp(float *row, const float *x, struct rf__conv_geo q, int g);
+void rf__col2im_sp(float *dx, const float *dcol, size_t ld, struct rf__conv_geo q, int g);
+
 /* gemm arguments as BLAS checks them */
 static inline int rf__k_gemm_check(int ta, int tb, int m, int n, int k, const float *a, int lda,
 				   const float *b, int ldb, float *c, int ldc)

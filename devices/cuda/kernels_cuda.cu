@@ -233,16 +233,16 @@ __global__ void k_softmax_xent(float *dl, float *loss_sum, int32_t *correct,
 /* ---- convolution helpers ----------------------------------------------------------------- */
 
 struct conv_geom {
-	int C, H, W, O, KH, KW, OH, OW;
+	int C, H, W, O, KH, KW, OH, OW, S, P;   /* S stride (>= 1), P zero padding */
 };
 
 inline conv_geom geom(const rf_k_conv2d *s)
 {
 	return conv_geom{ s->c, s->h, s->w, s->o, s->kh, s->kw, rf_k_conv2d_oh(s),
-			  rf_k_conv2d_ow(s) };
+			  rf_k_conv2d_ow(s), rf_k_conv2d_stride(s), s->pad };
 }
 
-/* col (C*KH*KW, g*OH*OW) from g images at x (g, C, H, W) */
+/* col (C*KH*KW, g*OH*OW) from g images at x (g, C, H, W); taps in the padding read 0 */
 __global__ void k_im2col(float *col, const float *x, conv_geom q, int g)
 {
 	const size_t ohw = (size_t)q.OH * q.OW, ld = (size_t)g * ohw;
@@ -253,7 +253,10 @@ __global__ void k_im2col(float *col, const float *x, conv_geom q, int g)
 		int i = (int)(p / q.OW), j = (int)(p % q.OW);
 		int c = (int)(r / (q.KH * q.KW)), rem = (int)(r % (q.KH * q.KW));
 		int a = rem / q.KW, b = rem % q.KW;
-		col[t] = x[((gi * q.C + c) * q.H + i + a) * q.W + j + b];
+		int ih = i * q.S - q.P + a, iw = j * q.S - q.P + b;
+		col[t] = ih >= 0 && ih < q.H && iw >= 0 && iw < q.W
+				 ? x[((gi * q.C + c) * q.H + ih) * q.W + iw]
+				 : 0.0f;
 	}
 }
 
@@ -270,12 +273,12 @@ __global__ void k_col2im(float *dx, const float *dcol, conv_geom q, int g)
 		size_t gi = t / ((size_t)q.W * q.H * q.C);
 		float acc = 0.0f;
 		for (int a = 0; a < q.KH; a++) {
-			int i = hi - a;
-			if (i < 0 || i >= q.OH)
+			int si = hi + q.P - a, i = si / q.S;    /* i*S - P + a == hi */
+			if (si < 0 || si % q.S || i >= q.OH)
 				continue;
 			for (int b = 0; b < q.KW; b++) {
-				int j = wi - b;
-				if (j < 0 || j >= q.OW)
+				int sj = wi + q.P - b, j = sj / q.S;
+				if (sj < 0 || sj % q.S || j >= q.OW)
 					continue;
 				size_t r = ((size_t)c * q.KH + a) * q.KW + b;
 				acc += dcol[r * ld + gi * ohw + (size_t)i * q.OW + j];

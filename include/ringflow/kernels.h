@@ -69,16 +69,29 @@ int rf_k_softmax_xent(float *dlogits, float *loss_sum, int32_t *correct,
 int rf_k_softmax_xent_eval(float *loss_sum, int32_t *correct,
 			   const float *logits, const int32_t *labels, int rows, int cols);
 
-/* ---- convolution (stride 1, no padding) ---------------------------------- */
+/* ---- convolution ----------------------------------------------------------- */
 
-/* Shape of a conv2d: input x (n, c, h, w), weight (o, c, kh, kw), bias (o),
- * output y (n, o, h - kh + 1, w - kw + 1). */
+/* Shape of a conv2d: input x (n, c, h, w), weight (o, c, kh, kw), bias (o), stride and
+ * zero padding the same along both axes (stride 0 is taken as 1, so a designated
+ * initialiser that leaves them out describes LeNet's stride-1 unpadded conv),
+ * output y (n, o, oh, ow) with oh = (h + 2*pad - kh)/stride + 1, ow likewise. */
 struct rf_k_conv2d {
 	int n, c, h, w;   /* input */
 	int o, kh, kw;    /* output channels, kernel */
+	int stride, pad;  /* 0 and 0: stride 1, unpadded */
 };
-static inline int rf_k_conv2d_oh(const struct rf_k_conv2d *s) { return s->h - s->kh + 1; }
-static inline int rf_k_conv2d_ow(const struct rf_k_conv2d *s) { return s->w - s->kw + 1; }
+static inline int rf_k_conv2d_stride(const struct rf_k_conv2d *s)
+{
+	return s->stride > 0 ? s->stride : 1;
+}
+static inline int rf_k_conv2d_oh(const struct rf_k_conv2d *s)
+{
+	return (s->h + 2 * s->pad - s->kh) / rf_k_conv2d_stride(s) + 1;
+}
+static inline int rf_k_conv2d_ow(const struct rf_k_conv2d *s)
+{
+	return (s->w + 2 * s->pad - s->kw) / rf_k_conv2d_stride(s) + 1;
+}
 
 /* Workspace in BYTES that lets rf_k_conv2d_fwd/_bwd_data/_bwd_filter run at full
  * speed (one size fits all three). The kernels process images in groups whose im2col
@@ -132,6 +145,42 @@ void rf_k_relu_avgpool2_fwd(float *p, float *y, int n, int c, int h, int w);
  * place), in one pass. dx is overwritten. */
 void rf_k_avgpool2_relu_bwd(float *dx, const float *dy, const float *y, int n, int c, int h,
 			    int w);
+
+/* Max pooling, k x k windows at stride st (no padding, floor): y (n, c, oh, ow) with
+ * oh = (h - k)/st + 1; each output is its window's first maximum (row-major order; a
+ * NaN wins, as PyTorch's). Backward: dx (n, c, h, w) = 0, then dy added at each
+ * window's maximum (found again from the forward input x). */
+void rf_k_maxpool2d_fwd(float *y, const float *x, int n, int c, int h, int w, int k, int st);
+void rf_k_maxpool2d_bwd(float *dx, const float *dy, const float *x, int n, int c, int h, int w,
+			int k, int st);
+/* Global average pooling over planes of hw values: y (planes) = mean of each plane;
+ * backward dx (planes, hw) = dy / hw broadcast. */
+void rf_k_gavgpool_fwd(float *y, const float *x, size_t planes, int hw);
+void rf_k_gavgpool_bwd(float *dx, const float *dy, size_t planes, int hw);
+
+/* ---- batch normalisation ------------------------------------------------------ */
+
+/* Over x (n, c, hw) per channel, as PyTorch's BatchNorm2d: eps added to the variance,
+ * momentum the running statistics' update weight (0.1 in PyTorch). */
+struct rf_k_bn {
+	int n, c, hw;
+	float eps, momentum;
+};
+/* Training: mean and biased variance over the n*hw values of each channel (needs
+ * n*hw >= 2); y = (x - mean) * invstd * gamma + beta; mean (c) and invstd (c) =
+ * 1/sqrt(var + eps) are kept for the backward pass; run_mean and run_var (c, both
+ * NULL: not kept) move by momentum towards the batch mean and the UNBIASED variance. */
+int rf_k_bn_fwd_train(const struct rf_k_bn *s, float *y, float *mean, float *invstd,
+		      float *run_mean, float *run_var, const float *x, const float *gamma,
+		      const float *beta);
+/* Evaluation: y = (x - run_mean) / sqrt(run_var + eps) * gamma + beta. */
+int rf_k_bn_fwd_eval(const struct rf_k_bn *s, float *y, const float *x, const float *gamma,
+		     const float *beta, const float *run_mean, const float *run_var);
+/* Backward of the training forward: dgamma (c), dbeta (c) overwritten; dx (n, c, hw)
+ * from dy, the forward input x and the kept mean and invstd (dx aliases neither). */
+int rf_k_bn_bwd(const struct rf_k_bn *s, float *dx, float *dgamma, float *dbeta,
+		const float *dy, const float *x, const float *mean, const float *invstd,
+		const float *gamma);
 
 /* ---- optimiser and vector helpers ------------------------------------------ */
 

@@ -1,7 +1,8 @@
-/* ringflow/model.h -- the two models of rf-train, an MLP and LeNet, as replicas on a
- * device: parameters, init, forward, backward and SGD, all pushed as engine ops.
- * Nothing waits. Reactor thread only. Functions return 0 or -errno.
- * Parameter layout, the two architectures and the loss: train/README.md.
+/* ringflow/model.h -- the models of rf-train (an MLP, LeNet, ResNet-18), each a table
+ * of layers, as replicas on a device: parameters, init, forward, backward and the
+ * optimiser's update, all pushed as engine ops. Nothing waits. Reactor thread only.
+ * Functions return 0 or -errno. The tables, the parameter layout and the loss:
+ * train/README.md.
  */
 #ifndef RINGFLOW_MODEL_H
 #define RINGFLOW_MODEL_H
@@ -17,29 +18,78 @@
 extern "C" {
 #endif
 
-#define RF_MODEL_MAX_TENSORS 8  /* parameter tensors */
-#define RF_MODEL_MAX_LAYERS 4   /* layers with parameters (weight + bias each) */
-#define RF_MODEL_MAX_ACTS 12
+#define RF_MODEL_MAX_TENSORS 128 /* parameter tensors */
+#define RF_MODEL_MAX_LAYERS 64   /* layers with parameters */
+#define RF_MODEL_MAX_BUFFERS 64  /* running statistics */
+#define RF_MODEL_MAX_TABLE 96    /* layers of any kind */
+
+/* One layer of a model's table. A layer reads one node (two for ADD) and makes the
+ * next one: node 0 is the model's input (n, 1, 28, 28), node i+1 layer i's output. */
+enum rf_layer_kind {
+	RF_LAYER_DENSE,   /* y (n, out) = x (n, features) * w^T + b; w (out, features) */
+	RF_LAYER_CONV,    /* conv2d, w (out, c, k, k), b (out) when bias, stride, pad */
+	RF_LAYER_BN,      /* batch norm over channels: gamma, beta; running mean, var */
+	RF_LAYER_RELU,
+	RF_LAYER_AVGPOOL, /* k x k at stride k */
+	RF_LAYER_MAXPOOL, /* k x k at stride `stride` */
+	RF_LAYER_GAP,     /* global average pool: (n, c, h, w) -> (n, c) */
+	RF_LAYER_ADD,     /* y = node in + node in2 (a residual connection) */
+	RF_LAYER_FLATTEN, /* (n, c, h, w) -> (n, c*h*w) */
+};
+
+#define RF_NODE_INPUT (-1)            /* rf_layer.in / in2: the model's input (node 0) */
+struct rf_layer {
+	enum rf_layer_kind kind;
+	int in, in2;                  /* input nodes: 0 the previous layer's output (in
+				       * only), k > 0 node k, RF_NODE_INPUT node 0 */
+	int out, k, stride, pad, bias;
+	const char *wname, *bname;    /* parameter names (weight / gamma, bias / beta) */
+	const char *rmname, *rvname;  /* BN: running statistics' names */
+};
+
+/* What a table's layer became: its output node's shape and its tensors. */
+struct rf_layer_info {
+	int in, in2;                  /* resolved input nodes (in2 -1: none) */
+	int c, h, w;                  /* output (n, c, h, w); a 2-D output has h = w = 0 */
+	int pl;                       /* index among the layers with parameters, or -1 */
+	int p0, np;                   /* its parameter tensors p0 .. p0+np-1 */
+	int b0;                       /* BN: its running mean (b0) and var (b0+1) */
+	int uses;                     /* layers that read its output node */
+};
+
+enum rf_param_role { RF_PARAM_WEIGHT = 0, RF_PARAM_BIAS, RF_PARAM_GAMMA, RF_PARAM_BETA,
+		     RF_PARAM_RUN_MEAN, RF_PARAM_RUN_VAR };
 
 struct rf_param_spec {
-	const char *name;             /* "w1", "c1.w" */
+	const char *name;             /* "w1", "c1.w", "layer1.0.bn1.weight" */
 	int ndim;
 	int64_t shape[4];
 	int fan_in;                   /* of its layer (a bias uses its weight's) */
-	int layer;                    /* 0 = the input layer */
+	int layer;                    /* layer with parameters it belongs to */
 	size_t offset, numel;         /* in floats, within the parameter block */
+	int role;                     /* enum rf_param_role */
 };
 
 struct rf_model_spec {
-	const char *name;             /* "mlp", "lenet" */
+	const char *name;             /* "mlp", "lenet", "resnet18" */
 	unsigned ntensors;            /* parameter tensors */
-	unsigned nlayers;             /* layers with parameters; tensors 2l, 2l+1 */
+	unsigned nlayers;             /* layers with parameters */
 	size_t numel;                 /* floats of all parameters */
 	const struct rf_param_spec *p;
+	unsigned nbufs;               /* running statistics (not trained, but saved) */
+	size_t buf_numel;
+	const struct rf_param_spec *b;
+	unsigned ntable;              /* the layer table */
+	const struct rf_layer *table;
+	const struct rf_layer_info *info;
+	unsigned lfirst[RF_MODEL_MAX_LAYERS + 1]; /* layer l's tensors: lfirst[l] ..
+						   * lfirst[l+1]-1 */
 };
 
-/* The spec of "mlp" or "lenet"; NULL for another name. Static storage. */
+/* The spec of "mlp", "lenet" or "resnet18"; NULL for another name. Static storage. */
 const struct rf_model_spec *rf_model_spec(const char *name);
+/* The names rf_model_spec takes, separated by '|' (for messages). */
+const char *rf_model_names(void);
 
 enum rf_init {
 	RF_INIT_KAIMING = 0, /* the default. He et al. 2015, for ReLU networks: weights
@@ -70,6 +120,8 @@ struct rf_model {
 	struct rf_tensor *mom2;       /* AdamW's second moments (exp_avg_sq; mom holds
 				       * exp_avg), or NULL */
 	struct rf_tensor *v2[RF_MODEL_MAX_TENSORS]; /* views of mom2 */
+	struct rf_tensor *bufs;       /* (buf_numel) f32 block: running statistics, or NULL */
+	struct rf_tensor *b[RF_MODEL_MAX_BUFFERS]; /* views of bufs, spec order */
 };
 
 /* The optimiser, torch.optim.SGD's: momentum 0 and weight_decay 0 is plain SGD
@@ -84,22 +136,13 @@ struct rf_optim {
 };
 
 /* One iteration's activations, made by rf_model_forward (train != 0) and consumed by
- * rf_model_backward. Tensors are allocated per call from the device's caching
- * allocator, so the last batch may be smaller and two iterations in flight do not
- * share buffers; freeing them is an engine deletion ordered after their last reader. */
-struct rf_model_acts {
-	int n;                        /* rows of this call */
-	struct rf_tensor *x;          /* borrowed input (n, 1, 28, 28); the MLP views it
-				       * as (n, 784) until the backward pass is pushed */
-	int x_ndim;                   /* x's shape on entry, restored afterwards */
-	int64_t x_shape[4];
-	struct rf_tensor *a[RF_MODEL_MAX_ACTS]; /* per model, see model.c */
-	struct rf_tensor *logits;     /* (n, 10); after the forward: dlogits (in place) */
-	struct rf_tensor *v[RF_MODEL_MAX_ACTS]; /* views of x and of a[] that split work
-				       * over two streams; they live as long as the acts, so
-				       * every later op on the whole tensors is ordered after
-				       * the ops on the views */
-};
+ * rf_model_backward (train/net.c). Tensors are allocated per call from the device's
+ * caching allocator, so the last batch may be smaller and two iterations in flight do
+ * not share buffers; freeing them is an engine deletion ordered after their last
+ * reader. */
+struct rf_model_acts;
+/* After the forward: the gradient of the loss with respect to the logits (n, 10). */
+struct rf_tensor *rf_model_acts_dlogits(struct rf_model_acts *acts);
 
 /* Called by rf_model_backward right after the ops that compute layer `layer`'s weight
  * and bias gradients (g[2*layer], g[2*layer+1]) AND every op that reads that layer's

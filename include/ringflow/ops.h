@@ -45,23 +45,55 @@ int rf_softmax_xent(struct rf_stream *s, struct rf_tensor *dlogits, struct rf_te
 		    struct rf_tensor *correct, struct rf_tensor *logits,
 		    struct rf_tensor *labels);
 
-/* Conv2d, stride 1, no padding (im2col + GEMM; workspace taken from the device's
- * caching allocator per op). x (n, c, h, w), w (o, c, kh, kw), b (o) or NULL,
- * y (n, o, h-kh+1, w-kw+1). */
+/* Conv2d (im2col + GEMM; workspace taken from the device's caching allocator per op)
+ * with the same stride (>= 1) and zero padding (0 <= pad < kernel) along both axes.
+ * x (n, c, h, w), w (o, c, kh, kw), b (o) or NULL, y (n, o, oh, ow) with
+ * oh = (h + 2*pad - kh)/stride + 1 (floor), ow likewise. */
 int rf_conv2d_fwd(struct rf_stream *s, struct rf_tensor *y, struct rf_tensor *x,
-		  struct rf_tensor *w, struct rf_tensor *b);
-/* dx (n, c, h, w) = dL/dx from dy (n, o, oh, ow) and w. */
+		  struct rf_tensor *w, struct rf_tensor *b, int stride, int pad);
+/* dx (n, c, h, w) = dL/dx from dy (n, o, oh, ow) and w (overwritten; input pixels no
+ * output sees, past the last stride, get 0). */
 int rf_conv2d_bwd_data(struct rf_stream *s, struct rf_tensor *dx, struct rf_tensor *dy,
-		       struct rf_tensor *w);
+		       struct rf_tensor *w, int stride, int pad);
 /* dw (o, c, kh, kw) and db (o) (NULL: none) from dy and the forward input x;
  * overwritten, or added to when accumulate. */
 int rf_conv2d_bwd_filter(struct rf_stream *s, struct rf_tensor *dw, struct rf_tensor *db,
-			 struct rf_tensor *dy, struct rf_tensor *x, int accumulate);
+			 struct rf_tensor *dy, struct rf_tensor *x, int accumulate, int stride,
+			 int pad);
 
 /* Average pooling kxk, stride k, floor: x (n, c, h, w) -> y (n, c, h/k, w/k). */
 int rf_avgpool2d_fwd(struct rf_stream *s, struct rf_tensor *y, struct rf_tensor *x, int k);
 /* dx (n, c, h, w) from dy (n, c, h/k, w/k). */
 int rf_avgpool2d_bwd(struct rf_stream *s, struct rf_tensor *dx, struct rf_tensor *dy, int k);
+
+/* Max pooling, k x k windows at stride `stride`, no padding (floor): x (n, c, h, w) ->
+ * y (n, c, (h-k)/stride+1, (w-k)/stride+1); the first maximum of a window takes its
+ * gradient (kernels.h). Backward: dx (n, c, h, w) from dy and the forward input x.
+ * CPU devices only in this release. */
+int rf_maxpool2d_fwd(struct rf_stream *s, struct rf_tensor *y, struct rf_tensor *x, int k,
+		     int stride);
+int rf_maxpool2d_bwd(struct rf_stream *s, struct rf_tensor *dx, struct rf_tensor *dy,
+		     struct rf_tensor *x, int k, int stride);
+/* Global average pooling: y (n, c) (or (n, c, 1, 1)) = the mean of each (h, w) plane of
+ * x (n, c, h, w); backward dx = dy / (h*w) on every pixel. CPU devices only. */
+int rf_gavgpool_fwd(struct rf_stream *s, struct rf_tensor *y, struct rf_tensor *x);
+int rf_gavgpool_bwd(struct rf_stream *s, struct rf_tensor *dx, struct rf_tensor *dy);
+
+/* Batch normalisation as PyTorch's BatchNorm2d, per channel of x (n, c, h, w); y the
+ * same shape (not x). train != 0: batch mean and biased variance; mean (c) and invstd
+ * (c) are written for rf_batchnorm_bwd; run_mean and run_var (c, or both NULL) move
+ * towards the batch statistics by momentum (the unbiased variance, as PyTorch).
+ * train == 0: the running statistics normalise (mean, invstd unused, may be NULL).
+ * gamma, beta (c). CPU devices only in this release. */
+int rf_batchnorm_fwd(struct rf_stream *s, struct rf_tensor *y, struct rf_tensor *mean,
+		     struct rf_tensor *invstd, struct rf_tensor *run_mean,
+		     struct rf_tensor *run_var, struct rf_tensor *x, struct rf_tensor *gamma,
+		     struct rf_tensor *beta, int train, float eps, float momentum);
+/* dx (not dy or x), dgamma, dbeta (overwritten) from dy, the forward input x and the
+ * training forward's mean and invstd. */
+int rf_batchnorm_bwd(struct rf_stream *s, struct rf_tensor *dx, struct rf_tensor *dgamma,
+		     struct rf_tensor *dbeta, struct rf_tensor *dy, struct rf_tensor *x,
+		     struct rf_tensor *mean, struct rf_tensor *invstd, struct rf_tensor *gamma);
 
 /* Fused ReLU + 2x2 average pooling (kernels.h rf_k_relu_avgpool2_fwd/_bwd): the same
  * bits as the separate ops, one pass over the big tensor. CPU devices only (-EINVAL

@@ -110,7 +110,7 @@ int main(void)
 		CHECK_EQ(rf_gemm(NULL, 0, 0, 1, C, B, 0, C), -EINVAL);   /* aliasing */
 		CHECK_EQ(rf_bias_add(NULL, C, A), -EINVAL);
 		CHECK_EQ(rf_relu_fwd(NULL, C, A), -EINVAL);
-		CHECK_EQ(rf_conv2d_fwd(NULL, Y4, X4, W4, NULL), -EINVAL); /* channels */
+		CHECK_EQ(rf_conv2d_fwd(NULL, Y4, X4, W4, NULL, 1, 0), -EINVAL); /* channels */
 		CHECK_EQ(rf_avgpool2d_fwd(NULL, Y4, X4, 3), -EINVAL);
 		CHECK_EQ(rf_softmax_xent(NULL, NULL, NULL, NULL, C, I), -EINVAL);
 		CHECK_EQ(rf_sum(NULL, C, NULL, 0), -EINVAL);

@@ -24,7 +24,7 @@ static float forward(struct net *n)
 	float loss;
 
 	CHECK_OK(rf_tensor_reshape(n->p1, RF_DIMS(N, O, PH, PH)));
-	CHECK_OK(rf_conv2d_fwd(n->s0, n->y1, n->x, n->cw, n->cb));
+	CHECK_OK(rf_conv2d_fwd(n->s0, n->y1, n->x, n->cw, n->cb, 1, 0));
 	CHECK_OK(rf_relu_fwd(n->s0, n->r1, n->y1));
 	CHECK_OK(rf_avgpool2d_fwd(n->s0, n->p1, n->r1, 2));
 	CHECK_OK(rf_tensor_reshape(n->p1, RF_DIMS(N, F)));
@@ -45,8 +45,8 @@ static void backward(struct net *n)
 	CHECK_OK(rf_avgpool2d_bwd(n->s0, n->dr1, n->dp1, 2));
 	CHECK_OK(rf_tensor_reshape(n->dp1, RF_DIMS(N, F)));
 	CHECK_OK(rf_relu_bwd(n->s0, n->dy1, n->dr1, n->r1));
-	CHECK_OK(rf_conv2d_bwd_filter(n->s1, n->dcw, n->dcb, n->dy1, n->x, 0));
-	CHECK_OK(rf_conv2d_bwd_data(n->s0, n->dx, n->dy1, n->cw));
+	CHECK_OK(rf_conv2d_bwd_filter(n->s1, n->dcw, n->dcb, n->dy1, n->x, 0, 1, 0));
+	CHECK_OK(rf_conv2d_bwd_data(n->s0, n->dx, n->dy1, n->cw, 1, 0));
 }
 
 /* Compare the analytic gradient g of tensor t with central differences. */

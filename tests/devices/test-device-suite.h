@@ -261,9 +261,9 @@ static void ts_conv_pool(struct rf_device *d, struct rf_stream *s)
 	rf_tensor_create(d, RF_F32, "dw", RF_DIMS(O, Ci, KH, KW), &DWt);
 	struct rf_tensor *DBt;
 	rf_tensor_create(d, RF_F32, "db", RF_DIMS(O), &DBt);
-	CHECK_OK(rf_conv2d_fwd(s, Yt, Xt, Wt, Bt));
-	CHECK_OK(rf_conv2d_bwd_data(s, DXt, DYt, Wt));
-	CHECK_OK(rf_conv2d_bwd_filter(s, DWt, DBt, DYt, Xt, 0));
+	CHECK_OK(rf_conv2d_fwd(s, Yt, Xt, Wt, Bt, 1, 0));
+	CHECK_OK(rf_conv2d_bwd_data(s, DXt, DYt, Wt, 1, 0));
+	CHECK_OK(rf_conv2d_bwd_filter(s, DWt, DBt, DYt, Xt, 0, 1, 0));
 	got = ts_download(Yt);
 	ts_close("conv2d_fwd", got, wy, N * O * OH * OW, 1e-5, 1e-4);
 	free(got);
@@ -277,7 +277,7 @@ static void ts_conv_pool(struct rf_device *d, struct rf_stream *s)
 	ts_close("conv2d_bwd_filter db", got, wdb, O, 1e-4, 1e-4);
 	free(got);
 	/* accumulate: twice the gradient */
-	CHECK_OK(rf_conv2d_bwd_filter(s, DWt, DBt, DYt, Xt, 1));
+	CHECK_OK(rf_conv2d_bwd_filter(s, DWt, DBt, DYt, Xt, 1, 1, 0));
 	for (int i = 0; i < O * Ci * KH * KW; i++)
 		wdw[i] *= 2;
 	got = ts_download(DWt);

@@ -76,7 +76,7 @@ static int hook(void *ctx, struct rf_model *m, unsigned layer)
 	/* Both read the iteration's dlogits: an op without inputs would be enqueued (and
 	 * run) at once, ahead of the backward ops still waiting for theirs, and reading the
 	 * layer's gradients would make the pull (a write of them) wait for the gate. */
-	struct rf_tensor *gl[1] = { h->acts[r]->logits };
+	struct rf_tensor *gl[1] = { rf_model_acts_dlogits(h->acts[r]) };
 	int ret = rf_host_op(m->s, pause_1ms, NULL, gl, 1, &h->dummy[r], 1, "pause");
 	return ret < 0 ? ret : rf_host_op(m->s, gate, NULL, gl, 1, &h->dummy[r], 1, "gate");
 }

@@ -1,0 +1,116 @@
+/* devices/cpu/conv-sp.c -- the copy loops of a strided or zero-padded conv2d
+ * (ResNet's 3x3 pad 1 and 1x1 stride 2 shapes): im2col, its transpose im2row and
+ * col2im, each row split once into the columns that fall in the padding (zeros) and
+ * those that read the image, so the inner loop has no bounds check. */
+#include <string.h>
+
+#include "kernels-impl.h"
+
+/* Output columns j whose input column j*s - p + kw lies in [0, w): [*lo, *hi). */
+static void valid_cols(const struct rf__conv_geo *q, int kw, int *lo, int *hi)
+{
+	int a = q->p - kw;                      /* j*s >= a */
+	int b = q->w - 1 + q->p - kw;           /* j*s <= b */
+	int l = a <= 0 ? 0 : (a + q->s - 1) / q->s;
+	int h = b < 0 ? 0 : b / q->s + 1;
+
+	*lo = l < q->ow ? l : q->ow;
+	*hi = h < q->ow ? h : q->ow;
+	if (*hi < *lo)
+		*hi = *lo;
+}
+
+/* One output row i of tap (kh, kw) of channel plane xc: dst[j] for j in [0, ow). */
+static void tap_row(float *restrict dst, const float *restrict xc, const struct rf__conv_geo *q,
+		    int i, int kh, int kw)
+{
+	int ih = i * q->s - q->p + kh, lo, hi, j;
+
+	if (ih < 0 || ih >= q->h) {
+		memset(dst, 0, (size_t)q->ow * sizeof(float));
+		return;
+	}
+	valid_cols(q, kw, &lo, &hi);
+	const float *restrict xr = xc + (size_t)ih * q->w;
+	const int off = kw - q->p;              /* input column of output column j: j*s + off */
+	for (j = 0; j < lo; j++)
+		dst[j] = 0.0f;
+	if (q->s == 1 && hi > lo)
+		memcpy(dst + lo, xr + lo + off, (size_t)(hi - lo) * sizeof(float));
+	else
+		for (j = lo; j < hi; j++)
+			dst[j] = xr[j * q->s + off];
+	for (j = hi; j < q->ow; j++)
+		dst[j] = 0.0f;
+}
+
+void rf__im2col_sp(float *col, size_t ld, const float *x, struct rf__conv_geo q, int g)
+{
+	const size_t ohw = (size_t)q.oh * q.ow, plane = (size_t)q.h * q.w;
+	const size_t img = (size_t)q.c * plane;
+
+	for (int c = 0; c < q.c; c++)
+		for (int kh = 0; kh < q.kh; kh++)
+			for (int kw = 0; kw < q.kw; kw++) {
+				size_t r = ((size_t)c * q.kh + kh) * q.kw + kw;
+				for (int gi = 0; gi < g; gi++) {
+					float *cp = col + r * ld + gi * ohw;
+					const float *xc = x + gi * img + c * plane;
+					for (int i = 0; i < q.oh; i++)
+						tap_row(cp + (size_t)i * q.ow, xc, &q, i, kh, kw);
+				}
+			}
+}
+
+void rf__im2row_sp(float *row, const float *x, struct rf__conv_geo q, int g)
+{
+	const size_t plane = (size_t)q.h * q.w, img = (size_t)q.c * plane;
+	const size_t ckk = (size_t)q.c * q.kh * q.kw;
+
+	for (int gi = 0; gi < g; gi++)
+		for (int i = 0; i < q.oh; i++)
+			for (int j = 0; j < q.ow; j++, row += ckk)
+				for (int c = 0; c < q.c; c++) {
+					const float *xc = x + gi * img + c * plane;
+					float *rc = row + (size_t)c * q.kh * q.kw;
+					for (int kh = 0; kh < q.kh; kh++) {
+						int ih = i * q.s - q.p + kh;
+						for (int kw = 0; kw < q.kw; kw++) {
+							int iw = j * q.s - q.p + kw;
+							rc[kh * q.kw + kw] =
+								ih >= 0 && ih < q.h && iw >= 0 && iw < q.w
+									? xc[(size_t)ih * q.w + iw]
+									: 0.0f;
+						}
+					}
+				}
+}
+
+void rf__col2im_sp(float *dx, const float *dcol, size_t ld, struct rf__conv_geo q, int g)
+{
+	const size_t ohw = (size_t)q.oh * q.ow, plane = (size_t)q.h * q.w;
+	const size_t img = (size_t)q.c * plane;
+
+	for (int gi = 0; gi < g; gi++) {
+		float *dxi = dx + gi * img;
+		memset(dxi, 0, img * sizeof(float));
+		for (int c = 0; c < q.c; c++)
+			for (int kh = 0; kh < q.kh; kh++)
+				for (int kw = 0; kw < q.kw; kw++) {
+					size_t r = ((size_t)c * q.kh + kh) * q.kw + kw;
+					const float *cp = dcol + r * ld + gi * ohw;
+					int lo, hi;
+					valid_cols(&q, kw, &lo, &hi);
+					for (int i = 0; i < q.oh; i++) {
+						int ih = i * q.s - q.p + kh;
+						if (ih < 0 || ih >= q.h)
+							continue;
+						float *restrict xr = dxi + c * plane + (size_t)ih * q.w;
+						const float *restrict cr = cp + (size_t)i * q.ow;
+						const int off = kw - q.p;
+						for (int j = lo; j < hi; j++)
+							xr[j * q.s + off] += cr[j];
+					}
+				}
+	}
+}

@@ -1,0 +1,211 @@
+/* train/net-bwd.c -- the backward pass of a layer table: from the logits' gradient,
+ * layer by layer from the last, one gradient tensor per node. Weight gradients go to
+ * the replica's second stream (when it has one), data gradients stay on its first, so
+ * the two run side by side; the hook follows each layer with parameters. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "net-impl.h"
+
+/* How many nodes hold gradient t. */
+static int rf__refs(const struct rf_model_acts *a, const struct rf_tensor *t)
+{
+	int r = 0;
+
+	for (unsigned j = 0; j <= a->nt; j++)
+		r += a->dg[j] == t;
+	return r;
+}
+
+/* Node j's gradient is consumed: free it unless another node holds it too (the
+ * logits' gradient belongs to the forward's nodes). */
+static void rf__release(struct rf_model_acts *a, unsigned j)
+{
+	struct rf_tensor *t = a->dg[j];
+
+	a->dg[j] = NULL;
+	if (t && t != a->node[a->nt] && rf__refs(a, t) == 0)
+		rf_tensor_destroy(t);
+}
+
+/* Add t (owned by the caller until this returns) to node j's gradient. */
+static int rf__contrib(struct rf_model *m, struct rf_model_acts *a, unsigned j,
+		       struct rf_tensor *t)
+{
+	struct rf_tensor *in[2], *u;
+	int ret;
+
+	if (!a->need[j]) {                    /* nothing upstream learns */
+		if (rf__refs(a, t) == 0 && t != a->node[a->nt])
+			rf_tensor_destroy(t);
+		return 0;
+	}
+	if (!a->dg[j]) {
+		a->dg[j] = t;
+		return 0;
+	}
+	/* a sum: in place into the node's own gradient, or a new tensor if it is shared */
+	if (rf__refs(a, a->dg[j]) == 1 && a->dg[j] != a->node[a->nt]) {
+		ret = rf_axpy(m->s, a->dg[j], 1.0f, t);
+		if (rf__refs(a, t) == 0)
+			rf_tensor_destroy(t);
+		return ret;
+	}
+	in[0] = a->dg[j];
+	in[1] = t;
+	if ((ret = rf_tensor_create(m->dev, RF_F32, "dsum", t->ndim, t->shape, &u)) < 0)
+		return ret;
+	ret = rf_sum(m->s, u, in, 2);
+	rf__release(a, j);
+	if (rf__refs(a, t) == 0 && t != a->node[a->nt])
+		rf_tensor_destroy(t);
+	a->dg[j] = u;
+	return ret;
+}
+
+/* A new gradient shaped as node j (n rows), not owned by the acts' forward list. */
+static int rf__grad_new(struct rf_model *m, struct rf_model_acts *a, unsigned j,
+			struct rf_tensor **out)
+{
+	int64_t sh[4];
+	int nd = rf__node_shape(m->spec, j, a->n, sh);
+
+	return rf_tensor_create(m->dev, RF_F32, "dnode", nd, sh, out);
+}
+
+/* The CPU's fused backward of conv (on the model's input, single channel) -> ReLU ->
+ * 2x2 average pool: one op computes the filter gradient straight from the pooled
+ * gradient g. Returns 1 if it applied, 0 if not, or -errno. */
+static int rf__conv1_pool_relu(struct rf_model *m, struct rf_model_acts *a, unsigned pool,
+			       struct rf_tensor *g, rf_grad_hook hook, void *ctx)
+{
+	const struct rf_model_spec *sp = m->spec;
+	unsigned r = pool - 1, c;
+	const struct rf_layer_info *fc;
+	const struct rf_layer *lc;
+	int ret;
+
+	if (sp->info[r].in < 1)
+		return 0;
+	c = (unsigned)sp->info[r].in - 1;
+	lc = &sp->table[c];
+	fc = &sp->info[c];
+	if (lc->kind != RF_LAYER_CONV || fc->in != 0 || a->need[0] || sp->info[c].uses != 1 ||
+	    lc->k * lc->k > 25 || fc->w > 64 || (lc->stride > 1) || lc->pad)
+		return 0;
+	RF__TRY(rf_conv2d_bwd_filter_pool_relu(m->s, m->g[fc->p0], lc->bias ? m->g[fc->p0 + 1] : NULL,
+					       g, a->node[r + 1], a->x, 0));
+	a->fused[r] = a->fused[c] = 2;      /* both done */
+	if (hook)
+		RF__TRY(hook(ctx, m, (unsigned)fc->pl));
+	return 1;
+}
+
+static int rf__layer_bwd(struct rf_model *m, struct rf_model_acts *a, unsigned i,
+			 rf_grad_hook hook, void *ctx)
+{
+	const struct rf_model_spec *sp = m->spec;
+	const struct rf_layer *l = &sp->table[i];
+	const struct rf_layer_info *f = &sp->info[i];
+	struct rf_stream *s = m->s, *sw = m->s2 ? m->s2 : m->s;
+	struct rf_tensor *g = a->dg[i + 1], *x = a->node[f->in], *y = a->node[i + 1];
+	struct rf_tensor **p = &m->p[f->p0], **gp = &m->g[f->p0], *dx = NULL;
+	unsigned in = (unsigned)f->in;
+	int ret = 0, st = l->stride > 0 ? l->stride : 1, cpu = rf_device_kind(m->dev) == RF_DEVICE_CPU;
+	int64_t sh[4];
+
+	if (!g || a->fused[i] == 2)
+		return 0;
+	switch (l->kind) {
+	case RF_LAYER_FLATTEN:
+		if (!a->need[in])
+			return 0;
+		RF__TRY(rf_tensor_reshape(g, rf__node_shape(sp, in, a->n, sh), sh));
+		return rf__contrib(m, a, in, g);
+	case RF_LAYER_DENSE:
+		RF__TRY(rf_gemm(sw, 1, 0, 1.0f, g, x, 0.0f, gp[0]));
+		if (l->bias)
+			RF__TRY(rf_bias_grad(sw, gp[1], g, 0));
+		if (a->need[in]) {
+			RF__TRY(rf_tensor_create(m->dev, RF_F32, "dx", RF_DIMS(a->n, x->shape[1]), &dx));
+			ret = rf_gemm(s, 0, 0, 1.0f, g, p[0], 0.0f, dx);
+		}
+		break;
+	case RF_LAYER_CONV:
+		RF__TRY(rf_conv2d_bwd_filter(sw, gp[0], l->bias ? gp[1] : NULL, g, x, 0, st, l->pad));
+		if (a->need[in]) {
+			RF__TRY(rf__grad_new(m, a, in, &dx));
+			ret = rf_conv2d_bwd_data(s, dx, g, p[0], st, l->pad);
+		}
+		break;
+	case RF_LAYER_BN:
+		RF__TRY(rf__grad_new(m, a, in, &dx));
+		ret = rf_batchnorm_bwd(s, dx, gp[0], gp[1], g, x, a->mean[i], a->invstd[i], p[0]);
+		break;
+	case RF_LAYER_RELU:
+		if (rf__refs(a, g) == 1 && g != a->node[a->nt]) {
+			RF__TRY(rf_relu_bwd(s, g, g, y));
+			a->dg[i + 1] = NULL;          /* handed on, not freed */
+			return rf__contrib(m, a, in, g);
+		}
+		RF__TRY(rf__grad_new(m, a, in, &dx));
+		ret = rf_relu_bwd(s, dx, g, y);
+		break;
+	case RF_LAYER_AVGPOOL:
+		if (a->fused[i]) {            /* with the ReLU before it */
+			unsigned r = i - 1, rin = (unsigned)sp->info[r].in;
+			if (cpu && (ret = rf__conv1_pool_relu(m, a, i, g, hook, ctx)) != 0)
+				return ret < 0 ? ret : 0;
+			RF__TRY(rf__grad_new(m, a, rin, &dx));
+			if (cpu) {
+				ret = rf_avgpool2d_relu_bwd(s, dx, g, a->node[r + 1]);
+			} else if ((ret = rf_avgpool2d_bwd(s, dx, g, 2)) == 0) {
+				ret = rf_relu_bwd(s, dx, dx, a->node[r + 1]);
+			}
+			a->fused[r] = 2;
+			if (ret < 0) {
+				rf_tensor_destroy(dx);
+				return ret;
+			}
+			return rf__contrib(m, a, rin, dx);
+		}
+		RF__TRY(rf__grad_new(m, a, in, &dx));
+		ret = rf_avgpool2d_bwd(s, dx, g, l->k);
+		break;
+	case RF_LAYER_MAXPOOL:
+		RF__TRY(rf__grad_new(m, a, in, &dx));
+		ret = rf_maxpool2d_bwd(s, dx, g, x, l->k, l->stride > 0 ? l->stride : l->k);
+		break;
+	case RF_LAYER_GAP:
+		RF__TRY(rf__grad_new(m, a, in, &dx));
+		ret = rf_gavgpool_bwd(s, dx, g);
+		break;
+	case RF_LAYER_ADD:
+		RF__TRY(rf__contrib(m, a, in, g));
+		return rf__contrib(m, a, (unsigned)f->in2, g);
+	}
+	if (ret == 0 && f->pl >= 0 && hook)
+		ret = hook(ctx, m, (unsigned)f->pl);
+	if (ret < 0) {
+		rf_tensor_destroy(dx);
+		return ret;
+	}
+	return dx ? rf__contrib(m, a, in, dx) : 0;
+}
+
+int rf_model_backward(struct rf_model *m, struct rf_model_acts *a, rf_grad_hook hook,
+		      void *ctx)
+{
+	int ret = 0;
+
+	if (!m || !a)
+		return -EINVAL;
+	a->dg[a->nt] = a->node[a->nt];           /* the logits hold dlogits */
+	for (unsigned i = a->nt; i-- > 0 && ret == 0;) {
+		ret = rf__layer_bwd(m, a, i, hook, ctx);
+		rf__release(a, i + 1);
+	}
+	rf_model_acts_destroy(a);
+	return ret;
+}

@@ -1,0 +1,34 @@
+/* train/net-impl.h -- what the forward (net.c) and the backward (net-bwd.c) of a
+ * layer table share: the activations of one iteration. Not installed. */
+#ifndef RF_NET_IMPL_H
+#define RF_NET_IMPL_H
+
+#include "model.h"
+
+struct rf_model_acts {
+	int n, train;
+	struct rf_tensor *x;          /* borrowed input; its shape is restored on destroy */
+	int x_ndim;
+	int64_t x_shape[4];
+	unsigned nt;                  /* layers */
+	struct rf_tensor **node;      /* nt + 1: node[0] = x; in-place layers alias */
+	int *root;                    /* nt + 1: the node whose tensor node[j] is */
+	struct rf_tensor **mean, **invstd; /* nt: a BN's batch statistics */
+	unsigned char *fused;         /* nt: done together with the layer before */
+	unsigned char *need;          /* nt + 1: the loss's gradient at node j is needed */
+	struct rf_tensor **own;       /* what destroy frees (at most 3 per layer) */
+	unsigned nown;
+	struct rf_tensor **views;     /* views for the split forward (x's first) */
+	unsigned nviews, nxviews;
+	struct rf_tensor **dg;        /* nt + 1: backward's gradient at each node */
+};
+
+#define RF__TRY(x) do { if ((ret = (x)) < 0) return ret; } while (0)
+
+/* A new f32 tensor named "L<i>.<what>" on m's device, owned by the acts. */
+int rf__net_new(struct rf_model *m, struct rf_model_acts *a, const char *what, unsigned i,
+		int ndim, const int64_t *shape, struct rf_tensor **out);
+/* Node j's shape for n rows; returns its ndim. */
+int rf__node_shape(const struct rf_model_spec *sp, unsigned j, int64_t n, int64_t *sh);
+
+#endif

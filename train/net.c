@@ -1,0 +1,322 @@
+/* train/net.c -- forward and backward of a model's layer table (model.h), pushed as
+ * ops.h calls. The forward allocates each node once (ReLU and residual adds work in
+ * place where nothing needs the value they overwrite), splits the leading convolutions
+ * of a CPU batch over the replica's two streams, and fuses ReLU + 2x2 average pooling
+ * on the CPU. The backward walks the table from the end, keeping one gradient per
+ * node (shared where an ADD hands the same gradient to both inputs), and calls the
+ * hook once per layer with parameters, last first. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "net-impl.h"
+
+struct rf_tensor *rf_model_acts_dlogits(struct rf_model_acts *a)
+{
+	return a ? a->node[a->nt] : NULL;
+}
+
+static struct rf_model_acts *rf__acts_new(const struct rf_model_spec *sp, int n,
+					  struct rf_tensor *x, int train)
+{
+	unsigned nt = sp->ntable;
+	struct rf_model_acts *a = calloc(1, sizeof(*a));
+
+	if (!a)
+		return NULL;
+	a->n = n;
+	a->train = train;
+	a->x = x;
+	a->x_ndim = x->ndim;
+	memcpy(a->x_shape, x->shape, sizeof(a->x_shape));
+	a->nt = nt;
+	a->node = calloc(nt + 1, sizeof(*a->node));
+	a->root = calloc(nt + 1, sizeof(*a->root));
+	a->mean = calloc(nt, sizeof(*a->mean));
+	a->invstd = calloc(nt, sizeof(*a->invstd));
+	a->fused = calloc(nt + 1, 1);
+	a->need = calloc(nt + 1, 1);
+	a->own = calloc(3 * nt + 1, sizeof(*a->own));
+	a->views = calloc(2 * (nt + 1), sizeof(*a->views));
+	a->dg = calloc(nt + 1, sizeof(*a->dg));
+	if (!a->node || !a->root || !a->mean || !a->invstd || !a->fused || !a->need || !a->own ||
+	    !a->views || !a->dg) {
+		rf_model_acts_destroy(a);
+		return NULL;
+	}
+	a->node[0] = x;
+	return a;
+}
+
+/* A host op that does nothing: its reads and writes order other ops. */
+static int rf__fence_fn(void *arg)
+{
+	(void)arg;
+	return 0;
+}
+
+void rf_model_acts_destroy(struct rf_model_acts *a)
+{
+	unsigned i;
+
+	if (!a)
+		return;
+	/* Views of the borrowed input: a later write to x must wait for the ops that read
+	 * them, but once they are freed a write to x no longer names their variables. A
+	 * fence that reads them and writes x is ordered after those reads. */
+	if (a->nxviews && rf_host_op(NULL, rf__fence_fn, NULL, a->views, a->nxviews, &a->x, 1,
+				     "x_views_done") < 0)
+		rf_engine_wait_idle(rf_device_engine(a->x->dev)); /* no fence: drain */
+	if (a->x)
+		rf_tensor_reshape(a->x, a->x_ndim, a->x_shape);
+	for (i = 0; a->views && i < a->nviews; i++)
+		rf_tensor_destroy(a->views[i]);
+	for (i = 0; a->dg && i <= a->nt; i++) {
+		struct rf_tensor *t = a->dg[i];
+		if (!t || t == a->node[a->nt])
+			continue;
+		for (unsigned j = i; j <= a->nt; j++)
+			if (a->dg[j] == t)
+				a->dg[j] = NULL;
+		rf_tensor_destroy(t);
+	}
+	for (i = 0; a->own && i < a->nown; i++)
+		rf_tensor_destroy(a->own[i]);
+	free(a->node);
+	free(a->root);
+	free(a->mean);
+	free(a->invstd);
+	free(a->fused);
+	free(a->need);
+	free(a->own);
+	free(a->views);
+	free(a->dg);
+	free(a);
+}
+
+
+int rf__net_new(struct rf_model *m, struct rf_model_acts *a, const char *what, unsigned i,
+		   int ndim, const int64_t *shape, struct rf_tensor **out)
+{
+	char name[40];
+	int ret;
+
+	snprintf(name, sizeof(name), "L%u.%s", i, what);
+	if ((ret = rf_tensor_create(m->dev, RF_F32, name, ndim, shape, out)) < 0)
+		return ret;
+	a->own[a->nown++] = *out;
+	return 0;
+}
+
+int rf__node_shape(const struct rf_model_spec *sp, unsigned j, int64_t n, int64_t *sh)
+{
+	if (j == 0) {
+		sh[0] = n, sh[1] = 1, sh[2] = 28, sh[3] = 28;
+		return 4;
+	}
+	const struct rf_layer_info *f = &sp->info[j - 1];
+	sh[0] = n;
+	sh[1] = f->c;
+	if (!f->h)
+		return 2;
+	sh[2] = f->h;
+	sh[3] = f->w;
+	return 4;
+}
+
+/* May layer i overwrite its input node? Not the model's input, nothing else reads it,
+ * and its producer's backward does not need the value (a ReLU's does). */
+static int rf__may_overwrite(const struct rf_model_spec *sp, unsigned in)
+{
+	enum rf_layer_kind k;
+
+	if (in == 0 || sp->info[in - 1].uses != 1)
+		return 0;
+	k = sp->table[in - 1].kind;
+	return k == RF_LAYER_CONV || k == RF_LAYER_BN || k == RF_LAYER_DENSE || k == RF_LAYER_ADD;
+}
+
+/* Allocate every node of the forward (whole batch), decide aliasing and fusion. */
+static int rf__plan(struct rf_model *m, struct rf_model_acts *a)
+{
+	const struct rf_model_spec *sp = m->spec;
+	int cpu = rf_device_kind(m->dev) == RF_DEVICE_CPU, ret;
+	int64_t sh[4];
+
+	for (unsigned i = 0; i < a->nt; i++) {
+		const struct rf_layer *l = &sp->table[i];
+		const struct rf_layer_info *f = &sp->info[i];
+		int nd = rf__node_shape(sp, i + 1, a->n, sh);
+		struct rf_tensor **out = &a->node[i + 1];
+
+		a->need[i + 1] = f->np > 0 || a->need[f->in] || (f->in2 > 0 && a->need[f->in2]);
+		if (l->kind == RF_LAYER_FLATTEN ||
+		    ((l->kind == RF_LAYER_RELU || l->kind == RF_LAYER_ADD) &&
+		     rf__may_overwrite(sp, (unsigned)f->in))) {
+			*out = a->node[f->in];
+			a->root[i + 1] = a->root[f->in];
+		} else {
+			RF__TRY(rf__net_new(m, a, "y", i, nd, sh, out));
+			a->root[i + 1] = (int)i + 1;
+		}
+		if (l->kind == RF_LAYER_BN && a->train) {
+			int64_t c = f->c;
+			RF__TRY(rf__net_new(m, a, "mean", i, 1, &c, &a->mean[i]));
+			RF__TRY(rf__net_new(m, a, "invstd", i, 1, &c, &a->invstd[i]));
+		}
+		/* CPU: an in-place ReLU read only by a 2x2 average pool is one op with it */
+		if (cpu && l->kind == RF_LAYER_AVGPOOL && l->k == 2 && f->in == (int)i && i > 0 &&
+		    sp->table[i - 1].kind == RF_LAYER_RELU && sp->info[i - 1].uses == 1 &&
+		    a->root[i] != (int)i)
+			a->fused[i] = 1;
+	}
+	return 0;
+}
+
+/* Push layer i's forward with node tensors T (whole tensors or views of one part). */
+static int rf__layer_fwd(struct rf_model *m, struct rf_model_acts *a, unsigned i,
+			 struct rf_stream *s, struct rf_tensor **T)
+{
+	const struct rf_layer *l = &m->spec->table[i];
+	const struct rf_layer_info *f = &m->spec->info[i];
+	struct rf_tensor *x = T[f->in], *y = T[i + 1], **p = &m->p[f->p0], *in2[2];
+	int ret = 0, st = l->stride > 0 ? l->stride : 1;
+
+	if (a->fused[i])
+		return 0;
+	switch (l->kind) {
+	case RF_LAYER_FLATTEN:
+		return rf_tensor_reshape(x, RF_DIMS(x->shape[0], f->c));
+	case RF_LAYER_DENSE:
+		RF__TRY(rf_gemm(s, 0, 1, 1.0f, x, p[0], 0.0f, y));
+		return l->bias ? rf_bias_add(s, y, p[1]) : 0;
+	case RF_LAYER_CONV:
+		return rf_conv2d_fwd(s, y, x, p[0], l->bias ? p[1] : NULL, st, l->pad);
+	case RF_LAYER_BN:
+		return rf_batchnorm_fwd(s, y, a->mean[i], a->invstd[i], m->b[f->b0], m->b[f->b0 + 1],
+					x, p[0], p[1], a->train, 1e-5f, 0.1f);
+	case RF_LAYER_RELU:
+		if (i + 1 < a->nt && a->fused[i + 1])
+			return rf_relu_avgpool2d_fwd(s, T[i + 2], y);
+		return rf_relu_fwd(s, y, x);
+	case RF_LAYER_AVGPOOL:
+		return rf_avgpool2d_fwd(s, y, x, l->k);
+	case RF_LAYER_MAXPOOL:
+		return rf_maxpool2d_fwd(s, y, x, l->k, l->stride > 0 ? l->stride : l->k);
+	case RF_LAYER_GAP:
+		return rf_gavgpool_fwd(s, y, x);
+	case RF_LAYER_ADD:
+		in2[0] = x;
+		in2[1] = T[f->in2];
+		return rf_sum(s, y, in2, 2);
+	}
+	return -EINVAL;
+}
+
+/* The leading layers that work image by image (convolutions, ReLU, pooling, each on
+ * the previous output): with a second CPU stream each stream runs them on half of the
+ * batch. Images are independent and the split is fixed, so results stay the same. */
+static unsigned rf__split_prefix(const struct rf_model *m, const struct rf_model_acts *a)
+{
+	const struct rf_model_spec *sp = m->spec;
+	const struct rf_tensor *x = a->x;
+	unsigned i;
+
+	if (!m->s2 || m->s2 == m->s || a->n < 2 || x->base || x->views ||
+	    rf_device_kind(m->dev) != RF_DEVICE_CPU || rf_device_kind(x->dev) != RF_DEVICE_CPU)
+		return 0;
+	for (i = 0; i < a->nt; i++) {
+		enum rf_layer_kind k = sp->table[i].kind;
+		if (sp->info[i].in != (int)i || (k != RF_LAYER_CONV && k != RF_LAYER_RELU &&
+						  k != RF_LAYER_AVGPOOL && k != RF_LAYER_MAXPOOL))
+			break;
+	}
+	/* a fused ReLU + pool stays together */
+	if (i > 0 && i < a->nt && a->fused[i])
+		i--;
+	return i;
+}
+
+/* Layers [0, np) on images [i0, i0 + k) on stream s, through views of their nodes. */
+static int rf__fwd_part(struct rf_model *m, struct rf_model_acts *a, unsigned np,
+			struct rf_stream *s, int64_t i0, int64_t k)
+{
+	struct rf_tensor *T[RF_MODEL_MAX_TABLE + 1] = { 0 };
+	int ret;
+
+	for (unsigned j = 0; j <= np; j++) {
+		struct rf_tensor *t = a->node[j];
+		size_t per = t->numel / (size_t)t->shape[0];
+		if (a->root[j] != (int)j) {
+			T[j] = T[a->root[j]];
+			continue;
+		}
+		int64_t shp[4];
+		memcpy(shp, t->shape, sizeof(shp));
+		shp[0] = k;
+		RF__TRY(rf_tensor_view(t, (size_t)i0 * per, RF_F32, t->name, t->ndim, shp, &T[j]));
+		/* x's views first in the list: destroy fences them (see there) */
+		if (j == 0) {
+			memmove(a->views + 1, a->views, a->nviews * sizeof(*a->views));
+			a->views[0] = T[j];
+			a->nxviews++;
+		} else {
+			a->views[a->nviews] = T[j];
+		}
+		a->nviews++;
+	}
+	/* x was written before its view existed, and an op on the view names only the
+	 * view's variable: a fence that reads x and writes the view orders them. */
+	RF__TRY(rf_host_op(s, rf__fence_fn, NULL, &a->x, 1, &T[0], 1, "x_view_ready"));
+	for (unsigned i = 0; i < np; i++)
+		RF__TRY(rf__layer_fwd(m, a, i, s, T));
+	return 0;
+}
+
+static int rf__forward(struct rf_model *m, struct rf_model_acts *a)
+{
+	unsigned np, i = 0;
+	int ret;
+
+	RF__TRY(rf_tensor_reshape(a->x, RF_DIMS(a->n, 1, 28, 28)));
+	RF__TRY(rf__plan(m, a));
+	np = rf__split_prefix(m, a);
+	if (np) {
+		int64_t h = a->n / 2;
+		RF__TRY(rf__fwd_part(m, a, np, m->s, 0, h));
+		RF__TRY(rf__fwd_part(m, a, np, m->s2, h, a->n - h));
+		i = np;
+	}
+	for (; i < a->nt; i++)
+		RF__TRY(rf__layer_fwd(m, a, i, m->s, a->node));
+	return 0;
+}
+
+int rf_model_forward(struct rf_model *m, struct rf_tensor *x, struct rf_tensor *y,
+		     struct rf_tensor *loss, struct rf_tensor *correct, int train,
+		     struct rf_model_acts **acts)
+{
+	struct rf_model_acts *a;
+	struct rf_tensor *logits;
+	int ret;
+
+	if (acts)
+		*acts = NULL;
+	if (!m || !x || !y || x->ndim < 1 || x->numel != (size_t)x->shape[0] * 784 ||
+	    y->numel != (size_t)x->shape[0] || (train && !acts))
+		return -EINVAL;
+	a = rf__acts_new(m->spec, (int)x->shape[0], x, train);
+	if (!a)
+		return -ENOMEM;
+	ret = rf__forward(m, a);
+	logits = a->node[a->nt];
+	if (ret == 0)
+		ret = rf_softmax_xent(m->s, train ? logits : NULL, loss, correct, logits, y);
+	if (ret < 0 || !train) {
+		rf_model_acts_destroy(a);
+		return ret;
+	}
+	*acts = a;
+	return 0;
+}
