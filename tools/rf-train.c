@@ -1,7 +1,7 @@
 /* rf-train -- train the MLP or LeNet on Fashion-MNIST (trainer.h), on the CPU or CUDA,
  * on one or several devices, with the engine running everything asynchronously.
  *
- *   rf-train --model mlp|lenet [--data DIR] [--epochs N] [--batch-size B] [--lr LR]
+ *   rf-train --model mlp|lenet|resnet18 [--data DIR] [--epochs N] [--batch-size B] [--lr LR]
  *            [--device cpu|cuda] [--devices K] [--seed S] [--checkpoint FILE]
  *            [--resume] [--trace FILE] [--metrics FILE.csv] [--json] ...
  *
@@ -37,15 +37,15 @@
 static char prog[32] = "rf-train";
 
 static const char usage[] =
-"usage: rf-train [--model mlp|lenet] [options]\n"
-"  --model mlp|lenet     the network (default mlp)\n"
+"usage: rf-train [--model mlp|lenet|resnet18] [options]\n"
+"  --model NAME          mlp, lenet or resnet18 (the seeds' three; default mlp)\n"
 "  --data DIR|FILE       Fashion-MNIST IDX files, raw or .gz (default " RF_TRAIN_DEFAULT_DATA "),\n"
 "                        or a .rfrec record file (rf-pack's) of the training set\n"
 "  --test-data FILE      with a .rfrec --data: the test set's .rfrec (default: beside\n"
 "                        it, \"train\" in its name made \"t10k\", else \"test\")\n"
 "  --epochs N            epochs to train (default 10)\n"
 "  --batch-size B        minibatch size, split over the devices (default 256)\n"
-"  --lr LR               SGD learning rate (default 0.1 mlp, 0.2 lenet)\n"
+"  --lr LR               SGD learning rate (default 0.1 mlp, 0.2 lenet, 0.1 resnet18)\n"
 "  --optimizer sgd|adamw torch.optim.SGD (default) or AdamW (betas 0.9, 0.999, eps\n"
 "                        1e-8; --wd its decoupled decay; default lr 0.001)\n"
 "  --momentum M          SGD momentum, as torch.optim.SGD (dampening 0; default 0)\n"
@@ -70,7 +70,8 @@ static const char usage[] =
 "  --test-limit N        evaluate on the first N test records only\n"
 "  --log-every N         read the loss back every N batches (default: at epoch end)\n"
 "  --streams 1|2         compute streams per device; 2: weight gradients beside data\n"
-"                        gradients (default: 2 for lenet on a multi-core CPU, else 1)\n"
+"                        gradients (default: 2 for lenet and resnet18 on a multi-core\n"
+"                        CPU, else 1)\n"
 "  --threads N           OpenBLAS threads (default: cores / compute streams)\n"
 "  --prefetch N          loader batch slots (default 4)\n"
 "  --in-memory           loader reads the payload file into memory first\n"
@@ -380,8 +381,8 @@ static int parse_opt(struct cli *c, int opt, const char *a)
 
 	switch (opt) {
 	case O_MODEL:
-		if (strcmp(a, "mlp") && strcmp(a, "lenet"))
-			return bad("--model", "got '%s', expected mlp or lenet", a);
+		if (!rf_model_spec(a))
+			return bad("--model", "got '%s', expected %s", a, rf_model_names());
 		c->o.model = a;
 		break;
 	case O_DATA:
@@ -638,7 +639,7 @@ static int parse_args(struct cli *c, int argc, char **argv)
 			   c->o.batch_size);
 	/* The default lr is resolved here, so that no user value stands for "default". */
 	if (!c->lr_set)
-		c->o.lr = c->o.adamw ? 1e-3f : strcmp(c->o.model, "mlp") ? 0.2f : 0.1f;
+		c->o.lr = c->o.adamw ? 1e-3f : rf_model_spec(c->o.model)->default_lr;
 	if ((ret = check_paths(c->o.model, c->o.data_dir ? c->o.data_dir : RF_TRAIN_DEFAULT_DATA,
 			       c->o.test_data,
 			       c->checkpoint, c->resume, c->metrics, c->trace)))

@@ -239,6 +239,7 @@ static int rf__compile(struct rf__model_store *m, const char *name, const struct
 		return -EINVAL;
 	s->lfirst[pl] = np;
 	s->name = name;
+	s->default_lr = strcmp(name, "lenet") == 0 ? 0.2f : 0.1f;
 	s->ntensors = np;
 	s->nlayers = pl;
 	s->numel = off;

@@ -26,7 +26,7 @@ static void rf__copy_opts(struct rf_trainer *t, const struct rf_train_opts *opts
 	if (!t->o.batch_size)
 		t->o.batch_size = 256;
 	if (t->o.lr == 0.0f)
-		t->o.lr = strcmp(t->model_name, "mlp") == 0 ? 0.1f : 0.2f;
+		t->o.lr = rf_model_spec(t->model_name) ? rf_model_spec(t->model_name)->default_lr : 0.1f;
 }
 
 /* The model, replica count, window and streams; -EINVAL with a message naming the
@@ -35,8 +35,19 @@ static int rf__check_opts(struct rf_trainer *t)
 {
 	t->spec = rf_model_spec(t->model_name);
 	if (!t->spec) {
-		rf__trainer_msg(t, "--model %s: expected mlp or lenet", t->model_name);
+		rf__trainer_msg(t, "--model %s: expected %s", t->model_name, rf_model_names());
 		return -EINVAL;
+	}
+	if (strcmp(t->device_kind, "cpu") != 0) {
+		for (unsigned i = 0; i < t->spec->ntable; i++) {
+			enum rf_layer_kind k = t->spec->table[i].kind;
+			if (k == RF_LAYER_BN || k == RF_LAYER_MAXPOOL || k == RF_LAYER_GAP) {
+				rf__trainer_msg(t, "--model %s --device %s: batch norm and max/global "
+						"pooling run on CPU devices only in this release",
+						t->model_name, t->device_kind);
+				return -ENOTSUP;
+			}
+		}
 	}
 	t->K = t->o.devices ? t->o.devices : 1;
 	t->comm = t->o.comm;

@@ -72,6 +72,7 @@ struct rf_param_spec {
 
 struct rf_model_spec {
 	const char *name;             /* "mlp", "lenet", "resnet18" */
+	float default_lr;             /* SGD's, at batch 256: 0.1, 0.2, 0.1 */
 	unsigned ntensors;            /* parameter tensors */
 	unsigned nlayers;             /* layers with parameters */
 	size_t numel;                 /* floats of all parameters */
