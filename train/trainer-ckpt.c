@@ -43,7 +43,9 @@ static unsigned rf__nstate(const struct rf_trainer *t)
 }
 
 /* One blob per parameter tensor (PyTorch names and shapes), its data in host; then one
- * per parameter and state block j, its data at host + (1+j)*numel. Returns the count. */
+ * per parameter and state block j, its data at host + (1+j)*numel; then one per
+ * running statistic (a BN's running_mean and running_var), at host + (1+states)*numel.
+ * Returns the count. */
 static unsigned rf__blobs(struct rf_trainer *t, struct rf_ckpt_blob *bl, float *host,
 			  rf__bufname *names)
 {
@@ -70,7 +72,18 @@ static unsigned rf__blobs(struct rf_trainer *t, struct rf_ckpt_blob *bl, float *
 		bl[b].data = host + (size_t)(b / n) * t->spec->numel + p->offset;
 		bl[b].nbytes = p->numel * sizeof(float);
 	}
-	return nb;
+	for (k = 0; k < t->spec->nbufs; k++) {
+		const struct rf_param_spec *p = &t->spec->b[k];
+		memset(&bl[nb + k], 0, sizeof(bl[nb + k]));
+		bl[nb + k].name = p->name;
+		bl[nb + k].dtype = RF_CKPT_F32;
+		bl[nb + k].ndim = (uint32_t)p->ndim;
+		for (d = 0; d < p->ndim; d++)
+			bl[nb + k].shape[d] = (uint64_t)p->shape[d];
+		bl[nb + k].data = host + (size_t)(nb / n) * t->spec->numel + p->offset;
+		bl[nb + k].nbytes = p->numel * sizeof(float);
+	}
+	return nb + t->spec->nbufs;
 }
 
 static uint32_t rf__fbits(float f)
@@ -129,11 +142,11 @@ static int rf__ckpt_read(struct rf_trainer *t, const char *path, struct rf_ckpt_
 
 static int rf__save(struct rf_trainer *t, const char *path)
 {
-	struct rf_ckpt_blob bl[3 * RF_MODEL_MAX_TENSORS];
+	struct rf_ckpt_blob bl[3 * RF_MODEL_MAX_TENSORS + RF_MODEL_MAX_BUFFERS];
 	rf__bufname names[2 * RF_MODEL_MAX_TENSORS];
 	struct rf_ckpt_meta meta = { 0 };
 	unsigned ns = rf__nstate(t);
-	float *host = malloc(t->spec->numel * sizeof(float) * (1 + ns));
+	float *host = malloc((t->spec->numel * (1 + ns) + t->spec->buf_numel) * sizeof(float));
 	struct rf_model *m0 = t->rep[0];
 	int ret;
 
@@ -146,6 +159,8 @@ static int rf__save(struct rf_trainer *t, const char *path)
 		ret = rf_tensor_read(m0->mom, host + t->spec->numel);
 	if (ret == 0 && ns > 1)
 		ret = rf_tensor_read(m0->mom2, host + 2 * t->spec->numel);
+	if (ret == 0 && m0->bufs)
+		ret = rf_tensor_read(m0->bufs, host + (1 + ns) * t->spec->numel);
 	if (ret < 0) {
 		rf__trainer_msg(t, "%s: cannot read the parameters: %s", path, strerror(-ret));
 		free(host);
@@ -263,6 +278,10 @@ static int rf__restore(struct rf_trainer *t, const char *path, const struct rf_c
 			ret = rf_tensor_write(m->v2[k],
 					      host + 2 * t->spec->numel + t->spec->p[k].offset);
 	}
+	for (r = 0; t->spec->nbufs && r < t->K && ret == 0; r++)
+		for (k = 0; k < t->spec->nbufs && ret == 0; k++)
+			ret = rf_tensor_write(t->rep[r]->b[k], host + (1 + rf__nstate(t)) * t->spec->numel +
+					      t->spec->b[k].offset);
 	if (ret < 0) {
 		rf__trainer_msg(t, "%s: cannot write the parameters: %s", path, strerror(-ret));
 		return ret;
@@ -277,10 +296,11 @@ static int rf__restore(struct rf_trainer *t, const char *path, const struct rf_c
 
 static int rf__load(struct rf_trainer *t, const char *path)
 {
-	struct rf_ckpt_blob bl[3 * RF_MODEL_MAX_TENSORS];
+	struct rf_ckpt_blob bl[3 * RF_MODEL_MAX_TENSORS + RF_MODEL_MAX_BUFFERS];
 	rf__bufname names[2 * RF_MODEL_MAX_TENSORS];
 	struct rf_ckpt_meta meta = { 0 };
-	float *host = calloc(t->spec->numel * (1 + rf__nstate(t)), sizeof(float));
+	float *host = calloc(t->spec->numel * (1 + rf__nstate(t)) + t->spec->buf_numel,
+			     sizeof(float));
 	struct rf_ckpt_meta probe;
 	int ret;
 

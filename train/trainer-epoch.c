@@ -97,6 +97,37 @@ static int rf__check_replicas(struct rf_trainer *t, uint64_t *hash)
 	return 0;
 }
 
+/* The running statistics (BN): each replica's moved with its own shard. At the end of
+ * an epoch every replica and process takes their mean, so evaluation, the checkpoint
+ * and a resumed run all see the same values (DDP instead broadcasts rank 0's before
+ * each forward; the mean uses every shard). */
+static int rf__sync_buffers(struct rf_trainer *t)
+{
+	struct rf_tensor *b[RF_TRAIN_MAX_DEVICES];
+	struct rf_model *m0 = t->rep[0];
+	unsigned r;
+	int ret = 0;
+
+	if (!m0->bufs || t->K * t->P == 1)
+		return 0;
+	for (r = 0; r < t->K; r++)
+		b[r] = t->rep[r]->bufs;
+	if (t->K > 1)
+		ret = rf_sum(m0->s, m0->bufs, b, (int)t->K);
+	if (ret == 0 && t->P > 1)
+		ret = rf_comm_allreduce(t->comm, m0->bufs, RF_MODEL_MAX_LAYERS);
+	if (ret == 0)
+		ret = rf_scale(m0->s, m0->bufs, 1.0f / (float)(t->K * t->P));
+	for (r = 1; r < t->K && ret == 0; r++)
+		ret = rf_copy(m0->s, t->rep[r]->bufs, m0->bufs);
+	if (ret == 0)
+		ret = rf_tensor_wait(m0->bufs);
+	if (ret < 0)
+		rf__trainer_msg(t, "averaging the running statistics failed: %s%s%s", strerror(-ret),
+				t->P > 1 ? ": " : "", t->P > 1 ? rf_comm_last_error(t->comm) : "");
+	return ret;
+}
+
 static int rf__epoch(struct rf_trainer *t, struct rf_epoch_stats *st)
 {
 	uint64_t c = 0;
@@ -119,7 +150,7 @@ static int rf__epoch(struct rf_trainer *t, struct rf_epoch_stats *st)
 	st->train_acc = (double)c / (double)st->samples;
 	st->samples_per_s = st->seconds > 0 ? (double)st->samples / st->seconds : 0;
 	st->test_acc = st->test_loss = -1;
-	if ((ret = rf__check_replicas(t, &st->param_hash)) < 0)
+	if ((ret = rf__check_replicas(t, &st->param_hash)) < 0 || (ret = rf__sync_buffers(t)) < 0)
 		return ret;
 	if (!t->o.no_eval) {
 		t0 = rf__now();
