@@ -62,6 +62,19 @@ void rf__im2col_sp(float *col, size_t ld, const float *x, struct rf__conv_geo q,
 			}
 }
 
+/* One output pixel's patch (c*kh*kw values) when every tap lies inside the image:
+ * no bounds checks; 3x3 kernels with a compile-time row length. */
+static inline __attribute__((always_inline)) void patch_inside(float *restrict rc,
+							       const float *restrict xb,
+							       const struct rf__conv_geo *q,
+							       size_t plane, int KH, int KW)
+{
+	for (int c = 0; c < q->c; c++, rc += KH * KW, xb += plane)
+		for (int kh = 0; kh < KH; kh++)
+			for (int kw = 0; kw < KW; kw++)
+				rc[kh * KW + kw] = xb[(size_t)kh * q->w + kw];
+}
+
 void rf__im2row_sp(float *row, const float *x, struct rf__conv_geo q, int g)
 {
 	const size_t plane = (size_t)q.h * q.w, img = (size_t)q.c * plane;
@@ -69,14 +82,25 @@ void rf__im2row_sp(float *row, const float *x, struct rf__conv_geo q, int g)
 
 	for (int gi = 0; gi < g; gi++)
 		for (int i = 0; i < q.oh; i++)
-			for (int j = 0; j < q.ow; j++, row += ckk)
+			for (int j = 0; j < q.ow; j++, row += ckk) {
+				const int ih0 = i * q.s - q.p, iw0 = j * q.s - q.p;
+				if (ih0 >= 0 && ih0 + q.kh <= q.h && iw0 >= 0 && iw0 + q.kw <= q.w) {
+					const float *xb = x + gi * img + (size_t)ih0 * q.w + iw0;
+					if (q.kh == 3 && q.kw == 3)
+						patch_inside(row, xb, &q, plane, 3, 3);
+					else if (q.kh == 1 && q.kw == 1)
+						patch_inside(row, xb, &q, plane, 1, 1);
+					else
+						patch_inside(row, xb, &q, plane, q.kh, q.kw);
+					continue;
+				}
 				for (int c = 0; c < q.c; c++) {
 					const float *xc = x + gi * img + c * plane;
 					float *rc = row + (size_t)c * q.kh * q.kw;
 					for (int kh = 0; kh < q.kh; kh++) {
-						int ih = i * q.s - q.p + kh;
+						int ih = ih0 + kh;
 						for (int kw = 0; kw < q.kw; kw++) {
-							int iw = j * q.s - q.p + kw;
+							int iw = iw0 + kw;
 							rc[kh * q.kw + kw] =
 								ih >= 0 && ih < q.h && iw >= 0 && iw < q.w
 									? xc[(size_t)ih * q.w + iw]
@@ -84,6 +108,7 @@ void rf__im2row_sp(float *row, const float *x, struct rf__conv_geo q, int g)
 						}
 					}
 				}
+			}
 }
 
 void rf__col2im_sp(float *dx, const float *dcol, size_t ld, struct rf__conv_geo q, int g)

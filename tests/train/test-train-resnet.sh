@@ -1,0 +1,35 @@
+#!/bin/sh
+# test-train-resnet.sh RF_TRAIN: ResNet-18 in rf-train, short: on 48 Fashion-MNIST
+# images (batch 16) the training loss falls over 3 epochs (release builds: the
+# sanitizer builds skip that run, 5-10x slower there), and with two replicas
+# 1 epoch + --resume gives bitwise the weights and running statistics of 2 straight
+# epochs (the checkpoint holds the BN running statistics, averaged over the replicas
+# at each epoch's end). The per-layer and one-step numerics are train-resnet-ref's.
+# Skips (77) without Fashion-MNIST.
+set -u
+RF=${1:?usage: $0 rf-train}
+DATA=${RF_FASHION_MNIST:-/usr/share/datasets/fashion-mnist}
+[ -e "$DATA/train-images-idx3-ubyte.gz" ] || [ -e "$DATA/train-images-idx3-ubyte" ] ||
+	{ echo "SKIP: no Fashion-MNIST in $DATA"; exit 77; }
+T=$(mktemp -d "${TMPDIR:-/tmp}/rf-train-resnet.XXXXXX") || exit 1
+trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+A="--model resnet18 --data $DATA --limit 48 --test-limit 32 --batch-size 16 --lr 0.05 --seed 4 --quiet"
+# a sanitizer build links its runtime (gcc: libasan / libtsan)
+if ! ldd "$RF" 2>/dev/null | grep -q 'lib[at]san'; then
+	"$RF" $A --epochs 3 --no-eval --metrics "$T/m.csv" >/dev/null 2>"$T/err" ||
+		fail "3 epochs: $(tail -2 "$T/err")"
+	l1=$(sed -n 2p "$T/m.csv" | cut -d, -f2)
+	l3=$(sed -n 4p "$T/m.csv" | cut -d, -f2)
+	awk -v a="$l1" -v b="$l3" 'BEGIN { exit !(b < a) }' ||
+		fail "training loss did not fall: epoch 1 $l1, epoch 3 $l3"
+	echo "ok: training loss $l1 (epoch 1) -> $l3 (epoch 3)"
+fi
+"$RF" $A --devices 2 --epochs 2 --checkpoint "$T/straight" >/dev/null 2>"$T/err" ||
+	fail "2 epochs: $(tail -2 "$T/err")"
+"$RF" $A --devices 2 --epochs 1 --checkpoint "$T/ck" >/dev/null 2>"$T/err" ||
+	fail "1 epoch: $(tail -2 "$T/err")"
+"$RF" $A --devices 2 --epochs 2 --checkpoint "$T/ck" --resume >/dev/null 2>"$T/err" ||
+	fail "resumed: $(tail -2 "$T/err")"
+cmp "$T/straight" "$T/ck" >/dev/null || fail "1 epoch + --resume differs from 2 epochs"
+echo "ok: --devices 2, 1 epoch + --resume = 2 epochs, byte for byte"
