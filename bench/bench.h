@@ -11,5 +11,6 @@ int rf_bench_gemm(int argc, char **argv);     /* bench-devices.c: engine vs Open
 int rf_bench_threads(int argc, char **argv);  /* bench-devices.c: BLAS threads vs streams */
 int rf_bench_loader(int argc, char **argv);   /* bench-loader.c */
 int rf_bench_allreduce(int argc, char **argv); /* bench-dist.c: comm stream vs bare MPI */
+int rf_bench_flops(int argc, char **argv);    /* bench-flops.c: a model's GEMM limit */
 
 #endif
