@@ -181,8 +181,9 @@ for v in "" "0" "-0.1" "1e-50" "1e-39" "nan" "inf" " 0.1" "0.1 " "+0.1" "0x1p-3"
 done
 bad $R --lr 2 "value" --lr
 for v in MLP "a
-b"; do bad $R --model 2 "expected mlp or lenet" --model "$v"; done
+b"; do bad $R --model 2 "expected mlp|lenet|resnet18" --model "$v"; done
 bad $R --model 2 "value" --model
+bad $R --model 1 "batch norm and max/global pooling run on CPU devices only" --model resnet18 --device cuda
 for v in ""; do bad $R --device 2 "expected cpu or cuda" --device "$v"; done
 bad $R --device 2 "value" --device
 for v in he; do bad $R --init 2 "expected uniform" --init "$v"; done
