@@ -108,6 +108,8 @@ int rf_batchnorm_fwd(struct rf_stream *s, struct rf_tensor *y, struct rf_tensor 
 	RF__TRY(rf__nchw(fn, "x", x, &g));
 	RF__TRY(rf__need(fn, "y", y, RF_F32, 4));
 	RF__TRY(rf__same_shape(fn, x, y));
+	if (y->data == x->data)
+		return rf__bad(fn, "y must not be x (the backward pass needs x)");
 	RF__TRY(rf__vec(fn, "gamma", gamma, (size_t)g.c));
 	RF__TRY(rf__vec(fn, "beta", beta, (size_t)g.c));
 	if (!(eps > 0.0f) || !(momentum >= 0.0f && momentum <= 1.0f))
@@ -252,6 +254,8 @@ int rf_maxpool2d_bwd(struct rf_stream *s, struct rf_tensor *dx, struct rf_tensor
 	RF__TRY(rf__pool_shape(fn, x, dy, k, stride, &g));
 	RF__TRY(rf__need(fn, "dx", dx, RF_F32, 4));
 	RF__TRY(rf__same_shape(fn, x, dx));
+	if (dx->data == x->data || dx->data == dy->data)
+		return rf__bad(fn, "dx must not alias x or dy");
 	RF__TRY(rf__norm_begin(&b, fn, "maxpool2d_bwd", dx, &f));
 	*f = g;
 	f->kind = RF__N_MAX_BWD;

@@ -41,7 +41,7 @@ static const struct rf_layer rf__lenet_t[] = {
  * as the seeds' Residual); global average pool; dense 10. Convolutions followed by a
  * BN have no bias (the BN's mean removes it; its gradient would be rounding noise).
  * Names are PyTorch's state_dict names of train/ref/make_resnet_reference.py. */
-static struct rf_layer rf__resnet_t[64];
+static struct rf_layer rf__resnet_t[RF_MODEL_MAX_TABLE];
 static char rf__resnet_names[64 * 4][48];
 
 static unsigned rf__resnet_build(void)
@@ -52,7 +52,8 @@ static unsigned rf__resnet_build(void)
 
 #define NAME(...) (snprintf(rf__resnet_names[nn], sizeof(rf__resnet_names[nn]), __VA_ARGS__), \
 		   rf__resnet_names[nn++])
-#define ADD(...) (rf__resnet_t[n++] = (struct rf_layer)L(__VA_ARGS__), (int)n)
+#define ADD(...) (n < RF_MODEL_MAX_TABLE ? (rf__resnet_t[n++] = (struct rf_layer)L(__VA_ARGS__), \
+						  (int)n) : (int)n)
 #define BN(p, i) ADD(BN, .wname = NAME("%sbn%d.weight", p, i), .bname = NAME("%sbn%d.bias", p, i), \
 		     .rmname = NAME("%sbn%d.running_mean", p, i), \
 		     .rvname = NAME("%sbn%d.running_var", p, i))
@@ -144,6 +145,8 @@ static int rf__compile(struct rf__model_store *m, const char *name, const struct
 					    .c = c, .h = h, .w = w, .pl = -1, .p0 = (int)np, .b0 = -1 };
 		switch (l->kind) {
 		case RF_LAYER_DENSE:
+			if (h)                  /* a 4-D node goes through FLATTEN first */
+				return -EINVAL;
 			*f = (struct rf_layer_info){ .in = in, .in2 = -1, .c = l->out, .pl = (int)pl,
 						    .p0 = (int)np, .b0 = -1 };
 			ret = rf__add_tensor(m->p, &np, RF_MODEL_MAX_TENSORS, &off, l->wname,

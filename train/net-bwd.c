@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "net-impl.h"
+#include "rf-internal.h"
 
 /* How many nodes hold gradient t. */
 static int rf__refs(const struct rf_model_acts *a, const struct rf_tensor *t)
@@ -54,8 +55,11 @@ static int rf__contrib(struct rf_model *m, struct rf_model_acts *a, unsigned j,
 	}
 	in[0] = a->dg[j];
 	in[1] = t;
-	if ((ret = rf_tensor_create(m->dev, RF_F32, "dsum", t->ndim, t->shape, &u)) < 0)
+	if ((ret = rf_tensor_create(m->dev, RF_F32, "dsum", t->ndim, t->shape, &u)) < 0) {
+		if (rf__refs(a, t) == 0 && t != a->node[a->nt])
+			rf_tensor_destroy(t);
 		return ret;
+	}
 	ret = rf_sum(m->s, u, in, 2);
 	rf__release(a, j);
 	if (rf__refs(a, t) == 0 && t != a->node[a->nt])
@@ -121,6 +125,16 @@ static int rf__layer_bwd(struct rf_model *m, struct rf_model_acts *a, unsigned i
 	case RF_LAYER_FLATTEN:
 		if (!a->need[in])
 			return 0;
+		if (rf__refs(a, g) > 1 || g == a->node[a->nt]) {   /* others hold g as it is */
+			RF__TRY(rf_tensor_create(m->dev, RF_F32, "dflat", g->ndim, g->shape, &dx));
+			if ((ret = rf_sum(s, dx, &g, 1)) < 0) {
+				rf_tensor_destroy(dx);
+				return ret;
+			}
+			g = dx;
+		} else {
+			a->dg[i + 1] = NULL;          /* handed on, not freed */
+		}
 		RF__TRY(rf_tensor_reshape(g, rf__node_shape(sp, in, a->n, sh), sh));
 		return rf__contrib(m, a, in, g);
 	case RF_LAYER_DENSE:
@@ -144,6 +158,8 @@ static int rf__layer_bwd(struct rf_model *m, struct rf_model_acts *a, unsigned i
 		ret = rf_batchnorm_bwd(s, dx, gp[0], gp[1], g, x, a->mean[i], a->invstd[i], p[0]);
 		break;
 	case RF_LAYER_RELU:
+		if (!a->need[in])
+			return 0;
 		if (rf__refs(a, g) == 1 && g != a->node[a->nt]) {
 			RF__TRY(rf_relu_bwd(s, g, g, y));
 			a->dg[i + 1] = NULL;          /* handed on, not freed */
@@ -200,7 +216,7 @@ int rf_model_backward(struct rf_model *m, struct rf_model_acts *a, rf_grad_hook 
 	int ret = 0;
 
 	if (!m || !a)
-		return -EINVAL;
+		return rf__fail(-EINVAL, "rf_model_backward: NULL %s", m ? "acts" : "model");
 	a->dg[a->nt] = a->node[a->nt];           /* the logits hold dlogits */
 	for (unsigned i = a->nt; i-- > 0 && ret == 0;) {
 		ret = rf__layer_bwd(m, a, i, hook, ctx);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "net-impl.h"
+#include "rf-internal.h"
 
 struct rf_tensor *rf_model_acts_dlogits(struct rf_model_acts *a)
 {
@@ -305,10 +306,12 @@ int rf_model_forward(struct rf_model *m, struct rf_tensor *x, struct rf_tensor *
 		*acts = NULL;
 	if (!m || !x || !y || x->ndim < 1 || x->numel != (size_t)x->shape[0] * 784 ||
 	    y->numel != (size_t)x->shape[0] || (train && !acts))
-		return -EINVAL;
+		return rf__fail(-EINVAL, "rf_model_forward: %s", !m || !x || !y ? "NULL model, x or y" :
+				train && !acts ? "training needs acts" :
+				"x must be (n, 1, 28, 28) or (n, 784) and y (n)");
 	a = rf__acts_new(m->spec, (int)x->shape[0], x, train);
 	if (!a)
-		return -ENOMEM;
+		return rf__fail(-ENOMEM, "rf_model_forward: no memory for the activations");
 	ret = rf__forward(m, a);
 	logits = a->node[a->nt];
 	if (ret == 0)

@@ -11,6 +11,9 @@
 #include "trainer-impl.h"
 #include "ops.h"
 
+/* tensors one rf_comm_allreduce_span takes (dist/comm-impl.h RF__COMM_MAXT) */
+#define RF__SPAN_MAXT 64
+
 int rf__reduces(const struct rf_trainer *t)
 {
 	return t->K > 1 || t->P > 1;
@@ -28,7 +31,11 @@ void rf__make_buckets(struct rf_trainer *t)
 	for (l = hi; l >= 0; l--) {
 		for (unsigned k = sp->lfirst[l]; k < sp->lfirst[l + 1]; k++)
 			bytes += sp->p[k].numel * sizeof(float);
-		if (bytes >= cap || l == 0) {
+		/* a span collective takes at most RF__SPAN_MAXT tensors: close the bucket
+		 * before the next layer would pass that */
+		unsigned nt = sp->lfirst[hi + 1] - sp->lfirst[l];
+		unsigned next = l > 0 ? sp->lfirst[hi + 1] - sp->lfirst[l - 1] : 0;
+		if (bytes >= cap || l == 0 || next > RF__SPAN_MAXT || nt >= RF__SPAN_MAXT) {
 			for (lo = l; lo <= hi; lo++)
 				t->bucket_lo[lo] = (unsigned)l;
 			hi = l - 1;

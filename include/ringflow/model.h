@@ -145,8 +145,9 @@ struct rf_model_acts;
 /* After the forward: the gradient of the loss with respect to the logits (n, 10). */
 struct rf_tensor *rf_model_acts_dlogits(struct rf_model_acts *acts);
 
-/* Called by rf_model_backward right after the ops that compute layer `layer`'s weight
- * and bias gradients (g[2*layer], g[2*layer+1]) AND every op that reads that layer's
+/* Called by rf_model_backward right after the ops that compute the gradients of layer
+ * `layer`'s tensors (g[spec->lfirst[layer]] .. g[spec->lfirst[layer + 1] - 1]) AND
+ * every op that reads that layer's
  * weights have been pushed: the hook may push an update of those weights. Layers come
  * last to first. Returns 0 or -errno (then backward stops and returns it). */
 typedef int (*rf_grad_hook)(void *ctx, struct rf_model *m, unsigned layer);

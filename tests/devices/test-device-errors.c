@@ -102,10 +102,11 @@ int main(void)
 		struct rf_tensor *Y4;
 		rf_tensor_create(d, RF_F32, "y4", RF_DIMS(1, 2, 2, 2), &Y4);
 		struct rf_tensor *T = NULL;
-		struct rf_tensor *W1, *V2, *Y2;
+		struct rf_tensor *W1, *V2, *Y2, *Z2;
 		rf_tensor_create(d, RF_F32, "w1", RF_DIMS(2, 1, 3, 3), &W1);
 		rf_tensor_create(d, RF_F32, "v2", RF_DIMS(2), &V2);
 		rf_tensor_create(d, RF_F32, "y2", RF_DIMS(1, 2, 4, 4), &Y2);
+		rf_tensor_create(d, RF_F32, "z2", RF_DIMS(1, 2, 4, 4), &Z2);
 		rf_engine_get_stats(e, &st0);
 		CHECK_EQ(rf_gemm(NULL, 0, 0, 1, A, A, 0, C), -EINVAL);   /* inner dims */
 		CHECK(!strncmp(rf_last_error(), "rf_gemm: ", 9));
@@ -128,13 +129,18 @@ int main(void)
 		CHECK_EQ(rf_batchnorm_fwd(NULL, Y4, V2, V2, NULL, NULL, X4, V2, V2, 1, 1e-5f, 0.1f),
 			 -EINVAL);                                                /* x 1 channel, gamma 2 */
 		CHECK(strstr(rf_last_error(), "rf_batchnorm_fwd: "));
-		CHECK_EQ(rf_batchnorm_fwd(NULL, Y2, V2, V2, NULL, NULL, Y2, V2, V2, 0, 1e-5f, 0.1f),
+		CHECK_EQ(rf_batchnorm_fwd(NULL, Z2, V2, V2, NULL, NULL, Y2, V2, V2, 0, 1e-5f, 0.1f),
 			 -EINVAL);                                                /* eval: no stats */
 		CHECK(strstr(rf_last_error(), "evaluation needs run_mean and run_var"));
-		CHECK_EQ(rf_batchnorm_fwd(NULL, Y2, V2, V2, V2, NULL, Y2, V2, V2, 1, 1e-5f, 0.1f),
+		CHECK_EQ(rf_batchnorm_fwd(NULL, Z2, V2, V2, V2, NULL, Y2, V2, V2, 1, 1e-5f, 0.1f),
 			 -EINVAL);                                                /* one of the pair */
-		CHECK_EQ(rf_batchnorm_fwd(NULL, Y2, V2, V2, NULL, NULL, Y2, V2, V2, 1, 0.0f, 0.1f),
+		CHECK_EQ(rf_batchnorm_fwd(NULL, Z2, V2, V2, NULL, NULL, Y2, V2, V2, 1, 0.0f, 0.1f),
 			 -EINVAL);                                                /* eps 0 */
+		CHECK_EQ(rf_batchnorm_fwd(NULL, Y2, V2, V2, NULL, NULL, Y2, V2, V2, 1, 1e-5f, 0.1f),
+			 -EINVAL);                                                /* y is x */
+		CHECK(strstr(rf_last_error(), "y must not be x"));
+		CHECK_EQ(rf_maxpool2d_bwd(NULL, Y2, Z2, Y2, 1, 1), -EINVAL);     /* dx is x */
+		CHECK(strstr(rf_last_error(), "dx must not alias x or dy"));
 		CHECK_EQ(rf_batchnorm_bwd(NULL, Y2, V2, V2, Y2, Y2, V2, V2, V2), -EINVAL); /* alias */
 		CHECK(strstr(rf_last_error(), "dx must not alias dy or x"));
 		CHECK_EQ(rf_maxpool2d_fwd(NULL, Y4, X4, 5, 1), -EINVAL);          /* window > 4 */
@@ -158,7 +164,7 @@ int main(void)
 		CHECK(rf_tensor_create(d, (enum rf_tdtype)99, "dt", RF_DIMS(1), &T) == -EINVAL && !T);
 		rf_tensor_destroy(A); rf_tensor_destroy(B); rf_tensor_destroy(C); rf_tensor_destroy(I);
 		rf_tensor_destroy(X4); rf_tensor_destroy(W4); rf_tensor_destroy(Y4);
-		rf_tensor_destroy(W1); rf_tensor_destroy(V2); rf_tensor_destroy(Y2);
+		rf_tensor_destroy(W1); rf_tensor_destroy(V2); rf_tensor_destroy(Y2); rf_tensor_destroy(Z2);
 		CHECK_OK(rf_engine_wait_all(e));
 		fprintf(stderr, "refused at push: ok\n");
 	}
