@@ -116,8 +116,8 @@ int rf_bench_flops(int argc, char **argv)
 		char s1[32], s2[32], s3[32];
 		snprintf(s1, sizeof(s1), "%dx%dx%d", m, n, k);
 		snprintf(s2, sizeof(s2), in ? "%dx%dx%d" : "-", k, n, m);
-		snprintf(s3, sizeof(s3), "%dx%dx%d", l->kind == RF_LAYER_DENSE ? n : m,
-			 l->kind == RF_LAYER_DENSE ? k : k, l->kind == RF_LAYER_DENSE ? m : n);
+		snprintf(s3, sizeof(s3), "%dx%dx%d", l->kind == RF_LAYER_DENSE ? n : m, k,
+			 l->kind == RF_LAYER_DENSE ? m : n);
 		printf("%-4u %-8s %22s %22s %22s  x%-4d %7.1f GFLOPS\n", i,
 		       l->kind == RF_LAYER_DENSE ? "dense" : "conv", s1, s2, s3, ng,
 		       2.0 * m * n * k * (in ? 3 : 2) / (tf + td + tw) * 1e-9);

@@ -19,15 +19,21 @@ static int rf__refs(const struct rf_model_acts *a, const struct rf_tensor *t)
 	return r;
 }
 
-/* Node j's gradient is consumed: free it unless another node holds it too (the
- * logits' gradient belongs to the forward's nodes). */
+/* Free gradient t unless a node still holds it (the logits' gradient belongs to the
+ * forward's nodes). */
+static void rf__drop(struct rf_model_acts *a, struct rf_tensor *t)
+{
+	if (t && t != a->node[a->nt] && rf__refs(a, t) == 0)
+		rf_tensor_destroy(t);
+}
+
+/* Node j's gradient is consumed. */
 static void rf__release(struct rf_model_acts *a, unsigned j)
 {
 	struct rf_tensor *t = a->dg[j];
 
 	a->dg[j] = NULL;
-	if (t && t != a->node[a->nt] && rf__refs(a, t) == 0)
-		rf_tensor_destroy(t);
+	rf__drop(a, t);
 }
 
 /* Add t (owned by the caller until this returns) to node j's gradient. */
@@ -38,8 +44,7 @@ static int rf__contrib(struct rf_model *m, struct rf_model_acts *a, unsigned j,
 	int ret;
 
 	if (!a->need[j]) {                    /* nothing upstream learns */
-		if (rf__refs(a, t) == 0 && t != a->node[a->nt])
-			rf_tensor_destroy(t);
+		rf__drop(a, t);
 		return 0;
 	}
 	if (!a->dg[j]) {
@@ -49,21 +54,18 @@ static int rf__contrib(struct rf_model *m, struct rf_model_acts *a, unsigned j,
 	/* a sum: in place into the node's own gradient, or a new tensor if it is shared */
 	if (rf__refs(a, a->dg[j]) == 1 && a->dg[j] != a->node[a->nt]) {
 		ret = rf_axpy(m->s, a->dg[j], 1.0f, t);
-		if (rf__refs(a, t) == 0)
-			rf_tensor_destroy(t);
+		rf__drop(a, t);
 		return ret;
 	}
 	in[0] = a->dg[j];
 	in[1] = t;
 	if ((ret = rf_tensor_create(m->dev, RF_F32, "dsum", t->ndim, t->shape, &u)) < 0) {
-		if (rf__refs(a, t) == 0 && t != a->node[a->nt])
-			rf_tensor_destroy(t);
+		rf__drop(a, t);
 		return ret;
 	}
 	ret = rf_sum(m->s, u, in, 2);
 	rf__release(a, j);
-	if (rf__refs(a, t) == 0 && t != a->node[a->nt])
-		rf_tensor_destroy(t);
+	rf__drop(a, t);
 	a->dg[j] = u;
 	return ret;
 }

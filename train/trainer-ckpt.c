@@ -42,6 +42,20 @@ static unsigned rf__nstate(const struct rf_trainer *t)
 	return t->o.adamw ? 2 : t->o.momentum > 0 ? 1 : 0;
 }
 
+/* The blob of tensor p named name, its floats at data. */
+static void rf__blob(struct rf_ckpt_blob *bl, const char *name, const struct rf_param_spec *p,
+		     float *data)
+{
+	memset(bl, 0, sizeof(*bl));
+	bl->name = name;
+	bl->dtype = RF_CKPT_F32;
+	bl->ndim = (uint32_t)p->ndim;
+	for (int d = 0; d < p->ndim; d++)
+		bl->shape[d] = (uint64_t)p->shape[d];
+	bl->data = data;
+	bl->nbytes = p->numel * sizeof(float);
+}
+
 /* One blob per parameter tensor (PyTorch names and shapes), its data in host; then one
  * per parameter and state block j, its data at host + (1+j)*numel; then one per
  * running statistic (a BN's running_mean and running_var), at host + (1+states)*numel.
@@ -52,37 +66,20 @@ static unsigned rf__blobs(struct rf_trainer *t, struct rf_ckpt_blob *bl, float *
 	static const char *const suffix[2][2] = { { "momentum_buffer", "" },
 						  { "exp_avg", "exp_avg_sq" } };
 	unsigned k, n = t->spec->ntensors, nb = (1 + rf__nstate(t)) * n;
-	int d;
+	float *bufs = host + (size_t)(1 + rf__nstate(t)) * t->spec->numel;
 
 	for (unsigned b = 0; b < nb; b++) {
-		k = b % n;
-		const struct rf_param_spec *p = &t->spec->p[k];
-		memset(&bl[b], 0, sizeof(bl[b]));
-		if (b < n) {
-			bl[b].name = p->name;
-		} else {
+		const struct rf_param_spec *p = &t->spec->p[b % n];
+		const char *name = p->name;
+		if (b >= n) {
 			snprintf(names[b - n], sizeof(names[b - n]), "%s.%s", p->name,
 				 suffix[t->o.adamw][b / n - 1]);
-			bl[b].name = names[b - n];
+			name = names[b - n];
 		}
-		bl[b].dtype = RF_CKPT_F32;
-		bl[b].ndim = (uint32_t)p->ndim;
-		for (d = 0; d < p->ndim; d++)
-			bl[b].shape[d] = (uint64_t)p->shape[d];
-		bl[b].data = host + (size_t)(b / n) * t->spec->numel + p->offset;
-		bl[b].nbytes = p->numel * sizeof(float);
+		rf__blob(&bl[b], name, p, host + (size_t)(b / n) * t->spec->numel + p->offset);
 	}
-	for (k = 0; k < t->spec->nbufs; k++) {
-		const struct rf_param_spec *p = &t->spec->b[k];
-		memset(&bl[nb + k], 0, sizeof(bl[nb + k]));
-		bl[nb + k].name = p->name;
-		bl[nb + k].dtype = RF_CKPT_F32;
-		bl[nb + k].ndim = (uint32_t)p->ndim;
-		for (d = 0; d < p->ndim; d++)
-			bl[nb + k].shape[d] = (uint64_t)p->shape[d];
-		bl[nb + k].data = host + (size_t)(nb / n) * t->spec->numel + p->offset;
-		bl[nb + k].nbytes = p->numel * sizeof(float);
-	}
+	for (k = 0; k < t->spec->nbufs; k++)
+		rf__blob(&bl[nb + k], t->spec->b[k].name, &t->spec->b[k], bufs + t->spec->b[k].offset);
 	return nb + t->spec->nbufs;
 }
 
