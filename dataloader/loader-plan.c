@@ -1,6 +1,7 @@
 /* loader-plan.c -- the epoch's record order: shuffle (splitmix64 from seed and epoch),
  * the chunk/window geometry of small records, and the per-epoch plan. */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -155,4 +156,14 @@ void rf_loader_seek_epoch(struct rf_loader *l, uint64_t epoch)
 	l->epoch = epoch;
 	l->t = 0;
 	l->planned = 0;
+}
+
+int rf_loader_seek(struct rf_loader *l, uint64_t epoch, uint64_t batch)
+{
+	if (batch > l->nbatches)
+		return rf__fail(-ERANGE, "loader: seek to batch %" PRIu64 " of epoch %" PRIu64
+				": an epoch has %" PRIu64 " batches", batch, epoch, l->nbatches);
+	rf_loader_seek_epoch(l, epoch);
+	l->t = batch;
+	return 0;
 }

@@ -318,6 +318,9 @@ static int rf__read_groups(struct rf_loader *l, uint64_t p0, struct rf__gjob *j)
 	uint64_t gend = l->gbase + l->ngroups, G;
 	int ret;
 
+	/* after a seek into the epoch, the groups before the batch's are never read */
+	if (l->gnext < gfirst)
+		l->gnext = gfirst;
 	while (l->gnext < gend && l->gnext < gfirst + l->nunits) {
 		ret = rf__push_group(l, l->gnext);
 		if (ret < 0)

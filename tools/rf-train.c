@@ -62,7 +62,12 @@ static const char usage[] =
 "                        (PyTorch's default), normal N(0, 0.01^2) (the seed's), xavier\n"
 "                        +-sqrt(6/(fan_in+fan_out)); biases 0 (uniform: +-1/sqrt(fan_in))\n"
 "  --checkpoint FILE     save weights and state after every epoch\n"
-"  --resume              continue from --checkpoint FILE after its last epoch\n"
+"  --resume              continue from --checkpoint FILE where it was taken\n"
+"  --checkpoint-every N  also save --checkpoint FILE after every N batches of an epoch;\n"
+"                        --resume then goes on from that batch (each record once, the\n"
+"                        weights of the uninterrupted run, bit for bit)\n"
+"  --max-steps N         stop after N optimizer steps in all (a resumed run counts the\n"
+"                        file's), saving --checkpoint FILE there (default 0: no limit)\n"
 "  --trace FILE          write a Chrome-trace JSON timeline of every op (Perfetto)\n"
 "  --metrics FILE.csv    one CSV row per epoch\n"
 "  --json                print a final JSON object on stdout (progress goes to stderr)\n"
@@ -328,7 +333,7 @@ enum { O_DATA = 256, O_EPOCHS, O_BATCH, O_LR, O_DEVICE, O_DEVICES, O_SEED, O_CKP
        O_PREFETCH, O_INMEM, O_NOEVAL, O_QUIET, O_INIT, O_MODEL, O_STREAMS, O_WINDOW,
        O_BARRIER, O_MAXINF, O_STATS, O_DIST, O_DIST_TIMEOUT, O_BUCKET,
        O_DIST_STORE, O_TEST_DATA, O_MOMENTUM, O_WD, O_NESTEROV,
-       O_LR_SCHED, O_WARMUP, O_OPTIMIZER };
+       O_LR_SCHED, O_WARMUP, O_OPTIMIZER, O_CKPT_EVERY, O_MAX_STEPS };
 
 static const struct option long_opts[] = {
 	{ "model", required_argument, 0, O_MODEL },
@@ -342,6 +347,8 @@ static const struct option long_opts[] = {
 	{ "init", required_argument, 0, O_INIT },
 	{ "checkpoint", required_argument, 0, O_CKPT },
 	{ "resume", no_argument, 0, O_RESUME },
+	{ "checkpoint-every", required_argument, 0, O_CKPT_EVERY },
+	{ "max-steps", required_argument, 0, O_MAX_STEPS },
 	{ "trace", required_argument, 0, O_TRACE },
 	{ "metrics", required_argument, 0, O_METRICS },
 	{ "json", no_argument, 0, O_JSON },
@@ -560,6 +567,17 @@ static int parse_opt(struct cli *c, int opt, const char *a)
 		c->dist_timeout = d;
 		break;
 	}
+	case O_CKPT_EVERY:
+		if ((ret = int_opt("--checkpoint-every", a, 1, 1000000000, "batches between "
+				   "checkpoints", &v)))
+			return ret;
+		c->o.checkpoint_every = (unsigned)v;
+		break;
+	case O_MAX_STEPS:
+		if ((ret = int_opt("--max-steps", a, 0, UINT64_MAX / 2, "optimizer steps", &v)))
+			return ret;
+		c->o.max_steps = v;
+		break;
 	case O_BUCKET:
 		if ((ret = int_opt("--bucket-kb", a, 0, 1u << 20, "KiB per gradient bucket; 0: a "
 				   "layer each", &v)))
@@ -614,6 +632,9 @@ static int parse_args(struct cli *c, int argc, char **argv)
 		return bad(argv[optind], "unexpected argument");
 	if (c->resume && !c->checkpoint)
 		return bad("--resume", "needs --checkpoint FILE");
+	if (c->o.checkpoint_every && !c->checkpoint)
+		return bad("--checkpoint-every", "needs --checkpoint FILE");
+	c->o.checkpoint = c->checkpoint;
 	if (c->o.adamw && (c->o.momentum > 0 || c->o.nesterov))
 		return bad("--optimizer", "adamw has no --momentum or --nesterov (its betas are "
 			   "0.9, 0.999)");
@@ -718,6 +739,7 @@ static void print_epoch(const struct cli *c, const struct rf_epoch_stats *st, FI
 struct run {
 	double *secs, *sps, tot_s, tot_n;
 	unsigned ran;                /* epochs run by this process */
+	int stopped;                 /* --max-steps ended the run */
 	struct rf_epoch_stats st;    /* the last epoch's */
 };
 
@@ -732,6 +754,18 @@ static int train_epochs(const struct cli *c, struct rf_trainer *t, FILE *mf, str
 				   rf_trainer_last_error(t));
 			return 1;
 		}
+		if (run->st.stopped) {
+			/* --max-steps inside an epoch (the trainer saved the checkpoint) */
+			if (c->tty && !c->quiet)
+				fprintf(c->out, "\r\033[K");
+			fprintf(c->out, "stopped after step %" PRIu64 " (--max-steps): epoch %u, "
+				"batch %" PRIu64 "/%" PRIu64 ", loss so far %.4f%s%s\n",
+				rf_trainer_steps(t), run->st.epoch, run->st.batches_done,
+				rf_trainer_batches(t), run->st.train_loss,
+				c->checkpoint ? ", saved to " : "", c->checkpoint ? c->checkpoint : "");
+			run->stopped = 1;
+			return 0;
+		}
 		print_epoch(c, &run->st, mf);
 		run->secs[run->ran] = run->st.seconds;
 		run->sps[run->ran] = run->st.samples_per_s;
@@ -741,6 +775,13 @@ static int train_epochs(const struct cli *c, struct rf_trainer *t, FILE *mf, str
 		if (c->checkpoint && c->rank == 0 && rf_trainer_save(t, c->checkpoint) < 0) {
 			rf_cli_say(prog, "checkpoint: %s", rf_trainer_last_error(t));
 			return 1;
+		}
+		if (c->o.max_steps && rf_trainer_steps(t) >= c->o.max_steps &&
+		    rf_trainer_epochs_done(t) < c->epochs) {
+			fprintf(c->out, "stopped after step %" PRIu64 " (--max-steps), at the end of "
+				"epoch %u\n", rf_trainer_steps(t), rf_trainer_epochs_done(t));
+			run->stopped = 1;
+			return 0;
 		}
 	}
 	return 0;
@@ -829,8 +870,13 @@ static int run_training(struct cli *c, struct rf_engine *eng, struct rf_trainer 
 			rf_cli_say(prog, "cannot resume: %s", rf_trainer_last_error(t));
 			return 1;
 		}
-		fprintf(c->out, "resumed from %s after epoch %u\n", c->checkpoint,
-			rf_trainer_epochs_done(t));
+		if (rf_trainer_epoch_batches_done(t))
+			fprintf(c->out, "resumed from %s in epoch %u after batch %" PRIu64 "/%"
+				PRIu64 "\n", c->checkpoint, rf_trainer_epochs_done(t) + 1,
+				rf_trainer_epoch_batches_done(t), rf_trainer_batches(t));
+		else
+			fprintf(c->out, "resumed from %s after epoch %u\n", c->checkpoint,
+				rf_trainer_epochs_done(t));
 	}
 	if (c->metrics && c->rank == 0 && open_metrics(c, mf) < 0)
 		return 1;
@@ -841,7 +887,7 @@ static int run_training(struct cli *c, struct rf_engine *eng, struct rf_trainer 
 	print_header(c, t);
 	if ((rc = train_epochs(c, t, *mf, run)))
 		return rc;
-	if (!run->ran && !c->o.no_eval && (rc = evaluate_only(c, t, run)))
+	if (!run->ran && !run->stopped && !c->o.no_eval && (rc = evaluate_only(c, t, run)))
 		return rc;
 	if (c->stats && c->rank == 0)
 		print_stats(c, eng, &es);

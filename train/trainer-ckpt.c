@@ -14,8 +14,22 @@
 /* meta.extra: the init generator's seed and counter, the init kind and the training
  * record count, then the optimiser's momentum, weight decay (float bits) and Nesterov
  * flag, little-endian. A file of 32 bytes (before the optimiser) was plain SGD. */
-#define RF__EXTRA_LEN 104  /* + the lr schedule: kind, step, gamma, warm-up, epochs;
-			    * + 1 for AdamW */
+#define RF__EXTRA_LEN 136  /* + the lr schedule: kind, step, gamma, warm-up, epochs;
+			    * + 1 for AdamW; + where inside the epoch (struct rf__mid) */
+#define RF__ROWS_NAME "rf.replica_running_stats"
+
+/* Where inside epoch meta.epoch a checkpoint was taken: after `batch` batches (0: at
+ * its start), their loss sum and correct count over every rank, and, with running
+ * statistics and several replicas (each moves its own until the epoch's end), every
+ * replica's: row rank*K + r of the blob RF__ROWS_NAME (rows x buf_numel); the named
+ * running statistics then hold their mean. */
+struct rf__mid {
+	uint64_t batch;
+	double loss;
+	uint64_t corr;
+	unsigned rows;
+	float *stats;
+};
 
 static void rf__put64(uint8_t *p, uint64_t v)
 {
@@ -58,10 +72,10 @@ static void rf__blob(struct rf_ckpt_blob *bl, const char *name, const struct rf_
 
 /* One blob per parameter tensor (PyTorch names and shapes), its data in host; then one
  * per parameter and state block j, its data at host + (1+j)*numel; then one per
- * running statistic (a BN's running_mean and running_var), at host + (1+states)*numel.
- * Returns the count. */
+ * running statistic (a BN's running_mean and running_var), at host + (1+states)*numel;
+ * then mid's rows, if any. Returns the count. */
 static unsigned rf__blobs(struct rf_trainer *t, struct rf_ckpt_blob *bl, float *host,
-			  rf__bufname *names)
+			  rf__bufname *names, const struct rf__mid *mid)
 {
 	static const char *const suffix[2][2] = { { "momentum_buffer", "" },
 						  { "exp_avg", "exp_avg_sq" } };
@@ -80,7 +94,19 @@ static unsigned rf__blobs(struct rf_trainer *t, struct rf_ckpt_blob *bl, float *
 	}
 	for (k = 0; k < t->spec->nbufs; k++)
 		rf__blob(&bl[nb + k], t->spec->b[k].name, &t->spec->b[k], bufs + t->spec->b[k].offset);
-	return nb + t->spec->nbufs;
+	nb += t->spec->nbufs;
+	if (mid->rows) {
+		struct rf_ckpt_blob *r = &bl[nb++];
+		memset(r, 0, sizeof(*r));
+		r->name = RF__ROWS_NAME;
+		r->dtype = RF_CKPT_F32;
+		r->ndim = 2;
+		r->shape[0] = mid->rows;
+		r->shape[1] = t->spec->buf_numel;
+		r->data = mid->stats;
+		r->nbytes = (uint64_t)mid->rows * t->spec->buf_numel * sizeof(float);
+	}
+	return nb;
 }
 
 static uint32_t rf__fbits(float f)
@@ -91,8 +117,11 @@ static uint32_t rf__fbits(float f)
 	return u;
 }
 
-static void rf__fill_meta(struct rf_trainer *t, struct rf_ckpt_meta *meta)
+static void rf__fill_meta(struct rf_trainer *t, struct rf_ckpt_meta *meta,
+			  const struct rf__mid *mid)
 {
+	uint64_t lb;
+
 	snprintf(meta->model, sizeof(meta->model), "%s", t->spec->name);
 	meta->epoch = t->epochs_done;
 	meta->seed = t->o.seed;
@@ -113,6 +142,11 @@ static void rf__fill_meta(struct rf_trainer *t, struct rf_ckpt_meta *meta)
 	rf__put64(meta->extra + 80, t->o.sched.warmup_epochs);
 	rf__put64(meta->extra + 88, t->o.sched.kind == RF_LR_COSINE ? t->o.sched.epochs : 0);
 	rf__put64(meta->extra + 96, (uint64_t)t->o.adamw);
+	rf__put64(meta->extra + 104, mid->batch);
+	memcpy(&lb, &mid->loss, 8);
+	rf__put64(meta->extra + 112, lb);
+	rf__put64(meta->extra + 120, mid->corr);
+	rf__put64(meta->extra + 128, mid->rows);
 	meta->extra_len = RF__EXTRA_LEN;
 }
 
@@ -137,7 +171,7 @@ static int rf__ckpt_read(struct rf_trainer *t, const char *path, struct rf_ckpt_
 	return ret;
 }
 
-static int rf__save(struct rf_trainer *t, const char *path)
+static int rf__save(struct rf_trainer *t, const char *path, const struct rf__mid *mid)
 {
 	struct rf_ckpt_blob bl[3 * RF_MODEL_MAX_TENSORS + RF_MODEL_MAX_BUFFERS];
 	rf__bufname names[2 * RF_MODEL_MAX_TENSORS];
@@ -156,18 +190,110 @@ static int rf__save(struct rf_trainer *t, const char *path)
 		ret = rf_tensor_read(m0->mom, host + t->spec->numel);
 	if (ret == 0 && ns > 1)
 		ret = rf_tensor_read(m0->mom2, host + 2 * t->spec->numel);
-	if (ret == 0 && m0->bufs)
+	if (ret == 0 && m0->bufs && !mid->rows)
 		ret = rf_tensor_read(m0->bufs, host + (1 + ns) * t->spec->numel);
+	if (ret == 0 && mid->rows) {
+		/* inside an epoch the replicas' statistics differ: the named ones are their
+		 * mean, for readers of the file; a resume takes the rows */
+		float *b = host + (1 + ns) * t->spec->numel;
+		for (size_t i = 0; i < t->spec->buf_numel; i++) {
+			float sum = 0;
+			for (unsigned r = 0; r < mid->rows; r++)
+				sum += mid->stats[(size_t)r * t->spec->buf_numel + i];
+			b[i] = sum / (float)mid->rows;
+		}
+	}
 	if (ret < 0) {
 		rf__trainer_msg(t, "%s: cannot read the parameters: %s", path, strerror(-ret));
 		free(host);
 		return ret;
 	}
 	rf_engine_wait_var(t->eng, t->prng->var);
-	rf__fill_meta(t, &meta);
-	unsigned nb = rf__blobs(t, bl, host, names);
+	rf__fill_meta(t, &meta, mid);
+	unsigned nb = rf__blobs(t, bl, host, names, mid);
 	ret = rf__ckpt_write(t, path, &meta, bl, nb);
 	free(host);
+	return ret;
+}
+
+/* mid->stats: every replica's running statistics, row rank*K + r (summed over the
+ * ranks: each fills its own rows, the others are zero). Every rank calls it. */
+static int rf__gather_stats(struct rf_trainer *t, struct rf__mid *mid)
+{
+	size_t bn = t->spec->buf_numel;
+	unsigned n = t->K * t->P, r;
+	int ret = 0;
+
+	if (!t->spec->nbufs || n == 1)
+		return 0;
+	mid->stats = calloc((size_t)n * bn, sizeof(float));
+	if (!mid->stats)
+		return -ENOMEM;
+	mid->rows = n;
+	for (r = 0; r < t->K && ret == 0; r++)
+		ret = rf_tensor_read(t->rep[r]->bufs, mid->stats + (size_t)(t->rank * t->K + r) * bn);
+	if (ret < 0) {
+		rf__trainer_msg(t, "reading the running statistics failed: %s", strerror(-ret));
+		return ret;
+	}
+	/* host collectives carry up to 4096 f64: the floats go as doubles (exact, and
+	 * x + 0 is x), a chunk at a time */
+	for (size_t i = 0; t->P > 1 && i < (size_t)n * bn && ret == 0; i += 4096) {
+		double v[4096];
+		size_t c = (size_t)n * bn - i < 4096 ? (size_t)n * bn - i : 4096;
+		for (size_t j = 0; j < c; j++)
+			v[j] = mid->stats[i + j];
+		ret = rf_comm_allreduce_host(t->comm, v, c, RF_COMM_F64, RF_COMM_SUM, 2);
+		for (size_t j = 0; j < c && ret == 0; j++)
+			mid->stats[i + j] = (float)v[j];
+	}
+	if (ret < 0)
+		rf__trainer_msg(t, "gathering the running statistics failed: %s",
+				rf_comm_last_error(t->comm));
+	return ret;
+}
+
+/* With several processes every rank learns whether rank 0's write worked, so that all
+ * stop together, and none goes on before the file is there. */
+static int rf__agree(struct rf_trainer *t, int ret)
+{
+	uint64_t v = ret < 0 ? (uint64_t)-ret : 0;
+	int r2;
+
+	if (t->P == 1)
+		return ret;
+	if ((r2 = rf_comm_allreduce_host(t->comm, &v, 1, RF_COMM_U64, RF_COMM_MAX, 3)) < 0) {
+		rf__trainer_msg(t, "checkpoint: agreeing on the write failed: %s",
+				rf_comm_last_error(t->comm));
+		return r2;
+	}
+	if (ret == 0 && v)
+		rf__trainer_msg(t, "checkpoint %s: rank 0 could not write it: %s", t->o.checkpoint,
+				strerror((int)v));
+	return ret < 0 ? ret : -(int)v;
+}
+
+int rf__save_mid(struct rf_trainer *t, uint64_t done)
+{
+	struct rf__mid mid = { done, 0, 0, 0, NULL };
+	unsigned r;
+	int ret = 0;
+
+	for (r = 0; r < t->K && ret == 0; r++)
+		ret = rf__slots_sum(&t->tr[r], done, &mid.loss, &mid.corr);
+	if (ret < 0)
+		rf__trainer_msg(t, "reading the losses back failed: %s", strerror(-ret));
+	if (ret == 0)
+		ret = rf__dist_sum(t, &mid.loss, &mid.corr);
+	mid.loss += t->carry_loss;
+	mid.corr += t->carry_corr;
+	if (ret == 0)
+		ret = rf__gather_stats(t, &mid);
+	if (ret == 0 && t->rank == 0)
+		ret = rf__save(t, t->o.checkpoint, &mid);
+	if (ret == 0 || t->rank == 0)
+		ret = rf__agree(t, ret);
+	free(mid.stats);
 	return ret;
 }
 
@@ -258,7 +384,7 @@ static int rf__check_same_run(struct rf_trainer *t, const char *path,
 /* Every replica gets the saved weights (views: padding stays 0); the generator, epoch
  * and step counts continue from the file's. */
 static int rf__restore(struct rf_trainer *t, const char *path, const struct rf_ckpt_meta *meta,
-		       const float *host)
+		       const float *host, const struct rf__mid *mid)
 {
 	unsigned r, k;
 	int ret = 0;
@@ -275,10 +401,14 @@ static int rf__restore(struct rf_trainer *t, const char *path, const struct rf_c
 			ret = rf_tensor_write(m->v2[k],
 					      host + 2 * t->spec->numel + t->spec->p[k].offset);
 	}
-	for (r = 0; t->spec->nbufs && r < t->K && ret == 0; r++)
+	for (r = 0; t->spec->nbufs && r < t->K && ret == 0; r++) {
+		/* inside an epoch, each replica's own row */
+		const float *b = mid->rows ? mid->stats + (size_t)(t->rank * t->K + r) *
+							  t->spec->buf_numel
+					   : host + (1 + rf__nstate(t)) * t->spec->numel;
 		for (k = 0; k < t->spec->nbufs && ret == 0; k++)
-			ret = rf_tensor_write(t->rep[r]->b[k], host + (1 + rf__nstate(t)) * t->spec->numel +
-					      t->spec->b[k].offset);
+			ret = rf_tensor_write(t->rep[r]->b[k], b + t->spec->b[k].offset);
+	}
 	if (ret < 0) {
 		rf__trainer_msg(t, "%s: cannot write the parameters: %s", path, strerror(-ret));
 		return ret;
@@ -288,6 +418,49 @@ static int rf__restore(struct rf_trainer *t, const char *path, const struct rf_c
 		t->prng->counter = rf__get64(meta->extra + 8);
 	t->epochs_done = (unsigned)meta->epoch;
 	t->steps = meta->step;
+	t->ebatch = mid->batch;
+	t->carry_loss = mid->loss;
+	t->carry_corr = mid->corr;
+	t->tq.valid = 0;  /* batches queued ahead are not where the file continues */
+	return 0;
+}
+
+/* Where inside its epoch the file was taken (meta.extra, struct rf__mid); with rows,
+ * mid->stats is allocated for them. Refuses rows of another replica count and a
+ * batch past the epoch. */
+static int rf__mid_of(struct rf_trainer *t, const char *path, const struct rf_ckpt_meta *meta,
+		      struct rf__mid *mid)
+{
+	uint64_t lb, rows, nb = rf_loader_batches_per_epoch(t->train_ld);
+
+	memset(mid, 0, sizeof(*mid));
+	if (meta->extra_len < 136)
+		return 0;
+	mid->batch = rf__get64(meta->extra + 104);
+	lb = rf__get64(meta->extra + 112);
+	memcpy(&mid->loss, &lb, 8);
+	mid->corr = rf__get64(meta->extra + 120);
+	rows = rf__get64(meta->extra + 128);
+	if (mid->batch >= nb && mid->batch) {
+		rf__trainer_msg(t, "%s: taken after batch %" PRIu64 " of epoch %" PRIu64 ", but an "
+				"epoch of this run has %" PRIu64 " batches", path, mid->batch,
+				meta->epoch + 1, nb);
+		return -ESTALE;
+	}
+	if (rows && rows != (uint64_t)t->K * t->P) {
+		rf__trainer_msg(t, "%s: taken inside epoch %" PRIu64 " by a run of %" PRIu64
+				" replicas (devices x processes), each with its own running "
+				"statistics; this run has %u x %u: resume it with as many devices "
+				"and processes", path, meta->epoch + 1,
+				rows, t->K, t->P);
+		return -ESTALE;
+	}
+	if (rows) {
+		mid->rows = (unsigned)rows;
+		mid->stats = calloc(rows * t->spec->buf_numel, sizeof(float));
+		if (!mid->stats)
+			return -ENOMEM;
+	}
 	return 0;
 }
 
@@ -304,27 +477,60 @@ static int rf__load(struct rf_trainer *t, const char *path)
 	if (!host)
 		return -ENOMEM;
 	/* the optimiser first: a file of another one holds another set of tensors, and
-	 * the message should say which setting differs */
-	if (rf_ckpt_probe(path, &probe) >= 0 && !strcmp(probe.model, t->spec->name) &&
-	    (ret = rf__check_same_optim(t, path, &probe)) < 0) {
+	 * the message should say which setting differs; then where in its epoch it was
+	 * taken, which says whether it holds every replica's running statistics (a file of
+	 * another model fails in the read, with its own message) */
+	struct rf__mid mid = { 0 };
+	int probed = rf_ckpt_probe(path, &probe) >= 0 && !strcmp(probe.model, t->spec->name);
+	if (probed && ((ret = rf__check_same_optim(t, path, &probe)) < 0 ||
+		       (ret = rf__mid_of(t, path, &probe, &mid)) < 0)) {
 		free(host);
 		return ret;
 	}
 	snprintf(meta.model, sizeof(meta.model), "%s", t->spec->name);
-	unsigned nb = rf__blobs(t, bl, host, names);
+	unsigned nb = rf__blobs(t, bl, host, names, &mid);
 	ret = rf__ckpt_read(t, path, &meta, bl, nb);
 	if (ret == 0)
 		ret = rf__check_same_run(t, path, &meta);
+	/* the header read now must say what the probe said */
+	if (ret == 0 && probed && (meta.extra_len != probe.extra_len ||
+			 memcmp(meta.extra, probe.extra, meta.extra_len) != 0)) {
+		rf__trainer_msg(t, "%s: changed while it was being read", path);
+		ret = -ESTALE;
+	}
 	if (ret == 0)
-		ret = rf__restore(t, path, &meta, host);
+		ret = rf__restore(t, path, &meta, host, &mid);
+	free(mid.stats);
 	free(host);
+	return ret;
+}
+
+/* Between passes: at an epoch's end, or still where a loaded checkpoint left off
+ * inside one (its rows then are this process's replicas'). */
+static int rf__save_now(struct rf_trainer *t, const char *path)
+{
+	struct rf__mid mid = { t->ebatch, t->carry_loss, t->carry_corr, 0, NULL };
+	int ret = 0;
+
+	if (t->ebatch && t->spec->nbufs && t->K * t->P > 1) {
+		if (t->P > 1) {
+			rf__trainer_msg(t, "%s: inside epoch %u with several processes, the "
+					"checkpoint is taken by every rank (checkpoint_every)", path,
+					t->epochs_done + 1);
+			return -EINVAL;
+		}
+		ret = rf__gather_stats(t, &mid);
+	}
+	if (ret == 0)
+		ret = rf__save(t, path, &mid);
+	free(mid.stats);
 	return ret;
 }
 
 int rf_trainer_save(struct rf_trainer *t, const char *path)
 {
 	t->msg[0] = 0;
-	return rf__trainer_end(t, rf__save(t, path));
+	return rf__trainer_end(t, rf__save_now(t, path));
 }
 
 int rf_trainer_load(struct rf_trainer *t, const char *path)

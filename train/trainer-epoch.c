@@ -44,7 +44,7 @@ static int rf__evaluate(struct rf_trainer *t, double *acc, double *loss)
 
 /* The training part: the pass, then wait for every replica's parameters (the epoch is
  * over when they are written) and add up the slots. */
-static int rf__train_pass(struct rf_trainer *t, double *l, uint64_t *c)
+static int rf__train_pass(struct rf_trainer *t, double *l, uint64_t *c, int *stopped)
 {
 	uint64_t nb = rf_loader_batches_per_epoch(t->train_ld);
 	unsigned r;
@@ -54,12 +54,20 @@ static int rf__train_pass(struct rf_trainer *t, double *l, uint64_t *c)
 		ret = rf__slots_clear(&t->tr[r], t->rep[r]->s);
 	if (ret == 0)
 		ret = rf__pass(t, t->train_ld, &t->tq, t->epochs_done, 1);
+	*stopped = ret == 1;
+	if (ret == 1)
+		ret = 0;
 	for (r = 0; r < t->K && ret == 0; r++)
 		ret = rf_tensor_wait(t->rep[r]->params);
 	for (r = 0; r < t->K && ret == 0; r++)
 		ret = rf__slots_sum(&t->tr[r], nb, l, c);
 	if (ret == 0)
 		ret = rf__dist_sum(t, l, c);
+	if (ret == 0) {
+		/* a resumed epoch: the batches before the checkpoint (every rank's) */
+		*l += t->carry_loss;
+		*c += t->carry_corr;
+	}
 	if (ret < 0 && !t->msg[0]) {
 		const char *op = NULL;
 		rf_var_error(t->rep[0]->params->var, &op);
@@ -139,18 +147,41 @@ static int rf__epoch(struct rf_trainer *t, struct rf_epoch_stats *st)
 	float lr = (float)rf_lr_at(&t->o.sched, t->o.lr, t->epochs_done);
 	t->opt.lr = lr / (t->o.adamw ? 1.0f : (float)(t->K * t->P));
 	st->lr = lr;
+	uint64_t nb = rf_loader_batches_per_epoch(t->train_ld), start = t->ebatch, end = nb;
+	int stopped;
 	t0 = rf__now();
-	if ((ret = rf__train_pass(t, &l, &c)) < 0)
+	if ((ret = rf__train_pass(t, &l, &c, &stopped)) < 0)
 		return ret;
 	st->seconds = rf__now() - t0;
-	t->epochs_done++;
-	st->epoch = t->epochs_done;
-	st->samples = t->train_view.count;
-	st->train_loss = l / (double)st->samples;
-	st->train_acc = (double)c / (double)st->samples;
-	st->samples_per_s = st->seconds > 0 ? (double)st->samples / st->seconds : 0;
 	st->test_acc = st->test_loss = -1;
-	if ((ret = rf__check_replicas(t, &st->param_hash)) < 0 || (ret = rf__sync_buffers(t)) < 0)
+	st->samples = t->train_view.count;
+	if (stopped) {
+		/* opts.max_steps: the epoch goes on from here in a later call */
+		end = t->stop_at;
+		t->ebatch = end;
+		t->carry_loss = l;
+		t->carry_corr = c;
+		st->stopped = 1;
+		st->batches_done = end;
+		st->samples = end * t->o.batch_size;
+	} else {
+		t->epochs_done++;
+		t->ebatch = 0;
+		t->carry_loss = 0;
+		t->carry_corr = 0;
+	}
+	st->epoch = t->epochs_done + (unsigned)stopped;
+	st->batches = end - start;
+	st->train_loss = st->samples ? l / (double)st->samples : 0;
+	st->train_acc = st->samples ? (double)c / (double)st->samples : 0;
+	/* the rate of the batches this call trained (all of them unless resumed inside) */
+	double trained = (double)t->train_view.count * (double)(end - start) / (double)(nb ? nb : 1);
+	st->samples_per_s = st->seconds > 0 ? trained / st->seconds : 0;
+	if ((ret = rf__check_replicas(t, &st->param_hash)) < 0)
+		return ret;
+	if (stopped)
+		return 0;
+	if ((ret = rf__sync_buffers(t)) < 0)
 		return ret;
 	if (!t->o.no_eval) {
 		t0 = rf__now();

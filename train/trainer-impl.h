@@ -66,6 +66,13 @@ struct rf_trainer {
 	uint64_t iter;                          /* iterations pushed (train + eval) */
 	uint64_t steps;                         /* SGD steps */
 	unsigned epochs_done;
+	uint64_t ebatch;                        /* batches of epoch epochs_done trained before
+						 * the next pass starts (a mid-epoch
+						 * checkpoint's; else 0) */
+	double carry_loss;                      /* their loss sum and correct count, summed */
+	uint64_t carry_corr;                    /* over every rank */
+	char ckpt_path[512];                    /* o.checkpoint's copy */
+	uint64_t stop_at;                       /* where o.max_steps stopped the last pass */
 	unsigned nstreams;                      /* compute streams per replica */
 	struct rf_optim opt;                    /* set per epoch: lr (SGD: over K*P, the sum
 						 * of K*P shards' mean gradients as one batch
@@ -111,6 +118,10 @@ int rf__dist_sum(struct rf_trainer *t, double *l, uint64_t *c);
 int rf__window_wait(struct rf_trainer *t);
 int rf__train_iter(struct rf_trainer *t, const struct rf_batch *b);
 int rf__eval_iter(struct rf_trainer *t, const struct rf_batch *b);
+
+/* trainer-ckpt.c: the checkpoint after `done` batches of the running epoch
+ * (o.checkpoint_every); every rank calls it, rank 0 writes. */
+int rf__save_mid(struct rf_trainer *t, uint64_t done);
 
 /* trainer-pass.c */
 int rf__pass(struct rf_trainer *t, struct rf_loader *ld, struct rf__queue *Q,

@@ -28,18 +28,26 @@ static int rf__fill(struct rf_trainer *t, struct rf_loader *ld, struct rf__queue
 	return 0;
 }
 
-/* Q must continue where this pass starts; if it does not (a checkpoint was loaded, a
- * pass failed), the loader seeks and Q starts empty. Batches queued for another epoch
+/* Q must continue where this pass starts (batch `start` of epoch `epoch`); if it does
+ * not (a checkpoint was loaded, a pass failed), the loader seeks and Q starts empty. Batches queued for another epoch
  * are dropped: their ops only wrote loader slots, which the loader reuses in order
  * after them. */
-static void rf__queue_sync(struct rf_loader *ld, struct rf__queue *Q, uint64_t epoch)
+static int rf__queue_sync(struct rf_trainer *t, struct rf_loader *ld, struct rf__queue *Q,
+			  uint64_t epoch, uint64_t start)
 {
-	if (Q->valid && (Q->qn ? Q->q[Q->qh].epoch == epoch : Q->lepoch == epoch))
-		return;
-	rf_loader_seek_epoch(ld, epoch);
+	int ret;
+
+	if (Q->valid && (Q->qn ? Q->q[Q->qh].epoch == epoch && Q->q[Q->qh].index == start
+			       : Q->lepoch == epoch && start == 0))
+		return 0;
+	if ((ret = rf_loader_seek(ld, epoch, start)) < 0) {
+		rf__trainer_msg(t, "%s", rf_last_error());
+		return ret;
+	}
 	Q->qh = Q->qn = 0;
 	Q->lepoch = epoch;
 	Q->valid = 1;
+	return 0;
 }
 
 static int rf__wait_window(struct rf_trainer *t, struct rf_loader *ld)
@@ -102,15 +110,17 @@ static void rf__report(struct rf_trainer *t, struct rf__progress *pr, uint64_t d
 }
 
 /* Push every batch of epoch `epoch` of ld through an iteration, with the look-ahead
- * queue Q and the window. The pass queues the next epoch's first batches as the
+ * queue Q and the window; a training pass starts at t->ebatch, and returns 1 where
+ * opts.max_steps stops it (t->stop_at: the batches done). The pass queues the next epoch's first batches as the
  * epoch's last ones are pushed and leaves them in Q for the next pass. */
 static int rf__pass_loop(struct rf_trainer *t, struct rf_loader *ld, struct rf__queue *Q,
 			 uint64_t epoch, int train)
 {
 	unsigned prefetch = t->o.prefetch ? t->o.prefetch : 4;
 	unsigned ahead = prefetch > 1 ? prefetch - 1 : 1;
-	uint64_t nb = rf_loader_batches_per_epoch(ld), done = 0;
-	struct rf__progress pr = { 0, 0 };
+	uint64_t nb = rf_loader_batches_per_epoch(ld), done = train ? t->ebatch : 0;
+	/* resumed inside the epoch: the batches before it, as this rank's share */
+	struct rf__progress pr = { done, train ? t->carry_loss / t->P : 0 };
 	int ret;
 
 	if (ahead > RF__MAXQ)
@@ -133,6 +143,17 @@ static int rf__pass_loop(struct rf_trainer *t, struct rf_loader *ld, struct rf__
 		done++;
 		if ((ret = rf__barrier(t, ld, done)) < 0)
 			return ret;
+		/* opts.max_steps reached inside the epoch: stop (after the checkpoint, if
+		 * there is a file for it); at its last batch the epoch just ends */
+		int stop = train && t->o.max_steps && t->steps >= t->o.max_steps && done < nb;
+		if (train && done < nb && t->o.checkpoint &&
+		    (stop || (t->o.checkpoint_every && done % t->o.checkpoint_every == 0)) &&
+		    (ret = rf__save_mid(t, done)) < 0)
+			return ret;
+		if (stop) {
+			t->stop_at = done;
+			return 1;
+		}
 		if (train && t->o.progress)
 			rf__report(t, &pr, done, nb);
 	}
@@ -141,10 +162,15 @@ static int rf__pass_loop(struct rf_trainer *t, struct rf_loader *ld, struct rf__
 int rf__pass(struct rf_trainer *t, struct rf_loader *ld, struct rf__queue *Q,
 	     uint64_t epoch, int train)
 {
-	int ret;
+	int ret = rf__queue_sync(t, ld, Q, epoch, train ? t->ebatch : 0);
 
-	rf__queue_sync(ld, Q, epoch);
-	ret = rf__pass_loop(t, ld, Q, epoch, train);
+	if (train && t->o.max_steps && t->steps >= t->o.max_steps && t->ebatch) {
+		t->stop_at = t->ebatch;   /* stopped here already: nothing more to push */
+		return 1;
+	}
+
+	if (ret == 0)
+		ret = rf__pass_loop(t, ld, Q, epoch, train);
 	if (ret < 0)
 		Q->valid = 0;
 	return ret;

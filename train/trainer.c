@@ -23,6 +23,8 @@ static void rf__copy_opts(struct rf_trainer *t, const struct rf_train_opts *opts
 	t->o.data_dir = t->data_dir;
 	snprintf(t->test_data, sizeof(t->test_data), "%s", opts->test_data ? opts->test_data : "");
 	t->o.test_data = opts->test_data ? t->test_data : NULL;
+	snprintf(t->ckpt_path, sizeof(t->ckpt_path), "%s", opts->checkpoint ? opts->checkpoint : "");
+	t->o.checkpoint = opts->checkpoint ? t->ckpt_path : NULL;
 	if (!t->o.batch_size)
 		t->o.batch_size = 256;
 	if (t->o.lr == 0.0f)
@@ -57,6 +59,11 @@ static int rf__check_opts(struct rf_trainer *t)
 		rf__trainer_msg(t, "--devices %u: expected 1..%d, and devices x processes (%u x %u) "
 				"at most the batch size (%u)", t->K, RF_TRAIN_MAX_DEVICES, t->K,
 				t->P, t->o.batch_size);
+		return -EINVAL;
+	}
+	if (t->o.checkpoint_every && (!t->o.checkpoint || !t->o.checkpoint[0])) {
+		rf__trainer_msg(t, "--checkpoint-every %u: needs --checkpoint FILE",
+				t->o.checkpoint_every);
 		return -EINVAL;
 	}
 	if (t->comm && strcmp(t->device_kind, "cpu") != 0 && t->K > 1) {
@@ -240,6 +247,16 @@ void rf_trainer_destroy(struct rf_trainer *t)
 unsigned rf_trainer_epochs_done(const struct rf_trainer *t)
 {
 	return t->epochs_done;
+}
+
+uint64_t rf_trainer_epoch_batches_done(const struct rf_trainer *t)
+{
+	return t->ebatch;
+}
+
+uint64_t rf_trainer_steps(const struct rf_trainer *t)
+{
+	return t->steps;
 }
 
 unsigned rf_trainer_replicas(const struct rf_trainer *t)

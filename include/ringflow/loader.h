@@ -105,6 +105,12 @@ int rf_loader_next(struct rf_loader *l, struct rf_batch *b);
 uint64_t rf_loader_batches_per_epoch(const struct rf_loader *l);
 /* Start epoch `epoch` at its first batch on the next rf_loader_next call. */
 void rf_loader_seek_epoch(struct rf_loader *l, uint64_t epoch);
+/* Start epoch `epoch` at batch `batch` (0 <= batch <= batches per epoch; at the end:
+ * the next call returns 0) on the next rf_loader_next call: that batch and the ones
+ * after it hold the records they hold when the epoch is read from its start (the
+ * order is a function of seed and epoch), and only their reads are issued. Returns 0
+ * or -ERANGE (a message in rf_last_error()). */
+int rf_loader_seek(struct rf_loader *l, uint64_t epoch, uint64_t batch);
 
 /* Record index (in the dataset) of the j-th record of the epoch's order, computed
  * as the loader computes it (for tests and tools). Returns 0 or -ERANGE. */

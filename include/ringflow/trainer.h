@@ -37,6 +37,12 @@ struct rf_epoch_stats {
 	double samples_per_s;    /* samples / seconds */
 	uint64_t param_hash;     /* FNV-1a 64 of replica 0's parameter block after the
 				  * epoch (with a comm: checked equal on every rank) */
+	uint64_t batches;        /* batches this call trained */
+	int stopped;             /* 1: opts.max_steps ended the call inside the epoch,
+				  * after batch `batches_done` of it: epoch is not counted,
+				  * the losses are of the batches so far, there was no
+				  * evaluation, and the next call continues the epoch */
+	uint64_t batches_done;   /* with stopped: the epoch's batches trained so far */
 };
 
 /* Progress (optional): after every pushed batch; loss is the running mean training
@@ -109,6 +115,19 @@ struct rf_train_opts {
 	unsigned bucket_kb;        /* with a comm and one device: reduce contiguous layers'
 				    * gradients together until a bucket holds this many KiB
 				    * (0: one layer's weight and bias per collective) */
+	const char *checkpoint;    /* the file the trainer itself saves to inside an epoch:
+				    * every checkpoint_every batches, and where max_steps
+				    * stops it (NULL: none) */
+	unsigned checkpoint_every; /* save `checkpoint` after every N batches of an epoch
+				    * (not after its last: the caller saves at epoch ends with
+				    * rf_trainer_save). Every rank takes part, rank 0 writes.
+				    * rf_trainer_load of such a file continues at that batch:
+				    * the epoch's remaining batches, each exactly once, and
+				    * the weights of the uninterrupted run, bit for bit */
+	uint64_t max_steps;        /* stop once this many optimizer steps are done in all
+				    * (resumed runs count the file's; 0: no limit): an epoch
+				    * ends there with stats.stopped, after saving checkpoint
+				    * if set; later calls go on from there */
 	rf_train_progress_fn progress;  /* optional */
 	void *progress_ctx;
 };
@@ -132,6 +151,12 @@ int rf_trainer_evaluate(struct rf_trainer *t, double *acc, double *loss);
 
 /* Epochs completed so far (after a resume: the checkpoint's). */
 unsigned rf_trainer_epochs_done(const struct rf_trainer *t);
+/* Batches of the next epoch already trained: 0, or after loading a checkpoint taken
+ * inside an epoch (opts.checkpoint_every), the batch the next rf_trainer_epoch starts
+ * at. */
+uint64_t rf_trainer_epoch_batches_done(const struct rf_trainer *t);
+/* Optimizer steps done in all (after a resume: the checkpoint's included). */
+uint64_t rf_trainer_steps(const struct rf_trainer *t);
 unsigned rf_trainer_replicas(const struct rf_trainer *t);
 /* Compute streams per replica in use (opts.streams, or the automatic choice). */
 unsigned rf_trainer_streams(const struct rf_trainer *t);

@@ -42,6 +42,28 @@ static void run_case(const char *what, const struct rf_dataset *ds, struct rf_lo
 				exit(1);
 			}
 	}
+	/* resuming inside an epoch: after a seek to batch s of epoch 5, the records of
+	 * positions s*batch.. each once, in that epoch's order, and no others; a seek to
+	 * the epoch's end gives no batch; past it is refused */
+	uint64_t nb = rf_loader_batches_per_epoch(l);
+	for (uint64_t s = nb / 2; s <= nb; s += nb - nb / 2) {
+		CHECK(rf_loader_seek(l, 5, s) == 0);
+		r.start = s;
+		r.bsz = o.batch;
+		tl_epoch(&v, l, &r, NULL, NULL);
+		CHECK(rf_loader_order(l, 5, ord, ds->count) == 0);
+		for (uint64_t i = 0; i < ds->count; i++)
+			if (r.seen[ord[i]] != (i >= s * o.batch)) {
+				fprintf(stderr, "%s: seek to batch %" PRIu64 ": position %" PRIu64
+					" (record %" PRIu64 ") seen %u times\n", what, s, i, ord[i],
+					r.seen[ord[i]]);
+				exit(1);
+			}
+		CHECK_EQ(r.records, ds->count - (s * o.batch < ds->count ? s * o.batch : ds->count));
+	}
+	r.start = 0;
+	CHECK(rf_loader_seek(l, 5, nb + 1) == -ERANGE);
+	CHECK(strstr(rf_last_error(), "batch"));
 	/* the pool allocated at create is all the device memory it ever uses */
 	rf_device_mem_stats(v.dev[0], &m1);
 	CHECK_EQ(m1.in_use, m0.in_use);

@@ -110,6 +110,8 @@ struct tl_run {
 	float scale, mean, std;
 	uint8_t *row;
 	unsigned base, T;        /* a loader of shards base.. of T per batch (T 0: all) */
+	uint64_t start, bsz;     /* tl_epoch after rf_loader_seek: its first batch, and the
+				  * batch size (start 0: the whole epoch) */
 };
 
 static inline void tl_run_init(struct tl_run *r, const struct rf_dataset *ds)
@@ -192,7 +194,8 @@ static int tl_check_batch(void *arg)
 static inline uint64_t tl_epoch(struct tl_env *v, struct rf_loader *l, struct tl_run *r,
 				uint64_t *failed, const char *path)
 {
-	uint64_t nb = rf_loader_batches_per_epoch(l), t = 0, pos = 0, nfail = 0;
+	uint64_t nb = rf_loader_batches_per_epoch(l), t = r->start, pos = r->start * r->bsz;
+	uint64_t nfail = 0, t0 = t;
 	/* pos: the epoch position of the batch's first record; with shards of another
 	 * process's loaders, ours start global_n*base/T into it */
 	int ret;
@@ -211,7 +214,7 @@ static inline uint64_t tl_epoch(struct tl_env *v, struct rf_loader *l, struct tl
 			break;
 		CHECK(t < nb);
 		CHECK_EQ(b.index, t);
-		if (t == 0)
+		if (t == t0)
 			CHECK(rf_loader_order(l, b.epoch, r->expect, r->ds->count) == 0);
 		struct tl_bctx *c = &r->b[t];
 		c->run = r;
@@ -231,7 +234,7 @@ static inline uint64_t tl_epoch(struct tl_env *v, struct rf_loader *l, struct tl
 	}
 	CHECK_EQ(t, nb);
 	rf_engine_wait_all(v->e);
-	for (t = 0; t < nb; t++) {
+	for (t = t0; t < nb; t++) {
 		if (!r->b[t].checked) {
 			const char *m = rf_loader_batch_error(l, &r->b[t].b);
 			nfail++;

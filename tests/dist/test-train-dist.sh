@@ -9,7 +9,9 @@
 #    allreduced as min and max; a mismatch fails the run);
 #  - faults: a rank killed mid-epoch ends the job non-zero within 30 s naming the
 #    rank; a stalled rank trips --dist-timeout; a failed collective is named; and
-#    rf-dist-run resumes a killed job to the uninterrupted run's weights.
+#    rf-dist-run resumes a killed job to the uninterrupted run's weights, from an
+#    epoch's end and (--checkpoint-every) from inside an epoch; ResNet-18 stopped by
+#    --max-steps inside an epoch resumes to the straight run's checkpoint.
 # Skips (77) without MPI, mpirun or Fashion-MNIST, and under TSan (see test-comm.sh).
 set -u
 RF=${1:?usage: $0 rf-train rf-dist-run}
@@ -113,4 +115,27 @@ RF_DIST_FAULT=kill:1:30 RF_DIST_FAULT_ONCE="$T/once" timeout 200 "$DR" --retries
 [ -e "$T/once" ] || fail "the fault was never injected"
 grep -q "resuming from" "$T/resumed.err" || fail "rf-dist-run did not resume: $(cat "$T/resumed.err")"
 same_weights "killed in epoch 2, resumed by rf-dist-run vs uninterrupted" "$T/resumed" "$T/full"
+
+# --- inside an epoch: with --checkpoint-every 2 the killed job goes on from the last
+# batch saved (every rank continues its shard there), not from the epoch's start ---
+rm -f "$T/once" "$T/c.ckpt"
+RF_DIST_FAULT=kill:1:50 RF_DIST_FAULT_ONCE="$T/once" timeout 200 "$DR" --retries 2 -- \
+	$MPI -x RF_DIST_FAULT -x RF_DIST_FAULT_ONCE -np 2 "$RF" --dist mpi --data "$DATA" --quiet \
+	--json $F --checkpoint "$T/c.ckpt" --checkpoint-every 2 >"$T/resumed" 2>"$T/resumed.err" ||
+	fail "rf-dist-run, --checkpoint-every 2: $(tail -5 "$T/resumed.err")"
+[ -e "$T/once" ] || fail "the fault was never injected"
+grep -q "resumed from .* in epoch 2 after batch" "$T/resumed.err" ||
+	fail "not resumed inside epoch 2: $(grep resum "$T/resumed.err")"
+same_weights "killed inside epoch 2, resumed at its last saved batch vs uninterrupted" \
+	"$T/resumed" "$T/full"
+
+# --- ResNet-18 (running statistics per process) stopped by --max-steps inside an
+# epoch and resumed: the uninterrupted run's checkpoint, byte for byte ---
+R="--model resnet18 --limit 24 --batch-size 8 --epochs 2 --no-eval --lr 0.05"
+dist 2 "$T/r1" $R --checkpoint "$T/r-straight.ckpt"
+dist 2 "$T/r2" $R --checkpoint "$T/r.ckpt" --max-steps 4
+dist 2 "$T/r3" $R --checkpoint "$T/r.ckpt" --resume
+cmp "$T/r-straight.ckpt" "$T/r.ckpt" >/dev/null ||
+	fail "resnet18, 2 processes: stopped after step 4 and resumed differs from 2 epochs"
+echo "ok: resnet18, 2 processes: stopped inside epoch 2 + --resume = 2 epochs, byte for byte"
 exit 0

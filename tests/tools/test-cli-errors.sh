@@ -138,6 +138,8 @@ ints $R --window 0 65536
 ints $R --barrier-every 0 4294967295
 ints $R --max-inflight 0 4294967294
 ints $R --bucket-kb 0 1048576
+ints $R --checkpoint-every 1 1000000000
+ints $R --max-steps 0 9223372036854775807
 for v in "" tcp MPI "mpi "; do bad $R --dist 2 "expected mpi" --dist "$v"; done
 bad $R --dist 2 "value" --dist
 for o in --momentum --wd; do
@@ -203,6 +205,7 @@ bad $R --bogus 2 "unknown" --bogus
 bad $R --dev 2 "ambiguous" --dev 1
 bad $R stray 2 "unexpected argument" --model mlp stray
 bad $R --resume 2 "needs --checkpoint" --resume
+bad $R --checkpoint-every 2 "needs --checkpoint" --checkpoint-every 5
 bad $R --devices 2 "more than the 4 samples" --devices 8 --batch-size 4
 # --data: a directory whose IDX files (where present) are regular files, or a .rfrec
 bad $R --data 2 "empty path" --data ""

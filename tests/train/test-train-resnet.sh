@@ -3,7 +3,10 @@
 # images (batch 16) the training loss falls over 3 epochs, and with two replicas
 # 1 epoch + --resume gives bitwise the weights and running statistics of 2 straight
 # epochs (the checkpoint holds the BN running statistics, averaged over the replicas
-# at each epoch's end). The per-layer and one-step numerics are train-resnet-ref's.
+# at each epoch's end), and so does a run stopped inside epoch 2 (--max-steps) and
+# resumed there (the file then holds every replica's statistics; another replica
+# count is refused). The straight run saves after every batch (--checkpoint-every 1),
+# which must change nothing. The per-layer and one-step numerics are train-resnet-ref's.
 # Skips (77) without Fashion-MNIST.
 set -u
 RF=${1:?usage: $0 rf-train}
@@ -43,8 +46,20 @@ if [ "$san" = a ]; then
 	echo "ok: two replicas saved and resumed (ASan build: compared in release)"
 	exit 0
 fi
-"$RF" $A --devices 2 --epochs 2 --checkpoint "$T/straight" >/dev/null 2>"$T/err" ||
-	fail "2 epochs: $(tail -2 "$T/err")"
+"$RF" $A --devices 2 --epochs 2 --checkpoint "$T/straight" --checkpoint-every 1 \
+	>/dev/null 2>"$T/err" || fail "2 epochs: $(tail -2 "$T/err")"
+# inside an epoch: each replica's running statistics are in the file; stopped after
+# step 3 (epoch 2, batch 1 of 2) and resumed, the same bytes as the straight run
+"$RF" $A --devices 2 --epochs 2 --checkpoint "$T/mid" --max-steps 3 >/dev/null 2>"$T/err" ||
+	fail "--max-steps 3: $(tail -2 "$T/err")"
+"$RF" $A --devices 1 --epochs 2 --checkpoint "$T/mid" --resume >/dev/null 2>"$T/err" &&
+	fail "a file of 2 replicas' statistics resumed with --devices 1"
+grep -q "2 replicas.*this run has 1 x 1" "$T/err" || fail "refusal: $(cat "$T/err")"
+"$RF" $A --devices 2 --epochs 2 --checkpoint "$T/mid" --resume >"$T/out" 2>"$T/err" ||
+	fail "resumed inside epoch 2: $(tail -2 "$T/err")"
+grep -q "in epoch 2 after batch 1/2" "$T/out" || fail "not resumed inside epoch 2: $(cat "$T/out")"
+cmp "$T/straight" "$T/mid" >/dev/null || fail "stopped inside epoch 2 + --resume differs"
+echo "ok: --devices 2, stopped inside epoch 2 + --resume = 2 epochs, byte for byte"
 "$RF" $A --devices 2 --epochs 1 --checkpoint "$T/ck" >/dev/null 2>"$T/err" ||
 	fail "1 epoch: $(tail -2 "$T/err")"
 "$RF" $A --devices 2 --epochs 2 --checkpoint "$T/ck" --resume >/dev/null 2>"$T/err" ||

@@ -88,6 +88,94 @@ static void resume_equal(struct tt_env *t, const char *model, unsigned K, uint64
 	free(b);
 }
 
+/* The progress callback of the uninterrupted run: once batch `at` of epoch 2 is
+ * pushed, the trainer has just saved the checkpoint taken there; keep a copy. */
+struct snap {
+	const char *from, *to;
+	uint64_t at;
+	int taken;
+};
+
+static void copy_file(const char *from, const char *to, long trunc, long flip);
+
+static void snap_progress(void *ctx, unsigned epoch, uint64_t batch, uint64_t nb, double loss)
+{
+	struct snap *s = ctx;
+
+	(void)nb;
+	(void)loss;
+	if (epoch == 2 && batch == s->at && !s->taken) {
+		copy_file(s->from, s->to, -1, -1);
+		s->taken = 1;
+	}
+}
+
+/* Inside an epoch: a run of 2 epochs saving every 3 batches, and a fresh trainer that
+ * loads the file taken after batch 3 of epoch 2 and trains the rest of it, end with the
+ * same weights (every replica), the same epoch count and the same loss. */
+static void resume_mid(struct tt_env *t, const char *model, unsigned K, float momentum,
+		       uint64_t limit)
+{
+	size_t n = rf_model_spec(model)->numel;
+	float *a = malloc(n * 4), *b = malloc(n * 4);
+	char path[300], mid[300];
+	struct rf_train_opts o = { 0 };
+	struct rf_epoch_stats sa, sb;
+	struct rf_trainer *tr;
+	struct snap sn = { path, mid, 3, 0 };
+
+	CHECK(a && b);
+	snprintf(path, sizeof(path), "%s/%s-every.ckpt", dir, model);
+	snprintf(mid, sizeof(mid), "%s/%s-mid.ckpt", dir, model);
+	o.model = model;
+	o.data_dir = tt_data_dir();
+	o.seed = 9;
+	o.batch_size = 128;
+	o.devices = K;
+	o.limit = limit;
+	o.no_eval = 1;
+	o.momentum = momentum;
+	o.checkpoint = path;
+	o.checkpoint_every = 3;
+	o.progress = snap_progress;
+	o.progress_ctx = &sn;
+	CHECK_OK(rf_trainer_create(&tr, t->eng, &o));
+	CHECK(rf_trainer_batches(tr) > 4);
+	CHECK_OK(rf_trainer_epoch(tr, &sa));
+	CHECK_OK(rf_trainer_epoch(tr, &sa));
+	CHECK(sn.taken);
+	CHECK_OK(rf_trainer_read_params(tr, 0, a));
+	rf_trainer_destroy(tr);
+	o.progress = NULL;
+	o.checkpoint_every = 0;
+	CHECK_OK(rf_trainer_create(&tr, t->eng, &o));
+	if (rf_trainer_load(tr, mid) < 0) {
+		fprintf(stderr, "load: %s\n", rf_last_error());
+		exit(1);
+	}
+	CHECK_EQ(rf_trainer_epochs_done(tr), 1);
+	CHECK_EQ(rf_trainer_epoch_batches_done(tr), 3);
+	CHECK_OK(rf_trainer_epoch(tr, &sb));
+	CHECK_EQ(rf_trainer_epochs_done(tr), 2);
+	CHECK_EQ(sb.batches, rf_trainer_batches(tr) - 3);
+	CHECK(fabs(sa.train_loss - sb.train_loss) <= 1e-9 * fabs(sa.train_loss));
+	CHECK_EQ(sa.param_hash, sb.param_hash);
+	for (unsigned r = 0; r < K; r++) {
+		CHECK_OK(rf_trainer_read_params(tr, r, b));
+		long d = tt_bitdiff(a, b, n);
+		if (d >= 0) {
+			fprintf(stderr, "FAIL: %s K=%u: resumed inside the epoch, replica %u differs "
+				"at %ld: %.9g vs %.9g\n", model, K, r, d, a[d], b[d]);
+			exit(1);
+		}
+	}
+	rf_trainer_destroy(tr);
+	printf("%s K=%u momentum %g: resumed after batch 3 of epoch 2 == uninterrupted, bitwise; "
+	       "loss %.9g == %.9g\n", model, K, (double)momentum, sa.train_loss, sb.train_loss);
+	free(a);
+	free(b);
+}
+
 static void refused(struct rf_trainer *tr, const char *path, const char *what, const char *needle)
 {
 	int ret = rf_trainer_load(tr, path);
@@ -162,6 +250,9 @@ int main(void)
 	resume_equal(&t, "mlp", 1, RF_SANITIZED ? 1024 : 2048);
 	resume_equal(&t, "lenet", 1, RF_SANITIZED ? 256 : 512);
 	resume_equal(&t, "mlp", 2, 1024);
+	resume_mid(&t, "mlp", 1, 0, 1024);
+	resume_mid(&t, "mlp", 2, 0.9f, 1024);
+	resume_mid(&t, "lenet", 1, 0.9f, RF_SANITIZED ? 640 : 1024);
 	refusals(&t);
 	tt_close(&t);
 	{
