@@ -27,7 +27,48 @@ struct rf__gjob *rf__gjob_new(struct rf_loader *l, struct rf__slot *s, unsigned 
 	return j;
 }
 
-/* The op (worker thread): records -> staging, labels -> slot labels. */
+static uint64_t rf__mix(uint64_t z)
+{
+	z += 0x9e3779b97f4a7c15ull;
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+void rf_loader_augment_of(const struct rf_loader_opts *o, uint64_t epoch, uint64_t index,
+			  int *dy, int *dx, int *flip)
+{
+	uint64_t u = rf__mix(rf__mix(rf__mix(o->seed ^ 0x6175676d656e74ull) ^ epoch) ^ index);
+	uint64_t n = 2 * (uint64_t)o->crop_pad + 1;
+
+	*dy = (int)(u % n) - (int)o->crop_pad;
+	*dx = (int)((u >> 20) % n) - (int)o->crop_pad;
+	*flip = o->hflip ? (int)(u >> 63) : 0;
+}
+
+/* dst = the crop at (dy, dx) of src (C planes of H x W), flipped if flip. */
+static void rf__augment_copy(uint8_t *dst, const uint8_t *src, unsigned C, unsigned H,
+			     unsigned W, int dy, int dx, int flip)
+{
+	for (unsigned c = 0; c < C; c++) {
+		for (unsigned y = 0; y < H; y++) {
+			uint8_t *row = dst + ((size_t)c * H + y) * W;
+			int sy = (int)y + dy;
+			if (sy < 0 || sy >= (int)H) {
+				memset(row, 0, W);
+				continue;
+			}
+			const uint8_t *srow = src + ((size_t)c * H + (unsigned)sy) * W;
+			for (unsigned x = 0; x < W; x++) {
+				int sx = (flip ? (int)(W - 1 - x) : (int)x) + dx;
+				row[x] = sx >= 0 && sx < (int)W ? srow[sx] : 0;
+			}
+		}
+	}
+}
+
+/* The op (worker thread): records -> staging (augmented, if asked), labels -> slot
+ * labels. */
 static int rf__gather_run(void *ctx)
 {
 	struct rf__gjob *j = ctx;
@@ -37,8 +78,18 @@ static int rf__gather_run(void *ctx)
 	size_t pb = l->pb;
 	unsigned i;
 
-	for (i = 0; i < j->n; i++)
-		memcpy(s->stage + (size_t)i * pb, j->pp[i], pb);
+	if (l->o.crop_pad || l->o.hflip) {
+		unsigned C = ds->ndim == 3 ? ds->shape[0] : 1;
+		unsigned H = ds->shape[ds->ndim - 2], W = ds->shape[ds->ndim - 1];
+		for (i = 0; i < j->n; i++) {
+			int dy, dx, flip;
+			rf_loader_augment_of(&l->o, j->epoch, j->idx[i], &dy, &dx, &flip);
+			rf__augment_copy(s->stage + (size_t)i * pb, j->pp[i], C, H, W, dy, dx, flip);
+		}
+	} else {
+		for (i = 0; i < j->n; i++)
+			memcpy(s->stage + (size_t)i * pb, j->pp[i], pb);
+	}
 	if (!j->lp)
 		return 0;
 	for (i = 0; i < j->n; i++) {

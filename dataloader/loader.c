@@ -39,6 +39,11 @@ static int rf__check_args(struct rf_engine *e, const struct rf_dataset *ds,
 	if (ds->dtype != RF_DS_DT_U8)
 		return rf__fail(-ENOTSUP, "%s: payload dtype %s: the loader decodes u8 only",
 				ds->src[0].path, rf_ds_dtype_name(ds->dtype));
+	if ((opts->crop_pad || opts->hflip) && (ds->ndim < 2 || ds->ndim > 3 || opts->crop_pad > 64))
+		return rf__fail(-EINVAL, "%s: augmentation (crop padding %u%s) needs images of "
+				"(H, W) or (C, H, W) and a padding of at most 64; records are of %u "
+				"dims", ds->src[0].path, opts->crop_pad, opts->hflip ? ", flip" : "",
+				ds->ndim);
 	if (ds->ndim + 1 > RF_TENSOR_MAX_DIMS)
 		return rf__fail(-ENOTSUP, "%s: records of %u dims: a batch tensor holds at most %d",
 				ds->src[0].path, ds->ndim, RF_TENSOR_MAX_DIMS - 1);

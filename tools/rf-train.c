@@ -80,6 +80,8 @@ static const char usage[] =
 "  --threads N           OpenBLAS threads (default: cores / compute streams)\n"
 "  --prefetch N          loader batch slots (default 4)\n"
 "  --in-memory           loader reads the payload file into memory first\n"
+"  --augment             training images: random crop (zero padding 4) and horizontal\n"
+"                        flip, drawn per (seed, epoch, record) (default: off)\n"
 "  --no-eval             skip the test-set evaluation\n"
 "  --quiet               no progress bar\n"
 "asynchrony (seed 12.2.4; these change timing and memory, never results):\n"
@@ -333,7 +335,7 @@ enum { O_DATA = 256, O_EPOCHS, O_BATCH, O_LR, O_DEVICE, O_DEVICES, O_SEED, O_CKP
        O_PREFETCH, O_INMEM, O_NOEVAL, O_QUIET, O_INIT, O_MODEL, O_STREAMS, O_WINDOW,
        O_BARRIER, O_MAXINF, O_STATS, O_DIST, O_DIST_TIMEOUT, O_BUCKET,
        O_DIST_STORE, O_TEST_DATA, O_MOMENTUM, O_WD, O_NESTEROV,
-       O_LR_SCHED, O_WARMUP, O_OPTIMIZER, O_CKPT_EVERY, O_MAX_STEPS };
+       O_LR_SCHED, O_WARMUP, O_OPTIMIZER, O_CKPT_EVERY, O_MAX_STEPS, O_AUGMENT };
 
 static const struct option long_opts[] = {
 	{ "model", required_argument, 0, O_MODEL },
@@ -359,6 +361,7 @@ static const struct option long_opts[] = {
 	{ "streams", required_argument, 0, O_STREAMS },
 	{ "prefetch", required_argument, 0, O_PREFETCH },
 	{ "in-memory", no_argument, 0, O_INMEM },
+	{ "augment", no_argument, 0, O_AUGMENT },
 	{ "no-eval", no_argument, 0, O_NOEVAL },
 	{ "quiet", no_argument, 0, O_QUIET },
 	{ "window", required_argument, 0, O_WINDOW },
@@ -522,6 +525,9 @@ static int parse_opt(struct cli *c, int opt, const char *a)
 		break;
 	case O_INMEM:
 		c->o.in_memory = 1;
+		break;
+	case O_AUGMENT:
+		c->o.augment = 1;
 		break;
 	case O_NOEVAL:
 		c->o.no_eval = 1;

@@ -14,8 +14,9 @@
 /* meta.extra: the init generator's seed and counter, the init kind and the training
  * record count, then the optimiser's momentum, weight decay (float bits) and Nesterov
  * flag, little-endian. A file of 32 bytes (before the optimiser) was plain SGD. */
-#define RF__EXTRA_LEN 136  /* + the lr schedule: kind, step, gamma, warm-up, epochs;
-			    * + 1 for AdamW; + where inside the epoch (struct rf__mid) */
+#define RF__EXTRA_LEN 144  /* + the lr schedule: kind, step, gamma, warm-up, epochs;
+			    * + 1 for AdamW; + where inside the epoch (struct rf__mid);
+			    * + augmentation */
 #define RF__ROWS_NAME "rf.replica_running_stats"
 
 /* Where inside epoch meta.epoch a checkpoint was taken: after `batch` batches (0: at
@@ -147,6 +148,7 @@ static void rf__fill_meta(struct rf_trainer *t, struct rf_ckpt_meta *meta,
 	rf__put64(meta->extra + 112, lb);
 	rf__put64(meta->extra + 120, mid->corr);
 	rf__put64(meta->extra + 128, mid->rows);
+	rf__put64(meta->extra + 136, (uint64_t)t->o.augment);
 	meta->extra_len = RF__EXTRA_LEN;
 }
 
@@ -372,6 +374,9 @@ static int rf__check_same_run(struct rf_trainer *t, const char *path,
 	else if ((float)meta->lr != t->o.lr)
 		rf__trainer_msg(t, "%s: saved by a run with --lr %g, this run has %g", path,
 				meta->lr, (double)t->o.lr);
+	else if ((meta->extra_len >= 144 ? (int)rf__get64(meta->extra + 136) : 0) != t->o.augment)
+		rf__trainer_msg(t, "%s: saved by a run %s --augment, this run is %s it", path,
+				t->o.augment ? "without" : "with", t->o.augment ? "with" : "without");
 	else if (meta->extra_len >= 32 && rf__get64(meta->extra + 24) != t->train_view.count)
 		rf__trainer_msg(t, "%s: saved by a run on %" PRIu64 " training records, this "
 				"run has %" PRIu64, path, rf__get64(meta->extra + 24),

@@ -186,6 +186,10 @@ static int rf__make_loader(struct rf_trainer *t, const struct rf_dataset *ds, in
 	lo.host = t->host;
 	lo.scale = 1.0f / 255.0f;   /* x = pixel / 255, as d2l's ToTensor (no normalisation) */
 	lo.in_memory = t->o.in_memory;
+	if (shuffle && t->o.augment) {      /* the training set only */
+		lo.crop_pad = RF_TRAIN_AUGMENT_PAD;
+		lo.hflip = 1;
+	}
 	int ret = rf_loader_create(out, t->eng, ds, &lo);
 
 	if (ret < 0)

@@ -49,7 +49,21 @@ struct rf_loader_opts {
 	int in_memory;            /* 1: read the whole payload file into memory at create */
 	int buffered;             /* 1: page-cache reads instead of O_DIRECT */
 	int no_register;          /* 1: don't register the fetch buffers with the ring */
+	/* Augmentation of image records ((H, W) or (C, H, W) u8), done as the gather op
+	 * copies each record into its batch, on the loader's worker stream: a random crop
+	 * of the image padded by crop_pad zeros on every side (torchvision's
+	 * RandomCrop(size, padding=crop_pad)), then, with hflip, a horizontal flip with
+	 * probability 1/2 (RandomHorizontalFlip). Each record's draw is a function of
+	 * (seed, epoch, record index) only: rf_loader_augment_of. 0: none. */
+	unsigned crop_pad;        /* 0..64 */
+	int hflip;
 };
+
+/* The augmentation record `index` gets in epoch `epoch` with these options: the crop's
+ * offset (dy, dx), each in [-crop_pad, crop_pad] (out[y][x] = in[y+dy][x+dx], 0
+ * outside), and whether it is then flipped (out[y][x] = cropped[y][W-1-x]). */
+void rf_loader_augment_of(const struct rf_loader_opts *o, uint64_t epoch, uint64_t index,
+			  int *dy, int *dx, int *flip);
 
 /* One batch: tensors owned by the loader. They stay valid, and hold this batch's
  * data for every op pushed before the prefetch-th following rf_loader_next() call

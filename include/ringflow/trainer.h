@@ -22,6 +22,7 @@ extern "C" {
 #define RF_TRAIN_MAX_DEVICES 16
 #define RF_TRAIN_WINDOW_NONE 0xffffffffu   /* rf_train_opts.window: no window */
 #define RF_TRAIN_MAX_WINDOW 65536          /* largest finite window */
+#define RF_TRAIN_AUGMENT_PAD 4             /* opts.augment: the crop's zero padding */
 
 struct rf_epoch_stats {
 	unsigned epoch;          /* 1-based: epochs completed including this one */
@@ -98,6 +99,11 @@ struct rf_train_opts {
 				    * (trainer-devices.c says why) */
 	int blas_threads;          /* OpenBLAS threads (0: devices' policy) */
 	int in_memory;             /* loader: read the payload file into memory */
+	int augment;               /* 1: the training images, as the loader gathers them: a
+				    * random crop of the image padded by RF_TRAIN_AUGMENT_PAD
+				    * zeros, then a horizontal flip with probability 1/2; each
+				    * record's draw a function of (seed, epoch, record) only
+				    * (rf_loader_augment_of). The test set: never */
 	int no_eval;               /* skip the test set (test_acc reported as -1) */
 	unsigned window;           /* iterations in flight: before pushing iteration t, wait
 				    * for iteration t-window to finish. 0: 2 (the default:

@@ -6,7 +6,10 @@
  * file, a flipped data byte (CRC), another model (an MLP checkpoint into LeNet),
  * another seed, another batch size, a missing file -- each with a message naming the
  * file. Also the same with 2 data-parallel replicas (both get the loaded weights).
- * Skips (77) without the dataset. */
+ * Inside an epoch (opts.checkpoint_every): the file taken after batch 3 of epoch 2,
+ * loaded by a fresh trainer, ends epoch 2 with the uninterrupted run's weights and loss
+ * (MLP, 1 and 2 replicas; LeNet with momentum; with augmentation, which a run without
+ * it may not continue). Skips (77) without the dataset. */
 #include <fcntl.h>
 #include <sys/stat.h>
 #include "train-test.h"
@@ -114,7 +117,7 @@ static void snap_progress(void *ctx, unsigned epoch, uint64_t batch, uint64_t nb
  * loads the file taken after batch 3 of epoch 2 and trains the rest of it, end with the
  * same weights (every replica), the same epoch count and the same loss. */
 static void resume_mid(struct tt_env *t, const char *model, unsigned K, float momentum,
-		       uint64_t limit)
+		       int augment, uint64_t limit)
 {
 	size_t n = rf_model_spec(model)->numel;
 	float *a = malloc(n * 4), *b = malloc(n * 4);
@@ -135,6 +138,7 @@ static void resume_mid(struct tt_env *t, const char *model, unsigned K, float mo
 	o.limit = limit;
 	o.no_eval = 1;
 	o.momentum = momentum;
+	o.augment = augment;
 	o.checkpoint = path;
 	o.checkpoint_every = 3;
 	o.progress = snap_progress;
@@ -170,8 +174,18 @@ static void resume_mid(struct tt_env *t, const char *model, unsigned K, float mo
 		}
 	}
 	rf_trainer_destroy(tr);
-	printf("%s K=%u momentum %g: resumed after batch 3 of epoch 2 == uninterrupted, bitwise; "
-	       "loss %.9g == %.9g\n", model, K, (double)momentum, sa.train_loss, sb.train_loss);
+	printf("%s K=%u momentum %g%s: resumed after batch 3 of epoch 2 == uninterrupted, "
+	       "bitwise; loss %.9g == %.9g\n", model, K, (double)momentum,
+	       augment ? " augment" : "", sa.train_loss, sb.train_loss);
+	if (augment) {
+		/* the run goes on with the same augmentation or not at all */
+		o.augment = 0;
+		CHECK_OK(rf_trainer_create(&tr, t->eng, &o));
+		CHECK(rf_trainer_load(tr, mid) == -ESTALE);
+		printf("  without --augment    -> %s\n", rf_trainer_last_error(tr));
+		CHECK(strstr(rf_trainer_last_error(tr), "--augment"));
+		rf_trainer_destroy(tr);
+	}
 	free(a);
 	free(b);
 }
@@ -250,9 +264,9 @@ int main(void)
 	resume_equal(&t, "mlp", 1, RF_SANITIZED ? 1024 : 2048);
 	resume_equal(&t, "lenet", 1, RF_SANITIZED ? 256 : 512);
 	resume_equal(&t, "mlp", 2, 1024);
-	resume_mid(&t, "mlp", 1, 0, 1024);
-	resume_mid(&t, "mlp", 2, 0.9f, 1024);
-	resume_mid(&t, "lenet", 1, 0.9f, RF_SANITIZED ? 640 : 1024);
+	resume_mid(&t, "mlp", 1, 0, 0, 1024);
+	resume_mid(&t, "mlp", 2, 0.9f, 1, 1024);
+	resume_mid(&t, "lenet", 1, 0.9f, 1, RF_SANITIZED ? 640 : 1024);
 	refusals(&t);
 	tt_close(&t);
 	{
