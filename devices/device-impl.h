@@ -54,6 +54,8 @@ enum rf__opcode {
 	RF__CONV_FWD, RF__CONV_BWD_DATA, RF__CONV_BWD_FILTER, RF__POOL_FWD, RF__POOL_BWD,
 	RF__SGD, RF__SGD_MOMENTUM, RF__ADAMW, RF__AXPY, RF__SCALE, RF__SUM, RF__FILL, RF__U8_F32,
 	RF__U8_I32, RF__RAND_UNIFORM, RF__RAND_NORMAL, RF__COPY, RF__HOST,
+	RF__NORM,       /* CUDA: batch norm or pooling by cuDNN; u.host.arg: the
+			 * struct rf__norm_op (norm-op.h) */
 };
 
 struct rf__dstream;
@@ -150,6 +152,9 @@ struct rf__dstream *rf__cuda_dstream(const struct rf_stream *s);
 void *rf__cuda_stream_handle(const struct rf_stream *s);
 int rf__cuda_host_register(void *p, size_t bytes);  /* 1 registered, 0 not */
 void rf__cuda_host_unregister(void *p);
+/* 1 when the CUDA device's convolutions, batch norm and pooling go through cuDNN (built
+ * with it, and libcudnn loads); else 0 and *why (if why) says why. */
+int rf__cuda_dnn_ok(const char **why);
 
 /* copy.c: push a copy of bytes from src to dst on stream s (NULL: the default for
  * dd <- sd) reading tensor tr and/or variable vr, writing tensor tw and/or vw. */

@@ -48,6 +48,11 @@ int rf_cuda_count(void)
 	return rf__cuda_count();
 }
 
+int rf_cuda_dnn_available(const char **why)
+{
+	return rf__cuda_dnn_ok(why);
+}
+
 int rf_cuda_open(struct rf_engine *e, int ordinal, const struct rf_cuda_opts *opts,
 		 struct rf_device **out)
 {

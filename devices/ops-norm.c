@@ -1,21 +1,12 @@
 /* devices/ops-norm.c -- ops.h's batch normalisation, max pooling and global average
- * pooling: shape checks, then one host op running the CPU kernel (kernels.h). CPU
- * devices only for now: a CUDA stream is refused with a message. */
+ * pooling: shape checks, then one op: on a CPU device a host op running the CPU kernel
+ * (kernels.h), on a CUDA device an RF__NORM op that cuDNN runs (cuda/cudnn.c), where
+ * cuDNN could be loaded; without it a CUDA tensor is refused with a message. */
 #include <errno.h>
 #include <string.h>
 
 #include "op-impl.h"
-
-struct rf__norm_op {
-	int kind;                       /* RF__N_* below */
-	struct rf_k_bn bn;
-	int n, c, h, w, k, st;
-	float *out, *out2, *out3, *out4, *out5;
-	const float *in, *in2, *in3, *in4, *in5;
-};
-
-enum { RF__N_BN_TRAIN, RF__N_BN_EVAL, RF__N_BN_BWD, RF__N_MAX_FWD, RF__N_MAX_BWD,
-       RF__N_GAP_FWD, RF__N_GAP_BWD };
+#include "norm-op.h"
 
 static int rf__norm_fn(void *arg)
 {
@@ -82,16 +73,19 @@ static int rf__same_shape(const char *fn, struct rf_tensor *a, struct rf_tensor 
 	return 0;
 }
 
-/* Start the host op: CPU devices only. */
+/* Start the op: a host op on a CPU device, RF__NORM (cuDNN) on a CUDA one. */
 static int rf__norm_begin(struct rf__b *b, const char *fn, const char *name, struct rf_tensor *out,
 			  struct rf__norm_op **f)
 {
-	if (out->dev->kind != RF_DEVICE_CPU)
-		return rf__bad(fn, "CPU devices only in this release (%s is on a CUDA device)",
-			       out->name);
-	RF__TRY(rf__b_init(b, fn, RF__HOST, name, sizeof(**f)));
+	int cuda = out->dev->kind != RF_DEVICE_CPU;
+	const char *why = NULL;
+
+	if (cuda && !rf__cuda_dnn_ok(&why))
+		return rf__bad(fn, "%s is on a CUDA device, where this op needs cuDNN: %s",
+			       out->name, why ? why : "not built with it");
+	RF__TRY(rf__b_init(b, fn, cuda ? RF__NORM : RF__HOST, name, sizeof(**f)));
 	*f = (struct rf__norm_op *)(b->c + 1);
-	b->c->u.host.fn = rf__norm_fn;
+	b->c->u.host.fn = cuda ? NULL : rf__norm_fn;
 	b->c->u.host.arg = *f;
 	return 0;
 }
@@ -265,6 +259,21 @@ int rf_maxpool2d_bwd(struct rf_stream *s, struct rf_tensor *dx, struct rf_tensor
 	rf__b_tensor(&b, dy, 0);
 	rf__b_tensor(&b, x, 0);
 	rf__b_tensor(&b, dx, 1);
+	if (b.c->code == RF__NORM) {
+		/* cuDNN's backward wants the forward's y: recomputed into a workspace */
+		int ret = rf__resolve(&b, s, dx->dev);
+		if (ret == 0 && rf__cache_alloc(&b.c->xdev->mem, dy->numel * sizeof(float),
+						&b.c->ws) < 0) {
+			rf__bad(fn, "no device memory for the %zu-byte workspace",
+				dy->numel * sizeof(float));
+			ret = -ENOMEM;
+		}
+		if (ret < 0) {
+			rf__b_fail(&b);
+			return ret;
+		}
+		b.c->ws_bytes = dy->numel * sizeof(float);
+	}
 	return rf__b_push(&b, s, dx->dev);
 }
 

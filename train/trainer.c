@@ -40,13 +40,14 @@ static int rf__check_opts(struct rf_trainer *t)
 		rf__trainer_msg(t, "--model %s: expected %s", t->model_name, rf_model_names());
 		return -EINVAL;
 	}
-	if (strcmp(t->device_kind, "cpu") != 0) {
+	const char *why = NULL;
+	if (strcmp(t->device_kind, "cpu") != 0 && !rf_cuda_dnn_available(&why)) {
 		for (unsigned i = 0; i < t->spec->ntable; i++) {
 			enum rf_layer_kind k = t->spec->table[i].kind;
 			if (k == RF_LAYER_BN || k == RF_LAYER_MAXPOOL || k == RF_LAYER_GAP) {
 				rf__trainer_msg(t, "--model %s --device %s: batch norm and max/global "
-						"pooling run on CPU devices only in this release",
-						t->model_name, t->device_kind);
+						"pooling run on a GPU through cuDNN, and here %s",
+						t->model_name, t->device_kind, why);
 				return -ENOTSUP;
 			}
 		}

@@ -15,3 +15,9 @@ struct rf__dstream *rf__cuda_dstream(const struct rf_stream *s) { (void)s; retur
 void *rf__cuda_stream_handle(const struct rf_stream *s) { (void)s; return NULL; }
 int rf__cuda_host_register(void *p, size_t bytes) { (void)p; (void)bytes; return 0; }
 void rf__cuda_host_unregister(void *p) { (void)p; }
+int rf__cuda_dnn_ok(const char **why)
+{
+	if (why)
+		*why = "ringflow was built without CUDA";
+	return 0;
+}

@@ -15,6 +15,9 @@
 #include "../device-impl.h"
 #include "kernels-cuda-impl.h"
 #include "stream.h"
+#if RF_HAVE_CUDNN
+#include "cudnn-impl.h"
+#endif
 
 #define RF__EVRING 64u
 
@@ -30,6 +33,9 @@ struct rf__cuda_stream {
 	char name[48];
 	cudaStream_t cs;
 	cublasHandle_t blas;
+#if RF_HAVE_CUDNN
+	struct rf__dnn *dnn;             /* made on the stream's thread at first use */
+#endif
 	struct rf_notifier *notifier;
 	/* launched, not yet reported (reactor thread only) */
 	struct rf_op **fifo;
@@ -102,6 +108,24 @@ void rf__cuda_host_unregister(void *p)
 		(void)cudaGetLastError();
 }
 
+int rf__cuda_dnn_ok(const char **why)
+{
+	const char *e = getenv("RF_CUDNN");
+
+	if (e && !strcmp(e, "0")) {
+		if (why)
+			*why = "turned off by RF_CUDNN=0";
+		return 0;
+	}
+#if RF_HAVE_CUDNN
+	return rf__dnn_ok(why);
+#else
+	if (why)
+		*why = "ringflow was built without cuDNN (meson -Dcudnn)";
+	return 0;
+#endif
+}
+
 struct rf__dstream *rf__cuda_dstream(const struct rf_stream *s)
 {
 	if (s && s->ops == &rf__cs_ops)
@@ -150,6 +174,14 @@ static size_t rf__cuda_conv_ws(const struct rf_k_conv2d *s, int min)
 
 /* ---- kernels --------------------------------------------------------------------------- */
 
+/* A convolution by cuDNN where it is loaded (ret its result, and true), else false:
+ * im2col and cuBLAS. */
+#if RF_HAVE_CUDNN
+#define RF__DNN(c, op, ret) (rf__cuda_dnn_ok(NULL) && ((ret) = rf__dnn_conv(&(c)->dnn, (c)->cs, (op)), 1))
+#else
+#define RF__DNN(c, op, ret) 0
+#endif
+
 static int rf__cuda_compute(struct rf_device *d, struct rf__dstream *ds, struct rf__opctx *op)
 {
 	struct rf__cuda_stream *c = ds ? ds->impl : NULL;
@@ -189,15 +221,28 @@ static int rf__cuda_compute(struct rf_device *d, struct rf__dstream *ds, struct 
 					 op->u.xent.logits, op->u.xent.labels, op->u.xent.rows,
 					 op->u.xent.cols);
 		break;
+	case RF__NORM:
+#if RF_HAVE_CUDNN
+		ret = rf__dnn_norm(&c->dnn, c->cs, op);
+#else
+		ret = -ENOSYS;
+#endif
+		break;
 	case RF__CONV_FWD:
+		if (RF__DNN(c, op, ret))
+			break;
 		ret = rf__kc_conv2d_fwd(st, bl, &op->u.conv.s, op->u.conv.out, op->u.conv.in,
 				       op->u.conv.in2, op->u.conv.in3, op->ws, op->ws_bytes);
 		break;
 	case RF__CONV_BWD_DATA:
+		if (RF__DNN(c, op, ret))
+			break;
 		ret = rf__kc_conv2d_bwd_data(st, bl, &op->u.conv.s, op->u.conv.out, op->u.conv.in,
 					    op->u.conv.in2, op->ws, op->ws_bytes);
 		break;
 	case RF__CONV_BWD_FILTER:
+		if (RF__DNN(c, op, ret))
+			break;
 		ret = rf__kc_conv2d_bwd_filter(st, bl, &op->u.conv.s, op->u.conv.out, op->u.conv.out2,
 					      op->u.conv.in, op->u.conv.in2, op->u.conv.acc, op->ws,
 					      op->ws_bytes);
@@ -500,6 +545,9 @@ static void rf__cs_free(struct rf__cuda_stream *c)
 			cudaEventDestroy(c->ev[i]);
 	if (c->blas)
 		cublasDestroy(c->blas);
+#if RF_HAVE_CUDNN
+	rf__dnn_destroy(c->dnn);
+#endif
 	if (c->cs)
 		cudaStreamDestroy(c->cs);
 	free(c->fifo);

@@ -42,6 +42,12 @@ int rf_cpu_open(struct rf_engine *e, const struct rf_cpu_opts *opts, struct rf_d
  * cudaGetDeviceCount fails (no driver, no GPU). Never negative. */
 int rf_cuda_count(void);
 
+/* 1 when CUDA devices run convolutions, batch norm and pooling through cuDNN: built
+ * with it (meson -Dcudnn), libcudnn.so.9 loads (the first call opens it) and RF_CUDNN
+ * is not "0". Else 0 and *why (if why; static text) says which; CUDA devices then
+ * convolve by im2col and refuse batch norm, max and global average pooling. */
+int rf_cuda_dnn_available(const char **why);
+
 /* Open CUDA device `ordinal`. -ENODEV if it does not exist (or no CUDA), -ENOTSUP in
  * a build without CUDA, or another -errno. opts may be NULL. */
 int rf_cuda_open(struct rf_engine *e, int ordinal, const struct rf_cuda_opts *opts,

@@ -76,6 +76,16 @@ if [ $rc -ne 0 ]; then
 	echo "ok: --device cuda -> 1: $(cat "$T/err")"
 else
 	echo "ok: --device cuda ran: $(tail -1 "$T/out")"
+	# ResNet-18 on the GPU (cuDNN: convolutions, batch norm, pooling): the loss of one
+	# short epoch agrees with the CPU's to float tolerance
+	R="--data $DATA --model resnet18 --limit 64 --batch-size 16 --epochs 1 --no-eval --quiet --json"
+	"$RF" $R --device cuda >"$T/rg" 2>"$T/err" || fail "resnet18 on cuda: $(tail -2 "$T/err")"
+	"$RF" $R >"$T/rc" 2>"$T/err" || fail "resnet18 on cpu: $(tail -2 "$T/err")"
+	lg=$(sed -n 's/.*"final_train_loss": \([^,]*\).*/\1/p' "$T/rg")
+	lc=$(sed -n 's/.*"final_train_loss": \([^,]*\).*/\1/p' "$T/rc")
+	awk -v a="$lg" -v b="$lc" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "" && d <= 1e-3 * (b < 0 ? -b : b) + 1e-4) }' ||
+		fail "resnet18: loss on cuda $lg, on cpu $lc"
+	echo "ok: resnet18 on cuda (cuDNN): loss $lg, cpu $lc"
 fi
 
 run() { "$RF" --data "$DATA" --model mlp --limit 1024 --test-limit 512 --seed 3 "$@"; }

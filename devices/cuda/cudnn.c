@@ -1,0 +1,430 @@
+/* devices/cuda/cudnn.c -- convolutions, batch norm, max and global average pooling on
+ * the CUDA device through cuDNN's (legacy, descriptor-based) API, on the calling
+ * stream thread's handle.
+ *
+ * libcudnn.so.9 (and the sub-libraries it opens itself, some hundreds of MB) is opened
+ * with dlopen on first use, not linked: every program that links ringflow would
+ * otherwise map it at start-up, and a build with it would not start where it is
+ * missing. cudnn.h gives the types.
+ *
+ * Choices, for results that repeat: convolutions take the first algorithm of cuDNN's
+ * heuristic list that is deterministic and whose workspace fits the op's (the im2col
+ * size, from the caching allocator), in FMA math (full float32, no TF32, as cuBLAS's
+ * default); max pooling CUDNN_POOLING_MAX_DETERMINISTIC with NaN propagated; batch
+ * norm CUDNN_BATCHNORM_SPATIAL (per channel), momentum as PyTorch's (cuDNN's
+ * exponentialAverageFactor), the saved mean and 1/sqrt(var + eps) for the backward. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+#include "cudnn-impl.h"
+
+/* The cuDNN calls we use, resolved once. */
+static struct {
+	cudnnStatus_t (*create)(cudnnHandle_t *);
+	cudnnStatus_t (*destroy)(cudnnHandle_t);
+	cudnnStatus_t (*set_stream)(cudnnHandle_t, cudaStream_t);
+	const char *(*error_string)(cudnnStatus_t);
+	cudnnStatus_t (*create_tensor)(cudnnTensorDescriptor_t *);
+	cudnnStatus_t (*destroy_tensor)(cudnnTensorDescriptor_t);
+	cudnnStatus_t (*set_tensor4d)(cudnnTensorDescriptor_t, cudnnTensorFormat_t,
+				      cudnnDataType_t, int, int, int, int);
+	cudnnStatus_t (*create_filter)(cudnnFilterDescriptor_t *);
+	cudnnStatus_t (*destroy_filter)(cudnnFilterDescriptor_t);
+	cudnnStatus_t (*set_filter4d)(cudnnFilterDescriptor_t, cudnnDataType_t,
+				      cudnnTensorFormat_t, int, int, int, int);
+	cudnnStatus_t (*create_conv)(cudnnConvolutionDescriptor_t *);
+	cudnnStatus_t (*destroy_conv)(cudnnConvolutionDescriptor_t);
+	cudnnStatus_t (*set_conv2d)(cudnnConvolutionDescriptor_t, int, int, int, int, int, int,
+				    cudnnConvolutionMode_t, cudnnDataType_t);
+	cudnnStatus_t (*set_conv_math)(cudnnConvolutionDescriptor_t, cudnnMathType_t);
+	cudnnStatus_t (*fwd_algos)(cudnnHandle_t, cudnnTensorDescriptor_t,
+				   cudnnFilterDescriptor_t, cudnnConvolutionDescriptor_t,
+				   cudnnTensorDescriptor_t, int, int *,
+				   cudnnConvolutionFwdAlgoPerf_t *);
+	cudnnStatus_t (*bwd_data_algos)(cudnnHandle_t, cudnnFilterDescriptor_t,
+					cudnnTensorDescriptor_t, cudnnConvolutionDescriptor_t,
+					cudnnTensorDescriptor_t, int, int *,
+					cudnnConvolutionBwdDataAlgoPerf_t *);
+	cudnnStatus_t (*bwd_filter_algos)(cudnnHandle_t, cudnnTensorDescriptor_t,
+					  cudnnTensorDescriptor_t, cudnnConvolutionDescriptor_t,
+					  cudnnFilterDescriptor_t, int, int *,
+					  cudnnConvolutionBwdFilterAlgoPerf_t *);
+	cudnnStatus_t (*conv_fwd)(cudnnHandle_t, const void *, cudnnTensorDescriptor_t,
+				  const void *, cudnnFilterDescriptor_t, const void *,
+				  cudnnConvolutionDescriptor_t, cudnnConvolutionFwdAlgo_t, void *,
+				  size_t, const void *, cudnnTensorDescriptor_t, void *);
+	cudnnStatus_t (*conv_bwd_data)(cudnnHandle_t, const void *, cudnnFilterDescriptor_t,
+				       const void *, cudnnTensorDescriptor_t, const void *,
+				       cudnnConvolutionDescriptor_t, cudnnConvolutionBwdDataAlgo_t,
+				       void *, size_t, const void *, cudnnTensorDescriptor_t,
+				       void *);
+	cudnnStatus_t (*conv_bwd_filter)(cudnnHandle_t, const void *, cudnnTensorDescriptor_t,
+					 const void *, cudnnTensorDescriptor_t, const void *,
+					 cudnnConvolutionDescriptor_t,
+					 cudnnConvolutionBwdFilterAlgo_t, void *, size_t,
+					 const void *, cudnnFilterDescriptor_t, void *);
+	cudnnStatus_t (*conv_bwd_bias)(cudnnHandle_t, const void *, cudnnTensorDescriptor_t,
+				       const void *, const void *, cudnnTensorDescriptor_t, void *);
+	cudnnStatus_t (*add_tensor)(cudnnHandle_t, const void *, cudnnTensorDescriptor_t,
+				    const void *, const void *, cudnnTensorDescriptor_t, void *);
+	cudnnStatus_t (*bn_train)(cudnnHandle_t, cudnnBatchNormMode_t, const void *, const void *,
+				  cudnnTensorDescriptor_t, const void *, cudnnTensorDescriptor_t,
+				  void *, cudnnTensorDescriptor_t, const void *, const void *,
+				  double, void *, void *, double, void *, void *);
+	cudnnStatus_t (*bn_infer)(cudnnHandle_t, cudnnBatchNormMode_t, const void *, const void *,
+				  cudnnTensorDescriptor_t, const void *, cudnnTensorDescriptor_t,
+				  void *, cudnnTensorDescriptor_t, const void *, const void *,
+				  const void *, const void *, double);
+	cudnnStatus_t (*bn_bwd)(cudnnHandle_t, cudnnBatchNormMode_t, const void *, const void *,
+				const void *, const void *, cudnnTensorDescriptor_t, const void *,
+				cudnnTensorDescriptor_t, const void *, cudnnTensorDescriptor_t,
+				void *, cudnnTensorDescriptor_t, const void *, void *, void *,
+				double, const void *, const void *);
+	cudnnStatus_t (*create_pool)(cudnnPoolingDescriptor_t *);
+	cudnnStatus_t (*destroy_pool)(cudnnPoolingDescriptor_t);
+	cudnnStatus_t (*set_pool2d)(cudnnPoolingDescriptor_t, cudnnPoolingMode_t,
+				    cudnnNanPropagation_t, int, int, int, int, int, int);
+	cudnnStatus_t (*pool_fwd)(cudnnHandle_t, cudnnPoolingDescriptor_t, const void *,
+				  cudnnTensorDescriptor_t, const void *, const void *,
+				  cudnnTensorDescriptor_t, void *);
+	cudnnStatus_t (*pool_bwd)(cudnnHandle_t, cudnnPoolingDescriptor_t, const void *,
+				  cudnnTensorDescriptor_t, const void *, cudnnTensorDescriptor_t,
+				  const void *, cudnnTensorDescriptor_t, const void *, const void *,
+				  cudnnTensorDescriptor_t, void *);
+	int ok;
+	char err[256];
+} rf__dn;
+static pthread_once_t rf__dn_once = PTHREAD_ONCE_INIT;
+
+static void rf__dn_load(void)
+{
+	void *h = dlopen("libcudnn.so.9", RTLD_NOW | RTLD_LOCAL);
+
+	if (!h)
+		h = dlopen("libcudnn.so", RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		snprintf(rf__dn.err, sizeof(rf__dn.err), "cannot load libcudnn.so.9: %s", dlerror());
+		return;
+	}
+#define RF__SYM(f, name) \
+	if (!(*(void **)&rf__dn.f = dlsym(h, name))) { \
+		snprintf(rf__dn.err, sizeof(rf__dn.err), "libcudnn.so.9 lacks %s", name); \
+		return; \
+	}
+	RF__SYM(create, "cudnnCreate")
+	RF__SYM(destroy, "cudnnDestroy")
+	RF__SYM(set_stream, "cudnnSetStream")
+	RF__SYM(error_string, "cudnnGetErrorString")
+	RF__SYM(create_tensor, "cudnnCreateTensorDescriptor")
+	RF__SYM(destroy_tensor, "cudnnDestroyTensorDescriptor")
+	RF__SYM(set_tensor4d, "cudnnSetTensor4dDescriptor")
+	RF__SYM(create_filter, "cudnnCreateFilterDescriptor")
+	RF__SYM(destroy_filter, "cudnnDestroyFilterDescriptor")
+	RF__SYM(set_filter4d, "cudnnSetFilter4dDescriptor")
+	RF__SYM(create_conv, "cudnnCreateConvolutionDescriptor")
+	RF__SYM(destroy_conv, "cudnnDestroyConvolutionDescriptor")
+	RF__SYM(set_conv2d, "cudnnSetConvolution2dDescriptor")
+	RF__SYM(set_conv_math, "cudnnSetConvolutionMathType")
+	RF__SYM(fwd_algos, "cudnnGetConvolutionForwardAlgorithm_v7")
+	RF__SYM(bwd_data_algos, "cudnnGetConvolutionBackwardDataAlgorithm_v7")
+	RF__SYM(bwd_filter_algos, "cudnnGetConvolutionBackwardFilterAlgorithm_v7")
+	RF__SYM(conv_fwd, "cudnnConvolutionForward")
+	RF__SYM(conv_bwd_data, "cudnnConvolutionBackwardData")
+	RF__SYM(conv_bwd_filter, "cudnnConvolutionBackwardFilter")
+	RF__SYM(conv_bwd_bias, "cudnnConvolutionBackwardBias")
+	RF__SYM(add_tensor, "cudnnAddTensor")
+	RF__SYM(bn_train, "cudnnBatchNormalizationForwardTraining")
+	RF__SYM(bn_infer, "cudnnBatchNormalizationForwardInference")
+	RF__SYM(bn_bwd, "cudnnBatchNormalizationBackward")
+	RF__SYM(create_pool, "cudnnCreatePoolingDescriptor")
+	RF__SYM(destroy_pool, "cudnnDestroyPoolingDescriptor")
+	RF__SYM(set_pool2d, "cudnnSetPooling2dDescriptor")
+	RF__SYM(pool_fwd, "cudnnPoolingForward")
+	RF__SYM(pool_bwd, "cudnnPoolingBackward")
+#undef RF__SYM
+	rf__dn.ok = 1;
+}
+
+int rf__dnn_ok(const char **why)
+{
+	pthread_once(&rf__dn_once, rf__dn_load);
+	if (why)
+		*why = rf__dn.ok ? NULL : rf__dn.err;
+	return rf__dn.ok;
+}
+
+struct rf__dnn {
+	cudnnHandle_t h;
+};
+
+void rf__dnn_destroy(struct rf__dnn *h)
+{
+	if (!h)
+		return;
+	rf__dn.destroy(h->h);
+	free(h);
+}
+
+/* The stream's handle, made at first use. NULL with err set. */
+static cudnnHandle_t rf__handle(struct rf__dnn **hp, void *cs, char *err, size_t len)
+{
+	cudnnStatus_t st;
+
+	if (*hp)
+		return (*hp)->h;
+	if (!rf__dnn_ok(NULL)) {
+		snprintf(err, len, "cuDNN: %.150s", rf__dn.err);
+		return NULL;
+	}
+	struct rf__dnn *h = calloc(1, sizeof(*h));
+	if (!h) {
+		snprintf(err, len, "cuDNN handle: out of memory");
+		return NULL;
+	}
+	if ((st = rf__dn.create(&h->h)) != CUDNN_STATUS_SUCCESS ||
+	    (st = rf__dn.set_stream(h->h, (cudaStream_t)cs)) != CUDNN_STATUS_SUCCESS) {
+		snprintf(err, len, "cudnnCreate: %s", rf__dn.error_string(st));
+		if (h->h)
+			rf__dn.destroy(h->h);
+		free(h);
+		return NULL;
+	}
+	*hp = h;
+	return h->h;
+}
+
+/* Every descriptor an op may need; rf__descs_free releases what was made. */
+struct rf__descs {
+	cudnnTensorDescriptor_t t[3];
+	cudnnFilterDescriptor_t f;
+	cudnnConvolutionDescriptor_t c;
+	cudnnPoolingDescriptor_t p;
+};
+
+static void rf__descs_free(struct rf__descs *d)
+{
+	for (int i = 0; i < 3; i++)
+		if (d->t[i])
+			rf__dn.destroy_tensor(d->t[i]);
+	if (d->f)
+		rf__dn.destroy_filter(d->f);
+	if (d->c)
+		rf__dn.destroy_conv(d->c);
+	if (d->p)
+		rf__dn.destroy_pool(d->p);
+}
+
+/* Tensor descriptor i: n x c x h x w f32, NCHW. */
+static cudnnStatus_t rf__tensor(struct rf__descs *d, int i, int n, int c, int h, int w)
+{
+	cudnnStatus_t st = rf__dn.create_tensor(&d->t[i]);
+
+	return st != CUDNN_STATUS_SUCCESS ? st
+		: rf__dn.set_tensor4d(d->t[i], CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, c, h, w);
+}
+
+static int rf__dnn_fail(char *err, size_t len, const char *what, cudnnStatus_t st)
+{
+	snprintf(err, len, "%s: %s", what, rf__dn.error_string(st));
+	return -EIO;
+}
+
+#define RF__CK(what, call) do { cudnnStatus_t _s = (call); \
+	if (_s != CUDNN_STATUS_SUCCESS) { ret = rf__dnn_fail(err, len, what, _s); goto out; } } while (0)
+
+/* x (n, c, h, w), w (o, c, kh, kw), y (n, o, oh, ow) and the convolution: t[0] x,
+ * t[1] y, t[2] the bias (1, o, 1, 1), f, c. */
+static cudnnStatus_t rf__conv_descs(struct rf__descs *d, const struct rf_k_conv2d *s)
+{
+	int st = s->stride ? s->stride : 1;
+	cudnnStatus_t r;
+
+	if ((r = rf__tensor(d, 0, s->n, s->c, s->h, s->w)) ||
+	    (r = rf__tensor(d, 1, s->n, s->o, rf_k_conv2d_oh(s), rf_k_conv2d_ow(s))) ||
+	    (r = rf__tensor(d, 2, 1, s->o, 1, 1)) ||
+	    (r = rf__dn.create_filter(&d->f)) ||
+	    (r = rf__dn.set_filter4d(d->f, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, s->o, s->c, s->kh,
+				     s->kw)) ||
+	    (r = rf__dn.create_conv(&d->c)))
+		return r;
+	/* PyTorch's conv2d is cross-correlation */
+	if ((r = rf__dn.set_conv2d(d->c, s->pad, s->pad, st, st, 1, 1, CUDNN_CROSS_CORRELATION,
+				   CUDNN_DATA_FLOAT)))
+		return r;
+	return rf__dn.set_conv_math(d->c, CUDNN_FMA_MATH);
+}
+
+/* The first deterministic algorithm of a heuristic list that fits `ws` bytes. */
+#define RF__PICK(perf, n, ws, algo) do { \
+	(algo) = -1; \
+	for (int _i = 0; _i < (n); _i++) \
+		if ((perf)[_i].status == CUDNN_STATUS_SUCCESS && \
+		    (perf)[_i].determinism == CUDNN_DETERMINISTIC && (perf)[_i].memory <= (ws)) { \
+			(algo) = (int)(perf)[_i].algo; \
+			break; \
+		} \
+} while (0)
+
+int rf__dnn_conv(struct rf__dnn **hp, void *cs, struct rf__opctx *op)
+{
+	const struct rf_k_conv2d *s = &op->u.conv.s;
+	char *err = op->err;
+	size_t len = sizeof(op->err), ws = op->ws ? op->ws_bytes : 0;
+	cudnnHandle_t h = rf__handle(hp, cs, err, len);
+	struct rf__descs d = { 0 };
+	const float one = 1.0f, zero = 0.0f, acc = op->u.conv.acc ? 1.0f : 0.0f;
+	int ret = 0, n = 0, algo;
+
+	if (!h)
+		return -EIO;
+	RF__CK("cuDNN convolution descriptors", rf__conv_descs(&d, s));
+	switch (op->code) {
+	case RF__CONV_FWD: {
+		cudnnConvolutionFwdAlgoPerf_t perf[16];
+		RF__CK("cudnnGetConvolutionForwardAlgorithm_v7",
+		       rf__dn.fwd_algos(h, d.t[0], d.f, d.c, d.t[1], 16, &n, perf));
+		RF__PICK(perf, n, ws, algo);
+		if (algo < 0)
+			break;
+		RF__CK("cudnnConvolutionForward",
+		       rf__dn.conv_fwd(h, &one, d.t[0], op->u.conv.in, d.f, op->u.conv.in2, d.c,
+				       (cudnnConvolutionFwdAlgo_t)algo, op->ws, ws, &zero, d.t[1],
+				       op->u.conv.out));
+		if (op->u.conv.in3)
+			RF__CK("cudnnAddTensor (bias)",
+			       rf__dn.add_tensor(h, &one, d.t[2], op->u.conv.in3, &one, d.t[1],
+						 op->u.conv.out));
+		break;
+	}
+	case RF__CONV_BWD_DATA: {
+		cudnnConvolutionBwdDataAlgoPerf_t perf[16];
+		RF__CK("cudnnGetConvolutionBackwardDataAlgorithm_v7",
+		       rf__dn.bwd_data_algos(h, d.f, d.t[1], d.c, d.t[0], 16, &n, perf));
+		RF__PICK(perf, n, ws, algo);
+		if (algo < 0)
+			break;
+		RF__CK("cudnnConvolutionBackwardData",
+		       rf__dn.conv_bwd_data(h, &one, d.f, op->u.conv.in2, d.t[1], op->u.conv.in, d.c,
+					    (cudnnConvolutionBwdDataAlgo_t)algo, op->ws, ws, &zero,
+					    d.t[0], op->u.conv.out));
+		break;
+	}
+	case RF__CONV_BWD_FILTER: {
+		cudnnConvolutionBwdFilterAlgoPerf_t perf[16];
+		RF__CK("cudnnGetConvolutionBackwardFilterAlgorithm_v7",
+		       rf__dn.bwd_filter_algos(h, d.t[0], d.t[1], d.c, d.f, 16, &n, perf));
+		RF__PICK(perf, n, ws, algo);
+		if (algo < 0)
+			break;
+		RF__CK("cudnnConvolutionBackwardFilter",
+		       rf__dn.conv_bwd_filter(h, &one, d.t[0], op->u.conv.in2, d.t[1], op->u.conv.in,
+					      d.c, (cudnnConvolutionBwdFilterAlgo_t)algo, op->ws,
+					      ws, &acc, d.f, op->u.conv.out));
+		if (op->u.conv.out2)
+			RF__CK("cudnnConvolutionBackwardBias",
+			       rf__dn.conv_bwd_bias(h, &one, d.t[1], op->u.conv.in, &acc, d.t[2],
+						    op->u.conv.out2));
+		break;
+	}
+	default:
+		snprintf(err, len, "cuDNN: op %d is not a convolution", op->code);
+		ret = -EINVAL;
+		goto out;
+	}
+	if (algo < 0) {
+		snprintf(err, len, "cuDNN: no deterministic algorithm for conv %dx%dx%dx%d * "
+			 "%dx%dx%dx%d (stride %d, pad %d) within %zu bytes of workspace", s->n, s->c,
+			 s->h, s->w, s->o, s->c, s->kh, s->kw, s->stride ? s->stride : 1, s->pad, ws);
+		ret = -EIO;
+	}
+out:
+	rf__descs_free(&d);
+	return ret;
+}
+
+int rf__dnn_norm(struct rf__dnn **hp, void *cs, struct rf__opctx *op)
+{
+	const struct rf__norm_op *f = op->u.host.arg;
+	char *err = op->err;
+	size_t len = sizeof(op->err);
+	cudnnHandle_t h = rf__handle(hp, cs, err, len);
+	struct rf__descs d = { 0 };
+	const float one = 1.0f, zero = 0.0f;
+	const cudnnBatchNormMode_t bm = CUDNN_BATCHNORM_SPATIAL;
+	double eps = f->bn.eps >= CUDNN_BN_MIN_EPSILON ? f->bn.eps : CUDNN_BN_MIN_EPSILON;
+	int ret = 0;
+
+	if (!h)
+		return -EIO;
+	RF__CK("cuDNN tensor descriptor", rf__tensor(&d, 0, f->n, f->c, f->h, f->w));
+	switch (f->kind) {
+	case RF__N_BN_TRAIN:
+	case RF__N_BN_EVAL:
+	case RF__N_BN_BWD:
+		RF__CK("cuDNN tensor descriptor", rf__tensor(&d, 1, 1, f->c, 1, 1));
+		if (f->kind == RF__N_BN_TRAIN)
+			RF__CK("cudnnBatchNormalizationForwardTraining",
+			       rf__dn.bn_train(h, bm, &one, &zero, d.t[0], f->in, d.t[0], f->out, d.t[1],
+					       f->in2, f->in3, f->bn.momentum, f->out4, f->out5, eps,
+					       f->out2, f->out3));
+		else if (f->kind == RF__N_BN_EVAL)
+			RF__CK("cudnnBatchNormalizationForwardInference",
+			       rf__dn.bn_infer(h, bm, &one, &zero, d.t[0], f->in, d.t[0], f->out, d.t[1],
+					       f->in2, f->in3, f->in4, f->in5, eps));
+		else
+			RF__CK("cudnnBatchNormalizationBackward",
+			       rf__dn.bn_bwd(h, bm, &one, &zero, &one, &zero, d.t[0], f->in2, d.t[0],
+					     f->in, d.t[0], f->out, d.t[1], f->in5, f->out2, f->out3,
+					     eps, f->in3, f->in4));
+		break;
+	case RF__N_MAX_FWD:
+	case RF__N_MAX_BWD:
+	case RF__N_GAP_FWD:
+	case RF__N_GAP_BWD: {
+		int gap = f->kind == RF__N_GAP_FWD || f->kind == RF__N_GAP_BWD;
+		int kh = gap ? f->h : f->k, kw = gap ? f->w : f->k;
+		int sh = gap ? f->h : f->st, sw = gap ? f->w : f->st;
+		int oh = (f->h - kh) / sh + 1, ow = (f->w - kw) / sw + 1;
+		RF__CK("cuDNN tensor descriptor", rf__tensor(&d, 1, f->n, f->c, oh, ow));
+		RF__CK("cudnnCreatePoolingDescriptor", rf__dn.create_pool(&d.p));
+		RF__CK("cudnnSetPooling2dDescriptor",
+		       rf__dn.set_pool2d(d.p, gap ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
+						  : CUDNN_POOLING_MAX_DETERMINISTIC,
+					 CUDNN_PROPAGATE_NAN, kh, kw, 0, 0, sh, sw));
+		if (f->kind == RF__N_MAX_FWD || f->kind == RF__N_GAP_FWD) {
+			RF__CK("cudnnPoolingForward",
+			       rf__dn.pool_fwd(h, d.p, &one, d.t[0], f->in, &zero, d.t[1], f->out));
+		} else if (f->kind == RF__N_GAP_BWD) {
+			/* average pooling's backward reads neither y nor x */
+			RF__CK("cudnnPoolingBackward",
+			       rf__dn.pool_bwd(h, d.p, &one, d.t[1], f->in, d.t[1], f->in, d.t[0],
+					       f->out, &zero, d.t[0], f->out));
+		} else if (!op->ws || op->ws_bytes < (size_t)f->n * f->c * oh * ow * sizeof(float)) {
+			snprintf(err, len, "cuDNN max-pooling backward: no workspace for y");
+			ret = -EINVAL;
+		} else {
+			/* cuDNN's backward wants y, which rf_maxpool2d_bwd does not keep: the
+			 * forward again, into the op's workspace */
+			RF__CK("cudnnPoolingForward",
+			       rf__dn.pool_fwd(h, d.p, &one, d.t[0], f->in2, &zero, d.t[1], op->ws));
+			RF__CK("cudnnPoolingBackward",
+			       rf__dn.pool_bwd(h, d.p, &one, d.t[1], op->ws, d.t[1], f->in, d.t[0],
+					       f->in2, &zero, d.t[0], f->out));
+		}
+		break;
+	}
+	default:
+		snprintf(err, len, "cuDNN: norm op kind %d", f->kind);
+		ret = -EINVAL;
+	}
+out:
+	rf__descs_free(&d);
+	return ret;
+}

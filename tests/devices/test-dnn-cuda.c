@@ -1,0 +1,215 @@
+/* test-dnn-cuda: the ops cuDNN runs on a CUDA device -- convolutions of every stride and
+ * padding ResNet-18 uses (3x3 stride 1 and 2 with padding 1, 1x1 stride 2), with bias
+ * and accumulated filter gradients; batch norm in training (running statistics too),
+ * evaluation and backward; max pooling (3x3 stride 2, 2x2 stride 2) forward and
+ * backward; global average pooling -- each on the GPU and on the CPU device from the
+ * same inputs, which must agree to float tolerance (the CPU ops are checked against
+ * PyTorch by train-resnet-ref). Each GPU op runs twice: the bits must repeat (cuDNN
+ * picks deterministic algorithms). Exits 77 without a GPU or without cuDNN. */
+#include "test-device-suite.h"
+
+static struct rf_device *cpu, *gpu;
+
+struct pair {
+	struct rf_tensor *c, *g;
+};
+
+static struct pair mk(const char *name, int ndim, const int64_t *shape, const float *host)
+{
+	struct pair p = { ts_upload(cpu, RF_F32, host, name, ndim, shape),
+			  ts_upload(gpu, RF_F32, host, name, ndim, shape) };
+	return p;
+}
+
+static struct pair rnd(const char *name, int ndim, const int64_t *shape)
+{
+	size_t n = 1;
+	for (int i = 0; i < ndim; i++)
+		n *= (size_t)shape[i];
+	float *v = ts_randv(n);
+	struct pair p = mk(name, ndim, shape, v);
+	free(v);
+	return p;
+}
+
+static void drop(struct pair p)
+{
+	rf_tensor_destroy(p.c);
+	rf_tensor_destroy(p.g);
+}
+
+/* GPU vs CPU within rel * max|cpu| + abs */
+static void agree(const char *what, struct pair p, double rel)
+{
+	float *c = ts_download(p.c), *g = ts_download(p.g);
+	size_t n = p.c->numel;
+	double mx = 0, worst = 0;
+
+	for (size_t i = 0; i < n; i++)
+		mx = fmax(mx, fabs(c[i]));
+	for (size_t i = 0; i < n; i++) {
+		double e = fabs((double)g[i] - c[i]);
+		worst = fmax(worst, e);
+		if (!(e <= rel * mx + 1e-6)) {
+			fprintf(stderr, "FAIL %s: element %zu: gpu %.9g cpu %.9g (max |cpu| %.3g)\n", what,
+				i, g[i], c[i], mx);
+			exit(1);
+		}
+	}
+	printf("%-44s %8zu values, worst |gpu - cpu| %.3g of max %.3g\n", what, n, worst, mx);
+	free(c);
+	free(g);
+}
+
+/* The same GPU op twice: the same bits. */
+static void repeat(const char *what, struct rf_tensor *t, const float *before)
+{
+	float *now = ts_download(t);
+	CHECK(memcmp(now, before, t->nbytes) == 0 || (fprintf(stderr, "FAIL %s: not repeatable\n",
+							     what), 0));
+	free(now);
+}
+
+static void conv_case(int n, int c, int h, int w, int o, int k, int stride, int pad)
+{
+	int oh = (h + 2 * pad - k) / stride + 1, ow = (w + 2 * pad - k) / stride + 1;
+	struct pair x = rnd("x", RF_DIMS(n, c, h, w)), wt = rnd("w", RF_DIMS(o, c, k, k));
+	struct pair b = rnd("b", RF_DIMS(o)), dy = rnd("dy", RF_DIMS(n, o, oh, ow));
+	struct pair y = rnd("y", RF_DIMS(n, o, oh, ow)), dx = rnd("dx", RF_DIMS(n, c, h, w));
+	struct pair dw = rnd("dw", RF_DIMS(o, c, k, k)), db = rnd("db", RF_DIMS(o));
+	char what[96];
+
+	for (int rep = 0; rep < 2; rep++) {
+		float *y0 = rep ? ts_download(y.g) : NULL, *dx0 = rep ? ts_download(dx.g) : NULL;
+		if (rep) {  /* accumulate onto the first pass's gradients, on both */
+			CHECK_OK(rf_conv2d_fwd(NULL, y.g, x.g, wt.g, b.g, stride, pad));
+			CHECK_OK(rf_conv2d_bwd_data(NULL, dx.g, dy.g, wt.g, stride, pad));
+			repeat("conv fwd", y.g, y0);
+			repeat("conv bwd_data", dx.g, dx0);
+		}
+		for (int g = 0; g < 2; g++) {
+			struct rf_tensor *X = g ? x.g : x.c, *Wt = g ? wt.g : wt.c, *B = g ? b.g : b.c;
+			CHECK_OK(rf_conv2d_fwd(NULL, g ? y.g : y.c, X, Wt, B, stride, pad));
+			CHECK_OK(rf_conv2d_bwd_data(NULL, g ? dx.g : dx.c, g ? dy.g : dy.c, Wt, stride, pad));
+			CHECK_OK(rf_conv2d_bwd_filter(NULL, g ? dw.g : dw.c, g ? db.g : db.c,
+						      g ? dy.g : dy.c, X, rep, stride, pad));
+		}
+		snprintf(what, sizeof(what), "conv %dx%d s%d p%d %dx%dx%dx%d -> %d: fwd", k, k, stride,
+			 pad, n, c, h, w, o);
+		agree(what, y, 1e-5);
+		snprintf(what, sizeof(what), "conv %dx%d s%d p%d: bwd data", k, k, stride, pad);
+		agree(what, dx, 1e-5);
+		snprintf(what, sizeof(what), "conv %dx%d s%d p%d: bwd filter acc=%d", k, k, stride, pad, rep);
+		agree(what, dw, 1e-5);
+		snprintf(what, sizeof(what), "conv %dx%d s%d p%d: bwd bias acc=%d", k, k, stride, pad, rep);
+		agree(what, db, 1e-5);
+		free(y0);
+		free(dx0);
+	}
+	drop(x), drop(wt), drop(b), drop(dy), drop(y), drop(dx), drop(dw), drop(db);
+}
+
+static void bn_case(int n, int c, int h, int w)
+{
+	struct pair x = rnd("x", RF_DIMS(n, c, h, w)), y = rnd("y", RF_DIMS(n, c, h, w));
+	struct pair dy = rnd("dy", RF_DIMS(n, c, h, w)), dx = rnd("dx", RF_DIMS(n, c, h, w));
+	struct pair gm = rnd("gamma", RF_DIMS(c)), bt = rnd("beta", RF_DIMS(c));
+	struct pair mean = rnd("mean", RF_DIMS(c)), inv = rnd("invstd", RF_DIMS(c));
+	struct pair dg = rnd("dgamma", RF_DIMS(c)), dbt = rnd("dbeta", RF_DIMS(c));
+	float *zeros = calloc((size_t)c, sizeof(float)), *ones = malloc((size_t)c * sizeof(float));
+	CHECK(zeros && ones);
+	for (int i = 0; i < c; i++)
+		ones[i] = 1.0f;
+	struct pair rm = mk("running_mean", RF_DIMS(c), zeros), rv = mk("running_var", RF_DIMS(c), ones);
+
+	for (int g = 0; g < 2; g++) {
+		struct rf_tensor *X = g ? x.g : x.c;
+		/* two training steps move the running statistics twice */
+		for (int step = 0; step < 2; step++)
+			CHECK_OK(rf_batchnorm_fwd(NULL, g ? y.g : y.c, g ? mean.g : mean.c,
+						  g ? inv.g : inv.c, g ? rm.g : rm.c, g ? rv.g : rv.c, X,
+						  g ? gm.g : gm.c, g ? bt.g : bt.c, 1, 1e-5f, 0.1f));
+		CHECK_OK(rf_batchnorm_bwd(NULL, g ? dx.g : dx.c, g ? dg.g : dg.c, g ? dbt.g : dbt.c,
+					  g ? dy.g : dy.c, X, g ? mean.g : mean.c, g ? inv.g : inv.c,
+					  g ? gm.g : gm.c));
+	}
+	char what[96];
+	snprintf(what, sizeof(what), "batchnorm %dx%dx%dx%d: train y", n, c, h, w);
+	agree(what, y, 1e-5);
+	agree("batchnorm: saved mean", mean, 1e-5);
+	agree("batchnorm: saved invstd", inv, 1e-5);
+	agree("batchnorm: running mean", rm, 1e-5);
+	agree("batchnorm: running var (unbiased)", rv, 1e-5);
+	agree("batchnorm: dx", dx, 1e-4);
+	agree("batchnorm: dgamma", dg, 1e-5);
+	agree("batchnorm: dbeta", dbt, 1e-5);
+	for (int g = 0; g < 2; g++)
+		CHECK_OK(rf_batchnorm_fwd(NULL, g ? y.g : y.c, NULL, NULL, g ? rm.g : rm.c,
+					  g ? rv.g : rv.c, g ? x.g : x.c, g ? gm.g : gm.c,
+					  g ? bt.g : bt.c, 0, 1e-5f, 0.1f));
+	agree("batchnorm: eval y", y, 1e-5);
+	drop(x), drop(y), drop(dy), drop(dx), drop(gm), drop(bt), drop(mean), drop(inv);
+	drop(dg), drop(dbt), drop(rm), drop(rv);
+	free(zeros);
+	free(ones);
+}
+
+static void pool_case(int n, int c, int h, int w, int k, int st)
+{
+	int oh = (h - k) / st + 1, ow = (w - k) / st + 1;
+	struct pair x = rnd("x", RF_DIMS(n, c, h, w)), y = rnd("y", RF_DIMS(n, c, oh, ow));
+	struct pair dy = rnd("dy", RF_DIMS(n, c, oh, ow)), dx = rnd("dx", RF_DIMS(n, c, h, w));
+	struct pair gy = rnd("gy", RF_DIMS(n, c)), gdx = rnd("gdx", RF_DIMS(n, c, h, w));
+	struct pair gdy = rnd("gdy", RF_DIMS(n, c));
+	char what[96];
+
+	for (int g = 0; g < 2; g++) {
+		struct rf_tensor *X = g ? x.g : x.c;
+		CHECK_OK(rf_maxpool2d_fwd(NULL, g ? y.g : y.c, X, k, st));
+		CHECK_OK(rf_maxpool2d_bwd(NULL, g ? dx.g : dx.c, g ? dy.g : dy.c, X, k, st));
+		CHECK_OK(rf_gavgpool_fwd(NULL, g ? gy.g : gy.c, X));
+		CHECK_OK(rf_gavgpool_bwd(NULL, g ? gdx.g : gdx.c, g ? gdy.g : gdy.c));
+	}
+	snprintf(what, sizeof(what), "maxpool %dx%d s%d %dx%dx%dx%d: fwd", k, k, st, n, c, h, w);
+	agree(what, y, 0);
+	/* random inputs have no ties: the gradient goes to the same element */
+	snprintf(what, sizeof(what), "maxpool %dx%d s%d: bwd", k, k, st);
+	agree(what, dx, 0);
+	agree("global average pool: fwd", gy, 1e-6);
+	agree("global average pool: bwd", gdx, 1e-6);
+	drop(x), drop(y), drop(dy), drop(dx), drop(gy), drop(gdx), drop(gdy);
+}
+
+int main(void)
+{
+	struct rf_ring *ring;
+	struct rf_engine *e;
+	const char *why = NULL;
+
+	if (rf_cuda_count() <= 0) {
+		fprintf(stderr, "no CUDA device: skip\n");
+		return T_SKIP;
+	}
+	if (!rf_cuda_dnn_available(&why)) {
+		fprintf(stderr, "no cuDNN (%s): skip\n", why);
+		return T_SKIP;
+	}
+	CHECK_OK(rf_ring_create(&ring, NULL));
+	CHECK_OK(rf_engine_create(&e, ring, NULL));
+	CHECK_OK(rf_cpu_open(e, NULL, &cpu));
+	CHECK_OK(rf_cuda_open(e, 0, NULL, &gpu));
+	conv_case(4, 3, 11, 9, 8, 3, 1, 1);
+	conv_case(4, 8, 11, 9, 16, 3, 2, 1);
+	conv_case(4, 8, 11, 9, 16, 1, 2, 0);
+	conv_case(16, 64, 28, 28, 64, 3, 1, 1);      /* ResNet-18's first stage */
+	bn_case(8, 16, 7, 5);
+	bn_case(64, 64, 14, 14);
+	pool_case(4, 6, 11, 9, 3, 2);
+	pool_case(4, 6, 12, 12, 2, 2);
+	CHECK_OK(rf_engine_wait_all(e));
+	rf_device_close(gpu);
+	rf_device_close(cpu);
+	rf_engine_destroy(e);
+	rf_ring_destroy(ring);
+	return 0;
+}
