@@ -285,6 +285,9 @@ static int rf__gap_shape(const char *fn, struct rf_tensor *x, struct rf_tensor *
 
 	RF__TRY(rf__nchw(fn, "x", x, g));
 	RF__TRY(rf__need(fn, "y", y, RF_F32, -1));
+	if (!g->h || !g->w)
+		return rf__bad(fn, "%s has empty planes: no mean to take",
+			       rf_tensor_describe(x, b2, sizeof(b2)));
 	if (y->ndim < 2 || y->shape[0] != g->n || y->shape[1] != g->c || y->numel != (size_t)g->n * g->c)
 		return rf__bad(fn, "%s is not %s averaged over each plane",
 			       rf_tensor_describe(y, b1, sizeof(b1)), rf_tensor_describe(x, b2, sizeof(b2)));

@@ -174,10 +174,11 @@ static size_t rf__cuda_conv_ws(const struct rf_k_conv2d *s, int min)
 
 /* ---- kernels --------------------------------------------------------------------------- */
 
-/* A convolution by cuDNN where it is loaded (ret its result, and true), else false:
- * im2col and cuBLAS. */
+/* A convolution by cuDNN where it is loaded and has an algorithm for it (ret its
+ * result, and true), else false: im2col and cuBLAS. */
 #if RF_HAVE_CUDNN
-#define RF__DNN(c, op, ret) (rf__cuda_dnn_ok(NULL) && ((ret) = rf__dnn_conv(&(c)->dnn, (c)->cs, (op)), 1))
+#define RF__DNN(c, op, ret) \
+	(rf__cuda_dnn_ok(NULL) && ((ret) = rf__dnn_conv(&(c)->dnn, (c)->cs, (op))) != -ENOTSUP)
 #else
 #define RF__DNN(c, op, ret) 0
 #endif

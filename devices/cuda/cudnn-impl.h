@@ -20,7 +20,8 @@ void rf__dnn_destroy(struct rf__dnn *h);
 
 /* op (RF__CONV_FWD, _BWD_DATA, _BWD_FILTER) on h's stream, the fastest deterministic
  * algorithm whose workspace fits op->ws_bytes, in full float32 (FMA math, no TF32).
- * 0 or -EIO with op->err set. */
+ * 0; -ENOTSUP (op->err untouched, nothing queued) when no such algorithm exists: the
+ * caller convolves by im2col; or -EIO with op->err set. */
 int rf__dnn_conv(struct rf__dnn **h, void *cs, struct rf__opctx *op);
 /* An RF__NORM op (its struct rf__norm_op at op->u.host.arg: batch norm train / eval /
  * backward, max and global average pooling) on h's stream; max pooling's backward

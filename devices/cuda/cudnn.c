@@ -105,20 +105,28 @@ static pthread_once_t rf__dn_once = PTHREAD_ONCE_INIT;
 
 static void rf__dn_load(void)
 {
+	/* the major version the header describes: another one's calls differ */
 	void *h = dlopen("libcudnn.so.9", RTLD_NOW | RTLD_LOCAL);
+	size_t (*version)(void);
 
-	if (!h)
-		h = dlopen("libcudnn.so", RTLD_NOW | RTLD_LOCAL);
 	if (!h) {
-		snprintf(rf__dn.err, sizeof(rf__dn.err), "cannot load libcudnn.so.9: %s", dlerror());
+		snprintf(rf__dn.err, sizeof(rf__dn.err), "cannot load libcudnn.so.9: %.200s",
+			 dlerror());
 		return;
 	}
 #define RF__SYM(f, name) \
 	if (!(*(void **)&rf__dn.f = dlsym(h, name))) { \
 		snprintf(rf__dn.err, sizeof(rf__dn.err), "libcudnn.so.9 lacks %s", name); \
+		dlclose(h); \
 		return; \
 	}
 	RF__SYM(create, "cudnnCreate")
+	if (!(*(void **)&version = dlsym(h, "cudnnGetVersion")) || version() / 10000 != CUDNN_MAJOR) {
+		snprintf(rf__dn.err, sizeof(rf__dn.err), "libcudnn.so.9 is version %zu, ringflow "
+			 "was built for %d.x", version ? version() : 0, CUDNN_MAJOR);
+		dlclose(h);
+		return;
+	}
 	RF__SYM(destroy, "cudnnDestroy")
 	RF__SYM(set_stream, "cudnnSetStream")
 	RF__SYM(error_string, "cudnnGetErrorString")
@@ -149,7 +157,7 @@ static void rf__dn_load(void)
 	RF__SYM(pool_fwd, "cudnnPoolingForward")
 	RF__SYM(pool_bwd, "cudnnPoolingBackward")
 #undef RF__SYM
-	rf__dn.ok = 1;
+	rf__dn.ok = 1;   /* h stays open for the process's life */
 }
 
 int rf__dnn_ok(const char **why)
@@ -188,11 +196,14 @@ static cudnnHandle_t rf__handle(struct rf__dnn **hp, void *cs, char *err, size_t
 		snprintf(err, len, "cuDNN handle: out of memory");
 		return NULL;
 	}
-	if ((st = rf__dn.create(&h->h)) != CUDNN_STATUS_SUCCESS ||
-	    (st = rf__dn.set_stream(h->h, (cudaStream_t)cs)) != CUDNN_STATUS_SUCCESS) {
+	if ((st = rf__dn.create(&h->h)) != CUDNN_STATUS_SUCCESS) {
 		snprintf(err, len, "cudnnCreate: %s", rf__dn.error_string(st));
-		if (h->h)
-			rf__dn.destroy(h->h);
+		free(h);
+		return NULL;
+	}
+	if ((st = rf__dn.set_stream(h->h, (cudaStream_t)cs)) != CUDNN_STATUS_SUCCESS) {
+		snprintf(err, len, "cudnnSetStream: %s", rf__dn.error_string(st));
+		rf__dn.destroy(h->h);
 		free(h);
 		return NULL;
 	}
@@ -261,12 +272,15 @@ static cudnnStatus_t rf__conv_descs(struct rf__descs *d, const struct rf_k_conv2
 	return rf__dn.set_conv_math(d->c, CUDNN_FMA_MATH);
 }
 
-/* The first deterministic algorithm of a heuristic list that fits `ws` bytes. */
+/* The first algorithm of a heuristic list that is deterministic, computes in FMA math
+ * (the list may hold one algorithm once per math type, each with its own workspace)
+ * and fits `ws` bytes. */
 #define RF__PICK(perf, n, ws, algo) do { \
 	(algo) = -1; \
 	for (int _i = 0; _i < (n); _i++) \
 		if ((perf)[_i].status == CUDNN_STATUS_SUCCESS && \
-		    (perf)[_i].determinism == CUDNN_DETERMINISTIC && (perf)[_i].memory <= (ws)) { \
+		    (perf)[_i].determinism == CUDNN_DETERMINISTIC && \
+		    (perf)[_i].mathType == CUDNN_FMA_MATH && (perf)[_i].memory <= (ws)) { \
 			(algo) = (int)(perf)[_i].algo; \
 			break; \
 		} \
@@ -284,6 +298,8 @@ int rf__dnn_conv(struct rf__dnn **hp, void *cs, struct rf__opctx *op)
 
 	if (!h)
 		return -EIO;
+	if (!s->n || !s->c || !s->o || !s->h || !s->w)
+		return 0;       /* an empty shard: nothing to compute */
 	RF__CK("cuDNN convolution descriptors", rf__conv_descs(&d, s));
 	switch (op->code) {
 	case RF__CONV_FWD: {
@@ -338,12 +354,8 @@ int rf__dnn_conv(struct rf__dnn **hp, void *cs, struct rf__opctx *op)
 		ret = -EINVAL;
 		goto out;
 	}
-	if (algo < 0) {
-		snprintf(err, len, "cuDNN: no deterministic algorithm for conv %dx%dx%dx%d * "
-			 "%dx%dx%dx%d (stride %d, pad %d) within %zu bytes of workspace", s->n, s->c,
-			 s->h, s->w, s->o, s->c, s->kh, s->kw, s->stride ? s->stride : 1, s->pad, ws);
-		ret = -EIO;
-	}
+	if (algo < 0)
+		ret = -ENOTSUP;  /* no deterministic FMA algorithm fits: the caller's im2col */
 out:
 	rf__descs_free(&d);
 	return ret;
@@ -363,6 +375,8 @@ int rf__dnn_norm(struct rf__dnn **hp, void *cs, struct rf__opctx *op)
 
 	if (!h)
 		return -EIO;
+	if (!f->n || !f->c || !f->h || !f->w)
+		return 0;       /* an empty shard: nothing to compute */
 	RF__CK("cuDNN tensor descriptor", rf__tensor(&d, 0, f->n, f->c, f->h, f->w));
 	switch (f->kind) {
 	case RF__N_BN_TRAIN:
@@ -402,7 +416,8 @@ int rf__dnn_norm(struct rf__dnn **hp, void *cs, struct rf__opctx *op)
 			RF__CK("cudnnPoolingForward",
 			       rf__dn.pool_fwd(h, d.p, &one, d.t[0], f->in, &zero, d.t[1], f->out));
 		} else if (f->kind == RF__N_GAP_BWD) {
-			/* average pooling's backward reads neither y nor x */
+			/* average pooling's backward reads neither y nor x: dy stands for y
+			 * and dx for x (their shapes), which cuDNN does not look into */
 			RF__CK("cudnnPoolingBackward",
 			       rf__dn.pool_bwd(h, d.p, &one, d.t[1], f->in, d.t[1], f->in, d.t[0],
 					       f->out, &zero, d.t[0], f->out));
