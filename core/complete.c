@@ -4,7 +4,7 @@
  * callback are told, and it leaves the queues. */
 #include <stdlib.h>
 
-#include "engine-impl.h"
+#include "graph-impl.h"
 
 /* The poison op inherits from the variables it reads (a mutated variable is read
  * too, unless the op is RF_OP_OVERWRITE), 0 if none. front_only: look only at the
@@ -30,23 +30,6 @@ int rf__inherited_error(const struct rf_op *op, int front_only, const char **nam
 	return 0;
 }
 
-/* A failed or skipped op poisons what it writes (a variable keeps its first poison). */
-void rf__poison_var(struct rf_var *v, int status, const char *ename)
-{
-	if (!v->err) {
-		v->err = status;
-		v->err_op = ename;
-	}
-}
-
-void rf__note_error(struct rf_engine *e, int status, const char *ename)
-{
-	if (!e->first_error) {
-		e->first_error = status;
-		e->first_error_op = ename;
-	}
-}
-
 /* Record op's outcome on the variables it writes. */
 static void rf__settle_vars(struct rf_engine *e, struct rf_op *op, int status, const char *ename)
 {
@@ -62,8 +45,7 @@ static void rf__settle_vars(struct rf_engine *e, struct rf_op *op, int status, c
 		if (status < 0) {
 			rf__poison_var(v, status, ename);
 		} else {
-			v->err = 0; /* RF_OP_OVERWRITE succeeded */
-			v->err_op = NULL;
+			rf__var_set_err(v, 0, NULL); /* RF_OP_OVERWRITE succeeded */
 		}
 	}
 	if (status < 0)
@@ -113,7 +95,13 @@ static void rf__call_done(struct rf_engine *e, struct rf_op *op, int status)
 void rf__finish(struct rf_engine *e, struct rf_op *op)
 {
 	const char *ename = op->name;
-	int status = rf__final_status(e, op, &ename);
+	int status;
+
+	if (op->gkind == RF__G_NODE) {
+		rf__gnode_finish(e, op);
+		return;
+	}
+	status = rf__final_status(e, op, &ename);
 
 	rf__settle_vars(e, op, status, ename);
 	op->status = status;
@@ -137,6 +125,8 @@ void rf__reported(struct rf_engine *e, struct rf_op *op, int status)
 {
 	op->status = status;
 	op->state = RF__OP_REPORTED;
-	if (op->nfront == op->nent)
+	if (op->gkind == RF__G_NODE)
+		rf__gnode_reported(e, op);
+	else if (op->nfront == op->nent)
 		rf__oplist_push(&e->finished, op);
 }

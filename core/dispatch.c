@@ -2,7 +2,7 @@
  * finished ops are completed (complete.c), ready ops are dispatched to their stream
  * (rf__dispatch). Nothing recurses: a completion or dispatch that makes more ops
  * ready or finished appends them to the lists. */
-#include "engine-impl.h"
+#include "graph-impl.h"
 #include "rf-internal.h"
 
 /* A stream's enqueue failed: the op fails with ret, unless the stream already
@@ -27,7 +27,8 @@ static void rf__dispatch(struct rf_engine *e, struct rf_op *op)
 	uint64_t uid = op->uid;
 	int ret;
 
-	if (rf__inherited_error(op, 1, &name)) {
+	if (op->gkind == RF__G_NODE ? rf__gnode_dispatch(e, op)
+				    : rf__inherited_error(op, 1, &name)) {
 		/* Skipped: an input is poisoned for good. Not enqueued; it completes
 		 * (poisoning its outputs) when it is first in all its queues. */
 		rf__reported(e, op, 0);
@@ -39,7 +40,10 @@ static void rf__dispatch(struct rf_engine *e, struct rf_op *op)
 	op->seq = ++s->seq;
 	/* Stream chaining: consumers on the same in-order stream (or on streams that
 	 * can wait for this one) may go now. */
-	rf__q_dispatched(e, op);
+	if (op->gkind == RF__G_NODE)
+		rf__gnode_chain(e, op);
+	else
+		rf__q_dispatched(e, op);
 	ret = s->ops->enqueue(s, op);
 	if (ret < 0)
 		rf__enqueue_failed(e, op, s, uid, opname, ret);

@@ -42,6 +42,11 @@ struct rf__group {
 	uint8_t write;
 };
 
+enum { RF__G_NONE, RF__G_MACRO, RF__G_NODE };
+
+struct rf__glaunch;
+struct rf__capture;
+
 enum { RF__OP_FREE, RF__OP_PENDING, RF__OP_READY, RF__OP_DISPATCHED, RF__OP_REPORTED,
        RF__OP_DONE };
 
@@ -72,6 +77,9 @@ struct rf_op {
 	uint8_t settled;         /* inputs were final and clean at dispatch */
 	uint8_t internal;        /* engine-made op (waits), not counted in stats.pushed */
 	uint8_t traced;          /* record times (set at push, read by the executing thread) */
+	uint8_t gkind;           /* RF__G_MACRO: a graph launch; RF__G_NODE: one of its ops */
+	uint32_t gi;             /* RF__G_NODE: its index in the graph */
+	struct rf__glaunch *gl;  /* the launch (graph.c, graph-run.c) */
 	int status;              /* reported status */
 	uint64_t uid;            /* push order, 1-based */
 	uint64_t seq;            /* stream sequence number */
@@ -154,6 +162,10 @@ struct rf_engine {
 	uint32_t nfree_groups;
 	struct rf_stream inline_stream;
 	struct rf_stream async_stream;
+	struct rf_stream graph_stream; /* where graph launches run (graph-run.c) */
+	struct rf__capture *cap;       /* a capture in progress (capture.c) */
+	uint64_t next_uid;
+	size_t npoisoned;              /* variables poisoned now (graph launches skip checks) */
 	struct rf_stream *streams; /* registered, newest first */
 	int next_stream_id;
 	struct rf_engine_stats st;
@@ -231,7 +243,7 @@ static inline struct rf_op *rf__op_alloc(struct rf_engine *e)
 
 static inline void rf__op_free(struct rf_engine *e, struct rf_op *op)
 {
-	if (op->ent != op->ent_inline)
+	if (op->ent != op->ent_inline && op->gkind != RF__G_MACRO)
 		free(op->ent);
 	if (op->deps)
 		free(op->deps);
@@ -245,6 +257,10 @@ int rf__op_fill(struct rf_engine *e, struct rf_op *op, const struct rf_op_desc *
 /* push.c: queue an op (internal: an engine-made op, w: its waiter) */
 int rf__push(struct rf_engine *e, const struct rf_op_desc *d, struct rf_var *delete_var,
 	     int internal, struct rf__waiter *w, struct rf_var *wait_var);
+/* push.c: a graph launch's macro op (internal, traced) */
+int rf__push_launch(struct rf_engine *e, const struct rf_op_desc *d, struct rf__glaunch *gl,
+		    struct rf__waiter *w);
+int rf__check_desc(struct rf_engine *e, const struct rf_op_desc *d, int special);
 
 /* immediate.c: the immediate path (1: ran it, 0: not taken, <0: error) */
 int rf__push_now(struct rf_engine *e, const struct rf_op_desc *d);
@@ -253,10 +269,35 @@ int rf__now_materialize(struct rf_engine *e);
 /* dispatch.c: the loop that dispatches ready ops and completes finished ones */
 void rf__pump(struct rf_engine *e);
 
+/* A failed or skipped op poisons what it writes (a variable keeps its first poison). */
+static inline void rf__poison_var(struct rf_var *v, int status, const char *ename)
+{
+	if (!v->err) {
+		v->eng->npoisoned++;
+		v->err = status;
+		v->err_op = ename;
+	}
+}
+
+/* Set (or clear: err 0) a variable's poison, keeping the engine's count. */
+static inline void rf__var_set_err(struct rf_var *v, int err, const char *ename)
+{
+	v->eng->npoisoned += (size_t)(err != 0) - (size_t)(v->err != 0);
+	v->err = err;
+	v->err_op = err ? ename : NULL;
+}
+
+/* The first error since the last wait_all. */
+static inline void rf__note_error(struct rf_engine *e, int status, const char *ename)
+{
+	if (!e->first_error) {
+		e->first_error = status;
+		e->first_error_op = ename;
+	}
+}
+
 /* complete.c: an op's outcome, poison */
 int rf__inherited_error(const struct rf_op *op, int front_only, const char **name);
-void rf__poison_var(struct rf_var *v, int status, const char *ename);
-void rf__note_error(struct rf_engine *e, int status, const char *ename);
 void rf__reported(struct rf_engine *e, struct rf_op *op, int status);
 void rf__finish(struct rf_engine *e, struct rf_op *op);
 

@@ -127,7 +127,8 @@ static void rf__run_now(struct rf_engine *e, const struct rf_op_desc *d)
 	int inh = rf__now_inherited(d, &ename);
 	int st = 0;
 
-	e->now_uid = ++e->st.pushed;
+	e->now_uid = ++e->next_uid;
+	e->st.pushed++;
 	rf__inflight_add(e, d->bytes);
 	e->pumping = 1;
 	if (!inh)

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine-impl.h"
+#include "graph-impl.h"
 
 /* Teardown: free the free list. */
 void rf__ops_release(struct rf_engine *e)
@@ -65,12 +65,34 @@ static void rf__op_fill_fields(struct rf_engine *e, struct rf_op *op, const stru
 	op->flags = d->flags;
 }
 
+/* Known distinct (a graph launch's variables): appended as they come, into the
+ * launch's own entries (kept from launch to launch; rf__op_free leaves them). */
+static int rf__op_fill_distinct(struct rf_op *op, const struct rf_op_desc *d)
+{
+	uint32_t n = d->nwrites + d->nreads, i;
+
+	if (n > op->cap_ent) {
+		op->ent = op->gl->ents;
+		op->cap_ent = n;
+	}
+	for (i = 0; i < n; i++) {
+		struct rf__entry *en = &op->ent[i];
+		en->op = op;
+		en->var = i < d->nwrites ? d->writes[i] : d->reads[i - d->nwrites];
+		en->write = i < d->nwrites;
+	}
+	op->nent = n;
+	return 0;
+}
+
 /* Writes first, then reads, deduplicated. */
 static int rf__op_fill_entries(struct rf_op *op, const struct rf_op_desc *d)
 {
 	uint32_t i;
 	int ret;
 
+	if (op->gkind == RF__G_MACRO)
+		return rf__op_fill_distinct(op, d);
 	for (i = 0; i < d->nwrites; i++)
 		if ((ret = rf__op_add_var(op, d->writes[i], 1)) < 0)
 			return ret;

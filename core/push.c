@@ -5,10 +5,11 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "engine-impl.h"
+#include "graph-impl.h"
+#include "rf-internal.h"
 
 /* special: an engine-made op (wait, deletion) may have no function. */
-static int rf__check_desc(struct rf_engine *e, const struct rf_op_desc *d, int special)
+int rf__check_desc(struct rf_engine *e, const struct rf_op_desc *d, int special)
 {
 	uint32_t i;
 
@@ -31,7 +32,8 @@ static int rf__push_admit(struct rf_engine *e, const struct rf_op_desc *d, int i
 {
 	int ret;
 
-	if ((ret = rf__check_desc(e, d, special)) < 0)
+	/* special 2: a graph launch, whose variables were checked when bound */
+	if (special != 2 && (ret = rf__check_desc(e, d, special)) < 0)
 		return ret;
 	if (e->now_desc && !e->now_op && (ret = rf__now_materialize(e)) < 0)
 		return ret;
@@ -43,9 +45,9 @@ static int rf__push_admit(struct rf_engine *e, const struct rf_op_desc *d, int i
 /* Its push number (internal ops do not count) and, when tracing, its edges. */
 static void rf__op_number(struct rf_engine *e, struct rf_op *op)
 {
-	op->uid = ++e->st.pushed;
-	if (op->internal)
-		e->st.pushed--;
+	op->uid = ++e->next_uid;
+	if (!op->internal)
+		e->st.pushed++;
 	if (e->trace) {
 		op->traced = 1;
 		rf__trace_deps_at_push(e, op);
@@ -54,18 +56,24 @@ static void rf__op_number(struct rf_engine *e, struct rf_op *op)
 
 /* Build op from d and queue it. On success the op belongs to the engine (its done
  * callback will run); on failure nothing of it remains. */
-int rf__push(struct rf_engine *e, const struct rf_op_desc *d, struct rf_var *delete_var,
-	     int internal, struct rf__waiter *w, struct rf_var *wait_var)
+static int rf__push_op(struct rf_engine *e, const struct rf_op_desc *d,
+		       struct rf_var *delete_var, int internal, struct rf__waiter *w,
+		       struct rf_var *wait_var, struct rf__glaunch *gl)
 {
 	struct rf_op *op;
 	int ret;
 
-	if ((ret = rf__push_admit(e, d, internal, internal || delete_var)) < 0)
+	if ((ret = rf__push_admit(e, d, internal, gl ? 2 : internal || delete_var)) < 0)
 		return ret;
 	op = rf__op_alloc(e);
 	if (!op)
 		return -ENOMEM;
 	op->internal = (uint8_t)internal;
+	if (gl) {
+		op->gkind = RF__G_MACRO;
+		op->gl = gl;
+		gl->macro = op;
+	}
 	op->delete_var = delete_var;
 	op->wait_var = wait_var;
 	op->state = RF__OP_PENDING;
@@ -84,6 +92,29 @@ int rf__push(struct rf_engine *e, const struct rf_op_desc *d, struct rf_var *del
 	return 0;
 }
 
+int rf__push(struct rf_engine *e, const struct rf_op_desc *d, struct rf_var *delete_var,
+	     int internal, struct rf__waiter *w, struct rf_var *wait_var)
+{
+	return rf__push_op(e, d, delete_var, internal, w, wait_var, NULL);
+}
+
+/* A graph launch: internal (its captured ops are what the stats count), traced. */
+int rf__push_launch(struct rf_engine *e, const struct rf_op_desc *d, struct rf__glaunch *gl,
+		    struct rf__waiter *w)
+{
+	return rf__push_op(e, d, NULL, 1, w, NULL, gl);
+}
+
+/* Refused while a capture records: what cannot be part of a graph. */
+static int rf__capturing(struct rf_engine *e, const char *what)
+{
+	if (!e->cap)
+		return 0;
+	return rf__fail(-EBUSY, "%s while a capture is recording: refused (a graph records "
+			"ops only; do it before rf_engine_capture_begin or after "
+			"rf_engine_capture_end)", what);
+}
+
 /* A user push: in synchronous debug mode the op runs to completion before push
  * returns (when the reactor can be turned here; from inside an op or callback it
  * runs right after). Once the op is accepted push returns 0 whatever happens while
@@ -93,6 +124,13 @@ static int rf__push_user(struct rf_engine *e, const struct rf_op_desc *d, struct
 	struct rf__waiter *w = NULL;
 	int ret;
 
+	if (e->cap) {
+		if (delete_var)
+			return rf__capturing(e, "rf_var_destroy");
+		if ((ret = rf__check_desc(e, d, 0)) < 0)
+			return ret;
+		return rf__capture_add(e, d);
+	}
 	if (!delete_var && (ret = rf__push_now(e, d)) != 0)
 		return ret < 0 ? ret : 0;
 	if (e->sync && !rf__in_callback(e) && !(w = calloc(1, sizeof(*w))))
@@ -178,8 +216,7 @@ static int rf__clear_run(void *ctx)
 {
 	struct rf_var *v = ctx;
 
-	v->err = 0;
-	v->err_op = NULL;
+	rf__var_set_err(v, 0, NULL);
 	return 0;
 }
 
@@ -189,6 +226,8 @@ int rf_var_clear_error(struct rf_engine *e, struct rf_var *v)
 
 	if (!v || v->eng != e)
 		return -EINVAL;
+	if (e->cap)
+		return rf__capturing(e, "rf_var_clear_error");
 	d.fn = rf__clear_run;
 	d.ctx = v;
 	d.writes = &v;

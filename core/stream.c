@@ -4,7 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "engine-impl.h"
+#include "graph-impl.h"
 #include "rf-internal.h"
 
 /* The inline stream: runs the op right away on the reactor thread. */
@@ -61,12 +61,13 @@ static void rf__builtin_init(struct rf_engine *e, struct rf_stream *s,
 	s->id = id;
 }
 
-/* The built-in streams take ids 0 and 1; registered streams follow. */
+/* The built-in streams take ids 0 to 2; registered streams follow. */
 void rf__streams_init(struct rf_engine *e)
 {
 	rf__builtin_init(e, &e->inline_stream, &rf__inline_ops, "inline", 0);
 	rf__builtin_init(e, &e->async_stream, &rf__async_ops, "async (ring)", 1);
-	e->next_stream_id = 2;
+	rf__builtin_init(e, &e->graph_stream, &rf__graph_stream_ops, "graph launches", 2);
+	e->next_stream_id = 3;
 }
 
 /* Destroy the streams still registered, newest first. */

@@ -90,7 +90,7 @@ void rf__trace_deps_at_push(struct rf_engine *e, struct rf_op *op)
 				rf__deps_add(op, v->readers[j], &cap);
 			v->nreaders = 0;
 			v->last_writer = op->uid;
-		} else if (!op->internal) {
+		} else if (!op->internal || op->gkind == RF__G_MACRO) {
 			if (v->nreaders == v->cap_readers && v->cap_readers < RF__MAX_READERS) {
 				uint32_t nc = v->cap_readers ? v->cap_readers * 2 : 8;
 				uint64_t *n = realloc(v->readers, nc * sizeof(*n));
@@ -131,7 +131,7 @@ void rf__trace_record(struct rf_engine *e, struct rf_op *op)
 	struct rf__trace *t = e->trace;
 	struct rf__trace_ev *ev;
 
-	if (op->internal)
+	if (op->internal && op->gkind != RF__G_MACRO)
 		return;
 	ev = rf__trace_ev_new(t);
 	if (!ev)
@@ -227,6 +227,8 @@ static void rf__trace_write_meta(struct rf__jw *w, const struct rf__trace *t)
 	fprintf(f, "{\"ph\":\"M\",\"pid\":1,\"tid\":0,\"name\":\"thread_name\",\"args\":{\"name\":\"inline (reactor)\"}}");
 	rf__jw_sep(w);
 	fprintf(f, "{\"ph\":\"M\",\"pid\":1,\"tid\":1,\"name\":\"thread_name\",\"args\":{\"name\":\"async (ring I/O)\"}}");
+	rf__jw_sep(w);
+	fprintf(f, "{\"ph\":\"M\",\"pid\":1,\"tid\":2,\"name\":\"thread_name\",\"args\":{\"name\":\"graph launches\"}}");
 	for (i = 0; i < t->ntracks; i++) {
 		int tid = t->tracks[i].tid;
 		rf__jw_sep(w);

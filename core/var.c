@@ -38,6 +38,8 @@ int rf_var_error(const struct rf_var *v, const char **op_name)
 /* After its deletion op completed. */
 void rf__var_free(struct rf_var *v)
 {
+	if (v->err)
+		v->eng->npoisoned--;
 	rf__trace_var_free(v);
 	free(v->name);
 	free(v);

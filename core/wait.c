@@ -13,6 +13,10 @@ static int rf__wait_refused(struct rf_engine *e, const char *what)
 		return rf__fail(-EDEADLK, "%s called from a thread other than the engine's "
 				"reactor thread (from inside a worker-stream op?): refused, it "
 				"would deadlock; push a dependent op instead", what);
+	if (e->cap)
+		return rf__fail(-EBUSY, "%s while a capture is recording: refused (the ops "
+				"it records have not run; end the capture and launch the "
+				"graph first)", what);
 	if (rf__in_callback(e))
 		return rf__fail(-EDEADLK, "%s called from inside an engine op, done callback "
 				"or ring callback: refused (it would deadlock: the op cannot "

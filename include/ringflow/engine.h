@@ -70,6 +70,7 @@ struct rf_engine_stats {
 	uint64_t cap_waits;     /* pushes that had to turn the reactor for room */
 	unsigned inflight, max_inflight_seen;
 	size_t inflight_bytes;
+	uint64_t graph_launches; /* rf_graph_launch calls (their ops count in pushed) */
 };
 
 /* Create an engine on ring (borrowed; must outlive the engine). */
@@ -120,6 +121,62 @@ int rf_engine_wait_idle(struct rf_engine *e);
 int rf_var_error(const struct rf_var *v, const char **op_name);
 /* Clear a variable's poison (pushed as a mutation). */
 int rf_var_clear_error(struct rf_engine *e, struct rf_var *v);
+
+/* ---- capture and replay (the seeds' hybridize, section 12.1) --------------------
+ * Between capture_begin and capture_end, pushes are recorded, not run: the result is a
+ * graph whose dependencies are computed once. rf_graph_launch pushes the whole graph
+ * as one unit: it waits in the queues of the variables its ops use (reads of those it
+ * only reads, a write of every one it writes), so it orders like a single op against
+ * what is pushed before and after it; inside, its ops run on their own streams by the
+ * precomputed counts, with no per-variable queue walk. Each op's poison follows the
+ * serial program exactly as if the ops had been pushed one by one, and errors surface
+ * at the waits as usual. A captured op's done callback runs once, with status 0, when
+ * the graph is freed (so its ctx lives as long as the graph); per launch, outcomes are
+ * the variables' poison and rf_engine_wait_all's error. The variables a graph uses
+ * must outlive it. During a capture, waits, rf_var_destroy, rf_var_clear_error and
+ * launches are refused with -EBUSY. Synchronous mode and traces apply to launches
+ * (a launch returns after its ops ran; the trace shows each op on its stream and the
+ * launch on the "graph launches" track). core/README.md, "Capture and replay". */
+struct rf_graph;
+
+struct rf_capture_opts {
+	size_t args_size;  /* bytes of arguments each launch passes (0: none; at most 1 GiB) */
+	const char *name;  /* for messages (copied); NULL: "graph" */
+};
+
+/* Start recording pushes. -EBUSY: a capture is already on, or called from inside an op
+ * or callback. */
+int rf_engine_capture_begin(struct rf_engine *e, const struct rf_capture_opts *opts);
+/* While recording: the arguments' buffer (args_size bytes, owned by the graph, zeroed)
+ * and the variable that orders it. A captured op that reads the buffer (through its
+ * ctx) lists *args_var among its reads; every launch copies its arguments in before
+ * its ops run, and launches of one graph with arguments run one after the other.
+ * NULL (and *args_var NULL) without arguments or outside a capture. */
+void *rf_engine_capture_args(struct rf_engine *e, struct rf_var **args_var);
+/* Stop recording: *out the graph (may hold no op). If a push was refused while
+ * recording, no graph (*out NULL) and that error; the recorded ops' done callbacks
+ * have then run. -EINVAL: no capture. */
+int rf_engine_capture_end(struct rf_engine *e, struct rf_graph **out);
+
+/* One launch may put another variable in place of a captured one (the batch's slot,
+ * say): the launch then orders on `actual` instead. Two distinct captured variables
+ * may not become one. */
+struct rf_graph_bind {
+	struct rf_var *captured;
+	struct rf_var *actual;
+};
+
+/* Push one replay of g. args: args_size bytes copied now (NULL: the buffer keeps its
+ * contents); binds: nbinds substitutions for this launch. Returns 0 or -errno
+ * (-EINVAL with rf_last_error() for a bad bind; -EBUSY during a capture); on an error
+ * nothing was pushed. In synchronous mode it returns after the replay finished. */
+int rf_graph_launch(struct rf_graph *g, const void *args, const struct rf_graph_bind *binds,
+		    unsigned nbinds);
+/* The number of ops captured. */
+unsigned rf_graph_size(const struct rf_graph *g);
+/* Free g once its launches have finished (at once if none is in flight); then each
+ * captured op's done callback runs once. Never waits. */
+void rf_graph_destroy(struct rf_graph *g);
 
 /* Chrome-trace JSON (opens in Perfetto): one track per stream, each op with name,
  * start and end, and its dependency edges as flow events. start() begins recording;

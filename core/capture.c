@@ -1,0 +1,154 @@
+/* core/capture.c -- recording: while a capture is on, a push records its op (the
+ * descriptor, its variables deduplicated as rf__op_fill does: writes first, a
+ * variable both read and written is a write) instead of queuing it. graph.c turns
+ * the recording into a graph. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph-impl.h"
+
+static int rf__grow(void **p, uint32_t *cap, uint32_t need, size_t size)
+{
+	uint32_t nc = *cap ? *cap : 16;
+	void *n;
+
+	if (need <= *cap)
+		return 0;
+	while (nc < need) {
+		if (nc > UINT32_MAX / 2)
+			return -ENOMEM;
+		nc *= 2;
+	}
+	if (!(n = realloc(*p, (size_t)nc * size)))
+		return -ENOMEM;
+	*p = n;
+	*cap = nc;
+	return 0;
+}
+
+static uint32_t rf__vhash(const struct rf_var *v, uint32_t mask)
+{
+	uint64_t x = (uint64_t)(uintptr_t)v * 0x9e3779b97f4a7c15ull;
+
+	return (uint32_t)(x >> 32) & mask;
+}
+
+static int rf__rehash(struct rf__capture *c, uint32_t hcap)
+{
+	uint32_t *h = calloc(hcap, sizeof(*h));
+
+	if (!h)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < c->nvar; i++) {
+		uint32_t k = rf__vhash(c->vars[i], hcap - 1);
+		while (h[k])
+			k = (k + 1) & (hcap - 1);
+		h[k] = i + 1;
+	}
+	free(c->hash);
+	c->hash = h;
+	c->hcap = hcap;
+	return 0;
+}
+
+/* The index of v in the capture's variables, added on first use. */
+static int rf__var_index(struct rf__capture *c, struct rf_var *v, uint32_t *out)
+{
+	uint32_t k;
+	int ret;
+
+	if (2 * (c->nvar + 1) > c->hcap && (ret = rf__rehash(c, c->hcap ? 2 * c->hcap : 64)) < 0)
+		return ret;
+	for (k = rf__vhash(v, c->hcap - 1); c->hash[k]; k = (k + 1) & (c->hcap - 1))
+		if (c->vars[c->hash[k] - 1] == v) {
+			*out = c->hash[k] - 1;
+			return 0;
+		}
+	if ((ret = rf__grow((void **)&c->vars, &c->cap_var, c->nvar + 1, sizeof(*c->vars))) < 0)
+		return ret;
+	c->vars[c->nvar] = v;
+	c->hash[k] = c->nvar + 1;
+	*out = c->nvar++;
+	return 0;
+}
+
+/* Add an entry of the node being recorded (entries from ent0 on), merging a repeat. */
+static int rf__cap_entry(struct rf__capture *c, uint32_t ent0, struct rf_var *v, int write)
+{
+	uint32_t x, i;
+	int ret;
+
+	if ((ret = rf__var_index(c, v, &x)) < 0)
+		return ret;
+	for (i = ent0; i < c->nent; i++)
+		if (c->ent[i].var == x) {
+			c->ent[i].write |= (uint8_t)write;
+			return 0;
+		}
+	if ((ret = rf__grow((void **)&c->ent, &c->cap_ent, c->nent + 1, sizeof(*c->ent))) < 0)
+		return ret;
+	c->ent[c->nent].var = x;
+	c->ent[c->nent].prod = RF__GNONE;
+	c->ent[c->nent].write = (uint8_t)write;
+	c->nent++;
+	return 0;
+}
+
+static int rf__cap_record(struct rf_engine *e, struct rf__capture *c, const struct rf_op_desc *d)
+{
+	struct rf__gnode *nd;
+	uint32_t ent0 = c->nent, i;
+	int ret;
+
+	if ((ret = rf__grow((void **)&c->nodes, &c->cap, c->n + 1, sizeof(*c->nodes))) < 0)
+		return ret;
+	for (i = 0; i < d->nwrites; i++)
+		if ((ret = rf__cap_entry(c, ent0, d->writes[i], 1)) < 0)
+			goto undo;
+	for (i = 0; i < d->nreads; i++)
+		if ((ret = rf__cap_entry(c, ent0, d->reads[i], 0)) < 0)
+			goto undo;
+	nd = &c->nodes[c->n++];
+	memset(nd, 0, sizeof(*nd));
+	nd->fn = d->fn;
+	nd->afn = d->afn;
+	nd->ctx = d->ctx;
+	nd->done = d->done;
+	nd->stream = d->afn ? &e->async_stream : d->stream ? d->stream : &e->inline_stream;
+	nd->name = d->name ? d->name : "op";
+	nd->bytes = d->bytes;
+	nd->flags = d->flags;
+	nd->ent0 = ent0;
+	nd->nent = c->nent - ent0;
+	return 0;
+undo:
+	c->nent = ent0; /* variables added stay: unused ones cost only a slot */
+	return ret;
+}
+
+int rf__capture_add(struct rf_engine *e, const struct rf_op_desc *d)
+{
+	struct rf__capture *c = e->cap;
+	int ret;
+
+	if (c->err)
+		return c->err;
+	ret = rf__cap_record(e, c, d);
+	if (ret < 0)
+		c->err = ret;
+	return ret;
+}
+
+void rf__capture_free(struct rf__capture *c)
+{
+	if (!c)
+		return;
+	free(c->nodes);
+	free(c->ent);
+	free(c->vars);
+	free(c->hash);
+	free(c->name);
+	free(c->args);
+	free(c);
+}

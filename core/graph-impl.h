@@ -1,0 +1,122 @@
+/* core/graph-impl.h -- captured graphs and their replays, shared by capture.c (the
+ * recording), graph.c (building a graph, launching it) and graph-run.c (running a
+ * launch's ops). Not installed. The design: core/README.md, "Capture and replay". */
+#ifndef RF_GRAPH_IMPL_H
+#define RF_GRAPH_IMPL_H
+
+#include "engine-impl.h"
+
+#define RF__GNONE UINT32_MAX
+
+/* A captured op: its descriptor (the variables become entries), and its place in the
+ * graph's precomputed dependencies. */
+struct rf__gnode {
+	rf_op_fn fn;
+	rf_async_fn afn;
+	void *ctx;
+	rf_op_done_fn done;      /* called once, when the graph is freed */
+	struct rf_stream *stream;
+	const char *name;
+	size_t bytes;
+	unsigned flags;
+	uint32_t ent0, nent;     /* its entries: g->ent[ent0 .. ent0 + nent) */
+	uint32_t succ0, nsucc;   /* ops that depend on it: g->succ[succ0 ..) */
+	uint32_t pred0, npred;   /* ops it depends on: g->pred[pred0 ..) */
+};
+
+/* An op's use of a graph variable. prod: the entry of the write before it in the
+ * graph (the version it sees), or RF__GNONE: the variable as the launch found it. */
+struct rf__gent {
+	uint32_t var;
+	uint32_t prod;
+	uint8_t write;
+};
+
+struct rf__gvar {
+	struct rf_var *v;        /* as captured (a launch may bind another in its place) */
+	uint32_t last;           /* the graph's last write entry, RF__GNONE: only read */
+};
+
+struct rf__glaunch;
+
+struct rf_graph {
+	struct rf_engine *eng;
+	char *name;
+	uint32_t n, nent, nvar, nedge, nroots;
+	struct rf__gnode *nodes;
+	struct rf__gent *ent;
+	struct rf__gvar *vars;
+	uint32_t *succ;          /* nedge */
+	uint8_t *succ_same;      /* nedge: the successor is on the same in-order stream */
+	uint32_t *pred;          /* nedge */
+	uint32_t *roots;         /* ops with no predecessor */
+	uint32_t *npred;         /* n: each op's predecessors (a launch's counters start so) */
+	void *args;              /* the replay arguments' buffer */
+	size_t args_size;
+	struct rf_var *args_var;
+	struct rf__glaunch *free_launches;
+	unsigned inflight;       /* launches not finished */
+	int doomed;              /* rf_graph_destroy called: freed by its last launch */
+};
+
+/* One replay in flight: the macro op that holds the graph's variables in the engine's
+ * queues, and the state of each captured op. */
+struct rf__glaunch {
+	struct rf_graph *g;
+	struct rf__glaunch *next;      /* free list */
+	struct rf_op *macro;
+	uint32_t nleft;                /* ops not finished */
+	int poison;                    /* some poison may be seen: check inputs, keep versions */
+	uint64_t uid0;                 /* op i's uid is uid0 + i */
+	struct rf_op *ops;             /* n op records */
+	uint32_t *pend_disp;           /* predecessors not finished nor chained */
+	uint32_t *pend_fin;            /* predecessors not finished */
+	uint8_t *reported;             /* reported while a predecessor was unfinished */
+	uint8_t *chained;              /* nedge: satisfied when its producer was enqueued */
+	int *ver_err;                  /* nent: a write entry's outcome (the poison after it) */
+	const char **ver_name;
+	int *init_err;                 /* nvar: the poison the launch found */
+	const char **init_name;
+	struct rf_var **bound;         /* nvar: the variable each stands for in this launch */
+	struct rf_var **rd, **wr;      /* the macro op's reads and writes */
+	struct rf__entry *ents;        /* and its entries (nvar + 1) */
+	uint8_t *fast;                 /* n: an inline op, run from runq without a record */
+	uint32_t *runq;                /* n: inline ops ready to run */
+	uint32_t rq_head, rq_tail;
+	int draining;                  /* rf__glaunch_drain is running runq */
+	unsigned nrd, nwr;
+	unsigned char *args;           /* this launch's arguments (args_size) */
+};
+
+/* graph-run.c */
+extern const struct rf_stream_ops rf__graph_stream_ops;
+void rf__glaunch_init_ops(struct rf_engine *e, struct rf__glaunch *L);
+int rf__gnode_dispatch(struct rf_engine *e, struct rf_op *op); /* 1: skipped */
+void rf__gnode_chain(struct rf_engine *e, struct rf_op *op);
+void rf__gnode_reported(struct rf_engine *e, struct rf_op *op);
+void rf__gnode_finish(struct rf_engine *e, struct rf_op *op);
+/* Free g and its launch blocks, calling each captured op's done callback once. */
+void rf__graph_free(struct rf_graph *g);
+
+/* capture.c: what a capture records */
+struct rf__capture {
+	struct rf__gnode *nodes;
+	uint32_t n, cap;
+	struct rf__gent *ent;      /* var: an index into vars */
+	uint32_t nent, cap_ent;
+	struct rf_var **vars;      /* distinct, in order of first use */
+	uint32_t nvar, cap_var;
+	uint32_t *hash;            /* open addressing: var pointer -> index + 1 */
+	uint32_t hcap;
+	int err;                   /* the first push refused while capturing */
+	char *name;
+	void *args;
+	size_t args_size;
+	struct rf_var *args_var;
+};
+
+/* Record d (checked) in the capture: 0, or -ENOMEM (then the capture fails). */
+int rf__capture_add(struct rf_engine *e, const struct rf_op_desc *d);
+void rf__capture_free(struct rf__capture *c);
+
+#endif
