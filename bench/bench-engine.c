@@ -164,6 +164,72 @@ static double run_pattern(const char *pattern, long n)
 	return (double)(t1 - t0) / 1e9;
 }
 
+/* replay: the random DAG captured once (rf_engine_capture_begin/end), then launched
+ * `launches` times, a wait after each; returns the best launch + wait in seconds, or
+ * < 0 on error. The capture itself is not counted (it happens once). */
+static double run_replay_pattern(long n, long launches)
+{
+	struct rf_ring *ring;
+	struct rf_engine *e;
+	struct rf_graph *g;
+	struct rf_var **v = malloc((size_t)n * sizeof(*v));
+	uint64_t seed = 42;
+	double best = 1e30;
+	long i;
+	int ret;
+
+	if (!v || rf_ring_create(&ring, NULL) < 0)
+		return -1;
+	if (rf_engine_create(&e, ring, NULL) < 0)
+		return -1;
+	for (i = 0; i < n; i++)
+		rf_var_create(e, NULL, &v[i]);
+	if (rf_engine_capture_begin(e, &(struct rf_capture_opts){ .name = "random" }) < 0)
+		return -1;
+	for (i = 0; i < n; i++) {
+		struct rf_var *r[3];
+		unsigned nr = 0;
+		if (i > 0) {
+			long lo = i > 64 ? i - 64 : 0, span = i - lo;
+			int k = (int)(rf__sm(&seed) % 3) + 1, m = 0;
+			long picked[3];
+			if (k > span)
+				k = (int)span;
+			while (m < k) {
+				long d = lo + (long)(rf__sm(&seed) % (uint64_t)span);
+				int dup = 0, q;
+				for (q = 0; q < m; q++)
+					dup |= picked[q] == d;
+				if (!dup) {
+					picked[m++] = d;
+					r[nr++] = v[d];
+				}
+			}
+		}
+		if (rf_engine_push_simple(e, nop_fn, NULL, r, nr, &v[i], 1, NULL, "nop") < 0)
+			return -1;
+	}
+	if ((ret = rf_engine_capture_end(e, &g)) < 0) {
+		fprintf(stderr, "rf-bench engine: capture failed: %s\n", strerror(-ret));
+		return -1;
+	}
+	for (i = 0; i < launches; i++) {
+		uint64_t t0 = rf_now_ns();
+		if (rf_graph_launch(g, NULL, NULL, 0) < 0 || rf_engine_wait_all(e) < 0)
+			return -1;
+		double sec = (double)(rf_now_ns() - t0) / 1e9;
+		if (sec < best)
+			best = sec;
+	}
+	rf_graph_destroy(g);
+	for (i = 0; i < n; i++)
+		rf_var_destroy(e, v[i], NULL, NULL, NULL);
+	rf_engine_destroy(e);
+	rf_ring_destroy(ring);
+	free(v);
+	return best;
+}
+
 /* The queue patterns; returns seconds, or < 0 on error. */
 static double run_queue_pattern(const char *pattern, long n)
 {
@@ -243,7 +309,7 @@ int rf_bench_engine(int argc, char **argv)
 			only = argv[++i];
 		} else {
 			fprintf(stderr, "rf-bench engine: unknown argument '%s' (expected --n N, --reps R, "
-				"--pattern chain|fanout|random|queued|readers|xchain, --json)\n", argv[i]);
+				"--pattern chain|fanout|random|queued|replay|readers|xchain, --json)\n", argv[i]);
 			return 2;
 		}
 	}
@@ -260,6 +326,12 @@ int rf_bench_engine(int argc, char **argv)
 				best = s;
 		}
 		print_result(patterns[p], n, best, reps, json);
+	}
+	if (!only || !strcmp(only, "replay")) {
+		double s = run_replay_pattern(n, reps + 2);
+		if (s < 0)
+			return 1;
+		print_result("replay", n, s, reps + 2, json);
 	}
 	for (p = 0; p < 4; p++) {
 		static const long nreaders[] = { 1000, 4096, 16000 };

@@ -11,6 +11,7 @@ static const struct {
 	const char *help;
 } cmds[] = {
 	{ "engine", rf_bench_engine, "no-op ops through the engine: chain, fan-out, random DAG" },
+	{ "hybridize", rf_bench_hybridize, "seeds 12.1: an MLP op by op vs captured and replayed" },
 	{ "async", rf_bench_async, "seeds 12.2.3: y = x + 1 with a wait after each vs one wait" },
 	{ "parallel", rf_bench_parallel, "seeds 12.3.1: matmuls on two devices, separately and together" },
 	{ "copy", rf_bench_copy, "seeds 12.3.2: compute then copy vs overlapped" },
