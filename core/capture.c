@@ -152,3 +152,22 @@ void rf__capture_free(struct rf__capture *c)
 	free(c->args);
 	free(c);
 }
+
+/* The engine is destroyed while recording: the recorded ops never run; each done
+ * callback runs once (-ECANCELED), as every accepted push's must. */
+void rf__capture_discard(struct rf_engine *e)
+{
+	struct rf__capture *c = e->cap;
+
+	if (!c)
+		return;
+	e->cap = NULL;
+	e->in_callback++;
+	for (uint32_t i = 0; i < c->n; i++)
+		if (c->nodes[i].done)
+			c->nodes[i].done(c->nodes[i].ctx, -ECANCELED);
+	e->in_callback--;
+	if (c->args_var)
+		rf__var_free(c->args_var);
+	rf__capture_free(c);
+}

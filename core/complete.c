@@ -116,6 +116,8 @@ void rf__finish(struct rf_engine *e, struct rf_op *op)
 	rf__call_done(e, op, status);
 	if (op->delete_var)
 		rf__var_free(op->delete_var);
+	if (op->gkind == RF__G_MACRO)
+		rf__glaunch_release(op->gl); /* after rf__q_remove: its entries are the launch's */
 	rf__op_free(e, op);
 }
 

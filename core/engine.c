@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine-impl.h"
+#include "graph-impl.h"
 
 /* Options and environment: the cap, synchronous mode. */
 static void rf__engine_configure(struct rf_engine *e, const struct rf_engine_opts *opts)
@@ -48,6 +48,7 @@ void rf_engine_destroy(struct rf_engine *e)
 {
 	if (!e)
 		return;
+	rf__capture_discard(e);
 	rf_engine_wait_idle(e);
 	rf__streams_destroy(e);
 	if (e->trace)

@@ -86,6 +86,7 @@ struct rf__glaunch {
 	int draining;                  /* rf__glaunch_drain is running runq */
 	unsigned nrd, nwr;
 	unsigned char *args;           /* this launch's arguments (args_size) */
+	int has_args;                  /* 0: the launch passed none (the buffer stays)  */
 };
 
 /* graph-run.c */
@@ -97,6 +98,9 @@ void rf__gnode_reported(struct rf_engine *e, struct rf_op *op);
 void rf__gnode_finish(struct rf_engine *e, struct rf_op *op);
 /* Free g and its launch blocks, calling each captured op's done callback once. */
 void rf__graph_free(struct rf_graph *g);
+void rf__glaunch_free(struct rf__glaunch *L);
+/* complete.c, when a launch's macro op has left the queues */
+void rf__glaunch_release(struct rf__glaunch *L);
 
 /* capture.c: what a capture records */
 struct rf__capture {
@@ -118,5 +122,6 @@ struct rf__capture {
 /* Record d (checked) in the capture: 0, or -ENOMEM (then the capture fails). */
 int rf__capture_add(struct rf_engine *e, const struct rf_op_desc *d);
 void rf__capture_free(struct rf__capture *c);
+void rf__capture_discard(struct rf_engine *e);
 
 #endif

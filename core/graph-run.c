@@ -166,9 +166,16 @@ static void rf__glaunch_done(struct rf_engine *e, struct rf__glaunch *L)
 	m->state = RF__OP_REPORTED;
 	if (m->nfront == m->nent) /* always: it was dispatched at every front */
 		rf__oplist_push(&e->finished, m);
-	/* the macro op refers to nothing of the launch or the graph any more */
-	L->macro = NULL;
 	L->draining = 0;
+}
+
+/* The macro op completed and left the queues (its entries are L->ents): the launch
+ * block goes back to the graph, and a destroyed graph is freed after its last. */
+void rf__glaunch_release(struct rf__glaunch *L)
+{
+	struct rf_graph *g = L->g;
+
+	L->macro = NULL;
 	L->next = g->free_launches;
 	g->free_launches = L;
 	if (--g->inflight == 0 && g->doomed)
@@ -237,7 +244,7 @@ static int rf__gnode_done(struct rf_engine *e, struct rf__glaunch *L, uint32_t i
 	if (op) {
 		op->status = status;
 		op->state = RF__OP_DONE;
-		if (op->traced)
+		if (op->traced && e->trace)
 			rf__gnode_trace(e, L, op);
 	}
 	for (uint32_t k = nd->succ0; k < nd->succ0 + nd->nsucc; k++) {
@@ -305,7 +312,7 @@ static int rf__graph_enqueue(struct rf_stream *s, struct rf_op *m)
 		memset(L->init_err, 0, g->nvar * sizeof(*L->init_err));
 	}
 	memset(L->ver_err, 0, g->nent * sizeof(*L->ver_err));
-	if (g->args_size)
+	if (g->args_size && L->has_args)
 		memcpy(g->args, L->args, g->args_size);
 	L->uid0 = e->next_uid + 1;
 	e->next_uid += g->n;
@@ -335,7 +342,7 @@ const struct rf_stream_ops rf__graph_stream_ops = {
 	/* .destroy = */ rf__graph_stream_destroy,
 };
 
-static void rf__glaunch_free(struct rf__glaunch *L)
+void rf__glaunch_free(struct rf__glaunch *L)
 {
 	free(L->ops);
 	free(L->pend_disp);

@@ -276,8 +276,7 @@ static struct rf__glaunch *rf__glaunch_new(struct rf_graph *g)
 	if (!L->ops || !L->pend_disp || !L->pend_fin || !L->reported || !L->chained ||
 	    !L->ver_err || !L->ver_name || !L->init_err || !L->init_name || !L->bound ||
 	    !L->rd || !L->wr || !L->ents || !L->fast || !L->runq || !L->args) {
-		L->next = g->free_launches; /* freed with the graph */
-		g->free_launches = L;
+		rf__glaunch_free(L);
 		return NULL;
 	}
 	rf__glaunch_init_ops(g->eng, L);
@@ -306,7 +305,7 @@ static int rf__glaunch_bind(struct rf_graph *g, struct rf__glaunch *L,
 					b[i].captured ? rf_var_name(b[i].captured) : "(null)",
 					b[i].captured && b[i].captured == g->args_var ?
 					" (the arguments' variable is bound by the arguments)" : "");
-		if (!b[i].actual || b[i].actual->eng != g->eng)
+		if (!b[i].actual || b[i].actual->eng != g->eng || b[i].actual == g->args_var)
 			return rf__fail(-EINVAL, "rf_graph_launch(%s): bind %u: no variable of "
 					"this engine to put in place of '%s'", g->name, i,
 					rf_var_name(b[i].captured));
@@ -361,8 +360,9 @@ int rf_graph_launch(struct rf_graph *g, const void *args, const struct rf_graph_
 	L->next = NULL;
 	if ((ret = rf__glaunch_bind(g, L, binds, nbinds)) < 0)
 		goto back;
-	if (g->args_size)
-		memcpy(L->args, args ? args : g->args, g->args_size);
+	L->has_args = args != NULL;
+	if (g->args_size && args)
+		memcpy(L->args, args, g->args_size);
 	if ((ret = rf__make_room(e, 0)) < 0)
 		goto back;
 	if (e->sync && !rf__in_callback(e) && !(w = calloc(1, sizeof(*w)))) {
@@ -399,6 +399,7 @@ void rf_graph_destroy(struct rf_graph *g)
 	if (!g || g->doomed)
 		return;
 	g->doomed = 1;
+	g->inflight++; /* the deletion's push may turn the reactor: launches may end */
 	if (g->args_var) { /* after every launch: each wrote it */
 		struct rf__capture *c = g->eng->cap; /* a real op, even during a capture */
 		g->eng->cap = NULL;
@@ -406,7 +407,7 @@ void rf_graph_destroy(struct rf_graph *g)
 		g->eng->cap = c;
 	}
 	g->args_var = NULL;
-	if (!g->inflight)
+	if (--g->inflight == 0)
 		rf__graph_free(g);
 }
 

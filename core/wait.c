@@ -7,13 +7,13 @@
 #include "rf-internal.h"
 
 /* -EDEADLK (and the message in rf_last_error()) if waiting now would deadlock. */
-static int rf__wait_refused(struct rf_engine *e, const char *what)
+static int rf__wait_refused(struct rf_engine *e, const char *what, int capture_ok)
 {
 	if (rf__gettid() != e->owner_tid)
 		return rf__fail(-EDEADLK, "%s called from a thread other than the engine's "
 				"reactor thread (from inside a worker-stream op?): refused, it "
 				"would deadlock; push a dependent op instead", what);
-	if (e->cap)
+	if (e->cap && !capture_ok)
 		return rf__fail(-EBUSY, "%s while a capture is recording: refused (the ops "
 				"it records have not run; end the capture and launch the "
 				"graph first)", what);
@@ -44,7 +44,7 @@ int rf_engine_wait_var(struct rf_engine *e, struct rf_var *v)
 
 	if (!v || v->eng != e)
 		return -EINVAL;
-	if ((ret = rf__wait_refused(e, "rf_engine_wait_var")) < 0)
+	if ((ret = rf__wait_refused(e, "rf_engine_wait_var", 0)) < 0)
 		return ret;
 	if (!v->nqueued)
 		return v->err;
@@ -62,7 +62,7 @@ int rf_engine_wait_idle(struct rf_engine *e)
 {
 	int ret;
 
-	if ((ret = rf__wait_refused(e, "rf_engine_wait_idle")) < 0)
+	if ((ret = rf__wait_refused(e, "rf_engine_wait_idle", 1)) < 0)
 		return ret;
 	return rf__wait_idle(e);
 }
@@ -71,7 +71,7 @@ int rf_engine_wait_all(struct rf_engine *e)
 {
 	int ret;
 
-	if ((ret = rf__wait_refused(e, "rf_engine_wait_all")) < 0)
+	if ((ret = rf__wait_refused(e, "rf_engine_wait_all", 0)) < 0)
 		return ret;
 	if ((ret = rf__wait_idle(e)) < 0)
 		return ret;

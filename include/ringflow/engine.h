@@ -133,8 +133,10 @@ int rf_var_clear_error(struct rf_engine *e, struct rf_var *v);
  * at the waits as usual. A captured op's done callback runs once, with status 0, when
  * the graph is freed (so its ctx lives as long as the graph); per launch, outcomes are
  * the variables' poison and rf_engine_wait_all's error. The variables a graph uses
- * must outlive it. During a capture, waits, rf_var_destroy, rf_var_clear_error and
- * launches are refused with -EBUSY. Synchronous mode and traces apply to launches
+ * must outlive it. During a capture, rf_engine_wait_var/_all, rf_var_destroy,
+ * rf_var_clear_error and launches are refused with -EBUSY (rf_engine_wait_idle waits
+ * for what was pushed before it; rf_engine_destroy discards the recording, each done
+ * callback called with -ECANCELED). Synchronous mode and traces apply to launches
  * (a launch returns after its ops ran; the trace shows each op on its stream and the
  * launch on the "graph launches" track). core/README.md, "Capture and replay". */
 struct rf_graph;

@@ -561,6 +561,119 @@ static void test_destroy_inflight(void)
 		"each; the trace has 100 replayed ops and 50 launches\n");
 }
 
+/* ---- lifetimes (the cases a review found) ---- */
+
+struct arg_seen {
+	int *buf;      /* the graph's arguments buffer */
+	int seen[8];
+	int n;
+};
+
+static int record_arg(void *p)
+{
+	struct arg_seen *a = p;
+
+	if (a->n < 8)
+		a->seen[a->n++] = *a->buf;
+	return 0;
+}
+
+static struct rf_graph *relaunch_g;
+
+static void relaunch_done(void *p, int status)
+{
+	(void)status;
+	if (relaunch_g && (*(int *)p)++ == 0)
+		CHECK_OK(rf_graph_launch(relaunch_g, NULL, NULL, 0));
+}
+
+static void canceled_done(void *p, int status)
+{
+	*(int *)p = status;
+}
+
+static struct rf_op *gate;
+
+static int gate_afn(void *p, struct rf_op *op)
+{
+	(void)p;
+	gate = op;
+	return 0;
+}
+
+static void test_lifetimes(void)
+{
+	struct rf_ring *ring;
+	struct rf_engine *e;
+	struct rf_stream *w;
+	struct rf_var *v[6], *args_var;
+	struct rf_graph *g;
+	struct arg_seen as = { 0 };
+	int a1 = 11, relaunched = 0, canceled = 1;
+	struct rf_op_desc gd = { .afn = gate_afn, .writes = v, .nwrites = 6, .name = "gate" };
+
+	CHECK_OK(rf_ring_create(&ring, NULL));
+	CHECK_OK(rf_engine_create(&e, ring, &(struct rf_engine_opts){ .max_inflight = 1 }));
+	CHECK_OK(rf_worker_stream_create(e, "w", 16, &w));
+	for (int i = 0; i < 6; i++)
+		CHECK_OK(rf_var_create(e, NULL, &v[i]));
+	/* a graph of 6 variables (its launch's entries outgrow the inline ones), with
+	 * arguments; launched behind a gate holding every variable, twice (the second
+	 * passing no arguments), then destroyed with both in flight */
+	CHECK_OK(rf_engine_capture_begin(e, &(struct rf_capture_opts){ .args_size = sizeof(int) }));
+	as.buf = rf_engine_capture_args(e, &args_var);
+	struct rf_var *rd[2] = { args_var, v[0] };
+	CHECK_OK(rf_engine_push_simple(e, record_arg, &as, rd, 2, v + 1, 5, w, "record"));
+	CHECK_EQ(rf_engine_wait_idle(e), 0); /* allowed while recording */
+	CHECK_OK(rf_engine_capture_end(e, &g));
+	struct rf_graph_bind bad = { v[0], args_var };
+	CHECK_EQ(rf_graph_launch(g, &a1, &bad, 1), -EINVAL);
+	CHECK_OK(rf_engine_push(e, &gd));
+	CHECK_OK(rf_graph_launch(g, &a1, NULL, 0));
+	CHECK_OK(rf_graph_launch(g, NULL, NULL, 0));
+	rf_graph_destroy(g);
+	rf_engine_op_done(gate, 0);
+	CHECK_OK(rf_engine_wait_all(e));
+	CHECK_EQ(as.n, 2);
+	CHECK_EQ(as.seen[0], 11);
+	CHECK_EQ(as.seen[1], 11); /* no arguments: the buffer kept the last */
+	/* a done callback of an op ahead of a launch's macro relaunches the graph */
+	CHECK_OK(rf_engine_capture_begin(e, NULL));
+	CHECK_OK(rf_engine_push_simple(e, nop, NULL, NULL, 0, v, 6, w, "nop6"));
+	CHECK_OK(rf_engine_capture_end(e, &g));
+	relaunch_g = g;
+	struct rf_op_desc rd_op = { .fn = nop, .ctx = &relaunched, .done = relaunch_done,
+				    .writes = v, .nwrites = 1, .stream = w, .name = "relaunch" };
+	CHECK_OK(rf_engine_push(e, &rd_op));
+	CHECK_OK(rf_graph_launch(g, NULL, NULL, 0));
+	CHECK_OK(rf_engine_wait_all(e));
+	CHECK_EQ(relaunched, 1);
+	relaunch_g = NULL;
+	/* a trace stopped while a launch's op is on the worker */
+	CHECK_OK(rf_engine_trace_start(e, "/dev/null"));
+	CHECK_OK(rf_engine_push(e, &gd));
+	CHECK_OK(rf_graph_launch(g, NULL, NULL, 0));
+	rf_engine_op_done(gate, 0);
+	(void)rf_engine_trace_stop(e);
+	CHECK_OK(rf_engine_wait_all(e));
+	rf_graph_destroy(g);
+	for (int i = 0; i < 6; i++)
+		CHECK_OK(rf_var_destroy(e, v[i], NULL, NULL, NULL));
+	rf_engine_destroy(e);
+	/* an engine destroyed while recording: each recorded op's done, -ECANCELED */
+	CHECK_OK(rf_engine_create(&e, ring, NULL));
+	CHECK_OK(rf_engine_capture_begin(e, &(struct rf_capture_opts){ .args_size = 4 }));
+	struct rf_op_desc cd = { .fn = nop, .ctx = &canceled, .done = canceled_done,
+				 .name = "never" };
+	CHECK_OK(rf_engine_push(e, &cd));
+	rf_engine_destroy(e);
+	CHECK_EQ(canceled, -ECANCELED);
+	rf_ring_destroy(ring);
+	fprintf(stderr, "  lifetimes: launches behind a gate then destroyed, arguments kept, "
+		"a relaunch from a done callback, a trace stopped mid-launch, the engine "
+		"destroyed while recording\n");
+}
+
 int main(void)
 {
 	static struct gop ops[P];
@@ -584,5 +697,6 @@ int main(void)
 	}
 	test_refusals();
 	test_destroy_inflight();
+	test_lifetimes();
 	return 0;
 }
