@@ -28,6 +28,7 @@
 #include <ringflow/device.h>
 #include <ringflow/trainer.h>
 #include <ringflow/checkpoint.h>
+#include <ringflow/export.h>
 #include <ringflow/comm.h>
 #include <ringflow/dataset.h>
 
@@ -70,6 +71,9 @@ static const char usage[] =
 "                        file's), saving --checkpoint FILE there (default 0: no limit)\n"
 "  --trace FILE          write a Chrome-trace JSON timeline of every op (Perfetto)\n"
 "  --metrics FILE.csv    one CSV row per epoch\n"
+"  --export DIR          at the end, write the trained model to DIR (created if\n"
+"                        missing): model.json (layers, shapes) and params.rfck, for\n"
+"                        rf-infer and tools/rf-export-torch.py\n"
 "  --json                print a final JSON object on stdout (progress goes to stderr)\n"
 "  --limit N             train on the first N records only\n"
 "  --test-limit N        evaluate on the first N test records only\n"
@@ -112,6 +116,7 @@ struct cli {
 	struct rf_train_opts o;
 	unsigned epochs;
 	const char *checkpoint, *trace, *metrics;
+	const char *export_dir;  /* --export DIR */
 	int resume, json, quiet, tty, stats;
 	unsigned max_inflight;   /* engine cap; 0: the engine's default; UINT_MAX: none */
 	double last_loss;        /* the running loss last read back (< 0: none yet) */
@@ -210,6 +215,39 @@ static int check_rfrec(const char *opt, const char *path)
 		return 1;
 	}
 	rf_dataset_close(&ds);
+	return 0;
+}
+
+/* --export DIR: a directory that exists and may be written, or a new name in one. */
+static int check_export(const char *dir)
+{
+	char why[4608], parent[4200];
+	struct stat st;
+	const char *slash;
+
+	if (!*dir)
+		return bad("--export", "got an empty path, expected a directory (created if missing)");
+	if (stat(dir, &st) == 0) {
+		if (!S_ISDIR(st.st_mode)) {
+			snprintf(why, sizeof(why), "%s: is %s, expected a directory (created if "
+				 "missing)", dir, rf_cli_ftype(st.st_mode));
+			return bad_path("--export", why);
+		}
+		if (access(dir, W_OK) < 0) {
+			snprintf(why, sizeof(why), "%s: cannot be written: %s", dir, strerror(errno));
+			return bad_path("--export", why);
+		}
+		return 0;
+	}
+	slash = strrchr(dir, '/');
+	snprintf(parent, sizeof(parent), "%.*s", slash ? (int)(slash == dir ? 1 : slash - dir) : 1,
+		 slash ? dir : ".");
+	if (errno != ENOENT || stat(parent, &st) < 0 || !S_ISDIR(st.st_mode) ||
+	    access(parent, W_OK) < 0) {
+		snprintf(why, sizeof(why), "%s: cannot create: %s is not a writable directory",
+			 dir, parent);
+		return bad_path("--export", why);
+	}
 	return 0;
 }
 
@@ -335,7 +373,7 @@ enum { O_DATA = 256, O_EPOCHS, O_BATCH, O_LR, O_DEVICE, O_DEVICES, O_SEED, O_CKP
        O_PREFETCH, O_INMEM, O_NOEVAL, O_QUIET, O_INIT, O_MODEL, O_STREAMS, O_WINDOW,
        O_BARRIER, O_MAXINF, O_STATS, O_DIST, O_DIST_TIMEOUT, O_BUCKET,
        O_DIST_STORE, O_TEST_DATA, O_MOMENTUM, O_WD, O_NESTEROV,
-       O_LR_SCHED, O_WARMUP, O_OPTIMIZER, O_CKPT_EVERY, O_MAX_STEPS, O_AUGMENT };
+       O_LR_SCHED, O_WARMUP, O_OPTIMIZER, O_CKPT_EVERY, O_MAX_STEPS, O_AUGMENT, O_EXPORT };
 
 static const struct option long_opts[] = {
 	{ "model", required_argument, 0, O_MODEL },
@@ -348,6 +386,7 @@ static const struct option long_opts[] = {
 	{ "seed", required_argument, 0, O_SEED },
 	{ "init", required_argument, 0, O_INIT },
 	{ "checkpoint", required_argument, 0, O_CKPT },
+	{ "export", required_argument, 0, O_EXPORT },
 	{ "resume", no_argument, 0, O_RESUME },
 	{ "checkpoint-every", required_argument, 0, O_CKPT_EVERY },
 	{ "max-steps", required_argument, 0, O_MAX_STEPS },
@@ -480,6 +519,9 @@ static int parse_opt(struct cli *c, int opt, const char *a)
 		break;
 	case O_CKPT:
 		c->checkpoint = a;
+		break;
+	case O_EXPORT:
+		c->export_dir = a;
 		break;
 	case O_RESUME:
 		c->resume = 1;
@@ -670,6 +712,8 @@ static int parse_args(struct cli *c, int argc, char **argv)
 	if ((ret = check_paths(c->o.model, c->o.data_dir ? c->o.data_dir : RF_TRAIN_DEFAULT_DATA,
 			       c->o.test_data,
 			       c->checkpoint, c->resume, c->metrics, c->trace)))
+		return ret;
+	if (c->export_dir && (ret = check_export(c->export_dir)))
 		return ret;
 	c->o.progress = progress;
 	c->o.progress_ctx = c;
@@ -895,6 +939,11 @@ static int run_training(struct cli *c, struct rf_engine *eng, struct rf_trainer 
 		return rc;
 	if (!run->ran && !run->stopped && !c->o.no_eval && (rc = evaluate_only(c, t, run)))
 		return rc;
+	if (c->export_dir && c->rank == 0 &&
+	    rf_model_export(rf_engine_ring(eng), rf_trainer_replica(t, 0), c->export_dir) < 0) {
+		rf_cli_say(prog, "--export: %s", rf_last_error());
+		return 1;
+	}
 	if (c->stats && c->rank == 0)
 		print_stats(c, eng, &es);
 	if (c->json && c->rank == 0)

@@ -285,6 +285,11 @@ uint64_t rf_trainer_batches(const struct rf_trainer *t)
 	return rf_loader_batches_per_epoch(t->train_ld);
 }
 
+uint64_t rf_trainer_test_samples(const struct rf_trainer *t)
+{
+	return t->test_view.count;
+}
+
 int rf_trainer_read_params(struct rf_trainer *t, unsigned r, float *dst)
 {
 	if (r >= t->K || !dst)

@@ -170,6 +170,8 @@ const struct rf_model_spec *rf_trainer_spec(const struct rf_trainer *t);
 struct rf_model *rf_trainer_replica(struct rf_trainer *t, unsigned r);
 /* Batches per training epoch. */
 uint64_t rf_trainer_batches(const struct rf_trainer *t);
+/* Records of the test set an evaluation reads (opts.test_limit applied). */
+uint64_t rf_trainer_test_samples(const struct rf_trainer *t);
 
 /* Copy replica r's parameters (spec->numel floats, the whole block, padding included)
  * into dst (caller's). Waits for the writes pushed so far. */

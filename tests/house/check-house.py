@@ -50,7 +50,7 @@ PUBLIC = {
     "device.h": "devices", "tensor.h": "devices", "ops.h": "devices", "kernels.h": "devices",
     "comm.h": "dist",
     "dataset.h": "dataloader", "loader.h": "dataloader",
-    "model.h": "train", "kvstore.h": "train", "trainer.h": "train", "checkpoint.h": "train",
+    "model.h": "train", "kvstore.h": "train", "trainer.h": "train", "checkpoint.h": "train", "export.h": "train",
 }
 public = {}
 for p in files("include/ringflow", (".h",)):

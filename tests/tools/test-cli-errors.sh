@@ -1,5 +1,5 @@
 #!/bin/sh
-# test-cli-errors: every option of rf-train, rf-pack and rf-iobench given bad values
+# test-cli-errors: every option of rf-train, rf-pack, rf-iobench and rf-infer given bad values
 # and unusable paths. Each case must exit with the expected non-zero status (2 a bad
 # argument, 1 a path that cannot be used) within 20 s (so a FIFO that blocks open()
 # fails the test instead of hanging it), print exactly one line on stderr naming the
@@ -16,7 +16,7 @@
 # run of a tool costs ~0.5 s of CPU in libcublasLt's static initialisers, so the
 # three run in parallel, and integer options share one long list of bad values
 # (they share one parser) and get a short one each.
-# usage: test-cli-errors.sh rf-train|rf-pack|rf-iobench path/to/that-tool [path/to/rf-pack]
+# usage: test-cli-errors.sh rf-train|rf-pack|rf-iobench|rf-infer path/to/that-tool [path/to/rf-pack]
 WHICH=${1:?usage: $0 rf-train|rf-pack|rf-iobench path/to/it [path/to/rf-pack]}
 EXE=${2:?usage}
 PACK=${3:-$EXE}
@@ -194,7 +194,12 @@ for v in MLP "a
 b"; do bad $R --model 2 "expected mlp|lenet|resnet18" --model "$v"; done
 bad $R --model 2 "value" --model
 export RF_CUDNN=0     # cuDNN turned off: ResNet-18's batch norm has nothing to run on a GPU
-bad $R --model 1 "batch norm and max/global pooling run on a GPU through cuDNN, and here turned off by RF_CUDNN=0" --model resnet18 --device cuda
+# (a build without CUDA, as the sanitizer builds are, says that instead)
+why="turned off by RF_CUDNN=0"
+"$EXE" --model resnet18 --device cuda --epochs 1 2>&1 | grep -q "built without CUDA" &&
+	why="built without CUDA"
+bad $R --model 1 "batch norm and max/global pooling run on a GPU through cuDNN && $why" \
+	--model resnet18 --device cuda
 unset RF_CUDNN
 for v in ""; do bad $R --device 2 "expected cpu or cuda" --device "$v"; done
 bad $R --device 2 "value" --device
@@ -240,6 +245,11 @@ for o in --checkpoint --metrics --trace; do
 done
 bad $R --checkpoint 1 "$T/text/out: cannot create: Not a directory" --checkpoint "$T/text/out"
 bad $R --metrics 1 "ends in '/'" --metrics "$T/newdir/"
+bad $R --export 1 "is a regular file" --export "$T/text"
+bad $R --export 1 "is a FIFO" --export "$fifo"
+bad $R --export 1 "is not a writable directory" --export "$T/nodir/x"
+bad $R --export 2 "empty path" --export ""
+bad $R --export 2 "value" --export
 if [ "$(id -u)" != 0 ]; then
 	chmod 555 "$T/ro"
 	for o in --checkpoint --metrics --trace; do
@@ -392,6 +402,32 @@ bad $B RF_FAULT_INJECT 1 "eio=2 && fraction outside" $F --bs 4k --qd 1
 unset RF_FAULT_INJECT
 [ "$(wc -c <"$T/f64k")" -eq 65536 ] && [ -p "$fifo" ] || fail "an input was changed"
 
+fi
+
+# ---- rf-infer -------------------------------------------------------------------------
+if [ "$WHICH" = rf-infer ]; then
+I=rf-infer
+mkdir -p "$T/ex"
+ints $I --batch-size 1 65536 "$T/ex"
+ints $I --limit 1 9223372036854775807 "$T/ex"
+bad $I --device 2 "'gpu' && expected cpu or cuda" "$T/ex" --device gpu
+bad $I --device 2 "needs a value" "$T/ex" --device
+bad $I --data 2 "empty path" "$T/ex" --data ""
+bad $I --data 2 "needs a value" "$T/ex" --data
+for f in json quiet help; do
+	bad $I "--$f" 2 "takes no value" "--$f=1"
+done
+bad $I --bogus 2 "unknown option" "$T/ex" --bogus
+bad $I "export directory" 2 "expected the export directory"
+bad $I "more arguments" 2 "expected one export directory" "$T/ex" "$T/ex"
+bad $I "$T/ex/model.json" 1 "No such file" "$T/ex"
+bad $I "$T/text/model.json" 1 "Not a directory" "$T/text"
+printf 'not json' > "$T/ex/model.json"
+bad $I "$T/ex/model.json" 1 "not JSON at line 1" "$T/ex"
+printf '{"format": "ringflow-export", "version": 2}' > "$T/ex/model.json"
+bad $I "$T/ex/model.json" 1 "version 2" "$T/ex"
+printf '{"format": "ringflow-export", "version": 1, "model": "vgg"}' > "$T/ex/model.json"
+bad $I "$T/ex/model.json" 1 "model \"vgg\" && mlp|lenet|resnet18" "$T/ex"
 fi
 
 [ -c "$dev" ] && [ -c /dev/null ] || fail "$dev or /dev/null is no longer a character device"

@@ -1,0 +1,50 @@
+/* ringflow/export.h -- a trained model that leaves the training process (the seeds'
+ * export, section 12.1): a directory with a graph description, model.json (layers,
+ * attributes, each node's shape, the parameter tensors), and the parameters,
+ * params.rfck (a checkpoint file: header, per-tensor CRC, written atomically).
+ * Other front ends read the two (tools/rf-export-torch.py loads them into PyTorch).
+ * Reactor thread only; functions return 0 or -errno with one line in rf_last_error()
+ * naming the file and what was expected. The format: train/README.md, "Export". */
+#ifndef RINGFLOW_EXPORT_H
+#define RINGFLOW_EXPORT_H
+
+#include <stdint.h>
+#include "ring.h"
+#include "model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RF_EXPORT_FORMAT "ringflow-export"
+#define RF_EXPORT_VERSION 1
+
+/* Write replica m's parameters and running statistics to dir (created if missing):
+ * params.rfck first, then model.json naming its FNV-1a 64 hash, each written under a
+ * temporary name, synced and renamed into place. ring: as rf_ckpt_save's (NULL: a
+ * private one). Waits for the writes pushed to m so far. */
+int rf_model_export(struct rf_ring *ring, struct rf_model *m, const char *dir);
+
+/* An export, as read and checked by rf_export_open. */
+struct rf_export {
+	char dir[4096];
+	const struct rf_model_spec *spec; /* the model model.json names, its table checked */
+	uint64_t param_hash;              /* what params.rfck must hash to */
+};
+
+/* Read dir/model.json and check it against the table of the model it names: every
+ * layer's kind, inputs and attributes, every node's shape, every tensor's name and
+ * shape must be the table's (ringflow runs the models it has tables for: mlp, lenet,
+ * resnet18). -ENOENT no such file, -EBADMSG not JSON or not an export, -EINVAL a
+ * mismatch (the message names the field). */
+int rf_export_open(const char *dir, struct rf_export *x);
+
+/* Load the export's parameters and running statistics into replica m (of x->spec),
+ * after checking params.rfck (as rf_ckpt_load does) and its hash against model.json's
+ * (a params.rfck of another export is refused with -EINVAL). */
+int rf_export_load(struct rf_ring *ring, const struct rf_export *x, struct rf_model *m);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

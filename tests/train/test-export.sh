@@ -1,0 +1,107 @@
+#!/bin/sh
+# test-export: rf-train --export DIR, rf-infer DIR and tools/rf-export-torch.py DIR.
+# For the MLP, LeNet and ResNet-18 (short runs): rf-infer's accuracy and loss on the
+# same test records equal rf-train's final ones, and the independent PyTorch reader
+# (Debian's python3-torch, where installed) gets the same accuracy from the JSON and
+# the parameter file alone. Then what must be refused, each with exit 1 and one line
+# naming the file and what was expected: a flipped byte in params.rfck (its CRC), the
+# params.rfck of another export (the hash model.json names), a model.json edited
+# against the table (a kernel size, a layer kind, a tensor's shape), a model.json that
+# is not JSON, a missing params.rfck; the PyTorch reader refuses the corrupt file too.
+# Skips (77) without Fashion-MNIST.
+# usage: test-export.sh path/to/rf-train path/to/rf-infer path/to/rf-export-torch.py
+RF=${1:?usage: $0 rf-train rf-infer rf-export-torch.py}
+INF=${2:?usage}
+PY=${3:?usage}
+DATA=${RF_FASHION_MNIST:-/usr/share/datasets/fashion-mnist}
+T=$(mktemp -d "${TMPDIR:-/tmp}/rf-export.XXXXXX") || exit 1
+trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+[ -e "$DATA/t10k-labels-idx1-ubyte.gz" ] || [ -e "$DATA/t10k-labels-idx1-ubyte" ] ||
+	{ echo "SKIP: no Fashion-MNIST in $DATA"; exit 77; }
+torch=0
+/usr/bin/python3 -c 'import torch' 2>/dev/null && torch=1
+[ $torch = 1 ] || echo "note: no python3-torch: the PyTorch reader's checks are left out"
+
+# jget FILE KEY: a number from a one-line JSON object
+jget() { python3 -c 'import json,sys; print("%.6f" % json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"; }
+
+# roundtrip NAME TEST_LIMIT BATCH rf-train-args...
+roundtrip() {
+	name=$1 tl=$2 bs=$3; shift 3
+	"$RF" "$@" --batch-size "$bs" --test-limit "$tl" --export "$T/$name" --json --quiet >"$T/$name.train" 2>"$T/err" ||
+		fail "rf-train $* --export: $(cat "$T/err")"
+	[ -f "$T/$name/model.json" ] && [ -f "$T/$name/params.rfck" ] || fail "$name: export files missing"
+	ls "$T/$name" | grep -q tmp && fail "$name: a temporary file was left: $(ls "$T/$name")"
+	"$INF" "$T/$name" --limit "$tl" --batch-size "$bs" --json >"$T/$name.infer" 2>"$T/err" ||
+		fail "rf-infer $name: $(cat "$T/err")"
+	a=$(jget "$T/$name.train" final_test_acc) b=$(jget "$T/$name.infer" accuracy)
+	[ "$a" = "$b" ] || fail "$name: rf-train's test accuracy $a, rf-infer's $b"
+	la=$(jget "$T/$name.train" final_test_loss) lb=$(jget "$T/$name.infer" loss)
+	[ "$la" = "$lb" ] || fail "$name: rf-train's test loss $la, rf-infer's $lb"
+	if [ $torch = 1 ]; then
+		/usr/bin/python3 "$PY" "$T/$name" --data "$DATA" --limit "$tl" --json >"$T/$name.torch" \
+			2>"$T/err" || fail "rf-export-torch $name: $(cat "$T/err")"
+		c=$(jget "$T/$name.torch" accuracy) l=$(jget "$T/$name.torch" loss)
+		[ "$c" = "$b" ] || fail "$name: PyTorch's accuracy $c, rf-infer's $b"
+		python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); sys.exit(abs(a - b) > 1e-4 * max(1, abs(b)))" "$l" "$la" ||
+			fail "$name: PyTorch's loss $l, ours $la (beyond 1e-4 relative)"
+	fi
+	echo "ok: $name: rf-train, rf-infer$( [ $torch = 1 ] && echo ' and PyTorch') agree: accuracy $b"
+}
+
+roundtrip mlp 1000 256 --model mlp --epochs 1 --limit 3000 --data "$DATA"
+roundtrip lenet 1000 256 --model lenet --epochs 1 --limit 2000 --data "$DATA"
+roundtrip lenet2 1000 256 --model lenet --epochs 1 --limit 2000 --seed 7 --data "$DATA"
+roundtrip resnet 64 32 --model resnet18 --epochs 1 --limit 64 --data "$DATA"
+
+# refused FILE-IN-MESSAGE TEXT DIR: rf-infer exits 1 with one line holding both
+refused() {
+	"$INF" "$3" --limit 100 >"$T/out" 2>"$T/err"; rc=$?
+	[ $rc = 1 ] || fail "rf-infer $3: exit $rc, want 1 ($2); stderr: $(cat "$T/err")"
+	[ "$(wc -l <"$T/err")" -eq 1 ] || fail "rf-infer $3: want one stderr line: $(cat "$T/err")"
+	grep -qF -- "$1" "$T/err" && grep -qF -- "$2" "$T/err" ||
+		fail "rf-infer $3: stderr lacks '$1' or '$2': $(cat "$T/err")"
+	[ -s "$T/out" ] && fail "rf-infer $3: printed a result: $(cat "$T/out")"
+	return 0
+}
+copy() { rm -rf "$T/$2"; cp -r "$T/$1" "$T/$2"; }
+
+copy lenet flip
+python3 - "$T/flip/params.rfck" <<'EOF'
+import sys
+p = sys.argv[1]
+b = bytearray(open(p, "rb").read())
+b[4096 + 100] ^= 0x40        # inside the first tensor's data (at 4096, after the header)
+open(p, "wb").write(bytes(b))
+EOF
+refused "$T/flip/params.rfck" "CRC" "$T/flip"
+if [ $torch = 1 ]; then
+	/usr/bin/python3 "$PY" "$T/flip" --limit 10 >/dev/null 2>"$T/err" && fail "rf-export-torch took a corrupt file"
+	grep -q "CRC" "$T/err" || fail "rf-export-torch on a corrupt file: $(cat "$T/err")"
+fi
+copy lenet swap
+cp "$T/lenet2/params.rfck" "$T/swap/params.rfck"
+refused "$T/swap/params.rfck" "not of one export" "$T/swap"
+copy lenet k
+sed -i '0,/"k": 3/s//"k": 5/' "$T/k/model.json"
+refused "$T/k/model.json" "layers[0].k is 5, the lenet table has 3" "$T/k"
+copy lenet kind
+sed -i '0,/"kind": "relu"/s//"kind": "maxpool"/' "$T/kind/model.json"
+refused "$T/kind/model.json" 'layers[1].kind is "maxpool", the lenet table has "relu"' "$T/kind"
+copy mlp shape
+python3 - "$T/shape/model.json" <<'EOF'
+import json, sys
+p = sys.argv[1]
+m = json.load(open(p))
+m["tensors"][0]["shape"] = [128, 784]
+json.dump(m, open(p, "w"))
+EOF
+refused "$T/shape/model.json" "tensors[0] (w1): the shape is not the table's" "$T/shape"
+copy mlp trunc
+head -c 200 "$T/mlp/model.json" > "$T/trunc/model.json"
+refused "$T/trunc/model.json" "not JSON at line" "$T/trunc"
+copy mlp nop
+rm "$T/nop/params.rfck"
+refused "$T/nop/params.rfck" "no such checkpoint file" "$T/nop"
+echo "ok: a flipped byte, another export's parameters, edited and truncated JSON and a missing file are refused"

@@ -1,0 +1,186 @@
+/* rf-infer -- evaluate an exported model (rf-train --export DIR) on a dataset.
+ *
+ * rf-infer DIR [--data DIR|FILE.rfrec] [--device cpu|cuda] [--batch-size B]
+ *              [--limit N] [--json] [--quiet]
+ *
+ * Reads DIR/model.json and checks it against the table of the model it names, loads
+ * DIR/params.rfck (header, CRCs, and its hash against model.json's), then evaluates
+ * the test set through the loader and the engine, as rf-train evaluates after each
+ * epoch: accuracy, mean loss and samples/s. --data: a directory of Fashion-MNIST IDX
+ * files (its t10k set is evaluated; default /usr/share/datasets/fashion-mnist) or an
+ * .rfrec file (evaluated itself). Exit status: 0, 1 for a refused export or a failed
+ * run (one line on stderr naming the file and what was expected), 2 for bad usage. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <ringflow/ring.h>
+#include <ringflow/engine.h>
+#include <ringflow/export.h>
+#include <ringflow/trainer.h>
+#include "cli-impl.h"
+
+static const char *prog = "rf-infer";
+
+static const char usage[] =
+"usage: rf-infer DIR [options]   (DIR: an export, as rf-train writes it with its\n"
+"                                 export option: model.json and params.rfck)\n"
+"  --data DIR|FILE       Fashion-MNIST IDX files (the t10k set is evaluated; default\n"
+"                        /usr/share/datasets/fashion-mnist) or an .rfrec file\n"
+"  --device cpu|cuda     where to compute (default cpu)\n"
+"  --batch-size B        evaluation batch (default 256)\n"
+"  --limit N             evaluate the first N records only\n"
+"  --json                print one JSON object on stdout\n"
+"  --quiet               no summary line (errors still go to stderr)\n";
+
+enum { O_DATA = 256, O_DEVICE, O_BATCH, O_LIMIT, O_JSON, O_QUIET, O_HELP };
+
+static const struct option long_opts[] = {
+	{ "data", required_argument, 0, O_DATA },
+	{ "device", required_argument, 0, O_DEVICE },
+	{ "batch-size", required_argument, 0, O_BATCH },
+	{ "limit", required_argument, 0, O_LIMIT },
+	{ "json", no_argument, 0, O_JSON },
+	{ "quiet", no_argument, 0, O_QUIET },
+	{ "help", no_argument, 0, O_HELP },
+	{ 0, 0, 0, 0 },
+};
+
+struct cli {
+	const char *dir, *data, *device;
+	uint64_t batch, limit;
+	int json, quiet;
+};
+
+static int bad(const char *opt, const char *val, const char *why)
+{
+	rf_cli_say(prog, "%s: got '%s', %s; see rf-infer --help", opt, val, why);
+	return 2;
+}
+
+/* 0, or the exit status. */
+static int parse(struct cli *c, int argc, char **argv)
+{
+	int opt;
+
+	c->data = RF_TRAIN_DEFAULT_DATA;
+	c->device = "cpu";
+	c->batch = 256;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, "", long_opts, NULL)) != -1) {
+		const char *a = optarg;
+		switch (opt) {
+		case O_DATA:
+			c->data = a;
+			break;
+		case O_DEVICE:
+			if (strcmp(a, "cpu") && strcmp(a, "cuda"))
+				return bad("--device", a, "expected cpu or cuda");
+			c->device = a;
+			break;
+		case O_BATCH:
+			if (rf_cli_u64(a, 1, 65536, &c->batch) < 0)
+				return bad("--batch-size", a, "expected an integer from 1 to 65536");
+			break;
+		case O_LIMIT:
+			if (rf_cli_u64(a, 1, UINT64_MAX / 2, &c->limit) < 0)
+				return bad("--limit", a, "expected an integer from 1 to "
+					   "9223372036854775807");
+			break;
+		case O_JSON:
+			c->json = 1;
+			break;
+		case O_QUIET:
+			c->quiet = 1;
+			break;
+		case O_HELP:
+			fputs(usage, stdout);
+			exit(0);
+		default: {
+			const char *arg = argv[optind - 1];
+			rf_cli_say(prog, "%s: %s; see rf-infer --help", arg,
+				   strchr(arg, '=') ? "takes no value" : optopt ?
+				   "needs a value" : "unknown option");
+			return 2;
+		}
+		}
+	}
+	if (optind != argc - 1) {
+		rf_cli_say(prog, optind >= argc ? "expected the export directory (rf-train "
+			   "--export DIR); see rf-infer --help" : "expected one export directory, "
+			   "got more arguments; see rf-infer --help");
+		return 2;
+	}
+	c->dir = argv[optind];
+	if (!*c->data)
+		return bad("--data", "", "an empty path, expected a directory or a .rfrec file");
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct cli c = { 0 };
+	struct rf_export x;
+	struct rf_train_opts o = { 0 };
+	struct rf_ring *ring = NULL;
+	struct rf_engine *eng = NULL;
+	struct rf_trainer *t = NULL;
+	struct stat st;
+	double acc = 0, loss = 0;
+	int ret, rc = 1;
+
+	rf_log_set(rf_cli_log_stderr, NULL);
+	if ((rc = parse(&c, argc, argv)))
+		return rc;
+	rc = 1;
+	if (rf_export_open(c.dir, &x) < 0) {
+		rf_cli_say(prog, "%s", rf_last_error());
+		return 1;
+	}
+	o.model = x.spec->name;
+	o.data_dir = c.data;
+	if (stat(c.data, &st) == 0 && S_ISREG(st.st_mode))
+		o.test_data = c.data;          /* an .rfrec: evaluate that file */
+	o.device = c.device;
+	o.batch_size = (unsigned)c.batch;
+	o.test_limit = c.limit;
+	if ((ret = rf_ring_create(&ring, NULL)) < 0 || (ret = rf_engine_create(&eng, ring, NULL)) < 0) {
+		rf_cli_say(prog, "cannot create the ring or the engine: %s", strerror(-ret));
+		goto out;
+	}
+	if (rf_trainer_create(&t, eng, &o) < 0) {
+		rf_cli_say(prog, "%s", rf_last_error());
+		goto out;
+	}
+	if (rf_export_load(ring, &x, rf_trainer_replica(t, 0)) < 0) {
+		rf_cli_say(prog, "%s", rf_last_error());
+		goto out;
+	}
+	uint64_t t0 = rf_now_ns();
+	if (rf_trainer_evaluate(t, &acc, &loss) < 0) {
+		rf_cli_say(prog, "evaluation failed: %s", rf_trainer_last_error(t));
+		goto out;
+	}
+	double s = (double)(rf_now_ns() - t0) / 1e9;
+	uint64_t n = rf_trainer_test_samples(t);
+	if (c.json)
+		printf("{\"model\": \"%s\", \"device\": \"%s\", \"samples\": %" PRIu64 ", "
+		       "\"accuracy\": %.6f, \"loss\": %.6f, \"seconds\": %.6f, "
+		       "\"samples_per_s\": %.1f}\n", x.spec->name, c.device, n, acc, loss, s,
+		       (double)n / s);
+	else if (!c.quiet)
+		printf("rf-infer: %s from %s on %s: accuracy %.4f, loss %.4f, %" PRIu64
+		       " samples in %.3f s (%.0f samples/s)\n", x.spec->name, c.dir, c.device,
+		       acc, loss, n, s, (double)n / s);
+	rc = 0;
+out:
+	rf_trainer_destroy(t);
+	if (eng)
+		rf_engine_destroy(eng);
+	rf_ring_destroy(ring);
+	return rc;
+}

@@ -1,0 +1,446 @@
+/* train/export.c -- a model that leaves the training process: model.json (jansson
+ * writes and reads it) and params.rfck (a checkpoint file), and the checks that an
+ * export read back is the table it names and the parameters it was written with. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "checkpoint.h"
+#include "export.h"
+#include "rf-internal.h"
+#include "tensor.h"
+
+static const char *const rf__kind_names[] = {
+	[RF_LAYER_DENSE] = "dense", [RF_LAYER_CONV] = "conv", [RF_LAYER_BN] = "batchnorm",
+	[RF_LAYER_RELU] = "relu", [RF_LAYER_AVGPOOL] = "avgpool", [RF_LAYER_MAXPOOL] = "maxpool",
+	[RF_LAYER_GAP] = "gap", [RF_LAYER_ADD] = "add", [RF_LAYER_FLATTEN] = "flatten",
+};
+
+static const char *const rf__role_names[] = {
+	[RF_PARAM_WEIGHT] = "weight", [RF_PARAM_BIAS] = "bias", [RF_PARAM_GAMMA] = "gamma",
+	[RF_PARAM_BETA] = "beta", [RF_PARAM_RUN_MEAN] = "running_mean",
+	[RF_PARAM_RUN_VAR] = "running_var",
+};
+
+/* The stride a layer runs with (the table's 0 is the kind's default). */
+static int rf__ex_stride(const struct rf_layer *l)
+{
+	switch (l->kind) {
+	case RF_LAYER_CONV:
+		return l->stride > 0 ? l->stride : 1;
+	case RF_LAYER_MAXPOOL:
+		return l->stride > 0 ? l->stride : l->k;
+	case RF_LAYER_AVGPOOL:
+		return l->k;
+	default:
+		return 0;
+	}
+}
+
+#define RF__EX_JSON "model.json"
+#define RF__EX_PARAMS "params.rfck"
+
+/* FNV-1a 64 of the tensors' data, in spec order (padding between views excluded). */
+static uint64_t rf__ex_hash(const struct rf_model_spec *sp, const float *params)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (unsigned i = 0; i < sp->ntensors; i++) {
+		const unsigned char *b = (const unsigned char *)(params + sp->p[i].offset);
+		for (size_t k = 0; k < sp->p[i].numel * sizeof(float); k++)
+			h = (h ^ b[k]) * 0x100000001b3ull;
+	}
+	return h;
+}
+
+/* path, whole: under path.tmp, synced, renamed into place, the directory synced. */
+static int rf__ex_write(const char *dir, const char *name, const char *text, size_t len)
+{
+	char path[4200], tmp[4210];
+	size_t off = 0;
+	int fd, dfd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
+		return rf__fail(-errno, "export %s: cannot create %s: %s", dir, tmp, strerror(errno));
+	while (off < len) {
+		ssize_t n = write(fd, text + off, len - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			int e = n < 0 ? errno : ENOSPC;
+			close(fd);
+			unlink(tmp);
+			return rf__fail(-e, "export %s: cannot write %s: %s", dir, tmp, strerror(e));
+		}
+		off += (size_t)n;
+	}
+	if (fsync(fd) < 0 || close(fd) < 0 || rename(tmp, path) < 0) {
+		int e = errno;
+		unlink(tmp);
+		return rf__fail(-e, "export %s: cannot put %s in place: %s", dir, path, strerror(e));
+	}
+	if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
+		fsync(dfd);
+		close(dfd);
+	}
+	return 0;
+}
+
+static json_t *rf__ex_shape(int ndim, const int64_t *shape)
+{
+	json_t *a = json_array();
+
+	for (int i = 0; a && i < ndim; i++)
+		json_array_append_new(a, json_integer(shape[i]));
+	return a;
+}
+
+/* A layer's output node shape: (c, h, w), or (c) for a 2-D output. */
+static json_t *rf__ex_node_shape(const struct rf_layer_info *in)
+{
+	int64_t s[3] = { in->c, in->h, in->w };
+
+	return rf__ex_shape(in->h || in->w ? 3 : 1, s);
+}
+
+static json_t *rf__ex_layer(const struct rf_model_spec *sp, unsigned i)
+{
+	const struct rf_layer *l = &sp->table[i];
+	const struct rf_layer_info *in = &sp->info[i];
+	json_t *o = json_object(), *p = json_array(), *b = json_array();
+
+	json_object_set_new(o, "kind", json_string(rf__kind_names[l->kind]));
+	json_object_set_new(o, "in", json_integer(in->in));
+	json_object_set_new(o, "in2", json_integer(in->in2));
+	json_object_set_new(o, "out", json_integer(l->out));
+	json_object_set_new(o, "k", json_integer(l->k));
+	json_object_set_new(o, "stride", json_integer(rf__ex_stride(l)));
+	json_object_set_new(o, "pad", json_integer(l->pad));
+	json_object_set_new(o, "bias", json_boolean(l->bias));
+	json_object_set_new(o, "output", rf__ex_node_shape(in));
+	for (int k = 0; k < in->np; k++)
+		json_array_append_new(p, json_string(sp->p[in->p0 + k].name));
+	if (l->kind == RF_LAYER_BN) {
+		json_array_append_new(b, json_string(sp->b[in->b0].name));
+		json_array_append_new(b, json_string(sp->b[in->b0 + 1].name));
+	}
+	json_object_set_new(o, "params", p);
+	json_object_set_new(o, "buffers", b);
+	return o;
+}
+
+static json_t *rf__ex_tensors(const struct rf_param_spec *ps, unsigned n)
+{
+	json_t *a = json_array();
+
+	for (unsigned i = 0; i < n; i++) {
+		json_t *o = json_object();
+		json_object_set_new(o, "name", json_string(ps[i].name));
+		json_object_set_new(o, "shape", rf__ex_shape(ps[i].ndim, ps[i].shape));
+		json_object_set_new(o, "role", json_string(rf__role_names[ps[i].role]));
+		json_object_set_new(o, "layer", json_integer(ps[i].layer));
+		json_array_append_new(a, o);
+	}
+	return a;
+}
+
+static json_t *rf__ex_describe(const struct rf_model_spec *sp, uint64_t hash)
+{
+	json_t *o = json_object(), *layers = json_array();
+	int64_t input[3] = { 1, 28, 28 };
+	char hx[24];
+
+	snprintf(hx, sizeof(hx), "%016" PRIx64, hash);
+	json_object_set_new(o, "format", json_string(RF_EXPORT_FORMAT));
+	json_object_set_new(o, "version", json_integer(RF_EXPORT_VERSION));
+	json_object_set_new(o, "model", json_string(sp->name));
+	json_object_set_new(o, "input", rf__ex_shape(3, input));
+	json_object_set_new(o, "classes", json_integer(10));
+	json_object_set_new(o, "loss", json_string("softmax_cross_entropy"));
+	json_object_set_new(o, "batchnorm", json_pack("{s:f,s:f}", "eps", 1e-5, "momentum", 0.1));
+	json_object_set_new(o, "params_file", json_string(RF__EX_PARAMS));
+	json_object_set_new(o, "params_fnv1a64", json_string(hx));
+	for (unsigned i = 0; i < sp->ntable; i++)
+		json_array_append_new(layers, rf__ex_layer(sp, i));
+	json_object_set_new(o, "layers", layers);
+	json_object_set_new(o, "tensors", rf__ex_tensors(sp->p, sp->ntensors));
+	json_object_set_new(o, "buffers", rf__ex_tensors(sp->b, sp->nbufs));
+	return o;
+}
+
+/* The blobs of the parameters and buffers, pointing into the two host blocks. */
+static struct rf_ckpt_blob *rf__ex_blobs(const struct rf_model_spec *sp, float *params,
+					 float *bufs)
+{
+	struct rf_ckpt_blob *bl = calloc((size_t)sp->ntensors + sp->nbufs + 1, sizeof(*bl));
+
+	for (unsigned i = 0; bl && i < sp->ntensors + sp->nbufs; i++) {
+		const struct rf_param_spec *ps = i < sp->ntensors ? &sp->p[i] : &sp->b[i - sp->ntensors];
+		float *base = i < sp->ntensors ? params : bufs;
+		bl[i].name = ps->name;
+		bl[i].dtype = RF_CKPT_F32;
+		bl[i].ndim = (uint32_t)ps->ndim;
+		for (int d = 0; d < ps->ndim; d++)
+			bl[i].shape[d] = (uint64_t)ps->shape[d];
+		bl[i].data = base + ps->offset;
+		bl[i].nbytes = ps->numel * sizeof(float);
+	}
+	return bl;
+}
+
+int rf_model_export(struct rf_ring *ring, struct rf_model *m, const char *dir)
+{
+	const struct rf_model_spec *sp = m->spec;
+	float *params = calloc(sp->numel + 1, sizeof(float));
+	float *bufs = calloc(sp->buf_numel + 1, sizeof(float));
+	struct rf_ckpt_blob *bl = NULL;
+	struct rf_ckpt_meta meta = { 0 };
+	char path[4200], *text = NULL;
+	json_t *desc = NULL;
+	int ret;
+
+	if (!params || !bufs || !(bl = rf__ex_blobs(sp, params, bufs))) {
+		ret = rf__fail(-ENOMEM, "export %s: out of memory", dir);
+		goto out;
+	}
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+		ret = rf__fail(-errno, "export %s: cannot create the directory: %s", dir,
+			       strerror(errno));
+		goto out;
+	}
+	if ((ret = rf_tensor_read(m->params, params)) < 0 ||
+	    (m->bufs && (ret = rf_tensor_read(m->bufs, bufs)) < 0)) {
+		rf__fail(ret, "export %s: reading the parameters back failed (%d)", dir, ret);
+		goto out;
+	}
+	snprintf(meta.model, sizeof(meta.model), "%s", sp->name);
+	snprintf(path, sizeof(path), "%s/%s", dir, RF__EX_PARAMS);
+	if ((ret = rf_ckpt_save(ring, path, &meta, bl, sp->ntensors + sp->nbufs)) < 0)
+		goto out;
+	if (!(desc = rf__ex_describe(sp, rf__ex_hash(sp, params))) ||
+	    !(text = json_dumps(desc, JSON_INDENT(1) | JSON_PRESERVE_ORDER))) {
+		ret = rf__fail(-ENOMEM, "export %s: out of memory", dir);
+		goto out;
+	}
+	ret = rf__ex_write(dir, RF__EX_JSON, text, strlen(text));
+out:
+	json_decref(desc);
+	free(text);
+	free(bl);
+	free(params);
+	free(bufs);
+	return ret;
+}
+
+/* ---- reading an export back ---- */
+
+struct rf__exr {
+	const char *file;
+	json_t *root;
+};
+
+static int rf__ex_bad(const struct rf__exr *r, const char *fmt, ...) RF__PRINTF(2, 3);
+static int rf__ex_bad(const struct rf__exr *r, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return rf__fail(-EINVAL, "%s: %s", r->file, msg);
+}
+
+/* an integer member (missing or not an integer: -1 with *ok 0) */
+static long long rf__ex_int(json_t *o, const char *key, int *ok)
+{
+	json_t *v = json_object_get(o, key);
+
+	if (!json_is_integer(v)) {
+		*ok = 0;
+		return -1;
+	}
+	return json_integer_value(v);
+}
+
+static int rf__ex_check_shape(const struct rf__exr *r, json_t *a, int ndim, const int64_t *shape,
+			      const char *what)
+{
+	int ok = json_is_array(a) && (int)json_array_size(a) == ndim;
+
+	for (int d = 0; ok && d < ndim; d++)
+		ok = json_is_integer(json_array_get(a, (size_t)d)) &&
+		     json_integer_value(json_array_get(a, (size_t)d)) == shape[d];
+	return ok ? 0 : rf__ex_bad(r, "%s: the shape is not the table's", what);
+}
+
+static int rf__ex_check_layer(const struct rf__exr *r, const struct rf_model_spec *sp,
+			      json_t *o, unsigned i)
+{
+	const struct rf_layer *l = &sp->table[i];
+	const struct rf_layer_info *in = &sp->info[i];
+	const char *kind = json_string_value(json_object_get(o, "kind"));
+	const char *keys[] = { "in", "in2", "out", "k", "stride", "pad" };
+	long long want[] = { in->in, in->in2, l->out, l->k, rf__ex_stride(l), l->pad };
+	int64_t s[3] = { in->c, in->h, in->w };
+	char what[64];
+	int ok = 1;
+
+	if (!kind || strcmp(kind, rf__kind_names[l->kind]) != 0)
+		return rf__ex_bad(r, "layers[%u].kind is %s%s%s, the %s table has \"%s\"", i,
+				  kind ? "\"" : "", kind ? kind : "missing", kind ? "\"" : "",
+				  sp->name, rf__kind_names[l->kind]);
+	for (unsigned k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
+		long long v = rf__ex_int(o, keys[k], &ok);
+		if (!ok || v != want[k])
+			return rf__ex_bad(r, "layers[%u].%s is %s%lld, the %s table has %lld", i,
+					  keys[k], ok ? "" : "missing or not an integer: ", v,
+					  sp->name, want[k]);
+	}
+	if (!json_is_boolean(json_object_get(o, "bias")) ||
+	    json_is_true(json_object_get(o, "bias")) != (l->bias != 0))
+		return rf__ex_bad(r, "layers[%u].bias: expected %s", i, l->bias ? "true" : "false");
+	snprintf(what, sizeof(what), "layers[%u].output", i);
+	return rf__ex_check_shape(r, json_object_get(o, "output"), in->h || in->w ? 3 : 1, s, what);
+}
+
+static int rf__ex_check_tensors(const struct rf__exr *r, json_t *a, const struct rf_param_spec *ps,
+				unsigned n, const char *key)
+{
+	char what[96];
+	int ret;
+
+	if (!json_is_array(a) || json_array_size(a) != n)
+		return rf__ex_bad(r, "%s: expected an array of %u tensors", key, n);
+	for (unsigned i = 0; i < n; i++) {
+		json_t *o = json_array_get(a, i);
+		const char *name = json_string_value(json_object_get(o, "name"));
+		if (!name || strcmp(name, ps[i].name) != 0)
+			return rf__ex_bad(r, "%s[%u].name is \"%s\", expected \"%s\"", key, i,
+					  name ? name : "(missing)", ps[i].name);
+		snprintf(what, sizeof(what), "%s[%u] (%s)", key, i, name);
+		if ((ret = rf__ex_check_shape(r, json_object_get(o, "shape"), ps[i].ndim,
+					      ps[i].shape, what)) < 0)
+			return ret;
+	}
+	return 0;
+}
+
+static int rf__ex_check(const struct rf__exr *r, struct rf_export *x)
+{
+	json_t *o = r->root, *layers = json_object_get(o, "layers");
+	const char *fmt = json_string_value(json_object_get(o, "format"));
+	const char *model = json_string_value(json_object_get(o, "model"));
+	const char *hash = json_string_value(json_object_get(o, "params_fnv1a64"));
+	const char *pf = json_string_value(json_object_get(o, "params_file"));
+	const struct rf_model_spec *sp;
+	int ok = 1, ret;
+	long long ver = rf__ex_int(o, "version", &ok);
+	char *end;
+
+	if (!fmt || strcmp(fmt, RF_EXPORT_FORMAT) != 0)
+		return rf__fail(-EBADMSG, "%s: not a ringflow export (\"format\" is not \"%s\")",
+				r->file, RF_EXPORT_FORMAT);
+	if (!ok || ver != RF_EXPORT_VERSION)
+		return rf__ex_bad(r, "version %lld: this ringflow reads version %d", ver,
+				  RF_EXPORT_VERSION);
+	if (!model || !(sp = rf_model_spec(model)))
+		return rf__ex_bad(r, "model \"%s\": expected one of %s", model ? model : "(missing)",
+				  rf_model_names());
+	if (!pf || strcmp(pf, RF__EX_PARAMS) != 0)
+		return rf__ex_bad(r, "params_file: expected \"%s\"", RF__EX_PARAMS);
+	if (!hash || strlen(hash) != 16)
+		return rf__ex_bad(r, "params_fnv1a64: expected 16 hex digits");
+	x->param_hash = strtoull(hash, &end, 16);
+	if (*end)
+		return rf__ex_bad(r, "params_fnv1a64: expected 16 hex digits");
+	if (!json_is_array(layers) || json_array_size(layers) != sp->ntable)
+		return rf__ex_bad(r, "layers: expected the %u layers of the %s table", sp->ntable,
+				  sp->name);
+	for (unsigned i = 0; i < sp->ntable; i++)
+		if ((ret = rf__ex_check_layer(r, sp, json_array_get(layers, i), i)) < 0)
+			return ret;
+	if ((ret = rf__ex_check_tensors(r, json_object_get(o, "tensors"), sp->p, sp->ntensors,
+					"tensors")) < 0 ||
+	    (ret = rf__ex_check_tensors(r, json_object_get(o, "buffers"), sp->b, sp->nbufs,
+					"buffers")) < 0)
+		return ret;
+	x->spec = sp;
+	return 0;
+}
+
+int rf_export_open(const char *dir, struct rf_export *x)
+{
+	char path[4200];
+	struct rf__exr r = { path, NULL };
+	json_error_t je;
+	int ret;
+
+	memset(x, 0, sizeof(*x));
+	if (!dir || strlen(dir) >= sizeof(x->dir))
+		return rf__fail(-EINVAL, "export: bad directory name");
+	snprintf(x->dir, sizeof(x->dir), "%s", dir);
+	snprintf(path, sizeof(path), "%s/%s", dir, RF__EX_JSON);
+	if (access(path, R_OK) < 0)
+		return rf__fail(-errno, "%s: %s (an export directory holds model.json and "
+				"params.rfck, as rf-train --export writes them)", path,
+				strerror(errno));
+	if (!(r.root = json_load_file(path, JSON_REJECT_DUPLICATES, &je)))
+		return rf__fail(-EBADMSG, "%s: not JSON at line %d, column %d: %s", path, je.line,
+				je.column, je.text);
+	if (!json_is_object(r.root))
+		ret = rf__fail(-EBADMSG, "%s: expected a JSON object", path);
+	else
+		ret = rf__ex_check(&r, x);
+	json_decref(r.root);
+	return ret;
+}
+
+int rf_export_load(struct rf_ring *ring, const struct rf_export *x, struct rf_model *m)
+{
+	const struct rf_model_spec *sp = x->spec;
+	float *params = calloc(sp->numel + 1, sizeof(float));
+	float *bufs = calloc(sp->buf_numel + 1, sizeof(float));
+	struct rf_ckpt_blob *bl = NULL;
+	struct rf_ckpt_meta meta = { 0 };
+	char path[4200];
+	uint64_t h;
+	int ret;
+
+	if (m->spec != sp) {
+		ret = rf__fail(-EINVAL, "export %s: a %s export cannot go into a %s model", x->dir,
+			       sp->name, m->spec->name);
+		goto out;
+	}
+	if (!params || !bufs || !(bl = rf__ex_blobs(sp, params, bufs))) {
+		ret = rf__fail(-ENOMEM, "export %s: out of memory", x->dir);
+		goto out;
+	}
+	snprintf(meta.model, sizeof(meta.model), "%s", sp->name);
+	snprintf(path, sizeof(path), "%s/%s", x->dir, RF__EX_PARAMS);
+	if ((ret = rf_ckpt_load(ring, path, &meta, bl, sp->ntensors + sp->nbufs)) < 0)
+		goto out;
+	if ((h = rf__ex_hash(sp, params)) != x->param_hash) {
+		ret = rf__fail(-EINVAL, "%s: its parameters hash to %016" PRIx64 ", %s/%s names "
+			       "%016" PRIx64 ": the two files are not of one export", path, h,
+			       x->dir, RF__EX_JSON, x->param_hash);
+		goto out;
+	}
+	if ((ret = rf_tensor_write(m->params, params)) < 0 ||
+	    (m->bufs && (ret = rf_tensor_write(m->bufs, bufs)) < 0))
+		rf__fail(ret, "export %s: writing the parameters failed (%d)", x->dir, ret);
+out:
+	free(bl);
+	free(params);
+	free(bufs);
+	return ret;
+}
