@@ -33,7 +33,7 @@ def fail(msg):
     sys.exit(1)
 
 
-def read_rfck(path):
+def read_rfck(path, model_name):
     """The tensors of a ringflow checkpoint file (train/README.md, "File format")."""
     try:
         blob = open(path, "rb").read()
@@ -48,6 +48,8 @@ def read_rfck(path):
     (hcrc,) = struct.unpack_from("<I", blob, 384 + 128 * n)
     if zlib.crc32(blob[:384 + 128 * n]) != hcrc:
         fail(f"{path}: the header's CRC does not match")
+    if blob[32:64].split(b"\0", 1)[0].decode(errors="replace") != model_name:
+        fail(f"{path}: a checkpoint of another model than model.json's {model_name!r}")
     trailer = blob[-32:]
     if trailer[:8] != b"RFCKEND1" or zlib.crc32(trailer[:28]) != struct.unpack_from("<I", trailer, 28)[0]:
         fail(f"{path}: no commit marker (RFCKEND1) at the end: a torn or truncated file")
@@ -149,7 +151,7 @@ def main(argv):
         fail(f"{jpath}: {e}")
     if model.get("format") != "ringflow-export" or model.get("version") != 1:
         fail(f"{jpath}: not a ringflow export of version 1")
-    arrays = read_rfck(os.path.join(d, model["params_file"]))
+    arrays = read_rfck(os.path.join(d, model["params_file"]), model["model"])
     for t in model["tensors"] + model["buffers"]:
         if t["name"] not in arrays or tuple(arrays[t["name"]].shape) != tuple(t["shape"]):
             fail(f"{d}/{model['params_file']}: tensor {t['name']} missing or not of shape {t['shape']}")
@@ -166,7 +168,8 @@ def main(argv):
     torch.set_num_threads(max(1, os.cpu_count() or 1))
     with torch.no_grad():
         for s in range(0, len(xs), 500):
-            x = torch.from_numpy(xs[s:s + 500].astype(np.float32) / 255.0).reshape(-1, *model["input"])
+            x = torch.from_numpy(xs[s:s + 500].astype(np.float32) * np.float32(model["input_scale"]))
+            x = x.reshape(-1, *model["input"])
             y = torch.from_numpy(ys[s:s + 500].astype(np.int64))
             logits = forward(model, T, x)
             loss_sum += F.cross_entropy(logits, y, reduction="sum").item()
@@ -181,4 +184,8 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    main(sys.argv)
+    try:
+        main(sys.argv)
+    except (KeyError, TypeError, ValueError, IndexError, struct.error) as e:
+        fail(f"{sys.argv[1] if len(sys.argv) > 1 else '?'}: not a well-formed export "
+             f"({type(e).__name__}: {e})")

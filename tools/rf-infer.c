@@ -101,10 +101,12 @@ static int parse(struct cli *c, int argc, char **argv)
 			fputs(usage, stdout);
 			exit(0);
 		default: {
-			const char *arg = argv[optind - 1];
-			rf_cli_say(prog, "%s: %s; see rf-infer --help", arg,
-				   strchr(arg, '=') ? "takes no value" : optopt ?
-				   "needs a value" : "unknown option");
+			const char *arg = argv[optind - 1], *why = "unknown option";
+			size_t n = strcspn(arg, "=");
+			for (const struct option *lo = long_opts; lo->name && !strncmp(arg, "--", 2); lo++)
+				if (strlen(lo->name) == n - 2 && !strncmp(arg + 2, lo->name, n - 2))
+					why = arg[n] ? "takes no value" : "needs a value";
+			rf_cli_say(prog, "%s: %s; see rf-infer --help", arg, why);
 			return 2;
 		}
 		}
@@ -137,8 +139,8 @@ int main(int argc, char **argv)
 	if ((rc = parse(&c, argc, argv)))
 		return rc;
 	rc = 1;
-	if (rf_export_open(c.dir, &x) < 0) {
-		rf_cli_say(prog, "%s", rf_last_error());
+	if (rf_export_open(c.dir, &x) < 0 || rf_export_load(NULL, &x, NULL) < 0) {
+		rf_cli_say(prog, "%s", rf_last_error()); /* the export first, then the data */
 		return 1;
 	}
 	o.model = x.spec->name;

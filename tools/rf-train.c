@@ -221,9 +221,10 @@ static int check_rfrec(const char *opt, const char *path)
 /* --export DIR: a directory that exists and may be written, or a new name in one. */
 static int check_export(const char *dir)
 {
-	char why[4608], parent[4200];
+	char why[4608], parent[4200], d[4200];
 	struct stat st;
 	const char *slash;
+	size_t n;
 
 	if (!*dir)
 		return bad("--export", "got an empty path, expected a directory (created if missing)");
@@ -239,9 +240,12 @@ static int check_export(const char *dir)
 		}
 		return 0;
 	}
-	slash = strrchr(dir, '/');
-	snprintf(parent, sizeof(parent), "%.*s", slash ? (int)(slash == dir ? 1 : slash - dir) : 1,
-		 slash ? dir : ".");
+	snprintf(d, sizeof(d), "%s", dir); /* "new/" is a new directory's name too */
+	for (n = strlen(d); n > 1 && d[n - 1] == '/'; n--)
+		d[n - 1] = 0;
+	slash = strrchr(d, '/');
+	snprintf(parent, sizeof(parent), "%.*s", slash ? (int)(slash == d ? 1 : slash - d) : 1,
+		 slash ? d : ".");
 	if (errno != ENOENT || stat(parent, &st) < 0 || !S_ISDIR(st.st_mode) ||
 	    access(parent, W_OK) < 0) {
 		snprintf(why, sizeof(why), "%s: cannot create: %s is not a writable directory",

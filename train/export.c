@@ -45,6 +45,7 @@ static int rf__ex_stride(const struct rf_layer *l)
 }
 
 #define RF__EX_JSON "model.json"
+#define RF__EX_SCALE (1.0 / 255.0) /* u8 pixels to the model's input, as rf-train feeds them */
 #define RF__EX_PARAMS "params.rfck"
 
 /* FNV-1a 64 of the tensors' data, in spec order (padding between views excluded). */
@@ -83,8 +84,11 @@ static int rf__ex_write(const char *dir, const char *name, const char *text, siz
 		}
 		off += (size_t)n;
 	}
-	if (fsync(fd) < 0 || close(fd) < 0 || rename(tmp, path) < 0) {
-		int e = errno;
+	int e = fsync(fd) < 0 ? errno : 0;
+	if (close(fd) < 0 && !e)
+		e = errno;
+	if (e || rename(tmp, path) < 0) {
+		e = e ? e : errno;
 		unlink(tmp);
 		return rf__fail(-e, "export %s: cannot put %s in place: %s", dir, path, strerror(e));
 	}
@@ -164,6 +168,7 @@ static json_t *rf__ex_describe(const struct rf_model_spec *sp, uint64_t hash)
 	json_object_set_new(o, "version", json_integer(RF_EXPORT_VERSION));
 	json_object_set_new(o, "model", json_string(sp->name));
 	json_object_set_new(o, "input", rf__ex_shape(3, input));
+	json_object_set_new(o, "input_scale", json_real(RF__EX_SCALE));
 	json_object_set_new(o, "classes", json_integer(10));
 	json_object_set_new(o, "loss", json_string("softmax_cross_entropy"));
 	json_object_set_new(o, "batchnorm", json_pack("{s:f,s:f}", "eps", 1e-5, "momentum", 0.1));
@@ -310,7 +315,24 @@ static int rf__ex_check_layer(const struct rf__exr *r, const struct rf_model_spe
 	    json_is_true(json_object_get(o, "bias")) != (l->bias != 0))
 		return rf__ex_bad(r, "layers[%u].bias: expected %s", i, l->bias ? "true" : "false");
 	snprintf(what, sizeof(what), "layers[%u].output", i);
-	return rf__ex_check_shape(r, json_object_get(o, "output"), in->h || in->w ? 3 : 1, s, what);
+	if ((ok = rf__ex_check_shape(r, json_object_get(o, "output"), in->h || in->w ? 3 : 1, s,
+				     what)) < 0)
+		return ok;
+	for (int pass = 0; pass < 2; pass++) {
+		json_t *a = json_object_get(o, pass ? "buffers" : "params");
+		int n = pass ? (l->kind == RF_LAYER_BN ? 2 : 0) : in->np;
+		const struct rf_param_spec *ps = pass ? sp->b + (n ? in->b0 : 0) : sp->p + in->p0;
+		int same = json_is_array(a) && (int)json_array_size(a) == n;
+		for (int k = 0; same && k < n; k++) {
+			const char *nm = json_string_value(json_array_get(a, (size_t)k));
+			same = nm && strcmp(nm, ps[k].name) == 0;
+		}
+		if (!same)
+			return rf__ex_bad(r, "layers[%u].%s: expected the %d names the %s table "
+					  "gives that layer", i, pass ? "buffers" : "params", n,
+					  sp->name);
+	}
+	return 0;
 }
 
 static int rf__ex_check_tensors(const struct rf__exr *r, json_t *a, const struct rf_param_spec *ps,
@@ -331,6 +353,13 @@ static int rf__ex_check_tensors(const struct rf__exr *r, json_t *a, const struct
 		if ((ret = rf__ex_check_shape(r, json_object_get(o, "shape"), ps[i].ndim,
 					      ps[i].shape, what)) < 0)
 			return ret;
+		const char *role = json_string_value(json_object_get(o, "role"));
+		int ok = 1;
+		long long layer = rf__ex_int(o, "layer", &ok);
+		if (!role || strcmp(role, rf__role_names[ps[i].role]) != 0 || !ok ||
+		    layer != ps[i].layer)
+			return rf__ex_bad(r, "%s: expected role \"%s\" and layer %d", what,
+					  rf__role_names[ps[i].role], ps[i].layer);
 	}
 	return 0;
 }
@@ -358,11 +387,21 @@ static int rf__ex_check(const struct rf__exr *r, struct rf_export *x)
 				  rf_model_names());
 	if (!pf || strcmp(pf, RF__EX_PARAMS) != 0)
 		return rf__ex_bad(r, "params_file: expected \"%s\"", RF__EX_PARAMS);
-	if (!hash || strlen(hash) != 16)
-		return rf__ex_bad(r, "params_fnv1a64: expected 16 hex digits");
+	if (!hash || strlen(hash) != 16 || strspn(hash, "0123456789abcdef") != 16)
+		return rf__ex_bad(r, "params_fnv1a64: expected 16 lowercase hex digits");
 	x->param_hash = strtoull(hash, &end, 16);
-	if (*end)
-		return rf__ex_bad(r, "params_fnv1a64: expected 16 hex digits");
+	int64_t input[3] = { 1, 28, 28 };
+	json_t *bn = json_object_get(o, "batchnorm");
+	if ((ret = rf__ex_check_shape(r, json_object_get(o, "input"), 3, input, "input")) < 0)
+		return ret;
+	if (rf__ex_int(o, "classes", &ok) != 10 || !ok)
+		return rf__ex_bad(r, "classes: expected 10");
+	if (json_real_value(json_object_get(o, "input_scale")) != RF__EX_SCALE)
+		return rf__ex_bad(r, "input_scale: expected 1/255 (%.17g)", RF__EX_SCALE);
+	if (json_real_value(json_object_get(bn, "eps")) != 1e-5 ||
+	    json_real_value(json_object_get(bn, "momentum")) != 0.1)
+		return rf__ex_bad(r, "batchnorm: expected eps 1e-05 and momentum 0.1 (what ringflow "
+				  "trains and runs with)");
 	if (!json_is_array(layers) || json_array_size(layers) != sp->ntable)
 		return rf__ex_bad(r, "layers: expected the %u layers of the %s table", sp->ntable,
 				  sp->name);
@@ -416,7 +455,7 @@ int rf_export_load(struct rf_ring *ring, const struct rf_export *x, struct rf_mo
 	uint64_t h;
 	int ret;
 
-	if (m->spec != sp) {
+	if (m && m->spec != sp) {
 		ret = rf__fail(-EINVAL, "export %s: a %s export cannot go into a %s model", x->dir,
 			       sp->name, m->spec->name);
 		goto out;
@@ -435,8 +474,8 @@ int rf_export_load(struct rf_ring *ring, const struct rf_export *x, struct rf_mo
 			       x->dir, RF__EX_JSON, x->param_hash);
 		goto out;
 	}
-	if ((ret = rf_tensor_write(m->params, params)) < 0 ||
-	    (m->bufs && (ret = rf_tensor_write(m->bufs, bufs)) < 0))
+	if (m && ((ret = rf_tensor_write(m->params, params)) < 0 ||
+		  (m->bufs && (ret = rf_tensor_write(m->bufs, bufs)) < 0)))
 		rf__fail(ret, "export %s: writing the parameters failed (%d)", x->dir, ret);
 out:
 	free(bl);

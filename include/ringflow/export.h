@@ -41,7 +41,9 @@ int rf_export_open(const char *dir, struct rf_export *x);
 
 /* Load the export's parameters and running statistics into replica m (of x->spec),
  * after checking params.rfck (as rf_ckpt_load does) and its hash against model.json's
- * (a params.rfck of another export is refused with -EINVAL). */
+ * (a params.rfck of another export is refused with -EINVAL). m NULL: check only. The
+ * hash is over the tensors' bytes in table order, not the --json param_hash of
+ * rf-train (which hashes the whole parameter block, padding included). */
 int rf_export_load(struct rf_ring *ring, const struct rf_export *x, struct rf_model *m);
 
 #ifdef __cplusplus

@@ -33,7 +33,7 @@ roundtrip() {
 		fail "rf-train $* --export: $(cat "$T/err")"
 	[ -f "$T/$name/model.json" ] && [ -f "$T/$name/params.rfck" ] || fail "$name: export files missing"
 	ls "$T/$name" | grep -q tmp && fail "$name: a temporary file was left: $(ls "$T/$name")"
-	"$INF" "$T/$name" --limit "$tl" --batch-size "$bs" --json >"$T/$name.infer" 2>"$T/err" ||
+	"$INF" "$T/$name" --data "$DATA" --limit "$tl" --batch-size "$bs" --json >"$T/$name.infer" 2>"$T/err" ||
 		fail "rf-infer $name: $(cat "$T/err")"
 	a=$(jget "$T/$name.train" final_test_acc) b=$(jget "$T/$name.infer" accuracy)
 	[ "$a" = "$b" ] || fail "$name: rf-train's test accuracy $a, rf-infer's $b"
@@ -57,7 +57,7 @@ roundtrip resnet 64 32 --model resnet18 --epochs 1 --limit 64 --data "$DATA"
 
 # refused FILE-IN-MESSAGE TEXT DIR: rf-infer exits 1 with one line holding both
 refused() {
-	"$INF" "$3" --limit 100 >"$T/out" 2>"$T/err"; rc=$?
+	"$INF" "$3" --data "$DATA" --limit 100 >"$T/out" 2>"$T/err"; rc=$?
 	[ $rc = 1 ] || fail "rf-infer $3: exit $rc, want 1 ($2); stderr: $(cat "$T/err")"
 	[ "$(wc -l <"$T/err")" -eq 1 ] || fail "rf-infer $3: want one stderr line: $(cat "$T/err")"
 	grep -qF -- "$1" "$T/err" && grep -qF -- "$2" "$T/err" ||
@@ -98,6 +98,12 @@ m["tensors"][0]["shape"] = [128, 784]
 json.dump(m, open(p, "w"))
 EOF
 refused "$T/shape/model.json" "tensors[0] (w1): the shape is not the table's" "$T/shape"
+copy lenet eps
+sed -i 's/"eps": 1.0000000000000001e-5/"eps": 0.1/' "$T/eps/model.json"
+refused "$T/eps/model.json" "batchnorm: expected eps 1e-05" "$T/eps"
+copy lenet pnames
+sed -i '0,/"c1.w",/s//"c1.b",/' "$T/pnames/model.json"
+refused "$T/pnames/model.json" "layers[0].params" "$T/pnames"
 copy mlp trunc
 head -c 200 "$T/mlp/model.json" > "$T/trunc/model.json"
 refused "$T/trunc/model.json" "not JSON at line" "$T/trunc"
