@@ -2,12 +2,14 @@
  * (512 -> 256 -> 128 -> 2, ReLU between, batch 1) evaluated N times op by op, and
  * captured once and replayed N times (rf_engine_capture_begin/end, rf_graph_launch).
  *
- * rf-bench hybridize [--n N] [--reps R] [--json]
+ * rf-bench hybridize [--n N] [--reps R] [--small] [--json]
  *   Both on the CPU device's compute stream (one OpenBLAS thread: a batch of one is a
  *   GEMV), one wait at the end, as the seeds' timing ends with waitall. The replayed
  *   time includes the capture. The outputs of both must be bit-identical (checked).
  *   Prints both times (best of R), the ratio, and the cost per op; the seeds measured
- *   0.54 s op by op and 0.265 s hybridized for N = 1000 (2.04x). */
+ *   0.54 s op by op and 0.265 s hybridized for N = 1000 (2.04x). --small: the same
+ *   graph with 16 -> 16 -> 16 -> 2, where the kernels cost next to nothing and what is
+ *   left is the front end: pushing device ops vs launching the graph. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,7 +30,7 @@ struct mlp {
 	struct rf_tensor *x, *w[NL], *b[NL], *h[NL], *a[NL - 1];
 };
 
-static const int dims[NL + 1] = { 512, 256, 128, 2 };
+static int dims[NL + 1] = { 512, 256, 128, 2 };
 
 /* One forward pass: 8 ops. */
 static int forward(struct mlp *m)
@@ -117,9 +119,13 @@ int rf_bench_hybridize(int argc, char **argv)
 			json = 1;
 			continue;
 		}
+		if (!strcmp(argv[i], "--small")) {
+			dims[0] = dims[1] = dims[2] = 16;
+			continue;
+		}
 		if (!dst || i + 1 >= argc || (*dst = strtol(argv[i + 1], NULL, 10)) <= 0) {
 			fprintf(stderr, "rf-bench hybridize: bad argument '%s' (options: --n N "
-				"--reps R --json)\n", argv[i]);
+				"--reps R --small --json)\n", argv[i]);
 			return 2;
 		}
 		i++;
@@ -149,16 +155,18 @@ int rf_bench_hybridize(int argc, char **argv)
 	}
 	double ops = (double)n * 8;
 	if (json)
-		printf("{\"bench\":\"hybridize\",\"n\":%ld,\"op_by_op_s\":%.6f,\"replay_s\":%.6f,"
+		printf("{\"bench\":\"hybridize\",\"dims\":\"%d-%d-%d-%d\",\"n\":%ld,\"op_by_op_s\":%.6f,\"replay_s\":%.6f,"
 		       "\"ratio\":%.3f,\"op_by_op_ns_per_op\":%.1f,\"replay_ns_per_op\":%.1f}\n",
-		       n, best[0], best[1], best[0] / best[1], best[0] * 1e9 / ops,
+		       dims[0], dims[1], dims[2], dims[3], n, best[0], best[1], best[0] / best[1],
+		       best[0] * 1e9 / ops,
 		       best[1] * 1e9 / ops);
 	else
-		printf("MLP 512-256-128-2, batch 1, %ld passes of 8 ops, best of %ld:\n"
+		printf("MLP %d-%d-%d-%d, batch 1, %ld passes of 8 ops, best of %ld:\n"
 		       "  op by op   %8.4f s  (%6.0f ns per op)\n"
 		       "  replayed   %8.4f s  (%6.0f ns per op, capture included)\n"
 		       "  ratio      %8.2fx  (seeds: 0.54 s / 0.265 s = 2.04x; outputs identical)\n",
-		       n, reps, best[0], best[0] * 1e9 / ops, best[1], best[1] * 1e9 / ops,
+		       dims[0], dims[1], dims[2], dims[3], n, reps, best[0], best[0] * 1e9 / ops,
+		       best[1], best[1] * 1e9 / ops,
 		       best[0] / best[1]);
 	rf_engine_destroy(e);
 	rf_ring_destroy(ring);
