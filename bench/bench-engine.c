@@ -40,6 +40,32 @@ static uint64_t rf__sm(uint64_t *s)
 	return z ^ (z >> 31);
 }
 
+/* The random DAG's node i: 1-3 distinct producers among the 64 nodes before it, drawn
+ * from the stream seed exactly as the peer draws them. Their variables go to r. */
+static unsigned random_deps(long i, uint64_t *seed, struct rf_var *const *v, struct rf_var **r)
+{
+	long lo = i > 64 ? i - 64 : 0, span = i - lo, picked[3];
+	int k, m = 0;
+	unsigned nr = 0;
+
+	if (i == 0)
+		return 0;
+	k = (int)(rf__sm(seed) % 3) + 1;
+	if (k > span)
+		k = (int)span;
+	while (m < k) {
+		long d = lo + (long)(rf__sm(seed) % (uint64_t)span);
+		int dup = 0;
+		for (int q = 0; q < m; q++)
+			dup |= picked[q] == d;
+		if (!dup) {
+			picked[m++] = d;
+			r[nr++] = v[d];
+		}
+	}
+	return nr;
+}
+
 static int nop_fn(void *ctx)
 {
 	(void)ctx;
@@ -122,23 +148,7 @@ static double run_pattern(const char *pattern, long n)
 					r[nr++] = v[j];
 			}
 		} else {
-			if (i > 0) {
-				long lo = i > 64 ? i - 64 : 0, span = i - lo;
-				int k = (int)(rf__sm(&seed) % 3) + 1, m = 0;
-				long picked[3];
-				if (k > span)
-					k = (int)span;
-				while (m < k) {
-					long d = lo + (long)(rf__sm(&seed) % (uint64_t)span);
-					int dup = 0, q;
-					for (q = 0; q < m; q++)
-						dup |= picked[q] == d;
-					if (!dup) {
-						picked[m++] = d;
-						r[nr++] = v[d];
-					}
-				}
-			}
+			nr += random_deps(i, &seed, v, r + nr);
 		}
 		if (gated)
 			r[nr++] = gate;
@@ -188,24 +198,7 @@ static double run_replay_pattern(long n, long launches)
 		return -1;
 	for (i = 0; i < n; i++) {
 		struct rf_var *r[3];
-		unsigned nr = 0;
-		if (i > 0) {
-			long lo = i > 64 ? i - 64 : 0, span = i - lo;
-			int k = (int)(rf__sm(&seed) % 3) + 1, m = 0;
-			long picked[3];
-			if (k > span)
-				k = (int)span;
-			while (m < k) {
-				long d = lo + (long)(rf__sm(&seed) % (uint64_t)span);
-				int dup = 0, q;
-				for (q = 0; q < m; q++)
-					dup |= picked[q] == d;
-				if (!dup) {
-					picked[m++] = d;
-					r[nr++] = v[d];
-				}
-			}
-		}
+		unsigned nr = random_deps(i, &seed, v, r);
 		if (rf_engine_push_simple(e, nop_fn, NULL, r, nr, &v[i], 1, NULL, "nop") < 0)
 			return -1;
 	}
