@@ -42,7 +42,7 @@ static void rf__dispatch(struct rf_engine *e, struct rf_op *op)
 	 * can wait for this one) may go now. */
 	if (op->gkind == RF__G_NODE)
 		rf__gnode_chain(e, op);
-	else
+	else if (op->gkind != RF__G_MACRO) /* a launch: once its ops are enqueued (graph-run.c) */
 		rf__q_dispatched(e, op);
 	ret = s->ops->enqueue(s, op);
 	if (ret < 0)

@@ -80,6 +80,8 @@ struct rf_op {
 	uint8_t gkind;           /* RF__G_MACRO: a graph launch; RF__G_NODE: one of its ops */
 	uint32_t gi;             /* RF__G_NODE: its index in the graph */
 	struct rf__glaunch *gl;  /* the launch (graph.c, graph-run.c) */
+	struct rf_stream *cstream; /* RF__G_MACRO of a graph on one in-order stream: that
+				    * stream, for chaining (queue.c); else NULL */
 	int status;              /* reported status */
 	uint64_t uid;            /* push order, 1-based */
 	uint64_t seq;            /* stream sequence number */

@@ -56,6 +56,8 @@ struct rf_graph {
 	struct rf_var *args_var;
 	struct rf__glaunch *free_launches;
 	unsigned inflight;       /* launches not finished */
+	struct rf_stream *single; /* every op on this one in-order stream, no arguments: a
+				   * launch may chain behind what precedes it there */
 	int doomed;              /* rf_graph_destroy called: freed by its last launch */
 };
 
@@ -67,6 +69,11 @@ struct rf__glaunch {
 	struct rf_op *macro;
 	uint32_t nleft;                /* ops not finished */
 	int poison;                    /* some poison may be seen: check inputs, keep versions */
+	int init_done;                 /* init_err read (a chained launch: at its front) */
+	int at_front;                  /* its macro op is at every front (queue.c sets it) */
+	uint32_t ndisp;                /* ops enqueued on their streams */
+	uint64_t lastseq;              /* the last one's stream sequence number */
+	struct rf__oplist deferred;    /* reported before a chained launch reached its front */
 	uint64_t uid0;                 /* op i's uid is uid0 + i */
 	struct rf_op *ops;             /* n op records */
 	uint32_t *pend_disp;           /* predecessors not finished nor chained */

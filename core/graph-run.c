@@ -99,6 +99,24 @@ static int rf__gnode_inherited(const struct rf__glaunch *L, const struct rf__gno
 	return 0;
 }
 
+/* The poison the launch found on its variables. With none poisoned anywhere, the
+ * launch checks nothing until one of its ops fails. */
+static void rf__glaunch_init(struct rf_engine *e, struct rf__glaunch *L)
+{
+	struct rf_graph *g = L->g;
+
+	L->init_done = 1;
+	L->poison = e->npoisoned != 0;
+	if (L->poison) {
+		for (uint32_t x = 0; x < g->nvar; x++) {
+			L->init_err[x] = L->bound[x]->err;
+			L->init_name[x] = L->bound[x]->err_op;
+		}
+	} else {
+		memset(L->init_err, 0, g->nvar * sizeof(*L->init_err));
+	}
+}
+
 /* Dispatch: 1 if the node is skipped (its inputs are final and poisoned). */
 int rf__gnode_dispatch(struct rf_engine *e, struct rf_op *op)
 {
@@ -120,6 +138,12 @@ void rf__gnode_chain(struct rf_engine *e, struct rf_op *op)
 	const struct rf__gnode *nd = &g->nodes[op->gi];
 	struct rf_stream *ps = op->stream;
 
+	if (++L->ndisp == g->n && g->single) {
+		/* the whole launch is enqueued on one in-order stream: what follows it
+		 * there may chain behind it, as behind a single op (queue.c) */
+		L->macro->seq = op->seq;
+		rf__q_dispatched(e, L->macro);
+	}
 	if (!(ps->flags & RF_STREAM_IN_ORDER))
 		return;
 	for (uint32_t k = nd->succ0; k < nd->succ0 + nd->nsucc; k++) {
@@ -142,10 +166,12 @@ void rf__gnode_reported(struct rf_engine *e, struct rf_op *op)
 {
 	struct rf__glaunch *L = op->gl;
 
-	if (L->pend_fin[op->gi] == 0)
-		rf__oplist_push(&e->finished, op);
-	else
+	if (L->pend_fin[op->gi] != 0)
 		L->reported[op->gi] = 1;
+	else if (!L->at_front) /* chained: the inputs' poison is not final yet */
+		rf__oplist_push(&L->deferred, op);
+	else
+		rf__oplist_push(&e->finished, op);
 }
 
 /* The launch's poison goes to the variables it holds, and its macro op completes. */
@@ -207,7 +233,11 @@ static int rf__gnode_done(struct rf_engine *e, struct rf__glaunch *L, uint32_t i
 	struct rf_graph *g = L->g;
 	const struct rf__gnode *nd = &g->nodes[i];
 	const char *ename = nd->name, *iname = NULL;
-	int inh = L->poison ? rf__gnode_inherited(L, nd, &iname) : 0;
+	int inh;
+
+	if (!L->init_done)
+		rf__glaunch_init(e, L);
+	inh = L->poison ? rf__gnode_inherited(L, nd, &iname) : 0;
 
 	if (status < 0)
 		L->poison = 1;
@@ -300,17 +330,16 @@ static int rf__graph_enqueue(struct rf_stream *s, struct rf_op *m)
 
 	if (m->traced)
 		m->t0 = rf_now_ns();
-	/* Every variable is at its queue's front now: its poison is final. With none
-	 * poisoned anywhere, the launch checks nothing until one of its ops fails. */
-	L->poison = e->npoisoned != 0;
-	if (L->poison) {
-		for (uint32_t x = 0; x < g->nvar; x++) {
-			L->init_err[x] = L->bound[x]->err;
-			L->init_name[x] = L->bound[x]->err_op;
-		}
-	} else {
-		memset(L->init_err, 0, g->nvar * sizeof(*L->init_err));
-	}
+	/* At every front (not chained) the variables' poison is final: read it now.
+	 * Chained behind what precedes it on its stream, the launch reads it when its
+	 * macro op reaches every front; its ops' completions wait for that. */
+	L->at_front = m->nfront == m->nent;
+	L->init_done = 0;
+	L->poison = 0;
+	L->ndisp = 0;
+	L->deferred.head = L->deferred.tail = NULL;
+	if (L->at_front)
+		rf__glaunch_init(e, L);
 	memset(L->ver_err, 0, g->nent * sizeof(*L->ver_err));
 	if (g->args_size && L->has_args)
 		memcpy(g->args, L->args, g->args_size);

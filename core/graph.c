@@ -208,6 +208,11 @@ static int rf__graph_build(struct rf_engine *e, struct rf__capture *c, struct rf
 		g->vars[x].v = c->vars[x];
 	if ((ret = rf__graph_edges(g, &E)) < 0 || (ret = rf__graph_lists(g, &E)) < 0)
 		goto fail;
+	g->single = g->n && !g->args_size && (g->nodes[0].stream->flags & RF_STREAM_IN_ORDER) ?
+		    g->nodes[0].stream : NULL;
+	for (uint32_t i = 1; g->single && i < g->n; i++)
+		if (g->nodes[i].stream != g->single)
+			g->single = NULL;
 	free(E.pair);
 	*out = g;
 	return 0;

@@ -72,6 +72,7 @@ static int rf__push_op(struct rf_engine *e, const struct rf_op_desc *d,
 	if (gl) {
 		op->gkind = RF__G_MACRO;
 		op->gl = gl;
+		op->cstream = gl->g->single;
 		gl->macro = op;
 	}
 	op->delete_var = delete_var;
