@@ -1,5 +1,5 @@
 /* common/rf-internal.h -- what every module of the library may use, never installed:
- * recording a failure's message and logging. */
+ * recording a failure's message, logging, writing a file whole. */
 #ifndef RF_INTERNAL_H
 #define RF_INTERNAL_H
 
@@ -20,5 +20,11 @@ void rf__log(enum rf_log_level level, const char *fmt, ...) RF__PRINTF(2, 3);
 /* Format into a caller's buffer (an object's last-error field) and also make it the
  * thread's rf_last_error(); returns code. */
 int rf__fail_into(char *buf, size_t len, int code, const char *fmt, ...) RF__PRINTF(4, 5);
+
+/* file.c: write len bytes of buf to path whole -- under tmp, then renamed into place;
+ * with sync, fsync'd before the rename and the directory after. 0, or -errno with
+ * *step naming what failed ("create", "write", "sync", "rename"); tmp is removed. */
+int rf__write_whole(const char *path, const char *tmp, const void *buf, size_t len, int sync,
+		    const char **step);
 
 #endif

@@ -132,34 +132,20 @@ static char *rf__st_read(const struct rf__st *s, const char *name, int *eno)
 	return buf;
 }
 
-/* dir/name, whole: written under a temporary name, then renamed into place. */
+/* dir/name, whole: written under a temporary name, then renamed into place (not
+ * synced: the files live as long as one rendezvous). */
 static int rf__st_write(struct rf__st *s, const char *name, const char *text, size_t len)
 {
 	char tmp[4096], path[4096];
-	size_t off = 0;
-	int fd;
+	const char *step;
+	int ret;
 
 	snprintf(path, sizeof(path), "%s/%s", s->dir, name);
 	snprintf(tmp, sizeof(tmp), "%s/.%s.%d.tmp", s->dir, name, (int)getpid());
-	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
-		return rf__st_fail(s, -EIO, "cannot create %s: %s", tmp, strerror(errno));
-	while (off < len) {
-		ssize_t n = write(fd, text + off, len - off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			int e = n < 0 ? errno : ENOSPC;
-			close(fd);
-			unlink(tmp);
-			return rf__st_fail(s, -EIO, "cannot write %s: %s", tmp, strerror(e));
-		}
-		off += (size_t)n;
-	}
-	if (close(fd) < 0 || rename(tmp, path) < 0) {
-		int e = errno;
-		unlink(tmp);
-		return rf__st_fail(s, -EIO, "cannot put %s in place: %s", path, strerror(e));
-	}
+	if ((ret = rf__write_whole(path, tmp, text, len, 0, &step)) < 0)
+		return rf__st_fail(s, -EIO, "cannot %s %s: %s", !strcmp(step, "rename") ?
+				   "put in place" : step, !strcmp(step, "rename") ? path : tmp,
+				   strerror(-ret));
 	return 0;
 }
 

@@ -2,7 +2,6 @@
  * writes and reads it) and params.rfck (a checkpoint file), and the checks that an
  * export read back is the table it names and the parameters it was written with. */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdarg.h>
@@ -61,41 +60,18 @@ static uint64_t rf__ex_hash(const struct rf_model_spec *sp, const float *params)
 	return h;
 }
 
-/* path, whole: under path.tmp, synced, renamed into place, the directory synced. */
+/* dir/name, whole: under name.tmp, synced, renamed into place, the directory synced. */
 static int rf__ex_write(const char *dir, const char *name, const char *text, size_t len)
 {
 	char path[4200], tmp[4210];
-	size_t off = 0;
-	int fd, dfd;
+	const char *step;
+	int ret;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
-		return rf__fail(-errno, "export %s: cannot create %s: %s", dir, tmp, strerror(errno));
-	while (off < len) {
-		ssize_t n = write(fd, text + off, len - off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			int e = n < 0 ? errno : ENOSPC;
-			close(fd);
-			unlink(tmp);
-			return rf__fail(-e, "export %s: cannot write %s: %s", dir, tmp, strerror(e));
-		}
-		off += (size_t)n;
-	}
-	int e = fsync(fd) < 0 ? errno : 0;
-	if (close(fd) < 0 && !e)
-		e = errno;
-	if (e || rename(tmp, path) < 0) {
-		e = e ? e : errno;
-		unlink(tmp);
-		return rf__fail(-e, "export %s: cannot put %s in place: %s", dir, path, strerror(e));
-	}
-	if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
-		fsync(dfd);
-		close(dfd);
-	}
+	if ((ret = rf__write_whole(path, tmp, text, len, 1, &step)) < 0)
+		return rf__fail(ret, "export %s: cannot %s %s: %s", dir, step,
+				!strcmp(step, "rename") ? path : tmp, strerror(-ret));
 	return 0;
 }
 

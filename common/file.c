@@ -1,0 +1,68 @@
+/* common/file.c -- a small file written whole: under a temporary name, renamed into
+ * place (a reader sees all of it or none), synced when it must survive a crash. Used
+ * by the rendezvous files of dist/store.c and the exports of train/export.c. */
+#include <errno.h>
+#include <stdio.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rf-internal.h"
+
+/* The directory part of path, synced (best effort: a directory fsync may be refused). */
+static void rf__sync_dir(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[4096];
+	int fd;
+
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+	if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
+		fsync(fd);
+		close(fd);
+	}
+}
+
+int rf__write_whole(const char *path, const char *tmp, const void *buf, size_t len, int sync,
+		    const char **step)
+{
+	const char *p = buf;
+	size_t off = 0;
+	int fd, e = 0;
+
+	*step = "create";
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
+		return -errno;
+	*step = "write";
+	while (off < len && !e) {
+		ssize_t n = write(fd, p + off, len - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			e = n < 0 ? errno : ENOSPC;
+		else
+			off += (size_t)n;
+	}
+	if (!e && sync && fsync(fd) < 0) {
+		*step = "sync";
+		e = errno;
+	}
+	if (close(fd) < 0 && !e) {
+		*step = "write";
+		e = errno;
+	}
+	if (!e && rename(tmp, path) < 0) {
+		*step = "rename";
+		e = errno;
+	}
+	if (e) {
+		unlink(tmp);
+		return -e;
+	}
+	if (sync)
+		rf__sync_dir(path);
+	return 0;
+}
