@@ -8,7 +8,9 @@
 # params.rfck of another export (the hash model.json names), a model.json edited
 # against the table (a kernel size, a layer kind, a tensor's shape), a model.json that
 # is not JSON, a missing params.rfck; the PyTorch reader refuses the corrupt file too.
-# Skips (77) without Fashion-MNIST.
+# Skips (77) without Fashion-MNIST. Under ThreadSanitizer (5-10x the cost, and nothing
+# here that the train suite's threaded tests do not cover) ResNet-18's round trip and
+# the PyTorch reader are left to the release and ASan builds.
 # usage: test-export.sh path/to/rf-train path/to/rf-infer path/to/rf-export-torch.py
 RF=${1:?usage: $0 rf-train rf-infer rf-export-torch.py}
 INF=${2:?usage}
@@ -19,9 +21,11 @@ trap 'rm -rf "$T"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 [ -e "$DATA/t10k-labels-idx1-ubyte.gz" ] || [ -e "$DATA/t10k-labels-idx1-ubyte" ] ||
 	{ echo "SKIP: no Fashion-MNIST in $DATA"; exit 77; }
+tsan=0
+ldd "$RF" 2>/dev/null | grep -q libtsan && tsan=1
 torch=0
-/usr/bin/python3 -c 'import torch' 2>/dev/null && torch=1
-[ $torch = 1 ] || echo "note: no python3-torch: the PyTorch reader's checks are left out"
+[ $tsan = 0 ] && /usr/bin/python3 -c 'import torch' 2>/dev/null && torch=1
+[ $torch = 1 ] || echo "note: no python3-torch (or a TSan build): the PyTorch reader's checks are left out"
 
 # jget FILE KEY: a number from a one-line JSON object
 jget() { python3 -c 'import json,sys; print("%.6f" % json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"; }
@@ -53,7 +57,7 @@ roundtrip() {
 roundtrip mlp 1000 256 --model mlp --epochs 1 --limit 3000 --data "$DATA"
 roundtrip lenet 1000 256 --model lenet --epochs 1 --limit 2000 --data "$DATA"
 roundtrip lenet2 1000 256 --model lenet --epochs 1 --limit 2000 --seed 7 --data "$DATA"
-roundtrip resnet 64 32 --model resnet18 --epochs 1 --limit 64 --data "$DATA"
+[ $tsan = 1 ] || roundtrip resnet 64 32 --model resnet18 --epochs 1 --limit 64 --data "$DATA"
 
 # refused FILE-IN-MESSAGE TEXT DIR: rf-infer exits 1 with one line holding both
 refused() {
