@@ -13,6 +13,7 @@
  * happens once per run. */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -447,11 +448,39 @@ static int rf__st_rankn_timeout(struct rf__st *s, double timeout_s, int other)
 			   "has joined: has rank 0 failed or stopped?%s", timeout_s, extra);
 }
 
+/* Rank 0's join file names a process on this host that no longer runs: rank 0 failed
+ * or stopped after it joined, and no id will come. (Before the grace a stale file of
+ * an earlier run may still be there, until this run's rank 0 replaces it.) */
+static int rf__st_rank0_gone(struct rf__st *s, int64_t since_ms, int64_t grace_ms)
+{
+	char name[32] = "join.0", host[256] = "", me[256] = "?";
+	unsigned long long n;
+	int eno, rr = -1, sz = -1, pid = 0, gone;
+	char *t;
+
+	if (rf__st_now_ms() - since_ms < grace_ms || !(t = rf__st_read(s, name, &eno)))
+		return 0;
+	gone = sscanf(t, RF__STORE_MAGIC " join rank=%d size=%d nonce=%llx pid=%d host=%255s",
+		      &rr, &sz, &n, &pid, host) == 5 && rr == 0 && sz == s->size && pid > 0;
+	free(t);
+	gethostname(me, sizeof(me) - 1);
+	me[strcspn(me, " \t\n")] = 0;
+	if (!gone || strcmp(host, me) != 0 || kill(pid, 0) == 0 || errno != ESRCH)
+		return 0;
+	return rf__st_fail(s, -EPIPE, "rank 0 (pid %d on %s, its %s/join.0) has exited without "
+			   "an id for this rank: it failed or was stopped after it joined (a "
+			   "file left by an earlier run is taken for that after %.0f s: start the "
+			   "ranks together, or give each job a fresh directory)", pid, host, s->dir,
+			   (double)grace_ms / 1000);
+}
+
 static int rf__st_rankn(struct rf__st *s, unsigned char *blob, size_t len, int64_t deadline,
 			double timeout_s)
 {
+	int64_t t0 = rf__st_now_ms(), grace = (int64_t)(timeout_s * 250), last = 0;
 	int ms = 1, ret, other = -1;
 
+	grace = grace < 1000 ? 1000 : grace > 10000 ? 10000 : grace;
 	for (;;) {
 		if ((ret = rf__st_check_mine(s)) < 0)
 			return ret;
@@ -459,6 +488,11 @@ static int rf__st_rankn(struct rf__st *s, unsigned char *blob, size_t len, int64
 			return ret < 0 ? ret : 0;
 		if (rf__st_now_ms() >= deadline)
 			return rf__st_rankn_timeout(s, timeout_s, other);
+		if (rf__st_now_ms() - last >= 250) { /* a few times a second is enough */
+			last = rf__st_now_ms();
+			if ((ret = rf__st_rank0_gone(s, t0, grace)) < 0)
+				return ret;
+		}
 		rf__st_sleep(&ms);
 	}
 }

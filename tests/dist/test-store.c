@@ -9,6 +9,8 @@
  *     one that comes after the first took the id makes rank 0 fail (-EEXIST);
  *   - a rank that never comes, and a rank with another WORLD_SIZE: every other rank
  *     times out (-ETIMEDOUT) naming what is missing, none hangs;
+ *   - rank 0 joined and died (its join file names an exited pid of this host): the
+ *     others fail (-EPIPE) saying so, without waiting out their timeout;
  *   - a directory that cannot be made fails (-EIO) naming it;
  *   - a comm made by the environment: rank and size from it, no MPI; a CPU tensor or a
  *     host collective before the GPU is set up is refused with the reason. */
@@ -305,6 +307,27 @@ int main(void)
 	CHECK(strstr(msg, "join.1 names WORLD_SIZE=3, this run has 2"));
 	CHECK_EQ(reap(dir, 1, a, msg2, sizeof(msg2)), 10 + ETIMEDOUT);
 	printf("ok: another WORLD_SIZE: %s\n", msg);
+
+	/* rank 0 joined, then died (its join file names a pid of this host that has
+	 * exited): rank 1 says so once the grace for stale files is over (a quarter of
+	 * its 8 s timeout), not at the timeout */
+	snprintf(dir, sizeof(dir), "%s/rank0-died", root);
+	CHECK_OK(mkdir(dir, 0755));
+	pid_t dead = fork();
+	CHECK(dead >= 0);
+	if (dead == 0)
+		_exit(0);
+	CHECK(waitpid(dead, NULL, 0) == dead);
+	char host[256] = "?", j0[512];
+	gethostname(host, sizeof(host) - 1);
+	host[strcspn(host, " \t\n")] = 0;
+	snprintf(j0, sizeof(j0), "ringflow-store 1 join rank=0 size=2 nonce=0000000000000d1e "
+		 "pid=%d host=%s\n", (int)dead, host);
+	put(dir, "join.0", j0);
+	a = spawn(dir, 1, 2, 8, 0);
+	CHECK_EQ(reap(dir, 1, a, msg, sizeof(msg)), 10 + EPIPE);
+	CHECK(strstr(msg, "rank 0 (pid") && strstr(msg, "has exited without an id"));
+	printf("ok: rank 0 died after joining: %s\n", msg);
 
 	/* a directory that cannot be made */
 	snprintf(dir, sizeof(dir), "%s/file", root);
