@@ -239,6 +239,35 @@ static void rf__st_list(const unsigned char *bad, int size, char *out, size_t le
 	}
 }
 
+/* Rank r's join file names a process of this host that no longer runs (*pid, host
+ * filled): it failed or stopped after it joined. Only after the grace: before it, the
+ * file may be a stale one of an earlier run, about to be replaced by this run's. */
+static int rf__st_gone(struct rf__st *s, int r, int64_t since_ms, int64_t grace_ms, int *pid,
+		       char *host)
+{
+	char name[32], me[256] = "?";
+	unsigned long long n;
+	int eno, rr = -1, sz = -1, ok;
+	char *t;
+
+	snprintf(name, sizeof(name), "join.%d", r);
+	if (rf__st_now_ms() - since_ms < grace_ms || !(t = rf__st_read(s, name, &eno)))
+		return 0;
+	ok = sscanf(t, RF__STORE_MAGIC " join rank=%d size=%d nonce=%llx pid=%d host=%255s",
+		    &rr, &sz, &n, pid, host) == 5 && rr == r && sz == s->size && *pid > 0;
+	free(t);
+	gethostname(me, sizeof(me) - 1);
+	me[strcspn(me, " \t\n")] = 0;
+	return ok && strcmp(host, me) == 0 && kill(*pid, 0) < 0 && errno == ESRCH;
+}
+
+static int64_t rf__st_grace(double timeout_s)
+{
+	int64_t g = (int64_t)(timeout_s * 250);
+
+	return g < 1000 ? 1000 : g > 10000 ? 10000 : g;
+}
+
 /* ---- rank 0 ---- */
 
 static int rf__st_write_id(struct rf__st *s, const uint64_t *nonces, const unsigned char *blob,
@@ -297,7 +326,9 @@ static int rf__st_rank0(struct rf__st *s, const unsigned char *blob, size_t len,
 {
 	uint64_t *now = calloc((size_t)s->size, 8), *written = calloc((size_t)s->size, 8);
 	unsigned char *missing = calloc((size_t)s->size, 1), *acked = calloc((size_t)s->size, 1);
-	int have_id = 0, ms = 1, ret = 0, other = -1, other_rank = -1;
+	int have_id = 0, ms = 1, ret = 0, other = -1, other_rank = -1, pid = 0;
+	int64_t t0 = rf__st_now_ms(), grace = rf__st_grace(timeout_s), last = 0;
+	char host[256] = "";
 
 	if (!now || !written || !missing || !acked) {
 		ret = rf__st_fail(s, -ENOMEM, "out of memory");
@@ -347,6 +378,18 @@ static int rf__st_rank0(struct rf__st *s, const unsigned char *blob, size_t len,
 			}
 			if (all_acked) {
 				rf__st_cleanup(s);
+				goto out;
+			}
+		}
+		for (int r = 1; rf__st_now_ms() - last >= 250 && r < s->size; r++) {
+			if (r == s->size - 1)
+				last = rf__st_now_ms();
+			if (!acked[r] && now[r] && rf__st_gone(s, r, t0, grace, &pid, host)) {
+				ret = rf__st_fail(s, -EPIPE, "rank %d (pid %d on %s, its %s/join.%d) "
+						  "has exited before taking the id: it failed or was "
+						  "stopped after it joined (a file left by an earlier "
+						  "run is taken for that after %.0f s)", r, pid, host,
+						  s->dir, r, (double)grace / 1000);
 				goto out;
 			}
 		}
@@ -448,39 +491,13 @@ static int rf__st_rankn_timeout(struct rf__st *s, double timeout_s, int other)
 			   "has joined: has rank 0 failed or stopped?%s", timeout_s, extra);
 }
 
-/* Rank 0's join file names a process on this host that no longer runs: rank 0 failed
- * or stopped after it joined, and no id will come. (Before the grace a stale file of
- * an earlier run may still be there, until this run's rank 0 replaces it.) */
-static int rf__st_rank0_gone(struct rf__st *s, int64_t since_ms, int64_t grace_ms)
-{
-	char name[32] = "join.0", host[256] = "", me[256] = "?";
-	unsigned long long n;
-	int eno, rr = -1, sz = -1, pid = 0, gone;
-	char *t;
-
-	if (rf__st_now_ms() - since_ms < grace_ms || !(t = rf__st_read(s, name, &eno)))
-		return 0;
-	gone = sscanf(t, RF__STORE_MAGIC " join rank=%d size=%d nonce=%llx pid=%d host=%255s",
-		      &rr, &sz, &n, &pid, host) == 5 && rr == 0 && sz == s->size && pid > 0;
-	free(t);
-	gethostname(me, sizeof(me) - 1);
-	me[strcspn(me, " \t\n")] = 0;
-	if (!gone || strcmp(host, me) != 0 || kill(pid, 0) == 0 || errno != ESRCH)
-		return 0;
-	return rf__st_fail(s, -EPIPE, "rank 0 (pid %d on %s, its %s/join.0) has exited without "
-			   "an id for this rank: it failed or was stopped after it joined (a "
-			   "file left by an earlier run is taken for that after %.0f s: start the "
-			   "ranks together, or give each job a fresh directory)", pid, host, s->dir,
-			   (double)grace_ms / 1000);
-}
-
 static int rf__st_rankn(struct rf__st *s, unsigned char *blob, size_t len, int64_t deadline,
 			double timeout_s)
 {
-	int64_t t0 = rf__st_now_ms(), grace = (int64_t)(timeout_s * 250), last = 0;
-	int ms = 1, ret, other = -1;
+	int64_t t0 = rf__st_now_ms(), grace = rf__st_grace(timeout_s), last = 0;
+	int ms = 1, ret, other = -1, pid = 0;
+	char host[256] = "";
 
-	grace = grace < 1000 ? 1000 : grace > 10000 ? 10000 : grace;
 	for (;;) {
 		if ((ret = rf__st_check_mine(s)) < 0)
 			return ret;
@@ -490,8 +507,14 @@ static int rf__st_rankn(struct rf__st *s, unsigned char *blob, size_t len, int64
 			return rf__st_rankn_timeout(s, timeout_s, other);
 		if (rf__st_now_ms() - last >= 250) { /* a few times a second is enough */
 			last = rf__st_now_ms();
-			if ((ret = rf__st_rank0_gone(s, t0, grace)) < 0)
-				return ret;
+			if (rf__st_gone(s, 0, t0, grace, &pid, host))
+				return rf__st_fail(s, -EPIPE, "rank 0 (pid %d on %s, its %s/join.0) "
+						   "has exited without an id for this rank: it "
+						   "failed or was stopped after it joined (a file "
+						   "left by an earlier run is taken for that after "
+						   "%.0f s: start the ranks together, or give each "
+						   "job a fresh directory)", pid, host, s->dir,
+						   (double)grace / 1000);
 		}
 		rf__st_sleep(&ms);
 	}

@@ -10,7 +10,8 @@
  *   - a rank that never comes, and a rank with another WORLD_SIZE: every other rank
  *     times out (-ETIMEDOUT) naming what is missing, none hangs;
  *   - rank 0 joined and died (its join file names an exited pid of this host): the
- *     others fail (-EPIPE) saying so, without waiting out their timeout;
+ *     others fail (-EPIPE) saying so, without waiting out their timeout; and rank 0
+ *     names a rank that joined and died before taking the id;
  *   - a directory that cannot be made fails (-EIO) naming it;
  *   - a comm made by the environment: rank and size from it, no MPI; a CPU tensor or a
  *     host collective before the GPU is set up is refused with the reason. */
@@ -328,6 +329,17 @@ int main(void)
 	CHECK_EQ(reap(dir, 1, a, msg, sizeof(msg)), 10 + EPIPE);
 	CHECK(strstr(msg, "rank 0 (pid") && strstr(msg, "has exited without an id"));
 	printf("ok: rank 0 died after joining: %s\n", msg);
+
+	/* and the other way: rank 1 joined and died before taking the id */
+	snprintf(dir, sizeof(dir), "%s/rank1-died", root);
+	CHECK_OK(mkdir(dir, 0755));
+	snprintf(j0, sizeof(j0), "ringflow-store 1 join rank=1 size=2 nonce=0000000000000d1f "
+		 "pid=%d host=%s\n", (int)dead, host);
+	put(dir, "join.1", j0);
+	z = spawn(dir, 0, 2, 8, 0);
+	CHECK_EQ(reap(dir, 0, z, msg, sizeof(msg)), 10 + EPIPE);
+	CHECK(strstr(msg, "rank 1 (pid") && strstr(msg, "has exited before taking the id"));
+	printf("ok: rank 1 died after joining: %s\n", msg);
 
 	/* a directory that cannot be made */
 	snprintf(dir, sizeof(dir), "%s/file", root);
