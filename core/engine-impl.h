@@ -262,7 +262,6 @@ int rf__push(struct rf_engine *e, const struct rf_op_desc *d, struct rf_var *del
 /* push.c: a graph launch's macro op (internal, traced) */
 int rf__push_launch(struct rf_engine *e, const struct rf_op_desc *d, struct rf__glaunch *gl,
 		    struct rf__waiter *w);
-int rf__check_desc(struct rf_engine *e, const struct rf_op_desc *d, int special);
 
 /* immediate.c: the immediate path (1: ran it, 0: not taken, <0: error) */
 int rf__push_now(struct rf_engine *e, const struct rf_op_desc *d);

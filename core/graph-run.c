@@ -60,11 +60,6 @@ static void rf__glaunch_ready(struct rf_engine *e, struct rf__glaunch *L, uint32
 	rf__oplist_push(&e->ready, op);
 }
 
-static inline struct rf_graph *rf__gof(const struct rf_op *op)
-{
-	return op->gl->g;
-}
-
 /* The poison an entry sees: the version its producer left, or what the launch found. */
 static inline int rf__gent_seen(const struct rf__glaunch *L, const struct rf__gent *en,
 				const char **name)

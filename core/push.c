@@ -9,7 +9,7 @@
 #include "rf-internal.h"
 
 /* special: an engine-made op (wait, deletion) may have no function. */
-int rf__check_desc(struct rf_engine *e, const struct rf_op_desc *d, int special)
+static int rf__check_desc(struct rf_engine *e, const struct rf_op_desc *d, int special)
 {
 	uint32_t i;
 

@@ -11,9 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "checkpoint.h"
 #include "export.h"
-#include "rf-internal.h"
+#include "trainer-impl.h"
 #include "tensor.h"
 
 static const char *const rf__kind_names[] = {
@@ -166,14 +165,7 @@ static struct rf_ckpt_blob *rf__ex_blobs(const struct rf_model_spec *sp, float *
 
 	for (unsigned i = 0; bl && i < sp->ntensors + sp->nbufs; i++) {
 		const struct rf_param_spec *ps = i < sp->ntensors ? &sp->p[i] : &sp->b[i - sp->ntensors];
-		float *base = i < sp->ntensors ? params : bufs;
-		bl[i].name = ps->name;
-		bl[i].dtype = RF_CKPT_F32;
-		bl[i].ndim = (uint32_t)ps->ndim;
-		for (int d = 0; d < ps->ndim; d++)
-			bl[i].shape[d] = (uint64_t)ps->shape[d];
-		bl[i].data = base + ps->offset;
-		bl[i].nbytes = ps->numel * sizeof(float);
+		rf__param_blob(&bl[i], ps->name, ps, (i < sp->ntensors ? params : bufs) + ps->offset);
 	}
 	return bl;
 }

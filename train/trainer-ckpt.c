@@ -57,9 +57,9 @@ static unsigned rf__nstate(const struct rf_trainer *t)
 	return t->o.adamw ? 2 : t->o.momentum > 0 ? 1 : 0;
 }
 
-/* The blob of tensor p named name, its floats at data. */
-static void rf__blob(struct rf_ckpt_blob *bl, const char *name, const struct rf_param_spec *p,
-		     float *data)
+/* The blob of tensor p named name, its floats at data (export.c's too). */
+void rf__param_blob(struct rf_ckpt_blob *bl, const char *name, const struct rf_param_spec *p,
+		    float *data)
 {
 	memset(bl, 0, sizeof(*bl));
 	bl->name = name;
@@ -91,10 +91,10 @@ static unsigned rf__blobs(struct rf_trainer *t, struct rf_ckpt_blob *bl, float *
 				 suffix[t->o.adamw][b / n - 1]);
 			name = names[b - n];
 		}
-		rf__blob(&bl[b], name, p, host + (size_t)(b / n) * t->spec->numel + p->offset);
+		rf__param_blob(&bl[b], name, p, host + (size_t)(b / n) * t->spec->numel + p->offset);
 	}
 	for (k = 0; k < t->spec->nbufs; k++)
-		rf__blob(&bl[nb + k], t->spec->b[k].name, &t->spec->b[k], bufs + t->spec->b[k].offset);
+		rf__param_blob(&bl[nb + k], t->spec->b[k].name, &t->spec->b[k], bufs + t->spec->b[k].offset);
 	nb += t->spec->nbufs;
 	if (mid->rows) {
 		struct rf_ckpt_blob *r = &bl[nb++];

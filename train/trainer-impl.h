@@ -10,6 +10,7 @@
 #include "dataset.h"
 #include "loader.h"
 #include "rf-internal.h"
+#include "checkpoint.h"
 
 #define RF__WINDOW 2            /* iterations in flight by default */
 #define RF__MAXQ 16             /* loader look-ahead queue */
@@ -126,5 +127,10 @@ int rf__save_mid(struct rf_trainer *t, uint64_t done);
 /* trainer-pass.c */
 int rf__pass(struct rf_trainer *t, struct rf_loader *ld, struct rf__queue *Q,
 	     uint64_t epoch, int train);
+
+/* trainer-ckpt.c: the checkpoint blob of parameter tensor p, named name, its floats at
+ * data (the checkpoints' and the exports' builder) */
+void rf__param_blob(struct rf_ckpt_blob *bl, const char *name, const struct rf_param_spec *p,
+		    float *data);
 
 #endif
