@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ckpt-impl.h"
 #include "export.h"
 #include "trainer-impl.h"
 #include "tensor.h"
@@ -397,10 +398,14 @@ int rf_export_open(const char *dir, struct rf_export *x)
 		return rf__fail(-EINVAL, "export: bad directory name");
 	snprintf(x->dir, sizeof(x->dir), "%s", dir);
 	snprintf(path, sizeof(path), "%s/%s", dir, RF__EX_JSON);
-	if (access(path, R_OK) < 0)
+	struct stat st;
+	if (stat(path, &st) < 0 || access(path, R_OK) < 0)
 		return rf__fail(-errno, "%s: %s (an export directory holds model.json and "
 				"params.rfck, as rf-train --export writes them)", path,
 				strerror(errno));
+	if (!S_ISREG(st.st_mode)) /* a FIFO would block the read */
+		return rf__fail(S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL, "%s: is %s, expected "
+				"a regular file", path, rf__ck_ftype(st.st_mode));
 	if (!(r.root = json_load_file(path, JSON_REJECT_DUPLICATES, &je)))
 		return rf__fail(-EBADMSG, "%s: not JSON at line %d, column %d: %s", path, je.line,
 				je.column, je.text);
