@@ -14,7 +14,7 @@ uint64_t rf_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static void rf__finish(struct rf_ring *r, struct rf__req *q, int64_t res)
+void rf__req_finish(struct rf_ring *r, struct rf__req *q, int64_t res)
 {
 	rf_io_cb cb = q->cb;
 	void *data = q->data;
@@ -32,14 +32,14 @@ static void rf__finish(struct rf_ring *r, struct rf__req *q, int64_t res)
  * timeout tagged RF__TAG_RETRY that doubles up to RF__RETRY_CAP_NS: a device that
  * keeps saying -EAGAIN cannot spin the reactor. Returns 0 when the request is on its
  * way again, else the error its callback gets (res itself after RF__RETRY_MAX). */
-static int rf__retry(struct rf_ring *r, struct rf__req *q, int32_t res)
+int rf__retry(struct rf_ring *r, struct rf__req *q, int32_t res)
 {
 	if (q->retries >= RF__RETRY_MAX)
 		return res;
 	q->retries++;
 	r->st.retries++;
 	if (q->retries <= RF__RETRY_NOW)
-		return rf__queue(r, q);
+		return rf__requeue(r, q);
 	unsigned shift = q->retries - RF__RETRY_NOW - 1;
 	uint64_t ns = shift >= 16 ? RF__RETRY_CAP_NS : RF__RETRY_BASE_NS << shift;
 	if (ns > RF__RETRY_CAP_NS)
@@ -60,18 +60,23 @@ static int rf__retry(struct rf_ring *r, struct rf__req *q, int32_t res)
 static int rf__retry_fire(struct rf_ring *r, struct rf__req *q)
 {
 	q->flags &= ~RF__RQ_BACKOFF;
-	int ret = (q->flags & RF__RQ_CANCELLED) ? -ECANCELED : rf__queue(r, q);
+	int ret = (q->flags & RF__RQ_CANCELLED) ? -ECANCELED : rf__requeue(r, q);
 	if (ret == 0)
 		return 0;
-	rf__finish(r, q, ret);
+	rf__req_finish(r, q, ret);
 	return 1;
 }
 
 /* Returns the number of callbacks run. */
-static int rf__complete_req(struct rf_ring *r, struct rf__req *q, int32_t res)
+static int rf__complete_req(struct rf_ring *r, struct rf__req *q, int32_t res, uint32_t cflags)
 {
+	/* A request its linked deadline cancelled. */
+	if (res == -ECANCELED && (q->flags & (RF__RQ_DEADLINE | RF__RQ_CANCELLED)) == RF__RQ_DEADLINE)
+		res = -ETIMEDOUT;
+	if (q->op >= RF__OP_IO && q->op < RF__OP_INTERNAL)
+		return rf__ops_complete(r, q, res, cflags);
 	if (q->flags & RF__RQ_CANCELLED) {
-		rf__finish(r, q, -ECANCELED);
+		rf__req_finish(r, q, -ECANCELED);
 		return 1;
 	}
 	switch (q->op) {
@@ -83,11 +88,11 @@ static int rf__complete_req(struct rf_ring *r, struct rf__req *q, int32_t res)
 			int ret = rf__retry(r, q, res);
 			if (ret == 0)
 				return 0;
-			rf__finish(r, q, ret);
+			rf__req_finish(r, q, ret);
 			return 1;
 		}
 		if (res < 0) {
-			rf__finish(r, q, res);
+			rf__req_finish(r, q, res);
 			return 1;
 		}
 		if (q->op == RF__OP_READ)
@@ -102,16 +107,16 @@ static int rf__complete_req(struct rf_ring *r, struct rf__req *q, int32_t res)
 			int ret = rf__queue(r, q);
 			if (ret == 0)
 				return 0;
-			rf__finish(r, q, ret);
+			rf__req_finish(r, q, ret);
 			return 1;
 		}
-		rf__finish(r, q, (int64_t)q->done);
+		rf__req_finish(r, q, (int64_t)q->done);
 		return 1;
 	case RF__OP_TIMEOUT:
-		rf__finish(r, q, res == -ETIME ? 0 : res);
+		rf__req_finish(r, q, res == -ETIME ? 0 : res);
 		return 1;
 	case RF__OP_FSYNC:
-		rf__finish(r, q, res);
+		rf__req_finish(r, q, res);
 		return 1;
 	case RF__OP_WATCH:
 	case RF__OP_WATCH_POLL:
@@ -122,14 +127,14 @@ static int rf__complete_req(struct rf_ring *r, struct rf__req *q, int32_t res)
 	return 0;
 }
 
-static int rf__handle(struct rf_ring *r, uint64_t ud, int32_t res)
+static int rf__handle(struct rf_ring *r, uint64_t ud, int32_t res, uint32_t cflags)
 {
 	switch (ud & RF__TAG_MASK) {
 	case RF__TAG_REQ: {
 		struct rf__req *q = (struct rf__req *)(uintptr_t)(ud & RF__PTR_MASK);
 		if (!q || !q->live || (q->gen & 7) != ((ud >> 3) & 7))
 			return 0; /* cannot happen: every request SQE has one CQE */
-		return rf__complete_req(r, q, res);
+		return rf__complete_req(r, q, res, cflags);
 	}
 	case RF__TAG_RETRY: {
 		struct rf__req *q = (struct rf__req *)(uintptr_t)(ud & RF__PTR_MASK);
@@ -151,7 +156,7 @@ static int rf__reap(struct rf_ring *r)
 	while (r->backlog_head < r->nbacklog) {
 		struct rf__cqe c = r->backlog[r->backlog_head++];
 		r->st.completions++;
-		n += rf__handle(r, c.ud, c.res);
+		n += rf__handle(r, c.ud, c.res, c.flags);
 	}
 	r->nbacklog = r->backlog_head = 0;
 	/* Bounded so that one turn ends even if callbacks keep completing inline, and by
@@ -163,9 +168,10 @@ static int rf__reap(struct rf_ring *r)
 	while (budget-- && !__io_uring_peek_cqe(&r->ring, &c, NULL) && c) {
 		uint64_t ud = c->user_data;
 		int32_t res = c->res;
+		uint32_t cflags = c->flags;
 		io_uring_cq_advance(&r->ring, 1);
 		r->st.completions++;
-		n += rf__handle(r, ud, res);
+		n += rf__handle(r, ud, res, cflags);
 	}
 	n += rf__notify_flush(r);
 	return n;

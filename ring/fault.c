@@ -27,8 +27,8 @@ static double rf__unit(uint64_t *s)
 
 #define RF__FAULT_SYNTAX                                                              \
 	"expected syntax: key=value[,key=value...] with keys eio, eagain, eintr, short " \
-	"(a fraction in [0,1]), seed (an unsigned integer), ops (read, write or "        \
-	"read+write), each at most once, e.g. \"eio=0.01,short=0.1,seed=7\""
+	"(a fraction in [0,1]), seed (an unsigned integer), ops (read, write, send, "     \
+	"recv joined by +), each at most once, e.g. \"eio=0.01,short=0.1,seed=7\""
 
 /* Copy n bytes of s into dst for a message: printable ASCII only, long runs cut. */
 static void rf__printable(char *dst, size_t cap, const char *s, size_t n)
@@ -113,9 +113,13 @@ static int rf__parse_ops(struct rf__fault *f, const char *spec, const char *v, c
 			f->ops |= RF__FAULT_READ;
 		else if (olen == 5 && !memcmp(o, "write", 5))
 			f->ops |= RF__FAULT_WRITE;
+		else if (olen == 4 && !memcmp(o, "send", 4))
+			f->ops |= RF__FAULT_SEND;
+		else if (olen == 4 && !memcmp(o, "recv", 4))
+			f->ops |= RF__FAULT_RECV;
 		else
 			return rf__fault_err(spec, o, olen,
-					     olen ? "unknown op (read or write)" : "empty op name");
+					     olen ? "unknown op (read, write, send or recv)" : "empty op name");
 		if (o + olen == fe)
 			return 0;
 		o += olen + 1;
@@ -206,6 +210,31 @@ int32_t rf__fault_apply(struct rf_ring *r, struct rf__req *q, int32_t res)
 		}
 	}
 	return res;
+}
+
+/* Sockets cannot be re-read: a fault there is decided before the piece is queued.
+ * An error replaces the piece (nothing is sent or received), a short count shrinks
+ * it (the kernel then transfers at most that much, as a real short transfer). */
+int32_t rf__fault_sock(struct rf_ring *r, unsigned *n)
+{
+	struct rf__fault *f = &r->fault;
+	if (f->eio > 0 && rf__unit(&f->state) < f->eio) {
+		r->st.faults_injected++;
+		return -EIO;
+	}
+	if (f->eagain > 0 && rf__unit(&f->state) < f->eagain) {
+		r->st.faults_injected++;
+		return -EAGAIN;
+	}
+	if (f->eintr > 0 && rf__unit(&f->state) < f->eintr) {
+		r->st.faults_injected++;
+		return -EINTR;
+	}
+	if (f->shrt > 0 && rf__unit(&f->state) < f->shrt && *n >= 2) {
+		r->st.faults_injected++;
+		*n = 1 + (unsigned)(rf__splitmix64(&f->state) % (*n - 1));
+	}
+	return 0;
 }
 
 /* Faults are injected only where they cannot change what the caller gets: regular

@@ -218,3 +218,28 @@ int rf_ring_register_files(struct rf_ring *r, const int *fds, unsigned n)
 	r->nfiles = n;
 	return 0;
 }
+
+int rf_ring_register_files_sparse(struct rf_ring *r, unsigned n)
+{
+	if (!n)
+		return -EINVAL;
+	int *copy = malloc(n * sizeof(*copy));
+	if (!copy)
+		return -ENOMEM;
+	for (unsigned i = 0; i < n; i++)
+		copy[i] = -1; /* slots filled by the kernel: never faultable */
+	if (r->nfiles) {
+		io_uring_unregister_files(&r->ring);
+		free(r->files);
+		r->files = NULL;
+		r->nfiles = 0;
+	}
+	int ret = io_uring_register_files_sparse(&r->ring, n);
+	if (ret < 0) {
+		free(copy);
+		return ret;
+	}
+	r->files = copy;
+	r->nfiles = n;
+	return 0;
+}

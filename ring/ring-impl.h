@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "ring.h"
+#include "ring-ops.h"
 
 #define RF__TAG_MASK 7ull
 #define RF__TAG_REQ 0ull    /* pointer to struct rf__req | gen bits */
@@ -16,6 +17,8 @@
 #define RF__TAG_PROBE 3ull  /* MSG_RING support probe at ring creation */
 #define RF__TAG_RETRY 4ull  /* backoff timeout of a request retried after -EAGAIN/-EINTR:
                              * pointer to struct rf__req | gen bits, as RF__TAG_REQ */
+/* A request's linked deadline (IORING_OP_LINK_TIMEOUT) carries RF__TAG_IGNORE: its own
+ * CQE says nothing the request's CQE does not (-ECANCELED there, read as -ETIMEDOUT). */
 #define RF__PTR_MASK (~63ull)
 
 #define RF__SLAB_SHIFT 8
@@ -42,7 +45,13 @@ enum rf__op {
 	RF__OP_WRITE,
 	RF__OP_FSYNC,
 	RF__OP_TIMEOUT,
-	RF__OP_WATCH,       /* eventfd watch: read 8 bytes, rearmed */
+	/* ops.c: RF__OP_IO + enum rf_iop (ring-ops.h) for the other one-shot operations */
+	RF__OP_IO = 16,
+	RF__OP_ACCEPT_MS = 64,  /* multishot accept, recv into a buffer group, poll */
+	RF__OP_RECV_MS,
+	RF__OP_POLL_MS,
+	RF__OP_INTERNAL = 100,  /* not cancellable by id: */
+	RF__OP_WATCH = RF__OP_INTERNAL, /* eventfd watch: read 8 bytes, rearmed */
 	RF__OP_WATCH_POLL,  /* eventfd watch on a non-blocking fd: poll before reading */
 	RF__OP_NOTIFY_READ  /* eventfd fallback of a notifier */
 };
@@ -53,11 +62,19 @@ enum {
 	RF__RQ_COUNTS = 1u << 9,     /* counts in rf_ring_pending() */
 	RF__RQ_FAULTABLE = 1u << 10, /* fault injection may touch it (regular file read) */
 	RF__RQ_DIRECT = 1u << 11,    /* O_DIRECT file: truncate faults to 4 KiB multiples */
-	RF__RQ_BACKOFF = 1u << 12    /* a RF__TAG_RETRY timeout is armed, not the request */
+	RF__RQ_BACKOFF = 1u << 12,   /* a RF__TAG_RETRY timeout is armed, not the request */
+	RF__RQ_DEADLINE = 1u << 13,  /* each SQE is linked to a timeout at u.ts (absolute) */
+	RF__RQ_ZC = 1u << 14,        /* send through IORING_OP_SEND_ZC */
+	RF__RQ_FAKE = 1u << 15,      /* fault injection: a NOP whose result is scratch */
+	RF__RQ_PARKED = 1u << 16,    /* multishot recv waiting for a buffer: not in the kernel */
+	RF__RQ_SOCKFAULT = 1u << 17  /* fault injection at submission (send, recv) */
 };
 
 struct rf__req {
-	rf_io_cb cb;
+	union {
+		rf_io_cb cb;
+		rf_multi_cb mcb;     /* multishot ops */
+	};
 	void *data;
 	char *buf;
 	uint64_t off;        /* UINT64_MAX: file position (pipes, sockets) */
@@ -70,7 +87,11 @@ struct rf__req {
 	uint8_t op;
 	uint8_t live;
 	uint8_t retries;     /* -EAGAIN/-EINTR results in a row (reads, writes) */
+	uint8_t nnotif;      /* zero-copy send: notification CQEs still to come */
 	uint64_t scratch;    /* eventfd reads land here: lives as long as the request */
+	uint64_t deadline;   /* RF__RQ_DEADLINE: CLOCK_MONOTONIC ns */
+	void *ext;           /* ops.c: struct rf__ext (malloc'd copy of the descriptor), or
+			      * the buffer group of a multishot recv; freed with the request */
 	union {
 		struct __kernel_timespec ts; /* timeouts, retry backoff of reads/writes;
 					      * read by the kernel at submission */
@@ -120,7 +141,8 @@ struct rf_watch {
 };
 
 /* RF_FAULT_INJECT (see rf_ring_create in ring.h). */
-enum { RF__FAULT_READ = 1u << 0, RF__FAULT_WRITE = 1u << 1 };
+enum { RF__FAULT_READ = 1u << 0, RF__FAULT_WRITE = 1u << 1, RF__FAULT_SEND = 1u << 2,
+       RF__FAULT_RECV = 1u << 3 };
 
 struct rf__fault {
 	double eio, eagain, eintr, shrt; /* fractions in [0,1] */
@@ -158,6 +180,12 @@ struct rf_ring {
 	struct rf_notifier *dirty;
 
 	struct rf_watch *watches;
+
+	/* ops.c */
+	uint8_t op_ok[64];   /* IORING_OP_* the kernel supports (probe at creation) */
+	int no_multishot;    /* RF_RING_NO_MULTISHOT */
+	struct rf_bufgroup *groups;
+	uint16_t next_bgid;
 
 	/* CQEs reaped outside rf_ring_run (kernel refused a flush with -EBUSY) */
 	struct rf__cqe *backlog;
@@ -205,6 +233,31 @@ RF__HIDDEN struct io_uring_sqe *rf__sqe(struct rf_ring *r, int *err);
 RF__HIDDEN int rf__queue(struct rf_ring *r, struct rf__req *q);
 RF__HIDDEN int rf__queue_efd(struct rf_ring *r, struct rf__req *q, int fd, int poll);
 RF__HIDDEN void rf__cancel_req(struct rf_ring *r, struct rf__req *q);
+RF__HIDDEN int rf__queue_new(struct rf_ring *r, struct rf__req *q, rf_req_id *id);
+RF__HIDDEN struct rf__req *rf__req_by_id(struct rf_ring *r, rf_req_id id);
+RF__HIDDEN rf_req_id rf__req_id(const struct rf__req *q);
+/* Reads, writes, fsyncs (op RF__OP_READ/WRITE/FSYNC); deadline 0: none. */
+RF__HIDDEN int rf__rw(struct rf_ring *r, int op, int fd, void *buf, size_t len, uint64_t off,
+		      unsigned flags, uint64_t deadline, rf_io_cb cb, void *data, rf_req_id *id);
+
+/* Ensure n free SQEs (flushing the SQ if fewer): so that linked SQEs go in together. */
+RF__HIDDEN int rf__sq_room(struct rf_ring *r, unsigned n);
+/* Link sqe to a timeout at the request's deadline (the SQ has room: rf__sq_room). */
+RF__HIDDEN void rf__link_deadline(struct rf_ring *r, struct rf__req *q, struct io_uring_sqe *sqe);
+
+/* ops.c (called by dispatch.c and setup.c) */
+RF__HIDDEN void rf__ops_probe(struct rf_ring *r);
+/* (Re)queue the current piece of any cancellable request. */
+RF__HIDDEN int rf__requeue(struct rf_ring *r, struct rf__req *q);
+/* A CQE for an ops.c request; returns the number of callbacks run. */
+RF__HIDDEN int rf__ops_complete(struct rf_ring *r, struct rf__req *q, int32_t res, uint32_t cflags);
+/* Teardown: deliver parked receives (not in the kernel) as cancelled. */
+RF__HIDDEN void rf__ops_teardown(struct rf_ring *r);
+/* After every request is reaped: unregister and free the buffer groups. */
+RF__HIDDEN void rf__groups_free(struct rf_ring *r);
+/* dispatch.c */
+RF__HIDDEN void rf__req_finish(struct rf_ring *r, struct rf__req *q, int64_t res);
+RF__HIDDEN int rf__retry(struct rf_ring *r, struct rf__req *q, int32_t res);
 
 /* register.c: the fixed buffer index holding [buf, buf+len), or -EINVAL. */
 RF__HIDDEN int rf__find_buf(struct rf_ring *r, const void *buf, size_t len, uint16_t *idx);
@@ -216,6 +269,9 @@ RF__HIDDEN int rf__fault_parse(struct rf__fault *f, const char *spec);
 RF__HIDDEN void rf__mark_faultable(struct rf_ring *r, struct rf__req *q);
 /* A faultable read or write completed with res > 0: the result to act on. */
 RF__HIDDEN int32_t rf__fault_apply(struct rf_ring *r, struct rf__req *q, int32_t res);
+/* A send or recv piece of n bytes about to be queued: 0 (go ahead, with *n maybe
+ * shortened) or the error to fake instead (-EIO, -EAGAIN, -EINTR). */
+RF__HIDDEN int32_t rf__fault_sock(struct rf_ring *r, unsigned *n);
 
 /* dispatch.c: one loop turn; the number of callbacks run, or -errno. */
 RF__HIDDEN int rf__turn(struct rf_ring *r, int wait, struct __kernel_timespec *ts);

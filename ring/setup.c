@@ -108,6 +108,8 @@ int rf_ring_create(struct rf_ring **out, const struct rf_ring_opts *opts)
 	 * for the MSG_RING target. */
 	io_uring_register_ring_fd(&r->ring);
 	r->nslot_free = UINT32_MAX;
+	r->no_multishot = opts && (opts->flags & RF_RING_NO_MULTISHOT);
+	rf__ops_probe(r);
 	if (!(opts && (opts->flags & RF_RING_NO_MSG_RING)))
 		r->msg_ring = rf__probe_msg_ring(r);
 	*out = r;
@@ -140,6 +142,7 @@ void rf_ring_destroy(struct rf_ring *r)
 			for (unsigned i = 0; i < RF__SLAB_SIZE; i++)
 				if (r->slabs[s][i].live)
 					r->slabs[s][i].flags |= RF__RQ_CANCELLED;
+		rf__ops_teardown(r); /* parked receives are not in the kernel */
 		int err = 0;
 		struct io_uring_sqe *sqe = rf__sqe(r, &err);
 		if (sqe) {
@@ -155,6 +158,7 @@ void rf_ring_destroy(struct rf_ring *r)
 		if (ret < 0 && ret != -EINTR && ++spins > 100)
 			break; /* the ring is closed below, which cancels the rest */
 	}
+	rf__groups_free(r);
 	io_uring_queue_exit(&r->ring);
 	for (unsigned s = 0; s < r->nslabs; s++)
 		free(r->slabs[s]);

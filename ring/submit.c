@@ -45,6 +45,10 @@ struct rf__req *rf__req_alloc(struct rf_ring *r, int counts)
 	q->live = 1;
 	q->flags = counts ? RF__RQ_COUNTS : 0;
 	q->done = 0;
+	q->nnotif = 0;
+	q->retries = 0;
+	q->deadline = 0;
+	q->ext = NULL;
 	r->nlive++;
 	if (counts)
 		r->npending++;
@@ -60,11 +64,13 @@ void rf__req_free(struct rf_ring *r, struct rf__req *q)
 	q->cb = NULL;
 	q->data = NULL;
 	q->u.owner = NULL;
+	free(q->ext);
+	q->ext = NULL;
 	q->next_free = r->free_list;
 	r->free_list = q;
 }
 
-static struct rf__req *rf__req_by_id(struct rf_ring *r, rf_req_id id)
+struct rf__req *rf__req_by_id(struct rf_ring *r, rf_req_id id)
 {
 	uint32_t slot = (uint32_t)id;
 	uint32_t gen = (uint32_t)(id >> 32);
@@ -77,7 +83,7 @@ static struct rf__req *rf__req_by_id(struct rf_ring *r, rf_req_id id)
 	return q;
 }
 
-static inline rf_req_id rf__req_id(const struct rf__req *q)
+rf_req_id rf__req_id(const struct rf__req *q)
 {
 	return ((uint64_t)q->gen << 32) | (uint64_t)(q->idx + 1);
 }
@@ -149,10 +155,47 @@ struct io_uring_sqe *rf__sqe(struct rf_ring *r, int *err)
 	return sqe;
 }
 
+int rf__sq_room(struct rf_ring *r, unsigned n)
+{
+	int tries = 0;
+	while (io_uring_sq_space_left(&r->ring) < n) {
+		int err = 0;
+		unsigned before = io_uring_sq_ready(&r->ring);
+		r->st.sq_full_flushes++;
+		int ret = io_uring_submit(&r->ring);
+		r->st.enters++;
+		rf__count_submitted(r, before);
+		if (ret == -EBUSY || ret == -EAGAIN) {
+			err = rf__stash_cqes(r);
+			if (err < 0)
+				return err;
+			if (++tries > 1000)
+				return -EBUSY;
+		} else if (ret < 0 && ret != -EINTR) {
+			return ret;
+		}
+		if (r->setup_flags & IORING_SETUP_SQPOLL)
+			io_uring_sqring_wait(&r->ring);
+	}
+	return 0;
+}
+
+void rf__link_deadline(struct rf_ring *r, struct rf__req *q, struct io_uring_sqe *sqe)
+{
+	sqe->flags |= IOSQE_IO_LINK;
+	struct io_uring_sqe *t = io_uring_get_sqe(&r->ring); /* room: rf__sq_room */
+	q->u.ts.tv_sec = (long long)(q->deadline / 1000000000ull);
+	q->u.ts.tv_nsec = (long long)(q->deadline % 1000000000ull);
+	io_uring_prep_link_timeout(t, &q->u.ts, IORING_TIMEOUT_ABS);
+	io_uring_sqe_set_data64(t, RF__TAG_IGNORE);
+}
+
 /* Prepare the SQE for the current piece of a read/write/fsync/timeout request. */
 int rf__queue(struct rf_ring *r, struct rf__req *q)
 {
 	int err = 0;
+	if ((q->flags & RF__RQ_DEADLINE) && (err = rf__sq_room(r, 2)) < 0)
+		return err;
 	struct io_uring_sqe *sqe = rf__sqe(r, &err);
 	if (!sqe)
 		return err;
@@ -185,11 +228,13 @@ int rf__queue(struct rf_ring *r, struct rf__req *q)
 	if (q->flags & RF_IO_FIXED_FILE)
 		sqe->flags |= IOSQE_FIXED_FILE;
 	io_uring_sqe_set_data64(sqe, rf__req_ud(q));
+	if (q->flags & RF__RQ_DEADLINE)
+		rf__link_deadline(r, q, sqe);
 	return 0;
 }
 
 /* Queue a freshly filled request; on failure it is freed. Reports its id. */
-static int rf__queue_new(struct rf_ring *r, struct rf__req *q, rf_req_id *id)
+int rf__queue_new(struct rf_ring *r, struct rf__req *q, rf_req_id *id)
 {
 	int ret = rf__queue(r, q);
 
@@ -229,8 +274,8 @@ void rf__cancel_req(struct rf_ring *r, struct rf__req *q)
 	io_uring_sqe_set_data64(sqe, RF__TAG_IGNORE);
 }
 
-static int rf__rw(struct rf_ring *r, int op, int fd, void *buf, size_t len, uint64_t off,
-		  unsigned flags, rf_io_cb cb, void *data, rf_req_id *id)
+int rf__rw(struct rf_ring *r, int op, int fd, void *buf, size_t len, uint64_t off,
+	   unsigned flags, uint64_t deadline, rf_io_cb cb, void *data, rf_req_id *id)
 {
 	if (r->destroying)
 		return -ESHUTDOWN;
@@ -250,9 +295,12 @@ static int rf__rw(struct rf_ring *r, int op, int fd, void *buf, size_t len, uint
 	q->off = off;
 	q->buf_index = bi;
 	q->flags |= flags & (RF_IO_FIXED_FILE | RF_IO_FIXED_BUF | RF_IO_NO_RETRY_SHORT);
-	q->retries = 0;
 	q->cb = cb;
 	q->data = data;
+	if (deadline) {
+		q->deadline = deadline;
+		q->flags |= RF__RQ_DEADLINE;
+	}
 	if (r->fault.active && ((op == RF__OP_READ && (r->fault.ops & RF__FAULT_READ)) ||
 				(op == RF__OP_WRITE && (r->fault.ops & RF__FAULT_WRITE))))
 		rf__mark_faultable(r, q);
@@ -262,13 +310,13 @@ static int rf__rw(struct rf_ring *r, int op, int fd, void *buf, size_t len, uint
 int rf_ring_read(struct rf_ring *r, int fd, void *buf, size_t len, uint64_t off,
 		 unsigned flags, rf_io_cb cb, void *data, rf_req_id *id)
 {
-	return rf__rw(r, RF__OP_READ, fd, buf, len, off, flags, cb, data, id);
+	return rf__rw(r, RF__OP_READ, fd, buf, len, off, flags, 0, cb, data, id);
 }
 
 int rf_ring_write(struct rf_ring *r, int fd, const void *buf, size_t len, uint64_t off,
 		  unsigned flags, rf_io_cb cb, void *data, rf_req_id *id)
 {
-	return rf__rw(r, RF__OP_WRITE, fd, (void *)buf, len, off, flags, cb, data, id);
+	return rf__rw(r, RF__OP_WRITE, fd, (void *)buf, len, off, flags, 0, cb, data, id);
 }
 
 int rf_ring_fsync(struct rf_ring *r, int fd, unsigned flags, int datasync,
@@ -276,7 +324,7 @@ int rf_ring_fsync(struct rf_ring *r, int fd, unsigned flags, int datasync,
 {
 	/* len carries datasync; buf NULL */
 	return rf__rw(r, RF__OP_FSYNC, fd, NULL, datasync ? 1 : 0, 0,
-		      flags & RF_IO_FIXED_FILE, cb, data, id);
+		      flags & RF_IO_FIXED_FILE, 0, cb, data, id);
 }
 
 int rf_ring_timeout(struct rf_ring *r, uint64_t ns, rf_io_cb cb, void *data, rf_req_id *id)
@@ -296,16 +344,4 @@ int rf_ring_timeout(struct rf_ring *r, uint64_t ns, rf_io_cb cb, void *data, rf_
 	q->u.ts.tv_sec = (long long)(ns / 1000000000ull);
 	q->u.ts.tv_nsec = (long long)(ns % 1000000000ull);
 	return rf__queue_new(r, q, id);
-}
-
-int rf_ring_cancel(struct rf_ring *r, rf_req_id id)
-{
-	struct rf__req *q = rf__req_by_id(r, id);
-	if (!q || q->op > RF__OP_TIMEOUT)
-		return -ENOENT;
-	if (q->flags & RF__RQ_CANCELLED)
-		return 0;
-	q->flags |= RF__RQ_CANCELLED;
-	rf__cancel_req(r, q);
-	return 0;
 }

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "ring.h"
+#include "ring-ops.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -206,6 +207,27 @@ int rf_worker_stream_create(struct rf_engine *e, const char *name, unsigned capa
 			    struct rf_stream **out);
 void rf_stream_destroy(struct rf_stream *s);
 const char *rf_stream_name(const struct rf_stream *s);
+
+/* ---- ring operations as ops ------------------------------------------------------
+ * Any operation of ring-ops.h pushed as an async op: it is submitted when its
+ * dependencies allow, and its completion (the CQE) finishes the op -- status 0, or
+ * the result if negative (which poisons the written variables, as any failure does). */
+struct rf_io_push {
+	struct rf_io io;             /* copied at push, with its path(s), address and iovec
+				      * array; buffers must live until the op is done */
+	const int64_t *fd_from;      /* non-NULL: io.fd is *fd_from when the op starts -- the
+				      * result of an earlier op (an openat, socket, accept)
+				      * that this one depends on through a variable */
+	int64_t *result;             /* non-NULL: receives the result (bytes, fd, ...) before
+				      * the op is done; -errno on failure */
+	struct rf_var *const *reads;
+	unsigned nreads;
+	struct rf_var *const *writes;
+	unsigned nwrites;
+	const char *name;            /* static string; NULL: the op's name ("io:recv", ...) */
+};
+/* Returns 0, or -errno as rf_engine_push (-EINVAL: a malformed descriptor). */
+int rf_engine_push_io(struct rf_engine *e, const struct rf_io_push *p);
 
 /* Reactor thread: the op finished with status. An async op's work calls it once;
  * so does a stream (stream.h) for each op it took. */

@@ -39,7 +39,9 @@ typedef void (*rf_watch_cb)(void *data, int64_t value);
 
 enum {
 	RF_RING_SQPOLL = 1u << 0,     /* kernel polling thread: costs a core, no DEFER_TASKRUN */
-	RF_RING_NO_MSG_RING = 1u << 1 /* force the eventfd fallback for notifiers (tests) */
+	RF_RING_NO_MSG_RING = 1u << 1, /* force the eventfd fallback for notifiers (tests) */
+	RF_RING_NO_MULTISHOT = 1u << 2 /* multishot ops rearm one-shot requests, as on kernels
+					* without multishot support (tests) */
 };
 
 /* The kernel's largest SQ (IORING_MAX_ENTRIES); its CQ holds at most twice that. */
@@ -68,6 +70,8 @@ struct rf_ring_stats {
 	uint64_t notifications;   /* notifier signals delivered */
 	uint64_t faults_injected; /* RF_FAULT_INJECT, see rf_ring_create */
 	uint64_t retries;         /* reads/writes resubmitted after -EAGAIN or -EINTR */
+	uint64_t zerocopy_sends;  /* send pieces the kernel took without copying (SEND_ZC) */
+	uint64_t multishot_rearms; /* multishot requests the kernel ended and the ring rearmed */
 };
 
 /* Create a ring owned by the calling thread. opts may be NULL. The SQ has

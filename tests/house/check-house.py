@@ -45,7 +45,7 @@ def rel(p):
 # The public headers (include/ringflow/) and the layer each belongs to.
 PUBLIC = {
     "log.h": "common", "rf-config.h": "common",
-    "ring.h": "ring", "ring-io.h": "ring",
+    "ring.h": "ring", "ring-io.h": "ring", "ring-ops.h": "ring",
     "engine.h": "core", "stream.h": "core",
     "device.h": "devices", "tensor.h": "devices", "ops.h": "devices", "kernels.h": "devices",
     "comm.h": "dist",

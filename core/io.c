@@ -1,0 +1,108 @@
+/* core/io.c -- ring operations pushed as engine ops (rf_engine_push_io): the op's async
+ * fn submits the operation through the ring; its completion callback finishes the op.
+ * The descriptor is copied at push time with what the ring would otherwise copy only
+ * at submission (paths, the socket address, the iovec array), since submission comes
+ * later, when the dependencies allow. */
+#include "engine-impl.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ring-ops.h"
+
+struct rf__ioctx {
+	struct rf_engine *e;
+	struct rf_io io;
+	const int64_t *fd_from;
+	int64_t *result;
+	struct rf_op *op;
+	struct sockaddr_storage addr;
+	char tail[]; /* iovecs, then the paths */
+};
+
+static const char *const rf__io_names[] = {
+	[RF_IOP_READ] = "io:read",     [RF_IOP_WRITE] = "io:write",   [RF_IOP_READV] = "io:readv",
+	[RF_IOP_WRITEV] = "io:writev", [RF_IOP_FSYNC] = "io:fsync",   [RF_IOP_OPENAT] = "io:openat",
+	[RF_IOP_CLOSE] = "io:close",   [RF_IOP_STATX] = "io:statx",   [RF_IOP_FALLOCATE] = "io:fallocate",
+	[RF_IOP_RENAMEAT] = "io:renameat", [RF_IOP_UNLINKAT] = "io:unlinkat", [RF_IOP_SOCKET] = "io:socket",
+	[RF_IOP_CONNECT] = "io:connect", [RF_IOP_ACCEPT] = "io:accept", [RF_IOP_SEND] = "io:send",
+	[RF_IOP_SEND_ZC] = "io:send_zc", [RF_IOP_RECV] = "io:recv",   [RF_IOP_SHUTDOWN] = "io:shutdown",
+	[RF_IOP_POLL] = "io:poll",     [RF_IOP_NOP] = "io:nop",
+};
+#define RF__NIONAMES (sizeof(rf__io_names) / sizeof(rf__io_names[0]))
+
+static void rf__io_cqe(void *data, int64_t res)
+{
+	struct rf__ioctx *c = data;
+	if (c->result)
+		*c->result = res;
+	rf_engine_op_done(c->op, res < 0 ? (int)res : 0);
+}
+
+static int rf__io_start(void *ctx, struct rf_op *op)
+{
+	struct rf__ioctx *c = ctx;
+	c->op = op;
+	if (c->fd_from) {
+		if (*c->fd_from < 0 || *c->fd_from > INT32_MAX)
+			return -EBADF;
+		c->io.fd = (int)*c->fd_from;
+	}
+	int ret = rf_ring_submit(rf_engine_ring(c->e), &c->io, rf__io_cqe, c, NULL);
+	if (ret < 0 && c->result)
+		*c->result = ret;
+	return ret;
+}
+
+static void rf__io_free(void *ctx, int status)
+{
+	free(ctx);
+}
+
+int rf_engine_push_io(struct rf_engine *e, const struct rf_io_push *p)
+{
+	if (!p || (unsigned)p->io.op >= RF__NIONAMES || !rf__io_names[p->io.op])
+		return -EINVAL;
+	const struct rf_io *io = &p->io;
+	size_t niov = io->iov ? io->iovcnt : 0;
+	size_t l1 = io->path ? strlen(io->path) + 1 : 0, l2 = io->path2 ? strlen(io->path2) + 1 : 0;
+	if (io->addr && io->addrlen > sizeof(struct sockaddr_storage))
+		return -EINVAL;
+	struct rf__ioctx *c = malloc(sizeof(*c) + niov * sizeof(struct iovec) + l1 + l2);
+	if (!c)
+		return -ENOMEM;
+	c->e = e;
+	c->io = *io;
+	c->fd_from = p->fd_from;
+	c->result = p->result;
+	c->op = NULL;
+	char *t = c->tail;
+	if (niov) {
+		memcpy(t, io->iov, niov * sizeof(struct iovec));
+		c->io.iov = (const struct iovec *)(void *)t;
+		t += niov * sizeof(struct iovec);
+	}
+	if (l1) {
+		memcpy(t, io->path, l1);
+		c->io.path = t;
+		t += l1;
+	}
+	if (l2) {
+		memcpy(t, io->path2, l2);
+		c->io.path2 = t;
+	}
+	if (io->addr) {
+		memcpy(&c->addr, io->addr, io->addrlen);
+		c->io.addr = (const struct sockaddr *)&c->addr;
+	}
+	struct rf_op_desc d = {
+		.afn = rf__io_start, .ctx = c, .done = rf__io_free,
+		.reads = p->reads, .nreads = p->nreads, .writes = p->writes, .nwrites = p->nwrites,
+		.name = p->name ? p->name : rf__io_names[io->op],
+	};
+	int ret = rf_engine_push(e, &d);
+	if (ret < 0)
+		free(c);
+	return ret;
+}

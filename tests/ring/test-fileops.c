@@ -1,0 +1,150 @@
+/* ring-fileops: the metadata operations through the ring, each checked against what
+ * the kernel says through plain syscalls: openat (an fd, and a fixed-file slot from a
+ * sparse table), statx (size and type, and -ENOENT naming nothing), writev/readv with
+ * iovecs of odd sizes (the array is copied at submission: the test scribbles over its
+ * own copy right after), fallocate, renameat, unlinkat, close (fd and slot), a NOP,
+ * and malformed descriptors refused with -EINVAL before anything is queued. */
+#include "ring-test.h"
+
+#include <linux/falloc.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+
+#include "ring-ops.h"
+
+static struct rf_ring *r;
+
+static int64_t run1(struct t_res *t)
+{
+	while (!t->calls)
+		T_OK(rf_ring_run(r, RF_RUN_ONCE));
+	T_EQ(t->calls, 1);
+	return t->res;
+}
+
+int main(void)
+{
+	char dir[256];
+	const char *tmp = getenv("TMPDIR");
+	snprintf(dir, sizeof(dir), "%s/rf-fileops-XXXXXX", tmp && *tmp ? tmp : "/var/tmp");
+	T_CHECK(mkdtemp(dir));
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	T_CHECK(dfd >= 0);
+	T_OK(rf_ring_create(&r, NULL));
+	T_CHECK(rf_ring_op_supported(r, RF_IOP_OPENAT));
+	T_CHECK(!rf_ring_op_supported(r, (enum rf_iop)999));
+
+	/* openat relative to a directory fd, O_CREAT */
+	struct t_res t = { 0 };
+	T_OK(rf_ring_openat(r, dfd, "a.bin", O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0640, 0, t_store, &t, NULL));
+	int fd = (int)run1(&t);
+	T_CHECK(fd >= 0);
+	struct stat sb;
+	T_CHECK(fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && (sb.st_mode & 0777) == 0640);
+
+	/* writev: three pieces, the caller's array overwritten once submitted */
+	uint8_t data[10000];
+	t_fill(data, sizeof(data), 5, 0);
+	struct iovec iov[3] = { { data, 1 }, { data + 1, 4095 }, { data + 4096, sizeof(data) - 4096 } };
+	t = (struct t_res){ 0 };
+	T_OK(rf_ring_writev(r, fd, iov, 3, 100, 0, t_store, &t, NULL));
+	memset(iov, 0, sizeof(iov));
+	T_EQ(run1(&t), sizeof(data));
+	uint8_t back[10000];
+	T_EQ(pread(fd, back, sizeof(back), 100), (ssize_t)sizeof(back));
+	T_EQ(memcmp(back, data, sizeof(data)), 0);
+
+	/* readv across the end of the file: the count stops at EOF */
+	memset(back, 0, sizeof(back));
+	uint8_t tail[64];
+	struct iovec riov[2] = { { back, sizeof(back) }, { tail, sizeof(tail) } };
+	t = (struct t_res){ 0 };
+	T_OK(rf_ring_readv(r, fd, riov, 2, 100, 0, t_store, &t, NULL));
+	T_EQ(run1(&t), sizeof(back));
+	T_EQ(memcmp(back, data, sizeof(data)), 0);
+
+	/* fallocate grows the file */
+	t = (struct t_res){ 0 };
+	T_OK(rf_ring_fallocate(r, fd, 0, 0, 1 << 20, 0, t_store, &t, NULL));
+	T_EQ(run1(&t), 0);
+	T_CHECK(fstat(fd, &sb) == 0 && sb.st_size == 1 << 20);
+
+	/* statx by path and by fd (AT_EMPTY_PATH) */
+	struct statx stx;
+	memset(&stx, 0, sizeof(stx));
+	t = (struct t_res){ 0 };
+	T_OK(rf_ring_statx(r, dfd, "a.bin", 0, STATX_SIZE | STATX_TYPE, &stx, t_store, &t, NULL));
+	T_EQ(run1(&t), 0);
+	T_EQ(stx.stx_size, 1 << 20);
+	T_CHECK(S_ISREG(stx.stx_mode));
+	t = (struct t_res){ 0 };
+	T_OK(rf_ring_statx(r, fd, "", AT_EMPTY_PATH, STATX_SIZE, &stx, t_store, &t, NULL));
+	T_EQ(run1(&t), 0);
+	T_EQ(stx.stx_size, 1 << 20);
+	t = (struct t_res){ 0 };
+	T_OK(rf_ring_statx(r, dfd, "missing", 0, STATX_SIZE, &stx, t_store, &t, NULL));
+	T_EQ(run1(&t), -ENOENT);
+
+	/* renameat, then the old name is gone and the new one opens */
+	t = (struct t_res){ 0 };
+	T_OK(rf_ring_renameat(r, dfd, "a.bin", dfd, "b.bin", 0, t_store, &t, NULL));
+	T_EQ(run1(&t), 0);
+	T_CHECK(faccessat(dfd, "a.bin", F_OK, 0) < 0 && errno == ENOENT);
+	T_CHECK(faccessat(dfd, "b.bin", F_OK, 0) == 0);
+
+	/* close through the ring: the fd is gone */
+	t = (struct t_res){ 0 };
+	T_OK(rf_ring_close(r, fd, 0, t_store, &t, NULL));
+	T_EQ(run1(&t), 0);
+	T_CHECK(fcntl(fd, F_GETFD) < 0 && errno == EBADF);
+
+	/* a fixed-file slot: open into a sparse table, read through it, close the slot */
+	T_OK(rf_ring_register_files_sparse(r, 8));
+	t = (struct t_res){ 0 };
+	T_OK(rf_ring_openat(r, dfd, "b.bin", O_RDONLY, 0, RF_IO_ALLOC_SLOT, t_store, &t, NULL));
+	int slot = (int)run1(&t);
+	T_CHECK(slot >= 0 && slot < 8);
+	memset(back, 0, sizeof(back));
+	t = (struct t_res){ 0 };
+	T_OK(rf_ring_read(r, slot, back, sizeof(back), 100, RF_IO_FIXED_FILE, t_store, &t, NULL));
+	T_EQ(run1(&t), sizeof(back));
+	T_EQ(memcmp(back, data, sizeof(data)), 0);
+	t = (struct t_res){ 0 };
+	T_OK(rf_ring_close(r, slot, RF_IO_FIXED_FILE, t_store, &t, NULL));
+	T_EQ(run1(&t), 0);
+	t = (struct t_res){ 0 };
+	T_OK(rf_ring_read(r, slot, back, 16, 0, RF_IO_FIXED_FILE, t_store, &t, NULL));
+	T_EQ(run1(&t), -EBADF);
+
+	/* unlinkat, then a NOP and an open of what is gone */
+	t = (struct t_res){ 0 };
+	T_OK(rf_ring_unlinkat(r, dfd, "b.bin", 0, t_store, &t, NULL));
+	T_EQ(run1(&t), 0);
+	struct rf_io nop = { .op = RF_IOP_NOP };
+	t = (struct t_res){ 0 };
+	T_OK(rf_ring_submit(r, &nop, t_store, &t, NULL));
+	T_EQ(run1(&t), 0);
+	t = (struct t_res){ 0 };
+	T_OK(rf_ring_openat(r, dfd, "b.bin", O_RDONLY, 0, 0, t_store, &t, NULL));
+	T_EQ(run1(&t), -ENOENT);
+
+	/* malformed descriptors: nothing queued */
+	struct rf_io bad[] = {
+		{ .op = RF_IOP_OPENAT },                               /* no path */
+		{ .op = RF_IOP_STATX, .path = "x" },                   /* no statx buffer */
+		{ .op = RF_IOP_RENAMEAT, .path = "x" },                /* no new path */
+		{ .op = RF_IOP_READV, .fd = 0 },                       /* no iovecs */
+		{ .op = RF_IOP_CONNECT, .fd = 0 },                     /* no address */
+		{ .op = RF_IOP_CLOSE, .flags = RF_IO_ALLOC_SLOT },     /* slot flag on close */
+		{ .op = (enum rf_iop)0 },
+		{ .op = (enum rf_iop)1000 },
+	};
+	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		T_EQ(rf_ring_submit(r, &bad[i], t_store, &t, NULL), -EINVAL);
+	T_EQ(rf_ring_pending(r), 0);
+
+	rf_ring_destroy(r);
+	close(dfd);
+	T_CHECK(rmdir(dir) == 0);
+	return 0;
+}
