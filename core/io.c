@@ -47,7 +47,17 @@ static int rf__io_start(void *ctx, struct rf_op *op)
 	if (c->fd_from) {
 		if (*c->fd_from < 0 || *c->fd_from > INT32_MAX)
 			return -EBADF;
-		c->io.fd = (int)*c->fd_from;
+		int fd = (int)*c->fd_from;
+		switch (c->io.op) {
+		case RF_IOP_OPENAT:
+		case RF_IOP_STATX:
+		case RF_IOP_RENAMEAT:
+		case RF_IOP_UNLINKAT:
+			c->io.dirfd = fd; /* their fd is a directory's (or statx's AT_EMPTY_PATH) */
+			break;
+		default:
+			c->io.fd = fd;
+		}
 	}
 	int ret = rf_ring_submit(rf_engine_ring(c->e), &c->io, rf__io_cqe, c, NULL);
 	if (ret < 0 && c->result)

@@ -5,6 +5,11 @@
  *   rf-manifest [--workers N] [--chunk BYTES] [--buffers N] DIR [OUT]
  *
  * How it is built on ringflow:
+ *   - nothing blocks the reactor on the file system: the directory walk stats every
+ *     entry through the ring (statx requests, all of a directory in flight at once),
+ *     and each file is opened and stat'ed by two ring operations pushed as engine ops
+ *     (rf_engine_push_io: the statx takes the fd the open produced) -- only the
+ *     readdir itself is a plain call, io_uring having no getdents;
  *   - every file is read in chunks through the ring (async engine ops whose
  *     completion is the read's CQE);
  *   - each chunk is hashed on a worker stream (one per file, round-robin over N
@@ -33,6 +38,7 @@
 #include <unistd.h>
 
 #include <ringflow/engine.h>
+#include <ringflow/ring-ops.h>
 
 /* ---- SHA-256 (FIPS 180-4) --------------------------------------------------------- */
 struct sha256 {
@@ -124,6 +130,8 @@ static void sha256_final(struct sha256 *s, char hex[65])
 struct file {
 	char *path;
 	int fd;
+	int64_t fdres;         /* the open op's result */
+	struct statx stx;      /* the statx op's, on the open fd */
 	uint64_t size;
 	struct sha256 sha;
 	struct rf_var *var;    /* the hash state */
@@ -200,10 +208,43 @@ static int cmp_path(const void *a, const void *b)
 	return strcmp(x->path, y->path);
 }
 
+/* One directory entry being stat'ed through the ring. */
+struct entry {
+	char *path;
+	struct statx stx;
+	int64_t res;
+};
+
+static void entry_done(void *data, int64_t res)
+{
+	((struct entry *)data)->res = res;
+}
+
+static int add_file(struct file **files, size_t *n, size_t *cap, char *p)
+{
+	if (*n == *cap) {
+		size_t nc = *cap ? *cap * 2 : 64;
+		struct file *nf = realloc(*files, nc * sizeof(**files));
+		if (!nf)
+			return -ENOMEM;
+		*files = nf;
+		*cap = nc;
+	}
+	memset(&(*files)[*n], 0, sizeof(**files));
+	(*files)[*n].path = p;
+	(*files)[*n].fd = -1;
+	(*n)++;
+	return 0;
+}
+
+/* Walk dir: read its entries, stat them all through the ring at once (no symlinks
+ * followed), keep the regular files, recurse into directories. */
 static int collect(const char *dir, struct file **files, size_t *n, size_t *cap)
 {
 	DIR *d = opendir(dir);
 	struct dirent *de;
+	struct entry *ents = NULL;
+	size_t nents = 0, ecap = 0, i;
 	int ret = 0;
 
 	if (!d) {
@@ -211,50 +252,56 @@ static int collect(const char *dir, struct file **files, size_t *n, size_t *cap)
 		return -errno;
 	}
 	while ((de = readdir(d))) {
-		char *p;
-		struct stat st;
-
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		if (asprintf(&p, "%s/%s", dir, de->d_name) < 0) {
-			ret = -ENOMEM;
-			break;
-		}
-		if (lstat(p, &st) < 0) {
-			fprintf(stderr, "rf-manifest: %s: %s\n", p, strerror(errno));
-			free(p);
-			ret = -EIO;
-			continue;
-		}
-		if (S_ISDIR(st.st_mode)) {
-			int r = collect(p, files, n, cap);
-			free(p);
-			if (r < 0)
-				ret = r;
-			continue;
-		}
-		if (!S_ISREG(st.st_mode)) {
-			free(p);
-			continue;
-		}
-		if (*n == *cap) {
-			size_t nc = *cap ? *cap * 2 : 64;
-			struct file *nf = realloc(*files, nc * sizeof(**files));
-			if (!nf) {
-				free(p);
+		if (nents == ecap) {
+			size_t nc = ecap ? ecap * 2 : 64;
+			struct entry *ne = realloc(ents, nc * sizeof(*ents));
+			if (!ne) {
 				ret = -ENOMEM;
 				break;
 			}
-			*files = nf;
-			*cap = nc;
+			ents = ne;
+			ecap = nc;
 		}
-		memset(&(*files)[*n], 0, sizeof(**files));
-		(*files)[*n].path = p;
-		(*files)[*n].size = (uint64_t)st.st_size;
-		(*files)[*n].fd = -1;
-		(*n)++;
+		if (asprintf(&ents[nents].path, "%s/%s", dir, de->d_name) < 0) {
+			ret = -ENOMEM;
+			break;
+		}
+		nents++;
 	}
 	closedir(d);
+	/* the entries array is final now: stat them all, then turn the ring */
+	for (i = 0; i < nents; i++) {
+		int r = rf_ring_statx(ring, AT_FDCWD, ents[i].path, AT_SYMLINK_NOFOLLOW,
+				      STATX_TYPE, &ents[i].stx, entry_done, &ents[i], NULL);
+		if (r < 0)
+			ents[i].res = r;
+	}
+	int r = rf_ring_run(ring, RF_RUN_UNTIL_IDLE);
+	if (r < 0) {
+		fprintf(stderr, "rf-manifest: the ring failed: %s\n", strerror(-r));
+		ret = r;
+	}
+	for (i = 0; i < nents; i++) {
+		char *p = ents[i].path;
+		if (ents[i].res < 0) {
+			fprintf(stderr, "rf-manifest: %s: %s\n", p, strerror((int)-ents[i].res));
+			free(p);
+			ret = -EIO;
+		} else if (S_ISDIR(ents[i].stx.stx_mode)) {
+			r = collect(p, files, n, cap);
+			free(p);
+			if (r < 0)
+				ret = r;
+		} else if (!S_ISREG(ents[i].stx.stx_mode)) {
+			free(p);
+		} else if (add_file(files, n, cap, p) < 0) {
+			free(p);
+			ret = -ENOMEM;
+		}
+	}
+	free(ents);
 	return ret;
 }
 
@@ -312,15 +359,39 @@ int main(int argc, char **argv)
 			"[--buffers N] DIR [OUT])\n");
 		return 2;
 	}
-	if (collect(dir, &files, &nfiles, &cap) < 0)
-		status = 1;
-	qsort(files, nfiles, sizeof(*files), cmp_path);
-
 	if ((ret = rf_ring_create(&ring, &(struct rf_ring_opts){ .entries = 64 })) < 0 ||
 	    (ret = rf_engine_create(&eng, ring, NULL)) < 0) {
 		if (ret != -EBADMSG) /* RF_FAULT_INJECT malformed: the ring said why */
 			fprintf(stderr, "rf-manifest: cannot set up the ring: %s\n", strerror(-ret));
 		return 1;
+	}
+	if (collect(dir, &files, &nfiles, &cap) < 0)
+		status = 1;
+	qsort(files, nfiles, sizeof(*files), cmp_path);
+
+	/* open and stat every file through the ring: two engine ops per file, the statx
+	 * on the fd the open produced (so the size is that of the file being read) */
+	for (i = 0; i < nfiles; i++) {
+		struct file *f = &files[i];
+		struct rf_io_push op = {
+			.io = { .op = RF_IOP_OPENAT, .dirfd = AT_FDCWD, .path = f->path,
+				.arg = O_RDONLY | O_CLOEXEC },
+			.result = &f->fdres, .writes = &f->var, .nwrites = 1, .name = "open" };
+		struct rf_io_push st = {
+			.io = { .op = RF_IOP_STATX, .dirfd = AT_FDCWD, .path = "", .arg = AT_EMPTY_PATH,
+				.mask = STATX_SIZE, .stx = &f->stx },
+			.fd_from = &f->fdres, .writes = &f->var, .nwrites = 1, .name = "statx" };
+		f->fdres = -1;
+		if (rf_var_create(eng, f->path, &f->var) < 0 || rf_engine_push_io(eng, &op) < 0 ||
+		    rf_engine_push_io(eng, &st) < 0)
+			return 1;
+	}
+	rf_engine_wait_all(eng); /* errors are per file: in each file's variable */
+	for (i = 0; i < nfiles; i++) {
+		struct file *f = &files[i];
+		f->fd = f->fdres >= 0 ? (int)f->fdres : -1;
+		f->err = rf_var_error(f->var, NULL);
+		f->size = f->stx.stx_size;
 	}
 	workers = calloc((size_t)nworkers, sizeof(*workers));
 	bufs = calloc((size_t)nbufs, sizeof(*bufs));
@@ -344,13 +415,9 @@ int main(int argc, char **argv)
 		struct rf_stream *w = workers[i % (size_t)nworkers];
 		uint64_t off = 0;
 
-		f->fd = open(f->path, O_RDONLY | O_CLOEXEC);
-		if (f->fd < 0) {
-			f->err = -errno;
+		if (f->err)
 			continue;
-		}
 		sha256_init(&f->sha);
-		rf_var_create(eng, f->path, &f->var);
 		do {
 			struct chunk *c = calloc(1, sizeof(*c)), *h = calloc(1, sizeof(*h));
 			struct buffer *b = &bufs[next_buf++ % (size_t)nbufs];
@@ -409,11 +476,16 @@ int main(int argc, char **argv)
 		}
 		free(tmp);
 	}
+	for (i = 0; i < nfiles; i++) { /* closed through the ring too */
+		struct rf_io_push cl = { .io = { .op = RF_IOP_CLOSE, .fd = files[i].fd },
+					 .writes = &files[i].var, .nwrites = 1, .name = "close" };
+		if (files[i].fd >= 0 && rf_engine_push_io(eng, &cl) < 0)
+			close(files[i].fd);
+	}
+	rf_engine_wait_idle(eng);
 	for (i = 0; i < nfiles; i++) {
 		if (files[i].var)
 			rf_var_destroy(eng, files[i].var, NULL, NULL, NULL);
-		if (files[i].fd >= 0)
-			close(files[i].fd);
 		free(files[i].path);
 	}
 	for (i = 0; i < (size_t)nbufs; i++)

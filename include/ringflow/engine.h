@@ -217,7 +217,10 @@ struct rf_io_push {
 				      * array; buffers must live until the op is done */
 	const int64_t *fd_from;      /* non-NULL: io.fd is *fd_from when the op starts -- the
 				      * result of an earlier op (an openat, socket, accept)
-				      * that this one depends on through a variable */
+				      * that this one depends on through a variable. For the
+				      * ops that take a directory fd (openat, statx, renameat,
+				      * unlinkat) it is io.dirfd instead: statx with path ""
+				      * and AT_EMPTY_PATH stats the fd itself */
 	int64_t *result;             /* non-NULL: receives the result (bytes, fd, ...) before
 				      * the op is done; -errno on failure */
 	struct rf_var *const *reads;
