@@ -1,0 +1,776 @@
+/* examples/rf-httpd.c -- a small static-file HTTP/1.1 server on one ringflow ring:
+ * GET and HEAD, keep-alive and pipelined requests, single byte ranges (206, 416),
+ * 404 / 400 / 405 / 414 answers, and a clean stop on SIGINT/SIGTERM.
+ *
+ *   rf-httpd [--port N] [--bind ADDR] [--buffers N] DIR
+ *
+ * How it is built on ringflow (one thread, one ring, no blocking call after start-up):
+ *   - one multishot accept; each connection one multishot recv into a shared group
+ *     of provided buffers (an idle connection holds no buffer), every buffer handed
+ *     straight to the C http-parser (libhttp-parser) and given back;
+ *   - each request: openat and statx relative to DIR's fd through the ring (both at
+ *     once), the file read through the ring into a response buffer taken from a pool
+ *     only while a response is being sent, sent with the ring's send (short sends
+ *     resubmitted by the ring), the file closed through the ring;
+ *   - signals arrive through a signalfd read through the ring; on SIGINT/SIGTERM the
+ *     accept is cancelled and rf_ring_destroy cancels what connections have in flight.
+ * Requests on one connection are answered in order; a connection is freed once no
+ * request of it is in flight. Build outside the tree with
+ * `pkg-config --cflags --libs ringflow` and -lhttp_parser. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <http_parser.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <ringflow/ring-ops.h>
+
+#define URL_MAX 2048
+#define HDR_MAX 512      /* header name/value kept (Range, Connection) */
+#define RESP_BUF (256u << 10)
+#define QMAX 8           /* pipelined requests queued per connection */
+
+struct req {
+	char path[URL_MAX];
+	int head, keep_alive, status; /* status != 0: answer with that error */
+	int has_range;
+	char range[HDR_MAX];
+};
+
+struct conn {
+	int fd;
+	http_parser parser;
+	struct req q[QMAX];
+	unsigned qhead, qlen;
+	/* parsing the current request */
+	char url[URL_MAX];
+	size_t urllen;
+	int url_too_long;
+	char field[32];
+	size_t fieldlen;
+	int in_value;           /* the last piece was a header value */
+	int in_range;           /* the header being read is Range */
+	char range[HDR_MAX];
+	size_t rangelen;
+	int has_range, bad;
+	/* the response in progress */
+	int busy;               /* a response is being produced */
+	int file;               /* its file, or -1 */
+	struct statx stx;
+	int64_t open_res, stat_res;
+	int nmeta;              /* openat + statx still out */
+	uint64_t off, left;     /* file bytes still to send */
+	char *buf;              /* response buffer, RESP_BUF */
+	size_t hlen;
+	int inflight;           /* ring requests in flight for this connection */
+	int closing, peer_gone;
+	rf_req_id recv_id;
+};
+
+static struct rf_ring *ring;
+static struct rf_bufgroup *grp;
+static int rootfd, lfd, sfd, stopping;
+static unsigned nconns;
+static char *pool[64];
+static unsigned npool;
+static http_parser_settings settings;
+
+static char *buf_get(void)
+{
+	return npool ? pool[--npool] : malloc(RESP_BUF);
+}
+
+static void buf_put(char *b)
+{
+	if (npool < 64)
+		pool[npool++] = b;
+	else
+		free(b);
+}
+
+static void conn_maybe_free(struct conn *c);
+static void start_next(struct conn *c);
+
+static void on_closed(void *data, int64_t res)
+{
+	struct conn *c = data;
+	c->inflight--;
+	conn_maybe_free(c);
+}
+
+/* Stop reading, close the socket once nothing else is in flight, then free. */
+static void conn_close(struct conn *c)
+{
+	if (!c->closing) {
+		c->closing = 1;
+		if (c->recv_id)
+			rf_ring_cancel(ring, c->recv_id);
+	}
+	conn_maybe_free(c);
+}
+
+static void conn_maybe_free(struct conn *c)
+{
+	if (!c->closing || c->inflight || c->recv_id || c->busy)
+		return;
+	if (c->fd >= 0) {
+		int fd = c->fd;
+		c->fd = -1;
+		c->inflight++;
+		if (rf_ring_close(ring, fd, 0, on_closed, c, NULL) == 0)
+			return;
+		c->inflight--;
+		close(fd);
+	}
+	nconns--;
+	free(c);
+}
+
+/* ---- parsing ---------------------------------------------------------------------- */
+
+static int on_begin(http_parser *p)
+{
+	struct conn *c = p->data;
+	c->urllen = 0;
+	c->url_too_long = 0;
+	c->has_range = 0;
+	c->rangelen = 0;
+	c->in_range = 0;
+	c->in_value = 0;
+	c->fieldlen = 0;
+	return 0;
+}
+
+static int on_url(http_parser *p, const char *at, size_t n)
+{
+	struct conn *c = p->data;
+	if (c->urllen + n >= URL_MAX) {
+		c->url_too_long = 1;
+		return 0;
+	}
+	memcpy(c->url + c->urllen, at, n);
+	c->urllen += n;
+	return 0;
+}
+
+/* http-parser hands a header's name and value in pieces: a name piece after a value
+ * starts the next header. Only Range is kept. */
+static int on_field(http_parser *p, const char *at, size_t n)
+{
+	struct conn *c = p->data;
+	if (c->in_value) {
+		c->fieldlen = 0;
+		c->in_value = 0;
+	}
+	if (c->fieldlen + n < sizeof(c->field)) {
+		memcpy(c->field + c->fieldlen, at, n);
+		c->fieldlen += n;
+	} else {
+		c->fieldlen = sizeof(c->field); /* too long to be a name we keep */
+	}
+	return 0;
+}
+
+static int on_value(http_parser *p, const char *at, size_t n)
+{
+	struct conn *c = p->data;
+	if (!c->in_value) {
+		c->in_value = 1;
+		c->in_range = c->fieldlen == 5 && !strncasecmp(c->field, "range", 5);
+		if (c->in_range) {
+			c->has_range = 1;
+			c->rangelen = 0;
+		}
+	}
+	if (c->in_range) {
+		if (c->rangelen + n < HDR_MAX) {
+			memcpy(c->range + c->rangelen, at, n);
+			c->rangelen += n;
+		} else {
+			c->has_range = 0; /* absurdly long: ignored, as an invalid Range is */
+		}
+	}
+	return 0;
+}
+
+static int hexval(int ch)
+{
+	if (ch >= '0' && ch <= '9')
+		return ch - '0';
+	if (ch >= 'a' && ch <= 'f')
+		return ch - 'a' + 10;
+	if (ch >= 'A' && ch <= 'F')
+		return ch - 'A' + 10;
+	return -1;
+}
+
+/* The URL's path, percent-decoded, as a path relative to DIR. 0, or an HTTP status. */
+static int resolve(const char *url, size_t n, char *out)
+{
+	struct http_parser_url u;
+	http_parser_url_init(&u);
+	if (http_parser_parse_url(url, n, 0, &u) || !(u.field_set & (1 << UF_PATH)))
+		return 400;
+	const char *s = url + u.field_data[UF_PATH].off;
+	size_t len = u.field_data[UF_PATH].len, o = 0;
+	for (size_t i = 0; i < len; i++) {
+		int ch = (unsigned char)s[i];
+		if (ch == '%') {
+			int h = i + 2 < len ? hexval(s[i + 1]) : -1, l = h >= 0 ? hexval(s[i + 2]) : -1;
+			if (h < 0 || l < 0)
+				return 400;
+			ch = h * 16 + l;
+			i += 2;
+		}
+		if (ch == 0)
+			return 400;
+		out[o++] = (char)ch;
+	}
+	out[o] = 0;
+	/* no ".." segment: nothing above DIR */
+	for (char *seg = out; seg; seg = strchr(seg, '/')) {
+		while (*seg == '/')
+			seg++;
+		if (seg[0] == '.' && seg[1] == '.' && (seg[2] == '/' || !seg[2]))
+			return 400;
+		if (!*seg)
+			break;
+	}
+	char *p = out;
+	while (*p == '/')
+		p++;
+	memmove(out, p, strlen(p) + 1);
+	if (!*out || out[strlen(out) - 1] == '/')
+		strcat(out, "index.html");
+	return 0;
+}
+
+static int on_complete(http_parser *p)
+{
+	struct conn *c = p->data;
+	if (c->qlen == QMAX)
+		return 1; /* too many pipelined requests: parse error, 400 and close */
+	struct req *r = &c->q[(c->qhead + c->qlen++) % QMAX];
+	r->status = 0;
+	r->head = p->method == HTTP_HEAD;
+	r->keep_alive = http_should_keep_alive(p);
+	r->has_range = c->has_range;
+	if (c->has_range) {
+		memcpy(r->range, c->range, c->rangelen);
+		r->range[c->rangelen] = 0;
+	}
+	if (p->method != HTTP_GET && p->method != HTTP_HEAD)
+		r->status = 405;
+	else if (c->url_too_long)
+		r->status = 414;
+	else
+		r->status = resolve(c->url, c->urllen, r->path);
+	return 0;
+}
+
+/* ---- responses ---------------------------------------------------------------------- */
+
+static const char *mime(const char *path)
+{
+	static const char *const t[][2] = {
+		{ ".html", "text/html" }, { ".htm", "text/html" }, { ".txt", "text/plain" },
+		{ ".css", "text/css" }, { ".js", "application/javascript" },
+		{ ".json", "application/json" }, { ".png", "image/png" }, { ".jpg", "image/jpeg" },
+		{ ".svg", "image/svg+xml" },
+	};
+	const char *dot = strrchr(path, '.');
+	for (unsigned i = 0; dot && i < sizeof(t) / sizeof(t[0]); i++)
+		if (!strcasecmp(dot, t[i][0]))
+			return t[i][1];
+	return "application/octet-stream";
+}
+
+static const char *http_date(void)
+{
+	static char buf[64];
+	static time_t last;
+	time_t now = time(NULL);
+	if (now != last) {
+		struct tm tm;
+		gmtime_r(&now, &tm);
+		strftime(buf, sizeof(buf), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+		last = now;
+	}
+	return buf;
+}
+
+/* A single "bytes=" range against size: 0 (no usable Range: whole file), 1 (the
+ * range [*a, *b]), or -1 (unsatisfiable: 416). Several ranges or a malformed value
+ * are ignored, as RFC 9110 allows. */
+static int parse_range(const char *v, uint64_t size, uint64_t *a, uint64_t *b)
+{
+	if (strncmp(v, "bytes=", 6) || strchr(v, ','))
+		return 0;
+	v += 6;
+	char *end;
+	if (*v == '-') {
+		if (v[1] < '0' || v[1] > '9')
+			return 0;
+		unsigned long long n = strtoull(v + 1, &end, 10);
+		if (*end)
+			return 0;
+		if (n == 0 || size == 0)
+			return -1;
+		*a = n >= size ? 0 : size - n;
+		*b = size - 1;
+		return 1;
+	}
+	if (*v < '0' || *v > '9')
+		return 0;
+	unsigned long long s = strtoull(v, &end, 10);
+	if (*end != '-')
+		return 0;
+	unsigned long long e = UINT64_MAX;
+	if (end[1]) {
+		if (end[1] < '0' || end[1] > '9')
+			return 0;
+		e = strtoull(end + 1, &end, 10);
+		if (*end || e < s)
+			return 0;
+	}
+	if (s >= size)
+		return -1;
+	*a = s;
+	*b = e >= size ? size - 1 : e;
+	return 1;
+}
+
+static void on_sent(void *data, int64_t res);
+static void response_done(struct conn *c);
+
+static void send_buf(struct conn *c, size_t len)
+{
+	c->inflight++;
+	if (rf_ring_send(ring, c->fd, c->buf, len, 0, 0, 0, on_sent, c, NULL) < 0) {
+		c->inflight--;
+		c->left = 0;
+		c->closing = 1;
+		response_done(c);
+	}
+}
+
+static void response_done(struct conn *c)
+{
+	struct req *r = &c->q[c->qhead];
+	int keep = r->keep_alive && !r->status;
+	c->qhead = (c->qhead + 1) % QMAX;
+	c->qlen--;
+	if (c->file >= 0) {
+		c->inflight++;
+		if (rf_ring_close(ring, c->file, 0, on_closed, c, NULL) < 0) {
+			c->inflight--;
+			close(c->file);
+		}
+		c->file = -1;
+	}
+	buf_put(c->buf);
+	c->buf = NULL;
+	c->busy = 0;
+	if (!keep || c->closing || (c->peer_gone && !c->qlen)) {
+		conn_close(c);
+		return;
+	}
+	start_next(c);
+}
+
+static void on_read(void *data, int64_t res)
+{
+	struct conn *c = data;
+	c->inflight--;
+	size_t want = c->left < RESP_BUF - c->hlen ? (size_t)c->left : RESP_BUF - c->hlen;
+	if (res != (int64_t)want || c->closing) { /* file shrank or failed: drop the connection */
+		c->left = 0;
+		c->closing = 1;
+		response_done(c);
+		return;
+	}
+	c->off += want;
+	c->left -= want;
+	send_buf(c, c->hlen + want);
+	c->hlen = 0;
+}
+
+/* Fill the buffer after the header with the next piece of the file and send. */
+static void next_piece(struct conn *c)
+{
+	if (!c->left) {
+		if (c->hlen) {
+			size_t n = c->hlen;
+			c->hlen = 0;
+			send_buf(c, n);
+		} else {
+			response_done(c);
+		}
+		return;
+	}
+	size_t want = c->left < RESP_BUF - c->hlen ? (size_t)c->left : RESP_BUF - c->hlen;
+	c->inflight++;
+	if (rf_ring_read(ring, c->file, c->buf + c->hlen, want, c->off, 0, on_read, c, NULL) < 0) {
+		c->inflight--;
+		c->closing = 1;
+		c->left = 0;
+		response_done(c);
+	}
+}
+
+static void on_sent(void *data, int64_t res)
+{
+	struct conn *c = data;
+	c->inflight--;
+	if (res < 0 || c->closing) {
+		c->closing = 1;
+		c->left = 0;
+		response_done(c);
+		return;
+	}
+	next_piece(c);
+}
+
+static void error_response(struct conn *c, int status)
+{
+	static const struct { int code; const char *text; } msgs[] = {
+		{ 400, "Bad Request" }, { 403, "Forbidden" }, { 404, "Not Found" },
+		{ 405, "Method Not Allowed" }, { 414, "URI Too Long" }, { 500, "Internal Server Error" },
+	};
+	const char *text = "Error";
+	for (unsigned i = 0; i < sizeof(msgs) / sizeof(msgs[0]); i++)
+		if (msgs[i].code == status)
+			text = msgs[i].text;
+	struct req *r = &c->q[c->qhead];
+	char body[128];
+	int blen = snprintf(body, sizeof(body), "%d %s\n", status, text);
+	c->hlen = (size_t)snprintf(c->buf, RESP_BUF,
+				   "HTTP/1.1 %d %s\r\nServer: rf-httpd\r\nDate: %s\r\n"
+				   "Content-Type: text/plain\r\nContent-Length: %d\r\n%s"
+				   "Connection: %s\r\n\r\n%s",
+				   status, text, http_date(), blen,
+				   status == 405 ? "Allow: GET, HEAD\r\n" : "",
+				   r->keep_alive && status == 404 ? "keep-alive" : "close",
+				   r->head ? "" : body);
+	if (status == 404)
+		r->status = 0; /* a 404 keeps the connection */
+	c->left = 0;
+	next_piece(c);
+}
+
+static void meta_done(struct conn *c)
+{
+	struct req *r = &c->q[c->qhead];
+	if (c->open_res >= 0)
+		c->file = (int)c->open_res;
+	if (c->open_res < 0 || c->stat_res < 0) {
+		int e = c->open_res < 0 ? (int)-c->open_res : (int)-c->stat_res;
+		error_response(c, e == ENOENT || e == ENOTDIR || e == ELOOP ? 404 :
+				  e == EACCES ? 403 : 500);
+		return;
+	}
+	if (!S_ISREG(c->stx.stx_mode)) {
+		error_response(c, 404);
+		return;
+	}
+	uint64_t size = c->stx.stx_size, a = 0, b = size ? size - 1 : 0;
+	int rng = r->has_range ? parse_range(r->range, size, &a, &b) : 0;
+	const char *conn = r->keep_alive ? "keep-alive" : "close";
+	char lm[64];
+	struct tm tm;
+	time_t mt = (time_t)c->stx.stx_mtime.tv_sec;
+	gmtime_r(&mt, &tm);
+	strftime(lm, sizeof(lm), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+	if (rng < 0) {
+		c->hlen = (size_t)snprintf(c->buf, RESP_BUF,
+			"HTTP/1.1 416 Range Not Satisfiable\r\nServer: rf-httpd\r\nDate: %s\r\n"
+			"Content-Range: bytes */%llu\r\nContent-Length: 0\r\nConnection: %s\r\n\r\n",
+			http_date(), (unsigned long long)size, conn);
+		c->left = 0;
+	} else {
+		uint64_t len = size ? b - a + 1 : 0;
+		char cr[96] = "";
+		if (rng > 0)
+			snprintf(cr, sizeof(cr), "Content-Range: bytes %llu-%llu/%llu\r\n",
+				 (unsigned long long)a, (unsigned long long)b, (unsigned long long)size);
+		c->hlen = (size_t)snprintf(c->buf, RESP_BUF,
+			"HTTP/1.1 %s\r\nServer: rf-httpd\r\nDate: %s\r\nContent-Type: %s\r\n"
+			"Content-Length: %llu\r\nLast-Modified: %s\r\n%sAccept-Ranges: bytes\r\n"
+			"Connection: %s\r\n\r\n",
+			rng > 0 ? "206 Partial Content" : "200 OK", http_date(), mime(r->path),
+			(unsigned long long)len, lm, cr, conn);
+		c->off = a;
+		c->left = r->head ? 0 : len;
+	}
+	next_piece(c);
+}
+
+static void on_open(void *data, int64_t res)
+{
+	struct conn *c = data;
+	c->inflight--;
+	c->open_res = res;
+	if (--c->nmeta == 0)
+		meta_done(c);
+}
+
+static void on_stat(void *data, int64_t res)
+{
+	struct conn *c = data;
+	c->inflight--;
+	c->stat_res = res;
+	if (--c->nmeta == 0)
+		meta_done(c);
+}
+
+static void start_next(struct conn *c)
+{
+	if (c->busy || !c->qlen || c->closing)
+		return;
+	struct req *r = &c->q[c->qhead];
+	c->busy = 1;
+	c->file = -1;
+	c->hlen = 0;
+	c->buf = buf_get();
+	if (!c->buf) {
+		c->busy = 0;
+		conn_close(c);
+		return;
+	}
+	if (r->status) {
+		error_response(c, r->status);
+		return;
+	}
+	/* open and stat at once; statx by path may see a newer file than the open in a
+	 * race with a rename -- then the lengths disagree and the read fails cleanly */
+	c->nmeta = 2;
+	c->inflight += 2;
+	int e1 = rf_ring_openat(ring, rootfd, r->path, O_RDONLY | O_CLOEXEC, 0, 0, on_open, c, NULL);
+	if (e1 < 0) {
+		c->open_res = e1;
+		c->nmeta--;
+		c->inflight--;
+	}
+	int e2 = rf_ring_statx(ring, rootfd, r->path, 0, STATX_TYPE | STATX_SIZE | STATX_MTIME,
+			       &c->stx, on_stat, c, NULL);
+	if (e2 < 0) {
+		c->stat_res = e2;
+		c->nmeta--;
+		c->inflight--;
+	}
+	if (c->nmeta == 0)
+		meta_done(c);
+}
+
+/* ---- connections ---------------------------------------------------------------------- */
+
+static void on_recv(void *data, int64_t res, void *buf, int more)
+{
+	struct conn *c = data;
+	if (!more)
+		c->recv_id = 0;
+	if (res > 0) {
+		size_t n = (size_t)res;
+		if (!c->bad && !c->closing) {
+			size_t got = http_parser_execute(&c->parser, &settings, buf, n);
+			if (got != n || HTTP_PARSER_ERRNO(&c->parser) != HPE_OK) {
+				/* answer what came before, then 400, then close */
+				c->bad = 1;
+				if (c->qlen < QMAX) {
+					struct req *r = &c->q[(c->qhead + c->qlen++) % QMAX];
+					memset(r, 0, sizeof(*r));
+					r->status = 400;
+				}
+				if (c->recv_id)
+					rf_ring_cancel(ring, c->recv_id);
+			}
+		}
+		rf_bufgroup_put(grp, buf);
+		start_next(c);
+		return;
+	}
+	if (!more) { /* end of stream, an error, or cancelled */
+		c->peer_gone = 1;
+		if (!c->busy && !c->qlen)
+			conn_close(c);
+		else
+			conn_maybe_free(c);
+	}
+}
+
+static void on_accept(void *data, int64_t res, void *buf, int more)
+{
+	if (res < 0) {
+		if (!stopping)
+			fprintf(stderr, "rf-httpd: accept: %s\n", strerror((int)-res));
+		return;
+	}
+	if (stopping) {
+		close((int)res);
+		return;
+	}
+	struct conn *c = calloc(1, sizeof(*c));
+	if (!c) {
+		close((int)res);
+		return;
+	}
+	c->fd = (int)res;
+	c->file = -1;
+	http_parser_init(&c->parser, HTTP_REQUEST);
+	c->parser.data = c;
+	int one = 1;
+	setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	nconns++;
+	if (rf_ring_recv_multishot(ring, c->fd, grp, 0, on_recv, c, &c->recv_id) < 0) {
+		c->recv_id = 0;
+		conn_close(c);
+	}
+}
+
+static rf_req_id accept_id;
+static struct signalfd_siginfo si;
+
+static void on_signal(void *data, int64_t res)
+{
+	stopping = 1;
+	if (accept_id)
+		rf_ring_cancel(ring, accept_id);
+}
+
+static void on_accept_end(void *data, int64_t res, void *buf, int more)
+{
+	if (!more)
+		accept_id = 0;
+	on_accept(data, res, buf, more);
+}
+
+static long arg_num(const char *opt, const char *v, long lo, long hi)
+{
+	char *end;
+	if (!v) {
+		fprintf(stderr, "rf-httpd: %s needs a value\n", opt);
+		exit(2);
+	}
+	errno = 0;
+	long x = strtol(v, &end, 10);
+	if (*end || !*v || errno || x < lo || x > hi) {
+		fprintf(stderr, "rf-httpd: %s: expected an integer in [%ld, %ld], got '%s'\n", opt,
+			lo, hi, v);
+		exit(2);
+	}
+	return x;
+}
+
+int main(int argc, char **argv)
+{
+	long port = 8080, nbufs = 1024;
+	const char *bind_addr = "127.0.0.1", *dir = NULL;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--port"))
+			port = arg_num("--port", argv[++i], 0, 65535);
+		else if (!strcmp(argv[i], "--bind")) {
+			bind_addr = argv[++i];
+			if (!bind_addr) {
+				fprintf(stderr, "rf-httpd: --bind needs a value\n");
+				return 2;
+			}
+		} else if (!strcmp(argv[i], "--buffers"))
+			nbufs = arg_num("--buffers", argv[++i], 1, 32768);
+		else if (!strcmp(argv[i], "--help")) {
+			printf("usage: rf-httpd [--port N] [--bind ADDR] [--buffers N] DIR\n"
+			       "  --port N      TCP port (default 8080; 0: any free one, printed)\n"
+			       "  --bind ADDR   IPv4 address to listen on (default 127.0.0.1)\n"
+			       "  --buffers N   receive buffers shared by all connections, rounded\n"
+			       "                up to a power of two (default 1024, 4 KiB each)\n");
+			return 0;
+		} else if (argv[i][0] == '-') {
+			fprintf(stderr, "rf-httpd: unknown option '%s' (see --help)\n", argv[i]);
+			return 2;
+		} else if (!dir)
+			dir = argv[i];
+		else {
+			fprintf(stderr, "rf-httpd: unexpected argument '%s'\n", argv[i]);
+			return 2;
+		}
+	}
+	if (!dir) {
+		fprintf(stderr, "rf-httpd: missing DIR (usage: rf-httpd [--port N] [--bind ADDR] "
+			"[--buffers N] DIR)\n");
+		return 2;
+	}
+	rootfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd < 0) {
+		fprintf(stderr, "rf-httpd: %s: cannot open directory: %s\n", dir, strerror(errno));
+		return 1;
+	}
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	if (inet_pton(AF_INET, bind_addr, &sa.sin_addr) != 1) {
+		fprintf(stderr, "rf-httpd: --bind: expected an IPv4 address, got '%s'\n", bind_addr);
+		return 2;
+	}
+	lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int one = 1;
+	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	socklen_t sl = sizeof(sa);
+	if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(lfd, 1024) < 0 ||
+	    getsockname(lfd, (struct sockaddr *)&sa, &sl) < 0) {
+		fprintf(stderr, "rf-httpd: %s:%ld: cannot listen: %s\n", bind_addr, port, strerror(errno));
+		return 1;
+	}
+	sigset_t ss;
+	sigemptyset(&ss);
+	sigaddset(&ss, SIGINT);
+	sigaddset(&ss, SIGTERM);
+	sigprocmask(SIG_BLOCK, &ss, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	sfd = signalfd(-1, &ss, SFD_CLOEXEC);
+	unsigned nb = 1;
+	while (nb < (unsigned)nbufs)
+		nb <<= 1;
+	int ret = rf_ring_create(&ring, &(struct rf_ring_opts){ .entries = 1024 });
+	if (ret < 0 || (ret = rf_bufgroup_create(ring, nb, 4096, &grp)) < 0) {
+		if (ret != -EBADMSG)
+			fprintf(stderr, "rf-httpd: cannot set up the ring: %s\n", strerror(-ret));
+		return 1;
+	}
+	settings.on_message_begin = on_begin;
+	settings.on_url = on_url;
+	settings.on_header_field = on_field;
+	settings.on_header_value = on_value;
+	settings.on_message_complete = on_complete;
+	if ((ret = rf_ring_accept_multishot(ring, lfd, 0, on_accept_end, NULL, &accept_id)) < 0 ||
+	    (ret = rf_ring_read(ring, sfd, &si, sizeof(si), UINT64_MAX, 0, on_signal, NULL, NULL)) < 0) {
+		fprintf(stderr, "rf-httpd: cannot start: %s\n", strerror(-ret));
+		return 1;
+	}
+	printf("rf-httpd: serving %s on http://%s:%u/\n", dir, bind_addr, ntohs(sa.sin_port));
+	fflush(stdout);
+	/* until a signal: then the accept is cancelled */
+	while (!stopping || accept_id) {
+		ret = rf_ring_run(ring, RF_RUN_ONCE);
+		if (ret < 0) {
+			fprintf(stderr, "rf-httpd: ring: %s\n", strerror(-ret));
+			return 1;
+		}
+	}
+	rf_ring_destroy(ring); /* cancels what connections still have in flight */
+	close(lfd);
+	close(rootfd);
+	while (npool)
+		free(pool[--npool]);
+	return 0;
+}
