@@ -28,7 +28,7 @@ static const char *const rf__io_names[] = {
 	[RF_IOP_RENAMEAT] = "io:renameat", [RF_IOP_UNLINKAT] = "io:unlinkat", [RF_IOP_SOCKET] = "io:socket",
 	[RF_IOP_CONNECT] = "io:connect", [RF_IOP_ACCEPT] = "io:accept", [RF_IOP_SEND] = "io:send",
 	[RF_IOP_SEND_ZC] = "io:send_zc", [RF_IOP_RECV] = "io:recv",   [RF_IOP_SHUTDOWN] = "io:shutdown",
-	[RF_IOP_POLL] = "io:poll",     [RF_IOP_NOP] = "io:nop",
+	[RF_IOP_POLL] = "io:poll",     [RF_IOP_NOP] = "io:nop",       [RF_IOP_SPLICE] = "io:splice",
 };
 #define RF__NIONAMES (sizeof(rf__io_names) / sizeof(rf__io_names[0]))
 

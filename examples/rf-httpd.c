@@ -9,9 +9,11 @@
  *     of provided buffers (an idle connection holds no buffer), every buffer handed
  *     straight to the C http-parser (libhttp-parser) and given back;
  *   - each request: openat and statx relative to DIR's fd through the ring (both at
- *     once), the file read through the ring into a response buffer taken from a pool
- *     only while a response is being sent, sent with the ring's send (short sends
- *     resubmitted by the ring), the file closed through the ring;
+ *     once); a small body is read through the ring into a response buffer (taken
+ *     from a pool only while a response is being sent) after the header and sent in
+ *     one send; a body over 64 KiB is spliced file -> pipe -> socket through the
+ *     ring, no copy through user memory (nginx's sendfile; read+send of 1 MiB
+ *     measured 0.76x nginx, splice: see the README); the file closed through the ring;
  *   - signals arrive through a signalfd read through the ring; on SIGINT/SIGTERM the
  *     accept is cancelled and rf_ring_destroy cancels what connections have in flight.
  * Requests on one connection are answered in order; a connection is freed once no
@@ -43,6 +45,7 @@
 #define HDR_MAX 512      /* header name/value kept (Range, Connection) */
 #define RESP_BUF (256u << 10)
 #define QMAX 8           /* pipelined requests queued per connection */
+#define SPLICE_MIN (64u << 10) /* bodies larger than this are spliced */
 
 struct req {
 	char path[URL_MAX];
@@ -76,6 +79,10 @@ struct conn {
 	uint64_t off, left;     /* file bytes still to send */
 	char *buf;              /* response buffer, RESP_BUF */
 	size_t hlen;
+	int pipe[2];            /* splicing: a pipe from the pool, else -1 */
+	unsigned pipesz;
+	size_t inpipe;          /* bytes the last splice put in the pipe */
+	int pipe_dirty;         /* may hold bytes: close it rather than reuse it */
 	int inflight;           /* ring requests in flight for this connection */
 	int closing, peer_gone;
 	rf_req_id recv_id;
@@ -88,6 +95,44 @@ static unsigned nconns;
 static char *pool[64];
 static unsigned npool;
 static http_parser_settings settings;
+
+static int pipes[64][2];
+static unsigned npipes;
+
+/* A pipe for splicing, grown to 1 MiB where the system allows. 0 or -1. */
+static int pipe_get(struct conn *c)
+{
+	if (npipes) {
+		npipes--;
+		c->pipe[0] = pipes[npipes][0];
+		c->pipe[1] = pipes[npipes][1];
+	} else {
+		if (pipe2(c->pipe, O_CLOEXEC) < 0) {
+			c->pipe[0] = c->pipe[1] = -1;
+			return -1;
+		}
+		fcntl(c->pipe[1], F_SETPIPE_SZ, 1 << 20);
+	}
+	int sz = fcntl(c->pipe[1], F_GETPIPE_SZ);
+	c->pipesz = sz > 0 ? (unsigned)sz : 65536;
+	c->pipe_dirty = 0;
+	return 0;
+}
+
+static void pipe_put(struct conn *c)
+{
+	if (c->pipe[0] < 0)
+		return;
+	if (!c->pipe_dirty && npipes < 64) {
+		pipes[npipes][0] = c->pipe[0];
+		pipes[npipes][1] = c->pipe[1];
+		npipes++;
+	} else {
+		close(c->pipe[0]);
+		close(c->pipe[1]);
+	}
+	c->pipe[0] = c->pipe[1] = -1;
+}
 
 static char *buf_get(void)
 {
@@ -357,10 +402,10 @@ static int parse_range(const char *v, uint64_t size, uint64_t *a, uint64_t *b)
 static void on_sent(void *data, int64_t res);
 static void response_done(struct conn *c);
 
-static void send_buf(struct conn *c, size_t len)
+static void send_buf(struct conn *c, size_t len, int msg_flags)
 {
 	c->inflight++;
-	if (rf_ring_send(ring, c->fd, c->buf, len, 0, 0, 0, on_sent, c, NULL) < 0) {
+	if (rf_ring_send(ring, c->fd, c->buf, len, msg_flags, 0, 0, on_sent, c, NULL) < 0) {
 		c->inflight--;
 		c->left = 0;
 		c->closing = 1;
@@ -384,6 +429,7 @@ static void response_done(struct conn *c)
 	}
 	buf_put(c->buf);
 	c->buf = NULL;
+	pipe_put(c);
 	c->busy = 0;
 	if (!keep || c->closing || (c->peer_gone && !c->qlen)) {
 		conn_close(c);
@@ -405,21 +451,87 @@ static void on_read(void *data, int64_t res)
 	}
 	c->off += want;
 	c->left -= want;
-	send_buf(c, c->hlen + want);
+	send_buf(c, c->hlen + want, 0);
 	c->hlen = 0;
 }
 
-/* Fill the buffer after the header with the next piece of the file and send. */
+static void splice_in(struct conn *c);
+
+static void on_splice_out(void *data, int64_t res)
+{
+	struct conn *c = data;
+	c->inflight--;
+	if (res != (int64_t)c->inpipe || c->closing) {
+		c->closing = 1;
+		c->left = 0;
+		response_done(c);
+		return;
+	}
+	c->pipe_dirty = 0;
+	c->off += c->inpipe;
+	c->left -= c->inpipe;
+	if (c->left)
+		splice_in(c);
+	else
+		response_done(c);
+}
+
+static void on_splice_in(void *data, int64_t res)
+{
+	struct conn *c = data;
+	c->inflight--;
+	if (res <= 0 || c->closing) { /* the file shrank or failed */
+		c->closing = 1;
+		c->left = 0;
+		response_done(c);
+		return;
+	}
+	c->inpipe = (size_t)res;
+	struct rf_io io = { .op = RF_IOP_SPLICE, .fd = c->pipe[0], .off = UINT64_MAX, .fd2 = c->fd,
+			    .off2 = UINT64_MAX, .len = c->inpipe,
+			    .arg = SPLICE_F_MOVE | (c->left > c->inpipe ? SPLICE_F_MORE : 0) };
+	c->inflight++;
+	if (rf_ring_submit(ring, &io, on_splice_out, c, NULL) < 0) {
+		c->inflight--;
+		c->closing = 1;
+		c->left = 0;
+		response_done(c);
+	}
+}
+
+/* Move the next piece of the file into the pipe (as much as the pipe holds). */
+static void splice_in(struct conn *c)
+{
+	size_t want = c->left < c->pipesz ? (size_t)c->left : c->pipesz;
+	struct rf_io io = { .op = RF_IOP_SPLICE, .fd = c->file, .off = c->off, .fd2 = c->pipe[1],
+			    .off2 = UINT64_MAX, .len = want, .arg = SPLICE_F_MOVE,
+			    .flags = RF_IO_NO_RETRY_SHORT };
+	c->pipe_dirty = 1;
+	c->inflight++;
+	if (rf_ring_submit(ring, &io, on_splice_in, c, NULL) < 0) {
+		c->inflight--;
+		c->closing = 1;
+		c->left = 0;
+		response_done(c);
+	}
+}
+
+/* Send the header (alone when the body is spliced), then the body piece by piece:
+ * read into the buffer after the header and sent with it, or spliced. */
 static void next_piece(struct conn *c)
 {
+	if (c->hlen && (!c->left || c->pipe[0] >= 0)) {
+		size_t n = c->hlen;
+		c->hlen = 0;
+		send_buf(c, n, c->left ? MSG_MORE : 0);
+		return;
+	}
 	if (!c->left) {
-		if (c->hlen) {
-			size_t n = c->hlen;
-			c->hlen = 0;
-			send_buf(c, n);
-		} else {
-			response_done(c);
-		}
+		response_done(c);
+		return;
+	}
+	if (c->pipe[0] >= 0) {
+		splice_in(c);
 		return;
 	}
 	size_t want = c->left < RESP_BUF - c->hlen ? (size_t)c->left : RESP_BUF - c->hlen;
@@ -515,6 +627,8 @@ static void meta_done(struct conn *c)
 			(unsigned long long)len, lm, cr, conn);
 		c->off = a;
 		c->left = r->head ? 0 : len;
+		if (c->left > SPLICE_MIN)
+			pipe_get(c); /* no pipe: read and send instead */
 	}
 	next_piece(c);
 }
@@ -544,6 +658,7 @@ static void start_next(struct conn *c)
 	struct req *r = &c->q[c->qhead];
 	c->busy = 1;
 	c->file = -1;
+	c->pipe[0] = c->pipe[1] = -1;
 	c->hlen = 0;
 	c->buf = buf_get();
 	if (!c->buf) {
@@ -630,6 +745,7 @@ static void on_accept(void *data, int64_t res, void *buf, int more)
 	}
 	c->fd = (int)res;
 	c->file = -1;
+	c->pipe[0] = c->pipe[1] = -1;
 	http_parser_init(&c->parser, HTTP_REQUEST);
 	c->parser.data = c;
 	int one = 1;
@@ -772,5 +888,10 @@ int main(int argc, char **argv)
 	close(rootfd);
 	while (npool)
 		free(pool[--npool]);
+	while (npipes) {
+		npipes--;
+		close(pipes[npipes][0]);
+		close(pipes[npipes][1]);
+	}
 	return 0;
 }

@@ -51,6 +51,7 @@ static const uint8_t rf__kop[] = {
 	[RF_IOP_SEND] = IORING_OP_SEND,       [RF_IOP_SEND_ZC] = IORING_OP_SEND_ZC,
 	[RF_IOP_RECV] = IORING_OP_RECV,       [RF_IOP_SHUTDOWN] = IORING_OP_SHUTDOWN,
 	[RF_IOP_POLL] = IORING_OP_POLL_ADD,   [RF_IOP_NOP] = IORING_OP_NOP,
+	[RF_IOP_SPLICE] = IORING_OP_SPLICE,
 };
 #define RF__NIOP ((int)(sizeof(rf__kop) / sizeof(rf__kop[0])))
 
@@ -138,6 +139,13 @@ static int rf__ops_queue(struct rf_ring *r, struct rf__req *q)
 	case RF__OP_IO + RF_IOP_POLL:
 		io_uring_prep_poll_add(sqe, q->fd, (unsigned)q->off);
 		break;
+	case RF__OP_IO + RF_IOP_SPLICE: {
+		int64_t in = x->io.off == UINT64_MAX ? -1 : (int64_t)(x->io.off + q->done);
+		int64_t out = x->io.off2 == UINT64_MAX ? -1 : (int64_t)(x->io.off2 + q->done);
+		io_uring_prep_splice(sqe, q->fd, in, x->io.fd2, out, n, (unsigned)x->io.arg);
+		fixed = 0; /* SPLICE_F_FD_IN_FIXED would say it; not offered */
+		break;
+	}
 	case RF__OP_IO + RF_IOP_SHUTDOWN:
 		io_uring_prep_shutdown(sqe, q->fd, (int)q->off);
 		break;
@@ -386,6 +394,9 @@ int rf_ring_submit(struct rf_ring *r, const struct rf_io *io, rf_io_cb cb, void 
 	case RF_IOP_FALLOCATE:
 		q->off = io->off;
 		break;
+	case RF_IOP_SPLICE:
+		q->len = io->len;
+		break;
 	default:
 		break;
 	}
@@ -452,7 +463,8 @@ int rf__ops_complete(struct rf_ring *r, struct rf__req *q, int32_t res, uint32_t
 	case RF_IOP_SEND_ZC:
 	case RF_IOP_RECV:
 	case RF_IOP_READV:
-	case RF_IOP_WRITEV: {
+	case RF_IOP_WRITEV:
+	case RF_IOP_SPLICE: {
 		if (res == -EAGAIN || res == -EINTR)
 			return rf__ops_again(r, q, rf__retry(r, q, res));
 		if (res < 0)
@@ -461,7 +473,7 @@ int rf__ops_complete(struct rf_ring *r, struct rf__req *q, int32_t res, uint32_t
 			r->st.zerocopy_sends++;
 		if (iop == RF_IOP_RECV || iop == RF_IOP_READV)
 			r->st.bytes_read += (uint64_t)res;
-		else
+		else if (iop != RF_IOP_SPLICE)
 			r->st.bytes_written += (uint64_t)res;
 		q->done += (size_t)res;
 		if (res > 0)

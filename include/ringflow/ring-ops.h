@@ -46,6 +46,10 @@ enum rf_iop {
 	RF_IOP_SHUTDOWN,  /* fd, arg (SHUT_RD/WR/RDWR) -> 0 */
 	RF_IOP_POLL,      /* fd, mask (POLLIN, ...) -> the events that fired */
 	RF_IOP_NOP,       /* nothing -> 0 (a completion on the next turn) */
+	RF_IOP_SPLICE,    /* fd, off (UINT64_MAX: none, a pipe) -> fd2, off2, len, arg
+			   * (SPLICE_F_* flags) -> bytes moved without a copy through user
+			   * memory; one side must be a pipe. Short moves are resubmitted
+			   * unless RF_IO_NO_RETRY_SHORT (filling a pipe: the caller drains it) */
 };
 
 /* One operation. Zero what you do not use. Pointers that the kernel fills in (buf of
@@ -57,6 +61,8 @@ struct rf_io {
 	unsigned flags;              /* RF_IO_* of ring.h and below */
 	int fd;
 	int dirfd, dirfd2;           /* AT_FDCWD for paths relative to the cwd */
+	int fd2;                     /* splice: the output */
+	uint64_t off2;               /* splice: the output offset (UINT64_MAX: none) */
 	void *buf;
 	size_t len;
 	uint64_t off;

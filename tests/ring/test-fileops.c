@@ -2,7 +2,7 @@
  * the kernel says through plain syscalls: openat (an fd, and a fixed-file slot from a
  * sparse table), statx (size and type, and -ENOENT naming nothing), writev/readv with
  * iovecs of odd sizes (the array is copied at submission: the test scribbles over its
- * own copy right after), fallocate, renameat, unlinkat, close (fd and slot), a NOP,
+ * own copy right after), splice (file -> pipe -> file), fallocate, renameat, unlinkat, close (fd and slot), a NOP,
  * and malformed descriptors refused with -EINVAL before anything is queued. */
 #include "ring-test.h"
 
@@ -91,6 +91,26 @@ int main(void)
 	T_EQ(run1(&t), 0);
 	T_CHECK(faccessat(dfd, "a.bin", F_OK, 0) < 0 && errno == ENOENT);
 	T_CHECK(faccessat(dfd, "b.bin", F_OK, 0) == 0);
+
+	/* splice: file -> pipe (a short move: the pipe fills), pipe -> file at an offset */
+	int pp[2];
+	T_CHECK(pipe2(pp, O_CLOEXEC) == 0);
+	struct rf_io sp_in = { .op = RF_IOP_SPLICE, .fd = fd, .off = 100, .fd2 = pp[1],
+			       .off2 = UINT64_MAX, .len = sizeof(data), .flags = RF_IO_NO_RETRY_SHORT };
+	t = (struct t_res){ 0 };
+	T_OK(rf_ring_submit(r, &sp_in, t_store, &t, NULL));
+	int64_t moved = run1(&t);
+	T_CHECK(moved > 0 && moved <= (int64_t)sizeof(data));
+	struct rf_io sp_out = { .op = RF_IOP_SPLICE, .fd = pp[0], .off = UINT64_MAX, .fd2 = fd,
+				.off2 = 200000, .len = (size_t)moved };
+	t = (struct t_res){ 0 };
+	T_OK(rf_ring_submit(r, &sp_out, t_store, &t, NULL));
+	T_EQ(run1(&t), moved);
+	memset(back, 0, sizeof(back));
+	T_EQ(pread(fd, back, (size_t)moved, 200000), moved);
+	T_EQ(memcmp(back, data, (size_t)moved), 0);
+	close(pp[0]);
+	close(pp[1]);
 
 	/* close through the ring: the fd is gone */
 	t = (struct t_res){ 0 };
