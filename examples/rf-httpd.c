@@ -14,8 +14,9 @@
  *     one send; a body over 64 KiB is spliced file -> pipe -> socket through the
  *     ring, no copy through user memory (nginx's sendfile; read+send of 1 MiB
  *     measured 0.76x nginx, splice: see the README); the file closed through the ring;
- *   - signals arrive through a signalfd read through the ring; on SIGINT/SIGTERM the
- *     accept is cancelled and rf_ring_destroy cancels what connections have in flight.
+ *   - SIGINT/SIGTERM reach the ring through a notifier signalled from the handler;
+ *     the accept is then cancelled and rf_ring_destroy cancels what connections
+ *     have in flight.
  * Requests on one connection are answered in order; a connection is freed once no
  * request of it is in flight. Build outside the tree with
  * `pkg-config --cflags --libs ringflow` and -lhttp_parser. */
@@ -33,7 +34,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -90,7 +90,8 @@ struct conn {
 
 static struct rf_ring *ring;
 static struct rf_bufgroup *grp;
-static int rootfd, lfd, sfd, stopping;
+static int rootfd, lfd;
+static volatile int stopping;
 static unsigned nconns;
 static char *pool[64];
 static unsigned npool;
@@ -758,9 +759,17 @@ static void on_accept(void *data, int64_t res, void *buf, int more)
 }
 
 static rf_req_id accept_id;
-static struct signalfd_siginfo si;
+static struct rf_notifier *stop_note;
 
-static void on_signal(void *data, int64_t res)
+/* The signal handler only posts to the ring (one syscall, async-signal-safe); the
+ * ring's owner thread does the rest. (A signalfd would need the signals blocked in
+ * every thread, and a library may have started threads before main.) */
+static void on_signal_handler(int sig)
+{
+	rf_notifier_signal(stop_note);
+}
+
+static void on_stop(void *data, uint32_t count)
 {
 	stopping = 1;
 	if (accept_id)
@@ -847,13 +856,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "rf-httpd: %s:%ld: cannot listen: %s\n", bind_addr, port, strerror(errno));
 		return 1;
 	}
-	sigset_t ss;
-	sigemptyset(&ss);
-	sigaddset(&ss, SIGINT);
-	sigaddset(&ss, SIGTERM);
-	sigprocmask(SIG_BLOCK, &ss, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	sfd = signalfd(-1, &ss, SFD_CLOEXEC);
 	unsigned nb = 1;
 	while (nb < (unsigned)nbufs)
 		nb <<= 1;
@@ -869,10 +872,14 @@ int main(int argc, char **argv)
 	settings.on_header_value = on_value;
 	settings.on_message_complete = on_complete;
 	if ((ret = rf_ring_accept_multishot(ring, lfd, 0, on_accept_end, NULL, &accept_id)) < 0 ||
-	    (ret = rf_ring_read(ring, sfd, &si, sizeof(si), UINT64_MAX, 0, on_signal, NULL, NULL)) < 0) {
+	    (ret = rf_notifier_create(ring, on_stop, NULL, &stop_note)) < 0) {
 		fprintf(stderr, "rf-httpd: cannot start: %s\n", strerror(-ret));
 		return 1;
 	}
+	struct sigaction sa_stop = { .sa_handler = on_signal_handler };
+	sigemptyset(&sa_stop.sa_mask);
+	sigaction(SIGINT, &sa_stop, NULL);
+	sigaction(SIGTERM, &sa_stop, NULL);
 	printf("rf-httpd: serving %s on http://%s:%u/\n", dir, bind_addr, ntohs(sa.sin_port));
 	fflush(stdout);
 	/* until a signal: then the accept is cancelled */
@@ -883,6 +890,9 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	rf_notifier_destroy(stop_note);
 	rf_ring_destroy(ring); /* cancels what connections still have in flight */
 	close(lfd);
 	close(rootfd);

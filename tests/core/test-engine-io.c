@@ -129,6 +129,10 @@ int main(void)
 	p = (struct rf_io_push){ .io = { .op = (enum rf_iop)77 } };
 	CHECK_EQ(rf_engine_push_io(e, &p), -EINVAL);
 	free(path);
+	struct rf_var *all[] = { F, B, A, C, G };
+	for (unsigned i = 0; i < 5; i++)
+		CHECK_OK(rf_var_destroy(e, all[i], NULL, NULL, NULL));
+	CHECK_OK(rf_engine_wait_idle(e));
 	rf_engine_destroy(e);
 	rf_ring_destroy(ring);
 	return 0;
