@@ -44,6 +44,9 @@ int rf__ds_src_open(struct rf_dataset_src *s, const char *path, const char *what
 /* pread exactly n bytes at off. Returns 0, -EIO if the file ended first (*got says
  * how many were read, may be NULL), or -errno. */
 int rf__pread_full(int fd, void *buf, size_t n, uint64_t off, size_t *got);
+/* rf__pread_full on s's file, or a Range request where s is remote. 0 or -errno (a
+ * remote failure's message is left in rf_last_error()). */
+int rf__src_pread(const struct rf_dataset_src *s, void *buf, size_t n, uint64_t off);
 /* pwrite exactly n bytes at off. 0 or -errno. */
 int rf__pwrite_full(int fd, const void *buf, size_t n, uint64_t off);
 

@@ -12,6 +12,7 @@
 #include <zlib.h>
 
 #include "dataset-impl.h"
+#include "http-impl.h"
 
 size_t rf_ds_dtype_size(enum rf_ds_dtype t)
 {
@@ -144,6 +145,13 @@ int rf__pread_full(int fd, void *buf, size_t n, uint64_t off, size_t *got)
 	return done == n ? 0 : -EIO;
 }
 
+int rf__src_pread(const struct rf_dataset_src *s, void *buf, size_t n, uint64_t off)
+{
+	if (s->remote)
+		return n ? rf__http_read(s->path, off, n, buf, NULL) : 0;
+	return rf__pread_full(s->fd, buf, n, off, NULL);
+}
+
 int rf__pwrite_full(int fd, const void *buf, size_t n, uint64_t off)
 {
 	size_t done = 0;
@@ -209,7 +217,7 @@ static int read_bytes(const struct rf_dataset *ds, unsigned src, uint64_t off, v
 		memcpy(dst, s->mem + off, n);
 		return 0;
 	}
-	return rf__pread_full(s->fd, dst, n, off, NULL);
+	return rf__src_pread(s, dst, n, off);
 }
 
 int rf_dataset_read_record(const struct rf_dataset *ds, uint64_t i, void *payload,
@@ -341,7 +349,13 @@ int rf__ds_scan(const struct rf_dataset *ds, int check_labels, int32_t *max_labe
 					ret = rf__ds_fail(-ENOMEM, s->path, "out of memory");
 					goto out;
 				}
-				ret = rf__pread_full(s->fd, buf, n, pos, &got);
+				if (s->remote) {
+					ret = rf__src_pread(s, buf, n, pos);
+					if (ret)
+						goto out; /* the message names the URL and range */
+				} else {
+					ret = rf__pread_full(s->fd, buf, n, pos, &got);
+				}
 				if (ret) {
 					ret = rf__ds_fail(ret, s->path,
 							  "offset %" PRIu64 ": read failed: %s",

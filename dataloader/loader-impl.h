@@ -9,6 +9,7 @@
 
 #include <stdint.h>
 
+#include "http-impl.h"
 #include "dataset-impl.h"
 #include "loader.h"
 #include "ops.h"
@@ -56,6 +57,7 @@ struct rf__fetch {
 	uint64_t id;              /* see struct rf__ferr */
 	unsigned n, pending;
 	int status;
+	struct rf__hreq *hq;      /* remote: one range request per req[] */
 	struct rf__req req[];
 };
 
@@ -106,6 +108,7 @@ struct rf_loader {
 	uint64_t align;
 
 	int fd, direct, registered;
+	struct rf__http *http;    /* a remote payload (http://): its range client, else NULL */
 	unsigned rflags;
 	const uint8_t *pmem;      /* payload source in memory (whole file), or NULL */
 	uint8_t *pmem_own;

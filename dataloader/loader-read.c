@@ -21,6 +21,7 @@ static void rf__fetch_finish(struct rf__fetch *f)
 	struct rf_op *op = f->op;
 	int status = f->status;
 
+	free(f->hq);
 	free(f);
 	rf_engine_op_done(op, status);
 }
@@ -49,7 +50,9 @@ static void rf__fetch_fail(struct rf__fetch *f, const struct rf__req *q, int err
 	e->used = 1;
 	e->id = f->id;
 	rf__recs(recs, sizeof(recs), q->rec0, q->nrec);
-	if (got >= 0)
+	if (f->hq && f->hq[q - f->req].err[0])
+		snprintf(e->msg, sizeof(e->msg), "%.300s (for %s)", f->hq[q - f->req].err, recs);
+	else if (got >= 0)
 		snprintf(e->msg, sizeof(e->msg),
 			 "%s: offset %" PRIu64 ": short read for %s: got %" PRId64 " of the %u "
 			 "bytes expected (file truncated after open?)", path, q->off, recs, got,
@@ -91,10 +94,26 @@ static int rf__fetch_start(void *ctx, struct rf_op *op)
 	unsigned i;
 
 	f->op = op;
+	if (l->http && !(f->hq = calloc(f->n, sizeof(*f->hq)))) {
+		free(f);
+		return -ENOMEM;
+	}
 	for (i = 0; i < f->n; i++) {
 		struct rf__req *q = &f->req[i];
-		int ret = rf_ring_read(l->ring, l->fd, f->u->buf + q->dst, q->len, q->off, l->rflags,
-				       rf__fetch_cb, q, NULL);
+		int ret;
+		if (l->http) {
+			uint64_t size = l->ds->src[RF_DS_SRC_PAYLOAD].size;
+			struct rf__hreq *h = &f->hq[i];
+			h->off = q->off;
+			h->len = q->off + q->len > size ? (size_t)(size - q->off) : q->len;
+			h->dst = f->u->buf + q->dst;
+			h->cb = rf__fetch_cb;
+			h->data = q;
+			ret = q->off < size ? rf__http_get(l->http, h) : -EINVAL;
+		} else {
+			ret = rf_ring_read(l->ring, l->fd, f->u->buf + q->dst, q->len, q->off, l->rflags,
+					   rf__fetch_cb, q, NULL);
+		}
 		if (ret < 0) {
 			rf__fetch_fail(f, q, ret, -1);
 			break;
@@ -105,6 +124,7 @@ static int rf__fetch_start(void *ctx, struct rf_op *op)
 	}
 	if (f->pending == 0) {
 		int st = f->status;
+		free(f->hq);
 		free(f);
 		return st; /* the engine fails the op with it */
 	}

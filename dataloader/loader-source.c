@@ -20,6 +20,15 @@ static int rf__load_file(const struct rf_dataset_src *src, uint8_t **out)
 	if (!m)
 		return rf__fail(-ENOMEM, "%s: cannot allocate %" PRIu64 " bytes for it", src->path,
 				src->size);
+	if (src->remote) {
+		int e = rf__src_pread(src, m, src->size, 0);
+		if (e < 0) {
+			free(m);
+			return e;
+		}
+		*out = m;
+		return 0;
+	}
 	while (off < src->size) {
 		ssize_t n = pread(src->fd, m + off, src->size - off, (off_t)off);
 		if (n < 0 && errno == EINTR)
@@ -143,6 +152,18 @@ int rf__open_sources(struct rf_loader *l)
 	}
 	if (l->labels && ds->label_src == RF_DS_SRC_PAYLOAD)
 		l->lmem = l->pmem;
+	if (!l->pmem && s0->remote) {
+		/* record spans by Range requests: no O_DIRECT alignment to honour, but the
+		 * plan's 4 KiB units keep the requests few and the .rfrec's padding keeps
+		 * them inside the file */
+		ret = rf__http_create(&l->http, l->ring, s0->path, l->o.http_conns);
+		if (ret < 0)
+			return ret;
+		l->align = 4096;
+		l->o.no_register = 1; /* nothing reads into the units through fixed buffers */
+		l->mode = s0->stride >= l->o.large_record ? RF__REC : RF__SPAN;
+		return 0;
+	}
 	if (!l->pmem)
 		return rf__open_payload_file(l);
 	l->mode = RF__MEM;

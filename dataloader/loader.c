@@ -183,6 +183,7 @@ void rf_loader_destroy(struct rf_loader *l)
 	rf_pinned_destroy(l->uarena);
 	if (l->fd >= 0)
 		close(l->fd);
+	rf__http_destroy(l->http);
 	free(l->pmem_own);
 	free(l->lmem_own);
 	free(l->units);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "http-impl.h"
 #include "recfile-impl.h"
 
 static void bytes_str(char *buf, size_t len, const uint8_t *p, size_t n)
@@ -35,8 +36,9 @@ static int rfrec_read_header(struct rf_dataset_src *s, uint64_t size, uint8_t *h
 		return rf__ds_fail(-EINVAL, path, "offset 0: file is empty, expected "
 				   "a %u-byte .rfrec header", RF_REC_HEADER_BYTES);
 	memset(h, 0, RF_REC_HEADER_BYTES);
-	ret = rf__pread_full(s->fd, h, size < RF_REC_HEADER_BYTES ? size : RF_REC_HEADER_BYTES,
-			     0, NULL);
+	ret = rf__src_pread(s, h, size < RF_REC_HEADER_BYTES ? size : RF_REC_HEADER_BYTES, 0);
+	if (ret && s->remote)
+		return ret; /* the message names the URL and the range */
 	if (ret)
 		return rf__ds_fail(ret, path, "offset 0: read: %s", strerror(-ret));
 	if (size < 8 || memcmp(h, rec_magic, 8)) {
@@ -152,7 +154,9 @@ static int rfrec_check_size(const struct rf_dataset *ds, uint8_t *buf)
 				   "expected the file to end at %" PRIu64, padded, size - padded, padded);
 	if (padded == end)
 		return 0;
-	ret = rf__pread_full(s->fd, buf, padded - end, end, NULL);
+	ret = rf__src_pread(s, buf, padded - end, end);
+	if (ret && s->remote)
+		return ret;
 	if (ret)
 		return rf__ds_fail(ret, path, "offset %" PRIu64 ": read: %s", end, strerror(-ret));
 	for (uint64_t i = 0; i < padded - end; i++)
@@ -176,13 +180,25 @@ int rf_dataset_open_rfrec(struct rf_dataset *ds, const char *path, unsigned flag
 		return rf__ds_fail(-EINVAL, path, "no path given");
 	ds->kind = RF_DS_RFREC;
 	ds->nsrc = 1;
-	if ((ret = rf__ds_src_open(s, path, "an .rfrec file", &st)) < 0)
-		goto fail;
+	if (rf__is_http(path)) {
+		/* the size from a first one-byte Range request's Content-Range */
+		uint8_t one;
+		s->remote = 1;
+		if (!(s->path = strdup(path))) {
+			ret = rf__ds_fail(-ENOMEM, path, "out of memory");
+			goto fail;
+		}
+		if ((ret = rf__http_read(path, 0, 1, &one, &s->size)) < 0)
+			goto fail;
+	} else {
+		if ((ret = rf__ds_src_open(s, path, "an .rfrec file", &st)) < 0)
+			goto fail;
+		s->size = (uint64_t)st.st_size;
+	}
 	if (!(h = malloc(RF_REC_HEADER_BYTES))) {
 		ret = rf__ds_fail(-ENOMEM, path, "out of memory");
 		goto fail;
 	}
-	s->size = (uint64_t)st.st_size;
 	ret = rfrec_read_header(s, s->size, h);
 	if (!ret)
 		ret = rfrec_check_header(path, h);

@@ -40,8 +40,9 @@ static char prog[32] = "rf-train";
 static const char usage[] =
 "usage: rf-train [--model mlp|lenet|resnet18] [options]\n"
 "  --model NAME          mlp, lenet or resnet18 (the seeds' three; default mlp)\n"
-"  --data DIR|FILE       Fashion-MNIST IDX files, raw or .gz (default " RF_TRAIN_DEFAULT_DATA "),\n"
-"                        or a .rfrec record file (rf-pack's) of the training set\n"
+"  --data DIR|FILE|URL   Fashion-MNIST IDX files, raw or .gz (default " RF_TRAIN_DEFAULT_DATA "),\n"
+"                        or a .rfrec record file (rf-pack's) of the training set, local\n"
+"                        or http://HOST[:PORT]/PATH.rfrec (read with Range requests)\n"
 "  --test-data FILE      with a .rfrec --data: the test set's .rfrec (default: beside\n"
 "                        it, \"train\" in its name made \"t10k\", else \"test\")\n"
 "  --epochs N            epochs to train (default 10)\n"
@@ -267,7 +268,15 @@ static int check_paths(const char *model, const char *data, const char *test_dat
 
 	if (!*data)
 		return bad("--data", "got an empty path, expected a directory or a .rfrec file");
-	if (test_data) {
+	if (!strncmp(data, "http://", 7)) { /* a .rfrec over HTTP: checked by opening it */
+		if (check_rfrec("--data", data))
+			return 1;
+		if (test_data && strncmp(test_data, "http://", 7) &&
+		    rf_cli_check_input(test_data, 0, why, sizeof(why)) < 0)
+			return bad_path("--test-data", why);
+		if (test_data && check_rfrec("--test-data", test_data))
+			return 1;
+	} else if (test_data) {
 		if (rf_cli_check_input(test_data, 0, why, sizeof(why)) < 0)
 			return bad_path("--test-data", why);
 		if (stat(data, &st) == 0 && !S_ISREG(st.st_mode))
@@ -277,6 +286,8 @@ static int check_paths(const char *model, const char *data, const char *test_dat
 		if (check_rfrec("--test-data", test_data))
 			return 1;
 	}
+	if (test_data && !strncmp(test_data, "http://", 7) && check_rfrec("--test-data", test_data))
+		return 1;
 	if (stat(data, &st) == 0 && S_ISREG(st.st_mode) && check_rfrec("--data", data))
 		return 1;
 	for (int i = 0; i < 3; i++)

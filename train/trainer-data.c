@@ -111,8 +111,15 @@ static int rf__beside(struct rf_trainer *t, const char *train, char *out, size_t
 	}
 	for (int i = 0; i < 2; i++) {
 		snprintf(out, len, "%.*s%s%s", (int)(hit - train), train, as[i], hit + 5);
-		if (access(out, F_OK) == 0)
+		if (!strncmp(out, "http://", 7)) { /* does the server have it? */
+			struct rf_dataset probe;
+			if (rf_dataset_open_rfrec(&probe, out, 0) == 0) {
+				rf_dataset_close(&probe);
+				return 0;
+			}
+		} else if (access(out, F_OK) == 0) {
 			return 0;
+		}
 	}
 	rf__trainer_msg(t, "%s: no test set beside it: neither %.*st10k%s nor the same with "
 			"\"test\" exists (rf-train --test-data FILE.rfrec names one)", train,
@@ -135,7 +142,8 @@ int rf__open_data(struct rf_trainer *t)
 	struct stat st;
 	int ret;
 
-	if (stat(t->data_dir, &st) == 0 && S_ISREG(st.st_mode)) {
+	if (!strncmp(t->data_dir, "http://", 7) ||
+	    (stat(t->data_dir, &st) == 0 && S_ISREG(st.st_mode))) {
 		/* a .rfrec training set, and its test set named or beside it */
 		snprintf(p[0], sizeof(p[0]), "%s", t->data_dir);
 		if ((ret = rf__open_rfrec(t, &t->train_ds, p[0])) < 0)

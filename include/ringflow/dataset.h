@@ -68,6 +68,8 @@ struct rf_dataset_src {
 	uint64_t stride;      /* bytes from one record to the next (any value >= 1) */
 	uint64_t data_bytes;  /* count * stride */
 	int compressed;       /* 1: the file on disk is gzip (mem holds it decompressed) */
+	int remote;           /* 1: path is an http:// URL (fd -1): read with HTTP Range
+			       * requests (.rfrec only) */
 };
 
 enum { RF_DS_SRC_PAYLOAD = 0, RF_DS_SRC_LABEL = 1 };
@@ -139,7 +141,10 @@ int rf_dataset_open_idx(struct rf_dataset *ds, const char *path, unsigned expect
 
 /* A .rfrec file. Checks magic, version, header CRC, field consistency, and that the
  * file is exactly 4096 + count*stride rounded up to 4096 with zero padding. With
- * RF_DS_VERIFY also reads every record: data CRC and label range. */
+ * RF_DS_VERIFY also reads every record: data CRC and label range. path may be an
+ * http://HOST[:PORT]/PATH URL of a server that answers Range requests (nginx, ...):
+ * the same checks run on ranges fetched from it, and a loader then reads record
+ * spans with Range requests (dataloader/README.md, "Over HTTP"). */
 int rf_dataset_open_rfrec(struct rf_dataset *ds, const char *path, unsigned flags);
 
 /* Description of a generic file of fixed-size records. */

@@ -49,6 +49,8 @@ struct rf_loader_opts {
 	int in_memory;            /* 1: read the whole payload file into memory at create */
 	int buffered;             /* 1: page-cache reads instead of O_DIRECT */
 	int no_register;          /* 1: don't register the fetch buffers with the ring */
+	unsigned http_conns;      /* an http:// dataset: keep-alive connections, each with
+				   * one Range request in flight; 0: 4 */
 	/* Augmentation of image records ((H, W) or (C, H, W) u8), done as the gather op
 	 * copies each record into its batch, on the loader's worker stream: a random crop
 	 * of the image padded by crop_pad zeros on every side (torchvision's

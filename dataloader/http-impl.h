@@ -1,0 +1,56 @@
+/* http-impl.h -- an HTTP/1.1 client for byte ranges of one URL, on a ring: the
+ * loader's reader for `http://` datasets (http.c). Several keep-alive connections
+ * with one request in flight each; responses parsed by the C http-parser. Internal.
+ *
+ * A request is satisfied only by "206 Partial Content" whose Content-Range is
+ * exactly the range asked for and whose body is all there. A 5xx status, a dropped
+ * connection, a short body or a stall past the deadline is retried on a fresh
+ * connection, up to RF__HTTP_TRIES attempts; anything else (404, 416, a server that
+ * ignores Range) fails at once. The failure's message names the URL and the range. */
+#ifndef RINGFLOW_HTTP_IMPL_H
+#define RINGFLOW_HTTP_IMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ring.h"
+
+#define RF__HTTP_TRIES 4
+#define RF__HTTP_TIMEOUT_NS (10ull * 1000000000ull) /* per connect, send, receive */
+#define RF__HTTP_MSG 320
+
+struct rf__http;
+
+/* One range request. The caller owns it until cb runs (once): res is len, or -errno
+ * with the reason in err. */
+struct rf__hreq {
+	uint64_t off;
+	size_t len;
+	void *dst;
+	rf_io_cb cb;
+	void *data;
+	uint64_t total;            /* the resource's size, from Content-Range */
+	char err[RF__HTTP_MSG];
+	/* the client's */
+	unsigned tries;
+	struct rf__hreq *next;
+};
+
+/* Non-zero if s starts with "http://". */
+int rf__is_http(const char *s);
+
+/* A client for url on ring r with nconns connections (0: 4). The host is resolved
+ * here (blocking: call it at open time). 0, or -errno with the message in
+ * rf_last_error(); -ENOTSUP where ringflow was built without libhttp-parser. */
+int rf__http_create(struct rf__http **out, struct rf_ring *r, const char *url, unsigned nconns);
+/* Cancels what is in flight (callbacks run with -ECANCELED) and frees. */
+void rf__http_destroy(struct rf__http *h);
+/* Queue q (its off, len, dst, cb, data set). 0, or -errno (nothing queued). */
+int rf__http_get(struct rf__http *h, struct rf__hreq *q);
+
+/* Blocking: fetch [off, off + len) of url into dst with a private ring; the resource's
+ * size into *total if not NULL. 0, or -errno with the message (naming the URL and
+ * range) in rf_last_error(). */
+int rf__http_read(const char *url, uint64_t off, size_t len, void *dst, uint64_t *total);
+
+#endif

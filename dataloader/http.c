@@ -1,0 +1,568 @@
+/* http.c -- byte ranges of one http:// URL over the ring's sockets (http-impl.h).
+ *
+ * Each connection runs one request at a time: connect (once; kept alive), send the
+ * GET with its Range header, receive into a header buffer that http-parser reads
+ * (status, Content-Range, Content-Length; the body bytes that came along are copied
+ * to the destination), then receive the rest of the body straight into the
+ * destination with MSG_WAITALL. Every ring request carries a deadline. A failure
+ * closes the connection; retryable ones put the request back at the queue's head. */
+#include <errno.h>
+#include <inttypes.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "http-impl.h"
+#include "rf-config.h"
+#include "rf-internal.h"
+#include "ring-ops.h"
+
+int rf__is_http(const char *s)
+{
+	return s && !strncmp(s, "http://", 7);
+}
+
+#if RF_HAVE_HTTP_PARSER
+#include <http_parser.h>
+
+#define RF__HBUF 8192
+
+struct rf__hconn {
+	struct rf__http *h;
+	int fd;
+	int busy;            /* ring requests in flight (0 or 1) */
+	struct rf__hreq *q;  /* the request it runs */
+	http_parser p;
+	char hbuf[RF__HBUF];
+	char sbuf[1024];
+	size_t got;          /* body bytes in dst so far */
+	int headers_done, keep;
+	char field[32];
+	size_t fieldlen;
+	int in_value, in_cr, in_cl;
+	char cr[128];        /* Content-Range value */
+	size_t crlen;
+};
+
+struct rf__http {
+	struct rf_ring *r;
+	char *url, *host, *path;
+	struct sockaddr_storage addr;
+	socklen_t addrlen;
+	unsigned nconns;
+	struct rf__hconn *c;
+	struct rf__hreq *head, *tail; /* waiting for a connection */
+	int destroying;
+	int kick;            /* a NOP is queued to hand requests to connections */
+};
+
+static http_parser_settings rf__hp;
+
+static void rf__hconn_run(struct rf__hconn *c);
+
+/* ---- the response's headers ---- */
+
+static int rf__hp_field(http_parser *p, const char *at, size_t n)
+{
+	struct rf__hconn *c = p->data;
+	if (c->in_value) {
+		c->in_value = 0;
+		c->fieldlen = 0;
+	}
+	if (c->fieldlen + n < sizeof(c->field)) {
+		memcpy(c->field + c->fieldlen, at, n);
+		c->fieldlen += n;
+	} else {
+		c->fieldlen = sizeof(c->field);
+	}
+	return 0;
+}
+
+static int rf__hp_value(http_parser *p, const char *at, size_t n)
+{
+	struct rf__hconn *c = p->data;
+	if (!c->in_value) {
+		c->in_value = 1;
+		c->in_cr = c->fieldlen == 13 && !strncasecmp(c->field, "content-range", 13);
+		if (c->in_cr)
+			c->crlen = 0;
+	}
+	if (c->in_cr && c->crlen + n < sizeof(c->cr)) {
+		memcpy(c->cr + c->crlen, at, n);
+		c->crlen += n;
+	}
+	return 0;
+}
+
+static int rf__hp_headers(http_parser *p)
+{
+	struct rf__hconn *c = p->data;
+	c->headers_done = 1;
+	c->keep = http_should_keep_alive(p);
+	return 0;
+}
+
+static int rf__hp_body(http_parser *p, const char *at, size_t n)
+{
+	struct rf__hconn *c = p->data;
+	if (c->q && p->status_code == 206 && c->got + n <= c->q->len) {
+		memcpy((char *)c->q->dst + c->got, at, n);
+		c->got += n;
+	}
+	return 0;
+}
+
+/* ---- requests ---- */
+
+static void rf__hreq_fail(struct rf__http *h, struct rf__hreq *q, int err, const char *fmt, ...)
+	RF__PRINTF(4, 5);
+static void rf__hreq_fail(struct rf__http *h, struct rf__hreq *q, int err, const char *fmt, ...)
+{
+	char why[200];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	snprintf(q->err, sizeof(q->err), "%s: bytes %" PRIu64 "-%" PRIu64 ": %s%s", h->url, q->off,
+		 q->off + q->len - 1, why, q->tries > 1 ? " (after retries)" : "");
+	q->cb(q->data, err);
+}
+
+static void rf__hq_push_front(struct rf__http *h, struct rf__hreq *q)
+{
+	q->next = h->head;
+	h->head = q;
+	if (!h->tail)
+		h->tail = q;
+}
+
+static struct rf__hreq *rf__hq_pop(struct rf__http *h)
+{
+	struct rf__hreq *q = h->head;
+	if (q) {
+		h->head = q->next;
+		if (!h->head)
+			h->tail = NULL;
+		q->next = NULL;
+	}
+	return q;
+}
+
+static void rf__hconn_close(struct rf__hconn *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+}
+
+/* The connection's request failed: retry it (retryable, tries left) or report. */
+static void rf__hconn_fail(struct rf__hconn *c, int err, int retryable, const char *what)
+{
+	struct rf__http *h = c->h;
+	struct rf__hreq *q = c->q;
+	c->q = NULL;
+	rf__hconn_close(c);
+	if (retryable && q->tries < RF__HTTP_TRIES && !h->destroying) {
+		rf__hq_push_front(h, q);
+	} else {
+		rf__hreq_fail(h, q, err, "%s", what);
+	}
+	if (!h->destroying)
+		rf__hconn_run(c);
+}
+
+static void rf__hconn_done(struct rf__hconn *c)
+{
+	struct rf__hreq *q = c->q;
+	c->q = NULL;
+	if (!c->keep)
+		rf__hconn_close(c);
+	q->cb(q->data, (int64_t)q->len);
+	if (!c->h->destroying)
+		rf__hconn_run(c);
+}
+
+static void rf__on_body(void *data, int64_t res)
+{
+	struct rf__hconn *c = data;
+	c->busy = 0;
+	if (res == -ECANCELED)
+		return rf__hconn_fail(c, -ECANCELED, 0, "cancelled");
+	if (res < 0 || c->got + (uint64_t)res != c->q->len) {
+		char what[120];
+		if (res < 0)
+			snprintf(what, sizeof(what), "receiving the body: %s", strerror((int)-res));
+		else
+			snprintf(what, sizeof(what), "short body: the connection closed after %zu of "
+				 "%zu bytes", c->got + (size_t)res, c->q->len);
+		return rf__hconn_fail(c, res < 0 ? (int)res : -EIO, 1, what);
+	}
+	c->got += (size_t)res;
+	rf__hconn_done(c);
+}
+
+static int rf__hconn_submit(struct rf__hconn *c, struct rf_io *io, rf_io_cb cb)
+{
+	io->timeout_ns = RF__HTTP_TIMEOUT_NS;
+	int ret = rf_ring_submit(c->h->r, io, cb, c, NULL);
+	if (ret == 0)
+		c->busy = 1;
+	return ret;
+}
+
+/* Content-Range "bytes A-B/T" against the request. 0 or a message. */
+static const char *rf__check_range(struct rf__hconn *c)
+{
+	unsigned long long a, b, t;
+	char star;
+	c->cr[c->crlen] = 0;
+	if (sscanf(c->cr, "bytes %llu-%llu/%llu", &a, &b, &t) != 3) {
+		if (sscanf(c->cr, "bytes %c/%llu", &star, &t) == 2 && star == '*')
+			return "Content-Range says the range is past the end";
+		return "206 without a usable Content-Range";
+	}
+	if (a != c->q->off || b != c->q->off + c->q->len - 1)
+		return "Content-Range is not the range asked for";
+	c->q->total = t;
+	return NULL;
+}
+
+static void rf__on_headers(void *data, int64_t res)
+{
+	struct rf__hconn *c = data;
+	c->busy = 0;
+	if (res == -ECANCELED)
+		return rf__hconn_fail(c, -ECANCELED, 0, "cancelled");
+	if (res <= 0) {
+		char what[120];
+		snprintf(what, sizeof(what), res == 0 ? "the server closed the connection before "
+			 "answering%s" : "receiving the response: %s", res == 0 ? "" : strerror((int)-res));
+		return rf__hconn_fail(c, res == 0 ? -EPIPE : (int)res, 1, what);
+	}
+	size_t n = (size_t)res, used = http_parser_execute(&c->p, &rf__hp, c->hbuf, n);
+	if (HTTP_PARSER_ERRNO(&c->p) != HPE_OK || used != n) {
+		char what[120];
+		snprintf(what, sizeof(what), "malformed response (%s)",
+			 http_errno_name(HTTP_PARSER_ERRNO(&c->p)));
+		return rf__hconn_fail(c, -EPROTO, 1, what);
+	}
+	if (!c->headers_done) { /* more header bytes to come */
+		if (c->p.nread >= RF__HBUF - 1)
+			return rf__hconn_fail(c, -EPROTO, 0, "response headers over 8 KiB");
+		struct rf_io io = { .op = RF_IOP_RECV, .fd = c->fd, .buf = c->hbuf, .len = RF__HBUF };
+		if (rf__hconn_submit(c, &io, rf__on_headers) < 0)
+			rf__hconn_fail(c, -EIO, 1, "cannot queue a receive");
+		return;
+	}
+	unsigned st = c->p.status_code;
+	if (st != 206) {
+		char what[120];
+		int retry = st >= 500;
+		snprintf(what, sizeof(what), "HTTP status %u, expected 206 Partial Content%s", st,
+			 st == 200 ? " (the server ignores Range requests)" : "");
+		return rf__hconn_fail(c, st == 404 ? -ENOENT : st == 416 ? -ERANGE : -EIO, retry, what);
+	}
+	const char *bad = rf__check_range(c);
+	if (bad)
+		return rf__hconn_fail(c, -EPROTO, 0, bad);
+	if (c->p.content_length != (uint64_t)-1 && c->got + c->p.content_length != c->q->len)
+		return rf__hconn_fail(c, -EPROTO, 0, "Content-Length disagrees with Content-Range");
+	if (c->got == c->q->len)
+		return rf__hconn_done(c);
+	struct rf_io io = { .op = RF_IOP_RECV, .fd = c->fd, .buf = (char *)c->q->dst + c->got,
+			    .len = c->q->len - c->got, .arg = MSG_WAITALL };
+	if (rf__hconn_submit(c, &io, rf__on_body) < 0)
+		rf__hconn_fail(c, -EIO, 1, "cannot queue a receive");
+}
+
+static void rf__on_sent(void *data, int64_t res)
+{
+	struct rf__hconn *c = data;
+	c->busy = 0;
+	if (res < 0) {
+		char what[120];
+		snprintf(what, sizeof(what), "sending the request: %s", strerror((int)-res));
+		return rf__hconn_fail(c, (int)res, res != -ECANCELED, what);
+	}
+	struct rf_io io = { .op = RF_IOP_RECV, .fd = c->fd, .buf = c->hbuf, .len = RF__HBUF };
+	if (rf__hconn_submit(c, &io, rf__on_headers) < 0)
+		rf__hconn_fail(c, -EIO, 1, "cannot queue a receive");
+}
+
+static void rf__send_request(struct rf__hconn *c)
+{
+	struct rf__hreq *q = c->q;
+	int n = snprintf(c->sbuf, sizeof(c->sbuf),
+			 "GET %s HTTP/1.1\r\nHost: %s\r\nRange: bytes=%" PRIu64 "-%" PRIu64 "\r\n"
+			 "User-Agent: ringflow\r\n\r\n", c->h->path, c->h->host, q->off,
+			 q->off + q->len - 1);
+	http_parser_init(&c->p, HTTP_RESPONSE);
+	c->p.data = c;
+	c->got = 0;
+	c->headers_done = 0;
+	c->keep = 0;
+	c->in_value = c->in_cr = 0;
+	c->fieldlen = c->crlen = 0;
+	struct rf_io io = { .op = RF_IOP_SEND, .fd = c->fd, .buf = c->sbuf, .len = (size_t)n };
+	if (rf__hconn_submit(c, &io, rf__on_sent) < 0)
+		rf__hconn_fail(c, -EIO, 1, "cannot queue a send");
+}
+
+static void rf__on_connect(void *data, int64_t res)
+{
+	struct rf__hconn *c = data;
+	c->busy = 0;
+	if (res < 0) {
+		char what[120];
+		snprintf(what, sizeof(what), "connect: %s", strerror((int)-res));
+		return rf__hconn_fail(c, (int)res, res != -ECANCELED, what);
+	}
+	rf__send_request(c);
+}
+
+/* Give an idle connection the next request waiting. */
+static void rf__hconn_run(struct rf__hconn *c)
+{
+	struct rf__http *h = c->h;
+	if (c->q || c->busy || h->destroying)
+		return;
+	c->q = rf__hq_pop(h);
+	if (!c->q)
+		return;
+	c->q->tries++;
+	if (c->fd >= 0) {
+		rf__send_request(c);
+		return;
+	}
+	c->fd = socket(h->addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (c->fd < 0)
+		return rf__hconn_fail(c, -errno, 0, "socket() failed");
+	int one = 1;
+	setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	struct rf_io io = { .op = RF_IOP_CONNECT, .fd = c->fd, .addr = (struct sockaddr *)&h->addr,
+			    .addrlen = h->addrlen };
+	if (rf__hconn_submit(c, &io, rf__on_connect) < 0)
+		rf__hconn_fail(c, -EIO, 1, "cannot queue a connect");
+}
+
+/* Connections take requests from a ring callback, never inside rf__http_get: its
+ * caller must not see a callback before it returns. */
+static void rf__on_kick(void *data, int64_t res)
+{
+	struct rf__http *h = data;
+	h->kick = 0;
+	for (unsigned i = 0; i < h->nconns && !h->destroying; i++)
+		rf__hconn_run(&h->c[i]);
+}
+
+int rf__http_get(struct rf__http *h, struct rf__hreq *q)
+{
+	if (!q->len || !q->cb || h->destroying)
+		return -EINVAL;
+	q->tries = 0;
+	q->err[0] = 0;
+	q->total = 0;
+	q->next = NULL;
+	if (h->tail)
+		h->tail->next = q;
+	else
+		h->head = q;
+	h->tail = q;
+	if (!h->kick) {
+		struct rf_io nop = { .op = RF_IOP_NOP };
+		int ret = rf_ring_submit(h->r, &nop, rf__on_kick, h, NULL);
+		if (ret < 0) { /* take q back out: it is the tail */
+			struct rf__hreq **pp = &h->head, *prev = NULL;
+			while (*pp != q) {
+				prev = *pp;
+				pp = &(*pp)->next;
+			}
+			*pp = NULL;
+			h->tail = prev;
+			return ret;
+		}
+		h->kick = 1;
+	}
+	return 0;
+}
+
+int rf__http_create(struct rf__http **out, struct rf_ring *r, const char *url, unsigned nconns)
+{
+	*out = NULL;
+	if (!rf__is_http(url))
+		return rf__fail(-EINVAL, "%s: expected an http://HOST[:PORT]/PATH URL", url ? url : "(null)");
+	const char *hp = url + 7, *slash = strchr(hp, '/');
+	if (!slash || slash == hp)
+		return rf__fail(-EINVAL, "%s: expected http://HOST[:PORT]/PATH (no path)", url);
+	if (strchr(url, ' ') || strchr(url, '\r') || strchr(url, '\n'))
+		return rf__fail(-EINVAL, "%s: a URL has no spaces or line breaks", url);
+	struct rf__http *h = calloc(1, sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	h->r = r;
+	h->nconns = nconns ? nconns : 4;
+	h->url = strdup(url);
+	h->host = strndup(hp, (size_t)(slash - hp));
+	h->path = strdup(slash);
+	h->c = calloc(h->nconns, sizeof(*h->c));
+	if (!h->url || !h->host || !h->path || !h->c) {
+		rf__http_destroy(h);
+		return -ENOMEM;
+	}
+	/* HOST[:PORT] ([v6]:port is not offered) */
+	char host[256], port[16] = "80";
+	const char *colon = strrchr(h->host, ':');
+	size_t hl = colon ? (size_t)(colon - h->host) : strlen(h->host);
+	if (hl == 0 || hl >= sizeof(host) || (colon && (strlen(colon + 1) == 0 ||
+	    strlen(colon + 1) >= sizeof(port) || strspn(colon + 1, "0123456789") != strlen(colon + 1)))) {
+		rf__http_destroy(h);
+		return rf__fail(-EINVAL, "%s: expected HOST or HOST:PORT after http://", url);
+	}
+	memcpy(host, h->host, hl);
+	host[hl] = 0;
+	if (colon)
+		snprintf(port, sizeof(port), "%s", colon + 1);
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *ai = NULL;
+	int g = getaddrinfo(host, port, &hints, &ai);
+	if (g || !ai) {
+		rf__http_destroy(h);
+		return rf__fail(-EHOSTUNREACH, "%s: cannot resolve %s: %s", url, host, gai_strerror(g));
+	}
+	memcpy(&h->addr, ai->ai_addr, ai->ai_addrlen);
+	h->addrlen = ai->ai_addrlen;
+	freeaddrinfo(ai);
+	for (unsigned i = 0; i < h->nconns; i++) {
+		h->c[i].h = h;
+		h->c[i].fd = -1;
+	}
+	rf__hp.on_header_field = rf__hp_field;
+	rf__hp.on_header_value = rf__hp_value;
+	rf__hp.on_headers_complete = rf__hp_headers;
+	rf__hp.on_body = rf__hp_body;
+	*out = h;
+	return 0;
+}
+
+static int rf__http_quiet(void *arg)
+{
+	struct rf__http *h = arg;
+	if (h->kick)
+		return 0;
+	for (unsigned i = 0; i < h->nconns; i++)
+		if (h->c[i].busy)
+			return 0;
+	return 1;
+}
+
+void rf__http_destroy(struct rf__http *h)
+{
+	if (!h)
+		return;
+	h->destroying = 1;
+	if (h->c) {
+		/* what is in flight is cancelled by closing its socket's requests */
+		if (!rf__http_quiet(h)) {
+			for (unsigned i = 0; i < h->nconns; i++)
+				if (h->c[i].fd >= 0)
+					shutdown(h->c[i].fd, SHUT_RDWR);
+			if (!rf_ring_in_callback(h->r))
+				rf_ring_run_until(h->r, rf__http_quiet, h, 0);
+		}
+		for (unsigned i = 0; i < h->nconns; i++)
+			rf__hconn_close(&h->c[i]);
+	}
+	struct rf__hreq *q;
+	while ((q = rf__hq_pop(h)))
+		rf__hreq_fail(h, q, -ECANCELED, "cancelled");
+	free(h->c);
+	free(h->url);
+	free(h->host);
+	free(h->path);
+	free(h);
+}
+
+/* ---- blocking ---- */
+
+struct rf__hsync {
+	int done;
+	int64_t res;
+};
+
+static void rf__hsync_cb(void *data, int64_t res)
+{
+	struct rf__hsync *s = data;
+	s->done = 1;
+	s->res = res;
+}
+
+static int rf__hsync_done(void *arg)
+{
+	return ((struct rf__hsync *)arg)->done;
+}
+
+int rf__http_read(const char *url, uint64_t off, size_t len, void *dst, uint64_t *total)
+{
+	struct rf_ring *r;
+	struct rf__http *h;
+	int ret = rf_ring_create(&r, &(struct rf_ring_opts){ .entries = 16 });
+	if (ret < 0)
+		return rf__fail(ret, "%s: cannot create a ring: %s", url, strerror(-ret));
+	ret = rf__http_create(&h, r, url, 1);
+	if (ret < 0) {
+		rf_ring_destroy(r);
+		return ret;
+	}
+	struct rf__hsync s = { 0 };
+	struct rf__hreq *q = calloc(1, sizeof(*q));
+	if (!q) {
+		rf__http_destroy(h);
+		rf_ring_destroy(r);
+		return -ENOMEM;
+	}
+	q->off = off;
+	q->len = len;
+	q->dst = dst;
+	q->cb = rf__hsync_cb;
+	q->data = &s;
+	ret = rf__http_get(h, q);
+	if (ret == 0)
+		ret = rf_ring_run_until(r, rf__hsync_done, &s, 0);
+	if (ret == 0 && s.res < 0)
+		ret = rf__fail((int)s.res, "%s", q->err);
+	if (ret == 0 && total)
+		*total = q->total;
+	rf__http_destroy(h);
+	rf_ring_destroy(r);
+	free(q);
+	return ret;
+}
+
+#else /* no http-parser */
+
+int rf__http_create(struct rf__http **out, struct rf_ring *r, const char *url, unsigned nconns)
+{
+	*out = NULL;
+	return rf__fail(-ENOTSUP, "%s: ringflow was built without libhttp-parser: no http:// data", url);
+}
+
+void rf__http_destroy(struct rf__http *h)
+{
+}
+
+int rf__http_get(struct rf__http *h, struct rf__hreq *q)
+{
+	return -ENOTSUP;
+}
+
+int rf__http_read(const char *url, uint64_t off, size_t len, void *dst, uint64_t *total)
+{
+	struct rf__http *h;
+	return rf__http_create(&h, NULL, url, 0);
+}
+#endif
