@@ -12,6 +12,8 @@
  *   when --epochs 1), and "per_epoch": [{"epoch", "seconds", "MBps", ...}].
  *
  * rf-bench loader --fmnist [DIR] [--batch B] [--epochs N] [--json]
+ * rf-bench loader --rfrec FILE|URL [--http-conns N] [...]: an .rfrec, local or over
+ *   HTTP (http://HOST:PORT/PATH: record spans by Range requests)
  *   Samples/s of full Fashion-MNIST training epochs (the gzip'd IDX pair in DIR,
  *   default /usr/share/datasets/fashion-mnist, served from memory) with decode. */
 #include <errno.h>
@@ -51,8 +53,8 @@ static int parse_u64(const char *arg, const char *val, uint64_t *out)
 
 int rf_bench_loader(int argc, char **argv)
 {
-	const char *file = NULL, *fmdir = NULL;
-	uint64_t rec = 0, hdr = 0, batch = 256, epochs = 1, prefetch = 0, streams = 2, seed = 1;
+	const char *file = NULL, *fmdir = NULL, *rfrec = NULL;
+	uint64_t rec = 0, hdr = 0, batch = 256, epochs = 1, prefetch = 0, streams = 2, seed = 1, conns = 0;
 	uint64_t chunk = 0, window = 0;
 	int json = 0, fmnist = 0, in_memory = 0, buffered = 0, no_shuffle = 0, i, ret, rc = 1;
 	struct rf_ring *ring = NULL;
@@ -92,7 +94,16 @@ int rf_bench_loader(int argc, char **argv)
 			}
 			file = v;
 			i++;
-		} else if (!strcmp(a, "--record-size"))
+		} else if (!strcmp(a, "--rfrec")) {
+			if (!v) {
+				fprintf(stderr, "rf-bench loader: --rfrec needs a path or URL\n");
+				return 2;
+			}
+			rfrec = v;
+			i++;
+		} else if (!strcmp(a, "--http-conns"))
+			u = &conns;
+		else if (!strcmp(a, "--record-size"))
 			u = &rec;
 		else if (!strcmp(a, "--header"))
 			u = &hdr;
@@ -114,7 +125,8 @@ int rf_bench_loader(int argc, char **argv)
 			fprintf(stderr, "rf-bench loader: unknown argument '%s' (expected --file F "
 				"--record-size S [--header H] [--batch B] [--epochs N] [--prefetch N] "
 				"[--streams N] [--seed S] [--chunk BYTES] [--window W] [--in-memory] "
-				"[--buffered] [--no-shuffle] [--json], or --fmnist [DIR])\n", a);
+				"[--buffered] [--no-shuffle] [--json], or --fmnist [DIR], or --rfrec FILE|URL "
+				"[--http-conns N])\n", a);
 			return 2;
 		}
 		if (u) {
@@ -123,7 +135,7 @@ int rf_bench_loader(int argc, char **argv)
 			i++;
 		}
 	}
-	if (!fmnist && (!file || !rec)) {
+	if (!fmnist && !rfrec && (!file || !rec)) {
 		fprintf(stderr, "rf-bench loader: need --file F --record-size S (or --fmnist [DIR])\n");
 		return 2;
 	}
@@ -132,7 +144,9 @@ int rf_bench_loader(int argc, char **argv)
 		return 2;
 	}
 
-	if (fmnist) {
+	if (rfrec) {
+		ret = rf_dataset_open_rfrec(&ds, rfrec, 0);
+	} else if (fmnist) {
 		char ip[512], lp[512];
 		if (!fmdir)
 			fmdir = "/usr/share/datasets/fashion-mnist";
@@ -165,6 +179,7 @@ int rf_bench_loader(int argc, char **argv)
 	o.window_chunks = (unsigned)window;
 	o.in_memory = in_memory;
 	o.buffered = buffered;
+	o.http_conns = (unsigned)conns;
 	ret = rf_loader_create(&l, e, &ds, &o);
 	if (ret < 0) {
 		fprintf(stderr, "rf-bench loader: %s\n", rf_last_error());
@@ -227,7 +242,7 @@ int rf_bench_loader(int argc, char **argv)
 			       jlen < sizeof(jep) ? jep : "");
 		else
 			printf("%s: %.1f MB/s, %.0f samples/s (epochs %s), %" PRIu64 " reads, %.1f MB read\n",
-			       fmnist ? "fashion-mnist" : file, mb / steady_s, steady_n / steady_s,
+			       fmnist ? "fashion-mnist" : rfrec ? rfrec : file, mb / steady_s, steady_n / steady_s,
 			       epochs > 1 ? "after the first" : "all", st.reads, st.read_bytes / 1e6);
 	}
 	rc = 0;

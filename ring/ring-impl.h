@@ -67,7 +67,8 @@ enum {
 	RF__RQ_ZC = 1u << 14,        /* send through IORING_OP_SEND_ZC */
 	RF__RQ_FAKE = 1u << 15,      /* fault injection: a NOP whose result is scratch */
 	RF__RQ_PARKED = 1u << 16,    /* multishot recv waiting for a buffer: not in the kernel */
-	RF__RQ_SOCKFAULT = 1u << 17  /* fault injection at submission (send, recv) */
+	RF__RQ_SOCKFAULT = 1u << 17, /* fault injection at submission (send, recv) */
+	RF__RQ_ZDONE = 1u << 18      /* zero-copy send over: result in scratch, waits notifs */
 };
 
 struct rf__req {
@@ -245,12 +246,36 @@ RF__HIDDEN int rf__sq_room(struct rf_ring *r, unsigned n);
 /* Link sqe to a timeout at the request's deadline (the SQ has room: rf__sq_room). */
 RF__HIDDEN void rf__link_deadline(struct rf_ring *r, struct rf__req *q, struct io_uring_sqe *sqe);
 
+/* A provided-buffer group (ring-ops.h), kept by multishot.c. */
+struct rf_bufgroup {
+	struct rf_ring *r;
+	struct io_uring_buf_ring *br;
+	size_t br_len;
+	char *bufs;
+	size_t map_len, bufsz;
+	unsigned nbufs, avail;
+	uint16_t bgid;
+	unsigned users;        /* multishot receives using the group */
+	uint8_t *out;          /* out[i]: buffer i is with a caller */
+	struct rf__req *parked; /* receives waiting for a buffer (linked by next_free) */
+	struct rf_bufgroup *next;
+};
+
 /* ops.c (called by dispatch.c and setup.c) */
 RF__HIDDEN void rf__ops_probe(struct rf_ring *r);
 /* (Re)queue the current piece of any cancellable request. */
 RF__HIDDEN int rf__requeue(struct rf_ring *r, struct rf__req *q);
 /* A CQE for an ops.c request; returns the number of callbacks run. */
 RF__HIDDEN int rf__ops_complete(struct rf_ring *r, struct rf__req *q, int32_t res, uint32_t cflags);
+/* Queue the current piece of an ops.c or multishot request. */
+RF__HIDDEN int rf__ops_queue(struct rf_ring *r, struct rf__req *q);
+/* The request is over with res (a zero-copy send waits for its notifications); 1 if
+ * its callback ran. */
+RF__HIDDEN int rf__ops_done(struct rf_ring *r, struct rf__req *q, int64_t res);
+/* ret == 0: the request went on; else it is over with ret. */
+RF__HIDDEN int rf__ops_again(struct rf_ring *r, struct rf__req *q, int ret);
+/* multishot.c: a CQE of a multishot request; the number of callbacks run. */
+RF__HIDDEN int rf__ms_complete(struct rf_ring *r, struct rf__req *q, int32_t res, uint32_t cflags);
 /* Teardown: deliver parked receives (not in the kernel) as cancelled. */
 RF__HIDDEN void rf__ops_teardown(struct rf_ring *r);
 /* After every request is reaped: unregister and free the buffer groups. */

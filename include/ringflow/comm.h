@@ -58,6 +58,7 @@ int rf_comm_create(struct rf_engine *e, const struct rf_comm_opts *opts, struct 
 /* Finalize MPI on the comm stream after every collective pushed so far, then stop it. */
 void rf_comm_destroy(struct rf_comm *c);
 
+/* This process's rank in the communicator (0-based), and the number of ranks. */
 int rf_comm_rank(const struct rf_comm *c);
 int rf_comm_size(const struct rf_comm *c);
 /* This rank's place among the ranks on its machine (MPI_COMM_TYPE_SHARED; where that

@@ -187,6 +187,7 @@ int rf_dataset_read_record(const struct rf_dataset *ds, uint64_t i, void *payloa
  * Returns snprintf's result. */
 int rf_dataset_describe(const struct rf_dataset *ds, char *buf, size_t len);
 
+/* Where record i's payload lies: its source (ds->src index), byte offset and length. */
 static inline void rf_dataset_payload_loc(const struct rf_dataset *ds, uint64_t i,
 					  struct rf_dataset_loc *loc)
 {

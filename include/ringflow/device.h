@@ -68,6 +68,8 @@ int rf_device_open(struct rf_engine *e, const char *spec, struct rf_device **out
  * held otherwise). NULL is ignored. */
 void rf_device_close(struct rf_device *d);
 
+/* What a device is (RF_DEVICE_CPU or RF_DEVICE_CUDA), and its name ("cpu:0",
+ * "cuda:1"; owned by the device). */
 enum rf_device_kind rf_device_kind(const struct rf_device *d);
 const char *rf_device_name(const struct rf_device *d);    /* "cpu:0", "cuda:1" */
 struct rf_engine *rf_device_engine(const struct rf_device *d);

@@ -142,6 +142,7 @@ const char *rf_loader_batch_error(const struct rf_loader *l, const struct rf_bat
 /* The last read failure of this loader as text, "" if none. Owned by the loader. */
 const char *rf_loader_last_error(const struct rf_loader *l);
 
+/* A snapshot of the loader's counters (reads, bytes, waits, mode) into *st. */
 void rf_loader_get_stats(const struct rf_loader *l, struct rf_loader_stats *st);
 
 #ifdef __cplusplus

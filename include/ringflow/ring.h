@@ -85,6 +85,8 @@ int rf_ring_create(struct rf_ring **out, const struct rf_ring_opts *opts);
  * requests run with -ECANCELED), then free. Notifiers must be destroyed first. */
 void rf_ring_destroy(struct rf_ring *r);
 
+/* What the kernel gave the ring (setup flags, sizes, notifier mode), and a snapshot of
+ * its counters. */
 void rf_ring_get_info(const struct rf_ring *r, struct rf_ring_info *info);
 void rf_ring_get_stats(const struct rf_ring *r, struct rf_ring_stats *st);
 
@@ -102,6 +104,8 @@ enum {
 	RF_IO_NO_RETRY_SHORT = 1u << 2 /* report short transfers as they come */
 };
 
+/* Read len bytes at off (UINT64_MAX: the file position) of fd into buf, or write
+ * them: cb gets the byte count (see above) or -errno. */
 int rf_ring_read(struct rf_ring *r, int fd, void *buf, size_t len, uint64_t off,
 		 unsigned flags, rf_io_cb cb, void *data, rf_req_id *id);
 int rf_ring_write(struct rf_ring *r, int fd, const void *buf, size_t len, uint64_t off,

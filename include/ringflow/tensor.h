@@ -47,6 +47,8 @@ struct rf_tensor {
 #define RF_DIMS(...) (int)(sizeof((int64_t[]){ __VA_ARGS__ }) / sizeof(int64_t)), \
 	(const int64_t[]){ __VA_ARGS__ }
 
+/* Bytes per element of a tensor element type, and its name ("f32", ...: a static
+ * string). */
 size_t rf_tdtype_size(enum rf_tdtype dt);
 const char *rf_tdtype_name(enum rf_tdtype dt);
 

@@ -1,0 +1,334 @@
+/* ring/multishot.c -- multishot accept, recv into a provided-buffer group and poll
+ * (one request, many completions; rearmed where the kernel ends them), the buffer
+ * groups themselves, rf_ring_cancel (which must find parked receives) and the
+ * teardown of what ops.c and this file keep outside the kernel. */
+#include "ring-impl.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+/* ---- multishot ------------------------------------------------------------------------ */
+
+static void rf__unpark(struct rf_bufgroup *g, struct rf__req *q)
+{
+	for (struct rf__req **pp = &g->parked; *pp; pp = &(*pp)->next_free)
+		if (*pp == q) {
+			*pp = q->next_free;
+			break;
+		}
+	q->next_free = NULL;
+	q->flags &= ~RF__RQ_PARKED;
+}
+
+static void rf__ms_finish(struct rf_ring *r, struct rf__req *q, int64_t res)
+{
+	rf_multi_cb cb = q->mcb;
+	void *data = q->data;
+	if (q->op == RF__OP_RECV_MS)
+		((struct rf_bufgroup *)q->u.owner)->users--;
+	rf__req_free(r, q);
+	if (cb) {
+		r->cb_depth++;
+		cb(data, res, NULL, 0);
+		r->cb_depth--;
+	}
+}
+
+/* Queue a NOP carrying the request's user_data: it completes the request (cancelled)
+ * from the ring, as every callback must. */
+static int rf__queue_nop(struct rf_ring *r, struct rf__req *q)
+{
+	int err = 0;
+	struct io_uring_sqe *sqe = rf__sqe(r, &err);
+	if (!sqe)
+		return err;
+	io_uring_prep_nop(sqe);
+	io_uring_sqe_set_data64(sqe, rf__req_ud(q));
+	return 0;
+}
+
+int rf__ms_complete(struct rf_ring *r, struct rf__req *q, int32_t res, uint32_t cflags)
+{
+	int more = (cflags & IORING_CQE_F_MORE) != 0;
+	int cancelled = (q->flags & RF__RQ_CANCELLED) != 0;
+	struct rf_bufgroup *g = q->op == RF__OP_RECV_MS ? q->u.owner : NULL;
+	void *buf = NULL;
+	if (g && (cflags & IORING_CQE_F_BUFFER)) {
+		unsigned bid = cflags >> IORING_CQE_BUFFER_SHIFT;
+		if (bid < g->nbufs) {
+			buf = g->bufs + (size_t)bid * g->bufsz;
+			g->out[bid] = 1;
+			g->avail--;
+		}
+	}
+	int event = q->op == RF__OP_ACCEPT_MS ? res >= 0 : res > 0;
+	if (event) {
+		if (g)
+			r->st.bytes_read += (uint64_t)res;
+		q->retries = 0;
+		int err = 0;
+		if (!more && !cancelled) {
+			r->st.multishot_rearms++;
+			err = rf__ops_queue(r, q); /* the kernel ended it: rearm */
+		}
+		r->cb_depth++;
+		q->mcb(q->data, res, buf, 1);
+		r->cb_depth--;
+		if (!more && (cancelled || err)) {
+			rf__ms_finish(r, q, cancelled ? -ECANCELED : err);
+			return 2;
+		}
+		return 1;
+	}
+	if (buf) /* cannot happen: a buffer comes only with data */
+		rf_bufgroup_put(g, buf);
+	if (more)
+		return 0; /* an error that does not end the request: nothing to say */
+	if (!cancelled && g && res == -ENOBUFS) {
+		if (g->avail)
+			return rf__ops_again(r, q, rf__ops_queue(r, q));
+		q->flags |= RF__RQ_PARKED;
+		q->next_free = g->parked;
+		g->parked = q;
+		return 0;
+	}
+	if (!cancelled && (res == -EAGAIN || res == -EINTR) && q->retries < RF__RETRY_MAX) {
+		/* at once: u holds the buffer group, not a backoff timeout */
+		q->retries++;
+		r->st.retries++;
+		int ret = rf__ops_queue(r, q);
+		if (ret == 0)
+			return 0;
+		res = ret;
+	}
+	if (!cancelled && res == -EINVAL && !r->no_multishot) {
+		/* A kernel without this multishot flavour: one-shot requests rearmed. */
+		r->no_multishot = 1;
+		int ret = rf__ops_queue(r, q);
+		if (ret == 0)
+			return 0;
+		res = ret;
+	}
+	if (cancelled)
+		res = -ECANCELED;
+	rf__ms_finish(r, q, res);
+	return 1;
+}
+
+static int rf__ms_start(struct rf_ring *r, int op, int fd, unsigned flags, struct rf_bufgroup *g,
+			unsigned events, rf_multi_cb cb, void *data, rf_req_id *id)
+{
+	if (r->destroying)
+		return -ESHUTDOWN;
+	if (!cb || (flags & ~(RF_IO_FIXED_FILE | RF_IO_ALLOC_SLOT)) ||
+	    ((flags & RF_IO_ALLOC_SLOT) && op != RF__OP_ACCEPT_MS))
+		return -EINVAL;
+	struct rf__req *q = rf__req_alloc(r, 1);
+	if (!q)
+		return -ENOMEM;
+	q->op = (uint8_t)op;
+	q->fd = fd;
+	q->flags |= flags;
+	q->mcb = cb;
+	q->data = data;
+	q->buf = NULL;
+	q->len = 0;
+	q->off = events;
+	q->u.owner = g;
+	if (g)
+		g->users++;
+	int ret = rf__ops_queue(r, q);
+	if (ret < 0) {
+		if (g)
+			g->users--;
+		rf__req_free(r, q);
+		return ret;
+	}
+	if (id)
+		*id = rf__req_id(q);
+	return 0;
+}
+
+int rf_ring_accept_multishot(struct rf_ring *r, int fd, unsigned flags, rf_multi_cb cb,
+			     void *data, rf_req_id *id)
+{
+	return rf__ms_start(r, RF__OP_ACCEPT_MS, fd, flags, NULL, 0, cb, data, id);
+}
+
+int rf_ring_recv_multishot(struct rf_ring *r, int fd, struct rf_bufgroup *g, unsigned flags,
+			   rf_multi_cb cb, void *data, rf_req_id *id)
+{
+	if (!g || g->r != r)
+		return -EINVAL;
+	return rf__ms_start(r, RF__OP_RECV_MS, fd, flags, g, 0, cb, data, id);
+}
+
+int rf_ring_poll_multishot(struct rf_ring *r, int fd, unsigned events, unsigned flags,
+			   rf_multi_cb cb, void *data, rf_req_id *id)
+{
+	return rf__ms_start(r, RF__OP_POLL_MS, fd, flags, NULL, events, cb, data, id);
+}
+
+int rf_ring_cancel(struct rf_ring *r, rf_req_id id)
+{
+	struct rf__req *q = rf__req_by_id(r, id);
+	if (!q || q->op >= RF__OP_INTERNAL)
+		return -ENOENT;
+	if (q->flags & RF__RQ_CANCELLED)
+		return 0;
+	q->flags |= RF__RQ_CANCELLED;
+	if (q->flags & RF__RQ_PARKED) {
+		rf__unpark(q->u.owner, q);
+		return rf__queue_nop(r, q);
+	}
+	rf__cancel_req(r, q);
+	return 0;
+}
+
+void rf__ops_teardown(struct rf_ring *r)
+{
+	/* zero-copy sends that only wait for notifications: over now (rf__ops_done) */
+	for (unsigned s = 0; s < r->nslabs; s++)
+		for (unsigned i = 0; i < RF__SLAB_SIZE; i++) {
+			struct rf__req *q = &r->slabs[s][i];
+			if (q->live && (q->flags & RF__RQ_ZDONE))
+				rf__req_finish(r, q, -ECANCELED);
+		}
+	for (struct rf_bufgroup *g = r->groups; g; g = g->next)
+		while (g->parked) {
+			struct rf__req *q = g->parked;
+			rf__unpark(g, q);
+			if (rf__queue_nop(r, q) < 0)
+				rf__ms_finish(r, q, -ECANCELED);
+		}
+}
+
+/* ---- buffer groups --------------------------------------------------------------------- */
+
+int rf_bufgroup_create(struct rf_ring *r, unsigned nbufs, size_t bufsz, struct rf_bufgroup **out)
+{
+	*out = NULL;
+	if (!nbufs || nbufs > 32768 || (nbufs & (nbufs - 1)) || !bufsz || bufsz > UINT32_MAX)
+		return -EINVAL;
+	if (r->next_bgid == UINT16_MAX)
+		return -ENOSPC;
+	struct rf_bufgroup *g = calloc(1, sizeof(*g));
+	if (!g)
+		return -ENOMEM;
+	g->out = calloc(nbufs, 1);
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	g->br_len = ((size_t)nbufs * sizeof(struct io_uring_buf) + page - 1) / page * page;
+	g->map_len = ((size_t)nbufs * bufsz + page - 1) / page * page;
+	void *br = mmap(NULL, g->br_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	void *bufs = mmap(NULL, g->map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	int ret = 0;
+	if (!g->out || br == MAP_FAILED || bufs == MAP_FAILED) {
+		ret = -ENOMEM;
+		goto fail;
+	}
+	g->br = br;
+	g->bufs = bufs;
+	g->r = r;
+	g->bufsz = bufsz;
+	g->nbufs = nbufs;
+	g->bgid = r->next_bgid;
+	io_uring_buf_ring_init(g->br);
+	struct io_uring_buf_reg reg = { .ring_addr = (uintptr_t)br, .ring_entries = nbufs,
+					.bgid = g->bgid };
+	ret = io_uring_register_buf_ring(&r->ring, &reg, 0);
+	if (ret < 0)
+		goto fail;
+	r->next_bgid++;
+	for (unsigned i = 0; i < nbufs; i++)
+		io_uring_buf_ring_add(g->br, g->bufs + (size_t)i * bufsz, (unsigned)bufsz, (unsigned short)i,
+				      io_uring_buf_ring_mask(nbufs), (int)i);
+	io_uring_buf_ring_advance(g->br, (int)nbufs);
+	g->avail = nbufs;
+	g->next = r->groups;
+	r->groups = g;
+	*out = g;
+	return 0;
+fail:
+	if (br != MAP_FAILED)
+		munmap(br, g->br_len);
+	if (bufs != MAP_FAILED)
+		munmap(bufs, g->map_len);
+	free(g->out);
+	free(g);
+	return ret;
+}
+
+int rf_bufgroup_put(struct rf_bufgroup *g, void *buf)
+{
+	char *p = buf;
+	if (p < g->bufs || p >= g->bufs + (size_t)g->nbufs * g->bufsz ||
+	    (size_t)(p - g->bufs) % g->bufsz)
+		return -EINVAL;
+	unsigned bid = (unsigned)((size_t)(p - g->bufs) / g->bufsz);
+	if (!g->out[bid])
+		return -EALREADY;
+	g->out[bid] = 0;
+	io_uring_buf_ring_add(g->br, p, (unsigned)g->bufsz, (unsigned short)bid,
+			      io_uring_buf_ring_mask(g->nbufs), 0);
+	io_uring_buf_ring_advance(g->br, 1);
+	g->avail++;
+	while (g->parked) {
+		struct rf__req *q = g->parked;
+		rf__unpark(g, q);
+		if (rf__ops_queue(g->r, q) < 0) { /* the SQ cannot be flushed: try later */
+			q->flags |= RF__RQ_PARKED;
+			q->next_free = g->parked;
+			g->parked = q;
+			break;
+		}
+	}
+	return 0;
+}
+
+size_t rf_bufgroup_bufsz(const struct rf_bufgroup *g)
+{
+	return g->bufsz;
+}
+
+unsigned rf_bufgroup_available(const struct rf_bufgroup *g)
+{
+	return g->avail;
+}
+
+static void rf__group_free(struct rf_ring *r, struct rf_bufgroup *g)
+{
+	io_uring_unregister_buf_ring(&r->ring, g->bgid);
+	munmap(g->br, g->br_len);
+	munmap(g->bufs, g->map_len);
+	free(g->out);
+	free(g);
+}
+
+int rf_bufgroup_destroy(struct rf_bufgroup *g)
+{
+	if (!g)
+		return 0;
+	if (g->users)
+		return -EBUSY;
+	struct rf_ring *r = g->r;
+	for (struct rf_bufgroup **pp = &r->groups; *pp; pp = &(*pp)->next)
+		if (*pp == g) {
+			*pp = g->next;
+			break;
+		}
+	rf__group_free(r, g);
+	return 0;
+}
+
+void rf__groups_free(struct rf_ring *r)
+{
+	while (r->groups) {
+		struct rf_bufgroup *g = r->groups;
+		r->groups = g->next;
+		rf__group_free(r, g);
+	}
+}
+
