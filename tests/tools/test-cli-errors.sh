@@ -1,5 +1,5 @@
 #!/bin/sh
-# test-cli-errors: every option of rf-train, rf-pack, rf-iobench and rf-infer given bad values
+# test-cli-errors: every option of rf-train, rf-pack, rf-iobench, rf-infer and rf-httpd given bad values
 # and unusable paths. Each case must exit with the expected non-zero status (2 a bad
 # argument, 1 a path that cannot be used) within 20 s (so a FIFO that blocks open()
 # fails the test instead of hanging it), print exactly one line on stderr naming the
@@ -434,6 +434,29 @@ printf '{"format": "ringflow-export", "version": 2}' > "$T/ex/model.json"
 bad $I "$T/ex/model.json" 1 "version 2" "$T/ex"
 printf '{"format": "ringflow-export", "version": 1, "model": "vgg"}' > "$T/ex/model.json"
 bad $I "$T/ex/model.json" 1 "model \"vgg\" && mlp|lenet|resnet18" "$T/ex"
+fi
+
+# ---- rf-httpd (examples/) ---------------------------------------------------------------
+if [ "$WHICH" = rf-httpd ]; then
+H=rf-httpd
+mkdir -p "$T/www"
+ints $H --port 0 65535 "$T/www"
+ints $H --buffers 1 32768 "$T/www"
+bad $H --bind 2 "'300.1.1.1' && IPv4" "$T/www" --bind 300.1.1.1
+bad $H --bind 2 "needs a value" "$T/www" --bind
+bad $H --help 2 "unknown option" --help=1
+bad $H --bogus 2 "unknown option" "$T/www" --bogus
+bad $H DIR 2 "missing DIR"
+bad $H "unexpected argument" 2 "$T/www" "$T/www" "$T/www"
+bad $H "$T/nope" 1 "cannot open directory" "$T/nope"
+: > "$T/file"
+bad $H "$T/file" 1 "cannot open directory && Not a directory" "$T/file"
+# a port already taken: the listener's own error, naming address and port
+python3 -c 'import socket,time,sys; s=socket.socket(); s.bind(("127.0.0.1",0)); s.listen(); print(s.getsockname()[1], flush=True); time.sleep(30)' > "$T/port" &
+busy=$!
+for i in 1 2 3 4 5 6 7 8 9 10; do [ -s "$T/port" ] && break; sleep 0.2; done
+bad $H "127.0.0.1:$(cat "$T/port")" 1 "cannot listen" "$T/www" --port "$(cat "$T/port")"
+kill $busy 2>/dev/null
 fi
 
 [ -c "$dev" ] && [ -c /dev/null ] || fail "$dev or /dev/null is no longer a character device"
