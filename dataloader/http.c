@@ -209,7 +209,9 @@ static void rf__on_body(void *data, int64_t res)
 
 static int rf__hconn_submit(struct rf__hconn *c, struct rf_io *io, rf_io_cb cb)
 {
-	io->timeout_ns = RF__HTTP_TIMEOUT_NS;
+	/* a stall past 10 s fails; a long body gets 1 s more per 8 MiB (one deadline
+	 * covers the whole MSG_WAITALL receive) */
+	io->timeout_ns = RF__HTTP_TIMEOUT_NS + (uint64_t)(io->len >> 23) * 1000000000ull;
 	int ret = rf_ring_submit(c->h->r, io, cb, c, NULL);
 	if (ret == 0)
 		c->busy = 1;
@@ -222,7 +224,9 @@ static const char *rf__check_range(struct rf__hconn *c)
 	unsigned long long a, b, t;
 	char star;
 	c->cr[c->crlen] = 0;
-	if (sscanf(c->cr, "bytes %llu-%llu/%llu", &a, &b, &t) != 3) {
+	if (sscanf(c->cr, "bytes %llu-%llu/%c", &a, &b, &star) == 3 && star == '*') {
+		t = 0; /* total unknown: fine for a range */
+	} else if (sscanf(c->cr, "bytes %llu-%llu/%llu", &a, &b, &t) != 3) {
 		if (sscanf(c->cr, "bytes %c/%llu", &star, &t) == 2 && star == '*')
 			return "Content-Range says the range is past the end";
 		return "206 without a usable Content-Range";
@@ -271,7 +275,11 @@ static void rf__on_headers(void *data, int64_t res)
 	const char *bad = rf__check_range(c);
 	if (bad)
 		return rf__hconn_fail(c, -EPROTO, 0, bad);
-	if (c->p.content_length != (uint64_t)-1 && c->got + c->p.content_length != c->q->len)
+	/* the body is received raw after this: a chunked one (no Content-Length) would
+	 * land in the batch with its chunk-size lines */
+	if (c->p.content_length == (uint64_t)-1 || (c->p.flags & F_CHUNKED))
+		return rf__hconn_fail(c, -EPROTO, 0, "206 without a Content-Length (chunked?)");
+	if (c->got + c->p.content_length != c->q->len)
 		return rf__hconn_fail(c, -EPROTO, 0, "Content-Length disagrees with Content-Range");
 	if (c->got == c->q->len)
 		return rf__hconn_done(c);
@@ -402,6 +410,9 @@ int rf__http_create(struct rf__http **out, struct rf_ring *r, const char *url, u
 		return rf__fail(-EINVAL, "%s: expected http://HOST[:PORT]/PATH (no path)", url);
 	if (strchr(url, ' ') || strchr(url, '\r') || strchr(url, '\n'))
 		return rf__fail(-EINVAL, "%s: a URL has no spaces or line breaks", url);
+	if (strlen(url) > 700) /* the request line and Host header fit the send buffer */
+		return rf__fail(-ENAMETOOLONG, "%.80s...: URL of %zu characters, expected at most 700",
+				url, strlen(url));
 	struct rf__http *h = calloc(1, sizeof(*h));
 	if (!h)
 		return -ENOMEM;
@@ -411,6 +422,8 @@ int rf__http_create(struct rf__http **out, struct rf_ring *r, const char *url, u
 	h->host = strndup(hp, (size_t)(slash - hp));
 	h->path = strdup(slash);
 	h->c = calloc(h->nconns, sizeof(*h->c));
+	for (unsigned i = 0; h->c && i < h->nconns; i++)
+		h->c[i].fd = -1; /* before any failure: destroy closes fds >= 0 */
 	if (!h->url || !h->host || !h->path || !h->c) {
 		rf__http_destroy(h);
 		return -ENOMEM;

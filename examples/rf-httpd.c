@@ -300,8 +300,11 @@ static int resolve(const char *url, size_t n, char *out)
 	while (*p == '/')
 		p++;
 	memmove(out, p, strlen(p) + 1);
-	if (!*out || out[strlen(out) - 1] == '/')
+	if (!*out || out[strlen(out) - 1] == '/') {
+		if (strlen(out) + sizeof("index.html") > URL_MAX)
+			return 414;
 		strcat(out, "index.html");
+	}
 	return 0;
 }
 
@@ -452,8 +455,9 @@ static void on_read(void *data, int64_t res)
 	}
 	c->off += want;
 	c->left -= want;
-	send_buf(c, c->hlen + want, 0);
-	c->hlen = 0;
+	size_t n = c->hlen + want;
+	c->hlen = 0; /* before the send: a failed one may free c */
+	send_buf(c, n, 0);
 }
 
 static void splice_in(struct conn *c);
@@ -776,10 +780,24 @@ static void on_stop(void *data, uint32_t count)
 		rf_ring_cancel(ring, accept_id);
 }
 
+static void on_accept_end(void *data, int64_t res, void *buf, int more);
+
+static void rearm_accept(void *data, int64_t res)
+{
+	accept_id = 0;
+	if (!stopping && rf_ring_accept_multishot(ring, lfd, 0, on_accept_end, NULL, &accept_id) < 0)
+		accept_id = 0;
+}
+
 static void on_accept_end(void *data, int64_t res, void *buf, int more)
 {
-	if (!more)
+	if (!more) {
 		accept_id = 0;
+		/* the kernel ended the accept on an error (EMFILE, ...): listen again in
+		 * 100 ms, not at once, so a lack of fds does not spin */
+		if (!stopping && rf_ring_timeout(ring, 100000000ull, rearm_accept, NULL, &accept_id) < 0)
+			accept_id = 0;
+	}
 	on_accept(data, res, buf, more);
 }
 

@@ -63,6 +63,8 @@ static int rf__retry_fire(struct rf_ring *r, struct rf__req *q)
 	int ret = (q->flags & RF__RQ_CANCELLED) ? -ECANCELED : rf__requeue(r, q);
 	if (ret == 0)
 		return 0;
+	if (q->op >= RF__OP_IO && q->op < RF__OP_ACCEPT_MS)
+		return rf__ops_done(r, q, ret); /* a zero-copy send waits for its notifications */
 	rf__req_finish(r, q, ret);
 	return 1;
 }

@@ -88,8 +88,13 @@ int rf__ms_complete(struct rf_ring *r, struct rf__req *q, int32_t res, uint32_t 
 	if (more)
 		return 0; /* an error that does not end the request: nothing to say */
 	if (!cancelled && g && res == -ENOBUFS) {
-		if (g->avail)
-			return rf__ops_again(r, q, rf__ops_queue(r, q));
+		if (g->avail) {
+			int ret = rf__ops_queue(r, q);
+			if (ret == 0)
+				return 0;
+			rf__ms_finish(r, q, ret);
+			return 1;
+		}
 		q->flags |= RF__RQ_PARKED;
 		q->next_free = g->parked;
 		g->parked = q;
@@ -99,14 +104,6 @@ int rf__ms_complete(struct rf_ring *r, struct rf__req *q, int32_t res, uint32_t 
 		/* at once: u holds the buffer group, not a backoff timeout */
 		q->retries++;
 		r->st.retries++;
-		int ret = rf__ops_queue(r, q);
-		if (ret == 0)
-			return 0;
-		res = ret;
-	}
-	if (!cancelled && res == -EINVAL && !r->no_multishot) {
-		/* A kernel without this multishot flavour: one-shot requests rearmed. */
-		r->no_multishot = 1;
 		int ret = rf__ops_queue(r, q);
 		if (ret == 0)
 			return 0;

@@ -12,7 +12,9 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 #include <sys/mman.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 /* What a descriptor needs past submission: a copy of it, with its strings, socket
@@ -43,6 +45,12 @@ static const uint8_t rf__kop[] = {
 
 void rf__ops_probe(struct rf_ring *r)
 {
+	/* multishot recv came with 6.0 (accept 5.19, poll 5.13): older kernels get the
+	 * rearmed one-shot requests */
+	struct utsname u;
+	unsigned maj = 0, min = 0;
+	if (uname(&u) == 0 && sscanf(u.release, "%u.%u", &maj, &min) == 2 && maj < 6)
+		r->no_multishot = 1;
 	struct io_uring_probe *p = io_uring_get_probe_ring(&r->ring);
 	for (unsigned op = 0; op < sizeof(r->op_ok); op++)
 		r->op_ok[op] = p ? (uint8_t)io_uring_opcode_supported(p, (int)op) : 1;
@@ -418,6 +426,14 @@ int rf__ops_again(struct rf_ring *r, struct rf__req *q, int ret)
 
 int rf__ops_complete(struct rf_ring *r, struct rf__req *q, int32_t res, uint32_t cflags)
 {
+	/* a zero-copy notification first: it may come while a faked piece is queued */
+	if (q->op == RF__OP_IO + RF_IOP_SEND_ZC && (cflags & IORING_CQE_F_NOTIF)) {
+		if (q->nnotif && --q->nnotif == 0 && (q->flags & RF__RQ_ZDONE)) {
+			rf__req_finish(r, q, (int64_t)q->scratch);
+			return 1;
+		}
+		return 0;
+	}
 	if (q->flags & RF__RQ_FAKE) {
 		q->flags &= ~RF__RQ_FAKE;
 		res = (int32_t)(int64_t)q->scratch;
@@ -425,13 +441,6 @@ int rf__ops_complete(struct rf_ring *r, struct rf__req *q, int32_t res, uint32_t
 	if (q->op >= RF__OP_ACCEPT_MS)
 		return rf__ms_complete(r, q, res, cflags);
 	if (q->op == RF__OP_IO + RF_IOP_SEND_ZC) {
-		if (cflags & IORING_CQE_F_NOTIF) {
-			if (q->nnotif && --q->nnotif == 0 && (q->flags & RF__RQ_ZDONE)) {
-				rf__req_finish(r, q, (int64_t)q->scratch);
-				return 1;
-			}
-			return 0;
-		}
 		if (cflags & IORING_CQE_F_MORE)
 			q->nnotif++;
 		/* A socket that does not do zero copy (AF_UNIX): plain sends from here on. */
@@ -440,9 +449,19 @@ int rf__ops_complete(struct rf_ring *r, struct rf__req *q, int32_t res, uint32_t
 			return rf__ops_again(r, q, rf__ops_queue(r, q));
 		}
 	}
+	unsigned iop = rf__iop(q);
+	if ((q->flags & RF__RQ_CANCELLED) && res >= 0 &&
+	    (iop == RF_IOP_OPENAT || iop == RF_IOP_SOCKET || iop == RF_IOP_ACCEPT)) {
+		/* it made a file before the cancel took: never leak it */
+		if (!r->destroying)
+			return rf__ops_done(r, q, res);
+		if (!(q->flags & RF_IO_ALLOC_SLOT))
+			close(res); /* (a slot goes with the ring's table) */
+	}
+	if ((q->flags & RF__RQ_CANCELLED) && res > 0 && iop == RF_IOP_RECV && !r->destroying)
+		return rf__ops_done(r, q, (int64_t)q->done + res); /* bytes taken: report them */
 	if (q->flags & RF__RQ_CANCELLED)
 		return rf__ops_done(r, q, -ECANCELED);
-	unsigned iop = rf__iop(q);
 	switch (iop) {
 	case RF_IOP_SEND:
 	case RF_IOP_SEND_ZC:

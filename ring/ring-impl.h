@@ -88,9 +88,10 @@ struct rf__req {
 	uint8_t op;
 	uint8_t live;
 	uint8_t retries;     /* -EAGAIN/-EINTR results in a row (reads, writes) */
-	uint8_t nnotif;      /* zero-copy send: notification CQEs still to come */
+
 	uint64_t scratch;    /* eventfd reads land here: lives as long as the request */
 	uint64_t deadline;   /* RF__RQ_DEADLINE: CLOCK_MONOTONIC ns */
+	uint32_t nnotif;     /* zero-copy send: notification CQEs still to come */
 	void *ext;           /* ops.c: struct rf__ext (malloc'd copy of the descriptor), or
 			      * the buffer group of a multishot recv; freed with the request */
 	union {

@@ -122,6 +122,7 @@ try:
     # errors
     for path, method, want in [("/nope", "GET", 404), ("/sub/", "GET", 404), ("/sub", "GET", 404),
                                ("/small.bin", "POST", 405), ("/" + "a" * 3000, "GET", 414),
+                               ("/" + "a" * 2040 + "/", "GET", 414),
                                ("/../etc/passwd", "GET", 400), ("/sub/%2e%2e/%2e%2e/x", "GET", 400),
                                ("/bad%zz", "GET", 400)]:
         st, h, body = request(port, path, method)
