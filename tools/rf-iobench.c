@@ -1,13 +1,21 @@
 /* rf-iobench -- storage throughput and latency through the ringflow reactor, with
  * the knobs fio's io_uring engine has, so the two can be compared on the same file:
  *
- *   rf-iobench --file F --rw read|randread|write|randwrite --bs SIZE --qd N
- *              [--direct] [--fixedbufs] [--size SIZE] [--runtime SEC] [--batch N]
+ *   rf-iobench --file F --rw read|randread|write|randwrite|rw|randrw --bs SIZE --qd N
+ *              [--rwmixread PCT] [--direct] [--fixedbufs] [--size SIZE] [--runtime SEC]
+ *              [--batch N] [--norandommap] [--fsync N | --fdatasync N] [--end-fsync]
  *              [--json] [--force]
  *
- * qd requests stay in flight; each completion records its submit-to-complete latency
- * in a log-linear histogram and queues the next I/O from its callback, so every loop
- * turn submits a batch with one io_uring_enter. The file is always registered (fixed
+ * qd requests stay in flight; each completion queues the next I/O from its callback,
+ * so every loop turn submits a batch with one io_uring_enter. Latencies are fio's:
+ * slat (queued -> handed to the kernel by the loop turn's enter), clat (that enter ->
+ * the completion dispatched) and lat (both), each in a log-linear histogram in
+ * HdrHistogram's scheme (tools/iobench-hist.h: 0.1 % relative error, fixed memory),
+ * reported at fio's percentiles. Random modes visit every block exactly once per pass
+ * (a random map, as fio's default; tools/iobench-map.h) unless --norandommap draws
+ * with replacement. --fsync N / --fdatasync N queue an fsync after every N writes
+ * (their latency reported apart), --end-fsync one at the end, inside the timed run,
+ * so buffered writes are measured to the device, not to the page cache. The file is always registered (fixed
  * file, as fio's registerfiles); --fixedbufs uses the ring's registered buffer arena.
  * --batch N (default 4) caps the completions one loop turn dispatches (and so the
  * SQEs the next enter submits): on a virtual disk where submitting costs several
@@ -47,6 +55,8 @@
 
 #include <ringflow/ring.h>
 #include "cli-impl.h"
+#include "iobench-hist.h"
+#include "iobench-map.h"
 
 static const char *prog = "rf-iobench";
 
@@ -108,74 +118,34 @@ static uint64_t parse_size(const char *s)
 	return v * mul;
 }
 
-/* ---- latency histogram: 64 power-of-two groups x 32 linear sub-buckets ---------- */
-
-#define SUB_BITS 5
-#define SUB (1u << SUB_BITS)
-static uint64_t hist[64 * SUB];
-static uint64_t lat_n, lat_sum_ns;
-
-static inline void hist_add(uint64_t ns)
-{
-	unsigned b;
-	if (ns < SUB) {
-		b = (unsigned)ns;
-	} else {
-		unsigned msb = 63 - (unsigned)__builtin_clzll(ns);
-		unsigned sub = (unsigned)(ns >> (msb - SUB_BITS)) & (SUB - 1);
-		b = (msb - SUB_BITS + 1) * SUB + sub;
-	}
-	hist[b]++;
-	lat_n++;
-	lat_sum_ns += ns;
-}
-
-static double hist_value(unsigned b)
-{
-	if (b < SUB)
-		return b;
-	unsigned g = b / SUB, sub = b % SUB;
-	unsigned msb = g + SUB_BITS - 1;
-	double lo = ldexp(1.0, (int)msb) + sub * ldexp(1.0, (int)(msb - SUB_BITS));
-	return lo + ldexp(1.0, (int)(msb - SUB_BITS)) / 2; /* bucket midpoint */
-}
-
-static double hist_pct(double p)
-{
-	if (!lat_n)
-		return 0;
-	uint64_t want = (uint64_t)ceil(p * (double)lat_n);
-	if (want == 0)
-		want = 1;
-	uint64_t c = 0;
-	for (unsigned b = 0; b < 64 * SUB; b++) {
-		c += hist[b];
-		if (c >= want)
-			return hist_value(b);
-	}
-	return 0;
-}
-
 /* ---- the run ---------------------------------------------------------------------- */
 
 struct slot {
 	char *buf;
 	uint64_t off;
-	uint64_t t0;
+	uint64_t tq, ts;      /* queued; submitted (the loop turn's enter) */
+	int write;
+	struct slot *next;    /* queued, not yet submitted */
 };
 
 static struct {
 	struct rf_ring *r;
 	const char *file;
-	int write, random;
+	int write, random, mixed, norandommap;
+	unsigned rwmixread;   /* mixed: percent of reads */
 	unsigned ioflags;
 	uint64_t bs, size, nblocks;
 	uint64_t next_off, issued, total_ios; /* total_ios: 0 = time based */
 	uint64_t deadline;
 	uint64_t rng;
-	uint64_t bytes, ios;
+	struct rf_randmap map;
+	uint64_t bytes, ios, rbytes, wbytes;
+	uint64_t sync_every, since_sync, syncs;
+	int datasync, sync_inflight;
 	unsigned inflight;
 	int stop;
+	struct slot *unsubmitted;
+	struct rf_hist slat, clat, lat, sync;
 } B;
 
 static inline uint64_t splitmix64(uint64_t *s)
@@ -190,7 +160,9 @@ static void on_done(void *data, int64_t res);
 
 static void issue(struct slot *s)
 {
-	if (B.random) {
+	if (B.random && !B.norandommap) {
+		s->off = rf_randmap_next(&B.map) * B.bs;
+	} else if (B.random) {
 		s->off = (splitmix64(&B.rng) % B.nblocks) * B.bs;
 	} else {
 		if (B.next_off + B.bs > B.nblocks * B.bs)
@@ -198,14 +170,42 @@ static void issue(struct slot *s)
 		s->off = B.next_off;
 		B.next_off += B.bs;
 	}
-	s->t0 = rf_now_ns();
-	int ret = B.write ? rf_ring_write(B.r, 0, s->buf, B.bs, s->off, B.ioflags, on_done, s, NULL)
-			  : rf_ring_read(B.r, 0, s->buf, B.bs, s->off, B.ioflags, on_done, s, NULL);
+	s->write = B.mixed ? splitmix64(&B.rng) % 100 >= B.rwmixread : B.write;
+	s->tq = rf_now_ns();
+	s->next = B.unsubmitted;
+	B.unsubmitted = s;
+	int ret = s->write ? rf_ring_write(B.r, 0, s->buf, B.bs, s->off, B.ioflags, on_done, s, NULL)
+			   : rf_ring_read(B.r, 0, s->buf, B.bs, s->off, B.ioflags, on_done, s, NULL);
 	if (ret < 0)
 		die(1, "%s: cannot queue a %s at offset %" PRIu64 ": %s", B.file,
-		    B.write ? "write" : "read", s->off, strerror(-ret));
+		    s->write ? "write" : "read", s->off, strerror(-ret));
 	B.issued++;
 	B.inflight++;
+}
+
+static void on_sync(void *data, int64_t res)
+{
+	uint64_t *tq = data, now = rf_now_ns();
+	B.sync_inflight--;
+	if (res < 0)
+		die(1, "%s: %s failed: %s", B.file, B.datasync ? "fdatasync" : "fsync",
+		    strerror((int)-res));
+	rf_hist_add(&B.sync, now - *tq);
+	B.syncs++;
+	free(tq);
+}
+
+/* An fsync (or fdatasync) through the ring, timed from queueing to completion. */
+static void issue_sync(void)
+{
+	uint64_t *tq = malloc(sizeof(*tq));
+	if (!tq)
+		die(1, "out of memory");
+	*tq = rf_now_ns();
+	int ret = rf_ring_fsync(B.r, 0, RF_IO_FIXED_FILE, B.datasync, on_sync, tq, NULL);
+	if (ret < 0)
+		die(1, "%s: cannot queue an fsync: %s", B.file, strerror(-ret));
+	B.sync_inflight++;
 }
 
 static void on_done(void *data, int64_t res)
@@ -215,13 +215,24 @@ static void on_done(void *data, int64_t res)
 	B.inflight--;
 	if (res < 0)
 		die(1, "%s: %s of %" PRIu64 " bytes at offset %" PRIu64 " failed: %s", B.file,
-		    B.write ? "write" : "read", B.bs, s->off, strerror((int)-res));
+		    s->write ? "write" : "read", B.bs, s->off, strerror((int)-res));
 	if ((uint64_t)res != B.bs)
 		die(1, "%s: %s at offset %" PRIu64 " transferred %" PRId64 " bytes, expected %" PRIu64
-		    " (end of file?)", B.file, B.write ? "write" : "read", s->off, res, B.bs);
-	hist_add(now - s->t0);
+		    " (end of file?)", B.file, s->write ? "write" : "read", s->off, res, B.bs);
+	rf_hist_add(&B.slat, s->ts - s->tq);
+	rf_hist_add(&B.clat, now - s->ts);
+	rf_hist_add(&B.lat, now - s->tq);
 	B.bytes += (uint64_t)res;
+	if (s->write)
+		B.wbytes += (uint64_t)res;
+	else
+		B.rbytes += (uint64_t)res;
 	B.ios++;
+	/* every N writes an fsync, as fio's fsync=N (several may be in flight) */
+	if (s->write && B.sync_every && ++B.since_sync >= B.sync_every) {
+		B.since_sync = 0;
+		issue_sync();
+	}
 	if (B.stop)
 		return;
 	if (B.total_ios ? B.issued >= B.total_ios : now >= B.deadline) {
@@ -229,6 +240,35 @@ static void on_done(void *data, int64_t res)
 		return;
 	}
 	issue(s);
+}
+
+/* "NAME": {"n": .., "mean_us": .., "min_us": .., "max_us": .., "percentiles_us":
+ * {"1": .., ..., "99.99": ..}} */
+static void json_lat(const char *name, const struct rf_hist *h)
+{
+	printf("\"%s\": {\"n\": %" PRIu64 ", \"mean_us\": %.3f, \"min_us\": %.3f, \"max_us\": %.3f, "
+	       "\"percentiles_us\": {", name, h->n, rf_hist_mean(h) / 1e3,
+	       h->n ? (double)h->min / 1e3 : 0, (double)h->max / 1e3);
+	for (unsigned i = 0; i < RF_HIST_NPCTS; i++)
+		printf("%s\"%g\": %.3f", i ? ", " : "", rf_hist_pcts[i], rf_hist_pct(h, rf_hist_pcts[i]) / 1e3);
+	printf("}}");
+}
+
+/* The histogram itself: [[lowest ns of the bucket, count], ...] for non-empty buckets,
+ * with the scheme that says what a bucket spans. */
+static void json_hist(const struct rf_hist *h)
+{
+	printf("\"lat_histogram\": {\"scheme\": \"HdrHistogram: exact below %u ns, then %u "
+	       "sub-buckets per power of two\", \"buckets\": [", RF_HIST_EXACT, RF_HIST_SUB);
+	int first = 1;
+	for (unsigned i = 0; i < RF_HIST_N; i++)
+		if (h->c[i]) {
+			uint64_t lo, w;
+			rf_hist_range(i, &lo, &w);
+			printf("%s[%" PRIu64 ", %" PRIu64 "]", first ? "" : ", ", lo, h->c[i]);
+			first = 0;
+		}
+	printf("]}");
 }
 
 static double tv_s(struct timeval tv)
@@ -263,9 +303,15 @@ static uint64_t usable_memory(void)
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: %s --file F --rw read|randread|write|randwrite --bs SIZE --qd N [options]\n"
+		"usage: %s --file F --rw MODE --bs SIZE --qd N [options]\n"
 		"  --file F       a regular file or a block device (write modes create F)\n"
-		"  --rw MODE      read, randread, write or randwrite\n"
+		"  --rw MODE      read, randread, write, randwrite, rw or randrw (mixed)\n"
+		"  --rwmixread P  rw/randrw: percent of reads, 0..100 (default 50)\n"
+		"  --norandommap  random offsets drawn with replacement (default: every block once\n"
+		"                 a pass, as fio's random map)\n"
+		"  --fsync N      an fsync after every N writes, 1..2^32 (fio's fsync=N)\n"
+		"  --fdatasync N  the same with fdatasync\n"
+		"  --end-fsync    an fsync at the end, inside the timed run\n"
 		"  --bs SIZE      block size, 1..1g, such as 4k or 1m\n"
 		"  --qd N         requests in flight, 1..16384 (at most the region's blocks)\n"
 		"  --direct       O_DIRECT\n"
@@ -291,6 +337,11 @@ int main(int argc, char **argv)
 		{ "json", no_argument, 0, 'j' },
 		{ "force", no_argument, 0, 'F' },
 		{ "batch", required_argument, 0, 'B' },
+		{ "rwmixread", required_argument, 0, 'M' },
+		{ "norandommap", no_argument, 0, 'N' },
+		{ "fsync", required_argument, 0, 'S' },
+		{ "fdatasync", required_argument, 0, 'D' },
+		{ "end-fsync", no_argument, 0, 'E' },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 }
 	};
@@ -298,7 +349,8 @@ int main(int argc, char **argv)
 	uint64_t bs = 0, size = 0, v;
 	long qd = 0, batch = 4;
 	double runtime = 0;
-	int direct = 0, fixedbufs = 0, json = 0, force = 0;
+	int direct = 0, fixedbufs = 0, json = 0, force = 0, end_fsync = 0, mix_given = 0;
+	B.rwmixread = 50;
 	rf_log_set(rf_cli_log_stderr, NULL);
 	opterr = 0;
 	for (;;) {
@@ -340,6 +392,26 @@ int main(int argc, char **argv)
 			break;
 		case 'j': json = 1; break;
 		case 'F': force = 1; break;
+		case 'M':
+			if (rf_cli_u64(optarg, 0, 100, &v))
+				die(2, "--rwmixread: got '%s', expected a percentage of reads from 0 to 100",
+				    optarg);
+			B.rwmixread = (unsigned)v;
+			mix_given = 1;
+			break;
+		case 'N': B.norandommap = 1; break;
+		case 'S':
+		case 'D':
+			if (rf_cli_u64(optarg, 1, UINT32_MAX, &v))
+				die(2, "--%s: got '%s', expected a number of writes from 1 to 4294967295",
+				    c == 'S' ? "fsync" : "fdatasync", optarg);
+			if (B.sync_every && B.datasync != (c == 'D'))
+				die(2, "--%s: --fsync and --fdatasync exclude each other",
+				    c == 'S' ? "fsync" : "fdatasync");
+			B.sync_every = v;
+			B.datasync = c == 'D';
+			break;
+		case 'E': end_fsync = 1; break;
 		case 'h': usage(stdout); return 0;
 		case ':':
 			for (const struct option *o = opts; o->name; o++)
@@ -351,7 +423,8 @@ int main(int argc, char **argv)
 				if (o->val == optopt && !strncmp(argv[optind - 1], "--", 2))
 					die(2, "--%s: takes no value", o->name);
 			die(2, "%s: unknown or ambiguous option (expected one of --file --rw --bs --qd "
-			    "--direct --fixedbufs --size --runtime --batch --json --force; see --help)",
+			    "--direct --fixedbufs --size --runtime --batch --rwmixread --norandommap "
+			    "--fsync --fdatasync --end-fsync --json --force; see --help)",
 			    argv[optind - 1]);
 		}
 	}
@@ -360,7 +433,7 @@ int main(int argc, char **argv)
 	if (!file)
 		die(2, "--file: expected a file to read or write (missing)");
 	if (!rw)
-		die(2, "--rw: expected read, randread, write or randwrite (missing)");
+		die(2, "--rw: expected read, randread, write, randwrite, rw or randrw (missing)");
 	if (!strcmp(rw, "read")) {
 	} else if (!strcmp(rw, "randread")) {
 		B.random = 1;
@@ -368,9 +441,20 @@ int main(int argc, char **argv)
 		B.write = 1;
 	} else if (!strcmp(rw, "randwrite")) {
 		B.write = B.random = 1;
+	} else if (!strcmp(rw, "rw") || !strcmp(rw, "readwrite")) {
+		B.write = B.mixed = 1;
+	} else if (!strcmp(rw, "randrw")) {
+		B.write = B.mixed = B.random = 1;
 	} else {
-		die(2, "--rw: got '%s', expected read, randread, write or randwrite", rw);
+		die(2, "--rw: got '%s', expected read, randread, write, randwrite, rw or randrw", rw);
 	}
+	if (mix_given && !B.mixed)
+		die(2, "--rwmixread: applies to --rw rw or randrw, not %s", rw);
+	if (B.norandommap && !B.random)
+		die(2, "--norandommap: applies to random modes (randread, randwrite, randrw), not %s", rw);
+	if ((B.sync_every || end_fsync) && !B.write)
+		die(2, "--%s: applies to modes that write, not %s",
+		    B.sync_every ? (B.datasync ? "fdatasync" : "fsync") : "end-fsync", rw);
 	if (!bs)
 		die(2, "--bs: expected a block size such as 4k or 1m (missing)");
 	if (!qd)
@@ -393,7 +477,8 @@ int main(int argc, char **argv)
 		if (stat(file, &pre) < 0 && errno == ENOENT) {
 			if (!size)
 				die(2, "--size: expected a size for the new file %s (missing)", file);
-			fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NONBLOCK, 0644);
+			fd = open(file, (B.mixed ? O_RDWR : O_WRONLY) | O_CREAT | O_EXCL | O_CLOEXEC | O_NONBLOCK,
+				  0644);
 			if (fd >= 0) {
 				created = file;
 				if (fstat(fd, &sb) < 0)
@@ -411,7 +496,8 @@ int main(int argc, char **argv)
 			if (!force)
 				die(1, "--file %s: exists; a write test would overwrite it (pass --force)",
 				    file);
-			fd = rf_cli_open(file, O_WRONLY, 0, RF_CLI_ALLOW_BLK, &sb, why, sizeof(why));
+			fd = rf_cli_open(file, B.mixed ? O_RDWR : O_WRONLY, 0, RF_CLI_ALLOW_BLK, &sb, why,
+					 sizeof(why));
 		}
 	} else {
 		fd = rf_cli_open(file, O_RDONLY, 0, RF_CLI_ALLOW_BLK, &sb, why, sizeof(why));
@@ -519,6 +605,11 @@ int main(int argc, char **argv)
 	B.nblocks = nblocks;
 	B.rng = 0x243f6a8885a308d3ull;
 	B.total_ios = runtime > 0 ? 0 : B.nblocks;
+	rf_randmap_init(&B.map, B.nblocks, B.rng);
+	rf_hist_init(&B.slat);
+	rf_hist_init(&B.clat);
+	rf_hist_init(&B.lat);
+	rf_hist_init(&B.sync);
 
 	struct rusage ru0, ru1;
 	struct rf_ring_stats st0, st1;
@@ -528,9 +619,19 @@ int main(int argc, char **argv)
 	B.deadline = t0 + (uint64_t)(runtime * 1e9);
 	for (long i = 0; i < qd && (!B.total_ios || B.issued < B.total_ios); i++)
 		issue(&slots[i]);
-	ret = rf_ring_run(B.r, RF_RUN_UNTIL_IDLE);
-	if (ret < 0)
-		die(1, "%s: ring failed: %s", file, strerror(-ret));
+	/* One loop turn: stamp what was queued since the last (the turn's enter submits
+	 * it: the end of its slat), then one enter that submits and waits. */
+	while (rf_ring_pending(B.r)) {
+		uint64_t now = rf_now_ns();
+		for (struct slot *s = B.unsubmitted; s; s = s->next)
+			s->ts = now;
+		B.unsubmitted = NULL;
+		ret = rf_ring_run(B.r, RF_RUN_ONCE);
+		if (ret < 0)
+			die(1, "%s: ring failed: %s", file, strerror(-ret));
+		if (end_fsync && !rf_ring_pending(B.r) && !B.sync_inflight && end_fsync++ == 1)
+			issue_sync(); /* the data must reach the device inside the timed run */
+	}
 	uint64_t t1 = rf_now_ns();
 	getrusage(RUSAGE_SELF, &ru1);
 	rf_ring_get_stats(B.r, &st1);
@@ -540,8 +641,8 @@ int main(int argc, char **argv)
 	double sys = tv_s(ru1.ru_stime) - tv_s(ru0.ru_stime);
 	double mbps = (double)B.bytes / 1e6 / secs;
 	double iops = (double)B.ios / secs;
-	double p50 = hist_pct(0.50) / 1e3, p99 = hist_pct(0.99) / 1e3;
-	double mean = lat_n ? (double)lat_sum_ns / (double)lat_n / 1e3 : 0;
+	double p50 = rf_hist_pct(&B.lat, 50) / 1e3, p99 = rf_hist_pct(&B.lat, 99) / 1e3;
+	double mean = rf_hist_mean(&B.lat) / 1e3;
 	unsigned long long enters = st1.enters - st0.enters;
 	unsigned long long subs = st1.submissions - st0.submissions;
 	unsigned long long comps = st1.completions - st0.completions;
@@ -555,10 +656,24 @@ int main(int argc, char **argv)
 		       "\"lat_p50_us\": %.2f, \"lat_p99_us\": %.2f, \"cpu_user_s\": %.6f, "
 		       "\"cpu_sys_s\": %.6f, \"enters\": %llu, \"submissions\": %llu, "
 		       "\"completions\": %llu, \"qd_used\": %ld, \"buffers\": %ld, "
-		       "\"buffer_bytes\": %" PRIu64 ", \"peak_rss_kib\": %ld}\n",
+		       "\"buffer_bytes\": %" PRIu64 ", \"peak_rss_kib\": %ld, ",
 		       file, rw, bs, qd_req, batch, direct ? "true" : "false", fixedbufs ? "true" : "false",
 		       B.bytes, B.ios, secs, mbps, iops, mean, p50, p99, usr, sys, enters, subs, comps,
 		       qd, qd, buf_bytes, peak_kib);
+		printf("\"read_bytes\": %" PRIu64 ", \"write_bytes\": %" PRIu64 ", \"random_map\": %s, "
+		       "\"rwmixread\": %u, \"syncs\": %" PRIu64 ", \"end_fsync\": %s, ", B.rbytes, B.wbytes,
+		       B.random && !B.norandommap ? "true" : "false", B.mixed ? B.rwmixread : (B.write ? 0 : 100),
+		       B.syncs, end_fsync ? "true" : "false");
+		json_lat("slat", &B.slat);
+		printf(", ");
+		json_lat("clat", &B.clat);
+		printf(", ");
+		json_lat("lat", &B.lat);
+		printf(", ");
+		json_lat("sync", &B.sync);
+		printf(", ");
+		json_hist(&B.lat);
+		printf("}\n");
 	} else {
 		char qds[64] = "";
 		if (qd != qd_req)
@@ -569,6 +684,19 @@ int main(int argc, char **argv)
 		       rw, bs, qd_req, qds, direct ? " direct" : "", fixedbufs ? " fixedbufs" : "", mbps,
 		       iops, p50, p99, usr, sys, B.bytes, secs, enters, subs, qd, buf_bytes >> 10,
 		       peak_kib);
+		static const char *const names[3] = { "slat", "clat", " lat" };
+		const struct rf_hist *hs[3] = { &B.slat, &B.clat, &B.lat };
+		for (unsigned k = 0; k < 3; k++) {
+			printf("  %s (us): mean %.2f, min %.2f, max %.2f |", names[k], rf_hist_mean(hs[k]) / 1e3,
+			       hs[k]->n ? (double)hs[k]->min / 1e3 : 0, (double)hs[k]->max / 1e3);
+			for (unsigned i = 0; i < RF_HIST_NPCTS; i++)
+				printf(" p%g %.1f", rf_hist_pcts[i], rf_hist_pct(hs[k], rf_hist_pcts[i]) / 1e3);
+			printf("\n");
+		}
+		if (B.syncs)
+			printf("  sync (us): %" PRIu64 " %s, mean %.1f, p50 %.1f, p99 %.1f\n", B.syncs,
+			       B.datasync ? "fdatasyncs" : "fsyncs", rf_hist_mean(&B.sync) / 1e3,
+			       rf_hist_pct(&B.sync, 50) / 1e3, rf_hist_pct(&B.sync, 99) / 1e3);
 	}
 	rf_ring_destroy(B.r);
 	if (!fixedbufs)

@@ -364,7 +364,7 @@ for v in "" "0" "-1" "nan" "inf" " 1" "1 " "1e7" "0.0001" "0x10" "1s"; do
 done
 bad $B --runtime 2 "value" $F --bs 4k --qd 1 --runtime
 for v in "" bogus READ "read "; do
-	bad $B --rw 2 "expected read, randread, write or randwrite" --file "$T/f64k" --bs 4k --qd 1 --rw "$v"
+	bad $B --rw 2 "expected read, randread, write, randwrite, rw or randrw" --file "$T/f64k" --bs 4k --qd 1 --rw "$v"
 done
 bad $B --rw 2 "missing" --file "$T/f64k" --bs 4k --qd 1
 bad $B --rw 2 "value" --file "$T/f64k" --bs 4k --qd 1 --rw
@@ -392,9 +392,18 @@ for rw in write randwrite; do
 	bad $B --file 1 "less than one block" --rw $rw --bs 8k --qd 1 --file "$T/new" --size 4k
 done
 ! [ -e "$T/new" ] || fail "a refused rf-iobench write left $T/new"
-for f in direct fixedbufs json force help; do
+for f in direct fixedbufs json force help norandommap end-fsync; do
 	bad $B "--$f" 2 "takes no value" "--$f=1"
 done
+M="--file $T/f64k --rw randrw --bs 4k --qd 1 --force"
+ints $B --rwmixread 0 100 $M
+ints $B --fsync 1 4294967295 $M
+ints $B --fdatasync 1 4294967295 $M
+bad $B --rwmixread 2 "applies to --rw rw or randrw" $F --bs 4k --qd 1 --rwmixread 50
+bad $B --norandommap 2 "applies to random modes" $F --bs 4k --qd 1 --norandommap
+bad $B --fsync 2 "applies to modes that write" $F --bs 4k --qd 1 --fsync 8
+bad $B --end-fsync 2 "applies to modes that write" $F --bs 4k --qd 1 --end-fsync
+bad $B --fdatasync 2 "exclude each other" $M --fsync 8 --fdatasync 8
 bad $B --bogus 2 "unknown" --bogus
 bad $B stray 2 "unexpected argument" $F --bs 4k --qd 1 stray
 export RF_FAULT_INJECT="eio=2"   # malformed: one line, the ring's, naming the variable

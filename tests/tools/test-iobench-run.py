@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""test-iobench-run: rf-iobench's workloads and measurements, end to end (--json).
+A random write pass of a 1 MiB file in 4 KiB blocks with --fsync 16 --end-fsync makes
+256 writes and 17 fsyncs (one per 16 writes, one at the end); the lat histogram in the
+JSON holds every I/O once; the percentiles of slat, clat and lat rise with p, and lat
+is at least clat; randrw --rwmixread 70 reads about 70 % of the bytes; a randread pass
+(random map) transfers the region exactly once; with --norandommap too (draws with
+replacement, same count of I/Os). argv: the rf-iobench program."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+exe = sys.argv[1]
+d = tempfile.mkdtemp()
+f = os.path.join(d, "data")
+
+
+def run(*args):
+    p = subprocess.run([exe, "--file", f, "--json", *args], capture_output=True, text=True,
+                       timeout=120)
+    if p.returncode != 0:
+        print("FAIL: rf-iobench %s: exit %d: %s" % (" ".join(args), p.returncode, p.stderr))
+        sys.exit(1)
+    return json.loads(p.stdout)
+
+
+def check(cond, what):
+    if not cond:
+        print("FAIL:", what)
+        sys.exit(1)
+
+
+try:
+    j = run("--rw", "randwrite", "--bs", "4k", "--qd", "8", "--size", "1m", "--fsync", "16",
+            "--end-fsync")
+    check(j["ios"] == 256 and j["write_bytes"] == 1 << 20, "256 writes of 4 KiB: %r" % j["ios"])
+    check(j["syncs"] == 17, "17 fsyncs, got %d" % j["syncs"])
+    check(sum(c for _, c in j["lat_histogram"]["buckets"]) == 256, "histogram holds every I/O")
+    for k in ("slat", "clat", "lat"):
+        p = [j[k]["percentiles_us"][x] for x in ("1", "5", "10", "50", "90", "95", "99", "99.5",
+                                                 "99.9", "99.99")]
+        check(p == sorted(p), "%s percentiles rise: %r" % (k, p))
+        check(j[k]["n"] == 256, "%s counts every I/O" % k)
+    check(j["lat"]["percentiles_us"]["50"] >= j["clat"]["percentiles_us"]["50"], "lat >= clat")
+    check(j["random_map"] is True, "random map on by default")
+    j = run("--rw", "randrw", "--rwmixread", "70", "--bs", "4k", "--qd", "8", "--runtime", "0.3",
+            "--force")
+    share = j["read_bytes"] / (j["read_bytes"] + j["write_bytes"])
+    check(abs(share - 0.7) < 0.05, "randrw 70/30: read share %.3f" % share)
+    j = run("--rw", "randread", "--bs", "4k", "--qd", "4")
+    check(j["ios"] == 256 and j["bytes"] == 1 << 20, "one pass of the random map")
+    j = run("--rw", "randread", "--bs", "4k", "--qd", "4", "--norandommap")
+    check(j["ios"] == 256 and j["random_map"] is False, "norandommap: same count, no map")
+finally:
+    try:
+        os.unlink(f)
+    except OSError:
+        pass
+    os.rmdir(d)
+print("rf-iobench runs: fsync counts, histogram, percentiles, rw mix, random map: ok")
