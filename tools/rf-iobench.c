@@ -57,6 +57,7 @@
 #include "cli-impl.h"
 #include "iobench-hist.h"
 #include "iobench-map.h"
+#include "iobench-verify.h"
 
 static const char *prog = "rf-iobench";
 
@@ -132,6 +133,8 @@ static struct {
 	struct rf_ring *r;
 	const char *file;
 	int write, random, mixed, norandommap;
+	int verify;           /* --verify crc32c */
+	uint64_t verified;    /* blocks checked */
 	unsigned rwmixread;   /* mixed: percent of reads */
 	unsigned ioflags;
 	uint64_t bs, size, nblocks;
@@ -171,6 +174,8 @@ static void issue(struct slot *s)
 		B.next_off += B.bs;
 	}
 	s->write = B.mixed ? splitmix64(&B.rng) % 100 >= B.rwmixread : B.write;
+	if (s->write && B.verify)
+		rf_vfy_fill((uint8_t *)s->buf, B.bs, s->off, 1); /* fio fills in the timed path too */
 	s->tq = rf_now_ns();
 	s->next = B.unsubmitted;
 	B.unsubmitted = s;
@@ -219,6 +224,12 @@ static void on_done(void *data, int64_t res)
 	if ((uint64_t)res != B.bs)
 		die(1, "%s: %s at offset %" PRIu64 " transferred %" PRId64 " bytes, expected %" PRIu64
 		    " (end of file?)", B.file, s->write ? "write" : "read", s->off, res, B.bs);
+	if (!s->write && B.verify) {
+		char msg[400];
+		if (rf_vfy_check((const uint8_t *)s->buf, B.bs, s->off, msg, sizeof(msg)) < 0)
+			die(1, "--verify: %s: %s", B.file, msg);
+		B.verified++;
+	}
 	rf_hist_add(&B.slat, s->ts - s->tq);
 	rf_hist_add(&B.clat, now - s->ts);
 	rf_hist_add(&B.lat, now - s->tq);
@@ -312,6 +323,8 @@ static void usage(FILE *f)
 		"  --fsync N      an fsync after every N writes, 1..2^32 (fio's fsync=N)\n"
 		"  --fdatasync N  the same with fdatasync\n"
 		"  --end-fsync    an fsync at the end, inside the timed run\n"
+		"  --verify crc32c  write blocks with a header and CRC-32C and read them back\n"
+		"                 after the run (write modes), or check every block read\n"
 		"  --bs SIZE      block size, 1..1g, such as 4k or 1m\n"
 		"  --qd N         requests in flight, 1..16384 (at most the region's blocks)\n"
 		"  --direct       O_DIRECT\n"
@@ -342,6 +355,7 @@ int main(int argc, char **argv)
 		{ "fsync", required_argument, 0, 'S' },
 		{ "fdatasync", required_argument, 0, 'D' },
 		{ "end-fsync", no_argument, 0, 'E' },
+		{ "verify", required_argument, 0, 'V' },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 }
 	};
@@ -352,6 +366,7 @@ int main(int argc, char **argv)
 	int direct = 0, fixedbufs = 0, json = 0, force = 0, end_fsync = 0, mix_given = 0;
 	B.rwmixread = 50;
 	rf_log_set(rf_cli_log_stderr, NULL);
+	rf_crc32c_init();
 	opterr = 0;
 	for (;;) {
 		int c = getopt_long(argc, argv, ":", opts, NULL);
@@ -412,6 +427,11 @@ int main(int argc, char **argv)
 			B.datasync = c == 'D';
 			break;
 		case 'E': end_fsync = 1; break;
+		case 'V':
+			if (strcmp(optarg, "crc32c"))
+				die(2, "--verify: got '%s', expected crc32c", optarg);
+			B.verify = 1;
+			break;
 		case 'h': usage(stdout); return 0;
 		case ':':
 			for (const struct option *o = opts; o->name; o++)
@@ -424,7 +444,7 @@ int main(int argc, char **argv)
 					die(2, "--%s: takes no value", o->name);
 			die(2, "%s: unknown or ambiguous option (expected one of --file --rw --bs --qd "
 			    "--direct --fixedbufs --size --runtime --batch --rwmixread --norandommap "
-			    "--fsync --fdatasync --end-fsync --json --force; see --help)",
+			    "--fsync --fdatasync --end-fsync --verify --json --force; see --help)",
 			    argv[optind - 1]);
 		}
 	}
@@ -452,6 +472,14 @@ int main(int argc, char **argv)
 		die(2, "--rwmixread: applies to --rw rw or randrw, not %s", rw);
 	if (B.norandommap && !B.random)
 		die(2, "--norandommap: applies to random modes (randread, randwrite, randrw), not %s", rw);
+	if (B.verify && B.mixed)
+		die(2, "--verify: not with --rw %s (a read may meet a block not written yet)", rw);
+	if (B.verify && runtime > 0)
+		die(2, "--verify: needs a one-pass run, not --runtime (a block written twice would "
+		    "need its latest generation remembered)");
+	if (B.verify && bs && bs < RF_VFY_HDR)
+		die(2, "--bs: expected at least %u bytes with --verify (its header), got %" PRIu64,
+		    RF_VFY_HDR, bs);
 	if ((B.sync_every || end_fsync) && !B.write)
 		die(2, "--%s: applies to modes that write, not %s",
 		    B.sync_every ? (B.datasync ? "fdatasync" : "fsync") : "end-fsync", rw);
@@ -477,7 +505,7 @@ int main(int argc, char **argv)
 		if (stat(file, &pre) < 0 && errno == ENOENT) {
 			if (!size)
 				die(2, "--size: expected a size for the new file %s (missing)", file);
-			fd = open(file, (B.mixed ? O_RDWR : O_WRONLY) | O_CREAT | O_EXCL | O_CLOEXEC | O_NONBLOCK,
+			fd = open(file, (B.mixed || B.verify ? O_RDWR : O_WRONLY) | O_CREAT | O_EXCL | O_CLOEXEC | O_NONBLOCK,
 				  0644);
 			if (fd >= 0) {
 				created = file;
@@ -496,7 +524,7 @@ int main(int argc, char **argv)
 			if (!force)
 				die(1, "--file %s: exists; a write test would overwrite it (pass --force)",
 				    file);
-			fd = rf_cli_open(file, B.mixed ? O_RDWR : O_WRONLY, 0, RF_CLI_ALLOW_BLK, &sb, why,
+			fd = rf_cli_open(file, B.mixed || B.verify ? O_RDWR : O_WRONLY, 0, RF_CLI_ALLOW_BLK, &sb, why,
 					 sizeof(why));
 		}
 	} else {
@@ -633,6 +661,37 @@ int main(int argc, char **argv)
 			issue_sync(); /* the data must reach the device inside the timed run */
 	}
 	uint64_t t1 = rf_now_ns();
+	if (B.verify && B.write) {
+		/* read every block back (sequentially, the same queue depth), outside the
+		 * timed run, checking each against its header and CRC */
+		B.write = B.random = 0;
+		B.next_off = 0;
+		B.issued = 0;
+		B.stop = 0;
+		B.total_ios = B.nblocks;
+		static struct rf_hist keep[3]; /* the write's figures: the reads must not count */
+		keep[0] = B.slat;
+		keep[1] = B.clat;
+		keep[2] = B.lat;
+		for (long i = 0; i < qd && B.issued < B.total_ios; i++)
+			issue(&slots[i]);
+		while (rf_ring_pending(B.r)) {
+			uint64_t now = rf_now_ns();
+			for (struct slot *s = B.unsubmitted; s; s = s->next)
+				s->ts = now;
+			B.unsubmitted = NULL;
+			ret = rf_ring_run(B.r, RF_RUN_ONCE);
+			if (ret < 0)
+				die(1, "%s: ring failed: %s", file, strerror(-ret));
+		}
+		B.slat = keep[0];
+		B.clat = keep[1];
+		B.lat = keep[2];
+		B.write = 1;
+		B.ios -= B.verified;
+		B.bytes -= B.verified * B.bs;
+		B.rbytes -= B.verified * B.bs;
+	}
 	getrusage(RUSAGE_SELF, &ru1);
 	rf_ring_get_stats(B.r, &st1);
 

@@ -404,6 +404,11 @@ bad $B --norandommap 2 "applies to random modes" $F --bs 4k --qd 1 --norandommap
 bad $B --fsync 2 "applies to modes that write" $F --bs 4k --qd 1 --fsync 8
 bad $B --end-fsync 2 "applies to modes that write" $F --bs 4k --qd 1 --end-fsync
 bad $B --fdatasync 2 "exclude each other" $M --fsync 8 --fdatasync 8
+bad $B --verify 2 "'md5' && expected crc32c" $F --bs 4k --qd 1 --verify md5
+bad $B --verify 2 "value" $F --bs 4k --qd 1 --verify
+bad $B --verify 2 "not with --rw randrw" $M --verify crc32c
+bad $B --verify 2 "one-pass run" $F --bs 4k --qd 1 --runtime 1 --verify crc32c
+bad $B --bs 2 "at least 32 bytes with --verify" $F --bs 16 --qd 1 --verify crc32c
 bad $B --bogus 2 "unknown" --bogus
 bad $B stray 2 "unexpected argument" $F --bs 4k --qd 1 stray
 export RF_FAULT_INJECT="eio=2"   # malformed: one line, the ring's, naming the variable

@@ -5,7 +5,9 @@ A random write pass of a 1 MiB file in 4 KiB blocks with --fsync 16 --end-fsync 
 JSON holds every I/O once; the percentiles of slat, clat and lat rise with p, and lat
 is at least clat; randrw --rwmixread 70 reads about 70 % of the bytes; a randread pass
 (random map) transfers the region exactly once; with --norandommap too (draws with
-replacement, same count of I/Os). argv: the rf-iobench program."""
+replacement, same count of I/Os); --verify crc32c writes and reads back, then finds a
+byte flipped in the file and names its offset, the expected and the actual value.
+argv: the rf-iobench program."""
 import json
 import os
 import subprocess
@@ -53,6 +55,21 @@ try:
     check(j["ios"] == 256 and j["bytes"] == 1 << 20, "one pass of the random map")
     j = run("--rw", "randread", "--bs", "4k", "--qd", "4", "--norandommap")
     check(j["ios"] == 256 and j["random_map"] is False, "norandommap: same count, no map")
+    # verify: written with headers and CRC-32C, read back; then a flipped byte is found
+    j = run("--rw", "randwrite", "--bs", "4k", "--qd", "8", "--verify", "crc32c", "--force")
+    check(j["ios"] == 256 and j["read_bytes"] == 0, "verify's read-back not counted: %r" % j["ios"])
+    run("--rw", "randread", "--bs", "4k", "--qd", "8", "--verify", "crc32c")
+    with open(f, "r+b") as fh:
+        fh.seek(300001)
+        b = fh.read(1)
+        fh.seek(300001)
+        fh.write(bytes([b[0] ^ 0x40]))
+    p = subprocess.run([exe, "--file", f, "--rw", "read", "--bs", "4k", "--qd", "8", "--verify",
+                        "crc32c"], capture_output=True, text=True, timeout=60)
+    check(p.returncode == 1, "a flipped byte: exit %d, expected 1" % p.returncode)
+    check("offset 299008" in p.stderr and "first bad byte at offset 300001" in p.stderr and
+          "0x%02x, expected 0x%02x" % (b[0] ^ 0x40, b[0]) in p.stderr,
+          "the report names the block, the byte and the values: %s" % p.stderr)
 finally:
     try:
         os.unlink(f)

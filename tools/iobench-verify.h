@@ -1,0 +1,128 @@
+/* tools/iobench-verify.h -- rf-iobench --verify crc32c, as fio's verify: each written
+ * block starts with a header -- magic "RFIOVRFY", the block's offset, a generation,
+ * its length, and the CRC-32C (Castagnoli) of the whole block with the CRC field
+ * zero -- followed by a pattern drawn from (offset, generation). Reading a block back
+ * checks the magic, the offset (a block written at the wrong place), the length and
+ * the CRC, and for a mismatch finds the first byte that differs from the pattern the
+ * header says was written: the report names the offset and the expected and actual
+ * values. */
+#ifndef RF_IOBENCH_VERIFY_H
+#define RF_IOBENCH_VERIFY_H
+
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#define RF_VFY_MAGIC "RFIOVRFY"
+#define RF_VFY_HDR 32 /* magic 8, offset 8, generation 8, length 4, crc32c 4 */
+
+static uint32_t rf_crc32c_table[8][256];
+
+static inline void rf_crc32c_init(void)
+{
+	for (uint32_t i = 0; i < 256; i++) {
+		uint32_t c = i;
+		for (int k = 0; k < 8; k++)
+			c = c & 1 ? (c >> 1) ^ 0x82f63b78u : c >> 1;
+		rf_crc32c_table[0][i] = c;
+	}
+	for (uint32_t i = 0; i < 256; i++)
+		for (int t = 1; t < 8; t++)
+			rf_crc32c_table[t][i] = (rf_crc32c_table[t - 1][i] >> 8) ^
+						rf_crc32c_table[0][rf_crc32c_table[t - 1][i] & 0xff];
+}
+
+/* CRC-32C of p[0..n), continuing from crc (0 to start); slicing by 8. */
+static inline uint32_t rf_crc32c(uint32_t crc, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	crc = ~crc;
+	while (n >= 8) {
+		uint64_t w;
+		memcpy(&w, b, 8);
+		w ^= crc;
+		crc = rf_crc32c_table[7][w & 0xff] ^ rf_crc32c_table[6][(w >> 8) & 0xff] ^
+		      rf_crc32c_table[5][(w >> 16) & 0xff] ^ rf_crc32c_table[4][(w >> 24) & 0xff] ^
+		      rf_crc32c_table[3][(w >> 32) & 0xff] ^ rf_crc32c_table[2][(w >> 40) & 0xff] ^
+		      rf_crc32c_table[1][(w >> 48) & 0xff] ^ rf_crc32c_table[0][w >> 56];
+		b += 8;
+		n -= 8;
+	}
+	while (n--)
+		crc = (crc >> 8) ^ rf_crc32c_table[0][(crc ^ *b++) & 0xff];
+	return ~crc;
+}
+
+static inline uint64_t rf_vfy_word(uint64_t off, uint64_t gen, uint64_t i)
+{
+	uint64_t z = off * 0x9e3779b97f4a7c15ull ^ gen * 0xbf58476d1ce4e5b9ull ^ (i + 1);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* Byte k (k >= RF_VFY_HDR) of the pattern of a block. */
+static inline uint8_t rf_vfy_byte(uint64_t off, uint64_t gen, size_t k)
+{
+	return (uint8_t)(rf_vfy_word(off, gen, k / 8) >> (8 * (k % 8)));
+}
+
+/* Fill a block of len bytes (>= RF_VFY_HDR) for offset off, generation gen. */
+static inline void rf_vfy_fill(uint8_t *b, size_t len, uint64_t off, uint64_t gen)
+{
+	uint32_t l32 = (uint32_t)len, zero = 0;
+	memcpy(b, RF_VFY_MAGIC, 8);
+	memcpy(b + 8, &off, 8);
+	memcpy(b + 16, &gen, 8);
+	memcpy(b + 24, &l32, 4);
+	memcpy(b + 28, &zero, 4);
+	for (size_t k = RF_VFY_HDR; k < len; k++)
+		b[k] = rf_vfy_byte(off, gen, k);
+	uint32_t crc = rf_crc32c(0, b, len);
+	memcpy(b + 28, &crc, 4);
+}
+
+/* Check a block read at off: 0, or -1 with what is wrong in msg ("offset X: ..."). */
+static inline int rf_vfy_check(const uint8_t *b, size_t len, uint64_t off, char *msg, size_t mlen)
+{
+	uint64_t hoff, gen;
+	uint32_t l32, crc, zero = 0;
+	if (memcmp(b, RF_VFY_MAGIC, 8)) {
+		snprintf(msg, mlen, "offset %" PRIu64 ": no verify header: magic %02x%02x%02x%02x%02x%02x%02x%02x, "
+			 "expected \"" RF_VFY_MAGIC "\" (not written by rf-iobench --verify?)", off, b[0], b[1],
+			 b[2], b[3], b[4], b[5], b[6], b[7]);
+		return -1;
+	}
+	memcpy(&hoff, b + 8, 8);
+	memcpy(&gen, b + 16, 8);
+	memcpy(&l32, b + 24, 4);
+	memcpy(&crc, b + 28, 4);
+	if (hoff != off) {
+		snprintf(msg, mlen, "offset %" PRIu64 ": the header says offset %" PRIu64 " (a block written "
+			 "in the wrong place)", off, hoff);
+		return -1;
+	}
+	if (l32 != len) {
+		snprintf(msg, mlen, "offset %" PRIu64 ": the header says %" PRIu32 " bytes, the block has %zu",
+			 off, l32, len);
+		return -1;
+	}
+	uint32_t c = rf_crc32c(0, b, 28);
+	c = rf_crc32c(c, &zero, 4);
+	c = rf_crc32c(c, b + RF_VFY_HDR, len - RF_VFY_HDR);
+	if (c == crc)
+		return 0;
+	for (size_t k = RF_VFY_HDR; k < len; k++)
+		if (b[k] != rf_vfy_byte(off, gen, k)) {
+			snprintf(msg, mlen, "offset %" PRIu64 ": crc32c 0x%08" PRIx32 ", expected 0x%08" PRIx32
+				 "; first bad byte at offset %" PRIu64 ": 0x%02x, expected 0x%02x", off, c, crc,
+				 off + k, b[k], rf_vfy_byte(off, gen, k));
+			return -1;
+		}
+	snprintf(msg, mlen, "offset %" PRIu64 ": crc32c 0x%08" PRIx32 ", expected 0x%08" PRIx32
+		 " (the header's CRC field itself is damaged)", off, c, crc);
+	return -1;
+}
+
+#endif
