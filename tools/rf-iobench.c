@@ -55,6 +55,7 @@
 
 #include <ringflow/ring.h>
 #include "cli-impl.h"
+#include "iobench-dist.h"
 #include "iobench-hist.h"
 #include "iobench-map.h"
 #include "iobench-verify.h"
@@ -134,6 +135,9 @@ static struct {
 	const char *file;
 	int write, random, mixed, norandommap;
 	int verify;           /* --verify crc32c */
+	struct rf_dist dist;  /* --random-distribution */
+	uint64_t rate_bps, rate_iops; /* limits, 0: none */
+	uint64_t t0;          /* the run's start, for the rate limits */
 	uint64_t verified;    /* blocks checked */
 	unsigned rwmixread;   /* mixed: percent of reads */
 	unsigned ioflags;
@@ -161,9 +165,49 @@ static inline uint64_t splitmix64(uint64_t *s)
 
 static void on_done(void *data, int64_t res);
 
+static void issue_now(struct slot *s);
+
+static void on_delay(void *data, int64_t res)
+{
+	struct slot *s = data;
+	B.inflight--;
+	if (B.stop || res < 0 || (!B.total_ios && rf_now_ns() >= B.deadline)) {
+		B.stop = 1;
+		return;
+	}
+	issue_now(s);
+}
+
+/* With --rate / --rate-iops: the I/O numbered B.issued may start no earlier than its
+ * share of the run, t0 + issued / rate; before that a ring timeout holds the slot. */
 static void issue(struct slot *s)
 {
-	if (B.random && !B.norandommap) {
+	uint64_t due = 0;
+	if (B.rate_iops)
+		due = B.t0 + (uint64_t)((double)B.issued * 1e9 / (double)B.rate_iops);
+	if (B.rate_bps) {
+		uint64_t d2 = B.t0 + (uint64_t)((double)B.issued * (double)B.bs * 1e9 / (double)B.rate_bps);
+		if (d2 > due)
+			due = d2;
+	}
+	uint64_t now = due ? rf_now_ns() : 0;
+	if (due > now) {
+		B.issued++; /* this slot's turn is taken */
+		B.inflight++;
+		int ret = rf_ring_timeout(B.r, due - now, on_delay, s, NULL);
+		if (ret < 0)
+			die(1, "cannot queue a timeout for --rate: %s", strerror(-ret));
+		return;
+	}
+	B.issued++;
+	issue_now(s);
+}
+
+static void issue_now(struct slot *s)
+{
+	if (B.random && B.dist.kind != RF_DIST_RANDOM) {
+		s->off = rf_dist_next(&B.dist) * B.bs;
+	} else if (B.random && !B.norandommap) {
 		s->off = rf_randmap_next(&B.map) * B.bs;
 	} else if (B.random) {
 		s->off = (splitmix64(&B.rng) % B.nblocks) * B.bs;
@@ -184,7 +228,6 @@ static void issue(struct slot *s)
 	if (ret < 0)
 		die(1, "%s: cannot queue a %s at offset %" PRIu64 ": %s", B.file,
 		    s->write ? "write" : "read", s->off, strerror(-ret));
-	B.issued++;
 	B.inflight++;
 }
 
@@ -323,6 +366,10 @@ static void usage(FILE *f)
 		"  --fsync N      an fsync after every N writes, 1..2^32 (fio's fsync=N)\n"
 		"  --fdatasync N  the same with fdatasync\n"
 		"  --end-fsync    an fsync at the end, inside the timed run\n"
+		"  --random-distribution D  random, zipf:THETA, pareto:H or normal:SD (percent of\n"
+		"                 the region) for random modes; all but random draw with replacement\n"
+		"  --rate SIZE    at most SIZE bytes a second (such as 50m)\n"
+		"  --rate-iops N  at most N I/Os a second, 1..10^9\n"
 		"  --verify crc32c  write blocks with a header and CRC-32C and read them back\n"
 		"                 after the run (write modes), or check every block read\n"
 		"  --bs SIZE      block size, 1..1g, such as 4k or 1m\n"
@@ -356,6 +403,9 @@ int main(int argc, char **argv)
 		{ "fdatasync", required_argument, 0, 'D' },
 		{ "end-fsync", no_argument, 0, 'E' },
 		{ "verify", required_argument, 0, 'V' },
+		{ "random-distribution", required_argument, 0, 'R' },
+		{ "rate", required_argument, 0, 'r' },
+		{ "rate-iops", required_argument, 0, 'I' },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 }
 	};
@@ -364,6 +414,7 @@ int main(int argc, char **argv)
 	long qd = 0, batch = 4;
 	double runtime = 0;
 	int direct = 0, fixedbufs = 0, json = 0, force = 0, end_fsync = 0, mix_given = 0;
+	int dist_given = 0;
 	B.rwmixread = 50;
 	rf_log_set(rf_cli_log_stderr, NULL);
 	rf_crc32c_init();
@@ -427,6 +478,24 @@ int main(int argc, char **argv)
 			B.datasync = c == 'D';
 			break;
 		case 'E': end_fsync = 1; break;
+		case 'R': {
+			char err[160];
+			if (rf_dist_parse(optarg, &B.dist, err, sizeof(err)) < 0)
+				die(2, "--random-distribution: got '%s': %s", optarg, err);
+			dist_given = 1;
+			break;
+		}
+		case 'r':
+			B.rate_bps = parse_size(optarg);
+			if (!B.rate_bps)
+				die(2, "--rate: got '%s', expected bytes a second such as 50m", optarg);
+			break;
+		case 'I':
+			if (rf_cli_u64(optarg, 1, 1000000000, &v))
+				die(2, "--rate-iops: got '%s', expected I/Os a second from 1 to 1000000000",
+				    optarg);
+			B.rate_iops = v;
+			break;
 		case 'V':
 			if (strcmp(optarg, "crc32c"))
 				die(2, "--verify: got '%s', expected crc32c", optarg);
@@ -444,7 +513,8 @@ int main(int argc, char **argv)
 					die(2, "--%s: takes no value", o->name);
 			die(2, "%s: unknown or ambiguous option (expected one of --file --rw --bs --qd "
 			    "--direct --fixedbufs --size --runtime --batch --rwmixread --norandommap "
-			    "--fsync --fdatasync --end-fsync --verify --json --force; see --help)",
+			    "--fsync --fdatasync --end-fsync --verify --random-distribution --rate "
+			    "--rate-iops --json --force; see --help)",
 			    argv[optind - 1]);
 		}
 	}
@@ -472,6 +542,9 @@ int main(int argc, char **argv)
 		die(2, "--rwmixread: applies to --rw rw or randrw, not %s", rw);
 	if (B.norandommap && !B.random)
 		die(2, "--norandommap: applies to random modes (randread, randwrite, randrw), not %s", rw);
+	if (dist_given && !B.random)
+		die(2, "--random-distribution: applies to random modes (randread, randwrite, randrw), "
+		    "not %s", rw);
 	if (B.verify && B.mixed)
 		die(2, "--verify: not with --rw %s (a read may meet a block not written yet)", rw);
 	if (B.verify && runtime > 0)
@@ -634,6 +707,7 @@ int main(int argc, char **argv)
 	B.rng = 0x243f6a8885a308d3ull;
 	B.total_ios = runtime > 0 ? 0 : B.nblocks;
 	rf_randmap_init(&B.map, B.nblocks, B.rng);
+	rf_dist_init(&B.dist, B.nblocks, B.rng ^ 0xd157ull);
 	rf_hist_init(&B.slat);
 	rf_hist_init(&B.clat);
 	rf_hist_init(&B.lat);
@@ -644,6 +718,7 @@ int main(int argc, char **argv)
 	rf_ring_get_stats(B.r, &st0);
 	getrusage(RUSAGE_SELF, &ru0);
 	uint64_t t0 = rf_now_ns();
+	B.t0 = t0;
 	B.deadline = t0 + (uint64_t)(runtime * 1e9);
 	for (long i = 0; i < qd && (!B.total_ios || B.issued < B.total_ios); i++)
 		issue(&slots[i]);
@@ -665,6 +740,7 @@ int main(int argc, char **argv)
 		/* read every block back (sequentially, the same queue depth), outside the
 		 * timed run, checking each against its header and CRC */
 		B.write = B.random = 0;
+		B.rate_bps = B.rate_iops = 0;
 		B.next_off = 0;
 		B.issued = 0;
 		B.stop = 0;
@@ -721,7 +797,7 @@ int main(int argc, char **argv)
 		       qd, qd, buf_bytes, peak_kib);
 		printf("\"read_bytes\": %" PRIu64 ", \"write_bytes\": %" PRIu64 ", \"random_map\": %s, "
 		       "\"rwmixread\": %u, \"syncs\": %" PRIu64 ", \"end_fsync\": %s, ", B.rbytes, B.wbytes,
-		       B.random && !B.norandommap ? "true" : "false", B.mixed ? B.rwmixread : (B.write ? 0 : 100),
+		       B.random && !B.norandommap && B.dist.kind == RF_DIST_RANDOM ? "true" : "false", B.mixed ? B.rwmixread : (B.write ? 0 : 100),
 		       B.syncs, end_fsync ? "true" : "false");
 		json_lat("slat", &B.slat);
 		printf(", ");

@@ -409,6 +409,17 @@ bad $B --verify 2 "value" $F --bs 4k --qd 1 --verify
 bad $B --verify 2 "not with --rw randrw" $M --verify crc32c
 bad $B --verify 2 "one-pass run" $F --bs 4k --qd 1 --runtime 1 --verify crc32c
 bad $B --bs 2 "at least 32 bytes with --verify" $F --bs 16 --qd 1 --verify crc32c
+R="--file $T/f64k --rw randread --bs 4k --qd 1"
+for v in "" zipf zipf: zipf:0 zipf:-1 zipf:x zipf:1x zipf:inf pareto:1 pareto:0 normal:0 normal:101 uniform; do
+	bad $B --random-distribution 2 "'$v'" $R --random-distribution "$v"
+done
+bad $B --random-distribution 2 "value" $R --random-distribution
+bad $B --random-distribution 2 "applies to random modes" $F --bs 4k --qd 1 --random-distribution zipf:1.2
+ints $B --rate-iops 1 1000000000 $R
+for v in "" "0" "-1" "5x" " 1m"; do
+	bad $B --rate 2 "'$v'" $R --rate "$v"
+done
+bad $B --rate 2 "value" $R --rate
 bad $B --bogus 2 "unknown" --bogus
 bad $B stray 2 "unexpected argument" $F --bs 4k --qd 1 stray
 export RF_FAULT_INJECT="eio=2"   # malformed: one line, the ring's, naming the variable

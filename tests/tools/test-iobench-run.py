@@ -5,7 +5,7 @@ A random write pass of a 1 MiB file in 4 KiB blocks with --fsync 16 --end-fsync 
 JSON holds every I/O once; the percentiles of slat, clat and lat rise with p, and lat
 is at least clat; randrw --rwmixread 70 reads about 70 % of the bytes; a randread pass
 (random map) transfers the region exactly once; with --norandommap too (draws with
-replacement, same count of I/Os); --verify crc32c writes and reads back, then finds a
+replacement, same count of I/Os); --rate-iops and --rate hold within 5 % over 2 s; zipf runs; --verify crc32c writes and reads back, then finds a
 byte flipped in the file and names its offset, the expected and the actual value.
 argv: the rf-iobench program."""
 import json
@@ -55,6 +55,13 @@ try:
     check(j["ios"] == 256 and j["bytes"] == 1 << 20, "one pass of the random map")
     j = run("--rw", "randread", "--bs", "4k", "--qd", "4", "--norandommap")
     check(j["ios"] == 256 and j["random_map"] is False, "norandommap: same count, no map")
+    # rate limits hold within 5 % over a 2 s run (rate-iops; bytes a second)
+    j = run("--rw", "randread", "--bs", "4k", "--qd", "8", "--runtime", "2", "--rate-iops", "500")
+    check(abs(j["iops"] / 500 - 1) < 0.05, "--rate-iops 500: %.1f IOPS" % j["iops"])
+    j = run("--rw", "read", "--bs", "16k", "--qd", "4", "--runtime", "2", "--rate", "2m")
+    check(abs(j["bw_MBps"] * 1e6 / (2 << 20) - 1) < 0.05, "--rate 2m: %.3f MB/s" % j["bw_MBps"])
+    j = run("--rw", "randread", "--bs", "4k", "--qd", "8", "--random-distribution", "zipf:1.2")
+    check(j["ios"] == 256 and j["random_map"] is False, "zipf: one pass's count, no map")
     # verify: written with headers and CRC-32C, read back; then a flipped byte is found
     j = run("--rw", "randwrite", "--bs", "4k", "--qd", "8", "--verify", "crc32c", "--force")
     check(j["ios"] == 256 and j["read_bytes"] == 0, "verify's read-back not counted: %r" % j["ios"])

@@ -1,0 +1,82 @@
+/* test-iobench-dist: rf-iobench's random distributions (tools/iobench-dist.h). Zipf
+ * ranks drawn by rejection-inversion match P(k) = k^-THETA / H(n, THETA): a chi-square
+ * test over 50 ranks and 400,000 draws with a fixed seed, for THETA 0.8, 1.0 (the
+ * harmonic case) and 1.2, stays under the 0.1 % critical value (85.35 for 49 degrees of
+ * freedom); the rank -> block scatter is a bijection of [0, n); pareto:0.2 puts about
+ * 80 % of the draws on the hottest 20 % of the ranks; normal stays in range; and the
+ * parser refuses what fio's would. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "../../tools/iobench-dist.h"
+#include "../test-util.h"
+
+static void zipf_chi2(double theta)
+{
+	enum { N = 50, DRAWS = 400000 };
+	struct rf_dist d;
+	char err[128], spec[32];
+	snprintf(spec, sizeof(spec), "zipf:%g", theta);
+	CHECK(rf_dist_parse(spec, &d, err, sizeof(err)) == 0);
+	rf_dist_init(&d, N, 12345);
+	uint64_t cnt[N] = { 0 };
+	for (int i = 0; i < DRAWS; i++) {
+		uint64_t r = rf_dist_zipf_rank(&d);
+		CHECK(r < N);
+		cnt[r]++;
+	}
+	double hsum = 0, chi2 = 0;
+	for (int k = 1; k <= N; k++)
+		hsum += pow(k, -theta);
+	for (int k = 1; k <= N; k++) {
+		double e = DRAWS * pow(k, -theta) / hsum;
+		chi2 += (cnt[k - 1] - e) * (cnt[k - 1] - e) / e;
+	}
+	printf("zipf:%g: chi-square %.1f over %d ranks (0.1%% critical value 85.35)\n", theta, chi2, N);
+	CHECK(chi2 < 85.35);
+}
+
+int main(void)
+{
+	zipf_chi2(0.8);
+	zipf_chi2(1.0);
+	zipf_chi2(1.2);
+
+	/* scatter: a bijection */
+	struct rf_dist d;
+	char err[128];
+	CHECK(rf_dist_parse("zipf:1.1", &d, err, sizeof(err)) == 0);
+	rf_dist_init(&d, 1000, 9);
+	uint8_t seen[1000] = { 0 };
+	for (uint64_t r = 0; r < 1000; r++) {
+		uint64_t b = rf_dist_scatter(&d, r);
+		CHECK(b < 1000 && !seen[b]);
+		seen[b] = 1;
+	}
+	/* pareto:0.2: the 80/20 rule on ranks (before the scatter) */
+	CHECK(rf_dist_parse("pareto:0.2", &d, err, sizeof(err)) == 0);
+	rf_dist_init(&d, 100000, 3);
+	uint64_t hot = 0, nd = 200000;
+	for (uint64_t i = 0; i < nd; i++) {
+		uint64_t r = (uint64_t)((double)(d.n - 1) * pow(rf_dist_unit(&d.rng), d.pow));
+		hot += r < d.n / 5;
+	}
+	printf("pareto:0.2: %.1f%% of draws on the hottest 20%% of ranks\n", 100.0 * hot / nd);
+	CHECK(fabs((double)hot / nd - 0.8) < 0.02);
+	CHECK(rf_dist_parse("normal:10", &d, err, sizeof(err)) == 0);
+	rf_dist_init(&d, 1000, 4);
+	uint64_t mid = 0;
+	for (int i = 0; i < 100000; i++) {
+		uint64_t b = rf_dist_next(&d);
+		CHECK(b < 1000);
+		mid += b >= 400 && b < 600; /* within one SD (100 blocks) of the middle: ~68 % */
+	}
+	CHECK(mid > 66000 && mid < 70500);
+	static const char *const bad[] = { "zipf", "zipf:", "zipf:0", "zipf:-1", "zipf:x", "pareto:1",
+					   "pareto:0", "normal:0", "normal:101", "uniform", "zipf:1.2x",
+					   "zipf:inf", "zipf:nan" };
+	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		CHECK(rf_dist_parse(bad[i], &d, err, sizeof(err)) < 0);
+	return 0;
+}
