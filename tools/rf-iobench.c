@@ -43,6 +43,7 @@
 #include <inttypes.h>
 #include <linux/fs.h>
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -55,9 +56,7 @@
 
 #include <ringflow/ring.h>
 #include "cli-impl.h"
-#include "iobench-dist.h"
-#include "iobench-hist.h"
-#include "iobench-map.h"
+#include "iobench.h"
 #include "iobench-verify.h"
 
 static const char *prog = "rf-iobench";
@@ -73,8 +72,7 @@ static void on_signal(int sig)
 	raise(sig);
 }
 
-__attribute__((noreturn, format(printf, 2, 3)))
-static void die(int code, const char *fmt, ...)
+void die(int code, const char *fmt, ...)
 {
 	char msg[2048];
 	va_list ap;
@@ -122,214 +120,6 @@ static uint64_t parse_size(const char *s)
 
 /* ---- the run ---------------------------------------------------------------------- */
 
-struct slot {
-	char *buf;
-	uint64_t off;
-	uint64_t tq, ts;      /* queued; submitted (the loop turn's enter) */
-	int write;
-	struct slot *next;    /* queued, not yet submitted */
-};
-
-static struct {
-	struct rf_ring *r;
-	const char *file;
-	int write, random, mixed, norandommap;
-	int verify;           /* --verify crc32c */
-	struct rf_dist dist;  /* --random-distribution */
-	uint64_t rate_bps, rate_iops; /* limits, 0: none */
-	uint64_t t0;          /* the run's start, for the rate limits */
-	uint64_t verified;    /* blocks checked */
-	unsigned rwmixread;   /* mixed: percent of reads */
-	unsigned ioflags;
-	uint64_t bs, size, nblocks;
-	uint64_t next_off, issued, total_ios; /* total_ios: 0 = time based */
-	uint64_t deadline;
-	uint64_t rng;
-	struct rf_randmap map;
-	uint64_t bytes, ios, rbytes, wbytes;
-	uint64_t sync_every, since_sync, syncs;
-	int datasync, sync_inflight;
-	unsigned inflight;
-	int stop;
-	struct slot *unsubmitted;
-	struct rf_hist slat, clat, lat, sync;
-} B;
-
-static inline uint64_t splitmix64(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-static void on_done(void *data, int64_t res);
-
-static void issue_now(struct slot *s);
-
-static void on_delay(void *data, int64_t res)
-{
-	struct slot *s = data;
-	B.inflight--;
-	if (B.stop || res < 0 || (!B.total_ios && rf_now_ns() >= B.deadline)) {
-		B.stop = 1;
-		return;
-	}
-	issue_now(s);
-}
-
-/* With --rate / --rate-iops: the I/O numbered B.issued may start no earlier than its
- * share of the run, t0 + issued / rate; before that a ring timeout holds the slot. */
-static void issue(struct slot *s)
-{
-	uint64_t due = 0;
-	if (B.rate_iops)
-		due = B.t0 + (uint64_t)((double)B.issued * 1e9 / (double)B.rate_iops);
-	if (B.rate_bps) {
-		uint64_t d2 = B.t0 + (uint64_t)((double)B.issued * (double)B.bs * 1e9 / (double)B.rate_bps);
-		if (d2 > due)
-			due = d2;
-	}
-	uint64_t now = due ? rf_now_ns() : 0;
-	if (due > now) {
-		B.issued++; /* this slot's turn is taken */
-		B.inflight++;
-		int ret = rf_ring_timeout(B.r, due - now, on_delay, s, NULL);
-		if (ret < 0)
-			die(1, "cannot queue a timeout for --rate: %s", strerror(-ret));
-		return;
-	}
-	B.issued++;
-	issue_now(s);
-}
-
-static void issue_now(struct slot *s)
-{
-	if (B.random && B.dist.kind != RF_DIST_RANDOM) {
-		s->off = rf_dist_next(&B.dist) * B.bs;
-	} else if (B.random && !B.norandommap) {
-		s->off = rf_randmap_next(&B.map) * B.bs;
-	} else if (B.random) {
-		s->off = (splitmix64(&B.rng) % B.nblocks) * B.bs;
-	} else {
-		if (B.next_off + B.bs > B.nblocks * B.bs)
-			B.next_off = 0;
-		s->off = B.next_off;
-		B.next_off += B.bs;
-	}
-	s->write = B.mixed ? splitmix64(&B.rng) % 100 >= B.rwmixread : B.write;
-	if (s->write && B.verify)
-		rf_vfy_fill((uint8_t *)s->buf, B.bs, s->off, 1); /* fio fills in the timed path too */
-	s->tq = rf_now_ns();
-	s->next = B.unsubmitted;
-	B.unsubmitted = s;
-	int ret = s->write ? rf_ring_write(B.r, 0, s->buf, B.bs, s->off, B.ioflags, on_done, s, NULL)
-			   : rf_ring_read(B.r, 0, s->buf, B.bs, s->off, B.ioflags, on_done, s, NULL);
-	if (ret < 0)
-		die(1, "%s: cannot queue a %s at offset %" PRIu64 ": %s", B.file,
-		    s->write ? "write" : "read", s->off, strerror(-ret));
-	B.inflight++;
-}
-
-static void on_sync(void *data, int64_t res)
-{
-	uint64_t *tq = data, now = rf_now_ns();
-	B.sync_inflight--;
-	if (res < 0)
-		die(1, "%s: %s failed: %s", B.file, B.datasync ? "fdatasync" : "fsync",
-		    strerror((int)-res));
-	rf_hist_add(&B.sync, now - *tq);
-	B.syncs++;
-	free(tq);
-}
-
-/* An fsync (or fdatasync) through the ring, timed from queueing to completion. */
-static void issue_sync(void)
-{
-	uint64_t *tq = malloc(sizeof(*tq));
-	if (!tq)
-		die(1, "out of memory");
-	*tq = rf_now_ns();
-	int ret = rf_ring_fsync(B.r, 0, RF_IO_FIXED_FILE, B.datasync, on_sync, tq, NULL);
-	if (ret < 0)
-		die(1, "%s: cannot queue an fsync: %s", B.file, strerror(-ret));
-	B.sync_inflight++;
-}
-
-static void on_done(void *data, int64_t res)
-{
-	struct slot *s = data;
-	uint64_t now = rf_now_ns();
-	B.inflight--;
-	if (res < 0)
-		die(1, "%s: %s of %" PRIu64 " bytes at offset %" PRIu64 " failed: %s", B.file,
-		    s->write ? "write" : "read", B.bs, s->off, strerror((int)-res));
-	if ((uint64_t)res != B.bs)
-		die(1, "%s: %s at offset %" PRIu64 " transferred %" PRId64 " bytes, expected %" PRIu64
-		    " (end of file?)", B.file, s->write ? "write" : "read", s->off, res, B.bs);
-	if (!s->write && B.verify) {
-		char msg[400];
-		if (rf_vfy_check((const uint8_t *)s->buf, B.bs, s->off, msg, sizeof(msg)) < 0)
-			die(1, "--verify: %s: %s", B.file, msg);
-		B.verified++;
-	}
-	rf_hist_add(&B.slat, s->ts - s->tq);
-	rf_hist_add(&B.clat, now - s->ts);
-	rf_hist_add(&B.lat, now - s->tq);
-	B.bytes += (uint64_t)res;
-	if (s->write)
-		B.wbytes += (uint64_t)res;
-	else
-		B.rbytes += (uint64_t)res;
-	B.ios++;
-	/* every N writes an fsync, as fio's fsync=N (several may be in flight) */
-	if (s->write && B.sync_every && ++B.since_sync >= B.sync_every) {
-		B.since_sync = 0;
-		issue_sync();
-	}
-	if (B.stop)
-		return;
-	if (B.total_ios ? B.issued >= B.total_ios : now >= B.deadline) {
-		B.stop = 1;
-		return;
-	}
-	issue(s);
-}
-
-/* "NAME": {"n": .., "mean_us": .., "min_us": .., "max_us": .., "percentiles_us":
- * {"1": .., ..., "99.99": ..}} */
-static void json_lat(const char *name, const struct rf_hist *h)
-{
-	printf("\"%s\": {\"n\": %" PRIu64 ", \"mean_us\": %.3f, \"min_us\": %.3f, \"max_us\": %.3f, "
-	       "\"percentiles_us\": {", name, h->n, rf_hist_mean(h) / 1e3,
-	       h->n ? (double)h->min / 1e3 : 0, (double)h->max / 1e3);
-	for (unsigned i = 0; i < RF_HIST_NPCTS; i++)
-		printf("%s\"%g\": %.3f", i ? ", " : "", rf_hist_pcts[i], rf_hist_pct(h, rf_hist_pcts[i]) / 1e3);
-	printf("}}");
-}
-
-/* The histogram itself: [[lowest ns of the bucket, count], ...] for non-empty buckets,
- * with the scheme that says what a bucket spans. */
-static void json_hist(const struct rf_hist *h)
-{
-	printf("\"lat_histogram\": {\"scheme\": \"HdrHistogram: exact below %u ns, then %u "
-	       "sub-buckets per power of two\", \"buckets\": [", RF_HIST_EXACT, RF_HIST_SUB);
-	int first = 1;
-	for (unsigned i = 0; i < RF_HIST_N; i++)
-		if (h->c[i]) {
-			uint64_t lo, w;
-			rf_hist_range(i, &lo, &w);
-			printf("%s[%" PRIu64 ", %" PRIu64 "]", first ? "" : ", ", lo, h->c[i]);
-			first = 0;
-		}
-	printf("]}");
-}
-
-static double tv_s(struct timeval tv)
-{
-	return (double)tv.tv_sec + (double)tv.tv_usec / 1e6;
-}
-
 /* The memory this process may use: physical memory, or less where RLIMIT_AS or the
  * memory cgroup (v2 memory.max, v1 memory.limit_in_bytes) says so. 0: unknown. */
 static uint64_t usable_memory(void)
@@ -354,6 +144,19 @@ static uint64_t usable_memory(void)
 	return mem;
 }
 
+static struct iob_opts O;
+static pthread_barrier_t start_line;
+
+static void *job_main(void *arg)
+{
+	struct iob_job *j = arg;
+	iob_job_setup(j);
+	pthread_barrier_wait(&start_line); /* every job's ring and buffers ready: go */
+	iob_job_run(j);
+	iob_job_teardown(j);
+	return NULL;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -368,8 +171,10 @@ static void usage(FILE *f)
 		"  --end-fsync    an fsync at the end, inside the timed run\n"
 		"  --random-distribution D  random, zipf:THETA, pareto:H or normal:SD (percent of\n"
 		"                 the region) for random modes; all but random draw with replacement\n"
-		"  --rate SIZE    at most SIZE bytes a second (such as 50m)\n"
-		"  --rate-iops N  at most N I/Os a second, 1..10^9\n"
+		"  --numjobs N    N jobs, 1..64: each its own thread, ring and buffers on the same\n"
+		"                 file; the report gives their sum and each\n"
+		"  --rate SIZE    at most SIZE bytes a second (such as 50m), per job\n"
+		"  --rate-iops N  at most N I/Os a second, 1..10^9, per job\n"
 		"  --verify crc32c  write blocks with a header and CRC-32C and read them back\n"
 		"                 after the run (write modes), or check every block read\n"
 		"  --bs SIZE      block size, 1..1g, such as 4k or 1m\n"
@@ -404,6 +209,7 @@ int main(int argc, char **argv)
 		{ "end-fsync", no_argument, 0, 'E' },
 		{ "verify", required_argument, 0, 'V' },
 		{ "random-distribution", required_argument, 0, 'R' },
+		{ "numjobs", required_argument, 0, 'n' },
 		{ "rate", required_argument, 0, 'r' },
 		{ "rate-iops", required_argument, 0, 'I' },
 		{ "help", no_argument, 0, 'h' },
@@ -415,9 +221,9 @@ int main(int argc, char **argv)
 	double runtime = 0;
 	int direct = 0, fixedbufs = 0, json = 0, force = 0, end_fsync = 0, mix_given = 0;
 	int dist_given = 0;
-	B.rwmixread = 50;
+	O.numjobs = 1;
+	O.rwmixread = 50;
 	rf_log_set(rf_cli_log_stderr, NULL);
-	rf_crc32c_init();
 	opterr = 0;
 	for (;;) {
 		int c = getopt_long(argc, argv, ":", opts, NULL);
@@ -462,44 +268,49 @@ int main(int argc, char **argv)
 			if (rf_cli_u64(optarg, 0, 100, &v))
 				die(2, "--rwmixread: got '%s', expected a percentage of reads from 0 to 100",
 				    optarg);
-			B.rwmixread = (unsigned)v;
+			O.rwmixread = (unsigned)v;
 			mix_given = 1;
 			break;
-		case 'N': B.norandommap = 1; break;
+		case 'N': O.norandommap = 1; break;
 		case 'S':
 		case 'D':
 			if (rf_cli_u64(optarg, 1, UINT32_MAX, &v))
 				die(2, "--%s: got '%s', expected a number of writes from 1 to 4294967295",
 				    c == 'S' ? "fsync" : "fdatasync", optarg);
-			if (B.sync_every && B.datasync != (c == 'D'))
+			if (O.sync_every && O.datasync != (c == 'D'))
 				die(2, "--%s: --fsync and --fdatasync exclude each other",
 				    c == 'S' ? "fsync" : "fdatasync");
-			B.sync_every = v;
-			B.datasync = c == 'D';
+			O.sync_every = v;
+			O.datasync = c == 'D';
 			break;
 		case 'E': end_fsync = 1; break;
+		case 'n':
+			if (rf_cli_u64(optarg, 1, 64, &v))
+				die(2, "--numjobs: got '%s', expected a number of jobs from 1 to 64", optarg);
+			O.numjobs = (unsigned)v;
+			break;
 		case 'R': {
 			char err[160];
-			if (rf_dist_parse(optarg, &B.dist, err, sizeof(err)) < 0)
+			if (rf_dist_parse(optarg, &O.dist, err, sizeof(err)) < 0)
 				die(2, "--random-distribution: got '%s': %s", optarg, err);
 			dist_given = 1;
 			break;
 		}
 		case 'r':
-			B.rate_bps = parse_size(optarg);
-			if (!B.rate_bps)
+			O.rate_bps = parse_size(optarg);
+			if (!O.rate_bps)
 				die(2, "--rate: got '%s', expected bytes a second such as 50m", optarg);
 			break;
 		case 'I':
 			if (rf_cli_u64(optarg, 1, 1000000000, &v))
 				die(2, "--rate-iops: got '%s', expected I/Os a second from 1 to 1000000000",
 				    optarg);
-			B.rate_iops = v;
+			O.rate_iops = v;
 			break;
 		case 'V':
 			if (strcmp(optarg, "crc32c"))
 				die(2, "--verify: got '%s', expected crc32c", optarg);
-			B.verify = 1;
+			O.verify = 1;
 			break;
 		case 'h': usage(stdout); return 0;
 		case ':':
@@ -514,7 +325,7 @@ int main(int argc, char **argv)
 			die(2, "%s: unknown or ambiguous option (expected one of --file --rw --bs --qd "
 			    "--direct --fixedbufs --size --runtime --batch --rwmixread --norandommap "
 			    "--fsync --fdatasync --end-fsync --verify --random-distribution --rate "
-			    "--rate-iops --json --force; see --help)",
+			    "--rate-iops --numjobs --json --force; see --help)",
 			    argv[optind - 1]);
 		}
 	}
@@ -526,36 +337,36 @@ int main(int argc, char **argv)
 		die(2, "--rw: expected read, randread, write, randwrite, rw or randrw (missing)");
 	if (!strcmp(rw, "read")) {
 	} else if (!strcmp(rw, "randread")) {
-		B.random = 1;
+		O.random = 1;
 	} else if (!strcmp(rw, "write")) {
-		B.write = 1;
+		O.write = 1;
 	} else if (!strcmp(rw, "randwrite")) {
-		B.write = B.random = 1;
+		O.write = O.random = 1;
 	} else if (!strcmp(rw, "rw") || !strcmp(rw, "readwrite")) {
-		B.write = B.mixed = 1;
+		O.write = O.mixed = 1;
 	} else if (!strcmp(rw, "randrw")) {
-		B.write = B.mixed = B.random = 1;
+		O.write = O.mixed = O.random = 1;
 	} else {
 		die(2, "--rw: got '%s', expected read, randread, write, randwrite, rw or randrw", rw);
 	}
-	if (mix_given && !B.mixed)
+	if (mix_given && !O.mixed)
 		die(2, "--rwmixread: applies to --rw rw or randrw, not %s", rw);
-	if (B.norandommap && !B.random)
+	if (O.norandommap && !O.random)
 		die(2, "--norandommap: applies to random modes (randread, randwrite, randrw), not %s", rw);
-	if (dist_given && !B.random)
+	if (dist_given && !O.random)
 		die(2, "--random-distribution: applies to random modes (randread, randwrite, randrw), "
 		    "not %s", rw);
-	if (B.verify && B.mixed)
+	if (O.verify && O.mixed)
 		die(2, "--verify: not with --rw %s (a read may meet a block not written yet)", rw);
-	if (B.verify && runtime > 0)
+	if (O.verify && runtime > 0)
 		die(2, "--verify: needs a one-pass run, not --runtime (a block written twice would "
 		    "need its latest generation remembered)");
-	if (B.verify && bs && bs < RF_VFY_HDR)
+	if (O.verify && bs && bs < RF_VFY_HDR)
 		die(2, "--bs: expected at least %u bytes with --verify (its header), got %" PRIu64,
 		    RF_VFY_HDR, bs);
-	if ((B.sync_every || end_fsync) && !B.write)
+	if ((O.sync_every || end_fsync) && !O.write)
 		die(2, "--%s: applies to modes that write, not %s",
-		    B.sync_every ? (B.datasync ? "fdatasync" : "fsync") : "end-fsync", rw);
+		    O.sync_every ? (O.datasync ? "fdatasync" : "fsync") : "end-fsync", rw);
 	if (!bs)
 		die(2, "--bs: expected a block size such as 4k or 1m (missing)");
 	if (!qd)
@@ -573,12 +384,12 @@ int main(int argc, char **argv)
 	struct stat sb;
 	char why[4200];
 	int fd = -1;
-	if (B.write) {
+	if (O.write) {
 		struct stat pre;
 		if (stat(file, &pre) < 0 && errno == ENOENT) {
 			if (!size)
 				die(2, "--size: expected a size for the new file %s (missing)", file);
-			fd = open(file, (B.mixed || B.verify ? O_RDWR : O_WRONLY) | O_CREAT | O_EXCL | O_CLOEXEC | O_NONBLOCK,
+			fd = open(file, (O.mixed || O.verify ? O_RDWR : O_WRONLY) | O_CREAT | O_EXCL | O_CLOEXEC | O_NONBLOCK,
 				  0644);
 			if (fd >= 0) {
 				created = file;
@@ -597,7 +408,7 @@ int main(int argc, char **argv)
 			if (!force)
 				die(1, "--file %s: exists; a write test would overwrite it (pass --force)",
 				    file);
-			fd = rf_cli_open(file, B.mixed || B.verify ? O_RDWR : O_WRONLY, 0, RF_CLI_ALLOW_BLK, &sb, why,
+			fd = rf_cli_open(file, O.mixed || O.verify ? O_RDWR : O_WRONLY, 0, RF_CLI_ALLOW_BLK, &sb, why,
 					 sizeof(why));
 		}
 	} else {
@@ -615,15 +426,15 @@ int main(int argc, char **argv)
 		die(1, "--file %s: cannot get the device size: %s", file, strerror(errno));
 	if (!size)
 		size = fsize;
-	if (!B.write && size > fsize)
+	if (!O.write && size > fsize)
 		die(1, "--file %s: has %" PRIu64 " bytes, fewer than --size %" PRIu64, file, fsize, size);
-	if (B.write && S_ISBLK(sb.st_mode) && size > fsize)
+	if (O.write && S_ISBLK(sb.st_mode) && size > fsize)
 		die(1, "--file %s: a device of %" PRIu64 " bytes, fewer than --size %" PRIu64, file,
 		    fsize, size);
 	if (size < bs)
 		die(1, "--file %s: %" PRIu64 " bytes to use, less than one block of %" PRIu64 " (--bs)",
 		    file, size, bs);
-	if (B.write && S_ISREG(sb.st_mode) && fsize < size) {
+	if (O.write && S_ISREG(sb.st_mode) && fsize < size) {
 		/* glibc falls back to writing zeros where fallocate is not supported; an
 		 * error here is real (ENOSPC, EFBIG) and ends the run before any write. */
 		int ret = posix_fallocate(fd, 0, (off_t)size);
@@ -647,197 +458,49 @@ int main(int argc, char **argv)
 	long qd_req = qd;
 	if ((uint64_t)qd > nblocks)
 		qd = (long)nblocks;
-	uint64_t buf_bytes = (uint64_t)qd * bs;
+	uint64_t buf_bytes = (uint64_t)qd * bs * O.numjobs;
 	uint64_t mem = usable_memory();
 	if (mem && buf_bytes > mem / 4)
 		die(2, "--qd %ld x --bs %s: %ld buffers of %" PRIu64 " bytes (%" PRIu64 " MiB), more than "
 		    "the %" PRIu64 " MiB allowed (a quarter of the %" PRIu64 " MiB this process may "
-		    "use); lower --qd or --bs", qd_req, bs_arg, qd, bs, buf_bytes >> 20, (mem / 4) >> 20,
-		    mem >> 20);
+		    "use); lower --qd or --bs", qd_req, bs_arg, qd * (long)O.numjobs, bs, buf_bytes >> 20,
+		    (mem / 4) >> 20, mem >> 20);
 
-	/* The ring, the registered file and the buffers. */
-	struct rf_ring_opts ro = { .entries = (unsigned)(qd < 8 ? 8 : qd) };
-	int ret = rf_ring_create(&B.r, &ro);
-	if (ret == -EBADMSG) { /* RF_FAULT_INJECT malformed: the ring's one line says why */
-		rf_cli_log_stderr(RF_LOG_ERROR, rf_last_error(), NULL);
-		die(1, NULL);
+	/* The jobs: each its own thread, ring and buffers, all on the same file (as fio's
+	 * numjobs), started together. */
+	O.file = file;
+	O.rw = rw;
+	O.bs_arg = bs_arg;
+	O.fd = fd;
+	O.end_fsync = end_fsync;
+	O.fixedbufs = fixedbufs;
+	O.direct = direct;
+	O.qd = qd;
+	O.qd_req = qd_req;
+	O.batch = batch;
+	O.bs = bs;
+	O.size = size;
+	O.nblocks = nblocks;
+	O.runtime = runtime;
+	O.mem_align = mem_align;
+	struct iob_job *jobs = calloc(O.numjobs, sizeof(*jobs));
+	pthread_t *th = calloc(O.numjobs, sizeof(*th));
+	if (!jobs || !th)
+		die(1, "out of memory for %u jobs", O.numjobs);
+	pthread_barrier_init(&start_line, NULL, O.numjobs);
+	for (unsigned i = 0; i < O.numjobs; i++) {
+		jobs[i].id = (int)i;
+		jobs[i].o = &O;
+		int e = pthread_create(&th[i], NULL, job_main, &jobs[i]);
+		if (e)
+			die(1, "--numjobs: cannot start job %u: %s", i, strerror(e));
 	}
-	if (ret < 0)
-		die(1, "cannot create the io_uring ring: %s", strerror(-ret));
-	rf_ring_set_max_batch(B.r, (unsigned)batch);
-	ret = rf_ring_register_files(B.r, &fd, 1);
-	if (ret < 0)
-		die(1, "--file %s: cannot register the file with the ring: %s", file, strerror(-ret));
-	struct slot *slots = calloc((size_t)qd, sizeof(*slots));
-	if (!slots)
-		die(1, "out of memory for %ld request slots (--qd)", qd);
-	B.ioflags = RF_IO_FIXED_FILE;
-	if (fixedbufs) {
-		ret = rf_ring_register_buffers(B.r, (unsigned)qd, bs, mem_align);
-		if (ret < 0)
-			die(1, "--fixedbufs: cannot register %ld buffers of %" PRIu64 " bytes (--qd x --bs):"
-			    " %s", qd, bs, strerror(-ret));
-		B.ioflags |= RF_IO_FIXED_BUF;
-		for (long i = 0; i < qd; i++)
-			slots[i].buf = rf_ring_buffer(B.r, (unsigned)i);
-	} else {
-		for (long i = 0; i < qd; i++) {
-			slots[i].buf = aligned_alloc(mem_align, bs);
-			if (!slots[i].buf)
-				die(1, "out of memory for %ld buffers of %" PRIu64 " bytes (--qd x --bs)", qd,
-				    bs);
-		}
-	}
-	uint64_t seed = 0x5eed;
-	for (long i = 0; i < qd; i++) {
-		if (B.write) {
-			for (uint64_t k = 0; k + 8 <= bs; k += 8) {
-				uint64_t w = splitmix64(&seed);
-				memcpy(slots[i].buf + k, &w, 8);
-			}
-		} else {
-			memset(slots[i].buf, 0, bs); /* fault the pages in before timing */
-		}
-	}
-
-	B.file = file;
-	B.bs = bs;
-	B.size = size;
-	B.nblocks = nblocks;
-	B.rng = 0x243f6a8885a308d3ull;
-	B.total_ios = runtime > 0 ? 0 : B.nblocks;
-	rf_randmap_init(&B.map, B.nblocks, B.rng);
-	rf_dist_init(&B.dist, B.nblocks, B.rng ^ 0xd157ull);
-	rf_hist_init(&B.slat);
-	rf_hist_init(&B.clat);
-	rf_hist_init(&B.lat);
-	rf_hist_init(&B.sync);
-
-	struct rusage ru0, ru1;
-	struct rf_ring_stats st0, st1;
-	rf_ring_get_stats(B.r, &st0);
-	getrusage(RUSAGE_SELF, &ru0);
-	uint64_t t0 = rf_now_ns();
-	B.t0 = t0;
-	B.deadline = t0 + (uint64_t)(runtime * 1e9);
-	for (long i = 0; i < qd && (!B.total_ios || B.issued < B.total_ios); i++)
-		issue(&slots[i]);
-	/* One loop turn: stamp what was queued since the last (the turn's enter submits
-	 * it: the end of its slat), then one enter that submits and waits. */
-	while (rf_ring_pending(B.r)) {
-		uint64_t now = rf_now_ns();
-		for (struct slot *s = B.unsubmitted; s; s = s->next)
-			s->ts = now;
-		B.unsubmitted = NULL;
-		ret = rf_ring_run(B.r, RF_RUN_ONCE);
-		if (ret < 0)
-			die(1, "%s: ring failed: %s", file, strerror(-ret));
-		if (end_fsync && !rf_ring_pending(B.r) && !B.sync_inflight && end_fsync++ == 1)
-			issue_sync(); /* the data must reach the device inside the timed run */
-	}
-	uint64_t t1 = rf_now_ns();
-	if (B.verify && B.write) {
-		/* read every block back (sequentially, the same queue depth), outside the
-		 * timed run, checking each against its header and CRC */
-		B.write = B.random = 0;
-		B.rate_bps = B.rate_iops = 0;
-		B.next_off = 0;
-		B.issued = 0;
-		B.stop = 0;
-		B.total_ios = B.nblocks;
-		static struct rf_hist keep[3]; /* the write's figures: the reads must not count */
-		keep[0] = B.slat;
-		keep[1] = B.clat;
-		keep[2] = B.lat;
-		for (long i = 0; i < qd && B.issued < B.total_ios; i++)
-			issue(&slots[i]);
-		while (rf_ring_pending(B.r)) {
-			uint64_t now = rf_now_ns();
-			for (struct slot *s = B.unsubmitted; s; s = s->next)
-				s->ts = now;
-			B.unsubmitted = NULL;
-			ret = rf_ring_run(B.r, RF_RUN_ONCE);
-			if (ret < 0)
-				die(1, "%s: ring failed: %s", file, strerror(-ret));
-		}
-		B.slat = keep[0];
-		B.clat = keep[1];
-		B.lat = keep[2];
-		B.write = 1;
-		B.ios -= B.verified;
-		B.bytes -= B.verified * B.bs;
-		B.rbytes -= B.verified * B.bs;
-	}
-	getrusage(RUSAGE_SELF, &ru1);
-	rf_ring_get_stats(B.r, &st1);
-
-	double secs = (double)(t1 - t0) / 1e9;
-	double usr = tv_s(ru1.ru_utime) - tv_s(ru0.ru_utime);
-	double sys = tv_s(ru1.ru_stime) - tv_s(ru0.ru_stime);
-	double mbps = (double)B.bytes / 1e6 / secs;
-	double iops = (double)B.ios / secs;
-	double p50 = rf_hist_pct(&B.lat, 50) / 1e3, p99 = rf_hist_pct(&B.lat, 99) / 1e3;
-	double mean = rf_hist_mean(&B.lat) / 1e3;
-	unsigned long long enters = st1.enters - st0.enters;
-	unsigned long long subs = st1.submissions - st0.submissions;
-	unsigned long long comps = st1.completions - st0.completions;
-	struct rusage ru;
-	getrusage(RUSAGE_SELF, &ru);
-	long peak_kib = ru.ru_maxrss; /* KiB on Linux */
-	if (json) {
-		printf("{\"file\": \"%s\", \"rw\": \"%s\", \"bs\": %" PRIu64 ", \"qd\": %ld, \"batch\": %ld, "
-		       "\"direct\": %s, \"fixedbufs\": %s, \"bytes\": %" PRIu64 ", \"ios\": %" PRIu64 ", "
-		       "\"seconds\": %.6f, \"bw_MBps\": %.3f, \"iops\": %.1f, \"lat_mean_us\": %.2f, "
-		       "\"lat_p50_us\": %.2f, \"lat_p99_us\": %.2f, \"cpu_user_s\": %.6f, "
-		       "\"cpu_sys_s\": %.6f, \"enters\": %llu, \"submissions\": %llu, "
-		       "\"completions\": %llu, \"qd_used\": %ld, \"buffers\": %ld, "
-		       "\"buffer_bytes\": %" PRIu64 ", \"peak_rss_kib\": %ld, ",
-		       file, rw, bs, qd_req, batch, direct ? "true" : "false", fixedbufs ? "true" : "false",
-		       B.bytes, B.ios, secs, mbps, iops, mean, p50, p99, usr, sys, enters, subs, comps,
-		       qd, qd, buf_bytes, peak_kib);
-		printf("\"read_bytes\": %" PRIu64 ", \"write_bytes\": %" PRIu64 ", \"random_map\": %s, "
-		       "\"rwmixread\": %u, \"syncs\": %" PRIu64 ", \"end_fsync\": %s, ", B.rbytes, B.wbytes,
-		       B.random && !B.norandommap && B.dist.kind == RF_DIST_RANDOM ? "true" : "false", B.mixed ? B.rwmixread : (B.write ? 0 : 100),
-		       B.syncs, end_fsync ? "true" : "false");
-		json_lat("slat", &B.slat);
-		printf(", ");
-		json_lat("clat", &B.clat);
-		printf(", ");
-		json_lat("lat", &B.lat);
-		printf(", ");
-		json_lat("sync", &B.sync);
-		printf(", ");
-		json_hist(&B.lat);
-		printf("}\n");
-	} else {
-		char qds[64] = "";
-		if (qd != qd_req)
-			snprintf(qds, sizeof(qds), " (%ld in flight: the region's blocks)", qd);
-		printf("%s bs=%" PRIu64 " qd=%ld%s%s%s: %.1f MB/s, %.0f IOPS, lat p50 %.1f us p99 %.1f us, "
-		       "cpu %.2f s usr + %.2f s sys, %" PRIu64 " bytes in %.2f s, %llu enters for %llu "
-		       "submissions, %ld buffers (%" PRIu64 " KiB), peak RSS %ld KiB\n",
-		       rw, bs, qd_req, qds, direct ? " direct" : "", fixedbufs ? " fixedbufs" : "", mbps,
-		       iops, p50, p99, usr, sys, B.bytes, secs, enters, subs, qd, buf_bytes >> 10,
-		       peak_kib);
-		static const char *const names[3] = { "slat", "clat", " lat" };
-		const struct rf_hist *hs[3] = { &B.slat, &B.clat, &B.lat };
-		for (unsigned k = 0; k < 3; k++) {
-			printf("  %s (us): mean %.2f, min %.2f, max %.2f |", names[k], rf_hist_mean(hs[k]) / 1e3,
-			       hs[k]->n ? (double)hs[k]->min / 1e3 : 0, (double)hs[k]->max / 1e3);
-			for (unsigned i = 0; i < RF_HIST_NPCTS; i++)
-				printf(" p%g %.1f", rf_hist_pcts[i], rf_hist_pct(hs[k], rf_hist_pcts[i]) / 1e3);
-			printf("\n");
-		}
-		if (B.syncs)
-			printf("  sync (us): %" PRIu64 " %s, mean %.1f, p50 %.1f, p99 %.1f\n", B.syncs,
-			       B.datasync ? "fdatasyncs" : "fsyncs", rf_hist_mean(&B.sync) / 1e3,
-			       rf_hist_pct(&B.sync, 50) / 1e3, rf_hist_pct(&B.sync, 99) / 1e3);
-	}
-	rf_ring_destroy(B.r);
-	if (!fixedbufs)
-		for (long i = 0; i < qd; i++)
-			free(slots[i].buf);
-	free(slots);
+	for (unsigned i = 0; i < O.numjobs; i++)
+		pthread_join(th[i], NULL);
+	pthread_barrier_destroy(&start_line);
+	iob_report(&O, jobs, O.numjobs, json);
+	free(jobs);
+	free(th);
 	close(fd);
 	return 0;
 }

@@ -416,6 +416,7 @@ done
 bad $B --random-distribution 2 "value" $R --random-distribution
 bad $B --random-distribution 2 "applies to random modes" $F --bs 4k --qd 1 --random-distribution zipf:1.2
 ints $B --rate-iops 1 1000000000 $R
+ints $B --numjobs 1 64 $R
 for v in "" "0" "-1" "5x" " 1m"; do
 	bad $B --rate 2 "'$v'" $R --rate "$v"
 done

@@ -57,7 +57,8 @@ static void check(const char *what, uint64_t *v, uint64_t n)
 
 int main(void)
 {
-	uint64_t n = 1000000, s = 7;
+	uint64_t n = 1000000;
+	unsigned long long s = 7;
 	uint64_t *v = malloc(n * sizeof(*v));
 	CHECK(v);
 	for (uint64_t i = 0; i < n; i++) {

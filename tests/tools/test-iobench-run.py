@@ -5,7 +5,8 @@ A random write pass of a 1 MiB file in 4 KiB blocks with --fsync 16 --end-fsync 
 JSON holds every I/O once; the percentiles of slat, clat and lat rise with p, and lat
 is at least clat; randrw --rwmixread 70 reads about 70 % of the bytes; a randread pass
 (random map) transfers the region exactly once; with --norandommap too (draws with
-replacement, same count of I/Os); --rate-iops and --rate hold within 5 % over 2 s; zipf runs; --verify crc32c writes and reads back, then finds a
+replacement, same count of I/Os); --rate-iops and --rate hold within 5 % over 2 s; zipf runs; two jobs each
+make their pass and the report sums them; --verify crc32c writes and reads back, then finds a
 byte flipped in the file and names its offset, the expected and the actual value.
 argv: the rf-iobench program."""
 import json
@@ -55,6 +56,11 @@ try:
     check(j["ios"] == 256 and j["bytes"] == 1 << 20, "one pass of the random map")
     j = run("--rw", "randread", "--bs", "4k", "--qd", "4", "--norandommap")
     check(j["ios"] == 256 and j["random_map"] is False, "norandommap: same count, no map")
+    # two jobs, each its own pass over the file: the sum and each job in the JSON
+    j = run("--rw", "randread", "--bs", "4k", "--qd", "4", "--numjobs", "2")
+    check(j["numjobs"] == 2 and len(j["jobs"]) == 2, "two jobs reported")
+    check(j["ios"] == 512 and all(x["ios"] == 256 for x in j["jobs"]), "each job one pass")
+    check(j["lat"]["n"] == 512, "histograms merged: %d" % j["lat"]["n"])
     # rate limits hold within 5 % over a 2 s run (rate-iops; bytes a second)
     j = run("--rw", "randread", "--bs", "4k", "--qd", "8", "--runtime", "2", "--rate-iops", "500")
     check(abs(j["iops"] / 500 - 1) < 0.05, "--rate-iops 500: %.1f IOPS" % j["iops"])

@@ -1,0 +1,163 @@
+/* tools/iobench-report.c -- rf-iobench's report: the jobs' sum (bandwidth and IOPS over
+ * the wall time from the first job's start to the last one's end, histograms merged,
+ * CPU and syscalls added up) and, with several jobs, each job; one text block or one
+ * JSON object. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+
+#include "iobench.h"
+
+/* "NAME": {"n": .., "mean_us": .., "min_us": .., "max_us": .., "percentiles_us": {..}} */
+static void json_lat(const char *name, const struct rf_hist *h)
+{
+	printf("\"%s\": {\"n\": %" PRIu64 ", \"mean_us\": %.3f, \"min_us\": %.3f, \"max_us\": %.3f, "
+	       "\"percentiles_us\": {", name, h->n, rf_hist_mean(h) / 1e3,
+	       h->n ? (double)h->min / 1e3 : 0, (double)h->max / 1e3);
+	for (unsigned i = 0; i < RF_HIST_NPCTS; i++)
+		printf("%s\"%g\": %.3f", i ? ", " : "", rf_hist_pcts[i], rf_hist_pct(h, rf_hist_pcts[i]) / 1e3);
+	printf("}}");
+}
+
+/* The histogram itself: [[lowest ns of the bucket, count], ...] for non-empty buckets,
+ * with the scheme that says what a bucket spans. */
+static void json_hist(const struct rf_hist *h)
+{
+	printf("\"lat_histogram\": {\"scheme\": \"HdrHistogram: exact below %u ns, then %u "
+	       "sub-buckets per power of two\", \"buckets\": [", RF_HIST_EXACT, RF_HIST_SUB);
+	int first = 1;
+	for (unsigned i = 0; i < RF_HIST_N; i++)
+		if (h->c[i]) {
+			uint64_t lo, w;
+			rf_hist_range(i, &lo, &w);
+			printf("%s[%" PRIu64 ", %" PRIu64 "]", first ? "" : ", ", lo, h->c[i]);
+			first = 0;
+		}
+	printf("]}");
+}
+
+static double job_secs(const struct iob_job *j)
+{
+	return (double)(j->t_end - j->t_start) / 1e9;
+}
+
+/* One job's (or the sum's) figures as JSON members, without braces. */
+static void json_figures(const struct iob_job *j, double secs)
+{
+	printf("\"bytes\": %" PRIu64 ", \"ios\": %" PRIu64 ", \"read_bytes\": %" PRIu64 ", "
+	       "\"write_bytes\": %" PRIu64 ", \"seconds\": %.6f, \"bw_MBps\": %.3f, \"iops\": %.1f, "
+	       "\"lat_mean_us\": %.2f, \"lat_p50_us\": %.2f, \"lat_p99_us\": %.2f, \"cpu_user_s\": %.6f, "
+	       "\"cpu_sys_s\": %.6f, \"enters\": %" PRIu64 ", \"submissions\": %" PRIu64 ", "
+	       "\"completions\": %" PRIu64 ", \"syncs\": %" PRIu64 ", ",
+	       j->bytes, j->ios, j->rbytes, j->wbytes, secs, (double)j->bytes / 1e6 / secs,
+	       (double)j->ios / secs, rf_hist_mean(&j->lat) / 1e3, rf_hist_pct(&j->lat, 50) / 1e3,
+	       rf_hist_pct(&j->lat, 99) / 1e3, j->usr, j->sys, j->st.enters, j->st.submissions,
+	       j->st.completions, j->syncs);
+	json_lat("slat", &j->slat);
+	printf(", ");
+	json_lat("clat", &j->clat);
+	printf(", ");
+	json_lat("lat", &j->lat);
+	printf(", ");
+	json_lat("sync", &j->sync);
+}
+
+static void text_lat(const struct iob_job *j)
+{
+	static const char *const names[3] = { "slat", "clat", " lat" };
+	const struct rf_hist *hs[3] = { &j->slat, &j->clat, &j->lat };
+	for (unsigned k = 0; k < 3; k++) {
+		printf("  %s (us): mean %.2f, min %.2f, max %.2f |", names[k], rf_hist_mean(hs[k]) / 1e3,
+		       hs[k]->n ? (double)hs[k]->min / 1e3 : 0, (double)hs[k]->max / 1e3);
+		for (unsigned i = 0; i < RF_HIST_NPCTS; i++)
+			printf(" p%g %.1f", rf_hist_pcts[i], rf_hist_pct(hs[k], rf_hist_pcts[i]) / 1e3);
+		printf("\n");
+	}
+}
+
+void iob_report(const struct iob_opts *o, const struct iob_job *jobs, unsigned n, int json)
+{
+	/* the sum: heap, its histograms are large */
+	struct iob_job *sum = calloc(1, sizeof(*sum));
+	if (!sum)
+		die(1, "out of memory");
+	rf_hist_init(&sum->slat);
+	rf_hist_init(&sum->clat);
+	rf_hist_init(&sum->lat);
+	rf_hist_init(&sum->sync);
+	sum->t_start = UINT64_MAX;
+	for (unsigned i = 0; i < n; i++) {
+		const struct iob_job *j = &jobs[i];
+		sum->bytes += j->bytes;
+		sum->ios += j->ios;
+		sum->rbytes += j->rbytes;
+		sum->wbytes += j->wbytes;
+		sum->syncs += j->syncs;
+		sum->usr += j->usr;
+		sum->sys += j->sys;
+		sum->st.enters += j->st.enters;
+		sum->st.submissions += j->st.submissions;
+		sum->st.completions += j->st.completions;
+		if (j->t_start < sum->t_start)
+			sum->t_start = j->t_start;
+		if (j->t_end > sum->t_end)
+			sum->t_end = j->t_end;
+		rf_hist_merge(&sum->slat, &j->slat);
+		rf_hist_merge(&sum->clat, &j->clat);
+		rf_hist_merge(&sum->lat, &j->lat);
+		rf_hist_merge(&sum->sync, &j->sync);
+	}
+	double secs = job_secs(sum);
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	long peak_kib = ru.ru_maxrss; /* KiB on Linux */
+	uint64_t buf_bytes = (uint64_t)o->qd * o->bs * n;
+	int map = o->random && !o->norandommap && o->dist.kind == RF_DIST_RANDOM;
+	if (json) {
+		printf("{\"file\": \"%s\", \"rw\": \"%s\", \"bs\": %" PRIu64 ", \"qd\": %ld, \"batch\": %ld, "
+		       "\"numjobs\": %u, \"direct\": %s, \"fixedbufs\": %s, \"random_map\": %s, "
+		       "\"rwmixread\": %u, \"end_fsync\": %s, \"qd_used\": %ld, \"buffers\": %ld, "
+		       "\"buffer_bytes\": %" PRIu64 ", \"peak_rss_kib\": %ld, ", o->file, o->rw, o->bs,
+		       o->qd_req, o->batch, n, o->direct ? "true" : "false", o->fixedbufs ? "true" : "false",
+		       map ? "true" : "false", o->mixed ? o->rwmixread : (o->write ? 0 : 100),
+		       o->end_fsync ? "true" : "false", o->qd, o->qd * (long)n, buf_bytes, peak_kib);
+		json_figures(sum, secs);
+		printf(", ");
+		json_hist(&sum->lat);
+		printf(", \"jobs\": [");
+		for (unsigned i = 0; i < n; i++) {
+			printf("%s{\"job\": %u, ", i ? ", " : "", i);
+			json_figures(&jobs[i], job_secs(&jobs[i]));
+			printf("}");
+		}
+		printf("]}\n");
+	} else {
+		char qds[64] = "", nj[32] = "";
+		if (o->qd != o->qd_req)
+			snprintf(qds, sizeof(qds), " (%ld in flight: the region's blocks)", o->qd);
+		if (n > 1)
+			snprintf(nj, sizeof(nj), " x %u jobs", n);
+		printf("%s bs=%" PRIu64 " qd=%ld%s%s%s%s: %.1f MB/s, %.0f IOPS, lat p50 %.1f us p99 %.1f us, "
+		       "cpu %.2f s usr + %.2f s sys, %" PRIu64 " bytes in %.2f s, %" PRIu64 " enters for %" PRIu64
+		       " submissions, %ld buffers (%" PRIu64 " KiB), peak RSS %ld KiB\n",
+		       o->rw, o->bs, o->qd_req, qds, nj, o->direct ? " direct" : "",
+		       o->fixedbufs ? " fixedbufs" : "", (double)sum->bytes / 1e6 / secs,
+		       (double)sum->ios / secs, rf_hist_pct(&sum->lat, 50) / 1e3,
+		       rf_hist_pct(&sum->lat, 99) / 1e3, sum->usr, sum->sys, sum->bytes, secs,
+		       sum->st.enters, sum->st.submissions, o->qd * (long)n, buf_bytes >> 10, peak_kib);
+		text_lat(sum);
+		if (sum->syncs)
+			printf("  sync (us): %" PRIu64 " %s, mean %.1f, p50 %.1f, p99 %.1f\n", sum->syncs,
+			       o->datasync ? "fdatasyncs" : "fsyncs", rf_hist_mean(&sum->sync) / 1e3,
+			       rf_hist_pct(&sum->sync, 50) / 1e3, rf_hist_pct(&sum->sync, 99) / 1e3);
+		for (unsigned i = 0; n > 1 && i < n; i++) {
+			const struct iob_job *j = &jobs[i];
+			double s = job_secs(j);
+			printf("  job %u: %.1f MB/s, %.0f IOPS, lat p50 %.1f us p99 %.1f us, cpu %.2f s usr + "
+			       "%.2f s sys\n", i, (double)j->bytes / 1e6 / s, (double)j->ios / s,
+			       rf_hist_pct(&j->lat, 50) / 1e3, rf_hist_pct(&j->lat, 99) / 1e3, j->usr, j->sys);
+		}
+	}
+	free(sum);
+}

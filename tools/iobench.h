@@ -1,0 +1,72 @@
+/* tools/iobench.h -- rf-iobench's parts: the options every job shares, a job (its own
+ * thread, ring, buffers, histograms and figures), and the functions that run and
+ * report them (iobench-run.c, iobench-report.c; options and the file: rf-iobench.c). */
+#ifndef RF_IOBENCH_H
+#define RF_IOBENCH_H
+
+#include <stdint.h>
+
+#include <ringflow/ring.h>
+
+#include "iobench-dist.h"
+#include "iobench-hist.h"
+#include "iobench-map.h"
+
+struct iob_job;
+
+struct slot {
+	struct iob_job *j;
+	char *buf;
+	uint64_t off;
+	uint64_t tq, ts;      /* queued; submitted (the loop turn's enter) */
+	int write;
+	struct slot *next;    /* queued, not yet submitted */
+};
+
+struct iob_opts {
+	const char *file, *rw, *bs_arg;
+	int fd;
+	int write, random, mixed, norandommap, verify, end_fsync, fixedbufs, direct, datasync;
+	unsigned rwmixread, numjobs;
+	long qd, qd_req, batch;
+	uint64_t bs, size, nblocks, sync_every, rate_bps, rate_iops;
+	double runtime;
+	uint32_t mem_align;
+	struct rf_dist dist;  /* kind and parameter; each job draws from its own copy */
+};
+
+struct iob_job {
+	int id;
+	const struct iob_opts *o;
+	struct rf_ring *r;
+	struct slot *slots;
+	unsigned ioflags;
+	/* the run */
+	int write, random, stop, sync_inflight, end_fsync;
+	unsigned inflight;
+	uint64_t rate_bps, rate_iops;
+	uint64_t next_off, issued, total_ios, deadline, rng, t0;
+	struct rf_randmap map;
+	struct rf_dist dist;
+	struct slot *unsubmitted;
+	/* the figures */
+	uint64_t bytes, ios, rbytes, wbytes, since_sync, syncs, verified;
+	uint64_t t_start, t_end;
+	double usr, sys;      /* this job's thread */
+	struct rf_ring_stats st;
+	struct rf_hist slat, clat, lat, sync;
+};
+
+/* Print one line naming what failed (removing a file this run created) and exit. */
+__attribute__((noreturn, format(printf, 2, 3))) void die(int code, const char *fmt, ...);
+
+/* In the job's own thread: its ring (registered file, buffers), then the run (and,
+ * for --verify writes, the read-back), then the ring's end. */
+void iob_job_setup(struct iob_job *j);
+void iob_job_run(struct iob_job *j);
+void iob_job_teardown(struct iob_job *j);
+
+/* The report of n jobs: their sum (and, with several, each), as text or JSON. */
+void iob_report(const struct iob_opts *o, const struct iob_job *jobs, unsigned n, int json);
+
+#endif
