@@ -25,6 +25,44 @@ static inline uint64_t splitmix64(uint64_t *s)
 static void on_done(void *data, int64_t res);
 static void issue_now(struct slot *s);
 
+/* ---- --log-interval: one CSV row per interval, from a ring timer ---- */
+
+static void on_log(void *data, int64_t res);
+
+static void log_arm(struct iob_job *j)
+{
+	uint64_t now = rf_now_ns(), due = j->inext > now ? j->inext - now : 1;
+	j->log_armed = rf_ring_timeout(j->r, due, on_log, j, &j->log_timer) == 0;
+}
+
+/* Write the interval's row: its end (s since the start), bandwidth, IOPS, and its
+ * latency percentiles (an interval without completions -- a stall -- says 0 I/Os). */
+static void log_row(struct iob_job *j, uint64_t end)
+{
+	/* the interval began one interval before its scheduled end (the last, partial
+	 * one ends early: its rates are over its own length) */
+	uint64_t begin = j->inext - j->o->log_ms * 1000000ull;
+	double secs = end > begin ? (double)(end - begin) / 1e9 : (double)j->o->log_ms / 1e3;
+	fprintf(j->log, "%.3f,%.3f,%.1f,%.2f,%.2f,%.2f\n", (double)(end - j->t0) / 1e9,
+		(double)j->ibytes / 1e6 / secs, (double)j->iios / secs,
+		rf_hist_pct(j->ilat, 50) / 1e3, rf_hist_pct(j->ilat, 99) / 1e3,
+		(double)j->ilat->max / 1e3);
+	j->ibytes = j->iios = 0;
+	rf_hist_init(j->ilat);
+}
+
+static void on_log(void *data, int64_t res)
+{
+	struct iob_job *j = data;
+	j->log_armed = 0;
+	if (res < 0)
+		return; /* cancelled: the run is over */
+	log_row(j, j->inext);
+	j->inext += j->o->log_ms * 1000000ull;
+	if (!(j->stop && !j->inflight))
+		log_arm(j);
+}
+
 static void on_delay(void *data, int64_t res)
 {
 	struct slot *s = data;
@@ -148,6 +186,11 @@ static void on_done(void *data, int64_t res)
 	rf_hist_add(&j->slat, s->ts - s->tq);
 	rf_hist_add(&j->clat, now - s->ts);
 	rf_hist_add(&j->lat, now - s->tq);
+	if (j->log) {
+		rf_hist_add(j->ilat, now - s->tq);
+		j->ibytes += (uint64_t)res;
+		j->iios++;
+	}
 	j->bytes += (uint64_t)res;
 	if (s->write)
 		j->wbytes += (uint64_t)res;
@@ -159,13 +202,14 @@ static void on_done(void *data, int64_t res)
 		j->since_sync = 0;
 		issue_sync(j);
 	}
-	if (j->stop)
-		return;
-	if (j->total_ios ? j->issued >= j->total_ios : now >= j->deadline) {
+	if (!j->stop && (j->total_ios ? j->issued >= j->total_ios : now >= j->deadline))
 		j->stop = 1;
+	if (!j->stop) {
+		issue(s);
 		return;
 	}
-	issue(s);
+	if (!j->inflight && j->log_armed) /* the last I/O: the log timer must not hold the run */
+		rf_ring_cancel(j->r, j->log_timer);
 }
 
 static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
@@ -227,6 +271,16 @@ void iob_job_setup(struct iob_job *j)
 	rf_hist_init(&j->clat);
 	rf_hist_init(&j->lat);
 	rf_hist_init(&j->sync);
+	if (o->log_ms) {
+		char path[4200];
+		snprintf(path, sizeof(path), "%s.job%d.csv", o->log_prefix, j->id);
+		j->ilat = malloc(sizeof(*j->ilat));
+		j->log = fopen(path, "we");
+		if (!j->ilat || !j->log)
+			die(1, "--log-interval: cannot write %s: %s", path, strerror(errno));
+		rf_hist_init(j->ilat);
+		fprintf(j->log, "time_s,bw_MBps,iops,lat_p50_us,lat_p99_us,lat_max_us\n");
+	}
 }
 
 /* Turn the loop until nothing is pending: each turn stamps what was queued since the
@@ -261,10 +315,16 @@ void iob_job_run(struct iob_job *j)
 	getrusage(RUSAGE_THREAD, &ru0);
 	j->t_start = j->t0 = rf_now_ns();
 	j->deadline = j->t0 + (uint64_t)(o->runtime * 1e9);
+	if (j->log) {
+		j->inext = j->t0 + o->log_ms * 1000000ull;
+		log_arm(j);
+	}
 	for (long i = 0; i < o->qd && (!j->total_ios || j->issued < j->total_ios); i++)
 		issue(&j->slots[i]);
 	run_loop(j, j->end_fsync);
 	j->t_end = rf_now_ns();
+	if (j->log && j->iios && j->t_end > j->inext - o->log_ms * 500000ull)
+		log_row(j, j->t_end); /* the last, partial interval, if at least half of one */
 	if (o->verify && o->write) {
 		/* read every block back (sequentially, the same queue depth), outside the
 		 * timed run, checking each against its header and CRC; the reads' figures
@@ -305,6 +365,9 @@ void iob_job_run(struct iob_job *j)
 
 void iob_job_teardown(struct iob_job *j)
 {
+	if (j->log && fclose(j->log) != 0)
+		die(1, "--log-interval: writing job %d's log: %s", j->id, strerror(errno));
+	free(j->ilat);
 	rf_ring_destroy(j->r);
 	if (!j->o->fixedbufs)
 		for (long i = 0; i < j->o->qd; i++)

@@ -28,6 +28,8 @@ struct iob_opts {
 	int fd;
 	int write, random, mixed, norandommap, verify, end_fsync, fixedbufs, direct, datasync;
 	unsigned rwmixread, numjobs;
+	uint64_t log_ms;      /* --log-interval: 0 none */
+	const char *log_prefix; /* the CSVs: PREFIX.jobN.csv */
 	long qd, qd_req, batch;
 	uint64_t bs, size, nblocks, sync_every, rate_bps, rate_iops;
 	double runtime;
@@ -55,6 +57,12 @@ struct iob_job {
 	double usr, sys;      /* this job's thread */
 	struct rf_ring_stats st;
 	struct rf_hist slat, clat, lat, sync;
+	/* --log-interval: this interval's figures, written as a CSV row by a ring timer */
+	struct rf_hist *ilat;
+	uint64_t ibytes, iios, inext;
+	FILE *log;
+	rf_req_id log_timer;
+	int log_armed;
 };
 
 /* Print one line naming what failed (removing a file this run created) and exit. */
@@ -65,6 +73,10 @@ __attribute__((noreturn, format(printf, 2, 3))) void die(int code, const char *f
 void iob_job_setup(struct iob_job *j);
 void iob_job_run(struct iob_job *j);
 void iob_job_teardown(struct iob_job *j);
+
+/* rf-iobench --job FILE (iobench-jobfile.c): run the file's jobs one after another;
+ * the exit status of the first that fails, else 0. */
+int iob_jobfile_run(const char *path, int json);
 
 /* The report of n jobs: their sum (and, with several, each), as text or JSON. */
 void iob_report(const struct iob_opts *o, const struct iob_job *jobs, unsigned n, int json);

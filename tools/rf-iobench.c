@@ -161,6 +161,9 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: %s --file F --rw MODE --bs SIZE --qd N [options]\n"
+		"       %s --job FILE [--json]\n"
+		"  --job FILE     run the jobs of a job file (fio's format, a subset: [global] and\n"
+		"                 named sections of key=value; see tools/iobench-jobfile.c)\n"
 		"  --file F       a regular file or a block device (write modes create F)\n"
 		"  --rw MODE      read, randread, write, randwrite, rw or randrw (mixed)\n"
 		"  --rwmixread P  rw/randrw: percent of reads, 0..100 (default 50)\n"
@@ -174,6 +177,9 @@ static void usage(FILE *f)
 		"  --numjobs N    N jobs, 1..64: each its own thread, ring and buffers on the same\n"
 		"                 file; the report gives their sum and each\n"
 		"  --rate SIZE    at most SIZE bytes a second (such as 50m), per job\n"
+		"  --log-interval MS  a CSV row per job every MS ms (1..3600000): bandwidth, IOPS,\n"
+		"                 latency p50/p99/max of the interval; tools/plot-iobench plots them\n"
+		"  --log-prefix P the CSVs' names: P.job0.csv, ... (default rf-iobench-log)\n"
 		"  --rate-iops N  at most N I/Os a second, 1..10^9, per job\n"
 		"  --verify crc32c  write blocks with a header and CRC-32C and read them back\n"
 		"                 after the run (write modes), or check every block read\n"
@@ -185,7 +191,7 @@ static void usage(FILE *f)
 		"  --runtime SEC  time based run, 0.001..1e6 s, wrapping around\n"
 		"  --batch N      completions dispatched per loop turn, 0..65536 (0: no cap; default 4)\n"
 		"  --json         one JSON object on stdout\n"
-		"  --force        write into an existing F\n", prog);
+		"  --force        write into an existing F\n", prog, prog);
 }
 
 int main(int argc, char **argv)
@@ -210,6 +216,9 @@ int main(int argc, char **argv)
 		{ "verify", required_argument, 0, 'V' },
 		{ "random-distribution", required_argument, 0, 'R' },
 		{ "numjobs", required_argument, 0, 'n' },
+		{ "log-interval", required_argument, 0, 'L' },
+		{ "job", required_argument, 0, 'J' },
+		{ "log-prefix", required_argument, 0, 'P' },
 		{ "rate", required_argument, 0, 'r' },
 		{ "rate-iops", required_argument, 0, 'I' },
 		{ "help", no_argument, 0, 'h' },
@@ -221,7 +230,9 @@ int main(int argc, char **argv)
 	double runtime = 0;
 	int direct = 0, fixedbufs = 0, json = 0, force = 0, end_fsync = 0, mix_given = 0;
 	int dist_given = 0;
+	const char *jobfile = NULL;
 	O.numjobs = 1;
+	O.log_prefix = "rf-iobench-log";
 	O.rwmixread = 50;
 	rf_log_set(rf_cli_log_stderr, NULL);
 	opterr = 0;
@@ -284,6 +295,22 @@ int main(int argc, char **argv)
 			O.datasync = c == 'D';
 			break;
 		case 'E': end_fsync = 1; break;
+		case 'J':
+			if (!*optarg)
+				die(2, "--job: got an empty path, expected a job file");
+			jobfile = optarg;
+			break;
+		case 'L':
+			if (rf_cli_u64(optarg, 1, 3600000, &v))
+				die(2, "--log-interval: got '%s', expected milliseconds from 1 to 3600000",
+				    optarg);
+			O.log_ms = v;
+			break;
+		case 'P':
+			if (!*optarg)
+				die(2, "--log-prefix: got an empty path, expected a path prefix for the CSVs");
+			O.log_prefix = optarg;
+			break;
 		case 'n':
 			if (rf_cli_u64(optarg, 1, 64, &v))
 				die(2, "--numjobs: got '%s', expected a number of jobs from 1 to 64", optarg);
@@ -325,12 +352,20 @@ int main(int argc, char **argv)
 			die(2, "%s: unknown or ambiguous option (expected one of --file --rw --bs --qd "
 			    "--direct --fixedbufs --size --runtime --batch --rwmixread --norandommap "
 			    "--fsync --fdatasync --end-fsync --verify --random-distribution --rate "
-			    "--rate-iops --numjobs --json --force; see --help)",
+			    "--rate-iops --numjobs --log-interval --log-prefix --json --force; see --help)",
 			    argv[optind - 1]);
 		}
 	}
 	if (optind < argc)
 		die(2, "'%s': unexpected argument (all arguments are --options)", argv[optind]);
+	if (jobfile) {
+		for (int i = 1; i < argc; i++)
+			if (strncmp(argv[i], "--job", 5) && strcmp(argv[i], "--json") &&
+			    strcmp(argv[i], jobfile))
+				die(2, "--job: the options come from the file; only --json may be added (got %s)",
+				    argv[i]);
+		return iob_jobfile_run(jobfile, json);
+	}
 	if (!file)
 		die(2, "--file: expected a file to read or write (missing)");
 	if (!rw)

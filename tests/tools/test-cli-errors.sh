@@ -417,6 +417,25 @@ bad $B --random-distribution 2 "value" $R --random-distribution
 bad $B --random-distribution 2 "applies to random modes" $F --bs 4k --qd 1 --random-distribution zipf:1.2
 ints $B --rate-iops 1 1000000000 $R
 ints $B --numjobs 1 64 $R
+ints $B --log-interval 1 3600000 $R
+bad $B --log-prefix 2 "empty path" $R --log-interval 100 --log-prefix ""
+bad $B --log-prefix 2 "value" $R --log-interval 100 --log-prefix
+bad $B --log-interval 1 "$T/nodir/x.job0.csv && cannot write" $R --log-interval 100 --log-prefix "$T/nodir/x"
+bad $B --job 1 "$T/none.fio && cannot open" --job "$T/none.fio"
+bad $B --job 2 "empty path" --job ""
+bad $B --job 2 "value" --job
+printf '[j]\nrw=read\n' > "$T/j.fio"
+bad $B --job 2 "only --json may be added" --job "$T/j.fio" --qd 4
+printf '[global]\nbs=4k\n[j]\nrw=read\nqueue=4\n' > "$T/j.fio"
+bad $B --job 1 "line 5 && unknown key 'queue'" --job "$T/j.fio"
+printf '[j]\nrw\n' > "$T/j.fio"
+bad $B --job 1 "line 2 && rw needs a value" --job "$T/j.fio"
+printf 'rw=read\n' > "$T/j.fio"
+bad $B --job 1 "line 1 && before any [section]" --job "$T/j.fio"
+printf '[j\n' > "$T/j.fio"
+bad $B --job 1 "line 1 && expected [section-name]" --job "$T/j.fio"
+printf '[j]\ndirect=yes\n' > "$T/j.fio"
+bad $B --job 1 "line 2 && direct takes no value" --job "$T/j.fio"
 for v in "" "0" "-1" "5x" " 1m"; do
 	bad $B --rate 2 "'$v'" $R --rate "$v"
 done

@@ -8,9 +8,12 @@ is at least clat; randrw --rwmixread 70 reads about 70 % of the bytes; a randrea
 replacement, same count of I/Os); --rate-iops and --rate hold within 5 % over 2 s; zipf runs; two jobs each
 make their pass and the report sums them; --verify crc32c writes and reads back, then finds a
 byte flipped in the file and names its offset, the expected and the actual value.
-argv: the rf-iobench program."""
+--log-interval writes a CSV per job (about a row per interval) that tools/plot-iobench
+draws; a job file runs its jobs with the options the same command line gives, and an
+unknown key fails naming its line. argv: the rf-iobench program."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -83,10 +86,42 @@ try:
     check("offset 299008" in p.stderr and "first bad byte at offset 300001" in p.stderr and
           "0x%02x, expected 0x%02x" % (b[0] ^ 0x40, b[0]) in p.stderr,
           "the report names the block, the byte and the values: %s" % p.stderr)
+    # per-interval logs: a CSV per job, about one row per 100 ms, and its plot
+    run("--rw", "randread", "--bs", "4k", "--qd", "4", "--runtime", "1", "--numjobs", "2",
+        "--log-interval", "100", "--log-prefix", os.path.join(d, "log"))
+    for job in (0, 1):
+        rows = open(os.path.join(d, "log.job%d.csv" % job)).read().splitlines()
+        check(rows[0] == "time_s,bw_MBps,iops,lat_p50_us,lat_p99_us,lat_max_us", "CSV header")
+        check(9 <= len(rows) - 1 <= 12, "about 10 intervals in 1 s: %d" % (len(rows) - 1))
+        t = [float(r.split(",")[0]) for r in rows[1:]]
+        check(t == sorted(t) and abs(t[0] - 0.1) < 0.05, "interval ends rise from 0.1 s: %r" % t[:3])
+    plot = os.path.join(os.environ.get("RF_SOURCE_ROOT", "."), "tools", "plot-iobench")
+    if shutil.which("gnuplot") and os.access(plot, os.X_OK):
+        png = os.path.join(d, "log.png")
+        p = subprocess.run([plot, png, os.path.join(d, "log.job0.csv"), os.path.join(d, "log.job1.csv")],
+                           capture_output=True, text=True, timeout=60)
+        check(p.returncode == 0 and os.path.getsize(png) > 1000, "plot-iobench: %s" % p.stderr)
+    # a job file: two jobs, run one after another; the same options as on the command line
+    jf = os.path.join(d, "exp.fio")
+    with open(jf, "w") as fh:
+        fh.write("; two jobs\n[global]\nfilename=%s\nbs=4k\nioengine=io_uring\n\n"
+                 "[seq]\nrw=read\niodepth=2\n\n[mix]\nrw=randrw\nrwmixread=70\n"
+                 "iodepth=8\nnumjobs=2\nforce=1\nruntime=0.2\ntime_based=1\n" % f)
+    p = subprocess.run([exe, "--job", jf, "--json"], capture_output=True, text=True, timeout=60)
+    check(p.returncode == 0, "--job: exit %d: %s" % (p.returncode, p.stderr))
+    jj = json.loads(p.stdout)
+    check(len(jj["jobs"]) == 2, "two jobs in the output")
+    cl = [run("--rw", "read", "--bs", "4k", "--qd", "2"),
+          run("--rw", "randrw", "--rwmixread", "70", "--bs", "4k", "--qd", "8", "--numjobs", "2",
+              "--force", "--runtime", "0.2")]
+    for a, b in zip(jj["jobs"], cl):
+        for k in ("rw", "bs", "qd", "numjobs", "rwmixread", "random_map", "direct"):
+            check(a[k] == b[k], "job file vs command line: %s %r vs %r" % (k, a[k], b[k]))
+    with open(jf, "a") as fh:
+        fh.write("[bad]\nrw=read\nblocksiz=4k\n")
+    p = subprocess.run([exe, "--job", jf], capture_output=True, text=True, timeout=60)
+    check(p.returncode == 1 and "line 21" in p.stderr and "'blocksiz'" in p.stderr,
+          "an unknown key names its line: %s" % p.stderr)
 finally:
-    try:
-        os.unlink(f)
-    except OSError:
-        pass
-    os.rmdir(d)
+    shutil.rmtree(d, ignore_errors=True)
 print("rf-iobench runs: fsync counts, histogram, percentiles, rw mix, random map: ok")

@@ -1,0 +1,253 @@
+/* tools/iobench-jobfile.c -- rf-iobench --job FILE: an experiment as a file, in a subset
+ * of fio's job-file format:
+ *
+ *   ; a comment (or #)
+ *   [global]
+ *   filename=/var/tmp/data
+ *   bs=4k
+ *   direct=1
+ *   [randread-qd64]
+ *   rw=randread
+ *   iodepth=64
+ *
+ * Each section other than [global] is one job: the global keys, then its own (which
+ * win). Keys are fio's names where fio has the option (filename, rw, bs, iodepth, size,
+ * runtime, time_based, numjobs, rwmixread, norandommap, fsync, fdatasync, end_fsync,
+ * verify, random_distribution, rate, rate_iops, direct, fixedbufs, log_avg_msec) or
+ * rf-iobench's own option names (batch, force, log_prefix, ...), '-' and '_' alike.
+ * A key this file does not know, a value on a flag that takes none, or a line that is
+ * not a section, key=value or comment is an error naming the file and line. Jobs run
+ * one after another (as fio with stonewall between them), each in its own process of
+ * this program; with --json the output is one object {"jobfile", "jobs": [...]}. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli-impl.h"
+#include "iobench.h"
+
+struct kv {
+	char key[64], val[512];
+	int line;
+};
+
+struct section {
+	char name[128];
+	int line;
+	struct kv *kv;
+	unsigned n, cap;
+};
+
+/* fio's key, or ours, -> our option; flag: takes no value (0/1 in a job file). */
+static const struct { const char *key, *opt; int flag; } keymap[] = {
+	{ "filename", "--file", 0 },     { "file", "--file", 0 },
+	{ "rw", "--rw", 0 },              { "readwrite", "--rw", 0 },
+	{ "bs", "--bs", 0 },              { "blocksize", "--bs", 0 },
+	{ "iodepth", "--qd", 0 },         { "qd", "--qd", 0 },
+	{ "size", "--size", 0 },          { "runtime", "--runtime", 0 },
+	{ "numjobs", "--numjobs", 0 },    { "rwmixread", "--rwmixread", 0 },
+	{ "norandommap", "--norandommap", 1 },
+	{ "fsync", "--fsync", 0 },        { "fdatasync", "--fdatasync", 0 },
+	{ "end_fsync", "--end-fsync", 1 },
+	{ "verify", "--verify", 0 },
+	{ "random_distribution", "--random-distribution", 0 },
+	{ "rate", "--rate", 0 },          { "rate_iops", "--rate-iops", 0 },
+	{ "direct", "--direct", 1 },      { "fixedbufs", "--fixedbufs", 1 },
+	{ "batch", "--batch", 0 },        { "force", "--force", 1 },
+	{ "log_avg_msec", "--log-interval", 0 }, { "log_interval", "--log-interval", 0 },
+	{ "log_prefix", "--log-prefix", 0 },
+	{ "time_based", NULL, 1 },        /* implied by runtime: accepted, nothing to pass */
+	{ "ioengine", NULL, 0 },          /* io_uring is the only engine: io_uring accepted */
+};
+
+static void norm(char *k)
+{
+	for (; *k; k++)
+		if (*k == '-')
+			*k = '_';
+}
+
+static char *trim(char *s)
+{
+	while (*s == ' ' || *s == '\t')
+		s++;
+	char *e = s + strlen(s);
+	while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\n' || e[-1] == '\r'))
+		*--e = 0;
+	return s;
+}
+
+static int lookup(const char *key)
+{
+	for (unsigned i = 0; i < sizeof(keymap) / sizeof(keymap[0]); i++)
+		if (!strcmp(keymap[i].key, key))
+			return (int)i;
+	return -1;
+}
+
+static void add_kv(struct section *s, const char *k, const char *v, int line)
+{
+	if (s->n == s->cap) {
+		s->cap = s->cap ? 2 * s->cap : 16;
+		s->kv = realloc(s->kv, s->cap * sizeof(*s->kv));
+		if (!s->kv)
+			die(1, "out of memory");
+	}
+	struct kv *e = &s->kv[s->n++];
+	snprintf(e->key, sizeof(e->key), "%s", k);
+	snprintf(e->val, sizeof(e->val), "%s", v);
+	e->line = line;
+}
+
+/* Read the file into sections ([global] first, if any). Every error names the line. */
+static struct section *parse(const char *path, unsigned *nsec)
+{
+	FILE *f = fopen(path, "re");
+	if (!f)
+		die(1, "--job %s: cannot open: %s", path, strerror(errno));
+	struct section *secs = NULL;
+	unsigned n = 0;
+	char buf[1024];
+	int line = 0;
+	while (fgets(buf, sizeof(buf), f)) {
+		line++;
+		if (!strchr(buf, '\n') && !feof(f))
+			die(1, "--job %s: line %d: longer than %zu characters", path, line, sizeof(buf) - 2);
+		char *l = trim(buf);
+		if (!*l || *l == ';' || *l == '#')
+			continue;
+		if (*l == '[') {
+			char *e = strchr(l, ']');
+			if (!e || e[1] || e == l + 1)
+				die(1, "--job %s: line %d: expected [section-name], got '%s'", path, line, l);
+			*e = 0;
+			secs = realloc(secs, (n + 1) * sizeof(*secs));
+			if (!secs)
+				die(1, "out of memory");
+			memset(&secs[n], 0, sizeof(secs[n]));
+			snprintf(secs[n].name, sizeof(secs[n].name), "%s", l + 1);
+			secs[n].line = line;
+			n++;
+			continue;
+		}
+		if (!n)
+			die(1, "--job %s: line %d: '%s' before any [section]", path, line, l);
+		char *eq = strchr(l, '=');
+		char key[64];
+		const char *val = eq ? trim(eq + 1) : NULL;
+		if (eq)
+			*eq = 0;
+		snprintf(key, sizeof(key), "%s", trim(l));
+		norm(key);
+		int k = lookup(key);
+		if (k < 0)
+			die(1, "--job %s: line %d: unknown key '%s' (known: fio's filename, rw, bs, "
+			    "iodepth, size, runtime, numjobs, rwmixread, norandommap, fsync, fdatasync, "
+			    "end_fsync, verify, random_distribution, rate, rate_iops, direct, fixedbufs, "
+			    "log_avg_msec, and rf-iobench's options)", path, line, key);
+		if (keymap[k].flag && val && strcmp(val, "1") && strcmp(val, "0"))
+			die(1, "--job %s: line %d: %s takes no value (or 0/1), got '%s'", path, line, key, val);
+		if (!keymap[k].flag && (!val || !*val))
+			die(1, "--job %s: line %d: %s needs a value (%s=...)", path, line, key, key);
+		if (!strcmp(key, "ioengine") && strcmp(val, "io_uring"))
+			die(1, "--job %s: line %d: ioengine=%s: rf-iobench is io_uring only", path, line, val);
+		add_kv(&secs[n - 1], key, val ? val : "1", line);
+	}
+	fclose(f);
+	*nsec = n;
+	return secs;
+}
+
+/* The command line of one job: global keys, then the section's (a later key wins:
+ * each is passed once, its last value). */
+static char **job_argv(const char *self, const struct section *g, const struct section *s,
+		       int json)
+{
+	char **av = calloc(2 * (g ? g->n : 0) + 2 * s->n + 4, sizeof(*av));
+	if (!av)
+		die(1, "out of memory");
+	unsigned n = 0;
+	av[n++] = (char *)self;
+	const struct section *both[2] = { g, s };
+	for (unsigned b = 0; b < 2; b++)
+		for (unsigned i = 0; both[b] && i < both[b]->n; i++) {
+			const struct kv *e = &both[b]->kv[i];
+			int later = 0; /* overridden later (in this section or the job's)? */
+			for (unsigned b2 = b; b2 < 2 && !later; b2++)
+				for (unsigned i2 = b2 == b ? i + 1 : 0; both[b2] && i2 < both[b2]->n; i2++)
+					if (!strcmp(both[b2]->kv[i2].key, e->key))
+						later = 1;
+			int k = lookup(e->key);
+			if (later || !keymap[k].opt)
+				continue;
+			if (keymap[k].flag) {
+				if (!strcmp(e->val, "1"))
+					av[n++] = (char *)keymap[k].opt;
+				continue;
+			}
+			av[n++] = (char *)keymap[k].opt;
+			av[n++] = (char *)e->val;
+		}
+	if (json)
+		av[n++] = "--json";
+	av[n] = NULL;
+	return av;
+}
+
+int iob_jobfile_run(const char *path, int json)
+{
+	unsigned nsec;
+	struct section *secs = parse(path, &nsec);
+	const struct section *g = NULL;
+	unsigned njobs = 0;
+	for (unsigned i = 0; i < nsec; i++) {
+		if (!strcmp(secs[i].name, "global")) {
+			if (i)
+				die(1, "--job %s: line %d: [global] must come first", path, secs[i].line);
+			g = &secs[i];
+		} else {
+			njobs++;
+		}
+	}
+	if (!njobs)
+		die(1, "--job %s: no job section (only [global]?)", path);
+	if (json)
+		printf("{\"jobfile\": \"%s\", \"jobs\": [", path);
+	fflush(stdout);
+	int status = 0;
+	unsigned done = 0;
+	for (unsigned i = 0; i < nsec && !status; i++) {
+		if (&secs[i] == g)
+			continue;
+		char **av = job_argv("/proc/self/exe", g, &secs[i], json);
+		if (!json) {
+			printf("[%s]\n", secs[i].name);
+			fflush(stdout);
+		} else if (done) {
+			printf(", ");
+			fflush(stdout);
+		}
+		pid_t pid = fork();
+		if (pid < 0)
+			die(1, "--job %s: cannot fork: %s", path, strerror(errno));
+		if (pid == 0) {
+			execv("/proc/self/exe", av);
+			_exit(127);
+		}
+		int st;
+		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+			;
+		status = WIFEXITED(st) ? WEXITSTATUS(st) : 1; /* the job said why, in one line */
+		free(av);
+		done++;
+	}
+	if (json)
+		printf("]}\n");
+	for (unsigned i = 0; i < nsec; i++)
+		free(secs[i].kv);
+	free(secs);
+	return status;
+}
