@@ -117,6 +117,7 @@ static void issue_now(struct slot *s)
 		s->off = j->next_off;
 		j->next_off += o->bs;
 	}
+	s->off += o->offset;
 	s->write = o->mixed && j->write ? splitmix64(&j->rng) % 100 >= o->rwmixread : j->write;
 	if (s->write && o->verify)
 		rf_vfy_fill((uint8_t *)s->buf, o->bs, s->off, 1); /* fio fills in the timed path too */
@@ -177,6 +178,8 @@ static void on_done(void *data, int64_t res)
 	if ((uint64_t)res != o->bs)
 		die(1, "%s: %s at offset %" PRIu64 " transferred %" PRId64 " bytes, expected %" PRIu64
 		    " (end of file?)", o->file, s->write ? "write" : "read", s->off, res, o->bs);
+	if (now < j->ramp_end) /* --ramp-time: running, not yet measured */
+		goto next;
 	if (!s->write && o->verify) {
 		char msg[400];
 		if (rf_vfy_check((const uint8_t *)s->buf, o->bs, s->off, msg, sizeof(msg)) < 0)
@@ -202,6 +205,7 @@ static void on_done(void *data, int64_t res)
 		j->since_sync = 0;
 		issue_sync(j);
 	}
+next:
 	if (!j->stop && (j->total_ios ? j->issued >= j->total_ios : now >= j->deadline))
 		j->stop = 1;
 	if (!j->stop) {
@@ -218,7 +222,8 @@ void iob_job_setup(struct iob_job *j)
 {
 	pthread_once(&crc_once, rf_crc32c_init); /* this file's table: it fills and checks */
 	const struct iob_opts *o = j->o;
-	struct rf_ring_opts ro = { .entries = (unsigned)(o->qd < 8 ? 8 : o->qd) };
+	struct rf_ring_opts ro = { .entries = (unsigned)(o->qd < 8 ? 8 : o->qd),
+				   .flags = o->sqpoll ? RF_RING_SQPOLL : 0 };
 	int ret = rf_ring_create(&j->r, &ro);
 	if (ret == -EBADMSG) { /* RF_FAULT_INJECT malformed: the ring's one line says why */
 		rf_cli_log_stderr(RF_LOG_ERROR, rf_last_error(), NULL);
@@ -314,7 +319,9 @@ void iob_job_run(struct iob_job *j)
 	rf_ring_get_stats(j->r, &st0);
 	getrusage(RUSAGE_THREAD, &ru0);
 	j->t_start = j->t0 = rf_now_ns();
-	j->deadline = j->t0 + (uint64_t)(o->runtime * 1e9);
+	j->ramp_end = j->t0 + (uint64_t)(o->ramp * 1e9);
+	j->t_start = j->ramp_end; /* the measured run starts after the ramp */
+	j->deadline = j->ramp_end + (uint64_t)(o->runtime * 1e9);
 	if (j->log) {
 		j->inext = j->t0 + o->log_ms * 1000000ull;
 		log_arm(j);

@@ -32,7 +32,9 @@ struct iob_opts {
 	const char *log_prefix; /* the CSVs: PREFIX.jobN.csv */
 	long qd, qd_req, batch;
 	uint64_t bs, size, nblocks, sync_every, rate_bps, rate_iops;
-	double runtime;
+	double runtime, ramp;
+	uint64_t offset;      /* the region: [offset, offset + size) */
+	int sqpoll;
 	uint32_t mem_align;
 	struct rf_dist dist;  /* kind and parameter; each job draws from its own copy */
 };
@@ -53,7 +55,7 @@ struct iob_job {
 	struct slot *unsubmitted;
 	/* the figures */
 	uint64_t bytes, ios, rbytes, wbytes, since_sync, syncs, verified;
-	uint64_t t_start, t_end;
+	uint64_t t_start, t_end, ramp_end;
 	double usr, sys;      /* this job's thread */
 	struct rf_ring_stats st;
 	struct rf_hist slat, clat, lat, sync;

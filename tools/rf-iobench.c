@@ -176,6 +176,10 @@ static void usage(FILE *f)
 		"                 the region) for random modes; all but random draw with replacement\n"
 		"  --numjobs N    N jobs, 1..64: each its own thread, ring and buffers on the same\n"
 		"                 file; the report gives their sum and each\n"
+		"  --offset SIZE  the region starts there (default 0; --size counts from it)\n"
+		"  --ramp-time SEC  run this long before measuring (with --runtime)\n"
+		"  --time-based   (fio's time_based; implied by --runtime, which it needs)\n"
+		"  --sqpoll       a kernel thread polls the submission queue (IORING_SETUP_SQPOLL)\n"
 		"  --rate SIZE    at most SIZE bytes a second (such as 50m), per job\n"
 		"  --log-interval MS  a CSV row per job every MS ms (1..3600000): bandwidth, IOPS,\n"
 		"                 latency p50/p99/max of the interval; tools/plot-iobench plots them\n"
@@ -218,6 +222,10 @@ int main(int argc, char **argv)
 		{ "numjobs", required_argument, 0, 'n' },
 		{ "log-interval", required_argument, 0, 'L' },
 		{ "job", required_argument, 0, 'J' },
+		{ "offset", required_argument, 0, 'o' },
+		{ "ramp-time", required_argument, 0, 'T' },
+		{ "time-based", no_argument, 0, 'b' + 256 },
+		{ "sqpoll", no_argument, 0, 'q' + 256 },
 		{ "log-prefix", required_argument, 0, 'P' },
 		{ "rate", required_argument, 0, 'r' },
 		{ "rate-iops", required_argument, 0, 'I' },
@@ -231,6 +239,7 @@ int main(int argc, char **argv)
 	int direct = 0, fixedbufs = 0, json = 0, force = 0, end_fsync = 0, mix_given = 0;
 	int dist_given = 0;
 	const char *jobfile = NULL;
+	int time_based = 0;
 	O.numjobs = 1;
 	O.log_prefix = "rf-iobench-log";
 	O.rwmixread = 50;
@@ -295,6 +304,17 @@ int main(int argc, char **argv)
 			O.datasync = c == 'D';
 			break;
 		case 'E': end_fsync = 1; break;
+		case 'o':
+			O.offset = parse_size(optarg);
+			if ((!O.offset && strcmp(optarg, "0")) || O.offset > INT64_MAX)
+				die(2, "--offset: got '%s', expected a byte offset such as 0, 4k or 1g", optarg);
+			break;
+		case 'T':
+			if (rf_cli_double(optarg, 0.001, 1e6, &O.ramp))
+				die(2, "--ramp-time: got '%s', expected seconds from 0.001 to 1e6", optarg);
+			break;
+		case 'b' + 256: time_based = 1; break;
+		case 'q' + 256: O.sqpoll = 1; break;
 		case 'J':
 			if (!*optarg)
 				die(2, "--job: got an empty path, expected a job file");
@@ -352,7 +372,8 @@ int main(int argc, char **argv)
 			die(2, "%s: unknown or ambiguous option (expected one of --file --rw --bs --qd "
 			    "--direct --fixedbufs --size --runtime --batch --rwmixread --norandommap "
 			    "--fsync --fdatasync --end-fsync --verify --random-distribution --rate "
-			    "--rate-iops --numjobs --log-interval --log-prefix --json --force; see --help)",
+			    "--rate-iops --numjobs --log-interval --log-prefix --offset --ramp-time "
+			    "--time-based --sqpoll --job --json --force; see --help)",
 			    argv[optind - 1]);
 		}
 	}
@@ -388,6 +409,8 @@ int main(int argc, char **argv)
 		die(2, "--rwmixread: applies to --rw rw or randrw, not %s", rw);
 	if (O.norandommap && !O.random)
 		die(2, "--norandommap: applies to random modes (randread, randwrite, randrw), not %s", rw);
+	if ((time_based || O.ramp > 0) && !(runtime > 0))
+		die(2, "--%s: needs --runtime (a time-based run)", O.ramp > 0 ? "ramp-time" : "time-based");
 	if (dist_given && !O.random)
 		die(2, "--random-distribution: applies to random modes (randread, randwrite, randrw), "
 		    "not %s", rw);
@@ -459,20 +482,26 @@ int main(int argc, char **argv)
 	uint64_t fsize = (uint64_t)sb.st_size;
 	if (S_ISBLK(sb.st_mode) && ioctl(fd, BLKGETSIZE64, &fsize) < 0)
 		die(1, "--file %s: cannot get the device size: %s", file, strerror(errno));
+	if (!O.write && O.offset && O.offset >= fsize)
+		die(1, "--file %s: has %" PRIu64 " bytes, none at or past --offset %" PRIu64, file, fsize,
+		    O.offset);
 	if (!size)
-		size = fsize;
-	if (!O.write && size > fsize)
+		size = fsize - (O.offset < fsize ? O.offset : fsize);
+	if (!O.write && size > fsize - O.offset && !O.offset)
 		die(1, "--file %s: has %" PRIu64 " bytes, fewer than --size %" PRIu64, file, fsize, size);
+	if (!O.write && size > fsize - O.offset)
+		die(1, "--file %s: has %" PRIu64 " bytes, fewer than --offset %" PRIu64 " + --size %" PRIu64,
+		    file, fsize, O.offset, size);
 	if (O.write && S_ISBLK(sb.st_mode) && size > fsize)
 		die(1, "--file %s: a device of %" PRIu64 " bytes, fewer than --size %" PRIu64, file,
 		    fsize, size);
 	if (size < bs)
 		die(1, "--file %s: %" PRIu64 " bytes to use, less than one block of %" PRIu64 " (--bs)",
 		    file, size, bs);
-	if (O.write && S_ISREG(sb.st_mode) && fsize < size) {
+	if (O.write && S_ISREG(sb.st_mode) && fsize < O.offset + size) {
 		/* glibc falls back to writing zeros where fallocate is not supported; an
 		 * error here is real (ENOSPC, EFBIG) and ends the run before any write. */
-		int ret = posix_fallocate(fd, 0, (off_t)size);
+		int ret = posix_fallocate(fd, 0, (off_t)(O.offset + size));
 		if (ret)
 			die(1, "--file %s: cannot extend to %" PRIu64 " bytes (--size): %s", file, size,
 			    strerror(ret));
@@ -483,6 +512,9 @@ int main(int argc, char **argv)
 		if (bs % off_align)
 			die(2, "--bs: expected a multiple of %u (the file's O_DIRECT alignment), got %" PRIu64,
 			    off_align, bs);
+		if (O.offset % off_align)
+			die(2, "--offset: expected a multiple of %u (the file's O_DIRECT alignment), got %"
+			    PRIu64, off_align, O.offset);
 		if (mem_align < 4096)
 			mem_align = 4096;
 	}
@@ -517,6 +549,7 @@ int main(int argc, char **argv)
 	O.size = size;
 	O.nblocks = nblocks;
 	O.runtime = runtime;
+	(void)time_based; /* checked above: fio's flag, implied by --runtime */
 	O.mem_align = mem_align;
 	struct iob_job *jobs = calloc(O.numjobs, sizeof(*jobs));
 	pthread_t *th = calloc(O.numjobs, sizeof(*th));

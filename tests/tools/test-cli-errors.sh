@@ -392,7 +392,7 @@ for rw in write randwrite; do
 	bad $B --file 1 "less than one block" --rw $rw --bs 8k --qd 1 --file "$T/new" --size 4k
 done
 ! [ -e "$T/new" ] || fail "a refused rf-iobench write left $T/new"
-for f in direct fixedbufs json force help norandommap end-fsync; do
+for f in direct fixedbufs json force help norandommap end-fsync time-based sqpoll; do
 	bad $B "--$f" 2 "takes no value" "--$f=1"
 done
 M="--file $T/f64k --rw randrw --bs 4k --qd 1 --force"
@@ -417,6 +417,17 @@ bad $B --random-distribution 2 "value" $R --random-distribution
 bad $B --random-distribution 2 "applies to random modes" $F --bs 4k --qd 1 --random-distribution zipf:1.2
 ints $B --rate-iops 1 1000000000 $R
 ints $B --numjobs 1 64 $R
+for v in "" "-1" "4x" " 4k" "99999999999999999999"; do
+	bad $B --offset 2 "'$v'" $R --offset "$v"
+done
+bad $B --offset 2 "value" $R --offset
+bad $B --offset 1 "none at or past --offset 65536" $R --offset 64k
+bad $B --offset 1 "fewer than --offset 32768 + --size 65536" $R --offset 32k --size 64k
+for v in "" "0" "-1" "nan" "1e7" "x"; do
+	bad $B --ramp-time 2 "'$v'" $R --runtime 1 --ramp-time "$v"
+done
+bad $B --ramp-time 2 "needs --runtime" $R --ramp-time 1
+bad $B --time-based 2 "needs --runtime" $R --time-based
 ints $B --log-interval 1 3600000 $R
 bad $B --log-prefix 2 "empty path" $R --log-interval 100 --log-prefix ""
 bad $B --log-prefix 2 "value" $R --log-interval 100 --log-prefix

@@ -59,6 +59,11 @@ try:
     check(j["ios"] == 256 and j["bytes"] == 1 << 20, "one pass of the random map")
     j = run("--rw", "randread", "--bs", "4k", "--qd", "4", "--norandommap")
     check(j["ios"] == 256 and j["random_map"] is False, "norandommap: same count, no map")
+    # --offset: the region's second half only; --ramp-time: measured after it
+    j = run("--rw", "randread", "--bs", "4k", "--qd", "4", "--offset", "512k")
+    check(j["ios"] == 128, "--offset 512k of 1 MiB: 128 blocks, got %d" % j["ios"])
+    j = run("--rw", "randread", "--bs", "4k", "--qd", "4", "--runtime", "0.5", "--ramp-time", "0.3")
+    check(abs(j["seconds"] - 0.5) < 0.1, "--ramp-time: the measured run is --runtime: %.3f s" % j["seconds"])
     # two jobs, each its own pass over the file: the sum and each job in the JSON
     j = run("--rw", "randread", "--bs", "4k", "--qd", "4", "--numjobs", "2")
     check(j["numjobs"] == 2 and len(j["jobs"]) == 2, "two jobs reported")
