@@ -186,21 +186,26 @@ int rf__fault_parse(struct rf__fault *f, const char *spec)
 /* Applied when a faultable read or write completes with res > 0. Each fault draws
  * from the generator only when its fraction is set, so a spec without the newer
  * keys replays the same faults as before. */
+/* The error faults, drawn in this order: -EIO, -EAGAIN, -EINTR, or 0 for none. */
+static int32_t rf__fault_error(struct rf_ring *r)
+{
+	static const int errs[3] = { -EIO, -EAGAIN, -EINTR };
+	struct rf__fault *f = &r->fault;
+	const double frac[3] = { f->eio, f->eagain, f->eintr };
+	for (int i = 0; i < 3; i++)
+		if (frac[i] > 0 && rf__unit(&f->state) < frac[i]) {
+			r->st.faults_injected++;
+			return errs[i];
+		}
+	return 0;
+}
+
 int32_t rf__fault_apply(struct rf_ring *r, struct rf__req *q, int32_t res)
 {
 	struct rf__fault *f = &r->fault;
-	if (f->eio > 0 && rf__unit(&f->state) < f->eio) {
-		r->st.faults_injected++;
-		return -EIO;
-	}
-	if (f->eagain > 0 && rf__unit(&f->state) < f->eagain) {
-		r->st.faults_injected++;
-		return -EAGAIN;
-	}
-	if (f->eintr > 0 && rf__unit(&f->state) < f->eintr) {
-		r->st.faults_injected++;
-		return -EINTR;
-	}
+	int32_t e = rf__fault_error(r);
+	if (e)
+		return e;
 	if (f->shrt > 0 && rf__unit(&f->state) < f->shrt) {
 		uint32_t gran = (q->flags & RF__RQ_DIRECT) ? 4096 : 1;
 		uint32_t units = (uint32_t)res / gran;
@@ -218,18 +223,9 @@ int32_t rf__fault_apply(struct rf_ring *r, struct rf__req *q, int32_t res)
 int32_t rf__fault_sock(struct rf_ring *r, unsigned *n)
 {
 	struct rf__fault *f = &r->fault;
-	if (f->eio > 0 && rf__unit(&f->state) < f->eio) {
-		r->st.faults_injected++;
-		return -EIO;
-	}
-	if (f->eagain > 0 && rf__unit(&f->state) < f->eagain) {
-		r->st.faults_injected++;
-		return -EAGAIN;
-	}
-	if (f->eintr > 0 && rf__unit(&f->state) < f->eintr) {
-		r->st.faults_injected++;
-		return -EINTR;
-	}
+	int32_t e = rf__fault_error(r);
+	if (e)
+		return e;
 	if (f->shrt > 0 && rf__unit(&f->state) < f->shrt && *n >= 2) {
 		r->st.faults_injected++;
 		*n = 1 + (unsigned)(rf__splitmix64(&f->state) % (*n - 1));

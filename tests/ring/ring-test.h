@@ -71,4 +71,13 @@ static inline void t_store(void *data, int64_t res)
 	t->calls++;
 }
 
+/* Turn r until t's callback ran; it must have run once. Its result. */
+static inline int64_t t_wait1(struct rf_ring *r, struct t_res *t)
+{
+	while (!t->calls)
+		T_OK(rf_ring_run(r, RF_RUN_ONCE));
+	T_EQ(t->calls, 1);
+	return t->res;
+}
+
 #endif

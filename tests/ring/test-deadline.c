@@ -15,14 +15,6 @@
 
 static struct rf_ring *r;
 
-static int64_t run1(struct t_res *t)
-{
-	while (!t->calls)
-		T_OK(rf_ring_run(r, RF_RUN_ONCE));
-	T_EQ(t->calls, 1);
-	return t->res;
-}
-
 int main(void)
 {
 	T_OK(rf_ring_create(&r, NULL));
@@ -36,7 +28,7 @@ int main(void)
 	struct t_res t = { 0 };
 	uint64_t t0 = rf_now_ns();
 	T_OK(rf_ring_submit(r, &rv, t_store, &t, NULL));
-	T_EQ(run1(&t), -ETIMEDOUT);
+	T_EQ(t_wait1(r, &t), -ETIMEDOUT);
 	T_CHECK(rf_now_ns() - t0 >= 50 * 1000000ull);
 
 	/* the socket still works, with a deadline that is not reached */
@@ -44,7 +36,7 @@ int main(void)
 	rv.timeout_ns = 10ull * 1000000000ull;
 	t = (struct t_res){ 0 };
 	T_OK(rf_ring_submit(r, &rv, t_store, &t, NULL));
-	T_EQ(run1(&t), 3);
+	T_EQ(t_wait1(r, &t), 3);
 
 	/* a file read with a deadline */
 	char path[256];
@@ -57,7 +49,7 @@ int main(void)
 			    .timeout_ns = 10ull * 1000000000ull };
 	t = (struct t_res){ 0 };
 	T_OK(rf_ring_submit(r, &rd, t_store, &t, NULL));
-	T_EQ(run1(&t), sizeof(back));
+	T_EQ(t_wait1(r, &t), sizeof(back));
 	T_EQ(memcmp(back, data, sizeof(data)), 0);
 
 	/* a poll with a deadline fires when the fd is ready */
@@ -68,7 +60,7 @@ int main(void)
 	T_OK(rf_ring_run(r, RF_RUN_NOWAIT));
 	T_EQ(t.calls, 0);
 	T_CHECK(write(sp[1], "d", 1) == 1);
-	T_CHECK(run1(&t) & POLLIN);
+	T_CHECK(t_wait1(r, &t) & POLLIN);
 	T_EQ(read(sp[0], in, 1), 1);
 
 	/* cancel beats the deadline: -ECANCELED */
@@ -77,7 +69,7 @@ int main(void)
 	T_OK(rf_ring_submit(r, &rv, t_store, &t, &id));
 	T_OK(rf_ring_run(r, RF_RUN_NOWAIT));
 	T_OK(rf_ring_cancel(r, id));
-	T_EQ(run1(&t), -ECANCELED);
+	T_EQ(t_wait1(r, &t), -ECANCELED);
 
 	/* one deadline over many short pieces */
 	int small = 16384;
@@ -102,7 +94,7 @@ int main(void)
 	T_EQ(rf_ring_pending(r), 0);
 	struct t_res late = { 0 };
 	T_OK(rf_ring_timeout(r, 20 * 1000000ull, t_store, &late, NULL));
-	T_EQ(run1(&late), 0);
+	T_EQ(t_wait1(r, &late), 0);
 	free(src);
 	free(dst);
 	close(fd);

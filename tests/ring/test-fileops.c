@@ -14,14 +14,6 @@
 
 static struct rf_ring *r;
 
-static int64_t run1(struct t_res *t)
-{
-	while (!t->calls)
-		T_OK(rf_ring_run(r, RF_RUN_ONCE));
-	T_EQ(t->calls, 1);
-	return t->res;
-}
-
 int main(void)
 {
 	char dir[256];
@@ -37,7 +29,7 @@ int main(void)
 	/* openat relative to a directory fd, O_CREAT */
 	struct t_res t = { 0 };
 	T_OK(rf_ring_openat(r, dfd, "a.bin", O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0640, 0, t_store, &t, NULL));
-	int fd = (int)run1(&t);
+	int fd = (int)t_wait1(r, &t);
 	T_CHECK(fd >= 0);
 	struct stat sb;
 	T_CHECK(fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && (sb.st_mode & 0777) == 0640);
@@ -49,7 +41,7 @@ int main(void)
 	t = (struct t_res){ 0 };
 	T_OK(rf_ring_writev(r, fd, iov, 3, 100, 0, t_store, &t, NULL));
 	memset(iov, 0, sizeof(iov));
-	T_EQ(run1(&t), sizeof(data));
+	T_EQ(t_wait1(r, &t), sizeof(data));
 	uint8_t back[10000];
 	T_EQ(pread(fd, back, sizeof(back), 100), (ssize_t)sizeof(back));
 	T_EQ(memcmp(back, data, sizeof(data)), 0);
@@ -60,13 +52,13 @@ int main(void)
 	struct iovec riov[2] = { { back, sizeof(back) }, { tail, sizeof(tail) } };
 	t = (struct t_res){ 0 };
 	T_OK(rf_ring_readv(r, fd, riov, 2, 100, 0, t_store, &t, NULL));
-	T_EQ(run1(&t), sizeof(back));
+	T_EQ(t_wait1(r, &t), sizeof(back));
 	T_EQ(memcmp(back, data, sizeof(data)), 0);
 
 	/* fallocate grows the file */
 	t = (struct t_res){ 0 };
 	T_OK(rf_ring_fallocate(r, fd, 0, 0, 1 << 20, 0, t_store, &t, NULL));
-	T_EQ(run1(&t), 0);
+	T_EQ(t_wait1(r, &t), 0);
 	T_CHECK(fstat(fd, &sb) == 0 && sb.st_size == 1 << 20);
 
 	/* statx by path and by fd (AT_EMPTY_PATH) */
@@ -74,21 +66,21 @@ int main(void)
 	memset(&stx, 0, sizeof(stx));
 	t = (struct t_res){ 0 };
 	T_OK(rf_ring_statx(r, dfd, "a.bin", 0, STATX_SIZE | STATX_TYPE, &stx, t_store, &t, NULL));
-	T_EQ(run1(&t), 0);
+	T_EQ(t_wait1(r, &t), 0);
 	T_EQ(stx.stx_size, 1 << 20);
 	T_CHECK(S_ISREG(stx.stx_mode));
 	t = (struct t_res){ 0 };
 	T_OK(rf_ring_statx(r, fd, "", AT_EMPTY_PATH, STATX_SIZE, &stx, t_store, &t, NULL));
-	T_EQ(run1(&t), 0);
+	T_EQ(t_wait1(r, &t), 0);
 	T_EQ(stx.stx_size, 1 << 20);
 	t = (struct t_res){ 0 };
 	T_OK(rf_ring_statx(r, dfd, "missing", 0, STATX_SIZE, &stx, t_store, &t, NULL));
-	T_EQ(run1(&t), -ENOENT);
+	T_EQ(t_wait1(r, &t), -ENOENT);
 
 	/* renameat, then the old name is gone and the new one opens */
 	t = (struct t_res){ 0 };
 	T_OK(rf_ring_renameat(r, dfd, "a.bin", dfd, "b.bin", 0, t_store, &t, NULL));
-	T_EQ(run1(&t), 0);
+	T_EQ(t_wait1(r, &t), 0);
 	T_CHECK(faccessat(dfd, "a.bin", F_OK, 0) < 0 && errno == ENOENT);
 	T_CHECK(faccessat(dfd, "b.bin", F_OK, 0) == 0);
 
@@ -99,13 +91,13 @@ int main(void)
 			       .off2 = UINT64_MAX, .len = sizeof(data), .flags = RF_IO_NO_RETRY_SHORT };
 	t = (struct t_res){ 0 };
 	T_OK(rf_ring_submit(r, &sp_in, t_store, &t, NULL));
-	int64_t moved = run1(&t);
+	int64_t moved = t_wait1(r, &t);
 	T_CHECK(moved > 0 && moved <= (int64_t)sizeof(data));
 	struct rf_io sp_out = { .op = RF_IOP_SPLICE, .fd = pp[0], .off = UINT64_MAX, .fd2 = fd,
 				.off2 = 200000, .len = (size_t)moved };
 	t = (struct t_res){ 0 };
 	T_OK(rf_ring_submit(r, &sp_out, t_store, &t, NULL));
-	T_EQ(run1(&t), moved);
+	T_EQ(t_wait1(r, &t), moved);
 	memset(back, 0, sizeof(back));
 	T_EQ(pread(fd, back, (size_t)moved, 200000), moved);
 	T_EQ(memcmp(back, data, (size_t)moved), 0);
@@ -115,38 +107,38 @@ int main(void)
 	/* close through the ring: the fd is gone */
 	t = (struct t_res){ 0 };
 	T_OK(rf_ring_close(r, fd, 0, t_store, &t, NULL));
-	T_EQ(run1(&t), 0);
+	T_EQ(t_wait1(r, &t), 0);
 	T_CHECK(fcntl(fd, F_GETFD) < 0 && errno == EBADF);
 
 	/* a fixed-file slot: open into a sparse table, read through it, close the slot */
 	T_OK(rf_ring_register_files_sparse(r, 8));
 	t = (struct t_res){ 0 };
 	T_OK(rf_ring_openat(r, dfd, "b.bin", O_RDONLY, 0, RF_IO_ALLOC_SLOT, t_store, &t, NULL));
-	int slot = (int)run1(&t);
+	int slot = (int)t_wait1(r, &t);
 	T_CHECK(slot >= 0 && slot < 8);
 	memset(back, 0, sizeof(back));
 	t = (struct t_res){ 0 };
 	T_OK(rf_ring_read(r, slot, back, sizeof(back), 100, RF_IO_FIXED_FILE, t_store, &t, NULL));
-	T_EQ(run1(&t), sizeof(back));
+	T_EQ(t_wait1(r, &t), sizeof(back));
 	T_EQ(memcmp(back, data, sizeof(data)), 0);
 	t = (struct t_res){ 0 };
 	T_OK(rf_ring_close(r, slot, RF_IO_FIXED_FILE, t_store, &t, NULL));
-	T_EQ(run1(&t), 0);
+	T_EQ(t_wait1(r, &t), 0);
 	t = (struct t_res){ 0 };
 	T_OK(rf_ring_read(r, slot, back, 16, 0, RF_IO_FIXED_FILE, t_store, &t, NULL));
-	T_EQ(run1(&t), -EBADF);
+	T_EQ(t_wait1(r, &t), -EBADF);
 
 	/* unlinkat, then a NOP and an open of what is gone */
 	t = (struct t_res){ 0 };
 	T_OK(rf_ring_unlinkat(r, dfd, "b.bin", 0, t_store, &t, NULL));
-	T_EQ(run1(&t), 0);
+	T_EQ(t_wait1(r, &t), 0);
 	struct rf_io nop = { .op = RF_IOP_NOP };
 	t = (struct t_res){ 0 };
 	T_OK(rf_ring_submit(r, &nop, t_store, &t, NULL));
-	T_EQ(run1(&t), 0);
+	T_EQ(t_wait1(r, &t), 0);
 	t = (struct t_res){ 0 };
 	T_OK(rf_ring_openat(r, dfd, "b.bin", O_RDONLY, 0, 0, t_store, &t, NULL));
-	T_EQ(run1(&t), -ENOENT);
+	T_EQ(t_wait1(r, &t), -ENOENT);
 
 	/* malformed descriptors: nothing queued */
 	struct rf_io bad[] = {

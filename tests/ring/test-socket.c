@@ -18,14 +18,6 @@
 
 static struct rf_ring *r;
 
-static int64_t run1(struct t_res *t)
-{
-	while (!t->calls)
-		T_OK(rf_ring_run(r, RF_RUN_ONCE));
-	T_EQ(t->calls, 1);
-	return t->res;
-}
-
 #define BIG (8u << 20)
 
 /* Stream BIG bytes a -> b with send(zerocopy) and a MSG_WAITALL recv, both in flight
@@ -65,7 +57,7 @@ int main(void)
 
 	struct t_res t = { 0 };
 	T_OK(rf_ring_socket(r, AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0, 0, t_store, &t, NULL));
-	int c = (int)run1(&t);
+	int c = (int)t_wait1(r, &t);
 	T_CHECK(c >= 0);
 	struct t_res tc = { 0 }, ta = { 0 };
 	struct sockaddr_in peer;
@@ -99,19 +91,19 @@ int main(void)
 	char msg[] = "hello", in[64];
 	t = (struct t_res){ 0 };
 	T_OK(rf_ring_send(r, s, msg, 5, 0, 0, 0, t_store, &t, NULL));
-	T_EQ(run1(&t), 5);
+	T_EQ(t_wait1(r, &t), 5);
 	t = (struct t_res){ 0 };
 	T_OK(rf_ring_recv(r, c, in, sizeof(in), 0, 0, t_store, &t, NULL));
-	T_EQ(run1(&t), 5);
+	T_EQ(t_wait1(r, &t), 5);
 	T_EQ(memcmp(in, "hello", 5), 0);
 
 	/* shutdown: the peer reads end of stream */
 	t = (struct t_res){ 0 };
 	T_OK(rf_ring_shutdown(r, c, SHUT_WR, 0, t_store, &t, NULL));
-	T_EQ(run1(&t), 0);
+	T_EQ(t_wait1(r, &t), 0);
 	t = (struct t_res){ 0 };
 	T_OK(rf_ring_recv(r, s, in, sizeof(in), MSG_WAITALL, 0, t_store, &t, NULL));
-	T_EQ(run1(&t), 0);
+	T_EQ(t_wait1(r, &t), 0);
 
 	/* closed peer: -EPIPE (or -ECONNRESET), never a signal */
 	close(c);
@@ -119,7 +111,7 @@ int main(void)
 	for (int i = 0; i < 4 && res >= 0; i++) {
 		t = (struct t_res){ 0 };
 		T_OK(rf_ring_send(r, s, msg, 5, 0, 0, 0, t_store, &t, NULL));
-		res = run1(&t);
+		res = t_wait1(r, &t);
 	}
 	T_CHECK(res == -EPIPE || res == -ECONNRESET);
 	close(s);
@@ -140,7 +132,7 @@ int main(void)
 	int c2 = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	t = (struct t_res){ 0 };
 	T_OK(rf_ring_connect(r, c2, (struct sockaddr *)&sa, sizeof(sa), 0, t_store, &t, NULL));
-	T_EQ(run1(&t), -ECONNREFUSED);
+	T_EQ(t_wait1(r, &t), -ECONNREFUSED);
 	close(c2);
 	rf_ring_destroy(r);
 	return 0;
