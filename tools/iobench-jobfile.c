@@ -59,6 +59,8 @@ static const struct { const char *key, *opt; int flag; } keymap[] = {
 	{ "batch", "--batch", 0 },        { "force", "--force", 1 },
 	{ "log_avg_msec", "--log-interval", 0 }, { "log_interval", "--log-interval", 0 },
 	{ "log_prefix", "--log-prefix", 0 },
+	{ "offset", "--offset", 0 },      { "ramp_time", "--ramp-time", 0 },
+	{ "sqthread_poll", "--sqpoll", 1 }, { "sqpoll", "--sqpoll", 1 },
 	{ "time_based", NULL, 1 },        /* implied by runtime: accepted, nothing to pass */
 	{ "ioengine", NULL, 0 },          /* io_uring is the only engine: io_uring accepted */
 };
@@ -100,6 +102,9 @@ static void add_kv(struct section *s, const char *k, const char *v, int line)
 	snprintf(e->key, sizeof(e->key), "%s", k);
 	snprintf(e->val, sizeof(e->val), "%s", v);
 	e->line = line;
+	if (strlen(v) >= sizeof(e->val))
+		die(1, "--job: line %d: the value of %s is longer than %zu characters", line, k,
+		    sizeof(e->val) - 1);
 }
 
 /* Read the file into sections ([global] first, if any). Every error names the line. */
@@ -166,7 +171,7 @@ static struct section *parse(const char *path, unsigned *nsec)
 static char **job_argv(const char *self, const struct section *g, const struct section *s,
 		       int json)
 {
-	char **av = calloc(2 * (g ? g->n : 0) + 2 * s->n + 4, sizeof(*av));
+	char **av = calloc(2 * (g ? g->n : 0) + 2 * s->n + 6, sizeof(*av));
 	if (!av)
 		die(1, "out of memory");
 	unsigned n = 0;
@@ -191,6 +196,15 @@ static char **job_argv(const char *self, const struct section *g, const struct s
 			av[n++] = (char *)keymap[k].opt;
 			av[n++] = (char *)e->val;
 		}
+	/* each section's logs under its own name unless the file names a prefix */
+	int has_prefix = 0;
+	for (unsigned b = 0; b < 2; b++)
+		for (unsigned i = 0; both[b] && i < both[b]->n; i++)
+			has_prefix |= !strcmp(both[b]->kv[i].key, "log_prefix");
+	if (!has_prefix) {
+		av[n++] = "--log-prefix";
+		av[n++] = (char *)s->name;
+	}
 	if (json)
 		av[n++] = "--json";
 	av[n] = NULL;
@@ -214,8 +228,11 @@ int iob_jobfile_run(const char *path, int json)
 	}
 	if (!njobs)
 		die(1, "--job %s: no job section (only [global]?)", path);
-	if (json)
-		printf("{\"jobfile\": \"%s\", \"jobs\": [", path);
+	if (json) {
+		printf("{\"jobfile\": ");
+		iob_json_str(path);
+		printf(", \"jobs\": [");
+	}
 	fflush(stdout);
 	int status = 0;
 	unsigned done = 0;
@@ -241,6 +258,10 @@ int iob_jobfile_run(const char *path, int json)
 		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 			;
 		status = WIFEXITED(st) ? WEXITSTATUS(st) : 1; /* the job said why, in one line */
+		if (status && json) { /* keep the object whole: this job's place says it failed */
+			printf("{\"job\": \"%s\", \"failed\": true, \"exit\": %d}", secs[i].name, status);
+			fflush(stdout);
+		}
 		free(av);
 		done++;
 	}

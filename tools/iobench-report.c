@@ -37,6 +37,21 @@ static void json_hist(const struct rf_hist *h)
 	printf("]}");
 }
 
+void iob_json_str(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			printf("\\%c", c);
+		else if (c < 0x20)
+			printf("\\u%04x", c);
+		else
+			putchar(c);
+	}
+	putchar('"');
+}
+
 static double job_secs(const struct iob_job *j)
 {
 	return (double)(j->t_end - j->t_start) / 1e9;
@@ -115,10 +130,12 @@ void iob_report(const struct iob_opts *o, const struct iob_job *jobs, unsigned n
 	uint64_t buf_bytes = (uint64_t)o->qd * o->bs * n;
 	int map = o->random && !o->norandommap && o->dist.kind == RF_DIST_RANDOM;
 	if (json) {
-		printf("{\"file\": \"%s\", \"rw\": \"%s\", \"bs\": %" PRIu64 ", \"qd\": %ld, \"batch\": %ld, "
+		printf("{\"file\": ");
+		iob_json_str(o->file);
+		printf(", \"rw\": \"%s\", \"bs\": %" PRIu64 ", \"qd\": %ld, \"batch\": %ld, "
 		       "\"numjobs\": %u, \"direct\": %s, \"fixedbufs\": %s, \"random_map\": %s, "
 		       "\"rwmixread\": %u, \"end_fsync\": %s, \"qd_used\": %ld, \"buffers\": %ld, "
-		       "\"buffer_bytes\": %" PRIu64 ", \"peak_rss_kib\": %ld, ", o->file, o->rw, o->bs,
+		       "\"buffer_bytes\": %" PRIu64 ", \"peak_rss_kib\": %ld, ", o->rw, o->bs,
 		       o->qd_req, o->batch, n, o->direct ? "true" : "false", o->fixedbufs ? "true" : "false",
 		       map ? "true" : "false", o->mixed ? o->rwmixread : (o->write ? 0 : 100),
 		       o->end_fsync ? "true" : "false", o->qd, o->qd * (long)n, buf_bytes, peak_kib);

@@ -63,13 +63,24 @@ static void on_log(void *data, int64_t res)
 		log_arm(j);
 }
 
+/* The run is over once it stopped and nothing is in flight: the log timer must not
+ * hold the loop up to one more interval. */
+static void maybe_done(struct iob_job *j)
+{
+	if (j->stop && !j->inflight && j->log_armed)
+		rf_ring_cancel(j->r, j->log_timer);
+}
+
+/* A slot held by --rate is due. Its I/O was counted when it was held (a one-pass run
+ * must do it); only a time-based run past its deadline drops it. */
 static void on_delay(void *data, int64_t res)
 {
 	struct slot *s = data;
 	struct iob_job *j = s->j;
 	j->inflight--;
-	if (j->stop || res < 0 || (!j->total_ios && rf_now_ns() >= j->deadline)) {
+	if (res < 0 || (!j->total_ios && rf_now_ns() >= j->deadline)) {
 		j->stop = 1;
+		maybe_done(j);
 		return;
 	}
 	issue_now(s);
@@ -120,7 +131,7 @@ static void issue_now(struct slot *s)
 	s->off += o->offset;
 	s->write = o->mixed && j->write ? splitmix64(&j->rng) % 100 >= o->rwmixread : j->write;
 	if (s->write && o->verify)
-		rf_vfy_fill((uint8_t *)s->buf, o->bs, s->off, 1); /* fio fills in the timed path too */
+		rf_vfy_fill((uint8_t *)s->buf, o->bs, s->off, o->vgen); /* fio fills in the timed path too */
 	s->tq = rf_now_ns();
 	s->next = j->unsubmitted;
 	j->unsubmitted = s;
@@ -179,10 +190,11 @@ static void on_done(void *data, int64_t res)
 		die(1, "%s: %s at offset %" PRIu64 " transferred %" PRId64 " bytes, expected %" PRIu64
 		    " (end of file?)", o->file, s->write ? "write" : "read", s->off, res, o->bs);
 	if (now < j->ramp_end) /* --ramp-time: running, not yet measured */
-		goto next;
+		goto sync;
 	if (!s->write && o->verify) {
 		char msg[400];
-		if (rf_vfy_check((const uint8_t *)s->buf, o->bs, s->off, msg, sizeof(msg)) < 0)
+		if (rf_vfy_check((const uint8_t *)s->buf, o->bs, s->off, o->write ? o->vgen : 0, msg,
+				 sizeof(msg)) < 0)
 			die(1, "--verify: %s: %s", o->file, msg);
 		j->verified++;
 	}
@@ -200,20 +212,20 @@ static void on_done(void *data, int64_t res)
 	else
 		j->rbytes += (uint64_t)res;
 	j->ios++;
-	/* every N writes an fsync, as fio's fsync=N (several may be in flight) */
+sync:
+	/* every N writes an fsync, as fio's fsync=N (several may be in flight); during
+	 * the ramp too, so the measured run does not inherit its dirty pages */
 	if (s->write && o->sync_every && ++j->since_sync >= o->sync_every) {
 		j->since_sync = 0;
 		issue_sync(j);
 	}
-next:
 	if (!j->stop && (j->total_ios ? j->issued >= j->total_ios : now >= j->deadline))
 		j->stop = 1;
 	if (!j->stop) {
 		issue(s);
 		return;
 	}
-	if (!j->inflight && j->log_armed) /* the last I/O: the log timer must not hold the run */
-		rf_ring_cancel(j->r, j->log_timer);
+	maybe_done(j);
 }
 
 static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
@@ -291,10 +303,25 @@ void iob_job_setup(struct iob_job *j)
 /* Turn the loop until nothing is pending: each turn stamps what was queued since the
  * last (the turn's enter submits it: the end of its slat), then one enter that
  * submits and waits. */
+static double tv_s(struct timeval tv);
+
+/* The CPU and ring counters the figures start from: at the end of the ramp. */
+static void snap_start(struct iob_job *j)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_THREAD, &ru);
+	j->usr = -tv_s(ru.ru_utime);
+	j->sys = -tv_s(ru.ru_stime);
+	rf_ring_get_stats(j->r, &j->st);
+	j->snapped = 1;
+}
+
 static void run_loop(struct iob_job *j, int end_fsync)
 {
 	while (rf_ring_pending(j->r)) {
 		uint64_t now = rf_now_ns();
+		if (!j->snapped && now >= j->ramp_end)
+			snap_start(j);
 		for (struct slot *s = j->unsubmitted; s; s = s->next)
 			s->ts = now;
 		j->unsubmitted = NULL;
@@ -314,14 +341,14 @@ static double tv_s(struct timeval tv)
 void iob_job_run(struct iob_job *j)
 {
 	const struct iob_opts *o = j->o;
-	struct rusage ru0, ru1;
-	struct rf_ring_stats st0, st1;
-	rf_ring_get_stats(j->r, &st0);
-	getrusage(RUSAGE_THREAD, &ru0);
+	struct rusage ru1;
+	struct rf_ring_stats st1;
 	j->t_start = j->t0 = rf_now_ns();
 	j->ramp_end = j->t0 + (uint64_t)(o->ramp * 1e9);
 	j->t_start = j->ramp_end; /* the measured run starts after the ramp */
 	j->deadline = j->ramp_end + (uint64_t)(o->runtime * 1e9);
+	if (!o->ramp)
+		snap_start(j);
 	if (j->log) {
 		j->inext = j->t0 + o->log_ms * 1000000ull;
 		log_arm(j);
@@ -332,6 +359,15 @@ void iob_job_run(struct iob_job *j)
 	j->t_end = rf_now_ns();
 	if (j->log && j->iios && j->t_end > j->inext - o->log_ms * 500000ull)
 		log_row(j, j->t_end); /* the last, partial interval, if at least half of one */
+	if (!j->snapped)
+		snap_start(j);
+	getrusage(RUSAGE_THREAD, &ru1); /* the figures end here: not the verify read-back */
+	rf_ring_get_stats(j->r, &st1);
+	j->usr += tv_s(ru1.ru_utime);
+	j->sys += tv_s(ru1.ru_stime);
+	j->st.enters = st1.enters - j->st.enters;
+	j->st.submissions = st1.submissions - j->st.submissions;
+	j->st.completions = st1.completions - j->st.completions;
 	if (o->verify && o->write) {
 		/* read every block back (sequentially, the same queue depth), outside the
 		 * timed run, checking each against its header and CRC; the reads' figures
@@ -361,13 +397,6 @@ void iob_job_run(struct iob_job *j)
 		j->rbytes = rbytes;
 		j->write = 1;
 	}
-	getrusage(RUSAGE_THREAD, &ru1);
-	rf_ring_get_stats(j->r, &st1);
-	j->usr = tv_s(ru1.ru_utime) - tv_s(ru0.ru_utime);
-	j->sys = tv_s(ru1.ru_stime) - tv_s(ru0.ru_stime);
-	j->st.enters = st1.enters - st0.enters;
-	j->st.submissions = st1.submissions - st0.submissions;
-	j->st.completions = st1.completions - st0.completions;
 }
 
 void iob_job_teardown(struct iob_job *j)

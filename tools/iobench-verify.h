@@ -83,8 +83,11 @@ static inline void rf_vfy_fill(uint8_t *b, size_t len, uint64_t off, uint64_t ge
 	memcpy(b + 28, &crc, 4);
 }
 
-/* Check a block read at off: 0, or -1 with what is wrong in msg ("offset X: ..."). */
-static inline int rf_vfy_check(const uint8_t *b, size_t len, uint64_t off, char *msg, size_t mlen)
+/* Check a block read at off: 0, or -1 with what is wrong in msg ("offset X: ...").
+ * gen: the generation this run wrote (a block from an earlier run is a lost write),
+ * or 0 to accept any. */
+static inline int rf_vfy_check(const uint8_t *b, size_t len, uint64_t off, uint64_t want_gen,
+			       char *msg, size_t mlen)
 {
 	uint64_t hoff, gen;
 	uint32_t l32, crc, zero = 0;
@@ -101,6 +104,12 @@ static inline int rf_vfy_check(const uint8_t *b, size_t len, uint64_t off, char 
 	if (hoff != off) {
 		snprintf(msg, mlen, "offset %" PRIu64 ": the header says offset %" PRIu64 " (a block written "
 			 "in the wrong place)", off, hoff);
+		return -1;
+	}
+	if (want_gen && gen != want_gen) {
+		snprintf(msg, mlen, "offset %" PRIu64 ": generation %" PRIu64 ", expected %" PRIu64
+			 " (this run's write of the block was lost: an older one is there)", off, gen,
+			 want_gen);
 		return -1;
 	}
 	if (l32 != len) {

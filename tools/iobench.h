@@ -35,6 +35,7 @@ struct iob_opts {
 	double runtime, ramp;
 	uint64_t offset;      /* the region: [offset, offset + size) */
 	int sqpoll;
+	uint64_t vgen;        /* --verify: this run's generation, in every block header */
 	uint32_t mem_align;
 	struct rf_dist dist;  /* kind and parameter; each job draws from its own copy */
 };
@@ -56,6 +57,7 @@ struct iob_job {
 	/* the figures */
 	uint64_t bytes, ios, rbytes, wbytes, since_sync, syncs, verified;
 	uint64_t t_start, t_end, ramp_end;
+	int snapped;          /* the CPU/ring-counter start figures are taken */
 	double usr, sys;      /* this job's thread */
 	struct rf_ring_stats st;
 	struct rf_hist slat, clat, lat, sync;
@@ -75,6 +77,9 @@ __attribute__((noreturn, format(printf, 2, 3))) void die(int code, const char *f
 void iob_job_setup(struct iob_job *j);
 void iob_job_run(struct iob_job *j);
 void iob_job_teardown(struct iob_job *j);
+
+/* s as a JSON string (quotes, backslashes and control characters escaped). */
+void iob_json_str(const char *s);
 
 /* rf-iobench --job FILE (iobench-jobfile.c): run the file's jobs one after another;
  * the exit status of the first that fails, else 0. */

@@ -74,6 +74,9 @@ static void on_signal(int sig)
 
 void die(int code, const char *fmt, ...)
 {
+	/* jobs run in threads: the first to fail reports and exits; any other waits */
+	static pthread_mutex_t once = PTHREAD_MUTEX_INITIALIZER;
+	pthread_mutex_lock(&once);
 	char msg[2048];
 	va_list ap;
 	if (!fmt) { /* the reason was already printed: remove what this run made, quietly */
@@ -416,6 +419,9 @@ int main(int argc, char **argv)
 		    "not %s", rw);
 	if (O.verify && O.mixed)
 		die(2, "--verify: not with --rw %s (a read may meet a block not written yet)", rw);
+	if (O.verify && O.write && (O.norandommap || O.dist.kind != RF_DIST_RANDOM))
+		die(2, "--verify: needs every block written once (the random map), not %s",
+		    O.norandommap ? "--norandommap" : "--random-distribution");
 	if (O.verify && runtime > 0)
 		die(2, "--verify: needs a one-pass run, not --runtime (a block written twice would "
 		    "need its latest generation remembered)");
@@ -492,9 +498,9 @@ int main(int argc, char **argv)
 	if (!O.write && size > fsize - O.offset)
 		die(1, "--file %s: has %" PRIu64 " bytes, fewer than --offset %" PRIu64 " + --size %" PRIu64,
 		    file, fsize, O.offset, size);
-	if (O.write && S_ISBLK(sb.st_mode) && size > fsize)
-		die(1, "--file %s: a device of %" PRIu64 " bytes, fewer than --size %" PRIu64, file,
-		    fsize, size);
+	if (O.write && S_ISBLK(sb.st_mode) && (O.offset > fsize || size > fsize - O.offset))
+		die(1, "--file %s: a device of %" PRIu64 " bytes, fewer than --offset %" PRIu64
+		    " + --size %" PRIu64, file, fsize, O.offset, size);
 	if (size < bs)
 		die(1, "--file %s: %" PRIu64 " bytes to use, less than one block of %" PRIu64 " (--bs)",
 		    file, size, bs);
@@ -549,6 +555,7 @@ int main(int argc, char **argv)
 	O.size = size;
 	O.nblocks = nblocks;
 	O.runtime = runtime;
+	O.vgen = (rf_now_ns() ^ ((uint64_t)getpid() << 40)) | 1; /* never 0: "any" */
 	(void)time_based; /* checked above: fio's flag, implied by --runtime */
 	O.mem_align = mem_align;
 	struct iob_job *jobs = calloc(O.numjobs, sizeof(*jobs));

@@ -408,6 +408,9 @@ bad $B --verify 2 "'md5' && expected crc32c" $F --bs 4k --qd 1 --verify md5
 bad $B --verify 2 "value" $F --bs 4k --qd 1 --verify
 bad $B --verify 2 "not with --rw randrw" $M --verify crc32c
 bad $B --verify 2 "one-pass run" $F --bs 4k --qd 1 --runtime 1 --verify crc32c
+W="--file $T/f64k --rw randwrite --bs 4k --qd 1 --force --verify crc32c"
+bad $B --verify 2 "every block written once && --norandommap" $W --norandommap
+bad $B --verify 2 "every block written once && --random-distribution" $W --random-distribution zipf:1.1
 bad $B --bs 2 "at least 32 bytes with --verify" $F --bs 16 --qd 1 --verify crc32c
 R="--file $T/f64k --rw randread --bs 4k --qd 1"
 for v in "" zipf zipf: zipf:0 zipf:-1 zipf:x zipf:1x zipf:inf pareto:1 pareto:0 normal:0 normal:101 uniform; do

@@ -74,6 +74,8 @@ try:
     check(abs(j["iops"] / 500 - 1) < 0.05, "--rate-iops 500: %.1f IOPS" % j["iops"])
     j = run("--rw", "read", "--bs", "16k", "--qd", "4", "--runtime", "2", "--rate", "2m")
     check(abs(j["bw_MBps"] * 1e6 / (2 << 20) - 1) < 0.05, "--rate 2m: %.3f MB/s" % j["bw_MBps"])
+    j = run("--rw", "randread", "--bs", "4k", "--qd", "4", "--rate-iops", "2000")
+    check(j["ios"] == 256, "a rate-limited pass makes all its I/Os: %d" % j["ios"])
     j = run("--rw", "randread", "--bs", "4k", "--qd", "8", "--random-distribution", "zipf:1.2")
     check(j["ios"] == 256 and j["random_map"] is False, "zipf: one pass's count, no map")
     # verify: written with headers and CRC-32C, read back; then a flipped byte is found
