@@ -413,20 +413,22 @@ bad $B --verify 2 "every block written once && --norandommap" $W --norandommap
 bad $B --verify 2 "every block written once && --random-distribution" $W --random-distribution zipf:1.1
 bad $B --bs 2 "at least 32 bytes with --verify" $F --bs 16 --qd 1 --verify crc32c
 R="--file $T/f64k --rw randread --bs 4k --qd 1"
-for v in "" zipf zipf: zipf:0 zipf:-1 zipf:x zipf:1x zipf:inf pareto:1 pareto:0 normal:0 normal:101 uniform; do
+# (the parser's every refusal is tests/tools/test-iobench-dist.c's; here, that each
+# reaches the user as one line)
+for v in "" zipf: zipf:0 pareto:1 normal:101 uniform; do
 	bad $B --random-distribution 2 "'$v'" $R --random-distribution "$v"
 done
 bad $B --random-distribution 2 "value" $R --random-distribution
 bad $B --random-distribution 2 "applies to random modes" $F --bs 4k --qd 1 --random-distribution zipf:1.2
 ints $B --rate-iops 1 1000000000 $R
 ints $B --numjobs 1 64 $R
-for v in "" "-1" "4x" " 4k" "99999999999999999999"; do
+for v in "" "-1" "99999999999999999999"; do
 	bad $B --offset 2 "'$v'" $R --offset "$v"
 done
 bad $B --offset 2 "value" $R --offset
 bad $B --offset 1 "none at or past --offset 65536" $R --offset 64k
 bad $B --offset 1 "fewer than --offset 32768 + --size 65536" $R --offset 32k --size 64k
-for v in "" "0" "-1" "nan" "1e7" "x"; do
+for v in "0" "nan" "1e7"; do
 	bad $B --ramp-time 2 "'$v'" $R --runtime 1 --ramp-time "$v"
 done
 bad $B --ramp-time 2 "needs --runtime" $R --ramp-time 1
@@ -450,7 +452,7 @@ printf '[j\n' > "$T/j.fio"
 bad $B --job 1 "line 1 && expected [section-name]" --job "$T/j.fio"
 printf '[j]\ndirect=yes\n' > "$T/j.fio"
 bad $B --job 1 "line 2 && direct takes no value" --job "$T/j.fio"
-for v in "" "0" "-1" "5x" " 1m"; do
+for v in "0" "5x" " 1m"; do
 	bad $B --rate 2 "'$v'" $R --rate "$v"
 done
 bad $B --rate 2 "value" $R --rate
