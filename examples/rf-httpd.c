@@ -55,6 +55,8 @@ struct req {
 };
 
 struct conn {
+	struct conn *prev, *next; /* every live connection, for the idle sweep */
+	uint64_t active;        /* last data received or response finished (ns) */
 	int fd;
 	http_parser parser;
 	struct req q[QMAX];
@@ -93,6 +95,8 @@ static struct rf_bufgroup *grp;
 static int rootfd, lfd;
 static volatile int stopping;
 static unsigned nconns;
+static struct conn *conns;
+static uint64_t idle_ns = 60ull * 1000000000ull; /* --idle-timeout */
 static char *pool[64];
 static unsigned npool;
 static http_parser_settings settings;
@@ -183,6 +187,12 @@ static void conn_maybe_free(struct conn *c)
 		close(fd);
 	}
 	nconns--;
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
 	free(c);
 }
 
@@ -435,6 +445,7 @@ static void response_done(struct conn *c)
 	c->buf = NULL;
 	pipe_put(c);
 	c->busy = 0;
+	c->active = rf_now_ns();
 	if (!keep || c->closing || (c->peer_gone && !c->qlen)) {
 		conn_close(c);
 		return;
@@ -705,6 +716,7 @@ static void on_recv(void *data, int64_t res, void *buf, int more)
 		c->recv_id = 0;
 	if (res > 0) {
 		size_t n = (size_t)res;
+		c->active = rf_now_ns();
 		if (!c->bad && !c->closing) {
 			size_t got = http_parser_execute(&c->parser, &settings, buf, n);
 			if (got != n || HTTP_PARSER_ERRNO(&c->parser) != HPE_OK) {
@@ -756,13 +768,36 @@ static void on_accept(void *data, int64_t res, void *buf, int more)
 	int one = 1;
 	setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	nconns++;
+	c->active = rf_now_ns();
+	c->next = conns;
+	if (conns)
+		conns->prev = c;
+	conns = c;
 	if (rf_ring_recv_multishot(ring, c->fd, grp, 0, on_recv, c, &c->recv_id) < 0) {
 		c->recv_id = 0;
 		conn_close(c);
 	}
 }
 
-static rf_req_id accept_id;
+static rf_req_id accept_id, sweep_id;
+
+/* Once a second: close connections idle past --idle-timeout (a peer that sends
+ * nothing, or stops halfway through a request, holds nothing for ever). A connection
+ * with a response in flight is not idle. */
+static void on_sweep(void *data, int64_t res)
+{
+	sweep_id = 0;
+	if (res < 0 || stopping)
+		return;
+	uint64_t now = rf_now_ns();
+	for (struct conn *c = conns, *next; c; c = next) {
+		next = c->next; /* conn_close may free c */
+		if (!c->busy && !c->closing && now - c->active > idle_ns)
+			conn_close(c);
+	}
+	if (rf_ring_timeout(ring, 1000000000ull, on_sweep, NULL, &sweep_id) < 0)
+		sweep_id = 0;
+}
 static struct rf_notifier *stop_note;
 
 /* The signal handler only posts to the ring (one syscall, async-signal-safe); the
@@ -778,6 +813,8 @@ static void on_stop(void *data, uint32_t count)
 	stopping = 1;
 	if (accept_id)
 		rf_ring_cancel(ring, accept_id);
+	if (sweep_id)
+		rf_ring_cancel(ring, sweep_id);
 }
 
 static void on_accept_end(void *data, int64_t res, void *buf, int more);
@@ -833,12 +870,16 @@ int main(int argc, char **argv)
 			}
 		} else if (!strcmp(argv[i], "--buffers"))
 			nbufs = arg_num("--buffers", argv[++i], 1, 32768);
+		else if (!strcmp(argv[i], "--idle-timeout"))
+			idle_ns = (uint64_t)arg_num("--idle-timeout", argv[++i], 1, 86400) * 1000000000ull;
 		else if (!strcmp(argv[i], "--help")) {
 			printf("usage: rf-httpd [--port N] [--bind ADDR] [--buffers N] DIR\n"
 			       "  --port N      TCP port (default 8080; 0: any free one, printed)\n"
 			       "  --bind ADDR   IPv4 address to listen on (default 127.0.0.1)\n"
 			       "  --buffers N   receive buffers shared by all connections, rounded\n"
-			       "                up to a power of two (default 1024, 4 KiB each)\n");
+			       "                up to a power of two (default 1024, 4 KiB each)\n"
+			       "  --idle-timeout SEC  close a connection idle this long, 1..86400\n"
+			       "                (default 60)\n");
 			return 0;
 		} else if (argv[i][0] == '-') {
 			fprintf(stderr, "rf-httpd: unknown option '%s' (see --help)\n", argv[i]);
@@ -894,6 +935,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "rf-httpd: cannot start: %s\n", strerror(-ret));
 		return 1;
 	}
+	if ((ret = rf_ring_timeout(ring, 1000000000ull, on_sweep, NULL, &sweep_id)) < 0) {
+		fprintf(stderr, "rf-httpd: cannot start: %s\n", strerror(-ret));
+		return 1;
+	}
 	struct sigaction sa_stop = { .sa_handler = on_signal_handler };
 	sigemptyset(&sa_stop.sa_mask);
 	sigaction(SIGINT, &sa_stop, NULL);
@@ -901,7 +946,7 @@ int main(int argc, char **argv)
 	printf("rf-httpd: serving %s on http://%s:%u/\n", dir, bind_addr, ntohs(sa.sin_port));
 	fflush(stdout);
 	/* until a signal: then the accept is cancelled */
-	while (!stopping || accept_id) {
+	while (!stopping || accept_id || sweep_id) {
 		ret = rf_ring_run(ring, RF_RUN_ONCE);
 		if (ret < 0) {
 			fprintf(stderr, "rf-httpd: ring: %s\n", strerror(-ret));

@@ -9,7 +9,8 @@ keeps the connection; 405 for POST; 414 for a long URL; 400 for "..", "%2e%2e" a
 garbage (then the connection closes); three pipelined requests in one packet
 answered in order; keep-alive over 50 requests; HTTP/1.0 closing by default; 32
 concurrent clients fetching the large file; an idle connection that does not block
-others; and a clean exit 0 on SIGTERM (under ASan, no leak). Where nginx is
+others, and one closed by --idle-timeout; and a clean exit 0 on SIGTERM (under ASan,
+no leak). Where nginx is
 installed, the same requests go to nginx serving the same directory and the status,
 Content-Length, Content-Range and body must agree. Exit 77 if rf-httpd was not built.
 """
@@ -183,6 +184,22 @@ try:
     if st != 200 or body != small:
         fail("the idle connection's request: %d" % st)
     idle.close()
+
+    # --idle-timeout: a connection that sends nothing is closed; one that works is not
+    p2, port2 = start([HTTPD, "--port", "0", "--idle-timeout", "1", www])
+    try:
+        quiet = socket.create_connection(("127.0.0.1", port2), timeout=10)
+        t0 = time.time()
+        if quiet.recv(1) != b"" or time.time() - t0 > 5:
+            fail("an idle connection was not closed after --idle-timeout 1")
+        quiet.close()
+        st, h, body = request(port2, "/small.bin")
+        if st != 200 or body != small:
+            fail("the server with --idle-timeout: %d" % st)
+    finally:
+        p2.send_signal(signal.SIGTERM)
+        if p2.wait(timeout=30) != 0:
+            fail("rf-httpd --idle-timeout exited %d" % p2.returncode)
 
     # the same requests to nginx, where installed
     nginx = shutil.which("nginx") or ("/usr/sbin/nginx" if os.access("/usr/sbin/nginx", os.X_OK) else None)
