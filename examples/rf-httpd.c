@@ -805,7 +805,9 @@ static struct rf_notifier *stop_note;
  * every thread, and a library may have started threads before main.) */
 static void on_signal_handler(int sig)
 {
+	int saved = errno; /* the interrupted code's */
 	rf_notifier_signal(stop_note);
+	errno = saved;
 }
 
 static void on_stop(void *data, uint32_t count)

@@ -66,9 +66,11 @@ static const char *volatile created;
 
 static void on_signal(int sig)
 {
+	int saved = errno; /* the interrupted code's (ThreadSanitizer checks it) */
 	if (created)
 		unlink(created);
 	signal(sig, SIG_DFL);
+	errno = saved;
 	raise(sig);
 }
 

@@ -28,9 +28,11 @@ static volatile sig_atomic_t tmp_armed;
 
 static void on_signal(int sig)
 {
+	int saved = errno; /* the interrupted code's (ThreadSanitizer checks it) */
 	if (tmp_armed)
 		unlink(tmp_path);
 	signal(sig, SIG_DFL);
+	errno = saved;
 	raise(sig);
 }
 

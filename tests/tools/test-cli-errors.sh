@@ -398,7 +398,7 @@ done
 M="--file $T/f64k --rw randrw --bs 4k --qd 1 --force"
 ints $B --rwmixread 0 100 $M
 ints $B --fsync 1 4294967295 $M
-ints $B --fdatasync 1 4294967295 $M
+bad $B --fdatasync 2 "'0' && 1 && 4294967295" $M --fdatasync 0   # --fsync's parser
 bad $B --rwmixread 2 "applies to --rw rw or randrw" $F --bs 4k --qd 1 --rwmixread 50
 bad $B --norandommap 2 "applies to random modes" $F --bs 4k --qd 1 --norandommap
 bad $B --fsync 2 "applies to modes that write" $F --bs 4k --qd 1 --fsync 8
@@ -433,7 +433,8 @@ for v in "0" "nan" "1e7"; do
 done
 bad $B --ramp-time 2 "needs --runtime" $R --ramp-time 1
 bad $B --time-based 2 "needs --runtime" $R --time-based
-ints $B --log-interval 1 3600000 $R
+bad $B --log-interval 2 "'0' && 1 && 3600000" $R --log-interval 0
+bad $B --log-interval 2 "value" $R --log-interval
 bad $B --log-prefix 2 "empty path" $R --log-interval 100 --log-prefix ""
 bad $B --log-prefix 2 "value" $R --log-interval 100 --log-prefix
 bad $B --log-interval 1 "$T/nodir/x.job0.csv && cannot write" $R --log-interval 100 --log-prefix "$T/nodir/x"

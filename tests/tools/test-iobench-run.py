@@ -5,7 +5,7 @@ A random write pass of a 1 MiB file in 4 KiB blocks with --fsync 16 --end-fsync 
 JSON holds every I/O once; the percentiles of slat, clat and lat rise with p, and lat
 is at least clat; randrw --rwmixread 70 reads about 70 % of the bytes; a randread pass
 (random map) transfers the region exactly once; with --norandommap too (draws with
-replacement, same count of I/Os); --rate-iops and --rate hold within 5 % over 2 s; zipf runs; two jobs each
+replacement, same count of I/Os); --rate-iops holds within 5 % over 2 s, --rate over 1 s; zipf runs; two jobs each
 make their pass and the report sums them; --verify crc32c writes and reads back, then finds a
 byte flipped in the file and names its offset, the expected and the actual value.
 --log-interval writes a CSV per job (about a row per interval) that tools/plot-iobench
@@ -62,8 +62,8 @@ try:
     # --offset: the region's second half only; --ramp-time: measured after it
     j = run("--rw", "randread", "--bs", "4k", "--qd", "4", "--offset", "512k")
     check(j["ios"] == 128, "--offset 512k of 1 MiB: 128 blocks, got %d" % j["ios"])
-    j = run("--rw", "randread", "--bs", "4k", "--qd", "4", "--runtime", "0.5", "--ramp-time", "0.3")
-    check(abs(j["seconds"] - 0.5) < 0.1, "--ramp-time: the measured run is --runtime: %.3f s" % j["seconds"])
+    j = run("--rw", "randread", "--bs", "4k", "--qd", "4", "--runtime", "0.3", "--ramp-time", "0.2")
+    check(abs(j["seconds"] - 0.3) < 0.08, "--ramp-time: the measured run is --runtime: %.3f s" % j["seconds"])
     # two jobs, each its own pass over the file: the sum and each job in the JSON
     j = run("--rw", "randread", "--bs", "4k", "--qd", "4", "--numjobs", "2")
     check(j["numjobs"] == 2 and len(j["jobs"]) == 2, "two jobs reported")
@@ -72,7 +72,7 @@ try:
     # rate limits hold within 5 % over a 2 s run (rate-iops; bytes a second)
     j = run("--rw", "randread", "--bs", "4k", "--qd", "8", "--runtime", "2", "--rate-iops", "500")
     check(abs(j["iops"] / 500 - 1) < 0.05, "--rate-iops 500: %.1f IOPS" % j["iops"])
-    j = run("--rw", "read", "--bs", "16k", "--qd", "4", "--runtime", "2", "--rate", "2m")
+    j = run("--rw", "read", "--bs", "16k", "--qd", "4", "--runtime", "1", "--rate", "2m")
     check(abs(j["bw_MBps"] * 1e6 / (2 << 20) - 1) < 0.05, "--rate 2m: %.3f MB/s" % j["bw_MBps"])
     j = run("--rw", "randread", "--bs", "4k", "--qd", "4", "--rate-iops", "2000")
     check(j["ios"] == 256, "a rate-limited pass makes all its I/Os: %d" % j["ios"])
@@ -94,14 +94,14 @@ try:
           "0x%02x, expected 0x%02x" % (b[0] ^ 0x40, b[0]) in p.stderr,
           "the report names the block, the byte and the values: %s" % p.stderr)
     # per-interval logs: a CSV per job, about one row per 100 ms, and its plot
-    run("--rw", "randread", "--bs", "4k", "--qd", "4", "--runtime", "1", "--numjobs", "2",
-        "--log-interval", "100", "--log-prefix", os.path.join(d, "log"))
+    run("--rw", "randread", "--bs", "4k", "--qd", "4", "--runtime", "0.5", "--numjobs", "2",
+        "--log-interval", "50", "--log-prefix", os.path.join(d, "log"))
     for job in (0, 1):
         rows = open(os.path.join(d, "log.job%d.csv" % job)).read().splitlines()
         check(rows[0] == "time_s,bw_MBps,iops,lat_p50_us,lat_p99_us,lat_max_us", "CSV header")
-        check(9 <= len(rows) - 1 <= 12, "about 10 intervals in 1 s: %d" % (len(rows) - 1))
+        check(9 <= len(rows) - 1 <= 12, "about 10 intervals in 0.5 s: %d" % (len(rows) - 1))
         t = [float(r.split(",")[0]) for r in rows[1:]]
-        check(t == sorted(t) and abs(t[0] - 0.1) < 0.05, "interval ends rise from 0.1 s: %r" % t[:3])
+        check(t == sorted(t) and abs(t[0] - 0.05) < 0.03, "interval ends rise from 0.05 s: %r" % t[:3])
     plot = os.path.join(os.environ.get("RF_SOURCE_ROOT", "."), "tools", "plot-iobench")
     if shutil.which("gnuplot") and os.access(plot, os.X_OK):
         png = os.path.join(d, "log.png")
