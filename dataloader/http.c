@@ -62,8 +62,6 @@ struct rf__http {
 	int kick;            /* a NOP is queued to hand requests to connections */
 };
 
-static http_parser_settings rf__hp;
-
 static void rf__hconn_run(struct rf__hconn *c);
 
 /* ---- the response's headers ---- */
@@ -117,6 +115,14 @@ static int rf__hp_body(http_parser *p, const char *at, size_t n)
 	}
 	return 0;
 }
+
+/* Written once, read by every client (several may run in threads of their own). */
+static const http_parser_settings rf__hp = {
+	.on_header_field = rf__hp_field,
+	.on_header_value = rf__hp_value,
+	.on_headers_complete = rf__hp_headers,
+	.on_body = rf__hp_body,
+};
 
 /* ---- requests ---- */
 
@@ -237,6 +243,17 @@ static const char *rf__check_range(struct rf__hconn *c)
 	return NULL;
 }
 
+static void rf__on_headers(void *data, int64_t res);
+
+/* Receive (more of) the response's headers into hbuf: http-parser keeps its state
+ * across calls, so each piece starts at hbuf's beginning. */
+static void rf__recv_headers(struct rf__hconn *c)
+{
+	struct rf_io io = { .op = RF_IOP_RECV, .fd = c->fd, .buf = c->hbuf, .len = RF__HBUF };
+	if (rf__hconn_submit(c, &io, rf__on_headers) < 0)
+		rf__hconn_fail(c, -EIO, 1, "cannot queue a receive");
+}
+
 static void rf__on_headers(void *data, int64_t res)
 {
 	struct rf__hconn *c = data;
@@ -259,9 +276,7 @@ static void rf__on_headers(void *data, int64_t res)
 	if (!c->headers_done) { /* more header bytes to come */
 		if (c->p.nread >= RF__HBUF - 1)
 			return rf__hconn_fail(c, -EPROTO, 0, "response headers over 8 KiB");
-		struct rf_io io = { .op = RF_IOP_RECV, .fd = c->fd, .buf = c->hbuf, .len = RF__HBUF };
-		if (rf__hconn_submit(c, &io, rf__on_headers) < 0)
-			rf__hconn_fail(c, -EIO, 1, "cannot queue a receive");
+		rf__recv_headers(c);
 		return;
 	}
 	unsigned st = c->p.status_code;
@@ -298,9 +313,7 @@ static void rf__on_sent(void *data, int64_t res)
 		snprintf(what, sizeof(what), "sending the request: %s", strerror((int)-res));
 		return rf__hconn_fail(c, (int)res, res != -ECANCELED, what);
 	}
-	struct rf_io io = { .op = RF_IOP_RECV, .fd = c->fd, .buf = c->hbuf, .len = RF__HBUF };
-	if (rf__hconn_submit(c, &io, rf__on_headers) < 0)
-		rf__hconn_fail(c, -EIO, 1, "cannot queue a receive");
+	rf__recv_headers(c);
 }
 
 static void rf__send_request(struct rf__hconn *c)
@@ -454,10 +467,6 @@ int rf__http_create(struct rf__http **out, struct rf_ring *r, const char *url, u
 		h->c[i].h = h;
 		h->c[i].fd = -1;
 	}
-	rf__hp.on_header_field = rf__hp_field;
-	rf__hp.on_header_value = rf__hp_value;
-	rf__hp.on_headers_complete = rf__hp_headers;
-	rf__hp.on_body = rf__hp_body;
 	*out = h;
 	return 0;
 }
