@@ -195,21 +195,26 @@ int rf_ring_unregister_memory(struct rf_ring *r, const void *base)
 	return rf__register_mems(r, r->nmems, 1);
 }
 
-int rf_ring_register_files(struct rf_ring *r, const int *fds, unsigned n)
+/* Replace the registered file table by n files: fds, or n empty slots for the kernel
+ * to fill (fds NULL). The copy (-1 for an empty slot: never faultable) is kept for
+ * fault injection's file type check. */
+static int rf__files_install(struct rf_ring *r, const int *fds, unsigned n)
 {
 	if (!n)
 		return -EINVAL;
 	int *copy = malloc(n * sizeof(*copy));
 	if (!copy)
 		return -ENOMEM;
-	memcpy(copy, fds, n * sizeof(*copy));
+	for (unsigned i = 0; i < n; i++)
+		copy[i] = fds ? fds[i] : -1;
 	if (r->nfiles) {
 		io_uring_unregister_files(&r->ring);
 		free(r->files);
 		r->files = NULL;
 		r->nfiles = 0;
 	}
-	int ret = io_uring_register_files(&r->ring, fds, n);
+	int ret = fds ? io_uring_register_files(&r->ring, fds, n)
+		      : io_uring_register_files_sparse(&r->ring, n);
 	if (ret < 0) {
 		free(copy);
 		return ret;
@@ -219,27 +224,12 @@ int rf_ring_register_files(struct rf_ring *r, const int *fds, unsigned n)
 	return 0;
 }
 
+int rf_ring_register_files(struct rf_ring *r, const int *fds, unsigned n)
+{
+	return fds ? rf__files_install(r, fds, n) : -EINVAL;
+}
+
 int rf_ring_register_files_sparse(struct rf_ring *r, unsigned n)
 {
-	if (!n)
-		return -EINVAL;
-	int *copy = malloc(n * sizeof(*copy));
-	if (!copy)
-		return -ENOMEM;
-	for (unsigned i = 0; i < n; i++)
-		copy[i] = -1; /* slots filled by the kernel: never faultable */
-	if (r->nfiles) {
-		io_uring_unregister_files(&r->ring);
-		free(r->files);
-		r->files = NULL;
-		r->nfiles = 0;
-	}
-	int ret = io_uring_register_files_sparse(&r->ring, n);
-	if (ret < 0) {
-		free(copy);
-		return ret;
-	}
-	r->files = copy;
-	r->nfiles = n;
-	return 0;
+	return rf__files_install(r, NULL, n);
 }
