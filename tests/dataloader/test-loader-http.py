@@ -18,13 +18,14 @@ ringflow was built without libhttp-parser.
 import http.server
 import os
 import shutil
-import socket
 import socketserver
 import subprocess
 import sys
 import tempfile
 import threading
-import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import nginx_peer  # noqa: E402
 
 prog = sys.argv[1]
 d = tempfile.mkdtemp(prefix="rf-loader-http-")
@@ -41,23 +42,6 @@ def run(*args, expect=0):
         print("FAIL: %s exited %d, expected %d\n%s" % (" ".join(args), p.returncode, expect,
                                                        p.stderr[-3000:]))
         sys.exit(1)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_port(port):
-    for _ in range(200):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    print("FAIL: nothing listens on port %d" % port)
-    sys.exit(1)
 
 
 class Faulty(http.server.BaseHTTPRequestHandler):
@@ -132,32 +116,15 @@ class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
 
 try:
     run("make", d)
-    nginx = shutil.which("nginx") or ("/usr/sbin/nginx" if os.access("/usr/sbin/nginx", os.X_OK) else None)
-    if not nginx:
+    if not nginx_peer.binary():
         print("nginx not installed")
         sys.exit(77)
     for f in os.listdir(d):
         os.chmod(os.path.join(d, f), 0o644)
-    nd = os.path.join(d, "nginx")
-    os.makedirs(nd)
-    nport = free_port()
-    with open(os.path.join(nd, "nginx.conf"), "w") as fh:
-        fh.write("""worker_processes 1; daemon off; error_log %(nd)s/error.log; pid %(nd)s/pid;
-events { worker_connections 256; }
-http { access_log off; client_body_temp_path %(nd)s/b; proxy_temp_path %(nd)s/p;
-  fastcgi_temp_path %(nd)s/f; uwsgi_temp_path %(nd)s/u; scgi_temp_path %(nd)s/s;
-  server { listen 127.0.0.1:%(port)d; root %(d)s; } }
-""" % {"nd": nd, "port": nport, "d": d})
-    ng = subprocess.Popen([nginx, "-c", os.path.join(nd, "nginx.conf"), "-p", nd],
-                          stderr=subprocess.DEVNULL)
-    try:
-        wait_port(nport)
+    with nginx_peer.serve(d, d) as nport:
         print("-- nginx")
         run("same", "http://127.0.0.1:%d" % nport, d)
         run("openfail", "http://127.0.0.1:%d/missing.rfrec" % nport, "404")
-    finally:
-        ng.terminate()
-        ng.wait()
 
     srv = Server(("127.0.0.1", 0), Faulty)
     fport = srv.server_address[1]
@@ -170,7 +137,7 @@ http { access_log off; client_body_temp_path %(nd)s/b; proxy_temp_path %(nd)s/p;
     run("fail", base + "/down/small.rfrec", small, "503")
     run("fail", base + "/cut/small.rfrec", small, "short body")
     run("openfail", base + "/norange/small.rfrec", "ignores Range")
-    run("openfail", "http://127.0.0.1:%d/x.rfrec" % free_port(), "refused")
+    run("openfail", "http://127.0.0.1:%d/x.rfrec" % nginx_peer.free_port(), "refused")
     srv.shutdown()
 finally:
     shutil.rmtree(d, ignore_errors=True)

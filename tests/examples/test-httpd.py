@@ -24,6 +24,9 @@ import tempfile
 import threading
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import nginx_peer  # noqa: E402
+
 HTTPD = sys.argv[1] if len(sys.argv) > 1 else ""
 if not HTTPD or not os.access(HTTPD, os.X_OK):
     print("rf-httpd not built (libhttp-parser-dev missing)")
@@ -202,29 +205,8 @@ try:
             fail("rf-httpd --idle-timeout exited %d" % p2.returncode)
 
     # the same requests to nginx, where installed
-    nginx = shutil.which("nginx") or ("/usr/sbin/nginx" if os.access("/usr/sbin/nginx", os.X_OK) else None)
-    if nginx:
-        nd = os.path.join(d, "nginx")
-        os.makedirs(nd)
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            nport = probe.getsockname()[1]
-        with open(os.path.join(nd, "nginx.conf"), "w") as fh:
-            fh.write("""worker_processes 1; daemon off; error_log %(nd)s/error.log; pid %(nd)s/pid;
-events { worker_connections 256; }
-http { access_log off; client_body_temp_path %(nd)s/b; proxy_temp_path %(nd)s/p;
-  fastcgi_temp_path %(nd)s/f; uwsgi_temp_path %(nd)s/u; scgi_temp_path %(nd)s/s;
-  server { listen 127.0.0.1:%(port)d; root %(www)s; } }
-""" % {"nd": nd, "port": nport, "www": www})
-        ng = subprocess.Popen([nginx, "-c", os.path.join(nd, "nginx.conf"), "-p", nd],
-                              stderr=subprocess.DEVNULL)
-        try:
-            for _ in range(100):
-                try:
-                    socket.create_connection(("127.0.0.1", nport), timeout=1).close()
-                    break
-                except OSError:
-                    time.sleep(0.05)
+    with nginx_peer.serve(www, d) as nport:
+        if nport:
             same = [("/small.bin", "GET", ()), ("/large.bin", "GET", ()), ("/empty.txt", "GET", ()),
                     ("/large.bin", "HEAD", ()), ("/nope", "GET", ()), ("/", "GET", ()),
                     ("/sub/a%20b.txt", "GET", ())]
@@ -246,11 +228,8 @@ http { access_log off; client_body_temp_path %(nd)s/b; proxy_temp_path %(nd)s/p;
                 if ka != kb:
                     fail("%s %s %r: rf-httpd %r, nginx %r" % (method, path, hd, ka[:3], kb[:3]))
             print("agrees with nginx on %d requests" % len(same))
-        finally:
-            ng.terminate()
-            ng.wait()
-    else:
-        print("nginx not installed: comparison skipped")
+        else:
+            print("nginx not installed: comparison skipped")
 finally:
     p.send_signal(signal.SIGTERM)
     try:
