@@ -16,10 +16,7 @@
 
 static inline uint64_t splitmix64(uint64_t *s)
 {
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
+	return rf_randmap_mix(*s += 0x9e3779b97f4a7c15ull);
 }
 
 static void on_done(void *data, int64_t res);

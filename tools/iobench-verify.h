@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "iobench-map.h" /* rf_randmap_mix */
+
 #define RF_VFY_MAGIC "RFIOVRFY"
 #define RF_VFY_HDR 32 /* magic 8, offset 8, generation 8, length 4, crc32c 4 */
 
@@ -56,10 +58,7 @@ static inline uint32_t rf_crc32c(uint32_t crc, const void *p, size_t n)
 
 static inline uint64_t rf_vfy_word(uint64_t off, uint64_t gen, uint64_t i)
 {
-	uint64_t z = off * 0x9e3779b97f4a7c15ull ^ gen * 0xbf58476d1ce4e5b9ull ^ (i + 1);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
+	return rf_randmap_mix(off * 0x9e3779b97f4a7c15ull ^ gen * 0xbf58476d1ce4e5b9ull ^ (i + 1));
 }
 
 /* Byte k (k >= RF_VFY_HDR) of the pattern of a block. */

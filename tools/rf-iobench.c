@@ -558,7 +558,6 @@ int main(int argc, char **argv)
 	O.nblocks = nblocks;
 	O.runtime = runtime;
 	O.vgen = (rf_now_ns() ^ ((uint64_t)getpid() << 40)) | 1; /* never 0: "any" */
-	(void)time_based; /* checked above: fio's flag, implied by --runtime */
 	O.mem_align = mem_align;
 	struct iob_job *jobs = calloc(O.numjobs, sizeof(*jobs));
 	pthread_t *th = calloc(O.numjobs, sizeof(*th));
