@@ -31,6 +31,8 @@ static int rf__setup(struct rf_ring *r, unsigned entries, const struct rf_ring_o
 	if (o && (o->flags & RF_RING_SQPOLL))
 		want = (want & ~(IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_COOP_TASKRUN)) |
 		       IORING_SETUP_SQPOLL;
+	if (o && (o->flags & RF_RING_IOPOLL))
+		want |= IORING_SETUP_IOPOLL;
 	/* 4x the SQ, within the kernel's CQ limit (CLAMP too, in case it is lower). */
 	unsigned cq = entries > RF__MAX_CQ_ENTRIES / 4 ? RF__MAX_CQ_ENTRIES : entries * 4;
 	size_t i = 0;

@@ -108,6 +108,7 @@ void iob_report(const struct iob_opts *o, const struct iob_job *jobs, unsigned n
 		sum->ios += j->ios;
 		sum->rbytes += j->rbytes;
 		sum->wbytes += j->wbytes;
+		sum->tbytes += j->tbytes;
 		sum->syncs += j->syncs;
 		sum->usr += j->usr;
 		sum->sys += j->sys;
@@ -127,15 +128,25 @@ void iob_report(const struct iob_opts *o, const struct iob_job *jobs, unsigned n
 	struct rusage ru;
 	getrusage(RUSAGE_SELF, &ru);
 	long peak_kib = ru.ru_maxrss; /* KiB on Linux */
-	uint64_t buf_bytes = (uint64_t)o->qd * o->bs * n;
+	uint64_t buf_bytes = (uint64_t)o->qd * o->bs.max * n;
 	int map = o->random && !o->norandommap && o->dist.kind == RF_DIST_RANDOM;
 	if (json) {
 		printf("{\"file\": ");
 		iob_json_str(o->file);
-		printf(", \"rw\": \"%s\", \"bs\": %" PRIu64 ", \"qd\": %ld, \"batch\": %ld, "
+		printf(", \"files\": [");
+		for (unsigned f = 0; f < o->nfiles; f++) {
+			printf("%s", f ? ", " : "");
+			iob_json_str(o->files[f].path);
+		}
+		printf("], \"nrfiles\": %u, \"region_bytes\": %" PRIu64 ", \"bs_spec\": ", o->nfiles,
+		       o->size);
+		iob_json_str(o->bs_arg);
+		printf(", \"bs_max\": %" PRIu64 ", \"hipri\": %s, \"trim_bytes\": %" PRIu64 ", ",
+		       o->bs.max, o->hipri ? "true" : "false", sum->tbytes);
+		printf("\"rw\": \"%s\", \"bs\": %" PRIu64 ", \"qd\": %ld, \"batch\": %ld, "
 		       "\"numjobs\": %u, \"direct\": %s, \"fixedbufs\": %s, \"random_map\": %s, "
 		       "\"rwmixread\": %u, \"end_fsync\": %s, \"qd_used\": %ld, \"buffers\": %ld, "
-		       "\"buffer_bytes\": %" PRIu64 ", \"peak_rss_kib\": %ld, ", o->rw, o->bs,
+		       "\"buffer_bytes\": %" PRIu64 ", \"peak_rss_kib\": %ld, ", o->rw, o->bs.grain,
 		       o->qd_req, o->batch, n, o->direct ? "true" : "false", o->fixedbufs ? "true" : "false",
 		       map ? "true" : "false", o->mixed ? o->rwmixread : (o->write ? 0 : 100),
 		       o->end_fsync ? "true" : "false", o->qd, o->qd * (long)n, buf_bytes, peak_kib);
@@ -155,10 +166,10 @@ void iob_report(const struct iob_opts *o, const struct iob_job *jobs, unsigned n
 			snprintf(qds, sizeof(qds), " (%ld in flight: the region's blocks)", o->qd);
 		if (n > 1)
 			snprintf(nj, sizeof(nj), " x %u jobs", n);
-		printf("%s bs=%" PRIu64 " qd=%ld%s%s%s%s: %.1f MB/s, %.0f IOPS, lat p50 %.1f us p99 %.1f us, "
+		printf("%s bs=%s qd=%ld%s%s%s%s: %.1f MB/s, %.0f IOPS, lat p50 %.1f us p99 %.1f us, "
 		       "cpu %.2f s usr + %.2f s sys, %" PRIu64 " bytes in %.2f s, %" PRIu64 " enters for %" PRIu64
 		       " submissions, %ld buffers (%" PRIu64 " KiB), peak RSS %ld KiB\n",
-		       o->rw, o->bs, o->qd_req, qds, nj, o->direct ? " direct" : "",
+		       o->rw, o->bs_arg, o->qd_req, qds, nj, o->direct ? " direct" : "",
 		       o->fixedbufs ? " fixedbufs" : "", (double)sum->bytes / 1e6 / secs,
 		       (double)sum->ios / secs, rf_hist_pct(&sum->lat, 50) / 1e3,
 		       rf_hist_pct(&sum->lat, 99) / 1e3, sum->usr, sum->sys, sum->bytes, secs,

@@ -3,12 +3,16 @@
  * the verify read-back, and the job's figures (slat/clat/lat histograms, CPU of its
  * thread, the ring's counters). */
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/falloc.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+
+#include <ringflow/ring-ops.h>
 
 #include "cli-impl.h"
 #include "iobench.h"
@@ -75,7 +79,7 @@ static void on_delay(void *data, int64_t res)
 	struct slot *s = data;
 	struct iob_job *j = s->j;
 	j->inflight--;
-	if (res < 0 || (!j->total_ios && rf_now_ns() >= j->deadline)) {
+	if (res < 0 || (!j->one_pass && rf_now_ns() >= j->deadline)) {
 		j->stop = 1;
 		maybe_done(j);
 		return;
@@ -83,22 +87,112 @@ static void on_delay(void *data, int64_t res)
 	issue_now(s);
 }
 
-/* With --rate / --rate-iops: the I/O numbered j->issued may start no earlier than its
- * share of the run, t0 + issued / rate; before that a ring timeout holds the slot. */
+static int cover_test(const uint64_t *c, uint64_t g)
+{
+	return (int)(c[g >> 6] >> (g & 63) & 1);
+}
+
+static void cover_set(uint64_t *c, uint64_t g)
+{
+	c[g >> 6] |= 1ull << (g & 63);
+}
+
+/* A new pass over file f: every grain to transfer again (time-based runs wrap). */
+static void pass_begin(struct iob_job *j, unsigned f)
+{
+	struct iob_fstate *fs = &j->fs[f];
+	uint64_t n = j->o->files[f].ngrains;
+	fs->left = n;
+	fs->next = 0;
+	if (fs->cover && fs->map.ctr) { /* the map's pass may hold draws all covered: a new one */
+		memset(fs->cover, 0, (n + 63) / 64 * sizeof(uint64_t));
+		fs->map.pass++;
+		rf_randmap_rekey(&fs->map);
+	}
+}
+
+/* The next I/O's file, offset and length (s->file, s->off, s->len): the files in turn
+ * (fio's file_service_type=roundrobin), each file's pass in its own order. 0 when a
+ * one-pass run has nothing left. With several sizes and the random map, an I/O starts
+ * at a grain no I/O of this pass has covered and ends at the first covered one (as
+ * fio's map trims an I/O to the free blocks), so a pass still covers each grain once. */
+static int next_io(struct iob_job *j, struct slot *s)
+{
+	const struct iob_opts *o = j->o;
+	unsigned f = j->cur;
+	for (unsigned k = 0; k < o->nfiles; k++) {
+		f = (j->cur + 1 + k) % o->nfiles;
+		if (j->fs[f].left)
+			break;
+		if (!j->one_pass) {
+			pass_begin(j, f);
+			break;
+		}
+	}
+	struct iob_fstate *fs = &j->fs[f];
+	if (!fs->left)
+		return 0;
+	j->cur = f;
+	uint64_t n = o->files[f].ngrains, g, len = 1;
+	uint64_t want = j->readback ? o->bs.max / o->bs.grain
+		      : o->bs.n == 1 ? 1 : rf_bs_draw(&o->bs, splitmix64(&j->rng)) / o->bs.grain;
+	if (!j->random) {
+		g = fs->next < n ? fs->next : 0;
+		len = want < n - g ? want : n - g;
+		fs->next = g + len;
+	} else if (o->dist.kind != RF_DIST_RANDOM || o->norandommap) {
+		g = o->norandommap && o->dist.kind == RF_DIST_RANDOM ? splitmix64(&j->rng) % n
+								       : rf_dist_next(&fs->dist);
+		len = want < n - g ? want : n - g;
+	} else if (!fs->cover) {
+		g = rf_randmap_next(&fs->map);
+	} else {
+		do
+			g = rf_randmap_next(&fs->map);
+		while (cover_test(fs->cover, g));
+		cover_set(fs->cover, g);
+		while (len < want && g + len < n && !cover_test(fs->cover, g + len))
+			cover_set(fs->cover, g + len++);
+	}
+	if (len > fs->left) /* draws with replacement: the pass's last I/O ends its bytes */
+		len = fs->left;
+	fs->left -= len;
+	if (j->one_pass)
+		j->left -= len;
+	s->file = f;
+	s->off = o->offset + g * o->bs.grain;
+	s->len = len * o->bs.grain;
+	if (o->trim)
+		s->op = IOB_TRIM;
+	else if (o->mixed && j->write)
+		s->op = splitmix64(&j->rng) % 100 >= o->rwmixread ? IOB_WRITE : IOB_READ;
+	else
+		s->op = j->write ? IOB_WRITE : IOB_READ;
+	return 1;
+}
+
+/* The next I/O for slot s: where it goes, then (with --rate / --rate-iops) no earlier
+ * than its share of the run -- the I/O numbered j->issued, after j->issued_bytes, may
+ * start at t0 + issued / rate -- a ring timeout holding the slot until then. */
 static void issue(struct slot *s)
 {
 	struct iob_job *j = s->j;
+	if (!next_io(j, s)) {
+		j->stop = 1;
+		maybe_done(j);
+		return;
+	}
 	uint64_t due = 0;
 	if (j->rate_iops)
 		due = j->t0 + (uint64_t)((double)j->issued * 1e9 / (double)j->rate_iops);
 	if (j->rate_bps) {
-		uint64_t d2 = j->t0 + (uint64_t)((double)j->issued * (double)j->o->bs * 1e9 /
-						 (double)j->rate_bps);
+		uint64_t d2 = j->t0 + (uint64_t)((double)j->issued_bytes * 1e9 / (double)j->rate_bps);
 		if (d2 > due)
 			due = d2;
 	}
 	uint64_t now = due ? rf_now_ns() : 0;
 	j->issued++; /* this slot's turn is taken */
+	j->issued_bytes += s->len;
 	if (due > now) {
 		j->inflight++;
 		int ret = rf_ring_timeout(j->r, due - now, on_delay, s, NULL);
@@ -109,39 +203,35 @@ static void issue(struct slot *s)
 	issue_now(s);
 }
 
+static const char *const op_name[] = { "read", "write", "trim" };
+
 static void issue_now(struct slot *s)
 {
 	struct iob_job *j = s->j;
 	const struct iob_opts *o = j->o;
-	if (j->random && j->dist.kind != RF_DIST_RANDOM) {
-		s->off = rf_dist_next(&j->dist) * o->bs;
-	} else if (j->random && !o->norandommap) {
-		s->off = rf_randmap_next(&j->map) * o->bs;
-	} else if (j->random) {
-		s->off = (splitmix64(&j->rng) % o->nblocks) * o->bs;
-	} else {
-		if (j->next_off + o->bs > o->nblocks * o->bs)
-			j->next_off = 0;
-		s->off = j->next_off;
-		j->next_off += o->bs;
-	}
-	s->off += o->offset;
-	s->write = o->mixed && j->write ? splitmix64(&j->rng) % 100 >= o->rwmixread : j->write;
-	if (s->write && o->verify)
-		rf_vfy_fill((uint8_t *)s->buf, o->bs, s->off, o->vgen); /* fio fills in the timed path too */
+	if (s->op == IOB_WRITE && o->verify) /* a header per grain; fio fills in the timed path too */
+		for (uint64_t k = 0; k < s->len; k += o->bs.grain)
+			rf_vfy_fill((uint8_t *)s->buf + k, o->bs.grain, s->off + k, o->vgen);
 	s->tq = rf_now_ns();
 	s->next = j->unsubmitted;
 	j->unsubmitted = s;
-	int ret = s->write ? rf_ring_write(j->r, 0, s->buf, o->bs, s->off, j->ioflags, on_done, s, NULL)
-			   : rf_ring_read(j->r, 0, s->buf, o->bs, s->off, j->ioflags, on_done, s, NULL);
+	int ret;
+	if (s->op == IOB_WRITE)
+		ret = rf_ring_write(j->r, (int)s->file, s->buf, s->len, s->off, j->ioflags, on_done, s, NULL);
+	else if (s->op == IOB_READ)
+		ret = rf_ring_read(j->r, (int)s->file, s->buf, s->len, s->off, j->ioflags, on_done, s, NULL);
+	else /* a hole punched: the file system discards the blocks (fio's trim on a file) */
+		ret = rf_ring_fallocate(j->r, (int)s->file, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+					s->off, s->len, RF_IO_FIXED_FILE, on_done, s, NULL);
 	if (ret < 0)
-		die(1, "%s: cannot queue a %s at offset %" PRIu64 ": %s", o->file,
-		    s->write ? "write" : "read", s->off, strerror(-ret));
+		die(1, "%s: cannot queue a %s at offset %" PRIu64 ": %s", o->files[s->file].path,
+		    op_name[s->op], s->off, strerror(-ret));
 	j->inflight++;
 }
 
 struct sync_req {
 	struct iob_job *j;
+	unsigned file;
 	uint64_t tq;
 };
 
@@ -152,24 +242,26 @@ static void on_sync(void *data, int64_t res)
 	uint64_t now = rf_now_ns();
 	j->sync_inflight--;
 	if (res < 0)
-		die(1, "%s: %s failed: %s", j->o->file, j->o->datasync ? "fdatasync" : "fsync",
-		    strerror((int)-res));
+		die(1, "%s: %s failed: %s", j->o->files[q->file].path,
+		    j->o->datasync ? "fdatasync" : "fsync", strerror((int)-res));
 	rf_hist_add(&j->sync, now - q->tq);
 	j->syncs++;
 	free(q);
 }
 
-/* An fsync (or fdatasync) through the ring, timed from queueing to completion. */
-static void issue_sync(struct iob_job *j)
+/* An fsync (or fdatasync) of one file through the ring, timed from queueing to
+ * completion. */
+static void issue_sync(struct iob_job *j, unsigned file)
 {
 	struct sync_req *q = malloc(sizeof(*q));
 	if (!q)
 		die(1, "out of memory");
 	q->j = j;
+	q->file = file;
 	q->tq = rf_now_ns();
-	int ret = rf_ring_fsync(j->r, 0, RF_IO_FIXED_FILE, j->o->datasync, on_sync, q, NULL);
+	int ret = rf_ring_fsync(j->r, (int)file, RF_IO_FIXED_FILE, j->o->datasync, on_sync, q, NULL);
 	if (ret < 0)
-		die(1, "%s: cannot queue an fsync: %s", j->o->file, strerror(-ret));
+		die(1, "%s: cannot queue an fsync: %s", j->o->files[file].path, strerror(-ret));
 	j->sync_inflight++;
 }
 
@@ -178,22 +270,33 @@ static void on_done(void *data, int64_t res)
 	struct slot *s = data;
 	struct iob_job *j = s->j;
 	const struct iob_opts *o = j->o;
+	const char *path = o->files[s->file].path;
 	uint64_t now = rf_now_ns();
 	j->inflight--;
+	if (res == -EOPNOTSUPP && o->hipri)
+		die(1, "--hipri: %s: polled I/O refused (%s): its device or file system does not poll",
+		    path, strerror(EOPNOTSUPP));
+	if (res == -EOPNOTSUPP && s->op == IOB_TRIM)
+		die(1, "--rw %s: %s: its file system cannot discard blocks (punching a hole: %s)", o->rw,
+		    path, strerror(EOPNOTSUPP));
 	if (res < 0)
-		die(1, "%s: %s of %" PRIu64 " bytes at offset %" PRIu64 " failed: %s", o->file,
-		    s->write ? "write" : "read", o->bs, s->off, strerror((int)-res));
-	if ((uint64_t)res != o->bs)
+		die(1, "%s: %s of %" PRIu64 " bytes at offset %" PRIu64 " failed: %s", path,
+		    op_name[s->op], s->len, s->off, strerror((int)-res));
+	if (s->op == IOB_TRIM && !res)
+		res = (int64_t)s->len; /* fallocate says 0 for all of it */
+	if ((uint64_t)res != s->len)
 		die(1, "%s: %s at offset %" PRIu64 " transferred %" PRId64 " bytes, expected %" PRIu64
-		    " (end of file?)", o->file, s->write ? "write" : "read", s->off, res, o->bs);
+		    " (end of file?)", path, op_name[s->op], s->off, res, s->len);
 	if (now < j->ramp_end) /* --ramp-time: running, not yet measured */
 		goto sync;
-	if (!s->write && o->verify) {
+	if (s->op == IOB_READ && o->verify) {
 		char msg[400];
-		if (rf_vfy_check((const uint8_t *)s->buf, o->bs, s->off, o->write ? o->vgen : 0, msg,
-				 sizeof(msg)) < 0)
-			die(1, "--verify: %s: %s", o->file, msg);
-		j->verified++;
+		for (uint64_t k = 0; k < s->len; k += o->bs.grain) {
+			if (rf_vfy_check((const uint8_t *)s->buf + k, o->bs.grain, s->off + k,
+					 o->write ? o->vgen : 0, msg, sizeof(msg)) < 0)
+				die(1, "--verify: %s: %s", path, msg);
+			j->verified++;
+		}
 	}
 	rf_hist_add(&j->slat, s->ts - s->tq);
 	rf_hist_add(&j->clat, now - s->ts);
@@ -204,19 +307,22 @@ static void on_done(void *data, int64_t res)
 		j->iios++;
 	}
 	j->bytes += (uint64_t)res;
-	if (s->write)
+	if (s->op == IOB_WRITE)
 		j->wbytes += (uint64_t)res;
-	else
+	else if (s->op == IOB_READ)
 		j->rbytes += (uint64_t)res;
+	else
+		j->tbytes += (uint64_t)res;
 	j->ios++;
 sync:
-	/* every N writes an fsync, as fio's fsync=N (several may be in flight); during
-	 * the ramp too, so the measured run does not inherit its dirty pages */
-	if (s->write && o->sync_every && ++j->since_sync >= o->sync_every) {
+	/* every N writes an fsync of the file written, as fio's fsync=N (several may be in
+	 * flight); during the ramp too, so the measured run does not inherit its dirty
+	 * pages */
+	if (s->op == IOB_WRITE && o->sync_every && ++j->since_sync >= o->sync_every) {
 		j->since_sync = 0;
-		issue_sync(j);
+		issue_sync(j, s->file);
 	}
-	if (!j->stop && (j->total_ios ? j->issued >= j->total_ios : now >= j->deadline))
+	if (!j->stop && (j->one_pass ? !j->left : now >= j->deadline))
 		j->stop = 1;
 	if (!j->stop) {
 		issue(s);
@@ -232,7 +338,8 @@ void iob_job_setup(struct iob_job *j)
 	pthread_once(&crc_once, rf_crc32c_init); /* this file's table: it fills and checks */
 	const struct iob_opts *o = j->o;
 	struct rf_ring_opts ro = { .entries = (unsigned)(o->qd < 8 ? 8 : o->qd),
-				   .flags = o->sqpoll ? RF_RING_SQPOLL : 0 };
+				   .flags = (o->sqpoll ? RF_RING_SQPOLL : 0) |
+					    (o->hipri ? RF_RING_IOPOLL : 0) };
 	int ret = rf_ring_create(&j->r, &ro);
 	if (ret == -EBADMSG) { /* RF_FAULT_INJECT malformed: the ring's one line says why */
 		rf_cli_log_stderr(RF_LOG_ERROR, rf_last_error(), NULL);
@@ -241,34 +348,40 @@ void iob_job_setup(struct iob_job *j)
 	if (ret < 0)
 		die(1, "cannot create the io_uring ring: %s", strerror(-ret));
 	rf_ring_set_max_batch(j->r, (unsigned)o->batch);
-	ret = rf_ring_register_files(j->r, &o->fd, 1);
+	int fds[IOB_MAX_FILES];
+	for (unsigned f = 0; f < o->nfiles; f++)
+		fds[f] = o->files[f].fd;
+	ret = rf_ring_register_files(j->r, fds, o->nfiles);
 	if (ret < 0)
-		die(1, "--file %s: cannot register the file with the ring: %s", o->file, strerror(-ret));
+		die(1, "--file %s: cannot register %u file%s with the ring: %s", o->file, o->nfiles,
+		    o->nfiles > 1 ? "s" : "", strerror(-ret));
 	j->slots = calloc((size_t)o->qd, sizeof(*j->slots));
-	if (!j->slots)
+	j->fs = calloc(o->nfiles, sizeof(*j->fs));
+	if (!j->slots || !j->fs)
 		die(1, "out of memory for %ld request slots (--qd)", o->qd);
 	j->ioflags = RF_IO_FIXED_FILE;
+	uint64_t bmax = o->bs.max;
 	if (o->fixedbufs) {
-		ret = rf_ring_register_buffers(j->r, (unsigned)o->qd, o->bs, o->mem_align);
+		ret = rf_ring_register_buffers(j->r, (unsigned)o->qd, bmax, o->mem_align);
 		if (ret < 0)
 			die(1, "--fixedbufs: cannot register %ld buffers of %" PRIu64 " bytes (--qd x --bs):"
-			    " %s", o->qd, o->bs, strerror(-ret));
+			    " %s", o->qd, bmax, strerror(-ret));
 		j->ioflags |= RF_IO_FIXED_BUF;
 	}
 	uint64_t seed = 0x5eed + (uint64_t)j->id;
 	for (long i = 0; i < o->qd; i++) {
 		struct slot *s = &j->slots[i];
 		s->j = j;
-		s->buf = o->fixedbufs ? rf_ring_buffer(j->r, (unsigned)i) : aligned_alloc(o->mem_align, o->bs);
+		s->buf = o->fixedbufs ? rf_ring_buffer(j->r, (unsigned)i) : aligned_alloc(o->mem_align, bmax);
 		if (!s->buf)
-			die(1, "out of memory for %ld buffers of %" PRIu64 " bytes (--qd x --bs)", o->qd, o->bs);
+			die(1, "out of memory for %ld buffers of %" PRIu64 " bytes (--qd x --bs)", o->qd, bmax);
 		if (o->write) {
-			for (uint64_t k = 0; k + 8 <= o->bs; k += 8) {
+			for (uint64_t k = 0; k + 8 <= bmax; k += 8) {
 				uint64_t w = splitmix64(&seed);
 				memcpy(s->buf + k, &w, 8);
 			}
 		} else {
-			memset(s->buf, 0, o->bs); /* fault the pages in before timing */
+			memset(s->buf, 0, bmax); /* fault the pages in before timing */
 		}
 	}
 	j->write = o->write;
@@ -277,10 +390,22 @@ void iob_job_setup(struct iob_job *j)
 	j->rate_iops = o->rate_iops;
 	j->end_fsync = o->end_fsync;
 	j->rng = 0x243f6a8885a308d3ull + 0x9e3779b97f4a7c15ull * (uint64_t)j->id;
-	j->total_ios = o->runtime > 0 ? 0 : o->nblocks;
-	rf_randmap_init(&j->map, o->nblocks, j->rng);
-	j->dist = o->dist;
-	rf_dist_init(&j->dist, o->nblocks, j->rng ^ 0xd157ull);
+	j->one_pass = !(o->runtime > 0);
+	j->left = o->ngrains;
+	j->cur = o->nfiles - 1; /* the first I/O goes to file 0 */
+	int cover = o->random && !o->norandommap && o->dist.kind == RF_DIST_RANDOM &&
+		    o->bs.max > o->bs.grain;
+	for (unsigned f = 0; f < o->nfiles; f++) {
+		struct iob_fstate *fs = &j->fs[f];
+		uint64_t n = o->files[f].ngrains, fseed = j->rng + 0x632be59bd9b4e019ull * f;
+		fs->left = n;
+		rf_randmap_init(&fs->map, n, fseed);
+		fs->dist = o->dist;
+		rf_dist_init(&fs->dist, n, fseed ^ 0xd157ull);
+		if (cover && !(fs->cover = calloc((n + 63) / 64, sizeof(uint64_t))))
+			die(1, "out of memory for the random map of %s (%" PRIu64 " blocks)",
+			    o->files[f].path, n);
+	}
 	rf_hist_init(&j->slat);
 	rf_hist_init(&j->clat);
 	rf_hist_init(&j->lat);
@@ -326,7 +451,8 @@ static void run_loop(struct iob_job *j, int end_fsync)
 		if (ret < 0)
 			die(1, "%s: ring failed: %s", j->o->file, strerror(-ret));
 		if (end_fsync && !rf_ring_pending(j->r) && !j->sync_inflight && end_fsync++ == 1)
-			issue_sync(j); /* the data must reach the device inside the timed run */
+			for (unsigned f = 0; f < j->o->nfiles; f++)
+				issue_sync(j, f); /* the data must reach the device inside the timed run */
 	}
 }
 
@@ -350,7 +476,7 @@ void iob_job_run(struct iob_job *j)
 		j->inext = j->t0 + o->log_ms * 1000000ull;
 		log_arm(j);
 	}
-	for (long i = 0; i < o->qd && (!j->total_ios || j->issued < j->total_ios); i++)
+	for (long i = 0; i < o->qd && (!j->one_pass || j->left); i++)
 		issue(&j->slots[i]);
 	run_loop(j, j->end_fsync);
 	j->t_end = rf_now_ns();
@@ -377,12 +503,17 @@ void iob_job_run(struct iob_job *j)
 		keep[2] = j->lat;
 		uint64_t ios = j->ios, bytes = j->bytes, rbytes = j->rbytes;
 		j->write = j->random = 0;
+		j->readback = 1; /* the largest size, sequentially: each grain checked */
 		j->rate_bps = j->rate_iops = 0;
-		j->next_off = 0;
-		j->issued = 0;
 		j->stop = 0;
-		j->total_ios = o->nblocks;
-		for (long i = 0; i < o->qd && j->issued < j->total_ios; i++)
+		j->one_pass = 1;
+		j->left = o->ngrains;
+		j->cur = o->nfiles - 1;
+		for (unsigned f = 0; f < o->nfiles; f++) {
+			j->fs[f].next = 0;
+			j->fs[f].left = o->files[f].ngrains;
+		}
+		for (long i = 0; i < o->qd && j->left; i++)
 			issue(&j->slots[i]);
 		run_loop(j, 0);
 		j->slat = keep[0];
@@ -406,4 +537,7 @@ void iob_job_teardown(struct iob_job *j)
 		for (long i = 0; i < j->o->qd; i++)
 			free(j->slots[i].buf);
 	free(j->slots);
+	for (unsigned f = 0; f < j->o->nfiles; f++)
+		free(j->fs[f].cover);
+	free(j->fs);
 }

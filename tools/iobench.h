@@ -8,30 +8,55 @@
 
 #include <ringflow/ring.h>
 
+#include "iobench-bs.h"
 #include "iobench-dist.h"
 #include "iobench-hist.h"
 #include "iobench-map.h"
 
 struct iob_job;
 
+enum { IOB_READ, IOB_WRITE, IOB_TRIM };
+
 struct slot {
 	struct iob_job *j;
 	char *buf;
-	uint64_t off;
+	uint64_t off, len;
+	unsigned file;        /* index into o->files (and the ring's registered files) */
 	uint64_t tq, ts;      /* queued; submitted (the loop turn's enter) */
-	int write;
+	int op;               /* IOB_READ, IOB_WRITE, IOB_TRIM */
 	struct slot *next;    /* queued, not yet submitted */
 };
 
-struct iob_opts {
-	const char *file, *rw, *bs_arg;
+#define IOB_MAX_FILES 256
+
+/* One file of the run: its region is [o->offset, o->offset + size). */
+struct iob_file {
+	const char *path;
 	int fd;
-	int write, random, mixed, norandommap, verify, end_fsync, fixedbufs, direct, datasync;
+	uint64_t size, ngrains; /* ngrains = size / o->bs.grain */
+};
+
+/* A job's place in one file. */
+struct iob_fstate {
+	uint64_t next;        /* sequential: the next grain */
+	uint64_t left;        /* grains this pass has still to transfer */
+	struct rf_randmap map;
+	struct rf_dist dist;
+	uint64_t *cover;      /* random map with sizes of several grains: the grains done */
+};
+
+struct iob_opts {
+	const char *file, *rw, *bs_arg; /* file: the first (the report's name) */
+	struct iob_file *files;
+	unsigned nfiles;
+	int write, random, mixed, trim, norandommap, verify, end_fsync, fixedbufs, direct, datasync;
+	int hipri;
 	unsigned rwmixread, numjobs;
 	uint64_t log_ms;      /* --log-interval: 0 none */
 	const char *log_prefix; /* the CSVs: PREFIX.jobN.csv */
 	long qd, qd_req, batch;
-	uint64_t bs, size, nblocks, sync_every, rate_bps, rate_iops;
+	struct rf_bs bs;      /* --bs: bs.grain is the smallest size, bs.max the largest */
+	uint64_t size, ngrains, sync_every, rate_bps, rate_iops; /* size, ngrains: all files' */
 	double runtime, ramp;
 	uint64_t offset;      /* the region: [offset, offset + size) */
 	int sqpoll;
@@ -50,12 +75,13 @@ struct iob_job {
 	int write, random, stop, sync_inflight, end_fsync;
 	unsigned inflight;
 	uint64_t rate_bps, rate_iops;
-	uint64_t next_off, issued, total_ios, deadline, rng, t0;
-	struct rf_randmap map;
-	struct rf_dist dist;
+	int one_pass, readback;
+	uint64_t issued, issued_bytes, left, deadline, rng, t0; /* left: grains, all files */
+	unsigned cur;         /* the file the last I/O went to (round robin) */
+	struct iob_fstate *fs;
 	struct slot *unsubmitted;
 	/* the figures */
-	uint64_t bytes, ios, rbytes, wbytes, since_sync, syncs, verified;
+	uint64_t bytes, ios, rbytes, wbytes, tbytes, since_sync, syncs, verified;
 	uint64_t t_start, t_end, ramp_end;
 	int snapped;          /* the CPU/ring-counter start figures are taken */
 	double usr, sys;      /* this job's thread */

@@ -1,10 +1,19 @@
 /* rf-iobench -- storage throughput and latency through the ringflow reactor, with
  * the knobs fio's io_uring engine has, so the two can be compared on the same file:
  *
- *   rf-iobench --file F --rw read|randread|write|randwrite|rw|randrw --bs SIZE --qd N
+ *   rf-iobench --file F [--file F2 ... | --nrfiles N] --rw MODE --bs SPEC --qd N
  *              [--rwmixread PCT] [--direct] [--fixedbufs] [--size SIZE] [--runtime SEC]
  *              [--batch N] [--norandommap] [--fsync N | --fdatasync N] [--end-fsync]
- *              [--json] [--force]
+ *              [--hipri] [--json] [--force]  (and more: --help)
+ *
+ * MODE: read, randread, write, randwrite, rw, randrw, trim, randtrim. SPEC: a size, a
+ * range (4k-64k) or a split (4k/50:64k/50), tools/iobench-bs.h. Several files: each
+ * I/O goes to the next in turn (fio's file_service_type=roundrobin), each file with its
+ * own pass; --size is their total. A trim punches a hole through the ring
+ * (IORING_OP_FALLOCATE, PUNCH_HOLE|KEEP_SIZE: the file system discards the blocks; on
+ * a block device the kernel zeroes them with an unmap, a device that cannot is
+ * refused) -- liburing 2.3 has no discard op. --hipri makes the ring polled
+ * (RF_RING_IOPOLL): a device without poll queues is refused naming its io_poll.
  *
  * qd requests stay in flight; each completion queues the next I/O from its callback,
  * so every loop turn submits a batch with one io_uring_enter. Latencies are fio's:
@@ -52,6 +61,7 @@
 #include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <ringflow/ring.h>
@@ -61,14 +71,15 @@
 
 static const char *prog = "rf-iobench";
 
-/* The file this run created (O_EXCL), removed if the run fails; NULL otherwise. */
-static const char *volatile created;
+/* The files this run created (O_EXCL), removed if the run fails. */
+static const char *volatile created[IOB_MAX_FILES];
+static volatile unsigned ncreated;
 
 static void on_signal(int sig)
 {
 	int saved = errno; /* the interrupted code's (ThreadSanitizer checks it) */
-	if (created)
-		unlink(created);
+	for (unsigned i = 0; i < ncreated; i++)
+		unlink(created[i]);
 	signal(sig, SIG_DFL);
 	errno = saved;
 	raise(sig);
@@ -81,46 +92,21 @@ void die(int code, const char *fmt, ...)
 	pthread_mutex_lock(&once);
 	char msg[2048];
 	va_list ap;
-	if (!fmt) { /* the reason was already printed: remove what this run made, quietly */
-		if (created)
-			unlink(created);
+	unsigned removed = 0;
+	for (unsigned i = 0; i < ncreated; i++)
+		removed += unlink(created[i]) == 0;
+	if (!fmt) /* the reason was already printed: remove what this run made, quietly */
 		exit(code);
-	}
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	if (created && unlink(created) == 0)
-		rf_cli_say(prog, "%s (removed %s, which this run created)", msg, created);
+	if (removed == 1)
+		rf_cli_say(prog, "%s (removed %s, which this run created)", msg, created[0]);
+	else if (removed)
+		rf_cli_say(prog, "%s (removed the %u files this run created)", msg, removed);
 	else
 		rf_cli_say(prog, "%s", msg);
 	exit(code);
-}
-
-/* "4096", "4k", "1m", "2g" (powers of 1024). 0 on error: digits first (no space or
- * sign), then an optional k/m/g/t, 'i' and 'b'. */
-static uint64_t parse_size(const char *s)
-{
-	char *end;
-	errno = 0;
-	if (!s || *s < '0' || *s > '9')
-		return 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno || end == s)
-		return 0;
-	uint64_t mul = 1;
-	switch (*end) {
-	case 'k': case 'K': mul = 1ull << 10; end++; break;
-	case 'm': case 'M': mul = 1ull << 20; end++; break;
-	case 'g': case 'G': mul = 1ull << 30; end++; break;
-	case 't': case 'T': mul = 1ull << 40; end++; break;
-	}
-	if (*end == 'i' || *end == 'I')
-		end++;
-	if (*end == 'b' || *end == 'B')
-		end++;
-	if (*end || v > UINT64_MAX / mul)
-		return 0;
-	return v * mul;
 }
 
 /* ---- the run ---------------------------------------------------------------------- */
@@ -152,6 +138,129 @@ static uint64_t usable_memory(void)
 static struct iob_opts O;
 static pthread_barrier_t start_line;
 
+/* The block-queue attribute NAME (such as io_poll, discard_max_bytes) of device dev,
+ * or of the disk a partition dev is on, into out with its sysfs path in where: 0, or
+ * -1 where it cannot be read (no block device under a tmpfs or an overlay). */
+static int blk_queue_attr(dev_t dev, const char *name, char *out, size_t len, char *where,
+			  size_t wlen)
+{
+	static const char *const fmts[2] = { "/sys/dev/block/%u:%u/queue/%s",
+					     "/sys/dev/block/%u:%u/../queue/%s" };
+	for (unsigned i = 0; i < 2; i++) {
+		snprintf(where, wlen, fmts[i], major(dev), minor(dev), name);
+		FILE *f = fopen(where, "re");
+		if (!f)
+			continue;
+		int ok = fgets(out, (int)len, f) != NULL;
+		fclose(f);
+		if (ok) {
+			out[strcspn(out, "\n")] = 0;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* Open (or create) one file of the run into f (fd, size, grains): want is its region's
+ * size (0: the file's own, past --offset). Every refusal names the file. */
+static void open_file(struct iob_file *f, uint64_t want, int force, int direct,
+		      uint32_t *mem_align)
+{
+	const char *file = f->path;
+	struct stat sb;
+	char why[4200];
+	int fd = -1, acc = O.trim ? O_WRONLY : O.mixed || O.verify ? O_RDWR : O_WRONLY;
+	if (O.write) {
+		struct stat pre;
+		if (stat(file, &pre) < 0 && errno == ENOENT) {
+			if (!want)
+				die(2, "--size: expected a size for the new file %s (missing)", file);
+			fd = open(file, acc | O_CREAT | O_EXCL | O_CLOEXEC | O_NONBLOCK, 0644);
+			if (fd >= 0) {
+				created[ncreated++] = file;
+				if (fstat(fd, &sb) < 0)
+					die(1, "--file %s: cannot stat: %s", file, strerror(errno));
+				int fl = fcntl(fd, F_GETFL);
+				if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0)
+					die(1, "--file %s: fcntl: %s", file, strerror(errno));
+			} else if (errno != EEXIST) {
+				die(1, "--file %s: cannot create: %s", file, strerror(errno));
+			}
+		}
+	}
+	if (fd < 0 && (O.write || O.trim)) {
+		if (rf_cli_check_input(file, RF_CLI_ALLOW_BLK, why, sizeof(why)) < 0)
+			die(1, "--file %s", why);
+		if (!force && O.trim)
+			die(1, "--file %s: exists; --rw %s would discard its blocks (pass --force)", file,
+			    O.rw);
+		if (!force)
+			die(1, "--file %s: exists; a write test would overwrite it (pass --force)", file);
+		fd = rf_cli_open(file, acc, 0, RF_CLI_ALLOW_BLK, &sb, why, sizeof(why));
+	} else if (fd < 0) {
+		fd = rf_cli_open(file, O_RDONLY, 0, RF_CLI_ALLOW_BLK, &sb, why, sizeof(why));
+	}
+	if (fd < 0)
+		die(1, "--file %s", why);
+	if (direct) {
+		int fl = fcntl(fd, F_GETFL);
+		if (fl < 0 || fcntl(fd, F_SETFL, fl | O_DIRECT) < 0)
+			die(1, "--file %s: --direct: cannot use O_DIRECT on it: %s", file, strerror(errno));
+	}
+	char val[64], where[128];
+	dev_t dev = S_ISBLK(sb.st_mode) ? sb.st_rdev : sb.st_dev;
+	if (O.hipri && blk_queue_attr(dev, "io_poll", val, sizeof(val), where, sizeof(where)) == 0 &&
+	    !strcmp(val, "0"))
+		die(1, "--hipri: %s: its device does not poll (%s is 0; an NVMe device needs the nvme "
+		    "module's poll_queues)", file, where);
+	if (O.trim && S_ISBLK(sb.st_mode) &&
+	    blk_queue_attr(dev, "discard_max_bytes", val, sizeof(val), where, sizeof(where)) == 0 &&
+	    !strcmp(val, "0"))
+		die(1, "--rw %s: %s: the device does not discard (%s is 0)", O.rw, file, where);
+	uint64_t fsize = (uint64_t)sb.st_size, size = want;
+	if (S_ISBLK(sb.st_mode) && ioctl(fd, BLKGETSIZE64, &fsize) < 0)
+		die(1, "--file %s: cannot get the device size: %s", file, strerror(errno));
+	if (!O.write && O.offset && O.offset >= fsize)
+		die(1, "--file %s: has %" PRIu64 " bytes, none at or past --offset %" PRIu64, file, fsize,
+		    O.offset);
+	if (!size)
+		size = fsize - (O.offset < fsize ? O.offset : fsize);
+	if (!O.write && size > fsize - O.offset && !O.offset)
+		die(1, "--file %s: has %" PRIu64 " bytes, fewer than --size %" PRIu64, file, fsize, size);
+	if (!O.write && size > fsize - O.offset)
+		die(1, "--file %s: has %" PRIu64 " bytes, fewer than --offset %" PRIu64 " + --size %" PRIu64,
+		    file, fsize, O.offset, size);
+	if (O.write && S_ISBLK(sb.st_mode) && (O.offset > fsize || size > fsize - O.offset))
+		die(1, "--file %s: a device of %" PRIu64 " bytes, fewer than --offset %" PRIu64
+		    " + --size %" PRIu64, file, fsize, O.offset, size);
+	if (size < O.bs.grain)
+		die(1, "--file %s: %" PRIu64 " bytes to use, less than one block of %" PRIu64 " (--bs)",
+		    file, size, O.bs.grain);
+	if (O.write && S_ISREG(sb.st_mode) && fsize < O.offset + size) {
+		/* glibc falls back to writing zeros where fallocate is not supported; an
+		 * error here is real (ENOSPC, EFBIG) and ends the run before any write. */
+		int ret = posix_fallocate(fd, 0, (off_t)(O.offset + size));
+		if (ret)
+			die(1, "--file %s: cannot extend to %" PRIu64 " bytes (--size): %s", file, size,
+			    strerror(ret));
+	}
+	if (direct) {
+		uint32_t ma = 4096, off_align = 4096;
+		rf_dio_align(fd, NULL, &ma, &off_align);
+		if (O.bs.grain % off_align)
+			die(2, "--bs: expected a multiple of %u (the O_DIRECT alignment of %s), got %" PRIu64,
+			    off_align, file, O.bs.grain);
+		if (O.offset % off_align)
+			die(2, "--offset: expected a multiple of %u (the O_DIRECT alignment of %s), got %"
+			    PRIu64, off_align, file, O.offset);
+		if (ma > *mem_align)
+			*mem_align = ma;
+	}
+	f->fd = fd;
+	f->size = size;
+	f->ngrains = size / O.bs.grain;
+}
+
 static void *job_main(void *arg)
 {
 	struct iob_job *j = arg;
@@ -169,8 +278,12 @@ static void usage(FILE *f)
 		"       %s --job FILE [--json]\n"
 		"  --job FILE     run the jobs of a job file (fio's format, a subset: [global] and\n"
 		"                 named sections of key=value; see tools/iobench-jobfile.c)\n"
-		"  --file F       a regular file or a block device (write modes create F)\n"
-		"  --rw MODE      read, randread, write, randwrite, rw or randrw (mixed)\n"
+		"  --file F       a regular file or a block device (write modes create F); several\n"
+		"                 --file: each I/O goes to the next file in turn, as fio's roundrobin\n"
+		"  --nrfiles N    N files, 1..256: with one --file P, the files P.0 .. P.N-1; --size\n"
+		"                 is their total (each gets its share)\n"
+		"  --rw MODE      read, randread, write, randwrite, rw or randrw (mixed), trim or\n"
+		"                 randtrim (discard: a hole punched in a file; needs --force)\n"
 		"  --rwmixread P  rw/randrw: percent of reads, 0..100 (default 50)\n"
 		"  --norandommap  random offsets drawn with replacement (default: every block once\n"
 		"                 a pass, as fio's random map)\n"
@@ -185,6 +298,8 @@ static void usage(FILE *f)
 		"  --ramp-time SEC  run this long before measuring (with --runtime)\n"
 		"  --time-based   (fio's time_based; implied by --runtime, which it needs)\n"
 		"  --sqpoll       a kernel thread polls the submission queue (IORING_SETUP_SQPOLL)\n"
+		"  --hipri        polled completions (IORING_SETUP_IOPOLL; needs --direct and a device\n"
+		"                 with poll queues; not with --rate, --log-interval, syncs or trims)\n"
 		"  --rate SIZE    at most SIZE bytes a second (such as 50m), per job\n"
 		"  --log-interval MS  a CSV row per job every MS ms (1..3600000): bandwidth, IOPS,\n"
 		"                 latency p50/p99/max of the interval; tools/plot-iobench plots them\n"
@@ -192,7 +307,9 @@ static void usage(FILE *f)
 		"  --rate-iops N  at most N I/Os a second, 1..10^9, per job\n"
 		"  --verify crc32c  write blocks with a header and CRC-32C and read them back\n"
 		"                 after the run (write modes), or check every block read\n"
-		"  --bs SIZE      block size, 1..1g, such as 4k or 1m\n"
+		"  --bs SIZE      block size, 1..1g, such as 4k or 1m; a range (4k-64k: multiples of\n"
+		"                 the smaller, drawn uniformly) or a split (4k/50:64k/50: sizes with\n"
+		"                 their share of the I/Os in percent; offsets: multiples of the smallest)\n"
 		"  --qd N         requests in flight, 1..16384 (at most the region's blocks)\n"
 		"  --direct       O_DIRECT\n"
 		"  --fixedbufs    registered buffers\n"
@@ -234,11 +351,15 @@ int main(int argc, char **argv)
 		{ "log-prefix", required_argument, 0, 'P' },
 		{ "rate", required_argument, 0, 'r' },
 		{ "rate-iops", required_argument, 0, 'I' },
+		{ "nrfiles", required_argument, 0, 'K' },
+		{ "hipri", no_argument, 0, 'H' },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 }
 	};
-	const char *file = NULL, *rw = NULL, *bs_arg = NULL;
-	uint64_t bs = 0, size = 0, v;
+	const char *rw = NULL, *bs_arg = NULL;
+	const char *paths[IOB_MAX_FILES];
+	unsigned npaths = 0, nrfiles = 0;
+	uint64_t size = 0, v;
 	long qd = 0, batch = 4;
 	double runtime = 0;
 	int direct = 0, fixedbufs = 0, json = 0, force = 0, end_fsync = 0, mix_given = 0;
@@ -255,15 +376,29 @@ int main(int argc, char **argv)
 		if (c < 0)
 			break;
 		switch (c) {
-		case 'f': file = optarg; break;
-		case 'w': rw = optarg; break;
-		case 'b':
-			bs = parse_size(optarg);
-			bs_arg = optarg;
-			if (!bs || bs > (1u << 30))
-				die(2, "--bs: got '%s', expected a block size from 1 to 1g such as 4k or 1m",
-				    optarg);
+		case 'f':
+			if (npaths == IOB_MAX_FILES)
+				die(2, "--file: more than %d files", IOB_MAX_FILES);
+			if (!*optarg)
+				die(2, "--file: got an empty path, expected a regular file or a block device");
+			paths[npaths++] = optarg;
 			break;
+		case 'K':
+			if (rf_cli_u64(optarg, 1, IOB_MAX_FILES, &v))
+				die(2, "--nrfiles: got '%s', expected a number of files from 1 to %d", optarg,
+				    IOB_MAX_FILES);
+			nrfiles = (unsigned)v;
+			break;
+		case 'H': O.hipri = 1; break;
+		case 'w': rw = optarg; break;
+		case 'b': {
+			char err[160];
+			bs_arg = optarg;
+			if (rf_bs_parse(optarg, &O.bs, err, sizeof(err)) < 0)
+				die(2, "--bs: got '%s' (%s), expected a block size from 1 to 1g such as 4k or "
+				    "1m, a range such as 4k-64k or a split such as 4k/50:64k/50", optarg, err);
+			break;
+		}
 		case 'q':
 			if (rf_cli_u64(optarg, 1, 16384, &v))
 				die(2, "--qd: got '%s', expected a queue depth from 1 to 16384", optarg);
@@ -272,7 +407,7 @@ int main(int argc, char **argv)
 		case 'd': direct = 1; break;
 		case 'x': fixedbufs = 1; break;
 		case 's':
-			size = parse_size(optarg);
+			size = rf_parse_size(optarg);
 			if (!size || size > INT64_MAX)
 				die(2, "--size: got '%s', expected a size from 1 to 2^63-1 bytes such as 512m "
 				    "or 4g", optarg);
@@ -310,7 +445,7 @@ int main(int argc, char **argv)
 			break;
 		case 'E': end_fsync = 1; break;
 		case 'o':
-			O.offset = parse_size(optarg);
+			O.offset = rf_parse_size(optarg);
 			if ((!O.offset && strcmp(optarg, "0")) || O.offset > INT64_MAX)
 				die(2, "--offset: got '%s', expected a byte offset such as 0, 4k or 1g", optarg);
 			break;
@@ -349,7 +484,7 @@ int main(int argc, char **argv)
 			break;
 		}
 		case 'r':
-			O.rate_bps = parse_size(optarg);
+			O.rate_bps = rf_parse_size(optarg);
 			if (!O.rate_bps)
 				die(2, "--rate: got '%s', expected bytes a second such as 50m", optarg);
 			break;
@@ -378,7 +513,7 @@ int main(int argc, char **argv)
 			    "--direct --fixedbufs --size --runtime --batch --rwmixread --norandommap "
 			    "--fsync --fdatasync --end-fsync --verify --random-distribution --rate "
 			    "--rate-iops --numjobs --log-interval --log-prefix --offset --ramp-time "
-			    "--time-based --sqpoll --job --json --force; see --help)",
+			    "--time-based --sqpoll --hipri --nrfiles --job --json --force; see --help)",
 			    argv[optind - 1]);
 		}
 	}
@@ -392,10 +527,11 @@ int main(int argc, char **argv)
 				    argv[i]);
 		return iob_jobfile_run(jobfile, json);
 	}
-	if (!file)
+	if (!npaths)
 		die(2, "--file: expected a file to read or write (missing)");
 	if (!rw)
-		die(2, "--rw: expected read, randread, write, randwrite, rw or randrw (missing)");
+		die(2, "--rw: expected read, randread, write, randwrite, rw, randrw, trim or randtrim "
+		    "(missing)");
 	if (!strcmp(rw, "read")) {
 	} else if (!strcmp(rw, "randread")) {
 		O.random = 1;
@@ -407,155 +543,119 @@ int main(int argc, char **argv)
 		O.write = O.mixed = 1;
 	} else if (!strcmp(rw, "randrw")) {
 		O.write = O.mixed = O.random = 1;
+	} else if (!strcmp(rw, "trim")) {
+		O.trim = 1;
+	} else if (!strcmp(rw, "randtrim")) {
+		O.trim = O.random = 1;
 	} else {
-		die(2, "--rw: got '%s', expected read, randread, write, randwrite, rw or randrw", rw);
+		die(2, "--rw: got '%s', expected read, randread, write, randwrite, rw, randrw, trim or "
+		    "randtrim", rw);
 	}
 	if (mix_given && !O.mixed)
 		die(2, "--rwmixread: applies to --rw rw or randrw, not %s", rw);
 	if (O.norandommap && !O.random)
-		die(2, "--norandommap: applies to random modes (randread, randwrite, randrw), not %s", rw);
+		die(2, "--norandommap: applies to random modes (randread, randwrite, randrw, randtrim), "
+		    "not %s", rw);
 	if ((time_based || O.ramp > 0) && !(runtime > 0))
 		die(2, "--%s: needs --runtime (a time-based run)", O.ramp > 0 ? "ramp-time" : "time-based");
 	if (dist_given && !O.random)
-		die(2, "--random-distribution: applies to random modes (randread, randwrite, randrw), "
-		    "not %s", rw);
-	if (O.verify && O.mixed)
-		die(2, "--verify: not with --rw %s (a read may meet a block not written yet)", rw);
+		die(2, "--random-distribution: applies to random modes (randread, randwrite, randrw, "
+		    "randtrim), not %s", rw);
+	if (O.verify && (O.mixed || O.trim))
+		die(2, "--verify: not with --rw %s (%s)", rw, O.trim ? "a trim leaves nothing to check"
+		    : "a read may meet a block not written yet");
 	if (O.verify && O.write && (O.norandommap || O.dist.kind != RF_DIST_RANDOM))
 		die(2, "--verify: needs every block written once (the random map), not %s",
 		    O.norandommap ? "--norandommap" : "--random-distribution");
 	if (O.verify && runtime > 0)
 		die(2, "--verify: needs a one-pass run, not --runtime (a block written twice would "
 		    "need its latest generation remembered)");
-	if (O.verify && bs && bs < RF_VFY_HDR)
+	if (O.verify && bs_arg && O.bs.grain < RF_VFY_HDR)
 		die(2, "--bs: expected at least %u bytes with --verify (its header), got %" PRIu64,
-		    RF_VFY_HDR, bs);
+		    RF_VFY_HDR, O.bs.grain);
 	if ((O.sync_every || end_fsync) && !O.write)
 		die(2, "--%s: applies to modes that write, not %s",
 		    O.sync_every ? (O.datasync ? "fdatasync" : "fsync") : "end-fsync", rw);
-	if (!bs)
+	if (!bs_arg)
 		die(2, "--bs: expected a block size such as 4k or 1m (missing)");
 	if (!qd)
 		die(2, "--qd: expected a queue depth from 1 to 16384 (missing)");
-	if (direct && bs % 512)
-		die(2, "--bs: expected a multiple of 512 with --direct, got %" PRIu64, bs);
-	if (!*file)
-		die(2, "--file: got an empty path, expected a regular file or a block device");
+	if (direct && O.bs.grain % 512)
+		die(2, "--bs: expected a multiple of 512 with --direct, got %" PRIu64, O.bs.grain);
+	if (O.hipri) {
+		/* a polled ring runs reads and writes only: no timers, syncs or trims */
+		const char *no = O.rate_bps ? "--rate" : O.rate_iops ? "--rate-iops" :
+				 O.log_ms ? "--log-interval" : O.sync_every ? "--fsync/--fdatasync" :
+				 end_fsync ? "--end-fsync" : O.trim ? "--rw trim" : NULL;
+		if (!direct)
+			die(2, "--hipri: needs --direct (polled I/O is O_DIRECT only)");
+		if (no)
+			die(2, "--hipri: not with %s (a polled ring runs only reads and writes: no timers, "
+			    "syncs or trims)", no);
+	}
+	/* --nrfiles N with one --file P: P.0 .. P.N-1 (fio names them after the job) */
+	if (nrfiles > 1 && npaths == 1) {
+		const char *prefix = paths[0];
+		for (unsigned i = 0; i < nrfiles; i++) {
+			char *n = malloc(strlen(prefix) + 16);
+			if (!n)
+				die(1, "out of memory");
+			sprintf(n, "%s.%u", prefix, i);
+			paths[i] = n;
+		}
+		npaths = nrfiles;
+	} else if (nrfiles && nrfiles != npaths) {
+		die(2, "--nrfiles: got %u, but %u --file given (give one --file as the names' prefix, "
+		    "or as many as --nrfiles)", nrfiles, npaths);
+	}
+	for (unsigned a = 0; a < npaths; a++)
+		for (unsigned b = a + 1; b < npaths; b++)
+			if (!strcmp(paths[a], paths[b]))
+				die(2, "--file: %s given twice", paths[a]);
 
-	/* Open (or create) the file, never blocking: a FIFO, a directory or a character
-	 * device is refused before any I/O. A file this run creates is removed if it
-	 * fails (die, or a signal). */
+	/* Open (or create) the files, never blocking: a FIFO, a directory or a character
+	 * device is refused before any I/O. Files this run creates are removed if it fails
+	 * (die, or a signal). --size is the files' total (fio's): each gets its share. */
+	O.rw = rw;
 	rf_cli_on_signals(on_signal);
 	signal(SIGXFSZ, SIG_IGN); /* past RLIMIT_FSIZE: EFBIG, reported, not a silent kill */
-	struct stat sb;
-	char why[4200];
-	int fd = -1;
-	if (O.write) {
-		struct stat pre;
-		if (stat(file, &pre) < 0 && errno == ENOENT) {
-			if (!size)
-				die(2, "--size: expected a size for the new file %s (missing)", file);
-			fd = open(file, (O.mixed || O.verify ? O_RDWR : O_WRONLY) | O_CREAT | O_EXCL | O_CLOEXEC | O_NONBLOCK,
-				  0644);
-			if (fd >= 0) {
-				created = file;
-				if (fstat(fd, &sb) < 0)
-					die(1, "--file %s: cannot stat: %s", file, strerror(errno));
-				int fl = fcntl(fd, F_GETFL);
-				if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0)
-					die(1, "--file %s: fcntl: %s", file, strerror(errno));
-			} else if (errno != EEXIST) {
-				die(1, "--file %s: cannot create: %s", file, strerror(errno));
-			}
-		}
-		if (fd < 0) {
-			if (rf_cli_check_input(file, RF_CLI_ALLOW_BLK, why, sizeof(why)) < 0)
-				die(1, "--file %s", why);
-			if (!force)
-				die(1, "--file %s: exists; a write test would overwrite it (pass --force)",
-				    file);
-			fd = rf_cli_open(file, O.mixed || O.verify ? O_RDWR : O_WRONLY, 0, RF_CLI_ALLOW_BLK, &sb, why,
-					 sizeof(why));
-		}
-	} else {
-		fd = rf_cli_open(file, O_RDONLY, 0, RF_CLI_ALLOW_BLK, &sb, why, sizeof(why));
-	}
-	if (fd < 0)
-		die(1, "--file %s", why);
-	if (direct) {
-		int fl = fcntl(fd, F_GETFL);
-		if (fl < 0 || fcntl(fd, F_SETFL, fl | O_DIRECT) < 0)
-			die(1, "--file %s: --direct: cannot use O_DIRECT on it: %s", file, strerror(errno));
-	}
-	uint64_t fsize = (uint64_t)sb.st_size;
-	if (S_ISBLK(sb.st_mode) && ioctl(fd, BLKGETSIZE64, &fsize) < 0)
-		die(1, "--file %s: cannot get the device size: %s", file, strerror(errno));
-	if (!O.write && O.offset && O.offset >= fsize)
-		die(1, "--file %s: has %" PRIu64 " bytes, none at or past --offset %" PRIu64, file, fsize,
-		    O.offset);
-	if (!size)
-		size = fsize - (O.offset < fsize ? O.offset : fsize);
-	if (!O.write && size > fsize - O.offset && !O.offset)
-		die(1, "--file %s: has %" PRIu64 " bytes, fewer than --size %" PRIu64, file, fsize, size);
-	if (!O.write && size > fsize - O.offset)
-		die(1, "--file %s: has %" PRIu64 " bytes, fewer than --offset %" PRIu64 " + --size %" PRIu64,
-		    file, fsize, O.offset, size);
-	if (O.write && S_ISBLK(sb.st_mode) && (O.offset > fsize || size > fsize - O.offset))
-		die(1, "--file %s: a device of %" PRIu64 " bytes, fewer than --offset %" PRIu64
-		    " + --size %" PRIu64, file, fsize, O.offset, size);
-	if (size < bs)
-		die(1, "--file %s: %" PRIu64 " bytes to use, less than one block of %" PRIu64 " (--bs)",
-		    file, size, bs);
-	if (O.write && S_ISREG(sb.st_mode) && fsize < O.offset + size) {
-		/* glibc falls back to writing zeros where fallocate is not supported; an
-		 * error here is real (ENOSPC, EFBIG) and ends the run before any write. */
-		int ret = posix_fallocate(fd, 0, (off_t)(O.offset + size));
-		if (ret)
-			die(1, "--file %s: cannot extend to %" PRIu64 " bytes (--size): %s", file, size,
-			    strerror(ret));
-	}
-	uint32_t mem_align = 4096, off_align = 4096;
-	if (direct) {
-		rf_dio_align(fd, NULL, &mem_align, &off_align);
-		if (bs % off_align)
-			die(2, "--bs: expected a multiple of %u (the file's O_DIRECT alignment), got %" PRIu64,
-			    off_align, bs);
-		if (O.offset % off_align)
-			die(2, "--offset: expected a multiple of %u (the file's O_DIRECT alignment), got %"
-			    PRIu64, off_align, O.offset);
-		if (mem_align < 4096)
-			mem_align = 4096;
+	struct iob_file files[IOB_MAX_FILES];
+	uint32_t mem_align = 4096;
+	O.size = O.ngrains = 0;
+	for (unsigned i = 0; i < npaths; i++) {
+		files[i].path = paths[i];
+		open_file(&files[i], size / npaths, force, direct, &mem_align);
+		O.size += files[i].size;
+		O.ngrains += files[i].ngrains;
 	}
 
-	/* Buffers: one per request in flight, and no more in flight than blocks in the
-	 * region (another would only repeat a block already being transferred). */
-	uint64_t nblocks = size / bs;
+	/* Buffers: one per request in flight (of the largest size), and no more in flight
+	 * than the region's smallest blocks (another would only repeat a block already
+	 * being transferred). */
 	long qd_req = qd;
-	if ((uint64_t)qd > nblocks)
-		qd = (long)nblocks;
-	uint64_t buf_bytes = (uint64_t)qd * bs * O.numjobs;
+	if ((uint64_t)qd > O.ngrains)
+		qd = (long)O.ngrains;
+	uint64_t buf_bytes = (uint64_t)qd * O.bs.max * O.numjobs;
 	uint64_t mem = usable_memory();
 	if (mem && buf_bytes > mem / 4)
 		die(2, "--qd %ld x --bs %s: %ld buffers of %" PRIu64 " bytes (%" PRIu64 " MiB), more than "
 		    "the %" PRIu64 " MiB allowed (a quarter of the %" PRIu64 " MiB this process may "
-		    "use); lower --qd or --bs", qd_req, bs_arg, qd * (long)O.numjobs, bs, buf_bytes >> 20,
-		    (mem / 4) >> 20, mem >> 20);
+		    "use); lower --qd or --bs", qd_req, bs_arg, qd * (long)O.numjobs, O.bs.max,
+		    buf_bytes >> 20, (mem / 4) >> 20, mem >> 20);
 
-	/* The jobs: each its own thread, ring and buffers, all on the same file (as fio's
+	/* The jobs: each its own thread, ring and buffers, all on the same files (as fio's
 	 * numjobs), started together. */
-	O.file = file;
+	O.files = files;
+	O.nfiles = npaths;
+	O.file = paths[0];
 	O.rw = rw;
 	O.bs_arg = bs_arg;
-	O.fd = fd;
 	O.end_fsync = end_fsync;
 	O.fixedbufs = fixedbufs;
 	O.direct = direct;
 	O.qd = qd;
 	O.qd_req = qd_req;
 	O.batch = batch;
-	O.bs = bs;
-	O.size = size;
-	O.nblocks = nblocks;
 	O.runtime = runtime;
 	O.vgen = (rf_now_ns() ^ ((uint64_t)getpid() << 40)) | 1; /* never 0: "any" */
 	O.mem_align = mem_align;
@@ -577,6 +677,7 @@ int main(int argc, char **argv)
 	iob_report(&O, jobs, O.numjobs, json);
 	free(jobs);
 	free(th);
-	close(fd);
+	for (unsigned i = 0; i < npaths; i++)
+		close(files[i].fd);
 	return 0;
 }

@@ -40,8 +40,13 @@ typedef void (*rf_watch_cb)(void *data, int64_t value);
 enum {
 	RF_RING_SQPOLL = 1u << 0,     /* kernel polling thread: costs a core, no DEFER_TASKRUN */
 	RF_RING_NO_MSG_RING = 1u << 1, /* force the eventfd fallback for notifiers (tests) */
-	RF_RING_NO_MULTISHOT = 1u << 2 /* multishot ops rearm one-shot requests, as on kernels
-					* without multishot support (tests) */
+	RF_RING_NO_MULTISHOT = 1u << 2, /* multishot ops rearm one-shot requests, as on kernels
+					 * without multishot support (tests) */
+	RF_RING_IOPOLL = 1u << 3      /* polled I/O (IORING_SETUP_IOPOLL): completions are polled
+				       * for, not interrupts. Only reads and writes of O_DIRECT
+				       * files (fixed or not) are allowed: any other request
+				       * completes with -EINVAL, a file without polling support
+				       * with -EOPNOTSUPP; waiting spins on the CPU. */
 };
 
 /* The kernel's largest SQ (IORING_MAX_ENTRIES); its CQ holds at most twice that. */

@@ -355,6 +355,18 @@ done
 bad $B --bs 2 "1 to 1g" $F --qd 1 --bs 2g
 bad $B --bs 2 "multiple of 512" $F --qd 1 --bs 1000 --direct
 bad $B --bs 2 "value" $F --qd 1 --bs
+# ranges and splits: each refusal says why
+bad $B --bs 2 "'4k-' && empty" $F --qd 1 --bs 4k-
+bad $B --bs 2 "'8k-4k' && larger to a smaller" $F --qd 1 --bs 8k-4k
+bad $B --bs 2 "'4k-2g' && '2g' is not a size from 1 to 1g" $F --qd 1 --bs 4k-2g
+bad $B --bs 2 "add up to 90 %, expected 100" $F --qd 1 --bs 4k/50:8k/40
+bad $B --bs 2 "add up to 120 %, more than 100" $F --qd 1 --bs 4k/60:8k/60:16k
+bad $B --bs 2 "6144 is not a multiple of the smallest size 4096" $F --qd 1 --bs 6k/50:4k/50
+for v in "4k/" "4k/x" "4k/101" "4k/-1" "4k/50:" ":4k"; do
+	bad $B --bs 2 "'$v'" $F --qd 1 --bs "$v"
+done
+bad $B --bs 2 "multiple of 512 with --direct" $F --qd 1 --bs 1000-4000 --direct
+bad $B --bs 2 "at least 32 bytes with --verify" $F --qd 1 --bs 16-4k --verify crc32c
 for v in "" "0" " 1m" "-1" "1m1" "9999999t" "8193p"; do
 	bad $B --size 2 "'$v'" $F --bs 4k --qd 1 --size "$v"
 done
@@ -364,7 +376,7 @@ for v in "" "0" "-1" "nan" "inf" " 1" "1 " "1e7" "0.0001" "0x10" "1s"; do
 done
 bad $B --runtime 2 "value" $F --bs 4k --qd 1 --runtime
 for v in "" bogus READ "read "; do
-	bad $B --rw 2 "expected read, randread, write, randwrite, rw or randrw" --file "$T/f64k" --bs 4k --qd 1 --rw "$v"
+	bad $B --rw 2 "expected read, randread, write, randwrite, rw, randrw, trim or randtrim" --file "$T/f64k" --bs 4k --qd 1 --rw "$v"
 done
 bad $B --rw 2 "missing" --file "$T/f64k" --bs 4k --qd 1
 bad $B --rw 2 "value" --file "$T/f64k" --bs 4k --qd 1 --rw
@@ -392,7 +404,7 @@ for rw in write randwrite; do
 	bad $B --file 1 "less than one block" --rw $rw --bs 8k --qd 1 --file "$T/new" --size 4k
 done
 ! [ -e "$T/new" ] || fail "a refused rf-iobench write left $T/new"
-for f in direct fixedbufs json force help norandommap end-fsync time-based sqpoll; do
+for f in direct fixedbufs json force help norandommap end-fsync time-based sqpoll hipri; do
 	bad $B "--$f" 2 "takes no value" "--$f=1"
 done
 M="--file $T/f64k --rw randrw --bs 4k --qd 1 --force"
@@ -421,6 +433,22 @@ done
 bad $B --random-distribution 2 "value" $R --random-distribution
 bad $B --random-distribution 2 "applies to random modes" $F --bs 4k --qd 1 --random-distribution zipf:1.2
 ints $B --rate-iops 1 1000000000 $R
+ints $B --nrfiles 1 256 $R
+bad $B --nrfiles 2 "got 3, but 2 --file given" $R --file "$T/f64k.b" --nrfiles 3
+bad $B --file 2 "$T/f64k given twice" $R --file "$T/f64k"
+bad $B --file 2 "empty path" $R --file ""
+bad $B --file 1 "$T/f64k.0: cannot open for reading" $R --nrfiles 2
+# trims discard: an existing file only with --force; nothing to verify or sync
+bad $B --file 1 "exists; --rw trim would discard its blocks (pass --force)" --file "$T/f64k" --rw trim --bs 4k --qd 1
+bad $B --file 1 "$T/none: cannot open" --file "$T/none" --rw randtrim --bs 4k --qd 1 --force
+bad $B --verify 2 "not with --rw trim" --file "$T/f64k" --rw trim --bs 4k --qd 1 --force --verify crc32c
+bad $B --fsync 2 "applies to modes that write, not randtrim" --file "$T/f64k" --rw randtrim --bs 4k --qd 1 --force --fsync 4
+# a polled ring: O_DIRECT reads and writes only
+bad $B --hipri 2 "needs --direct" $R --hipri
+for o in "--rate 1m" "--rate-iops 10" "--log-interval 100"; do
+	bad $B --hipri 2 "not with ${o%% *}" $R --direct --hipri $o
+done
+bad $B --hipri 2 "not with --end-fsync" --file "$T/f64k" --rw write --bs 4k --qd 1 --force --direct --hipri --end-fsync
 ints $B --numjobs 1 64 $R
 for v in "" "-1" "99999999999999999999"; do
 	bad $B --offset 2 "'$v'" $R --offset "$v"

@@ -10,7 +10,10 @@ make their pass and the report sums them; --verify crc32c writes and reads back,
 byte flipped in the file and names its offset, the expected and the actual value.
 --log-interval writes a CSV per job (about a row per interval) that tools/plot-iobench
 draws; a job file runs its jobs with the options the same command line gives, and an
-unknown key fails naming its line. argv: the rf-iobench program."""
+unknown key fails naming its line. --bs ranges and splits keep one pass = the region
+once (verify proves every grain written); --nrfiles / several --file spread a pass over
+each file; randtrim punches every block; --hipri runs or says in one line why not.
+argv: the rf-iobench program."""
 import json
 import os
 import shutil
@@ -93,6 +96,60 @@ try:
     check("offset 299008" in p.stderr and "first bad byte at offset 300001" in p.stderr and
           "0x%02x, expected 0x%02x" % (b[0] ^ 0x40, b[0]) in p.stderr,
           "the report names the block, the byte and the values: %s" % p.stderr)
+    # --bs ranges and splits: a random write pass with sizes of 1 to 16 grains still
+    # writes every grain once (the read-back finds this run's generation in each), and
+    # reads of other sizes check each grain; time-based passes wrap around
+    j = run("--rw", "randwrite", "--bs", "4k-64k", "--qd", "8", "--verify", "crc32c", "--force")
+    check(j["bytes"] == 1 << 20 and j["bs"] == 4096 and j["bs_max"] == 65536, "a 4k-64k pass: %r"
+          % j["bytes"])
+    check(j["ios"] < 200, "sizes above one grain were drawn: %d I/Os for 256 grains" % j["ios"])
+    j = run("--rw", "randread", "--bs", "4k/50:32k/50", "--qd", "8", "--verify", "crc32c")
+    check(j["bytes"] == 1 << 20, "a split's random pass reads the region once: %d" % j["bytes"])
+    j = run("--rw", "read", "--bs", "4k-60k", "--qd", "4", "--verify", "crc32c")
+    check(j["bytes"] == 1 << 20, "a range's sequential pass: %d" % j["bytes"])
+    j = run("--rw", "randread", "--bs", "4k-64k", "--qd", "8", "--runtime", "0.3")
+    check(j["bytes"] > 2 << 20, "time-based passes wrap: %d bytes" % j["bytes"])
+    # several files: --nrfiles N names P.0 .. P.N-1, --size is their total; each I/O goes
+    # to the next file; a pass covers every file
+    g = os.path.join(d, "multi")
+    p = subprocess.run([exe, "--file", g, "--nrfiles", "3", "--rw", "randwrite", "--bs", "4k",
+                        "--qd", "8", "--size", "3m", "--verify", "crc32c", "--end-fsync", "--json"],
+                       capture_output=True, text=True, timeout=60)
+    check(p.returncode == 0, "--nrfiles 3: %s" % p.stderr)
+    j = json.loads(p.stdout)
+    names = [g + ".%d" % i for i in range(3)]
+    check(j["files"] == names and j["nrfiles"] == 3, "the files: %r" % j["files"])
+    check(all(os.path.getsize(n) == 1 << 20 for n in names), "each file 1 MiB")
+    check(j["bytes"] == 3 << 20 and j["syncs"] == 3, "3 MiB written, an end fsync per file")
+    p = subprocess.run([exe, "--json", "--rw", "randread", "--bs", "4k-16k", "--qd", "8",
+                        "--verify", "crc32c"] + sum([["--file", n] for n in names], []),
+                       capture_output=True, text=True, timeout=60)
+    check(p.returncode == 0 and json.loads(p.stdout)["bytes"] == 3 << 20,
+          "three --file: one pass over each: %s" % p.stderr)
+    # trim: a hole punched through every block of a pass; the file keeps its size
+    t = os.path.join(d, "trim")
+    with open(t, "wb") as fh:
+        fh.write(os.urandom(1 << 20))
+        os.fsync(fh.fileno())
+    p = subprocess.run([exe, "--file", t, "--rw", "randtrim", "--bs", "64k", "--qd", "4",
+                        "--force", "--json"], capture_output=True, text=True, timeout=60)
+    if p.returncode == 1 and "cannot discard" in p.stderr:
+        print("note: the scratch file system punches no holes:", p.stderr.strip())
+    else:
+        check(p.returncode == 0, "randtrim: %s" % p.stderr)
+        j = json.loads(p.stdout)
+        check(j["trim_bytes"] == 1 << 20 and j["ios"] == 16, "16 trims of 64 KiB: %r" % j["ios"])
+        check(os.stat(t).st_blocks == 0 and os.path.getsize(t) == 1 << 20,
+              "trimmed: %d blocks allocated" % os.stat(t).st_blocks)
+    # --hipri: polled where the device polls, else one clear line (this virtual disk: io_poll 0)
+    p = subprocess.run([exe, "--file", f, "--rw", "randread", "--bs", "4k", "--qd", "4", "--direct",
+                        "--hipri", "--json"], capture_output=True, text=True, timeout=60)
+    if p.returncode == 0:
+        check(json.loads(p.stdout)["hipri"] is True, "--hipri reported")
+    else:
+        check(p.returncode == 1 and p.stderr.count("\n") == 1 and
+              ("does not poll" in p.stderr or "polled I/O refused" in p.stderr),
+              "--hipri refused in one line naming why: %s" % p.stderr)
     # per-interval logs: a CSV per job, about one row per 100 ms, and its plot
     run("--rw", "randread", "--bs", "4k", "--qd", "4", "--runtime", "0.5", "--numjobs", "2",
         "--log-interval", "50", "--log-prefix", os.path.join(d, "log"))
