@@ -13,16 +13,21 @@
  * Each section other than [global] is one job: the global keys, then its own (which
  * win). Keys are fio's names where fio has the option (filename, rw, bs, iodepth, size,
  * runtime, time_based, numjobs, rwmixread, norandommap, fsync, fdatasync, end_fsync,
- * verify, random_distribution, rate, rate_iops, direct, fixedbufs, log_avg_msec) or
- * rf-iobench's own option names (batch, force, log_prefix, ...), '-' and '_' alike.
+ * verify, random_distribution, rate, rate_iops, direct, fixedbufs, log_avg_msec,
+ * bsrange, bssplit, nrfiles, hipri, stonewall) or rf-iobench's own option names (batch, force, log_prefix, ...), '-' and '_' alike.
  * A key this file does not know, a value on a flag that takes none, or a line that is
  * not a section, key=value or comment is an error naming the file and line. Jobs run
- * one after another (as fio with stonewall between them), each in its own process of
- * this program; with --json the output is one object {"jobfile", "jobs": [...]}. */
+ * at the same time, as fio's do, each in its own process of this program, unless a
+ * job says stonewall=1 (or wait_for_previous=1): it starts when every job before it
+ * has ended. filename=a:b is two files (fio's list); bsrange and bssplit are --bs's
+ * forms. Reports come out in the file's order; with --json one object
+ * {"jobfile", "jobs": [...]}. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -46,6 +51,10 @@ static const struct { const char *key, *opt; int flag; } keymap[] = {
 	{ "filename", "--file", 0 },     { "file", "--file", 0 },
 	{ "rw", "--rw", 0 },              { "readwrite", "--rw", 0 },
 	{ "bs", "--bs", 0 },              { "blocksize", "--bs", 0 },
+	{ "bsrange", "--bs", 0 },         { "blocksize_range", "--bs", 0 },
+	{ "bssplit", "--bs", 0 },         { "nrfiles", "--nrfiles", 0 },
+	{ "hipri", "--hipri", 1 },        { "stonewall", NULL, 1 },
+	{ "wait_for_previous", NULL, 1 },
 	{ "iodepth", "--qd", 0 },         { "qd", "--qd", 0 },
 	{ "size", "--size", 0 },          { "runtime", "--runtime", 0 },
 	{ "numjobs", "--numjobs", 0 },    { "rwmixread", "--rwmixread", 0 },
@@ -166,17 +175,35 @@ static struct section *parse(const char *path, unsigned *nsec)
 	return secs;
 }
 
+/* A flag (stonewall, ...) set to 1 in the job's section, or in [global] and not unset
+ * by the job. */
+static int flag_set(const struct section *g, const struct section *s, const char *key)
+{
+	const char *v = NULL;
+	const struct section *both[2] = { g, s };
+	for (unsigned b = 0; b < 2; b++)
+		for (unsigned i = 0; both[b] && i < both[b]->n; i++)
+			if (!strcmp(both[b]->kv[i].key, key))
+				v = both[b]->kv[i].val;
+	return v && !strcmp(v, "1");
+}
+
 /* The command line of one job: global keys, then the section's (a later key wins:
  * each is passed once, its last value). */
 static char **job_argv(const char *self, const struct section *g, const struct section *s,
 		       int json)
 {
-	char **av = calloc(2 * (g ? g->n : 0) + 2 * s->n + 6, sizeof(*av));
+	size_t extra = 0; /* filename=a:b:c -> one --file each (fio's list) */
+	const struct section *both[2] = { g, s };
+	for (unsigned b = 0; b < 2; b++)
+		for (unsigned i = 0; both[b] && i < both[b]->n; i++)
+			for (const char *c = both[b]->kv[i].val; *c; c++)
+				extra += *c == ':';
+	char **av = calloc(2 * (g ? g->n : 0) + 2 * s->n + 2 * extra + 6, sizeof(*av));
 	if (!av)
 		die(1, "out of memory");
 	unsigned n = 0;
 	av[n++] = (char *)self;
-	const struct section *both[2] = { g, s };
 	for (unsigned b = 0; b < 2; b++)
 		for (unsigned i = 0; both[b] && i < both[b]->n; i++) {
 			const struct kv *e = &both[b]->kv[i];
@@ -191,6 +218,16 @@ static char **job_argv(const char *self, const struct section *g, const struct s
 			if (keymap[k].flag) {
 				if (!strcmp(e->val, "1"))
 					av[n++] = (char *)keymap[k].opt;
+				continue;
+			}
+			if (!strcmp(keymap[k].opt, "--file") && strchr(e->val, ':')) {
+				char *list = strdup(e->val), *save = NULL;
+				if (!list)
+					die(1, "out of memory");
+				for (char *t = strtok_r(list, ":", &save); t; t = strtok_r(NULL, ":", &save)) {
+					av[n++] = "--file";
+					av[n++] = t;
+				} /* (list lives as long as the job's argv: the process) */
 				continue;
 			}
 			av[n++] = (char *)keymap[k].opt;
@@ -211,6 +248,75 @@ static char **job_argv(const char *self, const struct section *g, const struct s
 	return av;
 }
 
+/* A job's process: its stdout, gathered while it runs. */
+struct child {
+	pid_t pid;
+	int fd, status;
+	char *out;
+	size_t len, cap;
+};
+
+static void start(struct child *c, char **av, const char *path)
+{
+	int pfd[2];
+	if (pipe2(pfd, O_CLOEXEC) < 0)
+		die(1, "--job %s: cannot make a pipe: %s", path, strerror(errno));
+	c->pid = fork();
+	if (c->pid < 0)
+		die(1, "--job %s: cannot fork: %s", path, strerror(errno));
+	if (c->pid == 0) {
+		dup2(pfd[1], STDOUT_FILENO);
+		execv("/proc/self/exe", av);
+		_exit(127);
+	}
+	close(pfd[1]);
+	c->fd = pfd[0];
+}
+
+/* Read every running job's output until each closes it, then reap them. */
+static void gather(struct child *c, unsigned n)
+{
+	struct pollfd *p = calloc(n, sizeof(*p));
+	if (!p)
+		die(1, "out of memory");
+	unsigned open_ = n;
+	for (unsigned i = 0; i < n; i++)
+		p[i] = (struct pollfd){ .fd = c[i].fd, .events = POLLIN };
+	while (open_) {
+		if (poll(p, n, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			die(1, "--job: poll: %s", strerror(errno));
+		}
+		for (unsigned i = 0; i < n; i++) {
+			if (p[i].fd < 0 || !p[i].revents)
+				continue;
+			if (c[i].len + 4096 > c[i].cap) {
+				c[i].cap = c[i].cap ? 2 * c[i].cap : 65536;
+				if (!(c[i].out = realloc(c[i].out, c[i].cap)))
+					die(1, "out of memory");
+			}
+			ssize_t got = read(p[i].fd, c[i].out + c[i].len, c[i].cap - c[i].len);
+			if (got < 0 && errno == EINTR)
+				continue;
+			if (got <= 0) {
+				close(p[i].fd);
+				p[i].fd = -1;
+				open_--;
+				continue;
+			}
+			c[i].len += (size_t)got;
+		}
+	}
+	free(p);
+	for (unsigned i = 0; i < n; i++) {
+		int st;
+		while (waitpid(c[i].pid, &st, 0) < 0 && errno == EINTR)
+			;
+		c[i].status = WIFEXITED(st) ? WEXITSTATUS(st) : 1; /* the job said why, in one line */
+	}
+}
+
 int iob_jobfile_run(const char *path, int json)
 {
 	unsigned nsec;
@@ -228,47 +334,59 @@ int iob_jobfile_run(const char *path, int json)
 	}
 	if (!njobs)
 		die(1, "--job %s: no job section (only [global]?)", path);
+	const struct section **jobs = calloc(njobs, sizeof(*jobs));
+	struct child *kids = calloc(njobs, sizeof(*kids));
+	char ***avs = calloc(njobs, sizeof(*avs));
+	if (!jobs || !kids || !avs)
+		die(1, "out of memory");
+	for (unsigned i = 0, k = 0; i < nsec; i++)
+		if (&secs[i] != g)
+			jobs[k++] = &secs[i];
 	if (json) {
 		printf("{\"jobfile\": ");
 		iob_json_str(path);
 		printf(", \"jobs\": [");
 	}
 	fflush(stdout);
+	/* Jobs run together, as fio's do; a job with stonewall=1 (wait_for_previous) starts
+	 * once every job before it has ended, and the ones after it wait with it. Each
+	 * job's report comes out in the file's order. A failed group ends the file. */
 	int status = 0;
-	unsigned done = 0;
-	for (unsigned i = 0; i < nsec && !status; i++) {
-		if (&secs[i] == g)
-			continue;
-		char **av = job_argv("/proc/self/exe", g, &secs[i], json);
-		if (!json) {
-			printf("[%s]\n", secs[i].name);
-			fflush(stdout);
-		} else if (done) {
-			printf(", ");
-			fflush(stdout);
+	for (unsigned first = 0; first < njobs && !status;) {
+		unsigned end = first + 1;
+		while (end < njobs && !flag_set(g, jobs[end], "stonewall") &&
+		       !flag_set(g, jobs[end], "wait_for_previous"))
+			end++;
+		for (unsigned i = first; i < end; i++) {
+			avs[i] = job_argv("/proc/self/exe", g, jobs[i], json);
+			start(&kids[i], avs[i], path);
 		}
-		pid_t pid = fork();
-		if (pid < 0)
-			die(1, "--job %s: cannot fork: %s", path, strerror(errno));
-		if (pid == 0) {
-			execv("/proc/self/exe", av);
-			_exit(127);
+		gather(kids + first, end - first);
+		for (unsigned i = first; i < end; i++) {
+			if (!json)
+				printf("[%s]\n", jobs[i]->name);
+			else if (i)
+				printf(", ");
+			if (kids[i].status && json) /* keep the object whole: its place says it failed */
+				printf("{\"job\": \"%s\", \"failed\": true, \"exit\": %d}", jobs[i]->name,
+				       kids[i].status);
+			else
+				fwrite(kids[i].out, 1, kids[i].len, stdout);
+			if (kids[i].status && !status)
+				status = kids[i].status;
+			free(kids[i].out);
+			free(avs[i]);
 		}
-		int st;
-		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-			;
-		status = WIFEXITED(st) ? WEXITSTATUS(st) : 1; /* the job said why, in one line */
-		if (status && json) { /* keep the object whole: this job's place says it failed */
-			printf("{\"job\": \"%s\", \"failed\": true, \"exit\": %d}", secs[i].name, status);
-			fflush(stdout);
-		}
-		free(av);
-		done++;
+		fflush(stdout);
+		first = end;
 	}
 	if (json)
 		printf("]}\n");
 	for (unsigned i = 0; i < nsec; i++)
 		free(secs[i].kv);
 	free(secs);
+	free(jobs);
+	free(kids);
+	free(avs);
 	return status;
 }

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/resource.h>
+#include <time.h>
 
 #include "iobench.h"
 
@@ -69,6 +70,13 @@ static void json_figures(const struct iob_job *j, double secs)
 	       (double)j->ios / secs, rf_hist_mean(&j->lat) / 1e3, rf_hist_pct(&j->lat, 50) / 1e3,
 	       rf_hist_pct(&j->lat, 99) / 1e3, j->usr, j->sys, j->st.enters, j->st.submissions,
 	       j->st.completions, j->syncs);
+	/* the measured run's start and end as Unix times (jobs of a job file run in
+	 * processes of their own: these say which ran together) */
+	struct timespec rt;
+	clock_gettime(CLOCK_REALTIME, &rt);
+	double off = (double)rt.tv_sec + (double)rt.tv_nsec / 1e9 - (double)rf_now_ns() / 1e9;
+	printf("\"start_unix_s\": %.6f, \"end_unix_s\": %.6f, \"trim_bytes\": %" PRIu64 ", ",
+	       off + (double)j->t_start / 1e9, off + (double)j->t_end / 1e9, j->tbytes);
 	json_lat("slat", &j->slat);
 	printf(", ");
 	json_lat("clat", &j->clat);
@@ -141,8 +149,8 @@ void iob_report(const struct iob_opts *o, const struct iob_job *jobs, unsigned n
 		printf("], \"nrfiles\": %u, \"region_bytes\": %" PRIu64 ", \"bs_spec\": ", o->nfiles,
 		       o->size);
 		iob_json_str(o->bs_arg);
-		printf(", \"bs_max\": %" PRIu64 ", \"hipri\": %s, \"trim_bytes\": %" PRIu64 ", ",
-		       o->bs.max, o->hipri ? "true" : "false", sum->tbytes);
+		printf(", \"bs_max\": %" PRIu64 ", \"hipri\": %s, ", o->bs.max,
+		       o->hipri ? "true" : "false");
 		printf("\"rw\": \"%s\", \"bs\": %" PRIu64 ", \"qd\": %ld, \"batch\": %ld, "
 		       "\"numjobs\": %u, \"direct\": %s, \"fixedbufs\": %s, \"random_map\": %s, "
 		       "\"rwmixread\": %u, \"end_fsync\": %s, \"qd_used\": %ld, \"buffers\": %ld, "

@@ -165,7 +165,7 @@ try:
         p = subprocess.run([plot, png, os.path.join(d, "log.job0.csv"), os.path.join(d, "log.job1.csv")],
                            capture_output=True, text=True, timeout=60)
         check(p.returncode == 0 and os.path.getsize(png) > 1000, "plot-iobench: %s" % p.stderr)
-    # a job file: two jobs, run one after another; the same options as on the command line
+    # a job file: two jobs, run together; the same options as on the command line
     jf = os.path.join(d, "exp.fio")
     with open(jf, "w") as fh:
         fh.write("; two jobs\n[global]\nfilename=%s\nbs=4k\nioengine=io_uring\n\n"
@@ -181,6 +181,21 @@ try:
     for a, b in zip(jj["jobs"], cl):
         for k in ("rw", "bs", "qd", "numjobs", "rwmixread", "random_map", "direct"):
             check(a[k] == b[k], "job file vs command line: %s %r vs %r" % (k, a[k], b[k]))
+    # jobs run together (their measured runs overlap); stonewall=1 waits for the ones
+    # before; filename=a:b is a list, bssplit a --bs split
+    with open(os.path.join(d, "par.fio"), "w") as fh:
+        fh.write("[global]\nfilename=%s:%s\nbs=4k\nruntime=0.4\n[a]\nrw=randread\niodepth=2\n"
+                 "[b]\nrw=randread\nbssplit=4k/50:16k/50\niodepth=2\n[c]\nstonewall=1\n"
+                 "rw=read\niodepth=2\n" % (names[0], names[1]))
+    p = subprocess.run([exe, "--job", os.path.join(d, "par.fio"), "--json"], capture_output=True,
+                       text=True, timeout=60)
+    check(p.returncode == 0, "a job file with stonewall: %s" % p.stderr)
+    a, b, c = json.loads(p.stdout)["jobs"]
+    check(a["start_unix_s"] < b["end_unix_s"] and b["start_unix_s"] < a["end_unix_s"],
+          "[a] and [b] ran together: %r" % [a["start_unix_s"], a["end_unix_s"], b["start_unix_s"],
+                                            b["end_unix_s"]])
+    check(c["start_unix_s"] >= max(a["end_unix_s"], b["end_unix_s"]), "[c] waited (stonewall)")
+    check(a["files"] == names[:2] and b["bs_spec"] == "4k/50:16k/50", "filename list, bssplit")
     with open(jf, "a") as fh:
         fh.write("[bad]\nrw=read\nblocksiz=4k\n")
     p = subprocess.run([exe, "--job", jf], capture_output=True, text=True, timeout=60)
