@@ -199,7 +199,10 @@ static char **job_argv(const char *self, const struct section *g, const struct s
 		for (unsigned i = 0; both[b] && i < both[b]->n; i++)
 			for (const char *c = both[b]->kv[i].val; *c; c++)
 				extra += *c == ':';
-	char **av = calloc(2 * (g ? g->n : 0) + 2 * s->n + 2 * extra + 6, sizeof(*av));
+	/* the arguments, NULL, then the lists split here (freed by free_argv), NULL */
+	char **av = calloc(2 * (g ? g->n : 0) + 2 * s->n + 3 * extra + 10, sizeof(*av));
+	char *owned[4];
+	unsigned nowned = 0;
 	if (!av)
 		die(1, "out of memory");
 	unsigned n = 0;
@@ -224,10 +227,11 @@ static char **job_argv(const char *self, const struct section *g, const struct s
 				char *list = strdup(e->val), *save = NULL;
 				if (!list)
 					die(1, "out of memory");
+				owned[nowned++] = list; /* at most filename and file, global and job's */
 				for (char *t = strtok_r(list, ":", &save); t; t = strtok_r(NULL, ":", &save)) {
 					av[n++] = "--file";
 					av[n++] = t;
-				} /* (list lives as long as the job's argv: the process) */
+				}
 				continue;
 			}
 			av[n++] = (char *)keymap[k].opt;
@@ -244,8 +248,21 @@ static char **job_argv(const char *self, const struct section *g, const struct s
 	}
 	if (json)
 		av[n++] = "--json";
+	av[n++] = NULL;
+	for (unsigned i = 0; i < nowned; i++)
+		av[n++] = owned[i];
 	av[n] = NULL;
 	return av;
+}
+
+static void free_argv(char **av)
+{
+	char **p = av;
+	while (*p)
+		p++;
+	for (p++; *p; p++)
+		free(*p);
+	free(av);
 }
 
 /* A job's process: its stdout, gathered while it runs. */
@@ -375,7 +392,7 @@ int iob_jobfile_run(const char *path, int json)
 			if (kids[i].status && !status)
 				status = kids[i].status;
 			free(kids[i].out);
-			free(avs[i]);
+			free_argv(avs[i]);
 		}
 		fflush(stdout);
 		first = end;

@@ -49,6 +49,9 @@ int main(void)
 	T_OK(rf_ring_run(r, RF_RUN_UNTIL_IDLE));
 	if (w[0].res == -EOPNOTSUPP || w[0].res == -EINVAL) {
 		printf("skip: polled O_DIRECT writes refused here: %s\n", strerror((int)-w[0].res));
+		rf_ring_destroy(r);
+		for (int i = 0; i < N; i++)
+			free(buf[i]);
 		return 77;
 	}
 	for (int i = 0; i < N; i++) {
@@ -65,6 +68,9 @@ int main(void)
 	if (rd[0].res == -EOPNOTSUPP) { /* fio --hipri says the same on such a device */
 		printf("skip: polled O_DIRECT reads refused here (no poll queues?): %s\n",
 		       strerror(EOPNOTSUPP));
+		rf_ring_destroy(r);
+		for (int i = 0; i < N; i++)
+			free(buf[i]);
 		return 77;
 	}
 	for (int i = 0; i < N; i++) {
