@@ -78,8 +78,10 @@ struct rf__opctx {
 			 int acc; } conv; /* fwd: out=y in=x in2=w in3=b; data: out=dx in=dy in2=w;
 					   * filter: out=dw out2=db in=dy in2=x */
 		struct { float *y; const float *x; int n, c, h, w, k; } pool; /* bwd: y=dx, x=dy */
-		struct { float *w, *v; const float *g; size_t n; float lr, mom, wd; int nesterov; } sgd;
-		struct { float *w, *m, *v; const float *g; size_t n; struct rf_k_adamw p; } adamw;
+		struct { float *w, *v; const float *g; size_t n; float lr, mom, wd; int nesterov;
+			 const struct rf_live_hyper *live; } sgd;
+		struct { float *w, *m, *v; const float *g; size_t n; struct rf_k_adamw p;
+			 const struct rf_live_hyper *live; } adamw;
 		struct { float *y; const float *x; size_t n; float a; } axpy;  /* scale: y, a */
 		struct { float *out; const float **in; int k; size_t n; } sum;
 		struct { void *x; size_t n; float v; int dtype; } fill;
@@ -173,5 +175,22 @@ void rf__device_error(struct rf_device *d, const char *fmt, ...)
 
 /* The number of CPU compute streams over all open CPU devices (threading policy). */
 void rf__cpu_policy_update(int delta_streams, int forced_threads);
+
+/* An optimizer op's lr and AdamW parameters when it runs: the live ones (ops.h,
+ * rf_live_hyper) where it has them. */
+static inline float rf__sgd_lr(const struct rf__opctx *op)
+{
+	return op->u.sgd.live ? (float)op->u.sgd.live->lr : op->u.sgd.lr;
+}
+
+static inline struct rf_k_adamw rf__adamw_p(const struct rf__opctx *op)
+{
+	struct rf_k_adamw p = op->u.adamw.p;
+	if (op->u.adamw.live) {
+		p.lr = op->u.adamw.live->lr;
+		p.step = op->u.adamw.live->step;
+	}
+	return p;
+}
 
 #endif

@@ -97,6 +97,12 @@ void rf__b_tensor(struct rf__b *b, struct rf_tensor *t, int write)
 		b->err = -ENOMEM;
 }
 
+void rf__b_live(struct rf__b *b, struct rf_var *v)
+{
+	if (v && !b->err && rf__vl_add(&b->r, v) < 0)
+		b->err = -ENOMEM;
+}
+
 void rf__b_fail(struct rf__b *b)
 {
 	free(b->c);

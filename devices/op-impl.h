@@ -37,6 +37,7 @@ int rf__bad(const char *fn, const char *fmt, ...) __attribute__((format(printf, 
 /* A builder holds one op context (extra bytes follow it) and its variable lists. */
 int rf__b_init(struct rf__b *b, const char *fn, int code, const char *name, size_t extra);
 void rf__b_tensor(struct rf__b *b, struct rf_tensor *t, int write); /* read or written */
+void rf__b_live(struct rf__b *b, struct rf_var *v); /* read: live hyperparameters' (NULL: none) */
 void rf__b_fail(struct rf__b *b);  /* drop the context and lists; nothing pushed */
 /* Pick the executing device and stream (home: the output's device) and check that
  * every tensor is on it. */

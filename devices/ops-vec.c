@@ -6,8 +6,8 @@
 
 #include "op-impl.h"
 
-int rf_sgd(struct rf_stream *s, struct rf_tensor *w, struct rf_tensor *g, float lr,
-	   float weight_decay)
+static int rf__sgd(struct rf_stream *s, struct rf_tensor *w, struct rf_tensor *g, float lr,
+		   float weight_decay, const struct rf_live_hyper *live, struct rf_var *live_var)
 {
 	static const char fn[] = "rf_sgd";
 	struct rf__b b;
@@ -21,13 +21,30 @@ int rf_sgd(struct rf_stream *s, struct rf_tensor *w, struct rf_tensor *g, float 
 	b.c->u.sgd.n = w->numel;
 	b.c->u.sgd.lr = lr;
 	b.c->u.sgd.wd = weight_decay;
+	b.c->u.sgd.live = live;
 	rf__b_tensor(&b, g, 0);
 	rf__b_tensor(&b, w, 1);
+	rf__b_live(&b, live_var);
 	return rf__b_push(&b, s, w->dev);
 }
 
-int rf_adamw(struct rf_stream *s, struct rf_tensor *w, struct rf_tensor *m,
-	     struct rf_tensor *v, struct rf_tensor *g, const struct rf_k_adamw *p)
+int rf_sgd(struct rf_stream *s, struct rf_tensor *w, struct rf_tensor *g, float lr,
+	   float weight_decay)
+{
+	return rf__sgd(s, w, g, lr, weight_decay, NULL, NULL);
+}
+
+int rf_sgd_live(struct rf_stream *s, struct rf_tensor *w, struct rf_tensor *g,
+		const struct rf_live_hyper *h, struct rf_var *var, float weight_decay)
+{
+	if (!h || !var)
+		return rf__fail(-EINVAL, "rf_sgd_live: NULL %s", h ? "var" : "hyperparameters");
+	return rf__sgd(s, w, g, (float)h->lr, weight_decay, h, var);
+}
+
+static int rf__adamw(struct rf_stream *s, struct rf_tensor *w, struct rf_tensor *m,
+		     struct rf_tensor *v, struct rf_tensor *g, const struct rf_k_adamw *p,
+		     const struct rf_live_hyper *live, struct rf_var *live_var)
 {
 	static const char fn[] = "rf_adamw";
 	struct rf__b b;
@@ -48,16 +65,35 @@ int rf_adamw(struct rf_stream *s, struct rf_tensor *w, struct rf_tensor *m,
 	b.c->u.adamw.g = g->data;
 	b.c->u.adamw.n = w->numel;
 	b.c->u.adamw.p = *p;
+	b.c->u.adamw.live = live;
 	rf__b_tensor(&b, g, 0);
 	rf__b_tensor(&b, w, 1);
 	rf__b_tensor(&b, m, 1);
 	rf__b_tensor(&b, v, 1);
+	rf__b_live(&b, live_var);
 	return rf__b_push(&b, s, w->dev);
 }
 
-int rf_sgd_momentum(struct rf_stream *s, struct rf_tensor *w, struct rf_tensor *v,
-		    struct rf_tensor *g, float lr, float momentum, float weight_decay,
-		    int nesterov)
+int rf_adamw(struct rf_stream *s, struct rf_tensor *w, struct rf_tensor *m,
+	     struct rf_tensor *v, struct rf_tensor *g, const struct rf_k_adamw *p)
+{
+	return rf__adamw(s, w, m, v, g, p, NULL, NULL);
+}
+
+int rf_adamw_live(struct rf_stream *s, struct rf_tensor *w, struct rf_tensor *m,
+		  struct rf_tensor *v, struct rf_tensor *g, const struct rf_k_adamw *p,
+		  const struct rf_live_hyper *h, struct rf_var *var)
+{
+	if (!h || !var)
+		return rf__fail(-EINVAL, "rf_adamw_live: NULL %s", h ? "var" : "hyperparameters");
+	return rf__adamw(s, w, m, v, g, p, h, var);
+}
+
+
+
+static int rf__sgd_momentum(struct rf_stream *s, struct rf_tensor *w, struct rf_tensor *v,
+			    struct rf_tensor *g, float lr, float momentum, float weight_decay,
+			    int nesterov, const struct rf_live_hyper *live, struct rf_var *live_var)
 {
 	static const char fn[] = "rf_sgd_momentum";
 	struct rf__b b;
@@ -76,11 +112,31 @@ int rf_sgd_momentum(struct rf_stream *s, struct rf_tensor *w, struct rf_tensor *
 	b.c->u.sgd.mom = momentum;
 	b.c->u.sgd.wd = weight_decay;
 	b.c->u.sgd.nesterov = nesterov != 0;
+	b.c->u.sgd.live = live;
 	rf__b_tensor(&b, g, 0);
 	rf__b_tensor(&b, w, 1);
 	rf__b_tensor(&b, v, 1);
+	rf__b_live(&b, live_var);
 	return rf__b_push(&b, s, w->dev);
 }
+
+int rf_sgd_momentum(struct rf_stream *s, struct rf_tensor *w, struct rf_tensor *v,
+		    struct rf_tensor *g, float lr, float momentum, float weight_decay,
+		    int nesterov)
+{
+	return rf__sgd_momentum(s, w, v, g, lr, momentum, weight_decay, nesterov, NULL, NULL);
+}
+
+int rf_sgd_momentum_live(struct rf_stream *s, struct rf_tensor *w, struct rf_tensor *v,
+			 struct rf_tensor *g, const struct rf_live_hyper *h, struct rf_var *var,
+			 float momentum, float weight_decay, int nesterov)
+{
+	if (!h || !var)
+		return rf__fail(-EINVAL, "rf_sgd_momentum_live: NULL %s", h ? "var" : "hyperparameters");
+	return rf__sgd_momentum(s, w, v, g, (float)h->lr, momentum, weight_decay, nesterov, h, var);
+}
+
+
 
 int rf_axpy(struct rf_stream *s, struct rf_tensor *y, float a, struct rf_tensor *x)
 {

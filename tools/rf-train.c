@@ -92,6 +92,8 @@ static const char usage[] =
 "asynchrony (seed 12.2.4; these change timing and memory, never results):\n"
 "  --window N            iterations in flight: batch t starts after batch t-N has\n"
 "                        finished (default 2; 0: no window, push ahead without waiting)\n"
+"  --hybridize           capture the training step at the first batch and replay it\n"
+"                        after (seed 12.1; one process; results bit-identical)\n"
 "  --barrier-every N     wait for all work after every N batches, like a per-batch\n"
 "                        .item() (default 0: never)\n"
 "  --max-inflight N      the engine's cap on ops in flight; a push past it waits for\n"
@@ -388,7 +390,7 @@ enum { O_DATA = 256, O_EPOCHS, O_BATCH, O_LR, O_DEVICE, O_DEVICES, O_SEED, O_CKP
        O_PREFETCH, O_INMEM, O_NOEVAL, O_QUIET, O_INIT, O_MODEL, O_STREAMS, O_WINDOW,
        O_BARRIER, O_MAXINF, O_STATS, O_DIST, O_DIST_TIMEOUT, O_BUCKET,
        O_DIST_STORE, O_TEST_DATA, O_MOMENTUM, O_WD, O_NESTEROV,
-       O_LR_SCHED, O_WARMUP, O_OPTIMIZER, O_CKPT_EVERY, O_MAX_STEPS, O_AUGMENT, O_EXPORT };
+       O_LR_SCHED, O_WARMUP, O_OPTIMIZER, O_CKPT_EVERY, O_MAX_STEPS, O_AUGMENT, O_EXPORT, O_HYBRID };
 
 static const struct option long_opts[] = {
 	{ "model", required_argument, 0, O_MODEL },
@@ -420,6 +422,7 @@ static const struct option long_opts[] = {
 	{ "quiet", no_argument, 0, O_QUIET },
 	{ "window", required_argument, 0, O_WINDOW },
 	{ "barrier-every", required_argument, 0, O_BARRIER },
+	{ "hybridize", no_argument, 0, O_HYBRID },
 	{ "max-inflight", required_argument, 0, O_MAXINF },
 	{ "stats", no_argument, 0, O_STATS },
 	{ "dist", required_argument, 0, O_DIST },
@@ -588,6 +591,9 @@ static int parse_opt(struct cli *c, int opt, const char *a)
 		break;
 	case O_NOEVAL:
 		c->o.no_eval = 1;
+		break;
+	case O_HYBRID:
+		c->o.hybridize = 1;
 		break;
 	case O_QUIET:
 		c->quiet = 1;
@@ -896,6 +902,7 @@ static void print_json(const struct cli *c, const struct rf_trainer *t, const st
 	       c->o.batch_size ? c->o.batch_size : 256,
 	       (double)c->o.lr,
 	       c->o.seed);
+	printf(", \"hybridize\": %s", c->o.hybridize ? "true" : "false");
 	printf(", \"optimizer\": \"%s\", \"momentum\": %g, \"weight_decay\": %g, "
 	       "\"nesterov\": %s", c->o.adamw ? "adamw" : "sgd", (double)c->o.momentum, (double)c->o.weight_decay, c->o.nesterov ? "true" : "false");
 	printf(", \"final_train_loss\": %.6f, \"final_train_acc\": %.6f, \"final_test_acc\": %.6f"
@@ -905,9 +912,11 @@ static void print_json(const struct cli *c, const struct rf_trainer *t, const st
 	json_list(stdout, "epoch_samples_per_s", run->sps, run->ran, "%.1f");
 	if (c->stats)
 		printf(", \"engine\": {\"pushed\": %" PRIu64 ", \"completed\": %" PRIu64
+		       ", \"graph_launches\": %" PRIu64
 		       ", \"cap_waits\": %" PRIu64 ", \"max_inflight_seen\": %u"
 		       ", \"max_inflight\": %u, \"window\": %u, \"barrier_every\": %u}",
-		       es->pushed, es->completed, es->cap_waits, es->max_inflight_seen,
+		       es->pushed, es->completed, es->graph_launches, es->cap_waits,
+		       es->max_inflight_seen,
 		       c->max_inflight == UINT_MAX ? 0 : c->max_inflight ? c->max_inflight : 4096,
 		       c->o.window == RF_TRAIN_WINDOW_NONE ? 0 : c->o.window ? c->o.window : 2,
 		       c->o.barrier_every);

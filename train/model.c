@@ -194,14 +194,21 @@ int rf_model_update(struct rf_model *m, unsigned k, const struct rf_optim *o,
 					.eps = o->eps, .weight_decay = o->weight_decay, .step = o->step };
 		if ((!m->mom || !m->mom2) && (ret = rf_model_moments(m)) < 0)
 			return ret;
-		return rf_adamw(s, m->p[k], m->v[k], m->v2[k], m->g[k], &a);
+		if (a.step < 1 && o->live)
+			a.step = 1; /* the live step replaces it */
+		return o->live ? rf_adamw_live(s, m->p[k], m->v[k], m->v2[k], m->g[k], &a, o->live,
+					       o->live_var)
+			       : rf_adamw(s, m->p[k], m->v[k], m->v2[k], m->g[k], &a);
 	}
 	if (o->momentum == 0.0f)
-		return rf_sgd(s, m->p[k], m->g[k], o->lr, o->weight_decay);
+		return o->live ? rf_sgd_live(s, m->p[k], m->g[k], o->live, o->live_var, o->weight_decay)
+			       : rf_sgd(s, m->p[k], m->g[k], o->lr, o->weight_decay);
 	if (!m->mom && (ret = rf_model_momentum(m)) < 0)
 		return ret;
-	return rf_sgd_momentum(s, m->p[k], m->v[k], m->g[k], o->lr, o->momentum,
-			       o->weight_decay, o->nesterov);
+	return o->live ? rf_sgd_momentum_live(s, m->p[k], m->v[k], m->g[k], o->live, o->live_var,
+					      o->momentum, o->weight_decay, o->nesterov)
+		       : rf_sgd_momentum(s, m->p[k], m->v[k], m->g[k], o->lr, o->momentum,
+					 o->weight_decay, o->nesterov);
 }
 
 int rf_model_update_layer(struct rf_model *m, unsigned layer, const struct rf_optim *o)

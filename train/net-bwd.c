@@ -24,7 +24,7 @@ static int rf__refs(const struct rf_model_acts *a, const struct rf_tensor *t)
 static void rf__drop(struct rf_model_acts *a, struct rf_tensor *t)
 {
 	if (t && t != a->node[a->nt] && rf__refs(a, t) == 0)
-		rf_tensor_destroy(t);
+		rf__acts_free(a, t);
 }
 
 /* Node j's gradient is consumed. */
@@ -130,7 +130,7 @@ static int rf__layer_bwd(struct rf_model *m, struct rf_model_acts *a, unsigned i
 		if (rf__refs(a, g) > 1 || g == a->node[a->nt]) {   /* others hold g as it is */
 			RF__TRY(rf_tensor_create(m->dev, RF_F32, "dflat", g->ndim, g->shape, &dx));
 			if ((ret = rf_sum(s, dx, &g, 1)) < 0) {
-				rf_tensor_destroy(dx);
+				rf__acts_free(a, dx);
 				return ret;
 			}
 			g = dx;
@@ -183,7 +183,7 @@ static int rf__layer_bwd(struct rf_model *m, struct rf_model_acts *a, unsigned i
 			}
 			a->fused[r] = 2;
 			if (ret < 0) {
-				rf_tensor_destroy(dx);
+				rf__acts_free(a, dx);
 				return ret;
 			}
 			return rf__contrib(m, a, rin, dx);
@@ -206,7 +206,7 @@ static int rf__layer_bwd(struct rf_model *m, struct rf_model_acts *a, unsigned i
 	if (ret == 0 && f->pl >= 0 && hook)
 		ret = hook(ctx, m, (unsigned)f->pl);
 	if (ret < 0) {
-		rf_tensor_destroy(dx);
+		rf__acts_free(a, dx);
 		return ret;
 	}
 	return dx ? rf__contrib(m, a, in, dx) : 0;
@@ -224,6 +224,7 @@ int rf_model_backward(struct rf_model *m, struct rf_model_acts *a, rf_grad_hook 
 		ret = rf__layer_bwd(m, a, i, hook, ctx);
 		rf__release(a, i + 1);
 	}
-	rf_model_acts_destroy(a);
+	if (!a->keep)
+		rf_model_acts_destroy(a);
 	return ret;
 }

@@ -21,7 +21,14 @@ struct rf_model_acts {
 	struct rf_tensor **views;     /* views for the split forward (x's first) */
 	unsigned nviews, nxviews;
 	struct rf_tensor **dg;        /* nt + 1: backward's gradient at each node */
+	int keep;                     /* rf_model_acts_keep: backward frees nothing */
+	struct rf_tensor **kept;      /* gradients backward was done with, kept: freed by */
+	unsigned nkept, capkept;      /* rf_model_acts_destroy */
 };
+
+/* Free t, a tensor backward is done with, or (kept acts) hold it until they are
+ * destroyed. */
+void rf__acts_free(struct rf_model_acts *a, struct rf_tensor *t);
 
 #define RF__TRY(x) do { if ((ret = (x)) < 0) return ret; } while (0)
 

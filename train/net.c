@@ -50,6 +50,33 @@ static struct rf_model_acts *rf__acts_new(const struct rf_model_spec *sp, int n,
 	return a;
 }
 
+void rf_model_acts_keep(struct rf_model_acts *a)
+{
+	if (a)
+		a->keep = 1;
+}
+
+void rf__acts_free(struct rf_model_acts *a, struct rf_tensor *t)
+{
+	if (!t)
+		return;
+	if (!a->keep) {
+		rf_tensor_destroy(t);
+		return;
+	}
+	if (a->nkept == a->capkept) {
+		unsigned cap = a->capkept ? 2 * a->capkept : 32;
+		struct rf_tensor **k = realloc(a->kept, cap * sizeof(*k));
+		if (!k) { /* cannot keep it: a capture would fail at the deletion's push */
+			rf_tensor_destroy(t);
+			return;
+		}
+		a->kept = k;
+		a->capkept = cap;
+	}
+	a->kept[a->nkept++] = t;
+}
+
 /* A host op that does nothing: its reads and writes order other ops. */
 static int rf__fence_fn(void *arg)
 {
@@ -84,6 +111,9 @@ void rf_model_acts_destroy(struct rf_model_acts *a)
 	}
 	for (i = 0; a->own && i < a->nown; i++)
 		rf_tensor_destroy(a->own[i]);
+	for (i = 0; i < a->nkept; i++)
+		rf_tensor_destroy(a->kept[i]);
+	free(a->kept);
 	free(a->node);
 	free(a->root);
 	free(a->mean);

@@ -35,6 +35,18 @@ struct rf__queue {
 	int valid;                              /* q and lepoch follow the loader */
 };
 
+/* opts.hybridize: the training iteration captured once (its first full-size batch)
+ * and replayed: the graph reads its own input tensors and writes its own result
+ * scalars, which each replay's copies fill and empty (trainer-step.c). */
+struct rf__hybrid {
+	struct rf_graph *g;
+	struct rf_model_acts *acts[RF_TRAIN_MAX_DEVICES];    /* kept: the graph uses them */
+	struct rf_tensor *x[RF_TRAIN_MAX_DEVICES], *y[RF_TRAIN_MAX_DEVICES];
+	struct rf_tensor *loss[RF_TRAIN_MAX_DEVICES], *corr[RF_TRAIN_MAX_DEVICES];
+	uint64_t shard_n[RF_TRAIN_MAX_DEVICES];              /* the rows captured */
+	uint64_t launches;
+};
+
 struct rf_trainer {
 	struct rf_train_opts o;
 	char model_name[16], device_kind[8], data_dir[512], test_data[512];
@@ -78,6 +90,7 @@ struct rf_trainer {
 	struct rf_optim opt;                    /* set per epoch: lr (SGD: over K*P, the sum
 						 * of K*P shards' mean gradients as one batch
 						 * mean), weight decay times K*P (SGD) */
+	struct rf__hybrid *hy;                  /* opts.hybridize, once captured */
 	char msg[RF__MSG_LEN];                  /* the running call's message ("": none) */
 	char last_error[RF__MSG_LEN];           /* rf_trainer_last_error() */
 };
@@ -119,6 +132,8 @@ int rf__dist_sum(struct rf_trainer *t, double *l, uint64_t *c);
 int rf__window_wait(struct rf_trainer *t);
 int rf__train_iter(struct rf_trainer *t, const struct rf_batch *b);
 int rf__eval_iter(struct rf_trainer *t, const struct rf_batch *b);
+/* opts.hybridize: free the captured iteration (after its launches; never waits). */
+void rf__hybrid_free(struct rf_trainer *t);
 
 /* trainer-ckpt.c: the checkpoint after `done` batches of the running epoch
  * (o.checkpoint_every); every rank calls it, rank 0 writes. */

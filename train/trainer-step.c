@@ -3,6 +3,8 @@
  * update are pushed from its hook: trainer-grad.c), and the end-of-iteration marker. Evaluation's iteration is the
  * forward pass and the marker. */
 #include <errno.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "trainer-impl.h"
 #include "ops.h"
@@ -96,6 +98,137 @@ static int rf__backward_all(struct rf_trainer *t, struct rf_model_acts **acts, i
 	return ret;
 }
 
+/* ---- opts.hybridize: capture once, replay after -------------------------------- */
+
+void rf__hybrid_free(struct rf_trainer *t)
+{
+	struct rf__hybrid *h = t->hy;
+
+	if (!h)
+		return;
+	rf_graph_destroy(h->g);                 /* after its launches */
+	for (unsigned r = 0; r < RF_TRAIN_MAX_DEVICES; r++) {
+		rf_model_acts_destroy(h->acts[r]);   /* deletions ordered after them */
+		rf_tensor_destroy(h->x[r]);
+		rf_tensor_destroy(h->y[r]);
+		rf_tensor_destroy(h->loss[r]);
+		rf_tensor_destroy(h->corr[r]);
+	}
+	free(h);
+	t->hy = NULL;
+}
+
+/* Record one training iteration (forward, backward, reductions, updates) on the
+ * graph's own tensors shaped as batch b, with the optimizer's lr and step read from
+ * the launch arguments. The optimizer state is made first: its zeroing must not be
+ * replayed. */
+static int rf__hybrid_capture(struct rf_trainer *t, const struct rf_batch *b)
+{
+	struct rf__hybrid *h = calloc(1, sizeof(*h));
+	struct rf_capture_opts co = { .args_size = sizeof(struct rf_live_hyper),
+				      .name = "train_step" };
+	struct rf_var *av = NULL;
+	unsigned r;
+	int ret = h ? 0 : -ENOMEM, ended = 0;
+
+	for (r = 0; r < t->K && ret == 0; r++) {
+		struct rf_model *m = t->rep[r];
+		struct rf_tensor *x = b->x[r], *y = b->y[r];
+		h->shard_n[r] = b->shard_n[r];
+		if (!b->shard_n[r])
+			continue;
+		ret = rf_tensor_create(m->dev, x->dtype, "hy_x", x->ndim, x->shape, &h->x[r]);
+		if (ret == 0)
+			ret = rf_tensor_create(m->dev, y->dtype, "hy_y", y->ndim, y->shape, &h->y[r]);
+		if (ret == 0)
+			ret = rf_tensor_create(m->dev, RF_F32, "hy_loss", RF_DIMS(1), &h->loss[r]);
+		if (ret == 0)
+			ret = rf_tensor_create(m->dev, RF_I32, "hy_correct", RF_DIMS(1), &h->corr[r]);
+		if (ret == 0 && t->opt.adamw)
+			ret = rf_model_moments(m);
+		else if (ret == 0 && t->opt.momentum != 0.0f)
+			ret = rf_model_momentum(m);
+	}
+	if (ret == 0)
+		ret = rf_engine_capture_begin(t->eng, &co);
+	if (ret == 0) {
+		struct rf_live_hyper *args = rf_engine_capture_args(t->eng, &av);
+		t->opt.live = args;
+		t->opt.live_var = av;
+		t->todo = (int)t->spec->nlayers - 1;
+		for (r = 0; r < t->K && ret == 0; r++) {
+			if (!h->shard_n[r])
+				continue;
+			ret = rf_model_forward(t->rep[r], h->x[r], h->y[r], h->loss[r], h->corr[r], 1,
+					       &h->acts[r]);
+			rf_model_acts_keep(h->acts[r]);
+		}
+		for (r = 0; r < t->K && ret == 0; r++)
+			if (h->acts[r])
+				ret = rf_model_backward(t->rep[r], h->acts[r],
+							rf__reduces(t) ? rf__grad_hook : rf__sgd_hook, t);
+		if (ret == 0 && rf__reduces(t))
+			ret = rf__reduce_through(t, 0);
+		t->opt.live = NULL;
+		t->opt.live_var = NULL;
+		int e = rf_engine_capture_end(t->eng, &h->g);
+		ended = 1;
+		if (ret == 0)
+			ret = e;
+	}
+	if (ret < 0 || !h->g) {
+		rf__trainer_msg(t, "--hybridize: capturing the training step: %s (%s)",
+				strerror(ret < 0 ? -ret : EINVAL), rf_last_error());
+		if (h) {
+			t->hy = h;
+			rf__hybrid_free(t);
+		}
+		(void)ended;
+		return ret < 0 ? ret : -EINVAL;
+	}
+	t->hy = h;
+	return 0;
+}
+
+/* One training iteration as a replay: the batch copied into the graph's inputs, the
+ * launch with this step's lr and step, its loss and correct count copied out to the
+ * batch's result slots. 1: not this batch (another size: pushed op by op). */
+static int rf__hybrid_iter(struct rf_trainer *t, const struct rf_batch *b)
+{
+	struct rf__hybrid *h = t->hy;
+	struct rf_live_hyper a;
+	unsigned r;
+	int ret = 0;
+
+	if (h)
+		for (r = 0; r < t->K; r++)
+			if (h->shard_n[r] != b->shard_n[r])
+				return 1;
+	if (!h && (ret = rf__hybrid_capture(t, b)) < 0)
+		return ret;
+	h = t->hy;
+	for (r = 0; r < t->K && ret == 0; r++) {
+		if (!h->shard_n[r])
+			continue;
+		ret = rf_copy(t->rep[r]->s, h->x[r], b->x[r]);
+		if (ret == 0)
+			ret = rf_copy(t->rep[r]->s, h->y[r], b->y[r]);
+	}
+	a.lr = t->opt.lr;
+	a.step = t->steps + 1;
+	if (ret == 0)
+		ret = rf_graph_launch(h->g, &a, NULL, 0);
+	for (r = 0; r < t->K && ret == 0; r++) {
+		if (!h->shard_n[r])
+			continue;
+		ret = rf_copy(t->rep[r]->s, t->tr[r].lv[b->index], h->loss[r]);
+		if (ret == 0)
+			ret = rf_copy(t->rep[r]->s, t->tr[r].cv[b->index], h->corr[r]);
+	}
+	h->launches += ret == 0;
+	return ret;
+}
+
 int rf__train_iter(struct rf_trainer *t, const struct rf_batch *b)
 {
 	struct rf_model_acts *acts[RF_TRAIN_MAX_DEVICES] = { 0 };
@@ -104,6 +237,11 @@ int rf__train_iter(struct rf_trainer *t, const struct rf_batch *b)
 	t->cur = b;
 	t->todo = (int)t->spec->nlayers - 1;
 	t->opt.step = t->steps + 1;         /* AdamW's bias correction counts this step */
+	if (t->o.hybridize && (ret = rf__hybrid_iter(t, b)) != 1) {
+		if (ret == 0)
+			t->steps++;
+		return ret < 0 ? ret : rf__push_marker(t, 1, t->tr, b->index);
+	}
 	ret = rf__backward_all(t, acts, rf__forward_all(t, b, acts));
 	/* buckets no hook reached (the last replica's shard was empty) */
 	if (ret == 0 && rf__reduces(t))

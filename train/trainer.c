@@ -67,6 +67,11 @@ static int rf__check_opts(struct rf_trainer *t)
 				t->o.checkpoint_every);
 		return -EINVAL;
 	}
+	if (t->comm && t->o.hybridize) {
+		rf__trainer_msg(t, "--hybridize: one process only (a captured step would replay "
+				"its collectives' sequence numbers); drop it or --dist");
+		return -ENOTSUP;
+	}
 	if (t->comm && strcmp(t->device_kind, "cpu") != 0 && t->K > 1) {
 		rf__trainer_msg(t, "--device %s --devices %u with several processes: the "
 				"kv-store sums across processes on CPU homes only; use one GPU per "
@@ -227,6 +232,7 @@ void rf_trainer_destroy(struct rf_trainer *t)
 	if (!t)
 		return;
 	rf_engine_wait_all(t->eng);
+	rf__hybrid_free(t);
 	rf_loader_destroy(t->train_ld);
 	rf_loader_destroy(t->test_ld);
 	rf__free_markers(t);

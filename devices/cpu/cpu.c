@@ -150,15 +150,17 @@ int rf__cpu_compute(struct rf__opctx *op)
 				   op->u.pool.h, op->u.pool.w, op->u.pool.k);
 		break;
 	case RF__SGD:
-		rf_k_sgd(op->u.sgd.w, op->u.sgd.g, op->u.sgd.n, op->u.sgd.lr, op->u.sgd.wd);
+		rf_k_sgd(op->u.sgd.w, op->u.sgd.g, op->u.sgd.n, rf__sgd_lr(op), op->u.sgd.wd);
 		break;
 	case RF__SGD_MOMENTUM:
-		rf_k_sgd_momentum(op->u.sgd.w, op->u.sgd.v, op->u.sgd.g, op->u.sgd.n, op->u.sgd.lr,
+		rf_k_sgd_momentum(op->u.sgd.w, op->u.sgd.v, op->u.sgd.g, op->u.sgd.n, rf__sgd_lr(op),
 				  op->u.sgd.mom, op->u.sgd.wd, op->u.sgd.nesterov);
 		break;
 	case RF__ADAMW:
-		rf_k_adamw(op->u.adamw.w, op->u.adamw.m, op->u.adamw.v, op->u.adamw.g, op->u.adamw.n,
-			   &op->u.adamw.p);
+	{
+		struct rf_k_adamw p = rf__adamw_p(op);
+		rf_k_adamw(op->u.adamw.w, op->u.adamw.m, op->u.adamw.v, op->u.adamw.g, op->u.adamw.n, &p);
+	}
 		break;
 	case RF__AXPY:
 		rf_k_axpy(op->u.axpy.y, op->u.axpy.a, op->u.axpy.x, op->u.axpy.n);

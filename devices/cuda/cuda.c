@@ -257,15 +257,18 @@ static int rf__cuda_compute(struct rf_device *d, struct rf__dstream *ds, struct 
 					  op->u.pool.h, op->u.pool.w, op->u.pool.k);
 		break;
 	case RF__SGD:
-		ret = rf__kc_sgd(st, op->u.sgd.w, op->u.sgd.g, op->u.sgd.n, op->u.sgd.lr, op->u.sgd.wd);
+		ret = rf__kc_sgd(st, op->u.sgd.w, op->u.sgd.g, op->u.sgd.n, rf__sgd_lr(op), op->u.sgd.wd);
 		break;
 	case RF__SGD_MOMENTUM:
 		ret = rf__kc_sgd_momentum(st, op->u.sgd.w, op->u.sgd.v, op->u.sgd.g, op->u.sgd.n,
-					 op->u.sgd.lr, op->u.sgd.mom, op->u.sgd.wd, op->u.sgd.nesterov);
+					 rf__sgd_lr(op), op->u.sgd.mom, op->u.sgd.wd, op->u.sgd.nesterov);
 		break;
 	case RF__ADAMW:
+	{
+		struct rf_k_adamw p = rf__adamw_p(op);
 		ret = rf__kc_adamw(st, op->u.adamw.w, op->u.adamw.m, op->u.adamw.v, op->u.adamw.g,
-				   op->u.adamw.n, &op->u.adamw.p);
+				   op->u.adamw.n, &p);
+	}
 		break;
 	case RF__AXPY:
 		ret = rf__kc_axpy(st, op->u.axpy.y, op->u.axpy.a, op->u.axpy.x, op->u.axpy.n);

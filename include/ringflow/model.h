@@ -134,6 +134,10 @@ struct rf_optim {
 				    * betas, eps and step below; momentum unused */
 	double beta1, beta2, eps;
 	uint64_t step;             /* AdamW: the step this update makes (1-based) */
+	const struct rf_live_hyper *live; /* non-NULL: lr and step are read from *live when
+					   * the updates run (ops.h, the _live updates: a
+					   * captured graph's arguments), ordered by live_var */
+	struct rf_var *live_var;
 };
 
 /* One iteration's activations, made by rf_model_forward (train != 0) and consumed by
@@ -177,6 +181,11 @@ int rf_model_forward(struct rf_model *m, struct rf_tensor *x, struct rf_tensor *
 int rf_model_backward(struct rf_model *m, struct rf_model_acts *acts, rf_grad_hook hook,
 		      void *ctx);
 void rf_model_acts_destroy(struct rf_model_acts *acts);
+/* Keep acts through rf_model_backward: it then frees neither the acts nor the gradient
+ * tensors it is done with (each would be an engine deletion, which a capture refuses),
+ * and the caller frees them all with rf_model_acts_destroy -- for a captured iteration,
+ * after its graph. */
+void rf_model_acts_keep(struct rf_model_acts *acts);
 
 /* Push w -= lr*g (rf_sgd: plain SGD) for the weight and bias of one layer. */
 int rf_model_sgd_layer(struct rf_model *m, unsigned layer, float lr);

@@ -131,6 +131,25 @@ struct rf_k_adamw;      /* kernels.h: AdamW's hyperparameters and step */
 int rf_adamw(struct rf_stream *s, struct rf_tensor *w, struct rf_tensor *m,
 	     struct rf_tensor *v, struct rf_tensor *g, const struct rf_k_adamw *p);
 
+/* Hyperparameters an optimizer op reads when it runs rather than when it is pushed --
+ * a captured graph's launch arguments (engine.h, rf_engine_capture_args), changed
+ * between replays: lr replaces the op's learning rate (rounded to float for the SGD
+ * ops), step AdamW's step. The _live ops read var, the variable that orders every write
+ * to *h (a graph's arguments variable); *h must stay valid while they may run. */
+struct rf_live_hyper {
+	double lr;
+	uint64_t step;
+};
+int rf_sgd_live(struct rf_stream *s, struct rf_tensor *w, struct rf_tensor *g,
+		const struct rf_live_hyper *h, struct rf_var *var, float weight_decay);
+int rf_sgd_momentum_live(struct rf_stream *s, struct rf_tensor *w, struct rf_tensor *v,
+			 struct rf_tensor *g, const struct rf_live_hyper *h, struct rf_var *var,
+			 float momentum, float weight_decay, int nesterov);
+/* p's lr and step are replaced by h's when the op runs. */
+int rf_adamw_live(struct rf_stream *s, struct rf_tensor *w, struct rf_tensor *m,
+		  struct rf_tensor *v, struct rf_tensor *g, const struct rf_k_adamw *p,
+		  const struct rf_live_hyper *h, struct rf_var *var);
+
 /* y += a * x (same numel). */
 int rf_axpy(struct rf_stream *s, struct rf_tensor *y, float a, struct rf_tensor *x);
 /* x *= a. */

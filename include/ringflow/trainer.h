@@ -110,6 +110,13 @@ struct rf_train_opts {
 				    * two iterations in flight); RF_TRAIN_WINDOW_NONE: never wait
 				    * (the front end runs ahead, bounded only by the engine's
 				    * max_inflight and nothing else) */
+	int hybridize;             /* the seeds' hybridize (section 12.1): the training
+				    * iteration -- forward, backward, reductions, updates --
+				    * captured at the first step (engine.h, capture and replay)
+				    * and replayed after, the batch copied into the graph's
+				    * inputs, lr and step passed per launch; a batch of
+				    * another size is pushed op by op. Results bit-identical
+				    * to the op-by-op run. One process only (no comm) */
 	unsigned barrier_every;    /* after every N iterations of a pass (training or test
 				    * set), wait for all work (rf_engine_wait_all), like d2l's
 				    * per-batch .item()/wait_to_read() barrier. 0: never.

@@ -205,7 +205,7 @@ for v in ""; do bad $R --device 2 "expected cpu or cuda" --device "$v"; done
 bad $R --device 2 "value" --device
 for v in he; do bad $R --init 2 "expected uniform" --init "$v"; done
 bad $R --init 2 "value" --init
-for f in resume json in-memory augment no-eval quiet stats help; do
+for f in resume json in-memory augment no-eval quiet stats hybridize help; do
 	bad $R "--$f" 2 "takes no value" "--$f=1"
 done
 bad $R --bogus 2 "unknown" --bogus

@@ -1,0 +1,36 @@
+#!/bin/sh
+# test-train-hybridize.sh RF_TRAIN: --hybridize (the seeds' hybridize, section 12.1)
+# captures the training step at the first batch and replays it, and ends with bitwise
+# the weights, losses and accuracies of the op-by-op run: MLP and LeNet (two compute
+# streams), one and two devices, SGD, momentum under a cosine schedule with warm-up (lr
+# passed per launch, changing by epoch) and AdamW (its step passed per launch). 1001
+# records in batches of 256 make a last batch of 233 that is pushed op by op: the
+# replays (graph launches in --stats) are the full batches only. Skips (77) without
+# Fashion-MNIST.
+set -u
+RF=${1:?usage: $0 rf-train}
+DATA=${RF_FASHION_MNIST:-/usr/share/datasets/fashion-mnist}
+[ -e "$DATA/train-images-idx3-ubyte.gz" ] || [ -e "$DATA/train-images-idx3-ubyte" ] ||
+	{ echo "SKIP: no Fashion-MNIST in $DATA"; exit 77; }
+T=$(mktemp -d "${TMPDIR:-/tmp}/rf-train-hybridize.XXXXXX") || exit 1
+trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+figs() { grep -o '"final_[a-z_]*": [0-9.-]*\|"param_hash": "[0-9a-f]*"' "$1" | tr '\n' ' '; }
+launches() { sed -n 's/.*"graph_launches": \([0-9]*\).*/\1/p' "$1"; }
+A="--data $DATA --limit 1001 --test-limit 201 --quiet --json --stats --epochs 2"
+SETTINGS='--model mlp
+--model lenet
+--model mlp --devices 2 --momentum 0.9 --lr-schedule cosine:2 --warmup-epochs 1
+--model lenet --devices 2 --optimizer adamw --lr 0.001'
+# ThreadSanitizer (5-10x slower): the two-replica settings, where the concurrency is
+ldd "$RF" 2>/dev/null | grep -q libtsan && SETTINGS=$(echo "$SETTINGS" | grep -e '--devices 2')
+echo "$SETTINGS" | while read -r o; do
+	"$RF" $A $o >"$T/op" 2>"$T/err" || fail "$o: $(tail -2 "$T/err")"
+	"$RF" $A $o --hybridize >"$T/hy" 2>"$T/err" || fail "$o --hybridize: $(tail -2 "$T/err")"
+	[ -n "$(figs "$T/op")" ] && [ "$(figs "$T/op")" = "$(figs "$T/hy")" ] ||
+		fail "$o: op by op $(figs "$T/op"), hybridized $(figs "$T/hy")"
+	[ "$(launches "$T/op")" = 0 ] && [ "$(launches "$T/hy")" = 6 ] ||
+		fail "$o: graph launches $(launches "$T/op") and $(launches "$T/hy"), expected 0 and 6"
+	echo "ok: $o: 6 replays, bitwise the op-by-op run: $(figs "$T/hy")"
+done || exit 1
+grep -q '"hybridize": true' "$T/hy" || fail "the JSON does not say hybridize"
