@@ -6,7 +6,8 @@
 # passed per launch, changing by epoch) and AdamW (its step passed per launch). 1001
 # records in batches of 256 make a last batch of 233 that is pushed op by op: the
 # replays (graph launches in --stats) are the full batches only. Skips (77) without
-# Fashion-MNIST.
+# Fashion-MNIST. The engine's synchronous mode (RF_ENGINE_SYNC=1) and the trace work
+# with replays.
 set -u
 RF=${1:?usage: $0 rf-train}
 DATA=${RF_FASHION_MNIST:-/usr/share/datasets/fashion-mnist}
@@ -34,3 +35,12 @@ echo "$SETTINGS" | while read -r o; do
 	echo "ok: $o: 6 replays, bitwise the op-by-op run: $(figs "$T/hy")"
 done || exit 1
 grep -q '"hybridize": true' "$T/hy" || fail "the JSON does not say hybridize"
+# the engine's synchronous debug mode and the trace still work with replays
+B="--data $DATA --limit 1001 --test-limit 201 --quiet --json --epochs 1 --model mlp"
+"$RF" $B >"$T/op" 2>"$T/err" || fail "mlp: $(tail -2 "$T/err")"
+RF_ENGINE_SYNC=1 "$RF" $B --hybridize --trace "$T/trace.json" >"$T/hy" 2>"$T/err" ||
+	fail "RF_ENGINE_SYNC=1 --hybridize --trace: $(tail -2 "$T/err")"
+[ "$(figs "$T/op")" = "$(figs "$T/hy")" ] || fail "synchronous replays: $(figs "$T/hy")"
+n=$(grep -o '"name": *"graph launch"' "$T/trace.json" | wc -l)
+[ "$n" -ge 3 ] || fail "the trace shows $n graph launches, expected 3"
+echo "ok: synchronous mode and the trace with replays ($n launches traced)"
