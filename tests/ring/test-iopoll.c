@@ -12,6 +12,17 @@
 #define N 8
 #define BS 4096
 
+static struct rf_ring *r;
+static uint8_t *buf[N];
+
+static int finish(int code)
+{
+	rf_ring_destroy(r);
+	for (int i = 0; i < N; i++)
+		free(buf[i]);
+	return code;
+}
+
 int main(void)
 {
 	char path[4096];
@@ -20,7 +31,6 @@ int main(void)
 	T_OK(ftruncate(fd, N * BS));
 	int bfd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC); /* buffered */
 	T_CHECK(bfd >= 0);
-	struct rf_ring *r;
 	struct rf_ring_opts o = { .entries = 16, .flags = RF_RING_IOPOLL };
 	int ret = rf_ring_create(&r, &o);
 	if (ret < 0) {
@@ -30,7 +40,6 @@ int main(void)
 	struct rf_ring_info info;
 	rf_ring_get_info(r, &info);
 	T_CHECK(info.setup_flags & IORING_SETUP_IOPOLL);
-	uint8_t *buf[N];
 	struct t_res w[N] = { 0 }, rd[N] = { 0 };
 	for (int i = 0; i < N; i++) {
 		buf[i] = aligned_alloc(4096, BS);
@@ -49,10 +58,7 @@ int main(void)
 	T_OK(rf_ring_run(r, RF_RUN_UNTIL_IDLE));
 	if (w[0].res == -EOPNOTSUPP || w[0].res == -EINVAL) {
 		printf("skip: polled O_DIRECT writes refused here: %s\n", strerror((int)-w[0].res));
-		rf_ring_destroy(r);
-		for (int i = 0; i < N; i++)
-			free(buf[i]);
-		return 77;
+		return finish(77);
 	}
 	for (int i = 0; i < N; i++) {
 		T_EQ(w[i].calls, 1);
@@ -68,19 +74,14 @@ int main(void)
 	if (rd[0].res == -EOPNOTSUPP) { /* fio --hipri says the same on such a device */
 		printf("skip: polled O_DIRECT reads refused here (no poll queues?): %s\n",
 		       strerror(EOPNOTSUPP));
-		rf_ring_destroy(r);
-		for (int i = 0; i < N; i++)
-			free(buf[i]);
-		return 77;
+		return finish(77);
 	}
 	for (int i = 0; i < N; i++) {
 		T_EQ(rd[i].calls, 1);
 		T_EQ(rd[i].res, BS);
 		T_EQ(t_verify(buf[i], BS, 7, (uint64_t)i * BS), -1);
 	}
-	rf_ring_destroy(r);
-	for (int i = 0; i < N; i++)
-		free(buf[i]);
+	finish(0);
 	close(fd);
 	close(bfd);
 	printf("ring-iopoll: polled O_DIRECT writes and reads, errors for the rest: ok\n");
