@@ -188,7 +188,8 @@ static inline struct rf_k_adamw rf__adamw_p(const struct rf__opctx *op)
 	struct rf_k_adamw p = op->u.adamw.p;
 	if (op->u.adamw.live) {
 		p.lr = op->u.adamw.live->lr;
-		p.step = op->u.adamw.live->step;
+		if (op->u.adamw.live->step) /* 0 (arguments never written): the pushed one */
+			p.step = op->u.adamw.live->step;
 	}
 	return p;
 }

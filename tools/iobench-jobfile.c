@@ -14,7 +14,8 @@
  * win). Keys are fio's names where fio has the option (filename, rw, bs, iodepth, size,
  * runtime, time_based, numjobs, rwmixread, norandommap, fsync, fdatasync, end_fsync,
  * verify, random_distribution, rate, rate_iops, direct, fixedbufs, log_avg_msec,
- * bsrange, bssplit, nrfiles, hipri, stonewall) or rf-iobench's own option names (batch, force, log_prefix, ...), '-' and '_' alike.
+ * bsrange, bssplit, nrfiles, hipri, stonewall) or rf-iobench's own option names
+ * (batch, force, log_prefix, ...), '-' and '_' alike; filename and file are one.
  * A key this file does not know, a value on a flag that takes none, or a line that is
  * not a section, key=value or comment is an error naming the file and line. Jobs run
  * at the same time, as fio's do, each in its own process of this program, unless a
@@ -210,12 +211,16 @@ static char **job_argv(const char *self, const struct section *g, const struct s
 	for (unsigned b = 0; b < 2; b++)
 		for (unsigned i = 0; both[b] && i < both[b]->n; i++) {
 			const struct kv *e = &both[b]->kv[i];
-			int later = 0; /* overridden later (in this section or the job's)? */
-			for (unsigned b2 = b; b2 < 2 && !later; b2++)
-				for (unsigned i2 = b2 == b ? i + 1 : 0; both[b2] && i2 < both[b2]->n; i2++)
-					if (!strcmp(both[b2]->kv[i2].key, e->key))
-						later = 1;
 			int k = lookup(e->key);
+			int later = 0; /* overridden later (in this section or the job's), by the
+					* key or another name of its option (filename, file)? */
+			for (unsigned b2 = b; b2 < 2 && !later; b2++)
+				for (unsigned i2 = b2 == b ? i + 1 : 0; both[b2] && i2 < both[b2]->n; i2++) {
+					int k2 = lookup(both[b2]->kv[i2].key);
+					if (k2 == k || (keymap[k].opt && keymap[k2].opt &&
+							!strcmp(keymap[k].opt, keymap[k2].opt)))
+						later = 1;
+				}
 			if (later || !keymap[k].opt)
 				continue;
 			if (keymap[k].flag) {
@@ -327,10 +332,12 @@ static void gather(struct child *c, unsigned n)
 	}
 	free(p);
 	for (unsigned i = 0; i < n; i++) {
-		int st;
-		while (waitpid(c[i].pid, &st, 0) < 0 && errno == EINTR)
+		int st = 0;
+		pid_t got;
+		while ((got = waitpid(c[i].pid, &st, 0)) < 0 && errno == EINTR)
 			;
-		c[i].status = WIFEXITED(st) ? WEXITSTATUS(st) : 1; /* the job said why, in one line */
+		/* the job said why, in one line */
+		c[i].status = got < 0 ? 1 : WIFEXITED(st) ? WEXITSTATUS(st) : 1;
 	}
 }
 

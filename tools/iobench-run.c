@@ -277,8 +277,8 @@ static void on_done(void *data, int64_t res)
 		die(1, "--hipri: %s: polled I/O refused (%s): its device or file system does not poll",
 		    path, strerror(EOPNOTSUPP));
 	if (res == -EOPNOTSUPP && s->op == IOB_TRIM)
-		die(1, "--rw %s: %s: its file system cannot discard blocks (punching a hole: %s)", o->rw,
-		    path, strerror(EOPNOTSUPP));
+		die(1, "--rw %s: %s cannot discard blocks (punching a hole: %s)", o->rw, path,
+		    strerror(EOPNOTSUPP));
 	if (res < 0)
 		die(1, "%s: %s of %" PRIu64 " bytes at offset %" PRIu64 " failed: %s", path,
 		    op_name[s->op], s->len, s->off, strerror((int)-res));

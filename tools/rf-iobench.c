@@ -93,15 +93,19 @@ void die(int code, const char *fmt, ...)
 	char msg[2048];
 	va_list ap;
 	unsigned removed = 0;
+	const char *gone = NULL;
 	for (unsigned i = 0; i < ncreated; i++)
-		removed += unlink(created[i]) == 0;
+		if (unlink(created[i]) == 0) {
+			removed++;
+			gone = created[i];
+		}
 	if (!fmt) /* the reason was already printed: remove what this run made, quietly */
 		exit(code);
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	if (removed == 1)
-		rf_cli_say(prog, "%s (removed %s, which this run created)", msg, created[0]);
+		rf_cli_say(prog, "%s (removed %s, which this run created)", msg, gone);
 	else if (removed)
 		rf_cli_say(prog, "%s (removed the %u files this run created)", msg, removed);
 	else
@@ -177,7 +181,9 @@ static void open_file(struct iob_file *f, uint64_t want, int force, int direct,
 				die(2, "--size: expected a size for the new file %s (missing)", file);
 			fd = open(file, acc | O_CREAT | O_EXCL | O_CLOEXEC | O_NONBLOCK, 0644);
 			if (fd >= 0) {
-				created[ncreated++] = file;
+				created[ncreated] = file; /* the name before the count: the */
+				__atomic_signal_fence(__ATOMIC_SEQ_CST); /* handler reads both */
+				ncreated++;
 				if (fstat(fd, &sb) < 0)
 					die(1, "--file %s: cannot stat: %s", file, strerror(errno));
 				int fl = fcntl(fd, F_GETFL);
@@ -586,7 +592,7 @@ int main(int argc, char **argv)
 		/* a polled ring runs reads and writes only: no timers, syncs or trims */
 		const char *no = O.rate_bps ? "--rate" : O.rate_iops ? "--rate-iops" :
 				 O.log_ms ? "--log-interval" : O.sync_every ? "--fsync/--fdatasync" :
-				 end_fsync ? "--end-fsync" : O.trim ? "--rw trim" : NULL;
+				 end_fsync ? "--end-fsync" : O.trim ? "--rw trim/randtrim" : NULL;
 		if (!direct)
 			die(2, "--hipri: needs --direct (polled I/O is O_DIRECT only)");
 		if (no)
@@ -621,6 +627,9 @@ int main(int argc, char **argv)
 	signal(SIGXFSZ, SIG_IGN); /* past RLIMIT_FSIZE: EFBIG, reported, not a silent kill */
 	struct iob_file files[IOB_MAX_FILES];
 	uint32_t mem_align = 4096;
+	if (npaths > 1 && size && size / npaths < O.bs.grain)
+		die(2, "--size: got %" PRIu64 " bytes for %u files, less than one block of %" PRIu64
+		    " (--bs) each", size, npaths, O.bs.grain);
 	O.size = O.ngrains = 0;
 	for (unsigned i = 0; i < npaths; i++) {
 		files[i].path = paths[i];

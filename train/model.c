@@ -194,8 +194,6 @@ int rf_model_update(struct rf_model *m, unsigned k, const struct rf_optim *o,
 					.eps = o->eps, .weight_decay = o->weight_decay, .step = o->step };
 		if ((!m->mom || !m->mom2) && (ret = rf_model_moments(m)) < 0)
 			return ret;
-		if (a.step < 1 && o->live)
-			a.step = 1; /* the live step replaces it */
 		return o->live ? rf_adamw_live(s, m->p[k], m->v[k], m->v2[k], m->g[k], &a, o->live,
 					       o->live_var)
 			       : rf_adamw(s, m->p[k], m->v[k], m->v2[k], m->g[k], &a);

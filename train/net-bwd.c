@@ -224,6 +224,8 @@ int rf_model_backward(struct rf_model *m, struct rf_model_acts *a, rf_grad_hook 
 		ret = rf__layer_bwd(m, a, i, hook, ctx);
 		rf__release(a, i + 1);
 	}
+	if (ret == 0)
+		ret = a->keep_err;
 	if (!a->keep)
 		rf_model_acts_destroy(a);
 	return ret;

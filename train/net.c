@@ -67,8 +67,9 @@ void rf__acts_free(struct rf_model_acts *a, struct rf_tensor *t)
 	if (a->nkept == a->capkept) {
 		unsigned cap = a->capkept ? 2 * a->capkept : 32;
 		struct rf_tensor **k = realloc(a->kept, cap * sizeof(*k));
-		if (!k) { /* cannot keep it: a capture would fail at the deletion's push */
-			rf_tensor_destroy(t);
+		if (!k) { /* cannot keep it, and a deletion now would free memory the
+			   * capture's ops use: leave it (a leak), and backward fails */
+			a->keep_err = -ENOMEM;
 			return;
 		}
 		a->kept = k;

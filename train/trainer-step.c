@@ -106,7 +106,9 @@ void rf__hybrid_free(struct rf_trainer *t)
 
 	if (!h)
 		return;
-	rf_graph_destroy(h->g);                 /* after its launches */
+	/* the caller has waited for all work (rf_trainer_destroy): the graph goes at once
+	 * and the deletions below find its variables idle */
+	rf_graph_destroy(h->g);
 	for (unsigned r = 0; r < RF_TRAIN_MAX_DEVICES; r++) {
 		rf_model_acts_destroy(h->acts[r]);   /* deletions ordered after them */
 		rf_tensor_destroy(h->x[r]);
@@ -129,13 +131,18 @@ static int rf__hybrid_capture(struct rf_trainer *t, const struct rf_batch *b)
 				      .name = "train_step" };
 	struct rf_var *av = NULL;
 	unsigned r;
-	int ret = h ? 0 : -ENOMEM, ended = 0;
+	int ret = h ? 0 : -ENOMEM;
 
 	for (r = 0; r < t->K && ret == 0; r++) {
 		struct rf_model *m = t->rep[r];
 		struct rf_tensor *x = b->x[r], *y = b->y[r];
+		/* every replica's state, an empty shard's too: the reduction updates all */
+		if (t->opt.adamw)
+			ret = rf_model_moments(m);
+		else if (t->opt.momentum != 0.0f)
+			ret = rf_model_momentum(m);
 		h->shard_n[r] = b->shard_n[r];
-		if (!b->shard_n[r])
+		if (ret < 0 || !b->shard_n[r])
 			continue;
 		ret = rf_tensor_create(m->dev, x->dtype, "hy_x", x->ndim, x->shape, &h->x[r]);
 		if (ret == 0)
@@ -144,10 +151,6 @@ static int rf__hybrid_capture(struct rf_trainer *t, const struct rf_batch *b)
 			ret = rf_tensor_create(m->dev, RF_F32, "hy_loss", RF_DIMS(1), &h->loss[r]);
 		if (ret == 0)
 			ret = rf_tensor_create(m->dev, RF_I32, "hy_correct", RF_DIMS(1), &h->corr[r]);
-		if (ret == 0 && t->opt.adamw)
-			ret = rf_model_moments(m);
-		else if (ret == 0 && t->opt.momentum != 0.0f)
-			ret = rf_model_momentum(m);
 	}
 	if (ret == 0)
 		ret = rf_engine_capture_begin(t->eng, &co);
@@ -172,7 +175,6 @@ static int rf__hybrid_capture(struct rf_trainer *t, const struct rf_batch *b)
 		t->opt.live = NULL;
 		t->opt.live_var = NULL;
 		int e = rf_engine_capture_end(t->eng, &h->g);
-		ended = 1;
 		if (ret == 0)
 			ret = e;
 	}
@@ -183,7 +185,6 @@ static int rf__hybrid_capture(struct rf_trainer *t, const struct rf_batch *b)
 			t->hy = h;
 			rf__hybrid_free(t);
 		}
-		(void)ended;
 		return ret < 0 ? ret : -EINVAL;
 	}
 	t->hy = h;
@@ -204,6 +205,10 @@ static int rf__hybrid_iter(struct rf_trainer *t, const struct rf_batch *b)
 		for (r = 0; r < t->K; r++)
 			if (h->shard_n[r] != b->shard_n[r])
 				return 1;
+	uint64_t full = t->o.batch_size < t->train_view.count ? t->o.batch_size : t->train_view.count;
+	if (!h && b->global_n != full)
+		return 1; /* capture a full batch: an epoch's (or a resume's) tail would lock
+			   * every later batch out of the replay */
 	if (!h && (ret = rf__hybrid_capture(t, b)) < 0)
 		return ret;
 	h = t->hy;

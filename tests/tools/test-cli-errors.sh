@@ -438,6 +438,7 @@ bad $B --nrfiles 2 "got 3, but 2 --file given" $R --file "$T/f64k.b" --nrfiles 3
 bad $B --file 2 "$T/f64k given twice" $R --file "$T/f64k"
 bad $B --file 2 "empty path" $R --file ""
 bad $B --file 1 "$T/f64k.0: cannot open for reading" $R --nrfiles 2
+bad $B --size 2 "got 8192 bytes for 3 files, less than one block of 4096" --file "$T/new" --nrfiles 3 --rw write --bs 4k --qd 1 --size 8k
 # trims discard: an existing file only with --force; nothing to verify or sync
 bad $B --file 1 "exists; --rw trim would discard its blocks (pass --force)" --file "$T/f64k" --rw trim --bs 4k --qd 1
 bad $B --file 1 "$T/none: cannot open" --file "$T/none" --rw randtrim --bs 4k --qd 1 --force
@@ -448,6 +449,7 @@ bad $B --hipri 2 "needs --direct" $R --hipri
 for o in "--rate 1m" "--rate-iops 10" "--log-interval 100"; do
 	bad $B --hipri 2 "not with ${o%% *}" $R --direct --hipri $o
 done
+bad $B --hipri 2 "not with --rw trim/randtrim" --file "$T/f64k" --rw randtrim --bs 4k --qd 1 --force --direct --hipri
 bad $B --hipri 2 "not with --end-fsync" --file "$T/f64k" --rw write --bs 4k --qd 1 --force --direct --hipri --end-fsync
 ints $B --numjobs 1 64 $R
 for v in "" "-1" "99999999999999999999"; do

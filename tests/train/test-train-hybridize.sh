@@ -7,7 +7,8 @@
 # records in batches of 256 make a last batch of 233 that is pushed op by op: the
 # replays (graph launches in --stats) are the full batches only. Skips (77) without
 # Fashion-MNIST. The engine's synchronous mode (RF_ENGINE_SYNC=1) and the trace work
-# with replays.
+# with replays; a run resumed at an epoch's short last batch captures at the next
+# full one.
 set -u
 RF=${1:?usage: $0 rf-train}
 DATA=${RF_FASHION_MNIST:-/usr/share/datasets/fashion-mnist}
@@ -44,3 +45,13 @@ RF_ENGINE_SYNC=1 "$RF" $B --hybridize --trace "$T/trace.json" >"$T/hy" 2>"$T/err
 n=$(grep -o '"name": *"graph launch"' "$T/trace.json" | wc -l)
 [ "$n" -ge 3 ] || fail "the trace shows $n graph launches, expected 3"
 echo "ok: synchronous mode and the trace with replays ($n launches traced)"
+# a run resumed at an epoch's last (short) batch captures at the next full one
+C="--data $DATA --limit 1001 --test-limit 201 --quiet --json --stats --model mlp --momentum 0.9"
+"$RF" $C --epochs 2 --max-steps 3 --checkpoint "$T/ck" >/dev/null 2>"$T/err" || fail "3 steps: $(tail -2 "$T/err")"
+cp "$T/ck" "$T/ck2"
+"$RF" $C --epochs 2 --checkpoint "$T/ck" --resume >"$T/op" 2>"$T/err" || fail "resumed: $(tail -2 "$T/err")"
+"$RF" $C --epochs 2 --checkpoint "$T/ck2" --resume --hybridize >"$T/hy" 2>"$T/err" ||
+	fail "resumed --hybridize: $(tail -2 "$T/err")"
+[ "$(figs "$T/op")" = "$(figs "$T/hy")" ] && [ "$(launches "$T/hy")" = 3 ] ||
+	fail "resumed at a tail: $(launches "$T/hy") replays (expected 3): $(figs "$T/hy") vs $(figs "$T/op")"
+echo "ok: resumed at an epoch's tail, the next epoch's 3 full batches replayed, bitwise"
