@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include <cuda_runtime_api.h>
-#include <cublas_v2.h>
+#include "cublas-dl.h"
 
 #include "../device-impl.h"
 #include "kernels-cuda-impl.h"
@@ -548,7 +548,7 @@ static void rf__cs_free(struct rf__cuda_stream *c)
 		if (c->ev[i])
 			cudaEventDestroy(c->ev[i]);
 	if (c->blas)
-		cublasDestroy(c->blas);
+		rf__blas_destroy(c->blas);
 #if RF_HAVE_CUDNN
 	rf__dnn_destroy(c->dnn);
 #endif
@@ -608,12 +608,17 @@ static int rf__cs_create(struct rf_device *d, int role, const char *suffix)
 	ret = rf__cuerr(cudaStreamCreateWithFlags(&c->cs, cudaStreamNonBlocking));
 	if (ret < 0)
 		goto fail;
-	if (cublasCreate(&c->blas) != CUBLAS_STATUS_SUCCESS) {
+	const char *why;
+	if (rf__blas_load(&why) < 0) {
+		ret = rf__fail(-ENOENT, "%s: %s", c->name, why);
+		goto fail;
+	}
+	if (rf__blas_create(&c->blas) != CUBLAS_STATUS_SUCCESS) {
 		c->blas = NULL;
 		ret = -ENOMEM;
 		goto fail;
 	}
-	cublasSetStream(c->blas, c->cs);
+	rf__blas_set_stream(c->blas, c->cs);
 	for (i = 0; i < RF__EVRING; i++) {
 		ret = rf__cuerr(cudaEventCreateWithFlags(&c->ev[i], cudaEventDisableTiming));
 		if (ret < 0)

@@ -7,7 +7,7 @@
  * bit for bit, the arithmetic uses the _rn intrinsics so nvcc cannot fuse it.
  */
 #include <cuda_runtime.h>
-#include <cublas_v2.h>
+#include "cublas-dl.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -371,7 +371,7 @@ const char *rf__kc_error_string(int code)
 		return "unknown (positive) code";
 	int e = -code;
 	if (e >= RF_KC_ECUBLAS)
-		return cublasGetStatusString((cublasStatus_t)(e - RF_KC_ECUBLAS));
+		return rf__blas_status_string((cublasStatus_t)(e - RF_KC_ECUBLAS));
 	if (e >= RF_KC_ECUDA)
 		return cudaGetErrorString((cudaError_t)(e - RF_KC_ECUDA));
 	return strerror(e);
@@ -398,7 +398,7 @@ int rf__kc_gemm(void *cublas, int ta, int tb, int m, int n, int k, float alpha,
 	if (m == 0 || n == 0)
 		return 0;
 	/* row-major C = op(A)*op(B)  <=>  column-major C^T = op(B)^T*op(A)^T */
-	return cublas_rc(cublasSgemm((cublasHandle_t)cublas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+	return cublas_rc(rf__blas_sgemm((cublasHandle_t)cublas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
 				     ta ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, ldb,
 				     a, lda, &beta, c, ldc));
 }

@@ -1,0 +1,85 @@
+/* devices/cuda/cublas-dl.c -- cuBLAS through dlopen (cublas-dl.h says why). */
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+
+#include "cublas-dl.h"
+
+#define RF__STR2(x) #x
+#define RF__STR(x) RF__STR2(x)
+#define RF__CUBLAS_SO "libcublas.so." RF__STR(CUBLAS_VER_MAJOR)
+
+static struct {
+	cublasStatus_t (*create)(cublasHandle_t *);
+	cublasStatus_t (*destroy)(cublasHandle_t);
+	cublasStatus_t (*set_stream)(cublasHandle_t, cudaStream_t);
+	cublasStatus_t (*sgemm)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int,
+				int, const float *, const float *, int, const float *, int,
+				const float *, float *, int);
+	const char *(*status_string)(cublasStatus_t);
+	int ok;
+	char err[256];
+} rf__bl;
+static pthread_once_t rf__bl_once = PTHREAD_ONCE_INIT;
+
+static void rf__bl_open(void)
+{
+	void *h = dlopen(RF__CUBLAS_SO, RTLD_NOW | RTLD_LOCAL);
+
+	if (!h) {
+		snprintf(rf__bl.err, sizeof(rf__bl.err), "cannot load " RF__CUBLAS_SO ": %.200s",
+			 dlerror());
+		return;
+	}
+#define RF__SYM(f, name) \
+	if (!(*(void **)&rf__bl.f = dlsym(h, name))) { \
+		snprintf(rf__bl.err, sizeof(rf__bl.err), RF__CUBLAS_SO " lacks %s", name); \
+		dlclose(h); \
+		return; \
+	}
+	RF__SYM(create, "cublasCreate_v2")
+	RF__SYM(destroy, "cublasDestroy_v2")
+	RF__SYM(set_stream, "cublasSetStream_v2")
+	RF__SYM(sgemm, "cublasSgemm_v2")
+	RF__SYM(status_string, "cublasGetStatusString")
+#undef RF__SYM
+	rf__bl.ok = 1; /* the handle stays open: the process may use cuBLAS to its end */
+}
+
+int rf__blas_load(const char **why)
+{
+	pthread_once(&rf__bl_once, rf__bl_open);
+	if (why)
+		*why = rf__bl.ok ? NULL : rf__bl.err;
+	return rf__bl.ok ? 0 : -ENOENT;
+}
+
+cublasStatus_t rf__blas_create(cublasHandle_t *h)
+{
+	return rf__blas_load(NULL) ? CUBLAS_STATUS_NOT_INITIALIZED : rf__bl.create(h);
+}
+
+cublasStatus_t rf__blas_destroy(cublasHandle_t h)
+{
+	return rf__bl.ok ? rf__bl.destroy(h) : CUBLAS_STATUS_NOT_INITIALIZED;
+}
+
+cublasStatus_t rf__blas_set_stream(cublasHandle_t h, cudaStream_t s)
+{
+	return rf__bl.ok ? rf__bl.set_stream(h, s) : CUBLAS_STATUS_NOT_INITIALIZED;
+}
+
+cublasStatus_t rf__blas_sgemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb,
+			      int m, int n, int k, const float *alpha, const float *a, int lda,
+			      const float *b, int ldb, const float *beta, float *c, int ldc)
+{
+	if (!rf__bl.ok)
+		return CUBLAS_STATUS_NOT_INITIALIZED;
+	return rf__bl.sgemm(h, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+const char *rf__blas_status_string(cublasStatus_t s)
+{
+	return rf__bl.ok ? rf__bl.status_string(s) : "cuBLAS error (" RF__CUBLAS_SO " not loaded)";
+}
