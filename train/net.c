@@ -343,10 +343,15 @@ int rf_model_forward(struct rf_model *m, struct rf_tensor *x, struct rf_tensor *
 	a = rf__acts_new(m->spec, (int)x->shape[0], x, train);
 	if (!a)
 		return rf__fail(-ENOMEM, "rf_model_forward: no memory for the activations");
+	a->keep = train && m->keep_acts;
 	ret = rf__forward(m, a);
 	logits = a->node[a->nt];
 	if (ret == 0)
 		ret = rf_softmax_xent(m->s, train ? logits : NULL, loss, correct, logits, y);
+	if (ret < 0 && a->keep) {
+		*acts = a;              /* freed by the caller, once the capture has ended */
+		return ret;
+	}
 	if (ret < 0 || !train) {
 		rf_model_acts_destroy(a);
 		return ret;

@@ -162,9 +162,10 @@ static int rf__hybrid_capture(struct rf_trainer *t, const struct rf_batch *b)
 		for (r = 0; r < t->K && ret == 0; r++) {
 			if (!h->shard_n[r])
 				continue;
+			t->rep[r]->keep_acts = 1; /* nothing freed while recording */
 			ret = rf_model_forward(t->rep[r], h->x[r], h->y[r], h->loss[r], h->corr[r], 1,
 					       &h->acts[r]);
-			rf_model_acts_keep(h->acts[r]);
+			t->rep[r]->keep_acts = 0;
 		}
 		for (r = 0; r < t->K && ret == 0; r++)
 			if (h->acts[r])

@@ -123,6 +123,11 @@ struct rf_model {
 	struct rf_tensor *v2[RF_MODEL_MAX_TENSORS]; /* views of mom2 */
 	struct rf_tensor *bufs;       /* (buf_numel) f32 block: running statistics, or NULL */
 	struct rf_tensor *b[RF_MODEL_MAX_BUFFERS]; /* views of bufs, spec order */
+	int keep_acts;                /* set while an iteration is captured (engine.h):
+				       * rf_model_forward's acts are kept from the start
+				       * (rf_model_acts_keep) and, on an error, handed to the
+				       * caller through *acts to free after the capture,
+				       * never freed inside it */
 };
 
 /* The optimiser, torch.optim.SGD's: momentum 0 and weight_decay 0 is plain SGD
