@@ -657,7 +657,6 @@ int main(int argc, char **argv)
 	O.files = files;
 	O.nfiles = npaths;
 	O.file = paths[0];
-	O.rw = rw;
 	O.bs_arg = bs_arg;
 	O.end_fsync = end_fsync;
 	O.fixedbufs = fixedbufs;

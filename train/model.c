@@ -184,16 +184,23 @@ int rf_model_moments(struct rf_model *m)
 							  &m->mom2, m->v2);
 }
 
+int rf_model_optim_state(struct rf_model *m, const struct rf_optim *o)
+{
+	if (o->adamw)
+		return m->mom && m->mom2 ? 0 : rf_model_moments(m);
+	return o->momentum == 0.0f || m->mom ? 0 : rf_model_momentum(m);
+}
+
 int rf_model_update(struct rf_model *m, unsigned k, const struct rf_optim *o,
 		    struct rf_stream *s)
 {
-	int ret;
+	int ret = rf_model_optim_state(m, o);
 
+	if (ret < 0)
+		return ret;
 	if (o->adamw) {
 		struct rf_k_adamw a = { .lr = o->lr, .beta1 = o->beta1, .beta2 = o->beta2,
 					.eps = o->eps, .weight_decay = o->weight_decay, .step = o->step };
-		if ((!m->mom || !m->mom2) && (ret = rf_model_moments(m)) < 0)
-			return ret;
 		return o->live ? rf_adamw_live(s, m->p[k], m->v[k], m->v2[k], m->g[k], &a, o->live,
 					       o->live_var)
 			       : rf_adamw(s, m->p[k], m->v[k], m->v2[k], m->g[k], &a);
@@ -201,8 +208,6 @@ int rf_model_update(struct rf_model *m, unsigned k, const struct rf_optim *o,
 	if (o->momentum == 0.0f)
 		return o->live ? rf_sgd_live(s, m->p[k], m->g[k], o->live, o->live_var, o->weight_decay)
 			       : rf_sgd(s, m->p[k], m->g[k], o->lr, o->weight_decay);
-	if (!m->mom && (ret = rf_model_momentum(m)) < 0)
-		return ret;
 	return o->live ? rf_sgd_momentum_live(s, m->p[k], m->v[k], m->g[k], o->live, o->live_var,
 					      o->momentum, o->weight_decay, o->nesterov)
 		       : rf_sgd_momentum(s, m->p[k], m->v[k], m->g[k], o->lr, o->momentum,

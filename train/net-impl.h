@@ -21,7 +21,7 @@ struct rf_model_acts {
 	struct rf_tensor **views;     /* views for the split forward (x's first) */
 	unsigned nviews, nxviews;
 	struct rf_tensor **dg;        /* nt + 1: backward's gradient at each node */
-	int keep;                     /* rf_model_acts_keep: backward frees nothing */
+	int keep;                     /* model.h keep_acts: backward frees nothing */
 	int keep_err;                 /* -ENOMEM: a tensor could not be kept */
 	struct rf_tensor **kept;      /* gradients backward was done with, kept: freed by */
 	unsigned nkept, capkept;      /* rf_model_acts_destroy */

@@ -50,12 +50,6 @@ static struct rf_model_acts *rf__acts_new(const struct rf_model_spec *sp, int n,
 	return a;
 }
 
-void rf_model_acts_keep(struct rf_model_acts *a)
-{
-	if (a)
-		a->keep = 1;
-}
-
 void rf__acts_free(struct rf_model_acts *a, struct rf_tensor *t)
 {
 	if (!t)

@@ -137,10 +137,7 @@ static int rf__hybrid_capture(struct rf_trainer *t, const struct rf_batch *b)
 		struct rf_model *m = t->rep[r];
 		struct rf_tensor *x = b->x[r], *y = b->y[r];
 		/* every replica's state, an empty shard's too: the reduction updates all */
-		if (t->opt.adamw)
-			ret = rf_model_moments(m);
-		else if (t->opt.momentum != 0.0f)
-			ret = rf_model_momentum(m);
+		ret = rf_model_optim_state(m, &t->opt);
 		h->shard_n[r] = b->shard_n[r];
 		if (ret < 0 || !b->shard_n[r])
 			continue;

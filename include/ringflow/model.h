@@ -124,10 +124,12 @@ struct rf_model {
 	struct rf_tensor *bufs;       /* (buf_numel) f32 block: running statistics, or NULL */
 	struct rf_tensor *b[RF_MODEL_MAX_BUFFERS]; /* views of bufs, spec order */
 	int keep_acts;                /* set while an iteration is captured (engine.h):
-				       * rf_model_forward's acts are kept from the start
-				       * (rf_model_acts_keep) and, on an error, handed to the
-				       * caller through *acts to free after the capture,
-				       * never freed inside it */
+				       * rf_model_forward's acts are kept -- rf_model_backward
+				       * then frees neither them nor the gradients it is done
+				       * with (each an engine deletion, which a capture
+				       * refuses) -- and, on an error, handed to the caller
+				       * through *acts; the caller frees them with
+				       * rf_model_acts_destroy once the capture has ended */
 };
 
 /* The optimiser, torch.optim.SGD's: momentum 0 and weight_decay 0 is plain SGD
@@ -186,11 +188,6 @@ int rf_model_forward(struct rf_model *m, struct rf_tensor *x, struct rf_tensor *
 int rf_model_backward(struct rf_model *m, struct rf_model_acts *acts, rf_grad_hook hook,
 		      void *ctx);
 void rf_model_acts_destroy(struct rf_model_acts *acts);
-/* Keep acts through rf_model_backward: it then frees neither the acts nor the gradient
- * tensors it is done with (each would be an engine deletion, which a capture refuses),
- * and the caller frees them all with rf_model_acts_destroy -- for a captured iteration,
- * after its graph. */
-void rf_model_acts_keep(struct rf_model_acts *acts);
 
 /* Push w -= lr*g (rf_sgd: plain SGD) for the weight and bias of one layer. */
 int rf_model_sgd_layer(struct rf_model *m, unsigned layer, float lr);
@@ -204,6 +201,9 @@ int rf_model_update(struct rf_model *m, unsigned k, const struct rf_optim *o,
  * second: AdamW's second-moment block too. */
 int rf_model_momentum(struct rf_model *m);
 int rf_model_moments(struct rf_model *m);
+/* Make the state o's update needs, if it is not there yet (rf_model_update does so
+ * itself on first use): AdamW's moments, momentum's buffers, nothing for plain SGD. */
+int rf_model_optim_state(struct rf_model *m, const struct rf_optim *o);
 
 #ifdef __cplusplus
 }
