@@ -108,6 +108,15 @@ int rf_k_gemm(int ta, int tb, int m, int n, int k, float alpha,
 		return rc;
 	if (m == 0 || n == 0)
 		return 0;
+	if (m == 1 && k > 0) {
+		/* One row: a GEMV. OpenBLAS 0.3.21's sgemm packs all of op(B) for it (perf:
+		 * sgemm_itcopy was 40 % of a batch-1 MLP pass); sgemv streams B once.
+		 * y = op(B)^T x, with x = op(A)'s row (stride lda when A is transposed). */
+		rf__k_gemm_beta(1, n, beta, c, ldc);
+		cblas_sgemv(CblasRowMajor, tb ? CblasNoTrans : CblasTrans, tb ? n : k,
+			    tb ? k : n, alpha, b, ldb, a, ta ? lda : 1, 1.0f, c, 1);
+		return 0;
+	}
 	cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
 		    tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb,
 		    beta, c, ldc);

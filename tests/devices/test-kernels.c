@@ -178,6 +178,10 @@ static void test_gemm(void)
 				/* crosses the portable blocking (32 x 128 x 128) */
 				gemm_case(fns[f].fn, fns[f].name, ta, tb, 67, 261, 300);
 				gemm_case(fns[f].fn, fns[f].name, ta, tb, 1, 1, 1);
+				/* one row: rf_k_gemm's GEMV path (op(A)'s row strided by
+				 * lda when A is transposed) */
+				gemm_case(fns[f].fn, fns[f].name, ta, tb, 1, 300, 257);
+				gemm_case(fns[f].fn, fns[f].name, ta, tb, 1, 2, 513);
 				gemm_case(fns[f].fn, fns[f].name, ta, tb, 5, 7, 0);
 				gemm_case(fns[f].fn, fns[f].name, ta, tb, 0, 7, 3);
 				/* the AVX-512 gemm's edges: 6-row panels, 64-column panels (masked
