@@ -78,6 +78,8 @@ struct rf_op {
 	uint8_t internal;        /* engine-made op (waits), not counted in stats.pushed */
 	uint8_t traced;          /* record times (set at push, read by the executing thread) */
 	uint8_t gkind;           /* RF__G_MACRO: a graph launch; RF__G_NODE: one of its ops */
+	uint8_t quiet;           /* RF__G_NODE: every op that depends on it follows it on its
+				  * in-order stream (rf_op_quiet, stream.h) */
 	uint32_t gi;             /* RF__G_NODE: its index in the graph */
 	struct rf__glaunch *gl;  /* the launch (graph.c, graph-run.c) */
 	struct rf_stream *cstream; /* RF__G_MACRO of a graph on one in-order stream: that

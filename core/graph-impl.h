@@ -19,6 +19,7 @@ struct rf__gnode {
 	const char *name;
 	size_t bytes;
 	unsigned flags;
+	uint8_t quiet;           /* has successors, all on its in-order stream (rf_op_quiet) */
 	uint32_t ent0, nent;     /* its entries: g->ent[ent0 .. ent0 + nent) */
 	uint32_t succ0, nsucc;   /* ops that depend on it: g->succ[succ0 ..) */
 	uint32_t pred0, npred;   /* ops it depends on: g->pred[pred0 ..) */

@@ -27,6 +27,7 @@ void rf__glaunch_init_ops(struct rf_engine *e, struct rf__glaunch *L)
 		op->name = nd->name;
 		op->bytes = nd->bytes;
 		op->flags = nd->flags;
+		op->quiet = nd->quiet;
 		op->gkind = RF__G_NODE;
 		op->gi = i;
 		op->gl = L;

@@ -171,6 +171,12 @@ static int rf__graph_lists(struct rf_graph *g, const struct rf__edges *E)
 		g->succ[at] = s;
 		g->succ_same[at] = ps == g->nodes[s].stream && (ps->flags & RF_STREAM_IN_ORDER);
 	}
+	for (uint32_t i = 0; i < g->n; i++) {
+		struct rf__gnode *nd = &g->nodes[i];
+		nd->quiet = nd->nsucc != 0;
+		for (uint32_t k = nd->succ0; nd->quiet && k < nd->succ0 + nd->nsucc; k++)
+			nd->quiet = g->succ_same[k];
+	}
 	memset(fill, 0, (size_t)g->n * sizeof(*fill));
 	for (uint32_t k = 0; k < E->n; k++) {
 		uint32_t p = E->pair[k][0], s = E->pair[k][1];

@@ -154,6 +154,11 @@ uint64_t rf_op_seq(const struct rf_op *op)
 	return op->seq;
 }
 
+int rf_op_quiet(const struct rf_op *op)
+{
+	return op->quiet && !op->traced;
+}
+
 void rf_op_set_times(struct rf_op *op, uint64_t t0_ns, uint64_t t1_ns)
 {
 	op->t0 = t0_ns;

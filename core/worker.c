@@ -52,10 +52,10 @@ static void rf__worker_wake(struct rf__worker *w)
 	}
 }
 
-/* Post a completion to the reactor: one syscall. Retried on transient failure. */
-static void rf__worker_post(struct rf__worker *w)
+/* Post count completions to the reactor: one syscall. Retried on transient failure. */
+static void rf__worker_post(struct rf__worker *w, uint32_t count)
 {
-	while (rf_notifier_signal(w->notifier) < 0) {
+	while (rf_notifier_signal_n(w->notifier, count) < 0) {
 		static _Atomic int warned;
 		if (!atomic_exchange(&warned, 1))
 			rf__log(RF_LOG_WARN, "worker stream %s: notifier signal failed, retrying",
@@ -64,17 +64,26 @@ static void rf__worker_post(struct rf__worker *w)
 	}
 }
 
-/* Run the op in slot t and post its completion. Every completion is posted at once:
- * holding a short op's report back to batch it with the next would delay its
- * consumers on other streams by however long the next op runs. */
-static void rf__worker_run(struct rf__worker *w, uint64_t t)
+/* Run the op in slot t and post its completion, with those held back before it
+ * (*held). A completion is posted at once -- holding a short op's report back to
+ * batch it with the next would delay its consumers on other streams by however long
+ * the next op runs -- unless nothing but the ops behind it here waits for it
+ * (rf_op_quiet: a graph's op whose dependents follow it on this stream) and the next
+ * op is already published: then the next op's post carries it. The last op
+ * published always posts, so every completion arrives. */
+static void rf__worker_run(struct rf__worker *w, uint64_t t, uint32_t *held)
 {
 	struct rf_op *op = w->slot[t & (w->cap - 1)];
+	int quiet = op->quiet;   /* read before the op can be reported and reused */
 	int st = rf_op_execute(op);
 
 	w->status[t & (w->cap - 1)] = st;
 	atomic_store_explicit(&w->tail, t + 1, memory_order_release);
-	rf__worker_post(w);
+	++*held;
+	if (quiet && *held < 4096 && atomic_load_explicit(&w->head, memory_order_acquire) > t + 1)
+		return;
+	rf__worker_post(w, *held);
+	*held = 0;
 }
 
 /* Spin a little (a producer usually pushes bursts): 1 if work or stop came. */
@@ -110,10 +119,11 @@ static void *rf__worker_main(void *arg)
 {
 	struct rf__worker *w = arg;
 	uint64_t t = 0;
+	uint32_t held = 0;
 
 	for (;;) {
 		if (t < atomic_load_explicit(&w->head, memory_order_acquire)) {
-			rf__worker_run(w, t++);
+			rf__worker_run(w, t++, &held);
 			continue;
 		}
 		if (atomic_load_explicit(&w->stop, memory_order_acquire))

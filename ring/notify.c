@@ -187,9 +187,16 @@ int rf_notifier_create(struct rf_ring *r, rf_notify_cb cb, void *data, struct rf
 
 int rf_notifier_signal(struct rf_notifier *n)
 {
+	return rf_notifier_signal_n(n, 1);
+}
+
+int rf_notifier_signal_n(struct rf_notifier *n, uint32_t count)
+{
+	if (count == 0 || count > INT32_MAX)
+		return -EINVAL; /* a CQE's res is signed: rf__notify_msg drops res <= 0 */
 	if (n->efd < 0)
-		return rf__send_msg(n->ring_fd, n->ud, 1, 1);
-	uint64_t one = 1;
+		return rf__send_msg(n->ring_fd, n->ud, count, 1);
+	uint64_t one = count;
 	for (;;) {
 		ssize_t w = write(n->efd, &one, sizeof(one));
 		if (w == (ssize_t)sizeof(one))

@@ -40,6 +40,9 @@ struct rf__cuda_stream {
 	/* launched, not yet reported (reactor thread only) */
 	struct rf_op **fifo;
 	int *st;
+	uint8_t *nohf;                   /* quiet: no host function of its own (the next
+					  * one's reports it) */
+	uint64_t hf_owed;                /* host functions launched, not yet signalled */
 	uint64_t *t_launch;              /* when each op was launched (trace times) */
 	uint64_t t_last_done;
 	unsigned cap;                    /* power of two */
@@ -381,7 +384,8 @@ static void rf__cs_wd(void *data, int64_t res)
 	char msg[160];
 
 	c->wd_armed = 0;
-	if (res < 0 || c->dead || c->tail == c->head) {
+	/* hf_owed == 0: only quiet ops are out, waiting for the op that reports them */
+	if (res < 0 || c->dead || c->tail == c->head || c->hf_owed == 0) {
 		c->wd_stall_ns = 0;
 		return;
 	}
@@ -427,11 +431,13 @@ static int rf__cs_grow(struct rf__cuda_stream *c)
 	struct rf_op **f = malloc(cap * sizeof(*f));
 	int *st = malloc(cap * sizeof(*st));
 	uint64_t *tl = malloc(cap * sizeof(*tl));
+	uint8_t *nh = malloc(cap);
 
-	if (!f || !st || !tl) {
+	if (!f || !st || !tl || !nh) {
 		free(f);
 		free(st);
 		free(tl);
+		free(nh);
 		return -ENOMEM;
 	}
 	for (i = 0; i < c->head - c->tail; i++) {
@@ -439,13 +445,16 @@ static int rf__cs_grow(struct rf__cuda_stream *c)
 		f[k & (cap - 1)] = c->fifo[k & (c->cap - 1)];
 		st[k & (cap - 1)] = c->st[k & (c->cap - 1)];
 		tl[k & (cap - 1)] = c->t_launch[k & (c->cap - 1)];
+		nh[k & (cap - 1)] = c->nohf[k & (c->cap - 1)];
 	}
 	free(c->fifo);
 	free(c->st);
 	free(c->t_launch);
+	free(c->nohf);
 	c->fifo = f;
 	c->st = st;
 	c->t_launch = tl;
+	c->nohf = nh;
 	c->cap = cap;
 	return 0;
 }
@@ -462,6 +471,7 @@ static int rf__cs_enqueue(struct rf_stream *s, struct rf_op *op)
 	if (c->dead) {
 		c->fifo[c->head & (c->cap - 1)] = op;
 		c->st[c->head & (c->cap - 1)] = c->dead;
+		c->nohf[c->head & (c->cap - 1)] = 0;
 		c->head++;
 		rf__cs_flush_dead(c);
 		return 0;
@@ -471,6 +481,7 @@ static int rf__cs_enqueue(struct rf_stream *s, struct rf_op *op)
 	st = ret < 0 ? ret : rf_op_execute(op);
 	c->fifo[c->head & (c->cap - 1)] = op;
 	c->st[c->head & (c->cap - 1)] = st;
+	c->nohf[c->head & (c->cap - 1)] = 0;
 	c->head++;
 	/* An event after this op, for chaining (only while its slot is not still owned by
 	 * an unreported op RF__EVRING back). */
@@ -483,6 +494,14 @@ static int rf__cs_enqueue(struct rf_stream *s, struct rf_op *op)
 			(void)cudaGetLastError(); /* no chaining after this op; not an op error */
 		}
 	}
+	/* A quiet op (stream.h: its dependents are enqueued behind it here, one is sure
+	 * to come) leaves its completion to the next op's host function: a host function
+	 * holds the stream until it returns, so each one left out is a gap between
+	 * kernels saved. The last op of a launch is never quiet. */
+	if (rf_op_quiet(op)) {
+		c->nohf[(c->head - 1) & (c->cap - 1)] = 1;
+		return 0;
+	}
 	err = cudaLaunchHostFunc(c->cs, rf__cs_host_fn, c);
 	if (err != cudaSuccess) {
 		char msg[160];
@@ -491,6 +510,7 @@ static int rf__cs_enqueue(struct rf_stream *s, struct rf_op *op)
 		rf__cs_die(c, -(RF_KC_ECUDA + (int)err), msg);
 		return 0;
 	}
+	c->hf_owed++;
 	rf_notifier_expect(c->notifier, 1);
 	rf__cs_arm(c);
 	return 0;
@@ -502,8 +522,12 @@ static void rf__cs_notified(void *data, uint32_t count)
 
 	if (c->dead)
 		return; /* already reported */
-	while (count-- && c->tail < c->head) {
+	c->hf_owed -= count < c->hf_owed ? count : c->hf_owed;
+	/* Each signal reports the quiet ops before its op, then its op. */
+	while (count && c->tail < c->head) {
 		struct rf_op *op = c->fifo[c->tail & (c->cap - 1)];
+		if (!c->nohf[c->tail & (c->cap - 1)])
+			count--;
 		int st = c->st[c->tail & (c->cap - 1)];
 		uint64_t t0 = c->t_launch[c->tail & (c->cap - 1)], t1 = rf_now_ns();
 		c->tail++;
@@ -557,6 +581,7 @@ static void rf__cs_free(struct rf__cuda_stream *c)
 	free(c->fifo);
 	free(c->st);
 	free(c->t_launch);
+	free(c->nohf);
 	free(c);
 }
 

@@ -146,6 +146,9 @@ void rf_watch_stop(struct rf_watch *w);
 int rf_notifier_create(struct rf_ring *r, rf_notify_cb cb, void *data, struct rf_notifier **out);
 /* Any thread. One syscall. Returns 0 or -errno. */
 int rf_notifier_signal(struct rf_notifier *n);
+/* Any thread: count signals (1 .. 2^31 - 1) in one syscall, delivered as count
+ * separate ones would be. Returns 0 or -errno (-EINVAL: count out of range). */
+int rf_notifier_signal_n(struct rf_notifier *n, uint32_t count);
 /* Owner thread: declare that n more signals are owed (so run-until-idle waits for
  * them). Each delivered signal pays one back. */
 void rf_notifier_expect(struct rf_notifier *n, uint32_t count);

@@ -53,6 +53,14 @@ void rf_engine_remove_stream(struct rf_engine *e, struct rf_stream *s);
 int rf_op_execute(struct rf_op *op);
 /* Stream sequence number assigned at enqueue (1-based). */
 uint64_t rf_op_seq(const struct rf_op *op);
+/* 1 if nothing waits for op's completion alone: it is an op of a graph launch, and
+ * every op that depends on it is enqueued behind it on the same in-order stream.
+ * Such a stream may report op together with a later op's completion (one
+ * rf_notifier_signal_n for several), provided that later one is already enqueued
+ * when the choice is made, or is sure to be: a dependent of op cannot be skipped
+ * while op is unreported, so one is enqueued after it. Else 0, and 0 while the
+ * engine traces (a stream that times an op by its report keeps each op's time). */
+int rf_op_quiet(const struct rf_op *op);
 /* Let an asynchronous stream (CUDA) supply device-side start/end times. */
 void rf_op_set_times(struct rf_op *op, uint64_t t0_ns, uint64_t t1_ns);
 

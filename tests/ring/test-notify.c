@@ -7,7 +7,8 @@
  * Phase 2: the same with two posting threads of 500,000 each on two notifiers of the
  * same ring plus a third notifier signalled by both. Then: nothing more arrives on
  * extra turns, a signal nobody declared is still delivered by RF_RUN_ONCE, owed
- * counts are paid back, and destroying a notifier with a signal still in flight
+ * counts are paid back, rf_notifier_signal_n's counted signals pay as many, and
+ * destroying a notifier with a signal still in flight
  * drops that signal without touching freed memory. */
 #include "ring-test.h"
 
@@ -125,6 +126,20 @@ int main(int argc, char **argv)
 	T_OK(rf_ring_run(r, RF_RUN_UNTIL_IDLE));
 	T_EQ(c2.sum, before + 3);
 	T_EQ(rf_notifier_owed(n2), 0);
+
+	/* Counted signals: one syscall pays several owed signals, none lost or doubled;
+	 * a count of 0 or past INT32_MAX is refused and delivers nothing. */
+	rf_notifier_expect(n2, 1000);
+	for (int i = 0; i < 10; i++)
+		T_OK(rf_notifier_signal_n(n2, 100));
+	T_OK(rf_ring_run(r, RF_RUN_UNTIL_IDLE));
+	T_EQ(c2.sum, before + 1003);
+	T_EQ(rf_notifier_owed(n2), 0);
+	T_EQ(rf_notifier_signal_n(n2, 0), -EINVAL);
+	T_EQ(rf_notifier_signal_n(n2, (uint32_t)INT32_MAX + 1u), -EINVAL);
+	for (int i = 0; i < 3; i++)
+		T_OK(rf_ring_run(r, RF_RUN_NOWAIT));
+	T_EQ(c2.sum, before + 1003);
 
 	/* Destroy with a signal still on its way: dropped, never delivered to freed memory. */
 	T_OK(rf_notifier_signal(n3));
