@@ -47,6 +47,11 @@ static void rf__dispatch(struct rf_engine *e, struct rf_op *op)
 	ret = s->ops->enqueue(s, op);
 	if (ret < 0)
 		rf__enqueue_failed(e, op, s, uid, opname, ret);
+	if (s->ops->flush && !s->flush_queued) {
+		s->flush_queued = 1;
+		s->next_flush = e->flushq;
+		e->flushq = s;
+	}
 }
 
 /* Finishing first (it frees memory and may make more ops ready). Never re-entered:
@@ -54,6 +59,7 @@ static void rf__dispatch(struct rf_engine *e, struct rf_op *op)
 void rf__pump(struct rf_engine *e)
 {
 	struct rf_op *op;
+	struct rf_stream *s;
 
 	if (e->pumping)
 		return;
@@ -63,7 +69,12 @@ void rf__pump(struct rf_engine *e)
 			rf__finish(e, op);
 		else if ((op = rf__oplist_pop(&e->ready)))
 			rf__dispatch(e, op);
-		else
+		else if ((s = e->flushq)) {
+			/* the round is over: streams that gather ops start them */
+			e->flushq = s->next_flush;
+			s->flush_queued = 0;
+			s->ops->flush(s);
+		} else
 			break;
 	}
 	e->pumping = 0;

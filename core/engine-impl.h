@@ -171,6 +171,7 @@ struct rf_engine {
 	uint64_t next_uid;
 	size_t npoisoned;              /* variables poisoned now (graph launches skip checks) */
 	struct rf_stream *streams; /* registered, newest first */
+	struct rf_stream *flushq;  /* given ops this dispatch round, with a flush hook */
 	int next_stream_id;
 	struct rf_engine_stats st;
 	uint64_t owner_tid;

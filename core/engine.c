@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "graph-impl.h"
+#include "rf-internal.h"
 
 /* Options and environment: the cap, synchronous mode. */
 static void rf__engine_configure(struct rf_engine *e, const struct rf_engine_opts *opts)
@@ -79,6 +80,8 @@ int rf_engine_trace_start(struct rf_engine *e, const char *path)
 {
 	if (e->trace)
 		return -EBUSY;
+	if (!path || !*path)
+		return rf__fail(-EINVAL, "rf_engine_trace_start: no file path");
 	return rf__trace_open(e, path);
 }
 

@@ -59,6 +59,8 @@ struct rf_graph {
 	unsigned inflight;       /* launches not finished */
 	struct rf_stream *single; /* every op on this one in-order stream, no arguments: a
 				   * launch may chain behind what precedes it there */
+	int one_stream;          /* every op on one stream (arguments or not): rf_op_graph */
+	uint64_t id;             /* unique in the process (rf_op_graph) */
 	int doomed;              /* rf_graph_destroy called: freed by its last launch */
 };
 

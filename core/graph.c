@@ -3,11 +3,14 @@
  * precomputed, launching it (one macro op on the graph's variables, bound per launch),
  * destroying it. Running a launch: graph-run.c. */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "graph-impl.h"
 #include "rf-internal.h"
+
+static _Atomic uint64_t rf__graph_ids; /* rf_graph.id: unique in the process */
 
 static int rf__cap_refused(struct rf_engine *e, const char *what)
 {
@@ -214,11 +217,12 @@ static int rf__graph_build(struct rf_engine *e, struct rf__capture *c, struct rf
 		g->vars[x].v = c->vars[x];
 	if ((ret = rf__graph_edges(g, &E)) < 0 || (ret = rf__graph_lists(g, &E)) < 0)
 		goto fail;
-	g->single = g->n && !g->args_size && (g->nodes[0].stream->flags & RF_STREAM_IN_ORDER) ?
-		    g->nodes[0].stream : NULL;
-	for (uint32_t i = 1; g->single && i < g->n; i++)
-		if (g->nodes[i].stream != g->single)
-			g->single = NULL;
+	g->one_stream = g->n != 0;
+	for (uint32_t i = 1; g->one_stream && i < g->n; i++)
+		g->one_stream = g->nodes[i].stream == g->nodes[0].stream;
+	g->single = g->one_stream && !g->args_size &&
+		    (g->nodes[0].stream->flags & RF_STREAM_IN_ORDER) ? g->nodes[0].stream : NULL;
+	g->id = atomic_fetch_add(&rf__graph_ids, 1) + 1;
 	free(E.pair);
 	*out = g;
 	return 0;

@@ -103,6 +103,8 @@ int rf_engine_add_stream(struct rf_engine *e, struct rf_stream *s)
 	s->id = e->next_stream_id++;
 	s->seq = 0;
 	s->done_seq = 0;
+	s->next_flush = NULL;
+	s->flush_queued = 0;
 	s->next_registered = e->streams;
 	e->streams = s;
 	rf__trace_track(e, s);
@@ -116,6 +118,13 @@ void rf_engine_remove_stream(struct rf_engine *e, struct rf_stream *s)
 	for (pp = &e->streams; *pp; pp = &(*pp)->next_registered) {
 		if (*pp == s) {
 			*pp = s->next_registered;
+			break;
+		}
+	}
+	for (pp = &e->flushq; s->flush_queued && *pp; pp = &(*pp)->next_flush) {
+		if (*pp == s) {
+			*pp = s->next_flush;
+			s->flush_queued = 0;
 			break;
 		}
 	}
@@ -157,6 +166,24 @@ uint64_t rf_op_seq(const struct rf_op *op)
 int rf_op_quiet(const struct rf_op *op)
 {
 	return op->quiet && !op->traced;
+}
+
+int rf_op_graph(const struct rf_op *op, struct rf_op_graph *out)
+{
+	const struct rf_graph *g;
+
+	if (op->gkind != RF__G_NODE || op->traced || !(g = op->gl->g)->one_stream)
+		return 0;
+	out->id = g->id;
+	out->index = op->gi;
+	out->n = g->n;
+	return 1;
+}
+
+void rf_op_fn_ctx(const struct rf_op *op, rf_op_fn *fn, void **ctx)
+{
+	*fn = op->fn;
+	*ctx = op->ctx;
 }
 
 void rf_op_set_times(struct rf_op *op, uint64_t t0_ns, uint64_t t1_ns)

@@ -9,60 +9,17 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <cuda_runtime_api.h>
-#include "cublas-dl.h"
-
-#include "../device-impl.h"
+#include "cuda-impl.h"
 #include "kernels-cuda-impl.h"
-#include "stream.h"
 #if RF_HAVE_CUDNN
 #include "cudnn-impl.h"
 #endif
-
-#define RF__EVRING 64u
-
-struct rf__cuda_dev {
-	int ordinal;
-	uint64_t period_ns, hang_ns;
-};
-
-struct rf__cuda_stream {
-	struct rf_stream s;
-	struct rf_device *dev;
-	struct rf__dstream *ds;
-	char name[48];
-	cudaStream_t cs;
-	cublasHandle_t blas;
-#if RF_HAVE_CUDNN
-	struct rf__dnn *dnn;             /* made on the stream's thread at first use */
-#endif
-	struct rf_notifier *notifier;
-	/* launched, not yet reported (reactor thread only) */
-	struct rf_op **fifo;
-	int *st;
-	uint8_t *nohf;                   /* quiet: no host function of its own (the next
-					  * one's reports it) */
-	uint64_t hf_owed;                /* host functions launched, not yet signalled */
-	uint64_t *t_launch;              /* when each op was launched (trace times) */
-	uint64_t t_last_done;
-	unsigned cap;                    /* power of two */
-	uint64_t head, tail;             /* pushed, reported */
-	int flushing;
-	/* chaining events */
-	cudaEvent_t ev[RF__EVRING];
-	uint64_t ev_seq[RF__EVRING];
-	/* watchdog */
-	rf_req_id wd_id;
-	int wd_armed;
-	uint64_t wd_mark, wd_stall_ns;
-	int dead;                        /* 0, or the error every op now fails with */
-};
 
 static const struct rf_stream_ops rf__cs_ops;
 
 static __thread int rf__cur_dev = -1;
 
-static int rf__cuda_set(int ordinal)
+int rf__cuda_set(int ordinal)
 {
 	cudaError_t err;
 
@@ -77,7 +34,7 @@ static int rf__cuda_set(int ordinal)
 	return 0;
 }
 
-static int rf__cuerr(cudaError_t e)
+int rf__cuerr(cudaError_t e)
 {
 	return e == cudaSuccess ? 0 : -(RF_KC_ECUDA + (int)e);
 }
@@ -459,30 +416,22 @@ static int rf__cs_grow(struct rf__cuda_stream *c)
 	return 0;
 }
 
-static int rf__cs_enqueue(struct rf_stream *s, struct rf_op *op)
+void rf__cs_put(struct rf__cuda_stream *c, struct rf_op *op, int st, uint64_t t0)
 {
-	struct rf__cuda_stream *c = s->ctx;
-	uint64_t seq = rf_op_seq(op);
-	cudaError_t err;
-	int st, ret;
+	unsigned i = (unsigned)(c->head & (c->cap - 1));
 
-	if (c->head - c->tail == c->cap && (ret = rf__cs_grow(c)) < 0)
-		return ret;
-	if (c->dead) {
-		c->fifo[c->head & (c->cap - 1)] = op;
-		c->st[c->head & (c->cap - 1)] = c->dead;
-		c->nohf[c->head & (c->cap - 1)] = 0;
-		c->head++;
-		rf__cs_flush_dead(c);
-		return 0;
-	}
-	ret = rf__cuda_set(c->dev->ordinal);
-	c->t_launch[c->head & (c->cap - 1)] = rf_now_ns();
-	st = ret < 0 ? ret : rf_op_execute(op);
-	c->fifo[c->head & (c->cap - 1)] = op;
-	c->st[c->head & (c->cap - 1)] = st;
-	c->nohf[c->head & (c->cap - 1)] = 0;
+	c->t_launch[i] = t0;
+	c->fifo[i] = op;
+	c->st[i] = st;
+	c->nohf[i] = 1;
 	c->head++;
+}
+
+void rf__cs_signal(struct rf__cuda_stream *c, uint64_t seq)
+{
+	cudaError_t err;
+
+	c->nohf[(c->head - 1) & (c->cap - 1)] = 0;
 	/* An event after this op, for chaining (only while its slot is not still owned by
 	 * an unreported op RF__EVRING back). */
 	if (c->head - c->tail <= RF__EVRING) {
@@ -494,25 +443,49 @@ static int rf__cs_enqueue(struct rf_stream *s, struct rf_op *op)
 			(void)cudaGetLastError(); /* no chaining after this op; not an op error */
 		}
 	}
-	/* A quiet op (stream.h: its dependents are enqueued behind it here, one is sure
-	 * to come) leaves its completion to the next op's host function: a host function
-	 * holds the stream until it returns, so each one left out is a gap between
-	 * kernels saved. The last op of a launch is never quiet. */
-	if (rf_op_quiet(op)) {
-		c->nohf[(c->head - 1) & (c->cap - 1)] = 1;
-		return 0;
-	}
 	err = cudaLaunchHostFunc(c->cs, rf__cs_host_fn, c);
 	if (err != cudaSuccess) {
 		char msg[160];
 		snprintf(msg, sizeof(msg), "cudaLaunchHostFunc: %s: %s", cudaGetErrorName(err),
 			 cudaGetErrorString(err));
 		rf__cs_die(c, -(RF_KC_ECUDA + (int)err), msg);
-		return 0;
+		return;
 	}
 	c->hf_owed++;
 	rf_notifier_expect(c->notifier, 1);
 	rf__cs_arm(c);
+}
+
+static int rf__cs_enqueue(struct rf_stream *s, struct rf_op *op)
+{
+	struct rf__cuda_stream *c = s->ctx;
+	uint64_t t0;
+	int st, ret;
+
+	if (c->head - c->tail == c->cap && (ret = rf__cs_grow(c)) < 0)
+		return ret;
+	if (c->dead) {
+		rf__cs_put(c, op, c->dead, rf_now_ns());
+		rf__cs_flush_dead(c);
+		return 0;
+	}
+	ret = rf__cuda_set(c->dev->ordinal);
+	if (ret == 0 && rf__cg_enqueue(c, op))
+		return 0; /* a graph launch's op, run with its launch */
+	if (c->dead) { /* starting what the launch held failed */
+		rf__cs_put(c, op, c->dead, rf_now_ns());
+		rf__cs_flush_dead(c);
+		return 0;
+	}
+	t0 = rf_now_ns();
+	st = ret < 0 ? ret : rf_op_execute(op);
+	rf__cs_put(c, op, st, t0);
+	/* A quiet op (stream.h: its dependents are enqueued behind it here, one is sure
+	 * to come) leaves its completion to the next op's host function: a host function
+	 * holds the stream until it returns, so each one left out is a gap between
+	 * kernels saved. The last op of a launch is never quiet. */
+	if (!rf_op_quiet(op))
+		rf__cs_signal(c, rf_op_seq(op));
 	return 0;
 }
 
@@ -571,6 +544,7 @@ static void rf__cs_free(struct rf__cuda_stream *c)
 	for (i = 0; i < RF__EVRING; i++)
 		if (c->ev[i])
 			cudaEventDestroy(c->ev[i]);
+	rf__cg_free(c);
 	if (c->blas)
 		rf__blas_destroy(c->blas);
 #if RF_HAVE_CUDNN
@@ -583,6 +557,14 @@ static void rf__cs_free(struct rf__cuda_stream *c)
 	free(c->t_launch);
 	free(c->nohf);
 	free(c);
+}
+
+static void rf__cs_flush(struct rf_stream *s)
+{
+	struct rf__cuda_stream *c = s->ctx;
+
+	if (c->cg && !c->dead && rf__cuda_set(c->dev->ordinal) == 0)
+		rf__cg_flush(c);
 }
 
 static void rf__cs_destroy(struct rf_stream *s)
@@ -618,6 +600,7 @@ static const struct rf_stream_ops rf__cs_ops = {
 	/* .enqueue = */ rf__cs_enqueue,
 	/* .chain   = */ rf__cs_chain,
 	/* .destroy = */ rf__cs_destroy,
+	/* .flush   = */ rf__cs_flush,
 };
 
 static int rf__cs_create(struct rf_device *d, int role, const char *suffix)

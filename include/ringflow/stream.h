@@ -28,6 +28,11 @@ struct rf_stream_ops {
 	int (*chain)(struct rf_stream *s, struct rf_stream *producer, uint64_t seq);
 	/* Reactor thread, no op in flight. Free the stream (including s itself). */
 	void (*destroy)(struct rf_stream *s);
+	/* optional, reactor thread: called once the engine has dispatched what was ready
+	 * (the end of each dispatch round in which s was given an op). A stream that
+	 * gathers enqueued ops to run them as one (a graph launch's, rf_op_graph) must
+	 * start what it holds by the time this returns. */
+	void (*flush)(struct rf_stream *s);
 };
 
 struct rf_stream {
@@ -41,6 +46,8 @@ struct rf_stream {
 	struct rf_stream *next_registered;
 	uint64_t seq;           /* ops enqueued so far */
 	uint64_t done_seq;      /* ops reported done so far */
+	struct rf_stream *next_flush; /* the engine's: streams owed a flush call */
+	int flush_queued;
 };
 
 /* Register a stream the caller allocated (ops, ctx, name, flags set). */
@@ -61,6 +68,23 @@ uint64_t rf_op_seq(const struct rf_op *op);
  * while op is unreported, so one is enqueued after it. Else 0, and 0 while the
  * engine traces (a stream that times an op by its report keeps each op's time). */
 int rf_op_quiet(const struct rf_op *op);
+/* An op of a graph launch (rf_graph_launch) whose graph runs every op on this one
+ * stream: the graph's id (unique in the process, never reused), the op's index in
+ * the capture and the graph's size. A launch enqueues the graph's ops in the same
+ * order each time, all in one dispatch round unless poison or an error makes it
+ * skip some; a stream may gather them and run a recording of the first launch's
+ * work instead (the CUDA stream: devices/README.md, "CUDA graphs"), provided it
+ * starts what it holds by its flush call. */
+struct rf_op_graph {
+	uint64_t id;
+	uint32_t index, n;
+};
+/* 1 and *out filled for such an op; 0 for any other op, and while the engine traces
+ * (each op then runs, and is timed, on its own). */
+int rf_op_graph(const struct rf_op *op, struct rf_op_graph *out);
+/* The op's function (or NULL: an async op) and its context, for a stream that must
+ * know what an op does before it records it. */
+void rf_op_fn_ctx(const struct rf_op *op, rf_op_fn *fn, void **ctx);
 /* Let an asynchronous stream (CUDA) supply device-side start/end times. */
 void rf_op_set_times(struct rf_op *op, uint64_t t0_ns, uint64_t t1_ns);
 

@@ -1,0 +1,366 @@
+/* devices/cuda/cuda-graph.c -- a graph launch on one CUDA stream run as CUDA graphs.
+ *
+ * The engine tells a stream which ops belong to a launch of a graph that runs every
+ * op on it (rf_op_graph, stream.h): a launch enqueues them in one dispatch round, in
+ * the same order each time, and the stream's flush call ends the round. The second
+ * launch of such a graph is recorded: each maximal run of ops that only enqueue
+ * device work on fixed pointers is captured (cudaStreamBeginCapture) and becomes one
+ * CUDA graph, instantiated and launched at once; an op that reads host state when it
+ * runs (a live learning rate, a PRNG's counter, a host function, a copy from pageable
+ * memory) runs as usual between them. Later launches run the same plan: the ops of a
+ * run are put in the FIFO as they arrive and its graph is launched when the run's
+ * last op arrives -- one launch for the run, no per-op kernel launches, events or
+ * host functions; one host function after the launch's last op reports all of them.
+ *
+ * The first launch runs op by op (kernels get loaded, cuBLAS makes its workspace:
+ * nothing a capture must see). Anything unexpected -- an op of something else in the
+ * middle, an op out of the recorded order, a launch that arrives in part (poison made
+ * the engine skip an op: the flush call tells), a capture or instantiation that
+ * fails -- starts what is held op by op, in order, and the plan is dropped for good:
+ * that graph runs op by op from then on. A small cache keeps the plans of the last
+ * few graphs per stream. RF_CUDA_GRAPHS=0 turns it off (every launch op by op), for
+ * comparisons. Design: devices/README.md, "CUDA graphs". */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda-impl.h"
+#include "../op-impl.h"
+
+#define RF__CG_CACHE 4
+
+struct rf__cgplan {
+	uint64_t id;              /* the engine graph's; 0: a free entry */
+	uint32_t n;
+	uint32_t first;           /* the index of the first op the first launch enqueued */
+	int launches;             /* seen (the second is recorded) */
+	int ready;                /* recorded: replays use it */
+	int bad;                  /* run op by op */
+	uint64_t used;            /* LRU clock */
+	uint32_t *order;          /* n: the op index each position expects */
+	int32_t *seg;             /* n: the position's CUDA graph, or -1: run as usual */
+	cudaGraphExec_t *exec;    /* n (at most): one per run */
+	uint32_t nseg;
+};
+
+struct rf__cg {
+	struct rf__cgplan plan[RF__CG_CACHE];
+	uint64_t clock;
+	int off;                  /* RF_CUDA_GRAPHS=0 when the stream first saw a graph */
+	/* the launch in progress */
+	struct rf__cgplan *cur;   /* NULL: none */
+	int recording;
+	int capturing;            /* a capture is open on the stream (recording) */
+	uint32_t pos;             /* its ops seen */
+	uint32_t put;             /* its ops in the FIFO */
+	uint64_t seq;             /* the newest one's stream sequence number */
+	/* ops whose work is not started: in the open capture, or waiting for their run's
+	 * graph. Consecutive FIFO entries from held0. */
+	struct rf_op **held;      /* capacity: the largest plan's n */
+	uint32_t nheld, held_cap;
+	uint64_t held0;
+};
+
+/* Can op be recorded: does running it only enqueue device work on pointers fixed at
+ * push, reading no host state that changes between launches? */
+static int rf__cg_capturable(struct rf_op *op)
+{
+	struct rf__opctx *o;
+	rf_op_fn fn;
+	void *ctx;
+
+	rf_op_fn_ctx(op, &fn, &ctx);
+	if (fn != rf__op_fn || !(o = ctx))
+		return 0;
+	switch (o->code) {
+	case RF__GEMM: case RF__BIAS_ADD: case RF__BIAS_GRAD: case RF__RELU_FWD:
+	case RF__RELU_BWD: case RF__XENT: case RF__POOL_FWD: case RF__POOL_BWD:
+	case RF__AXPY: case RF__SCALE: case RF__SUM: case RF__U8_F32: case RF__U8_I32:
+		return 1;
+	case RF__FILL:
+		return o->u.fill.dtype == RF_F32 || o->u.fill.dtype == RF_U8 || o->u.fill.v == 0.0f;
+	case RF__SGD: case RF__SGD_MOMENTUM:
+		return !o->u.sgd.live;      /* a live lr is read from the host when it runs */
+	case RF__ADAMW:
+		return !o->u.adamw.live;
+	case RF__CONV_FWD: case RF__CONV_BWD_DATA: case RF__CONV_BWD_FILTER:
+		/* our im2col path only: cuDNN makes its handle and plans at first use */
+		return !rf__cuda_dnn_ok(NULL);
+	case RF__COPY: {
+		struct cudaPointerAttributes a, b;
+		if (!o->u.copy.bytes)
+			return 1;
+		if (cudaPointerGetAttributes(&a, o->u.copy.dst) != cudaSuccess ||
+		    cudaPointerGetAttributes(&b, o->u.copy.src) != cudaSuccess) {
+			(void)cudaGetLastError();
+			return 0;
+		}
+		/* device or page-locked host memory: a copy node; pageable is staged by
+		 * the driver, which a graph cannot hold */
+		return a.type != cudaMemoryTypeUnregistered && b.type != cudaMemoryTypeUnregistered;
+	}
+	default:                        /* PRNG (its counter), NORM (cuDNN), HOST */
+		return 0;
+	}
+}
+
+static void rf__cg_plan_clear(struct rf__cgplan *p)
+{
+	for (uint32_t i = 0; i < p->nseg; i++)
+		if (p->exec[i])
+			cudaGraphExecDestroy(p->exec[i]);
+	free(p->order);
+	free(p->seg);
+	free(p->exec);
+	memset(p, 0, sizeof(*p));
+}
+
+/* The plan of graph id (made if new: the least recently used entry goes), or NULL. */
+static struct rf__cgplan *rf__cg_plan(struct rf__cg *g, uint64_t id, uint32_t n)
+{
+	struct rf__cgplan *p = NULL, *lru = &g->plan[0];
+
+	for (int i = 0; i < RF__CG_CACHE; i++) {
+		if (g->plan[i].id == id) {
+			p = &g->plan[i];
+			break;
+		}
+		if (g->plan[i].used < lru->used)
+			lru = &g->plan[i];
+	}
+	if (!p) {
+		p = lru;
+		rf__cg_plan_clear(p);
+		p->order = malloc((size_t)n * sizeof(*p->order));
+		p->seg = malloc((size_t)n * sizeof(*p->seg));
+		p->exec = calloc(n, sizeof(*p->exec));
+		if (n > g->held_cap) {
+			struct rf_op **h = realloc(g->held, (size_t)n * sizeof(*h));
+			if (h) {
+				g->held = h;
+				g->held_cap = n;
+			}
+		}
+		if (!p->order || !p->seg || !p->exec || n > g->held_cap) {
+			rf__cg_plan_clear(p);
+			return NULL;
+		}
+		p->id = id;
+		p->n = n;
+	}
+	p->used = ++g->clock;
+	return p;
+}
+
+/* Close the open capture: its graph, instantiated, or NULL (then nothing of it ran). */
+static cudaGraphExec_t rf__cg_capture_end(struct rf__cuda_stream *c)
+{
+	struct rf__cg *g = c->cg;
+	cudaGraph_t graph = NULL;
+	cudaGraphExec_t exec = NULL;
+
+	g->capturing = 0;
+	if (cudaStreamEndCapture(c->cs, &graph) != cudaSuccess || !graph) {
+		(void)cudaGetLastError();
+		return NULL;
+	}
+	if (cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess) {
+		(void)cudaGetLastError();
+		exec = NULL;
+	}
+	cudaGraphDestroy(graph);
+	return exec;
+}
+
+/* Start the held ops one by one (their work never started), with their statuses. */
+static void rf__cg_run_held(struct rf__cuda_stream *c)
+{
+	struct rf__cg *g = c->cg;
+
+	for (uint32_t i = 0; i < g->nheld; i++)
+		c->st[(g->held0 + i) & (c->cap - 1)] = rf_op_execute(g->held[i]);
+	g->nheld = 0;
+}
+
+/* The launch in progress ends early: what is held starts op by op, a host function
+ * reports everything put in the FIFO so far, and the plan is dropped. */
+static void rf__cg_diverge(struct rf__cuda_stream *c)
+{
+	struct rf__cg *g = c->cg;
+
+	if (g->capturing)
+		(void)rf__cg_capture_end(c); /* discarded: its ops run below */
+	if (g->cur) {
+		g->cur->bad = 1;
+		g->cur->ready = 0;
+	}
+	rf__cg_run_held(c);
+	if (g->put)
+		rf__cs_signal(c, g->seq);
+	g->cur = NULL;
+	g->recording = 0;
+	g->pos = g->put = 0;
+}
+
+/* Launch CUDA graph k for the held ops; on failure they start op by op. */
+static void rf__cg_launch(struct rf__cuda_stream *c, cudaGraphExec_t exec)
+{
+	struct rf__cg *g = c->cg;
+
+	if (exec && cudaGraphLaunch(exec, c->cs) == cudaSuccess) {
+		g->nheld = 0;
+		return;
+	}
+	(void)cudaGetLastError();
+	rf__cg_run_held(c);
+	if (g->cur)
+		g->cur->bad = 1;
+}
+
+/* Into the FIFO as one of the launch's ops: reported by the launch's host function. */
+static void rf__cg_put(struct rf__cuda_stream *c, struct rf_op *op, int st, uint64_t t0)
+{
+	c->cg->put++;
+	rf__cs_put(c, op, st, t0);
+}
+
+static void rf__cg_hold(struct rf__cuda_stream *c, struct rf_op *op)
+{
+	struct rf__cg *g = c->cg;
+
+	if (!g->nheld)
+		g->held0 = c->head;
+	g->held[g->nheld++] = op;
+	rf__cg_put(c, op, 0, rf_now_ns());
+}
+
+/* Recording: op at position pos of the plan's second launch. */
+static void rf__cg_record(struct rf__cuda_stream *c, struct rf_op *op, uint32_t index)
+{
+	struct rf__cg *g = c->cg;
+	struct rf__cgplan *p = g->cur;
+	uint32_t pos = g->pos;
+
+	p->order[pos] = index;
+	if (!rf__cg_capturable(op)) {
+		if (g->capturing) { /* the run before it ends: its graph starts now */
+			cudaGraphExec_t ex = rf__cg_capture_end(c);
+			p->exec[p->nseg++] = ex;
+			rf__cg_launch(c, ex);
+		}
+		p->seg[pos] = -1;
+		uint64_t t0 = rf_now_ns();
+		rf__cg_put(c, op, rf_op_execute(op), t0);
+		return;
+	}
+	if (!g->capturing) {
+		if (cudaStreamBeginCapture(c->cs, cudaStreamCaptureModeRelaxed) != cudaSuccess) {
+			(void)cudaGetLastError();
+			p->bad = 1; /* this launch goes on being recorded, op by op */
+			p->seg[pos] = -1;
+			uint64_t t0 = rf_now_ns();
+			rf__cg_put(c, op, rf_op_execute(op), t0);
+			return;
+		}
+		g->capturing = 1;
+	}
+	p->seg[pos] = (int32_t)p->nseg;
+	rf__cg_hold(c, op);
+	if (rf_op_execute(op) != 0) /* not recordable after all: started op by op */
+		rf__cg_diverge(c);
+}
+
+int rf__cg_enqueue(struct rf__cuda_stream *c, struct rf_op *op)
+{
+	struct rf__cg *g = c->cg;
+	struct rf__cgplan *p;
+	struct rf_op_graph gi;
+	int isg = rf_op_graph(op, &gi);
+
+	if (g && g->cur) {
+		p = g->cur;
+		if (!isg || gi.id != p->id || (!g->recording && gi.index != p->order[g->pos]))
+			rf__cg_diverge(c); /* then op goes as usual, or starts a launch below */
+		else
+			goto continue_launch;
+	}
+	if (!isg || gi.n < 2)
+		return 0;
+	if (!g) {
+		const char *off = getenv("RF_CUDA_GRAPHS");
+		if (!(g = c->cg = calloc(1, sizeof(*g))))
+			return 0;
+		g->off = off && !strcmp(off, "0");
+	}
+	if (g->off)
+		return 0;
+	if (!(p = rf__cg_plan(g, gi.id, gi.n)) || p->bad)
+		return 0;
+	if (!p->launches++) {
+		p->first = gi.index; /* the first launch runs op by op */
+		return 0;
+	}
+	if (gi.index != p->first)
+		return 0; /* not a launch's first op: it runs as usual */
+	g->cur = p;
+	g->recording = !p->ready;
+	g->pos = g->put = 0;
+	g->nheld = 0;
+continue_launch:
+	g->seq = rf_op_seq(op);
+	if (g->recording) {
+		rf__cg_record(c, op, gi.index);
+		if (!g->cur)
+			return 1; /* diverged (op included) */
+	} else {
+		int32_t k = p->seg[g->pos];
+		if (k < 0) {
+			uint64_t t0 = rf_now_ns();
+			rf__cg_put(c, op, rf_op_execute(op), t0);
+		} else {
+			rf__cg_hold(c, op);
+			if (g->pos + 1 == p->n || p->seg[g->pos + 1] != k)
+				rf__cg_launch(c, p->exec[k]);
+		}
+	}
+	if (++g->pos < p->n)
+		return 1;
+	/* the launch is complete */
+	if (g->capturing) {
+		cudaGraphExec_t ex = rf__cg_capture_end(c);
+		p->exec[p->nseg++] = ex;
+		rf__cg_launch(c, ex);
+	}
+	if (g->recording && !p->bad)
+		p->ready = 1;
+	rf__cs_signal(c, g->seq);
+	g->cur = NULL;
+	g->recording = 0;
+	g->pos = g->put = 0;
+	return 1;
+}
+
+void rf__cg_flush(struct rf__cuda_stream *c)
+{
+	if (c->cg && c->cg->cur)
+		rf__cg_diverge(c); /* the round ended with the launch in part: ops skipped */
+}
+
+void rf__cg_free(struct rf__cuda_stream *c)
+{
+	struct rf__cg *g = c->cg;
+
+	if (!g)
+		return;
+	if (g->capturing) {
+		cudaGraph_t graph = NULL;
+		if (cudaStreamEndCapture(c->cs, &graph) == cudaSuccess && graph)
+			cudaGraphDestroy(graph);
+		(void)cudaGetLastError();
+	}
+	for (int i = 0; i < RF__CG_CACHE; i++)
+		rf__cg_plan_clear(&g->plan[i]);
+	free(g->held);
+	free(g);
+	c->cg = NULL;
+}

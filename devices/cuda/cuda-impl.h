@@ -1,0 +1,77 @@
+/* devices/cuda/cuda-impl.h -- the CUDA stream's state, shared by cuda.c (enqueue,
+ * completion, watchdog, chaining) and cuda-graph.c (a graph launch run as CUDA
+ * graphs). Internal to devices/cuda. */
+#ifndef RF_CUDA_IMPL_H
+#define RF_CUDA_IMPL_H
+
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+#include "cublas-dl.h"
+
+#include "../device-impl.h"
+#include "stream.h"
+
+#define RF__EVRING 64u
+
+struct rf__cuda_dev {
+	int ordinal;
+	uint64_t period_ns, hang_ns;
+};
+
+struct rf__cg;
+struct rf__dnn;
+
+struct rf__cuda_stream {
+	struct rf_stream s;
+	struct rf_device *dev;
+	struct rf__dstream *ds;
+	char name[48];
+	cudaStream_t cs;
+	cublasHandle_t blas;
+#if RF_HAVE_CUDNN
+	struct rf__dnn *dnn;             /* made on the stream's thread at first use */
+#endif
+	struct rf_notifier *notifier;
+	/* launched, not yet reported (reactor thread only) */
+	struct rf_op **fifo;
+	int *st;
+	uint8_t *nohf;                   /* quiet: no host function of its own (the next
+					  * one's reports it) */
+	uint64_t hf_owed;                /* host functions launched, not yet signalled */
+	uint64_t *t_launch;              /* when each op was launched (trace times) */
+	uint64_t t_last_done;
+	unsigned cap;                    /* power of two */
+	uint64_t head, tail;             /* pushed, reported */
+	int flushing;
+	/* chaining events */
+	cudaEvent_t ev[RF__EVRING];
+	uint64_t ev_seq[RF__EVRING];
+	/* watchdog */
+	rf_req_id wd_id;
+	int wd_armed;
+	uint64_t wd_mark, wd_stall_ns;
+	int dead;                        /* 0, or the error every op now fails with */
+	struct rf__cg *cg;               /* graph launches as CUDA graphs (cuda-graph.c) */
+};
+
+/* cuda.c */
+int rf__cuda_set(int ordinal);
+int rf__cuerr(cudaError_t e);
+/* Put op in the FIFO (a slot is free: the enqueue made sure) with the status its
+ * launch returned, reported by the next host function (none of its own yet). */
+void rf__cs_put(struct rf__cuda_stream *c, struct rf_op *op, int st, uint64_t t0);
+/* After the FIFO's newest op (stream sequence number seq): an event for chaining and
+ * the host function that reports it and every op before it not yet reported. */
+void rf__cs_signal(struct rf__cuda_stream *c, uint64_t seq);
+
+/* cuda-graph.c (devices/README.md, "CUDA graphs") */
+/* Reactor thread, device current, a FIFO slot free: 1 if op was taken (gathered,
+ * recorded or run as part of its launch; in the FIFO), 0 if the caller enqueues it as
+ * usual -- after everything gathered before it has been started. */
+int rf__cg_enqueue(struct rf__cuda_stream *c, struct rf_op *op);
+/* The engine's dispatch round is over: start whatever is held. */
+void rf__cg_flush(struct rf__cuda_stream *c);
+void rf__cg_free(struct rf__cuda_stream *c);
+
+#endif
