@@ -28,13 +28,15 @@
 #include "../op-impl.h"
 
 #define RF__CG_CACHE 4
+#define RF__CG_TRIES 3
 
 struct rf__cgplan {
 	uint64_t id;              /* the engine graph's; 0: a free entry */
 	uint32_t n;
 	uint32_t first;           /* the index of the first op the first launch enqueued */
-	int launches;             /* seen (the second is recorded) */
+	int seen;                 /* a launch ran op by op: the next one is recorded */
 	int ready;                /* recorded: replays use it */
+	int fails;                /* launches that diverged: RF__CG_TRIES make it bad */
 	int bad;                  /* run op by op */
 	uint64_t used;            /* LRU clock */
 	uint32_t *order;          /* n: the op index each position expects */
@@ -87,17 +89,22 @@ static int rf__cg_capturable(struct rf_op *op)
 		/* our im2col path only: cuDNN makes its handle and plans at first use */
 		return !rf__cuda_dnn_ok(NULL);
 	case RF__COPY: {
-		struct cudaPointerAttributes a, b;
+		/* device or page-locked host memory, first and last byte: a copy node;
+		 * pageable memory is staged by the driver, which a graph cannot hold */
+		const char *p[4] = { o->u.copy.dst, (const char *)o->u.copy.dst + o->u.copy.bytes - 1,
+				     o->u.copy.src, (const char *)o->u.copy.src + o->u.copy.bytes - 1 };
 		if (!o->u.copy.bytes)
 			return 1;
-		if (cudaPointerGetAttributes(&a, o->u.copy.dst) != cudaSuccess ||
-		    cudaPointerGetAttributes(&b, o->u.copy.src) != cudaSuccess) {
-			(void)cudaGetLastError();
-			return 0;
+		for (int i = 0; i < 4; i++) {
+			struct cudaPointerAttributes a;
+			if (cudaPointerGetAttributes(&a, p[i]) != cudaSuccess) {
+				(void)cudaGetLastError();
+				return 0;
+			}
+			if (a.type == cudaMemoryTypeUnregistered)
+				return 0;
 		}
-		/* device or page-locked host memory: a copy node; pageable is staged by
-		 * the driver, which a graph cannot hold */
-		return a.type != cudaMemoryTypeUnregistered && b.type != cudaMemoryTypeUnregistered;
+		return 1;
 	}
 	default:                        /* PRNG (its counter), NORM (cuDNN), HOST */
 		return 0;
@@ -164,7 +171,7 @@ static cudaGraphExec_t rf__cg_capture_end(struct rf__cuda_stream *c)
 		(void)cudaGetLastError();
 		return NULL;
 	}
-	if (cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess) {
+	if (cudaGraphInstantiateWithFlags(&exec, graph, 0) != cudaSuccess) {
 		(void)cudaGetLastError();
 		exec = NULL;
 	}
@@ -177,8 +184,14 @@ static void rf__cg_run_held(struct rf__cuda_stream *c)
 {
 	struct rf__cg *g = c->cg;
 
-	for (uint32_t i = 0; i < g->nheld; i++)
+	for (uint32_t i = 0; i < g->nheld; i++) {
+		rf_op_fn fn;
+		void *ctx;
+		rf_op_fn_ctx(g->held[i], &fn, &ctx);
+		if (fn == rf__op_fn && ctx) /* a failed run into the capture wrote it */
+			((struct rf__opctx *)ctx)->err[0] = 0;
 		c->st[(g->held0 + i) & (c->cap - 1)] = rf_op_execute(g->held[i]);
+	}
 	g->nheld = 0;
 }
 
@@ -188,11 +201,22 @@ static void rf__cg_diverge(struct rf__cuda_stream *c)
 {
 	struct rf__cg *g = c->cg;
 
-	if (g->capturing)
-		(void)rf__cg_capture_end(c); /* discarded: its ops run below */
-	if (g->cur) {
-		g->cur->bad = 1;
-		g->cur->ready = 0;
+	struct rf__cgplan *p = g->cur;
+
+	if (g->capturing) {
+		cudaGraphExec_t ex = rf__cg_capture_end(c); /* discarded: its ops run below */
+		if (ex)
+			cudaGraphExecDestroy(ex);
+	}
+	if (p && ++p->fails >= RF__CG_TRIES) {
+		p->bad = 1;
+	} else if (p) { /* an op of something else came between, say: record again */
+		for (uint32_t i = 0; i < p->nseg; i++)
+			if (p->exec[i])
+				cudaGraphExecDestroy(p->exec[i]);
+		memset(p->exec, 0, p->nseg * sizeof(*p->exec));
+		p->nseg = 0;
+		p->ready = 0;
 	}
 	rf__cg_run_held(c);
 	if (g->put)
@@ -214,7 +238,7 @@ static void rf__cg_launch(struct rf__cuda_stream *c, cudaGraphExec_t exec)
 	(void)cudaGetLastError();
 	rf__cg_run_held(c);
 	if (g->cur)
-		g->cur->bad = 1;
+		g->cur->bad = 1; /* a graph that cannot be launched will not be */
 }
 
 /* Into the FIFO as one of the launch's ops: reported by the launch's host function. */
@@ -283,6 +307,8 @@ int rf__cg_enqueue(struct rf__cuda_stream *c, struct rf_op *op)
 			rf__cg_diverge(c); /* then op goes as usual, or starts a launch below */
 		else
 			goto continue_launch;
+		if (c->dead)
+			return 0; /* the caller fails op with the rest */
 	}
 	if (!isg || gi.n < 2)
 		return 0;
@@ -296,7 +322,8 @@ int rf__cg_enqueue(struct rf__cuda_stream *c, struct rf_op *op)
 		return 0;
 	if (!(p = rf__cg_plan(g, gi.id, gi.n)) || p->bad)
 		return 0;
-	if (!p->launches++) {
+	if (!p->seen) {
+		p->seen = 1;
 		p->first = gi.index; /* the first launch runs op by op */
 		return 0;
 	}
@@ -346,7 +373,12 @@ void rf__cg_flush(struct rf__cuda_stream *c)
 		rf__cg_diverge(c); /* the round ended with the launch in part: ops skipped */
 }
 
-void rf__cg_free(struct rf__cuda_stream *c)
+int rf__cg_capturing(const struct rf__cuda_stream *c)
+{
+	return c->cg && c->cg->capturing;
+}
+
+void rf__cg_drop(struct rf__cuda_stream *c)
 {
 	struct rf__cg *g = c->cg;
 
@@ -354,10 +386,25 @@ void rf__cg_free(struct rf__cuda_stream *c)
 		return;
 	if (g->capturing) {
 		cudaGraph_t graph = NULL;
+		g->capturing = 0;
 		if (cudaStreamEndCapture(c->cs, &graph) == cudaSuccess && graph)
 			cudaGraphDestroy(graph);
 		(void)cudaGetLastError();
 	}
+	if (g->cur)
+		g->cur->bad = 1;
+	g->cur = NULL;
+	g->recording = 0;
+	g->pos = g->put = g->nheld = 0;
+}
+
+void rf__cg_free(struct rf__cuda_stream *c)
+{
+	struct rf__cg *g = c->cg;
+
+	if (!g)
+		return;
+	rf__cg_drop(c);
 	for (int i = 0; i < RF__CG_CACHE; i++)
 		rf__cg_plan_clear(&g->plan[i]);
 	free(g->held);

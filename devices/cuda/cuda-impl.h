@@ -73,5 +73,10 @@ int rf__cg_enqueue(struct rf__cuda_stream *c, struct rf_op *op);
 /* The engine's dispatch round is over: start whatever is held. */
 void rf__cg_flush(struct rf__cuda_stream *c);
 void rf__cg_free(struct rf__cuda_stream *c);
+/* The stream dies: an open capture ends, the launch in progress is forgotten (its
+ * ops, in the FIFO, fail with the rest). */
+void rf__cg_drop(struct rf__cuda_stream *c);
+/* 1 while a capture is open on c (a chain hook must not make c wait then). */
+int rf__cg_capturing(const struct rf__cuda_stream *c);
 
 #endif

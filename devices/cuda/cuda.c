@@ -316,6 +316,7 @@ static void rf__cs_die(struct rf__cuda_stream *c, int code, const char *what)
 	if (c->dead)
 		return;
 	c->dead = code;
+	rf__cg_drop(c); /* an open capture ends; held ops fail below with the rest */
 	rf__device_error(c->dev, "stream %s: %s; failing its %llu pending ops with %d",
 			 c->name, what, (unsigned long long)(c->head - c->tail), code);
 	rf__cs_flush_dead(c);
@@ -456,29 +457,48 @@ void rf__cs_signal(struct rf__cuda_stream *c, uint64_t seq)
 	rf__cs_arm(c);
 }
 
+/* Nothing in the FIFO may wait for a host function that will not come: a launch
+ * being gathered starts op by op, and a quiet op at the end gets its own. */
+static void rf__cs_settle(struct rf__cuda_stream *c)
+{
+	if (c->dead)
+		return;
+	if (c->cg && rf__cuda_set(c->dev->ordinal) == 0)
+		rf__cg_flush(c);
+	if (!c->dead && c->head > c->tail && c->nohf[(c->head - 1) & (c->cap - 1)])
+		rf__cs_signal(c, rf_op_seq(c->fifo[(c->head - 1) & (c->cap - 1)]));
+}
+
 static int rf__cs_enqueue(struct rf_stream *s, struct rf_op *op)
 {
 	struct rf__cuda_stream *c = s->ctx;
 	uint64_t t0;
 	int st, ret;
 
-	if (c->head - c->tail == c->cap && (ret = rf__cs_grow(c)) < 0)
+	if (c->head - c->tail == c->cap && (ret = rf__cs_grow(c)) < 0) {
+		rf__cs_settle(c); /* op fails: what waits for its host function must not */
 		return ret;
+	}
 	if (c->dead) {
 		rf__cs_put(c, op, c->dead, rf_now_ns());
 		rf__cs_flush_dead(c);
 		return 0;
 	}
-	ret = rf__cuda_set(c->dev->ordinal);
-	if (ret == 0 && rf__cg_enqueue(c, op))
+	if ((ret = rf__cuda_set(c->dev->ordinal)) < 0)
+		/* held ops could neither start nor be reported in order: all fail */
+		rf__cs_die(c, ret, "cudaSetDevice failed");
+	else if (rf__cg_enqueue(c, op)) {
+		if (c->dead) /* its launch's host function was refused */
+			rf__cs_flush_dead(c);
 		return 0; /* a graph launch's op, run with its launch */
-	if (c->dead) { /* starting what the launch held failed */
+	}
+	if (c->dead) {
 		rf__cs_put(c, op, c->dead, rf_now_ns());
 		rf__cs_flush_dead(c);
 		return 0;
 	}
 	t0 = rf_now_ns();
-	st = ret < 0 ? ret : rf_op_execute(op);
+	st = rf_op_execute(op);
 	rf__cs_put(c, op, st, t0);
 	/* A quiet op (stream.h: its dependents are enqueued behind it here, one is sure
 	 * to come) leaves its completion to the next op's host function: a host function
@@ -522,7 +542,8 @@ static int rf__cs_chain(struct rf_stream *s, struct rf_stream *producer, uint64_
 	if (!producer || producer->ops != &rf__cs_ops)
 		return -ENOTSUP;
 	p = producer->ctx;
-	if (p->dev != c->dev || p->dead || c->dead || p->ev_seq[slot] != seq || seq <= p->tail)
+	if (p->dev != c->dev || p->dead || c->dead || p->ev_seq[slot] != seq || seq <= p->tail ||
+	    rf__cg_capturing(c)) /* a wait on an outside event would end the capture */
 		return -ENOTSUP;
 	rf__cuda_set(c->dev->ordinal);
 	if (cudaStreamWaitEvent(c->cs, p->ev[slot], 0) != cudaSuccess) {
@@ -562,8 +583,13 @@ static void rf__cs_free(struct rf__cuda_stream *c)
 static void rf__cs_flush(struct rf_stream *s)
 {
 	struct rf__cuda_stream *c = s->ctx;
+	int ret;
 
-	if (c->cg && !c->dead && rf__cuda_set(c->dev->ordinal) == 0)
+	if (!c->cg || c->dead)
+		return;
+	if ((ret = rf__cuda_set(c->dev->ordinal)) < 0)
+		rf__cs_die(c, ret, "cudaSetDevice failed");
+	else
 		rf__cg_flush(c);
 }
 
