@@ -2,9 +2,10 @@
  * (512 -> 256 -> 128 -> 2, ReLU between, batch 1) evaluated N times op by op, and
  * captured once and replayed N times (rf_engine_capture_begin/end, rf_graph_launch).
  *
- * rf-bench hybridize [--n N] [--reps R] [--small] [--json]
- *   Both on the CPU device's compute stream (one OpenBLAS thread: a batch of one is a
- *   GEMV), one wait at the end, as the seeds' timing ends with waitall. The replayed
+ * rf-bench hybridize [--n N] [--reps R] [--small] [--device cpu|cuda] [--json]
+ *   Both on the device's compute stream (CPU: one OpenBLAS thread, a batch of one is a
+ *   GEMV; CUDA: replays from the third on run as CUDA graphs, RF_CUDA_GRAPHS=0 turns
+ *   that off), one wait at the end, as the seeds' timing ends with waitall. The replayed
  *   time includes the capture. The outputs of both must be bit-identical (checked).
  *   Prints both times (best of R), the ratio, and the cost per op; the seeds measured
  *   0.54 s op by op and 0.265 s hybridized for N = 1000 (2.04x). --small: the same
@@ -105,7 +106,7 @@ static double run(struct rf_engine *e, struct mlp *m, long n, int replay)
 int rf_bench_hybridize(int argc, char **argv)
 {
 	long n = 1000, reps = 5;
-	int json = 0;
+	int json = 0, cuda = 0;
 	struct rf_ring *ring;
 	struct rf_engine *e;
 	struct rf_device *d;
@@ -123,15 +124,25 @@ int rf_bench_hybridize(int argc, char **argv)
 			dims[0] = dims[1] = dims[2] = 16;
 			continue;
 		}
+		if (!strcmp(argv[i], "--device") && i + 1 < argc &&
+		    (!strcmp(argv[i + 1], "cpu") || !strcmp(argv[i + 1], "cuda"))) {
+			cuda = !strcmp(argv[++i], "cuda");
+			continue;
+		}
 		if (!dst || i + 1 >= argc || (*dst = strtol(argv[i + 1], NULL, 10)) <= 0) {
 			fprintf(stderr, "rf-bench hybridize: bad argument '%s' (options: --n N "
-				"--reps R --small --json)\n", argv[i]);
+				"--reps R --small --device cpu|cuda --json)\n", argv[i]);
 			return 2;
 		}
 		i++;
 	}
+	if (cuda && rf_cuda_count() <= 0) {
+		fprintf(stderr, "rf-bench hybridize: --device cuda: no CUDA device here\n");
+		return 1;
+	}
 	if (rf_ring_create(&ring, NULL) < 0 || rf_engine_create(&e, ring, NULL) < 0 ||
-	    rf_cpu_open(e, &(struct rf_cpu_opts){ .streams = 1, .blas_threads = 1 }, &d) < 0 ||
+	    (cuda ? rf_cuda_open(e, 0, NULL, &d)
+		  : rf_cpu_open(e, &(struct rf_cpu_opts){ .streams = 1, .blas_threads = 1 }, &d)) < 0 ||
 	    mlp_make(e, d, &m) < 0) {
 		fprintf(stderr, "rf-bench hybridize: setup failed: %s\n", rf_last_error());
 		return 1;
@@ -155,17 +166,18 @@ int rf_bench_hybridize(int argc, char **argv)
 	}
 	double ops = (double)n * 8;
 	if (json)
-		printf("{\"bench\":\"hybridize\",\"dims\":\"%d-%d-%d-%d\",\"n\":%ld,\"op_by_op_s\":%.6f,\"replay_s\":%.6f,"
+		printf("{\"bench\":\"hybridize\",\"device\":\"%s\",\"dims\":\"%d-%d-%d-%d\",\"n\":%ld,\"op_by_op_s\":%.6f,\"replay_s\":%.6f,"
 		       "\"ratio\":%.3f,\"op_by_op_ns_per_op\":%.1f,\"replay_ns_per_op\":%.1f}\n",
-		       dims[0], dims[1], dims[2], dims[3], n, best[0], best[1], best[0] / best[1],
-		       best[0] * 1e9 / ops,
+		       cuda ? "cuda" : "cpu", dims[0], dims[1], dims[2], dims[3], n, best[0], best[1],
+		       best[0] / best[1], best[0] * 1e9 / ops,
 		       best[1] * 1e9 / ops);
 	else
-		printf("MLP %d-%d-%d-%d, batch 1, %ld passes of 8 ops, best of %ld:\n"
+		printf("MLP %d-%d-%d-%d on %s, batch 1, %ld passes of 8 ops, best of %ld:\n"
 		       "  op by op   %8.4f s  (%6.0f ns per op)\n"
 		       "  replayed   %8.4f s  (%6.0f ns per op, capture included)\n"
 		       "  ratio      %8.2fx  (seeds: 0.54 s / 0.265 s = 2.04x; outputs identical)\n",
-		       dims[0], dims[1], dims[2], dims[3], n, reps, best[0], best[0] * 1e9 / ops,
+		       dims[0], dims[1], dims[2], dims[3], rf_device_name(d), n, reps, best[0],
+		       best[0] * 1e9 / ops,
 		       best[1], best[1] * 1e9 / ops,
 		       best[0] / best[1]);
 	rf_engine_destroy(e);
