@@ -457,6 +457,7 @@ static void on_read(void *data, int64_t res)
 {
 	struct conn *c = data;
 	c->inflight--;
+	c->active = rf_now_ns(); /* progress (the sweep's stall check) */
 	size_t want = c->left < RESP_BUF - c->hlen ? (size_t)c->left : RESP_BUF - c->hlen;
 	if (res != (int64_t)want || c->closing) { /* file shrank or failed: drop the connection */
 		c->left = 0;
@@ -477,6 +478,7 @@ static void on_splice_out(void *data, int64_t res)
 {
 	struct conn *c = data;
 	c->inflight--;
+	c->active = rf_now_ns(); /* progress (the sweep's stall check) */
 	if (res != (int64_t)c->inpipe || c->closing) {
 		c->closing = 1;
 		c->left = 0;
@@ -496,6 +498,7 @@ static void on_splice_in(void *data, int64_t res)
 {
 	struct conn *c = data;
 	c->inflight--;
+	c->active = rf_now_ns(); /* progress (the sweep's stall check) */
 	if (res <= 0 || c->closing) { /* the file shrank or failed */
 		c->closing = 1;
 		c->left = 0;
@@ -564,6 +567,7 @@ static void on_sent(void *data, int64_t res)
 {
 	struct conn *c = data;
 	c->inflight--;
+	c->active = rf_now_ns(); /* progress (the sweep's stall check) */
 	if (res < 0 || c->closing) {
 		c->closing = 1;
 		c->left = 0;
@@ -783,7 +787,11 @@ static rf_req_id accept_id, sweep_id;
 
 /* Once a second: close connections idle past --idle-timeout (a peer that sends
  * nothing, or stops halfway through a request, holds nothing for ever). A connection
- * with a response in flight is not idle. */
+ * with a response in flight is not idle, but one whose response made no progress for
+ * as long has a peer that stopped reading: its socket is shut down, which ends the
+ * send or splice waiting on it (-EPIPE; a splice blocked in the socket on an io_uring
+ * worker is not interrupted by a request deadline, ring/README.md), and the
+ * connection closes through that callback. */
 static void on_sweep(void *data, int64_t res)
 {
 	sweep_id = 0;
@@ -792,8 +800,13 @@ static void on_sweep(void *data, int64_t res)
 	uint64_t now = rf_now_ns();
 	for (struct conn *c = conns, *next; c; c = next) {
 		next = c->next; /* conn_close may free c */
-		if (!c->busy && !c->closing && now - c->active > idle_ns)
+		if (now - c->active <= idle_ns || c->closing)
+			continue;
+		if (!c->busy) {
 			conn_close(c);
+		} else if (c->fd >= 0) {
+			shutdown(c->fd, SHUT_RDWR); /* the stalled piece fails; then it closes */
+		}
 	}
 	if (rf_ring_timeout(ring, 1000000000ull, on_sweep, NULL, &sweep_id) < 0)
 		sweep_id = 0;
@@ -880,8 +893,9 @@ int main(int argc, char **argv)
 			       "  --bind ADDR   IPv4 address to listen on (default 127.0.0.1)\n"
 			       "  --buffers N   receive buffers shared by all connections, rounded\n"
 			       "                up to a power of two (default 1024, 4 KiB each)\n"
-			       "  --idle-timeout SEC  close a connection idle this long, 1..86400\n"
-			       "                (default 60)\n");
+			       "  --idle-timeout SEC  close a connection idle this long, or whose\n"
+			       "                response the peer has taken nothing of this long,\n"
+			       "                1..86400 (default 60)\n");
 			return 0;
 		} else if (argv[i][0] == '-') {
 			fprintf(stderr, "rf-httpd: unknown option '%s' (see --help)\n", argv[i]);

@@ -36,6 +36,8 @@ int rf__retry(struct rf_ring *r, struct rf__req *q, int32_t res)
 {
 	if (q->retries >= RF__RETRY_MAX)
 		return res;
+	if (rf__past_deadline(q))
+		return -ETIMEDOUT;
 	q->retries++;
 	r->st.retries++;
 	if (q->retries <= RF__RETRY_NOW)
@@ -44,6 +46,11 @@ int rf__retry(struct rf_ring *r, struct rf__req *q, int32_t res)
 	uint64_t ns = shift >= 16 ? RF__RETRY_CAP_NS : RF__RETRY_BASE_NS << shift;
 	if (ns > RF__RETRY_CAP_NS)
 		ns = RF__RETRY_CAP_NS;
+	if (q->flags & RF__RQ_DEADLINE) { /* no backoff past the deadline */
+		uint64_t now = rf_now_ns();
+		if (ns > q->deadline - now)
+			ns = q->deadline - now;
+	}
 	int err = 0;
 	struct io_uring_sqe *sqe = rf__sqe(r, &err);
 	if (!sqe)
@@ -106,7 +113,7 @@ static int rf__complete_req(struct rf_ring *r, struct rf__req *q, int32_t res, u
 			q->retries = 0;
 		if (res > 0 && q->done < q->len && !(q->flags & RF_IO_NO_RETRY_SHORT)) {
 			r->st.short_resubmits++;
-			int ret = rf__queue(r, q);
+			int ret = rf__requeue(r, q);
 			if (ret == 0)
 				return 0;
 			rf__req_finish(r, q, ret);

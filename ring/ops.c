@@ -228,6 +228,8 @@ int rf__ops_queue(struct rf_ring *r, struct rf__req *q)
 
 int rf__requeue(struct rf_ring *r, struct rf__req *q)
 {
+	if (rf__past_deadline(q))
+		return -ETIMEDOUT;
 	return q->op >= RF__OP_IO ? rf__ops_queue(r, q) : rf__queue(r, q);
 }
 
@@ -487,7 +489,7 @@ int rf__ops_complete(struct rf_ring *r, struct rf__req *q, int32_t res, uint32_t
 			again = 0;
 		if (again) {
 			r->st.short_resubmits++;
-			return rf__ops_again(r, q, rf__ops_queue(r, q));
+			return rf__ops_again(r, q, rf__requeue(r, q));
 		}
 		return rf__ops_done(r, q, (int64_t)q->done);
 	}

@@ -266,6 +266,14 @@ struct rf_bufgroup {
 RF__HIDDEN void rf__ops_probe(struct rf_ring *r);
 /* (Re)queue the current piece of any cancellable request. */
 RF__HIDDEN int rf__requeue(struct rf_ring *r, struct rf__req *q);
+/* A request with a deadline that has passed is not queued again (a short transfer's
+ * remainder, a retry): the kernel's linked timeout ends a request that waits, but one
+ * interrupted by it comes back with -EINTR or a short count, and an op that gets
+ * -EAGAIN is retried from here -- only this check ends those. */
+static inline int rf__past_deadline(const struct rf__req *q)
+{
+	return (q->flags & RF__RQ_DEADLINE) && rf_now_ns() >= q->deadline;
+}
 /* A CQE for an ops.c request; returns the number of callbacks run. */
 RF__HIDDEN int rf__ops_complete(struct rf_ring *r, struct rf__req *q, int32_t res, uint32_t cflags);
 /* Queue the current piece of an ops.c or multishot request. */

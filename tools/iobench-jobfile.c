@@ -21,7 +21,9 @@
  * at the same time, as fio's do, each in its own process of this program, unless a
  * job says stonewall=1 (or wait_for_previous=1): it starts when every job before it
  * has ended. filename=a:b is two files (fio's list); bsrange and bssplit are --bs's
- * forms. Reports come out in the file's order; with --json one object
+ * forms. Where the file gives no iodepth or bs, fio's defaults apply (1 and 4k; on
+ * the command line both are required). Reports come out in the file's order; with
+ * --json one object
  * {"jobfile", "jobs": [...]}. */
 #include <errno.h>
 #include <stdio.h>
@@ -29,6 +31,8 @@
 #include <string.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -201,7 +205,7 @@ static char **job_argv(const char *self, const struct section *g, const struct s
 			for (const char *c = both[b]->kv[i].val; *c; c++)
 				extra += *c == ':';
 	/* the arguments, NULL, then the lists split here (freed by free_argv), NULL */
-	char **av = calloc(2 * (g ? g->n : 0) + 2 * s->n + 3 * extra + 10, sizeof(*av));
+	char **av = calloc(2 * (g ? g->n : 0) + 2 * s->n + 3 * extra + 14, sizeof(*av));
 	char *owned[4];
 	unsigned nowned = 0;
 	if (!av)
@@ -242,6 +246,23 @@ static char **job_argv(const char *self, const struct section *g, const struct s
 			av[n++] = (char *)keymap[k].opt;
 			av[n++] = (char *)e->val;
 		}
+	/* fio's defaults where the file gives none: iodepth 1, bs 4k (the command line
+	 * asks for both; a job file written for fio often leaves them out) */
+	int has_qd = 0, has_bs = 0;
+	for (unsigned b = 0; b < 2; b++)
+		for (unsigned i = 0; both[b] && i < both[b]->n; i++) {
+			const char *o = keymap[lookup(both[b]->kv[i].key)].opt;
+			has_qd |= o && !strcmp(o, "--qd");
+			has_bs |= o && !strcmp(o, "--bs");
+		}
+	if (!has_qd) {
+		av[n++] = "--qd";
+		av[n++] = "1";
+	}
+	if (!has_bs) {
+		av[n++] = "--bs";
+		av[n++] = "4k";
+	}
 	/* each section's logs under its own name unless the file names a prefix */
 	int has_prefix = 0;
 	for (unsigned b = 0; b < 2; b++)
@@ -281,12 +302,17 @@ struct child {
 static void start(struct child *c, char **av, const char *path)
 {
 	int pfd[2];
+	pid_t parent = getpid();
 	if (pipe2(pfd, O_CLOEXEC) < 0)
 		die(1, "--job %s: cannot make a pipe: %s", path, strerror(errno));
 	c->pid = fork();
 	if (c->pid < 0)
 		die(1, "--job %s: cannot fork: %s", path, strerror(errno));
 	if (c->pid == 0) {
+		/* the job ends with the file's process, however that ends (a die() of the
+		 * parent, a kill): SIGTERM runs its handler, which removes what it made */
+		if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent)
+			_exit(1);
 		dup2(pfd[1], STDOUT_FILENO);
 		execv("/proc/self/exe", av);
 		_exit(127);

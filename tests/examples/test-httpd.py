@@ -9,7 +9,8 @@ keeps the connection; 405 for POST; 414 for a long URL; 400 for "..", "%2e%2e" a
 garbage (then the connection closes); three pipelined requests in one packet
 answered in order; keep-alive over 50 requests; HTTP/1.0 closing by default; 32
 concurrent clients fetching the large file; an idle connection that does not block
-others, and one closed by --idle-timeout; and a clean exit 0 on SIGTERM (under ASan,
+others, and one closed by --idle-timeout, as is one whose reader stops taking a large
+body; and a clean exit 0 on SIGTERM (under ASan,
 no leak). Where nginx is
 installed, the same requests go to nginx serving the same directory and the status,
 Content-Length, Content-Range and body must agree. Exit 77 if rf-httpd was not built.
@@ -199,6 +200,34 @@ try:
         st, h, body = request(port2, "/small.bin")
         if st != 200 or body != small:
             fail("the server with --idle-timeout: %d" % st)
+        # a reader that stops: a 64 MiB body (sparse) cannot sit in the socket buffers;
+        # the stuck send's deadline drops the connection, as an idle one is dropped
+        with open(os.path.join(www, "huge.bin"), "wb") as fh:
+            fh.truncate(64 << 20)
+        os.chmod(os.path.join(www, "huge.bin"), 0o644)
+        stuck = socket.socket()
+        stuck.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        stuck.settimeout(10)
+        stuck.connect(("127.0.0.1", port2))
+        stuck.sendall(b"GET /huge.bin HTTP/1.1\r\nHost: x\r\n\r\n")
+        time.sleep(3.5)
+        got, t0 = 0, time.time()
+        try:
+            while time.time() - t0 < 20:
+                b = stuck.recv(1 << 20)
+                if not b:
+                    break
+                got += len(b)
+        except ConnectionResetError:
+            pass
+        except socket.timeout:
+            fail("a reader that stopped was not dropped (%d bytes, then nothing)" % got)
+        if got >= 64 << 20:
+            fail("a reader that stopped for 3.5 s got the whole body: not dropped")
+        stuck.close()
+        st, h, body = request(port2, "/small.bin")
+        if st != 200 or body != small:
+            fail("the server after dropping a stuck reader: %d" % st)
     finally:
         p2.send_signal(signal.SIGTERM)
         if p2.wait(timeout=30) != 0:

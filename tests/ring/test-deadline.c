@@ -4,16 +4,28 @@
  * and no stray timeout completion reaches anyone afterwards; a poll with a deadline
  * fires normally when the fd gets ready; rf_ring_cancel on a request with a deadline
  * gives -ECANCELED, not -ETIMEDOUT; an 8 MiB send in short pieces keeps one absolute
- * deadline over all of them (completes, being fast). Multishot requests refuse none:
+ * deadline over all of them (completes, being fast); a send into a socket whose peer
+ * takes nothing ends at its deadline, blocking or not, unix or TCP, and a splice into a
+ * full non-blocking socket too (a retried -EAGAIN used to go on past it); a splice
+ * blocked in a socket on an io_uring worker is ended by shutdown(). Multishot
+ * requests refuse none:
  * they have no deadline to refuse. */
 #include "ring-test.h"
 
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 
 #include "ring-ops.h"
 
 static struct rf_ring *r;
+
+static int t_called(void *a)
+{
+	return ((struct t_res *)a)->calls != 0;
+}
 
 int main(void)
 {
@@ -89,6 +101,63 @@ int main(void)
 	T_EQ(ts.res, big);
 	T_EQ(tr.res, big);
 	T_EQ(t_verify(dst, big, 9, 0), -1);
+
+	/* a peer that takes nothing: a send into a full socket ends with -ETIMEDOUT at its
+	 * deadline, whether the socket blocks (the kernel's linked timeout ends the wait)
+	 * or not (-EAGAIN retries), on a unix socket and on TCP over loopback; so does a
+	 * splice (pipe -> socket) into a full non-blocking socket. A splice into a
+	 * blocking one waits on an io_uring worker, which the linked timeout does not
+	 * interrupt (kernel 6.18): shutting the socket down ends it (what rf-httpd does) */
+	for (int kind = 0; kind < 4; kind++) {
+		int tcp = kind >= 2, nb = kind & 1, s[2];
+		if (!tcp) {
+			T_CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, s) == 0);
+		} else {
+			struct sockaddr_in a = { .sin_family = AF_INET,
+						 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+			socklen_t al = sizeof(a);
+			int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+			T_CHECK(l >= 0 && bind(l, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+				listen(l, 1) == 0 && getsockname(l, (struct sockaddr *)&a, &al) == 0);
+			s[1] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+			int tiny = 4096;
+			setsockopt(s[1], SOL_SOCKET, SO_RCVBUF, &tiny, sizeof(tiny));
+			T_CHECK(connect(s[1], (struct sockaddr *)&a, sizeof(a)) == 0);
+			s[0] = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+			T_CHECK(s[0] >= 0);
+			close(l);
+		}
+		if (nb)
+			T_CHECK(fcntl(s[0], F_SETFL, O_NONBLOCK) == 0);
+		struct rf_io st = { .op = RF_IOP_SEND, .fd = s[0], .buf = src, .len = big,
+				    .timeout_ns = 100 * 1000000ull };
+		t = (struct t_res){ 0 };
+		T_OK(rf_ring_submit(r, &st, t_store, &t, NULL));
+		T_EQ(t_wait1(r, &t), -ETIMEDOUT);
+		if (!tcp) { /* the unix socket is full now: a splice of 64 KiB from a pipe */
+			int pp[2];
+			T_CHECK(pipe2(pp, O_CLOEXEC) == 0);
+			T_EQ(write(pp[1], src, 65536), 65536);
+			st = (struct rf_io){ .op = RF_IOP_SPLICE, .fd = pp[0], .off = UINT64_MAX,
+					     .fd2 = s[0], .off2 = UINT64_MAX, .len = 65536,
+					     .timeout_ns = 100 * 1000000ull };
+			t = (struct t_res){ 0 };
+			T_OK(rf_ring_submit(r, &st, t_store, &t, NULL));
+			if (nb) {
+				T_EQ(t_wait1(r, &t), -ETIMEDOUT);
+			} else {
+				int ret = rf_ring_run_until(r, t_called, &t, 300 * 1000000ull);
+				T_CHECK(ret == 0 || ret == -ETIMEDOUT);
+				if (!t.calls) /* still waiting on its worker: shut the socket down */
+					T_OK(shutdown(s[0], SHUT_RDWR));
+				T_CHECK(t_wait1(r, &t) < 0);
+			}
+			close(pp[0]);
+			close(pp[1]);
+		}
+		close(s[0]);
+		close(s[1]);
+	}
 
 	/* nothing left over: the linked timeouts' own completions are swallowed */
 	T_EQ(rf_ring_pending(r), 0);

@@ -12,7 +12,8 @@ byte flipped in the file and names its offset, the expected and the actual value
 draws; a job file runs its jobs with the options the same command line gives, and an
 unknown key fails naming its line. --bs ranges and splits keep one pass = the region
 once (verify proves every grain written); --nrfiles / several --file spread a pass over
-each file; randtrim punches every block; --hipri runs or says in one line why not.
+each file; randtrim punches every block; --hipri runs or says in one line why not; a job
+file's jobs end when its process is killed.
 argv: the rf-iobench program."""
 import json
 import os
@@ -20,6 +21,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 exe = sys.argv[1]
 d = tempfile.mkdtemp()
@@ -196,6 +198,38 @@ try:
                                             b["end_unix_s"]])
     check(c["start_unix_s"] >= max(a["end_unix_s"], b["end_unix_s"]), "[c] waited (stonewall)")
     check(a["files"] == names[:2] and b["bs_spec"] == "4k/50:16k/50", "filename list, bssplit")
+    # the jobs end with the file's process: killed while two 30 s jobs run, nothing of
+    # the run stays behind (a job used to run on, orphaned)
+    kf = os.path.join(d, "kill.fio")
+    with open(kf, "w") as fh:
+        fh.write("[global]\nfilename=%s\nbs=4k\nruntime=30\n[k1]\nrw=randread\n"
+                 "[k2]\nrw=randread\n" % names[0])
+    p = subprocess.Popen([exe, "--job", kf], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    kids = []
+    for _ in range(100):  # until both jobs run (10 s at most)
+        time.sleep(0.1)
+        kids = [int(x) for x in subprocess.run(["pgrep", "-P", str(p.pid)],
+                                               capture_output=True, text=True).stdout.split()]
+        if len(kids) == 2:
+            break
+    check(len(kids) == 2, "two job processes started: %r" % kids)
+    p.kill()
+    p.wait()
+    for _ in range(100):
+        alive = [k for k in kids if os.path.exists("/proc/%d" % k) and
+                 open("/proc/%d/stat" % k).read().split()[2] != "Z"]
+        if not alive:
+            break
+        time.sleep(0.1)
+    check(not alive, "jobs still running after their job file's process was killed: %r" % alive)
+    # fio's defaults where a job file gives no iodepth or bs
+    with open(kf, "w") as fh:
+        fh.write("[global]\nfilename=%s\nsize=64k\n[plain]\nrw=read\n" % names[0])
+    p = subprocess.run([exe, "--job", kf, "--json"], capture_output=True, text=True, timeout=60)
+    check(p.returncode == 0, "a job file without iodepth or bs: %s" % p.stderr)
+    j = json.loads(p.stdout)["jobs"][0]
+    check(j["qd"] == 1 and j["bs"] == 4096, "fio's defaults: qd %r bs %r" % (j["qd"], j["bs"]))
     with open(jf, "a") as fh:
         fh.write("[bad]\nrw=read\nblocksiz=4k\n")
     p = subprocess.run([exe, "--job", jf], capture_output=True, text=True, timeout=60)
