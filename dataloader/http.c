@@ -441,16 +441,30 @@ int rf__http_create(struct rf__http **out, struct rf_ring *r, const char *url, u
 		rf__http_destroy(h);
 		return -ENOMEM;
 	}
-	/* HOST[:PORT] ([v6]:port is not offered) */
+	/* HOST[:PORT], or [IPv6 literal][:PORT] (RFC 3986; the Host header keeps it so) */
 	char host[256], port[16] = "80";
-	const char *colon = strrchr(h->host, ':');
-	size_t hl = colon ? (size_t)(colon - h->host) : strlen(h->host);
+	const char *hs = h->host, *colon;
+	size_t hl;
+	if (*hs == '[') {
+		const char *rb = strchr(hs, ']');
+		colon = rb && rb[1] == ':' ? rb + 1 : NULL;
+		hl = rb ? (size_t)(rb - hs - 1) : 0;
+		if (!rb || (rb[1] && rb[1] != ':')) {
+			rf__http_destroy(h);
+			return rf__fail(-EINVAL, "%s: expected [IPv6 address] or [IPv6 address]:PORT "
+					"after http://", url);
+		}
+		hs++;
+	} else {
+		colon = strrchr(hs, ':');
+		hl = colon ? (size_t)(colon - hs) : strlen(hs);
+	}
 	if (hl == 0 || hl >= sizeof(host) || (colon && (strlen(colon + 1) == 0 ||
 	    strlen(colon + 1) >= sizeof(port) || strspn(colon + 1, "0123456789") != strlen(colon + 1)))) {
 		rf__http_destroy(h);
 		return rf__fail(-EINVAL, "%s: expected HOST or HOST:PORT after http://", url);
 	}
-	memcpy(host, h->host, hl);
+	memcpy(host, hs, hl);
 	host[hl] = 0;
 	if (colon)
 		snprintf(port, sizeof(port), "%s", colon + 1);

@@ -11,13 +11,15 @@ argv: the test-loader-http program. Writes two .rfrec files, then:
   - the same server failing always (503 on every range; bodies always cut short; Range
     ignored with a 200) makes every batch fail with a message naming the URL, the
     byte range and the cause, after the bounded retries -- never a wrong batch;
-  - opening a missing URL (404) or a port nobody listens on fails with the URL named.
+  - opening a missing URL (404) or a port nobody listens on fails with the URL named;
+  - http://[::1]:PORT (an IPv6 literal) gives the same batches; bad brackets fail.
 Exit 77 where nginx is not installed (tools/install-deps installs nginx-light) or
 ringflow was built without libhttp-parser.
 """
 import http.server
 import os
 import shutil
+import socket
 import socketserver
 import subprocess
 import sys
@@ -114,6 +116,10 @@ class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
         pass  # the client hung up on a fault we made: expected
 
 
+class Server6(Server):
+    address_family = socket.AF_INET6
+
+
 try:
     run("make", d)
     if not nginx_peer.binary():
@@ -139,6 +145,20 @@ try:
     run("openfail", base + "/norange/small.rfrec", "ignores Range")
     run("openfail", "http://127.0.0.1:%d/x.rfrec" % nginx_peer.free_port(), "refused")
     srv.shutdown()
+    # an IPv6 literal ([::1]:PORT), where this machine has IPv6 loopback; malformed
+    # brackets are refused naming the URL
+    try:
+        srv6 = Server6(("::1", 0), Faulty)
+    except OSError:
+        srv6 = None
+        print("-- no IPv6 loopback here: [::1] not tried")
+    if srv6:
+        threading.Thread(target=srv6.serve_forever, daemon=True).start()
+        print("-- the same over http://[::1]:PORT")
+        run("same", "http://[::1]:%d/once" % srv6.server_address[1], d)
+        srv6.shutdown()
+    run("openfail", "http://[::1/x.rfrec", "expected [IPv6 address]")
+    run("openfail", "http://[::1]x/x.rfrec", "expected [IPv6 address]")
 finally:
     shutil.rmtree(d, ignore_errors=True)
 print("loader over HTTP: all checks passed")
