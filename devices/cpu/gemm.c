@@ -6,7 +6,7 @@
 #include "kernels-impl.h"
 
 #if RF_HAVE_OPENBLAS
-#include <cblas.h>
+#include "blas-dl.h"
 #endif
 
 /* ---- gemm ------------------------------------------------------------------- */
@@ -87,7 +87,8 @@ static int gemm_fast_ok(int tb)
 	if (e && *e && *e != '0')
 		return 0;
 #if RF_HAVE_OPENBLAS
-	return openblas_get_num_threads() == 1;
+	const struct rf__openblas *ob = rf__openblas(NULL);
+	return !ob || ob->get_num_threads() == 1;
 #else
 	return 1;
 #endif
@@ -103,6 +104,9 @@ int rf_k_gemm(int ta, int tb, int m, int n, int k, float alpha,
 			return rc;
 	}
 #if RF_HAVE_OPENBLAS
+	const struct rf__openblas *ob = rf__openblas(NULL);
+	if (!ob)
+		return rf_k_gemm_portable(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 	int rc = rf__k_gemm_check(ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
 	if (rc)
 		return rc;
@@ -113,11 +117,11 @@ int rf_k_gemm(int ta, int tb, int m, int n, int k, float alpha,
 		 * sgemm_itcopy was 40 % of a batch-1 MLP pass); sgemv streams B once.
 		 * y = op(B)^T x, with x = op(A)'s row (stride lda when A is transposed). */
 		rf__k_gemm_beta(1, n, beta, c, ldc);
-		cblas_sgemv(CblasRowMajor, tb ? CblasNoTrans : CblasTrans, tb ? n : k,
+		ob->sgemv(CblasRowMajor, tb ? CblasNoTrans : CblasTrans, tb ? n : k,
 			    tb ? k : n, alpha, b, ldb, a, ta ? lda : 1, 1.0f, c, 1);
 		return 0;
 	}
-	cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
+	ob->sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
 		    tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb,
 		    beta, c, ldc);
 	return 0;
@@ -129,9 +133,12 @@ int rf_k_gemm(int ta, int tb, int m, int n, int k, float alpha,
 int rf_k_blas_set_threads(int n)
 {
 #if RF_HAVE_OPENBLAS
+	const struct rf__openblas *ob;
 	if (n < 1)
 		return -EINVAL;
-	openblas_set_num_threads(n);
+	if (!(ob = rf__openblas(NULL)))
+		return -ENOTSUP;
+	ob->set_num_threads(n);
 	return 0;
 #else
 	return -ENOTSUP;
@@ -141,7 +148,8 @@ int rf_k_blas_set_threads(int n)
 int rf_k_blas_get_threads(void)
 {
 #if RF_HAVE_OPENBLAS
-	return openblas_get_num_threads();
+	const struct rf__openblas *ob = rf__openblas(NULL);
+	return ob ? ob->get_num_threads() : -ENOTSUP;
 #else
 	return -ENOTSUP;
 #endif
