@@ -456,8 +456,13 @@ int rf__http_create(struct rf__http **out, struct rf_ring *r, const char *url, u
 		}
 		hs++;
 	} else {
-		colon = strrchr(hs, ':');
+		colon = strchr(hs, ':');
 		hl = colon ? (size_t)(colon - hs) : strlen(hs);
+		if (colon && strchr(colon + 1, ':')) { /* http://::1/x: brackets needed */
+			rf__http_destroy(h);
+			return rf__fail(-EINVAL, "%s: expected an IPv6 address in brackets "
+					"([::1]:PORT) after http://", url);
+		}
 	}
 	if (hl == 0 || hl >= sizeof(host) || (colon && (strlen(colon + 1) == 0 ||
 	    strlen(colon + 1) >= sizeof(port) || strspn(colon + 1, "0123456789") != strlen(colon + 1)))) {
@@ -469,6 +474,10 @@ int rf__http_create(struct rf__http **out, struct rf_ring *r, const char *url, u
 	if (colon)
 		snprintf(port, sizeof(port), "%s", colon + 1);
 	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *ai = NULL;
+	if (hs != h->host) { /* bracketed: an IPv6 literal, never a name to look up */
+		hints.ai_family = AF_INET6;
+		hints.ai_flags = AI_NUMERICHOST;
+	}
 	int g = getaddrinfo(host, port, &hints, &ai);
 	if (g || !ai) {
 		rf__http_destroy(h);

@@ -34,6 +34,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -57,6 +59,9 @@ struct req {
 struct conn {
 	struct conn *prev, *next; /* every live connection, for the idle sweep */
 	uint64_t active;        /* last data received or response finished (ns) */
+	uint64_t moved;         /* busy: the response last moved (a piece done, or the
+				 * socket's unsent bytes changed), ns */
+	int outq;               /* busy: the socket's unsent bytes at the last sweep */
 	int fd;
 	http_parser parser;
 	struct req q[QMAX];
@@ -457,7 +462,7 @@ static void on_read(void *data, int64_t res)
 {
 	struct conn *c = data;
 	c->inflight--;
-	c->active = rf_now_ns(); /* progress (the sweep's stall check) */
+	c->moved = rf_now_ns(); /* the response moved (the sweep's stall check) */
 	size_t want = c->left < RESP_BUF - c->hlen ? (size_t)c->left : RESP_BUF - c->hlen;
 	if (res != (int64_t)want || c->closing) { /* file shrank or failed: drop the connection */
 		c->left = 0;
@@ -478,7 +483,7 @@ static void on_splice_out(void *data, int64_t res)
 {
 	struct conn *c = data;
 	c->inflight--;
-	c->active = rf_now_ns(); /* progress (the sweep's stall check) */
+	c->moved = rf_now_ns(); /* the response moved (the sweep's stall check) */
 	if (res != (int64_t)c->inpipe || c->closing) {
 		c->closing = 1;
 		c->left = 0;
@@ -498,7 +503,7 @@ static void on_splice_in(void *data, int64_t res)
 {
 	struct conn *c = data;
 	c->inflight--;
-	c->active = rf_now_ns(); /* progress (the sweep's stall check) */
+	c->moved = rf_now_ns(); /* the response moved (the sweep's stall check) */
 	if (res <= 0 || c->closing) { /* the file shrank or failed */
 		c->closing = 1;
 		c->left = 0;
@@ -567,7 +572,7 @@ static void on_sent(void *data, int64_t res)
 {
 	struct conn *c = data;
 	c->inflight--;
-	c->active = rf_now_ns(); /* progress (the sweep's stall check) */
+	c->moved = rf_now_ns(); /* the response moved (the sweep's stall check) */
 	if (res < 0 || c->closing) {
 		c->closing = 1;
 		c->left = 0;
@@ -677,6 +682,8 @@ static void start_next(struct conn *c)
 		return;
 	struct req *r = &c->q[c->qhead];
 	c->busy = 1;
+	c->moved = rf_now_ns();
+	c->outq = -1;
 	c->file = -1;
 	c->pipe[0] = c->pipe[1] = -1;
 	c->hlen = 0;
@@ -800,13 +807,21 @@ static void on_sweep(void *data, int64_t res)
 	uint64_t now = rf_now_ns();
 	for (struct conn *c = conns, *next; c; c = next) {
 		next = c->next; /* conn_close may free c */
-		if (now - c->active <= idle_ns || c->closing)
+		if (c->closing)
 			continue;
 		if (!c->busy) {
-			conn_close(c);
-		} else if (c->fd >= 0) {
-			shutdown(c->fd, SHUT_RDWR); /* the stalled piece fails; then it closes */
+			if (now - c->active > idle_ns)
+				conn_close(c);
+			continue;
 		}
+		/* a slow reader still drains the socket within a piece: that is progress */
+		int q = -1;
+		if (c->fd >= 0 && ioctl(c->fd, SIOCOUTQ, &q) == 0 && q != c->outq) {
+			c->outq = q;
+			c->moved = now;
+		}
+		if (now - c->moved > idle_ns && c->fd >= 0)
+			shutdown(c->fd, SHUT_RDWR); /* the stalled piece fails; then it closes */
 	}
 	if (rf_ring_timeout(ring, 1000000000ull, on_sweep, NULL, &sweep_id) < 0)
 		sweep_id = 0;

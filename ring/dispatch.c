@@ -36,7 +36,8 @@ int rf__retry(struct rf_ring *r, struct rf__req *q, int32_t res)
 {
 	if (q->retries >= RF__RETRY_MAX)
 		return res;
-	if (rf__past_deadline(q))
+	uint64_t now = (q->flags & RF__RQ_DEADLINE) ? rf_now_ns() : 0;
+	if ((q->flags & RF__RQ_DEADLINE) && now >= q->deadline)
 		return -ETIMEDOUT;
 	q->retries++;
 	r->st.retries++;
@@ -46,11 +47,8 @@ int rf__retry(struct rf_ring *r, struct rf__req *q, int32_t res)
 	uint64_t ns = shift >= 16 ? RF__RETRY_CAP_NS : RF__RETRY_BASE_NS << shift;
 	if (ns > RF__RETRY_CAP_NS)
 		ns = RF__RETRY_CAP_NS;
-	if (q->flags & RF__RQ_DEADLINE) { /* no backoff past the deadline */
-		uint64_t now = rf_now_ns();
-		if (ns > q->deadline - now)
-			ns = q->deadline - now;
-	}
+	if ((q->flags & RF__RQ_DEADLINE) && ns > q->deadline - now)
+		ns = q->deadline - now; /* no backoff past the deadline (now < deadline) */
 	int err = 0;
 	struct io_uring_sqe *sqe = rf__sqe(r, &err);
 	if (!sqe)

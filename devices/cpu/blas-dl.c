@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 #include "blas-dl.h"
+#include "rf-config.h"
 #include "rf-internal.h"
 
 #define RF__OPENBLAS_SO "libopenblas.so.0"
@@ -15,7 +16,15 @@ static pthread_once_t rf__ob_once = PTHREAD_ONCE_INIT;
 
 static void rf__ob_open(void)
 {
-	void *h = dlopen(RF__OPENBLAS_SO, RTLD_NOW | RTLD_LOCAL);
+	void *h = NULL;
+	/* the directory pkg-config named at build time first (Debian's openblas-pthread/,
+	 * a prefix of its own), then the loader's search path */
+	char path[512];
+	if (RF_OPENBLAS_LIBDIR[0] &&
+	    snprintf(path, sizeof(path), "%s/" RF__OPENBLAS_SO, RF_OPENBLAS_LIBDIR) < (int)sizeof(path))
+		h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!h)
+		h = dlopen(RF__OPENBLAS_SO, RTLD_NOW | RTLD_LOCAL);
 
 	if (!h) {
 		snprintf(rf__ob_err, sizeof(rf__ob_err), "cannot load " RF__OPENBLAS_SO ": %.200s",

@@ -159,6 +159,8 @@ try:
         srv6.shutdown()
     run("openfail", "http://[::1/x.rfrec", "expected [IPv6 address]")
     run("openfail", "http://[::1]x/x.rfrec", "expected [IPv6 address]")
+    run("openfail", "http://::1/x.rfrec", "in brackets")
+    run("openfail", "http://[localhost]:80/x.rfrec", "cannot resolve")  # not a name
 finally:
     shutil.rmtree(d, ignore_errors=True)
 print("loader over HTTP: all checks passed")

@@ -10,7 +10,7 @@ garbage (then the connection closes); three pipelined requests in one packet
 answered in order; keep-alive over 50 requests; HTTP/1.0 closing by default; 32
 concurrent clients fetching the large file; an idle connection that does not block
 others, and one closed by --idle-timeout, as is one whose reader stops taking a large
-body; and a clean exit 0 on SIGTERM (under ASan,
+body (not one that reads slowly); and a clean exit 0 on SIGTERM (under ASan,
 no leak). Where nginx is
 installed, the same requests go to nginx serving the same directory and the status,
 Content-Length, Content-Range and body must agree. Exit 77 if rf-httpd was not built.
@@ -225,6 +225,39 @@ try:
         if got >= 64 << 20:
             fail("a reader that stopped for 3.5 s got the whole body: not dropped")
         stuck.close()
+        # a slow but steady reader is not: its piece (up to 1 MiB) takes longer than
+        # the timeout, but the socket drains
+        slow = socket.socket()
+        slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        slow.settimeout(10)
+        slow.connect(("127.0.0.1", port2))
+        slow.sendall(b"GET /huge.bin HTTP/1.1\r\nHost: x\r\n\r\n")
+        got, t0 = 0, time.time()
+        while time.time() - t0 < 3.5:  # ~200 KB/s: slower than a piece per second
+            try:
+                b = slow.recv(8192)
+            except ConnectionResetError:
+                b = b""
+            if not b:
+                fail("a slow reader was dropped after %d bytes in %.1f s" % (got, time.time() - t0))
+            got += len(b)
+            time.sleep(0.02)
+        # then quickly to the end: a server that shut the socket down meanwhile sends
+        # what it had queued and then FIN, short of the whole response
+        want = 64 << 20
+        while True:
+            try:
+                b = slow.recv(1 << 20)
+            except ConnectionResetError:
+                b = b""
+            if not b:
+                break
+            got += len(b)
+            if got >= want:
+                break
+        if got < want:
+            fail("a slow reader was dropped: %d of more than %d bytes" % (got, want))
+        slow.close()
         st, h, body = request(port2, "/small.bin")
         if st != 200 or body != small:
             fail("the server after dropping a stuck reader: %d" % st)
