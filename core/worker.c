@@ -74,7 +74,9 @@ static void rf__worker_post(struct rf__worker *w, uint32_t count)
 static void rf__worker_run(struct rf__worker *w, uint64_t t, uint32_t *held)
 {
 	struct rf_op *op = w->slot[t & (w->cap - 1)];
-	int quiet = op->quiet;   /* read before the op can be reported and reused */
+	/* read before the op can be reported and reused; not rf_op_quiet, which says 0
+	 * while tracing: this stream times each op itself, so batching keeps the times */
+	int quiet = op->quiet;
 	int st = rf_op_execute(op);
 
 	w->status[t & (w->cap - 1)] = st;

@@ -196,10 +196,10 @@ int rf_notifier_signal_n(struct rf_notifier *n, uint32_t count)
 		return -EINVAL; /* a CQE's res is signed: rf__notify_msg drops res <= 0 */
 	if (n->efd < 0)
 		return rf__send_msg(n->ring_fd, n->ud, count, 1);
-	uint64_t one = count;
+	uint64_t v = count;
 	for (;;) {
-		ssize_t w = write(n->efd, &one, sizeof(one));
-		if (w == (ssize_t)sizeof(one))
+		ssize_t w = write(n->efd, &v, sizeof(v));
+		if (w == (ssize_t)sizeof(v))
 			return 0;
 		if (w < 0 && errno == EINTR)
 			continue;

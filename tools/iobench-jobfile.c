@@ -211,11 +211,16 @@ static char **job_argv(const char *self, const struct section *g, const struct s
 	if (!av)
 		die(1, "out of memory");
 	unsigned n = 0;
+	int has_qd = 0, has_bs = 0, has_prefix = 0; /* given anywhere, overridden or not */
 	av[n++] = (char *)self;
 	for (unsigned b = 0; b < 2; b++)
 		for (unsigned i = 0; both[b] && i < both[b]->n; i++) {
 			const struct kv *e = &both[b]->kv[i];
 			int k = lookup(e->key);
+			const char *o = keymap[k].opt;
+			has_qd |= o && !strcmp(o, "--qd");
+			has_bs |= o && !strcmp(o, "--bs");
+			has_prefix |= o && !strcmp(o, "--log-prefix");
 			int later = 0; /* overridden later (in this section or the job's), by the
 					* key or another name of its option (filename, file)? */
 			for (unsigned b2 = b; b2 < 2 && !later; b2++)
@@ -248,13 +253,6 @@ static char **job_argv(const char *self, const struct section *g, const struct s
 		}
 	/* fio's defaults where the file gives none: iodepth 1, bs 4k (the command line
 	 * asks for both; a job file written for fio often leaves them out) */
-	int has_qd = 0, has_bs = 0;
-	for (unsigned b = 0; b < 2; b++)
-		for (unsigned i = 0; both[b] && i < both[b]->n; i++) {
-			const char *o = keymap[lookup(both[b]->kv[i].key)].opt;
-			has_qd |= o && !strcmp(o, "--qd");
-			has_bs |= o && !strcmp(o, "--bs");
-		}
 	if (!has_qd) {
 		av[n++] = "--qd";
 		av[n++] = "1";
@@ -264,10 +262,6 @@ static char **job_argv(const char *self, const struct section *g, const struct s
 		av[n++] = "4k";
 	}
 	/* each section's logs under its own name unless the file names a prefix */
-	int has_prefix = 0;
-	for (unsigned b = 0; b < 2; b++)
-		for (unsigned i = 0; both[b] && i < both[b]->n; i++)
-			has_prefix |= !strcmp(both[b]->kv[i].key, "log_prefix");
 	if (!has_prefix) {
 		av[n++] = "--log-prefix";
 		av[n++] = (char *)s->name;

@@ -1,7 +1,8 @@
 /* devices/cpu/blas-dl.h -- OpenBLAS through dlopen, opened at the first CPU gemm or
  * thread-count call (a CPU device's open sets the count), from RF_OPENBLAS_LIBDIR
- * (pkg-config's libdir at build time) first, then the loader's search path. Linked, libopenblas (with libgfortran) was mapped, and its
- * constructor ran and started its thread pool, in every program using ringflow:
+ * (pkg-config's libdir at build time) first, then the loader's search path. Linked,
+ * libopenblas (with libgfortran) was mapped, and its constructor ran and started its
+ * thread pool, in every program using ringflow:
  * 5.5 ms of each start here, and a pool thread spinning on sched_yield for ~0.1 s
  * after it, though an I/O program (rf-iobench, rf-httpd, an embedder's reactor)
  * never multiplies a matrix. Internal to devices/cpu. */

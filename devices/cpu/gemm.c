@@ -78,33 +78,34 @@ int rf_k_gemm_portable(int ta, int tb, int m, int n, int k, float alpha,
 
 /* rf_k_gemm_avx512 instead of OpenBLAS: for op(B) = B, when OpenBLAS would run a single
  * thread (or is absent) and the environment does not ask for BLAS (RF_KERNELS_BLAS_GEMM
- * set and not 0; rf_k_gemm_avx512 itself honours RF_KERNELS_NO_AVX512). */
-static int gemm_fast_ok(int tb)
+ * set and not 0; rf_k_gemm_avx512 itself honours RF_KERNELS_NO_AVX512). one_thread:
+ * OpenBLAS would run one thread, or is absent. */
+static int gemm_fast_ok(int tb, int one_thread)
 {
 	if (tb)
 		return 0;
 	const char *e = getenv("RF_KERNELS_BLAS_GEMM");
 	if (e && *e && *e != '0')
 		return 0;
-#if RF_HAVE_OPENBLAS
-	const struct rf__openblas *ob = rf__openblas(NULL);
-	return !ob || ob->get_num_threads() == 1;
-#else
-	return 1;
-#endif
+	return one_thread;
 }
 
 int rf_k_gemm(int ta, int tb, int m, int n, int k, float alpha,
 	      const float *a, int lda, const float *b, int ldb,
 	      float beta, float *c, int ldc)
 {
-	if (gemm_fast_ok(tb)) {
+#if RF_HAVE_OPENBLAS
+	const struct rf__openblas *ob = rf__openblas(NULL);
+	int one_thread = !ob || ob->get_num_threads() == 1;
+#else
+	int one_thread = 1;
+#endif
+	if (gemm_fast_ok(tb, one_thread)) {
 		int rc = rf_k_gemm_avx512(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 		if (rc != -ENOTSUP)
 			return rc;
 	}
 #if RF_HAVE_OPENBLAS
-	const struct rf__openblas *ob = rf__openblas(NULL);
 	if (!ob)
 		return rf_k_gemm_portable(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 	int rc = rf__k_gemm_check(ta, tb, m, n, k, a, lda, b, ldb, c, ldc);

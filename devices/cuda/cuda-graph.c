@@ -111,11 +111,21 @@ static int rf__cg_capturable(struct rf_op *op)
 	}
 }
 
-static void rf__cg_plan_clear(struct rf__cgplan *p)
+/* The plan's CUDA graphs go (it is recorded again, or freed). */
+static void rf__cg_plan_forget(struct rf__cgplan *p)
 {
 	for (uint32_t i = 0; i < p->nseg; i++)
 		if (p->exec[i])
 			cudaGraphExecDestroy(p->exec[i]);
+	if (p->exec)
+		memset(p->exec, 0, p->nseg * sizeof(*p->exec));
+	p->nseg = 0;
+	p->ready = 0;
+}
+
+static void rf__cg_plan_clear(struct rf__cgplan *p)
+{
+	rf__cg_plan_forget(p);
 	free(p->order);
 	free(p->seg);
 	free(p->exec);
@@ -159,8 +169,9 @@ static struct rf__cgplan *rf__cg_plan(struct rf__cg *g, uint64_t id, uint32_t n)
 	return p;
 }
 
-/* Close the open capture: its graph, instantiated, or NULL (then nothing of it ran). */
-static cudaGraphExec_t rf__cg_capture_end(struct rf__cuda_stream *c)
+/* Close the open capture: its graph, instantiated if instantiate, or NULL (then
+ * nothing of it ran). */
+static cudaGraphExec_t rf__cg_capture_end(struct rf__cuda_stream *c, int instantiate)
 {
 	struct rf__cg *g = c->cg;
 	cudaGraph_t graph = NULL;
@@ -171,12 +182,20 @@ static cudaGraphExec_t rf__cg_capture_end(struct rf__cuda_stream *c)
 		(void)cudaGetLastError();
 		return NULL;
 	}
-	if (cudaGraphInstantiateWithFlags(&exec, graph, 0) != cudaSuccess) {
+	if (instantiate && cudaGraphInstantiateWithFlags(&exec, graph, 0) != cudaSuccess) {
 		(void)cudaGetLastError();
 		exec = NULL;
 	}
 	cudaGraphDestroy(graph);
 	return exec;
+}
+
+/* No launch in progress any more. */
+static void rf__cg_end_launch(struct rf__cg *g)
+{
+	g->cur = NULL;
+	g->recording = 0;
+	g->pos = g->put = g->nheld = 0;
 }
 
 /* Start the held ops one by one (their work never started), with their statuses. */
@@ -196,37 +215,26 @@ static void rf__cg_run_held(struct rf__cuda_stream *c)
 }
 
 /* The launch in progress ends early: what is held starts op by op, a host function
- * reports everything put in the FIFO so far, and the plan is dropped. */
+ * reports everything put in the FIFO so far, and the plan is recorded again (an op of
+ * something else came between, say) or, after RF__CG_TRIES, dropped. */
 static void rf__cg_diverge(struct rf__cuda_stream *c)
 {
 	struct rf__cg *g = c->cg;
-
 	struct rf__cgplan *p = g->cur;
 
-	if (g->capturing) {
-		cudaGraphExec_t ex = rf__cg_capture_end(c); /* discarded: its ops run below */
-		if (ex)
-			cudaGraphExecDestroy(ex);
-	}
-	if (p && ++p->fails >= RF__CG_TRIES) {
+	if (g->capturing)
+		(void)rf__cg_capture_end(c, 0); /* discarded: its ops run below */
+	if (p && ++p->fails >= RF__CG_TRIES)
 		p->bad = 1;
-	} else if (p) { /* an op of something else came between, say: record again */
-		for (uint32_t i = 0; i < p->nseg; i++)
-			if (p->exec[i])
-				cudaGraphExecDestroy(p->exec[i]);
-		memset(p->exec, 0, p->nseg * sizeof(*p->exec));
-		p->nseg = 0;
-		p->ready = 0;
-	}
+	else if (p)
+		rf__cg_plan_forget(p);
 	rf__cg_run_held(c);
 	if (g->put)
 		rf__cs_signal(c, g->seq);
-	g->cur = NULL;
-	g->recording = 0;
-	g->pos = g->put = 0;
+	rf__cg_end_launch(g);
 }
 
-/* Launch CUDA graph k for the held ops; on failure they start op by op. */
+/* Launch exec for the held ops; on failure they start op by op. */
 static void rf__cg_launch(struct rf__cuda_stream *c, cudaGraphExec_t exec)
 {
 	struct rf__cg *g = c->cg;
@@ -258,6 +266,21 @@ static void rf__cg_hold(struct rf__cuda_stream *c, struct rf_op *op)
 	rf__cg_put(c, op, 0, rf_now_ns());
 }
 
+/* Run op now, as any op of the stream (its place in the launch is not captured). */
+static void rf__cg_run(struct rf__cuda_stream *c, struct rf_op *op)
+{
+	uint64_t t0 = rf_now_ns();
+	rf__cg_put(c, op, rf_op_execute(op), t0);
+}
+
+/* The open capture's run ends: its CUDA graph is kept in the plan and launched. */
+static void rf__cg_close_run(struct rf__cuda_stream *c, struct rf__cgplan *p)
+{
+	cudaGraphExec_t ex = rf__cg_capture_end(c, 1);
+	p->exec[p->nseg++] = ex;
+	rf__cg_launch(c, ex);
+}
+
 /* Recording: op at position pos of the plan's second launch. */
 static void rf__cg_record(struct rf__cuda_stream *c, struct rf_op *op, uint32_t index)
 {
@@ -267,14 +290,10 @@ static void rf__cg_record(struct rf__cuda_stream *c, struct rf_op *op, uint32_t 
 
 	p->order[pos] = index;
 	if (!rf__cg_capturable(op)) {
-		if (g->capturing) { /* the run before it ends: its graph starts now */
-			cudaGraphExec_t ex = rf__cg_capture_end(c);
-			p->exec[p->nseg++] = ex;
-			rf__cg_launch(c, ex);
-		}
+		if (g->capturing) /* the run before it ends: its graph starts now */
+			rf__cg_close_run(c, p);
 		p->seg[pos] = -1;
-		uint64_t t0 = rf_now_ns();
-		rf__cg_put(c, op, rf_op_execute(op), t0);
+		rf__cg_run(c, op);
 		return;
 	}
 	if (!g->capturing) {
@@ -282,8 +301,7 @@ static void rf__cg_record(struct rf__cuda_stream *c, struct rf_op *op, uint32_t 
 			(void)cudaGetLastError();
 			p->bad = 1; /* this launch goes on being recorded, op by op */
 			p->seg[pos] = -1;
-			uint64_t t0 = rf_now_ns();
-			rf__cg_put(c, op, rf_op_execute(op), t0);
+			rf__cg_run(c, op);
 			return;
 		}
 		g->capturing = 1;
@@ -329,10 +347,9 @@ int rf__cg_enqueue(struct rf__cuda_stream *c, struct rf_op *op)
 	}
 	if (gi.index != p->first)
 		return 0; /* not a launch's first op: it runs as usual */
+	rf__cg_end_launch(g); /* a clean start */
 	g->cur = p;
 	g->recording = !p->ready;
-	g->pos = g->put = 0;
-	g->nheld = 0;
 continue_launch:
 	g->seq = rf_op_seq(op);
 	if (g->recording) {
@@ -342,8 +359,7 @@ continue_launch:
 	} else {
 		int32_t k = p->seg[g->pos];
 		if (k < 0) {
-			uint64_t t0 = rf_now_ns();
-			rf__cg_put(c, op, rf_op_execute(op), t0);
+			rf__cg_run(c, op);
 		} else {
 			rf__cg_hold(c, op);
 			if (g->pos + 1 == p->n || p->seg[g->pos + 1] != k)
@@ -353,17 +369,12 @@ continue_launch:
 	if (++g->pos < p->n)
 		return 1;
 	/* the launch is complete */
-	if (g->capturing) {
-		cudaGraphExec_t ex = rf__cg_capture_end(c);
-		p->exec[p->nseg++] = ex;
-		rf__cg_launch(c, ex);
-	}
+	if (g->capturing)
+		rf__cg_close_run(c, p);
 	if (g->recording && !p->bad)
 		p->ready = 1;
 	rf__cs_signal(c, g->seq);
-	g->cur = NULL;
-	g->recording = 0;
-	g->pos = g->put = 0;
+	rf__cg_end_launch(g);
 	return 1;
 }
 
@@ -384,18 +395,11 @@ void rf__cg_drop(struct rf__cuda_stream *c)
 
 	if (!g)
 		return;
-	if (g->capturing) {
-		cudaGraph_t graph = NULL;
-		g->capturing = 0;
-		if (cudaStreamEndCapture(c->cs, &graph) == cudaSuccess && graph)
-			cudaGraphDestroy(graph);
-		(void)cudaGetLastError();
-	}
+	if (g->capturing)
+		(void)rf__cg_capture_end(c, 0);
 	if (g->cur)
 		g->cur->bad = 1;
-	g->cur = NULL;
-	g->recording = 0;
-	g->pos = g->put = g->nheld = 0;
+	rf__cg_end_launch(g);
 }
 
 void rf__cg_free(struct rf__cuda_stream *c)

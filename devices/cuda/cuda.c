@@ -457,14 +457,25 @@ void rf__cs_signal(struct rf__cuda_stream *c, uint64_t seq)
 	rf__cs_arm(c);
 }
 
+/* The engine's dispatch round is over: a launch gathered in part starts op by op. */
+static void rf__cs_flush(struct rf_stream *s)
+{
+	struct rf__cuda_stream *c = s->ctx;
+	int ret;
+
+	if (!c->cg || c->dead)
+		return;
+	if ((ret = rf__cuda_set(c->dev->ordinal)) < 0)
+		rf__cs_die(c, ret, "cudaSetDevice failed");
+	else
+		rf__cg_flush(c);
+}
+
 /* Nothing in the FIFO may wait for a host function that will not come: a launch
  * being gathered starts op by op, and a quiet op at the end gets its own. */
 static void rf__cs_settle(struct rf__cuda_stream *c)
 {
-	if (c->dead)
-		return;
-	if (c->cg && rf__cuda_set(c->dev->ordinal) == 0)
-		rf__cg_flush(c);
+	rf__cs_flush(&c->s);
 	if (!c->dead && c->head > c->tail && c->nohf[(c->head - 1) & (c->cap - 1)])
 		rf__cs_signal(c, rf_op_seq(c->fifo[(c->head - 1) & (c->cap - 1)]));
 }
@@ -479,20 +490,17 @@ static int rf__cs_enqueue(struct rf_stream *s, struct rf_op *op)
 		rf__cs_settle(c); /* op fails: what waits for its host function must not */
 		return ret;
 	}
-	if (c->dead) {
-		rf__cs_put(c, op, c->dead, rf_now_ns());
-		rf__cs_flush_dead(c);
-		return 0;
+	if (!c->dead) {
+		if ((ret = rf__cuda_set(c->dev->ordinal)) < 0) {
+			/* held ops could neither start nor be reported in order: all fail */
+			rf__cs_die(c, ret, "cudaSetDevice failed");
+		} else if (rf__cg_enqueue(c, op)) {
+			if (c->dead) /* its launch's host function was refused */
+				rf__cs_flush_dead(c);
+			return 0; /* a graph launch's op, run with its launch */
+		}
 	}
-	if ((ret = rf__cuda_set(c->dev->ordinal)) < 0)
-		/* held ops could neither start nor be reported in order: all fail */
-		rf__cs_die(c, ret, "cudaSetDevice failed");
-	else if (rf__cg_enqueue(c, op)) {
-		if (c->dead) /* its launch's host function was refused */
-			rf__cs_flush_dead(c);
-		return 0; /* a graph launch's op, run with its launch */
-	}
-	if (c->dead) {
+	if (c->dead) { /* dead before, or now */
 		rf__cs_put(c, op, c->dead, rf_now_ns());
 		rf__cs_flush_dead(c);
 		return 0;
@@ -578,19 +586,6 @@ static void rf__cs_free(struct rf__cuda_stream *c)
 	free(c->t_launch);
 	free(c->nohf);
 	free(c);
-}
-
-static void rf__cs_flush(struct rf_stream *s)
-{
-	struct rf__cuda_stream *c = s->ctx;
-	int ret;
-
-	if (!c->cg || c->dead)
-		return;
-	if ((ret = rf__cuda_set(c->dev->ordinal)) < 0)
-		rf__cs_die(c, ret, "cudaSetDevice failed");
-	else
-		rf__cg_flush(c);
 }
 
 static void rf__cs_destroy(struct rf_stream *s)

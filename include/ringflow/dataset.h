@@ -142,9 +142,10 @@ int rf_dataset_open_idx(struct rf_dataset *ds, const char *path, unsigned expect
 /* A .rfrec file. Checks magic, version, header CRC, field consistency, and that the
  * file is exactly 4096 + count*stride rounded up to 4096 with zero padding. With
  * RF_DS_VERIFY also reads every record: data CRC and label range. path may be an
- * http://HOST[:PORT]/PATH URL (HOST may be [IPv6 literal]) of a server that answers Range requests (nginx, ...):
- * the same checks run on ranges fetched from it, and a loader then reads record
- * spans with Range requests (dataloader/README.md, "Over HTTP"). */
+ * http://HOST[:PORT]/PATH URL (HOST may be an [IPv6 literal]) of a server that
+ * answers Range requests (nginx, ...): the same checks run on ranges fetched from it,
+ * and a loader then reads record spans with Range requests (dataloader/README.md,
+ * "Over HTTP"). */
 int rf_dataset_open_rfrec(struct rf_dataset *ds, const char *path, unsigned flags);
 
 /* Description of a generic file of fixed-size records. */
