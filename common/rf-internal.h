@@ -1,5 +1,5 @@
 /* common/rf-internal.h -- what every module of the library may use, never installed:
- * recording a failure's message, logging, writing a file whole. */
+ * recording a failure's message, logging, writing a file whole, opening a library. */
 #ifndef RF_INTERNAL_H
 #define RF_INTERNAL_H
 
@@ -26,5 +26,16 @@ int rf__fail_into(char *buf, size_t len, int code, const char *fmt, ...) RF__PRI
  * *step naming what failed ("create", "write", "sync", "rename"); tmp is removed. */
 int rf__write_whole(const char *path, const char *tmp, const void *buf, size_t len, int sync,
 		    const char **step);
+
+/* dl.c: dlopen (RTLD_NOW | RTLD_LOCAL) the first of libs (NULL-terminated) that loads
+ * and resolve each symbol into its slot (a function pointer's address, as void **).
+ * The handle, kept open to the process's end by its caller; or NULL with err saying
+ * "cannot load LIBS[0]: why" or "LIB lacks SYMBOL" (nothing left open). */
+struct rf__dlsym {
+	const char *name;
+	void **slot;
+};
+void *rf__dl_open(const char *const *libs, const struct rf__dlsym *syms, size_t n, char *err,
+		  size_t errlen);
 
 #endif

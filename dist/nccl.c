@@ -20,7 +20,6 @@
  * libnccl.so (over 200 MB) is opened with dlopen on first use, not linked: every
  * program that links ringflow would otherwise map it at start-up (~0.2 s here), and a
  * build with NCCL would not start where it is missing. nccl.h gives the types. */
-#include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -55,28 +54,18 @@ static pthread_once_t rf__nc_once = PTHREAD_ONCE_INIT;
 
 static void rf__nc_load(void)
 {
-	void *h = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
-
-	if (!h)
-		h = dlopen("libnccl.so", RTLD_NOW | RTLD_LOCAL);
-	if (!h) {
-		snprintf(rf__nc.err, sizeof(rf__nc.err), "cannot load libnccl.so.2: %s", dlerror());
-		return;
-	}
-#define RF__SYM(f, name) \
-	if (!(*(void **)&rf__nc.f = dlsym(h, name))) { \
-		snprintf(rf__nc.err, sizeof(rf__nc.err), "libnccl.so.2 lacks %s", name); \
-		return; \
-	}
-	RF__SYM(get_unique_id, "ncclGetUniqueId")
-	RF__SYM(init_rank, "ncclCommInitRank")
-	RF__SYM(all_reduce, "ncclAllReduce")
-	RF__SYM(all_gather, "ncclAllGather")
-	RF__SYM(destroy, "ncclCommDestroy")
-	RF__SYM(abort, "ncclCommAbort")
-	RF__SYM(error_string, "ncclGetErrorString")
-#undef RF__SYM
-	rf__nc.ok = 1;
+	static const char *const libs[] = { "libnccl.so.2", "libnccl.so", NULL };
+	const struct rf__dlsym syms[] = {
+		{ "ncclGetUniqueId", (void **)&rf__nc.get_unique_id },
+		{ "ncclCommInitRank", (void **)&rf__nc.init_rank },
+		{ "ncclAllReduce", (void **)&rf__nc.all_reduce },
+		{ "ncclAllGather", (void **)&rf__nc.all_gather },
+		{ "ncclCommDestroy", (void **)&rf__nc.destroy },
+		{ "ncclCommAbort", (void **)&rf__nc.abort },
+		{ "ncclGetErrorString", (void **)&rf__nc.error_string },
+	};
+	rf__nc.ok = rf__dl_open(libs, syms, sizeof(syms) / sizeof(syms[0]), rf__nc.err,
+				sizeof(rf__nc.err)) != NULL;
 }
 
 /* The scratch of host collectives and the order check, in words of 8 bytes, the same

@@ -1,10 +1,10 @@
 /* devices/cuda/cublas-dl.c -- cuBLAS through dlopen (cublas-dl.h says why). */
-#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 
 #include "cublas-dl.h"
+#include "rf-internal.h"
 
 #define RF__STR2(x) #x
 #define RF__STR(x) RF__STR2(x)
@@ -25,26 +25,17 @@ static pthread_once_t rf__bl_once = PTHREAD_ONCE_INIT;
 
 static void rf__bl_open(void)
 {
-	void *h = dlopen(RF__CUBLAS_SO, RTLD_NOW | RTLD_LOCAL);
-
-	if (!h) {
-		snprintf(rf__bl.err, sizeof(rf__bl.err), "cannot load " RF__CUBLAS_SO ": %.200s",
-			 dlerror());
-		return;
-	}
-#define RF__SYM(f, name) \
-	if (!(*(void **)&rf__bl.f = dlsym(h, name))) { \
-		snprintf(rf__bl.err, sizeof(rf__bl.err), RF__CUBLAS_SO " lacks %s", name); \
-		dlclose(h); \
-		return; \
-	}
-	RF__SYM(create, "cublasCreate_v2")
-	RF__SYM(destroy, "cublasDestroy_v2")
-	RF__SYM(set_stream, "cublasSetStream_v2")
-	RF__SYM(sgemm, "cublasSgemm_v2")
-	RF__SYM(status_string, "cublasGetStatusString")
-#undef RF__SYM
-	rf__bl.ok = 1; /* the handle stays open: the process may use cuBLAS to its end */
+	static const char *const libs[] = { RF__CUBLAS_SO, NULL };
+	const struct rf__dlsym syms[] = {
+		{ "cublasCreate_v2", (void **)&rf__bl.create },
+		{ "cublasDestroy_v2", (void **)&rf__bl.destroy },
+		{ "cublasSetStream_v2", (void **)&rf__bl.set_stream },
+		{ "cublasSgemm_v2", (void **)&rf__bl.sgemm },
+		{ "cublasGetStatusString", (void **)&rf__bl.status_string },
+	};
+	/* the handle stays open: the process may use cuBLAS to its end */
+	rf__bl.ok = rf__dl_open(libs, syms, sizeof(syms) / sizeof(syms[0]), rf__bl.err,
+				sizeof(rf__bl.err)) != NULL;
 }
 
 int rf__blas_load(const char **why)

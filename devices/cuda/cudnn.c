@@ -106,58 +106,54 @@ static pthread_once_t rf__dn_once = PTHREAD_ONCE_INIT;
 static void rf__dn_load(void)
 {
 	/* the major version the header describes: another one's calls differ */
-	void *h = dlopen("libcudnn.so.9", RTLD_NOW | RTLD_LOCAL);
+	static const char *const libs[] = { "libcudnn.so.9", NULL };
 	size_t (*version)(void);
+	const struct rf__dlsym ver[] = { { "cudnnGetVersion", (void **)&version } };
+	const struct rf__dlsym syms[] = {
+		{ "cudnnCreate", (void **)&rf__dn.create },
+		{ "cudnnDestroy", (void **)&rf__dn.destroy },
+		{ "cudnnSetStream", (void **)&rf__dn.set_stream },
+		{ "cudnnGetErrorString", (void **)&rf__dn.error_string },
+		{ "cudnnCreateTensorDescriptor", (void **)&rf__dn.create_tensor },
+		{ "cudnnDestroyTensorDescriptor", (void **)&rf__dn.destroy_tensor },
+		{ "cudnnSetTensor4dDescriptor", (void **)&rf__dn.set_tensor4d },
+		{ "cudnnCreateFilterDescriptor", (void **)&rf__dn.create_filter },
+		{ "cudnnDestroyFilterDescriptor", (void **)&rf__dn.destroy_filter },
+		{ "cudnnSetFilter4dDescriptor", (void **)&rf__dn.set_filter4d },
+		{ "cudnnCreateConvolutionDescriptor", (void **)&rf__dn.create_conv },
+		{ "cudnnDestroyConvolutionDescriptor", (void **)&rf__dn.destroy_conv },
+		{ "cudnnSetConvolution2dDescriptor", (void **)&rf__dn.set_conv2d },
+		{ "cudnnSetConvolutionMathType", (void **)&rf__dn.set_conv_math },
+		{ "cudnnGetConvolutionForwardAlgorithm_v7", (void **)&rf__dn.fwd_algos },
+		{ "cudnnGetConvolutionBackwardDataAlgorithm_v7", (void **)&rf__dn.bwd_data_algos },
+		{ "cudnnGetConvolutionBackwardFilterAlgorithm_v7", (void **)&rf__dn.bwd_filter_algos },
+		{ "cudnnConvolutionForward", (void **)&rf__dn.conv_fwd },
+		{ "cudnnConvolutionBackwardData", (void **)&rf__dn.conv_bwd_data },
+		{ "cudnnConvolutionBackwardFilter", (void **)&rf__dn.conv_bwd_filter },
+		{ "cudnnConvolutionBackwardBias", (void **)&rf__dn.conv_bwd_bias },
+		{ "cudnnAddTensor", (void **)&rf__dn.add_tensor },
+		{ "cudnnBatchNormalizationForwardTraining", (void **)&rf__dn.bn_train },
+		{ "cudnnBatchNormalizationForwardInference", (void **)&rf__dn.bn_infer },
+		{ "cudnnBatchNormalizationBackward", (void **)&rf__dn.bn_bwd },
+		{ "cudnnCreatePoolingDescriptor", (void **)&rf__dn.create_pool },
+		{ "cudnnDestroyPoolingDescriptor", (void **)&rf__dn.destroy_pool },
+		{ "cudnnSetPooling2dDescriptor", (void **)&rf__dn.set_pool2d },
+		{ "cudnnPoolingForward", (void **)&rf__dn.pool_fwd },
+		{ "cudnnPoolingBackward", (void **)&rf__dn.pool_bwd },
+	};
+	void *h = rf__dl_open(libs, ver, 1, rf__dn.err, sizeof(rf__dn.err));
 
-	if (!h) {
-		snprintf(rf__dn.err, sizeof(rf__dn.err), "cannot load libcudnn.so.9: %.200s",
-			 dlerror());
+	if (!h)
 		return;
-	}
-#define RF__SYM(f, name) \
-	if (!(*(void **)&rf__dn.f = dlsym(h, name))) { \
-		snprintf(rf__dn.err, sizeof(rf__dn.err), "libcudnn.so.9 lacks %s", name); \
-		dlclose(h); \
-		return; \
-	}
-	RF__SYM(create, "cudnnCreate")
-	if (!(*(void **)&version = dlsym(h, "cudnnGetVersion")) || version() / 10000 != CUDNN_MAJOR) {
+	if (version() / 10000 != CUDNN_MAJOR) {
 		snprintf(rf__dn.err, sizeof(rf__dn.err), "libcudnn.so.9 is version %zu, ringflow "
-			 "was built for %d.x", version ? version() : 0, CUDNN_MAJOR);
+			 "was built for %d.x", version(), CUDNN_MAJOR);
 		dlclose(h);
 		return;
 	}
-	RF__SYM(destroy, "cudnnDestroy")
-	RF__SYM(set_stream, "cudnnSetStream")
-	RF__SYM(error_string, "cudnnGetErrorString")
-	RF__SYM(create_tensor, "cudnnCreateTensorDescriptor")
-	RF__SYM(destroy_tensor, "cudnnDestroyTensorDescriptor")
-	RF__SYM(set_tensor4d, "cudnnSetTensor4dDescriptor")
-	RF__SYM(create_filter, "cudnnCreateFilterDescriptor")
-	RF__SYM(destroy_filter, "cudnnDestroyFilterDescriptor")
-	RF__SYM(set_filter4d, "cudnnSetFilter4dDescriptor")
-	RF__SYM(create_conv, "cudnnCreateConvolutionDescriptor")
-	RF__SYM(destroy_conv, "cudnnDestroyConvolutionDescriptor")
-	RF__SYM(set_conv2d, "cudnnSetConvolution2dDescriptor")
-	RF__SYM(set_conv_math, "cudnnSetConvolutionMathType")
-	RF__SYM(fwd_algos, "cudnnGetConvolutionForwardAlgorithm_v7")
-	RF__SYM(bwd_data_algos, "cudnnGetConvolutionBackwardDataAlgorithm_v7")
-	RF__SYM(bwd_filter_algos, "cudnnGetConvolutionBackwardFilterAlgorithm_v7")
-	RF__SYM(conv_fwd, "cudnnConvolutionForward")
-	RF__SYM(conv_bwd_data, "cudnnConvolutionBackwardData")
-	RF__SYM(conv_bwd_filter, "cudnnConvolutionBackwardFilter")
-	RF__SYM(conv_bwd_bias, "cudnnConvolutionBackwardBias")
-	RF__SYM(add_tensor, "cudnnAddTensor")
-	RF__SYM(bn_train, "cudnnBatchNormalizationForwardTraining")
-	RF__SYM(bn_infer, "cudnnBatchNormalizationForwardInference")
-	RF__SYM(bn_bwd, "cudnnBatchNormalizationBackward")
-	RF__SYM(create_pool, "cudnnCreatePoolingDescriptor")
-	RF__SYM(destroy_pool, "cudnnDestroyPoolingDescriptor")
-	RF__SYM(set_pool2d, "cudnnSetPooling2dDescriptor")
-	RF__SYM(pool_fwd, "cudnnPoolingForward")
-	RF__SYM(pool_bwd, "cudnnPoolingBackward")
-#undef RF__SYM
-	rf__dn.ok = 1;   /* h stays open for the process's life */
+	/* h and the handle of this second open stay open for the process's life */
+	rf__dn.ok = rf__dl_open(libs, syms, sizeof(syms) / sizeof(syms[0]), rf__dn.err,
+				sizeof(rf__dn.err)) != NULL;
 }
 
 int rf__dnn_ok(const char **why)
