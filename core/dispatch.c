@@ -25,7 +25,7 @@ static void rf__dispatch(struct rf_engine *e, struct rf_op *op)
 	struct rf_stream *s = op->stream;
 	const char *name, *opname = op->name;
 	uint64_t uid = op->uid;
-	int ret;
+	int ret, gkind;
 
 	if (op->gkind == RF__G_NODE ? rf__gnode_dispatch(e, op)
 				    : rf__inherited_error(op, 1, &name)) {
@@ -38,13 +38,17 @@ static void rf__dispatch(struct rf_engine *e, struct rf_op *op)
 	op->settled = op->nfront == op->nent;
 	op->state = RF__OP_DISPATCHED;
 	op->seq = ++s->seq;
-	/* Stream chaining: consumers on the same in-order stream (or on streams that
-	 * can wait for this one) may go now. */
-	if (op->gkind == RF__G_NODE)
-		rf__gnode_chain(e, op);
-	else if (op->gkind != RF__G_MACRO) /* a launch: once its ops are enqueued (graph-run.c) */
-		rf__q_dispatched(e, op);
+	gkind = op->gkind;
 	ret = s->ops->enqueue(s, op);
+	/* Stream chaining: consumers on the same in-order stream (or on streams that
+	 * can wait for this one) may go now -- after the enqueue, so that a stream's
+	 * chain hook can wait for what it has been given (CUDA: the op's event). The
+	 * op is still ours: what it reported goes on the finished list, which this
+	 * loop empties later. */
+	if (gkind == RF__G_NODE)
+		rf__gnode_chain(e, op);
+	else if (gkind != RF__G_MACRO) /* a launch: once its ops are enqueued (graph-run.c) */
+		rf__q_dispatched(e, op);
 	if (ret < 0)
 		rf__enqueue_failed(e, op, s, uid, opname, ret);
 	if (s->ops->flush && !s->flush_queued) {

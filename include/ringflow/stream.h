@@ -23,8 +23,9 @@ struct rf_stream_ops {
 	 * in-order stream. Returns 0 or -errno (then the op fails with it). */
 	int (*enqueue)(struct rf_stream *s, struct rf_op *op);
 	/* optional: make s's future work wait for producer's op with stream sequence
-	 * number seq (enqueued, maybe not finished). Return 0 if done (the engine then
-	 * counts the dependency satisfied), -ENOTSUP otherwise. */
+	 * number seq (producer's enqueue of it has returned; maybe not finished). Return
+	 * 0 if done (the engine then counts the dependency satisfied), -ENOTSUP
+	 * otherwise. */
 	int (*chain)(struct rf_stream *s, struct rf_stream *producer, uint64_t seq);
 	/* Reactor thread, no op in flight. Free the stream (including s itself). */
 	void (*destroy)(struct rf_stream *s);

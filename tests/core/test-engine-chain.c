@@ -4,8 +4,10 @@
  * the other; their chain hook accepts each other as producers. A consumer on facade B
  * of a producer on facade A must then be enqueued before the producer finished (the
  * engine counts it chained, and the hook is called once with A and the producer's
- * sequence number), and still see the producer's result. A stream without the hook
- * (a plain worker) must wait for the producer's completion instead. */
+ * sequence number), and still see the producer's result -- also when the consumer
+ * was queued first and the producer dispatched later, alone or in a graph launch: the
+ * hook, as CUDA's, refuses a seq its producer stream has not been given yet. A stream
+ * without the hook (a plain worker) must wait for the producer's completion instead. */
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -22,11 +24,14 @@ static uint64_t chain_seq;
 struct facade {
 	struct rf_stream s;
 	struct rf_stream *peer;
+	uint64_t enqueued;      /* the last seq its enqueue was called for */
 };
 
 static int facade_enqueue(struct rf_stream *s, struct rf_op *op)
 {
-	(void)s;
+	struct facade *f = s->ctx;
+
+	f->enqueued = s->seq; /* the engine numbers an op (s->seq) before enqueuing it */
 	return executor->ops->enqueue(executor, op); /* one in-order executor for both */
 }
 
@@ -35,6 +40,10 @@ static int facade_chain(struct rf_stream *s, struct rf_stream *producer, uint64_
 	struct facade *f = s->ctx;
 
 	if (producer != f->peer)
+		return -ENOTSUP;
+	/* as CUDA's hook: it can wait only for what the producer stream has been given
+	 * (an event is recorded when the op is enqueued) */
+	if (seq > ((struct facade *)producer->ctx)->enqueued)
 		return -ENOTSUP;
 	chain_calls++;
 	chain_from = producer;
@@ -133,6 +142,48 @@ int main(void)
 	CHECK_OK(rf_engine_push_simple(e, consume, NULL, &xv, 1, &yv, 1, &b->s, "consume"));
 	CHECK_EQ(rf_engine_wait_var(e, yv), 0);
 	CHECK_EQ(atomic_load(&y), 43);
+
+	/* The consumer queued before its producer is dispatched: it is chained when the
+	 * producer goes to its stream, and the hook must then see the producer enqueued
+	 * (it was called before the enqueue once, and CUDA's hook refused every such
+	 * chain). Here the producer waits for a slow op on the plain stream. */
+	atomic_store(&x, 0);
+	atomic_store(&y, 0);
+	chain_calls = 0;
+	rf_engine_get_stats(e, &st0);
+	CHECK_OK(rf_engine_push_simple(e, produce, NULL, NULL, 0, &zv, 1, plain, "slow"));
+	CHECK_OK(rf_engine_push_simple(e, produce, NULL, &zv, 1, &xv, 1, &a->s, "produce"));
+	CHECK_OK(rf_engine_push_simple(e, consume, NULL, &xv, 1, &yv, 1, &b->s, "consume"));
+	CHECK_EQ(rf_engine_wait_var(e, yv), 0);
+	rf_engine_get_stats(e, &st1);
+	CHECK_EQ(atomic_load(&y), 43);
+	CHECK_EQ(chain_calls, 1);
+	CHECK_EQ(st1.chained - st0.chained, 1);
+
+	/* The same inside a graph: a captured producer on A and its consumer on B. At
+	 * each launch the consumer chains behind the producer once that is enqueued. */
+	{
+		struct rf_graph *g;
+		int i;
+
+		CHECK_OK(rf_engine_capture_begin(e, NULL));
+		CHECK_OK(rf_engine_push_simple(e, produce, NULL, NULL, 0, &xv, 1, &a->s, "gproduce"));
+		CHECK_OK(rf_engine_push_simple(e, consume, NULL, &xv, 1, &yv, 1, &b->s, "gconsume"));
+		CHECK_OK(rf_engine_capture_end(e, &g));
+		for (i = 0; i < 3; i++) {
+			atomic_store(&x, 0);
+			atomic_store(&y, 0);
+			chain_calls = 0;
+			rf_engine_get_stats(e, &st0);
+			CHECK_OK(rf_graph_launch(g, NULL, NULL, 0));
+			CHECK_EQ(rf_engine_wait_var(e, yv), 0);
+			rf_engine_get_stats(e, &st1);
+			CHECK_EQ(atomic_load(&y), 43);
+			CHECK_EQ(chain_calls, 1);
+			CHECK(st1.chained - st0.chained >= 1);
+		}
+		rf_graph_destroy(g);
+	}
 
 	rf_var_destroy(e, xv, NULL, NULL, NULL);
 	rf_var_destroy(e, yv, NULL, NULL, NULL);
