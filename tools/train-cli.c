@@ -1,0 +1,683 @@
+/* tools/train-cli.c -- rf-train's command line: the usage text, each option parsed
+ * and range-checked, the combinations refused, and the paths checked before any
+ * training starts (train-cli.h). Every refusal is one line naming the argument and
+ * what was expected, exit status 2 (1 for a path that cannot be used). */
+#include <errno.h>
+#include <fcntl.h>
+#include <float.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <ringflow/trainer.h>
+#include <ringflow/checkpoint.h>
+#include <ringflow/dataset.h>
+
+#include "cli-impl.h"
+#include "train-cli.h"
+
+/* "rf-train", or "rf-train[rank R]" in a run of several processes. */
+char prog[32] = "rf-train";
+
+static const char usage[] =
+"usage: rf-train [--model mlp|lenet|resnet18] [options]\n"
+"  --model NAME          mlp, lenet or resnet18 (the seeds' three; default mlp)\n"
+"  --data DIR|FILE|URL   Fashion-MNIST IDX files, raw or .gz (default " RF_TRAIN_DEFAULT_DATA "),\n"
+"                        or a .rfrec record file (rf-pack's) of the training set, local\n"
+"                        or http://HOST[:PORT]/PATH.rfrec (read with Range requests)\n"
+"  --test-data FILE      with a .rfrec --data: the test set's .rfrec (default: beside\n"
+"                        it, \"train\" in its name made \"t10k\", else \"test\")\n"
+"  --epochs N            epochs to train (default 10)\n"
+"  --batch-size B        minibatch size, split over the devices (default 256)\n"
+"  --lr LR               SGD learning rate (default 0.1 mlp, 0.2 lenet, 0.1 resnet18)\n"
+"  --optimizer sgd|adamw torch.optim.SGD (default) or AdamW (betas 0.9, 0.999, eps\n"
+"                        1e-8; --wd its decoupled decay; default lr 0.001)\n"
+"  --momentum M          SGD momentum, as torch.optim.SGD (dampening 0; default 0)\n"
+"  --wd W                weight decay, added to the gradient as W * w (default 0)\n"
+"  --nesterov            Nesterov momentum (needs --momentum > 0)\n"
+"  --lr-schedule S       the lr per epoch: constant (default), step:N[:G] (times G,\n"
+"                        default 0.1, every N epochs) or cosine[:T] (to 0 at epoch T,\n"
+"                        default --epochs: T keeps a run cut short the same run)\n"
+"  --warmup-epochs W     a linear warm-up first, from lr/(W+1) to lr at epoch W\n"
+"  --device cpu|cuda     where to compute (default cpu)\n"
+"  --devices K           data parallel over K devices (CPU: K worker streams; CUDA: K GPUs)\n"
+"  --seed S              seed of the weight init and the shuffle (default 0)\n"
+"  --init KIND           weights: kaiming (default) +-sqrt(6/fan_in), uniform +-1/sqrt(fan_in)\n"
+"                        (PyTorch's default), normal N(0, 0.01^2) (the seed's), xavier\n"
+"                        +-sqrt(6/(fan_in+fan_out)); biases 0 (uniform: +-1/sqrt(fan_in))\n"
+"  --checkpoint FILE     save weights and state after every epoch\n"
+"  --resume              continue from --checkpoint FILE where it was taken\n"
+"  --checkpoint-every N  also save --checkpoint FILE after every N batches of an epoch;\n"
+"                        --resume then goes on from that batch (each record once, the\n"
+"                        weights of the uninterrupted run, bit for bit)\n"
+"  --max-steps N         stop after N optimizer steps in all (a resumed run counts the\n"
+"                        file's), saving --checkpoint FILE there (default 0: no limit)\n"
+"  --trace FILE          write a Chrome-trace JSON timeline of every op (Perfetto)\n"
+"  --metrics FILE.csv    one CSV row per epoch\n"
+"  --export DIR          at the end, write the trained model to DIR (created if\n"
+"                        missing): model.json (layers, shapes) and params.rfck, for\n"
+"                        rf-infer and tools/rf-export-torch.py\n"
+"  --json                print a final JSON object on stdout (progress goes to stderr)\n"
+"  --limit N             train on the first N records only\n"
+"  --test-limit N        evaluate on the first N test records only\n"
+"  --log-every N         read the loss back every N batches (default: at epoch end)\n"
+"  --streams 1|2         compute streams per device; 2: weight gradients beside data\n"
+"                        gradients (default: 2 for lenet and resnet18 on a multi-core\n"
+"                        CPU, else 1)\n"
+"  --threads N           OpenBLAS threads (default: cores / compute streams)\n"
+"  --prefetch N          loader batch slots (default 4)\n"
+"  --in-memory           loader reads the payload file into memory first\n"
+"  --augment             training images: random crop (zero padding 4) and horizontal\n"
+"                        flip, drawn per (seed, epoch, record) (default: off)\n"
+"  --no-eval             skip the test-set evaluation\n"
+"  --quiet               no progress bar\n"
+"asynchrony (seed 12.2.4; these change timing and memory, never results):\n"
+"  --window N            iterations in flight: batch t starts after batch t-N has\n"
+"                        finished (default 2; 0: no window, push ahead without waiting)\n"
+"  --hybridize           capture the training step at the first batch and replay it\n"
+"                        after (seed 12.1; one process; results bit-identical)\n"
+"  --barrier-every N     wait for all work after every N batches, like a per-batch\n"
+"                        .item() (default 0: never)\n"
+"  --max-inflight N      the engine's cap on ops in flight; a push past it waits for\n"
+"                        room (default 4096; 0: no cap)\n"
+"  --stats               print the engine's op counts (and max in flight) on stderr\n"
+"                        and in the --json object\n"
+"several processes (README: \"Several processes and machines\"):\n"
+"  --dist mpi            one process per rank under mpirun: each trains its shard of\n"
+"                        every global batch; gradients summed over the ranks (MPI on a\n"
+"                        comm stream). Rank 0 alone prints, checkpoints and writes files\n"
+"  --dist-store DIR      one process per rank, launched with RANK, WORLD_SIZE and\n"
+"                        LOCAL_RANK set (as torchrun sets them), without MPI: rank 0's\n"
+"                        NCCL id reaches the others through files in DIR, a directory\n"
+"                        every rank sees (made if missing; waits up to 300 s for every\n"
+"                        rank). GPU runs only (--device cuda)\n"
+"  --dist-timeout S      end the run when one collective has been outstanding S seconds\n"
+"                        (a peer stalled or died; default 0: no watchdog). S must exceed\n"
+"                        the longest pause of one rank alone (rank 0's checkpoint write)\n"
+"  --bucket-kb N         reduce contiguous layers' gradients together until N KiB\n"
+"                        (default 0: one collective per layer)\n";
+
+/* constant | step:N[:G] | cosine into s (its warm-up untouched). 0 or -1. */
+static int parse_sched(const char *a, struct rf_lr_schedule *s)
+{
+	char *end;
+
+	if (!strcmp(a, "constant") || !strcmp(a, "cosine")) {
+		s->kind = !strcmp(a, "constant") ? RF_LR_CONSTANT : RF_LR_COSINE;
+		s->epochs = 0;          /* cosine: over --epochs */
+		return 0;
+	}
+	if (!strncmp(a, "cosine:", 7)) {
+		errno = 0;
+		unsigned long n = a[7] >= '1' && a[7] <= '9' ? strtoul(a + 7, &end, 10) : 0;
+		if (errno || n < 1 || n > 100000 || *end)
+			return -1;
+		s->kind = RF_LR_COSINE;
+		s->epochs = (unsigned)n;
+		return 0;
+	}
+	if (strncmp(a, "step:", 5) || a[5] < '1' || a[5] > '9')
+		return -1;
+	errno = 0;
+	unsigned long n = strtoul(a + 5, &end, 10);
+	if (errno || n < 1 || n > 100000)
+		return -1;
+	s->kind = RF_LR_STEP;
+	s->step_epochs = (unsigned)n;
+	s->gamma = 0.1;
+	if (!*end)
+		return 0;
+	double g;
+	if (*end != ':' || rf_cli_double(end + 1, 0, 1e6, &g) || !(g > 0))
+		return -1;
+	s->gamma = g;
+	return 0;
+}
+
+__attribute__((format(printf, 2, 3)))
+static int bad(const char *arg, const char *fmt, ...)
+{
+	char why[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	rf_cli_say(prog, "%s: %s; see rf-train --help", arg, why);
+	return 2;
+}
+
+/* An integer option: digits only (no sign, space or suffix), in [min, max]; what
+ * says what it counts. 0, or the exit status of the one-line refusal. */
+static int int_opt(const char *opt, const char *a, uint64_t min, uint64_t max, const char *what,
+		   uint64_t *out)
+{
+	if (rf_cli_u64(a, min, max, out) == 0)
+		return 0;
+	return bad(opt, "got '%s', expected an integer %" PRIu64 "..%" PRIu64 " (%s)", a, min, max,
+		   what);
+}
+
+/* A path that cannot be used: one line naming the option, exit status 1. */
+static int bad_path(const char *opt, const char *why)
+{
+	rf_cli_say(prog, "%s %s", opt, why);
+	return 1;
+}
+
+/* The paths, before anything runs: --data a directory whose IDX files (any that are
+ * there) are regular files, so that no open can block on a FIFO; --checkpoint (an
+ * existing regular file with --resume), --metrics and --trace writable paths in
+ * existing directories, none of them a directory, FIFO or device, and no two the
+ * same file. A missing --data is left to the trainer (its message says how to
+ * install Fashion-MNIST). With --resume the checkpoint's header is checked too (its
+ * model against --model). 0 or the exit status. */
+/* A .rfrec file's header (magic, version, sizes, CRC) now, not after the engine
+ * starts; the trainer checks the shape. 0 or the exit status. */
+static int check_rfrec(const char *opt, const char *path)
+{
+	struct rf_dataset ds;
+
+	if (rf_dataset_open_rfrec(&ds, path, 0) < 0) {
+		rf_cli_say(prog, "%s %s", opt, rf_last_error());
+		return 1;
+	}
+	rf_dataset_close(&ds);
+	return 0;
+}
+
+/* --export DIR: a directory that exists and may be written, or a new name in one. */
+static int check_export(const char *dir)
+{
+	char why[4608], parent[4200], d[4200];
+	struct stat st;
+	const char *slash;
+	size_t n;
+
+	if (!*dir)
+		return bad("--export", "got an empty path, expected a directory (created if missing)");
+	if (stat(dir, &st) == 0) {
+		if (!S_ISDIR(st.st_mode)) {
+			snprintf(why, sizeof(why), "%s: is %s, expected a directory (created if "
+				 "missing)", dir, rf_cli_ftype(st.st_mode));
+			return bad_path("--export", why);
+		}
+		if (access(dir, W_OK) < 0) {
+			snprintf(why, sizeof(why), "%s: cannot be written: %s", dir, strerror(errno));
+			return bad_path("--export", why);
+		}
+		return 0;
+	}
+	snprintf(d, sizeof(d), "%s", dir); /* "new/" is a new directory's name too */
+	for (n = strlen(d); n > 1 && d[n - 1] == '/'; n--)
+		d[n - 1] = 0;
+	slash = strrchr(d, '/');
+	snprintf(parent, sizeof(parent), "%.*s", slash ? (int)(slash == d ? 1 : slash - d) : 1,
+		 slash ? d : ".");
+	if (errno != ENOENT || stat(parent, &st) < 0 || !S_ISDIR(st.st_mode) ||
+	    access(parent, W_OK) < 0) {
+		snprintf(why, sizeof(why), "%s: cannot create: %s is not a writable directory",
+			 dir, parent);
+		return bad_path("--export", why);
+	}
+	return 0;
+}
+
+static int check_paths(const char *model, const char *data, const char *test_data,
+		       const char *ckpt, int resume, const char *metrics, const char *trace)
+{
+	static const char *names[4] = { "train-images-idx3-ubyte", "train-labels-idx1-ubyte",
+					"t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte" };
+	const char *outs[3][2] = { { "--checkpoint", ckpt }, { "--metrics", metrics },
+				   { "--trace", trace } };
+	char why[4608], p[4200];
+	struct stat st;
+
+	if (!*data)
+		return bad("--data", "got an empty path, expected a directory or a .rfrec file");
+	if (!strncmp(data, "http://", 7)) { /* a .rfrec over HTTP: checked by opening it */
+		if (check_rfrec("--data", data))
+			return 1;
+		if (test_data && strncmp(test_data, "http://", 7) &&
+		    rf_cli_check_input(test_data, 0, why, sizeof(why)) < 0)
+			return bad_path("--test-data", why);
+		if (test_data && check_rfrec("--test-data", test_data))
+			return 1;
+	} else if (test_data) {
+		if (rf_cli_check_input(test_data, 0, why, sizeof(why)) < 0)
+			return bad_path("--test-data", why);
+		if (stat(data, &st) == 0 && !S_ISREG(st.st_mode))
+			return bad("--test-data", "names the test set of a .rfrec --data, and %s is "
+				   "%s (a directory of IDX files holds both sets)", data,
+				   rf_cli_ftype(st.st_mode));
+		if (check_rfrec("--test-data", test_data))
+			return 1;
+	}
+	if (test_data && !strncmp(test_data, "http://", 7) && check_rfrec("--test-data", test_data))
+		return 1;
+	if (stat(data, &st) == 0 && S_ISREG(st.st_mode) && check_rfrec("--data", data))
+		return 1;
+	for (int i = 0; i < 3; i++)
+		if (outs[i][1] && !*outs[i][1])
+			return bad(outs[i][0], "got an empty path, expected a file name");
+	if (stat(data, &st) == 0 && !S_ISREG(st.st_mode)) {
+		if (!S_ISDIR(st.st_mode)) {
+			snprintf(why, sizeof(why), "%s: is %s, expected a directory of Fashion-MNIST "
+				 "IDX files or a .rfrec file", data, rf_cli_ftype(st.st_mode));
+			return bad_path("--data", why);
+		}
+		for (int i = 0; i < 8; i++) {
+			snprintf(p, sizeof(p), "%s/%s%s", data, names[i / 2], i % 2 ? ".gz" : "");
+			if (stat(p, &st) == 0 && !S_ISREG(st.st_mode)) {
+				snprintf(why, sizeof(why), "%s: is %s, expected a regular file", p,
+					 rf_cli_ftype(st.st_mode));
+				return bad_path("--data", why);
+			}
+		}
+	}
+	if (ckpt && resume) {
+		/* The header now (magic, version, sizes, CRC, model), not after the data. */
+		struct rf_ckpt_meta meta;
+		if (rf_cli_check_input(ckpt, 0, why, sizeof(why)) < 0)
+			return bad_path("--resume: --checkpoint", why);
+		if (rf_ckpt_probe(ckpt, &meta) < 0) {
+			rf_cli_say(prog, "cannot resume: %s", rf_last_error());
+			return 1;
+		}
+		if (strncmp(meta.model, model, sizeof(meta.model))) {
+			rf_cli_say(prog, "cannot resume: %s: checkpoint is for model '%.31s', "
+				   "this run has --model %s", ckpt, meta.model, model);
+			return 1;
+		}
+	}
+	for (int i = 0; i < 3; i++) {
+		if (!outs[i][1])
+			continue;
+		if (rf_cli_check_output(outs[i][1], 0, NULL, why, sizeof(why)) < 0)
+			return bad_path(outs[i][0], why);
+		for (int j = 0; j < i; j++)
+			if (outs[j][1] && rf_cli_same_file(outs[i][1], outs[j][1])) {
+				snprintf(why, sizeof(why), "%s: the same file as %s %s, expected "
+					 "another file", outs[i][1], outs[j][0], outs[j][1]);
+				return bad_path(outs[i][0], why);
+			}
+	}
+	if (ckpt) {
+		/* saved through FILE.tmp, renamed over FILE */
+		snprintf(p, sizeof(p), "%s.tmp", ckpt);
+		if (rf_cli_check_output(p, 0, NULL, why, sizeof(why)) < 0)
+			return bad_path("--checkpoint", why);
+		for (int i = 1; i < 3; i++)
+			if (outs[i][1] && rf_cli_same_file(p, outs[i][1])) {
+				snprintf(why, sizeof(why), "%s: the file --checkpoint %s is written "
+					 "through, expected another file", outs[i][1], ckpt);
+				return bad_path(outs[i][0], why);
+			}
+	}
+	return 0;
+}
+
+enum { O_DATA = 256, O_EPOCHS, O_BATCH, O_LR, O_DEVICE, O_DEVICES, O_SEED, O_CKPT,
+       O_RESUME, O_TRACE, O_METRICS, O_JSON, O_LIMIT, O_TLIMIT, O_LOG, O_THREADS,
+       O_PREFETCH, O_INMEM, O_NOEVAL, O_QUIET, O_INIT, O_MODEL, O_STREAMS, O_WINDOW,
+       O_BARRIER, O_MAXINF, O_STATS, O_DIST, O_DIST_TIMEOUT, O_BUCKET,
+       O_DIST_STORE, O_TEST_DATA, O_MOMENTUM, O_WD, O_NESTEROV,
+       O_LR_SCHED, O_WARMUP, O_OPTIMIZER, O_CKPT_EVERY, O_MAX_STEPS, O_AUGMENT, O_EXPORT, O_HYBRID };
+
+static const struct option long_opts[] = {
+	{ "model", required_argument, 0, O_MODEL },
+	{ "data", required_argument, 0, O_DATA },
+	{ "epochs", required_argument, 0, O_EPOCHS },
+	{ "batch-size", required_argument, 0, O_BATCH },
+	{ "lr", required_argument, 0, O_LR },
+	{ "device", required_argument, 0, O_DEVICE },
+	{ "devices", required_argument, 0, O_DEVICES },
+	{ "seed", required_argument, 0, O_SEED },
+	{ "init", required_argument, 0, O_INIT },
+	{ "checkpoint", required_argument, 0, O_CKPT },
+	{ "export", required_argument, 0, O_EXPORT },
+	{ "resume", no_argument, 0, O_RESUME },
+	{ "checkpoint-every", required_argument, 0, O_CKPT_EVERY },
+	{ "max-steps", required_argument, 0, O_MAX_STEPS },
+	{ "trace", required_argument, 0, O_TRACE },
+	{ "metrics", required_argument, 0, O_METRICS },
+	{ "json", no_argument, 0, O_JSON },
+	{ "limit", required_argument, 0, O_LIMIT },
+	{ "test-limit", required_argument, 0, O_TLIMIT },
+	{ "log-every", required_argument, 0, O_LOG },
+	{ "threads", required_argument, 0, O_THREADS },
+	{ "streams", required_argument, 0, O_STREAMS },
+	{ "prefetch", required_argument, 0, O_PREFETCH },
+	{ "in-memory", no_argument, 0, O_INMEM },
+	{ "augment", no_argument, 0, O_AUGMENT },
+	{ "no-eval", no_argument, 0, O_NOEVAL },
+	{ "quiet", no_argument, 0, O_QUIET },
+	{ "window", required_argument, 0, O_WINDOW },
+	{ "barrier-every", required_argument, 0, O_BARRIER },
+	{ "hybridize", no_argument, 0, O_HYBRID },
+	{ "max-inflight", required_argument, 0, O_MAXINF },
+	{ "stats", no_argument, 0, O_STATS },
+	{ "dist", required_argument, 0, O_DIST },
+	{ "dist-timeout", required_argument, 0, O_DIST_TIMEOUT },
+	{ "dist-store", required_argument, 0, O_DIST_STORE },
+	{ "test-data", required_argument, 0, O_TEST_DATA },
+	{ "momentum", required_argument, 0, O_MOMENTUM },
+	{ "wd", required_argument, 0, O_WD },
+	{ "nesterov", no_argument, 0, O_NESTEROV },
+	{ "lr-schedule", required_argument, 0, O_LR_SCHED },
+	{ "warmup-epochs", required_argument, 0, O_WARMUP },
+	{ "optimizer", required_argument, 0, O_OPTIMIZER },
+	{ "bucket-kb", required_argument, 0, O_BUCKET },
+	{ "help", no_argument, 0, 'h' },
+	{ 0, 0, 0, 0 },
+};
+
+/* One option and its value a into c: 0, or the exit status of the refusal. */
+static int parse_opt(struct cli *c, int opt, const char *a)
+{
+	uint64_t v = 0;
+	int ret;
+
+	switch (opt) {
+	case O_MODEL:
+		if (!rf_model_spec(a))
+			return bad("--model", "got '%s', expected %s", a, rf_model_names());
+		c->o.model = a;
+		break;
+	case O_DATA:
+		c->o.data_dir = a;
+		break;
+	case O_TEST_DATA:
+		c->o.test_data = a;
+		break;
+	case O_EPOCHS:
+		if ((ret = int_opt("--epochs", a, 0, 100000, "epochs to train", &v)))
+			return ret;
+		c->epochs = (unsigned)v;
+		break;
+	case O_BATCH:
+		if ((ret = int_opt("--batch-size", a, 1, 1u << 20, "samples per batch", &v)))
+			return ret;
+		c->o.batch_size = (unsigned)v;
+		break;
+	case O_LR: {
+		/* A normal float: 1e-50 would round to 0.0f (and a subnormal lose its
+		 * precision); the lr is a float from here on. */
+		double d;
+		if (rf_cli_double(a, FLT_MIN, 1e6, &d) || !isnormal((float)d))
+			return bad("--lr", "got '%s', expected a decimal learning rate from "
+				   "%g (the smallest normal float) to 1e6", a, (double)FLT_MIN);
+		c->o.lr = (float)d;
+		c->lr_set = 1;
+		break;
+	}
+	case O_MOMENTUM:
+	case O_WD: {
+		const char *o = opt == O_MOMENTUM ? "--momentum" : "--wd";
+		double d;
+		if (rf_cli_double(a, 0, 1e3, &d) || (d != 0 && !isnormal((float)d)))
+			return bad(o, "got '%s', expected a decimal from 0 to 1e3", a);
+		*(opt == O_MOMENTUM ? &c->o.momentum : &c->o.weight_decay) = (float)d;
+		break;
+	}
+	case O_NESTEROV:
+		c->o.nesterov = 1;
+		break;
+	case O_OPTIMIZER:
+		if (strcmp(a, "sgd") && strcmp(a, "adamw"))
+			return bad("--optimizer", "got '%s', expected sgd or adamw", a);
+		c->o.adamw = !strcmp(a, "adamw");
+		break;
+	case O_LR_SCHED:
+		if (parse_sched(a, &c->o.sched))
+			return bad("--lr-schedule", "got '%s', expected constant, step:N[:G] (N epochs "
+				   "from 1 to 100000, G a decimal from 0 to 1e6, not 0) or cosine[:T] "
+				   "(T epochs from 1 to 100000)", a);
+		break;
+	case O_WARMUP:
+		if ((ret = int_opt("--warmup-epochs", a, 0, 100000, "epochs of linear warm-up", &v)))
+			return ret;
+		c->o.sched.warmup_epochs = (unsigned)v;
+		break;
+	case O_DEVICE:
+		if (strcmp(a, "cpu") && strcmp(a, "cuda"))
+			return bad("--device", "got '%s', expected cpu or cuda", a);
+		c->o.device = a;
+		break;
+	case O_DEVICES:
+		if ((ret = int_opt("--devices", a, 1, RF_TRAIN_MAX_DEVICES, "devices", &v)))
+			return ret;
+		c->o.devices = (unsigned)v;
+		break;
+	case O_SEED:
+		if ((ret = int_opt("--seed", a, 0, UINT64_MAX, "the seed", &v)))
+			return ret;
+		c->o.seed = v;
+		break;
+	case O_INIT:
+		if (!strcmp(a, "uniform"))
+			c->o.init = RF_INIT_UNIFORM;
+		else if (!strcmp(a, "normal"))
+			c->o.init = RF_INIT_NORMAL;
+		else if (!strcmp(a, "kaiming"))
+			c->o.init = RF_INIT_KAIMING;
+		else if (!strcmp(a, "xavier"))
+			c->o.init = RF_INIT_XAVIER;
+		else
+			return bad("--init", "got '%s', expected uniform, normal, kaiming or xavier",
+				   a);
+		break;
+	case O_CKPT:
+		c->checkpoint = a;
+		break;
+	case O_EXPORT:
+		c->export_dir = a;
+		break;
+	case O_RESUME:
+		c->resume = 1;
+		break;
+	case O_TRACE:
+		c->trace = a;
+		break;
+	case O_METRICS:
+		c->metrics = a;
+		break;
+	case O_JSON:
+		c->json = 1;
+		break;
+	case O_LIMIT:
+		if ((ret = int_opt("--limit", a, 1, UINT64_MAX, "training records", &v)))
+			return ret;
+		c->o.limit = v;
+		break;
+	case O_TLIMIT:
+		if ((ret = int_opt("--test-limit", a, 1, UINT64_MAX, "test records", &v)))
+			return ret;
+		c->o.test_limit = v;
+		break;
+	case O_LOG:
+		if ((ret = int_opt("--log-every", a, 1, UINT32_MAX, "batches", &v)))
+			return ret;
+		c->o.log_every = (unsigned)v;
+		break;
+	case O_THREADS:
+		if ((ret = int_opt("--threads", a, 1, 1024, "OpenBLAS threads", &v)))
+			return ret;
+		c->o.blas_threads = (int)v;
+		break;
+	case O_STREAMS:
+		if ((ret = int_opt("--streams", a, 1, 2, "compute streams per device", &v)))
+			return ret;
+		c->o.streams = (unsigned)v;
+		break;
+	case O_PREFETCH:
+		if ((ret = int_opt("--prefetch", a, 1, 16, "loader batch slots", &v)))
+			return ret;
+		c->o.prefetch = (unsigned)v;
+		break;
+	case O_INMEM:
+		c->o.in_memory = 1;
+		break;
+	case O_AUGMENT:
+		c->o.augment = 1;
+		break;
+	case O_NOEVAL:
+		c->o.no_eval = 1;
+		break;
+	case O_HYBRID:
+		c->o.hybridize = 1;
+		break;
+	case O_QUIET:
+		c->quiet = 1;
+		break;
+	case O_WINDOW:
+		if ((ret = int_opt("--window", a, 0, RF_TRAIN_MAX_WINDOW,
+				   "iterations in flight; 0: no window", &v)))
+			return ret;
+		c->o.window = v ? (unsigned)v : RF_TRAIN_WINDOW_NONE;
+		break;
+	case O_BARRIER:
+		if ((ret = int_opt("--barrier-every", a, 0, UINT32_MAX, "batches; 0: never", &v)))
+			return ret;
+		c->o.barrier_every = (unsigned)v;
+		break;
+	case O_MAXINF:
+		if ((ret = int_opt("--max-inflight", a, 0, UINT32_MAX - 1,
+				   "ops in flight; 0: no cap", &v)))
+			return ret;
+		c->max_inflight = v ? (unsigned)v : UINT_MAX;
+		break;
+	case O_STATS:
+		c->stats = 1;
+		break;
+	case O_DIST:
+		if (strcmp(a, "mpi") && strcmp(a, "none"))
+			return bad("--dist", "got '%s', expected mpi (or none)", a);
+		c->dist_mpi = !strcmp(a, "mpi");
+		break;
+	case O_DIST_STORE:
+		if (!*a)
+			return bad("--dist-store", "expected a directory, got an empty name");
+		c->dist_store = a;
+		break;
+	case O_DIST_TIMEOUT: {
+		double d;
+		if (rf_cli_double(a, 0, 1e6, &d))
+			return bad("--dist-timeout", "got '%s', expected seconds from 0 (none) to 1e6",
+				   a);
+		c->dist_timeout = d;
+		break;
+	}
+	case O_CKPT_EVERY:
+		if ((ret = int_opt("--checkpoint-every", a, 1, 1000000000, "batches between "
+				   "checkpoints", &v)))
+			return ret;
+		c->o.checkpoint_every = (unsigned)v;
+		break;
+	case O_MAX_STEPS:
+		if ((ret = int_opt("--max-steps", a, 0, UINT64_MAX / 2, "optimizer steps", &v)))
+			return ret;
+		c->o.max_steps = v;
+		break;
+	case O_BUCKET:
+		if ((ret = int_opt("--bucket-kb", a, 0, 1u << 20, "KiB per gradient bucket; 0: a "
+				   "layer each", &v)))
+			return ret;
+		c->o.bucket_kb = (unsigned)v;
+		break;
+	}
+	return 0;
+}
+
+/* What getopt could not match: one line naming the option, exit status 2. */
+static int unknown_opt(int argc, char **argv)
+{
+	const char *arg = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
+	int is_long = !strncmp(arg, "--", 2);
+
+	for (const struct option *o = long_opts; optopt && is_long && o->name; o++) {
+		if (o->val == optopt) {
+			char nm[40];
+			snprintf(nm, sizeof(nm), "--%s", o->name);
+			return bad(nm, o->has_arg == no_argument ? "takes no value" : "needs a value");
+		}
+	}
+	if (optopt > 0 && optopt < 256) {
+		char sh[3] = { '-', (char)optopt, 0 };
+		return bad(sh, "unknown option");
+	}
+	return bad(arg, "unknown or ambiguous option");
+}
+
+/* The command line into c, checked (paths included). -1: go on; else the exit status
+ * (0 after --help). */
+int parse_args(struct cli *c, int argc, char **argv)
+{
+	int opt, ret;
+
+	c->epochs = 10;
+	c->o.model = "mlp";
+	c->o.device = "cpu";
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, "h", long_opts, NULL)) != -1) {
+		if (opt == 'h') {
+			fputs(usage, stdout);
+			return 0;
+		}
+		if (opt < O_DATA)   /* '?': unknown, ambiguous, or a missing value */
+			return unknown_opt(argc, argv);
+		if ((ret = parse_opt(c, opt, optarg)))
+			return ret;
+	}
+	if (optind < argc)
+		return bad(argv[optind], "unexpected argument");
+	if (c->resume && !c->checkpoint)
+		return bad("--resume", "needs --checkpoint FILE");
+	if (c->o.checkpoint_every && !c->checkpoint)
+		return bad("--checkpoint-every", "needs --checkpoint FILE");
+	c->o.checkpoint = c->checkpoint;
+	if (c->o.adamw && (c->o.momentum > 0 || c->o.nesterov))
+		return bad("--optimizer", "adamw has no --momentum or --nesterov (its betas are "
+			   "0.9, 0.999)");
+	if (c->o.nesterov && c->o.momentum <= 0)
+		return bad("--nesterov", "needs --momentum > 0");
+	if (!c->o.sched.epochs)             /* cosine: down to 0 over the run's epochs */
+		c->o.sched.epochs = c->epochs;
+	if (c->o.sched.kind == RF_LR_COSINE && c->o.sched.warmup_epochs >= c->o.sched.epochs)
+		return bad("--lr-schedule", "cosine over %u epochs with a warm-up of %u: expected "
+			   "more epochs than the warm-up", c->o.sched.epochs,
+			   c->o.sched.warmup_epochs);
+	if (c->dist_mpi && c->dist_store)
+		return bad("--dist-store", "is the launch without MPI: not with --dist mpi (choose "
+			   "one)");
+	c->dist = c->dist_mpi ? 1 : c->dist_store ? 2 : 0;
+	if (!c->dist && c->dist_timeout > 0)
+		return bad("--dist-timeout", "needs --dist mpi or --dist-store");
+	if (c->dist_store && strcmp(c->o.device, "cuda"))
+		return bad("--dist-store", "the launch without MPI reduces by NCCL, on GPUs: it "
+			   "needs --device cuda (CPU runs: --dist mpi under mpirun)");
+	if (c->o.devices > 1 && c->o.batch_size && c->o.devices > c->o.batch_size)
+		return bad("--devices", "%u devices, more than the %u samples in a batch", c->o.devices,
+			   c->o.batch_size);
+	/* The default lr is resolved here, so that no user value stands for "default". */
+	if (!c->lr_set)
+		c->o.lr = c->o.adamw ? 1e-3f : rf_model_spec(c->o.model)->default_lr;
+	if ((ret = check_paths(c->o.model, c->o.data_dir ? c->o.data_dir : RF_TRAIN_DEFAULT_DATA,
+			       c->o.test_data,
+			       c->checkpoint, c->resume, c->metrics, c->trace)))
+		return ret;
+	if (c->export_dir && (ret = check_export(c->export_dir)))
+		return ret;
+	c->out = c->json ? stderr : stdout;
+	c->tty = isatty(fileno(c->out));
+	return -1;
+}
+
+/* --metrics: the CSV, appended to when resuming a run that wrote one. 0 or -1. */
