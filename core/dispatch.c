@@ -44,13 +44,14 @@ static void rf__dispatch(struct rf_engine *e, struct rf_op *op)
 	 * can wait for this one) may go now -- after the enqueue, so that a stream's
 	 * chain hook can wait for what it has been given (CUDA: the op's event). The
 	 * op is still ours: what it reported goes on the finished list, which this
-	 * loop empties later. */
-	if (gkind == RF__G_NODE)
+	 * loop empties later. An op the stream refused is never chained behind: its
+	 * consumers wait for its (failed) completion. */
+	if (ret < 0)
+		rf__enqueue_failed(e, op, s, uid, opname, ret);
+	else if (gkind == RF__G_NODE)
 		rf__gnode_chain(e, op);
 	else if (gkind != RF__G_MACRO) /* a launch: once its ops are enqueued (graph-run.c) */
 		rf__q_dispatched(e, op);
-	if (ret < 0)
-		rf__enqueue_failed(e, op, s, uid, opname, ret);
 	if (s->ops->flush && !s->flush_queued) {
 		s->flush_queued = 1;
 		s->next_flush = e->flushq;

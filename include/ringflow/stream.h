@@ -23,7 +23,7 @@ struct rf_stream_ops {
 	 * in-order stream. Returns 0 or -errno (then the op fails with it). */
 	int (*enqueue)(struct rf_stream *s, struct rf_op *op);
 	/* optional: make s's future work wait for producer's op with stream sequence
-	 * number seq (producer's enqueue of it has returned; maybe not finished). Return
+	 * number seq (producer's enqueue of it has returned 0; maybe not finished). Return
 	 * 0 if done (the engine then counts the dependency satisfied), -ENOTSUP
 	 * otherwise. */
 	int (*chain)(struct rf_stream *s, struct rf_stream *producer, uint64_t seq);

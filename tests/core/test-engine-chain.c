@@ -27,10 +27,21 @@ struct facade {
 	uint64_t enqueued;      /* the last seq its enqueue was called for */
 };
 
+static int refused(void *p) /* an op the facades refuse to enqueue (-EIO) */
+{
+	(void)p;
+	return 0;
+}
+
 static int facade_enqueue(struct rf_stream *s, struct rf_op *op)
 {
 	struct facade *f = s->ctx;
+	rf_op_fn fn;
+	void *ctx;
 
+	rf_op_fn_ctx(op, &fn, &ctx);
+	if (fn == refused)
+		return -EIO;
 	f->enqueued = s->seq; /* the engine numbers an op (s->seq) before enqueuing it */
 	return executor->ops->enqueue(executor, op); /* one in-order executor for both */
 }
@@ -87,6 +98,19 @@ static int consume(void *p)
 {
 	(void)p;
 	atomic_store(&y, atomic_load(&x) + 1);
+	return 0;
+}
+static int slow(void *p)
+{
+	(void)p;
+	usleep(30000);
+	return 0;
+}
+static _Atomic int ran_after_refused;
+static int count_run(void *p)
+{
+	(void)p;
+	atomic_fetch_add(&ran_after_refused, 1);
 	return 0;
 }
 static int consume_plain(void *p)
@@ -151,7 +175,7 @@ int main(void)
 	atomic_store(&y, 0);
 	chain_calls = 0;
 	rf_engine_get_stats(e, &st0);
-	CHECK_OK(rf_engine_push_simple(e, produce, NULL, NULL, 0, &zv, 1, plain, "slow"));
+	CHECK_OK(rf_engine_push_simple(e, slow, NULL, NULL, 0, &zv, 1, plain, "slow"));
 	CHECK_OK(rf_engine_push_simple(e, produce, NULL, &zv, 1, &xv, 1, &a->s, "produce"));
 	CHECK_OK(rf_engine_push_simple(e, consume, NULL, &xv, 1, &yv, 1, &b->s, "consume"));
 	CHECK_EQ(rf_engine_wait_var(e, yv), 0);
@@ -159,6 +183,25 @@ int main(void)
 	CHECK_EQ(atomic_load(&y), 43);
 	CHECK_EQ(chain_calls, 1);
 	CHECK_EQ(st1.chained - st0.chained, 1);
+
+	/* An op its stream refuses (enqueue -> -EIO) is not chained behind: its
+	 * consumer on the same stream waits for the failure and is skipped, never run
+	 * (it used to be granted before the enqueue, and ran behind nothing). */
+	{
+		struct rf_var *w;
+
+		rf_var_create(e, "w", &w);
+		rf_engine_get_stats(e, &st0);
+		CHECK_OK(rf_engine_push_simple(e, slow, NULL, NULL, 0, &zv, 1, plain, "slow"));
+		CHECK_OK(rf_engine_push_simple(e, refused, NULL, &zv, 1, &w, 1, &a->s, "refused"));
+		CHECK_OK(rf_engine_push_simple(e, count_run, NULL, &w, 1, &yv, 1, &a->s, "after"));
+		CHECK_EQ(rf_engine_wait_var(e, yv), -EIO);
+		rf_engine_get_stats(e, &st1);
+		CHECK_EQ(atomic_load(&ran_after_refused), 0);
+		CHECK_EQ(st1.chained, st0.chained);
+		rf_var_clear_error(e, yv);
+		rf_var_destroy(e, w, NULL, NULL, NULL);
+	}
 
 	/* The same inside a graph: a captured producer on A and its consumer on B. At
 	 * each launch the consumer chains behind the producer once that is enqueued. */
@@ -180,6 +223,8 @@ int main(void)
 			rf_engine_get_stats(e, &st1);
 			CHECK_EQ(atomic_load(&y), 43);
 			CHECK_EQ(chain_calls, 1);
+			CHECK(chain_from == &a->s);
+			CHECK_EQ(chain_seq, a->s.seq); /* the launch's producer, A's latest */
 			CHECK(st1.chained - st0.chained >= 1);
 		}
 		rf_graph_destroy(g);
