@@ -51,26 +51,30 @@ cublasStatus_t rf__blas_create(cublasHandle_t *h)
 	return rf__blas_load(NULL) ? CUBLAS_STATUS_NOT_INITIALIZED : rf__bl.create(h);
 }
 
+/* Each entry loads the library on first use (pthread_once: one atomic load after
+ * that): a handle may come from elsewhere -- a caller that links cuBLAS, as
+ * test-kernels-cuda does -- and reach rf__kc_gemm before any rf__blas_create. */
 cublasStatus_t rf__blas_destroy(cublasHandle_t h)
 {
-	return rf__bl.ok ? rf__bl.destroy(h) : CUBLAS_STATUS_NOT_INITIALIZED;
+	return rf__blas_load(NULL) ? CUBLAS_STATUS_NOT_INITIALIZED : rf__bl.destroy(h);
 }
 
 cublasStatus_t rf__blas_set_stream(cublasHandle_t h, cudaStream_t s)
 {
-	return rf__bl.ok ? rf__bl.set_stream(h, s) : CUBLAS_STATUS_NOT_INITIALIZED;
+	return rf__blas_load(NULL) ? CUBLAS_STATUS_NOT_INITIALIZED : rf__bl.set_stream(h, s);
 }
 
 cublasStatus_t rf__blas_sgemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb,
 			      int m, int n, int k, const float *alpha, const float *a, int lda,
 			      const float *b, int ldb, const float *beta, float *c, int ldc)
 {
-	if (!rf__bl.ok)
+	if (rf__blas_load(NULL))
 		return CUBLAS_STATUS_NOT_INITIALIZED;
 	return rf__bl.sgemm(h, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 const char *rf__blas_status_string(cublasStatus_t s)
 {
-	return rf__bl.ok ? rf__bl.status_string(s) : "cuBLAS error (" RF__CUBLAS_SO " not loaded)";
+	return rf__blas_load(NULL) ? "cuBLAS error (" RF__CUBLAS_SO " not loaded)"
+				   : rf__bl.status_string(s);
 }
