@@ -8,6 +8,7 @@
 
 #include <cuda_runtime_api.h>
 #include "cublas-dl.h"
+#include "cuda-wd.h"
 
 #include "../device-impl.h"
 #include "stream.h"
@@ -50,7 +51,7 @@ struct rf__cuda_stream {
 	/* watchdog */
 	rf_req_id wd_id;
 	int wd_armed;
-	uint64_t wd_mark, wd_stall_ns;
+	struct rf__wd wd;                /* cuda-wd.h */
 	int dead;                        /* 0, or the error every op now fails with */
 	struct rf__cg *cg;               /* graph launches as CUDA graphs (cuda-graph.c) */
 };

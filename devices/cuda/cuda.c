@@ -292,9 +292,17 @@ static int rf__cuda_compute(struct rf_device *d, struct rf__dstream *ds, struct 
 static void CUDART_CB rf__cs_host_fn(void *arg)
 {
 	struct rf__cuda_stream *c = arg;
+	int ret, tries = 0;
 
-	/* One syscall; retried only on a transient failure (a full ring). */
-	while (rf_notifier_signal(c->notifier) < 0)
+	/* One syscall. A transient failure (the target ring's completion queue full) is
+	 * retried for up to ~10 s; past that, or on any other error, the signal is given
+	 * up: this thread runs every stream's host functions, and blocking it would stall
+	 * them all. The watchdog then finds the stream idle without its completions and
+	 * fails its ops (-EIO). No CUDA call here (host functions may make none). */
+	while ((ret = rf_notifier_signal(c->notifier)) < 0 &&
+	       (ret == -EAGAIN || ret == -EBUSY || ret == -EINTR || ret == -ENOMEM ||
+		ret == -EOVERFLOW) &&
+	       ++tries < 200000)
 		usleep(50);
 }
 
@@ -338,22 +346,20 @@ static void rf__cs_wd(void *data, int64_t res)
 {
 	struct rf__cuda_stream *c = data;
 	struct rf__cuda_dev *cd = c->dev->ctx;
+	enum rf__wd_seen seen;
 	cudaError_t err;
 	char msg[160];
 
 	c->wd_armed = 0;
 	/* hf_owed == 0: only quiet ops are out, waiting for the op that reports them */
 	if (res < 0 || c->dead || c->tail == c->head || c->hf_owed == 0) {
-		c->wd_stall_ns = 0;
+		rf__wd_reset(&c->wd, c->tail);
 		return;
 	}
-	if (c->tail != c->wd_mark) {
-		c->wd_mark = c->tail;
-		c->wd_stall_ns = 0;
+	if (rf__wd_progress(&c->wd, c->tail)) {
 		rf__cs_arm(c);
 		return;
 	}
-	c->wd_stall_ns += cd->period_ns;
 	rf__cuda_set(cd->ordinal);
 	err = cudaStreamQuery(c->cs);
 	if (err != cudaSuccess)
@@ -361,24 +367,24 @@ static void rf__cs_wd(void *data, int64_t res)
 		 * last error: cleared here, or the next kernel launch on this thread would
 		 * read it back from cudaGetLastError and fail a healthy op */
 		(void)cudaGetLastError();
-	if (err == cudaErrorNotReady) {
-		if (c->wd_stall_ns >= cd->hang_ns) {
-			snprintf(msg, sizeof(msg), "no op finished for %llu ms though the GPU is "
-				 "still busy", (unsigned long long)(c->wd_stall_ns / 1000000));
-			rf__cs_die(c, -ETIMEDOUT, msg);
-			return;
-		}
-	} else if (err == cudaSuccess) {
-		/* The work is done; its host functions must have signalled by now. */
-		if (c->wd_stall_ns >= 3 * cd->period_ns) {
-			rf__cs_die(c, -EIO, "the stream is idle but completions never arrived");
-			return;
-		}
-	} else {
+	seen = err == cudaErrorNotReady ? RF__WD_BUSY : err == cudaSuccess ? RF__WD_IDLE
+									    : RF__WD_ERROR;
+	switch (rf__wd_tick(&c->wd, seen, cd->period_ns, cd->hang_ns)) {
+	case RF__WD_HUNG:
+		snprintf(msg, sizeof(msg), "no op finished for %llu ms though the GPU is "
+			 "still busy", (unsigned long long)(c->wd.busy_ns / 1000000));
+		rf__cs_die(c, -ETIMEDOUT, msg);
+		return;
+	case RF__WD_LOST:
+		rf__cs_die(c, -EIO, "the stream is idle but completions never arrived");
+		return;
+	case RF__WD_FAILED:
 		snprintf(msg, sizeof(msg), "CUDA error %s: %s (host functions will not run)",
 			 cudaGetErrorName(err), cudaGetErrorString(err));
 		rf__cs_die(c, -(RF_KC_ECUDA + (int)err), msg);
 		return;
+	case RF__WD_REARM:
+		break;
 	}
 	rf__cs_arm(c);
 }
