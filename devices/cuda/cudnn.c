@@ -16,6 +16,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,7 @@
 #include <cudnn.h>
 
 #include "cudnn-impl.h"
+#include "rf-internal.h"
 
 /* The cuDNN calls we use, resolved once. */
 static struct {
@@ -268,18 +270,24 @@ static cudnnStatus_t rf__conv_descs(struct rf__descs *d, const struct rf_k_conv2
 	return rf__dn.set_conv_math(d->c, CUDNN_FMA_MATH);
 }
 
-/* The first algorithm of a heuristic list that is deterministic, computes in FMA math
- * (the list may hold one algorithm once per math type, each with its own workspace)
- * and fits `ws` bytes. */
+/* The first algorithm of a heuristic list that is deterministic and fits `ws` bytes,
+ * preferring an entry reported with FMA math (the list may hold one algorithm once
+ * per math type, each with its own workspace); else one reported with another math
+ * type, which then runs in the descriptor's FMA math (no TF32) -- as PyTorch does
+ * when TF32 is off. Filtering on FMA alone could leave nothing if cuDNN reports its
+ * FP32 algorithms as CUDNN_DEFAULT_MATH, and every convolution would fall back to
+ * im2col. */
 #define RF__PICK(perf, n, ws, algo) do { \
 	(algo) = -1; \
-	for (int _i = 0; _i < (n); _i++) \
-		if ((perf)[_i].status == CUDNN_STATUS_SUCCESS && \
-		    (perf)[_i].determinism == CUDNN_DETERMINISTIC && \
-		    (perf)[_i].mathType == CUDNN_FMA_MATH && (perf)[_i].memory <= (ws)) { \
-			(algo) = (int)(perf)[_i].algo; \
-			break; \
-		} \
+	for (int _pass = 0; _pass < 2 && (algo) < 0; _pass++) \
+		for (int _i = 0; _i < (n); _i++) \
+			if ((perf)[_i].status == CUDNN_STATUS_SUCCESS && \
+			    (perf)[_i].determinism == CUDNN_DETERMINISTIC && \
+			    (_pass || (perf)[_i].mathType == CUDNN_FMA_MATH) && \
+			    (perf)[_i].memory <= (ws)) { \
+				(algo) = (int)(perf)[_i].algo; \
+				break; \
+			} \
 } while (0)
 
 int rf__dnn_conv(struct rf__dnn **hp, void *cs, struct rf__opctx *op)
@@ -350,8 +358,15 @@ int rf__dnn_conv(struct rf__dnn **hp, void *cs, struct rf__opctx *op)
 		ret = -EINVAL;
 		goto out;
 	}
-	if (algo < 0)
-		ret = -ENOTSUP;  /* no deterministic FMA algorithm fits: the caller's im2col */
+	if (algo < 0) {
+		static _Atomic int said;
+		ret = -ENOTSUP;  /* no deterministic algorithm fits: the caller's im2col */
+		if (!atomic_exchange(&said, 1))
+			rf__log(RF_LOG_WARN, "cuDNN offers no deterministic algorithm within %zu "
+				"bytes of workspace for a %dx%d convolution (%d -> %d channels, "
+				"%dx%d input; %d candidates): im2col + cuBLAS instead (said once)",
+				ws, s->kh, s->kw, s->c, s->o, s->h, s->w, n);
+	}
 out:
 	rf__descs_free(&d);
 	return ret;
