@@ -1,5 +1,5 @@
 // bench/peers/tbb_replay.cpp -- the peer of rf-bench engine's "replay" pattern: the
-// random DAG of ../shared/peers/tbb_flowgraph.cpp (node i depends on 1-3 distinct
+// random DAG of bench/peers/tbb_flowgraph.cpp (node i depends on 1-3 distinct
 // nodes among the 64 before it, splitmix64 seed 42; node 0 on a broadcast start
 // node), built once as a oneTBB flow graph and then run R times (start.try_put +
 // wait_for_all: continue_nodes reset their counts, so the same graph runs again).
