@@ -100,7 +100,8 @@ static const char *rf__parse_u64(const char *v, size_t n, uint64_t *out)
 	return NULL;
 }
 
-/* The ops= value [v, fe): read, write or read+write. 0 or -EBADMSG. */
+/* The ops= value [v, fe): read, write, send and recv joined by "+" (read+write, say).
+ * 0 or -EBADMSG. */
 static int rf__parse_ops(struct rf__fault *f, const char *spec, const char *v, const char *fe)
 {
 	f->ops = 0;

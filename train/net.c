@@ -1,10 +1,10 @@
-/* train/net.c -- forward and backward of a model's layer table (model.h), pushed as
- * ops.h calls. The forward allocates each node once (ReLU and residual adds work in
- * place where nothing needs the value they overwrite), splits the leading convolutions
- * of a CPU batch over the replica's two streams, and fuses ReLU + 2x2 average pooling
- * on the CPU. The backward walks the table from the end, keeping one gradient per
- * node (shared where an ADD hands the same gradient to both inputs), and calls the
- * hook once per layer with parameters, last first. */
+/* train/net.c -- the forward of a model's layer table (model.h), pushed as ops.h
+ * calls; the backward is net-bwd.c. The forward allocates each node once (ReLU and
+ * residual adds work in place where nothing needs the value they overwrite), splits
+ * the leading convolutions of a CPU batch over the replica's two streams, and fuses
+ * ReLU + 2x2 average pooling on the CPU. (The backward walks the table from the end,
+ * keeping one gradient per node -- shared where an ADD hands the same gradient to both
+ * inputs -- and calls the hook once per layer with parameters, last first.) */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
