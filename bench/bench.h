@@ -13,5 +13,6 @@ int rf_bench_loader(int argc, char **argv);   /* bench-loader.c */
 int rf_bench_allreduce(int argc, char **argv); /* bench-dist.c: comm stream vs bare MPI */
 int rf_bench_flops(int argc, char **argv);    /* bench-flops.c: a model's GEMM limit */
 int rf_bench_hybridize(int argc, char **argv); /* bench-hybridize.c: seeds section 12.1 */
+int rf_bench_cqe(int argc, char **argv);       /* bench-cqe.c: CUDA completion latency */
 
 #endif

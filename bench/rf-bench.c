@@ -15,6 +15,7 @@ static const struct {
 	{ "async", rf_bench_async, "seeds 12.2.3: y = x + 1 with a wait after each vs one wait" },
 	{ "parallel", rf_bench_parallel, "seeds 12.3.1: matmuls on two devices, separately and together" },
 	{ "copy", rf_bench_copy, "seeds 12.3.2: compute then copy vs overlapped" },
+	{ "cqe", rf_bench_cqe, "a CUDA op's completion to the reactor vs sync/poll" },
 	{ "gemm", rf_bench_gemm, "GEMM through the engine vs OpenBLAS called directly" },
 	{ "threads", rf_bench_threads, "OpenBLAS threads vs stream threads on the cores" },
 	{ "loader", rf_bench_loader, "dataloader throughput on a record file" },
