@@ -4,6 +4,7 @@
  * generator's state back in. */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -326,10 +327,46 @@ static int rf__check_same_sched(struct rf_trainer *t, const char *path,
 	rf__trainer_msg(t, "%s: saved by a run with --lr-schedule %s (step %u, gamma %g, "
 			"warm-up %u, cosine over %u epochs), this run has %s (step %u, gamma %g, "
 			"warm-up %u, cosine over %u epochs)", path,
-			rf__sched_names[s.kind <= RF_LR_COSINE ? s.kind : 0], s.step_epochs, s.gamma,
+			rf__sched_names[s.kind], s.step_epochs, s.gamma,
 			s.warmup_epochs, s.epochs, rf__sched_names[m.kind], m.step_epochs, m.gamma,
 			m.warmup_epochs, m.epochs);
 	return -ESTALE;
+}
+
+/* The fields of meta.extra that hold a count or a choice, each checked once against
+ * what it can be (they are CRC-checked, but a file that says 2^32 epochs, or a flag of
+ * 7, was not written by a run): 0, or -EBADMSG with a message naming the field. */
+static int rf__check_fields(struct rf_trainer *t, const char *path,
+			    const struct rf_ckpt_meta *meta)
+{
+	static const struct { unsigned off; const char *name; uint64_t max; } f[] = {
+		{ 48, "the --nesterov flag", 1 },
+		{ 56, "the --lr-schedule kind", RF_LR_COSINE },
+		{ 64, "the --lr-schedule step (epochs)", UINT32_MAX },
+		{ 80, "--warmup-epochs", UINT32_MAX },
+		{ 88, "the cosine schedule's epochs", UINT32_MAX },
+		{ 96, "the --optimizer adamw flag", 1 },
+		{ 136, "the --augment flag", 1 },
+	};
+
+	if (meta->epoch >= UINT32_MAX) {
+		rf__trainer_msg(t, "%s: %" PRIu64 " epochs done: expected fewer than 2^32", path,
+				meta->epoch);
+		return -EBADMSG;
+	}
+	for (unsigned i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
+		uint64_t v;
+		if (meta->extra_len < f[i].off + 8)
+			continue;
+		v = rf__get64(meta->extra + f[i].off);
+		if (v > f[i].max) {
+			rf__trainer_msg(t, "%s: %s is %" PRIu64 " (at byte %u of the header's "
+					"extra field): expected 0..%" PRIu64, path, f[i].name, v,
+					f[i].off, f[i].max);
+			return -EBADMSG;
+		}
+	}
+	return 0;
 }
 
 /* The optimiser must be the run's (a file from before it was saved is plain SGD). */
@@ -342,6 +379,10 @@ static int rf__check_same_optim(struct rf_trainer *t, const char *path,
 	int nest = has ? (int)rf__get64(meta->extra + 48) : 0;
 	int adamw = meta->extra_len >= 104 ? (int)rf__get64(meta->extra + 96) : 0;
 	float m, wd;
+	int ret;
+
+	if ((ret = rf__check_fields(t, path, meta)) < 0)
+		return ret;
 
 	memcpy(&m, &mb, 4);
 	memcpy(&wd, &wb, 4);
@@ -451,6 +492,20 @@ static int rf__mid_of(struct rf_trainer *t, const char *path, const struct rf_ck
 				"epoch of this run has %" PRIu64 " batches", path, mid->batch,
 				meta->epoch + 1, nb);
 		return -ESTALE;
+	}
+	/* the epoch's running sums so far: a loss is >= 0 and finite, at most one correct
+	 * answer per record seen, none before the first batch */
+	if (!isfinite(mid->loss) || mid->loss < 0 || (!mid->batch && mid->loss != 0)) {
+		rf__trainer_msg(t, "%s: the epoch's running loss is %g after %" PRIu64 " batches: "
+				"expected a finite sum >= 0 (0 before the first batch)", path,
+				mid->loss, mid->batch);
+		return -EBADMSG;
+	}
+	if (mid->corr > mid->batch * (uint64_t)t->o.batch_size) {
+		rf__trainer_msg(t, "%s: %" PRIu64 " correct answers counted after %" PRIu64
+				" batches of %u: expected at most %" PRIu64, path, mid->corr,
+				mid->batch, t->o.batch_size, mid->batch * (uint64_t)t->o.batch_size);
+		return -EBADMSG;
 	}
 	if (rows && rows != (uint64_t)t->K * t->P) {
 		rf__trainer_msg(t, "%s: taken inside epoch %" PRIu64 " by a run of %" PRIu64

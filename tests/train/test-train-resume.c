@@ -4,14 +4,18 @@
  * weights are bitwise equal (plain SGD has no state besides the weights; the shuffle
  * of epoch 2 depends only on (seed, epoch)). Then every refusal says why: a truncated
  * file, a flipped data byte (CRC), another model (an MLP checkpoint into LeNet),
- * another seed, another batch size, a missing file -- each with a message naming the
- * file. Also the same with 2 data-parallel replicas (both get the loaded weights).
+ * another seed, another batch size, a missing file, and fields resealed with valid CRCs
+ * that no run writes (2^32 epochs, a flag of 2, an unknown schedule kind, a NaN
+ * running loss, more correct answers than records seen) -- each with a message naming
+ * the file or the field. Also the same with 2 data-parallel replicas (both get the loaded weights).
  * Inside an epoch (opts.checkpoint_every): the file taken after batch 3 of epoch 2,
  * loaded by a fresh trainer, ends epoch 2 with the uninterrupted run's weights and loss
  * (MLP, 1 and 2 replicas; LeNet with momentum; with augmentation, which a run without
  * it may not continue). Skips (77) without the dataset. */
 #include <fcntl.h>
+#include <math.h>
 #include <sys/stat.h>
+#include <zlib.h>
 #include "train-test.h"
 #include "trainer.h"
 
@@ -222,6 +226,36 @@ static void copy_file(const char *from, const char *to, long trunc, long flip)
 	fclose(g);
 }
 
+/* Set the u64 at off (little-endian) and reseal the file: the header CRC (its last
+ * 8 bytes hold it) and the trailer's copy of it and own CRC (train/ckpt-format.c), so
+ * that only the field's meaning can refuse it. */
+static void patch_reseal(const char *from, const char *to, long off, uint64_t v)
+{
+	FILE *f = fopen(from, "rb");
+	long n;
+	unsigned char *b;
+
+	CHECK(f && fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0);
+	CHECK((b = malloc((size_t)n)) && fread(b, 1, (size_t)n, f) == (size_t)n);
+	fclose(f);
+	for (int i = 0; i < 8; i++)
+		b[off + i] = (unsigned char)(v >> (8 * i));
+	uint32_t hs = (uint32_t)b[12] | (uint32_t)b[13] << 8 | (uint32_t)b[14] << 16 |
+		      (uint32_t)b[15] << 24;
+	uint32_t hc = (uint32_t)crc32(0L, b, hs - 8);
+	unsigned char *tr = b + n - 32;
+	for (int i = 0; i < 4; i++) {
+		b[hs - 8 + i] = (unsigned char)(hc >> (8 * i));
+		tr[16 + i] = (unsigned char)(hc >> (8 * i));
+	}
+	uint32_t tc = (uint32_t)crc32(0L, tr, 28);
+	for (int i = 0; i < 4; i++)
+		tr[28 + i] = (unsigned char)(tc >> (8 * i));
+	CHECK((f = fopen(to, "wb")) && fwrite(b, 1, (size_t)n, f) == (size_t)n);
+	fclose(f);
+	free(b);
+}
+
 static void refusals(struct tt_env *t)
 {
 	char good[300], bad[300];
@@ -247,6 +281,29 @@ static void refusals(struct tt_env *t)
 	rf_trainer_destroy(le);
 	snprintf(bad, sizeof(bad), "%s/missing.ckpt", dir);
 	refused(tr, bad, "missing", "missing.ckpt");
+	/* fields that pass every CRC but no run could have written (the header's extra
+	 * field starts at byte 112; offsets in train/trainer-ckpt.c) */
+	{
+		double nan = NAN;
+		uint64_t nanbits;
+		static const struct { const char *what; long off; uint64_t v; const char *needle; } f[] = {
+			{ "2^32 epochs done", 64, 1ull << 32, "epochs done" },
+			{ "nesterov 2^32", 112 + 48, 1ull << 32, "--nesterov" },
+			{ "schedule kind 77", 112 + 56, 77, "--lr-schedule kind" },
+			{ "adamw flag 2", 112 + 96, 2, "--optimizer" },
+			{ "augment 2^32", 112 + 136, 1ull << 32, "--augment" },
+			{ "corr 5 at batch 0", 112 + 120, 5, "correct answers" },
+		};
+		snprintf(bad, sizeof(bad), "%s/tampered.ckpt", dir);
+		for (unsigned i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
+			patch_reseal(good, bad, f[i].off, f[i].v);
+			refused(tr, bad, f[i].what, f[i].needle);
+			CHECK(strstr(rf_trainer_last_error(tr), "tampered.ckpt"));
+		}
+		memcpy(&nanbits, &nan, 8);
+		patch_reseal(good, bad, 112 + 112, nanbits);
+		refused(tr, bad, "running loss NaN", "running loss");
+	}
 	/* the good one still loads */
 	CHECK_OK(rf_trainer_load(tr, good));
 	rf_trainer_destroy(tr);
