@@ -171,6 +171,13 @@ int rf__open_data(struct rf_trainer *t)
 		ret = rf__check_shape(t, &t->test_ds, p[2]);
 	if (ret < 0)
 		return ret;
+	/* A file that does not say its class count (.rfrec num_classes 0) holds labels for
+	 * these models' 10 classes: the loader then refuses one outside [0, 10), naming the
+	 * file and record, before it reaches the loss (which could only say "a label"). */
+	if (!t->train_ds.num_classes)
+		t->train_ds.num_classes = 10;
+	if (!t->test_ds.num_classes)
+		t->test_ds.num_classes = 10;
 	rf__limit_view(&t->train_view, &t->train_ds, t->o.limit);
 	rf__limit_view(&t->test_view, &t->test_ds, t->o.test_limit);
 	return 0;

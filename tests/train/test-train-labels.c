@@ -1,0 +1,96 @@
+/* test-train-labels: a .rfrec whose header leaves its class count open (num_classes 0,
+ * which the writer allows) and holds a label outside the models' 10 classes. Training
+ * and evaluating on it must fail with one message naming the file and the record --
+ * not reach the loss kernel, whose error could only say "a label is outside [0, 10)".
+ * The same files with every label in range train. No dataset needed: the records are
+ * written here (zeros, labels i % 10). */
+#include <errno.h>
+#include <sys/stat.h>
+#include "train-test.h"
+#include "trainer.h"
+#include "dataset.h"
+
+static char dir[256];
+
+static void write_set(const char *path, unsigned n, int bad_at)
+{
+	struct rf_rec_layout lay = { 0 };
+	struct rf_rec_writer *w;
+	unsigned char img[28 * 28] = { 0 };
+
+	lay.dtype = RF_DS_DT_U8;
+	lay.ndim = 2;
+	lay.shape[0] = 28;
+	lay.shape[1] = 28;
+	lay.label_kind = RF_LABEL_U8;
+	lay.num_classes = 0; /* not said */
+	CHECK_OK(rf_rec_writer_open(&w, path, &lay, RF_REC_OVERWRITE));
+	for (unsigned i = 0; i < n; i++)
+		CHECK_OK(rf_rec_writer_append(w, img, (int)i == bad_at ? 200 : (int32_t)(i % 10)));
+	CHECK_OK(rf_rec_writer_finish(w));
+}
+
+/* Train one epoch of the MLP on train_path (test set beside it); the result. */
+static int run(struct tt_env *t, const char *train_path, int eval, char *msg, size_t len)
+{
+	struct rf_train_opts o = { 0 };
+	struct rf_trainer *tr;
+	struct rf_epoch_stats st;
+	int ret;
+
+	o.model = "mlp";
+	o.data_dir = train_path;
+	o.batch_size = 64;
+	o.no_eval = !eval;
+	if ((ret = rf_trainer_create(&tr, t->eng, &o)) < 0) {
+		snprintf(msg, len, "%s", rf_last_error());
+		return ret;
+	}
+	ret = rf_trainer_epoch(tr, &st);
+	snprintf(msg, len, "%s", ret < 0 ? rf_trainer_last_error(tr) : "");
+	rf_trainer_destroy(tr);
+	return ret;
+}
+
+int main(void)
+{
+	struct tt_env t;
+	const char *tmp = getenv("TMPDIR");
+	char tr[300], te[300], msg[1024];
+	int ret;
+
+	snprintf(dir, sizeof(dir), "%s/rf-train-labels-XXXXXX", tmp ? tmp : "/tmp");
+	CHECK(mkdtemp(dir));
+	snprintf(tr, sizeof(tr), "%s/set-train.rfrec", dir);
+	snprintf(te, sizeof(te), "%s/set-t10k.rfrec", dir);
+	tt_open(&t);
+
+	/* in range: trains */
+	write_set(tr, 256, -1);
+	write_set(te, 128, -1);
+	ret = run(&t, tr, 1, msg, sizeof(msg));
+	printf("  labels in range      -> %d %s\n", ret, msg);
+	CHECK_OK(ret);
+
+	/* record 77 of the training set has label 200 */
+	write_set(tr, 256, 77);
+	ret = run(&t, tr, 0, msg, sizeof(msg));
+	printf("  training label 200   -> %d: %s\n", ret, msg);
+	CHECK(ret < 0);
+	CHECK(strstr(msg, "set-train.rfrec") && strstr(msg, "record 77") &&
+	      strstr(msg, "outside [0, 10)"));
+
+	/* the same in the test set, at evaluation */
+	write_set(tr, 256, -1);
+	write_set(te, 128, 5);
+	ret = run(&t, tr, 1, msg, sizeof(msg));
+	printf("  test-set label 200   -> %d: %s\n", ret, msg);
+	CHECK(ret < 0);
+	CHECK(strstr(msg, "set-t10k.rfrec") && strstr(msg, "record 5"));
+
+	tt_close(&t);
+	unlink(tr);
+	unlink(te);
+	rmdir(dir);
+	return 0;
+}
