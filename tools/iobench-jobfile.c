@@ -104,7 +104,7 @@ static int lookup(const char *key)
 	return -1;
 }
 
-static void add_kv(struct section *s, const char *k, const char *v, int line)
+static void add_kv(const char *path, struct section *s, const char *k, const char *v, int line)
 {
 	if (s->n == s->cap) {
 		s->cap = s->cap ? 2 * s->cap : 16;
@@ -117,14 +117,19 @@ static void add_kv(struct section *s, const char *k, const char *v, int line)
 	snprintf(e->val, sizeof(e->val), "%s", v);
 	e->line = line;
 	if (strlen(v) >= sizeof(e->val))
-		die(1, "--job: line %d: the value of %s is longer than %zu characters", line, k,
-		    sizeof(e->val) - 1);
+		die(1, "--job %s: line %d: the value of %s is longer than %zu characters", path, line,
+		    k, sizeof(e->val) - 1);
 }
 
 /* Read the file into sections ([global] first, if any). Every error names the line. */
 static struct section *parse(const char *path, unsigned *nsec)
 {
-	FILE *f = fopen(path, "re");
+	/* a FIFO would block fopen, a directory read as an empty file: a regular file only */
+	char why[4200];
+	int fd = rf_cli_open(path, O_RDONLY, 0, 0, NULL, why, sizeof(why));
+	FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
+	if (fd < 0)
+		die(1, "--job %s", why);
 	if (!f)
 		die(1, "--job %s: cannot open: %s", path, strerror(errno));
 	struct section *secs = NULL;
@@ -173,8 +178,10 @@ static struct section *parse(const char *path, unsigned *nsec)
 			die(1, "--job %s: line %d: %s needs a value (%s=...)", path, line, key, key);
 		if (!strcmp(key, "ioengine") && strcmp(val, "io_uring"))
 			die(1, "--job %s: line %d: ioengine=%s: rf-iobench is io_uring only", path, line, val);
-		add_kv(&secs[n - 1], key, val ? val : "1", line);
+		add_kv(path, &secs[n - 1], key, val ? val : "1", line);
 	}
+	if (ferror(f))
+		die(1, "--job %s: reading after line %d: %s", path, line, strerror(errno));
 	fclose(f);
 	*nsec = n;
 	return secs;
@@ -293,7 +300,32 @@ struct child {
 	size_t len, cap;
 };
 
-static void start(struct child *c, char **av, const char *path)
+/* What the job's process says an option came from when it refuses one (die() in
+ * rf-iobench.c reads it): "FILE\n[SECTION]\n" then one "OPTION\tKEY\tLINE\n" per key
+ * passed, the last value of each (a later one wins, as in job_argv). */
+static char *job_context(const char *path, const struct section *g, const struct section *s)
+{
+	const struct section *both[2] = { g, s };
+	size_t cap = strlen(path) + strlen(s->name) + 8, len = 0;
+	for (unsigned b = 0; b < 2; b++)
+		for (unsigned i = 0; both[b] && i < both[b]->n; i++)
+			cap += 64 + 64 + 16;
+	char *ctx = malloc(cap);
+	if (!ctx)
+		die(1, "out of memory");
+	len += (size_t)snprintf(ctx + len, cap - len, "%s\n[%s]\n", path, s->name);
+	for (unsigned b = 0; b < 2; b++)
+		for (unsigned i = 0; both[b] && i < both[b]->n; i++) {
+			const struct kv *e = &both[b]->kv[i];
+			int k = lookup(e->key);
+			if (keymap[k].opt)
+				len += (size_t)snprintf(ctx + len, cap - len, "%s\t%s\t%d\n",
+							keymap[k].opt, e->key, e->line);
+		}
+	return ctx;
+}
+
+static void start(struct child *c, char **av, const char *path, const char *ctx)
 {
 	int pfd[2];
 	pid_t parent = getpid();
@@ -308,6 +340,7 @@ static void start(struct child *c, char **av, const char *path)
 		if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent)
 			_exit(1);
 		dup2(pfd[1], STDOUT_FILENO);
+		setenv("RF_IOBENCH_JOB", ctx, 1);
 		execv("/proc/self/exe", av);
 		_exit(127);
 	}
@@ -402,8 +435,10 @@ int iob_jobfile_run(const char *path, int json)
 		       !flag_set(g, jobs[end], "wait_for_previous"))
 			end++;
 		for (unsigned i = first; i < end; i++) {
+			char *ctx = job_context(path, g, jobs[i]);
 			avs[i] = job_argv("/proc/self/exe", g, jobs[i], json);
-			start(&kids[i], avs[i], path);
+			start(&kids[i], avs[i], path, ctx);
+			free(ctx);
 		}
 		gather(kids + first, end - first);
 		for (unsigned i = first; i < end; i++) {
@@ -411,9 +446,11 @@ int iob_jobfile_run(const char *path, int json)
 				printf("[%s]\n", jobs[i]->name);
 			else if (i)
 				printf(", ");
-			if (kids[i].status && json) /* keep the object whole: its place says it failed */
-				printf("{\"job\": \"%s\", \"failed\": true, \"exit\": %d}", jobs[i]->name,
-				       kids[i].status);
+			if (kids[i].status && json) { /* keep the object whole: its place says it failed */
+				printf("{\"job\": ");
+				iob_json_str(jobs[i]->name);
+				printf(", \"failed\": true, \"exit\": %d}", kids[i].status);
+			}
 			else
 				fwrite(kids[i].out, 1, kids[i].len, stdout);
 			if (kids[i].status && !status)

@@ -85,6 +85,32 @@ static void on_signal(int sig)
 	raise(sig);
 }
 
+/* A job of a --job file runs as this program with the file's keys made options;
+ * when it refuses one ("--qd: got ..."), say where that came from: the file, the
+ * section, the key and its line (RF_IOBENCH_JOB, set by iobench-jobfile.c). */
+static void job_origin(char *msg, size_t cap)
+{
+	const char *ctx = getenv("RF_IOBENCH_JOB"), *sec, *sec_end, *p, *hit = NULL;
+	size_t olen = strcspn(msg, ":"), len = strlen(msg);
+
+	if (!ctx || strncmp(msg, "--", 2) || !msg[olen] || !(sec = strchr(ctx, '\n')) ||
+	    !(sec_end = strchr(sec + 1, '\n')))
+		return;
+	/* the option's last line: the value the job was given (a later key wins) */
+	for (p = sec_end; p && p[1]; p = strchr(p + 1, '\n')) {
+		const char *o = p + 1, *k = strchr(o, '\t');
+		if (k && (size_t)(k - o) == olen && !strncmp(o, msg, olen))
+			hit = o;
+	}
+	if (!hit)
+		return;
+	const char *k = strchr(hit, '\t') + 1, *l = strchr(k, '\t');
+	if (l)
+		snprintf(msg + len, cap - len, " (--job %.*s: %.*s, line %d: %.*s)",
+			 (int)(sec - ctx), ctx, (int)(sec_end - sec - 1), sec + 1, atoi(l + 1),
+			 (int)(l - k), k);
+}
+
 void die(int code, const char *fmt, ...)
 {
 	/* jobs run in threads: the first to fail reports and exits; any other waits */
@@ -104,6 +130,7 @@ void die(int code, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	job_origin(msg, sizeof(msg));
 	if (removed == 1)
 		rf_cli_say(prog, "%s (removed %s, which this run created)", msg, gone);
 	else if (removed)

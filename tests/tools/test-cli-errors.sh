@@ -483,6 +483,20 @@ printf '[j\n' > "$T/j.fio"
 bad $B --job 1 "line 1 && expected [section-name]" --job "$T/j.fio"
 printf '[j]\ndirect=yes\n' > "$T/j.fio"
 bad $B --job 1 "line 2 && direct takes no value" --job "$T/j.fio"
+bad $B --job 1 "$fifo && is a FIFO" --job "$fifo"        # fopen() blocked here once
+bad $B --job 1 "$T && is a directory" --job "$T"          # was "no job section"
+# A job's value that its own process refuses is traced to the file, section, line and
+# key it came from (the parent prints the job's [name] on stdout, so not `bad`), and
+# with --json a failed job's name is a JSON string even with a quote in it.
+printf '[global]\nfilename=%s\nrw=read\niodepth=4\n[a"b]\niodepth=-1\n' "$T/f64k" > "$T/j.fio"
+timeout 20 "$EXE" --job "$T/j.fio" >"$T/out" 2>"$T/err"; rc=$?
+[ $rc = 2 ] || fail "--job with iodepth=-1: exit $rc, want 2: $(cat "$T/err")"
+for t1 in "--qd" "'-1'" "$T/j.fio" '[a"b]' "line 6" "iodepth"; do
+	grep -qF -- "$t1" "$T/err" || fail "--job with iodepth=-1: stderr lacks '$t1': $(cat "$T/err")"
+done
+timeout 20 "$EXE" --job "$T/j.fio" --json >"$T/out" 2>"$T/err"
+/usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["jobs"][0]["job"] == "a\"b" and d["jobs"][0]["failed"]' "$T/out" ||
+	fail "--job --json with a failed job named a\"b: not that JSON: $(cat "$T/out")"
 for v in "0" "5x" " 1m"; do
 	bad $B --rate 2 "'$v'" $R --rate "$v"
 done
