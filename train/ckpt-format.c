@@ -320,7 +320,9 @@ static const char *rf__entry_check(const struct rf__hdr *h, uint32_t i, const ui
 	int ok;
 	uint64_t want = rf__ck_expected_bytes(e->dtype, e->ndim, e->shape, &ok);
 	if (!ok)
-		return "bad dtype or ndim";
+		return rf__dtype_size(e->dtype) == 0 ? "unknown dtype"
+		       : e->ndim > 4		     ? "more than 4 dimensions"
+						     : "shape's byte count overflows 64 bits";
 	if (want != e->nbytes)
 		return "byte count does not match dtype and shape";
 	if (e->offset % RF__CK_ALIGN || e->offset < prev_end)

@@ -235,6 +235,23 @@ static int rf__ex_bad(const struct rf__exr *r, const char *fmt, ...)
 }
 
 /* an integer member (missing or not an integer: -1 with *ok 0) */
+/* What a JSON value is, for messages: "missing", "a string", ... */
+static const char *rf__ex_kind(const json_t *v)
+{
+	if (!v)
+		return "missing";
+	switch (json_typeof(v)) {
+	case JSON_OBJECT: return "an object";
+	case JSON_ARRAY: return "an array";
+	case JSON_STRING: return "a string";
+	case JSON_INTEGER: return "an integer";
+	case JSON_REAL: return "a real number";
+	case JSON_TRUE:
+	case JSON_FALSE: return "a boolean";
+	default: return "null";
+	}
+}
+
 static long long rf__ex_int(json_t *o, const char *key, int *ok)
 {
 	json_t *v = json_object_get(o, key);
@@ -348,12 +365,17 @@ static int rf__ex_check(const struct rf__exr *r, struct rf_export *x)
 	if (!fmt || strcmp(fmt, RF_EXPORT_FORMAT) != 0)
 		return rf__fail(-EBADMSG, "%s: not a ringflow export (\"format\" is not \"%s\")",
 				r->file, RF_EXPORT_FORMAT);
-	if (!ok || ver != RF_EXPORT_VERSION)
+	if (!ok)
+		return rf__ex_bad(r, "\"version\" is %s: expected the integer %d",
+				  rf__ex_kind(json_object_get(o, "version")), RF_EXPORT_VERSION);
+	if (ver != RF_EXPORT_VERSION)
 		return rf__ex_bad(r, "version %lld: this ringflow reads version %d", ver,
 				  RF_EXPORT_VERSION);
-	if (!model || !(sp = rf_model_spec(model)))
-		return rf__ex_bad(r, "model \"%s\": expected one of %s", model ? model : "(missing)",
-				  rf_model_names());
+	if (!model)
+		return rf__ex_bad(r, "\"model\" is %s: expected a string, one of %s",
+				  rf__ex_kind(json_object_get(o, "model")), rf_model_names());
+	if (!(sp = rf_model_spec(model)))
+		return rf__ex_bad(r, "model \"%s\": expected one of %s", model, rf_model_names());
 	if (!pf || strcmp(pf, RF__EX_PARAMS) != 0)
 		return rf__ex_bad(r, "params_file: expected \"%s\"", RF__EX_PARAMS);
 	if (!hash || strlen(hash) != 16 || strspn(hash, "0123456789abcdef") != 16)

@@ -540,6 +540,11 @@ printf '{"format": "ringflow-export", "version": 2}' > "$T/ex/model.json"
 bad $I "$T/ex/model.json" 1 "version 2" "$T/ex"
 printf '{"format": "ringflow-export", "version": 1, "model": "vgg"}' > "$T/ex/model.json"
 bad $I "$T/ex/model.json" 1 "model \"vgg\" && mlp|lenet|resnet18" "$T/ex"
+# a value of the wrong type is named as such (was "version -1", "model (missing)")
+printf '{"format": "ringflow-export", "version": "1"}' > "$T/ex/model.json"
+bad $I "$T/ex/model.json" 1 "\"version\" is a string && the integer 1" "$T/ex"
+printf '{"format": "ringflow-export", "version": 1, "model": 5}' > "$T/ex/model.json"
+bad $I "$T/ex/model.json" 1 "\"model\" is an integer && expected a string" "$T/ex"
 fi
 
 # ---- rf-httpd (examples/) ---------------------------------------------------------------
