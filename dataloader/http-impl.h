@@ -16,7 +16,9 @@
 #include "ring.h"
 
 #define RF__HTTP_TRIES 4
-#define RF__HTTP_TIMEOUT_NS (10ull * 1000000000ull) /* per connect, send, receive */
+/* per connect, send, receive, and for all of a response's headers; the environment's
+ * RF_HTTP_TIMEOUT_MS (1 .. 3600000) sets another (slow links; tests) */
+#define RF__HTTP_TIMEOUT_NS (10ull * 1000000000ull)
 #define RF__HTTP_MSG 320
 
 struct rf__http;
@@ -43,6 +45,10 @@ int rf__is_http(const char *s);
  * here (blocking: call it at open time). 0, or -errno with the message in
  * rf_last_error(); -ENOTSUP where ringflow was built without libhttp-parser. */
 int rf__http_create(struct rf__http **out, struct rf_ring *r, const char *url, unsigned nconns);
+/* The resource's size when it was opened: a response whose Content-Range gives another
+ * total fails ("the resource changed on the server"), so that bytes of a replaced file
+ * are never mixed into records read from the old one. 0: not checked. */
+void rf__http_expect_size(struct rf__http *h, uint64_t size);
 /* Cancels what is in flight (callbacks run with -ECANCELED) and frees. */
 void rf__http_destroy(struct rf__http *h);
 /* Queue q (its off, len, dst, cb, data set). 0, or -errno (nothing queued). */

@@ -48,6 +48,8 @@ struct rf__hconn {
 	int in_value, in_cr, in_cl;
 	char cr[128];        /* Content-Range value */
 	size_t crlen;
+	uint64_t hdr_deadline; /* the response's headers must all be in by then */
+	char why[160];       /* a message built for rf__hconn_fail */
 };
 
 struct rf__http {
@@ -60,6 +62,8 @@ struct rf__http {
 	struct rf__hreq *head, *tail; /* waiting for a connection */
 	int destroying;
 	int kick;            /* a NOP is queued to hand requests to connections */
+	uint64_t size;       /* the resource's size when it was opened (0: not known) */
+	uint64_t timeout_ns; /* per connect, send, receive, and for a response's headers */
 };
 
 static void rf__hconn_run(struct rf__hconn *c);
@@ -216,8 +220,9 @@ static void rf__on_body(void *data, int64_t res)
 static int rf__hconn_submit(struct rf__hconn *c, struct rf_io *io, rf_io_cb cb)
 {
 	/* a stall past 10 s fails; a long body gets 1 s more per 8 MiB (one deadline
-	 * covers the whole MSG_WAITALL receive) */
-	io->timeout_ns = RF__HTTP_TIMEOUT_NS + (uint64_t)(io->len >> 23) * 1000000000ull;
+	 * covers the whole MSG_WAITALL receive); the caller may have set a shorter one */
+	if (!io->timeout_ns)
+		io->timeout_ns = c->h->timeout_ns + (uint64_t)(io->len >> 23) * 1000000000ull;
 	int ret = rf_ring_submit(c->h->r, io, cb, c, NULL);
 	if (ret == 0)
 		c->busy = 1;
@@ -239,6 +244,13 @@ static const char *rf__check_range(struct rf__hconn *c)
 	}
 	if (a != c->q->off || b != c->q->off + c->q->len - 1)
 		return "Content-Range is not the range asked for";
+	if (t && c->h->size && t != c->h->size) {
+		/* the bytes would be another file's: never mix them into the records */
+		snprintf(c->why, sizeof(c->why), "the resource changed on the server: its size "
+			 "is %llu bytes, %llu when it was opened", t,
+			 (unsigned long long)c->h->size);
+		return c->why;
+	}
 	c->q->total = t;
 	return NULL;
 }
@@ -250,6 +262,14 @@ static void rf__on_headers(void *data, int64_t res);
 static void rf__recv_headers(struct rf__hconn *c)
 {
 	struct rf_io io = { .op = RF_IOP_RECV, .fd = c->fd, .buf = c->hbuf, .len = RF__HBUF };
+	uint64_t now = rf_now_ns();
+
+	/* One deadline for all of the headers, not one per receive: a server that sends
+	 * a byte now and then would otherwise hold the request for hours. */
+	if (now >= c->hdr_deadline)
+		return rf__hconn_fail(c, -ETIMEDOUT, 1, "response headers not complete "
+				      "within the timeout");
+	io.timeout_ns = c->hdr_deadline - now;
 	if (rf__hconn_submit(c, &io, rf__on_headers) < 0)
 		rf__hconn_fail(c, -EIO, 1, "cannot queue a receive");
 }
@@ -313,6 +333,7 @@ static void rf__on_sent(void *data, int64_t res)
 		snprintf(what, sizeof(what), "sending the request: %s", strerror((int)-res));
 		return rf__hconn_fail(c, (int)res, res != -ECANCELED, what);
 	}
+	c->hdr_deadline = rf_now_ns() + c->h->timeout_ns;
 	rf__recv_headers(c);
 }
 
@@ -427,9 +448,19 @@ int rf__http_create(struct rf__http **out, struct rf_ring *r, const char *url, u
 		return rf__fail(-ENAMETOOLONG, "%.80s...: URL of %zu characters, expected at most 700",
 				url, strlen(url));
 	struct rf__http *h = calloc(1, sizeof(*h));
+	const char *tm = getenv("RF_HTTP_TIMEOUT_MS");
+	char *tend;
+	unsigned long ms = tm ? strtoul(tm, &tend, 10) : 0;
+
+	if (tm && (!*tm || *tend || ms < 1 || ms > 3600000)) {
+		free(h);
+		return rf__fail(-EINVAL, "RF_HTTP_TIMEOUT_MS=%s: expected milliseconds from 1 to "
+				"3600000", tm);
+	}
 	if (!h)
 		return -ENOMEM;
 	h->r = r;
+	h->timeout_ns = tm ? ms * 1000000ull : RF__HTTP_TIMEOUT_NS;
 	h->nconns = nconns ? nconns : 4;
 	h->url = strdup(url);
 	h->host = strndup(hp, (size_t)(slash - hp));
@@ -471,8 +502,14 @@ int rf__http_create(struct rf__http **out, struct rf_ring *r, const char *url, u
 	}
 	memcpy(host, hs, hl);
 	host[hl] = 0;
-	if (colon)
+	if (colon) {
 		snprintf(port, sizeof(port), "%s", colon + 1);
+		unsigned long pn = strtoul(port, NULL, 10);
+		if (pn < 1 || pn > 65535) { /* getaddrinfo would take 65536 + P as P */
+			rf__http_destroy(h);
+			return rf__fail(-EINVAL, "%s: port %s: expected 1 to 65535", url, port);
+		}
+	}
 	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *ai = NULL;
 	if (hs != h->host) { /* bracketed: an IPv6 literal, never a name to look up */
 		hints.ai_family = AF_INET6;
@@ -503,6 +540,11 @@ static int rf__http_quiet(void *arg)
 		if (h->c[i].busy)
 			return 0;
 	return 1;
+}
+
+void rf__http_expect_size(struct rf__http *h, uint64_t size)
+{
+	h->size = size;
 }
 
 void rf__http_destroy(struct rf__http *h)
@@ -594,6 +636,12 @@ int rf__http_create(struct rf__http **out, struct rf_ring *r, const char *url, u
 {
 	*out = NULL;
 	return rf__fail(-ENOTSUP, "%s: ringflow was built without libhttp-parser: no http:// data", url);
+}
+
+void rf__http_expect_size(struct rf__http *h, uint64_t size)
+{
+	(void)h;
+	(void)size;
 }
 
 void rf__http_destroy(struct rf__http *h)

@@ -159,6 +159,7 @@ int rf__open_sources(struct rf_loader *l)
 		ret = rf__http_create(&l->http, l->ring, s0->path, l->o.http_conns);
 		if (ret < 0)
 			return ret;
+		rf__http_expect_size(l->http, s0->size);
 		l->align = 4096;
 		l->o.no_register = 1; /* nothing reads into the units through fixed buffers */
 		l->mode = s0->stride >= l->o.large_record ? RF__REC : RF__SPAN;

@@ -11,7 +11,11 @@ argv: the test-loader-http program. Writes two .rfrec files, then:
   - the same server failing always (503 on every range; bodies always cut short; Range
     ignored with a 200) makes every batch fail with a message naming the URL, the
     byte range and the cause, after the bounded retries -- never a wrong batch;
-  - opening a missing URL (404) or a port nobody listens on fails with the URL named;
+  - a server whose file changed size (Content-Range total), or whose headers trickle
+    in without end, fails every batch with the URL named -- the latter within the
+    deadline (RF_HTTP_TIMEOUT_MS) for all the headers;
+  - opening a missing URL (404), a port nobody listens on, or a port past 65535 (which
+    getaddrinfo would wrap) fails with the URL named;
   - http://[::1]:PORT (an IPv6 literal) gives the same batches; bad brackets fail.
 Exit 77 where nginx is not installed (tools/install-deps installs nginx-light) or
 ringflow was built without libhttp-parser.
@@ -25,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import nginx_peer  # noqa: E402
@@ -49,7 +54,9 @@ def run(*args, expect=0):
 class Faulty(http.server.BaseHTTPRequestHandler):
     """GET with one "bytes=a-b" range. The first path segment picks the behaviour:
     /ok/, /once/ (the first try of each range fails), /down/ (503 always), /cut/
-    (body cut short always), /norange/ (Range ignored: 200 and the whole file)."""
+    (body cut short always), /norange/ (Range ignored: 200 and the whole file),
+    /grow/ (the loader's spans answered as from a longer file: the resource changed),
+    /trickle/ (the loader's spans: headers one byte every 50 ms, never finished)."""
     protocol_version = "HTTP/1.1"
     seen = set()
     lock = threading.Lock()
@@ -83,8 +90,18 @@ class Faulty(http.server.BaseHTTPRequestHandler):
         fault = None
         if mode == "once" and first:
             fault = ("503", "drop", "cut")[(a // 4096 + b) % 3]
-        elif mode in ("down", "cut") and a >= 4096 and b - a + 1 >= 4096:
-            fault = "503" if mode == "down" else "cut"
+        elif mode in ("down", "cut", "grow", "trickle") and a >= 4096 and b - a + 1 >= 4096:
+            fault = "503" if mode == "down" else mode
+        if fault == "trickle":
+            try:
+                for ch in b"HTTP/1.1 206 Partial Content\r\nX-Slow: " + b"a" * 8000:
+                    self.wfile.write(bytes([ch]))
+                    self.wfile.flush()
+                    time.sleep(0.05)
+            except OSError:
+                pass  # the client gave up: expected
+            self.close_connection = True
+            return
         if fault == "503":
             self.send_response(503)
             self.send_header("Content-Length", "0")
@@ -98,7 +115,8 @@ class Faulty(http.server.BaseHTTPRequestHandler):
             self.send_response(200)
         else:
             self.send_response(206)
-            self.send_header("Content-Range", "bytes %d-%d/%d" % (a, b, len(data)))
+            total = len(data) + (4096 if fault == "grow" else 0)
+            self.send_header("Content-Range", "bytes %d-%d/%d" % (a, b, total))
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         if fault == "cut":
@@ -142,6 +160,17 @@ try:
     small = os.path.join(d, "small.rfrec")
     run("fail", base + "/down/small.rfrec", small, "503")
     run("fail", base + "/cut/small.rfrec", small, "short body")
+    run("fail", base + "/grow/small.rfrec", small, "changed on the server")
+    # headers that never finish: one deadline for all of them (1 s here), not one per
+    # byte received, which let such a server hold a request for hours
+    os.environ["RF_HTTP_TIMEOUT_MS"] = "1000"
+    t0 = time.monotonic()
+    run("fail", base + "/trickle/small.rfrec", small, "timed out")
+    del os.environ["RF_HTTP_TIMEOUT_MS"]
+    if time.monotonic() - t0 > 60:
+        print("FAIL: a trickling server held the loader %.0f s" % (time.monotonic() - t0))
+        sys.exit(1)
+    run("openfail", "http://127.0.0.1:%d/x.rfrec" % (fport + 65536), "expected 1 to 65535")
     run("openfail", base + "/norange/small.rfrec", "ignores Range")
     run("openfail", "http://127.0.0.1:%d/x.rfrec" % nginx_peer.free_port(), "refused")
     srv.shutdown()
