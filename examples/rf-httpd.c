@@ -8,8 +8,8 @@
  *   - one multishot accept; each connection one multishot recv into a shared group
  *     of provided buffers (an idle connection holds no buffer), every buffer handed
  *     straight to the C http-parser (libhttp-parser) and given back;
- *   - each request: openat and statx relative to DIR's fd through the ring (both at
- *     once); a small body is read through the ring into a response buffer (taken
+ *   - each request: openat (beneath DIR only: a symbolic link leading out of it is a
+ *     404) and statx relative to DIR's fd through the ring (both at once); a small body is read through the ring into a response buffer (taken
  *     from a pool only while a response is being sent) after the header and sent in
  *     one send; a body over 64 KiB is spliced file -> pipe -> socket through the
  *     ring, no copy through user memory (nginx's sendfile; read+send of 1 MiB
@@ -47,6 +47,7 @@
 #define HDR_MAX 512      /* header name/value kept (Range, Connection) */
 #define RESP_BUF (256u << 10)
 #define QMAX 8           /* pipelined requests queued per connection */
+#define QCAP (QMAX + 1)  /* and one slot more: the 400 that ends an overfull pipeline */
 #define SPLICE_MIN (64u << 10) /* bodies larger than this are spliced */
 
 struct req {
@@ -59,12 +60,14 @@ struct req {
 struct conn {
 	struct conn *prev, *next; /* every live connection, for the idle sweep */
 	uint64_t active;        /* last data received or response finished (ns) */
+	uint64_t req_start;     /* the first byte of the request being received (ns), 0:
+				 * none: it must be whole within --idle-timeout */
 	uint64_t moved;         /* busy: the response last moved (a piece done, or the
 				 * socket's unsent bytes changed), ns */
 	int outq;               /* busy: the socket's unsent bytes at the last sweep */
 	int fd;
 	http_parser parser;
-	struct req q[QMAX];
+	struct req q[QCAP];
 	unsigned qhead, qlen;
 	/* parsing the current request */
 	char url[URL_MAX];
@@ -206,6 +209,7 @@ static void conn_maybe_free(struct conn *c)
 static int on_begin(http_parser *p)
 {
 	struct conn *c = p->data;
+	c->req_start = rf_now_ns();
 	c->urllen = 0;
 	c->url_too_long = 0;
 	c->has_range = 0;
@@ -326,9 +330,10 @@ static int resolve(const char *url, size_t n, char *out)
 static int on_complete(http_parser *p)
 {
 	struct conn *c = p->data;
+	c->req_start = 0;
 	if (c->qlen == QMAX)
 		return 1; /* too many pipelined requests: parse error, 400 and close */
-	struct req *r = &c->q[(c->qhead + c->qlen++) % QMAX];
+	struct req *r = &c->q[(c->qhead + c->qlen++) % QCAP];
 	r->status = 0;
 	r->head = p->method == HTTP_HEAD;
 	r->keep_alive = http_should_keep_alive(p);
@@ -436,7 +441,7 @@ static void response_done(struct conn *c)
 {
 	struct req *r = &c->q[c->qhead];
 	int keep = r->keep_alive && !r->status;
-	c->qhead = (c->qhead + 1) % QMAX;
+	c->qhead = (c->qhead + 1) % QCAP;
 	c->qlen--;
 	if (c->file >= 0) {
 		c->inflight++;
@@ -603,8 +608,8 @@ static void error_response(struct conn *c, int status)
 				   status == 405 ? "Allow: GET, HEAD\r\n" : "",
 				   r->keep_alive && status == 404 ? "keep-alive" : "close",
 				   r->head ? "" : body);
-	if (status == 404)
-		r->status = 0; /* a 404 keeps the connection */
+	/* a 404 keeps the connection; any other error closes it, as its header says */
+	r->status = status == 404 ? 0 : status;
 	c->left = 0;
 	next_piece(c);
 }
@@ -616,8 +621,10 @@ static void meta_done(struct conn *c)
 		c->file = (int)c->open_res;
 	if (c->open_res < 0 || c->stat_res < 0) {
 		int e = c->open_res < 0 ? (int)-c->open_res : (int)-c->stat_res;
-		error_response(c, e == ENOENT || e == ENOTDIR || e == ELOOP ? 404 :
-				  e == EACCES ? 403 : 500);
+		/* EXDEV: the path leads outside the root (a symbolic link; RF_IO_BENEATH);
+		 * ENAMETOOLONG: a name no file can have -- neither is the server's fault */
+		error_response(c, e == ENOENT || e == ENOTDIR || e == ELOOP || e == EXDEV ||
+				  e == ENAMETOOLONG ? 404 : e == EACCES ? 403 : 500);
 		return;
 	}
 	if (!S_ISREG(c->stx.stx_mode)) {
@@ -701,7 +708,11 @@ static void start_next(struct conn *c)
 	 * race with a rename -- then the lengths disagree and the read fails cleanly */
 	c->nmeta = 2;
 	c->inflight += 2;
-	int e1 = rf_ring_openat(ring, rootfd, r->path, O_RDONLY | O_CLOEXEC, 0, 0, on_open, c, NULL);
+	/* beneath the root only: a symbolic link that leads out of it fails (-EXDEV);
+	 * statx by path below may follow one, but its answer is used only if the open
+	 * succeeded */
+	int e1 = rf_ring_openat(ring, rootfd, r->path, O_RDONLY | O_CLOEXEC, 0, RF_IO_BENEATH,
+				on_open, c, NULL);
 	if (e1 < 0) {
 		c->open_res = e1;
 		c->nmeta--;
@@ -733,8 +744,8 @@ static void on_recv(void *data, int64_t res, void *buf, int more)
 			if (got != n || HTTP_PARSER_ERRNO(&c->parser) != HPE_OK) {
 				/* answer what came before, then 400, then close */
 				c->bad = 1;
-				if (c->qlen < QMAX) {
-					struct req *r = &c->q[(c->qhead + c->qlen++) % QMAX];
+				if (c->qlen < QCAP) {
+					struct req *r = &c->q[(c->qhead + c->qlen++) % QCAP];
 					memset(r, 0, sizeof(*r));
 					r->status = 400;
 				}
@@ -809,6 +820,12 @@ static void on_sweep(void *data, int64_t res)
 		next = c->next; /* conn_close may free c */
 		if (c->closing)
 			continue;
+		/* a request trickled in a byte at a time (each byte refreshes `active`) is
+		 * held to the same limit, counted from its first byte */
+		if (c->req_start && now - c->req_start > idle_ns && !c->busy) {
+			conn_close(c);
+			continue;
+		}
 		if (!c->busy) {
 			if (now - c->active > idle_ns)
 				conn_close(c);
@@ -908,9 +925,10 @@ int main(int argc, char **argv)
 			       "  --bind ADDR   IPv4 address to listen on (default 127.0.0.1)\n"
 			       "  --buffers N   receive buffers shared by all connections, rounded\n"
 			       "                up to a power of two (default 1024, 4 KiB each)\n"
-			       "  --idle-timeout SEC  close a connection idle this long, or whose\n"
-			       "                response the peer has taken nothing of this long,\n"
-			       "                1..86400 (default 60)\n");
+			       "  --idle-timeout SEC  close a connection idle this long, one whose\n"
+			       "                request has not arrived whole this long after its\n"
+			       "                first byte, or whose response the peer has taken\n"
+			       "                nothing of this long, 1..86400 (default 60)\n");
 			return 0;
 		} else if (argv[i][0] == '-') {
 			fprintf(stderr, "rf-httpd: unknown option '%s' (see --help)\n", argv[i]);

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/openat2.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,7 @@
  * address and iovec array, and a working iovec array for the current piece. */
 struct rf__ext {
 	struct rf_io io;
+	struct open_how how;         /* openat with RF_IO_BENEATH: read at submission */
 	struct sockaddr_storage addr;
 	struct iovec *iov, *wiov;
 	char strs[];
@@ -154,7 +156,16 @@ int rf__ops_queue(struct rf_ring *r, struct rf__req *q)
 		io_uring_prep_nop(sqe);
 		break;
 	case RF__OP_IO + RF_IOP_OPENAT:
-		if (slot)
+		if (q->flags & RF_IO_BENEATH) {
+			x->how = (struct open_how){ .flags = (uint64_t)(unsigned)x->io.arg,
+						    .resolve = RESOLVE_BENEATH };
+			if (x->io.arg & (O_CREAT | __O_TMPFILE)) /* openat2 wants no mode else */
+				x->how.mode = x->io.mode;
+			if (slot)
+				io_uring_prep_openat2_direct(sqe, x->io.dirfd, x->io.path, &x->how, alloc);
+			else
+				io_uring_prep_openat2(sqe, x->io.dirfd, x->io.path, &x->how);
+		} else if (slot)
 			io_uring_prep_openat_direct(sqe, x->io.dirfd, x->io.path, x->io.arg,
 						    (mode_t)x->io.mode, alloc);
 		else
@@ -259,7 +270,7 @@ int rf_ring_submit(struct rf_ring *r, const struct rf_io *io, rf_io_cb cb, void 
 		return -EINVAL;
 	uint64_t deadline = io->timeout_ns ? rf_now_ns() + io->timeout_ns : 0;
 	unsigned fl = io->flags & (RF_IO_FIXED_FILE | RF_IO_FIXED_BUF | RF_IO_NO_RETRY_SHORT |
-				   RF_IO_ALLOC_SLOT);
+				   RF_IO_ALLOC_SLOT | RF_IO_BENEATH);
 	switch (io->op) {
 	case RF_IOP_READ:
 	case RF_IOP_WRITE:
@@ -277,7 +288,7 @@ int rf_ring_submit(struct rf_ring *r, const struct rf_io *io, rf_io_cb cb, void 
 		return -EOPNOTSUPP;
 	if ((fl & RF_IO_FIXED_BUF) ||
 	    ((fl & RF_IO_ALLOC_SLOT) && io->op != RF_IOP_OPENAT && io->op != RF_IOP_SOCKET &&
-	     io->op != RF_IOP_ACCEPT))
+	     io->op != RF_IOP_ACCEPT) || ((fl & RF_IO_BENEATH) && io->op != RF_IOP_OPENAT))
 		return -EINVAL;
 	size_t extra = 0;
 	int need_ext = 1;

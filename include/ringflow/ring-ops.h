@@ -88,6 +88,10 @@ enum {
 	 * table (rf_ring_register_files_sparse) instead of the process's fd table; the
 	 * result is the slot index, to be used with RF_IO_FIXED_FILE. */
 	RF_IO_ALLOC_SLOT = 1u << 3,
+	/* openat: resolve the path beneath dirfd only (openat2's RESOLVE_BENEATH): an
+	 * absolute path, "..", or a symbolic link that leads outside fails with -EXDEV --
+	 * for a server that must never open a file outside its root */
+	RF_IO_BENEATH = 1u << 4,
 };
 
 /* Queue the operation described by io; cb runs once with its result (bytes, an fd or

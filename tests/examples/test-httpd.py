@@ -7,7 +7,10 @@ Content-Length, no body); byte ranges (a-b, a-, -n, past the end: 416 with
 Content-Range */size, several ranges or a malformed one: the whole file); 404 that
 keeps the connection; 405 for POST; 414 for a long URL; 400 for "..", "%2e%2e" and
 garbage (then the connection closes); three pipelined requests in one packet
-answered in order; keep-alive over 50 requests; HTTP/1.0 closing by default; 32
+answered in order, twelve answered 8 times then 400 and closed; a 300-byte name a 404
+that keeps the connection; a symbolic link inside the root followed, ones leading out
+of it (relative, absolute, a directory) 404; a request trickled in byte by byte
+dropped by --idle-timeout; keep-alive over 50 requests; HTTP/1.0 closing by default; 32
 concurrent clients fetching the large file; an idle connection that does not block
 others, and one closed by --idle-timeout, as is one whose reader stops taking a large
 body (not one that reads slowly); and a clean exit 0 on SIGTERM (under ASan,
@@ -158,6 +161,45 @@ try:
     if st != 400 or f.read(1) != b"":
         fail("garbage: %d, connection left open" % st)
     s.close()
+    # more pipelined requests than it queues (8): those answered, then 400 and close
+    # (the 400 used to be dropped: 8 answers, then a silent EOF)
+    s = socket.create_connection(("127.0.0.1", port), timeout=20)
+    f = s.makefile("rb")
+    s.sendall(b"GET /index.html HTTP/1.1\r\nHost: x\r\n\r\n" * 12)
+    got = []
+    while True:
+        r = read_response(f)
+        if r is None:
+            break
+        got.append(r[0])
+    if got != [200] * 8 + [400]:
+        fail("12 pipelined requests: %r, expected 8 x 200 then 400" % got)
+    s.close()
+    # a name longer than any file's (ENAMETOOLONG): 404, not a server error, and the
+    # connection goes on
+    s = socket.create_connection(("127.0.0.1", port), timeout=20)
+    f = s.makefile("rb")
+    s.sendall(b"GET /" + b"a" * 300 + b" HTTP/1.1\r\nHost: x\r\n\r\n"
+              b"GET /small.bin HTTP/1.1\r\nHost: x\r\n\r\n")
+    r1, r2 = read_response(f), read_response(f)
+    if r1[0] != 404 or r2[0] != 200 or r2[2] != small:
+        fail("a 300-byte name, then a file: %d, %d" % (r1[0], r2[0]))
+    s.close()
+    # symbolic links: one that stays in the root is followed; one that leads out of it
+    # (relative or absolute) is not -- they used to serve any file on the machine
+    with open(os.path.join(d, "secret.txt"), "wb") as fh:
+        fh.write(b"SECRET\n")
+    os.symlink("small.bin", os.path.join(www, "alias.bin"))
+    os.symlink("../secret.txt", os.path.join(www, "out-rel.txt"))
+    os.symlink(os.path.join(d, "secret.txt"), os.path.join(www, "out-abs.txt"))
+    os.symlink(d, os.path.join(www, "outdir"))
+    st, h, body = request(port, "/alias.bin")
+    if st != 200 or body != small:
+        fail("a symbolic link inside the root: %d" % st)
+    for path in ("/out-rel.txt", "/out-abs.txt", "/outdir/secret.txt"):
+        st, h, body = request(port, path)
+        if st != 404 or b"SECRET" in body:
+            fail("%s, a link out of the root: %d %r" % (path, st, body[:20]))
     # HTTP/1.0 closes unless asked
     s = socket.create_connection(("127.0.0.1", port), timeout=20)
     s.sendall(b"GET /small.bin HTTP/1.0\r\n\r\n")
@@ -201,6 +243,29 @@ try:
         if quiet.recv(1) != b"" or time.time() - t0 > 5:
             fail("an idle connection was not closed after --idle-timeout 1")
         quiet.close()
+        # a request trickled in a byte at a time is held to the same limit, from its
+        # first byte (each byte used to restart the idle clock: held for ever)
+        slow = socket.create_connection(("127.0.0.1", port2), timeout=10)
+        t0 = time.time()
+        dropped = False
+        try:
+            for ch in b"GET /small.bin HTTP/1.1\r\nX-Slow: " + b"a" * 100:
+                slow.sendall(bytes([ch]))
+                time.sleep(0.2)
+                if time.time() - t0 > 8:
+                    break
+        except OSError:
+            dropped = True
+        if not dropped:
+            slow.settimeout(2)
+            try:
+                dropped = slow.recv(1) == b""
+            except OSError:
+                dropped = True
+        if not dropped or time.time() - t0 > 8:
+            fail("a request sent a byte every 0.2 s was not dropped after --idle-timeout 1 "
+                 "(%.1f s)" % (time.time() - t0))
+        slow.close()
         st, h, body = request(port2, "/small.bin")
         if st != 200 or body != small:
             fail("the server with --idle-timeout: %d" % st)

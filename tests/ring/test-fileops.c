@@ -3,6 +3,7 @@
  * sparse table), statx (size and type, and -ENOENT naming nothing), writev/readv with
  * iovecs of odd sizes (the array is copied at submission: the test scribbles over its
  * own copy right after), splice (file -> pipe -> file), fallocate, renameat, unlinkat, close (fd and slot), a NOP,
+ * openat with RF_IO_BENEATH (links inside the directory followed, ones leading out -EXDEV),
  * and malformed descriptors refused with -EINVAL before anything is queued. */
 #include "ring-test.h"
 
@@ -139,6 +140,49 @@ int main(void)
 	t = (struct t_res){ 0 };
 	T_OK(rf_ring_openat(r, dfd, "b.bin", O_RDONLY, 0, 0, t_store, &t, NULL));
 	T_EQ(t_wait1(r, &t), -ENOENT);
+
+	/* RF_IO_BENEATH (openat2's RESOLVE_BENEATH): a file and a link inside dirfd open;
+	 * "..", an absolute path, and links that lead out (relative, absolute, through a
+	 * directory) fail with -EXDEV; created with O_CREAT, the mode is kept */
+	{
+		char p[400];
+		snprintf(p, sizeof(p), "%s/in.bin", dir);
+		int w = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+		T_CHECK(w >= 0 && close(w) == 0);
+		T_CHECK(symlinkat("in.bin", dfd, "alias") == 0);
+		T_CHECK(symlinkat("../", dfd, "up") == 0);
+		T_CHECK(symlinkat("/etc/hostname", dfd, "abs") == 0);
+		T_CHECK(symlinkat("../etc", dfd, "rel") == 0);
+		const char *ok[] = { "in.bin", "alias", "./in.bin" };
+		for (unsigned i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+			t = (struct t_res){ 0 };
+			T_OK(rf_ring_openat(r, dfd, ok[i], O_RDONLY | O_CLOEXEC, 0, RF_IO_BENEATH,
+					    t_store, &t, NULL));
+			int64_t got = t_wait1(r, &t);
+			T_CHECK(got >= 0);
+			close((int)got);
+		}
+		const char *out[] = { "../", "/etc/hostname", "abs", "up/x", "rel/hostname" };
+		for (unsigned i = 0; i < sizeof(out) / sizeof(out[0]); i++) {
+			t = (struct t_res){ 0 };
+			T_OK(rf_ring_openat(r, dfd, out[i], O_RDONLY | O_CLOEXEC, 0, RF_IO_BENEATH,
+					    t_store, &t, NULL));
+			T_EQ(t_wait1(r, &t), -EXDEV);
+		}
+		t = (struct t_res){ 0 };
+		T_OK(rf_ring_openat(r, dfd, "made.bin", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600,
+				    RF_IO_BENEATH, t_store, &t, NULL));
+		int64_t mfd = t_wait1(r, &t);
+		T_CHECK(mfd >= 0 && fstat((int)mfd, &sb) == 0 && (sb.st_mode & 0777) == 0600);
+		close((int)mfd);
+		const char *gone[] = { "in.bin", "alias", "up", "abs", "rel", "made.bin" };
+		for (unsigned i = 0; i < sizeof(gone) / sizeof(gone[0]); i++)
+			T_CHECK(unlinkat(dfd, gone[i], 0) == 0);
+		/* the flag is openat's alone */
+		struct rf_io st = { .op = RF_IOP_STATX, .path = "x", .stx = &(struct statx){ 0 },
+				    .flags = RF_IO_BENEATH };
+		T_EQ(rf_ring_submit(r, &st, t_store, &t, NULL), -EINVAL);
+	}
 
 	/* malformed descriptors: nothing queued */
 	struct rf_io bad[] = {
