@@ -159,7 +159,9 @@ int rf__ops_queue(struct rf_ring *r, struct rf__req *q)
 		if (q->flags & RF_IO_BENEATH) {
 			x->how = (struct open_how){ .flags = (uint64_t)(unsigned)x->io.arg,
 						    .resolve = RESOLVE_BENEATH };
-			if (x->io.arg & (O_CREAT | __O_TMPFILE)) /* openat2 wants no mode else */
+			/* openat2 wants no mode but with these (__O_TMPFILE holds O_DIRECTORY's
+			 * bit: O_TMPFILE only when all of it is there) */
+			if ((x->io.arg & O_CREAT) || (x->io.arg & O_TMPFILE) == O_TMPFILE)
 				x->how.mode = x->io.mode;
 			if (slot)
 				io_uring_prep_openat2_direct(sqe, x->io.dirfd, x->io.path, &x->how, alloc);

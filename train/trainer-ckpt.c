@@ -4,7 +4,6 @@
  * generator's state back in. */
 #include <errno.h>
 #include <inttypes.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -493,18 +492,20 @@ static int rf__mid_of(struct rf_trainer *t, const char *path, const struct rf_ck
 				meta->epoch + 1, nb);
 		return -ESTALE;
 	}
-	/* the epoch's running sums so far: a loss is >= 0 and finite, at most one correct
-	 * answer per record seen, none before the first batch */
-	if (!isfinite(mid->loss) || mid->loss < 0 || (!mid->batch && mid->loss != 0)) {
+	/* the epoch's running sums so far: a loss is never negative (a run that diverged
+	 * may have saved NaN or infinity), at most one correct answer per record seen --
+	 * at the file's batch size, which the run's may yet differ from (refused later,
+	 * naming both) -- and nothing before the first batch */
+	if (mid->loss < 0 || (!mid->batch && mid->loss != 0)) {
 		rf__trainer_msg(t, "%s: the epoch's running loss is %g after %" PRIu64 " batches: "
-				"expected a finite sum >= 0 (0 before the first batch)", path,
+				"expected a sum >= 0 (0 before the first batch)", path,
 				mid->loss, mid->batch);
 		return -EBADMSG;
 	}
-	if (mid->corr > mid->batch * (uint64_t)t->o.batch_size) {
+	if (mid->corr > mid->batch * (uint64_t)meta->batch_size) {
 		rf__trainer_msg(t, "%s: %" PRIu64 " correct answers counted after %" PRIu64
 				" batches of %u: expected at most %" PRIu64, path, mid->corr,
-				mid->batch, t->o.batch_size, mid->batch * (uint64_t)t->o.batch_size);
+				mid->batch, meta->batch_size, mid->batch * (uint64_t)meta->batch_size);
 		return -EBADMSG;
 	}
 	if (rows && rows != (uint64_t)t->K * t->P) {

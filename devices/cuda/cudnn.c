@@ -272,22 +272,38 @@ static cudnnStatus_t rf__conv_descs(struct rf__descs *d, const struct rf_k_conv2
 
 /* The first algorithm of a heuristic list that is deterministic and fits `ws` bytes,
  * preferring an entry reported with FMA math (the list may hold one algorithm once
- * per math type, each with its own workspace); else one reported with another math
- * type, which then runs in the descriptor's FMA math (no TF32) -- as PyTorch does
- * when TF32 is off. Filtering on FMA alone could leave nothing if cuDNN reports its
- * FP32 algorithms as CUDNN_DEFAULT_MATH, and every convolution would fall back to
- * im2col. */
-#define RF__PICK(perf, n, ws, algo) do { \
+ * per math type, each with its own workspace); else (pass 2, *other = 1) one reported
+ * only with another math type, which then runs in the descriptor's FMA math (no TF32)
+ * -- as PyTorch does when TF32 is off. An algorithm with an FMA entry was judged in
+ * pass 1 and is not taken again. Filtering on FMA alone could leave nothing if cuDNN
+ * reports its FP32 algorithms as CUDNN_DEFAULT_MATH, and every convolution would fall
+ * back to im2col. */
+#define RF__PICK(perf, n, ws, algo, other) do { \
 	(algo) = -1; \
+	(other) = 0; \
 	for (int _pass = 0; _pass < 2 && (algo) < 0; _pass++) \
-		for (int _i = 0; _i < (n); _i++) \
+		for (int _i = 0; _i < (n) && (algo) < 0; _i++) { \
+			int _fma = 0; \
+			for (int _j = 0; _pass && _j < (n); _j++) \
+				_fma |= (perf)[_j].algo == (perf)[_i].algo && \
+					(perf)[_j].mathType == CUDNN_FMA_MATH; \
 			if ((perf)[_i].status == CUDNN_STATUS_SUCCESS && \
 			    (perf)[_i].determinism == CUDNN_DETERMINISTIC && \
-			    (_pass || (perf)[_i].mathType == CUDNN_FMA_MATH) && \
+			    (_pass ? !_fma : (perf)[_i].mathType == CUDNN_FMA_MATH) && \
 			    (perf)[_i].memory <= (ws)) { \
 				(algo) = (int)(perf)[_i].algo; \
-				break; \
+				(other) = _pass; \
 			} \
+		} \
+} while (0)
+
+/* The convolution itself: an algorithm taken from another math type's entry (pass 2)
+ * may want more workspace, or refuse, in FMA math -- that is the caller's im2col,
+ * not an error. */
+#define RF__CKCONV(what, call) do { cudnnStatus_t _s = (call); \
+	if (_s != CUDNN_STATUS_SUCCESS && other && (_s == CUDNN_STATUS_BAD_PARAM || \
+	    _s == CUDNN_STATUS_NOT_SUPPORTED)) { algo = -1; goto fallback; } \
+	if (_s != CUDNN_STATUS_SUCCESS) { ret = rf__dnn_fail(err, len, what, _s); goto out; } \
 } while (0)
 
 int rf__dnn_conv(struct rf__dnn **hp, void *cs, struct rf__opctx *op)
@@ -298,7 +314,7 @@ int rf__dnn_conv(struct rf__dnn **hp, void *cs, struct rf__opctx *op)
 	cudnnHandle_t h = rf__handle(hp, cs, err, len);
 	struct rf__descs d = { 0 };
 	const float one = 1.0f, zero = 0.0f, acc = op->u.conv.acc ? 1.0f : 0.0f;
-	int ret = 0, n = 0, algo;
+	int ret = 0, n = 0, algo, other;
 
 	if (!h)
 		return -EIO;
@@ -310,10 +326,10 @@ int rf__dnn_conv(struct rf__dnn **hp, void *cs, struct rf__opctx *op)
 		cudnnConvolutionFwdAlgoPerf_t perf[16];
 		RF__CK("cudnnGetConvolutionForwardAlgorithm_v7",
 		       rf__dn.fwd_algos(h, d.t[0], d.f, d.c, d.t[1], 16, &n, perf));
-		RF__PICK(perf, n, ws, algo);
+		RF__PICK(perf, n, ws, algo, other);
 		if (algo < 0)
 			break;
-		RF__CK("cudnnConvolutionForward",
+		RF__CKCONV("cudnnConvolutionForward",
 		       rf__dn.conv_fwd(h, &one, d.t[0], op->u.conv.in, d.f, op->u.conv.in2, d.c,
 				       (cudnnConvolutionFwdAlgo_t)algo, op->ws, ws, &zero, d.t[1],
 				       op->u.conv.out));
@@ -327,10 +343,10 @@ int rf__dnn_conv(struct rf__dnn **hp, void *cs, struct rf__opctx *op)
 		cudnnConvolutionBwdDataAlgoPerf_t perf[16];
 		RF__CK("cudnnGetConvolutionBackwardDataAlgorithm_v7",
 		       rf__dn.bwd_data_algos(h, d.f, d.t[1], d.c, d.t[0], 16, &n, perf));
-		RF__PICK(perf, n, ws, algo);
+		RF__PICK(perf, n, ws, algo, other);
 		if (algo < 0)
 			break;
-		RF__CK("cudnnConvolutionBackwardData",
+		RF__CKCONV("cudnnConvolutionBackwardData",
 		       rf__dn.conv_bwd_data(h, &one, d.f, op->u.conv.in2, d.t[1], op->u.conv.in, d.c,
 					    (cudnnConvolutionBwdDataAlgo_t)algo, op->ws, ws, &zero,
 					    d.t[0], op->u.conv.out));
@@ -340,10 +356,10 @@ int rf__dnn_conv(struct rf__dnn **hp, void *cs, struct rf__opctx *op)
 		cudnnConvolutionBwdFilterAlgoPerf_t perf[16];
 		RF__CK("cudnnGetConvolutionBackwardFilterAlgorithm_v7",
 		       rf__dn.bwd_filter_algos(h, d.t[0], d.t[1], d.c, d.f, 16, &n, perf));
-		RF__PICK(perf, n, ws, algo);
+		RF__PICK(perf, n, ws, algo, other);
 		if (algo < 0)
 			break;
-		RF__CK("cudnnConvolutionBackwardFilter",
+		RF__CKCONV("cudnnConvolutionBackwardFilter",
 		       rf__dn.conv_bwd_filter(h, &one, d.t[0], op->u.conv.in2, d.t[1], op->u.conv.in,
 					      d.c, (cudnnConvolutionBwdFilterAlgo_t)algo, op->ws,
 					      ws, &acc, d.f, op->u.conv.out));
@@ -358,6 +374,7 @@ int rf__dnn_conv(struct rf__dnn **hp, void *cs, struct rf__opctx *op)
 		ret = -EINVAL;
 		goto out;
 	}
+fallback:
 	if (algo < 0) {
 		static _Atomic int said;
 		ret = -ENOTSUP;  /* no deterministic algorithm fits: the caller's im2col */

@@ -178,6 +178,14 @@ int main(void)
 		const char *gone[] = { "in.bin", "alias", "up", "abs", "rel", "made.bin" };
 		for (unsigned i = 0; i < sizeof(gone) / sizeof(gone[0]); i++)
 			T_CHECK(unlinkat(dfd, gone[i], 0) == 0);
+		/* a directory, with a mode given: openat2 takes a mode only with O_CREAT or
+		 * O_TMPFILE (whose bits include O_DIRECTORY's) */
+		t = (struct t_res){ 0 };
+		T_OK(rf_ring_openat(r, dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0644,
+				    RF_IO_BENEATH, t_store, &t, NULL));
+		mfd = t_wait1(r, &t);
+		T_CHECK(mfd >= 0);
+		close((int)mfd);
 		/* the flag is openat's alone */
 		struct rf_io st = { .op = RF_IOP_STATX, .path = "x", .stx = &(struct statx){ 0 },
 				    .flags = RF_IO_BENEATH };
