@@ -1,6 +1,7 @@
 /* recwriter.c -- writing a ringflow record file (.rfrec): records stream to
  * "<path>.tmp"; finish writes the header, pads, fsyncs and renames it into place. */
 #include <errno.h>
+#include <sys/file.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <libgen.h>
@@ -38,6 +39,7 @@ static void rec_encode(uint8_t *h, const struct rf_dataset *ds)
 
 struct rf_rec_writer {
 	char *path, *tmp;
+	int owns_tmp;           /* holds tmp's lock, truncated it: abort removes it */
 	int fd;
 	unsigned flags;
 	struct rf_dataset d;      /* header fields; d.src[0].path unused */
@@ -64,8 +66,10 @@ void rf_rec_writer_abort(struct rf_rec_writer *w)
 	if (!w)
 		return;
 	if (w->fd >= 0) {
+		/* only a scratch file this writer holds the lock of: another writer's is its */
+		if (w->owns_tmp)
+			unlink(w->tmp);
 		close(w->fd);
-		unlink(w->tmp);
 	}
 	free(w->buf);
 	free(w->path);
@@ -157,18 +161,36 @@ int rf_rec_writer_open(struct rf_rec_writer **out, const char *path,
 		ret = rf__ds_fail(-ENOMEM, path, "out of memory");
 		goto fail;
 	}
-	/* never blocks on a FIFO, never writes into anything but a regular file */
-	fd = rf__open_regular(w->tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644, &st, &not_reg);
+	/* Never blocks on a FIFO, never writes into anything but a regular file, never
+	 * through a symbolic link (a link planted there would have the records written
+	 * over its target), and never into a scratch file another writer of the same
+	 * path is filling (its lock): truncated only once this writer holds the lock. */
+	fd = rf__open_regular(w->tmp, O_WRONLY | O_CREAT | O_NOFOLLOW, 0644, &st, &not_reg);
 	if (fd < 0) {
 		if (not_reg)
 			ret = rf__ds_fail(fd, w->tmp, "is %s, not a regular file: "
 					  "expected a scratch file to write the .rfrec into (remove it)",
 					  rf__ds_ftype(st.st_mode));
+		else if (fd == -ELOOP)
+			ret = rf__ds_fail(fd, w->tmp, "is a symbolic link: expected a scratch file "
+					  "to write the .rfrec into, never written through a link "
+					  "(remove it)");
 		else
 			ret = rf__ds_fail(fd, w->tmp, "cannot create: %s", strerror(-fd));
 		goto fail;
 	}
 	w->fd = fd;
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		ret = rf__ds_fail(errno == EWOULDBLOCK ? -EBUSY : -errno, w->tmp,
+				  "%s: another writer of %s is using this scratch file",
+				  errno == EWOULDBLOCK ? "locked" : strerror(errno), path);
+		goto fail;
+	}
+	if (ftruncate(fd, 0) < 0) {
+		ret = rf__ds_fail(-errno, w->tmp, "truncate: %s", strerror(errno));
+		goto fail;
+	}
+	w->owns_tmp = 1;
 	*out = w;
 	return 0;
 fail:

@@ -114,6 +114,13 @@ static int pack(const char *images, const char *labels, const char *out, uint32_
 			   rf_cli_same_file(out, images) ? "images" : "labels");
 		return 1;
 	}
+	/* OUT.tmp is truncated and then removed on failure: it must not be an input */
+	if (rf_cli_same_file(tmp_path, images) || rf_cli_same_file(tmp_path, labels)) {
+		rf_cli_say("rf-pack", "-o %s: its scratch file %s is --%s, expected another "
+			   "output name (or move the input)", out, tmp_path,
+			   rf_cli_same_file(tmp_path, images) ? "images" : "labels");
+		return 1;
+	}
 	if (exists && !force) {
 		rf_cli_say("rf-pack", "-o %s: file exists, expected a new file (use --force to "
 			   "overwrite)", out);
@@ -136,7 +143,7 @@ static int pack(const char *images, const char *labels, const char *out, uint32_
 
 	ret = rf_rec_writer_open(&w, out, &lay, force ? RF_REC_OVERWRITE : 0);
 	if (ret) {
-		rf_cli_say("rf-pack", "%s", rf_last_error());
+		rf_cli_say("rf-pack", "-o %s", rf_last_error()); /* names OUT or OUT.tmp */
 		goto out;
 	}
 	if (!(buf = malloc(in.payload_bytes))) {

@@ -274,7 +274,9 @@ enum {
 	RF_REC_OVERWRITE = 1u << 0 /* finish may replace an existing file at path */
 };
 
-/* Start writing path. Records go to "<path>.tmp" (created or truncated, mode 0644);
+/* Start writing path. Records go to "<path>.tmp" (created, mode 0644, or truncated
+ * once this writer holds its flock: one another writer of path is filling fails with
+ * -EBUSY and is left alone; a symbolic link there, -ELOOP, is never written through);
  * rf_rec_writer_finish() writes the header, pads, fsyncs and renames it to path,
  * so path only ever appears complete. Without RF_REC_OVERWRITE, open fails with
  * -EEXIST if path exists, and finish refuses to replace one created meanwhile.

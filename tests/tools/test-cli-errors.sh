@@ -324,6 +324,26 @@ covered="$covered$P:--output "
 bad $P -o 2 "empty path" $I $L -o ""
 mkfifo "$T/y.rfrec.tmp"
 bad $P -o 1 "y.rfrec.tmp: is a FIFO" $I $L -o "$T/y.rfrec"
+# the scratch file OUT.tmp: an input there is not truncated and removed; a symbolic
+# link there is not written through; another writer's (its lock held) is left to it
+cp "$T/img.idx" "$T/z.tmp"
+bad $P -o 1 "z.tmp is --images" --images "$T/z.tmp" $L -o "$T/z"
+cmp -s "$T/img.idx" "$T/z.tmp" || fail "rf-pack -o z changed its input z.tmp"
+rm "$T/z.tmp"
+echo keep > "$T/target"
+ln -s "$T/target" "$T/w.rfrec.tmp"
+bad $P -o 1 "w.rfrec.tmp: is a symbolic link" $I $L -o "$T/w.rfrec"
+[ "$(cat "$T/target")" = keep ] || fail "rf-pack wrote through a link at OUT.tmp"
+rm "$T/w.rfrec.tmp" "$T/target"
+if command -v flock >/dev/null; then
+	: > "$T/v.rfrec.tmp"
+	flock "$T/v.rfrec.tmp" sleep 5 &
+	sleep 0.3
+	bad $P -o 1 "v.rfrec.tmp: locked && another writer" $I $L -o "$T/v.rfrec"
+	wait
+	[ -e "$T/v.rfrec.tmp" ] || fail "rf-pack removed another writer's OUT.tmp"
+	rm "$T/v.rfrec.tmp"
+fi
 bad $P --check 1 "No such file" --check "$T/none"
 bad $P --check 2 "empty path" --check ""
 bad $P --check 1 "is a FIFO" --check "$fifo"
