@@ -33,8 +33,12 @@ int rf__write_whole(const char *path, const char *tmp, const void *buf, size_t l
 	size_t off = 0;
 	int fd, e = 0;
 
+	/* a new file: a stale one (a crash) is removed first, and whatever is at the name
+	 * then -- a symbolic link planted in a shared directory, say -- fails O_EXCL
+	 * instead of being written through */
 	*step = "create";
-	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
+	unlink(tmp);
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644)) < 0)
 		return -errno;
 	*step = "write";
 	while (off < len && !e) {

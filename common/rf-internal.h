@@ -23,7 +23,9 @@ int rf__fail_into(char *buf, size_t len, int code, const char *fmt, ...) RF__PRI
 
 /* file.c: write len bytes of buf to path whole -- under tmp, then renamed into place;
  * with sync, fsync'd before the rename and the directory after. 0, or -errno with
- * *step naming what failed ("create", "write", "sync", "rename"); tmp is removed. */
+ * *step naming what failed ("create", "write", "sync", "rename"); tmp is removed.
+ * tmp is created new (a stale file there is removed first; O_EXCL, O_NOFOLLOW: never
+ * written through a link planted there). */
 int rf__write_whole(const char *path, const char *tmp, const void *buf, size_t len, int sync,
 		    const char **step);
 

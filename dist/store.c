@@ -109,13 +109,15 @@ static char *rf__st_read(const struct rf__st *s, const char *name, int *eno)
 
 	snprintf(path, sizeof(path), "%s/%s", s->dir, name);
 	*eno = 0;
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+	/* non-blocking: a FIFO planted at the name would block open() past every
+	 * deadline; anything but a regular file is as good as missing */
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW)) < 0) {
 		*eno = errno;
 		return NULL;
 	}
-	if (fstat(fd, &sb) < 0 || sb.st_size > (off_t)(64 << 20) ||
+	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) || sb.st_size > (off_t)(64 << 20) ||
 	    !(buf = malloc((size_t)sb.st_size + 1))) {
-		*eno = errno ? errno : EFBIG;
+		*eno = errno ? errno : S_ISREG(sb.st_mode) ? EFBIG : EINVAL;
 		close(fd);
 		return NULL;
 	}
@@ -475,14 +477,21 @@ static int rf__st_rankn_timeout(struct rf__st *s, double timeout_s, int other)
 	char list[96] = "", extra[128] = "";
 	int n = 0;
 
+	int zero = 0; /* rank 0 itself is missing: nothing waits for the others */
+
 	for (int r = 0; missing && r < s->size; r++)
 		n += missing[r] = r != s->rank && !rf__st_join_nonce(s, r, NULL, NULL, 0);
 	if (missing)
 		rf__st_list(missing, s->size, list, sizeof(list));
+	zero = missing && missing[0];
 	free(missing);
 	if (other >= 0)
 		snprintf(extra, sizeof(extra), " (the id there names WORLD_SIZE=%d, this rank has "
 			 "%d)", other, s->size);
+	if (zero)
+		return rf__st_fail(s, -ETIMEDOUT, "no id for this run within %g s: rank 0 has not "
+				   "joined (no join.0 of WORLD_SIZE=%d it could read; ranks missing: "
+				   "%s)%s", timeout_s, s->size, list, extra);
 	if (n)
 		return rf__st_fail(s, -ETIMEDOUT, "no id for this run within %g s: ranks %s have not "
 				   "joined (no join.RANK of WORLD_SIZE=%d), and rank 0 waits for "

@@ -9,6 +9,9 @@
  *     one that comes after the first took the id makes rank 0 fail (-EEXIST);
  *   - a rank that never comes, and a rank with another WORLD_SIZE: every other rank
  *     times out (-ETIMEDOUT) naming what is missing, none hangs;
+ *   - a FIFO at a name the store reads (id) does not block it past its timeout;
+ *   - a file is written under a temporary name that is created new: a symbolic link
+ *     planted there is not written through (rf__write_whole);
  *   - rank 0 joined and died (its join file names an exited pid of this host): the
  *     others fail (-EPIPE) saying so, without waiting out their timeout; and rank 0
  *     names a rank that joined and died before taking the id;
@@ -29,6 +32,7 @@
 #include <unistd.h>
 
 #include "comm.h"
+#include "rf-internal.h"
 #include "device.h"
 #include "log.h"
 #include "rf-config.h"
@@ -299,6 +303,43 @@ int main(void)
 	CHECK_EQ(reap(dir, 1, a, msg2, sizeof(msg2)), 10 + ETIMEDOUT);
 	CHECK(strstr(msg2, "no id for this run within 0.5 s: ranks 2 have not joined"));
 	printf("ok: a rank that never comes: %s\n", msg);
+
+	/* a FIFO where the id is read: open() would block for ever; the rank times out */
+	snprintf(dir, sizeof(dir), "%s/fifo", root);
+	CHECK_OK(mkdir(dir, 0755));
+	char fifo[400];
+	snprintf(fifo, sizeof(fifo), "%s/id", dir);
+	CHECK_OK(mkfifo(fifo, 0644));
+	struct timespec f0, f1;
+	clock_gettime(CLOCK_MONOTONIC, &f0);
+	a = spawn(dir, 1, 2, 0.5, 0);
+	CHECK_EQ(reap(dir, 1, a, msg, sizeof(msg)), 10 + ETIMEDOUT);
+	clock_gettime(CLOCK_MONOTONIC, &f1);
+	CHECK(f1.tv_sec - f0.tv_sec < 10);
+	unlink(fifo);
+	printf("ok: a FIFO at the id's name: %s\n", msg);
+
+	/* a symbolic link at the temporary name: removed, not written through */
+	{
+		char target[400], link_[400], path[400];
+		const char *step;
+		snprintf(target, sizeof(target), "%s/target", root);
+		snprintf(link_, sizeof(link_), "%s/x.tmp", root);
+		snprintf(path, sizeof(path), "%s/x", root);
+		put(root, "target", "keep\n");
+		CHECK_OK(symlink(target, link_));
+		CHECK_OK(rf__write_whole(path, link_, "new\n", 4, 0, &step));
+		FILE *f = fopen(target, "r");
+		char got[16] = "";
+		CHECK(f && fgets(got, sizeof(got), f));
+		fclose(f);
+		CHECK(!strcmp(got, "keep\n"));
+		struct stat sb;
+		CHECK(lstat(path, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size == 4);
+		unlink(path);
+		unlink(target);
+		printf("ok: a link at the temporary name is not written through\n");
+	}
 
 	/* WORLD_SIZE differs: rank 0 names it */
 	snprintf(dir, sizeof(dir), "%s/size", root);
