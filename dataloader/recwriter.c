@@ -163,28 +163,50 @@ int rf_rec_writer_open(struct rf_rec_writer **out, const char *path,
 	}
 	/* Never blocks on a FIFO, never writes into anything but a regular file, never
 	 * through a symbolic link (a link planted there would have the records written
-	 * over its target), and never into a scratch file another writer of the same
-	 * path is filling (its lock): truncated only once this writer holds the lock. */
-	fd = rf__open_regular(w->tmp, O_WRONLY | O_CREAT | O_NOFOLLOW, 0644, &st, &not_reg);
-	if (fd < 0) {
-		if (not_reg)
-			ret = rf__ds_fail(fd, w->tmp, "is %s, not a regular file: "
-					  "expected a scratch file to write the .rfrec into (remove it)",
-					  rf__ds_ftype(st.st_mode));
-		else if (fd == -ELOOP)
-			ret = rf__ds_fail(fd, w->tmp, "is a symbolic link: expected a scratch file "
-					  "to write the .rfrec into, never written through a link "
-					  "(remove it)");
-		else
-			ret = rf__ds_fail(fd, w->tmp, "cannot create: %s", strerror(-fd));
-		goto fail;
-	}
-	w->fd = fd;
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		ret = rf__ds_fail(errno == EWOULDBLOCK ? -EBUSY : -errno, w->tmp,
-				  "%s: another writer of %s is using this scratch file",
-				  errno == EWOULDBLOCK ? "locked" : strerror(errno), path);
-		goto fail;
+	 * over its target) or a hard link, and never into a scratch file another writer of
+	 * the same path is filling (its lock): truncated only once this writer holds the
+	 * lock on the file the name still leads to (flock locks the file, not the name: one
+	 * opened just before another writer renamed or removed it is not this one's). */
+	for (int tries = 0;; tries++) {
+		struct stat ln;
+		fd = rf__open_regular(w->tmp, O_WRONLY | O_CREAT | O_NOFOLLOW, 0644, &st, &not_reg);
+		if (fd < 0) {
+			if (not_reg)
+				ret = rf__ds_fail(fd, w->tmp, "is %s, not a regular file: expected a "
+						  "scratch file to write the .rfrec into (remove it)",
+						  rf__ds_ftype(st.st_mode));
+			else if (fd == -ELOOP)
+				ret = rf__ds_fail(fd, w->tmp, "is a symbolic link: expected a scratch "
+						  "file to write the .rfrec into, never written through "
+						  "a link (remove it)");
+			else
+				ret = rf__ds_fail(fd, w->tmp, "cannot create: %s", strerror(-fd));
+			goto fail;
+		}
+		w->fd = fd;
+		if (flock(fd, LOCK_EX | LOCK_NB) < 0 && errno != ENOLCK && errno != EOPNOTSUPP) {
+			/* (a file system without flock: written unlocked, as before) */
+			ret = rf__ds_fail(errno == EWOULDBLOCK ? -EBUSY : -errno, w->tmp,
+					  "%s: another writer of %s is using this scratch file",
+					  errno == EWOULDBLOCK ? "locked" : strerror(errno), path);
+			goto fail;
+		}
+		int same = fstat(fd, &st) == 0 && lstat(w->tmp, &ln) == 0 &&
+			   st.st_dev == ln.st_dev && st.st_ino == ln.st_ino;
+		if (same && st.st_nlink == 1)
+			break;
+		if (same) {
+			ret = rf__ds_fail(-EMLINK, w->tmp, "has %ju names (a hard link): expected a "
+					  "scratch file of its own (remove it)", (uintmax_t)st.st_nlink);
+			goto fail;
+		}
+		close(fd); /* renamed or removed meanwhile: open the name again */
+		w->fd = -1;
+		if (tries == 8) {
+			ret = rf__ds_fail(-EBUSY, w->tmp, "keeps changing: another writer of %s?",
+					  path);
+			goto fail;
+		}
 	}
 	if (ftruncate(fd, 0) < 0) {
 		ret = rf__ds_fail(-errno, w->tmp, "truncate: %s", strerror(errno));

@@ -139,13 +139,16 @@ static int pack(const char *images, const char *labels, const char *out, uint32_
 	lay.num_classes = in.num_classes;
 
 	rf_cli_on_signals(on_signal);
-	tmp_armed = 1;
 
 	ret = rf_rec_writer_open(&w, out, &lay, force ? RF_REC_OVERWRITE : 0);
 	if (ret) {
 		rf_cli_say("rf-pack", "-o %s", rf_last_error()); /* names OUT or OUT.tmp */
 		goto out;
 	}
+	/* OUT.tmp is this run's (created or locked) from here until finish: only then may
+	 * a signal remove it -- before, it may be another writer's or a user's file, and
+	 * after, the name may already hold another run's */
+	tmp_armed = 1;
 	if (!(buf = malloc(in.payload_bytes))) {
 		rf_cli_say("rf-pack", "out of memory for a record of %" PRIu64 " bytes", (uint64_t)in.payload_bytes);
 		goto out;
@@ -164,13 +167,13 @@ static int pack(const char *images, const char *labels, const char *out, uint32_
 			goto out;
 		}
 	}
+	tmp_armed = 0; /* finish renames or removes it itself */
 	ret = rf_rec_writer_finish(w);
 	w = NULL;
 	if (ret) {
 		rf_cli_say("rf-pack", "%s", rf_last_error());
 		goto out;
 	}
-	tmp_armed = 0;
 	ret = rf_dataset_open_rfrec(&res, out, 0);
 	if (ret) {
 		rf_cli_say("rf-pack", "%s", rf_last_error());

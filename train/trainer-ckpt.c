@@ -479,7 +479,9 @@ static int rf__mid_of(struct rf_trainer *t, const char *path, const struct rf_ck
 	uint64_t lb, rows, nb = rf_loader_batches_per_epoch(t->train_ld);
 
 	memset(mid, 0, sizeof(*mid));
-	if (meta->extra_len < 136)
+	/* a file of another batch size: refused later by rf__check_same_run, naming both;
+	 * its batches are not this run's to count */
+	if (meta->extra_len < 136 || meta->batch_size != t->o.batch_size)
 		return 0;
 	mid->batch = rf__get64(meta->extra + 104);
 	lb = rf__get64(meta->extra + 112);

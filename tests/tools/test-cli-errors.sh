@@ -334,13 +334,18 @@ echo keep > "$T/target"
 ln -s "$T/target" "$T/w.rfrec.tmp"
 bad $P -o 1 "w.rfrec.tmp: is a symbolic link" $I $L -o "$T/w.rfrec"
 [ "$(cat "$T/target")" = keep ] || fail "rf-pack wrote through a link at OUT.tmp"
-rm "$T/w.rfrec.tmp" "$T/target"
+rm "$T/w.rfrec.tmp"
+ln "$T/target" "$T/h.rfrec.tmp"   # a hard link: truncating it would empty target
+bad $P -o 1 "h.rfrec.tmp: has 2 names" $I $L -o "$T/h.rfrec"
+[ "$(cat "$T/target")" = keep ] || fail "rf-pack truncated a hard link at OUT.tmp"
+rm "$T/h.rfrec.tmp" "$T/target"
 if command -v flock >/dev/null; then
 	: > "$T/v.rfrec.tmp"
-	flock "$T/v.rfrec.tmp" sleep 5 &
-	sleep 0.3
+	flock "$T/v.rfrec.tmp" sh -c ": > '$T/v.held'; sleep 5" &
+	for _ in $(seq 100); do [ -e "$T/v.held" ] && break; sleep 0.1; done
 	bad $P -o 1 "v.rfrec.tmp: locked && another writer" $I $L -o "$T/v.rfrec"
 	wait
+	rm -f "$T/v.held"
 	[ -e "$T/v.rfrec.tmp" ] || fail "rf-pack removed another writer's OUT.tmp"
 	rm "$T/v.rfrec.tmp"
 fi
