@@ -140,15 +140,23 @@ static int pack(const char *images, const char *labels, const char *out, uint32_
 
 	rf_cli_on_signals(on_signal);
 
+	/* OUT.tmp is this run's (created, locked) from a successful open until finish has
+	 * renamed or removed it: only then may a signal remove it -- before, the name may
+	 * hold another writer's file or a user's, after, another run's. Signals are held
+	 * back across both calls, so none lands between the file and the flag. */
+	sigset_t sigs, old_sigs;
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGHUP);
+	sigprocmask(SIG_BLOCK, &sigs, &old_sigs);
 	ret = rf_rec_writer_open(&w, out, &lay, force ? RF_REC_OVERWRITE : 0);
+	tmp_armed = ret == 0;
+	sigprocmask(SIG_SETMASK, &old_sigs, NULL);
 	if (ret) {
 		rf_cli_say("rf-pack", "-o %s", rf_last_error()); /* names OUT or OUT.tmp */
 		goto out;
 	}
-	/* OUT.tmp is this run's (created or locked) from here until finish: only then may
-	 * a signal remove it -- before, it may be another writer's or a user's file, and
-	 * after, the name may already hold another run's */
-	tmp_armed = 1;
 	if (!(buf = malloc(in.payload_bytes))) {
 		rf_cli_say("rf-pack", "out of memory for a record of %" PRIu64 " bytes", (uint64_t)in.payload_bytes);
 		goto out;
@@ -167,9 +175,11 @@ static int pack(const char *images, const char *labels, const char *out, uint32_
 			goto out;
 		}
 	}
-	tmp_armed = 0; /* finish renames or removes it itself */
-	ret = rf_rec_writer_finish(w);
+	sigprocmask(SIG_BLOCK, &sigs, NULL);
+	ret = rf_rec_writer_finish(w); /* renames or removes it itself */
 	w = NULL;
+	tmp_armed = 0;
+	sigprocmask(SIG_SETMASK, &old_sigs, NULL);
 	if (ret) {
 		rf_cli_say("rf-pack", "%s", rf_last_error());
 		goto out;
