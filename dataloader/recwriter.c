@@ -191,8 +191,9 @@ int rf_rec_writer_open(struct rf_rec_writer **out, const char *path,
 					  errno == EWOULDBLOCK ? "locked" : strerror(errno), path);
 			goto fail;
 		}
-		int same = fstat(fd, &st) == 0 && lstat(w->tmp, &ln) == 0 &&
-			   st.st_dev == ln.st_dev && st.st_ino == ln.st_ino;
+		/* st: rf__open_regular's fstat of the open file */
+		int same = lstat(w->tmp, &ln) == 0 && st.st_dev == ln.st_dev &&
+			   st.st_ino == ln.st_ino;
 		if (same && st.st_nlink == 1)
 			break;
 		if (same) {

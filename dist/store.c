@@ -115,9 +115,15 @@ static char *rf__st_read(const struct rf__st *s, const char *name, int *eno)
 		*eno = errno;
 		return NULL;
 	}
-	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) || sb.st_size > (off_t)(64 << 20) ||
-	    !(buf = malloc((size_t)sb.st_size + 1))) {
-		*eno = errno ? errno : S_ISREG(sb.st_mode) ? EFBIG : EINVAL;
+	if (fstat(fd, &sb) < 0)
+		*eno = errno;
+	else if (!S_ISREG(sb.st_mode))
+		*eno = EINVAL;
+	else if (sb.st_size > (off_t)(64 << 20))
+		*eno = EFBIG;
+	else if (!(buf = malloc((size_t)sb.st_size + 1)))
+		*eno = ENOMEM;
+	if (!buf) {
 		close(fd);
 		return NULL;
 	}

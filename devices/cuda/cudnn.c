@@ -379,10 +379,10 @@ fallback:
 		static _Atomic int said;
 		ret = -ENOTSUP;  /* no deterministic algorithm fits: the caller's im2col */
 		if (!atomic_exchange(&said, 1))
-			rf__log(RF_LOG_WARN, "cuDNN offers no deterministic algorithm within %zu "
-				"bytes of workspace for a %dx%d convolution (%d -> %d channels, "
-				"%dx%d input; %d candidates): im2col + cuBLAS instead (said once)",
-				ws, s->kh, s->kw, s->c, s->o, s->h, s->w, n);
+			rf__log(RF_LOG_WARN, "cuDNN has no deterministic algorithm that fits %zu "
+				"bytes of workspace and runs in FMA math for a %dx%d convolution "
+				"(%d -> %d channels, %dx%d input; %d candidates): im2col + cuBLAS "
+				"instead (said once)", ws, s->kh, s->kw, s->c, s->o, s->h, s->w, n);
 	}
 out:
 	rf__descs_free(&d);
