@@ -206,18 +206,30 @@ void rf_dataset_close(struct rf_dataset *ds)
 	ds->src[0].fd = ds->src[1].fd = -1;
 }
 
+/* Bytes [off, off + n) of source src, for record i's what ("payload", "label"); a
+ * failure is recorded naming the file, the record and the bytes (a remote source's
+ * own message names its URL). */
 static int read_bytes(const struct rf_dataset *ds, unsigned src, uint64_t off, void *dst,
-		      uint64_t n)
+		      uint64_t n, uint64_t i, const char *what)
 {
 	const struct rf_dataset_src *s = &ds->src[src];
+	int ret;
 
 	if (off > s->size || n > s->size - off)
-		return -EIO;
+		return rf__ds_fail(-EIO, s->path, "record %" PRIu64 ": %s bytes [%" PRIu64
+				   ", %" PRIu64 ") lie past the end (%" PRIu64 " bytes)", i, what,
+				   off, off + n, s->size);
 	if (s->mem) {
 		memcpy(dst, s->mem + off, n);
 		return 0;
 	}
-	return rf__src_pread(s, dst, n, off);
+	ret = rf__src_pread(s, dst, n, off);
+	if (ret < 0 && !s->remote)
+		return rf__ds_fail(ret, s->path, "record %" PRIu64 ": %s bytes [%" PRIu64 ", %"
+				   PRIu64 "): %s", i, what, off, off + n,
+				   ret == -EIO ? "short read (the file shrank since it was opened?)"
+					       : strerror(-ret));
+	return ret;
 }
 
 int rf_dataset_read_record(const struct rf_dataset *ds, uint64_t i, void *payload,
@@ -227,12 +239,14 @@ int rf_dataset_read_record(const struct rf_dataset *ds, uint64_t i, void *payloa
 	int ret;
 
 	if (!ds || ds->kind == RF_DS_NONE)
-		return -EINVAL;
+		return rf__fail(-EINVAL, "rf_dataset_read_record: %s", ds ? "dataset not open"
+										: "ds is NULL");
 	if (i >= ds->count)
-		return -ERANGE;
+		return rf__ds_fail(-ERANGE, ds->src[0].path, "record %" PRIu64 " asked for, the "
+				   "dataset has %" PRIu64, i, ds->count);
 	if (payload) {
 		rf_dataset_payload_loc(ds, i, &loc);
-		ret = read_bytes(ds, loc.src, loc.offset, payload, loc.length);
+		ret = read_bytes(ds, loc.src, loc.offset, payload, loc.length, i, "payload");
 		if (ret)
 			return ret;
 	}
@@ -242,7 +256,7 @@ int rf_dataset_read_record(const struct rf_dataset *ds, uint64_t i, void *payloa
 			*label = -1;
 			return 0;
 		}
-		ret = read_bytes(ds, loc.src, loc.offset, b, loc.length);
+		ret = read_bytes(ds, loc.src, loc.offset, b, loc.length, i, "label");
 		if (ret)
 			return ret;
 		*label = rf_dataset_decode_label(ds, b);

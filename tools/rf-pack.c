@@ -165,8 +165,8 @@ static int pack(const char *images, const char *labels, const char *out, uint32_
 		int32_t label;
 		ret = rf_dataset_read_record(&in, i, buf, &label);
 		if (ret) {
-			rf_cli_say("rf-pack", "%s: record %" PRIu64 ": read: %s", images, i,
-				   strerror(-ret));
+			/* names the input (images or labels), the record and the bytes */
+			rf_cli_say("rf-pack", "%s", rf_last_error());
 			goto out;
 		}
 		ret = rf_rec_writer_append(w, buf, label);

@@ -180,7 +180,8 @@ int rf_dataset_verify(const struct rf_dataset *ds);
 /* Copy record i's payload (payload_bytes into payload, if not NULL) and its label
  * (into *label, if not NULL; -1 when the dataset has none). pread for files,
  * memcpy for memory. Returns 0, -ERANGE for i >= count, -EIO on a short read, or
- * -errno. Thread-safe. */
+ * -errno; rf_last_error() then names the file (or URL), the record and the bytes.
+ * Thread-safe. */
 int rf_dataset_read_record(const struct rf_dataset *ds, uint64_t i, void *payload,
 			   int32_t *label);
 

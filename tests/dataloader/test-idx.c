@@ -343,6 +343,27 @@ static int crafted(void)
 		    "more than a");
 	free(b);
 
+	/* A file that shrinks after the open: the read names that file (images or
+	 * labels), the record and the bytes -- rf-pack reports this message. */
+	for (int which = 0; which < 2; which++) {
+		const char *shr = which ? "shr-lab" : "shr-img";
+		int32_t l;
+		uint8_t rec[R * C];
+		t_write(t_path("shr-img"), img, img_n);
+		t_write(t_path("shr-lab"), lab, lab_n);
+		CHECK_OPEN(open_pair(t_path("shr-img"), t_path("shr-lab"), 10, &ds), err);
+		CHECK(truncate(t_path(shr), which ? 8 + 3 : 16 + 3 * R * C) == 0);
+		CHECK_OPEN(rf_dataset_read_record(&ds, 2, rec, &l), "read before the cut");
+		ret = rf_dataset_read_record(&ds, 3, rec, &l);
+		snprintf(err, sizeof(err), "%s", rf_last_error());
+		EXPECT_FAIL(ret, -EIO, err, shr, "record 3:", which ? "label bytes [11, 12)"
+			    : "payload bytes [76, 96)", "short read");
+		ret = rf_dataset_read_record(&ds, N, rec, &l);
+		snprintf(err, sizeof(err), "%s", rf_last_error());
+		EXPECT_FAIL(ret, -ERANGE, err, "shr-img", "record 7 asked for", "has 7");
+		rf_dataset_close(&ds);
+	}
+
 	/* fuzz: raw and gz, images and labels */
 	fuzz("fz-img", img, img_n, 1, 0);
 	fuzz("fz-lab", lab, lab_n, 0, 0);
