@@ -162,6 +162,16 @@ static int train_epochs(const struct cli *c, struct rf_trainer *t, FILE *mf, str
 			return 0;
 		}
 		print_epoch(c, &run->st, mf);
+		if (!isfinite(run->st.train_loss)) {
+			/* nothing recovers from here; the checkpoint keeps its last state */
+			rf_cli_say(prog, "epoch %u: the training loss is %s: the run diverged (a "
+				   "lower --lr, or --warmup-epochs, may help)%s%s%s", run->st.epoch,
+				   isnan(run->st.train_loss) ? "nan" : "infinite",
+				   c->checkpoint ? "; " : "",
+				   c->checkpoint ? c->checkpoint : "",
+				   c->checkpoint ? " not written" : "");
+			return 1;
+		}
 		run->secs[run->ran] = run->st.seconds;
 		run->sps[run->ran] = run->st.samples_per_s;
 		run->tot_s += run->st.seconds;

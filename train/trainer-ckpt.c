@@ -3,6 +3,7 @@
  * parameters and buffers into every replica and the epoch count, step count and init
  * generator's state back in. */
 #include <errno.h>
+#include <math.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -173,6 +174,37 @@ static int rf__ckpt_read(struct rf_trainer *t, const char *path, struct rf_ckpt_
 	return ret;
 }
 
+/* The first value of the state in host (parameters, then momenta, then running
+ * statistics at bufs) that is not finite, as "TENSOR[i] is nan"; 0 when all are. A
+ * run that diverged has nothing worth saving or resuming. */
+static int rf__nonfinite(const struct rf_trainer *t, const float *host, const float *bufs,
+			 char *what, size_t len)
+{
+	static const char *const state[] = { "", "the momentum of ", "the second moment of " };
+	const struct rf_model_spec *sp = t->spec;
+	unsigned ns = rf__nstate(t);
+
+	for (unsigned s = 0; s <= ns; s++)
+		for (unsigned k = 0; k < sp->ntensors; k++) {
+			const float *v = host + s * sp->numel + sp->p[k].offset;
+			for (size_t i = 0; i < sp->p[k].numel; i++)
+				if (!isfinite(v[i])) {
+					snprintf(what, len, "%s%s[%zu] is %s", s ? state[s] : "",
+						 sp->p[k].name, i, isnan(v[i]) ? "nan" : "infinite");
+					return 1;
+				}
+		}
+	for (unsigned k = 0; bufs && k < sp->nbufs; k++)
+		for (size_t i = 0; i < sp->b[k].numel; i++)
+			if (!isfinite(bufs[sp->b[k].offset + i])) {
+				snprintf(what, len, "the running statistic %s[%zu] is %s",
+					 sp->b[k].name, i,
+					 isnan(bufs[sp->b[k].offset + i]) ? "nan" : "infinite");
+				return 1;
+			}
+	return 0;
+}
+
 static int rf__save(struct rf_trainer *t, const char *path, const struct rf__mid *mid)
 {
 	struct rf_ckpt_blob bl[3 * RF_MODEL_MAX_TENSORS + RF_MODEL_MAX_BUFFERS];
@@ -209,6 +241,24 @@ static int rf__save(struct rf_trainer *t, const char *path, const struct rf__mid
 		rf__trainer_msg(t, "%s: cannot read the parameters: %s", path, strerror(-ret));
 		free(host);
 		return ret;
+	}
+	char bad[160];
+	if (rf__nonfinite(t, host, host + (1 + ns) * t->spec->numel, bad, sizeof(bad)) ||
+	    (!isfinite(mid->loss) && snprintf(bad, sizeof(bad), "the epoch's running loss is "
+					      "%g", mid->loss))) {
+		/* the file keeps its last state, from before the run diverged */
+		char when[64];
+		if (mid->batch)
+			snprintf(when, sizeof(when), "after batch %" PRIu64 " of epoch %u",
+				 mid->batch, t->epochs_done + 1);
+		else if (t->epochs_done)
+			snprintf(when, sizeof(when), "after epoch %u", t->epochs_done);
+		else
+			snprintf(when, sizeof(when), "before the first batch");
+		rf__trainer_msg(t, "%s: not written: %s %s: the run diverged (a lower --lr, or "
+				"--warmup-epochs, may help)", path, bad, when);
+		free(host);
+		return -EDOM;
 	}
 	rf_engine_wait_var(t->eng, t->prng->var);
 	rf__fill_meta(t, &meta, mid);
@@ -494,13 +544,13 @@ static int rf__mid_of(struct rf_trainer *t, const char *path, const struct rf_ck
 				meta->epoch + 1, nb);
 		return -ESTALE;
 	}
-	/* the epoch's running sums so far: a loss is never negative (a run that diverged
-	 * may have saved NaN or infinity), at most one correct answer per record seen --
+	/* the epoch's running sums so far: a loss is finite and never negative (a run
+	 * that diverged is not saved; an older version saved NaN), at most one correct answer per record seen --
 	 * at the file's batch size, which the run's may yet differ from (refused later,
 	 * naming both) -- and nothing before the first batch */
-	if (mid->loss < 0 || (!mid->batch && mid->loss != 0)) {
+	if (!(mid->loss >= 0) || isinf(mid->loss) || (!mid->batch && mid->loss != 0)) {
 		rf__trainer_msg(t, "%s: the epoch's running loss is %g after %" PRIu64 " batches: "
-				"expected a sum >= 0 (0 before the first batch)", path,
+				"expected a finite sum >= 0 (0 before the first batch)", path,
 				mid->loss, mid->batch);
 		return -EBADMSG;
 	}
@@ -560,6 +610,13 @@ static int rf__load(struct rf_trainer *t, const char *path)
 			 memcmp(meta.extra, probe.extra, meta.extra_len) != 0)) {
 		rf__trainer_msg(t, "%s: changed while it was being read", path);
 		ret = -ESTALE;
+	}
+	char bad[160];
+	if (ret == 0 && rf__nonfinite(t, host, host + (1 + rf__nstate(t)) * t->spec->numel, bad,
+				      sizeof(bad))) {
+		rf__trainer_msg(t, "%s: %s: the run that wrote it diverged (taken after step %"
+				PRIu64 "); nothing to resume", path, bad, meta.step);
+		ret = -EDOM;
 	}
 	if (ret == 0)
 		ret = rf__restore(t, path, &meta, host, &mid);

@@ -189,7 +189,10 @@ int rf_trainer_read_params(struct rf_trainer *t, unsigned r, float *dst);
  * and the init PRNG's state; load them into every replica and continue after the
  * saved epoch. Load refuses (with a message) a file for another model or shapes, a
  * truncated or corrupt file, and one from a run with another seed, batch size or
- * learning rate (the continuation would not be that run). */
+ * learning rate (the continuation would not be that run). A run that diverged has
+ * nothing worth keeping: save refuses (-EDOM, the file left as it was) when a weight,
+ * a momentum, a running statistic or the epoch's running loss is NaN or infinite, and
+ * load refuses a file holding one. */
 int rf_trainer_save(struct rf_trainer *t, const char *path);
 int rf_trainer_load(struct rf_trainer *t, const char *path);
 

@@ -5,7 +5,8 @@
 # usable); a short real run writes the --json object (with final_test_acc,
 # epoch_seconds, samples_per_s ...), the --metrics CSV, a checkpoint and a Chrome
 # trace; --resume continues after the saved epoch and appends to the CSV; a corrupt
-# checkpoint is refused with exit 1. The asynchrony options (--window, --barrier-every,
+# checkpoint is refused with exit 1; a run that diverges (NaN loss) stops with exit 1,
+# its checkpoint never overwritten with NaN weights. The asynchrony options (--window, --barrier-every,
 # --max-inflight, --stats) parse and reject bad values, and change timing only: a run
 # with a barrier every batch, one with no window and no engine cap, and one with a
 # window of 1, a tiny cap and a barrier every 3 batches all write byte-for-byte the
@@ -120,6 +121,33 @@ echo "ok: truncated checkpoint refused: $(cat "$T/err")"
 "$RF" --data "$DATA" --model lenet --limit 256 --epochs 1 --resume --checkpoint "$T/c.ckpt" >"$T/out" 2>"$T/err"; rc=$?
 [ $rc = 1 ] && grep -q "model" "$T/err" || fail "lenet from an mlp checkpoint: exit $rc: $(cat "$T/err")"
 echo "ok: other model refused: $(cat "$T/err")"
+# A run that diverges (lr 1e6: the loss is NaN in the first epoch) stops with exit 1
+# and one line saying so; its checkpoint keeps the last good state byte for byte, at
+# an epoch's end and inside one (--checkpoint-every), and without --checkpoint too.
+cp "$T/c.ckpt" "$T/keep.ckpt" || fail cp
+for every in 0 2; do
+	ev=; [ $every = 0 ] || ev="--checkpoint-every $every"
+	cp "$T/keep.ckpt" "$T/div.ckpt" || fail cp
+	"$RF" --data "$DATA" --limit 2048 --test-limit 256 --epochs 2 --lr 1e6 --quiet \
+		--checkpoint "$T/div.ckpt" $ev >"$T/out" 2>"$T/err"; rc=$?
+	[ $rc = 1 ] && [ "$(wc -l <"$T/err")" -eq 1 ] && grep -q "the run diverged" "$T/err" &&
+		grep -q "div.ckpt" "$T/err" ||
+		fail "diverged run (--checkpoint-every $every): exit $rc: $(cat "$T/err")"
+	if [ $every = 0 ]; then
+		cmp -s "$T/keep.ckpt" "$T/div.ckpt" || fail "a diverged run overwrote its checkpoint"
+	fi
+	# inside the epoch the file holds the last finite batch's state
+	[ $every = 0 ] || "$RF" --data "$DATA" --limit 2048 --epochs 3 --lr 1e6 --resume --checkpoint "$T/div.ckpt" \
+		--checkpoint-every 2 --quiet --no-eval >/dev/null 2>"$T/err2"
+	grep -q "is nan: the run that wrote it diverged" "$T/err2" &&
+		fail "a diverged run left NaN weights in its checkpoint: $(cat "$T/err2")"
+	echo "ok: diverged run (--checkpoint-every $every) refused: $(cat "$T/err")"
+done
+"$RF" --data "$DATA" --limit 2048 --test-limit 256 --epochs 3 --lr 1e6 --quiet >"$T/out" 2>"$T/err"; rc=$?
+[ $rc = 1 ] && grep -q "epoch 1: the training loss is nan: the run diverged" "$T/err" ||
+	fail "diverged run without a checkpoint: exit $rc: $(cat "$T/err")"
+grep -q "^epoch 2" "$T/out" && fail "a diverged run went on: $(cat "$T/out")"
+echo "ok: diverged run stops: $(cat "$T/err")"
 # Barriers, windows and caps change timing, never results: every configuration writes
 # the default run's checkpoint byte for byte (2 epochs: across the epoch boundary too).
 async_run() { # name, options...

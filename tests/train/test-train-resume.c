@@ -6,8 +6,9 @@
  * file, a flipped data byte (CRC), another model (an MLP checkpoint into LeNet),
  * another seed, another batch size, a missing file, and fields resealed with valid CRCs
  * that no run writes (2^32 epochs, a flag of 2, an unknown schedule kind, a NaN
- * running loss, more correct answers than records seen) -- each with a message naming
- * the file or the field. Also the same with 2 data-parallel replicas (both get the loaded weights).
+ * running loss, also inside an epoch, more correct answers than records seen) -- each
+ * with a message naming the file or the field; weights that are not finite (a run that
+ * diverged) are neither saved, the file kept as it was, nor loaded. Also the same with 2 data-parallel replicas (both get the loaded weights).
  * Inside an epoch (opts.checkpoint_every): the file taken after batch 3 of epoch 2,
  * loaded by a fresh trainer, ends epoch 2 with the uninterrupted run's weights and loss
  * (MLP, 1 and 2 replicas; LeNet with momentum; with augmentation, which a run without
@@ -17,6 +18,7 @@
 #include <sys/stat.h>
 #include <zlib.h>
 #include "train-test.h"
+#include "checkpoint.h"
 #include "trainer.h"
 
 static char dir[256];
@@ -256,6 +258,87 @@ static void patch_reseal(const char *from, const char *to, long off, uint64_t v)
 	free(b);
 }
 
+static unsigned char *read_all(const char *p, size_t *n)
+{
+	FILE *f = fopen(p, "rb");
+	unsigned char *b = NULL;
+	long sz;
+
+	if (f && fseek(f, 0, SEEK_END) == 0 && (sz = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
+	    (b = malloc((size_t)sz + 1)) && fread(b, 1, (size_t)sz, f) == (size_t)sz)
+		*n = (size_t)sz;
+	else {
+		free(b);
+		b = NULL;
+	}
+	if (f)
+		fclose(f);
+	return b;
+}
+
+/* A run that diverged: weights that are not finite are never saved (the file keeps its
+ * last state), and a file holding them (written by hand here, as an older version
+ * wrote them) is refused on load, naming the tensor and the element. */
+static void nonfinite(struct tt_env *t, struct rf_trainer *tr, const char *good)
+{
+	const struct rf_model_spec *sp = rf_trainer_spec(tr);
+	struct rf_ckpt_blob bl[RF_MODEL_MAX_TENSORS];
+	struct rf_ckpt_meta meta;
+	char path[310], err[512];
+	float *host = malloc(sp->numel * sizeof(float));
+	size_t before, after;
+	unsigned char *a, *b;
+
+	CHECK(host);
+	/* save refused: a copy of the good file stays byte for byte */
+	snprintf(path, sizeof(path), "%s/diverged.ckpt", dir);
+	copy_file(good, path, -1, -1);
+	CHECK_OK(rf_trainer_read_params(tr, 0, host));
+	float keep = host[sp->p[0].offset + 7];
+	host[sp->p[0].offset + 7] = NAN;
+	CHECK_OK(rf_tensor_write(rf_trainer_replica(tr, 0)->p[0], host + sp->p[0].offset));
+	int ret = rf_trainer_save(tr, path);
+	snprintf(err, sizeof(err), "%s", rf_trainer_last_error(tr));
+	printf("  %-22s -> %d: %s\n", "save of NaN weights", ret, err);
+	CHECK(ret == -EDOM);
+	CHECK(strstr(err, "diverged.ckpt: not written") && strstr(err, "[7] is nan") &&
+	      strstr(err, sp->p[0].name) && strstr(err, "diverged"));
+	a = read_all(good, &before);
+	b = read_all(path, &after);
+	CHECK(a && b && before == after && memcmp(a, b, before) == 0);
+	free(a);
+	free(b);
+	host[sp->p[0].offset + 7] = INFINITY;
+	CHECK_OK(rf_tensor_write(rf_trainer_replica(tr, 0)->p[0], host + sp->p[0].offset));
+	CHECK(rf_trainer_save(tr, path) == -EDOM);
+	CHECK(strstr(rf_trainer_last_error(tr), "[7] is infinite"));
+	host[sp->p[0].offset + 7] = keep;
+	CHECK_OK(rf_tensor_write(rf_trainer_replica(tr, 0)->p[0], host + sp->p[0].offset));
+
+	/* load refused: the good file's tensors (plain SGD: the parameters alone) with a
+	 * NaN put in the last tensor, written through the checkpoint format itself */
+	CHECK(sp->ntensors <= RF_MODEL_MAX_TENSORS);
+	for (unsigned k = 0; k < sp->ntensors; k++) {
+		memset(&bl[k], 0, sizeof(bl[k]));
+		bl[k].name = sp->p[k].name;
+		bl[k].dtype = RF_CKPT_F32;
+		bl[k].ndim = (uint32_t)sp->p[k].ndim;
+		for (int d = 0; d < sp->p[k].ndim; d++)
+			bl[k].shape[d] = (uint64_t)sp->p[k].shape[d];
+		bl[k].data = host + sp->p[k].offset;
+		bl[k].nbytes = sp->p[k].numel * sizeof(float);
+	}
+	CHECK_OK(rf_ckpt_probe(good, &meta));
+	CHECK_OK(rf_ckpt_load(t->ring, good, &meta, bl, sp->ntensors));
+	const struct rf_param_spec *last = &sp->p[sp->ntensors - 1];
+	host[last->offset + last->numel - 1] = NAN;
+	CHECK_OK(rf_ckpt_save(t->ring, path, &meta, bl, sp->ntensors));
+	snprintf(err, sizeof(err), "%s[%zu] is nan", last->name, last->numel - 1);
+	refused(tr, path, "NaN weights", err);
+	CHECK(strstr(rf_trainer_last_error(tr), "the run that wrote it diverged"));
+	free(host);
+}
+
 static void refusals(struct tt_env *t)
 {
 	char good[300], bad[300];
@@ -304,6 +387,18 @@ static void refusals(struct tt_env *t)
 		patch_reseal(good, bad, 112 + 112, nanbits);
 		refused(tr, bad, "running loss NaN", "running loss");
 	}
+	/* a NaN running loss inside an epoch (batch 1): NaN passed a "< 0" check */
+	{
+		char bad2[310];
+		double nan = NAN;
+		uint64_t nanbits;
+		memcpy(&nanbits, &nan, 8);
+		snprintf(bad2, sizeof(bad2), "%s/tampered2.ckpt", dir);
+		patch_reseal(good, bad, 112 + 104, 1);
+		patch_reseal(bad, bad2, 112 + 112, nanbits);
+		refused(tr, bad2, "running loss NaN, mid", "running loss is nan");
+	}
+	nonfinite(t, tr, good);
 	/* the good one still loads */
 	CHECK_OK(rf_trainer_load(tr, good));
 	rf_trainer_destroy(tr);
