@@ -112,10 +112,15 @@ struct rf_var {
 	uint64_t last_writer;
 	uint32_t nreaders, cap_readers;
 	uint64_t *readers;
+	/* an op being filled: which of its entries holds v (mark == the engine's) */
+	uint64_t mark;
+	uint32_t mark_ent;
+	struct rf_var *prev, *next;    /* the engine's variables */
 };
 
 struct rf__trace_ev {
 	const char *name;
+	char *own_name;                 /* a mark's copy of its name */
 	int tid;
 	uint64_t t0, t1;
 	uint64_t uid;
@@ -130,6 +135,7 @@ struct rf__trace_track {
 
 struct rf__trace {
 	char *path;
+	int fd;                         /* opened (checked) at start, written at stop */
 	struct rf__trace_track *tracks; /* names kept: streams may be gone at write time */
 	size_t ntracks, cap_tracks;
 	uint64_t t_origin;
@@ -170,6 +176,8 @@ struct rf_engine {
 	struct rf__capture *cap;       /* a capture in progress (capture.c) */
 	uint64_t next_uid;
 	size_t npoisoned;              /* variables poisoned now (graph launches skip checks) */
+	struct rf_var *vars;           /* every live variable (freed by rf_engine_destroy) */
+	uint64_t mark;                 /* rf__op_fill_entries' dedup generation */
 	struct rf_stream *streams; /* registered, newest first */
 	struct rf_stream *flushq;  /* given ops this dispatch round, with a flush hook */
 	int next_stream_id;
@@ -222,6 +230,7 @@ static inline void rf__inflight_sub(struct rf_engine *e, size_t bytes)
 
 /* var.c: a variable's record */
 void rf__var_free(struct rf_var *v);
+void rf__vars_free(struct rf_engine *e);
 
 /* op.c: op records */
 /* An op record from the engine's free list (per push and per completion: inline). */
@@ -307,6 +316,9 @@ void rf__finish(struct rf_engine *e, struct rf_op *op);
 
 /* turn.c: turning the reactor until a condition holds */
 int rf__in_callback(struct rf_engine *e);
+/* What may not wait (another thread, an op or callback, a capture unless capture_ok):
+ * -EDEADLK or -EBUSY with the message naming what (wait.c); 0 otherwise. */
+int rf__wait_refused(struct rf_engine *e, const char *what, int capture_ok);
 int rf__has_room(struct rf_engine *e, size_t bytes);
 int rf__make_room(struct rf_engine *e, size_t bytes);
 int rf__wait_waiter(struct rf_engine *e, struct rf__waiter *w, int *err);

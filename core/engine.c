@@ -1,6 +1,7 @@
 /* core/engine.c -- an engine's lifecycle: create (options, environment), destroy,
  * getters and stats, starting and stopping a trace. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,17 +29,21 @@ int rf_engine_create(struct rf_engine **out, struct rf_ring *ring, const struct 
 	int ret;
 
 	if (!out || !ring)
-		return -EINVAL;
+		return rf__fail(-EINVAL, "rf_engine_create: %s is NULL", out ? "ring" : "out");
 	e = calloc(1, sizeof(*e));
 	if (!e)
-		return -ENOMEM;
+		return rf__fail(-ENOMEM, "rf_engine_create: out of memory");
 	e->ring = ring;
 	rf__engine_configure(e, opts);
 	e->owner_tid = rf__gettid();
 	rf__streams_init(e);
 	trace_path = opts && opts->trace_path ? opts->trace_path : getenv("RF_TRACE");
 	if (trace_path && *trace_path && (ret = rf__trace_open(e, trace_path)) < 0) {
+		char why[512];
+		snprintf(why, sizeof(why), "%s", rf_last_error());
 		free(e);
+		if (!(opts && opts->trace_path))
+			return rf__fail(ret, "RF_TRACE: %s", why);
 		return ret;
 	}
 	*out = e;
@@ -49,9 +54,16 @@ void rf_engine_destroy(struct rf_engine *e)
 {
 	if (!e)
 		return;
+	/* from inside an op or callback the engine is in use below us; from another
+	 * thread it cannot be waited for: refused (leaked), said in the log */
+	if (rf__wait_refused(e, "rf_engine_destroy", 1) < 0) {
+		rf__log(RF_LOG_ERROR, "%s", rf_last_error());
+		return;
+	}
 	rf__capture_discard(e);
 	rf_engine_wait_idle(e);
 	rf__streams_destroy(e);
+	rf__vars_free(e);
 	if (e->trace)
 		rf__trace_close(e);
 	rf__ops_release(e);
@@ -79,7 +91,8 @@ void rf_engine_get_stats(const struct rf_engine *e, struct rf_engine_stats *st)
 int rf_engine_trace_start(struct rf_engine *e, const char *path)
 {
 	if (e->trace)
-		return -EBUSY;
+		return rf__fail(-EBUSY, "rf_engine_trace_start %s: already tracing to %s (RF_TRACE "
+				"set?)", path ? path : "", e->trace->path);
 	if (!path || !*path)
 		return rf__fail(-EINVAL, "rf_engine_trace_start: no file path");
 	return rf__trace_open(e, path);
@@ -88,6 +101,6 @@ int rf_engine_trace_start(struct rf_engine *e, const char *path)
 int rf_engine_trace_stop(struct rf_engine *e)
 {
 	if (!e->trace)
-		return -ENOENT;
+		return rf__fail(-ENOENT, "rf_engine_trace_stop: no trace is on");
 	return rf__trace_close(e);
 }

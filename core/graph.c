@@ -30,7 +30,7 @@ int rf_engine_capture_begin(struct rf_engine *e, const struct rf_capture_opts *o
 	int ret;
 
 	if (!e)
-		return -EINVAL;
+		return rf__fail(-EINVAL, "rf_engine_capture_begin: e is NULL");
 	if ((ret = rf__cap_refused(e, "rf_engine_capture_begin")) < 0)
 		return ret;
 	if (e->cap)
@@ -240,7 +240,7 @@ int rf_engine_capture_end(struct rf_engine *e, struct rf_graph **out)
 	if (out)
 		*out = NULL;
 	if (!e || !out)
-		return -EINVAL;
+		return rf__fail(-EINVAL, "rf_engine_capture_end: %s is NULL", e ? "out" : "e");
 	if (!(c = e->cap))
 		return rf__fail(-EINVAL, "rf_engine_capture_end: no capture is recording");
 	e->cap = NULL;
@@ -360,7 +360,8 @@ int rf_graph_launch(struct rf_graph *g, const void *args, const struct rf_graph_
 	int ret;
 
 	if (!g || g->doomed || (nbinds && !binds))
-		return -EINVAL;
+		return rf__fail(-EINVAL, "rf_graph_launch: %s", !g ? "g is NULL" : g->doomed ?
+				"the graph is being destroyed" : "binds is NULL with nbinds > 0");
 	e = g->eng;
 	if (e->cap)
 		return rf__fail(-EBUSY, "rf_graph_launch(%s) while a capture is recording: "

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rf-internal.h"
 #include "ring-ops.h"
 
 struct rf__ioctx {
@@ -45,8 +46,12 @@ static int rf__io_start(void *ctx, struct rf_op *op)
 	struct rf__ioctx *c = ctx;
 	c->op = op;
 	if (c->fd_from) {
-		if (*c->fd_from < 0 || *c->fd_from > INT32_MAX)
+		if (*c->fd_from < 0 || *c->fd_from > INT32_MAX) {
+			/* the op that made it failed (or it is no fd): this one fails too */
+			if (c->result)
+				*c->result = -EBADF;
 			return -EBADF;
+		}
 		int fd = (int)*c->fd_from;
 		switch (c->io.op) {
 		case RF_IOP_OPENAT:
@@ -73,15 +78,16 @@ static void rf__io_free(void *ctx, int status)
 int rf_engine_push_io(struct rf_engine *e, const struct rf_io_push *p)
 {
 	if (!p || (unsigned)p->io.op >= RF__NIONAMES || !rf__io_names[p->io.op])
-		return -EINVAL;
+		return rf__fail(-EINVAL, "rf_engine_push_io: %s", p ? "unknown io.op" : "p is NULL");
 	const struct rf_io *io = &p->io;
 	size_t niov = io->iov ? io->iovcnt : 0;
 	size_t l1 = io->path ? strlen(io->path) + 1 : 0, l2 = io->path2 ? strlen(io->path2) + 1 : 0;
 	if (io->addr && io->addrlen > sizeof(struct sockaddr_storage))
-		return -EINVAL;
+		return rf__fail(-EINVAL, "rf_engine_push_io %s: addrlen %u exceeds a sockaddr_storage",
+				rf__io_names[io->op], (unsigned)io->addrlen);
 	struct rf__ioctx *c = malloc(sizeof(*c) + niov * sizeof(struct iovec) + l1 + l2);
 	if (!c)
-		return -ENOMEM;
+		return rf__fail(-ENOMEM, "rf_engine_push_io: out of memory");
 	c->e = e;
 	c->io = *io;
 	c->fd_from = p->fd_from;

@@ -32,20 +32,20 @@ static int rf__op_grow_entries(struct rf_op *op)
 	return 0;
 }
 
-/* Add var v to op with mode write (1) or read (0), merging duplicates. */
-static int rf__op_add_var(struct rf_op *op, struct rf_var *v, int write)
+/* Add var v to op with mode write (1) or read (0), merging duplicates: v->mark says
+ * whether this fill (generation mark) has an entry for v already, and which. */
+static int rf__op_add_var(struct rf_op *op, struct rf_var *v, int write, uint64_t mark)
 {
-	uint32_t i;
 	int ret;
 
-	for (i = 0; i < op->nent; i++) {
-		if (op->ent[i].var == v) {
-			op->ent[i].write |= (uint8_t)write;
-			return 0;
-		}
+	if (v->mark == mark) {
+		op->ent[v->mark_ent].write |= (uint8_t)write;
+		return 0;
 	}
 	if (op->nent == op->cap_ent && (ret = rf__op_grow_entries(op)) < 0)
 		return ret;
+	v->mark = mark;
+	v->mark_ent = op->nent;
 	op->ent[op->nent].op = op;
 	op->ent[op->nent].var = v;
 	op->ent[op->nent].write = (uint8_t)write;
@@ -85,19 +85,20 @@ static int rf__op_fill_distinct(struct rf_op *op, const struct rf_op_desc *d)
 	return 0;
 }
 
-/* Writes first, then reads, deduplicated. */
-static int rf__op_fill_entries(struct rf_op *op, const struct rf_op_desc *d)
+/* Writes first, then reads, deduplicated in one pass (an op may name thousands). */
+static int rf__op_fill_entries(struct rf_engine *e, struct rf_op *op, const struct rf_op_desc *d)
 {
+	uint64_t mark = ++e->mark;
 	uint32_t i;
 	int ret;
 
 	if (op->gkind == RF__G_MACRO)
 		return rf__op_fill_distinct(op, d);
 	for (i = 0; i < d->nwrites; i++)
-		if ((ret = rf__op_add_var(op, d->writes[i], 1)) < 0)
+		if ((ret = rf__op_add_var(op, d->writes[i], 1, mark)) < 0)
 			return ret;
 	for (i = 0; i < d->nreads; i++)
-		if ((ret = rf__op_add_var(op, d->reads[i], 0)) < 0)
+		if ((ret = rf__op_add_var(op, d->reads[i], 0, mark)) < 0)
 			return ret;
 	return 0;
 }
@@ -110,7 +111,7 @@ int rf__op_fill(struct rf_engine *e, struct rf_op *op, const struct rf_op_desc *
 	int ret;
 
 	rf__op_fill_fields(e, op, d);
-	if ((ret = rf__op_fill_entries(op, d)) < 0)
+	if ((ret = rf__op_fill_entries(e, op, d)) < 0)
 		return ret;
 	if ((ret = rf__q_reserve(e, op->nent)) < 0)
 		return ret;

@@ -8,20 +8,57 @@
 #include "graph-impl.h"
 #include "rf-internal.h"
 
+/* Whether s is one of e's streams an op may name: the inline stream, or one
+ * registered with e (the async stream takes rf_async_fn ops, which it gets anyway). */
+static int rf__stream_ok(struct rf_engine *e, const struct rf_stream *s)
+{
+	const struct rf_stream *r;
+
+	if (s == &e->inline_stream)
+		return 1;
+	if (s->eng != e)
+		return 0;
+	for (r = e->streams; r; r = r->next_registered)
+		if (r == s)
+			return 1;
+	return 0;
+}
+
 /* special: an engine-made op (wait, deletion) may have no function. */
 static int rf__check_desc(struct rf_engine *e, const struct rf_op_desc *d, int special)
 {
+	const char *name = d && d->name ? d->name : "op";
 	uint32_t i;
 
-	if (!d || (!d->fn && !d->afn && !special) || (d->fn && d->afn) ||
-	    (d->nreads && !d->reads) || (d->nwrites && !d->writes))
-		return -EINVAL;
+	if (!d)
+		return rf__fail(-EINVAL, "rf_engine_push: no descriptor (d is NULL)");
+	if (!d->fn && !d->afn && !special)
+		return rf__fail(-EINVAL, "rf_engine_push: op '%s' has neither fn nor afn", name);
+	if (d->fn && d->afn)
+		return rf__fail(-EINVAL, "rf_engine_push: op '%s' has both fn and afn: expected "
+				"one", name);
+	if ((d->nreads && !d->reads) || (d->nwrites && !d->writes))
+		return rf__fail(-EINVAL, "rf_engine_push: op '%s': %s is NULL with %s %u", name,
+				d->nreads && !d->reads ? "reads" : "writes",
+				d->nreads && !d->reads ? "nreads" : "nwrites",
+				d->nreads && !d->reads ? d->nreads : d->nwrites);
 	for (i = 0; i < d->nreads; i++)
 		if (!d->reads[i] || d->reads[i]->eng != e)
-			return -EINVAL;
+			return rf__fail(-EINVAL, "rf_engine_push: op '%s': reads[%u] is %s", name, i,
+					d->reads[i] ? "a variable of another engine" : "NULL");
 	for (i = 0; i < d->nwrites; i++)
 		if (!d->writes[i] || d->writes[i]->eng != e)
-			return -EINVAL;
+			return rf__fail(-EINVAL, "rf_engine_push: op '%s': writes[%u] is %s", name, i,
+					d->writes[i] ? "a variable of another engine" : "NULL");
+	if (d->stream && !d->afn) {
+		if (d->stream == &e->async_stream)
+			return rf__fail(-EINVAL, "rf_engine_push: op '%s': the async stream runs "
+					"rf_async_fn ops (afn), not fn", name);
+		if (!rf__stream_ok(e, d->stream))
+			return rf__fail(-EINVAL, "rf_engine_push: op '%s': stream '%s' is not "
+					"registered with this engine", name,
+					d->stream->eng ? d->stream->name : "(never registered)");
+	}
 	return 0;
 }
 
@@ -67,7 +104,7 @@ static int rf__push_op(struct rf_engine *e, const struct rf_op_desc *d,
 		return ret;
 	op = rf__op_alloc(e);
 	if (!op)
-		return -ENOMEM;
+		return rf__fail(-ENOMEM, "push of op '%s': out of memory", d->name ? d->name : "op");
 	op->internal = (uint8_t)internal;
 	if (gl) {
 		op->gkind = RF__G_MACRO;
@@ -135,7 +172,7 @@ static int rf__push_user(struct rf_engine *e, const struct rf_op_desc *d, struct
 	if (!delete_var && (ret = rf__push_now(e, d)) != 0)
 		return ret < 0 ? ret : 0;
 	if (e->sync && !rf__in_callback(e) && !(w = calloc(1, sizeof(*w))))
-		return -ENOMEM;
+		return rf__fail(-ENOMEM, "push of op '%s': out of memory", d->name ? d->name : "op");
 	ret = rf__push(e, d, delete_var, 0, w, NULL);
 	if (ret < 0) {
 		free(w);
@@ -193,10 +230,11 @@ int rf_var_destroy(struct rf_engine *e, struct rf_var *v, void (*free_fn)(void *
 	int ret;
 
 	if (!v || v->eng != e)
-		return -EINVAL;
+		return rf__fail(-EINVAL, "rf_var_destroy: %s", v ? "a variable of another engine"
+								: "v is NULL");
 	ctx = malloc(sizeof(*ctx));
 	if (!ctx)
-		return -ENOMEM;
+		return rf__fail(-ENOMEM, "rf_var_destroy: out of memory");
 	ctx->free_fn = free_fn;
 	ctx->arg = arg;
 	d.fn = rf__del_run;
@@ -226,7 +264,8 @@ int rf_var_clear_error(struct rf_engine *e, struct rf_var *v)
 	struct rf_op_desc d = { 0 };
 
 	if (!v || v->eng != e)
-		return -EINVAL;
+		return rf__fail(-EINVAL, "rf_var_clear_error: %s", v ? "a variable of another "
+								     "engine" : "v is NULL");
 	if (e->cap)
 		return rf__capturing(e, "rf_var_clear_error");
 	d.fn = rf__clear_run;

@@ -97,8 +97,15 @@ const char *rf_stream_name(const struct rf_stream *s)
 
 int rf_engine_add_stream(struct rf_engine *e, struct rf_stream *s)
 {
+	const struct rf_stream *r;
+
 	if (!s || !s->ops || !s->ops->enqueue || !s->ops->destroy)
-		return -EINVAL;
+		return rf__fail(-EINVAL, "rf_engine_add_stream: %s", !s ? "s is NULL" : !s->ops ?
+				"s->ops is NULL" : "s->ops lacks enqueue or destroy");
+	for (r = e->streams; r; r = r->next_registered)
+		if (r == s)
+			return rf__fail(-EEXIST, "rf_engine_add_stream: stream '%s' is already "
+					"registered", s->name ? s->name : "");
 	s->eng = e;
 	s->id = e->next_stream_id++;
 	s->seq = 0;
@@ -137,6 +144,11 @@ void rf_stream_destroy(struct rf_stream *s)
 	if (!s)
 		return;
 	e = s->eng;
+	if (e && rf__wait_refused(e, "rf_stream_destroy", 1) < 0) {
+		/* its own ops may be running below us: refused (leaked), said in the log */
+		rf__log(RF_LOG_ERROR, "%s", rf_last_error());
+		return;
+	}
 	if (e) {
 		rf_engine_wait_idle(e); /* leaves errors for the user's next wait */
 		rf_engine_remove_stream(e, s);

@@ -3,27 +3,56 @@
  * edge a flow. Edges are computed at push time from the variables' histories
  * (README.md). Recording costs nothing when no trace is on. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "engine-impl.h"
 #include "rf-internal.h"
 
 #define RF__MAX_READERS 256
 
+/* The trace file, opened now so that a path that cannot take it fails the start (not
+ * the end of a long run): a regular file (created or truncated) or a character device
+ * (/dev/null); never a FIFO, which would block, nor a directory. */
+static int rf__trace_file(const char *path)
+{
+	struct stat st;
+	int fd;
+
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode))
+		return rf__fail(S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL,
+				"trace %s: is %s, expected a regular file", path,
+				S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ?
+				"a FIFO" : "not a regular file");
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return rf__fail(-errno, "trace %s: cannot create: %s", path, strerror(errno));
+	if (fstat(fd, &st) < 0 || (!S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode))) {
+		close(fd);
+		return rf__fail(-EINVAL, "trace %s: expected a regular file", path);
+	}
+	return fd;
+}
+
 int rf__trace_open(struct rf_engine *e, const char *path)
 {
-	struct rf__trace *t = calloc(1, sizeof(*t));
+	struct rf__trace *t;
 	struct rf_stream *s;
+	int fd = rf__trace_file(path);
 
-	if (!t)
-		return -ENOMEM;
-	t->path = strdup(path);
-	if (!t->path) {
+	if (fd < 0)
+		return fd;
+	t = calloc(1, sizeof(*t));
+	if (!t || !(t->path = strdup(path))) {
 		free(t);
-		return -ENOMEM;
+		close(fd);
+		return rf__fail(-ENOMEM, "trace %s: out of memory", path);
 	}
+	t->fd = fd;
 	t->t_origin = rf_now_ns();
 	e->trace = t;
 	for (s = e->streams; s; s = s->next_registered)
@@ -123,6 +152,7 @@ static struct rf__trace_ev *rf__trace_ev_new(struct rf__trace *t)
 		t->ev = n;
 		t->cap = nc;
 	}
+	memset(&t->ev[t->n], 0, sizeof(t->ev[t->n]));
 	return &t->ev[t->n++];
 }
 
@@ -158,8 +188,8 @@ void rf_engine_trace_mark(struct rf_engine *e, struct rf_stream *s, const char *
 	ev = rf__trace_ev_new(t);
 	if (!ev)
 		return;
-	memset(ev, 0, sizeof(*ev));
-	ev->name = name;
+	ev->own_name = strdup(name ? name : "mark"); /* the caller's may not outlive the call */
+	ev->name = ev->own_name ? ev->own_name : "mark";
 	ev->tid = s ? s->id : 0;
 	ev->t0 = t0_ns;
 	ev->t1 = t1_ns < t0_ns ? t0_ns : t1_ns;
@@ -290,10 +320,15 @@ static int rf__trace_write(struct rf__trace *t)
 	struct rf__jw w = { NULL, 1 };
 	int ret;
 
-	w.f = fopen(t->path, "w");
+	int fl = fcntl(t->fd, F_GETFL);
+
+	if (fl >= 0)
+		(void)fcntl(t->fd, F_SETFL, fl & ~O_NONBLOCK);
+	w.f = fdopen(t->fd, "w");
 	if (!w.f) {
 		ret = rf__fail(-errno, "cannot write trace %s: %s", t->path, strerror(errno));
-		rf__log(RF_LOG_WARN, "%s", rf_last_error());
+		close(t->fd);
+		rf__log(RF_LOG_ERROR, "%s", rf_last_error());
 		return ret;
 	}
 	qsort(t->ev, t->n, sizeof(*t->ev), rf__cmp_uid);
@@ -301,17 +336,24 @@ static int rf__trace_write(struct rf__trace *t)
 	rf__trace_write_meta(&w, t);
 	rf__trace_write_events(&w, t);
 	fputs("\n]}\n", w.f);
-	if (fclose(w.f) != 0)
-		return -errno;
-	return 0;
+	ret = fflush(w.f) != 0 ? -errno : ferror(w.f) ? -EIO : 0;
+	if (fclose(w.f) != 0 && !ret)
+		ret = -errno;
+	if (ret < 0) { /* a full disk: the file is cut short */
+		ret = rf__fail(ret, "cannot write trace %s: %s", t->path, strerror(-ret));
+		rf__log(RF_LOG_ERROR, "%s", rf_last_error());
+	}
+	return ret;
 }
 
 static void rf__trace_free(struct rf__trace *t)
 {
 	size_t i;
 
-	for (i = 0; i < t->n; i++)
+	for (i = 0; i < t->n; i++) {
 		free(t->ev[i].deps);
+		free(t->ev[i].own_name);
+	}
 	for (i = 0; i < t->ntracks; i++)
 		free(t->tracks[i].name);
 	free(t->tracks);

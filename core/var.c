@@ -9,9 +9,12 @@
 
 int rf_var_create(struct rf_engine *e, const char *name, struct rf_var **out)
 {
-	struct rf_var *v = calloc(1, sizeof(*v));
+	struct rf_var *v;
 
+	if (!e || !out)
+		return rf__fail(-EINVAL, "rf_var_create: %s is NULL", e ? "out" : "e");
 	*out = NULL;
+	v = calloc(1, sizeof(*v));
 	if (!v)
 		return rf__fail(-ENOMEM, "variable %s: out of memory", name ? name : "");
 	v->eng = e;
@@ -19,6 +22,10 @@ int rf_var_create(struct rf_engine *e, const char *name, struct rf_var **out)
 		free(v);
 		return rf__fail(-ENOMEM, "variable %s: out of memory", name);
 	}
+	v->next = e->vars;
+	if (e->vars)
+		e->vars->prev = v;
+	e->vars = v;
 	*out = v;
 	return 0;
 }
@@ -41,6 +48,19 @@ void rf__var_free(struct rf_var *v)
 	if (v->err)
 		v->eng->npoisoned--;
 	rf__trace_var_free(v);
+	if (v->prev)
+		v->prev->next = v->next;
+	else
+		v->eng->vars = v->next;
+	if (v->next)
+		v->next->prev = v->prev;
 	free(v->name);
 	free(v);
+}
+
+/* At the engine's end (nothing queued): the variables never destroyed. */
+void rf__vars_free(struct rf_engine *e)
+{
+	while (e->vars)
+		rf__var_free(e->vars);
 }

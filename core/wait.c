@@ -7,7 +7,7 @@
 #include "rf-internal.h"
 
 /* -EDEADLK (and the message in rf_last_error()) if waiting now would deadlock. */
-static int rf__wait_refused(struct rf_engine *e, const char *what, int capture_ok)
+int rf__wait_refused(struct rf_engine *e, const char *what, int capture_ok)
 {
 	if (rf__gettid() != e->owner_tid)
 		return rf__fail(-EDEADLK, "%s called from a thread other than the engine's "
@@ -43,13 +43,14 @@ int rf_engine_wait_var(struct rf_engine *e, struct rf_var *v)
 	int ret, err = 0;
 
 	if (!v || v->eng != e)
-		return -EINVAL;
+		return rf__fail(-EINVAL, "rf_engine_wait_var: %s", v ? "a variable of another "
+								     "engine" : "v is NULL");
 	if ((ret = rf__wait_refused(e, "rf_engine_wait_var", 0)) < 0)
 		return ret;
 	if (!v->nqueued)
 		return v->err;
 	if (!(w = calloc(1, sizeof(*w))))
-		return -ENOMEM;
+		return rf__fail(-ENOMEM, "rf_engine_wait_var: out of memory");
 	if ((ret = rf__push_wait_op(e, v, w)) < 0) {
 		free(w);
 		return ret;

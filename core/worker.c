@@ -271,11 +271,12 @@ int rf_worker_stream_create(struct rf_engine *e, const char *name, unsigned capa
 	int ret;
 
 	if (!e || !out)
-		return -EINVAL;
+		return rf__fail(-EINVAL, "rf_worker_stream_create: %s is NULL", e ? "out" : "e");
 	if (!capacity)
 		capacity = 1024;
-	if (capacity > RF__WORKER_MAX_CAP)
-		return -EINVAL; /* the overflow list takes any number of ops beyond */
+	if (capacity > RF__WORKER_MAX_CAP) /* the overflow list takes any number beyond */
+		return rf__fail(-EINVAL, "rf_worker_stream_create %s: capacity %u, expected at "
+				"most %u", name ? name : "", capacity, (unsigned)RF__WORKER_MAX_CAP);
 	if ((ret = rf__worker_alloc(e, name, capacity, &w)) < 0)
 		return ret;
 	ret = pthread_create(&w->thread, NULL, rf__worker_main, w);

@@ -77,7 +77,10 @@ struct rf_engine_stats {
 /* Create an engine on ring (borrowed; must outlive the engine). */
 int rf_engine_create(struct rf_engine **out, struct rf_ring *ring, const struct rf_engine_opts *opts);
 /* Waits for all ops, destroys streams still registered (in reverse order), writes the
- * trace if one is on, frees. */
+ * trace if one is on, frees. Reactor thread, outside every op and callback: called
+ * from inside one (the engine is in use below it) or from another thread, it frees
+ * nothing and logs an error (rf_last_error() says why). So does rf_stream_destroy.
+ * Variables not destroyed are freed with it (their free functions are not called). */
 void rf_engine_destroy(struct rf_engine *e);
 struct rf_ring *rf_engine_ring(struct rf_engine *e);
 void rf_engine_get_stats(const struct rf_engine *e, struct rf_engine_stats *st);

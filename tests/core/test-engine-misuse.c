@@ -1,0 +1,355 @@
+/* test-engine-misuse: what an embedder can get wrong through the public API is refused
+ * with -errno and a one-line rf_last_error() naming the call and the argument, and
+ * nothing breaks afterwards (found by an outside audit; each case crashed, hung or
+ * failed silently before):
+ *  - an ordinary op (fn) on the async stream, which runs afn ops only (it jumped to a
+ *    NULL afn), also as rf_var_destroy's stream;
+ *  - a stream of another engine (ran there; use-after-free at the other's end), and a
+ *    stream never registered;
+ *  - a stream registered twice (a cycle: destroy looped for ever);
+ *  - rf_engine_destroy / rf_stream_destroy from inside an op, a done callback or a ring
+ *    callback (freed the engine below its caller): refused, the engine goes on;
+ *  - every bad descriptor leaves a message that names it (stale ones did before);
+ *  - rf_engine_trace_mark with a name the caller frees right after (kept the pointer);
+ *  - RF_TRACE / trace_path at a FIFO (hung at the end of the run), a directory or a
+ *    missing directory (said nothing until the end): the engine is not created;
+ *    /dev/full: the write error is returned by rf_engine_trace_stop;
+ *  - push_io whose fd_from holds a failure: *result receives -EBADF;
+ *  - one op naming 40,000 variables, each twice (deduplicated in one pass, not n^2);
+ *  - variables never destroyed are freed with the engine (LeakSanitizer would say so).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "engine.h"
+#include "log.h"
+#include "ring-ops.h"
+#include "stream.h"
+#include "../test-util.h"
+
+static char dir[256];
+
+/* ret must be want, and rf_last_error() must hold each needle (n2 may be NULL). */
+static void refused(const char *what, int ret, int want, const char *n1, const char *n2)
+{
+	const char *m = rf_last_error();
+
+	printf("  %-34s -> %d: %s\n", what, ret, m);
+	if (ret != want || !strstr(m, n1) || (n2 && !strstr(m, n2))) {
+		fprintf(stderr, "%s: got %d (want %d), message '%s' (want '%s'%s%s)\n", what, ret,
+			want, m, n1, n2 ? ", " : "", n2 ? n2 : "");
+		exit(1);
+	}
+}
+
+/* a message no call of the test makes, so a stale one is caught */
+static void seed_error(struct rf_engine *e)
+{
+	(void)rf_engine_trace_stop(e); /* "no trace is on" */
+	CHECK(strstr(rf_last_error(), "no trace is on"));
+}
+
+static int inc(void *p)
+{
+	(*(int *)p)++;
+	return 0;
+}
+
+static void stream_args(struct rf_ring *r)
+{
+	struct rf_engine *e, *e2;
+	struct rf_stream *w2, *w;
+	struct rf_var *v, *v2;
+	struct rf_op_desc d = { 0 };
+	int n = 0;
+
+	CHECK_OK(rf_engine_create(&e, r, NULL));
+	CHECK_OK(rf_engine_create(&e2, r, NULL));
+	CHECK_OK(rf_var_create(e, "v", &v));
+	CHECK_OK(rf_var_create(e2, "v2", &v2));
+	CHECK_OK(rf_worker_stream_create(e2, "other's", 0, &w2));
+	CHECK_OK(rf_worker_stream_create(e, "mine", 0, &w));
+
+	seed_error(e);
+	refused("fn op on the async stream", rf_engine_push_simple(e, inc, &n, NULL, 0, &v, 1,
+		rf_engine_async_stream(e), "fn-on-async"), -EINVAL, "fn-on-async", "async stream");
+	seed_error(e);
+	refused("var_destroy on the async stream", rf_var_destroy(e, v, NULL, NULL,
+		rf_engine_async_stream(e)), -EINVAL, "delete", "async stream");
+	seed_error(e);
+	refused("stream of another engine", rf_engine_push_simple(e, inc, &n, NULL, 0, &v, 1, w2,
+		"foreign"), -EINVAL, "foreign", "not registered with this engine");
+	{
+		struct rf_stream loose = { 0 };
+		loose.name = "loose";
+		seed_error(e);
+		refused("stream never registered", rf_engine_push_simple(e, inc, &n, NULL, 0, &v,
+			1, &loose, "loose-op"), -EINVAL, "loose-op", "never registered");
+	}
+	seed_error(e);
+	refused("stream added twice", rf_engine_add_stream(e, w), -EEXIST, "already registered",
+		"mine");
+	seed_error(e);
+	refused("variable of another engine", rf_engine_push_simple(e, inc, &n, &v2, 1, &v, 1,
+		NULL, "mixed"), -EINVAL, "reads[0]", "another engine");
+	seed_error(e);
+	refused("NULL descriptor", rf_engine_push(e, NULL), -EINVAL, "rf_engine_push", "NULL");
+	seed_error(e);
+	d.name = "nofn";
+	refused("no fn", rf_engine_push(e, &d), -EINVAL, "nofn", "neither fn nor afn");
+	seed_error(e);
+	d.fn = inc;
+	d.ctx = &n;
+	d.nwrites = 2;
+	refused("writes NULL, nwrites 2", rf_engine_push(e, &d), -EINVAL, "writes is NULL",
+		"nwrites 2");
+	seed_error(e);
+	refused("wait_var of another engine", rf_engine_wait_var(e, v2), -EINVAL,
+		"rf_engine_wait_var", "another engine");
+	seed_error(e);
+	refused("var_destroy NULL", rf_var_destroy(e, NULL, NULL, NULL, NULL), -EINVAL,
+		"rf_var_destroy", "NULL");
+	seed_error(e);
+	refused("worker capacity 2^25", rf_worker_stream_create(e, "big", 1u << 25, &w2),
+		-EINVAL, "capacity 33554432", "at most");
+	/* and everything still works, on both engines */
+	CHECK_OK(rf_engine_push_simple(e, inc, &n, NULL, 0, &v, 1, w, "fine"));
+	CHECK_OK(rf_engine_push_simple(e2, inc, &n, NULL, 0, &v2, 1, NULL, "fine2"));
+	CHECK_OK(rf_engine_wait_all(e));
+	CHECK_OK(rf_engine_wait_all(e2));
+	CHECK_EQ(n, 2);
+	rf_engine_destroy(e2); /* v2 never destroyed: freed here */
+	rf_engine_destroy(e);  /* v likewise */
+}
+
+/* ---- destroy from inside ------------------------------------------------------ */
+
+static struct rf_engine *g_e;
+static struct rf_stream *g_w;
+static int g_done_calls;
+static char g_msg[512];
+
+static int destroy_in_fn(void *p)
+{
+	(void)p;
+	rf_engine_destroy(g_e);
+	snprintf(g_msg, sizeof(g_msg), "%s", rf_last_error());
+	return 0;
+}
+
+static void engine_destroy_in_done(void *ctx, int status)
+{
+	(void)ctx;
+	(void)status;
+	g_done_calls++;
+	rf_engine_destroy(g_e);
+	snprintf(g_msg, sizeof(g_msg), "%s", rf_last_error());
+}
+
+static void stream_destroy_in_done(void *ctx, int status)
+{
+	(void)ctx;
+	(void)status;
+	g_done_calls++;
+	rf_stream_destroy(g_w);
+	snprintf(g_msg, sizeof(g_msg), "%s", rf_last_error());
+}
+
+static void destroy_in_ring_cb(void *data, int64_t res)
+{
+	(void)data;
+	(void)res;
+	rf_engine_destroy(g_e);
+	snprintf(g_msg, sizeof(g_msg), "%s", rf_last_error());
+}
+
+static void destroy_inside(struct rf_ring *r)
+{
+	struct rf_var *v;
+	struct rf_op_desc d = { 0 };
+	struct rf_io nop = { .op = RF_IOP_NOP };
+	int n = 0;
+
+	CHECK_OK(rf_engine_create(&g_e, r, NULL));
+	CHECK_OK(rf_var_create(g_e, "v", &v));
+	CHECK_OK(rf_worker_stream_create(g_e, "w", 0, &g_w));
+
+	CHECK_OK(rf_engine_push_simple(g_e, destroy_in_fn, NULL, NULL, 0, &v, 1, NULL, "d-fn"));
+	CHECK_OK(rf_engine_wait_all(g_e));
+	printf("  engine destroy inside an op       -> %s\n", g_msg);
+	CHECK(strstr(g_msg, "rf_engine_destroy called from inside"));
+
+	d.fn = inc;
+	d.ctx = &n;
+	d.done = engine_destroy_in_done;
+	d.writes = &v;
+	d.nwrites = 1;
+	d.name = "d-done";
+	CHECK_OK(rf_engine_push(g_e, &d));
+	CHECK_OK(rf_engine_wait_all(g_e));
+	CHECK_EQ(g_done_calls, 1);
+	printf("  engine destroy in a done callback -> %s\n", g_msg);
+	CHECK(strstr(g_msg, "rf_engine_destroy called from inside"));
+
+	/* a done callback destroying the stream its op ran on */
+	d.stream = g_w;
+	d.done = stream_destroy_in_done;
+	d.name = "s-done";
+	CHECK_OK(rf_engine_push(g_e, &d));
+	CHECK_OK(rf_engine_wait_all(g_e));
+	CHECK_EQ(g_done_calls, 2);
+	printf("  stream destroy in a done callback -> %s\n", g_msg);
+	CHECK(strstr(g_msg, "rf_stream_destroy called from inside"));
+
+	CHECK_OK(rf_ring_submit(r, &nop, destroy_in_ring_cb, NULL, NULL));
+	CHECK_OK(rf_ring_run(r, RF_RUN_UNTIL_IDLE));
+	printf("  engine destroy in a ring callback -> %s\n", g_msg);
+	CHECK(strstr(g_msg, "rf_engine_destroy called from inside"));
+
+	/* all refused: the engine and its stream still work, and go normally */
+	CHECK_OK(rf_engine_push_simple(g_e, inc, &n, NULL, 0, &v, 1, g_w, "after"));
+	CHECK_OK(rf_engine_wait_all(g_e));
+	CHECK_EQ(n, 3);
+	rf_stream_destroy(g_w);
+	rf_engine_destroy(g_e);
+}
+
+/* ---- trace -------------------------------------------------------------------- */
+
+static void trace_paths(struct rf_ring *r)
+{
+	struct rf_engine *e;
+	struct rf_engine_opts o = { 0 };
+	char p[300], buf[1 << 16];
+	int fd;
+	ssize_t got;
+
+	snprintf(p, sizeof(p), "%s/fifo.json", dir);
+	CHECK(mkfifo(p, 0644) == 0);
+	CHECK(setenv("RF_TRACE", p, 1) == 0);
+	refused("RF_TRACE at a FIFO", rf_engine_create(&e, r, NULL), -EINVAL, "RF_TRACE",
+		"a FIFO");
+	CHECK(setenv("RF_TRACE", dir, 1) == 0);
+	refused("RF_TRACE at a directory", rf_engine_create(&e, r, NULL), -EISDIR, "RF_TRACE",
+		"a directory");
+	snprintf(p, sizeof(p), "%s/missing/t.json", dir);
+	CHECK(setenv("RF_TRACE", p, 1) == 0);
+	refused("RF_TRACE in a missing directory", rf_engine_create(&e, r, NULL), -ENOENT,
+		"missing/t.json", "cannot create");
+	CHECK(unsetenv("RF_TRACE") == 0);
+
+	/* a full disk: the error comes back from trace_stop */
+	if (access("/dev/full", W_OK) == 0) {
+		o.trace_path = "/dev/full";
+		CHECK_OK(rf_engine_create(&e, r, &o));
+		struct rf_var *v;
+		int n = 0;
+		CHECK_OK(rf_var_create(e, "v", &v));
+		for (int i = 0; i < 2000; i++)
+			CHECK_OK(rf_engine_push_simple(e, inc, &n, NULL, 0, &v, 1, NULL, "op"));
+		CHECK_OK(rf_engine_wait_all(e));
+		refused("trace to /dev/full", rf_engine_trace_stop(e), -ENOSPC, "/dev/full",
+			"cannot write trace");
+		rf_engine_destroy(e);
+	}
+
+	/* a mark's name may be freed at once: the trace keeps a copy */
+	snprintf(p, sizeof(p), "%s/mark.json", dir);
+	o.trace_path = p;
+	CHECK_OK(rf_engine_create(&e, r, &o));
+	{
+		char *name = strdup("mark-from-the-heap");
+		rf_engine_trace_mark(e, NULL, name, 1, 2);
+		memset(name, 'x', strlen(name));
+		free(name);
+		char stack[32];
+		for (int i = 0; i < 3; i++) {
+			snprintf(stack, sizeof(stack), "stack-mark-%d", i);
+			rf_engine_trace_mark(e, NULL, stack, 3, 4);
+		}
+	}
+	refused("trace already on", rf_engine_trace_start(e, "/tmp/x.json"), -EBUSY,
+		"already tracing to", "mark.json");
+	CHECK_OK(rf_engine_trace_stop(e));
+	rf_engine_destroy(e);
+	CHECK((fd = open(p, O_RDONLY)) >= 0);
+	got = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	CHECK(got > 0);
+	buf[got] = 0;
+	CHECK(strstr(buf, "\"mark-from-the-heap\""));
+	CHECK(strstr(buf, "\"stack-mark-0\"") && strstr(buf, "\"stack-mark-2\""));
+	printf("  trace marks keep their names\n");
+}
+
+/* ---- push_io, wide ops -------------------------------------------------------- */
+
+static void push_io_result(struct rf_ring *r)
+{
+	struct rf_engine *e;
+	struct rf_var *f;
+	int64_t fd_from = -5, result = 777;
+	char buf[8];
+
+	CHECK_OK(rf_engine_create(&e, r, NULL));
+	CHECK_OK(rf_var_create(e, "f", &f));
+	CHECK_OK(rf_engine_push_io(e, &(struct rf_io_push){
+		.io = { .op = RF_IOP_READ, .buf = buf, .len = sizeof(buf) },
+		.fd_from = &fd_from, .result = &result, .writes = &f, .nwrites = 1 }));
+	CHECK_EQ(rf_engine_wait_var(e, f), -EBADF);
+	CHECK_EQ(result, -EBADF);
+	printf("  push_io with a failed fd_from: *result = %lld\n", (long long)result);
+	rf_engine_destroy(e);
+}
+
+static void wide_op(struct rf_ring *r)
+{
+	enum { N = 40000 };
+	struct rf_engine *e;
+	struct rf_var **v = malloc(2 * N * sizeof(*v));
+	int n = 0;
+
+	CHECK(v);
+	CHECK_OK(rf_engine_create(&e, r, NULL));
+	for (int i = 0; i < N; i++)
+		CHECK_OK(rf_var_create(e, NULL, &v[i]));
+	for (int i = 0; i < N; i++)
+		v[N + i] = v[N - 1 - i]; /* each twice */
+	/* reads and writes name the same 40,000: one entry each, a write */
+	if (rf_engine_push_simple(e, inc, &n, v, 2 * N, v, 2 * N, NULL, "wide") < 0) {
+		fprintf(stderr, "wide: %s\n", rf_last_error());
+		exit(1);
+	}
+	CHECK_OK(rf_engine_push_simple(e, inc, &n, &v[7], 1, NULL, 0, NULL, "after"));
+	CHECK_OK(rf_engine_wait_all(e));
+	CHECK_EQ(n, 2);
+	printf("  one op over %d variables (each named 4 times)\n", N);
+	rf_engine_destroy(e); /* the variables go with it */
+	free(v);
+}
+
+int main(void)
+{
+	struct rf_ring *r;
+	const char *tmp = getenv("TMPDIR");
+
+	snprintf(dir, sizeof(dir), "%s/rf-misuse-XXXXXX", tmp ? tmp : "/tmp");
+	CHECK(mkdtemp(dir));
+	CHECK_OK(rf_ring_create(&r, NULL));
+	stream_args(r);
+	destroy_inside(r);
+	trace_paths(r);
+	push_io_result(r);
+	wide_op(r);
+	rf_ring_destroy(r);
+	{
+		char cmd[300];
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+		CHECK(system(cmd) == 0);
+	}
+	printf("engine-misuse: ok\n");
+	return 0;
+}
