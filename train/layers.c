@@ -243,6 +243,7 @@ static int rf__compile(struct rf__model_store *m, const char *name, const struct
 	s->lfirst[pl] = np;
 	s->name = name;
 	s->default_lr = strcmp(name, "lenet") == 0 ? 0.2f : 0.1f;
+	s->default_init = strcmp(name, "resnet18") == 0 ? RF_INIT_UNIFORM : RF_INIT_KAIMING;
 	s->ntensors = np;
 	s->nlayers = pl;
 	s->numel = off;

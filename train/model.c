@@ -125,6 +125,8 @@ int rf_model_init(struct rf_model *m, struct rf_prng *g, enum rf_init init)
 	unsigned i;
 	int ret = 0;
 
+	if (init == RF_INIT_DEFAULT)
+		init = (enum rf_init)m->spec->default_init;
 	for (i = 0; i < m->spec->ntensors && ret == 0; i++) {
 		const struct rf_param_spec *p = &m->spec->p[i];
 		int bias = p->role == RF_PARAM_BIAS;

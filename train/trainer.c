@@ -29,6 +29,8 @@ static void rf__copy_opts(struct rf_trainer *t, const struct rf_train_opts *opts
 		t->o.batch_size = 256;
 	if (t->o.lr == 0.0f)
 		t->o.lr = rf_model_spec(t->model_name) ? rf_model_spec(t->model_name)->default_lr : 0.1f;
+	if (t->o.init == RF_INIT_DEFAULT && rf_model_spec(t->model_name))
+		t->o.init = (enum rf_init)rf_model_spec(t->model_name)->default_init;
 }
 
 /* The model, replica count, window and streams; -EINVAL with a message naming the

@@ -73,6 +73,7 @@ struct rf_param_spec {
 struct rf_model_spec {
 	const char *name;             /* "mlp", "lenet", "resnet18" */
 	float default_lr;             /* SGD's, at batch 256: 0.1, 0.2, 0.1 */
+	int default_init;             /* enum rf_init: kaiming, kaiming, uniform */
 	unsigned ntensors;            /* parameter tensors */
 	unsigned nlayers;             /* layers with parameters */
 	size_t numel;                 /* floats of all parameters */
@@ -93,15 +94,20 @@ const struct rf_model_spec *rf_model_spec(const char *name);
 const char *rf_model_names(void);
 
 enum rf_init {
-	RF_INIT_KAIMING = 0, /* the default. He et al. 2015, for ReLU networks: weights
-			      * uniform in +-sqrt(6/fan_in) (variance 2/fan_in), biases 0.
-			      * Over seeds 0-4 at the seed's settings it ends LeNet's 10
-			      * epochs ~2 points above PyTorch's default (README) */
+	RF_INIT_DEFAULT = 0, /* the model's (spec->default_init): kaiming for the MLP and
+			      * LeNet, uniform for ResNet-18 */
 	RF_INIT_UNIFORM = 1, /* PyTorch's default for Linear/Conv2d: weights and biases
-			      * uniform in +-1/sqrt(fan_in) */
+			      * uniform in +-1/sqrt(fan_in). ResNet-18's: with momentum 0.9
+			      * and lr 0.05 kaiming diverges in its first steps (loss 3.3 ->
+			      * 8.7 in 8 steps; PyTorch's ResNet so initialised: 4.7 -> 17),
+			      * this one does not (2.36 -> 1.48) */
 	RF_INIT_NORMAL = 2,  /* the seed's: weights N(0, 0.01^2), biases 0 */
 	RF_INIT_XAVIER = 3,  /* Glorot & Bengio 2010, d2l's init.Xavier(): weights uniform
 			      * in +-sqrt(6/(fan_in + fan_out)), biases 0 */
+	RF_INIT_KAIMING = 4, /* He et al. 2015, for ReLU networks: weights uniform in
+			      * +-sqrt(6/fan_in) (variance 2/fan_in), biases 0. The MLP's
+			      * and LeNet's: over seeds 0-4 at the seed's settings it ends
+			      * LeNet's 10 epochs ~2 points above PyTorch's default (README) */
 };
 
 struct rf_model {

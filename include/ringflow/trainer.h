@@ -87,7 +87,7 @@ struct rf_train_opts {
 	unsigned devices;          /* replicas K (0: 1). CPU: K CPU devices of one worker
 				    * stream each; CUDA: GPU r mod (GPUs), two streams each */
 	uint64_t seed;
-	enum rf_init init;         /* RF_INIT_KAIMING (0, the default) or another (model.h) */
+	enum rf_init init;         /* RF_INIT_DEFAULT (0: the model's) or another (model.h) */
 	uint64_t limit;            /* train on the first `limit` records (0: all) */
 	uint64_t test_limit;       /* evaluate the first `test_limit` test records (0: all) */
 	unsigned log_every;        /* read the loss back every N batches (0: epoch end) */

@@ -50,6 +50,8 @@ static void check_model(struct tt_env *t, const char *name, enum rf_init k, cons
 	CHECK_OK(rf_model_create(&m, sp, d, NULL, "m"));
 	CHECK_OK(rf_model_init(m, g, k));
 	CHECK_OK(rf_tensor_read(m->params, h));
+	if (k == RF_INIT_DEFAULT) /* checked as the kind it stands for */
+		k = (enum rf_init)sp->default_init;
 	for (unsigned i = 0; i < sp->ntensors; i++) {
 		const struct rf_param_spec *p = &sp->p[i];
 		const float *v = h + p->offset;
@@ -104,6 +106,7 @@ int main(void)
 	};
 	static const char *models[] = { "mlp", "lenet" };
 	struct tt_env t;
+	float *b2;
 
 	tt_open(&t);
 	for (unsigned mi = 0; mi < 2; mi++) {
@@ -116,13 +119,24 @@ int main(void)
 			CHECK(memcmp(a, b, numel * sizeof(float)) == 0); /* same seed, same bits */
 			if (prev)
 				CHECK(memcmp(a, prev, numel * sizeof(float)) != 0);
+			/* RF_INIT_DEFAULT (0) is the model's kind, bit for bit: kaiming here */
+			if (kinds[ki].init == RF_INIT_KAIMING) {
+				check_model(&t, models[mi], RF_INIT_DEFAULT, "default", &b2);
+				CHECK(memcmp(a, b2, numel * sizeof(float)) == 0);
+				free(b2);
+			}
 			free(prev);
 			free(b);
 			prev = a;
 		}
 		free(prev);
 	}
+	/* ResNet-18's default is PyTorch's uniform (kaiming diverges there, model.h) */
+	CHECK_EQ(rf_model_spec("resnet18")->default_init, RF_INIT_UNIFORM);
+	CHECK_EQ(rf_model_spec("mlp")->default_init, RF_INIT_KAIMING);
+	CHECK_EQ(rf_model_spec("lenet")->default_init, RF_INIT_KAIMING);
 	tt_close(&t);
-	printf("init: 4 kinds x 2 models: bounds, zero biases, moments and determinism hold\n");
+	printf("init: 4 kinds x 2 models: bounds, zero biases, moments and determinism hold; "
+	       "the default is each model's kind\n");
 	return 0;
 }
