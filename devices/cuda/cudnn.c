@@ -316,15 +316,18 @@ int rf__dnn_conv(struct rf__dnn **hp, void *cs, struct rf__opctx *op)
 	const struct rf_k_conv2d *s = &op->u.conv.s;
 	char *err = op->err;
 	size_t len = sizeof(op->err), ws = op->ws ? op->ws_bytes : 0;
-	cudnnHandle_t h = rf__handle(hp, cs, err, len);
+	cudnnHandle_t h;
 	struct rf__descs d = { 0 };
 	const float one = 1.0f, zero = 0.0f, acc = op->u.conv.acc ? 1.0f : 0.0f;
 	int ret = 0, n = 0, algo, other;
 
-	if (!h)
-		return -EIO;
+	/* An empty shape is the caller's im2col, which does what the CPU does: no image
+	 * zeroes a dw and db that are not accumulated, an empty plane with padding still
+	 * has outputs (the bias), no channel is refused. cuDNN takes no zero dimension. */
 	if (!s->n || !s->c || !s->o || !s->h || !s->w)
-		return 0;       /* an empty shard: nothing to compute */
+		return -ENOTSUP;
+	if (!(h = rf__handle(hp, cs, err, len)))
+		return -EIO;
 	RF__CK("cuDNN convolution descriptors", rf__conv_descs(&d, s));
 	switch (op->code) {
 	case RF__CONV_FWD: {
