@@ -180,6 +180,8 @@ static int rf__nccl_fn(void *arg)
 		snprintf(x->msg, sizeof(x->msg), "nccl %s #%" PRIu64 " (key %u, %zu bytes, rank %d "
 			 "of %d): %s", x->what, x->seq, x->key, x->bytes, c->rank, c->size,
 			 rf__nc.error_string(r));
+		/* a CUDA error NCCL left pending would fail the stream's next launch */
+		(void)cudaGetLastError();
 		rf__nccl_abort(c);
 		return -EIO;
 	}
@@ -240,6 +242,7 @@ static int rf__ncheck_gather_fn(void *arg)
 	    ncclSuccess) {
 		snprintf(k->msg, sizeof(k->msg), "nccl order check (ncclAllGather): %s",
 			 rf__nc.error_string(r));
+		(void)cudaGetLastError();       /* as in rf__nccl_fn */
 		rf__nccl_abort(c);
 		return -EIO;
 	}

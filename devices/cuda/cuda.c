@@ -282,8 +282,11 @@ static int rf__cuda_compute(struct rf_device *d, struct rf__dstream *ds, struct 
 	}
 	if (ret < 0 && !op->err[0])
 		snprintf(op->err, sizeof(op->err), "%s", rf__kc_error_string(ret));
-	if (ret < -RF_KC_ECUDA && ret > -RF_KC_ECUBLAS)
-		(void)cudaGetLastError(); /* clear a non-sticky launch error */
+	/* A failed op leaves no non-sticky error pending for the next launch's check:
+	 * a refused memset or copy leaves one, and so can a cuBLAS or cuDNN call that
+	 * reports its own status */
+	if (ret < 0)
+		(void)cudaGetLastError();
 	return ret;
 }
 

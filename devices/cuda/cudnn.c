@@ -300,11 +300,13 @@ static cudnnStatus_t rf__conv_descs(struct rf__descs *d, const struct rf_k_conv2
 /* The convolution itself: an algorithm taken from another math type's entry (pass 2)
  * may want more workspace, or refuse, in FMA math -- that is the caller's im2col,
  * not an error. cuDNN 9 refuses with a sub-code (BAD_PARAM_SIZE_INSUFFICIENT,
- * NOT_SUPPORTED_SHAPE, ...): its category is what counts. */
+ * NOT_SUPPORTED_SHAPE, ...): its category is what counts. A CUDA error the refusal
+ * left pending is cleared: im2col's first launch check would take it for its own. */
 #define RF__CKCONV(what, call) do { cudnnStatus_t _s = (call); \
 	int _cat = CUDNN_STATUS_CATEGORY(_s); \
 	if (_s != CUDNN_STATUS_SUCCESS && other && \
 	    (_cat == CUDNN_STATUS_BAD_PARAM || _cat == CUDNN_STATUS_NOT_SUPPORTED)) { \
+		(void)cudaGetLastError(); \
 		algo = -1; \
 		goto fallback; \
 	} \
