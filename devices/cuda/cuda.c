@@ -295,18 +295,20 @@ static int rf__cuda_compute(struct rf_device *d, struct rf__dstream *ds, struct 
 static void CUDART_CB rf__cs_host_fn(void *arg)
 {
 	struct rf__cuda_stream *c = arg;
-	int ret, tries = 0;
+	uint64_t t0 = rf_now_ns();
 
 	/* One syscall. A transient failure (the target ring's completion queue full) is
-	 * retried for up to ~10 s; past that, or on any other error, the signal is given
-	 * up: this thread runs every stream's host functions, and blocking it would stall
-	 * them all. The watchdog then finds the stream idle without its completions and
-	 * fails its ops (-EIO). No CUDA call here (host functions may make none). */
-	while ((ret = rf_notifier_signal(c->notifier)) < 0 &&
-	       (ret == -EAGAIN || ret == -EBUSY || ret == -EINTR || ret == -ENOMEM ||
-		ret == -EOVERFLOW) &&
-	       ++tries < 200000)
+	 * retried for up to ~10 s in all, counted from the first try (rf__signal_retry);
+	 * past that, or on any other error, the signal is given up: this thread runs
+	 * every stream's host functions, and blocking it would stall them all. The
+	 * watchdog then finds the stream idle without its completions and fails its ops
+	 * (-EIO). No CUDA call here (host functions may make none). */
+	for (;;) {
+		int ret = rf_notifier_signal(c->notifier);
+		if (ret >= 0 || !rf__signal_retry(ret, t0, rf_now_ns()))
+			return;
 		usleep(50);
+	}
 }
 
 static void rf__cs_flush_dead(struct rf__cuda_stream *c)
