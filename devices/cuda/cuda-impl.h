@@ -4,6 +4,7 @@
 #ifndef RF_CUDA_IMPL_H
 #define RF_CUDA_IMPL_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include <cuda_runtime_api.h>
@@ -53,6 +54,7 @@ struct rf__cuda_stream {
 	int wd_armed;
 	struct rf__wd wd;                /* cuda-wd.h */
 	int dead;                        /* 0, or the error every op now fails with */
+	atomic_int orphaned;             /* destroyed while host functions were owed */
 	struct rf__cg *cg;               /* graph launches as CUDA graphs (cuda-graph.c) */
 };
 

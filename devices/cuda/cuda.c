@@ -304,7 +304,10 @@ static void CUDART_CB rf__cs_host_fn(void *arg)
 	 * watchdog then finds the stream idle without its completions and fails its ops
 	 * (-EIO). No CUDA call here (host functions may make none). */
 	for (;;) {
-		int ret = rf_notifier_signal(c->notifier);
+		int ret;
+		if (atomic_load(&c->orphaned))
+			return; /* nobody listens (rf__cs_destroy) */
+		ret = rf_notifier_signal(c->notifier);
 		if (ret >= 0 || !rf__signal_retry(ret, t0, rf_now_ns()))
 			return;
 		usleep(50);
@@ -610,8 +613,7 @@ static void rf__cs_destroy(struct rf_stream *s)
 	 * host functions queued on a live context: let them finish, so that none signals a
 	 * freed notifier. A broken context returns an error at once, and its host
 	 * functions never run. Not after a watchdog timeout: the GPU is stuck there, and
-	 * waiting would hang the teardown (a host function that still runs after the free
-	 * is the remaining hazard of that case). */
+	 * waiting would hang the teardown (see below). */
 	if (c->dead && c->dead != -ETIMEDOUT && c->cs) {
 		rf__cuda_set(c->dev->ordinal);
 		if (cudaStreamSynchronize(c->cs) == cudaSuccess)
@@ -625,6 +627,18 @@ static void rf__cs_destroy(struct rf_stream *s)
 	while (c->wd_armed || (drain && rf_notifier_owed(c->notifier)))
 		if (rf_ring_run(r, RF_RUN_ONCE) < 0)
 			break;
+	/* After a watchdog timeout, host functions still queued on the stuck GPU run with
+	 * c whenever it moves again; cuBLAS's and cuDNN's destroy calls would wait for it.
+	 * So c, its notifier, CUDA stream and handles are left allocated, on purpose: the
+	 * host functions find c orphaned and signal nothing (the ring frees the notifier
+	 * when it is destroyed). */
+	if (c->dead == -ETIMEDOUT && rf_notifier_owed(c->notifier)) {
+		atomic_store(&c->orphaned, 1);
+		rf__log(RF_LOG_WARN, "stream %s: destroyed after a watchdog timeout with %u host "
+			"functions still queued on the GPU: its state, CUDA stream and handles are "
+			"left allocated for them (a leak)", c->name, rf_notifier_owed(c->notifier));
+		return;
+	}
 	rf__cs_free(c);
 }
 
