@@ -191,6 +191,7 @@ int rf_batchnorm_bwd(struct rf_stream *s, struct rf_tensor *dx, struct rf_tensor
 	RF__TRY(rf__norm_begin(&b, fn, "batchnorm_bwd", dx, &f));
 	*f = g;
 	f->kind = RF__N_BN_BWD;
+	/* eps for cuDNN, which wants the forward's: 1e-5 (ops.h) */
 	f->bn = (struct rf_k_bn){ g.n, g.c, g.h * g.w, 1e-5f, 0.0f };
 	f->out = dx->data;
 	f->out2 = dgamma->data;
