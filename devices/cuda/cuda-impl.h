@@ -31,6 +31,7 @@ struct rf__cuda_stream {
 	char name[48];
 	cudaStream_t cs;
 	cublasHandle_t blas;
+	void *blas_ws;                   /* its fixed workspace (compute streams) */
 #if RF_HAVE_CUDNN
 	struct rf__dnn *dnn;             /* made on the stream's thread at first use */
 #endif

@@ -590,6 +590,8 @@ static void rf__cs_free(struct rf__cuda_stream *c)
 	rf__cg_free(c);
 	if (c->blas)
 		rf__blas_destroy(c->blas);
+	if (c->blas_ws && cudaFree(c->blas_ws) != cudaSuccess)
+		(void)cudaGetLastError();
 #if RF_HAVE_CUDNN
 	rf__dnn_destroy(c->dnn);
 #endif
@@ -649,6 +651,32 @@ static const struct rf_stream_ops rf__cs_ops = {
 	/* .flush   = */ rf__cs_flush,
 };
 
+/* cuBLAS's workspace, fixed for the handle's life: eager runs and CUDA graph captures
+ * (cuda-graph.c) then give cuBLAS the same workspace, so the same algorithms, and a
+ * capture allocates none. Set after cublasSetStream, which puts the handle back on
+ * cuBLAS's own pool. The size is cuBLAS's recommendation: 32 MiB from Hopper (compute
+ * capability 9) on, 4 MiB before. */
+static int rf__cs_blas_ws(struct rf__cuda_stream *c)
+{
+	int major = 0, ret;
+	size_t bytes;
+	cublasStatus_t st;
+
+	if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, c->dev->ordinal) !=
+	    cudaSuccess)
+		(void)cudaGetLastError();
+	bytes = (size_t)(major >= 9 ? 32 : 4) << 20;
+	if ((ret = rf__cuerr(cudaMalloc(&c->blas_ws, bytes))) < 0) {
+		(void)cudaGetLastError();
+		c->blas_ws = NULL;
+		return ret;
+	}
+	if ((st = rf__blas_set_workspace(c->blas, c->blas_ws, bytes)) != CUBLAS_STATUS_SUCCESS)
+		return rf__fail(-EIO, "%s: cublasSetWorkspace of %zu bytes: %s", c->name, bytes,
+				rf__blas_status_string(st));
+	return 0;
+}
+
 static int rf__cs_create(struct rf_device *d, int role, const char *suffix)
 {
 	struct rf__cuda_stream *c = calloc(1, sizeof(*c));
@@ -673,6 +701,8 @@ static int rf__cs_create(struct rf_device *d, int role, const char *suffix)
 		goto fail;
 	}
 	rf__blas_set_stream(c->blas, c->cs);
+	if (role == RF__ROLE_COMPUTE && (ret = rf__cs_blas_ws(c)) < 0)
+		goto fail;
 	for (i = 0; i < RF__EVRING; i++) {
 		ret = rf__cuerr(cudaEventCreateWithFlags(&c->ev[i], cudaEventDisableTiming));
 		if (ret < 0)
