@@ -59,6 +59,9 @@ struct rf__cuda_stream {
 	struct rf__cg *cg;               /* graph launches as CUDA graphs (cuda-graph.c) */
 };
 
+/* cuda-compute.c: the device's compute hook (rf__device_iface) */
+int rf__cuda_compute(struct rf_device *d, struct rf__dstream *ds, struct rf__opctx *op);
+
 /* cuda.c */
 int rf__cuda_set(int ordinal);
 int rf__cuerr(cudaError_t e);
