@@ -18,6 +18,7 @@
 static const struct rf_stream_ops rf__cs_ops;
 
 static __thread int rf__cur_dev = -1;
+static atomic_int rf__first_dev = -1;   /* the first GPU opened, for host registration */
 
 int rf__cuda_set(int ordinal)
 {
@@ -50,10 +51,23 @@ int rf__cuda_count(void)
 	return n > 0 ? n : 0;
 }
 
+/* Host memory is registered in the calling thread's current context; a thread that
+ * never chose a GPU would have the runtime make one on GPU 0, which the process may
+ * not use. It takes the first GPU opened instead (the registration is portable: any
+ * context serves every GPU). With none opened yet, GPU 0 is what there is. */
+static void rf__cuda_host_dev(void)
+{
+	int d = atomic_load(&rf__first_dev);
+
+	if (rf__cur_dev < 0 && d >= 0)
+		rf__cuda_set(d);
+}
+
 int rf__cuda_host_register(void *p, size_t bytes)
 {
 	if (rf__cuda_count() <= 0)
 		return 0;
+	rf__cuda_host_dev();
 	if (cudaHostRegister(p, bytes, cudaHostRegisterPortable) != cudaSuccess) {
 		rf__log(RF_LOG_WARN, "cudaHostRegister of %zu bytes failed: %s (staging memory "
 			"stays pageable)", bytes, cudaGetErrorString(cudaGetLastError()));
@@ -64,6 +78,7 @@ int rf__cuda_host_register(void *p, size_t bytes)
 
 void rf__cuda_host_unregister(void *p)
 {
+	rf__cuda_host_dev();
 	if (cudaHostUnregister(p) != cudaSuccess)
 		(void)cudaGetLastError();
 }
@@ -600,7 +615,7 @@ int rf__cuda_open(struct rf_engine *e, int ordinal, const struct rf_cuda_opts *o
 		: env && atoi(env) > 0 ? (unsigned)atoi(env) : 2000;
 	unsigned hang = opts && opts->hang_ms ? opts->hang_ms : 600000;
 	char nm[16];
-	int ret;
+	int ret, none = -1;
 
 	if (ordinal >= rf__cuda_count())
 		return -ENODEV;
@@ -609,6 +624,7 @@ int rf__cuda_open(struct rf_engine *e, int ordinal, const struct rf_cuda_opts *o
 	ret = rf__cuda_set(ordinal);
 	if (ret < 0)
 		return -ENODEV;
+	atomic_compare_exchange_strong(&rf__first_dev, &none, ordinal);
 	d = rf__device_new(e, &rf__cuda_iface, RF_DEVICE_CUDA, ordinal);
 	cd = calloc(1, sizeof(*cd));
 	if (!d || !cd) {
