@@ -53,6 +53,16 @@ static int rf__nchw(const char *fn, const char *what, struct rf_tensor *x, struc
 	return 0;
 }
 
+/* Batch norm's x: the CPU kernels take no empty channel or plane, and the backward no
+ * empty batch; refused here, on every device, before anything is pushed. */
+static int rf__bn_shape(const char *fn, const struct rf__norm_op *g, int bwd)
+{
+	if (!g->c || !g->h || !g->w || (bwd && !g->n))
+		return rf__bad(fn, "x is %d x %d x %d x %d: %s expected", g->n, g->c, g->h, g->w,
+			       bwd ? "no empty dimension" : "channels and planes that are not empty");
+	return 0;
+}
+
 /* t holds exactly `want` f32 values */
 static int rf__vec(const char *fn, const char *what, struct rf_tensor *t, size_t want)
 {
@@ -100,6 +110,7 @@ int rf_batchnorm_fwd(struct rf_stream *s, struct rf_tensor *y, struct rf_tensor 
 	struct rf__b b;
 
 	RF__TRY(rf__nchw(fn, "x", x, &g));
+	RF__TRY(rf__bn_shape(fn, &g, 0));
 	RF__TRY(rf__need(fn, "y", y, RF_F32, 4));
 	RF__TRY(rf__same_shape(fn, x, y));
 	if (y->data == x->data)
@@ -165,6 +176,7 @@ int rf_batchnorm_bwd(struct rf_stream *s, struct rf_tensor *dx, struct rf_tensor
 	struct rf__b b;
 
 	RF__TRY(rf__nchw(fn, "x", x, &g));
+	RF__TRY(rf__bn_shape(fn, &g, 1));
 	RF__TRY(rf__need(fn, "dy", dy, RF_F32, 4));
 	RF__TRY(rf__need(fn, "dx", dx, RF_F32, 4));
 	RF__TRY(rf__same_shape(fn, x, dy));
@@ -179,6 +191,7 @@ int rf_batchnorm_bwd(struct rf_stream *s, struct rf_tensor *dx, struct rf_tensor
 	RF__TRY(rf__norm_begin(&b, fn, "batchnorm_bwd", dx, &f));
 	*f = g;
 	f->kind = RF__N_BN_BWD;
+	/* eps for cuDNN, which wants the forward's: 1e-5 (ops.h) */
 	f->bn = (struct rf_k_bn){ g.n, g.c, g.h * g.w, 1e-5f, 0.0f };
 	f->out = dx->data;
 	f->out2 = dgamma->data;

@@ -80,7 +80,8 @@ struct rf__nccl {
 	int ordinal;
 	int aborted;
 	struct rf_tensor *dscr;     /* device scratch */
-	uint64_t *hscr;             /* pinned host scratch */
+	struct rf_pinned *pin;      /* page-locked memory holding hscr */
+	uint64_t *hscr;             /* host scratch */
 };
 
 struct rf__ninit {
@@ -180,6 +181,8 @@ static int rf__nccl_fn(void *arg)
 		snprintf(x->msg, sizeof(x->msg), "nccl %s #%" PRIu64 " (key %u, %zu bytes, rank %d "
 			 "of %d): %s", x->what, x->seq, x->key, x->bytes, c->rank, c->size,
 			 rf__nc.error_string(r));
+		/* a CUDA error NCCL left pending would fail the stream's next launch */
+		(void)cudaGetLastError();
 		rf__nccl_abort(c);
 		return -EIO;
 	}
@@ -240,6 +243,7 @@ static int rf__ncheck_gather_fn(void *arg)
 	    ncclSuccess) {
 		snprintf(k->msg, sizeof(k->msg), "nccl order check (ncclAllGather): %s",
 			 rf__nc.error_string(r));
+		(void)cudaGetLastError();       /* as in rf__nccl_fn */
 		rf__nccl_abort(c);
 		return -EIO;
 	}
@@ -487,15 +491,20 @@ int rf_comm_use_gpu(struct rf_comm *c, struct rf_device *gpu, struct rf_stream *
 	c->gpu = gpu;
 	c->gstream = s;
 	size_t words = RF__NS_ALL + 3 * (size_t)c->size;
+	/* The host scratch is the device layer's pinned memory, registered in a context
+	 * this process has: cudaMallocHost, on a thread that never chose a GPU, would
+	 * make a context on GPU 0. */
 	if ((ret = rf_tensor_create(gpu, RF_F32, "nccl_scratch", RF_DIMS((int64_t)words * 2),
-				    &c->nccl->dscr)) < 0)
+				    &c->nccl->dscr)) < 0) {
 		rf__fail(ret, "comm: NCCL: cannot allocate its scratch on %s", rf_device_name(gpu));
-	else if (cudaMallocHost((void **)&c->nccl->hscr, words * 8) != cudaSuccess) {
-		c->nccl->hscr = NULL;
-		ret = rf__fail(-ENOMEM, "comm: NCCL: cannot allocate %zu bytes of pinned memory: %s",
-			       words * 8, cudaGetErrorString(cudaGetLastError()));
-	} else
+	} else if ((ret = rf_pinned_create(words * 8, &c->nccl->pin)) < 0 ||
+		   !rf_pinned_is_registered(c->nccl->pin)) {
+		ret = rf__fail(ret < 0 ? ret : -ENOMEM, "comm: NCCL: cannot pin %zu bytes of host "
+			       "memory", words * 8);
+	} else {
+		c->nccl->hscr = rf_pinned_base(c->nccl->pin);
 		ret = rf__nccl_warmup(c);
+	}
 	if (ret < 0) {      /* no half-made GPU side: the comm is as before the call */
 		char msg[512];
 		snprintf(msg, sizeof(msg), "%s", rf_last_error());
@@ -524,8 +533,7 @@ void rf__nccl_destroy(struct rf_comm *c)
 	if (!c->nccl->aborted)
 		rf__nc.destroy(c->nccl->comm);
 	rf_tensor_destroy(c->nccl->dscr);
-	if (c->nccl->hscr)
-		cudaFreeHost(c->nccl->hscr);
+	rf_pinned_destroy(c->nccl->pin);
 	free(c->nccl);
 	c->nccl = NULL;
 }

@@ -14,6 +14,7 @@ static struct {
 	cublasStatus_t (*create)(cublasHandle_t *);
 	cublasStatus_t (*destroy)(cublasHandle_t);
 	cublasStatus_t (*set_stream)(cublasHandle_t, cudaStream_t);
+	cublasStatus_t (*set_workspace)(cublasHandle_t, void *, size_t);
 	cublasStatus_t (*sgemm)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int,
 				int, const float *, const float *, int, const float *, int,
 				const float *, float *, int);
@@ -30,6 +31,7 @@ static void rf__bl_open(void)
 		{ "cublasCreate_v2", (void **)&rf__bl.create },
 		{ "cublasDestroy_v2", (void **)&rf__bl.destroy },
 		{ "cublasSetStream_v2", (void **)&rf__bl.set_stream },
+		{ "cublasSetWorkspace_v2", (void **)&rf__bl.set_workspace },
 		{ "cublasSgemm_v2", (void **)&rf__bl.sgemm },
 		{ "cublasGetStatusString", (void **)&rf__bl.status_string },
 	};
@@ -62,6 +64,12 @@ cublasStatus_t rf__blas_destroy(cublasHandle_t h)
 cublasStatus_t rf__blas_set_stream(cublasHandle_t h, cudaStream_t s)
 {
 	return rf__blas_load(NULL) ? CUBLAS_STATUS_NOT_INITIALIZED : rf__bl.set_stream(h, s);
+}
+
+cublasStatus_t rf__blas_set_workspace(cublasHandle_t h, void *ws, size_t bytes)
+{
+	return rf__blas_load(NULL) ? CUBLAS_STATUS_NOT_INITIALIZED
+				   : rf__bl.set_workspace(h, ws, bytes);
 }
 
 cublasStatus_t rf__blas_sgemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb,

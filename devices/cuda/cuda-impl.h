@@ -4,6 +4,7 @@
 #ifndef RF_CUDA_IMPL_H
 #define RF_CUDA_IMPL_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include <cuda_runtime_api.h>
@@ -30,6 +31,7 @@ struct rf__cuda_stream {
 	char name[48];
 	cudaStream_t cs;
 	cublasHandle_t blas;
+	void *blas_ws;                   /* its fixed workspace (compute streams) */
 #if RF_HAVE_CUDNN
 	struct rf__dnn *dnn;             /* made on the stream's thread at first use */
 #endif
@@ -53,8 +55,12 @@ struct rf__cuda_stream {
 	int wd_armed;
 	struct rf__wd wd;                /* cuda-wd.h */
 	int dead;                        /* 0, or the error every op now fails with */
+	atomic_int orphaned;             /* destroyed while host functions were owed */
 	struct rf__cg *cg;               /* graph launches as CUDA graphs (cuda-graph.c) */
 };
+
+/* cuda-compute.c: the device's compute hook (rf__device_iface) */
+int rf__cuda_compute(struct rf_device *d, struct rf__dstream *ds, struct rf__opctx *op);
 
 /* cuda.c */
 int rf__cuda_set(int ordinal);

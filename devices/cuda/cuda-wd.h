@@ -1,5 +1,6 @@
-/* devices/cuda/cuda-wd.h -- the CUDA stream watchdog's verdict on each tick, kept
- * apart from CUDA so that a CPU test drives it (tests/devices/test-cuda-wd.c).
+/* devices/cuda/cuda-wd.h -- the CUDA stream watchdog's verdict on each tick, and how
+ * long a host function retries its completion signal, kept apart from CUDA so that a
+ * CPU test drives them (tests/devices/test-cuda-wd.c).
  *
  * Each period the reactor looks at a stream with ops outstanding. Progress (an op
  * reported since the last tick) resets everything. Otherwise cudaStreamQuery says:
@@ -16,6 +17,7 @@
 #ifndef RF_DEVICES_CUDA_WD_H
 #define RF_DEVICES_CUDA_WD_H
 
+#include <errno.h>
 #include <stdint.h>
 
 #define RF__WD_IDLE_TICKS 3
@@ -65,6 +67,19 @@ static inline enum rf__wd_verdict rf__wd_tick(struct rf__wd *w, enum rf__wd_seen
 	default:
 		return RF__WD_FAILED;
 	}
+}
+
+/* A host function's notifier signal failed with ret, first tried at t0_ns (now now_ns):
+ * 1 to try again. Only a transient failure (the target ring's completion queue full)
+ * is retried, and only for RF__SIGNAL_RETRY_NS in all: one try may itself back off
+ * for seconds (MSG_RING's does), and the thread that runs every stream's host
+ * functions must not stall for long. A signal given up is the watchdog's "lost". */
+#define RF__SIGNAL_RETRY_NS 10000000000ull
+
+static inline int rf__signal_retry(int ret, uint64_t t0_ns, uint64_t now_ns)
+{
+	return (ret == -EAGAIN || ret == -EBUSY || ret == -EINTR || ret == -ENOMEM ||
+		ret == -EOVERFLOW) && now_ns - t0_ns < RF__SIGNAL_RETRY_NS;
 }
 
 #endif

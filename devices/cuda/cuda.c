@@ -18,6 +18,7 @@
 static const struct rf_stream_ops rf__cs_ops;
 
 static __thread int rf__cur_dev = -1;
+static atomic_int rf__first_dev = -1;   /* the first GPU opened, for host registration */
 
 int rf__cuda_set(int ordinal)
 {
@@ -50,10 +51,23 @@ int rf__cuda_count(void)
 	return n > 0 ? n : 0;
 }
 
+/* Host memory is registered in the calling thread's current context; a thread that
+ * never chose a GPU would have the runtime make one on GPU 0, which the process may
+ * not use. It takes the first GPU opened instead (the registration is portable: any
+ * context serves every GPU). With none opened yet, GPU 0 is what there is. */
+static void rf__cuda_host_dev(void)
+{
+	int d = atomic_load(&rf__first_dev);
+
+	if (rf__cur_dev < 0 && d >= 0)
+		rf__cuda_set(d);
+}
+
 int rf__cuda_host_register(void *p, size_t bytes)
 {
 	if (rf__cuda_count() <= 0)
 		return 0;
+	rf__cuda_host_dev();
 	if (cudaHostRegister(p, bytes, cudaHostRegisterPortable) != cudaSuccess) {
 		rf__log(RF_LOG_WARN, "cudaHostRegister of %zu bytes failed: %s (staging memory "
 			"stays pageable)", bytes, cudaGetErrorString(cudaGetLastError()));
@@ -64,6 +78,7 @@ int rf__cuda_host_register(void *p, size_t bytes)
 
 void rf__cuda_host_unregister(void *p)
 {
+	rf__cuda_host_dev();
 	if (cudaHostUnregister(p) != cudaSuccess)
 		(void)cudaGetLastError();
 }
@@ -132,178 +147,28 @@ static size_t rf__cuda_conv_ws(const struct rf_k_conv2d *s, int min)
 	return min ? rf__kc_conv2d_workspace_min(s) : rf__kc_conv2d_workspace_size(s);
 }
 
-/* ---- kernels --------------------------------------------------------------------------- */
-
-/* A convolution by cuDNN where it is loaded and has an algorithm for it (ret its
- * result, and true), else false: im2col and cuBLAS. */
-#if RF_HAVE_CUDNN
-#define RF__DNN(c, op, ret) \
-	(rf__cuda_dnn_ok(NULL) && ((ret) = rf__dnn_conv(&(c)->dnn, (c)->cs, (op))) != -ENOTSUP)
-#else
-#define RF__DNN(c, op, ret) 0
-#endif
-
-static int rf__cuda_compute(struct rf_device *d, struct rf__dstream *ds, struct rf__opctx *op)
-{
-	struct rf__cuda_stream *c = ds ? ds->impl : NULL;
-	void *st, *bl;
-	int ret = 0;
-
-	(void)d;
-	if (!c)
-		return -EINVAL;
-	st = c->cs;
-	bl = c->blas;
-	switch (op->code) {
-	case RF__GEMM: {
-		int lda = op->u.gemm.ta ? op->u.gemm.m : op->u.gemm.k;
-		int ldb = op->u.gemm.tb ? op->u.gemm.k : op->u.gemm.n;
-		ret = rf__kc_gemm(bl, op->u.gemm.ta, op->u.gemm.tb, op->u.gemm.m, op->u.gemm.n,
-				 op->u.gemm.k, op->u.gemm.alpha, op->u.gemm.a, lda > 0 ? lda : 1,
-				 op->u.gemm.b, ldb > 0 ? ldb : 1, op->u.gemm.beta, op->u.gemm.c,
-				 op->u.gemm.n > 0 ? op->u.gemm.n : 1);
-		break;
-	}
-	case RF__BIAS_ADD:
-		ret = rf__kc_bias_add(st, op->u.bias.y, op->u.bias.b, op->u.bias.rows, op->u.bias.cols);
-		break;
-	case RF__BIAS_GRAD:
-		ret = rf__kc_bias_grad(st, op->u.bias.y, op->u.bias.b, op->u.bias.rows,
-				      op->u.bias.cols, op->u.bias.acc);
-		break;
-	case RF__RELU_FWD:
-		ret = rf__kc_relu_fwd(st, op->u.ew.y, op->u.ew.x, op->u.ew.n);
-		break;
-	case RF__RELU_BWD:
-		ret = rf__kc_relu_bwd(st, op->u.ew.y, op->u.ew.x, op->u.ew.aux, op->u.ew.n);
-		break;
-	case RF__XENT:
-		ret = rf__kc_softmax_xent(st, op->u.xent.dlogits, op->u.xent.loss, op->u.xent.correct,
-					 op->u.xent.logits, op->u.xent.labels, op->u.xent.rows,
-					 op->u.xent.cols);
-		break;
-	case RF__NORM:
-#if RF_HAVE_CUDNN
-		ret = rf__dnn_norm(&c->dnn, c->cs, op);
-#else
-		ret = -ENOSYS;
-#endif
-		break;
-	case RF__CONV_FWD:
-		if (RF__DNN(c, op, ret))
-			break;
-		ret = rf__kc_conv2d_fwd(st, bl, &op->u.conv.s, op->u.conv.out, op->u.conv.in,
-				       op->u.conv.in2, op->u.conv.in3, op->ws, op->ws_bytes);
-		break;
-	case RF__CONV_BWD_DATA:
-		if (RF__DNN(c, op, ret))
-			break;
-		ret = rf__kc_conv2d_bwd_data(st, bl, &op->u.conv.s, op->u.conv.out, op->u.conv.in,
-					    op->u.conv.in2, op->ws, op->ws_bytes);
-		break;
-	case RF__CONV_BWD_FILTER:
-		if (RF__DNN(c, op, ret))
-			break;
-		ret = rf__kc_conv2d_bwd_filter(st, bl, &op->u.conv.s, op->u.conv.out, op->u.conv.out2,
-					      op->u.conv.in, op->u.conv.in2, op->u.conv.acc, op->ws,
-					      op->ws_bytes);
-		break;
-	case RF__POOL_FWD:
-		ret = rf__kc_avgpool2d_fwd(st, op->u.pool.y, op->u.pool.x, op->u.pool.n, op->u.pool.c,
-					  op->u.pool.h, op->u.pool.w, op->u.pool.k);
-		break;
-	case RF__POOL_BWD:
-		ret = rf__kc_avgpool2d_bwd(st, op->u.pool.y, op->u.pool.x, op->u.pool.n, op->u.pool.c,
-					  op->u.pool.h, op->u.pool.w, op->u.pool.k);
-		break;
-	case RF__SGD:
-		ret = rf__kc_sgd(st, op->u.sgd.w, op->u.sgd.g, op->u.sgd.n, rf__sgd_lr(op), op->u.sgd.wd);
-		break;
-	case RF__SGD_MOMENTUM:
-		ret = rf__kc_sgd_momentum(st, op->u.sgd.w, op->u.sgd.v, op->u.sgd.g, op->u.sgd.n,
-					 rf__sgd_lr(op), op->u.sgd.mom, op->u.sgd.wd, op->u.sgd.nesterov);
-		break;
-	case RF__ADAMW:
-	{
-		struct rf_k_adamw p = rf__adamw_p(op);
-		ret = rf__kc_adamw(st, op->u.adamw.w, op->u.adamw.m, op->u.adamw.v, op->u.adamw.g,
-				   op->u.adamw.n, &p);
-	}
-		break;
-	case RF__AXPY:
-		ret = rf__kc_axpy(st, op->u.axpy.y, op->u.axpy.a, op->u.axpy.x, op->u.axpy.n);
-		break;
-	case RF__SCALE:
-		ret = rf__kc_scale(st, op->u.axpy.y, op->u.axpy.a, op->u.axpy.n);
-		break;
-	case RF__SUM:
-		ret = rf__kc_reduce_sum(st, op->u.sum.out, op->u.sum.in, op->u.sum.k, op->u.sum.n);
-		break;
-	case RF__FILL:
-		if (op->u.fill.dtype == RF_F32) {
-			ret = rf__kc_fill(st, op->u.fill.x, op->u.fill.v, op->u.fill.n);
-		} else if (op->u.fill.dtype == RF_U8 || op->u.fill.v == 0.0f) {
-			size_t bytes = op->u.fill.n * (op->u.fill.dtype == RF_U8 ? 1 : 4);
-			ret = rf__cuerr(cudaMemsetAsync(op->u.fill.x, (int)(uint8_t)op->u.fill.v, bytes,
-							c->cs));
-		} else {
-			snprintf(op->err, sizeof(op->err),
-				 "filling an i32 tensor with a non-zero value is not supported on CUDA");
-			ret = -ENOTSUP;
-		}
-		break;
-	case RF__U8_F32:
-		ret = rf__kc_u8_to_f32(st, op->u.dec.out, op->u.dec.in, op->u.dec.n, op->u.dec.scale,
-				      op->u.dec.mean, op->u.dec.std);
-		break;
-	case RF__U8_I32:
-		ret = rf__kc_u8_to_i32(st, op->u.dec.out, op->u.dec.in, op->u.dec.n);
-		break;
-	case RF__RAND_UNIFORM:
-	case RF__RAND_NORMAL: {
-		struct rf_prng *g = op->u.rand.g;
-		if (op->code == RF__RAND_UNIFORM)
-			ret = rf__kc_rand_uniform(st, op->u.rand.x, op->u.rand.n, g->seed, g->counter,
-						 op->u.rand.a, op->u.rand.b);
-		else
-			ret = rf__kc_rand_normal(st, op->u.rand.x, op->u.rand.n, g->seed, g->counter,
-						op->u.rand.a, op->u.rand.b);
-		if (ret == 0)
-			g->counter += op->u.rand.n;
-		break;
-	}
-	case RF__COPY:
-		if (op->u.copy.bytes)
-			ret = rf__cuerr(cudaMemcpyAsync(op->u.copy.dst, op->u.copy.src, op->u.copy.bytes,
-							cudaMemcpyDefault, c->cs));
-		break;
-	default:
-		ret = -ENOSYS;
-	}
-	if (ret < 0 && !op->err[0])
-		snprintf(op->err, sizeof(op->err), "%s", rf__kc_error_string(ret));
-	if (ret < -RF_KC_ECUDA && ret > -RF_KC_ECUBLAS)
-		(void)cudaGetLastError(); /* clear a non-sticky launch error */
-	return ret;
-}
-
 /* ---- streams ------------------------------------------------------------------------- */
 
 static void CUDART_CB rf__cs_host_fn(void *arg)
 {
 	struct rf__cuda_stream *c = arg;
-	int ret, tries = 0;
+	uint64_t t0 = rf_now_ns();
 
 	/* One syscall. A transient failure (the target ring's completion queue full) is
-	 * retried for up to ~10 s; past that, or on any other error, the signal is given
-	 * up: this thread runs every stream's host functions, and blocking it would stall
-	 * them all. The watchdog then finds the stream idle without its completions and
-	 * fails its ops (-EIO). No CUDA call here (host functions may make none). */
-	while ((ret = rf_notifier_signal(c->notifier)) < 0 &&
-	       (ret == -EAGAIN || ret == -EBUSY || ret == -EINTR || ret == -ENOMEM ||
-		ret == -EOVERFLOW) &&
-	       ++tries < 200000)
+	 * retried for up to ~10 s in all, counted from the first try (rf__signal_retry);
+	 * past that, or on any other error, the signal is given up: this thread runs
+	 * every stream's host functions, and blocking it would stall them all. The
+	 * watchdog then finds the stream idle without its completions and fails its ops
+	 * (-EIO). No CUDA call here (host functions may make none). */
+	for (;;) {
+		int ret;
+		if (atomic_load(&c->orphaned))
+			return; /* nobody listens (rf__cs_destroy) */
+		ret = rf_notifier_signal(c->notifier);
+		if (ret >= 0 || !rf__signal_retry(ret, t0, rf_now_ns()))
+			return;
 		usleep(50);
+	}
 }
 
 static void rf__cs_flush_dead(struct rf__cuda_stream *c)
@@ -582,6 +447,8 @@ static void rf__cs_free(struct rf__cuda_stream *c)
 	rf__cg_free(c);
 	if (c->blas)
 		rf__blas_destroy(c->blas);
+	if (c->blas_ws && cudaFree(c->blas_ws) != cudaSuccess)
+		(void)cudaGetLastError();
 #if RF_HAVE_CUDNN
 	rf__dnn_destroy(c->dnn);
 #endif
@@ -605,8 +472,7 @@ static void rf__cs_destroy(struct rf_stream *s)
 	 * host functions queued on a live context: let them finish, so that none signals a
 	 * freed notifier. A broken context returns an error at once, and its host
 	 * functions never run. Not after a watchdog timeout: the GPU is stuck there, and
-	 * waiting would hang the teardown (a host function that still runs after the free
-	 * is the remaining hazard of that case). */
+	 * waiting would hang the teardown (see below). */
 	if (c->dead && c->dead != -ETIMEDOUT && c->cs) {
 		rf__cuda_set(c->dev->ordinal);
 		if (cudaStreamSynchronize(c->cs) == cudaSuccess)
@@ -620,6 +486,18 @@ static void rf__cs_destroy(struct rf_stream *s)
 	while (c->wd_armed || (drain && rf_notifier_owed(c->notifier)))
 		if (rf_ring_run(r, RF_RUN_ONCE) < 0)
 			break;
+	/* After a watchdog timeout, host functions still queued on the stuck GPU run with
+	 * c whenever it moves again; cuBLAS's and cuDNN's destroy calls would wait for it.
+	 * So c, its notifier, CUDA stream and handles are left allocated, on purpose: the
+	 * host functions find c orphaned and signal nothing (the ring frees the notifier
+	 * when it is destroyed). */
+	if (c->dead == -ETIMEDOUT && rf_notifier_owed(c->notifier)) {
+		atomic_store(&c->orphaned, 1);
+		rf__log(RF_LOG_WARN, "stream %s: destroyed after a watchdog timeout with %u host "
+			"functions still queued on the GPU: its state, CUDA stream and handles are "
+			"left allocated for them (a leak)", c->name, rf_notifier_owed(c->notifier));
+		return;
+	}
 	rf__cs_free(c);
 }
 
@@ -629,6 +507,32 @@ static const struct rf_stream_ops rf__cs_ops = {
 	/* .destroy = */ rf__cs_destroy,
 	/* .flush   = */ rf__cs_flush,
 };
+
+/* cuBLAS's workspace, fixed for the handle's life: eager runs and CUDA graph captures
+ * (cuda-graph.c) then give cuBLAS the same workspace, so the same algorithms, and a
+ * capture allocates none. Set after cublasSetStream, which puts the handle back on
+ * cuBLAS's own pool. The size is cuBLAS's recommendation: 32 MiB from Hopper (compute
+ * capability 9) on, 4 MiB before. */
+static int rf__cs_blas_ws(struct rf__cuda_stream *c)
+{
+	int major = 0, ret;
+	size_t bytes;
+	cublasStatus_t st;
+
+	if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, c->dev->ordinal) !=
+	    cudaSuccess)
+		(void)cudaGetLastError();
+	bytes = (size_t)(major >= 9 ? 32 : 4) << 20;
+	if ((ret = rf__cuerr(cudaMalloc(&c->blas_ws, bytes))) < 0) {
+		(void)cudaGetLastError();
+		c->blas_ws = NULL;
+		return ret;
+	}
+	if ((st = rf__blas_set_workspace(c->blas, c->blas_ws, bytes)) != CUBLAS_STATUS_SUCCESS)
+		return rf__fail(-EIO, "%s: cublasSetWorkspace of %zu bytes: %s", c->name, bytes,
+				rf__blas_status_string(st));
+	return 0;
+}
 
 static int rf__cs_create(struct rf_device *d, int role, const char *suffix)
 {
@@ -654,6 +558,8 @@ static int rf__cs_create(struct rf_device *d, int role, const char *suffix)
 		goto fail;
 	}
 	rf__blas_set_stream(c->blas, c->cs);
+	if (role == RF__ROLE_COMPUTE && (ret = rf__cs_blas_ws(c)) < 0)
+		goto fail;
 	for (i = 0; i < RF__EVRING; i++) {
 		ret = rf__cuerr(cudaEventCreateWithFlags(&c->ev[i], cudaEventDisableTiming));
 		if (ret < 0)
@@ -709,7 +615,7 @@ int rf__cuda_open(struct rf_engine *e, int ordinal, const struct rf_cuda_opts *o
 		: env && atoi(env) > 0 ? (unsigned)atoi(env) : 2000;
 	unsigned hang = opts && opts->hang_ms ? opts->hang_ms : 600000;
 	char nm[16];
-	int ret;
+	int ret, none = -1;
 
 	if (ordinal >= rf__cuda_count())
 		return -ENODEV;
@@ -718,6 +624,7 @@ int rf__cuda_open(struct rf_engine *e, int ordinal, const struct rf_cuda_opts *o
 	ret = rf__cuda_set(ordinal);
 	if (ret < 0)
 		return -ENODEV;
+	atomic_compare_exchange_strong(&rf__first_dev, &none, ordinal);
 	d = rf__device_new(e, &rf__cuda_iface, RF_DEVICE_CUDA, ordinal);
 	cd = calloc(1, sizeof(*cd));
 	if (!d || !cd) {

@@ -299,10 +299,17 @@ static cudnnStatus_t rf__conv_descs(struct rf__descs *d, const struct rf_k_conv2
 
 /* The convolution itself: an algorithm taken from another math type's entry (pass 2)
  * may want more workspace, or refuse, in FMA math -- that is the caller's im2col,
- * not an error. */
+ * not an error. cuDNN 9 refuses with a sub-code (BAD_PARAM_SIZE_INSUFFICIENT,
+ * NOT_SUPPORTED_SHAPE, ...): its category is what counts. A CUDA error the refusal
+ * left pending is cleared: im2col's first launch check would take it for its own. */
 #define RF__CKCONV(what, call) do { cudnnStatus_t _s = (call); \
-	if (_s != CUDNN_STATUS_SUCCESS && other && (_s == CUDNN_STATUS_BAD_PARAM || \
-	    _s == CUDNN_STATUS_NOT_SUPPORTED)) { algo = -1; goto fallback; } \
+	int _cat = CUDNN_STATUS_CATEGORY(_s); \
+	if (_s != CUDNN_STATUS_SUCCESS && other && \
+	    (_cat == CUDNN_STATUS_BAD_PARAM || _cat == CUDNN_STATUS_NOT_SUPPORTED)) { \
+		(void)cudaGetLastError(); \
+		algo = -1; \
+		goto fallback; \
+	} \
 	if (_s != CUDNN_STATUS_SUCCESS) { ret = rf__dnn_fail(err, len, what, _s); goto out; } \
 } while (0)
 
@@ -311,15 +318,18 @@ int rf__dnn_conv(struct rf__dnn **hp, void *cs, struct rf__opctx *op)
 	const struct rf_k_conv2d *s = &op->u.conv.s;
 	char *err = op->err;
 	size_t len = sizeof(op->err), ws = op->ws ? op->ws_bytes : 0;
-	cudnnHandle_t h = rf__handle(hp, cs, err, len);
+	cudnnHandle_t h;
 	struct rf__descs d = { 0 };
 	const float one = 1.0f, zero = 0.0f, acc = op->u.conv.acc ? 1.0f : 0.0f;
 	int ret = 0, n = 0, algo, other;
 
-	if (!h)
-		return -EIO;
+	/* An empty shape is the caller's im2col, which does what the CPU does: no image
+	 * zeroes a dw and db that are not accumulated, an empty plane with padding still
+	 * has outputs (the bias), no channel is refused. cuDNN takes no zero dimension. */
 	if (!s->n || !s->c || !s->o || !s->h || !s->w)
-		return 0;       /* an empty shard: nothing to compute */
+		return -ENOTSUP;
+	if (!(h = rf__handle(hp, cs, err, len)))
+		return -EIO;
 	RF__CK("cuDNN convolution descriptors", rf__conv_descs(&d, s));
 	switch (op->code) {
 	case RF__CONV_FWD: {
@@ -394,17 +404,20 @@ int rf__dnn_norm(struct rf__dnn **hp, void *cs, struct rf__opctx *op)
 	const struct rf__norm_op *f = op->u.host.arg;
 	char *err = op->err;
 	size_t len = sizeof(op->err);
-	cudnnHandle_t h = rf__handle(hp, cs, err, len);
+	cudnnHandle_t h;
 	struct rf__descs d = { 0 };
 	const float one = 1.0f, zero = 0.0f;
 	const cudnnBatchNormMode_t bm = CUDNN_BATCHNORM_SPATIAL;
 	double eps = f->bn.eps >= CUDNN_BN_MIN_EPSILON ? f->bn.eps : CUDNN_BN_MIN_EPSILON;
 	int ret = 0;
 
-	if (!h)
-		return -EIO;
+	/* ops-norm.c refuses the empty shapes that the CPU kernels refuse (batch norm's
+	 * empty channels or planes, its backward's empty batch): what is left here has
+	 * no output element, and the CPU writes none either */
 	if (!f->n || !f->c || !f->h || !f->w)
-		return 0;       /* an empty shard: nothing to compute */
+		return 0;
+	if (!(h = rf__handle(hp, cs, err, len)))
+		return -EIO;
 	RF__CK("cuDNN tensor descriptor", rf__tensor(&d, 0, f->n, f->c, f->h, f->w));
 	switch (f->kind) {
 	case RF__N_BN_TRAIN:

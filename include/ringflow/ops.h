@@ -84,13 +84,16 @@ int rf_gavgpool_bwd(struct rf_stream *s, struct rf_tensor *dx, struct rf_tensor 
  * (c) are written for rf_batchnorm_bwd; run_mean and run_var (c, or both NULL) move
  * towards the batch statistics by momentum (the unbiased variance, as PyTorch).
  * train == 0: the running statistics normalise (mean, invstd unused, may be NULL).
- * gamma, beta (c). CPU devices only in this release. */
+ * gamma, beta (c). x has channels and planes (c, h, w >= 1). CPU devices only in this
+ * release. */
 int rf_batchnorm_fwd(struct rf_stream *s, struct rf_tensor *y, struct rf_tensor *mean,
 		     struct rf_tensor *invstd, struct rf_tensor *run_mean,
 		     struct rf_tensor *run_var, struct rf_tensor *x, struct rf_tensor *gamma,
 		     struct rf_tensor *beta, int train, float eps, float momentum);
-/* dx (not dy or x), dgamma, dbeta (overwritten) from dy, the forward input x and the
- * training forward's mean and invstd. */
+/* dx (not dy or x), dgamma, dbeta (overwritten) from dy, the forward input x (n, c, h, w
+ * >= 1) and the training forward's mean and invstd. On a CUDA device cuDNN's backward
+ * is given eps 1e-5, and its contract wants the forward's: use 1e-5 there (as
+ * ringflow's models do); the CPU needs no eps (invstd holds it). */
 int rf_batchnorm_bwd(struct rf_stream *s, struct rf_tensor *dx, struct rf_tensor *dgamma,
 		     struct rf_tensor *dbeta, struct rf_tensor *dy, struct rf_tensor *x,
 		     struct rf_tensor *mean, struct rf_tensor *invstd, struct rf_tensor *gamma);

@@ -3,7 +3,9 @@
  * completion signal still in the reaping turn, must not be failed (it was: the busy
  * time counted towards "idle but completions never arrived"); only RF__WD_IDLE_TICKS
  * idle ticks in a row without a report are; a busy stream with no report for hang_ns
- * is hung; any report resets both; a CUDA error fails at once. */
+ * is hung; any report resets both; a CUDA error fails at once. A host function retries
+ * a transiently failed completion signal for RF__SIGNAL_RETRY_NS from its first try in
+ * all, not per try (a try can itself back off for seconds), and no other failure. */
 #include <stdio.h>
 
 #include "../../devices/cuda/cuda-wd.h"
@@ -57,5 +59,20 @@ int main(void)
 	/* a CUDA error */
 	CHECK_EQ(rf__wd_tick(&w, RF__WD_ERROR, P, H), RF__WD_FAILED);
 	printf("cuda watchdog verdicts: ok\n");
+
+	/* a host function's signal: transient failures retried, others not */
+	const uint64_t t0 = 5000000000ull, R = RF__SIGNAL_RETRY_NS;
+	CHECK(rf__signal_retry(-EAGAIN, t0, t0));
+	CHECK(rf__signal_retry(-EBUSY, t0, t0 + 50000));
+	CHECK(rf__signal_retry(-EINTR, t0, t0));
+	CHECK(rf__signal_retry(-ENOMEM, t0, t0));
+	CHECK(rf__signal_retry(-EOVERFLOW, t0, t0 + R - 1));
+	CHECK(!rf__signal_retry(-EBADF, t0, t0));
+	CHECK(!rf__signal_retry(-EINVAL, t0, t0));
+	/* the bound is elapsed time from the first try, however long each try took:
+	 * one MSG_RING try that backed off for its full ~10 s is not tried again */
+	CHECK(!rf__signal_retry(-EAGAIN, t0, t0 + R));
+	CHECK(!rf__signal_retry(-EAGAIN, t0, t0 + 10 * R));
+	printf("host function signal retries: ok\n");
 	return 0;
 }

@@ -7,7 +7,8 @@
  *  - a failing host op (-EIO) poisons what it writes, with strerror's text; closing
  *    another device meanwhile (an internal drain) leaves the error for wait_all.
  *  - bad shapes, dtypes, aliasing and NULLs are refused at push time with -EINVAL and
- *    push nothing; bad tensor shapes and device names are refused too.
+ *    push nothing (batch norm's empty shapes too, which its kernels cannot take); bad
+ *    tensor shapes and device names are refused too.
  *  - CUDA without a GPU: rf_cuda_count() is 0 and rf_cuda_open fails cleanly. */
 #include "test-device-suite.h"
 
@@ -107,6 +108,9 @@ int main(void)
 		rf_tensor_create(d, RF_F32, "v2", RF_DIMS(2), &V2);
 		rf_tensor_create(d, RF_F32, "y2", RF_DIMS(1, 2, 4, 4), &Y2);
 		rf_tensor_create(d, RF_F32, "z2", RF_DIMS(1, 2, 4, 4), &Z2);
+		struct rf_tensor *E0, *C0;
+		rf_tensor_create(d, RF_F32, "e0", RF_DIMS(0, 2, 4, 4), &E0);
+		rf_tensor_create(d, RF_F32, "c0", RF_DIMS(1, 0, 4, 4), &C0);
 		rf_engine_get_stats(e, &st0);
 		CHECK_EQ(rf_gemm(NULL, 0, 0, 1, A, A, 0, C), -EINVAL);   /* inner dims */
 		CHECK(!strncmp(rf_last_error(), "rf_gemm: ", 9));
@@ -143,6 +147,13 @@ int main(void)
 		CHECK(strstr(rf_last_error(), "dx must not alias x or dy"));
 		CHECK_EQ(rf_batchnorm_bwd(NULL, Y2, V2, V2, Y2, Y2, V2, V2, V2), -EINVAL); /* alias */
 		CHECK(strstr(rf_last_error(), "dx must not alias dy or x"));
+		/* empty shapes the batch-norm kernels cannot take: refused before a push,
+		 * so that no device computes them its own way */
+		CHECK_EQ(rf_batchnorm_bwd(NULL, E0, V2, V2, E0, E0, V2, V2, V2), -EINVAL);
+		CHECK(strstr(rf_last_error(), "x is 0 x 2 x 4 x 4: no empty dimension expected"));
+		CHECK_EQ(rf_batchnorm_fwd(NULL, Z2, V2, V2, V2, V2, C0, V2, V2, 0, 1e-5f, 0.1f),
+			 -EINVAL);                                                /* no channel */
+		CHECK(strstr(rf_last_error(), "x is 1 x 0 x 4 x 4: channels and planes"));
 		CHECK_EQ(rf_maxpool2d_fwd(NULL, Y4, X4, 5, 1), -EINVAL);          /* window > 4 */
 		CHECK(strstr(rf_last_error(), "rf_maxpool2d_fwd: window 5, stride 1"));
 		CHECK_EQ(rf_maxpool2d_fwd(NULL, Y4, X4, 2, 1), -EINVAL);          /* 2 channels vs 1 */
@@ -165,6 +176,7 @@ int main(void)
 		rf_tensor_destroy(A); rf_tensor_destroy(B); rf_tensor_destroy(C); rf_tensor_destroy(I);
 		rf_tensor_destroy(X4); rf_tensor_destroy(W4); rf_tensor_destroy(Y4);
 		rf_tensor_destroy(W1); rf_tensor_destroy(V2); rf_tensor_destroy(Y2); rf_tensor_destroy(Z2);
+		rf_tensor_destroy(E0); rf_tensor_destroy(C0);
 		CHECK_OK(rf_engine_wait_all(e));
 		fprintf(stderr, "refused at push: ok\n");
 	}

@@ -1,11 +1,12 @@
 /* test-dnn-cuda: the ops cuDNN runs on a CUDA device -- convolutions of every stride and
  * padding ResNet-18 uses (3x3 stride 1 and 2 with padding 1, 1x1 stride 2), with bias
- * and accumulated filter gradients; batch norm in training (running statistics too),
- * evaluation and backward; max pooling (3x3 stride 2, 2x2 stride 2) forward and
- * backward; global average pooling -- each on the GPU and on the CPU device from the
- * same inputs, which must agree to float tolerance (the CPU ops are checked against
- * PyTorch by train-resnet-ref). Each GPU op runs twice: the bits must repeat (cuDNN
- * picks deterministic algorithms). Exits 77 without a GPU or without cuDNN. */
+ * and accumulated filter gradients, and the empty shapes (no image, empty planes) that
+ * go to im2col; batch norm in training (running statistics too), evaluation and
+ * backward; max pooling (3x3 stride 2, 2x2 stride 2) forward and backward; global
+ * average pooling -- each on the GPU and on the CPU device from the same inputs, which
+ * must agree to float tolerance (the CPU ops are checked against PyTorch by
+ * train-resnet-ref). Each GPU op runs twice: the bits must repeat (cuDNN picks
+ * deterministic algorithms). Exits 77 without a GPU or without cuDNN. */
 #include "test-device-suite.h"
 
 static struct rf_device *cpu, *gpu;
@@ -202,6 +203,8 @@ int main(void)
 	conv_case(4, 8, 11, 9, 16, 3, 2, 1);
 	conv_case(4, 8, 11, 9, 16, 1, 2, 0);
 	conv_case(16, 64, 28, 28, 64, 3, 1, 1);      /* ResNet-18's first stage */
+	conv_case(0, 3, 5, 5, 4, 3, 1, 1);           /* no image: dw and db zeroed, then kept */
+	conv_case(2, 3, 0, 4, 4, 2, 1, 1);           /* empty planes: outputs of padding alone */
 	bn_case(8, 16, 7, 5);
 	bn_case(64, 64, 14, 14);
 	pool_case(4, 6, 11, 9, 3, 2);
