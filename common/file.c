@@ -1,10 +1,12 @@
-/* common/file.c -- a small file written whole: under a temporary name, renamed into
- * place (a reader sees all of it or none), synced when it must survive a crash. Used
- * by the rendezvous files of dist/store.c and the exports of train/export.c. */
+/* common/file.c -- files as the library meets them: opened only when regular, never
+ * blocking on a FIFO (datasets, checkpoints, rendezvous files); a small file written
+ * whole, under a temporary name renamed into place (a reader sees all of it or none),
+ * synced when it must survive a crash (dist/store.c's rendezvous, train/export.c). */
 #include <errno.h>
 #include <stdio.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "rf-internal.h"
@@ -69,4 +71,54 @@ int rf__write_whole(const char *path, const char *tmp, const void *buf, size_t l
 	if (sync)
 		rf__sync_dir(path);
 	return 0;
+}
+
+const char *rf__ftype(unsigned m)
+{
+	switch (m & S_IFMT) {
+	case S_IFREG: return "a regular file";
+	case S_IFDIR: return "a directory";
+	case S_IFIFO: return "a FIFO (named pipe)";
+	case S_IFSOCK: return "a socket";
+	case S_IFCHR: return "a character device";
+	case S_IFBLK: return "a block device";
+	case S_IFLNK: return "a symbolic link";
+	default: return "a file of unknown type";
+	}
+}
+
+static int rf__refuse(const struct stat *st, int *not_reg)
+{
+	*not_reg = 1;
+	return S_ISDIR(st->st_mode) ? -EISDIR : -EINVAL;
+}
+
+int rf__open_regular(const char *path, int flags, unsigned mode, struct stat *st, int *not_reg)
+{
+	int fd, fl;
+
+	*not_reg = 0;
+	if (stat(path, st) == 0 && !S_ISREG(st->st_mode))
+		return rf__refuse(st, not_reg);
+	do
+		fd = open(path, flags | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, (mode_t)mode);
+	while (fd < 0 && errno == EINTR);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, st) < 0) {
+		int e = -errno;
+		close(fd);
+		return e;
+	}
+	if (!S_ISREG(st->st_mode)) { /* it changed after the stat */
+		close(fd);
+		return rf__refuse(st, not_reg);
+	}
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || ((flags & O_NONBLOCK) == 0 && fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0)) {
+		int e = -errno;
+		close(fd);
+		return e;
+	}
+	return fd;
 }

@@ -1,5 +1,6 @@
 /* common/rf-internal.h -- what every module of the library may use, never installed:
- * recording a failure's message, logging, writing a file whole, opening a library. */
+ * recording a failure's message, logging, opening a regular file without blocking,
+ * writing a file whole, opening a library. */
 #ifndef RF_INTERNAL_H
 #define RF_INTERNAL_H
 
@@ -20,6 +21,23 @@ void rf__log(enum rf_log_level level, const char *fmt, ...) RF__PRINTF(2, 3);
 /* Format into a caller's buffer (an object's last-error field) and also make it the
  * thread's rf_last_error(); returns code. */
 int rf__fail_into(char *buf, size_t len, int code, const char *fmt, ...) RF__PRINTF(4, 5);
+
+struct stat;
+
+/* file.c: what a file of mode m is, for messages: "a directory", "a FIFO (named
+ * pipe)", "a socket", "a character device", "a block device", "a regular file" ... */
+const char *rf__ftype(unsigned m);
+
+/* file.c: open(path, flags, mode) for a regular file only, without ever blocking: a
+ * path that stat() shows is not a regular file is refused before it is opened (a
+ * FIFO would block open(), a device may act on it); the open itself adds O_NONBLOCK
+ * (a FIFO put there in between cannot block it either), O_NOCTTY and O_CLOEXEC,
+ * fstat()s into *st and refuses anything but a regular file; O_NONBLOCK is cleared
+ * again unless flags has it (io_uring may complete a read of an O_NONBLOCK file with
+ * -EAGAIN instead of waiting for it). Returns the fd, or -errno (no message): on a
+ * refusal *not_reg is 1, *st holds what was found, and the return is -EISDIR for a
+ * directory, -EINVAL otherwise. A missing path with O_CREAT is created. */
+int rf__open_regular(const char *path, int flags, unsigned mode, struct stat *st, int *not_reg);
 
 /* file.c: write len bytes of buf to path whole -- under tmp, then renamed into place;
  * with sync, fsync'd before the rename and the directory after. 0, or -errno with

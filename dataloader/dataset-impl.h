@@ -19,22 +19,8 @@ int rf__ds_fail(int code, const char *path, const char *fmt, ...) RF__PRINTF(3, 
 
 struct stat;
 
-/* What a file of mode m is, for messages: "a directory", "a FIFO (named pipe)",
- * "a socket", "a character device", "a block device", "a regular file" ... */
-const char *rf__ds_ftype(unsigned m);
-
-/* open(path, flags, mode) for a regular file only, without ever blocking: a path that
- * stat() shows is not a regular file is refused before it is opened (a FIFO would
- * block open(), a device may act on it); the open itself adds O_NONBLOCK (a FIFO put
- * there in between cannot block it either) and O_NOCTTY, fstat()s into *st and refuses
- * anything but a regular file; O_NONBLOCK is cleared again (io_uring may complete a
- * read of an O_NONBLOCK file with -EAGAIN instead of waiting for it). Returns the fd, or -errno: on a refusal
- * *not_reg is set to 1, *st holds what was found, and the return is -EISDIR for a
- * directory, -EINVAL otherwise. A missing path with O_CREAT is created. */
-int rf__open_regular(const char *path, int flags, unsigned mode, struct stat *st, int *not_reg);
-
 /* Open path for a source: copy the path into s->path, open it read-only into s->fd
- * (rf__open_regular) and fstat it into *st. what names the expected contents for the
+ * (rf__open_regular, common/) and fstat it into *st. what names the expected contents for the
  * message on a refusal ("an IDX file"): "PATH: is a FIFO (named pipe), not a regular
  * file: expected an IDX file". Returns 0, or the error with its message recorded; whatever was
  * set in s is the caller's to release (as rf_dataset_close does). */

@@ -56,56 +56,6 @@ int rf__ds_fail(int code, const char *path, const char *fmt, ...)
 	return rf__fail(code, "%s: %s", path ? path : "(null)", msg);
 }
 
-const char *rf__ds_ftype(unsigned m)
-{
-	switch (m & S_IFMT) {
-	case S_IFREG: return "a regular file";
-	case S_IFDIR: return "a directory";
-	case S_IFIFO: return "a FIFO (named pipe)";
-	case S_IFSOCK: return "a socket";
-	case S_IFCHR: return "a character device";
-	case S_IFBLK: return "a block device";
-	case S_IFLNK: return "a symbolic link";
-	default: return "a file of unknown type";
-	}
-}
-
-static int rf__refuse(const struct stat *st, int *not_reg)
-{
-	*not_reg = 1;
-	return S_ISDIR(st->st_mode) ? -EISDIR : -EINVAL;
-}
-
-int rf__open_regular(const char *path, int flags, unsigned mode, struct stat *st, int *not_reg)
-{
-	int fd, fl;
-
-	*not_reg = 0;
-	if (stat(path, st) == 0 && !S_ISREG(st->st_mode))
-		return rf__refuse(st, not_reg);
-	do
-		fd = open(path, flags | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, (mode_t)mode);
-	while (fd < 0 && errno == EINTR);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, st) < 0) {
-		int e = -errno;
-		close(fd);
-		return e;
-	}
-	if (!S_ISREG(st->st_mode)) { /* it changed after the stat */
-		close(fd);
-		return rf__refuse(st, not_reg);
-	}
-	fl = fcntl(fd, F_GETFL);
-	if (fl < 0 || ((flags & O_NONBLOCK) == 0 && fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0)) {
-		int e = -errno;
-		close(fd);
-		return e;
-	}
-	return fd;
-}
-
 int rf__ds_src_open(struct rf_dataset_src *s, const char *path, const char *what,
 		    struct stat *st)
 {
@@ -116,7 +66,7 @@ int rf__ds_src_open(struct rf_dataset_src *s, const char *path, const char *what
 	fd = rf__open_regular(path, O_RDONLY, 0, st, &not_reg);
 	if (fd < 0 && not_reg)
 		return rf__ds_fail(fd, path, "is %s, not a regular file: expected %s",
-				   rf__ds_ftype(st->st_mode), what);
+				   rf__ftype(st->st_mode), what);
 	if (fd < 0)
 		return rf__ds_fail(fd, path, "cannot open: %s", strerror(-fd));
 	s->fd = fd;

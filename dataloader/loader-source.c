@@ -83,7 +83,7 @@ static int rf__reopen(const struct rf_dataset_src *s0, int *fl)
 	fd = rf__reopen_try(s0, fl, &got, &not_reg);
 	if (fd < 0 && not_reg)
 		return rf__fail(fd, "%s: is now %s, not a regular file: expected the file the "
-				"dataset was opened from", s0->path, rf__ds_ftype(got.st_mode));
+				"dataset was opened from", s0->path, rf__ftype(got.st_mode));
 	if (fd < 0)
 		return rf__fail(fd, "%s: cannot reopen for reading: %s", s0->path, strerror(-fd));
 	if (got.st_dev != want.st_dev || got.st_ino != want.st_ino) {

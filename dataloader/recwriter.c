@@ -90,7 +90,7 @@ static int target_check(const char *path, unsigned flags)
 	if (!S_ISREG(st.st_mode))
 		return rf__ds_fail(S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL, path,
 				   "is %s, not a regular file: expected a new .rfrec file's path "
-				   "(or a regular file to overwrite)", rf__ds_ftype(st.st_mode));
+				   "(or a regular file to overwrite)", rf__ftype(st.st_mode));
 	if (!(flags & RF_REC_OVERWRITE))
 		return rf__ds_fail(-EEXIST, path, "file exists, not overwriting it");
 	return 0;
@@ -174,7 +174,7 @@ int rf_rec_writer_open(struct rf_rec_writer **out, const char *path,
 			if (not_reg)
 				ret = rf__ds_fail(fd, w->tmp, "is %s, not a regular file: expected a "
 						  "scratch file to write the .rfrec into (remove it)",
-						  rf__ds_ftype(st.st_mode));
+						  rf__ftype(st.st_mode));
 			else if (fd == -ELOOP)
 				ret = rf__ds_fail(fd, w->tmp, "is a symbolic link: expected a scratch "
 						  "file to write the .rfrec into, never written through "

@@ -109,17 +109,14 @@ static char *rf__st_read(const struct rf__st *s, const char *name, int *eno)
 
 	snprintf(path, sizeof(path), "%s/%s", s->dir, name);
 	*eno = 0;
-	/* non-blocking: a FIFO planted at the name would block open() past every
+	/* never blocking: a FIFO planted at the name would block open() past every
 	 * deadline; anything but a regular file is as good as missing */
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW)) < 0) {
-		*eno = errno;
+	int not_reg;
+	if ((fd = rf__open_regular(path, O_RDONLY | O_NOFOLLOW, 0, &sb, &not_reg)) < 0) {
+		*eno = -fd;
 		return NULL;
 	}
-	if (fstat(fd, &sb) < 0)
-		*eno = errno;
-	else if (!S_ISREG(sb.st_mode))
-		*eno = EINVAL;
-	else if (sb.st_size > (off_t)(64 << 20))
+	if (sb.st_size > (off_t)(64 << 20))
 		*eno = EFBIG;
 	else if (!(buf = malloc((size_t)sb.st_size + 1)))
 		*eno = ENOMEM;

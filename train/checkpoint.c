@@ -143,26 +143,17 @@ static void rf__seal(struct rf__image *im, const struct rf_ckpt_meta *meta, unsi
 static int rf__open_tmp(const char *path, const char *tmp, int *created)
 {
 	struct stat st;
+	int not_reg, fd;
+
 	*created = 0;
-	if (stat(tmp, &st) == 0 && !S_ISREG(st.st_mode))
-		return rf__fail(S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL,
-				"%s: cannot create %s: it is %s, expected a regular file or "
+	fd = rf__open_regular(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644, &st, &not_reg);
+	if (fd < 0 && not_reg)
+		return rf__fail(fd, "%s: cannot create %s: it is %s, expected a regular file or "
 				"nothing; previous checkpoint left as it was", path, tmp,
-				rf__ck_ftype(st.st_mode));
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK, 0644);
+				rf__ftype(st.st_mode));
 	if (fd < 0)
-		return rf__fail(-errno, "%s: cannot create %s: %s", path, tmp, strerror(errno));
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return rf__fail(-EINVAL, "%s: cannot create %s: not a regular file; previous "
-				"checkpoint left as it was", path, tmp);
-	}
+		return rf__fail(fd, "%s: cannot create %s: %s", path, tmp, strerror(-fd));
 	*created = 1;
-	int ret = rf__ck_set_blocking(fd);
-	if (ret < 0) {
-		close(fd);
-		return rf__fail(ret, "%s: fcntl of %s: %s", path, tmp, strerror(-ret));
-	}
 	return fd;
 }
 
@@ -263,7 +254,7 @@ int rf_ckpt_save(struct rf_ring *ring, const char *path, const struct rf_ckpt_me
 	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
 		return rf__fail(S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL,
 				"%s: is %s, expected a regular file (or a new file's name); nothing "
-				"written", path, rf__ck_ftype(st.st_mode));
+				"written", path, rf__ftype(st.st_mode));
 	size_t plen = strlen(path);
 	char *tmp = malloc(plen + 5);
 	if (!tmp)
@@ -413,30 +404,16 @@ out:
 
 static int rf__open_ckpt(const char *path, uint64_t *size)
 {
-	/* O_NONBLOCK: open() of a FIFO would block until a writer came. */
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0) {
-		int e = errno;
-		if (e == ENOENT)
-			return rf__fail(-ENOENT, "%s: no such checkpoint file", path);
-		return rf__fail(-e, "%s: cannot open checkpoint: %s", path, strerror(e));
-	}
+	/* never blocking: open() of a FIFO would wait for a writer */
 	struct stat st;
-	if (fstat(fd, &st) < 0) {
-		int e = errno;
-		close(fd);
-		return rf__fail(-e, "%s: fstat: %s", path, strerror(e));
-	}
-	if (!S_ISREG(st.st_mode)) {
-		close(fd);
+	int not_reg, fd = rf__open_regular(path, O_RDONLY, 0, &st, &not_reg);
+	if (fd < 0 && not_reg)
 		return rf__fail(-ENOEXEC, "%s: not a ringflow checkpoint: not a regular "
-				"file (%s)", path, rf__ck_ftype(st.st_mode));
-	}
-	int ret = rf__ck_set_blocking(fd);
-	if (ret < 0) {
-		close(fd);
-		return rf__fail(ret, "%s: fcntl: %s", path, strerror(-ret));
-	}
+				"file (%s)", path, rf__ftype(st.st_mode));
+	if (fd == -ENOENT)
+		return rf__fail(-ENOENT, "%s: no such checkpoint file", path);
+	if (fd < 0)
+		return rf__fail(fd, "%s: cannot open checkpoint: %s", path, strerror(-fd));
 	*size = (uint64_t)st.st_size;
 	return fd;
 }

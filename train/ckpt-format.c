@@ -17,22 +17,6 @@
 /* ---- messages ------------------------------------------------------------------- */
 
 /* What a non-regular file is, for the refusals ("is a FIFO"). */
-const char *rf__ck_ftype(mode_t m)
-{
-	return S_ISDIR(m) ? "a directory" : S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m) ? "a character device"
-	       : S_ISBLK(m) ? "a block device" : S_ISSOCK(m) ? "a socket" : "not a regular file";
-}
-
-/* Clear O_NONBLOCK once the file is known to be regular: an io_uring read or write
- * on a non-blocking file returns -EAGAIN instead of waiting. */
-int rf__ck_set_blocking(int fd)
-{
-	int fl = fcntl(fd, F_GETFL);
-	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0)
-		return -errno;
-	return 0;
-}
-
 static size_t rf__dtype_size(uint32_t dt)
 {
 	switch (dt) {

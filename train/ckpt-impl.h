@@ -91,8 +91,6 @@ struct rf__hdr {
 };
 
 /* ckpt-format.c */
-RF__CK_HIDDEN const char *rf__ck_ftype(mode_t m);
-RF__CK_HIDDEN int rf__ck_set_blocking(int fd);
 RF__CK_HIDDEN const char *rf__ck_dtype_name(uint32_t dt, char *buf, size_t len);
 RF__CK_HIDDEN const char *rf__ck_shape_str(uint32_t ndim, const uint64_t *shape, char *buf, size_t len);
 RF__CK_HIDDEN uint64_t rf__ck_expected_bytes(uint32_t dtype, uint32_t ndim, const uint64_t *shape,

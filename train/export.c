@@ -427,7 +427,7 @@ int rf_export_open(const char *dir, struct rf_export *x)
 				strerror(errno));
 	if (!S_ISREG(st.st_mode)) /* a FIFO would block the read */
 		return rf__fail(S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL, "%s: is %s, expected "
-				"a regular file", path, rf__ck_ftype(st.st_mode));
+				"a regular file", path, rf__ftype(st.st_mode));
 	if (!(r.root = json_load_file(path, JSON_REJECT_DUPLICATES, &je)))
 		return rf__fail(-EBADMSG, "%s: not JSON at line %d, column %d: %s", path, je.line,
 				je.column, je.text);
