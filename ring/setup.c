@@ -2,6 +2,8 @@
  * and stats, and teardown. */
 #include "ring-impl.h"
 
+#include "rf-internal.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,6 +137,14 @@ void rf_ring_destroy(struct rf_ring *r)
 {
 	if (!r)
 		return;
+	/* The run loop below on the stack still uses the ring when it calls back. */
+	if (r->cb_depth || r->in_run) {
+		rf__fail(-EDEADLK, "rf_ring_destroy: called from inside a callback or "
+			 "rf_ring_run_until predicate of the same ring; expected a call after "
+			 "rf_ring_run returns (the ring is left as it was)");
+		rf__log(RF_LOG_ERROR, "%s", rf_last_error());
+		return;
+	}
 	r->destroying = 1;
 	rf__notifiers_teardown(r);
 	rf__watches_teardown(r);

@@ -87,7 +87,11 @@ struct rf_ring_stats {
 int rf_ring_create(struct rf_ring **out, const struct rf_ring_opts *opts);
 
 /* Cancel every request in flight, reap all completions (callbacks of cancelled
- * requests run with -ECANCELED), then free. Notifiers must be destroyed first. */
+ * requests run with -ECANCELED), then free. Notifiers must be destroyed first.
+ * Called from inside one of the ring's callbacks (or a rf_ring_run_until predicate)
+ * it does nothing: the run loop there still uses the ring. It then leaves a message
+ * in rf_last_error() and logs it at RF_LOG_ERROR; destroy the ring once rf_ring_run
+ * has returned. */
 void rf_ring_destroy(struct rf_ring *r);
 
 /* What the kernel gave the ring (setup flags, sizes, notifier mode), and a snapshot of
