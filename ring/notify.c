@@ -4,6 +4,8 @@
  * design is in README.md. */
 #include "ring-impl.h"
 
+#include "rf-internal.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,6 +92,20 @@ int rf__notify_flush(struct rf_ring *r)
 	return calls;
 }
 
+/* The notifier's eventfd read failed, or cannot be queued again: nothing more can
+ * arrive on it. Its owed signals stop counting as pending (and later ones are not
+ * counted), so that no wait spins on signals that cannot come. */
+static void rf__notify_lost(struct rf_ring *r, struct rf_notifier *n, struct rf__req *q, int err)
+{
+	rf__log(RF_LOG_ERROR, "notifier: its eventfd read failed (%s): %u owed signals and any "
+		"later ones will not be delivered", strerror(-err), n->owed);
+	r->owed -= n->owed;
+	n->owed = 0;
+	n->lost = 1;
+	n->rq = NULL;
+	rf__req_free(r, q);
+}
+
 int rf__notify_read_complete(struct rf_ring *r, struct rf__req *q, int32_t res)
 {
 	struct rf_notifier *n = q->u.owner;
@@ -101,15 +117,17 @@ int rf__notify_read_complete(struct rf_ring *r, struct rf__req *q, int32_t res)
 		n->accum += q->scratch;
 		rf__mark_dirty(r, n);
 	} else if (res != -EINTR && res != -EAGAIN) {
-		/* The eventfd read failed: nothing more can arrive on it. */
+		rf__notify_lost(r, n, q, res < 0 ? res : -EIO);
+		return 0;
+	}
+	if (r->destroying) {
 		n->rq = NULL;
 		rf__req_free(r, q);
 		return 0;
 	}
-	if (r->destroying || rf__queue_efd(r, q, n->efd, 0) < 0) {
-		n->rq = NULL;
-		rf__req_free(r, q);
-	}
+	int ret = rf__queue_efd(r, q, n->efd, 0);
+	if (ret < 0)
+		rf__notify_lost(r, n, q, ret);
 	return 0;
 }
 
@@ -141,6 +159,12 @@ int rf_notifier_create(struct rf_ring *r, rf_notify_cb cb, void *data, struct rf
 	*out = NULL;
 	if (r->destroying)
 		return -ESHUTDOWN;
+	/* The eventfd fallback's read is not a polled O_DIRECT read: the kernel refuses it. */
+	if (!r->msg_ring && (r->setup_flags & IORING_SETUP_IOPOLL))
+		return rf__fail(-EOPNOTSUPP, "rf_notifier_create: the ring is RF_RING_IOPOLL and "
+				"its notifiers would use the eventfd fallback (no ringless "
+				"MSG_RING: kernel before 6.13, or RF_RING_NO_MSG_RING), whose read "
+				"a polled ring refuses; expected a ring without RF_RING_IOPOLL");
 	struct rf_notifier *n = calloc(1, sizeof(*n));
 	if (!n)
 		return -ENOMEM;
@@ -209,6 +233,8 @@ int rf_notifier_signal_n(struct rf_notifier *n, uint32_t count)
 
 void rf_notifier_expect(struct rf_notifier *n, uint32_t count)
 {
+	if (n->lost)
+		return; /* nothing can arrive: waiting for it would never end */
 	n->owed += count;
 	n->r->owed += count;
 }

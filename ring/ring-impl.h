@@ -128,6 +128,7 @@ struct rf_notifier {
 	struct rf__req *rq;  /* armed eventfd read (fallback) */
 	struct rf_notifier *next_dirty;
 	int on_dirty;
+	int lost;            /* the eventfd read failed: owed signals no longer count */
 };
 
 struct rf_watch {

@@ -46,7 +46,8 @@ enum {
 				       * for, not interrupts. Only reads and writes of O_DIRECT
 				       * files (fixed or not) are allowed: any other request
 				       * completes with -EINVAL, a file without polling support
-				       * with -EOPNOTSUPP; waiting spins on the CPU. */
+				       * with -EOPNOTSUPP; waiting spins on the CPU. Notifiers
+				       * need MSG_RING here (rf_notifier_create). */
 };
 
 /* The kernel's largest SQ (IORING_MAX_ENTRIES); its CQ holds at most twice that. */
@@ -146,7 +147,11 @@ void rf_watch_stop(struct rf_watch *w);
  * or duplicated. Delivery uses the ringless IORING_REGISTER_SEND_MSG_RING register
  * call (kernel 6.13+) and falls back to an eventfd write with a read armed on the
  * ring where the kernel refuses it. A live notifier counts as pending for
- * RF_RUN_UNTIL_IDLE only while rf_notifier_expect() says signals are owed. */
+ * RF_RUN_UNTIL_IDLE only while rf_notifier_expect() says signals are owed.
+ * -EOPNOTSUPP on an RF_RING_IOPOLL ring that would need the eventfd fallback: a
+ * polled ring cannot read an eventfd. Should the eventfd read ever fail, the
+ * notifier's owed signals stop counting as pending (logged at RF_LOG_ERROR): waits
+ * end rather than spin. */
 int rf_notifier_create(struct rf_ring *r, rf_notify_cb cb, void *data, struct rf_notifier **out);
 /* Any thread. One syscall. Returns 0 or -errno. */
 int rf_notifier_signal(struct rf_notifier *n);
