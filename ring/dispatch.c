@@ -258,7 +258,7 @@ int rf_ring_run_until(struct rf_ring *r, int (*pred)(void *arg), void *arg, uint
 	if (r->in_run || r->cb_depth)
 		return -EDEADLK;
 	r->in_run = 1;
-	uint64_t deadline = timeout_ns ? rf_now_ns() + timeout_ns : 0;
+	uint64_t deadline = rf__deadline_after(timeout_ns);
 	int ret;
 	for (;;) {
 		if (pred(arg)) {

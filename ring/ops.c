@@ -270,7 +270,7 @@ int rf_ring_submit(struct rf_ring *r, const struct rf_io *io, rf_io_cb cb, void 
 		return -ESHUTDOWN;
 	if (!io || (int)io->op < RF_IOP_READ || (int)io->op >= RF__NIOP)
 		return -EINVAL;
-	uint64_t deadline = io->timeout_ns ? rf_now_ns() + io->timeout_ns : 0;
+	uint64_t deadline = rf__deadline_after(io->timeout_ns);
 	unsigned fl = io->flags & (RF_IO_FIXED_FILE | RF_IO_FIXED_BUF | RF_IO_NO_RETRY_SHORT |
 				   RF_IO_ALLOC_SLOT | RF_IO_BENEATH);
 	switch (io->op) {

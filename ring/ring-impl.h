@@ -267,6 +267,15 @@ struct rf_bufgroup {
 RF__HIDDEN void rf__ops_probe(struct rf_ring *r);
 /* (Re)queue the current piece of any cancellable request. */
 RF__HIDDEN int rf__requeue(struct rf_ring *r, struct rf__req *q);
+/* The absolute deadline timeout_ns from now (0: none), saturated: a timeout too long
+ * to add to the clock is no practical limit, never a deadline already past. */
+static inline uint64_t rf__deadline_after(uint64_t timeout_ns)
+{
+	if (!timeout_ns)
+		return 0;
+	uint64_t now = rf_now_ns();
+	return timeout_ns > UINT64_MAX - now ? UINT64_MAX : now + timeout_ns;
+}
 /* A request with a deadline that has passed is not queued again (a short transfer's
  * remainder, a retry): the kernel's linked timeout ends a request that waits, but one
  * interrupted by it comes back with -EINTR or a short count, and an op that gets

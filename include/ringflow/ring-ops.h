@@ -79,7 +79,8 @@ struct rf_io {
 	socklen_t *peerlen;
 	uint64_t timeout_ns;         /* deadline, relative to the submission call: past it
 				      * the request is cancelled and its callback sees
-				      * -ETIMEDOUT. 0: none */
+				      * -ETIMEDOUT. 0: none; one too long to add to the
+				      * clock (up to UINT64_MAX) is no practical limit */
 };
 
 /* More request flags (with RF_IO_FIXED_FILE, RF_IO_FIXED_BUF, RF_IO_NO_RETRY_SHORT). */

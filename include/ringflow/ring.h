@@ -206,7 +206,8 @@ int rf_ring_run(struct rf_ring *r, enum rf_run_mode mode);
 
 /* Turn the loop until pred(arg) returns non-zero (checked before each turn), or the
  * ring is idle with the predicate still false (-EDEADLK: it could never become
- * true), or timeout_ns passes (-ETIMEDOUT; 0 = no timeout). */
+ * true), or timeout_ns passes (-ETIMEDOUT; 0 = no timeout; one too long to add to
+ * the clock, up to UINT64_MAX, ends at the clock's end: no practical limit). */
 int rf_ring_run_until(struct rf_ring *r, int (*pred)(void *arg), void *arg, uint64_t timeout_ns);
 
 /* Cap the completions one loop turn dispatches (0, the default: no cap beyond 4x the
