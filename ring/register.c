@@ -2,6 +2,8 @@
  * areas), registered files, and O_DIRECT alignment. */
 #include "ring-impl.h"
 
+#include "rf-internal.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -195,29 +197,61 @@ int rf_ring_unregister_memory(struct rf_ring *r, const void *base)
 	return rf__register_mems(r, r->nmems, 1);
 }
 
+/* What the kernel would refuse in a table of n files (fds, or empty slots if NULL),
+ * checked while the registered table is still in place: the kernel takes a new one
+ * only after the old one is unregistered, so a refusal found then would lose both.
+ * A closed fd gets a message naming it; the rest (an io_uring fd, too many files,
+ * memory) shows when a table replaces another: it is tried on a scratch ring first. */
+static int rf__files_check(struct rf_ring *r, const char *fn, const int *fds, unsigned n)
+{
+	struct io_uring scratch;
+	int ret;
+
+	if (!n)
+		return rf__fail(-EINVAL, "%s: n is 0, expected at least one slot", fn);
+	for (unsigned i = 0; fds && i < n; i++)
+		if (fds[i] != -1 && fcntl(fds[i], F_GETFD) < 0)
+			return rf__fail(-EBADF, "%s: fds[%u] = %d is not an open file "
+					"descriptor; expected one, or -1 for an empty slot",
+					fn, i, fds[i]);
+	if (!r->nfiles || io_uring_queue_init(1, &scratch, 0) < 0)
+		return 0;
+	ret = fds ? io_uring_register_files(&scratch, fds, n)
+		  : io_uring_register_files_sparse(&scratch, n);
+	io_uring_queue_exit(&scratch);
+	if (ret < 0)
+		return rf__fail(ret, "%s: the kernel refuses this table of %u files: %s (an "
+				"io_uring fd among fds?); the registered table is unchanged",
+				fn, n, strerror(-ret));
+	return 0;
+}
+
 /* Replace the registered file table by n files: fds, or n empty slots for the kernel
  * to fill (fds NULL). The copy (-1 for an empty slot: never faultable) is kept for
- * fault injection's file type check. */
-static int rf__files_install(struct rf_ring *r, const int *fds, unsigned n)
+ * fault injection's file type check. A refused table leaves the old one registered. */
+static int rf__files_install(struct rf_ring *r, const char *fn, const int *fds, unsigned n)
 {
-	if (!n)
-		return -EINVAL;
+	int ret = rf__files_check(r, fn, fds, n);
+	if (ret < 0)
+		return ret;
 	int *copy = malloc(n * sizeof(*copy));
 	if (!copy)
-		return -ENOMEM;
+		return rf__fail(-ENOMEM, "%s: no memory for a table of %u files", fn, n);
 	for (unsigned i = 0; i < n; i++)
 		copy[i] = fds ? fds[i] : -1;
-	if (r->nfiles) {
+	int had = r->nfiles > 0;
+	if (had) {
 		io_uring_unregister_files(&r->ring);
 		free(r->files);
 		r->files = NULL;
 		r->nfiles = 0;
 	}
-	int ret = fds ? io_uring_register_files(&r->ring, fds, n)
-		      : io_uring_register_files_sparse(&r->ring, n);
+	ret = fds ? io_uring_register_files(&r->ring, fds, n)
+		  : io_uring_register_files_sparse(&r->ring, n);
 	if (ret < 0) {
 		free(copy);
-		return ret;
+		return rf__fail(ret, "%s: the kernel refused a table of %u files: %s%s", fn, n,
+				strerror(-ret), had ? " (the previous table is unregistered)" : "");
 	}
 	r->files = copy;
 	r->nfiles = n;
@@ -226,10 +260,13 @@ static int rf__files_install(struct rf_ring *r, const int *fds, unsigned n)
 
 int rf_ring_register_files(struct rf_ring *r, const int *fds, unsigned n)
 {
-	return fds ? rf__files_install(r, fds, n) : -EINVAL;
+	if (!fds)
+		return rf__fail(-EINVAL, "rf_ring_register_files: fds is NULL, expected %u file "
+				"descriptors (rf_ring_register_files_sparse for empty slots)", n);
+	return rf__files_install(r, "rf_ring_register_files", fds, n);
 }
 
 int rf_ring_register_files_sparse(struct rf_ring *r, unsigned n)
 {
-	return rf__files_install(r, NULL, n);
+	return rf__files_install(r, "rf_ring_register_files_sparse", NULL, n);
 }

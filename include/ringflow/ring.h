@@ -190,7 +190,9 @@ int rf_ring_register_memory(struct rf_ring *r, void *const *bufs, const size_t *
  * first, since indices of later areas shift. */
 int rf_ring_unregister_memory(struct rf_ring *r, const void *base);
 
-/* Register files; RF_IO_FIXED_FILE requests then name them by index. */
+/* Register files; RF_IO_FIXED_FILE requests then name them by index (-1: an empty
+ * slot). Replaces any table registered before; a refused table (-EBADF: an fd that
+ * is not open, or an io_uring fd; -EINVAL: n is 0) leaves that one registered. */
 int rf_ring_register_files(struct rf_ring *r, const int *fds, unsigned n);
 
 /* ---- running ------------------------------------------------------------------ */
