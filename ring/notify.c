@@ -157,6 +157,9 @@ static int rf__nslot_alloc(struct rf_ring *r, uint32_t *out)
 int rf_notifier_create(struct rf_ring *r, rf_notify_cb cb, void *data, struct rf_notifier **out)
 {
 	*out = NULL;
+	if (!cb)
+		return rf__fail(-EINVAL, "rf_notifier_create: cb is NULL, expected the callback "
+				"that receives the signals");
 	if (r->destroying)
 		return -ESHUTDOWN;
 	/* The eventfd fallback's read is not a polled O_DIRECT read: the kernel refuses it. */
@@ -355,6 +358,9 @@ int rf_watch_eventfd(struct rf_ring *r, int efd, int counts_as_pending,
 		     rf_watch_cb cb, void *data, struct rf_watch **out)
 {
 	*out = NULL;
+	if (!cb)
+		return rf__fail(-EINVAL, "rf_watch_eventfd: cb is NULL, expected the callback "
+				"that receives the counter values");
 	if (r->destroying)
 		return -ESHUTDOWN;
 	struct rf_watch *w = calloc(1, sizeof(*w));

@@ -134,7 +134,7 @@ int rf_ring_cancel(struct rf_ring *r, rf_req_id id);
 /* ---- eventfd watch (long-lived) ----------------------------------------------
  * Keeps a read armed on efd; each completion calls cb with the counter value. The
  * watch holds the ring "busy" for rf_ring_run(RF_RUN_UNTIL_IDLE) only if
- * counts_as_pending is set. */
+ * counts_as_pending is set. cb is required (-EINVAL if NULL). */
 struct rf_watch;
 int rf_watch_eventfd(struct rf_ring *r, int efd, int counts_as_pending,
 		     rf_watch_cb cb, void *data, struct rf_watch **out);
@@ -148,10 +148,10 @@ void rf_watch_stop(struct rf_watch *w);
  * call (kernel 6.13+) and falls back to an eventfd write with a read armed on the
  * ring where the kernel refuses it. A live notifier counts as pending for
  * RF_RUN_UNTIL_IDLE only while rf_notifier_expect() says signals are owed.
- * -EOPNOTSUPP on an RF_RING_IOPOLL ring that would need the eventfd fallback: a
- * polled ring cannot read an eventfd. Should the eventfd read ever fail, the
- * notifier's owed signals stop counting as pending (logged at RF_LOG_ERROR): waits
- * end rather than spin. */
+ * cb is required (-EINVAL if NULL). -EOPNOTSUPP on an RF_RING_IOPOLL ring that
+ * would need the eventfd fallback: a polled ring cannot read an eventfd. Should the
+ * eventfd read ever fail, the notifier's owed signals stop counting as pending
+ * (logged at RF_LOG_ERROR): waits end rather than spin. */
 int rf_notifier_create(struct rf_ring *r, rf_notify_cb cb, void *data, struct rf_notifier **out);
 /* Any thread. One syscall. Returns 0 or -errno. */
 int rf_notifier_signal(struct rf_notifier *n);

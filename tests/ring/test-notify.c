@@ -13,7 +13,8 @@
  * notifier whose read fails for good (its completion handed -EIO, white-box) logs
  * at RF_LOG_ERROR and lets its owed signals go: a wait ends with -EDEADLK instead of
  * waiting for signals that cannot come (before, it timed out here, and without a
- * timeout spun for ever). */
+ * timeout spun for ever). A NULL callback is refused with -EINVAL and a message
+ * (before, it was accepted and the first signal crashed the ring). */
 #include "ring-test.h"
 
 #include <pthread.h>
@@ -84,6 +85,12 @@ int main(int argc, char **argv)
 		rf_ring_destroy(r);
 		return 77;
 	}
+
+	/* No callback: refused. */
+	struct rf_notifier *none = (struct rf_notifier *)&info;
+	T_EQ(rf_notifier_create(r, NULL, NULL, &none), -EINVAL);
+	T_CHECK(none == NULL);
+	T_CHECK(strstr(rf_last_error(), "rf_notifier_create: cb is NULL") != NULL);
 
 	/* Phase 1: one poster. */
 	struct cnt c1 = { 0 };
