@@ -4,6 +4,8 @@
  * teardown of what ops.c and this file keep outside the kernel. */
 #include "ring-impl.h"
 
+#include "rf-internal.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -205,13 +207,25 @@ void rf__ops_teardown(struct rf_ring *r)
 
 /* ---- buffer groups --------------------------------------------------------------------- */
 
+/* The lowest buffer-group id that no live group holds, or -ENOSPC: ids of destroyed
+ * groups are taken again. */
+static int rf__bgid_free(const struct rf_ring *r)
+{
+	for (unsigned i = 0; i < sizeof(r->bgid_used) / sizeof(r->bgid_used[0]); i++)
+		if (~r->bgid_used[i])
+			return (int)(i * 64 + (unsigned)__builtin_ctzll(~r->bgid_used[i]));
+	return -ENOSPC;
+}
+
 int rf_bufgroup_create(struct rf_ring *r, unsigned nbufs, size_t bufsz, struct rf_bufgroup **out)
 {
 	*out = NULL;
 	if (!nbufs || nbufs > 32768 || (nbufs & (nbufs - 1)) || !bufsz || bufsz > UINT32_MAX)
 		return -EINVAL;
-	if (r->next_bgid == UINT16_MAX)
-		return -ENOSPC;
+	int bgid = rf__bgid_free(r);
+	if (bgid < 0)
+		return rf__fail(bgid, "rf_bufgroup_create: all 65536 buffer-group ids are held by "
+				"live groups; expected one destroyed first");
 	struct rf_bufgroup *g = calloc(1, sizeof(*g));
 	if (!g)
 		return -ENOMEM;
@@ -231,14 +245,14 @@ int rf_bufgroup_create(struct rf_ring *r, unsigned nbufs, size_t bufsz, struct r
 	g->r = r;
 	g->bufsz = bufsz;
 	g->nbufs = nbufs;
-	g->bgid = r->next_bgid;
+	g->bgid = (uint16_t)bgid;
 	io_uring_buf_ring_init(g->br);
 	struct io_uring_buf_reg reg = { .ring_addr = (uintptr_t)br, .ring_entries = nbufs,
 					.bgid = g->bgid };
 	ret = io_uring_register_buf_ring(&r->ring, &reg, 0);
 	if (ret < 0)
 		goto fail;
-	r->next_bgid++;
+	r->bgid_used[bgid / 64] |= 1ull << (bgid % 64);
 	for (unsigned i = 0; i < nbufs; i++)
 		io_uring_buf_ring_add(g->br, g->bufs + (size_t)i * bufsz, (unsigned)bufsz, (unsigned short)i,
 				      io_uring_buf_ring_mask(nbufs), (int)i);
@@ -298,6 +312,7 @@ unsigned rf_bufgroup_available(const struct rf_bufgroup *g)
 static void rf__group_free(struct rf_ring *r, struct rf_bufgroup *g)
 {
 	io_uring_unregister_buf_ring(&r->ring, g->bgid);
+	r->bgid_used[g->bgid / 64] &= ~(1ull << (g->bgid % 64));
 	munmap(g->br, g->br_len);
 	munmap(g->bufs, g->map_len);
 	free(g->out);

@@ -188,7 +188,7 @@ struct rf_ring {
 	uint8_t op_ok[64];   /* IORING_OP_* the kernel supports (probe at creation) */
 	int no_multishot;    /* RF_RING_NO_MULTISHOT */
 	struct rf_bufgroup *groups;
-	uint16_t next_bgid;
+	uint64_t bgid_used[65536 / 64]; /* buffer-group ids held by live groups, a bit each */
 
 	/* CQEs reaped outside rf_ring_run (kernel refused a flush with -EBUSY) */
 	struct rf__cqe *backlog;
