@@ -239,9 +239,17 @@ RF__HIDDEN void rf__cancel_req(struct rf_ring *r, struct rf__req *q);
 RF__HIDDEN int rf__queue_new(struct rf_ring *r, struct rf__req *q, rf_req_id *id);
 RF__HIDDEN struct rf__req *rf__req_by_id(struct rf_ring *r, rf_req_id id);
 RF__HIDDEN rf_req_id rf__req_id(const struct rf__req *q);
-/* Reads, writes, fsyncs (op RF__OP_READ/WRITE/FSYNC); deadline 0: none. */
-RF__HIDDEN int rf__rw(struct rf_ring *r, int op, int fd, void *buf, size_t len, uint64_t off,
-		      unsigned flags, uint64_t deadline, rf_io_cb cb, void *data, rf_req_id *id);
+/* The failures every request call shares, recorded for the public call fn (rf__fail):
+ * -ESHUTDOWN (the ring is being destroyed), -ENOMEM for the request, and ret from
+ * queueing it (a full SQ that could not be flushed). They return the code. */
+RF__HIDDEN int rf__shutdown(const char *fn);
+RF__HIDDEN int rf__no_req(const char *fn);
+RF__HIDDEN int rf__not_queued(const char *fn, int ret);
+/* Reads, writes, fsyncs (op RF__OP_READ/WRITE/FSYNC); deadline 0: none. A failure
+ * leaves its message under fn, the public call's name. */
+RF__HIDDEN int rf__rw(const char *fn, struct rf_ring *r, int op, int fd, void *buf, size_t len,
+		      uint64_t off, unsigned flags, uint64_t deadline, rf_io_cb cb, void *data,
+		      rf_req_id *id);
 
 /* Ensure n free SQEs (flushing the SQ if fewer): so that linked SQEs go in together. */
 RF__HIDDEN int rf__sq_room(struct rf_ring *r, unsigned n);

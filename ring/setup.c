@@ -91,10 +91,11 @@ int rf_ring_create(struct rf_ring **out, const struct rf_ring_opts *opts)
 	*out = NULL;
 	unsigned entries = opts && opts->entries ? opts->entries : 256;
 	if (entries > RF__MAX_SQ_ENTRIES)
-		return -EINVAL;
+		return rf__fail(-EINVAL, "rf_ring_create: opts->entries = %u, expected at most "
+				"RF_RING_MAX_ENTRIES (%u)", entries, RF__MAX_SQ_ENTRIES);
 	struct rf_ring *r = calloc(1, sizeof(*r));
 	if (!r)
-		return -ENOMEM;
+		return rf__fail(-ENOMEM, "rf_ring_create: no memory for the ring");
 	int ret = rf__fault_parse(&r->fault, getenv("RF_FAULT_INJECT"));
 	if (ret < 0) {
 		free(r);
@@ -106,7 +107,8 @@ int rf_ring_create(struct rf_ring **out, const struct rf_ring_opts *opts)
 	ret = rf__setup(r, e, opts);
 	if (ret < 0) {
 		free(r);
-		return ret;
+		return rf__fail(ret, "rf_ring_create: the kernel refused an io_uring of %u entries "
+				"(io_uring_setup: %s)", e, strerror(-ret));
 	}
 	/* Saves an fd lookup per enter; harmless where unsupported. ring_fd stays valid
 	 * for the MSG_RING target. */
