@@ -3,8 +3,9 @@
  * each bad call a sentinel message is planted (white-box: rf__fail), so a stale one
  * does not count: the call must return -errno and replace it with a line naming the
  * function. Covered: bad arguments of each call, calls from inside a callback, a
- * request queued during rf_ring_destroy, and a run that can never finish or times
- * out. White-box too: a buffer group's buffer that was never handed out. */
+ * request queued during rf_ring_destroy, a run that can never finish or times out,
+ * and a closed fd in a file table. White-box too: a buffer group's buffer that was
+ * never handed out. */
 #include "ring-test.h"
 
 #include <sys/socket.h>
@@ -122,6 +123,24 @@ int main(void)
 	T_OK(rf_ring_timeout(r, 0, nested, &fd, NULL));
 	while (!in_cb_done)
 		T_OK(rf_ring_run(r, RF_RUN_ONCE));
+
+	/* registration */
+	T_MSG(rf_dio_align(-1, NULL, &(uint32_t){ 0 }, &(uint32_t){ 0 }), "rf_dio_align");
+	T_MSG(rf_dio_align(-1, "/nonexistent/rf-ring", &(uint32_t){ 0 }, &(uint32_t){ 0 }),
+	      "rf_dio_align");
+	T_MSG(rf_ring_register_buffers(r, 0, 4096, 4096), "rf_ring_register_buffers");
+	T_MSG(rf_ring_register_buffers(r, 1, 4096, 100), "rf_ring_register_buffers");
+	T_MSG(rf_ring_register_buffers(r, 1, (size_t)-1, 4096), "rf_ring_register_buffers");
+	T_MSG(rf_ring_register_memory(r, NULL, NULL, 0), "rf_ring_register_memory");
+	T_MSG(rf_ring_unregister_memory(r, buf), "rf_ring_unregister_memory");
+	T_OK(rf_ring_register_buffers(r, 1, 4096, 4096));
+	T_MSG(rf_ring_register_buffers(r, 1, 4096, 4096), "rf_ring_register_buffers");
+	void *bp = buf;
+	size_t bl = sizeof(buf);
+	T_MSG(rf_ring_register_memory(r, &bp, &bl, 1), "rf_ring_register_memory");
+	T_MSG(rf_ring_register_files(r, NULL, 1), "rf_ring_register_files");
+	T_MSG(rf_ring_register_files(r, &closed, 1), "rf_ring_register_files");
+	T_MSG(rf_ring_register_files_sparse(r, 0), "rf_ring_register_files_sparse");
 
 	/* multishot requests and buffer groups */
 	struct rf_bufgroup *g;
