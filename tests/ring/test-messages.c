@@ -1,11 +1,11 @@
-/* ring-messages: every failing call of the ring's public API (ring.h, ring-ops.h)
- * leaves a one-line message in rf_last_error() that names the call. Before
+/* ring-messages: every failing call of the ring's public API (ring.h, ring-ops.h,
+ * ring-io.h) leaves a one-line message in rf_last_error() that names the call. Before
  * each bad call a sentinel message is planted (white-box: rf__fail), so a stale one
  * does not count: the call must return -errno and replace it with a line naming the
  * function. Covered: bad arguments of each call, calls from inside a callback, a
  * request queued during rf_ring_destroy, a run that can never finish or times out,
- * and a closed fd in a file table. White-box too: a buffer group's buffer that was
- * never handed out. */
+ * and failures reported by the kernel (a closed fd, end of file). White-box too: a
+ * buffer group's buffer that was never handed out. */
 #include "ring-test.h"
 
 #include <sys/socket.h>
@@ -13,6 +13,7 @@
 #include "log.h"
 #include "rf-internal.h"
 #include "ring-impl.h"
+#include "ring-io.h"
 #include "ring-ops.h"
 
 #define SENTINEL "sentinel: no message was left"
@@ -48,6 +49,10 @@ static void ncb(void *data, uint32_t count)
 {
 }
 
+static void xcb(void *data, const struct rf_xfer_result *res)
+{
+}
+
 static int never(void *arg)
 {
 	return 0;
@@ -56,8 +61,12 @@ static int never(void *arg)
 /* From inside a callback: the calls that turn the ring are refused. */
 static void nested(void *data, int64_t res)
 {
+	char b[4];
+	struct rf_io_seg s = { b, sizeof(b), 0 };
 	T_MSG(rf_ring_run(r, RF_RUN_NOWAIT), "rf_ring_run");
 	T_MSG(rf_ring_run_until(r, never, NULL, 0), "rf_ring_run_until");
+	T_MSG(rf_xfer(r, *(int *)data, RF_XFER_READ, &s, 1, NULL, NULL), "rf_xfer");
+	T_MSG(rf_ring_fsync_wait(r, *(int *)data, 0), "rf_ring_fsync_wait");
 	in_cb_done = 1;
 }
 
@@ -168,6 +177,18 @@ int main(void)
 	T_MSG(rf_notifier_signal_n(n, 0), "rf_notifier_signal_n");
 	rf_notifier_destroy(n);
 	T_MSG(rf_watch_eventfd(r, 0, 0, NULL, NULL, &w), "rf_watch_eventfd");
+
+	/* the transfer pump */
+	struct rf_io_seg seg = { buf, sizeof(buf), 0 };
+	struct rf_xfer_opts badflags = { .flags = 1u << 7 }, fixed = { .flags = RF_IO_FIXED_BUF };
+	T_MSG(rf_xfer(r, fd, RF_XFER_READ, NULL, 1, NULL, NULL), "rf_xfer");
+	T_MSG(rf_xfer(r, fd, RF_XFER_READ, &seg, 1, &badflags, NULL), "rf_xfer");
+	T_MSG(rf_xfer(r, fd, RF_XFER_READ, &seg, 1, NULL, NULL), "rf_xfer"); /* empty file */
+	T_MSG(rf_xfer(r, closed, RF_XFER_READ, &seg, 1, NULL, NULL), "rf_xfer");
+	T_MSG(rf_xfer(r, fd, RF_XFER_READ, &seg, 1, &fixed, NULL), "rf_xfer"); /* buf not fixed */
+	T_MSG(rf_xfer_start(r, fd, RF_XFER_READ, NULL, 0, NULL, NULL, NULL), "rf_xfer_start");
+	T_MSG(rf_xfer_start(r, fd, RF_XFER_READ, &seg, 1, &fixed, xcb, NULL), "rf_xfer_start");
+	T_MSG(rf_ring_fsync_wait(r, closed, 0), "rf_ring_fsync_wait");
 
 	/* requests made while rf_ring_destroy cancels: refused */
 	T_OK(rf_ring_timeout(r, 60ull * 1000000000ull, during_teardown, NULL, NULL));
