@@ -3,8 +3,11 @@
  * request, retry backoff, notifier or watch. Callbacks run only from here. */
 #include "ring-impl.h"
 
+#include "rf-internal.h"
+
 #include <errno.h>
 #include <limits.h>
+#include <string.h>
 #include <time.h>
 
 uint64_t rf_now_ns(void)
@@ -216,10 +219,23 @@ static int rf__has_work(struct rf_ring *r)
 	       r->nbacklog > r->backlog_head;
 }
 
+static int rf__nested(const char *fn)
+{
+	return rf__fail(-EDEADLK, "%s: called from inside a callback or rf_ring_run_until "
+			"predicate of the same ring; expected a call from outside its run "
+			"loop", fn);
+}
+
+static int rf__turn_failed(const char *fn, int ret)
+{
+	return rf__fail(ret, "%s: waiting for completions (io_uring_enter): %s", fn,
+			strerror(-ret));
+}
+
 int rf_ring_run(struct rf_ring *r, enum rf_run_mode mode)
 {
 	if (r->in_run || r->cb_depth)
-		return -EDEADLK;
+		return rf__nested("rf_ring_run");
 	r->in_run = 1;
 	int total = 0, ret = 0;
 	switch (mode) {
@@ -247,18 +263,20 @@ int rf_ring_run(struct rf_ring *r, enum rf_run_mode mode)
 			total += ret;
 		break;
 	default:
-		ret = -EINVAL;
+		r->in_run = 0;
+		return rf__fail(-EINVAL, "rf_ring_run: mode = %d, expected RF_RUN_UNTIL_IDLE, "
+				"RF_RUN_ONCE or RF_RUN_NOWAIT", (int)mode);
 	}
 	r->in_run = 0;
-	return ret < 0 ? ret : total;
+	return ret < 0 ? rf__turn_failed("rf_ring_run", ret) : total;
 }
 
 int rf_ring_run_until(struct rf_ring *r, int (*pred)(void *arg), void *arg, uint64_t timeout_ns)
 {
 	if (r->in_run || r->cb_depth)
-		return -EDEADLK;
+		return rf__nested("rf_ring_run_until");
 	r->in_run = 1;
-	uint64_t deadline = timeout_ns ? rf_now_ns() + timeout_ns : 0;
+	uint64_t deadline = rf__deadline_after(timeout_ns);
 	int ret;
 	for (;;) {
 		if (pred(arg)) {
@@ -267,14 +285,18 @@ int rf_ring_run_until(struct rf_ring *r, int (*pred)(void *arg), void *arg, uint
 		}
 		int busy = rf_ring_pending(r) > 0;
 		if (!busy && !rf__has_work(r)) {
-			ret = -EDEADLK;
+			ret = rf__fail(-EDEADLK, "rf_ring_run_until: the ring is idle (nothing "
+				       "pending) with the predicate still false: it cannot "
+				       "become true");
 			break;
 		}
 		struct __kernel_timespec ts, *tsp = NULL;
 		if (deadline) {
 			uint64_t now = rf_now_ns();
 			if (now >= deadline) {
-				ret = -ETIMEDOUT;
+				ret = rf__fail(-ETIMEDOUT, "rf_ring_run_until: the predicate still "
+					       "false after timeout_ns = %llu",
+					       (unsigned long long)timeout_ns);
 				break;
 			}
 			ts.tv_sec = (long long)((deadline - now) / 1000000000ull);
@@ -282,8 +304,10 @@ int rf_ring_run_until(struct rf_ring *r, int (*pred)(void *arg), void *arg, uint
 			tsp = &ts;
 		}
 		ret = rf__turn(r, busy, tsp);
-		if (ret < 0)
+		if (ret < 0) {
+			rf__turn_failed("rf_ring_run_until", ret);
 			break;
+		}
 	}
 	r->in_run = 0;
 	return ret;

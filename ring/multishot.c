@@ -4,6 +4,8 @@
  * teardown of what ops.c and this file keep outside the kernel. */
 #include "ring-impl.h"
 
+#include "rf-internal.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,17 +117,21 @@ int rf__ms_complete(struct rf_ring *r, struct rf__req *q, int32_t res, uint32_t 
 	return 1;
 }
 
-static int rf__ms_start(struct rf_ring *r, int op, int fd, unsigned flags, struct rf_bufgroup *g,
-			unsigned events, rf_multi_cb cb, void *data, rf_req_id *id)
+static int rf__ms_start(const char *fn, struct rf_ring *r, int op, int fd, unsigned flags,
+			struct rf_bufgroup *g, unsigned events, rf_multi_cb cb, void *data,
+			rf_req_id *id)
 {
 	if (r->destroying)
-		return -ESHUTDOWN;
-	if (!cb || (flags & ~(RF_IO_FIXED_FILE | RF_IO_ALLOC_SLOT)) ||
+		return rf__shutdown(fn);
+	if (!cb)
+		return rf__fail(-EINVAL, "%s: cb is NULL, expected the callback of each event", fn);
+	if ((flags & ~(RF_IO_FIXED_FILE | RF_IO_ALLOC_SLOT)) ||
 	    ((flags & RF_IO_ALLOC_SLOT) && op != RF__OP_ACCEPT_MS))
-		return -EINVAL;
+		return rf__fail(-EINVAL, "%s: flags = 0x%x, expected RF_IO_FIXED_FILE%s", fn, flags,
+				op == RF__OP_ACCEPT_MS ? " and RF_IO_ALLOC_SLOT only" : " only");
 	struct rf__req *q = rf__req_alloc(r, 1);
 	if (!q)
-		return -ENOMEM;
+		return rf__no_req(fn);
 	q->op = (uint8_t)op;
 	q->fd = fd;
 	q->flags |= flags;
@@ -142,7 +148,7 @@ static int rf__ms_start(struct rf_ring *r, int op, int fd, unsigned flags, struc
 		if (g)
 			g->users--;
 		rf__req_free(r, q);
-		return ret;
+		return rf__not_queued(fn, ret);
 	}
 	if (id)
 		*id = rf__req_id(q);
@@ -152,34 +158,40 @@ static int rf__ms_start(struct rf_ring *r, int op, int fd, unsigned flags, struc
 int rf_ring_accept_multishot(struct rf_ring *r, int fd, unsigned flags, rf_multi_cb cb,
 			     void *data, rf_req_id *id)
 {
-	return rf__ms_start(r, RF__OP_ACCEPT_MS, fd, flags, NULL, 0, cb, data, id);
+	return rf__ms_start("rf_ring_accept_multishot", r, RF__OP_ACCEPT_MS, fd, flags, NULL, 0, cb,
+			    data, id);
 }
 
 int rf_ring_recv_multishot(struct rf_ring *r, int fd, struct rf_bufgroup *g, unsigned flags,
 			   rf_multi_cb cb, void *data, rf_req_id *id)
 {
 	if (!g || g->r != r)
-		return -EINVAL;
-	return rf__ms_start(r, RF__OP_RECV_MS, fd, flags, g, 0, cb, data, id);
+		return rf__fail(-EINVAL, "rf_ring_recv_multishot: g is %s, expected a buffer group "
+				"of this ring", g ? "a group of another ring" : "NULL");
+	return rf__ms_start("rf_ring_recv_multishot", r, RF__OP_RECV_MS, fd, flags, g, 0, cb, data,
+			    id);
 }
 
 int rf_ring_poll_multishot(struct rf_ring *r, int fd, unsigned events, unsigned flags,
 			   rf_multi_cb cb, void *data, rf_req_id *id)
 {
-	return rf__ms_start(r, RF__OP_POLL_MS, fd, flags, NULL, events, cb, data, id);
+	return rf__ms_start("rf_ring_poll_multishot", r, RF__OP_POLL_MS, fd, flags, NULL, events,
+			    cb, data, id);
 }
 
 int rf_ring_cancel(struct rf_ring *r, rf_req_id id)
 {
 	struct rf__req *q = rf__req_by_id(r, id);
 	if (!q || q->op >= RF__OP_INTERNAL)
-		return -ENOENT;
+		return rf__fail(-ENOENT, "rf_ring_cancel: id 0x%llx names no request in flight "
+				"(finished already, or never issued)", (unsigned long long)id);
 	if (q->flags & RF__RQ_CANCELLED)
 		return 0;
 	q->flags |= RF__RQ_CANCELLED;
 	if (q->flags & RF__RQ_PARKED) {
 		rf__unpark(q->u.owner, q);
-		return rf__queue_nop(r, q);
+		int ret = rf__queue_nop(r, q);
+		return ret < 0 ? rf__not_queued("rf_ring_cancel", ret) : 0;
 	}
 	rf__cancel_req(r, q);
 	return 0;
@@ -205,16 +217,32 @@ void rf__ops_teardown(struct rf_ring *r)
 
 /* ---- buffer groups --------------------------------------------------------------------- */
 
+/* The lowest buffer-group id that no live group holds, or -ENOSPC: ids of destroyed
+ * groups are taken again. */
+static int rf__bgid_free(const struct rf_ring *r)
+{
+	for (unsigned i = 0; i < sizeof(r->bgid_used) / sizeof(r->bgid_used[0]); i++)
+		if (~r->bgid_used[i])
+			return (int)(i * 64 + (unsigned)__builtin_ctzll(~r->bgid_used[i]));
+	return -ENOSPC;
+}
+
 int rf_bufgroup_create(struct rf_ring *r, unsigned nbufs, size_t bufsz, struct rf_bufgroup **out)
 {
 	*out = NULL;
-	if (!nbufs || nbufs > 32768 || (nbufs & (nbufs - 1)) || !bufsz || bufsz > UINT32_MAX)
-		return -EINVAL;
-	if (r->next_bgid == UINT16_MAX)
-		return -ENOSPC;
+	if (!nbufs || nbufs > 32768 || (nbufs & (nbufs - 1)))
+		return rf__fail(-EINVAL, "rf_bufgroup_create: nbufs = %u, expected a power of two "
+				"from 1 to 32768", nbufs);
+	if (!bufsz || bufsz > UINT32_MAX)
+		return rf__fail(-EINVAL, "rf_bufgroup_create: bufsz = %zu, expected 1 to %u bytes",
+				bufsz, UINT32_MAX);
+	int bgid = rf__bgid_free(r);
+	if (bgid < 0)
+		return rf__fail(bgid, "rf_bufgroup_create: all 65536 buffer-group ids are held by "
+				"live groups; expected one destroyed first");
 	struct rf_bufgroup *g = calloc(1, sizeof(*g));
 	if (!g)
-		return -ENOMEM;
+		return rf__fail(-ENOMEM, "rf_bufgroup_create: no memory for the group");
 	g->out = calloc(nbufs, 1);
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	g->br_len = ((size_t)nbufs * sizeof(struct io_uring_buf) + page - 1) / page * page;
@@ -223,7 +251,8 @@ int rf_bufgroup_create(struct rf_ring *r, unsigned nbufs, size_t bufsz, struct r
 	void *bufs = mmap(NULL, g->map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	int ret = 0;
 	if (!g->out || br == MAP_FAILED || bufs == MAP_FAILED) {
-		ret = -ENOMEM;
+		ret = rf__fail(-ENOMEM, "rf_bufgroup_create: no memory for %u buffers of %zu bytes",
+			       nbufs, bufsz);
 		goto fail;
 	}
 	g->br = br;
@@ -231,14 +260,17 @@ int rf_bufgroup_create(struct rf_ring *r, unsigned nbufs, size_t bufsz, struct r
 	g->r = r;
 	g->bufsz = bufsz;
 	g->nbufs = nbufs;
-	g->bgid = r->next_bgid;
+	g->bgid = (uint16_t)bgid;
 	io_uring_buf_ring_init(g->br);
 	struct io_uring_buf_reg reg = { .ring_addr = (uintptr_t)br, .ring_entries = nbufs,
 					.bgid = g->bgid };
 	ret = io_uring_register_buf_ring(&r->ring, &reg, 0);
-	if (ret < 0)
+	if (ret < 0) {
+		rf__fail(ret, "rf_bufgroup_create: the kernel refused the buffer ring "
+			 "(io_uring_register_buf_ring): %s", strerror(-ret));
 		goto fail;
-	r->next_bgid++;
+	}
+	r->bgid_used[bgid / 64] |= 1ull << (bgid % 64);
 	for (unsigned i = 0; i < nbufs; i++)
 		io_uring_buf_ring_add(g->br, g->bufs + (size_t)i * bufsz, (unsigned)bufsz, (unsigned short)i,
 				      io_uring_buf_ring_mask(nbufs), (int)i);
@@ -263,10 +295,12 @@ int rf_bufgroup_put(struct rf_bufgroup *g, void *buf)
 	char *p = buf;
 	if (p < g->bufs || p >= g->bufs + (size_t)g->nbufs * g->bufsz ||
 	    (size_t)(p - g->bufs) % g->bufsz)
-		return -EINVAL;
+		return rf__fail(-EINVAL, "rf_bufgroup_put: buf %p is not a buffer of the group",
+				buf);
 	unsigned bid = (unsigned)((size_t)(p - g->bufs) / g->bufsz);
 	if (!g->out[bid])
-		return -EALREADY;
+		return rf__fail(-EALREADY, "rf_bufgroup_put: buffer %u (%p) is not handed out: "
+				"given back twice?", bid, buf);
 	g->out[bid] = 0;
 	io_uring_buf_ring_add(g->br, p, (unsigned)g->bufsz, (unsigned short)bid,
 			      io_uring_buf_ring_mask(g->nbufs), 0);
@@ -298,6 +332,7 @@ unsigned rf_bufgroup_available(const struct rf_bufgroup *g)
 static void rf__group_free(struct rf_ring *r, struct rf_bufgroup *g)
 {
 	io_uring_unregister_buf_ring(&r->ring, g->bgid);
+	r->bgid_used[g->bgid / 64] &= ~(1ull << (g->bgid % 64));
 	munmap(g->br, g->br_len);
 	munmap(g->bufs, g->map_len);
 	free(g->out);
@@ -309,7 +344,8 @@ int rf_bufgroup_destroy(struct rf_bufgroup *g)
 	if (!g)
 		return 0;
 	if (g->users)
-		return -EBUSY;
+		return rf__fail(-EBUSY, "rf_bufgroup_destroy: %u receives still use the group; "
+				"expected them cancelled and finished first", g->users);
 	struct rf_ring *r = g->r;
 	for (struct rf_bufgroup **pp = &r->groups; *pp; pp = &(*pp)->next)
 		if (*pp == g) {

@@ -4,6 +4,8 @@
  * design is in README.md. */
 #include "ring-impl.h"
 
+#include "rf-internal.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,6 +92,20 @@ int rf__notify_flush(struct rf_ring *r)
 	return calls;
 }
 
+/* The notifier's eventfd read failed, or cannot be queued again: nothing more can
+ * arrive on it. Its owed signals stop counting as pending (and later ones are not
+ * counted), so that no wait spins on signals that cannot come. */
+static void rf__notify_lost(struct rf_ring *r, struct rf_notifier *n, struct rf__req *q, int err)
+{
+	rf__log(RF_LOG_ERROR, "notifier: its eventfd read failed (%s): %u owed signals and any "
+		"later ones will not be delivered", strerror(-err), n->owed);
+	r->owed -= n->owed;
+	n->owed = 0;
+	n->lost = 1;
+	n->rq = NULL;
+	rf__req_free(r, q);
+}
+
 int rf__notify_read_complete(struct rf_ring *r, struct rf__req *q, int32_t res)
 {
 	struct rf_notifier *n = q->u.owner;
@@ -101,15 +117,17 @@ int rf__notify_read_complete(struct rf_ring *r, struct rf__req *q, int32_t res)
 		n->accum += q->scratch;
 		rf__mark_dirty(r, n);
 	} else if (res != -EINTR && res != -EAGAIN) {
-		/* The eventfd read failed: nothing more can arrive on it. */
+		rf__notify_lost(r, n, q, res < 0 ? res : -EIO);
+		return 0;
+	}
+	if (r->destroying) {
 		n->rq = NULL;
 		rf__req_free(r, q);
 		return 0;
 	}
-	if (r->destroying || rf__queue_efd(r, q, n->efd, 0) < 0) {
-		n->rq = NULL;
-		rf__req_free(r, q);
-	}
+	int ret = rf__queue_efd(r, q, n->efd, 0);
+	if (ret < 0)
+		rf__notify_lost(r, n, q, ret);
 	return 0;
 }
 
@@ -139,11 +157,20 @@ static int rf__nslot_alloc(struct rf_ring *r, uint32_t *out)
 int rf_notifier_create(struct rf_ring *r, rf_notify_cb cb, void *data, struct rf_notifier **out)
 {
 	*out = NULL;
+	if (!cb)
+		return rf__fail(-EINVAL, "rf_notifier_create: cb is NULL, expected the callback "
+				"that receives the signals");
 	if (r->destroying)
-		return -ESHUTDOWN;
+		return rf__shutdown("rf_notifier_create");
+	/* The eventfd fallback's read is not a polled O_DIRECT read: the kernel refuses it. */
+	if (!r->msg_ring && (r->setup_flags & IORING_SETUP_IOPOLL))
+		return rf__fail(-EOPNOTSUPP, "rf_notifier_create: the ring is RF_RING_IOPOLL and "
+				"its notifiers would use the eventfd fallback (no ringless "
+				"MSG_RING: kernel before 6.13, or RF_RING_NO_MSG_RING), whose read "
+				"a polled ring refuses; expected a ring without RF_RING_IOPOLL");
 	struct rf_notifier *n = calloc(1, sizeof(*n));
 	if (!n)
-		return -ENOMEM;
+		return rf__fail(-ENOMEM, "rf_notifier_create: no memory for the notifier");
 	n->r = r;
 	n->cb = cb;
 	n->data = data;
@@ -152,23 +179,31 @@ int rf_notifier_create(struct rf_ring *r, rf_notify_cb cb, void *data, struct rf
 	int ret = rf__nslot_alloc(r, &n->slot);
 	if (ret < 0) {
 		free(n);
-		return ret;
+		return rf__fail(ret, "rf_notifier_create: %s", ret == -ENOSPC ?
+				"the ring has 2^29 notifiers already" : "no memory for its slot");
 	}
 	struct rf__nslot *s = &r->nslots[n->slot];
 	s->gen++;
 	n->ud = RF__TAG_NOTIFY | ((uint64_t)n->slot << 3) | ((uint64_t)s->gen << 32);
 	if (!r->msg_ring) {
 		n->efd = eventfd(0, EFD_CLOEXEC);
+		int e = errno;
 		struct rf__req *q = n->efd >= 0 ? rf__req_alloc(r, 0) : NULL;
-		ret = n->efd < 0 ? -errno : !q ? -ENOMEM : 0;
+		if (n->efd < 0)
+			ret = rf__fail(-e, "rf_notifier_create: cannot create the eventfd of the "
+				       "fallback: %s", strerror(e));
+		else if (!q)
+			ret = rf__no_req("rf_notifier_create");
 		if (q) {
 			q->op = RF__OP_NOTIFY_READ;
 			q->u.owner = n;
 			ret = rf__queue_efd(r, q, n->efd, 0);
-			if (ret < 0)
+			if (ret < 0) {
+				rf__not_queued("rf_notifier_create", ret);
 				rf__req_free(r, q);
-			else
+			} else {
 				n->rq = q;
+			}
 		}
 		if (ret < 0) {
 			if (n->efd >= 0)
@@ -192,10 +227,14 @@ int rf_notifier_signal(struct rf_notifier *n)
 
 int rf_notifier_signal_n(struct rf_notifier *n, uint32_t count)
 {
-	if (count == 0 || count > INT32_MAX)
-		return -EINVAL; /* a CQE's res is signed: rf__notify_msg drops res <= 0 */
-	if (n->efd < 0)
-		return rf__send_msg(n->ring_fd, n->ud, count, 1);
+	if (count == 0 || count > INT32_MAX) /* a CQE's res is signed: res <= 0 is dropped */
+		return rf__fail(-EINVAL, "rf_notifier_signal_n: count = %u, expected 1 to "
+				"2^31 - 1", count);
+	if (n->efd < 0) {
+		int ret = rf__send_msg(n->ring_fd, n->ud, count, 1);
+		return ret < 0 ? rf__fail(ret, "rf_notifier_signal: the MSG_RING post to the "
+					  "ring failed: %s", strerror(-ret)) : 0;
+	}
 	uint64_t v = count;
 	for (;;) {
 		ssize_t w = write(n->efd, &v, sizeof(v));
@@ -203,12 +242,15 @@ int rf_notifier_signal_n(struct rf_notifier *n, uint32_t count)
 			return 0;
 		if (w < 0 && errno == EINTR)
 			continue;
-		return w < 0 ? -errno : -EIO;
+		int ret = w < 0 ? -errno : -EIO;
+		return rf__fail(ret, "rf_notifier_signal: writing the eventfd: %s", strerror(-ret));
 	}
 }
 
 void rf_notifier_expect(struct rf_notifier *n, uint32_t count)
 {
+	if (n->lost)
+		return; /* nothing can arrive: waiting for it would never end */
 	n->owed += count;
 	n->r->owed += count;
 }
@@ -329,15 +371,16 @@ int rf_watch_eventfd(struct rf_ring *r, int efd, int counts_as_pending,
 		     rf_watch_cb cb, void *data, struct rf_watch **out)
 {
 	*out = NULL;
+	if (!cb)
+		return rf__fail(-EINVAL, "rf_watch_eventfd: cb is NULL, expected the callback "
+				"that receives the counter values");
 	if (r->destroying)
-		return -ESHUTDOWN;
+		return rf__shutdown("rf_watch_eventfd");
 	struct rf_watch *w = calloc(1, sizeof(*w));
-	if (!w)
-		return -ENOMEM;
-	struct rf__req *q = rf__req_alloc(r, counts_as_pending);
+	struct rf__req *q = w ? rf__req_alloc(r, counts_as_pending) : NULL;
 	if (!q) {
 		free(w);
-		return -ENOMEM;
+		return rf__fail(-ENOMEM, "rf_watch_eventfd: no memory for the watch");
 	}
 	w->r = r;
 	w->cb = cb;
@@ -350,7 +393,7 @@ int rf_watch_eventfd(struct rf_ring *r, int efd, int counts_as_pending,
 	if (ret < 0) {
 		rf__req_free(r, q);
 		free(w);
-		return ret;
+		return rf__not_queued("rf_watch_eventfd", ret);
 	}
 	w->rq = q;
 	w->next = r->watches;

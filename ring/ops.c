@@ -6,6 +6,8 @@
  * RF__OP_*_MS. */
 #include "ring-impl.h"
 
+#include "rf-internal.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -44,6 +46,21 @@ static const uint8_t rf__kop[] = {
 	[RF_IOP_SPLICE] = IORING_OP_SPLICE,
 };
 #define RF__NIOP ((int)(sizeof(rf__kop) / sizeof(rf__kop[0])))
+
+/* For messages: "rf_ring_submit(openat): ..." */
+static const char *const rf__iop_name[] = {
+	[RF_IOP_READ] = "read",           [RF_IOP_WRITE] = "write",
+	[RF_IOP_READV] = "readv",         [RF_IOP_WRITEV] = "writev",
+	[RF_IOP_FSYNC] = "fsync",         [RF_IOP_OPENAT] = "openat",
+	[RF_IOP_CLOSE] = "close",         [RF_IOP_STATX] = "statx",
+	[RF_IOP_FALLOCATE] = "fallocate", [RF_IOP_RENAMEAT] = "renameat",
+	[RF_IOP_UNLINKAT] = "unlinkat",   [RF_IOP_SOCKET] = "socket",
+	[RF_IOP_CONNECT] = "connect",     [RF_IOP_ACCEPT] = "accept",
+	[RF_IOP_SEND] = "send",           [RF_IOP_SEND_ZC] = "send_zc",
+	[RF_IOP_RECV] = "recv",           [RF_IOP_SHUTDOWN] = "shutdown",
+	[RF_IOP_POLL] = "poll",           [RF_IOP_NOP] = "nop",
+	[RF_IOP_SPLICE] = "splice",
+};
 
 void rf__ops_probe(struct rf_ring *r)
 {
@@ -263,35 +280,49 @@ static size_t rf__slen(const char *s)
 	return s ? strlen(s) + 1 : 0;
 }
 
+#define RF__SUBMIT "rf_ring_submit(%s): "
+
 int rf_ring_submit(struct rf_ring *r, const struct rf_io *io, rf_io_cb cb, void *data,
 		   rf_req_id *id)
 {
 	if (r->destroying)
-		return -ESHUTDOWN;
-	if (!io || (int)io->op < RF_IOP_READ || (int)io->op >= RF__NIOP)
-		return -EINVAL;
-	uint64_t deadline = io->timeout_ns ? rf_now_ns() + io->timeout_ns : 0;
+		return rf__shutdown("rf_ring_submit");
+	if (!io)
+		return rf__fail(-EINVAL, "rf_ring_submit: io is NULL, expected an operation");
+	if ((int)io->op < RF_IOP_READ || (int)io->op >= RF__NIOP)
+		return rf__fail(-EINVAL, "rf_ring_submit: io->op = %d, expected an enum rf_iop "
+				"(%d to %d)", (int)io->op, RF_IOP_READ, RF__NIOP - 1);
+	const char *name = rf__iop_name[io->op];
+	uint64_t deadline = rf__deadline_after(io->timeout_ns);
 	unsigned fl = io->flags & (RF_IO_FIXED_FILE | RF_IO_FIXED_BUF | RF_IO_NO_RETRY_SHORT |
 				   RF_IO_ALLOC_SLOT | RF_IO_BENEATH);
 	switch (io->op) {
 	case RF_IOP_READ:
 	case RF_IOP_WRITE:
 		if (fl & RF_IO_ALLOC_SLOT)
-			return -EINVAL;
-		return rf__rw(r, io->op == RF_IOP_READ ? RF__OP_READ : RF__OP_WRITE, io->fd, io->buf,
+			return rf__fail(-EINVAL, RF__SUBMIT "RF_IO_ALLOC_SLOT is for openat, "
+					"socket and accept only", name);
+		return rf__rw("rf_ring_submit", r,
+			      io->op == RF_IOP_READ ? RF__OP_READ : RF__OP_WRITE, io->fd, io->buf,
 			      io->len, io->off, fl, deadline, cb, data, id);
 	case RF_IOP_FSYNC:
-		return rf__rw(r, RF__OP_FSYNC, io->fd, NULL, io->arg ? 1 : 0, 0,
+		return rf__rw("rf_ring_submit", r, RF__OP_FSYNC, io->fd, NULL, io->arg ? 1 : 0, 0,
 			      fl & RF_IO_FIXED_FILE, deadline, cb, data, id);
 	default:
 		break;
 	}
 	if (io->op != RF_IOP_SEND_ZC && !rf_ring_op_supported(r, io->op))
-		return -EOPNOTSUPP;
-	if ((fl & RF_IO_FIXED_BUF) ||
-	    ((fl & RF_IO_ALLOC_SLOT) && io->op != RF_IOP_OPENAT && io->op != RF_IOP_SOCKET &&
-	     io->op != RF_IOP_ACCEPT) || ((fl & RF_IO_BENEATH) && io->op != RF_IOP_OPENAT))
-		return -EINVAL;
+		return rf__fail(-EOPNOTSUPP, RF__SUBMIT "the running kernel lacks this operation",
+				name);
+	if (fl & RF_IO_FIXED_BUF)
+		return rf__fail(-EINVAL, RF__SUBMIT "RF_IO_FIXED_BUF is for read and write only",
+				name);
+	if ((fl & RF_IO_ALLOC_SLOT) && io->op != RF_IOP_OPENAT && io->op != RF_IOP_SOCKET &&
+	    io->op != RF_IOP_ACCEPT)
+		return rf__fail(-EINVAL, RF__SUBMIT "RF_IO_ALLOC_SLOT is for openat, socket and "
+				"accept only", name);
+	if ((fl & RF_IO_BENEATH) && io->op != RF_IOP_OPENAT)
+		return rf__fail(-EINVAL, RF__SUBMIT "RF_IO_BENEATH is for openat only", name);
 	size_t extra = 0;
 	int need_ext = 1;
 	switch (io->op) {
@@ -299,7 +330,8 @@ int rf_ring_submit(struct rf_ring *r, const struct rf_io *io, rf_io_cb cb, void 
 	case RF_IOP_SEND_ZC:
 	case RF_IOP_RECV:
 		if (!io->buf && io->len)
-			return -EINVAL;
+			return rf__fail(-EINVAL, RF__SUBMIT "io->buf is NULL with io->len = %zu, "
+					"expected a buffer", name, io->len);
 		need_ext = 0;
 		break;
 	case RF_IOP_POLL:
@@ -311,25 +343,34 @@ int rf_ring_submit(struct rf_ring *r, const struct rf_io *io, rf_io_cb cb, void 
 	case RF_IOP_READV:
 	case RF_IOP_WRITEV:
 		if (!io->iov || !io->iovcnt || io->iovcnt > IOV_MAX)
-			return -EINVAL;
+			return rf__fail(-EINVAL, RF__SUBMIT "io->iov = %p with io->iovcnt = %u, "
+					"expected an iovec array of 1 to %d", name,
+					(const void *)io->iov, io->iovcnt, IOV_MAX);
 		extra = 2 * (size_t)io->iovcnt * sizeof(struct iovec);
 		break;
 	case RF_IOP_OPENAT:
 	case RF_IOP_UNLINKAT:
 		if (!io->path)
-			return -EINVAL;
+			return rf__fail(-EINVAL, RF__SUBMIT "io->path is NULL, expected a path",
+					name);
 		break;
 	case RF_IOP_STATX:
 		if (!io->path || !io->stx)
-			return -EINVAL;
+			return rf__fail(-EINVAL, RF__SUBMIT "io->%s is NULL, expected %s", name,
+					!io->path ? "path" : "stx",
+					!io->path ? "a path" : "a struct statx to fill");
 		break;
 	case RF_IOP_RENAMEAT:
 		if (!io->path || !io->path2)
-			return -EINVAL;
+			return rf__fail(-EINVAL, RF__SUBMIT "io->%s is NULL, expected a path", name,
+					!io->path ? "path" : "path2");
 		break;
 	case RF_IOP_CONNECT:
 		if (!io->addr || !io->addrlen || io->addrlen > sizeof(struct sockaddr_storage))
-			return -EINVAL;
+			return rf__fail(-EINVAL, RF__SUBMIT "io->addr = %p with io->addrlen = %u, "
+					"expected an address of 1 to %zu bytes", name,
+					(const void *)io->addr, (unsigned)io->addrlen,
+					sizeof(struct sockaddr_storage));
 		break;
 	default:
 		break;
@@ -339,7 +380,7 @@ int rf_ring_submit(struct rf_ring *r, const struct rf_io *io, rf_io_cb cb, void 
 		size_t l1 = rf__slen(io->path), l2 = rf__slen(io->path2);
 		x = malloc(sizeof(*x) + extra + l1 + l2);
 		if (!x)
-			return -ENOMEM;
+			return rf__no_req("rf_ring_submit");
 		x->io = *io;
 		char *s = x->strs;
 		x->iov = x->wiov = NULL;
@@ -364,7 +405,7 @@ int rf_ring_submit(struct rf_ring *r, const struct rf_io *io, rf_io_cb cb, void 
 	struct rf__req *q = rf__req_alloc(r, 1);
 	if (!q) {
 		free(x);
-		return -ENOMEM;
+		return rf__no_req("rf_ring_submit");
 	}
 	q->ext = x;
 	q->op = (uint8_t)(RF__OP_IO + io->op);
@@ -413,7 +454,8 @@ int rf_ring_submit(struct rf_ring *r, const struct rf_io *io, rf_io_cb cb, void 
 		q->deadline = deadline;
 		q->flags |= RF__RQ_DEADLINE;
 	}
-	return rf__ops_queue_new(r, q, id);
+	int ret = rf__ops_queue_new(r, q, id);
+	return ret < 0 ? rf__not_queued("rf_ring_submit", ret) : 0;
 }
 
 /* ---- completion of one-shot operations ------------------------------------------------ */

@@ -5,7 +5,10 @@
  * blocking wait that fails leaks it rather than freeing it under a live request. */
 #include "ring-io.h"
 
+#include "rf-internal.h"
+
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -138,18 +141,33 @@ static void rf__xfer_empty_cb(void *data, int64_t res)
 	rf__xfer_finish(data);
 }
 
-static int rf__xfer_check(struct rf_ring *r, const struct rf_io_seg *segs, unsigned nsegs,
-			  const struct rf_xfer_opts *o)
+static int rf__xfer_check(const char *fn, struct rf_ring *r, const struct rf_io_seg *segs,
+			  unsigned nsegs, const struct rf_xfer_opts *o)
 {
-	if (!r || (nsegs && !segs))
-		return -EINVAL;
-	if (o && (o->depth > RF_XFER_DEPTH_MAX ||
-		  (o->flags & ~(unsigned)(RF_IO_FIXED_FILE | RF_IO_FIXED_BUF))))
-		return -EINVAL;
+	if (!r)
+		return rf__fail(-EINVAL, "%s: r is NULL, expected a ring", fn);
+	if (nsegs && !segs)
+		return rf__fail(-EINVAL, "%s: segs is NULL with nsegs = %u, expected an array of "
+				"%u segments", fn, nsegs, nsegs);
+	if (o && o->depth > RF_XFER_DEPTH_MAX)
+		return rf__fail(-EINVAL, "%s: opts->depth = %u, expected at most RF_XFER_DEPTH_MAX "
+				"(%u)", fn, o->depth, RF_XFER_DEPTH_MAX);
+	if (o && (o->flags & ~(unsigned)(RF_IO_FIXED_FILE | RF_IO_FIXED_BUF)))
+		return rf__fail(-EINVAL, "%s: opts->flags = 0x%x, expected RF_IO_FIXED_FILE and "
+				"RF_IO_FIXED_BUF only", fn, o->flags);
 	for (unsigned i = 0; i < nsegs; i++)
 		if (segs[i].len && !segs[i].buf)
-			return -EINVAL;
+			return rf__fail(-EINVAL, "%s: segs[%u].buf is NULL with len %llu, expected "
+					"a buffer", fn, i, (unsigned long long)segs[i].len);
 	return 0;
+}
+
+/* ret for fn, with the message of the ring call that failed under it. */
+static int rf__xfer_fail_in(const char *fn, int ret)
+{
+	char inner[256];
+	snprintf(inner, sizeof(inner), "%s", rf_last_error());
+	return rf__fail(ret, "%s: %s", fn, inner);
 }
 
 static struct rf__xfer *rf__xfer_new(struct rf_ring *r, int fd, enum rf_xfer_dir dir,
@@ -198,18 +216,23 @@ static int rf__xfer_begin(struct rf__xfer *x)
 int rf_xfer_start(struct rf_ring *r, int fd, enum rf_xfer_dir dir, const struct rf_io_seg *segs,
 		  unsigned nsegs, const struct rf_xfer_opts *opts, rf_xfer_cb cb, void *data)
 {
-	int ret = rf__xfer_check(r, segs, nsegs, opts);
-	if (ret < 0 || !cb)
-		return ret < 0 ? ret : -EINVAL;
+	int ret = rf__xfer_check("rf_xfer_start", r, segs, nsegs, opts);
+	if (ret < 0)
+		return ret;
+	if (!cb)
+		return rf__fail(-EINVAL, "rf_xfer_start: cb is NULL, expected the callback that "
+				"gets the result");
 	struct rf__xfer *x = rf__xfer_new(r, fd, dir, segs, nsegs, opts);
 	if (!x)
-		return -ENOMEM;
+		return rf__fail(-ENOMEM, "rf_xfer_start: no memory for the transfer");
 	x->cb = cb;
 	x->data = data;
 	ret = rf__xfer_begin(x);
-	if (ret < 0)
+	if (ret < 0) {
 		rf__xfer_free(x);
-	return ret;
+		return rf__xfer_fail_in("rf_xfer_start", ret);
+	}
+	return 0;
 }
 
 static int rf__xfer_over(void *arg)
@@ -250,23 +273,39 @@ int rf_xfer(struct rf_ring *r, int fd, enum rf_xfer_dir dir, const struct rf_io_
 	if (!res)
 		res = &none;
 	memset(res, 0, sizeof(*res));
-	int ret = rf__xfer_check(r, segs, nsegs, opts);
+	int ret = rf__xfer_check("rf_xfer", r, segs, nsegs, opts);
 	if (ret < 0)
 		return res->err = ret;
 	if (!rf__can_wait(r))
-		return res->err = -EDEADLK;
+		return res->err = rf__fail(-EDEADLK, "rf_xfer: called from inside a ring callback "
+					   "or rf_ring_run*: the ring cannot be turned from there");
 	struct rf__xfer *x = rf__xfer_new(r, fd, dir, segs, nsegs, opts);
 	if (!x)
-		return res->err = -ENOMEM;
+		return res->err = rf__fail(-ENOMEM, "rf_xfer: no memory for the transfer");
 	rf__xfer_pump(x);
-	if (!x->inflight)
-		x->over = 1;
+	if (!x->inflight) { /* nothing to transfer, or the first chunk was refused */
+		*res = x->res;
+		rf__xfer_free(x);
+		return res->err ? rf__xfer_fail_in("rf_xfer", res->err) : 0;
+	}
 	ret = rf__xfer_wait(x);
-	if (ret < 0)
-		return res->err = ret; /* x leaked: chunks still in flight */
+	if (ret < 0) /* x leaked: chunks still in flight */
+		return res->err = rf__xfer_fail_in("rf_xfer", ret);
 	*res = x->res;
 	rf__xfer_free(x);
-	return res->err;
+	if (res->err == -ENODATA)
+		return rf__fail(res->err, "rf_xfer: fd %d ends early: the chunk at offset %llu "
+				"got %lld bytes", fd, (unsigned long long)res->err_off,
+				(long long)res->err_res);
+	if (res->err == -EIO && res->err_res >= 0)
+		return rf__fail(res->err, "rf_xfer: a write to fd %d at offset %llu made no "
+				"progress (%lld bytes)", fd, (unsigned long long)res->err_off,
+				(long long)res->err_res);
+	if (res->err)
+		return rf__fail(res->err, "rf_xfer: %s fd %d at offset %llu: %s",
+				dir == RF_XFER_WRITE ? "writing" : "reading", fd,
+				(unsigned long long)res->err_off, strerror(-res->err));
+	return 0;
 }
 
 /* ---- fsync ------------------------------------------------------------------------ */
@@ -291,23 +330,25 @@ static int rf__fsync_over(void *arg)
 int rf_ring_fsync_wait(struct rf_ring *r, int fd, int datasync)
 {
 	if (!rf__can_wait(r))
-		return -EDEADLK;
+		return rf__fail(-EDEADLK, "rf_ring_fsync_wait: called from inside a ring callback "
+				"or rf_ring_run*: the ring cannot be turned from there");
 	struct rf__fsync *f = calloc(1, sizeof(*f));
 	if (!f)
-		return -ENOMEM;
+		return rf__fail(-ENOMEM, "rf_ring_fsync_wait: no memory");
 	int ret = rf_ring_fsync(r, fd, 0, datasync, rf__fsync_cb, f, NULL);
 	if (ret < 0) {
 		free(f);
-		return ret;
+		return rf__xfer_fail_in("rf_ring_fsync_wait", ret);
 	}
 	for (int tries = 0; tries < 100; tries++) {
 		ret = rf_ring_run_until(r, rf__fsync_over, f, 0);
 		if (ret == 0 || f->over)
 			break;
 	}
-	if (!f->over)
-		return ret; /* f leaked: the fsync is still in flight */
+	if (!f->over) /* f leaked: the fsync is still in flight */
+		return rf__xfer_fail_in("rf_ring_fsync_wait", ret);
 	ret = f->res;
 	free(f);
-	return ret;
+	return ret < 0 ? rf__fail(ret, "rf_ring_fsync_wait: fsync of fd %d: %s", fd,
+				  strerror(-ret)) : ret;
 }

@@ -2,6 +2,8 @@
  * areas), registered files, and O_DIRECT alignment. */
 #include "ring-impl.h"
 
+#include "rf-internal.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -46,8 +48,12 @@ int rf_dio_align(int fd, const char *path, uint32_t *mem_align, uint32_t *off_al
 		ret = statx(AT_FDCWD, path, 0, STATX_DIOALIGN, &sx);
 	else
 		ret = statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx);
-	if (ret < 0)
-		return -errno;
+	if (ret < 0) {
+		ret = -errno;
+		if (path)
+			return rf__fail(ret, "rf_dio_align: statx of %s: %s", path, strerror(-ret));
+		return rf__fail(ret, "rf_dio_align: statx of fd %d: %s", fd, strerror(-ret));
+	}
 	uint32_t ma = 0, oa = 0;
 	if (sx.stx_mask & STATX_DIOALIGN) {
 #ifdef RF__STATX_NO_DIO_FIELDS
@@ -66,26 +72,35 @@ int rf_dio_align(int fd, const char *path, uint32_t *mem_align, uint32_t *off_al
 int rf_ring_register_buffers(struct rf_ring *r, unsigned nbufs, size_t bufsz, size_t align)
 {
 	if (r->arena || r->nmems)
-		return -EEXIST;
+		return rf__fail(-EEXIST, "rf_ring_register_buffers: the ring has registered %s "
+				"already", r->arena ? "buffers" : "memory areas");
 	if (!align)
 		align = 4096;
-	if (align < 512 || (align & (align - 1)) || !nbufs || !bufsz || nbufs > 16384)
-		return -EINVAL;
+	if (align < 512 || (align & (align - 1)))
+		return rf__fail(-EINVAL, "rf_ring_register_buffers: align = %zu, expected a power "
+				"of two >= 512", align);
+	if (!nbufs || nbufs > 16384)
+		return rf__fail(-EINVAL, "rf_ring_register_buffers: nbufs = %u, expected 1 to "
+				"16384", nbufs);
+	if (!bufsz || bufsz > (1ull << 30))
+		return rf__fail(-EINVAL, "rf_ring_register_buffers: bufsz = %zu, expected 1 byte "
+				"to 1 GiB", bufsz);
 	bufsz = (bufsz + align - 1) & ~(align - 1);
 	if (bufsz > (1ull << 30))
-		return -EINVAL;
+		return rf__fail(-EINVAL, "rf_ring_register_buffers: bufsz rounded up to align "
+				"%zu is %zu, expected at most 1 GiB", align, bufsz);
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	size_t total = bufsz * nbufs;
 	size_t map_len = total + (align > page ? align : 0);
 	void *m = mmap(NULL, map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (m == MAP_FAILED)
-		return -ENOMEM;
-	char *base = (char *)(((uintptr_t)m + align - 1) & ~(uintptr_t)(align - 1));
-	struct iovec *iov = malloc(nbufs * sizeof(*iov));
+	struct iovec *iov = m != MAP_FAILED ? malloc(nbufs * sizeof(*iov)) : NULL;
 	if (!iov) {
-		munmap(m, map_len);
-		return -ENOMEM;
+		if (m != MAP_FAILED)
+			munmap(m, map_len);
+		return rf__fail(-ENOMEM, "rf_ring_register_buffers: no memory for %u buffers of "
+				"%zu bytes", nbufs, bufsz);
 	}
+	char *base = (char *)(((uintptr_t)m + align - 1) & ~(uintptr_t)(align - 1));
 	for (unsigned i = 0; i < nbufs; i++) {
 		iov[i].iov_base = base + (size_t)i * bufsz;
 		iov[i].iov_len = bufsz;
@@ -94,7 +109,8 @@ int rf_ring_register_buffers(struct rf_ring *r, unsigned nbufs, size_t bufsz, si
 	free(iov);
 	if (ret < 0) {
 		munmap(m, map_len);
-		return ret;
+		return rf__fail(ret, "rf_ring_register_buffers: the kernel refused %u buffers of "
+				"%zu bytes: %s", nbufs, bufsz, strerror(-ret));
 	}
 	r->arena_map = m;
 	r->arena_map_len = map_len;
@@ -159,12 +175,14 @@ static int rf__register_mems(struct rf_ring *r, unsigned n, int had)
 int rf_ring_register_memory(struct rf_ring *r, void *const *bufs, const size_t *lens, unsigned n)
 {
 	if (r->arena)
-		return -EEXIST;
+		return rf__fail(-EEXIST, "rf_ring_register_memory: the ring has its own buffers "
+				"(rf_ring_register_buffers); expected none");
 	if (!n || r->nmems + n > 16384)
-		return -EINVAL;
+		return rf__fail(-EINVAL, "rf_ring_register_memory: n = %u with %u areas "
+				"registered, expected 1 to %u more", n, r->nmems, 16384 - r->nmems);
 	struct rf__mem *mems = realloc(r->mems, (r->nmems + n) * sizeof(*mems));
 	if (!mems)
-		return -ENOMEM;
+		return rf__fail(-ENOMEM, "rf_ring_register_memory: no memory for %u areas", n);
 	r->mems = mems;
 	for (unsigned i = 0; i < n; i++) {
 		mems[r->nmems + i].base = bufs[i];
@@ -175,7 +193,8 @@ int rf_ring_register_memory(struct rf_ring *r, void *const *bufs, const size_t *
 		/* put the previous set back; new areas are not registered */
 		if (r->nmems)
 			rf__register_mems(r, r->nmems, 0);
-		return ret;
+		return rf__fail(ret, "rf_ring_register_memory: the kernel refused %u areas: %s",
+				r->nmems + n, strerror(-ret));
 	}
 	r->nmems += n;
 	return 0;
@@ -189,35 +208,70 @@ int rf_ring_unregister_memory(struct rf_ring *r, const void *base)
 		if (r->mems[i].base == base)
 			break;
 	if (i == r->nmems)
-		return -ENOENT;
+		return rf__fail(-ENOENT, "rf_ring_unregister_memory: base %p is the start of no "
+				"registered area", base);
 	memmove(&r->mems[i], &r->mems[i + 1], (r->nmems - i - 1) * sizeof(r->mems[0]));
 	r->nmems--;
-	return rf__register_mems(r, r->nmems, 1);
+	int ret = rf__register_mems(r, r->nmems, 1);
+	return ret < 0 ? rf__fail(ret, "rf_ring_unregister_memory: registering the %u areas "
+				  "left failed: %s", r->nmems, strerror(-ret)) : 0;
+}
+
+/* What the kernel would refuse in a table of n files (fds, or empty slots if NULL),
+ * checked while the registered table is still in place: the kernel takes a new one
+ * only after the old one is unregistered, so a refusal found then would lose both.
+ * A closed fd gets a message naming it; the rest (an io_uring fd, too many files,
+ * memory) shows when a table replaces another: it is tried on a scratch ring first. */
+static int rf__files_check(struct rf_ring *r, const char *fn, const int *fds, unsigned n)
+{
+	struct io_uring scratch;
+	int ret;
+
+	if (!n)
+		return rf__fail(-EINVAL, "%s: n is 0, expected at least one slot", fn);
+	for (unsigned i = 0; fds && i < n; i++)
+		if (fds[i] != -1 && fcntl(fds[i], F_GETFD) < 0)
+			return rf__fail(-EBADF, "%s: fds[%u] = %d is not an open file "
+					"descriptor; expected one, or -1 for an empty slot",
+					fn, i, fds[i]);
+	if (!r->nfiles || io_uring_queue_init(1, &scratch, 0) < 0)
+		return 0;
+	ret = fds ? io_uring_register_files(&scratch, fds, n)
+		  : io_uring_register_files_sparse(&scratch, n);
+	io_uring_queue_exit(&scratch);
+	if (ret < 0)
+		return rf__fail(ret, "%s: the kernel refuses this table of %u files: %s (an "
+				"io_uring fd among fds?); the registered table is unchanged",
+				fn, n, strerror(-ret));
+	return 0;
 }
 
 /* Replace the registered file table by n files: fds, or n empty slots for the kernel
  * to fill (fds NULL). The copy (-1 for an empty slot: never faultable) is kept for
- * fault injection's file type check. */
-static int rf__files_install(struct rf_ring *r, const int *fds, unsigned n)
+ * fault injection's file type check. A refused table leaves the old one registered. */
+static int rf__files_install(struct rf_ring *r, const char *fn, const int *fds, unsigned n)
 {
-	if (!n)
-		return -EINVAL;
+	int ret = rf__files_check(r, fn, fds, n);
+	if (ret < 0)
+		return ret;
 	int *copy = malloc(n * sizeof(*copy));
 	if (!copy)
-		return -ENOMEM;
+		return rf__fail(-ENOMEM, "%s: no memory for a table of %u files", fn, n);
 	for (unsigned i = 0; i < n; i++)
 		copy[i] = fds ? fds[i] : -1;
-	if (r->nfiles) {
+	int had = r->nfiles > 0;
+	if (had) {
 		io_uring_unregister_files(&r->ring);
 		free(r->files);
 		r->files = NULL;
 		r->nfiles = 0;
 	}
-	int ret = fds ? io_uring_register_files(&r->ring, fds, n)
-		      : io_uring_register_files_sparse(&r->ring, n);
+	ret = fds ? io_uring_register_files(&r->ring, fds, n)
+		  : io_uring_register_files_sparse(&r->ring, n);
 	if (ret < 0) {
 		free(copy);
-		return ret;
+		return rf__fail(ret, "%s: the kernel refused a table of %u files: %s%s", fn, n,
+				strerror(-ret), had ? " (the previous table is unregistered)" : "");
 	}
 	r->files = copy;
 	r->nfiles = n;
@@ -226,10 +280,14 @@ static int rf__files_install(struct rf_ring *r, const int *fds, unsigned n)
 
 int rf_ring_register_files(struct rf_ring *r, const int *fds, unsigned n)
 {
-	return fds ? rf__files_install(r, fds, n) : -EINVAL;
+	if (!fds)
+		return rf__fail(-EINVAL, "rf_ring_register_files: fds is NULL, expected an array "
+				"of %u descriptors (rf_ring_register_files_sparse for empty "
+				"slots)", n);
+	return rf__files_install(r, "rf_ring_register_files", fds, n);
 }
 
 int rf_ring_register_files_sparse(struct rf_ring *r, unsigned n)
 {
-	return rf__files_install(r, NULL, n);
+	return rf__files_install(r, "rf_ring_register_files_sparse", NULL, n);
 }

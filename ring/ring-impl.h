@@ -128,6 +128,7 @@ struct rf_notifier {
 	struct rf__req *rq;  /* armed eventfd read (fallback) */
 	struct rf_notifier *next_dirty;
 	int on_dirty;
+	int lost;            /* the eventfd read failed: owed signals no longer count */
 };
 
 struct rf_watch {
@@ -187,7 +188,7 @@ struct rf_ring {
 	uint8_t op_ok[64];   /* IORING_OP_* the kernel supports (probe at creation) */
 	int no_multishot;    /* RF_RING_NO_MULTISHOT */
 	struct rf_bufgroup *groups;
-	uint16_t next_bgid;
+	uint64_t bgid_used[65536 / 64]; /* buffer-group ids held by live groups, a bit each */
 
 	/* CQEs reaped outside rf_ring_run (kernel refused a flush with -EBUSY) */
 	struct rf__cqe *backlog;
@@ -238,9 +239,17 @@ RF__HIDDEN void rf__cancel_req(struct rf_ring *r, struct rf__req *q);
 RF__HIDDEN int rf__queue_new(struct rf_ring *r, struct rf__req *q, rf_req_id *id);
 RF__HIDDEN struct rf__req *rf__req_by_id(struct rf_ring *r, rf_req_id id);
 RF__HIDDEN rf_req_id rf__req_id(const struct rf__req *q);
-/* Reads, writes, fsyncs (op RF__OP_READ/WRITE/FSYNC); deadline 0: none. */
-RF__HIDDEN int rf__rw(struct rf_ring *r, int op, int fd, void *buf, size_t len, uint64_t off,
-		      unsigned flags, uint64_t deadline, rf_io_cb cb, void *data, rf_req_id *id);
+/* The failures every request call shares, recorded for the public call fn (rf__fail):
+ * -ESHUTDOWN (the ring is being destroyed), -ENOMEM for the request, and ret from
+ * queueing it (a full SQ that could not be flushed). They return the code. */
+RF__HIDDEN int rf__shutdown(const char *fn);
+RF__HIDDEN int rf__no_req(const char *fn);
+RF__HIDDEN int rf__not_queued(const char *fn, int ret);
+/* Reads, writes, fsyncs (op RF__OP_READ/WRITE/FSYNC); deadline 0: none. A failure
+ * leaves its message under fn, the public call's name. */
+RF__HIDDEN int rf__rw(const char *fn, struct rf_ring *r, int op, int fd, void *buf, size_t len,
+		      uint64_t off, unsigned flags, uint64_t deadline, rf_io_cb cb, void *data,
+		      rf_req_id *id);
 
 /* Ensure n free SQEs (flushing the SQ if fewer): so that linked SQEs go in together. */
 RF__HIDDEN int rf__sq_room(struct rf_ring *r, unsigned n);
@@ -266,6 +275,15 @@ struct rf_bufgroup {
 RF__HIDDEN void rf__ops_probe(struct rf_ring *r);
 /* (Re)queue the current piece of any cancellable request. */
 RF__HIDDEN int rf__requeue(struct rf_ring *r, struct rf__req *q);
+/* The absolute deadline timeout_ns from now (0: none), saturated: a timeout too long
+ * to add to the clock is no practical limit, never a deadline already past. */
+static inline uint64_t rf__deadline_after(uint64_t timeout_ns)
+{
+	if (!timeout_ns)
+		return 0;
+	uint64_t now = rf_now_ns();
+	return timeout_ns > UINT64_MAX - now ? UINT64_MAX : now + timeout_ns;
+}
 /* A request with a deadline that has passed is not queued again (a short transfer's
  * remainder, a retry): the kernel's linked timeout ends a request that waits, but one
  * interrupted by it comes back with -EINTR or a short count, and an op that gets

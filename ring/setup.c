@@ -2,6 +2,8 @@
  * and stats, and teardown. */
 #include "ring-impl.h"
 
+#include "rf-internal.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,10 +91,11 @@ int rf_ring_create(struct rf_ring **out, const struct rf_ring_opts *opts)
 	*out = NULL;
 	unsigned entries = opts && opts->entries ? opts->entries : 256;
 	if (entries > RF__MAX_SQ_ENTRIES)
-		return -EINVAL;
+		return rf__fail(-EINVAL, "rf_ring_create: opts->entries = %u, expected at most "
+				"RF_RING_MAX_ENTRIES (%u)", entries, RF__MAX_SQ_ENTRIES);
 	struct rf_ring *r = calloc(1, sizeof(*r));
 	if (!r)
-		return -ENOMEM;
+		return rf__fail(-ENOMEM, "rf_ring_create: no memory for the ring");
 	int ret = rf__fault_parse(&r->fault, getenv("RF_FAULT_INJECT"));
 	if (ret < 0) {
 		free(r);
@@ -104,7 +107,8 @@ int rf_ring_create(struct rf_ring **out, const struct rf_ring_opts *opts)
 	ret = rf__setup(r, e, opts);
 	if (ret < 0) {
 		free(r);
-		return ret;
+		return rf__fail(ret, "rf_ring_create: the kernel refused an io_uring of %u entries "
+				"(io_uring_setup: %s)", e, strerror(-ret));
 	}
 	/* Saves an fd lookup per enter; harmless where unsupported. ring_fd stays valid
 	 * for the MSG_RING target. */
@@ -135,6 +139,14 @@ void rf_ring_destroy(struct rf_ring *r)
 {
 	if (!r)
 		return;
+	/* The run loop below on the stack still uses the ring when it calls back. */
+	if (r->cb_depth || r->in_run) {
+		rf__fail(-EDEADLK, "rf_ring_destroy: called from inside a callback or "
+			 "rf_ring_run_until predicate of the same ring; expected a call after "
+			 "rf_ring_run returns (the ring is left as it was)");
+		rf__log(RF_LOG_ERROR, "%s", rf_last_error());
+		return;
+	}
 	r->destroying = 1;
 	rf__notifiers_teardown(r);
 	rf__watches_teardown(r);

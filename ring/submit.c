@@ -4,6 +4,8 @@
  * reaping (its CQEs go to the backlog when the kernel refuses) and the SQE retried. */
 #include "ring-impl.h"
 
+#include "rf-internal.h"
+
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -274,20 +276,37 @@ void rf__cancel_req(struct rf_ring *r, struct rf__req *q)
 	io_uring_sqe_set_data64(sqe, RF__TAG_IGNORE);
 }
 
-int rf__rw(struct rf_ring *r, int op, int fd, void *buf, size_t len, uint64_t off,
-	   unsigned flags, uint64_t deadline, rf_io_cb cb, void *data, rf_req_id *id)
+int rf__shutdown(const char *fn)
+{
+	return rf__fail(-ESHUTDOWN, "%s: the ring is being destroyed: no new requests", fn);
+}
+
+int rf__no_req(const char *fn)
+{
+	return rf__fail(-ENOMEM, "%s: no memory for a request", fn);
+}
+
+int rf__not_queued(const char *fn, int ret)
+{
+	return rf__fail(ret, "%s: cannot queue the request (the SQ could not be flushed): %s", fn,
+			strerror(-ret));
+}
+
+int rf__rw(const char *fn, struct rf_ring *r, int op, int fd, void *buf, size_t len,
+	   uint64_t off, unsigned flags, uint64_t deadline, rf_io_cb cb, void *data, rf_req_id *id)
 {
 	if (r->destroying)
-		return -ESHUTDOWN;
+		return rf__shutdown(fn);
 	uint16_t bi = 0;
 	if (flags & RF_IO_FIXED_BUF) {
 		int ret = rf__find_buf(r, buf, len, &bi);
 		if (ret < 0)
-			return ret;
+			return rf__fail(ret, "%s: RF_IO_FIXED_BUF: buf %p + %zu bytes lies in no "
+					"single registered buffer", fn, buf, len);
 	}
 	struct rf__req *q = rf__req_alloc(r, 1);
 	if (!q)
-		return -ENOMEM;
+		return rf__no_req(fn);
 	q->op = (uint8_t)op;
 	q->fd = fd;
 	q->buf = buf;
@@ -304,36 +323,38 @@ int rf__rw(struct rf_ring *r, int op, int fd, void *buf, size_t len, uint64_t of
 	if (r->fault.active && ((op == RF__OP_READ && (r->fault.ops & RF__FAULT_READ)) ||
 				(op == RF__OP_WRITE && (r->fault.ops & RF__FAULT_WRITE))))
 		rf__mark_faultable(r, q);
-	return rf__queue_new(r, q, id);
+	int ret = rf__queue_new(r, q, id);
+	return ret < 0 ? rf__not_queued(fn, ret) : 0;
 }
 
 int rf_ring_read(struct rf_ring *r, int fd, void *buf, size_t len, uint64_t off,
 		 unsigned flags, rf_io_cb cb, void *data, rf_req_id *id)
 {
-	return rf__rw(r, RF__OP_READ, fd, buf, len, off, flags, 0, cb, data, id);
+	return rf__rw("rf_ring_read", r, RF__OP_READ, fd, buf, len, off, flags, 0, cb, data, id);
 }
 
 int rf_ring_write(struct rf_ring *r, int fd, const void *buf, size_t len, uint64_t off,
 		  unsigned flags, rf_io_cb cb, void *data, rf_req_id *id)
 {
-	return rf__rw(r, RF__OP_WRITE, fd, (void *)buf, len, off, flags, 0, cb, data, id);
+	return rf__rw("rf_ring_write", r, RF__OP_WRITE, fd, (void *)buf, len, off, flags, 0, cb,
+		      data, id);
 }
 
 int rf_ring_fsync(struct rf_ring *r, int fd, unsigned flags, int datasync,
 		  rf_io_cb cb, void *data, rf_req_id *id)
 {
 	/* len carries datasync; buf NULL */
-	return rf__rw(r, RF__OP_FSYNC, fd, NULL, datasync ? 1 : 0, 0,
+	return rf__rw("rf_ring_fsync", r, RF__OP_FSYNC, fd, NULL, datasync ? 1 : 0, 0,
 		      flags & RF_IO_FIXED_FILE, 0, cb, data, id);
 }
 
 int rf_ring_timeout(struct rf_ring *r, uint64_t ns, rf_io_cb cb, void *data, rf_req_id *id)
 {
 	if (r->destroying)
-		return -ESHUTDOWN;
+		return rf__shutdown("rf_ring_timeout");
 	struct rf__req *q = rf__req_alloc(r, 1);
 	if (!q)
-		return -ENOMEM;
+		return rf__no_req("rf_ring_timeout");
 	q->op = RF__OP_TIMEOUT;
 	q->fd = -1;
 	q->buf = NULL;
@@ -343,5 +364,6 @@ int rf_ring_timeout(struct rf_ring *r, uint64_t ns, rf_io_cb cb, void *data, rf_
 	q->data = data;
 	q->u.ts.tv_sec = (long long)(ns / 1000000000ull);
 	q->u.ts.tv_nsec = (long long)(ns % 1000000000ull);
-	return rf__queue_new(r, q, id);
+	int ret = rf__queue_new(r, q, id);
+	return ret < 0 ? rf__not_queued("rf_ring_timeout", ret) : 0;
 }

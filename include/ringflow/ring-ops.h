@@ -79,7 +79,8 @@ struct rf_io {
 	socklen_t *peerlen;
 	uint64_t timeout_ns;         /* deadline, relative to the submission call: past it
 				      * the request is cancelled and its callback sees
-				      * -ETIMEDOUT. 0: none */
+				      * -ETIMEDOUT. 0: none; one too long to add to the
+				      * clock (up to UINT64_MAX) is no practical limit */
 };
 
 /* More request flags (with RF_IO_FIXED_FILE, RF_IO_FIXED_BUF, RF_IO_NO_RETRY_SHORT). */
@@ -146,8 +147,8 @@ int rf_ring_poll(struct rf_ring *r, int fd, unsigned events, unsigned flags, rf_
 		 void *data, rf_req_id *id);
 
 /* ---- fixed-file slots ------------------------------------------------------------
- * A table of n empty slots (replacing any registered table) that RF_IO_ALLOC_SLOT
- * fills; rf_ring_close with RF_IO_FIXED_FILE empties one. */
+ * A table of n empty slots (replacing any registered table; refused, it leaves that
+ * one) that RF_IO_ALLOC_SLOT fills; rf_ring_close with RF_IO_FIXED_FILE empties one. */
 int rf_ring_register_files_sparse(struct rf_ring *r, unsigned n);
 
 /* ---- provided-buffer groups --------------------------------------------------------

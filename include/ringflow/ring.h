@@ -46,7 +46,8 @@ enum {
 				       * for, not interrupts. Only reads and writes of O_DIRECT
 				       * files (fixed or not) are allowed: any other request
 				       * completes with -EINVAL, a file without polling support
-				       * with -EOPNOTSUPP; waiting spins on the CPU. */
+				       * with -EOPNOTSUPP; waiting spins on the CPU. Notifiers
+				       * need MSG_RING here (rf_notifier_create). */
 };
 
 /* The kernel's largest SQ (IORING_MAX_ENTRIES); its CQ holds at most twice that. */
@@ -87,7 +88,11 @@ struct rf_ring_stats {
 int rf_ring_create(struct rf_ring **out, const struct rf_ring_opts *opts);
 
 /* Cancel every request in flight, reap all completions (callbacks of cancelled
- * requests run with -ECANCELED), then free. Notifiers must be destroyed first. */
+ * requests run with -ECANCELED), then free. Notifiers must be destroyed first.
+ * Called from inside one of the ring's callbacks (or a rf_ring_run_until predicate)
+ * it does nothing: the run loop there still uses the ring. It then leaves a message
+ * in rf_last_error() and logs it at RF_LOG_ERROR; destroy the ring once rf_ring_run
+ * has returned. */
 void rf_ring_destroy(struct rf_ring *r);
 
 /* What the kernel gave the ring (setup flags, sizes, notifier mode), and a snapshot of
@@ -129,7 +134,7 @@ int rf_ring_cancel(struct rf_ring *r, rf_req_id id);
 /* ---- eventfd watch (long-lived) ----------------------------------------------
  * Keeps a read armed on efd; each completion calls cb with the counter value. The
  * watch holds the ring "busy" for rf_ring_run(RF_RUN_UNTIL_IDLE) only if
- * counts_as_pending is set. */
+ * counts_as_pending is set. cb is required (-EINVAL if NULL). */
 struct rf_watch;
 int rf_watch_eventfd(struct rf_ring *r, int efd, int counts_as_pending,
 		     rf_watch_cb cb, void *data, struct rf_watch **out);
@@ -142,7 +147,11 @@ void rf_watch_stop(struct rf_watch *w);
  * or duplicated. Delivery uses the ringless IORING_REGISTER_SEND_MSG_RING register
  * call (kernel 6.13+) and falls back to an eventfd write with a read armed on the
  * ring where the kernel refuses it. A live notifier counts as pending for
- * RF_RUN_UNTIL_IDLE only while rf_notifier_expect() says signals are owed. */
+ * RF_RUN_UNTIL_IDLE only while rf_notifier_expect() says signals are owed.
+ * cb is required (-EINVAL if NULL). -EOPNOTSUPP on an RF_RING_IOPOLL ring that
+ * would need the eventfd fallback: a polled ring cannot read an eventfd. Should the
+ * eventfd read ever fail, the notifier's owed signals stop counting as pending
+ * (logged at RF_LOG_ERROR): waits end rather than spin. */
 int rf_notifier_create(struct rf_ring *r, rf_notify_cb cb, void *data, struct rf_notifier **out);
 /* Any thread. One syscall. Returns 0 or -errno. */
 int rf_notifier_signal(struct rf_notifier *n);
@@ -181,7 +190,9 @@ int rf_ring_register_memory(struct rf_ring *r, void *const *bufs, const size_t *
  * first, since indices of later areas shift. */
 int rf_ring_unregister_memory(struct rf_ring *r, const void *base);
 
-/* Register files; RF_IO_FIXED_FILE requests then name them by index. */
+/* Register files; RF_IO_FIXED_FILE requests then name them by index (-1: an empty
+ * slot). Replaces any table registered before; a refused table (-EBADF: an fd that
+ * is not open, or an io_uring fd; -EINVAL: n is 0) leaves that one registered. */
 int rf_ring_register_files(struct rf_ring *r, const int *fds, unsigned n);
 
 /* ---- running ------------------------------------------------------------------ */
@@ -197,7 +208,8 @@ int rf_ring_run(struct rf_ring *r, enum rf_run_mode mode);
 
 /* Turn the loop until pred(arg) returns non-zero (checked before each turn), or the
  * ring is idle with the predicate still false (-EDEADLK: it could never become
- * true), or timeout_ns passes (-ETIMEDOUT; 0 = no timeout). */
+ * true), or timeout_ns passes (-ETIMEDOUT; 0 = no timeout; one too long to add to
+ * the clock, up to UINT64_MAX, ends at the clock's end: no practical limit). */
 int rf_ring_run_until(struct rf_ring *r, int (*pred)(void *arg), void *arg, uint64_t timeout_ns);
 
 /* Cap the completions one loop turn dispatches (0, the default: no cap beyond 4x the

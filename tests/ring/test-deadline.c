@@ -9,7 +9,10 @@
  * full non-blocking socket too (a retried -EAGAIN used to go on past it); a splice
  * blocked in a socket on an io_uring worker is ended by shutdown(). Multishot
  * requests refuse none:
- * they have no deadline to refuse. */
+ * they have no deadline to refuse. Deadlines too far away to add to the clock
+ * (UINT64_MAX - 1 h, UINT64_MAX) mean no practical limit: a recv with one still waits
+ * after 100 ms and then gets its bytes (before, the sum wrapped and it timed out at
+ * once). */
 #include "ring-test.h"
 
 #include <arpa/inet.h>
@@ -49,6 +52,18 @@ int main(void)
 	t = (struct t_res){ 0 };
 	T_OK(rf_ring_submit(r, &rv, t_store, &t, NULL));
 	T_EQ(t_wait1(r, &t), 3);
+
+	/* deadlines that do not fit past the clock: no limit, not one in the past */
+	const uint64_t far[] = { UINT64_MAX - 3600ull * 1000000000ull, UINT64_MAX };
+	for (int i = 0; i < 2; i++) {
+		rv.timeout_ns = far[i];
+		t = (struct t_res){ 0 };
+		T_OK(rf_ring_submit(r, &rv, t_store, &t, NULL));
+		T_EQ(rf_ring_run_until(r, t_called, &t, 100 * 1000000ull), -ETIMEDOUT);
+		T_EQ(t.calls, 0);
+		T_CHECK(write(sp[1], "xy", 2) == 2);
+		T_EQ(t_wait1(r, &t), 2);
+	}
 
 	/* a file read with a deadline */
 	char path[256];

@@ -2,18 +2,57 @@
  * O_DIRECT file, plain and fixed-file, in one batch of several requests, and the bytes
  * come back; the setup flags say IOPOLL. A request the kernel does not poll (fsync)
  * completes with -EINVAL through its callback, and a buffered (not O_DIRECT) read with
- * -EOPNOTSUPP: errors, not hangs. Skips (77), after those checks, where the device
+ * -EOPNOTSUPP: errors, not hangs. Notifiers on a polled ring: through MSG_RING (where
+ * the kernel has it) a signal is delivered; where they would need the eventfd fallback
+ * (RF_RING_NO_MSG_RING) rf_notifier_create refuses with -EOPNOTSUPP and a message
+ * (before, it succeeded and a wait for its signals spun for ever). Skips (77), after
+ * those checks, where the device
  * refuses polled O_DIRECT I/O (a virtio disk without poll queues refuses reads with
  * -EOPNOTSUPP; fio --hipri fails the same way). */
 #include "ring-test.h"
 
 #include <liburing.h>
 
+#include "log.h"
+
 #define N 8
 #define BS 4096
 
 static struct rf_ring *r;
 static uint8_t *buf[N];
+
+static void on_notify(void *data, uint32_t count)
+{
+	*(uint32_t *)data += count;
+}
+
+/* Notifiers on polled rings: delivered through MSG_RING, refused without it. */
+static void check_notifiers(void)
+{
+	struct rf_ring_info info;
+	struct rf_notifier *n;
+	uint32_t got = 0;
+
+	rf_ring_get_info(r, &info);
+	if (info.msg_ring) {
+		T_OK(rf_notifier_create(r, on_notify, &got, &n));
+		rf_notifier_expect(n, 1);
+		T_OK(rf_notifier_signal(n));
+		T_OK(rf_ring_run(r, RF_RUN_UNTIL_IDLE));
+		T_EQ(got, 1);
+		rf_notifier_destroy(n);
+	}
+	struct rf_ring *fb;
+	struct rf_ring_opts o = { .entries = 16, .flags = RF_RING_IOPOLL | RF_RING_NO_MSG_RING };
+	T_OK(rf_ring_create(&fb, &o));
+	n = (struct rf_notifier *)&got;
+	T_EQ(rf_notifier_create(fb, on_notify, &got, &n), -EOPNOTSUPP);
+	T_CHECK(n == NULL);
+	T_CHECK(strstr(rf_last_error(), "rf_notifier_create") != NULL);
+	T_CHECK(strstr(rf_last_error(), "RF_RING_IOPOLL") != NULL);
+	T_EQ(rf_ring_pending(fb), 0);
+	rf_ring_destroy(fb);
+}
 
 static int finish(int code)
 {
@@ -40,6 +79,7 @@ int main(void)
 	struct rf_ring_info info;
 	rf_ring_get_info(r, &info);
 	T_CHECK(info.setup_flags & IORING_SETUP_IOPOLL);
+	check_notifiers();
 	struct t_res w[N] = { 0 }, rd[N] = { 0 };
 	for (int i = 0; i < N; i++) {
 		buf[i] = aligned_alloc(4096, BS);

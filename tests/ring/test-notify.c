@@ -9,10 +9,18 @@
  * extra turns, a signal nobody declared is still delivered by RF_RUN_ONCE, owed
  * counts are paid back, rf_notifier_signal_n's counted signals pay as many, and
  * destroying a notifier with a signal still in flight
- * drops that signal without touching freed memory. */
+ * drops that signal without touching freed memory. With the eventfd fallback, a
+ * notifier whose read fails for good (its completion handed -EIO, white-box) logs
+ * at RF_LOG_ERROR and lets its owed signals go: a wait ends with -EDEADLK instead of
+ * waiting for signals that cannot come (before, it timed out here, and without a
+ * timeout spun for ever). A NULL callback is refused with -EINVAL and a message
+ * (before, it was accepted and the first signal crashed the ring). */
 #include "ring-test.h"
 
 #include <pthread.h>
+
+#include "log.h"
+#include "ring-impl.h"
 
 #define TOTAL 1000000u
 
@@ -33,6 +41,19 @@ struct poster {
 	unsigned n;
 	int err;
 };
+
+static int errors_logged;
+
+static void on_log(enum rf_log_level level, const char *msg, void *user)
+{
+	if (level == RF_LOG_ERROR && strstr(msg, "notifier"))
+		errors_logged++;
+}
+
+static int never(void *arg)
+{
+	return 0;
+}
 
 static void *post(void *arg)
 {
@@ -64,6 +85,12 @@ int main(int argc, char **argv)
 		rf_ring_destroy(r);
 		return 77;
 	}
+
+	/* No callback: refused. */
+	struct rf_notifier *none = (struct rf_notifier *)&info;
+	T_EQ(rf_notifier_create(r, NULL, NULL, &none), -EINVAL);
+	T_CHECK(none == NULL);
+	T_CHECK(strstr(rf_last_error(), "rf_notifier_create: cb is NULL") != NULL);
 
 	/* Phase 1: one poster. */
 	struct cnt c1 = { 0 };
@@ -150,6 +177,25 @@ int main(int argc, char **argv)
 	for (int i = 0; i < 3; i++)
 		T_OK(rf_ring_run(r, RF_RUN_NOWAIT));
 	T_EQ(c4.sum, 0);
+
+	if (fallback) {
+		/* The read's failure is simulated: the kernel's read stays armed, and the
+		 * ring's teardown cancels it; its completion matches no live request. */
+		struct cnt c5 = { 0 };
+		struct rf_notifier *n5;
+		T_OK(rf_notifier_create(r, on_notify, &c5, &n5));
+		rf_notifier_expect(n5, 3);
+		T_EQ(rf_ring_pending(r), 3);
+		rf_log_set(on_log, NULL);
+		rf__notify_read_complete(r, n5->rq, -EIO);
+		rf_log_set(NULL, NULL);
+		T_EQ(errors_logged, 1);
+		T_EQ(rf_notifier_owed(n5), 0);
+		rf_notifier_expect(n5, 1);
+		T_EQ(rf_ring_pending(r), 0);
+		T_EQ(rf_ring_run_until(r, never, NULL, 200 * 1000000ull), -EDEADLK);
+		rf_notifier_destroy(n5);
+	}
 
 	rf_notifier_destroy(n1);
 	rf_notifier_destroy(n2);

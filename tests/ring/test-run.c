@@ -4,9 +4,11 @@
  * the callbacks run. rf_ring_run_until: returns 0 as soon as the predicate holds
  * (checked before the first turn too), -EDEADLK when the ring is idle with the
  * predicate false, -ETIMEDOUT when its timeout passes first (a 10 s timer pending,
- * 20 ms limit). A callback that calls rf_ring_run or rf_ring_run_until gets
- * -EDEADLK, rf_ring_in_callback is true only inside callbacks, and a callback that
- * queues a new request has it run within the same rf_ring_run(UNTIL_IDLE). */
+ * 20 ms limit); a timeout of UINT64_MAX ns is no limit, not one that wrapped past
+ * the clock (it waits for a 20 ms timer). A callback that calls rf_ring_run or
+ * rf_ring_run_until gets -EDEADLK, rf_ring_in_callback is true only inside
+ * callbacks, and a callback that queues a new request has it run within the same
+ * rf_ring_run(UNTIL_IDLE). */
 #include "ring-test.h"
 
 struct ctx {
@@ -28,6 +30,11 @@ static int always_true(void *arg)
 static int fired(void *arg)
 {
 	return ((struct ctx *)arg)->fired > 0;
+}
+
+static int stored(void *arg)
+{
+	return ((struct t_res *)arg)->calls > 0;
 }
 
 static void nested(void *data, int64_t res)
@@ -63,6 +70,12 @@ int main(void)
 	T_EQ(longt.calls, 0);
 	T_EQ(rf_ring_run_until(r, always_false, NULL, 20ull * 1000000), -ETIMEDOUT);
 	T_EQ(longt.calls, 0);
+
+	/* The largest timeout: run_until waits for the predicate, it does not time out. */
+	struct t_res shortt = { 0 };
+	T_OK(rf_ring_timeout(r, 20ull * 1000000, t_store, &shortt, NULL));
+	T_EQ(rf_ring_run_until(r, stored, &shortt, UINT64_MAX), 0);
+	T_EQ(shortt.calls, 1);
 
 	/* ONCE waits for the 1 ms timer and dispatches it; nested runs are refused. */
 	T_OK(rf_ring_timeout(r, 1000000, nested, &c, NULL));

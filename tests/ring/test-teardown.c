@@ -4,10 +4,15 @@
  * exactly once, with -ECANCELED, before rf_ring_destroy returns; a callback that tries
  * to queue a new request during teardown is refused; and everything is freed (run
  * under ASan/LeakSanitizer, this test fails on any leak). A second ring is destroyed
- * with requests still queued in the SQ, never submitted. */
+ * with requests still queued in the SQ, never submitted. A callback (and a
+ * rf_ring_run_until predicate) that calls rf_ring_destroy on its own ring is refused:
+ * the ring stays usable, rf_last_error() names rf_ring_destroy and one line is logged
+ * at RF_LOG_ERROR (before, the ring was freed under the run loop: use after free). */
 #include "ring-test.h"
 
 #include <sys/eventfd.h>
+
+#include "log.h"
 
 static int cancelled, other, resubmit_refused;
 static struct rf_ring *cur;
@@ -25,6 +30,27 @@ static void cb(void *data, int64_t res)
 
 static void on_watch(void *data, int64_t v)
 {
+}
+
+static int destroy_calls, errors_logged;
+
+static void destroy_own_ring(void *data, int64_t res)
+{
+	destroy_calls++;
+	rf_ring_destroy(cur);
+}
+
+static int destroy_in_pred(void *arg)
+{
+	destroy_calls++;
+	rf_ring_destroy(cur);
+	return 1;
+}
+
+static void on_log(enum rf_log_level level, const char *msg, void *user)
+{
+	if (level == RF_LOG_ERROR && strstr(msg, "rf_ring_destroy"))
+		errors_logged++;
 }
 
 int main(void)
@@ -68,6 +94,24 @@ int main(void)
 	rf_ring_destroy(r);
 	T_EQ(cancelled, 5);
 	T_EQ(other, 0);
+
+	/* rf_ring_destroy from inside a callback and a predicate: refused, ring intact. */
+	T_OK(rf_ring_create(&r, NULL));
+	cur = r;
+	rf_log_set(on_log, NULL);
+	struct t_res later = { 0 };
+	T_OK(rf_ring_timeout(r, 0, destroy_own_ring, NULL, NULL));
+	T_OK(rf_ring_timeout(r, 1000000, destroy_own_ring, NULL, NULL));
+	T_OK(rf_ring_run(r, RF_RUN_UNTIL_IDLE));
+	T_EQ(destroy_calls, 2);
+	T_EQ(rf_ring_run_until(r, destroy_in_pred, NULL, 0), 0);
+	T_EQ(destroy_calls, 3);
+	T_EQ(errors_logged, 3);
+	T_CHECK(strstr(rf_last_error(), "rf_ring_destroy") != NULL);
+	T_OK(rf_ring_timeout(r, 0, t_store, &later, NULL));
+	T_EQ(t_wait1(r, &later), 0);
+	rf_log_set(NULL, NULL);
+	rf_ring_destroy(r);
 
 	for (int i = 0; i < 4; i++) {
 		close(p[i][0]);

@@ -4,11 +4,15 @@
  * RF_RUN_UNTIL_IDLE turning (here until the callback stops it from inside itself);
  * without it an idle run returns at once. A watch on a non-blocking eventfd works
  * too (the ring polls before reading). rf_watch_stop on an armed watch cancels the
- * read and frees the watch once that is reaped. */
+ * read and frees the watch once that is reaped. A NULL callback is refused with
+ * -EINVAL and a message, and nothing is armed (before, it was accepted and the first
+ * value crashed the ring). */
 #include "ring-test.h"
 
 #include <pthread.h>
 #include <sys/eventfd.h>
+
+#include "log.h"
 
 struct wstate {
 	uint64_t sum;
@@ -90,6 +94,13 @@ int main(void)
 	for (int i = 0; i < 3; i++)
 		T_OK(rf_ring_run(r, RF_RUN_NOWAIT));
 	T_EQ(s.calls, 1);
+
+	/* No callback: refused, nothing armed. */
+	struct rf_watch *none = (struct rf_watch *)&s;
+	T_EQ(rf_watch_eventfd(r, efd, 1, NULL, NULL, &none), -EINVAL);
+	T_CHECK(none == NULL);
+	T_CHECK(strstr(rf_last_error(), "rf_watch_eventfd: cb is NULL") != NULL);
+	T_EQ(rf_ring_pending(r), 0);
 
 	/* A watch left armed is freed by rf_ring_destroy. */
 	struct wstate s2 = { 0 };
