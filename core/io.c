@@ -6,6 +6,7 @@
 #include "engine-impl.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -80,6 +81,12 @@ int rf_engine_push_io(struct rf_engine *e, const struct rf_io_push *p)
 	if (!p || (unsigned)p->io.op >= RF__NIONAMES || !rf__io_names[p->io.op])
 		return rf__fail(-EINVAL, "rf_engine_push_io: %s", p ? "unknown io.op" : "p is NULL");
 	const struct rf_io *io = &p->io;
+	int ret = rf_ring_check_io(e->ring, io);
+	if (ret < 0) { /* refused now, not later as the op's failure */
+		char why[512];
+		snprintf(why, sizeof(why), "%s", rf_last_error());
+		return rf__fail(ret, "rf_engine_push_io: %s", why);
+	}
 	size_t niov = io->iov ? io->iovcnt : 0;
 	size_t l1 = io->path ? strlen(io->path) + 1 : 0, l2 = io->path2 ? strlen(io->path2) + 1 : 0;
 	if (io->addr && io->addrlen > sizeof(struct sockaddr_storage))
@@ -117,7 +124,7 @@ int rf_engine_push_io(struct rf_engine *e, const struct rf_io_push *p)
 		.reads = p->reads, .nreads = p->nreads, .writes = p->writes, .nwrites = p->nwrites,
 		.name = p->name ? p->name : rf__io_names[io->op],
 	};
-	int ret = rf_engine_push(e, &d);
+	ret = rf_engine_push(e, &d);
 	if (ret < 0)
 		free(c);
 	return ret;

@@ -229,7 +229,8 @@ static int rf__worker_alloc(struct rf_engine *e, const char *name, unsigned capa
 		cap <<= 1;
 	w = aligned_alloc(RF__CACHELINE, sizeof(*w));
 	if (!w)
-		return -ENOMEM;
+		return rf__fail(-ENOMEM, "rf_worker_stream_create %s: out of memory",
+				name ? name : "");
 	memset(w, 0, sizeof(*w));
 	snprintf(w->name, sizeof(w->name), "%s", name ? name : "worker");
 	w->cap = cap;
@@ -237,7 +238,8 @@ static int rf__worker_alloc(struct rf_engine *e, const char *name, unsigned capa
 	w->status = calloc(cap, sizeof(*w->status));
 	if (!w->slot || !w->status) {
 		rf__worker_free(w);
-		return -ENOMEM;
+		return rf__fail(-ENOMEM, "rf_worker_stream_create %s: out of memory for %u slots",
+				w->name, cap);
 	}
 	ret = rf_notifier_create(rf_engine_ring(e), rf__worker_notified, w, &w->notifier);
 	if (ret < 0) {
@@ -267,11 +269,12 @@ static void rf__worker_name_thread(struct rf__worker *w)
 int rf_worker_stream_create(struct rf_engine *e, const char *name, unsigned capacity,
 			    struct rf_stream **out)
 {
-	struct rf__worker *w;
+	struct rf__worker *w = NULL;
 	int ret;
 
 	if (!e || !out)
 		return rf__fail(-EINVAL, "rf_worker_stream_create: %s is NULL", e ? "out" : "e");
+	*out = NULL; /* on any failure */
 	if (!capacity)
 		capacity = 1024;
 	if (capacity > RF__WORKER_MAX_CAP) /* the overflow list takes any number beyond */
@@ -282,7 +285,8 @@ int rf_worker_stream_create(struct rf_engine *e, const char *name, unsigned capa
 	ret = pthread_create(&w->thread, NULL, rf__worker_main, w);
 	if (ret) {
 		rf__worker_free(w);
-		return -ret;
+		return rf__fail(-ret, "rf_worker_stream_create %s: cannot start its thread: %s",
+				name ? name : "", strerror(ret));
 	}
 	w->started = 1;
 	rf__worker_name_thread(w);

@@ -550,6 +550,8 @@ int rf__store_exchange(const char *dir, int rank, int size, void *blob, size_t l
 	while (!s.nonce)
 		if (getrandom(&s.nonce, sizeof(s.nonce), 0) != (ssize_t)sizeof(s.nonce))
 			s.nonce = (uint64_t)rf__st_now_ms() * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
+	if (timeout_s > 1e9) /* ~31 years: the ms below must fit an int64_t (inf too) */
+		timeout_s = 1e9;
 	deadline = rf__st_now_ms() + (int64_t)(timeout_s * 1000);
 	if ((ret = rf__st_join(&s)) < 0)
 		return ret;

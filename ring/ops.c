@@ -282,18 +282,16 @@ static size_t rf__slen(const char *s)
 
 #define RF__SUBMIT "rf_ring_submit(%s): "
 
-int rf_ring_submit(struct rf_ring *r, const struct rf_io *io, rf_io_cb cb, void *data,
-		   rf_req_id *id)
+/* What rf_ring_submit refuses before it builds a request: the op, the flags it may
+ * carry, the kernel's support, and the pointers and sizes the op needs. */
+static int rf__io_check(struct rf_ring *r, const struct rf_io *io)
 {
-	if (r->destroying)
-		return rf__shutdown("rf_ring_submit");
 	if (!io)
 		return rf__fail(-EINVAL, "rf_ring_submit: io is NULL, expected an operation");
 	if ((int)io->op < RF_IOP_READ || (int)io->op >= RF__NIOP)
 		return rf__fail(-EINVAL, "rf_ring_submit: io->op = %d, expected an enum rf_iop "
 				"(%d to %d)", (int)io->op, RF_IOP_READ, RF__NIOP - 1);
 	const char *name = rf__iop_name[io->op];
-	uint64_t deadline = rf__deadline_after(io->timeout_ns);
 	unsigned fl = io->flags & (RF_IO_FIXED_FILE | RF_IO_FIXED_BUF | RF_IO_NO_RETRY_SHORT |
 				   RF_IO_ALLOC_SLOT | RF_IO_BENEATH);
 	switch (io->op) {
@@ -302,12 +300,9 @@ int rf_ring_submit(struct rf_ring *r, const struct rf_io *io, rf_io_cb cb, void 
 		if (fl & RF_IO_ALLOC_SLOT)
 			return rf__fail(-EINVAL, RF__SUBMIT "RF_IO_ALLOC_SLOT is for openat, "
 					"socket and accept only", name);
-		return rf__rw("rf_ring_submit", r,
-			      io->op == RF_IOP_READ ? RF__OP_READ : RF__OP_WRITE, io->fd, io->buf,
-			      io->len, io->off, fl, deadline, cb, data, id);
+		return 0; /* the rest: rf__rw's */
 	case RF_IOP_FSYNC:
-		return rf__rw("rf_ring_submit", r, RF__OP_FSYNC, io->fd, NULL, io->arg ? 1 : 0, 0,
-			      fl & RF_IO_FIXED_FILE, deadline, cb, data, id);
+		return 0;
 	default:
 		break;
 	}
@@ -323,8 +318,6 @@ int rf_ring_submit(struct rf_ring *r, const struct rf_io *io, rf_io_cb cb, void 
 				"accept only", name);
 	if ((fl & RF_IO_BENEATH) && io->op != RF_IOP_OPENAT)
 		return rf__fail(-EINVAL, RF__SUBMIT "RF_IO_BENEATH is for openat only", name);
-	size_t extra = 0;
-	int need_ext = 1;
 	switch (io->op) {
 	case RF_IOP_SEND:
 	case RF_IOP_SEND_ZC:
@@ -332,13 +325,6 @@ int rf_ring_submit(struct rf_ring *r, const struct rf_io *io, rf_io_cb cb, void 
 		if (!io->buf && io->len)
 			return rf__fail(-EINVAL, RF__SUBMIT "io->buf is NULL with io->len = %zu, "
 					"expected a buffer", name, io->len);
-		need_ext = 0;
-		break;
-	case RF_IOP_POLL:
-	case RF_IOP_SHUTDOWN:
-	case RF_IOP_CLOSE:
-	case RF_IOP_NOP:
-		need_ext = 0;
 		break;
 	case RF_IOP_READV:
 	case RF_IOP_WRITEV:
@@ -346,7 +332,6 @@ int rf_ring_submit(struct rf_ring *r, const struct rf_io *io, rf_io_cb cb, void 
 			return rf__fail(-EINVAL, RF__SUBMIT "io->iov = %p with io->iovcnt = %u, "
 					"expected an iovec array of 1 to %d", name,
 					(const void *)io->iov, io->iovcnt, IOV_MAX);
-		extra = 2 * (size_t)io->iovcnt * sizeof(struct iovec);
 		break;
 	case RF_IOP_OPENAT:
 	case RF_IOP_UNLINKAT:
@@ -371,6 +356,57 @@ int rf_ring_submit(struct rf_ring *r, const struct rf_io *io, rf_io_cb cb, void 
 					"expected an address of 1 to %zu bytes", name,
 					(const void *)io->addr, (unsigned)io->addrlen,
 					sizeof(struct sockaddr_storage));
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+int rf_ring_check_io(struct rf_ring *r, const struct rf_io *io)
+{
+	return rf__io_check(r, io);
+}
+
+int rf_ring_submit(struct rf_ring *r, const struct rf_io *io, rf_io_cb cb, void *data,
+		   rf_req_id *id)
+{
+	int err;
+
+	if (r->destroying)
+		return rf__shutdown("rf_ring_submit");
+	if ((err = rf__io_check(r, io)) < 0)
+		return err;
+	uint64_t deadline = rf__deadline_after(io->timeout_ns);
+	unsigned fl = io->flags & (RF_IO_FIXED_FILE | RF_IO_FIXED_BUF | RF_IO_NO_RETRY_SHORT |
+				   RF_IO_ALLOC_SLOT | RF_IO_BENEATH);
+	switch (io->op) {
+	case RF_IOP_READ:
+	case RF_IOP_WRITE:
+		return rf__rw("rf_ring_submit", r,
+			      io->op == RF_IOP_READ ? RF__OP_READ : RF__OP_WRITE, io->fd, io->buf,
+			      io->len, io->off, fl, deadline, cb, data, id);
+	case RF_IOP_FSYNC:
+		return rf__rw("rf_ring_submit", r, RF__OP_FSYNC, io->fd, NULL, io->arg ? 1 : 0, 0,
+			      fl & RF_IO_FIXED_FILE, deadline, cb, data, id);
+	default:
+		break;
+	}
+	size_t extra = 0;
+	int need_ext = 1;
+	switch (io->op) {
+	case RF_IOP_SEND:
+	case RF_IOP_SEND_ZC:
+	case RF_IOP_RECV:
+	case RF_IOP_POLL:
+	case RF_IOP_SHUTDOWN:
+	case RF_IOP_CLOSE:
+	case RF_IOP_NOP:
+		need_ext = 0;
+		break;
+	case RF_IOP_READV:
+	case RF_IOP_WRITEV:
+		extra = 2 * (size_t)io->iovcnt * sizeof(struct iovec);
 		break;
 	default:
 		break;

@@ -104,6 +104,11 @@ enum {
  * -ESHUTDOWN during rf_ring_destroy). */
 int rf_ring_submit(struct rf_ring *r, const struct rf_io *io, rf_io_cb cb, void *data,
 		   rf_req_id *id);
+/* The checks rf_ring_submit makes of io before it queues anything (the op, its flags,
+ * the kernel's support, the pointers and sizes it needs; a read's or write's buffer
+ * is checked at submission): 0, or -errno with the message rf_ring_submit would
+ * leave. For callers that queue io later (rf_engine_push_io). */
+int rf_ring_check_io(struct rf_ring *r, const struct rf_io *io);
 
 /* Non-zero if the running kernel supports op (probed once at ring creation). */
 int rf_ring_op_supported(const struct rf_ring *r, enum rf_iop op);

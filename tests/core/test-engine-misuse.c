@@ -14,7 +14,9 @@
  *  - RF_TRACE / trace_path at a FIFO (hung at the end of the run), a directory or a
  *    missing directory (said nothing until the end): the engine is not created;
  *    /dev/full: the write error is returned by rf_engine_trace_stop;
- *  - push_io whose fd_from holds a failure: *result receives -EBADF;
+ *  - push_io whose fd_from holds a failure: *result receives -EBADF; a malformed
+ *    descriptor (readv without iovecs) is refused at the push, not later as a failed
+ *    op poisoning its variables;
  *  - one op naming 40,000 variables, each twice (deduplicated in one pass, not n^2);
  *  - variables never destroyed are freed with the engine (LeakSanitizer would say so).
  */
@@ -302,6 +304,18 @@ static void push_io_result(struct rf_ring *r)
 	CHECK_EQ(rf_engine_wait_var(e, f), -EBADF);
 	CHECK_EQ(result, -EBADF);
 	printf("  push_io with a failed fd_from: *result = %lld\n", (long long)result);
+	/* a malformed descriptor is refused at the push, not later as the op's failure
+	 * (which poisoned what it writes) */
+	CHECK_EQ(rf_engine_wait_all(e), -EBADF); /* reports it once, then clears */
+	CHECK_OK(rf_var_clear_error(e, f));
+	CHECK_OK(rf_engine_wait_all(e));
+	refused("push_io readv without iovecs", rf_engine_push_io(e, &(struct rf_io_push){
+		.io = { .op = RF_IOP_READV }, .writes = &f, .nwrites = 1 }), -EINVAL,
+		"rf_engine_push_io: rf_ring_submit(readv)", "expected an iovec array");
+	refused("push_io statx without stx", rf_engine_push_io(e, &(struct rf_io_push){
+		.io = { .op = RF_IOP_STATX, .path = "." }, .writes = &f, .nwrites = 1 }),
+		-EINVAL, "rf_engine_push_io", "struct statx");
+	CHECK_EQ(rf_engine_wait_var(e, f), 0); /* nothing was pushed, nothing poisoned */
 	rf_engine_destroy(e);
 }
 
