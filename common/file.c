@@ -78,7 +78,7 @@ const char *rf__ftype(unsigned m)
 	switch (m & S_IFMT) {
 	case S_IFREG: return "a regular file";
 	case S_IFDIR: return "a directory";
-	case S_IFIFO: return "a FIFO (named pipe)";
+	case S_IFIFO: return "a FIFO";
 	case S_IFSOCK: return "a socket";
 	case S_IFCHR: return "a character device";
 	case S_IFBLK: return "a block device";

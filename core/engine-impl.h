@@ -4,6 +4,7 @@
 #ifndef RF_ENGINE_IMPL_H
 #define RF_ENGINE_IMPL_H
 
+#include <errno.h>
 #include <stdint.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 #include <sys/syscall.h>
 
+#include "rf-internal.h"
 #include "stream.h"
 
 /* A variable's queue is a FIFO of groups: a write alone, or a run of consecutive
@@ -209,9 +211,25 @@ static inline struct rf_op *rf__oplist_pop(struct rf__oplist *l)
 	return op;
 }
 
+/* The calling thread's id, asked of the kernel once per thread (every push checks it). */
 static inline uint64_t rf__gettid(void)
 {
-	return (uint64_t)syscall(SYS_gettid);
+	static __thread uint64_t tid;
+
+	if (!tid)
+		tid = (uint64_t)syscall(SYS_gettid);
+	return tid;
+}
+
+/* Pushes come from the reactor thread only: an op running on a worker stream that
+ * pushed would race the reactor on every queue. -EPERM with a message naming what. */
+static inline int rf__push_thread(struct rf_engine *e, const char *what)
+{
+	if (rf__gettid() == e->owner_tid)
+		return 0;
+	return rf__fail(-EPERM, "%s from a thread other than the engine's reactor thread (from "
+			"inside a worker-stream op?): refused; push from the reactor thread, e.g. "
+			"from the op's done callback", what);
 }
 
 /* An op enters or leaves flight (counted against the cap). */

@@ -162,6 +162,8 @@ static int rf__push_user(struct rf_engine *e, const struct rf_op_desc *d, struct
 	struct rf__waiter *w = NULL;
 	int ret;
 
+	if ((ret = rf__push_thread(e, delete_var ? "rf_var_destroy" : "rf_engine_push")) < 0)
+		return ret;
 	if (e->cap) {
 		if (delete_var)
 			return rf__capturing(e, "rf_var_destroy");
@@ -268,6 +270,9 @@ int rf_var_clear_error(struct rf_engine *e, struct rf_var *v)
 								     "engine" : "v is NULL");
 	if (e->cap)
 		return rf__capturing(e, "rf_var_clear_error");
+	int ret = rf__push_thread(e, "rf_var_clear_error");
+	if (ret < 0)
+		return ret;
 	d.fn = rf__clear_run;
 	d.ctx = v;
 	d.writes = &v;

@@ -21,7 +21,7 @@ struct stat;
 
 /* Open path for a source: copy the path into s->path, open it read-only into s->fd
  * (rf__open_regular, common/) and fstat it into *st. what names the expected contents for the
- * message on a refusal ("an IDX file"): "PATH: is a FIFO (named pipe), not a regular
+ * message on a refusal ("an IDX file"): "PATH: is a FIFO, not a regular
  * file: expected an IDX file". Returns 0, or the error with its message recorded; whatever was
  * set in s is the caller's to release (as rf_dataset_close does). */
 int rf__ds_src_open(struct rf_dataset_src *s, const char *path, const char *what,

@@ -7,6 +7,8 @@
  *  - a stream of another engine (ran there; use-after-free at the other's end), and a
  *    stream never registered;
  *  - a stream registered twice (a cycle: destroy looped for ever);
+ *  - a push from an op running on a worker stream's thread (raced the reactor on
+ *    every queue): refused with -EPERM;
  *  - rf_engine_destroy / rf_stream_destroy from inside an op, a done callback or a ring
  *    callback (freed the engine below its caller): refused, the engine goes on;
  *  - every bad descriptor leaves a message that names it (stale ones did before);
@@ -126,6 +128,43 @@ static void stream_args(struct rf_ring *r)
 	CHECK_EQ(n + n2, 2);
 	rf_engine_destroy(e2); /* v2 never destroyed: freed here */
 	rf_engine_destroy(e);  /* v likewise */
+}
+
+/* ---- a push from a worker thread --------------------------------------------- */
+
+struct pusher {
+	struct rf_engine *e;
+	struct rf_var *v;
+	int ret, n;
+	char msg[512];
+};
+
+static int push_from_worker(void *p)
+{
+	struct pusher *q = p;
+
+	q->ret = rf_engine_push_simple(q->e, inc, &q->n, NULL, 0, &q->v, 1, NULL, "inner");
+	snprintf(q->msg, sizeof(q->msg), "%s", rf_last_error());
+	return 0;
+}
+
+static void push_off_thread(struct rf_ring *r)
+{
+	struct pusher q = { 0 };
+	struct rf_var *outer;
+	struct rf_stream *w;
+
+	CHECK_OK(rf_engine_create(&q.e, r, NULL));
+	CHECK_OK(rf_var_create(q.e, "v", &q.v));
+	CHECK_OK(rf_var_create(q.e, "outer", &outer));
+	CHECK_OK(rf_worker_stream_create(q.e, "w", 0, &w));
+	CHECK_OK(rf_engine_push_simple(q.e, push_from_worker, &q, NULL, 0, &outer, 1, w, "outer"));
+	CHECK_OK(rf_engine_wait_all(q.e));
+	printf("  %-34s -> %d: %s\n", "push from a worker-stream op", q.ret, q.msg);
+	CHECK_EQ(q.ret, -EPERM);
+	CHECK(strstr(q.msg, "rf_engine_push from a thread other than the engine's reactor"));
+	CHECK_EQ(q.n, 0);
+	rf_engine_destroy(q.e);
 }
 
 /* ---- destroy from inside ------------------------------------------------------ */
@@ -355,6 +394,7 @@ int main(void)
 	CHECK(mkdtemp(dir));
 	CHECK_OK(rf_ring_create(&r, NULL));
 	stream_args(r);
+	push_off_thread(r);
 	destroy_inside(r);
 	trace_paths(r);
 	push_io_result(r);
