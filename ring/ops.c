@@ -297,12 +297,14 @@ static int rf__io_check(struct rf_ring *r, const struct rf_io *io)
 	switch (io->op) {
 	case RF_IOP_READ:
 	case RF_IOP_WRITE:
+	case RF_IOP_FSYNC:
 		if (fl & RF_IO_ALLOC_SLOT)
 			return rf__fail(-EINVAL, RF__SUBMIT "RF_IO_ALLOC_SLOT is for openat, "
 					"socket and accept only", name);
+		if (fl & RF_IO_BENEATH)
+			return rf__fail(-EINVAL, RF__SUBMIT "RF_IO_BENEATH is for openat only",
+					name);
 		return 0; /* the rest: rf__rw's */
-	case RF_IOP_FSYNC:
-		return 0;
 	default:
 		break;
 	}

@@ -115,6 +115,13 @@ int main(void)
 	T_MSG(rf_ring_submit(r, &(struct rf_io){ .op = RF_IOP_READ, .fd = fd, .buf = buf, .len = 8,
 						 .flags = RF_IO_ALLOC_SLOT }, cb, NULL, NULL),
 	      "rf_ring_submit(read)");
+	/* RF_IO_BENEATH on a read was ignored: a server relying on it got no protection */
+	T_MSG(rf_ring_submit(r, &(struct rf_io){ .op = RF_IOP_READ, .fd = fd, .buf = buf, .len = 8,
+						 .flags = RF_IO_BENEATH }, cb, NULL, NULL),
+	      "rf_ring_submit(read)");
+	T_MSG(rf_ring_submit(r, &(struct rf_io){ .op = RF_IOP_FSYNC, .fd = fd,
+						 .flags = RF_IO_BENEATH }, cb, NULL, NULL),
+	      "rf_ring_submit(fsync)");
 	T_MSG(rf_ring_submit(r, &(struct rf_io){ .op = RF_IOP_NOP, .flags = RF_IO_FIXED_BUF }, cb,
 			     NULL, NULL), "rf_ring_submit(nop)");
 	T_MSG(rf_ring_submit(r, &(struct rf_io){ .op = RF_IOP_SEND, .fd = sp[0], .len = 4 }, cb,
