@@ -212,24 +212,23 @@ static inline struct rf_op *rf__oplist_pop(struct rf__oplist *l)
 }
 
 /* The calling thread's id, asked of the kernel once per thread (every push checks it). */
+uint64_t rf__gettid_slow(void) __attribute__((cold));
 static inline uint64_t rf__gettid(void)
 {
-	static __thread uint64_t tid;
+	/* initial-exec: a plain %fs load, not a __tls_get_addr call per push */
+	extern __thread uint64_t rf__tid __attribute__((tls_model("initial-exec")));
 
-	if (!tid)
-		tid = (uint64_t)syscall(SYS_gettid);
-	return tid;
+	return __builtin_expect(rf__tid != 0, 1) ? rf__tid : rf__gettid_slow();
 }
 
 /* Pushes come from the reactor thread only: an op running on a worker stream that
  * pushed would race the reactor on every queue. -EPERM with a message naming what. */
+int rf__push_thread_refused(const char *what) __attribute__((cold));
 static inline int rf__push_thread(struct rf_engine *e, const char *what)
 {
-	if (rf__gettid() == e->owner_tid)
+	if (__builtin_expect(rf__gettid() == e->owner_tid, 1))
 		return 0;
-	return rf__fail(-EPERM, "%s from a thread other than the engine's reactor thread (from "
-			"inside a worker-stream op?): refused; push from the reactor thread, e.g. "
-			"from the op's done callback", what);
+	return rf__push_thread_refused(what);
 }
 
 /* An op enters or leaves flight (counted against the cap). */

@@ -32,20 +32,31 @@ static int rf__op_grow_entries(struct rf_op *op)
 	return 0;
 }
 
-/* Add var v to op with mode write (1) or read (0), merging duplicates: v->mark says
- * whether this fill (generation mark) has an entry for v already, and which. */
+/* Add var v to op with mode write (1) or read (0), merging duplicates: a few are
+ * compared with the entries so far; past RF__SCAN_MAX, v->mark says whether this fill
+ * (generation mark) has an entry for v already, and which -- one pass, not n^2. */
+#define RF__SCAN_MAX 16
 static int rf__op_add_var(struct rf_op *op, struct rf_var *v, int write, uint64_t mark)
 {
+	uint32_t i;
 	int ret;
 
-	if (v->mark == mark) {
+	if (!mark) {
+		for (i = 0; i < op->nent; i++)
+			if (op->ent[i].var == v) {
+				op->ent[i].write |= (uint8_t)write;
+				return 0;
+			}
+	} else if (v->mark == mark) {
 		op->ent[v->mark_ent].write |= (uint8_t)write;
 		return 0;
 	}
 	if (op->nent == op->cap_ent && (ret = rf__op_grow_entries(op)) < 0)
 		return ret;
-	v->mark = mark;
-	v->mark_ent = op->nent;
+	if (mark) {
+		v->mark = mark;
+		v->mark_ent = op->nent;
+	}
 	op->ent[op->nent].op = op;
 	op->ent[op->nent].var = v;
 	op->ent[op->nent].write = (uint8_t)write;
@@ -88,7 +99,7 @@ static int rf__op_fill_distinct(struct rf_op *op, const struct rf_op_desc *d)
 /* Writes first, then reads, deduplicated in one pass (an op may name thousands). */
 static int rf__op_fill_entries(struct rf_engine *e, struct rf_op *op, const struct rf_op_desc *d)
 {
-	uint64_t mark = ++e->mark;
+	uint64_t mark = (uint64_t)d->nwrites + d->nreads > RF__SCAN_MAX ? ++e->mark : 0;
 	uint32_t i;
 	int ret;
 

@@ -8,6 +8,20 @@
 #include "graph-impl.h"
 #include "rf-internal.h"
 
+__thread uint64_t rf__tid __attribute__((tls_model("initial-exec")));
+
+uint64_t rf__gettid_slow(void)
+{
+	return rf__tid = (uint64_t)syscall(SYS_gettid);
+}
+
+int rf__push_thread_refused(const char *what)
+{
+	return rf__fail(-EPERM, "%s from a thread other than the engine's reactor thread (from "
+			"inside a worker-stream op?): refused; push from the reactor thread, e.g. "
+			"from the op's done callback", what);
+}
+
 /* Whether s is one of e's streams an op may name: the inline stream, or one
  * registered with e (the async stream takes rf_async_fn ops, which it gets anyway). */
 static int rf__stream_ok(struct rf_engine *e, const struct rf_stream *s)
@@ -157,7 +171,9 @@ static int rf__capturing(struct rf_engine *e, const char *what)
  * returns (when the reactor can be turned here; from inside an op or callback it
  * runs right after). Once the op is accepted push returns 0 whatever happens while
  * waiting: the op and its done callback belong to the engine from then on. */
-static int rf__push_user(struct rf_engine *e, const struct rf_op_desc *d, struct rf_var *delete_var)
+static inline __attribute__((always_inline)) int rf__push_user(struct rf_engine *e,
+							  const struct rf_op_desc *d,
+							  struct rf_var *delete_var)
 {
 	struct rf__waiter *w = NULL;
 	int ret;
