@@ -268,6 +268,55 @@ bad $R --checkpoint 1 "is a directory" --resume --checkpoint "$T/dir"
 bad $R --checkpoint 1 "is a character device" --resume --checkpoint "$dev"
 bad $R "$T/empty" 1 "file is empty" --resume --checkpoint "$T/empty"
 bad $R "$T/text" 1 "not a ringflow checkpoint" --resume --checkpoint "$T/text"
+# an output that is an input (--data, --test-data, the test set beside --data, an IDX
+# file of a --data directory, raw or .gz) is refused before anything runs, naming both
+if [ -e "$T/ok.rfrec" ]; then
+	cp "$T/ok.rfrec" "$T/in-train.rfrec" && cp "$T/ok.rfrec" "$T/in-t10k.rfrec" &&
+		cp "$T/ok.rfrec" "$T/in.tmp" && mkdir "$T/inx" && cp "$T/ok.rfrec" "$T/inx/model.json" ||
+		fail "copies of ok.rfrec"
+	Q="--data $T/in-train.rfrec"
+	bad $R --metrics 1 "$T/in-train.rfrec: the same file as an input (--data)" $Q \
+		--metrics "$T/in-train.rfrec"
+	bad $R --trace 1 "the same file as an input (the test set beside --data" $Q \
+		--trace "$T/./in-t10k.rfrec"
+	bad $R --checkpoint 1 "$T/in-t10k.rfrec: the same file as an input (the test set beside" \
+		$Q --checkpoint "$T/in-t10k.rfrec"
+	bad $R --metrics 1 "the same file as an input (--test-data)" $Q --test-data "$T/ok.rfrec" \
+		--metrics "$T/ok.rfrec"
+	bad $R --checkpoint 1 "$T/in.tmp: the same file as an input (--data)" \
+		--data "$T/in.tmp" --test-data "$T/ok.rfrec" --checkpoint "$T/in"
+	bad $R --export 1 "$T/inx/model.json: the same file as an input (--data)" \
+		--data "$T/inx/model.json" --test-data "$T/ok.rfrec" --export "$T/inx"
+	for f in in-train.rfrec in-t10k.rfrec in.tmp inx/model.json; do
+		cmp -s "$T/ok.rfrec" "$T/$f" || fail "a refused rf-train run changed its input $f"
+	done
+fi
+mkdir "$T/idx"
+for f in train-images-idx3-ubyte.gz train-labels-idx1-ubyte t10k-images-idx3-ubyte \
+	 t10k-labels-idx1-ubyte.gz; do
+	echo "$f" >"$T/idx/$f"
+done
+bad $R --metrics 1 "train-images-idx3-ubyte.gz: the same file as an input (a file of --data" \
+	--data "$T/idx" --metrics "$T/idx/train-images-idx3-ubyte.gz"
+bad $R --checkpoint 1 "t10k-labels-idx1-ubyte.gz): the same file as an input" \
+	--data "$T/idx/" --checkpoint "$T/idx/../idx/t10k-labels-idx1-ubyte.gz"
+bad $R --trace 1 "t10k-images-idx3-ubyte: the same file as an input" --data "$T/idx" \
+	--trace "$T/idx/t10k-images-idx3-ubyte"
+[ "$(cat "$T/idx/train-images-idx3-ubyte.gz")" = train-images-idx3-ubyte.gz ] ||
+	fail "a refused rf-train run changed an IDX file of --data"
+# --export DIR's own files: checked before training, not after it
+mkdir "$T/exf" "$T/exg"
+mkfifo "$T/exf/model.json" "$T/exg/params.rfck.tmp"
+bad $R --export 1 "$T/exf/model.json: is a FIFO" --export "$T/exf"
+bad $R --export 1 "$T/exg/params.rfck.tmp: is a FIFO" --export "$T/exg"
+# https is not read (it was taken for a directory of IDX files)
+bad $R --data 2 "https is not supported" --data https://127.0.0.1:1/x-train.rfrec
+bad $R --test-data 2 "https is not supported" --data "$T/ok.rfrec" --test-data https://h/t.rfrec
+# several processes: refused with the arguments, before MPI starts
+bad $R --hybridize 2 "one process only && not with --dist mpi" --hybridize --dist mpi
+# a bad short option inside a cluster is named itself, not its neighbour
+bad $R -x 2 "-x: unknown option" -xy
+bad $R -x 2 "-x: unknown option" --epochs 1 -xy
 # nothing was created by any refused run
 [ -z "$(ls "$T/dir")" ] && ! [ -e "$T/o1" ] && ! [ -e "$T/o2" ] && ! [ -e "$T/o3" ] &&
 	! [ -e "$T/ck" ] || fail "a refused rf-train run left a file: $(ls "$T" "$T/dir")"
