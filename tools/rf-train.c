@@ -155,8 +155,8 @@ static int train_epochs(const struct cli *c, struct rf_trainer *t, FILE *mf, str
 		if (rf_trainer_epoch(t, &run->st) < 0) {
 			if (c->tty && !c->quiet)
 				fputc('\n', c->out);
-			rf_cli_say(prog, "epoch %u: %s", rf_trainer_epochs_done(t) + 1,
-				   rf_trainer_last_error(t));
+			/* the epoch that failed, in its training or its evaluation */
+			rf_cli_say(prog, "epoch %u: %s", run->st.epoch, rf_trainer_last_error(t));
 			return 1;
 		}
 		if (run->st.stopped) {

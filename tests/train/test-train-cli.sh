@@ -13,7 +13,7 @@
 # checkpoint of the default run (and the same --json losses); --stats shows how far
 # each ran ahead. Also: a non-finite loss is null in --json; param_hash is reported
 # when nothing was trained; a full stdout or --metrics file system is an error (exit
-# 1). Skips (77) without Fashion-MNIST.
+# 1); a failed evaluation names its own epoch. Skips (77) without Fashion-MNIST.
 # usage: test-train-cli.sh path/to/rf-train
 RF=${1:?usage: $0 rf-train}
 DATA=${RF_FASHION_MNIST:-/usr/share/datasets/fashion-mnist}
@@ -204,6 +204,22 @@ if [ -n "$ns" ] && $ns sh -c 'mount -t tmpfs -o size=4k none "$1"' sh "$T/mnt" 2
 else
 	echo "note: no private mount namespace (unshare -m / -rm): full-disk --metrics not run"
 fi
+# A failed evaluation is named by the epoch it followed (it said "epoch 2" in a run
+# of one): the training files gzip'd (read into memory), the test set raw (read
+# through the ring, where RF_FAULT_INJECT=eio=1 fails every read).
+mkdir "$T/ev"
+ln -s "$DATA"/train-*-ubyte.gz "$T/ev/" 2>/dev/null || cp "$DATA"/train-* "$T/ev/"
+for f in t10k-images-idx3-ubyte t10k-labels-idx1-ubyte; do
+	gzip -dc "$DATA/$f.gz" >"$T/ev/$f" 2>/dev/null || cp "$DATA/$f" "$T/ev/$f"
+done
+if [ -e "$T/ev/train-images-idx3-ubyte.gz" ]; then
+	RF_FAULT_INJECT=eio=1 "$RF" --data "$T/ev" --limit 512 --test-limit 256 --epochs 1 --quiet \
+		>"$T/out" 2>"$T/err"; rc=$?
+	[ $rc = 1 ] && grep -q "^rf-train: epoch 1: evaluation failed" "$T/err" ||
+		fail "a failed evaluation in a 1-epoch run: exit $rc: $(cat "$T/err")"
+	echo "ok: a failed evaluation names its epoch: $(cut -c1-60 "$T/err")..."
+fi
+rm -rf "$T/ev"
 # Barriers, windows and caps change timing, never results: every configuration writes
 # the default run's checkpoint byte for byte (2 epochs: across the epoch boundary too).
 async_run() { # name, options...
