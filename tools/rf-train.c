@@ -16,6 +16,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,9 +36,70 @@
 #include "cli-impl.h"
 #include "train-cli.h"
 
+/* Signals and the checkpoint's scratch file: a checkpoint is written to CKPT.tmp and
+ * renamed over CKPT (train/checkpoint.c), and a SIGINT, SIGTERM or SIGHUP that killed
+ * the run in between would leave CKPT.tmp behind. While a save may be under way
+ * (rf_trainer_save, and all of an rf_trainer_epoch that saves inside the epoch) the
+ * handler, in whichever thread it runs, only records the signal; the run then dies of
+ * it as soon as no save is: at the next batch (the progress callback, between saves)
+ * or when the call returns. Anywhere else the signal kills at once, as without a
+ * handler: no CKPT.tmp of this run exists then. One atomic state decides, so that a
+ * handler cannot let the process die just as a save begins. */
+enum { SIG_FREE, SIG_GUARDED, SIG_DYING };
+static int sig_state = SIG_FREE;
+static volatile sig_atomic_t sig_caught;
+
+/* Die of sig now (its default action); state is SIG_DYING. */
+static void die_of(int sig)
+{
+	signal(sig, SIG_DFL);
+	raise(sig);     /* in a handler: delivered, and fatal, once the handler returns */
+}
+
+static void on_signal(int sig)
+{
+	int saved = errno, st = SIG_FREE;
+
+	if (__atomic_compare_exchange_n(&sig_state, &st, SIG_DYING, 0, __ATOMIC_SEQ_CST,
+					__ATOMIC_SEQ_CST))
+		die_of(sig);
+	else if (st == SIG_GUARDED)
+		sig_caught = sig;
+	errno = saved;
+}
+
+/* A save may begin: signals wait. */
+static void guard_begin(void)
+{
+	int st = SIG_FREE;
+
+	if (!__atomic_compare_exchange_n(&sig_state, &st, SIG_GUARDED, 0, __ATOMIC_SEQ_CST,
+					 __ATOMIC_SEQ_CST))
+		for (;;)
+			pause(); /* a handler is ending the process */
+}
+
+/* No save under way (between batches, or after one): a signal that waited ends the
+ * run now. */
+static void guard_check(void)
+{
+	if (sig_caught) {
+		__atomic_store_n(&sig_state, SIG_DYING, __ATOMIC_SEQ_CST);
+		die_of(sig_caught);
+	}
+}
+
+static void guard_end(void)
+{
+	__atomic_store_n(&sig_state, SIG_FREE, __ATOMIC_SEQ_CST);
+	guard_check();
+}
+
 static void progress(void *ctx, unsigned epoch, uint64_t batch, uint64_t nb, double loss)
 {
 	struct cli *c = ctx;
+
+	guard_check(); /* between two batches: no checkpoint is being written */
 
 	if (loss >= 0)
 		c->last_loss = loss;
@@ -151,8 +213,16 @@ struct run {
 /* Train up to c->epochs, checkpointing after each epoch. 0 or the exit status. */
 static int train_epochs(const struct cli *c, struct rf_trainer *t, FILE *mf, struct run *run)
 {
+	/* a checkpoint written inside the epoch (--checkpoint-every, --max-steps) */
+	int inside = c->checkpoint && (c->o.checkpoint_every || c->o.max_steps);
+
 	while (rf_trainer_epochs_done(t) < c->epochs) {
-		if (rf_trainer_epoch(t, &run->st) < 0) {
+		if (inside)
+			guard_begin();
+		int ret = rf_trainer_epoch(t, &run->st);
+		if (inside)
+			guard_end();
+		if (ret < 0) {
 			if (c->tty && !c->quiet)
 				fputc('\n', c->out);
 			/* the epoch that failed, in its training or its evaluation */
@@ -188,9 +258,14 @@ static int train_epochs(const struct cli *c, struct rf_trainer *t, FILE *mf, str
 		run->tot_s += run->st.seconds;
 		run->tot_n += (double)run->st.samples;
 		run->ran++;
-		if (c->checkpoint && c->rank == 0 && rf_trainer_save(t, c->checkpoint) < 0) {
-			rf_cli_say(prog, "checkpoint: %s", rf_trainer_last_error(t));
-			return 1;
+		if (c->checkpoint && c->rank == 0) {
+			guard_begin();
+			ret = rf_trainer_save(t, c->checkpoint);
+			guard_end();
+			if (ret < 0) {
+				rf_cli_say(prog, "checkpoint: %s", rf_trainer_last_error(t));
+				return 1;
+			}
 		}
 		if (c->o.max_steps && rf_trainer_steps(t) >= c->o.max_steps &&
 		    rf_trainer_epochs_done(t) < c->epochs) {
@@ -400,6 +475,8 @@ int main(int argc, char **argv)
 	rf_cli_check_stdout(prog);
 	if ((ret = parse_args(&c, argc, argv)) >= 0)
 		return ret;
+	if (c.checkpoint)
+		rf_cli_on_signals(on_signal); /* before any thread: see guard_begin */
 	c.o.progress = progress;
 	c.o.progress_ctx = &c;
 	if ((ret = rf_ring_create(&ring, NULL)) < 0) {

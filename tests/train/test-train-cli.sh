@@ -13,7 +13,8 @@
 # checkpoint of the default run (and the same --json losses); --stats shows how far
 # each ran ahead. Also: a non-finite loss is null in --json; param_hash is reported
 # when nothing was trained; a full stdout or --metrics file system is an error (exit
-# 1); a failed evaluation names its own epoch. Skips (77) without Fashion-MNIST.
+# 1); a failed evaluation names its own epoch; SIGTERM/SIGHUP during checkpoints
+# leave no CKPT.tmp. Skips (77) without Fashion-MNIST.
 # usage: test-train-cli.sh path/to/rf-train
 RF=${1:?usage: $0 rf-train}
 DATA=${RF_FASHION_MNIST:-/usr/share/datasets/fashion-mnist}
@@ -220,6 +221,23 @@ if [ -e "$T/ev/train-images-idx3-ubyte.gz" ]; then
 	echo "ok: a failed evaluation names its epoch: $(cut -c1-60 "$T/err")..."
 fi
 rm -rf "$T/ev"
+# SIGTERM or SIGHUP in a run that checkpoints after every batch (most of its time spent
+# in saves): the run ends of the signal, and never leaves CKPT.tmp behind (it did about
+# every other time). Each signal is sent once the checkpoint exists, mid-run.
+for sig in 15 1 15 1 15 1; do   # SIGTERM, SIGHUP
+	rm -f "$T/sig.ckpt" "$T/sig.ckpt.tmp"
+	"$RF" --data "$DATA" --limit 20000 --batch-size 16 --epochs 5 --no-eval --quiet \
+		--checkpoint "$T/sig.ckpt" --checkpoint-every 1 >/dev/null 2>"$T/err" &
+	pid=$!
+	i=0
+	while ! [ -e "$T/sig.ckpt" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done
+	kill -$sig $pid
+	wait $pid; rc=$?
+	[ $rc = $((128 + sig)) ] || fail "signal $sig mid-run: exit $rc: $(cat "$T/err")"
+	[ -e "$T/sig.ckpt.tmp" ] && fail "signal $sig mid-run left $T/sig.ckpt.tmp"
+	[ -s "$T/sig.ckpt" ] || fail "signal $sig mid-run: no checkpoint left"
+done
+echo "ok: SIGTERM/SIGHUP during --checkpoint-every: no CKPT.tmp left"
 # Barriers, windows and caps change timing, never results: every configuration writes
 # the default run's checkpoint byte for byte (2 epochs: across the epoch boundary too).
 async_run() { # name, options...
