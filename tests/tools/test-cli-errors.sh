@@ -600,6 +600,9 @@ done
 bad $I --bogus 2 "unknown option" "$T/ex" --bogus
 bad $I "export directory" 2 "expected the export directory"
 bad $I "more arguments" 2 "expected one export directory" "$T/ex" "$T/ex"
+bad $I DIR 2 "DIR: got '', an empty path" ""          # it looked for /model.json
+bad $I -x 2 "-x: unknown option" "$T/ex" --limit 5 -xy  # it named 5
+bad $I --data 2 "https is not supported" "$T/ex" --data https://h/t10k.rfrec
 bad $I "$T/ex/model.json" 1 "No such file" "$T/ex"
 bad $I "$T/text/model.json" 1 "Not a directory" "$T/text"
 mkdir "$T/ex/model.json"
