@@ -410,6 +410,16 @@ bad $P --check 2 "missing value" --check
 bad $P --force 2 "takes no value" --force=1
 bad $P --help 2 "takes no value" --help=1
 bad $P --bogus 2 "unknown" --bogus
+# a bad short option inside a cluster is named itself (the previous argument was)
+bad $P -x 2 "-x: unknown option" -xy
+bad $P -x 2 "-x: unknown option" $I -xy
+bad $P -x 2 "-x: unknown option" --force -xy
+# a summary that cannot be written is an error (it exited 0)
+if [ -w /dev/full ]; then
+	timeout 20 "$EXE" --check "$T/ok.rfrec" >/dev/full 2>"$T/err"; rc=$?
+	[ $rc = 1 ] && grep -q "^rf-pack: stdout: No space left on device" "$T/err" ||
+		fail "rf-pack --check >/dev/full: exit $rc: $(cat "$T/err")"
+fi
 bad $P stray 2 "unexpected" $I $L -o "$T/x.rfrec" stray
 ! [ -e "$T/x.rfrec" ] && ! [ -e "$T/x.rfrec.tmp" ] && [ -p "$T/y.rfrec.tmp" ] ||
 	fail "a refused rf-pack run left or removed a file: $(ls "$T")"
