@@ -645,6 +645,22 @@ int main(int argc, char **argv)
 		for (unsigned b = a + 1; b < npaths; b++)
 			if (!strcmp(paths[a], paths[b]))
 				die(2, "--file: %s given twice", paths[a]);
+	/* --log-interval's CSVs, PREFIX.jobN.csv: regular files or new names, and none of
+	 * them a file under test (it would be truncated and overwritten with the log) */
+	for (unsigned i = 0; O.log_ms && i < O.numjobs; i++) {
+		char csv[4200], why[8600];
+		if (snprintf(csv, sizeof(csv), "%s.job%u.csv", O.log_prefix, i) >= (int)sizeof(csv))
+			die(2, "--log-prefix: got a path of %zu bytes, expected a shorter one",
+			    strlen(O.log_prefix));
+		if (rf_cli_check_output(csv, 0, NULL, why, sizeof(why)) < 0)
+			die(1, "--log-prefix %s", why);
+		for (unsigned f = 0; f < npaths; f++)
+			if (rf_cli_same_file(csv, paths[f]))
+				die(1,
+				    "--log-prefix %s: %s is the same file as --file %s, expected "
+				    "another file",
+				    O.log_prefix, csv, paths[f]);
+	}
 
 	/* Open (or create) the files, never blocking: a FIFO, a directory or a character
 	 * device is refused before any I/O. Files this run creates are removed if it fails

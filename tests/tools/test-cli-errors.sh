@@ -551,7 +551,19 @@ bad $B --log-interval 2 "'0' && 1 && 3600000" $R --log-interval 0
 bad $B --log-interval 2 "value" $R --log-interval
 bad $B --log-prefix 2 "empty path" $R --log-interval 100 --log-prefix ""
 bad $B --log-prefix 2 "value" $R --log-interval 100 --log-prefix
-bad $B --log-interval 1 "$T/nodir/x.job0.csv && cannot write" $R --log-interval 100 --log-prefix "$T/nodir/x"
+bad $B --log-prefix 1 "$T/nodir/x.job0.csv: cannot create" $R --log-interval 100 --log-prefix "$T/nodir/x"
+# the log is checked before the run: never the file under test (it was truncated and
+# overwritten with the CSV), never a FIFO (fopen blocked on it)
+cp "$T/f64k" "$T/vict.job0.csv"
+bad $B --log-prefix 1 "$T/./vict.job0.csv is the same file as --file $T/vict.job0.csv" \
+	--file "$T/vict.job0.csv" --rw read --bs 4k --qd 1 --log-interval 100 --log-prefix "$T/./vict"
+cmp -s "$T/f64k" "$T/vict.job0.csv" || fail "rf-iobench --log-prefix wrote over its --file"
+mkfifo "$T/lf.job0.csv"
+bad $B --log-prefix 1 "$T/lf.job0.csv: is a FIFO" $R --log-interval 100 --log-prefix "$T/lf"
+mkdir "$T/lg.job1.csv"
+bad $B --log-prefix 1 "$T/lg.job1.csv: is a directory" $R --log-interval 100 --numjobs 2 \
+	--log-prefix "$T/lg"
+! [ -e "$T/lg.job0.csv" ] || fail "a refused rf-iobench run left $T/lg.job0.csv"
 bad $B --job 1 "$T/none.fio && cannot open" --job "$T/none.fio"
 bad $B --job 2 "empty path" --job ""
 bad $B --job 2 "value" --job
