@@ -641,10 +641,16 @@ int main(int argc, char **argv)
 		die(2, "--nrfiles: got %u, but %u --file given (give one --file as the names' prefix, "
 		    "or as many as --nrfiles)", nrfiles, npaths);
 	}
+	/* the same file by another name ("vf" and "./vf", a link) is the same file: each
+	 * of its blocks would be visited twice a pass */
 	for (unsigned a = 0; a < npaths; a++)
-		for (unsigned b = a + 1; b < npaths; b++)
+		for (unsigned b = a + 1; b < npaths; b++) {
 			if (!strcmp(paths[a], paths[b]))
 				die(2, "--file: %s given twice", paths[a]);
+			if (rf_cli_same_file(paths[a], paths[b]))
+				die(2, "--file: %s and %s are the same file (given twice)",
+				    paths[a], paths[b]);
+		}
 	/* --log-interval's CSVs, PREFIX.jobN.csv: regular files or new names, and none of
 	 * them a file under test (it would be truncated and overwritten with the log) */
 	for (unsigned i = 0; O.log_ms && i < O.numjobs; i++) {

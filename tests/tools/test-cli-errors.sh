@@ -520,6 +520,7 @@ ints $B --rate-iops 1 1000000000 $R
 ints $B --nrfiles 1 256 $R
 bad $B --nrfiles 2 "got 3, but 2 --file given" $R --file "$T/f64k.b" --nrfiles 3
 bad $B --file 2 "$T/f64k given twice" $R --file "$T/f64k"
+bad $B --file 2 "$T/f64k and $T/./f64k are the same file" $R --file "$T/./f64k"
 bad $B --file 2 "empty path" $R --file ""
 bad $B --file 1 "$T/f64k.0: cannot open for reading" $R --nrfiles 2
 bad $B --size 2 "got 8192 bytes for 3 files, less than one block of 4096" --file "$T/new" --nrfiles 3 --rw write --bs 4k --qd 1 --size 8k
