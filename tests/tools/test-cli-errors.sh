@@ -580,6 +580,18 @@ printf '[j\n' > "$T/j.fio"
 bad $B --job 1 "line 1 && expected [section-name]" --job "$T/j.fio"
 printf '[j]\ndirect=yes\n' > "$T/j.fio"
 bad $B --job 1 "line 2 && direct takes no value" --job "$T/j.fio"
+printf '[j]\nrw=read\0\n' > "$T/j.fio"                    # was "longer than 1022 characters"
+bad $B --job 1 "line 2: a NUL byte at column 8: not a text file" --job "$T/j.fio"
+{ printf '[j]\n; '; head -c 1100 /dev/zero | tr '\0' x; printf '\n'; } > "$T/j.fio"
+bad $B --job 1 "line 2: longer than 1022 characters" --job "$T/j.fio"
+# two jobs that log under one prefix would write one CSV: refused before either runs
+printf '[global]\nfilename=%s\nrw=read\nlog_avg_msec=100\nlog_prefix=%s\n[a]\n[b]\n' \
+	"$T/f64k" "$T/lp" > "$T/j.fio"
+bad $B --job 1 "[b] logs to $T/lp.job0.csv, as [a] does" --job "$T/j.fio"
+printf '[global]\nfilename=%s\nrw=read\nlog_avg_msec=100\n[a]\nlog_prefix=%s/lq\n[b]\nlog_prefix=%s/./lq\n' \
+	"$T/f64k" "$T" "$T" > "$T/j.fio"
+bad $B --job 1 "line 8: [b] logs to $T/./lq.job0.csv, as [a] does (line 6)" --job "$T/j.fio"
+! [ -e "$T/lp.job0.csv" ] && ! [ -e "$T/lq.job0.csv" ] || fail "a refused --job left a log"
 bad $B --job 1 "$fifo && is a FIFO" --job "$fifo"        # fopen() blocked here once
 bad $B --job 1 "$T && is a directory" --job "$T"          # was "no job section"
 # A job's value that its own process refuses is traced to the file, section, line and
