@@ -403,8 +403,10 @@ int main(int argc, char **argv)
 	O.log_prefix = "rf-iobench-log";
 	O.rwmixread = 50;
 	rf_log_set(rf_cli_log_stderr, NULL);
+	rf_cli_check_stdout(prog);
 	opterr = 0;
 	for (;;) {
+		int before = optind;
 		int c = getopt_long(argc, argv, ":", opts, NULL);
 		if (c < 0)
 			break;
@@ -533,21 +535,20 @@ int main(int argc, char **argv)
 			O.verify = 1;
 			break;
 		case 'h': usage(stdout); return 0;
-		case ':':
-			for (const struct option *o = opts; o->name; o++)
-				if (o->val == optopt)
-					die(2, "--%s: expected a value after it", o->name);
-			die(2, "%s: expected a value after it", argv[optind - 1]);
-		default:
-			for (const struct option *o = opts; optopt && o->name; o++)
-				if (o->val == optopt && !strncmp(argv[optind - 1], "--", 2))
-					die(2, "--%s: takes no value", o->name);
-			die(2, "%s: unknown or ambiguous option (expected one of --file --rw --bs --qd "
+		default: { /* '?' or ':' */
+			char nm[64];
+			int k = rf_cli_bad_opt(c, before, argc, argv, ":", opts, nm, sizeof(nm));
+			if (k == RF_CLI_OPT_NEEDS_VALUE)
+				die(2, "%s: expected a value after it", nm);
+			if (k == RF_CLI_OPT_NO_VALUE)
+				die(2, "%s: takes no value", nm);
+			die(2, "%s: unknown %soption (expected one of --file --rw --bs --qd "
 			    "--direct --fixedbufs --size --runtime --batch --rwmixread --norandommap "
 			    "--fsync --fdatasync --end-fsync --verify --random-distribution --rate "
 			    "--rate-iops --numjobs --log-interval --log-prefix --offset --ramp-time "
 			    "--time-based --sqpoll --hipri --nrfiles --job --json --force; see --help)",
-			    argv[optind - 1]);
+			    nm, nm[1] == '-' ? "or ambiguous " : "");
+		}
 		}
 	}
 	if (optind < argc)

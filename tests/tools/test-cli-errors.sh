@@ -611,6 +611,8 @@ for v in "0" "5x" " 1m"; do
 done
 bad $B --rate 2 "value" $R --rate
 bad $B --bogus 2 "unknown" --bogus
+bad $B -d 2 "-d: unknown option" $F --bs 4k --qd 1 -dy   # it named the previous argument
+bad $B --direct 2 "--direct: takes no value" $F --bs 4k --qd 1 --dir=1
 bad $B stray 2 "unexpected argument" $F --bs 4k --qd 1 stray
 export RF_FAULT_INJECT="eio=2"   # malformed: one line, the ring's, naming the variable
 bad $B RF_FAULT_INJECT 1 "eio=2 && fraction outside" $F --bs 4k --qd 1
