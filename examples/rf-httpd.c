@@ -935,6 +935,12 @@ int main(int argc, char **argv)
 			       "                request has not arrived whole this long after its\n"
 			       "                first byte, or whose response the peer has taken\n"
 			       "                nothing of this long, 1..86400 (default 60)\n");
+			int e0 = errno, e = fflush(stdout) ? errno : 0;
+			if (e || ferror(stdout)) { /* a full disk, /dev/full */
+				fprintf(stderr, "rf-httpd: stdout: %s\n", e ? strerror(e) :
+					e0 ? strerror(e0) : "a write failed");
+				return 1;
+			}
 			return 0;
 		} else if (argv[i][0] == '-') {
 			fprintf(stderr, "rf-httpd: unknown option '%s' (see --help)\n", argv[i]);

@@ -685,6 +685,13 @@ bad $H "127.0.0.1:$(cat "$T/port")" 1 "cannot listen" "$T/www" --port "$(cat "$T
 kill $busy 2>/dev/null
 fi
 
+# --help to a stdout that cannot be written (a full disk): exit 1, saying so (it was 0)
+if [ -w /dev/full ]; then
+	timeout 20 "$EXE" --help >/dev/full 2>"$T/err"; rc=$?
+	[ $rc = 1 ] && [ "$(wc -l <"$T/err")" -eq 1 ] &&
+		grep -q "^$WHICH: stdout: No space left on device" "$T/err" ||
+		fail "$WHICH --help >/dev/full: exit $rc: $(cat "$T/err")"
+fi
 [ -c "$dev" ] && [ -c /dev/null ] || fail "$dev or /dev/null is no longer a character device"
 
 # ---- every option in the tool's --help has cases above ----------------------------------
