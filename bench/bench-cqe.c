@@ -31,6 +31,39 @@
 #include <ringflow/engine.h>
 #include <ringflow/device.h>
 #include "bench.h"
+#include "bench-args.h"
+
+static const char cqe_usage[] =
+	"usage: rf-bench cqe [--count N] [--bytes B] [--json]\n"
+	"  --count N   completions timed, 100..10000000 (default 10000)\n"
+	"  --bytes B   bytes of the copy each op makes, 4..17179869184 (default 64 MiB)\n"
+	"  --json      one JSON object\n";
+
+/* The options into *n, *bytes, *json: -1 to go on, else the exit status. */
+static int cqe_args(int argc, char **argv, long *n, long *bytes, int *json)
+{
+	for (int i = 1; i < argc; i++) {
+		long *dst = NULL, lo = 0, hi = 0;
+		int r;
+		if (bench_is_help(argv[i])) {
+			fputs(cqe_usage, stdout);
+			return 0;
+		}
+		if (!strcmp(argv[i], "--json")) {
+			*json = 1;
+			continue;
+		}
+		if (!strcmp(argv[i], "--count"))
+			dst = n, lo = 100, hi = 10000000;
+		else if (!strcmp(argv[i], "--bytes"))
+			dst = bytes, lo = 4, hi = 1l << 34;
+		if (!dst)
+			return bench_unknown("cqe", argv[i]);
+		if ((r = bench_long("cqe", argc, argv, &i, lo, hi, dst)))
+			return r;
+	}
+	return -1;
+}
 
 #if RF_BENCH_CUDA
 #include <cuda_runtime_api.h>
@@ -106,23 +139,9 @@ int rf_bench_cqe(int argc, char **argv)
 	cudaStream_t cs;
 	uint64_t *lat[3] = { NULL }, wait_wall = 0, wait_cpu = 0;
 
-	for (int i = 1; i < argc; i++) {
-		long *dst = NULL, lo = 0, hi = 0;
-		if (!strcmp(argv[i], "--json")) {
-			json = 1;
-			continue;
-		}
-		if (!strcmp(argv[i], "--count"))
-			dst = &n, lo = 100, hi = 10000000;
-		else if (!strcmp(argv[i], "--bytes"))
-			dst = &bytes, lo = 4, hi = 1l << 34;
-		if (!dst || i + 1 >= argc || (*dst = strtol(argv[i + 1], NULL, 10)) < lo || *dst > hi) {
-			fprintf(stderr, "rf-bench cqe: bad argument '%s' (options: --count N, "
-				"100..10000000; --bytes B, 4..2^34; --json)\n", argv[i]);
-			return 2;
-		}
-		i++;
-	}
+	if ((rc = cqe_args(argc, argv, &n, &bytes, &json)) >= 0)
+		return rc;
+	rc = 1;
 	warm = n / 10;
 	if (rf_cuda_count() <= 0) {
 		printf("rf-bench cqe: no CUDA device: skipping\n");
@@ -229,8 +248,11 @@ out:
 
 int rf_bench_cqe(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
+	long n, bytes;
+	int json, rc = cqe_args(argc, argv, &n, &bytes, &json);
+
+	if (rc >= 0)
+		return rc;
 	printf("rf-bench cqe: this build has no CUDA (meson -Dcuda=enabled): skipping\n");
 	return 77;
 }

@@ -45,16 +45,48 @@
 #include <ringflow/ops.h>
 #include <ringflow/kernels.h>
 #include "bench.h"
+#include "bench-args.h"
 
 struct bopts {
 	long n, gpu_n, count, reps, threads, inflight;
 	int json, cpu_only;
 };
 
-static int bparse(const char *cmd, int argc, char **argv, struct bopts *o)
+static const char parallel_usage[] =
+	"usage: rf-bench parallel [--n N] [--gpu-n N] [--count C] [--reps R] [--cpu] [--json]\n"
+	"  --n N       the CPU's matrices are N x N, 1..16384 (default 2000)\n"
+	"  --gpu-n N   the GPU's, 1..32768 (default 6000)\n"
+	"  --count C   matmuls per device, 1..10000 (default 10)\n"
+	"  --reps R    repetitions, the best counted, 1..1000 (default 3)\n"
+	"  --cpu       two CPU compute streams even where there is a GPU\n";
+static const char copy_usage[] =
+	"usage: rf-bench copy [--n N] [--count C] [--reps R] [--cpu] [--json]\n"
+	"  --n N       N x N matrices, 1..32768 (default 6000 on a GPU, 2000 on the CPU)\n"
+	"  --count C   matmuls and copies, 1..10000 (default 10)\n"
+	"  --reps R    repetitions, the best counted, 1..1000 (default 3)\n"
+	"  --cpu       the CPU device even where there is a GPU\n";
+static const char gemm_usage[] =
+	"usage: rf-bench gemm [--reps R] [--threads T] [--inflight I] [--json]\n"
+	"  --reps R      repetitions, the best counted, 1..1000 (default 5)\n"
+	"  --threads T   OpenBLAS threads, 1..1024 (default: the device's policy)\n"
+	"  --inflight I  the engine's cap on ops in flight, 1..1000000 (default 64)\n";
+static const char threads_usage[] =
+	"usage: rf-bench threads [--reps R] [--json]\n"
+	"  --reps R      repetitions, the best counted, 1..1000 (default 3)\n";
+
+/* The options every subcommand of this file shares (each usage lists its own; the
+ * others are accepted and ignored, as before). -1: go on; else the exit status (0
+ * after --help, 2 for a bad argument, said in one line). */
+static int bparse(const char *cmd, const char *usage, int argc, char **argv, struct bopts *o)
 {
 	for (int i = 1; i < argc; i++) {
-		long *dst = NULL;
+		long *dst = NULL, max = 0;
+		int rc;
+		if (bench_is_help(argv[i])) {
+			fputs(usage, stdout);
+			fputs("  --json      one JSON object per result\n", stdout);
+			return 0;
+		}
 		if (!strcmp(argv[i], "--json")) {
 			o->json = 1;
 			continue;
@@ -64,25 +96,32 @@ static int bparse(const char *cmd, int argc, char **argv, struct bopts *o)
 			continue;
 		}
 		if (!strcmp(argv[i], "--n"))
-			dst = &o->n;
+			dst = &o->n, max = !strcmp(cmd, "copy") ? 32768 : 16384;
 		else if (!strcmp(argv[i], "--gpu-n"))
-			dst = &o->gpu_n;
+			dst = &o->gpu_n, max = 32768;
 		else if (!strcmp(argv[i], "--count"))
-			dst = &o->count;
+			dst = &o->count, max = 10000;
 		else if (!strcmp(argv[i], "--reps"))
-			dst = &o->reps;
+			dst = &o->reps, max = 1000;
 		else if (!strcmp(argv[i], "--threads"))
-			dst = &o->threads;
+			dst = &o->threads, max = 1024;
 		else if (!strcmp(argv[i], "--inflight"))
-			dst = &o->inflight;
-		if (!dst || i + 1 >= argc || (*dst = strtol(argv[i + 1], NULL, 10)) <= 0) {
-			fprintf(stderr, "rf-bench %s: bad argument '%s' (options: --n N --gpu-n N "
-				"--count C --reps R --threads T --inflight I --cpu --json)\n", cmd, argv[i]);
-			return -1;
-		}
-		i++;
+			dst = &o->inflight, max = 1000000;
+		if (!dst)
+			return bench_unknown(cmd, argv[i]);
+		if ((rc = bench_long(cmd, argc, argv, &i, 1, max, dst)))
+			return rc;
 	}
-	return 0;
+	return -1;
+}
+
+/* Out of memory (or another failure) allocating what the options ask for: one line
+ * naming them, exit status 1. */
+static int alloc_failed(const char *cmd, const struct bopts *o)
+{
+	fprintf(stderr, "rf-bench %s: cannot allocate %ld matrices of %ld x %ld floats (--count, "
+		"--n): out of memory\n", cmd, o->count, o->n, o->n);
+	return 1;
 }
 
 struct benv {
@@ -148,8 +187,9 @@ static void print_overlap(const char *name, const struct bopts *o, const char *m
 
 	if (o->json) {
 		printf("{\"bench\":\"%s\",\"mode\":\"%s\",\"count\":%ld,\"t1_s\":%.6f,\"t2_s\":%.6f,"
-		       "\"t_both_s\":%.6f,\"overlap\":%.4f,\"ideal\":%.4f,\"efficiency\":%.4f}\n",
-		       name, mode, o->count, t1, t2, tb, ov, ideal, ov / ideal);
+		       "\"t_both_s\":%.6f,\"overlap\":%s,\"ideal\":%s,\"efficiency\":%s}\n",
+		       name, mode, o->count, t1, t2, tb, BJ("%.4f", ov), BJ("%.4f", ideal),
+		       BJ("%.4f", ov / ideal));
 		return;
 	}
 	printf("%s (%s)\n", name, mode);
@@ -174,10 +214,18 @@ int rf_bench_parallel(int argc, char **argv)
 	int use_gpu;
 	char mode[96];
 
-	if (bparse("parallel", argc, argv, &o) < 0)
-		return 2;
-	if (benv_open(&b, 0) < 0)
+	int rc;
+
+	if ((rc = bparse("parallel", parallel_usage, argc, argv, &o)) >= 0)
+		return rc;
+	/* x and the C results: on the host twice without a GPU, once with one */
+	if ((rc = bench_mem("parallel", "--n x --count", 4.0 * (double)o.n * (double)o.n *
+			    (double)(o.count + 1) * (o.cpu_only || rf_cuda_count() <= 0 ? 2 : 1))))
+		return rc;
+	if ((rc = benv_open(&b, 0)) < 0) {
+		fprintf(stderr, "rf-bench parallel: setup failed: %s\n", strerror(-rc));
 		return 1;
+	}
 	use_gpu = !o.cpu_only && rf_cuda_count() > 0;
 	if (use_gpu) {
 		BTRY(rf_cpu_open(b.e, NULL, &cpu));
@@ -199,12 +247,12 @@ int rf_bench_parallel(int argc, char **argv)
 	y1 = calloc((size_t)o.count, sizeof(*y1));
 	y2 = calloc((size_t)o.count, sizeof(*y2));
 	if (!x1 || !x2 || !y1 || !y2)
-		return 1;
+		return alloc_failed("parallel", &o);
 	for (long i = 0; i < o.count; i++) {
 		rf_tensor_create(x1->dev, RF_F32, "y1", RF_DIMS(x1->shape[0], x1->shape[0]), &y1[i]);
 		rf_tensor_create(x2->dev, RF_F32, "y2", RF_DIMS(x2->shape[0], x2->shape[0]), &y2[i]);
 		if (!y1[i] || !y2[i])
-			return 1;
+			return alloc_failed("parallel", &o);
 	}
 	/* warm up both */
 	push_run(s1, x1, y1, 1);
@@ -262,11 +310,20 @@ int rf_bench_copy(int argc, char **argv)
 	int use_gpu, bt = online_cores() > 1 ? online_cores() - 1 : 1;
 	char mode[128];
 
-	if (bparse("copy", argc, argv, &o) < 0)
-		return 2;
-	if (benv_open(&b, 0) < 0)
-		return 1;
+	int rc;
+
+	if ((rc = bparse("copy", copy_usage, argc, argv, &o)) >= 0)
+		return rc;
 	use_gpu = !o.cpu_only && rf_cuda_count() > 0;
+	/* the host copies (and on the CPU x and the results too) */
+	long nn = o.n ? o.n : use_gpu ? 6000 : 2000;
+	if ((rc = bench_mem("copy", "--n x --count", 4.0 * (double)nn * (double)nn *
+			    (use_gpu ? (double)o.count : 2.0 * (double)o.count + 1))))
+		return rc;
+	if ((rc = benv_open(&b, 0)) < 0) {
+		fprintf(stderr, "rf-bench copy: setup failed: %s\n", strerror(-rc));
+		return 1;
+	}
 	if (use_gpu) {
 		if (!o.n)
 			o.n = 6000;
@@ -291,7 +348,7 @@ int rf_bench_copy(int argc, char **argv)
 	y = calloc((size_t)o.count, sizeof(*y));
 	h = calloc((size_t)o.count, sizeof(*h));
 	if (!x || !y || !h)
-		return 1;
+		return alloc_failed("copy", &o);
 	for (long i = 0; i < o.count; i++) {
 		rf_tensor_create(dev, RF_F32, "y", RF_DIMS(o.n, o.n), &y[i]);
 		if (pin)
@@ -299,7 +356,7 @@ int rf_bench_copy(int argc, char **argv)
 		else
 			rf_tensor_create(cpu, RF_F32, "y_host", RF_DIMS(o.n, o.n), &h[i]);
 		if (!y[i] || !h[i])
-			return 1;
+			return alloc_failed("copy", &o);
 		BTRY(rf_fill(NULL, h[i], 0.0f)); /* touch the pages */
 	}
 	push_run(sc, x, y, 1);
@@ -372,12 +429,16 @@ int rf_bench_gemm(int argc, char **argv)
 	struct rf_prng *g;
 	int worst_ok = 1;
 
-	if (bparse("gemm", argc, argv, &o) < 0)
-		return 2;
+	int rc;
+
+	if ((rc = bparse("gemm", gemm_usage, argc, argv, &o)) >= 0)
+		return rc;
 	/* A bounded window of ops in flight, as a training loop has (see the report on
 	 * rf__var_scan: its cost grows with the ops queued on one variable). */
-	if (benv_open(&b, o.inflight ? (unsigned)o.inflight : 64) < 0)
+	if ((rc = benv_open(&b, o.inflight ? (unsigned)o.inflight : 64)) < 0) {
+		fprintf(stderr, "rf-bench gemm: setup failed: %s\n", strerror(-rc));
 		return 1;
+	}
 	BTRY(rf_cpu_open(b.e, &(struct rf_cpu_opts){ .blas_threads = (int)o.threads }, &d));
 	rf_prng_create(b.e, 3, "g", &g);
 	if (!o.json)
@@ -424,11 +485,12 @@ int rf_bench_gemm(int argc, char **argv)
 				worst_ok = 0;
 			if (o.json)
 				printf("{\"bench\":\"gemm\",\"shape\":\"%s\",\"m\":%d,\"n\":%d,\"k\":%d,"
-				       "\"calls\":%ld,\"blas_threads\":%d,\"direct_gflops\":%.2f,"
-				       "\"engine_gflops\":%.2f,\"us_per_call_direct\":%.2f,"
-				       "\"us_per_call_engine\":%.2f,\"ratio\":%.4f}\n", s->name, s->m, s->n,
-				       s->k, calls, rf_k_blas_get_threads(), gd, ge, td / calls * 1e6,
-				       te / calls * 1e6, ge / gd);
+				       "\"calls\":%ld,\"blas_threads\":%d,\"direct_gflops\":%s,"
+				       "\"engine_gflops\":%s,\"us_per_call_direct\":%.2f,"
+				       "\"us_per_call_engine\":%.2f,\"ratio\":%s}\n",
+				       s->name, s->m, s->n, s->k, calls, rf_k_blas_get_threads(),
+				       BJ("%.2f", gd), BJ("%.2f", ge), td / calls * 1e6,
+				       te / calls * 1e6, BJ("%.4f", ge / gd));
 			else
 				printf("  %-22s %6d %6d %6d %9ld %10.1f %10.1f %7.3f\n", s->name, s->m, s->n,
 				       s->k, calls, gd, ge, ge / gd);
@@ -564,10 +626,14 @@ int rf_bench_threads(int argc, char **argv)
 	static const char *names[W_N] = { "gemm 2000^2 x8", "mlp step b256 x40", "lenet conv b256 x8",
 					  "mlp data-parallel b256" };
 
-	if (bparse("threads", argc, argv, &o) < 0)
-		return 2;
-	if (benv_open(&b, 0) < 0)
+	int rc;
+
+	if ((rc = bparse("threads", threads_usage, argc, argv, &o)) >= 0)
+		return rc;
+	if ((rc = benv_open(&b, 0)) < 0) {
+		fprintf(stderr, "rf-bench threads: setup failed: %s\n", strerror(-rc));
 		return 1;
+	}
 	BTRY(rf_cpu_open(b.e, &(struct rf_cpu_opts){ .streams = 2, .blas_threads = -1 }, &d));
 	saved = rf_k_blas_get_threads();
 	rf_prng_create(b.e, 4, "g", &g);
@@ -610,8 +676,8 @@ int rf_bench_threads(int argc, char **argv)
 		if (o.json)
 			printf("{\"bench\":\"threads\",\"workload\":\"%s\",\"cores\":%d,"
 			       "\"t_1xall_s\":%.6f,\"t_2x1_s\":%.6f,\"t_2xall_s\":%.6f,"
-			       "\"speedup_2x1\":%.4f,\"speedup_2xall\":%.4f}\n", names[w], cores, t1,
-			       t21, t2a, t1 / t21, t1 / t2a);
+			       "\"speedup_2x1\":%s,\"speedup_2xall\":%s}\n", names[w], cores, t1,
+			       t21, t2a, BJ("%.4f", t1 / t21), BJ("%.4f", t1 / t2a));
 		else
 			printf("  %-24s %9.4fs %9.4fs %9.4fs %8.3f %8.3f\n", names[w], t1, t21, t2a,
 			       t1 / t21, t1 / t2a);

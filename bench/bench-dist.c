@@ -19,6 +19,12 @@
 #include <ringflow/rf-config.h>
 
 #include "bench.h"
+#include "bench-args.h"
+
+static const char allreduce_usage[] =
+	"usage: mpirun -np P rf-bench allreduce [--max-mib N] [--json]\n"
+	"  --max-mib N   the largest allreduce, in MiB, 1..4096 (default 64)\n"
+	"  --json        one JSON object per size\n";
 
 #if RF_HAVE_MPI
 #include <mpi.h>
@@ -98,14 +104,17 @@ int rf_bench_allreduce(int argc, char **argv)
 	int json = 0, rank, P;
 
 	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--json"))
+		int rc;
+		if (bench_is_help(argv[i])) {
+			fputs(allreduce_usage, stdout);
+			return 0;
+		} else if (!strcmp(argv[i], "--json")) {
 			json = 1;
-		else if (!strcmp(argv[i], "--max-mib") && i + 1 < argc && atol(argv[i + 1]) > 0)
-			max_mib = atol(argv[++i]);
-		else {
-			fprintf(stderr, "rf-bench allreduce: unknown argument '%s' (expected "
-				"--max-mib N, --json)\n", argv[i]);
-			return 2;
+		} else if (!strcmp(argv[i], "--max-mib")) {
+			if ((rc = bench_long("allreduce", argc, argv, &i, 1, 4096, &max_mib)))
+				return rc;
+		} else {
+			return bench_unknown("allreduce", argv[i]);
 		}
 	}
 	if (rf_ring_create(&ring, NULL) < 0 || rf_engine_create(&e, ring, NULL) < 0 ||
@@ -170,8 +179,11 @@ int rf_bench_allreduce(int argc, char **argv)
 #else
 int rf_bench_allreduce(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
+	for (int i = 1; i < argc; i++)
+		if (bench_is_help(argv[i])) {
+			fputs(allreduce_usage, stdout);
+			return 0;
+		}
 	fprintf(stderr, "rf-bench allreduce: ringflow was built without MPI\n");
 	return 77;
 }

@@ -31,6 +31,24 @@
 
 #include <ringflow/engine.h>
 #include "bench.h"
+#include "bench-args.h"
+
+#define MAX_N 10000000L     /* ops of one pattern, y = x + 1 repetitions */
+#define MAX_REPS 1000L
+#define MAX_LEN 16777216L   /* async: floats of x and y (64 MiB each) */
+
+static const char engine_usage[] =
+	"usage: rf-bench engine [--n N] [--reps R] [--pattern NAME] [--json]\n"
+	"  --n N         ops per pattern, 1..10000000 (default 1000000)\n"
+	"  --reps R      repetitions, the best one counted, 1..1000 (default 3)\n"
+	"  --pattern P   only chain, fanout, random, queued, replay, readers or xchain\n"
+	"  --json        one JSON object per pattern\n";
+
+static const char async_usage[] =
+	"usage: rf-bench async [--n N] [--len L] [--json]\n"
+	"  --n N         y = x + 1 ops, 1..10000000 (default 1000)\n"
+	"  --len L       floats in x and y, 1..16777216 (default 1024)\n"
+	"  --json        one JSON object\n";
 
 static uint64_t rf__sm(uint64_t *s)
 {
@@ -69,22 +87,6 @@ static unsigned random_deps(long i, uint64_t *seed, struct rf_var *const *v, str
 static int nop_fn(void *ctx)
 {
 	(void)ctx;
-	return 0;
-}
-
-static int parse_long(const char *arg, const char *val, long *out)
-{
-	char *end;
-
-	if (!val) {
-		fprintf(stderr, "rf-bench: %s needs a value\n", arg);
-		return -1;
-	}
-	*out = strtol(val, &end, 10);
-	if (*end || *out <= 0) {
-		fprintf(stderr, "rf-bench: %s: expected a positive integer, got '%s'\n", arg, val);
-		return -1;
-	}
 	return 0;
 }
 
@@ -273,10 +275,13 @@ static double run_queue_pattern(const char *pattern, long n)
 
 static void print_result(const char *pattern, long n, double best, long reps, int json)
 {
-	if (json)
-		printf("{\"pattern\":\"%s\",\"nodes\":%ld,\"ops_per_s\":%.0f,\"ns_per_op\":%.1f}\n",
-		       pattern, n, n / best, best * 1e9 / n);
-	else
+	if (json) { /* a time too short to measure gives no rate: null, JSON has no inf */
+		printf("{\"pattern\":\"%s\",\"nodes\":%ld,\"ops_per_s\":", pattern, n);
+		rf_cli_json_num(stdout, "%.0f", n / best);
+		printf(",\"ns_per_op\":");
+		rf_cli_json_num(stdout, "%.1f", best * 1e9 / n);
+		printf("}\n");
+	} else
 		printf("%-13s %8ld ops  %10.0f ops/s  %7.1f ns/op (best of %ld)\n", pattern, n,
 		       n / best, best * 1e9 / n, reps);
 	fflush(stdout);
@@ -289,21 +294,36 @@ int rf_bench_engine(int argc, char **argv)
 	const char *only = NULL;
 	int json = 0, i, p;
 
+	static const char *const known[] = { "chain", "fanout", "random", "queued", "replay",
+					     "readers", "xchain" };
+	int rc;
+
 	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--json"))
+		if (bench_is_help(argv[i])) {
+			fputs(engine_usage, stdout);
+			return 0;
+		} else if (!strcmp(argv[i], "--json")) {
 			json = 1;
-		else if (!strcmp(argv[i], "--n")) {
-			if (parse_long("--n", i + 1 < argc ? argv[++i] : NULL, &n) < 0)
-				return 2;
+		} else if (!strcmp(argv[i], "--n")) {
+			if ((rc = bench_long("engine", argc, argv, &i, 1, MAX_N, &n)))
+				return rc;
 		} else if (!strcmp(argv[i], "--reps")) {
-			if (parse_long("--reps", i + 1 < argc ? argv[++i] : NULL, &reps) < 0)
+			if ((rc = bench_long("engine", argc, argv, &i, 1, MAX_REPS, &reps)))
+				return rc;
+		} else if (!strcmp(argv[i], "--pattern")) {
+			/* a name not among them ran nothing and exited 0 */
+			only = i + 1 < argc ? argv[++i] : NULL;
+			for (p = 0; only && p < 7 && strcmp(only, known[p]); p++)
+				;
+			if (!only || p == 7) {
+				fprintf(stderr,
+					"rf-bench engine: --pattern: got '%s', expected chain, "
+					"fanout, random, queued, replay, readers or xchain\n",
+					only ? only : "(nothing)");
 				return 2;
-		} else if (!strcmp(argv[i], "--pattern") && i + 1 < argc) {
-			only = argv[++i];
+			}
 		} else {
-			fprintf(stderr, "rf-bench engine: unknown argument '%s' (expected --n N, --reps R, "
-				"--pattern chain|fanout|random|queued|replay|readers|xchain, --json)\n", argv[i]);
-			return 2;
+			return bench_unknown("engine", argv[i]);
 		}
 	}
 	for (p = 0; p < 4; p++) {
@@ -381,17 +401,20 @@ int rf_bench_async(int argc, char **argv)
 	double t_sync = 1e30, t_async = 1e30;
 
 	for (k = 1; k < argc; k++) {
-		if (!strcmp(argv[k], "--json"))
+		int rc;
+		if (bench_is_help(argv[k])) {
+			fputs(async_usage, stdout);
+			return 0;
+		} else if (!strcmp(argv[k], "--json")) {
 			json = 1;
-		else if (!strcmp(argv[k], "--n")) {
-			if (parse_long("--n", k + 1 < argc ? argv[++k] : NULL, &n) < 0)
-				return 2;
+		} else if (!strcmp(argv[k], "--n")) {
+			if ((rc = bench_long("async", argc, argv, &k, 1, MAX_N, &n)))
+				return rc;
 		} else if (!strcmp(argv[k], "--len")) {
-			if (parse_long("--len", k + 1 < argc ? argv[++k] : NULL, &len) < 0)
-				return 2;
+			if ((rc = bench_long("async", argc, argv, &k, 1, MAX_LEN, &len)))
+				return rc;
 		} else {
-			fprintf(stderr, "rf-bench async: unknown argument '%s' (expected --n N, --len L, --json)\n", argv[k]);
-			return 2;
+			return bench_unknown("async", argv[k]);
 		}
 	}
 	x = calloc((size_t)len, sizeof(float));
@@ -428,11 +451,13 @@ int rf_bench_async(int argc, char **argv)
 		fprintf(stderr, "rf-bench async: wrong result %g\n", y[0]);
 		return 1;
 	}
-	if (json)
-		printf("{\"n\":%ld,\"len\":%ld,\"sync_s\":%.6f,\"async_s\":%.6f,\"ratio\":%.2f,"
-		       "\"sync_us_per_op\":%.2f,\"async_us_per_op\":%.2f}\n",
-		       n, len, t_sync, t_async, t_sync / t_async, t_sync * 1e6 / n, t_async * 1e6 / n);
-	else
+	if (json) {
+		printf("{\"n\":%ld,\"len\":%ld,\"sync_s\":%.6f,\"async_s\":%.6f,\"ratio\":", n,
+		       len, t_sync, t_async);
+		rf_cli_json_num(stdout, "%.2f", t_sync / t_async); /* null: nothing measured */
+		printf(",\"sync_us_per_op\":%.2f,\"async_us_per_op\":%.2f}\n", t_sync * 1e6 / n,
+		       t_async * 1e6 / n);
+	} else
 		printf("Synchronous : %.4f sec (%.2f us/op)\nAsynchronous: %.4f sec (%.2f us/op)\n"
 		       "ratio sync/async: %.2f  (%ld x y = x + 1 on %ld floats, worker stream, best of 5)\n",
 		       t_sync, t_sync * 1e6 / n, t_async, t_async * 1e6 / n, t_sync / t_async, n, len);

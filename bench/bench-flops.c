@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "bench-args.h"
 #include <ringflow/kernels.h>
 #include <ringflow/model.h>
 
@@ -56,55 +57,75 @@ static double time_gemm(int m, int n, int k, int reps)
 int rf_bench_flops(int argc, char **argv)
 {
 	const char *model = "resnet18";
-	int batch = 64, reps = 3, cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	long batch = 64, reps = 3, cores = sysconf(_SC_NPROCESSORS_ONLN);
 	double total = 0, flops = 0;
+	int rc;
 
 	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--model") && i + 1 < argc)
-			model = argv[++i];
-		else if (!strcmp(argv[i], "--batch") && i + 1 < argc)
-			batch = atoi(argv[++i]);
-		else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
-			reps = atoi(argv[++i]);
-		else if (!strcmp(argv[i], "--cores") && i + 1 < argc)
-			cores = atoi(argv[++i]);
-		else {
-			fprintf(stderr, "usage: rf-bench flops [--model %s] [--batch B] [--reps R] "
-				"[--cores C]\n", rf_model_names());
-			return 2;
+		/* atoi took "abc" as 0, "8x" as 8 */
+		if (bench_is_help(argv[i])) {
+			printf("usage: rf-bench flops [--model %s] [--batch B] [--reps R] "
+			       "[--cores C]\n"
+			       "  --model NAME  the model whose training GEMMs are timed "
+			       "(default resnet18)\n"
+			       "  --batch B     images per step, 1..4096 (default 64)\n"
+			       "  --reps R      repetitions of each GEMM, the best counted, "
+			       "1..1000 (default 3)\n"
+			       "  --cores C     cores the limit is computed for, 1..4096 "
+			       "(default: online)\n",
+			       rf_model_names());
+			return 0;
+		} else if (!strcmp(argv[i], "--model")) {
+			model = i + 1 < argc ? argv[++i] : "";
+			if (!rf_model_spec(model)) {
+				fprintf(stderr, "rf-bench flops: --model: got '%s', expected %s\n",
+					model, rf_model_names());
+				return 2;
+			}
+		} else if (!strcmp(argv[i], "--batch")) {
+			if ((rc = bench_long("flops", argc, argv, &i, 1, 4096, &batch)))
+				return rc;
+		} else if (!strcmp(argv[i], "--reps")) {
+			if ((rc = bench_long("flops", argc, argv, &i, 1, 1000, &reps)))
+				return rc;
+		} else if (!strcmp(argv[i], "--cores")) {
+			if ((rc = bench_long("flops", argc, argv, &i, 1, 4096, &cores)))
+				return rc;
+		} else {
+			return bench_unknown("flops", argv[i]);
 		}
 	}
 	const struct rf_model_spec *sp = rf_model_spec(model);
-	if (!sp || batch < 1 || reps < 1 || cores < 1) {
-		fprintf(stderr, "rf-bench flops: --model %s, --batch %d, --reps %d, --cores %d: "
-			"a model (%s) and positive numbers expected\n", model, batch, reps, cores,
-			rf_model_names());
-		return 2;
-	}
+	if (cores < 1)
+		cores = 1;
 	rf_k_blas_set_threads(1);
-	printf("rf-bench flops: %s, batch %d, rf_k_gemm on one thread, best of %d\n", model, batch, reps);
+	printf("rf-bench flops: %s, batch %ld, rf_k_gemm on one thread, best of %ld\n", model,
+	       batch, reps);
 	printf("%-4s %-8s %22s %22s %22s\n", "layer", "kind", "forward m x n x k", "data grad", "weight grad");
 	for (unsigned i = 0; i < sp->ntable; i++) {
 		const struct rf_layer *l = &sp->table[i];
 		const struct rf_layer_info *f = &sp->info[i];
-		int in = f->in, m, n, k, g = batch, ng;
+		int in = f->in, m, n, k, g = (int)batch, ng;
 		int c = in ? sp->info[in - 1].c : 1, h = in ? sp->info[in - 1].h : 28;
 		int w = in ? sp->info[in - 1].w : 28;
 		if (l->kind == RF_LAYER_DENSE) {
-			m = batch, n = l->out, k = c * (h ? h : 1) * (w ? w : 1);
+			m = (int)batch, n = l->out, k = c * (h ? h : 1) * (w ? w : 1);
 		} else if (l->kind == RF_LAYER_CONV) {
-			struct rf_k_conv2d cs = { batch, c, h, w, l->out, l->k, l->k, l->stride, l->pad };
+			struct rf_k_conv2d cs = { (int)batch, c, h, w, l->out, l->k, l->k,
+						  l->stride, l->pad };
 			size_t per = ((size_t)c * l->k * l->k + (size_t)l->out) * (size_t)f->h * f->w * 4;
 			g = (int)(rf_k_conv2d_workspace_size(&cs) / per);
 			m = l->out, n = g * f->h * f->w, k = c * l->k * l->k;
 		} else {
 			continue;
 		}
-		ng = (batch + g - 1) / g;               /* GEMMs of this shape per step */
+		ng = ((int)batch + g - 1) / g;          /* GEMMs of this shape per step */
 		if (l->kind == RF_LAYER_DENSE)
 			ng = 1;
-		double tf = time_gemm(m, n, k, reps), td = in ? time_gemm(k, n, m, reps) : 0;
-		double tw = l->kind == RF_LAYER_DENSE ? time_gemm(n, k, m, reps) : time_gemm(m, k, n, reps);
+		double tf = time_gemm(m, n, k, (int)reps),
+		       td = in ? time_gemm(k, n, m, (int)reps) : 0;
+		double tw = l->kind == RF_LAYER_DENSE ? time_gemm(n, k, m, (int)reps) :
+			    time_gemm(m, k, n, (int)reps);
 		if (tf < 0 || td < 0 || tw < 0) {
 			fprintf(stderr, "rf-bench flops: out of memory\n");
 			return 1;
@@ -122,7 +143,7 @@ int rf_bench_flops(int argc, char **argv)
 		       l->kind == RF_LAYER_DENSE ? "dense" : "conv", s1, s2, s3, ng,
 		       2.0 * m * n * k * (in ? 3 : 2) / (tf + td + tw) * 1e-9);
 	}
-	printf("step GEMMs: %.3f GFLOP, %.3f s on one core (%.1f GFLOPS); limit on %d cores: "
+	printf("step GEMMs: %.3f GFLOP, %.3f s on one core (%.1f GFLOPS); limit on %ld cores: "
 	       "%.1f samples/s\n", flops * 1e-9, total, flops / total * 1e-9, cores,
 	       batch / total * cores);
 	return 0;

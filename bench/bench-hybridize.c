@@ -23,6 +23,7 @@
 #include <ringflow/ops.h>
 #include <ringflow/log.h>
 #include "bench.h"
+#include "bench-args.h"
 
 #define NL 3
 
@@ -116,6 +117,19 @@ int rf_bench_hybridize(int argc, char **argv)
 
 	for (int i = 1; i < argc; i++) {
 		long *dst = !strcmp(argv[i], "--n") ? &n : !strcmp(argv[i], "--reps") ? &reps : NULL;
+		int rc;
+		if (bench_is_help(argv[i])) {
+			fputs("usage: rf-bench hybridize [--n N] [--reps R] [--small] [--device "
+			      "cpu|cuda] [--json]\n"
+			      "  --n N            forward passes of the MLP, 1..10000000 "
+			      "(default 1000)\n"
+			      "  --reps R         repetitions, the best counted, 1..1000 "
+			      "(default 5)\n"
+			      "  --small          16-16-16 layers instead of the seed's\n"
+			      "  --device D       cpu (default) or cuda\n",
+			      stdout);
+			return 0;
+		}
 		if (!strcmp(argv[i], "--json")) {
 			json = 1;
 			continue;
@@ -129,12 +143,17 @@ int rf_bench_hybridize(int argc, char **argv)
 			cuda = !strcmp(argv[++i], "cuda");
 			continue;
 		}
-		if (!dst || i + 1 >= argc || (*dst = strtol(argv[i + 1], NULL, 10)) <= 0) {
-			fprintf(stderr, "rf-bench hybridize: bad argument '%s' (options: --n N "
-				"--reps R --small --device cpu|cuda --json)\n", argv[i]);
+		if (!strcmp(argv[i], "--device")) {
+			fprintf(stderr,
+				"rf-bench hybridize: --device: got '%s', expected cpu or cuda\n",
+				i + 1 < argc ? argv[i + 1] : "(nothing)");
 			return 2;
 		}
-		i++;
+		if (!dst)
+			return bench_unknown("hybridize", argv[i]);
+		if ((rc = bench_long("hybridize", argc, argv, &i, 1, dst == &n ? 10000000 : 1000,
+				     dst)))
+			return rc;
 	}
 	if (cuda && rf_cuda_count() <= 0) {
 		fprintf(stderr, "rf-bench hybridize: --device cuda: no CUDA device here\n");
@@ -167,9 +186,9 @@ int rf_bench_hybridize(int argc, char **argv)
 	double ops = (double)n * 8;
 	if (json)
 		printf("{\"bench\":\"hybridize\",\"device\":\"%s\",\"dims\":\"%d-%d-%d-%d\",\"n\":%ld,\"op_by_op_s\":%.6f,\"replay_s\":%.6f,"
-		       "\"ratio\":%.3f,\"op_by_op_ns_per_op\":%.1f,\"replay_ns_per_op\":%.1f}\n",
+		       "\"ratio\":%s,\"op_by_op_ns_per_op\":%.1f,\"replay_ns_per_op\":%.1f}\n",
 		       cuda ? "cuda" : "cpu", dims[0], dims[1], dims[2], dims[3], n, best[0], best[1],
-		       best[0] / best[1], best[0] * 1e9 / ops,
+		       BJ("%.3f", best[0] / best[1]), best[0] * 1e9 / ops,
 		       best[1] * 1e9 / ops);
 	else
 		printf("MLP %d-%d-%d-%d on %s, batch 1, %ld passes of 8 ops, best of %ld:\n"

@@ -25,31 +25,23 @@
 
 #include <ringflow/loader.h>
 #include "bench.h"
+#include "bench-args.h"
 
-static int parse_u64(const char *arg, const char *val, uint64_t *out)
-{
-	char *end;
-
-	if (!val) {
-		fprintf(stderr, "rf-bench loader: %s needs a value\n", arg);
-		return -1;
-	}
-	errno = 0;
-	*out = strtoull(val, &end, 0);
-	if (errno || end == val) {
-		fprintf(stderr, "rf-bench loader: %s: expected a number, got '%s'\n", arg, val);
-		return -1;
-	}
-	if (*end == 'k' || *end == 'K')
-		*out <<= 10, end++;
-	else if (*end == 'm' || *end == 'M')
-		*out <<= 20, end++;
-	if (*end) {
-		fprintf(stderr, "rf-bench loader: %s: expected a number, got '%s'\n", arg, val);
-		return -1;
-	}
-	return 0;
-}
+static const char usage[] =
+	"usage: rf-bench loader --file F --record-size S [--header H] [options]\n"
+	"       rf-bench loader --fmnist [DIR] [options]\n"
+	"       rf-bench loader --rfrec FILE|URL [--http-conns N] [options]\n"
+	"  --record-size S  bytes per record, 1..1g (k, m suffixes: KiB, MiB)\n"
+	"  --header H       bytes before the first record, 0..1t (default 0)\n"
+	"  --batch B        records per batch, 1..65536 (default 256)\n"
+	"  --epochs N       1..10000 (default 1)\n"
+	"  --prefetch N     batch slots in flight, 1..16 (default 4)\n"
+	"  --streams N      decode streams, 1..16 (default 2)\n"
+	"  --seed S         the shuffle's seed (default 1)\n"
+	"  --chunk BYTES    small records: bytes per read, 4k..256m (default 512k)\n"
+	"  --window W       small records: chunks shuffled together, 1..4096 (default 8)\n"
+	"  --http-conns N   connections for an http:// --rfrec, 1..64 (default 4)\n"
+	"  --in-memory --buffered --no-shuffle --json\n";
 
 int rf_bench_loader(int argc, char **argv)
 {
@@ -72,8 +64,12 @@ int rf_bench_loader(int argc, char **argv)
 	memset(&ds, 0, sizeof(ds));
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		uint64_t *u = NULL;
-		if (!strcmp(a, "--json"))
+		uint64_t *u = NULL, lo = 1, hi = 0;
+		int sizes = 0;
+		if (bench_is_help(a)) {
+			fputs(usage, stdout);
+			return 0;
+		} else if (!strcmp(a, "--json"))
 			json = 1;
 		else if (!strcmp(a, "--in-memory"))
 			in_memory = 1;
@@ -101,48 +97,46 @@ int rf_bench_loader(int argc, char **argv)
 			}
 			rfrec = v;
 			i++;
+		/* each a range: --prefetch 100000 took 9 GB, --batch 16777216k wrapped to 0 */
 		} else if (!strcmp(a, "--http-conns"))
-			u = &conns;
+			u = &conns, hi = 64;
 		else if (!strcmp(a, "--record-size"))
-			u = &rec;
+			u = &rec, hi = 1ull << 30, sizes = 1;
 		else if (!strcmp(a, "--header"))
-			u = &hdr;
+			u = &hdr, lo = 0, hi = 1ull << 40, sizes = 1;
 		else if (!strcmp(a, "--batch"))
-			u = &batch;
+			u = &batch, hi = 65536;
 		else if (!strcmp(a, "--epochs"))
-			u = &epochs;
+			u = &epochs, hi = 10000;
 		else if (!strcmp(a, "--prefetch"))
-			u = &prefetch;
+			u = &prefetch, hi = 16;
 		else if (!strcmp(a, "--streams"))
-			u = &streams;
+			u = &streams, hi = 16;
 		else if (!strcmp(a, "--seed"))
-			u = &seed;
+			u = &seed, lo = 0, hi = UINT64_MAX;
 		else if (!strcmp(a, "--chunk"))
-			u = &chunk;
+			u = &chunk, lo = 4096, hi = 256ull << 20, sizes = 1;
 		else if (!strcmp(a, "--window"))
-			u = &window;
-		else {
-			fprintf(stderr, "rf-bench loader: unknown argument '%s' (expected --file F "
-				"--record-size S [--header H] [--batch B] [--epochs N] [--prefetch N] "
-				"[--streams N] [--seed S] [--chunk BYTES] [--window W] [--in-memory] "
-				"[--buffered] [--no-shuffle] [--json], or --fmnist [DIR], or --rfrec FILE|URL "
-				"[--http-conns N])\n", a);
-			return 2;
-		}
+			u = &window, hi = 4096;
+		else
+			return bench_unknown("loader", a);
 		if (u) {
-			if (parse_u64(a, v, u) < 0)
-				return 2;
-			i++;
+			int rc = bench_u64("loader", argc, argv, &i, lo, hi, sizes, u);
+			if (rc)
+				return rc;
 		}
 	}
 	if (!fmnist && !rfrec && (!file || !rec)) {
-		fprintf(stderr, "rf-bench loader: need --file F --record-size S (or --fmnist [DIR])\n");
+		fprintf(stderr,
+			"rf-bench loader: need --file F --record-size S (or --fmnist [DIR], "
+			"or --rfrec FILE|URL; see rf-bench loader --help)\n");
 		return 2;
 	}
-	if (!batch || !epochs || !streams) {
-		fprintf(stderr, "rf-bench loader: --batch, --epochs and --streams must be >= 1\n");
-		return 2;
-	}
+	/* the batch slots: prefetch x batch records, decoded to floats */
+	if ((ret = bench_mem("loader", "--prefetch x --batch x --record-size",
+			     (double)(prefetch ? prefetch : 4) * (double)batch *
+			     (double)(rec ? rec : 784) * 5.0)))
+		return ret;
 
 	if (rfrec) {
 		ret = rf_dataset_open_rfrec(&ds, rfrec, 0);
@@ -221,8 +215,9 @@ int rf_bench_loader(int argc, char **argv)
 		if (json)
 			jlen += (size_t)snprintf(jep + jlen, jlen < sizeof(jep) ? sizeof(jep) - jlen : 0,
 						 "%s{\"epoch\":%" PRIu64 ",\"seconds\":%.4f,\"records\":%"
-						 PRIu64 ",\"MBps\":%.1f,\"samples_per_s\":%.0f}",
-						 ep ? "," : "", ep, s, n, mb / s, n / s);
+						 PRIu64 ",\"MBps\":%s,\"samples_per_s\":%s}",
+						 ep ? "," : "", ep, s, n, BJ("%.1f", mb / s),
+						 BJ("%.0f", n / s));
 		else
 			printf("epoch %" PRIu64 ": %" PRIu64 " records in %.3f s: %.1f MB/s, %.0f samples/s\n",
 			       ep, n, s, mb / s, n / s);
@@ -233,11 +228,12 @@ int rf_bench_loader(int argc, char **argv)
 		double mb = (double)steady_n * ds.payload_bytes / 1e6;
 		if (json)
 			printf("{\"what\":\"%s\",\"epochs\":%" PRIu64 ",\"batch\":%" PRIu64 ",\"record_bytes\":%"
-			       PRIu64 ",\"records\":%" PRIu64 ",\"MBps\":%.1f,\"samples_per_s\":%.0f,"
+			       PRIu64 ",\"records\":%" PRIu64 ",\"MBps\":%s,\"samples_per_s\":%s,"
 			       "\"seconds\":%.4f,\"reads\":%" PRIu64 ",\"read_MB\":%.1f,\"direct\":%d,"
 			       "\"registered\":%d,\"mode\":%d,\"per_epoch\":[%s]}\n",
 			       fmnist ? "fmnist" : "file", epochs, batch, (uint64_t)ds.payload_bytes,
-			       ds.count, mb / steady_s, steady_n / steady_s, tot_s, st.reads,
+			       ds.count, BJ("%.1f", mb / steady_s), BJ("%.0f", steady_n / steady_s),
+			       tot_s, st.reads,
 			       st.read_bytes / 1e6, st.direct, st.registered, st.mode,
 			       jlen < sizeof(jep) ? jep : "");
 		else

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "bench.h"
+#include "cli-impl.h"
 
 static const struct {
 	const char *name;
@@ -27,6 +28,7 @@ int main(int argc, char **argv)
 {
 	size_t i;
 
+	rf_cli_check_stdout("rf-bench"); /* a result that cannot be written is a failure */
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		fprintf(argc < 2 ? stderr : stdout, "usage: rf-bench COMMAND [options] [--json]\n");
 		for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)

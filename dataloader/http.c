@@ -440,7 +440,10 @@ int rf__http_create(struct rf__http **out, struct rf_ring *r, const char *url, u
 	if (!rf__is_http(url))
 		return rf__fail(-EINVAL, "%s: expected an http://HOST[:PORT]/PATH URL", url ? url : "(null)");
 	const char *hp = url + 7, *slash = strchr(hp, '/');
-	if (!slash || slash == hp)
+	/* no host: http:///x, http://, http://:80/x */
+	if (slash == hp || !*hp || (hp[0] == ':' && hp[1] >= '0' && hp[1] <= '9'))
+		return rf__fail(-EINVAL, "%s: expected http://HOST[:PORT]/PATH (no host)", url);
+	if (!slash)
 		return rf__fail(-EINVAL, "%s: expected http://HOST[:PORT]/PATH (no path)", url);
 	if (strchr(url, ' ') || strchr(url, '\r') || strchr(url, '\n'))
 		return rf__fail(-EINVAL, "%s: a URL has no spaces or line breaks", url);

@@ -1,6 +1,7 @@
 /* examples/rf-httpd.c -- a small static-file HTTP/1.1 server on one ringflow ring:
  * GET and HEAD, keep-alive and pipelined requests, single byte ranges (206, 416),
- * 404 / 400 / 405 / 414 answers, and a clean stop on SIGINT/SIGTERM.
+ * 404 / 400 (two Range headers too) / 405 / 414 answers, and a clean stop on
+ * SIGINT/SIGTERM.
  *
  *   rf-httpd [--port N] [--bind ADDR] [--buffers N] DIR
  *
@@ -80,6 +81,7 @@ struct conn {
 	char range[HDR_MAX];
 	size_t rangelen;
 	int has_range, bad;
+	int ranges;             /* Range headers in this request: a second is a 400 */
 	/* the response in progress */
 	int busy;               /* a response is being produced */
 	int file;               /* its file, or -1 */
@@ -213,6 +215,7 @@ static int on_begin(http_parser *p)
 	c->urllen = 0;
 	c->url_too_long = 0;
 	c->has_range = 0;
+	c->ranges = 0;
 	c->rangelen = 0;
 	c->in_range = 0;
 	c->in_value = 0;
@@ -259,6 +262,7 @@ static int on_value(http_parser *p, const char *at, size_t n)
 		if (c->in_range) {
 			c->has_range = 1;
 			c->rangelen = 0;
+			c->ranges++;
 		}
 	}
 	if (c->in_range) {
@@ -342,7 +346,9 @@ static int on_complete(http_parser *p)
 		memcpy(r->range, c->range, c->rangelen);
 		r->range[c->rangelen] = 0;
 	}
-	if (p->method != HTTP_GET && p->method != HTTP_HEAD)
+	if (c->ranges > 1)
+		r->status = 400; /* which one would be meant? (RFC 9110: Range is a singleton) */
+	else if (p->method != HTTP_GET && p->method != HTTP_HEAD)
 		r->status = 405;
 	else if (c->url_too_long)
 		r->status = 414;
@@ -929,6 +935,12 @@ int main(int argc, char **argv)
 			       "                request has not arrived whole this long after its\n"
 			       "                first byte, or whose response the peer has taken\n"
 			       "                nothing of this long, 1..86400 (default 60)\n");
+			int e0 = errno, e = fflush(stdout) ? errno : 0;
+			if (e || ferror(stdout)) { /* a full disk, /dev/full */
+				fprintf(stderr, "rf-httpd: stdout: %s\n", e ? strerror(e) :
+					e0 ? strerror(e0) : "a write failed");
+				return 1;
+			}
 			return 0;
 		} else if (argv[i][0] == '-') {
 			fprintf(stderr, "rf-httpd: unknown option '%s' (see --help)\n", argv[i]);

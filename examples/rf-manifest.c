@@ -22,14 +22,19 @@
  *     recycling by dependency, no explicit bookkeeping;
  *   - a final op per file formats its digest; one rf_engine_wait_all at the end.
  * Errors (unreadable file, read error) name the file and offset and make the exit
- * status 1; the manifest is written to OUT.tmp and renamed, so OUT is never half
- * written. Build it outside the tree with `pkg-config --cflags --libs ringflow`. */
+ * status 1. OUT is only ever replaced by a whole manifest of a run without errors:
+ * it is written to OUT.tmp (created new: O_EXCL, O_NOFOLLOW, so neither a FIFO nor
+ * a link there is opened, nor another run's file taken over), synced and renamed;
+ * a run with an error leaves OUT as it was. OUT must be a regular file or a new
+ * name (a rename would replace a device node). Bad arguments exit 2. Build it
+ * outside the tree with `pkg-config --cflags --libs ringflow`. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* asprintf */
 #endif
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -305,59 +310,217 @@ static int collect(const char *dir, struct file **files, size_t *n, size_t *cap)
 	return ret;
 }
 
-static long arg_long(const char *name, const char *v)
+#define MAX_WORKERS 64
+#define MAX_CHUNK (64ull << 20)   /* bytes */
+#define MAX_BUFFERS 4096
+#define MAX_POOL (1ull << 30)     /* --chunk x --buffers: the I/O memory */
+
+static const char usage[] =
+	"usage: rf-manifest [--workers N] [--chunk BYTES] [--buffers N] DIR [OUT]\n"
+	"  DIR           the directory whose regular files are hashed (symbolic links are\n"
+	"                not followed)\n"
+	"  OUT           where the manifest goes (default stdout): a regular file or a new\n"
+	"                name, replaced only by a complete manifest of a run without errors\n"
+	"  --workers N   hashing threads, 1..64 (default 2)\n"
+	"  --chunk BYTES bytes per read, 1..67108864 (64 MiB; default 1048576)\n"
+	"  --buffers N   read buffers, 1..4096 (default 8); --chunk x --buffers is the\n"
+	"                program's I/O memory, at most 1 GiB\n";
+
+/* An integer option in [min, max], digits only: no sign, space, suffix, or overflow. */
+static unsigned long long arg_num(const char *name, const char *v, unsigned long long min,
+				  unsigned long long max)
 {
-	char *end;
-	long x;
+	unsigned long long x = 0;
+	const char *p = v;
 
 	if (!v) {
-		fprintf(stderr, "rf-manifest: %s needs a value\n", name);
+		fprintf(stderr, "rf-manifest: %s needs a value (see --help)\n", name);
 		exit(2);
 	}
-	x = strtol(v, &end, 10);
-	if (*end || x <= 0) {
-		fprintf(stderr, "rf-manifest: %s: expected a positive integer, got '%s'\n", name, v);
+	for (; *p >= '0' && *p <= '9' && x <= max; p++)
+		x = x * 10 + (unsigned long long)(*p - '0');
+	if (!*v || *p || x < min || x > max) {
+		fprintf(stderr,
+			"rf-manifest: %s: got '%s', expected an integer from %llu to %llu\n", name,
+			v, min, max);
 		exit(2);
 	}
 	return x;
 }
 
+/* OUT.tmp while this run has it (created by it, O_EXCL), for the signal handler. */
+static char *tmp_path;
+static volatile sig_atomic_t tmp_armed;
+
+static void on_signal(int sig)
+{
+	int saved = errno;
+
+	if (tmp_armed)
+		unlink(tmp_path);
+	signal(sig, SIG_DFL);
+	errno = saved;
+	raise(sig);
+}
+
+/* OUT before anything is read: a regular file or a new name in a directory that
+ * exists (a rename over a FIFO or a device node would replace it), and no OUT.tmp
+ * (another run's, or one that was killed). 0, or -1 with the message printed. */
+static int check_out(const char *out, const char *tmp)
+{
+	struct stat st;
+	const char *slash = strrchr(out, '/');
+	char *dir;
+
+	if (!*out || out[strlen(out) - 1] == '/') {
+		fprintf(stderr, "rf-manifest: OUT '%s': expected a file name\n", out);
+		return -1;
+	}
+	if (stat(out, &st) == 0 && !S_ISREG(st.st_mode)) {
+		fprintf(stderr, "rf-manifest: %s: is not a regular file (%s), expected a regular "
+			"file or a new file's name\n", out, S_ISDIR(st.st_mode) ? "a directory" :
+			S_ISCHR(st.st_mode) ? "a character device" : S_ISBLK(st.st_mode) ?
+			"a block device" : S_ISFIFO(st.st_mode) ? "a FIFO" : "a special file");
+		return -1;
+	}
+	if (lstat(tmp, &st) == 0) {
+		fprintf(stderr, "rf-manifest: %s: exists (another rf-manifest writing %s, or one "
+			"that was killed): expected no file there; remove it if it is stale\n",
+			tmp, out);
+		return -1;
+	}
+	if (!(dir = slash ? strndup(out, slash == out ? 1 : (size_t)(slash - out)) : strdup("."))) {
+		fprintf(stderr, "rf-manifest: out of memory\n");
+		return -1;
+	}
+	int ok = stat(dir, &st) == 0 && S_ISDIR(st.st_mode) && access(dir, W_OK | X_OK) == 0;
+	if (!ok)
+		fprintf(stderr, "rf-manifest: %s: cannot create it: %s is not a writable "
+			"directory\n", out, dir);
+	free(dir);
+	return ok ? 0 : -1;
+}
+
+/* stdout: flushed and checked (a full disk, /dev/full): 0, or 1 with the message. */
+static int stdout_done(void)
+{
+	int e0 = errno, e = fflush(stdout) ? errno : 0;
+
+	if (!e && !ferror(stdout))
+		return 0;
+	if (!e && (e0 == ENOSPC || e0 == EIO || e0 == EFBIG || e0 == EPIPE))
+		e = e0; /* an earlier write's, most likely still there */
+	fprintf(stderr, "rf-manifest: stdout: %s\n", e ? strerror(e) : "a write failed");
+	return 1;
+}
+
+/* The manifest into OUT: OUT.tmp created new (O_EXCL: never another's file; O_NOFOLLOW:
+ * never through a link; a FIFO there exists, so it is refused, not opened), written,
+ * synced, renamed over OUT. 0, or -1 with the message printed and OUT.tmp removed. */
+static int publish(const char *out, const struct file *files, size_t nfiles)
+{
+	sigset_t sigs, old;
+	FILE *fo = NULL;
+	int fd, e = 0;
+
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGHUP);
+	sigprocmask(SIG_BLOCK, &sigs, &old); /* no signal between the file and the flag */
+	fd = open(tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	tmp_armed = fd >= 0;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	if (fd < 0) {
+		fprintf(stderr, "rf-manifest: %s: cannot create: %s%s\n", tmp_path, strerror(errno),
+			errno == EEXIST ? " (another rf-manifest writing it?)" : "");
+		return -1;
+	}
+	if (!(fo = fdopen(fd, "w"))) {
+		e = errno;
+		close(fd);
+	}
+	for (size_t i = 0; fo && i < nfiles && !e; i++)
+		if (fprintf(fo, "%s  %s\n", files[i].hex, files[i].path) < 0)
+			e = errno;
+	if (fo && !e && (fflush(fo) != 0 || fsync(fileno(fo)) != 0))
+		e = errno;
+	if (fo && fclose(fo) != 0 && !e)
+		e = errno;
+	sigprocmask(SIG_BLOCK, &sigs, NULL);
+	if (!e && rename(tmp_path, out) != 0)
+		e = errno;
+	if (e)
+		unlink(tmp_path);
+	tmp_armed = 0;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	if (e) {
+		fprintf(stderr, "rf-manifest: %s: cannot write: %s (%s left as it was)\n", out,
+			strerror(e), out);
+		return -1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	long nworkers = 2, chunk = 1 << 20, nbufs = 8;
+	unsigned long long nworkers = 2, chunk = 1 << 20, nbufs = 8;
 	const char *dir = NULL, *out = NULL;
 	struct file *files = NULL;
 	size_t nfiles = 0, cap = 0, i, next_buf = 0;
 	struct rf_stream **workers;
 	struct buffer *bufs;
-	int i_arg, ret, status = 0;
-	FILE *fo = stdout;
-	char *tmp = NULL;
+	int i_arg, ret, status = 0, opts_done = 0;
 
 	for (i_arg = 1; i_arg < argc; i_arg++) {
-		if (!strcmp(argv[i_arg], "--workers"))
-			nworkers = arg_long("--workers", argv[++i_arg]);
-		else if (!strcmp(argv[i_arg], "--chunk"))
-			chunk = arg_long("--chunk", argv[++i_arg]);
-		else if (!strcmp(argv[i_arg], "--buffers"))
-			nbufs = arg_long("--buffers", argv[++i_arg]);
-		else if (argv[i_arg][0] == '-') {
-			fprintf(stderr, "rf-manifest: unknown option '%s' (usage: rf-manifest [--workers N] "
-				"[--chunk BYTES] [--buffers N] DIR [OUT])\n", argv[i_arg]);
+		const char *a = argv[i_arg];
+		if (!opts_done && !strcmp(a, "--workers"))
+			nworkers = arg_num("--workers", argv[++i_arg], 1, MAX_WORKERS);
+		else if (!opts_done && !strcmp(a, "--chunk"))
+			chunk = arg_num("--chunk", argv[++i_arg], 1, MAX_CHUNK);
+		else if (!opts_done && !strcmp(a, "--buffers"))
+			nbufs = arg_num("--buffers", argv[++i_arg], 1, MAX_BUFFERS);
+		else if (!opts_done && (!strcmp(a, "--help") || !strcmp(a, "-h"))) {
+			fputs(usage, stdout);
+			return stdout_done();
+		} else if (!opts_done && !strcmp(a, "--"))
+			opts_done = 1;
+		else if (!opts_done && a[0] == '-' && a[1]) {
+			fprintf(stderr, "rf-manifest: %s: unknown option (see --help)\n", a);
 			return 2;
 		} else if (!dir)
-			dir = argv[i_arg];
+			dir = a;
 		else if (!out)
-			out = argv[i_arg];
+			out = a;
 		else {
-			fprintf(stderr, "rf-manifest: unexpected argument '%s'\n", argv[i_arg]);
+			fprintf(stderr, "rf-manifest: '%s': unexpected argument (see --help)\n", a);
 			return 2;
 		}
 	}
 	if (!dir) {
-		fprintf(stderr, "rf-manifest: missing DIR (usage: rf-manifest [--workers N] [--chunk BYTES] "
-			"[--buffers N] DIR [OUT])\n");
+		fprintf(stderr, "rf-manifest: missing DIR (see --help)\n");
 		return 2;
+	}
+	if (chunk * nbufs > MAX_POOL) {
+		fprintf(stderr, "rf-manifest: --chunk %llu x --buffers %llu: %llu MiB of buffers, "
+			"expected at most %llu MiB\n", chunk, nbufs, (chunk * nbufs) >> 20,
+			MAX_POOL >> 20);
+		return 2;
+	}
+	if (out) {
+		if (asprintf(&tmp_path, "%s.tmp", out) < 0) {
+			fprintf(stderr, "rf-manifest: out of memory\n");
+			return 1;
+		}
+		if (check_out(out, tmp_path) < 0)
+			return 1;
+		struct sigaction sa = { .sa_handler = on_signal, .sa_flags = SA_RESTART }, was;
+		sigemptyset(&sa.sa_mask);
+		for (int k = 0; k < 3; k++) { /* an ignored signal (nohup) stays ignored */
+			int sg = k == 0 ? SIGINT : k == 1 ? SIGTERM : SIGHUP;
+			if (sigaction(sg, NULL, &was) == 0 && was.sa_handler != SIG_IGN)
+				sigaction(sg, &sa, NULL);
+		}
 	}
 	if ((ret = rf_ring_create(&ring, &(struct rf_ring_opts){ .entries = 64 })) < 0 ||
 	    (ret = rf_engine_create(&eng, ring, NULL)) < 0) {
@@ -367,7 +530,8 @@ int main(int argc, char **argv)
 	}
 	if (collect(dir, &files, &nfiles, &cap) < 0)
 		status = 1;
-	qsort(files, nfiles, sizeof(*files), cmp_path);
+	if (nfiles)
+		qsort(files, nfiles, sizeof(*files), cmp_path);
 
 	/* open and stat every file through the ring: two engine ops per file, the statx
 	 * on the fd the open produced (so the size is that of the file being read) */
@@ -382,9 +546,13 @@ int main(int argc, char **argv)
 				.mask = STATX_SIZE, .stx = &f->stx },
 			.fd_from = &f->fdres, .writes = &f->var, .nwrites = 1, .name = "statx" };
 		f->fdres = -1;
-		if (rf_var_create(eng, f->path, &f->var) < 0 || rf_engine_push_io(eng, &op) < 0 ||
-		    rf_engine_push_io(eng, &st) < 0)
+		if ((ret = rf_var_create(eng, f->path, &f->var)) < 0 ||
+		    (ret = rf_engine_push_io(eng, &op)) < 0 ||
+		    (ret = rf_engine_push_io(eng, &st)) < 0) {
+			fprintf(stderr, "rf-manifest: %s: cannot push its open: %s\n", f->path,
+				strerror(-ret));
 			return 1;
+		}
 	}
 	rf_engine_wait_all(eng); /* errors are per file: in each file's variable */
 	for (i = 0; i < nfiles; i++) {
@@ -395,6 +563,11 @@ int main(int argc, char **argv)
 	}
 	workers = calloc((size_t)nworkers, sizeof(*workers));
 	bufs = calloc((size_t)nbufs, sizeof(*bufs));
+	if (!workers || !bufs) {
+		fprintf(stderr, "rf-manifest: out of memory for %llu workers and %llu buffers\n",
+			nworkers, nbufs);
+		return 1;
+	}
 	for (i = 0; i < (size_t)nworkers; i++) {
 		char name[32];
 		snprintf(name, sizeof(name), "sha256-%zu", i);
@@ -405,9 +578,11 @@ int main(int argc, char **argv)
 	}
 	for (i = 0; i < (size_t)nbufs; i++) {
 		bufs[i].data = malloc((size_t)chunk);
-		rf_var_create(eng, "buffer", &bufs[i].var);
-		if (!bufs[i].data || !bufs[i].var)
+		if (!bufs[i].data || (ret = rf_var_create(eng, "buffer", &bufs[i].var)) < 0) {
+			fprintf(stderr, "rf-manifest: out of memory for buffer %zu of %llu bytes "
+				"(--chunk, --buffers)\n", i, chunk);
 			return 1;
+		}
 	}
 
 	for (i = 0; i < nfiles; i++) {
@@ -428,8 +603,10 @@ int main(int argc, char **argv)
 						 .reads = rv, .nreads = 1, .writes = wv, .nwrites = 1,
 						 .stream = w, .name = "sha256" };
 
-			if (!c || !h)
+			if (!c || !h) {
+				fprintf(stderr, "rf-manifest: out of memory\n");
 				return 1;
+			}
 			c->f = f;
 			c->b = b;
 			c->off = off;
@@ -437,21 +614,23 @@ int main(int argc, char **argv)
 			*h = *c;
 			/* a failed read poisons the buffer; the hash op is then skipped and
 			 * passes the poison to the file's variable */
-			if (rf_engine_push(eng, &rd) < 0 || rf_engine_push(eng, &hd) < 0)
+			if ((ret = rf_engine_push(eng, &rd)) < 0 ||
+			    (ret = rf_engine_push(eng, &hd)) < 0) {
+				fprintf(stderr, "rf-manifest: %s: cannot push a read: %s\n",
+					f->path, strerror(-ret));
 				return 1;
+			}
 			off += c->len;
 		} while (off < f->size);
-		if (rf_engine_push_simple(eng, hash_final, f, NULL, 0, &f->var, 1, w, "sha256-final") < 0)
-			return 1;
-	}
-	rf_engine_wait_all(eng); /* errors are per file, below */
-
-	if (out) {
-		if (asprintf(&tmp, "%s.tmp", out) < 0 || !(fo = fopen(tmp, "w"))) {
-			fprintf(stderr, "rf-manifest: %s: cannot write: %s\n", tmp ? tmp : out, strerror(errno));
+		if ((ret = rf_engine_push_simple(eng, hash_final, f, NULL, 0, &f->var, 1, w,
+						 "sha256-final")) < 0) {
+			fprintf(stderr, "rf-manifest: %s: cannot push its digest: %s\n", f->path,
+				strerror(-ret));
 			return 1;
 		}
 	}
+	rf_engine_wait_all(eng); /* errors are per file, below */
+
 	for (i = 0; i < nfiles; i++) {
 		struct file *f = &files[i];
 		if (f->var && !f->err) {
@@ -464,18 +643,18 @@ int main(int argc, char **argv)
 			fprintf(stderr, "rf-manifest: %s: offset %llu: %s\n", f->path,
 				(unsigned long long)f->err_off, strerror(-f->err));
 			status = 1;
-			continue;
+		} else if (!out) {
+			printf("%s  %s\n", f->hex, f->path);
 		}
-		fprintf(fo, "%s  %s\n", f->hex, f->path);
 	}
-	if (out) {
-		if (fflush(fo) != 0 || fsync(fileno(fo)) != 0 || fclose(fo) != 0 || rename(tmp, out) != 0) {
-			fprintf(stderr, "rf-manifest: %s: cannot write: %s\n", out, strerror(errno));
-			unlink(tmp);
-			status = 1;
-		}
-		free(tmp);
-	}
+	/* OUT only from a run without errors: a partial manifest would look complete */
+	if (out && status)
+		fprintf(stderr, "rf-manifest: %s: not written (errors above; it is left as it "
+			"was)\n", out);
+	else if (out && publish(out, files, nfiles) < 0)
+		status = 1;
+	if (!out && stdout_done())
+		status = 1;
 	for (i = 0; i < nfiles; i++) { /* closed through the ring too */
 		struct rf_io_push cl = { .io = { .op = RF_IOP_CLOSE, .fd = files[i].fd },
 					 .writes = &files[i].var, .nwrites = 1, .name = "close" };
@@ -495,5 +674,6 @@ int main(int argc, char **argv)
 	free(workers);
 	free(bufs);
 	free(files);
+	free(tmp_path);
 	return status;
 }

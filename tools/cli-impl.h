@@ -9,6 +9,10 @@
  * with stat() first and opened with O_NONBLOCK, then fstat'd; anything but a regular
  * file (or a block device where the caller allows one) is refused. The reason goes
  * into `why` as "PATH: what is wrong, what was expected", one line, no newline.
+ *
+ * Output: JSON has no NaN or Infinity (rf_cli_json_num writes null for them), and a
+ * program whose stdout could not be written (a full disk, /dev/full, a closed pipe's
+ * EIO) must not exit 0 (rf_cli_check_stdout, registered first thing in main).
  * Header-only: static functions, nothing allocated. */
 #ifndef RF_TOOLS_CLI_IMPL_H
 #define RF_TOOLS_CLI_IMPL_H
@@ -17,6 +21,7 @@
 #include <stdarg.h>
 #include <fcntl.h>
 #include <float.h>
+#include <getopt.h>
 #include <math.h>
 #include <signal.h>
 #include <stdint.h>
@@ -286,22 +291,26 @@ static inline int rf_cli_open(const char *path, int oflags, mode_t mode, unsigne
 	return fd;
 }
 
-/* Whether two paths name the same file: both exist with the same device and inode, or
- * (one yet to be created) the same name in the same directory. */
 /* Catch SIGINT, SIGTERM and SIGHUP with handler (a tool that must remove what it
- * created before it dies). */
+ * created before it dies). A signal ignored when the program started stays ignored
+ * (nohup's SIGHUP, SIGINT in a shell's background job); SA_RESTART, so that a slow
+ * call interrupted in another thread is resumed, not failed with EINTR. */
 static inline void rf_cli_on_signals(void (*handler)(int))
 {
-	struct sigaction sa;
+	static const int sigs[3] = { SIGINT, SIGTERM, SIGHUP };
+	struct sigaction sa, old;
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = handler;
+	sa.sa_flags = SA_RESTART;
 	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
+	for (int i = 0; i < 3; i++)
+		if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN)
+			sigaction(sigs[i], &sa, NULL);
 }
 
+/* Whether two paths name the same file: both exist with the same device and inode, or
+ * (one yet to be created) the same name in the same directory. */
 static inline int rf_cli_same_file(const char *a, const char *b)
 {
 	struct stat sa, sb;
@@ -323,6 +332,91 @@ static inline int rf_cli_same_file(const char *a, const char *b)
 	bb = rf_cli_dirname(b, db, sizeof(db));
 	return strcmp(a + ba, b + bb) == 0 && stat(da, &sa) == 0 && stat(db, &sb) == 0 &&
 	       sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+/* What getopt_long's '?' or ':' was about, for the one-line refusal. before: optind
+ * just before that getopt_long call. The element it was reading is the one it stepped
+ * past, or (inside a cluster of short options, "-xy") the one it is still in: a long
+ * option there ("--name[=value]") puts "--name" into name (the option's full name where
+ * getopt knows which it was), a short one "-c" -- never a neighbouring argument, which
+ * argv[optind - 1] can be. Returns RF_CLI_OPT_UNKNOWN (an unknown short option, or an
+ * unknown or ambiguous long one), RF_CLI_OPT_NO_VALUE (a value given to a flag) or
+ * RF_CLI_OPT_NEEDS_VALUE (a value missing). */
+enum { RF_CLI_OPT_UNKNOWN, RF_CLI_OPT_NO_VALUE, RF_CLI_OPT_NEEDS_VALUE };
+static inline int rf_cli_bad_opt(int ret, int before, int argc, char **argv,
+				 const char *shortopts, const struct option *lo, char *name,
+				 size_t len)
+{
+	const char *el = optind > before && optind - 1 < argc ? argv[optind - 1] :
+			 optind < argc ? argv[optind] : "?";
+
+	if (el[0] == '-' && el[1] == '-' && el[2]) {
+		size_t n = strcspn(el + 2, "=");
+		for (const struct option *o = lo; optopt && o->name; o++)
+			if (o->val == optopt && !o->flag && !strncmp(o->name, el + 2, n)) {
+				snprintf(name, len, "--%s", o->name);
+				return ret == ':' || o->has_arg == required_argument ?
+				       RF_CLI_OPT_NEEDS_VALUE : RF_CLI_OPT_NO_VALUE;
+			}
+		snprintf(name, len, "%.*s", (int)(n + 2), el);
+		return RF_CLI_OPT_UNKNOWN;
+	}
+	snprintf(name, len, "-%c", optopt > 32 && optopt < 127 ? optopt : '?');
+	return ret == ':' || (optopt && strchr(shortopts, optopt)) ? RF_CLI_OPT_NEEDS_VALUE :
+	       RF_CLI_OPT_UNKNOWN;
+}
+
+/* A JSON number: v as fmt prints it, or null where v is NaN or infinite (JSON has
+ * neither; Python's json module would read "-nan" as an error). */
+static inline void rf_cli_json_num(FILE *f, const char *fmt, double v)
+{
+	if (isfinite(v))
+		fprintf(f, fmt, v);
+	else
+		fputs("null", f);
+}
+
+/* The program's name for rf_cli_check_stdout's message. */
+static inline const char **rf_cli__stdout_prog(void)
+{
+	static const char *prog = "ringflow";
+	return &prog;
+}
+
+static inline void rf_cli__stdout_at_exit(void)
+{
+	/* a write that failed earlier left its reason in errno, most likely still there */
+	int e0 = errno, e = 0, bad = ferror(stdout);
+
+	if (fflush(stdout) != 0) {
+		bad = 1;
+		e = errno;
+	}
+	if (fclose(stdout) != 0 && !e) {
+		bad = 1;
+		e = errno;
+	}
+	if (!bad)
+		return;
+	if (!e && (e0 == ENOSPC || e0 == EDQUOT || e0 == EIO || e0 == EFBIG || e0 == EPIPE))
+		e = e0;
+	/* stderr may be the same full disk: nothing more can be done then */
+	if (e)
+		rf_cli_say(*rf_cli__stdout_prog(), "stdout: %s", strerror(e));
+	else
+		rf_cli_say(*rf_cli__stdout_prog(), "stdout: a write failed, the output is "
+			   "incomplete");
+	_exit(1);
+}
+
+/* At exit (a return from main or exit()), flush and close stdout; where that or an
+ * earlier write to it failed, say "PROG: stdout: REASON" and make the exit status 1,
+ * so that `tool --json > file` on a full disk does not look like a success. Call once,
+ * first thing in main. */
+static inline void rf_cli_check_stdout(const char *prog)
+{
+	*rf_cli__stdout_prog() = prog;
+	atexit(rf_cli__stdout_at_exit);
 }
 
 #endif

@@ -39,6 +39,8 @@
 #include "cli-impl.h"
 #include "iobench.h"
 
+#define RF_JOB_LINE_MAX 1022 /* characters of a line, its newline not counted */
+
 struct kv {
 	char key[64], val[512];
 	int line;
@@ -134,12 +136,21 @@ static struct section *parse(const char *path, unsigned *nsec)
 		die(1, "--job %s: cannot open: %s", path, strerror(errno));
 	struct section *secs = NULL;
 	unsigned n = 0;
-	char buf[1024];
+	char *buf = NULL;
+	size_t cap = 0;
+	ssize_t got;
 	int line = 0;
-	while (fgets(buf, sizeof(buf), f)) {
+	while ((got = getline(&buf, &cap, f)) >= 0) {
 		line++;
-		if (!strchr(buf, '\n') && !feof(f))
-			die(1, "--job %s: line %d: longer than %zu characters", path, line, sizeof(buf) - 2);
+		/* a NUL would cut the line short unseen: the file is not text (a binary
+		 * given by mistake), said as such rather than as a long line */
+		const char *nul = memchr(buf, 0, (size_t)got);
+		if (nul)
+			die(1, "--job %s: line %d: a NUL byte at column %zu: not a text file", path,
+			    line, (size_t)(nul - buf) + 1);
+		if ((size_t)got - (buf[got - 1] == '\n') > RF_JOB_LINE_MAX)
+			die(1, "--job %s: line %d: longer than %d characters", path, line,
+			    RF_JOB_LINE_MAX);
 		char *l = trim(buf);
 		if (!*l || *l == ';' || *l == '#')
 			continue;
@@ -182,6 +193,7 @@ static struct section *parse(const char *path, unsigned *nsec)
 	}
 	if (ferror(f))
 		die(1, "--job %s: reading after line %d: %s", path, line, strerror(errno));
+	free(buf);
 	fclose(f);
 	*nsec = n;
 	return secs;
@@ -198,6 +210,53 @@ static int flag_set(const struct section *g, const struct section *s, const char
 			if (!strcmp(both[b]->kv[i].key, key))
 				v = both[b]->kv[i].val;
 	return v && !strcmp(v, "1");
+}
+
+/* The value a job passes for option opt (the last key of that option, the job's
+ * section after [global]), or NULL; *line is its line. */
+static const char *opt_value(const struct section *g, const struct section *s, const char *opt,
+			     int *line)
+{
+	const struct section *both[2] = { g, s };
+	const char *v = NULL;
+	for (unsigned b = 0; b < 2; b++)
+		for (unsigned i = 0; both[b] && i < both[b]->n; i++) {
+			int k = lookup(both[b]->kv[i].key);
+			if (keymap[k].opt && !strcmp(keymap[k].opt, opt)) {
+				v = both[b]->kv[i].val;
+				*line = both[b]->kv[i].line;
+			}
+		}
+	return v;
+}
+
+/* Jobs that log (log_avg_msec) write PREFIX.job0.csv, ... with their log_prefix, or
+ * their section's name: two with the same would write one file, together or one over
+ * the other's. Refused before any job starts, naming both sections. */
+static void check_log_prefixes(const char *path, const struct section *g,
+			       const struct section **jobs, unsigned njobs)
+{
+	for (unsigned a = 0; a < njobs; a++) {
+		int la = jobs[a]->line, lb;
+		if (!opt_value(g, jobs[a], "--log-interval", &lb))
+			continue;
+		const char *pa = opt_value(g, jobs[a], "--log-prefix", &la);
+		for (unsigned b = 0; b < a; b++) {
+			lb = jobs[b]->line;
+			int unused;
+			if (!opt_value(g, jobs[b], "--log-interval", &unused))
+				continue;
+			const char *pb = opt_value(g, jobs[b], "--log-prefix", &lb);
+			char ca[700], cb[700];
+			snprintf(ca, sizeof(ca), "%s.job0.csv", pa ? pa : jobs[a]->name);
+			snprintf(cb, sizeof(cb), "%s.job0.csv", pb ? pb : jobs[b]->name);
+			if (rf_cli_same_file(ca, cb))
+				die(1,
+				    "--job %s: line %d: [%s] logs to %s, as [%s] does (line %d): "
+				    "expected a log_prefix of its own",
+				    path, la, jobs[a]->name, ca, jobs[b]->name, lb);
+		}
+	}
 }
 
 /* The command line of one job: global keys, then the section's (a later key wins:
@@ -419,6 +478,7 @@ int iob_jobfile_run(const char *path, int json)
 	for (unsigned i = 0, k = 0; i < nsec; i++)
 		if (&secs[i] != g)
 			jobs[k++] = &secs[i];
+	check_log_prefixes(path, g, jobs, njobs);
 	if (json) {
 		printf("{\"jobfile\": ");
 		iob_json_str(path);

@@ -8,16 +8,29 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "cli-impl.h"
 #include "iobench.h"
+
+/* A JSON number, null where it is not finite (no time elapsed: 0/0). */
+static void jnum(const char *fmt, double v)
+{
+	rf_cli_json_num(stdout, fmt, v);
+}
 
 /* "NAME": {"n": .., "mean_us": .., "min_us": .., "max_us": .., "percentiles_us": {..}} */
 static void json_lat(const char *name, const struct rf_hist *h)
 {
-	printf("\"%s\": {\"n\": %" PRIu64 ", \"mean_us\": %.3f, \"min_us\": %.3f, \"max_us\": %.3f, "
-	       "\"percentiles_us\": {", name, h->n, rf_hist_mean(h) / 1e3,
-	       h->n ? (double)h->min / 1e3 : 0, (double)h->max / 1e3);
-	for (unsigned i = 0; i < RF_HIST_NPCTS; i++)
-		printf("%s\"%g\": %.3f", i ? ", " : "", rf_hist_pcts[i], rf_hist_pct(h, rf_hist_pcts[i]) / 1e3);
+	printf("\"%s\": {\"n\": %" PRIu64 ", \"mean_us\": ", name, h->n);
+	jnum("%.3f", rf_hist_mean(h) / 1e3);
+	printf(", \"min_us\": ");
+	jnum("%.3f", h->n ? (double)h->min / 1e3 : 0);
+	printf(", \"max_us\": ");
+	jnum("%.3f", (double)h->max / 1e3);
+	printf(", \"percentiles_us\": {");
+	for (unsigned i = 0; i < RF_HIST_NPCTS; i++) {
+		printf("%s\"%g\": ", i ? ", " : "", rf_hist_pcts[i]);
+		jnum("%.3f", rf_hist_pct(h, rf_hist_pcts[i]) / 1e3);
+	}
 	printf("}}");
 }
 
@@ -61,22 +74,31 @@ static double job_secs(const struct iob_job *j)
 /* One job's (or the sum's) figures as JSON members, without braces. */
 static void json_figures(const struct iob_job *j, double secs)
 {
+	const char *keys[8] = { "seconds", "bw_MBps", "iops", "lat_mean_us", "lat_p50_us",
+				"lat_p99_us", "cpu_user_s", "cpu_sys_s" };
+	const char *fmts[8] = { "%.6f", "%.3f", "%.1f", "%.2f", "%.2f", "%.2f", "%.6f", "%.6f" };
+	double v[8] = { secs, (double)j->bytes / 1e6 / secs, (double)j->ios / secs,
+			rf_hist_mean(&j->lat) / 1e3, rf_hist_pct(&j->lat, 50) / 1e3,
+			rf_hist_pct(&j->lat, 99) / 1e3, j->usr, j->sys };
 	printf("\"bytes\": %" PRIu64 ", \"ios\": %" PRIu64 ", \"read_bytes\": %" PRIu64 ", "
-	       "\"write_bytes\": %" PRIu64 ", \"seconds\": %.6f, \"bw_MBps\": %.3f, \"iops\": %.1f, "
-	       "\"lat_mean_us\": %.2f, \"lat_p50_us\": %.2f, \"lat_p99_us\": %.2f, \"cpu_user_s\": %.6f, "
-	       "\"cpu_sys_s\": %.6f, \"enters\": %" PRIu64 ", \"submissions\": %" PRIu64 ", "
-	       "\"completions\": %" PRIu64 ", \"syncs\": %" PRIu64 ", ",
-	       j->bytes, j->ios, j->rbytes, j->wbytes, secs, (double)j->bytes / 1e6 / secs,
-	       (double)j->ios / secs, rf_hist_mean(&j->lat) / 1e3, rf_hist_pct(&j->lat, 50) / 1e3,
-	       rf_hist_pct(&j->lat, 99) / 1e3, j->usr, j->sys, j->st.enters, j->st.submissions,
+	       "\"write_bytes\": %" PRIu64, j->bytes, j->ios, j->rbytes, j->wbytes);
+	for (unsigned k = 0; k < 8; k++) {
+		printf(", \"%s\": ", keys[k]);
+		jnum(fmts[k], v[k]);
+	}
+	printf(", \"enters\": %" PRIu64 ", \"submissions\": %" PRIu64 ", \"completions\": %"
+	       PRIu64 ", \"syncs\": %" PRIu64 ", ", j->st.enters, j->st.submissions,
 	       j->st.completions, j->syncs);
 	/* the measured run's start and end as Unix times (jobs of a job file run in
 	 * processes of their own: these say which ran together) */
 	struct timespec rt;
 	clock_gettime(CLOCK_REALTIME, &rt);
 	double off = (double)rt.tv_sec + (double)rt.tv_nsec / 1e9 - (double)rf_now_ns() / 1e9;
-	printf("\"start_unix_s\": %.6f, \"end_unix_s\": %.6f, \"trim_bytes\": %" PRIu64 ", ",
-	       off + (double)j->t_start / 1e9, off + (double)j->t_end / 1e9, j->tbytes);
+	printf("\"start_unix_s\": ");
+	jnum("%.6f", off + (double)j->t_start / 1e9);
+	printf(", \"end_unix_s\": ");
+	jnum("%.6f", off + (double)j->t_end / 1e9);
+	printf(", \"trim_bytes\": %" PRIu64 ", ", j->tbytes);
 	json_lat("slat", &j->slat);
 	printf(", ");
 	json_lat("clat", &j->clat);

@@ -413,8 +413,15 @@ void iob_job_setup(struct iob_job *j)
 	if (o->log_ms) {
 		char path[4200];
 		snprintf(path, sizeof(path), "%s.job%d.csv", o->log_prefix, j->id);
+		/* checked in main (a regular file or a new name, not a --file); opened
+		 * without blocking all the same (a FIFO made since is refused, not waited on) */
+		char why[4400];
+		int fd = rf_cli_open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644, 0, NULL, why,
+				     sizeof(why));
+		if (fd < 0)
+			die(1, "--log-prefix %s", why);
 		j->ilat = malloc(sizeof(*j->ilat));
-		j->log = fopen(path, "we");
+		j->log = fdopen(fd, "w");
 		if (!j->ilat || !j->log)
 			die(1, "--log-interval: cannot write %s: %s", path, strerror(errno));
 		rf_hist_init(j->ilat);

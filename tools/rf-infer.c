@@ -29,8 +29,9 @@ static const char *prog = "rf-infer";
 static const char usage[] =
 "usage: rf-infer DIR [options]   (DIR: an export, as rf-train writes it with its\n"
 "                                 export option: model.json and params.rfck)\n"
-"  --data DIR|FILE       Fashion-MNIST IDX files (the t10k set is evaluated; default\n"
-"                        /usr/share/datasets/fashion-mnist) or an .rfrec file\n"
+"  --data DIR|FILE       Fashion-MNIST IDX files (the t10k set is evaluated, and is all\n"
+"                        that need be there; default /usr/share/datasets/fashion-mnist)\n"
+"                        or an .rfrec file, local or http://HOST[:PORT]/PATH\n"
 "  --device cpu|cuda     where to compute (default cpu)\n"
 "  --batch-size B        evaluation batch (default 256)\n"
 "  --limit N             evaluate the first N records only\n"
@@ -71,7 +72,10 @@ static int parse(struct cli *c, int argc, char **argv)
 	c->device = "cpu";
 	c->batch = 256;
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "", long_opts, NULL)) != -1) {
+	for (;;) {
+		int before = optind;
+		if ((opt = getopt_long(argc, argv, "", long_opts, NULL)) == -1)
+			break;
 		const char *a = optarg;
 		switch (opt) {
 		case O_DATA:
@@ -99,14 +103,14 @@ static int parse(struct cli *c, int argc, char **argv)
 			break;
 		case O_HELP:
 			fputs(usage, stdout);
-			exit(0);
+			exit(0); /* stdout checked at exit */
 		default: {
-			const char *arg = argv[optind - 1], *why = "unknown option";
-			size_t n = strcspn(arg, "=");
-			for (const struct option *lo = long_opts; lo->name && !strncmp(arg, "--", 2); lo++)
-				if (strlen(lo->name) == n - 2 && !strncmp(arg + 2, lo->name, n - 2))
-					why = arg[n] ? "takes no value" : "needs a value";
-			rf_cli_say(prog, "%s: %s; see rf-infer --help", arg, why);
+			static const char *const why[3] = { "unknown option", "takes no value",
+							    "needs a value" };
+			char nm[64];
+			int k = rf_cli_bad_opt(opt, before, argc, argv, "", long_opts, nm,
+					       sizeof(nm));
+			rf_cli_say(prog, "%s: %s; see rf-infer --help", nm, why[k]);
 			return 2;
 		}
 		}
@@ -118,8 +122,16 @@ static int parse(struct cli *c, int argc, char **argv)
 		return 2;
 	}
 	c->dir = argv[optind];
+	if (!*c->dir) {
+		rf_cli_say(prog, "DIR: got '', an empty path, expected the export directory "
+			   "(rf-train --export DIR); see rf-infer --help");
+		return 2;
+	}
 	if (!*c->data)
 		return bad("--data", "", "an empty path, expected a directory or a .rfrec file");
+	if (!strncmp(c->data, "https://", 8))
+		return bad("--data", c->data, "https is not supported, expected http://HOST[:PORT]"
+			   "/PATH.rfrec (or a local directory or file)");
 	return 0;
 }
 
@@ -136,6 +148,7 @@ int main(int argc, char **argv)
 	int ret, rc = 1;
 
 	rf_log_set(rf_cli_log_stderr, NULL);
+	rf_cli_check_stdout(prog);
 	if ((rc = parse(&c, argc, argv)))
 		return rc;
 	rc = 1;
@@ -150,6 +163,7 @@ int main(int argc, char **argv)
 	o.device = c.device;
 	o.batch_size = (unsigned)c.batch;
 	o.test_limit = c.limit;
+	o.eval_only = 1;     /* a directory's training files are not needed */
 	if ((ret = rf_ring_create(&ring, NULL)) < 0 || (ret = rf_engine_create(&eng, ring, NULL)) < 0) {
 		rf_cli_say(prog, "cannot create the ring or the engine: %s", strerror(-ret));
 		goto out;
@@ -169,12 +183,18 @@ int main(int argc, char **argv)
 	}
 	double s = (double)(rf_now_ns() - t0) / 1e9;
 	uint64_t n = rf_trainer_test_samples(t);
-	if (c.json)
+	if (c.json) { /* a NaN loss (weights that overflow on this data) is null */
 		printf("{\"model\": \"%s\", \"device\": \"%s\", \"samples\": %" PRIu64 ", "
-		       "\"accuracy\": %.6f, \"loss\": %.6f, \"seconds\": %.6f, "
-		       "\"samples_per_s\": %.1f}\n", x.spec->name, c.device, n, acc, loss, s,
-		       (double)n / s);
-	else if (!c.quiet)
+		       "\"accuracy\": ", x.spec->name, c.device, n);
+		rf_cli_json_num(stdout, "%.6f", acc);
+		printf(", \"loss\": ");
+		rf_cli_json_num(stdout, "%.6f", loss);
+		printf(", \"seconds\": ");
+		rf_cli_json_num(stdout, "%.6f", s);
+		printf(", \"samples_per_s\": ");
+		rf_cli_json_num(stdout, "%.1f", s > 0 ? (double)n / s : 0.0);
+		printf("}\n");
+	} else if (!c.quiet)
 		printf("rf-infer: %s from %s on %s: accuracy %.4f, loss %.4f, %" PRIu64
 		       " samples in %.3f s (%.0f samples/s)\n", x.spec->name, c.dir, c.device,
 		       acc, loss, n, s, (double)n / s);

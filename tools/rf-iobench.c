@@ -403,8 +403,10 @@ int main(int argc, char **argv)
 	O.log_prefix = "rf-iobench-log";
 	O.rwmixread = 50;
 	rf_log_set(rf_cli_log_stderr, NULL);
+	rf_cli_check_stdout(prog);
 	opterr = 0;
 	for (;;) {
+		int before = optind;
 		int c = getopt_long(argc, argv, ":", opts, NULL);
 		if (c < 0)
 			break;
@@ -533,21 +535,20 @@ int main(int argc, char **argv)
 			O.verify = 1;
 			break;
 		case 'h': usage(stdout); return 0;
-		case ':':
-			for (const struct option *o = opts; o->name; o++)
-				if (o->val == optopt)
-					die(2, "--%s: expected a value after it", o->name);
-			die(2, "%s: expected a value after it", argv[optind - 1]);
-		default:
-			for (const struct option *o = opts; optopt && o->name; o++)
-				if (o->val == optopt && !strncmp(argv[optind - 1], "--", 2))
-					die(2, "--%s: takes no value", o->name);
-			die(2, "%s: unknown or ambiguous option (expected one of --file --rw --bs --qd "
+		default: { /* '?' or ':' */
+			char nm[64];
+			int k = rf_cli_bad_opt(c, before, argc, argv, ":", opts, nm, sizeof(nm));
+			if (k == RF_CLI_OPT_NEEDS_VALUE)
+				die(2, "%s: expected a value after it", nm);
+			if (k == RF_CLI_OPT_NO_VALUE)
+				die(2, "%s: takes no value", nm);
+			die(2, "%s: unknown %soption (expected one of --file --rw --bs --qd "
 			    "--direct --fixedbufs --size --runtime --batch --rwmixread --norandommap "
 			    "--fsync --fdatasync --end-fsync --verify --random-distribution --rate "
 			    "--rate-iops --numjobs --log-interval --log-prefix --offset --ramp-time "
 			    "--time-based --sqpoll --hipri --nrfiles --job --json --force; see --help)",
-			    argv[optind - 1]);
+			    nm, nm[1] == '-' ? "or ambiguous " : "");
+		}
 		}
 	}
 	if (optind < argc)
@@ -641,10 +642,32 @@ int main(int argc, char **argv)
 		die(2, "--nrfiles: got %u, but %u --file given (give one --file as the names' prefix, "
 		    "or as many as --nrfiles)", nrfiles, npaths);
 	}
+	/* the same file by another name ("vf" and "./vf", a link) is the same file: each
+	 * of its blocks would be visited twice a pass */
 	for (unsigned a = 0; a < npaths; a++)
-		for (unsigned b = a + 1; b < npaths; b++)
+		for (unsigned b = a + 1; b < npaths; b++) {
 			if (!strcmp(paths[a], paths[b]))
 				die(2, "--file: %s given twice", paths[a]);
+			if (rf_cli_same_file(paths[a], paths[b]))
+				die(2, "--file: %s and %s are the same file (given twice)",
+				    paths[a], paths[b]);
+		}
+	/* --log-interval's CSVs, PREFIX.jobN.csv: regular files or new names, and none of
+	 * them a file under test (it would be truncated and overwritten with the log) */
+	for (unsigned i = 0; O.log_ms && i < O.numjobs; i++) {
+		char csv[4200], why[8600];
+		if (snprintf(csv, sizeof(csv), "%s.job%u.csv", O.log_prefix, i) >= (int)sizeof(csv))
+			die(2, "--log-prefix: got a path of %zu bytes, expected a shorter one",
+			    strlen(O.log_prefix));
+		if (rf_cli_check_output(csv, 0, NULL, why, sizeof(why)) < 0)
+			die(1, "--log-prefix %s", why);
+		for (unsigned f = 0; f < npaths; f++)
+			if (rf_cli_same_file(csv, paths[f]))
+				die(1,
+				    "--log-prefix %s: %s is the same file as --file %s, expected "
+				    "another file",
+				    O.log_prefix, csv, paths[f]);
+	}
 
 	/* Open (or create) the files, never blocking: a FIFO, a directory or a character
 	 * device is refused before any I/O. Files this run creates are removed if it fails

@@ -220,8 +220,12 @@ int main(int argc, char **argv)
 	int force = 0, c;
 
 	rf_log_set(rf_cli_log_stderr, NULL);
+	rf_cli_check_stdout("rf-pack");
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
+	for (;;) {
+		int before = optind;
+		if ((c = getopt_long(argc, argv, ":o:h", opts, NULL)) == -1)
+			break;
 		switch (c) {
 		case O_IMAGES: images = optarg; break;
 		case O_LABELS: labels = optarg; break;
@@ -239,22 +243,16 @@ int main(int argc, char **argv)
 		case 'h':
 			usage(stdout);
 			return 0;
-		case ':':
-			for (const struct option *o = opts; o->name; o++)
-				if (o->val == optopt && o->val >= 256) {
-					char nm[40];
-					snprintf(nm, sizeof(nm), "--%s", o->name);
-					return bad_arg(nm, "%s", "missing value");
-				}
-			return bad_arg(argv[optind - 1], "%s", "missing value");
-		default:
-			for (const struct option *o = opts; optopt && o->name; o++)
-				if (o->val == optopt && !strncmp(argv[optind - 1], "--", 2)) {
-					char nm[40];
-					snprintf(nm, sizeof(nm), "--%s", o->name);
-					return bad_arg(nm, "%s", "takes no value");
-				}
-			return bad_arg(argv[optind - 1], "%s", "unknown or ambiguous option (see --help)");
+		default: { /* '?' or ':' */
+			static const char *const why[3] = {
+				"unknown or ambiguous option (see --help)", "takes no value",
+				"missing value"
+			};
+			char nm[64];
+			int k = rf_cli_bad_opt(c, before, argc, argv, ":o:h", opts, nm, sizeof(nm));
+			return bad_arg(nm, "%s", nm[1] != '-' && k == RF_CLI_OPT_UNKNOWN ?
+				       "unknown option (see --help)" : why[k]);
+		}
 		}
 	}
 	if (optind < argc)

@@ -16,6 +16,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,9 +36,70 @@
 #include "cli-impl.h"
 #include "train-cli.h"
 
+/* Signals and the checkpoint's scratch file: a checkpoint is written to CKPT.tmp and
+ * renamed over CKPT (train/checkpoint.c), and a SIGINT, SIGTERM or SIGHUP that killed
+ * the run in between would leave CKPT.tmp behind. While a save may be under way
+ * (rf_trainer_save, and all of an rf_trainer_epoch that saves inside the epoch) the
+ * handler, in whichever thread it runs, only records the signal; the run then dies of
+ * it as soon as no save is: at the next batch (the progress callback, between saves)
+ * or when the call returns. Anywhere else the signal kills at once, as without a
+ * handler: no CKPT.tmp of this run exists then. One atomic state decides, so that a
+ * handler cannot let the process die just as a save begins. */
+enum { SIG_FREE, SIG_GUARDED, SIG_DYING };
+static int sig_state = SIG_FREE;
+static volatile sig_atomic_t sig_caught;
+
+/* Die of sig now (its default action); state is SIG_DYING. */
+static void die_of(int sig)
+{
+	signal(sig, SIG_DFL);
+	raise(sig);     /* in a handler: delivered, and fatal, once the handler returns */
+}
+
+static void on_signal(int sig)
+{
+	int saved = errno, st = SIG_FREE;
+
+	if (__atomic_compare_exchange_n(&sig_state, &st, SIG_DYING, 0, __ATOMIC_SEQ_CST,
+					__ATOMIC_SEQ_CST))
+		die_of(sig);
+	else if (st == SIG_GUARDED)
+		sig_caught = sig;
+	errno = saved;
+}
+
+/* A save may begin: signals wait. */
+static void guard_begin(void)
+{
+	int st = SIG_FREE;
+
+	if (!__atomic_compare_exchange_n(&sig_state, &st, SIG_GUARDED, 0, __ATOMIC_SEQ_CST,
+					 __ATOMIC_SEQ_CST))
+		for (;;)
+			pause(); /* a handler is ending the process */
+}
+
+/* No save under way (between batches, or after one): a signal that waited ends the
+ * run now. */
+static void guard_check(void)
+{
+	if (sig_caught) {
+		__atomic_store_n(&sig_state, SIG_DYING, __ATOMIC_SEQ_CST);
+		die_of(sig_caught);
+	}
+}
+
+static void guard_end(void)
+{
+	__atomic_store_n(&sig_state, SIG_FREE, __ATOMIC_SEQ_CST);
+	guard_check();
+}
+
 static void progress(void *ctx, unsigned epoch, uint64_t batch, uint64_t nb, double loss)
 {
 	struct cli *c = ctx;
+
+	guard_check(); /* between two batches: no checkpoint is being written */
 
 	if (loss >= 0)
 		c->last_loss = loss;
@@ -63,9 +125,16 @@ static void json_list(FILE *f, const char *key, const double *v, unsigned n, con
 	fprintf(f, ", \"%s\": [", key);
 	for (unsigned i = 0; i < n; i++) {
 		fprintf(f, i ? ", " : "");
-		fprintf(f, fmt, v[i]);
+		rf_cli_json_num(f, fmt, v[i]);
 	}
 	fprintf(f, "]");
+}
+
+/* A write to the --metrics CSV failed (a full disk): one line, exit status 1. */
+static int metrics_failed(const struct cli *c)
+{
+	rf_cli_say(prog, "--metrics %s: cannot write: %s", c->metrics, strerror(errno));
+	return -1;
 }
 
 static int open_metrics(const struct cli *c, FILE **mf)
@@ -84,8 +153,9 @@ static int open_metrics(const struct cli *c, FILE **mf)
 		rf_cli_say(prog, "--metrics %s", why);
 		return -1;
 	}
-	if (!append)
-		fprintf(*mf, "epoch,train_loss,train_acc,test_acc,seconds,samples_per_s\n");
+	if (!append && (fprintf(*mf, "epoch,train_loss,train_acc,test_acc,seconds,"
+				  "samples_per_s\n") < 0 || fflush(*mf) != 0))
+		return metrics_failed(c);
 	return 0;
 }
 
@@ -108,7 +178,9 @@ static void print_header(const struct cli *c, const struct rf_trainer *t)
 		rf_trainer_batches(t));
 }
 
-static void print_epoch(const struct cli *c, const struct rf_epoch_stats *st, FILE *mf)
+/* The epoch's line, and its --metrics row: 0, or -1 where the row could not be
+ * written (said). */
+static int print_epoch(const struct cli *c, const struct rf_epoch_stats *st, FILE *mf)
 {
 	if (c->tty && !c->quiet)
 		fprintf(c->out, "\r\033[K");
@@ -123,11 +195,11 @@ static void print_epoch(const struct cli *c, const struct rf_epoch_stats *st, FI
 		fprintf(c->out, ", lr %.6g", st->lr);
 	fputc('\n', c->out);
 	fflush(c->out);
-	if (mf) {
-		fprintf(mf, "%u,%.6f,%.6f,%.6f,%.4f,%.1f\n", st->epoch, st->train_loss,
-			st->train_acc, st->test_acc, st->seconds, st->samples_per_s);
-		fflush(mf);
-	}
+	if (mf && (fprintf(mf, "%u,%.6f,%.6f,%.6f,%.4f,%.1f\n", st->epoch, st->train_loss,
+			   st->train_acc, st->test_acc, st->seconds, st->samples_per_s) < 0 ||
+		   fflush(mf) != 0))
+		return metrics_failed(c);
+	return 0;
 }
 
 /* The epochs' times, for the final JSON. */
@@ -141,12 +213,20 @@ struct run {
 /* Train up to c->epochs, checkpointing after each epoch. 0 or the exit status. */
 static int train_epochs(const struct cli *c, struct rf_trainer *t, FILE *mf, struct run *run)
 {
+	/* a checkpoint written inside the epoch (--checkpoint-every, --max-steps) */
+	int inside = c->checkpoint && (c->o.checkpoint_every || c->o.max_steps);
+
 	while (rf_trainer_epochs_done(t) < c->epochs) {
-		if (rf_trainer_epoch(t, &run->st) < 0) {
+		if (inside)
+			guard_begin();
+		int ret = rf_trainer_epoch(t, &run->st);
+		if (inside)
+			guard_end();
+		if (ret < 0) {
 			if (c->tty && !c->quiet)
 				fputc('\n', c->out);
-			rf_cli_say(prog, "epoch %u: %s", rf_trainer_epochs_done(t) + 1,
-				   rf_trainer_last_error(t));
+			/* the epoch that failed, in its training or its evaluation */
+			rf_cli_say(prog, "epoch %u: %s", run->st.epoch, rf_trainer_last_error(t));
 			return 1;
 		}
 		if (run->st.stopped) {
@@ -161,7 +241,8 @@ static int train_epochs(const struct cli *c, struct rf_trainer *t, FILE *mf, str
 			run->stopped = 1;
 			return 0;
 		}
-		print_epoch(c, &run->st, mf);
+		if (print_epoch(c, &run->st, mf) < 0)
+			return 1;
 		if (!isfinite(run->st.train_loss)) {
 			/* nothing recovers from here; the checkpoint keeps its last state */
 			rf_cli_say(prog, "epoch %u: the training loss is %s: the run diverged (a "
@@ -177,9 +258,14 @@ static int train_epochs(const struct cli *c, struct rf_trainer *t, FILE *mf, str
 		run->tot_s += run->st.seconds;
 		run->tot_n += (double)run->st.samples;
 		run->ran++;
-		if (c->checkpoint && c->rank == 0 && rf_trainer_save(t, c->checkpoint) < 0) {
-			rf_cli_say(prog, "checkpoint: %s", rf_trainer_last_error(t));
-			return 1;
+		if (c->checkpoint && c->rank == 0) {
+			guard_begin();
+			ret = rf_trainer_save(t, c->checkpoint);
+			guard_end();
+			if (ret < 0) {
+				rf_cli_say(prog, "checkpoint: %s", rf_trainer_last_error(t));
+				return 1;
+			}
 		}
 		if (c->o.max_steps && rf_trainer_steps(t) >= c->o.max_steps &&
 		    rf_trainer_epochs_done(t) < c->epochs) {
@@ -192,11 +278,19 @@ static int train_epochs(const struct cli *c, struct rf_trainer *t, FILE *mf, str
 	return 0;
 }
 
-/* Nothing left to train (resumed at the last epoch): report the weights. */
+/* Nothing left to train (--epochs 0, or resumed at the last epoch): report the
+ * weights as they are -- their hash, and (unless --no-eval) their test accuracy. */
 static int evaluate_only(const struct cli *c, struct rf_trainer *t, struct run *run)
 {
 	run->st.epoch = rf_trainer_epochs_done(t);
 	run->st.train_loss = run->st.train_acc = -1;
+	run->st.test_acc = run->st.test_loss = -1;
+	if (rf_trainer_param_hash(t, &run->st.param_hash) < 0) {
+		rf_cli_say(prog, "%s", rf_trainer_last_error(t));
+		return 1;
+	}
+	if (c->o.no_eval)
+		return 0;
 	if (rf_trainer_evaluate(t, &run->st.test_acc, &run->st.test_loss) < 0) {
 		rf_cli_say(prog, "%s", rf_trainer_last_error(t));
 		return 1;
@@ -229,19 +323,28 @@ static void print_json(const struct cli *c, const struct rf_trainer *t, const st
 {
 	const struct rf_epoch_stats *st = &run->st;
 
+	/* numbers through rf_cli_json_num: a NaN or an infinity is null (JSON has none) */
 	printf("{\"model\": \"%s\", \"device\": \"%s\", \"devices\": %u, \"streams\": %u, "
-	       "\"epochs\": %u, \"epochs_run\": %u, \"batch_size\": %u, \"lr\": %g, \"seed\": %"
-	       PRIu64, rf_trainer_spec(t)->name, c->o.device, rf_trainer_replicas(t),
+	       "\"epochs\": %u, \"epochs_run\": %u, \"batch_size\": %u, \"lr\": ",
+	       rf_trainer_spec(t)->name, c->o.device, rf_trainer_replicas(t),
 	       rf_trainer_streams(t), c->epochs, run->ran,
-	       c->o.batch_size ? c->o.batch_size : 256,
-	       (double)c->o.lr,
-	       c->o.seed);
+	       c->o.batch_size ? c->o.batch_size : 256);
+	rf_cli_json_num(stdout, "%g", (double)c->o.lr);
+	printf(", \"seed\": %" PRIu64, c->o.seed);
 	printf(", \"hybridize\": %s", c->o.hybridize ? "true" : "false");
-	printf(", \"optimizer\": \"%s\", \"momentum\": %g, \"weight_decay\": %g, "
-	       "\"nesterov\": %s", c->o.adamw ? "adamw" : "sgd", (double)c->o.momentum, (double)c->o.weight_decay, c->o.nesterov ? "true" : "false");
-	printf(", \"final_train_loss\": %.6f, \"final_train_acc\": %.6f, \"final_test_acc\": %.6f"
-	       ", \"final_test_loss\": %.6f", st->train_loss, st->train_acc, st->test_acc,
-	       st->test_loss);
+	printf(", \"optimizer\": \"%s\", \"momentum\": ", c->o.adamw ? "adamw" : "sgd");
+	rf_cli_json_num(stdout, "%g", (double)c->o.momentum);
+	printf(", \"weight_decay\": ");
+	rf_cli_json_num(stdout, "%g", (double)c->o.weight_decay);
+	printf(", \"nesterov\": %s", c->o.nesterov ? "true" : "false");
+	printf(", \"final_train_loss\": ");
+	rf_cli_json_num(stdout, "%.6f", st->train_loss);
+	printf(", \"final_train_acc\": ");
+	rf_cli_json_num(stdout, "%.6f", st->train_acc);
+	printf(", \"final_test_acc\": ");
+	rf_cli_json_num(stdout, "%.6f", st->test_acc);
+	printf(", \"final_test_loss\": ");
+	rf_cli_json_num(stdout, "%.6f", st->test_loss);
 	json_list(stdout, "epoch_seconds", run->secs, run->ran, "%.4f");
 	json_list(stdout, "epoch_samples_per_s", run->sps, run->ran, "%.1f");
 	if (c->stats)
@@ -256,7 +359,9 @@ static void print_json(const struct cli *c, const struct rf_trainer *t, const st
 		       c->o.barrier_every);
 	printf(", \"world_size\": %d, \"param_hash\": \"%016" PRIx64 "\"", c->dist ? c->world : 1,
 	       st->param_hash);
-	printf(", \"samples_per_s\": %.1f}\n", run->tot_s > 0 ? run->tot_n / run->tot_s : 0.0);
+	printf(", \"samples_per_s\": ");
+	rf_cli_json_num(stdout, "%.1f", run->tot_s > 0 ? run->tot_n / run->tot_s : 0.0);
+	printf("}\n");
 }
 
 /* The trainer (resumed with --resume), the metrics file, the epochs and the reports.
@@ -295,7 +400,7 @@ static int run_training(struct cli *c, struct rf_engine *eng, struct rf_trainer 
 	print_header(c, t);
 	if ((rc = train_epochs(c, t, *mf, run)))
 		return rc;
-	if (!run->ran && !run->stopped && !c->o.no_eval && (rc = evaluate_only(c, t, run)))
+	if (!run->ran && !run->stopped && (rc = evaluate_only(c, t, run)))
 		return rc;
 	if (c->export_dir && c->rank == 0 &&
 	    rf_model_export(rf_engine_ring(eng), rf_trainer_replica(t, 0), c->export_dir) < 0) {
@@ -367,8 +472,11 @@ int main(int argc, char **argv)
 	int ret, rc = 1;
 
 	rf_log_set(rf_cli_log_stderr, NULL);
+	rf_cli_check_stdout(prog);
 	if ((ret = parse_args(&c, argc, argv)) >= 0)
 		return ret;
+	if (c.checkpoint)
+		rf_cli_on_signals(on_signal); /* before any thread: see guard_begin */
 	c.o.progress = progress;
 	c.o.progress_ctx = &c;
 	if ((ret = rf_ring_create(&ring, NULL)) < 0) {
@@ -401,8 +509,10 @@ out:
 		fflush(NULL);
 		_exit(rc);
 	}
-	if (mf)
-		fclose(mf);
+	if (mf && fclose(mf) != 0 && rc == 0) {
+		rf_cli_say(prog, "--metrics %s: cannot write: %s", c.metrics, strerror(errno));
+		rc = 1;
+	}
 	free(run.secs);
 	free(run.sps);
 	if (eng && c.trace && c.rank == 0) {

@@ -31,7 +31,8 @@ static const char usage[] =
 "  --model NAME          mlp, lenet or resnet18 (the seeds' three; default mlp)\n"
 "  --data DIR|FILE|URL   Fashion-MNIST IDX files, raw or .gz (default " RF_TRAIN_DEFAULT_DATA "),\n"
 "                        or a .rfrec record file (rf-pack's) of the training set, local\n"
-"                        or http://HOST[:PORT]/PATH.rfrec (read with Range requests)\n"
+"                        or http://HOST[:PORT]/PATH.rfrec (read with Range requests;\n"
+"                        https is not supported)\n"
 "  --test-data FILE      with a .rfrec --data: the test set's .rfrec (default: beside\n"
 "                        it, \"train\" in its name made \"t10k\", else \"test\")\n"
 "  --epochs N            epochs to train (default 10)\n"
@@ -173,13 +174,6 @@ static int bad_path(const char *opt, const char *why)
 	return 1;
 }
 
-/* The paths, before anything runs: --data a directory whose IDX files (any that are
- * there) are regular files, so that no open can block on a FIFO; --checkpoint (an
- * existing regular file with --resume), --metrics and --trace writable paths in
- * existing directories, none of them a directory, FIFO or device, and no two the
- * same file. A missing --data is left to the trainer (its message says how to
- * install Fashion-MNIST). With --resume the checkpoint's header is checked too (its
- * model against --model). 0 or the exit status. */
 /* A .rfrec file's header (magic, version, sizes, CRC) now, not after the engine
  * starts; the trainer checks the shape. 0 or the exit status. */
 static int check_rfrec(const char *opt, const char *path)
@@ -194,10 +188,14 @@ static int check_rfrec(const char *opt, const char *path)
 	return 0;
 }
 
-/* --export DIR: a directory that exists and may be written, or a new name in one. */
+/* --export DIR: a directory that exists and may be written, or a new name in one; in
+ * one that exists, the files the export writes (model.json, params.rfck, each through
+ * NAME.tmp) regular files or new names, checked now rather than after the training. */
 static int check_export(const char *dir)
 {
-	char why[4608], parent[4200], d[4200];
+	static const char *const files[4] = { "params.rfck", "params.rfck.tmp", "model.json",
+					      "model.json.tmp" };
+	char why[8400], parent[4200], d[4200], p[4300];
 	struct stat st;
 	const char *slash;
 	size_t n;
@@ -213,6 +211,11 @@ static int check_export(const char *dir)
 		if (access(dir, W_OK) < 0) {
 			snprintf(why, sizeof(why), "%s: cannot be written: %s", dir, strerror(errno));
 			return bad_path("--export", why);
+		}
+		for (int i = 0; i < 4; i++) {
+			snprintf(p, sizeof(p), "%s/%s", dir, files[i]);
+			if (rf_cli_check_output(p, 0, NULL, why, sizeof(why)) < 0)
+				return bad_path("--export", why);
 		}
 		return 0;
 	}
@@ -231,6 +234,85 @@ static int check_export(const char *dir)
 	return 0;
 }
 
+/* What names input file `in` on the command line, for a refusal: --data, --test-data,
+ * the test set found beside a .rfrec --data, or a file of a --data directory. */
+static void input_origin(const struct rf_train_opts *o, const char *data, const char *in,
+			 char *out, size_t len)
+{
+	struct stat st;
+
+	if (rf_cli_same_file(in, data))
+		snprintf(out, len, "--data");
+	else if (o->test_data && rf_cli_same_file(in, o->test_data))
+		snprintf(out, len, "--test-data");
+	else if (stat(data, &st) == 0 && S_ISREG(st.st_mode))
+		snprintf(out, len, "the test set beside --data %s", data);
+	else
+		snprintf(out, len, "a file of --data %s", data);
+}
+
+/* Outputs that are inputs: rf_train_inputs lists the files the trainer will read
+ * (the IDX files of a --data directory, raw and .gz; a .rfrec and its test set);
+ * no output, nor a file written on the way to one (CKPT.tmp, the export's files), may
+ * be one of them. 0 or the exit status. */
+static int check_inputs(const struct cli *c, const char *data)
+{
+	static const char *const exp_files[4] = { "params.rfck", "params.rfck.tmp",
+						  "model.json", "model.json.tmp" };
+	char (*in)[RF_TRAIN_PATH_MAX] = calloc(RF_TRAIN_MAX_INPUTS, RF_TRAIN_PATH_MAX);
+	struct { const char *opt, *path; } out[8];   /* what the run writes */
+	char why[9000], from[4200], p[4400];
+	char own[5][4200];
+	int n, k = 0, ret = 0;
+
+	if (!in) {
+		rf_cli_say(prog, "out of memory");
+		return 1;
+	}
+	n = rf_train_inputs(&c->o, in);
+	if (c->checkpoint) {
+		snprintf(own[0], sizeof(own[0]), "%s.tmp", c->checkpoint);
+		out[k].opt = out[k + 1].opt = "--checkpoint";
+		out[k++].path = c->checkpoint;
+		out[k++].path = own[0];
+	}
+	if (c->metrics) {
+		out[k].opt = "--metrics";
+		out[k++].path = c->metrics;
+	}
+	if (c->trace) {
+		out[k].opt = "--trace";
+		out[k++].path = c->trace;
+	}
+	for (int i = 0; c->export_dir && i < 4; i++) {
+		snprintf(own[1 + i], sizeof(own[1 + i]), "%s/%s", c->export_dir, exp_files[i]);
+		out[k].opt = "--export";
+		out[k++].path = own[1 + i];
+	}
+	for (int j = 0; j < k && !ret; j++)
+		for (int i = 0; i < n && !ret; i++) {
+			if (!rf_cli_same_file(out[j].path, in[i]))
+				continue;
+			input_origin(&c->o, data, in[i], from, sizeof(from));
+			if (!strcmp(in[i], out[j].path))
+				snprintf(p, sizeof(p), "%s", out[j].path);
+			else
+				snprintf(p, sizeof(p), "%s (%s)", out[j].path, in[i]);
+			snprintf(why, sizeof(why), "%s: the same file as an input (%s), expected "
+				 "another file", p, from);
+			ret = bad_path(out[j].opt, why);
+		}
+	free(in);
+	return ret;
+}
+
+/* The paths, before anything runs: --data a directory whose IDX files (any that are
+ * there) are regular files, so that no open can block on a FIFO; --checkpoint (an
+ * existing regular file with --resume), --metrics and --trace writable paths in
+ * existing directories, none of them a directory, FIFO or device, and no two the
+ * same file (an input too: check_inputs). A missing --data is left to the trainer
+ * (its message says how to install Fashion-MNIST). With --resume the checkpoint's
+ * header is checked too (its model against --model). 0 or the exit status. */
 static int check_paths(const char *model, const char *data, const char *test_data,
 		       const char *ckpt, int resume, const char *metrics, const char *trace)
 {
@@ -243,6 +325,12 @@ static int check_paths(const char *model, const char *data, const char *test_dat
 
 	if (!*data)
 		return bad("--data", "got an empty path, expected a directory or a .rfrec file");
+	if (!strncmp(data, "https://", 8))
+		return bad("--data", "got '%s': https is not supported, expected http://HOST[:PORT]"
+			   "/PATH.rfrec (or a local directory or file)", data);
+	if (test_data && !strncmp(test_data, "https://", 8))
+		return bad("--test-data", "got '%s': https is not supported, expected http://HOST"
+			   "[:PORT]/PATH.rfrec (or a local file)", test_data);
 	if (!strncmp(data, "http://", 7)) { /* a .rfrec over HTTP: checked by opening it */
 		if (check_rfrec("--data", data))
 			return 1;
@@ -598,23 +686,14 @@ static int parse_opt(struct cli *c, int opt, const char *a)
 }
 
 /* What getopt could not match: one line naming the option, exit status 2. */
-static int unknown_opt(int argc, char **argv)
+static int unknown_opt(int ret, int before, int argc, char **argv)
 {
-	const char *arg = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
-	int is_long = !strncmp(arg, "--", 2);
+	static const char *const why[3] = { "unknown or ambiguous option", "takes no value",
+					    "needs a value" };
+	char nm[64];
+	int k = rf_cli_bad_opt(ret, before, argc, argv, "h", long_opts, nm, sizeof(nm));
 
-	for (const struct option *o = long_opts; optopt && is_long && o->name; o++) {
-		if (o->val == optopt) {
-			char nm[40];
-			snprintf(nm, sizeof(nm), "--%s", o->name);
-			return bad(nm, o->has_arg == no_argument ? "takes no value" : "needs a value");
-		}
-	}
-	if (optopt > 0 && optopt < 256) {
-		char sh[3] = { '-', (char)optopt, 0 };
-		return bad(sh, "unknown option");
-	}
-	return bad(arg, "unknown or ambiguous option");
+	return bad(nm, "%s", nm[1] != '-' && k == RF_CLI_OPT_UNKNOWN ? "unknown option" : why[k]);
 }
 
 /* The command line into c, checked (paths included). -1: go on; else the exit status
@@ -627,13 +706,16 @@ int parse_args(struct cli *c, int argc, char **argv)
 	c->o.model = "mlp";
 	c->o.device = "cpu";
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "h", long_opts, NULL)) != -1) {
+	for (;;) {
+		int before = optind;
+		if ((opt = getopt_long(argc, argv, "h", long_opts, NULL)) == -1)
+			break;
 		if (opt == 'h') {
 			fputs(usage, stdout);
 			return 0;
 		}
 		if (opt < O_DATA)   /* '?': unknown, ambiguous, or a missing value */
-			return unknown_opt(argc, argv);
+			return unknown_opt(opt, before, argc, argv);
 		if ((ret = parse_opt(c, opt, optarg)))
 			return ret;
 	}
@@ -661,6 +743,11 @@ int parse_args(struct cli *c, int argc, char **argv)
 	c->dist = c->dist_mpi ? 1 : c->dist_store ? 2 : 0;
 	if (!c->dist && c->dist_timeout > 0)
 		return bad("--dist-timeout", "needs --dist mpi or --dist-store");
+	if (c->o.hybridize && c->dist)
+		return bad("--hybridize",
+			   "one process only (a captured step would replay its "
+			   "collectives' sequence numbers): not with %s",
+			   c->dist_mpi ? "--dist mpi" : "--dist-store");
 	if (c->dist_store && strcmp(c->o.device, "cuda"))
 		return bad("--dist-store", "the launch without MPI reduces by NCCL, on GPUs: it "
 			   "needs --device cuda (CPU runs: --dist mpi under mpirun)");
@@ -676,9 +763,9 @@ int parse_args(struct cli *c, int argc, char **argv)
 		return ret;
 	if (c->export_dir && (ret = check_export(c->export_dir)))
 		return ret;
+	if ((ret = check_inputs(c, c->o.data_dir ? c->o.data_dir : RF_TRAIN_DEFAULT_DATA)))
+		return ret;
 	c->out = c->json ? stderr : stdout;
 	c->tty = isatty(fileno(c->out));
 	return -1;
 }
-
-/* --metrics: the CSV, appended to when resuming a run that wrote one. 0 or -1. */

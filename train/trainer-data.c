@@ -24,11 +24,13 @@ static int rf__find(const char *dir, const char *name, char *out, size_t len)
 	return access(out, R_OK) == 0 ? 0 : -ENOENT;
 }
 
-static int rf__find_files(struct rf_trainer *t, char p[4][600])
+/* The IDX files the trainer opens: all four, or with opts.eval_only the test set's
+ * two only (first at p[2], p[3]). */
+static int rf__find_files(struct rf_trainer *t, char p[4][RF_TRAIN_PATH_MAX])
 {
 	int i;
 
-	for (i = 0; i < 4; i++) {
+	for (i = t->o.eval_only ? 2 : 0; i < 4; i++) {
 		if (rf__find(t->data_dir, rf__names[i], p[i], sizeof(p[i])) < 0) {
 			rf__trainer_msg(t, "Fashion-MNIST not found: %s/%s.gz is missing; "
 					"install it with: apt-get install dataset-fashion-mnist",
@@ -95,7 +97,8 @@ static int rf__open_pair(struct rf_trainer *t, struct rf_dataset *ds, const char
 }
 
 /* The test set beside a .rfrec training set: the last "train" of its file name made
- * "t10k", else "test"; 0 with the path in out, or -ENOENT with the message. */
+ * "t10k", else "test"; 0 with the path in out, or -ENOENT with the message. t NULL
+ * (rf_train_inputs): no message, and no server asked whether an http:// one exists. */
 static int rf__beside(struct rf_trainer *t, const char *train, char *out, size_t len)
 {
 	static const char *const as[2] = { "t10k", "test" };
@@ -105,13 +108,18 @@ static int rf__beside(struct rf_trainer *t, const char *train, char *out, size_t
 	for (p = base; (p = strstr(p, "train")); p++)
 		hit = p;
 	if (!hit) {
-		rf__trainer_msg(t, "%s: no test set: its name has no \"train\" to find one "
-				"beside it by; name it (rf-train --test-data FILE.rfrec)", train);
+		if (t)
+			rf__trainer_msg(t,
+					"%s: no test set: its name has no \"train\" to find one "
+					"beside it by; name it (rf-train --test-data FILE.rfrec)",
+					train);
 		return -ENOENT;
 	}
 	for (int i = 0; i < 2; i++) {
 		snprintf(out, len, "%.*s%s%s", (int)(hit - train), train, as[i], hit + 5);
 		if (!strncmp(out, "http://", 7)) { /* does the server have it? */
+			if (!t)
+				continue;
 			struct rf_dataset probe;
 			if (rf_dataset_open_rfrec(&probe, out, 0) == 0) {
 				rf_dataset_close(&probe);
@@ -121,9 +129,11 @@ static int rf__beside(struct rf_trainer *t, const char *train, char *out, size_t
 			return 0;
 		}
 	}
-	rf__trainer_msg(t, "%s: no test set beside it: neither %.*st10k%s nor the same with "
-			"\"test\" exists (rf-train --test-data FILE.rfrec names one)", train,
-			(int)(hit - train), train, hit + 5);
+	if (t)
+		rf__trainer_msg(t,
+				"%s: no test set beside it: neither %.*st10k%s nor the same with "
+				"\"test\" exists (rf-train --test-data FILE.rfrec names one)",
+				train, (int)(hit - train), train, hit + 5);
 	return -ENOENT;
 }
 
@@ -136,14 +146,62 @@ static int rf__open_rfrec(struct rf_trainer *t, struct rf_dataset *ds, const cha
 	return ret;
 }
 
+/* A .rfrec training set (a local regular file or an http:// URL), not a directory. */
+static int rf__is_rfrec(const char *data)
+{
+	struct stat st;
+
+	return !strncmp(data, "http://", 7) || (stat(data, &st) == 0 && S_ISREG(st.st_mode));
+}
+
+/* paths[*n] = path, where path names a local file that is there. */
+static void rf__add_input(char (*paths)[RF_TRAIN_PATH_MAX], int *n, const char *path)
+{
+	struct stat st;
+
+	if (strncmp(path, "http://", 7) && stat(path, &st) == 0)
+		snprintf(paths[(*n)++], RF_TRAIN_PATH_MAX, "%s", path);
+}
+
+int rf_train_inputs(const struct rf_train_opts *o, char (*paths)[RF_TRAIN_PATH_MAX])
+{
+	const char *data = o->data_dir ? o->data_dir : RF_TRAIN_DEFAULT_DATA;
+	char p[RF_TRAIN_PATH_MAX];
+	int n = 0;
+
+	if (rf__is_rfrec(data)) {
+		rf__add_input(paths, &n, data);
+		if (o->test_data)
+			rf__add_input(paths, &n, o->test_data);
+		else if (rf__beside(NULL, data, p, sizeof(p)) == 0)
+			rf__add_input(paths, &n, p);
+		return n;
+	}
+	for (int i = o->eval_only ? 2 : 0; i < 4; i++) { /* raw and .gz: either may be read */
+		snprintf(p, sizeof(p), "%s/%s", data, rf__names[i]);
+		rf__add_input(paths, &n, p);
+		snprintf(p, sizeof(p), "%s/%s.gz", data, rf__names[i]);
+		rf__add_input(paths, &n, p);
+	}
+	return n;
+}
+
 int rf__open_data(struct rf_trainer *t)
 {
-	char p[4][600];
-	struct stat st;
+	char p[4][RF_TRAIN_PATH_MAX];
+	const char *url = NULL;
 	int ret;
 
-	if (!strncmp(t->data_dir, "http://", 7) ||
-	    (stat(t->data_dir, &st) == 0 && S_ISREG(st.st_mode))) {
+	if (!strncmp(t->data_dir, "https://", 8))
+		url = t->data_dir;
+	else if (t->o.test_data && !strncmp(t->o.test_data, "https://", 8))
+		url = t->o.test_data;
+	if (url) {
+		rf__trainer_msg(t, "%s: https is not supported: ringflow reads http:// URLs only "
+				"(serve the file over http, or copy it here)", url);
+		return -EPROTONOSUPPORT;
+	}
+	if (rf__is_rfrec(t->data_dir)) {
 		/* a .rfrec training set, and its test set named or beside it */
 		snprintf(p[0], sizeof(p[0]), "%s", t->data_dir);
 		if ((ret = rf__open_rfrec(t, &t->train_ds, p[0])) < 0)
@@ -161,6 +219,10 @@ int rf__open_data(struct rf_trainer *t)
 	} else {
 		if ((ret = rf__find_files(t, p)) < 0)
 			return ret;
+		if (t->o.eval_only) { /* the test set stands in for the training set */
+			memcpy(p[0], p[2], sizeof(p[0]));
+			memcpy(p[1], p[3], sizeof(p[1]));
+		}
 		ret = rf__open_pair(t, &t->train_ds, p[0], p[1]);
 		if (ret == 0)
 			ret = rf__open_pair(t, &t->test_ds, p[2], p[3]);

@@ -100,7 +100,7 @@ static int rf__open_cpus(struct rf_trainer *t)
 	for (r = 0; r < t->K; r++) {
 		ret = rf_cpu_open(t->eng, &co, &t->dev[r]);
 		if (ret < 0) {
-			rf__trainer_msg(t, "cannot open CPU device %u: %s", r, strerror(-ret));
+			rf__trainer_msg(t, "cannot open CPU device %u: %s", r, rf_last_error());
 			return ret;
 		}
 		t->ndev_open++;

@@ -143,6 +143,12 @@ static int rf__epoch(struct rf_trainer *t, struct rf_epoch_stats *st)
 	int ret;
 
 	memset(st, 0, sizeof(*st));
+	st->epoch = t->epochs_done + 1;     /* named by a failure, in training or evaluation */
+	if (t->o.eval_only) {
+		rf__trainer_msg(t, "this trainer was opened to evaluate only (opts.eval_only): "
+				"it has no training set");
+		return -EINVAL;
+	}
 	/* this epoch's rate (a constant schedule gives o.lr itself back); SGD's over K*P */
 	float lr = (float)rf_lr_at(&t->o.sched, t->o.lr, t->epochs_done);
 	t->opt.lr = lr / (t->o.adamw ? 1.0f : (float)(t->K * t->P));

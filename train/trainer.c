@@ -298,6 +298,16 @@ uint64_t rf_trainer_test_samples(const struct rf_trainer *t)
 	return t->test_view.count;
 }
 
+int rf_trainer_param_hash(struct rf_trainer *t, uint64_t *hash)
+{
+	int ret;
+
+	t->msg[0] = 0;
+	if ((ret = rf__params_hash(t, hash)) < 0)
+		rf__trainer_msg(t, "reading the parameters back failed: %s", strerror(-ret));
+	return rf__trainer_end(t, ret);
+}
+
 int rf_trainer_read_params(struct rf_trainer *t, unsigned r, float *dst)
 {
 	if (r >= t->K || !dst)

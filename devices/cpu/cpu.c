@@ -32,6 +32,30 @@ static int rf__online_cores(void)
 	}
 }
 
+#define RF__BLAS_THREADS_MAX 1024
+
+/* RF_BLAS_THREADS=N, OpenBLAS's threads at most: 0 and *cap (0 where unset), or
+ * -EINVAL with the message naming the variable (it was read with atoi: "abc", "-5" and
+ * "99999999999" were silently no cap). */
+static int rf__blas_threads_env(int *cap)
+{
+	const char *env = getenv("RF_BLAS_THREADS"), *p;
+	long v = 0;
+
+	*cap = 0;
+	if (!env)
+		return 0;
+	for (p = env; *p >= '0' && *p <= '9' && v <= RF__BLAS_THREADS_MAX; p++)
+		v = v * 10 + (*p - '0');
+	if (!*env || *p || v < 1 || v > RF__BLAS_THREADS_MAX)
+		return rf__fail(-EINVAL,
+				"RF_BLAS_THREADS=%s: expected an integer from 1 to %d (the "
+				"OpenBLAS threads at most), or the variable unset",
+				env, RF__BLAS_THREADS_MAX);
+	*cap = (int)v;
+	return 0;
+}
+
 void rf__cpu_policy_update(int delta_streams, int forced_threads)
 {
 	int cores = rf__online_cores(), t;
@@ -50,9 +74,8 @@ void rf__cpu_policy_update(int delta_streams, int forced_threads)
 	{
 		/* RF_BLAS_THREADS=N caps OpenBLAS's threads whatever the policy says (1 for
 		 * ThreadSanitizer runs: OpenBLAS's own thread handoffs are invisible to it). */
-		const char *env = getenv("RF_BLAS_THREADS");
-		int cap = env ? atoi(env) : 0;
-		if (cap > 0 && t > cap)
+		int cap;
+		if (rf__blas_threads_env(&cap) == 0 && cap > 0 && t > cap) /* checked at open */
 			t = cap;
 	}
 	if (t < 1)
@@ -245,13 +268,18 @@ int rf_cpu_open(struct rf_engine *e, const struct rf_cpu_opts *opts, struct rf_d
 	char nm[48];
 	int ret;
 
+	/* every failure leaves its message (rf_last_error): the trainer prints it */
 	if (!e || !out)
-		return -EINVAL;
+		return rf__fail(-EINVAL, "CPU device: an engine and an out pointer are required");
 	if (n + 1 > RF__MAX_STREAMS)
-		return -EINVAL;
+		return rf__fail(-EINVAL, "CPU device: %u compute streams, expected at most %d", n,
+				RF__MAX_STREAMS - 1);
+	int cap;
+	if ((ret = rf__blas_threads_env(&cap)) < 0)
+		return ret;
 	d = rf__device_new(e, &rf__cpu_iface, RF_DEVICE_CPU, rf__cpu_ordinal++);
 	if (!d)
-		return -ENOMEM;
+		return rf__fail(-ENOMEM, "CPU device: %s", strerror(ENOMEM));
 	for (i = 0; i < n; i++) {
 		struct rf_stream *s;
 		snprintf(nm, sizeof(nm), "%s/s%u", d->name, i);
@@ -275,5 +303,5 @@ fail:
 	for (i = d->nds; i-- > 0;)
 		rf_stream_destroy(d->ds[i].s);
 	rf__device_free(d);
-	return ret;
+	return rf__fail(ret, "CPU device: cannot start stream %s: %s", nm, strerror(-ret));
 }

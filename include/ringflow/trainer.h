@@ -23,6 +23,8 @@ extern "C" {
 #define RF_TRAIN_WINDOW_NONE 0xffffffffu   /* rf_train_opts.window: no window */
 #define RF_TRAIN_MAX_WINDOW 65536          /* largest finite window */
 #define RF_TRAIN_AUGMENT_PAD 4             /* opts.augment: the crop's zero padding */
+#define RF_TRAIN_PATH_MAX 4096             /* a data file's path, its NUL included */
+#define RF_TRAIN_MAX_INPUTS 8              /* rf_train_inputs' paths at most */
 
 struct rf_epoch_stats {
 	unsigned epoch;          /* 1-based: epochs completed including this one */
@@ -143,6 +145,10 @@ struct rf_train_opts {
 				    * if set; later calls go on from there */
 	rf_train_progress_fn progress;  /* optional */
 	void *progress_ctx;
+	int eval_only;             /* 1: only rf_trainer_evaluate is called (rf-infer): of a
+				    * directory of IDX files only the test set's two are
+				    * opened, and stand in for the training set too;
+				    * rf_trainer_epoch refuses (-EINVAL) */
 };
 
 struct rf_trainer;
@@ -157,7 +163,16 @@ int rf_trainer_create(struct rf_trainer **out, struct rf_engine *e,
 /* Waits for all work, frees everything, closes the devices. NULL ignored. */
 void rf_trainer_destroy(struct rf_trainer *t);
 
-/* Train one epoch and evaluate; fills *st. */
+/* The local files rf_trainer_create reads for opts, as it finds them, so that a caller
+ * can keep its outputs off them before anything runs: a .rfrec data_dir and its test
+ * set (test_data, or the one beside it); of a directory, each IDX file there, raw and
+ * .gz both where both are (either may be read). URLs and files that are not there are
+ * left out (rf_trainer_create reports those). Fills paths[0..n-1] (caller's, at least
+ * RF_TRAIN_MAX_INPUTS of them); returns n. */
+int rf_train_inputs(const struct rf_train_opts *opts, char (*paths)[RF_TRAIN_PATH_MAX]);
+
+/* Train one epoch and evaluate; fills *st. On failure (in training or in the
+ * evaluation after it) st->epoch still names the epoch that failed (1-based). */
 int rf_trainer_epoch(struct rf_trainer *t, struct rf_epoch_stats *st);
 /* Evaluate the test set with the current weights (accuracy and mean loss). */
 int rf_trainer_evaluate(struct rf_trainer *t, double *acc, double *loss);
@@ -179,6 +194,10 @@ struct rf_model *rf_trainer_replica(struct rf_trainer *t, unsigned r);
 uint64_t rf_trainer_batches(const struct rf_trainer *t);
 /* Records of the test set an evaluation reads (opts.test_limit applied). */
 uint64_t rf_trainer_test_samples(const struct rf_trainer *t);
+
+/* The FNV-1a 64 hash of replica 0's parameter block as it is now (the whole block,
+ * padding included: rf_epoch_stats.param_hash's). Waits for the writes pushed so far. */
+int rf_trainer_param_hash(struct rf_trainer *t, uint64_t *hash);
 
 /* Copy replica r's parameters (spec->numel floats, the whole block, padding included)
  * into dst (caller's). Waits for the writes pushed so far. */

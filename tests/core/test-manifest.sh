@@ -3,7 +3,9 @@
 # a directory through the ring, hashes each on worker streams with a small recycled
 # buffer pool, and writes a manifest; it must equal sha256sum's output for the same
 # files (sizes around the SHA block and chunk boundaries, an empty file, nested
-# directories), written atomically; a missing directory is a clear error, exit 1.
+# directories), written atomically; a missing directory is a clear error, exit 1, and
+# leaves OUT as it was; OUT must be a regular file, OUT.tmp new; every number has a
+# range; --help and a full stdout.
 set -eu
 exe=$1
 command -v sha256sum >/dev/null || exit 77
@@ -31,4 +33,58 @@ if "$exe" "$d/nonexistent" 2> "$d/err"; then exit 1; fi
 grep -q "nonexistent" "$d/err"
 if "$exe" --chunk zero "$d/in" 2> "$d/err"; then exit 1; fi
 grep -q -- "--chunk" "$d/err"
-echo "manifest matches sha256sum for $(wc -l < "$d/expect") files"
+# OUT is replaced only by a whole manifest of a run without errors: a walk that fails
+# (it renamed an empty OUT.tmp over OUT) and a read that fails leave it as it was
+cp "$d/manifest" "$d/keep"
+if "$exe" "$d/nonexistent" "$d/manifest" 2> "$d/err"; then exit 1; fi
+cmp -s "$d/keep" "$d/manifest" || { echo "a failed walk replaced OUT"; exit 1; }
+grep -q "not written" "$d/err" || { cat "$d/err"; exit 1; }
+if RF_FAULT_INJECT=eio=1 "$exe" "$d/in" "$d/manifest" 2> "$d/err"; then exit 1; fi
+cmp -s "$d/keep" "$d/manifest" || { echo "a failed read replaced OUT"; exit 1; }
+test ! -e "$d/manifest.tmp"
+# OUT must be a regular file (as root, the rename replaced a device node: /dev/null
+# itself); OUT.tmp is created new, so a FIFO there (it hung), a link or another run's
+# file is refused, and left alone
+fails() { # fails CODE TEXT args...: exit CODE within 20 s, one stderr line with TEXT
+	code=$1 text=$2; shift 2
+	rc=0
+	timeout 20 "$exe" "$@" > "$d/out" 2> "$d/err" || rc=$?
+	[ $rc = "$code" ] && [ "$(wc -l < "$d/err")" -eq 1 ] && grep -qF -- "$text" "$d/err" ||
+		{ echo "rf-manifest $*: exit $rc (want $code), stderr: $(cat "$d/err")"; exit 1; }
+}
+node=/dev/null
+[ "$(id -u)" = 0 ] && mknod "$d/null" c 1 3 2>/dev/null && node=$d/null
+fails 1 "$node: is not a regular file (a character device)" "$d/in" "$node"
+[ -c "$node" ] || { echo "rf-manifest replaced the device node $node"; exit 1; }
+mkfifo "$d/f.tmp"
+fails 1 "$d/f.tmp: exists" "$d/in" "$d/f"
+[ -p "$d/f.tmp" ] && ! [ -e "$d/f" ] || { echo "rf-manifest touched f.tmp or made f"; exit 1; }
+echo keep > "$d/target"
+ln -s "$d/target" "$d/l.tmp"
+fails 1 "$d/l.tmp: exists" "$d/in" "$d/l"
+[ "$(cat "$d/target")" = keep ] || { echo "rf-manifest wrote through a link"; exit 1; }
+mkdir "$d/dirout"
+fails 1 "$d/dirout: is not a regular file (a directory)" "$d/in" "$d/dirout"
+fails 1 "is not a writable directory" "$d/in" "$d/nodir/m"
+# every number bounded, with its range in the message (--buffers 2^62 crashed,
+# --chunk 2^63-1 exited 1 silently, --workers 10^20 was taken); --help is not an error
+for o in "--workers 64" "--chunk 67108864" "--buffers 4096"; do
+	opt=${o% *} max=${o#* }
+	for v in 0 $((max + 1)) 99999999999999999999 4611686018427387904 -1 " 1" 1x x ""; do
+		fails 2 "$opt: got '$v', expected an integer from 1 to $max" $opt "$v" "$d/in"
+	done
+	fails 2 "$opt needs a value" "$d/in" $opt
+done
+fails 2 "1088 MiB of buffers, expected at most 1024 MiB" --chunk 67108864 --buffers 17 "$d/in"
+fails 2 "--bogus: unknown option" --bogus "$d/in"
+fails 2 "unexpected argument" "$d/in" "$d/m1" "$d/m2"
+"$exe" --help > "$d/out" 2> "$d/err" && grep -q "^usage: rf-manifest" "$d/out" && ! [ -s "$d/err" ] ||
+	{ echo "rf-manifest --help: $(cat "$d/err")"; exit 1; }
+# a manifest (or the usage) that cannot be written to stdout is an error (it exited 0)
+if [ -w /dev/full ]; then
+	for a in --help "$d/in"; do
+		! "$exe" $a > /dev/full 2> "$d/err" || { echo "rf-manifest $a >/dev/full: exit 0"; exit 1; }
+		grep -q "stdout: No space left on device" "$d/err" || { cat "$d/err"; exit 1; }
+	done
+fi
+echo "manifest matches sha256sum for $(wc -l < "$d/expect") files; OUT kept on errors"

@@ -140,6 +140,10 @@ class Server6(Server):
 
 try:
     run("make", d)
+    # a URL without a host is said to be so (it said "(no path)"); no server needed
+    run("openfail", "http:///x.rfrec", "(no host)")
+    run("openfail", "http://:8080/x.rfrec", "(no host)")
+    run("openfail", "http://127.0.0.1:1", "(no path)")
     if not nginx_peer.binary():
         print("nginx not installed")
         sys.exit(77)

@@ -9,7 +9,8 @@
  *  - bad shapes, dtypes, aliasing and NULLs are refused at push time with -EINVAL and
  *    push nothing (batch norm's empty shapes too, which its kernels cannot take); bad
  *    tensor shapes and device names are refused too.
- *  - CUDA without a GPU: rf_cuda_count() is 0 and rf_cuda_open fails cleanly. */
+ *  - CUDA without a GPU: rf_cuda_count() is 0 and rf_cuda_open fails cleanly.
+ *  - RF_BLAS_THREADS that is not an integer 1..1024: rf_cpu_open refuses, naming it. */
 #include "test-device-suite.h"
 
 static int ran;
@@ -194,6 +195,32 @@ int main(void)
 		CHECK(!strcmp(rf_device_name(x), "cpu:3"));
 		rf_device_close(x);
 		fprintf(stderr, "device names: ok\n");
+	}
+	{
+		/* RF_BLAS_THREADS: junk, a sign, overflow, 0 and past 1024 are refused naming
+		 * the variable (they were read with atoi and ignored); a number is taken */
+		static const char *const bad[] = { "abc", "-5", "99999999999", "", "0", "1025",
+						   " 2", "2x" };
+		const char *was = getenv("RF_BLAS_THREADS");
+		char keep[32];
+		struct rf_device *x = NULL;
+		char want[64];
+		snprintf(keep, sizeof(keep), "%s", was ? was : "");
+		for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			setenv("RF_BLAS_THREADS", bad[i], 1);
+			CHECK_EQ(rf_cpu_open(e, NULL, &x), -EINVAL);
+			snprintf(want, sizeof(want), "RF_BLAS_THREADS=%s: expected an integer",
+				 bad[i]);
+			CHECK(strstr(rf_last_error(), want));
+		}
+		setenv("RF_BLAS_THREADS", "1", 1);
+		CHECK_OK(rf_cpu_open(e, NULL, &x));
+		rf_device_close(x);
+		if (was)
+			setenv("RF_BLAS_THREADS", keep, 1);
+		else
+			unsetenv("RF_BLAS_THREADS");
+		fprintf(stderr, "RF_BLAS_THREADS checked: ok\n");
 	}
 	rf_device_close(d);
 	rf_engine_destroy(e);

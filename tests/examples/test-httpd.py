@@ -128,6 +128,11 @@ try:
         st, h, body = request(port, "/small.bin", headers=[("Range", rng)])
         if st != want or body != data or h.get("content-range") != crange:
             fail("Range %s: %d %r, %d bytes" % (rng, st, h.get("content-range"), len(body)))
+    # two Range headers: which was meant? 400, not whichever came last
+    st, h, body = request(port, "/small.bin", headers=[("Range", "bytes=0-9"),
+                                                       ("Range", "bytes=10-19")])
+    if st != 400:
+        fail("two Range headers: %d, expected 400" % st)
     st, h, body = request(port, "/large.bin", headers=[("Range", "bytes=100000-900000")])
     if st != 206 or body != large[100000:900001]:
         fail("large range: %d" % st)

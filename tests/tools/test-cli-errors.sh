@@ -268,6 +268,55 @@ bad $R --checkpoint 1 "is a directory" --resume --checkpoint "$T/dir"
 bad $R --checkpoint 1 "is a character device" --resume --checkpoint "$dev"
 bad $R "$T/empty" 1 "file is empty" --resume --checkpoint "$T/empty"
 bad $R "$T/text" 1 "not a ringflow checkpoint" --resume --checkpoint "$T/text"
+# an output that is an input (--data, --test-data, the test set beside --data, an IDX
+# file of a --data directory, raw or .gz) is refused before anything runs, naming both
+if [ -e "$T/ok.rfrec" ]; then
+	cp "$T/ok.rfrec" "$T/in-train.rfrec" && cp "$T/ok.rfrec" "$T/in-t10k.rfrec" &&
+		cp "$T/ok.rfrec" "$T/in.tmp" && mkdir "$T/inx" && cp "$T/ok.rfrec" "$T/inx/model.json" ||
+		fail "copies of ok.rfrec"
+	Q="--data $T/in-train.rfrec"
+	bad $R --metrics 1 "$T/in-train.rfrec: the same file as an input (--data)" $Q \
+		--metrics "$T/in-train.rfrec"
+	bad $R --trace 1 "the same file as an input (the test set beside --data" $Q \
+		--trace "$T/./in-t10k.rfrec"
+	bad $R --checkpoint 1 "$T/in-t10k.rfrec: the same file as an input (the test set beside" \
+		$Q --checkpoint "$T/in-t10k.rfrec"
+	bad $R --metrics 1 "the same file as an input (--test-data)" $Q --test-data "$T/ok.rfrec" \
+		--metrics "$T/ok.rfrec"
+	bad $R --checkpoint 1 "$T/in.tmp: the same file as an input (--data)" \
+		--data "$T/in.tmp" --test-data "$T/ok.rfrec" --checkpoint "$T/in"
+	bad $R --export 1 "$T/inx/model.json: the same file as an input (--data)" \
+		--data "$T/inx/model.json" --test-data "$T/ok.rfrec" --export "$T/inx"
+	for f in in-train.rfrec in-t10k.rfrec in.tmp inx/model.json; do
+		cmp -s "$T/ok.rfrec" "$T/$f" || fail "a refused rf-train run changed its input $f"
+	done
+fi
+mkdir "$T/idx"
+for f in train-images-idx3-ubyte.gz train-labels-idx1-ubyte t10k-images-idx3-ubyte \
+	 t10k-labels-idx1-ubyte.gz; do
+	echo "$f" >"$T/idx/$f"
+done
+bad $R --metrics 1 "train-images-idx3-ubyte.gz: the same file as an input (a file of --data" \
+	--data "$T/idx" --metrics "$T/idx/train-images-idx3-ubyte.gz"
+bad $R --checkpoint 1 "t10k-labels-idx1-ubyte.gz): the same file as an input" \
+	--data "$T/idx/" --checkpoint "$T/idx/../idx/t10k-labels-idx1-ubyte.gz"
+bad $R --trace 1 "t10k-images-idx3-ubyte: the same file as an input" --data "$T/idx" \
+	--trace "$T/idx/t10k-images-idx3-ubyte"
+[ "$(cat "$T/idx/train-images-idx3-ubyte.gz")" = train-images-idx3-ubyte.gz ] ||
+	fail "a refused rf-train run changed an IDX file of --data"
+# --export DIR's own files: checked before training, not after it
+mkdir "$T/exf" "$T/exg"
+mkfifo "$T/exf/model.json" "$T/exg/params.rfck.tmp"
+bad $R --export 1 "$T/exf/model.json: is a FIFO" --export "$T/exf"
+bad $R --export 1 "$T/exg/params.rfck.tmp: is a FIFO" --export "$T/exg"
+# https is not read (it was taken for a directory of IDX files)
+bad $R --data 2 "https is not supported" --data https://127.0.0.1:1/x-train.rfrec
+bad $R --test-data 2 "https is not supported" --data "$T/ok.rfrec" --test-data https://h/t.rfrec
+# several processes: refused with the arguments, before MPI starts
+bad $R --hybridize 2 "one process only && not with --dist mpi" --hybridize --dist mpi
+# a bad short option inside a cluster is named itself, not its neighbour
+bad $R -x 2 "-x: unknown option" -xy
+bad $R -x 2 "-x: unknown option" --epochs 1 -xy
 # nothing was created by any refused run
 [ -z "$(ls "$T/dir")" ] && ! [ -e "$T/o1" ] && ! [ -e "$T/o2" ] && ! [ -e "$T/o3" ] &&
 	! [ -e "$T/ck" ] || fail "a refused rf-train run left a file: $(ls "$T" "$T/dir")"
@@ -361,6 +410,16 @@ bad $P --check 2 "missing value" --check
 bad $P --force 2 "takes no value" --force=1
 bad $P --help 2 "takes no value" --help=1
 bad $P --bogus 2 "unknown" --bogus
+# a bad short option inside a cluster is named itself (the previous argument was)
+bad $P -x 2 "-x: unknown option" -xy
+bad $P -x 2 "-x: unknown option" $I -xy
+bad $P -x 2 "-x: unknown option" --force -xy
+# a summary that cannot be written is an error (it exited 0)
+if [ -w /dev/full ]; then
+	timeout 20 "$EXE" --check "$T/ok.rfrec" >/dev/full 2>"$T/err"; rc=$?
+	[ $rc = 1 ] && grep -q "^rf-pack: stdout: No space left on device" "$T/err" ||
+		fail "rf-pack --check >/dev/full: exit $rc: $(cat "$T/err")"
+fi
 bad $P stray 2 "unexpected" $I $L -o "$T/x.rfrec" stray
 ! [ -e "$T/x.rfrec" ] && ! [ -e "$T/x.rfrec.tmp" ] && [ -p "$T/y.rfrec.tmp" ] ||
 	fail "a refused rf-pack run left or removed a file: $(ls "$T")"
@@ -461,6 +520,7 @@ ints $B --rate-iops 1 1000000000 $R
 ints $B --nrfiles 1 256 $R
 bad $B --nrfiles 2 "got 3, but 2 --file given" $R --file "$T/f64k.b" --nrfiles 3
 bad $B --file 2 "$T/f64k given twice" $R --file "$T/f64k"
+bad $B --file 2 "$T/f64k and $T/./f64k are the same file" $R --file "$T/./f64k"
 bad $B --file 2 "empty path" $R --file ""
 bad $B --file 1 "$T/f64k.0: cannot open for reading" $R --nrfiles 2
 bad $B --size 2 "got 8192 bytes for 3 files, less than one block of 4096" --file "$T/new" --nrfiles 3 --rw write --bs 4k --qd 1 --size 8k
@@ -492,7 +552,19 @@ bad $B --log-interval 2 "'0' && 1 && 3600000" $R --log-interval 0
 bad $B --log-interval 2 "value" $R --log-interval
 bad $B --log-prefix 2 "empty path" $R --log-interval 100 --log-prefix ""
 bad $B --log-prefix 2 "value" $R --log-interval 100 --log-prefix
-bad $B --log-interval 1 "$T/nodir/x.job0.csv && cannot write" $R --log-interval 100 --log-prefix "$T/nodir/x"
+bad $B --log-prefix 1 "$T/nodir/x.job0.csv: cannot create" $R --log-interval 100 --log-prefix "$T/nodir/x"
+# the log is checked before the run: never the file under test (it was truncated and
+# overwritten with the CSV), never a FIFO (fopen blocked on it)
+cp "$T/f64k" "$T/vict.job0.csv"
+bad $B --log-prefix 1 "$T/./vict.job0.csv is the same file as --file $T/vict.job0.csv" \
+	--file "$T/vict.job0.csv" --rw read --bs 4k --qd 1 --log-interval 100 --log-prefix "$T/./vict"
+cmp -s "$T/f64k" "$T/vict.job0.csv" || fail "rf-iobench --log-prefix wrote over its --file"
+mkfifo "$T/lf.job0.csv"
+bad $B --log-prefix 1 "$T/lf.job0.csv: is a FIFO" $R --log-interval 100 --log-prefix "$T/lf"
+mkdir "$T/lg.job1.csv"
+bad $B --log-prefix 1 "$T/lg.job1.csv: is a directory" $R --log-interval 100 --numjobs 2 \
+	--log-prefix "$T/lg"
+! [ -e "$T/lg.job0.csv" ] || fail "a refused rf-iobench run left $T/lg.job0.csv"
 bad $B --job 1 "$T/none.fio && cannot open" --job "$T/none.fio"
 bad $B --job 2 "empty path" --job ""
 bad $B --job 2 "value" --job
@@ -508,6 +580,18 @@ printf '[j\n' > "$T/j.fio"
 bad $B --job 1 "line 1 && expected [section-name]" --job "$T/j.fio"
 printf '[j]\ndirect=yes\n' > "$T/j.fio"
 bad $B --job 1 "line 2 && direct takes no value" --job "$T/j.fio"
+printf '[j]\nrw=read\0\n' > "$T/j.fio"                    # was "longer than 1022 characters"
+bad $B --job 1 "line 2: a NUL byte at column 8: not a text file" --job "$T/j.fio"
+{ printf '[j]\n; '; head -c 1100 /dev/zero | tr '\0' x; printf '\n'; } > "$T/j.fio"
+bad $B --job 1 "line 2: longer than 1022 characters" --job "$T/j.fio"
+# two jobs that log under one prefix would write one CSV: refused before either runs
+printf '[global]\nfilename=%s\nrw=read\nlog_avg_msec=100\nlog_prefix=%s\n[a]\n[b]\n' \
+	"$T/f64k" "$T/lp" > "$T/j.fio"
+bad $B --job 1 "[b] logs to $T/lp.job0.csv, as [a] does" --job "$T/j.fio"
+printf '[global]\nfilename=%s\nrw=read\nlog_avg_msec=100\n[a]\nlog_prefix=%s/lq\n[b]\nlog_prefix=%s/./lq\n' \
+	"$T/f64k" "$T" "$T" > "$T/j.fio"
+bad $B --job 1 "line 8: [b] logs to $T/./lq.job0.csv, as [a] does (line 6)" --job "$T/j.fio"
+! [ -e "$T/lp.job0.csv" ] && ! [ -e "$T/lq.job0.csv" ] || fail "a refused --job left a log"
 bad $B --job 1 "$fifo && is a FIFO" --job "$fifo"        # fopen() blocked here once
 bad $B --job 1 "$T && is a directory" --job "$T"          # was "no job section"
 # A job's value that its own process refuses is traced to the file, section, line and
@@ -527,6 +611,8 @@ for v in "0" "5x" " 1m"; do
 done
 bad $B --rate 2 "value" $R --rate
 bad $B --bogus 2 "unknown" --bogus
+bad $B -d 2 "-d: unknown option" $F --bs 4k --qd 1 -dy   # it named the previous argument
+bad $B --direct 2 "--direct: takes no value" $F --bs 4k --qd 1 --dir=1
 bad $B stray 2 "unexpected argument" $F --bs 4k --qd 1 stray
 export RF_FAULT_INJECT="eio=2"   # malformed: one line, the ring's, naming the variable
 bad $B RF_FAULT_INJECT 1 "eio=2 && fraction outside" $F --bs 4k --qd 1
@@ -551,13 +637,16 @@ done
 bad $I --bogus 2 "unknown option" "$T/ex" --bogus
 bad $I "export directory" 2 "expected the export directory"
 bad $I "more arguments" 2 "expected one export directory" "$T/ex" "$T/ex"
+bad $I DIR 2 "DIR: got '', an empty path" ""          # it looked for /model.json
+bad $I -x 2 "-x: unknown option" "$T/ex" --limit 5 -xy  # it named 5
+bad $I --data 2 "https is not supported" "$T/ex" --data https://h/t10k.rfrec
 bad $I "$T/ex/model.json" 1 "No such file" "$T/ex"
 bad $I "$T/text/model.json" 1 "Not a directory" "$T/text"
 mkdir "$T/ex/model.json"
 bad $I "$T/ex/model.json" 1 "is a directory, expected a regular file" "$T/ex"
 rmdir "$T/ex/model.json"
 mkfifo "$T/ex/model.json"
-bad $I "$T/ex/model.json" 1 "is a FIFO, expected a regular file" "$T/ex"
+bad $I "$T/ex/model.json" 1 "is a FIFO (named pipe), expected a regular file" "$T/ex"
 rm "$T/ex/model.json"
 printf 'not json' > "$T/ex/model.json"
 bad $I "$T/ex/model.json" 1 "not JSON at line 1" "$T/ex"
@@ -596,6 +685,13 @@ bad $H "127.0.0.1:$(cat "$T/port")" 1 "cannot listen" "$T/www" --port "$(cat "$T
 kill $busy 2>/dev/null
 fi
 
+# --help to a stdout that cannot be written (a full disk): exit 1, saying so (it was 0)
+if [ -w /dev/full ]; then
+	timeout 20 "$EXE" --help >/dev/full 2>"$T/err"; rc=$?
+	[ $rc = 1 ] && [ "$(wc -l <"$T/err")" -eq 1 ] &&
+		grep -q "^$WHICH: stdout: No space left on device" "$T/err" ||
+		fail "$WHICH --help >/dev/full: exit $rc: $(cat "$T/err")"
+fi
 [ -c "$dev" ] && [ -c /dev/null ] || fail "$dev or /dev/null is no longer a character device"
 
 # ---- every option in the tool's --help has cases above ----------------------------------

@@ -95,10 +95,21 @@ head -c 65536 /dev/zero >"$T/mine"
 one_line "$T/err"
 grep -q "removed" "$T/err" && fail "removed a file it did not create: $(cat "$T/err")"
 echo "ok: a file it did not create is kept: $(cat "$T/err")"
-# a signal mid-run
+# a signal mid-run. The shell starts a background job with SIGINT ignored, and a
+# signal ignored at start stays ignored (as under nohup): SIGINT is made the default
+# again for its run.
+dfl() { # dfl SIG COMMAND...: run COMMAND with SIG's default action
+	sig=$1; shift
+	if env --default-signal=$sig true 2>/dev/null; then
+		exec env --default-signal=$sig "$@"
+	fi
+	exec python3 -c 'import os, signal, sys
+signal.signal(getattr(signal, "SIG" + sys.argv[1]), signal.SIG_DFL)
+os.execv(sys.argv[2], sys.argv[2:])' "$sig" "$@"
+}
 for sig in TERM INT; do
-	"$IOB" --file "$T/sig" --rw randwrite --bs 4k --qd 8 --size 16m --runtime 30 \
-		>/dev/null 2>"$T/err" &
+	(dfl $sig "$IOB" --file "$T/sig" --rw randwrite --bs 4k --qd 8 --size 16m --runtime 30 \
+		>/dev/null 2>"$T/err") &
 	pid=$!
 	i=0
 	while ! [ -s "$T/sig" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
@@ -109,6 +120,19 @@ for sig in TERM INT; do
 	! [ -e "$T/sig" ] || fail "SIG$sig mid-run: the created file was left behind"
 	echo "ok: SIG$sig mid-run: exit $rc, the file it created is gone"
 done
+# ignored at start, SIGINT stays ignored (a handler for it would end the job)
+"$IOB" --file "$T/sig" --rw randwrite --bs 4k --qd 8 --size 16m --runtime 30 \
+	>/dev/null 2>"$T/err" &
+pid=$!
+i=0
+while ! [ -s "$T/sig" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+kill -INT $pid
+sleep 0.5
+kill -0 $pid 2>/dev/null || fail "an ignored SIGINT ended the run: $(cat "$T/err")"
+kill -TERM $pid
+wait $pid
+! [ -e "$T/sig" ] || fail "SIGTERM after an ignored SIGINT: the created file was left behind"
+echo "ok: an ignored SIGINT stays ignored"
 # a run that succeeds keeps its file
 "$IOB" --file "$T/keep" --rw write --bs 64k --qd 4 --size 1m >/dev/null 2>"$T/err" ||
 	fail "write: $(cat "$T/err")"

@@ -119,3 +119,27 @@ copy mlp nop
 rm "$T/nop/params.rfck"
 refused "$T/nop/params.rfck" "no such checkpoint file" "$T/nop"
 echo "ok: a flipped byte, another export's parameters, edited and truncated JSON and a missing file are refused"
+# rf-infer evaluates the t10k set only: a directory holding just its two files is
+# enough (it was refused for the missing training files), with the same result
+mkdir "$T/t10k"
+for f in t10k-images-idx3-ubyte t10k-labels-idx1-ubyte; do
+	for e in "" .gz; do
+		[ -e "$DATA/$f$e" ] && ln -s "$DATA/$f$e" "$T/t10k/$f$e"
+	done
+done
+"$INF" "$T/mlp" --data "$T/t10k" --limit 1000 --json >"$T/t10k.j" 2>"$T/err" ||
+	fail "rf-infer on a directory of the t10k files only: $(cat "$T/err")"
+[ "$(jget "$T/t10k.j" accuracy)" = "$(jget "$T/mlp.infer" accuracy)" ] ||
+	fail "rf-infer on the t10k files only: accuracy $(jget "$T/t10k.j" accuracy), with the whole set $(jget "$T/mlp.infer" accuracy)"
+echo "ok: rf-infer needs only the t10k files"
+# JSON has no NaN: weights blown up in the last step (--lr 1e6 --wd 10) give a loss
+# that overflows on the test set; rf-infer's --json says null (it printed -nan)
+"$RF" --data "$DATA" --limit 768 --epochs 1 --lr 1e6 --wd 10 --no-eval --quiet \
+	--export "$T/blown" >/dev/null 2>"$T/err" || fail "rf-train --lr 1e6 --wd 10: $(cat "$T/err")"
+"$INF" "$T/blown" --data "$DATA" --limit 1000 --json >"$T/blown.j" 2>"$T/err" ||
+	fail "rf-infer of the blown-up export: $(cat "$T/err")"
+python3 -c 'import json,sys
+def no(c): raise ValueError("JSON has no " + c)
+d = json.loads(open(sys.argv[1]).read(), parse_constant=no)
+assert d["loss"] is None, d["loss"]' "$T/blown.j" || fail "rf-infer --json of a NaN loss: $(cat "$T/blown.j")"
+echo "ok: rf-infer --json: a NaN loss is null"

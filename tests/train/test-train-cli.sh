@@ -11,7 +11,10 @@
 # with a barrier every batch, one with no window and no engine cap, and one with a
 # window of 1, a tiny cap and a barrier every 3 batches all write byte-for-byte the
 # checkpoint of the default run (and the same --json losses); --stats shows how far
-# each ran ahead. Skips (77) without Fashion-MNIST.
+# each ran ahead. Also: a non-finite loss is null in --json; param_hash is reported
+# when nothing was trained; a full stdout or --metrics file system is an error (exit
+# 1); a failed evaluation names its own epoch; SIGTERM/SIGHUP during checkpoints
+# leave no CKPT.tmp. Skips (77) without Fashion-MNIST.
 # usage: test-train-cli.sh path/to/rf-train
 RF=${1:?usage: $0 rf-train}
 DATA=${RF_FASHION_MNIST:-/usr/share/datasets/fashion-mnist}
@@ -148,6 +151,93 @@ done
 	fail "diverged run without a checkpoint: exit $rc: $(cat "$T/err")"
 grep -q "^epoch 2" "$T/out" && fail "a diverged run went on: $(cat "$T/out")"
 echo "ok: diverged run stops: $(cat "$T/err")"
+# JSON has no NaN: a test loss that overflowed (weights blown up by --lr 1e6 --wd 10 in
+# the epoch's last step) is null, and the object parses with a strict reader.
+"$RF" --data "$DATA" --limit 768 --test-limit 1000 --epochs 1 --lr 1e6 --wd 10 --quiet --json \
+	>"$T/nan.j" 2>"$T/err" || fail "overflowing run: $(cat "$T/err")"
+python3 -c 'import json,sys
+def no(c): raise ValueError("JSON has no " + c)
+d = json.loads(open(sys.argv[1]).read(), parse_constant=no)
+assert d["final_test_loss"] is None, d["final_test_loss"]' "$T/nan.j" ||
+	fail "--json with a non-finite test loss: $(cat "$T/nan.j")"
+echo "ok: a non-finite loss is null in --json"
+# param_hash is the weights' even when nothing is trained: --epochs 0, or a resumed run
+# already at --epochs, reports the hash of the weights it has (it printed 0 before)
+hash() { sed -n 's/.*"param_hash": "\([0-9a-f]*\)".*/\1/p' "$1"; }
+run --epochs 1 --json --quiet --checkpoint "$T/h.ckpt" >"$T/h1.j" 2>"$T/err" || fail "h1: $(cat "$T/err")"
+run --epochs 1 --json --quiet --checkpoint "$T/h.ckpt" --resume >"$T/h2.j" 2>"$T/err" ||
+	fail "h2: $(cat "$T/err")"
+run --epochs 0 --json --quiet --no-eval >"$T/h0.j" 2>"$T/err" || fail "h0: $(cat "$T/err")"
+[ -n "$(hash "$T/h1.j")" ] && [ "$(hash "$T/h2.j")" = "$(hash "$T/h1.j")" ] ||
+	fail "resumed at --epochs: param_hash $(hash "$T/h2.j"), the run's $(hash "$T/h1.j")"
+h0=$(hash "$T/h0.j")
+[ -n "$h0" ] && [ "$h0" != 0000000000000000 ] && [ "$h0" != "$(hash "$T/h1.j")" ] ||
+	fail "--epochs 0: param_hash '$h0'"
+echo "ok: param_hash of an untrained ($h0) and a resumed ($(hash "$T/h2.j")) run"
+# stdout that cannot be written (a full disk): exit 1 and one line saying so
+if [ -w /dev/full ]; then
+	run --epochs 1 --json --quiet >/dev/full 2>"$T/err"; rc=$?
+	[ $rc = 1 ] && grep -q "^rf-train: stdout: No space left on device" "$T/err" ||
+		fail "--json >/dev/full: exit $rc: $(cat "$T/err")"
+	echo "ok: --json on a full stdout: $(tail -1 "$T/err")"
+fi
+# A write error on --metrics (its file system full) ends the run with exit 1 naming
+# the file, rather than an empty CSV and exit 0: a tmpfs of one page, filled, in a
+# private mount namespace where one can be had.
+ns=""
+if [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then
+	ns="unshare -m"
+elif unshare -rm true 2>/dev/null; then
+	ns="unshare -rm"
+fi
+mkdir "$T/mnt"
+if [ -n "$ns" ] && $ns sh -c 'mount -t tmpfs -o size=4k none "$1"' sh "$T/mnt" 2>/dev/null; then
+	$ns sh -c 'mount -t tmpfs -o size=4k none "$1" || exit 99
+		head -c 4096 /dev/zero >"$1/fill" 2>/dev/null
+		shift
+		exec "$@"' sh "$T/mnt" "$RF" --data "$DATA" --limit 512 --test-limit 256 --epochs 1 \
+		--quiet --metrics "$T/mnt/m.csv" >"$T/out" 2>"$T/err"; rc=$?
+	[ $rc = 99 ] && fail "tmpfs mount failed in $ns"
+	[ $rc = 1 ] && [ "$(wc -l <"$T/err")" -eq 1 ] &&
+		grep -q -- "--metrics $T/mnt/m.csv: cannot write: No space left on device" "$T/err" ||
+		fail "--metrics on a full disk: exit $rc: $(cat "$T/err")"
+	echo "ok: --metrics on a full disk: $(cat "$T/err")"
+else
+	echo "note: no private mount namespace (unshare -m / -rm): full-disk --metrics not run"
+fi
+# A failed evaluation is named by the epoch it followed (it said "epoch 2" in a run
+# of one): the training files gzip'd (read into memory), the test set raw (read
+# through the ring, where RF_FAULT_INJECT=eio=1 fails every read).
+mkdir "$T/ev"
+ln -s "$DATA"/train-*-ubyte.gz "$T/ev/" 2>/dev/null || cp "$DATA"/train-* "$T/ev/"
+for f in t10k-images-idx3-ubyte t10k-labels-idx1-ubyte; do
+	gzip -dc "$DATA/$f.gz" >"$T/ev/$f" 2>/dev/null || cp "$DATA/$f" "$T/ev/$f"
+done
+if [ -e "$T/ev/train-images-idx3-ubyte.gz" ]; then
+	RF_FAULT_INJECT=eio=1 "$RF" --data "$T/ev" --limit 512 --test-limit 256 --epochs 1 --quiet \
+		>"$T/out" 2>"$T/err"; rc=$?
+	[ $rc = 1 ] && grep -q "^rf-train: epoch 1: evaluation failed" "$T/err" ||
+		fail "a failed evaluation in a 1-epoch run: exit $rc: $(cat "$T/err")"
+	echo "ok: a failed evaluation names its epoch: $(cut -c1-60 "$T/err")..."
+fi
+rm -rf "$T/ev"
+# SIGTERM or SIGHUP in a run that checkpoints after every batch (most of its time spent
+# in saves): the run ends of the signal, and never leaves CKPT.tmp behind (it did about
+# every other time). Each signal is sent once the checkpoint exists, mid-run.
+for sig in 15 1 15 1 15 1; do   # SIGTERM, SIGHUP
+	rm -f "$T/sig.ckpt" "$T/sig.ckpt.tmp"
+	"$RF" --data "$DATA" --limit 20000 --batch-size 16 --epochs 5 --no-eval --quiet \
+		--checkpoint "$T/sig.ckpt" --checkpoint-every 1 >/dev/null 2>"$T/err" &
+	pid=$!
+	i=0
+	while ! [ -e "$T/sig.ckpt" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done
+	kill -$sig $pid
+	wait $pid; rc=$?
+	[ $rc = $((128 + sig)) ] || fail "signal $sig mid-run: exit $rc: $(cat "$T/err")"
+	[ -e "$T/sig.ckpt.tmp" ] && fail "signal $sig mid-run left $T/sig.ckpt.tmp"
+	[ -s "$T/sig.ckpt" ] || fail "signal $sig mid-run: no checkpoint left"
+done
+echo "ok: SIGTERM/SIGHUP during --checkpoint-every: no CKPT.tmp left"
 # Barriers, windows and caps change timing, never results: every configuration writes
 # the default run's checkpoint byte for byte (2 epochs: across the epoch boundary too).
 async_run() { # name, options...
