@@ -14,13 +14,17 @@ static const char *const rf__names[4] = {
 	"t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte",
 };
 
-/* DIR/NAME or DIR/NAME.gz, whichever exists; -ENOENT if neither. */
+/* DIR/NAME or DIR/NAME.gz, whichever exists; -ENOENT if neither, -ENAMETOOLONG if
+ * the path does not fit out (cut short, it could name another file). */
 static int rf__find(const char *dir, const char *name, char *out, size_t len)
 {
-	snprintf(out, len, "%s/%s", dir, name);
+	int n = snprintf(out, len, "%s/%s", dir, name);
+
+	if (n < 0 || (size_t)n + 3 >= len)
+		return -ENAMETOOLONG;
 	if (access(out, R_OK) == 0)
 		return 0;
-	snprintf(out, len, "%s/%s.gz", dir, name);
+	memcpy(out + n, ".gz", 4);
 	return access(out, R_OK) == 0 ? 0 : -ENOENT;
 }
 
@@ -31,7 +35,13 @@ static int rf__find_files(struct rf_trainer *t, char p[4][RF_TRAIN_PATH_MAX])
 	int i;
 
 	for (i = t->o.eval_only ? 2 : 0; i < 4; i++) {
-		if (rf__find(t->data_dir, rf__names[i], p[i], sizeof(p[i])) < 0) {
+		int ret = rf__find(t->data_dir, rf__names[i], p[i], sizeof(p[i]));
+		if (ret == -ENAMETOOLONG) {
+			rf__trainer_msg(t, "--data: %s/%s.gz is longer than %d bytes", t->data_dir,
+					rf__names[i], RF_TRAIN_PATH_MAX - 1);
+			return ret;
+		}
+		if (ret < 0) {
 			rf__trainer_msg(t, "Fashion-MNIST not found: %s/%s.gz is missing; "
 					"install it with: apt-get install dataset-fashion-mnist",
 					t->data_dir, rf__names[i]);

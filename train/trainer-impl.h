@@ -49,7 +49,8 @@ struct rf__hybrid {
 
 struct rf_trainer {
 	struct rf_train_opts o;
-	char model_name[16], device_kind[8], data_dir[512], test_data[512];
+	char model_name[16], device_kind[8], data_dir[RF_TRAIN_PATH_MAX],
+	     test_data[RF_TRAIN_PATH_MAX];
 	struct rf_engine *eng;
 	const struct rf_model_spec *spec;
 	unsigned K;
@@ -84,7 +85,7 @@ struct rf_trainer {
 						 * checkpoint's; else 0) */
 	double carry_loss;                      /* their loss sum and correct count, summed */
 	uint64_t carry_corr;                    /* over every rank */
-	char ckpt_path[512];                    /* o.checkpoint's copy */
+	char ckpt_path[RF_TRAIN_PATH_MAX];      /* o.checkpoint's copy */
 	uint64_t stop_at;                       /* where o.max_steps stopped the last pass */
 	unsigned nstreams;                      /* compute streams per replica */
 	struct rf_optim opt;                    /* set per epoch: lr (SGD: over K*P, the sum

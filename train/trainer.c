@@ -10,9 +10,19 @@
 #include "trainer-impl.h"
 #include "ops.h"
 
-/* Copy opts (its strings too) and fill in the defaults. */
-static void rf__copy_opts(struct rf_trainer *t, const struct rf_train_opts *opts)
+/* Copy opts (its strings too) and fill in the defaults. A path longer than its copy
+ * can hold is refused (cut short, it could name another file). */
+static int rf__copy_opts(struct rf_trainer *t, const struct rf_train_opts *opts)
 {
+	static const char *const what[] = { "--data", "--test-data", "--checkpoint" };
+	const char *path[] = { opts->data_dir, opts->test_data, opts->checkpoint };
+
+	for (unsigned i = 0; i < 3; i++)
+		if (path[i] && strlen(path[i]) >= sizeof(t->data_dir)) {
+			rf__trainer_msg(t, "%s: a path of %zu bytes, expected fewer than %zu",
+					what[i], strlen(path[i]), sizeof(t->data_dir));
+			return -ENAMETOOLONG;
+		}
 	t->o = *opts;
 	snprintf(t->model_name, sizeof(t->model_name), "%s", opts->model ? opts->model : "mlp");
 	snprintf(t->device_kind, sizeof(t->device_kind), "%s", opts->device ? opts->device : "cpu");
@@ -31,6 +41,7 @@ static void rf__copy_opts(struct rf_trainer *t, const struct rf_train_opts *opts
 		t->o.lr = rf_model_spec(t->model_name) ? rf_model_spec(t->model_name)->default_lr : 0.1f;
 	if (t->o.init == RF_INIT_DEFAULT && rf_model_spec(t->model_name))
 		t->o.init = (enum rf_init)rf_model_spec(t->model_name)->default_init;
+	return 0;
 }
 
 /* The model, replica count, window and streams; -EINVAL with a message naming the
@@ -180,8 +191,8 @@ static int rf__setup(struct rf_trainer *t, const struct rf_train_opts *opts)
 {
 	int ret;
 
-	rf__copy_opts(t, opts);
-	if ((ret = rf__check_opts(t)) < 0 ||
+	if ((ret = rf__copy_opts(t, opts)) < 0 ||
+	    (ret = rf__check_opts(t)) < 0 ||
 	    (ret = rf__open_data(t)) < 0 ||
 	    (ret = rf__open_devices(t)) < 0 ||
 	    (ret = rf__make_replicas(t)) < 0 ||

@@ -58,6 +58,9 @@ expect 2 -- "--max-inflight" --max-inflight ""
 expect 2 -- "--stats: takes no value" --stats=1
 expect 2 -- "--max-inflight: needs a value" --max-inflight
 expect 1 "apt-get install dataset-fashion-mnist" --data "$T/nowhere"
+# a path longer than the trainer keeps is refused, not cut short (it could name another)
+long=$(printf '%04100d' 0 | tr 0 a)
+expect 1 -- "--data: a path of [0-9]* bytes, expected fewer than 4096" --data "$T/$long"
 "$RF" --help | grep -q -- "--devices K" || fail "--help"
 for o in "--window N" "--barrier-every N" "--max-inflight N" "--stats"; do
 	"$RF" --help | grep -q -- "$o" || fail "--help lacks $o"
