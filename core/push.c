@@ -30,9 +30,7 @@ static int rf__stream_ok(struct rf_engine *e, const struct rf_stream *s)
 
 	if (s == &e->inline_stream)
 		return 1;
-	if (s->eng != e)
-		return 0;
-	for (r = e->streams; r; r = r->next_registered)
+	for (r = e->streams; r; r = r->next_registered) /* s itself may be freed memory */
 		if (r == s)
 			return 1;
 	return 0;
@@ -68,10 +66,10 @@ static int rf__check_desc(struct rf_engine *e, const struct rf_op_desc *d, int s
 		if (d->stream == &e->async_stream)
 			return rf__fail(-EINVAL, "rf_engine_push: op '%s': the async stream runs "
 					"rf_async_fn ops (afn), not fn", name);
-		if (!rf__stream_ok(e, d->stream))
-			return rf__fail(-EINVAL, "rf_engine_push: op '%s': stream '%s' is not "
-					"registered with this engine", name,
-					d->stream->eng ? d->stream->name : "(never registered)");
+		if (!rf__stream_ok(e, d->stream)) /* never read it: it may be freed */
+			return rf__fail(-EINVAL, "rf_engine_push: op '%s': its stream is not "
+					"registered with this engine (another engine's, destroyed, "
+					"or never registered)", name);
 	}
 	return 0;
 }

@@ -102,10 +102,17 @@ int rf_engine_add_stream(struct rf_engine *e, struct rf_stream *s)
 	if (!s || !s->ops || !s->ops->enqueue || !s->ops->destroy)
 		return rf__fail(-EINVAL, "rf_engine_add_stream: %s", !s ? "s is NULL" : !s->ops ?
 				"s->ops is NULL" : "s->ops lacks enqueue or destroy");
+	if (s == &e->inline_stream || s == &e->async_stream || s == &e->graph_stream)
+		return rf__fail(-EEXIST, "rf_engine_add_stream: stream '%s' is one of the "
+				"engine's own", s->name);
 	for (r = e->streams; r; r = r->next_registered)
 		if (r == s)
 			return rf__fail(-EEXIST, "rf_engine_add_stream: stream '%s' is already "
 					"registered", s->name ? s->name : "");
+	if (s->eng && s->eng != e) /* its list link belongs to that engine's list */
+		return rf__fail(-EBUSY, "rf_engine_add_stream: stream '%s' belongs to another "
+				"engine (s->eng is set: zero a new struct rf_stream)",
+				s->name ? s->name : "");
 	s->eng = e;
 	s->id = e->next_stream_id++;
 	s->seq = 0;

@@ -25,15 +25,15 @@ static int rf__trace_file(const char *path)
 
 	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode))
 		return rf__fail(S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL,
-				"trace %s: is %s, expected a regular file", path,
+				"trace %s: is %s, expected a regular file (or /dev/null)", path,
 				S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ?
 				"a FIFO" : "not a regular file");
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_CLOEXEC, 0644);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return rf__fail(-errno, "trace %s: cannot create: %s", path, strerror(errno));
 	if (fstat(fd, &st) < 0 || (!S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode))) {
 		close(fd);
-		return rf__fail(-EINVAL, "trace %s: expected a regular file", path);
+		return rf__fail(-EINVAL, "trace %s: expected a regular file (or /dev/null)", path);
 	}
 	return fd;
 }
@@ -324,6 +324,10 @@ static int rf__trace_write(struct rf__trace *t)
 
 	if (fl >= 0)
 		(void)fcntl(t->fd, F_SETFL, fl & ~O_NONBLOCK);
+	/* the whole file is this trace: another writer of the same path (a second engine
+	 * traced there) may have written it since; the last to stop wins, whole */
+	if (ftruncate(t->fd, 0) == 0)
+		(void)lseek(t->fd, 0, SEEK_SET);
 	w.f = fdopen(t->fd, "w");
 	if (!w.f) {
 		ret = rf__fail(-errno, "cannot write trace %s: %s", t->path, strerror(errno));

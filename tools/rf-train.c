@@ -42,12 +42,14 @@
  * (rf_trainer_save, and all of an rf_trainer_epoch that saves inside the epoch) the
  * handler, in whichever thread it runs, only records the signal; the run then dies of
  * it as soon as no save is: at the next batch (the progress callback, between saves)
- * or when the call returns. Anywhere else the signal kills at once, as without a
- * handler: no CKPT.tmp of this run exists then. One atomic state decides, so that a
- * handler cannot let the process die just as a save begins. */
+ * or when the call returns; a second signal while it waits kills at once (a run stuck
+ * in a collective or a stalled read must still stop). Anywhere else the signal kills
+ * at once, as without a handler: no CKPT.tmp of this run exists then. One atomic state
+ * decides, so that a handler cannot let the process die just as a save begins; the
+ * signal is recorded before the state is read, so that guard_end cannot miss it. */
 enum { SIG_FREE, SIG_GUARDED, SIG_DYING };
 static int sig_state = SIG_FREE;
-static volatile sig_atomic_t sig_caught;
+static int sig_caught; /* __atomic: set by a handler in any thread */
 
 /* Die of sig now (its default action); state is SIG_DYING. */
 static void die_of(int sig)
@@ -59,12 +61,15 @@ static void die_of(int sig)
 static void on_signal(int sig)
 {
 	int saved = errno, st = SIG_FREE;
+	int earlier = __atomic_exchange_n(&sig_caught, sig, __ATOMIC_SEQ_CST);
 
 	if (__atomic_compare_exchange_n(&sig_state, &st, SIG_DYING, 0, __ATOMIC_SEQ_CST,
 					__ATOMIC_SEQ_CST))
 		die_of(sig);
-	else if (st == SIG_GUARDED)
-		sig_caught = sig;
+	else if (st == SIG_GUARDED && earlier) { /* the second: the user insists */
+		__atomic_store_n(&sig_state, SIG_DYING, __ATOMIC_SEQ_CST);
+		die_of(sig);
+	}
 	errno = saved;
 }
 
@@ -83,9 +88,11 @@ static void guard_begin(void)
  * run now. */
 static void guard_check(void)
 {
-	if (sig_caught) {
+	int sig = __atomic_load_n(&sig_caught, __ATOMIC_SEQ_CST);
+
+	if (sig) {
 		__atomic_store_n(&sig_state, SIG_DYING, __ATOMIC_SEQ_CST);
-		die_of(sig_caught);
+		die_of(sig);
 	}
 }
 

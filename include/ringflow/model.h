@@ -73,7 +73,6 @@ struct rf_param_spec {
 struct rf_model_spec {
 	const char *name;             /* "mlp", "lenet", "resnet18" */
 	float default_lr;             /* SGD's, at batch 256: 0.1, 0.2, 0.1 */
-	int default_init;             /* enum rf_init: kaiming, kaiming, uniform */
 	unsigned ntensors;            /* parameter tensors */
 	unsigned nlayers;             /* layers with parameters */
 	size_t numel;                 /* floats of all parameters */
@@ -86,6 +85,7 @@ struct rf_model_spec {
 	const struct rf_layer_info *info;
 	unsigned lfirst[RF_MODEL_MAX_LAYERS + 1]; /* layer l's tensors: lfirst[l] ..
 						   * lfirst[l+1]-1 */
+	int default_init;             /* enum rf_init: kaiming, kaiming, uniform */
 };
 
 /* The spec of "mlp", "lenet" or "resnet18"; NULL for another name. Static storage. */

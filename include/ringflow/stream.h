@@ -51,8 +51,8 @@ struct rf_stream {
 	int flush_queued;
 };
 
-/* Register a stream the caller allocated (ops, ctx, name, flags set); -EEXIST if it
- * already is. */
+/* Register a stream the caller allocated (ops, ctx, name, flags set; the fields
+ * below them zero). -EEXIST if it already is, -EBUSY if another engine has it. */
 int rf_engine_add_stream(struct rf_engine *e, struct rf_stream *s);
 /* Unregister (no op of it may be in flight). Does not call ops->destroy. */
 void rf_engine_remove_stream(struct rf_engine *e, struct rf_stream *s);

@@ -91,11 +91,26 @@ static void stream_args(struct rf_ring *r)
 		loose.name = "loose";
 		seed_error(e);
 		refused("stream never registered", rf_engine_push_simple(e, inc, &n, NULL, 0, &v,
-			1, &loose, "loose-op"), -EINVAL, "loose-op", "never registered");
+			1, &loose, "loose-op"), -EINVAL, "loose-op", "not registered");
 	}
 	seed_error(e);
 	refused("stream added twice", rf_engine_add_stream(e, w), -EEXIST, "already registered",
 		"mine");
+	seed_error(e);
+	refused("stream of another engine added", rf_engine_add_stream(e, w2), -EBUSY,
+		"belongs to another engine", NULL);
+	seed_error(e);
+	refused("the inline stream added", rf_engine_add_stream(e, rf_engine_inline_stream(e)),
+		-EEXIST, "one of the engine's own", NULL);
+	{
+		/* a push naming a destroyed stream is refused without reading it (ASan) */
+		struct rf_stream *gone;
+		CHECK_OK(rf_worker_stream_create(e, "gone", 0, &gone));
+		rf_stream_destroy(gone);
+		seed_error(e);
+		refused("stream destroyed", rf_engine_push_simple(e, inc, &n, NULL, 0, &v, 1, gone,
+			"late"), -EINVAL, "late", "not registered");
+	}
 	seed_error(e);
 	refused("variable of another engine", rf_engine_push_simple(e, inc, &n, &v2, 1, &v, 1,
 		NULL, "mixed"), -EINVAL, "reads[0]", "another engine");
@@ -296,6 +311,39 @@ static void trace_paths(struct rf_ring *r)
 		refused("trace to /dev/full", rf_engine_trace_stop(e), -ENOSPC, "/dev/full",
 			"cannot write trace");
 		rf_engine_destroy(e);
+	}
+
+	/* two engines tracing one path: the last to stop writes the whole file (both
+	 * wrote from offset 0 of one descriptor each: the tail of the longer stayed) */
+	{
+		struct rf_engine *a, *b;
+		struct rf_var *va, *vb;
+		int n = 0;
+		snprintf(p, sizeof(p), "%s/shared.json", dir);
+		o.trace_path = p;
+		CHECK_OK(rf_engine_create(&a, r, &o));
+		CHECK_OK(rf_engine_create(&b, r, &o));
+		CHECK_OK(rf_var_create(a, "va", &va));
+		CHECK_OK(rf_var_create(b, "vb", &vb));
+		for (int i = 0; i < 500; i++)
+			CHECK_OK(rf_engine_push_simple(a, inc, &n, NULL, 0, &va, 1, NULL, "a-op"));
+		CHECK_OK(rf_engine_push_simple(b, inc, &n, NULL, 0, &vb, 1, NULL, "b-op"));
+		CHECK_OK(rf_engine_wait_all(a));
+		CHECK_OK(rf_engine_wait_all(b));
+		CHECK_OK(rf_engine_trace_stop(a)); /* the long one first */
+		CHECK_OK(rf_engine_trace_stop(b));
+		rf_engine_destroy(a);
+		rf_engine_destroy(b);
+		CHECK((fd = open(p, O_RDONLY)) >= 0);
+		got = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		CHECK(got > 0);
+		buf[got] = 0;
+		CHECK(strstr(buf, "b-op") && !strstr(buf, "a-op"));
+		CHECK(strstr(buf, "traceEvents") &&
+		      !strstr(strstr(buf, "traceEvents") + 1, "traceEvents"));
+		CHECK(got >= 4 && strcmp(buf + got - 3, "]}\n") == 0);
+		printf("  two engines tracing one path: the last one's file, whole\n");
 	}
 
 	/* a mark's name may be freed at once: the trace keeps a copy */
