@@ -64,8 +64,8 @@ void rf_engine_destroy(struct rf_engine *e)
 	rf_engine_wait_idle(e);
 	rf__streams_destroy(e);
 	rf__vars_free(e);
-	if (e->trace)
-		rf__trace_close(e);
+	if (e->trace && rf__trace_close(e) < 0) /* nobody to return it to: said in the log */
+		rf__log(RF_LOG_ERROR, "%s", rf_last_error());
 	rf__ops_release(e);
 	rf__q_free_groups(e);
 	free(e);

@@ -332,7 +332,6 @@ static int rf__trace_write(struct rf__trace *t)
 	if (!w.f) {
 		ret = rf__fail(-errno, "cannot write trace %s: %s", t->path, strerror(errno));
 		close(t->fd);
-		rf__log(RF_LOG_ERROR, "%s", rf_last_error());
 		return ret;
 	}
 	qsort(t->ev, t->n, sizeof(*t->ev), rf__cmp_uid);
@@ -343,10 +342,8 @@ static int rf__trace_write(struct rf__trace *t)
 	ret = fflush(w.f) != 0 ? -errno : ferror(w.f) ? -EIO : 0;
 	if (fclose(w.f) != 0 && !ret)
 		ret = -errno;
-	if (ret < 0) { /* a full disk: the file is cut short */
+	if (ret < 0) /* a full disk: the file is cut short */
 		ret = rf__fail(ret, "cannot write trace %s: %s", t->path, strerror(-ret));
-		rf__log(RF_LOG_ERROR, "%s", rf_last_error());
-	}
 	return ret;
 }
 

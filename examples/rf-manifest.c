@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #include <ringflow/engine.h>
+#include <ringflow/log.h>
 #include <ringflow/ring-ops.h>
 
 /* ---- SHA-256 (FIPS 180-4) --------------------------------------------------------- */
@@ -525,7 +526,8 @@ int main(int argc, char **argv)
 	if ((ret = rf_ring_create(&ring, &(struct rf_ring_opts){ .entries = 64 })) < 0 ||
 	    (ret = rf_engine_create(&eng, ring, NULL)) < 0) {
 		if (ret != -EBADMSG) /* RF_FAULT_INJECT malformed: the ring said why */
-			fprintf(stderr, "rf-manifest: cannot set up the ring: %s\n", strerror(-ret));
+			fprintf(stderr, "rf-manifest: cannot set up the ring: %s\n",
+				rf_last_error()); /* RF_TRACE's, say */
 		return 1;
 	}
 	if (collect(dir, &files, &nfiles, &cap) < 0)
@@ -669,6 +671,12 @@ int main(int argc, char **argv)
 	}
 	for (i = 0; i < (size_t)nbufs; i++)
 		rf_var_destroy(eng, bufs[i].var, free, bufs[i].data, NULL);
+	rf_engine_wait_idle(eng);
+	/* RF_TRACE's file: a write error (a full disk) fails the run */
+	if ((ret = rf_engine_trace_stop(eng)) < 0 && ret != -ENOENT) {
+		fprintf(stderr, "rf-manifest: %s\n", rf_last_error());
+		status = 1;
+	}
 	rf_engine_destroy(eng);
 	rf_ring_destroy(ring);
 	free(workers);

@@ -165,7 +165,7 @@ int main(int argc, char **argv)
 	o.test_limit = c.limit;
 	o.eval_only = 1;     /* a directory's training files are not needed */
 	if ((ret = rf_ring_create(&ring, NULL)) < 0 || (ret = rf_engine_create(&eng, ring, NULL)) < 0) {
-		rf_cli_say(prog, "cannot create the ring or the engine: %s", strerror(-ret));
+		rf_cli_say(prog, "cannot create the ring or the engine: %s", rf_last_error());
 		goto out;
 	}
 	if (rf_trainer_create(&t, eng, &o) < 0) {
@@ -201,8 +201,14 @@ int main(int argc, char **argv)
 	rc = 0;
 out:
 	rf_trainer_destroy(t);
-	if (eng)
+	if (eng) { /* RF_TRACE's file: a write error (a full disk) fails the run */
+		rf_engine_wait_all(eng);
+		if ((ret = rf_engine_trace_stop(eng)) < 0 && ret != -ENOENT) {
+			rf_cli_say(prog, "%s", rf_last_error());
+			rc = 1;
+		}
 		rf_engine_destroy(eng);
+	}
 	rf_ring_destroy(ring);
 	return rc;
 }

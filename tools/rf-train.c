@@ -495,13 +495,13 @@ int main(int argc, char **argv)
 	}
 	eo.max_inflight = c.max_inflight;
 	if ((ret = rf_engine_create(&eng, ring, &eo)) < 0) {
-		rf_cli_say(prog, "cannot create the engine: %s", strerror(-ret));
+		rf_cli_say(prog, "cannot create the engine: %s", rf_last_error()); /* RF_TRACE? */
 		goto out;
 	}
 	/* Started here and stopped before the devices close, so that every stream's track
 	 * has its name (a trace written by rf_engine_destroy has lost them). */
 	if (c.trace && !c.dist && (ret = rf_engine_trace_start(eng, c.trace)) < 0) {
-		rf_cli_say(prog, "--trace %s: %s", c.trace, strerror(-ret));
+		rf_cli_say(prog, "--trace %s: %s", c.trace, rf_last_error());
 		goto out;
 	}
 	if (c.dist && (rc = start_dist(&c, eng, &comm)))
@@ -522,10 +522,11 @@ out:
 	}
 	free(run.secs);
 	free(run.sps);
-	if (eng && c.trace && c.rank == 0) {
+	if (eng && c.rank == 0) { /* --trace, or RF_TRACE's: a write error fails the run */
 		rf_engine_wait_all(eng);
-		if ((ret = rf_engine_trace_stop(eng)) < 0) {
-			rf_cli_say(prog, "--trace %s: %s", c.trace, strerror(-ret));
+		if ((ret = rf_engine_trace_stop(eng)) < 0 && ret != -ENOENT) {
+			rf_cli_say(prog, "%s%s%s%s", c.trace ? "--trace " : "", c.trace ? c.trace : "",
+				   c.trace ? ": " : "", rf_last_error());
 			rc = 1;
 		}
 	}

@@ -127,6 +127,26 @@ echo "ok: truncated checkpoint refused: $(cat "$T/err")"
 "$RF" --data "$DATA" --model lenet --limit 256 --epochs 1 --resume --checkpoint "$T/c.ckpt" >"$T/out" 2>"$T/err"; rc=$?
 [ $rc = 1 ] && grep -q "model" "$T/err" || fail "lenet from an mlp checkpoint: exit $rc: $(cat "$T/err")"
 echo "ok: other model refused: $(cat "$T/err")"
+# RF_TRACE (read by the engine) at a FIFO is refused at once, naming it (it hung at
+# the end of the run); on a full disk the run fails naming the trace (it said nothing,
+# exit 0); with --trace too, the message says RF_TRACE is already tracing.
+mkfifo "$T/trace.fifo" || fail mkfifo
+RF_TRACE="$T/trace.fifo" timeout 60 "$RF" --data "$DATA" --limit 256 --epochs 1 --quiet \
+	>/dev/null 2>"$T/err"; rc=$?
+[ $rc = 1 ] && grep -q "RF_TRACE: trace .*trace.fifo: is a FIFO" "$T/err" ||
+	fail "RF_TRACE at a FIFO: exit $rc: $(cat "$T/err")"
+if [ -w /dev/full ]; then
+	RF_TRACE=/dev/full "$RF" --data "$DATA" --limit 256 --epochs 1 --quiet >/dev/null \
+		2>"$T/err"; rc=$?
+	[ $rc = 1 ] && [ "$(wc -l <"$T/err")" -eq 1 ] &&
+		grep -q "cannot write trace /dev/full: No space left" "$T/err" ||
+		fail "RF_TRACE=/dev/full: exit $rc: $(cat "$T/err")"
+fi
+RF_TRACE="$T/rt.json" "$RF" --data "$DATA" --limit 256 --epochs 1 --quiet --trace "$T/t2.json" \
+	>/dev/null 2>"$T/err"; rc=$?
+[ $rc = 1 ] && grep -q "already tracing to .*rt.json (RF_TRACE set?)" "$T/err" ||
+	fail "RF_TRACE with --trace: exit $rc: $(cat "$T/err")"
+echo "ok: RF_TRACE at a FIFO, on a full disk, beside --trace"
 # A run that diverges (lr 1e6: the loss is NaN in the first epoch) stops with exit 1
 # and one line saying so; its checkpoint keeps the last good state byte for byte, at
 # an epoch's end and inside one (--checkpoint-every), and without --checkpoint too.
