@@ -367,7 +367,7 @@ static void on_signal(int sig)
 /* OUT before anything is read: a regular file or a new name in a directory that
  * exists (a rename over a FIFO or a device node would replace it), and no OUT.tmp
  * (another run's, or one that was killed). 0, or -1 with the message printed. */
-static int check_out(const char *out, const char *tmp)
+static int check_out(const char *out, const char *tmp, const char *walk)
 {
 	struct stat st;
 	const char *slash = strrchr(out, '/');
@@ -382,6 +382,18 @@ static int check_out(const char *out, const char *tmp)
 			"file or a new file's name\n", out, S_ISDIR(st.st_mode) ? "a directory" :
 			S_ISCHR(st.st_mode) ? "a character device" : S_ISBLK(st.st_mode) ?
 			"a block device" : S_ISFIFO(st.st_mode) ? "a FIFO" : "a special file");
+		return -1;
+	}
+	/* an existing OUT under DIR is one of the files hashed: replacing it would lose
+	 * it and list its old hash */
+	char *ro = realpath(out, NULL), *rd = realpath(walk, NULL);
+	size_t ld = rd ? strlen(rd) : 0;
+	int inside = ro && rd && !strncmp(ro, rd, ld) && (ro[ld] == '/' || rd[ld - 1] == '/');
+	free(ro);
+	free(rd);
+	if (inside) {
+		fprintf(stderr, "rf-manifest: %s: a file inside DIR %s, which the manifest "
+			"hashes: expected a file outside it\n", out, walk);
 		return -1;
 	}
 	if (lstat(tmp, &st) == 0) {
@@ -513,7 +525,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, "rf-manifest: out of memory\n");
 			return 1;
 		}
-		if (check_out(out, tmp_path) < 0)
+		if (check_out(out, tmp_path, dir) < 0)
 			return 1;
 		struct sigaction sa = { .sa_handler = on_signal, .sa_flags = SA_RESTART }, was;
 		sigemptyset(&sa.sa_mask);

@@ -232,7 +232,8 @@ static const char *opt_value(const struct section *g, const struct section *s, c
 
 /* Jobs that log (log_avg_msec) write PREFIX.job0.csv, ... with their log_prefix, or
  * their section's name: two with the same would write one file, together or one over
- * the other's. Refused before any job starts, naming both sections. */
+ * the other's; one whose log is the job file would overwrite it. Refused before any
+ * job starts, naming the sections. */
 static void check_log_prefixes(const char *path, const struct section *g,
 			       const struct section **jobs, unsigned njobs)
 {
@@ -241,6 +242,11 @@ static void check_log_prefixes(const char *path, const struct section *g,
 		if (!opt_value(g, jobs[a], "--log-interval", &lb))
 			continue;
 		const char *pa = opt_value(g, jobs[a], "--log-prefix", &la);
+		char own[700];
+		snprintf(own, sizeof(own), "%s.job0.csv", pa ? pa : jobs[a]->name);
+		if (rf_cli_same_file(own, path)) /* it was overwritten with the log */
+			die(1, "--job %s: line %d: [%s] logs to %s, the job file itself: expected "
+			    "another log_prefix", path, la, jobs[a]->name, own);
 		for (unsigned b = 0; b < a; b++) {
 			lb = jobs[b]->line;
 			int unused;

@@ -254,7 +254,7 @@ static void input_origin(const struct rf_train_opts *o, const char *data, const 
 /* Outputs that are inputs: rf_train_inputs lists the files the trainer will read
  * (the IDX files of a --data directory, raw and .gz; a .rfrec and its test set);
  * no output, nor a file written on the way to one (CKPT.tmp, the export's files), may
- * be one of them. 0 or the exit status. */
+ * be one of them, nor another option's output. 0 or the exit status. */
 static int check_inputs(const struct cli *c, const char *data)
 {
 	static const char *const exp_files[4] = { "params.rfck", "params.rfck.tmp",
@@ -302,6 +302,17 @@ static int check_inputs(const struct cli *c, const char *data)
 				 "another file", p, from);
 			ret = bad_path(out[j].opt, why);
 		}
+	/* and no two outputs of different options (the export's files against the
+	 * checkpoint, the CSV, the trace; check_paths compares those three) */
+	for (int j = 0; j < k && !ret; j++)
+		for (int i = 0; i < j && !ret; i++)
+			if (strcmp(out[i].opt, out[j].opt) &&
+			    rf_cli_same_file(out[i].path, out[j].path)) {
+				snprintf(why, sizeof(why), "%s: the same file as %s writes (%s), "
+					 "expected another file", out[j].path, out[i].opt,
+					 out[i].path);
+				ret = bad_path(out[j].opt, why);
+			}
 	free(in);
 	return ret;
 }

@@ -56,6 +56,12 @@ node=/dev/null
 [ "$(id -u)" = 0 ] && mknod "$d/null" c 1 3 2>/dev/null && node=$d/null
 fails 1 "$node: is not a regular file (a character device)" "$d/in" "$node"
 [ -c "$node" ] || { echo "rf-manifest replaced the device node $node"; exit 1; }
+# an existing OUT inside DIR is one of the files hashed: it was replaced, listed
+# with its old hash
+f1=$(cd "$d/in" && find . -type f | head -1)
+cp "$d/in/$f1" "$d/keep1"
+fails 1 "a file inside DIR" "$d/in" "$d/in/$f1"
+cmp -s "$d/keep1" "$d/in/$f1" || { echo "rf-manifest replaced an input file"; exit 1; }
 mkfifo "$d/f.tmp"
 fails 1 "$d/f.tmp: exists" "$d/in" "$d/f"
 [ -p "$d/f.tmp" ] && ! [ -e "$d/f" ] || { echo "rf-manifest touched f.tmp or made f"; exit 1; }

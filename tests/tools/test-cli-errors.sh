@@ -592,6 +592,12 @@ printf '[global]\nfilename=%s\nrw=read\nlog_avg_msec=100\n[a]\nlog_prefix=%s/lq\
 	"$T/f64k" "$T" "$T" > "$T/j.fio"
 bad $B --job 1 "line 8: [b] logs to $T/./lq.job0.csv, as [a] does (line 6)" --job "$T/j.fio"
 ! [ -e "$T/lp.job0.csv" ] && ! [ -e "$T/lq.job0.csv" ] || fail "a refused --job left a log"
+# a job whose log is its own job file (it was overwritten with the CSV, exit 0)
+printf '[a]\nfilename=%s\nrw=read\nbs=4k\nlog_avg_msec=100\nlog_prefix=%s/jl\n' "$T/f64k" "$T" \
+	> "$T/jl.job0.csv"
+cp "$T/jl.job0.csv" "$T/jl.keep"
+bad $B --job 1 "jl.job0.csv, the job file itself" --job "$T/jl.job0.csv"
+cmp -s "$T/jl.keep" "$T/jl.job0.csv" || fail "rf-iobench wrote its log over its job file"
 bad $B --job 1 "$fifo && is a FIFO" --job "$fifo"        # fopen() blocked here once
 bad $B --job 1 "$T && is a directory" --job "$T"          # was "no job section"
 # A job's value that its own process refuses is traced to the file, section, line and

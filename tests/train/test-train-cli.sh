@@ -127,6 +127,13 @@ echo "ok: truncated checkpoint refused: $(cat "$T/err")"
 "$RF" --data "$DATA" --model lenet --limit 256 --epochs 1 --resume --checkpoint "$T/c.ckpt" >"$T/out" 2>"$T/err"; rc=$?
 [ $rc = 1 ] && grep -q "model" "$T/err" || fail "lenet from an mlp checkpoint: exit $rc: $(cat "$T/err")"
 echo "ok: other model refused: $(cat "$T/err")"
+# One output named by two options: the export's files against the checkpoint and the
+# CSV (the export overwrote the checkpoint, exit 0; its --resume then failed).
+mkdir -p "$T/exp" || fail mkdir
+expect 1 "the same file as --checkpoint writes" --data "$DATA" --limit 256 --epochs 1 \
+	--export "$T/exp" --checkpoint "$T/exp/params.rfck"
+expect 1 "the same file as --metrics writes" --data "$DATA" --limit 256 --epochs 1 \
+	--export "$T/exp" --metrics "$T/exp/model.json"
 # RF_TRACE (read by the engine) at a FIFO is refused at once, naming it (it hung at
 # the end of the run); on a full disk the run fails naming the trace (it said nothing,
 # exit 0); with --trace too, the message says RF_TRACE is already tracing.
