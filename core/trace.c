@@ -183,7 +183,7 @@ void rf_engine_trace_mark(struct rf_engine *e, struct rf_stream *s, const char *
 	struct rf__trace *t = e->trace;
 	struct rf__trace_ev *ev;
 
-	if (!t)
+	if (!t || rf__gettid() != e->owner_tid) /* the trace is the reactor thread's */
 		return;
 	ev = rf__trace_ev_new(t);
 	if (!ev)

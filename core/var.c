@@ -14,6 +14,9 @@ int rf_var_create(struct rf_engine *e, const char *name, struct rf_var **out)
 	if (!e || !out)
 		return rf__fail(-EINVAL, "rf_var_create: %s is NULL", e ? "out" : "e");
 	*out = NULL;
+	int ret = rf__push_thread(e, "rf_var_create"); /* the engine's list of them */
+	if (ret < 0)
+		return ret;
 	v = calloc(1, sizeof(*v));
 	if (!v)
 		return rf__fail(-ENOMEM, "variable %s: out of memory", name ? name : "");

@@ -74,7 +74,9 @@ struct rf_engine_stats {
 	uint64_t graph_launches; /* rf_graph_launch calls (their ops count in pushed) */
 };
 
-/* Create an engine on ring (borrowed; must outlive the engine). */
+/* Create an engine on ring (borrowed; must outlive the engine). The calling thread is
+ * the engine's reactor thread: pushes, variables, waits and destruction happen on it
+ * (from another thread they are refused, -EPERM or -EDEADLK with a message). */
 int rf_engine_create(struct rf_engine **out, struct rf_ring *ring, const struct rf_engine_opts *opts);
 /* Waits for all ops, destroys streams still registered (in reverse order), writes the
  * trace if one is on, frees. Reactor thread, outside every op and callback: called
@@ -189,7 +191,8 @@ void rf_graph_destroy(struct rf_graph *g);
  * stop() writes the file and stops. Returns 0 or -errno. */
 int rf_engine_trace_start(struct rf_engine *e, const char *path);
 int rf_engine_trace_stop(struct rf_engine *e);
-/* Add an instant or complete event on a stream's track (for annotations). */
+/* Add an instant or complete event on a stream's track (for annotations; the name is
+ * copied). Reactor thread; from another thread it records nothing. */
 void rf_engine_trace_mark(struct rf_engine *e, struct rf_stream *s, const char *name,
 			  uint64_t t0_ns, uint64_t t1_ns);
 
