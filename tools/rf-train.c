@@ -348,10 +348,11 @@ static void print_json(const struct cli *c, const struct rf_trainer *t, const st
 	rf_cli_json_num(stdout, "%.6f", st->train_loss);
 	printf(", \"final_train_acc\": ");
 	rf_cli_json_num(stdout, "%.6f", st->train_acc);
+	/* -1: not evaluated (--no-eval): null, not a number that reads as one */
 	printf(", \"final_test_acc\": ");
-	rf_cli_json_num(stdout, "%.6f", st->test_acc);
+	rf_cli_json_num(stdout, "%.6f", st->test_acc < 0 ? NAN : st->test_acc);
 	printf(", \"final_test_loss\": ");
-	rf_cli_json_num(stdout, "%.6f", st->test_loss);
+	rf_cli_json_num(stdout, "%.6f", st->test_acc < 0 ? NAN : st->test_loss);
 	json_list(stdout, "epoch_seconds", run->secs, run->ran, "%.4f");
 	json_list(stdout, "epoch_samples_per_s", run->sps, run->ran, "%.1f");
 	if (c->stats)

@@ -111,6 +111,10 @@ fi
 head -1 "$T/m.csv" | grep -qx "epoch,train_loss,train_acc,test_acc,seconds,samples_per_s" || fail "csv header: $(head -1 "$T/m.csv")"
 [ "$(wc -l <"$T/m.csv")" -eq 3 ] || fail "csv rows: $(cat "$T/m.csv")"
 grep -q "^2," "$T/m.csv" || fail "csv epoch 2"
+if command -v python3 >/dev/null; then # not evaluated: null, not -1
+	run --epochs 1 --no-eval --json --quiet 2>/dev/null | python3 -c "import json,sys; d=json.load(sys.stdin); assert d['final_test_acc'] is None and d['final_test_loss'] is None" ||
+		fail "--no-eval --json: final_test_acc is not null"
+fi
 echo "ok: --json, --metrics, --checkpoint, --trace"
 
 run --epochs 3 --resume --metrics "$T/m.csv" --checkpoint "$T/c.ckpt" >"$T/out" 2>"$T/err" ||
