@@ -248,6 +248,11 @@ int rf_var_destroy(struct rf_engine *e, struct rf_var *v, void (*free_fn)(void *
 	if (!v || v->eng != e)
 		return rf__fail(-EINVAL, "rf_var_destroy: %s", v ? "a variable of another engine"
 								: "v is NULL");
+	if (stream && (stream == &e->async_stream || !rf__stream_ok(e, stream)))
+		return rf__fail(-EINVAL, "rf_var_destroy %s: %s", rf_var_name(v),
+				stream == &e->async_stream ? "the async stream runs rf_async_fn "
+				"ops, not the deletion" : "its stream is not registered with this "
+				"engine (another engine's, destroyed, or never registered)");
 	ctx = malloc(sizeof(*ctx));
 	if (!ctx)
 		return rf__fail(-ENOMEM, "rf_var_destroy: out of memory");

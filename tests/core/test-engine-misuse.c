@@ -82,7 +82,7 @@ static void stream_args(struct rf_ring *r)
 		rf_engine_async_stream(e), "fn-on-async"), -EINVAL, "fn-on-async", "async stream");
 	seed_error(e);
 	refused("var_destroy on the async stream", rf_var_destroy(e, v, NULL, NULL,
-		rf_engine_async_stream(e)), -EINVAL, "delete", "async stream");
+		rf_engine_async_stream(e)), -EINVAL, "rf_var_destroy v", "async stream");
 	seed_error(e);
 	refused("stream of another engine", rf_engine_push_simple(e, inc, &n, NULL, 0, &v, 1, w2,
 		"foreign"), -EINVAL, "foreign", "not registered with this engine");
