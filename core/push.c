@@ -18,7 +18,7 @@ uint64_t rf__gettid_slow(void)
 int rf__push_thread_refused(const char *what)
 {
 	return rf__fail(-EPERM, "%s from a thread other than the engine's reactor thread (from "
-			"inside a worker-stream op?): refused; push from the reactor thread, e.g. "
+			"inside a worker-stream op?): refused; call it on the reactor thread, e.g. "
 			"from the op's done callback", what);
 }
 

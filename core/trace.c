@@ -180,10 +180,10 @@ void rf__trace_record(struct rf_engine *e, struct rf_op *op)
 void rf_engine_trace_mark(struct rf_engine *e, struct rf_stream *s, const char *name,
 			  uint64_t t0_ns, uint64_t t1_ns)
 {
-	struct rf__trace *t = e->trace;
+	struct rf__trace *t;
 	struct rf__trace_ev *ev;
 
-	if (!t || rf__gettid() != e->owner_tid) /* the trace is the reactor thread's */
+	if (rf__gettid() != e->owner_tid || !(t = e->trace)) /* the reactor thread's */
 		return;
 	ev = rf__trace_ev_new(t);
 	if (!ev)

@@ -386,14 +386,17 @@ static int check_out(const char *out, const char *tmp, const char *walk)
 	}
 	/* an existing OUT under DIR is one of the files hashed: replacing it would lose
 	 * it and list its old hash */
-	char *ro = realpath(out, NULL), *rd = realpath(walk, NULL);
+	/* (a link at OUT is replaced, not what it leads to) */
+	char *ro = lstat(out, &st) == 0 && !S_ISLNK(st.st_mode) ? realpath(out, NULL) : NULL;
+	char *rd = realpath(walk, NULL);
 	size_t ld = rd ? strlen(rd) : 0;
 	int inside = ro && rd && !strncmp(ro, rd, ld) && (ro[ld] == '/' || rd[ld - 1] == '/');
 	free(ro);
 	free(rd);
 	if (inside) {
 		fprintf(stderr, "rf-manifest: %s: a file inside DIR %s, which the manifest "
-			"hashes: expected a file outside it\n", out, walk);
+			"hashes: expected a file outside it (remove an old manifest there "
+			"first)\n", out, walk);
 		return -1;
 	}
 	if (lstat(tmp, &st) == 0) {
@@ -538,7 +541,7 @@ int main(int argc, char **argv)
 	if ((ret = rf_ring_create(&ring, &(struct rf_ring_opts){ .entries = 64 })) < 0 ||
 	    (ret = rf_engine_create(&eng, ring, NULL)) < 0) {
 		if (ret != -EBADMSG) /* RF_FAULT_INJECT malformed: the ring said why */
-			fprintf(stderr, "rf-manifest: cannot set up the ring: %s\n",
+			fprintf(stderr, "rf-manifest: cannot set up the ring or the engine: %s\n",
 				rf_last_error()); /* RF_TRACE's, say */
 		return 1;
 	}
@@ -684,9 +687,12 @@ int main(int argc, char **argv)
 	for (i = 0; i < (size_t)nbufs; i++)
 		rf_var_destroy(eng, bufs[i].var, free, bufs[i].data, NULL);
 	rf_engine_wait_idle(eng);
-	/* RF_TRACE's file: a write error (a full disk) fails the run */
+	/* RF_TRACE's file: a write error (a full disk) fails the run -- after OUT was
+	 * published (the trace ends with the closes), so the message says so */
 	if ((ret = rf_engine_trace_stop(eng)) < 0 && ret != -ENOENT) {
-		fprintf(stderr, "rf-manifest: %s\n", rf_last_error());
+		fprintf(stderr, "rf-manifest: RF_TRACE: %s%s%s%s\n", rf_last_error(),
+			out && !status ? " (the manifest " : "", out && !status ? out : "",
+			out && !status ? " itself was written)" : "");
 		status = 1;
 	}
 	rf_engine_destroy(eng);

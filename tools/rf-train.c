@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -42,8 +43,8 @@
  * (rf_trainer_save, and all of an rf_trainer_epoch that saves inside the epoch) the
  * handler, in whichever thread it runs, only records the signal; the run then dies of
  * it as soon as no save is: at the next batch (the progress callback, between saves)
- * or when the call returns; a second signal while it waits kills at once (a run stuck
- * in a collective or a stalled read must still stop). Anywhere else the signal kills
+ * or when the call returns; another signal a second or more later kills at once (a
+ * run stuck in a collective or a stalled read must still stop). Anywhere else the signal kills
  * at once, as without a handler: no CKPT.tmp of this run exists then. One atomic state
  * decides, so that a handler cannot let the process die just as a save begins; the
  * signal is recorded before the state is read, so that guard_end cannot miss it. */
@@ -58,15 +59,32 @@ static void die_of(int sig)
 	raise(sig);     /* in a handler: delivered, and fatal, once the handler returns */
 }
 
+static int64_t sig_first_ms; /* __atomic: when the first waiting signal came */
+
+static int64_t now_ms(void) /* async-signal-safe */
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 static void on_signal(int sig)
 {
 	int saved = errno, st = SIG_FREE;
 	int earlier = __atomic_exchange_n(&sig_caught, sig, __ATOMIC_SEQ_CST);
+	int64_t t = now_ms(), t0 = 0;
 
+	if (!earlier)
+		__atomic_compare_exchange_n(&sig_first_ms, &t0, t, 0, __ATOMIC_SEQ_CST,
+					    __ATOMIC_SEQ_CST);
 	if (__atomic_compare_exchange_n(&sig_state, &st, SIG_DYING, 0, __ATOMIC_SEQ_CST,
 					__ATOMIC_SEQ_CST))
 		die_of(sig);
-	else if (st == SIG_GUARDED && earlier) { /* the second: the user insists */
+	else if (st == SIG_GUARDED && earlier &&
+		 t - __atomic_load_n(&sig_first_ms, __ATOMIC_SEQ_CST) >= 1000) {
+		/* another a second or more later: the user insists (a launcher's own
+		 * repeat, timeout(1) signalling child and group, comes at once) */
 		__atomic_store_n(&sig_state, SIG_DYING, __ATOMIC_SEQ_CST);
 		die_of(sig);
 	}
@@ -453,7 +471,8 @@ static int start_dist(struct cli *c, struct rf_engine *eng, struct rf_comm **com
 	snprintf(prog, sizeof(prog), "rf-train[rank %d]", c->rank);
 	if (c->rank == 0) {
 		if (c->trace && (ret = rf_engine_trace_start(eng, c->trace)) < 0) {
-			rf_cli_say(prog, "--trace %s: %s", c->trace, strerror(-ret));
+			rf_cli_say(prog, "--trace: %s", rf_last_error());
+			c->trace = NULL; /* not ours: a trace on now is RF_TRACE's */
 			return 1;
 		}
 		return 0;
@@ -502,7 +521,8 @@ int main(int argc, char **argv)
 	/* Started here and stopped before the devices close, so that every stream's track
 	 * has its name (a trace written by rf_engine_destroy has lost them). */
 	if (c.trace && !c.dist && (ret = rf_engine_trace_start(eng, c.trace)) < 0) {
-		rf_cli_say(prog, "--trace %s: %s", c.trace, rf_last_error());
+		rf_cli_say(prog, "--trace: %s", rf_last_error());
+		c.trace = NULL; /* not ours: a trace on now is RF_TRACE's */
 		goto out;
 	}
 	if (c.dist && (rc = start_dist(&c, eng, &comm)))

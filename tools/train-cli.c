@@ -260,7 +260,7 @@ static int check_inputs(const struct cli *c, const char *data)
 	static const char *const exp_files[4] = { "params.rfck", "params.rfck.tmp",
 						  "model.json", "model.json.tmp" };
 	char (*in)[RF_TRAIN_PATH_MAX] = calloc(RF_TRAIN_MAX_INPUTS, RF_TRAIN_PATH_MAX);
-	struct { const char *opt, *path; } out[8];   /* what the run writes */
+	struct { const char *opt, *path; } out[9];   /* what the run writes */
 	char why[9000], from[4200], p[4400];
 	char own[5][4200];
 	int n, k = 0, ret = 0;
@@ -283,6 +283,13 @@ static int check_inputs(const struct cli *c, const char *data)
 	if (c->trace) {
 		out[k].opt = "--trace";
 		out[k++].path = c->trace;
+	}
+	/* the engine truncates RF_TRACE's file when it is created (a checkpoint there was
+	 * lost before --resume could read it) */
+	const char *rt = getenv("RF_TRACE");
+	if (rt && *rt) {
+		out[k].opt = "RF_TRACE";
+		out[k++].path = rt;
 	}
 	for (int i = 0; c->export_dir && i < 4; i++) {
 		snprintf(own[1 + i], sizeof(own[1 + i]), "%s/%s", c->export_dir, exp_files[i]);

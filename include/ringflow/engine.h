@@ -89,7 +89,7 @@ void rf_engine_get_stats(const struct rf_engine *e, struct rf_engine_stats *st);
 int rf_engine_is_sync(const struct rf_engine *e);
 
 /* A new variable in *out. name (copied, may be NULL) is used in traces and errors.
- * Returns 0, or -ENOMEM (*out NULL). */
+ * Returns 0, or -ENOMEM, or -EPERM from a thread other than the reactor's (*out NULL). */
 int rf_var_create(struct rf_engine *e, const char *name, struct rf_var **out);
 const char *rf_var_name(const struct rf_var *v);
 

@@ -62,6 +62,11 @@ f1=$(cd "$d/in" && find . -type f | head -1)
 cp "$d/in/$f1" "$d/keep1"
 fails 1 "a file inside DIR" "$d/in" "$d/in/$f1"
 cmp -s "$d/keep1" "$d/in/$f1" || { echo "rf-manifest replaced an input file"; exit 1; }
+# a link outside DIR that leads into it is replaced itself, not what it leads to: fine
+ln -s "$d/in/$f1" "$d/outlink"
+"$exe" "$d/in" "$d/outlink" 2> "$d/err" || { echo "a link at OUT refused: $(cat "$d/err")"; exit 1; }
+[ -f "$d/outlink" ] && ! [ -L "$d/outlink" ] && cmp -s "$d/keep1" "$d/in/$f1" ||
+	{ echo "rf-manifest wrote through the link at OUT"; exit 1; }
 mkfifo "$d/f.tmp"
 fails 1 "$d/f.tmp: exists" "$d/in" "$d/f"
 [ -p "$d/f.tmp" ] && ! [ -e "$d/f" ] || { echo "rf-manifest touched f.tmp or made f"; exit 1; }
