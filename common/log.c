@@ -38,6 +38,22 @@ int rf__fail(int code, const char *fmt, ...)
 	return code;
 }
 
+int rf__fail_under(int code, const char *fmt, ...)
+{
+	char inner[RF__ERR_LEN];
+	size_t n;
+	va_list ap;
+
+	snprintf(inner, sizeof(inner), "%s", rf__last);
+	va_start(ap, fmt);
+	rf__vfail(code, fmt, ap);
+	va_end(ap);
+	n = strlen(rf__last);
+	if (snprintf(rf__last + n, sizeof(rf__last) - n, ": %s", inner) >= (int)(sizeof(rf__last) - n))
+		memcpy(rf__last + sizeof(rf__last) - 4, "...", 4); /* cut short: say so */
+	return code;
+}
+
 int rf__fail_into(char *buf, size_t len, int code, const char *fmt, ...)
 {
 	va_list ap;

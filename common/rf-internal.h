@@ -18,14 +18,19 @@ int rf__fail(int code, const char *fmt, ...) RF__PRINTF(2, 3);
 /* Hand one line to the log callback, if one is installed. */
 void rf__log(enum rf_log_level level, const char *fmt, ...) RF__PRINTF(2, 3);
 
+/* Like rf__fail, the message then ": " and the message a call under it left in
+ * rf_last_error(): return rf__fail_under(ret, "rf_engine_push_io") on a refusal of
+ * the ring's gives "rf_engine_push_io: rf_ring_submit(readv): ...". */
+int rf__fail_under(int code, const char *fmt, ...) RF__PRINTF(2, 3);
+
 /* Format into a caller's buffer (an object's last-error field) and also make it the
  * thread's rf_last_error(); returns code. */
 int rf__fail_into(char *buf, size_t len, int code, const char *fmt, ...) RF__PRINTF(4, 5);
 
 struct stat;
 
-/* file.c: what a file of mode m is, for messages: "a directory", "a FIFO (named
- * pipe)", "a socket", "a character device", "a block device", "a regular file" ... */
+/* file.c: what a file of mode m is, for messages: "a directory", "a FIFO", "a socket",
+ * "a character device", "a block device", "a regular file" ... */
 const char *rf__ftype(unsigned m);
 
 /* file.c: open(path, flags, mode) for a regular file only, without ever blocking: a

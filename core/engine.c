@@ -39,11 +39,9 @@ int rf_engine_create(struct rf_engine **out, struct rf_ring *ring, const struct 
 	rf__streams_init(e);
 	trace_path = opts && opts->trace_path ? opts->trace_path : getenv("RF_TRACE");
 	if (trace_path && *trace_path && (ret = rf__trace_open(e, trace_path)) < 0) {
-		char why[512];
-		snprintf(why, sizeof(why), "%s", rf_last_error());
 		free(e);
 		if (!(opts && opts->trace_path))
-			return rf__fail(ret, "RF_TRACE: %s", why);
+			return rf__fail_under(ret, "RF_TRACE");
 		return ret;
 	}
 	*out = e;

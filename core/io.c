@@ -82,11 +82,8 @@ int rf_engine_push_io(struct rf_engine *e, const struct rf_io_push *p)
 		return rf__fail(-EINVAL, "rf_engine_push_io: %s", p ? "unknown io.op" : "p is NULL");
 	const struct rf_io *io = &p->io;
 	int ret = rf_ring_check_io(e->ring, io);
-	if (ret < 0) { /* refused now, not later as the op's failure */
-		char why[512];
-		snprintf(why, sizeof(why), "%s", rf_last_error());
-		return rf__fail(ret, "rf_engine_push_io: %s", why);
-	}
+	if (ret < 0) /* refused now, not later as the op's failure */
+		return rf__fail_under(ret, "rf_engine_push_io");
 	size_t niov = io->iov ? io->iovcnt : 0;
 	size_t l1 = io->path ? strlen(io->path) + 1 : 0, l2 = io->path2 ? strlen(io->path2) + 1 : 0;
 	if (io->addr && io->addrlen > sizeof(struct sockaddr_storage))

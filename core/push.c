@@ -3,6 +3,7 @@
  * pushed mutations). Short ops on idle variables take the immediate path
  * (immediate.c). */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "graph-impl.h"
@@ -22,18 +23,23 @@ int rf__push_thread_refused(const char *what)
 			"from the op's done callback", what);
 }
 
-/* Whether s is one of e's streams an op may name: the inline stream, or one
- * registered with e (the async stream takes rf_async_fn ops, which it gets anyway). */
-static int rf__stream_ok(struct rf_engine *e, const struct rf_stream *s)
+/* A stream an fn op may name: the inline stream, or one registered with e (never the
+ * async stream, which runs rf_async_fn ops: those get it anyway). 0, or -EINVAL with
+ * the message "WHO: why"; s itself is never read (it may be freed memory). */
+static int rf__check_stream(struct rf_engine *e, const struct rf_stream *s, const char *who)
 {
 	const struct rf_stream *r;
 
 	if (s == &e->inline_stream)
-		return 1;
-	for (r = e->streams; r; r = r->next_registered) /* s itself may be freed memory */
+		return 0;
+	if (s == &e->async_stream)
+		return rf__fail(-EINVAL, "%s: the async stream runs rf_async_fn ops (afn), not "
+				"fn", who);
+	for (r = e->streams; r; r = r->next_registered)
 		if (r == s)
-			return 1;
-	return 0;
+			return 0;
+	return rf__fail(-EINVAL, "%s: its stream is not registered with this engine "
+			"(another engine's, destroyed, or never registered)", who);
 }
 
 /* special: an engine-made op (wait, deletion) may have no function. */
@@ -63,13 +69,9 @@ static int rf__check_desc(struct rf_engine *e, const struct rf_op_desc *d, int s
 			return rf__fail(-EINVAL, "rf_engine_push: op '%s': writes[%u] is %s", name, i,
 					d->writes[i] ? "a variable of another engine" : "NULL");
 	if (d->stream && !d->afn) {
-		if (d->stream == &e->async_stream)
-			return rf__fail(-EINVAL, "rf_engine_push: op '%s': the async stream runs "
-					"rf_async_fn ops (afn), not fn", name);
-		if (!rf__stream_ok(e, d->stream)) /* never read it: it may be freed */
-			return rf__fail(-EINVAL, "rf_engine_push: op '%s': its stream is not "
-					"registered with this engine (another engine's, destroyed, "
-					"or never registered)", name);
+		char who[128];
+		snprintf(who, sizeof(who), "rf_engine_push: op '%s'", name);
+		return rf__check_stream(e, d->stream, who);
 	}
 	return 0;
 }
@@ -248,11 +250,12 @@ int rf_var_destroy(struct rf_engine *e, struct rf_var *v, void (*free_fn)(void *
 	if (!v || v->eng != e)
 		return rf__fail(-EINVAL, "rf_var_destroy: %s", v ? "a variable of another engine"
 								: "v is NULL");
-	if (stream && (stream == &e->async_stream || !rf__stream_ok(e, stream)))
-		return rf__fail(-EINVAL, "rf_var_destroy %s: %s", rf_var_name(v),
-				stream == &e->async_stream ? "the async stream runs rf_async_fn "
-				"ops, not the deletion" : "its stream is not registered with this "
-				"engine (another engine's, destroyed, or never registered)");
+	if (stream) { /* named as this call (the push's check would say rf_engine_push) */
+		char who[128];
+		snprintf(who, sizeof(who), "rf_var_destroy %s", rf_var_name(v));
+		if ((ret = rf__check_stream(e, stream, who)) < 0)
+			return ret;
+	}
 	ctx = malloc(sizeof(*ctx));
 	if (!ctx)
 		return rf__fail(-ENOMEM, "rf_var_destroy: out of memory");

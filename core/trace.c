@@ -26,8 +26,7 @@ static int rf__trace_file(const char *path)
 	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode))
 		return rf__fail(S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL,
 				"trace %s: is %s, expected a regular file (or /dev/null)", path,
-				S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ?
-				"a FIFO" : "not a regular file");
+				rf__ftype(st.st_mode));
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return rf__fail(-errno, "trace %s: cannot create: %s", path, strerror(errno));

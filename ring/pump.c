@@ -165,9 +165,7 @@ static int rf__xfer_check(const char *fn, struct rf_ring *r, const struct rf_io_
 /* ret for fn, with the message of the ring call that failed under it. */
 static int rf__xfer_fail_in(const char *fn, int ret)
 {
-	char inner[256];
-	snprintf(inner, sizeof(inner), "%s", rf_last_error());
-	return rf__fail(ret, "%s: %s", fn, inner);
+	return rf__fail_under(ret, "%s", fn);
 }
 
 static struct rf__xfer *rf__xfer_new(struct rf_ring *r, int fd, enum rf_xfer_dir dir,
