@@ -138,12 +138,7 @@ echo "ok: an ignored SIGINT stays ignored"
 	fail "write: $(cat "$T/err")"
 [ "$(wc -c <"$T/keep")" -eq 1048576 ] || fail "a successful write run did not keep its 1 MiB file"
 # ENOSPC on a 1 MiB tmpfs, where a private mount namespace can be had
-ns=""
-if [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then
-	ns="unshare -m"
-elif unshare -rm true 2>/dev/null; then
-	ns="unshare -rm"
-fi
+. "$(dirname "$0")/../private-ns.sh"
 mkdir "$T/mnt"
 if [ -n "$ns" ] && $ns sh -c 'mount -t tmpfs -o size=1m none "$1"' sh "$T/mnt" 2>/dev/null; then
 	$ns sh -c '

@@ -218,12 +218,7 @@ fi
 # A write error on --metrics (its file system full) ends the run with exit 1 naming
 # the file, rather than an empty CSV and exit 0: a tmpfs of one page, filled, in a
 # private mount namespace where one can be had.
-ns=""
-if [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then
-	ns="unshare -m"
-elif unshare -rm true 2>/dev/null; then
-	ns="unshare -rm"
-fi
+. "$(dirname "$0")/../private-ns.sh"
 mkdir "$T/mnt"
 if [ -n "$ns" ] && $ns sh -c 'mount -t tmpfs -o size=4k none "$1"' sh "$T/mnt" 2>/dev/null; then
 	$ns sh -c 'mount -t tmpfs -o size=4k none "$1" || exit 99
