@@ -18,7 +18,7 @@
  *
  * rf-bench gemm [--reps R] [--threads T] [--inflight I] [--json]
  *   GEMM through the engine (ops pushed on a CPU compute stream, run by its worker
- *   thread) versus rf_k_gemm (cblas_sgemm) called directly in a loop, on the same
+ *   thread) versus rf__k_gemm (cblas_sgemm) called directly in a loop, on the same
  *   shapes and OpenBLAS threads: 2000^2, the MLP's (batch 256, 784-256-10) forward and
  *   backward GEMMs, and LeNet's im2col GEMMs. ratio = engine GFLOPS / direct GFLOPS.
  *
@@ -43,7 +43,7 @@
 #include <ringflow/device.h>
 #include <ringflow/tensor.h>
 #include <ringflow/ops.h>
-#include <ringflow/kernels.h>
+#include "kernels.h"   /* the CPU backend's own (devices/cpu): rf-bench links it */
 #include "bench.h"
 #include "bench-args.h"
 
@@ -233,13 +233,13 @@ int rf_bench_parallel(int argc, char **argv)
 		s1 = rf_device_stream(cpu, 0);
 		s2 = rf_device_stream(gpu, 0);
 		snprintf(mode, sizeof(mode), "cpu:0 %ld^2 (%d BLAS threads) || cuda:0 %ld^2", o.n,
-			 rf_k_blas_get_threads(), o.gpu_n);
+			 rf__k_blas_get_threads(), o.gpu_n);
 	} else {
 		BTRY(rf_cpu_open(b.e, &(struct rf_cpu_opts){ .streams = 2 }, &cpu));
 		s1 = rf_device_stream(cpu, 0);
 		s2 = rf_device_stream(cpu, 1);
 		snprintf(mode, sizeof(mode), "two CPU streams, %ld^2, %d BLAS thread(s) each", o.n,
-			 rf_k_blas_get_threads());
+			 rf__k_blas_get_threads());
 	}
 	rf_prng_create(b.e, 1, "x", &g);
 	x1 = rand_square(cpu, g, o.n, "x1");
@@ -339,7 +339,7 @@ int rf_bench_copy(int argc, char **argv)
 		BTRY(rf_cpu_open(b.e, &(struct rf_cpu_opts){ .streams = 1, .blas_threads = bt }, &dev));
 		cpu = dev;
 		snprintf(mode, sizeof(mode), "CPU: compute stream (%d BLAS threads) + memcpy copy stream, %ld^2",
-			 rf_k_blas_get_threads(), o.n);
+			 rf__k_blas_get_threads(), o.n);
 	}
 	sc = rf_device_stream(dev, 0);
 	sd = rf_device_d2h_stream(dev);
@@ -442,8 +442,8 @@ int rf_bench_gemm(int argc, char **argv)
 	BTRY(rf_cpu_open(b.e, &(struct rf_cpu_opts){ .blas_threads = (int)o.threads }, &d));
 	rf_prng_create(b.e, 3, "g", &g);
 	if (!o.json)
-		printf("gemm: engine (worker stream) vs direct rf_k_gemm, %d BLAS threads\n"
-		       "  %-22s %6s %6s %6s %9s %10s %10s %7s\n", rf_k_blas_get_threads(), "shape",
+		printf("gemm: engine (worker stream) vs direct rf__k_gemm, %d BLAS threads\n"
+		       "  %-22s %6s %6s %6s %9s %10s %10s %7s\n", rf__k_blas_get_threads(), "shape",
 		       "m", "n", "k", "calls", "direct GF", "engine GF", "ratio");
 	for (size_t si = 0; si < sizeof(gshapes) / sizeof(gshapes[0]); si++) {
 		const struct gshape *s = &gshapes[si];
@@ -468,7 +468,7 @@ int rf_bench_gemm(int argc, char **argv)
 			int lda = s->ta ? s->m : s->k, ldb = s->tb ? s->k : s->n;
 			t0 = now_s();
 			for (long i = 0; i < calls; i++)
-				rf_k_gemm(s->ta, s->tb, s->m, s->n, s->k, 1.0f, A->data, lda, B->data, ldb,
+				rf__k_gemm(s->ta, s->tb, s->m, s->n, s->k, 1.0f, A->data, lda, B->data, ldb,
 					  0.0f, C->data, s->n);
 			t = now_s() - t0;
 			td = t < td ? t : td;
@@ -488,7 +488,7 @@ int rf_bench_gemm(int argc, char **argv)
 				       "\"calls\":%ld,\"blas_threads\":%d,\"direct_gflops\":%s,"
 				       "\"engine_gflops\":%s,\"us_per_call_direct\":%.2f,"
 				       "\"us_per_call_engine\":%.2f,\"ratio\":%s}\n",
-				       s->name, s->m, s->n, s->k, calls, rf_k_blas_get_threads(),
+				       s->name, s->m, s->n, s->k, calls, rf__k_blas_get_threads(),
 				       BJ("%.2f", gd), BJ("%.2f", ge), td / calls * 1e6,
 				       te / calls * 1e6, BJ("%.4f", ge / gd));
 			else
@@ -604,7 +604,7 @@ static double tw_once(struct benv *b, struct rf_device *d, int w, struct tw *x, 
 {
 	double t0;
 
-	rf_k_blas_set_threads(blas);
+	rf__k_blas_set_threads(blas);
 	t0 = now_s();
 	for (int u = 0; u < x->units; u++) {
 		int k = layout ? u & 1 : 0;
@@ -635,7 +635,7 @@ int rf_bench_threads(int argc, char **argv)
 		return 1;
 	}
 	BTRY(rf_cpu_open(b.e, &(struct rf_cpu_opts){ .streams = 2, .blas_threads = -1 }, &d));
-	saved = rf_k_blas_get_threads();
+	saved = rf__k_blas_get_threads();
 	rf_prng_create(b.e, 4, "g", &g);
 	if (!o.json)
 		printf("threads: %d cores; the same work as 1 stream x %d BLAS threads, 2 streams x 1, "
@@ -686,7 +686,7 @@ int rf_bench_threads(int argc, char **argv)
 		if (rf_engine_wait_all(b.e) < 0)
 			return 1;
 	}
-	rf_k_blas_set_threads(saved);
+	rf__k_blas_set_threads(saved);
 	rf_prng_destroy(g);
 	BTRY(rf_engine_wait_all(b.e));
 	rf_device_close(d);

@@ -1,10 +1,10 @@
 /* bench/bench-flops.c -- rf-bench flops: the FLOP limit of a model on this CPU,
- * measured with ringflow's own GEMM (rf_k_gemm, one thread) at the model's shapes.
+ * measured with ringflow's own GEMM (rf__k_gemm, one thread) at the model's shapes.
  *
  * For every conv and dense layer of the model's table (model.h) at batch B, the three
  * GEMMs a training step makes -- forward, data gradient (not for a layer on the model's
  * input), weight gradient -- with the m x n x k the CPU kernels use (convs: images in
- * the im2col groups rf_k_conv2d_workspace_size chooses). Each GEMM is timed alone (best
+ * the im2col groups rf__k_conv2d_workspace_size chooses). Each GEMM is timed alone (best
  * of R repetitions, warm caches); their sum is the time one core would need for the
  * step's GEMMs and nothing else. The limit is B / that time x cores: the samples/s a
  * run could reach if everything besides the GEMMs were free and the cores never waited.
@@ -20,7 +20,7 @@
 
 #include "bench.h"
 #include "bench-args.h"
-#include <ringflow/kernels.h>
+#include "kernels.h"   /* the CPU backend's own (devices/cpu): rf-bench links it */
 #include <ringflow/model.h>
 
 static double now(void)
@@ -41,11 +41,11 @@ static double time_gemm(int m, int n, int k, int reps)
 		free(a), free(b), free(c);
 		return -1;
 	}
-	rf_k_rand_uniform(a, (size_t)m * k, 1, 0, -1, 1);
-	rf_k_rand_uniform(b, (size_t)k * n, 2, 0, -1, 1);
+	rf__k_rand_uniform(a, (size_t)m * k, 1, 0, -1, 1);
+	rf__k_rand_uniform(b, (size_t)k * n, 2, 0, -1, 1);
 	for (int r = 0; r < reps + 1; r++) {
 		double t0 = now();
-		rf_k_gemm(0, 0, m, n, k, 1.0f, a, k, b, n, 0.0f, c, n);
+		rf__k_gemm(0, 0, m, n, k, 1.0f, a, k, b, n, 0.0f, c, n);
 		double t = now() - t0;
 		if (r > 0 && t < best)
 			best = t;
@@ -98,8 +98,8 @@ int rf_bench_flops(int argc, char **argv)
 	const struct rf_model_spec *sp = rf_model_spec(model);
 	if (cores < 1)
 		cores = 1;
-	rf_k_blas_set_threads(1);
-	printf("rf-bench flops: %s, batch %ld, rf_k_gemm on one thread, best of %ld\n", model,
+	rf__k_blas_set_threads(1);
+	printf("rf-bench flops: %s, batch %ld, rf__k_gemm on one thread, best of %ld\n", model,
 	       batch, reps);
 	printf("%-4s %-8s %22s %22s %22s\n", "layer", "kind", "forward m x n x k", "data grad", "weight grad");
 	for (unsigned i = 0; i < sp->ntable; i++) {
@@ -111,10 +111,10 @@ int rf_bench_flops(int argc, char **argv)
 		if (l->kind == RF_LAYER_DENSE) {
 			m = (int)batch, n = l->out, k = c * (h ? h : 1) * (w ? w : 1);
 		} else if (l->kind == RF_LAYER_CONV) {
-			struct rf_k_conv2d cs = { (int)batch, c, h, w, l->out, l->k, l->k,
+			struct rf__conv2d cs = { (int)batch, c, h, w, l->out, l->k, l->k,
 						  l->stride, l->pad };
 			size_t per = ((size_t)c * l->k * l->k + (size_t)l->out) * (size_t)f->h * f->w * 4;
-			g = (int)(rf_k_conv2d_workspace_size(&cs) / per);
+			g = (int)(rf__k_conv2d_workspace_size(&cs) / per);
 			m = l->out, n = g * f->h * f->w, k = c * l->k * l->k;
 		} else {
 			continue;

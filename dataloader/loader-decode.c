@@ -1,6 +1,6 @@
 /* loader-decode.c -- decoding: rf_u8_to_f32 of a slot's staging into its f32 tensors
- * on the target devices (CUDA: the u8 batch and the labels are copied to the GPU
- * first and decoded there). */
+ * on the target devices (a device with memory of its own: the u8 batch and the
+ * labels are copied to it first and decoded there). */
 #include "loader-impl.h"
 
 /* Shard k of slot s on device k; CPU streams rotate with the batch number t. */
@@ -10,7 +10,7 @@ static int rf__decode_shard(struct rf_loader *l, struct rf__slot *s, unsigned k,
 	unsigned ns;
 	int ret;
 
-	if (l->cuda) {
+	if (l->remote) {
 		ret = rf_copy(NULL, s->ud[k], s->su[k]);
 		if (!ret)
 			ret = rf_u8_to_f32(NULL, s->x[k], s->ud[k], l->o.scale, l->o.mean, l->o.std);

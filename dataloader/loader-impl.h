@@ -69,7 +69,7 @@ struct rf__slot {
 	int32_t *lab;             /* cap labels */
 	struct rf_tensor *su[RF_LOADER_MAX_SHARDS];  /* u8 staging (host) */
 	struct rf_tensor *yh[RF_LOADER_MAX_SHARDS];  /* i32 labels (host) */
-	struct rf_tensor *ud[RF_LOADER_MAX_SHARDS];  /* CUDA: u8 on the device */
+	struct rf_tensor *ud[RF_LOADER_MAX_SHARDS];  /* remote: u8 on the device */
 	struct rf_tensor *x[RF_LOADER_MAX_SHARDS];   /* f32 on the device */
 	struct rf_tensor *y[RF_LOADER_MAX_SHARDS];   /* i32 on the device (CPU: == yh) */
 };
@@ -100,7 +100,9 @@ struct rf_loader {
 	struct rf_ring *ring;
 	const struct rf_dataset *ds;
 	struct rf_loader_opts o;
-	int mode, cuda, labels;
+	int mode, labels;
+	int remote;                    /* the devices' memory is not host memory: batches
+					* are staged on the host and copied over */
 	unsigned K, N;            /* shards (devices), full slots */
 	unsigned T, base;         /* shards per batch over all processes; our first */
 	size_t pb;                /* payload bytes */

@@ -13,7 +13,7 @@ static int rf__make_shard(struct rf_loader *l, struct rf__slot *s, unsigned si, 
 			  unsigned a, int nd, const int64_t *shape)
 {
 	struct rf_device *d = l->o.devices[i];
-	struct rf_device *hd = l->cuda ? l->host : d;
+	struct rf_device *hd = l->remote ? l->host : d;
 	char name[40];
 
 	snprintf(name, sizeof(name), "loader.u8[%u].%u", si, i);
@@ -22,7 +22,7 @@ static int rf__make_shard(struct rf_loader *l, struct rf__slot *s, unsigned si, 
 	rf_tensor_create(d, RF_F32, name, nd, shape, &s->x[i]);
 	if (!s->su[i] || !s->x[i])
 		return -ENOMEM;
-	if (l->cuda) {
+	if (l->remote) {
 		snprintf(name, sizeof(name), "loader.u8d[%u].%u", si, i);
 		rf_tensor_create(d, RF_U8, name, nd, shape, &s->ud[i]);
 		if (!s->ud[i])
@@ -34,7 +34,7 @@ static int rf__make_shard(struct rf_loader *l, struct rf__slot *s, unsigned si, 
 	rf_tensor_wrap(hd, s->lab + a, RF_I32, name, 1, shape, &s->yh[i]);
 	if (!s->yh[i])
 		return -ENOMEM;
-	if (!l->cuda) {
+	if (!l->remote) {
 		s->y[i] = s->yh[i];
 		return 0;
 	}
@@ -124,7 +124,7 @@ static int rf__slots_alloc(struct rf_loader *l)
 	return 0;
 }
 
-/* Touch the device tensors now (first-touch page faults, CUDA lazy mapping), so an
+/* Touch the device tensors now (first-touch page faults, a device's lazy mapping), so an
  * epoch's time is the loader's steady state. */
 static int rf__slots_touch(struct rf_loader *l)
 {

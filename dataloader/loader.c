@@ -80,7 +80,8 @@ static void rf__init(struct rf_loader *l, struct rf_engine *e, const struct rf_d
 	l->nbatches = l->nfull + (!opts->drop_last && l->count % opts->batch ? 1 : 0);
 }
 
-/* At least one batch; devices of this engine, all CPU or all CUDA; a CPU host. */
+/* At least one batch; devices of this engine, all in host memory or none; a host
+ * device for the staging. */
 static int rf__check_devices(struct rf_loader *l)
 {
 	const struct rf_loader_opts *opts = &l->o;
@@ -92,17 +93,21 @@ static int rf__check_devices(struct rf_loader *l)
 	for (i = 0; i < l->K; i++) {
 		if (rf_device_engine(opts->devices[i]) != l->e)
 			return rf__fail(-EINVAL, "loader: device %u belongs to another engine", i);
-		if (rf_device_kind(opts->devices[i]) == RF_DEVICE_CUDA)
-			l->cuda = 1;
+		if (!rf_device_host_memory(opts->devices[i]))
+			l->remote = 1;
 	}
-	if (l->cuda && l->K > 1)
+	if (l->remote && l->K > 1)
 		for (i = 0; i < l->K; i++)
-			if (rf_device_kind(opts->devices[i]) != RF_DEVICE_CUDA)
-				return rf__fail(-EINVAL, "loader: devices must be all CPU or all CUDA");
+			if (rf_device_host_memory(opts->devices[i]))
+				return rf__fail(-EINVAL, "loader: devices must all have host memory "
+						"(cpu) or none (%s is a host device, %s is not)",
+						rf_device_name(opts->devices[i]),
+						rf_device_name(opts->devices[i ? 0 : 1]));
 	l->host = opts->host ? opts->host : opts->devices[0];
-	if (rf_device_kind(l->host) != RF_DEVICE_CPU)
-		return rf__fail(-EINVAL, "loader: a CUDA target needs opts.host, an open CPU device "
-				"for the host staging tensors");
+	if (!rf_device_host_memory(l->host))
+		return rf__fail(-EINVAL, "loader: %s has memory of its own: it needs opts.host, an "
+				"open host device (cpu) for the host staging tensors",
+				rf_device_name(opts->devices[0]));
 	return 0;
 }
 

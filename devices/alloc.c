@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "device-impl.h"
+#include "backend-impl.h"
 
 #if RF_HAVE_JEMALLOC && !RF_SANITIZED
 #include <jemalloc/jemalloc.h>
@@ -182,7 +182,7 @@ struct rf__ext {
 struct rf_pinned {
 	void *base;
 	size_t size;
-	int registered;
+	const struct rf__backend *reg;   /* the backend that page-locked it, or NULL */
 	size_t in_use;
 	struct rf__ext *free_list;       /* sorted by offset, coalesced */
 };
@@ -217,7 +217,7 @@ int rf_pinned_create(size_t bytes, struct rf_pinned **out)
 	p->free_list->off = 0;
 	p->free_list->len = bytes;
 	p->free_list->next = NULL;
-	p->registered = rf__cuda_host_register(m, bytes);
+	p->reg = rf__host_register(m, bytes);
 	*out = p;
 	return 0;
 }
@@ -231,8 +231,7 @@ void rf_pinned_destroy(struct rf_pinned *p)
 	if (p->in_use)
 		rf__log(RF_LOG_WARN, "rf_pinned_destroy: %zu bytes still allocated from the arena",
 			p->in_use);
-	if (p->registered)
-		rf__cuda_host_unregister(p->base);
+	rf__host_unregister(p->reg, p->base);
 	munmap(p->base, p->size);
 	while ((x = p->free_list)) {
 		p->free_list = x->next;
@@ -243,7 +242,7 @@ void rf_pinned_destroy(struct rf_pinned *p)
 
 void *rf_pinned_base(const struct rf_pinned *p) { return p->base; }
 size_t rf_pinned_size(const struct rf_pinned *p) { return p->size; }
-int rf_pinned_is_registered(const struct rf_pinned *p) { return p->registered; }
+int rf_pinned_is_registered(const struct rf_pinned *p) { return p->reg != NULL; }
 size_t rf_pinned_in_use(const struct rf_pinned *p) { return p->in_use; }
 
 int rf_pinned_alloc(struct rf_pinned *p, size_t bytes, size_t align, void **out)

@@ -6,26 +6,30 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "device-impl.h"
+#include "backend-impl.h"
 
-struct rf_device *rf__device_new(struct rf_engine *e, const struct rf__device_iface *iface,
-				 enum rf_device_kind kind, int ordinal)
+struct rf_device *rf__device_new(struct rf_engine *e, const struct rf__backend *be, int ordinal)
 {
 	struct rf_device *d = calloc(1, sizeof(*d));
 
 	if (!d)
 		return NULL;
-	d->iface = iface;
+	d->be = be;
 	d->eng = e;
-	d->kind = kind;
+	d->kind = be->id;
 	d->ordinal = ordinal;
 	d->h2d = d->d2h = -1;
-	snprintf(d->name, sizeof(d->name), "%s:%d", iface->kind, ordinal);
-	d->mem.raw_alloc = iface->mem_alloc;
-	d->mem.raw_free = iface->mem_free;
+	snprintf(d->name, sizeof(d->name), "%s:%d", be->kind, ordinal);
+	d->mem.raw_alloc = be->mem_alloc;
+	d->mem.raw_free = be->mem_free;
 	d->mem.raw_ctx = d;
-	d->mem.host = kind == RF_DEVICE_CPU;
+	d->mem.host = be->hostmem;
 	return d;
+}
+
+int rf__hostmem(const struct rf_device *d)
+{
+	return d->be->hostmem;
 }
 
 void rf__device_free(struct rf_device *d)
@@ -88,12 +92,13 @@ void rf_device_close(struct rf_device *d)
 		rf__log(RF_LOG_WARN, "closing %s with %u tensors (%zu bytes) not freed",
 			d->name, d->live, d->mem.st.in_use);
 	rf__cache_fini(&d->mem);
-	if (d->iface->close)
-		d->iface->close(d);
+	if (d->be->close)
+		d->be->close(d);
 	free(d);
 }
 
 enum rf_device_kind rf_device_kind(const struct rf_device *d) { return d->kind; }
+int rf_device_host_memory(const struct rf_device *d) { return d->be->hostmem; }
 const char *rf_device_name(const struct rf_device *d) { return d->name; }
 struct rf_engine *rf_device_engine(const struct rf_device *d) { return d->eng; }
 int rf_device_ordinal(const struct rf_device *d) { return d->ordinal; }

@@ -1,10 +1,11 @@
-/* devices/op-impl.h -- the op builder shared by the ops files (op-builder.c):
- * collect the variables an op reads and writes, check its tensors, pick the
- * executing device and stream, push one engine op. Not installed. */
+/* devices/op-impl.h -- the op builder the front ends share (op.c): fill an op's
+ * operands from tensors while collecting the variables it reads and writes, pick the
+ * executing device and stream, ask its backend, size the workspace, push one engine
+ * op. Not installed. */
 #ifndef RF_OP_IMPL_H
 #define RF_OP_IMPL_H
 
-#include "device-impl.h"
+#include "backend-impl.h"
 
 /* a growable list of variables, 16 inline */
 struct rf__vl {
@@ -16,7 +17,7 @@ struct rf__vl {
 #define RF__MAXT 64
 
 struct rf__b {
-	struct rf__opctx *c;
+	struct rf__op *c;
 	const char *fn;                  /* public function name, for messages */
 	struct rf_tensor *ts[RF__MAXT];  /* every tensor, for the device check */
 	unsigned nt;
@@ -34,23 +35,36 @@ void rf__vl_fini(struct rf__vl *l);
 /* Record "fn: fmt..." as rf_last_error() and return -EINVAL. */
 int rf__bad(const char *fn, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* A builder holds one op context (extra bytes follow it) and its variable lists. */
-int rf__b_init(struct rf__b *b, const char *fn, int code, const char *name, size_t extra);
-void rf__b_tensor(struct rf__b *b, struct rf_tensor *t, int write); /* read or written */
-void rf__b_live(struct rf__b *b, struct rf_var *v); /* read: live hyperparameters' (NULL: none) */
-void rf__b_fail(struct rf__b *b);  /* drop the context and lists; nothing pushed */
+/* A builder holds one op (code; name for traces, NULL: the signature's) and its
+ * variable lists; nsum: RF__OP_SUM's inputs (else 0). */
+int rf__b_init(struct rf__b *b, const char *fn, enum rf__opcode code, const char *name,
+	       unsigned nsum);
+/* Operand slot t of the op (one of b->c->o's, or p.sum.in[i]) from tensor x (NULL:
+ * left out), read or written as the opcode's signature says. */
+void rf__b_set(struct rf__b *b, struct rf__tref *t, struct rf_tensor *x);
+/* A tensor the op reads or writes that is no operand (a host op's). */
+void rf__b_tensor(struct rf__b *b, struct rf_tensor *x, int write);
+/* A snapshot of x into t, without variables (copies of raw memory). */
+void rf__tref_of(struct rf__tref *t, const struct rf_tensor *x);
+void rf__b_var(struct rf__b *b, struct rf_var *v, int write); /* another variable (NULL: none) */
+void rf__b_fail(struct rf__b *b);  /* drop the op and lists; nothing pushed */
 /* Pick the executing device and stream (home: the output's device) and check that
  * every tensor is on it. */
 int rf__resolve(struct rf__b *b, struct rf_stream *s, struct rf_device *home);
-/* Resolve, then push the engine op; the builder is spent either way. */
+/* After rf__resolve: the backend runs it? its workspace; then the engine op. The
+ * builder is spent either way. */
+int rf__b_submit(struct rf__b *b, struct rf_stream *s);
+/* rf__resolve, then rf__b_submit. */
 int rf__b_push(struct rf__b *b, struct rf_stream *s, struct rf_device *home);
-/* The engine op's function and done callback (op contexts of every kind). */
+/* The engine op's function and done callback (ops of every kind). */
 int rf__op_fn(void *arg);
 void rf__op_done(void *arg, int status);
 
 /* Argument checks, each recording its message via rf__bad. */
 int rf__need(const char *fn, const char *what, const struct rf_tensor *t,
 	     enum rf_tdtype dt, int ndim);      /* ndim < 0: any */
+/* a float tensor (f32, bf16, f16) */
+int rf__need_float(const char *fn, const char *what, const struct rf_tensor *t, int ndim);
 int rf__same_numel(const char *fn, const struct rf_tensor *a, const struct rf_tensor *b);
 int rf__rows_cols(const struct rf_tensor *t, int *rows, int *cols);
 

@@ -33,34 +33,32 @@ void rf_prng_destroy(struct rf_prng *g)
 	}
 }
 
-static int rf__rand(struct rf_stream *s, const char *fn, int code, const char *name,
+static int rf__rand(struct rf_stream *s, const char *fn, enum rf__opcode code,
 		    struct rf_tensor *x, struct rf_prng *g, float a, float b2)
 {
 	struct rf__b b;
 
-	RF__TRY(rf__need(fn, "x", x, RF_F32, -1));
+	RF__TRY(rf__need_float(fn, "x", x, -1));
 	if (!g || g->eng != x->dev->eng)
 		return rf__bad(fn, "no generator, or one of another engine");
-	RF__TRY(rf__b_init(&b, fn, code, name, 0));
-	b.c->u.rand.x = x->data;
-	b.c->u.rand.n = x->numel;
-	b.c->u.rand.g = g;
-	b.c->u.rand.a = a;
-	b.c->u.rand.b = b2;
-	rf__b_tensor(&b, x, 1);
-	if (!b.err && rf__vl_add(&b.w, g->var) < 0)
-		b.err = -ENOMEM;
+	RF__TRY(rf__b_init(&b, fn, code, NULL, 0));
+	b.c->p.rand.n = x->numel;
+	b.c->p.rand.g = g;
+	b.c->p.rand.a = a;
+	b.c->p.rand.b = b2;
+	rf__b_set(&b, &b.c->o.rand.x, x);
+	rf__b_var(&b, g->var, 1);      /* the draw advances the generator */
 	return rf__b_push(&b, s, x->dev);
 }
 
 int rf_rand_uniform(struct rf_stream *s, struct rf_tensor *x, struct rf_prng *g, float lo,
 		    float hi)
 {
-	return rf__rand(s, "rf_rand_uniform", RF__RAND_UNIFORM, "rand_uniform", x, g, lo, hi);
+	return rf__rand(s, "rf_rand_uniform", RF__OP_RAND_UNIFORM, x, g, lo, hi);
 }
 
 int rf_rand_normal(struct rf_stream *s, struct rf_tensor *x, struct rf_prng *g, float mean,
 		   float std)
 {
-	return rf__rand(s, "rf_rand_normal", RF__RAND_NORMAL, "rand_normal", x, g, mean, std);
+	return rf__rand(s, "rf_rand_normal", RF__OP_RAND_NORMAL, x, g, mean, std);
 }

@@ -29,6 +29,8 @@ size_t rf_tdtype_size(enum rf_tdtype dt)
 	case RF_F32: return 4;
 	case RF_I32: return 4;
 	case RF_U8: return 1;
+	case RF_BF16: return 2;
+	case RF_F16: return 2;
 	}
 	return 0;
 }
@@ -39,6 +41,17 @@ const char *rf_tdtype_name(enum rf_tdtype dt)
 	case RF_F32: return "f32";
 	case RF_I32: return "i32";
 	case RF_U8: return "u8";
+	case RF_BF16: return "bf16";
+	case RF_F16: return "f16";
+	}
+	return "?";
+}
+
+const char *rf_layout_name(enum rf_layout layout)
+{
+	switch (layout) {
+	case RF_LAYOUT_ROWMAJOR: return "rowmajor";
+	case RF_LAYOUT_NHWC: return "nhwc";
 	}
 	return "?";
 }
@@ -113,15 +126,21 @@ static int rf__tensor_alloc(struct rf_device *d, enum rf_tdtype dt, const char *
 }
 
 static int rf__tensor_make(struct rf_device *d, struct rf_pinned *pin, void *ext,
-			   enum rf_tdtype dt, const char *name, int ndim, const int64_t *shape,
-			   struct rf_tensor **out)
+			   enum rf_tdtype dt, enum rf_layout lay, const char *name, int ndim,
+			   const int64_t *shape, struct rf_tensor **out)
 {
 	struct rf_tensor *t;
 	struct rf__storage *st;
-	int ret = rf__tensor_alloc(d, dt, name, ndim, shape, &t);
+	int ret;
 
+	*out = NULL;
+	if (lay != RF_LAYOUT_ROWMAJOR && (lay != RF_LAYOUT_NHWC || ndim != 4))
+		return rf__fail(-EINVAL, "tensor %s: layout %s needs 4 dimensions (n, c, h, w), "
+				"not %d", name ? name : "", rf_layout_name(lay), ndim);
+	ret = rf__tensor_alloc(d, dt, name, ndim, shape, &t);
 	if (ret < 0)
 		return ret;
+	t->layout = lay;
 	st = calloc(1, sizeof(*st));
 	if (!st) {
 		ret = rf__fail(-ENOMEM, "tensor %s: out of memory", t->name);
@@ -167,17 +186,24 @@ fail:
 int rf_tensor_create(struct rf_device *d, enum rf_tdtype dt, const char *name, int ndim,
 		     const int64_t *shape, struct rf_tensor **out)
 {
-	return rf__tensor_make(d, NULL, NULL, dt, name, ndim, shape, out);
+	return rf__tensor_make(d, NULL, NULL, dt, RF_LAYOUT_ROWMAJOR, name, ndim, shape, out);
+}
+
+int rf_tensor_create_layout(struct rf_device *d, enum rf_tdtype dt, enum rf_layout layout,
+			    const char *name, int ndim, const int64_t *shape,
+			    struct rf_tensor **out)
+{
+	return rf__tensor_make(d, NULL, NULL, dt, layout, name, ndim, shape, out);
 }
 
 int rf_tensor_create_pinned(struct rf_device *cpu, struct rf_pinned *p, enum rf_tdtype dt,
 			    const char *name, int ndim, const int64_t *shape, struct rf_tensor **out)
 {
 	*out = NULL;
-	if (!cpu || !p || cpu->kind != RF_DEVICE_CPU)
-		return rf__fail(-EINVAL, "tensor %s: pinned memory needs a CPU device and an arena",
+	if (!cpu || !p || !rf__hostmem(cpu))
+		return rf__fail(-EINVAL, "tensor %s: pinned memory needs a host device and an arena",
 				name ? name : "");
-	return rf__tensor_make(cpu, p, NULL, dt, name, ndim, shape, out);
+	return rf__tensor_make(cpu, p, NULL, dt, RF_LAYOUT_ROWMAJOR, name, ndim, shape, out);
 }
 
 int rf_tensor_wrap(struct rf_device *d, void *data, enum rf_tdtype dt, const char *name,
@@ -186,7 +212,7 @@ int rf_tensor_wrap(struct rf_device *d, void *data, enum rf_tdtype dt, const cha
 	*out = NULL;
 	if (!data)
 		return rf__fail(-EINVAL, "tensor %s: no memory to wrap", name ? name : "");
-	return rf__tensor_make(d, NULL, data, dt, name, ndim, shape, out);
+	return rf__tensor_make(d, NULL, data, dt, RF_LAYOUT_ROWMAJOR, name, ndim, shape, out);
 }
 
 int rf_tensor_view(struct rf_tensor *block, size_t offset, enum rf_tdtype dt, const char *name,
@@ -265,17 +291,49 @@ void rf_tensor_destroy(struct rf_tensor *t)
 	}
 }
 
+/* An NHWC tensor whose elements lie as a row-major one's would: one channel, or
+ * planes of one pixel. */
+static int rf__nhwc_is_rowmajor(const struct rf_tensor *t)
+{
+	return t->shape[1] == 1 || (t->shape[2] == 1 && t->shape[3] == 1);
+}
+
 int rf_tensor_reshape(struct rf_tensor *t, int ndim, const int64_t *shape)
 {
 	struct rf_tensor tmp;
+	char b1[96];
 
 	if (!t)
 		return -EINVAL;
 	tmp = *t;
 	if (rf__shape_set(&tmp, t->dtype, ndim, shape) < 0 || tmp.numel != t->numel)
-		return -EINVAL;
+		return rf__fail(-EINVAL, "rf_tensor_reshape: %s: another shape of %zu elements "
+				"expected", rf_tensor_describe(t, b1, sizeof(b1)), t->numel);
+	if (t->layout == RF_LAYOUT_NHWC) {
+		int same = ndim == 4 && !memcmp(t->shape, tmp.shape, sizeof(t->shape));
+		if (!same && !rf__nhwc_is_rowmajor(t))
+			return rf__fail(-EINVAL, "rf_tensor_reshape: %s is NHWC: its elements are "
+					"not in the new shape's row-major order (rf_convert it first)",
+					rf_tensor_describe(t, b1, sizeof(b1)));
+		if (!same)
+			t->layout = RF_LAYOUT_ROWMAJOR;
+	}
 	memcpy(t->shape, tmp.shape, sizeof(t->shape));
 	t->ndim = ndim;
+	return 0;
+}
+
+int rf_tensor_set_layout(struct rf_tensor *t, enum rf_layout layout)
+{
+	char b1[96];
+
+	if (!t)
+		return -EINVAL;
+	if (layout != RF_LAYOUT_ROWMAJOR && (layout != RF_LAYOUT_NHWC || t->ndim != 4))
+		return rf__fail(-EINVAL, "rf_tensor_set_layout: %s: layout %s needs 4 dimensions "
+				"(n, c, h, w)", rf_tensor_describe(t, b1, sizeof(b1)),
+				rf_layout_name(layout));
+	t->layout = layout;
 	return 0;
 }
 
@@ -310,7 +368,9 @@ const char *rf_tensor_describe(const struct rf_tensor *t, char *buf, size_t len)
 		o += snprintf(buf + o, len - (size_t)o, "%s%lld", i ? ", " : "",
 			      (long long)t->shape[i]);
 	if (o >= 0 && (size_t)o < len)
-		snprintf(buf + o, len - (size_t)o, ") %s %s", rf_tdtype_name(t->dtype),
+		snprintf(buf + o, len - (size_t)o, ") %s%s%s %s", rf_tdtype_name(t->dtype),
+			 t->layout != RF_LAYOUT_ROWMAJOR ? " " : "",
+			 t->layout != RF_LAYOUT_ROWMAJOR ? rf_layout_name(t->layout) : "",
 			 t->dev ? t->dev->name : "host");
 	return buf;
 }

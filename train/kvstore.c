@@ -14,7 +14,7 @@
 
 struct rf__kv_key {
 	struct rf_tensor *val;                       /* on the home device */
-	struct rf_tensor *stage[RF__KV_MAX_VALS];    /* copies of values from other GPUs */
+	struct rf_tensor *stage[RF__KV_MAX_VALS];    /* copies of values from other devices */
 	unsigned home;
 	int pulled;                                  /* 1: the next push starts a round */
 };
@@ -48,8 +48,9 @@ int rf_kv_create(struct rf_kvstore **out, struct rf_engine *e, struct rf_device 
 		kv->homes[i] = homes[i];
 		kv->streams[i] = streams ? streams[i] : NULL;
 		if (!kv->streams[i]) {
-			if (rf_device_kind(homes[i]) != RF_DEVICE_CPU) {
-				/* a GPU home without a stream: its second compute stream, or its first */
+			if (!rf_device_host_memory(homes[i])) {
+				/* a device home without a stream: its second compute stream, or its
+				 * first */
 				unsigned ns = rf_device_nstreams(homes[i]);
 				kv->streams[i] = rf_device_stream(homes[i], ns > 1 ? 1 : 0);
 				continue;
@@ -111,7 +112,7 @@ int rf_kv_init(struct rf_kvstore *kv, int key, const struct rf_tensor *like)
 }
 
 /* A value usable by an op on the key's home: itself, or a staging copy on the home
- * when it lives on another GPU. */
+ * when it lives in another device's memory. */
 static int rf__kv_local(struct rf_kvstore *kv, struct rf__kv_key *k, unsigned i,
 			struct rf_tensor *v, struct rf_tensor **out)
 {
@@ -119,7 +120,7 @@ static int rf__kv_local(struct rf_kvstore *kv, struct rf__kv_key *k, unsigned i,
 	int ret;
 
 	*out = v;
-	if (rf_device_kind(home) == RF_DEVICE_CPU && rf_device_kind(v->dev) == RF_DEVICE_CPU)
+	if (rf_device_host_memory(home) && rf_device_host_memory(v->dev))
 		return 0;
 	if (rf_device_kind(home) == rf_device_kind(v->dev) &&
 	    rf_device_ordinal(home) == rf_device_ordinal(v->dev))
@@ -164,9 +165,10 @@ int rf_kv_set_comm(struct rf_kvstore *kv, struct rf_comm *c)
 	if (!kv)
 		return -EINVAL;
 	for (unsigned h = 0; c && h < kv->nhomes; h++)
-		if (rf_device_kind(kv->homes[h]) != RF_DEVICE_CPU)
-			return rf__fail(-ENOTSUP, "kv-store: the distributed mode needs CPU homes "
-					"(home %u is %s): GPU collectives are not in yet", h,
+		if (!rf_device_host_memory(kv->homes[h]))
+			return rf__fail(-ENOTSUP, "kv-store: the distributed mode needs homes in "
+					"host memory (home %u is %s): collectives of device memory "
+					"between processes are not in yet", h,
 					rf_device_name(kv->homes[h]));
 	kv->comm = c;
 	return 0;

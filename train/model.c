@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "model.h"
-#include "kernels.h"
+#include "ops.h"
 
 /* ---- a replica ------------------------------------------------------------------------ */
 
@@ -201,7 +201,7 @@ int rf_model_update(struct rf_model *m, unsigned k, const struct rf_optim *o,
 	if (ret < 0)
 		return ret;
 	if (o->adamw) {
-		struct rf_k_adamw a = { .lr = o->lr, .beta1 = o->beta1, .beta2 = o->beta2,
+		struct rf_adamw_params a = { .lr = o->lr, .beta1 = o->beta1, .beta2 = o->beta2,
 					.eps = o->eps, .weight_decay = o->weight_decay, .step = o->step };
 		return o->live ? rf_adamw_live(s, m->p[k], m->v[k], m->v2[k], m->g[k], &a, o->live,
 					       o->live_var)

@@ -98,7 +98,8 @@ static int rf__conv1_pool_relu(struct rf_model *m, struct rf_model_acts *a, unsi
 	lc = &sp->table[c];
 	fc = &sp->info[c];
 	if (lc->kind != RF_LAYER_CONV || fc->in != 0 || a->need[0] || sp->info[c].uses != 1 ||
-	    lc->k * lc->k > 25 || fc->w > 64 || (lc->stride > 1) || lc->pad)
+	    lc->k * lc->k > 25 || fc->w > 64 || (lc->stride > 1) || lc->pad ||
+	    rf_device_supports(m->dev, "conv2d_bwd_filter_pool_relu", RF_F32, RF_LAYOUT_ROWMAJOR))
 		return 0;
 	RF__TRY(rf_conv2d_bwd_filter_pool_relu(m->s, m->g[fc->p0], lc->bias ? m->g[fc->p0 + 1] : NULL,
 					       g, a->node[r + 1], a->x, 0));
@@ -118,7 +119,7 @@ static int rf__layer_bwd(struct rf_model *m, struct rf_model_acts *a, unsigned i
 	struct rf_tensor *g = a->dg[i + 1], *x = a->node[f->in], *y = a->node[i + 1];
 	struct rf_tensor **p = &m->p[f->p0], **gp = &m->g[f->p0], *dx = NULL;
 	unsigned in = (unsigned)f->in;
-	int ret = 0, st = l->stride > 0 ? l->stride : 1, cpu = rf_device_kind(m->dev) == RF_DEVICE_CPU;
+	int ret = 0, st = l->stride > 0 ? l->stride : 1;
 	int64_t sh[4];
 
 	if (!g || a->fused[i] == 2)
@@ -173,14 +174,11 @@ static int rf__layer_bwd(struct rf_model *m, struct rf_model_acts *a, unsigned i
 	case RF_LAYER_AVGPOOL:
 		if (a->fused[i]) {            /* with the ReLU before it */
 			unsigned r = i - 1, rin = (unsigned)sp->info[r].in;
-			if (cpu && (ret = rf__conv1_pool_relu(m, a, i, g, hook, ctx)) != 0)
+			/* (fused forward: the device has the fused kernels, net.c) */
+			if ((ret = rf__conv1_pool_relu(m, a, i, g, hook, ctx)) != 0)
 				return ret < 0 ? ret : 0;
 			RF__TRY(rf__grad_new(m, a, rin, &dx));
-			if (cpu) {
-				ret = rf_avgpool2d_relu_bwd(s, dx, g, a->node[r + 1]);
-			} else if ((ret = rf_avgpool2d_bwd(s, dx, g, 2)) == 0) {
-				ret = rf_relu_bwd(s, dx, dx, a->node[r + 1]);
-			}
+			ret = rf_avgpool2d_relu_bwd(s, dx, g, a->node[r + 1]);
 			a->fused[r] = 2;
 			if (ret < 0) {
 				rf__acts_free(a, dx);

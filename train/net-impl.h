@@ -38,5 +38,8 @@ int rf__net_new(struct rf_model *m, struct rf_model_acts *a, const char *what, u
 		int ndim, const int64_t *shape, struct rf_tensor **out);
 /* Node j's shape for n rows; returns its ndim. */
 int rf__node_shape(const struct rf_model_spec *sp, unsigned j, int64_t n, int64_t *sh);
+/* The ops (ops.h's names without rf_) a layer of kind k pushes forward and backward,
+ * into ops[0 .. 3]; returns how many. */
+unsigned rf__layer_ops(enum rf_layer_kind k, const char *ops[4]);
 
 #endif

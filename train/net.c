@@ -163,11 +163,40 @@ static int rf__may_overwrite(const struct rf_model_spec *sp, unsigned in)
 	return k == RF_LAYER_CONV || k == RF_LAYER_BN || k == RF_LAYER_DENSE || k == RF_LAYER_ADD;
 }
 
+unsigned rf__layer_ops(enum rf_layer_kind k, const char *ops[4])
+{
+	static const char *const tab[][4] = {
+		[RF_LAYER_DENSE] = { "gemm", "bias_add", "bias_grad" },
+		[RF_LAYER_CONV] = { "conv2d_fwd", "conv2d_bwd_data", "conv2d_bwd_filter" },
+		[RF_LAYER_BN] = { "batchnorm_fwd", "batchnorm_eval", "batchnorm_bwd" },
+		[RF_LAYER_RELU] = { "relu_fwd", "relu_bwd" },
+		[RF_LAYER_AVGPOOL] = { "avgpool2d_fwd", "avgpool2d_bwd" },
+		[RF_LAYER_MAXPOOL] = { "maxpool2d_fwd", "maxpool2d_bwd" },
+		[RF_LAYER_GAP] = { "gavgpool_fwd", "gavgpool_bwd" },
+		[RF_LAYER_ADD] = { "sum" },
+		[RF_LAYER_FLATTEN] = { "sum" },
+	};
+	unsigned n = 0;
+
+	if ((unsigned)k >= sizeof(tab) / sizeof(tab[0]))
+		return 0;
+	for (; n < 4 && tab[k][n]; n++)
+		ops[n] = tab[k][n];
+	return n;
+}
+
+/* 1 when the model's device runs the fused op named: the fusions below are taken
+ * where it does. */
+static int rf__fuses(const struct rf_model *m, const char *op)
+{
+	return rf_device_supports(m->dev, op, RF_F32, RF_LAYOUT_ROWMAJOR) == 0;
+}
+
 /* Allocate every node of the forward (whole batch), decide aliasing and fusion. */
 static int rf__plan(struct rf_model *m, struct rf_model_acts *a)
 {
 	const struct rf_model_spec *sp = m->spec;
-	int cpu = rf_device_kind(m->dev) == RF_DEVICE_CPU, ret;
+	int fuse = rf__fuses(m, "relu_avgpool2d_fwd") && rf__fuses(m, "avgpool2d_relu_bwd"), ret;
 	int64_t sh[4];
 
 	for (unsigned i = 0; i < a->nt; i++) {
@@ -191,8 +220,9 @@ static int rf__plan(struct rf_model *m, struct rf_model_acts *a)
 			RF__TRY(rf__net_new(m, a, "mean", i, 1, &c, &a->mean[i]));
 			RF__TRY(rf__net_new(m, a, "invstd", i, 1, &c, &a->invstd[i]));
 		}
-		/* CPU: an in-place ReLU read only by a 2x2 average pool is one op with it */
-		if (cpu && l->kind == RF_LAYER_AVGPOOL && l->k == 2 && f->in == (int)i && i > 0 &&
+		/* an in-place ReLU read only by a 2x2 average pool is one op with it, where
+		 * the device has the fused kernels */
+		if (fuse && l->kind == RF_LAYER_AVGPOOL && l->k == 2 && f->in == (int)i && i > 0 &&
 		    sp->table[i - 1].kind == RF_LAYER_RELU && sp->info[i - 1].uses == 1 &&
 		    a->root[i] != (int)i)
 			a->fused[i] = 1;
@@ -250,7 +280,7 @@ static unsigned rf__split_prefix(const struct rf_model *m, const struct rf_model
 	unsigned i;
 
 	if (!m->s2 || m->s2 == m->s || a->n < 2 || x->base || x->views ||
-	    rf_device_kind(m->dev) != RF_DEVICE_CPU || rf_device_kind(x->dev) != RF_DEVICE_CPU)
+	    !rf_device_host_memory(m->dev) || !rf_device_host_memory(x->dev))
 		return 0;
 	for (i = 0; i < a->nt; i++) {
 		enum rf_layer_kind k = sp->table[i].kind;

@@ -205,6 +205,36 @@ static int rf__nonfinite(const struct rf_trainer *t, const float *host, const fl
 	return 0;
 }
 
+/* A block's values into host, in the file's form (f32, logical row-major order):
+ * the bytes themselves where every view is f32 and row-major, else view by view
+ * (converted: a checkpoint stays portable whatever the devices' dtypes and layouts),
+ * the gaps between views zero. */
+static int rf__read_block(struct rf_tensor *block, struct rf_tensor *const *views, unsigned n,
+			  const size_t *offsets, size_t numel, float *host)
+{
+	unsigned k;
+	int ret = 0;
+
+	for (k = 0; k < n; k++)
+		if (views[k]->dtype != RF_F32 || views[k]->layout != RF_LAYOUT_ROWMAJOR)
+			break;
+	if (k == n)
+		return rf_tensor_read(block, host);
+	memset(host, 0, numel * sizeof(float));
+	for (k = 0; k < n && ret == 0; k++)
+		ret = rf_tensor_read_as(views[k], RF_F32, host + offsets[k]);
+	return ret;
+}
+
+/* The offsets of the spec's parameters (or buffers), for rf__read_block. */
+static void rf__offsets(const struct rf_model_spec *sp, int bufs, size_t *off)
+{
+	unsigned n = bufs ? sp->nbufs : sp->ntensors;
+
+	for (unsigned k = 0; k < n; k++)
+		off[k] = bufs ? sp->b[k].offset : sp->p[k].offset;
+}
+
 static int rf__save(struct rf_trainer *t, const char *path, const struct rf__mid *mid)
 {
 	struct rf_ckpt_blob bl[3 * RF_MODEL_MAX_TENSORS + RF_MODEL_MAX_BUFFERS];
@@ -217,15 +247,23 @@ static int rf__save(struct rf_trainer *t, const char *path, const struct rf__mid
 
 	if (!host)
 		return -ENOMEM;
-	ret = rf_tensor_read(m0->params, host);   /* waits for the last SGD */
+	size_t poff[RF_MODEL_MAX_TENSORS], boff[RF_MODEL_MAX_BUFFERS];
+	const struct rf_model_spec *sp = t->spec;
+
+	rf__offsets(sp, 0, poff);
+	rf__offsets(sp, 1, boff);
+	/* waits for the last SGD */
+	ret = rf__read_block(m0->params, m0->p, sp->ntensors, poff, sp->numel, host);
 	if (ret == 0 && ns)
 		ret = t->o.adamw ? rf_model_moments(m0) : rf_model_momentum(m0);
 	if (ret == 0 && ns)
-		ret = rf_tensor_read(m0->mom, host + t->spec->numel);
+		ret = rf__read_block(m0->mom, m0->v, sp->ntensors, poff, sp->numel, host + sp->numel);
 	if (ret == 0 && ns > 1)
-		ret = rf_tensor_read(m0->mom2, host + 2 * t->spec->numel);
+		ret = rf__read_block(m0->mom2, m0->v2, sp->ntensors, poff, sp->numel,
+				     host + 2 * sp->numel);
 	if (ret == 0 && m0->bufs && !mid->rows)
-		ret = rf_tensor_read(m0->bufs, host + (1 + ns) * t->spec->numel);
+		ret = rf__read_block(m0->bufs, m0->b, sp->nbufs, boff, sp->buf_numel,
+				     host + (1 + ns) * sp->numel);
 	if (ret == 0 && mid->rows) {
 		/* inside an epoch the replicas' statistics differ: the named ones are their
 		 * mean, for readers of the file; a resume takes the rows */
@@ -282,8 +320,12 @@ static int rf__gather_stats(struct rf_trainer *t, struct rf__mid *mid)
 	if (!mid->stats)
 		return -ENOMEM;
 	mid->rows = n;
+	size_t boff[RF_MODEL_MAX_BUFFERS];
+
+	rf__offsets(t->spec, 1, boff);
 	for (r = 0; r < t->K && ret == 0; r++)
-		ret = rf_tensor_read(t->rep[r]->bufs, mid->stats + (size_t)(t->rank * t->K + r) * bn);
+		ret = rf__read_block(t->rep[r]->bufs, t->rep[r]->b, t->spec->nbufs, boff, bn,
+				     mid->stats + (size_t)(t->rank * t->K + r) * bn);
 	if (ret < 0) {
 		rf__trainer_msg(t, "reading the running statistics failed: %s", strerror(-ret));
 		return ret;
@@ -486,15 +528,16 @@ static int rf__restore(struct rf_trainer *t, const char *path, const struct rf_c
 
 	for (r = 0; r < t->K && ret == 0; r++)
 		for (k = 0; k < t->spec->ntensors && ret == 0; k++)
-			ret = rf_tensor_write(t->rep[r]->p[k], host + t->spec->p[k].offset);
+			ret = rf_tensor_write_as(t->rep[r]->p[k], RF_F32, host + t->spec->p[k].offset);
 	for (r = 0; rf__nstate(t) && r < t->K && ret == 0; r++) {
 		struct rf_model *m = t->rep[r];
 		ret = t->o.adamw ? rf_model_moments(m) : rf_model_momentum(m);
 		for (k = 0; k < t->spec->ntensors && ret == 0; k++)
-			ret = rf_tensor_write(m->v[k], host + t->spec->numel + t->spec->p[k].offset);
+			ret = rf_tensor_write_as(m->v[k], RF_F32,
+						 host + t->spec->numel + t->spec->p[k].offset);
 		for (k = 0; t->o.adamw && k < t->spec->ntensors && ret == 0; k++)
-			ret = rf_tensor_write(m->v2[k],
-					      host + 2 * t->spec->numel + t->spec->p[k].offset);
+			ret = rf_tensor_write_as(m->v2[k], RF_F32,
+						 host + 2 * t->spec->numel + t->spec->p[k].offset);
 	}
 	for (r = 0; t->spec->nbufs && r < t->K && ret == 0; r++) {
 		/* inside an epoch, each replica's own row */
@@ -502,7 +545,7 @@ static int rf__restore(struct rf_trainer *t, const char *path, const struct rf_c
 							  t->spec->buf_numel
 					   : host + (1 + rf__nstate(t)) * t->spec->numel;
 		for (k = 0; k < t->spec->nbufs && ret == 0; k++)
-			ret = rf_tensor_write(t->rep[r]->b[k], b + t->spec->b[k].offset);
+			ret = rf_tensor_write_as(t->rep[r]->b[k], RF_F32, b + t->spec->b[k].offset);
 	}
 	if (ret < 0) {
 		rf__trainer_msg(t, "%s: cannot write the parameters: %s", path, strerror(-ret));

@@ -1,5 +1,6 @@
-/* train/trainer-devices.c -- the trainer's devices and what lives on them: K CPU or
- * CUDA devices, the model replicas (replica 0 initialised, the others copies), and for
+/* train/trainer-devices.c -- the trainer's devices and what lives on them: K devices
+ * of the kind asked for (with a host device for staging where theirs is not host
+ * memory), the model replicas (replica 0 initialised, the others copies), and for
  * K > 1 the key-value store that sums the gradients. */
 #include <errno.h>
 #include <sched.h>
@@ -23,60 +24,21 @@ static int rf__cores_here(const struct rf_trainer *t)
 }
 
 /* Compute streams per replica when not asked for. The MLP's work is two large GEMMs
- * per step, which OpenBLAS spreads over every core of a single stream. LeNet's is
- * many small GEMMs (im2col groups) between single-threaded im2col, pooling and ReLU
- * passes: with two OpenBLAS threads on one stream the second core mostly spins in
+ * per step, which the BLAS library spreads over every core of a single stream.
+ * LeNet's is many small GEMMs (im2col groups) between single-threaded im2col, pooling
+ * and ReLU passes: with two BLAS threads on one stream the second core mostly spins in
  * sched_yield, while two streams of one thread each (weight gradients beside data
  * gradients) keep both cores busy -- measured on a 2-core machine, 30,720 records:
  * 12.8 s (1 stream, 2 threads) vs 6.1 s (2 streams, 1 thread each). So: LeNet on a
- * CPU with >= 2 cores and one replica gets 2 streams, and so does ResNet-18 (its
- * convolutions are larger GEMMs, but the same split of weight and data gradients
+ * host device with >= 2 cores and one replica gets 2 streams, and so does ResNet-18
+ * (its convolutions are larger GEMMs, but the same split of weight and data gradients
  * applies); the MLP and everything else 1. */
 unsigned rf__auto_streams(const struct rf_trainer *t)
 {
-	if (strcmp(t->spec->name, "mlp") == 0 || strcmp(t->device_kind, "cpu") != 0 || t->K > 1)
+	if (strcmp(t->spec->name, "mlp") == 0 || rf_device_kind_host_memory(t->device_kind) != 1 ||
+	    t->K > 1)
 		return 1;
 	return rf__cores_here(t) >= 2 ? 2 : 1;
-}
-
-/* GPU r mod (GPUs) for replica r: the compute streams, then one for the kv store's
- * reductions when K > 1; and a CPU device for staging. */
-static int rf__open_cuda(struct rf_trainer *t)
-{
-	int n = rf_cuda_count();
-	/* an extra stream for the kv-store's reductions (K > 1) or NCCL's (a comm) */
-	struct rf_cuda_opts co = { .streams = t->nstreams + (t->K > 1 || t->comm ? 1 : 0) };
-	/* the ranks on a machine take its GPUs in turn */
-	unsigned first = t->comm ? (unsigned)rf_comm_local_rank(t->comm) * t->K : 0;
-	unsigned r;
-	int ret;
-
-	if (n <= 0) {
-		rf__trainer_msg(t, "--device cuda: no usable CUDA device (%s)",
-				n == 0 ? "no GPU, no driver, or a build without CUDA" : "error");
-		return -ENODEV;
-	}
-	if (t->comm && (unsigned)rf_comm_local_size(t->comm) * t->K > (unsigned)n) {
-		rf__trainer_msg(t, "--device cuda: %d processes x %u devices on this machine, and "
-				"%d GPU%s: NCCL needs a GPU of its own per rank", rf_comm_local_size(t->comm),
-				t->K, n, n == 1 ? "" : "s");
-		return -ENODEV;
-	}
-	for (r = 0; r < t->K; r++) {
-		ret = rf_cuda_open(t->eng, (int)((first + r) % (unsigned)n), &co, &t->dev[r]);
-		if (ret < 0) {
-			rf__trainer_msg(t, "--device cuda: cannot open GPU %u: %s",
-					(first + r) % (unsigned)n, strerror(-ret));
-			return ret == -ENOTSUP ? -ENODEV : ret;
-		}
-		t->ndev_open++;
-	}
-	ret = rf_cpu_open(t->eng, NULL, &t->host);
-	if (ret < 0) {
-		rf__trainer_msg(t, "cannot open the host device: %s", strerror(-ret));
-		return ret;
-	}
-	return 0;
 }
 
 /* With a comm and no --threads: the machine's cores split between its ranks and
@@ -91,16 +53,53 @@ static int rf__blas_threads(const struct rf_trainer *t)
 	return cores > 1 ? cores : 1;
 }
 
-static int rf__open_cpus(struct rf_trainer *t)
+/* Devices whose memory is not the host's: device r mod (devices) for replica r, the
+ * ranks on a machine taking them in turn; the compute streams, then one for the kv
+ * store's reductions (K > 1) or a comm's collectives; and a host device for staging. */
+static int rf__open_remote(struct rf_trainer *t, int n)
 {
-	struct rf_cpu_opts co = { .streams = t->nstreams, .blas_threads = rf__blas_threads(t) };
+	struct rf_device_opts o = { .streams = t->nstreams + (t->K > 1 || t->comm ? 1 : 0) };
+	unsigned first = t->comm ? (unsigned)rf_comm_local_rank(t->comm) * t->K : 0;
+	unsigned r;
+	int ret;
+
+	if (t->comm && (unsigned)rf_comm_local_size(t->comm) * t->K > (unsigned)n) {
+		rf__trainer_msg(t, "--device %s: %d processes x %u devices on this machine, and "
+				"%d device%s: each rank needs devices of its own", t->device_kind,
+				rf_comm_local_size(t->comm), t->K, n, n == 1 ? "" : "s");
+		return -ENODEV;
+	}
+	for (r = 0; r < t->K; r++) {
+		char spec[32];
+		snprintf(spec, sizeof(spec), "%s:%u", t->device_kind, (first + r) % (unsigned)n);
+		ret = rf_device_open_opts(t->eng, spec, &o, &t->dev[r]);
+		if (ret < 0) {
+			rf__trainer_msg(t, "--device %s: cannot open %s: %s", t->device_kind, spec,
+					rf_last_error());
+			return ret == -ENOTSUP ? -ENODEV : ret;
+		}
+		t->ndev_open++;
+	}
+	ret = rf_device_open(t->eng, "cpu", &t->host);
+	if (ret < 0) {
+		rf__trainer_msg(t, "cannot open the host device: %s", rf_last_error());
+		return ret;
+	}
+	return 0;
+}
+
+static int rf__open_host(struct rf_trainer *t)
+{
+	struct rf_device_opts o = { .streams = t->nstreams, .blas_threads = rf__blas_threads(t) };
 	unsigned r;
 	int ret;
 
 	for (r = 0; r < t->K; r++) {
-		ret = rf_cpu_open(t->eng, &co, &t->dev[r]);
+		char spec[32];
+		snprintf(spec, sizeof(spec), "%s:%u", t->device_kind, r);
+		ret = rf_device_open_opts(t->eng, spec, &o, &t->dev[r]);
 		if (ret < 0) {
-			rf__trainer_msg(t, "cannot open CPU device %u: %s", r, rf_last_error());
+			rf__trainer_msg(t, "cannot open device %s: %s", spec, rf_last_error());
 			return ret;
 		}
 		t->ndev_open++;
@@ -108,15 +107,40 @@ static int rf__open_cpus(struct rf_trainer *t)
 	return 0;
 }
 
+/* "a, b or c": the device kinds of this build */
+static const char *rf__kinds_or(void)
+{
+	static char buf[128];
+	const char *k = rf_device_kinds(), *last = strrchr(k, ',');
+
+	if (!last)
+		return k;
+	snprintf(buf, sizeof(buf), "%.*s or%s", (int)(last - k), k, last + 1);
+	return buf;
+}
+
 int rf__open_devices(struct rf_trainer *t)
 {
-	if (strcmp(t->device_kind, "cuda") == 0)
-		return rf__open_cuda(t);
-	if (strcmp(t->device_kind, "cpu") != 0) {
-		rf__trainer_msg(t, "--device %s: expected cpu or cuda", t->device_kind);
+	int host = rf_device_kind_host_memory(t->device_kind), n;
+
+	if (host < 0) {
+		rf__trainer_msg(t, "--device %s: expected %s", t->device_kind, rf__kinds_or());
 		return -EINVAL;
 	}
-	return rf__open_cpus(t);
+	if (host)
+		return rf__open_host(t);
+	if ((n = rf_device_count(t->device_kind)) <= 0) {
+		struct rf_device *d = NULL;
+		char spec[32];
+		/* opening one says why there is none */
+		snprintf(spec, sizeof(spec), "%s:0", t->device_kind);
+		if (rf_device_open(t->eng, spec, &d) == 0)
+			rf_device_close(d);
+		rf__trainer_msg(t, "--device %s: no usable device: %s", t->device_kind,
+				rf_last_error());
+		return -ENODEV;
+	}
+	return rf__open_remote(t, n);
 }
 
 /* Replica 0 is initialised from the seeded generator; the others copy it. */
@@ -158,15 +182,14 @@ int rf__make_replicas(struct rf_trainer *t)
 	return 0;
 }
 
-/* K > 1: key k = parameter tensor k, homed on replica k mod K's device; on CUDA its
- * reductions run on the stream after the compute ones. */
-/* With a comm on CUDA (one GPU per process): NCCL on the stream after the compute
- * ones; blocks until every rank has made its communicator. */
+/* With a comm on a device whose memory is not the host's (one per process): its
+ * collectives on the stream after the compute ones; blocks until every rank has made
+ * its communicator. */
 static int rf__comm_gpu(struct rf_trainer *t)
 {
 	int ret;
 
-	if (!t->comm || rf_device_kind(t->dev[0]) != RF_DEVICE_CUDA)
+	if (!t->comm || rf_device_host_memory(t->dev[0]))
 		return 0;
 	ret = rf_comm_use_gpu(t->comm, t->dev[0], rf_device_stream(t->dev[0], t->nstreams));
 	if (ret < 0)
@@ -174,6 +197,8 @@ static int rf__comm_gpu(struct rf_trainer *t)
 	return ret;
 }
 
+/* K > 1: key k = parameter tensor k, homed on replica k mod K's device; where that is
+ * not host memory its reductions run on the stream after the compute ones. */
 int rf__make_kvstore(struct rf_trainer *t)
 {
 	struct rf_stream *ks[RF_TRAIN_MAX_DEVICES] = { 0 };
@@ -183,7 +208,7 @@ int rf__make_kvstore(struct rf_trainer *t)
 	if (t->K == 1)
 		return rf__comm_gpu(t);
 	for (r = 0; r < t->K; r++)
-		if (rf_device_kind(t->dev[r]) == RF_DEVICE_CUDA)
+		if (!rf_device_host_memory(t->dev[r]))
 			ks[r] = rf_device_stream(t->dev[r], t->nstreams);
 	ret = rf_kv_create(&t->kv, t->eng, t->dev, ks, t->K);
 	for (k = 0; ret == 0 && k < t->spec->ntensors; k++)

@@ -56,7 +56,8 @@ struct rf_trainer {
 	unsigned K;
 	struct rf_device *dev[RF_TRAIN_MAX_DEVICES];
 	unsigned ndev_open;
-	struct rf_device *host;                 /* CUDA: a CPU device for staging */
+	struct rf_device *host;                 /* devices of their own memory: a host
+						 * device for staging */
 	struct rf_model *rep[RF_TRAIN_MAX_DEVICES];
 	struct rf_kvstore *kv;
 	struct rf_comm *comm;                   /* borrowed; NULL: one process */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "trainer-impl.h"
+#include "net-impl.h"
 #include "ops.h"
 
 /* Copy opts (its strings too) and fill in the defaults. A path longer than its copy
@@ -53,17 +54,18 @@ static int rf__check_opts(struct rf_trainer *t)
 		rf__trainer_msg(t, "--model %s: expected %s", t->model_name, rf_model_names());
 		return -EINVAL;
 	}
-	const char *why = NULL;
-	if (strcmp(t->device_kind, "cpu") != 0 && !rf_cuda_dnn_available(&why)) {
-		for (unsigned i = 0; i < t->spec->ntable; i++) {
-			enum rf_layer_kind k = t->spec->table[i].kind;
-			if (k == RF_LAYER_BN || k == RF_LAYER_MAXPOOL || k == RF_LAYER_GAP) {
-				rf__trainer_msg(t, "--model %s --device %s: batch norm and max/global "
-						"pooling run on a GPU through cuDNN, and here %s",
-						t->model_name, t->device_kind, why);
+	/* every op the model pushes runs on that kind of device (say a GPU's library is
+	 * missing): refused before anything starts */
+	for (unsigned i = 0; i < t->spec->ntable; i++) {
+		const char *ops[4];
+		unsigned n = rf__layer_ops(t->spec->table[i].kind, ops);
+		for (unsigned j = 0; j < n; j++)
+			if (rf_device_kind_supports(t->device_kind, ops[j], RF_F32,
+						    RF_LAYOUT_ROWMAJOR) == -ENOTSUP) {
+				rf__trainer_msg(t, "--model %s --device %s: %s", t->model_name,
+						t->device_kind, rf_last_error());
 				return -ENOTSUP;
 			}
-		}
 	}
 	t->K = t->o.devices ? t->o.devices : 1;
 	t->comm = t->o.comm;
@@ -85,10 +87,10 @@ static int rf__check_opts(struct rf_trainer *t)
 				"its collectives' sequence numbers); drop it or --dist");
 		return -ENOTSUP;
 	}
-	if (t->comm && strcmp(t->device_kind, "cpu") != 0 && t->K > 1) {
+	if (t->comm && rf_device_kind_host_memory(t->device_kind) == 0 && t->K > 1) {
 		rf__trainer_msg(t, "--device %s --devices %u with several processes: the "
-				"kv-store sums across processes on CPU homes only; use one GPU per "
-				"process (--devices 1, NCCL)", t->device_kind, t->K);
+				"kv-store sums across processes on host devices only; use one %s "
+				"device per process (--devices 1)", t->device_kind, t->K, t->device_kind);
 		return -ENOTSUP;
 	}
 	/* the gradient is a sum of K*P means: the decay grows with it, so that

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../conv-shape.h"
+#include "../kernel-args.h"
 #include "kernels-impl.h"
 
 /* ---- convolution ---------------------------------------------------------------- */
@@ -21,21 +21,21 @@
 #endif
 
 /* single-channel convolutions are computed directly, without im2col or GEMM */
-static int conv_direct(const struct rf_k_conv2d *s)
+static int conv_direct(const struct rf__conv2d *s)
 {
 	return s->c == 1 && rf__conv_plain(s);
 }
 
-size_t rf_k_conv2d_workspace_min(const struct rf_k_conv2d *s)
+size_t rf__k_conv2d_workspace_min(const struct rf__conv2d *s)
 {
 	return rf__conv_workspace_min(s);
 }
 
-size_t rf_k_conv2d_workspace_size(const struct rf_k_conv2d *s)
+size_t rf__k_conv2d_workspace_size(const struct rf__conv2d *s)
 {
 	if (rf__conv_check(s))
 		return 0;
-	size_t ohw = (size_t)rf_k_conv2d_oh(s) * rf_k_conv2d_ow(s);
+	size_t ohw = (size_t)rf__conv2d_oh(s) * rf__conv2d_ow(s);
 	size_t g = (RF__CONV_TARGET_COLS + ohw - 1) / ohw;
 	if (g > (size_t)s->n)
 		g = (size_t)s->n;
@@ -46,10 +46,10 @@ size_t rf_k_conv2d_workspace_size(const struct rf_k_conv2d *s)
 
 /* Geometry passed to the copy bodies; the specialised callers pass constants for
  * kh, kw, w and ow so that the inner loops have fixed trip counts. */
-static struct rf__conv_geo conv_geo(const struct rf_k_conv2d *s)
+static struct rf__conv_geo conv_geo(const struct rf__conv2d *s)
 {
-	return (struct rf__conv_geo){ s->c, s->h, s->w, s->kh, s->kw, rf_k_conv2d_oh(s),
-				      rf_k_conv2d_ow(s), rf_k_conv2d_stride(s), s->pad };
+	return (struct rf__conv_geo){ s->c, s->h, s->w, s->kh, s->kw, rf__conv2d_oh(s),
+				      rf__conv2d_ow(s), rf__conv2d_stride(s), s->pad };
 }
 
 /* col (c*kh*kw, ld) columns [gi*ohw, (gi+1)*ohw) for each of the g images at x. */
@@ -191,7 +191,7 @@ RF__INLINE void conv1_fwd_b(float *restrict y, const float *restrict x, const fl
 
 /* Row i (OW floats) of dy = avgpool2_bwd(pp) * (py > 0) for one (image, channel) plane:
  * pp the pooled gradient plane (OH/2, OW/2), py the ReLU output plane (OH, OW). The same
- * bits as rf_k_avgpool2_relu_bwd. */
+ * bits as rf__k_avgpool2_relu_bwd. */
 RF__INLINE void pool_relu_row(float *restrict d, const float *restrict pp,
 			      const float *restrict py, int i, int OH, int OW)
 {
@@ -290,7 +290,7 @@ RF__DISPATCH(conv1_bwdf, (float *dw, float *db, const float *dy, const float *x,
 			  int n, int o, struct rf__conv_geo q, const float *pp, const float *py),
 	     (dw, db, dy, x, accumulate, n, o, q, pp, py))
 
-int rf_k_conv2d_fwd(const struct rf_k_conv2d *s, float *y, const float *x,
+int rf__k_conv2d_fwd(const struct rf__conv2d *s, float *y, const float *x,
 		    const float *w, const float *b, void *ws, size_t ws_bytes)
 {
 	int G = rf__conv_begin(s, ws, ws_bytes);
@@ -308,7 +308,7 @@ int rf_k_conv2d_fwd(const struct rf_k_conv2d *s, float *y, const float *x,
 		return 0;
 	}
 	const int o = s->o, ckk = s->c * s->kh * s->kw;
-	const size_t ohw = (size_t)rf_k_conv2d_oh(s) * rf_k_conv2d_ow(s);
+	const size_t ohw = (size_t)rf__conv2d_oh(s) * rf__conv2d_ow(s);
 	const size_t img = (size_t)s->c * s->h * s->w;
 	for (int n0 = 0; n0 < s->n; n0 += G) {
 		int g = s->n - n0 < G ? s->n - n0 : G;
@@ -319,7 +319,7 @@ int rf_k_conv2d_fwd(const struct rf_k_conv2d *s, float *y, const float *x,
 		/* (o, ld) = w (o, ckk) * col (ckk, ld); one image lands directly in y */
 		if (g == 1)
 			out = yn;
-		int rc = rf_k_gemm(0, 0, o, (int)ld, ckk, 1.0f, w, ckk, col, (int)ld, 0.0f,
+		int rc = rf__k_gemm(0, 0, o, (int)ld, ckk, 1.0f, w, ckk, col, (int)ld, 0.0f,
 				   out, (int)ld);
 		if (rc)
 			return rc;
@@ -341,7 +341,7 @@ int rf_k_conv2d_fwd(const struct rf_k_conv2d *s, float *y, const float *x,
 	return 0;
 }
 
-int rf_k_conv2d_bwd_data(const struct rf_k_conv2d *s, float *dx, const float *dy,
+int rf__k_conv2d_bwd_data(const struct rf__conv2d *s, float *dx, const float *dy,
 			 const float *w, void *ws, size_t ws_bytes)
 {
 	int G = rf__conv_begin(s, ws, ws_bytes);
@@ -349,7 +349,7 @@ int rf_k_conv2d_bwd_data(const struct rf_k_conv2d *s, float *dx, const float *dy
 		return G;
 	const struct rf__conv_geo q = conv_geo(s);
 	const int o = s->o, ckk = s->c * s->kh * s->kw;
-	const size_t ohw = (size_t)rf_k_conv2d_oh(s) * rf_k_conv2d_ow(s);
+	const size_t ohw = (size_t)rf__conv2d_oh(s) * rf__conv2d_ow(s);
 	const size_t img = (size_t)s->c * s->h * s->w;
 	for (int n0 = 0; n0 < s->n; n0 += G) {
 		int g = s->n - n0 < G ? s->n - n0 : G;
@@ -361,7 +361,7 @@ int rf_k_conv2d_bwd_data(const struct rf_k_conv2d *s, float *dx, const float *dy
 			dyt = t;
 		}
 		/* dcol (ckk, ld) = w^T (ckk, o) * dy (o, ld) */
-		int rc = rf_k_gemm(1, 0, ckk, (int)ld, o, 1.0f, w, ckk, dyt, (int)ld, 0.0f,
+		int rc = rf__k_gemm(1, 0, ckk, (int)ld, o, 1.0f, w, ckk, dyt, (int)ld, 0.0f,
 				   dcol, (int)ld);
 		if (rc)
 			return rc;
@@ -370,7 +370,7 @@ int rf_k_conv2d_bwd_data(const struct rf_k_conv2d *s, float *dx, const float *dy
 	return 0;
 }
 
-int rf_k_conv2d_bwd_filter(const struct rf_k_conv2d *s, float *dw, float *db,
+int rf__k_conv2d_bwd_filter(const struct rf__conv2d *s, float *dw, float *db,
 			   const float *dy, const float *x, int accumulate,
 			   void *ws, size_t ws_bytes)
 {
@@ -400,7 +400,7 @@ int rf_k_conv2d_bwd_filter(const struct rf_k_conv2d *s, float *dw, float *db,
 		conv1_bwdf(dw, db, dy, x, accumulate, s->n, o, q, NULL, NULL);
 		return 0;
 	}
-	const size_t ohw = (size_t)rf_k_conv2d_oh(s) * rf_k_conv2d_ow(s);
+	const size_t ohw = (size_t)rf__conv2d_oh(s) * rf__conv2d_ow(s);
 	const size_t img = (size_t)s->c * s->h * s->w;
 	if (db && !accumulate)
 		memset(db, 0, (size_t)o * sizeof(float));
@@ -416,7 +416,7 @@ int rf_k_conv2d_bwd_filter(const struct rf_k_conv2d *s, float *dw, float *db,
 		im2row(row, x + n0 * img, q, g);
 		/* dw (o, ckk) (+)= dy (o, ld) * row (ld, ckk) */
 		float beta = (n0 == 0 && !accumulate) ? 0.0f : 1.0f;
-		int rc = rf_k_gemm(0, 0, o, ckk, (int)ld, 1.0f, dyt, (int)ld, row, ckk, beta, dw,
+		int rc = rf__k_gemm(0, 0, o, ckk, (int)ld, 1.0f, dyt, (int)ld, row, ckk, beta, dw,
 				   ckk);
 		if (rc)
 			return rc;
@@ -432,12 +432,12 @@ int rf_k_conv2d_bwd_filter(const struct rf_k_conv2d *s, float *dw, float *db,
 	return 0;
 }
 
-int rf_k_conv2d_bwd_filter_pool_relu(const struct rf_k_conv2d *s, float *dw, float *db,
+int rf__k_conv2d_bwd_filter_pool_relu(const struct rf__conv2d *s, float *dw, float *db,
 				     const float *dp, const float *y, const float *x,
 				     int accumulate)
 {
 	if (rf__conv_check(s) || !conv_direct(s) || s->kh * s->kw > RF__C1_MAXT ||
-	    rf_k_conv2d_ow(s) > RF__C1_MAXJ)
+	    rf__conv2d_ow(s) > RF__C1_MAXJ)
 		return -EINVAL;
 	const int o = s->o;
 	if (s->n == 0) {

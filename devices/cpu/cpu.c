@@ -1,10 +1,11 @@
-/* devices/cpu/cpu.c -- the CPU device: worker streams, host memory, kernels.h kernels.
+/* devices/cpu/cpu.c -- the CPU backend: its table, worker streams, host memory and
+ * the OpenBLAS threading policy.
  *
  * Streams are core's worker streams (one thread each, SPSC queue in, notifier out).
- * An op's function runs rf__cpu_compute on the worker thread: GEMM through OpenBLAS
- * (rf_k_gemm), the rest plain vectorizable C (the other files of cpu/). The copy stream runs
- * memcpy. OpenBLAS's (process-wide) thread count follows the policy in device.h:
- * cores / compute streams of all open CPU devices.
+ * An op's function runs rf__cpu_compute (cpu-ops.c) on the worker thread: GEMM
+ * through OpenBLAS (rf__k_gemm), the rest plain vectorizable C (the other files of
+ * cpu/). The copy stream runs memcpy. OpenBLAS's (process-wide) thread count follows
+ * the policy in devices/README.md: cores / compute streams of all open CPU devices.
  */
 #include <errno.h>
 #include <sched.h>
@@ -13,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../device-impl.h"
+#include "cpu-impl.h"
 
 /* ---- threading policy ------------------------------------------------------------- */
 
@@ -56,7 +57,7 @@ static int rf__blas_threads_env(int *cap)
 	return 0;
 }
 
-void rf__cpu_policy_update(int delta_streams, int forced_threads)
+static void rf__cpu_policy_update(int delta_streams, int forced_threads)
 {
 	int cores = rf__online_cores(), t;
 
@@ -80,7 +81,7 @@ void rf__cpu_policy_update(int delta_streams, int forced_threads)
 	}
 	if (t < 1)
 		t = 1;
-	rf_k_blas_set_threads(t); /* -ENOTSUP without OpenBLAS: nothing to set */
+	rf__k_blas_set_threads(t); /* -ENOTSUP without OpenBLAS: nothing to set */
 }
 
 /* ---- backend ------------------------------------------------------------------------- */
@@ -95,172 +96,43 @@ static void rf__cpu_mem_free(void *ctx, void *p, size_t bytes)
 	rf__host_free(ctx, p, bytes);
 }
 
-static void rf__fill_any(void *x, size_t n, float v, int dtype)
-{
-	size_t i;
-
-	switch (dtype) {
-	case RF_F32:
-		rf_k_fill(x, v, n);
-		break;
-	case RF_I32: {
-		int32_t *p = x, iv = (int32_t)v;
-		for (i = 0; i < n; i++)
-			p[i] = iv;
-		break;
-	}
-	default:
-		memset(x, (int)(uint8_t)v, n);
-		break;
-	}
-}
-
-int rf__cpu_compute(struct rf__opctx *op)
-{
-	int ret = 0;
-
-	switch (op->code) {
-	case RF__GEMM: {
-		int lda = op->u.gemm.ta ? op->u.gemm.m : op->u.gemm.k;
-		int ldb = op->u.gemm.tb ? op->u.gemm.k : op->u.gemm.n;
-		ret = rf_k_gemm(op->u.gemm.ta, op->u.gemm.tb, op->u.gemm.m, op->u.gemm.n,
-				op->u.gemm.k, op->u.gemm.alpha, op->u.gemm.a, lda > 0 ? lda : 1,
-				op->u.gemm.b, ldb > 0 ? ldb : 1, op->u.gemm.beta, op->u.gemm.c,
-				op->u.gemm.n > 0 ? op->u.gemm.n : 1);
-		break;
-	}
-	case RF__BIAS_ADD:
-		rf_k_bias_add(op->u.bias.y, op->u.bias.b, op->u.bias.rows, op->u.bias.cols);
-		break;
-	case RF__BIAS_GRAD:
-		rf_k_bias_grad(op->u.bias.y, op->u.bias.b, op->u.bias.rows, op->u.bias.cols,
-			       op->u.bias.acc);
-		break;
-	case RF__RELU_FWD:
-		rf_k_relu_fwd(op->u.ew.y, op->u.ew.x, op->u.ew.n);
-		break;
-	case RF__RELU_BWD:
-		rf_k_relu_bwd(op->u.ew.y, op->u.ew.x, op->u.ew.aux, op->u.ew.n);
-		break;
-	case RF__XENT:
-		ret = rf_k_softmax_xent(op->u.xent.dlogits, op->u.xent.loss, op->u.xent.correct,
-					op->u.xent.logits, op->u.xent.labels, op->u.xent.rows,
-					op->u.xent.cols);
-		if (ret < 0)
-			snprintf(op->err, sizeof(op->err),
-				 "a label is outside [0, %d) (logits %d x %d)", op->u.xent.cols,
-				 op->u.xent.rows, op->u.xent.cols);
-		break;
-	case RF__CONV_FWD:
-		ret = rf_k_conv2d_fwd(&op->u.conv.s, op->u.conv.out, op->u.conv.in, op->u.conv.in2,
-				      op->u.conv.in3, op->ws, op->ws_bytes);
-		break;
-	case RF__CONV_BWD_DATA:
-		ret = rf_k_conv2d_bwd_data(&op->u.conv.s, op->u.conv.out, op->u.conv.in,
-					   op->u.conv.in2, op->ws, op->ws_bytes);
-		break;
-	case RF__CONV_BWD_FILTER:
-		ret = rf_k_conv2d_bwd_filter(&op->u.conv.s, op->u.conv.out, op->u.conv.out2,
-					     op->u.conv.in, op->u.conv.in2, op->u.conv.acc,
-					     op->ws, op->ws_bytes);
-		break;
-	case RF__POOL_FWD:
-		rf_k_avgpool2d_fwd(op->u.pool.y, op->u.pool.x, op->u.pool.n, op->u.pool.c,
-				   op->u.pool.h, op->u.pool.w, op->u.pool.k);
-		break;
-	case RF__POOL_BWD:
-		rf_k_avgpool2d_bwd(op->u.pool.y, op->u.pool.x, op->u.pool.n, op->u.pool.c,
-				   op->u.pool.h, op->u.pool.w, op->u.pool.k);
-		break;
-	case RF__SGD:
-		rf_k_sgd(op->u.sgd.w, op->u.sgd.g, op->u.sgd.n, rf__sgd_lr(op), op->u.sgd.wd);
-		break;
-	case RF__SGD_MOMENTUM:
-		rf_k_sgd_momentum(op->u.sgd.w, op->u.sgd.v, op->u.sgd.g, op->u.sgd.n, rf__sgd_lr(op),
-				  op->u.sgd.mom, op->u.sgd.wd, op->u.sgd.nesterov);
-		break;
-	case RF__ADAMW:
-	{
-		struct rf_k_adamw p = rf__adamw_p(op);
-		rf_k_adamw(op->u.adamw.w, op->u.adamw.m, op->u.adamw.v, op->u.adamw.g, op->u.adamw.n, &p);
-	}
-		break;
-	case RF__AXPY:
-		rf_k_axpy(op->u.axpy.y, op->u.axpy.a, op->u.axpy.x, op->u.axpy.n);
-		break;
-	case RF__SCALE:
-		rf_k_scale(op->u.axpy.y, op->u.axpy.a, op->u.axpy.n);
-		break;
-	case RF__SUM:
-		rf_k_reduce_sum(op->u.sum.out, op->u.sum.in, op->u.sum.k, op->u.sum.n);
-		break;
-	case RF__FILL:
-		rf__fill_any(op->u.fill.x, op->u.fill.n, op->u.fill.v, op->u.fill.dtype);
-		break;
-	case RF__U8_F32:
-		rf_k_u8_to_f32(op->u.dec.out, op->u.dec.in, op->u.dec.n, op->u.dec.scale,
-			       op->u.dec.mean, op->u.dec.std);
-		break;
-	case RF__U8_I32:
-		rf_k_u8_to_i32(op->u.dec.out, op->u.dec.in, op->u.dec.n);
-		break;
-	case RF__RAND_UNIFORM:
-	case RF__RAND_NORMAL: {
-		/* The generator is this op's written variable: mutate it here. */
-		struct rf_prng *g = op->u.rand.g;
-		if (op->code == RF__RAND_UNIFORM)
-			rf_k_rand_uniform(op->u.rand.x, op->u.rand.n, g->seed, g->counter,
-					  op->u.rand.a, op->u.rand.b);
-		else
-			rf_k_rand_normal(op->u.rand.x, op->u.rand.n, g->seed, g->counter,
-					 op->u.rand.a, op->u.rand.b);
-		g->counter += op->u.rand.n;
-		break;
-	}
-	case RF__COPY:
-		if (op->u.copy.bytes && op->u.copy.dst != op->u.copy.src)
-			memcpy(op->u.copy.dst, op->u.copy.src, op->u.copy.bytes);
-		break;
-	case RF__HOST:
-		ret = op->u.host.fn(op->u.host.arg);
-		break;
-	default:
-		ret = -ENOSYS;
-	}
-	return ret;
-}
-
-static int rf__cpu_iface_compute(struct rf_device *d, struct rf__dstream *ds, struct rf__opctx *op)
-{
-	(void)d;
-	(void)ds;
-	return rf__cpu_compute(op);
-}
-
 /* After the streams are gone: the policy no longer counts this device's streams. */
 static void rf__cpu_close(struct rf_device *d)
 {
 	rf__cpu_policy_update(-(int)d->ncompute, 0);
 }
 
-static size_t rf__cpu_conv_ws(const struct rf_k_conv2d *s, int min)
+static int rf__cpu_count(void)
 {
-	return min ? rf_k_conv2d_workspace_min(s) : rf_k_conv2d_workspace_size(s);
+	return 1;
 }
 
-const struct rf__device_iface rf__cpu_iface = {
-	/* .kind      = */ "cpu",
-	/* .mem_alloc = */ rf__cpu_mem_alloc,
-	/* .mem_free  = */ rf__cpu_mem_free,
-	/* .compute   = */ rf__cpu_iface_compute,
-	/* .strerror  = */ NULL, /* optional */
-	/* .conv_ws   = */ rf__cpu_conv_ws,
-	/* .close     = */ rf__cpu_close,
+static int rf__cpu_open_be(struct rf_engine *e, int ordinal, const struct rf_device_opts *opts,
+			   struct rf_device **out);
+
+const struct rf__backend rf__cpu_backend = {
+	/* .kind            = */ "cpu",
+	/* .id              = */ RF_DEVICE_CPU,
+	/* .hostmem         = */ 1,
+	/* .count           = */ rf__cpu_count,
+	/* .open            = */ rf__cpu_open_be,
+	/* .close           = */ rf__cpu_close,
+	/* .supports_op     = */ rf__cpu_supports,
+	/* .compute         = */ rf__cpu_compute,
+	/* .workspace       = */ rf__cpu_workspace,
+	/* .strerror        = */ NULL, /* optional */
+	/* .mem_alloc       = */ rf__cpu_mem_alloc,
+	/* .mem_free        = */ rf__cpu_mem_free,
+	/* .host_register   = */ NULL, /* optional: host memory is its own */
+	/* .host_unregister = */ NULL,
+	/* .dstream         = */ NULL, /* its streams are core's worker streams */
+	/* .stream_handle   = */ NULL,
 };
 
 static int rf__cpu_ordinal;
 
-int rf_cpu_open(struct rf_engine *e, const struct rf_cpu_opts *opts, struct rf_device **out)
+static int rf__cpu_open_be(struct rf_engine *e, int ordinal, const struct rf_device_opts *opts,
+			   struct rf_device **out)
 {
 	struct rf_device *d;
 	unsigned n = opts && opts->streams ? opts->streams : 1, i;
@@ -277,7 +149,7 @@ int rf_cpu_open(struct rf_engine *e, const struct rf_cpu_opts *opts, struct rf_d
 	int cap;
 	if ((ret = rf__blas_threads_env(&cap)) < 0)
 		return ret;
-	d = rf__device_new(e, &rf__cpu_iface, RF_DEVICE_CPU, rf__cpu_ordinal++);
+	d = rf__device_new(e, &rf__cpu_backend, ordinal);
 	if (!d)
 		return rf__fail(-ENOMEM, "CPU device: %s", strerror(ENOMEM));
 	for (i = 0; i < n; i++) {
@@ -304,4 +176,16 @@ fail:
 		rf_stream_destroy(d->ds[i].s);
 	rf__device_free(d);
 	return rf__fail(ret, "CPU device: cannot start stream %s: %s", nm, strerror(-ret));
+}
+
+int rf_cpu_open(struct rf_engine *e, const struct rf_cpu_opts *opts, struct rf_device **out)
+{
+	struct rf_device_opts o = { 0 };
+
+	if (opts) {
+		o.streams = opts->streams;
+		o.queue = opts->queue;
+		o.blas_threads = opts->blas_threads;
+	}
+	return rf__cpu_open_be(e, rf__cpu_ordinal++, &o, out);
 }

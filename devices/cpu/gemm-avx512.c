@@ -1,4 +1,4 @@
-/* devices/cpu/gemm-avx512.c -- rf_k_gemm_avx512, the single-threaded AVX-512 sgemm
+/* devices/cpu/gemm-avx512.c -- rf__k_gemm_avx512, the single-threaded AVX-512 sgemm
  * (-ENOTSUP where AVX-512 is absent or disabled). */
 #include <errno.h>
 
@@ -6,7 +6,7 @@
 
 /* ---- AVX-512 gemm ----------------------------------------------------------------- */
 
-/* A single-threaded sgemm for op(B) = B (any op(A)), used by rf_k_gemm when the CPU
+/* A single-threaded sgemm for op(B) = B (any op(A)), used by rf__k_gemm when the CPU
  * has AVX-512 and OpenBLAS runs one thread per stream (the policy when a device has
  * a stream per core, as LeNet's two streams do): OpenBLAS here is pinned to its
  * Haswell (AVX2) kernels by OPENBLAS_CORETYPE, at half the FMA width.
@@ -120,7 +120,7 @@ static void gm_pack_a(float *restrict ap, int ta, const float *restrict a, size_
 		}
 }
 
-/* C = alpha * op(A) * B + beta * C for alpha != 0, k > 0 (rf_k_gemm's contract). */
+/* C = alpha * op(A) * B + beta * C for alpha != 0, k > 0 (rf__k_gemm's contract). */
 static void gemm_avx512(int ta, int m, int n, int k, float alpha, const float *a, int lda,
 			const float *b, int ldb, float beta, float *c, int ldc)
 {
@@ -155,7 +155,7 @@ static void gemm_avx512(int ta, int m, int n, int k, float alpha, const float *a
 }
 #endif
 
-int rf_k_gemm_avx512(int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
+int rf__k_gemm_avx512(int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
 		     const float *b, int ldb, float beta, float *c, int ldc)
 {
 	int rc = rf__k_gemm_check(ta, tb, m, n, k, a, lda, b, ldb, c, ldc);

@@ -1,4 +1,4 @@
-/* devices/cpu/gemm.c -- rf_k_gemm: the AVX-512 sgemm when it applies, else OpenBLAS,
+/* devices/cpu/gemm.c -- rf__k_gemm: the AVX-512 sgemm when it applies, else OpenBLAS,
  * else the portable blocked gemm; and OpenBLAS's thread count. */
 #include <errno.h>
 #include <stdlib.h>
@@ -39,7 +39,7 @@ static void gemm_block(int mc, int nc, int kc, const float *restrict ap,
 	}
 }
 
-int rf_k_gemm_portable(int ta, int tb, int m, int n, int k, float alpha,
+int rf__k_gemm_portable(int ta, int tb, int m, int n, int k, float alpha,
 		       const float *a, int lda, const float *b, int ldb,
 		       float beta, float *c, int ldc)
 {
@@ -76,9 +76,9 @@ int rf_k_gemm_portable(int ta, int tb, int m, int n, int k, float alpha,
 	return 0;
 }
 
-/* rf_k_gemm_avx512 instead of OpenBLAS: for op(B) = B, when OpenBLAS would run a single
+/* rf__k_gemm_avx512 instead of OpenBLAS: for op(B) = B, when OpenBLAS would run a single
  * thread (or is absent) and the environment does not ask for BLAS (RF_KERNELS_BLAS_GEMM
- * set and not 0; rf_k_gemm_avx512 itself honours RF_KERNELS_NO_AVX512). one_thread:
+ * set and not 0; rf__k_gemm_avx512 itself honours RF_KERNELS_NO_AVX512). one_thread:
  * OpenBLAS would run one thread, or is absent. */
 static int gemm_fast_ok(int tb, int one_thread)
 {
@@ -90,7 +90,7 @@ static int gemm_fast_ok(int tb, int one_thread)
 	return one_thread;
 }
 
-int rf_k_gemm(int ta, int tb, int m, int n, int k, float alpha,
+int rf__k_gemm(int ta, int tb, int m, int n, int k, float alpha,
 	      const float *a, int lda, const float *b, int ldb,
 	      float beta, float *c, int ldc)
 {
@@ -101,13 +101,13 @@ int rf_k_gemm(int ta, int tb, int m, int n, int k, float alpha,
 	int one_thread = 1;
 #endif
 	if (gemm_fast_ok(tb, one_thread)) {
-		int rc = rf_k_gemm_avx512(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+		int rc = rf__k_gemm_avx512(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 		if (rc != -ENOTSUP)
 			return rc;
 	}
 #if RF_HAVE_OPENBLAS
 	if (!ob)
-		return rf_k_gemm_portable(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+		return rf__k_gemm_portable(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 	int rc = rf__k_gemm_check(ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
 	if (rc)
 		return rc;
@@ -127,11 +127,11 @@ int rf_k_gemm(int ta, int tb, int m, int n, int k, float alpha,
 		    beta, c, ldc);
 	return 0;
 #else
-	return rf_k_gemm_portable(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+	return rf__k_gemm_portable(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 #endif
 }
 
-int rf_k_blas_set_threads(int n)
+int rf__k_blas_set_threads(int n)
 {
 #if RF_HAVE_OPENBLAS
 	const struct rf__openblas *ob;
@@ -146,7 +146,7 @@ int rf_k_blas_set_threads(int n)
 #endif
 }
 
-int rf_k_blas_get_threads(void)
+int rf__k_blas_get_threads(void)
 {
 #if RF_HAVE_OPENBLAS
 	const struct rf__openblas *ob = rf__openblas(NULL);

@@ -9,7 +9,7 @@
 
 /* ---- linear pieces ---------------------------------------------------------- */
 
-void rf_k_bias_add(float *y, const float *b, int rows, int cols)
+void rf__k_bias_add(float *y, const float *b, int rows, int cols)
 {
 	for (int r = 0; r < rows; r++) {
 		float *restrict yr = y + (size_t)r * cols;
@@ -19,7 +19,7 @@ void rf_k_bias_add(float *y, const float *b, int rows, int cols)
 	}
 }
 
-void rf_k_bias_grad(float *db, const float *dy, int rows, int cols, int accumulate)
+void rf__k_bias_grad(float *db, const float *dy, int rows, int cols, int accumulate)
 {
 	float *restrict d = db;
 	if (!accumulate)
@@ -32,13 +32,13 @@ void rf_k_bias_grad(float *db, const float *dy, int rows, int cols, int accumula
 	}
 }
 
-void rf_k_relu_fwd(float *y, const float *x, size_t n)
+void rf__k_relu_fwd(float *y, const float *x, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		y[i] = x[i] > 0.0f ? x[i] : 0.0f;
 }
 
-void rf_k_relu_bwd(float *dx, const float *dy, const float *y, size_t n)
+void rf__k_relu_bwd(float *dx, const float *dy, const float *y, size_t n)
 {
 	/* load dy unconditionally: a select vectorises, a conditional load branches */
 	for (size_t i = 0; i < n; i++) {
@@ -49,7 +49,7 @@ void rf_k_relu_bwd(float *dx, const float *dy, const float *y, size_t n)
 
 /* ---- loss ---------------------------------------------------------------------- */
 
-int rf_k_softmax_xent(float *dlogits, float *loss_sum, int32_t *correct,
+int rf__k_softmax_xent(float *dlogits, float *loss_sum, int32_t *correct,
 		      const float *logits, const int32_t *labels, int rows, int cols)
 {
 	if (rows < 0 || cols < 1)
@@ -90,15 +90,15 @@ int rf_k_softmax_xent(float *dlogits, float *loss_sum, int32_t *correct,
 	return 0;
 }
 
-int rf_k_softmax_xent_eval(float *loss_sum, int32_t *correct, const float *logits,
+int rf__k_softmax_xent_eval(float *loss_sum, int32_t *correct, const float *logits,
 			   const int32_t *labels, int rows, int cols)
 {
-	return rf_k_softmax_xent(NULL, loss_sum, correct, logits, labels, rows, cols);
+	return rf__k_softmax_xent(NULL, loss_sum, correct, logits, labels, rows, cols);
 }
 
 /* ---- pooling ------------------------------------------------------------------------ */
 
-void rf_k_avgpool2d_fwd(float *y, const float *x, int n, int c, int h, int w, int k)
+void rf__k_avgpool2d_fwd(float *y, const float *x, int n, int c, int h, int w, int k)
 {
 	if (k < 1)
 		return;
@@ -135,7 +135,7 @@ void rf_k_avgpool2d_fwd(float *y, const float *x, int n, int c, int h, int w, in
 	}
 }
 
-void rf_k_avgpool2d_bwd(float *dx, const float *dy, int n, int c, int h, int w, int k)
+void rf__k_avgpool2d_bwd(float *dx, const float *dy, int n, int c, int h, int w, int k)
 {
 	if (k < 1)
 		return;
@@ -170,7 +170,7 @@ void rf_k_avgpool2d_bwd(float *dx, const float *dy, int n, int c, int h, int w, 
 	}
 }
 
-void rf_k_relu_avgpool2_fwd(float *p, float *y, int n, int c, int h, int w)
+void rf__k_relu_avgpool2_fwd(float *p, float *y, int n, int c, int h, int w)
 {
 	const int oh = h / 2, ow = w / 2;
 	const float inv = 1.0f / 4.0f;
@@ -196,7 +196,7 @@ void rf_k_relu_avgpool2_fwd(float *p, float *y, int n, int c, int h, int w)
 	}
 }
 
-void rf_k_avgpool2_relu_bwd(float *dx, const float *dy, const float *y, int n, int c, int h,
+void rf__k_avgpool2_relu_bwd(float *dx, const float *dy, const float *y, int n, int c, int h,
 			    int w)
 {
 	const int oh = h / 2, ow = w / 2;

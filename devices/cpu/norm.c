@@ -85,7 +85,7 @@ RF__DISPATCH(plane_bwd, (float *dx, const float *g, const float *x, size_t n, fl
 			 float a, float c),
 	     (dx, g, x, n, m, k, a, c))
 
-int rf_k_bn_fwd_train(const struct rf_k_bn *s, float *y, float *mean, float *invstd,
+int rf__k_bn_fwd_train(const struct rf__bn *s, float *y, float *mean, float *invstd,
 		      float *run_mean, float *run_var, const float *x, const float *gamma,
 		      const float *beta)
 {
@@ -123,7 +123,7 @@ int rf_k_bn_fwd_train(const struct rf_k_bn *s, float *y, float *mean, float *inv
 	return 0;
 }
 
-int rf_k_bn_fwd_eval(const struct rf_k_bn *s, float *y, const float *x, const float *gamma,
+int rf__k_bn_fwd_eval(const struct rf__bn *s, float *y, const float *x, const float *gamma,
 		     const float *beta, const float *run_mean, const float *run_var)
 {
 	const size_t hw = (size_t)s->hw;
@@ -139,7 +139,7 @@ int rf_k_bn_fwd_eval(const struct rf_k_bn *s, float *y, const float *x, const fl
 	return 0;
 }
 
-int rf_k_bn_bwd(const struct rf_k_bn *s, float *dx, float *dgamma, float *dbeta,
+int rf__k_bn_bwd(const struct rf__bn *s, float *dx, float *dgamma, float *dbeta,
 		const float *dy, const float *x, const float *mean, const float *invstd,
 		const float *gamma)
 {
@@ -169,7 +169,7 @@ int rf_k_bn_bwd(const struct rf_k_bn *s, float *dx, float *dgamma, float *dbeta,
 
 /* ---- global average pooling and max pooling ------------------------------------ */
 
-void rf_k_gavgpool_fwd(float *y, const float *x, size_t planes, int hw)
+void rf__k_gavgpool_fwd(float *y, const float *x, size_t planes, int hw)
 {
 	for (size_t p = 0; p < planes; p++) {
 		double s = 0.0, dummy = 0.0;
@@ -178,7 +178,7 @@ void rf_k_gavgpool_fwd(float *y, const float *x, size_t planes, int hw)
 	}
 }
 
-void rf_k_gavgpool_bwd(float *dx, const float *dy, size_t planes, int hw)
+void rf__k_gavgpool_bwd(float *dx, const float *dy, size_t planes, int hw)
 {
 	const float inv = 1.0f / (float)hw;
 	for (size_t p = 0; p < planes; p++) {
@@ -207,7 +207,7 @@ static size_t max_at(const float *x, int w, int k, int st, int i, int j)
 	return best;
 }
 
-void rf_k_maxpool2d_fwd(float *y, const float *x, int n, int c, int h, int w, int k, int st)
+void rf__k_maxpool2d_fwd(float *y, const float *x, int n, int c, int h, int w, int k, int st)
 {
 	const int oh = (h - k) / st + 1, ow = (w - k) / st + 1;
 	for (size_t p = 0; p < (size_t)n * c; p++) {
@@ -219,7 +219,7 @@ void rf_k_maxpool2d_fwd(float *y, const float *x, int n, int c, int h, int w, in
 	}
 }
 
-void rf_k_maxpool2d_bwd(float *dx, const float *dy, const float *x, int n, int c, int h, int w,
+void rf__k_maxpool2d_bwd(float *dx, const float *dy, const float *x, int n, int c, int h, int w,
 			int k, int st)
 {
 	const int oh = (h - k) / st + 1, ow = (w - k) / st + 1;

@@ -28,7 +28,7 @@ static inline void philox10(uint32_t x[4], uint32_t k0, uint32_t k1)
 	}
 }
 
-void rf_k_philox4x32_10(uint32_t out[4], const uint32_t ctr[4], const uint32_t key[2])
+void rf__k_philox4x32_10(uint32_t out[4], const uint32_t ctr[4], const uint32_t key[2])
 {
 	uint32_t x[4] = { ctr[0], ctr[1], ctr[2], ctr[3] };
 	philox10(x, key[0], key[1]);
@@ -36,7 +36,7 @@ void rf_k_philox4x32_10(uint32_t out[4], const uint32_t ctr[4], const uint32_t k
 }
 
 RF__NO_CONTRACT
-void rf_k_rand_uniform(float *out, size_t n, uint64_t seed, uint64_t counter,
+void rf__k_rand_uniform(float *out, size_t n, uint64_t seed, uint64_t counter,
 		       float lo, float hi)
 {
 	const uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
@@ -51,7 +51,7 @@ void rf_k_rand_uniform(float *out, size_t n, uint64_t seed, uint64_t counter,
 	}
 }
 
-void rf_k_rand_normal(float *out, size_t n, uint64_t seed, uint64_t counter,
+void rf__k_rand_normal(float *out, size_t n, uint64_t seed, uint64_t counter,
 		      float mean, float std)
 {
 	const uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);

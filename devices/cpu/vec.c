@@ -18,7 +18,7 @@ static inline float rf__madd(float a, float b, float c)
 	return (float)((double)a + (double)b * (double)c);
 }
 
-void rf_k_sgd(float *restrict w, const float *restrict g, size_t n, float lr,
+void rf__k_sgd(float *restrict w, const float *restrict g, size_t n, float lr,
 	      float weight_decay)
 {
 	/* As PyTorch does it, w - lr*g with the product kept exact: a float times a float
@@ -33,7 +33,7 @@ void rf_k_sgd(float *restrict w, const float *restrict g, size_t n, float lr,
 			w[i] = rf__madd(w[i], -lr, rf__madd(g[i], weight_decay, w[i]));
 }
 
-void rf_k_sgd_momentum(float *restrict w, float *restrict v, const float *restrict g,
+void rf__k_sgd_momentum(float *restrict w, float *restrict v, const float *restrict g,
 		       size_t n, float lr, float momentum, float weight_decay, int nesterov)
 {
 	for (size_t i = 0; i < n; i++) {
@@ -45,8 +45,8 @@ void rf_k_sgd_momentum(float *restrict w, float *restrict v, const float *restri
 	}
 }
 
-void rf_k_adamw(float *restrict w, float *restrict m, float *restrict v,
-		const float *restrict g, size_t n, const struct rf_k_adamw *p)
+void rf__k_adamw(float *restrict w, float *restrict m, float *restrict v,
+		const float *restrict g, size_t n, const struct rf_adamw_params *p)
 {
 	/* torch's scalars: Python doubles, rounded to float where a tensor op takes them */
 	double lr = p->lr, b1 = p->beta1, b2 = p->beta2, st = (double)p->step;
@@ -73,19 +73,19 @@ void rf_k_adamw(float *restrict w, float *restrict m, float *restrict v,
 	}
 }
 
-void rf_k_axpy(float *restrict y, float a, const float *restrict x, size_t n)
+void rf__k_axpy(float *restrict y, float a, const float *restrict x, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		y[i] += a * x[i];
 }
 
-void rf_k_scale(float *restrict x, float a, size_t n)
+void rf__k_scale(float *restrict x, float a, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		x[i] *= a;
 }
 
-void rf_k_reduce_sum(float *out, const float *const *in, int k, size_t n)
+void rf__k_reduce_sum(float *out, const float *const *in, int k, size_t n)
 {
 	if (k <= 0) {
 		memset(out, 0, n * sizeof(float));
@@ -115,13 +115,13 @@ void rf_k_reduce_sum(float *out, const float *const *in, int k, size_t n)
 	}
 }
 
-void rf_k_copy(float *dst, const float *src, size_t n)
+void rf__k_copy(float *dst, const float *src, size_t n)
 {
 	if (n && dst != src)
 		memmove(dst, src, n * sizeof(float));
 }
 
-void rf_k_fill(float *restrict x, float v, size_t n)
+void rf__k_fill(float *restrict x, float v, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		x[i] = v;
@@ -130,7 +130,7 @@ void rf_k_fill(float *restrict x, float v, size_t n)
 /* ---- input decoding ------------------------------------------------------------------ */
 
 RF__NO_CONTRACT
-void rf_k_u8_to_f32(float *restrict out, const uint8_t *restrict in, size_t n,
+void rf__k_u8_to_f32(float *restrict out, const uint8_t *restrict in, size_t n,
 		    float scale, float mean, float std)
 {
 	for (size_t i = 0; i < n; i++) {
@@ -140,7 +140,7 @@ void rf_k_u8_to_f32(float *restrict out, const uint8_t *restrict in, size_t n,
 	}
 }
 
-void rf_k_u8_to_i32(int32_t *restrict out, const uint8_t *restrict in, size_t n)
+void rf__k_u8_to_i32(int32_t *restrict out, const uint8_t *restrict in, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		out[i] = in[i];

@@ -1,6 +1,8 @@
-/* devices/cuda/cuda-compute.c -- the CUDA device's compute hook: each op code of the
- * device layer to its kernel (kernels_cuda.cu), cuBLAS GEMM or cuDNN call, queued on
- * the op's CUDA stream (cuda.c runs it from the stream's enqueue). */
+/* devices/cuda/cuda-compute.c -- the CUDA backend's ops: what it runs (f32 row-major
+ * tensors; batch norm and max and global pooling through cuDNN; conversions in any
+ * float dtype and layout), the workspace it wants, and each opcode to its kernel
+ * (kernels_cuda.cu), cuBLAS GEMM or cuDNN call, queued on the op's CUDA stream (cuda.c
+ * runs it from the stream's enqueue). */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -11,6 +13,87 @@
 #include "cudnn-impl.h"
 #endif
 
+/* ---- what it runs ------------------------------------------------------------------- */
+
+static int rf__dnn_op(enum rf__opcode code)
+{
+	return code == RF__OP_BN_TRAIN || code == RF__OP_BN_EVAL || code == RF__OP_BN_BWD ||
+	       code == RF__OP_MAXPOOL_FWD || code == RF__OP_MAXPOOL_BWD || code == RF__OP_GAP_FWD ||
+	       code == RF__OP_GAP_BWD;
+}
+
+int rf__cuda_supports(const struct rf_device *d, const struct rf__op *op, char *why, size_t len)
+{
+	const char *dnn = NULL;
+	char b[96];
+	int i;
+
+	(void)d;
+	switch (op->code) {
+	case RF__OP_HOST:
+		snprintf(why, len, "a host op needs a CPU-capable stream");
+		return 0;
+	case RF__OP_CONV_BWD_FILTER_POOL_RELU:
+	case RF__OP_RELU_AVGPOOL2_FWD:
+	case RF__OP_AVGPOOL2_RELU_BWD:
+		snprintf(why, len, "no fused kernel here: push the separate relu, average "
+			 "pooling and convolution ops");
+		return 0;
+	case RF__OP_CONVERT:
+		/* f32, bf16 and f16 in either layout, or an integer tensor's layout */
+		return 1;
+	case RF__OP_COPY:
+		return 1;
+	case RF__OP_FILL: {
+		const struct rf__tref *x = &op->o.fill.x;
+		if (x->dtype == RF_I32 && op->p.fill.v != 0.0f) {
+			snprintf(why, len, "filling an i32 tensor with a non-zero value is not "
+				 "supported on CUDA");
+			return 0;
+		}
+		if ((x->dtype == RF_BF16 || x->dtype == RF_F16) && op->p.fill.v != 0.0f) {
+			snprintf(why, len, "filling a %s tensor with a non-zero value: fill an f32 "
+				 "tensor and rf_convert it", rf_tdtype_name(x->dtype));
+			return 0;
+		}
+		return 1;
+	}
+	default:
+		break;
+	}
+	if (rf__dnn_op(op->code) && !rf__cuda_dnn_ok(&dnn)) {
+		snprintf(why, len, "batch norm, max and global pooling run through cuDNN on CUDA "
+			 "devices, and here %s", dnn ? dnn : "it is missing");
+		return 0;
+	}
+	if ((i = rf__op_first_not(op, RF_F32, RF_LAYOUT_ROWMAJOR)) >= 0) {
+		snprintf(why, len, "%s: CUDA devices run this op on f32 row-major tensors "
+			 "(rf_convert to them first)", rf__tref_describe(op, (unsigned)i, b, sizeof(b)));
+		return 0;
+	}
+	return 1;
+}
+
+size_t rf__cuda_workspace(const struct rf_device *d, const struct rf__op *op, int min)
+{
+	(void)d;
+	switch (op->code) {
+	case RF__OP_CONV_FWD:
+	case RF__OP_CONV_BWD_DATA:
+	case RF__OP_CONV_BWD_FILTER:
+		/* im2col's, which cuDNN's algorithm must fit too */
+		return min ? rf__kc_conv2d_workspace_min(&op->p.conv.s)
+			   : rf__kc_conv2d_workspace_size(&op->p.conv.s);
+	case RF__OP_MAXPOOL_BWD:
+		/* cuDNN's backward wants the forward's y, which the op recomputes here */
+		return op->o.maxpool_bwd.dy.numel * sizeof(float);
+	default:
+		return 0;
+	}
+}
+
+/* ---- running it --------------------------------------------------------------------- */
+
 /* A convolution by cuDNN where it is loaded and has an algorithm for it (ret its
  * result, and true), else false: im2col and cuBLAS. */
 #if RF_HAVE_CUDNN
@@ -20,7 +103,10 @@
 #define RF__DNN(c, op, ret) 0
 #endif
 
-int rf__cuda_compute(struct rf_device *d, struct rf__dstream *ds, struct rf__opctx *op)
+#define D(t) ((float *)(t).data)
+#define C(t) ((const float *)(t).data)
+
+int rf__cuda_compute(struct rf_device *d, struct rf__dstream *ds, struct rf__op *op)
 {
 	struct rf__cuda_stream *c = ds ? ds->impl : NULL;
 	void *st, *bl;
@@ -32,127 +118,144 @@ int rf__cuda_compute(struct rf_device *d, struct rf__dstream *ds, struct rf__opc
 	st = c->cs;
 	bl = c->blas;
 	switch (op->code) {
-	case RF__GEMM: {
-		int lda = op->u.gemm.ta ? op->u.gemm.m : op->u.gemm.k;
-		int ldb = op->u.gemm.tb ? op->u.gemm.k : op->u.gemm.n;
-		ret = rf__kc_gemm(bl, op->u.gemm.ta, op->u.gemm.tb, op->u.gemm.m, op->u.gemm.n,
-				 op->u.gemm.k, op->u.gemm.alpha, op->u.gemm.a, lda > 0 ? lda : 1,
-				 op->u.gemm.b, ldb > 0 ? ldb : 1, op->u.gemm.beta, op->u.gemm.c,
-				 op->u.gemm.n > 0 ? op->u.gemm.n : 1);
+	case RF__OP_GEMM: {
+		int m = op->p.gemm.m, n = op->p.gemm.n, k = op->p.gemm.k;
+		int lda = op->p.gemm.ta ? m : k;
+		int ldb = op->p.gemm.tb ? k : n;
+		ret = rf__kc_gemm(bl, op->p.gemm.ta, op->p.gemm.tb, m, n, k, op->p.gemm.alpha,
+				  C(op->o.gemm.a), lda > 0 ? lda : 1, C(op->o.gemm.b),
+				  ldb > 0 ? ldb : 1, op->p.gemm.beta, D(op->o.gemm.c), n > 0 ? n : 1);
 		break;
 	}
-	case RF__BIAS_ADD:
-		ret = rf__kc_bias_add(st, op->u.bias.y, op->u.bias.b, op->u.bias.rows, op->u.bias.cols);
+	case RF__OP_BIAS_ADD:
+		ret = rf__kc_bias_add(st, D(op->o.bias_add.y), C(op->o.bias_add.b), op->p.bias.rows,
+				      op->p.bias.cols);
 		break;
-	case RF__BIAS_GRAD:
-		ret = rf__kc_bias_grad(st, op->u.bias.y, op->u.bias.b, op->u.bias.rows,
-				      op->u.bias.cols, op->u.bias.acc);
+	case RF__OP_BIAS_GRAD:
+		ret = rf__kc_bias_grad(st, D(op->o.bias_grad.db), C(op->o.bias_grad.dy),
+				       op->p.bias.rows, op->p.bias.cols, op->p.bias.acc);
 		break;
-	case RF__RELU_FWD:
-		ret = rf__kc_relu_fwd(st, op->u.ew.y, op->u.ew.x, op->u.ew.n);
+	case RF__OP_RELU_FWD:
+		ret = rf__kc_relu_fwd(st, D(op->o.relu_fwd.y), C(op->o.relu_fwd.x), op->p.ew.n);
 		break;
-	case RF__RELU_BWD:
-		ret = rf__kc_relu_bwd(st, op->u.ew.y, op->u.ew.x, op->u.ew.aux, op->u.ew.n);
+	case RF__OP_RELU_BWD:
+		ret = rf__kc_relu_bwd(st, D(op->o.relu_bwd.dx), C(op->o.relu_bwd.dy),
+				      C(op->o.relu_bwd.y), op->p.ew.n);
 		break;
-	case RF__XENT:
-		ret = rf__kc_softmax_xent(st, op->u.xent.dlogits, op->u.xent.loss, op->u.xent.correct,
-					 op->u.xent.logits, op->u.xent.labels, op->u.xent.rows,
-					 op->u.xent.cols);
+	case RF__OP_XENT:
+		ret = rf__kc_softmax_xent(st, D(op->o.xent.dlogits), D(op->o.xent.loss),
+					  op->o.xent.correct.data, C(op->o.xent.logits),
+					  op->o.xent.labels.data, op->p.xent.rows, op->p.xent.cols);
 		break;
-	case RF__NORM:
+	case RF__OP_BN_TRAIN: case RF__OP_BN_EVAL: case RF__OP_BN_BWD:
+	case RF__OP_MAXPOOL_FWD: case RF__OP_MAXPOOL_BWD:
+	case RF__OP_GAP_FWD: case RF__OP_GAP_BWD:
 #if RF_HAVE_CUDNN
 		ret = rf__dnn_norm(&c->dnn, c->cs, op);
 #else
 		ret = -ENOSYS;
 #endif
 		break;
-	case RF__CONV_FWD:
+	case RF__OP_CONV_FWD:
 		if (RF__DNN(c, op, ret))
 			break;
-		ret = rf__kc_conv2d_fwd(st, bl, &op->u.conv.s, op->u.conv.out, op->u.conv.in,
-				       op->u.conv.in2, op->u.conv.in3, op->ws, op->ws_bytes);
+		ret = rf__kc_conv2d_fwd(st, bl, &op->p.conv.s, D(op->o.conv_fwd.y),
+					C(op->o.conv_fwd.x), C(op->o.conv_fwd.w), C(op->o.conv_fwd.b),
+					op->ws, op->ws_bytes);
 		break;
-	case RF__CONV_BWD_DATA:
+	case RF__OP_CONV_BWD_DATA:
 		if (RF__DNN(c, op, ret))
 			break;
-		ret = rf__kc_conv2d_bwd_data(st, bl, &op->u.conv.s, op->u.conv.out, op->u.conv.in,
-					    op->u.conv.in2, op->ws, op->ws_bytes);
+		ret = rf__kc_conv2d_bwd_data(st, bl, &op->p.conv.s, D(op->o.conv_bwd_data.dx),
+					     C(op->o.conv_bwd_data.dy), C(op->o.conv_bwd_data.w),
+					     op->ws, op->ws_bytes);
 		break;
-	case RF__CONV_BWD_FILTER:
+	case RF__OP_CONV_BWD_FILTER:
 		if (RF__DNN(c, op, ret))
 			break;
-		ret = rf__kc_conv2d_bwd_filter(st, bl, &op->u.conv.s, op->u.conv.out, op->u.conv.out2,
-					      op->u.conv.in, op->u.conv.in2, op->u.conv.acc, op->ws,
-					      op->ws_bytes);
+		ret = rf__kc_conv2d_bwd_filter(st, bl, &op->p.conv.s, D(op->o.conv_bwd_filter.dw),
+					       D(op->o.conv_bwd_filter.db),
+					       C(op->o.conv_bwd_filter.dy), C(op->o.conv_bwd_filter.x),
+					       op->p.conv.acc, op->ws, op->ws_bytes);
 		break;
-	case RF__POOL_FWD:
-		ret = rf__kc_avgpool2d_fwd(st, op->u.pool.y, op->u.pool.x, op->u.pool.n, op->u.pool.c,
-					  op->u.pool.h, op->u.pool.w, op->u.pool.k);
+	case RF__OP_AVGPOOL_FWD:
+		ret = rf__kc_avgpool2d_fwd(st, D(op->o.avgpool_fwd.y), C(op->o.avgpool_fwd.x),
+					   op->p.pool.n, op->p.pool.c, op->p.pool.h, op->p.pool.w,
+					   op->p.pool.k);
 		break;
-	case RF__POOL_BWD:
-		ret = rf__kc_avgpool2d_bwd(st, op->u.pool.y, op->u.pool.x, op->u.pool.n, op->u.pool.c,
-					  op->u.pool.h, op->u.pool.w, op->u.pool.k);
+	case RF__OP_AVGPOOL_BWD:
+		ret = rf__kc_avgpool2d_bwd(st, D(op->o.avgpool_bwd.dx), C(op->o.avgpool_bwd.dy),
+					   op->p.pool.n, op->p.pool.c, op->p.pool.h, op->p.pool.w,
+					   op->p.pool.k);
 		break;
-	case RF__SGD:
-		ret = rf__kc_sgd(st, op->u.sgd.w, op->u.sgd.g, op->u.sgd.n, rf__sgd_lr(op), op->u.sgd.wd);
+	case RF__OP_SGD:
+		ret = rf__kc_sgd(st, D(op->o.sgd.w), C(op->o.sgd.g), op->p.sgd.n, rf__sgd_lr(op),
+				 op->p.sgd.wd);
 		break;
-	case RF__SGD_MOMENTUM:
-		ret = rf__kc_sgd_momentum(st, op->u.sgd.w, op->u.sgd.v, op->u.sgd.g, op->u.sgd.n,
-					 rf__sgd_lr(op), op->u.sgd.mom, op->u.sgd.wd, op->u.sgd.nesterov);
+	case RF__OP_SGD_MOMENTUM:
+		ret = rf__kc_sgd_momentum(st, D(op->o.sgd_momentum.w), D(op->o.sgd_momentum.v),
+					  C(op->o.sgd_momentum.g), op->p.sgd.n, rf__sgd_lr(op),
+					  op->p.sgd.mom, op->p.sgd.wd, op->p.sgd.nesterov);
 		break;
-	case RF__ADAMW:
-	{
-		struct rf_k_adamw p = rf__adamw_p(op);
-		ret = rf__kc_adamw(st, op->u.adamw.w, op->u.adamw.m, op->u.adamw.v, op->u.adamw.g,
-				   op->u.adamw.n, &p);
+	case RF__OP_ADAMW: {
+		struct rf_adamw_params p = rf__adamw_p(op);
+		ret = rf__kc_adamw(st, D(op->o.adamw.w), D(op->o.adamw.m), D(op->o.adamw.v),
+				   C(op->o.adamw.g), op->p.adamw.n, &p);
+		break;
 	}
+	case RF__OP_AXPY:
+		ret = rf__kc_axpy(st, D(op->o.axpy.y), op->p.axpy.a, C(op->o.axpy.x), op->p.axpy.n);
 		break;
-	case RF__AXPY:
-		ret = rf__kc_axpy(st, op->u.axpy.y, op->u.axpy.a, op->u.axpy.x, op->u.axpy.n);
+	case RF__OP_SCALE:
+		ret = rf__kc_scale(st, D(op->o.scale.x), op->p.axpy.a, op->p.axpy.n);
 		break;
-	case RF__SCALE:
-		ret = rf__kc_scale(st, op->u.axpy.y, op->u.axpy.a, op->u.axpy.n);
+	case RF__OP_SUM: {
+		const float *in[RF__OP_SUM_MAX];
+		for (int i = 0; i < op->p.sum.k; i++)
+			in[i] = op->p.sum.in[i].data;
+		ret = rf__kc_reduce_sum(st, D(op->o.sum.out), in, op->p.sum.k, op->p.sum.n);
 		break;
-	case RF__SUM:
-		ret = rf__kc_reduce_sum(st, op->u.sum.out, op->u.sum.in, op->u.sum.k, op->u.sum.n);
+	}
+	case RF__OP_FILL: {
+		const struct rf__tref *x = &op->o.fill.x;
+		if (x->dtype == RF_F32)
+			ret = rf__kc_fill(st, x->data, op->p.fill.v, op->p.fill.n);
+		else /* u8, or zeros (supports_op) */
+			ret = rf__cuerr(cudaMemsetAsync(x->data, (int)(uint8_t)op->p.fill.v,
+							op->p.fill.n * rf_tdtype_size(x->dtype), c->cs));
 		break;
-	case RF__FILL:
-		if (op->u.fill.dtype == RF_F32) {
-			ret = rf__kc_fill(st, op->u.fill.x, op->u.fill.v, op->u.fill.n);
-		} else if (op->u.fill.dtype == RF_U8 || op->u.fill.v == 0.0f) {
-			size_t bytes = op->u.fill.n * (op->u.fill.dtype == RF_U8 ? 1 : 4);
-			ret = rf__cuerr(cudaMemsetAsync(op->u.fill.x, (int)(uint8_t)op->u.fill.v, bytes,
-							c->cs));
-		} else {
-			snprintf(op->err, sizeof(op->err),
-				 "filling an i32 tensor with a non-zero value is not supported on CUDA");
-			ret = -ENOTSUP;
-		}
+	}
+	case RF__OP_U8_F32:
+		ret = rf__kc_u8_to_f32(st, D(op->o.dec.out), op->o.dec.in.data, op->p.dec.n,
+				       op->p.dec.scale, op->p.dec.mean, op->p.dec.std);
 		break;
-	case RF__U8_F32:
-		ret = rf__kc_u8_to_f32(st, op->u.dec.out, op->u.dec.in, op->u.dec.n, op->u.dec.scale,
-				      op->u.dec.mean, op->u.dec.std);
+	case RF__OP_U8_I32:
+		ret = rf__kc_u8_to_i32(st, op->o.dec.out.data, op->o.dec.in.data, op->p.dec.n);
 		break;
-	case RF__U8_I32:
-		ret = rf__kc_u8_to_i32(st, op->u.dec.out, op->u.dec.in, op->u.dec.n);
-		break;
-	case RF__RAND_UNIFORM:
-	case RF__RAND_NORMAL: {
-		struct rf_prng *g = op->u.rand.g;
-		if (op->code == RF__RAND_UNIFORM)
-			ret = rf__kc_rand_uniform(st, op->u.rand.x, op->u.rand.n, g->seed, g->counter,
-						 op->u.rand.a, op->u.rand.b);
+	case RF__OP_RAND_UNIFORM:
+	case RF__OP_RAND_NORMAL: {
+		struct rf_prng *g = op->p.rand.g;
+		if (op->code == RF__OP_RAND_UNIFORM)
+			ret = rf__kc_rand_uniform(st, D(op->o.rand.x), op->p.rand.n, g->seed,
+						  g->counter, op->p.rand.a, op->p.rand.b);
 		else
-			ret = rf__kc_rand_normal(st, op->u.rand.x, op->u.rand.n, g->seed, g->counter,
-						op->u.rand.a, op->u.rand.b);
+			ret = rf__kc_rand_normal(st, D(op->o.rand.x), op->p.rand.n, g->seed,
+						 g->counter, op->p.rand.a, op->p.rand.b);
 		if (ret == 0)
-			g->counter += op->u.rand.n;
+			g->counter += op->p.rand.n;
 		break;
 	}
-	case RF__COPY:
-		if (op->u.copy.bytes)
-			ret = rf__cuerr(cudaMemcpyAsync(op->u.copy.dst, op->u.copy.src, op->u.copy.bytes,
-							cudaMemcpyDefault, c->cs));
+	case RF__OP_CONVERT: {
+		const struct rf__tref *dt = &op->o.convert.dst, *sr = &op->o.convert.src;
+		ret = rf__kc_convert(st, dt->data, (int)dt->dtype, dt->layout == RF_LAYOUT_NHWC,
+				     sr->data, (int)sr->dtype, sr->layout == RF_LAYOUT_NHWC, sr->ndim,
+				     sr->shape);
+		break;
+	}
+	case RF__OP_COPY:
+		if (op->p.copy.bytes)
+			ret = rf__cuerr(cudaMemcpyAsync(op->o.copy.dst.data, op->o.copy.src.data,
+							op->p.copy.bytes, cudaMemcpyDefault, c->cs));
 		break;
 	default:
 		ret = -ENOSYS;

@@ -67,7 +67,7 @@ struct rf__cg {
  * push, reading no host state that changes between launches? */
 static int rf__cg_capturable(struct rf_op *op)
 {
-	struct rf__opctx *o;
+	struct rf__op *o;
 	rf_op_fn fn;
 	void *ctx;
 
@@ -75,25 +75,25 @@ static int rf__cg_capturable(struct rf_op *op)
 	if (fn != rf__op_fn || !(o = ctx))
 		return 0;
 	switch (o->code) {
-	case RF__GEMM: case RF__BIAS_ADD: case RF__BIAS_GRAD: case RF__RELU_FWD:
-	case RF__RELU_BWD: case RF__XENT: case RF__POOL_FWD: case RF__POOL_BWD:
-	case RF__AXPY: case RF__SCALE: case RF__SUM: case RF__U8_F32: case RF__U8_I32:
+	case RF__OP_GEMM: case RF__OP_BIAS_ADD: case RF__OP_BIAS_GRAD: case RF__OP_RELU_FWD:
+	case RF__OP_RELU_BWD: case RF__OP_XENT: case RF__OP_AVGPOOL_FWD: case RF__OP_AVGPOOL_BWD:
+	case RF__OP_AXPY: case RF__OP_SCALE: case RF__OP_SUM: case RF__OP_U8_F32:
+	case RF__OP_U8_I32: case RF__OP_FILL: case RF__OP_CONVERT:
 		return 1;
-	case RF__FILL:
-		return o->u.fill.dtype == RF_F32 || o->u.fill.dtype == RF_U8 || o->u.fill.v == 0.0f;
-	case RF__SGD: case RF__SGD_MOMENTUM:
-		return !o->u.sgd.live;      /* a live lr is read from the host when it runs */
-	case RF__ADAMW:
-		return !o->u.adamw.live;
-	case RF__CONV_FWD: case RF__CONV_BWD_DATA: case RF__CONV_BWD_FILTER:
+	case RF__OP_SGD: case RF__OP_SGD_MOMENTUM:
+		return !o->p.sgd.live;      /* a live lr is read from the host when it runs */
+	case RF__OP_ADAMW:
+		return !o->p.adamw.live;
+	case RF__OP_CONV_FWD: case RF__OP_CONV_BWD_DATA: case RF__OP_CONV_BWD_FILTER:
 		/* our im2col path only: cuDNN makes its handle and plans at first use */
 		return !rf__cuda_dnn_ok(NULL);
-	case RF__COPY: {
+	case RF__OP_COPY: {
 		/* device or page-locked host memory, first and last byte: a copy node;
 		 * pageable memory is staged by the driver, which a graph cannot hold */
-		const char *p[4] = { o->u.copy.dst, (const char *)o->u.copy.dst + o->u.copy.bytes - 1,
-				     o->u.copy.src, (const char *)o->u.copy.src + o->u.copy.bytes - 1 };
-		if (!o->u.copy.bytes)
+		const char *dst = o->o.copy.dst.data, *src = o->o.copy.src.data;
+		size_t bytes = o->p.copy.bytes;
+		const char *p[4] = { dst, dst + bytes - 1, src, src + bytes - 1 };
+		if (!bytes)
 			return 1;
 		for (int i = 0; i < 4; i++) {
 			struct cudaPointerAttributes a;
@@ -106,7 +106,7 @@ static int rf__cg_capturable(struct rf_op *op)
 		}
 		return 1;
 	}
-	default:                        /* PRNG (its counter), NORM (cuDNN), HOST */
+	default:                        /* PRNG (its counter), cuDNN's norms, HOST */
 		return 0;
 	}
 }
@@ -208,7 +208,7 @@ static void rf__cg_run_held(struct rf__cuda_stream *c)
 		void *ctx;
 		rf_op_fn_ctx(g->held[i], &fn, &ctx);
 		if (fn == rf__op_fn && ctx) /* a failed run into the capture wrote it */
-			((struct rf__opctx *)ctx)->err[0] = 0;
+			((struct rf__op *)ctx)->err[0] = 0;
 		c->st[(g->held0 + i) & (c->cap - 1)] = rf_op_execute(g->held[i]);
 	}
 	g->nheld = 0;

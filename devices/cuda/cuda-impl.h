@@ -11,7 +11,7 @@
 #include "cublas-dl.h"
 #include "cuda-wd.h"
 
-#include "../device-impl.h"
+#include "../backend-impl.h"
 #include "stream.h"
 
 #define RF__EVRING 64u
@@ -59,10 +59,16 @@ struct rf__cuda_stream {
 	struct rf__cg *cg;               /* graph launches as CUDA graphs (cuda-graph.c) */
 };
 
-/* cuda-compute.c: the device's compute hook (rf__device_iface) */
-int rf__cuda_compute(struct rf_device *d, struct rf__dstream *ds, struct rf__opctx *op);
+/* cuda-compute.c: the table's op entries (backend-impl.h) */
+int rf__cuda_supports(const struct rf_device *d, const struct rf__op *op, char *why, size_t len);
+size_t rf__cuda_workspace(const struct rf_device *d, const struct rf__op *op, int min);
+int rf__cuda_compute(struct rf_device *d, struct rf__dstream *ds, struct rf__op *op);
 
 /* cuda.c */
+int rf__cuda_count(void);
+/* 1 when convolutions, batch norm and pooling go through cuDNN (built with it, and
+ * libcudnn loads, and RF_CUDNN is not 0); else 0 and *why (if why) says why. */
+int rf__cuda_dnn_ok(const char **why);
 int rf__cuda_set(int ordinal);
 int rf__cuerr(cudaError_t e);
 /* Put op in the FIFO (a slot is free: the enqueue made sure) with the status its

@@ -63,7 +63,7 @@ static void rf__cuda_host_dev(void)
 		rf__cuda_set(d);
 }
 
-int rf__cuda_host_register(void *p, size_t bytes)
+static int rf__cuda_host_register(void *p, size_t bytes)
 {
 	if (rf__cuda_count() <= 0)
 		return 0;
@@ -76,7 +76,7 @@ int rf__cuda_host_register(void *p, size_t bytes)
 	return 1;
 }
 
-void rf__cuda_host_unregister(void *p)
+static void rf__cuda_host_unregister(void *p)
 {
 	rf__cuda_host_dev();
 	if (cudaHostUnregister(p) != cudaSuccess)
@@ -101,18 +101,33 @@ int rf__cuda_dnn_ok(const char **why)
 #endif
 }
 
-struct rf__dstream *rf__cuda_dstream(const struct rf_stream *s)
+static struct rf__dstream *rf__cuda_dstream(const struct rf_stream *s)
 {
 	if (s && s->ops == &rf__cs_ops)
 		return ((struct rf__cuda_stream *)s->ctx)->ds;
 	return NULL;
 }
 
-void *rf__cuda_stream_handle(const struct rf_stream *s)
+static void *rf__cuda_stream_handle(const struct rf_stream *s)
 {
 	if (s && s->ops == &rf__cs_ops)
 		return (void *)((struct rf__cuda_stream *)s->ctx)->cs;
 	return NULL;
+}
+
+void *rf_cuda_stream_handle(const struct rf_stream *s)
+{
+	return rf__cuda_stream_handle(s);
+}
+
+int rf_cuda_count(void)
+{
+	return rf__cuda_count();
+}
+
+int rf_cuda_dnn_available(const char **why)
+{
+	return rf__cuda_dnn_ok(why);
 }
 
 /* ---- memory ------------------------------------------------------------------------ */
@@ -140,11 +155,6 @@ static void rf__cuda_mem_free(void *ctx, void *p, size_t bytes)
 	rf__cuda_set(d->ordinal);
 	if (cudaFree(p) != cudaSuccess)
 		(void)cudaGetLastError();
-}
-
-static size_t rf__cuda_conv_ws(const struct rf_k_conv2d *s, int min)
-{
-	return min ? rf__kc_conv2d_workspace_min(s) : rf__kc_conv2d_workspace_size(s);
 }
 
 /* ---- streams ------------------------------------------------------------------------- */
@@ -594,18 +604,30 @@ static void rf__cuda_close(struct rf_device *d)
 	d->ctx = NULL;
 }
 
-static const struct rf__device_iface rf__cuda_iface = {
-	/* .kind      = */ "cuda",
-	/* .mem_alloc = */ rf__cuda_mem_alloc,
-	/* .mem_free  = */ rf__cuda_mem_free,
-	/* .compute   = */ rf__cuda_compute,
-	/* .strerror  = */ rf__kc_error_string,
-	/* .conv_ws   = */ rf__cuda_conv_ws,
-	/* .close     = */ rf__cuda_close,
+static int rf__cuda_open(struct rf_engine *e, int ordinal, const struct rf_device_opts *opts,
+			 struct rf_device **out);
+
+const struct rf__backend rf__cuda_backend = {
+	/* .kind            = */ "cuda",
+	/* .id              = */ RF_DEVICE_CUDA,
+	/* .hostmem         = */ 0,
+	/* .count           = */ rf__cuda_count,
+	/* .open            = */ rf__cuda_open,
+	/* .close           = */ rf__cuda_close,
+	/* .supports_op     = */ rf__cuda_supports,
+	/* .compute         = */ rf__cuda_compute,
+	/* .workspace       = */ rf__cuda_workspace,
+	/* .strerror        = */ rf__kc_error_string,
+	/* .mem_alloc       = */ rf__cuda_mem_alloc,
+	/* .mem_free        = */ rf__cuda_mem_free,
+	/* .host_register   = */ rf__cuda_host_register,
+	/* .host_unregister = */ rf__cuda_host_unregister,
+	/* .dstream         = */ rf__cuda_dstream,
+	/* .stream_handle   = */ rf__cuda_stream_handle,
 };
 
-int rf__cuda_open(struct rf_engine *e, int ordinal, const struct rf_cuda_opts *opts,
-		  struct rf_device **out)
+static int rf__cuda_open(struct rf_engine *e, int ordinal, const struct rf_device_opts *opts,
+			 struct rf_device **out)
 {
 	struct rf_device *d;
 	struct rf__cuda_dev *cd;
@@ -617,15 +639,20 @@ int rf__cuda_open(struct rf_engine *e, int ordinal, const struct rf_cuda_opts *o
 	char nm[16];
 	int ret, none = -1;
 
+	if (!e || !out || ordinal < 0)
+		return rf__fail(-EINVAL, "cuda:%d: an engine and an out pointer are required", ordinal);
+	*out = NULL;
 	if (ordinal >= rf__cuda_count())
-		return -ENODEV;
+		return rf__fail(-ENODEV, "cuda:%d: no usable CUDA device there (%d found: no GPU, "
+				"no driver, or a driver too old)", ordinal, rf__cuda_count());
 	if (n + 2 > RF__MAX_STREAMS)
-		return -EINVAL;
+		return rf__fail(-EINVAL, "cuda:%d: %u compute streams, expected at most %d",
+				ordinal, n, RF__MAX_STREAMS - 2);
 	ret = rf__cuda_set(ordinal);
 	if (ret < 0)
-		return -ENODEV;
+		return rf__fail(-ENODEV, "cuda:%d: cudaSetDevice failed", ordinal);
 	atomic_compare_exchange_strong(&rf__first_dev, &none, ordinal);
-	d = rf__device_new(e, &rf__cuda_iface, RF_DEVICE_CUDA, ordinal);
+	d = rf__device_new(e, &rf__cuda_backend, ordinal);
 	cd = calloc(1, sizeof(*cd));
 	if (!d || !cd) {
 		free(cd);
@@ -654,4 +681,17 @@ int rf__cuda_open(struct rf_engine *e, int ordinal, const struct rf_cuda_opts *o
 	}
 	*out = d;
 	return 0;
+}
+
+int rf_cuda_open(struct rf_engine *e, int ordinal, const struct rf_cuda_opts *opts,
+		 struct rf_device **out)
+{
+	struct rf_device_opts o = { 0 };
+
+	if (opts) {
+		o.streams = opts->streams;
+		o.watchdog_ms = opts->watchdog_ms;
+		o.hang_ms = opts->hang_ms;
+	}
+	return rf__cuda_open(e, ordinal, &o, out);
 }

@@ -6,8 +6,7 @@
 
 #include <stddef.h>
 
-#include "../device-impl.h"
-#include "../norm-op.h"
+#include "../backend-impl.h"
 
 /* 1 when libcudnn.so.9 is loaded and has every call we use (the first call loads it,
  * once, thread-safe); else 0, and *why (if why) says what is missing. */
@@ -18,14 +17,14 @@ int rf__dnn_ok(const char **why);
 struct rf__dnn;
 void rf__dnn_destroy(struct rf__dnn *h);
 
-/* op (RF__CONV_FWD, _BWD_DATA, _BWD_FILTER) on h's stream, the fastest deterministic
+/* op (RF__OP_CONV_FWD, _BWD_DATA, _BWD_FILTER) on h's stream, the fastest deterministic
  * algorithm whose workspace fits op->ws_bytes, in full float32 (FMA math, no TF32).
  * 0; -ENOTSUP (op->err untouched, nothing queued) when no such algorithm exists: the
  * caller convolves by im2col; or -EIO with op->err set. */
-int rf__dnn_conv(struct rf__dnn **h, void *cs, struct rf__opctx *op);
-/* An RF__NORM op (its struct rf__norm_op at op->u.host.arg: batch norm train / eval /
- * backward, max and global average pooling) on h's stream; max pooling's backward
- * recomputes y into op->ws (y's size). 0 or -EIO with op->err set. */
-int rf__dnn_norm(struct rf__dnn **h, void *cs, struct rf__opctx *op);
+int rf__dnn_conv(struct rf__dnn **h, void *cs, struct rf__op *op);
+/* A batch norm (train, eval, backward), max or global average pooling op (forward,
+ * backward) on h's stream; max pooling's backward recomputes y into op->ws (y's
+ * size). 0 or -EIO with op->err set. */
+int rf__dnn_norm(struct rf__dnn **h, void *cs, struct rf__op *op);
 
 #endif

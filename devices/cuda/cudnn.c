@@ -250,13 +250,13 @@ static int rf__dnn_fail(char *err, size_t len, const char *what, cudnnStatus_t s
 
 /* x (n, c, h, w), w (o, c, kh, kw), y (n, o, oh, ow) and the convolution: t[0] x,
  * t[1] y, t[2] the bias (1, o, 1, 1), f, c. */
-static cudnnStatus_t rf__conv_descs(struct rf__descs *d, const struct rf_k_conv2d *s)
+static cudnnStatus_t rf__conv_descs(struct rf__descs *d, const struct rf__conv2d *s)
 {
 	int st = s->stride ? s->stride : 1;
 	cudnnStatus_t r;
 
 	if ((r = rf__tensor(d, 0, s->n, s->c, s->h, s->w)) ||
-	    (r = rf__tensor(d, 1, s->n, s->o, rf_k_conv2d_oh(s), rf_k_conv2d_ow(s))) ||
+	    (r = rf__tensor(d, 1, s->n, s->o, rf__conv2d_oh(s), rf__conv2d_ow(s))) ||
 	    (r = rf__tensor(d, 2, 1, s->o, 1, 1)) ||
 	    (r = rf__dn.create_filter(&d->f)) ||
 	    (r = rf__dn.set_filter4d(d->f, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, s->o, s->c, s->kh,
@@ -313,14 +313,14 @@ static cudnnStatus_t rf__conv_descs(struct rf__descs *d, const struct rf_k_conv2
 	if (_s != CUDNN_STATUS_SUCCESS) { ret = rf__dnn_fail(err, len, what, _s); goto out; } \
 } while (0)
 
-int rf__dnn_conv(struct rf__dnn **hp, void *cs, struct rf__opctx *op)
+int rf__dnn_conv(struct rf__dnn **hp, void *cs, struct rf__op *op)
 {
-	const struct rf_k_conv2d *s = &op->u.conv.s;
+	const struct rf__conv2d *s = &op->p.conv.s;
 	char *err = op->err;
 	size_t len = sizeof(op->err), ws = op->ws ? op->ws_bytes : 0;
 	cudnnHandle_t h;
 	struct rf__descs d = { 0 };
-	const float one = 1.0f, zero = 0.0f, acc = op->u.conv.acc ? 1.0f : 0.0f;
+	const float one = 1.0f, zero = 0.0f, acc = op->p.conv.acc ? 1.0f : 0.0f;
 	int ret = 0, n = 0, algo, other;
 
 	/* An empty shape is the caller's im2col, which does what the CPU does: no image
@@ -332,7 +332,7 @@ int rf__dnn_conv(struct rf__dnn **hp, void *cs, struct rf__opctx *op)
 		return -EIO;
 	RF__CK("cuDNN convolution descriptors", rf__conv_descs(&d, s));
 	switch (op->code) {
-	case RF__CONV_FWD: {
+	case RF__OP_CONV_FWD: {
 		cudnnConvolutionFwdAlgoPerf_t perf[16];
 		RF__CK("cudnnGetConvolutionForwardAlgorithm_v7",
 		       rf__dn.fwd_algos(h, d.t[0], d.f, d.c, d.t[1], 16, &n, perf));
@@ -340,16 +340,16 @@ int rf__dnn_conv(struct rf__dnn **hp, void *cs, struct rf__opctx *op)
 		if (algo < 0)
 			break;
 		RF__CKCONV("cudnnConvolutionForward",
-		       rf__dn.conv_fwd(h, &one, d.t[0], op->u.conv.in, d.f, op->u.conv.in2, d.c,
-				       (cudnnConvolutionFwdAlgo_t)algo, op->ws, ws, &zero, d.t[1],
-				       op->u.conv.out));
-		if (op->u.conv.in3)
+		       rf__dn.conv_fwd(h, &one, d.t[0], op->o.conv_fwd.x.data, d.f,
+				       op->o.conv_fwd.w.data, d.c, (cudnnConvolutionFwdAlgo_t)algo,
+				       op->ws, ws, &zero, d.t[1], op->o.conv_fwd.y.data));
+		if (op->o.conv_fwd.b.data)
 			RF__CK("cudnnAddTensor (bias)",
-			       rf__dn.add_tensor(h, &one, d.t[2], op->u.conv.in3, &one, d.t[1],
-						 op->u.conv.out));
+			       rf__dn.add_tensor(h, &one, d.t[2], op->o.conv_fwd.b.data, &one, d.t[1],
+						 op->o.conv_fwd.y.data));
 		break;
 	}
-	case RF__CONV_BWD_DATA: {
+	case RF__OP_CONV_BWD_DATA: {
 		cudnnConvolutionBwdDataAlgoPerf_t perf[16];
 		RF__CK("cudnnGetConvolutionBackwardDataAlgorithm_v7",
 		       rf__dn.bwd_data_algos(h, d.f, d.t[1], d.c, d.t[0], 16, &n, perf));
@@ -357,12 +357,13 @@ int rf__dnn_conv(struct rf__dnn **hp, void *cs, struct rf__opctx *op)
 		if (algo < 0)
 			break;
 		RF__CKCONV("cudnnConvolutionBackwardData",
-		       rf__dn.conv_bwd_data(h, &one, d.f, op->u.conv.in2, d.t[1], op->u.conv.in, d.c,
+		       rf__dn.conv_bwd_data(h, &one, d.f, op->o.conv_bwd_data.w.data, d.t[1],
+					    op->o.conv_bwd_data.dy.data, d.c,
 					    (cudnnConvolutionBwdDataAlgo_t)algo, op->ws, ws, &zero,
-					    d.t[0], op->u.conv.out));
+					    d.t[0], op->o.conv_bwd_data.dx.data));
 		break;
 	}
-	case RF__CONV_BWD_FILTER: {
+	case RF__OP_CONV_BWD_FILTER: {
 		cudnnConvolutionBwdFilterAlgoPerf_t perf[16];
 		RF__CK("cudnnGetConvolutionBackwardFilterAlgorithm_v7",
 		       rf__dn.bwd_filter_algos(h, d.t[0], d.t[1], d.c, d.f, 16, &n, perf));
@@ -370,13 +371,14 @@ int rf__dnn_conv(struct rf__dnn **hp, void *cs, struct rf__opctx *op)
 		if (algo < 0)
 			break;
 		RF__CKCONV("cudnnConvolutionBackwardFilter",
-		       rf__dn.conv_bwd_filter(h, &one, d.t[0], op->u.conv.in2, d.t[1], op->u.conv.in,
-					      d.c, (cudnnConvolutionBwdFilterAlgo_t)algo, op->ws,
-					      ws, &acc, d.f, op->u.conv.out));
-		if (op->u.conv.out2)
+		       rf__dn.conv_bwd_filter(h, &one, d.t[0], op->o.conv_bwd_filter.x.data, d.t[1],
+					      op->o.conv_bwd_filter.dy.data, d.c,
+					      (cudnnConvolutionBwdFilterAlgo_t)algo, op->ws, ws, &acc,
+					      d.f, op->o.conv_bwd_filter.dw.data));
+		if (op->o.conv_bwd_filter.db.data)
 			RF__CK("cudnnConvolutionBackwardBias",
-			       rf__dn.conv_bwd_bias(h, &one, d.t[1], op->u.conv.in, &acc, d.t[2],
-						    op->u.conv.out2));
+			       rf__dn.conv_bwd_bias(h, &one, d.t[1], op->o.conv_bwd_filter.dy.data,
+						    &acc, d.t[2], op->o.conv_bwd_filter.db.data));
 		break;
 	}
 	default:
@@ -399,85 +401,103 @@ out:
 	return ret;
 }
 
-int rf__dnn_norm(struct rf__dnn **hp, void *cs, struct rf__opctx *op)
+int rf__dnn_norm(struct rf__dnn **hp, void *cs, struct rf__op *op)
 {
-	const struct rf__norm_op *f = op->u.host.arg;
 	char *err = op->err;
 	size_t len = sizeof(op->err);
 	cudnnHandle_t h;
 	struct rf__descs d = { 0 };
 	const float one = 1.0f, zero = 0.0f;
 	const cudnnBatchNormMode_t bm = CUDNN_BATCHNORM_SPATIAL;
-	double eps = f->bn.eps >= CUDNN_BN_MIN_EPSILON ? f->bn.eps : CUDNN_BN_MIN_EPSILON;
+	int bn = op->code == RF__OP_BN_TRAIN || op->code == RF__OP_BN_EVAL || op->code == RF__OP_BN_BWD;
+	int n = bn ? op->p.bn.s.n : op->p.pool.n, c = bn ? op->p.bn.s.c : op->p.pool.c;
+	int hh = bn ? op->p.bn.h : op->p.pool.h, ww = bn ? op->p.bn.w : op->p.pool.w;
+	double eps = op->p.bn.s.eps >= CUDNN_BN_MIN_EPSILON ? op->p.bn.s.eps : CUDNN_BN_MIN_EPSILON;
 	int ret = 0;
 
 	/* ops-norm.c refuses the empty shapes that the CPU kernels refuse (batch norm's
 	 * empty channels or planes, its backward's empty batch): what is left here has
 	 * no output element, and the CPU writes none either */
-	if (!f->n || !f->c || !f->h || !f->w)
+	if (!n || !c || !hh || !ww)
 		return 0;
 	if (!(h = rf__handle(hp, cs, err, len)))
 		return -EIO;
-	RF__CK("cuDNN tensor descriptor", rf__tensor(&d, 0, f->n, f->c, f->h, f->w));
-	switch (f->kind) {
-	case RF__N_BN_TRAIN:
-	case RF__N_BN_EVAL:
-	case RF__N_BN_BWD:
-		RF__CK("cuDNN tensor descriptor", rf__tensor(&d, 1, 1, f->c, 1, 1));
-		if (f->kind == RF__N_BN_TRAIN)
-			RF__CK("cudnnBatchNormalizationForwardTraining",
-			       rf__dn.bn_train(h, bm, &one, &zero, d.t[0], f->in, d.t[0], f->out, d.t[1],
-					       f->in2, f->in3, f->bn.momentum, f->out4, f->out5, eps,
-					       f->out2, f->out3));
-		else if (f->kind == RF__N_BN_EVAL)
-			RF__CK("cudnnBatchNormalizationForwardInference",
-			       rf__dn.bn_infer(h, bm, &one, &zero, d.t[0], f->in, d.t[0], f->out, d.t[1],
-					       f->in2, f->in3, f->in4, f->in5, eps));
-		else
-			RF__CK("cudnnBatchNormalizationBackward",
-			       rf__dn.bn_bwd(h, bm, &one, &zero, &one, &zero, d.t[0], f->in2, d.t[0],
-					     f->in, d.t[0], f->out, d.t[1], f->in5, f->out2, f->out3,
-					     eps, f->in3, f->in4));
+	RF__CK("cuDNN tensor descriptor", rf__tensor(&d, 0, n, c, hh, ww));
+	switch (op->code) {
+	case RF__OP_BN_TRAIN:
+		RF__CK("cuDNN tensor descriptor", rf__tensor(&d, 1, 1, c, 1, 1));
+		RF__CK("cudnnBatchNormalizationForwardTraining",
+		       rf__dn.bn_train(h, bm, &one, &zero, d.t[0], op->o.bn_train.x.data, d.t[0],
+				       op->o.bn_train.y.data, d.t[1], op->o.bn_train.gamma.data,
+				       op->o.bn_train.beta.data, op->p.bn.s.momentum,
+				       op->o.bn_train.run_mean.data, op->o.bn_train.run_var.data, eps,
+				       op->o.bn_train.mean.data, op->o.bn_train.invstd.data));
 		break;
-	case RF__N_MAX_FWD:
-	case RF__N_MAX_BWD:
-	case RF__N_GAP_FWD:
-	case RF__N_GAP_BWD: {
-		int gap = f->kind == RF__N_GAP_FWD || f->kind == RF__N_GAP_BWD;
-		int kh = gap ? f->h : f->k, kw = gap ? f->w : f->k;
-		int sh = gap ? f->h : f->st, sw = gap ? f->w : f->st;
-		int oh = (f->h - kh) / sh + 1, ow = (f->w - kw) / sw + 1;
-		RF__CK("cuDNN tensor descriptor", rf__tensor(&d, 1, f->n, f->c, oh, ow));
+	case RF__OP_BN_EVAL:
+		RF__CK("cuDNN tensor descriptor", rf__tensor(&d, 1, 1, c, 1, 1));
+		RF__CK("cudnnBatchNormalizationForwardInference",
+		       rf__dn.bn_infer(h, bm, &one, &zero, d.t[0], op->o.bn_eval.x.data, d.t[0],
+				       op->o.bn_eval.y.data, d.t[1], op->o.bn_eval.gamma.data,
+				       op->o.bn_eval.beta.data, op->o.bn_eval.run_mean.data,
+				       op->o.bn_eval.run_var.data, eps));
+		break;
+	case RF__OP_BN_BWD:
+		RF__CK("cuDNN tensor descriptor", rf__tensor(&d, 1, 1, c, 1, 1));
+		RF__CK("cudnnBatchNormalizationBackward",
+		       rf__dn.bn_bwd(h, bm, &one, &zero, &one, &zero, d.t[0], op->o.bn_bwd.x.data,
+				     d.t[0], op->o.bn_bwd.dy.data, d.t[0], op->o.bn_bwd.dx.data, d.t[1],
+				     op->o.bn_bwd.gamma.data, op->o.bn_bwd.dgamma.data,
+				     op->o.bn_bwd.dbeta.data, eps, op->o.bn_bwd.mean.data,
+				     op->o.bn_bwd.invstd.data));
+		break;
+	case RF__OP_MAXPOOL_FWD:
+	case RF__OP_MAXPOOL_BWD:
+	case RF__OP_GAP_FWD:
+	case RF__OP_GAP_BWD: {
+		int gap = op->code == RF__OP_GAP_FWD || op->code == RF__OP_GAP_BWD;
+		int kh = gap ? hh : op->p.pool.k, kw = gap ? ww : op->p.pool.k;
+		int sh = gap ? hh : op->p.pool.st, sw = gap ? ww : op->p.pool.st;
+		int oh = (hh - kh) / sh + 1, ow = (ww - kw) / sw + 1;
+		RF__CK("cuDNN tensor descriptor", rf__tensor(&d, 1, n, c, oh, ow));
 		RF__CK("cudnnCreatePoolingDescriptor", rf__dn.create_pool(&d.p));
 		RF__CK("cudnnSetPooling2dDescriptor",
 		       rf__dn.set_pool2d(d.p, gap ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
 						  : CUDNN_POOLING_MAX_DETERMINISTIC,
 					 CUDNN_PROPAGATE_NAN, kh, kw, 0, 0, sh, sw));
-		if (f->kind == RF__N_MAX_FWD || f->kind == RF__N_GAP_FWD) {
+		if (op->code == RF__OP_MAXPOOL_FWD) {
 			RF__CK("cudnnPoolingForward",
-			       rf__dn.pool_fwd(h, d.p, &one, d.t[0], f->in, &zero, d.t[1], f->out));
-		} else if (f->kind == RF__N_GAP_BWD) {
+			       rf__dn.pool_fwd(h, d.p, &one, d.t[0], op->o.maxpool_fwd.x.data, &zero,
+					       d.t[1], op->o.maxpool_fwd.y.data));
+		} else if (op->code == RF__OP_GAP_FWD) {
+			RF__CK("cudnnPoolingForward",
+			       rf__dn.pool_fwd(h, d.p, &one, d.t[0], op->o.gap_fwd.x.data, &zero,
+					       d.t[1], op->o.gap_fwd.y.data));
+		} else if (op->code == RF__OP_GAP_BWD) {
 			/* average pooling's backward reads neither y nor x: dy stands for y
 			 * and dx for x (their shapes), which cuDNN does not look into */
+			const void *dy = op->o.gap_bwd.dy.data;
+			void *dx = op->o.gap_bwd.dx.data;
 			RF__CK("cudnnPoolingBackward",
-			       rf__dn.pool_bwd(h, d.p, &one, d.t[1], f->in, d.t[1], f->in, d.t[0],
-					       f->out, &zero, d.t[0], f->out));
-		} else if (!op->ws || op->ws_bytes < (size_t)f->n * f->c * oh * ow * sizeof(float)) {
+			       rf__dn.pool_bwd(h, d.p, &one, d.t[1], dy, d.t[1], dy, d.t[0], dx, &zero,
+					       d.t[0], dx));
+		} else if (!op->ws || op->ws_bytes < (size_t)n * c * oh * ow * sizeof(float)) {
 			snprintf(err, len, "cuDNN max-pooling backward: no workspace for y");
 			ret = -EINVAL;
 		} else {
 			/* cuDNN's backward wants y, which rf_maxpool2d_bwd does not keep: the
 			 * forward again, into the op's workspace */
+			const void *x = op->o.maxpool_bwd.x.data;
 			RF__CK("cudnnPoolingForward",
-			       rf__dn.pool_fwd(h, d.p, &one, d.t[0], f->in2, &zero, d.t[1], op->ws));
+			       rf__dn.pool_fwd(h, d.p, &one, d.t[0], x, &zero, d.t[1], op->ws));
 			RF__CK("cudnnPoolingBackward",
-			       rf__dn.pool_bwd(h, d.p, &one, d.t[1], op->ws, d.t[1], f->in, d.t[0],
-					       f->in2, &zero, d.t[0], f->out));
+			       rf__dn.pool_bwd(h, d.p, &one, d.t[1], op->ws, d.t[1],
+					       op->o.maxpool_bwd.dy.data, d.t[0], x, &zero, d.t[0],
+					       op->o.maxpool_bwd.dx.data));
 		}
 		break;
 	}
 	default:
-		snprintf(err, len, "cuDNN: norm op kind %d", f->kind);
+		snprintf(err, len, "cuDNN: op %s is no normalisation or pooling", op->name);
 		ret = -EINVAL;
 	}
 out:

@@ -1,4 +1,5 @@
-/* devices/cuda/kernels-cuda-impl.h -- CUDA compute kernels, the same ops as kernels.h.
+/* devices/cuda/kernels-cuda-impl.h -- CUDA compute kernels, the same ops as the CPU
+ * backend's (cpu/kernels.h).
  *
  * Plain C: no CUDA header is needed to include this. `stream` is a cudaStream_t and
  * `cublas` a cublasHandle_t, passed as void *. These functions exist only in a
@@ -8,7 +9,7 @@
  * borrowed: it must stay valid until the work queued on `stream` has run. Nothing
  * here allocates or synchronises: kernels are queued on `stream` and the call
  * returns. The shapes, layouts and formulas are exactly those of the CPU function
- * with the same name (rf__kc_X <-> rf_k_X in kernels.h). Which results match the CPU
+ * with the same name (rf__kc_X <-> rf__k_X in cpu/kernels.h). Which results match the CPU
  * bit for bit: rand_uniform, u8_to_f32, u8_to_i32, relu, avgpool, copy, fill,
  * reduce_sum (same order of additions); the others agree to float rounding (cuBLAS,
  * fused multiply-add, different summation trees). GPU reductions use fixed trees,
@@ -29,7 +30,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "kernels.h"
+#include "../kernel-args.h"
+#include "ops.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -48,7 +50,7 @@ int rf__kc_device_count(int *n);
 
 /* Row-major C (m, n) = alpha * op(A) * op(B) + beta * C: cublasSgemm with the
  * operands swapped (C ^T = op(B)^T * op(A)^T in column-major). Same contract as
- * rf_k_gemm. Queued on the handle's stream. */
+ * rf__k_gemm. Queued on the handle's stream. */
 int rf__kc_gemm(void *cublas, int trans_a, int trans_b, int m, int n, int k,
 	       float alpha, const float *a, int lda, const float *b, int ldb,
 	       float beta, float *c, int ldc);
@@ -63,7 +65,7 @@ int rf__kc_relu_fwd(void *stream, float *y, const float *x, size_t n);
 /* dx (n) = dy * (y > 0), y the forward output; in place allowed (dx == dy). */
 int rf__kc_relu_bwd(void *stream, float *dx, const float *dy, const float *y, size_t n);
 
-/* Softmax cross-entropy as rf_k_softmax_xent. loss_sum (one float) and correct (one
+/* Softmax cross-entropy as rf__k_softmax_xent. loss_sum (one float) and correct (one
  * int32) are DEVICE pointers, each may be NULL; they are overwritten, not added to.
  * A label out of range is not detected up front: that row's loss is NaN and its
  * gradient row is zero. Runs as one thread block (fine for the usual <= 10^4 rows and
@@ -73,19 +75,19 @@ int rf__kc_softmax_xent(void *stream, float *dlogits, float *loss_sum, int32_t *
 int rf__kc_softmax_xent_eval(void *stream, float *loss_sum, int32_t *correct,
 			    const float *logits, const int32_t *labels, int rows, int cols);
 
-/* Convolution: same shapes as rf_k_conv2d_*; needs the cuBLAS handle (bound to
+/* Convolution: same shapes as rf__k_conv2d_*; needs the cuBLAS handle (bound to
  * stream) too. The workspace is a DEVICE buffer of ws_bytes; any size from
  * rf__kc_conv2d_workspace_min (one image at a time) works, rf__kc_conv2d_workspace_size
  * (all n images in one GEMM, capped at 256 MiB) is the fast one. */
-size_t rf__kc_conv2d_workspace_size(const struct rf_k_conv2d *s);
-size_t rf__kc_conv2d_workspace_min(const struct rf_k_conv2d *s);
-int rf__kc_conv2d_fwd(void *stream, void *cublas, const struct rf_k_conv2d *s, float *y,
+size_t rf__kc_conv2d_workspace_size(const struct rf__conv2d *s);
+size_t rf__kc_conv2d_workspace_min(const struct rf__conv2d *s);
+int rf__kc_conv2d_fwd(void *stream, void *cublas, const struct rf__conv2d *s, float *y,
 		     const float *x, const float *w, const float *b, void *ws,
 		     size_t ws_bytes);
-int rf__kc_conv2d_bwd_data(void *stream, void *cublas, const struct rf_k_conv2d *s,
+int rf__kc_conv2d_bwd_data(void *stream, void *cublas, const struct rf__conv2d *s,
 			  float *dx, const float *dy, const float *w, void *ws,
 			  size_t ws_bytes);
-int rf__kc_conv2d_bwd_filter(void *stream, void *cublas, const struct rf_k_conv2d *s,
+int rf__kc_conv2d_bwd_filter(void *stream, void *cublas, const struct rf__conv2d *s,
 			    float *dw, float *db, const float *dy, const float *x,
 			    int accumulate, void *ws, size_t ws_bytes);
 
@@ -101,7 +103,7 @@ int rf__kc_sgd(void *stream, float *w, const float *g, size_t n, float lr,
 int rf__kc_sgd_momentum(void *stream, float *w, float *v, const float *g, size_t n,
 		       float lr, float momentum, float weight_decay, int nesterov);
 int rf__kc_adamw(void *stream, float *w, float *m, float *v, const float *g, size_t n,
-		 const struct rf_k_adamw *p);
+		 const struct rf_adamw_params *p);
 int rf__kc_axpy(void *stream, float *y, float a, const float *x, size_t n);
 int rf__kc_scale(void *stream, float *x, float a, size_t n);
 /* out (n) = in[0] + ... + in[k-1], left to right. `in` is a HOST array of k device
@@ -115,11 +117,18 @@ int rf__kc_u8_to_f32(void *stream, float *out, const uint8_t *in, size_t n, floa
 		    float mean, float std);
 int rf__kc_u8_to_i32(void *stream, int32_t *out, const uint8_t *in, size_t n);
 
-/* Counter-based random numbers: exactly the algorithm documented in kernels.h. */
+/* Counter-based random numbers: exactly the algorithm of devices/README.md. */
 int rf__kc_rand_uniform(void *stream, float *out, size_t n, uint64_t seed,
 		       uint64_t counter, float lo, float hi);
 int rf__kc_rand_normal(void *stream, float *out, size_t n, uint64_t seed,
 		      uint64_t counter, float mean, float std);
+
+/* dst = src converted (kernels_cuda_convert.cu): the elements of a tensor of logical
+ * shape (ndim, shape) from dtype sdt into ddt (enum rf_tdtype values: f32, bf16 and
+ * f16 into one another, rounded to nearest even; an integer dtype only to itself),
+ * each side row-major or, with *_nhwc (4-D only), NHWC. -EINVAL for anything else. */
+int rf__kc_convert(void *stream, void *dst, int ddt, int dst_nhwc, const void *src, int sdt,
+		   int src_nhwc, int ndim, const int64_t *shape);
 
 #ifdef __cplusplus
 }

@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../conv-shape.h"
+#include "../kernel-args.h"
 #include "kernels-cuda-common.cuh"
 
 namespace {
@@ -236,10 +236,10 @@ struct conv_geom {
 	int C, H, W, O, KH, KW, OH, OW, S, P;   /* S stride (>= 1), P zero padding */
 };
 
-inline conv_geom geom(const rf_k_conv2d *s)
+inline conv_geom geom(const rf__conv2d *s)
 {
-	return conv_geom{ s->c, s->h, s->w, s->o, s->kh, s->kw, rf_k_conv2d_oh(s),
-			  rf_k_conv2d_ow(s), rf_k_conv2d_stride(s), s->pad };
+	return conv_geom{ s->c, s->h, s->w, s->o, s->kh, s->kw, rf__conv2d_oh(s),
+			  rf__conv2d_ow(s), rf__conv2d_stride(s), s->pad };
 }
 
 /* col (C*KH*KW, g*OH*OW) from g images at x (g, C, H, W); taps in the padding read 0 */
@@ -458,12 +458,12 @@ int rf__kc_softmax_xent_eval(void *stream, float *loss_sum, int32_t *correct,
 	return rf__kc_softmax_xent(stream, NULL, loss_sum, correct, logits, labels, rows, cols);
 }
 
-size_t rf__kc_conv2d_workspace_min(const struct rf_k_conv2d *s)
+size_t rf__kc_conv2d_workspace_min(const struct rf__conv2d *s)
 {
 	return rf__conv_workspace_min(s);
 }
 
-size_t rf__kc_conv2d_workspace_size(const struct rf_k_conv2d *s)
+size_t rf__kc_conv2d_workspace_size(const struct rf__conv2d *s)
 {
 	if (rf__conv_check(s))
 		return 0;
@@ -476,7 +476,7 @@ size_t rf__kc_conv2d_workspace_size(const struct rf_k_conv2d *s)
 	return g * per;
 }
 
-int rf__kc_conv2d_fwd(void *stream, void *cublas, const struct rf_k_conv2d *s, float *y,
+int rf__kc_conv2d_fwd(void *stream, void *cublas, const struct rf__conv2d *s, float *y,
 		     const float *x, const float *w, const float *b, void *ws,
 		     size_t ws_bytes)
 {
@@ -514,7 +514,7 @@ int rf__kc_conv2d_fwd(void *stream, void *cublas, const struct rf_k_conv2d *s, f
 	return 0;
 }
 
-int rf__kc_conv2d_bwd_data(void *stream, void *cublas, const struct rf_k_conv2d *s,
+int rf__kc_conv2d_bwd_data(void *stream, void *cublas, const struct rf__conv2d *s,
 			  float *dx, const float *dy, const float *w, void *ws,
 			  size_t ws_bytes)
 {
@@ -551,7 +551,7 @@ int rf__kc_conv2d_bwd_data(void *stream, void *cublas, const struct rf_k_conv2d 
 	return 0;
 }
 
-int rf__kc_conv2d_bwd_filter(void *stream, void *cublas, const struct rf_k_conv2d *s,
+int rf__kc_conv2d_bwd_filter(void *stream, void *cublas, const struct rf__conv2d *s,
 			    float *dw, float *db, const float *dy, const float *x,
 			    int accumulate, void *ws, size_t ws_bytes)
 {

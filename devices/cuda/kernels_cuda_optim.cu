@@ -1,6 +1,6 @@
 /* devices/cuda/kernels_cuda_optim.cu -- the optimiser updates on CUDA: SGD (with weight
  * decay, momentum, Nesterov) and AdamW, rounded op by op as torch.optim's CPU code with
- * the _rn intrinsics (kernels.h: rf_k_sgd, rf_k_sgd_momentum, rf_k_adamw). */
+ * the _rn intrinsics (kernels.h: rf__k_sgd, rf__k_sgd_momentum, rf_adamw_params). */
 #include <cuda_runtime.h>
 
 #include <math.h>
@@ -32,7 +32,7 @@ __global__ void k_sgd_momentum(float *w, float *v, const float *g, size_t n, flo
 	}
 }
 
-/* rounded as torch.optim.AdamW on the CPU, op by op (rf_k_adamw) */
+/* rounded as torch.optim.AdamW on the CPU, op by op (rf_adamw_params) */
 __global__ void k_adamw(float *w, float *m, float *v, const float *g, size_t n, float decay,
 			float b1, float c1, float b2, float c2, float step_size, float bc2,
 			float eps)
@@ -72,7 +72,7 @@ int rf__kc_sgd_momentum(void *stream, float *w, float *v, const float *g, size_t
 }
 
 int rf__kc_adamw(void *stream, float *w, float *m, float *v, const float *g, size_t n,
-		 const struct rf_k_adamw *p)
+		 const struct rf_adamw_params *p)
 {
 	double lr = p->lr, st = (double)p->step;
 

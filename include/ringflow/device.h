@@ -1,5 +1,6 @@
-/* ringflow/device.h -- compute devices, CPU (OpenBLAS + worker streams) and CUDA:
- * opening and closing them, their streams, memory and pinned staging arenas.
+/* ringflow/device.h -- compute devices, CPU (OpenBLAS + worker streams) and CUDA, each
+ * run by a backend: opening and closing them, what they run, their streams, memory
+ * and pinned staging arenas.
  * A device belongs to one engine and is used on that engine's reactor thread; close
  * it after freeing its tensors and before rf_engine_destroy. Streams, memory and the
  * OpenBLAS threading policy: devices/README.md.
@@ -61,6 +62,32 @@ void *rf_cuda_stream_handle(const struct rf_stream *s);
 
 /* Open by name: "cpu", "cpu:N" (N only names it), "cuda", "cuda:N". */
 int rf_device_open(struct rf_engine *e, const char *spec, struct rf_device **out);
+
+/* Options of any kind of device, for rf_device_open_opts; zero means the default. */
+struct rf_device_opts {
+	unsigned streams;     /* compute streams; 0: 1 */
+	unsigned queue;       /* CPU: worker queue capacity (ops); 0: core's default */
+	int blas_threads;     /* CPU: OpenBLAS threads; 0: the policy; -1: leave as is */
+	unsigned watchdog_ms; /* CUDA: as rf_cuda_opts */
+	unsigned hang_ms;     /* CUDA: as rf_cuda_opts */
+};
+/* rf_device_open with options (opts may be NULL): what rf_cpu_open and rf_cuda_open
+ * do, by name. -EINVAL for a malformed spec or an unknown kind, -ENODEV for an
+ * ordinal past rf_device_count, -ENOTSUP for a kind this build lacks; the message is
+ * in rf_last_error(). */
+int rf_device_open_opts(struct rf_engine *e, const char *spec, const struct rf_device_opts *opts,
+			struct rf_device **out);
+/* Devices of a kind ("cpu": 1, "cuda": rf_cuda_count()): >= 0, or -EINVAL for a kind
+ * no backend has (rf_last_error() lists those there are). */
+int rf_device_count(const char *kind);
+/* The kinds of this build, ", "-separated ("cpu, cuda"; static). */
+const char *rf_device_kinds(void);
+/* 1 when d's memory is host memory (host code and CPU ops may touch a tensor's data
+ * after a wait), 0 when it is a device's own (reach it with rf_copy). */
+int rf_device_host_memory(const struct rf_device *d);
+/* The same for any device of a kind: 1, 0, or -EINVAL for an unknown kind. */
+int rf_device_kind_host_memory(const char *kind);
+
 
 /* Wait for all the engine's work (rf_engine_wait_idle: an error pending for the
  * user's next rf_engine_wait_all stays there), destroy the device's streams and give cached memory back.

@@ -3,6 +3,13 @@
  * nothing pushed (message in rf_last_error()); a failure when the op runs poisons its
  * outputs. Tensors are borrowed. Reactor thread only. Streams, layouts and failures:
  * devices/README.md.
+ *
+ * Shapes are logical (tensor.h): (n, c, h, w) whatever a tensor's layout. Where an op
+ * below says f32, it takes any float dtype (f32, bf16, f16) and either layout for its
+ * 4-D tensors, as far as the executing device runs them (rf_device_supports; the CPU
+ * runs every combination, the others in f32 first by a reference path: computed in
+ * f32 and rounded to each output's dtype). A combination the device does not run is
+ * refused at push with -ENOTSUP, naming the operand, its dtype and layout.
  */
 #ifndef RINGFLOW_OPS_H
 #define RINGFLOW_OPS_H
@@ -15,6 +22,18 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* Whether d runs op (the name of an ops.h function without rf_: "conv2d_fwd",
+ * "batchnorm_fwd", "relu_avgpool2d_fwd") with float tensors of dtype dt in layout
+ * (4-D ones; the others are row-major). 0 if so, -ENOTSUP if not, with the reason in
+ * rf_last_error() ("cuda:0 does not run batchnorm_fwd: ..."), -EINVAL for an unknown
+ * op. An op pushed with tensors the device does not take is refused the same way. */
+int rf_device_supports(const struct rf_device *d, const char *op, enum rf_tdtype dt,
+		       enum rf_layout layout);
+/* The same for any device of a kind ("cuda"), without opening one ("a cuda device
+ * does not run ..."). */
+int rf_device_kind_supports(const char *kind, const char *op, enum rf_tdtype dt,
+			    enum rf_layout layout);
 
 /* C (m, n) = alpha * op(A) * op(B) + beta * C, all 2-D f32. op(A) is (m, k): A (m, k),
  * or A (k, m) when ta. op(B) is (k, n): B (k, n), or B (n, k) when tb. Reads A, B
@@ -68,14 +87,14 @@ int rf_avgpool2d_bwd(struct rf_stream *s, struct rf_tensor *dx, struct rf_tensor
 
 /* Max pooling, k x k windows at stride `stride`, no padding (floor): x (n, c, h, w) ->
  * y (n, c, (h-k)/stride+1, (w-k)/stride+1); the first maximum of a window takes its
- * gradient (kernels.h). Backward: dx (n, c, h, w) from dy and the forward input x.
- * CPU devices only in this release. */
+ * gradient (devices/README.md). Backward: dx (n, c, h, w) from dy and the forward input x.
+ * On CUDA through cuDNN (rf_device_supports says whether it is there). */
 int rf_maxpool2d_fwd(struct rf_stream *s, struct rf_tensor *y, struct rf_tensor *x, int k,
 		     int stride);
 int rf_maxpool2d_bwd(struct rf_stream *s, struct rf_tensor *dx, struct rf_tensor *dy,
 		     struct rf_tensor *x, int k, int stride);
 /* Global average pooling: y (n, c) (or (n, c, 1, 1)) = the mean of each (h, w) plane of
- * x (n, c, h, w); backward dx = dy / (h*w) on every pixel. CPU devices only. */
+ * x (n, c, h, w); backward dx = dy / (h*w) on every pixel. On CUDA through cuDNN. */
 int rf_gavgpool_fwd(struct rf_stream *s, struct rf_tensor *y, struct rf_tensor *x);
 int rf_gavgpool_bwd(struct rf_stream *s, struct rf_tensor *dx, struct rf_tensor *dy);
 
@@ -84,8 +103,7 @@ int rf_gavgpool_bwd(struct rf_stream *s, struct rf_tensor *dx, struct rf_tensor 
  * (c) are written for rf_batchnorm_bwd; run_mean and run_var (c, or both NULL) move
  * towards the batch statistics by momentum (the unbiased variance, as PyTorch).
  * train == 0: the running statistics normalise (mean, invstd unused, may be NULL).
- * gamma, beta (c). x has channels and planes (c, h, w >= 1). CPU devices only in this
- * release. */
+ * gamma, beta (c). x has channels and planes (c, h, w >= 1). On CUDA through cuDNN. */
 int rf_batchnorm_fwd(struct rf_stream *s, struct rf_tensor *y, struct rf_tensor *mean,
 		     struct rf_tensor *invstd, struct rf_tensor *run_mean,
 		     struct rf_tensor *run_var, struct rf_tensor *x, struct rf_tensor *gamma,
@@ -98,9 +116,9 @@ int rf_batchnorm_bwd(struct rf_stream *s, struct rf_tensor *dx, struct rf_tensor
 		     struct rf_tensor *dbeta, struct rf_tensor *dy, struct rf_tensor *x,
 		     struct rf_tensor *mean, struct rf_tensor *invstd, struct rf_tensor *gamma);
 
-/* Fused ReLU + 2x2 average pooling (kernels.h rf_k_relu_avgpool2_fwd/_bwd): the same
- * bits as the separate ops, one pass over the big tensor. CPU devices only (-EINVAL
- * on a CUDA stream: use rf_relu_* and rf_avgpool2d_* there).
+/* Fused ReLU + 2x2 average pooling: the same bits as the separate ops, one pass over
+ * the big tensor. Where a device has no fused kernel (CUDA: rf_device_supports says)
+ * it is refused with -ENOTSUP: use rf_relu_* and rf_avgpool2d_* there.
  * Forward: y (n, c, h, w) = max(y, 0) in place, p (n, c, h/2, w/2) = avgpool2(y).
  * Reads and writes y, writes p. */
 int rf_relu_avgpool2d_fwd(struct rf_stream *s, struct rf_tensor *p, struct rf_tensor *y);
@@ -110,9 +128,9 @@ int rf_avgpool2d_relu_bwd(struct rf_stream *s, struct rf_tensor *dx, struct rf_t
 			  struct rf_tensor *y);
 
 /* rf_conv2d_bwd_filter whose dy is avgpool2_bwd(dp) * (y > 0), computed on the fly
- * (kernels.h rf_k_conv2d_bwd_filter_pool_relu): dp (n, o, oh/2, ow/2), y (n, o, oh, ow)
+ * (a fused kernel, as above): dp (n, o, oh/2, ow/2), y (n, o, oh, ow)
  * the ReLU output, x (n, 1, h, w) single-channel. The same bits as rf_avgpool2d_relu_bwd
- * then rf_conv2d_bwd_filter, without the full-size dy. CPU devices only. Reads dp, y,
+ * then rf_conv2d_bwd_filter, without the full-size dy. Reads dp, y,
  * x; writes dw and db (NULL: none). */
 int rf_conv2d_bwd_filter_pool_relu(struct rf_stream *s, struct rf_tensor *dw,
 				   struct rf_tensor *db, struct rf_tensor *dp,
@@ -128,11 +146,20 @@ int rf_sgd_momentum(struct rf_stream *s, struct rf_tensor *w, struct rf_tensor *
 		    struct rf_tensor *g, float lr, float momentum, float weight_decay,
 		    int nesterov);
 
-struct rf_k_adamw;      /* kernels.h: AdamW's hyperparameters and step */
-/* AdamW's step p->step (>= 1) as torch.optim.AdamW (kernels.h: rf_k_adamw): m and v
- * are the moment buffers (start them at 0). Reads g, writes w, m and v. */
+/* AdamW's hyperparameters and step, as torch.optim.AdamW (PyTorch 1.13, amsgrad off),
+ * rounded op by op as its single-tensor code:
+ *   w *= 1 - lr*wd;  m = m*b1 + (1-b1)*g;  v = v*b2 + (1-b2)*g*g;
+ *   w -= lr/(1-b1^step) * m / (sqrt(v)/sqrt(1-b2^step) + eps).
+ * The scalars are computed in double and rounded to float, as torch's are. */
+struct rf_adamw_params {
+	double lr, beta1, beta2, eps, weight_decay;   /* doubles, as torch's Python floats:
+						 * 1 - 0.999f is not 1 - 0.999 */
+	uint64_t step;                                /* 1-based */
+};
+/* AdamW's step p->step (>= 1): m and v are the moment buffers (start them at 0).
+ * Reads g, writes w, m and v. */
 int rf_adamw(struct rf_stream *s, struct rf_tensor *w, struct rf_tensor *m,
-	     struct rf_tensor *v, struct rf_tensor *g, const struct rf_k_adamw *p);
+	     struct rf_tensor *v, struct rf_tensor *g, const struct rf_adamw_params *p);
 
 /* Hyperparameters an optimizer op reads when it runs rather than when it is pushed --
  * a captured graph's launch arguments (engine.h, rf_engine_capture_args), changed
@@ -150,7 +177,7 @@ int rf_sgd_momentum_live(struct rf_stream *s, struct rf_tensor *w, struct rf_ten
 			 float momentum, float weight_decay, int nesterov);
 /* p's lr and step are replaced by h's when the op runs. */
 int rf_adamw_live(struct rf_stream *s, struct rf_tensor *w, struct rf_tensor *m,
-		  struct rf_tensor *v, struct rf_tensor *g, const struct rf_k_adamw *p,
+		  struct rf_tensor *v, struct rf_tensor *g, const struct rf_adamw_params *p,
 		  const struct rf_live_hyper *h, struct rf_var *var);
 
 /* y += a * x (same numel). */
@@ -171,7 +198,7 @@ int rf_u8_to_f32(struct rf_stream *s, struct rf_tensor *out, struct rf_tensor *i
 int rf_u8_to_i32(struct rf_stream *s, struct rf_tensor *out, struct rf_tensor *in);
 
 /* ---- random numbers: the generator is a variable ----------------------------------
- * Philox4x32-10 (kernels.h) keyed by seed with a 64-bit counter. An op that draws n
+ * Philox4x32-10 (devices/README.md) keyed by seed with a 64-bit counter. An op that draws n
  * numbers WRITES the generator's variable and advances its counter by n when it runs,
  * so draws are serial and reproducible whatever the streams and devices: the same
  * pushes give the same numbers on the CPU and on CUDA. */
@@ -192,11 +219,18 @@ int rf_rand_uniform(struct rf_stream *s, struct rf_tensor *x, struct rf_prng *g,
 int rf_rand_normal(struct rf_stream *s, struct rf_tensor *x, struct rf_prng *g, float mean,
 		   float std);
 
-/* dst = src (same nbytes; any dtypes of equal size), between any two devices: host to
- * host (memcpy on a CPU copy stream), host <-> CUDA (cudaMemcpyAsync; from pinned
- * memory this is asynchronous DMA), CUDA <-> CUDA (same or peer device). Reads src,
- * writes dst. */
+/* dst = src, the bytes as they lie, between any two devices: host to host (memcpy on
+ * a CPU copy stream), host <-> CUDA (cudaMemcpyAsync; from pinned memory this is
+ * asynchronous DMA), CUDA <-> CUDA (same or peer device). Same nbytes and the same
+ * layout; dtypes of equal size are taken as they are (the bytes are not converted),
+ * except two different float dtypes, which are refused (rf_convert converts). Reads
+ * src, writes dst. */
 int rf_copy(struct rf_stream *s, struct rf_tensor *dst, struct rf_tensor *src);
+/* dst = src converted, on one device: the same logical shape, any float dtype to any
+ * (rounded to nearest even where narrower) and any layout to any (NHWC <-> row-major
+ * moves the elements); an integer tensor only to its own dtype (a layout change).
+ * Reads src, writes dst; dst must not be src's memory. */
+int rf_convert(struct rf_stream *s, struct rf_tensor *dst, struct rf_tensor *src);
 
 /* A host function as an op on stream s (a CPU-capable stream; NULL: the engine's
  * inline stream): fn(arg) runs after the reads and writes it names, returns 0 or

@@ -1,6 +1,6 @@
 /* bench-kernels -- CPU kernel throughput for choosing a threading policy.
  *
- * 1. rf_k_gemm on 2000x2000x2000: GFLOPS with one OpenBLAS thread and with the
+ * 1. rf__k_gemm on 2000x2000x2000: GFLOPS with one OpenBLAS thread and with the
  *    default thread count, and their ratio.
  * 2. One LeNet forward+backward step at batch 256 (1x28x28 ->conv3 20 ->relu ->pool2
  *    ->conv5 50 ->relu ->pool2 ->800 ->fc 128 ->relu ->fc 10 ->softmax-xent), time per
@@ -29,7 +29,7 @@ static float *buf(size_t n, uint64_t ctr, float scale)
 		fprintf(stderr, "out of memory\n");
 		exit(1);
 	}
-	rf_k_rand_uniform(p, n, 99, ctr, -scale, scale);
+	rf__k_rand_uniform(p, n, 99, ctr, -scale, scale);
 	return p;
 }
 
@@ -38,10 +38,10 @@ static double gemm_gflops(int n, int reps)
 	float *a = buf((size_t)n * n, 0, 1), *b = buf((size_t)n * n, 1u << 30, 1),
 	      *c = buf((size_t)n * n, 2u << 30, 1);
 	double best = 1e30;
-	rf_k_gemm(0, 0, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n); /* warm-up */
+	rf__k_gemm(0, 0, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n); /* warm-up */
 	for (int r = 0; r < reps; r++) {
 		double t = now();
-		rf_k_gemm(0, 0, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+		rf__k_gemm(0, 0, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
 		t = now() - t;
 		best = t < best ? t : best;
 	}
@@ -52,7 +52,7 @@ static double gemm_gflops(int n, int reps)
 }
 
 /* 3. LeNet's conv2 GEMMs (13 images per im2col group: 1053 columns), one thread:
- * rf_k_gemm_avx512 against OpenBLAS (or the portable gemm without it). */
+ * rf__k_gemm_avx512 against OpenBLAS (or the portable gemm without it). */
 static double shape_best(int blas, int ta, int tb, int m, int n, int k, int reps)
 {
 	int lda = ta ? m : k, ldb = tb ? k : n;
@@ -62,8 +62,8 @@ static double shape_best(int blas, int ta, int tb, int m, int n, int k, int reps
 	for (int r = 0; r <= reps * 4; r++) {
 		double t = now();
 		if (blas)
-			rf_k_gemm(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, n);
-		else if (rf_k_gemm_avx512(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, n))
+			rf__k_gemm(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, n);
+		else if (rf__k_gemm_avx512(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, n))
 			best = 0;
 		t = now() - t;
 		best = r && t < best ? t : best; /* r == 0 warms up */
@@ -85,10 +85,10 @@ static void gemm_shapes(int reps)
 		{ "conv2 bwd-f dy*row", 0, 0, 50, 500, 1053 },
 		{ "conv2 bwd-f dy*colT", 0, 1, 50, 500, 1053 },
 	};
-	int def = rf_k_blas_get_threads();
+	int def = rf__k_blas_get_threads();
 	if (def > 0)
-		rf_k_blas_set_threads(1);
-	setenv("RF_KERNELS_BLAS_GEMM", "1", 1); /* rf_k_gemm: the BLAS path */
+		rf__k_blas_set_threads(1);
+	setenv("RF_KERNELS_BLAS_GEMM", "1", 1); /* rf__k_gemm: the BLAS path */
 	printf("\nconv2 GEMMs, 1 thread, GFLOPS (best of %d)\n", reps * 4);
 	printf("  %-20s %6s %10s %10s %7s\n", "shape", "m n k", "blas", "avx512", "ratio");
 	for (unsigned i = 0; i < sizeof(sh) / sizeof(sh[0]); i++) {
@@ -103,7 +103,7 @@ static void gemm_shapes(int reps)
 	}
 	unsetenv("RF_KERNELS_BLAS_GEMM");
 	if (def > 0)
-		rf_k_blas_set_threads(def);
+		rf__k_blas_set_threads(def);
 }
 
 enum { B = 256 };
@@ -114,7 +114,7 @@ static const char *lname[NL] = { "conv1 1->20 3x3", "relu1", "avgpool1", "conv2 
 				 "softmax-xent", "sgd (all params)" };
 
 struct lenet {
-	struct rf_k_conv2d c1, c2;
+	struct rf__conv2d c1, c2;
 	float *x, *w1, *b1, *a1, *p1, *w2, *b2, *a2, *p2, *w3, *b3, *a3, *w4, *b4, *lg;
 	float *dw1, *db1, *dw2, *db2, *dw3, *db3, *dw4, *db4;
 	float *g_lg, *g_a3, *g_p2, *g_a2, *g_p1, *g_a1;
@@ -125,8 +125,8 @@ struct lenet {
 
 static void lenet_init(struct lenet *m)
 {
-	m->c1 = (struct rf_k_conv2d){ .n = B, .c = 1, .h = 28, .w = 28, .o = 20, .kh = 3, .kw = 3 };
-	m->c2 = (struct rf_k_conv2d){ .n = B, .c = 20, .h = 13, .w = 13, .o = 50, .kh = 5, .kw = 5 };
+	m->c1 = (struct rf__conv2d){ .n = B, .c = 1, .h = 28, .w = 28, .o = 20, .kh = 3, .kw = 3 };
+	m->c2 = (struct rf__conv2d){ .n = B, .c = 20, .h = 13, .w = 13, .o = 50, .kh = 5, .kw = 5 };
 	uint64_t ctr = 0;
 #define A(p, n, s) (m->p = buf((n), ctr, (s)), ctr += (n))
 	A(x, B * 784, 1);
@@ -162,7 +162,7 @@ static void lenet_init(struct lenet *m)
 	m->lab = malloc(B * sizeof(int32_t));
 	for (int i = 0; i < B; i++)
 		m->lab[i] = i % 10;
-	size_t s1 = rf_k_conv2d_workspace_size(&m->c1), s2 = rf_k_conv2d_workspace_size(&m->c2);
+	size_t s1 = rf__k_conv2d_workspace_size(&m->c1), s2 = rf__k_conv2d_workspace_size(&m->c2);
 	m->ws_bytes = s1 > s2 ? s1 : s2;
 	m->ws = malloc(m->ws_bytes);
 }
@@ -172,43 +172,43 @@ static void lenet_step(struct lenet *m, double *tf, double *tb)
 {
 	double t;
 #define T(arr, l, stmt) (t = now(), (stmt), arr[l] += now() - t)
-	T(tf, L_CONV1, rf_k_conv2d_fwd(&m->c1, m->a1, m->x, m->w1, m->b1, m->ws, m->ws_bytes));
-	T(tf, L_RELU1, rf_k_relu_fwd(m->a1, m->a1, (size_t)B * 20 * 676));
-	T(tf, L_POOL1, rf_k_avgpool2d_fwd(m->p1, m->a1, B, 20, 26, 26, 2));
-	T(tf, L_CONV2, rf_k_conv2d_fwd(&m->c2, m->a2, m->p1, m->w2, m->b2, m->ws, m->ws_bytes));
-	T(tf, L_RELU2, rf_k_relu_fwd(m->a2, m->a2, (size_t)B * 50 * 81));
-	T(tf, L_POOL2, rf_k_avgpool2d_fwd(m->p2, m->a2, B, 50, 9, 9, 2));
-	T(tf, L_FC1, (rf_k_gemm(0, 1, B, 128, 800, 1, m->p2, 800, m->w3, 800, 0, m->a3, 128),
-		      rf_k_bias_add(m->a3, m->b3, B, 128)));
-	T(tf, L_RELU3, rf_k_relu_fwd(m->a3, m->a3, (size_t)B * 128));
-	T(tf, L_FC2, (rf_k_gemm(0, 1, B, 10, 128, 1, m->a3, 128, m->w4, 128, 0, m->lg, 10),
-		      rf_k_bias_add(m->lg, m->b4, B, 10)));
+	T(tf, L_CONV1, rf__k_conv2d_fwd(&m->c1, m->a1, m->x, m->w1, m->b1, m->ws, m->ws_bytes));
+	T(tf, L_RELU1, rf__k_relu_fwd(m->a1, m->a1, (size_t)B * 20 * 676));
+	T(tf, L_POOL1, rf__k_avgpool2d_fwd(m->p1, m->a1, B, 20, 26, 26, 2));
+	T(tf, L_CONV2, rf__k_conv2d_fwd(&m->c2, m->a2, m->p1, m->w2, m->b2, m->ws, m->ws_bytes));
+	T(tf, L_RELU2, rf__k_relu_fwd(m->a2, m->a2, (size_t)B * 50 * 81));
+	T(tf, L_POOL2, rf__k_avgpool2d_fwd(m->p2, m->a2, B, 50, 9, 9, 2));
+	T(tf, L_FC1, (rf__k_gemm(0, 1, B, 128, 800, 1, m->p2, 800, m->w3, 800, 0, m->a3, 128),
+		      rf__k_bias_add(m->a3, m->b3, B, 128)));
+	T(tf, L_RELU3, rf__k_relu_fwd(m->a3, m->a3, (size_t)B * 128));
+	T(tf, L_FC2, (rf__k_gemm(0, 1, B, 10, 128, 1, m->a3, 128, m->w4, 128, 0, m->lg, 10),
+		      rf__k_bias_add(m->lg, m->b4, B, 10)));
 	float loss;
 	int32_t ok;
-	T(tf, L_LOSS, rf_k_softmax_xent(m->g_lg, &loss, &ok, m->lg, m->lab, B, 10));
+	T(tf, L_LOSS, rf__k_softmax_xent(m->g_lg, &loss, &ok, m->lg, m->lab, B, 10));
 
-	T(tb, L_FC2, (rf_k_gemm(1, 0, 10, 128, B, 1, m->g_lg, 10, m->a3, 128, 0, m->dw4, 128),
-		      rf_k_bias_grad(m->db4, m->g_lg, B, 10, 0),
-		      rf_k_gemm(0, 0, B, 128, 10, 1, m->g_lg, 10, m->w4, 128, 0, m->g_a3, 128)));
-	T(tb, L_RELU3, rf_k_relu_bwd(m->g_a3, m->g_a3, m->a3, (size_t)B * 128));
-	T(tb, L_FC1, (rf_k_gemm(1, 0, 128, 800, B, 1, m->g_a3, 128, m->p2, 800, 0, m->dw3, 800),
-		      rf_k_bias_grad(m->db3, m->g_a3, B, 128, 0),
-		      rf_k_gemm(0, 0, B, 800, 128, 1, m->g_a3, 128, m->w3, 800, 0, m->g_p2, 800)));
-	T(tb, L_POOL2, rf_k_avgpool2d_bwd(m->g_a2, m->g_p2, B, 50, 9, 9, 2));
-	T(tb, L_RELU2, rf_k_relu_bwd(m->g_a2, m->g_a2, m->a2, (size_t)B * 50 * 81));
-	T(tb, L_CONV2, (rf_k_conv2d_bwd_filter(&m->c2, m->dw2, m->db2, m->g_a2, m->p1, 0, m->ws,
+	T(tb, L_FC2, (rf__k_gemm(1, 0, 10, 128, B, 1, m->g_lg, 10, m->a3, 128, 0, m->dw4, 128),
+		      rf__k_bias_grad(m->db4, m->g_lg, B, 10, 0),
+		      rf__k_gemm(0, 0, B, 128, 10, 1, m->g_lg, 10, m->w4, 128, 0, m->g_a3, 128)));
+	T(tb, L_RELU3, rf__k_relu_bwd(m->g_a3, m->g_a3, m->a3, (size_t)B * 128));
+	T(tb, L_FC1, (rf__k_gemm(1, 0, 128, 800, B, 1, m->g_a3, 128, m->p2, 800, 0, m->dw3, 800),
+		      rf__k_bias_grad(m->db3, m->g_a3, B, 128, 0),
+		      rf__k_gemm(0, 0, B, 800, 128, 1, m->g_a3, 128, m->w3, 800, 0, m->g_p2, 800)));
+	T(tb, L_POOL2, rf__k_avgpool2d_bwd(m->g_a2, m->g_p2, B, 50, 9, 9, 2));
+	T(tb, L_RELU2, rf__k_relu_bwd(m->g_a2, m->g_a2, m->a2, (size_t)B * 50 * 81));
+	T(tb, L_CONV2, (rf__k_conv2d_bwd_filter(&m->c2, m->dw2, m->db2, m->g_a2, m->p1, 0, m->ws,
 					       m->ws_bytes),
-			rf_k_conv2d_bwd_data(&m->c2, m->g_p1, m->g_a2, m->w2, m->ws, m->ws_bytes)));
-	T(tb, L_POOL1, rf_k_avgpool2d_bwd(m->g_a1, m->g_p1, B, 20, 26, 26, 2));
-	T(tb, L_RELU1, rf_k_relu_bwd(m->g_a1, m->g_a1, m->a1, (size_t)B * 20 * 676));
+			rf__k_conv2d_bwd_data(&m->c2, m->g_p1, m->g_a2, m->w2, m->ws, m->ws_bytes)));
+	T(tb, L_POOL1, rf__k_avgpool2d_bwd(m->g_a1, m->g_p1, B, 20, 26, 26, 2));
+	T(tb, L_RELU1, rf__k_relu_bwd(m->g_a1, m->g_a1, m->a1, (size_t)B * 20 * 676));
 	/* first layer: no dx needed */
-	T(tb, L_CONV1, rf_k_conv2d_bwd_filter(&m->c1, m->dw1, m->db1, m->g_a1, m->x, 0, m->ws,
+	T(tb, L_CONV1, rf__k_conv2d_bwd_filter(&m->c1, m->dw1, m->db1, m->g_a1, m->x, 0, m->ws,
 					      m->ws_bytes));
-	T(tb, L_SGD, (rf_k_sgd(m->w1, m->dw1, 180, 1e-3f, 0), rf_k_sgd(m->b1, m->db1, 20, 1e-3f, 0),
-		      rf_k_sgd(m->w2, m->dw2, 25000, 1e-3f, 0), rf_k_sgd(m->b2, m->db2, 50, 1e-3f, 0),
-		      rf_k_sgd(m->w3, m->dw3, 102400, 1e-3f, 0),
-		      rf_k_sgd(m->b3, m->db3, 128, 1e-3f, 0), rf_k_sgd(m->w4, m->dw4, 1280, 1e-3f, 0),
-		      rf_k_sgd(m->b4, m->db4, 10, 1e-3f, 0)));
+	T(tb, L_SGD, (rf__k_sgd(m->w1, m->dw1, 180, 1e-3f, 0), rf__k_sgd(m->b1, m->db1, 20, 1e-3f, 0),
+		      rf__k_sgd(m->w2, m->dw2, 25000, 1e-3f, 0), rf__k_sgd(m->b2, m->db2, 50, 1e-3f, 0),
+		      rf__k_sgd(m->w3, m->dw3, 102400, 1e-3f, 0),
+		      rf__k_sgd(m->b3, m->db3, 128, 1e-3f, 0), rf__k_sgd(m->w4, m->dw4, 1280, 1e-3f, 0),
+		      rf__k_sgd(m->b4, m->db4, 10, 1e-3f, 0)));
 #undef T
 }
 
@@ -240,7 +240,7 @@ int main(int argc, char **argv)
 {
 	int n = argc > 1 ? atoi(argv[1]) : 2000;
 	int reps = argc > 2 ? atoi(argv[2]) : 5;
-	int def = rf_k_blas_get_threads();
+	int def = rf__k_blas_get_threads();
 	if (def < 1) {
 		printf("built without OpenBLAS: portable gemm only\n");
 		def = 1;
@@ -248,9 +248,9 @@ int main(int argc, char **argv)
 	printf("gemm %dx%dx%d (best of %d)\n", n, n, n, reps);
 	double g1 = 0, gd;
 	if (def > 1) {
-		rf_k_blas_set_threads(1);
+		rf__k_blas_set_threads(1);
 		g1 = gemm_gflops(n, reps);
-		rf_k_blas_set_threads(def);
+		rf__k_blas_set_threads(def);
 		printf("  1 thread : %8.1f GFLOPS\n", g1);
 	}
 	gd = gemm_gflops(n, reps);
@@ -263,7 +263,7 @@ int main(int argc, char **argv)
 		float *a = buf((size_t)n * n, 0, 1), *b = buf((size_t)n * n, 7, 1),
 		      *c = buf((size_t)n * n, 9, 1);
 		double t = now();
-		rf_k_gemm_portable(0, 0, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+		rf__k_gemm_portable(0, 0, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
 		gp = 2.0 * n * n * (double)n / (now() - t) * 1e-9;
 		printf("  portable : %8.1f GFLOPS\n", gp);
 		free(a);
@@ -277,9 +277,9 @@ int main(int argc, char **argv)
 	lenet_init(&m);
 	double f1[NL], b1[NL], fd[NL], bd[NL], t1 = 0, td;
 	if (def > 1) {
-		rf_k_blas_set_threads(1);
+		rf__k_blas_set_threads(1);
 		t1 = lenet_bench(&m, reps * 2, f1, b1);
-		rf_k_blas_set_threads(def);
+		rf__k_blas_set_threads(def);
 	}
 	td = lenet_bench(&m, reps * 2, fd, bd);
 	printf("\nLeNet step, batch %d, ms (best of %d)\n", B, reps * 2);

@@ -442,11 +442,11 @@ static void ts_rand_ops(struct rf_device *d, struct rf_stream *s0, struct rf_str
 	CHECK_OK(rf_rand_uniform(s0, A, g, -1.0f, 3.0f));
 	CHECK_OK(rf_rand_normal(s1, B, g, 0.5f, 2.0f));
 	got = ts_download(A);
-	rf_k_rand_uniform(ref, N, 42, 0, -1.0f, 3.0f);
+	rf__k_rand_uniform(ref, N, 42, 0, -1.0f, 3.0f);
 	CHECK(memcmp(got, ref, N * sizeof(float)) == 0);
 	free(got);
 	got = ts_download(B);
-	rf_k_rand_normal(ref, N, 42, N, 0.5f, 2.0f);
+	rf__k_rand_normal(ref, N, 42, N, 0.5f, 2.0f);
 	for (int i = 0; i < N; i++)
 		CHECK(fabsf(got[i] - ref[i]) <= 1e-5f * (1 + fabsf(ref[i])));
 	free(got);

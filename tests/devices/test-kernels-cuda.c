@@ -125,7 +125,7 @@ static void test_gemm(void)
 		float *da = dup_to_dev(a, na * 4), *db = dup_to_dev(b, nb * 4),
 		      *dc = dup_to_dev(c, nc * 4);
 		CK(rf__kc_gemm(blas, ta, tb, m, n, k, alpha, da, lda, db, ldb, beta, dc, ldc));
-		CK(rf_k_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc));
+		CK(rf__k_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc));
 		float *g = fdown(dc, nc);
 		char what[96];
 		snprintf(what, sizeof(what), "gemm ta=%d tb=%d %dx%dx%d", ta, tb, m, n, k);
@@ -150,13 +150,13 @@ static void test_linear_pieces(void)
 	float *dy_ = dup_to_dev(y, n * 4), *db_ = dup_to_dev(b, cols * 4),
 	      *dg_ = dup_to_dev(db, cols * 4);
 	CK(rf__kc_bias_add(stream, dy_, db_, rows, cols));
-	rf_k_bias_add(y, b, rows, cols);
+	rf__k_bias_add(y, b, rows, cols);
 	float *g = fdown(dy_, n);
 	close_f("bias_add", g, y, n, 1e-6, 1e-6);
 	free(g);
 	for (int acc = 0; acc < 2; acc++) {
 		CK(rf__kc_bias_grad(stream, dg_, dy_, rows, cols, acc));
-		rf_k_bias_grad(db, y, rows, cols, acc);
+		rf__k_bias_grad(db, y, rows, cols, acc);
 		g = fdown(dg_, cols);
 		close_f(acc ? "bias_grad accumulate" : "bias_grad", g, db, cols, 1e-5, 1e-5);
 		free(g);
@@ -166,12 +166,12 @@ static void test_linear_pieces(void)
 	float *x = frand(n, -1, 1), *r = xmalloc(n * 4), *dx = xmalloc(n * 4);
 	float *dx_ = dup_to_dev(x, n * 4), *dr_ = dalloc(n * 4), *dd_ = dalloc(n * 4);
 	CK(rf__kc_relu_fwd(stream, dr_, dx_, n));
-	rf_k_relu_fwd(r, x, n);
+	rf__k_relu_fwd(r, x, n);
 	g = fdown(dr_, n);
 	bits_f("relu_fwd", g, r, n);
 	free(g);
 	CK(rf__kc_relu_bwd(stream, dd_, dy_, dr_, n));
-	rf_k_relu_bwd(dx, y, r, n);
+	rf__k_relu_bwd(dx, y, r, n);
 	g = fdown(dd_, n);
 	bits_f("relu_bwd", g, dx, n);
 	free(g);
@@ -207,7 +207,7 @@ static void test_softmax_xent(void)
 		float *dlg = dup_to_dev(lg, n * 4), *ddl = dalloc(n * 4), *dloss = dalloc(4);
 		int32_t *dlab = dup_to_dev(lab, rows * 4), *dok = dalloc(4);
 		CK(rf__kc_softmax_xent(stream, ddl, dloss, dok, dlg, dlab, rows, cols));
-		CK(rf_k_softmax_xent(dl, &loss, &ok, lg, lab, rows, cols));
+		CK(rf__k_softmax_xent(dl, &loss, &ok, lg, lab, rows, cols));
 		float *g = fdown(ddl, n);
 		to_host(&gloss, dloss, 4);
 		to_host(&gok, dok, 4);
@@ -234,11 +234,11 @@ static void test_softmax_xent(void)
 	}
 }
 
-static void conv_case(struct rf_k_conv2d s, int ws_mode)
+static void conv_case(struct rf__conv2d s, int ws_mode)
 {
 	size_t nx = (size_t)s.n * s.c * s.h * s.w, nw = (size_t)s.o * s.c * s.kh * s.kw;
-	size_t ny = (size_t)s.n * s.o * rf_k_conv2d_oh(&s) * rf_k_conv2d_ow(&s);
-	size_t cws = rf_k_conv2d_workspace_size(&s);
+	size_t ny = (size_t)s.n * s.o * rf__conv2d_oh(&s) * rf__conv2d_ow(&s);
+	size_t cws = rf__k_conv2d_workspace_size(&s);
 	size_t gws = ws_mode == 0 ? rf__kc_conv2d_workspace_size(&s)
 		     : ws_mode == 1 ? rf__kc_conv2d_workspace_min(&s)
 				    : 2 * rf__kc_conv2d_workspace_min(&s) + 4;
@@ -258,7 +258,7 @@ static void conv_case(struct rf_k_conv2d s, int ws_mode)
 	int ckk = s.c * s.kh * s.kw;
 
 	CK(rf__kc_conv2d_fwd(stream, blas, &s, y_, x_, w_, b_, ws_, gws));
-	CK(rf_k_conv2d_fwd(&s, y, x, w, b, ws, cws));
+	CK(rf__k_conv2d_fwd(&s, y, x, w, b, ws, cws));
 	float *g = fdown(y_, ny);
 	char name[200];
 	snprintf(name, sizeof(name), "conv fwd %s", what);
@@ -266,7 +266,7 @@ static void conv_case(struct rf_k_conv2d s, int ws_mode)
 	free(g);
 
 	CK(rf__kc_conv2d_bwd_data(stream, blas, &s, dx_, dy_, w_, ws_, gws));
-	CK(rf_k_conv2d_bwd_data(&s, dx, dy, w, ws, cws));
+	CK(rf__k_conv2d_bwd_data(&s, dx, dy, w, ws, cws));
 	g = fdown(dx_, nx);
 	snprintf(name, sizeof(name), "conv bwd_data %s", what);
 	close_f(name, g, dx, nx, 1e-5 * (s.o * s.kh * s.kw + 1), 1e-5);
@@ -275,7 +275,7 @@ static void conv_case(struct rf_k_conv2d s, int ws_mode)
 	double tol = 1e-5 * (ny / s.o + 1);
 	for (int acc = 0; acc < 2; acc++) {
 		CK(rf__kc_conv2d_bwd_filter(stream, blas, &s, dw_, db_, dy_, x_, acc, ws_, gws));
-		CK(rf_k_conv2d_bwd_filter(&s, dw, db, dy, x, acc, ws, cws));
+		CK(rf__k_conv2d_bwd_filter(&s, dw, db, dy, x, acc, ws, cws));
 		g = fdown(dw_, nw);
 		snprintf(name, sizeof(name), "conv bwd_filter dw acc=%d %s", acc, what);
 		close_f(name, g, dw, nw, tol * (1 + acc), 1e-5);
@@ -308,15 +308,15 @@ static void conv_case(struct rf_k_conv2d s, int ws_mode)
 static void test_conv(void)
 {
 	for (int rep = 0; rep < 12; rep++) {
-		struct rf_k_conv2d s = { .n = rint_in(1, 6), .c = rint_in(1, 4), .kh = rint_in(1, 5),
+		struct rf__conv2d s = { .n = rint_in(1, 6), .c = rint_in(1, 4), .kh = rint_in(1, 5),
 					 .kw = rint_in(1, 5), .o = rint_in(1, 6) };
 		s.h = s.kh + rint_in(0, 9);
 		s.w = s.kw + rint_in(0, 9);
 		conv_case(s, rep % 3);
 	}
-	conv_case((struct rf_k_conv2d){ .n = 64, .c = 1, .h = 28, .w = 28, .o = 20, .kh = 3, .kw = 3 }, 0);
-	conv_case((struct rf_k_conv2d){ .n = 64, .c = 20, .h = 13, .w = 13, .o = 50, .kh = 5, .kw = 5 }, 0);
-	conv_case((struct rf_k_conv2d){ .n = 7, .c = 20, .h = 13, .w = 13, .o = 50, .kh = 5, .kw = 5 }, 2);
+	conv_case((struct rf__conv2d){ .n = 64, .c = 1, .h = 28, .w = 28, .o = 20, .kh = 3, .kw = 3 }, 0);
+	conv_case((struct rf__conv2d){ .n = 64, .c = 20, .h = 13, .w = 13, .o = 50, .kh = 5, .kw = 5 }, 0);
+	conv_case((struct rf__conv2d){ .n = 7, .c = 20, .h = 13, .w = 13, .o = 50, .kh = 5, .kw = 5 }, 2);
 }
 
 static void test_avgpool(void)
@@ -333,8 +333,8 @@ static void test_avgpool(void)
 		      *dx_ = dalloc(nx * 4);
 		CK(rf__kc_avgpool2d_fwd(stream, y_, x_, n, c, h, w, k));
 		CK(rf__kc_avgpool2d_bwd(stream, dx_, dy_, n, c, h, w, k));
-		rf_k_avgpool2d_fwd(y, x, n, c, h, w, k);
-		rf_k_avgpool2d_bwd(dx, dy, n, c, h, w, k);
+		rf__k_avgpool2d_fwd(y, x, n, c, h, w, k);
+		rf__k_avgpool2d_bwd(dx, dy, n, c, h, w, k);
 		float *g = fdown(y_, ny);
 		bits_f("avgpool fwd", g, y, ny);
 		free(g);
@@ -360,18 +360,18 @@ static void test_vector_ops(void)
 	float *r;
 
 	CK(rf__kc_sgd(stream, w_, g_, n, 0.05f, 0.0f));
-	rf_k_sgd(w, g, n, 0.05f, 0.0f);
+	rf__k_sgd(w, g, n, 0.05f, 0.0f);
 	r = fdown(w_, n);
 	close_f("sgd", r, w, n, 1e-7, 1e-6);
 	free(r);
 	CK(rf__kc_sgd(stream, w_, g_, n, 0.05f, 1e-3f));
-	rf_k_sgd(w, g, n, 0.05f, 1e-3f);
+	rf__k_sgd(w, g, n, 0.05f, 1e-3f);
 	r = fdown(w_, n);
 	close_f("sgd weight decay", r, w, n, 1e-7, 1e-6);
 	free(r);
 	for (int nesterov = 0; nesterov < 2; nesterov++) {   /* the second on the first's v */
 		CK(rf__kc_sgd_momentum(stream, w_, v_, g_, n, 0.05f, 0.9f, 1e-3f, nesterov));
-		rf_k_sgd_momentum(w, v, g, n, 0.05f, 0.9f, 1e-3f, nesterov);
+		rf__k_sgd_momentum(w, v, g, n, 0.05f, 0.9f, 1e-3f, nesterov);
 		r = fdown(w_, n);
 		close_f(nesterov ? "sgd_momentum nesterov w" : "sgd_momentum w", r, w, n, 1e-6, 1e-6);
 		free(r);
@@ -383,10 +383,10 @@ static void test_vector_ops(void)
 		float *m = calloc(n, sizeof(float)), *v2 = calloc(n, sizeof(float));
 		float *m_ = dup_to_dev(m, n * 4), *v2_ = dup_to_dev(v2, n * 4);
 		for (uint64_t st = 1; st <= 2; st++) {
-			struct rf_k_adamw p = { .lr = 1e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8,
+			struct rf_adamw_params p = { .lr = 1e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8,
 						.weight_decay = 0.01, .step = st };
 			CK(rf__kc_adamw(stream, w_, m_, v2_, g_, n, &p));
-			rf_k_adamw(w, m, v2, g, n, &p);
+			rf__k_adamw(w, m, v2, g, n, &p);
 		}
 		r = fdown(w_, n);
 		close_f("adamw w", r, w, n, 1e-6, 1e-6);
@@ -400,7 +400,7 @@ static void test_vector_ops(void)
 		cudaFree(v2_);
 	}
 	CK(rf__kc_axpy(stream, w_, 0.3f, g_, n));
-	rf_k_axpy(w, 0.3f, g, n);
+	rf__k_axpy(w, 0.3f, g, n);
 	r = fdown(w_, n);
 	close_f("axpy", r, w, n, 1e-7, 1e-6);
 	free(r);
@@ -410,12 +410,12 @@ static void test_vector_ops(void)
 	bits_f("copy", r, g, n);
 	free(r);
 	CK(rf__kc_scale(stream, w_, -1.7f, n));
-	rf_k_scale(w, -1.7f, n);
+	rf__k_scale(w, -1.7f, n);
 	r = fdown(w_, n);
 	bits_f("scale", r, w, n);
 	free(r);
 	CK(rf__kc_fill(stream, w_, 0.125f, n));
-	rf_k_fill(w, 0.125f, n);
+	rf__k_fill(w, 0.125f, n);
 	r = fdown(w_, n);
 	bits_f("fill", r, w, n);
 	free(r);
@@ -431,7 +431,7 @@ static void test_vector_ops(void)
 	for (int k = 1; k <= 11; k += 5) {
 		float *o_ = dalloc(n * 4), *o = xmalloc(n * 4);
 		CK(rf__kc_reduce_sum(stream, o_, in_, k, n));
-		rf_k_reduce_sum(o, in, k, n);
+		rf__k_reduce_sum(o, in, k, n);
 		r = fdown(o_, n);
 		bits_f("reduce_sum", r, o, n);
 		free(r);
@@ -450,12 +450,12 @@ static void test_vector_ops(void)
 	uint8_t *u8_ = dup_to_dev(u8, n);
 	int32_t *lab = xmalloc(n * 4), *glab = xmalloc(n * 4), *lab_ = dalloc(n * 4);
 	CK(rf__kc_u8_to_f32(stream, w_, u8_, n, 1.0f / 255.0f, 0.2860f, 0.3530f));
-	rf_k_u8_to_f32(w, u8, n, 1.0f / 255.0f, 0.2860f, 0.3530f);
+	rf__k_u8_to_f32(w, u8, n, 1.0f / 255.0f, 0.2860f, 0.3530f);
 	r = fdown(w_, n);
 	bits_f("u8_to_f32", r, w, n);
 	free(r);
 	CK(rf__kc_u8_to_i32(stream, lab_, u8_, n));
-	rf_k_u8_to_i32(lab, u8, n);
+	rf__k_u8_to_i32(lab, u8, n);
 	to_host(glab, lab_, n * 4);
 	CHECK(!memcmp(glab, lab, n * 4), "u8_to_i32 differs");
 	free(u8);
@@ -480,12 +480,12 @@ static void test_rand(void)
 	const uint64_t ctrs[3] = { 0, 0xfffffff0ull, UINT64_MAX - 500 };
 	for (int t = 0; t < 3; t++) {
 		CK(rf__kc_rand_uniform(stream, a_, n, seeds[t], ctrs[t], -0.5f, 2.0f));
-		rf_k_rand_uniform(a, n, seeds[t], ctrs[t], -0.5f, 2.0f);
+		rf__k_rand_uniform(a, n, seeds[t], ctrs[t], -0.5f, 2.0f);
 		b = fdown(a_, n);
 		bits_f("rand_uniform", b, a, n);
 		free(b);
 		CK(rf__kc_rand_normal(stream, a_, n, seeds[t], ctrs[t], 0.1f, 1.5f));
-		rf_k_rand_normal(a, n, seeds[t], ctrs[t], 0.1f, 1.5f);
+		rf__k_rand_normal(a, n, seeds[t], ctrs[t], 0.1f, 1.5f);
 		b = fdown(a_, n);
 		close_f("rand_normal", b, a, n, 1e-6, 1e-6);
 		size_t diff = 0;

@@ -129,12 +129,12 @@ static void gemm_case(gemm_fn fn, const char *name, int ta, int tb, int m, int n
 	float *c0 = falloc((size_t)m * ldc + 1);
 	memcpy(c0, c, (size_t)m * ldc * sizeof(float));
 	int rc = fn(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-	if (rc == -ENOTSUP && fn == rf_k_gemm_avx512) { /* trans_b, or no AVX-512 here */
+	if (rc == -ENOTSUP && fn == rf__k_gemm_avx512) { /* trans_b, or no AVX-512 here */
 		free(a), free(b), free(c), free(c0), free(ref);
 		return;
 	}
 	CHECK(rc == 0, "%s returned %d", name, rc);
-	if (fn == rf_k_gemm_avx512) { /* deterministic: the same call gives the same bits */
+	if (fn == rf__k_gemm_avx512) { /* deterministic: the same call gives the same bits */
 		CHECK(fn(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c0, ldc) == 0, "%s again",
 		      name);
 		for (size_t i = 0; i < (size_t)m * ldc; i++)
@@ -166,9 +166,9 @@ static void test_gemm(void)
 	static const struct {
 		gemm_fn fn;
 		const char *name;
-	} fns[] = { { rf_k_gemm, "rf_k_gemm" },
-		    { rf_k_gemm_portable, "rf_k_gemm_portable" },
-		    { rf_k_gemm_avx512, "rf_k_gemm_avx512" } };
+	} fns[] = { { rf__k_gemm, "rf__k_gemm" },
+		    { rf__k_gemm_portable, "rf__k_gemm_portable" },
+		    { rf__k_gemm_avx512, "rf__k_gemm_avx512" } };
 	for (int f = 0; f < 3; f++) {
 		for (int ta = 0; ta < 2; ta++)
 			for (int tb = 0; tb < 2; tb++) {
@@ -178,7 +178,7 @@ static void test_gemm(void)
 				/* crosses the portable blocking (32 x 128 x 128) */
 				gemm_case(fns[f].fn, fns[f].name, ta, tb, 67, 261, 300);
 				gemm_case(fns[f].fn, fns[f].name, ta, tb, 1, 1, 1);
-				/* one row: rf_k_gemm's GEMV path (op(A)'s row strided by
+				/* one row: rf__k_gemm's GEMV path (op(A)'s row strided by
 				 * lda when A is transposed) */
 				gemm_case(fns[f].fn, fns[f].name, ta, tb, 1, 300, 257);
 				gemm_case(fns[f].fn, fns[f].name, ta, tb, 1, 2, 513);
@@ -214,11 +214,11 @@ struct lin_ctx {
 
 static void lin_fwd(struct lin_ctx *c)
 {
-	rf_k_gemm(0, 1, c->rows, c->out, c->in, 1.0f, c->x, c->in, c->w, c->in, 0.0f, c->y,
+	rf__k_gemm(0, 1, c->rows, c->out, c->in, 1.0f, c->x, c->in, c->w, c->in, 0.0f, c->y,
 		  c->out);
-	rf_k_bias_add(c->y, c->b, c->rows, c->out);
+	rf__k_bias_add(c->y, c->b, c->rows, c->out);
 	if (c->relu)
-		rf_k_relu_fwd(c->y, c->y, (size_t)c->rows * c->out);
+		rf__k_relu_fwd(c->y, c->y, (size_t)c->rows * c->out);
 }
 
 static double lin_loss(void *ctx)
@@ -257,12 +257,12 @@ static void test_linear(void)
 		/* backward: dy = R masked by relu; dx = dy*W, dW = dy^T*x, db = sum dy */
 		float *dy = falloc(ny), *dx = falloc(nx), *dw = falloc(nw), *db = falloc(c.out);
 		if (c.relu)
-			rf_k_relu_bwd(dy, c.r, c.y, ny);
+			rf__k_relu_bwd(dy, c.r, c.y, ny);
 		else
 			memcpy(dy, c.r, ny * sizeof(float));
-		rf_k_gemm(0, 0, c.rows, c.in, c.out, 1.0f, dy, c.out, c.w, c.in, 0.0f, dx, c.in);
-		rf_k_gemm(1, 0, c.out, c.in, c.rows, 1.0f, dy, c.out, c.x, c.in, 0.0f, dw, c.in);
-		rf_k_bias_grad(db, dy, c.rows, c.out, 0);
+		rf__k_gemm(0, 0, c.rows, c.in, c.out, 1.0f, dy, c.out, c.w, c.in, 0.0f, dx, c.in);
+		rf__k_gemm(1, 0, c.out, c.in, c.rows, 1.0f, dy, c.out, c.x, c.in, 0.0f, dw, c.in);
+		rf__k_bias_grad(db, dy, c.rows, c.out, 0);
 		/* relu kinks: keep pre-activations away from 0 by the FD step */
 		fd_check("linear dx", lin_loss, &c, c.x, nx, dx, 1e-3f, 2e-3, 2e-3);
 		fd_check("linear dW", lin_loss, &c, c.w, nw, dw, 1e-3f, 2e-3, 2e-3);
@@ -272,7 +272,7 @@ static void test_linear(void)
 		float *db2 = falloc(c.out);
 		for (int o = 0; o < c.out; o++)
 			db2[o] = 1.5f;
-		rf_k_bias_grad(db2, dy, c.rows, c.out, 1);
+		rf__k_bias_grad(db2, dy, c.rows, c.out, 1);
 		double *want = malloc(c.out * sizeof(double));
 		for (int o = 0; o < c.out; o++)
 			want[o] = 1.5 + db[o];
@@ -297,8 +297,8 @@ static void test_relu(void)
 	float *x = frand(n, -1, 1), *y = falloc(n), *dy = frand(n, -1, 1), *dx = falloc(n);
 	x[0] = 0.0f;
 	x[1] = -0.0f;
-	rf_k_relu_fwd(y, x, n);
-	rf_k_relu_bwd(dx, dy, y, n);
+	rf__k_relu_fwd(y, x, n);
+	rf__k_relu_bwd(dx, dy, y, n);
 	for (size_t i = 0; i < n; i++) {
 		CHECK(y[i] == (x[i] > 0 ? x[i] : 0.0f), "relu fwd [%zu]", i);
 		CHECK(dx[i] == (x[i] > 0 ? dy[i] : 0.0f), "relu bwd [%zu]", i);
@@ -306,10 +306,10 @@ static void test_relu(void)
 	/* in place */
 	float *z = malloc(n * sizeof(float));
 	memcpy(z, x, n * sizeof(float));
-	rf_k_relu_fwd(z, z, n);
+	rf__k_relu_fwd(z, z, n);
 	bits_equal("relu in place", z, y, n);
 	memcpy(z, dy, n * sizeof(float));
-	rf_k_relu_bwd(z, z, y, n);
+	rf__k_relu_bwd(z, z, y, n);
 	bits_equal("relu bwd in place", z, dx, n);
 	free(x);
 	free(y);
@@ -349,7 +349,7 @@ static void test_softmax_xent(void)
 	 * first index, so both rows count as correct. */
 	float lg[6] = { 1, 2, 3, 1, 1, 1 }, dl[6], loss = -1;
 	int32_t lab[2] = { 2, 0 }, ok = -1;
-	int rc = rf_k_softmax_xent(dl, &loss, &ok, lg, lab, 2, 3);
+	int rc = rf__k_softmax_xent(dl, &loss, &ok, lg, lab, 2, 3);
 	CHECK(rc == 0, "softmax_xent rc %d", rc);
 	CHECK(fabs(loss - 1.50621825) < 1e-6, "softmax_xent hand loss %.9g", loss);
 	CHECK(ok == 2, "softmax_xent hand correct %d", ok);
@@ -359,12 +359,12 @@ static void test_softmax_xent(void)
 	close_enough("softmax_xent hand grad", dl, want, 6, 1e-7, 1e-6);
 	float loss2 = -1;
 	int32_t ok2 = -1;
-	rc = rf_k_softmax_xent_eval(&loss2, &ok2, lg, lab, 2, 3);
+	rc = rf__k_softmax_xent_eval(&loss2, &ok2, lg, lab, 2, 3);
 	CHECK(rc == 0 && loss2 == loss && ok2 == ok, "softmax_xent_eval differs");
 	lab[1] = 3;
-	CHECK(rf_k_softmax_xent(dl, &loss, &ok, lg, lab, 2, 3) == -EINVAL, "label 3 of 3 accepted");
+	CHECK(rf__k_softmax_xent(dl, &loss, &ok, lg, lab, 2, 3) == -EINVAL, "label 3 of 3 accepted");
 	lab[1] = -1;
-	CHECK(rf_k_softmax_xent(dl, &loss, &ok, lg, lab, 2, 3) == -EINVAL, "label -1 accepted");
+	CHECK(rf__k_softmax_xent(dl, &loss, &ok, lg, lab, 2, 3) == -EINVAL, "label -1 accepted");
 
 	for (int rep = 0; rep < 8; rep++) {
 		struct xent_ctx c = { .rows = rint_in(1, 17), .cols = rint_in(2, 13) };
@@ -385,7 +385,7 @@ static void test_softmax_xent(void)
 		}
 		float *g = falloc(n), l;
 		int32_t k;
-		rc = rf_k_softmax_xent(g, &l, &k, c.logits, c.labels, c.rows, c.cols);
+		rc = rf__k_softmax_xent(g, &l, &k, c.logits, c.labels, c.rows, c.cols);
 		CHECK(rc == 0, "softmax_xent rc %d", rc);
 		double lw = xent_loss(&c) * c.rows;
 		CHECK(fabs(l - lw) <= 1e-5 * (1 + fabs(lw)), "softmax_xent loss %.9g want %.9g", l,
@@ -396,7 +396,7 @@ static void test_softmax_xent(void)
 		/* in place */
 		float *ip = malloc(n * sizeof(float));
 		memcpy(ip, c.logits, n * sizeof(float));
-		rf_k_softmax_xent(ip, NULL, NULL, ip, c.labels, c.rows, c.cols);
+		rf__k_softmax_xent(ip, NULL, NULL, ip, c.labels, c.rows, c.cols);
 		bits_equal("softmax_xent in place", ip, g, n);
 		free(ip);
 		free(g);
@@ -407,10 +407,10 @@ static void test_softmax_xent(void)
 
 /* ---- convolution ----------------------------------------------------------------------------- */
 
-static void conv_ref(const struct rf_k_conv2d *s, double *y, const float *x, const float *w,
+static void conv_ref(const struct rf__conv2d *s, double *y, const float *x, const float *w,
 		     const float *b)
 {
-	int oh = rf_k_conv2d_oh(s), ow = rf_k_conv2d_ow(s);
+	int oh = rf__conv2d_oh(s), ow = rf__conv2d_ow(s);
 	for (int n = 0; n < s->n; n++)
 		for (int o = 0; o < s->o; o++)
 			for (int i = 0; i < oh; i++)
@@ -426,10 +426,10 @@ static void conv_ref(const struct rf_k_conv2d *s, double *y, const float *x, con
 }
 
 /* naive backward: dx and dw, db by direct scatter of dy */
-static void conv_bwd_ref(const struct rf_k_conv2d *s, double *dx, double *dw, double *db,
+static void conv_bwd_ref(const struct rf__conv2d *s, double *dx, double *dw, double *db,
 			 const float *dy, const float *x, const float *w)
 {
-	int oh = rf_k_conv2d_oh(s), ow = rf_k_conv2d_ow(s);
+	int oh = rf__conv2d_oh(s), ow = rf__conv2d_ow(s);
 	memset(dx, 0, sizeof(double) * s->n * s->c * s->h * s->w);
 	memset(dw, 0, sizeof(double) * s->o * s->c * s->kh * s->kw);
 	memset(db, 0, sizeof(double) * s->o);
@@ -451,7 +451,7 @@ static void conv_bwd_ref(const struct rf_k_conv2d *s, double *dx, double *dw, do
 }
 
 struct conv_ctx {
-	struct rf_k_conv2d s;
+	struct rf__conv2d s;
 	float *x, *w, *b, *y, *r;
 	void *ws;
 	size_t ws_bytes;
@@ -460,18 +460,18 @@ struct conv_ctx {
 static double conv_loss(void *ctx)
 {
 	struct conv_ctx *c = ctx;
-	int rc = rf_k_conv2d_fwd(&c->s, c->y, c->x, c->w, c->b, c->ws, c->ws_bytes);
+	int rc = rf__k_conv2d_fwd(&c->s, c->y, c->x, c->w, c->b, c->ws, c->ws_bytes);
 	if (rc)
 		return NAN;
-	size_t ny = (size_t)c->s.n * c->s.o * rf_k_conv2d_oh(&c->s) * rf_k_conv2d_ow(&c->s);
+	size_t ny = (size_t)c->s.n * c->s.o * rf__conv2d_oh(&c->s) * rf__conv2d_ow(&c->s);
 	return dot_d(c->y, c->r, ny);
 }
 
-static void conv_case(struct rf_k_conv2d s, int ws_mode, int fd)
+static void conv_case(struct rf__conv2d s, int ws_mode, int fd)
 {
 	size_t nx = (size_t)s.n * s.c * s.h * s.w, nw = (size_t)s.o * s.c * s.kh * s.kw;
-	size_t ny = (size_t)s.n * s.o * rf_k_conv2d_oh(&s) * rf_k_conv2d_ow(&s);
-	size_t full = rf_k_conv2d_workspace_size(&s), min = rf_k_conv2d_workspace_min(&s);
+	size_t ny = (size_t)s.n * s.o * rf__conv2d_oh(&s) * rf__conv2d_ow(&s);
+	size_t full = rf__k_conv2d_workspace_size(&s), min = rf__k_conv2d_workspace_min(&s);
 	CHECK(full >= min && min > 0, "conv workspace sizes %zu %zu", full, min);
 	/* 0: full; 1: one image at a time; 2: two images (+ a few bytes) */
 	size_t wsb = ws_mode == 0 ? full : ws_mode == 1 ? min : 2 * min + 7;
@@ -489,7 +489,7 @@ static void conv_case(struct rf_k_conv2d s, int ws_mode, int fd)
 
 	double *ref = malloc(ny * sizeof(double));
 	conv_ref(&s, ref, c.x, c.w, c.b);
-	int rc = rf_k_conv2d_fwd(&s, c.y, c.x, c.w, c.b, c.ws, c.ws_bytes);
+	int rc = rf__k_conv2d_fwd(&s, c.y, c.x, c.w, c.b, c.ws, c.ws_bytes);
 	CHECK(rc == 0, "conv fwd rc %d (%s)", rc, what);
 	char name[260];
 	snprintf(name, sizeof(name), "conv fwd %s", what);
@@ -500,9 +500,9 @@ static void conv_case(struct rf_k_conv2d s, int ws_mode, int fd)
 	       *rdb = malloc(s.o * sizeof(double));
 	for (size_t i = 0; i < nx; i++)
 		dx[i] = NAN; /* must be overwritten */
-	rc = rf_k_conv2d_bwd_data(&s, dx, c.r, c.w, c.ws, c.ws_bytes);
+	rc = rf__k_conv2d_bwd_data(&s, dx, c.r, c.w, c.ws, c.ws_bytes);
 	CHECK(rc == 0, "conv bwd_data rc %d (%s)", rc, what);
-	rc = rf_k_conv2d_bwd_filter(&s, dw, db, c.r, c.x, 0, c.ws, c.ws_bytes);
+	rc = rf__k_conv2d_bwd_filter(&s, dw, db, c.r, c.x, 0, c.ws, c.ws_bytes);
 	CHECK(rc == 0, "conv bwd_filter rc %d (%s)", rc, what);
 	conv_bwd_ref(&s, rdx, rdw, rdb, c.r, c.x, c.w);
 	double tol = 1e-5 * (s.o * s.kh * s.kw + 1);
@@ -518,7 +518,7 @@ static void conv_case(struct rf_k_conv2d s, int ws_mode, int fd)
 	float *dw2 = malloc(nw * sizeof(float)), *db2 = malloc(s.o * sizeof(float));
 	memcpy(dw2, dw, nw * sizeof(float));
 	memcpy(db2, db, s.o * sizeof(float));
-	rc = rf_k_conv2d_bwd_filter(&s, dw2, db2, c.r, c.x, 1, c.ws, c.ws_bytes);
+	rc = rf__k_conv2d_bwd_filter(&s, dw2, db2, c.r, c.x, 1, c.ws, c.ws_bytes);
 	CHECK(rc == 0, "conv bwd_filter accumulate rc %d", rc);
 	for (size_t i = 0; i < nw; i++)
 		rdw[i] *= 2;
@@ -560,34 +560,34 @@ static void conv_case(struct rf_k_conv2d s, int ws_mode, int fd)
 static void test_conv(void)
 {
 	for (int rep = 0; rep < 24; rep++) {
-		struct rf_k_conv2d s = { .n = rint_in(1, 5), .c = rint_in(1, 4), .kh = rint_in(1, 5),
+		struct rf__conv2d s = { .n = rint_in(1, 5), .c = rint_in(1, 4), .kh = rint_in(1, 5),
 					 .kw = rint_in(1, 5), .o = rint_in(1, 5) };
 		s.h = s.kh + rint_in(0, 8);
 		s.w = s.kw + rint_in(0, 8);
 		conv_case(s, rep % 3, rep < 8);
 	}
 	/* LeNet's two layers on a few images */
-	conv_case((struct rf_k_conv2d){ .n = 3, .c = 1, .h = 28, .w = 28, .o = 20, .kh = 3, .kw = 3 },
+	conv_case((struct rf__conv2d){ .n = 3, .c = 1, .h = 28, .w = 28, .o = 20, .kh = 3, .kw = 3 },
 		  0, 0);
-	conv_case((struct rf_k_conv2d){ .n = 3, .c = 20, .h = 13, .w = 13, .o = 50, .kh = 5, .kw = 5 },
+	conv_case((struct rf__conv2d){ .n = 3, .c = 20, .h = 13, .w = 13, .o = 50, .kh = 5, .kw = 5 },
 		  0, 0);
-	conv_case((struct rf_k_conv2d){ .n = 5, .c = 20, .h = 13, .w = 13, .o = 50, .kh = 5, .kw = 5 },
+	conv_case((struct rf__conv2d){ .n = 5, .c = 20, .h = 13, .w = 13, .o = 50, .kh = 5, .kw = 5 },
 		  2, 0);
 	/* a kernel as large as the image: 1x1 output */
-	conv_case((struct rf_k_conv2d){ .n = 2, .c = 3, .h = 4, .w = 5, .o = 2, .kh = 4, .kw = 5 },
+	conv_case((struct rf__conv2d){ .n = 2, .c = 3, .h = 4, .w = 5, .o = 2, .kh = 4, .kw = 5 },
 		  1, 1);
 
 	/* argument errors */
-	struct rf_k_conv2d s = { .n = 2, .c = 1, .h = 5, .w = 5, .o = 1, .kh = 3, .kw = 3 };
+	struct rf__conv2d s = { .n = 2, .c = 1, .h = 5, .w = 5, .o = 1, .kh = 3, .kw = 3 };
 	float buf[64] = { 0 };
-	size_t min = rf_k_conv2d_workspace_min(&s);
-	CHECK(rf_k_conv2d_fwd(&s, buf, buf, buf, NULL, buf, min - 1) == -EINVAL,
+	size_t min = rf__k_conv2d_workspace_min(&s);
+	CHECK(rf__k_conv2d_fwd(&s, buf, buf, buf, NULL, buf, min - 1) == -EINVAL,
 	      "conv: small workspace accepted");
-	CHECK(rf_k_conv2d_fwd(&s, buf, buf, buf, NULL, NULL, 0) == -EINVAL,
+	CHECK(rf__k_conv2d_fwd(&s, buf, buf, buf, NULL, NULL, 0) == -EINVAL,
 	      "conv: NULL workspace accepted");
 	s.kh = 6;
-	CHECK(rf_k_conv2d_workspace_size(&s) == 0, "conv: kernel > image has a workspace size");
-	CHECK(rf_k_conv2d_fwd(&s, buf, buf, buf, NULL, buf, sizeof(buf)) == -EINVAL,
+	CHECK(rf__k_conv2d_workspace_size(&s) == 0, "conv: kernel > image has a workspace size");
+	CHECK(rf__k_conv2d_fwd(&s, buf, buf, buf, NULL, buf, sizeof(buf)) == -EINVAL,
 	      "conv: kernel > image accepted");
 }
 
@@ -601,7 +601,7 @@ struct pool_ctx {
 static double pool_loss(void *ctx)
 {
 	struct pool_ctx *p = ctx;
-	rf_k_avgpool2d_fwd(p->y, p->x, p->n, p->c, p->h, p->w, p->k);
+	rf__k_avgpool2d_fwd(p->y, p->x, p->n, p->c, p->h, p->w, p->k);
 	return dot_d(p->y, p->r, (size_t)p->n * p->c * (p->h / p->k) * (p->w / p->k));
 }
 
@@ -620,7 +620,7 @@ static void test_avgpool(void)
 		p.x = frand(nx, -1, 1);
 		p.y = falloc(ny);
 		p.r = frand(ny, -1, 1);
-		rf_k_avgpool2d_fwd(p.y, p.x, p.n, p.c, p.h, p.w, p.k);
+		rf__k_avgpool2d_fwd(p.y, p.x, p.n, p.c, p.h, p.w, p.k);
 		double *ref = malloc(ny * sizeof(double));
 		for (int pl = 0; pl < p.n * p.c; pl++)
 			for (int i = 0; i < oh; i++)
@@ -635,7 +635,7 @@ static void test_avgpool(void)
 		float *dx = falloc(nx);
 		for (size_t i = 0; i < nx; i++)
 			dx[i] = NAN;
-		rf_k_avgpool2d_bwd(dx, p.r, p.n, p.c, p.h, p.w, p.k);
+		rf__k_avgpool2d_bwd(dx, p.r, p.n, p.c, p.h, p.w, p.k);
 		fd_check("avgpool dx", pool_loss, &p, p.x, nx, dx, 0.25f, 1e-5, 1e-4);
 		free(ref);
 		free(dx);
@@ -656,17 +656,17 @@ static void test_vector_ops(void)
 	memcpy(w0, w, n * sizeof(float));
 	memcpy(v0, v, n * sizeof(float));
 
-	rf_k_sgd(w, g, n, 0.1f, 0.0f);
+	rf__k_sgd(w, g, n, 0.1f, 0.0f);
 	for (size_t i = 0; i < n; i++)
 		ref[i] = w0[i] - 0.1 * g[i];
 	close_enough("sgd", w, ref, n, 1e-7, 1e-6);
 	memcpy(w, w0, n * sizeof(float));
-	rf_k_sgd(w, g, n, 0.1f, 0.01f);
+	rf__k_sgd(w, g, n, 0.1f, 0.01f);
 	for (size_t i = 0; i < n; i++)
 		ref[i] = w0[i] - 0.1 * (g[i] + 0.01 * w0[i]);
 	close_enough("sgd weight decay", w, ref, n, 1e-7, 1e-6);
 	memcpy(w, w0, n * sizeof(float));
-	rf_k_sgd_momentum(w, v, g, n, 0.1f, 0.9f, 0.01f, 0);
+	rf__k_sgd_momentum(w, v, g, n, 0.1f, 0.9f, 0.01f, 0);
 	for (size_t i = 0; i < n; i++) {
 		double vv = 0.9 * v0[i] + g[i] + 0.01 * w0[i];
 		ref2[i] = vv;
@@ -677,7 +677,7 @@ static void test_vector_ops(void)
 	/* Nesterov, from this v: w -= lr * (d + momentum * v_new) */
 	memcpy(w0, w, n * sizeof(float));
 	memcpy(v0, v, n * sizeof(float));
-	rf_k_sgd_momentum(w, v, g, n, 0.1f, 0.9f, 0.01f, 1);
+	rf__k_sgd_momentum(w, v, g, n, 0.1f, 0.9f, 0.01f, 1);
 	for (size_t i = 0; i < n; i++) {
 		double d = g[i] + 0.01 * w0[i], vv = 0.9 * v0[i] + d;
 		ref2[i] = vv;
@@ -687,19 +687,19 @@ static void test_vector_ops(void)
 	close_enough("sgd_momentum nesterov v", v, ref2, n, 1e-6, 1e-6);
 
 	memcpy(w, w0, n * sizeof(float));
-	rf_k_axpy(w, -0.5f, g, n);
+	rf__k_axpy(w, -0.5f, g, n);
 	for (size_t i = 0; i < n; i++)
 		ref[i] = w0[i] - 0.5 * g[i];
 	close_enough("axpy", w, ref, n, 1e-7, 1e-6);
 	memcpy(w, w0, n * sizeof(float));
-	rf_k_scale(w, 3.0f, n);
+	rf__k_scale(w, 3.0f, n);
 	for (size_t i = 0; i < n; i++)
 		ref[i] = 3.0 * w0[i];
 	close_enough("scale", w, ref, n, 0, 1e-7);
-	rf_k_fill(w, 2.5f, n);
+	rf__k_fill(w, 2.5f, n);
 	for (size_t i = 0; i < n; i++)
 		CHECK(w[i] == 2.5f, "fill [%zu]", i);
-	rf_k_copy(w, g, n);
+	rf__k_copy(w, g, n);
 	bits_equal("copy", w, g, n);
 
 	/* reduce_sum: k = 0, 1 (in place and not), 3, 11 (more than one block of 4096) */
@@ -709,13 +709,13 @@ static void test_vector_ops(void)
 	for (int j = 0; j < 11; j++)
 		in[j] = bufs[j] = frand(big, -1, 1);
 	float *out = falloc(big), *rs = falloc(big);
-	rf_k_reduce_sum(out, in, 0, big);
+	rf__k_reduce_sum(out, in, 0, big);
 	for (size_t i = 0; i < big; i++)
 		CHECK(out[i] == 0.0f, "reduce_sum k=0");
-	rf_k_reduce_sum(out, in, 1, big);
+	rf__k_reduce_sum(out, in, 1, big);
 	bits_equal("reduce_sum k=1", out, bufs[0], big);
 	for (int k = 3; k <= 11; k += 8) {
-		rf_k_reduce_sum(out, in, k, big);
+		rf__k_reduce_sum(out, in, k, big);
 		for (size_t i = 0; i < big; i++) {
 			float s = bufs[0][i];
 			for (int j = 1; j < k; j++)
@@ -726,7 +726,7 @@ static void test_vector_ops(void)
 		/* in place on in[0] */
 		float *save = malloc(big * sizeof(float));
 		memcpy(save, bufs[0], big * sizeof(float));
-		rf_k_reduce_sum(bufs[0], in, k, big);
+		rf__k_reduce_sum(bufs[0], in, k, big);
 		bits_equal("reduce_sum in place", bufs[0], out, big);
 		memcpy(bufs[0], save, big * sizeof(float));
 		free(save);
@@ -742,8 +742,8 @@ static void test_vector_ops(void)
 		bytes[i] = (uint8_t)i;
 	float f[256];
 	int32_t lab[256];
-	rf_k_u8_to_f32(f, bytes, 256, 1.0f / 255.0f, 0.2860f, 0.3530f);
-	rf_k_u8_to_i32(lab, bytes, 256);
+	rf__k_u8_to_f32(f, bytes, 256, 1.0f / 255.0f, 0.2860f, 0.3530f);
+	rf__k_u8_to_i32(lab, bytes, 256);
 	for (int i = 0; i < 256; i++) {
 		volatile float t = (float)i * (1.0f / 255.0f); /* no contraction */
 		volatile float u = t - 0.2860f;
@@ -774,7 +774,7 @@ static void test_rand(void)
 	};
 	for (int t = 0; t < 3; t++) {
 		uint32_t out[4];
-		rf_k_philox4x32_10(out, kat[t], kat[t] + 4);
+		rf__k_philox4x32_10(out, kat[t], kat[t] + 4);
 		CHECK(!memcmp(out, kat[t] + 6, sizeof(out)),
 		      "philox KAT %d: %08x %08x %08x %08x", t, out[0], out[1], out[2], out[3]);
 	}
@@ -783,15 +783,15 @@ static void test_rand(void)
 	const size_t N = 1000000;
 	float *a = falloc(N), *b = falloc(N);
 	const uint64_t seed = 0x0123456789abcdefull, ctr = 1000;
-	rf_k_rand_uniform(a, N, seed, ctr, 0.0f, 1.0f);
+	rf__k_rand_uniform(a, N, seed, ctr, 0.0f, 1.0f);
 	for (size_t i = 0; i < 64; i++) {
 		uint64_t idx = ctr + i;
 		uint32_t c4[4] = { (uint32_t)idx, (uint32_t)(idx >> 32), 0, 0 },
 			 k2[2] = { (uint32_t)seed, (uint32_t)(seed >> 32) }, o[4];
-		rf_k_philox4x32_10(o, c4, k2);
+		rf__k_philox4x32_10(o, c4, k2);
 		CHECK(a[i] == (float)(o[0] >> 8) * 0x1p-24f, "uniform [%zu] off the documented formula", i);
 	}
-	rf_k_rand_uniform(b, N, seed, ctr, 0.0f, 1.0f);
+	rf__k_rand_uniform(b, N, seed, ctr, 0.0f, 1.0f);
 	bits_equal("uniform reproducible", a, b, N);
 	double s = 0, s2 = 0;
 	float mn = 1, mx = 0;
@@ -806,7 +806,7 @@ static void test_rand(void)
 	CHECK(fabs(mean - 0.5) < 3e-3 && fabs(var - 1.0 / 12) < 3e-3,
 	      "uniform moments mean %g var %g", mean, var);
 	/* different counter, different seed -> different values */
-	rf_k_rand_uniform(b, N, seed, ctr + 1, 0.0f, 1.0f);
+	rf__k_rand_uniform(b, N, seed, ctr + 1, 0.0f, 1.0f);
 	size_t same = 0;
 	for (size_t i = 0; i < N - 1; i++)
 		same += a[i] == b[i];
@@ -816,7 +816,7 @@ static void test_rand(void)
 			CHECK(0, "uniform: counter shift is not a stream shift at %zu", i);
 			break;
 		}
-	rf_k_rand_uniform(b, N, seed + 1, ctr, 0.0f, 1.0f);
+	rf__k_rand_uniform(b, N, seed + 1, ctr, 0.0f, 1.0f);
 	same = 0;
 	for (size_t i = 0; i < N; i++)
 		same += a[i] == b[i];
@@ -825,21 +825,21 @@ static void test_rand(void)
 	const uint64_t ctrs[3] = { 7, 0xfffffff0ull, UINT64_MAX - 20 };
 	for (int t = 0; t < 3; t++) {
 		size_t n = 1001, h = t == 0 ? n / 2 : 37;
-		rf_k_rand_uniform(a, n, seed, ctrs[t], -3.0f, 5.0f);
-		rf_k_rand_uniform(b, h, seed, ctrs[t], -3.0f, 5.0f);
-		rf_k_rand_uniform(b + h, n - h, seed, ctrs[t] + h, -3.0f, 5.0f);
+		rf__k_rand_uniform(a, n, seed, ctrs[t], -3.0f, 5.0f);
+		rf__k_rand_uniform(b, h, seed, ctrs[t], -3.0f, 5.0f);
+		rf__k_rand_uniform(b + h, n - h, seed, ctrs[t] + h, -3.0f, 5.0f);
 		bits_equal("uniform counter split", a, b, n);
 		for (size_t i = 0; i < n; i++)
 			CHECK(a[i] >= -3.0f && a[i] < 5.0f, "uniform [-3,5) range: %g", a[i]);
-		rf_k_rand_normal(a, n, seed, ctrs[t], 1.0f, 2.0f);
-		rf_k_rand_normal(b, h, seed, ctrs[t], 1.0f, 2.0f);
-		rf_k_rand_normal(b + h, n - h, seed, ctrs[t] + h, 1.0f, 2.0f);
+		rf__k_rand_normal(a, n, seed, ctrs[t], 1.0f, 2.0f);
+		rf__k_rand_normal(b, h, seed, ctrs[t], 1.0f, 2.0f);
+		rf__k_rand_normal(b + h, n - h, seed, ctrs[t] + h, 1.0f, 2.0f);
 		bits_equal("normal counter split", a, b, n);
 	}
 
 	/* normal moments */
-	rf_k_rand_normal(a, N, seed, 0, 0.0f, 1.0f);
-	rf_k_rand_normal(b, N, seed, 0, 0.0f, 1.0f);
+	rf__k_rand_normal(a, N, seed, 0, 0.0f, 1.0f);
+	rf__k_rand_normal(b, N, seed, 0, 0.0f, 1.0f);
 	bits_equal("normal reproducible", a, b, N);
 	s = s2 = 0;
 	double s4 = 0;
@@ -859,7 +859,7 @@ static void test_rand(void)
 	CHECK(fabs(kurt - 3.0) < 0.05, "normal 4th moment %g", kurt);
 	CHECK(fabs((double)within1 / N - 0.682689) < 3e-3, "normal P(|x|<1) = %g",
 	      (double)within1 / N);
-	rf_k_rand_normal(b, N, seed, 0, 3.0f, 0.5f);
+	rf__k_rand_normal(b, N, seed, 0, 3.0f, 0.5f);
 	for (size_t i = 0; i < 1000; i++)
 		CHECK(fabs(b[i] - (3.0 + 0.5 * a[i])) < 1e-5, "normal mean/std scaling at %zu", i);
 	free(a);
@@ -879,14 +879,14 @@ static void test_fused(void)
 		float *dx1 = falloc(ny), *dx2 = falloc(ny);
 
 		memcpy(y1, y0, ny * sizeof(float));
-		rf_k_relu_fwd(y2, y0, ny);
-		rf_k_avgpool2d_fwd(p2, y2, n, c, h, w, 2);
-		rf_k_relu_avgpool2_fwd(p1, y1, n, c, h, w);
+		rf__k_relu_fwd(y2, y0, ny);
+		rf__k_avgpool2d_fwd(p2, y2, n, c, h, w, 2);
+		rf__k_relu_avgpool2_fwd(p1, y1, n, c, h, w);
 		CHECK(!memcmp(y1, y2, ny * sizeof(float)) && !memcmp(p1, p2, np * sizeof(float)),
 		      "relu+avgpool2 fused forward differs (%dx%dx%dx%d)", n, c, h, w);
-		rf_k_avgpool2d_bwd(dx2, dp, n, c, h, w, 2);
-		rf_k_relu_bwd(dx2, dx2, y2, ny);
-		rf_k_avgpool2_relu_bwd(dx1, dp, y2, n, c, h, w);
+		rf__k_avgpool2d_bwd(dx2, dp, n, c, h, w, 2);
+		rf__k_relu_bwd(dx2, dx2, y2, ny);
+		rf__k_avgpool2_relu_bwd(dx1, dp, y2, n, c, h, w);
 		CHECK(!memcmp(dx1, dx2, ny * sizeof(float)),
 		      "avgpool2+relu fused backward differs (%dx%dx%dx%d)", n, c, h, w);
 		free(y0); free(y1); free(y2); free(p1); free(p2); free(dp); free(dx1); free(dx2);
@@ -898,11 +898,11 @@ static void test_fused(void)
 				      { 19, 19, 3 }, { 12, 12, 5 } };
 	for (unsigned si = 0; si < sizeof(shp) / sizeof(shp[0]); si++) {
 		const int h = shp[si][0], w = shp[si][1], o = shp[si][2], n = 3;
-		struct rf_k_conv2d s = { .n = n, .c = 1, .h = h, .w = w, .o = o, .kh = 3, .kw = 3 };
+		struct rf__conv2d s = { .n = n, .c = 1, .h = h, .w = w, .o = o, .kh = 3, .kw = 3 };
 		int oh = h - 2, ow = w - 2;
 		size_t nx = (size_t)n * h * w, ny = (size_t)n * o * oh * ow,
 		       np = (size_t)n * o * (oh / 2) * (ow / 2), nw = (size_t)o * 9;
-		size_t wsb = rf_k_conv2d_workspace_size(&s);
+		size_t wsb = rf__k_conv2d_workspace_size(&s);
 		float *x = frand(nx, -1, 1), *y = frand(ny, -1, 1), *dp = frand(np, -1, 1);
 		float *dy = falloc(ny), *dw1 = frand(nw, -1, 1), *dw2 = falloc(nw);
 		float *db1 = frand((size_t)o, -1, 1), *db2 = falloc((size_t)o);
@@ -912,16 +912,16 @@ static void test_fused(void)
 			y[i] = y[i] > 0 ? y[i] : 0; /* a ReLU output */
 		memcpy(dw2, dw1, nw * sizeof(float));
 		memcpy(db2, db1, (size_t)o * sizeof(float));
-		rf_k_avgpool2_relu_bwd(dy, dp, y, n, o, oh, ow);
-		CHECK(rf_k_conv2d_bwd_filter(&s, dw2, db2, dy, x, 1, ws, wsb) == 0, "bwd_filter");
-		CHECK(rf_k_conv2d_bwd_filter_pool_relu(&s, dw1, db1, dp, y, x, 1) == 0,
+		rf__k_avgpool2_relu_bwd(dy, dp, y, n, o, oh, ow);
+		CHECK(rf__k_conv2d_bwd_filter(&s, dw2, db2, dy, x, 1, ws, wsb) == 0, "bwd_filter");
+		CHECK(rf__k_conv2d_bwd_filter_pool_relu(&s, dw1, db1, dp, y, x, 1) == 0,
 		      "bwd_filter_pool_relu");
 		CHECK(!memcmp(dw1, dw2, nw * sizeof(float)) &&
 			      !memcmp(db1, db2, (size_t)o * sizeof(float)),
 		      "fused conv1 filter gradient differs from pool+relu backward then bwd_filter "
 		      "(%dx%d, %d filters)", h, w, o);
 		s.c = 2; /* single-channel only */
-		CHECK(rf_k_conv2d_bwd_filter_pool_relu(&s, dw1, db1, dp, y, x, 1) == -EINVAL,
+		CHECK(rf__k_conv2d_bwd_filter_pool_relu(&s, dw1, db1, dp, y, x, 1) == -EINVAL,
 		      "fused filter gradient must refuse c > 1");
 		free(x); free(y); free(dp); free(dy); free(dw1); free(dw2); free(db1); free(db2); free(ws);
 	}
@@ -934,21 +934,21 @@ int main(void)
 	test_relu();
 	test_softmax_xent();
 	test_conv();
-	/* rf_k_gemm takes the AVX-512 gemm (where the CPU has it) when OpenBLAS runs one
+	/* rf__k_gemm takes the AVX-512 gemm (where the CPU has it) when OpenBLAS runs one
 	 * thread, OpenBLAS otherwise: the layers built on it once more the other way --
 	 * with one thread if OpenBLAS ran more, else with RF_KERNELS_BLAS_GEMM (never
 	 * more OpenBLAS threads than the run allowed: under TSan they only bring false
 	 * reports) */
-	int threads = rf_k_blas_get_threads();
+	int threads = rf__k_blas_get_threads();
 	if (threads > 1)
-		rf_k_blas_set_threads(1);
+		rf__k_blas_set_threads(1);
 	else
 		setenv("RF_KERNELS_BLAS_GEMM", "1", 1);
 	test_gemm();
 	test_linear();
 	test_conv();
 	if (threads > 1)
-		rf_k_blas_set_threads(threads);
+		rf__k_blas_set_threads(threads);
 	else
 		unsetenv("RF_KERNELS_BLAS_GEMM");
 	test_avgpool();
@@ -959,6 +959,6 @@ int main(void)
 		fprintf(stderr, "%d check(s) failed\n", failures);
 		return 1;
 	}
-	printf("all kernel checks passed (BLAS threads: %d)\n", rf_k_blas_get_threads());
+	printf("all kernel checks passed (BLAS threads: %d)\n", rf__k_blas_get_threads());
 	return 0;
 }

@@ -1,7 +1,7 @@
 /* test-openblas-dl: OpenBLAS is opened at the first CPU gemm (devices/cpu/blas-dl.h),
  * not when a program using ringflow starts: after a ring, an engine and I/O on it,
  * libopenblas is not in the process's mappings and no OpenBLAS thread exists; the
- * first rf_k_gemm maps it, and the product is right (against a direct sum). Skips
+ * first rf__k_gemm maps it, and the product is right (against a direct sum). Skips
  * (77) in a build without OpenBLAS. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,7 +70,7 @@ int main(void)
 		a[i] = (float)(i % 5) - 2.0f;
 	for (int i = 0; i < K * N; i++)
 		b[i] = (float)(i % 7) - 3.0f;
-	CHECK_OK(rf_k_gemm(0, 0, M, N, K, 1.0f, a, K, b, N, 0.0f, c, N));
+	CHECK_OK(rf__k_gemm(0, 0, M, N, K, 1.0f, a, K, b, N, 0.0f, c, N));
 	for (int i = 0; i < M; i++)
 		for (int j = 0; j < N; j++) {
 			float s = 0;
@@ -78,7 +78,7 @@ int main(void)
 				s += a[i * K + p] * b[p * N + j];
 			CHECK(c[i * N + j] == s); /* small integers: exact */
 		}
-	if (rf_k_blas_get_threads() == -ENOTSUP) {
+	if (rf__k_blas_get_threads() == -ENOTSUP) {
 		printf("SKIP: built without OpenBLAS (or it cannot be loaded): the portable "
 		       "gemm multiplied\n");
 		rf_engine_destroy(e);

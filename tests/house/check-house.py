@@ -10,6 +10,10 @@ Usage: check-house.py SOURCE_ROOT [LIBRINGFLOW_SO]
 3. no library .c/.cu file is above 800 lines, except those listed in LONG with a reason.
 4. code is ASCII; library code cites nothing outside the repository.
 5. with LIBRINGFLOW_SO: it exports only rf_ symbols, no rf__ internal.
+6. generic code never names a backend: the device layer's own files (devices/*.c|h,
+   backends.c, the registration, apart), the comm layer's (its transports apart), the
+   dataloader and train call the backends' tables and ask capabilities, and say
+   neither cuda, cudnn, cublas, nccl nor openblas, in code or comments.
 """
 import os
 import re
@@ -47,7 +51,7 @@ PUBLIC = {
     "log.h": "common", "rf-config.h": "common",
     "ring.h": "ring", "ring-io.h": "ring", "ring-ops.h": "ring",
     "engine.h": "core", "stream.h": "core",
-    "device.h": "devices", "tensor.h": "devices", "ops.h": "devices", "kernels.h": "devices",
+    "device.h": "devices", "tensor.h": "devices", "ops.h": "devices",
     "comm.h": "dist",
     "dataset.h": "dataloader", "loader.h": "dataloader",
     "model.h": "train", "kvstore.h": "train", "trainer.h": "train", "checkpoint.h": "train", "export.h": "train",
@@ -103,6 +107,23 @@ for p in [q for top in LAYERS + ["include"] for q in files(top, (".c", ".h", ".c
             bad(f"{rel(p)}:{ln}: the library writes to the terminal: {line.strip()}")
         if re.search(r"\.\./shared|seeds/|\bissue \d+", line):
             bad(f"{rel(p)}:{ln}: refers outside the repository: {line.strip()}")
+
+# 6. generic files never name a backend
+BACKEND_NAMES = re.compile(r"(?i)\b(cuda|cudnn|cublas|nccl|openblas|cblas)")
+REGISTRATION = {"devices/backends.c"}
+def generic_files():
+    for p in sorted(os.listdir(os.path.join(root, "devices"))):
+        if p.endswith((".c", ".h")) and f"devices/{p}" not in REGISTRATION:
+            yield os.path.join(root, "devices", p)
+    for top in ("dataloader", "train"):
+        yield from files(top, (".c", ".h"))
+for p in generic_files():
+    with open(p, encoding="utf-8", errors="replace") as f:
+        for ln, line in enumerate(f, 1):
+            m = BACKEND_NAMES.search(line)
+            if m:
+                bad(f"{rel(p)}:{ln}: generic code names the backend '{m.group(1)}' (ask the "
+                    f"backend table or a capability instead): {line.strip()}")
 
 for top in LAYERS + ["include", "tools", "tests", "bench", "examples"]:
     for p in files(top, (".c", ".h", ".cu")):

@@ -78,7 +78,7 @@ static int run_adamw(FILE *f, struct rf_device *cpu, struct rf_tensor *W, struct
 	CHECK_OK(rf_tensor_write(M, m));
 	CHECK_OK(rf_tensor_write(V, m));
 	for (int t = 0; t < STEPS; t++) {
-		struct rf_k_adamw p = { .lr = lr, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8,
+		struct rf_adamw_params p = { .lr = lr, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8,
 					.weight_decay = wd, .step = (uint64_t)t + 1 };
 		CHECK_OK(rf_tensor_write(G, g[t]));
 		CHECK_OK(rf_adamw(rf_device_stream(cpu, 0), W, M, V, G, &p));

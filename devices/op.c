@@ -1,7 +1,8 @@
-/* devices/op-builder.c -- the machinery every op goes through: validate, build an op
- * context, push one engine op whose function hands the context to the executing
- * device's backend (iface->compute) on the stream's thread, and whose done callback
- * (reactor thread) reports an error and frees the workspace and the context.
+/* devices/op.c -- the path every op takes: its operands filled from tensors, the
+ * executing device and stream picked, its backend asked whether it runs the op
+ * (supports_op) and how much workspace it wants, one engine op pushed whose function
+ * hands the op to the backend (compute) on the stream's thread and whose done
+ * callback (reactor thread) reports an error and frees the workspace and the op.
  *
  * Variables: an op reads the variables of its inputs and writes those of its
  * outputs; a tensor that is a block contributes its own variable and those of all its
@@ -70,36 +71,66 @@ int rf__bad(const char *fn, const char *fmt, ...)
 	return rf__fail(-EINVAL, "%s: %s", fn, msg);
 }
 
-int rf__b_init(struct rf__b *b, const char *fn, int code, const char *name, size_t extra)
+int rf__b_init(struct rf__b *b, const char *fn, enum rf__opcode code, const char *name,
+	       unsigned nsum)
 {
+	const struct rf__opsig *g = &rf__opsigs[code];
+
 	memset(b, 0, offsetof(struct rf__b, r));
 	rf__vl_init(&b->r);
 	rf__vl_init(&b->w);
 	b->fn = fn;
-	b->c = calloc(1, sizeof(*b->c) + extra);
+	b->c = calloc(1, sizeof(*b->c) + nsum * sizeof(struct rf__tref));
 	if (!b->c)
 		return -ENOMEM;
 	b->c->code = code;
-	b->c->name = name;
+	b->c->name = name ? name : g->name;
+	b->c->nt = code == RF__OP_SUM ? 1 + nsum : (unsigned)(g->nout + g->nin);
+	if (code == RF__OP_SUM) {
+		b->c->p.sum.in = (struct rf__tref *)(b->c + 1);
+		b->c->p.sum.k = (int)nsum;
+	}
 	return 0;
 }
 
-void rf__b_tensor(struct rf__b *b, struct rf_tensor *t, int write)
+void rf__tref_of(struct rf__tref *t, const struct rf_tensor *x)
 {
-	if (!t || b->err)
+	t->data = x->data;
+	t->dev = x->dev;
+	t->dtype = x->dtype;
+	t->layout = x->layout;
+	t->ndim = x->ndim;
+	memcpy(t->shape, x->shape, sizeof(t->shape));
+	t->numel = x->numel;
+}
+
+void rf__b_tensor(struct rf__b *b, struct rf_tensor *x, int write)
+{
+	if (!x || b->err)
 		return;
 	if (b->nt == RF__MAXT) {
 		b->err = -E2BIG;
 		return;
 	}
-	b->ts[b->nt++] = t;
-	if (rf__vl_add_tensor(write ? &b->w : &b->r, t) < 0)
+	b->ts[b->nt++] = x;
+	if (rf__vl_add_tensor(write ? &b->w : &b->r, x) < 0)
 		b->err = -ENOMEM;
 }
 
-void rf__b_live(struct rf__b *b, struct rf_var *v)
+void rf__b_set(struct rf__b *b, struct rf__tref *t, struct rf_tensor *x)
 {
-	if (v && !b->err && rf__vl_add(&b->r, v) < 0)
+	struct rf__op *op = b->c;
+	int write = t >= op->o.t && t < op->o.t + RF__OP_NT && rf__op_writes(op, (unsigned)(t - op->o.t));
+
+	if (!x || b->err)
+		return;
+	rf__tref_of(t, x);
+	rf__b_tensor(b, x, write);
+}
+
+void rf__b_var(struct rf__b *b, struct rf_var *v, int write)
+{
+	if (v && !b->err && rf__vl_add(write ? &b->w : &b->r, v) < 0)
 		b->err = -ENOMEM;
 }
 
@@ -113,8 +144,8 @@ void rf__b_fail(struct rf__b *b)
 
 int rf__op_fn(void *arg)
 {
-	struct rf__opctx *c = arg;
-	int ret = c->xdev->iface->compute(c->xdev, c->ds, c);
+	struct rf__op *c = arg;
+	int ret = c->xdev->be->compute(c->xdev, c->ds, c);
 
 	c->status = ret;
 	c->ran = 1;
@@ -123,14 +154,14 @@ int rf__op_fn(void *arg)
 
 void rf__op_done(void *arg, int status)
 {
-	struct rf__opctx *c = arg;
+	struct rf__op *c = arg;
 	struct rf_device *d = c->xdev;
 
 	/* Report the op's own failure; a skipped op was reported by its producer, and a
-	 * CUDA stream that died reports that itself. */
+	 * device stream that died reports that itself. */
 	if (status < 0 && c->ran && c->status < 0) {
 		const char *txt = c->err[0] ? c->err
-			: d->iface->strerror ? d->iface->strerror(c->status) : strerror(-c->status);
+			: d->be->strerror ? d->be->strerror(c->status) : strerror(-c->status);
 		rf__device_error(d, "op %s on %s failed: %s (%d)", c->name,
 				 c->ds ? rf_stream_name(c->ds->s) : d->name, txt, c->status);
 	}
@@ -142,7 +173,7 @@ void rf__op_done(void *arg, int status)
 /* Pick the executing device and stream. home: the device of the op's output. */
 int rf__resolve(struct rf__b *b, struct rf_stream *s, struct rf_device *home)
 {
-	struct rf__opctx *c = b->c;
+	struct rf__op *c = b->c;
 	struct rf__dstream *ds;
 	unsigned i;
 
@@ -151,24 +182,24 @@ int rf__resolve(struct rf__b *b, struct rf_stream *s, struct rf_device *home)
 	if (!s) {
 		c->xdev = home;
 		c->ds = &home->ds[0];
-	} else if ((ds = rf__device_dstream(home, s)) || (ds = rf__cuda_dstream(s))) {
+	} else if ((ds = rf__device_dstream(home, s)) || (ds = rf__backend_dstream(s))) {
 		c->xdev = ds->dev;
 		c->ds = ds;
-	} else if (home->kind == RF_DEVICE_CPU) {
-		c->xdev = home;  /* a foreign CPU-capable stream (inline, a worker) */
+	} else if (rf__hostmem(home)) {
+		c->xdev = home;  /* a foreign host stream (inline, a worker) */
 		c->ds = NULL;
 	} else {
 		return rf__bad(b->fn, "stream %s cannot run ops on %s", rf_stream_name(s), home->name);
 	}
 	for (i = 0; i < b->nt; i++) {
 		struct rf_device *td = b->ts[i]->dev;
-		/* A CUDA op reads only its own GPU's memory (no peer access is enabled);
-		 * rf_sum also takes tensors of another device object on the same GPU (the
-		 * kv-store's replicas when there are more replicas than GPUs). */
-		int ok = c->xdev->kind == RF_DEVICE_CPU ? td->kind == RF_DEVICE_CPU
-			: (td == c->xdev ||
-			   (c->code == RF__SUM && td->kind == RF_DEVICE_CUDA &&
-			    rf_device_ordinal(td) == rf_device_ordinal(c->xdev)));
+		/* Host ops take any host memory (several host devices share it); a device
+		 * reads only its own memory (no peer access is enabled), and rf_sum also
+		 * tensors of another device object of the same backend and ordinal (the
+		 * kv-store's replicas when there are more replicas than devices). */
+		int ok = rf__hostmem(c->xdev) ? rf__hostmem(td)
+			: (td == c->xdev || (c->code == RF__OP_SUM && td->be == c->xdev->be &&
+					     td->ordinal == c->xdev->ordinal));
 		if (!ok) {
 			char buf[96];
 			return rf__bad(b->fn, "tensor %s is not on %s (the stream's device): copy "
@@ -179,20 +210,44 @@ int rf__resolve(struct rf__b *b, struct rf_stream *s, struct rf_device *home)
 	return 0;
 }
 
-int rf__b_push(struct rf__b *b, struct rf_stream *s, struct rf_device *home)
+/* The workspace the backend wants: the fast size, else the least that works. */
+static int rf__workspace(struct rf__b *b)
 {
-	struct rf__opctx *c = b->c;
-	struct rf_op_desc d = { 0 };
-	int ret = b->err;
+	struct rf__op *c = b->c;
+	const struct rf__backend *be = c->xdev->be;
+	size_t want, min;
 
-	if (ret == 0)
-		ret = rf__resolve(b, s, home);
-	if (ret < 0)
-		goto fail;
-	if (c->code == RF__HOST && c->xdev->kind != RF_DEVICE_CPU) {
-		ret = rf__bad(b->fn, "a host op needs a CPU-capable stream");
+	if (!be->workspace || !(want = be->workspace(c->xdev, c, 0)))
+		return 0;
+	if (rf__cache_alloc(&c->xdev->mem, want, &c->ws) == 0) {
+		c->ws_bytes = want;
+		return 0;
+	}
+	min = be->workspace(c->xdev, c, 1);
+	if (min && min < want && rf__cache_alloc(&c->xdev->mem, min, &c->ws) == 0) {
+		c->ws_bytes = min;
+		return 0;
+	}
+	c->ws = NULL;
+	return rf__fail(-ENOMEM, "%s: no %s memory for the %zu-byte workspace of %s", b->fn,
+			c->xdev->name, min ? min : want, c->name);
+}
+
+int rf__b_submit(struct rf__b *b, struct rf_stream *s)
+{
+	struct rf__op *c = b->c;
+	const struct rf__backend *be = c->xdev->be;
+	struct rf_op_desc d = { 0 };
+	char why[200] = "";
+	int ret;
+
+	if (be->supports_op && !be->supports_op(c->xdev, c, why, sizeof(why))) {
+		ret = rf__fail(-ENOTSUP, "%s: %s does not run %s: %s", b->fn, c->xdev->name,
+			       rf__opsigs[c->code].name, why[0] ? why : "not supported");
 		goto fail;
 	}
+	if ((ret = rf__workspace(b)) < 0)
+		goto fail;
 	d.fn = rf__op_fn;
 	d.ctx = c;
 	d.done = rf__op_done;
@@ -215,6 +270,19 @@ fail:
 	return ret;
 }
 
+int rf__b_push(struct rf__b *b, struct rf_stream *s, struct rf_device *home)
+{
+	int ret = b->err;
+
+	if (ret == 0)
+		ret = rf__resolve(b, s, home);
+	if (ret < 0) {
+		rf__b_fail(b);
+		return ret;
+	}
+	return rf__b_submit(b, s);
+}
+
 /* ---- checks ---------------------------------------------------------------------------- */
 
 int rf__need(const char *fn, const char *what, const struct rf_tensor *t,
@@ -227,6 +295,21 @@ int rf__need(const char *fn, const char *what, const struct rf_tensor *t,
 	if (t->dtype != dt)
 		return rf__bad(fn, "%s %s: expected %s", what, rf_tensor_describe(t, buf, sizeof(buf)),
 			       rf_tdtype_name(dt));
+	if (ndim >= 0 && t->ndim != ndim)
+		return rf__bad(fn, "%s %s: expected %d dimensions", what,
+			       rf_tensor_describe(t, buf, sizeof(buf)), ndim);
+	return 0;
+}
+
+int rf__need_float(const char *fn, const char *what, const struct rf_tensor *t, int ndim)
+{
+	char buf[96];
+
+	if (!t)
+		return rf__bad(fn, "%s is NULL", what);
+	if (!rf__is_float(t->dtype))
+		return rf__bad(fn, "%s %s: expected a float tensor (f32, bf16 or f16)", what,
+			       rf_tensor_describe(t, buf, sizeof(buf)));
 	if (ndim >= 0 && t->ndim != ndim)
 		return rf__bad(fn, "%s %s: expected %d dimensions", what,
 			       rf_tensor_describe(t, buf, sizeof(buf)), ndim);

@@ -1,0 +1,99 @@
+/* devices/cuda/kernels_cuda_convert.cu -- rf__kc_convert: a tensor's elements from one
+ * float dtype into another (f32, bf16, f16; rounded to nearest even, as the CPU's
+ * devices/convert.c) and between row-major and NHWC, one thread per element. */
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <errno.h>
+#include <stdint.h>
+
+#include "kernels-cuda-common.cuh"
+
+namespace {
+
+struct shape4 {
+	size_t n, c, h, w;
+};
+
+__device__ inline float load(const void *p, int dt, size_t i)
+{
+	switch (dt) {
+	case RF_BF16:
+		return __bfloat162float(((const __nv_bfloat16 *)p)[i]);
+	case RF_F16:
+		return __half2float(((const __half *)p)[i]);
+	default:
+		return ((const float *)p)[i];
+	}
+}
+
+__device__ inline void store(void *p, int dt, size_t i, float v)
+{
+	switch (dt) {
+	case RF_BF16:
+		((__nv_bfloat16 *)p)[i] = __float2bfloat16_rn(v);
+		break;
+	case RF_F16:
+		((__half *)p)[i] = __float2half_rn(v);
+		break;
+	default:
+		((float *)p)[i] = v;
+		break;
+	}
+}
+
+/* The offset of logical element i (row-major order) in a tensor laid out NHWC. */
+__device__ inline size_t nhwc_of(size_t i, shape4 s)
+{
+	size_t w = i % s.w, h = i / s.w % s.h, c = i / (s.w * s.h) % s.c, n = i / (s.w * s.h * s.c);
+	return ((n * s.h + h) * s.w + w) * s.c + c;
+}
+
+__global__ void k_convert(void *dst, int ddt, int dnhwc, const void *src, int sdt, int snhwc,
+			  shape4 s, size_t total, int esz)
+{
+	GRID_STRIDE(i, total) {
+		size_t si = snhwc ? nhwc_of(i, s) : i, di = dnhwc ? nhwc_of(i, s) : i;
+		if (ddt == sdt && esz == 1)
+			((uint8_t *)dst)[di] = ((const uint8_t *)src)[si];
+		else if (ddt == sdt && esz == 2)
+			((uint16_t *)dst)[di] = ((const uint16_t *)src)[si];
+		else if (ddt == sdt)
+			((uint32_t *)dst)[di] = ((const uint32_t *)src)[si];
+		else
+			store(dst, ddt, di, load(src, sdt, si));
+	}
+}
+
+bool is_float(int dt)
+{
+	return dt == RF_F32 || dt == RF_BF16 || dt == RF_F16;
+}
+
+int elem_size(int dt)
+{
+	return dt == RF_U8 ? 1 : dt == RF_BF16 || dt == RF_F16 ? 2 : dt == RF_F32 || dt == RF_I32 ? 4 : 0;
+}
+
+} // namespace
+
+int rf__kc_convert(void *stream, void *dst, int ddt, int dst_nhwc, const void *src, int sdt,
+		   int src_nhwc, int ndim, const int64_t *shape)
+{
+	shape4 s = { 1, 1, 1, 1 };
+	size_t total = 1;
+
+	if (!elem_size(ddt) || !elem_size(sdt) || (ddt != sdt && !(is_float(ddt) && is_float(sdt))) ||
+	    ((dst_nhwc || src_nhwc) && ndim != 4) || ndim < 0 || ndim > 4)
+		return -EINVAL;
+	for (int d = 0; d < ndim; d++)
+		total *= (size_t)shape[d];
+	if (ndim == 4)
+		s = { (size_t)shape[0], (size_t)shape[1], (size_t)shape[2], (size_t)shape[3] };
+	if (!total)
+		return 0;
+	k_convert<<<blocks_for(total), kThreads, 0, S(stream)>>>(dst, ddt, dst_nhwc, src, sdt,
+								 src_nhwc, s, total, elem_size(sdt));
+	return launch_rc();
+}
