@@ -1,7 +1,7 @@
 /* common/file.c -- files as the library meets them: opened only when regular, never
  * blocking on a FIFO (datasets, checkpoints, rendezvous files); a small file written
  * whole, under a temporary name renamed into place (a reader sees all of it or none),
- * synced when it must survive a crash (dist/store.c's rendezvous, train/export.c). */
+ * synced when it must survive a crash (comm/store.c's rendezvous, train/export.c). */
 #include <errno.h>
 #include <stdio.h>
 #include <fcntl.h>

@@ -11,7 +11,7 @@
 #include "trainer-impl.h"
 #include "ops.h"
 
-/* tensors one rf_comm_allreduce_span takes (dist/comm-impl.h RF__COMM_MAXT) */
+/* tensors one rf_comm_allreduce_span takes (comm/comm-impl.h RF__COMM_MAXT) */
 #define RF__SPAN_MAXT 64
 
 int rf__reduces(const struct rf_trainer *t)

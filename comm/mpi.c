@@ -1,6 +1,7 @@
-/* dist/mpi.c -- the MPI calls of the comm, made on the comm thread only (it owns MPI:
- * MPI_THREAD_FUNNELED). comm.c holds everything else, so a build without MPI
- * (mpi-none.c) keeps the environment launch and NCCL. */
+/* comm/mpi.c -- the MPI transport: the comm's host transport (comm-impl.h), its calls
+ * made on the comm thread only (it owns MPI: MPI_THREAD_FUNNELED). comm.c holds
+ * everything else, so a build without MPI (mpi-none.c) keeps the environment launch
+ * and the device transports. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +21,7 @@ static int rf__mpi_err(int code, char *msg, size_t len, const char *what, int er
 	return code;
 }
 
-int rf__mpi_init(struct rf_comm *c, char *msg, size_t len)
+static int rf__mpi_init(struct rf_comm *c, char *msg, size_t len)
 {
 	int provided = 0, inited = 0, ret;
 	const char *v = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
@@ -51,7 +52,7 @@ int rf__mpi_init(struct rf_comm *c, char *msg, size_t len)
 	return 0;
 }
 
-void rf__mpi_finalize(void)
+static void rf__mpi_finalize(void)
 {
 	int inited = 0, done = 0;
 
@@ -61,8 +62,8 @@ void rf__mpi_finalize(void)
 		MPI_Finalize();
 }
 
-int rf__mpi_allreduce(void *buf, size_t n, enum rf__ctype t, enum rf_comm_reduce op,
-		      const char *what, char *msg, size_t len)
+static int rf__mpi_allreduce(void *buf, size_t n, enum rf__ctype t, enum rf_comm_reduce op,
+			     const char *what, char *msg, size_t len)
 {
 	static const MPI_Op ops[] = { [RF_COMM_SUM] = MPI_SUM, [RF_COMM_MIN] = MPI_MIN,
 				      [RF_COMM_MAX] = MPI_MAX };
@@ -73,7 +74,7 @@ int rf__mpi_allreduce(void *buf, size_t n, enum rf__ctype t, enum rf_comm_reduce
 	return ret == MPI_SUCCESS ? 0 : rf__mpi_err(-EIO, msg, len, what, ret);
 }
 
-int rf__mpi_allgather3(const uint64_t me[3], uint64_t *all, char *msg, size_t len)
+static int rf__mpi_allgather3(const uint64_t me[3], uint64_t *all, char *msg, size_t len)
 {
 	int ret = MPI_Allgather(me, 3, MPI_UINT64_T, all, 3, MPI_UINT64_T, MPI_COMM_WORLD);
 
@@ -81,9 +82,18 @@ int rf__mpi_allgather3(const uint64_t me[3], uint64_t *all, char *msg, size_t le
 	       rf__mpi_err(-EIO, msg, len, "order check (MPI_Allgather)", ret);
 }
 
-int rf__mpi_bcast(void *buf, size_t n, char *msg, size_t len)
+static int rf__mpi_bcast(void *buf, size_t n, char *msg, size_t len)
 {
 	int ret = MPI_Bcast(buf, (int)n, MPI_BYTE, 0, MPI_COMM_WORLD);
 
 	return ret == MPI_SUCCESS ? 0 : rf__mpi_err(-EIO, msg, len, "MPI_Bcast", ret);
 }
+
+const struct rf__host_transport rf__mpi_transport = {
+	/* .name       = */ "mpi",
+	/* .init       = */ rf__mpi_init,
+	/* .finalize   = */ rf__mpi_finalize,
+	/* .allreduce  = */ rf__mpi_allreduce,
+	/* .allgather3 = */ rf__mpi_allgather3,
+	/* .bcast      = */ rf__mpi_bcast,
+};

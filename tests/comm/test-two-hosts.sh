@@ -4,7 +4,7 @@
 # own network or firewall is crossed), mpirun started on the first host with a hostfile
 # naming both addresses and an rsh agent (rsh-netns) that enters the second namespace,
 # as ssh would log in; MPI over TCP only (no shared memory between the hosts). The
-# training test of dist-train passes across them: the weights are bitwise those of
+# training test of comm-train passes across them: the weights are bitwise those of
 # --devices 2 in one process. Skips (77) where namespaces cannot be made (not root, no
 # ip(8)) or the two cannot reach each other, without MPI or Fashion-MNIST, and under
 # TSan.

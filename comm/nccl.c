@@ -1,4 +1,5 @@
-/* dist/nccl.c -- collectives on GPU tensors with NCCL, beside the comm stream.
+/* comm/nccl.c -- the NCCL transport: the comm's device transport (comm-impl.h) for
+ * collectives on CUDA tensors, beside the comm stream.
  *
  * The NCCL communicator is made on the comm thread (rank 0's ncclUniqueId goes to the
  * others by MPI_Bcast, or through the store directory of an environment launch, then
@@ -84,6 +85,12 @@ struct rf__nccl {
 	uint64_t *hscr;             /* host scratch */
 };
 
+/* the transport's state, once attached */
+#define RF__NC(c) ((struct rf__nccl *)(c)->dctx)
+
+static void rf__nccl_abort(struct rf_comm *c);
+static void rf__nccl_destroy(struct rf_comm *c);
+
 struct rf__ninit {
 	int refs;               /* the op and the caller (reactor thread only) */
 	struct rf_comm *c;
@@ -124,14 +131,14 @@ static int rf__nccl_init_fn(void *arg)
 			 cudaGetErrorString(cudaGetLastError()));
 		return -EIO;
 	}
-	if (c->mpi)     /* the store has a timeout of its own: the watchdog is for MPI's wait */
+	if (c->host)    /* the store has a timeout of its own: the watchdog is for MPI's wait */
 		rf__comm_publish(c, in->seq, UINT32_MAX - 1, sizeof(id));
 	if (c->rank == 0 && (r = rf__nc.get_unique_id(&id)) != ncclSuccess) {
 		snprintf(in->msg, sizeof(in->msg), "ncclGetUniqueId: %s", rf__nc.error_string(r));
 		atomic_store(&c->run_seq1, 0);
 		return -EIO;   /* the others then wait for the id: the watchdog's or store's case */
 	}
-	ret = c->mpi ? rf__mpi_bcast(&id, sizeof(id), in->msg, sizeof(in->msg))
+	ret = c->host ? c->host->bcast(&id, sizeof(id), in->msg, sizeof(in->msg))
 		     : rf__store_exchange(c->store_dir, c->rank, c->size, &id, sizeof(id),
 					  c->store_timeout_s, in->msg, sizeof(in->msg));
 	if (ret < 0) {
@@ -156,8 +163,8 @@ static int rf__nccl_fn(void *arg)
 {
 	struct rf__ncoll *x = arg;
 	struct rf_comm *c = x->c;
-	struct rf__nccl *n = c->nccl;
-	cudaStream_t cs = (cudaStream_t)rf_cuda_stream_handle(c->gstream);
+	struct rf__nccl *n = RF__NC(c);
+	cudaStream_t cs = (cudaStream_t)rf_cuda_stream_handle(c->dstream);
 	void *d;
 	ncclResult_t r;
 
@@ -203,7 +210,7 @@ static void rf__nccl_done(void *arg, int status)
 
 	rf__comm_unpublish(x->c, x->seq);
 	if (x->res && status == 0)
-		memcpy(x->res->vals, x->c->nccl->hscr, x->bytes);
+		memcpy(x->res->vals, RF__NC(x->c)->hscr, x->bytes);
 	rf__comm_keep_error(x->c, status, x->msg);
 	rf__hostres_put(x->res);
 	free(x);
@@ -223,8 +230,8 @@ static int rf__ncheck_gather_fn(void *arg)
 {
 	struct rf__ncheck *k = arg;
 	struct rf_comm *c = k->c;
-	struct rf__nccl *n = c->nccl;
-	cudaStream_t cs = (cudaStream_t)rf_cuda_stream_handle(c->gstream);
+	struct rf__nccl *n = RF__NC(c);
+	cudaStream_t cs = (cudaStream_t)rf_cuda_stream_handle(c->dstream);
 	uint64_t *d;
 	ncclResult_t r;
 
@@ -262,7 +269,7 @@ static int rf__ncheck_compare_fn(void *arg)
 {
 	struct rf__ncheck *k = arg;
 
-	return rf__order_compare(k->c, k->me, k->c->nccl->hscr + RF__NS_ALL, k->what, k->msg,
+	return rf__order_compare(k->c, k->me, RF__NC(k->c)->hscr + RF__NS_ALL, k->what, k->msg,
 				 sizeof(k->msg));
 }
 
@@ -298,7 +305,7 @@ static int rf__nccl_check(struct rf_comm *c, uint64_t seq, uint32_t key, size_t 
 	struct rf__ncheck *k = calloc(1, sizeof(*k));
 	struct rf_op_desc d = { .fn = rf__ncheck_gather_fn, .ctx = k,
 				.done = rf__ncheck_gather_done, .reads = &c->order, .nreads = 1,
-				.writes = &c->order, .nwrites = 1, .stream = c->gstream,
+				.writes = &c->order, .nwrites = 1, .stream = c->dstream,
 				.name = "nccl_order_gather" };
 	int ret;
 
@@ -339,7 +346,7 @@ static void rf__ninit_done(void *arg, int status)
 static int rf__nccl_push(struct rf_comm *c, struct rf__ncoll *x, struct rf_var **w, unsigned nw)
 {
 	struct rf_op_desc d = { .fn = rf__nccl_fn, .ctx = x, .done = rf__nccl_done, .reads = w,
-				.nreads = 1, .writes = w, .nwrites = nw, .stream = c->gstream,
+				.nreads = 1, .writes = w, .nwrites = nw, .stream = c->dstream,
 				.name = x->data ? "nccl_allreduce" : "nccl_allreduce_host" };
 	int ret;
 
@@ -358,19 +365,19 @@ static int rf__nccl_push(struct rf_comm *c, struct rf__ncoll *x, struct rf_var *
 	return 0;
 }
 
-int rf__nccl_allreduce(struct rf_comm *c, struct rf_tensor *const *ts, unsigned n,
-		       size_t numel, uint32_t key)
+static int rf__nccl_allreduce(struct rf_comm *c, struct rf_tensor *const *ts, unsigned n,
+			      size_t numel, uint32_t key)
 {
 	struct rf_var *w[1 + RF__COMM_MAXT] = { c->order };
 	struct rf__ncoll *x;
 	int ret;
 
-	if (!c->nccl)
+	if (!RF__NC(c))
 		return rf__fail(-EINVAL, "allreduce of %s (key %u): a GPU tensor, and this comm has "
 				"no GPU (rf_comm_use_gpu)", ts[0]->name, key);
-	if (ts[0]->dev != c->gpu)
+	if (ts[0]->dev != c->dev)
 		return rf__fail(-EINVAL, "allreduce of %s (key %u): on %s, the comm's GPU is %s",
-				ts[0]->name, key, rf_device_name(ts[0]->dev), rf_device_name(c->gpu));
+				ts[0]->name, key, rf_device_name(ts[0]->dev), rf_device_name(c->dev));
 	if (!(x = calloc(1, sizeof(*x))))
 		return rf__fail(-ENOMEM, "allreduce: out of memory");
 	for (unsigned i = 0; i < n; i++)
@@ -387,15 +394,15 @@ int rf__nccl_allreduce(struct rf_comm *c, struct rf_tensor *const *ts, unsigned 
 	return ret;
 }
 
-int rf__nccl_allreduce_host(struct rf_comm *c, struct rf__hostres *res, size_t n,
-			    enum rf_comm_dtype dt, enum rf_comm_reduce op, uint32_t key)
+static int rf__nccl_allreduce_host(struct rf_comm *c, struct rf__hostres *res, size_t n,
+				   enum rf_comm_dtype dt, enum rf_comm_reduce op, uint32_t key)
 {
 	static const ncclRedOp_t ops[] = { [RF_COMM_SUM] = ncclSum, [RF_COMM_MIN] = ncclMin,
 					   [RF_COMM_MAX] = ncclMax };
 	struct rf_var *w[1] = { c->order };
 	struct rf__ncoll *x;
 
-	if (!c->nccl)
+	if (!RF__NC(c))
 		return rf__fail(-EINVAL, "allreduce_host (key %u): this comm has no MPI, and its "
 				"GPU is not set up yet (rf_comm_use_gpu): host values go through it",
 				key);
@@ -422,8 +429,8 @@ static int rf__nccl_warmup(struct rf_comm *c)
 	float v = 0;
 	int ret;
 
-	if ((ret = rf_tensor_create(c->gpu, RF_F32, "nccl_warmup", RF_DIMS(1), &t)) < 0)
-		return rf__fail(ret, "comm: NCCL warm-up: cannot allocate on %s", rf_device_name(c->gpu));
+	if ((ret = rf_tensor_create(c->dev, RF_F32, "nccl_warmup", RF_DIMS(1), &t)) < 0)
+		return rf__fail(ret, "comm: NCCL warm-up: cannot allocate on %s", rf_device_name(c->dev));
 	v = 1.0f;
 	ret = rf_tensor_write(t, &v);
 	if (ret == 0)
@@ -440,17 +447,18 @@ static int rf__nccl_warmup(struct rf_comm *c)
 	return ret;
 }
 
-int rf_comm_use_gpu(struct rf_comm *c, struct rf_device *gpu, struct rf_stream *s)
+static int rf__nccl_attach(struct rf_comm *c, struct rf_device *gpu, struct rf_stream *s)
 {
 	struct rf__ninit *in;
 	struct rf_op_desc d = { 0 };
 	int ret;
 
-	if (!c || !gpu || rf_device_kind(gpu) != RF_DEVICE_CUDA || !rf_cuda_stream_handle(s))
-		return rf__fail(-EINVAL, "comm: rf_comm_use_gpu needs a CUDA device and one of its "
-				"streams");
-	if (c->nccl)
-		return rf__fail(-EBUSY, "comm: already on %s", rf_device_name(c->gpu));
+	if (rf_device_kind(gpu) != RF_DEVICE_CUDA)
+		return rf__fail(-ENOTSUP, "NCCL carries CUDA devices' collectives, %s is none",
+				rf_device_name(gpu));
+	if (!rf_cuda_stream_handle(s))
+		return rf__fail(-EINVAL, "comm: NCCL on %s needs one of its streams, %s is none",
+				rf_device_name(gpu), rf_stream_name(s));
 	pthread_once(&rf__nc_once, rf__nc_load);
 	if (!rf__nc.ok)
 		return rf__fail(-ENOSYS, "comm: NCCL: %s", rf__nc.err);
@@ -479,30 +487,30 @@ int rf_comm_use_gpu(struct rf_comm *c, struct rf_device *gpu, struct rf_stream *
 		rf__ninit_done(in, 0);
 		return ret;
 	}
-	c->nccl = calloc(1, sizeof(*c->nccl));
-	if (!c->nccl) {
+	c->dctx = calloc(1, sizeof(struct rf__nccl));
+	if (!c->dctx) {
 		rf__nc.destroy(in->comm);
 		rf__ninit_done(in, 0);
 		return rf__fail(-ENOMEM, "comm: out of memory");
 	}
-	c->nccl->comm = in->comm;
-	c->nccl->ordinal = in->ordinal;
+	RF__NC(c)->comm = in->comm;
+	RF__NC(c)->ordinal = in->ordinal;
 	rf__ninit_done(in, 0);
-	c->gpu = gpu;
-	c->gstream = s;
+	c->dev = gpu;
+	c->dstream = s;
 	size_t words = RF__NS_ALL + 3 * (size_t)c->size;
 	/* The host scratch is the device layer's pinned memory, registered in a context
 	 * this process has: cudaMallocHost, on a thread that never chose a GPU, would
 	 * make a context on GPU 0. */
 	if ((ret = rf_tensor_create(gpu, RF_F32, "nccl_scratch", RF_DIMS((int64_t)words * 2),
-				    &c->nccl->dscr)) < 0) {
+				    &RF__NC(c)->dscr)) < 0) {
 		rf__fail(ret, "comm: NCCL: cannot allocate its scratch on %s", rf_device_name(gpu));
-	} else if ((ret = rf_pinned_create(words * 8, &c->nccl->pin)) < 0 ||
-		   !rf_pinned_is_registered(c->nccl->pin)) {
+	} else if ((ret = rf_pinned_create(words * 8, &RF__NC(c)->pin)) < 0 ||
+		   !rf_pinned_is_registered(RF__NC(c)->pin)) {
 		ret = rf__fail(ret < 0 ? ret : -ENOMEM, "comm: NCCL: cannot pin %zu bytes of host "
 			       "memory", words * 8);
 	} else {
-		c->nccl->hscr = rf_pinned_base(c->nccl->pin);
+		RF__NC(c)->hscr = rf_pinned_base(RF__NC(c)->pin);
 		ret = rf__nccl_warmup(c);
 	}
 	if (ret < 0) {      /* no half-made GPU side: the comm is as before the call */
@@ -510,30 +518,39 @@ int rf_comm_use_gpu(struct rf_comm *c, struct rf_device *gpu, struct rf_stream *
 		snprintf(msg, sizeof(msg), "%s", rf_last_error());
 		rf__nccl_abort(c);
 		rf__nccl_destroy(c);
-		c->gpu = NULL;
-		c->gstream = NULL;
+		c->dev = NULL;
+		c->dstream = NULL;
 		rf__fail(ret, "%s", msg);
 	}
 	return ret;
 }
 
-void rf__nccl_abort(struct rf_comm *c)
+static void rf__nccl_abort(struct rf_comm *c)
 {
-	if (c->nccl && !c->nccl->aborted) {
-		rf__nc.abort(c->nccl->comm);
-		c->nccl->aborted = 1;
+	if (RF__NC(c) && !RF__NC(c)->aborted) {
+		rf__nc.abort(RF__NC(c)->comm);
+		RF__NC(c)->aborted = 1;
 	}
 }
 
 void rf__nccl_destroy(struct rf_comm *c)
 {
-	if (!c->nccl)
+	if (!RF__NC(c))
 		return;
 	rf_engine_wait_var(c->eng, c->order);
-	if (!c->nccl->aborted)
-		rf__nc.destroy(c->nccl->comm);
-	rf_tensor_destroy(c->nccl->dscr);
-	rf_pinned_destroy(c->nccl->pin);
-	free(c->nccl);
-	c->nccl = NULL;
+	if (!RF__NC(c)->aborted)
+		rf__nc.destroy(RF__NC(c)->comm);
+	rf_tensor_destroy(RF__NC(c)->dscr);
+	rf_pinned_destroy(RF__NC(c)->pin);
+	free(c->dctx);
+	c->dctx = NULL;
 }
+
+const struct rf__dev_transport rf__nccl_transport = {
+	/* .name           = */ "nccl",
+	/* .attach         = */ rf__nccl_attach,
+	/* .allreduce      = */ rf__nccl_allreduce,
+	/* .allreduce_host = */ rf__nccl_allreduce_host,
+	/* .abort          = */ rf__nccl_abort,
+	/* .destroy        = */ rf__nccl_destroy,
+};

@@ -1,5 +1,6 @@
-/* dist/store.c -- the launch without MPI: RANK / WORLD_SIZE / LOCAL_RANK from the
- * environment, and rank 0's blob (the NCCL id) to every rank through a directory.
+/* comm/store.c -- the launch without a host transport: RANK / WORLD_SIZE / LOCAL_RANK
+ * from the environment, and rank 0's blob (a device transport's id) to every rank
+ * through a directory.
  *
  * The files, each one text line (id: one more per rank), written whole under a
  * temporary name and renamed into place, so a reader sees all of a file or none:

@@ -1,7 +1,8 @@
-/* dist/comm.c -- collectives as engine ops on a comm stream (one worker thread that
- * owns MPI: mpi.c); their completions reach the reactor as every worker completion
- * does. An environment launch (opts.store_dir) has no MPI: its rank and size come
- * from RANK / WORLD_SIZE, and its collectives go by NCCL (nccl.c). */
+/* comm/comm.c -- collectives as engine ops on a comm stream (one worker thread that
+ * owns the host transport, transports.c); their completions reach the reactor as
+ * every worker completion does. An environment launch (opts.store_dir) has no host
+ * transport: its rank and size come from RANK / WORLD_SIZE, and its collectives go by
+ * the device transport (rf_comm_use_gpu). */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -47,7 +48,7 @@ static int rf__init_fn(void *arg)
 {
 	struct rf__coll *x = arg;
 	struct rf_comm *c = x->c;
-	int ret = rf__mpi_init(c, x->msg, sizeof(x->msg));
+	int ret = c->host->init(c, x->msg, sizeof(x->msg));
 
 	if (ret == 0 && !(c->peers = calloc((size_t)c->size * 3, sizeof(uint64_t)))) {
 		snprintf(x->msg, sizeof(x->msg), "out of memory");
@@ -58,8 +59,9 @@ static int rf__init_fn(void *arg)
 
 static int rf__fini_fn(void *arg)
 {
-	(void)arg;
-	rf__mpi_finalize();
+	struct rf__coll *x = arg;
+
+	x->c->host->finalize();
 	return 0;
 }
 
@@ -84,7 +86,7 @@ int rf__order_compare(const struct rf_comm *c, const uint64_t me[3], const uint6
 static int rf__order_check(struct rf__coll *x)
 {
 	uint64_t me[3] = { x->seq, x->key, x->bytes };
-	int ret = rf__mpi_allgather3(me, x->c->peers, x->msg, sizeof(x->msg));
+	int ret = x->c->host->allgather3(me, x->c->peers, x->msg, sizeof(x->msg));
 
 	return ret < 0 ? ret : rf__order_compare(x->c, me, x->c->peers, x->what, x->msg,
 						 sizeof(x->msg));
@@ -150,8 +152,8 @@ static int rf__allreduce_fn(void *arg)
 
 	if ((ret = rf__enter(x)) == 0 && (!x->c->check || (ret = rf__order_check(x)) == 0)) {
 		rf__coll_name(x, what, sizeof(what));
-		ret = rf__mpi_allreduce(x->data, x->numel, x->t->dtype == RF_F32 ? RF__CT_F32 :
-					RF__CT_I32, RF_COMM_SUM, what, x->msg, sizeof(x->msg));
+		ret = x->c->host->allreduce(x->data, x->numel, x->t->dtype == RF_F32 ? RF__CT_F32 :
+					    RF__CT_I32, RF_COMM_SUM, what, x->msg, sizeof(x->msg));
 	}
 	rf__leave(x);
 	return ret;
@@ -165,8 +167,8 @@ static int rf__host_allreduce_fn(void *arg)
 
 	if ((ret = rf__enter(x)) == 0 && (!x->c->check || (ret = rf__order_check(x)) == 0)) {
 		rf__coll_name(x, what, sizeof(what));
-		ret = rf__mpi_allreduce(x->buf, x->n, x->dt == RF_COMM_F64 ? RF__CT_F64 : RF__CT_U64,
-					x->rop, what, x->msg, sizeof(x->msg));
+		ret = x->c->host->allreduce(x->buf, x->n, x->dt == RF_COMM_F64 ? RF__CT_F64 :
+					    RF__CT_U64, x->rop, what, x->msg, sizeof(x->msg));
 	}
 	rf__leave(x);
 	return ret;
@@ -256,7 +258,8 @@ static void rf__watchdog_cb(void *data, int64_t res)
 			 "bytes) has been outstanding for %.1f s (timeout %.1f s): a peer has "
 			 "stalled or died", c->rank, c->size, st.seq, st.key, st.bytes, secs,
 			 c->timeout_s);
-		rf__nccl_abort(c);   /* GPU collectives must not outlive the process's exit */
+		if (c->dtr)          /* device collectives must not outlive the process */
+			c->dtr->abort(c);
 		if (c->on_stall)
 			c->on_stall(c->stall_ctx, &st, msg);
 		rf__log(RF_LOG_ERROR, "%s", msg);
@@ -300,7 +303,7 @@ bad:
 }
 
 /* opts.store_dir: rank and size from the environment; the store is used later, by
- * rf_comm_use_gpu (NCCL's id goes through it). */
+ * rf_comm_use_gpu (a device transport's rendezvous goes through it). */
 static int rf__env_launch(struct rf_comm *c, const struct rf_comm_opts *opts)
 {
 	struct rf__launch l;
@@ -349,8 +352,8 @@ int rf_comm_create(struct rf_engine *e, const struct rf_comm_opts *opts, struct 
 	}
 	if (c->check < 0)
 		c->check = (env = getenv("RF_DIST_CHECK")) && *env && strcmp(env, "0");
-	c->mpi = !(opts && opts->store_dir);
-	if (!c->mpi && (ret = rf__env_launch(c, opts)) < 0) {
+	c->host = opts && opts->store_dir ? NULL : rf__host_transport;
+	if (!c->host && (ret = rf__env_launch(c, opts)) < 0) {
 		free(c->store_dir);
 		free(c);
 		return ret;
@@ -366,8 +369,8 @@ int rf_comm_create(struct rf_engine *e, const struct rf_comm_opts *opts, struct 
 		free(c);
 		return rf__fail(ret, "comm: cannot start the comm stream: %s", strerror(-ret));
 	}
-	if (c->mpi) {
-		ret = rf__push_coll(c, rf__init_fn, NULL, NULL, 0, 0, "mpi_init");
+	if (c->host) {
+		ret = rf__push_coll(c, rf__init_fn, NULL, NULL, 0, 0, "comm_init");
 		if (ret == 0)
 			ret = rf_engine_wait_var(e, c->order);
 	}
@@ -398,9 +401,10 @@ void rf_comm_destroy(struct rf_comm *c)
 		rf_ring_cancel(rf_engine_ring(c->eng), c->timer_id);
 		rf_ring_run_until(rf_engine_ring(c->eng), rf__timer_gone, c, 0);
 	}
-	rf__nccl_destroy(c);
-	if (c->mpi && rf__push_coll(c, rf__fini_fn, NULL, NULL, 0, RF_OP_ALWAYS,
-				    "mpi_finalize") == 0)
+	if (c->dtr)
+		c->dtr->destroy(c);
+	if (c->host && rf__push_coll(c, rf__fini_fn, NULL, NULL, 0, RF_OP_ALWAYS,
+				     "comm_finalize") == 0)
 		rf_engine_wait_var(c->eng, c->order);
 	rf_stream_destroy(c->stream);   /* waits for what else runs on it */
 	rf_var_destroy(c->eng, c->order, NULL, NULL, NULL);
@@ -454,15 +458,18 @@ int rf_comm_allreduce_span(struct rf_comm *c, struct rf_tensor *const *ts, unsig
 			return rf__fail(-EINVAL, "allreduce (key %u): tensor %u is NULL", key, i);
 	if ((numel = rf__span(ts, n, key)) < 0)
 		return (int)numel;
-	if (rf_device_kind(ts[0]->dev) == RF_DEVICE_CUDA)
-		return rf__nccl_allreduce(c, ts, n, (size_t)numel, key);
-	if (rf_device_kind(ts[0]->dev) != RF_DEVICE_CPU)
-		return rf__fail(-EINVAL, "allreduce of %s (key %u): expected a CPU or CUDA tensor",
+	if (!rf_device_host_memory(ts[0]->dev)) {
+		if (!c->dtr)
+			return rf__fail(-EINVAL, "allreduce of %s (key %u): a tensor in %s's own "
+					"memory, and this comm has no device (rf_comm_use_gpu)",
+					ts[0]->name, key, rf_device_name(ts[0]->dev));
+		return c->dtr->allreduce(c, ts, n, (size_t)numel, key);
+	}
+	if (!c->host)
+		return rf__fail(-EINVAL, "allreduce of %s (key %u): a host tensor, and this comm was "
+				"launched by the environment (a store directory), without a host "
+				"transport: its collectives go by its device's, on device tensors",
 				ts[0]->name, key);
-	if (!c->mpi)
-		return rf__fail(-EINVAL, "allreduce of %s (key %u): a CPU tensor, and this comm was "
-				"launched by the environment (a store directory), without MPI: its "
-				"collectives go by NCCL, on GPU tensors", ts[0]->name, key);
 	struct rf__coll x = { .t = ts[0], .data = ts[0]->data, .numel = (size_t)numel, .key = key,
 			      .bytes = (size_t)numel * rf_tdtype_size(ts[0]->dtype) };
 	ret = rf__push_coll(c, rf__allreduce_fn, &x, ts, n, 0, "allreduce");
@@ -484,12 +491,16 @@ int rf_comm_allreduce_host(struct rf_comm *c, void *buf, size_t n, enum rf_comm_
 		return rf__fail(-ENOMEM, "allreduce_host: out of memory");
 	h->refs = 2;
 	memcpy(h->vals, buf, n * 8);
-	if (c->mpi) {
+	if (c->host) {
 		struct rf__coll x = { .buf = h->vals, .n = n, .dt = dt, .rop = op, .key = key,
 				      .bytes = n * 8, .res = h };
 		ret = rf__push_coll(c, rf__host_allreduce_fn, &x, NULL, 0, 0, "allreduce_host");
+	} else if (c->dtr) {
+		ret = c->dtr->allreduce_host(c, h, n, dt, op, key);
 	} else {
-		ret = rf__nccl_allreduce_host(c, h, n, dt, op, key);
+		ret = rf__fail(-EINVAL, "allreduce_host (key %u): this comm has no host transport "
+			       "(an environment launch), and no device is set up yet "
+			       "(rf_comm_use_gpu): host values go through it", key);
 	}
 	if (ret < 0) {
 		free(h);
@@ -517,3 +528,24 @@ int rf_comm_local_size(const struct rf_comm *c) { return c->local_size; }
 struct rf_stream *rf_comm_stream(const struct rf_comm *c) { return c->stream; }
 uint64_t rf_comm_seq(const struct rf_comm *c) { return c->seq; }
 const char *rf_comm_last_error(const struct rf_comm *c) { return c->last_error; }
+
+int rf_comm_use_gpu(struct rf_comm *c, struct rf_device *dev, struct rf_stream *s)
+{
+	int ret = -ENOTSUP;
+
+	if (!c || !dev || !s)
+		return rf__fail(-EINVAL, "comm: rf_comm_use_gpu needs a comm, a device and one of "
+				"its streams");
+	if (rf_device_host_memory(dev))
+		return rf__fail(-EINVAL, "comm: rf_comm_use_gpu: %s works in host memory, whose "
+				"collectives go by the host transport", rf_device_name(dev));
+	if (c->dtr)
+		return rf__fail(-EBUSY, "comm: already on %s", rf_device_name(c->dev));
+	for (unsigned i = 0; rf__dev_transports[i] && ret == -ENOTSUP; i++)
+		if ((ret = rf__dev_transports[i]->attach(c, dev, s)) == 0)
+			c->dtr = rf__dev_transports[i];
+	if (ret == -ENOTSUP)
+		return rf__fail(-ENOTSUP, "comm: no transport carries collectives of %s's memory "
+				"(%s)", rf_device_name(dev), rf_last_error());
+	return ret;
+}

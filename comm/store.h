@@ -1,8 +1,9 @@
-/* dist/store.h -- the launch without MPI: rank and size from the environment, and a
- * rendezvous through a directory every rank can see (a shared file system across
- * machines). Internal: rf_comm_create (opts.store_dir) and nccl.c use it. */
-#ifndef RF_DIST_STORE_H
-#define RF_DIST_STORE_H
+/* comm/store.h -- the launch without a host transport: rank and size from the
+ * environment, and a rendezvous through a directory every rank can see (a shared file
+ * system across machines). Internal: rf_comm_create (opts.store_dir) and the device
+ * transports use it. */
+#ifndef RF_COMM_STORE_H
+#define RF_COMM_STORE_H
 
 #include <stddef.h>
 
