@@ -1,6 +1,7 @@
 #!/bin/sh
 # test-embed: another program can embed the reactor and engine from an installed
-# ringflow. `meson install` into a scratch DESTDIR, then `pkg-config --cflags --libs
+# ringflow, whose surface is the public one (headers that compile alone, --cflags that
+# name ringflow's directory only). `meson install` into a scratch DESTDIR, then `pkg-config --cflags --libs
 # ringflow` (with the prefix pointed into that DESTDIR) must be enough to
 # compile examples/rf-manifest.c outside the tree, and the result must run and agree
 # with sha256sum. The same with `pkg-config --static` and libringflow.a.
@@ -21,6 +22,33 @@ done
 prefix=$(meson introspect "$build" --buildoptions | python3 -c 'import json,sys; print([o["value"] for o in json.load(sys.stdin) if o["name"]=="prefix"][0])')
 flags=$(PKG_CONFIG_PATH="$pcdir" pkg-config --define-variable=prefix="$d/root$prefix" --cflags --libs ringflow)
 echo "pkg-config: $flags"
+
+# The installed surface is the public one: --cflags names ringflow's include directory
+# and nothing else (no backend's, no MPI's), with or without --static, and every
+# installed header compiles alone with only that directory, as C and as C++.
+inc=$(find "$d/root" -type d -path '*/include/ringflow' | head -n 1)
+inc=$(dirname "$inc")
+for st in "" --static; do
+	cflags=$(PKG_CONFIG_PATH="$pcdir" pkg-config --define-variable=prefix="$d/root$prefix" $st --cflags ringflow)
+	for f in $cflags; do
+		[ "$f" = "-I$inc" ] || { echo "pkg-config $st --cflags names more than $inc: $cflags" >&2; exit 1; }
+	done
+done
+nh=0
+for h in "$inc"/ringflow/*.h; do
+	name=ringflow/$(basename "$h")
+	printf '#include <%s>\n#include <%s>\n' "$name" "$name" > "$d/one.c"
+	cc -std=c11 -Wall -Wextra -Werror -fsyntax-only -I"$inc" "$d/one.c" ||
+		{ echo "$name does not compile alone (C, -I$inc only)" >&2; exit 1; }
+	if command -v c++ >/dev/null; then
+		cp "$d/one.c" "$d/one.cc"
+		c++ -std=c++17 -Wall -Wextra -Werror -fsyntax-only -I"$inc" "$d/one.cc" ||
+			{ echo "$name does not compile alone (C++, -I$inc only)" >&2; exit 1; }
+	fi
+	nh=$((nh + 1))
+done
+[ -e "$inc/ringflow/kernels.h" ] && { echo "kernels.h is installed: the CPU kernels are private" >&2; exit 1; }
+echo "$nh installed headers compile alone with -I$inc only (C and C++)"
 # sanitizer builds need the sanitizer runtime when linking against the library
 extra=""
 case "$(ldd "$(find "$d/root" -name 'libringflow.so' | head -n 1)")" in

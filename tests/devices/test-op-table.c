@@ -1,0 +1,712 @@
+/* test-op-table -- the backend table's conformance, for every registered backend.
+ *
+ * Each op of ops.h (bar copies and host ops, tested elsewhere) is run on every device
+ * present, in each float dtype (f32, bf16, f16) and layout (row-major, NHWC for its
+ * 4-D tensors) that its backend claims (rf_device_supports), on small random
+ * tensors, and compared with the CPU backend in f32 row-major run on the same values
+ * (the inputs rounded to the dtype first): on the CPU the reference path must give the
+ * reference's bits rounded to the dtype, on another backend the float rounding of its
+ * kernels. What a backend does not claim must be refused, by rf_device_kind_supports
+ * and for a device at push, with -ENOTSUP and a message that names the op, the dtype
+ * and the layout. A backend without a device here (CUDA on a machine without a GPU)
+ * still has its claims and refusals checked through its table. */
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ring.h"
+#include "engine.h"
+#include "device.h"
+#include "tensor.h"
+#include "log.h"
+#include "ops.h"
+#include "backend-impl.h"
+#include "../test-util.h"
+
+enum { K_F, K_F_POS, K_I32, K_U8, K_F_FIXED };   /* a tensor's kind and its values */
+
+#define MAXT 8
+
+struct tspec {
+	int kind;                /* K_F*: float (K_F_FIXED: f32 row-major whatever is tested) */
+	int out;                 /* written (compared) */
+	int ndim;
+	int64_t shape[4];
+	int hi;                  /* K_I32: values in [0, hi) */
+};
+
+struct ocase {
+	const char *op;          /* its name in rf_device_supports */
+	int nt;
+	struct tspec t[MAXT];
+	int (*push)(struct rf_stream *s, struct rf_tensor **t, struct rf_prng *g);
+	double rtol;             /* another backend's float rounding against the CPU's */
+};
+
+#define T4(k, o, a, b, c, d) { k, o, 4, { a, b, c, d }, 0 }
+#define T2(k, o, a, b) { k, o, 2, { a, b, 1, 1 }, 0 }
+#define T1(k, o, a) { k, o, 1, { a, 1, 1, 1 }, 0 }
+
+static int p_gemm(struct rf_stream *s, struct rf_tensor **t, struct rf_prng *g)
+{
+	(void)g;
+	return rf_gemm(s, 0, 1, 1.0f, t[1], t[2], 0.5f, t[0]);
+}
+static int p_bias_add(struct rf_stream *s, struct rf_tensor **t, struct rf_prng *g)
+{
+	(void)g;
+	return rf_bias_add(s, t[0], t[1]);
+}
+static int p_bias_grad(struct rf_stream *s, struct rf_tensor **t, struct rf_prng *g)
+{
+	(void)g;
+	return rf_bias_grad(s, t[0], t[1], 1);
+}
+static int p_relu_fwd(struct rf_stream *s, struct rf_tensor **t, struct rf_prng *g)
+{
+	(void)g;
+	return rf_relu_fwd(s, t[0], t[1]);
+}
+static int p_relu_bwd(struct rf_stream *s, struct rf_tensor **t, struct rf_prng *g)
+{
+	(void)g;
+	return rf_relu_bwd(s, t[0], t[1], t[2]);
+}
+static int p_xent(struct rf_stream *s, struct rf_tensor **t, struct rf_prng *g)
+{
+	(void)g;
+	return rf_softmax_xent(s, t[0], t[1], t[2], t[3], t[4]);
+}
+static int p_conv_fwd(struct rf_stream *s, struct rf_tensor **t, struct rf_prng *g)
+{
+	(void)g;
+	return rf_conv2d_fwd(s, t[0], t[1], t[2], t[3], 1, 1);
+}
+static int p_conv_bwd_data(struct rf_stream *s, struct rf_tensor **t, struct rf_prng *g)
+{
+	(void)g;
+	return rf_conv2d_bwd_data(s, t[0], t[1], t[2], 2, 1);
+}
+static int p_conv_bwd_filter(struct rf_stream *s, struct rf_tensor **t, struct rf_prng *g)
+{
+	(void)g;
+	return rf_conv2d_bwd_filter(s, t[0], t[1], t[2], t[3], 1, 1, 1);
+}
+static int p_conv_bwdf_pr(struct rf_stream *s, struct rf_tensor **t, struct rf_prng *g)
+{
+	(void)g;
+	return rf_conv2d_bwd_filter_pool_relu(s, t[0], t[1], t[2], t[3], t[4], 0);
+}
+static int p_avg_fwd(struct rf_stream *s, struct rf_tensor **t, struct rf_prng *g)
+{
+	(void)g;
+	return rf_avgpool2d_fwd(s, t[0], t[1], 2);
+}
+static int p_avg_bwd(struct rf_stream *s, struct rf_tensor **t, struct rf_prng *g)
+{
+	(void)g;
+	return rf_avgpool2d_bwd(s, t[0], t[1], 2);
+}
+static int p_relu_avg_fwd(struct rf_stream *s, struct rf_tensor **t, struct rf_prng *g)
+{
+	(void)g;
+	return rf_relu_avgpool2d_fwd(s, t[0], t[1]);
+}
+static int p_avg_relu_bwd(struct rf_stream *s, struct rf_tensor **t, struct rf_prng *g)
+{
+	(void)g;
+	return rf_avgpool2d_relu_bwd(s, t[0], t[1], t[2]);
+}
+static int p_max_fwd(struct rf_stream *s, struct rf_tensor **t, struct rf_prng *g)
+{
+	(void)g;
+	return rf_maxpool2d_fwd(s, t[0], t[1], 3, 2);
+}
+static int p_max_bwd(struct rf_stream *s, struct rf_tensor **t, struct rf_prng *g)
+{
+	(void)g;
+	return rf_maxpool2d_bwd(s, t[0], t[1], t[2], 3, 2);
+}
+static int p_gap_fwd(struct rf_stream *s, struct rf_tensor **t, struct rf_prng *g)
+{
+	(void)g;
+	return rf_gavgpool_fwd(s, t[0], t[1]);
+}
+static int p_gap_bwd(struct rf_stream *s, struct rf_tensor **t, struct rf_prng *g)
+{
+	(void)g;
+	return rf_gavgpool_bwd(s, t[0], t[1]);
+}
+static int p_bn_train(struct rf_stream *s, struct rf_tensor **t, struct rf_prng *g)
+{
+	(void)g;
+	return rf_batchnorm_fwd(s, t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], 1, 1e-5f, 0.1f);
+}
+static int p_bn_eval(struct rf_stream *s, struct rf_tensor **t, struct rf_prng *g)
+{
+	(void)g;
+	return rf_batchnorm_fwd(s, t[0], NULL, NULL, t[4], t[5], t[1], t[2], t[3], 0, 1e-5f, 0.1f);
+}
+static int p_bn_bwd(struct rf_stream *s, struct rf_tensor **t, struct rf_prng *g)
+{
+	(void)g;
+	return rf_batchnorm_bwd(s, t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7]);
+}
+static int p_sgd(struct rf_stream *s, struct rf_tensor **t, struct rf_prng *g)
+{
+	(void)g;
+	return rf_sgd(s, t[0], t[1], 0.1f, 0.01f);
+}
+static int p_sgd_mom(struct rf_stream *s, struct rf_tensor **t, struct rf_prng *g)
+{
+	(void)g;
+	return rf_sgd_momentum(s, t[0], t[1], t[2], 0.1f, 0.9f, 0.01f, 1);
+}
+static int p_adamw(struct rf_stream *s, struct rf_tensor **t, struct rf_prng *g)
+{
+	struct rf_adamw_params p = { .lr = 1e-2, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8,
+				     .weight_decay = 0.01, .step = 3 };
+	(void)g;
+	return rf_adamw(s, t[0], t[1], t[2], t[3], &p);
+}
+static int p_axpy(struct rf_stream *s, struct rf_tensor **t, struct rf_prng *g)
+{
+	(void)g;
+	return rf_axpy(s, t[0], -0.75f, t[1]);
+}
+static int p_scale(struct rf_stream *s, struct rf_tensor **t, struct rf_prng *g)
+{
+	(void)g;
+	return rf_scale(s, t[0], 1.5f);
+}
+static int p_sum(struct rf_stream *s, struct rf_tensor **t, struct rf_prng *g)
+{
+	(void)g;
+	return rf_sum(s, t[0], t + 1, 3);
+}
+static int p_fill(struct rf_stream *s, struct rf_tensor **t, struct rf_prng *g)
+{
+	(void)g;
+	return rf_fill(s, t[0], 0.3f);
+}
+static int p_u8_f32(struct rf_stream *s, struct rf_tensor **t, struct rf_prng *g)
+{
+	(void)g;
+	return rf_u8_to_f32(s, t[0], t[1], 1.0f / 255, 0.2860f, 0.3530f);
+}
+static int p_u8_i32(struct rf_stream *s, struct rf_tensor **t, struct rf_prng *g)
+{
+	(void)g;
+	return rf_u8_to_i32(s, t[0], t[1]);
+}
+static int p_uniform(struct rf_stream *s, struct rf_tensor **t, struct rf_prng *g)
+{
+	return rf_rand_uniform(s, t[0], g, -2.0f, 3.0f);
+}
+static int p_normal(struct rf_stream *s, struct rf_tensor **t, struct rf_prng *g)
+{
+	return rf_rand_normal(s, t[0], g, 0.5f, 2.0f);
+}
+static int p_convert(struct rf_stream *s, struct rf_tensor **t, struct rf_prng *g)
+{
+	(void)g;
+	return rf_convert(s, t[0], t[1]);
+}
+
+static const struct ocase cases[] = {
+	{ "gemm", 3, { T2(K_F, 1, 4, 3), T2(K_F, 0, 4, 5), T2(K_F, 0, 3, 5) }, p_gemm, 1e-4 },
+	{ "bias_add", 2, { T4(K_F, 1, 2, 3, 2, 2), T1(K_F, 0, 12) }, p_bias_add, 1e-5 },
+	{ "bias_grad", 2, { T1(K_F, 1, 12), T4(K_F, 0, 2, 3, 2, 2) }, p_bias_grad, 1e-4 },
+	{ "relu_fwd", 2, { T4(K_F, 1, 2, 3, 4, 4), T4(K_F, 0, 2, 3, 4, 4) }, p_relu_fwd, 0 },
+	{ "relu_bwd", 3, { T4(K_F, 1, 2, 3, 4, 4), T4(K_F, 0, 2, 3, 4, 4), T4(K_F, 0, 2, 3, 4, 4) },
+	  p_relu_bwd, 0 },
+	{ "softmax_xent", 5, { T2(K_F, 1, 4, 5), T1(K_F, 1, 1), { K_I32, 1, 1, { 1, 1, 1, 1 }, 0 },
+			       T2(K_F, 0, 4, 5), { K_I32, 0, 1, { 4, 1, 1, 1 }, 5 } }, p_xent, 1e-4 },
+	{ "conv2d_fwd", 4, { T4(K_F, 1, 2, 4, 6, 6), T4(K_F, 0, 2, 3, 6, 6), T4(K_F, 0, 4, 3, 3, 3),
+			     T1(K_F, 0, 4) }, p_conv_fwd, 1e-4 },
+	{ "conv2d_bwd_data", 3, { T4(K_F, 1, 2, 3, 6, 6), T4(K_F, 0, 2, 4, 3, 3),
+				  T4(K_F, 0, 4, 3, 3, 3) }, p_conv_bwd_data, 1e-4 },
+	{ "conv2d_bwd_filter", 4, { T4(K_F, 1, 4, 3, 3, 3), T1(K_F, 1, 4), T4(K_F, 0, 2, 4, 6, 6),
+				    T4(K_F, 0, 2, 3, 6, 6) }, p_conv_bwd_filter, 1e-4 },
+	{ "conv2d_bwd_filter_pool_relu", 5, { T4(K_F, 1, 4, 1, 3, 3), T1(K_F, 1, 4),
+					      T4(K_F, 0, 2, 4, 2, 2), T4(K_F, 0, 2, 4, 4, 4),
+					      T4(K_F, 0, 2, 1, 6, 6) }, p_conv_bwdf_pr, 1e-4 },
+	{ "avgpool2d_fwd", 2, { T4(K_F, 1, 2, 3, 3, 3), T4(K_F, 0, 2, 3, 6, 7) }, p_avg_fwd, 1e-6 },
+	{ "avgpool2d_bwd", 2, { T4(K_F, 1, 2, 3, 6, 7), T4(K_F, 0, 2, 3, 3, 3) }, p_avg_bwd, 1e-6 },
+	{ "relu_avgpool2d_fwd", 2, { T4(K_F, 1, 2, 3, 3, 3), T4(K_F, 1, 2, 3, 6, 6) },
+	  p_relu_avg_fwd, 1e-6 },
+	{ "avgpool2d_relu_bwd", 3, { T4(K_F, 1, 2, 3, 6, 6), T4(K_F, 0, 2, 3, 3, 3),
+				     T4(K_F, 0, 2, 3, 6, 6) }, p_avg_relu_bwd, 1e-6 },
+	{ "maxpool2d_fwd", 2, { T4(K_F, 1, 2, 3, 2, 2), T4(K_F, 0, 2, 3, 6, 6) }, p_max_fwd, 0 },
+	{ "maxpool2d_bwd", 3, { T4(K_F, 1, 2, 3, 6, 6), T4(K_F, 0, 2, 3, 2, 2),
+				T4(K_F, 0, 2, 3, 6, 6) }, p_max_bwd, 0 },
+	{ "gavgpool_fwd", 2, { T2(K_F, 1, 2, 3), T4(K_F, 0, 2, 3, 4, 4) }, p_gap_fwd, 1e-5 },
+	{ "gavgpool_bwd", 2, { T4(K_F, 1, 2, 3, 4, 4), T2(K_F, 0, 2, 3) }, p_gap_bwd, 1e-5 },
+	{ "batchnorm_fwd", 8, { T4(K_F, 1, 2, 3, 4, 4), T1(K_F, 1, 3), T1(K_F, 1, 3),
+				T1(K_F, 1, 3), T1(K_F_POS, 1, 3), T4(K_F, 0, 2, 3, 4, 4),
+				T1(K_F, 0, 3), T1(K_F, 0, 3) }, p_bn_train, 1e-4 },
+	{ "batchnorm_eval", 6, { T4(K_F, 1, 2, 3, 4, 4), T4(K_F, 0, 2, 3, 4, 4), T1(K_F, 0, 3),
+				 T1(K_F, 0, 3), T1(K_F, 0, 3), T1(K_F_POS, 0, 3) }, p_bn_eval, 1e-4 },
+	{ "batchnorm_bwd", 8, { T4(K_F, 1, 2, 3, 4, 4), T1(K_F, 1, 3), T1(K_F, 1, 3),
+				T4(K_F, 0, 2, 3, 4, 4), T4(K_F, 0, 2, 3, 4, 4), T1(K_F, 0, 3),
+				T1(K_F_POS, 0, 3), T1(K_F, 0, 3) }, p_bn_bwd, 1e-4 },
+	{ "sgd", 2, { T1(K_F, 1, 10), T1(K_F, 0, 10) }, p_sgd, 1e-6 },
+	{ "sgd_momentum", 3, { T1(K_F, 1, 10), T1(K_F, 1, 10), T1(K_F, 0, 10) }, p_sgd_mom, 1e-6 },
+	{ "adamw", 4, { T1(K_F, 1, 10), T1(K_F, 1, 10), T1(K_F_POS, 1, 10), T1(K_F, 0, 10) },
+	  p_adamw, 1e-5 },
+	{ "axpy", 2, { T1(K_F, 1, 10), T1(K_F, 0, 10) }, p_axpy, 1e-6 },
+	{ "scale", 1, { T1(K_F, 1, 10) }, p_scale, 1e-6 },
+	{ "sum", 4, { T1(K_F, 1, 10), T1(K_F, 0, 10), T1(K_F, 0, 10), T1(K_F, 0, 10) }, p_sum, 0 },
+	{ "fill", 1, { T4(K_F, 1, 2, 3, 2, 2) }, p_fill, 0 },
+	{ "u8_to_f32", 2, { T1(K_F, 1, 10), T1(K_U8, 0, 10) }, p_u8_f32, 0 },
+	{ "u8_to_i32", 2, { T1(K_I32, 1, 10), T1(K_U8, 0, 10) }, p_u8_i32, 0 },
+	{ "rand_uniform", 1, { T1(K_F, 1, 10) }, p_uniform, 0 },
+	{ "rand_normal", 1, { T1(K_F, 1, 10) }, p_normal, 1e-6 },
+	{ "convert", 2, { T4(K_F, 1, 2, 3, 4, 5), T4(K_F_FIXED, 0, 2, 3, 4, 5) }, p_convert, 0 },
+};
+#define NCASES (sizeof(cases) / sizeof(cases[0]))
+
+static const enum rf_tdtype dtypes[] = { RF_F32, RF_BF16, RF_F16 };
+static const enum rf_layout layouts[] = { RF_LAYOUT_ROWMAJOR, RF_LAYOUT_NHWC };
+
+static int is_float(int kind)
+{
+	return kind == K_F || kind == K_F_POS || kind == K_F_FIXED;
+}
+
+/* Does dtype dt / layout lay change anything for case c (a float tensor to take dt;
+ * a 4-D one to take lay)? */
+static int varies(const struct ocase *c, enum rf_tdtype dt, enum rf_layout lay)
+{
+	int fl = 0, four = 0;
+
+	for (int i = 0; i < c->nt; i++) {
+		fl |= c->t[i].kind == K_F || c->t[i].kind == K_F_POS;
+		four |= (c->t[i].kind == K_F || c->t[i].kind == K_F_POS) && c->t[i].ndim == 4;
+	}
+	return (dt == RF_F32 || fl) && (lay == RF_LAYOUT_ROWMAJOR || four);
+}
+
+static unsigned long long seed = 2026;
+
+static float frand(void)
+{
+	return (float)((t_splitmix64(&seed) >> 40) * (1.0 / 16777216.0)) * 2.0f - 1.0f;
+}
+
+/* v rounded to dt, as the backends round (nearest even) */
+static float round_to(float v, enum rf_tdtype dt)
+{
+	return dt == RF_BF16 ? rf__bf16_to_f32(rf__f32_to_bf16(v)) :
+	       dt == RF_F16 ? rf__f16_to_f32(rf__f32_to_f16(v)) : v;
+}
+
+struct rig {
+	struct rf_ring *ring;
+	struct rf_engine *e;
+};
+
+static size_t numel(const struct tspec *t)
+{
+	size_t n = 1;
+
+	for (int d = 0; d < t->ndim; d++)
+		n *= (size_t)t->shape[d];
+	return n;
+}
+
+/* Case c's tensors on d in dtype dt and layout lay (values not written) into t. */
+static void make_tensors(const struct ocase *c, struct rf_device *d, enum rf_tdtype dt,
+			 enum rf_layout lay, struct rf_tensor **t)
+{
+	for (int i = 0; i < c->nt; i++) {
+		const struct tspec *s = &c->t[i];
+		int fl = is_float(s->kind) && s->kind != K_F_FIXED;
+		enum rf_tdtype tdt = is_float(s->kind) ? (fl ? dt : RF_F32) :
+				     s->kind == K_I32 ? RF_I32 : RF_U8;
+		enum rf_layout tl = fl && s->ndim == 4 ? lay : RF_LAYOUT_ROWMAJOR;
+		CHECK_OK(rf_tensor_create_layout(d, tdt, tl, "t", s->ndim, s->shape, &t[i]));
+	}
+}
+
+/* What d does not run is refused at push too: -ENOTSUP, the same message, nothing
+ * pushed. */
+static void check_push_refused(struct rig *r, const struct ocase *c, struct rf_device *d,
+			       enum rf_tdtype dt, enum rf_layout lay)
+{
+	struct rf_tensor *t[MAXT] = { 0 };
+	struct rf_engine_stats st0, st1;
+	struct rf_prng *g = NULL;
+	char want[96];
+	int ret;
+
+	CHECK_OK(rf_prng_create(r->e, 1, "g", &g));
+	make_tensors(c, d, dt, lay, t);
+	CHECK_OK(rf_engine_wait_all(r->e));
+	rf_engine_get_stats(r->e, &st0);
+	ret = c->push(NULL, t, g);
+	rf_engine_get_stats(r->e, &st1);
+	snprintf(want, sizeof(want), "does not run %s: ", c->op);
+	if (ret != -ENOTSUP || !strstr(rf_last_error(), want) || st1.pushed != st0.pushed) {
+		fprintf(stderr, "%s on %s in %s %s: push returned %d, pushed %llu ops: '%s'\n",
+			c->op, rf_device_name(d), rf_tdtype_name(dt), rf_layout_name(lay), ret,
+			(unsigned long long)(st1.pushed - st0.pushed), rf_last_error());
+		exit(1);
+	}
+	for (int i = 0; i < c->nt; i++)
+		rf_tensor_destroy(t[i]);
+	rf_prng_destroy(g);
+	CHECK_OK(rf_engine_wait_all(r->e));
+}
+
+/* Case c on device d in dtype dt and layout lay against the CPU device ref in f32
+ * row-major. exact: the backend is the CPU (its reference path is exact). */
+static void run_case(struct rig *r, const struct ocase *c, struct rf_device *d,
+		     struct rf_device *ref, enum rf_tdtype dt, enum rf_layout lay, int exact)
+{
+	struct rf_tensor *td[MAXT] = { 0 }, *tr[MAXT] = { 0 };
+	float *vals[MAXT] = { 0 };
+	struct rf_prng *gd = NULL, *gr = NULL;
+	char what[160];
+
+	CHECK_OK(rf_prng_create(r->e, 99, "g_test", &gd));
+	CHECK_OK(rf_prng_create(r->e, 99, "g_ref", &gr));
+	make_tensors(c, d, dt, lay, td);
+	for (int i = 0; i < c->nt; i++) {
+		const struct tspec *s = &c->t[i];
+		size_t n = numel(s);
+		CHECK_OK(rf_tensor_create(ref, is_float(s->kind) ? RF_F32 : td[i]->dtype, "r",
+					  s->ndim, s->shape, &tr[i]));
+		vals[i] = malloc(n * sizeof(float) + 1);
+		CHECK(vals[i]);
+		if (is_float(s->kind)) {
+			for (size_t k = 0; k < n; k++)
+				vals[i][k] = s->kind == K_F_POS ? 1.0f + 0.5f * frand() : frand();
+			/* both sides see the same values: rounded to the tested dtype */
+			CHECK_OK(rf_tensor_write_as(td[i], RF_F32, vals[i]));
+			CHECK_OK(rf_tensor_read_as(td[i], RF_F32, vals[i]));
+			CHECK_OK(rf_tensor_write(tr[i], vals[i]));
+		} else if (s->kind == K_I32) {
+			int32_t *iv = (int32_t *)vals[i];
+			for (size_t k = 0; k < n; k++)
+				iv[k] = s->hi ? (int32_t)(t_splitmix64(&seed) % (unsigned)s->hi)
+					      : (int32_t)(t_splitmix64(&seed) % 1000);
+			CHECK_OK(rf_tensor_write(td[i], iv));
+			CHECK_OK(rf_tensor_write(tr[i], iv));
+		} else {
+			uint8_t *uv = (uint8_t *)vals[i];
+			for (size_t k = 0; k < n; k++)
+				uv[k] = (uint8_t)t_splitmix64(&seed);
+			CHECK_OK(rf_tensor_write(td[i], uv));
+			CHECK_OK(rf_tensor_write(tr[i], uv));
+		}
+	}
+	snprintf(what, sizeof(what), "%s on %s in %s %s", c->op, rf_device_name(d),
+		 rf_tdtype_name(dt), rf_layout_name(lay));
+	if (c->push(NULL, td, gd) < 0 || c->push(NULL, tr, gr) < 0) {
+		fprintf(stderr, "%s: push refused: %s\n", what, rf_last_error());
+		exit(1);
+	}
+	for (int i = 0; i < c->nt; i++) {
+		const struct tspec *s = &c->t[i];
+		size_t n = numel(s);
+		float *got, *want;
+		if (!s->out)
+			continue;
+		got = malloc(n * sizeof(float) + 1);
+		want = malloc(n * sizeof(float) + 1);
+		CHECK(got && want);
+		if (is_float(s->kind)) {
+			if (rf_tensor_read_as(td[i], RF_F32, got) < 0 ||
+			    rf_tensor_read_as(tr[i], RF_F32, want) < 0) {
+				fprintf(stderr, "%s: an op failed: %s / %s\n", what,
+					rf_device_last_error(d), rf_device_last_error(ref));
+				exit(1);
+			}
+		} else {
+			CHECK_OK(rf_tensor_read(td[i], got));
+			CHECK_OK(rf_tensor_read(tr[i], want));
+		}
+		for (size_t k = 0; k < n; k++) {
+			double g, w, tol;
+			if (!is_float(s->kind)) {
+				if (((int32_t *)got)[k] != ((int32_t *)want)[k]) {
+					fprintf(stderr, "%s: tensor %d element %zu: %d, want %d\n", what,
+						i, k, ((int32_t *)got)[k], ((int32_t *)want)[k]);
+					exit(1);
+				}
+				continue;
+			}
+			g = got[k];
+			w = round_to(want[k], s->kind == K_F_FIXED ? RF_F32 : dt);
+			/* the CPU's reference path: the reference's bits, rounded; another
+			 * backend: its float rounding, and one rounding of the dtype more */
+			tol = exact ? 0 : 1e-6 + (c->rtol + (dt == RF_BF16 ? 1.0 / 128 : dt == RF_F16 ?
+							     1.0 / 1024 : 0)) * fabs(w);
+			if (!(fabs(g - w) <= tol) && !(isnan(g) && isnan(w))) {
+				fprintf(stderr, "%s: tensor %d (%s) element %zu: got %.9g, want %.9g\n",
+					what, i, rf_tensor_describe(td[i], (char[96]){ 0 }, 96), k, g, w);
+				exit(1);
+			}
+		}
+		free(got);
+		free(want);
+	}
+	for (int i = 0; i < c->nt; i++) {
+		rf_tensor_destroy(td[i]);
+		rf_tensor_destroy(tr[i]);
+		free(vals[i]);
+	}
+	rf_prng_destroy(gd);
+	rf_prng_destroy(gr);
+	CHECK_OK(rf_engine_wait_all(r->e));
+}
+
+/* A refusal names the op, and the dtype and layout where those are what is refused. */
+static void check_refusal(const char *who, const char *op, enum rf_tdtype dt, enum rf_layout lay,
+			  int f32_ok)
+{
+	const char *m = rf_last_error();
+	char want[96];
+
+	snprintf(want, sizeof(want), "does not run %s: ", op);
+	if (!strstr(m, who) || !strstr(m, want) || strlen(strstr(m, want)) <= strlen(want)) {
+		fprintf(stderr, "refusal of %s (%s %s) by %s says too little: '%s'\n", op,
+			rf_tdtype_name(dt), rf_layout_name(lay), who, m);
+		exit(1);
+	}
+	if (f32_ok && ((dt != RF_F32 && !strstr(m, rf_tdtype_name(dt))) ||
+		       (dt == RF_F32 && lay == RF_LAYOUT_NHWC && !strstr(m, "nhwc")))) {
+		fprintf(stderr, "refusal of %s in %s %s by %s names neither: '%s'\n", op,
+			rf_tdtype_name(dt), rf_layout_name(lay), who, m);
+		exit(1);
+	}
+}
+
+/* ---- the conversions and the layout, against independent definitions ---------------- */
+
+static float f_of(uint32_t u)
+{
+	float f;
+	memcpy(&f, &u, 4);
+	return f;
+}
+
+static uint32_t u_of(float f)
+{
+	uint32_t u;
+	memcpy(&u, &f, 4);
+	return u;
+}
+
+/* bf16 of f by the definition: the nearer of the two bf16 values around f, ties to
+ * the even one; past the largest bf16, infinity. */
+static uint16_t bf16_ref(float f)
+{
+	uint32_t u = u_of(f), lo = u & 0xffff0000u, hi = lo + 0x10000u;
+	double dl, dh;
+
+	if (isnan(f))
+		return 0x7fc0;
+	if ((u & 0xffffu) == 0)
+		return (uint16_t)(u >> 16);
+	if ((hi & 0x7f800000u) == 0x7f800000u && (hi & 0x007fffffu) == 0) {
+		/* hi is infinity: past the largest finite bf16's halfway point? */
+		dl = fabs((double)f - (double)f_of(lo));
+		dh = fabs((double)f_of(lo)) * 0x1p-8;   /* half an ulp of the largest bf16 */
+		return (uint16_t)((dl < dh || (dl == dh && !((lo >> 16) & 1))) ? lo >> 16 : hi >> 16);
+	}
+	dl = fabs((double)f - (double)f_of(lo));
+	dh = fabs((double)f_of(hi) - (double)f);
+	if (dl < dh || (dl == dh && !((lo >> 16) & 1)))
+		return (uint16_t)(lo >> 16);
+	return (uint16_t)(hi >> 16);
+}
+
+static void check_conversions(void)
+{
+	static const float special[] = { 0.0f, -0.0f, 1.0f, -1.0f, 1.00390625f, 1.01171875f,
+					 3.4028235e38f, -3.4028235e38f, 1e-40f, -1e-45f, 65504.0f,
+					 65519.99f, 65520.0f, 6.1e-5f, 5.9604645e-8f, 2.98e-8f,
+					 2.9802322e-8f, 1e-8f, 0.1f, 1.0f / 3 };
+	unsigned long long s = 7;
+	unsigned bad = 0;
+
+	for (unsigned i = 0; i < 200000 + sizeof(special) / sizeof(special[0]); i++) {
+		float f = i < sizeof(special) / sizeof(special[0]) ? special[i]
+			  : f_of((uint32_t)t_splitmix64(&s));
+		uint16_t got = rf__f32_to_bf16(f), want = bf16_ref(f);
+		if (isnan(f) ? !isnan(rf__bf16_to_f32(got)) : got != want) {
+			if (bad++ < 5)
+				fprintf(stderr, "bf16 of %a: 0x%04x, want 0x%04x\n", (double)f, got, want);
+		}
+		if (!isnan(f) && u_of(rf__bf16_to_f32(want)) != (uint32_t)want << 16)
+			bad++;
+#ifdef __FLT16_MAX__
+		{
+			/* a narrower range too, where f16 has its values */
+			float g = i & 1 ? f : f * 0x1p-100f;
+			volatile _Float16 h = (_Float16)g;
+			uint16_t hw, hg = rf__f32_to_f16(g);
+			memcpy(&hw, (const void *)&h, 2);
+			if (isnan(g) ? !isnan(rf__f16_to_f32(hg)) : hg != hw) {
+				if (bad++ < 5)
+					fprintf(stderr, "f16 of %a: 0x%04x, want 0x%04x\n", (double)g,
+						hg, hw);
+			}
+		}
+#endif
+	}
+#ifdef __FLT16_MAX__
+	for (uint32_t h = 0; h < 65536; h++) {
+		_Float16 x;
+		uint16_t hh = (uint16_t)h;
+		memcpy(&x, &hh, 2);
+		float want = (float)x, got = rf__f16_to_f32(hh);
+		if (isnan(want) ? !isnan(got) : u_of(got) != u_of(want)) {
+			if (bad++ < 5)
+				fprintf(stderr, "f32 of f16 0x%04x: %a, want %a\n", h, (double)got,
+					(double)want);
+		}
+	}
+#endif
+	if (bad) {
+		fprintf(stderr, "conversions: %u wrong\n", bad);
+		exit(1);
+	}
+}
+
+/* An NHWC tensor's bytes lie channels fastest: written as logical values, read raw;
+ * and rf_convert row-major -> NHWC moves them there. */
+static void check_layout(struct rig *r, struct rf_device *d)
+{
+	const int64_t N = 2, C = 3, H = 4, W = 5;
+	size_t n = (size_t)(N * C * H * W);
+	float *logical = malloc(n * sizeof(float)), *raw = malloc(n * sizeof(float));
+	struct rf_tensor *a = NULL, *b = NULL;
+
+	CHECK(logical && raw);
+	for (size_t i = 0; i < n; i++)
+		logical[i] = (float)i;
+	CHECK_OK(rf_tensor_create_layout(d, RF_F32, RF_LAYOUT_NHWC, "nhwc", RF_DIMS(N, C, H, W), &a));
+	CHECK_OK(rf_tensor_create(d, RF_F32, "rm", RF_DIMS(N, C, H, W), &b));
+	CHECK_OK(rf_tensor_write_as(a, RF_F32, logical));
+	CHECK_OK(rf_tensor_read(a, raw));
+	for (int64_t i = 0; i < N; i++)
+		for (int64_t c = 0; c < C; c++)
+			for (int64_t y = 0; y < H; y++)
+				for (int64_t x = 0; x < W; x++)
+					CHECK(raw[((i * H + y) * W + x) * C + c] ==
+					      logical[((i * C + c) * H + y) * W + x]);
+	memset(raw, 0, n * sizeof(float));
+	CHECK_OK(rf_tensor_write(b, logical));
+	CHECK_OK(rf_convert(NULL, a, b));
+	CHECK_OK(rf_tensor_read(a, raw));
+	for (int64_t i = 0; i < N; i++)
+		for (int64_t c = 0; c < C; c++)
+			for (int64_t y = 0; y < H; y++)
+				for (int64_t x = 0; x < W; x++)
+					CHECK(raw[((i * H + y) * W + x) * C + c] ==
+					      logical[((i * C + c) * H + y) * W + x]);
+	rf_tensor_destroy(a);
+	rf_tensor_destroy(b);
+	free(logical);
+	free(raw);
+	CHECK_OK(rf_engine_wait_all(r->e));
+}
+
+int main(void)
+{
+	struct rig r;
+	struct rf_device *ref = NULL;
+	unsigned ran = 0, refused = 0, backends = 0;
+
+	CHECK_OK(rf_ring_create(&r.ring, NULL));
+	CHECK_OK(rf_engine_create(&r.e, r.ring, NULL));
+	CHECK_OK(rf_cpu_open(r.e, NULL, &ref));
+
+	check_conversions();
+	/* unknown names and kinds */
+	CHECK_EQ(rf_device_supports(ref, "no_such_op", RF_F32, RF_LAYOUT_ROWMAJOR), -EINVAL);
+	CHECK(strstr(rf_last_error(), "no_such_op"));
+	CHECK_EQ(rf_device_kind_supports("tpu", "gemm", RF_F32, RF_LAYOUT_ROWMAJOR), -EINVAL);
+	CHECK(strstr(rf_last_error(), "tpu"));
+	CHECK_EQ(rf_device_supports(ref, "gemm", (enum rf_tdtype)77, RF_LAYOUT_ROWMAJOR), -EINVAL);
+
+	for (unsigned b = 0; rf__backends[b]; b++) {
+		const struct rf__backend *be = rf__backends[b];
+		int n = rf_device_count(be->kind);
+		struct rf_device *d = NULL;
+		char who[48];
+
+		CHECK(n >= 0);
+		backends++;
+		snprintf(who, sizeof(who), "a %s device", be->kind);
+		/* claims and refusals from the table alone */
+		for (unsigned i = 0; i < NCASES; i++) {
+			const struct ocase *c = &cases[i];
+			int f32 = rf_device_kind_supports(be->kind, c->op, RF_F32, RF_LAYOUT_ROWMAJOR);
+			CHECK(f32 == 0 || f32 == -ENOTSUP);
+			if (f32 == -ENOTSUP)
+				check_refusal(who, c->op, RF_F32, RF_LAYOUT_ROWMAJOR, 0);
+			for (unsigned a = 0; a < 3; a++)
+				for (unsigned l = 0; l < 2; l++) {
+					int s = rf_device_kind_supports(be->kind, c->op, dtypes[a],
+									layouts[l]);
+					CHECK(s == 0 || s == -ENOTSUP);
+					if (s == -ENOTSUP) {
+						check_refusal(who, c->op, dtypes[a], layouts[l], f32 == 0);
+						refused++;
+					}
+				}
+		}
+		/* the CPU backend runs every op in every float dtype and layout */
+		if (be->hostmem)
+			for (unsigned i = 0; i < NCASES; i++)
+				for (unsigned a = 0; a < 3; a++)
+					for (unsigned l = 0; l < 2; l++)
+						CHECK_OK(rf_device_kind_supports(be->kind, cases[i].op,
+										 dtypes[a], layouts[l]));
+		if (n == 0) {
+			fprintf(stderr, "%s: no device here: its table's claims checked, nothing run\n",
+				be->kind);
+			continue;
+		}
+		snprintf(who, sizeof(who), "%s:0", be->kind);
+		if (rf_device_open(r.e, who, &d) < 0) {
+			fprintf(stderr, "%s: cannot open: %s\n", who, rf_last_error());
+			return 1;
+		}
+		check_layout(&r, d);
+		for (unsigned i = 0; i < NCASES; i++)
+			for (unsigned a = 0; a < 3; a++)
+				for (unsigned l = 0; l < 2; l++) {
+					const struct ocase *c = &cases[i];
+					int s;
+					if (!varies(c, dtypes[a], layouts[l]))
+						continue;
+					s = rf_device_supports(d, c->op, dtypes[a], layouts[l]);
+					if (s == 0) {
+						run_case(&r, c, d, ref, dtypes[a], layouts[l], be->hostmem);
+						ran++;
+						continue;
+					}
+					CHECK_EQ(s, -ENOTSUP);
+					check_refusal(rf_device_name(d), c->op, dtypes[a], layouts[l],
+						      rf_device_supports(d, c->op, RF_F32,
+									 RF_LAYOUT_ROWMAJOR) == 0);
+					check_push_refused(&r, c, d, dtypes[a], layouts[l]);
+					refused++;
+				}
+		rf_device_close(d);
+	}
+	fprintf(stderr, "op table: %u backends, %u op/dtype/layout runs against the CPU's f32 "
+		"row-major, %u refusals checked\n", backends, ran, refused);
+	rf_device_close(ref);
+	rf_engine_destroy(r.e);
+	rf_ring_destroy(r.ring);
+	return 0;
+}
