@@ -541,11 +541,15 @@ int rf_comm_use_gpu(struct rf_comm *c, struct rf_device *dev, struct rf_stream *
 				"collectives go by the host transport", rf_device_name(dev));
 	if (c->dtr)
 		return rf__fail(-EBUSY, "comm: already on %s", rf_device_name(c->dev));
-	for (unsigned i = 0; rf__dev_transports[i] && ret == -ENOTSUP; i++)
-		if ((ret = rf__dev_transports[i]->attach(c, dev, s)) == 0)
-			c->dtr = rf__dev_transports[i];
+	for (unsigned i = 0; rf__dev_transports[i] && ret == -ENOTSUP; i++) {
+		/* the transport is the comm's while it attaches: its warm-up collective is
+		 * the first to meet a dead peer, and the watchdog must abort it then */
+		c->dtr = rf__dev_transports[i];
+		if ((ret = c->dtr->attach(c, dev, s)) < 0)
+			c->dtr = NULL;
+	}
 	if (ret == -ENOTSUP)
-		return rf__fail(-ENOTSUP, "comm: no transport carries collectives of %s's memory "
-				"(%s)", rf_device_name(dev), rf_last_error());
+		return rf__fail_under(-ENOTSUP, "comm: no transport carries collectives of %s's "
+				      "memory", rf_device_name(dev));
 	return ret;
 }

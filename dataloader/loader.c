@@ -96,18 +96,22 @@ static int rf__check_devices(struct rf_loader *l)
 		if (!rf_device_host_memory(opts->devices[i]))
 			l->remote = 1;
 	}
-	if (l->remote && l->K > 1)
+	if (l->remote && l->K > 1) {
+		unsigned r = 0;           /* the first device of memory of its own */
+		while (rf_device_host_memory(opts->devices[r]))
+			r++;
 		for (i = 0; i < l->K; i++)
 			if (rf_device_host_memory(opts->devices[i]))
 				return rf__fail(-EINVAL, "loader: devices must all have host memory "
 						"(cpu) or none (%s is a host device, %s is not)",
 						rf_device_name(opts->devices[i]),
-						rf_device_name(opts->devices[i ? 0 : 1]));
+						rf_device_name(opts->devices[r]));
+	}
 	l->host = opts->host ? opts->host : opts->devices[0];
 	if (!rf_device_host_memory(l->host))
-		return rf__fail(-EINVAL, "loader: %s has memory of its own: it needs opts.host, an "
-				"open host device (cpu) for the host staging tensors",
-				rf_device_name(opts->devices[0]));
+		return rf__fail(-EINVAL, "loader: the host staging tensors need a host device "
+				"(cpu) as opts.host%s%s, as the targets' memory is their own",
+				opts->host ? ", not " : "", opts->host ? rf_device_name(opts->host) : "");
 	return 0;
 }
 

@@ -132,9 +132,10 @@ static int rf__supports(const struct rf__backend *be, struct rf_device *d, const
 	if (code < 0)
 		return rf__fail(-EINVAL, "%s: no op named '%s' (ops.h's functions without rf_)",
 				who, opname ? opname : "(null)");
-	if (!rf_tdtype_size(dt) || (lay != RF_LAYOUT_ROWMAJOR && lay != RF_LAYOUT_NHWC))
-		return rf__fail(-EINVAL, "%s: %s: unknown dtype %d or layout %d", who, opname,
-				(int)dt, (int)lay);
+	if (!rf__is_float(dt) || (lay != RF_LAYOUT_ROWMAJOR && lay != RF_LAYOUT_NHWC))
+		return rf__fail(-EINVAL, "%s: %s: dtype %s, layout %d: the float dtype (f32, bf16, "
+				"f16) and the layout of its float tensors expected", who, opname,
+				rf_tdtype_name(dt), (int)lay);
 	memset(&in1, 0, sizeof(in1));
 	rf__probe_op(&op, &in1, code, d, dt, lay);
 	if (be->supports_op && !be->supports_op(d, &op, why, sizeof(why)))

@@ -412,7 +412,8 @@ int rf__dnn_norm(struct rf__dnn **hp, void *cs, struct rf__op *op)
 	int bn = op->code == RF__OP_BN_TRAIN || op->code == RF__OP_BN_EVAL || op->code == RF__OP_BN_BWD;
 	int n = bn ? op->p.bn.s.n : op->p.pool.n, c = bn ? op->p.bn.s.c : op->p.pool.c;
 	int hh = bn ? op->p.bn.h : op->p.pool.h, ww = bn ? op->p.bn.w : op->p.pool.w;
-	double eps = op->p.bn.s.eps >= CUDNN_BN_MIN_EPSILON ? op->p.bn.s.eps : CUDNN_BN_MIN_EPSILON;
+	double eps = !bn ? 0 : op->p.bn.s.eps >= CUDNN_BN_MIN_EPSILON ? op->p.bn.s.eps
+								     : CUDNN_BN_MIN_EPSILON;
 	int ret = 0;
 
 	/* ops-norm.c refuses the empty shapes that the CPU kernels refuse (batch norm's

@@ -24,10 +24,10 @@ extern "C" {
 #endif
 
 /* Whether d runs op (the name of an ops.h function without rf_: "conv2d_fwd",
- * "batchnorm_fwd", "relu_avgpool2d_fwd") with float tensors of dtype dt in layout
- * (4-D ones; the others are row-major). 0 if so, -ENOTSUP if not, with the reason in
- * rf_last_error() ("cuda:0 does not run batchnorm_fwd: ..."), -EINVAL for an unknown
- * op. An op pushed with tensors the device does not take is refused the same way. */
+ * "batchnorm_fwd", "relu_avgpool2d_fwd") with float tensors of dtype dt (f32, bf16,
+ * f16) in layout (4-D ones; the others are row-major). 0 if so, -ENOTSUP if not, with
+ * the reason in rf_last_error() ("cuda:0 does not run batchnorm_fwd: ..."), -EINVAL
+ * for an unknown op or a dtype that is no float one. An op pushed with tensors the device does not take is refused the same way. */
 int rf_device_supports(const struct rf_device *d, const char *op, enum rf_tdtype dt,
 		       enum rf_layout layout);
 /* The same for any device of a kind ("cuda"), without opening one ("a cuda device

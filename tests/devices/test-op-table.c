@@ -635,6 +635,8 @@ int main(void)
 	CHECK_EQ(rf_device_kind_supports("tpu", "gemm", RF_F32, RF_LAYOUT_ROWMAJOR), -EINVAL);
 	CHECK(strstr(rf_last_error(), "tpu"));
 	CHECK_EQ(rf_device_supports(ref, "gemm", (enum rf_tdtype)77, RF_LAYOUT_ROWMAJOR), -EINVAL);
+	CHECK_EQ(rf_device_supports(ref, "gemm", RF_U8, RF_LAYOUT_ROWMAJOR), -EINVAL);  /* no float */
+	CHECK(strstr(rf_last_error(), "u8"));
 
 	for (unsigned b = 0; rf__backends[b]; b++) {
 		const struct rf__backend *be = rf__backends[b];
