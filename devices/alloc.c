@@ -99,12 +99,17 @@ int rf__cache_alloc(struct rf__cache *c, size_t bytes, void **out)
 		if (c->host)
 			RF__UNPOISON(*out, cls);
 	} else {
+		if (c->limit && c->held + cls > c->limit)
+			rf__cache_trim(c);
+		if (c->limit && c->held + cls > c->limit)
+			return -ENOMEM;
 		ret = c->raw_alloc(c->raw_ctx, cls, out);
 		if (ret < 0 && rf__cache_trim(c))
 			ret = c->raw_alloc(c->raw_ctx, cls, out);
 		if (ret < 0)
 			return ret;
 		c->st.backend_allocs++;
+		c->held += cls;
 	}
 	c->st.in_use += cls;
 	if (c->st.in_use > c->st.peak)
@@ -127,6 +132,7 @@ void rf__cache_free(struct rf__cache *c, void *p, size_t bytes)
 		/* No node to cache it with: give it straight back. */
 		c->raw_free(c->raw_ctx, p, cls);
 		c->st.backend_frees++;
+		c->held -= cls;
 		return;
 	}
 	b->p = p;
@@ -153,6 +159,7 @@ size_t rf__cache_trim(struct rf__cache *c)
 			c->raw_free(c->raw_ctx, b->p, cls);
 			c->st.backend_frees++;
 			c->st.cached -= cls;
+			c->held -= cls;
 			freed += cls;
 			b->next = c->spare;
 			c->spare = b;

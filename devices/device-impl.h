@@ -32,12 +32,16 @@ struct rf__cache {
 	void (*raw_free)(void *ctx, void *p, size_t bytes);
 	void *raw_ctx;
 	int host;                        /* memory is host-addressable (ASan poisoning) */
+	size_t limit;                    /* bytes it may hold from the backend (0: any) */
+	size_t held;                     /* bytes it holds from the backend */
 	struct rf__blk *bins[RF__NBINS];
 	struct rf__blk *spare;           /* unused list nodes */
 	struct rf_mem_stats st;
 };
 
 size_t rf__cache_class(size_t bytes, unsigned *bin);
+/* From the cache, else the backend (past the limit or on the backend's failure: after
+ * giving the cache back once). 0 or -ENOMEM. */
 int rf__cache_alloc(struct rf__cache *c, size_t bytes, void **out);
 void rf__cache_free(struct rf__cache *c, void *p, size_t bytes);
 size_t rf__cache_trim(struct rf__cache *c);
@@ -86,6 +90,11 @@ void rf__device_error(struct rf_device *d, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* 1 when the device's memory is host memory (its backend's hostmem) */
 int rf__hostmem(const struct rf_device *d);
+/* Memory from d's caching allocator for a tensor or a workspace, with backpressure:
+ * when there is none, the work in flight (whose tensors and workspaces come back as it
+ * finishes) is waited for and the allocation tried again, so that what grows with
+ * the ops in flight is bounded by the memory there is, not failed. 0 or -ENOMEM. */
+int rf__dev_alloc(struct rf_device *d, size_t bytes, void **out);
 
 /* backends.c: the registry. Every backend of this build, NULL-terminated. */
 extern const struct rf__backend *const rf__backends[];

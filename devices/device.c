@@ -123,6 +123,7 @@ struct rf_stream *rf_device_d2h_stream(struct rf_device *d)
 void rf_device_mem_stats(const struct rf_device *d, struct rf_mem_stats *st)
 {
 	*st = d->mem.st;
+	st->limit = d->mem.limit;
 }
 
 size_t rf_device_mem_trim(struct rf_device *d)
@@ -130,11 +131,28 @@ size_t rf_device_mem_trim(struct rf_device *d)
 	return rf__cache_trim(&d->mem);
 }
 
+int rf__dev_alloc(struct rf_device *d, size_t bytes, void **out)
+{
+	struct rf_engine_stats st;
+	int ret = rf__cache_alloc(&d->mem, bytes, out);
+
+	if (ret != -ENOMEM)
+		return ret;
+	rf_engine_get_stats(d->eng, &st);
+	if (!st.inflight)
+		return ret;
+	d->mem.st.mem_waits++;
+	/* from inside an op or a callback the engine cannot be waited for: then no */
+	if (rf_engine_wait_idle(d->eng) < 0 && (rf_engine_get_stats(d->eng, &st), st.inflight))
+		return ret;
+	return rf__cache_alloc(&d->mem, bytes, out);
+}
+
 int rf_device_alloc(struct rf_device *d, size_t bytes, void **out)
 {
 	if (!d || !out)
 		return -EINVAL;
-	return rf__cache_alloc(&d->mem, bytes, out);
+	return rf__dev_alloc(d, bytes, out);
 }
 
 void rf_device_free(struct rf_device *d, void *p, size_t bytes)

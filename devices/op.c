@@ -224,7 +224,9 @@ static int rf__workspace(struct rf__b *b)
 		return 0;
 	}
 	min = be->workspace(c->xdev, c, 1);
-	if (min && min < want && rf__cache_alloc(&c->xdev->mem, min, &c->ws) == 0) {
+	if (!min || min > want)
+		min = want;
+	if (rf__dev_alloc(c->xdev, min, &c->ws) == 0) {
 		c->ws_bytes = min;
 		return 0;
 	}

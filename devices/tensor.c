@@ -164,7 +164,7 @@ static int rf__tensor_make(struct rf_device *d, struct rf_pinned *pin, void *ext
 		}
 	} else {
 		st->kind = RF__ST_CACHE;
-		ret = rf__cache_alloc(&d->mem, t->nbytes, &st->ptr);
+		ret = rf__dev_alloc(d, t->nbytes, &st->ptr);
 		if (ret < 0) {
 			rf__fail(ret, "tensor %s: out of %s memory (%zu bytes)", t->name,
 				 d->name, t->nbytes);

@@ -152,6 +152,7 @@ static int rf__cpu_open_be(struct rf_engine *e, int ordinal, const struct rf_dev
 	d = rf__device_new(e, &rf__cpu_backend, ordinal);
 	if (!d)
 		return rf__fail(-ENOMEM, "CPU device: %s", strerror(ENOMEM));
+	d->mem.limit = opts ? opts->mem_limit : 0;
 	for (i = 0; i < n; i++) {
 		struct rf_stream *s;
 		snprintf(nm, sizeof(nm), "%s/s%u", d->name, i);

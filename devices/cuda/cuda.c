@@ -660,6 +660,7 @@ static int rf__cuda_open(struct rf_engine *e, int ordinal, const struct rf_devic
 			rf__device_free(d);
 		return -ENOMEM;
 	}
+	d->mem.limit = opts ? opts->mem_limit : 0;
 	cd->ordinal = ordinal;
 	cd->period_ns = (uint64_t)period * 1000000ull;
 	cd->hang_ns = (uint64_t)hang * 1000000ull;

@@ -70,6 +70,9 @@ struct rf_device_opts {
 	int blas_threads;     /* CPU: OpenBLAS threads; 0: the policy; -1: leave as is */
 	unsigned watchdog_ms; /* CUDA: as rf_cuda_opts */
 	unsigned hang_ms;     /* CUDA: as rf_cuda_opts */
+	size_t mem_limit;     /* bytes the device's caching allocator may hold (0: what the
+			       * backend gives). An allocation that finds none waits for
+			       * the work in flight to give memory back, then fails. */
 };
 /* rf_device_open with options (opts may be NULL): what rf_cpu_open and rf_cuda_open
  * do, by name. -EINVAL for a malformed spec or an unknown kind, -ENODEV for an
@@ -122,6 +125,9 @@ struct rf_mem_stats {
 	uint64_t allocs;      /* allocator requests */
 	uint64_t reuses;      /* requests served from the cache */
 	uint64_t backend_allocs, backend_frees; /* mallocx/cudaMalloc, sdallocx/cudaFree */
+	uint64_t mem_waits;   /* allocations that found no memory and waited for the work in
+			       * flight to give some back (then tried again) */
+	size_t limit;         /* the device's mem_limit (0: none) */
 };
 void rf_device_mem_stats(const struct rf_device *d, struct rf_mem_stats *st);
 /* Give cached (unused) blocks back to the backend. Returns the bytes released. */

@@ -10,6 +10,9 @@
  *    round trips, wrapped external memory (never freed by us).
  *  - The pinned arena: first-fit carving with alignment, coalescing on free, tensors
  *    in it, and the arena's address and size for rf_ring_register_memory.
+ *  - A memory limit: what grows with the work in flight (tensors pushed ahead of
+ *    their slow readers) waits for that work to give memory back instead of failing;
+ *    what can never fit fails at once with a message; the limit is never exceeded.
  * Timing is never asserted: the slow reader is made slow by a flag it waits on. */
 #include <stdatomic.h>
 #include <unistd.h>
@@ -25,6 +28,13 @@ static int slow_reader(void *arg)
 	while (!atomic_load(&release_reader))
 		usleep(1000);
 	atomic_store(&reader_ran, 1);
+	return 0;
+}
+
+static int slow_once(void *arg)
+{
+	(void)arg;
+	usleep(2000);
 	return 0;
 }
 
@@ -212,6 +222,39 @@ int main(void)
 		}
 		rf_pinned_destroy(p);
 		fprintf(stderr, "pinned arena: ok\n");
+	}
+
+	/* ---- a memory limit: backpressure, not failure, for what grows with the work in
+	 * flight; the limit never exceeded ---- */
+	{
+		struct rf_device *lim;
+		struct rf_device_opts o = { .streams = 1, .mem_limit = (size_t)1 << 20 };
+		struct rf_mem_stats ms;
+		CHECK_OK(rf_device_open_opts(e, "cpu:7", &o, &lim));
+		/* 16 tensors of 256 KiB, each read by a slow op and freed at once: without
+		 * waiting, the fifth would find the megabyte held by pending readers */
+		for (int i = 0; i < 16; i++) {
+			struct rf_tensor *t = NULL;
+			CHECK_OK(rf_tensor_create(lim, RF_F32, "big", RF_DIMS(65536), &t));
+			CHECK_OK(rf_fill(NULL, t, (float)i));
+			CHECK_OK(rf_host_op(rf_device_stream(lim, 0), slow_once, NULL, &t, 1, NULL, 0,
+					    "slow_once"));
+			rf_tensor_destroy(t);
+		}
+		CHECK_OK(rf_engine_wait_all(e));
+		rf_device_mem_stats(lim, &ms);
+		CHECK(ms.mem_waits > 0);
+		CHECK(ms.peak <= o.mem_limit);
+		CHECK_EQ(ms.limit, o.mem_limit);
+		/* more than the limit can ever hold: refused at once, naming the device */
+		{
+			struct rf_tensor *t = NULL;
+			CHECK_EQ(rf_tensor_create(lim, RF_F32, "huge", RF_DIMS(1 << 20), &t), -ENOMEM);
+			CHECK(!t && strstr(rf_last_error(), "cpu:7"));
+		}
+		rf_device_close(lim);
+		fprintf(stderr, "memory limit: %llu waits, peak %zu of %zu bytes: ok\n",
+			(unsigned long long)ms.mem_waits, ms.peak, o.mem_limit);
 	}
 
 	rf_device_mem_stats(d, &m0);
