@@ -71,6 +71,7 @@ struct rf_device {
 	struct rf_engine *eng;
 	enum rf_device_kind kind;
 	int ordinal;
+	enum rf_precision precision;     /* set by the backend's open, never DEFAULT */
 	char name[24];
 	struct rf__cache mem;
 	unsigned ncompute;               /* compute streams: ds[0 .. ncompute-1] */

@@ -18,6 +18,7 @@ struct rf_device *rf__device_new(struct rf_engine *e, const struct rf__backend *
 	d->eng = e;
 	d->kind = be->id;
 	d->ordinal = ordinal;
+	d->precision = RF_PRECISION_FP32;
 	d->h2d = d->d2h = -1;
 	snprintf(d->name, sizeof(d->name), "%s:%d", be->kind, ordinal);
 	d->mem.raw_alloc = be->mem_alloc;
@@ -99,6 +100,18 @@ void rf_device_close(struct rf_device *d)
 
 enum rf_device_kind rf_device_kind(const struct rf_device *d) { return d->kind; }
 int rf_device_host_memory(const struct rf_device *d) { return d->be->hostmem; }
+enum rf_precision rf_device_precision(const struct rf_device *d) { return d->precision; }
+
+const char *rf_precision_name(enum rf_precision p)
+{
+	switch (p) {
+	case RF_PRECISION_DEFAULT: return "default";
+	case RF_PRECISION_FP32: return "fp32";
+	case RF_PRECISION_TF32: return "tf32";
+	case RF_PRECISION_BF16: return "bf16";
+	}
+	return "?";
+}
 const char *rf_device_name(const struct rf_device *d) { return d->name; }
 struct rf_engine *rf_device_engine(const struct rf_device *d) { return d->eng; }
 int rf_device_ordinal(const struct rf_device *d) { return d->ordinal; }

@@ -167,6 +167,8 @@ void rf__op_done(void *arg, int status)
 	}
 	if (c->ws)
 		rf__cache_free(&d->mem, c->ws, c->ws_bytes);
+	if (c->retire)
+		rf__cache_free(&d->mem, c->retire, c->retire_bytes);
 	free(c);
 }
 
@@ -243,6 +245,7 @@ int rf__b_submit(struct rf__b *b, struct rf_stream *s)
 	char why[200] = "";
 	int ret;
 
+	c->math = c->xdev->precision == RF_PRECISION_FP32 ? RF__MATH_FP32 : RF__MATH_TF32;
 	if (be->supports_op && !be->supports_op(c->xdev, c, why, sizeof(why))) {
 		ret = rf__fail(-ENOTSUP, "%s: %s does not run %s: %s", b->fn, c->xdev->name,
 			       rf__opsigs[c->code].name, why[0] ? why : "not supported");

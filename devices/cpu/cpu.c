@@ -147,6 +147,9 @@ static int rf__cpu_open_be(struct rf_engine *e, int ordinal, const struct rf_dev
 		return rf__fail(-EINVAL, "CPU device: %u compute streams, expected at most %d", n,
 				RF__MAX_STREAMS - 1);
 	int cap;
+	if (opts && (unsigned)opts->precision > RF_PRECISION_BF16)
+		return rf__fail(-EINVAL, "CPU device: precision %d: expected one of enum "
+				"rf_precision", (int)opts->precision);
 	if ((ret = rf__blas_threads_env(&cap)) < 0)
 		return ret;
 	d = rf__device_new(e, &rf__cpu_backend, ordinal);

@@ -18,6 +18,10 @@ static struct {
 	cublasStatus_t (*sgemm)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int,
 				int, const float *, const float *, int, const float *, int,
 				const float *, float *, int);
+	cublasStatus_t (*gemm_ex)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int,
+				  int, const void *, const void *, cudaDataType_t, int,
+				  const void *, cudaDataType_t, int, const void *, void *,
+				  cudaDataType_t, int, cublasComputeType_t, cublasGemmAlgo_t);
 	const char *(*status_string)(cublasStatus_t);
 	int ok;
 	char err[256];
@@ -33,6 +37,7 @@ static void rf__bl_open(void)
 		{ "cublasSetStream_v2", (void **)&rf__bl.set_stream },
 		{ "cublasSetWorkspace_v2", (void **)&rf__bl.set_workspace },
 		{ "cublasSgemm_v2", (void **)&rf__bl.sgemm },
+		{ "cublasGemmEx", (void **)&rf__bl.gemm_ex },
 		{ "cublasGetStatusString", (void **)&rf__bl.status_string },
 	};
 	/* the handle stays open: the process may use cuBLAS to its end */
@@ -79,6 +84,18 @@ cublasStatus_t rf__blas_sgemm(cublasHandle_t h, cublasOperation_t ta, cublasOper
 	if (rf__blas_load(NULL))
 		return CUBLAS_STATUS_NOT_INITIALIZED;
 	return rf__bl.sgemm(h, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+cublasStatus_t rf__blas_gemm_ex(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb,
+				int m, int n, int k, const void *alpha, const void *a,
+				cudaDataType_t at, int lda, const void *b, cudaDataType_t bt,
+				int ldb, const void *beta, void *c, cudaDataType_t ct, int ldc,
+				cublasComputeType_t compute)
+{
+	if (rf__blas_load(NULL))
+		return CUBLAS_STATUS_NOT_INITIALIZED;
+	return rf__bl.gemm_ex(h, ta, tb, m, n, k, alpha, a, at, lda, b, bt, ldb, beta, c, ct, ldc,
+			      compute, CUBLAS_GEMM_DEFAULT);
 }
 
 const char *rf__blas_status_string(cublasStatus_t s)

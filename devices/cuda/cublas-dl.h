@@ -16,8 +16,8 @@ extern "C" {
 /* Load the library once: 0, or -ENOENT with *why saying what is missing. */
 int rf__blas_load(const char **why);
 /* cublasCreate_v2, cublasDestroy_v2, cublasSetStream_v2, cublasSetWorkspace_v2,
- * cublasSgemm_v2 and cublasGetStatusString, after a successful rf__blas_load (before
- * it: an error). */
+ * cublasSgemm_v2, cublasGemmEx and cublasGetStatusString, after a successful
+ * rf__blas_load (before it: an error). */
 cublasStatus_t rf__blas_create(cublasHandle_t *h);
 cublasStatus_t rf__blas_destroy(cublasHandle_t h);
 cublasStatus_t rf__blas_set_stream(cublasHandle_t h, cudaStream_t s);
@@ -25,6 +25,13 @@ cublasStatus_t rf__blas_set_workspace(cublasHandle_t h, void *ws, size_t bytes);
 cublasStatus_t rf__blas_sgemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb,
 			      int m, int n, int k, const float *alpha, const float *a, int lda,
 			      const float *b, int ldb, const float *beta, float *c, int ldc);
+/* cublasGemmEx (its default algorithm): a, b and c of their own data types, products
+ * in the compute type (CUBLAS_COMPUTE_32F_FAST_TF32: tensor cores on TF32 inputs). */
+cublasStatus_t rf__blas_gemm_ex(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb,
+				int m, int n, int k, const void *alpha, const void *a,
+				cudaDataType_t at, int lda, const void *b, cudaDataType_t bt,
+				int ldb, const void *beta, void *c, cudaDataType_t ct, int ldc,
+				cublasComputeType_t compute);
 const char *rf__blas_status_string(cublasStatus_t s);
 
 #ifdef __cplusplus

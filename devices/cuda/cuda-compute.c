@@ -22,11 +22,67 @@ static int rf__dnn_op(enum rf__opcode code)
 	       code == RF__OP_GAP_BWD;
 }
 
+/* Every present operand's dtype is one float dtype (f32 only: ft == RF_F32) and every
+ * 4-D one in the layout of the first: -1, or the operand that breaks it. skip: a mask
+ * of operands not held to it (batch norm's f32 parameters, say). */
+static int rf__uniform(const struct rf__op *op, unsigned skip, int f32_only)
+{
+	int dt = -1, lay = -1;
+
+	for (unsigned i = 0; i < op->nt; i++) {
+		const struct rf__tref *t = rf__op_tc(op, i);
+		if (!t->dtype || (skip >> i & 1))
+			continue;
+		if (!rf__is_float(t->dtype) || (f32_only && t->dtype != RF_F32))
+			return (int)i;
+		if (dt < 0)
+			dt = (int)t->dtype;
+		else if ((int)t->dtype != dt)
+			return (int)i;
+		if (t->ndim == 4) {
+			if (lay < 0)
+				lay = (int)t->layout;
+			else if ((int)t->layout != lay)
+				return (int)i;
+		}
+	}
+	return -1;
+}
+
+/* Elementwise kernels: f32, and every operand laid out alike (all row-major, or all
+ * 4-D in one layout: then memory order is one order for all). */
+static int rf__elementwise(const struct rf__op *op)
+{
+	int lay = -1;
+
+	for (unsigned i = 0; i < op->nt; i++) {
+		const struct rf__tref *t = rf__op_tc(op, i);
+		int l;
+		if (!t->dtype)
+			continue;
+		if (t->dtype != RF_F32)
+			return (int)i;
+		l = t->ndim == 4 ? (int)t->layout : RF_LAYOUT_ROWMAJOR;
+		if (lay < 0)
+			lay = l;
+		else if (l != lay)
+			return (int)i;
+	}
+	return -1;
+}
+
+static int rf__refuse(const struct rf__op *op, int i, const char *rule, char *why, size_t len)
+{
+	char b[96];
+
+	snprintf(why, len, "%s: %s", rf__tref_describe(op, (unsigned)i, b, sizeof(b)), rule);
+	return 0;
+}
+
 int rf__cuda_supports(const struct rf_device *d, const struct rf__op *op, char *why, size_t len)
 {
 	const char *dnn = NULL;
-	char b[96];
-	int i;
+	int dnn_ok = rf__cuda_dnn_ok(&dnn), i;
 
 	(void)d;
 	switch (op->code) {
@@ -40,9 +96,8 @@ int rf__cuda_supports(const struct rf_device *d, const struct rf__op *op, char *
 			 "pooling and convolution ops");
 		return 0;
 	case RF__OP_CONVERT:
-		/* f32, bf16 and f16 in either layout, or an integer tensor's layout */
-		return 1;
 	case RF__OP_COPY:
+		/* f32, bf16 and f16 into one another in either layout; bytes */
 		return 1;
 	case RF__OP_FILL: {
 		const struct rf__tref *x = &op->o.fill.x;
@@ -58,19 +113,64 @@ int rf__cuda_supports(const struct rf_device *d, const struct rf__op *op, char *
 		}
 		return 1;
 	}
+	case RF__OP_GEMM: {
+		/* cublasGemmEx: A and B of one float dtype, C that dtype or f32 */
+		const struct rf__tref *a = &op->o.gemm.a, *b = &op->o.gemm.b, *c = &op->o.gemm.c;
+		if (b->dtype != a->dtype)
+			return rf__refuse(op, 2, "A and B of one dtype on CUDA", why, len);
+		if (c->dtype != a->dtype && c->dtype != RF_F32)
+			return rf__refuse(op, 0, "C of A's dtype or f32 on CUDA", why, len);
+		return 1;
+	}
+	case RF__OP_CONV_FWD:
+	case RF__OP_CONV_BWD_DATA:
+	case RF__OP_CONV_BWD_FILTER:
+		if (!dnn_ok) {
+			/* im2col + cuBLAS: f32 row-major */
+			if ((i = rf__op_first_not(op, RF_F32, RF_LAYOUT_ROWMAJOR)) >= 0)
+				return rf__refuse(op, i, "without cuDNN CUDA convolves f32 row-major "
+						  "tensors only", why, len);
+			return 1;
+		}
+		if ((i = rf__uniform(op, 0, 0)) >= 0)
+			return rf__refuse(op, i, "a CUDA convolution takes x, w, y (and the bias) "
+					  "of one float dtype, the 4-D ones in one layout", why, len);
+		return 1;
+	case RF__OP_BN_TRAIN: case RF__OP_BN_EVAL: case RF__OP_BN_BWD:
+	case RF__OP_MAXPOOL_FWD: case RF__OP_MAXPOOL_BWD:
+	case RF__OP_GAP_FWD: case RF__OP_GAP_BWD: {
+		/* batch norm's per-channel operands (everything but x, y, dx, dy) are f32 */
+		unsigned params = op->code == RF__OP_BN_TRAIN ? 0x1e | 0xc0
+				: op->code == RF__OP_BN_EVAL ? 0x3c
+				: op->code == RF__OP_BN_BWD ? 0x06 | 0xe0 : 0;
+		if (!dnn_ok) {
+			snprintf(why, len, "batch norm, max and global pooling run through cuDNN on "
+				 "CUDA devices, and here %s", dnn ? dnn : "it is missing");
+			return 0;
+		}
+		for (unsigned k = 0; k < op->nt; k++) {
+			const struct rf__tref *t = rf__op_tc(op, k);
+			if ((params >> k & 1) && t->dtype && t->dtype != RF_F32)
+				return rf__refuse(op, (int)k, "batch norm's parameters and statistics "
+						  "are f32 on CUDA", why, len);
+		}
+		if ((i = rf__uniform(op, params, 0)) >= 0)
+			return rf__refuse(op, i, "x and y of one float dtype and one layout on "
+					  "CUDA", why, len);
+		return 1;
+	}
+	case RF__OP_RELU_FWD: case RF__OP_RELU_BWD: case RF__OP_AXPY: case RF__OP_SCALE:
+	case RF__OP_SUM: case RF__OP_SGD: case RF__OP_SGD_MOMENTUM: case RF__OP_ADAMW:
+		if ((i = rf__elementwise(op)) >= 0)
+			return rf__refuse(op, i, "CUDA's elementwise kernels take f32 tensors all "
+					  "laid out alike (rf_convert first)", why, len);
+		return 1;
 	default:
 		break;
 	}
-	if (rf__dnn_op(op->code) && !rf__cuda_dnn_ok(&dnn)) {
-		snprintf(why, len, "batch norm, max and global pooling run through cuDNN on CUDA "
-			 "devices, and here %s", dnn ? dnn : "it is missing");
-		return 0;
-	}
-	if ((i = rf__op_first_not(op, RF_F32, RF_LAYOUT_ROWMAJOR)) >= 0) {
-		snprintf(why, len, "%s: CUDA devices run this op on f32 row-major tensors "
-			 "(rf_convert to them first)", rf__tref_describe(op, (unsigned)i, b, sizeof(b)));
-		return 0;
-	}
+	if ((i = rf__op_first_not(op, RF_F32, RF_LAYOUT_ROWMAJOR)) >= 0)
+		return rf__refuse(op, i, "CUDA devices run this op on f32 row-major tensors "
+				  "(rf_convert to them first)", why, len);
 	return 1;
 }
 
@@ -81,26 +181,52 @@ size_t rf__cuda_workspace(const struct rf_device *d, const struct rf__op *op, in
 	case RF__OP_CONV_FWD:
 	case RF__OP_CONV_BWD_DATA:
 	case RF__OP_CONV_BWD_FILTER:
-		/* im2col's, which cuDNN's algorithm must fit too */
+		/* cuDNN's plans use the stream's workspace; without cuDNN, im2col's */
+		if (rf__cuda_dnn_ok(NULL))
+			return 0;
 		return min ? rf__kc_conv2d_workspace_min(&op->p.conv.s)
 			   : rf__kc_conv2d_workspace_size(&op->p.conv.s);
 	case RF__OP_MAXPOOL_BWD:
 		/* cuDNN's backward wants the forward's y, which the op recomputes here */
-		return op->o.maxpool_bwd.dy.numel * sizeof(float);
+		return op->o.maxpool_bwd.dy.numel * rf_tdtype_size(op->o.maxpool_bwd.dy.dtype);
 	default:
 		return 0;
 	}
 }
 
+/* im2col's workspace where a plan has no algorithm: taken now, given back with op. */
+static int rf__im2col_ws(struct rf_device *d, struct rf__op *op)
+{
+	size_t want = rf__kc_conv2d_workspace_size(&op->p.conv.s);
+	size_t min = rf__kc_conv2d_workspace_min(&op->p.conv.s);
+
+	if (op->ws && op->ws_bytes >= min)
+		return 0;
+	if (want && rf__cache_alloc(&d->mem, want, &op->ws) == 0) {
+		op->ws_bytes = want;
+		return 0;
+	}
+	if (min && rf__cache_alloc(&d->mem, min, &op->ws) == 0) {
+		op->ws_bytes = min;
+		return 0;
+	}
+	op->ws = NULL;
+	snprintf(op->err, sizeof(op->err), "im2col: no device memory for its %zu-byte "
+		 "workspace", min);
+	return -ENOMEM;
+}
+
 /* ---- running it --------------------------------------------------------------------- */
 
 /* A convolution by cuDNN where it is loaded and has an algorithm for it (ret its
- * result, and true), else false: im2col and cuBLAS. */
+ * result, and true), else false: im2col and cuBLAS (f32 row-major: supports_op), with
+ * its workspace taken now. */
 #if RF_HAVE_CUDNN
 #define RF__DNN(c, op, ret) \
-	(rf__cuda_dnn_ok(NULL) && ((ret) = rf__dnn_conv(&(c)->dnn, (c)->cs, (op))) != -ENOTSUP)
+	((rf__cuda_dnn_ok(NULL) && ((ret) = rf__dnn_conv((c), (op))) != -ENOTSUP) || \
+	 ((ret) = rf__im2col_ws((c)->dev, (op))) < 0)
 #else
-#define RF__DNN(c, op, ret) 0
+#define RF__DNN(c, op, ret) (((ret) = rf__im2col_ws((c)->dev, (op))) < 0)
 #endif
 
 #define D(t) ((float *)(t).data)
@@ -122,9 +248,11 @@ int rf__cuda_compute(struct rf_device *d, struct rf__dstream *ds, struct rf__op 
 		int m = op->p.gemm.m, n = op->p.gemm.n, k = op->p.gemm.k;
 		int lda = op->p.gemm.ta ? m : k;
 		int ldb = op->p.gemm.tb ? k : n;
-		ret = rf__kc_gemm(bl, op->p.gemm.ta, op->p.gemm.tb, m, n, k, op->p.gemm.alpha,
-				  C(op->o.gemm.a), lda > 0 ? lda : 1, C(op->o.gemm.b),
-				  ldb > 0 ? ldb : 1, op->p.gemm.beta, D(op->o.gemm.c), n > 0 ? n : 1);
+		ret = rf__kc_gemm_ex(bl, op->p.gemm.ta, op->p.gemm.tb, m, n, k, op->p.gemm.alpha,
+				     op->o.gemm.a.data, (int)op->o.gemm.a.dtype, lda > 0 ? lda : 1,
+				     op->o.gemm.b.data, (int)op->o.gemm.b.dtype, ldb > 0 ? ldb : 1,
+				     op->p.gemm.beta, op->o.gemm.c.data, (int)op->o.gemm.c.dtype,
+				     n > 0 ? n : 1, op->math == RF__MATH_TF32);
 		break;
 	}
 	case RF__OP_BIAS_ADD:
@@ -151,7 +279,7 @@ int rf__cuda_compute(struct rf_device *d, struct rf__dstream *ds, struct rf__op 
 	case RF__OP_MAXPOOL_FWD: case RF__OP_MAXPOOL_BWD:
 	case RF__OP_GAP_FWD: case RF__OP_GAP_BWD:
 #if RF_HAVE_CUDNN
-		ret = rf__dnn_norm(&c->dnn, c->cs, op);
+		ret = rf__dnn_norm(c, op);
 #else
 		ret = -ENOSYS;
 #endif

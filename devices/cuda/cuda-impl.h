@@ -10,6 +10,7 @@
 #include <cuda_runtime_api.h>
 #include "cublas-dl.h"
 #include "cuda-wd.h"
+#include "plan-cache.h"
 
 #include "../backend-impl.h"
 #include "stream.h"
@@ -19,6 +20,10 @@
 struct rf__cuda_dev {
 	int ordinal;
 	uint64_t period_ns, hang_ns;
+	struct rf__plan_cache plans;     /* convolution plans (cudnn.c) */
+	size_t ws_budget;                /* their workspace's budget */
+	int budget_state;                /* 0 not read yet, 1 read, -1 refused */
+	char budget_err[160];
 };
 
 struct rf__cg;
@@ -35,6 +40,9 @@ struct rf__cuda_stream {
 #if RF_HAVE_CUDNN
 	struct rf__dnn *dnn;             /* made on the stream's thread at first use */
 #endif
+	void *dnn_ws;                    /* the convolutions' workspace, from the device's
+					  * allocator, the size of the largest plan run */
+	size_t dnn_ws_bytes;
 	struct rf_notifier *notifier;
 	/* launched, not yet reported (reactor thread only) */
 	struct rf_op **fifo;

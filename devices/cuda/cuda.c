@@ -462,6 +462,8 @@ static void rf__cs_free(struct rf__cuda_stream *c)
 #if RF_HAVE_CUDNN
 	rf__dnn_destroy(c->dnn);
 #endif
+	if (c->dnn_ws && c->dev)
+		rf__cache_free(&c->dev->mem, c->dnn_ws, c->dnn_ws_bytes);
 	if (c->cs)
 		cudaStreamDestroy(c->cs);
 	free(c->fifo);
@@ -600,6 +602,10 @@ fail:
 
 static void rf__cuda_close(struct rf_device *d)
 {
+#if RF_HAVE_CUDNN
+	if (d->ctx)
+		rf__dnn_dev_fini(d->ctx);
+#endif
 	free(d->ctx);
 	d->ctx = NULL;
 }
@@ -648,6 +654,9 @@ static int rf__cuda_open(struct rf_engine *e, int ordinal, const struct rf_devic
 	if (n + 2 > RF__MAX_STREAMS)
 		return rf__fail(-EINVAL, "cuda:%d: %u compute streams, expected at most %d",
 				ordinal, n, RF__MAX_STREAMS - 2);
+	if (opts && (unsigned)opts->precision > RF_PRECISION_BF16)
+		return rf__fail(-EINVAL, "cuda:%d: precision %d: expected one of enum rf_precision",
+				ordinal, (int)opts->precision);
 	ret = rf__cuda_set(ordinal);
 	if (ret < 0)
 		return rf__fail(-ENODEV, "cuda:%d: cudaSetDevice failed", ordinal);
@@ -661,10 +670,19 @@ static int rf__cuda_open(struct rf_engine *e, int ordinal, const struct rf_devic
 		return -ENOMEM;
 	}
 	d->mem.limit = opts ? opts->mem_limit : 0;
+	d->precision = !opts || opts->precision == RF_PRECISION_DEFAULT ? RF_PRECISION_TF32
+									: opts->precision;
 	cd->ordinal = ordinal;
 	cd->period_ns = (uint64_t)period * 1000000ull;
 	cd->hang_ns = (uint64_t)hang * 1000000ull;
 	d->ctx = cd;
+#if RF_HAVE_CUDNN
+	if (rf__dnn_dev_init(cd) < 0) {
+		free(cd);
+		rf__device_free(d);
+		return rf__fail(-ENOMEM, "cuda:%d: out of memory", ordinal);
+	}
+#endif
 	for (i = 0; i < n && ret == 0; i++) {
 		snprintf(nm, sizeof(nm), "s%u", i);
 		ret = rf__cs_create(d, RF__ROLE_COMPUTE, nm);
@@ -677,6 +695,9 @@ static int rf__cuda_open(struct rf_engine *e, int ordinal, const struct rf_devic
 		for (i = d->nds; i-- > 0;)
 			rf_stream_destroy(d->ds[i].s);
 		rf__device_free(d);
+#if RF_HAVE_CUDNN
+		rf__dnn_dev_fini(cd);
+#endif
 		free(cd);
 		return ret;
 	}
@@ -693,6 +714,7 @@ int rf_cuda_open(struct rf_engine *e, int ordinal, const struct rf_cuda_opts *op
 		o.streams = opts->streams;
 		o.watchdog_ms = opts->watchdog_ms;
 		o.hang_ms = opts->hang_ms;
+		o.precision = opts->precision;
 	}
 	return rf__cuda_open(e, ordinal, &o, out);
 }

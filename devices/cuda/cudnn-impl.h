@@ -8,6 +8,9 @@
 
 #include "../backend-impl.h"
 
+struct rf__cuda_stream;
+struct rf__cuda_dev;
+
 /* 1 when libcudnn.so.9 is loaded and has every call we use (the first call loads it,
  * once, thread-safe); else 0, and *why (if why) says what is missing. */
 int rf__dnn_ok(const char **why);
@@ -17,14 +20,20 @@ int rf__dnn_ok(const char **why);
 struct rf__dnn;
 void rf__dnn_destroy(struct rf__dnn *h);
 
-/* op (RF__OP_CONV_FWD, _BWD_DATA, _BWD_FILTER) on h's stream, the fastest deterministic
- * algorithm whose workspace fits op->ws_bytes, in full float32 (FMA math, no TF32).
- * 0; -ENOTSUP (op->err untouched, nothing queued) when no such algorithm exists: the
- * caller convolves by im2col; or -EIO with op->err set. */
-int rf__dnn_conv(struct rf__dnn **h, void *cs, struct rf__op *op);
+/* A device's plan cache (cudnn.c's; made at open, freed at close). 0 or -ENOMEM. */
+int rf__dnn_dev_init(struct rf__cuda_dev *cd);
+void rf__dnn_dev_fini(struct rf__cuda_dev *cd);
+
+/* op (RF__OP_CONV_FWD, _BWD_DATA, _BWD_FILTER) on stream c by its plan (made at the
+ * first op of its key: the first deterministic algorithm of cuDNN's heuristics within
+ * the workspace budget, in op->math), in the stream's workspace (grown to the plan's;
+ * the buffer replaced is given to op->retire, freed with the op). 0; -ENOTSUP (op->err
+ * untouched, nothing queued) when no such algorithm exists: the caller convolves by
+ * im2col; or -EIO, -EINVAL, -ENOMEM with op->err set. */
+int rf__dnn_conv(struct rf__cuda_stream *c, struct rf__op *op);
 /* A batch norm (train, eval, backward), max or global average pooling op (forward,
  * backward) on h's stream; max pooling's backward recomputes y into op->ws (y's
  * size). 0 or -EIO with op->err set. */
-int rf__dnn_norm(struct rf__dnn **h, void *cs, struct rf__op *op);
+int rf__dnn_norm(struct rf__cuda_stream *c, struct rf__op *op);
 
 #endif

@@ -7,12 +7,19 @@
  * otherwise map it at start-up, and a build with it would not start where it is
  * missing. cudnn.h gives the types.
  *
- * Choices, for results that repeat: convolutions take the first algorithm of cuDNN's
- * heuristic list that is deterministic and whose workspace fits the op's (the im2col
- * size, from the caching allocator), in FMA math (full float32, no TF32, as cuBLAS's
- * default); max pooling CUDNN_POOLING_MAX_DETERMINISTIC with NaN propagated; batch
- * norm CUDNN_BATCHNORM_SPATIAL (per channel), momentum as PyTorch's (cuDNN's
- * exponentialAverageFactor), the saved mean and 1/sqrt(var + eps) for the backward. */
+ * Choices, for results that repeat: a convolution's plan -- descriptors and algorithm
+ * -- is made once per (direction, shape, stride, pad, dtype, layout, math) and kept in
+ * the device's plan cache (plan-cache.h): the first algorithm of cuDNN's heuristic
+ * list (no timing: the same choice every run) that is deterministic and whose
+ * workspace fits the budget (RF_CUDNN_WORKSPACE, else a share of free memory); in fp32
+ * precision FMA math only (full float32, as cuBLAS's default), in tf32 and bf16 the
+ * tensor-core entries first. The workspace is the stream's own, grown to the largest
+ * plan it has run (its ops run one after another on the GPU): what ops in flight hold
+ * no longer grows with them. Max pooling CUDNN_POOLING_MAX_DETERMINISTIC with NaN
+ * propagated; batch norm CUDNN_BATCHNORM_SPATIAL (per channel), momentum as
+ * PyTorch's (cuDNN's exponentialAverageFactor), the saved mean and 1/sqrt(var + eps)
+ * for the backward. Tensors are NCHW or NHWC (their layout), f32, bf16 or f16 (batch
+ * norm's parameters f32), accumulated in f32. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
@@ -24,7 +31,9 @@
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 
+#include "cuda-impl.h"
 #include "cudnn-impl.h"
+#include "plan-cache.h"
 #include "rf-internal.h"
 
 /* The cuDNN calls we use, resolved once. */
@@ -230,13 +239,23 @@ static void rf__descs_free(struct rf__descs *d)
 		rf__dn.destroy_pool(d->p);
 }
 
-/* Tensor descriptor i: n x c x h x w f32, NCHW. */
-static cudnnStatus_t rf__tensor(struct rf__descs *d, int i, int n, int c, int h, int w)
+static cudnnDataType_t rf__dtype(enum rf_tdtype dt)
+{
+	return dt == RF_BF16 ? CUDNN_DATA_BFLOAT16 : dt == RF_F16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
+}
+
+static cudnnTensorFormat_t rf__format(enum rf_layout lay)
+{
+	return lay == RF_LAYOUT_NHWC ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+}
+
+/* Tensor descriptor i: n x c x h x w (logical) in the format and data type given. */
+static cudnnStatus_t rf__tensor(struct rf__descs *d, int i, int n, int c, int h, int w,
+				cudnnTensorFormat_t fmt, cudnnDataType_t dt)
 {
 	cudnnStatus_t st = rf__dn.create_tensor(&d->t[i]);
 
-	return st != CUDNN_STATUS_SUCCESS ? st
-		: rf__dn.set_tensor4d(d->t[i], CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, c, h, w);
+	return st != CUDNN_STATUS_SUCCESS ? st : rf__dn.set_tensor4d(d->t[i], fmt, dt, n, c, h, w);
 }
 
 static int rf__dnn_fail(char *err, size_t len, const char *what, cudnnStatus_t st)
@@ -248,160 +267,313 @@ static int rf__dnn_fail(char *err, size_t len, const char *what, cudnnStatus_t s
 #define RF__CK(what, call) do { cudnnStatus_t _s = (call); \
 	if (_s != CUDNN_STATUS_SUCCESS) { ret = rf__dnn_fail(err, len, what, _s); goto out; } } while (0)
 
-/* x (n, c, h, w), w (o, c, kh, kw), y (n, o, oh, ow) and the convolution: t[0] x,
- * t[1] y, t[2] the bias (1, o, 1, 1), f, c. */
-static cudnnStatus_t rf__conv_descs(struct rf__descs *d, const struct rf__conv2d *s)
-{
-	int st = s->stride ? s->stride : 1;
-	cudnnStatus_t r;
+/* ---- convolution plans ----------------------------------------------------------- */
 
-	if ((r = rf__tensor(d, 0, s->n, s->c, s->h, s->w)) ||
-	    (r = rf__tensor(d, 1, s->n, s->o, rf__conv2d_oh(s), rf__conv2d_ow(s))) ||
-	    (r = rf__tensor(d, 2, 1, s->o, 1, 1)) ||
-	    (r = rf__dn.create_filter(&d->f)) ||
-	    (r = rf__dn.set_filter4d(d->f, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, s->o, s->c, s->kh,
-				     s->kw)) ||
-	    (r = rf__dn.create_conv(&d->c)))
-		return r;
-	/* PyTorch's conv2d is cross-correlation */
-	if ((r = rf__dn.set_conv2d(d->c, s->pad, s->pad, st, st, 1, 1, CUDNN_CROSS_CORRELATION,
-				   CUDNN_DATA_FLOAT)))
-		return r;
-	return rf__dn.set_conv_math(d->c, CUDNN_FMA_MATH);
+/* A plan's descriptors (x t[0], y t[1], the bias (1, o, 1, 1) t[2], f, c) and the math
+ * its algorithm runs in. */
+struct rf__cplan {
+	struct rf__descs d;
+	cudnnMathType_t math;
+	int other;              /* fp32: an algorithm of another math type's entry, run in
+				 * FMA math (it may refuse: then im2col) */
+};
+
+static void rf__cplan_free(void *p)
+{
+	struct rf__cplan *cp = p;
+
+	rf__descs_free(&cp->d);
+	free(cp);
 }
 
-/* The first algorithm of a heuristic list that is deterministic and fits `ws` bytes,
- * preferring an entry reported with FMA math (the list may hold one algorithm once
- * per math type, each with its own workspace); else (pass 2, *other = 1) one reported
- * only with another math type, which then runs in the descriptor's FMA math (no TF32)
- * -- as PyTorch does when TF32 is off. An algorithm with an FMA entry was judged in
- * pass 1 and is not taken again. Filtering on FMA alone could leave nothing if cuDNN
- * reports its FP32 algorithms as CUDNN_DEFAULT_MATH, and every convolution would fall
- * back to im2col. */
-#define RF__PICK(perf, n, ws, algo, other) do { \
-	(algo) = -1; \
+int rf__dnn_dev_init(struct rf__cuda_dev *cd)
+{
+	return rf__plan_cache_init(&cd->plans, 256, rf__cplan_free);
+}
+
+void rf__dnn_dev_fini(struct rf__cuda_dev *cd)
+{
+	if (cd->plans.p)
+		rf__plan_cache_fini(&cd->plans);
+}
+
+/* The workspace budget, read once per device (RF_CUDNN_WORKSPACE, or free memory's
+ * share). 0, or -EINVAL with err set. */
+static int rf__budget(struct rf__cuda_dev *cd, char *err, size_t len)
+{
+	size_t free_b = 0, total = 0;
+
+	if (cd->budget_state > 0)
+		return 0;
+	if (cd->budget_state < 0) {
+		snprintf(err, len, "%s", cd->budget_err);
+		return -EINVAL;
+	}
+	if (cudaMemGetInfo(&free_b, &total) != cudaSuccess) {
+		(void)cudaGetLastError();
+		free_b = 0;
+	}
+	if (rf__ws_budget(getenv("RF_CUDNN_WORKSPACE"), free_b, &cd->ws_budget, cd->budget_err,
+			  sizeof(cd->budget_err)) < 0) {
+		cd->budget_state = -1;
+		snprintf(err, len, "%s", cd->budget_err);
+		return -EINVAL;
+	}
+	cd->budget_state = 1;
+	return 0;
+}
+
+/* The first entry of a heuristic list that is deterministic and fits the budget. fp32
+ * (tf32 == 0): an FMA entry, else (pass 2, *other = 1) an algorithm reported only with
+ * another math type, to run in FMA math -- as PyTorch does with TF32 off (filtering on
+ * FMA alone could leave nothing where cuDNN reports its FP32 algorithms as
+ * CUDNN_DEFAULT_MATH). tf32 (and bf16, f16 data): a tensor-core entry first, then any. */
+#define RF__PICK(perf, n, budget, tf32, k, other) do { \
+	(k) = -1; \
 	(other) = 0; \
-	for (int _pass = 0; _pass < 2 && (algo) < 0; _pass++) \
-		for (int _i = 0; _i < (n) && (algo) < 0; _i++) { \
-			int _fma = 0; \
-			for (int _j = 0; _pass && _j < (n); _j++) \
+	for (int _pass = 0; _pass < 2 && (k) < 0; _pass++) \
+		for (int _i = 0; _i < (n) && (k) < 0; _i++) { \
+			int _fma = 0, _ok; \
+			for (int _j = 0; !(tf32) && _pass && _j < (n); _j++) \
 				_fma |= (perf)[_j].algo == (perf)[_i].algo && \
 					(perf)[_j].mathType == CUDNN_FMA_MATH; \
+			if ((tf32)) \
+				_ok = _pass || (perf)[_i].mathType != CUDNN_FMA_MATH; \
+			else \
+				_ok = _pass ? !_fma : (perf)[_i].mathType == CUDNN_FMA_MATH; \
 			if ((perf)[_i].status == CUDNN_STATUS_SUCCESS && \
-			    (perf)[_i].determinism == CUDNN_DETERMINISTIC && \
-			    (_pass ? !_fma : (perf)[_i].mathType == CUDNN_FMA_MATH) && \
-			    (perf)[_i].memory <= (ws)) { \
-				(algo) = (int)(perf)[_i].algo; \
-				(other) = _pass; \
+			    (perf)[_i].determinism == CUDNN_DETERMINISTIC && _ok && \
+			    (perf)[_i].memory <= (budget)) { \
+				(k) = _i; \
+				(other) = !(tf32) && _pass; \
 			} \
 		} \
 } while (0)
 
-/* The convolution itself: an algorithm taken from another math type's entry (pass 2)
- * may want more workspace, or refuse, in FMA math -- that is the caller's im2col,
- * not an error. cuDNN 9 refuses with a sub-code (BAD_PARAM_SIZE_INSUFFICIENT,
- * NOT_SUPPORTED_SHAPE, ...): its category is what counts. A CUDA error the refusal
- * left pending is cleared: im2col's first launch check would take it for its own. */
+/* The key of op's plan */
+static struct rf__plan_key rf__conv_key(const struct rf__op *op)
+{
+	const struct rf__conv2d *s = &op->p.conv.s;
+	const struct rf__tref *x = op->code == RF__OP_CONV_FWD ? &op->o.conv_fwd.x
+				 : op->code == RF__OP_CONV_BWD_DATA ? &op->o.conv_bwd_data.dx
+				 : &op->o.conv_bwd_filter.x;
+	struct rf__plan_key k;
+
+	memset(&k, 0, sizeof(k));
+	k.dir = op->code == RF__OP_CONV_FWD ? 0 : op->code == RF__OP_CONV_BWD_DATA ? 1 : 2;
+	k.n = s->n, k.c = s->c, k.h = s->h, k.w = s->w;
+	k.o = s->o, k.kh = s->kh, k.kw = s->kw;
+	k.stride = s->stride ? s->stride : 1;
+	k.pad = s->pad;
+	k.dtype = (int32_t)x->dtype;
+	k.layout = (int32_t)x->layout;
+	k.math = (int32_t)op->math;
+	return k;
+}
+
+/* Make plan p (its descriptors, its algorithm) for op on handle h. 0, or -EIO/-EINVAL
+ * with err set. */
+static int rf__plan_make(struct rf__cuda_dev *cd, cudnnHandle_t h, struct rf__plan *p,
+			 const struct rf__op *op, char *err, size_t len)
+{
+	const struct rf__conv2d *s = &op->p.conv.s;
+	struct rf__cplan *cp = calloc(1, sizeof(*cp));
+	cudnnTensorFormat_t fmt = rf__format((enum rf_layout)p->key.layout);
+	cudnnDataType_t dt = rf__dtype((enum rf_tdtype)p->key.dtype);
+	int st = p->key.stride, n = 0, ret = 0, k = -1, other = 0;
+	int tf32 = op->math == RF__MATH_TF32 || dt != CUDNN_DATA_FLOAT;
+	struct rf__descs *d;
+
+	if (!cp) {
+		snprintf(err, len, "cuDNN plan: out of memory");
+		return -ENOMEM;
+	}
+	d = &cp->d;
+	RF__CK("cuDNN x descriptor", rf__tensor(d, 0, s->n, s->c, s->h, s->w, fmt, dt));
+	RF__CK("cuDNN y descriptor", rf__tensor(d, 1, s->n, s->o, rf__conv2d_oh(s), rf__conv2d_ow(s),
+						fmt, dt));
+	RF__CK("cuDNN bias descriptor", rf__tensor(d, 2, 1, s->o, 1, 1, fmt, dt));
+	RF__CK("cudnnCreateFilterDescriptor", rf__dn.create_filter(&d->f));
+	RF__CK("cudnnSetFilter4dDescriptor",
+	       rf__dn.set_filter4d(d->f, dt, fmt, s->o, s->c, s->kh, s->kw));
+	RF__CK("cudnnCreateConvolutionDescriptor", rf__dn.create_conv(&d->c));
+	/* PyTorch's conv2d is cross-correlation; sums in f32 whatever the data */
+	RF__CK("cudnnSetConvolution2dDescriptor",
+	       rf__dn.set_conv2d(d->c, s->pad, s->pad, st, st, 1, 1, CUDNN_CROSS_CORRELATION,
+				 CUDNN_DATA_FLOAT));
+	RF__CK("cudnnSetConvolutionMathType",
+	       rf__dn.set_conv_math(d->c, tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+	switch (p->key.dir) {
+	case 0: {
+		cudnnConvolutionFwdAlgoPerf_t perf[16];
+		RF__CK("cudnnGetConvolutionForwardAlgorithm_v7",
+		       rf__dn.fwd_algos(h, d->t[0], d->f, d->c, d->t[1], 16, &n, perf));
+		RF__PICK(perf, n, cd->ws_budget, tf32, k, other);
+		if (k >= 0)
+			p->algo = (int)perf[k].algo, p->ws = perf[k].memory, cp->math = perf[k].mathType;
+		break;
+	}
+	case 1: {
+		cudnnConvolutionBwdDataAlgoPerf_t perf[16];
+		RF__CK("cudnnGetConvolutionBackwardDataAlgorithm_v7",
+		       rf__dn.bwd_data_algos(h, d->f, d->t[1], d->c, d->t[0], 16, &n, perf));
+		RF__PICK(perf, n, cd->ws_budget, tf32, k, other);
+		if (k >= 0)
+			p->algo = (int)perf[k].algo, p->ws = perf[k].memory, cp->math = perf[k].mathType;
+		break;
+	}
+	default: {
+		cudnnConvolutionBwdFilterAlgoPerf_t perf[16];
+		RF__CK("cudnnGetConvolutionBackwardFilterAlgorithm_v7",
+		       rf__dn.bwd_filter_algos(h, d->t[0], d->t[1], d->c, d->f, 16, &n, perf));
+		RF__PICK(perf, n, cd->ws_budget, tf32, k, other);
+		if (k >= 0)
+			p->algo = (int)perf[k].algo, p->ws = perf[k].memory, cp->math = perf[k].mathType;
+		break;
+	}
+	}
+	/* fp32 runs FMA math, even an algorithm another math type's entry reported; tf32
+	 * runs the chosen entry's math type */
+	cp->other = other;
+	if (!tf32)
+		cp->math = CUDNN_FMA_MATH;
+	if (p->algo >= 0)
+		RF__CK("cudnnSetConvolutionMathType", rf__dn.set_conv_math(d->c, cp->math));
+	p->descs = cp;
+	return 0;
+out:
+	rf__cplan_free(cp);
+	return ret;
+}
+
+/* The stream's workspace, at least `bytes`: grown from the device's allocator, the
+ * buffer it replaces handed to op to retire (freed when op is done: every op before it
+ * on the stream is done then too). 0 or -ENOMEM with err set. */
+static int rf__stream_ws(struct rf__cuda_stream *c, struct rf__op *op, size_t bytes, char *err,
+			 size_t len)
+{
+	void *p;
+
+	if (bytes <= c->dnn_ws_bytes)
+		return 0;
+	if (rf__cache_alloc(&c->dev->mem, bytes, &p) < 0) {
+		snprintf(err, len, "cuDNN workspace: no device memory for %zu bytes (the plan's "
+			 "algorithm; RF_CUDNN_WORKSPACE caps it)", bytes);
+		return -ENOMEM;
+	}
+	if (c->dnn_ws) {
+		if (op->retire)  /* grown twice by one op (never, today): give back now */
+			rf__cache_free(&c->dev->mem, op->retire, op->retire_bytes);
+		op->retire = c->dnn_ws;
+		op->retire_bytes = c->dnn_ws_bytes;
+	}
+	c->dnn_ws = p;
+	c->dnn_ws_bytes = bytes;
+	return 0;
+}
+
+/* The convolution itself: in fp32, an algorithm taken from another math type's entry
+ * may refuse to run in FMA math: that is the caller's im2col, not an error. cuDNN 9
+ * refuses with a sub-code (BAD_PARAM_SIZE_INSUFFICIENT, NOT_SUPPORTED_SHAPE, ...): its
+ * category is what counts. A CUDA error the refusal left pending is cleared: im2col's
+ * first launch check would take it for its own. */
 #define RF__CKCONV(what, call) do { cudnnStatus_t _s = (call); \
 	int _cat = CUDNN_STATUS_CATEGORY(_s); \
-	if (_s != CUDNN_STATUS_SUCCESS && other && \
+	if (_s != CUDNN_STATUS_SUCCESS && cp->other && \
 	    (_cat == CUDNN_STATUS_BAD_PARAM || _cat == CUDNN_STATUS_NOT_SUPPORTED)) { \
 		(void)cudaGetLastError(); \
-		algo = -1; \
-		goto fallback; \
+		p->algo = -1; \
+		ret = -ENOTSUP; \
+		goto out; \
 	} \
 	if (_s != CUDNN_STATUS_SUCCESS) { ret = rf__dnn_fail(err, len, what, _s); goto out; } \
 } while (0)
 
-int rf__dnn_conv(struct rf__dnn **hp, void *cs, struct rf__op *op)
+int rf__dnn_conv(struct rf__cuda_stream *c, struct rf__op *op)
 {
 	const struct rf__conv2d *s = &op->p.conv.s;
+	struct rf__cuda_dev *cd = c->dev->ctx;
 	char *err = op->err;
-	size_t len = sizeof(op->err), ws = op->ws ? op->ws_bytes : 0;
+	size_t len = sizeof(op->err);
 	cudnnHandle_t h;
-	struct rf__descs d = { 0 };
+	struct rf__plan_key key;
+	struct rf__plan *p;
+	struct rf__cplan *cp;
 	const float one = 1.0f, zero = 0.0f, acc = op->p.conv.acc ? 1.0f : 0.0f;
-	int ret = 0, n = 0, algo, other;
+	int ret = 0;
 
 	/* An empty shape is the caller's im2col, which does what the CPU does: no image
 	 * zeroes a dw and db that are not accumulated, an empty plane with padding still
 	 * has outputs (the bias), no channel is refused. cuDNN takes no zero dimension. */
 	if (!s->n || !s->c || !s->o || !s->h || !s->w)
 		return -ENOTSUP;
-	if (!(h = rf__handle(hp, cs, err, len)))
+	if (!(h = rf__handle(&c->dnn, c->cs, err, len)))
 		return -EIO;
-	RF__CK("cuDNN convolution descriptors", rf__conv_descs(&d, s));
+	if ((ret = rf__budget(cd, err, len)) < 0)
+		return ret;
+	key = rf__conv_key(op);
+	if (!(p = rf__plan_find(&cd->plans, &key))) {
+		p = rf__plan_add(&cd->plans, &key);
+		if ((ret = rf__plan_make(cd, h, p, op, err, len)) < 0) {
+			p->algo = -1;
+			p->key.dir = -1;   /* not a plan: found by no key */
+			return ret;
+		}
+	}
+	cp = p->descs;
+	if (p->algo < 0) {
+		static _Atomic int said;
+		if (!atomic_exchange(&said, 1))
+			rf__log(RF_LOG_WARN, "cuDNN has no deterministic algorithm within the "
+				"%zu-byte workspace budget for a %dx%d convolution (%d -> %d "
+				"channels, %dx%d input, %s %s): im2col + cuBLAS instead (said once)",
+				cd->ws_budget, s->kh, s->kw, s->c, s->o, s->h, s->w,
+				rf_tdtype_name((enum rf_tdtype)key.dtype),
+				rf_layout_name((enum rf_layout)key.layout));
+		return -ENOTSUP;
+	}
+	if ((ret = rf__stream_ws(c, op, p->ws, err, len)) < 0)
+		return ret;
 	switch (op->code) {
-	case RF__OP_CONV_FWD: {
-		cudnnConvolutionFwdAlgoPerf_t perf[16];
-		RF__CK("cudnnGetConvolutionForwardAlgorithm_v7",
-		       rf__dn.fwd_algos(h, d.t[0], d.f, d.c, d.t[1], 16, &n, perf));
-		RF__PICK(perf, n, ws, algo, other);
-		if (algo < 0)
-			break;
+	case RF__OP_CONV_FWD:
 		RF__CKCONV("cudnnConvolutionForward",
-		       rf__dn.conv_fwd(h, &one, d.t[0], op->o.conv_fwd.x.data, d.f,
-				       op->o.conv_fwd.w.data, d.c, (cudnnConvolutionFwdAlgo_t)algo,
-				       op->ws, ws, &zero, d.t[1], op->o.conv_fwd.y.data));
+		       rf__dn.conv_fwd(h, &one, cp->d.t[0], op->o.conv_fwd.x.data, cp->d.f,
+				       op->o.conv_fwd.w.data, cp->d.c, (cudnnConvolutionFwdAlgo_t)p->algo,
+				       c->dnn_ws, p->ws, &zero, cp->d.t[1], op->o.conv_fwd.y.data));
 		if (op->o.conv_fwd.b.data)
 			RF__CK("cudnnAddTensor (bias)",
-			       rf__dn.add_tensor(h, &one, d.t[2], op->o.conv_fwd.b.data, &one, d.t[1],
-						 op->o.conv_fwd.y.data));
+			       rf__dn.add_tensor(h, &one, cp->d.t[2], op->o.conv_fwd.b.data, &one,
+						 cp->d.t[1], op->o.conv_fwd.y.data));
 		break;
-	}
-	case RF__OP_CONV_BWD_DATA: {
-		cudnnConvolutionBwdDataAlgoPerf_t perf[16];
-		RF__CK("cudnnGetConvolutionBackwardDataAlgorithm_v7",
-		       rf__dn.bwd_data_algos(h, d.f, d.t[1], d.c, d.t[0], 16, &n, perf));
-		RF__PICK(perf, n, ws, algo, other);
-		if (algo < 0)
-			break;
+	case RF__OP_CONV_BWD_DATA:
 		RF__CKCONV("cudnnConvolutionBackwardData",
-		       rf__dn.conv_bwd_data(h, &one, d.f, op->o.conv_bwd_data.w.data, d.t[1],
-					    op->o.conv_bwd_data.dy.data, d.c,
-					    (cudnnConvolutionBwdDataAlgo_t)algo, op->ws, ws, &zero,
-					    d.t[0], op->o.conv_bwd_data.dx.data));
+		       rf__dn.conv_bwd_data(h, &one, cp->d.f, op->o.conv_bwd_data.w.data, cp->d.t[1],
+					    op->o.conv_bwd_data.dy.data, cp->d.c,
+					    (cudnnConvolutionBwdDataAlgo_t)p->algo, c->dnn_ws, p->ws,
+					    &zero, cp->d.t[0], op->o.conv_bwd_data.dx.data));
 		break;
-	}
-	case RF__OP_CONV_BWD_FILTER: {
-		cudnnConvolutionBwdFilterAlgoPerf_t perf[16];
-		RF__CK("cudnnGetConvolutionBackwardFilterAlgorithm_v7",
-		       rf__dn.bwd_filter_algos(h, d.t[0], d.t[1], d.c, d.f, 16, &n, perf));
-		RF__PICK(perf, n, ws, algo, other);
-		if (algo < 0)
-			break;
+	case RF__OP_CONV_BWD_FILTER:
 		RF__CKCONV("cudnnConvolutionBackwardFilter",
-		       rf__dn.conv_bwd_filter(h, &one, d.t[0], op->o.conv_bwd_filter.x.data, d.t[1],
-					      op->o.conv_bwd_filter.dy.data, d.c,
-					      (cudnnConvolutionBwdFilterAlgo_t)algo, op->ws, ws, &acc,
-					      d.f, op->o.conv_bwd_filter.dw.data));
+		       rf__dn.conv_bwd_filter(h, &one, cp->d.t[0], op->o.conv_bwd_filter.x.data,
+					      cp->d.t[1], op->o.conv_bwd_filter.dy.data, cp->d.c,
+					      (cudnnConvolutionBwdFilterAlgo_t)p->algo, c->dnn_ws,
+					      p->ws, &acc, cp->d.f, op->o.conv_bwd_filter.dw.data));
 		if (op->o.conv_bwd_filter.db.data)
 			RF__CK("cudnnConvolutionBackwardBias",
-			       rf__dn.conv_bwd_bias(h, &one, d.t[1], op->o.conv_bwd_filter.dy.data,
-						    &acc, d.t[2], op->o.conv_bwd_filter.db.data));
+			       rf__dn.conv_bwd_bias(h, &one, cp->d.t[1], op->o.conv_bwd_filter.dy.data,
+						    &acc, cp->d.t[2], op->o.conv_bwd_filter.db.data));
 		break;
-	}
 	default:
-		snprintf(err, len, "cuDNN: op %d is not a convolution", op->code);
+		snprintf(err, len, "cuDNN: op %s is not a convolution", op->name);
 		ret = -EINVAL;
-		goto out;
-	}
-fallback:
-	if (algo < 0) {
-		static _Atomic int said;
-		ret = -ENOTSUP;  /* no deterministic algorithm fits: the caller's im2col */
-		if (!atomic_exchange(&said, 1))
-			rf__log(RF_LOG_WARN, "cuDNN has no deterministic algorithm that fits %zu "
-				"bytes of workspace and runs in FMA math for a %dx%d convolution "
-				"(%d -> %d channels, %dx%d input; %d candidates): im2col + cuBLAS "
-				"instead (said once)", ws, s->kh, s->kw, s->c, s->o, s->h, s->w, n);
 	}
 out:
-	rf__descs_free(&d);
 	return ret;
 }
 
-int rf__dnn_norm(struct rf__dnn **hp, void *cs, struct rf__op *op)
+/* ---- batch norm and pooling --------------------------------------------------------- */
+
+int rf__dnn_norm(struct rf__cuda_stream *c, struct rf__op *op)
 {
 	char *err = op->err;
 	size_t len = sizeof(op->err);
@@ -410,23 +582,42 @@ int rf__dnn_norm(struct rf__dnn **hp, void *cs, struct rf__op *op)
 	const float one = 1.0f, zero = 0.0f;
 	const cudnnBatchNormMode_t bm = CUDNN_BATCHNORM_SPATIAL;
 	int bn = op->code == RF__OP_BN_TRAIN || op->code == RF__OP_BN_EVAL || op->code == RF__OP_BN_BWD;
-	int n = bn ? op->p.bn.s.n : op->p.pool.n, c = bn ? op->p.bn.s.c : op->p.pool.c;
+	int n = bn ? op->p.bn.s.n : op->p.pool.n, ch = bn ? op->p.bn.s.c : op->p.pool.c;
 	int hh = bn ? op->p.bn.h : op->p.pool.h, ww = bn ? op->p.bn.w : op->p.pool.w;
 	double eps = !bn ? 0 : op->p.bn.s.eps >= CUDNN_BN_MIN_EPSILON ? op->p.bn.s.eps
 								     : CUDNN_BN_MIN_EPSILON;
+	/* the big (n, c, h, w) tensor of the op sets the format and the data type
+	 * (supports_op: its partner has the same): the first output, or the forward
+	 * poolings' input */
+	const struct rf__tref *big = &op->o.t[0];
+	cudnnTensorFormat_t fmt;
+	cudnnDataType_t dt;
 	int ret = 0;
 
+	switch (op->code) {
+	case RF__OP_GAP_FWD:
+		big = &op->o.gap_fwd.x;
+		break;
+	case RF__OP_MAXPOOL_FWD:
+		big = &op->o.maxpool_fwd.x;
+		break;
+	default:
+		break;
+	}
+	fmt = rf__format(big->layout);
+	dt = rf__dtype(big->dtype);
 	/* ops-norm.c refuses the empty shapes that the CPU kernels refuse (batch norm's
 	 * empty channels or planes, its backward's empty batch): what is left here has
 	 * no output element, and the CPU writes none either */
-	if (!n || !c || !hh || !ww)
+	if (!n || !ch || !hh || !ww)
 		return 0;
-	if (!(h = rf__handle(hp, cs, err, len)))
+	if (!(h = rf__handle(&c->dnn, c->cs, err, len)))
 		return -EIO;
-	RF__CK("cuDNN tensor descriptor", rf__tensor(&d, 0, n, c, hh, ww));
+	RF__CK("cuDNN tensor descriptor", rf__tensor(&d, 0, n, ch, hh, ww, fmt, dt));
 	switch (op->code) {
 	case RF__OP_BN_TRAIN:
-		RF__CK("cuDNN tensor descriptor", rf__tensor(&d, 1, 1, c, 1, 1));
+		RF__CK("cuDNN tensor descriptor", rf__tensor(&d, 1, 1, ch, 1, 1, CUDNN_TENSOR_NCHW,
+							     CUDNN_DATA_FLOAT));
 		RF__CK("cudnnBatchNormalizationForwardTraining",
 		       rf__dn.bn_train(h, bm, &one, &zero, d.t[0], op->o.bn_train.x.data, d.t[0],
 				       op->o.bn_train.y.data, d.t[1], op->o.bn_train.gamma.data,
@@ -435,7 +626,8 @@ int rf__dnn_norm(struct rf__dnn **hp, void *cs, struct rf__op *op)
 				       op->o.bn_train.mean.data, op->o.bn_train.invstd.data));
 		break;
 	case RF__OP_BN_EVAL:
-		RF__CK("cuDNN tensor descriptor", rf__tensor(&d, 1, 1, c, 1, 1));
+		RF__CK("cuDNN tensor descriptor", rf__tensor(&d, 1, 1, ch, 1, 1, CUDNN_TENSOR_NCHW,
+							     CUDNN_DATA_FLOAT));
 		RF__CK("cudnnBatchNormalizationForwardInference",
 		       rf__dn.bn_infer(h, bm, &one, &zero, d.t[0], op->o.bn_eval.x.data, d.t[0],
 				       op->o.bn_eval.y.data, d.t[1], op->o.bn_eval.gamma.data,
@@ -443,7 +635,8 @@ int rf__dnn_norm(struct rf__dnn **hp, void *cs, struct rf__op *op)
 				       op->o.bn_eval.run_var.data, eps));
 		break;
 	case RF__OP_BN_BWD:
-		RF__CK("cuDNN tensor descriptor", rf__tensor(&d, 1, 1, c, 1, 1));
+		RF__CK("cuDNN tensor descriptor", rf__tensor(&d, 1, 1, ch, 1, 1, CUDNN_TENSOR_NCHW,
+							     CUDNN_DATA_FLOAT));
 		RF__CK("cudnnBatchNormalizationBackward",
 		       rf__dn.bn_bwd(h, bm, &one, &zero, &one, &zero, d.t[0], op->o.bn_bwd.x.data,
 				     d.t[0], op->o.bn_bwd.dy.data, d.t[0], op->o.bn_bwd.dx.data, d.t[1],
@@ -459,7 +652,7 @@ int rf__dnn_norm(struct rf__dnn **hp, void *cs, struct rf__op *op)
 		int kh = gap ? hh : op->p.pool.k, kw = gap ? ww : op->p.pool.k;
 		int sh = gap ? hh : op->p.pool.st, sw = gap ? ww : op->p.pool.st;
 		int oh = (hh - kh) / sh + 1, ow = (ww - kw) / sw + 1;
-		RF__CK("cuDNN tensor descriptor", rf__tensor(&d, 1, n, c, oh, ow));
+		RF__CK("cuDNN tensor descriptor", rf__tensor(&d, 1, n, ch, oh, ow, fmt, dt));
 		RF__CK("cudnnCreatePoolingDescriptor", rf__dn.create_pool(&d.p));
 		RF__CK("cudnnSetPooling2dDescriptor",
 		       rf__dn.set_pool2d(d.p, gap ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
@@ -481,7 +674,8 @@ int rf__dnn_norm(struct rf__dnn **hp, void *cs, struct rf__op *op)
 			RF__CK("cudnnPoolingBackward",
 			       rf__dn.pool_bwd(h, d.p, &one, d.t[1], dy, d.t[1], dy, d.t[0], dx, &zero,
 					       d.t[0], dx));
-		} else if (!op->ws || op->ws_bytes < (size_t)n * c * oh * ow * sizeof(float)) {
+		} else if (!op->ws || op->ws_bytes < (size_t)n * ch * oh * ow *
+						    rf_tdtype_size(big->dtype)) {
 			snprintf(err, len, "cuDNN max-pooling backward: no workspace for y");
 			ret = -EINVAL;
 		} else {

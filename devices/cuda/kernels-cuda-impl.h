@@ -55,6 +55,13 @@ int rf__kc_gemm(void *cublas, int trans_a, int trans_b, int m, int n, int k,
 	       float alpha, const float *a, int lda, const float *b, int ldb,
 	       float beta, float *c, int ldc);
 
+/* rf__kc_gemm with each operand of its own dtype (enum rf_tdtype: f32, bf16, f16) and
+ * f32 accumulation; tf32: f32 products on tensor cores with TF32 inputs. All f32 and
+ * tf32 == 0 is rf__kc_gemm itself (cublasSgemm). */
+int rf__kc_gemm_ex(void *cublas, int ta, int tb, int m, int n, int k, float alpha,
+		   const void *a, int adt, int lda, const void *b, int bdt, int ldb, float beta,
+		   void *c, int cdt, int ldc, int tf32);
+
 /* y (rows, cols) += b (cols). */
 int rf__kc_bias_add(void *stream, float *y, const float *b, int rows, int cols);
 /* db (cols) (+)= sum_r dy[r, :]. */

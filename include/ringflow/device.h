@@ -20,6 +20,22 @@ struct rf_device;
 
 enum rf_device_kind { RF_DEVICE_CPU = 0, RF_DEVICE_CUDA = 1 };
 
+/* The math of a device's float products (convolutions and GEMMs), as PyTorch users know
+ * it. A seed gives the same bits run after run in every precision on the same device.
+ * The CPU computes in full float32 whatever is asked (its precision reads fp32). */
+enum rf_precision {
+	RF_PRECISION_DEFAULT = 0,  /* the device's: tf32 on CUDA, fp32 on the CPU */
+	RF_PRECISION_FP32,         /* full float32 products (FMA only): bit-comparisons with
+				    * the CPU */
+	RF_PRECISION_TF32,         /* tensor cores on TF32 inputs, float32 accumulation
+				    * (PyTorch's default for cuDNN convolutions) */
+	RF_PRECISION_BF16,         /* mixed precision: the model's activations in bf16 on
+				    * tensor cores; weights, optimizer state and the loss in
+				    * float32 (rf_model_create reads it); f32 products as tf32 */
+};
+/* "fp32", "tf32", "bf16", "default" (static) */
+const char *rf_precision_name(enum rf_precision p);
+
 struct rf_cpu_opts {
 	unsigned streams;     /* compute worker streams; 0: 1 */
 	int blas_threads;     /* OpenBLAS threads; 0: policy above; -1: leave as is */
@@ -31,6 +47,7 @@ struct rf_cuda_opts {
 	unsigned watchdog_ms; /* period of the stuck-stream check; 0: 2000 (RF_CUDA_WATCHDOG_MS) */
 	unsigned hang_ms;     /* fail pending ops with -ETIMEDOUT after this long without
 			       * progress on a live context; 0: 600000 */
+	enum rf_precision precision; /* 0: tf32 */
 };
 
 /* Open the CPU device on engine e (borrowed; must outlive the device). opts may be
@@ -73,6 +90,7 @@ struct rf_device_opts {
 	size_t mem_limit;     /* bytes the device's caching allocator may hold (0: what the
 			       * backend gives). An allocation that finds none waits for
 			       * the work in flight to give memory back, then fails. */
+	enum rf_precision precision; /* 0: the device's default (above) */
 };
 /* rf_device_open with options (opts may be NULL): what rf_cpu_open and rf_cuda_open
  * do, by name. -EINVAL for a malformed spec or an unknown kind, -ENODEV for an
@@ -102,6 +120,8 @@ void rf_device_close(struct rf_device *d);
  * "cuda:1"; owned by the device). */
 enum rf_device_kind rf_device_kind(const struct rf_device *d);
 const char *rf_device_name(const struct rf_device *d);    /* "cpu:0", "cuda:1" */
+/* The precision d computes in (never RF_PRECISION_DEFAULT). */
+enum rf_precision rf_device_precision(const struct rf_device *d);
 struct rf_engine *rf_device_engine(const struct rf_device *d);
 int rf_device_ordinal(const struct rf_device *d);
 
