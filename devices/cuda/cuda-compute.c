@@ -49,19 +49,22 @@ static int rf__uniform(const struct rf__op *op, unsigned skip, int f32_only)
 	return -1;
 }
 
-/* Elementwise kernels: f32, and every operand laid out alike (all row-major, or all
- * 4-D in one layout: then memory order is one order for all). */
-static int rf__elementwise(const struct rf__op *op)
+/* Elementwise kernels: one float dtype (f32 only for the optimizer's: f32_only), and
+ * every operand laid out alike (all row-major, or all 4-D in one layout: then memory
+ * order is one order for all). */
+static int rf__elementwise(const struct rf__op *op, int f32_only)
 {
-	int lay = -1;
+	int lay = -1, dt = -1;
 
 	for (unsigned i = 0; i < op->nt; i++) {
 		const struct rf__tref *t = rf__op_tc(op, i);
 		int l;
 		if (!t->dtype)
 			continue;
-		if (t->dtype != RF_F32)
+		if (!rf__is_float(t->dtype) || (f32_only && t->dtype != RF_F32) ||
+		    (dt >= 0 && (int)t->dtype != dt))
 			return (int)i;
+		dt = (int)t->dtype;
 		l = t->ndim == 4 ? (int)t->layout : RF_LAYOUT_ROWMAJOR;
 		if (lay < 0)
 			lay = l;
@@ -160,10 +163,15 @@ int rf__cuda_supports(const struct rf_device *d, const struct rf__op *op, char *
 		return 1;
 	}
 	case RF__OP_RELU_FWD: case RF__OP_RELU_BWD: case RF__OP_AXPY: case RF__OP_SCALE:
-	case RF__OP_SUM: case RF__OP_SGD: case RF__OP_SGD_MOMENTUM: case RF__OP_ADAMW:
-		if ((i = rf__elementwise(op)) >= 0)
-			return rf__refuse(op, i, "CUDA's elementwise kernels take f32 tensors all "
-					  "laid out alike (rf_convert first)", why, len);
+	case RF__OP_SUM:
+		if ((i = rf__elementwise(op, 0)) >= 0)
+			return rf__refuse(op, i, "CUDA's elementwise kernels take tensors of one "
+					  "float dtype all laid out alike (rf_convert first)", why, len);
+		return 1;
+	case RF__OP_SGD: case RF__OP_SGD_MOMENTUM: case RF__OP_ADAMW:
+		if ((i = rf__elementwise(op, 1)) >= 0)
+			return rf__refuse(op, i, "CUDA's optimizer updates take f32 tensors (the "
+					  "masters) all laid out alike", why, len);
 		return 1;
 	default:
 		break;
@@ -264,11 +272,20 @@ int rf__cuda_compute(struct rf_device *d, struct rf__dstream *ds, struct rf__op 
 				       op->p.bias.rows, op->p.bias.cols, op->p.bias.acc);
 		break;
 	case RF__OP_RELU_FWD:
-		ret = rf__kc_relu_fwd(st, D(op->o.relu_fwd.y), C(op->o.relu_fwd.x), op->p.ew.n);
+		if (op->o.relu_fwd.y.dtype != RF_F32)
+			ret = rf__kc_relu_fwd_h(st, (int)op->o.relu_fwd.y.dtype, op->o.relu_fwd.y.data,
+						op->o.relu_fwd.x.data, op->p.ew.n);
+		else
+			ret = rf__kc_relu_fwd(st, D(op->o.relu_fwd.y), C(op->o.relu_fwd.x), op->p.ew.n);
 		break;
 	case RF__OP_RELU_BWD:
-		ret = rf__kc_relu_bwd(st, D(op->o.relu_bwd.dx), C(op->o.relu_bwd.dy),
-				      C(op->o.relu_bwd.y), op->p.ew.n);
+		if (op->o.relu_bwd.dx.dtype != RF_F32)
+			ret = rf__kc_relu_bwd_h(st, (int)op->o.relu_bwd.dx.dtype, op->o.relu_bwd.dx.data,
+						op->o.relu_bwd.dy.data, op->o.relu_bwd.y.data,
+						op->p.ew.n);
+		else
+			ret = rf__kc_relu_bwd(st, D(op->o.relu_bwd.dx), C(op->o.relu_bwd.dy),
+					      C(op->o.relu_bwd.y), op->p.ew.n);
 		break;
 	case RF__OP_XENT:
 		ret = rf__kc_softmax_xent(st, D(op->o.xent.dlogits), D(op->o.xent.loss),
@@ -332,16 +349,29 @@ int rf__cuda_compute(struct rf_device *d, struct rf__dstream *ds, struct rf__op 
 		break;
 	}
 	case RF__OP_AXPY:
-		ret = rf__kc_axpy(st, D(op->o.axpy.y), op->p.axpy.a, C(op->o.axpy.x), op->p.axpy.n);
+		if (op->o.axpy.y.dtype != RF_F32)
+			ret = rf__kc_axpy_h(st, (int)op->o.axpy.y.dtype, op->o.axpy.y.data, op->p.axpy.a,
+					    op->o.axpy.x.data, op->p.axpy.n);
+		else
+			ret = rf__kc_axpy(st, D(op->o.axpy.y), op->p.axpy.a, C(op->o.axpy.x),
+					  op->p.axpy.n);
 		break;
 	case RF__OP_SCALE:
-		ret = rf__kc_scale(st, D(op->o.scale.x), op->p.axpy.a, op->p.axpy.n);
+		if (op->o.scale.x.dtype != RF_F32)
+			ret = rf__kc_scale_h(st, (int)op->o.scale.x.dtype, op->o.scale.x.data,
+					     op->p.axpy.a, op->p.axpy.n);
+		else
+			ret = rf__kc_scale(st, D(op->o.scale.x), op->p.axpy.a, op->p.axpy.n);
 		break;
 	case RF__OP_SUM: {
 		const float *in[RF__OP_SUM_MAX];
 		for (int i = 0; i < op->p.sum.k; i++)
 			in[i] = op->p.sum.in[i].data;
-		ret = rf__kc_reduce_sum(st, D(op->o.sum.out), in, op->p.sum.k, op->p.sum.n);
+		if (op->o.sum.out.dtype != RF_F32)
+			ret = rf__kc_sum_h(st, (int)op->o.sum.out.dtype, op->o.sum.out.data,
+					   (const void *const *)in, op->p.sum.k, op->p.sum.n);
+		else
+			ret = rf__kc_reduce_sum(st, D(op->o.sum.out), in, op->p.sum.k, op->p.sum.n);
 		break;
 	}
 	case RF__OP_FILL: {

@@ -130,6 +130,16 @@ int rf__kc_rand_uniform(void *stream, float *out, size_t n, uint64_t seed,
 int rf__kc_rand_normal(void *stream, float *out, size_t n, uint64_t seed,
 		      uint64_t counter, float mean, float std);
 
+/* The elementwise kernels in bf16 or f16 (dt: RF_BF16 or RF_F16; kernels_cuda_half.cu):
+ * values read into f32, computed there without fused multiply-add, rounded to nearest
+ * even. -EINVAL for another dt. sum: k (1..63) inputs, a HOST array of device
+ * pointers; out may be in[0]. */
+int rf__kc_relu_fwd_h(void *stream, int dt, void *y, const void *x, size_t n);
+int rf__kc_relu_bwd_h(void *stream, int dt, void *dx, const void *dy, const void *y, size_t n);
+int rf__kc_axpy_h(void *stream, int dt, void *y, float a, const void *x, size_t n);
+int rf__kc_scale_h(void *stream, int dt, void *x, float a, size_t n);
+int rf__kc_sum_h(void *stream, int dt, void *out, const void *const *in, int k, size_t n);
+
 /* dst = src converted (kernels_cuda_convert.cu): the elements of a tensor of logical
  * shape (ndim, shape) from dtype sdt into ddt (enum rf_tdtype values: f32, bf16 and
  * f16 into one another, rounded to nearest even; an integer dtype only to itself),

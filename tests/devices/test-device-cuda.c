@@ -26,7 +26,9 @@ int main(void)
 	for (int g = 0; g < n; g++) {
 		struct rf_device *d;
 		struct rf_mem_stats ms;
-		CHECK_OK(rf_cuda_open(e, g, &(struct rf_cuda_opts){ .streams = 2 }, &d));
+		/* fp32: the suite compares with references in double to float tolerances */
+		CHECK_OK(rf_cuda_open(e, g, &(struct rf_cuda_opts){ .streams = 2,
+							      .precision = RF_PRECISION_FP32 }, &d));
 		CHECK_EQ(rf_device_kind(d), RF_DEVICE_CUDA);
 		CHECK(rf_device_h2d_stream(d) != rf_device_d2h_stream(d));
 		ts_all(d);
