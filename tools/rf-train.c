@@ -356,6 +356,15 @@ static void print_json(const struct cli *c, const struct rf_trainer *t, const st
 	       c->o.batch_size ? c->o.batch_size : 256);
 	rf_cli_json_num(stdout, "%g", (double)c->o.lr);
 	printf(", \"seed\": %" PRIu64, c->o.seed);
+	{
+		/* what the run computed in: the device's precision, the convolutional
+		 * part's dtype and layout */
+		const struct rf_model *m = rf_trainer_replica((struct rf_trainer *)t, 0);
+		printf(", \"precision\": \"%s\", \"act_dtype\": \"%s\", \"layout\": \"%s\"",
+		       m ? rf_precision_name(rf_device_precision(m->dev)) : "?",
+		       m ? rf_tdtype_name(m->act_dtype) : "?",
+		       m ? rf_layout_name(m->act_layout) : "?");
+	}
 	printf(", \"hybridize\": %s", c->o.hybridize ? "true" : "false");
 	printf(", \"optimizer\": \"%s\", \"momentum\": ", c->o.adamw ? "adamw" : "sgd");
 	rf_cli_json_num(stdout, "%g", (double)c->o.momentum);

@@ -49,6 +49,13 @@ static const char usage[] =
 "  --warmup-epochs W     a linear warm-up first, from lr/(W+1) to lr at epoch W\n"
 "  --device cpu|cuda     where to compute (default cpu)\n"
 "  --devices K           data parallel over K devices (CPU: K worker streams; CUDA: K GPUs)\n"
+"  --precision P         a GPU's math: tf32 (CUDA's default: tensor cores on TF32 inputs,\n"
+"                        f32 sums), fp32 (FMA only: bit-comparisons with the CPU), bf16\n"
+"                        (mixed precision: the convolutions' activations in bf16, weights,\n"
+"                        optimizer and loss f32). The CPU computes in fp32 whatever is asked\n"
+"  --layout L            the convolutions' activations: auto (default: NHWC on a GPU that\n"
+"                        runs the model so, else NCHW), nchw, nhwc (on the CPU by its\n"
+"                        reference path: slow, and the same bits as nchw)\n"
 "  --seed S              seed of the weight init and the shuffle (default 0)\n"
 "  --init KIND           weights: kaiming +-sqrt(6/fan_in) (mlp's and lenet's default),\n"
 "                        uniform +-1/sqrt(fan_in) (PyTorch's; resnet18's default: kaiming\n"
@@ -436,7 +443,8 @@ enum { O_DATA = 256, O_EPOCHS, O_BATCH, O_LR, O_DEVICE, O_DEVICES, O_SEED, O_CKP
        O_PREFETCH, O_INMEM, O_NOEVAL, O_QUIET, O_INIT, O_MODEL, O_STREAMS, O_WINDOW,
        O_BARRIER, O_MAXINF, O_STATS, O_DIST, O_DIST_TIMEOUT, O_BUCKET,
        O_DIST_STORE, O_TEST_DATA, O_MOMENTUM, O_WD, O_NESTEROV,
-       O_LR_SCHED, O_WARMUP, O_OPTIMIZER, O_CKPT_EVERY, O_MAX_STEPS, O_AUGMENT, O_EXPORT, O_HYBRID };
+       O_LR_SCHED, O_WARMUP, O_OPTIMIZER, O_CKPT_EVERY, O_MAX_STEPS, O_AUGMENT, O_EXPORT, O_HYBRID,
+       O_PRECISION, O_LAYOUT };
 
 static const struct option long_opts[] = {
 	{ "model", required_argument, 0, O_MODEL },
@@ -446,6 +454,8 @@ static const struct option long_opts[] = {
 	{ "lr", required_argument, 0, O_LR },
 	{ "device", required_argument, 0, O_DEVICE },
 	{ "devices", required_argument, 0, O_DEVICES },
+	{ "precision", required_argument, 0, O_PRECISION },
+	{ "layout", required_argument, 0, O_LAYOUT },
 	{ "seed", required_argument, 0, O_SEED },
 	{ "init", required_argument, 0, O_INIT },
 	{ "checkpoint", required_argument, 0, O_CKPT },
@@ -562,6 +572,26 @@ static int parse_opt(struct cli *c, int opt, const char *a)
 		if ((ret = int_opt("--devices", a, 1, RF_TRAIN_MAX_DEVICES, "devices", &v)))
 			return ret;
 		c->o.devices = (unsigned)v;
+		break;
+	case O_PRECISION:
+		if (!strcmp(a, "fp32"))
+			c->o.precision = RF_PRECISION_FP32;
+		else if (!strcmp(a, "tf32"))
+			c->o.precision = RF_PRECISION_TF32;
+		else if (!strcmp(a, "bf16"))
+			c->o.precision = RF_PRECISION_BF16;
+		else
+			return bad("--precision", "got '%s', expected fp32, tf32 or bf16", a);
+		break;
+	case O_LAYOUT:
+		if (!strcmp(a, "auto"))
+			c->o.channels_last = 0;
+		else if (!strcmp(a, "nchw"))
+			c->o.channels_last = -1;
+		else if (!strcmp(a, "nhwc"))
+			c->o.channels_last = 1;
+		else
+			return bad("--layout", "got '%s', expected auto, nchw or nhwc", a);
 		break;
 	case O_SEED:
 		if ((ret = int_opt("--seed", a, 0, UINT64_MAX, "the seed", &v)))

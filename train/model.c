@@ -9,7 +9,9 @@
 #include <string.h>
 
 #include "model.h"
+#include "net-impl.h"
 #include "ops.h"
+#include "rf-internal.h"
 
 /* ---- a replica ------------------------------------------------------------------------ */
 
@@ -56,6 +58,8 @@ int rf_model_create(struct rf_model **out, const struct rf_model_spec *spec,
 	m->spec = spec;
 	m->dev = d;
 	m->s = s ? s : rf_device_stream(d, 0);
+	m->act_dtype = RF_F32;
+	m->act_layout = RF_LAYOUT_ROWMAJOR;
 	snprintf(name, sizeof(name), "%s%sparams", tag ? tag : "", tag ? "." : "");
 	rf_tensor_create(d, RF_F32, name, RF_DIMS((int64_t)spec->numel), &m->params);
 	snprintf(name, sizeof(name), "%s%sgrads", tag ? tag : "", tag ? "." : "");
@@ -92,6 +96,8 @@ void rf_model_destroy(struct rf_model *m)
 	if (!m)
 		return;
 	for (i = 0; i < RF_MODEL_MAX_TENSORS; i++) {
+		rf_tensor_destroy(m->q[i]);
+		rf_tensor_destroy(m->gq[i]);
 		rf_tensor_destroy(m->p[i]);
 		rf_tensor_destroy(m->g[i]);
 		rf_tensor_destroy(m->v[i]);
@@ -105,6 +111,62 @@ void rf_model_destroy(struct rf_model *m)
 	rf_tensor_destroy(m->grads);
 	rf_tensor_destroy(m->mom);
 	free(m);
+}
+
+int rf_model_set_format(struct rf_model *m, enum rf_tdtype dt, enum rf_layout layout)
+{
+	const struct rf_model_spec *sp;
+	const char *ops[4];
+	int ret;
+
+	if (!m)
+		return rf__fail(-EINVAL, "rf_model_set_format: no model");
+	sp = m->spec;
+	if ((dt != RF_F32 && dt != RF_BF16 && dt != RF_F16) ||
+	    (layout != RF_LAYOUT_ROWMAJOR && layout != RF_LAYOUT_NHWC))
+		return rf__fail(-EINVAL, "rf_model_set_format: %s %s: a float dtype (f32, bf16, "
+				"f16) and row-major or NHWC expected", rf_tdtype_name(dt),
+				rf_layout_name(layout));
+	/* every op of the convolutional part, on this device, in this format */
+	for (unsigned i = 0; i < sp->ntable; i++) {
+		enum rf_layer_kind k = sp->table[i].kind;
+		/* 2-D layers are f32 row-major; a flatten converts (every device can) */
+		if ((sp->info[i].h == 0 && k != RF_LAYER_GAP) || k == RF_LAYER_FLATTEN)
+			continue;
+		unsigned n = rf__layer_ops(k, ops);
+		for (unsigned j = 0; j < n; j++)
+			if ((ret = rf_device_supports(m->dev, ops[j], dt, layout)) < 0)
+				return rf__fail(ret, "rf_model_set_format: %s", rf_last_error());
+	}
+	for (unsigned k = 0; k < RF_MODEL_MAX_TENSORS; k++) {
+		rf_tensor_destroy(m->q[k]);
+		rf_tensor_destroy(m->gq[k]);
+		m->q[k] = m->gq[k] = NULL;
+	}
+	m->act_dtype = dt;
+	m->act_layout = layout;
+	if (dt == RF_F32 && layout == RF_LAYOUT_ROWMAJOR)
+		return 0;
+	/* the convolutions' weights and biases in the compute format */
+	for (unsigned i = 0; i < sp->ntable; i++) {
+		const struct rf_layer_info *f = &sp->info[i];
+		if (sp->table[i].kind != RF_LAYER_CONV)
+			continue;
+		for (int k = f->p0; k < f->p0 + f->np; k++) {
+			const struct rf_param_spec *p = &sp->p[k];
+			enum rf_layout lay = p->ndim == 4 ? layout : RF_LAYOUT_ROWMAJOR;
+			char name[48];
+			snprintf(name, sizeof(name), "%s.c", p->name);
+			if ((ret = rf_tensor_create_layout(m->dev, dt, lay, name, p->ndim, p->shape,
+							   &m->q[k])) < 0)
+				return ret;
+			snprintf(name, sizeof(name), "d%s.c", p->name);
+			if ((ret = rf_tensor_create_layout(m->dev, dt, lay, name, p->ndim, p->shape,
+							   &m->gq[k])) < 0)
+				return ret;
+		}
+	}
+	return 0;
 }
 
 /* The half-width of a uniform init for tensor p (a bias only under RF_INIT_UNIFORM,

@@ -59,7 +59,8 @@ static int rf__contrib(struct rf_model *m, struct rf_model_acts *a, unsigned j,
 	}
 	in[0] = a->dg[j];
 	in[1] = t;
-	if ((ret = rf_tensor_create(m->dev, RF_F32, "dsum", t->ndim, t->shape, &u)) < 0) {
+	if ((ret = rf_tensor_create_layout(m->dev, t->dtype, t->layout, "dsum", t->ndim, t->shape,
+					   &u)) < 0) {
 		rf__drop(a, t);
 		return ret;
 	}
@@ -77,7 +78,7 @@ static int rf__grad_new(struct rf_model *m, struct rf_model_acts *a, unsigned j,
 	int64_t sh[4];
 	int nd = rf__node_shape(m->spec, j, a->n, sh);
 
-	return rf_tensor_create(m->dev, RF_F32, "dnode", nd, sh, out);
+	return rf__net_tensor(m, "dnode", nd, sh, out);
 }
 
 /* The CPU's fused backward of conv (on the model's input, single channel) -> ReLU ->
@@ -98,7 +99,7 @@ static int rf__conv1_pool_relu(struct rf_model *m, struct rf_model_acts *a, unsi
 	lc = &sp->table[c];
 	fc = &sp->info[c];
 	if (lc->kind != RF_LAYER_CONV || fc->in != 0 || a->need[0] || sp->info[c].uses != 1 ||
-	    lc->k * lc->k > 25 || fc->w > 64 || (lc->stride > 1) || lc->pad ||
+	    lc->k * lc->k > 25 || fc->w > 64 || (lc->stride > 1) || lc->pad || rf__net_formatted(m) ||
 	    rf_device_supports(m->dev, "conv2d_bwd_filter_pool_relu", RF_F32, RF_LAYOUT_ROWMAJOR))
 		return 0;
 	RF__TRY(rf_conv2d_bwd_filter_pool_relu(m->s, m->g[fc->p0], lc->bias ? m->g[fc->p0 + 1] : NULL,
@@ -128,6 +129,24 @@ static int rf__layer_bwd(struct rf_model *m, struct rf_model_acts *a, unsigned i
 	case RF_LAYER_FLATTEN:
 		if (!a->need[in])
 			return 0;
+		if (a->node[i + 1] != a->node[in]) {
+			/* the forward converted a formatted 4-D node: the gradient back into
+			 * that format (g keeps its shape for whoever else holds it) */
+			int nd = rf__node_shape(sp, in, a->n, sh);
+			int gnd = g->ndim;
+			int64_t gsh[4];
+			memcpy(gsh, g->shape, sizeof(gsh));
+			RF__TRY(rf__grad_new(m, a, in, &dx));
+			if ((ret = rf_tensor_reshape(g, nd, sh)) == 0) {
+				ret = rf_convert(s, dx, g);
+				rf_tensor_reshape(g, gnd, gsh);
+			}
+			if (ret < 0) {
+				rf__acts_free(a, dx);
+				return ret;
+			}
+			return rf__contrib(m, a, in, dx);
+		}
 		if (rf__refs(a, g) > 1 || g == a->node[a->nt]) {   /* others hold g as it is */
 			RF__TRY(rf_tensor_create(m->dev, RF_F32, "dflat", g->ndim, g->shape, &dx));
 			if ((ret = rf_sum(s, dx, &g, 1)) < 0) {
@@ -149,13 +168,23 @@ static int rf__layer_bwd(struct rf_model *m, struct rf_model_acts *a, unsigned i
 			ret = rf_gemm(s, 0, 0, 1.0f, g, p[0], 0.0f, dx);
 		}
 		break;
-	case RF_LAYER_CONV:
-		RF__TRY(rf_conv2d_bwd_filter(sw, gp[0], l->bias ? gp[1] : NULL, g, x, 0, st, l->pad));
+	case RF_LAYER_CONV: {
+		/* in the compute format (m->q, m->gq) the gradients are converted into the
+		 * f32 masters' before the hook sees them */
+		struct rf_tensor *gw = m->gq[f->p0] ? m->gq[f->p0] : gp[0];
+		struct rf_tensor *gb = !l->bias ? NULL : m->gq[f->p0 + 1] ? m->gq[f->p0 + 1] : gp[1];
+		struct rf_tensor *w = m->q[f->p0] ? m->q[f->p0] : p[0];
+		RF__TRY(rf_conv2d_bwd_filter(sw, gw, gb, g, x, 0, st, l->pad));
+		if (gw != gp[0])
+			RF__TRY(rf_convert(sw, gp[0], gw));
+		if (gb && gb != gp[1])
+			RF__TRY(rf_convert(sw, gp[1], gb));
 		if (a->need[in]) {
 			RF__TRY(rf__grad_new(m, a, in, &dx));
-			ret = rf_conv2d_bwd_data(s, dx, g, p[0], st, l->pad);
+			ret = rf_conv2d_bwd_data(s, dx, g, w, st, l->pad);
 		}
 		break;
+	}
 	case RF_LAYER_BN:
 		RF__TRY(rf__grad_new(m, a, in, &dx));
 		ret = rf_batchnorm_bwd(s, dx, gp[0], gp[1], g, x, a->mean[i], a->invstd[i], p[0]);
@@ -195,6 +224,16 @@ static int rf__layer_bwd(struct rf_model *m, struct rf_model_acts *a, unsigned i
 		break;
 	case RF_LAYER_GAP:
 		RF__TRY(rf__grad_new(m, a, in, &dx));
+		if (a->gapc[i]) {              /* the f32 gradient into the compute dtype */
+			struct rf_tensor *gc = NULL;
+			const struct rf_tensor *t = a->gapc[i];
+			if ((ret = rf_tensor_create(m->dev, t->dtype, "dgapc", t->ndim, t->shape,
+						    &gc)) == 0 &&
+			    (ret = rf_convert(s, gc, g)) == 0)
+				ret = rf_gavgpool_bwd(s, dx, gc);
+			rf__acts_free(a, gc);
+			break;
+		}
 		ret = rf_gavgpool_bwd(s, dx, g);
 		break;
 	case RF_LAYER_ADD:

@@ -38,11 +38,12 @@ static struct rf_model_acts *rf__acts_new(const struct rf_model_spec *sp, int n,
 	a->invstd = calloc(nt, sizeof(*a->invstd));
 	a->fused = calloc(nt + 1, 1);
 	a->need = calloc(nt + 1, 1);
-	a->own = calloc(3 * nt + 1, sizeof(*a->own));
+	a->own = calloc(4 * nt + 2, sizeof(*a->own));
 	a->views = calloc(2 * (nt + 1), sizeof(*a->views));
 	a->dg = calloc(nt + 1, sizeof(*a->dg));
+	a->gapc = calloc(nt + 1, sizeof(*a->gapc));
 	if (!a->node || !a->root || !a->mean || !a->invstd || !a->fused || !a->need || !a->own ||
-	    !a->views || !a->dg) {
+	    !a->views || !a->dg || !a->gapc) {
 		rf_model_acts_destroy(a);
 		return NULL;
 	}
@@ -118,9 +119,19 @@ void rf_model_acts_destroy(struct rf_model_acts *a)
 	free(a->own);
 	free(a->views);
 	free(a->dg);
+	free(a->gapc);
 	free(a);
 }
 
+
+int rf__net_tensor(struct rf_model *m, const char *name, int ndim, const int64_t *shape,
+		   struct rf_tensor **out)
+{
+	if (ndim == 4)
+		return rf_tensor_create_layout(m->dev, m->act_dtype, m->act_layout, name, ndim,
+					       shape, out);
+	return rf_tensor_create(m->dev, RF_F32, name, ndim, shape, out);
+}
 
 int rf__net_new(struct rf_model *m, struct rf_model_acts *a, const char *what, unsigned i,
 		   int ndim, const int64_t *shape, struct rf_tensor **out)
@@ -129,7 +140,7 @@ int rf__net_new(struct rf_model *m, struct rf_model_acts *a, const char *what, u
 	int ret;
 
 	snprintf(name, sizeof(name), "L%u.%s", i, what);
-	if ((ret = rf_tensor_create(m->dev, RF_F32, name, ndim, shape, out)) < 0)
+	if ((ret = rf__net_tensor(m, name, ndim, shape, out)) < 0)
 		return ret;
 	a->own[a->nown++] = *out;
 	return 0;
@@ -173,7 +184,7 @@ unsigned rf__layer_ops(enum rf_layer_kind k, const char *ops[4])
 		[RF_LAYER_AVGPOOL] = { "avgpool2d_fwd", "avgpool2d_bwd" },
 		[RF_LAYER_MAXPOOL] = { "maxpool2d_fwd", "maxpool2d_bwd" },
 		[RF_LAYER_GAP] = { "gavgpool_fwd", "gavgpool_bwd" },
-		[RF_LAYER_ADD] = { "sum" },
+		[RF_LAYER_ADD] = { "sum", "axpy" },
 		[RF_LAYER_FLATTEN] = { "sum" },
 	};
 	unsigned n = 0;
@@ -185,11 +196,11 @@ unsigned rf__layer_ops(enum rf_layer_kind k, const char *ops[4])
 	return n;
 }
 
-/* 1 when the model's device runs the fused op named: the fusions below are taken
- * where it does. */
+/* 1 when the model's device runs the fused op named (in the model's format): the
+ * fusions below are taken where it does. */
 static int rf__fuses(const struct rf_model *m, const char *op)
 {
-	return rf_device_supports(m->dev, op, RF_F32, RF_LAYOUT_ROWMAJOR) == 0;
+	return rf_device_supports(m->dev, op, m->act_dtype, m->act_layout) == 0;
 }
 
 /* Allocate every node of the forward (whole batch), decide aliasing and fusion. */
@@ -206,9 +217,11 @@ static int rf__plan(struct rf_model *m, struct rf_model_acts *a)
 		struct rf_tensor **out = &a->node[i + 1];
 
 		a->need[i + 1] = f->np > 0 || a->need[f->in] || (f->in2 > 0 && a->need[f->in2]);
-		if (l->kind == RF_LAYER_FLATTEN ||
-		    ((l->kind == RF_LAYER_RELU || l->kind == RF_LAYER_ADD) &&
-		     rf__may_overwrite(sp, (unsigned)f->in))) {
+		/* a flatten of a formatted 4-D node converts it: a node of its own */
+		int flat_view = l->kind == RF_LAYER_FLATTEN &&
+				!(rf__net_formatted(m) && a->node[f->in]->ndim == 4);
+		if (flat_view || ((l->kind == RF_LAYER_RELU || l->kind == RF_LAYER_ADD) &&
+				  rf__may_overwrite(sp, (unsigned)f->in))) {
 			*out = a->node[f->in];
 			a->root[i + 1] = a->root[f->in];
 		} else {
@@ -219,6 +232,13 @@ static int rf__plan(struct rf_model *m, struct rf_model_acts *a)
 			int64_t c = f->c;
 			RF__TRY(rf__net_new(m, a, "mean", i, 1, &c, &a->mean[i]));
 			RF__TRY(rf__net_new(m, a, "invstd", i, 1, &c, &a->invstd[i]));
+		}
+		/* a global pooling computes in the compute dtype, then converts to f32 */
+		if (l->kind == RF_LAYER_GAP && m->act_dtype != RF_F32) {
+			char name[40];
+			snprintf(name, sizeof(name), "L%u.gapc", i);
+			RF__TRY(rf_tensor_create(m->dev, m->act_dtype, name, nd, sh, &a->gapc[i]));
+			a->own[a->nown++] = a->gapc[i];
 		}
 		/* an in-place ReLU read only by a 2x2 average pool is one op with it, where
 		 * the device has the fused kernels */
@@ -237,18 +257,27 @@ static int rf__layer_fwd(struct rf_model *m, struct rf_model_acts *a, unsigned i
 	const struct rf_layer *l = &m->spec->table[i];
 	const struct rf_layer_info *f = &m->spec->info[i];
 	struct rf_tensor *x = T[f->in], *y = T[i + 1], **p = &m->p[f->p0], *in2[2];
+	struct rf_tensor *cp[2] = { NULL, NULL };  /* a convolution's, in the compute format */
 	int ret = 0, st = l->stride > 0 ? l->stride : 1;
+
+	for (int k = 0; l->kind == RF_LAYER_CONV && k < f->np && k < 2; k++)
+		cp[k] = m->q[f->p0 + k] ? m->q[f->p0 + k] : m->p[f->p0 + k];
 
 	if (a->fused[i])
 		return 0;
 	switch (l->kind) {
 	case RF_LAYER_FLATTEN:
-		return rf_tensor_reshape(x, RF_DIMS(x->shape[0], f->c));
+		if (y == x)
+			return rf_tensor_reshape(x, RF_DIMS(x->shape[0], f->c));
+		/* from the compute format to f32 row-major, then (n, c*h*w) */
+		RF__TRY(rf_tensor_reshape(y, x->ndim, x->shape));
+		RF__TRY(rf_convert(s, y, x));
+		return rf_tensor_reshape(y, RF_DIMS(x->shape[0], f->c));
 	case RF_LAYER_DENSE:
 		RF__TRY(rf_gemm(s, 0, 1, 1.0f, x, p[0], 0.0f, y));
 		return l->bias ? rf_bias_add(s, y, p[1]) : 0;
 	case RF_LAYER_CONV:
-		return rf_conv2d_fwd(s, y, x, p[0], l->bias ? p[1] : NULL, st, l->pad);
+		return rf_conv2d_fwd(s, y, x, cp[0], l->bias ? cp[1] : NULL, st, l->pad);
 	case RF_LAYER_BN:
 		return rf_batchnorm_fwd(s, y, a->mean[i], a->invstd[i], m->b[f->b0], m->b[f->b0 + 1],
 					x, p[0], p[1], a->train, 1e-5f, 0.1f);
@@ -261,7 +290,10 @@ static int rf__layer_fwd(struct rf_model *m, struct rf_model_acts *a, unsigned i
 	case RF_LAYER_MAXPOOL:
 		return rf_maxpool2d_fwd(s, y, x, l->k, l->stride > 0 ? l->stride : l->k);
 	case RF_LAYER_GAP:
-		return rf_gavgpool_fwd(s, y, x);
+		if (!a->gapc[i])
+			return rf_gavgpool_fwd(s, y, x);
+		RF__TRY(rf_gavgpool_fwd(s, a->gapc[i], x));
+		return rf_convert(s, y, a->gapc[i]);
 	case RF_LAYER_ADD:
 		in2[0] = x;
 		in2[1] = T[f->in2];
@@ -279,7 +311,7 @@ static unsigned rf__split_prefix(const struct rf_model *m, const struct rf_model
 	const struct rf_tensor *x = a->x;
 	unsigned i;
 
-	if (!m->s2 || m->s2 == m->s || a->n < 2 || x->base || x->views ||
+	if (!m->s2 || m->s2 == m->s || a->n < 2 || x->base || x->views || rf__net_formatted(m) ||
 	    !rf_device_host_memory(m->dev) || !rf_device_host_memory(x->dev))
 		return 0;
 	for (i = 0; i < a->nt; i++) {
@@ -336,6 +368,15 @@ static int rf__forward(struct rf_model *m, struct rf_model_acts *a)
 	int ret;
 
 	RF__TRY(rf_tensor_reshape(a->x, RF_DIMS(a->n, 1, 28, 28)));
+	if (rf__net_formatted(m)) {
+		/* the edges: the convolutions' weights from their f32 masters, the input
+		 * into the compute format */
+		for (unsigned k = 0; k < m->spec->ntensors; k++)
+			if (m->q[k])
+				RF__TRY(rf_convert(m->s, m->q[k], m->p[k]));
+		RF__TRY(rf__net_new(m, a, "x", 0, 4, a->x->shape, &a->node[0]));
+		RF__TRY(rf_convert(m->s, a->node[0], a->x));
+	}
 	RF__TRY(rf__plan(m, a));
 	np = rf__split_prefix(m, a);
 	if (np) {

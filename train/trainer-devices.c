@@ -58,7 +58,8 @@ static int rf__blas_threads(const struct rf_trainer *t)
  * store's reductions (K > 1) or a comm's collectives; and a host device for staging. */
 static int rf__open_remote(struct rf_trainer *t, int n)
 {
-	struct rf_device_opts o = { .streams = t->nstreams + (t->K > 1 || t->comm ? 1 : 0) };
+	struct rf_device_opts o = { .streams = t->nstreams + (t->K > 1 || t->comm ? 1 : 0),
+				    .precision = t->o.precision };
 	unsigned first = t->comm ? (unsigned)rf_comm_local_rank(t->comm) * t->K : 0;
 	unsigned r;
 	int ret;
@@ -90,7 +91,8 @@ static int rf__open_remote(struct rf_trainer *t, int n)
 
 static int rf__open_host(struct rf_trainer *t)
 {
-	struct rf_device_opts o = { .streams = t->nstreams, .blas_threads = rf__blas_threads(t) };
+	struct rf_device_opts o = { .streams = t->nstreams, .blas_threads = rf__blas_threads(t),
+				    .precision = t->o.precision };
 	unsigned r;
 	int ret;
 
@@ -143,6 +145,29 @@ int rf__open_devices(struct rf_trainer *t)
 	return rf__open_remote(t, n);
 }
 
+/* The replicas' compute format: bf16 where asked on a device that computes in bf16
+ * (not the CPU: it ignores the precision), NHWC where asked, or by default where the
+ * device's memory is its own and it runs every op of the model's convolutional part
+ * in NHWC; else f32 row-major. */
+static int rf__set_formats(struct rf_trainer *t)
+{
+	struct rf_device *d = t->dev[0];
+	enum rf_tdtype dt = rf_device_precision(d) == RF_PRECISION_BF16 ? RF_BF16 : RF_F32;
+	int ret = 0;
+
+	for (unsigned r = 0; r < t->K && ret == 0; r++) {
+		enum rf_layout lay = t->o.channels_last > 0 ? RF_LAYOUT_NHWC : RF_LAYOUT_ROWMAJOR;
+		if (t->o.channels_last == 0 && !rf_device_host_memory(d) &&
+		    rf_model_set_format(t->rep[r], dt, RF_LAYOUT_NHWC) == 0)
+			continue;
+		if ((ret = rf_model_set_format(t->rep[r], dt, lay)) < 0)
+			rf__trainer_msg(t, "--device %s%s%s: %s", t->device_kind,
+					dt == RF_BF16 ? " --precision bf16" : "",
+					lay == RF_LAYOUT_NHWC ? " --layout nhwc" : "", rf_last_error());
+	}
+	return ret;
+}
+
 /* Replica 0 is initialised from the seeded generator; the others copy it. */
 static int rf__init_weights(struct rf_trainer *t)
 {
@@ -172,6 +197,8 @@ int rf__make_replicas(struct rf_trainer *t)
 		if (t->nstreams > 1)
 			t->rep[r]->s2 = rf_device_stream(t->dev[r], 1);
 	}
+	if ((ret = rf__set_formats(t)) < 0)
+		return ret;
 	rf_prng_create(t->eng, t->o.seed, "init_prng", &t->prng);
 	if (!t->prng)
 		return -ENOMEM;

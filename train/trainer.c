@@ -67,6 +67,12 @@ static int rf__check_opts(struct rf_trainer *t)
 				return -ENOTSUP;
 			}
 	}
+	if ((unsigned)t->o.precision > RF_PRECISION_BF16 || t->o.channels_last < -1 ||
+	    t->o.channels_last > 1) {
+		rf__trainer_msg(t, "precision %d, channels_last %d: expected one of enum "
+				"rf_precision and -1, 0 or 1", (int)t->o.precision, t->o.channels_last);
+		return -EINVAL;
+	}
 	t->K = t->o.devices ? t->o.devices : 1;
 	t->comm = t->o.comm;
 	t->P = t->comm ? (unsigned)rf_comm_size(t->comm) : 1;

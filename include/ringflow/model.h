@@ -136,6 +136,16 @@ struct rf_model {
 				       * refuses) -- and, on an error, handed to the caller
 				       * through *acts; the caller frees them with
 				       * rf_model_acts_destroy once the capture has ended */
+	/* The convolutional part's compute format (rf_model_set_format): its 4-D
+	 * activations in this dtype and layout; the parameters, their gradients, the
+	 * dense layers and the loss stay f32 row-major (mixed precision). */
+	enum rf_tdtype act_dtype;     /* RF_F32 unless set */
+	enum rf_layout act_layout;    /* RF_LAYOUT_ROWMAJOR unless set */
+	/* private: the convolutions' parameters and gradients in the compute format
+	 * (NULL: p[k] and g[k] themselves), refreshed from p[k] by every forward and
+	 * converted into g[k] by the backward */
+	struct rf_tensor *q[RF_MODEL_MAX_TENSORS];
+	struct rf_tensor *gq[RF_MODEL_MAX_TENSORS];
 };
 
 /* The optimiser, torch.optim.SGD's: momentum 0 and weight_decay 0 is plain SGD
@@ -176,6 +186,15 @@ int rf_model_create(struct rf_model **out, const struct rf_model_spec *spec,
 		    struct rf_device *d, struct rf_stream *s, const char *tag);
 /* Frees the tensors (deletions pushed after their last ops) and m. NULL ignored. */
 void rf_model_destroy(struct rf_model *m);
+/* The compute format of m's convolutional part: its 4-D activations (and the
+ * convolutions' weights, as copies of the f32 masters) in dtype dt (a float one) and
+ * layout (RF_LAYOUT_NHWC: channels last, as cuDNN's fast kernels want them), converted
+ * once at the model's edges -- the input, and where the 4-D part ends (flatten, global
+ * pooling): the dense layers, the loss, the parameters, their gradients and the
+ * optimizer state stay f32 row-major. RF_BF16 is mixed precision. f32 row-major (the
+ * default) adds nothing. Between iterations; the device must run the model's ops so
+ * (rf_device_supports). Returns 0, -EINVAL or -ENOTSUP (message in rf_last_error()). */
+int rf_model_set_format(struct rf_model *m, enum rf_tdtype dt, enum rf_layout layout);
 
 /* Push the initialisation of every parameter from g (borrowed), in spec order. */
 int rf_model_init(struct rf_model *m, struct rf_prng *g, enum rf_init init);

@@ -86,6 +86,14 @@ struct rf_train_opts {
 				    * lr and weight_decay (decoupled), instead of SGD */
 	struct rf_lr_schedule sched;  /* zero: constant lr */
 	const char *device;        /* "cpu" (default) or "cuda" */
+	enum rf_precision precision; /* device.h: 0 the device's default (CUDA: tf32), fp32,
+				    * tf32, bf16 (mixed precision: the convolutional part's
+				    * activations in bf16, rf_model_set_format). The CPU
+				    * computes in fp32 whatever is asked */
+	int channels_last;         /* the convolutional part's layout: 0 auto (NHWC on a
+				    * device whose memory is its own and which runs the
+				    * model's ops so, else row-major), 1 NHWC, -1 row-major.
+				    * Results are the same bits in either on the CPU */
 	unsigned devices;          /* replicas K (0: 1). CPU: K CPU devices of one worker
 				    * stream each; CUDA: GPU r mod (GPUs), two streams each */
 	uint64_t seed;

@@ -202,6 +202,10 @@ why="a cuda device does not run batchnorm_fwd && through cuDNN && turned off by 
 bad $R --model 1 "resnet18 --device cuda && $why" --model resnet18 --device cuda
 unset RF_CUDNN
 for v in ""; do bad $R --device 2 "expected cpu or cuda" --device "$v"; done
+for v in fp16 FP32 "" "tf32 "; do bad $R --precision 2 "'$v' && fp32, tf32 or bf16" --precision "$v"; done
+bad $R --precision 2 "value" --precision
+for v in NHWC chw ""; do bad $R --layout 2 "'$v' && auto, nchw or nhwc" --layout "$v"; done
+bad $R --layout 2 "value" --layout
 bad $R --device 2 "value" --device
 for v in he; do bad $R --init 2 "expected uniform" --init "$v"; done
 bad $R --init 2 "value" --init

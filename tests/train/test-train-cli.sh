@@ -83,10 +83,20 @@ if [ $rc -ne 0 ]; then
 	echo "ok: --device cuda -> 1: $(cat "$T/err")"
 else
 	echo "ok: --device cuda ran: $(tail -1 "$T/out")"
-	# ResNet-18 on the GPU (cuDNN: convolutions, batch norm, pooling): the loss of one
-	# short epoch agrees with the CPU's to float tolerance
+	# ResNet-18 on the GPU (cuDNN: convolutions, batch norm, pooling) in fp32 and NCHW:
+	# the loss of one short epoch agrees with the CPU's to float tolerance; in tf32
+	# and NHWC (the defaults) and in bf16 to their rounding
 	R="--data $DATA --model resnet18 --limit 64 --batch-size 16 --epochs 1 --no-eval --quiet --json"
-	"$RF" $R --device cuda >"$T/rg" 2>"$T/err" || fail "resnet18 on cuda: $(tail -2 "$T/err")"
+	"$RF" $R --device cuda --precision fp32 --layout nchw >"$T/rg" 2>"$T/err" ||
+		fail "resnet18 on cuda: $(tail -2 "$T/err")"
+	for p in "--precision tf32" "--precision bf16"; do
+		"$RF" $R --device cuda $p >"$T/rt" 2>"$T/err" || fail "resnet18 on cuda $p: $(tail -2 "$T/err")"
+		lt=$(sed -n 's/.*"final_train_loss": \([^,]*\).*/\1/p' "$T/rt")
+		lf=$(sed -n 's/.*"final_train_loss": \([^,]*\).*/\1/p' "$T/rg")
+		awk -v a="$lt" -v b="$lf" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "" && d <= 0.05 * (b < 0 ? -b : b)) }' ||
+			fail "resnet18 on cuda $p: loss $lt, fp32 $lf"
+		echo "ok: resnet18 on cuda $p: loss $lt (fp32 $lf): $(grep -o '"layout": "[a-z]*"' "$T/rt")"
+	done
 	"$RF" $R >"$T/rc" 2>"$T/err" || fail "resnet18 on cpu: $(tail -2 "$T/err")"
 	lg=$(sed -n 's/.*"final_train_loss": \([^,]*\).*/\1/p' "$T/rg")
 	lc=$(sed -n 's/.*"final_train_loss": \([^,]*\).*/\1/p' "$T/rc")

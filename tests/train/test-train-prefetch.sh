@@ -12,8 +12,10 @@
 # fewer than most depths, so the next epoch's batches are queued before this one's
 # are used). A loader that hands an epoch's last batches' slots to the next epoch's
 # first batches trains on the wrong records there and fails here. Data parallel
-# (--devices 2) is compared with itself the same way. No fault injection. Skips (77)
-# without Fashion-MNIST.
+# (--devices 2) is compared with itself the same way. LeNet's convolutional part in
+# NHWC (--layout nhwc, the CPU's reference path) writes the checkpoint of NCHW, also
+# with --hybridize and a window of 0. No fault injection. Skips (77) without
+# Fashion-MNIST.
 # usage: test-train-prefetch.sh path/to/rf-train
 RF=${1:?usage: $0 rf-train}
 DATA=${RF_FASHION_MNIST:-/usr/share/datasets/fashion-mnist}
@@ -58,4 +60,7 @@ same "--epochs 2 --limit 150 --batch-size 64" \
 	"--prefetch 2" "--prefetch 7" "--prefetch 16 --window 0 --max-inflight 1"
 same "--epochs 2 --limit 1190 --batch-size 64 --devices 2" \
 	"--prefetch 7 --window 0 --max-inflight 0"
+# the layout of the convolutions' activations changes no bit
+same "--model lenet --epochs 1 --limit 300 --batch-size 64 --layout nchw" \
+	"--layout nhwc" "--layout nhwc --hybridize --window 0" "--layout auto"
 echo "ok: $n runs"
