@@ -4,20 +4,24 @@
  *   N rounds (default 10,000, after N/10 warm-up rounds) of a cudaMemsetAsync of B
  *   bytes (default 64 MiB: ~20-40 us of GPU work, long enough that the launch overlaps
  *   it and what follows the kernel's end is the completion path) on cuda:0's compute
- *   stream, completed three ways, in turn within each round (so clock changes touch
- *   all three alike), each timed from the launch to the caller knowing it finished:
- *     ringflow   an engine op whose fn launches the memset on the device stream
- *                (rf_cuda_stream_handle); its host function signals the ring (MSG_RING,
- *                or the eventfd fallback: printed) and the reactor, asleep in
- *                io_uring_enter, reports the op: rf_engine_wait_var returns;
+ *   stream, completed four ways, in turn within each round (so clock changes touch
+ *   all alike), each timed from the launch to the caller knowing it finished:
+ *     busy       an engine op whose fn launches the memset on the device stream
+ *                (rf_cuda_stream_handle); the stream writes its completion counter
+ *                into pinned memory and the reactor, polling while GPU work is out
+ *                (the ring's spin, default 50 us), reads it: rf_engine_wait_var
+ *                returns;
+ *     asleep     the same with the ring's spin 0: the reactor sleeps in io_uring_enter
+ *                and the stream's host function wakes it (MSG_RING, or the eventfd
+ *                fallback: printed); the counter, already written, reports the op;
  *     sync       the memset, then cudaStreamSynchronize;
  *     poll       the memset and an event, then cudaEventQuery until it is done.
  *   Prints median, p90 and p99 of each. The completion path's own cost is estimated
- *   as ringflow's median minus poll's (the polling loop learns of the end soonest;
- *   ringflow also pays its event record and host-function launch). Whether the
- *   reactor idles while it waits: its thread's CPU time inside rf_engine_wait_var over
- *   the wall time spent there (a spinning wait is ~100 %), and per op the voluntary
- *   context switches and io_uring_enter calls (~1 each when it sleeps in the kernel).
+ *   as each ringflow way's median minus poll's (the polling loop learns of the end
+ *   soonest). Whether the reactor idles while it waits: its thread's CPU time inside
+ *   rf_engine_wait_var over the wall time spent there (a spinning wait is ~100 %), and
+ *   per op the voluntary context switches and io_uring_enter calls. The counter's
+ *   mode (rf_cuda_completion; RF_CUDA_COUNTER chooses) is printed.
  *   Exit 77 without a CUDA device or in a build without CUDA. */
 #include <errno.h>
 #include <stdint.h>
@@ -123,21 +127,24 @@ static long nvcsw(void)
 #define RK(x) do { int _r = (x); if (_r < 0) { \
 	fprintf(stderr, "rf-bench cqe: %s: %s\n", #x, strerror(-_r)); goto out; } } while (0)
 
+#define WAYS 4
+
 int rf_bench_cqe(int argc, char **argv)
 {
-	long n = 10000, warm, bytes = 64l << 20, csw = 0;
+	long n = 10000, warm, bytes = 64l << 20, csw[2] = { 0 };
 	int json = 0, rc = 1;
 	struct rf_ring *ring = NULL;
 	struct rf_engine *e = NULL;
 	struct rf_device *dev = NULL;
 	struct rf_var *v = NULL;
 	struct cqe_ctx c = { 0 };
-	struct cqe_res res[3] = { { "ringflow" }, { "sync" }, { "poll" } };
+	struct cqe_res res[WAYS] = { { "busy" }, { "asleep" }, { "sync" }, { "poll" } };
 	struct rf_ring_info ri;
 	struct rf_ring_stats s0, s1;
 	cudaEvent_t ev = NULL;
 	cudaStream_t cs;
-	uint64_t *lat[3] = { NULL }, wait_wall = 0, wait_cpu = 0;
+	uint64_t *lat[WAYS] = { NULL }, wait_wall[2] = { 0 }, wait_cpu[2] = { 0 };
+	uint64_t enters[2] = { 0 }, spin = 0;
 
 	if ((rc = cqe_args(argc, argv, &n, &bytes, &json)) >= 0)
 		return rc;
@@ -147,7 +154,7 @@ int rf_bench_cqe(int argc, char **argv)
 		printf("rf-bench cqe: no CUDA device: skipping\n");
 		return 77;
 	}
-	for (int k = 0; k < 3; k++)
+	for (int k = 0; k < WAYS; k++)
 		if (!(lat[k] = malloc((size_t)n * sizeof(*lat[k]))))
 			goto out;
 	c.bytes = (size_t)bytes;
@@ -161,25 +168,37 @@ int rf_bench_cqe(int argc, char **argv)
 	CK(cudaMalloc(&c.p, c.bytes));
 	CK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
 	rf_ring_get_info(ring, &ri);
+	{
+		/* the ring's spin as created (RF_RING_SPIN_US or 50 us), for the busy way */
+		const char *env = getenv("RF_RING_SPIN_US");
+		spin = env ? strtoull(env, NULL, 10) * 1000ull : 50000ull;
+	}
 
 	for (long i = -warm; i < n; i++) {
 		if (i == 0)
 			rf_ring_get_stats(ring, &s0);
-		for (int way = 0; way < 3; way++) {
+		for (int way = 0; way < WAYS; way++) {
 			uint64_t t0 = rf_now_ns(), t;
-			if (way == 0) {
+			if (way < 2) {
+				struct rf_ring_stats a, b;
+				RK(rf_ring_set_spin(ring, way == 0 ? spin : 0));
+				rf_ring_get_stats(ring, &a);
+				t0 = rf_now_ns();
 				RK(rf_engine_push_simple(e, cqe_memset, &c, NULL, 0, &v, 1, c.s, "memset"));
 				uint64_t w0 = rf_now_ns(), c0 = thread_cpu_ns();
 				long x0 = nvcsw();
 				RK(rf_engine_wait_var(e, v));
+				t = rf_now_ns() - t0;
 				if (i >= 0) {
-					wait_cpu += thread_cpu_ns() - c0;
-					wait_wall += rf_now_ns() - w0;
-					csw += nvcsw() - x0;
+					wait_cpu[way] += thread_cpu_ns() - c0;
+					wait_wall[way] += rf_now_ns() - w0;
+					csw[way] += nvcsw() - x0;
+					rf_ring_get_stats(ring, &b);
+					enters[way] += b.enters - a.enters;
 				}
 			} else {
 				CK(cudaMemsetAsync(c.p, 0, c.bytes, cs));
-				if (way == 1) {
+				if (way == 2) {
 					CK(cudaStreamSynchronize(cs));
 				} else {
 					cudaError_t q;
@@ -191,36 +210,54 @@ int rf_bench_cqe(int argc, char **argv)
 					(void)cudaGetLastError();
 					CK(q);
 				}
+				t = rf_now_ns() - t0;
 			}
-			t = rf_now_ns() - t0;
 			if (i >= 0)
 				lat[way][i] = t;
 		}
 	}
 	rf_ring_get_stats(ring, &s1);
-	for (int k = 0; k < 3; k++)
+	for (int k = 0; k < WAYS; k++)
 		summarize(&res[k], lat[k], n);
-	double cpu = wait_wall ? (double)wait_cpu / (double)wait_wall : 0;
-	double enters = (double)(s1.enters - s0.enters) / (double)n, vcs = (double)csw / (double)n;
+	const char *mode = rf_cuda_completion(c.s);
+	double cpu[2], ent[2], vcs[2];
+	for (int k = 0; k < 2; k++) {
+		cpu[k] = wait_wall[k] ? (double)wait_cpu[k] / (double)wait_wall[k] : 0;
+		ent[k] = (double)enters[k] / (double)n;
+		vcs[k] = (double)csw[k] / (double)n;
+	}
 	if (json) {
-		printf("{\"bench\":\"cqe\",\"count\":%ld,\"bytes\":%ld,\"msg_ring\":%d", n, bytes,
-		       ri.msg_ring);
-		for (int k = 0; k < 3; k++)
+		printf("{\"bench\":\"cqe\",\"count\":%ld,\"bytes\":%ld,\"msg_ring\":%d,"
+		       "\"completion\":\"%s\",\"spin_us\":%.1f", n, bytes, ri.msg_ring,
+		       mode ? mode : "?", (double)spin / 1e3);
+		for (int k = 0; k < WAYS; k++)
 			printf(",\"%s\":{\"median_us\":%.2f,\"p90_us\":%.2f,\"p99_us\":%.2f}",
 			       res[k].name, res[k].med_us, res[k].p90_us, res[k].p99_us);
-		printf(",\"path_us\":%.2f,\"wait_cpu\":%.3f,\"enters_per_op\":%.2f,"
-		       "\"vcsw_per_op\":%.2f}\n", res[0].med_us - res[2].med_us, cpu, enters, vcs);
+		for (int k = 0; k < 2; k++)
+			printf(",\"%s_path_us\":%.2f,\"%s_wait_cpu\":%.3f,\"%s_enters_per_op\":%.2f,"
+			       "\"%s_vcsw_per_op\":%.2f", res[k].name, res[k].med_us - res[3].med_us,
+			       res[k].name, cpu[k], res[k].name, ent[k], res[k].name, vcs[k]);
+		printf(",\"polled\":%llu,\"spin_hits\":%llu}\n",
+		       (unsigned long long)(s1.polled - s0.polled),
+		       (unsigned long long)(s1.spin_hits - s0.spin_hits));
 	} else {
 		printf("cqe: a %ld-byte memset on cuda:0, launch to known-complete, %ld rounds "
-		       "(notifier: %s)\n", bytes, n, ri.msg_ring ? "MSG_RING" : "eventfd");
+		       "(completion: %s; wake-up: %s; busy spin %.0f us)\n", bytes, n,
+		       mode ? mode : "?", ri.msg_ring ? "MSG_RING" : "eventfd", (double)spin / 1e3);
 		printf("  %-9s %9s %9s %9s\n", "way", "median", "p90", "p99");
-		for (int k = 0; k < 3; k++)
+		for (int k = 0; k < WAYS; k++)
 			printf("  %-9s %7.2f us %6.2f us %6.2f us\n", res[k].name, res[k].med_us,
 			       res[k].p90_us, res[k].p99_us);
-		printf("  completion path (ringflow - poll, medians): %.2f us (goal <= 10 us)\n",
-		       res[0].med_us - res[2].med_us);
-		printf("  reactor while waiting: %.1f %% CPU, %.2f io_uring_enter and %.2f voluntary "
-		       "context switches per op\n", 100 * cpu, enters, vcs);
+		printf("  completion path (ringflow - poll, medians): reactor busy %.2f us (goal "
+		       "<= 3 us), asleep %.2f us (goal <= 10 us)\n", res[0].med_us - res[3].med_us,
+		       res[1].med_us - res[3].med_us);
+		for (int k = 0; k < 2; k++)
+			printf("  reactor %-6s while waiting: %.1f %% CPU, %.2f io_uring_enter and %.2f "
+			       "voluntary context switches per op\n", res[k].name, 100 * cpu[k], ent[k],
+			       vcs[k]);
+		printf("  ops reported by the counter poll: %llu, polls that found it: %llu\n",
+		       (unsigned long long)(s1.polled - s0.polled),
+		       (unsigned long long)(s1.spin_hits - s0.spin_hits));
 	}
 	rc = 0;
 out:
@@ -239,7 +276,7 @@ out:
 		rf_engine_destroy(e);
 	if (ring)
 		rf_ring_destroy(ring);
-	for (int k = 0; k < 3; k++)
+	for (int k = 0; k < WAYS; k++)
 		free(lat[k]);
 	return rc;
 }

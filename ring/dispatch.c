@@ -187,15 +187,54 @@ static int rf__reap(struct rf_ring *r)
 	return n;
 }
 
+static inline void rf__cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
 /* One loop turn: one io_uring_enter (submit what is queued and, if asked, wait for
  * one completion), then dispatch everything in the CQ. */
 int rf__turn(struct rf_ring *r, int wait, struct __kernel_timespec *ts)
 {
 	struct io_uring_cqe *cqe;
+	int busy = 0;
+	/* pollers first: what they deliver is this turn's work, and may queue more */
+	int polled = (int)rf__poll(r, &busy);
 	unsigned queued = io_uring_sq_ready(&r->ring);
-	int have = io_uring_cq_ready(&r->ring) > 0 || r->nbacklog > r->backlog_head;
+	int have = polled > 0 || io_uring_cq_ready(&r->ring) > 0 || r->nbacklog > r->backlog_head;
 	int overflow = (IO_URING_READ_ONCE(*r->ring.sq.kflags) & IORING_SQ_CQ_OVERFLOW) != 0;
 	int ret = 0;
+	if (wait && !have && busy && r->spin_ns) {
+		/* A poller has work out and nothing else is ready: poll for a bounded time
+		 * before sleeping. What is queued goes to the kernel first. */
+		uint64_t t0 = rf_now_ns(), t;
+		if (queued) {
+			ret = io_uring_submit(&r->ring);
+			r->st.enters++;
+			rf__count_submitted(r, queued);
+			queued = io_uring_sq_ready(&r->ring);
+		}
+		r->st.spins++;
+		do {
+			rf__cpu_relax();
+			if (io_uring_cq_ready(&r->ring) > 0) {
+				have = 1;
+				break;
+			}
+			if ((polled = (int)rf__poll(r, &busy)) > 0) {
+				have = 1;
+				break;
+			}
+			t = rf_now_ns();
+		} while (busy && t - t0 < r->spin_ns);
+		r->st.spin_ns += rf_now_ns() - t0;
+		r->st.spin_hits += have;
+		queued = io_uring_sq_ready(&r->ring); /* a poller's callbacks may queue */
+	}
 	if (wait && !have) {
 		if (ts)
 			ret = io_uring_submit_and_wait_timeout(&r->ring, &cqe, 1, ts, NULL);
@@ -210,7 +249,7 @@ int rf__turn(struct rf_ring *r, int wait, struct __kernel_timespec *ts)
 	rf__count_submitted(r, queued);
 	if (ret < 0 && ret != -ETIME && ret != -EINTR && ret != -EBUSY && ret != -EAGAIN)
 		return ret;
-	return rf__reap(r);
+	return rf__reap(r) + polled;
 }
 
 static int rf__has_work(struct rf_ring *r)

@@ -184,6 +184,12 @@ struct rf_ring {
 
 	struct rf_watch *watches;
 
+	/* pollers (poll.c) */
+	struct rf_poller *pollers;
+	int polling;         /* inside rf__poll: removals are deferred */
+	int poll_dead;       /* some poller was removed while polling */
+	uint64_t spin_ns;    /* rf_ring_set_spin */
+
 	/* ops.c */
 	uint8_t op_ok[64];   /* IORING_OP_* the kernel supports (probe at creation) */
 	int no_multishot;    /* RF_RING_NO_MULTISHOT */
@@ -219,6 +225,12 @@ static inline uint64_t rf__req_ud(const struct rf__req *q)
 {
 	return (uint64_t)(uintptr_t)q | ((uint64_t)(q->gen & 7) << 3) | RF__TAG_REQ;
 }
+
+/* poll.c: call every poller once; the completions they delivered, *busy set when
+ * one has work outstanding. rf__spin_default: the spin time a new ring starts with. */
+RF__HIDDEN unsigned rf__poll(struct rf_ring *r, int *busy);
+RF__HIDDEN int rf__spin_parse(const char *s, uint64_t *ns);
+RF__HIDDEN void rf__pollers_free(struct rf_ring *r);
 
 /* Count the SQEs the kernel took since io_uring_sq_ready() said before. */
 static inline void rf__count_submitted(struct rf_ring *r, unsigned before)

@@ -97,6 +97,8 @@ int rf_ring_create(struct rf_ring **out, const struct rf_ring_opts *opts)
 	if (!r)
 		return rf__fail(-ENOMEM, "rf_ring_create: no memory for the ring");
 	int ret = rf__fault_parse(&r->fault, getenv("RF_FAULT_INJECT"));
+	if (ret == 0)
+		ret = rf__spin_parse(getenv("RF_RING_SPIN_US"), &r->spin_ns);
 	if (ret < 0) {
 		free(r);
 		return ret;
@@ -150,6 +152,7 @@ void rf_ring_destroy(struct rf_ring *r)
 	r->destroying = 1;
 	rf__notifiers_teardown(r);
 	rf__watches_teardown(r);
+	rf__pollers_free(r);
 	if (r->nlive) {
 		/* Every request still allocated reports -ECANCELED, whatever the kernel says. */
 		for (unsigned s = 0; s < r->nslabs; s++)

@@ -9,6 +9,7 @@
 
 #include <cuda_runtime_api.h>
 #include "cublas-dl.h"
+#include "cuda-ctr.h"
 #include "cuda-wd.h"
 #include "plan-cache.h"
 
@@ -16,6 +17,9 @@
 #include "stream.h"
 
 #define RF__EVRING 64u
+
+/* how a stream's completion counter is written (cuda.c) */
+enum { RF__CTR_OFF, RF__CTR_STREAM, RF__CTR_KERNEL };
 
 struct rf__cuda_dev {
 	int ordinal;
@@ -50,6 +54,12 @@ struct rf__cuda_stream {
 	uint8_t *nohf;                   /* quiet: no host function of its own (the next
 					  * one's reports it) */
 	uint64_t hf_owed;                /* host functions launched, not yet signalled */
+	/* completion counter (cuda-ctr.h): the stream writes each signal's number into
+	 * ctr.word (pinned, mapped; ctr_dev is its device address), the poller reads it */
+	struct rf__ctr ctr;
+	void *ctr_dev;
+	int ctr_mode;                    /* RF__CTR_* */
+	struct rf_poller *poller;
 	uint64_t *t_launch;              /* when each op was launched (trace times) */
 	uint64_t t_last_done;
 	unsigned cap;                    /* power of two */
@@ -82,9 +92,21 @@ int rf__cuerr(cudaError_t e);
 /* Put op in the FIFO (a slot is free: the enqueue made sure) with the status its
  * launch returned, reported by the next host function (none of its own yet). */
 void rf__cs_put(struct rf__cuda_stream *c, struct rf_op *op, int st, uint64_t t0);
-/* After the FIFO's newest op (stream sequence number seq): an event for chaining and
- * the host function that reports it and every op before it not yet reported. */
+/* After the FIFO's newest op (stream sequence number seq): an event for chaining, the
+ * completion counter's write (cuda-ctr.h) and the host function behind it; the first
+ * of the two the reactor sees reports the op and every op before it not yet reported. */
 void rf__cs_signal(struct rf__cuda_stream *c, uint64_t seq);
+/* The CUDA stream behind s, or NULL for any other stream. */
+struct rf__cuda_stream *rf__cs_of(const struct rf_stream *s);
+/* Report the ops of every signal now known finished (the counter, or the host
+ * functions' count): the number of ops reported. */
+unsigned rf__cs_report(struct rf__cuda_stream *c);
+
+/* cuda-counter.c: the completion counter. init: the word, its mode and the ring
+ * poller (0 also when the stream goes without: host functions only); write: queue
+ * the write of v (0, or -errno with the counter turned off for the stream). */
+int rf__cs_ctr_init(struct rf__cuda_stream *c);
+int rf__cs_ctr_write(struct rf__cuda_stream *c, uint64_t v);
 
 /* cuda-graph.c (devices/README.md, "CUDA graphs") */
 /* Reactor thread, device current, a FIFO slot free: 1 if op was taken (gathered,

@@ -79,6 +79,8 @@ int rf_cuda_open(struct rf_engine *e, int ordinal, const struct rf_cuda_opts *op
 
 void *rf_cuda_stream_handle(const struct rf_stream *s) { (void)s; return NULL; }
 
+const char *rf_cuda_completion(const struct rf_stream *s) { (void)s; return NULL; }
+
 int rf_cuda_dnn_available(const char **why)
 {
 	if (why)

@@ -101,6 +101,11 @@ int rf__cuda_dnn_ok(const char **why)
 #endif
 }
 
+struct rf__cuda_stream *rf__cs_of(const struct rf_stream *s)
+{
+	return s && s->ops == &rf__cs_ops ? s->ctx : NULL;
+}
+
 static struct rf__dstream *rf__cuda_dstream(const struct rf_stream *s)
 {
 	if (s && s->ops == &rf__cs_ops)
@@ -325,6 +330,11 @@ void rf__cs_signal(struct rf__cuda_stream *c, uint64_t seq)
 			(void)cudaGetLastError(); /* no chaining after this op; not an op error */
 		}
 	}
+	/* the counter first, then the host function: stream order makes the count written
+	 * before the host function runs (cuda-ctr.h) */
+	uint64_t k = rf__ctr_issue(&c->ctr);
+	if (c->ctr_mode != RF__CTR_OFF)
+		(void)rf__cs_ctr_write(c, k);
 	err = cudaLaunchHostFunc(c->cs, rf__cs_host_fn, c);
 	if (err != cudaSuccess) {
 		char msg[160];
@@ -398,15 +408,13 @@ static int rf__cs_enqueue(struct rf_stream *s, struct rf_op *op)
 	return 0;
 }
 
-static void rf__cs_notified(void *data, uint32_t count)
+unsigned rf__cs_report(struct rf__cuda_stream *c)
 {
-	struct rf__cuda_stream *c = data;
+	uint64_t count = rf__ctr_ready(&c->ctr);
+	unsigned ops = 0;
 
-	if (c->dead)
-		return; /* already reported */
-	c->hf_owed -= count < c->hf_owed ? count : c->hf_owed;
 	/* Each signal reports the quiet ops before its op, then its op. */
-	while (count && c->tail < c->head) {
+	while (count && c->tail < c->head && !c->dead) {
 		struct rf_op *op = c->fifo[c->tail & (c->cap - 1)];
 		if (!c->nohf[c->tail & (c->cap - 1)])
 			count--;
@@ -419,8 +427,22 @@ static void rf__cs_notified(void *data, uint32_t count)
 			t0 = c->t_last_done;
 		c->t_last_done = t1;
 		rf_op_set_times(op, t0, t1);
+		ops++;
 		rf_engine_op_done(op, st);
 	}
+	return ops;
+}
+
+/* The host functions' wake-up: count more ran; report what is now known done. */
+static void rf__cs_notified(void *data, uint32_t count)
+{
+	struct rf__cuda_stream *c = data;
+
+	if (c->dead)
+		return; /* already reported */
+	c->hf_owed -= count < c->hf_owed ? count : c->hf_owed;
+	rf__ctr_hf(&c->ctr, count);
+	(void)rf__cs_report(c);
 }
 
 static int rf__cs_chain(struct rf_stream *s, struct rf_stream *producer, uint64_t seq)
@@ -449,8 +471,11 @@ static void rf__cs_free(struct rf__cuda_stream *c)
 	/* events, the cuBLAS handle and the stream belong to the stream's GPU */
 	if (c->dev)
 		rf__cuda_set(c->dev->ordinal);
+	rf_poller_remove(c->poller);
 	if (c->notifier)
 		rf_notifier_destroy(c->notifier);
+	if (c->ctr.word && cudaFreeHost(c->ctr.word) != cudaSuccess)
+		(void)cudaGetLastError();
 	for (i = 0; i < RF__EVRING; i++)
 		if (c->ev[i])
 			cudaEventDestroy(c->ev[i]);
@@ -505,6 +530,8 @@ static void rf__cs_destroy(struct rf_stream *s)
 	 * when it is destroyed). */
 	if (c->dead == -ETIMEDOUT && rf_notifier_owed(c->notifier)) {
 		atomic_store(&c->orphaned, 1);
+		rf_poller_remove(c->poller); /* the counter's memory stays: the GPU may write */
+		c->poller = NULL;
 		rf__log(RF_LOG_WARN, "stream %s: destroyed after a watchdog timeout with %u host "
 			"functions still queued on the GPU: its state, CUDA stream and handles are "
 			"left allocated for them (a leak)", c->name, rf_notifier_owed(c->notifier));
@@ -582,6 +609,8 @@ static int rf__cs_create(struct rf_device *d, int role, const char *suffix)
 		goto fail;
 	ret = rf_notifier_create(rf_engine_ring(d->eng), rf__cs_notified, c, &c->notifier);
 	if (ret < 0)
+		goto fail;
+	if ((ret = rf__cs_ctr_init(c)) < 0)
 		goto fail;
 	c->s.ops = &rf__cs_ops;
 	c->s.ctx = c;

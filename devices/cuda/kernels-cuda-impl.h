@@ -67,6 +67,9 @@ int rf__kc_bias_add(void *stream, float *y, const float *b, int rows, int cols);
 /* db (cols) (+)= sum_r dy[r, :]. */
 int rf__kc_bias_grad(void *stream, float *db, const float *dy, int rows, int cols,
 		    int accumulate);
+/* *p = v (p: a device address, pinned host memory mapped), written by one thread
+ * after the stream's earlier work, with a system-wide fence first. */
+int rf__kc_write_u64(void *stream, uint64_t *p, uint64_t v);
 /* y (n) = max(x, 0); in place allowed. */
 int rf__kc_relu_fwd(void *stream, float *y, const float *x, size_t n);
 /* dx (n) = dy * (y > 0), y the forward output; in place allowed (dx == dy). */

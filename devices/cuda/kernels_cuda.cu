@@ -344,6 +344,15 @@ __global__ void k_avgpool_bwd(float *dx, const float *dy, size_t planes, int h, 
 	}
 }
 
+/* The completion counter's write where stream memory operations are refused: one
+ * thread, after every kernel before it in the stream (stream order); the fence makes
+ * their writes visible before the count is. */
+__global__ void k_write_u64(volatile unsigned long long *p, unsigned long long v)
+{
+	__threadfence_system();
+	*p = v;
+}
+
 /* ---- shared argument checks ------------------------------------------------------------------ */
 
 int gemm_check(int ta, int tb, int m, int n, int k, int lda, int ldb, int ldc)
@@ -450,6 +459,13 @@ int rf__kc_bias_grad(void *stream, float *db, const float *dy, int rows, int col
 	if (!cols)
 		return 0;
 	k_channel_sum<<<cols, kThreads, 0, S(stream)>>>(db, dy, rows, cols, 1, accumulate);
+	return launch_rc();
+}
+
+int rf__kc_write_u64(void *stream, uint64_t *p, uint64_t v)
+{
+	k_write_u64<<<1, 1, 0, S(stream)>>>((volatile unsigned long long *)p,
+					    (unsigned long long)v);
 	return launch_rc();
 }
 

@@ -77,6 +77,15 @@ int rf_cuda_open(struct rf_engine *e, int ordinal, const struct rf_cuda_opts *op
  * stream's kernels and completes the op with them. */
 void *rf_cuda_stream_handle(const struct rf_stream *s);
 
+/* How the reactor learns that a CUDA stream's work finished (static text), or NULL
+ * for a stream that is not a CUDA device's: "counter (cuStreamWriteValue64)" or
+ * "counter (kernel)" -- the stream writes a counter into pinned host memory that the
+ * reactor reads at every turn, and a host function wakes it when it sleeps -- or
+ * "host function" (the counter is turned off: RF_CUDA_COUNTER=off, or its memory could
+ * not be had). RF_CUDA_COUNTER=stream|kernel|off chooses; default: the stream write
+ * where the device takes it, else the kernel. */
+const char *rf_cuda_completion(const struct rf_stream *s);
+
 /* Open by name: "cpu", "cpu:N" (N only names it), "cuda", "cuda:N". */
 int rf_device_open(struct rf_engine *e, const char *spec, struct rf_device **out);
 

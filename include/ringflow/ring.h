@@ -78,6 +78,10 @@ struct rf_ring_stats {
 	uint64_t retries;         /* reads/writes resubmitted after -EAGAIN or -EINTR */
 	uint64_t zerocopy_sends;  /* send pieces the kernel took without copying (SEND_ZC) */
 	uint64_t multishot_rearms; /* multishot requests the kernel ended and the ring rearmed */
+	uint64_t polled;          /* completions pollers delivered (rf_poller_add) */
+	uint64_t spins;           /* turns that polled instead of sleeping at once */
+	uint64_t spin_ns;         /* time spent in those polls */
+	uint64_t spin_hits;       /* of those turns, the ones that found a completion */
 };
 
 /* Create a ring owned by the calling thread. opts may be NULL. The SQ has
@@ -165,6 +169,27 @@ void rf_notifier_expect(struct rf_notifier *n, uint32_t count);
 uint32_t rf_notifier_owed(const struct rf_notifier *n);
 /* Owner thread. Signals still in flight must have been delivered (owed == 0). */
 void rf_notifier_destroy(struct rf_notifier *n);
+
+/* ---- pollers: completions read from memory ---------------------------------------
+ * A poller is a function the owner thread calls at every loop turn: it reads a word
+ * that another agent advances without a syscall (a GPU stream writing a completion
+ * counter into pinned host memory, a device's queue) and delivers what it finds, as
+ * any callback would. It returns the completions it delivered and sets *busy while
+ * work it can see finishing is outstanding. When a turn would sleep, some poller is
+ * busy and nothing else is ready, the turn first polls for up to the ring's spin time
+ * (rf_ring_set_spin) -- a completion then costs a memory read, not a wake-up -- and
+ * only then sleeps in io_uring_enter. A poller's agent must still wake a sleeping ring
+ * another way (a notifier): polling shortens the wait, it is never the only way out of
+ * it. Pollers count for nothing in rf_ring_pending(). Owner thread only; cb required. */
+typedef unsigned (*rf_poll_cb)(void *data, int *busy);
+struct rf_poller;
+int rf_poller_add(struct rf_ring *r, rf_poll_cb cb, void *data, struct rf_poller **out);
+/* Owner thread; also from inside a callback (a poller's own included). NULL: no-op. */
+void rf_poller_remove(struct rf_poller *p);
+/* How long a turn polls before it sleeps while a poller is busy, in nanoseconds (0:
+ * never; at most 10 ms). Default: RF_RING_SPIN_US microseconds from the environment
+ * where set (0..10000), else 50 us. */
+int rf_ring_set_spin(struct rf_ring *r, uint64_t spin_ns);
 
 /* ---- registered buffers and files --------------------------------------------- */
 

@@ -1,0 +1,128 @@
+/* devices/cuda/cuda-counter.c -- a CUDA stream's completion counter (cuda-ctr.h says
+ * the protocol): the word in mapped pinned memory, its write from the stream
+ * (cuStreamWriteValue64 through the runtime's driver entry points, or a one-thread
+ * kernel), and the ring poller that reads it every reactor turn. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda.h> /* the types of cuStreamWriteValue64; nothing links libcuda */
+
+#include "cuda-impl.h"
+#include "kernels-cuda-impl.h"
+
+typedef CUresult (*rf__wv64_fn)(CUstream, CUdeviceptr, cuuint64_t, unsigned int);
+static rf__wv64_fn rf__wv64;         /* cuStreamWriteValue64 from the driver, or NULL */
+static pthread_once_t rf__wv64_once = PTHREAD_ONCE_INIT;
+
+static void rf__wv64_load(void)
+{
+	void *fn = NULL;
+	enum cudaDriverEntryPointQueryResult q;
+
+#if CUDART_VERSION >= 12050
+	if (cudaGetDriverEntryPointByVersion("cuStreamWriteValue64", &fn, 12000,
+					     cudaEnableDefault, &q) != cudaSuccess ||
+	    q != cudaDriverEntryPointSuccess)
+		fn = NULL;
+#else
+	if (cudaGetDriverEntryPoint("cuStreamWriteValue64", &fn, cudaEnableDefault, &q) !=
+	    cudaSuccess || q != cudaDriverEntryPointSuccess)
+		fn = NULL;
+#endif
+	(void)cudaGetLastError();
+	rf__wv64 = (rf__wv64_fn)fn;
+}
+
+/* Queue the write of v into the counter. 0, or -errno with the counter turned off
+ * for the stream (its signals then report through the host functions only). */
+int rf__cs_ctr_write(struct rf__cuda_stream *c, uint64_t v)
+{
+	int ret = -ENOTSUP;
+
+	if (c->ctr_mode == RF__CTR_STREAM)
+		ret = rf__wv64((CUstream)c->cs, (CUdeviceptr)(uintptr_t)c->ctr_dev, v, 0) ==
+		      CUDA_SUCCESS ? 0 : -EIO;
+	else if (c->ctr_mode == RF__CTR_KERNEL)
+		ret = rf__kc_write_u64(c->cs, c->ctr_dev, v);
+	if (ret < 0) {
+		(void)cudaGetLastError();
+		rf__log(RF_LOG_WARN, "stream %s: writing the completion counter failed (%s): "
+			"completions come by host function only from here", c->name,
+			c->ctr_mode == RF__CTR_STREAM ? "cuStreamWriteValue64" : "a kernel");
+		c->ctr_mode = RF__CTR_OFF;
+	}
+	return ret;
+}
+
+/* The ring's poller: what the counter says is done, reported. */
+static unsigned rf__cs_poll(void *data, int *busy)
+{
+	struct rf__cuda_stream *c = data;
+	unsigned n;
+
+	if (c->dead) {
+		*busy = 0;
+		return 0;
+	}
+	n = rf__cs_report(c);
+	*busy = !c->dead && rf__ctr_out(&c->ctr) > 0;
+	return n;
+}
+
+/* The counter word, its mode (RF_CUDA_COUNTER: stream, kernel or off; default the
+ * stream write where a trial write works, else the kernel) and the poller. Without
+ * it the stream still works: by host function only. */
+int rf__cs_ctr_init(struct rf__cuda_stream *c)
+{
+	const char *env = getenv("RF_CUDA_COUNTER");
+	void *w = NULL;
+	int want = !env || !*env ? -1 : !strcmp(env, "stream") ? RF__CTR_STREAM
+		: !strcmp(env, "kernel") ? RF__CTR_KERNEL : !strcmp(env, "off") ? RF__CTR_OFF : -2;
+
+	if (want == -2)
+		return rf__fail(-EINVAL, "RF_CUDA_COUNTER='%s': expected stream, kernel or off", env);
+	if (want == RF__CTR_OFF)
+		return 0;
+	if (cudaHostAlloc(&w, 64, cudaHostAllocMapped | cudaHostAllocPortable) != cudaSuccess ||
+	    cudaHostGetDevicePointer(&c->ctr_dev, w, 0) != cudaSuccess) {
+		(void)cudaGetLastError();
+		if (w)
+			cudaFreeHost(w);
+		rf__log(RF_LOG_WARN, "stream %s: no mapped pinned memory for the completion "
+			"counter: completions come by host function only", c->name);
+		return 0;
+	}
+	memset(w, 0, 64);
+	c->ctr.word = w;
+	pthread_once(&rf__wv64_once, rf__wv64_load);
+	c->ctr_mode = want == RF__CTR_KERNEL || !rf__wv64 ? RF__CTR_KERNEL : RF__CTR_STREAM;
+	if (c->ctr_mode == RF__CTR_STREAM) {
+		/* a trial write of 0: some devices and drivers refuse stream memory ops */
+		if (rf__wv64((CUstream)c->cs, (CUdeviceptr)(uintptr_t)c->ctr_dev, 0, 0) !=
+		    CUDA_SUCCESS || cudaStreamSynchronize(c->cs) != cudaSuccess) {
+			(void)cudaGetLastError();
+			if (want == RF__CTR_STREAM)
+				return rf__fail(-ENOTSUP, "stream %s: RF_CUDA_COUNTER=stream, but "
+						"cuStreamWriteValue64 is refused here", c->name);
+			c->ctr_mode = RF__CTR_KERNEL;
+		}
+	} else if (want == RF__CTR_STREAM) {
+		return rf__fail(-ENOTSUP, "stream %s: RF_CUDA_COUNTER=stream, but the driver has "
+				"no cuStreamWriteValue64", c->name);
+	}
+	return rf_poller_add(rf_engine_ring(c->dev->eng), rf__cs_poll, c, &c->poller);
+}
+
+const char *rf_cuda_completion(const struct rf_stream *s)
+{
+	const struct rf__cuda_stream *c = rf__cs_of(s);
+
+	if (!c)
+		return NULL;
+	return c->ctr_mode == RF__CTR_STREAM ? "counter (cuStreamWriteValue64)"
+		: c->ctr_mode == RF__CTR_KERNEL ? "counter (kernel)" : "host function";
+}
+

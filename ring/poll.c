@@ -1,0 +1,135 @@
+/* ring/poll.c -- pollers: completions the owner thread reads from memory at every turn
+ * (ring.h, "pollers"), and the bounded spin before a turn sleeps while one is busy
+ * (dispatch.c: rf__turn). */
+#include "ring-impl.h"
+
+#include "rf-internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RF__SPIN_MAX_NS 10000000ull   /* 10 ms */
+#define RF__SPIN_DEFAULT_NS 50000ull  /* 50 us */
+
+struct rf_poller {
+	struct rf_ring *r;
+	rf_poll_cb cb;
+	void *data;
+	int dead;               /* removed while the ring was polling */
+	struct rf_poller *next;
+};
+
+int rf__spin_parse(const char *s, uint64_t *ns)
+{
+	char *end;
+	unsigned long long us;
+
+	*ns = RF__SPIN_DEFAULT_NS;
+	if (!s)
+		return 0;
+	errno = 0;
+	us = strtoull(s, &end, 10);
+	if (!*s || *end || errno || s[0] == '-' || us * 1000ull > RF__SPIN_MAX_NS)
+		return rf__fail(-EINVAL, "RF_RING_SPIN_US='%s': expected microseconds, 0..%llu",
+				s, RF__SPIN_MAX_NS / 1000ull);
+	*ns = us * 1000ull;
+	return 0;
+}
+
+int rf_poller_add(struct rf_ring *r, rf_poll_cb cb, void *data, struct rf_poller **out)
+{
+	struct rf_poller *p;
+
+	if (!r || !cb || !out)
+		return rf__fail(-EINVAL, "rf_poller_add: expected a ring, a callback and an out "
+				"pointer (got %p, %p, %p)", (void *)r, (void *)(uintptr_t)cb,
+				(void *)out);
+	*out = NULL;
+	if (r->destroying)
+		return rf__fail(-ESHUTDOWN, "rf_poller_add: the ring is being destroyed");
+	if (!(p = calloc(1, sizeof(*p))))
+		return rf__fail(-ENOMEM, "rf_poller_add: no memory");
+	p->r = r;
+	p->cb = cb;
+	p->data = data;
+	p->next = r->pollers;
+	r->pollers = p;
+	*out = p;
+	return 0;
+}
+
+static void rf__poller_unlink(struct rf_ring *r, struct rf_poller *p)
+{
+	for (struct rf_poller **pp = &r->pollers; *pp; pp = &(*pp)->next)
+		if (*pp == p) {
+			*pp = p->next;
+			free(p);
+			return;
+		}
+}
+
+void rf_poller_remove(struct rf_poller *p)
+{
+	if (!p)
+		return;
+	if (p->r->polling) { /* the list is being walked: unlinked when the walk ends */
+		p->dead = 1;
+		p->r->poll_dead = 1;
+		return;
+	}
+	rf__poller_unlink(p->r, p);
+}
+
+unsigned rf__poll(struct rf_ring *r, int *busy)
+{
+	unsigned n = 0;
+
+	*busy = 0;
+	if (!r->pollers)
+		return 0;
+	r->polling++;
+	for (struct rf_poller *p = r->pollers; p; p = p->next) {
+		int b = 0;
+		if (p->dead)
+			continue;
+		r->cb_depth++;
+		n += p->cb(p->data, &b);
+		r->cb_depth--;
+		if (b && !p->dead)
+			*busy = 1;
+	}
+	if (--r->polling == 0 && r->poll_dead) {
+		struct rf_poller **pp = &r->pollers;
+		r->poll_dead = 0;
+		while (*pp) {
+			struct rf_poller *p = *pp;
+			if (p->dead) {
+				*pp = p->next;
+				free(p);
+			} else {
+				pp = &p->next;
+			}
+		}
+	}
+	r->st.polled += n;
+	return n;
+}
+
+void rf__pollers_free(struct rf_ring *r)
+{
+	while (r->pollers) {
+		struct rf_poller *p = r->pollers;
+		r->pollers = p->next;
+		free(p);
+	}
+}
+
+int rf_ring_set_spin(struct rf_ring *r, uint64_t spin_ns)
+{
+	if (!r || spin_ns > RF__SPIN_MAX_NS)
+		return rf__fail(-EINVAL, "rf_ring_set_spin: %llu ns, expected a ring and at most "
+				"%llu ns", (unsigned long long)spin_ns, RF__SPIN_MAX_NS);
+	r->spin_ns = spin_ns;
+	return 0;
+}
