@@ -365,7 +365,7 @@ static void print_json(const struct cli *c, const struct rf_trainer *t, const st
 		       m ? rf_tdtype_name(m->act_dtype) : "?",
 		       m ? rf_layout_name(m->act_layout) : "?");
 	}
-	printf(", \"hybridize\": %s", c->o.hybridize ? "true" : "false");
+	printf(", \"hybridize\": %s", rf_trainer_hybridized(t) ? "true" : "false");
 	printf(", \"optimizer\": \"%s\", \"momentum\": ", c->o.adamw ? "adamw" : "sgd");
 	rf_cli_json_num(stdout, "%g", (double)c->o.momentum);
 	printf(", \"weight_decay\": ");

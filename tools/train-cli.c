@@ -91,7 +91,10 @@ static const char usage[] =
 "  --window N            iterations in flight: batch t starts after batch t-N has\n"
 "                        finished (default 2; 0: no window, push ahead without waiting)\n"
 "  --hybridize           capture the training step at the first batch and replay it\n"
-"                        after (seed 12.1; one process; results bit-identical)\n"
+"                        after (seed 12.1; one process; results bit-identical);\n"
+"                        the default on a GPU in one process (one graph launch per\n"
+"                        step), off on the CPU\n"
+"  --no-hybridize        push every op of every step (the default on the CPU)\n"
 "  --barrier-every N     wait for all work after every N batches, like a per-batch\n"
 "                        .item() (default 0: never)\n"
 "  --max-inflight N      the engine's cap on ops in flight; a push past it waits for\n"
@@ -443,7 +446,7 @@ enum { O_DATA = 256, O_EPOCHS, O_BATCH, O_LR, O_DEVICE, O_DEVICES, O_SEED, O_CKP
        O_PREFETCH, O_INMEM, O_NOEVAL, O_QUIET, O_INIT, O_MODEL, O_STREAMS, O_WINDOW,
        O_BARRIER, O_MAXINF, O_STATS, O_DIST, O_DIST_TIMEOUT, O_BUCKET,
        O_DIST_STORE, O_TEST_DATA, O_MOMENTUM, O_WD, O_NESTEROV,
-       O_LR_SCHED, O_WARMUP, O_OPTIMIZER, O_CKPT_EVERY, O_MAX_STEPS, O_AUGMENT, O_EXPORT, O_HYBRID,
+       O_LR_SCHED, O_WARMUP, O_OPTIMIZER, O_CKPT_EVERY, O_MAX_STEPS, O_AUGMENT, O_EXPORT, O_HYBRID, O_NO_HYBRID,
        O_PRECISION, O_LAYOUT };
 
 static const struct option long_opts[] = {
@@ -479,6 +482,7 @@ static const struct option long_opts[] = {
 	{ "window", required_argument, 0, O_WINDOW },
 	{ "barrier-every", required_argument, 0, O_BARRIER },
 	{ "hybridize", no_argument, 0, O_HYBRID },
+	{ "no-hybridize", no_argument, 0, O_NO_HYBRID },
 	{ "max-inflight", required_argument, 0, O_MAXINF },
 	{ "stats", no_argument, 0, O_STATS },
 	{ "dist", required_argument, 0, O_DIST },
@@ -669,7 +673,10 @@ static int parse_opt(struct cli *c, int opt, const char *a)
 		c->o.no_eval = 1;
 		break;
 	case O_HYBRID:
-		c->o.hybridize = 1;
+		c->o.hybridize = RF_TRAIN_HYBRID_ON;
+		break;
+	case O_NO_HYBRID:
+		c->o.hybridize = RF_TRAIN_HYBRID_OFF;
 		break;
 	case O_QUIET:
 		c->quiet = 1;
@@ -791,7 +798,7 @@ int parse_args(struct cli *c, int argc, char **argv)
 	c->dist = c->dist_mpi ? 1 : c->dist_store ? 2 : 0;
 	if (!c->dist && c->dist_timeout > 0)
 		return bad("--dist-timeout", "needs --dist mpi or --dist-store");
-	if (c->o.hybridize && c->dist)
+	if (c->o.hybridize > 0 && c->dist)
 		return bad("--hybridize",
 			   "one process only (a captured step would replay its "
 			   "collectives' sequence numbers): not with %s",

@@ -240,7 +240,7 @@ int rf__train_iter(struct rf_trainer *t, const struct rf_batch *b)
 	t->cur = b;
 	t->todo = (int)t->spec->nlayers - 1;
 	t->opt.step = t->steps + 1;         /* AdamW's bias correction counts this step */
-	if (t->o.hybridize && (ret = rf__hybrid_iter(t, b)) != 1) {
+	if (t->o.hybridize > 0 && (ret = rf__hybrid_iter(t, b)) != 1) {
 		if (ret == 0)
 			t->steps++;
 		return ret < 0 ? ret : rf__push_marker(t, 1, t->tr, b->index);

@@ -88,7 +88,15 @@ static int rf__check_opts(struct rf_trainer *t)
 				t->o.checkpoint_every);
 		return -EINVAL;
 	}
-	if (t->comm && t->o.hybridize) {
+	if (t->o.hybridize < RF_TRAIN_HYBRID_OFF || t->o.hybridize > RF_TRAIN_HYBRID_ON) {
+		rf__trainer_msg(t, "opts.hybridize %d: expected RF_TRAIN_HYBRID_OFF (-1), _AUTO (0) "
+				"or _ON (1)", t->o.hybridize);
+		return -EINVAL;
+	}
+	if (t->o.hybridize == RF_TRAIN_HYBRID_AUTO)  /* resolved once, here */
+		t->o.hybridize = !t->comm && rf_device_kind_host_memory(t->device_kind) == 0
+				 ? RF_TRAIN_HYBRID_ON : RF_TRAIN_HYBRID_OFF;
+	if (t->comm && t->o.hybridize > 0) {
 		rf__trainer_msg(t, "--hybridize: one process only (a captured step would replay "
 				"its collectives' sequence numbers); drop it or --dist");
 		return -ENOTSUP;
@@ -290,6 +298,11 @@ uint64_t rf_trainer_steps(const struct rf_trainer *t)
 unsigned rf_trainer_replicas(const struct rf_trainer *t)
 {
 	return t->K;
+}
+
+int rf_trainer_hybridized(const struct rf_trainer *t)
+{
+	return t->o.hybridize > 0;
 }
 
 unsigned rf_trainer_streams(const struct rf_trainer *t)

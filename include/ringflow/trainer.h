@@ -69,6 +69,8 @@ struct rf_lr_schedule {
 /* The learning rate of epoch e (0-based) for base lr. */
 double rf_lr_at(const struct rf_lr_schedule *s, double base, unsigned e);
 
+enum { RF_TRAIN_HYBRID_OFF = -1, RF_TRAIN_HYBRID_AUTO = 0, RF_TRAIN_HYBRID_ON = 1 };
+
 struct rf_train_opts {
 	const char *model;         /* "mlp" (default) or "lenet" */
 	const char *data_dir;      /* NULL: RF_TRAIN_DEFAULT_DATA. A directory of the IDX
@@ -126,7 +128,12 @@ struct rf_train_opts {
 				    * and replayed after, the batch copied into the graph's
 				    * inputs, lr and step passed per launch; a batch of
 				    * another size is pushed op by op. Results bit-identical
-				    * to the op-by-op run. One process only (no comm) */
+				    * to the op-by-op run. One process only (no comm).
+				    * RF_TRAIN_HYBRID_AUTO (0): on for a device that is not
+				    * host memory (a GPU: one graph launch instead of hundreds
+				    * of kernel launches) in one process, off otherwise;
+				    * RF_TRAIN_HYBRID_ON: on (refused with comm);
+				    * RF_TRAIN_HYBRID_OFF: op by op */
 	unsigned barrier_every;    /* after every N iterations of a pass (training or test
 				    * set), wait for all work (rf_engine_wait_all), like d2l's
 				    * per-batch .item()/wait_to_read() barrier. 0: never.
@@ -196,6 +203,8 @@ uint64_t rf_trainer_steps(const struct rf_trainer *t);
 unsigned rf_trainer_replicas(const struct rf_trainer *t);
 /* Compute streams per replica in use (opts.streams, or the automatic choice). */
 unsigned rf_trainer_streams(const struct rf_trainer *t);
+/* whether the training step is captured and replayed (opts.hybridize resolved) */
+int rf_trainer_hybridized(const struct rf_trainer *t);
 const struct rf_model_spec *rf_trainer_spec(const struct rf_trainer *t);
 struct rf_model *rf_trainer_replica(struct rf_trainer *t, unsigned r);
 /* Batches per training epoch. */

@@ -39,6 +39,13 @@ echo "$SETTINGS" | while read -r o; do
 	echo "ok: $o: 6 replays, bitwise the op-by-op run: $(figs "$T/hy")"
 done || exit 1
 grep -q '"hybridize": true' "$T/hy" || fail "the JSON does not say hybridize"
+# the default on the CPU is op by op; --no-hybridize says so on any device; the
+# last flag wins
+grep -q '"hybridize": false' "$T/op" || fail "the CPU's default is not op by op"
+"$RF" $A --model mlp --hybridize --no-hybridize >"$T/no" 2>"$T/err" ||
+	fail "--no-hybridize: $(tail -2 "$T/err")"
+grep -q '"hybridize": false' "$T/no" && [ "$(launches "$T/no")" = 0 ] ||
+	fail "--hybridize --no-hybridize still replays"
 [ $tsan = 1 ] && { echo "ok (ThreadSanitizer build: one two-replica setting)"; exit 0; }
 # the engine's synchronous debug mode and the trace still work with replays
 B="--data $DATA --limit 1001 --test-limit 201 --quiet --json --epochs 1 --model mlp"
