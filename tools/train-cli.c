@@ -95,6 +95,10 @@ static const char usage[] =
 "                        the default on a GPU in one process (one graph launch per\n"
 "                        step), off on the CPU\n"
 "  --no-hybridize        push every op of every step (the default on the CPU)\n"
+"  --update HOW          the optimizer's update with one device: fused (one op over\n"
+"                        every parameter after backward), per-layer (each layer's\n"
+"                        as its gradients are ready), auto (fused on a GPU, per\n"
+"                        layer on the CPU; the default). The same bits either way\n"
 "  --barrier-every N     wait for all work after every N batches, like a per-batch\n"
 "                        .item() (default 0: never)\n"
 "  --max-inflight N      the engine's cap on ops in flight; a push past it waits for\n"
@@ -446,7 +450,7 @@ enum { O_DATA = 256, O_EPOCHS, O_BATCH, O_LR, O_DEVICE, O_DEVICES, O_SEED, O_CKP
        O_PREFETCH, O_INMEM, O_NOEVAL, O_QUIET, O_INIT, O_MODEL, O_STREAMS, O_WINDOW,
        O_BARRIER, O_MAXINF, O_STATS, O_DIST, O_DIST_TIMEOUT, O_BUCKET,
        O_DIST_STORE, O_TEST_DATA, O_MOMENTUM, O_WD, O_NESTEROV,
-       O_LR_SCHED, O_WARMUP, O_OPTIMIZER, O_CKPT_EVERY, O_MAX_STEPS, O_AUGMENT, O_EXPORT, O_HYBRID, O_NO_HYBRID,
+       O_LR_SCHED, O_WARMUP, O_OPTIMIZER, O_CKPT_EVERY, O_MAX_STEPS, O_AUGMENT, O_EXPORT, O_HYBRID, O_NO_HYBRID, O_UPDATE,
        O_PRECISION, O_LAYOUT };
 
 static const struct option long_opts[] = {
@@ -483,6 +487,7 @@ static const struct option long_opts[] = {
 	{ "barrier-every", required_argument, 0, O_BARRIER },
 	{ "hybridize", no_argument, 0, O_HYBRID },
 	{ "no-hybridize", no_argument, 0, O_NO_HYBRID },
+	{ "update", required_argument, 0, O_UPDATE },
 	{ "max-inflight", required_argument, 0, O_MAXINF },
 	{ "stats", no_argument, 0, O_STATS },
 	{ "dist", required_argument, 0, O_DIST },
@@ -673,10 +678,20 @@ static int parse_opt(struct cli *c, int opt, const char *a)
 		c->o.no_eval = 1;
 		break;
 	case O_HYBRID:
-		c->o.hybridize = RF_TRAIN_HYBRID_ON;
+		c->o.hybridize = RF_TRAIN_ON;
 		break;
 	case O_NO_HYBRID:
-		c->o.hybridize = RF_TRAIN_HYBRID_OFF;
+		c->o.hybridize = RF_TRAIN_OFF;
+		break;
+	case O_UPDATE:
+		if (!strcmp(a, "fused"))
+			c->o.fused_update = RF_TRAIN_ON;
+		else if (!strcmp(a, "per-layer"))
+			c->o.fused_update = RF_TRAIN_OFF;
+		else if (!strcmp(a, "auto"))
+			c->o.fused_update = RF_TRAIN_AUTO;
+		else
+			return bad("--update", "'%s': expected fused, per-layer or auto", a);
 		break;
 	case O_QUIET:
 		c->quiet = 1;

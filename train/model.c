@@ -255,27 +255,40 @@ int rf_model_optim_state(struct rf_model *m, const struct rf_optim *o)
 	return o->momentum == 0.0f || m->mom ? 0 : rf_model_momentum(m);
 }
 
+/* o's update of w from g (v, v2: its state, NULL where o has none) on stream s */
+static int rf__update(struct rf_stream *s, struct rf_tensor *w, struct rf_tensor *v,
+		      struct rf_tensor *v2, struct rf_tensor *g, const struct rf_optim *o)
+{
+	if (o->adamw) {
+		struct rf_adamw_params a = { .lr = o->lr, .beta1 = o->beta1, .beta2 = o->beta2,
+					.eps = o->eps, .weight_decay = o->weight_decay, .step = o->step };
+		return o->live ? rf_adamw_live(s, w, v, v2, g, &a, o->live, o->live_var)
+			       : rf_adamw(s, w, v, v2, g, &a);
+	}
+	if (o->momentum == 0.0f)
+		return o->live ? rf_sgd_live(s, w, g, o->live, o->live_var, o->weight_decay)
+			       : rf_sgd(s, w, g, o->lr, o->weight_decay);
+	return o->live ? rf_sgd_momentum_live(s, w, v, g, o->live, o->live_var, o->momentum,
+					      o->weight_decay, o->nesterov)
+		       : rf_sgd_momentum(s, w, v, g, o->lr, o->momentum, o->weight_decay,
+					 o->nesterov);
+}
+
 int rf_model_update(struct rf_model *m, unsigned k, const struct rf_optim *o,
 		    struct rf_stream *s)
 {
 	int ret = rf_model_optim_state(m, o);
 
-	if (ret < 0)
-		return ret;
-	if (o->adamw) {
-		struct rf_adamw_params a = { .lr = o->lr, .beta1 = o->beta1, .beta2 = o->beta2,
-					.eps = o->eps, .weight_decay = o->weight_decay, .step = o->step };
-		return o->live ? rf_adamw_live(s, m->p[k], m->v[k], m->v2[k], m->g[k], &a, o->live,
-					       o->live_var)
-			       : rf_adamw(s, m->p[k], m->v[k], m->v2[k], m->g[k], &a);
-	}
-	if (o->momentum == 0.0f)
-		return o->live ? rf_sgd_live(s, m->p[k], m->g[k], o->live, o->live_var, o->weight_decay)
-			       : rf_sgd(s, m->p[k], m->g[k], o->lr, o->weight_decay);
-	return o->live ? rf_sgd_momentum_live(s, m->p[k], m->v[k], m->g[k], o->live, o->live_var,
-					      o->momentum, o->weight_decay, o->nesterov)
-		       : rf_sgd_momentum(s, m->p[k], m->v[k], m->g[k], o->lr, o->momentum,
-					 o->weight_decay, o->nesterov);
+	return ret < 0 ? ret : rf__update(s, m->p[k], m->v[k], m->v2[k], m->g[k], o);
+}
+
+int rf_model_update_all(struct rf_model *m, const struct rf_optim *o)
+{
+	int ret = rf_model_optim_state(m, o);
+
+	/* the blocks: one op over every parameter, ordered against each view's ops */
+	return ret < 0 ? ret : rf__update(m->s2 ? m->s2 : m->s, m->params, m->mom, m->mom2,
+					  m->grads, o);
 }
 
 int rf_model_update_layer(struct rf_model *m, unsigned layer, const struct rf_optim *o)

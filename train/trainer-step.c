@@ -59,6 +59,9 @@ static int rf__sgd_hook(void *ctx, struct rf_model *m, unsigned layer)
 {
 	struct rf_trainer *t = ctx;
 
+	/* fused: every parameter at once after the last layer's hook (layer 0 comes last) */
+	if (t->o.fused_update > 0)
+		return layer == 0 ? rf_model_update_all(m, &t->opt) : 0;
 	return rf_model_update_layer(m, layer, &t->opt);
 }
 

@@ -88,14 +88,22 @@ static int rf__check_opts(struct rf_trainer *t)
 				t->o.checkpoint_every);
 		return -EINVAL;
 	}
-	if (t->o.hybridize < RF_TRAIN_HYBRID_OFF || t->o.hybridize > RF_TRAIN_HYBRID_ON) {
-		rf__trainer_msg(t, "opts.hybridize %d: expected RF_TRAIN_HYBRID_OFF (-1), _AUTO (0) "
-				"or _ON (1)", t->o.hybridize);
+	if (t->o.hybridize < RF_TRAIN_OFF || t->o.hybridize > RF_TRAIN_ON) {
+		rf__trainer_msg(t, "opts.hybridize %d: expected RF_TRAIN_OFF (-1), RF_TRAIN_AUTO (0) "
+				"or RF_TRAIN_ON (1)", t->o.hybridize);
 		return -EINVAL;
 	}
-	if (t->o.hybridize == RF_TRAIN_HYBRID_AUTO)  /* resolved once, here */
+	if (t->o.fused_update < RF_TRAIN_OFF || t->o.fused_update > RF_TRAIN_ON) {
+		rf__trainer_msg(t, "opts.fused_update %d: expected RF_TRAIN_OFF (-1), RF_TRAIN_AUTO "
+				"(0) or RF_TRAIN_ON (1)", t->o.fused_update);
+		return -EINVAL;
+	}
+	if (t->o.fused_update == RF_TRAIN_AUTO)
+		t->o.fused_update = rf_device_kind_host_memory(t->device_kind) == 0 ? RF_TRAIN_ON
+										   : RF_TRAIN_OFF;
+	if (t->o.hybridize == RF_TRAIN_AUTO)  /* resolved once, here */
 		t->o.hybridize = !t->comm && rf_device_kind_host_memory(t->device_kind) == 0
-				 ? RF_TRAIN_HYBRID_ON : RF_TRAIN_HYBRID_OFF;
+				 ? RF_TRAIN_ON : RF_TRAIN_OFF;
 	if (t->comm && t->o.hybridize > 0) {
 		rf__trainer_msg(t, "--hybridize: one process only (a captured step would replay "
 				"its collectives' sequence numbers); drop it or --dist");

@@ -222,6 +222,11 @@ int rf_model_sgd_layer(struct rf_model *m, unsigned layer, float lr);
 int rf_model_update_layer(struct rf_model *m, unsigned layer, const struct rf_optim *o);
 int rf_model_update(struct rf_model *m, unsigned k, const struct rf_optim *o,
 		    struct rf_stream *s);
+/* The update of o for every parameter at once (on the weight-gradient stream): one
+ * op over the parameter, gradient and state blocks -- one kernel instead of one per
+ * tensor, the same bits (the updates are elementwise, with the same hyperparameters
+ * for every tensor). */
+int rf_model_update_all(struct rf_model *m, const struct rf_optim *o);
 /* Make the momentum buffers (zeroed) if there are none: before loading saved ones.
  * second: AdamW's second-moment block too. */
 int rf_model_momentum(struct rf_model *m);

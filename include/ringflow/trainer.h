@@ -69,7 +69,7 @@ struct rf_lr_schedule {
 /* The learning rate of epoch e (0-based) for base lr. */
 double rf_lr_at(const struct rf_lr_schedule *s, double base, unsigned e);
 
-enum { RF_TRAIN_HYBRID_OFF = -1, RF_TRAIN_HYBRID_AUTO = 0, RF_TRAIN_HYBRID_ON = 1 };
+enum { RF_TRAIN_OFF = -1, RF_TRAIN_AUTO = 0, RF_TRAIN_ON = 1 };
 
 struct rf_train_opts {
 	const char *model;         /* "mlp" (default) or "lenet" */
@@ -129,11 +129,20 @@ struct rf_train_opts {
 				    * inputs, lr and step passed per launch; a batch of
 				    * another size is pushed op by op. Results bit-identical
 				    * to the op-by-op run. One process only (no comm).
-				    * RF_TRAIN_HYBRID_AUTO (0): on for a device that is not
+				    * RF_TRAIN_AUTO (0): on for a device that is not
 				    * host memory (a GPU: one graph launch instead of hundreds
 				    * of kernel launches) in one process, off otherwise;
-				    * RF_TRAIN_HYBRID_ON: on (refused with comm);
-				    * RF_TRAIN_HYBRID_OFF: op by op */
+				    * RF_TRAIN_ON: on (refused with comm);
+				    * RF_TRAIN_OFF: op by op */
+	int fused_update;          /* the optimizer's update with one replica in one process:
+				    * RF_TRAIN_ON: one op over the whole parameter block at the
+				    * end of backward (one kernel instead of one per tensor);
+				    * RF_TRAIN_OFF: per layer as its gradients are ready (on
+				    * the second stream, overlapping the rest of backward);
+				    * RF_TRAIN_AUTO (0): on for a device that is not host
+				    * memory, off on the CPU. The same bits either way. With
+				    * several replicas or processes updates follow the
+				    * reductions, per layer */
 	unsigned barrier_every;    /* after every N iterations of a pass (training or test
 				    * set), wait for all work (rf_engine_wait_all), like d2l's
 				    * per-batch .item()/wait_to_read() barrier. 0: never.

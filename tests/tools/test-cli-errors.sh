@@ -206,10 +206,11 @@ for v in fp16 FP32 "" "tf32 "; do bad $R --precision 2 "'$v' && fp32, tf32 or bf
 bad $R --precision 2 "value" --precision
 for v in NHWC chw ""; do bad $R --layout 2 "'$v' && auto, nchw or nhwc" --layout "$v"; done
 bad $R --layout 2 "value" --layout
+for v in all layer ""; do bad $R --update 2 "'$v' && fused, per-layer or auto" --update "$v"; done
 bad $R --device 2 "value" --device
 for v in he; do bad $R --init 2 "expected uniform" --init "$v"; done
 bad $R --init 2 "value" --init
-for f in resume json in-memory augment no-eval quiet stats hybridize help; do
+for f in resume json in-memory augment no-eval quiet stats hybridize no-hybridize help; do
 	bad $R "--$f" 2 "takes no value" "--$f=1"
 done
 bad $R --bogus 2 "unknown" --bogus

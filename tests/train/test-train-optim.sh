@@ -3,6 +3,7 @@
 # the momentum buffers live in the checkpoint, so 2 epochs + --resume to 3 ends with
 # bitwise the weights of 3 straight epochs (momentum with weight decay and Nesterov,
 # two devices, under step and cosine lr schedules, and AdamW on one device and two;
+# --update fused equals per-layer bit for bit, for each rule;
 # the update rules themselves are train-sgd-ref's); resuming under
 # another optimiser setting or schedule is refused with both named; an epoch's lr is
 # the schedule's; momentum trains (test accuracy over 0.6 in 3 epochs on
@@ -39,6 +40,16 @@ echo "$SETTINGS" | while read -r o; do
 	acc=$(sed -n 's/.*"final_test_acc": \([0-9.]*\).*/\1/p' "$T/straight")
 	awk -v a="$acc" 'BEGIN { exit !(a > 0.6) }' || fail "$o: test accuracy $acc after 3 epochs"
 	echo "ok: $o: 2 epochs + --resume = 3 epochs, bitwise ($(hash "$T/straight")); test acc $acc"
+done || exit 1
+# --update fused (one op over every parameter after backward; the default on a GPU)
+# gives the bits of the per-layer updates, for each update rule, and hybridized too
+for o in "" "--momentum 0.9 --wd 5e-4 --nesterov" "--optimizer adamw --wd 0.01 --lr 0.001" \
+	"--model lenet --momentum 0.9" "--momentum 0.9 --hybridize"; do
+	"$RF" $A $o --epochs 1 --update per-layer >"$T/layer" 2>"$T/err" || fail "$o: $(tail -2 "$T/err")"
+	"$RF" $A $o --epochs 1 --update fused >"$T/fused" 2>"$T/err" || fail "$o: $(tail -2 "$T/err")"
+	[ -n "$(hash "$T/layer")" ] && [ "$(hash "$T/layer")" = "$(hash "$T/fused")" ] ||
+		fail "$o: --update fused $(hash "$T/fused"), per-layer $(hash "$T/layer")"
+	echo "ok: $o: --update fused = per-layer, bitwise ($(hash "$T/fused"))"
 done || exit 1
 ldd "$RF" 2>/dev/null | grep -q libtsan && { echo "ok (ThreadSanitizer build: two-replica settings only)"; exit 0; }
 "$RF" $A --momentum 0.5 --epochs 3 --checkpoint "$T/ck" --resume >/dev/null 2>"$T/err" &&
