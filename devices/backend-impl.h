@@ -34,7 +34,7 @@ enum rf__opcode {
 	RF__OP_RELU_AVGPOOL2_FWD, RF__OP_AVGPOOL2_RELU_BWD, RF__OP_MAXPOOL_FWD,
 	RF__OP_MAXPOOL_BWD, RF__OP_GAP_FWD, RF__OP_GAP_BWD, RF__OP_BN_TRAIN, RF__OP_BN_EVAL,
 	RF__OP_BN_BWD, RF__OP_SGD, RF__OP_SGD_MOMENTUM, RF__OP_ADAMW, RF__OP_AXPY,
-	RF__OP_SCALE, RF__OP_SUM, RF__OP_FILL, RF__OP_U8_F32, RF__OP_U8_I32,
+	RF__OP_SCALE, RF__OP_SUM, RF__OP_ADD_RELU, RF__OP_FILL, RF__OP_U8_F32, RF__OP_U8_I32,
 	RF__OP_RAND_UNIFORM, RF__OP_RAND_NORMAL, RF__OP_CONVERT, RF__OP_COPY, RF__OP_HOST,
 	RF__OP_COUNT
 };
@@ -117,6 +117,7 @@ struct rf__op {
 		struct { struct rf__tref y, x; } axpy;
 		struct { struct rf__tref x; } scale;                     /* x: io */
 		struct { struct rf__tref out; } sum;                     /* inputs: p.sum.in */
+		struct { struct rf__tref y, a, b; } add_relu;
 		struct { struct rf__tref x; } fill;
 		struct { struct rf__tref out, in; } dec;                 /* u8_to_f32, u8_to_i32 */
 		struct { struct rf__tref x; } rand;
@@ -127,7 +128,7 @@ struct rf__op {
 	union {
 		struct { int ta, tb, m, n, k; float alpha, beta; } gemm;
 		struct { int rows, cols, acc; } bias;                    /* add, grad */
-		struct { size_t n; } ew;                                 /* relu */
+		struct { size_t n; } ew;                                 /* relu, add_relu */
 		struct { int rows, cols; } xent;
 		struct { struct rf__conv2d s; int acc; } conv;           /* the four conv ops */
 		struct { int n, c, h, w, k, st; } pool;                  /* avg (st = k), max,

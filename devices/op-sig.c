@@ -57,6 +57,7 @@ const struct rf__opsig rf__opsigs[RF__OP_COUNT] = {
 	[RF__OP_AXPY] = { "axpy", 1, 1, { { "y", RF__OK_FLOAT, 0, 0, 1 }, F("x") } },
 	[RF__OP_SCALE] = { "scale", 1, 0, { { "x", RF__OK_FLOAT, 0, 0, 1 } } },
 	[RF__OP_SUM] = { "sum", 1, 1, { F("out"), F("in") } },
+	[RF__OP_ADD_RELU] = { "add_relu_fwd", 1, 2, { F("y"), F("a"), F("b") } },
 	[RF__OP_FILL] = { "fill", 1, 0, { { "x", RF__OK_ANY, 0, 0, 0 } } },
 	[RF__OP_U8_F32] = { "u8_to_f32", 1, 1, { F("out"), { "in", RF__OK_U8, 0, 0, 0 } } },
 	[RF__OP_U8_I32] = { "u8_to_i32", 1, 1, { { "out", RF__OK_I32, 0, 0, 0 },

@@ -100,6 +100,25 @@ int rf_relu_fwd(struct rf_stream *s, struct rf_tensor *y, struct rf_tensor *x)
 	return rf__b_push(&b, s, y->dev);
 }
 
+int rf_add_relu_fwd(struct rf_stream *s, struct rf_tensor *y, struct rf_tensor *a,
+		    struct rf_tensor *b)
+{
+	static const char fn[] = "rf_add_relu_fwd";
+	struct rf__b bl;
+
+	RF__TRY(rf__need_float(fn, "y", y, -1));
+	RF__TRY(rf__need_float(fn, "a", a, -1));
+	RF__TRY(rf__need_float(fn, "b", b, -1));
+	RF__TRY(rf__same_numel(fn, y, a));
+	RF__TRY(rf__same_numel(fn, y, b));
+	RF__TRY(rf__b_init(&bl, fn, RF__OP_ADD_RELU, NULL, 0));
+	bl.c->p.ew.n = y->numel;
+	rf__b_set(&bl, &bl.c->o.add_relu.a, a);
+	rf__b_set(&bl, &bl.c->o.add_relu.b, b);
+	rf__b_set(&bl, &bl.c->o.add_relu.y, y);
+	return rf__b_push(&bl, s, y->dev);
+}
+
 int rf_relu_bwd(struct rf_stream *s, struct rf_tensor *dx, struct rf_tensor *dy,
 		struct rf_tensor *y)
 {

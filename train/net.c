@@ -208,6 +208,7 @@ static int rf__plan(struct rf_model *m, struct rf_model_acts *a)
 {
 	const struct rf_model_spec *sp = m->spec;
 	int fuse = rf__fuses(m, "relu_avgpool2d_fwd") && rf__fuses(m, "avgpool2d_relu_bwd"), ret;
+	int fuse_add = rf__fuses(m, "add_relu_fwd");
 	int64_t sh[4];
 
 	for (unsigned i = 0; i < a->nt; i++) {
@@ -244,7 +245,12 @@ static int rf__plan(struct rf_model *m, struct rf_model_acts *a)
 		 * the device has the fused kernels */
 		if (fuse && l->kind == RF_LAYER_AVGPOOL && l->k == 2 && f->in == (int)i && i > 0 &&
 		    sp->table[i - 1].kind == RF_LAYER_RELU && sp->info[i - 1].uses == 1 &&
-		    a->root[i] != (int)i)
+		    a->root[i] != (int)i && !a->fused[i - 1])
+			a->fused[i] = 1;
+		/* a ReLU on a residual sum read by nothing else is one op with it (one pass
+		 * over the activations instead of two; the same bits) */
+		if (fuse_add && l->kind == RF_LAYER_RELU && i > 0 && f->in == (int)i &&
+		    sp->table[i - 1].kind == RF_LAYER_ADD && sp->info[i - 1].uses == 1)
 			a->fused[i] = 1;
 	}
 	return 0;
@@ -295,6 +301,8 @@ static int rf__layer_fwd(struct rf_model *m, struct rf_model_acts *a, unsigned i
 		RF__TRY(rf_gavgpool_fwd(s, a->gapc[i], x));
 		return rf_convert(s, y, a->gapc[i]);
 	case RF_LAYER_ADD:
+		if (i + 1 < a->nt && a->fused[i + 1] && m->spec->table[i + 1].kind == RF_LAYER_RELU)
+			return rf_add_relu_fwd(s, T[i + 2], x, T[f->in2]);
 		in2[0] = x;
 		in2[1] = T[f->in2];
 		return rf_sum(s, y, in2, 2);

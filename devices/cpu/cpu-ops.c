@@ -135,6 +135,10 @@ static int rf__cpu_run(struct rf__op *op)
 	case RF__OP_RELU_FWD:
 		rf__k_relu_fwd(D(op->o.relu_fwd.y), C(op->o.relu_fwd.x), op->p.ew.n);
 		break;
+	case RF__OP_ADD_RELU:
+		rf__k_add_relu_fwd(D(op->o.add_relu.y), C(op->o.add_relu.a), C(op->o.add_relu.b),
+				   op->p.ew.n);
+		break;
 	case RF__OP_RELU_BWD:
 		rf__k_relu_bwd(D(op->o.relu_bwd.dx), C(op->o.relu_bwd.dy), C(op->o.relu_bwd.y),
 			       op->p.ew.n);

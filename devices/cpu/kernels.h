@@ -55,6 +55,9 @@ void rf__k_bias_grad(float *db, const float *dy, int rows, int cols, int accumul
 
 /* y (n) = max(x, 0). In place allowed (y == x). */
 void rf__k_relu_fwd(float *y, const float *x, size_t n);
+/* y = max(a + b, 0); y may be a or b. The bits of rf__k_reduce_sum of {a, b} then
+ * rf__k_relu_fwd. */
+void rf__k_add_relu_fwd(float *y, const float *a, const float *b, size_t n);
 /* dx (n) = dy * (y > 0), where y is the forward OUTPUT. In place allowed (dx == dy). */
 void rf__k_relu_bwd(float *dx, const float *dy, const float *y, size_t n);
 

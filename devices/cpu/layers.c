@@ -38,6 +38,15 @@ void rf__k_relu_fwd(float *y, const float *x, size_t n)
 		y[i] = x[i] > 0.0f ? x[i] : 0.0f;
 }
 
+void rf__k_add_relu_fwd(float *y, const float *a, const float *b, size_t n)
+{
+	/* one rounding (the sum), then rf__k_relu_fwd's select: its bits exactly */
+	for (size_t i = 0; i < n; i++) {
+		float s = a[i] + b[i];
+		y[i] = s > 0.0f ? s : 0.0f;
+	}
+}
+
 void rf__k_relu_bwd(float *dx, const float *dy, const float *y, size_t n)
 {
 	/* load dy unconditionally: a select vectorises, a conditional load branches */

@@ -163,7 +163,7 @@ int rf__cuda_supports(const struct rf_device *d, const struct rf__op *op, char *
 		return 1;
 	}
 	case RF__OP_RELU_FWD: case RF__OP_RELU_BWD: case RF__OP_AXPY: case RF__OP_SCALE:
-	case RF__OP_SUM:
+	case RF__OP_SUM: case RF__OP_ADD_RELU:
 		if ((i = rf__elementwise(op, 0)) >= 0)
 			return rf__refuse(op, i, "CUDA's elementwise kernels take tensors of one "
 					  "float dtype all laid out alike (rf_convert first)", why, len);
@@ -277,6 +277,15 @@ int rf__cuda_compute(struct rf_device *d, struct rf__dstream *ds, struct rf__op 
 						op->o.relu_fwd.x.data, op->p.ew.n);
 		else
 			ret = rf__kc_relu_fwd(st, D(op->o.relu_fwd.y), C(op->o.relu_fwd.x), op->p.ew.n);
+		break;
+	case RF__OP_ADD_RELU:
+		if (op->o.add_relu.y.dtype != RF_F32)
+			ret = rf__kc_add_relu_h(st, (int)op->o.add_relu.y.dtype, op->o.add_relu.y.data,
+						op->o.add_relu.a.data, op->o.add_relu.b.data,
+						op->p.ew.n);
+		else
+			ret = rf__kc_add_relu(st, D(op->o.add_relu.y), C(op->o.add_relu.a),
+					      C(op->o.add_relu.b), op->p.ew.n);
 		break;
 	case RF__OP_RELU_BWD:
 		if (op->o.relu_bwd.dx.dtype != RF_F32)

@@ -7,7 +7,8 @@
  * device work on fixed pointers is captured (cudaStreamBeginCapture) and becomes one
  * CUDA graph, instantiated and launched at once; an op that reads host state when it
  * runs (a live learning rate, a PRNG's counter, a host function, a copy from pageable
- * memory) runs as usual between them. Later launches run the same plan: the ops of a
+ * memory, a cuDNN call whose handle or convolution plan is not made yet) runs as usual
+ * between them. Later launches run the same plan: the ops of a
  * run are put in the FIFO as they arrive and its graph is launched when the run's
  * last op arrives -- one launch for the run, no per-op kernel launches, events or
  * host functions; one host function after the launch's last op reports all of them.
@@ -25,6 +26,9 @@
 #include <string.h>
 
 #include "cuda-impl.h"
+#if RF_HAVE_CUDNN
+#include "cudnn-impl.h"
+#endif
 #include "../op-impl.h"
 
 #define RF__CG_CACHE 4
@@ -65,7 +69,7 @@ struct rf__cg {
 
 /* Can op be recorded: does running it only enqueue device work on pointers fixed at
  * push, reading no host state that changes between launches? */
-static int rf__cg_capturable(struct rf_op *op)
+static int rf__cg_capturable(const struct rf__cuda_stream *c, struct rf_op *op)
 {
 	struct rf__op *o;
 	rf_op_fn fn;
@@ -78,15 +82,25 @@ static int rf__cg_capturable(struct rf_op *op)
 	case RF__OP_GEMM: case RF__OP_BIAS_ADD: case RF__OP_BIAS_GRAD: case RF__OP_RELU_FWD:
 	case RF__OP_RELU_BWD: case RF__OP_XENT: case RF__OP_AVGPOOL_FWD: case RF__OP_AVGPOOL_BWD:
 	case RF__OP_AXPY: case RF__OP_SCALE: case RF__OP_SUM: case RF__OP_U8_F32:
-	case RF__OP_U8_I32: case RF__OP_FILL: case RF__OP_CONVERT:
+	case RF__OP_U8_I32: case RF__OP_FILL: case RF__OP_CONVERT: case RF__OP_ADD_RELU:
 		return 1;
 	case RF__OP_SGD: case RF__OP_SGD_MOMENTUM:
 		return !o->p.sgd.live;      /* a live lr is read from the host when it runs */
 	case RF__OP_ADAMW:
 		return !o->p.adamw.live;
 	case RF__OP_CONV_FWD: case RF__OP_CONV_BWD_DATA: case RF__OP_CONV_BWD_FILTER:
-		/* our im2col path only: cuDNN makes its handle and plans at first use */
-		return !rf__cuda_dnn_ok(NULL);
+	case RF__OP_BN_TRAIN: case RF__OP_BN_EVAL: case RF__OP_BN_BWD:
+	case RF__OP_MAXPOOL_FWD: case RF__OP_MAXPOOL_BWD: case RF__OP_GAP_FWD: case RF__OP_GAP_BWD:
+		/* our im2col path; or cuDNN once its handle and the plan exist (made when the
+		 * first launch ran op by op) */
+		if (!rf__cuda_dnn_ok(NULL))
+			return o->code == RF__OP_CONV_FWD || o->code == RF__OP_CONV_BWD_DATA ||
+			       o->code == RF__OP_CONV_BWD_FILTER;
+#if RF_HAVE_CUDNN
+		return rf__dnn_capturable(c, o);
+#else
+		return 0;
+#endif
 	case RF__OP_COPY: {
 		/* device or page-locked host memory, first and last byte: a copy node;
 		 * pageable memory is staged by the driver, which a graph cannot hold */
@@ -106,7 +120,7 @@ static int rf__cg_capturable(struct rf_op *op)
 		}
 		return 1;
 	}
-	default:                        /* PRNG (its counter), cuDNN's norms, HOST */
+	default:                        /* PRNG (its counter), HOST */
 		return 0;
 	}
 }
@@ -289,7 +303,7 @@ static void rf__cg_record(struct rf__cuda_stream *c, struct rf_op *op, uint32_t 
 	uint32_t pos = g->pos;
 
 	p->order[pos] = index;
-	if (!rf__cg_capturable(op)) {
+	if (!rf__cg_capturable(c, op)) {
 		if (g->capturing) /* the run before it ends: its graph starts now */
 			rf__cg_close_run(c, p);
 		p->seg[pos] = -1;

@@ -35,5 +35,9 @@ int rf__dnn_conv(struct rf__cuda_stream *c, struct rf__op *op);
  * backward) on h's stream; max pooling's backward recomputes y into op->ws (y's
  * size). 0 or -EIO with op->err set. */
 int rf__dnn_norm(struct rf__cuda_stream *c, struct rf__op *op);
+/* 1 when running op on stream c now would only queue GPU work (a CUDA graph may
+ * capture it): the stream's handle exists, and a convolution's plan was made by an
+ * earlier run and fits the stream's workspace as it is. Else 0. */
+int rf__dnn_capturable(const struct rf__cuda_stream *c, const struct rf__op *op);
 
 #endif

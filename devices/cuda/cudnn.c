@@ -571,6 +571,32 @@ out:
 	return ret;
 }
 
+int rf__dnn_capturable(const struct rf__cuda_stream *c, const struct rf__op *op)
+{
+	struct rf__cuda_dev *cd = c->dev->ctx;
+	struct rf__plan_key key;
+	const struct rf__plan *p;
+
+	if (!c->dnn)            /* the handle is made at first use: not inside a capture */
+		return 0;
+	switch (op->code) {
+	case RF__OP_CONV_FWD: case RF__OP_CONV_BWD_DATA: case RF__OP_CONV_BWD_FILTER:
+		if (cd->budget_state <= 0)
+			return 0;
+		key = rf__conv_key(op);
+		/* made at an earlier run, and its workspace already the stream's: nothing to
+		 * choose or allocate. A plan without an algorithm is im2col + cuBLAS, whose
+		 * workspace is the op's own */
+		p = rf__plan_find(&cd->plans, &key);
+		return p && (p->algo < 0 || p->ws <= c->dnn_ws_bytes);
+	case RF__OP_BN_TRAIN: case RF__OP_BN_EVAL: case RF__OP_BN_BWD:
+	case RF__OP_MAXPOOL_FWD: case RF__OP_MAXPOOL_BWD: case RF__OP_GAP_FWD: case RF__OP_GAP_BWD:
+		return 1;               /* descriptors are host objects; the calls queue kernels */
+	default:
+		return 0;
+	}
+}
+
 /* ---- batch norm and pooling --------------------------------------------------------- */
 
 int rf__dnn_norm(struct rf__cuda_stream *c, struct rf__op *op)

@@ -72,6 +72,8 @@ int rf__kc_bias_grad(void *stream, float *db, const float *dy, int rows, int col
 int rf__kc_write_u64(void *stream, uint64_t *p, uint64_t v);
 /* y (n) = max(x, 0); in place allowed. */
 int rf__kc_relu_fwd(void *stream, float *y, const float *x, size_t n);
+/* y (n) = max(a + b, 0); y may be a or b. The bits of the CPU's rf__k_add_relu_fwd. */
+int rf__kc_add_relu(void *stream, float *y, const float *a, const float *b, size_t n);
 /* dx (n) = dy * (y > 0), y the forward output; in place allowed (dx == dy). */
 int rf__kc_relu_bwd(void *stream, float *dx, const float *dy, const float *y, size_t n);
 
@@ -138,6 +140,7 @@ int rf__kc_rand_normal(void *stream, float *out, size_t n, uint64_t seed,
  * even. -EINVAL for another dt. sum: k (1..63) inputs, a HOST array of device
  * pointers; out may be in[0]. */
 int rf__kc_relu_fwd_h(void *stream, int dt, void *y, const void *x, size_t n);
+int rf__kc_add_relu_h(void *stream, int dt, void *y, const void *a, const void *b, size_t n);
 int rf__kc_relu_bwd_h(void *stream, int dt, void *dx, const void *dy, const void *y, size_t n);
 int rf__kc_axpy_h(void *stream, int dt, void *y, float a, const void *x, size_t n);
 int rf__kc_scale_h(void *stream, int dt, void *x, float a, size_t n);

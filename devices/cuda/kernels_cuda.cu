@@ -41,6 +41,14 @@ __global__ void k_relu_fwd(float *y, const float *x, size_t n)
 	}
 }
 
+__global__ void k_add_relu(float *y, const float *a, const float *b, size_t n)
+{
+	GRID_STRIDE(i, n) {
+		float v = __fadd_rn(a[i], b[i]);
+		y[i] = v > 0.0f ? v : 0.0f;
+	}
+}
+
 __global__ void k_relu_bwd(float *dx, const float *dy, const float *y, size_t n)
 {
 	GRID_STRIDE(i, n)
@@ -474,6 +482,14 @@ int rf__kc_relu_fwd(void *stream, float *y, const float *x, size_t n)
 	if (!n)
 		return 0;
 	k_relu_fwd<<<blocks_for(n), kThreads, 0, S(stream)>>>(y, x, n);
+	return launch_rc();
+}
+
+int rf__kc_add_relu(void *stream, float *y, const float *a, const float *b, size_t n)
+{
+	if (!n)
+		return 0;
+	k_add_relu<<<blocks_for(n), kThreads, 0, S(stream)>>>(y, a, b, n);
 	return launch_rc();
 }
 

@@ -27,6 +27,16 @@ template <typename T> __global__ void k_relu_fwd(T *y, const T *x, size_t n)
 	}
 }
 
+template <typename T> __global__ void k_add_relu(T *y, const T *a, const T *b, size_t n)
+{
+	/* the sum rounded once, at the store: the bits of k_sum then k_relu_fwd (rounding
+	 * keeps the sign, and both give +0 for a sum <= 0) */
+	GRID_STRIDE(i, n) {
+		float v = __fadd_rn(ld(a, i), ld(b, i));
+		st(y, i, v > 0.0f ? v : 0.0f);
+	}
+}
+
 template <typename T> __global__ void k_relu_bwd(T *dx, const T *dy, const T *y, size_t n)
 {
 	GRID_STRIDE(i, n)
@@ -63,6 +73,12 @@ template <typename T> __global__ void k_sum(T *out, ptrs in, int k, size_t n)
 template <typename T> int relu_fwd(void *s, void *y, const void *x, size_t n)
 {
 	k_relu_fwd<T><<<blocks_for(n), kThreads, 0, S(s)>>>((T *)y, (const T *)x, n);
+	return launch_rc();
+}
+
+template <typename T> int add_relu(void *s, void *y, const void *a, const void *b, size_t n)
+{
+	k_add_relu<T><<<blocks_for(n), kThreads, 0, S(s)>>>((T *)y, (const T *)a, (const T *)b, n);
 	return launch_rc();
 }
 
@@ -103,6 +119,14 @@ int rf__kc_relu_fwd_h(void *stream, int dt, void *y, const void *x, size_t n)
 		return 0;
 	return dt == RF_BF16 ? relu_fwd<__nv_bfloat16>(stream, y, x, n)
 	     : dt == RF_F16 ? relu_fwd<__half>(stream, y, x, n) : -EINVAL;
+}
+
+int rf__kc_add_relu_h(void *stream, int dt, void *y, const void *a, const void *b, size_t n)
+{
+	if (!n)
+		return 0;
+	return dt == RF_BF16 ? add_relu<__nv_bfloat16>(stream, y, a, b, n)
+	     : dt == RF_F16 ? add_relu<__half>(stream, y, a, b, n) : -EINVAL;
 }
 
 int rf__kc_relu_bwd_h(void *stream, int dt, void *dx, const void *dy, const void *y, size_t n)

@@ -122,6 +122,10 @@ int rf_batchnorm_bwd(struct rf_stream *s, struct rf_tensor *dx, struct rf_tensor
  * Forward: y (n, c, h, w) = max(y, 0) in place, p (n, c, h/2, w/2) = avgpool2(y).
  * Reads and writes y, writes p. */
 int rf_relu_avgpool2d_fwd(struct rf_stream *s, struct rf_tensor *p, struct rf_tensor *y);
+/* y = max(a + b, 0) elementwise (a residual sum and its ReLU, one pass): the same bits
+ * as rf_sum of {a, b} then rf_relu_fwd. Equal element counts; y may be a or b. */
+int rf_add_relu_fwd(struct rf_stream *s, struct rf_tensor *y, struct rf_tensor *a,
+		    struct rf_tensor *b);
 /* Backward: dx (n, c, h, w) = avgpool2_bwd(dy (n, c, h/2, w/2)) * (y > 0), y the ReLU
  * output. Reads dy and y, writes dx. */
 int rf_avgpool2d_relu_bwd(struct rf_stream *s, struct rf_tensor *dx, struct rf_tensor *dy,

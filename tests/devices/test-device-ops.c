@@ -26,6 +26,7 @@ static void run(int sync, int inline_stream)
 		struct rf_stream *s = rf_engine_inline_stream(e);
 		ts_gemm(d, s, 9, 7, 5, 1, 0, 0.25f);
 		ts_bias_relu(d, s);
+		ts_add_relu(d, s);
 		ts_xent(d, s);
 		ts_conv_pool(d, s);
 		ts_vector(d, s);

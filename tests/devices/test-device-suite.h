@@ -102,6 +102,49 @@ static void ts_gemm(struct rf_device *d, struct rf_stream *s, int m, int n, int 
 }
 
 /* ---- linear pieces, relu ---------------------------------------------------------- */
+/* rf_add_relu_fwd: the bits of rf_sum {a, b} then rf_relu_fwd, into a third tensor and
+ * in place over a and over b (the residual block's case). */
+static void ts_add_relu(struct rf_device *d, struct rf_stream *s)
+{
+	enum { N = 2 * 3 * 5 * 5 };
+	float *a = ts_randv(N), *b = ts_randv(N);
+	struct rf_tensor *A = ts_upload(d, RF_F32, a, "a", RF_DIMS(2, 3, 5, 5));
+	struct rf_tensor *B = ts_upload(d, RF_F32, b, "b", RF_DIMS(2, 3, 5, 5));
+	struct rf_tensor *W, *Y, *A2 = ts_upload(d, RF_F32, a, "a2", RF_DIMS(2, 3, 5, 5));
+	struct rf_tensor *B2 = ts_upload(d, RF_F32, b, "b2", RF_DIMS(2, 3, 5, 5));
+	struct rf_tensor *in[2] = { A, B };
+	float *want, *got;
+
+	CHECK_OK(rf_tensor_create(d, RF_F32, "want", RF_DIMS(2, 3, 5, 5), &W));
+	CHECK_OK(rf_tensor_create(d, RF_F32, "y", RF_DIMS(2, 3, 5, 5), &Y));
+	CHECK_OK(rf_sum(s, W, in, 2));
+	CHECK_OK(rf_relu_fwd(s, W, W));
+	CHECK_OK(rf_add_relu_fwd(s, Y, A, B));
+	CHECK_OK(rf_add_relu_fwd(s, A2, A2, B));   /* y = a */
+	CHECK_OK(rf_add_relu_fwd(s, B2, A, B2));   /* y = b */
+	want = ts_download(W);
+	got = ts_download(Y);
+	CHECK(memcmp(got, want, N * sizeof(float)) == 0);
+	free(got);
+	got = ts_download(A2);
+	CHECK(memcmp(got, want, N * sizeof(float)) == 0);
+	free(got);
+	got = ts_download(B2);
+	CHECK(memcmp(got, want, N * sizeof(float)) == 0);
+	free(got);
+	free(want);
+	CHECK_EQ(rf_add_relu_fwd(s, Y, A, NULL), -EINVAL);
+	rf_tensor_destroy(A);
+	rf_tensor_destroy(B);
+	rf_tensor_destroy(A2);
+	rf_tensor_destroy(B2);
+	rf_tensor_destroy(W);
+	rf_tensor_destroy(Y);
+	free(a);
+	free(b);
+	fprintf(stderr, "add_relu_fwd = sum then relu, bitwise (also in place): ok\n");
+}
+
 static void ts_bias_relu(struct rf_device *d, struct rf_stream *s)
 {
 	enum { R = 5, C = 7 };
@@ -541,6 +584,7 @@ static __attribute__((unused)) void ts_all(struct rf_device *d)
 	ts_gemm(d, NULL, 64, 32, 784, 0, 1, 0.0f);
 	fprintf(stderr, "%s: gemm ok\n", rf_device_name(d));
 	ts_bias_relu(d, s1);
+	ts_add_relu(d, s0);
 	fprintf(stderr, "%s: bias, relu ok\n", rf_device_name(d));
 	ts_xent(d, s0);
 	fprintf(stderr, "%s: softmax_xent ok\n", rf_device_name(d));

@@ -70,6 +70,11 @@ static int p_relu_fwd(struct rf_stream *s, struct rf_tensor **t, struct rf_prng 
 	(void)g;
 	return rf_relu_fwd(s, t[0], t[1]);
 }
+static int p_add_relu(struct rf_stream *s, struct rf_tensor **t, struct rf_prng *g)
+{
+	(void)g;
+	return rf_add_relu_fwd(s, t[0], t[1], t[2]);
+}
 static int p_relu_bwd(struct rf_stream *s, struct rf_tensor **t, struct rf_prng *g)
 {
 	(void)g;
@@ -221,6 +226,8 @@ static const struct ocase cases[] = {
 	{ "bias_add", 2, { T4(K_F, 1, 2, 3, 2, 2), T1(K_F, 0, 12) }, p_bias_add, 1e-5 },
 	{ "bias_grad", 2, { T1(K_F, 1, 12), T4(K_F, 0, 2, 3, 2, 2) }, p_bias_grad, 1e-4 },
 	{ "relu_fwd", 2, { T4(K_F, 1, 2, 3, 4, 4), T4(K_F, 0, 2, 3, 4, 4) }, p_relu_fwd, 0 },
+	{ "add_relu_fwd", 3, { T4(K_F, 1, 2, 3, 4, 4), T4(K_F, 0, 2, 3, 4, 4), T4(K_F, 0, 2, 3, 4, 4) },
+	  p_add_relu, 0 },
 	{ "relu_bwd", 3, { T4(K_F, 1, 2, 3, 4, 4), T4(K_F, 0, 2, 3, 4, 4), T4(K_F, 0, 2, 3, 4, 4) },
 	  p_relu_bwd, 0 },
 	{ "softmax_xent", 5, { T2(K_F, 1, 4, 5), T1(K_F, 1, 1), { K_I32, 1, 1, { 1, 1, 1, 1 }, 0 },
