@@ -44,19 +44,11 @@
 
 #include <ringflow/ring-ops.h>
 
-#define URL_MAX 2048
-#define HDR_MAX 512      /* header name/value kept (Range, Connection) */
-#define RESP_BUF (256u << 10)
-#define QMAX 8           /* pipelined requests queued per connection */
-#define QCAP (QMAX + 1)  /* and one slot more: the 400 that ends an overfull pipeline */
-#define SPLICE_MIN (64u << 10) /* bodies larger than this are spliced */
+#include "httpd-request.h"
 
-struct req {
-	char path[URL_MAX];
-	int head, keep_alive, status; /* status != 0: answer with that error */
-	int has_range;
-	char range[HDR_MAX];
-};
+#define RESP_BUF (256u << 10)
+#define QCAP HR_QCAP
+#define SPLICE_MIN (64u << 10) /* bodies larger than this are spliced */
 
 struct conn {
 	struct conn *prev, *next; /* every live connection, for the idle sweep */
@@ -67,21 +59,8 @@ struct conn {
 				 * socket's unsent bytes changed), ns */
 	int outq;               /* busy: the socket's unsent bytes at the last sweep */
 	int fd;
-	http_parser parser;
-	struct req q[QCAP];
-	unsigned qhead, qlen;
-	/* parsing the current request */
-	char url[URL_MAX];
-	size_t urllen;
-	int url_too_long;
-	char field[32];
-	size_t fieldlen;
-	int in_value;           /* the last piece was a header value */
-	int in_range;           /* the header being read is Range */
-	char range[HDR_MAX];
-	size_t rangelen;
-	int has_range, bad;
-	int ranges;             /* Range headers in this request: a second is a 400 */
+	struct hr hr;           /* the requests received (httpd-request.h) */
+	unsigned begun;         /* hr.begun when req_start was set */
 	/* the response in progress */
 	int busy;               /* a response is being produced */
 	int file;               /* its file, or -1 */
@@ -97,6 +76,8 @@ struct conn {
 	int pipe_dirty;         /* may hold bytes: close it rather than reuse it */
 	int inflight;           /* ring requests in flight for this connection */
 	int closing, peer_gone;
+	uint64_t closing_since; /* when closing was set (ns) */
+	int recv_cancelled;
 	rf_req_id recv_id;
 };
 
@@ -109,7 +90,6 @@ static struct conn *conns;
 static uint64_t idle_ns = 60ull * 1000000000ull; /* --idle-timeout */
 static char *pool[64];
 static unsigned npool;
-static http_parser_settings settings;
 
 static int pipes[64][2];
 static unsigned npipes;
@@ -172,13 +152,24 @@ static void on_closed(void *data, int64_t res)
 	conn_maybe_free(c);
 }
 
-/* Stop reading, close the socket once nothing else is in flight, then free. */
-static void conn_close(struct conn *c)
+static void set_closing(struct conn *c)
 {
 	if (!c->closing) {
 		c->closing = 1;
-		if (c->recv_id)
-			rf_ring_cancel(ring, c->recv_id);
+		c->closing_since = rf_now_ns();
+	}
+}
+
+/* Stop reading, close the socket once nothing else is in flight, then free. Whoever
+ * set `closing` first (a response that ended early does), the receive still pending is
+ * cancelled here: a connection waits for nothing that will not come. */
+static void conn_close(struct conn *c)
+{
+	set_closing(c);
+	if (c->recv_id && !c->recv_cancelled) {
+		c->recv_cancelled = 1;
+		if (rf_ring_cancel(ring, c->recv_id) < 0 && c->fd >= 0)
+			shutdown(c->fd, SHUT_RD); /* the receive then ends with 0 */
 	}
 	conn_maybe_free(c);
 }
@@ -206,173 +197,7 @@ static void conn_maybe_free(struct conn *c)
 	free(c);
 }
 
-/* ---- parsing ---------------------------------------------------------------------- */
-
-static int on_begin(http_parser *p)
-{
-	struct conn *c = p->data;
-	c->req_start = rf_now_ns();
-	c->urllen = 0;
-	c->url_too_long = 0;
-	c->has_range = 0;
-	c->ranges = 0;
-	c->rangelen = 0;
-	c->in_range = 0;
-	c->in_value = 0;
-	c->fieldlen = 0;
-	return 0;
-}
-
-static int on_url(http_parser *p, const char *at, size_t n)
-{
-	struct conn *c = p->data;
-	if (c->urllen + n >= URL_MAX) {
-		c->url_too_long = 1;
-		return 0;
-	}
-	memcpy(c->url + c->urllen, at, n);
-	c->urllen += n;
-	return 0;
-}
-
-/* http-parser hands a header's name and value in pieces: a name piece after a value
- * starts the next header. Only Range is kept. */
-static int on_field(http_parser *p, const char *at, size_t n)
-{
-	struct conn *c = p->data;
-	if (c->in_value) {
-		c->fieldlen = 0;
-		c->in_value = 0;
-	}
-	if (c->fieldlen + n < sizeof(c->field)) {
-		memcpy(c->field + c->fieldlen, at, n);
-		c->fieldlen += n;
-	} else {
-		c->fieldlen = sizeof(c->field); /* too long to be a name we keep */
-	}
-	return 0;
-}
-
-static int on_value(http_parser *p, const char *at, size_t n)
-{
-	struct conn *c = p->data;
-	if (!c->in_value) {
-		c->in_value = 1;
-		c->in_range = c->fieldlen == 5 && !strncasecmp(c->field, "range", 5);
-		if (c->in_range) {
-			c->has_range = 1;
-			c->rangelen = 0;
-			c->ranges++;
-		}
-	}
-	if (c->in_range) {
-		if (c->rangelen + n < HDR_MAX) {
-			memcpy(c->range + c->rangelen, at, n);
-			c->rangelen += n;
-		} else {
-			c->has_range = 0; /* absurdly long: ignored, as an invalid Range is */
-		}
-	}
-	return 0;
-}
-
-static int hexval(int ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	if (ch >= 'A' && ch <= 'F')
-		return ch - 'A' + 10;
-	return -1;
-}
-
-/* The URL's path, percent-decoded, as a path relative to DIR. 0, or an HTTP status. */
-static int resolve(const char *url, size_t n, char *out)
-{
-	struct http_parser_url u;
-	http_parser_url_init(&u);
-	if (http_parser_parse_url(url, n, 0, &u) || !(u.field_set & (1 << UF_PATH)))
-		return 400;
-	const char *s = url + u.field_data[UF_PATH].off;
-	size_t len = u.field_data[UF_PATH].len, o = 0;
-	for (size_t i = 0; i < len; i++) {
-		int ch = (unsigned char)s[i];
-		if (ch == '%') {
-			int h = i + 2 < len ? hexval(s[i + 1]) : -1, l = h >= 0 ? hexval(s[i + 2]) : -1;
-			if (h < 0 || l < 0)
-				return 400;
-			ch = h * 16 + l;
-			i += 2;
-		}
-		if (ch == 0)
-			return 400;
-		out[o++] = (char)ch;
-	}
-	out[o] = 0;
-	/* no ".." segment: nothing above DIR */
-	for (char *seg = out; seg; seg = strchr(seg, '/')) {
-		while (*seg == '/')
-			seg++;
-		if (seg[0] == '.' && seg[1] == '.' && (seg[2] == '/' || !seg[2]))
-			return 400;
-		if (!*seg)
-			break;
-	}
-	char *p = out;
-	while (*p == '/')
-		p++;
-	memmove(out, p, strlen(p) + 1);
-	if (!*out || out[strlen(out) - 1] == '/') {
-		if (strlen(out) + sizeof("index.html") > URL_MAX)
-			return 414;
-		strcat(out, "index.html");
-	}
-	return 0;
-}
-
-static int on_complete(http_parser *p)
-{
-	struct conn *c = p->data;
-	c->req_start = 0;
-	if (c->qlen == QMAX)
-		return 1; /* too many pipelined requests: parse error, 400 and close */
-	struct req *r = &c->q[(c->qhead + c->qlen++) % QCAP];
-	r->status = 0;
-	r->head = p->method == HTTP_HEAD;
-	r->keep_alive = http_should_keep_alive(p);
-	r->has_range = c->has_range;
-	if (c->has_range) {
-		memcpy(r->range, c->range, c->rangelen);
-		r->range[c->rangelen] = 0;
-	}
-	if (c->ranges > 1)
-		r->status = 400; /* which one would be meant? (RFC 9110: Range is a singleton) */
-	else if (p->method != HTTP_GET && p->method != HTTP_HEAD)
-		r->status = 405;
-	else if (c->url_too_long)
-		r->status = 414;
-	else
-		r->status = resolve(c->url, c->urllen, r->path);
-	return 0;
-}
-
 /* ---- responses ---------------------------------------------------------------------- */
-
-static const char *mime(const char *path)
-{
-	static const char *const t[][2] = {
-		{ ".html", "text/html" }, { ".htm", "text/html" }, { ".txt", "text/plain" },
-		{ ".css", "text/css" }, { ".js", "application/javascript" },
-		{ ".json", "application/json" }, { ".png", "image/png" }, { ".jpg", "image/jpeg" },
-		{ ".svg", "image/svg+xml" },
-	};
-	const char *dot = strrchr(path, '.');
-	for (unsigned i = 0; dot && i < sizeof(t) / sizeof(t[0]); i++)
-		if (!strcasecmp(dot, t[i][0]))
-			return t[i][1];
-	return "application/octet-stream";
-}
 
 static const char *http_date(void)
 {
@@ -388,67 +213,36 @@ static const char *http_date(void)
 	return buf;
 }
 
-/* A single "bytes=" range against size: 0 (no usable Range: whole file), 1 (the
- * range [*a, *b]), or -1 (unsatisfiable: 416). Several ranges or a malformed value
- * are ignored, as RFC 9110 allows. */
-static int parse_range(const char *v, uint64_t size, uint64_t *a, uint64_t *b)
-{
-	if (strncmp(v, "bytes=", 6) || strchr(v, ','))
-		return 0;
-	v += 6;
-	char *end;
-	if (*v == '-') {
-		if (v[1] < '0' || v[1] > '9')
-			return 0;
-		unsigned long long n = strtoull(v + 1, &end, 10);
-		if (*end)
-			return 0;
-		if (n == 0 || size == 0)
-			return -1;
-		*a = n >= size ? 0 : size - n;
-		*b = size - 1;
-		return 1;
-	}
-	if (*v < '0' || *v > '9')
-		return 0;
-	unsigned long long s = strtoull(v, &end, 10);
-	if (*end != '-')
-		return 0;
-	unsigned long long e = UINT64_MAX;
-	if (end[1]) {
-		if (end[1] < '0' || end[1] > '9')
-			return 0;
-		e = strtoull(end + 1, &end, 10);
-		if (*end || e < s)
-			return 0;
-	}
-	if (s >= size)
-		return -1;
-	*a = s;
-	*b = e >= size ? size - 1 : e;
-	return 1;
-}
-
 static void on_sent(void *data, int64_t res);
 static void response_done(struct conn *c);
+
+/* A response that cannot be finished (the file shrank or went, a read, splice or send
+ * failed): the Content-Length sent promised more, and only a close can tell the peer.
+ * The socket is shut down at once; the connection closes when what is in flight ends. */
+static void response_abort(struct conn *c)
+{
+	c->left = 0;
+	if (c->fd >= 0)
+		shutdown(c->fd, SHUT_RDWR);
+	set_closing(c);
+	response_done(c);
+}
 
 static void send_buf(struct conn *c, size_t len, int msg_flags)
 {
 	c->inflight++;
 	if (rf_ring_send(ring, c->fd, c->buf, len, msg_flags, 0, 0, on_sent, c, NULL) < 0) {
 		c->inflight--;
-		c->left = 0;
-		c->closing = 1;
-		response_done(c);
+		response_abort(c);
 	}
 }
 
 static void response_done(struct conn *c)
 {
-	struct req *r = &c->q[c->qhead];
+	struct hr_req *r = &c->hr.q[c->hr.qhead];
 	int keep = r->keep_alive && !r->status;
-	c->qhead = (c->qhead + 1) % QCAP;
-	c->qlen--;
+	c->hr.qhead = (c->hr.qhead + 1) % QCAP;
+	c->hr.qlen--;
 	if (c->file >= 0) {
 		c->inflight++;
 		if (rf_ring_close(ring, c->file, 0, on_closed, c, NULL) < 0) {
@@ -462,7 +256,7 @@ static void response_done(struct conn *c)
 	pipe_put(c);
 	c->busy = 0;
 	c->active = rf_now_ns();
-	if (!keep || c->closing || (c->peer_gone && !c->qlen)) {
+	if (!keep || c->closing || (c->peer_gone && !c->hr.qlen)) {
 		conn_close(c);
 		return;
 	}
@@ -476,9 +270,7 @@ static void on_read(void *data, int64_t res)
 	c->moved = rf_now_ns(); /* the response moved (the sweep's stall check) */
 	size_t want = c->left < RESP_BUF - c->hlen ? (size_t)c->left : RESP_BUF - c->hlen;
 	if (res != (int64_t)want || c->closing) { /* file shrank or failed: drop the connection */
-		c->left = 0;
-		c->closing = 1;
-		response_done(c);
+		response_abort(c);
 		return;
 	}
 	c->off += want;
@@ -496,9 +288,7 @@ static void on_splice_out(void *data, int64_t res)
 	c->inflight--;
 	c->moved = rf_now_ns(); /* the response moved (the sweep's stall check) */
 	if (res != (int64_t)c->inpipe || c->closing) {
-		c->closing = 1;
-		c->left = 0;
-		response_done(c);
+		response_abort(c);
 		return;
 	}
 	c->pipe_dirty = 0;
@@ -516,9 +306,7 @@ static void on_splice_in(void *data, int64_t res)
 	c->inflight--;
 	c->moved = rf_now_ns(); /* the response moved (the sweep's stall check) */
 	if (res <= 0 || c->closing) { /* the file shrank or failed */
-		c->closing = 1;
-		c->left = 0;
-		response_done(c);
+		response_abort(c);
 		return;
 	}
 	c->inpipe = (size_t)res;
@@ -528,9 +316,7 @@ static void on_splice_in(void *data, int64_t res)
 	c->inflight++;
 	if (rf_ring_submit(ring, &io, on_splice_out, c, NULL) < 0) {
 		c->inflight--;
-		c->closing = 1;
-		c->left = 0;
-		response_done(c);
+		response_abort(c);
 	}
 }
 
@@ -545,9 +331,7 @@ static void splice_in(struct conn *c)
 	c->inflight++;
 	if (rf_ring_submit(ring, &io, on_splice_in, c, NULL) < 0) {
 		c->inflight--;
-		c->closing = 1;
-		c->left = 0;
-		response_done(c);
+		response_abort(c);
 	}
 }
 
@@ -573,9 +357,7 @@ static void next_piece(struct conn *c)
 	c->inflight++;
 	if (rf_ring_read(ring, c->file, c->buf + c->hlen, want, c->off, 0, on_read, c, NULL) < 0) {
 		c->inflight--;
-		c->closing = 1;
-		c->left = 0;
-		response_done(c);
+		response_abort(c);
 	}
 }
 
@@ -585,9 +367,7 @@ static void on_sent(void *data, int64_t res)
 	c->inflight--;
 	c->moved = rf_now_ns(); /* the response moved (the sweep's stall check) */
 	if (res < 0 || c->closing) {
-		c->closing = 1;
-		c->left = 0;
-		response_done(c);
+		response_abort(c);
 		return;
 	}
 	next_piece(c);
@@ -598,12 +378,13 @@ static void error_response(struct conn *c, int status)
 	static const struct { int code; const char *text; } msgs[] = {
 		{ 400, "Bad Request" }, { 403, "Forbidden" }, { 404, "Not Found" },
 		{ 405, "Method Not Allowed" }, { 414, "URI Too Long" }, { 500, "Internal Server Error" },
+		{ 505, "HTTP Version Not Supported" },
 	};
 	const char *text = "Error";
 	for (unsigned i = 0; i < sizeof(msgs) / sizeof(msgs[0]); i++)
 		if (msgs[i].code == status)
 			text = msgs[i].text;
-	struct req *r = &c->q[c->qhead];
+	struct hr_req *r = &c->hr.q[c->hr.qhead];
 	char body[128];
 	int blen = snprintf(body, sizeof(body), "%d %s\n", status, text);
 	c->hlen = (size_t)snprintf(c->buf, RESP_BUF,
@@ -622,7 +403,7 @@ static void error_response(struct conn *c, int status)
 
 static void meta_done(struct conn *c)
 {
-	struct req *r = &c->q[c->qhead];
+	struct hr_req *r = &c->hr.q[c->hr.qhead];
 	if (c->open_res >= 0)
 		c->file = (int)c->open_res;
 	if (c->open_res < 0 || c->stat_res < 0) {
@@ -638,7 +419,7 @@ static void meta_done(struct conn *c)
 		return;
 	}
 	uint64_t size = c->stx.stx_size, a = 0, b = size ? size - 1 : 0;
-	int rng = r->has_range ? parse_range(r->range, size, &a, &b) : 0;
+	int rng = r->has_range ? hr_range(r->range, size, &a, &b) : 0;
 	const char *conn = r->keep_alive ? "keep-alive" : "close";
 	char lm[64];
 	struct tm tm;
@@ -661,7 +442,7 @@ static void meta_done(struct conn *c)
 			"HTTP/1.1 %s\r\nServer: rf-httpd\r\nDate: %s\r\nContent-Type: %s\r\n"
 			"Content-Length: %llu\r\nLast-Modified: %s\r\n%sAccept-Ranges: bytes\r\n"
 			"Connection: %s\r\n\r\n",
-			rng > 0 ? "206 Partial Content" : "200 OK", http_date(), mime(r->path),
+			rng > 0 ? "206 Partial Content" : "200 OK", http_date(), hr_mime(r->path),
 			(unsigned long long)len, lm, cr, conn);
 		c->off = a;
 		c->left = r->head ? 0 : len;
@@ -691,9 +472,9 @@ static void on_stat(void *data, int64_t res)
 
 static void start_next(struct conn *c)
 {
-	if (c->busy || !c->qlen || c->closing)
+	if (c->busy || !c->hr.qlen || c->closing)
 		return;
-	struct req *r = &c->q[c->qhead];
+	struct hr_req *r = &c->hr.q[c->hr.qhead];
 	c->busy = 1;
 	c->moved = rf_now_ns();
 	c->outq = -1;
@@ -745,19 +526,18 @@ static void on_recv(void *data, int64_t res, void *buf, int more)
 	if (res > 0) {
 		size_t n = (size_t)res;
 		c->active = rf_now_ns();
-		if (!c->bad && !c->closing) {
-			size_t got = http_parser_execute(&c->parser, &settings, buf, n);
-			if (got != n || HTTP_PARSER_ERRNO(&c->parser) != HPE_OK) {
-				/* answer what came before, then 400, then close */
-				c->bad = 1;
-				if (c->qlen < QCAP) {
-					struct req *r = &c->q[(c->qhead + c->qlen++) % QCAP];
-					memset(r, 0, sizeof(*r));
-					r->status = 400;
-				}
-				if (c->recv_id)
-					rf_ring_cancel(ring, c->recv_id);
+		if (!c->hr.bad && !c->closing) {
+			/* an error answers what came before, then itself, then closes */
+			if (hr_feed(&c->hr, buf, n) && c->recv_id && !c->recv_cancelled) {
+				c->recv_cancelled = 1;
+				rf_ring_cancel(ring, c->recv_id);
 			}
+			/* a request must arrive whole within --idle-timeout of its first byte */
+			if (!c->hr.in_request)
+				c->req_start = 0;
+			else if (c->hr.begun != c->begun || !c->req_start)
+				c->req_start = c->active;
+			c->begun = c->hr.begun;
 		}
 		rf_bufgroup_put(grp, buf);
 		start_next(c);
@@ -765,7 +545,7 @@ static void on_recv(void *data, int64_t res, void *buf, int more)
 	}
 	if (!more) { /* end of stream, an error, or cancelled */
 		c->peer_gone = 1;
-		if (!c->busy && !c->qlen)
+		if (!c->busy && !c->hr.qlen)
 			conn_close(c);
 		else
 			conn_maybe_free(c);
@@ -791,8 +571,7 @@ static void on_accept(void *data, int64_t res, void *buf, int more)
 	c->fd = (int)res;
 	c->file = -1;
 	c->pipe[0] = c->pipe[1] = -1;
-	http_parser_init(&c->parser, HTTP_REQUEST);
-	c->parser.data = c;
+	hr_init(&c->hr);
 	int one = 1;
 	setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	nconns++;
@@ -824,8 +603,13 @@ static void on_sweep(void *data, int64_t res)
 	uint64_t now = rf_now_ns();
 	for (struct conn *c = conns, *next; c; c = next) {
 		next = c->next; /* conn_close may free c */
-		if (c->closing)
+		if (c->closing) {
+			/* a close waiting on something in flight that never ends (a splice
+			 * blocked in a socket the peer stopped reading): shut it down */
+			if (c->fd >= 0 && now - c->closing_since > idle_ns)
+				shutdown(c->fd, SHUT_RDWR);
 			continue;
+		}
 		/* a request trickled in a byte at a time (each byte refreshes `active`) is
 		 * held to the same limit, counted from its first byte */
 		if (c->req_start && now - c->req_start > idle_ns && !c->busy) {
@@ -986,11 +770,6 @@ int main(int argc, char **argv)
 			fprintf(stderr, "rf-httpd: cannot set up the ring: %s\n", strerror(-ret));
 		return 1;
 	}
-	settings.on_message_begin = on_begin;
-	settings.on_url = on_url;
-	settings.on_header_field = on_field;
-	settings.on_header_value = on_value;
-	settings.on_message_complete = on_complete;
 	if ((ret = rf_ring_accept_multishot(ring, lfd, 0, on_accept_end, NULL, &accept_id)) < 0 ||
 	    (ret = rf_notifier_create(ring, on_stop, NULL, &stop_note)) < 0) {
 		fprintf(stderr, "rf-httpd: cannot start: %s\n", strerror(-ret));

@@ -13,8 +13,13 @@ of it (relative, absolute, a directory) 404; a request trickled in byte by byte
 dropped by --idle-timeout; keep-alive over 50 requests; HTTP/1.0 closing by default; 32
 concurrent clients fetching the large file; an idle connection that does not block
 others, and one closed by --idle-timeout, as is one whose reader stops taking a large
-body (not one that reads slowly); and a clean exit 0 on SIGTERM (under ASan,
-no leak). Where nginx is
+body (not one that reads slowly); RFC 9112's refusals (a field name with a space or a
+non-token byte, the version's letters, obs-fold, Host missing or doubled, conflicting
+Content-Length, Transfer-Encoding with Content-Length or in HTTP/1.0: 400, 505 for
+HTTP/2.0) whole and cut into pieces, none letting the request behind it through; every
+way a response can end early (a file truncated, replaced or unlinked, a read or send
+failing, a peer resetting) closing within --idle-timeout with the server's sockets
+back; and a clean exit 0 on SIGTERM (under ASan, no leak). Where nginx is
 installed, the same requests go to nginx serving the same directory and the status,
 Content-Length, Content-Range and body must agree. Exit 77 if rf-httpd was not built.
 """
@@ -342,6 +347,223 @@ try:
         p2.send_signal(signal.SIGTERM)
         if p2.wait(timeout=30) != 0:
             fail("rf-httpd --idle-timeout exited %d" % p2.returncode)
+
+    # RFC 9112's refusals, which the lenient http-parser lets through: each answered
+    # 400 (505 for another major version), the connection closed, and the valid
+    # request pipelined behind it not answered (a smuggled request must not run)
+    def answers(port_, data, timeout=10):
+        s_ = socket.create_connection(("127.0.0.1", port_), timeout=timeout)
+        s_.sendall(data)
+        f_ = s_.makefile("rb")
+        got_ = []
+        while True:
+            r_ = read_response(f_, head=False)
+            if r_ is None:
+                break
+            got_.append(r_[0])
+        s_.close()
+        return got_
+
+    follow = b"GET /small.bin HTTP/1.1\r\nHost: x\r\n\r\n"
+    grammar = [
+        (b"GET /small.bin HTTX/1.1\r\nHost: x\r\n\r\n", 400),
+        (b"GET /small.bin Http/1.1\r\nHost: x\r\n\r\n", 400),
+        (b"GET /small.bin  HTTP/1.1\r\nHost: x\r\n\r\n", 400),
+        (b"GET /small.bin HTTP/2.0\r\nHost: x\r\n\r\n", 505),
+        (b"GET /small.bin HTTP/1.1\r\nHost: x\r\nContent-Length : 5\r\n\r\nGET /", 400),
+        (b"GET /small.bin HTTP/1.1\r\nHost : x\r\n\r\n", 400),
+        (b"GET /small.bin HTTP/1.1\r\nHost: x\r\nBad Name: v\r\n\r\n", 400),
+        (b"GET /small.bin HTTP/1.1\r\nHost: x\r\nNa\x01me: v\r\n\r\n", 400),
+        (b"GET /small.bin HTTP/1.1\r\nHost: x\r\nN\xc3\xa1me: v\r\n\r\n", 400),
+        (b"GET /small.bin HTTP/1.1\r\nHost: x\r\n: v\r\n\r\n", 400),
+        (b"GET /small.bin HTTP/1.1\r\nHost: x\r\nX: a\r\n b\r\n\r\n", 400),
+        (b"GET /small.bin HTTP/1.1\r\nHost: x\r\nRange: bytes=0-\r\n 5\r\n\r\n", 400),
+        (b"GET /small.bin HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nContent-Length: 0\r\n\r\n", 400),
+        (b"GET /small.bin HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab", 400),
+        (b"GET /small.bin HTTP/1.1\r\nHost: x\r\nContent-Length: 5, 5\r\n\r\nabcde", 400),
+        (b"GET /small.bin HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n", 400),
+        (b"GET /small.bin HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+         b"Content-Length: 3\r\n\r\n0\r\n\r\n", 400),
+        (b"GET /small.bin HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", 400),
+        (b"GET /small.bin HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400),
+        (b"GET /small.bin HTTP/1.1\r\n\r\n", 400),
+        (b"GET /small.bin HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n", 400),
+    ]
+    for req, want in grammar:
+        for split in (None, 7, 1):  # whole, and cut into pieces (the checks span reads)
+            if split is None:
+                got = answers(port, req + follow)
+            else:
+                s = socket.create_connection(("127.0.0.1", port), timeout=10)
+                data = req + follow
+                try:
+                    for i in range(0, len(data), split):
+                        s.sendall(data[i:i + split])
+                        time.sleep(0.001 if split > 1 else 0)
+                except OSError:
+                    pass
+                f = s.makefile("rb")
+                got = []
+                while True:
+                    try:
+                        r = read_response(f)
+                    except OSError:
+                        break
+                    if r is None:
+                        break
+                    got.append(r[0])
+                s.close()
+            if got != [want]:
+                fail("%r (pieces of %s): answered %r, expected [%d] and a close" %
+                     (req[:60], split, got, want))
+            if split == 1 and sanitized:
+                break
+    # and what the grammar allows still works: a chunked body, HTTP/1.0 without Host,
+    # a value cut across reads, then the request behind them
+    ok = [b"GET /small.bin HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+          b"3\r\nabc\r\n0\r\n\r\n",
+          b"GET /small.bin HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",
+          b"GET /small.bin HTTP/1.1\r\nhOsT: x\r\nX-A_b.c~!: v v\r\n\r\n"]
+    for req in ok:
+        got = answers(port, req + follow.replace(b"\r\n\r\n", b"\r\nConnection: close\r\n\r\n"))
+        if got != [200, 200]:
+            fail("%r then a GET: %r, expected 200 twice" % (req[:60], got))
+    print("RFC 9112 refusals: %d requests, whole and in pieces" % len(grammar))
+
+    # a response that ends early (its file truncated, a read, splice or send failing,
+    # the peer resetting) closes the connection within --idle-timeout: the peer sees
+    # the close before Content-Length bytes, and the server's fds come back. Before,
+    # a truncated file left the client waiting until its own timeout.
+    def sockets(pid):
+        n = 0
+        for fd in os.listdir("/proc/%d/fd" % pid):
+            try:
+                if os.readlink("/proc/%d/fd/%s" % (pid, fd)).startswith("socket:"):
+                    n += 1
+            except OSError:
+                pass
+        return n
+
+    def settle(pid, want, what):
+        t0 = time.time()
+        while sockets(pid) > want and time.time() - t0 < 6:
+            time.sleep(0.1)
+        if sockets(pid) > want:
+            fail("%s: the server holds %d sockets, %d before" % (what, sockets(pid), want))
+
+    p3, port3 = start([HTTPD, "--port", "0", "--idle-timeout", "2", www])
+    try:
+        base = sockets(p3.pid)
+        big = os.path.join(www, "big.bin")
+        with open(big, "wb") as fh:
+            fh.write(os.urandom(24 << 20))
+        os.chmod(big, 0o644)
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.settimeout(15)
+        s.connect(("127.0.0.1", port3))
+        s.sendall(b"GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n")
+        got, t0, cut = 0, time.time(), None
+        try:
+            while True:
+                b = s.recv(65536)
+                if not b:
+                    break
+                got += len(b)
+                if cut is None and time.time() - t0 > 1:
+                    os.truncate(big, 100000)
+                    cut = time.time()
+                if cut is None:  # slow before the cut; then as fast as it comes
+                    time.sleep(0.01)
+        except ConnectionResetError:
+            pass
+        except socket.timeout:
+            fail("a file truncated mid-response: the client waited (%d bytes)" % got)
+        if cut is None or got >= 24 << 20 or time.time() - cut > 2 + 4:
+            fail("a file truncated mid-response: %d bytes, closed %.1f s after the cut" %
+                 (got, time.time() - (cut or t0)))
+        s.close()
+        settle(p3.pid, base, "after a truncated file")
+        # a peer that resets mid-body
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.connect(("127.0.0.1", port3))
+        with open(big, "wb") as fh:
+            fh.truncate(24 << 20)
+        s.sendall(b"GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n")
+        s.recv(4096)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+        s.close()
+        settle(p3.pid, base, "after a reset mid-body")
+        # a file replaced or unlinked mid-response: the open file is still whole
+        for how in ("replace", "unlink"):
+            data = os.urandom(3 << 20)
+            with open(big, "wb") as fh:
+                fh.write(data)
+            s = socket.socket()
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            s.settimeout(15)
+            s.connect(("127.0.0.1", port3))
+            s.sendall(b"GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n")
+            f = s.makefile("rb")
+            first = f.read(1 << 16)
+            if how == "replace":
+                tmp = big + ".new"
+                with open(tmp, "wb") as fh:
+                    fh.write(b"x" * 10)
+                os.rename(tmp, big)
+            else:
+                os.unlink(big)
+            rest = b""
+            while True:
+                b = f.read(1 << 20)
+                if not b:
+                    break
+                rest += b
+                if len(first) + len(rest) >= len(data) + 300:
+                    break
+            body = (first + rest).split(b"\r\n\r\n", 1)[1]
+            if body != data:
+                fail("a file %sd mid-response: the body is not the opened file's" % how)
+            s.close()
+        settle(p3.pid, base, "after replaced and unlinked files")
+        st, h, body = request(port3, "/small.bin")
+        if st != 200 or body != small:
+            fail("the server after responses that ended early: %d" % st)
+    finally:
+        p3.send_signal(signal.SIGTERM)
+        if p3.wait(timeout=30) != 0:
+            fail("rf-httpd (early ends) exited %d" % p3.returncode)
+    # a read or a send that fails (RF_FAULT_INJECT): closed, not left waiting
+    for spec in ("eio=1,ops=read", "eio=1,ops=send"):
+        env = dict(os.environ, RF_FAULT_INJECT=spec)
+        p4 = subprocess.Popen([HTTPD, "--port", "0", "--idle-timeout", "2", www],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        line = p4.stdout.readline().decode()
+        port4 = int(line.rsplit(":", 1)[1].strip().strip("/"))
+        try:
+            for path in ("/small.bin", "/nope"):
+                s = socket.create_connection(("127.0.0.1", port4), timeout=10)
+                s.sendall(("GET %s HTTP/1.1\r\nHost: x\r\n\r\n" % path).encode())
+                t0 = time.time()
+                try:
+                    data = b""
+                    while True:
+                        b = s.recv(65536)
+                        if not b:
+                            break
+                        data += b
+                except ConnectionResetError:
+                    pass
+                except socket.timeout:
+                    fail("%s with RF_FAULT_INJECT=%s: the client waited" % (path, spec))
+                if b"200 OK" in data and len(data) > len(small):
+                    fail("%s with RF_FAULT_INJECT=%s: a whole response?" % (path, spec))
+                s.close()
+        finally:
+            p4.send_signal(signal.SIGTERM)
+            p4.wait(timeout=30)
+    print("responses that end early: closed, fds back")
 
     # the same requests to nginx, where installed
     with nginx_peer.serve(www, d) as nport:
