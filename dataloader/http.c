@@ -29,7 +29,7 @@ int rf__is_http(const char *s)
 }
 
 #if RF_HAVE_HTTP_PARSER
-#include <http_parser.h>
+#include "http-resp.h"
 
 #define RF__HBUF 8192
 
@@ -38,16 +38,9 @@ struct rf__hconn {
 	int fd;
 	int busy;            /* ring requests in flight (0 or 1) */
 	struct rf__hreq *q;  /* the request it runs */
-	http_parser p;
+	struct rf__hresp resp; /* its response (http-resp.h); resp.got: body bytes in dst */
 	char hbuf[RF__HBUF];
 	char sbuf[1024];
-	size_t got;          /* body bytes in dst so far */
-	int headers_done, keep;
-	char field[32];
-	size_t fieldlen;
-	int in_value, in_cr, in_cl;
-	char cr[128];        /* Content-Range value */
-	size_t crlen;
 	uint64_t hdr_deadline; /* the response's headers must all be in by then */
 	char why[160];       /* a message built for rf__hconn_fail */
 };
@@ -67,66 +60,6 @@ struct rf__http {
 };
 
 static void rf__hconn_run(struct rf__hconn *c);
-
-/* ---- the response's headers ---- */
-
-static int rf__hp_field(http_parser *p, const char *at, size_t n)
-{
-	struct rf__hconn *c = p->data;
-	if (c->in_value) {
-		c->in_value = 0;
-		c->fieldlen = 0;
-	}
-	if (c->fieldlen + n < sizeof(c->field)) {
-		memcpy(c->field + c->fieldlen, at, n);
-		c->fieldlen += n;
-	} else {
-		c->fieldlen = sizeof(c->field);
-	}
-	return 0;
-}
-
-static int rf__hp_value(http_parser *p, const char *at, size_t n)
-{
-	struct rf__hconn *c = p->data;
-	if (!c->in_value) {
-		c->in_value = 1;
-		c->in_cr = c->fieldlen == 13 && !strncasecmp(c->field, "content-range", 13);
-		if (c->in_cr)
-			c->crlen = 0;
-	}
-	if (c->in_cr && c->crlen + n < sizeof(c->cr)) {
-		memcpy(c->cr + c->crlen, at, n);
-		c->crlen += n;
-	}
-	return 0;
-}
-
-static int rf__hp_headers(http_parser *p)
-{
-	struct rf__hconn *c = p->data;
-	c->headers_done = 1;
-	c->keep = http_should_keep_alive(p);
-	return 0;
-}
-
-static int rf__hp_body(http_parser *p, const char *at, size_t n)
-{
-	struct rf__hconn *c = p->data;
-	if (c->q && p->status_code == 206 && c->got + n <= c->q->len) {
-		memcpy((char *)c->q->dst + c->got, at, n);
-		c->got += n;
-	}
-	return 0;
-}
-
-/* Written once, read by every client (several may run in threads of their own). */
-static const http_parser_settings rf__hp = {
-	.on_header_field = rf__hp_field,
-	.on_header_value = rf__hp_value,
-	.on_headers_complete = rf__hp_headers,
-	.on_body = rf__hp_body,
-};
 
 /* ---- requests ---- */
 
@@ -191,7 +124,7 @@ static void rf__hconn_done(struct rf__hconn *c)
 {
 	struct rf__hreq *q = c->q;
 	c->q = NULL;
-	if (!c->keep)
+	if (!c->resp.keep)
 		rf__hconn_close(c);
 	q->cb(q->data, (int64_t)q->len);
 	if (!c->h->destroying)
@@ -204,16 +137,16 @@ static void rf__on_body(void *data, int64_t res)
 	c->busy = 0;
 	if (res == -ECANCELED)
 		return rf__hconn_fail(c, -ECANCELED, 0, "cancelled");
-	if (res < 0 || c->got + (uint64_t)res != c->q->len) {
+	if (res < 0 || c->resp.got + (uint64_t)res != c->q->len) {
 		char what[120];
 		if (res < 0)
 			snprintf(what, sizeof(what), "receiving the body: %s", strerror((int)-res));
 		else
 			snprintf(what, sizeof(what), "short body: the connection closed after %zu of "
-				 "%zu bytes", c->got + (size_t)res, c->q->len);
+				 "%zu bytes", c->resp.got + (size_t)res, c->q->len);
 		return rf__hconn_fail(c, res < 0 ? (int)res : -EIO, 1, what);
 	}
-	c->got += (size_t)res;
+	c->resp.got += (size_t)res;
 	rf__hconn_done(c);
 }
 
@@ -227,32 +160,6 @@ static int rf__hconn_submit(struct rf__hconn *c, struct rf_io *io, rf_io_cb cb)
 	if (ret == 0)
 		c->busy = 1;
 	return ret;
-}
-
-/* Content-Range "bytes A-B/T" against the request. 0 or a message. */
-static const char *rf__check_range(struct rf__hconn *c)
-{
-	unsigned long long a, b, t;
-	char star;
-	c->cr[c->crlen] = 0;
-	if (sscanf(c->cr, "bytes %llu-%llu/%c", &a, &b, &star) == 3 && star == '*') {
-		t = 0; /* total unknown: fine for a range */
-	} else if (sscanf(c->cr, "bytes %llu-%llu/%llu", &a, &b, &t) != 3) {
-		if (sscanf(c->cr, "bytes %c/%llu", &star, &t) == 2 && star == '*')
-			return "Content-Range says the range is past the end";
-		return "206 without a usable Content-Range";
-	}
-	if (a != c->q->off || b != c->q->off + c->q->len - 1)
-		return "Content-Range is not the range asked for";
-	if (t && c->h->size && t != c->h->size) {
-		/* the bytes would be another file's: never mix them into the records */
-		snprintf(c->why, sizeof(c->why), "the resource changed on the server: its size "
-			 "is %llu bytes, %llu when it was opened", t,
-			 (unsigned long long)c->h->size);
-		return c->why;
-	}
-	c->q->total = t;
-	return NULL;
 }
 
 static void rf__on_headers(void *data, int64_t res);
@@ -286,20 +193,16 @@ static void rf__on_headers(void *data, int64_t res)
 			 "answering%s" : "receiving the response: %s", res == 0 ? "" : strerror((int)-res));
 		return rf__hconn_fail(c, res == 0 ? -EPIPE : (int)res, 1, what);
 	}
-	size_t n = (size_t)res, used = http_parser_execute(&c->p, &rf__hp, c->hbuf, n);
-	if (HTTP_PARSER_ERRNO(&c->p) != HPE_OK || used != n) {
-		char what[120];
-		snprintf(what, sizeof(what), "malformed response (%s)",
-			 http_errno_name(HTTP_PARSER_ERRNO(&c->p)));
-		return rf__hconn_fail(c, -EPROTO, 1, what);
-	}
-	if (!c->headers_done) { /* more header bytes to come */
-		if (c->p.nread >= RF__HBUF - 1)
+	struct rf__hresp *r = &c->resp;
+	if (rf__hresp_feed(r, c->hbuf, (size_t)res) < 0)
+		return rf__hconn_fail(c, -EPROTO, 1, r->err);
+	if (!r->head_done) { /* more header bytes to come */
+		if (r->p.nread >= RF__HBUF - 1)
 			return rf__hconn_fail(c, -EPROTO, 0, "response headers over 8 KiB");
 		rf__recv_headers(c);
 		return;
 	}
-	unsigned st = c->p.status_code;
+	unsigned st = r->p.status_code;
 	if (st != 206) {
 		char what[120];
 		int retry = st >= 500;
@@ -307,19 +210,23 @@ static void rf__on_headers(void *data, int64_t res)
 			 st == 200 ? " (the server ignores Range requests)" : "");
 		return rf__hconn_fail(c, st == 404 ? -ENOENT : st == 416 ? -ERANGE : -EIO, retry, what);
 	}
-	const char *bad = rf__check_range(c);
+	uint64_t total = 0;
+	const char *bad = rf__hresp_range(r, c->q->off, c->q->len, c->h->size, &total, c->why,
+					  sizeof(c->why));
 	if (bad)
 		return rf__hconn_fail(c, -EPROTO, 0, bad);
+	c->q->total = total;
 	/* the body is received raw after this: a chunked one (no Content-Length) would
 	 * land in the batch with its chunk-size lines */
-	if (c->p.content_length == (uint64_t)-1 || (c->p.flags & F_CHUNKED))
-		return rf__hconn_fail(c, -EPROTO, 0, "206 without a Content-Length (chunked?)");
-	if (c->got + c->p.content_length != c->q->len)
+	if (r->te || r->p.content_length == (uint64_t)-1 || (r->p.flags & F_CHUNKED))
+		return rf__hconn_fail(c, -EPROTO, 0, "206 without a Content-Length, or with a "
+				      "Transfer-Encoding (chunked?)");
+	if (r->got + r->p.content_length != c->q->len)
 		return rf__hconn_fail(c, -EPROTO, 0, "Content-Length disagrees with Content-Range");
-	if (c->got == c->q->len)
+	if (r->got == c->q->len)
 		return rf__hconn_done(c);
-	struct rf_io io = { .op = RF_IOP_RECV, .fd = c->fd, .buf = (char *)c->q->dst + c->got,
-			    .len = c->q->len - c->got, .arg = MSG_WAITALL };
+	struct rf_io io = { .op = RF_IOP_RECV, .fd = c->fd, .buf = (char *)c->q->dst + r->got,
+			    .len = c->q->len - r->got, .arg = MSG_WAITALL };
 	if (rf__hconn_submit(c, &io, rf__on_body) < 0)
 		rf__hconn_fail(c, -EIO, 1, "cannot queue a receive");
 }
@@ -344,13 +251,7 @@ static void rf__send_request(struct rf__hconn *c)
 			 "GET %s HTTP/1.1\r\nHost: %s\r\nRange: bytes=%" PRIu64 "-%" PRIu64 "\r\n"
 			 "User-Agent: ringflow\r\n\r\n", c->h->path, c->h->host, q->off,
 			 q->off + q->len - 1);
-	http_parser_init(&c->p, HTTP_RESPONSE);
-	c->p.data = c;
-	c->got = 0;
-	c->headers_done = 0;
-	c->keep = 0;
-	c->in_value = c->in_cr = 0;
-	c->fieldlen = c->crlen = 0;
+	rf__hresp_init(&c->resp, q->dst, q->len);
 	struct rf_io io = { .op = RF_IOP_SEND, .fd = c->fd, .buf = c->sbuf, .len = (size_t)n };
 	if (rf__hconn_submit(c, &io, rf__on_sent) < 0)
 		rf__hconn_fail(c, -EIO, 1, "cannot queue a send");

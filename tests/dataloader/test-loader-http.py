@@ -11,6 +11,9 @@ argv: the test-loader-http program. Writes two .rfrec files, then:
   - the same server failing always (503 on every range; bodies always cut short; Range
     ignored with a 200) makes every batch fail with a message naming the URL, the
     byte range and the cause, after the bounded retries -- never a wrong batch;
+  - response heads RFC 9112 refuses (a space before a field's colon, "HTTX/1.1", a
+    folded line, two Content-Range fields, a signed one, Transfer-Encoding with
+    Content-Length) fail every batch naming the URL and the reason;
   - a server whose file changed size (Content-Range total), or whose headers trickle
     in without end, fails every batch with the URL named -- the latter within the
     deadline (RF_HTTP_TIMEOUT_MS) for all the headers;
@@ -49,6 +52,27 @@ def run(*args, expect=0):
         print("FAIL: %s exited %d, expected %d\n%s" % (" ".join(args), p.returncode, expect,
                                                        p.stderr[-3000:]))
         sys.exit(1)
+
+
+# response heads the lenient parser accepts and RFC 9112 does not: each must fail every
+# batch naming the URL and why, never give a wrong one
+def _head(a, b, t, cr="Content-Range: bytes %d-%d/%d", first="HTTP/1.1 206 Partial Content",
+          extra=""):
+    return ("%s\r\n%s%s\r\nContent-Length: %d\r\n\r\n" %
+            (first, extra, cr % (a, b, t), b - a + 1)).encode()
+
+
+RAW = {
+    "rawsp": lambda a, b, t: _head(a, b, t, cr="Content-Range : bytes %d-%d/%d"),
+    "rawver": lambda a, b, t: _head(a, b, t, first="HTTX/1.1 206 Partial Content"),
+    "rawfold": lambda a, b, t: _head(a, b, t, extra="X-A: a\r\n b\r\n"),
+    "rawtwo": lambda a, b, t: _head(a, b, t, extra="Content-Range: bytes %d-%d/%d\r\n" % (a, b, t)),
+    "rawsign": lambda a, b, t: _head(a, b, t, cr="Content-Range: bytes +%d-%d/%d"),
+    "rawte": lambda a, b, t: _head(a, b, t, extra="Transfer-Encoding: gzip\r\n"),
+}
+RAW_WHY = {"rawsp": "token character", "rawver": "does not start with", "rawfold": "obs-fold",
+           "rawtwo": "two Content-Range", "rawsign": "usable Content-Range",
+           "rawte": "malformed response"}
 
 
 class Faulty(http.server.BaseHTTPRequestHandler):
@@ -90,8 +114,14 @@ class Faulty(http.server.BaseHTTPRequestHandler):
         fault = None
         if mode == "once" and first:
             fault = ("503", "drop", "cut")[(a // 4096 + b) % 3]
-        elif mode in ("down", "cut", "grow", "trickle") and a >= 4096 and b - a + 1 >= 4096:
+        elif mode in ("down", "cut", "grow", "trickle") + tuple(RAW) and a >= 4096 and \
+                b - a + 1 >= 4096:
             fault = "503" if mode == "down" else mode
+        if fault in RAW:  # a response head RFC 9112 refuses, written as is
+            self.wfile.write(RAW[fault](a, b, len(data)) + data[a:b + 1])
+            self.wfile.flush()
+            self.close_connection = True
+            return
         if fault == "trickle":
             try:
                 for ch in b"HTTP/1.1 206 Partial Content\r\nX-Slow: " + b"a" * 8000:
@@ -165,6 +195,8 @@ try:
     run("fail", base + "/down/small.rfrec", small, "503")
     run("fail", base + "/cut/small.rfrec", small, "short body")
     run("fail", base + "/grow/small.rfrec", small, "changed on the server")
+    for mode, why in RAW_WHY.items():
+        run("fail", base + "/%s/small.rfrec" % mode, small, why)
     # headers that never finish: one deadline for all of them (1 s here), not one per
     # byte received, which let such a server hold a request for hours
     os.environ["RF_HTTP_TIMEOUT_MS"] = "1000"
