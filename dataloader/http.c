@@ -28,6 +28,29 @@ int rf__is_http(const char *s)
 	return s && !strncmp(s, "http://", 7);
 }
 
+int rf_dataset_http_timeout(uint64_t *ns)
+{
+	const char *tm = getenv("RF_HTTP_TIMEOUT_MS");
+	uint64_t ms = 0;
+
+	*ns = RF__HTTP_TIMEOUT_NS;
+	if (!tm)
+		return 0;
+	/* digits only: strtoul would take a sign or leading spaces */
+	for (const char *p = tm; *p; p++) {
+		if (*p < '0' || *p > '9' || ms > 3600000) {
+			ms = 0;
+			break;
+		}
+		ms = ms * 10 + (uint64_t)(*p - '0');
+	}
+	if (ms < 1 || ms > 3600000)
+		return rf__fail(-EINVAL, "RF_HTTP_TIMEOUT_MS=%s in the environment: expected whole "
+				"milliseconds from 1 to 3600000", tm);
+	*ns = ms * 1000000ull;
+	return 0;
+}
+
 #if RF_HAVE_HTTP_PARSER
 #include "http-resp.h"
 
@@ -351,20 +374,16 @@ int rf__http_create(struct rf__http **out, struct rf_ring *r, const char *url, u
 	if (strlen(url) > 700) /* the request line and Host header fit the send buffer */
 		return rf__fail(-ENAMETOOLONG, "%.80s...: URL of %zu characters, expected at most 700",
 				url, strlen(url));
-	struct rf__http *h = calloc(1, sizeof(*h));
-	const char *tm = getenv("RF_HTTP_TIMEOUT_MS");
-	char *tend;
-	unsigned long ms = tm ? strtoul(tm, &tend, 10) : 0;
+	uint64_t tmo;
+	int ret = rf_dataset_http_timeout(&tmo);
 
-	if (tm && (!*tm || *tend || ms < 1 || ms > 3600000)) {
-		free(h);
-		return rf__fail(-EINVAL, "RF_HTTP_TIMEOUT_MS=%s: expected milliseconds from 1 to "
-				"3600000", tm);
-	}
+	if (ret < 0)
+		return rf__fail_under(ret, "%s", url);
+	struct rf__http *h = calloc(1, sizeof(*h));
 	if (!h)
 		return -ENOMEM;
 	h->r = r;
-	h->timeout_ns = tm ? ms * 1000000ull : RF__HTTP_TIMEOUT_NS;
+	h->timeout_ns = tmo;
 	h->nconns = nconns ? nconns : 4;
 	h->url = strdup(url);
 	h->host = strndup(hp, (size_t)(slash - hp));

@@ -31,6 +31,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <ringflow/dataset.h>
 #include <ringflow/log.h>
 
 /* One line on stderr: "PROG: " and the message, its control characters (a newline in
@@ -54,6 +55,20 @@ static inline void rf_cli_say(const char *prog, const char *fmt, ...)
 			fputc(*p, stderr);
 	}
 	fputc('\n', stderr);
+}
+
+/* The environment variables the library reads later, checked before anything starts
+ * so that a bad one is said once, naming itself, not as a failure of whatever first
+ * reads it (an http:// --data): RF_HTTP_TIMEOUT_MS. 0, or 1 (the exit status) said. */
+static inline int rf_cli_check_env(const char *prog)
+{
+	uint64_t ns;
+
+	if (rf_dataset_http_timeout(&ns) < 0) {
+		rf_cli_say(prog, "%s", rf_last_error());
+		return 1;
+	}
+	return 0;
 }
 
 /* The tools' log sink: the library's warnings as "ringflow: MSG" lines on stderr.

@@ -143,7 +143,6 @@ int main(int argc, char **argv)
 	struct rf_ring *ring = NULL;
 	struct rf_engine *eng = NULL;
 	struct rf_trainer *t = NULL;
-	struct stat st;
 	double acc = 0, loss = 0;
 	int ret, rc = 1;
 
@@ -151,6 +150,8 @@ int main(int argc, char **argv)
 	rf_cli_check_stdout(prog);
 	if ((rc = parse(&c, argc, argv)))
 		return rc;
+	if (rf_cli_check_env(prog))
+		return 1;
 	rc = 1;
 	if (rf_export_open(c.dir, &x) < 0 || rf_export_load(NULL, &x, NULL) < 0) {
 		rf_cli_say(prog, "%s", rf_last_error()); /* the export first, then the data */
@@ -158,8 +159,8 @@ int main(int argc, char **argv)
 	}
 	o.model = x.spec->name;
 	o.data_dir = c.data;
-	if (stat(c.data, &st) == 0 && S_ISREG(st.st_mode))
-		o.test_data = c.data;          /* an .rfrec: evaluate that file */
+	if (rf_train_data_is_rfrec(c.data))
+		o.test_data = c.data;          /* a .rfrec, a path or an http:// URL: that file */
 	o.device = c.device;
 	o.batch_size = (unsigned)c.batch;
 	o.test_limit = c.limit;

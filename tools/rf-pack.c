@@ -46,7 +46,8 @@ static void usage(FILE *f)
 		"  -o, --output F  the .rfrec to write (via F.tmp, fsync, rename)\n"
 		"  --classes N  labels must lie in [0, N), 1 <= N <= 256 (default: max label + 1)\n"
 		"  --force      replace an existing output\n"
-		"  --check F    validate F (header, sizes, padding, data CRC, labels), print a summary\n");
+		"  --check F    validate F (header, sizes, padding, data CRC, labels), print a summary;\n"
+		"               F may be an http:// URL (Range requests, as rf-train reads one)\n");
 }
 
 static int bad_arg(const char *arg, const char *fmt, const char *val)
@@ -71,8 +72,11 @@ static int check(const char *path)
 	int ret;
 
 	char why[8400];
-	if (rf_cli_check_input(path, 0, why, sizeof(why)) < 0)
+	/* a URL is checked by opening it, as rf-train and rf-infer read one */
+	if (strncmp(path, "http://", 7) && rf_cli_check_input(path, 0, why, sizeof(why)) < 0)
 		return bad_path("--check", why);
+	if (rf_cli_check_env("rf-pack"))
+		return 1;
 	ret = rf_dataset_open_rfrec(&ds, path, RF_DS_VERIFY);
 	if (ret) {
 		rf_cli_say("rf-pack", "%s", rf_last_error());

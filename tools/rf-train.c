@@ -519,7 +519,7 @@ int main(int argc, char **argv)
 		if (ret == -EBADMSG) /* RF_FAULT_INJECT malformed: the ring's one line says why */
 			rf_cli_log_stderr(RF_LOG_ERROR, rf_last_error(), NULL);
 		else
-			rf_cli_say(prog, "cannot create the io_uring ring: %s", strerror(-ret));
+			rf_cli_say(prog, "cannot create the io_uring ring: %s", rf_last_error());
 		return 1;
 	}
 	eo.max_inflight = c.max_inflight;

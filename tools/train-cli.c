@@ -372,7 +372,8 @@ static int check_paths(const char *model, const char *data, const char *test_dat
 		if (test_data && check_rfrec("--test-data", test_data))
 			return 1;
 	} else if (test_data) {
-		if (rf_cli_check_input(test_data, 0, why, sizeof(why)) < 0)
+		if (strncmp(test_data, "http://", 7) &&
+		    rf_cli_check_input(test_data, 0, why, sizeof(why)) < 0)
 			return bad_path("--test-data", why);
 		if (stat(data, &st) == 0 && !S_ISREG(st.st_mode))
 			return bad("--test-data", "names the test set of a .rfrec --data, and %s is "
@@ -381,8 +382,6 @@ static int check_paths(const char *model, const char *data, const char *test_dat
 		if (check_rfrec("--test-data", test_data))
 			return 1;
 	}
-	if (test_data && !strncmp(test_data, "http://", 7) && check_rfrec("--test-data", test_data))
-		return 1;
 	if (stat(data, &st) == 0 && S_ISREG(st.st_mode) && check_rfrec("--data", data))
 		return 1;
 	for (int i = 0; i < 3; i++)
@@ -827,6 +826,8 @@ int parse_args(struct cli *c, int argc, char **argv)
 	/* The default lr is resolved here, so that no user value stands for "default". */
 	if (!c->lr_set)
 		c->o.lr = c->o.adamw ? 1e-3f : rf_model_spec(c->o.model)->default_lr;
+	if (rf_cli_check_env(prog)) /* before a path check reads an http:// --data */
+		return 1;
 	if ((ret = check_paths(c->o.model, c->o.data_dir ? c->o.data_dir : RF_TRAIN_DEFAULT_DATA,
 			       c->o.test_data,
 			       c->checkpoint, c->resume, c->metrics, c->trace)))

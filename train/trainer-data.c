@@ -126,17 +126,37 @@ static int rf__beside(struct rf_trainer *t, const char *train, char *out, size_t
 		return -ENOENT;
 	}
 	for (int i = 0; i < 2; i++) {
-		snprintf(out, len, "%.*s%s%s", (int)(hit - train), train, as[i], hit + 5);
+		if ((size_t)snprintf(out, len, "%.*s%s%s", (int)(hit - train), train, as[i],
+				     hit + 5) >= len) {
+			if (t)
+				rf__trainer_msg(t, "%s: the name of a test set beside it would be "
+						"over %zu bytes", train, len - 1);
+			return -ENAMETOOLONG;
+		}
 		if (!strncmp(out, "http://", 7)) { /* does the server have it? */
 			if (!t)
 				continue;
 			struct rf_dataset probe;
-			if (rf_dataset_open_rfrec(&probe, out, 0) == 0) {
+			int e = rf_dataset_open_rfrec(&probe, out, 0);
+			if (e == 0) {
 				rf_dataset_close(&probe);
 				return 0;
 			}
+			/* only a 404 means "not there": a server error, a timeout, a file
+			 * that is not a record file is this test set's own failure */
+			if (e != -ENOENT) {
+				rf__trainer_msg(t, "%s (the test set beside %s)", rf_last_error(),
+						train);
+				return e;
+			}
 		} else if (access(out, F_OK) == 0) {
 			return 0;
+		} else if (errno != ENOENT) {
+			int e = errno;
+			if (t)
+				rf__trainer_msg(t, "%s: %s (the test set beside %s)", out,
+						strerror(e), train);
+			return -e;
 		}
 	}
 	if (t)
@@ -156,12 +176,16 @@ static int rf__open_rfrec(struct rf_trainer *t, struct rf_dataset *ds, const cha
 	return ret;
 }
 
-/* A .rfrec training set (a local regular file or an http:// URL), not a directory. */
-static int rf__is_rfrec(const char *data)
+int rf_train_data_is_rfrec(const char *data)
 {
 	struct stat st;
 
-	return !strncmp(data, "http://", 7) || (stat(data, &st) == 0 && S_ISREG(st.st_mode));
+	return data && (!strncmp(data, "http://", 7) || (stat(data, &st) == 0 && S_ISREG(st.st_mode)));
+}
+
+static int rf__is_rfrec(const char *data)
+{
+	return rf_train_data_is_rfrec(data);
 }
 
 /* paths[*n] = path, where path names a local file that is there. */

@@ -147,6 +147,11 @@ int rf_dataset_open_idx(struct rf_dataset *ds, const char *path, unsigned expect
  * and a loader then reads record spans with Range requests (dataloader/README.md,
  * "Over HTTP"). */
 int rf_dataset_open_rfrec(struct rf_dataset *ds, const char *path, unsigned flags);
+/* The deadline of each connect, send and receive of an http:// dataset (and of a
+ * response's headers), from RF_HTTP_TIMEOUT_MS in the environment: whole milliseconds
+ * from 1 to 3600000 (default 10000). 0 with *ns set, or -EINVAL with a message naming
+ * the variable. Programs check it before they start; opening a URL checks it too. */
+int rf_dataset_http_timeout(uint64_t *ns);
 
 /* Description of a generic file of fixed-size records. */
 struct rf_raw_desc {

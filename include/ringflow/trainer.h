@@ -187,6 +187,10 @@ int rf_trainer_create(struct rf_trainer **out, struct rf_engine *e,
 /* Waits for all work, frees everything, closes the devices. NULL ignored. */
 void rf_trainer_destroy(struct rf_trainer *t);
 
+/* 1 when data (a --data value) names a .rfrec file -- an http:// URL or a local
+ * regular file -- rather than a directory of IDX files; else 0. Every tool classifies
+ * its data this way, so that a path and a URL to the same file mean the same thing. */
+int rf_train_data_is_rfrec(const char *data);
 /* The local files rf_trainer_create reads for opts, as it finds them, so that a caller
  * can keep its outputs off them before anything runs: a .rfrec data_dir and its test
  * set (test_data, or the one beside it); of a directory, each IDX file there, raw and
