@@ -98,6 +98,23 @@ try:
     check("offset 299008" in p.stderr and "first bad byte at offset 300001" in p.stderr and
           "0x%02x, expected 0x%02x" % (b[0] ^ 0x40, b[0]) in p.stderr,
           "the report names the block, the byte and the values: %s" % p.stderr)
+    # a flipped byte of a header (the generation of the block at 65536): that byte is
+    # named, not the first data byte (whose expected value came from the damaged header)
+    with open(f, "r+b") as fh:
+        fh.seek(300001)
+        fh.write(b)
+        fh.seek(65552)
+        g = fh.read(1)
+        fh.seek(65552)
+        fh.write(bytes([g[0] ^ 0x01]))
+    p = subprocess.run([exe, "--file", f, "--rw", "read", "--bs", "4k", "--qd", "8", "--verify",
+                        "crc32c"], capture_output=True, text=True, timeout=60)
+    check(p.returncode == 1 and "first bad byte at offset 65552 (the header's generation)" in
+          p.stderr and "0x%02x, expected 0x%02x" % (g[0] ^ 0x01, g[0]) in p.stderr,
+          "a flipped generation byte is named: %s" % p.stderr)
+    with open(f, "r+b") as fh:
+        fh.seek(65552)
+        fh.write(g)
     # --bs ranges and splits: a random write pass with sizes of 1 to 16 grains still
     # writes every grain once (the read-back finds this run's generation in each), and
     # reads of other sizes check each grain; time-based passes wrap around
