@@ -86,29 +86,49 @@ static void on_signal(int sig)
 }
 
 /* A job of a --job file runs as this program with the file's keys made options;
- * when it refuses one ("--qd: got ..."), say where that came from: the file, the
- * section, the key and its line (RF_IOBENCH_JOB, set by iobench-jobfile.c). */
+ * whatever it refuses, say where that came from (RF_IOBENCH_JOB, set by
+ * iobench-jobfile.c: "FILE\n[SECTION]\n" then "OPTION\tKEY\tLINE\n" per key): the file
+ * and the section always, and for each option the message names (--qd, or --file and
+ * --offset together) the key and its line that set it (the last one: a later key
+ * wins). */
 static void job_origin(char *msg, size_t cap)
 {
-	const char *ctx = getenv("RF_IOBENCH_JOB"), *sec, *sec_end, *p, *hit = NULL;
-	size_t olen = strcspn(msg, ":"), len = strlen(msg);
+	const char *ctx = getenv("RF_IOBENCH_JOB"), *sec, *sec_end;
+	size_t len = strlen(msg);
+	char orig[2048];
+	int said = 0;
 
-	if (!ctx || strncmp(msg, "--", 2) || !msg[olen] || !(sec = strchr(ctx, '\n')) ||
-	    !(sec_end = strchr(sec + 1, '\n')))
+	if (!ctx || !(sec = strchr(ctx, '\n')) || !(sec_end = strchr(sec + 1, '\n')))
 		return;
-	/* the option's last line: the value the job was given (a later key wins) */
-	for (p = sec_end; p && p[1]; p = strchr(p + 1, '\n')) {
-		const char *o = p + 1, *k = strchr(o, '\t');
-		if (k && (size_t)(k - o) == olen && !strncmp(o, msg, olen))
-			hit = o;
+	snprintf(orig, sizeof(orig), "%s", msg); /* the options are looked for in this */
+	len += (size_t)snprintf(msg + len, cap > len ? cap - len : 0, " (--job %.*s: %.*s",
+				(int)(sec - ctx), ctx, (int)(sec_end - sec - 1), sec + 1);
+	for (const char *m = orig; len < cap && (m = strstr(m, "--")); ) {
+		size_t olen = 2;
+		while (m[olen] == '-' || (m[olen] >= 'a' && m[olen] <= 'z') ||
+		       (m[olen] >= '0' && m[olen] <= '9'))
+			olen++;
+		if (olen == 2 || !strncmp(m, "--job", 5)) {
+			m += olen;
+			continue;
+		}
+		const char *hit = NULL;
+		for (const char *p = sec_end; p && p[1]; p = strchr(p + 1, '\n')) {
+			const char *o = p + 1, *k = strchr(o, '\t');
+			if (k && (size_t)(k - o) == olen && !strncmp(o, m, olen))
+				hit = o;
+		}
+		m += olen;
+		const char *k = hit ? strchr(hit, '\t') + 1 : NULL, *l = k ? strchr(k, '\t') : NULL;
+		if (l) {
+			len += (size_t)snprintf(msg + len, cap - len, "%s %.*s, line %d",
+						said++ ? ";" : ":", (int)(l - k), k, atoi(l + 1));
+			if (len >= cap)
+				break;
+		}
 	}
-	if (!hit)
-		return;
-	const char *k = strchr(hit, '\t') + 1, *l = strchr(k, '\t');
-	if (l)
-		snprintf(msg + len, cap - len, " (--job %.*s: %.*s, line %d: %.*s)",
-			 (int)(sec - ctx), ctx, (int)(sec_end - sec - 1), sec + 1, atoi(l + 1),
-			 (int)(l - k), k);
+	if (len < cap)
+		snprintf(msg + len, cap - len, ")");
 }
 
 void die(int code, const char *fmt, ...)

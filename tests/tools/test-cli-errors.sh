@@ -614,6 +614,19 @@ timeout 20 "$EXE" --job "$T/j.fio" >"$T/out" 2>"$T/err"; rc=$?
 for t1 in "--qd" "'-1'" "$T/j.fio" '[a"b]' "line 6" "iodepth"; do
 	grep -qF -- "$t1" "$T/err" || fail "--job with iodepth=-1: stderr lacks '$t1': $(cat "$T/err")"
 done
+# a job's own refusal of its file (not of one option's value) names the job file, the
+# section and the keys it came from (it named neither)
+printf '[global]\nfilename=%s\nrw=read\nbs=4k\n[big]\noffset=1g\n' "$T/f64k" > "$T/j2.fio"
+timeout 20 "$EXE" --job "$T/j2.fio" >"$T/out" 2>"$T/err"; rc=$?
+[ $rc = 1 ] || fail "--job with offset=1g: exit $rc, want 1: $(cat "$T/err")"
+for t1 in "$T/j2.fio" "[big]" "offset, line 6" "filename, line 2" "none at or past --offset"; do
+	grep -qF -- "$t1" "$T/err" || fail "--job with offset=1g: stderr lacks '$t1': $(cat "$T/err")"
+done
+printf '[global]\nfilename=%s\nrw=read\n[huge]\nsize=1m\n' "$T/f64k" > "$T/j2.fio"
+timeout 20 "$EXE" --job "$T/j2.fio" >"$T/out" 2>"$T/err"
+for t1 in "$T/j2.fio" "[huge]" "size, line 5"; do
+	grep -qF -- "$t1" "$T/err" || fail "--job with size=1m: stderr lacks '$t1': $(cat "$T/err")"
+done
 timeout 20 "$EXE" --job "$T/j.fio" --json >"$T/out" 2>"$T/err"
 /usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["jobs"][0]["job"] == "a\"b" and d["jobs"][0]["failed"]' "$T/out" ||
 	fail "--job --json with a failed job named a\"b: not that JSON: $(cat "$T/out")"
