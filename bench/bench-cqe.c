@@ -125,7 +125,7 @@ static long nvcsw(void)
 #define CK(x) do { cudaError_t _e = (x); if (_e != cudaSuccess) { \
 	fprintf(stderr, "rf-bench cqe: %s: %s\n", #x, cudaGetErrorString(_e)); goto out; } } while (0)
 #define RK(x) do { int _r = (x); if (_r < 0) { \
-	fprintf(stderr, "rf-bench cqe: %s: %s\n", #x, strerror(-_r)); goto out; } } while (0)
+	fprintf(stderr, "rf-bench cqe: %s: %s\n", #x, rf_last_error()); goto out; } } while (0)
 
 #define WAYS 4
 

@@ -160,7 +160,7 @@ static int online_cores(void)
 }
 
 #define BTRY(x) do { int _r = (x); if (_r < 0) { \
-	fprintf(stderr, "rf-bench: %s failed: %s\n", #x, strerror(-_r)); return -1; } } while (0)
+	fprintf(stderr, "rf-bench: %s failed: %s\n", #x, rf_last_error()); return -1; } } while (0)
 
 /* A square f32 tensor of uniform numbers (a PRNG op), waited for. */
 static struct rf_tensor *rand_square(struct rf_device *d, struct rf_prng *g, long n, const char *nm)
@@ -223,7 +223,7 @@ int rf_bench_parallel(int argc, char **argv)
 			    (double)(o.count + 1) * (o.cpu_only || rf_cuda_count() <= 0 ? 2 : 1))))
 		return rc;
 	if ((rc = benv_open(&b, 0)) < 0) {
-		fprintf(stderr, "rf-bench parallel: setup failed: %s\n", strerror(-rc));
+		fprintf(stderr, "rf-bench parallel: setup failed: %s\n", rf_last_error());
 		return 1;
 	}
 	use_gpu = !o.cpu_only && rf_cuda_count() > 0;
@@ -321,7 +321,7 @@ int rf_bench_copy(int argc, char **argv)
 			    (use_gpu ? (double)o.count : 2.0 * (double)o.count + 1))))
 		return rc;
 	if ((rc = benv_open(&b, 0)) < 0) {
-		fprintf(stderr, "rf-bench copy: setup failed: %s\n", strerror(-rc));
+		fprintf(stderr, "rf-bench copy: setup failed: %s\n", rf_last_error());
 		return 1;
 	}
 	if (use_gpu) {
@@ -436,7 +436,7 @@ int rf_bench_gemm(int argc, char **argv)
 	/* A bounded window of ops in flight, as a training loop has (see the report on
 	 * rf__var_scan: its cost grows with the ops queued on one variable). */
 	if ((rc = benv_open(&b, o.inflight ? (unsigned)o.inflight : 64)) < 0) {
-		fprintf(stderr, "rf-bench gemm: setup failed: %s\n", strerror(-rc));
+		fprintf(stderr, "rf-bench gemm: setup failed: %s\n", rf_last_error());
 		return 1;
 	}
 	BTRY(rf_cpu_open(b.e, &(struct rf_cpu_opts){ .blas_threads = (int)o.threads }, &d));
@@ -631,7 +631,7 @@ int rf_bench_threads(int argc, char **argv)
 	if ((rc = bparse("threads", threads_usage, argc, argv, &o)) >= 0)
 		return rc;
 	if ((rc = benv_open(&b, 0)) < 0) {
-		fprintf(stderr, "rf-bench threads: setup failed: %s\n", strerror(-rc));
+		fprintf(stderr, "rf-bench threads: setup failed: %s\n", rf_last_error());
 		return 1;
 	}
 	BTRY(rf_cpu_open(b.e, &(struct rf_cpu_opts){ .streams = 2, .blas_threads = -1 }, &d));

@@ -114,21 +114,23 @@ static double run_pattern(const char *pattern, long n)
 	long i;
 	int ret;
 
-	if (!v)
+	if (!v) {
+		fprintf(stderr, "rf-bench engine: out of memory\n");
 		return -1;
+	}
 	if (rf_ring_create(&ring, NULL) < 0)
-		return -1;
+		return bench_lib_fail("rf-bench engine");
 	/* The cap is far above what the inline stream ever holds (queued: all of it). */
 	if (rf_engine_create(&e, ring, &(struct rf_engine_opts){ .sync = 0,
 			     .max_inflight = gated ? (unsigned)n + 16 : 0 }) < 0)
-		return -1;
+		return bench_lib_fail("rf-bench engine");
 
 	t0 = rf_now_ns();
 	if (gated) {
 		rf_var_create(e, "gate", &gate);
 		if (rf_engine_push(e, &(struct rf_op_desc){ .afn = gate_start, .writes = &gate,
 							    .nwrites = 1, .name = "gate" }) < 0)
-			return -1;
+			return bench_lib_fail("rf-bench engine: the gate op");
 	}
 	for (i = 0; i < n; i++) {
 		struct rf_var *r[64];
@@ -156,7 +158,7 @@ static double run_pattern(const char *pattern, long n)
 			r[nr++] = gate;
 		ret = rf_engine_push_simple(e, nop_fn, NULL, r, nr, &v[i], 1, NULL, "nop");
 		if (ret < 0) {
-			fprintf(stderr, "rf-bench engine: push failed: %s\n", strerror(-ret));
+			fprintf(stderr, "rf-bench engine: push failed: %s\n", rf_last_error());
 			return -1;
 		}
 	}
@@ -165,7 +167,7 @@ static double run_pattern(const char *pattern, long n)
 	ret = rf_engine_wait_all(e);
 	t1 = rf_now_ns();
 	if (ret < 0)
-		return -1;
+		return bench_lib_fail("rf-bench engine: waiting");
 	for (i = 0; i < n; i++)
 		rf_var_destroy(e, v[i], NULL, NULL, NULL);
 	if (gate)
@@ -191,27 +193,27 @@ static double run_replay_pattern(long n, long launches)
 	int ret;
 
 	if (!v || rf_ring_create(&ring, NULL) < 0)
-		return -1;
+		return bench_lib_fail("rf-bench engine");
 	if (rf_engine_create(&e, ring, NULL) < 0)
-		return -1;
+		return bench_lib_fail("rf-bench engine");
 	for (i = 0; i < n; i++)
 		rf_var_create(e, NULL, &v[i]);
 	if (rf_engine_capture_begin(e, &(struct rf_capture_opts){ .name = "random" }) < 0)
-		return -1;
+		return bench_lib_fail("rf-bench engine: capture");
 	for (i = 0; i < n; i++) {
 		struct rf_var *r[3];
 		unsigned nr = random_deps(i, &seed, v, r);
 		if (rf_engine_push_simple(e, nop_fn, NULL, r, nr, &v[i], 1, NULL, "nop") < 0)
-			return -1;
+			return bench_lib_fail("rf-bench engine: push");
 	}
 	if ((ret = rf_engine_capture_end(e, &g)) < 0) {
-		fprintf(stderr, "rf-bench engine: capture failed: %s\n", strerror(-ret));
+		fprintf(stderr, "rf-bench engine: capture failed: %s\n", rf_last_error());
 		return -1;
 	}
 	for (i = 0; i < launches; i++) {
 		uint64_t t0 = rf_now_ns();
 		if (rf_graph_launch(g, NULL, NULL, 0) < 0 || rf_engine_wait_all(e) < 0)
-			return -1;
+			return bench_lib_fail("rf-bench engine: replay");
 		double sec = (double)(rf_now_ns() - t0) / 1e9;
 		if (sec < best)
 			best = sec;
@@ -237,30 +239,32 @@ static double run_queue_pattern(const char *pattern, long n)
 	int ret;
 
 	if (rf_ring_create(&ring, NULL) < 0)
-		return -1;
+		return bench_lib_fail("rf-bench engine");
 	if (rf_engine_create(&e, ring, &(struct rf_engine_opts){ .sync = 0,
 			     .max_inflight = (unsigned)n + 16 }) < 0 ||
 	    rf_worker_stream_create(e, "w0", 0, &w[0]) < 0 ||
 	    rf_worker_stream_create(e, "w1", 0, &w[1]) < 0)
-		return -1;
+		return bench_lib_fail("rf-bench engine");
 	v = calloc((size_t)n + 1, sizeof(*v));
-	if (!v)
+	if (!v) {
+		fprintf(stderr, "rf-bench engine: out of memory\n");
 		return -1;
+	}
 	t0 = rf_now_ns();
 	if (!strcmp(pattern, "readers")) {
 		rf_var_create(e, "x", &v[0]);
 		for (i = 0; i < n; i++)
 			if ((ret = rf_engine_push_simple(e, nop_fn, NULL, &v[0], 1, NULL, 0, w[0], "read")) < 0)
-				return -1;
+				return bench_lib_fail("rf-bench engine: push");
 		if (rf_engine_push_simple(e, nop_fn, NULL, NULL, 0, &v[0], 1, NULL, "write") < 0)
-			return -1;
+			return bench_lib_fail("rf-bench engine: push");
 		n = 1;
 	} else {
 		for (i = 0; i < n; i++) {
 			rf_var_create(e, NULL, &v[i]);
 			if ((ret = rf_engine_push_simple(e, nop_fn, NULL, i ? &v[i - 1] : NULL, i ? 1 : 0,
 							 &v[i], 1, w[i & 1], "link")) < 0)
-				return -1;
+				return bench_lib_fail("rf-bench engine: push");
 		}
 	}
 	ret = rf_engine_wait_all(e);
@@ -422,7 +426,8 @@ int rf_bench_async(int argc, char **argv)
 	if (!x || !y || rf_ring_create(&ring, NULL) < 0 ||
 	    rf_engine_create(&e, ring, &(struct rf_engine_opts){ .sync = 0 }) < 0 ||
 	    rf_worker_stream_create(e, "worker", 0, &w) < 0) {
-		fprintf(stderr, "rf-bench async: setup failed\n");
+		fprintf(stderr, "rf-bench async: setup failed: %s\n", !x || !y ? "out of memory"
+			: rf_last_error());
 		return 1;
 	}
 	rf_var_create(e, "x", &xv);

@@ -160,7 +160,7 @@ int rf_bench_loader(int argc, char **argv)
 	if ((ret = rf_ring_create(&ring, NULL)) < 0 ||
 	    (ret = rf_engine_create(&e, ring, NULL)) < 0 ||
 	    (ret = rf_cpu_open(e, &(struct rf_cpu_opts){ .streams = (unsigned)streams }, &dev)) < 0) {
-		fprintf(stderr, "rf-bench loader: setup failed: %s\n", strerror(-ret));
+		fprintf(stderr, "rf-bench loader: setup failed: %s\n", rf_last_error());
 		goto out;
 	}
 	o.batch = (unsigned)batch;

@@ -15,4 +15,14 @@ int rf_bench_flops(int argc, char **argv);    /* bench-flops.c: a model's GEMM l
 int rf_bench_hybridize(int argc, char **argv); /* bench-hybridize.c: seeds section 12.1 */
 int rf_bench_cqe(int argc, char **argv);       /* bench-cqe.c: CUDA completion latency */
 
+/* A library call failed: one line with the library's reason (rf_last_error: a
+ * malformed RF_FAULT_INJECT, RF_RING_SPIN_US, ...) on stderr; returns -1. */
+#include <stdio.h>
+#include <ringflow/log.h>
+static inline int bench_lib_fail(const char *what)
+{
+	fprintf(stderr, "%s: %s\n", what, rf_last_error());
+	return -1;
+}
+
 #endif

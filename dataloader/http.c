@@ -522,7 +522,7 @@ int rf__http_read(const char *url, uint64_t off, size_t len, void *dst, uint64_t
 	struct rf__http *h;
 	int ret = rf_ring_create(&r, &(struct rf_ring_opts){ .entries = 16 });
 	if (ret < 0)
-		return rf__fail(ret, "%s: cannot create a ring: %s", url, strerror(-ret));
+		return rf__fail_under(ret, "%s: cannot create a ring", url);
 	ret = rf__http_create(&h, r, url, 1);
 	if (ret < 0) {
 		rf_ring_destroy(r);

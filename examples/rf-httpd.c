@@ -42,6 +42,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <ringflow/log.h>
 #include <ringflow/ring-ops.h>
 
 #include "httpd-request.h"
@@ -766,17 +767,18 @@ int main(int argc, char **argv)
 		nb <<= 1;
 	int ret = rf_ring_create(&ring, &(struct rf_ring_opts){ .entries = 1024 });
 	if (ret < 0 || (ret = rf_bufgroup_create(ring, nb, 4096, &grp)) < 0) {
-		if (ret != -EBADMSG)
-			fprintf(stderr, "rf-httpd: cannot set up the ring: %s\n", strerror(-ret));
+		/* the library prints nothing: its reason (a malformed RF_FAULT_INJECT, ...)
+		 * is rf_last_error()'s */
+		fprintf(stderr, "rf-httpd: cannot set up the ring: %s\n", rf_last_error());
 		return 1;
 	}
 	if ((ret = rf_ring_accept_multishot(ring, lfd, 0, on_accept_end, NULL, &accept_id)) < 0 ||
 	    (ret = rf_notifier_create(ring, on_stop, NULL, &stop_note)) < 0) {
-		fprintf(stderr, "rf-httpd: cannot start: %s\n", strerror(-ret));
+		fprintf(stderr, "rf-httpd: cannot start: %s\n", rf_last_error());
 		return 1;
 	}
 	if ((ret = rf_ring_timeout(ring, 1000000000ull, on_sweep, NULL, &sweep_id)) < 0) {
-		fprintf(stderr, "rf-httpd: cannot start: %s\n", strerror(-ret));
+		fprintf(stderr, "rf-httpd: cannot start: %s\n", rf_last_error());
 		return 1;
 	}
 	struct sigaction sa_stop = { .sa_handler = on_signal_handler };
@@ -789,7 +791,7 @@ int main(int argc, char **argv)
 	while (!stopping || accept_id || sweep_id) {
 		ret = rf_ring_run(ring, RF_RUN_ONCE);
 		if (ret < 0) {
-			fprintf(stderr, "rf-httpd: ring: %s\n", strerror(-ret));
+			fprintf(stderr, "rf-httpd: ring: %s\n", rf_last_error());
 			return 1;
 		}
 	}

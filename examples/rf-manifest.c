@@ -264,6 +264,7 @@ static int collect(const char *dir, struct file **files, size_t *n, size_t *cap)
 			size_t nc = ecap ? ecap * 2 : 64;
 			struct entry *ne = realloc(ents, nc * sizeof(*ents));
 			if (!ne) {
+				fprintf(stderr, "rf-manifest: %s: out of memory for its entries\n", dir);
 				ret = -ENOMEM;
 				break;
 			}
@@ -271,6 +272,7 @@ static int collect(const char *dir, struct file **files, size_t *n, size_t *cap)
 			ecap = nc;
 		}
 		if (asprintf(&ents[nents].path, "%s/%s", dir, de->d_name) < 0) {
+			fprintf(stderr, "rf-manifest: %s: out of memory for its entries\n", dir);
 			ret = -ENOMEM;
 			break;
 		}
@@ -286,7 +288,7 @@ static int collect(const char *dir, struct file **files, size_t *n, size_t *cap)
 	}
 	int r = rf_ring_run(ring, RF_RUN_UNTIL_IDLE);
 	if (r < 0) {
-		fprintf(stderr, "rf-manifest: the ring failed: %s\n", strerror(-r));
+		fprintf(stderr, "rf-manifest: the ring failed: %s\n", rf_last_error());
 		ret = r;
 	}
 	for (i = 0; i < nents; i++) {
@@ -303,6 +305,7 @@ static int collect(const char *dir, struct file **files, size_t *n, size_t *cap)
 		} else if (!S_ISREG(ents[i].stx.stx_mode)) {
 			free(p);
 		} else if (add_file(files, n, cap, p) < 0) {
+			fprintf(stderr, "rf-manifest: %s: out of memory\n", p);
 			free(p);
 			ret = -ENOMEM;
 		}
@@ -540,9 +543,10 @@ int main(int argc, char **argv)
 	}
 	if ((ret = rf_ring_create(&ring, &(struct rf_ring_opts){ .entries = 64 })) < 0 ||
 	    (ret = rf_engine_create(&eng, ring, NULL)) < 0) {
-		if (ret != -EBADMSG) /* RF_FAULT_INJECT malformed: the ring said why */
-			fprintf(stderr, "rf-manifest: cannot set up the ring or the engine: %s\n",
-				rf_last_error()); /* RF_TRACE's, say */
+		/* the library prints nothing: its reason (a malformed RF_FAULT_INJECT,
+		 * RF_TRACE's file, ...) is rf_last_error()'s, said here */
+		fprintf(stderr, "rf-manifest: cannot set up the ring or the engine: %s\n",
+			rf_last_error());
 		return 1;
 	}
 	if (collect(dir, &files, &nfiles, &cap) < 0)
@@ -567,7 +571,7 @@ int main(int argc, char **argv)
 		    (ret = rf_engine_push_io(eng, &op)) < 0 ||
 		    (ret = rf_engine_push_io(eng, &st)) < 0) {
 			fprintf(stderr, "rf-manifest: %s: cannot push its open: %s\n", f->path,
-				strerror(-ret));
+				rf_last_error());
 			return 1;
 		}
 	}
@@ -589,15 +593,15 @@ int main(int argc, char **argv)
 		char name[32];
 		snprintf(name, sizeof(name), "sha256-%zu", i);
 		if ((ret = rf_worker_stream_create(eng, name, 0, &workers[i])) < 0) {
-			fprintf(stderr, "rf-manifest: cannot start a worker: %s\n", strerror(-ret));
+			fprintf(stderr, "rf-manifest: cannot start a worker: %s\n", rf_last_error());
 			return 1;
 		}
 	}
 	for (i = 0; i < (size_t)nbufs; i++) {
 		bufs[i].data = malloc((size_t)chunk);
 		if (!bufs[i].data || (ret = rf_var_create(eng, "buffer", &bufs[i].var)) < 0) {
-			fprintf(stderr, "rf-manifest: out of memory for buffer %zu of %llu bytes "
-				"(--chunk, --buffers)\n", i, chunk);
+			fprintf(stderr, "rf-manifest: buffer %zu of %llu bytes (--chunk, --buffers): "
+				"%s\n", i, chunk, !bufs[i].data ? "out of memory" : rf_last_error());
 			return 1;
 		}
 	}
@@ -634,7 +638,7 @@ int main(int argc, char **argv)
 			if ((ret = rf_engine_push(eng, &rd)) < 0 ||
 			    (ret = rf_engine_push(eng, &hd)) < 0) {
 				fprintf(stderr, "rf-manifest: %s: cannot push a read: %s\n",
-					f->path, strerror(-ret));
+					f->path, rf_last_error());
 				return 1;
 			}
 			off += c->len;
@@ -642,7 +646,7 @@ int main(int argc, char **argv)
 		if ((ret = rf_engine_push_simple(eng, hash_final, f, NULL, 0, &f->var, 1, w,
 						 "sha256-final")) < 0) {
 			fprintf(stderr, "rf-manifest: %s: cannot push its digest: %s\n", f->path,
-				strerror(-ret));
+				rf_last_error());
 			return 1;
 		}
 	}

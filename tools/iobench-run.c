@@ -346,7 +346,7 @@ void iob_job_setup(struct iob_job *j)
 		die(1, NULL);
 	}
 	if (ret < 0)
-		die(1, "cannot create the io_uring ring: %s", strerror(-ret));
+		die(1, "cannot create the io_uring ring: %s", rf_last_error());
 	rf_ring_set_max_batch(j->r, (unsigned)o->batch);
 	int fds[IOB_MAX_FILES];
 	for (unsigned f = 0; f < o->nfiles; f++)

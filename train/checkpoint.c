@@ -74,7 +74,7 @@ static int rf__ring_begin(struct rf_ring **ring, int *own, const char *path)
 	}
 	int ret = rf_ring_create(ring, NULL);
 	if (ret < 0)
-		return rf__fail(ret, "%s: cannot create a ring: %s", path, strerror(-ret));
+		return rf__fail_under(ret, "%s: cannot create a ring", path);
 	*own = 1;
 	return 0;
 }
