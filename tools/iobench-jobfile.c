@@ -401,7 +401,10 @@ static void start(struct child *c, char **av, const char *path, const char *ctx)
 		die(1, "--job %s: cannot fork: %s", path, strerror(errno));
 	if (c->pid == 0) {
 		/* the job ends with the file's process, however that ends (a die() of the
-		 * parent, a kill): SIGTERM runs its handler, which removes what it made */
+		 * parent, a kill): SIGTERM runs its handler, which removes what it made. Its
+		 * default action first: a SIGTERM the caller had ignored would leave the job
+		 * running orphaned (a job is this process's own worker, not the caller's) */
+		signal(SIGTERM, SIG_DFL);
 		if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent)
 			_exit(1);
 		dup2(pfd[1], STDOUT_FILENO);

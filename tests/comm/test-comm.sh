@@ -3,6 +3,9 @@
 # a 2-core machine is oversubscribed), the kv-store's distributed mode on 2 and 3, and
 # a misordered program that must fail on every rank, never hang.
 set -u
+# mpirun forwards stdin to rank 0: from a terminal it would stop (SIGTTIN) under
+# timeout; nothing here reads stdin
+exec </dev/null
 exe=$1
 supp=$(dirname "$0")/lsan.supp
 "$exe" --has-mpi || { echo "SKIP: ringflow was built without MPI"; exit 77; }

@@ -5,6 +5,9 @@
 # mpirun. Exit 77 without a GPU or NCCL, and under TSan (see test-comm.sh); a CPU
 # device is refused either way.
 set -u
+# mpirun forwards stdin to rank 0: from a terminal it would stop (SIGTTIN) under
+# timeout; nothing here reads stdin
+exec </dev/null
 exe=$1
 case "$(ldd "$exe")" in *libtsan*) echo "SKIP: under TSan"; exit 77 ;; esac
 export LSAN_OPTIONS="suppressions=$(dirname "$0")/lsan.supp:print_suppressions=0:fast_unwind_on_malloc=0"

@@ -14,6 +14,9 @@
 #    --max-steps inside an epoch resumes to the straight run's checkpoint.
 # Skips (77) without MPI, mpirun or Fashion-MNIST, and under TSan (see test-comm.sh).
 set -u
+# mpirun forwards stdin to rank 0: from a terminal it would stop (SIGTTIN) under
+# timeout; nothing here reads stdin
+exec </dev/null
 RF=${1:?usage: $0 rf-train rf-dist-run}
 DR=${2:?usage: $0 rf-train rf-dist-run}
 DATA=${RF_FASHION_MNIST:-/usr/share/datasets/fashion-mnist}

@@ -9,6 +9,9 @@
 # ip(8)) or the two cannot reach each other, without MPI or Fashion-MNIST, and under
 # TSan.
 set -u
+# mpirun forwards stdin to rank 0: from a terminal it would stop (SIGTTIN) under
+# timeout; nothing here reads stdin
+exec </dev/null
 RF=${1:?usage: $0 rf-train}
 DATA=${RF_FASHION_MNIST:-/usr/share/datasets/fashion-mnist}
 here=$(cd "$(dirname "$0")" && pwd)

@@ -706,7 +706,7 @@ python3 -c 'import socket,time,sys; s=socket.socket(); s.bind(("127.0.0.1",0)); 
 busy=$!
 for i in 1 2 3 4 5 6 7 8 9 10; do [ -s "$T/port" ] && break; sleep 0.2; done
 bad $H "127.0.0.1:$(cat "$T/port")" 1 "cannot listen" "$T/www" --port "$(cat "$T/port")"
-kill $busy 2>/dev/null
+kill -KILL $busy 2>/dev/null  # not TERM: the caller may have it ignored
 fi
 
 # --help to a stdout that cannot be written (a full disk): exit 1, saying so (it was 0)

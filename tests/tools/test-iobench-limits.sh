@@ -120,9 +120,10 @@ for sig in TERM INT; do
 	! [ -e "$T/sig" ] || fail "SIG$sig mid-run: the created file was left behind"
 	echo "ok: SIG$sig mid-run: exit $rc, the file it created is gone"
 done
-# ignored at start, SIGINT stays ignored (a handler for it would end the job)
-"$IOB" --file "$T/sig" --rw randwrite --bs 4k --qd 8 --size 16m --runtime 30 \
-	>/dev/null 2>"$T/err" &
+# ignored at start, SIGINT stays ignored (a handler for it would end the job); made so
+# here, not left to how the caller's shell starts background jobs
+(env --ignore-signal=INT --default-signal=TERM "$IOB" --file "$T/sig" --rw randwrite --bs 4k \
+	--qd 8 --size 16m --runtime 30 >/dev/null 2>"$T/err") &
 pid=$!
 i=0
 while ! [ -s "$T/sig" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done

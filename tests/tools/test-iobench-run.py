@@ -18,6 +18,7 @@ argv: the rf-iobench program."""
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -221,8 +222,11 @@ try:
     with open(kf, "w") as fh:
         fh.write("[global]\nfilename=%s\nbs=4k\nruntime=30\n[k1]\nrw=randread\n"
                  "[k2]\nrw=randread\n" % names[0])
+    # with SIGTERM ignored by whoever started it (the jobs used to inherit that, and
+    # the parent's death signal, SIGTERM, then did not end them)
     p = subprocess.Popen([exe, "--job", kf], stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL)
+                         stderr=subprocess.DEVNULL,
+                         preexec_fn=lambda: signal.signal(signal.SIGTERM, signal.SIG_IGN))
     kids = []
     for _ in range(100):  # until both jobs run (10 s at most)
         time.sleep(0.1)
