@@ -22,15 +22,16 @@ struct rf_poller {
 
 int rf__spin_parse(const char *s, uint64_t *ns)
 {
-	char *end;
-	unsigned long long us;
+	uint64_t us = 0;
+	const char *p = s;
 
 	*ns = RF__SPIN_DEFAULT_NS;
 	if (!s)
 		return 0;
-	errno = 0;
-	us = strtoull(s, &end, 10);
-	if (!*s || *end || errno || s[0] == '-' || us * 1000ull > RF__SPIN_MAX_NS)
+	/* digits only (strtoull takes signs and spaces), checked before they overflow */
+	for (; *p >= '0' && *p <= '9' && us <= RF__SPIN_MAX_NS / 1000ull; p++)
+		us = us * 10 + (uint64_t)(*p - '0');
+	if (!*s || *p || us > RF__SPIN_MAX_NS / 1000ull)
 		return rf__fail(-EINVAL, "RF_RING_SPIN_US='%s': expected microseconds, 0..%llu",
 				s, RF__SPIN_MAX_NS / 1000ull);
 	*ns = us * 1000ull;

@@ -155,8 +155,11 @@ static inline uint64_t rf_dist_next(struct rf_dist *d)
 	case RF_DIST_ZIPF:
 		return rf_dist_scatter(d, rf_dist_zipf_rank(d));
 	case RF_DIST_PARETO: {
-		uint64_t r = (uint64_t)((double)(d->n - 1) * pow(rf_dist_unit(&d->rng), d->pow));
-		return rf_dist_scatter(d, r < d->n ? r : d->n - 1);
+		/* clamped as a double: an H so small that log(1 - H) is 0 makes the power
+		 * infinite, and converting inf or NaN to an integer is undefined */
+		double x = (double)(d->n - 1) * pow(rf_dist_unit(&d->rng), d->pow);
+		uint64_t r = x >= 0 && x < (double)(d->n - 1) ? (uint64_t)x : d->n - 1;
+		return rf_dist_scatter(d, r);
 	}
 	case RF_DIST_NORMAL:
 		for (;;) {

@@ -276,8 +276,12 @@ static void poller_api(void)
 	setenv("RF_RING_SPIN_US", "12x", 1);
 	CHECK_EQ(rf_ring_create(&r, NULL), -EINVAL);
 	CHECK(strstr(rf_last_error(), "RF_RING_SPIN_US") != NULL);
-	setenv("RF_RING_SPIN_US", "10001", 1);
-	CHECK_EQ(rf_ring_create(&r, NULL), -EINVAL);
+	/* over the limit, wrapping past 2^64 when multiplied by 1000, signed, spaced */
+	static const char *const bad[] = { "10001", "18446744073709552", "+5", " 5", "-0", "5 " };
+	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		setenv("RF_RING_SPIN_US", bad[i], 1);
+		CHECK_EQ(rf_ring_create(&r, NULL), -EINVAL);
+	}
 	setenv("RF_RING_SPIN_US", "20", 1);
 	CHECK_OK(rf_ring_create(&r, NULL));
 	rf_ring_destroy(r);

@@ -4,7 +4,8 @@
  * harmonic case) and 1.2, stays under the 0.1 % critical value (85.35 for 49 degrees of
  * freedom); the rank -> block scatter is a bijection of [0, n); pareto:0.2 puts about
  * 80 % of the draws on the hottest 20 % of the ranks; normal stays in range; and the
- * parser refuses what fio's would. */
+ * parser refuses what fio's would; a pareto H so small that its power is infinite still
+ * draws in range (UBSan found the float-to-integer overflow by reading). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,5 +79,15 @@ int main(void)
 					   "zipf:inf", "zipf:nan" };
 	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		CHECK(rf_dist_parse(bad[i], &d, err, sizeof(err)) < 0);
+	/* pareto with an H so small that log(1 - H) is 0: the power is infinite, and the
+	 * draw (once an undefined conversion of inf to an integer) stays in range */
+	static const char *const tiny[] = { "pareto:1e-17", "pareto:1e-300", "pareto:0.99999999" };
+	for (unsigned i = 0; i < sizeof(tiny) / sizeof(tiny[0]); i++)
+		for (uint64_t n = 1; n <= 1000; n *= 10) {
+			CHECK_EQ(rf_dist_parse(tiny[i], &d, err, sizeof(err)), 0);
+			rf_dist_init(&d, n, 7);
+			for (int k = 0; k < 1000; k++)
+				CHECK(rf_dist_next(&d) < n);
+		}
 	return 0;
 }
