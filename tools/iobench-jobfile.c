@@ -38,165 +38,26 @@
 
 #include "cli-impl.h"
 #include "iobench.h"
-
-#define RF_JOB_LINE_MAX 1022 /* characters of a line, its newline not counted */
-
-struct kv {
-	char key[64], val[512];
-	int line;
-};
-
-struct section {
-	char name[128];
-	int line;
-	struct kv *kv;
-	unsigned n, cap;
-};
-
-/* fio's key, or ours, -> our option; flag: takes no value (0/1 in a job file). */
-static const struct { const char *key, *opt; int flag; } keymap[] = {
-	{ "filename", "--file", 0 },     { "file", "--file", 0 },
-	{ "rw", "--rw", 0 },              { "readwrite", "--rw", 0 },
-	{ "bs", "--bs", 0 },              { "blocksize", "--bs", 0 },
-	{ "bsrange", "--bs", 0 },         { "blocksize_range", "--bs", 0 },
-	{ "bssplit", "--bs", 0 },         { "nrfiles", "--nrfiles", 0 },
-	{ "hipri", "--hipri", 1 },        { "stonewall", NULL, 1 },
-	{ "wait_for_previous", NULL, 1 },
-	{ "iodepth", "--qd", 0 },         { "qd", "--qd", 0 },
-	{ "size", "--size", 0 },          { "runtime", "--runtime", 0 },
-	{ "numjobs", "--numjobs", 0 },    { "rwmixread", "--rwmixread", 0 },
-	{ "norandommap", "--norandommap", 1 },
-	{ "fsync", "--fsync", 0 },        { "fdatasync", "--fdatasync", 0 },
-	{ "end_fsync", "--end-fsync", 1 },
-	{ "verify", "--verify", 0 },
-	{ "random_distribution", "--random-distribution", 0 },
-	{ "rate", "--rate", 0 },          { "rate_iops", "--rate-iops", 0 },
-	{ "direct", "--direct", 1 },      { "fixedbufs", "--fixedbufs", 1 },
-	{ "batch", "--batch", 0 },        { "force", "--force", 1 },
-	{ "log_avg_msec", "--log-interval", 0 }, { "log_interval", "--log-interval", 0 },
-	{ "log_prefix", "--log-prefix", 0 },
-	{ "offset", "--offset", 0 },      { "ramp_time", "--ramp-time", 0 },
-	{ "sqthread_poll", "--sqpoll", 1 }, { "sqpoll", "--sqpoll", 1 },
-	{ "time_based", NULL, 1 },        /* implied by runtime: accepted, nothing to pass */
-	{ "ioengine", NULL, 0 },          /* io_uring is the only engine: io_uring accepted */
-};
-
-static void norm(char *k)
-{
-	for (; *k; k++)
-		if (*k == '-')
-			*k = '_';
-}
-
-static char *trim(char *s)
-{
-	while (*s == ' ' || *s == '\t')
-		s++;
-	char *e = s + strlen(s);
-	while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\n' || e[-1] == '\r'))
-		*--e = 0;
-	return s;
-}
-
-static int lookup(const char *key)
-{
-	for (unsigned i = 0; i < sizeof(keymap) / sizeof(keymap[0]); i++)
-		if (!strcmp(keymap[i].key, key))
-			return (int)i;
-	return -1;
-}
-
-static void add_kv(const char *path, struct section *s, const char *k, const char *v, int line)
-{
-	if (s->n == s->cap) {
-		s->cap = s->cap ? 2 * s->cap : 16;
-		s->kv = realloc(s->kv, s->cap * sizeof(*s->kv));
-		if (!s->kv)
-			die(1, "out of memory");
-	}
-	struct kv *e = &s->kv[s->n++];
-	snprintf(e->key, sizeof(e->key), "%s", k);
-	snprintf(e->val, sizeof(e->val), "%s", v);
-	e->line = line;
-	if (strlen(v) >= sizeof(e->val))
-		die(1, "--job %s: line %d: the value of %s is longer than %zu characters", path, line,
-		    k, sizeof(e->val) - 1);
-}
+#include "iobench-jobparse.h"
 
 /* Read the file into sections ([global] first, if any). Every error names the line. */
 static struct section *parse(const char *path, unsigned *nsec)
 {
 	/* a FIFO would block fopen, a directory read as an empty file: a regular file only */
-	char why[4200];
+	char why[4200], err[1400];
 	int fd = rf_cli_open(path, O_RDONLY, 0, 0, NULL, why, sizeof(why));
 	FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
 	if (fd < 0)
 		die(1, "--job %s", why);
 	if (!f)
 		die(1, "--job %s: cannot open: %s", path, strerror(errno));
-	struct section *secs = NULL;
-	unsigned n = 0;
-	char *buf = NULL;
-	size_t cap = 0;
-	ssize_t got;
-	int line = 0;
-	while ((got = getline(&buf, &cap, f)) >= 0) {
-		line++;
-		/* a NUL would cut the line short unseen: the file is not text (a binary
-		 * given by mistake), said as such rather than as a long line */
-		const char *nul = memchr(buf, 0, (size_t)got);
-		if (nul)
-			die(1, "--job %s: line %d: a NUL byte at column %zu: not a text file", path,
-			    line, (size_t)(nul - buf) + 1);
-		if ((size_t)got - (buf[got - 1] == '\n') > RF_JOB_LINE_MAX)
-			die(1, "--job %s: line %d: longer than %d characters", path, line,
-			    RF_JOB_LINE_MAX);
-		char *l = trim(buf);
-		if (!*l || *l == ';' || *l == '#')
-			continue;
-		if (*l == '[') {
-			char *e = strchr(l, ']');
-			if (!e || e[1] || e == l + 1)
-				die(1, "--job %s: line %d: expected [section-name], got '%s'", path, line, l);
-			*e = 0;
-			secs = realloc(secs, (n + 1) * sizeof(*secs));
-			if (!secs)
-				die(1, "out of memory");
-			memset(&secs[n], 0, sizeof(secs[n]));
-			snprintf(secs[n].name, sizeof(secs[n].name), "%s", l + 1);
-			secs[n].line = line;
-			n++;
-			continue;
-		}
-		if (!n)
-			die(1, "--job %s: line %d: '%s' before any [section]", path, line, l);
-		char *eq = strchr(l, '=');
-		char key[64];
-		const char *val = eq ? trim(eq + 1) : NULL;
-		if (eq)
-			*eq = 0;
-		snprintf(key, sizeof(key), "%s", trim(l));
-		norm(key);
-		int k = lookup(key);
-		if (k < 0)
-			die(1, "--job %s: line %d: unknown key '%s' (known: fio's filename, rw, bs, "
-			    "iodepth, size, runtime, numjobs, rwmixread, norandommap, fsync, fdatasync, "
-			    "end_fsync, verify, random_distribution, rate, rate_iops, direct, fixedbufs, "
-			    "log_avg_msec, and rf-iobench's options)", path, line, key);
-		if (keymap[k].flag && val && strcmp(val, "1") && strcmp(val, "0"))
-			die(1, "--job %s: line %d: %s takes no value (or 0/1), got '%s'", path, line, key, val);
-		if (!keymap[k].flag && (!val || !*val))
-			die(1, "--job %s: line %d: %s needs a value (%s=...)", path, line, key, key);
-		if (!strcmp(key, "ioengine") && strcmp(val, "io_uring"))
-			die(1, "--job %s: line %d: ioengine=%s: rf-iobench is io_uring only", path, line, val);
-		add_kv(path, &secs[n - 1], key, val ? val : "1", line);
-	}
-	if (ferror(f))
-		die(1, "--job %s: reading after line %d: %s", path, line, strerror(errno));
-	free(buf);
+	struct jp_file jf;
+	int ret = jp_parse(f, path, &jf, err, sizeof(err));
 	fclose(f);
-	*nsec = n;
-	return secs;
+	if (ret < 0)
+		die(1, "%s", err);
+	*nsec = jf.n;
+	return jf.secs;
 }
 
 /* A flag (stonewall, ...) set to 1 in the job's section, or in [global] and not unset
