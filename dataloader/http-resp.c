@@ -91,9 +91,13 @@ static int rf__headers(http_parser *p)
 static int rf__body(http_parser *p, const char *at, size_t n)
 {
 	struct rf__hresp *r = p->data;
-	if (p->status_code == 206 && r->got + n <= r->cap) {
-		memcpy((char *)r->dst + r->got, at, n);
-		r->got += n;
+	/* a 206's bytes, as many as the buffer holds, however the bytes were cut: a body
+	 * longer than the range is counted (body) and refused by the caller */
+	r->body += n;
+	if (p->status_code == 206 && r->got < r->cap) {
+		size_t k = n < r->cap - r->got ? n : r->cap - r->got;
+		memcpy((char *)r->dst + r->got, at, k);
+		r->got += k;
 	}
 	return 0;
 }

@@ -31,7 +31,8 @@ struct rf__hresp {
 	size_t crlen;
 	char err[120];
 	void *dst;           /* the body's destination, cap bytes */
-	size_t cap, got;     /* body bytes copied so far */
+	size_t cap, got;     /* body bytes copied so far (a 206's, at most cap) */
+	uint64_t body;       /* body bytes parsed, copied or not */
 };
 
 void rf__hresp_init(struct rf__hresp *r, void *dst, size_t cap);

@@ -244,7 +244,7 @@ static void rf__on_headers(void *data, int64_t res)
 	if (r->te || r->p.content_length == (uint64_t)-1 || (r->p.flags & F_CHUNKED))
 		return rf__hconn_fail(c, -EPROTO, 0, "206 without a Content-Length, or with a "
 				      "Transfer-Encoding (chunked?)");
-	if (r->got + r->p.content_length != c->q->len)
+	if (r->body != r->got || r->got + r->p.content_length != c->q->len)
 		return rf__hconn_fail(c, -EPROTO, 0, "Content-Length disagrees with Content-Range");
 	if (r->got == c->q->len)
 		return rf__hconn_done(c);

@@ -1,0 +1,36 @@
+/* fuzz-export: rf-infer's model.json reader (train/export.c, rf_export_open): what opens
+ * names a model of the table. (The params.rfck beside it is read by the checkpoint
+ * reader, which fuzz-ckpt covers; a real one is 0.8 MB and more, past what a mutation
+ * run explores well.) The corpus holds the exports' model.json of the MLP, LeNet and
+ * ResNet-18 as rf-train --export writes them. */
+#include "fuzz.h"
+
+#include "export.h"
+#include "model.h"
+
+static char dir[64];
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	(void)argc;
+	(void)argv;
+	snprintf(dir, sizeof(dir), "/tmp/rf-fuzz-export-XXXXXX");
+	if (!mkdtemp(dir))
+		abort();
+	return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
+{
+	struct rf_export x;
+	char p[128];
+	snprintf(p, sizeof(p), "%s/model.json", dir);
+	FILE *f = fopen(p, "wb");
+	FZ_ASSERT(f);
+	if (n)
+		FZ_ASSERT(fwrite(d, 1, n, f) == n);
+	fclose(f);
+	if (rf_export_open(dir, &x) == 0)
+		FZ_ASSERT(x.spec && rf_model_spec(x.spec->name) == x.spec);
+	return 0;
+}
