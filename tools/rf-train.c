@@ -366,6 +366,11 @@ static void print_json(const struct cli *c, const struct rf_trainer *t, const st
 		       m ? rf_layout_name(m->act_layout) : "?");
 	}
 	printf(", \"hybridize\": %s", rf_trainer_hybridized(t) ? "true" : "false");
+	{
+		char k[160];
+		/* plain words (an ISA, OpenBLAS's core name): nothing to escape */
+		printf(", \"cpu_kernels\": \"%s\"", rf_cpu_kernels(k, sizeof(k)));
+	}
 	printf(", \"optimizer\": \"%s\", \"momentum\": ", c->o.adamw ? "adamw" : "sgd");
 	rf_cli_json_num(stdout, "%g", (double)c->o.momentum);
 	printf(", \"weight_decay\": ");

@@ -29,6 +29,7 @@ static void rf__ob_open(void)
 		{ "cblas_sgemv", (void **)&rf__ob.sgemv },
 		{ "openblas_set_num_threads", (void **)&rf__ob.set_num_threads },
 		{ "openblas_get_num_threads", (void **)&rf__ob.get_num_threads },
+		{ "openblas_get_corename", (void **)&rf__ob.get_corename },
 	};
 	if (rf__dl_open(libs, syms, sizeof(syms) / sizeof(syms[0]), rf__ob_err, sizeof(rf__ob_err))) {
 		rf__ob_ok = 1; /* stays open to the process's end */

@@ -19,6 +19,7 @@ struct rf__openblas {
 		      const float *, blasint, const float *, blasint, float, float *, blasint);
 	void (*set_num_threads)(int);
 	int (*get_num_threads)(void);
+	char *(*get_corename)(void);
 };
 
 /* The loaded library's calls, or NULL (then *why, if why, says what failed: the

@@ -14,7 +14,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "blas-dl.h"
 #include "cpu-impl.h"
+#include "kernels-impl.h"
 
 /* ---- threading policy ------------------------------------------------------------- */
 
@@ -192,4 +194,14 @@ int rf_cpu_open(struct rf_engine *e, const struct rf_cpu_opts *opts, struct rf_d
 		o.blas_threads = opts->blas_threads;
 	}
 	return rf__cpu_open_be(e, rf__cpu_ordinal++, &o, out);
+}
+
+const char *rf_cpu_kernels(char *buf, size_t len)
+{
+	const struct rf__openblas *ob = rf__openblas(NULL);
+	const char *core = ob && ob->get_corename ? ob->get_corename() : NULL;
+
+	snprintf(buf, len, "%s (ringflow's kernels); %s%s", rf__k_use_avx512() ? "avx512" : "portable",
+		 ob ? "OpenBLAS " : "no OpenBLAS", ob ? (core ? core : "?") : "");
+	return buf;
 }

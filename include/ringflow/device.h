@@ -55,6 +55,11 @@ struct rf_cuda_opts {
  * share host memory, so CPU ops accept tensors of any CPU device. *out is owned by
  * the caller: rf_device_close. Returns 0 or -errno. */
 int rf_cpu_open(struct rf_engine *e, const struct rf_cpu_opts *opts, struct rf_device **out);
+/* Which kernels the CPU device runs, for reports: ringflow's own ("avx512" where the CPU
+ * has it and RF_KERNELS_NO_AVX512 is not set, else "portable") and OpenBLAS's core
+ * ("OpenBLAS Haswell", as its OPENBLAS_CORETYPE or its own detection chose; "no
+ * OpenBLAS" without it). Into buf (len bytes); returns buf. */
+const char *rf_cpu_kernels(char *buf, size_t len);
 
 /* Number of usable CUDA devices: 0 in a build without CUDA, and when
  * cudaGetDeviceCount fails (no driver, no GPU). Never negative. */
