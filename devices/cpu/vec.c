@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decode.h"
 #include "kernels-impl.h"
 
 /* ---- optimiser and vector helpers ------------------------------------------------- */
@@ -129,15 +130,12 @@ void rf__k_fill(float *restrict x, float v, size_t n)
 
 /* ---- input decoding ------------------------------------------------------------------ */
 
-RF__NO_CONTRACT
+/* The host decode shared with the loader's gather (common/decode.c); outputs of 4 MiB
+ * and more are streamed past the caches. */
 void rf__k_u8_to_f32(float *restrict out, const uint8_t *restrict in, size_t n,
 		    float scale, float mean, float std)
 {
-	for (size_t i = 0; i < n; i++) {
-		float t = (float)in[i] * scale;
-		t = t - mean;
-		out[i] = t / std;
-	}
+	rf__decode_u8_f32(out, in, n, scale, mean, std, n >= (1u << 20));
 }
 
 void rf__k_u8_to_i32(int32_t *restrict out, const uint8_t *restrict in, size_t n)

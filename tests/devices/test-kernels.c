@@ -742,15 +742,43 @@ static void test_vector_ops(void)
 		bytes[i] = (uint8_t)i;
 	float f[256];
 	int32_t lab[256];
-	rf__k_u8_to_f32(f, bytes, 256, 1.0f / 255.0f, 0.2860f, 0.3530f);
 	rf__k_u8_to_i32(lab, bytes, 256);
-	for (int i = 0; i < 256; i++) {
-		volatile float t = (float)i * (1.0f / 255.0f); /* no contraction */
-		volatile float u = t - 0.2860f;
-		float want = u / 0.3530f;
-		CHECK(f[i] == want, "u8_to_f32 [%d] %.9g want %.9g", i, f[i], want);
+	for (int i = 0; i < 256; i++)
 		CHECK(lab[i] == i, "u8_to_i32 [%d]", i);
+	/* u8 -> f32: every path (mean 0 and std 1: the multiply alone; n >= 1024: a table;
+	 * short: the formula) gives the formula's bits, each step rounded as written. At
+	 * odd lengths and offsets, so the vector loops' heads and tails run too. */
+	{
+		static const float prm[][3] = {
+			{ 1.0f / 255.0f, 0.2860f, 0.3530f }, { 1.0f / 255.0f, 0.0f, 1.0f },
+			{ 1.0f, 0.0f, 1.0f }, { 0.0039215f, -0.0f, 1.0f }, { 1.0f / 255.0f, 0.0f, 0.5f },
+			{ 2.5f, 100.0f, 1.0f }, { 1.0f / 255.0f, 0.5f, 0.25f },
+		};
+		static const size_t lens[] = { 0, 1, 15, 255, 1023, 1024, 4097, (1u << 20) + 17 };
+		size_t cap = (1u << 20) + 17 + 3;
+		uint8_t *in = malloc(cap);
+		float *out = malloc(cap * sizeof(float));
+		for (size_t i = 0; i < cap; i++)
+			in[i] = (uint8_t)(i * 2654435761u >> 13);
+		for (size_t p = 0; p < sizeof(prm) / sizeof(prm[0]); p++)
+			for (size_t k = 0; k < sizeof(lens) / sizeof(lens[0]); k++) {
+				size_t n = lens[k], o = k % 3;
+				rf__k_u8_to_f32(out + o, in + o, n, prm[p][0], prm[p][1], prm[p][2]);
+				for (size_t i = 0; i < n; i++) {
+					volatile float t = (float)in[o + i] * prm[p][0];
+					volatile float u = t - prm[p][1];
+					float want = u / prm[p][2];
+					if (out[o + i] != want) {
+						CHECK(0, "u8_to_f32 params %zu n %zu [%zu] %.9g want %.9g", p,
+						      n, i, out[o + i], want);
+						break;
+					}
+				}
+			}
+		free(in);
+		free(out);
 	}
+	(void)f;
 	free(w);
 	free(g);
 	free(v);
