@@ -2,14 +2,19 @@
  *
  * rf-bench loader --file F --record-size S [--header H] [--batch B] [--epochs N]
  *                 [--prefetch N] [--streams N] [--seed S] [--chunk BYTES] [--window W]
- *                 [--in-memory] [--buffered] [--no-shuffle] [--json]
+ *                 [--read-bytes BYTES] [--in-memory] [--buffered] [--no-shuffle] [--json]
  *   Full epochs over a raw file of fixed-size u8 records (no labels): O_DIRECT reads
  *   through the ring in a shuffled order, gather, and rf_u8_to_f32 decode on the CPU
  *   device (--streams compute streams, default 2: decodes alternate between them).
  *   The front end pushes every batch without waiting, then waits once at the end of
  *   the epoch. Per epoch: seconds, MB/s of record bytes, samples/s. With --json one
  *   object: "MBps" and "samples_per_s" over the epochs after the first (all of them
- *   when --epochs 1), and "per_epoch": [{"epoch", "seconds", "MBps", ...}].
+ *   when --epochs 1), and "per_epoch": [{"epoch", "seconds", "MBps", ...}]; what the
+ *   reads did: "read_limit" (--read-bytes in effect), "max_reads_inflight",
+ *   "max_bytes_inflight", "read_queued" (reads that waited for room), "reads_per_enter"
+ *   (the loader's reads over the ring's io_uring_enter calls); and the process's CPU
+ *   time per GB of records delivered, all epochs and the loader's creation included
+ *   (getrusage: "cpu_user_s_per_GB", "cpu_sys_s_per_GB").
  *
  * rf-bench loader --fmnist [DIR] [--batch B] [--epochs N] [--json]
  * rf-bench loader --rfrec FILE|URL [--http-conns N] [...]: an .rfrec, local or over
@@ -18,6 +23,8 @@
  *   default /usr/share/datasets/fashion-mnist, served from memory) with decode. */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
+#include <sys/resource.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,13 +48,14 @@ static const char usage[] =
 	"  --chunk BYTES    small records: bytes per read, 4k..256m (default 512k)\n"
 	"  --window W       small records: chunks shuffled together, 1..4096 (default 8)\n"
 	"  --http-conns N   connections for an http:// --rfrec, 1..64 (default 4)\n"
+	"  --read-bytes B   bytes of reads in flight at most, 4k..1g (default 8m)\n"
 	"  --in-memory --buffered --no-shuffle --json\n";
 
 int rf_bench_loader(int argc, char **argv)
 {
 	const char *file = NULL, *fmdir = NULL, *rfrec = NULL;
 	uint64_t rec = 0, hdr = 0, batch = 256, epochs = 1, prefetch = 0, streams = 2, seed = 1, conns = 0;
-	uint64_t chunk = 0, window = 0;
+	uint64_t chunk = 0, window = 0, rbytes = 0, all_n = 0;
 	int json = 0, fmnist = 0, in_memory = 0, buffered = 0, no_shuffle = 0, i, ret, rc = 1;
 	struct rf_ring *ring = NULL;
 	struct rf_engine *e = NULL;
@@ -116,6 +124,8 @@ int rf_bench_loader(int argc, char **argv)
 			u = &seed, lo = 0, hi = UINT64_MAX;
 		else if (!strcmp(a, "--chunk"))
 			u = &chunk, lo = 4096, hi = 256ull << 20, sizes = 1;
+		else if (!strcmp(a, "--read-bytes"))
+			u = &rbytes, lo = 4096, hi = 1ull << 30, sizes = 1;
 		else if (!strcmp(a, "--window"))
 			u = &window, hi = 4096;
 		else
@@ -174,6 +184,7 @@ int rf_bench_loader(int argc, char **argv)
 	o.in_memory = in_memory;
 	o.buffered = buffered;
 	o.http_conns = (unsigned)conns;
+	o.read_bytes = (size_t)rbytes;
 	ret = rf_loader_create(&l, e, &ds, &o);
 	if (ret < 0) {
 		fprintf(stderr, "rf-bench loader: %s\n", rf_last_error());
@@ -207,6 +218,7 @@ int rf_bench_loader(int argc, char **argv)
 			goto out;
 		}
 		mb = (double)n * ds.payload_bytes / 1e6;
+		all_n += n;
 		tot_s += s;
 		if (ep > 0 || epochs == 1) {
 			steady_s += s;
@@ -226,20 +238,40 @@ int rf_bench_loader(int argc, char **argv)
 	rf_loader_get_stats(l, &st);
 	{
 		double mb = (double)steady_n * ds.payload_bytes / 1e6;
+		double gb = (double)all_n * ds.payload_bytes / 1e9, usr, sys;
+		struct rf_ring_stats rs;
+		struct rusage ru;
+		char extra[512];
+		getrusage(RUSAGE_SELF, &ru);
+		usr = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6;
+		sys = (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+		rf_ring_get_stats(ring, &rs);
+		snprintf(extra, sizeof(extra),
+			 "\"read_limit\":%zu,\"max_reads_inflight\":%u,\"max_bytes_inflight\":%zu,"
+			 "\"read_queued\":%" PRIu64 ",\"reads_per_enter\":%s,"
+			 "\"cpu_user_s_per_GB\":%s,\"cpu_sys_s_per_GB\":%s", st.read_limit,
+			 st.max_reads_inflight, st.max_bytes_inflight, st.read_queued,
+			 BJ("%.2f", rs.enters ? (double)st.reads / (double)rs.enters : NAN),
+			 BJ("%.3f", gb > 0 ? usr / gb : NAN), BJ("%.3f", gb > 0 ? sys / gb : NAN));
 		if (json)
 			printf("{\"what\":\"%s\",\"epochs\":%" PRIu64 ",\"batch\":%" PRIu64 ",\"record_bytes\":%"
 			       PRIu64 ",\"records\":%" PRIu64 ",\"MBps\":%s,\"samples_per_s\":%s,"
 			       "\"seconds\":%.4f,\"reads\":%" PRIu64 ",\"read_MB\":%.1f,\"direct\":%d,"
-			       "\"registered\":%d,\"mode\":%d,\"per_epoch\":[%s]}\n",
+			       "\"registered\":%d,\"mode\":%d,%s,\"per_epoch\":[%s]}\n",
 			       fmnist ? "fmnist" : "file", epochs, batch, (uint64_t)ds.payload_bytes,
 			       ds.count, BJ("%.1f", mb / steady_s), BJ("%.0f", steady_n / steady_s),
 			       tot_s, st.reads,
-			       st.read_bytes / 1e6, st.direct, st.registered, st.mode,
+			       st.read_bytes / 1e6, st.direct, st.registered, st.mode, extra,
 			       jlen < sizeof(jep) ? jep : "");
 		else
-			printf("%s: %.1f MB/s, %.0f samples/s (epochs %s), %" PRIu64 " reads, %.1f MB read\n",
+			printf("%s: %.1f MB/s, %.0f samples/s (epochs %s), %" PRIu64 " reads, %.1f MB read\n"
+			       "reads in flight: at most %u (%zu bytes; bound %zu), %" PRIu64 " waited; "
+			       "%.1f reads per io_uring_enter; CPU %.3f s user + %.3f s system per GB\n",
 			       fmnist ? "fashion-mnist" : rfrec ? rfrec : file, mb / steady_s, steady_n / steady_s,
-			       epochs > 1 ? "after the first" : "all", st.reads, st.read_bytes / 1e6);
+			       epochs > 1 ? "after the first" : "all", st.reads, st.read_bytes / 1e6,
+			       st.max_reads_inflight, st.max_bytes_inflight, st.read_limit, st.read_queued,
+			       rs.enters ? (double)st.reads / (double)rs.enters : 0.0,
+			       gb > 0 ? usr / gb : 0.0, gb > 0 ? sys / gb : 0.0);
 	}
 	rc = 0;
 out:

@@ -1,6 +1,7 @@
 /* loader-decode.c -- decoding: rf_u8_to_f32 of a slot's staging into its f32 tensors
  * on the target devices (a device with memory of its own: the u8 batch and the
- * labels are copied to it first and decoded there). */
+ * labels are copied to it first and decoded there). Host devices decode in the
+ * gather instead (l->fused, loader-gather.c). */
 #include "loader-impl.h"
 
 /* Shard k of slot s on device k; CPU streams rotate with the batch number t. */
@@ -25,6 +26,8 @@ static int rf__decode_shard(struct rf_loader *l, struct rf__slot *s, unsigned k,
 
 int rf__push_decode(struct rf_loader *l, struct rf__slot *s, uint64_t t)
 {
+	if (l->fused)
+		return 0; /* the gather wrote the f32 rows */
 	for (unsigned k = 0; k < l->K; k++) {
 		int ret = rf__decode_shard(l, s, k, t);
 		if (ret < 0)

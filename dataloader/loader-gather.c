@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decode.h"
 #include "loader-impl.h"
 
 struct rf__gjob *rf__gjob_new(struct rf_loader *l, struct rf__slot *s, unsigned n)
@@ -67,8 +68,27 @@ static void rf__augment_copy(uint8_t *dst, const uint8_t *src, unsigned C, unsig
 	}
 }
 
-/* The op (worker thread): records -> staging (augmented, if asked), labels -> slot
- * labels. */
+/* Record bytes -> f32 rows, as the CPU backend's decode op computes them (the same
+ * function): streamed past the caches when a batch's floats outgrow them. */
+static void rf__decode_rec(const struct rf_loader *l, const struct rf__slot *s, float *out,
+			   const uint8_t *in)
+{
+	rf__decode_u8_f32(out, in, l->pb, l->o.scale, l->o.mean, l->o.std,
+			  (size_t)s->cap * l->pb * sizeof(float) >= (4u << 20));
+}
+
+/* Local row i of slot s: where its f32 row lies (fused). */
+static float *rf__xrow(const struct rf_loader *l, const struct rf__slot *s, unsigned i)
+{
+	unsigned k = 0;
+
+	while (k + 1 < l->K && i >= s->soff[k + 1])
+		k++;
+	return (float *)s->x[k]->data + (size_t)(i - s->soff[k]) * l->pb;
+}
+
+/* The op (worker thread): records -> staging (augmented, if asked), or straight to
+ * the f32 rows when fused; labels -> slot labels. */
 static int rf__gather_run(void *ctx)
 {
 	struct rf__gjob *j = ctx;
@@ -83,9 +103,15 @@ static int rf__gather_run(void *ctx)
 		unsigned H = ds->shape[ds->ndim - 2], W = ds->shape[ds->ndim - 1];
 		for (i = 0; i < j->n; i++) {
 			int dy, dx, flip;
+			uint8_t *dst = l->fused ? l->gscratch : s->stage + (size_t)i * pb;
 			rf_loader_augment_of(&l->o, j->epoch, j->idx[i], &dy, &dx, &flip);
-			rf__augment_copy(s->stage + (size_t)i * pb, j->pp[i], C, H, W, dy, dx, flip);
+			rf__augment_copy(dst, j->pp[i], C, H, W, dy, dx, flip);
+			if (l->fused)
+				rf__decode_rec(l, s, rf__xrow(l, s, i), dst);
 		}
+	} else if (l->fused) {
+		for (i = 0; i < j->n; i++)
+			rf__decode_rec(l, s, rf__xrow(l, s, i), j->pp[i]);
 	} else {
 		for (i = 0; i < j->n; i++)
 			memcpy(s->stage + (size_t)i * pb, j->pp[i], pb);
@@ -143,7 +169,7 @@ int rf__push_gather(struct rf_loader *l, struct rf__gjob *j)
 	memcpy(reads, j->reads, nr * sizeof(reads[0])); /* j may be gone when push returns */
 
 	for (k = 0; k < l->K; k++) {
-		writes[nw++] = s->su[k]->var;
+		writes[nw++] = l->fused ? s->x[k]->var : s->su[k]->var;
 		if (s->yh[k])
 			writes[nw++] = s->yh[k]->var;
 	}

@@ -47,6 +47,7 @@ struct rf__req {
 	uint32_t len;             /* aligned length */
 	uint32_t need;            /* bytes that must arrive (through the last record) */
 	size_t dst;               /* offset in the unit's buffer */
+	struct rf__req *next;     /* the loader's read queue (rf__rq_*) */
 };
 
 /* One fetch: a pushed read op; freed when it finishes. */
@@ -55,8 +56,9 @@ struct rf__fetch {
 	struct rf__unit *u;
 	struct rf_op *op;
 	uint64_t id;              /* see struct rf__ferr */
-	unsigned n, pending;
+	unsigned n, pending;      /* requests; those not yet finished (queued or in flight) */
 	int status;
+	int starting;             /* 1 while its op's start function runs */
 	struct rf__hreq *hq;      /* remote: one range request per req[] */
 	struct rf__req req[];
 };
@@ -103,6 +105,10 @@ struct rf_loader {
 	int mode, labels;
 	int remote;                    /* the devices' memory is not host memory: batches
 					* are staged on the host and copied over */
+	int fused;                     /* !remote: the gather decodes each record straight
+					* into the batch's f32 tensors (no staging copy and
+					* no decode op: a third less memory traffic) */
+	uint8_t *gscratch;             /* fused with augmentation: one record */
 	unsigned K, N;            /* shards (devices), full slots */
 	unsigned T, base;         /* shards per batch over all processes; our first */
 	size_t pb;                /* payload bytes */
@@ -116,6 +122,15 @@ struct rf_loader {
 	uint8_t *pmem_own;
 	const uint8_t *lmem;      /* label source in memory (whole file), or NULL */
 	uint8_t *lmem_own;
+
+	/* The read queue: every fetch's requests wait here in push order and go to the
+	 * ring while the bytes in flight stay within rq_max (at least one read is always
+	 * in flight while any waits), so the device sees a steady queue depth whatever
+	 * the batch size and the prefetch depth. */
+	struct rf__req *rq_head, *rq_tail;
+	size_t rq_bytes, rq_max;  /* bytes in flight; their bound */
+	unsigned rq_n;            /* reads in flight */
+	int rq_busy;              /* rf__rq_pump is running (it is not re-entered) */
 
 	struct rf_pinned *uarena, *sarena;
 	struct rf__unit *units;

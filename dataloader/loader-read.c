@@ -73,20 +73,100 @@ const char *rf__fetch_msg(const struct rf_loader *l, uint64_t id)
 	return NULL;
 }
 
+static void rf__fetch_cb(void *data, int64_t res);
+
+/* A finish that cannot run where the fetch's last request ended (inside the pump,
+ * which may run inside another op's start): from the ring, on the next turn. */
+static void rf__fetch_finish_cb(void *data, int64_t res)
+{
+	(void)res;
+	rf__fetch_finish(data);
+}
+
+/* Request q of f is over (completed, or refused before it reached the ring). */
+static void rf__req_end(struct rf__fetch *f, int deferred)
+{
+	if (--f->pending || f->starting)
+		return; /* a starting fetch's start function ends it */
+	if (deferred && rf_ring_timeout(f->l->ring, 0, rf__fetch_finish_cb, f, NULL) == 0)
+		return;
+	rf__fetch_finish(f);
+}
+
+/* Hand q to the ring (or the HTTP client). */
+static int rf__issue(struct rf_loader *l, struct rf__req *q)
+{
+	struct rf__fetch *f = q->f;
+
+	if (l->http) {
+		uint64_t size = l->ds->src[RF_DS_SRC_PAYLOAD].size;
+		struct rf__hreq *h = &f->hq[q - f->req];
+		if (q->off >= size)
+			return -EINVAL;
+		h->off = q->off;
+		h->len = q->off + q->len > size ? (size_t)(size - q->off) : q->len;
+		h->dst = f->u->buf + q->dst;
+		h->cb = rf__fetch_cb;
+		h->data = q;
+		return rf__http_get(l->http, h);
+	}
+	return rf_ring_read(l->ring, l->fd, f->u->buf + q->dst, q->len, q->off, l->rflags,
+			    rf__fetch_cb, q, NULL);
+}
+
+/* Issue queued requests in order while the bytes in flight allow (one always may go
+ * when none is in flight). Requests the ring refuses fail their fetch. */
+static void rf__rq_pump(struct rf_loader *l)
+{
+	if (l->rq_busy)
+		return; /* the running pump goes on with what was queued meanwhile */
+	l->rq_busy = 1;
+	while (l->rq_head) {
+		struct rf__req *q = l->rq_head;
+		int ret;
+		if (l->rq_n && l->rq_bytes + q->len > l->rq_max)
+			break;
+		l->rq_head = q->next;
+		if (!l->rq_head)
+			l->rq_tail = NULL;
+		q->next = NULL;
+		ret = rf__issue(l, q);
+		if (ret < 0) {
+			rf__fetch_fail(q->f, q, ret, -1);
+			rf__req_end(q->f, 1);
+			continue;
+		}
+		if (!q->f->starting)
+			l->st.read_queued++; /* it waited for room */
+		l->rq_n++;
+		l->rq_bytes += q->len;
+		l->st.reads++;
+		l->st.read_bytes += q->len;
+		if (l->rq_n > l->st.max_reads_inflight)
+			l->st.max_reads_inflight = l->rq_n;
+		if (l->rq_bytes > l->st.max_bytes_inflight)
+			l->st.max_bytes_inflight = l->rq_bytes;
+	}
+	l->rq_busy = 0;
+}
+
 static void rf__fetch_cb(void *data, int64_t res)
 {
 	struct rf__req *q = data;
 	struct rf__fetch *f = q->f;
+	struct rf_loader *l = f->l;
 
 	if (res < 0)
 		rf__fetch_fail(f, q, (int)res, -1);
 	else if ((uint64_t)res < q->need)
 		rf__fetch_fail(f, q, -EIO, res);
-	if (--f->pending == 0)
-		rf__fetch_finish(f);
+	l->rq_n--;
+	l->rq_bytes -= q->len;
+	rf__rq_pump(l); /* the next reads go out before this fetch's gather is started */
+	rf__req_end(f, 0);
 }
 
-/* The op's start: issue every request of f through the ring. */
+/* The op's start: queue every request of f and issue what the bound allows. */
 static int rf__fetch_start(void *ctx, struct rf_op *op)
 {
 	struct rf__fetch *f = ctx;
@@ -100,29 +180,18 @@ static int rf__fetch_start(void *ctx, struct rf_op *op)
 	}
 	for (i = 0; i < f->n; i++) {
 		struct rf__req *q = &f->req[i];
-		int ret;
-		if (l->http) {
-			uint64_t size = l->ds->src[RF_DS_SRC_PAYLOAD].size;
-			struct rf__hreq *h = &f->hq[i];
-			h->off = q->off;
-			h->len = q->off + q->len > size ? (size_t)(size - q->off) : q->len;
-			h->dst = f->u->buf + q->dst;
-			h->cb = rf__fetch_cb;
-			h->data = q;
-			ret = q->off < size ? rf__http_get(l->http, h) : -EINVAL;
-		} else {
-			ret = rf_ring_read(l->ring, l->fd, f->u->buf + q->dst, q->len, q->off, l->rflags,
-					   rf__fetch_cb, q, NULL);
-		}
-		if (ret < 0) {
-			rf__fetch_fail(f, q, ret, -1);
-			break;
-		}
-		f->pending++;
-		l->st.reads++;
-		l->st.read_bytes += q->len;
+		q->next = NULL;
+		if (l->rq_tail)
+			l->rq_tail->next = q;
+		else
+			l->rq_head = q;
+		l->rq_tail = q;
 	}
-	if (f->pending == 0) {
+	f->pending = f->n;
+	f->starting = 1;
+	rf__rq_pump(l);
+	f->starting = 0;
+	if (f->pending == 0) { /* every request refused before it reached the ring */
 		int st = f->status;
 		free(f->hq);
 		free(f);
@@ -153,7 +222,8 @@ static int rf__push_fetch(struct rf_loader *l, struct rf__unit *u, struct rf__fe
 
 /* ---- fetch units ---- */
 
-/* SPAN: F = windows a batch can touch + 1 (read ahead); REC: one per full slot. */
+/* SPAN: F = windows a batch can touch + 1 (read ahead); REC: one per full slot + 1,
+ * so that batch t + N's reads queue while batch t is still being gathered. */
 static void rf__units_size(struct rf_loader *l)
 {
 	const struct rf_dataset_src *s0 = &l->ds->src[RF_DS_SRC_PAYLOAD];
@@ -164,7 +234,7 @@ static void rf__units_size(struct rf_loader *l)
 		l->unit_cap = l->W * l->chunk_cap;
 		l->nunits = (unsigned)span + 1; /* + 1: the next group is read ahead */
 	} else if (l->mode == RF__REC) {
-		l->nunits = l->N;
+		l->nunits = l->N + 1;
 		l->chunk_cap = rf__round(s0->stride, l->align) + l->align;
 		l->unit_cap = (size_t)l->o.batch * l->chunk_cap;
 	}

@@ -71,6 +71,10 @@ static void rf__init(struct rf_loader *l, struct rf_engine *e, const struct rf_d
 		l->o.chunk_bytes = 512 << 10;
 	if (!l->o.window_chunks)
 		l->o.window_chunks = 8;
+	if (!l->o.read_bytes)
+		l->o.read_bytes = 8 << 20;
+	l->rq_max = l->o.read_bytes;
+	l->st.read_limit = l->o.read_bytes;
 	if (!l->o.large_record)
 		l->o.large_record = 64 << 10;
 	l->pb = ds->payload_bytes;
@@ -127,6 +131,11 @@ static int rf__finish_create(struct rf_loader *l)
 	if (l->mode == RF__SPAN)
 		l->cpos = malloc(l->C * sizeof(*l->cpos));
 	if (!l->order || (l->mode == RF__SPAN && !l->cpos))
+		return rf__fail(-ENOMEM, "loader: %s", strerror(ENOMEM));
+	/* Host devices: the gather decodes (common/decode.c, the CPU decode op's own
+	 * function, so the batches hold the same bits). */
+	l->fused = !l->remote;
+	if (l->fused && (l->o.crop_pad || l->o.hflip) && !(l->gscratch = malloc(l->pb)))
 		return rf__fail(-ENOMEM, "loader: %s", strerror(ENOMEM));
 	l->st.direct = l->direct;
 	l->st.registered = l->registered;
@@ -200,6 +209,7 @@ void rf_loader_destroy(struct rf_loader *l)
 	free(l->slots);
 	free(l->order);
 	free(l->cpos);
+	free(l->gscratch);
 	free(l);
 }
 

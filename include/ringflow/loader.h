@@ -59,6 +59,12 @@ struct rf_loader_opts {
 	 * (seed, epoch, record index) only: rf_loader_augment_of. 0: none. */
 	unsigned crop_pad;        /* 0..64 */
 	int hflip;
+	/* Reads in flight are bounded in bytes, not by the batch or the prefetch depth:
+	 * the requests of every batch pushed wait in one queue and go to the ring (or the
+	 * HTTP connections) in order while at most read_bytes are outstanding (one read
+	 * always may be, whatever its size). 0: 8 MiB, a queue depth of ~55 for 150 KB
+	 * records and 16 for 512 KiB chunks. */
+	size_t read_bytes;
 };
 
 /* The augmentation record `index` gets in epoch `epoch` with these options: the crop's
@@ -96,6 +102,10 @@ struct rf_loader_stats {
 	uint64_t chunk_records;       /* mode 1: records per chunk (R) */
 	unsigned window_chunks;       /* mode 1: chunks per window (W), after widening */
 	unsigned fetch_units;         /* fetch buffers (windows or batches in flight) */
+	size_t read_limit;            /* opts.read_bytes in effect */
+	unsigned max_reads_inflight;  /* the most reads outstanding at once */
+	size_t max_bytes_inflight;    /* the most bytes outstanding at once */
+	uint64_t read_queued;         /* reads that waited for the bound before issue */
 };
 
 /* Create a loader over ds (borrowed: must stay open until rf_loader_destroy) on

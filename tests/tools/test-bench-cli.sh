@@ -53,6 +53,8 @@ bad "rf-bench loader: --record-size: got '2g'" loader --file /dev/null --record-
 bad "rf-bench loader: --chunk: got '1k'" loader --fmnist --chunk 1k
 bad "rf-bench loader: --prefetch x --batch x --record-size" loader --file /dev/null \
 	--record-size 1024m --batch 65536 --prefetch 16
+bad "rf-bench loader: --read-bytes: got '1k'" loader --fmnist --read-bytes 1k
+bad "rf-bench loader: --read-bytes: got '2g'" loader --fmnist --read-bytes 2g
 bad "rf-bench hybridize: --device: got 'gpu'" hybridize --device gpu
 bad "rf-bench hybridize: --n: got '1.5'" hybridize --n 1.5
 bad "rf-bench cqe: --count: got '99'" cqe --count 99
@@ -65,6 +67,17 @@ def no(c): raise ValueError("JSON has no " + c)
 d = json.loads(open(sys.argv[1]).read(), parse_constant=no)
 assert d["pattern"] == "chain" and d["nodes"] == 1000, d' "$T/out" ||
 	fail "rf-bench engine --json: $(cat "$T/out")"
+# the loader's JSON: the reads' bound and what they did, CPU per GB
+head -c $((4096 + 64 * 70000)) /dev/urandom >"$T/recs"
+timeout 60 "$EXE" loader --file "$T/recs" --record-size 70000 --header 4096 --batch 16 \
+	--read-bytes 200k --json >"$T/out" 2>"$T/err" || fail "rf-bench loader --json: $(cat "$T/err")"
+python3 -c 'import json,sys
+d = json.loads(open(sys.argv[1]).read())
+assert d["read_limit"] == 204800 and 1 <= d["max_reads_inflight"] <= 2, d
+assert d["max_bytes_inflight"] <= 204800 and d["read_queued"] > 0, d
+assert d["cpu_user_s_per_GB"] is None or d["cpu_user_s_per_GB"] >= 0, d
+assert d["reads_per_enter"] is None or d["reads_per_enter"] > 0, d' "$T/out" ||
+	fail "rf-bench loader --json: $(cat "$T/out")"
 # a result or a usage that cannot be written (a full disk): exit 1, saying so
 if [ -w /dev/full ]; then
 	for a in "engine --help" "engine --n 1000 --reps 1 --pattern chain"; do

@@ -1,0 +1,208 @@
+/* test-loader-queue -- the loader's reads wait in one queue bounded in bytes
+ * (rf_loader_opts.read_bytes), and the bound changes nothing that comes out:
+ * - for per-record reads (large records) and chunk reads (small records), with one
+ *   and two devices, prefetch 1 and 3, and bounds from one read at a time to no bound
+ *   at all, two epochs are complete, every row holds its record's bytes and label,
+ *   and the order is the same as with the default bound;
+ * - the stats keep the bound: one read at a time under read_bytes 1; never more bytes
+ *   outstanding than the bound (or one read, when a read is larger); the default
+ *   keeps many reads in flight;
+ * - batches hold exactly the bits of x = (u8 * scale - mean) / std rounded step by
+ *   step (the gather decodes host batches itself: the multiply-only, table and
+ *   formula paths of common/decode.c);
+ * - with reads failing (RF_FAULT_INJECT eio) under a bound of one read, failed batches
+ *   are reported, the rest are right, and nothing hangs (test-loader-fault does the
+ *   default bound). */
+#include "test-loader-util.h"
+
+struct qrun {
+	uint64_t *order;          /* two epochs' orders */
+	struct rf_loader_stats st;
+};
+
+static void run(const char *path, struct rf_loader_opts o, unsigned ndev, struct qrun *q)
+{
+	struct tl_env v;
+	struct rf_dataset ds;
+	struct rf_loader *l;
+	struct tl_run r;
+
+	tl_open(&v, ndev);
+	CHECK_OPEN(rf_dataset_open_rfrec(&ds, path, 0), rf_last_error());
+	tl_run_init(&r, &ds);
+	o.devices = v.dev;
+	o.ndevices = ndev;
+	CHECK_OPEN(rf_loader_create(&l, v.e, &ds, &o), rf_last_error());
+	q->order = malloc(2 * ds.count * sizeof(*q->order));
+	CHECK(q->order);
+	for (int ep = 0; ep < 2; ep++) {
+		tl_epoch(&v, l, &r, NULL, NULL);
+		tl_expect_complete(&r);
+		memcpy(q->order + ep * ds.count, r.order, ds.count * sizeof(*q->order));
+	}
+	rf_loader_get_stats(l, &q->st);
+	rf_loader_destroy(l);
+	tl_run_free(&r);
+	rf_dataset_close(&ds);
+	tl_close(&v);
+}
+
+/* Bounds from one read at a time to none: same batches, bound kept. */
+static void bounds(const char *path, struct rf_loader_opts o, size_t one_read)
+{
+	static const size_t rb[] = { 1, 100000, 1 << 20, 0, (size_t)1 << 30 };
+	struct qrun ref;
+	uint64_t n;
+	struct rf_dataset ds;
+
+	CHECK_OPEN(rf_dataset_open_rfrec(&ds, path, 0), rf_last_error());
+	n = ds.count;
+	rf_dataset_close(&ds);
+	run(path, o, 1, &ref);
+	CHECK_EQ(ref.st.read_limit, 8u << 20);
+	CHECK(ref.st.max_reads_inflight > 1);
+	for (unsigned ndev = 1; ndev <= 2; ndev++)
+		for (unsigned pf = 1; pf <= 3; pf += 2)
+			for (size_t i = 0; i < sizeof(rb) / sizeof(rb[0]); i++) {
+				struct rf_loader_opts oo = o;
+				struct qrun q;
+				oo.read_bytes = rb[i];
+				oo.prefetch = pf;
+				run(path, oo, ndev, &q);
+				printf("%s: devices %u prefetch %u read_bytes %zu: %" PRIu64 " reads, at "
+				       "most %u (%zu bytes) in flight, %" PRIu64 " waited\n", t_base(path),
+				       ndev, pf, rb[i], q.st.reads, q.st.max_reads_inflight,
+				       q.st.max_bytes_inflight, q.st.read_queued);
+				CHECK(!memcmp(q.order, ref.order, 2 * n * sizeof(*q.order)));
+				CHECK_EQ(q.st.read_limit, rb[i] ? rb[i] : 8u << 20);
+				if (rb[i] == 1)
+					CHECK_EQ(q.st.max_reads_inflight, 1);
+				CHECK(q.st.max_bytes_inflight <= (q.st.read_limit > one_read ?
+								  q.st.read_limit : one_read));
+				if (q.st.read_limit < one_read * 2)
+					CHECK(q.st.read_queued > 0);
+				free(q.order);
+			}
+	free(ref.order);
+}
+
+/* One batch's rows against the formula, bit for bit. */
+static void exact(const char *path, float scale, float mean, float std, unsigned ndev)
+{
+	struct tl_env v;
+	struct rf_dataset ds;
+	struct rf_loader *l;
+	struct rf_loader_opts o = { 0 };
+	struct rf_batch b;
+	uint64_t *order;
+	uint8_t *rec;
+
+	tl_open(&v, ndev);
+	CHECK_OPEN(rf_dataset_open_rfrec(&ds, path, 0), rf_last_error());
+	o.batch = 8;
+	o.seed = 5;
+	o.scale = scale;
+	o.mean = mean;
+	o.std = std;
+	o.devices = v.dev;
+	o.ndevices = ndev;
+	o.read_bytes = 1;
+	CHECK_OPEN(rf_loader_create(&l, v.e, &ds, &o), rf_last_error());
+	order = malloc(ds.count * sizeof(*order));
+	rec = malloc(ds.payload_bytes);
+	CHECK(order && rec);
+	CHECK(rf_loader_next(l, &b) == 1);
+	CHECK(rf_loader_wait(l, &b) == 0);
+	CHECK(rf_loader_order(l, 0, order, ds.count) == 0);
+	unsigned row = 0;
+	for (unsigned k = 0; k < b.nshards; k++) {
+		const float *x = b.x[k]->data;
+		for (unsigned j = 0; j < b.shard_n[k]; j++, row++) {
+			CHECK(rf_dataset_read_record(&ds, order[row], rec, NULL) == 0);
+			for (size_t q = 0; q < ds.payload_bytes; q++) {
+				volatile float t = (float)rec[q] * scale;
+				volatile float u = t - mean;
+				float want = u / std;
+				if (memcmp(&x[(size_t)j * ds.payload_bytes + q], &want, sizeof(want))) {
+					fprintf(stderr, "%s: scale %g mean %g std %g: row %u byte %zu: %.9g, "
+						"want %.9g\n", t_base(path), scale, mean, std, row, q,
+						x[(size_t)j * ds.payload_bytes + q], want);
+					exit(1);
+				}
+			}
+		}
+	}
+	CHECK_EQ(row, 8);
+	free(order);
+	free(rec);
+	rf_loader_destroy(l);
+	rf_dataset_close(&ds);
+	tl_close(&v);
+}
+
+/* Failing reads under a bound of one read: reported, the rest right, no hang. */
+static void faults(const char *path, struct rf_loader_opts o)
+{
+	struct tl_env v;
+	struct rf_dataset ds;
+	struct rf_loader *l;
+	struct tl_run r;
+	uint64_t failed, total = 0;
+
+	CHECK(setenv("RF_FAULT_INJECT", "eio=0.1,short=0.2,seed=9", 1) == 0);
+	tl_open(&v, 1);
+	CHECK(unsetenv("RF_FAULT_INJECT") == 0);
+	CHECK_OPEN(rf_dataset_open_rfrec(&ds, path, 0), rf_last_error());
+	tl_run_init(&r, &ds);
+	o.devices = v.dev;
+	o.ndevices = 1;
+	o.read_bytes = 1;
+	CHECK_OPEN(rf_loader_create(&l, v.e, &ds, &o), rf_last_error());
+	for (int ep = 0; ep < 2; ep++) {
+		uint64_t lost = 0;
+		tl_epoch(&v, l, &r, &failed, path);
+		for (uint64_t t = 0; t < r.nb; t++)
+			if (!r.b[t].checked)
+				lost += r.b[t].b.n;
+		CHECK_EQ(r.records + lost, ds.count);
+		total += failed;
+	}
+	printf("%s: faults under one read in flight: %" PRIu64 " failed batches of %" PRIu64
+	       "; last: %s\n", t_base(path), total, 2 * r.nb, rf_loader_last_error(l));
+	CHECK(total > 0);
+	rf_loader_destroy(l);
+	tl_run_free(&r);
+	rf_dataset_close(&ds);
+	tl_close(&v);
+}
+
+int main(void)
+{
+	struct rf_loader_opts o = { 0 };
+	const char *small, *large;
+
+	t_mkdir("loader-queue");
+	small = tl_make_rfrec("small.rfrec", 3000, 96, RF_LABEL_I32);   /* stride 100 */
+	large = tl_make_rfrec("large.rfrec", 90, 70000, RF_LABEL_U8);   /* >= 64 KiB: one read each */
+
+	o.batch = 16;
+	o.seed = 7;
+	bounds(large, o, 80 << 10);
+	o.batch = 64;
+	o.chunk_bytes = 16 << 10;
+	o.window_chunks = 4;
+	bounds(small, o, 24 << 10);
+
+	for (unsigned ndev = 1; ndev <= 2; ndev++) {
+		exact(large, 1.0f / 255.0f, 0.0f, 1.0f, ndev);        /* the multiply alone */
+		exact(large, 1.0f / 255.0f, 0.2860f, 0.3530f, ndev);  /* a table: 70000 >= 1024 */
+		exact(small, 1.0f / 255.0f, 0.2860f, 0.3530f, ndev);  /* the formula */
+		exact(small, 0.5f, 0.0f, 1.0f, ndev);
+	}
+
+	o.batch = 16;
+	faults(large, o);
+	o.batch = 64;
+	faults(small, o);
+	return 0;
+}
