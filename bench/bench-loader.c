@@ -14,7 +14,8 @@
  *   "max_bytes_inflight", "read_queued" (reads that waited for room), "reads_per_enter"
  *   (the loader's reads over the ring's io_uring_enter calls); and the process's CPU
  *   time per GB of records delivered, all epochs and the loader's creation included
- *   (getrusage: "cpu_user_s_per_GB", "cpu_sys_s_per_GB").
+ *   (getrusage: "cpu_user_s_per_GB", "cpu_sys_s_per_GB"); "create_s", the loader's
+ *   creation (buffers mapped, registered with the ring and touched), and "buffer_MiB".
  *
  * rf-bench loader --fmnist [DIR] [--batch B] [--epochs N] [--json]
  * rf-bench loader --rfrec FILE|URL [--http-conns N] [...]: an .rfrec, local or over
@@ -67,7 +68,7 @@ int rf_bench_loader(int argc, char **argv)
 	double tot_s = 0, steady_s = 0;
 	char jep[8192] = "";
 	size_t jlen = 0;
-	uint64_t steady_n = 0;
+	uint64_t steady_n = 0, create_ns = 0;
 
 	memset(&ds, 0, sizeof(ds));
 	for (i = 1; i < argc; i++) {
@@ -185,7 +186,9 @@ int rf_bench_loader(int argc, char **argv)
 	o.buffered = buffered;
 	o.http_conns = (unsigned)conns;
 	o.read_bytes = (size_t)rbytes;
+	create_ns = rf_now_ns();
 	ret = rf_loader_create(&l, e, &ds, &o);
+	create_ns = rf_now_ns() - create_ns;
 	if (ret < 0) {
 		fprintf(stderr, "rf-bench loader: %s\n", rf_last_error());
 		goto out;
@@ -249,10 +252,12 @@ int rf_bench_loader(int argc, char **argv)
 		snprintf(extra, sizeof(extra),
 			 "\"read_limit\":%zu,\"max_reads_inflight\":%u,\"max_bytes_inflight\":%zu,"
 			 "\"read_queued\":%" PRIu64 ",\"reads_per_enter\":%s,"
-			 "\"cpu_user_s_per_GB\":%s,\"cpu_sys_s_per_GB\":%s", st.read_limit,
+			 "\"cpu_user_s_per_GB\":%s,\"cpu_sys_s_per_GB\":%s,\"create_s\":%.4f,"
+			 "\"buffer_MiB\":%.1f", st.read_limit,
 			 st.max_reads_inflight, st.max_bytes_inflight, st.read_queued,
 			 BJ("%.2f", rs.enters ? (double)st.reads / (double)rs.enters : NAN),
-			 BJ("%.3f", gb > 0 ? usr / gb : NAN), BJ("%.3f", gb > 0 ? sys / gb : NAN));
+			 BJ("%.3f", gb > 0 ? usr / gb : NAN), BJ("%.3f", gb > 0 ? sys / gb : NAN),
+			 (double)create_ns / 1e9, st.buffer_bytes / 1048576.0);
 		if (json)
 			printf("{\"what\":\"%s\",\"epochs\":%" PRIu64 ",\"batch\":%" PRIu64 ",\"record_bytes\":%"
 			       PRIu64 ",\"records\":%" PRIu64 ",\"MBps\":%s,\"samples_per_s\":%s,"

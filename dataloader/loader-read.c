@@ -222,8 +222,9 @@ static int rf__push_fetch(struct rf_loader *l, struct rf__unit *u, struct rf__fe
 
 /* ---- fetch units ---- */
 
-/* SPAN: F = windows a batch can touch + 1 (read ahead); REC: one per full slot + 1,
- * so that batch t + N's reads queue while batch t is still being gathered. */
+/* SPAN: F = windows a batch can touch + the windows the read bound can keep in
+ * flight ahead of them (at least 1); REC: one per full slot + 1, so that batch t + N's
+ * reads queue while batch t is still being gathered. */
 static void rf__units_size(struct rf_loader *l)
 {
 	const struct rf_dataset_src *s0 = &l->ds->src[RF_DS_SRC_PAYLOAD];
@@ -232,7 +233,10 @@ static void rf__units_size(struct rf_loader *l)
 		uint64_t span = rf__plan_windows(l);
 		l->chunk_cap = rf__round(l->R * s0->stride, l->align) + l->align;
 		l->unit_cap = l->W * l->chunk_cap;
-		l->nunits = (unsigned)span + 1; /* + 1: the next group is read ahead */
+		uint64_t ahead = (l->o.read_bytes + l->unit_cap - 1) / l->unit_cap;
+		if (ahead > 8)
+			ahead = 8;
+		l->nunits = (unsigned)(span + (ahead ? ahead : 1));
 	} else if (l->mode == RF__REC) {
 		l->nunits = l->N + 1;
 		l->chunk_cap = rf__round(s0->stride, l->align) + l->align;

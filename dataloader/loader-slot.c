@@ -16,11 +16,15 @@ static int rf__make_shard(struct rf_loader *l, struct rf__slot *s, unsigned si, 
 	struct rf_device *hd = l->remote ? l->host : d;
 	char name[40];
 
-	snprintf(name, sizeof(name), "loader.u8[%u].%u", si, i);
-	rf_tensor_wrap(hd, s->stage + (size_t)a * l->pb, RF_U8, name, nd, shape, &s->su[i]);
+	if (!l->fused) { /* fused: the gather writes x itself, no u8 staging */
+		snprintf(name, sizeof(name), "loader.u8[%u].%u", si, i);
+		rf_tensor_wrap(hd, s->stage + (size_t)a * l->pb, RF_U8, name, nd, shape, &s->su[i]);
+		if (!s->su[i])
+			return -ENOMEM;
+	}
 	snprintf(name, sizeof(name), "loader.x[%u].%u", si, i);
 	rf_tensor_create(d, RF_F32, name, nd, shape, &s->x[i]);
-	if (!s->su[i] || !s->x[i])
+	if (!s->x[i])
 		return -ENOMEM;
 	if (l->remote) {
 		snprintf(name, sizeof(name), "loader.u8d[%u].%u", si, i);
@@ -55,7 +59,7 @@ static int rf__make_slot(struct rf_loader *l, struct rf__slot *s, unsigned cap, 
 	rf__local_rows(l, cap, &lo, &hi);
 	s->cap = hi - lo;
 	s->stage = mem;
-	s->lab = (int32_t *)(mem + rf__round((size_t)s->cap * l->pb, 64));
+	s->lab = (int32_t *)(mem + (l->fused ? 0 : rf__round((size_t)s->cap * l->pb, 64)));
 	for (i = 0; i < l->K; i++) {
 		int64_t shape[RF_TENSOR_MAX_DIMS] = { 0 };
 		int nd = 1 + (int)ds->ndim;
@@ -77,14 +81,15 @@ static int rf__make_slot(struct rf_loader *l, struct rf__slot *s, unsigned cap, 
 }
 
 /* Bytes of a slot's staging for batches of cap records (our rows of them): u8
- * records, then i32 labels. */
+ * records (not when fused), then i32 labels. */
 static size_t rf__slot_bytes(const struct rf_loader *l, unsigned cap)
 {
 	unsigned lo, hi;
 
 	rf__local_rows(l, cap, &lo, &hi);
 	cap = hi - lo;
-	return rf__round(rf__round((size_t)cap * l->pb, 64) + (size_t)cap * 4, 4096);
+	return rf__round((l->fused ? 0 : rf__round((size_t)cap * l->pb, 64)) + (size_t)cap * 4,
+			 4096);
 }
 
 /* Slots: N full ones, plus tail slots for the last partial batch. The tail batch
@@ -183,7 +188,7 @@ int rf__clear_slot(struct rf_loader *l, struct rf__slot *s)
 	int ret = 0;
 
 	for (k = 0; k < l->K && !ret; k++) {
-		ret = rf_var_clear_error(l->e, s->su[k]->var);
+		ret = s->su[k] ? rf_var_clear_error(l->e, s->su[k]->var) : 0;
 		if (!ret)
 			ret = rf_var_clear_error(l->e, s->x[k]->var);
 		if (!ret && s->ud[k])

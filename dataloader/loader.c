@@ -132,9 +132,6 @@ static int rf__finish_create(struct rf_loader *l)
 		l->cpos = malloc(l->C * sizeof(*l->cpos));
 	if (!l->order || (l->mode == RF__SPAN && !l->cpos))
 		return rf__fail(-ENOMEM, "loader: %s", strerror(ENOMEM));
-	/* Host devices: the gather decodes (common/decode.c, the CPU decode op's own
-	 * function, so the batches hold the same bits). */
-	l->fused = !l->remote;
 	if (l->fused && (l->o.crop_pad || l->o.hflip) && !(l->gscratch = malloc(l->pb)))
 		return rf__fail(-ENOMEM, "loader: %s", strerror(ENOMEM));
 	l->st.direct = l->direct;
@@ -164,6 +161,9 @@ int rf_loader_create(struct rf_loader **out, struct rf_engine *e, const struct r
 		free(l);
 		return ret;
 	}
+	/* Host devices: the gather decodes (common/decode.c, the CPU decode op's own
+	 * function, so the batches hold the same bits); no u8 staging is needed. */
+	l->fused = !l->remote;
 	ret = rf__open_sources(l);
 	if (!ret)
 		ret = rf__units_create(l);
