@@ -10,12 +10,6 @@
 
 #include "backend-impl.h"
 
-#if RF_HAVE_JEMALLOC && !RF_SANITIZED
-#include <jemalloc/jemalloc.h>
-#define RF__USE_JEMALLOC 1
-#else
-#define RF__USE_JEMALLOC 0
-#endif
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
@@ -28,18 +22,18 @@
 
 #define RF__HOST_ALIGN 64
 
-/* ---- host memory -------------------------------------------------------------------- */
+/* ---- host memory --------------------------------------------------------------------
+ * aligned_alloc and free, whoever provides them: the library links no allocator, so
+ * any process can dlopen it (jemalloc's initial-exec TLS made that fail: "cannot
+ * allocate memory in static TLS block"). ringflow's executables link jemalloc, which
+ * then replaces malloc for the whole process, this library's calls included. */
 
 int rf__host_alloc(void *ctx, size_t bytes, void **out)
 {
 	void *p;
 
 	(void)ctx;
-#if RF__USE_JEMALLOC
-	p = mallocx(bytes, MALLOCX_ALIGN(RF__HOST_ALIGN));
-#else
 	p = aligned_alloc(RF__HOST_ALIGN, (bytes + RF__HOST_ALIGN - 1) & ~(size_t)(RF__HOST_ALIGN - 1));
-#endif
 	if (!p)
 		return -ENOMEM;
 	*out = p;
@@ -49,12 +43,8 @@ int rf__host_alloc(void *ctx, size_t bytes, void **out)
 void rf__host_free(void *ctx, void *p, size_t bytes)
 {
 	(void)ctx;
-#if RF__USE_JEMALLOC
-	sdallocx(p, bytes, MALLOCX_ALIGN(RF__HOST_ALIGN));
-#else
 	(void)bytes;
 	free(p);
-#endif
 }
 
 /* ---- size classes ------------------------------------------------------------------- */

@@ -47,7 +47,7 @@ void rf__cache_free(struct rf__cache *c, void *p, size_t bytes);
 size_t rf__cache_trim(struct rf__cache *c);
 void rf__cache_fini(struct rf__cache *c);
 
-/* Host backing memory: mallocx/sdallocx (jemalloc) or aligned_alloc/free. */
+/* Host backing memory: aligned_alloc/free (the process's malloc). */
 int rf__host_alloc(void *ctx, size_t bytes, void **out);
 void rf__host_free(void *ctx, void *p, size_t bytes);
 

@@ -158,7 +158,7 @@ struct rf_mem_stats {
 	size_t peak;          /* max of in_use */
 	uint64_t allocs;      /* allocator requests */
 	uint64_t reuses;      /* requests served from the cache */
-	uint64_t backend_allocs, backend_frees; /* mallocx/cudaMalloc, sdallocx/cudaFree */
+	uint64_t backend_allocs, backend_frees; /* aligned_alloc/cudaMalloc, free/cudaFree */
 	uint64_t mem_waits;   /* allocations that found no memory and waited for the work in
 			       * flight to give some back (then tried again) */
 	size_t limit;         /* the device's mem_limit (0: none) */
