@@ -1,9 +1,15 @@
 /* checkpoint.c -- rf_ckpt_save, rf_ckpt_load and rf_ckpt_probe (format: checkpoint.h,
  * its encoding and checks: ckpt-format.c).
  *
- * Save: validate, lay out the file, write the header and every tensor to PATH.tmp
- * with the ring's transfer pump (1 MiB chunks, 32 in flight), then the trailer (the
- * commit marker), fsync, rename over PATH, fsync the directory. Load: read and check
+ * Save: validate, lay out the file, write the header and every tensor with the ring's
+ * transfer pump (1 MiB chunks, 32 in flight), then the trailer (the commit marker),
+ * fsync, publish over PATH, fsync the directory. The file is written unnamed
+ * (O_TMPFILE in PATH's directory) and only then linked as PATH.tmp and renamed over
+ * PATH, with the catchable signals blocked for those two calls: a process killed at
+ * any other instant leaves the previous PATH and nothing else (the unnamed file goes
+ * with its last descriptor). Where the filesystem has no O_TMPFILE, PATH.tmp is
+ * written by name, as before (a kill mid-write can then leave it; the next save
+ * replaces it). Load: read and check
  * the header, match the caller's tensors by name, read the data straight into the
  * caller's buffers and check each tensor's CRC. */
 #include <errno.h>
@@ -12,6 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -179,12 +187,76 @@ static int rf__write_image(struct rf_ring *ring, const char *path, const char *t
 	return 0;
 }
 
-/* Write PATH.tmp completely (removed again on error). */
+/* PATH's directory, for O_TMPFILE ("." for a bare name). Caller frees. */
+static char *rf__dir_of(const char *path)
+{
+	char *dir = strdup(path), *slash;
+
+	if (!dir)
+		return NULL;
+	slash = strrchr(dir, '/');
+	if (!slash) {
+		free(dir);
+		return strdup(".");
+	}
+	if (slash == dir)
+		dir[1] = 0;
+	else
+		*slash = 0;
+	return dir;
+}
+
+/* An unnamed regular file in PATH's directory (O_TMPFILE), or -errno: -EOPNOTSUPP (or
+ * -EISDIR, -EINVAL from older kernels) where the filesystem cannot make one. */
+static int rf__open_anon(const char *path)
+{
+	const char *no = getenv("RF_CKPT_NO_TMPFILE"); /* tests: the named path */
+	char *dir;
+	int fd;
+
+	if (no && *no && *no != '0')
+		return -EOPNOTSUPP;
+	if (!(dir = rf__dir_of(path)))
+		return -ENOMEM;
+	fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+	fd = fd < 0 ? -errno : fd;
+	free(dir);
+	return fd;
+}
+
+/* Name the unnamed file fd as tmp, then rename tmp over path: two calls between which
+ * SIGINT, SIGTERM, SIGHUP and the rest wait (only SIGKILL could come between them). */
+static int rf__publish_anon(int fd, const char *tmp, const char *path)
+{
+	char proc[64];
+	sigset_t all, old;
+	int ret = 0;
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	(void)unlink(tmp); /* one an earlier kill -9 left (linkat will not replace) */
+	if (linkat(AT_FDCWD, proc, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) < 0)
+		ret = -errno;
+	else if (rename(tmp, path) < 0) {
+		ret = -errno;
+		unlink(tmp);
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return ret;
+}
+
+/* Write the checkpoint completely: into an unnamed file (*anon_fd, open, for
+ * rf__publish_anon) where the filesystem allows, else into PATH.tmp (removed again
+ * on error; *anon_fd -1). */
 static int rf__save(struct rf_ring *ring, const char *path, const char *tmp,
-		    const struct rf_ckpt_meta *meta, const struct rf_ckpt_blob *b, unsigned n)
+		    const struct rf_ckpt_meta *meta, const struct rf_ckpt_blob *b, unsigned n,
+		    int *anon_fd)
 {
 	struct rf__image im = { .hsize = rf__header_size(n) };
 	int ret, fd = -1, created = 0;
+
+	*anon_fd = -1;
 	im.hb = calloc(1, im.hsize);
 	im.segs = calloc((size_t)n + 1, sizeof(*im.segs));
 	if (!im.hb || !im.segs) {
@@ -192,6 +264,29 @@ static int rf__save(struct rf_ring *ring, const char *path, const char *tmp,
 		goto out;
 	}
 	rf__seal(&im, meta, n, rf__layout(&im, b, n));
+	/* PATH.tmp is where the file is named before the rename: something other than a
+	 * regular file there (a FIFO, a directory) is the user's, left alone and refused */
+	struct stat st;
+	if (stat(tmp, &st) == 0 && !S_ISREG(st.st_mode)) {
+		ret = rf__fail(S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL, "%s: cannot create %s: it "
+			       "is %s, expected a regular file or nothing; previous checkpoint "
+			       "left as it was", path, tmp, rf__ftype(st.st_mode));
+		goto out;
+	}
+	fd = rf__open_anon(path);
+	if (fd < 0 && fd != -EOPNOTSUPP && fd != -EISDIR && fd != -EINVAL) {
+		ret = rf__fail(fd, "%s: cannot create a file in its directory: %s", path,
+			       strerror(-fd));
+		goto out;
+	}
+	if (fd >= 0) {
+		ret = rf__write_image(ring, path, "the unnamed file", fd, &im);
+		if (ret == 0) {
+			*anon_fd = fd;
+			fd = -1;
+		}
+		goto out;
+	}
 	ret = fd = rf__open_tmp(path, tmp, &created);
 	if (fd < 0)
 		goto out;
@@ -215,18 +310,10 @@ out:
 
 static int rf__fsync_dir(struct rf_ring *ring, const char *path)
 {
-	char *dir = strdup(path);
+	char *dir = rf__dir_of(path);
 	if (!dir)
 		return -ENOMEM;
-	char *slash = strrchr(dir, '/');
-	const char *d = dir;
-	if (!slash)
-		d = ".";
-	else if (slash == dir)
-		dir[1] = 0;
-	else
-		*slash = 0;
-	int dfd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	int ret = dfd < 0 ? -errno : rf_ring_fsync_wait(ring, dfd, 0);
 	if (dfd >= 0)
 		close(dfd);
@@ -267,9 +354,22 @@ int rf_ckpt_save(struct rf_ring *ring, const char *path, const struct rf_ckpt_me
 		free(tmp);
 		return ret;
 	}
-	ret = rf__save(ring, path, tmp, meta, blobs, n); /* removes tmp on error */
+	int afd;
+	ret = rf__save(ring, path, tmp, meta, blobs, n, &afd); /* removes tmp on error */
 	if (ret < 0) {
 		/* nothing more: the previous file at path was never touched */
+	} else if (afd >= 0) {
+		ret = rf__publish_anon(afd, tmp, path);
+		if (close(afd) < 0 && ret == 0)
+			ret = -errno;
+		if (ret < 0)
+			rf__fail(ret, "%s: publishing the written file (link as %s, rename): %s; "
+				 "previous checkpoint left as it was", path, tmp, strerror(-ret));
+		else
+			ret = rf__fsync_dir(ring, path);
+		if (ret < 0 && !strstr(rf_last_error(), "publishing"))
+			rf__fail(ret, "%s: written and renamed, but fsync of its directory "
+				 "failed: %s", path, strerror(-ret));
 	} else if (rename(tmp, path) < 0) {
 		ret = -errno;
 		rf__fail(ret, "%s: rename from %s: %s; previous checkpoint left as it was",

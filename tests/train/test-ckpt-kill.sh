@@ -1,0 +1,59 @@
+#!/bin/sh
+# test-ckpt-kill RF_TRAIN -- kill -9 at random instants of a run that checkpoints after
+# every batch (most of its time in saves): each time, the directory holds the last
+# checkpoint whole -- or none yet -- and nothing else (the file is written unnamed and
+# named only by a link and a rename, train/checkpoint.c); and --resume from it ends at
+# the parameters of a run never interrupted, bit for bit (param_hash). TRIALS (default
+# 50) kills.
+set -u
+RF=$1
+DATA=${RF_FASHION_MNIST:-/usr/share/datasets/fashion-mnist}
+TRIALS=${TRIALS:-50}
+[ -e "$DATA/train-images-idx3-ubyte.gz" ] || [ -e "$DATA/train-images-idx3-ubyte" ] ||
+	{ echo "SKIP: no Fashion-MNIST in $DATA"; exit 77; }
+T=$(mktemp -d /tmp/rf-ckpt-kill.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+# The training set: 384 records in memory (uncompressed IDX, a fraction of a second to
+# load), 24 batches of 16, each followed by a save.
+python3 - "$DATA" "$T" <<'PY' || fail "cannot make the small data set"
+import gzip, os, sys
+src, dst = sys.argv[1], sys.argv[2]
+def rd(n):
+    p = os.path.join(src, n)
+    return gzip.open(p + ".gz").read() if os.path.exists(p + ".gz") else open(p, "rb").read()
+for part, n in (("train", 384), ("t10k", 16)):  # the test set is not read (--no-eval)
+    img, lab = rd(part + "-images-idx3-ubyte"), rd(part + "-labels-idx1-ubyte")
+    open(os.path.join(dst, part + "-images-idx3-ubyte"), "wb").write(
+        img[:4] + n.to_bytes(4, "big") + img[8:16] + img[16:16 + n * 784])
+    open(os.path.join(dst, part + "-labels-idx1-ubyte"), "wb").write(
+        lab[:4] + n.to_bytes(4, "big") + lab[8:8 + n])
+PY
+args="--data $T --model mlp --batch-size 16 --epochs 2 --no-eval --quiet --seed 3"
+hash_of() { sed -n 's/.*"param_hash": *"\([0-9a-f]*\)".*/\1/p' "$1"; }
+"$RF" $args --json >"$T/ref.json" 2>"$T/err" || fail "reference run: $(cat "$T/err")"
+ref=$(hash_of "$T/ref.json")
+[ -n "$ref" ] || fail "no param_hash in $(cat "$T/ref.json")"
+mkdir "$T/ck"
+none=0 i=0
+while [ $i -lt "$TRIALS" ]; do
+	i=$((i + 1))
+	rm -f "$T/ck/"*
+	"$RF" $args --checkpoint "$T/ck/c" --checkpoint-every 1 >/dev/null 2>&1 &
+	pid=$!
+	# a random instant: 0-300 ms after start (the saves start after ~50-150 ms)
+	sleep "0.$(od -An -N2 -tu2 /dev/urandom | awk '{ printf "%03d", $1 % 300 }')"
+	kill -9 $pid 2>/dev/null
+	wait $pid 2>/dev/null
+	left=$(ls -A "$T/ck")
+	case $left in
+	"") none=$((none + 1)); continue ;;
+	c) ;;
+	*) fail "trial $i: killed -9, the directory holds: $(echo $left)" ;;
+	esac
+	"$RF" $args --checkpoint "$T/ck/c" --resume --json >"$T/res.json" 2>"$T/err" ||
+		fail "trial $i: --resume from the checkpoint a kill -9 left: $(cat "$T/err")"
+	got=$(hash_of "$T/res.json")
+	[ "$got" = "$ref" ] || fail "trial $i: resumed to param_hash $got, the uninterrupted run has $ref"
+done
+echo "ok: $TRIALS kills -9: never a partial or stray file; $((TRIALS - none)) resumed bit-exact to $ref, $none before the first save"
