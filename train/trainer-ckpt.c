@@ -11,13 +11,12 @@
 
 #include "trainer-impl.h"
 #include "checkpoint.h"
+#include "runstate.h"
 
-/* meta.extra: the init generator's seed and counter, the init kind and the training
- * record count, then the optimiser's momentum, weight decay (float bits) and Nesterov
- * flag, little-endian. A file of 32 bytes (before the optimiser) was plain SGD. */
-#define RF__EXTRA_LEN 144  /* + the lr schedule: kind, step, gamma, warm-up, epochs;
-			    * + 1 for AdamW; + where inside the epoch (struct rf__mid);
-			    * + augmentation */
+/* meta.extra holds the run state (runstate.h): the init generator's seed and counter,
+ * the init kind, the training record count, the optimiser, the lr schedule, where
+ * inside the epoch the file was taken (struct rf__mid) and augmentation. A field an
+ * older file lacks reads as 0: plain SGD, a constant schedule, no augmentation. */
 #define RF__ROWS_NAME "rf.replica_running_stats"
 
 /* Where inside epoch meta.epoch a checkpoint was taken: after `batch` batches (0: at
@@ -32,21 +31,6 @@ struct rf__mid {
 	unsigned rows;
 	float *stats;
 };
-
-static void rf__put64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t rf__get64(const uint8_t *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 0; i < 8; i++)
-		v |= (uint64_t)p[i] << (8 * i);
-	return v;
-}
 
 /* Names of the optimiser's state: PyTorch's parameter name + ".momentum_buffer", or
  * ".exp_avg" and ".exp_avg_sq" (AdamW). */
@@ -131,26 +115,28 @@ static void rf__fill_meta(struct rf_trainer *t, struct rf_ckpt_meta *meta,
 	meta->lr = t->o.lr;
 	meta->batch_size = t->o.batch_size;
 	meta->devices = t->K;
-	rf__put64(meta->extra, t->prng->seed);
-	rf__put64(meta->extra + 8, t->prng->counter);
-	rf__put64(meta->extra + 16, (uint64_t)t->o.init);
-	rf__put64(meta->extra + 24, t->train_view.count);
-	rf__put64(meta->extra + 32, rf__fbits(t->o.momentum));
-	rf__put64(meta->extra + 40, rf__fbits(t->o.weight_decay));
-	rf__put64(meta->extra + 48, (uint64_t)t->o.nesterov);
-	rf__put64(meta->extra + 56, (uint64_t)t->o.sched.kind);
-	rf__put64(meta->extra + 64, t->o.sched.step_epochs);
-	memcpy(meta->extra + 72, &t->o.sched.gamma, 8);
-	rf__put64(meta->extra + 80, t->o.sched.warmup_epochs);
-	rf__put64(meta->extra + 88, t->o.sched.kind == RF_LR_COSINE ? t->o.sched.epochs : 0);
-	rf__put64(meta->extra + 96, (uint64_t)t->o.adamw);
-	rf__put64(meta->extra + 104, mid->batch);
+	struct rf__runstate rs = { 0 };
+	uint64_t *v = rs.v;
+	v[RF__RS_PRNG_SEED] = t->prng->seed;
+	v[RF__RS_PRNG_COUNTER] = t->prng->counter;
+	v[RF__RS_INIT] = (uint64_t)t->o.init;
+	v[RF__RS_TRAIN_COUNT] = t->train_view.count;
+	v[RF__RS_MOMENTUM] = rf__fbits(t->o.momentum);
+	v[RF__RS_WD] = rf__fbits(t->o.weight_decay);
+	v[RF__RS_NESTEROV] = (uint64_t)t->o.nesterov;
+	v[RF__RS_SCHED_KIND] = (uint64_t)t->o.sched.kind;
+	v[RF__RS_SCHED_STEP] = t->o.sched.step_epochs;
+	memcpy(&v[RF__RS_SCHED_GAMMA], &t->o.sched.gamma, 8);
+	v[RF__RS_SCHED_WARMUP] = t->o.sched.warmup_epochs;
+	v[RF__RS_SCHED_EPOCHS] = t->o.sched.kind == RF_LR_COSINE ? t->o.sched.epochs : 0;
+	v[RF__RS_ADAMW] = (uint64_t)t->o.adamw;
+	v[RF__RS_MID_BATCH] = mid->batch;
 	memcpy(&lb, &mid->loss, 8);
-	rf__put64(meta->extra + 112, lb);
-	rf__put64(meta->extra + 120, mid->corr);
-	rf__put64(meta->extra + 128, mid->rows);
-	rf__put64(meta->extra + 136, (uint64_t)t->o.augment);
-	meta->extra_len = RF__EXTRA_LEN;
+	v[RF__RS_MID_LOSS] = lb;
+	v[RF__RS_MID_CORR] = mid->corr;
+	v[RF__RS_MID_ROWS] = mid->rows;
+	v[RF__RS_AUGMENT] = (uint64_t)t->o.augment;
+	meta->extra_len = rf__rs_put(&rs, meta->extra);
 }
 
 /* The one place each checkpoint call is made (their messages land in t->msg). */
@@ -393,18 +379,31 @@ int rf__save_mid(struct rf_trainer *t, uint64_t done)
 
 static const char *const rf__sched_names[] = { "constant", "step", "cosine" };
 
+/* The run state of meta, or -errno with the message in t (a newer version, or a
+ * malformed record). */
+static int rf__rs_of(struct rf_trainer *t, const char *path, const struct rf_ckpt_meta *meta,
+		     struct rf__runstate *rs)
+{
+	char msg[256];
+	int ret = rf__rs_get(rs, meta->extra, meta->extra_len, msg, sizeof(msg));
+
+	if (ret < 0)
+		rf__trainer_msg(t, "%s: %s", path, msg);
+	return ret;
+}
+
 /* The schedule must be the run's (a file from before it was saved is constant). */
 static int rf__check_same_sched(struct rf_trainer *t, const char *path,
-				const struct rf_ckpt_meta *meta)
+				const struct rf__runstate *rs)
 {
 	struct rf_lr_schedule s = { 0 }, m = t->o.sched;
 
-	if (meta->extra_len >= 96) {
-		s.kind = (enum rf_lr_kind)rf__get64(meta->extra + 56);
-		s.step_epochs = (unsigned)rf__get64(meta->extra + 64);
-		memcpy(&s.gamma, meta->extra + 72, 8);
-		s.warmup_epochs = (unsigned)rf__get64(meta->extra + 80);
-		s.epochs = (unsigned)rf__get64(meta->extra + 88);
+	if (rf__rs_has(rs, RF__RS_SCHED_EPOCHS)) {
+		s.kind = (enum rf_lr_kind)rs->v[RF__RS_SCHED_KIND];
+		s.step_epochs = (unsigned)rs->v[RF__RS_SCHED_STEP];
+		memcpy(&s.gamma, &rs->v[RF__RS_SCHED_GAMMA], 8);
+		s.warmup_epochs = (unsigned)rs->v[RF__RS_SCHED_WARMUP];
+		s.epochs = (unsigned)rs->v[RF__RS_SCHED_EPOCHS];
 	}
 	if (m.kind != RF_LR_COSINE)
 		m.epochs = 0;
@@ -424,20 +423,20 @@ static int rf__check_same_sched(struct rf_trainer *t, const char *path,
 	return -ESTALE;
 }
 
-/* The fields of meta.extra that hold a count or a choice, each checked once against
+/* The run state's fields that hold a count or a choice, each checked once against
  * what it can be (they are CRC-checked, but a file that says 2^32 epochs, or a flag of
  * 7, was not written by a run): 0, or -EBADMSG with a message naming the field. */
 static int rf__check_fields(struct rf_trainer *t, const char *path,
-			    const struct rf_ckpt_meta *meta)
+			    const struct rf_ckpt_meta *meta, const struct rf__runstate *rs)
 {
-	static const struct { unsigned off; const char *name; uint64_t max; } f[] = {
-		{ 48, "the --nesterov flag", 1 },
-		{ 56, "the --lr-schedule kind", RF_LR_COSINE },
-		{ 64, "the --lr-schedule step (epochs)", UINT32_MAX },
-		{ 80, "--warmup-epochs", UINT32_MAX },
-		{ 88, "the cosine schedule's epochs", UINT32_MAX },
-		{ 96, "the --optimizer adamw flag", 1 },
-		{ 136, "the --augment flag", 1 },
+	static const struct { unsigned tag; uint64_t max; } f[] = {
+		{ RF__RS_NESTEROV, 1 },
+		{ RF__RS_SCHED_KIND, RF_LR_COSINE },
+		{ RF__RS_SCHED_STEP, UINT32_MAX },
+		{ RF__RS_SCHED_WARMUP, UINT32_MAX },
+		{ RF__RS_SCHED_EPOCHS, UINT32_MAX },
+		{ RF__RS_ADAMW, 1 },
+		{ RF__RS_AUGMENT, 1 },
 	};
 
 	if (meta->epoch >= UINT32_MAX) {
@@ -446,14 +445,11 @@ static int rf__check_fields(struct rf_trainer *t, const char *path,
 		return -EBADMSG;
 	}
 	for (unsigned i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
-		uint64_t v;
-		if (meta->extra_len < f[i].off + 8)
-			continue;
-		v = rf__get64(meta->extra + f[i].off);
-		if (v > f[i].max) {
-			rf__trainer_msg(t, "%s: %s is %" PRIu64 " (at byte %u of the header's "
-					"extra field): expected 0..%" PRIu64, path, f[i].name, v,
-					f[i].off, f[i].max);
+		uint64_t v = rs->v[f[i].tag];
+		if (rf__rs_has(rs, f[i].tag) && v > f[i].max) {
+			rf__trainer_msg(t, "%s: %s is %" PRIu64 " (run state version %u, field %u): "
+					"expected 0..%" PRIu64, path, rf__rs_name(f[i].tag), v,
+					rs->version, f[i].tag, f[i].max);
 			return -EBADMSG;
 		}
 	}
@@ -464,16 +460,14 @@ static int rf__check_fields(struct rf_trainer *t, const char *path,
 static int rf__check_same_optim(struct rf_trainer *t, const char *path,
 				const struct rf_ckpt_meta *meta)
 {
-	int has = meta->extra_len >= 56;
-	uint32_t mb = has ? (uint32_t)rf__get64(meta->extra + 32) : 0;
-	uint32_t wb = has ? (uint32_t)rf__get64(meta->extra + 40) : 0;
-	int nest = has ? (int)rf__get64(meta->extra + 48) : 0;
-	int adamw = meta->extra_len >= 104 ? (int)rf__get64(meta->extra + 96) : 0;
-	float m, wd;
-	int ret;
+	struct rf__runstate rs;
+	int ret = rf__rs_of(t, path, meta, &rs);
 
-	if ((ret = rf__check_fields(t, path, meta)) < 0)
+	if (ret < 0 || (ret = rf__check_fields(t, path, meta, &rs)) < 0)
 		return ret;
+	uint32_t mb = (uint32_t)rs.v[RF__RS_MOMENTUM], wb = (uint32_t)rs.v[RF__RS_WD];
+	int nest = (int)rs.v[RF__RS_NESTEROV], adamw = (int)rs.v[RF__RS_ADAMW];
+	float m, wd;
 
 	memcpy(&m, &mb, 4);
 	memcpy(&wd, &wb, 4);
@@ -484,7 +478,7 @@ static int rf__check_same_optim(struct rf_trainer *t, const char *path,
 	}
 	if (mb == rf__fbits(t->o.momentum) && wb == rf__fbits(t->o.weight_decay) &&
 	    nest == t->o.nesterov)
-		return rf__check_same_sched(t, path, meta);
+		return rf__check_same_sched(t, path, &rs);
 	rf__trainer_msg(t, "%s: saved by a run with --momentum %g --wd %g%s, this run has "
 			"--momentum %g --wd %g%s", path, (double)m, (double)wd,
 			nest ? " --nesterov" : "", (double)t->o.momentum,
@@ -497,6 +491,11 @@ static int rf__check_same_optim(struct rf_trainer *t, const char *path,
 static int rf__check_same_run(struct rf_trainer *t, const char *path,
 			      const struct rf_ckpt_meta *meta)
 {
+	struct rf__runstate rs;
+	int ret = rf__rs_of(t, path, meta, &rs);
+
+	if (ret < 0)
+		return ret;
 	if (meta->seed != t->o.seed)
 		rf__trainer_msg(t, "%s: saved by a run with --seed %" PRIu64 ", this run has "
 				"--seed %" PRIu64, path, meta->seed, t->o.seed);
@@ -506,12 +505,12 @@ static int rf__check_same_run(struct rf_trainer *t, const char *path,
 	else if ((float)meta->lr != t->o.lr)
 		rf__trainer_msg(t, "%s: saved by a run with --lr %g, this run has %g", path,
 				meta->lr, (double)t->o.lr);
-	else if ((meta->extra_len >= 144 ? (int)rf__get64(meta->extra + 136) : 0) != t->o.augment)
+	else if ((int)rs.v[RF__RS_AUGMENT] != t->o.augment)
 		rf__trainer_msg(t, "%s: saved by a run %s --augment, this run is %s it", path,
 				t->o.augment ? "without" : "with", t->o.augment ? "with" : "without");
-	else if (meta->extra_len >= 32 && rf__get64(meta->extra + 24) != t->train_view.count)
+	else if (rf__rs_has(&rs, RF__RS_TRAIN_COUNT) && rs.v[RF__RS_TRAIN_COUNT] != t->train_view.count)
 		rf__trainer_msg(t, "%s: saved by a run on %" PRIu64 " training records, this "
-				"run has %" PRIu64, path, rf__get64(meta->extra + 24),
+				"run has %" PRIu64, path, rs.v[RF__RS_TRAIN_COUNT],
 				t->train_view.count);
 	else
 		return rf__check_same_optim(t, path, meta);
@@ -552,8 +551,10 @@ static int rf__restore(struct rf_trainer *t, const char *path, const struct rf_c
 		return ret;
 	}
 	rf_engine_wait_var(t->eng, t->prng->var);
-	if (meta->extra_len >= 16)
-		t->prng->counter = rf__get64(meta->extra + 8);
+	struct rf__runstate rs;
+	if (rf__rs_get(&rs, meta->extra, meta->extra_len, (char[8]){ 0 }, 8) == 0 &&
+	    rf__rs_has(&rs, RF__RS_PRNG_COUNTER))
+		t->prng->counter = rs.v[RF__RS_PRNG_COUNTER];
 	t->epochs_done = (unsigned)meta->epoch;
 	t->steps = meta->step;
 	t->ebatch = mid->batch;
@@ -569,18 +570,21 @@ static int rf__restore(struct rf_trainer *t, const char *path, const struct rf_c
 static int rf__mid_of(struct rf_trainer *t, const char *path, const struct rf_ckpt_meta *meta,
 		      struct rf__mid *mid)
 {
-	uint64_t lb, rows, nb = rf_loader_batches_per_epoch(t->train_ld);
+	uint64_t rows, nb = rf_loader_batches_per_epoch(t->train_ld);
+	struct rf__runstate rs;
+	int ret;
 
 	memset(mid, 0, sizeof(*mid));
+	if ((ret = rf__rs_of(t, path, meta, &rs)) < 0)
+		return ret;
 	/* a file of another batch size: refused later by rf__check_same_run, naming both;
 	 * its batches are not this run's to count */
-	if (meta->extra_len < 136 || meta->batch_size != t->o.batch_size)
+	if (!rf__rs_has(&rs, RF__RS_MID_ROWS) || meta->batch_size != t->o.batch_size)
 		return 0;
-	mid->batch = rf__get64(meta->extra + 104);
-	lb = rf__get64(meta->extra + 112);
-	memcpy(&mid->loss, &lb, 8);
-	mid->corr = rf__get64(meta->extra + 120);
-	rows = rf__get64(meta->extra + 128);
+	mid->batch = rs.v[RF__RS_MID_BATCH];
+	memcpy(&mid->loss, &rs.v[RF__RS_MID_LOSS], 8);
+	mid->corr = rs.v[RF__RS_MID_CORR];
+	rows = rs.v[RF__RS_MID_ROWS];
 	if (mid->batch >= nb && mid->batch) {
 		rf__trainer_msg(t, "%s: taken after batch %" PRIu64 " of epoch %" PRIu64 ", but an "
 				"epoch of this run has %" PRIu64 " batches", path, mid->batch,

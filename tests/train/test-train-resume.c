@@ -365,17 +365,24 @@ static void refusals(struct tt_env *t)
 	snprintf(bad, sizeof(bad), "%s/missing.ckpt", dir);
 	refused(tr, bad, "missing", "missing.ckpt");
 	/* fields that pass every CRC but no run could have written (the header's extra
-	 * field starts at byte 112; offsets in train/trainer-ckpt.c) */
+	 * field starts at byte 112 and holds the run state, train/runstate.h: an 8-byte
+	 * header, then per field a u16 tag, a u16 length and the value, so the value of
+	 * tag N lies at RS(N)); a newer run state version and an unknown field */
+#define RS(tag) (112 + 8 + 12 * ((tag) - 1) + 4)
 	{
 		double nan = NAN;
 		uint64_t nanbits;
 		static const struct { const char *what; long off; uint64_t v; const char *needle; } f[] = {
 			{ "2^32 epochs done", 64, 1ull << 32, "epochs done" },
-			{ "nesterov 2^32", 112 + 48, 1ull << 32, "--nesterov" },
-			{ "schedule kind 77", 112 + 56, 77, "--lr-schedule kind" },
-			{ "adamw flag 2", 112 + 96, 2, "--optimizer" },
-			{ "augment 2^32", 112 + 136, 1ull << 32, "--augment" },
-			{ "corr 5 at batch 0", 112 + 120, 5, "correct answers" },
+			{ "nesterov 2^32", RS(7), 1ull << 32, "--nesterov" },
+			{ "schedule kind 77", RS(8), 77, "--lr-schedule kind" },
+			{ "adamw flag 2", RS(13), 2, "--optimizer" },
+			{ "augment 2^32", RS(18), 1ull << 32, "--augment" },
+			{ "corr 5 at batch 0", RS(16), 5, "correct answers" },
+			{ "run state version 3", 116, 3 | 18u << 16 | 1ull << 32 | 8ull << 48,
+			  "run state version 3 is newer than this ringflow reads (versions 1 to 2)" },
+			{ "run state field 99", 116, 2 | 18u << 16 | 99ull << 32 | 8ull << 48, "tag 99" },
+			{ "run state field twice", 112 + 8 + 12, 1 | 8u << 16, "given twice" },
 		};
 		snprintf(bad, sizeof(bad), "%s/tampered.ckpt", dir);
 		for (unsigned i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
@@ -384,7 +391,7 @@ static void refusals(struct tt_env *t)
 			CHECK(strstr(rf_trainer_last_error(tr), "tampered.ckpt"));
 		}
 		memcpy(&nanbits, &nan, 8);
-		patch_reseal(good, bad, 112 + 112, nanbits);
+		patch_reseal(good, bad, RS(15), nanbits);
 		refused(tr, bad, "running loss NaN", "running loss");
 	}
 	/* a NaN running loss inside an epoch (batch 1): NaN passed a "< 0" check */
@@ -394,8 +401,8 @@ static void refusals(struct tt_env *t)
 		uint64_t nanbits;
 		memcpy(&nanbits, &nan, 8);
 		snprintf(bad2, sizeof(bad2), "%s/tampered2.ckpt", dir);
-		patch_reseal(good, bad, 112 + 104, 1);
-		patch_reseal(bad, bad2, 112 + 112, nanbits);
+		patch_reseal(good, bad, RS(14), 1);
+		patch_reseal(bad, bad2, RS(15), nanbits);
 		refused(tr, bad2, "running loss NaN, mid", "running loss is nan");
 	}
 	nonfinite(t, tr, good);
