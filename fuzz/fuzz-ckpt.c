@@ -3,7 +3,9 @@
  * so the harness reseals them when the first byte says so: the header's field checks,
  * the table's and the trailer's are what is fuzzed. The header is read with pread
  * (rf__ck_read_header, as rf_ckpt_probe does), then rf_ckpt_probe and, every other
- * input, rf_ckpt_load of every tensor the table lists through a ring. */
+ * input, rf_ckpt_load of every tensor the table lists through a ring; the header's extra
+ * field goes through the trainer's run-state decoder (train/runstate.c), whose accepted
+ * version-2 records must re-encode to the same fields. */
 #include "fuzz.h"
 
 #include <fcntl.h>
@@ -11,6 +13,7 @@
 #include "checkpoint.h"
 #include "ckpt-impl.h"
 #include "ring.h"
+#include "runstate.h"
 
 static struct rf_ring *ring;
 
@@ -90,7 +93,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 		free(h.e);
 	}
 	memset(&meta, 0, sizeof(meta));
-	(void)rf_ckpt_probe(path, &meta);
+	if (rf_ckpt_probe(path, &meta) >= 0) {
+		struct rf__runstate rs, rs2;
+		uint8_t enc[RF_CKPT_EXTRA_MAX];
+		char msg[256];
+		FZ_ASSERT(meta.extra_len <= RF_CKPT_EXTRA_MAX);
+		if (rf__rs_get(&rs, meta.extra, meta.extra_len, msg, sizeof(msg)) == 0 &&
+		    rs.version == 2) {
+			uint32_t len = rf__rs_put(&rs, enc);
+			FZ_ASSERT(len <= RF_CKPT_EXTRA_MAX);
+			FZ_ASSERT(rf__rs_get(&rs2, enc, len, msg, sizeof(msg)) == 0);
+			for (unsigned tag = 1; tag <= RF__RS_NFIELDS; tag++)
+				FZ_ASSERT(rs2.v[tag] == rs.v[tag]);
+		}
+	}
 	close(fd);
 	free(b);
 	return 0;

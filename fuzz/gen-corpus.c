@@ -20,6 +20,8 @@
 #include <ringflow/dataset.h>
 #include <ringflow/ring.h>
 
+#include "runstate.h" /* train/: the trainer's run state in extra */
+
 static void prefix(const char *path, uint8_t sel, const char *out)
 {
 	FILE *in = fopen(path, "rb"), *o = fopen(out, "wb");
@@ -47,9 +49,16 @@ static void ckpt(struct rf_ring *r, const char *dir, const char *name, unsigned 
 	static int32_t i32[1];
 	static double f64[2] = { 1.5, -2 };
 	snprintf(m.model, sizeof(m.model), "mlp");
-	if (extra) {
+	if (extra == 1) {
 		m.extra_len = 24;
 		memset(m.extra, 0x5a, 24);
+	} else if (extra == 2) { /* a version-2 run state, as rf-train writes it */
+		struct rf__runstate rs = { 0 };
+		for (unsigned tag = 1; tag <= RF__RS_NFIELDS; tag++)
+			rs.v[tag] = tag * 3;
+		rs.v[RF__RS_NESTEROV] = rs.v[RF__RS_ADAMW] = rs.v[RF__RS_AUGMENT] = 1;
+		rs.v[RF__RS_SCHED_KIND] = 2;
+		m.extra_len = rf__rs_put(&rs, m.extra);
 	}
 	b[0] = (struct rf_ckpt_blob){ "a", RF_CKPT_U8, 1, { 16 }, u8, 16 };
 	b[1] = (struct rf_ckpt_blob){ "w1", RF_CKPT_F32, 2, { 2, 3 }, f32, 24 };
@@ -101,6 +110,7 @@ int main(int argc, char **argv)
 	ckpt(r, argv[1], "zero", 0, 0);
 	ckpt(r, argv[1], "one-u8", 1, 0);
 	ckpt(r, argv[1], "four", 4, 1);
+	ckpt(r, argv[1], "runstate-v2", 1, 2);
 	rfrec(argv[1], "u8-label", &(struct rf_rec_layout){ .stride = 101, .payload_offset = 0,
 		.dtype = RF_DS_DT_U8, .ndim = 1, .shape = { 100 }, .label_kind = RF_LABEL_U8,
 		.label_offset = 100, .num_classes = 3 }, 3, 100, 0x07);
