@@ -1,8 +1,8 @@
 /* test-loader-queue -- the loader's reads wait in one queue bounded in bytes
  * (rf_loader_opts.read_bytes), and the bound changes nothing that comes out:
  * - for per-record reads (large records) and chunk reads (small records), with one
- *   and two devices, prefetch 1 and 3, and bounds from one read at a time to no bound
- *   at all, two epochs are complete, every row holds its record's bytes and label,
+ *   device and prefetch 1, and two devices and prefetch 3, and bounds from one read at
+ *   a time to no bound at all, two epochs are complete, every row holds its record's bytes and label,
  *   and the order is the same as with the default bound;
  * - the stats keep the bound: one read at a time under read_bytes 1; never more bytes
  *   outstanding than the bound (or one read, when a read is larger); the default
@@ -61,28 +61,27 @@ static void bounds(const char *path, struct rf_loader_opts o, size_t one_read)
 	run(path, o, 1, &ref);
 	CHECK_EQ(ref.st.read_limit, 8u << 20);
 	CHECK(ref.st.max_reads_inflight > 1);
-	for (unsigned ndev = 1; ndev <= 2; ndev++)
-		for (unsigned pf = 1; pf <= 3; pf += 2)
-			for (size_t i = 0; i < sizeof(rb) / sizeof(rb[0]); i++) {
-				struct rf_loader_opts oo = o;
-				struct qrun q;
-				oo.read_bytes = rb[i];
-				oo.prefetch = pf;
-				run(path, oo, ndev, &q);
-				printf("%s: devices %u prefetch %u read_bytes %zu: %" PRIu64 " reads, at "
-				       "most %u (%zu bytes) in flight, %" PRIu64 " waited\n", t_base(path),
-				       ndev, pf, rb[i], q.st.reads, q.st.max_reads_inflight,
-				       q.st.max_bytes_inflight, q.st.read_queued);
-				CHECK(!memcmp(q.order, ref.order, 2 * n * sizeof(*q.order)));
-				CHECK_EQ(q.st.read_limit, rb[i] ? rb[i] : 8u << 20);
-				if (rb[i] == 1)
-					CHECK_EQ(q.st.max_reads_inflight, 1);
-				CHECK(q.st.max_bytes_inflight <= (q.st.read_limit > one_read ?
-								  q.st.read_limit : one_read));
-				if (q.st.read_limit < one_read * 2)
-					CHECK(q.st.read_queued > 0);
-				free(q.order);
-			}
+	for (unsigned ndev = 1, pf = 1; ndev <= 2; ndev++, pf += 2)
+		for (size_t i = 0; i < sizeof(rb) / sizeof(rb[0]); i++) {
+			struct rf_loader_opts oo = o;
+			struct qrun q;
+			oo.read_bytes = rb[i];
+			oo.prefetch = pf;
+			run(path, oo, ndev, &q);
+			printf("%s: devices %u prefetch %u read_bytes %zu: %" PRIu64 " reads, at "
+			       "most %u (%zu bytes) in flight, %" PRIu64 " waited\n", t_base(path),
+			       ndev, pf, rb[i], q.st.reads, q.st.max_reads_inflight,
+			       q.st.max_bytes_inflight, q.st.read_queued);
+			CHECK(!memcmp(q.order, ref.order, 2 * n * sizeof(*q.order)));
+			CHECK_EQ(q.st.read_limit, rb[i] ? rb[i] : 8u << 20);
+			if (rb[i] == 1)
+				CHECK_EQ(q.st.max_reads_inflight, 1);
+			CHECK(q.st.max_bytes_inflight <= (q.st.read_limit > one_read ?
+							  q.st.read_limit : one_read));
+			if (q.st.read_limit < one_read * 2)
+				CHECK(q.st.read_queued > 0);
+			free(q.order);
+		}
 	free(ref.order);
 }
 
