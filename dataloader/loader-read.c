@@ -140,6 +140,8 @@ static void rf__rq_pump(struct rf_loader *l)
 			l->st.read_queued++; /* it waited for room */
 		l->rq_n++;
 		l->rq_bytes += q->len;
+		if (q->len > l->st.largest_read)
+			l->st.largest_read = q->len;
 		l->st.reads++;
 		l->st.read_bytes += q->len;
 		if (l->rq_n > l->st.max_reads_inflight)
@@ -321,13 +323,19 @@ static void rf__locate_mem(struct rf_loader *l, uint64_t p0, struct rf__gjob *j)
 	}
 }
 
-/* REC: one read per record (its aligned span) into the batch's fetch unit. */
+/* REC: one read per record (its aligned span) into the batch's fetch unit; records
+ * that follow each other in the file and in the batch (an unshuffled epoch) share one
+ * read of up to RF__MERGE_MAX bytes: fewer, larger reads, and the page two neighbours
+ * share is read once. Record i's slot of the unit starts at i * chunk_cap, and a read
+ * starting at record k's slot and covering records k..i ends inside slot i (a slot
+ * holds a record's span plus one alignment unit), so merged reads stay in the unit. */
+#define RF__MERGE_MAX (1u << 20)
 static int rf__read_records(struct rf_loader *l, uint64_t p0, struct rf__gjob *j)
 {
 	const struct rf_dataset *ds = l->ds;
 	const struct rf_dataset_src *s0 = &ds->src[RF_DS_SRC_PAYLOAD];
 	struct rf__unit *u = &l->units[l->nbatch_done % l->nunits];
-	unsigned i, n = j->n;
+	unsigned i, n = j->n, nq = 0;
 	struct rf__fetch *f = calloc(1, sizeof(*f) + n * sizeof(f->req[0]));
 	int ret;
 
@@ -335,22 +343,30 @@ static int rf__read_records(struct rf_loader *l, uint64_t p0, struct rf__gjob *j
 		return -ENOMEM;
 	for (i = 0; i < n; i++) {
 		uint64_t r = l->order[p0 + i], off, len, a = s0->data_offset + r * s0->stride;
+		struct rf__req *q = nq ? &f->req[nq - 1] : NULL;
 		const uint8_t *rec;
 		rf_dataset_span(ds, RF_DS_SRC_PAYLOAD, r, 1, l->align, &off, &len);
-		f->req[i].f = f;
-		f->req[i].rec0 = r;
-		f->req[i].nrec = 1;
-		f->req[i].off = off;
-		f->req[i].len = (uint32_t)len;
-		f->req[i].need = (uint32_t)(a + s0->stride - off);
-		f->req[i].dst = i * l->chunk_cap;
-		rec = u->buf + i * l->chunk_cap + (a - off);
+		if (q && r == q->rec0 + q->nrec && off + len - q->off <= RF__MERGE_MAX) {
+			q->nrec++; /* the next record in the file: the same read, longer */
+			q->len = (uint32_t)(off + len - q->off);
+			q->need = (uint32_t)(a + s0->stride - q->off);
+		} else {
+			q = &f->req[nq++];
+			q->f = f;
+			q->rec0 = r;
+			q->nrec = 1;
+			q->off = off;
+			q->len = (uint32_t)len;
+			q->need = (uint32_t)(a + s0->stride - off);
+			q->dst = i * l->chunk_cap;
+		}
+		rec = u->buf + q->dst + (a - q->off);
 		j->idx[i] = r;
 		j->pp[i] = rec + ds->payload_offset;
 		if (j->lp)
 			j->lp[i] = rf__label_at(l, r, rec);
 	}
-	f->n = n;
+	f->n = nq;
 	f->id = l->nbatch_done;
 	ret = rf__push_fetch(l, u, f);
 	if (ret < 0)

@@ -106,6 +106,8 @@ struct rf_loader_stats {
 	unsigned max_reads_inflight;  /* the most reads outstanding at once */
 	size_t max_bytes_inflight;    /* the most bytes outstanding at once */
 	uint64_t read_queued;         /* reads that waited for the bound before issue */
+	size_t largest_read;          /* bytes of the largest read (records next to each
+				       * other in an unshuffled batch share one read) */
 };
 
 /* Create a loader over ds (borrowed: must stay open until rf_loader_destroy) on
