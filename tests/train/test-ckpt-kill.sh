@@ -18,19 +18,7 @@ trap 'rm -rf "$T"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 # The training set: 384 records in memory (uncompressed IDX, a fraction of a second to
 # load), 24 batches of 16, each followed by a save.
-python3 - "$DATA" "$T" <<'PY' || fail "cannot make the small data set"
-import gzip, os, sys
-src, dst = sys.argv[1], sys.argv[2]
-def rd(n):
-    p = os.path.join(src, n)
-    return gzip.open(p + ".gz").read() if os.path.exists(p + ".gz") else open(p, "rb").read()
-for part, n in (("train", 384), ("t10k", 16)):  # the test set is not read (--no-eval)
-    img, lab = rd(part + "-images-idx3-ubyte"), rd(part + "-labels-idx1-ubyte")
-    open(os.path.join(dst, part + "-images-idx3-ubyte"), "wb").write(
-        img[:4] + n.to_bytes(4, "big") + img[8:16] + img[16:16 + n * 784])
-    open(os.path.join(dst, part + "-labels-idx1-ubyte"), "wb").write(
-        lab[:4] + n.to_bytes(4, "big") + lab[8:8 + n])
-PY
+python3 "$(dirname "$0")/small-fmnist.py" "$DATA" "$T" || fail "cannot make the small data set"
 args="--data $T --model mlp --batch-size 16 --epochs 2 --no-eval --quiet --seed 3"
 hash_of() { sed -n 's/.*"param_hash": *"\([0-9a-f]*\)".*/\1/p' "$1"; }
 "$RF" $args --json >"$T/ref.json" 2>"$T/err" || fail "reference run: $(cat "$T/err")"

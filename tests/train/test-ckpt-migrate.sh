@@ -17,19 +17,7 @@ WANT=c4d96cf289f6f71e
 T=$(mktemp -d /tmp/rf-ckpt-migrate.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
-python3 - "$DATA" "$T" <<'PY' || fail "cannot make the small data set"
-import gzip, os, sys
-src, dst = sys.argv[1], sys.argv[2]
-def rd(n):
-    p = os.path.join(src, n)
-    return gzip.open(p + ".gz").read() if os.path.exists(p + ".gz") else open(p, "rb").read()
-for part, n in (("train", 384), ("t10k", 16)):
-    img, lab = rd(part + "-images-idx3-ubyte"), rd(part + "-labels-idx1-ubyte")
-    open(os.path.join(dst, part + "-images-idx3-ubyte"), "wb").write(
-        img[:4] + n.to_bytes(4, "big") + img[8:16] + img[16:16 + n * 784])
-    open(os.path.join(dst, part + "-labels-idx1-ubyte"), "wb").write(
-        lab[:4] + n.to_bytes(4, "big") + lab[8:8 + n])
-PY
+python3 "$(dirname "$0")/small-fmnist.py" "$DATA" "$T" || fail "cannot make the small data set"
 cp "$FIX" "$T/c.rfck"
 args="--data $T --model lenet --batch-size 16 --epochs 2 --no-eval --quiet --seed 5 --lr 0.05 --wd 5e-4 --lr-schedule cosine --augment"
 "$RF" $args --json >"$T/u.json" 2>"$T/err" || fail "uninterrupted run: $(cat "$T/err")"
