@@ -456,17 +456,17 @@ static int rf__check_fields(struct rf_trainer *t, const char *path,
 	return 0;
 }
 
-/* The optimiser must be the run's (a file from before it was saved is plain SGD). */
+/* The optimiser must be the run's (a file from before it was saved is plain SGD). rs:
+ * meta's run state (rf__rs_of). */
 static int rf__check_same_optim(struct rf_trainer *t, const char *path,
-				const struct rf_ckpt_meta *meta)
+				const struct rf_ckpt_meta *meta, const struct rf__runstate *rs)
 {
-	struct rf__runstate rs;
-	int ret = rf__rs_of(t, path, meta, &rs);
+	int ret = rf__check_fields(t, path, meta, rs);
 
-	if (ret < 0 || (ret = rf__check_fields(t, path, meta, &rs)) < 0)
+	if (ret < 0)
 		return ret;
-	uint32_t mb = (uint32_t)rs.v[RF__RS_MOMENTUM], wb = (uint32_t)rs.v[RF__RS_WD];
-	int nest = (int)rs.v[RF__RS_NESTEROV], adamw = (int)rs.v[RF__RS_ADAMW];
+	uint32_t mb = (uint32_t)rs->v[RF__RS_MOMENTUM], wb = (uint32_t)rs->v[RF__RS_WD];
+	int nest = (int)rs->v[RF__RS_NESTEROV], adamw = (int)rs->v[RF__RS_ADAMW];
 	float m, wd;
 
 	memcpy(&m, &mb, 4);
@@ -478,7 +478,7 @@ static int rf__check_same_optim(struct rf_trainer *t, const char *path,
 	}
 	if (mb == rf__fbits(t->o.momentum) && wb == rf__fbits(t->o.weight_decay) &&
 	    nest == t->o.nesterov)
-		return rf__check_same_sched(t, path, &rs);
+		return rf__check_same_sched(t, path, rs);
 	rf__trainer_msg(t, "%s: saved by a run with --momentum %g --wd %g%s, this run has "
 			"--momentum %g --wd %g%s", path, (double)m, (double)wd,
 			nest ? " --nesterov" : "", (double)t->o.momentum,
@@ -487,15 +487,10 @@ static int rf__check_same_optim(struct rf_trainer *t, const char *path,
 }
 
 /* The continuation must be the same run: the same seed, batch size, learning rate,
- * training records and optimiser. */
+ * training records and optimiser. rs: meta's run state. */
 static int rf__check_same_run(struct rf_trainer *t, const char *path,
-			      const struct rf_ckpt_meta *meta)
+			      const struct rf_ckpt_meta *meta, const struct rf__runstate *rs)
 {
-	struct rf__runstate rs;
-	int ret = rf__rs_of(t, path, meta, &rs);
-
-	if (ret < 0)
-		return ret;
 	if (meta->seed != t->o.seed)
 		rf__trainer_msg(t, "%s: saved by a run with --seed %" PRIu64 ", this run has "
 				"--seed %" PRIu64, path, meta->seed, t->o.seed);
@@ -505,22 +500,22 @@ static int rf__check_same_run(struct rf_trainer *t, const char *path,
 	else if ((float)meta->lr != t->o.lr)
 		rf__trainer_msg(t, "%s: saved by a run with --lr %g, this run has %g", path,
 				meta->lr, (double)t->o.lr);
-	else if ((int)rs.v[RF__RS_AUGMENT] != t->o.augment)
+	else if ((int)rs->v[RF__RS_AUGMENT] != t->o.augment)
 		rf__trainer_msg(t, "%s: saved by a run %s --augment, this run is %s it", path,
 				t->o.augment ? "without" : "with", t->o.augment ? "with" : "without");
-	else if (rf__rs_has(&rs, RF__RS_TRAIN_COUNT) && rs.v[RF__RS_TRAIN_COUNT] != t->train_view.count)
+	else if (rf__rs_has(rs, RF__RS_TRAIN_COUNT) && rs->v[RF__RS_TRAIN_COUNT] != t->train_view.count)
 		rf__trainer_msg(t, "%s: saved by a run on %" PRIu64 " training records, this "
-				"run has %" PRIu64, path, rs.v[RF__RS_TRAIN_COUNT],
+				"run has %" PRIu64, path, rs->v[RF__RS_TRAIN_COUNT],
 				t->train_view.count);
 	else
-		return rf__check_same_optim(t, path, meta);
+		return rf__check_same_optim(t, path, meta, rs);
 	return -ESTALE;
 }
 
 /* Every replica gets the saved weights (views: padding stays 0); the generator, epoch
  * and step counts continue from the file's. */
 static int rf__restore(struct rf_trainer *t, const char *path, const struct rf_ckpt_meta *meta,
-		       const float *host, const struct rf__mid *mid)
+		       const struct rf__runstate *rs, const float *host, const struct rf__mid *mid)
 {
 	unsigned r, k;
 	int ret = 0;
@@ -551,10 +546,8 @@ static int rf__restore(struct rf_trainer *t, const char *path, const struct rf_c
 		return ret;
 	}
 	rf_engine_wait_var(t->eng, t->prng->var);
-	struct rf__runstate rs;
-	if (rf__rs_get(&rs, meta->extra, meta->extra_len, (char[8]){ 0 }, 8) == 0 &&
-	    rf__rs_has(&rs, RF__RS_PRNG_COUNTER))
-		t->prng->counter = rs.v[RF__RS_PRNG_COUNTER];
+	if (rf__rs_has(rs, RF__RS_PRNG_COUNTER))
+		t->prng->counter = rs->v[RF__RS_PRNG_COUNTER];
 	t->epochs_done = (unsigned)meta->epoch;
 	t->steps = meta->step;
 	t->ebatch = mid->batch;
@@ -568,23 +561,19 @@ static int rf__restore(struct rf_trainer *t, const char *path, const struct rf_c
  * mid->stats is allocated for them. Refuses rows of another replica count and a
  * batch past the epoch. */
 static int rf__mid_of(struct rf_trainer *t, const char *path, const struct rf_ckpt_meta *meta,
-		      struct rf__mid *mid)
+		      const struct rf__runstate *rs, struct rf__mid *mid)
 {
 	uint64_t rows, nb = rf_loader_batches_per_epoch(t->train_ld);
-	struct rf__runstate rs;
-	int ret;
 
 	memset(mid, 0, sizeof(*mid));
-	if ((ret = rf__rs_of(t, path, meta, &rs)) < 0)
-		return ret;
 	/* a file of another batch size: refused later by rf__check_same_run, naming both;
 	 * its batches are not this run's to count */
-	if (!rf__rs_has(&rs, RF__RS_MID_ROWS) || meta->batch_size != t->o.batch_size)
+	if (!rf__rs_has(rs, RF__RS_MID_ROWS) || meta->batch_size != t->o.batch_size)
 		return 0;
-	mid->batch = rs.v[RF__RS_MID_BATCH];
-	memcpy(&mid->loss, &rs.v[RF__RS_MID_LOSS], 8);
-	mid->corr = rs.v[RF__RS_MID_CORR];
-	rows = rs.v[RF__RS_MID_ROWS];
+	mid->batch = rs->v[RF__RS_MID_BATCH];
+	memcpy(&mid->loss, &rs->v[RF__RS_MID_LOSS], 8);
+	mid->corr = rs->v[RF__RS_MID_CORR];
+	rows = rs->v[RF__RS_MID_ROWS];
 	if (mid->batch >= nb && mid->batch) {
 		rf__trainer_msg(t, "%s: taken after batch %" PRIu64 " of epoch %" PRIu64 ", but an "
 				"epoch of this run has %" PRIu64 " batches", path, mid->batch,
@@ -641,9 +630,11 @@ static int rf__load(struct rf_trainer *t, const char *path)
 	 * taken, which says whether it holds every replica's running statistics (a file of
 	 * another model fails in the read, with its own message) */
 	struct rf__mid mid = { 0 };
+	struct rf__runstate rs;
 	int probed = rf_ckpt_probe(path, &probe) >= 0 && !strcmp(probe.model, t->spec->name);
-	if (probed && ((ret = rf__check_same_optim(t, path, &probe)) < 0 ||
-		       (ret = rf__mid_of(t, path, &probe, &mid)) < 0)) {
+	if (probed && ((ret = rf__rs_of(t, path, &probe, &rs)) < 0 ||
+		       (ret = rf__check_same_optim(t, path, &probe, &rs)) < 0 ||
+		       (ret = rf__mid_of(t, path, &probe, &rs, &mid)) < 0)) {
 		free(host);
 		return ret;
 	}
@@ -651,7 +642,9 @@ static int rf__load(struct rf_trainer *t, const char *path)
 	unsigned nb = rf__blobs(t, bl, host, names, &mid);
 	ret = rf__ckpt_read(t, path, &meta, bl, nb);
 	if (ret == 0)
-		ret = rf__check_same_run(t, path, &meta);
+		ret = rf__rs_of(t, path, &meta, &rs); /* the header read now: its own run state */
+	if (ret == 0)
+		ret = rf__check_same_run(t, path, &meta, &rs);
 	/* the header read now must say what the probe said */
 	if (ret == 0 && probed && (meta.extra_len != probe.extra_len ||
 			 memcmp(meta.extra, probe.extra, meta.extra_len) != 0)) {
@@ -666,7 +659,7 @@ static int rf__load(struct rf_trainer *t, const char *path)
 		ret = -EDOM;
 	}
 	if (ret == 0)
-		ret = rf__restore(t, path, &meta, host, &mid);
+		ret = rf__restore(t, path, &meta, &rs, host, &mid);
 	free(mid.stats);
 	free(host);
 	return ret;
