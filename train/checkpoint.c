@@ -145,6 +145,14 @@ static void rf__seal(struct rf__image *im, const struct rf_ckpt_meta *meta, unsi
 	rf__put32(tr + 28, rf__crc(tr, 28));
 }
 
+/* Something other than a regular file at PATH.tmp (a FIFO, a directory) is the user's:
+ * left alone, and the save refused with code. */
+static int rf__tmp_not_regular(int code, const char *path, const char *tmp, mode_t mode)
+{
+	return rf__fail(code, "%s: cannot create %s: it is %s, expected a regular file or "
+			"nothing; previous checkpoint left as it was", path, tmp, rf__ftype(mode));
+}
+
 /* Open PATH.tmp for writing: without blocking (a FIFO there would block open()
  * until a reader came), and only a regular file; one that is not is left alone.
  * Returns the fd (blocking again) or -errno; *created says whether tmp is ours. */
@@ -156,9 +164,7 @@ static int rf__open_tmp(const char *path, const char *tmp, int *created)
 	*created = 0;
 	fd = rf__open_regular(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644, &st, &not_reg);
 	if (fd < 0 && not_reg)
-		return rf__fail(fd, "%s: cannot create %s: it is %s, expected a regular file or "
-				"nothing; previous checkpoint left as it was", path, tmp,
-				rf__ftype(st.st_mode));
+		return rf__tmp_not_regular(fd, path, tmp, st.st_mode);
 	if (fd < 0)
 		return rf__fail(fd, "%s: cannot create %s: %s", path, tmp, strerror(-fd));
 	*created = 1;
@@ -268,9 +274,8 @@ static int rf__save(struct rf_ring *ring, const char *path, const char *tmp,
 	 * regular file there (a FIFO, a directory) is the user's, left alone and refused */
 	struct stat st;
 	if (stat(tmp, &st) == 0 && !S_ISREG(st.st_mode)) {
-		ret = rf__fail(S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL, "%s: cannot create %s: it "
-			       "is %s, expected a regular file or nothing; previous checkpoint "
-			       "left as it was", path, tmp, rf__ftype(st.st_mode));
+		ret = rf__tmp_not_regular(S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL, path, tmp,
+					  st.st_mode);
 		goto out;
 	}
 	fd = rf__open_anon(path);
@@ -355,32 +360,24 @@ int rf_ckpt_save(struct rf_ring *ring, const char *path, const struct rf_ckpt_me
 		return ret;
 	}
 	int afd;
+	/* the previous file at path is untouched until the file is named over it */
 	ret = rf__save(ring, path, tmp, meta, blobs, n, &afd); /* removes tmp on error */
-	if (ret < 0) {
-		/* nothing more: the previous file at path was never touched */
-	} else if (afd >= 0) {
+	if (ret == 0 && afd >= 0) {
 		ret = rf__publish_anon(afd, tmp, path);
 		if (close(afd) < 0 && ret == 0)
 			ret = -errno;
 		if (ret < 0)
 			rf__fail(ret, "%s: publishing the written file (link as %s, rename): %s; "
 				 "previous checkpoint left as it was", path, tmp, strerror(-ret));
-		else
-			ret = rf__fsync_dir(ring, path);
-		if (ret < 0 && !strstr(rf_last_error(), "publishing"))
-			rf__fail(ret, "%s: written and renamed, but fsync of its directory "
-				 "failed: %s", path, strerror(-ret));
-	} else if (rename(tmp, path) < 0) {
+	} else if (ret == 0 && rename(tmp, path) < 0) {
 		ret = -errno;
 		rf__fail(ret, "%s: rename from %s: %s; previous checkpoint left as it was",
 			 path, tmp, strerror(-ret));
 		unlink(tmp);
-	} else {
-		ret = rf__fsync_dir(ring, path);
-		if (ret < 0)
-			rf__fail(ret, "%s: written and renamed, but fsync of its directory "
-				 "failed: %s", path, strerror(-ret));
 	}
+	if (ret == 0 && (ret = rf__fsync_dir(ring, path)) < 0)
+		rf__fail(ret, "%s: written and renamed, but fsync of its directory failed: %s",
+			 path, strerror(-ret));
 	if (own)
 		rf_ring_destroy(ring);
 	free(tmp);
