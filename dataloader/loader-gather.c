@@ -103,13 +103,13 @@ static int rf__gather_run(void *ctx)
 		unsigned H = ds->shape[ds->ndim - 2], W = ds->shape[ds->ndim - 1];
 		for (i = 0; i < j->n; i++) {
 			int dy, dx, flip;
-			uint8_t *dst = l->fused ? l->gscratch : s->stage + (size_t)i * pb;
+			uint8_t *dst = rf__fused(l) ? l->gscratch : s->stage + (size_t)i * pb;
 			rf_loader_augment_of(&l->o, j->epoch, j->idx[i], &dy, &dx, &flip);
 			rf__augment_copy(dst, j->pp[i], C, H, W, dy, dx, flip);
-			if (l->fused)
+			if (rf__fused(l))
 				rf__decode_rec(l, s, rf__xrow(l, s, i), dst);
 		}
-	} else if (l->fused) {
+	} else if (rf__fused(l)) {
 		for (i = 0; i < j->n; i++)
 			rf__decode_rec(l, s, rf__xrow(l, s, i), j->pp[i]);
 	} else {
@@ -169,7 +169,7 @@ int rf__push_gather(struct rf_loader *l, struct rf__gjob *j)
 	memcpy(reads, j->reads, nr * sizeof(reads[0])); /* j may be gone when push returns */
 
 	for (k = 0; k < l->K; k++) {
-		writes[nw++] = l->fused ? s->x[k]->var : s->su[k]->var;
+		writes[nw++] = rf__fused(l) ? s->x[k]->var : s->su[k]->var;
 		if (s->yh[k])
 			writes[nw++] = s->yh[k]->var;
 	}

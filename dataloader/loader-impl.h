@@ -105,10 +105,7 @@ struct rf_loader {
 	int mode, labels;
 	int remote;                    /* the devices' memory is not host memory: batches
 					* are staged on the host and copied over */
-	int fused;                     /* !remote: the gather decodes each record straight
-					* into the batch's f32 tensors (no staging copy and
-					* no decode op: a third less memory traffic) */
-	uint8_t *gscratch;             /* fused with augmentation: one record */
+	uint8_t *gscratch;             /* rf__fused with augmentation: one record */
 	unsigned K, N;            /* shards (devices), full slots */
 	unsigned T, base;         /* shards per batch over all processes; our first */
 	size_t pb;                /* payload bytes */
@@ -167,6 +164,13 @@ struct rf_loader {
 	unsigned nlog;
 };
 
+/* Host devices (!remote): the gather decodes each record straight into the batch's
+ * f32 tensors -- no u8 staging, no staging copy and no decode op. */
+static inline int rf__fused(const struct rf_loader *l)
+{
+	return !l->remote;
+}
+
 static inline size_t rf__round(size_t v, size_t a)
 {
 	return (v + a - 1) / a * a;
@@ -212,8 +216,8 @@ void rf__slots_free(struct rf_loader *l);
 int rf__clear_slot(struct rf_loader *l, struct rf__slot *s);
 
 /* ---- loader-decode.c ---- */
-/* Push the decode of slot s (batch t) onto every device. */
-int rf__push_decode(struct rf_loader *l, struct rf__slot *s, uint64_t t);
+/* Push the decode of slot s onto every device (none when rf__fused). */
+int rf__push_decode(struct rf_loader *l, struct rf__slot *s);
 
 /* The rows [*lo, *hi) of a batch of n records that this loader's shards take. */
 static inline void rf__local_rows(const struct rf_loader *l, unsigned n, unsigned *lo,

@@ -16,7 +16,7 @@ static int rf__make_shard(struct rf_loader *l, struct rf__slot *s, unsigned si, 
 	struct rf_device *hd = l->remote ? l->host : d;
 	char name[40];
 
-	if (!l->fused) { /* fused: the gather writes x itself, no u8 staging */
+	if (!rf__fused(l)) { /* fused: the gather writes x itself, no u8 staging */
 		snprintf(name, sizeof(name), "loader.u8[%u].%u", si, i);
 		rf_tensor_wrap(hd, s->stage + (size_t)a * l->pb, RF_U8, name, nd, shape, &s->su[i]);
 		if (!s->su[i])
@@ -59,7 +59,7 @@ static int rf__make_slot(struct rf_loader *l, struct rf__slot *s, unsigned cap, 
 	rf__local_rows(l, cap, &lo, &hi);
 	s->cap = hi - lo;
 	s->stage = mem;
-	s->lab = (int32_t *)(mem + (l->fused ? 0 : rf__round((size_t)s->cap * l->pb, 64)));
+	s->lab = (int32_t *)(mem + (rf__fused(l) ? 0 : rf__round((size_t)s->cap * l->pb, 64)));
 	for (i = 0; i < l->K; i++) {
 		int64_t shape[RF_TENSOR_MAX_DIMS] = { 0 };
 		int nd = 1 + (int)ds->ndim;
@@ -88,7 +88,7 @@ static size_t rf__slot_bytes(const struct rf_loader *l, unsigned cap)
 
 	rf__local_rows(l, cap, &lo, &hi);
 	cap = hi - lo;
-	return rf__round((l->fused ? 0 : rf__round((size_t)cap * l->pb, 64)) + (size_t)cap * 4,
+	return rf__round((rf__fused(l) ? 0 : rf__round((size_t)cap * l->pb, 64)) + (size_t)cap * 4,
 			 4096);
 }
 

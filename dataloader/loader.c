@@ -132,7 +132,7 @@ static int rf__finish_create(struct rf_loader *l)
 		l->cpos = malloc(l->C * sizeof(*l->cpos));
 	if (!l->order || (l->mode == RF__SPAN && !l->cpos))
 		return rf__fail(-ENOMEM, "loader: %s", strerror(ENOMEM));
-	if (l->fused && (l->o.crop_pad || l->o.hflip) && !(l->gscratch = malloc(l->pb)))
+	if (rf__fused(l) && (l->o.crop_pad || l->o.hflip) && !(l->gscratch = malloc(l->pb)))
 		return rf__fail(-ENOMEM, "loader: %s", strerror(ENOMEM));
 	l->st.direct = l->direct;
 	l->st.registered = l->registered;
@@ -161,9 +161,6 @@ int rf_loader_create(struct rf_loader **out, struct rf_engine *e, const struct r
 		free(l);
 		return ret;
 	}
-	/* Host devices: the gather decodes (common/decode.c, the CPU decode op's own
-	 * function, so the batches hold the same bits); no u8 staging is needed. */
-	l->fused = !l->remote;
 	ret = rf__open_sources(l);
 	if (!ret)
 		ret = rf__units_create(l);
@@ -289,7 +286,7 @@ int rf_loader_next(struct rf_loader *l, struct rf_batch *b)
 	}
 	ret = rf__push_gather(l, j);
 	if (!ret)
-		ret = rf__push_decode(l, s, t);
+		ret = rf__push_decode(l, s);
 	if (ret < 0)
 		return ret;
 	rf__fill_batch(l, b, si, hi - lo, n);
