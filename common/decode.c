@@ -9,9 +9,9 @@
  * - otherwise, n >= 1024: a u8 has 256 values, computed once and looked up;
  * - otherwise the formula. */
 #include <stdint.h>
-#include <stdlib.h>
 
 #include "decode.h"
+#include "rf-internal.h"
 
 #if defined(__GNUC__) && !defined(__clang__)
 #define RF__NOFMA __attribute__((optimize("fp-contract=off")))
@@ -31,11 +31,8 @@ RF__NOFMA
 static void rf__formula(float *restrict out, const uint8_t *restrict in, size_t n, float scale,
 			float mean, float std)
 {
-	for (size_t i = 0; i < n; i++) {
-		float t = (float)in[i] * scale;
-		t = t - mean;
-		out[i] = t / std;
-	}
+	for (size_t i = 0; i < n; i++)
+		out[i] = rf__one(in[i], scale, mean, std);
 }
 
 static void rf__scale_def(float *restrict out, const uint8_t *restrict in, size_t n, float scale)
@@ -47,28 +44,6 @@ static void rf__scale_def(float *restrict out, const uint8_t *restrict in, size_
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 #define RF__DEC_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2")))
-
-/* The CPU kernels' rule (devices/cpu/isa.c): AVX-512 where the CPU and OS have it,
- * unless RF_KERNELS_NO_AVX512 is set. Decided once per process: the loader calls this
- * per record (1.4 M times an epoch for Fashion-MNIST-sized records), and getenv per
- * call cost more than the decode. Threads racing to decide all store the same value. */
-static int rf__avx512(void)
-{
-	static int known = -1;
-	int v = __atomic_load_n(&known, __ATOMIC_RELAXED);
-
-	if (v >= 0)
-		return v;
-	__builtin_cpu_init();
-	v = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-	    __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
-	if (v) {
-		const char *e = getenv("RF_KERNELS_NO_AVX512");
-		v = !(e && *e && *e != '0');
-	}
-	__atomic_store_n(&known, v, __ATOMIC_RELAXED);
-	return v;
-}
 
 RF__DEC_AVX512 static void rf__scale_avx512(float *out, const uint8_t *in, size_t n, float scale,
 					    int stream)
@@ -99,7 +74,7 @@ void rf__decode_u8_f32(float *restrict out, const uint8_t *restrict in, size_t n
 {
 	if (mean == 0.0f && std == 1.0f) {
 #ifdef RF__DEC_AVX512
-		if (rf__avx512()) {
+		if (rf__isa_avx512()) {
 			rf__scale_avx512(out, in, n, scale, stream);
 			return;
 		}

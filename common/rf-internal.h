@@ -27,6 +27,12 @@ int rf__fail_under(int code, const char *fmt, ...) RF__PRINTF(2, 3);
  * thread's rf_last_error(); returns code. */
 int rf__fail_into(char *buf, size_t len, int code, const char *fmt, ...) RF__PRINTF(4, 5);
 
+/* 1 when host code may use AVX-512 (with AVX2 and FMA): the CPU and OS support it and
+ * the environment does not set RF_KERNELS_NO_AVX512 (not "0"). Decided once per
+ * process, so that it is cheap to ask per call (the loader's decode asks per record)
+ * and every caller -- the CPU kernels, the host decode -- takes the same path. */
+int rf__isa_avx512(void);
+
 struct stat;
 
 /* file.c: what a file of mode m is, for messages: "a directory", "a FIFO", "a socket",
