@@ -4,7 +4,9 @@
  * large reads. With "eio=0.05,short=0.3", failed reads surface as poisoned batches
  * whose messages name the file and the offset; every other batch is correct, no
  * record is served twice, served + lost = count (never a silently short epoch), and
- * nothing crashes. Three epochs per case. */
+ * nothing crashes. Three epochs per case, with the default bound on reads in flight and
+ * with one read at a time (rf_loader_opts.read_bytes 1: every read waits in the queue,
+ * and a failed one must not stall those behind it). */
 #include "test-loader-util.h"
 
 static void run(const char *path, const char *spec, struct rf_loader_opts o, int want_fail)
@@ -73,5 +75,9 @@ int main(void)
 	o.batch = 16;
 	run(large, "short=0.3,seed=3", o, 0);
 	run(large, "eio=0.05,short=0.3,seed=4", o, 1);
+	o.read_bytes = 1;
+	run(large, "eio=0.1,short=0.2,seed=9", o, 1);
+	o.batch = 64;
+	run(small, "eio=0.1,short=0.2,seed=9", o, 1);
 	return 0;
 }

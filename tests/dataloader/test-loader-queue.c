@@ -12,9 +12,7 @@
  * - batches hold exactly the bits of x = (u8 * scale - mean) / std rounded step by
  *   step (the gather decodes host batches itself: the multiply-only, table and
  *   formula paths of common/decode.c);
- * - with reads failing (RF_FAULT_INJECT eio) under a bound of one read, failed batches
- *   are reported, the rest are right, and nothing hangs (test-loader-fault does the
- *   default bound). */
+ * Failing reads under a bound of one read: test-loader-fault. */
 #include "test-loader-util.h"
 
 struct qrun {
@@ -144,42 +142,6 @@ static void exact(const char *path, float scale, float mean, float std, unsigned
 	tl_close(&v);
 }
 
-/* Failing reads under a bound of one read: reported, the rest right, no hang. */
-static void faults(const char *path, struct rf_loader_opts o)
-{
-	struct tl_env v;
-	struct rf_dataset ds;
-	struct rf_loader *l;
-	struct tl_run r;
-	uint64_t failed, total = 0;
-
-	CHECK(setenv("RF_FAULT_INJECT", "eio=0.1,short=0.2,seed=9", 1) == 0);
-	tl_open(&v, 1);
-	CHECK(unsetenv("RF_FAULT_INJECT") == 0);
-	CHECK_OPEN(rf_dataset_open_rfrec(&ds, path, 0), rf_last_error());
-	tl_run_init(&r, &ds);
-	o.devices = v.dev;
-	o.ndevices = 1;
-	o.read_bytes = 1;
-	CHECK_OPEN(rf_loader_create(&l, v.e, &ds, &o), rf_last_error());
-	for (int ep = 0; ep < 2; ep++) {
-		uint64_t lost = 0;
-		tl_epoch(&v, l, &r, &failed, path);
-		for (uint64_t t = 0; t < r.nb; t++)
-			if (!r.b[t].checked)
-				lost += r.b[t].b.n;
-		CHECK_EQ(r.records + lost, ds.count);
-		total += failed;
-	}
-	printf("%s: faults under one read in flight: %" PRIu64 " failed batches of %" PRIu64
-	       "; last: %s\n", t_base(path), total, 2 * r.nb, rf_loader_last_error(l));
-	CHECK(total > 0);
-	rf_loader_destroy(l);
-	tl_run_free(&r);
-	rf_dataset_close(&ds);
-	tl_close(&v);
-}
-
 int main(void)
 {
 	struct rf_loader_opts o = { 0 };
@@ -217,10 +179,5 @@ int main(void)
 		exact(small, 1.0f / 255.0f, 0.2860f, 0.3530f, ndev);  /* the formula */
 		exact(small, 0.5f, 0.0f, 1.0f, ndev);
 	}
-
-	o.batch = 16;
-	faults(large, o);
-	o.batch = 64;
-	faults(small, o);
 	return 0;
 }
