@@ -33,7 +33,7 @@ enum rf__opcode {
 	RF__OP_CONV_BWD_FILTER_POOL_RELU, RF__OP_AVGPOOL_FWD, RF__OP_AVGPOOL_BWD,
 	RF__OP_RELU_AVGPOOL2_FWD, RF__OP_AVGPOOL2_RELU_BWD, RF__OP_MAXPOOL_FWD,
 	RF__OP_MAXPOOL_BWD, RF__OP_GAP_FWD, RF__OP_GAP_BWD, RF__OP_BN_TRAIN, RF__OP_BN_EVAL,
-	RF__OP_BN_BWD, RF__OP_SGD, RF__OP_SGD_MOMENTUM, RF__OP_ADAMW, RF__OP_AXPY,
+	RF__OP_BN_BWD, RF__OP_BN_RELU_TRAIN, RF__OP_BN_RELU_EVAL, RF__OP_BN_RELU_BWD, RF__OP_SGD, RF__OP_SGD_MOMENTUM, RF__OP_ADAMW, RF__OP_AXPY,
 	RF__OP_SCALE, RF__OP_SUM, RF__OP_ADD_RELU, RF__OP_FILL, RF__OP_U8_F32, RF__OP_U8_I32,
 	RF__OP_RAND_UNIFORM, RF__OP_RAND_NORMAL, RF__OP_CONVERT, RF__OP_COPY, RF__OP_HOST,
 	RF__OP_COUNT
@@ -43,7 +43,7 @@ enum rf__opcode {
  * anything (bytes). */
 enum rf__okind { RF__OK_FLOAT, RF__OK_I32, RF__OK_U8, RF__OK_ANY };
 
-#define RF__OP_NT 8                      /* operands of a fixed-arity op, at most */
+#define RF__OP_NT 9                      /* operands of a fixed-arity op, at most */
 #define RF__OP_SUM_MAX 63                /* inputs of RF__OP_SUM, at most */
 
 /* An opcode's signature (op-sig.c): its public name (ops.h's function without rf_),
@@ -111,6 +111,10 @@ struct rf__op {
 		struct { struct rf__tref y, mean, invstd, run_mean, run_var, x, gamma, beta; } bn_train;
 		struct { struct rf__tref y, x, gamma, beta, run_mean, run_var; } bn_eval;
 		struct { struct rf__tref dx, dgamma, dbeta, dy, x, mean, invstd, gamma; } bn_bwd;
+		/* batch norm with its ReLU: bn_train / bn_eval's operands, and bn_bwd's with
+		 * the forward's output y after them (dy is masked by y > 0) */
+		struct { struct rf__tref dx, dgamma, dbeta, dy, x, mean, invstd, gamma, y; }
+			bn_relu_bwd;
 		struct { struct rf__tref w, g; } sgd;
 		struct { struct rf__tref w, v, g; } sgd_momentum;
 		struct { struct rf__tref w, m, v, g; } adamw;

@@ -34,6 +34,7 @@ static inline int rf__conv2d_ow(const struct rf__conv2d *s)
 struct rf__bn {
 	int n, c, hw;
 	float eps, momentum;
+	int relu;       /* forward: y = max(bn(x), 0); backward: dy masked by y > 0 */
 };
 /* 0 if s describes a conv2d (a kernel that fits the padded input, stride >= 0 with
  * 0 taken as 1, pad >= 0 and smaller than the kernel), else -EINVAL */

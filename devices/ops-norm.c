@@ -51,19 +51,19 @@ static int rf__same_shape(const char *fn, struct rf_tensor *a, struct rf_tensor 
 	return 0;
 }
 
-static void rf__bn_params(struct rf__op *op, const struct rf__nchw *g, float eps, float momentum)
+static void rf__bn_params(struct rf__op *op, const struct rf__nchw *g, float eps, float momentum,
+			  int relu)
 {
-	op->p.bn.s = (struct rf__bn){ g->n, g->c, g->h * g->w, eps, momentum };
+	op->p.bn.s = (struct rf__bn){ g->n, g->c, g->h * g->w, eps, momentum, relu };
 	op->p.bn.h = g->h;
 	op->p.bn.w = g->w;
 }
 
-int rf_batchnorm_fwd(struct rf_stream *s, struct rf_tensor *y, struct rf_tensor *mean,
-		     struct rf_tensor *invstd, struct rf_tensor *run_mean,
-		     struct rf_tensor *run_var, struct rf_tensor *x, struct rf_tensor *gamma,
-		     struct rf_tensor *beta, int train, float eps, float momentum)
+static int rf__bn_fwd(const char *fn, int relu, struct rf_stream *s, struct rf_tensor *y,
+		      struct rf_tensor *mean, struct rf_tensor *invstd, struct rf_tensor *run_mean,
+		      struct rf_tensor *run_var, struct rf_tensor *x, struct rf_tensor *gamma,
+		      struct rf_tensor *beta, int train, float eps, float momentum)
 {
-	static const char fn[] = "rf_batchnorm_fwd";
 	struct rf__nchw g;
 	struct rf__b b;
 	struct rf__op *op;
@@ -97,9 +97,9 @@ int rf_batchnorm_fwd(struct rf_stream *s, struct rf_tensor *y, struct rf_tensor 
 		return rf__bad(fn, "evaluation needs run_mean and run_var");
 	}
 	if (train) {
-		RF__TRY(rf__b_init(&b, fn, RF__OP_BN_TRAIN, NULL, 0));
+		RF__TRY(rf__b_init(&b, fn, relu ? RF__OP_BN_RELU_TRAIN : RF__OP_BN_TRAIN, NULL, 0));
 		op = b.c;
-		rf__bn_params(op, &g, eps, momentum);
+		rf__bn_params(op, &g, eps, momentum, relu);
 		rf__b_set(&b, &op->o.bn_train.x, x);
 		rf__b_set(&b, &op->o.bn_train.gamma, gamma);
 		rf__b_set(&b, &op->o.bn_train.beta, beta);
@@ -109,9 +109,9 @@ int rf_batchnorm_fwd(struct rf_stream *s, struct rf_tensor *y, struct rf_tensor 
 		rf__b_set(&b, &op->o.bn_train.run_mean, run_mean);
 		rf__b_set(&b, &op->o.bn_train.run_var, run_var);
 	} else {
-		RF__TRY(rf__b_init(&b, fn, RF__OP_BN_EVAL, NULL, 0));
+		RF__TRY(rf__b_init(&b, fn, relu ? RF__OP_BN_RELU_EVAL : RF__OP_BN_EVAL, NULL, 0));
 		op = b.c;
-		rf__bn_params(op, &g, eps, momentum);
+		rf__bn_params(op, &g, eps, momentum, relu);
 		rf__b_set(&b, &op->o.bn_eval.x, x);
 		rf__b_set(&b, &op->o.bn_eval.gamma, gamma);
 		rf__b_set(&b, &op->o.bn_eval.beta, beta);
@@ -122,11 +122,29 @@ int rf_batchnorm_fwd(struct rf_stream *s, struct rf_tensor *y, struct rf_tensor 
 	return rf__b_push(&b, s, y->dev);
 }
 
-int rf_batchnorm_bwd(struct rf_stream *s, struct rf_tensor *dx, struct rf_tensor *dgamma,
-		     struct rf_tensor *dbeta, struct rf_tensor *dy, struct rf_tensor *x,
-		     struct rf_tensor *mean, struct rf_tensor *invstd, struct rf_tensor *gamma)
+int rf_batchnorm_fwd(struct rf_stream *s, struct rf_tensor *y, struct rf_tensor *mean,
+		     struct rf_tensor *invstd, struct rf_tensor *run_mean,
+		     struct rf_tensor *run_var, struct rf_tensor *x, struct rf_tensor *gamma,
+		     struct rf_tensor *beta, int train, float eps, float momentum)
 {
-	static const char fn[] = "rf_batchnorm_bwd";
+	return rf__bn_fwd("rf_batchnorm_fwd", 0, s, y, mean, invstd, run_mean, run_var, x, gamma,
+			  beta, train, eps, momentum);
+}
+
+int rf_batchnorm_relu_fwd(struct rf_stream *s, struct rf_tensor *y, struct rf_tensor *mean,
+			  struct rf_tensor *invstd, struct rf_tensor *run_mean,
+			  struct rf_tensor *run_var, struct rf_tensor *x, struct rf_tensor *gamma,
+			  struct rf_tensor *beta, int train, float eps, float momentum)
+{
+	return rf__bn_fwd("rf_batchnorm_relu_fwd", 1, s, y, mean, invstd, run_mean, run_var, x,
+			  gamma, beta, train, eps, momentum);
+}
+
+static int rf__bn_bwd(const char *fn, struct rf_stream *s, struct rf_tensor *dx,
+		      struct rf_tensor *dgamma, struct rf_tensor *dbeta, struct rf_tensor *dy,
+		      struct rf_tensor *x, struct rf_tensor *mean, struct rf_tensor *invstd,
+		      struct rf_tensor *gamma, struct rf_tensor *y)
+{
 	struct rf__nchw g;
 	struct rf__b b;
 	struct rf__op *op;
@@ -139,15 +157,23 @@ int rf_batchnorm_bwd(struct rf_stream *s, struct rf_tensor *dx, struct rf_tensor
 	RF__TRY(rf__same_shape(fn, x, dx));
 	if (dx->data == dy->data || dx->data == x->data)
 		return rf__bad(fn, "dx must not alias dy or x");
+	if (y) {
+		RF__TRY(rf__need_float(fn, "y", y, 4));
+		RF__TRY(rf__same_shape(fn, x, y));
+		if (dx->data == y->data)
+			return rf__bad(fn, "dx must not alias y");
+	}
 	RF__TRY(rf__vec(fn, "dgamma", dgamma, (size_t)g.c));
 	RF__TRY(rf__vec(fn, "dbeta", dbeta, (size_t)g.c));
 	RF__TRY(rf__vec(fn, "mean", mean, (size_t)g.c));
 	RF__TRY(rf__vec(fn, "invstd", invstd, (size_t)g.c));
 	RF__TRY(rf__vec(fn, "gamma", gamma, (size_t)g.c));
-	RF__TRY(rf__b_init(&b, fn, RF__OP_BN_BWD, NULL, 0));
+	RF__TRY(rf__b_init(&b, fn, y ? RF__OP_BN_RELU_BWD : RF__OP_BN_BWD, NULL, 0));
 	op = b.c;
 	/* eps for the backends whose backward wants the forward's: 1e-5 (ops.h) */
-	rf__bn_params(op, &g, 1e-5f, 0.0f);
+	rf__bn_params(op, &g, 1e-5f, 0.0f, y != NULL);
+	if (y)
+		rf__b_set(&b, &op->o.bn_relu_bwd.y, y);
 	rf__b_set(&b, &op->o.bn_bwd.dy, dy);
 	rf__b_set(&b, &op->o.bn_bwd.x, x);
 	rf__b_set(&b, &op->o.bn_bwd.mean, mean);
@@ -157,6 +183,25 @@ int rf_batchnorm_bwd(struct rf_stream *s, struct rf_tensor *dx, struct rf_tensor
 	rf__b_set(&b, &op->o.bn_bwd.dgamma, dgamma);
 	rf__b_set(&b, &op->o.bn_bwd.dbeta, dbeta);
 	return rf__b_push(&b, s, dx->dev);
+}
+
+int rf_batchnorm_bwd(struct rf_stream *s, struct rf_tensor *dx, struct rf_tensor *dgamma,
+		     struct rf_tensor *dbeta, struct rf_tensor *dy, struct rf_tensor *x,
+		     struct rf_tensor *mean, struct rf_tensor *invstd, struct rf_tensor *gamma)
+{
+	return rf__bn_bwd("rf_batchnorm_bwd", s, dx, dgamma, dbeta, dy, x, mean, invstd, gamma,
+			  NULL);
+}
+
+int rf_batchnorm_relu_bwd(struct rf_stream *s, struct rf_tensor *dx, struct rf_tensor *dgamma,
+			  struct rf_tensor *dbeta, struct rf_tensor *dy, struct rf_tensor *y,
+			  struct rf_tensor *x, struct rf_tensor *mean, struct rf_tensor *invstd,
+			  struct rf_tensor *gamma)
+{
+	if (!y)
+		return rf__fail(-EINVAL, "rf_batchnorm_relu_bwd: y (the forward's output) is NULL");
+	return rf__bn_bwd("rf_batchnorm_relu_bwd", s, dx, dgamma, dbeta, dy, x, mean, invstd,
+			  gamma, y);
 }
 
 /* y is x pooled k x k at stride st */

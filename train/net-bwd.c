@@ -187,11 +187,21 @@ static int rf__layer_bwd(struct rf_model *m, struct rf_model_acts *a, unsigned i
 	}
 	case RF_LAYER_BN:
 		RF__TRY(rf__grad_new(m, a, in, &dx));
-		ret = rf_batchnorm_bwd(s, dx, gp[0], gp[1], g, x, a->mean[i], a->invstd[i], p[0]);
+		if (i + 1 < a->nt && a->fused[i + 1])   /* with its ReLU (net.c): g unmasked */
+			ret = rf_batchnorm_relu_bwd(s, dx, gp[0], gp[1], g, a->node[i + 2], x,
+						    a->mean[i], a->invstd[i], p[0]);
+		else
+			ret = rf_batchnorm_bwd(s, dx, gp[0], gp[1], g, x, a->mean[i], a->invstd[i],
+					       p[0]);
 		break;
 	case RF_LAYER_RELU:
 		if (!a->need[in])
 			return 0;
+		if (a->fused[i] && sp->table[i - 1].kind == RF_LAYER_BN) {
+			/* the batch norm's fused backward masks g: handed on as it is */
+			a->dg[i + 1] = NULL;
+			return rf__contrib(m, a, in, g);
+		}
 		if (rf__refs(a, g) == 1 && g != a->node[a->nt]) {
 			RF__TRY(rf_relu_bwd(s, g, g, y));
 			a->dg[i + 1] = NULL;          /* handed on, not freed */

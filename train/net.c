@@ -209,6 +209,8 @@ static int rf__plan(struct rf_model *m, struct rf_model_acts *a)
 	const struct rf_model_spec *sp = m->spec;
 	int fuse = rf__fuses(m, "relu_avgpool2d_fwd") && rf__fuses(m, "avgpool2d_relu_bwd"), ret;
 	int fuse_add = rf__fuses(m, "add_relu_fwd");
+	int fuse_bn = rf__fuses(m, a->train ? "batchnorm_relu_fwd" : "batchnorm_relu_eval") &&
+		      (!a->train || rf__fuses(m, "batchnorm_relu_bwd"));
 	int64_t sh[4];
 
 	for (unsigned i = 0; i < a->nt; i++) {
@@ -252,6 +254,11 @@ static int rf__plan(struct rf_model *m, struct rf_model_acts *a)
 		if (fuse_add && l->kind == RF_LAYER_RELU && i > 0 && f->in == (int)i &&
 		    sp->table[i - 1].kind == RF_LAYER_ADD && sp->info[i - 1].uses == 1)
 			a->fused[i] = 1;
+		/* so is a ReLU on a batch norm read by nothing else (ResNet-18's seventeen):
+		 * its backward then masks dy inside the batch norm's */
+		if (fuse_bn && l->kind == RF_LAYER_RELU && i > 0 && f->in == (int)i &&
+		    sp->table[i - 1].kind == RF_LAYER_BN && sp->info[i - 1].uses == 1)
+			a->fused[i] = 1;
 	}
 	return 0;
 }
@@ -285,6 +292,10 @@ static int rf__layer_fwd(struct rf_model *m, struct rf_model_acts *a, unsigned i
 	case RF_LAYER_CONV:
 		return rf_conv2d_fwd(s, y, x, cp[0], l->bias ? cp[1] : NULL, st, l->pad);
 	case RF_LAYER_BN:
+		if (i + 1 < a->nt && a->fused[i + 1])
+			return rf_batchnorm_relu_fwd(s, T[i + 2], a->mean[i], a->invstd[i],
+						     m->b[f->b0], m->b[f->b0 + 1], x, p[0], p[1],
+						     a->train, 1e-5f, 0.1f);
 		return rf_batchnorm_fwd(s, y, a->mean[i], a->invstd[i], m->b[f->b0], m->b[f->b0 + 1],
 					x, p[0], p[1], a->train, 1e-5f, 0.1f);
 	case RF_LAYER_RELU:

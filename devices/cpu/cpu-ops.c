@@ -76,6 +76,8 @@ size_t rf__cpu_workspace(const struct rf_device *d, const struct rf__op *op, int
 	if (rf__conv_op(op->code))
 		ws = min ? rf__k_conv2d_workspace_min(&op->p.conv.s)
 			 : rf__k_conv2d_workspace_size(&op->p.conv.s);
+	else if (op->code == RF__OP_BN_RELU_BWD)   /* one plane of dy masked by y > 0 */
+		ws = rf__round((size_t)op->p.bn.s.hw * sizeof(float));
 	return ws + rf__stage_bytes(op);
 }
 
@@ -209,21 +211,23 @@ static int rf__cpu_run(struct rf__op *op)
 		rf__k_gavgpool_bwd(D(op->o.gap_bwd.dx), C(op->o.gap_bwd.dy),
 				   (size_t)op->p.pool.n * op->p.pool.c, op->p.pool.h * op->p.pool.w);
 		break;
-	case RF__OP_BN_TRAIN:
+	case RF__OP_BN_TRAIN: case RF__OP_BN_RELU_TRAIN:
 		ret = rf__k_bn_fwd_train(&op->p.bn.s, D(op->o.bn_train.y), D(op->o.bn_train.mean),
 					 D(op->o.bn_train.invstd), D(op->o.bn_train.run_mean),
 					 D(op->o.bn_train.run_var), C(op->o.bn_train.x),
 					 C(op->o.bn_train.gamma), C(op->o.bn_train.beta));
 		break;
-	case RF__OP_BN_EVAL:
+	case RF__OP_BN_EVAL: case RF__OP_BN_RELU_EVAL:
 		ret = rf__k_bn_fwd_eval(&op->p.bn.s, D(op->o.bn_eval.y), C(op->o.bn_eval.x),
 					C(op->o.bn_eval.gamma), C(op->o.bn_eval.beta),
 					C(op->o.bn_eval.run_mean), C(op->o.bn_eval.run_var));
 		break;
-	case RF__OP_BN_BWD:
+	case RF__OP_BN_BWD: case RF__OP_BN_RELU_BWD:
 		ret = rf__k_bn_bwd(&op->p.bn.s, D(op->o.bn_bwd.dx), D(op->o.bn_bwd.dgamma),
 				   D(op->o.bn_bwd.dbeta), C(op->o.bn_bwd.dy), C(op->o.bn_bwd.x),
-				   C(op->o.bn_bwd.mean), C(op->o.bn_bwd.invstd), C(op->o.bn_bwd.gamma));
+				   C(op->o.bn_bwd.mean), C(op->o.bn_bwd.invstd), C(op->o.bn_bwd.gamma),
+				   op->code == RF__OP_BN_RELU_BWD ? C(op->o.bn_relu_bwd.y) : NULL,
+				   op->ws_bytes >= (size_t)op->p.bn.s.hw * sizeof(float) ? op->ws : NULL);
 		break;
 	case RF__OP_SGD:
 		rf__k_sgd(D(op->o.sgd.w), C(op->o.sgd.g), op->p.sgd.n, rf__sgd_lr(op), op->p.sgd.wd);

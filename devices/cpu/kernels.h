@@ -157,10 +157,12 @@ int rf__k_bn_fwd_train(const struct rf__bn *s, float *y, float *mean, float *inv
 int rf__k_bn_fwd_eval(const struct rf__bn *s, float *y, const float *x, const float *gamma,
 		     const float *beta, const float *run_mean, const float *run_var);
 /* Backward of the training forward: dgamma (c), dbeta (c) overwritten; dx (n, c, hw)
- * from dy, the forward input x and the kept mean and invstd (dx aliases neither). */
+ * from dy, the forward input x and the kept mean and invstd (dx aliases neither).
+ * y (the fused forward's output, s->relu) or NULL: dy is taken as dy * (y > 0), masked a
+ * plane at a time into t (hw floats). */
 int rf__k_bn_bwd(const struct rf__bn *s, float *dx, float *dgamma, float *dbeta,
 		const float *dy, const float *x, const float *mean, const float *invstd,
-		const float *gamma);
+		const float *gamma, const float *y, float *t);
 
 /* ---- optimiser and vector helpers ------------------------------------------ */
 

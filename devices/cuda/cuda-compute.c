@@ -18,6 +18,8 @@
 static int rf__dnn_op(enum rf__opcode code)
 {
 	return code == RF__OP_BN_TRAIN || code == RF__OP_BN_EVAL || code == RF__OP_BN_BWD ||
+	       code == RF__OP_BN_RELU_TRAIN || code == RF__OP_BN_RELU_EVAL ||
+	       code == RF__OP_BN_RELU_BWD ||
 	       code == RF__OP_MAXPOOL_FWD || code == RF__OP_MAXPOOL_BWD || code == RF__OP_GAP_FWD ||
 	       code == RF__OP_GAP_BWD;
 }
@@ -140,12 +142,16 @@ int rf__cuda_supports(const struct rf_device *d, const struct rf__op *op, char *
 					  "of one float dtype, the 4-D ones in one layout", why, len);
 		return 1;
 	case RF__OP_BN_TRAIN: case RF__OP_BN_EVAL: case RF__OP_BN_BWD:
+	case RF__OP_BN_RELU_TRAIN: case RF__OP_BN_RELU_EVAL: case RF__OP_BN_RELU_BWD:
 	case RF__OP_MAXPOOL_FWD: case RF__OP_MAXPOOL_BWD:
 	case RF__OP_GAP_FWD: case RF__OP_GAP_BWD: {
 		/* batch norm's per-channel operands (everything but x, y, dx, dy) are f32 */
-		unsigned params = op->code == RF__OP_BN_TRAIN ? 0x1e | 0xc0
-				: op->code == RF__OP_BN_EVAL ? 0x3c
-				: op->code == RF__OP_BN_BWD ? 0x06 | 0xe0 : 0;
+		enum rf__opcode bc = op->code == RF__OP_BN_RELU_TRAIN ? RF__OP_BN_TRAIN
+				   : op->code == RF__OP_BN_RELU_EVAL ? RF__OP_BN_EVAL
+				   : op->code == RF__OP_BN_RELU_BWD ? RF__OP_BN_BWD : op->code;
+		unsigned params = bc == RF__OP_BN_TRAIN ? 0x1e | 0xc0
+				: bc == RF__OP_BN_EVAL ? 0x3c
+				: bc == RF__OP_BN_BWD ? 0x06 | 0xe0 : 0;
 		if (!dnn_ok) {
 			snprintf(why, len, "batch norm, max and global pooling run through cuDNN on "
 				 "CUDA devices, and here %s", dnn ? dnn : "it is missing");
@@ -197,6 +203,9 @@ size_t rf__cuda_workspace(const struct rf_device *d, const struct rf__op *op, in
 	case RF__OP_MAXPOOL_BWD:
 		/* cuDNN's backward wants the forward's y, which the op recomputes here */
 		return op->o.maxpool_bwd.dy.numel * rf_tdtype_size(op->o.maxpool_bwd.dy.dtype);
+	case RF__OP_BN_RELU_BWD:
+		/* dy masked by y > 0, which cuDNN's backward then reads */
+		return op->o.bn_relu_bwd.dy.numel * rf_tdtype_size(op->o.bn_relu_bwd.dy.dtype);
 	default:
 		return 0;
 	}
@@ -302,6 +311,7 @@ int rf__cuda_compute(struct rf_device *d, struct rf__dstream *ds, struct rf__op 
 					  op->o.xent.labels.data, op->p.xent.rows, op->p.xent.cols);
 		break;
 	case RF__OP_BN_TRAIN: case RF__OP_BN_EVAL: case RF__OP_BN_BWD:
+	case RF__OP_BN_RELU_TRAIN: case RF__OP_BN_RELU_EVAL: case RF__OP_BN_RELU_BWD:
 	case RF__OP_MAXPOOL_FWD: case RF__OP_MAXPOOL_BWD:
 	case RF__OP_GAP_FWD: case RF__OP_GAP_BWD:
 #if RF_HAVE_CUDNN

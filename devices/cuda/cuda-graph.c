@@ -90,6 +90,7 @@ static int rf__cg_capturable(const struct rf__cuda_stream *c, struct rf_op *op)
 		return !o->p.adamw.live;
 	case RF__OP_CONV_FWD: case RF__OP_CONV_BWD_DATA: case RF__OP_CONV_BWD_FILTER:
 	case RF__OP_BN_TRAIN: case RF__OP_BN_EVAL: case RF__OP_BN_BWD:
+	case RF__OP_BN_RELU_TRAIN: case RF__OP_BN_RELU_EVAL: case RF__OP_BN_RELU_BWD:
 	case RF__OP_MAXPOOL_FWD: case RF__OP_MAXPOOL_BWD: case RF__OP_GAP_FWD: case RF__OP_GAP_BWD:
 		/* our im2col path; or cuDNN once its handle and the plan exist (made when the
 		 * first launch ran op by op) */

@@ -33,6 +33,7 @@
 
 #include "cuda-impl.h"
 #include "cudnn-impl.h"
+#include "kernels-cuda-impl.h"
 #include "plan-cache.h"
 #include "rf-internal.h"
 
@@ -590,6 +591,7 @@ int rf__dnn_capturable(const struct rf__cuda_stream *c, const struct rf__op *op)
 		p = rf__plan_find(&cd->plans, &key);
 		return p && (p->algo < 0 || p->ws <= c->dnn_ws_bytes);
 	case RF__OP_BN_TRAIN: case RF__OP_BN_EVAL: case RF__OP_BN_BWD:
+	case RF__OP_BN_RELU_TRAIN: case RF__OP_BN_RELU_EVAL: case RF__OP_BN_RELU_BWD:
 	case RF__OP_MAXPOOL_FWD: case RF__OP_MAXPOOL_BWD: case RF__OP_GAP_FWD: case RF__OP_GAP_BWD:
 		return 1;               /* descriptors are host objects; the calls queue kernels */
 	default:
@@ -599,6 +601,33 @@ int rf__dnn_capturable(const struct rf__cuda_stream *c, const struct rf__op *op)
 
 /* ---- batch norm and pooling --------------------------------------------------------- */
 
+/* The ReLU half of a fused batch norm: y = max(y, 0) in place after the forward, or
+ * dm = dy * (y > 0) before the backward; the kernels of rf_relu_fwd / rf_relu_bwd, so
+ * the bits of the two separate ops. cuDNN's own BN+activation (bnOps) takes only f16
+ * NHWC with a reserve space kept from forward to backward; not used. */
+static int rf__bn_relu_half(struct rf__cuda_stream *c, struct rf__op *op, int bwd)
+{
+	const struct rf__tref *y = bwd ? &op->o.bn_relu_bwd.y : &op->o.bn_train.y;
+	size_t n = y->numel;
+	int ret;
+
+	if (!bwd)
+		ret = y->dtype == RF_F32 ? rf__kc_relu_fwd(c->cs, y->data, y->data, n)
+					 : rf__kc_relu_fwd_h(c->cs, (int)y->dtype, y->data, y->data, n);
+	else if (!op->ws || op->ws_bytes < n * rf_tdtype_size(y->dtype))
+		ret = -EINVAL;
+	else
+		ret = y->dtype == RF_F32
+			      ? rf__kc_relu_bwd(c->cs, op->ws, op->o.bn_relu_bwd.dy.data, y->data, n)
+			      : rf__kc_relu_bwd_h(c->cs, (int)y->dtype, op->ws,
+						  op->o.bn_relu_bwd.dy.data, y->data, n);
+	if (ret < 0)
+		snprintf(op->err, sizeof(op->err), "%s: the ReLU %s: %s", op->name,
+			 bwd ? "mask of dy" : "on y",
+			 ret == -EINVAL && bwd ? "no workspace for the mask" : rf__kc_error_string(ret));
+	return ret < 0 ? -EIO : 0;
+}
+
 int rf__dnn_norm(struct rf__cuda_stream *c, struct rf__op *op)
 {
 	char *err = op->err;
@@ -607,7 +636,12 @@ int rf__dnn_norm(struct rf__cuda_stream *c, struct rf__op *op)
 	struct rf__descs d = { 0 };
 	const float one = 1.0f, zero = 0.0f;
 	const cudnnBatchNormMode_t bm = CUDNN_BATCHNORM_SPATIAL;
-	int bn = op->code == RF__OP_BN_TRAIN || op->code == RF__OP_BN_EVAL || op->code == RF__OP_BN_BWD;
+	int relu = op->code == RF__OP_BN_RELU_TRAIN || op->code == RF__OP_BN_RELU_EVAL ||
+		   op->code == RF__OP_BN_RELU_BWD;
+	int bn = relu || op->code == RF__OP_BN_TRAIN || op->code == RF__OP_BN_EVAL ||
+		 op->code == RF__OP_BN_BWD;
+	/* a fused backward reads dy masked by y > 0, from its workspace */
+	const void *bwd_dy = op->code == RF__OP_BN_RELU_BWD ? op->ws : op->o.bn_bwd.dy.data;
 	int n = bn ? op->p.bn.s.n : op->p.pool.n, ch = bn ? op->p.bn.s.c : op->p.pool.c;
 	int hh = bn ? op->p.bn.h : op->p.pool.h, ww = bn ? op->p.bn.w : op->p.pool.w;
 	double eps = !bn ? 0 : op->p.bn.s.eps >= CUDNN_BN_MIN_EPSILON ? op->p.bn.s.eps
@@ -640,8 +674,10 @@ int rf__dnn_norm(struct rf__cuda_stream *c, struct rf__op *op)
 	if (!(h = rf__handle(&c->dnn, c->cs, err, len)))
 		return -EIO;
 	RF__CK("cuDNN tensor descriptor", rf__tensor(&d, 0, n, ch, hh, ww, fmt, dt));
+	if (op->code == RF__OP_BN_RELU_BWD && (ret = rf__bn_relu_half(c, op, 1)) < 0)
+		goto out;
 	switch (op->code) {
-	case RF__OP_BN_TRAIN:
+	case RF__OP_BN_TRAIN: case RF__OP_BN_RELU_TRAIN:
 		RF__CK("cuDNN tensor descriptor", rf__tensor(&d, 1, 1, ch, 1, 1, CUDNN_TENSOR_NCHW,
 							     CUDNN_DATA_FLOAT));
 		RF__CK("cudnnBatchNormalizationForwardTraining",
@@ -651,7 +687,7 @@ int rf__dnn_norm(struct rf__cuda_stream *c, struct rf__op *op)
 				       op->o.bn_train.run_mean.data, op->o.bn_train.run_var.data, eps,
 				       op->o.bn_train.mean.data, op->o.bn_train.invstd.data));
 		break;
-	case RF__OP_BN_EVAL:
+	case RF__OP_BN_EVAL: case RF__OP_BN_RELU_EVAL:
 		RF__CK("cuDNN tensor descriptor", rf__tensor(&d, 1, 1, ch, 1, 1, CUDNN_TENSOR_NCHW,
 							     CUDNN_DATA_FLOAT));
 		RF__CK("cudnnBatchNormalizationForwardInference",
@@ -660,12 +696,12 @@ int rf__dnn_norm(struct rf__cuda_stream *c, struct rf__op *op)
 				       op->o.bn_eval.beta.data, op->o.bn_eval.run_mean.data,
 				       op->o.bn_eval.run_var.data, eps));
 		break;
-	case RF__OP_BN_BWD:
+	case RF__OP_BN_BWD: case RF__OP_BN_RELU_BWD:
 		RF__CK("cuDNN tensor descriptor", rf__tensor(&d, 1, 1, ch, 1, 1, CUDNN_TENSOR_NCHW,
 							     CUDNN_DATA_FLOAT));
 		RF__CK("cudnnBatchNormalizationBackward",
 		       rf__dn.bn_bwd(h, bm, &one, &zero, &one, &zero, d.t[0], op->o.bn_bwd.x.data,
-				     d.t[0], op->o.bn_bwd.dy.data, d.t[0], op->o.bn_bwd.dx.data, d.t[1],
+				     d.t[0], bwd_dy, d.t[0], op->o.bn_bwd.dx.data, d.t[1],
 				     op->o.bn_bwd.gamma.data, op->o.bn_bwd.dgamma.data,
 				     op->o.bn_bwd.dbeta.data, eps, op->o.bn_bwd.mean.data,
 				     op->o.bn_bwd.invstd.data));
@@ -721,6 +757,8 @@ int rf__dnn_norm(struct rf__cuda_stream *c, struct rf__op *op)
 		snprintf(err, len, "cuDNN: op %s is no normalisation or pooling", op->name);
 		ret = -EINVAL;
 	}
+	if (ret == 0 && relu && op->code != RF__OP_BN_RELU_BWD)
+		ret = rf__bn_relu_half(c, op, 0);
 out:
 	rf__descs_free(&d);
 	return ret;

@@ -115,6 +115,19 @@ int rf_batchnorm_fwd(struct rf_stream *s, struct rf_tensor *y, struct rf_tensor 
 int rf_batchnorm_bwd(struct rf_stream *s, struct rf_tensor *dx, struct rf_tensor *dgamma,
 		     struct rf_tensor *dbeta, struct rf_tensor *dy, struct rf_tensor *x,
 		     struct rf_tensor *mean, struct rf_tensor *invstd, struct rf_tensor *gamma);
+/* Batch normalisation and the ReLU on its output, one op: y = max(bn(x), 0) with the
+ * bits of rf_batchnorm_fwd then rf_relu_fwd in place (same arguments). Its backward
+ * takes the fused forward's output y as well and is rf_relu_bwd (dy masked by y > 0)
+ * then rf_batchnorm_bwd, the same bits, without a masked copy of dy on the CPU.
+ * Where a device lacks them, rf_device_supports("batchnorm_relu_fwd") says. */
+int rf_batchnorm_relu_fwd(struct rf_stream *s, struct rf_tensor *y, struct rf_tensor *mean,
+			  struct rf_tensor *invstd, struct rf_tensor *run_mean,
+			  struct rf_tensor *run_var, struct rf_tensor *x, struct rf_tensor *gamma,
+			  struct rf_tensor *beta, int train, float eps, float momentum);
+int rf_batchnorm_relu_bwd(struct rf_stream *s, struct rf_tensor *dx, struct rf_tensor *dgamma,
+			  struct rf_tensor *dbeta, struct rf_tensor *dy, struct rf_tensor *y,
+			  struct rf_tensor *x, struct rf_tensor *mean, struct rf_tensor *invstd,
+			  struct rf_tensor *gamma);
 
 /* Fused ReLU + 2x2 average pooling: the same bits as the separate ops, one pass over
  * the big tensor. Where a device has no fused kernel (CUDA: rf_device_supports says)

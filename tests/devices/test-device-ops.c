@@ -27,6 +27,7 @@ static void run(int sync, int inline_stream)
 		ts_gemm(d, s, 9, 7, 5, 1, 0, 0.25f);
 		ts_bias_relu(d, s);
 		ts_add_relu(d, s);
+		ts_bn_relu(d, s);
 		ts_xent(d, s);
 		ts_conv_pool(d, s);
 		ts_vector(d, s);

@@ -145,6 +145,96 @@ static void ts_add_relu(struct rf_device *d, struct rf_stream *s)
 	fprintf(stderr, "add_relu_fwd = sum then relu, bitwise (also in place): ok\n");
 }
 
+static void ts_same(struct rf_tensor *a, struct rf_tensor *b, const char *what)
+{
+	float *x = ts_download(a), *y = ts_download(b);
+	if (memcmp(x, y, a->nbytes) != 0)
+		fprintf(stderr, "%s: fused and separate differ\n", what);
+	CHECK(a->nbytes == b->nbytes && memcmp(x, y, a->nbytes) == 0);
+	free(x);
+	free(y);
+}
+
+/* batch norm with its ReLU = batch norm then ReLU (forward, training and evaluation;
+ * backward = relu_bwd then batchnorm_bwd), bit for bit, statistics included; dy is
+ * left as it was. Planes of 783 (vector lanes and a tail). */
+static void ts_bn_relu(struct rf_device *d, struct rf_stream *s)
+{
+	enum { N = 8, C = 3, H = 27, W = 29, X = N * C * H * W };
+	const int64_t sh[4] = { N, C, H, W };
+	float *x = ts_randv(X), *dy = ts_randv(X), *g = ts_randv(C), *b = ts_randv(C);
+	float var[C] = { 0.5f, 1.0f, 2.0f }, *got;
+	struct rf_tensor *Xt, *DY, *G, *B, *R[2][2], *M[2], *I[2], *Y[2], *E[2], *DX[2], *DG[2];
+	struct rf_tensor *DB[2], *DM;
+
+	if (rf_device_supports(d, "batchnorm_relu_fwd", RF_F32, RF_LAYOUT_ROWMAJOR) ||
+	    rf_device_supports(d, "batchnorm_relu_bwd", RF_F32, RF_LAYOUT_ROWMAJOR)) {
+		fprintf(stderr, "%s: no batch norm (%s): bn+relu not checked\n",
+			rf_device_name(d), rf_last_error());
+		free(x), free(dy), free(g), free(b);
+		return;
+	}
+	Xt = ts_upload(d, RF_F32, x, "x", 4, sh);
+	DY = ts_upload(d, RF_F32, dy, "dy", 4, sh);
+	G = ts_upload(d, RF_F32, g, "gamma", RF_DIMS(C));
+	B = ts_upload(d, RF_F32, b, "beta", RF_DIMS(C));
+	DM = ts_upload(d, RF_F32, NULL, "dmask", 4, sh);
+	for (int k = 0; k < 2; k++) {
+		R[k][0] = ts_upload(d, RF_F32, b, "run_mean", RF_DIMS(C));
+		R[k][1] = ts_upload(d, RF_F32, var, "run_var", RF_DIMS(C));
+		M[k] = ts_upload(d, RF_F32, NULL, "mean", RF_DIMS(C));
+		I[k] = ts_upload(d, RF_F32, NULL, "invstd", RF_DIMS(C));
+		DG[k] = ts_upload(d, RF_F32, NULL, "dgamma", RF_DIMS(C));
+		DB[k] = ts_upload(d, RF_F32, NULL, "dbeta", RF_DIMS(C));
+		Y[k] = ts_upload(d, RF_F32, NULL, "y", 4, sh);
+		E[k] = ts_upload(d, RF_F32, NULL, "yeval", 4, sh);
+		DX[k] = ts_upload(d, RF_F32, NULL, "dx", 4, sh);
+	}
+	/* [0]: the separate ops, [1]: the fused ones */
+	CHECK_OK(rf_batchnorm_fwd(s, Y[0], M[0], I[0], R[0][0], R[0][1], Xt, G, B, 1, 1e-5f, 0.1f));
+	CHECK_OK(rf_relu_fwd(s, Y[0], Y[0]));
+	CHECK_OK(rf_batchnorm_relu_fwd(s, Y[1], M[1], I[1], R[1][0], R[1][1], Xt, G, B, 1, 1e-5f,
+				       0.1f));
+	for (int k = 0; k < 2; k++)
+		CHECK_OK((k ? rf_batchnorm_relu_fwd : rf_batchnorm_fwd)(s, E[k], NULL, NULL, R[k][0],
+									R[k][1], Xt, G, B, 0, 1e-5f,
+									0.1f));
+	CHECK_OK(rf_relu_fwd(s, E[0], E[0]));
+	CHECK_OK(rf_relu_bwd(s, DM, DY, Y[0]));
+	CHECK_OK(rf_batchnorm_bwd(s, DX[0], DG[0], DB[0], DM, Xt, M[0], I[0], G));
+	CHECK_OK(rf_batchnorm_relu_bwd(s, DX[1], DG[1], DB[1], DY, Y[1], Xt, M[1], I[1], G));
+	ts_same(Y[0], Y[1], "bn+relu y");
+	ts_same(M[0], M[1], "bn+relu mean");
+	ts_same(I[0], I[1], "bn+relu invstd");
+	ts_same(R[0][0], R[1][0], "bn+relu run_mean");
+	ts_same(R[0][1], R[1][1], "bn+relu run_var");
+	ts_same(E[0], E[1], "bn+relu eval y");
+	ts_same(DX[0], DX[1], "bn+relu dx");
+	ts_same(DG[0], DG[1], "bn+relu dgamma");
+	ts_same(DB[0], DB[1], "bn+relu dbeta");
+	got = ts_download(DY);
+	CHECK(memcmp(got, dy, X * sizeof(float)) == 0);
+	free(got);
+	got = ts_download(Y[1]);
+	for (int i = 0; i < X; i++)
+		CHECK(got[i] >= 0.0f);
+	free(got);
+	/* a fused backward without y, or writing over it, is refused before a push */
+	CHECK_EQ(rf_batchnorm_relu_bwd(s, DX[1], DG[1], DB[1], DY, NULL, Xt, M[1], I[1], G), -EINVAL);
+	CHECK_EQ(rf_batchnorm_relu_bwd(s, Y[1], DG[1], DB[1], DY, Y[1], Xt, M[1], I[1], G), -EINVAL);
+	CHECK(strstr(rf_last_error(), "rf_batchnorm_relu_bwd"));
+	rf_tensor_destroy(Xt), rf_tensor_destroy(DY), rf_tensor_destroy(G), rf_tensor_destroy(B);
+	rf_tensor_destroy(DM);
+	for (int k = 0; k < 2; k++) {
+		rf_tensor_destroy(R[k][0]), rf_tensor_destroy(R[k][1]), rf_tensor_destroy(M[k]);
+		rf_tensor_destroy(I[k]), rf_tensor_destroy(DG[k]), rf_tensor_destroy(DB[k]);
+		rf_tensor_destroy(Y[k]), rf_tensor_destroy(E[k]), rf_tensor_destroy(DX[k]);
+	}
+	free(x), free(dy), free(g), free(b);
+	fprintf(stderr, "%s: batchnorm_relu = batchnorm then relu, bitwise: ok\n",
+		rf_device_name(d));
+}
+
 static void ts_bias_relu(struct rf_device *d, struct rf_stream *s)
 {
 	enum { R = 5, C = 7 };
@@ -585,6 +675,7 @@ static __attribute__((unused)) void ts_all(struct rf_device *d)
 	fprintf(stderr, "%s: gemm ok\n", rf_device_name(d));
 	ts_bias_relu(d, s1);
 	ts_add_relu(d, s0);
+	ts_bn_relu(d, s1);
 	fprintf(stderr, "%s: bias, relu ok\n", rf_device_name(d));
 	ts_xent(d, s0);
 	fprintf(stderr, "%s: softmax_xent ok\n", rf_device_name(d));

@@ -28,7 +28,7 @@
 
 enum { K_F, K_F_POS, K_I32, K_U8, K_F_FIXED };   /* a tensor's kind and its values */
 
-#define MAXT 8
+#define MAXT 9
 
 struct tspec {
 	int kind;                /* K_F*: float (K_F_FIXED: f32 row-major whatever is tested) */
@@ -160,6 +160,23 @@ static int p_bn_bwd(struct rf_stream *s, struct rf_tensor **t, struct rf_prng *g
 	(void)g;
 	return rf_batchnorm_bwd(s, t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7]);
 }
+static int p_bnr_train(struct rf_stream *s, struct rf_tensor **t, struct rf_prng *g)
+{
+	(void)g;
+	return rf_batchnorm_relu_fwd(s, t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], 1, 1e-5f,
+				     0.1f);
+}
+static int p_bnr_eval(struct rf_stream *s, struct rf_tensor **t, struct rf_prng *g)
+{
+	(void)g;
+	return rf_batchnorm_relu_fwd(s, t[0], NULL, NULL, t[4], t[5], t[1], t[2], t[3], 0, 1e-5f,
+				     0.1f);
+}
+static int p_bnr_bwd(struct rf_stream *s, struct rf_tensor **t, struct rf_prng *g)
+{
+	(void)g;
+	return rf_batchnorm_relu_bwd(s, t[0], t[1], t[2], t[3], t[8], t[4], t[5], t[6], t[7]);
+}
 static int p_sgd(struct rf_stream *s, struct rf_tensor **t, struct rf_prng *g)
 {
 	(void)g;
@@ -260,6 +277,16 @@ static const struct ocase cases[] = {
 	{ "batchnorm_bwd", 8, { T4(K_F, 1, 2, 3, 4, 4), T1(K_F, 1, 3), T1(K_F, 1, 3),
 				T4(K_F, 0, 2, 3, 4, 4), T4(K_F, 0, 2, 3, 4, 4), T1(K_F, 0, 3),
 				T1(K_F_POS, 0, 3), T1(K_F, 0, 3) }, p_bn_bwd, 1e-4 },
+	{ "batchnorm_relu_fwd", 8, { T4(K_F, 1, 2, 3, 4, 4), T1(K_F, 1, 3), T1(K_F, 1, 3),
+				     T1(K_F, 1, 3), T1(K_F_POS, 1, 3), T4(K_F, 0, 2, 3, 4, 4),
+				     T1(K_F, 0, 3), T1(K_F, 0, 3) }, p_bnr_train, 1e-4 },
+	{ "batchnorm_relu_eval", 6, { T4(K_F, 1, 2, 3, 4, 4), T4(K_F, 0, 2, 3, 4, 4),
+				      T1(K_F, 0, 3), T1(K_F, 0, 3), T1(K_F, 0, 3),
+				      T1(K_F_POS, 0, 3) }, p_bnr_eval, 1e-4 },
+	{ "batchnorm_relu_bwd", 9, { T4(K_F, 1, 2, 3, 4, 4), T1(K_F, 1, 3), T1(K_F, 1, 3),
+				     T4(K_F, 0, 2, 3, 4, 4), T4(K_F, 0, 2, 3, 4, 4), T1(K_F, 0, 3),
+				     T1(K_F_POS, 0, 3), T1(K_F, 0, 3), T4(K_F, 0, 2, 3, 4, 4) },
+	  p_bnr_bwd, 1e-4 },
 	{ "sgd", 2, { T1(K_F, 1, 10), T1(K_F, 0, 10) }, p_sgd, 1e-6 },
 	{ "sgd_momentum", 3, { T1(K_F, 1, 10), T1(K_F, 1, 10), T1(K_F, 0, 10) }, p_sgd_mom, 1e-6 },
 	{ "adamw", 4, { T1(K_F, 1, 10), T1(K_F, 1, 10), T1(K_F_POS, 1, 10), T1(K_F, 0, 10) },
@@ -644,6 +671,20 @@ int main(void)
 	CHECK_EQ(rf_device_supports(ref, "gemm", (enum rf_tdtype)77, RF_LAYOUT_ROWMAJOR), -EINVAL);
 	CHECK_EQ(rf_device_supports(ref, "gemm", RF_U8, RF_LAYOUT_ROWMAJOR), -EINVAL);  /* no float */
 	CHECK(strstr(rf_last_error(), "u8"));
+
+	/* every opcode has a case here (copies and host ops are tested elsewhere): a new
+	 * op cannot skip the conformance run */
+	for (int k = 0; k < RF__OP_COUNT; k++) {
+		const char *name = rf__opsigs[k].name;
+		unsigned i = 0;
+		if (!strcmp(name, "copy") || !strcmp(name, "host_op"))
+			continue;
+		while (i < NCASES && strcmp(cases[i].op, name))
+			i++;
+		if (i == NCASES)
+			fprintf(stderr, "opcode %s has no case in test-op-table\n", name);
+		CHECK(i < NCASES);
+	}
 
 	for (unsigned b = 0; rf__backends[b]; b++) {
 		const struct rf__backend *be = rf__backends[b];
