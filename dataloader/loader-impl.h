@@ -164,11 +164,12 @@ struct rf_loader {
 	unsigned nlog;
 };
 
-/* Host devices (!remote): the gather decodes each record straight into the batch's
- * f32 tensors -- no u8 staging, no staging copy and no decode op. */
+/* Host devices (!remote) with f32 row-major batches: the gather decodes each record
+ * straight into the batch's tensors -- no u8 staging, no staging copy and no decode op.
+ * Otherwise the gather fills u8 staging and rf_u8_to_f32 decodes it into x's format. */
 static inline int rf__fused(const struct rf_loader *l)
 {
-	return !l->remote;
+	return !l->remote && l->o.x_dtype == RF_F32 && l->o.x_layout == RF_LAYOUT_ROWMAJOR;
 }
 
 static inline size_t rf__round(size_t v, size_t a)

@@ -23,7 +23,12 @@ static int rf__make_shard(struct rf_loader *l, struct rf__slot *s, unsigned si, 
 			return -ENOMEM;
 	}
 	snprintf(name, sizeof(name), "loader.x[%u].%u", si, i);
-	rf_tensor_create(d, RF_F32, name, nd, shape, &s->x[i]);
+	if (l->o.x_layout == RF_LAYOUT_NHWC && nd == 3) {   /* (n, h, w) -> (n, 1, h, w) */
+		int64_t sh4[4] = { shape[0], 1, shape[1], shape[2] };
+		rf_tensor_create_layout(d, l->o.x_dtype, RF_LAYOUT_NHWC, name, 4, sh4, &s->x[i]);
+	} else {
+		rf_tensor_create_layout(d, l->o.x_dtype, l->o.x_layout, name, nd, shape, &s->x[i]);
+	}
 	if (!s->x[i])
 		return -ENOMEM;
 	if (l->remote) {

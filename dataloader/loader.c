@@ -44,6 +44,16 @@ static int rf__check_args(struct rf_engine *e, const struct rf_dataset *ds,
 				"(H, W) or (C, H, W) and a padding of at most 64; records are of %u "
 				"dims", ds->src[0].path, opts->crop_pad, opts->hflip ? ", flip" : "",
 				ds->ndim);
+	if (opts->x_dtype && opts->x_dtype != RF_F32 && opts->x_dtype != RF_BF16 &&
+	    opts->x_dtype != RF_F16)
+		return rf__fail(-EINVAL, "loader: x_dtype %d: expected RF_F32, RF_BF16 or RF_F16",
+				(int)opts->x_dtype);
+	if (opts->x_layout != RF_LAYOUT_ROWMAJOR && opts->x_layout != RF_LAYOUT_NHWC)
+		return rf__fail(-EINVAL, "loader: x_layout %d: expected RF_LAYOUT_ROWMAJOR or "
+				"RF_LAYOUT_NHWC", (int)opts->x_layout);
+	if (opts->x_layout == RF_LAYOUT_NHWC && ds->ndim != 2 && ds->ndim != 3)
+		return rf__fail(-EINVAL, "%s: x_layout NHWC needs images of (H, W) or (C, H, W); "
+				"records are of %u dims", ds->src[0].path, ds->ndim);
 	if (ds->ndim + 1 > RF_TENSOR_MAX_DIMS)
 		return rf__fail(-ENOTSUP, "%s: records of %u dims: a batch tensor holds at most %d",
 				ds->src[0].path, ds->ndim, RF_TENSOR_MAX_DIMS - 1);
@@ -63,6 +73,8 @@ static void rf__init(struct rf_loader *l, struct rf_engine *e, const struct rf_d
 	l->T = opts->shard_total ? opts->shard_total : opts->ndevices;
 	l->base = opts->shard_total ? opts->shard_base : 0;
 	l->N = opts->prefetch ? opts->prefetch : 4;
+	if (!l->o.x_dtype)
+		l->o.x_dtype = RF_F32;
 	if (!l->o.scale)
 		l->o.scale = 1.0f / 255.0f;
 	if (!l->o.std)

@@ -387,12 +387,13 @@ static int rf__forward(struct rf_model *m, struct rf_model_acts *a)
 	int ret;
 
 	RF__TRY(rf_tensor_reshape(a->x, RF_DIMS(a->n, 1, 28, 28)));
-	if (rf__net_formatted(m)) {
-		/* the edges: the convolutions' weights from their f32 masters, the input
-		 * into the compute format */
-		for (unsigned k = 0; k < m->spec->ntensors; k++)
-			if (m->q[k])
-				RF__TRY(rf_convert(m->s, m->q[k], m->p[k]));
+	/* the edges: the convolutions' weights from their f32 masters, and the input into
+	 * the compute format -- unless it comes in it (a loader asked for the model's
+	 * format, rf_loader_opts.x_dtype/x_layout: the decode was its only conversion) */
+	for (unsigned k = 0; rf__net_formatted(m) && k < m->spec->ntensors; k++)
+		if (m->q[k])
+			RF__TRY(rf_convert(m->s, m->q[k], m->p[k]));
+	if (a->x->dtype != m->act_dtype || a->x->layout != m->act_layout) {
 		RF__TRY(rf__net_new(m, a, "x", 0, 4, a->x->shape, &a->node[0]));
 		RF__TRY(rf_convert(m->s, a->node[0], a->x));
 	}

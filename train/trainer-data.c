@@ -297,6 +297,14 @@ static int rf__make_loader(struct rf_trainer *t, const struct rf_dataset *ds, in
 	lo.host = t->host;
 	lo.scale = 1.0f / 255.0f;   /* x = pixel / 255, as d2l's ToTensor (no normalisation) */
 	lo.in_memory = t->o.in_memory;
+	/* a device with memory of its own gets batches decoded straight into the model's
+	 * compute format (one kernel; the model then reads x as it is); host devices keep
+	 * f32 row-major, which their gather decodes into without an op */
+	if (!rf_device_host_memory(t->dev[0])) {
+		lo.x_dtype = t->rep[0]->act_dtype;
+		if (ds->ndim == 2 || ds->ndim == 3)
+			lo.x_layout = t->rep[0]->act_layout;
+	}
 	if (shuffle && t->o.augment) {      /* the training set only */
 		lo.crop_pad = RF_TRAIN_AUGMENT_PAD;
 		lo.hflip = 1;

@@ -144,7 +144,8 @@ static int rf__hybrid_capture(struct rf_trainer *t, const struct rf_batch *b)
 		h->shard_n[r] = b->shard_n[r];
 		if (ret < 0 || !b->shard_n[r])
 			continue;
-		ret = rf_tensor_create(m->dev, x->dtype, "hy_x", x->ndim, x->shape, &h->x[r]);
+		ret = rf_tensor_create_layout(m->dev, x->dtype, x->layout, "hy_x", x->ndim, x->shape,
+					      &h->x[r]);
 		if (ret == 0)
 			ret = rf_tensor_create(m->dev, y->dtype, "hy_y", y->ndim, y->shape, &h->y[r]);
 		if (ret == 0)

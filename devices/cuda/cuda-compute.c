@@ -174,6 +174,12 @@ int rf__cuda_supports(const struct rf_device *d, const struct rf__op *op, char *
 			return rf__refuse(op, i, "CUDA's elementwise kernels take tensors of one "
 					  "float dtype all laid out alike (rf_convert first)", why, len);
 		return 1;
+	case RF__OP_U8_F32:
+		/* the decode writes any float dtype, row-major or NHWC (the u8 input is read
+		 * in logical order) */
+		if (op->o.dec.in.layout != RF_LAYOUT_ROWMAJOR)
+			return rf__refuse(op, 1, "CUDA decodes u8 read in row-major order", why, len);
+		return 1;
 	case RF__OP_SGD: case RF__OP_SGD_MOMENTUM: case RF__OP_ADAMW:
 		if ((i = rf__elementwise(op, 1)) >= 0)
 			return rf__refuse(op, i, "CUDA's optimizer updates take f32 tensors (the "
@@ -403,8 +409,15 @@ int rf__cuda_compute(struct rf_device *d, struct rf__dstream *ds, struct rf__op 
 		break;
 	}
 	case RF__OP_U8_F32:
-		ret = rf__kc_u8_to_f32(st, D(op->o.dec.out), op->o.dec.in.data, op->p.dec.n,
-				       op->p.dec.scale, op->p.dec.mean, op->p.dec.std);
+		if (op->o.dec.out.dtype == RF_F32 && op->o.dec.out.layout == RF_LAYOUT_ROWMAJOR)
+			ret = rf__kc_u8_to_f32(st, D(op->o.dec.out), op->o.dec.in.data, op->p.dec.n,
+					       op->p.dec.scale, op->p.dec.mean, op->p.dec.std);
+		else    /* straight into bf16/f16 or NHWC: one kernel, no f32 copy */
+			ret = rf__kc_u8_decode(st, op->o.dec.out.data, (int)op->o.dec.out.dtype,
+					       op->o.dec.out.layout == RF_LAYOUT_NHWC,
+					       op->o.dec.in.data, op->o.dec.out.ndim,
+					       op->o.dec.out.shape, op->p.dec.scale, op->p.dec.mean,
+					       op->p.dec.std);
 		break;
 	case RF__OP_U8_I32:
 		ret = rf__kc_u8_to_i32(st, op->o.dec.out.data, op->o.dec.in.data, op->p.dec.n);

@@ -152,6 +152,11 @@ int rf__kc_sum_h(void *stream, int dt, void *out, const void *const *in, int k, 
  * each side row-major or, with *_nhwc (4-D only), NHWC. -EINVAL for anything else. */
 int rf__kc_convert(void *stream, void *dst, int ddt, int dst_nhwc, const void *src, int sdt,
 		   int src_nhwc, int ndim, const int64_t *shape);
+/* rf__kc_u8_to_f32's values (src: u8, logical row-major order of shape) stored into dst
+ * of float dtype ddt (rounded to nearest even), row-major or (dst_nhwc, 4-D) NHWC: a
+ * batch decoded straight into the format a model's first layer reads. */
+int rf__kc_u8_decode(void *stream, void *dst, int ddt, int dst_nhwc, const uint8_t *src,
+		     int ndim, const int64_t *shape, float scale, float mean, float std);
 
 #ifdef __cplusplus
 }

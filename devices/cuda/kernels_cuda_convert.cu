@@ -66,6 +66,17 @@ __global__ void k_convert(void *dst, int ddt, int dnhwc, const void *src, int sd
 	}
 }
 
+/* u8 (row-major, logical order) decoded as k_u8_to_f32 does, then stored in dt (rounded
+ * to nearest even) at its place in a row-major or NHWC tensor */
+__global__ void k_u8_decode(void *dst, int ddt, int dnhwc, const uint8_t *src, shape4 s,
+			    size_t total, float scale, float mean, float std)
+{
+	GRID_STRIDE(i, total) {
+		float v = __fdiv_rn(__fsub_rn(__fmul_rn((float)src[i], scale), mean), std);
+		store(dst, ddt, dnhwc ? nhwc_of(i, s) : i, v);
+	}
+}
+
 bool is_float(int dt)
 {
 	return dt == RF_F32 || dt == RF_BF16 || dt == RF_F16;
@@ -77,6 +88,25 @@ int elem_size(int dt)
 }
 
 } // namespace
+
+int rf__kc_u8_decode(void *stream, void *dst, int ddt, int dst_nhwc, const uint8_t *src,
+		     int ndim, const int64_t *shape, float scale, float mean, float std)
+{
+	shape4 s = { 1, 1, 1, 1 };
+	size_t total = 1;
+
+	if (!is_float(ddt) || (dst_nhwc && ndim != 4) || ndim < 0 || ndim > 4)
+		return -EINVAL;
+	for (int d = 0; d < ndim; d++)
+		total *= (size_t)shape[d];
+	if (ndim == 4)
+		s = { (size_t)shape[0], (size_t)shape[1], (size_t)shape[2], (size_t)shape[3] };
+	if (!total)
+		return 0;
+	k_u8_decode<<<blocks_for(total), kThreads, 0, S(stream)>>>(dst, ddt, dst_nhwc, src, s, total,
+								   scale, mean, std);
+	return launch_rc();
+}
 
 int rf__kc_convert(void *stream, void *dst, int ddt, int dst_nhwc, const void *src, int sdt,
 		   int src_nhwc, int ndim, const int64_t *shape)

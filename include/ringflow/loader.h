@@ -65,6 +65,14 @@ struct rf_loader_opts {
 	 * always may be, whatever its size). 0: 8 MiB, a queue depth of ~55 for 150 KB
 	 * records and 16 for 512 KiB chunks. */
 	size_t read_bytes;
+	/* The batch's x in the format its consumer computes in, so that the decode is the
+	 * batch's only conversion (a model's first layer reads it as it is): dtype RF_F32
+	 * (0 means it), RF_BF16 or RF_F16, rounded to nearest even from the f32 decode;
+	 * layout RF_LAYOUT_NHWC makes x 4-D, (n, c, h, w) from records of (h, w) (c = 1)
+	 * or (c, h, w). Defaults: f32 row-major, (n, record shape...). Host devices decode
+	 * f32 row-major in the gather; any other format there is decoded by an op. */
+	enum rf_tdtype x_dtype;
+	enum rf_layout x_layout;
 };
 
 /* The augmentation record `index` gets in epoch `epoch` with these options: the crop's
@@ -86,7 +94,8 @@ struct rf_batch {
 				   * (<= opts.batch; == n without shard_total) */
 	unsigned nshards;
 	unsigned shard_n[RF_LOADER_MAX_SHARDS];      /* records of each shard, sum n */
-	struct rf_tensor *x[RF_LOADER_MAX_SHARDS];   /* (shard_n, record shape...) f32 */
+	struct rf_tensor *x[RF_LOADER_MAX_SHARDS];   /* (shard_n, record shape...) f32, or
+						      * opts.x_dtype / x_layout */
 	struct rf_tensor *y[RF_LOADER_MAX_SHARDS];   /* (shard_n) i32; NULL: no labels */
 	unsigned slot;            /* private */
 };

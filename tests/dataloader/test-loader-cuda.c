@@ -2,7 +2,10 @@
  * copied to the device and decoded there; labels are copied alongside. One epoch of
  * a small-record .rfrec and one of a large-record one are read back (rf_tensor_read)
  * batch by batch and compared with rf_dataset_read_record at the positions
- * rf_loader_order gives. Without a usable CUDA device (none, no driver, or a build
+ * rf_loader_order gives. Batches asked in a model's format (x_dtype bf16/f16, x_layout
+ * NHWC: decoded on the GPU by one kernel) equal, bit for bit, the CPU's batches in that
+ * format (decoded there by the reference path, checked against the formula by
+ * test-loader-queue). Without a usable CUDA device (none, no driver, or a build
  * without CUDA) it skips with 77. */
 #include "test-loader-util.h"
 
@@ -55,6 +58,48 @@ static void cuda_epoch(struct rf_engine *e, struct rf_device *cpu, struct rf_dev
 	free(y);
 }
 
+static void cuda_format(struct rf_engine *e, struct rf_device *cpu, struct rf_device *gpu,
+			const char *path, enum rf_tdtype dt, enum rf_layout lay)
+{
+	struct rf_dataset ds;
+	struct rf_loader *l[2];
+	struct rf_device *dev[2] = { gpu, cpu };
+	float *x[2];
+
+	CHECK_OPEN(rf_dataset_open_rfrec(&ds, path, 0), rf_last_error());
+	for (int k = 0; k < 2; k++) {
+		struct rf_loader_opts o = { 0 };
+		o.batch = 8;
+		o.seed = 23;
+		o.devices = &dev[k];
+		o.ndevices = 1;
+		o.host = cpu;
+		o.mean = 0.2860f;
+		o.std = 0.3530f;
+		o.x_dtype = dt;
+		o.x_layout = lay;
+		CHECK_OPEN(rf_loader_create(&l[k], e, &ds, &o), rf_last_error());
+		x[k] = malloc(8 * ds.payload_bytes * sizeof(float));
+		CHECK(x[k]);
+	}
+	for (int it = 0; it < 6; it++) {
+		struct rf_batch b[2];
+		for (int k = 0; k < 2; k++) {
+			CHECK(rf_loader_next(l[k], &b[k]) == 1);
+			CHECK_EQ(b[k].x[0]->dtype, dt);
+			CHECK_EQ(b[k].x[0]->layout, lay);
+			CHECK_OK(rf_tensor_read_as(b[k].x[0], RF_F32, x[k]));
+		}
+		CHECK(memcmp(x[0], x[1], (size_t)b[0].n * ds.payload_bytes * sizeof(float)) == 0);
+	}
+	for (int k = 0; k < 2; k++) {
+		rf_loader_destroy(l[k]);
+		free(x[k]);
+	}
+	rf_dataset_close(&ds);
+	printf("cuda: batches as %s %s equal the CPU's\n", rf_tdtype_name(dt), rf_layout_name(lay));
+}
+
 int main(void)
 {
 	struct rf_ring *ring;
@@ -76,6 +121,13 @@ int main(void)
 	cuda_epoch(e, cpu, gpu, tl_make_rfrec("small.rfrec", 3000, 100, RF_LABEL_I32), 64);
 	cuda_epoch(e, cpu, gpu, tl_make_rfrec("large.rfrec", 100, 70000, RF_LABEL_U8), 16);
 	printf("cuda: both epochs match\n");
+	{
+		static const uint32_t chw[3] = { 3, 5, 7 };
+		const char *img = tl_make_rfrec_shape("chw.rfrec", 40, 3, chw, RF_LABEL_I32);
+		cuda_format(e, cpu, gpu, img, RF_BF16, RF_LAYOUT_NHWC);
+		cuda_format(e, cpu, gpu, img, RF_F16, RF_LAYOUT_ROWMAJOR);
+		cuda_format(e, cpu, gpu, img, RF_F32, RF_LAYOUT_NHWC);
+	}
 	rf_device_close(gpu);
 	rf_device_close(cpu);
 	rf_engine_destroy(e);

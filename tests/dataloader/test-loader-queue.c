@@ -12,6 +12,10 @@
  * - batches hold exactly the bits of x = (u8 * scale - mean) / std rounded step by
  *   step (the gather decodes host batches itself: the multiply-only, table and
  *   formula paths of common/decode.c);
+ * - batches asked in another format (opts.x_dtype bf16/f16, x_layout NHWC: decoded by
+ *   an op into the format a model's first layer reads) hold the formula's f32 rounded
+ *   to nearest even, at the logical places of (n, c, h, w), from records of (h, w) and
+ *   (c, h, w); 1-D records and unknown formats are refused naming them;
  * Failing reads under a bound of one read: test-loader-fault. */
 #include "test-loader-util.h"
 
@@ -142,6 +146,119 @@ static void exact(const char *path, float scale, float mean, float std, unsigned
 	tl_close(&v);
 }
 
+/* f to bf16 or f16 (round to nearest even) and back */
+static float round_to(enum rf_tdtype dt, float f)
+{
+	if (dt == RF_F16)
+		return (float)(_Float16)f;
+	if (dt == RF_BF16) {
+		uint32_t u;
+		memcpy(&u, &f, 4);
+		u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;   /* no NaN here */
+		memcpy(&f, &u, 4);
+	}
+	return f;
+}
+
+/* A batch in dtype dt and layout lay: its logical values against the formula. */
+static void formats(const char *path, enum rf_tdtype dt, enum rf_layout lay, unsigned ndev)
+{
+	const float scale = 1.0f / 255.0f, mean = 0.2860f, std = 0.3530f;
+	struct tl_env v;
+	struct rf_dataset ds;
+	struct rf_loader *l;
+	struct rf_loader_opts o = { 0 };
+	struct rf_batch b;
+	uint64_t *order;
+	uint8_t *rec;
+	float *x;
+	unsigned row = 0;
+
+	tl_open(&v, ndev);
+	CHECK_OPEN(rf_dataset_open_rfrec(&ds, path, 0), rf_last_error());
+	o.batch = 8;
+	o.seed = 3;
+	o.scale = scale;
+	o.mean = mean;
+	o.std = std;
+	o.devices = v.dev;
+	o.ndevices = ndev;
+	o.x_dtype = dt;
+	o.x_layout = lay;
+	CHECK_OPEN(rf_loader_create(&l, v.e, &ds, &o), rf_last_error());
+	order = malloc(ds.count * sizeof(*order));
+	rec = malloc(ds.payload_bytes);
+	x = malloc(8 * ds.payload_bytes * sizeof(float));
+	CHECK(order && rec && x);
+	for (int it = 0; it < 3; it++) {      /* past the prefetch: slots reused */
+		int rn = rf_loader_next(l, &b);
+		if (rn != 1)
+			fprintf(stderr, "rf_loader_next: %d: %s\n", rn, rf_last_error());
+		CHECK(rn == 1);
+		CHECK(rf_loader_wait(l, &b) == 0);
+	}
+	CHECK(rf_loader_order(l, 0, order, ds.count) == 0);
+	row = 16;
+	for (unsigned k = 0; k < b.nshards; k++) {
+		struct rf_tensor *t = b.x[k];
+		CHECK_EQ(t->dtype, dt);
+		CHECK_EQ(t->layout, lay);
+		CHECK_EQ(t->ndim, lay == RF_LAYOUT_NHWC ? 4 : 1 + (int)ds.ndim);
+		CHECK_EQ(t->shape[0], b.shard_n[k]);
+		if (lay == RF_LAYOUT_NHWC)
+			CHECK_EQ(t->shape[1], ds.ndim == 2 ? 1 : ds.shape[0]);
+		CHECK_OK(rf_tensor_read_as(t, RF_F32, x));
+		for (unsigned j = 0; j < b.shard_n[k]; j++, row++) {
+			CHECK(rf_dataset_read_record(&ds, order[row], rec, NULL) == 0);
+			for (size_t q = 0; q < ds.payload_bytes; q++) {
+				volatile float a = (float)rec[q] * scale;
+				volatile float u = a - mean;
+				float want = round_to(dt, u / std), got = x[(size_t)j * ds.payload_bytes + q];
+				if (memcmp(&got, &want, 4)) {
+					fprintf(stderr, "%s as %s %s: row %u value %zu: %.9g, want %.9g\n",
+						t_base(path), rf_tdtype_name(dt), rf_layout_name(lay), row,
+						q, got, want);
+					exit(1);
+				}
+			}
+		}
+	}
+	CHECK_EQ(row, 24);
+	free(order);
+	free(rec);
+	free(x);
+	rf_loader_destroy(l);
+	rf_dataset_close(&ds);
+	tl_close(&v);
+}
+
+/* What a format request refuses before anything is allocated. */
+static void format_refusals(const char *flat)
+{
+	struct tl_env v;
+	struct rf_dataset ds;
+	struct rf_loader *l = NULL;
+	struct rf_loader_opts o = { 0 };
+
+	tl_open(&v, 1);
+	CHECK_OPEN(rf_dataset_open_rfrec(&ds, flat, 0), rf_last_error());
+	o.batch = 8;
+	o.devices = v.dev;
+	o.ndevices = 1;
+	o.x_layout = RF_LAYOUT_NHWC;
+	CHECK_EQ(rf_loader_create(&l, v.e, &ds, &o), -EINVAL);
+	CHECK(!l && strstr(rf_last_error(), "NHWC") && strstr(rf_last_error(), t_base(flat)));
+	o.x_layout = (enum rf_layout)7;
+	CHECK_EQ(rf_loader_create(&l, v.e, &ds, &o), -EINVAL);
+	CHECK(strstr(rf_last_error(), "x_layout 7"));
+	o.x_layout = RF_LAYOUT_ROWMAJOR;
+	o.x_dtype = RF_I32;
+	CHECK_EQ(rf_loader_create(&l, v.e, &ds, &o), -EINVAL);
+	CHECK(strstr(rf_last_error(), "x_dtype"));
+	rf_dataset_close(&ds);
+	tl_close(&v);
+}
+
 int main(void)
 {
 	struct rf_loader_opts o = { 0 };
@@ -178,6 +295,20 @@ int main(void)
 		exact(large, 1.0f / 255.0f, 0.2860f, 0.3530f, ndev);  /* a table: 70000 >= 1024 */
 		exact(small, 1.0f / 255.0f, 0.2860f, 0.3530f, ndev);  /* the formula */
 		exact(small, 0.5f, 0.0f, 1.0f, ndev);
+	}
+	{
+		static const uint32_t hw[2] = { 9, 11 }, chw[3] = { 3, 5, 7 };
+		static const enum rf_tdtype dts[3] = { RF_F32, RF_BF16, RF_F16 };
+		const char *img = tl_make_rfrec_shape("hw.rfrec", 60, 2, hw, RF_LABEL_I32);
+		const char *img3 = tl_make_rfrec_shape("chw.rfrec", 60, 3, chw, RF_LABEL_I32);
+		for (unsigned a = 0; a < 3; a++)
+			for (int lay = 0; lay < 2; lay++)
+				for (unsigned ndev = 1; ndev <= 2; ndev++) {
+					formats(img, dts[a], (enum rf_layout)lay, ndev);
+					formats(img3, dts[a], (enum rf_layout)lay, ndev);
+				}
+		format_refusals(small);
+		printf("batches in f32/bf16/f16, row-major and NHWC: the formula's values\n");
 	}
 	return 0;
 }

@@ -53,18 +53,24 @@ static inline uint8_t tl_byte(uint64_t i, size_t k)
 }
 
 /* A .rfrec of count records of P u8 bytes, label i % 10 (u8 or i32). */
-static inline const char *tl_make_rfrec(const char *name, uint64_t count, uint32_t P,
-					enum rf_label_kind lk)
+/* The same with records of shape (ndim dims, their product P). */
+static inline const char *tl_make_rfrec_shape(const char *name, uint64_t count, unsigned ndim,
+					      const uint32_t *shape, enum rf_label_kind lk)
 {
 	const char *path = t_path(name);
 	struct rf_rec_layout lay = { 0 };
 	struct rf_rec_writer *w;
-	uint8_t *buf = malloc(P);
+	uint32_t P = 1;
+	uint8_t *buf;
 
+	for (unsigned d = 0; d < ndim; d++)
+		P *= shape[d];
+	buf = malloc(P);
 	CHECK(buf);
 	lay.dtype = RF_DS_DT_U8;
-	lay.ndim = 1;
-	lay.shape[0] = P;
+	lay.ndim = ndim;
+	for (unsigned d = 0; d < ndim; d++)
+		lay.shape[d] = shape[d];
 	lay.label_kind = lk;
 	lay.num_classes = lk == RF_LABEL_NONE ? 0 : 10;
 	CHECK_OPEN(rf_rec_writer_open(&w, path, &lay, RF_REC_OVERWRITE), rf_last_error());
@@ -76,6 +82,12 @@ static inline const char *tl_make_rfrec(const char *name, uint64_t count, uint32
 	CHECK_OPEN(rf_rec_writer_finish(w), rf_last_error());
 	free(buf);
 	return path;
+}
+
+static inline const char *tl_make_rfrec(const char *name, uint64_t count, uint32_t P,
+					enum rf_label_kind lk)
+{
+	return tl_make_rfrec_shape(name, count, 1, &P, lk);
 }
 
 /* Position-weighted checksum of a record's bytes. */

@@ -295,7 +295,7 @@ static const struct ocase cases[] = {
 	{ "scale", 1, { T1(K_F, 1, 10) }, p_scale, 1e-6 },
 	{ "sum", 4, { T1(K_F, 1, 10), T1(K_F, 0, 10), T1(K_F, 0, 10), T1(K_F, 0, 10) }, p_sum, 0 },
 	{ "fill", 1, { T4(K_F, 1, 2, 3, 2, 2) }, p_fill, 0 },
-	{ "u8_to_f32", 2, { T1(K_F, 1, 10), T1(K_U8, 0, 10) }, p_u8_f32, 0 },
+	{ "u8_to_f32", 2, { T4(K_F, 1, 2, 3, 2, 2), T1(K_U8, 0, 24) }, p_u8_f32, 0 },
 	{ "u8_to_i32", 2, { T1(K_I32, 1, 10), T1(K_U8, 0, 10) }, p_u8_i32, 0 },
 	{ "rand_uniform", 1, { T1(K_F, 1, 10) }, p_uniform, 0 },
 	{ "rand_normal", 1, { T1(K_F, 1, 10) }, p_normal, 1e-6 },

@@ -9,6 +9,8 @@
  *    with f32 to bf16's rounding: the loss to 2%, each gradient tensor's direction
  *    (cosine similarity: LeNet >= 0.995, ResNet-18's 4-image batch norms >= 0.8, see
  *    below); and bf16 NHWC gives bf16 row-major's bits;
+ *  - a batch that comes in the compute format (rf_loader_opts.x_dtype/x_layout on a
+ *    GPU) is read as it is, with the bits of an f32 batch converted at the edge;
  *  - the f32 masters stay f32 row-major (checkpoints and exports read them), and a
  *    format a device does not run is refused with a message.
  * The activations' memory is checked to be laid out as asked (a raw read of the
@@ -21,9 +23,9 @@ struct run {
 	float *grads, *params, *bufs;
 };
 
-static void one_step(struct tt_env *t, struct rf_device *d, const char *model,
-		     enum rf_tdtype dt, enum rf_layout lay, const float *xv, const int32_t *yv,
-		     int n, struct run *out)
+static void one_step_x(struct tt_env *t, struct rf_device *d, const char *model,
+		       enum rf_tdtype dt, enum rf_layout lay, const float *xv, const int32_t *yv,
+		       int n, struct run *out, int x_in_format)
 {
 	const struct rf_model_spec *sp = rf_model_spec(model);
 	struct rf_model *m = NULL;
@@ -37,10 +39,14 @@ static void one_step(struct tt_env *t, struct rf_device *d, const char *model,
 	CHECK_OK(rf_model_init(m, g, RF_INIT_DEFAULT));
 	CHECK_OK(rf_model_set_format(m, dt, lay));
 	CHECK(m->act_dtype == dt && m->act_layout == lay);
-	CHECK_OK(rf_tensor_create(d, RF_F32, "x", RF_DIMS(n, 1, 28, 28), &x));
+	/* x_in_format: the batch comes in the compute format (as a loader asked for it
+	 * gives it), which the model then reads as it is */
+	CHECK_OK(rf_tensor_create_layout(d, x_in_format ? dt : RF_F32,
+					 x_in_format ? lay : RF_LAYOUT_ROWMAJOR, "x",
+					 RF_DIMS(n, 1, 28, 28), &x));
 	CHECK_OK(rf_tensor_create(d, RF_I32, "y", RF_DIMS(n), &y));
 	CHECK_OK(rf_tensor_create(d, RF_F32, "loss", RF_DIMS(1), &loss));
-	CHECK_OK(rf_tensor_write(x, xv));
+	CHECK_OK(rf_tensor_write_as(x, RF_F32, xv));
 	CHECK_OK(rf_tensor_write(y, yv));
 	CHECK_OK(rf_model_forward(m, x, y, loss, NULL, 1, &acts));
 	CHECK_OK(rf_model_backward(m, acts, NULL, NULL));
@@ -65,6 +71,13 @@ static void one_step(struct tt_env *t, struct rf_device *d, const char *model,
 	rf_prng_destroy(g);
 	rf_model_destroy(m);
 	CHECK_OK(rf_engine_wait_all(t->eng));
+}
+
+static void one_step(struct tt_env *t, struct rf_device *d, const char *model,
+		     enum rf_tdtype dt, enum rf_layout lay, const float *xv, const int32_t *yv,
+		     int n, struct run *out)
+{
+	one_step_x(t, d, model, dt, lay, xv, yv, n, out, 0);
 }
 
 static void free_run(struct run *r)
@@ -161,6 +174,20 @@ int main(void)
 		close_grads("bf16 row-major", sp, bfr.grads, ref.grads, cmin);
 		/* the layout changes nothing but the order: bf16 in either, the same bits */
 		same_bits("bf16 nhwc vs row-major gradients", bf.grads, bfr.grads, sp->numel);
+		/* a batch already in the compute format (no conversion at the edge) gives
+		 * the bits of an f32 batch converted there */
+		{
+			struct run xf;
+			one_step_x(&t, d, models[mi], low, RF_LAYOUT_NHWC, xv, yv, n, &xf, 1);
+			CHECK(!memcmp(&xf.loss, &bf.loss, sizeof(float)));
+			same_bits("x in format: gradients", xf.grads, bf.grads, sp->numel);
+			same_bits("x in format: running statistics", xf.bufs, bf.bufs, sp->buf_numel);
+			same_bits("x in format: parameters", xf.params, bf.params, sp->numel);
+			free_run(&xf);
+			one_step_x(&t, d, models[mi], RF_F32, RF_LAYOUT_NHWC, xv, yv, n, &xf, 1);
+			same_bits("f32 nhwc x in format: gradients", xf.grads, ref.grads, sp->numel);
+			free_run(&xf);
+		}
 		fprintf(stderr, "%s: f32 nhwc = row-major bit for bit; bf16 loss %.6f vs %.6f: ok\n",
 			models[mi], (double)bf.loss, (double)ref.loss);
 		free_run(&ref);
