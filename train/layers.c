@@ -40,7 +40,7 @@ static const struct rf_layer rf__lenet_t[] = {
  * the first block of stages 2-4 with stride 2 and a 1x1 projection (with bias, no BN,
  * as the seeds' Residual); global average pool; dense 10. Convolutions followed by a
  * BN have no bias (the BN's mean removes it; its gradient would be rounding noise).
- * Names are PyTorch's state_dict names of train/ref/make_resnet_reference.py. */
+ * Names are PyTorch's state_dict names of tests/train/ref/make_resnet_reference.py. */
 static struct rf_layer rf__resnet_t[RF_MODEL_MAX_TABLE];
 static char rf__resnet_names[64 * 4][48];
 

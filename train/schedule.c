@@ -1,6 +1,6 @@
 /* train/schedule.c -- the learning rate per epoch (trainer.h: rf_lr_at): a linear
  * warm-up, then constant, step or cosine, as PyTorch's LinearLR, StepLR and
- * CosineAnnealingLR joined by SequentialLR (train/ref/lr.ref). */
+ * CosineAnnealingLR joined by SequentialLR (tests/train/ref/lr.ref). */
 #include <math.h>
 
 #include "trainer.h"

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """The peer of bench/train-vs-pytorch's ResNet-18 row: PyTorch training steps of the
-seeds' ResNet-18 (train/ref/make_resnet_reference.py's model) on Fashion-MNIST
+seeds' ResNet-18 (tests/train/ref/make_resnet_reference.py's model) on Fashion-MNIST
 batches, SGD lr 0.1, float32, CPU.
 
   /usr/bin/python3 bench/peers/torch_resnet_steps.py STEPS BATCH THREADS

@@ -1,4 +1,4 @@
-/* test-lr-ref: rf_lr_at against PyTorch 1.13's schedulers (train/ref/lr.ref, path in
+/* test-lr-ref: rf_lr_at against PyTorch 1.13's schedulers (tests/train/ref/lr.ref, path in
  * argv[1], made by make_lr_reference.py): LinearLR warm-up, then constant, StepLR or
  * CosineAnnealingLR, joined by SequentialLR. Every epoch's rate must agree to 1e-12
  * relative, and as a float (what the update uses) exactly. */

@@ -1,5 +1,5 @@
 /* test-resnet-ref: ResNet-18's new layers alone and one ResNet-18 training step,
- * against PyTorch in float64 (train/ref/resnet.ref, path in argv[1], written by
+ * against PyTorch in float64 (tests/train/ref/resnet.ref, path in argv[1], written by
  * make_resnet_reference.py). Inputs, weights and output gradients come from the
  * splitmix64 hash both sides share, so the file holds only results:
  *  - layer cases (conv 3x3 stride 2 pad 1, 1x1 stride 2 with bias, 3x3 pad 1; batch
@@ -377,7 +377,7 @@ int main(int argc, char **argv)
 	struct tt_env t;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: %s train/ref/resnet.ref\n", argv[0]);
+		fprintf(stderr, "usage: %s tests/train/ref/resnet.ref\n", argv[0]);
 		return 1;
 	}
 	load(argv[1]);

@@ -1,5 +1,5 @@
 /* test-sgd-ref: SGD with weight decay, momentum and Nesterov against torch.optim.SGD.
- * The reference (train/ref/sgd.ref, path in argv[1], made by make_sgd_reference.py)
+ * The reference (tests/train/ref/sgd.ref, path in argv[1], made by make_sgd_reference.py)
  * holds w and the momentum buffer after three steps that PyTorch 1.13 took on the CPU
  * from weights and gradients defined by formula; this program regenerates them, takes
  * the same three steps with rf_sgd_momentum on a CPU device through the engine, and

@@ -1,8 +1,8 @@
 /* test-train-ref: one training step of the MLP or LeNet (model.h) compared with
- * PyTorch. The reference file (train/ref/mlp.ref or lenet.ref, path given as argv[1])
+ * PyTorch. The reference file (tests/train/ref/mlp.ref or lenet.ref, path given as argv[1])
  * holds the loss, the gradients and the loss after one SGD step that PyTorch 1.13
  * computed for a batch and initial weights defined by formula (splitmix64,
- * train/ref/README.md). This program regenerates the same batch and weights
+ * tests/train/ref/README.md). This program regenerates the same batch and weights
  * (ref_init_snippet.c.txt, checked against the file's x_sum, y_sum and init_sum),
  * writes them into a model replica's parameter views on the CPU device, pushes the
  * forward pass, the backward pass and the plain SGD step through the engine, and
@@ -14,7 +14,7 @@
 #include "train-test.h"
 #include "model.h"
 
-/* ---- ref_init_snippet.c.txt (train/ref), verbatim ----------------------------------- */
+/* ---- ref_init_snippet.c.txt (tests/train/ref), verbatim ----------------------------------- */
 static uint64_t ref_splitmix64(uint64_t x)
 {
 	uint64_t z = x + 0x9e3779b97f4a7c15ULL;
@@ -159,7 +159,7 @@ int main(int argc, char **argv)
 	int fails = 0;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: %s train/ref/MODEL.ref\n", argv[0]);
+		fprintf(stderr, "usage: %s tests/train/ref/MODEL.ref\n", argv[0]);
 		return 1;
 	}
 	ref_load(argv[1], &r);

@@ -6,7 +6,7 @@ warm-up (none when W = 0), then StepLR(step_size, gamma), CosineAnnealingLR(T_ma
 eta_min=0) or nothing (constant), joined by SequentialLR(milestones=[W]); the lr read
 from the optimiser before each of E epochs, written with %.17g.
 
-  /usr/bin/python3 train/ref/make_lr_reference.py [OUT]   (default train/ref/lr.ref)
+  /usr/bin/python3 tests/train/ref/make_lr_reference.py [OUT]   (default tests/train/ref/lr.ref)
 """
 import sys
 
@@ -50,7 +50,7 @@ def rates(kind, step, gamma, w, e):
 
 
 def main():
-    out = sys.argv[1] if len(sys.argv) > 1 else "train/ref/lr.ref"
+    out = sys.argv[1] if len(sys.argv) > 1 else "tests/train/ref/lr.ref"
     lines = ["# PyTorch %s schedulers, base lr %g: kind step gamma warmup epochs, then the lr "
              "of each epoch" % (torch.__version__, BASE)]
     for kind, step, gamma, w, e in SETTINGS:

@@ -11,7 +11,7 @@ there is none, and v is listed as zeros. The file lists, per
 configuration, w and the momentum buffer after the three steps as the hex of their
 float32 bits.
 
-  /usr/bin/python3 train/ref/make_sgd_reference.py [OUT]   (default train/ref/sgd.ref)
+  /usr/bin/python3 tests/train/ref/make_sgd_reference.py [OUT]   (default tests/train/ref/sgd.ref)
 """
 import struct
 import sys
@@ -52,13 +52,13 @@ def bits(a):
 
 
 def main():
-    out = sys.argv[1] if len(sys.argv) > 1 else "train/ref/sgd.ref"
+    out = sys.argv[1] if len(sys.argv) > 1 else "tests/train/ref/sgd.ref"
     torch.set_num_threads(1)
     w0 = vec(300, 1.0)
     grads = [vec(301 + t, 0.5) for t in range(STEPS)]
     lines = ["# torch.optim.SGD, PyTorch %s, CPU float32: %d elements, lr %g, %d steps"
              % (torch.__version__, N, LR, STEPS),
-             "# w = 2*u(300,i)-1; g_t = (2*u(301+t,i)-1)*0.5 (train/ref/README.md)"]
+             "# w = 2*u(300,i)-1; g_t = (2*u(301+t,i)-1)*0.5 (tests/train/ref/README.md)"]
     for mom, wd, nest in CONFIGS:
         p = torch.nn.Parameter(torch.from_numpy(w0.copy()))
         opt = torch.optim.SGD([p], lr=LR, momentum=mom, weight_decay=wd, nesterov=nest)

@@ -12,7 +12,7 @@ train mode, mean cross-entropy, backward) stores the loss, the eval-mode loss af
 it, and per parameter / running statistic: numel, sum, sum of |x|, L2 norm and 32
 samples at i_j = (j * 2654435761 + k) mod numel.
 
-  /usr/bin/python3 train/ref/make_resnet_reference.py [OUT]  (default train/ref/resnet.ref)
+  /usr/bin/python3 tests/train/ref/make_resnet_reference.py [OUT]  (default tests/train/ref/resnet.ref)
 """
 import copy
 import math
@@ -199,7 +199,7 @@ def resnet_case(out):
 
 
 def main():
-    path = sys.argv[1] if len(sys.argv) > 1 else "train/ref/resnet.ref"
+    path = sys.argv[1] if len(sys.argv) > 1 else "tests/train/ref/resnet.ref"
     with open(path, "w") as out:
         out.write("# PyTorch %s, float64; see make_resnet_reference.py\n" % torch.__version__)
         layer_cases(out)
