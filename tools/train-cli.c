@@ -105,7 +105,7 @@ static const char usage[] =
 "                        room (default 4096; 0: no cap)\n"
 "  --stats               print the engine's op counts (and max in flight) on stderr\n"
 "                        and in the --json object\n"
-"several processes (README: \"Several processes and machines\"):\n"
+"several processes (doc/distributed.md):\n"
 "  --dist mpi            one process per rank under mpirun: each trains its shard of\n"
 "                        every global batch; gradients summed over the ranks (MPI on a\n"
 "                        comm stream). Rank 0 alone prints, checkpoints and writes files\n"
@@ -186,20 +186,6 @@ static int bad_path(const char *opt, const char *why)
 {
 	rf_cli_say(prog, "%s %s", opt, why);
 	return 1;
-}
-
-/* A .rfrec file's header (magic, version, sizes, CRC) now, not after the engine
- * starts; the trainer checks the shape. 0 or the exit status. */
-static int check_rfrec(const char *opt, const char *path)
-{
-	struct rf_dataset ds;
-
-	if (rf_dataset_open_rfrec(&ds, path, 0) < 0) {
-		rf_cli_say(prog, "%s %s", opt, rf_last_error());
-		return 1;
-	}
-	rf_dataset_close(&ds);
-	return 0;
 }
 
 /* --export DIR: a directory that exists and may be written, or a new name in one; in
@@ -338,69 +324,41 @@ static int check_inputs(const struct cli *c, const char *data)
 	return ret;
 }
 
-/* The paths, before anything runs: --data a directory whose IDX files (any that are
- * there) are regular files, so that no open can block on a FIFO; --checkpoint (an
- * existing regular file with --resume), --metrics and --trace writable paths in
- * existing directories, none of them a directory, FIFO or device, and no two the
- * same file (an input too: check_inputs). A missing --data is left to the trainer
- * (its message says how to install Fashion-MNIST). With --resume the checkpoint's
- * header is checked too (its model against --model). 0 or the exit status. */
-static int check_paths(const char *model, const char *data, const char *test_data,
-		       const char *ckpt, int resume, const char *metrics, const char *trace)
+/* The paths, before anything runs: the library checks the configuration and the data
+ * it names (rf_trainer_check_opts: https, FIFOs, .rfrec headers, IDX files); here
+ * --checkpoint (an existing regular file with --resume), --metrics and --trace
+ * writable paths in existing directories, none of them a directory, FIFO or device,
+ * and no two the same file (an input too: check_inputs). With --resume the
+ * checkpoint's header is checked too (its model against --model). 0 or the exit
+ * status. */
+static int check_paths(const struct rf_train_opts *o, const char *data, const char *ckpt,
+		       int resume, const char *metrics, const char *trace)
 {
-	static const char *names[4] = { "train-images-idx3-ubyte", "train-labels-idx1-ubyte",
-					"t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte" };
+	const char *model = o->model;
 	const char *outs[3][2] = { { "--checkpoint", ckpt }, { "--metrics", metrics },
 				   { "--trace", trace } };
 	char why[4608], p[4200];
-	struct stat st;
 
 	if (!*data)
 		return bad("--data", "got an empty path, expected a directory or a .rfrec file");
 	if (!strncmp(data, "https://", 8))
 		return bad("--data", "got '%s': https is not supported, expected http://HOST[:PORT]"
 			   "/PATH.rfrec (or a local directory or file)", data);
-	if (test_data && !strncmp(test_data, "https://", 8))
+	if (o->test_data && !strncmp(o->test_data, "https://", 8))
 		return bad("--test-data", "got '%s': https is not supported, expected http://HOST"
-			   "[:PORT]/PATH.rfrec (or a local file)", test_data);
-	if (!strncmp(data, "http://", 7)) { /* a .rfrec over HTTP: checked by opening it */
-		if (check_rfrec("--data", data))
-			return 1;
-		if (test_data && strncmp(test_data, "http://", 7) &&
-		    rf_cli_check_input(test_data, 0, why, sizeof(why)) < 0)
-			return bad_path("--test-data", why);
-		if (test_data && check_rfrec("--test-data", test_data))
-			return 1;
-	} else if (test_data) {
-		if (strncmp(test_data, "http://", 7) &&
-		    rf_cli_check_input(test_data, 0, why, sizeof(why)) < 0)
-			return bad_path("--test-data", why);
-		if (stat(data, &st) == 0 && !S_ISREG(st.st_mode))
-			return bad("--test-data", "names the test set of a .rfrec --data, and %s is "
-				   "%s (a directory of IDX files holds both sets)", data,
-				   rf_cli_ftype(st.st_mode));
-		if (check_rfrec("--test-data", test_data))
-			return 1;
-	}
-	if (stat(data, &st) == 0 && S_ISREG(st.st_mode) && check_rfrec("--data", data))
-		return 1;
+			   "[:PORT]/PATH.rfrec (or a local file)", o->test_data);
 	for (int i = 0; i < 3; i++)
 		if (outs[i][1] && !*outs[i][1])
 			return bad(outs[i][0], "got an empty path, expected a file name");
-	if (stat(data, &st) == 0 && !S_ISREG(st.st_mode)) {
-		if (!S_ISDIR(st.st_mode)) {
-			snprintf(why, sizeof(why), "%s: is %s, expected a directory of Fashion-MNIST "
-				 "IDX files or a .rfrec file", data, rf_cli_ftype(st.st_mode));
-			return bad_path("--data", why);
-		}
-		for (int i = 0; i < 8; i++) {
-			snprintf(p, sizeof(p), "%s/%s%s", data, names[i / 2], i % 2 ? ".gz" : "");
-			if (stat(p, &st) == 0 && !S_ISREG(st.st_mode)) {
-				snprintf(why, sizeof(why), "%s: is %s, expected a regular file", p,
-					 rf_cli_ftype(st.st_mode));
-				return bad_path("--data", why);
-			}
-		}
+	/* a usage error (exit 2) where the library would refuse the pair: a test set of
+	 * its own with IDX data (a test set that is no file is the library's to name) */
+	if (o->test_data && rf_cli_check_input(o->test_data, 0, why, sizeof(why)) == 0 &&
+	    !rf_train_data_is_rfrec(data))
+		return bad("--test-data", "names the test set of a .rfrec --data, and %s is not "
+			   "one (a directory of IDX files holds both sets)", data);
+	if (rf_trainer_check_opts(o) < 0) {
+		rf_cli_say(prog, "%s", rf_last_error());
+		return 1;
 	}
 	if (ckpt && resume) {
 		/* The header now (magic, version, sizes, CRC, model), not after the data. */
@@ -828,8 +786,7 @@ int parse_args(struct cli *c, int argc, char **argv)
 		c->o.lr = c->o.adamw ? 1e-3f : rf_model_spec(c->o.model)->default_lr;
 	if (rf_cli_check_env(prog)) /* before a path check reads an http:// --data */
 		return 1;
-	if ((ret = check_paths(c->o.model, c->o.data_dir ? c->o.data_dir : RF_TRAIN_DEFAULT_DATA,
-			       c->o.test_data,
+	if ((ret = check_paths(&c->o, c->o.data_dir ? c->o.data_dir : RF_TRAIN_DEFAULT_DATA,
 			       c->checkpoint, c->resume, c->metrics, c->trace)))
 		return ret;
 	if (c->export_dir && (ret = check_export(c->export_dir)))

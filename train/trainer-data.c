@@ -167,6 +167,96 @@ static int rf__beside(struct rf_trainer *t, const char *train, char *out, size_t
 	return -ENOENT;
 }
 
+/* opt's file is there and a regular file (never a FIFO an open would block on). */
+static int rf__regular(struct rf_trainer *t, const char *opt, const char *path)
+{
+	struct stat st;
+
+	if (!*path) {
+		rf__trainer_msg(t, "%s '': empty path, expected a regular file", opt);
+		return -EINVAL;
+	}
+	if (stat(path, &st) < 0) {
+		int e = errno;
+		rf__trainer_msg(t, "%s %s: cannot open: %s, expected a regular file", opt, path,
+				strerror(e));
+		return -e;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		rf__trainer_msg(t, "%s %s: is %s, expected a regular file", opt, path,
+				rf__ftype(st.st_mode));
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* A .rfrec file's header (magic, version, sizes, CRC), local or http://, now. */
+static int rf__probe_rfrec(struct rf_trainer *t, const char *opt, const char *path)
+{
+	struct rf_dataset ds;
+	int ret = rf_dataset_open_rfrec(&ds, path, 0);
+
+	if (ret < 0) {
+		rf__trainer_msg(t, "%s %s", opt, rf_last_error());
+		return ret;
+	}
+	rf_dataset_close(&ds);
+	return 0;
+}
+
+int rf__check_data(struct rf_trainer *t)
+{
+	const char *data = t->data_dir, *test = t->o.test_data;
+	char p[RF_TRAIN_PATH_MAX + 32];
+	struct stat st;
+	int ret;
+
+	if (!strncmp(data, "https://", 8) || (test && !strncmp(test, "https://", 8))) {
+		rf__trainer_msg(t, "%s: https is not supported: ringflow reads http:// URLs only "
+				"(serve the file over http, or copy it here)",
+				strncmp(data, "https://", 8) ? test : data);
+		return -EPROTONOSUPPORT;
+	}
+	if (!strncmp(data, "http://", 7)) {      /* a .rfrec over HTTP: its header */
+		if (test && strncmp(test, "http://", 7) &&
+		    (ret = rf__regular(t, "--test-data", test)) < 0)
+			return ret;
+		if ((ret = rf__probe_rfrec(t, "--data", data)) < 0)
+			return ret;
+		return test ? rf__probe_rfrec(t, "--test-data", test) : 0;
+	}
+	if (test) {
+		if (strncmp(test, "http://", 7) && (ret = rf__regular(t, "--test-data", test)) < 0)
+			return ret;
+		if (stat(data, &st) == 0 && !S_ISREG(st.st_mode)) {
+			rf__trainer_msg(t, "--test-data: names the test set of a .rfrec --data, and "
+					"%s is %s (a directory of IDX files holds both sets)", data,
+					rf__ftype(st.st_mode));
+			return -EINVAL;
+		}
+		if ((ret = rf__probe_rfrec(t, "--test-data", test)) < 0)
+			return ret;
+	}
+	if (stat(data, &st) < 0)
+		return 0;       /* rf__open_data says what is missing and how to install it */
+	if (S_ISREG(st.st_mode))
+		return rf__probe_rfrec(t, "--data", data);
+	if (!S_ISDIR(st.st_mode)) {
+		rf__trainer_msg(t, "--data %s: is %s, expected a directory of Fashion-MNIST IDX "
+				"files or a .rfrec file", data, rf__ftype(st.st_mode));
+		return -EINVAL;
+	}
+	for (int i = 0; i < 8; i++) {   /* raw and .gz: whichever is there must be a file */
+		snprintf(p, sizeof(p), "%s/%s%s", data, rf__names[i / 2], i % 2 ? ".gz" : "");
+		if (stat(p, &st) == 0 && !S_ISREG(st.st_mode)) {
+			rf__trainer_msg(t, "--data %s: is %s, expected a regular file", p,
+					rf__ftype(st.st_mode));
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
 static int rf__open_rfrec(struct rf_trainer *t, struct rf_dataset *ds, const char *path)
 {
 	int ret = rf_dataset_open_rfrec(ds, path, 0);
@@ -223,18 +313,10 @@ int rf_train_inputs(const struct rf_train_opts *o, char (*paths)[RF_TRAIN_PATH_M
 int rf__open_data(struct rf_trainer *t)
 {
 	char p[4][RF_TRAIN_PATH_MAX];
-	const char *url = NULL;
 	int ret;
 
-	if (!strncmp(t->data_dir, "https://", 8))
-		url = t->data_dir;
-	else if (t->o.test_data && !strncmp(t->o.test_data, "https://", 8))
-		url = t->o.test_data;
-	if (url) {
-		rf__trainer_msg(t, "%s: https is not supported: ringflow reads http:// URLs only "
-				"(serve the file over http, or copy it here)", url);
-		return -EPROTONOSUPPORT;
-	}
+	if ((ret = rf__check_data(t)) < 0)   /* https, FIFOs, headers: before any open */
+		return ret;
 	if (rf__is_rfrec(t->data_dir)) {
 		/* a .rfrec training set, and its test set named or beside it */
 		snprintf(p[0], sizeof(p[0]), "%s", t->data_dir);

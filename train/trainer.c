@@ -228,6 +228,22 @@ static int rf__setup(struct rf_trainer *t, const struct rf_train_opts *opts)
 	return 0;
 }
 
+int rf_trainer_check_opts(const struct rf_train_opts *opts)
+{
+	struct rf_train_opts def = { 0 };
+	struct rf_trainer *t = calloc(1, sizeof(*t));
+	int ret;
+
+	if (!t)
+		return rf__fail(-ENOMEM, "rf_trainer_check_opts: %s", strerror(ENOMEM));
+	if ((ret = rf__copy_opts(t, opts ? opts : &def)) == 0 && (ret = rf__check_opts(t)) == 0)
+		ret = rf__check_data(t);
+	if (ret < 0)
+		rf__fail(ret, "%s", t->msg[0] ? t->msg : strerror(-ret));
+	free(t);
+	return ret < 0 ? ret : 0;
+}
+
 int rf_trainer_create(struct rf_trainer **out, struct rf_engine *e,
 		      const struct rf_train_opts *opts)
 {

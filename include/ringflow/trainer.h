@@ -57,7 +57,7 @@ typedef void (*rf_train_progress_fn)(void *ctx, unsigned epoch, uint64_t batch,
  * up, base at epoch W), then constant, step (times gamma every step_epochs) or cosine
  * (from base to 0 over the epochs left: epochs - W). PyTorch's LinearLR(start_factor
  * 1/(W+1), total_iters W), StepLR and CosineAnnealingLR(T_max epochs - W, eta_min 0),
- * joined by SequentialLR at epoch W; train/ref/lr.ref holds their values. */
+ * joined by SequentialLR at epoch W; tests/train/ref/lr.ref holds their values. */
 enum rf_lr_kind { RF_LR_CONSTANT = 0, RF_LR_STEP = 1, RF_LR_COSINE = 2 };
 struct rf_lr_schedule {
 	enum rf_lr_kind kind;
@@ -177,6 +177,16 @@ struct rf_train_opts {
 
 struct rf_trainer;
 
+/* Check a training configuration without starting anything (no engine, device or
+ * read of the data): what rf_trainer_create refuses from the options alone -- the
+ * model and whether that kind of device runs its ops, the numbers (devices, window,
+ * optimiser, schedule, ...) -- and the data named: https refused, a directory's IDX
+ * files (any that are there) regular files, a .rfrec's header (local or http://), a
+ * test set a regular file. Nothing is opened that could block (no FIFO). 0, or
+ * -errno with the message, naming the option (--data, --model, ...), in
+ * rf_last_error. A missing data directory is left to rf_trainer_create (its message
+ * says how to install Fashion-MNIST). */
+int rf_trainer_check_opts(const struct rf_train_opts *opts);
 /* Open the data, the devices, the replicas (initialised from opts->seed), the
  * loaders and the store on engine e (borrowed; it must outlive the trainer). opts and
  * its strings are copied. Errors (with a message in rf_last_error()): -ENOENT dataset not found

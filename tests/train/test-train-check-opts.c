@@ -1,0 +1,119 @@
+/* test-train-check-opts: rf_trainer_check_opts refuses from the options alone what
+ * rf_trainer_create would, without an engine and without opening anything that could
+ * block: an unknown model, impossible numbers, https, a FIFO or a device as --data, an
+ * IDX file of a --data directory that is a FIFO or a directory, a test set that is no
+ * regular file or is given beside IDX data, a .rfrec with a bad header; each with
+ * -errno and one message naming the option and the path. A good configuration, and a
+ * data directory that is missing (rf_trainer_create says how to install it), pass. */
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "train-test.h"
+#include "trainer.h"
+#include "dataset.h"
+
+static char dir[256];
+
+static void refused(const struct rf_train_opts *o, int want, const char *a, const char *b)
+{
+	int ret = rf_trainer_check_opts(o);
+	if (ret != want || !strstr(rf_last_error(), a) || (b && !strstr(rf_last_error(), b))) {
+		fprintf(stderr, "got %d '%s', want %d naming '%s' and '%s'\n", ret, rf_last_error(),
+			want, a, b ? b : "");
+		exit(1);
+	}
+}
+
+static void good_rfrec(const char *path)
+{
+	struct rf_rec_layout lay = { 0 };
+	struct rf_rec_writer *w;
+	unsigned char img[28 * 28] = { 0 };
+
+	lay.dtype = RF_DS_DT_U8;
+	lay.ndim = 2;
+	lay.shape[0] = lay.shape[1] = 28;
+	lay.label_kind = RF_LABEL_U8;
+	lay.num_classes = 10;
+	CHECK_OK(rf_rec_writer_open(&w, path, &lay, RF_REC_OVERWRITE));
+	for (int i = 0; i < 4; i++)
+		CHECK_OK(rf_rec_writer_append(w, img, i));
+	CHECK_OK(rf_rec_writer_finish(w));
+}
+
+int main(void)
+{
+	struct rf_train_opts o = { 0 };
+	char p[512], q[512], idx[600];
+	int fd;
+
+	snprintf(dir, sizeof(dir), "%s/rf-check-opts.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	CHECK(mkdtemp(dir));
+
+	/* good: a missing directory is left to rf_trainer_create */
+	snprintf(p, sizeof(p), "%s/none", dir);
+	o.data_dir = p;
+	CHECK_OK(rf_trainer_check_opts(&o));
+	o.model = "resnet99";
+	refused(&o, -EINVAL, "--model resnet99", "lenet");
+	o.model = "lenet";
+	o.devices = 100;
+	refused(&o, -EINVAL, "--devices 100", NULL);
+	o.devices = 0;
+	o.momentum = -1.0f;
+	refused(&o, -EINVAL, "momentum", NULL);
+	o.momentum = 0;
+
+	/* https, a FIFO and a device as --data */
+	o.data_dir = "https://example.invalid/x-train.rfrec";
+	refused(&o, -EPROTONOSUPPORT, "https is not supported", "example.invalid");
+	snprintf(p, sizeof(p), "%s/fifo", dir);
+	CHECK_OK(mkfifo(p, 0600));
+	o.data_dir = p;
+	refused(&o, -EINVAL, "--data", "is a FIFO, expected a directory");
+	o.data_dir = "/dev/null";
+	refused(&o, -EINVAL, "/dev/null", "is a character device");
+
+	/* an IDX file of the directory that is a FIFO, or a directory */
+	snprintf(p, sizeof(p), "%s/idx", dir);
+	CHECK_OK(mkdir(p, 0700));
+	snprintf(idx, sizeof(idx), "%s/train-images-idx3-ubyte.gz", p);
+	CHECK_OK(mkfifo(idx, 0600));
+	o.data_dir = p;
+	refused(&o, -EINVAL, "train-images-idx3-ubyte.gz", "is a FIFO");
+	CHECK_OK(unlink(idx));
+	snprintf(idx, sizeof(idx), "%s/t10k-labels-idx1-ubyte", p);
+	CHECK_OK(mkdir(idx, 0700));
+	refused(&o, -EINVAL, "t10k-labels-idx1-ubyte", "is a directory");
+	CHECK_OK(rmdir(idx));
+	CHECK_OK(rf_trainer_check_opts(&o));          /* an empty directory: create's to say */
+
+	/* test sets: beside IDX data, not a regular file, a bad header */
+	snprintf(q, sizeof(q), "%s/x-test.rfrec", dir);
+	good_rfrec(q);
+	o.test_data = q;
+	refused(&o, -EINVAL, "--test-data", "a directory of IDX files holds both sets");
+	snprintf(p, sizeof(p), "%s/x-train.rfrec", dir);
+	good_rfrec(p);
+	o.data_dir = p;
+	CHECK_OK(rf_trainer_check_opts(&o));
+	snprintf(idx, sizeof(idx), "%s/fifo", dir);
+	o.test_data = idx;
+	refused(&o, -EINVAL, "--test-data", "is a FIFO, expected a regular file");
+	o.test_data = "";
+	refused(&o, -EINVAL, "--test-data", "empty path");
+	snprintf(q, sizeof(q), "%s/bad.rfrec", dir);
+	fd = open(q, O_CREAT | O_WRONLY | O_TRUNC, 0600);
+	CHECK(fd >= 0 && write(fd, "not a record file, at all, no", 29) == 29);
+	close(fd);
+	o.test_data = q;
+	refused(&o, -EINVAL, "--test-data", "bad.rfrec");
+	o.test_data = NULL;
+	o.data_dir = q;
+	refused(&o, -EINVAL, "--data", "bad.rfrec");
+	printf("rf_trainer_check_opts: every refusal named, nothing blocked\n");
+	snprintf(p, sizeof(p), "rm -rf '%s'", dir);
+	CHECK(system(p) == 0);
+	return 0;
+}
