@@ -37,29 +37,30 @@
 #include "cli-impl.h"
 #include "train-cli.h"
 
-/* Signals and the checkpoint's scratch file: a checkpoint is written to CKPT.tmp and
- * renamed over CKPT (train/checkpoint.c), and a SIGINT, SIGTERM or SIGHUP that killed
- * the run in between would leave CKPT.tmp behind. While a save may be under way
- * (rf_trainer_save, and all of an rf_trainer_epoch that saves inside the epoch) the
- * handler, in whichever thread it runs, only records the signal; the run then dies of
- * it as soon as no save is: at the next batch (the progress callback, between saves)
- * or when the call returns; another signal a second or more later kills at once (a
- * run stuck in a collective or a stalled read must still stop). Anywhere else the signal kills
- * at once, as without a handler: no CKPT.tmp of this run exists then. One atomic state
- * decides, so that a handler cannot let the process die just as a save begins; the
- * signal is recorded before the state is read, so that guard_end cannot miss it. */
-enum { SIG_FREE, SIG_GUARDED, SIG_DYING };
-static int sig_state = SIG_FREE;
-static int sig_caught; /* __atomic: set by a handler in any thread */
+/* Signals: SIGINT, SIGTERM or SIGHUP stops the run after the current step. The
+ * library's checkpoints are kill-safe by themselves (written unnamed, O_TMPFILE, and
+ * published by one rename: train/checkpoint.c), so this only keeps a step's save and
+ * the step itself whole: the handler records the signal, and the run dies of it at
+ * the next step boundary (the progress callback, or when a trainer call returns). A
+ * second signal a second or more later kills at once: a run stuck in a collective or
+ * a stalled read must still stop (a launcher's own repeat, timeout(1) signalling child
+ * and group, comes at once and is the same request). */
+static int sig_caught;        /* __atomic: set by a handler in any thread */
+static int64_t sig_first_ms;  /* __atomic: when it came */
 
-/* Die of sig now (its default action); state is SIG_DYING. */
+/* Rank 0 of several processes (or the only one) writes what the run leaves behind --
+ * the checkpoint, metrics, export, trace -- and prints the stats and JSON. */
+static int leader(const struct cli *c)
+{
+	return c->rank == 0;
+}
+
+/* Die of sig now (its default action). */
 static void die_of(int sig)
 {
 	signal(sig, SIG_DFL);
 	raise(sig);     /* in a handler: delivered, and fatal, once the handler returns */
 }
-
-static int64_t sig_first_ms; /* __atomic: when the first waiting signal came */
 
 static int64_t now_ms(void) /* async-signal-safe */
 {
@@ -71,60 +72,31 @@ static int64_t now_ms(void) /* async-signal-safe */
 
 static void on_signal(int sig)
 {
-	int saved = errno, st = SIG_FREE;
-	int earlier = __atomic_exchange_n(&sig_caught, sig, __ATOMIC_SEQ_CST);
-	int64_t t = now_ms(), t0 = 0;
+	int saved = errno, none = 0;
+	int64_t t = now_ms();
 
-	if (!earlier)
-		__atomic_compare_exchange_n(&sig_first_ms, &t0, t, 0, __ATOMIC_SEQ_CST,
-					    __ATOMIC_SEQ_CST);
-	if (__atomic_compare_exchange_n(&sig_state, &st, SIG_DYING, 0, __ATOMIC_SEQ_CST,
+	if (__atomic_compare_exchange_n(&sig_caught, &none, sig, 0, __ATOMIC_SEQ_CST,
 					__ATOMIC_SEQ_CST))
-		die_of(sig);
-	else if (st == SIG_GUARDED && earlier &&
-		 t - __atomic_load_n(&sig_first_ms, __ATOMIC_SEQ_CST) >= 1000) {
-		/* another a second or more later: the user insists (a launcher's own
-		 * repeat, timeout(1) signalling child and group, comes at once) */
-		__atomic_store_n(&sig_state, SIG_DYING, __ATOMIC_SEQ_CST);
-		die_of(sig);
-	}
+		__atomic_store_n(&sig_first_ms, t, __ATOMIC_SEQ_CST);
+	else if (t - __atomic_load_n(&sig_first_ms, __ATOMIC_SEQ_CST) >= 1000)
+		die_of(sig);        /* the user insists */
 	errno = saved;
 }
 
-/* A save may begin: signals wait. */
-static void guard_begin(void)
-{
-	int st = SIG_FREE;
-
-	if (!__atomic_compare_exchange_n(&sig_state, &st, SIG_GUARDED, 0, __ATOMIC_SEQ_CST,
-					 __ATOMIC_SEQ_CST))
-		for (;;)
-			pause(); /* a handler is ending the process */
-}
-
-/* No save under way (between batches, or after one): a signal that waited ends the
- * run now. */
-static void guard_check(void)
+/* A step boundary: a signal that came ends the run now. */
+static void stop_if_signalled(void)
 {
 	int sig = __atomic_load_n(&sig_caught, __ATOMIC_SEQ_CST);
 
-	if (sig) {
-		__atomic_store_n(&sig_state, SIG_DYING, __ATOMIC_SEQ_CST);
+	if (sig)
 		die_of(sig);
-	}
-}
-
-static void guard_end(void)
-{
-	__atomic_store_n(&sig_state, SIG_FREE, __ATOMIC_SEQ_CST);
-	guard_check();
 }
 
 static void progress(void *ctx, unsigned epoch, uint64_t batch, uint64_t nb, double loss)
 {
 	struct cli *c = ctx;
 
-	guard_check(); /* between two batches: no checkpoint is being written */
+	stop_if_signalled(); /* between two steps */
 
 	if (loss >= 0)
 		c->last_loss = loss;
@@ -238,15 +210,10 @@ struct run {
 /* Train up to c->epochs, checkpointing after each epoch. 0 or the exit status. */
 static int train_epochs(const struct cli *c, struct rf_trainer *t, FILE *mf, struct run *run)
 {
-	/* a checkpoint written inside the epoch (--checkpoint-every, --max-steps) */
-	int inside = c->checkpoint && (c->o.checkpoint_every || c->o.max_steps);
-
 	while (rf_trainer_epochs_done(t) < c->epochs) {
-		if (inside)
-			guard_begin();
 		int ret = rf_trainer_epoch(t, &run->st);
-		if (inside)
-			guard_end();
+
+		stop_if_signalled();
 		if (ret < 0) {
 			if (c->tty && !c->quiet)
 				fputc('\n', c->out);
@@ -283,10 +250,9 @@ static int train_epochs(const struct cli *c, struct rf_trainer *t, FILE *mf, str
 		run->tot_s += run->st.seconds;
 		run->tot_n += (double)run->st.samples;
 		run->ran++;
-		if (c->checkpoint && c->rank == 0) {
-			guard_begin();
+		if (c->checkpoint && leader(c)) {
 			ret = rf_trainer_save(t, c->checkpoint);
-			guard_end();
+			stop_if_signalled();
 			if (ret < 0) {
 				rf_cli_say(prog, "checkpoint: %s", rf_trainer_last_error(t));
 				return 1;
@@ -431,7 +397,7 @@ static int run_training(struct cli *c, struct rf_engine *eng, struct rf_trainer 
 			fprintf(c->out, "resumed from %s after epoch %u\n", c->checkpoint,
 				rf_trainer_epochs_done(t));
 	}
-	if (c->metrics && c->rank == 0 && open_metrics(c, mf) < 0)
+	if (c->metrics && leader(c) && open_metrics(c, mf) < 0)
 		return 1;
 	run->secs = calloc(c->epochs + 1, sizeof(double));
 	run->sps = calloc(c->epochs + 1, sizeof(double));
@@ -442,14 +408,14 @@ static int run_training(struct cli *c, struct rf_engine *eng, struct rf_trainer 
 		return rc;
 	if (!run->ran && !run->stopped && (rc = evaluate_only(c, t, run)))
 		return rc;
-	if (c->export_dir && c->rank == 0 &&
+	if (c->export_dir && leader(c) &&
 	    rf_model_export(rf_engine_ring(eng), rf_trainer_replica(t, 0), c->export_dir) < 0) {
 		rf_cli_say(prog, "--export: %s", rf_last_error());
 		return 1;
 	}
-	if (c->stats && c->rank == 0)
+	if (c->stats && leader(c))
 		print_stats(c, eng, &es);
-	if (c->json && c->rank == 0)
+	if (c->json && leader(c))
 		print_json(c, t, run, &es);
 	return 0;
 }
@@ -483,7 +449,7 @@ static int start_dist(struct cli *c, struct rf_engine *eng, struct rf_comm **com
 	c->rank = rf_comm_rank(*comm);
 	c->world = rf_comm_size(*comm);
 	snprintf(prog, sizeof(prog), "rf-train[rank %d]", c->rank);
-	if (c->rank == 0) {
+	if (leader(c)) {
 		if (c->trace && (ret = rf_engine_trace_start(eng, c->trace)) < 0) {
 			rf_cli_say(prog, "--trace: %s", rf_last_error());
 			c->trace = NULL; /* not ours: a trace on now is RF_TRACE's */
@@ -517,7 +483,7 @@ int main(int argc, char **argv)
 	if ((ret = parse_args(&c, argc, argv)) >= 0)
 		return ret;
 	if (c.checkpoint)
-		rf_cli_on_signals(on_signal); /* before any thread: see guard_begin */
+		rf_cli_on_signals(on_signal); /* before any thread inherits the mask */
 	c.o.progress = progress;
 	c.o.progress_ctx = &c;
 	if ((ret = rf_ring_create(&ring, NULL)) < 0) {
@@ -557,7 +523,7 @@ out:
 	}
 	free(run.secs);
 	free(run.sps);
-	if (eng && c.rank == 0) { /* --trace, or RF_TRACE's: a write error fails the run */
+	if (eng && leader(&c)) { /* --trace, or RF_TRACE's: a write error fails the run */
 		rf_engine_wait_all(eng);
 		if ((ret = rf_engine_trace_stop(eng)) < 0 && ret != -ENOENT) {
 			rf_cli_say(prog, "%s%s%s%s", c.trace ? "--trace " : "", c.trace ? c.trace : "",
