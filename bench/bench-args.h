@@ -1,5 +1,5 @@
 /* bench/bench-args.h -- rf-bench's argument parsing, one helper for every subcommand
- * (tools/cli-impl.h's strict number parser underneath): an integer option is digits
+ * (tools/cli.h's strict number parser underneath): an integer option is digits
  * only -- a k or m suffix where it is a size in bytes -- in the range the subcommand's
  * usage states; anything else is one line naming the subcommand, the option, the
  * value and the range, exit status 2. "--help" (or -h) prints the subcommand's usage
@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli-impl.h"
+#include "cli.h"
 
 /* argv[*i] is an option that takes a value: its value, an integer in [min, max] (with
  * a k or m suffix, times 2^10 or 2^20, where sizes is 1), into *out, and *i moved past

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "bench.h"
-#include "cli-impl.h"
+#include "cli.h"
 
 static const struct {
 	const char *name;

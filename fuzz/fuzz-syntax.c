@@ -10,9 +10,9 @@
  *   RF_HTTP_TIMEOUT_MS (rf_dataset_http_timeout): 1..3600000 ms. */
 #include "fuzz.h"
 
-#include "../tools/cli-impl.h"
-#include "../tools/iobench-bs.h"
-#include "../tools/iobench-dist.h"
+#include "../tools/cli.h"
+#include "../tools/iobench/iobench-bs.h"
+#include "../tools/iobench/iobench-dist.h"
 #include "dataset.h"
 #include "plan-cache.h"
 #include "ring-impl.h"

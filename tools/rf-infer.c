@@ -22,7 +22,7 @@
 #include <ringflow/engine.h>
 #include <ringflow/export.h>
 #include <ringflow/trainer.h>
-#include "cli-impl.h"
+#include "cli.h"
 
 static const char *prog = "rf-infer";
 

@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include <ringflow/dataset.h>
-#include "cli-impl.h"
+#include "cli.h"
 
 static char tmp_path[4096];
 static volatile sig_atomic_t tmp_armed;

@@ -34,7 +34,7 @@
 #include <ringflow/comm.h>
 #include <ringflow/dataset.h>
 
-#include "cli-impl.h"
+#include "cli.h"
 #include "train-cli.h"
 
 /* Signals: SIGINT, SIGTERM or SIGHUP stops the run after the current step. The

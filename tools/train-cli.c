@@ -20,7 +20,7 @@
 #include <ringflow/checkpoint.h>
 #include <ringflow/dataset.h>
 
-#include "cli-impl.h"
+#include "cli.h"
 #include "train-cli.h"
 
 /* "rf-train", or "rf-train[rank R]" in a run of several processes. */

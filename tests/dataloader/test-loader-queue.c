@@ -149,8 +149,18 @@ static void exact(const char *path, float scale, float mean, float std, unsigned
 /* f to bf16 or f16 (round to nearest even) and back */
 static float round_to(enum rf_tdtype dt, float f)
 {
-	if (dt == RF_F16)
-		return (float)(_Float16)f;
+	if (dt == RF_F16) {     /* (no _Float16 in every compiler that builds this) */
+		float a = fabsf(f);
+		uint32_t u;
+		if (a < 6.103515625e-05f) {     /* subnormal: multiples of 2^-24 */
+			a = nearbyintf(a * 16777216.0f) / 16777216.0f;
+		} else {                        /* 10 bits of mantissa kept, ties to even */
+			memcpy(&u, &a, 4);
+			u = (u + 0xfffu + ((u >> 13) & 1u)) & ~0x1fffu;
+			memcpy(&a, &u, 4);
+		}
+		return f < 0 ? -a : a;  /* (no value here reaches f16's overflow) */
+	}
 	if (dt == RF_BF16) {
 		uint32_t u;
 		memcpy(&u, &f, 4);

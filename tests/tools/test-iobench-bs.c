@@ -7,8 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "../../tools/iobench-bs.h"
-#include "../../tools/iobench-map.h"
+#include "../../tools/iobench/iobench-bs.h"
+#include "../../tools/iobench/iobench-map.h"
 #include "../test-util.h"
 
 enum { DRAWS = 200000 };

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "../../tools/iobench-dist.h"
+#include "../../tools/iobench/iobench-dist.h"
 #include "../test-util.h"
 
 static void zipf_chi2(double theta)

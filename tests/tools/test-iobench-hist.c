@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "../../tools/iobench-hist.h"
+#include "../../tools/iobench/iobench-hist.h"
 #include "../test-util.h"
 
 static int cmp(const void *a, const void *b)

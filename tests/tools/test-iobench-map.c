@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "../../tools/iobench-map.h"
+#include "../../tools/iobench/iobench-map.h"
 #include "../test-util.h"
 
 int main(void)

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../tools/iobench-verify.h"
+#include "../../tools/iobench/iobench-verify.h"
 #include "../test-util.h"
 
 static int named(const char *msg, uint64_t at)

@@ -1,4 +1,4 @@
-/* tools/iobench.h -- rf-iobench's parts: the options every job shares, a job (its own
+/* tools/iobench/iobench.h -- rf-iobench's parts: the options every job shares, a job (its own
  * thread, ring, buffers, histograms and figures), and the functions that run and
  * report them (iobench-run.c, iobench-report.c; options and the file: rf-iobench.c). */
 #ifndef RF_IOBENCH_H

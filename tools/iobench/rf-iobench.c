@@ -65,7 +65,7 @@
 #include <unistd.h>
 
 #include <ringflow/ring.h>
-#include "cli-impl.h"
+#include "../cli.h"
 #include "iobench.h"
 #include "iobench-verify.h"
 

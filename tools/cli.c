@@ -1,22 +1,4 @@
-/* cli-impl.h -- command-line helpers shared by the tools (rf-train, rf-pack,
- * rf-iobench): strict number parsing and path checks that never block.
- *
- * Numbers: strtoull and strtod skip leading white space and take a sign, so " -1"
- * would parse as 2^64-1; these take digits only (a float: digits, '.', an exponent)
- * and say -1 for anything else, out of range included.
- *
- * Paths: open() of a FIFO blocks until the other end opens, so a path is looked at
- * with stat() first and opened with O_NONBLOCK, then fstat'd; anything but a regular
- * file (or a block device where the caller allows one) is refused. The reason goes
- * into `why` as "PATH: what is wrong, what was expected", one line, no newline.
- *
- * Output: JSON has no NaN or Infinity (rf_cli_json_num writes null for them), and a
- * program whose stdout could not be written (a full disk, /dev/full, a closed pipe's
- * EIO) must not exit 0 (rf_cli_check_stdout, registered first thing in main).
- * Header-only: static functions, nothing allocated. */
-#ifndef RF_TOOLS_CLI_IMPL_H
-#define RF_TOOLS_CLI_IMPL_H
-
+/* tools/cli.c -- the command-line helpers of cli.h, shared by the tools. */
 #include <errno.h>
 #include <stdarg.h>
 #include <fcntl.h>
@@ -34,10 +16,12 @@
 #include <ringflow/dataset.h>
 #include <ringflow/log.h>
 
-/* One line on stderr: "PROG: " and the message, its control characters (a newline in
- * a file name or an option's value) written as \n or \xNN so that it stays one line. */
-__attribute__((format(printf, 2, 3)))
-static inline void rf_cli_say(const char *prog, const char *fmt, ...)
+#include <ringflow/dataset.h>
+#include <ringflow/log.h>
+
+#include "cli.h"
+
+void rf_cli_say(const char *prog, const char *fmt, ...)
 {
 	char msg[2048];
 	va_list ap;
@@ -57,10 +41,7 @@ static inline void rf_cli_say(const char *prog, const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
-/* The environment variables the library reads later, checked before anything starts
- * so that a bad one is said once, naming itself, not as a failure of whatever first
- * reads it (an http:// --data): RF_HTTP_TIMEOUT_MS. 0, or 1 (the exit status) said. */
-static inline int rf_cli_check_env(const char *prog)
+int rf_cli_check_env(const char *prog)
 {
 	uint64_t ns;
 
@@ -71,17 +52,14 @@ static inline int rf_cli_check_env(const char *prog)
 	return 0;
 }
 
-/* The tools' log sink: the library's warnings as "ringflow: MSG" lines on stderr.
- * Install it with rf_log_set(rf_cli_log_stderr, NULL) first thing in main(). */
-static inline void rf_cli_log_stderr(enum rf_log_level level, const char *msg, void *user)
+void rf_cli_log_stderr(enum rf_log_level level, const char *msg, void *user)
 {
 	(void)level;
 	(void)user;
 	fprintf(stderr, "ringflow: %s\n", msg);
 }
 
-/* Decimal digits only, in [min, max]. 0 and *out set, or -1. */
-static inline int rf_cli_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+int rf_cli_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 {
 	uint64_t v = 0;
 
@@ -100,9 +78,7 @@ static inline int rf_cli_u64(const char *s, uint64_t min, uint64_t max, uint64_t
 	return 0;
 }
 
-/* A plain decimal number: digits with an optional '.' and exponent ("0.05", "1e-3",
- * ".5"); no sign, white space, hex, inf or nan. Finite, in [min, max]. */
-static inline int rf_cli_double(const char *s, double min, double max, double *out)
+int rf_cli_double(const char *s, double min, double max, double *out)
 {
 	char *end;
 	double v;
@@ -120,8 +96,7 @@ static inline int rf_cli_double(const char *s, double min, double max, double *o
 	return 0;
 }
 
-/* "a directory", "a FIFO", ... for the article-less messages. */
-static inline const char *rf_cli_ftype(mode_t m)
+const char *rf_cli_ftype(mode_t m)
 {
 	if (S_ISREG(m))
 		return "a regular file";
@@ -140,20 +115,17 @@ static inline const char *rf_cli_ftype(mode_t m)
 	return "not a file";
 }
 
-#define RF_CLI_ALLOW_BLK 1u /* a block device is as good as a regular file */
-
-static inline int rf_cli_type_ok(mode_t m, unsigned flags)
+int rf_cli_type_ok(mode_t m, unsigned flags)
 {
 	return S_ISREG(m) || ((flags & RF_CLI_ALLOW_BLK) && S_ISBLK(m));
 }
 
-static inline const char *rf_cli_wanted(unsigned flags)
+const char *rf_cli_wanted(unsigned flags)
 {
 	return flags & RF_CLI_ALLOW_BLK ? "a regular file or a block device" : "a regular file";
 }
 
-/* An existing input: it is there, and a regular file (or a block device). */
-static inline int rf_cli_check_input(const char *path, unsigned flags, char *why, size_t len)
+int rf_cli_check_input(const char *path, unsigned flags, char *why, size_t len)
 {
 	struct stat st;
 
@@ -174,8 +146,7 @@ static inline int rf_cli_check_input(const char *path, unsigned flags, char *why
 	return 0;
 }
 
-/* The directory part of path ("." for none) into dir; the last component's offset. */
-static inline size_t rf_cli_dirname(const char *path, char *dir, size_t len)
+size_t rf_cli_dirname(const char *path, char *dir, size_t len)
 {
 	const char *slash = strrchr(path, '/');
 	size_t n;
@@ -189,10 +160,7 @@ static inline size_t rf_cli_dirname(const char *path, char *dir, size_t len)
 	return (size_t)(slash - path) + 1;
 }
 
-/* A path to be written: not empty, not ending in '/', its directory exists, is a
- * directory and may be written; if the path exists it is a regular file (or a block
- * device). *exists says whether it does. Nothing is created. */
-static inline int rf_cli_check_output(const char *path, unsigned flags, int *exists, char *why,
+int rf_cli_check_output(const char *path, unsigned flags, int *exists, char *why,
 				      size_t len)
 {
 	struct stat st;
@@ -252,11 +220,7 @@ static inline int rf_cli_check_output(const char *path, unsigned flags, int *exi
 	return 0;
 }
 
-/* open() that cannot block on a FIFO: stat, open with O_NONBLOCK, fstat, refuse what is
- * not a regular file (or a block device), then clear O_NONBLOCK (io_uring would give
- * -EAGAIN instead of waiting on a non-blocking file). Returns the fd (O_CLOEXEC) or
- * -errno with `why` set; *st is the fstat of the open file. */
-static inline int rf_cli_open(const char *path, int oflags, mode_t mode, unsigned flags,
+int rf_cli_open(const char *path, int oflags, mode_t mode, unsigned flags,
 			      struct stat *st, char *why, size_t len)
 {
 	struct stat sb;
@@ -306,11 +270,7 @@ static inline int rf_cli_open(const char *path, int oflags, mode_t mode, unsigne
 	return fd;
 }
 
-/* Catch SIGINT, SIGTERM and SIGHUP with handler (a tool that must remove what it
- * created before it dies). A signal ignored when the program started stays ignored
- * (nohup's SIGHUP, SIGINT in a shell's background job); SA_RESTART, so that a slow
- * call interrupted in another thread is resumed, not failed with EINTR. */
-static inline void rf_cli_on_signals(void (*handler)(int))
+void rf_cli_on_signals(void (*handler)(int))
 {
 	static const int sigs[3] = { SIGINT, SIGTERM, SIGHUP };
 	struct sigaction sa, old;
@@ -324,9 +284,7 @@ static inline void rf_cli_on_signals(void (*handler)(int))
 			sigaction(sigs[i], &sa, NULL);
 }
 
-/* Whether two paths name the same file: both exist with the same device and inode, or
- * (one yet to be created) the same name in the same directory. */
-static inline int rf_cli_same_file(const char *a, const char *b)
+int rf_cli_same_file(const char *a, const char *b)
 {
 	struct stat sa, sb;
 	char da[4096], db[4096];
@@ -349,16 +307,7 @@ static inline int rf_cli_same_file(const char *a, const char *b)
 	       sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
-/* What getopt_long's '?' or ':' was about, for the one-line refusal. before: optind
- * just before that getopt_long call. The element it was reading is the one it stepped
- * past, or (inside a cluster of short options, "-xy") the one it is still in: a long
- * option there ("--name[=value]") puts "--name" into name (the option's full name where
- * getopt knows which it was), a short one "-c" -- never a neighbouring argument, which
- * argv[optind - 1] can be. Returns RF_CLI_OPT_UNKNOWN (an unknown short option, or an
- * unknown or ambiguous long one), RF_CLI_OPT_NO_VALUE (a value given to a flag) or
- * RF_CLI_OPT_NEEDS_VALUE (a value missing). */
-enum { RF_CLI_OPT_UNKNOWN, RF_CLI_OPT_NO_VALUE, RF_CLI_OPT_NEEDS_VALUE };
-static inline int rf_cli_bad_opt(int ret, int before, int argc, char **argv,
+int rf_cli_bad_opt(int ret, int before, int argc, char **argv,
 				 const char *shortopts, const struct option *lo, char *name,
 				 size_t len)
 {
@@ -381,9 +330,7 @@ static inline int rf_cli_bad_opt(int ret, int before, int argc, char **argv,
 	       RF_CLI_OPT_UNKNOWN;
 }
 
-/* A JSON number: v as fmt prints it, or null where v is NaN or infinite (JSON has
- * neither; Python's json module would read "-nan" as an error). */
-static inline void rf_cli_json_num(FILE *f, const char *fmt, double v)
+void rf_cli_json_num(FILE *f, const char *fmt, double v)
 {
 	if (isfinite(v))
 		fprintf(f, fmt, v);
@@ -392,13 +339,13 @@ static inline void rf_cli_json_num(FILE *f, const char *fmt, double v)
 }
 
 /* The program's name for rf_cli_check_stdout's message. */
-static inline const char **rf_cli__stdout_prog(void)
+static const char **rf_cli__stdout_prog(void)
 {
 	static const char *prog = "ringflow";
 	return &prog;
 }
 
-static inline void rf_cli__stdout_at_exit(void)
+static void rf_cli__stdout_at_exit(void)
 {
 	/* a write that failed earlier left its reason in errno, most likely still there */
 	int e0 = errno, e = 0, bad = ferror(stdout);
@@ -424,14 +371,8 @@ static inline void rf_cli__stdout_at_exit(void)
 	_exit(1);
 }
 
-/* At exit (a return from main or exit()), flush and close stdout; where that or an
- * earlier write to it failed, say "PROG: stdout: REASON" and make the exit status 1,
- * so that `tool --json > file` on a full disk does not look like a success. Call once,
- * first thing in main. */
-static inline void rf_cli_check_stdout(const char *prog)
+void rf_cli_check_stdout(const char *prog)
 {
 	*rf_cli__stdout_prog() = prog;
 	atexit(rf_cli__stdout_at_exit);
 }
-
-#endif

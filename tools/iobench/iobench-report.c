@@ -8,7 +8,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#include "cli-impl.h"
+#include "../cli.h"
 #include "iobench.h"
 
 /* A JSON number, null where it is not finite (no time elapsed: 0/0). */

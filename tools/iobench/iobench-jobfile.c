@@ -36,7 +36,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cli-impl.h"
+#include "../cli.h"
 #include "iobench.h"
 #include "iobench-jobparse.h"
 

@@ -14,7 +14,7 @@
 
 #include <ringflow/ring-ops.h>
 
-#include "cli-impl.h"
+#include "../cli.h"
 #include "iobench.h"
 #include "iobench-verify.h"
 
