@@ -1,7 +1,8 @@
 /* train/trainer-step.c -- one iteration, pushed and not waited for: the window wait,
- * each replica's forward and backward pass (the gradients' reduction and the SGD
- * update are pushed from its hook: trainer-grad.c), and the end-of-iteration marker. Evaluation's iteration is the
- * forward pass and the marker. */
+ * the training step (rf__step: each replica's forward and backward pass, the
+ * gradients' reduction and the update pushed from its hook: trainer-grad.c), which
+ * --hybridize captures once and replays, and the end-of-iteration marker.
+ * Evaluation's iteration is the forward pass and the marker. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,39 +66,48 @@ static int rf__sgd_hook(void *ctx, struct rf_model *m, unsigned layer)
 	return rf_model_update_layer(m, layer, &t->opt);
 }
 
-/* Each replica's forward pass on its shard; the activations kept for backward. */
-static int rf__forward_all(struct rf_trainer *t, const struct rf_batch *b,
-			   struct rf_model_acts **acts)
+/* What one step reads and writes, per replica: its shard (x, y; n rows, 0: an empty
+ * shard), where its loss and correct count go, its activations; keep: the activations
+ * outlive the step (a capture: nothing is freed while recording). */
+struct rf__step_io {
+	struct rf_tensor *x[RF_TRAIN_MAX_DEVICES], *y[RF_TRAIN_MAX_DEVICES];
+	struct rf_tensor *loss[RF_TRAIN_MAX_DEVICES], *corr[RF_TRAIN_MAX_DEVICES];
+	unsigned n[RF_TRAIN_MAX_DEVICES];
+	struct rf_model_acts **acts;
+	int keep;
+};
+
+/* The training step, pushed and not waited for: each replica's forward pass on its
+ * shard; each replica's backward pass, whose hook reduces a layer's gradient across
+ * replicas and processes and updates the layer as soon as it is ready (one replica,
+ * one process: the SGD hook alone; trainer-grad.c); then the buckets no hook reached
+ * (the last replica's shard was empty). The one function both a step pushed op by op
+ * and a captured one (--hybridize) run. */
+static int rf__step(struct rf_trainer *t, const struct rf__step_io *io)
 {
-	uint64_t bi = b->index;
+	rf_grad_hook hook = rf__reduces(t) ? rf__grad_hook : rf__sgd_hook;
 	unsigned r;
 	int ret = 0;
 
+	t->todo = (int)t->spec->nlayers - 1;
 	for (r = 0; r < t->K && ret == 0; r++) {
-		if (!b->shard_n[r])
+		if (!io->n[r])
 			continue;
-		ret = rf_model_forward(t->rep[r], b->x[r], b->y[r], t->tr[r].lv[bi], t->tr[r].cv[bi],
-				       1, &acts[r]);
+		t->rep[r]->keep_acts = io->keep;
+		ret = rf_model_forward(t->rep[r], io->x[r], io->y[r], io->loss[r], io->corr[r], 1,
+				       &io->acts[r]);
+		t->rep[r]->keep_acts = 0;
 	}
-	return ret;
-}
-
-/* Each replica's backward pass, with the SGD hook (one replica, one process) or the
- * reduction hook (trainer-grad.c); after a failed forward the activations are only
- * freed. */
-static int rf__backward_all(struct rf_trainer *t, struct rf_model_acts **acts, int ret)
-{
-	unsigned r;
-
 	for (r = 0; r < t->K; r++) {
-		if (!acts[r])
+		if (!io->acts[r])
 			continue;
 		if (ret == 0)
-			ret = rf_model_backward(t->rep[r], acts[r],
-						rf__reduces(t) ? rf__grad_hook : rf__sgd_hook, t);
-		else
-			rf_model_acts_destroy(acts[r]);
+			ret = rf_model_backward(t->rep[r], io->acts[r], hook, t);
+		else if (!io->keep)     /* after a failed forward: only freed */
+			rf_model_acts_destroy(io->acts[r]);
 	}
+	if (ret == 0 && rf__reduces(t))
+		ret = rf__reduce_through(t, 0);
 	return ret;
 }
 
@@ -157,23 +167,17 @@ static int rf__hybrid_capture(struct rf_trainer *t, const struct rf_batch *b)
 		ret = rf_engine_capture_begin(t->eng, &co);
 	if (ret == 0) {
 		struct rf_live_hyper *args = rf_engine_capture_args(t->eng, &av);
+		struct rf__step_io io = { .acts = h->acts, .keep = 1 };
+		for (r = 0; r < t->K; r++) {
+			io.x[r] = h->x[r];
+			io.y[r] = h->y[r];
+			io.loss[r] = h->loss[r];
+			io.corr[r] = h->corr[r];
+			io.n[r] = h->shard_n[r];
+		}
 		t->opt.live = args;
 		t->opt.live_var = av;
-		t->todo = (int)t->spec->nlayers - 1;
-		for (r = 0; r < t->K && ret == 0; r++) {
-			if (!h->shard_n[r])
-				continue;
-			t->rep[r]->keep_acts = 1; /* nothing freed while recording */
-			ret = rf_model_forward(t->rep[r], h->x[r], h->y[r], h->loss[r], h->corr[r], 1,
-					       &h->acts[r]);
-			t->rep[r]->keep_acts = 0;
-		}
-		for (r = 0; r < t->K && ret == 0; r++)
-			if (h->acts[r])
-				ret = rf_model_backward(t->rep[r], h->acts[r],
-							rf__reduces(t) ? rf__grad_hook : rf__sgd_hook, t);
-		if (ret == 0 && rf__reduces(t))
-			ret = rf__reduce_through(t, 0);
+		ret = rf__step(t, &io);       /* the very step, recorded */
 		t->opt.live = NULL;
 		t->opt.live_var = NULL;
 		int e = rf_engine_capture_end(t->eng, &h->g);
@@ -239,20 +243,24 @@ static int rf__hybrid_iter(struct rf_trainer *t, const struct rf_batch *b)
 int rf__train_iter(struct rf_trainer *t, const struct rf_batch *b)
 {
 	struct rf_model_acts *acts[RF_TRAIN_MAX_DEVICES] = { 0 };
+	struct rf__step_io io = { .acts = acts };
 	int ret;
 
 	t->cur = b;
-	t->todo = (int)t->spec->nlayers - 1;
 	t->opt.step = t->steps + 1;         /* AdamW's bias correction counts this step */
 	if (t->o.hybridize > 0 && (ret = rf__hybrid_iter(t, b)) != 1) {
 		if (ret == 0)
 			t->steps++;
 		return ret < 0 ? ret : rf__push_marker(t, 1, t->tr, b->index);
 	}
-	ret = rf__backward_all(t, acts, rf__forward_all(t, b, acts));
-	/* buckets no hook reached (the last replica's shard was empty) */
-	if (ret == 0 && rf__reduces(t))
-		ret = rf__reduce_through(t, 0);
+	for (unsigned r = 0; r < t->K; r++) {
+		io.x[r] = b->x[r];
+		io.y[r] = b->y[r];
+		io.loss[r] = t->tr[r].lv[b->index];
+		io.corr[r] = t->tr[r].cv[b->index];
+		io.n[r] = b->shard_n[r];
+	}
+	ret = rf__step(t, &io);
 	if (ret == 0)
 		t->steps++;
 	return ret < 0 ? ret : rf__push_marker(t, 1, t->tr, b->index);
