@@ -219,16 +219,25 @@ void rf_loader_destroy(struct rf_loader *l)
 	free(l->order);
 	free(l->cpos);
 	free(l->gscratch);
+	free(l->held);
 	free(l);
 }
 
 /* ---- next ---- */
 
-/* The slot of batch t: full batches take the full slots in turn, the tail its own. */
-static unsigned rf__slot_of(const struct rf_loader *l, uint64_t t)
+/* The slot of batch t: full batches take the full slots in turn, the tail its own;
+ * a held slot (rf_loader_hold) is passed over. -1: every candidate is held. */
+static int rf__slot_of(const struct rf_loader *l, uint64_t t)
 {
-	return t < l->nfull ? (unsigned)(l->nfull_done % l->N)
-			    : l->nfslots + (unsigned)(l->ntail_done % l->ntail);
+	unsigned base = t < l->nfull ? 0 : l->nfslots, n = t < l->nfull ? l->N : l->ntail;
+	unsigned cur = t < l->nfull ? l->fcur : l->tcur;
+
+	for (unsigned j = 0; j < n; j++) {
+		unsigned s = base + (cur + j) % n;
+		if (!l->held || !l->held[s])
+			return (int)s;
+	}
+	return -1;
 }
 
 static void rf__fill_batch(struct rf_loader *l, struct rf_batch *b, unsigned si, unsigned n,
@@ -283,8 +292,15 @@ int rf_loader_next(struct rf_loader *l, struct rf_batch *b)
 	p0 = t * l->o.batch;
 	n = t < l->nfull ? l->o.batch : (unsigned)(l->count - p0);
 	rf__local_rows(l, n, &lo, &hi);
-	si = rf__slot_of(l, t);
+	if (rf__slot_of(l, t) < 0)
+		return rf__fail(-EBUSY, "loader: every batch slot that batch %" PRIu64 " could take "
+				"is held (rf_loader_hold)", t);
+	si = (unsigned)rf__slot_of(l, t);
 	s = &l->slots[si];
+	if (t < l->nfull)      /* the rotation goes on after it */
+		l->fcur = (si + 1) % l->N;
+	else
+		l->tcur = (si - l->nfslots + 1) % l->ntail;
 	j = rf__gjob_new(l, s, hi - lo);
 	if (!j)
 		return -ENOMEM;
@@ -304,6 +320,27 @@ int rf_loader_next(struct rf_loader *l, struct rf_batch *b)
 	rf__fill_batch(l, b, si, hi - lo, n);
 	rf__advance(l, t, hi - lo);
 	return 1;
+}
+
+unsigned rf_loader_slots(const struct rf_loader *l)
+{
+	return l->nfslots + l->ntail;
+}
+
+int rf_loader_next_slot(const struct rf_loader *l)
+{
+	return rf__slot_of(l, l->t == l->nbatches ? 0 : l->t);
+}
+
+int rf_loader_hold(struct rf_loader *l, unsigned slot, int held)
+{
+	if (!l || slot >= l->nfslots + l->ntail)
+		return rf__fail(-EINVAL, "rf_loader_hold: slot %u: expected 0..%u", slot,
+				l ? l->nfslots + l->ntail - 1 : 0);
+	if (!l->held && !(l->held = calloc(l->nfslots + l->ntail, 1)))
+		return rf__fail(-ENOMEM, "rf_loader_hold: no memory");
+	l->held[slot] = held != 0;
+	return 0;
 }
 
 /* ---- waiting and errors ---- */

@@ -97,7 +97,7 @@ struct rf_batch {
 	struct rf_tensor *x[RF_LOADER_MAX_SHARDS];   /* (shard_n, record shape...) f32, or
 						      * opts.x_dtype / x_layout */
 	struct rf_tensor *y[RF_LOADER_MAX_SHARDS];   /* (shard_n) i32; NULL: no labels */
-	unsigned slot;            /* private */
+	unsigned slot;            /* the batch slot holding it (rf_loader_slots) */
 };
 
 struct rf_loader_stats {
@@ -138,6 +138,20 @@ void rf_loader_destroy(struct rf_loader *l);
  * engine's in-flight cap is reached (bounded asynchrony). */
 int rf_loader_next(struct rf_loader *l, struct rf_batch *b);
 
+/* The loader's batch slots: a batch's tensors are its slot's (rf_batch.slot, 0 ..
+ * rf_loader_slots() - 1), which a later batch of the same slot overwrites (ordered
+ * after every op pushed on them before that rf_loader_next call). A consumer that
+ * keeps batches (zero-copy views, Python's DLPack exports) asks which slot the next
+ * rf_loader_next will write, rf_loader_next_slot, and does not call it while it still
+ * holds a batch of that slot. */
+unsigned rf_loader_slots(const struct rf_loader *l);
+/* The slot the next rf_loader_next will write, or -1 when every slot it could take is
+ * held. */
+int rf_loader_next_slot(const struct rf_loader *l);
+/* Hold slot (held 1) or let it go (0): rf_loader_next passes over held slots (the
+ * rotation goes on with the next free one) and fails with -EBUSY when all it could
+ * take are held. 0 or -EINVAL (no such slot), -ENOMEM. */
+int rf_loader_hold(struct rf_loader *l, unsigned slot, int held);
 /* Batches per epoch (drop_last counted). */
 uint64_t rf_loader_batches_per_epoch(const struct rf_loader *l);
 /* Start epoch `epoch` at its first batch on the next rf_loader_next call. */

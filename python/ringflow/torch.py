@@ -1,0 +1,43 @@
+"""ringflow for people who keep their torch DataLoader: RecordDataset."""
+import torch
+import torch.utils.data
+
+from . import Loader
+
+
+class RecordDataset(torch.utils.data.IterableDataset):
+    """A torch IterableDataset of (images, labels) batches read by ringflow's loader.
+
+    Use it with torch.utils.data.DataLoader(ds, batch_size=None, num_workers=W): each
+    worker of each rank reads its own shard of every batch -- shard rank * W + worker of
+    world * W -- so that every record comes once per epoch across all of them, in the
+    order rf-train reads for the same seed. batch_size is the rows of one yielded batch
+    (one worker's); set_epoch(e) before each epoch, as with DistributedSampler.
+    In the main process (num_workers=0) batches are zero-copy views of the loader's
+    memory; a worker process sends copies (torch moves them to shared memory).
+    """
+
+    def __init__(self, path_or_url, batch_size, shuffle=True, seed=0, rank=0, world=1,
+                 prefetch=3, drop_last=False, split="train", mean=0.0, std=1.0):
+        super().__init__()
+        self.path, self.batch_size, self.shuffle, self.seed = path_or_url, batch_size, shuffle, seed
+        self.rank, self.world, self.prefetch, self.drop_last = rank, world, prefetch, drop_last
+        self.split, self.mean, self.std = split, mean, std
+        self.epoch = 0
+
+    def set_epoch(self, epoch):
+        self.epoch = int(epoch)
+
+    def __iter__(self):
+        info = torch.utils.data.get_worker_info()
+        w, nw = (info.id, info.num_workers) if info is not None else (0, 1)
+        shards = self.world * nw
+        loader = Loader(self.path, self.batch_size * shards, shuffle=self.shuffle,
+                        seed=self.seed, epoch=self.epoch, rank=self.rank * nw + w,
+                        world=shards, prefetch=self.prefetch, drop_last=self.drop_last,
+                        split=self.split, mean=self.mean, std=self.std)
+        for images, labels in loader:
+            x, y = torch.from_dlpack(images), torch.from_dlpack(labels)
+            if info is not None:        # leaves the process: not the loader's memory
+                x, y = x.clone(), y.clone()
+            yield x, y
