@@ -36,241 +36,251 @@ except ImportError as e:
 import ringflow
 import ringflow.torch as rtorch
 
-T = tempfile.mkdtemp(prefix="rf-python.")
-N, SHAPE = 1000, (4, 4)
-checks = 0
 
-
-def check(cond, what):
+def main():
     global checks
-    checks += 1
-    if not cond:
-        print(f"FAIL: {what}")
-        sys.exit(1)
+    T = tempfile.mkdtemp(prefix="rf-python.")
+    N, SHAPE = 1000, (4, 4)
+    checks = 0
 
 
-def make(path, n=N):
-    imgs = np.zeros((n,) + SHAPE, dtype=np.uint8)
-    for i in range(n):
-        flat = imgs[i].reshape(-1)
-        flat[0], flat[1] = i & 255, i >> 8
-        flat[2:] = (i * 7 + np.arange(flat.size - 2)) % 256
-    labels = np.arange(n) % 10
-    ringflow.pack(path, imgs, labels, num_classes=10)
-    return imgs, labels
+    def check(cond, what):
+        global checks
+        checks += 1
+        if not cond:
+            print(f"FAIL: {what}")
+            sys.exit(1)
 
 
-def ids(x):
-    a = np.rint(np.from_dlpack(x) * 255.0).astype(np.int64)
-    return (a[:, 0, 0] + 256 * a[:, 0, 1]).tolist()
+    def make(path, n=N):
+        imgs = np.zeros((n,) + SHAPE, dtype=np.uint8)
+        for i in range(n):
+            flat = imgs[i].reshape(-1)
+            flat[0], flat[1] = i & 255, i >> 8
+            flat[2:] = (i * 7 + np.arange(flat.size - 2)) % 256
+        labels = np.arange(n) % 10
+        ringflow.pack(path, imgs, labels, num_classes=10)
+        return imgs, labels
 
 
-path = os.path.join(T, "r.rfrec")
-imgs, labels = make(path)
+    def ids(x):
+        a = np.rint(np.from_dlpack(x) * 255.0).astype(np.int64)
+        return (a[:, 0, 0] + 256 * a[:, 0, 1]).tolist()
 
-# pack: round trip and refusals
-with ringflow.Loader(path, 64, shuffle=False) as l:
-    x, y = next(l)
-    got = np.rint(np.from_dlpack(x) * 255).astype(np.uint8)
-    check(np.array_equal(got, imgs[:64]) and np.array_equal(np.from_dlpack(y), labels[:64]),
-          "pack then Loader(shuffle=False): the first 64 records, bytes and labels")
-    del x, y
-for bad in (np.zeros((3, 4), np.float32), np.zeros((3,), np.uint8)):
+
+    path = os.path.join(T, "r.rfrec")
+    imgs, labels = make(path)
+
+    # pack: round trip and refusals
+    with ringflow.Loader(path, 64, shuffle=False) as l:
+        x, y = next(l)
+        got = np.rint(np.from_dlpack(x) * 255).astype(np.uint8)
+        check(np.array_equal(got, imgs[:64]) and np.array_equal(np.from_dlpack(y), labels[:64]),
+              "pack then Loader(shuffle=False): the first 64 records, bytes and labels")
+        del x, y
+    for bad in (np.zeros((3, 4), np.float32), np.zeros((3,), np.uint8)):
+        try:
+            ringflow.pack(os.path.join(T, "bad.rfrec"), bad)
+            check(False, "pack refuses a non-u8 or record-less array")
+        except ValueError:
+            check(True, "")
     try:
-        ringflow.pack(os.path.join(T, "bad.rfrec"), bad)
-        check(False, "pack refuses a non-u8 or record-less array")
-    except ValueError:
-        check(True, "")
-try:
-    ringflow.pack(os.path.join(T, "bad.rfrec"), imgs[:5], [0, 1, 2, 3, 99], num_classes=10)
-    check(False, "pack refuses a label outside num_classes")
-except ringflow.Error as e:
-    check("99" in str(e), f"pack's label refusal names it: {e}")
-
-# orders: each record once per epoch, fixed by (seed, epoch)
-def epoch_ids(l):
-    out = []
-    for x, y in l:
-        out += ids(x)
-    return out
-
-l = ringflow.Loader(path, 64, seed=5)
-e0, e1 = epoch_ids(l), epoch_ids(l)
-check(sorted(e0) == list(range(N)) and sorted(e1) == list(range(N)), "each epoch: every record once")
-check(e0 != e1, "a new order each epoch")
-check(epoch_ids(ringflow.Loader(path, 64, seed=5)) == e0, "the same order for the same seed")
-check(epoch_ids(ringflow.Loader(path, 64, seed=5, epoch=1)) == e1, "epoch=1 gives epoch 1's order")
-check(len(l) == (N + 63) // 64, "len() is batches per epoch")
-r0 = [ids(x) for x, _ in ringflow.Loader(path, 64, seed=5, rank=0, world=2)]
-r1 = [ids(x) for x, _ in ringflow.Loader(path, 64, seed=5, rank=1, world=2)]
-check(all(sorted(a + b) == sorted(e0[64 * i:64 * i + 64]) for i, (a, b) in enumerate(zip(r0, r1))),
-      "two ranks' shards partition each batch of the single-process order")
-
-# zero-copy and lifetime
-l = ringflow.Loader(path, 64, seed=3, prefetch=2, hold=4)
-held, copies = [], []
-for i in range(3):
-    x, y = next(l)
-    t = torch.from_dlpack(x)
-    check(t.data_ptr() == np.from_dlpack(x).ctypes.data, "torch and numpy see the same memory")
-    held.append((t, torch.from_dlpack(y)))
-    copies.append((t.clone(), held[-1][1].clone()))
-    del x, y
-check(l.held_slots() == 3, f"3 batches held: {l.held_slots()} slots")
-for i in range(20):                     # across the epoch's end: next() ends it once
-    b = next(l, None) or next(l)
-    del b
-check(all(torch.equal(h[0], c[0]) and torch.equal(h[1], c[1]) for h, c in zip(held, copies)),
-      "3 held batches keep their bytes while 20 more are read")
-del held, t
-check(l.held_slots() == 0, "released when the tensors go")
-l1 = ringflow.Loader(path, 64, seed=3, prefetch=1, hold=0)
-keep = next(l1)
-try:
-    next(l1)
-    check(False, "every slot held: refused")
-except ringflow.Error as e:
-    check(e.errno == errno.EBUSY and "hold=" in str(e), f"every slot held: EBUSY: {e}")
-del keep
-check(len(ids(next(l1)[0])) == 64, "and goes on once the batch is let go")
-
-# exactly-once resume, every k of a 16-batch epoch
-small = os.path.join(T, "s.rfrec")
-make(small, 250)
-full = epoch_ids(ringflow.Loader(small, 16, seed=9, epoch=2))
-for k in range(0, 17):
-    a = ringflow.Loader(small, 16, seed=9, epoch=2)
-    first = []
-    for _ in range(k):
-        first += ids(next(a)[0])
-    st = a.state_dict()
-    b = ringflow.Loader(small, 16, seed=9)
-    b.load_state_dict(st)
-    rest = epoch_ids(b)
-    check(first + rest == full, f"stopped after {k} batches and restored: the epoch, each record once")
-for k in (1, 7, 15):
-    a = ringflow.Loader(small, 16, seed=9, epoch=2)
-    first = []
-    for _ in range(k):
-        first += ids(next(a)[0])
-    code = ("import sys, json, numpy as np, ringflow\n"
-            "l = ringflow.Loader(sys.argv[1], 16, seed=9)\n"
-            "l.load_state_dict(json.loads(sys.argv[2]))\n"
-            "out = []\n"
-            "for x, y in l:\n"
-            "    a = np.rint(np.from_dlpack(x) * 255.0).astype(np.int64)\n"
-            "    out += (a[:, 0, 0] + 256 * a[:, 0, 1]).tolist()\n"
-            "print(json.dumps(out))\n")
-    import json
-    r = subprocess.run([sys.executable, "-c", code, small, json.dumps(a.state_dict())],
-                       capture_output=True, text=True, env=os.environ)
-    check(r.returncode == 0, f"resume in a new process: {r.stderr[-300:]}")
-    check(first + json.loads(r.stdout) == full, f"after {k} batches, in a new process: each record once")
-try:
-    ringflow.Loader(small, 16, seed=10).load_state_dict(a.state_dict())
-    check(False, "a state of another seed is refused")
-except ValueError as e:
-    check("seed" in str(e), f"refusal names the seed: {e}")
-
-# errors carry the C text
-try:
-    ringflow.Loader(os.path.join(T, "none.rfrec"), 8)
-    check(False, "a missing file is refused")
-except ringflow.Error as e:
-    check(e.errno == errno.ENOENT and "none" in str(e), f"missing: {e}")
-junk = os.path.join(T, "junk.rfrec")
-with open(junk, "wb") as f:
-    f.write(b"not a record file" * 300)
-try:
-    ringflow.Loader(junk, 8)
-    check(False, "a corrupt file is refused")
-except ringflow.Error as e:
-    check("junk.rfrec" in str(e), f"corrupt: {e}")
-trunc = os.path.join(T, "trunc.rfrec")
-with open(small, "rb") as f:
-    data = f.read()
-with open(trunc, "wb") as f:
-    f.write(data[:-2000])
-try:
-    ringflow.Loader(trunc, 16)
-    check(False, "a truncated file is refused")
-except ringflow.Error as e:
-    check("trunc.rfrec" in str(e), f"truncated: {e}")
-# a read that fails (the ring injects EIO): the error surfaces at the batch, naming the
-# file and offset, and the process goes on
-code = ("import ringflow, sys\n"
-        "l = ringflow.Loader(sys.argv[1], 16, shuffle=False)\n"
-        "try:\n"
-        "    next(l)\n"
-        "    print('no error')\n"
-        "except ringflow.Error as e:\n"
-        "    print('error', e.errno, e)\n")
-env = dict(os.environ, RF_FAULT_INJECT="eio=1")
-r = subprocess.run([sys.executable, "-c", code, small], capture_output=True, text=True, env=env)
-check(r.returncode == 0 and r.stdout.startswith("error 5") and "s.rfrec" in r.stdout
-      and "offset" in r.stdout, f"a failed read at its batch: {r.stdout} {r.stderr[-300:]}")
-for bad in (dict(batch_size=0), dict(rank=2, world=2), dict(split="val")):
-    kw = dict(batch_size=8)
-    kw.update(bad)
-    try:
-        ringflow.Loader(path, **kw)
-        check(False, f"refused: {bad}")
-    except ValueError:
-        check(True, "")
-lx = ringflow.Loader(path, 8)
-res = []
-
-
-def other():
-    try:
-        next(lx)
-        res.append("no error")
+        ringflow.pack(os.path.join(T, "bad.rfrec"), imgs[:5], [0, 1, 2, 3, 99], num_classes=10)
+        check(False, "pack refuses a label outside num_classes")
     except ringflow.Error as e:
-        res.append(e)
-th = threading.Thread(target=other)
-th.start()
-th.join()
-check(isinstance(res[0], ringflow.Error) and res[0].errno == errno.EPERM,
-      f"another thread is refused: {res[0]}")
+        check("99" in str(e), f"pack's label refusal names it: {e}")
 
-# RecordDataset in a DataLoader
-for workers in (0, 2):
-    seen = []
-    for rank in (0, 1):
-        ds = rtorch.RecordDataset(path, 16, seed=4, rank=rank, world=2)
-        ds.set_epoch(1)
-        dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=workers)
-        for x, y in dl:
-            check(x.shape[1:] == SHAPE and x.dtype == torch.float32, "batches of the records' shape")
-            seen += ids(x)
-    check(sorted(seen) == list(range(N)), f"RecordDataset, {workers} workers, 2 ranks: each record once")
+    # orders: each record once per epoch, fixed by (seed, epoch)
+    def epoch_ids(l):
+        out = []
+        for x, y in l:
+            out += ids(x)
+        return out
 
-# Engine: the seeds' dependency engine from Python
-e = ringflow.Engine(workers=2)
-a, b = e.var("a"), e.var("b")
-log = []
-e.push(lambda: log.append("w1"), mutates=[a])
-e.push(lambda: log.append("w2"), mutates=[a])
-e.push(lambda: log.append("r"), reads=[a], mutates=[b])
-e.wait(b)
-check(log == ["w1", "w2", "r"], f"mutations in push order, a read after them: {log}")
-def boom():
-    raise KeyError("the key")
-c = e.var("c")
-e.push(boom, mutates=[c])
-try:
-    e.wait(c)
-    check(False, "a raising op fails its variable's wait")
-except ringflow.Error as err:
-    check("KeyError" in str(err) and "the key" in str(err), f"the exception's text: {err}")
-x = e.var("x")
-for i in range(100):
-    e.push(lambda i=i: log.append(i), reads=[a], mutates=[x])
-e.wait(x)
-try:
-    e.wait_all()
-    check(False, "wait_all reports the op that failed")
-except ringflow.Error as err:
-    check("KeyError" in str(err), f"wait_all names the failed op's exception: {err}")
-check(log[-100:] == list(range(100)), "100 ops on one variable in order")
-print(f"ringflow python: {checks} checks passed")
+    l = ringflow.Loader(path, 64, seed=5)
+    e0, e1 = epoch_ids(l), epoch_ids(l)
+    check(sorted(e0) == list(range(N)) and sorted(e1) == list(range(N)), "each epoch: every record once")
+    check(e0 != e1, "a new order each epoch")
+    check(epoch_ids(ringflow.Loader(path, 64, seed=5)) == e0, "the same order for the same seed")
+    check(epoch_ids(ringflow.Loader(path, 64, seed=5, epoch=1)) == e1, "epoch=1 gives epoch 1's order")
+    check(len(l) == (N + 63) // 64, "len() is batches per epoch")
+    r0 = [ids(x) for x, _ in ringflow.Loader(path, 64, seed=5, rank=0, world=2)]
+    r1 = [ids(x) for x, _ in ringflow.Loader(path, 64, seed=5, rank=1, world=2)]
+    check(all(sorted(a + b) == sorted(e0[64 * i:64 * i + 64]) for i, (a, b) in enumerate(zip(r0, r1))),
+          "two ranks' shards partition each batch of the single-process order")
+
+    # zero-copy and lifetime
+    l = ringflow.Loader(path, 64, seed=3, prefetch=2, hold=4)
+    held, copies = [], []
+    for i in range(3):
+        x, y = next(l)
+        t = torch.from_dlpack(x)
+        check(t.data_ptr() == np.from_dlpack(x).ctypes.data, "torch and numpy see the same memory")
+        held.append((t, torch.from_dlpack(y)))
+        copies.append((t.clone(), held[-1][1].clone()))
+        del x, y
+    check(l.held_slots() == 3, f"3 batches held: {l.held_slots()} slots")
+    for i in range(20):                     # across the epoch's end: next() ends it once
+        b = next(l, None) or next(l)
+        del b
+    check(all(torch.equal(h[0], c[0]) and torch.equal(h[1], c[1]) for h, c in zip(held, copies)),
+          "3 held batches keep their bytes while 20 more are read")
+    del held, t
+    check(l.held_slots() == 0, "released when the tensors go")
+    l1 = ringflow.Loader(path, 64, seed=3, prefetch=1, hold=0)
+    keep = next(l1)
+    try:
+        next(l1)
+        check(False, "every slot held: refused")
+    except ringflow.Error as e:
+        check(e.errno == errno.EBUSY and "hold=" in str(e), f"every slot held: EBUSY: {e}")
+    del keep
+    check(len(ids(next(l1)[0])) == 64, "and goes on once the batch is let go")
+
+    # exactly-once resume, every k of a 16-batch epoch
+    small = os.path.join(T, "s.rfrec")
+    make(small, 250)
+    full = epoch_ids(ringflow.Loader(small, 16, seed=9, epoch=2))
+    for k in range(0, 17):
+        a = ringflow.Loader(small, 16, seed=9, epoch=2)
+        first = []
+        for _ in range(k):
+            first += ids(next(a)[0])
+        st = a.state_dict()
+        b = ringflow.Loader(small, 16, seed=9)
+        b.load_state_dict(st)
+        rest = epoch_ids(b)
+        check(first + rest == full, f"stopped after {k} batches and restored: the epoch, each record once")
+    for k in (1, 7, 15):
+        a = ringflow.Loader(small, 16, seed=9, epoch=2)
+        first = []
+        for _ in range(k):
+            first += ids(next(a)[0])
+        code = ("import sys, json, numpy as np, ringflow\n"
+                "l = ringflow.Loader(sys.argv[1], 16, seed=9)\n"
+                "l.load_state_dict(json.loads(sys.argv[2]))\n"
+                "out = []\n"
+                "for x, y in l:\n"
+                "    a = np.rint(np.from_dlpack(x) * 255.0).astype(np.int64)\n"
+                "    out += (a[:, 0, 0] + 256 * a[:, 0, 1]).tolist()\n"
+                "print(json.dumps(out))\n")
+        import json
+        r = subprocess.run([sys.executable, "-c", code, small, json.dumps(a.state_dict())],
+                           capture_output=True, text=True, env=os.environ)
+        check(r.returncode == 0, f"resume in a new process: {r.stderr[-300:]}")
+        check(first + json.loads(r.stdout) == full, f"after {k} batches, in a new process: each record once")
+    try:
+        ringflow.Loader(small, 16, seed=10).load_state_dict(a.state_dict())
+        check(False, "a state of another seed is refused")
+    except ValueError as e:
+        check("seed" in str(e), f"refusal names the seed: {e}")
+
+    # errors carry the C text
+    try:
+        ringflow.Loader(os.path.join(T, "none.rfrec"), 8)
+        check(False, "a missing file is refused")
+    except ringflow.Error as e:
+        check(e.errno == errno.ENOENT and "none" in str(e), f"missing: {e}")
+    junk = os.path.join(T, "junk.rfrec")
+    with open(junk, "wb") as f:
+        f.write(b"not a record file" * 300)
+    try:
+        ringflow.Loader(junk, 8)
+        check(False, "a corrupt file is refused")
+    except ringflow.Error as e:
+        check("junk.rfrec" in str(e), f"corrupt: {e}")
+    trunc = os.path.join(T, "trunc.rfrec")
+    with open(small, "rb") as f:
+        data = f.read()
+    with open(trunc, "wb") as f:
+        f.write(data[:-2000])
+    try:
+        ringflow.Loader(trunc, 16)
+        check(False, "a truncated file is refused")
+    except ringflow.Error as e:
+        check("trunc.rfrec" in str(e), f"truncated: {e}")
+    # a read that fails (the ring injects EIO): the error surfaces at the batch, naming the
+    # file and offset, and the process goes on
+    code = ("import ringflow, sys\n"
+            "l = ringflow.Loader(sys.argv[1], 16, shuffle=False)\n"
+            "try:\n"
+            "    next(l)\n"
+            "    print('no error')\n"
+            "except ringflow.Error as e:\n"
+            "    print('error', e.errno, e)\n")
+    env = dict(os.environ, RF_FAULT_INJECT="eio=1")
+    r = subprocess.run([sys.executable, "-c", code, small], capture_output=True, text=True, env=env)
+    check(r.returncode == 0 and r.stdout.startswith("error 5") and "s.rfrec" in r.stdout
+          and "offset" in r.stdout, f"a failed read at its batch: {r.stdout} {r.stderr[-300:]}")
+    for bad in (dict(batch_size=0), dict(rank=2, world=2), dict(split="val")):
+        kw = dict(batch_size=8)
+        kw.update(bad)
+        try:
+            ringflow.Loader(path, **kw)
+            check(False, f"refused: {bad}")
+        except ValueError:
+            check(True, "")
+    lx = ringflow.Loader(path, 8)
+    res = []
+
+
+    def other():
+        try:
+            next(lx)
+            res.append("no error")
+        except ringflow.Error as e:
+            res.append(e)
+    th = threading.Thread(target=other)
+    th.start()
+    th.join()
+    check(isinstance(res[0], ringflow.Error) and res[0].errno == errno.EPERM,
+          f"another thread is refused: {res[0]}")
+
+    # RecordDataset in a DataLoader
+    for workers in (0, 2):
+        seen = []
+        for rank in (0, 1):
+            ds = rtorch.RecordDataset(path, 16, seed=4, rank=rank, world=2)
+            ds.set_epoch(1)
+            # spawned workers: ringflow's threads exist in this process, and a forked child
+            # that starts threads is what ThreadSanitizer (and POSIX) will not have
+            dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=workers,
+                                             multiprocessing_context="spawn" if workers else None)
+            for x, y in dl:
+                check(x.shape[1:] == SHAPE and x.dtype == torch.float32, "batches of the records' shape")
+                seen += ids(x)
+        check(sorted(seen) == list(range(N)), f"RecordDataset, {workers} workers, 2 ranks: each record once")
+
+    # Engine: the seeds' dependency engine from Python
+    e = ringflow.Engine(workers=2)
+    a, b = e.var("a"), e.var("b")
+    log = []
+    e.push(lambda: log.append("w1"), mutates=[a])
+    e.push(lambda: log.append("w2"), mutates=[a])
+    e.push(lambda: log.append("r"), reads=[a], mutates=[b])
+    e.wait(b)
+    check(log == ["w1", "w2", "r"], f"mutations in push order, a read after them: {log}")
+    def boom():
+        raise KeyError("the key")
+    c = e.var("c")
+    e.push(boom, mutates=[c])
+    try:
+        e.wait(c)
+        check(False, "a raising op fails its variable's wait")
+    except ringflow.Error as err:
+        check("KeyError" in str(err) and "the key" in str(err), f"the exception's text: {err}")
+    x = e.var("x")
+    for i in range(100):
+        e.push(lambda i=i: log.append(i), reads=[a], mutates=[x])
+    e.wait(x)
+    try:
+        e.wait_all()
+        check(False, "wait_all reports the op that failed")
+    except ringflow.Error as err:
+        check("KeyError" in str(err), f"wait_all names the failed op's exception: {err}")
+    check(log[-100:] == list(range(100)), "100 ops on one variable in order")
+    print(f"ringflow python: {checks} checks passed")
+
+
+if __name__ == "__main__":   # (spawned DataLoader workers import this file)
+    main()
