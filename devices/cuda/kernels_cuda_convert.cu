@@ -87,20 +87,29 @@ int elem_size(int dt)
 	return dt == RF_U8 ? 1 : dt == RF_BF16 || dt == RF_F16 ? 2 : dt == RF_F32 || dt == RF_I32 ? 4 : 0;
 }
 
+/* The element count of (ndim, shape) and, for 4-D, its dims as s. */
+size_t count_of(int ndim, const int64_t *shape, shape4 *s)
+{
+	size_t total = 1;
+
+	for (int d = 0; d < ndim; d++)
+		total *= (size_t)shape[d];
+	if (ndim == 4)
+		*s = { (size_t)shape[0], (size_t)shape[1], (size_t)shape[2], (size_t)shape[3] };
+	return total;
+}
+
 } // namespace
 
 int rf__kc_u8_decode(void *stream, void *dst, int ddt, int dst_nhwc, const uint8_t *src,
 		     int ndim, const int64_t *shape, float scale, float mean, float std)
 {
 	shape4 s = { 1, 1, 1, 1 };
-	size_t total = 1;
+	size_t total;
 
 	if (!is_float(ddt) || (dst_nhwc && ndim != 4) || ndim < 0 || ndim > 4)
 		return -EINVAL;
-	for (int d = 0; d < ndim; d++)
-		total *= (size_t)shape[d];
-	if (ndim == 4)
-		s = { (size_t)shape[0], (size_t)shape[1], (size_t)shape[2], (size_t)shape[3] };
+	total = count_of(ndim, shape, &s);
 	if (!total)
 		return 0;
 	k_u8_decode<<<blocks_for(total), kThreads, 0, S(stream)>>>(dst, ddt, dst_nhwc, src, s, total,
@@ -112,15 +121,12 @@ int rf__kc_convert(void *stream, void *dst, int ddt, int dst_nhwc, const void *s
 		   int src_nhwc, int ndim, const int64_t *shape)
 {
 	shape4 s = { 1, 1, 1, 1 };
-	size_t total = 1;
+	size_t total;
 
 	if (!elem_size(ddt) || !elem_size(sdt) || (ddt != sdt && !(is_float(ddt) && is_float(sdt))) ||
 	    ((dst_nhwc || src_nhwc) && ndim != 4) || ndim < 0 || ndim > 4)
 		return -EINVAL;
-	for (int d = 0; d < ndim; d++)
-		total *= (size_t)shape[d];
-	if (ndim == 4)
-		s = { (size_t)shape[0], (size_t)shape[1], (size_t)shape[2], (size_t)shape[3] };
+	total = count_of(ndim, shape, &s);
 	if (!total)
 		return 0;
 	k_convert<<<blocks_for(total), kThreads, 0, S(stream)>>>(dst, ddt, dst_nhwc, src, sdt,
