@@ -47,9 +47,9 @@ void rf__make_buckets(struct rf_trainer *t)
 /* Uneven shards: make the sum over all T = K*P shards of c_r * g_r the batch mean's
  * T-fold (g_r is the mean over n_r rows): c_r = T*n_r/n; an empty shard's gradient is
  * zeroed. Per tensor k of replica r. */
-static int rf__scale_uneven(struct rf_trainer *t, unsigned r, unsigned k)
+static int rf__scale_uneven(struct rf_trainer *t, const struct rf_batch *b, unsigned r,
+			    unsigned k)
 {
-	const struct rf_batch *b = t->cur;
 	uint64_t T = (uint64_t)t->K * t->P;
 
 	if ((uint64_t)b->shard_n[r] * T == b->global_n)
@@ -61,7 +61,8 @@ static int rf__scale_uneven(struct rf_trainer *t, unsigned r, unsigned k)
 }
 
 /* Layers lo..hi: scale, sum over replicas and processes, update every replica. */
-static int rf__reduce_bucket(struct rf_trainer *t, unsigned lo, unsigned hi)
+static int rf__reduce_bucket(struct rf_trainer *t, const struct rf_batch *b, unsigned lo,
+			     unsigned hi)
 {
 	struct rf_tensor *g[RF_TRAIN_MAX_DEVICES];
 	unsigned r, k, k0 = t->spec->lfirst[lo], k1 = t->spec->lfirst[hi + 1] - 1;
@@ -69,7 +70,7 @@ static int rf__reduce_bucket(struct rf_trainer *t, unsigned lo, unsigned hi)
 
 	for (r = 0; r < t->K && ret == 0; r++)
 		for (k = k0; k <= k1 && ret == 0; k++)
-			ret = rf__scale_uneven(t, r, k);
+			ret = rf__scale_uneven(t, b, r, k);
 	if (ret == 0 && t->K == 1)
 		ret = rf_comm_allreduce_span(t->comm, &t->rep[0]->g[k0], k1 - k0 + 1, lo);
 	/* K > 1: kv push of the K gradients (summed on the key's home, then over the
@@ -86,17 +87,18 @@ static int rf__reduce_bucket(struct rf_trainer *t, unsigned lo, unsigned hi)
 	return ret;
 }
 
-/* Reduce every bucket from t->todo down whose layers all lie at or above `layer`
+/* Reduce every bucket from rd->todo down whose layers all lie at or above `layer`
  * (their gradients pushed). */
-int rf__reduce_through(struct rf_trainer *t, int layer)
+int rf__reduce_through(struct rf__reduce *rd, int layer)
 {
+	struct rf_trainer *t = rd->t;
 	int ret;
 
-	while (t->todo >= 0 && (int)t->bucket_lo[t->todo] >= layer) {
-		int lo = (int)t->bucket_lo[t->todo];
-		if ((ret = rf__reduce_bucket(t, (unsigned)lo, (unsigned)t->todo)) < 0)
+	while (rd->todo >= 0 && (int)t->bucket_lo[rd->todo] >= layer) {
+		int lo = (int)t->bucket_lo[rd->todo];
+		if ((ret = rf__reduce_bucket(t, rd->b, (unsigned)lo, (unsigned)rd->todo)) < 0)
 			return ret;
-		t->todo = lo - 1;
+		rd->todo = lo - 1;
 	}
 	return 0;
 }
@@ -105,9 +107,9 @@ int rf__reduce_through(struct rf_trainer *t, int layer)
  * last replica has pushed them, the buckets they complete go. */
 int rf__grad_hook(void *ctx, struct rf_model *m, unsigned layer)
 {
-	struct rf_trainer *t = ctx;
+	struct rf__reduce *rd = ctx;
 
-	return m == t->rep[t->K - 1] ? rf__reduce_through(t, (int)layer) : 0;
+	return m == rd->t->rep[rd->t->K - 1] ? rf__reduce_through(rd, (int)layer) : 0;
 }
 
 /* ---- the epoch's checks across processes ---- */

@@ -64,9 +64,6 @@ struct rf_trainer {
 	unsigned P, rank;                       /* processes, ours */
 	unsigned bucket_lo[RF_MODEL_MAX_LAYERS]; /* layer l's bucket is layers
 						 * bucket_lo[l]..(its top) */
-	int todo;                               /* the highest layer whose gradients this
-						 * iteration has not reduced yet */
-	const struct rf_batch *cur;             /* the batch being pushed */
 	struct rf_prng *prng;
 	struct rf_dataset train_ds, test_ds;    /* opened (owned) */
 	struct rf_dataset train_view, test_view; /* limited copies the loaders read */
@@ -128,8 +125,16 @@ int rf__slots_sum(struct rf__slots *sl, uint64_t nb, double *loss, uint64_t *cor
  * comm); one process, one device: rf__sgd_hook. */
 int rf__reduces(const struct rf_trainer *t);
 void rf__make_buckets(struct rf_trainer *t);
+/* One step's reduction state, the backward hooks' ctx (nothing of it lives in the
+ * trainer): its batch (uneven shards are scaled by it) and the highest layer whose
+ * gradients it has not reduced yet. */
+struct rf__reduce {
+	struct rf_trainer *t;
+	const struct rf_batch *b;
+	int todo;
+};
 int rf__grad_hook(void *ctx, struct rf_model *m, unsigned layer);
-int rf__reduce_through(struct rf_trainer *t, int layer);
+int rf__reduce_through(struct rf__reduce *rd, int layer);
 int rf__params_hash(struct rf_trainer *t, uint64_t *h);
 int rf__dist_sum(struct rf_trainer *t, double *l, uint64_t *c);
 

@@ -58,7 +58,7 @@ static int rf__push_marker(struct rf_trainer *t, int train, struct rf__slots *sl
 /* K = 1: the SGD of a layer right after its gradient. */
 static int rf__sgd_hook(void *ctx, struct rf_model *m, unsigned layer)
 {
-	struct rf_trainer *t = ctx;
+	struct rf_trainer *t = ((struct rf__reduce *)ctx)->t;
 
 	/* fused: every parameter at once after the last layer's hook (layer 0 comes last) */
 	if (t->o.fused_update > 0)
@@ -68,8 +68,10 @@ static int rf__sgd_hook(void *ctx, struct rf_model *m, unsigned layer)
 
 /* What one step reads and writes, per replica: its shard (x, y; n rows, 0: an empty
  * shard), where its loss and correct count go, its activations; keep: the activations
- * outlive the step (a capture: nothing is freed while recording). */
+ * outlive the step (a capture: nothing is freed while recording); b: the batch (its
+ * shard sizes scale uneven shards' gradients). */
 struct rf__step_io {
+	const struct rf_batch *b;
 	struct rf_tensor *x[RF_TRAIN_MAX_DEVICES], *y[RF_TRAIN_MAX_DEVICES];
 	struct rf_tensor *loss[RF_TRAIN_MAX_DEVICES], *corr[RF_TRAIN_MAX_DEVICES];
 	unsigned n[RF_TRAIN_MAX_DEVICES];
@@ -86,10 +88,10 @@ struct rf__step_io {
 static int rf__step(struct rf_trainer *t, const struct rf__step_io *io)
 {
 	rf_grad_hook hook = rf__reduces(t) ? rf__grad_hook : rf__sgd_hook;
+	struct rf__reduce rd = { t, io->b, (int)t->spec->nlayers - 1 };
 	unsigned r;
 	int ret = 0;
 
-	t->todo = (int)t->spec->nlayers - 1;
 	for (r = 0; r < t->K && ret == 0; r++) {
 		if (!io->n[r])
 			continue;
@@ -102,12 +104,12 @@ static int rf__step(struct rf_trainer *t, const struct rf__step_io *io)
 		if (!io->acts[r])
 			continue;
 		if (ret == 0)
-			ret = rf_model_backward(t->rep[r], io->acts[r], hook, t);
+			ret = rf_model_backward(t->rep[r], io->acts[r], hook, &rd);
 		else if (!io->keep)     /* after a failed forward: only freed */
 			rf_model_acts_destroy(io->acts[r]);
 	}
 	if (ret == 0 && rf__reduces(t))
-		ret = rf__reduce_through(t, 0);
+		ret = rf__reduce_through(&rd, 0);
 	return ret;
 }
 
@@ -167,7 +169,7 @@ static int rf__hybrid_capture(struct rf_trainer *t, const struct rf_batch *b)
 		ret = rf_engine_capture_begin(t->eng, &co);
 	if (ret == 0) {
 		struct rf_live_hyper *args = rf_engine_capture_args(t->eng, &av);
-		struct rf__step_io io = { .acts = h->acts, .keep = 1 };
+		struct rf__step_io io = { .b = b, .acts = h->acts, .keep = 1 };
 		for (r = 0; r < t->K; r++) {
 			io.x[r] = h->x[r];
 			io.y[r] = h->y[r];
@@ -243,10 +245,9 @@ static int rf__hybrid_iter(struct rf_trainer *t, const struct rf_batch *b)
 int rf__train_iter(struct rf_trainer *t, const struct rf_batch *b)
 {
 	struct rf_model_acts *acts[RF_TRAIN_MAX_DEVICES] = { 0 };
-	struct rf__step_io io = { .acts = acts };
+	struct rf__step_io io = { .b = b, .acts = acts };
 	int ret;
 
-	t->cur = b;
 	t->opt.step = t->steps + 1;         /* AdamW's bias correction counts this step */
 	if (t->o.hybridize > 0 && (ret = rf__hybrid_iter(t, b)) != 1) {
 		if (ret == 0)
