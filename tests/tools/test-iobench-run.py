@@ -8,7 +8,7 @@ is at least clat; randrw --rwmixread 70 reads about 70 % of the bytes; a randrea
 replacement, same count of I/Os); --rate-iops holds within 5 % over 2 s, --rate over 1 s; zipf runs; two jobs each
 make their pass and the report sums them; --verify crc32c writes and reads back, then finds a
 byte flipped in the file and names its offset, the expected and the actual value.
---log-interval writes a CSV per job (about a row per interval) that tools/plot-iobench
+--log-interval writes a CSV per job (about a row per interval) that tools/dev/plot-iobench
 draws; a job file runs its jobs with the options the same command line gives, and an
 unknown key fails naming its line. --bs ranges and splits keep one pass = the region
 once (verify proves every grain written); --nrfiles / several --file spread a pass over
@@ -179,7 +179,7 @@ try:
         check(9 <= len(rows) - 1 <= 12, "about 10 intervals in 0.5 s: %d" % (len(rows) - 1))
         t = [float(r.split(",")[0]) for r in rows[1:]]
         check(t == sorted(t) and abs(t[0] - 0.05) < 0.03, "interval ends rise from 0.05 s: %r" % t[:3])
-    plot = os.path.join(os.environ.get("RF_SOURCE_ROOT", "."), "tools", "plot-iobench")
+    plot = os.path.join(os.environ.get("RF_SOURCE_ROOT", "."), "tools", "dev", "plot-iobench")
     if shutil.which("gnuplot") and os.access(plot, os.X_OK):
         png = os.path.join(d, "log.png")
         p = subprocess.run([plot, png, os.path.join(d, "log.job0.csv"), os.path.join(d, "log.job1.csv")],

@@ -355,7 +355,7 @@ static void usage(FILE *f)
 		"                 with poll queues; not with --rate, --log-interval, syncs or trims)\n"
 		"  --rate SIZE    at most SIZE bytes a second (such as 50m), per job\n"
 		"  --log-interval MS  a CSV row per job every MS ms (1..3600000): bandwidth, IOPS,\n"
-		"                 latency p50/p99/max of the interval; tools/plot-iobench plots them\n"
+		"                 latency p50/p99/max of the interval; tools/dev/plot-iobench plots them\n"
 		"  --log-prefix P the CSVs' names: P.job0.csv, ... (default rf-iobench-log)\n"
 		"  --rate-iops N  at most N I/Os a second, 1..10^9, per job\n"
 		"  --verify crc32c  write blocks with a header and CRC-32C and read them back\n"
