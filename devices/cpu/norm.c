@@ -74,23 +74,6 @@ RF__INLINE void plane_affine_body(float *restrict y, const float *restrict x, si
 RF__DISPATCH(plane_affine, (float *y, const float *x, size_t n, float m, float k, float b),
 	     (y, x, n, m, k, b))
 
-/* y = max(y, 0) over one plane, just written (in cache): rf__k_relu_fwd's bits */
-static void plane_relu(float *y, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		y[i] = y[i] > 0.0f ? y[i] : 0.0f;
-}
-
-/* t = g masked by y > 0 (rf__k_relu_bwd's select): the masked plane then goes through
- * plane_dots and plane_bwd as it is, so the fused backward has the separate ops' bits
- * whatever the compiler does to either loop */
-static void plane_mask(float *restrict t, const float *restrict g, const float *restrict y,
-		       size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		t[i] = y[i] > 0.0f ? g[i] : 0.0f;
-}
-
 /* dx = k * (g - a - (x - m) * c) over one plane */
 RF__INLINE void plane_bwd_body(float *restrict dx, const float *restrict g,
 			       const float *restrict x, size_t n, float m, float k, float a, float c)
@@ -128,8 +111,8 @@ int rf__k_bn_fwd_train(const struct rf__bn *s, float *y, float *mean, float *inv
 		for (int i = 0; i < s->n; i++) {
 			size_t o = ((size_t)i * s->c + c) * hw;
 			plane_affine(y + o, x + o, hw, mf, k, beta[c]);
-			if (s->relu)
-				plane_relu(y + o, hw);
+			if (s->relu)    /* the plane just written, in cache */
+				rf__k_relu_fwd(y + o, y + o, hw);
 		}
 		mean[c] = mf;
 		invstd[c] = (float)is;
@@ -153,8 +136,8 @@ int rf__k_bn_fwd_eval(const struct rf__bn *s, float *y, const float *x, const fl
 		for (int i = 0; i < s->n; i++) {
 			size_t o = ((size_t)i * s->c + c) * hw;
 			plane_affine(y + o, x + o, hw, run_mean[c], k, beta[c]);
-			if (s->relu)
-				plane_relu(y + o, hw);
+			if (s->relu)    /* the plane just written, in cache */
+				rf__k_relu_fwd(y + o, y + o, hw);
 		}
 	}
 	return 0;
@@ -171,8 +154,8 @@ int rf__k_bn_bwd(const struct rf__bn *s, float *dx, float *dgamma, float *dbeta,
 		double sg = 0.0, sgx = 0.0;
 		for (int i = 0; i < s->n; i++) {
 			size_t o = ((size_t)i * s->c + c) * hw;
-			if (y)
-				plane_mask(t, dy + o, y + o, hw);
+			if (y)  /* dy masked by y > 0 a plane at a time: rf_relu_bwd's bits */
+				rf__k_relu_bwd(t, dy + o, y + o, hw);
 			plane_dots(y ? t : dy + o, x + o, hw, mean[c], &sg, &sgx);
 		}
 		const double is = invstd[c];
@@ -185,7 +168,7 @@ int rf__k_bn_bwd(const struct rf__bn *s, float *dx, float *dgamma, float *dbeta,
 		for (int i = 0; i < s->n; i++) {
 			size_t o = ((size_t)i * s->c + c) * hw;
 			if (y)
-				plane_mask(t, dy + o, y + o, hw);
+				rf__k_relu_bwd(t, dy + o, y + o, hw);
 			plane_bwd(dx + o, y ? t : dy + o, x + o, hw, mean[c], k, a, cc);
 		}
 	}
