@@ -146,9 +146,8 @@ struct rf_loader {
 	 * A slot is reused only by the N-th following batch (loader.h's promise). */
 	struct rf__slot *slots;   /* N full slots, then ntail tail slots */
 	unsigned nslots, nfslots, ntail;
-	uint64_t nfull_done;      /* full batches pushed, all epochs */
-	uint64_t ntail_done;      /* tail batches pushed, all epochs */
-	unsigned fcur, tcur;      /* the full and tail slots the next batches try first */
+	unsigned fcur, tcur;      /* the full and tail slots the next batches try first (the
+				   * rotation runs on across epochs) */
 	uint8_t *held;            /* nslots: 1 = rf_loader_hold'd, skipped by the rotation */
 	uint64_t nbatch_done;     /* batches pushed, all epochs (REC fetch units) */
 	struct rf_stream *gs;     /* gather worker stream */

@@ -259,15 +259,11 @@ static void rf__fill_batch(struct rf_loader *l, struct rf_batch *b, unsigned si,
 	}
 }
 
-/* Count the pushed batch (the slot counters run on across epochs). */
-static void rf__advance(struct rf_loader *l, uint64_t t, unsigned n)
+/* Count the pushed batch. */
+static void rf__advance(struct rf_loader *l, unsigned n)
 {
 	l->t++;
 	l->nbatch_done++;
-	if (t < l->nfull)
-		l->nfull_done++;
-	else
-		l->ntail_done++;
 	l->st.batches++;
 	l->st.records += n;
 }
@@ -278,7 +274,7 @@ int rf_loader_next(struct rf_loader *l, struct rf_batch *b)
 	unsigned n, si, lo, hi;
 	struct rf__slot *s;
 	struct rf__gjob *j;
-	int ret;
+	int ret, slot;
 
 	if (!l || !b)
 		return -EINVAL;
@@ -292,10 +288,10 @@ int rf_loader_next(struct rf_loader *l, struct rf_batch *b)
 	p0 = t * l->o.batch;
 	n = t < l->nfull ? l->o.batch : (unsigned)(l->count - p0);
 	rf__local_rows(l, n, &lo, &hi);
-	if (rf__slot_of(l, t) < 0)
+	if ((slot = rf__slot_of(l, t)) < 0)
 		return rf__fail(-EBUSY, "loader: every batch slot that batch %" PRIu64 " could take "
 				"is held (rf_loader_hold)", t);
-	si = (unsigned)rf__slot_of(l, t);
+	si = (unsigned)slot;
 	s = &l->slots[si];
 	if (t < l->nfull)      /* the rotation goes on after it */
 		l->fcur = (si + 1) % l->N;
@@ -318,7 +314,7 @@ int rf_loader_next(struct rf_loader *l, struct rf_batch *b)
 	if (ret < 0)
 		return ret;
 	rf__fill_batch(l, b, si, hi - lo, n);
-	rf__advance(l, t, hi - lo);
+	rf__advance(l, hi - lo);
 	return 1;
 }
 
