@@ -204,7 +204,7 @@ static int rf__probe_rfrec(struct rf_trainer *t, const char *opt, const char *pa
 	return 0;
 }
 
-int rf__check_data(struct rf_trainer *t)
+int rf__check_data(struct rf_trainer *t, int headers)
 {
 	const char *data = t->data_dir, *test = t->o.test_data;
 	char p[RF_TRAIN_PATH_MAX + 32];
@@ -221,9 +221,9 @@ int rf__check_data(struct rf_trainer *t)
 		if (test && strncmp(test, "http://", 7) &&
 		    (ret = rf__regular(t, "--test-data", test)) < 0)
 			return ret;
-		if ((ret = rf__probe_rfrec(t, "--data", data)) < 0)
+		if (headers && (ret = rf__probe_rfrec(t, "--data", data)) < 0)
 			return ret;
-		return test ? rf__probe_rfrec(t, "--test-data", test) : 0;
+		return test && headers ? rf__probe_rfrec(t, "--test-data", test) : 0;
 	}
 	if (test) {
 		if (strncmp(test, "http://", 7) && (ret = rf__regular(t, "--test-data", test)) < 0)
@@ -234,13 +234,13 @@ int rf__check_data(struct rf_trainer *t)
 					rf__ftype(st.st_mode));
 			return -EINVAL;
 		}
-		if ((ret = rf__probe_rfrec(t, "--test-data", test)) < 0)
+		if (headers && (ret = rf__probe_rfrec(t, "--test-data", test)) < 0)
 			return ret;
 	}
 	if (stat(data, &st) < 0)
 		return 0;       /* rf__open_data says what is missing and how to install it */
 	if (S_ISREG(st.st_mode))
-		return rf__probe_rfrec(t, "--data", data);
+		return headers ? rf__probe_rfrec(t, "--data", data) : 0;
 	if (!S_ISDIR(st.st_mode)) {
 		rf__trainer_msg(t, "--data %s: is %s, expected a directory of Fashion-MNIST IDX "
 				"files or a .rfrec file", data, rf__ftype(st.st_mode));
@@ -315,7 +315,8 @@ int rf__open_data(struct rf_trainer *t)
 	char p[4][RF_TRAIN_PATH_MAX];
 	int ret;
 
-	if ((ret = rf__check_data(t)) < 0)   /* https, FIFOs, headers: before any open */
+	/* https and FIFOs before any open; the opens below read the headers themselves */
+	if ((ret = rf__check_data(t, 0)) < 0)
 		return ret;
 	if (rf__is_rfrec(t->data_dir)) {
 		/* a .rfrec training set, and its test set named or beside it */

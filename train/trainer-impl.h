@@ -104,8 +104,9 @@ const char *rf__loader_sep(const struct rf_loader *ld);
 /* trainer-data.c */
 int rf__open_data(struct rf_trainer *t);
 /* The data the options name, checked without opening anything that could block (a
- * FIFO): https refused, .rfrec headers, IDX files regular (rf_trainer_check_opts). */
-int rf__check_data(struct rf_trainer *t);
+ * FIFO): https refused, IDX files regular, a test set a regular file; headers: the
+ * .rfrec headers read too (rf_trainer_check_opts; rf__open_data's opens read them). */
+int rf__check_data(struct rf_trainer *t, int headers);
 int rf__make_loaders(struct rf_trainer *t);
 
 /* trainer-devices.c */

@@ -237,7 +237,7 @@ int rf_trainer_check_opts(const struct rf_train_opts *opts)
 	if (!t)
 		return rf__fail(-ENOMEM, "rf_trainer_check_opts: %s", strerror(ENOMEM));
 	if ((ret = rf__copy_opts(t, opts ? opts : &def)) == 0 && (ret = rf__check_opts(t)) == 0)
-		ret = rf__check_data(t);
+		ret = rf__check_data(t, 1);
 	if (ret < 0)
 		rf__fail(ret, "%s", t->msg[0] ? t->msg : strerror(-ret));
 	free(t);
