@@ -190,11 +190,13 @@ static int rf_py_loader_init(PyObject *self, PyObject *args, PyObject *kw)
 					 &seed, &epoch, &rank, &world, &prefetch, &drop_last,
 					 &device, &hold, &split, &mean, &std, &scale))
 		return -1;
-	if (!batch || !world || rank >= world || !prefetch || prefetch + hold > RF_PY_MAX_SLOTS - 8) {
+	/* the loader makes prefetch + hold full slots and at most as many tail slots: all
+	 * of them fit held[] */
+	if (!batch || !world || rank >= world || !prefetch || prefetch + hold > RF_PY_MAX_SLOTS / 2) {
 		PyErr_Format(PyExc_ValueError, "Loader: batch_size %u, rank %u, world %u, prefetch %u, "
 			     "hold %u: expected batch_size >= 1, 0 <= rank < world, prefetch >= 1 "
 			     "and prefetch + hold <= %d", batch, rank, world, prefetch, hold,
-			     RF_PY_MAX_SLOTS - 8);
+			     RF_PY_MAX_SLOTS / 2);
 		return -1;
 	}
 	if (strcmp(split, "train") && strcmp(split, "test")) {

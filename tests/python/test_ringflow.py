@@ -212,7 +212,8 @@ def main():
     r = subprocess.run([sys.executable, "-c", code, small], capture_output=True, text=True, env=env)
     check(r.returncode == 0 and r.stdout.startswith("error 5") and "s.rfrec" in r.stdout
           and "offset" in r.stdout, f"a failed read at its batch: {r.stdout} {r.stderr[-300:]}")
-    for bad in (dict(batch_size=0), dict(rank=2, world=2), dict(split="val")):
+    for bad in (dict(batch_size=0), dict(rank=2, world=2), dict(split="val"),
+                dict(prefetch=100, hold=29)):
         kw = dict(batch_size=8)
         kw.update(bad)
         try:
