@@ -280,6 +280,29 @@ def main():
     except ringflow.Error as err:
         check("KeyError" in str(err), f"wait_all names the failed op's exception: {err}")
     check(log[-100:] == list(range(100)), "100 ops on one variable in order")
+
+    # Made in one thread, let go in another: calls are refused off the owner's thread,
+    # but the last reference may go anywhere (the collector, a queue's consumer) and
+    # freeing from there must neither crash nor leak what a tensor still shows.
+    box = {}
+    def make_in_thread():
+        l = ringflow.Loader(path, 64, shuffle=False)
+        box["x"], _ = next(iter(l))
+        e2 = ringflow.Engine()
+        v = e2.var("v")
+        e2.push(lambda: None, mutates=[v])
+        e2.wait_all()
+        box.update(l=l, e=e2, v=v)
+    t = threading.Thread(target=make_in_thread)
+    t.start()
+    t.join()
+    check(set(box) == {"x", "l", "e", "v"}, f"made in a thread: {sorted(box)}")
+    first = np.from_dlpack(box["x"]).copy()
+    del box["l"], box["v"], box["e"]
+    check(np.array_equal(np.from_dlpack(box["x"]), first),
+          "a batch keeps its bytes once its Loader's name is gone on another thread")
+    check(ids(box["x"]) == list(range(64)), "and it still holds the first 64 records")
+    box.clear()
     print(f"ringflow python: {checks} checks passed")
 
 
