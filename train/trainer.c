@@ -101,9 +101,8 @@ static int rf__check_opts(struct rf_trainer *t)
 	if (t->o.fused_update == RF_TRAIN_AUTO)
 		t->o.fused_update = rf_device_kind_host_memory(t->device_kind) == 0 ? RF_TRAIN_ON
 										   : RF_TRAIN_OFF;
-	if (t->o.hybridize == RF_TRAIN_AUTO)  /* resolved once, here */
-		t->o.hybridize = !t->comm && rf_device_kind_host_memory(t->device_kind) == 0
-				 ? RF_TRAIN_ON : RF_TRAIN_OFF;
+	if (t->o.hybridize == RF_TRAIN_AUTO)  /* resolved once, here: one process */
+		t->o.hybridize = !t->comm ? RF_TRAIN_ON : RF_TRAIN_OFF;
 	if (t->comm && t->o.hybridize > 0) {
 		rf__trainer_msg(t, "--hybridize: one process only (a captured step would replay "
 				"its collectives' sequence numbers); drop it or --dist");

@@ -129,9 +129,10 @@ struct rf_train_opts {
 				    * inputs, lr and step passed per launch; a batch of
 				    * another size is pushed op by op. Results bit-identical
 				    * to the op-by-op run. One process only (no comm).
-				    * RF_TRAIN_AUTO (0): on for a device that is not
-				    * host memory (a GPU: one graph launch instead of hundreds
-				    * of kernel launches) in one process, off otherwise;
+				    * RF_TRAIN_AUTO (0): on in one process, on every device
+				    * (a GPU: one graph launch instead of hundreds of kernel
+				    * launches; the CPU: one push per step instead of 25-60,
+				    * the graph's buffers reused), off with comm;
 				    * RF_TRAIN_ON: on (refused with comm);
 				    * RF_TRAIN_OFF: op by op */
 	int fused_update;          /* the optimizer's update with one replica in one process:

@@ -30,7 +30,7 @@ tsan=0
 ldd "$RF" 2>/dev/null | grep -q libtsan && tsan=1
 [ $tsan = 1 ] && SETTINGS=$(echo "$SETTINGS" | grep -e '--model mlp --devices 2')
 echo "$SETTINGS" | while read -r o; do
-	"$RF" $A $o >"$T/op" 2>"$T/err" || fail "$o: $(tail -2 "$T/err")"
+	"$RF" $A $o --no-hybridize >"$T/op" 2>"$T/err" || fail "$o: $(tail -2 "$T/err")"
 	"$RF" $A $o --hybridize >"$T/hy" 2>"$T/err" || fail "$o --hybridize: $(tail -2 "$T/err")"
 	[ -n "$(figs "$T/op")" ] && [ "$(figs "$T/op")" = "$(figs "$T/hy")" ] ||
 		fail "$o: op by op $(figs "$T/op"), hybridized $(figs "$T/hy")"
@@ -39,9 +39,12 @@ echo "$SETTINGS" | while read -r o; do
 	echo "ok: $o: 6 replays, bitwise the op-by-op run: $(figs "$T/hy")"
 done || exit 1
 grep -q '"hybridize": true' "$T/hy" || fail "the JSON does not say hybridize"
-# the default on the CPU is op by op; --no-hybridize says so on any device; the
-# last flag wins
-grep -q '"hybridize": false' "$T/op" || fail "the CPU's default is not op by op"
+grep -q '"hybridize": false' "$T/op" || fail "--no-hybridize: the JSON says hybridize"
+# the default in one process is the captured step, on the CPU too; --no-hybridize
+# says op by op on any device; the last flag wins
+"$RF" $A --model mlp >"$T/def" 2>"$T/err" || fail "the default: $(tail -2 "$T/err")"
+grep -q '"hybridize": true' "$T/def" && [ "$(launches "$T/def")" = 6 ] ||
+	fail "the CPU's default in one process is not the captured step ($(launches "$T/def") launches)"
 "$RF" $A --model mlp --hybridize --no-hybridize >"$T/no" 2>"$T/err" ||
 	fail "--no-hybridize: $(tail -2 "$T/err")"
 grep -q '"hybridize": false' "$T/no" && [ "$(launches "$T/no")" = 0 ] ||
@@ -49,7 +52,7 @@ grep -q '"hybridize": false' "$T/no" && [ "$(launches "$T/no")" = 0 ] ||
 [ $tsan = 1 ] && { echo "ok (ThreadSanitizer build: one two-replica setting)"; exit 0; }
 # the engine's synchronous debug mode and the trace still work with replays
 B="--data $DATA --limit 1001 --test-limit 201 --quiet --json --epochs 1 --model mlp"
-"$RF" $B >"$T/op" 2>"$T/err" || fail "mlp: $(tail -2 "$T/err")"
+"$RF" $B --no-hybridize >"$T/op" 2>"$T/err" || fail "mlp: $(tail -2 "$T/err")"
 RF_ENGINE_SYNC=1 "$RF" $B --hybridize --trace "$T/trace.json" >"$T/hy" 2>"$T/err" ||
 	fail "RF_ENGINE_SYNC=1 --hybridize --trace: $(tail -2 "$T/err")"
 [ "$(figs "$T/op")" = "$(figs "$T/hy")" ] || fail "synchronous replays: $(figs "$T/hy")"
@@ -60,7 +63,7 @@ echo "ok: synchronous mode and the trace with replays ($n launches traced)"
 C="--data $DATA --limit 1001 --test-limit 201 --quiet --json --stats --model mlp --momentum 0.9"
 "$RF" $C --epochs 2 --max-steps 3 --checkpoint "$T/ck" >/dev/null 2>"$T/err" || fail "3 steps: $(tail -2 "$T/err")"
 cp "$T/ck" "$T/ck2"
-"$RF" $C --epochs 2 --checkpoint "$T/ck" --resume >"$T/op" 2>"$T/err" || fail "resumed: $(tail -2 "$T/err")"
+"$RF" $C --epochs 2 --checkpoint "$T/ck" --resume --no-hybridize >"$T/op" 2>"$T/err" || fail "resumed: $(tail -2 "$T/err")"
 "$RF" $C --epochs 2 --checkpoint "$T/ck2" --resume --hybridize >"$T/hy" 2>"$T/err" ||
 	fail "resumed --hybridize: $(tail -2 "$T/err")"
 [ "$(figs "$T/op")" = "$(figs "$T/hy")" ] && [ "$(launches "$T/hy")" = 3 ] ||
