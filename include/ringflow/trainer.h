@@ -129,10 +129,13 @@ struct rf_train_opts {
 				    * inputs, lr and step passed per launch; a batch of
 				    * another size is pushed op by op. Results bit-identical
 				    * to the op-by-op run. One process only (no comm).
-				    * RF_TRAIN_AUTO (0): on in one process, on every device
-				    * (a GPU: one graph launch instead of hundreds of kernel
-				    * launches; the CPU: one push per step instead of 25-60,
-				    * the graph's buffers reused), off with comm;
+				    * RF_TRAIN_AUTO (0): on in one process where replaying
+				    * measured faster or as fast: a device that is not host
+				    * memory (one graph launch instead of hundreds of kernel
+				    * launches) and, on the CPU, a model with convolutions
+				    * (one push per step instead of 40-300, its activations
+				    * allocated once); off for a dense-only model on the CPU
+				    * (the batch's copy into the graph costs more) and with comm;
 				    * RF_TRAIN_ON: on (refused with comm);
 				    * RF_TRAIN_OFF: op by op */
 	int fused_update;          /* the optimizer's update with one replica in one process:

@@ -8,7 +8,7 @@
 # replays (graph launches in --stats) are the full batches only. Skips (77) without
 # Fashion-MNIST. The engine's synchronous mode (RF_ENGINE_SYNC=1) and the trace work
 # with replays; a run resumed at an epoch's short last batch captures at the next
-# full one.
+# full one. The default in one process on the CPU: LeNet captured, the MLP op by op.
 set -u
 RF=${1:?usage: $0 rf-train}
 DATA=${RF_FASHION_MNIST:-/usr/share/datasets/fashion-mnist}
@@ -40,16 +40,21 @@ echo "$SETTINGS" | while read -r o; do
 done || exit 1
 grep -q '"hybridize": true' "$T/hy" || fail "the JSON does not say hybridize"
 grep -q '"hybridize": false' "$T/op" || fail "--no-hybridize: the JSON says hybridize"
-# the default in one process is the captured step, on the CPU too; --no-hybridize
-# says op by op on any device; the last flag wins
+# the CPU's default: the MLP op by op (the batch copy into the graph costs more than
+# replaying saves there); --no-hybridize says op by op on any device; the last flag wins
 "$RF" $A --model mlp >"$T/def" 2>"$T/err" || fail "the default: $(tail -2 "$T/err")"
-grep -q '"hybridize": true' "$T/def" && [ "$(launches "$T/def")" = 6 ] ||
-	fail "the CPU's default in one process is not the captured step ($(launches "$T/def") launches)"
+grep -q '"hybridize": false' "$T/def" && [ "$(launches "$T/def")" = 0 ] ||
+	fail "the MLP's default on the CPU is not op by op ($(launches "$T/def") launches)"
 "$RF" $A --model mlp --hybridize --no-hybridize >"$T/no" 2>"$T/err" ||
 	fail "--no-hybridize: $(tail -2 "$T/err")"
 grep -q '"hybridize": false' "$T/no" && [ "$(launches "$T/no")" = 0 ] ||
 	fail "--hybridize --no-hybridize still replays"
 [ $tsan = 1 ] && { echo "ok (ThreadSanitizer build: one two-replica setting)"; exit 0; }
+# ... and a model with convolutions (LeNet) captured: bitwise its op-by-op run, above
+"$RF" $A --model lenet >"$T/def" 2>"$T/err" || fail "lenet's default: $(tail -2 "$T/err")"
+grep -q '"hybridize": true' "$T/def" && [ "$(launches "$T/def")" = 6 ] ||
+	fail "LeNet's default on the CPU is not the captured step ($(launches "$T/def") launches)"
+echo "ok: the CPU's default: the MLP op by op, LeNet captured"
 # the engine's synchronous debug mode and the trace still work with replays
 B="--data $DATA --limit 1001 --test-limit 201 --quiet --json --epochs 1 --model mlp"
 "$RF" $B --no-hybridize >"$T/op" 2>"$T/err" || fail "mlp: $(tail -2 "$T/err")"
