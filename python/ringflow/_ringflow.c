@@ -107,6 +107,9 @@ typedef struct {
 	unsigned qhead, qlen;
 	unsigned held[RF_PY_MAX_SLOTS];  /* per slot: queued (1) + live Tensors; > 0: the
 					  * loader passes over it (rf_loader_hold) */
+	unsigned char unhold[RF_PY_MAX_SLOTS]; /* its last Tensor went on another thread:
+						* the owner releases it at its next call */
+	unsigned nunhold;
 	int closed;
 } rf_py_loader;
 
@@ -131,9 +134,61 @@ static void rf_py_ref(rf_py_loader *s, unsigned slot, int d)
 {
 	if (slot >= RF_PY_MAX_SLOTS)
 		return;
-	s->held[slot] += d;
-	if (s->l && ((d > 0 && s->held[slot] == 1) || (d < 0 && s->held[slot] == 0)))
-		rf_loader_hold(s->l, slot, s->held[slot] != 0);
+	s->held[slot] += d;               /* under the GIL, whichever thread */
+	if (!s->l)
+		return;
+	if (d > 0 && s->held[slot] == 1) {
+		if (s->unhold[slot])      /* never released in C: still held there */
+			s->unhold[slot] = 0;
+		else
+			rf_loader_hold(s->l, slot, 1);
+	} else if (d < 0 && s->held[slot] == 0) {
+		/* Only the owner touches the C loader: it may be inside rf_loader_wait
+		 * with the GIL released. Elsewhere (a Tensor freed by another thread) the
+		 * release waits for the owner's next call (rf_py_loader_ready). */
+		if (pthread_equal(s->owner, pthread_self()))
+			rf_loader_hold(s->l, slot, 0);
+		else if (!s->unhold[slot]) {
+			s->unhold[slot] = 1;
+			s->nunhold++;
+		}
+	}
+}
+
+/* The owner's side of the releases above. */
+static void rf_py_unhold(rf_py_loader *s)
+{
+	for (unsigned i = 0; s->nunhold && i < RF_PY_MAX_SLOTS; i++)
+		if (s->unhold[i]) {
+			s->unhold[i] = 0;
+			s->nunhold--;
+			if (!s->held[i] && s->l)
+				rf_loader_hold(s->l, i, 0);
+		}
+	s->nunhold = 0;
+}
+
+/* Let go on another thread than the owner's (the collector, a consumer thread): the
+ * ring, the engine and its threads belong to the owner's thread (a single-issuer
+ * ring; an engine's waits and destroy are its reactor thread's), so nothing is freed
+ * from here -- that would free memory under worker threads still running. They are
+ * leaked, with the object itself (a loader reads the dataset struct inside it), and
+ * a ResourceWarning says how not to: close() on the owner's thread. Returns 1 when
+ * the caller must free nothing. */
+static int rf_py_foreign_drop(PyObject *self, pthread_t owner, int live, const char *what)
+{
+	PyObject *et, *ev, *tb;
+
+	if (!live || pthread_equal(owner, pthread_self()))
+		return 0;
+	PyErr_Fetch(&et, &ev, &tb);
+	if (PyErr_WarnFormat(PyExc_ResourceWarning, 1, "ringflow.%s let go on another thread "
+			     "than the one that made it: its ring, threads and memory are "
+			     "leaked (close() it on its own thread, or use it in a with "
+			     "block there)", what) < 0)
+		PyErr_WriteUnraisable(self);
+	PyErr_Restore(et, ev, tb);
+	return 1;
 }
 
 /* The IDX pair of a Fashion-MNIST-style directory: split "train" or "t10k". */
@@ -263,6 +318,8 @@ static void rf_py_loader_dealloc(PyObject *self)
 	rf_py_loader *s = (rf_py_loader *)self;
 	PyTypeObject *tp = Py_TYPE(self);
 
+	if (rf_py_foreign_drop(self, s->owner, s->l != NULL, "Loader"))
+		return;   /* the object too: the loader reads its dataset (s->ds) */
 	Py_BEGIN_ALLOW_THREADS
 	rf_py_loader_free_all(s);
 	Py_END_ALLOW_THREADS
@@ -276,7 +333,10 @@ static int rf_py_loader_ready(rf_py_loader *s)
 		rf_py_raise(-EBADF, "Loader: closed");
 		return 0;
 	}
-	return rf_py_same_thread(s->owner);
+	if (!rf_py_same_thread(s->owner))
+		return 0;
+	rf_py_unhold(s);
+	return 1;
 }
 
 /* Push batches ahead, up to prefetch, never into a slot Python still holds. */
@@ -829,6 +889,8 @@ static void rf_py_engine_dealloc(PyObject *self)
 	rf_py_engine *s = (rf_py_engine *)self;
 	PyTypeObject *tp = Py_TYPE(self);
 
+	if (rf_py_foreign_drop(self, s->owner, s->ring != NULL, "Engine"))
+		return;   /* the object too, as the Loader's */
 	Py_BEGIN_ALLOW_THREADS
 	rf_py_engine_close_all(s);
 	Py_END_ALLOW_THREADS
@@ -1012,7 +1074,9 @@ static void rf_py_var_dealloc(PyObject *self)
 	PyTypeObject *tp = Py_TYPE(self);
 
 	if (v->e) {
-		if (v->v && v->e->eng)   /* deleted after the ops on it, in engine order */
+		/* deleted after the ops on it, in engine order; on another thread than the
+		 * engine's a push is refused: the engine frees it when it is destroyed */
+		if (v->v && v->e->eng && pthread_equal(v->e->owner, pthread_self()))
 			rf_var_destroy(v->e->eng, v->v, NULL, NULL, NULL);
 		Py_DECREF(v->e);
 	}
