@@ -215,7 +215,7 @@ int rf__turn(struct rf_ring *r, int wait, struct __kernel_timespec *ts)
 		if (queued) {
 			ret = io_uring_submit(&r->ring);
 			r->st.enters++;
-			rf__count_submitted(r, queued);
+			rf__count_submitted(r);
 			queued = io_uring_sq_ready(&r->ring);
 		}
 		r->st.spins++;
@@ -246,7 +246,7 @@ int rf__turn(struct rf_ring *r, int wait, struct __kernel_timespec *ts)
 		ret = io_uring_submit_and_get_events(&r->ring);
 		r->st.enters++;
 	}
-	rf__count_submitted(r, queued);
+	rf__count_submitted(r);
 	if (ret < 0 && ret != -ETIME && ret != -EINTR && ret != -EBUSY && ret != -EAGAIN)
 		return ret;
 	return rf__reap(r) + polled;

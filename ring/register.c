@@ -146,13 +146,12 @@ static int rf__register_mems(struct rf_ring *r, unsigned n, int had)
 	int ret;
 
 	if (had) {
-		unsigned before = io_uring_sq_ready(&r->ring);
-		if (before) {
+		if (io_uring_sq_ready(&r->ring)) {
 			ret = io_uring_submit(&r->ring);
 			r->st.enters++;
 			if (ret < 0)
 				return ret;
-			rf__count_submitted(r, before);
+			rf__count_submitted(r);
 		}
 		ret = io_uring_unregister_buffers(&r->ring);
 		if (ret < 0 && ret != -ENXIO)

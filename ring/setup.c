@@ -42,6 +42,7 @@ static int rf__setup(struct rf_ring *r, unsigned entries, const struct rf_ring_o
 		int ret = rf__setup_try(&r->ring, want, entries, cq, o);
 		if (ret == 0) {
 			r->setup_flags = r->ring.flags;
+			r->sq_head_seen = *r->ring.sq.khead;
 			return 0;
 		}
 		/* The kernel says -EINVAL both for flags it does not know and for sizes it

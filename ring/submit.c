@@ -136,10 +136,9 @@ struct io_uring_sqe *rf__sqe(struct rf_ring *r, int *err)
 	int tries = 0;
 	while (!sqe) {
 		r->st.sq_full_flushes++;
-		unsigned before = io_uring_sq_ready(&r->ring);
 		int ret = io_uring_submit(&r->ring);
 		r->st.enters++;
-		rf__count_submitted(r, before);
+		rf__count_submitted(r);
 		if (ret == -EBUSY || ret == -EAGAIN) {
 			ret = rf__stash_cqes(r);
 			if (ret < 0 || ++tries > 1000) {
@@ -162,11 +161,10 @@ int rf__sq_room(struct rf_ring *r, unsigned n)
 	int tries = 0;
 	while (io_uring_sq_space_left(&r->ring) < n) {
 		int err = 0;
-		unsigned before = io_uring_sq_ready(&r->ring);
 		r->st.sq_full_flushes++;
 		int ret = io_uring_submit(&r->ring);
 		r->st.enters++;
-		rf__count_submitted(r, before);
+		rf__count_submitted(r);
 		if (ret == -EBUSY || ret == -EAGAIN) {
 			err = rf__stash_cqes(r);
 			if (err < 0)
