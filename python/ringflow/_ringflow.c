@@ -138,9 +138,10 @@ static void rf_py_ref(rf_py_loader *s, unsigned slot, int d)
 	if (!s->l)
 		return;
 	if (d > 0 && s->held[slot] == 1) {
-		if (s->unhold[slot])      /* never released in C: still held there */
+		if (s->unhold[slot]) {    /* never released in C: still held there */
 			s->unhold[slot] = 0;
-		else
+			s->nunhold--;
+		} else
 			rf_loader_hold(s->l, slot, 1);
 	} else if (d < 0 && s->held[slot] == 0) {
 		/* Only the owner touches the C loader: it may be inside rf_loader_wait
@@ -162,10 +163,9 @@ static void rf_py_unhold(rf_py_loader *s)
 		if (s->unhold[i]) {
 			s->unhold[i] = 0;
 			s->nunhold--;
-			if (!s->held[i] && s->l)
+			if (s->l)      /* held[i] is 0: a re-hold clears unhold[i] */
 				rf_loader_hold(s->l, i, 0);
 		}
-	s->nunhold = 0;
 }
 
 /* Let go on another thread than the owner's (the collector, a consumer thread): the
