@@ -22,9 +22,15 @@ const char *rf_last_error(void)
 	return rf__last;
 }
 
+/* Formatted apart, then copied: an argument may be rf_last_error() itself (a caller
+ * that wraps the message below it), which vsnprintf into the same buffer would read
+ * while overwriting. */
 static int rf__vfail(int code, const char *fmt, va_list ap)
 {
-	vsnprintf(rf__last, sizeof(rf__last), fmt, ap);
+	char buf[RF__ERR_LEN];
+
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	memcpy(rf__last, buf, sizeof(buf));
 	return code;
 }
 

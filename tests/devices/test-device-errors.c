@@ -10,8 +10,11 @@
  *    push nothing (batch norm's empty shapes too, which its kernels cannot take); bad
  *    tensor shapes and device names are refused too.
  *  - CUDA without a GPU: rf_cuda_count() is 0 and rf_cuda_open fails cleanly.
- *  - RF_BLAS_THREADS that is not an integer 1..1024: rf_cpu_open refuses, naming it. */
+ *  - RF_BLAS_THREADS that is not an integer 1..1024: rf_cpu_open refuses, naming it.
+ *  - a message may quote the one before it (rf__fail(..., "%s", rf_last_error()),
+ *    as rf_model_set_format does with a device's refusal): it arrives whole. */
 #include "test-device-suite.h"
+#include "rf-internal.h"
 
 static int ran;
 static int fail_eio(void *arg) { (void)arg; return -EIO; }
@@ -23,6 +26,11 @@ int main(void)
 	struct rf_engine *e;
 	struct rf_device *d;
 	struct rf_engine_stats st0, st1;
+
+	CHECK_EQ(rf__fail(-ENOTSUP, "inner %d: %s", 7, "a reason long enough to overlap"),
+		 -ENOTSUP);
+	CHECK_EQ(rf__fail(-EINVAL, "outer: %s", rf_last_error()), -EINVAL);
+	CHECK(!strcmp(rf_last_error(), "outer: inner 7: a reason long enough to overlap"));
 	const char *who = NULL;
 	float lg[3 * 4] = { 0 }, loss;
 	int32_t lab[3] = { 0, 7, 1 };
