@@ -39,9 +39,11 @@ enum rf__opcode {
 	RF__OP_COUNT
 };
 
-/* What an operand may be: a float tensor (f32, bf16, f16), one of a fixed dtype, or
- * anything (bytes). */
-enum rf__okind { RF__OK_FLOAT, RF__OK_I32, RF__OK_U8, RF__OK_ANY };
+/* What an operand may be: a float tensor (f32, bf16, f16), a per-channel float one
+ * (batch norm's parameters and statistics: any float dtype on the CPU, but a model
+ * keeps them f32 whatever its compute format, and the capability probe asks with
+ * f32 ones), one of a fixed dtype, or anything (bytes). */
+enum rf__okind { RF__OK_FLOAT, RF__OK_I32, RF__OK_U8, RF__OK_ANY, RF__OK_CHAN };
 
 #define RF__OP_NT 9                      /* operands of a fixed-arity op, at most */
 #define RF__OP_SUM_MAX 63                /* inputs of RF__OP_SUM, at most */
@@ -63,6 +65,13 @@ struct rf__opsig {
 extern const struct rf__opsig rf__opsigs[RF__OP_COUNT];
 /* The opcode named name ("conv2d_fwd"), or -1. */
 int rf__opcode_of(const char *name);
+
+struct rf__op;
+/* open.c: the op rf_device_supports asks a backend about: opcode code with every operand
+ * present (shape 1s), float ones of dtype dt (4-D ones in layout lay), per-channel ones
+ * f32, on device d (may be NULL); sum_in: RF__OP_SUM's one input. */
+void rf__probe_op(struct rf__op *op, struct rf__tref *sum_in, int code, struct rf_device *d,
+		  enum rf_tdtype dt, enum rf_layout lay);
 
 /* ---- the op ------------------------------------------------------------------------ */
 
@@ -230,6 +239,10 @@ struct rf__backend {
 	struct rf__dstream *(*dstream)(const struct rf_stream *s);
 	/* the native handle of one of its streams, or NULL. optional */
 	void *(*stream_handle)(const struct rf_stream *s);
+	/* what ran how (rf_device_get_stats; out zeroed first). optional */
+	void (*stats)(const struct rf_device *d, struct rf_device_stats *out);
+	/* plan i as JSON (rf_device_plan_json). optional: no plans */
+	int (*plan_json)(const struct rf_device *d, unsigned i, char *buf, size_t len);
 };
 
 /* convert.c: host-side element conversions and layout permutes, shared by the CPU

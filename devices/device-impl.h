@@ -65,6 +65,8 @@ struct rf__dstream {
 
 #define RF__MAX_STREAMS 16
 
+struct rf__op;
+
 struct rf_device {
 	const struct rf__backend *be;    /* the backend that runs its ops (backend-impl.h) */
 	void *ctx;                       /* the backend's */
@@ -80,6 +82,11 @@ struct rf_device {
 	int h2d, d2h;                    /* indices into ds */
 	unsigned live;                   /* tensors alive (their deletion not yet run) */
 	char last_error[256];
+	/* A test seam (NULL in use): every op built for d, and every capability asked of
+	 * it, must also pass admit -- so that a CPU device stands in for another kind's
+	 * rules in a test without that device. 1: admitted; 0: refused, why says why. */
+	int (*admit)(void *ctx, const struct rf__op *op, char *why, size_t len);
+	void *admit_ctx;
 };
 
 /* device.c */

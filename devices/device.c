@@ -173,3 +173,23 @@ void rf_device_free(struct rf_device *d, void *p, size_t bytes)
 	if (d && p)
 		rf__cache_free(&d->mem, p, bytes);
 }
+
+int rf_device_get_stats(const struct rf_device *d, struct rf_device_stats *out)
+{
+	if (!d || !out)
+		return rf__fail(-EINVAL, "rf_device_get_stats: a device and an out pointer are "
+				"required");
+	memset(out, 0, sizeof(*out));
+	if (d->be->stats)
+		d->be->stats(d, out);
+	return 0;
+}
+
+int rf_device_plan_json(const struct rf_device *d, unsigned i, char *buf, size_t len)
+{
+	if (!d || !buf || !len)
+		return rf__fail(-EINVAL, "rf_device_plan_json: a device and a buffer are required");
+	if (!d->be->plan_json)
+		return -ENOENT;
+	return d->be->plan_json(d, i, buf, len);
+}

@@ -11,6 +11,8 @@
 #define F4(n) { n, RF__OK_FLOAT, 4, 0, 0 }
 #define FO(n) { n, RF__OK_FLOAT, 0, 1, 0 }
 #define F4IO(n) { n, RF__OK_FLOAT, 4, 0, 1 }
+#define P(n) { n, RF__OK_CHAN, 0, 0, 0 }      /* per-channel: f32 in a model */
+#define PIO(n) { n, RF__OK_CHAN, 0, 1, 1 }    /* per-channel, optional, updated */
 
 const struct rf__opsig rf__opsigs[RF__OP_COUNT] = {
 	[RF__OP_GEMM] = { "gemm", 1, 2, { { "C", RF__OK_FLOAT, 2, 0, 1 },
@@ -41,24 +43,21 @@ const struct rf__opsig rf__opsigs[RF__OP_COUNT] = {
 	[RF__OP_GAP_FWD] = { "gavgpool_fwd", 1, 1, { F("y"), F4("x") } },
 	[RF__OP_GAP_BWD] = { "gavgpool_bwd", 1, 1, { F4("dx"), F("dy") } },
 	[RF__OP_BN_TRAIN] = { "batchnorm_fwd", 5, 3,
-			      { F4("y"), F("mean"), F("invstd"), { "run_mean", RF__OK_FLOAT, 0, 1, 1 },
-				{ "run_var", RF__OK_FLOAT, 0, 1, 1 }, F4("x"), F("gamma"),
-				F("beta") } },
-	[RF__OP_BN_EVAL] = { "batchnorm_eval", 1, 5, { F4("y"), F4("x"), F("gamma"), F("beta"),
-						       F("run_mean"), F("run_var") } },
-	[RF__OP_BN_BWD] = { "batchnorm_bwd", 3, 5, { F4("dx"), F("dgamma"), F("dbeta"), F4("dy"),
-						     F4("x"), F("mean"), F("invstd"), F("gamma") } },
+			      { F4("y"), P("mean"), P("invstd"), PIO("run_mean"), PIO("run_var"),
+				F4("x"), P("gamma"), P("beta") } },
+	[RF__OP_BN_EVAL] = { "batchnorm_eval", 1, 5, { F4("y"), F4("x"), P("gamma"), P("beta"),
+						       P("run_mean"), P("run_var") } },
+	[RF__OP_BN_BWD] = { "batchnorm_bwd", 3, 5, { F4("dx"), P("dgamma"), P("dbeta"), F4("dy"),
+						     F4("x"), P("mean"), P("invstd"), P("gamma") } },
 	[RF__OP_BN_RELU_TRAIN] = { "batchnorm_relu_fwd", 5, 3,
-				   { F4("y"), F("mean"), F("invstd"),
-				     { "run_mean", RF__OK_FLOAT, 0, 1, 1 },
-				     { "run_var", RF__OK_FLOAT, 0, 1, 1 }, F4("x"), F("gamma"),
-				     F("beta") } },
+				   { F4("y"), P("mean"), P("invstd"), PIO("run_mean"),
+				     PIO("run_var"), F4("x"), P("gamma"), P("beta") } },
 	[RF__OP_BN_RELU_EVAL] = { "batchnorm_relu_eval", 1, 5,
-				  { F4("y"), F4("x"), F("gamma"), F("beta"), F("run_mean"),
-				    F("run_var") } },
+				  { F4("y"), F4("x"), P("gamma"), P("beta"), P("run_mean"),
+				    P("run_var") } },
 	[RF__OP_BN_RELU_BWD] = { "batchnorm_relu_bwd", 3, 6,
-				 { F4("dx"), F("dgamma"), F("dbeta"), F4("dy"), F4("x"), F("mean"),
-				   F("invstd"), F("gamma"), F4("y") } },
+				 { F4("dx"), P("dgamma"), P("dbeta"), F4("dy"), F4("x"), P("mean"),
+				   P("invstd"), P("gamma"), F4("y") } },
 	[RF__OP_SGD] = { "sgd", 1, 1, { { "w", RF__OK_FLOAT, 0, 0, 1 }, F("g") } },
 	[RF__OP_SGD_MOMENTUM] = { "sgd_momentum", 2, 1, { { "w", RF__OK_FLOAT, 0, 0, 1 },
 							  { "v", RF__OK_FLOAT, 0, 0, 1 }, F("g") } },

@@ -246,7 +246,8 @@ int rf__b_submit(struct rf__b *b, struct rf_stream *s)
 	int ret;
 
 	c->math = c->xdev->precision == RF_PRECISION_FP32 ? RF__MATH_FP32 : RF__MATH_TF32;
-	if (be->supports_op && !be->supports_op(c->xdev, c, why, sizeof(why))) {
+	if ((be->supports_op && !be->supports_op(c->xdev, c, why, sizeof(why))) ||
+	    (c->xdev->admit && !c->xdev->admit(c->xdev->admit_ctx, c, why, sizeof(why)))) {
 		ret = rf__fail(-ENOTSUP, "%s: %s does not run %s: %s", b->fn, c->xdev->name,
 			       rf__opsigs[c->code].name, why[0] ? why : "not supported");
 		goto fail;

@@ -93,9 +93,10 @@ int rf_device_kind_host_memory(const char *kind)
 }
 
 /* An op of opcode code whose operands are all present, float ones of dtype dt (4-D
- * ones in layout lay), on device d (may be NULL): what rf_device_supports asks. */
-static void rf__probe_op(struct rf__op *op, struct rf__tref *sum_in, int code,
-			 struct rf_device *d, enum rf_tdtype dt, enum rf_layout lay)
+ * ones in layout lay) and per-channel ones f32, as a model computing in (dt, lay)
+ * pushes them, on device d (may be NULL): what rf_device_supports asks. */
+void rf__probe_op(struct rf__op *op, struct rf__tref *sum_in, int code, struct rf_device *d,
+		  enum rf_tdtype dt, enum rf_layout lay)
 {
 	const struct rf__opsig *g = &rf__opsigs[code];
 
@@ -112,7 +113,8 @@ static void rf__probe_op(struct rf__op *op, struct rf__tref *sum_in, int code,
 		struct rf__tref *t = rf__op_t(op, i);
 		const struct rf__osig *o = &g->o[code == RF__OP_SUM && i ? 1 : i];
 		t->dev = d;
-		t->dtype = o->kind == RF__OK_I32 ? RF_I32 : o->kind == RF__OK_U8 ? RF_U8 : dt;
+		t->dtype = o->kind == RF__OK_I32 ? RF_I32 : o->kind == RF__OK_U8 ? RF_U8
+			 : o->kind == RF__OK_CHAN ? RF_F32 : dt;
 		t->ndim = o->ndim ? o->ndim : 1;
 		t->layout = t->ndim == 4 ? lay : RF_LAYOUT_ROWMAJOR;
 		for (int k = 0; k < RF_TENSOR_MAX_DIMS; k++)
@@ -138,7 +140,8 @@ static int rf__supports(const struct rf__backend *be, struct rf_device *d, const
 				rf_tdtype_name(dt), (int)lay);
 	memset(&in1, 0, sizeof(in1));
 	rf__probe_op(&op, &in1, code, d, dt, lay);
-	if (be->supports_op && !be->supports_op(d, &op, why, sizeof(why)))
+	if ((be->supports_op && !be->supports_op(d, &op, why, sizeof(why))) ||
+	    (d && d->admit && !d->admit(d->admit_ctx, &op, why, sizeof(why))))
 		return rf__fail(-ENOTSUP, "%s does not run %s: %s", who, opname,
 				why[0] ? why : "not supported");
 	return 0;

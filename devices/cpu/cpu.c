@@ -129,6 +129,8 @@ const struct rf__backend rf__cpu_backend = {
 	/* .host_unregister = */ NULL,
 	/* .dstream         = */ NULL, /* its streams are core's worker streams */
 	/* .stream_handle   = */ NULL,
+	/* .stats           = */ NULL, /* optional */
+	/* .plan_json       = */ NULL,
 };
 
 static int rf__cpu_ordinal;

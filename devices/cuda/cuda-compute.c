@@ -8,190 +8,21 @@
 #include <stdio.h>
 
 #include "cuda-impl.h"
+#include "cuda-rules.h"
 #include "kernels-cuda-impl.h"
 #if RF_HAVE_CUDNN
 #include "cudnn-impl.h"
 #endif
 
-/* ---- what it runs ------------------------------------------------------------------- */
-
-static int rf__dnn_op(enum rf__opcode code)
-{
-	return code == RF__OP_BN_TRAIN || code == RF__OP_BN_EVAL || code == RF__OP_BN_BWD ||
-	       code == RF__OP_BN_RELU_TRAIN || code == RF__OP_BN_RELU_EVAL ||
-	       code == RF__OP_BN_RELU_BWD ||
-	       code == RF__OP_MAXPOOL_FWD || code == RF__OP_MAXPOOL_BWD || code == RF__OP_GAP_FWD ||
-	       code == RF__OP_GAP_BWD;
-}
-
-/* Every present operand's dtype is one float dtype (f32 only: ft == RF_F32) and every
- * 4-D one in the layout of the first: -1, or the operand that breaks it. skip: a mask
- * of operands not held to it (batch norm's f32 parameters, say). */
-static int rf__uniform(const struct rf__op *op, unsigned skip, int f32_only)
-{
-	int dt = -1, lay = -1;
-
-	for (unsigned i = 0; i < op->nt; i++) {
-		const struct rf__tref *t = rf__op_tc(op, i);
-		if (!t->dtype || (skip >> i & 1))
-			continue;
-		if (!rf__is_float(t->dtype) || (f32_only && t->dtype != RF_F32))
-			return (int)i;
-		if (dt < 0)
-			dt = (int)t->dtype;
-		else if ((int)t->dtype != dt)
-			return (int)i;
-		if (t->ndim == 4) {
-			if (lay < 0)
-				lay = (int)t->layout;
-			else if ((int)t->layout != lay)
-				return (int)i;
-		}
-	}
-	return -1;
-}
-
-/* Elementwise kernels: one float dtype (f32 only for the optimizer's: f32_only), and
- * every operand laid out alike (all row-major, or all 4-D in one layout: then memory
- * order is one order for all). */
-static int rf__elementwise(const struct rf__op *op, int f32_only)
-{
-	int lay = -1, dt = -1;
-
-	for (unsigned i = 0; i < op->nt; i++) {
-		const struct rf__tref *t = rf__op_tc(op, i);
-		int l;
-		if (!t->dtype)
-			continue;
-		if (!rf__is_float(t->dtype) || (f32_only && t->dtype != RF_F32) ||
-		    (dt >= 0 && (int)t->dtype != dt))
-			return (int)i;
-		dt = (int)t->dtype;
-		l = t->ndim == 4 ? (int)t->layout : RF_LAYOUT_ROWMAJOR;
-		if (lay < 0)
-			lay = l;
-		else if (l != lay)
-			return (int)i;
-	}
-	return -1;
-}
-
-static int rf__refuse(const struct rf__op *op, int i, const char *rule, char *why, size_t len)
-{
-	char b[96];
-
-	snprintf(why, len, "%s: %s", rf__tref_describe(op, (unsigned)i, b, sizeof(b)), rule);
-	return 0;
-}
+/* ---- what it runs (cuda-rules.c) ----------------------------------------------------- */
 
 int rf__cuda_supports(const struct rf_device *d, const struct rf__op *op, char *why, size_t len)
 {
 	const char *dnn = NULL;
-	int dnn_ok = rf__cuda_dnn_ok(&dnn), i;
+	int dnn_ok = rf__cuda_dnn_ok(&dnn);
 
 	(void)d;
-	switch (op->code) {
-	case RF__OP_HOST:
-		snprintf(why, len, "a host op needs a CPU-capable stream");
-		return 0;
-	case RF__OP_CONV_BWD_FILTER_POOL_RELU:
-	case RF__OP_RELU_AVGPOOL2_FWD:
-	case RF__OP_AVGPOOL2_RELU_BWD:
-		snprintf(why, len, "no fused kernel here: push the separate relu, average "
-			 "pooling and convolution ops");
-		return 0;
-	case RF__OP_CONVERT:
-	case RF__OP_COPY:
-		/* f32, bf16 and f16 into one another in either layout; bytes */
-		return 1;
-	case RF__OP_FILL: {
-		const struct rf__tref *x = &op->o.fill.x;
-		if (x->dtype == RF_I32 && op->p.fill.v != 0.0f) {
-			snprintf(why, len, "filling an i32 tensor with a non-zero value is not "
-				 "supported on CUDA");
-			return 0;
-		}
-		if ((x->dtype == RF_BF16 || x->dtype == RF_F16) && op->p.fill.v != 0.0f) {
-			snprintf(why, len, "filling a %s tensor with a non-zero value: fill an f32 "
-				 "tensor and rf_convert it", rf_tdtype_name(x->dtype));
-			return 0;
-		}
-		return 1;
-	}
-	case RF__OP_GEMM: {
-		/* cublasGemmEx: A and B of one float dtype, C that dtype or f32 */
-		const struct rf__tref *a = &op->o.gemm.a, *b = &op->o.gemm.b, *c = &op->o.gemm.c;
-		if (b->dtype != a->dtype)
-			return rf__refuse(op, 2, "A and B of one dtype on CUDA", why, len);
-		if (c->dtype != a->dtype && c->dtype != RF_F32)
-			return rf__refuse(op, 0, "C of A's dtype or f32 on CUDA", why, len);
-		return 1;
-	}
-	case RF__OP_CONV_FWD:
-	case RF__OP_CONV_BWD_DATA:
-	case RF__OP_CONV_BWD_FILTER:
-		if (!dnn_ok) {
-			/* im2col + cuBLAS: f32 row-major */
-			if ((i = rf__op_first_not(op, RF_F32, RF_LAYOUT_ROWMAJOR)) >= 0)
-				return rf__refuse(op, i, "without cuDNN CUDA convolves f32 row-major "
-						  "tensors only", why, len);
-			return 1;
-		}
-		if ((i = rf__uniform(op, 0, 0)) >= 0)
-			return rf__refuse(op, i, "a CUDA convolution takes x, w, y (and the bias) "
-					  "of one float dtype, the 4-D ones in one layout", why, len);
-		return 1;
-	case RF__OP_BN_TRAIN: case RF__OP_BN_EVAL: case RF__OP_BN_BWD:
-	case RF__OP_BN_RELU_TRAIN: case RF__OP_BN_RELU_EVAL: case RF__OP_BN_RELU_BWD:
-	case RF__OP_MAXPOOL_FWD: case RF__OP_MAXPOOL_BWD:
-	case RF__OP_GAP_FWD: case RF__OP_GAP_BWD: {
-		/* batch norm's per-channel operands (everything but x, y, dx, dy) are f32 */
-		enum rf__opcode bc = op->code == RF__OP_BN_RELU_TRAIN ? RF__OP_BN_TRAIN
-				   : op->code == RF__OP_BN_RELU_EVAL ? RF__OP_BN_EVAL
-				   : op->code == RF__OP_BN_RELU_BWD ? RF__OP_BN_BWD : op->code;
-		unsigned params = bc == RF__OP_BN_TRAIN ? 0x1e | 0xc0
-				: bc == RF__OP_BN_EVAL ? 0x3c
-				: bc == RF__OP_BN_BWD ? 0x06 | 0xe0 : 0;
-		if (!dnn_ok) {
-			snprintf(why, len, "batch norm, max and global pooling run through cuDNN on "
-				 "CUDA devices, and here %s", dnn ? dnn : "it is missing");
-			return 0;
-		}
-		for (unsigned k = 0; k < op->nt; k++) {
-			const struct rf__tref *t = rf__op_tc(op, k);
-			if ((params >> k & 1) && t->dtype && t->dtype != RF_F32)
-				return rf__refuse(op, (int)k, "batch norm's parameters and statistics "
-						  "are f32 on CUDA", why, len);
-		}
-		if ((i = rf__uniform(op, params, 0)) >= 0)
-			return rf__refuse(op, i, "x and y of one float dtype and one layout on "
-					  "CUDA", why, len);
-		return 1;
-	}
-	case RF__OP_RELU_FWD: case RF__OP_RELU_BWD: case RF__OP_AXPY: case RF__OP_SCALE:
-	case RF__OP_SUM: case RF__OP_ADD_RELU:
-		if ((i = rf__elementwise(op, 0)) >= 0)
-			return rf__refuse(op, i, "CUDA's elementwise kernels take tensors of one "
-					  "float dtype all laid out alike (rf_convert first)", why, len);
-		return 1;
-	case RF__OP_U8_F32:
-		/* the decode writes any float dtype, row-major or NHWC (the u8 input is read
-		 * in logical order) */
-		if (op->o.dec.in.layout != RF_LAYOUT_ROWMAJOR)
-			return rf__refuse(op, 1, "CUDA decodes u8 read in row-major order", why, len);
-		return 1;
-	case RF__OP_SGD: case RF__OP_SGD_MOMENTUM: case RF__OP_ADAMW:
-		if ((i = rf__elementwise(op, 1)) >= 0)
-			return rf__refuse(op, i, "CUDA's optimizer updates take f32 tensors (the "
-					  "masters) all laid out alike", why, len);
-		return 1;
-	default:
-		break;
-	}
-	if ((i = rf__op_first_not(op, RF_F32, RF_LAYOUT_ROWMAJOR)) >= 0)
-		return rf__refuse(op, i, "CUDA devices run this op on f32 row-major tensors "
-				  "(rf_convert to them first)", why, len);
-	return 1;
+	return rf__cuda_rule_supports(op, dnn_ok, dnn, why, len);
 }
 
 size_t rf__cuda_workspace(const struct rf_device *d, const struct rf__op *op, int min)
@@ -239,18 +70,65 @@ static int rf__im2col_ws(struct rf_device *d, struct rf__op *op)
 	return -ENOMEM;
 }
 
+/* A bf16 or f16 convolution's bias (grad 0: y += b) or its gradient (grad 1: db (+)= the
+ * sum of dy) by our kernel: cuDNN's cudnnAddTensor and cudnnConvolutionBackwardBias
+ * need not take 16-bit tensors, and ours are deterministic in any layout. 0 or -EIO
+ * with op->err set. */
+int rf__cuda_bias4(struct rf__cuda_stream *c, struct rf__op *op, int grad, void *y, const void *b,
+		   int acc)
+{
+	const struct rf__conv2d *s = &op->p.conv.s;
+	const struct rf__tref *ref = grad ? &op->o.conv_bwd_filter.dy : &op->o.conv_fwd.y;
+	size_t hw = (size_t)rf__conv2d_oh(s) * (size_t)rf__conv2d_ow(s);
+	int ret = rf__kc_bias4_h(c->cs, grad, (int)ref->dtype, ref->layout == RF_LAYOUT_NHWC, y,
+				 b, s->n, s->o, hw, acc);
+
+	if (ret < 0) {
+		snprintf(op->err, sizeof(op->err), "%s: the bias%s: %s", op->name,
+			 grad ? "'s gradient" : "", rf__kc_error_string(ret));
+		return -EIO;
+	}
+	return 0;
+}
+
 /* ---- running it --------------------------------------------------------------------- */
 
-/* A convolution by cuDNN where it is loaded and has an algorithm for it (ret its
- * result, and true), else false: im2col and cuBLAS (f32 row-major: supports_op), with
- * its workspace taken now. */
+/* A convolution's path (cuda-rules.h): cuDNN's plan where cuDNN is loaded and has one
+ * (1, ret its result); else im2col + cuBLAS, only on the operands it computes and only
+ * where the device allows a fallback, with its workspace taken now (0: the caller runs
+ * it); else an error naming the op (1, ret < 0). */
+static int rf__conv_by_dnn(struct rf__cuda_stream *c, struct rf__op *op, int *ret)
+{
+	struct rf__cuda_dev *cd = c->dev->ctx;
+	int dnn = rf__cuda_dnn_ok(NULL), no = 0;
+
 #if RF_HAVE_CUDNN
-#define RF__DNN(c, op, ret) \
-	((rf__cuda_dnn_ok(NULL) && ((ret) = rf__dnn_conv((c), (op))) != -ENOTSUP) || \
-	 ((ret) = rf__im2col_ws((c)->dev, (op))) < 0)
-#else
-#define RF__DNN(c, op, ret) (((ret) = rf__im2col_ws((c)->dev, (op))) < 0)
+	if (dnn) {
+		if ((*ret = rf__dnn_conv(c, op)) != -ENOTSUP)
+			return 1;
+		no = 1;
+	}
 #endif
+	if (rf__cuda_conv_path(op, dnn, no, op->err, sizeof(op->err)) == RF__CONV_REFUSE) {
+		*ret = -ENOTSUP;
+		return 1;
+	}
+	if (dnn && !rf__cuda_fallback_allowed(c->dev)) {
+		const struct rf__conv2d *s = &op->p.conv.s;
+		snprintf(op->err, sizeof(op->err), "%s %dx%d, %d -> %d channels, %dx%d input, "
+			 "batch %d: cuDNN has no deterministic algorithm that runs it, and this "
+			 "device takes no fallback path (RF_CUDA_ALLOW_FALLBACK=1 runs it by im2col "
+			 "+ cuBLAS, slower)", op->name, s->kh, s->kw, s->c, s->o, s->h, s->w, s->n);
+		*ret = -ENOTSUP;
+		return 1;
+	}
+	if (dnn)
+		cd->fallbacks++;
+	*ret = rf__im2col_ws(c->dev, op);
+	return *ret < 0;
+}
+
+#define RF__DNN(c, op, ret) rf__conv_by_dnn((c), (op), &(ret))
 
 #define D(t) ((float *)(t).data)
 #define C(t) ((const float *)(t).data)
@@ -349,15 +227,24 @@ int rf__cuda_compute(struct rf_device *d, struct rf__dstream *ds, struct rf__op 
 					       op->p.conv.acc, op->ws, op->ws_bytes);
 		break;
 	case RF__OP_AVGPOOL_FWD:
-		ret = rf__kc_avgpool2d_fwd(st, D(op->o.avgpool_fwd.y), C(op->o.avgpool_fwd.x),
-					   op->p.pool.n, op->p.pool.c, op->p.pool.h, op->p.pool.w,
-					   op->p.pool.k);
+	case RF__OP_AVGPOOL_BWD: {
+		/* (out, in): f32 row-major by the f32 kernels, any other format by one kernel
+		 * that reads each dtype and layout as it is (supports_op: x and y alike) */
+		const struct rf__tref *o = &op->o.t[0], *in = &op->o.t[1];
+		int bwd = op->code == RF__OP_AVGPOOL_BWD;
+		if (o->dtype != RF_F32 || o->layout != RF_LAYOUT_ROWMAJOR)
+			ret = rf__kc_avgpool2d_h(st, bwd, (int)o->dtype,
+						 o->layout == RF_LAYOUT_NHWC, o->data, in->data,
+						 op->p.pool.n, op->p.pool.c, op->p.pool.h, op->p.pool.w,
+						 op->p.pool.k);
+		else if (bwd)
+			ret = rf__kc_avgpool2d_bwd(st, D(*o), C(*in), op->p.pool.n, op->p.pool.c,
+						   op->p.pool.h, op->p.pool.w, op->p.pool.k);
+		else
+			ret = rf__kc_avgpool2d_fwd(st, D(*o), C(*in), op->p.pool.n, op->p.pool.c,
+						   op->p.pool.h, op->p.pool.w, op->p.pool.k);
 		break;
-	case RF__OP_AVGPOOL_BWD:
-		ret = rf__kc_avgpool2d_bwd(st, D(op->o.avgpool_bwd.dx), C(op->o.avgpool_bwd.dy),
-					   op->p.pool.n, op->p.pool.c, op->p.pool.h, op->p.pool.w,
-					   op->p.pool.k);
-		break;
+	}
 	case RF__OP_SGD:
 		ret = rf__kc_sgd(st, D(op->o.sgd.w), C(op->o.sgd.g), op->p.sgd.n, rf__sgd_lr(op),
 				 op->p.sgd.wd);

@@ -1,7 +1,8 @@
 /* devices/cuda/cuda-counter.c -- a CUDA stream's completion counter (cuda-ctr.h says
  * the protocol): the word in mapped pinned memory, its write from the stream
  * (cuStreamWriteValue64 through the runtime's driver entry points, or a one-thread
- * kernel), and the ring poller that reads it every reactor turn. */
+ * kernel), the ring poller that reads it every reactor turn, and the waker
+ * (cuda-waker.h) that wakes a sleeping reactor without holding the stream. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -72,6 +73,128 @@ static unsigned rf__cs_poll(void *data, int *busy)
 	return n;
 }
 
+/* ---- the waker ---------------------------------------------------------------------- */
+
+/* Waker thread: block until signal k's event has completed (blocking sync: the thread
+ * sleeps in the driver). A failed wait is the watchdog's to judge. */
+static int rf__cs_wait(void *ctx, uint64_t k)
+{
+	struct rf__cuda_stream *c = ctx;
+
+	if (rf__cuda_set(c->dev->ordinal) < 0)
+		return -ENODEV;
+	if (cudaEventSynchronize(c->wev[k % RF__WEV]) != cudaSuccess) {
+		(void)cudaGetLastError();
+		return -EIO;
+	}
+	return 0;
+}
+
+static uint64_t rf__cs_word(void *ctx)
+{
+	struct rf__cuda_stream *c = ctx;
+
+	return c->ctr.word ? __atomic_load_n(c->ctr.word, __ATOMIC_ACQUIRE) : 0;
+}
+
+static int rf__cs_wake(void *ctx)
+{
+	struct rf__cuda_stream *c = ctx;
+
+	return rf_notifier_signal(c->wnotifier);
+}
+
+/* Reactor: the waker woke it; the counter says what finished. */
+static void rf__cs_woken(void *data, uint32_t count)
+{
+	struct rf__cuda_stream *c = data;
+
+	c->wdelivered += count;
+	if (!c->dead)
+		(void)rf__cs_report(c);
+}
+
+int rf__cs_waker_signal(struct rf__cuda_stream *c, uint64_t k)
+{
+	if (!c->waker_on)
+		return -ENOTSUP;
+	if (cudaEventRecord(c->wev[k % RF__WEV], c->cs) != cudaSuccess) {
+		(void)cudaGetLastError();
+		return -EIO;  /* a host function wakes for this one */
+	}
+	rf__waker_issue(&c->waker, k);
+	return 0;
+}
+
+/* The waker where the counter is written (RF_CUDA_WAKE: waker, the default, or
+ * hostfn). Without it (refused, or no counter) host functions wake the reactor. */
+static int rf__cs_waker_init(struct rf__cuda_stream *c)
+{
+	const char *env = getenv("RF_CUDA_WAKE");
+	unsigned i;
+
+	if (env && *env && strcmp(env, "waker") && strcmp(env, "hostfn"))
+		return rf__fail(-EINVAL, "RF_CUDA_WAKE='%s': expected waker or hostfn", env);
+	if (c->ctr_mode == RF__CTR_OFF || (env && !strcmp(env, "hostfn")))
+		return 0;
+	if (!(c->wev = calloc(RF__WEV, sizeof(*c->wev))))
+		return -ENOMEM;
+	for (i = 0; i < RF__WEV; i++)
+		if (cudaEventCreateWithFlags(&c->wev[i], cudaEventDisableTiming |
+					     cudaEventBlockingSync) != cudaSuccess) {
+			(void)cudaGetLastError();
+			goto without;
+		}
+	if (rf_notifier_create(rf_engine_ring(c->dev->eng), rf__cs_woken, c, &c->wnotifier) < 0)
+		goto without;
+	c->waker.wait = rf__cs_wait;
+	c->waker.word = rf__cs_word;
+	c->waker.wake = rf__cs_wake;
+	c->waker.ctx = c;
+	if (rf__waker_start(&c->waker) < 0)
+		goto without;
+	c->waker_on = 1;
+	return 0;
+without:
+	rf__log(RF_LOG_WARN, "stream %s: no waker thread (events, notifier or thread refused): "
+		"host functions wake the reactor", c->name);
+	(void)rf__cs_waker_fini(c);
+	return 0;
+}
+
+int rf__cs_waker_fini(struct rf__cuda_stream *c)
+{
+	struct rf_ring *r = rf_engine_ring(c->dev->eng);
+
+	if (c->waker.running && c->dead == -ETIMEDOUT &&
+	    atomic_load(&c->waker.seen) < atomic_load(&c->waker.issued)) {
+		/* it may be blocked on the stuck GPU for good: told to stop, not joined */
+		atomic_store(&c->waker.stop, 1);
+		return 0;
+	}
+	rf__waker_stop(&c->waker);
+	c->waker_on = 0;
+	if (c->wnotifier) {
+		/* its wake-ups still on their way are delivered before it goes */
+		uint64_t sent = atomic_load(&c->waker.wakes);
+		if (sent > c->wdelivered)
+			rf_notifier_expect(c->wnotifier, (uint32_t)(sent - c->wdelivered));
+		while (rf_notifier_owed(c->wnotifier))
+			if (rf_ring_run(r, RF_RUN_ONCE) < 0)
+				break;
+		rf_notifier_destroy(c->wnotifier);
+		c->wnotifier = NULL;
+	}
+	if (c->wev) {
+		for (unsigned i = 0; i < RF__WEV; i++)
+			if (c->wev[i])
+				cudaEventDestroy(c->wev[i]);
+		free(c->wev);
+		c->wev = NULL;
+	}
+	return 1;
+}
+
 /* The counter word, its mode (RF_CUDA_COUNTER: stream, kernel or off; default the
  * stream write where a trial write works, else the kernel) and the poller. Without
  * it the stream still works: by host function only. */
@@ -79,6 +202,7 @@ int rf__cs_ctr_init(struct rf__cuda_stream *c)
 {
 	const char *env = getenv("RF_CUDA_COUNTER");
 	void *w = NULL;
+	int ret;
 	int want = !env || !*env ? -1 : !strcmp(env, "stream") ? RF__CTR_STREAM
 		: !strcmp(env, "kernel") ? RF__CTR_KERNEL : !strcmp(env, "off") ? RF__CTR_OFF : -2;
 
@@ -113,7 +237,9 @@ int rf__cs_ctr_init(struct rf__cuda_stream *c)
 		return rf__fail(-ENOTSUP, "stream %s: RF_CUDA_COUNTER=stream, but the driver has "
 				"no cuStreamWriteValue64", c->name);
 	}
-	return rf_poller_add(rf_engine_ring(c->dev->eng), rf__cs_poll, c, &c->poller);
+	if ((ret = rf_poller_add(rf_engine_ring(c->dev->eng), rf__cs_poll, c, &c->poller)) < 0)
+		return ret;
+	return rf__cs_waker_init(c);
 }
 
 const char *rf_cuda_completion(const struct rf_stream *s)
@@ -122,7 +248,11 @@ const char *rf_cuda_completion(const struct rf_stream *s)
 
 	if (!c)
 		return NULL;
-	return c->ctr_mode == RF__CTR_STREAM ? "counter (cuStreamWriteValue64)"
-		: c->ctr_mode == RF__CTR_KERNEL ? "counter (kernel)" : "host function";
+	if (c->ctr_mode == RF__CTR_OFF)
+		return "host function";
+	if (c->ctr_mode == RF__CTR_STREAM)
+		return c->waker_on ? "counter (cuStreamWriteValue64), waker thread"
+				   : "counter (cuStreamWriteValue64), host functions";
+	return c->waker_on ? "counter (kernel), waker thread" : "counter (kernel), host functions";
 }
 

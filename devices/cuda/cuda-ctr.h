@@ -43,6 +43,15 @@ static inline void rf__ctr_hf(struct rf__ctr *k, uint64_t count)
 	k->hf += count;
 }
 
+/* Another source says signals 1..v are finished (the waker's `seen`, cuda-waker.h):
+ * counted as the host functions' count is (which, one host function per signal, is
+ * also the number of the last signal reported that way). */
+static inline void rf__ctr_at_least(struct rf__ctr *k, uint64_t v)
+{
+	if (v > k->hf)
+		k->hf = v;
+}
+
 /* Signals finished since the last call (each reported once): the word or the host
  * functions' count, whichever is further, never past what was issued. */
 static inline uint64_t rf__ctr_ready(struct rf__ctr *k)

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "cuda-impl.h"
+#include "cuda-rules.h"
 #if RF_HAVE_CUDNN
 #include "cudnn-impl.h"
 #endif
@@ -43,6 +44,7 @@ struct rf__cgplan {
 	int fails;                /* launches that diverged: RF__CG_TRIES make it bad */
 	int bad;                  /* run op by op */
 	uint64_t used;            /* LRU clock */
+	uint64_t ws_gen;          /* the stream's cuDNN workspace generation it was recorded at */
 	uint32_t *order;          /* n: the op index each position expects */
 	int32_t *seg;             /* n: the position's CUDA graph, or -1: run as usual */
 	cudaGraphExec_t *exec;    /* n (at most): one per run */
@@ -68,7 +70,7 @@ struct rf__cg {
 };
 
 /* Can op be recorded: does running it only enqueue device work on pointers fixed at
- * push, reading no host state that changes between launches? */
+ * push, reading no host state that changes between launches (cuda-rules.h)? */
 static int rf__cg_capturable(const struct rf__cuda_stream *c, struct rf_op *op)
 {
 	struct rf__op *o;
@@ -78,38 +80,20 @@ static int rf__cg_capturable(const struct rf__cuda_stream *c, struct rf_op *op)
 	rf_op_fn_ctx(op, &fn, &ctx);
 	if (fn != rf__op_fn || !(o = ctx))
 		return 0;
-	switch (o->code) {
-	case RF__OP_GEMM: case RF__OP_BIAS_ADD: case RF__OP_BIAS_GRAD: case RF__OP_RELU_FWD:
-	case RF__OP_RELU_BWD: case RF__OP_XENT: case RF__OP_AVGPOOL_FWD: case RF__OP_AVGPOOL_BWD:
-	case RF__OP_AXPY: case RF__OP_SCALE: case RF__OP_SUM: case RF__OP_U8_F32:
-	case RF__OP_U8_I32: case RF__OP_FILL: case RF__OP_CONVERT: case RF__OP_ADD_RELU:
+	switch (rf__cuda_cap_need(o, rf__cuda_dnn_ok(NULL))) {
+	case RF__CAP_ALWAYS:
 		return 1;
-	case RF__OP_SGD: case RF__OP_SGD_MOMENTUM:
-		return !o->p.sgd.live;      /* a live lr is read from the host when it runs */
-	case RF__OP_ADAMW:
-		return !o->p.adamw.live;
-	case RF__OP_CONV_FWD: case RF__OP_CONV_BWD_DATA: case RF__OP_CONV_BWD_FILTER:
-	case RF__OP_BN_TRAIN: case RF__OP_BN_EVAL: case RF__OP_BN_BWD:
-	case RF__OP_BN_RELU_TRAIN: case RF__OP_BN_RELU_EVAL: case RF__OP_BN_RELU_BWD:
-	case RF__OP_MAXPOOL_FWD: case RF__OP_MAXPOOL_BWD: case RF__OP_GAP_FWD: case RF__OP_GAP_BWD:
-		/* our im2col path; or cuDNN once its handle and the plan exist (made when the
-		 * first launch ran op by op) */
-		if (!rf__cuda_dnn_ok(NULL))
-			return o->code == RF__OP_CONV_FWD || o->code == RF__OP_CONV_BWD_DATA ||
-			       o->code == RF__OP_CONV_BWD_FILTER;
+	case RF__CAP_DNN_READY:
 #if RF_HAVE_CUDNN
 		return rf__dnn_capturable(c, o);
 #else
 		return 0;
 #endif
-	case RF__OP_COPY: {
-		/* device or page-locked host memory, first and last byte: a copy node;
-		 * pageable memory is staged by the driver, which a graph cannot hold */
+	case RF__CAP_PINNED: {
+		/* device or page-locked host memory, first and last byte: a copy node */
 		const char *dst = o->o.copy.dst.data, *src = o->o.copy.src.data;
 		size_t bytes = o->p.copy.bytes;
 		const char *p[4] = { dst, dst + bytes - 1, src, src + bytes - 1 };
-		if (!bytes)
-			return 1;
 		for (int i = 0; i < 4; i++) {
 			struct cudaPointerAttributes a;
 			if (cudaPointerGetAttributes(&a, p[i]) != cudaSuccess) {
@@ -121,7 +105,7 @@ static int rf__cg_capturable(const struct rf__cuda_stream *c, struct rf_op *op)
 		}
 		return 1;
 	}
-	default:                        /* PRNG (its counter), HOST */
+	default:
 		return 0;
 	}
 }
@@ -184,6 +168,18 @@ static struct rf__cgplan *rf__cg_plan(struct rf__cg *g, uint64_t id, uint32_t n)
 	return p;
 }
 
+/* A CUDA graph call failed: said (each time: it is rare, and a plan stops recording
+ * after RF__CG_TRIES) and counted; its ops run op by op. */
+static void rf__cg_failed(struct rf__cuda_stream *c, const char *what, cudaError_t e)
+{
+	struct rf__cuda_dev *cd = c->dev->ctx;
+
+	cd->cg_failures++;
+	(void)cudaGetLastError();
+	rf__log(RF_LOG_WARN, "stream %s: %s failed: %s: %s (the launch's ops run op by op)",
+		c->name, what, cudaGetErrorName(e), cudaGetErrorString(e));
+}
+
 /* Close the open capture: its graph, instantiated if instantiate, or NULL (then
  * nothing of it ran). */
 static cudaGraphExec_t rf__cg_capture_end(struct rf__cuda_stream *c, int instantiate)
@@ -191,14 +187,18 @@ static cudaGraphExec_t rf__cg_capture_end(struct rf__cuda_stream *c, int instant
 	struct rf__cg *g = c->cg;
 	cudaGraph_t graph = NULL;
 	cudaGraphExec_t exec = NULL;
+	cudaError_t e;
 
 	g->capturing = 0;
-	if (cudaStreamEndCapture(c->cs, &graph) != cudaSuccess || !graph) {
-		(void)cudaGetLastError();
+	if ((e = cudaStreamEndCapture(c->cs, &graph)) != cudaSuccess || !graph) {
+		if (instantiate)
+			rf__cg_failed(c, "cudaStreamEndCapture", e);
+		else
+			(void)cudaGetLastError();
 		return NULL;
 	}
-	if (instantiate && cudaGraphInstantiateWithFlags(&exec, graph, 0) != cudaSuccess) {
-		(void)cudaGetLastError();
+	if (instantiate && (e = cudaGraphInstantiateWithFlags(&exec, graph, 0)) != cudaSuccess) {
+		rf__cg_failed(c, "cudaGraphInstantiateWithFlags", e);
 		exec = NULL;
 	}
 	cudaGraphDestroy(graph);
@@ -230,35 +230,53 @@ static void rf__cg_run_held(struct rf__cuda_stream *c)
 }
 
 /* The launch in progress ends early: what is held starts op by op, a host function
- * reports everything put in the FIFO so far, and the plan is recorded again (an op of
- * something else came between, say) or, after RF__CG_TRIES, dropped. */
-static void rf__cg_diverge(struct rf__cuda_stream *c)
+ * reports everything put in the FIFO so far, and the plan is recorded again at a
+ * later launch. fail: it diverged (an op of something else came between, say), which
+ * after RF__CG_TRIES drops the plan for good; else it went stale (the stream's cuDNN
+ * workspace was replaced), which is no fault of the plan's. */
+static void rf__cg_end_early(struct rf__cuda_stream *c, int fail)
 {
 	struct rf__cg *g = c->cg;
 	struct rf__cgplan *p = g->cur;
 
 	if (g->capturing)
 		(void)rf__cg_capture_end(c, 0); /* discarded: its ops run below */
-	if (p && ++p->fails >= RF__CG_TRIES)
+	if (p && fail && ++p->fails >= RF__CG_TRIES) {
 		p->bad = 1;
-	else if (p)
+		rf__log(RF_LOG_WARN, "stream %s: graph %llu diverged from its recorded order %d "
+			"times: it runs op by op from now on", c->name, (unsigned long long)p->id,
+			RF__CG_TRIES);
+	} else if (p) {
 		rf__cg_plan_forget(p);
+	}
 	rf__cg_run_held(c);
 	if (g->put)
 		rf__cs_signal(c, g->seq);
 	rf__cg_end_launch(g);
 }
 
+static void rf__cg_diverge(struct rf__cuda_stream *c)
+{
+	rf__cg_end_early(c, 1);
+}
+
 /* Launch exec for the held ops; on failure they start op by op. */
 static void rf__cg_launch(struct rf__cuda_stream *c, cudaGraphExec_t exec)
 {
 	struct rf__cg *g = c->cg;
+	struct rf__cuda_dev *cd = c->dev->ctx;
+	cudaError_t e = cudaErrorInvalidValue;
 
-	if (exec && cudaGraphLaunch(exec, c->cs) == cudaSuccess) {
+	if (exec && (e = cudaGraphLaunch(exec, c->cs)) == cudaSuccess) {
+		if (g->recording)
+			cd->cg_captures++;
+		else
+			cd->cg_replays++;
 		g->nheld = 0;
 		return;
 	}
-	(void)cudaGetLastError();
+	if (exec)
+		rf__cg_failed(c, "cudaGraphLaunch", e);
 	rf__cg_run_held(c);
 	if (g->cur)
 		g->cur->bad = 1; /* a graph that cannot be launched will not be */
@@ -312,8 +330,9 @@ static void rf__cg_record(struct rf__cuda_stream *c, struct rf_op *op, uint32_t 
 		return;
 	}
 	if (!g->capturing) {
-		if (cudaStreamBeginCapture(c->cs, cudaStreamCaptureModeRelaxed) != cudaSuccess) {
-			(void)cudaGetLastError();
+		cudaError_t e = cudaStreamBeginCapture(c->cs, cudaStreamCaptureModeRelaxed);
+		if (e != cudaSuccess) {
+			rf__cg_failed(c, "cudaStreamBeginCapture", e);
 			p->bad = 1; /* this launch goes on being recorded, op by op */
 			p->seg[pos] = -1;
 			rf__cg_run(c, op);
@@ -363,8 +382,15 @@ int rf__cg_enqueue(struct rf__cuda_stream *c, struct rf_op *op)
 	if (gi.index != p->first)
 		return 0; /* not a launch's first op: it runs as usual */
 	rf__cg_end_launch(g); /* a clean start */
+	if (p->ready && !rf__cg_replayable(p->ws_gen, c->dnn_ws_gen)) {
+		/* its graphs read a workspace that was replaced: record them again */
+		((struct rf__cuda_dev *)c->dev->ctx)->cg_stale++;
+		rf__cg_plan_forget(p);
+	}
 	g->cur = p;
 	g->recording = !p->ready;
+	if (g->recording)
+		p->ws_gen = c->dnn_ws_gen;
 continue_launch:
 	g->seq = rf_op_seq(op);
 	if (g->recording) {
@@ -377,8 +403,16 @@ continue_launch:
 			rf__cg_run(c, op);
 		} else {
 			rf__cg_hold(c, op);
-			if (g->pos + 1 == p->n || p->seg[g->pos + 1] != k)
+			if (g->pos + 1 == p->n || p->seg[g->pos + 1] != k) {
+				if (!rf__cg_replayable(p->ws_gen, c->dnn_ws_gen)) {
+					/* an op run between its graphs replaced the workspace:
+					 * the rest of the launch runs op by op */
+					((struct rf__cuda_dev *)c->dev->ctx)->cg_stale++;
+					rf__cg_end_early(c, 0);
+					return 1;
+				}
 				rf__cg_launch(c, p->exec[k]);
+			}
 		}
 	}
 	if (++g->pos < p->n)
@@ -386,8 +420,16 @@ continue_launch:
 	/* the launch is complete */
 	if (g->capturing)
 		rf__cg_close_run(c, p);
-	if (g->recording && !p->bad)
-		p->ready = 1;
+	if (g->recording && !p->bad) {
+		if (rf__cg_replayable(p->ws_gen, c->dnn_ws_gen)) {
+			p->ready = 1;
+		} else {
+			/* the workspace grew while it was recorded: its early graphs read the
+			 * old one */
+			((struct rf__cuda_dev *)c->dev->ctx)->cg_stale++;
+			rf__cg_plan_forget(p);
+		}
+	}
 	rf__cs_signal(c, g->seq);
 	rf__cg_end_launch(g);
 	return 1;

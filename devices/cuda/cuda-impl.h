@@ -11,6 +11,7 @@
 #include "cublas-dl.h"
 #include "cuda-ctr.h"
 #include "cuda-wd.h"
+#include "cuda-waker.h"
 #include "plan-cache.h"
 
 #include "../backend-impl.h"
@@ -28,7 +29,14 @@ struct rf__cuda_dev {
 	size_t ws_budget;                /* their workspace's budget */
 	int budget_state;                /* 0 not read yet, 1 read, -1 refused */
 	char budget_err[160];
+	int no_fallback;                 /* a convolution cuDNN cannot run fails (opts) */
+	/* what ran how (reactor thread; rf_device_stats) */
+	uint64_t fallbacks;              /* convolutions run by im2col though cuDNN is loaded */
+	uint64_t cg_captures, cg_replays, cg_failures, cg_stale;
 };
+
+#define RF__RETIRED 8
+#define RF__WEV 256u
 
 struct rf__cg;
 struct rf__dnn;
@@ -47,6 +55,13 @@ struct rf__cuda_stream {
 	void *dnn_ws;                    /* the convolutions' workspace, from the device's
 					  * allocator, the size of the largest plan run */
 	size_t dnn_ws_bytes;
+	uint64_t dnn_ws_gen;             /* its growths: graphs captured before are stale */
+	struct {                         /* buffers replaced, freed once the FIFO passes */
+		void *p;
+		size_t bytes;
+		uint64_t after;          /* free when tail >= after */
+	} retired[RF__RETIRED];
+	unsigned nretired;
 	struct rf_notifier *notifier;
 	/* launched, not yet reported (reactor thread only) */
 	struct rf_op **fifo;
@@ -60,6 +75,13 @@ struct rf__cuda_stream {
 	void *ctr_dev;
 	int ctr_mode;                    /* RF__CTR_* */
 	struct rf_poller *poller;
+	/* the waker (cuda-waker.h): wakes a sleeping reactor from beside the stream, by
+	 * an event per signal, instead of a host function that holds the stream */
+	int waker_on;
+	struct rf__waker waker;
+	cudaEvent_t *wev;                /* RF__WEV events, signal k's at k % RF__WEV */
+	struct rf_notifier *wnotifier;
+	uint64_t wdelivered;             /* its signals delivered (reactor thread) */
 	uint64_t *t_launch;              /* when each op was launched (trace times) */
 	uint64_t t_last_done;
 	unsigned cap;                    /* power of two */
@@ -81,6 +103,14 @@ struct rf__cuda_stream {
 int rf__cuda_supports(const struct rf_device *d, const struct rf__op *op, char *why, size_t len);
 size_t rf__cuda_workspace(const struct rf_device *d, const struct rf__op *op, int min);
 int rf__cuda_compute(struct rf_device *d, struct rf__dstream *ds, struct rf__op *op);
+/* A bf16 or f16 convolution's bias (grad 0: y += b) or its gradient (grad 1: y = db
+ * (+)= the sum of b = dy) by our kernel, on c: cuDNN's bias calls need not take 16-bit
+ * tensors. 0 or -EIO with op->err set. */
+int rf__cuda_bias4(struct rf__cuda_stream *c, struct rf__op *op, int grad, void *y, const void *b,
+		   int acc);
+/* cuda-report.c: the device's rf_device_stats and plans */
+void rf__cuda_stats(const struct rf_device *d, struct rf_device_stats *out);
+int rf__cuda_plan_json(const struct rf_device *d, unsigned i, char *buf, size_t len);
 
 /* cuda.c */
 int rf__cuda_count(void);
@@ -96,6 +126,17 @@ void rf__cs_put(struct rf__cuda_stream *c, struct rf_op *op, int st, uint64_t t0
  * completion counter's write (cuda-ctr.h) and the host function behind it; the first
  * of the two the reactor sees reports the op and every op before it not yet reported. */
 void rf__cs_signal(struct rf__cuda_stream *c, uint64_t seq);
+/* cuda-mem.c: the allocator's backing memory; retired buffers (reap: free those whose
+ * users are reported done, or all) */
+int rf__cuda_mem_alloc(void *ctx, size_t bytes, void **out);
+void rf__cuda_mem_free(void *ctx, void *p, size_t bytes);
+void rf__cs_reap(struct rf__cuda_stream *c, int all);
+/* Retire buffer p of the device's allocator that work queued on c so far may still use:
+ * freed once every op put in c's FIFO until now (and the one being run) is reported. */
+void rf__cs_retire(struct rf__cuda_stream *c, void *p, size_t bytes);
+/* 0 when d takes no fallback path (its opts asked so, and RF_CUDA_ALLOW_FALLBACK is
+ * not 1), else 1. */
+int rf__cuda_fallback_allowed(const struct rf_device *d);
 /* The CUDA stream behind s, or NULL for any other stream. */
 struct rf__cuda_stream *rf__cs_of(const struct rf_stream *s);
 /* Report the ops of every signal now known finished (the counter, or the host
@@ -103,10 +144,18 @@ struct rf__cuda_stream *rf__cs_of(const struct rf_stream *s);
 unsigned rf__cs_report(struct rf__cuda_stream *c);
 
 /* cuda-counter.c: the completion counter. init: the word, its mode and the ring
- * poller (0 also when the stream goes without: host functions only); write: queue
- * the write of v (0, or -errno with the counter turned off for the stream). */
+ * poller (0 also when the stream goes without: host functions only), then the waker
+ * where the counter is written (RF_CUDA_WAKE=hostfn keeps host functions); write:
+ * queue the write of v (0, or -errno with the counter turned off for the stream). */
 int rf__cs_ctr_init(struct rf__cuda_stream *c);
 int rf__cs_ctr_write(struct rf__cuda_stream *c, uint64_t v);
+/* Signal k's wake-up by the waker: its event recorded, the waker told. 0, or -errno:
+ * the caller launches a host function for it instead. */
+int rf__cs_waker_signal(struct rf__cuda_stream *c, uint64_t k);
+/* Stop the waker (join: 1 when it could be joined; 0 after a watchdog timeout, when
+ * its thread may be blocked on the stuck GPU for good: then it is left running and
+ * the stream must not be freed) and free its events and notifier. */
+int rf__cs_waker_fini(struct rf__cuda_stream *c);
 
 /* cuda-graph.c (devices/README.md, "CUDA graphs") */
 /* Reactor thread, device current, a FIFO slot free: 1 if op was taken (gathered,

@@ -64,6 +64,8 @@ const struct rf__backend rf__cuda_backend = {
 	/* .host_unregister = */ NULL,
 	/* .dstream         = */ NULL,
 	/* .stream_handle   = */ NULL,
+	/* .stats           = */ NULL,
+	/* .plan_json       = */ NULL,
 };
 
 int rf_cuda_count(void) { return 0; }

@@ -137,31 +137,6 @@ int rf_cuda_dnn_available(const char **why)
 
 /* ---- memory ------------------------------------------------------------------------ */
 
-static int rf__cuda_mem_alloc(void *ctx, size_t bytes, void **out)
-{
-	struct rf_device *d = ctx;
-	cudaError_t err;
-
-	if (rf__cuda_set(d->ordinal) < 0)
-		return -ENODEV;
-	err = cudaMalloc(out, bytes);
-	if (err != cudaSuccess) {
-		(void)cudaGetLastError();
-		return -ENOMEM;
-	}
-	return 0;
-}
-
-static void rf__cuda_mem_free(void *ctx, void *p, size_t bytes)
-{
-	struct rf_device *d = ctx;
-
-	(void)bytes;
-	rf__cuda_set(d->ordinal);
-	if (cudaFree(p) != cudaSuccess)
-		(void)cudaGetLastError();
-}
-
 /* ---- streams ------------------------------------------------------------------------- */
 
 static void CUDART_CB rf__cs_host_fn(void *arg)
@@ -231,8 +206,8 @@ static void rf__cs_wd(void *data, int64_t res)
 	char msg[160];
 
 	c->wd_armed = 0;
-	/* hf_owed == 0: only quiet ops are out, waiting for the op that reports them */
-	if (res < 0 || c->dead || c->tail == c->head || c->hf_owed == 0) {
+	/* no signal out: only quiet ops are, waiting for the op that reports them */
+	if (res < 0 || c->dead || c->tail == c->head || rf__ctr_out(&c->ctr) == 0) {
 		rf__wd_reset(&c->wd, c->tail);
 		return;
 	}
@@ -335,6 +310,17 @@ void rf__cs_signal(struct rf__cuda_stream *c, uint64_t seq)
 	uint64_t k = rf__ctr_issue(&c->ctr);
 	if (c->ctr_mode != RF__CTR_OFF)
 		(void)rf__cs_ctr_write(c, k);
+	if (c->waker_on) {
+		/* the waker wakes a sleeping reactor from beside the stream (its seen count
+		 * reports k even if the counter's write was refused) */
+		int ret = rf__cs_waker_signal(c, k);
+		if (ret < 0) {
+			rf__cs_die(c, ret, "cudaEventRecord of the waker's event failed");
+			return;
+		}
+		rf__cs_arm(c);
+		return;
+	}
 	err = cudaLaunchHostFunc(c->cs, rf__cs_host_fn, c);
 	if (err != cudaSuccess) {
 		char msg[160];
@@ -410,7 +396,11 @@ static int rf__cs_enqueue(struct rf_stream *s, struct rf_op *op)
 
 unsigned rf__cs_report(struct rf__cuda_stream *c)
 {
-	uint64_t count = rf__ctr_ready(&c->ctr);
+	uint64_t count;
+
+	if (c->waker_on)
+		rf__ctr_at_least(&c->ctr, atomic_load(&c->waker.seen));
+	count = rf__ctr_ready(&c->ctr);
 	unsigned ops = 0;
 
 	/* Each signal reports the quiet ops before its op, then its op. */
@@ -430,6 +420,10 @@ unsigned rf__cs_report(struct rf__cuda_stream *c)
 		ops++;
 		rf_engine_op_done(op, st);
 	}
+	if (c->nretired)
+		rf__cs_reap(c, 0);
+	if (c->waker_on)
+		rf__waker_reported(&c->waker, c->ctr.done);
 	return ops;
 }
 
@@ -469,8 +463,10 @@ static void rf__cs_free(struct rf__cuda_stream *c)
 	unsigned i;
 
 	/* events, the cuBLAS handle and the stream belong to the stream's GPU */
-	if (c->dev)
+	if (c->dev) {
 		rf__cuda_set(c->dev->ordinal);
+		(void)rf__cs_waker_fini(c);
+	}
 	rf_poller_remove(c->poller);
 	if (c->notifier)
 		rf_notifier_destroy(c->notifier);
@@ -487,6 +483,8 @@ static void rf__cs_free(struct rf__cuda_stream *c)
 #if RF_HAVE_CUDNN
 	rf__dnn_destroy(c->dnn);
 #endif
+	if (c->dev)
+		rf__cs_reap(c, 1);
 	if (c->dnn_ws && c->dev)
 		rf__cache_free(&c->dev->mem, c->dnn_ws, c->dnn_ws_bytes);
 	if (c->cs)
@@ -502,8 +500,7 @@ static void rf__cs_destroy(struct rf_stream *s)
 {
 	struct rf__cuda_stream *c = s->ctx;
 	struct rf_ring *r = rf_engine_ring(c->dev->eng);
-
-	int drain = !c->dead;
+	int drain = !c->dead, joined;
 
 	/* A failed stream (say a refused cudaLaunchHostFunc) can still have kernels and
 	 * host functions queued on a live context: let them finish, so that none signals a
@@ -528,13 +525,15 @@ static void rf__cs_destroy(struct rf_stream *s)
 	 * So c, its notifier, CUDA stream and handles are left allocated, on purpose: the
 	 * host functions find c orphaned and signal nothing (the ring frees the notifier
 	 * when it is destroyed). */
-	if (c->dead == -ETIMEDOUT && rf_notifier_owed(c->notifier)) {
+	joined = rf__cs_waker_fini(c);
+	if (c->dead == -ETIMEDOUT && (rf_notifier_owed(c->notifier) || !joined)) {
 		atomic_store(&c->orphaned, 1);
 		rf_poller_remove(c->poller); /* the counter's memory stays: the GPU may write */
 		c->poller = NULL;
 		rf__log(RF_LOG_WARN, "stream %s: destroyed after a watchdog timeout with %u host "
-			"functions still queued on the GPU: its state, CUDA stream and handles are "
-			"left allocated for them (a leak)", c->name, rf_notifier_owed(c->notifier));
+			"functions%s still queued on the GPU: its state, CUDA stream and handles are "
+			"left allocated for them (a leak)", c->name, rf_notifier_owed(c->notifier),
+			joined ? "" : " and its waker");
 		return;
 	}
 	rf__cs_free(c);
@@ -659,6 +658,8 @@ const struct rf__backend rf__cuda_backend = {
 	/* .host_unregister = */ rf__cuda_host_unregister,
 	/* .dstream         = */ rf__cuda_dstream,
 	/* .stream_handle   = */ rf__cuda_stream_handle,
+	/* .stats           = */ rf__cuda_stats,
+	/* .plan_json       = */ rf__cuda_plan_json,
 };
 
 static int rf__cuda_open(struct rf_engine *e, int ordinal, const struct rf_device_opts *opts,
@@ -702,6 +703,7 @@ static int rf__cuda_open(struct rf_engine *e, int ordinal, const struct rf_devic
 	d->precision = !opts || opts->precision == RF_PRECISION_DEFAULT ? RF_PRECISION_TF32
 									: opts->precision;
 	cd->ordinal = ordinal;
+	cd->no_fallback = opts ? opts->no_fallback : 0;
 	cd->period_ns = (uint64_t)period * 1000000ull;
 	cd->hang_ns = (uint64_t)hang * 1000000ull;
 	d->ctx = cd;

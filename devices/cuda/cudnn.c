@@ -440,6 +440,10 @@ static int rf__plan_make(struct rf__cuda_dev *cd, cudnnHandle_t h, struct rf__pl
 		cp->math = CUDNN_FMA_MATH;
 	if (p->algo >= 0)
 		RF__CK("cudnnSetConvolutionMathType", rf__dn.set_conv_math(d->c, cp->math));
+	p->math = cp->math == CUDNN_FMA_MATH ? RF__PLAN_MATH_FMA
+		: cp->math == CUDNN_TENSOR_OP_MATH ? RF__PLAN_MATH_TENSOR
+		: cp->math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION ? RF__PLAN_MATH_TENSOR_CONV
+		: RF__PLAN_MATH_DEFAULT;
 	p->descs = cp;
 	return 0;
 out:
@@ -447,11 +451,13 @@ out:
 	return ret;
 }
 
-/* The stream's workspace, at least `bytes`: grown from the device's allocator, the
- * buffer it replaces handed to op to retire (freed when op is done: every op before it
- * on the stream is done then too). 0 or -ENOMEM with err set. */
-static int rf__stream_ws(struct rf__cuda_stream *c, struct rf__op *op, size_t bytes, char *err,
-			 size_t len)
+/* The stream's workspace, at least `bytes`: grown from the device's allocator. The
+ * buffer it replaces may still be read by work queued before this op, and is baked into
+ * CUDA graphs captured until now: it is retired on the stream (freed once every op
+ * queued so far is reported done, cuda.c) and the workspace's generation moves on, so
+ * no such graph is replayed again (cuda-rules.h: rf__cg_replayable). 0 or -ENOMEM with
+ * err set. */
+static int rf__stream_ws(struct rf__cuda_stream *c, size_t bytes, char *err, size_t len)
 {
 	void *p;
 
@@ -462,15 +468,30 @@ static int rf__stream_ws(struct rf__cuda_stream *c, struct rf__op *op, size_t by
 			 "algorithm; RF_CUDNN_WORKSPACE caps it)", bytes);
 		return -ENOMEM;
 	}
-	if (c->dnn_ws) {
-		if (op->retire)  /* grown twice by one op (never, today): give back now */
-			rf__cache_free(&c->dev->mem, op->retire, op->retire_bytes);
-		op->retire = c->dnn_ws;
-		op->retire_bytes = c->dnn_ws_bytes;
-	}
+	if (c->dnn_ws)
+		rf__cs_retire(c, c->dnn_ws, c->dnn_ws_bytes);
 	c->dnn_ws = p;
 	c->dnn_ws_bytes = bytes;
+	c->dnn_ws_gen++;
 	return 0;
+}
+
+/* A convolution cuDNN does not run (no deterministic algorithm within the budget, or
+ * the chosen one refused at run time): said once per shape, and counted on the plan. */
+static void rf__plan_fallback(struct rf__cuda_dev *cd, struct rf__plan *p, const struct rf__op *op,
+			      const char *what)
+{
+	const struct rf__conv2d *s = &op->p.conv.s;
+
+	p->fallback = 1;
+	if (p->warned)
+		return;
+	p->warned = 1;
+	rf__log(RF_LOG_WARN, "cuDNN: %s for %s %dx%d, %d -> %d channels, %dx%d input, batch %d "
+		"(%s %s, %zu-byte workspace budget): no cuDNN path for this shape", what, op->name,
+		s->kh, s->kw, s->c, s->o, s->h, s->w, s->n,
+		rf_tdtype_name((enum rf_tdtype)p->key.dtype),
+		rf_layout_name((enum rf_layout)p->key.layout), cd->ws_budget);
 }
 
 /* The convolution itself: in fp32, an algorithm taken from another math type's entry
@@ -484,6 +505,7 @@ static int rf__stream_ws(struct rf__cuda_stream *c, struct rf__op *op, size_t by
 	    (_cat == CUDNN_STATUS_BAD_PARAM || _cat == CUDNN_STATUS_NOT_SUPPORTED)) { \
 		(void)cudaGetLastError(); \
 		p->algo = -1; \
+		rf__plan_fallback(cd, p, op, "the algorithm chosen was refused in FMA math"); \
 		ret = -ENOTSUP; \
 		goto out; \
 	} \
@@ -522,18 +544,13 @@ int rf__dnn_conv(struct rf__cuda_stream *c, struct rf__op *op)
 		}
 	}
 	cp = p->descs;
+	p->uses++;
 	if (p->algo < 0) {
-		static _Atomic int said;
-		if (!atomic_exchange(&said, 1))
-			rf__log(RF_LOG_WARN, "cuDNN has no deterministic algorithm within the "
-				"%zu-byte workspace budget for a %dx%d convolution (%d -> %d "
-				"channels, %dx%d input, %s %s): im2col + cuBLAS instead (said once)",
-				cd->ws_budget, s->kh, s->kw, s->c, s->o, s->h, s->w,
-				rf_tdtype_name((enum rf_tdtype)key.dtype),
-				rf_layout_name((enum rf_layout)key.layout));
+		rf__plan_fallback(cd, p, op, "no deterministic algorithm within the workspace "
+				  "budget");
 		return -ENOTSUP;
 	}
-	if ((ret = rf__stream_ws(c, op, p->ws, err, len)) < 0)
+	if ((ret = rf__stream_ws(c, p->ws, err, len)) < 0)
 		return ret;
 	switch (op->code) {
 	case RF__OP_CONV_FWD:
@@ -541,10 +558,12 @@ int rf__dnn_conv(struct rf__cuda_stream *c, struct rf__op *op)
 		       rf__dn.conv_fwd(h, &one, cp->d.t[0], op->o.conv_fwd.x.data, cp->d.f,
 				       op->o.conv_fwd.w.data, cp->d.c, (cudnnConvolutionFwdAlgo_t)p->algo,
 				       c->dnn_ws, p->ws, &zero, cp->d.t[1], op->o.conv_fwd.y.data));
-		if (op->o.conv_fwd.b.data)
+		if (op->o.conv_fwd.b.data && key.dtype == RF_F32)
 			RF__CK("cudnnAddTensor (bias)",
 			       rf__dn.add_tensor(h, &one, cp->d.t[2], op->o.conv_fwd.b.data, &one,
 						 cp->d.t[1], op->o.conv_fwd.y.data));
+		else if (op->o.conv_fwd.b.data)
+			ret = rf__cuda_bias4(c, op, 0, op->o.conv_fwd.y.data, op->o.conv_fwd.b.data, 0);
 		break;
 	case RF__OP_CONV_BWD_DATA:
 		RF__CKCONV("cudnnConvolutionBackwardData",
@@ -559,10 +578,13 @@ int rf__dnn_conv(struct rf__cuda_stream *c, struct rf__op *op)
 					      cp->d.t[1], op->o.conv_bwd_filter.dy.data, cp->d.c,
 					      (cudnnConvolutionBwdFilterAlgo_t)p->algo, c->dnn_ws,
 					      p->ws, &acc, cp->d.f, op->o.conv_bwd_filter.dw.data));
-		if (op->o.conv_bwd_filter.db.data)
+		if (op->o.conv_bwd_filter.db.data && key.dtype == RF_F32)
 			RF__CK("cudnnConvolutionBackwardBias",
 			       rf__dn.conv_bwd_bias(h, &one, cp->d.t[1], op->o.conv_bwd_filter.dy.data,
 						    &acc, cp->d.t[2], op->o.conv_bwd_filter.db.data));
+		else if (op->o.conv_bwd_filter.db.data)
+			ret = rf__cuda_bias4(c, op, 1, op->o.conv_bwd_filter.db.data,
+					      op->o.conv_bwd_filter.dy.data, op->p.conv.acc);
 		break;
 	default:
 		snprintf(err, len, "cuDNN: op %s is not a convolution", op->name);

@@ -145,6 +145,16 @@ int rf__kc_relu_bwd_h(void *stream, int dt, void *dx, const void *dy, const void
 int rf__kc_axpy_h(void *stream, int dt, void *y, float a, const void *x, size_t n);
 int rf__kc_scale_h(void *stream, int dt, void *x, float a, size_t n);
 int rf__kc_sum_h(void *stream, int dt, void *out, const void *const *in, int k, size_t n);
+/* Average pooling (window and stride k, rf__kc_avgpool2d_*'s sums) in any float dtype dt,
+ * NCHW or (nhwc) NHWC: out = y from in = x, or (bwd) out = dx from in = dy; x is
+ * (n, c, h, w). */
+int rf__kc_avgpool2d_h(void *stream, int bwd, int dt, int nhwc, void *out, const void *in, int n,
+		       int c, int h, int w, int k);
+/* A convolution's bias in any float dtype dt, NCHW or NHWC, of (n, c, hw) tensors:
+ * y[., c, .] += b[c] (grad 0), or (grad 1) y[c] = (accumulate ? y[c] : 0) + the sum of
+ * b[., c, .] -- y is then db and b is dy -- in f32 by a fixed tree, one rounding. */
+int rf__kc_bias4_h(void *stream, int grad, int dt, int nhwc, void *y, const void *b, int n,
+		   int c, size_t hw, int accumulate);
 
 /* dst = src converted (kernels_cuda_convert.cu): the elements of a tensor of logical
  * shape (ndim, shape) from dtype sdt into ddt (enum rf_tdtype values: f32, bf16 and

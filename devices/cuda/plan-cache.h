@@ -19,9 +19,17 @@ struct rf__plan_key {
 	int32_t math;                /* enum rf__math */
 };
 
+/* the math an algorithm runs in (reported; cuDNN's cudnnMathType_t mapped) */
+enum { RF__PLAN_MATH_DEFAULT, RF__PLAN_MATH_FMA, RF__PLAN_MATH_TENSOR,
+       RF__PLAN_MATH_TENSOR_CONV };
+
 struct rf__plan {
 	struct rf__plan_key key;
 	int algo;                    /* the algorithm chosen; -1: none fits (im2col) */
+	int math;                    /* RF__PLAN_MATH_* */
+	int fallback;                /* cuDNN does not run it: im2col, or refused */
+	int warned;                  /* the fallback was logged */
+	uint64_t uses;               /* runs through this plan */
 	size_t ws;                   /* its workspace, bytes */
 	void *descs;                 /* the backend's descriptors (the cache's free_descs) */
 	uint64_t used;               /* the cache's clock at the last use */
@@ -40,7 +48,7 @@ int rf__plan_cache_init(struct rf__plan_cache *pc, unsigned cap, void (*free_des
 void rf__plan_cache_fini(struct rf__plan_cache *pc);
 /* The plan for k (its use noted), or NULL (a miss counted). */
 struct rf__plan *rf__plan_find(struct rf__plan_cache *pc, const struct rf__plan_key *k);
-/* A new entry for k (algo -1, ws 0, descs NULL): a free slot, else the least recently
+/* A new entry for k (algo -1, ws 0, descs NULL, the rest 0): a free slot, else the least recently
  * used entry's, whose descriptors are freed. Never NULL once initialised. */
 struct rf__plan *rf__plan_add(struct rf__plan_cache *pc, const struct rf__plan_key *k);
 

@@ -105,6 +105,11 @@ struct rf_device_opts {
 			       * backend gives). An allocation that finds none waits for
 			       * the work in flight to give memory back, then fails. */
 	enum rf_precision precision; /* 0: the device's default (above) */
+	int no_fallback;      /* 1: an op the device's fast library cannot run fails with a
+			       * message instead of taking a slower fallback path (CUDA: a
+			       * convolution cuDNN has no deterministic plan for, which
+			       * im2col + cuBLAS would run; RF_CUDA_ALLOW_FALLBACK=1 allows
+			       * it all the same). 0: fallbacks run, counted and logged. */
 };
 /* rf_device_open with options (opts may be NULL): what rf_cpu_open and rf_cuda_open
  * do, by name. -EINVAL for a malformed spec or an unknown kind, -ENODEV for an
@@ -144,6 +149,28 @@ unsigned rf_device_nstreams(const struct rf_device *d);
 struct rf_stream *rf_device_stream(struct rf_device *d, unsigned i);
 struct rf_stream *rf_device_h2d_stream(struct rf_device *d); /* CPU: the copy stream */
 struct rf_stream *rf_device_d2h_stream(struct rf_device *d); /* CPU: the copy stream */
+
+/* What ran how on d since it was opened (each backend fills what it has: the CPU has
+ * no device graphs, plans or fallbacks). */
+struct rf_device_stats {
+	uint64_t graph_captures;  /* device graphs captured (CUDA graphs of graph launches) */
+	uint64_t graph_replays;   /* captured device graphs launched again */
+	uint64_t graph_failures;  /* captures, instantiations or launches that failed: their
+				   * ops ran op by op (each one also logged, RF_LOG_WARN) */
+	uint64_t graph_stale;     /* captured graphs dropped to be captured again (a
+				   * workspace they read was replaced) */
+	uint64_t fallbacks;       /* ops run by a slower fallback path (CUDA: convolutions
+				   * by im2col + cuBLAS though cuDNN is loaded) */
+	unsigned plans;           /* convolution plans made (rf_device_plan_json) */
+};
+/* 0, or -EINVAL without d or out. */
+int rf_device_get_stats(const struct rf_device *d, struct rf_device_stats *out);
+/* Convolution plan i (0 .. plans - 1) of d as one JSON object into buf: {"op":
+ * "conv2d_fwd", "shape": "NxCxHxW k KxK s S p P -> O", "dtype", "layout", "algo" (the
+ * library's number; -1: none), "math" ("fma", "tensor_op", "tensor_op_conv",
+ * "default"), "workspace" (bytes), "uses", "fallback" (true: not run by the library)}.
+ * Its length, -ENOENT past the last plan, -ENOSPC when buf is too small. */
+int rf_device_plan_json(const struct rf_device *d, unsigned i, char *buf, size_t len);
 
 /* The last op error of this device as text ("op gemm on cuda:0/s0: CUBLAS_STATUS_..."),
  * "" if none. Every failing op also hands it to the log callback (RF_LOG_ERROR).

@@ -26,12 +26,14 @@
 #include "backend-impl.h"
 #include "../test-util.h"
 
-enum { K_F, K_F_POS, K_I32, K_U8, K_F_FIXED };   /* a tensor's kind and its values */
+/* a tensor's kind and its values; K_F_FIXED, K_FP_POS: f32 row-major whatever is tested
+ * (batch norm's per-channel operands, which a model keeps f32: the probe asks so) */
+enum { K_F, K_F_POS, K_I32, K_U8, K_F_FIXED, K_FP_POS };
 
 #define MAXT 9
 
 struct tspec {
-	int kind;                /* K_F*: float (K_F_FIXED: f32 row-major whatever is tested) */
+	int kind;                /* K_*: its kind and values */
 	int out;                 /* written (compared) */
 	int ndim;
 	int64_t shape[4];
@@ -269,23 +271,23 @@ static const struct ocase cases[] = {
 				T4(K_F, 0, 2, 3, 6, 6) }, p_max_bwd, 0 },
 	{ "gavgpool_fwd", 2, { T2(K_F, 1, 2, 3), T4(K_F, 0, 2, 3, 4, 4) }, p_gap_fwd, 1e-5 },
 	{ "gavgpool_bwd", 2, { T4(K_F, 1, 2, 3, 4, 4), T2(K_F, 0, 2, 3) }, p_gap_bwd, 1e-5 },
-	{ "batchnorm_fwd", 8, { T4(K_F, 1, 2, 3, 4, 4), T1(K_F, 1, 3), T1(K_F, 1, 3),
-				T1(K_F, 1, 3), T1(K_F_POS, 1, 3), T4(K_F, 0, 2, 3, 4, 4),
-				T1(K_F, 0, 3), T1(K_F, 0, 3) }, p_bn_train, 1e-4 },
-	{ "batchnorm_eval", 6, { T4(K_F, 1, 2, 3, 4, 4), T4(K_F, 0, 2, 3, 4, 4), T1(K_F, 0, 3),
-				 T1(K_F, 0, 3), T1(K_F, 0, 3), T1(K_F_POS, 0, 3) }, p_bn_eval, 1e-4 },
-	{ "batchnorm_bwd", 8, { T4(K_F, 1, 2, 3, 4, 4), T1(K_F, 1, 3), T1(K_F, 1, 3),
-				T4(K_F, 0, 2, 3, 4, 4), T4(K_F, 0, 2, 3, 4, 4), T1(K_F, 0, 3),
-				T1(K_F_POS, 0, 3), T1(K_F, 0, 3) }, p_bn_bwd, 1e-4 },
-	{ "batchnorm_relu_fwd", 8, { T4(K_F, 1, 2, 3, 4, 4), T1(K_F, 1, 3), T1(K_F, 1, 3),
-				     T1(K_F, 1, 3), T1(K_F_POS, 1, 3), T4(K_F, 0, 2, 3, 4, 4),
-				     T1(K_F, 0, 3), T1(K_F, 0, 3) }, p_bnr_train, 1e-4 },
+	{ "batchnorm_fwd", 8, { T4(K_F, 1, 2, 3, 4, 4), T1(K_F_FIXED, 1, 3), T1(K_F_FIXED, 1, 3),
+				T1(K_F_FIXED, 1, 3), T1(K_FP_POS, 1, 3), T4(K_F, 0, 2, 3, 4, 4),
+				T1(K_F_FIXED, 0, 3), T1(K_F_FIXED, 0, 3) }, p_bn_train, 1e-4 },
+	{ "batchnorm_eval", 6, { T4(K_F, 1, 2, 3, 4, 4), T4(K_F, 0, 2, 3, 4, 4), T1(K_F_FIXED, 0, 3),
+				 T1(K_F_FIXED, 0, 3), T1(K_F_FIXED, 0, 3), T1(K_FP_POS, 0, 3) }, p_bn_eval, 1e-4 },
+	{ "batchnorm_bwd", 8, { T4(K_F, 1, 2, 3, 4, 4), T1(K_F_FIXED, 1, 3), T1(K_F_FIXED, 1, 3),
+				T4(K_F, 0, 2, 3, 4, 4), T4(K_F, 0, 2, 3, 4, 4), T1(K_F_FIXED, 0, 3),
+				T1(K_FP_POS, 0, 3), T1(K_F_FIXED, 0, 3) }, p_bn_bwd, 1e-4 },
+	{ "batchnorm_relu_fwd", 8, { T4(K_F, 1, 2, 3, 4, 4), T1(K_F_FIXED, 1, 3), T1(K_F_FIXED, 1, 3),
+				     T1(K_F_FIXED, 1, 3), T1(K_FP_POS, 1, 3), T4(K_F, 0, 2, 3, 4, 4),
+				     T1(K_F_FIXED, 0, 3), T1(K_F_FIXED, 0, 3) }, p_bnr_train, 1e-4 },
 	{ "batchnorm_relu_eval", 6, { T4(K_F, 1, 2, 3, 4, 4), T4(K_F, 0, 2, 3, 4, 4),
-				      T1(K_F, 0, 3), T1(K_F, 0, 3), T1(K_F, 0, 3),
-				      T1(K_F_POS, 0, 3) }, p_bnr_eval, 1e-4 },
-	{ "batchnorm_relu_bwd", 9, { T4(K_F, 1, 2, 3, 4, 4), T1(K_F, 1, 3), T1(K_F, 1, 3),
-				     T4(K_F, 0, 2, 3, 4, 4), T4(K_F, 0, 2, 3, 4, 4), T1(K_F, 0, 3),
-				     T1(K_F_POS, 0, 3), T1(K_F, 0, 3), T4(K_F, 0, 2, 3, 4, 4) },
+				      T1(K_F_FIXED, 0, 3), T1(K_F_FIXED, 0, 3), T1(K_F_FIXED, 0, 3),
+				      T1(K_FP_POS, 0, 3) }, p_bnr_eval, 1e-4 },
+	{ "batchnorm_relu_bwd", 9, { T4(K_F, 1, 2, 3, 4, 4), T1(K_F_FIXED, 1, 3), T1(K_F_FIXED, 1, 3),
+				     T4(K_F, 0, 2, 3, 4, 4), T4(K_F, 0, 2, 3, 4, 4), T1(K_F_FIXED, 0, 3),
+				     T1(K_FP_POS, 0, 3), T1(K_F_FIXED, 0, 3), T4(K_F, 0, 2, 3, 4, 4) },
 	  p_bnr_bwd, 1e-4 },
 	{ "sgd", 2, { T1(K_F, 1, 10), T1(K_F, 0, 10) }, p_sgd, 1e-6 },
 	{ "sgd_momentum", 3, { T1(K_F, 1, 10), T1(K_F, 1, 10), T1(K_F, 0, 10) }, p_sgd_mom, 1e-6 },
@@ -308,7 +310,7 @@ static const enum rf_layout layouts[] = { RF_LAYOUT_ROWMAJOR, RF_LAYOUT_NHWC };
 
 static int is_float(int kind)
 {
-	return kind == K_F || kind == K_F_POS || kind == K_F_FIXED;
+	return kind == K_F || kind == K_F_POS || kind == K_F_FIXED || kind == K_FP_POS;
 }
 
 /* Does dtype dt / layout lay change anything for case c (a float tensor to take dt;
@@ -358,7 +360,7 @@ static void make_tensors(const struct ocase *c, struct rf_device *d, enum rf_tdt
 {
 	for (int i = 0; i < c->nt; i++) {
 		const struct tspec *s = &c->t[i];
-		int fl = is_float(s->kind) && s->kind != K_F_FIXED;
+		int fl = is_float(s->kind) && s->kind != K_F_FIXED && s->kind != K_FP_POS;
 		enum rf_tdtype tdt = is_float(s->kind) ? (fl ? dt : RF_F32) :
 				     s->kind == K_I32 ? RF_I32 : RF_U8;
 		enum rf_layout tl = fl && s->ndim == 4 ? lay : RF_LAYOUT_ROWMAJOR;
@@ -418,7 +420,8 @@ static void run_case(struct rig *r, const struct ocase *c, struct rf_device *d,
 		CHECK(vals[i]);
 		if (is_float(s->kind)) {
 			for (size_t k = 0; k < n; k++)
-				vals[i][k] = s->kind == K_F_POS ? 1.0f + 0.5f * frand() : frand();
+				vals[i][k] = s->kind == K_F_POS || s->kind == K_FP_POS
+						     ? 1.0f + 0.5f * frand() : frand();
 			/* both sides see the same values: rounded to the tested dtype */
 			CHECK_OK(rf_tensor_write_as(td[i], RF_F32, vals[i]));
 			CHECK_OK(rf_tensor_read_as(td[i], RF_F32, vals[i]));
@@ -475,7 +478,7 @@ static void run_case(struct rig *r, const struct ocase *c, struct rf_device *d,
 				continue;
 			}
 			g = got[k];
-			w = round_to(want[k], s->kind == K_F_FIXED ? RF_F32 : dt);
+			w = round_to(want[k], s->kind == K_F_FIXED || s->kind == K_FP_POS ? RF_F32 : dt);
 			/* the CPU's reference path: the reference's bits, rounded; another
 			 * backend: its float rounding, and one rounding of the dtype more */
 			tol = exact ? 0 : 1e-6 + (c->rtol + (dt == RF_BF16 ? 1.0 / 128 : dt == RF_F16 ?

@@ -1,0 +1,258 @@
+/* devices/cuda/cuda-rules.c -- the CUDA backend's rules as plain C (cuda-rules.h): what
+ * it runs, a convolution's path, what a graph may capture. No CUDA call here. */
+#include <errno.h>
+#include <stdio.h>
+
+#include "cuda-rules.h"
+
+/* ---- what it runs ------------------------------------------------------------------- */
+
+/* Every present operand not in skip (a mask) is of one float dtype (f32 only:
+ * f32_only) and every 4-D one in one layout: -1, or the operand that breaks it. */
+static int rf__uniform(const struct rf__op *op, unsigned skip, int f32_only)
+{
+	int dt = -1, lay = -1;
+
+	for (unsigned i = 0; i < op->nt; i++) {
+		const struct rf__tref *t = rf__op_tc(op, i);
+		if (!t->dtype || (skip >> i & 1))
+			continue;
+		if (!rf__is_float(t->dtype) || (f32_only && t->dtype != RF_F32))
+			return (int)i;
+		if (dt < 0)
+			dt = (int)t->dtype;
+		else if ((int)t->dtype != dt)
+			return (int)i;
+		if (t->ndim == 4) {
+			if (lay < 0)
+				lay = (int)t->layout;
+			else if ((int)t->layout != lay)
+				return (int)i;
+		}
+	}
+	return -1;
+}
+
+/* Elementwise kernels: one float dtype (f32 only for the optimizer's: f32_only), and
+ * every operand laid out alike (all row-major, or all 4-D in one layout: then memory
+ * order is one order for all). */
+static int rf__elementwise(const struct rf__op *op, int f32_only)
+{
+	int lay = -1, dt = -1;
+
+	for (unsigned i = 0; i < op->nt; i++) {
+		const struct rf__tref *t = rf__op_tc(op, i);
+		int l;
+		if (!t->dtype)
+			continue;
+		if (!rf__is_float(t->dtype) || (f32_only && t->dtype != RF_F32) ||
+		    (dt >= 0 && (int)t->dtype != dt))
+			return (int)i;
+		dt = (int)t->dtype;
+		l = t->ndim == 4 ? (int)t->layout : RF_LAYOUT_ROWMAJOR;
+		if (lay < 0)
+			lay = l;
+		else if (l != lay)
+			return (int)i;
+	}
+	return -1;
+}
+
+static int rf__refuse(const struct rf__op *op, int i, const char *rule, char *why, size_t len)
+{
+	char b[96];
+
+	snprintf(why, len, "%s: %s", rf__tref_describe(op, (unsigned)i, b, sizeof(b)), rule);
+	return 0;
+}
+
+/* The mask of op's per-channel operands (the signature's RF__OK_CHAN ones). */
+static unsigned rf__chan_mask(const struct rf__op *op)
+{
+	const struct rf__opsig *g = &rf__opsigs[op->code];
+	unsigned m = 0;
+
+	for (unsigned i = 0; i < op->nt && i < RF__OP_NT; i++)
+		if (g->o[i].kind == RF__OK_CHAN)
+			m |= 1u << i;
+	return m;
+}
+
+int rf__cuda_im2col_ok(const struct rf__op *op)
+{
+	return rf__op_first_not(op, RF_F32, RF_LAYOUT_ROWMAJOR) < 0;
+}
+
+int rf__cuda_rule_supports(const struct rf__op *op, int dnn, const char *dnn_why, char *why,
+			   size_t len)
+{
+	int i;
+
+	if (op->code >= RF__OP_COUNT) {
+		snprintf(why, len, "unknown opcode %d", (int)op->code);
+		return 0;
+	}
+	switch (op->code) {
+	case RF__OP_HOST:
+		snprintf(why, len, "a host op needs a CPU-capable stream");
+		return 0;
+	case RF__OP_CONV_BWD_FILTER_POOL_RELU:
+	case RF__OP_RELU_AVGPOOL2_FWD:
+	case RF__OP_AVGPOOL2_RELU_BWD:
+		snprintf(why, len, "no fused kernel here: push the separate relu, average "
+			 "pooling and convolution ops");
+		return 0;
+	case RF__OP_CONVERT:
+	case RF__OP_COPY:
+		/* f32, bf16 and f16 into one another in either layout; bytes */
+		return 1;
+	case RF__OP_FILL: {
+		const struct rf__tref *x = &op->o.fill.x;
+		if (x->dtype == RF_I32 && op->p.fill.v != 0.0f) {
+			snprintf(why, len, "filling an i32 tensor with a non-zero value is not "
+				 "supported on CUDA");
+			return 0;
+		}
+		if ((x->dtype == RF_BF16 || x->dtype == RF_F16) && op->p.fill.v != 0.0f) {
+			snprintf(why, len, "filling a %s tensor with a non-zero value: fill an f32 "
+				 "tensor and rf_convert it", rf_tdtype_name(x->dtype));
+			return 0;
+		}
+		return 1;
+	}
+	case RF__OP_GEMM: {
+		/* cublasGemmEx: A and B of one float dtype, C that dtype or f32 */
+		const struct rf__tref *a = &op->o.gemm.a, *b = &op->o.gemm.b, *c = &op->o.gemm.c;
+		if (b->dtype != a->dtype)
+			return rf__refuse(op, 2, "A and B of one dtype on CUDA", why, len);
+		if (c->dtype != a->dtype && c->dtype != RF_F32)
+			return rf__refuse(op, 0, "C of A's dtype or f32 on CUDA", why, len);
+		return 1;
+	}
+	case RF__OP_CONV_FWD:
+	case RF__OP_CONV_BWD_DATA:
+	case RF__OP_CONV_BWD_FILTER:
+		if (!dnn) {
+			/* im2col + cuBLAS: f32 row-major */
+			if ((i = rf__op_first_not(op, RF_F32, RF_LAYOUT_ROWMAJOR)) >= 0)
+				return rf__refuse(op, i, "without cuDNN CUDA convolves f32 row-major "
+						  "tensors only", why, len);
+			return 1;
+		}
+		if ((i = rf__uniform(op, 0, 0)) >= 0)
+			return rf__refuse(op, i, "a CUDA convolution takes x, w, y (and the bias) "
+					  "of one float dtype, the 4-D ones in one layout", why, len);
+		return 1;
+	case RF__OP_AVGPOOL_FWD:
+	case RF__OP_AVGPOOL_BWD:
+		/* our kernels: any float dtype, row-major or NHWC, f32 sums */
+		if ((i = rf__uniform(op, 0, 0)) >= 0)
+			return rf__refuse(op, i, "average pooling takes x and y of one float dtype "
+					  "and one layout on CUDA", why, len);
+		return 1;
+	case RF__OP_BN_TRAIN: case RF__OP_BN_EVAL: case RF__OP_BN_BWD:
+	case RF__OP_BN_RELU_TRAIN: case RF__OP_BN_RELU_EVAL: case RF__OP_BN_RELU_BWD:
+	case RF__OP_MAXPOOL_FWD: case RF__OP_MAXPOOL_BWD:
+	case RF__OP_GAP_FWD: case RF__OP_GAP_BWD: {
+		/* batch norm's per-channel operands (the signature's) are f32: cuDNN's
+		 * derived parameter type for f32, bf16 and f16 data */
+		unsigned params = rf__chan_mask(op);
+		if (!dnn) {
+			snprintf(why, len, "batch norm, max and global pooling run through cuDNN on "
+				 "CUDA devices, and here %s", dnn_why ? dnn_why : "it is missing");
+			return 0;
+		}
+		for (unsigned k = 0; k < op->nt; k++) {
+			const struct rf__tref *t = rf__op_tc(op, k);
+			if ((params >> k & 1) && t->dtype && t->dtype != RF_F32)
+				return rf__refuse(op, (int)k, "batch norm's parameters and statistics "
+						  "are f32 on CUDA", why, len);
+		}
+		if ((i = rf__uniform(op, params, 0)) >= 0)
+			return rf__refuse(op, i, "x and y of one float dtype and one layout on "
+					  "CUDA", why, len);
+		return 1;
+	}
+	case RF__OP_RELU_FWD: case RF__OP_RELU_BWD: case RF__OP_AXPY: case RF__OP_SCALE:
+	case RF__OP_SUM: case RF__OP_ADD_RELU:
+		if ((i = rf__elementwise(op, 0)) >= 0)
+			return rf__refuse(op, i, "CUDA's elementwise kernels take tensors of one "
+					  "float dtype all laid out alike (rf_convert first)", why, len);
+		return 1;
+	case RF__OP_U8_F32:
+		/* the decode writes any float dtype, row-major or NHWC (the u8 input is read
+		 * in logical order) */
+		if (op->o.dec.in.layout != RF_LAYOUT_ROWMAJOR)
+			return rf__refuse(op, 1, "CUDA decodes u8 read in row-major order", why, len);
+		return 1;
+	case RF__OP_SGD: case RF__OP_SGD_MOMENTUM: case RF__OP_ADAMW:
+		if ((i = rf__elementwise(op, 1)) >= 0)
+			return rf__refuse(op, i, "CUDA's optimizer updates take f32 tensors (the "
+					  "masters) all laid out alike", why, len);
+		return 1;
+	default:
+		break;
+	}
+	if ((i = rf__op_first_not(op, RF_F32, RF_LAYOUT_ROWMAJOR)) >= 0)
+		return rf__refuse(op, i, "CUDA devices run this op on f32 row-major tensors "
+				  "(rf_convert to them first)", why, len);
+	return 1;
+}
+
+/* ---- a convolution's path ------------------------------------------------------------ */
+
+enum rf__conv_path rf__cuda_conv_path(const struct rf__op *op, int dnn, int dnn_no, char *why,
+				      size_t len)
+{
+	const struct rf__conv2d *s = &op->p.conv.s;
+	int i;
+
+	if (dnn && !dnn_no)
+		return RF__CONV_DNN;
+	if (rf__cuda_im2col_ok(op))
+		return RF__CONV_IM2COL;
+	i = rf__op_first_not(op, RF_F32, RF_LAYOUT_ROWMAJOR);
+	{
+		char b[96];
+		snprintf(why, len, "%s %dx%d, %d -> %d channels, %dx%d input, batch %d: %s, and "
+			 "im2col + cuBLAS computes f32 row-major tensors only (%s); a larger "
+			 "RF_CUDNN_WORKSPACE, or --precision fp32 --layout rowmajor, may help",
+			 op->name ? op->name : rf__opsigs[op->code].name, s->kh, s->kw, s->c, s->o,
+			 s->h, s->w, s->n,
+			 dnn ? "cuDNN has no deterministic algorithm that runs it" : "cuDNN is not loaded",
+			 rf__tref_describe(op, (unsigned)(i < 0 ? 0 : i), b, sizeof(b)));
+	}
+	return RF__CONV_REFUSE;
+}
+
+/* ---- CUDA graphs --------------------------------------------------------------------- */
+
+enum rf__cap_need rf__cuda_cap_need(const struct rf__op *o, int dnn)
+{
+	switch (o->code) {
+	case RF__OP_GEMM: case RF__OP_BIAS_ADD: case RF__OP_BIAS_GRAD: case RF__OP_RELU_FWD:
+	case RF__OP_RELU_BWD: case RF__OP_XENT: case RF__OP_AVGPOOL_FWD: case RF__OP_AVGPOOL_BWD:
+	case RF__OP_AXPY: case RF__OP_SCALE: case RF__OP_SUM: case RF__OP_U8_F32:
+	case RF__OP_U8_I32: case RF__OP_FILL: case RF__OP_CONVERT: case RF__OP_ADD_RELU:
+		return RF__CAP_ALWAYS;
+	case RF__OP_SGD: case RF__OP_SGD_MOMENTUM:
+		/* a live lr is read from the host when it runs */
+		return o->p.sgd.live ? RF__CAP_NEVER : RF__CAP_ALWAYS;
+	case RF__OP_ADAMW:
+		return o->p.adamw.live ? RF__CAP_NEVER : RF__CAP_ALWAYS;
+	case RF__OP_CONV_FWD: case RF__OP_CONV_BWD_DATA: case RF__OP_CONV_BWD_FILTER:
+		/* without cuDNN our im2col (its workspace the op's own); with it, once the
+		 * handle and the plan exist (made when the first launch ran op by op) */
+		return dnn ? RF__CAP_DNN_READY : RF__CAP_ALWAYS;
+	case RF__OP_BN_TRAIN: case RF__OP_BN_EVAL: case RF__OP_BN_BWD:
+	case RF__OP_BN_RELU_TRAIN: case RF__OP_BN_RELU_EVAL: case RF__OP_BN_RELU_BWD:
+	case RF__OP_MAXPOOL_FWD: case RF__OP_MAXPOOL_BWD: case RF__OP_GAP_FWD: case RF__OP_GAP_BWD:
+		/* the handle is made at first use, which must not be inside a capture */
+		return dnn ? RF__CAP_DNN_READY : RF__CAP_NEVER;
+	case RF__OP_COPY:
+		/* pageable memory is staged by the driver, which a graph cannot hold */
+		return o->p.copy.bytes ? RF__CAP_PINNED : RF__CAP_ALWAYS;
+	default:                        /* PRNG (its counter), HOST */
+		return RF__CAP_NEVER;
+	}
+}

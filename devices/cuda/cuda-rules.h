@@ -1,0 +1,78 @@
+/* devices/cuda/cuda-rules.h -- every rule that decides what runs on a CUDA device, as
+ * plain C that needs neither CUDA nor a GPU: which ops the backend runs (in which
+ * dtypes and layouts), which path a convolution takes when cuDNN has or has not a plan
+ * for it, what a CUDA graph may capture, when a captured graph must be captured again,
+ * and when a completion needs a host function. cuda-compute.c, cuda-graph.c, cudnn.c
+ * and cuda.c decide through these; the answers only a GPU or cuDNN can give come in as
+ * arguments, so tests/devices/test-cuda-rules.c and tests/train/test-train-cuda-ops.c
+ * answer them on machines without a GPU. Built in every configuration (beside the
+ * stub backend too). Internal to devices/. */
+#ifndef RF_CUDA_RULES_H
+#define RF_CUDA_RULES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../backend-impl.h"
+
+/* ---- what the backend runs ----------------------------------------------------------- */
+
+/* 1 when a CUDA device runs op, else 0 and why says which operand breaks which rule.
+ * dnn: cuDNN is loaded (convolutions, batch norm, max and global pooling go through
+ * it); dnn_why: why not, for the message (may be NULL). */
+int rf__cuda_rule_supports(const struct rf__op *op, int dnn, const char *dnn_why, char *why,
+			   size_t len);
+
+/* ---- a convolution's path ------------------------------------------------------------ */
+
+enum rf__conv_path {
+	RF__CONV_DNN,        /* cuDNN's plan */
+	RF__CONV_IM2COL,     /* im2col + cuBLAS: f32 row-major operands only */
+	RF__CONV_REFUSE,     /* neither: an error that names the op, shape and format */
+};
+
+/* The path of convolution op. dnn: cuDNN is loaded; dnn_no: cuDNN was asked and has no
+ * plan that runs it (no deterministic algorithm within the workspace budget, the
+ * chosen one refused at run time, or a shape cuDNN takes not: an empty dimension).
+ * im2col computes f32 row-major tensors only: a bf16, f16 or NHWC convolution cuDNN
+ * cannot run is refused, never computed on data it misreads. RF__CONV_REFUSE leaves
+ * the reason in why. */
+enum rf__conv_path rf__cuda_conv_path(const struct rf__op *op, int dnn, int dnn_no, char *why,
+				      size_t len);
+
+/* 1 when im2col + cuBLAS computes op's operands as they are (every float operand f32,
+ * every 4-D one row-major). */
+int rf__cuda_im2col_ok(const struct rf__op *op);
+
+/* ---- CUDA graphs --------------------------------------------------------------------- */
+
+/* What capturing an op depends on: never (it reads host state when it runs: a live
+ * learning rate, a PRNG's counter, a host function), always (kernels and cuBLAS on
+ * pointers fixed at push), once cuDNN's handle and the op's plan exist and the plan
+ * fits the stream's workspace as it is (a capture must not choose or allocate), or
+ * when both ends of a copy are device or page-locked memory. */
+enum rf__cap_need { RF__CAP_NEVER, RF__CAP_ALWAYS, RF__CAP_DNN_READY, RF__CAP_PINNED };
+enum rf__cap_need rf__cuda_cap_need(const struct rf__op *op, int dnn);
+
+/* A captured graph bakes in the stream's cuDNN workspace pointer. The stream counts
+ * its workspace's generations (each growth frees the old buffer once the op that grew
+ * it is done); a graph recorded at generation `rec` may be replayed only while the
+ * stream is still at it. */
+static inline int rf__cg_replayable(uint64_t rec, uint64_t now)
+{
+	return rec == now;
+}
+
+/* ---- completions --------------------------------------------------------------------- */
+
+/* Does a signal the stream issues need a host function behind its counter write?
+ * counter: the stream writes its completion counter (else host functions are the
+ * only path); wake: the signal must wake a reactor that may be asleep by the time it
+ * completes (something off the stream waits for it: rf_op_quiet is 0). A quiet op's
+ * completion is reported by the next signal's. */
+static inline int rf__cuda_need_hostfn(int counter, int wake)
+{
+	return !counter || wake;
+}
+
+#endif

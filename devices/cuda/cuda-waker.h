@@ -1,0 +1,152 @@
+/* devices/cuda/cuda-waker.h -- a CUDA stream's waker: the thread that wakes a sleeping
+ * reactor when the stream's work finishes, without holding the stream. Plain C (no
+ * CUDA), so that tests/devices/test-cuda-waker.c drives it with a fake stream.
+ *
+ * The completion counter (cuda-ctr.h) tells a reactor that is awake what finished by
+ * a memory read. Something must still wake a reactor that went to sleep. A host
+ * function after each signal does, but it holds the stream until it has run: ~10-30 us
+ * of GPU idle per op outside a graph. The waker does it from beside the stream:
+ *
+ *   reactor (issue k)                          waker thread
+ *   record the signal's event, then            loop: k = what it saw + 1
+ *   issued = k            (release)              if issued < k: park (below)
+ *   if exchange(parked, 0): futex wake          wait(k): block until signal k is done
+ *                                                  (cudaEventSynchronize, blocking sync)
+ *                                                seen = max(k, the counter word)
+ *                                                if reported < seen: wake the reactor
+ *
+ *   park: parked = 1; if issued > seen: parked = 0, go on; else futex wait while
+ *         parked == 1.
+ *
+ * `seen` is itself a completion source: the reactor reports up to the larger of the
+ * counter word and `seen` (cuda-ctr.h: rf__ctr_at_least), so a counter write refused
+ * midway loses nothing.
+ *
+ * Why nothing is lost: the reactor publishes `issued` before it reads `parked`, the
+ * waker publishes `parked` before it reads `issued` (both sequentially consistent), so
+ * at least one of them sees the other's store -- the waker does not sleep past a
+ * signal it has not seen, or the reactor wakes it. And every signal k the waker saw
+ * finish is either already reported (the reactor read the counter) or gets a wake:
+ * the reactor, woken, reads the counter and reports it. A wake for a signal reported
+ * in the meantime costs one notifier delivery that reports nothing -- never a lost or
+ * doubled report (cuda-ctr.h's `done` only grows). The reactor stops the waker by
+ * setting `stop` and waking it; a waker blocked in wait() on a stream that never
+ * finishes (a hung GPU) cannot be joined: the stream is then left allocated, as with
+ * host functions after a watchdog timeout. */
+#ifndef RF_DEVICES_CUDA_WAKER_H
+#define RF_DEVICES_CUDA_WAKER_H
+
+#include <linux/futex.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+struct rf__waker {
+	_Atomic uint64_t issued;     /* reactor: signals issued (their events recorded) */
+	_Atomic uint64_t reported;   /* reactor: signals reported (cuda-ctr.h's done) */
+	_Atomic uint64_t seen;       /* waker: signals it saw finish */
+	_Atomic uint64_t wakes;      /* waker: reactor wake-ups sent */
+	_Atomic uint64_t parks;      /* waker: times it slept for want of signals */
+	_Atomic uint32_t parked;     /* the futex word: 1 while the waker waits for work */
+	_Atomic int stop;
+	/* the stream's side, on the waker thread: block until signal k is done (0), or
+	 * fail (< 0: a broken context, which the watchdog judges; the waker tries again a
+	 * millisecond later, and k is not seen); the counter word (may return 0); wake the
+	 * reactor */
+	int (*wait)(void *ctx, uint64_t k);
+	uint64_t (*word)(void *ctx);
+	int (*wake)(void *ctx);
+	void *ctx;
+	pthread_t thread;
+	int running;
+};
+
+static inline void rf__waker_futex_wait(_Atomic uint32_t *w, uint32_t v)
+{
+	syscall(SYS_futex, (uint32_t *)w, FUTEX_WAIT_PRIVATE, v, NULL, NULL, 0);
+}
+
+static inline void rf__waker_futex_wake(_Atomic uint32_t *w)
+{
+	syscall(SYS_futex, (uint32_t *)w, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+/* Reactor: signal k (the next number) is issued, its event recorded. */
+static inline void rf__waker_issue(struct rf__waker *w, uint64_t k)
+{
+	atomic_store(&w->issued, k);
+	if (atomic_exchange(&w->parked, 0))
+		rf__waker_futex_wake(&w->parked);
+}
+
+/* Reactor: signals up to done are reported (the waker skips their wakes). */
+static inline void rf__waker_reported(struct rf__waker *w, uint64_t done)
+{
+	atomic_store_explicit(&w->reported, done, memory_order_release);
+}
+
+static inline void *rf__waker_main(void *arg)
+{
+	struct rf__waker *w = arg;
+	uint64_t k = atomic_load(&w->seen);
+
+	while (!atomic_load(&w->stop)) {
+		uint64_t v;
+		if (atomic_load(&w->issued) <= k) {
+			atomic_store(&w->parked, 1);
+			if (atomic_load(&w->issued) > k || atomic_load(&w->stop)) {
+				atomic_store(&w->parked, 0);
+				continue;
+			}
+			atomic_fetch_add_explicit(&w->parks, 1, memory_order_relaxed);
+			while (atomic_load(&w->parked) == 1)
+				rf__waker_futex_wait(&w->parked, 1);
+			continue;
+		}
+		if (w->wait(w->ctx, k + 1) < 0) {
+			/* a broken context: the watchdog fails the stream; nothing is seen */
+			usleep(1000);
+			continue;
+		}
+		k++;
+		/* signals are done in order: what the counter says is done too */
+		v = w->word ? w->word(w->ctx) : 0;
+		if (v > k && v <= atomic_load(&w->issued))
+			k = v;
+		atomic_store(&w->seen, k);
+		if (atomic_load(&w->stop))
+			break;  /* the reactor no longer listens */
+		if (atomic_load_explicit(&w->reported, memory_order_acquire) < k) {
+			atomic_fetch_add_explicit(&w->wakes, 1, memory_order_relaxed);
+			(void)w->wake(w->ctx);
+		}
+	}
+	return NULL;
+}
+
+/* Start the waker thread (w's callbacks and ctx set, the rest zero). 0 or -errno. */
+static inline int rf__waker_start(struct rf__waker *w)
+{
+	int ret = pthread_create(&w->thread, NULL, rf__waker_main, w);
+
+	if (ret)
+		return -ret;
+	w->running = 1;
+	return 0;
+}
+
+/* Stop and join it (the stream's work must be able to finish: see above). */
+static inline void rf__waker_stop(struct rf__waker *w)
+{
+	if (!w->running)
+		return;
+	atomic_store(&w->stop, 1);
+	if (atomic_exchange(&w->parked, 0))
+		rf__waker_futex_wake(&w->parked);
+	pthread_join(w->thread, NULL);
+	w->running = 0;
+}
+
+#endif

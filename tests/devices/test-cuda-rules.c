@@ -1,0 +1,220 @@
+/* test-cuda-rules: the rules that decide what runs on a CUDA device
+ * (devices/cuda/cuda-rules.h), checked without a GPU, in every build.
+ *
+ *  - What the backend runs, for every opcode in every float dtype and layout, with
+ *    cuDNN loaded and without: the ops a model pushes in bf16 or NHWC (batch norm
+ *    with its per-channel operands f32, the fused BN+ReLU, average pooling, the
+ *    elementwise ops) are run; what is refused names the operand and the rule; batch
+ *    norm's per-channel operands in bf16 are refused by name.
+ *  - A convolution's path: cuDNN's plan when it has one; im2col + cuBLAS only for
+ *    f32 row-major operands; a bf16, f16 or NHWC convolution cuDNN cannot run is
+ *    refused with a message naming the op, its shape and the operand -- never
+ *    computed by im2col on data it would misread.
+ *  - What a CUDA graph may capture: never an op that reads host state when it runs (a
+ *    live learning rate, a PRNG's counter, a host op); cuDNN's ops only once their
+ *    handle and plan exist; copies only of device or page-locked memory.
+ *  - When a captured graph must be captured again: the stream's workspace generation
+ *    moved on.
+ * The capability probe (rf_device_kind_supports's op) is what is asked, as a model
+ * computing in that format pushes it. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "backend-impl.h"
+#include "../../devices/cuda/cuda-rules.h"
+#include "../test-util.h"
+
+static const enum rf_tdtype dts[] = { RF_F32, RF_BF16, RF_F16 };
+static const enum rf_layout lays[] = { RF_LAYOUT_ROWMAJOR, RF_LAYOUT_NHWC };
+
+static int supports(int code, enum rf_tdtype dt, enum rf_layout lay, int dnn, char *why,
+		    size_t len)
+{
+	struct rf__op op;
+	struct rf__tref in1;
+
+	memset(&in1, 0, sizeof(in1));
+	rf__probe_op(&op, &in1, code, NULL, dt, lay);
+	why[0] = 0;
+	return rf__cuda_rule_supports(&op, dnn, dnn ? NULL : "not loaded here", why, len);
+}
+
+static int is(int code, int a, int b, int c, int d)
+{
+	return code == a || code == b || code == c || code == d;
+}
+
+/* The ops a model's convolutional part pushes in its compute format (train/net.c):
+ * each must run in every float format when cuDNN is loaded. */
+static const int model_ops[] = {
+	RF__OP_CONV_FWD, RF__OP_CONV_BWD_DATA, RF__OP_CONV_BWD_FILTER, RF__OP_BN_TRAIN,
+	RF__OP_BN_EVAL, RF__OP_BN_BWD, RF__OP_BN_RELU_TRAIN, RF__OP_BN_RELU_EVAL,
+	RF__OP_BN_RELU_BWD, RF__OP_RELU_FWD, RF__OP_RELU_BWD, RF__OP_ADD_RELU, RF__OP_SUM,
+	RF__OP_AVGPOOL_FWD, RF__OP_AVGPOOL_BWD, RF__OP_MAXPOOL_FWD, RF__OP_MAXPOOL_BWD,
+	RF__OP_GAP_FWD, RF__OP_GAP_BWD, RF__OP_AXPY, RF__OP_SCALE, RF__OP_CONVERT, RF__OP_COPY,
+};
+
+static void check_supports(void)
+{
+	char why[256];
+	unsigned checked = 0;
+
+	for (unsigned k = 0; k < sizeof(model_ops) / sizeof(model_ops[0]); k++)
+		for (unsigned a = 0; a < 3; a++)
+			for (unsigned l = 0; l < 2; l++) {
+				int ok = supports(model_ops[k], dts[a], lays[l], 1, why, sizeof(why));
+				if (!ok)
+					fprintf(stderr, "%s %s %s refused: %s\n",
+						rf__opsigs[model_ops[k]].name,
+						rf_tdtype_name(dts[a]), rf_layout_name(lays[l]), why);
+				CHECK(ok);
+				checked++;
+			}
+	/* every refusal names an operand (or the reason) */
+	for (int code = 0; code < RF__OP_COUNT; code++)
+		for (unsigned a = 0; a < 3; a++)
+			for (unsigned l = 0; l < 2; l++)
+				for (int dnn = 0; dnn < 2; dnn++)
+					if (!supports(code, dts[a], lays[l], dnn, why, sizeof(why)))
+						CHECK(why[0]);
+	/* without cuDNN: convolutions f32 row-major only; batch norm and max pooling not */
+	CHECK(supports(RF__OP_CONV_FWD, RF_F32, RF_LAYOUT_ROWMAJOR, 0, why, sizeof(why)));
+	CHECK(!supports(RF__OP_CONV_FWD, RF_BF16, RF_LAYOUT_ROWMAJOR, 0, why, sizeof(why)));
+	CHECK(strstr(why, "f32 row-major"));
+	CHECK(!supports(RF__OP_BN_TRAIN, RF_F32, RF_LAYOUT_ROWMAJOR, 0, why, sizeof(why)));
+	CHECK(strstr(why, "not loaded here"));
+	/* the fused ReLU + 2x2 pooling has no CUDA kernel (the model then pushes both) */
+	CHECK(!supports(RF__OP_RELU_AVGPOOL2_FWD, RF_F32, RF_LAYOUT_ROWMAJOR, 1, why, sizeof(why)));
+	/* the optimizer takes f32 masters only */
+	CHECK(!supports(RF__OP_SGD, RF_BF16, RF_LAYOUT_ROWMAJOR, 1, why, sizeof(why)));
+
+	/* batch norm's per-channel operands in bf16: refused, by name */
+	{
+		struct rf__op op;
+		struct rf__tref in1 = { 0 };
+		rf__probe_op(&op, &in1, RF__OP_BN_TRAIN, NULL, RF_BF16, RF_LAYOUT_NHWC);
+		CHECK(rf__cuda_rule_supports(&op, 1, NULL, why, sizeof(why)));
+		op.o.bn_train.gamma.dtype = RF_BF16;
+		CHECK(!rf__cuda_rule_supports(&op, 1, NULL, why, sizeof(why)));
+		CHECK(strstr(why, "gamma") && strstr(why, "parameters"));
+		/* x and y of two dtypes */
+		rf__probe_op(&op, &in1, RF__OP_BN_TRAIN, NULL, RF_BF16, RF_LAYOUT_NHWC);
+		op.o.bn_train.y.dtype = RF_F32;
+		CHECK(!rf__cuda_rule_supports(&op, 1, NULL, why, sizeof(why)));
+		/* average pooling: x and y of one layout */
+		rf__probe_op(&op, &in1, RF__OP_AVGPOOL_FWD, NULL, RF_BF16, RF_LAYOUT_NHWC);
+		CHECK(rf__cuda_rule_supports(&op, 0, NULL, why, sizeof(why)));
+		op.o.avgpool_fwd.x.layout = RF_LAYOUT_ROWMAJOR;
+		CHECK(!rf__cuda_rule_supports(&op, 0, NULL, why, sizeof(why)));
+		CHECK(strstr(why, "x ("));
+	}
+	fprintf(stderr, "supports: %u op/dtype/layout cases of a model's ops run\n", checked);
+}
+
+static void check_conv_path(void)
+{
+	static const int convs[] = { RF__OP_CONV_FWD, RF__OP_CONV_BWD_DATA, RF__OP_CONV_BWD_FILTER };
+	char why[300];
+	unsigned refused = 0;
+
+	for (unsigned k = 0; k < 3; k++)
+		for (unsigned a = 0; a < 3; a++)
+			for (unsigned l = 0; l < 2; l++) {
+				struct rf__op op;
+				struct rf__tref in1 = { 0 };
+				int f32rm = dts[a] == RF_F32 && lays[l] == RF_LAYOUT_ROWMAJOR;
+				enum rf__conv_path p;
+
+				rf__probe_op(&op, &in1, convs[k], NULL, dts[a], lays[l]);
+				op.p.conv.s = (struct rf__conv2d){ 0 };
+				op.p.conv.s.n = 96, op.p.conv.s.c = 64, op.p.conv.s.o = 128;
+				op.p.conv.s.h = op.p.conv.s.w = 14;
+				op.p.conv.s.kh = op.p.conv.s.kw = 3;
+				op.p.conv.s.stride = 2, op.p.conv.s.pad = 1;
+				/* cuDNN has a plan: its path, whatever the format */
+				CHECK_EQ(rf__cuda_conv_path(&op, 1, 0, why, sizeof(why)), RF__CONV_DNN);
+				/* cuDNN has none: im2col only for what it computes */
+				p = rf__cuda_conv_path(&op, 1, 1, why, sizeof(why));
+				CHECK_EQ(p, f32rm ? RF__CONV_IM2COL : RF__CONV_REFUSE);
+				CHECK_EQ(rf__cuda_im2col_ok(&op), f32rm);
+				if (p == RF__CONV_REFUSE) {
+					/* the op, the shape, the operand and its format */
+					CHECK(strstr(why, rf__opsigs[convs[k]].name));
+					CHECK(strstr(why, "3x3, 64 -> 128 channels, 14x14 input, batch 96"));
+					CHECK(strstr(why, rf_tdtype_name(dts[a])));
+					CHECK(strstr(why, "f32 row-major"));
+					refused++;
+				}
+				/* without cuDNN (supports_op let only f32 row-major through) */
+				if (f32rm)
+					CHECK_EQ(rf__cuda_conv_path(&op, 0, 0, why, sizeof(why)),
+						 RF__CONV_IM2COL);
+				/* one operand of another dtype is enough to refuse */
+				if (f32rm) {
+					op.o.t[1].dtype = RF_BF16;
+					CHECK_EQ(rf__cuda_conv_path(&op, 1, 1, why, sizeof(why)),
+						 RF__CONV_REFUSE);
+				}
+			}
+	CHECK_EQ(refused, 3 * 5);
+	fprintf(stderr, "conv path: im2col for f32 row-major only; %u fallbacks refused\n",
+		refused);
+}
+
+static void check_capture(void)
+{
+	unsigned never = 0;
+
+	for (int code = 0; code < RF__OP_COUNT; code++)
+		for (int dnn = 0; dnn < 2; dnn++) {
+			struct rf__op op;
+			struct rf__tref in1 = { 0 };
+			enum rf__cap_need n;
+
+			rf__probe_op(&op, &in1, code, NULL, RF_F32, RF_LAYOUT_ROWMAJOR);
+			n = rf__cuda_cap_need(&op, dnn);
+			if (code == RF__OP_HOST || code == RF__OP_RAND_UNIFORM ||
+			    code == RF__OP_RAND_NORMAL) {
+				CHECK_EQ(n, RF__CAP_NEVER); /* host code, a PRNG's counter */
+				never++;
+			}
+			if (is(code, RF__OP_CONV_FWD, RF__OP_CONV_BWD_DATA, RF__OP_CONV_BWD_FILTER, -1))
+				CHECK_EQ(n, dnn ? RF__CAP_DNN_READY : RF__CAP_ALWAYS);
+			if (is(code, RF__OP_BN_TRAIN, RF__OP_BN_BWD, RF__OP_MAXPOOL_FWD, RF__OP_GAP_BWD) ||
+			    is(code, RF__OP_BN_RELU_TRAIN, RF__OP_BN_RELU_BWD, RF__OP_BN_EVAL, -1))
+				CHECK_EQ(n, dnn ? RF__CAP_DNN_READY : RF__CAP_NEVER);
+			if (is(code, RF__OP_GEMM, RF__OP_RELU_FWD, RF__OP_AVGPOOL_FWD, RF__OP_CONVERT) ||
+			    is(code, RF__OP_XENT, RF__OP_U8_F32, RF__OP_FILL, RF__OP_ADD_RELU))
+				CHECK_EQ(n, RF__CAP_ALWAYS);
+			if (code == RF__OP_SGD || code == RF__OP_SGD_MOMENTUM) {
+				CHECK_EQ(n, RF__CAP_ALWAYS);
+				op.p.sgd.live = (void *)&op;    /* a live lr: read when it runs */
+				CHECK_EQ(rf__cuda_cap_need(&op, dnn), RF__CAP_NEVER);
+			}
+			if (code == RF__OP_ADAMW) {
+				CHECK_EQ(n, RF__CAP_ALWAYS);
+				op.p.adamw.live = (void *)&op;
+				CHECK_EQ(rf__cuda_cap_need(&op, dnn), RF__CAP_NEVER);
+			}
+			if (code == RF__OP_COPY) {
+				CHECK_EQ(n, RF__CAP_ALWAYS);      /* 0 bytes: nothing to copy */
+				op.p.copy.bytes = 64;
+				CHECK_EQ(rf__cuda_cap_need(&op, dnn), RF__CAP_PINNED);
+			}
+		}
+	/* re-capture: a graph recorded at one workspace generation replays only at it */
+	CHECK(rf__cg_replayable(3, 3));
+	CHECK(!rf__cg_replayable(3, 4));
+	CHECK(!rf__cg_replayable(0, 1));
+	fprintf(stderr, "capture: %u never-captured op kinds checked; stale graphs re-recorded\n",
+		never);
+}
+
+int main(void)
+{
+	check_supports();
+	check_conv_path();
+	check_capture();
+	return 0;
+}

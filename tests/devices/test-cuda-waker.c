@@ -1,0 +1,234 @@
+/* cuda-waker: the CUDA stream's waker (devices/cuda/cuda-waker.h) -- the thread that
+ * wakes a sleeping reactor when the stream's work finishes, instead of a host function
+ * per op that holds the stream -- driven without a GPU. A fake device thread finishes
+ * signals in order after random work (and, like cuStreamWriteValue64, stores each
+ * one's number into the counter word); the waker's wait() blocks until the fake device
+ * has finished signal k. The reactor (this thread, a real ring) issues signals in
+ * bursts of random size and then waits for a random one of them, sleeping in the ring
+ * whenever nothing is ready; it learns of completions only from the counter word and
+ * the waker's seen count, by its poller and by the waker's notifier. Checked in every
+ * mode: every signal is reported, once, in order, never before the device finished
+ * it; the reactor never sleeps through a completion it waits for (an alarm fails the
+ * test instead of a hang); the waker parked and was woken (both sides of the futex
+ * handshake were taken); and stopping it joins.
+ *   asleep   spin 0: every wait sleeps; only the waker's wake-ups end them;
+ *   poll     spin 300 us: most completions come by the poller; the waker skips the
+ *            wake-ups of signals already reported;
+ *   refused  asleep, but the counter word stops being written a ninth of the way
+ *            in: the waker's seen count reports the rest;
+ *   gaps     asleep, with pauses of a millisecond between bursts, so the waker parks
+ *            (futex) again and again and is woken by each issue. */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ring.h"
+#include "cuda-ctr.h"
+#include "cuda-waker.h"
+#include "../test-util.h"
+
+#define N 6000
+
+enum mode { M_ASLEEP, M_POLL, M_REFUSED, M_GAPS };
+static const char *const mode_name[] = { "asleep", "poll", "refused", "gaps" };
+
+struct fake {
+	enum mode mode;
+	struct rf_ring *r;
+	struct rf_notifier *n;
+	struct rf_poller *p;
+	struct rf__ctr ctr;
+	struct rf__waker w;
+	uint64_t word;
+	_Atomic uint64_t issued;     /* to the device */
+	_Atomic uint64_t finished;   /* by the device */
+	_Atomic int stop;
+	uint64_t delivered;          /* the waker's notifier signals received */
+	int bad;
+};
+
+static void sleep_ns(long ns)
+{
+	struct timespec ts = { 0, ns };
+	nanosleep(&ts, NULL);
+}
+
+static uint64_t rnd(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+static void *device(void *arg)
+{
+	struct fake *f = arg;
+	uint64_t k = 0, seed = 0x2545f4914f6cdd1dull;
+
+	while (!atomic_load(&f->stop)) {
+		if (k == atomic_load_explicit(&f->issued, memory_order_acquire)) {
+			sleep_ns(3000);
+			continue;
+		}
+		k++;
+		sleep_ns((long)(rnd(&seed) % 40000)); /* the work */
+		if (!(f->mode == M_REFUSED && k > N / 9))
+			__atomic_store_n(&f->word, k, __ATOMIC_RELEASE);
+		atomic_store(&f->finished, k);        /* the event completes */
+	}
+	return NULL;
+}
+
+/* the waker's side of the fake stream */
+static int w_wait(void *ctx, uint64_t k)
+{
+	struct fake *f = ctx;
+
+	while (atomic_load(&f->finished) < k && !atomic_load(&f->stop))
+		sleep_ns(5000);
+	return atomic_load(&f->finished) >= k ? 0 : -EIO;
+}
+
+static uint64_t w_word(void *ctx)
+{
+	struct fake *f = ctx;
+
+	return __atomic_load_n(&f->word, __ATOMIC_ACQUIRE);
+}
+
+static int w_wake(void *ctx)
+{
+	struct fake *f = ctx;
+
+	return rf_notifier_signal(f->n);
+}
+
+/* cuda.c's rf__cs_report */
+static void report(struct fake *f)
+{
+	uint64_t before = f->ctr.done, n;
+
+	rf__ctr_at_least(&f->ctr, atomic_load(&f->w.seen));
+	n = rf__ctr_ready(&f->ctr);
+	if (f->ctr.done != before + n || f->ctr.done > atomic_load(&f->finished)) {
+		fprintf(stderr, "%s: signals reported up to %llu, the device finished %llu\n",
+			mode_name[f->mode], (unsigned long long)f->ctr.done,
+			(unsigned long long)atomic_load(&f->finished));
+		f->bad = 1;
+	}
+	rf__waker_reported(&f->w, f->ctr.done);
+}
+
+static unsigned on_poll(void *data, int *busy)
+{
+	struct fake *f = data;
+	uint64_t d = f->ctr.done;
+
+	report(f);
+	*busy = rf__ctr_out(&f->ctr) > 0;
+	return (unsigned)(f->ctr.done - d);
+}
+
+static void on_wake(void *data, uint32_t count)
+{
+	struct fake *f = data;
+
+	f->delivered += count;
+	report(f);
+}
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	static const char msg[] = "cuda-waker: a wait never ended: a completion was slept "
+				  "through (lost wake-up)\n";
+	if (write(2, msg, sizeof(msg) - 1) < 0) {
+	}
+	_exit(1);
+}
+
+static void run_mode(enum mode m)
+{
+	struct fake *f = calloc(1, sizeof(*f));
+	pthread_t th;
+	uint64_t seed = 0x9e3779b97f4a7c15ull + (uint64_t)m, waits = 0;
+
+	CHECK(f != NULL);
+	f->mode = m;
+	CHECK_OK(rf_ring_create(&f->r, NULL));
+	CHECK_OK(rf_ring_set_spin(f->r, m == M_POLL ? 300000 : 0));
+	CHECK_OK(rf_notifier_create(f->r, on_wake, f, &f->n));
+	f->ctr.word = &f->word;
+	CHECK_OK(rf_poller_add(f->r, on_poll, f, &f->p));
+	f->w.wait = w_wait;
+	f->w.word = w_word;
+	f->w.wake = w_wake;
+	f->w.ctx = f;
+	CHECK_OK(rf__waker_start(&f->w));
+	CHECK(pthread_create(&th, NULL, device, f) == 0);
+	alarm(60);
+	while (f->ctr.issued < N) {
+		/* a burst, then wait for one of it (or, a third of the time, all of it) */
+		unsigned burst = 1 + (unsigned)(rnd(&seed) % 24);
+		uint64_t target;
+		for (unsigned i = 0; i < burst && f->ctr.issued < N; i++) {
+			uint64_t k = rf__ctr_issue(&f->ctr);
+			atomic_store_explicit(&f->issued, k, memory_order_release);
+			rf__waker_issue(&f->w, k);
+		}
+		target = rnd(&seed) % 3 ? f->ctr.issued - rnd(&seed) % burst : f->ctr.issued;
+		if (target <= f->ctr.done)
+			target = f->ctr.issued;
+		while (f->ctr.done < target)
+			CHECK(rf_ring_run(f->r, RF_RUN_ONCE) >= 0);
+		waits++;
+		if (m == M_GAPS)
+			sleep_ns(1000000); /* the waker catches up and parks */
+	}
+	while (f->ctr.done < N)
+		CHECK(rf_ring_run(f->r, RF_RUN_ONCE) >= 0);
+	alarm(0);
+	/* stop: joined; its wake-ups still on their way delivered before the notifier goes */
+	rf__waker_stop(&f->w);
+	{
+		uint64_t sent = atomic_load(&f->w.wakes);
+		CHECK(sent >= f->delivered);
+		if (sent > f->delivered)
+			rf_notifier_expect(f->n, (uint32_t)(sent - f->delivered));
+		while (rf_notifier_owed(f->n))
+			CHECK(rf_ring_run(f->r, RF_RUN_ONCE) >= 0);
+	}
+	atomic_store(&f->stop, 1);
+	pthread_join(th, NULL);
+	CHECK(!f->bad);
+	CHECK_EQ(f->ctr.done, (uint64_t)N);
+	printf("ok: %-7s %u signals, %llu waits, %llu wake-ups sent, %llu delivered, %llu "
+	       "futex parks\n", mode_name[m], N, (unsigned long long)waits,
+	       (unsigned long long)atomic_load(&f->w.wakes), (unsigned long long)f->delivered,
+	       (unsigned long long)atomic_load(&f->w.parks));
+	/* the futex handshake was taken both ways: the waker parked, the reactor woke it */
+	CHECK(atomic_load(&f->w.parks) > 0);
+	if (m == M_POLL) /* the poller reported most: the waker skipped their wake-ups */
+		CHECK(atomic_load(&f->w.wakes) < (uint64_t)N / 2);
+	if (m == M_GAPS)
+		CHECK(atomic_load(&f->w.parks) > waits / 4);
+	rf_poller_remove(f->p);
+	rf_notifier_destroy(f->n);
+	rf_ring_destroy(f->r);
+	free(f);
+}
+
+int main(void)
+{
+	signal(SIGALRM, on_alarm);
+	for (int m = M_ASLEEP; m <= M_GAPS; m++)
+		run_mode((enum mode)m);
+	return 0;
+}
