@@ -308,6 +308,37 @@ static void print_stats(const struct cli *c, struct rf_engine *eng, struct rf_en
 		es->max_inflight_seen, cap, win, c->o.barrier_every);
 }
 
+/* What ran how on replica 0's device (graph replays, fallbacks, each convolution's
+ * plan): on stderr (--stats), or as the --json object's "device_stats". */
+static void print_device_stats(const struct rf_trainer *t, int json)
+{
+	const struct rf_model *m = rf_trainer_replica((struct rf_trainer *)t, 0);
+	struct rf_device_stats ds;
+	char buf[512];
+
+	if (!m || rf_device_get_stats(m->dev, &ds) < 0)
+		return;
+	if (!json) {
+		fprintf(stderr, "rf-train: %s: %" PRIu64 " device graphs captured, %" PRIu64
+			" replayed, %" PRIu64 " failed, %" PRIu64 " stale; %" PRIu64 " ops by a "
+			"fallback path; %u convolution plans\n", rf_device_name(m->dev),
+			ds.graph_captures, ds.graph_replays, ds.graph_failures, ds.graph_stale,
+			ds.fallbacks, ds.plans);
+		for (unsigned i = 0; i < ds.plans; i++)
+			if (rf_device_plan_json(m->dev, i, buf, sizeof(buf)) > 0)
+				fprintf(stderr, "rf-train:   plan %s\n", buf);
+		return;
+	}
+	printf(", \"device_stats\": {\"graph_captures\": %" PRIu64 ", \"graph_replays\": %"
+	       PRIu64 ", \"graph_failures\": %" PRIu64 ", \"graph_stale\": %" PRIu64
+	       ", \"fallbacks\": %" PRIu64 ", \"plans\": [", ds.graph_captures, ds.graph_replays,
+	       ds.graph_failures, ds.graph_stale, ds.fallbacks);
+	for (unsigned i = 0, k = 0; i < ds.plans; i++)
+		if (rf_device_plan_json(m->dev, i, buf, sizeof(buf)) > 0)
+			printf("%s%s", k++ ? ", " : "", buf);
+	printf("]}");
+}
+
 /* --json: the final object on stdout. */
 static void print_json(const struct cli *c, const struct rf_trainer *t, const struct run *run,
 		       const struct rf_engine_stats *es)
@@ -363,6 +394,7 @@ static void print_json(const struct cli *c, const struct rf_trainer *t, const st
 		       c->max_inflight == UINT_MAX ? 0 : c->max_inflight ? c->max_inflight : 4096,
 		       c->o.window == RF_TRAIN_WINDOW_NONE ? 0 : c->o.window ? c->o.window : 2,
 		       c->o.barrier_every);
+	print_device_stats(t, 1);
 	printf(", \"world_size\": %d, \"param_hash\": \"%016" PRIx64 "\"", c->dist ? c->world : 1,
 	       st->param_hash);
 	printf(", \"samples_per_s\": ");
@@ -413,8 +445,10 @@ static int run_training(struct cli *c, struct rf_engine *eng, struct rf_trainer 
 		rf_cli_say(prog, "--export: %s", rf_last_error());
 		return 1;
 	}
-	if (c->stats && leader(c))
+	if (c->stats && leader(c)) {
 		print_stats(c, eng, &es);
+		print_device_stats(t, 0);
+	}
 	if (c->json && leader(c))
 		print_json(c, t, run, &es);
 	return 0;

@@ -55,11 +55,13 @@ static int rf__blas_threads(const struct rf_trainer *t)
 
 /* Devices whose memory is not the host's: device r mod (devices) for replica r, the
  * ranks on a machine taking them in turn; the compute streams, then one for the kv
- * store's reductions (K > 1) or a comm's collectives; and a host device for staging. */
+ * store's reductions (K > 1) or a comm's collectives; and a host device for staging.
+ * They take no fallback path: a training run that would convolve by a slower path
+ * than the device's library says so and stops (rf_device_opts.no_fallback). */
 static int rf__open_remote(struct rf_trainer *t, int n)
 {
 	struct rf_device_opts o = { .streams = t->nstreams + (t->K > 1 || t->comm ? 1 : 0),
-				    .precision = t->o.precision };
+				    .precision = t->o.precision, .no_fallback = 1 };
 	unsigned first = t->comm ? (unsigned)rf_comm_local_rank(t->comm) * t->K : 0;
 	unsigned r;
 	int ret;
