@@ -10,7 +10,13 @@ Batches come in the order rf-train reads them for the same seed, epoch and rank.
 batch's memory is the loader's and is not reused while Python (or a tensor made from
 it) still holds it. state_dict()/load_state_dict() resume mid-epoch exactly once.
 Errors are ringflow.Error (an OSError carrying the C message: file, offset, URL).
+Arguments are never guessed: a value of the wrong type is a TypeError, one out of range
+a ValueError (an integer past 64 bits an OverflowError), each naming the parameter.
+A file without labels (pack's default) gives batches whose labels are None.
 """
+import errno
+import math
+import numbers
 import os
 
 from ._ringflow import Engine, Error, Tensor, Var, _Loader, _pack
@@ -18,6 +24,76 @@ from ._ringflow import Engine, Error, Tensor, Var, _Loader, _pack
 __all__ = ["Loader", "Engine", "Var", "Tensor", "Error", "pack"]
 
 _STATE_KEYS = ("seed", "batch_size", "world", "rank", "records", "shuffle", "drop_last")
+_U64 = 2**64 - 1
+_MAX_SLOTS = 128        # prefetch + hold: the batch slots one Loader keeps
+
+
+def _int(name, v, lo, hi):
+    """v as an int in [lo, hi]; never a bool, float or string taken for one."""
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+        raise TypeError(f"{name}: expected an int, got {type(v).__name__} {v!r}")
+    v = int(v)
+    if v < lo or v > hi:
+        err = OverflowError if v < -2**63 or v > _U64 else ValueError
+        raise err(f"{name}={v}: expected an int from {lo} to {hi}")
+    return v
+
+
+def _flag(name, v):
+    if isinstance(v, bool) or (isinstance(v, numbers.Integral) and int(v) in (0, 1)):
+        return bool(v)
+    raise TypeError(f"{name}: expected True or False, got {type(v).__name__} {v!r}")
+
+
+def _real(name, v, positive=False):
+    if isinstance(v, bool) or not isinstance(v, numbers.Real):
+        raise TypeError(f"{name}: expected a number, got {type(v).__name__} {v!r}")
+    v = float(v)
+    if not math.isfinite(v) or (positive and v <= 0):
+        raise ValueError(f"{name}={v}: expected a finite number{' > 0' if positive else ''}")
+    return v
+
+
+def _str(name, v, choices=None):
+    if not isinstance(v, str):
+        raise TypeError(f"{name}: expected a str, got {type(v).__name__} {v!r}")
+    if choices and v not in choices:
+        raise ValueError(f"{name}={v!r}: expected one of {', '.join(map(repr, choices))}")
+    return v
+
+
+def _source(path_or_url):
+    """The path or URL the C loader opens, refused by name where it cannot be one."""
+    if isinstance(path_or_url, bytes) or not isinstance(path_or_url, (str, os.PathLike)):
+        raise TypeError(f"path_or_url: expected a str or path, got "
+                        f"{type(path_or_url).__name__} {path_or_url!r}")
+    p = os.fspath(path_or_url)
+    if "://" in p:
+        if not p.startswith("http://"):
+            raise ValueError(f"path_or_url={p!r}: only plain http:// URLs are read (no TLS, "
+                             f"no other scheme)")
+        return p
+    if not os.path.exists(p):
+        raise Error(errno.ENOENT, "no such .rfrec file or Fashion-MNIST directory", p)
+    return p
+
+
+def _loader_args(batch_size, shuffle, seed, epoch, rank, world, prefetch, drop_last, hold,
+                 split, mean, std):
+    """The Loader's arguments checked (and RecordDataset's, before any worker starts)."""
+    batch_size = _int("batch_size", batch_size, 1, 2**31 - 1)
+    world = _int("world", world, 1, 65536)
+    rank = _int("rank", rank, 0, world - 1)
+    prefetch = _int("prefetch", prefetch, 1, _MAX_SLOTS)
+    hold = _int("hold", hold, 0, _MAX_SLOTS)
+    if prefetch + hold > _MAX_SLOTS:
+        raise ValueError(f"prefetch={prefetch}, hold={hold}: expected prefetch + hold <= "
+                         f"{_MAX_SLOTS} (the batch slots a Loader keeps)")
+    return dict(batch_size=batch_size, shuffle=_flag("shuffle", shuffle),
+                seed=_int("seed", seed, 0, _U64), epoch=_int("epoch", epoch, 0, 2**63 - 1),
+                rank=rank, world=world, prefetch=prefetch, drop_last=_flag("drop_last", drop_last),
+                hold=hold, split=_str("split", split, ("train", "test")),
+                mean=_real("mean", mean), std=_real("std", std, positive=True))
 
 
 class Loader:
@@ -38,11 +114,14 @@ class Loader:
     def __init__(self, path_or_url, batch_size, shuffle=True, seed=0, epoch=0, rank=0,
                  world=1, prefetch=3, drop_last=False, device="cpu", hold=1, split="train",
                  mean=0.0, std=1.0):
+        a = _loader_args(batch_size, shuffle, seed, epoch, rank, world, prefetch, drop_last,
+                         hold, split, mean, std)
+        device = _str("device", device)
         if device == "cuda":
             device = "cuda:0"
-        self._l = _Loader(os.fspath(path_or_url), int(batch_size), bool(shuffle), int(seed),
-                          int(epoch), int(rank), int(world), int(prefetch), bool(drop_last),
-                          str(device), int(hold), str(split), float(mean), float(std))
+        self._l = _Loader(_source(path_or_url), a["batch_size"], a["shuffle"], a["seed"],
+                          a["epoch"], a["rank"], a["world"], a["prefetch"], a["drop_last"],
+                          device, a["hold"], a["split"], a["mean"], a["std"])
 
     def __iter__(self):
         return self
@@ -63,7 +142,7 @@ class Loader:
 
     def set_epoch(self, epoch):
         """Read epoch `epoch` from its first batch next."""
-        self._l.seek(int(epoch), 0)
+        self._l.seek(_int("epoch", epoch, 0, 2**63 - 1), 0)
 
     def state_dict(self):
         """Where the next batch handed out is: {'epoch', 'batch', and the settings that
@@ -73,15 +152,26 @@ class Loader:
         return dict(self._l.state())
 
     def load_state_dict(self, state):
+        """Resume where state (state_dict()'s) says. It must name the order it was taken
+        in -- every key state_dict() writes -- and that order must be this Loader's."""
+        if not isinstance(state, dict):
+            raise TypeError(f"load_state_dict: expected a dict (state_dict()'s), got "
+                            f"{type(state).__name__}")
         mine = self._l.state()
+        missing = [k for k in ("epoch", "batch") + _STATE_KEYS if k not in state]
+        if missing:
+            raise ValueError(f"load_state_dict: the state has no {', '.join(map(repr, missing))}: "
+                             f"it does not say which order it was taken in")
         for k in _STATE_KEYS:
-            if k in state and state[k] != mine[k]:
+            v = state[k]
+            v = _flag(f"state['{k}']", v) if k in ("shuffle", "drop_last") else \
+                _int(f"state['{k}']", v, 0, _U64)
+            if v != mine[k]:
                 raise ValueError(f"load_state_dict: {k} {state[k]!r} in the state, {mine[k]!r} "
                                  f"in this Loader: the order would differ")
-        for k in ("epoch", "batch"):
-            if k not in state:
-                raise ValueError(f"load_state_dict: the state has no '{k}'")
-        self._l.seek(int(state["epoch"]), int(state["batch"]))
+        epoch = _int("state['epoch']", state["epoch"], 0, 2**63 - 1)
+        batch = _int("state['batch']", state["batch"], 0, self._l.batches())
+        self._l.seek(epoch, batch)
 
     def held_slots(self):
         """Batch slots Python holds now (for tests and tuning hold=)."""

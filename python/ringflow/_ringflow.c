@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <ringflow/ring.h>
 #include <ringflow/engine.h>
@@ -48,14 +49,27 @@ static PyObject *rf_py_raise(int ret, const char *text)
 	return NULL;
 }
 
-static int rf_py_same_thread(pthread_t owner)
+/* The object is used on the thread that made it, in the process that made it: a
+ * fork() copies neither its ring's kernel state nor its threads (and the child's
+ * thread can have the parent's pthread_t). */
+static int rf_py_same_thread_in(pthread_t owner, pid_t pid)
 {
+	if (pid && pid != getpid()) {
+		PyErr_Format(PyExc_RuntimeError, "ringflow: a Loader or Engine made in process %d "
+			     "is used in process %d, forked from it: its io_uring ring and threads "
+			     "do not survive fork(); make it in the process that uses it (a "
+			     "DataLoader worker: inside the worker, as RecordDataset does)",
+			     (int)pid, (int)getpid());
+		return 0;
+	}
 	if (pthread_equal(owner, pthread_self()))
 		return 1;
 	rf_py_raise(-EPERM, "ringflow: a Loader or Engine is used from the thread that made it "
 			    "(its reactor thread); make one per thread or process");
 	return 0;
 }
+
+#define rf_py_same_thread(owner) rf_py_same_thread_in((owner), s->pid)
 
 /* ---- DLPack (v0.8 ABI: the structs every consumer reads) ------------------------- */
 
@@ -90,6 +104,7 @@ typedef struct DLManagedTensor {
 typedef struct {
 	PyObject_HEAD
 	pthread_t owner;
+	pid_t pid;                 /* the process that made it */
 	struct rf_ring *ring;
 	struct rf_engine *eng;
 	struct rf_device *cpu, *dev;     /* dev: the batches' device (cpu or a GPU) */
@@ -175,10 +190,13 @@ static void rf_py_unhold(rf_py_loader *s)
  * leaked, with the object itself (a loader reads the dataset struct inside it), and
  * a ResourceWarning says how not to: close() on the owner's thread. Returns 1 when
  * the caller must free nothing. */
-static int rf_py_foreign_drop(PyObject *self, pthread_t owner, int live, const char *what)
+static int rf_py_foreign_drop(PyObject *self, pthread_t owner, pid_t pid, int live,
+			      const char *what)
 {
 	PyObject *et, *ev, *tb;
 
+	if (live && pid && pid != getpid())
+		return 1;  /* a forked copy: the parent's ring and threads are not ours to stop */
 	if (!live || pthread_equal(owner, pthread_self()))
 		return 0;
 	PyErr_Fetch(&et, &ev, &tb);
@@ -247,7 +265,8 @@ static int rf_py_loader_init(PyObject *self, PyObject *args, PyObject *kw)
 		return -1;
 	/* the loader makes prefetch + hold full slots and at most as many tail slots: all
 	 * of them fit held[] */
-	if (!batch || !world || rank >= world || !prefetch || prefetch + hold > RF_PY_MAX_SLOTS / 2) {
+	if (!batch || !world || rank >= world || !prefetch ||
+	    (uint64_t)prefetch + hold > RF_PY_MAX_SLOTS / 2) {
 		PyErr_Format(PyExc_ValueError, "Loader: batch_size %u, rank %u, world %u, prefetch %u, "
 			     "hold %u: expected batch_size >= 1, 0 <= rank < world, prefetch >= 1 "
 			     "and prefetch + hold <= %d", batch, rank, world, prefetch, hold,
@@ -259,6 +278,7 @@ static int rf_py_loader_init(PyObject *self, PyObject *args, PyObject *kw)
 		return -1;
 	}
 	s->owner = pthread_self();
+	s->pid = getpid();
 	s->batch = batch;
 	s->prefetch = prefetch;
 	s->world = world;
@@ -318,7 +338,7 @@ static void rf_py_loader_dealloc(PyObject *self)
 	rf_py_loader *s = (rf_py_loader *)self;
 	PyTypeObject *tp = Py_TYPE(self);
 
-	if (rf_py_foreign_drop(self, s->owner, s->l != NULL, "Loader"))
+	if (rf_py_foreign_drop(self, s->owner, s->pid, s->l != NULL, "Loader"))
 		return;   /* the object too: the loader reads its dataset (s->ds) */
 	Py_BEGIN_ALLOW_THREADS
 	rf_py_loader_free_all(s);
@@ -429,7 +449,15 @@ static PyObject *rf_py_loader_next(PyObject *self, PyObject *unused)
 		snprintf(msg, sizeof(msg), "%s", why && *why ? why : rf_loader_last_error(s->l));
 		return rf_py_raise(ret, msg);
 	}
-	PyObject *x = rf_py_tensor_new(s, &b, 0), *y = x ? rf_py_tensor_new(s, &b, 1) : NULL;
+	/* a file without labels (ringflow.pack's default, rf-pack without a label file):
+	 * the batch's labels are None */
+	PyObject *x = rf_py_tensor_new(s, &b, 0), *y = NULL;
+	if (x && b.y[0])
+		y = rf_py_tensor_new(s, &b, 1);
+	else if (x) {
+		y = Py_None;
+		Py_INCREF(y);
+	}
 	rf_py_ref(s, b.slot, -1);        /* out of the queue: the tensors hold it now */
 	if (!y) {
 		Py_XDECREF(x);
@@ -693,8 +721,9 @@ static PyType_Slot rf_py_tensor_slots[] = {
 };
 
 static PyType_Spec rf_py_tensor_spec = {
-	"ringflow._ringflow.Tensor", sizeof(rf_py_tensor), 0, Py_TPFLAGS_DEFAULT,
-	rf_py_tensor_slots,
+	/* made by a Loader only: Tensor() raises TypeError instead of making an empty one */
+	"ringflow._ringflow.Tensor", sizeof(rf_py_tensor), 0,
+	Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION, rf_py_tensor_slots,
 };
 
 /* ---- pack: a .rfrec from a buffer of u8 records -------------------------------------- */
@@ -763,6 +792,7 @@ static PyObject *rf_py_pack(PyObject *mod, PyObject *args)
 typedef struct {
 	PyObject_HEAD
 	pthread_t owner;
+	pid_t pid;                 /* the process that made it */
 	struct rf_ring *ring;
 	struct rf_engine *eng;
 	struct rf_stream **ws;
@@ -852,6 +882,7 @@ static int rf_py_engine_init(PyObject *self, PyObject *args, PyObject *kw)
 	if (s->eng)
 		return rf_py_raise(-EINVAL, "Engine: already initialised"), -1;
 	s->owner = pthread_self();
+	s->pid = getpid();
 	s->ws = calloc(workers, sizeof(*s->ws));
 	if (!s->ws)
 		return PyErr_NoMemory(), -1;
@@ -889,7 +920,7 @@ static void rf_py_engine_dealloc(PyObject *self)
 	rf_py_engine *s = (rf_py_engine *)self;
 	PyTypeObject *tp = Py_TYPE(self);
 
-	if (rf_py_foreign_drop(self, s->owner, s->ring != NULL, "Engine"))
+	if (rf_py_foreign_drop(self, s->owner, s->pid, s->ring != NULL, "Engine"))
 		return;   /* the object too, as the Loader's */
 	Py_BEGIN_ALLOW_THREADS
 	rf_py_engine_close_all(s);
@@ -1104,7 +1135,9 @@ static PyType_Slot rf_py_var_slots[] = {
 };
 
 static PyType_Spec rf_py_var_spec = {
-	"ringflow.Var", sizeof(rf_py_var), 0, Py_TPFLAGS_DEFAULT, rf_py_var_slots,
+	/* made by Engine.var() only */
+	"ringflow.Var", sizeof(rf_py_var), 0,
+	Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION, rf_py_var_slots,
 };
 
 /* ---- the module ------------------------------------------------------------------------ */

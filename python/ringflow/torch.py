@@ -20,6 +20,11 @@ class RecordDataset(torch.utils.data.IterableDataset):
     def __init__(self, path_or_url, batch_size, shuffle=True, seed=0, rank=0, world=1,
                  prefetch=3, drop_last=False, split="train", mean=0.0, std=1.0):
         super().__init__()
+        from . import _int, _loader_args
+        # checked here, in the main process, not first in a worker
+        rows = _int("batch_size", batch_size, 1, 2**31 - 1)
+        _loader_args(rows * _int("world", world, 1, 65536), shuffle, seed, 0, rank, world,
+                     prefetch, drop_last, 1, split, mean, std)
         self.path, self.batch_size, self.shuffle, self.seed = path_or_url, batch_size, shuffle, seed
         self.rank, self.world, self.prefetch, self.drop_last = rank, world, prefetch, drop_last
         self.split, self.mean, self.std = split, mean, std
@@ -37,7 +42,8 @@ class RecordDataset(torch.utils.data.IterableDataset):
                         world=shards, prefetch=self.prefetch, drop_last=self.drop_last,
                         split=self.split, mean=self.mean, std=self.std)
         for images, labels in loader:
-            x, y = torch.from_dlpack(images), torch.from_dlpack(labels)
+            x = torch.from_dlpack(images)
+            y = torch.from_dlpack(labels) if labels is not None else None
             if info is not None:        # leaves the process: not the loader's memory
-                x, y = x.clone(), y.clone()
+                x, y = x.clone(), (y.clone() if y is not None else None)
             yield x, y

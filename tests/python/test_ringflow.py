@@ -324,6 +324,96 @@ def main():
     check(seen[:4] == [0, 16, 32, 48] and l.held_slots() == 0,
           f"40 batches, each let go on another thread: no slot stays held ({l.held_slots()})")
     l.close()
+
+    # a file without labels (pack's default): batches whose labels are None, never a crash
+    nolab = os.path.join(T, "nolab.rfrec")
+    ringflow.pack(nolab, imgs[:40])
+    with ringflow.Loader(nolab, 16, shuffle=False) as l:
+        x, y = next(l)
+        check(y is None and ids(x) == list(range(16)), "a label-less file: labels None")
+        del x
+    got = [y for _, y in torch.utils.data.DataLoader(rtorch.RecordDataset(nolab, 16),
+                                                     batch_size=None)]
+    check(len(got) == 3 and all(y is None for y in got), "RecordDataset of a label-less file")
+    # types made by the library only refuse to be made from Python
+    for cls in (ringflow.Tensor, ringflow.Var):
+        try:
+            cls()
+            check(False, f"{cls.__name__}() refused")
+        except TypeError:
+            check(True, "")
+    # arguments are never guessed: each a TypeError/ValueError/OverflowError naming it
+    def refused(kw, exc, name):
+        try:
+            ringflow.Loader(path, **kw)
+            check(False, f"Loader({kw}) refused")
+        except exc as e:
+            check(name in str(e), f"Loader({kw}): {type(e).__name__} naming {name}: {e}")
+    refused(dict(batch_size=-1), ValueError, "batch_size")
+    refused(dict(batch_size=2**32 + 5), ValueError, "batch_size")
+    refused(dict(batch_size=True), TypeError, "batch_size")
+    refused(dict(batch_size=2.5), TypeError, "batch_size")
+    refused(dict(batch_size="64"), TypeError, "batch_size")
+    refused(dict(batch_size=64, seed=2**70), OverflowError, "seed")
+    refused(dict(batch_size=64, seed=-1), ValueError, "seed")
+    refused(dict(batch_size=64, world=-1), ValueError, "world")
+    refused(dict(batch_size=64, rank=2, world=2), ValueError, "rank")
+    refused(dict(batch_size=64, prefetch=3, hold=2**32 - 1), ValueError, "hold")
+    refused(dict(batch_size=64, prefetch=100, hold=100), ValueError, "prefetch")
+    refused(dict(batch_size=64, std=0), ValueError, "std")
+    refused(dict(batch_size=64, mean=float("nan")), ValueError, "mean")
+    refused(dict(batch_size=64, shuffle="yes"), TypeError, "shuffle")
+    refused(dict(batch_size=64, split="val"), ValueError, "split")
+    check(len(ringflow.Loader(path, np.int64(64))) == (N + 63) // 64, "a numpy integer is an int")
+    # the path or URL: what is wrong with it, not a guess at an IDX directory inside it
+    for bad, exc, word in ((os.path.join(T, "missing.rfrec"), ringflow.Error, "missing.rfrec"),
+                           ("https://127.0.0.1/x.rfrec", ValueError, "http://"),
+                           ("ftp://127.0.0.1/x.rfrec", ValueError, "http://")):
+        try:
+            ringflow.Loader(bad, 16)
+            check(False, f"Loader({bad!r}) refused")
+        except exc as e:
+            check(word in str(e) and "train-images" not in str(e), f"Loader({bad!r}): {e}")
+    # load_state_dict: a state must name its order, with fields of the right type
+    l = ringflow.Loader(path, 64, seed=5)
+    st = l.state_dict()
+    for k, v, exc in (("seed", None, ValueError), ("batch", "3", TypeError),
+                      ("batch", 10**6, ValueError), ("shuffle", "x", TypeError),
+                      ("epoch", -1, ValueError)):
+        bad = dict(st)
+        if v is None:
+            del bad[k]
+        else:
+            bad[k] = v
+        try:
+            l.load_state_dict(bad)
+            check(False, f"load_state_dict with {k}={v!r} refused")
+        except exc as e:
+            check(k in str(e), f"load_state_dict {k}={v!r}: {type(e).__name__}: {e}")
+    l.load_state_dict(st)
+    l.close()
+    # used after fork(): said so, in the child; the parent's Loader goes on
+    l = ringflow.Loader(path, 64, seed=5)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        try:
+            next(l)
+            msg = b"no error"
+        except RuntimeError as e:
+            msg = str(e).encode()
+        except BaseException as e:       # anything else is a failure the parent reports
+            msg = repr(e).encode()
+        os.write(w, msg)
+        os._exit(0)
+    os.close(w)
+    msg = os.read(r, 4096).decode()
+    os.close(r)
+    os.waitpid(pid, 0)
+    check("fork" in msg and "process" in msg, f"a Loader used after fork(): {msg}")
+    check(len(ids(next(l)[0])) == 64, "the parent's Loader still reads after the fork")
+    l.close()
     print(f"ringflow python: {checks} checks passed")
 
 
