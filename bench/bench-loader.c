@@ -46,8 +46,10 @@ static const char usage[] =
 	"  --prefetch N     batch slots in flight, 1..16 (default 4)\n"
 	"  --streams N      decode streams, 1..16 (default 2)\n"
 	"  --seed S         the shuffle's seed (default 1)\n"
-	"  --chunk BYTES    small records: bytes per read, 4k..256m (default 512k)\n"
-	"  --window W       small records: chunks shuffled together, 1..4096 (default 8)\n"
+	"  --order O        uniform (default: every order equally likely, small records\n"
+	"                   read one by one) or windowed (chunks shuffled in windows)\n"
+	"  --chunk BYTES    windowed: bytes per read, 4k..256m (default 512k)\n"
+	"  --window W       windowed: chunks shuffled together, 1..4096 (default 8)\n"
 	"  --http-conns N   connections for an http:// --rfrec, 1..64 (default 4)\n"
 	"  --read-bytes B   bytes of reads in flight at most, 4k..1g (default 8m)\n"
 	"  --in-memory --buffered --no-shuffle --json\n";
@@ -58,6 +60,7 @@ int rf_bench_loader(int argc, char **argv)
 	uint64_t rec = 0, hdr = 0, batch = 256, epochs = 1, prefetch = 0, streams = 2, seed = 1, conns = 0;
 	uint64_t chunk = 0, window = 0, rbytes = 0, all_n = 0;
 	int json = 0, fmnist = 0, in_memory = 0, buffered = 0, no_shuffle = 0, i, ret, rc = 1;
+	int order = RF_LOADER_ORDER_UNIFORM;
 	struct rf_ring *ring = NULL;
 	struct rf_engine *e = NULL;
 	struct rf_device *dev = NULL;
@@ -129,7 +132,16 @@ int rf_bench_loader(int argc, char **argv)
 			u = &rbytes, lo = 4096, hi = 1ull << 30, sizes = 1;
 		else if (!strcmp(a, "--window"))
 			u = &window, hi = 4096;
-		else
+		else if (!strcmp(a, "--order")) {
+			const char *v = i + 1 < argc ? argv[++i] : "";
+			if (!strcmp(v, "uniform") || !strcmp(v, "windowed")) {
+				order = !strcmp(v, "windowed");
+			} else {
+				fprintf(stderr, "rf-bench loader: --order: got '%s', expected uniform or "
+					"windowed\n", v);
+				return 2;
+			}
+		} else
 			return bench_unknown("loader", a);
 		if (u) {
 			int rc = bench_u64("loader", argc, argv, &i, lo, hi, sizes, u);
@@ -182,6 +194,7 @@ int rf_bench_loader(int argc, char **argv)
 	o.ndevices = 1;
 	o.chunk_bytes = chunk;
 	o.window_chunks = (unsigned)window;
+	o.order = order;
 	o.in_memory = in_memory;
 	o.buffered = buffered;
 	o.http_conns = (unsigned)conns;

@@ -112,6 +112,16 @@ static int rf__load_labels(struct rf_loader *l)
 	return 0;
 }
 
+/* Records on disk or behind a URL: read one by one (REC) for large records and for a
+ * uniform shuffle; by chunks shuffled in windows (SPAN) when windowed order is asked,
+ * or when there is no shuffle (the file's order: the chunks read in sequence). */
+static int rf__disk_mode(const struct rf_loader *l, const struct rf_dataset_src *s0)
+{
+	if (s0->stride >= l->o.large_record)
+		return RF__REC;
+	return l->o.no_shuffle || l->o.order == RF_LOADER_ORDER_WINDOWED ? RF__SPAN : RF__REC;
+}
+
 /* Reopen the payload file for ring reads, find its O_DIRECT alignment, pick the mode. */
 static int rf__open_payload_file(struct rf_loader *l)
 {
@@ -131,7 +141,7 @@ static int rf__open_payload_file(struct rf_loader *l)
 		if (ma > l->align)
 			l->align = ma;
 	}
-	l->mode = s0->stride >= l->o.large_record ? RF__REC : RF__SPAN;
+	l->mode = rf__disk_mode(l, s0);
 	return 0;
 }
 
@@ -162,7 +172,7 @@ int rf__open_sources(struct rf_loader *l)
 		rf__http_expect_size(l->http, s0->size);
 		l->align = 4096;
 		l->o.no_register = 1; /* nothing reads into the units through fixed buffers */
-		l->mode = s0->stride >= l->o.large_record ? RF__REC : RF__SPAN;
+		l->mode = rf__disk_mode(l, s0);
 		return 0;
 	}
 	if (!l->pmem)

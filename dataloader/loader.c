@@ -36,6 +36,9 @@ static int rf__check_args(struct rf_engine *e, const struct rf_dataset *ds,
 		return rf__fail(-EINVAL, "loader: shards %u..%u of %u: expected shard_base + "
 				"ndevices <= shard_total", opts->shard_base,
 				opts->shard_base + opts->ndevices - 1, opts->shard_total);
+	if (opts->order != RF_LOADER_ORDER_UNIFORM && opts->order != RF_LOADER_ORDER_WINDOWED)
+		return rf__fail(-EINVAL, "loader: order %d: expected RF_LOADER_ORDER_UNIFORM (0) or "
+				"RF_LOADER_ORDER_WINDOWED (1)", opts->order);
 	if (ds->dtype != RF_DS_DT_U8)
 		return rf__fail(-ENOTSUP, "%s: payload dtype %s: the loader decodes u8 only",
 				ds->src[0].path, rf_ds_dtype_name(ds->dtype));

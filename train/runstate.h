@@ -26,7 +26,8 @@ enum {
 	RF__RS_MID_BATCH,      /* inside the epoch: batches done */
 	RF__RS_MID_LOSS,       /* f64 bits: their loss sum */
 	RF__RS_MID_CORR, RF__RS_MID_ROWS, RF__RS_AUGMENT,
-	RF__RS_NFIELDS = RF__RS_AUGMENT
+	RF__RS_ORDER,          /* the training set's shuffle, plus one (0: before --order) */
+	RF__RS_NFIELDS = RF__RS_ORDER
 };
 
 struct rf__runstate {

@@ -136,6 +136,7 @@ static void rf__fill_meta(struct rf_trainer *t, struct rf_ckpt_meta *meta,
 	v[RF__RS_MID_CORR] = mid->corr;
 	v[RF__RS_MID_ROWS] = mid->rows;
 	v[RF__RS_AUGMENT] = (uint64_t)t->o.augment;
+	v[RF__RS_ORDER] = 1 + (uint64_t)t->o.order;
 	meta->extra_len = rf__rs_put(&rs, meta->extra);
 }
 
@@ -437,6 +438,7 @@ static int rf__check_fields(struct rf_trainer *t, const char *path,
 		{ RF__RS_SCHED_EPOCHS, UINT32_MAX },
 		{ RF__RS_ADAMW, 1 },
 		{ RF__RS_AUGMENT, 1 },
+		{ RF__RS_ORDER, 2 },
 	};
 
 	if (meta->epoch >= UINT32_MAX) {
@@ -503,6 +505,10 @@ static int rf__check_same_run(struct rf_trainer *t, const char *path,
 	else if ((int)rs->v[RF__RS_AUGMENT] != t->o.augment)
 		rf__trainer_msg(t, "%s: saved by a run %s --augment, this run is %s it", path,
 				t->o.augment ? "without" : "with", t->o.augment ? "with" : "without");
+	else if (rs->v[RF__RS_ORDER] && rs->v[RF__RS_ORDER] - 1 != (uint64_t)t->o.order)
+		rf__trainer_msg(t, "%s: saved by a run with --order %s, this run has --order %s",
+				path, rs->v[RF__RS_ORDER] == 1 ? "uniform" : "windowed",
+				t->o.order ? "windowed" : "uniform");
 	else if (rf__rs_has(rs, RF__RS_TRAIN_COUNT) && rs->v[RF__RS_TRAIN_COUNT] != t->train_view.count)
 		rf__trainer_msg(t, "%s: saved by a run on %" PRIu64 " training records, this "
 				"run has %" PRIu64, path, rs->v[RF__RS_TRAIN_COUNT],

@@ -86,6 +86,11 @@ static int rf__check_opts(struct rf_trainer *t)
 				return -ENOTSUP;
 			}
 	}
+	if (t->o.order != RF_LOADER_ORDER_UNIFORM && t->o.order != RF_LOADER_ORDER_WINDOWED) {
+		rf__trainer_msg(t, "order %d: expected RF_LOADER_ORDER_UNIFORM (0) or "
+				"RF_LOADER_ORDER_WINDOWED (1)", t->o.order);
+		return -EINVAL;
+	}
 	if ((unsigned)t->o.precision > RF_PRECISION_BF16 || t->o.channels_last < -1 ||
 	    t->o.channels_last > 1) {
 		rf__trainer_msg(t, "precision %d, channels_last %d: expected one of enum "

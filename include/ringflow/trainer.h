@@ -111,6 +111,8 @@ struct rf_train_opts {
 				    * (trainer-devices.c says why) */
 	int blas_threads;          /* OpenBLAS threads (0: devices' policy) */
 	int in_memory;             /* loader: read the payload file into memory */
+	int order;                 /* the training set's shuffle (loader.h): 0 uniform
+				    * (RF_LOADER_ORDER_UNIFORM), 1 windowed */
 	int augment;               /* 1: the training images, as the loader gathers them: a
 				    * random crop of the image padded by RF_TRAIN_AUGMENT_PAD
 				    * zeros, then a horizontal flip with probability 1/2; each

@@ -25,6 +25,7 @@ __all__ = ["Loader", "Engine", "Var", "Tensor", "Error", "pack"]
 
 _STATE_KEYS = ("seed", "batch_size", "world", "rank", "records", "shuffle", "drop_last")
 _U64 = 2**64 - 1
+_ORDERS = ("uniform", "windowed")   # RF_LOADER_ORDER_UNIFORM, _WINDOWED
 _MAX_SLOTS = 128        # prefetch + hold: the batch slots one Loader keeps
 
 
@@ -105,6 +106,10 @@ class Loader:
     shuffle      a new order every epoch, a function of (seed, epoch) only
     rank, world  this process's shard of every batch (as rf-train's ranks)
     prefetch     batches read ahead while Python computes
+    order        "uniform" (every order equally likely; small records on disk read one
+                 by one) or "windowed" (chunks read whole and shuffled in windows: fewer,
+                 sequential reads, but a batch draws from a few windows -- on a file
+                 sorted by class, from a few classes)
     hold         batch slots Python may keep referenced beyond those (zero-copy views
                  stay valid: the loader never writes a slot Python holds)
     device       "cpu", or "cuda" / "cuda:N" (batches decoded on the GPU)
@@ -113,7 +118,7 @@ class Loader:
 
     def __init__(self, path_or_url, batch_size, shuffle=True, seed=0, epoch=0, rank=0,
                  world=1, prefetch=3, drop_last=False, device="cpu", hold=1, split="train",
-                 mean=0.0, std=1.0):
+                 mean=0.0, std=1.0, order="uniform"):
         a = _loader_args(batch_size, shuffle, seed, epoch, rank, world, prefetch, drop_last,
                          hold, split, mean, std)
         device = _str("device", device)
@@ -121,7 +126,8 @@ class Loader:
             device = "cuda:0"
         self._l = _Loader(_source(path_or_url), a["batch_size"], a["shuffle"], a["seed"],
                           a["epoch"], a["rank"], a["world"], a["prefetch"], a["drop_last"],
-                          device, a["hold"], a["split"], a["mean"], a["std"])
+                          device, a["hold"], a["split"], a["mean"], a["std"], 0.0,
+                          _ORDERS.index(_str("order", order, _ORDERS)))
 
     def __iter__(self):
         return self

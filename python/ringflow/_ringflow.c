@@ -247,21 +247,22 @@ static int rf_py_loader_init(PyObject *self, PyObject *args, PyObject *kw)
 {
 	static char *kws[] = { "path", "batch_size", "shuffle", "seed", "epoch", "rank", "world",
 			       "prefetch", "drop_last", "device", "hold", "split", "mean", "std",
-			       "scale", NULL };
+			       "scale", "order", NULL };
 	rf_py_loader *s = (rf_py_loader *)self;
 	const char *path, *device = "cpu", *split = "train";
 	unsigned batch, prefetch = 3, hold = 1, rank = 0, world = 1;
 	unsigned long long seed = 0, epoch = 0;
-	int shuffle = 1, drop_last = 0, ret;
+	int shuffle = 1, drop_last = 0, order = RF_LOADER_ORDER_UNIFORM, ret;
 	float mean = 0.0f, std = 1.0f, scale = 0.0f;
 	struct rf_loader_opts o = { 0 };
 	struct stat st;
 
 	if (s->eng)
 		return rf_py_raise(-EINVAL, "Loader: already initialised"), -1;
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "sI|pKKIIIpsIsfff", kws, &path, &batch, &shuffle,
-					 &seed, &epoch, &rank, &world, &prefetch, &drop_last,
-					 &device, &hold, &split, &mean, &std, &scale))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "sI|pKKIIIpsIsfffi", kws, &path, &batch,
+					 &shuffle, &seed, &epoch, &rank, &world, &prefetch,
+					 &drop_last, &device, &hold, &split, &mean, &std, &scale,
+					 &order))
 		return -1;
 	/* the loader makes prefetch + hold full slots and at most as many tail slots: all
 	 * of them fit held[] */
@@ -309,6 +310,7 @@ static int rf_py_loader_init(PyObject *self, PyObject *args, PyObject *kw)
 		o.prefetch = prefetch + hold;     /* slots: in flight, and held by Python */
 		o.seed = seed;
 		o.no_shuffle = !shuffle;
+		o.order = order;
 		o.drop_last = drop_last;
 		o.devices = &s->dev;
 		o.ndevices = 1;

@@ -18,16 +18,17 @@ class RecordDataset(torch.utils.data.IterableDataset):
     """
 
     def __init__(self, path_or_url, batch_size, shuffle=True, seed=0, rank=0, world=1,
-                 prefetch=3, drop_last=False, split="train", mean=0.0, std=1.0):
+                 prefetch=3, drop_last=False, split="train", mean=0.0, std=1.0, order="uniform"):
         super().__init__()
-        from . import _int, _loader_args
+        from . import _ORDERS, _int, _loader_args, _str
         # checked here, in the main process, not first in a worker
         rows = _int("batch_size", batch_size, 1, 2**31 - 1)
         _loader_args(rows * _int("world", world, 1, 65536), shuffle, seed, 0, rank, world,
                      prefetch, drop_last, 1, split, mean, std)
+        _str("order", order, _ORDERS)
         self.path, self.batch_size, self.shuffle, self.seed = path_or_url, batch_size, shuffle, seed
         self.rank, self.world, self.prefetch, self.drop_last = rank, world, prefetch, drop_last
-        self.split, self.mean, self.std = split, mean, std
+        self.split, self.mean, self.std, self.order = split, mean, std, order
         self.epoch = 0
 
     def set_epoch(self, epoch):
@@ -40,7 +41,7 @@ class RecordDataset(torch.utils.data.IterableDataset):
         loader = Loader(self.path, self.batch_size * shards, shuffle=self.shuffle,
                         seed=self.seed, epoch=self.epoch, rank=self.rank * nw + w,
                         world=shards, prefetch=self.prefetch, drop_last=self.drop_last,
-                        split=self.split, mean=self.mean, std=self.std)
+                        split=self.split, mean=self.mean, std=self.std, order=self.order)
         for images, labels in loader:
             x = torch.from_dlpack(images)
             y = torch.from_dlpack(labels) if labels is not None else None

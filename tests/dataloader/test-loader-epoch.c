@@ -108,6 +108,7 @@ int main(void)
 	o.seed = 7;
 	o.chunk_bytes = 16 << 10;
 	o.window_chunks = 4;
+	o.order = RF_LOADER_ORDER_WINDOWED; /* the mode under test: chunks in windows */
 	run_case("rfrec small, chunks", &ds, o, 1);
 	/* batch larger than a window: a batch spans several groups */
 	o.batch = 700;

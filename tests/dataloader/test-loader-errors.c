@@ -181,6 +181,7 @@ int main(void)
 	o.seed = 3;
 	o.chunk_bytes = 8 << 10;
 	o.window_chunks = 2;
+	o.order = RF_LOADER_ORDER_WINDOWED; /* the mode under test: chunks in windows */
 	truncated_case(small, 3000, 100, o, 1);
 	o.batch = 8;
 	truncated_case(large, 64, 70000, o, 2);

@@ -18,7 +18,7 @@ static uint64_t epoch_sum(const struct tl_run *r)
 	return s;
 }
 
-static void one(const char *img, const char *lab, int mode)
+static void one(const char *img, const char *lab, int order, int mode)
 {
 	struct tl_env v;
 	struct rf_dataset ds;
@@ -36,6 +36,7 @@ static void one(const char *img, const char *lab, int mode)
 		direct += r.ref[i] * 3 + (uint64_t)r.ref_label[i];
 	o.batch = 256;
 	o.seed = 42;
+	o.order = order;
 	o.devices = v.dev;
 	o.ndevices = 1;
 	CHECK_OPEN(rf_loader_create(&l, v.e, &ds, &o), rf_last_error());
@@ -66,13 +67,17 @@ int main(void)
 		return T_SKIP;
 	}
 	t_mkdir("loader-fmnist");
-	one(img, lab, 0);
+	one(img, lab, RF_LOADER_ORDER_UNIFORM, 0);
 
 	/* raw IDX on disk: the decompressed bytes of both files */
 	CHECK_OPEN(rf_dataset_open_idx_pair(&ds, img, lab, 10, 0), rf_last_error());
 	t_write(t_path("train-images-idx3-ubyte"), ds.src[0].mem, ds.src[0].size);
 	t_write(t_path("train-labels-idx1-ubyte"), ds.src[1].mem, ds.src[1].size);
 	rf_dataset_close(&ds);
-	one(t_path("train-images-idx3-ubyte"), t_path("train-labels-idx1-ubyte"), 1);
+	/* on disk: each record read by itself (the uniform order), or by chunks (windowed) */
+	one(t_path("train-images-idx3-ubyte"), t_path("train-labels-idx1-ubyte"),
+	    RF_LOADER_ORDER_UNIFORM, 2);
+	one(t_path("train-images-idx3-ubyte"), t_path("train-labels-idx1-ubyte"),
+	    RF_LOADER_ORDER_WINDOWED, 1);
 	return 0;
 }

@@ -77,6 +77,7 @@ int main(void)
 	o.seed = 9;
 	o.chunk_bytes = 1024;
 	o.window_chunks = 2;
+	o.order = RF_LOADER_ORDER_WINDOWED; /* the mode under test: chunks in windows */
 	for (int mode = 0; mode < 3; mode++) {
 		static const char *names[] = { "in memory", "chunked spans", "one read per record" };
 		o.in_memory = mode == 0;

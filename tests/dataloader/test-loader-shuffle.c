@@ -50,6 +50,7 @@ int main(void)
 	o.seed = 1234;
 	o.chunk_bytes = R * 100;
 	o.window_chunks = W;
+	o.order = RF_LOADER_ORDER_WINDOWED; /* the mode under test: chunks in windows */
 
 	a = epoch_order(&v, &ds, o, 3);
 	b = epoch_order(&v, &ds, o, 3);

@@ -325,6 +325,23 @@ def main():
           f"40 batches, each let go on another thread: no slot stays held ({l.held_slots()})")
     l.close()
 
+    # the default order is uniform: on a file sorted by class a batch holds every class
+    sorted_path = os.path.join(T, "sorted.rfrec")
+    # (2000-byte records: a window of 8 512-KiB chunks holds ~2,100 of 10,000, two classes)
+    ringflow.pack(sorted_path, np.zeros((10000, 2000), np.uint8), np.arange(10000) // 1000)
+    def classes_per_batch(**kw):
+        got = [len(set(np.from_dlpack(y).tolist()))
+               for _, y in ringflow.Loader(sorted_path, 200, seed=1, **kw)]
+        return sum(got) / len(got)
+    uni, win = classes_per_batch(), classes_per_batch(order="windowed")
+    check(uni >= 9.9, f"the default order: {uni:.2f} of 10 classes per batch on a sorted file")
+    check(win < uni - 1, f"windowed is told apart: {win:.2f} classes per batch against {uni:.2f}")
+    try:
+        ringflow.Loader(sorted_path, 200, order="random")
+        check(False, "order='random' refused")
+    except ValueError as e:
+        check("order" in str(e), f"a bad order names it: {e}")
+
     # a file without labels (pack's default): batches whose labels are None, never a crash
     nolab = os.path.join(T, "nolab.rfrec")
     ringflow.pack(nolab, imgs[:40])

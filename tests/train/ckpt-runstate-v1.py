@@ -25,9 +25,10 @@ def main(path):
     o = 8
     for _ in range(count):
         tag, length = struct.unpack_from("<HH", extra, o)
-        if length != 8 or not 1 <= tag <= V1_FIELDS:
-            sys.exit(f"{path}: field tag {tag} length {length} has no version-1 slot")
-        v1[8 * (tag - 1):8 * tag] = extra[o + 4:o + 12]
+        if length != 8 or tag < 1:
+            sys.exit(f"{path}: field tag {tag} length {length} is not a run state field")
+        if tag <= V1_FIELDS:    # later fields (19: --order) did not exist in version 1
+            v1[8 * (tag - 1):8 * tag] = extra[o + 4:o + 12]
         o += 12
     d[104:108] = struct.pack("<I", len(v1))
     d[112:368] = bytes(v1) + bytes(256 - len(v1))

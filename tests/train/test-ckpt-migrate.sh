@@ -14,6 +14,7 @@
 #    f318510 on another machine during the same run: it resumes (its run state read,
 #    the run completed, the file rewritten as version 2), and a setting it records
 #    (--augment) is still refused by name when the resume leaves it out.
+# And the field version 2 gained since (19, --order): recorded, checked by name.
 # The run, on the first 384 training records of Fashion-MNIST (made here):
 #   rf-train --data D --model lenet --batch-size 16 --epochs 2 --no-eval --seed 5 \
 #     --lr 0.05 --wd 5e-4 --lr-schedule cosine --augment
@@ -52,6 +53,17 @@ assert d[112:116] != b"RFRS" and int.from_bytes(d[104:108], "little") == 144' "$
 [ "$(hash_of "$T/r.json")" = "$WANT" ] ||
 	fail "resumed from this machine's version-1 file: $(cat "$T/r.json"), expected $WANT (the uninterrupted run)"
 is_v2 "$T/l.rfck" || fail "the checkpoint written after the resume is not run state version 2"
+
+# the run state's --order (field 19): a file that records one refuses the other by
+# name; a file from before the field resumes under either
+"$RF" $args --order windowed --checkpoint "$T/w.rfck" --max-steps 30 >/dev/null 2>"$T/err" ||
+	fail "the windowed run stopped at step 30: $(cat "$T/err")"
+"$RF" $args --checkpoint "$T/w.rfck" --resume >/dev/null 2>"$T/err" &&
+	fail "a --order windowed checkpoint resumed under the uniform order"
+grep -q -- "--order windowed" "$T/err" || fail "refusal without naming --order: $(cat "$T/err")"
+python3 "$HERE/ckpt-runstate-v1.py" "$T/w.rfck" || fail "cannot rewrite the run state as version 1"
+"$RF" $args --order windowed --checkpoint "$T/w.rfck" --resume >/dev/null 2>"$T/err" ||
+	fail "a version-1 file (no --order field) did not resume with --order windowed: $(cat "$T/err")"
 
 # the checked-in version-1 file of another machine: it resumes and is rewritten
 cp "$FIX" "$T/c.rfck"

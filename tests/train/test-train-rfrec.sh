@@ -1,8 +1,9 @@
 #!/bin/sh
 # test-train-rfrec.sh RF_TRAIN RF_PACK: rf-train --data FILE.rfrec trains from rf-pack's
 # record files. Read into memory (--in-memory: the same full permutation as the IDX
-# files) it reaches bitwise the weights of the IDX run; from disk (the loader's
-# chunk-window shuffle, another order) it trains to a comparable accuracy. The test set
+# files) or from disk (the default uniform order: each record read by itself, the same
+# permutation) it reaches bitwise the weights of the IDX run; with --order windowed
+# (chunks shuffled in windows, another order) it trains to a comparable accuracy. The test set
 # is found beside the training file ("train" made "t10k"), or named by --test-data;
 # without either the run refuses, naming what it looked for. Skips (77) without
 # Fashion-MNIST.
@@ -28,11 +29,16 @@ acc() { sed -n 's/.*"final_test_acc": \([0-9.]*\).*/\1/p' "$1"; }
 [ -n "$(hash "$T/idx")" ] && [ "$(hash "$T/idx")" = "$(hash "$T/mem")" ] ||
 	fail "rfrec in memory vs IDX: parameter hashes $(hash "$T/mem") vs $(hash "$T/idx")"
 echo "ok: --data fm-train.rfrec --in-memory: bitwise the weights of the IDX run ($(hash "$T/idx"))"
-"$RF" --data "$T/fm-train.rfrec" $A >"$T/disk" 2>"$T/err" || fail "rfrec run: $(tail -2 "$T/err")"
+"$RF" --data "$T/fm-train.rfrec" $A >"$T/uni" 2>"$T/err" || fail "rfrec run: $(tail -2 "$T/err")"
+[ "$(hash "$T/uni")" = "$(hash "$T/idx")" ] ||
+	fail "rfrec from disk (uniform order) vs IDX: parameter hashes $(hash "$T/uni") vs $(hash "$T/idx")"
+echo "ok: --data fm-train.rfrec from disk: bitwise the weights of the IDX run"
+"$RF" --data "$T/fm-train.rfrec" --order windowed $A >"$T/disk" 2>"$T/err" ||
+	fail "rfrec run (windowed): $(tail -2 "$T/err")"
 a=$(acc "$T/disk") b=$(acc "$T/idx")
 awk -v a="$a" -v b="$b" 'BEGIN { exit !(a > b - 0.05 && a > 0.6) }' ||
 	fail "rfrec from disk: test accuracy $a, the IDX run's $b"
-echo "ok: --data fm-train.rfrec from disk (chunk-window order): test accuracy $a (IDX: $b)"
+echo "ok: --data fm-train.rfrec --order windowed (chunk-window order): test accuracy $a (IDX: $b)"
 mv "$T/fm-t10k.rfrec" "$T/eval.rfrec"
 "$RF" --data "$T/fm-train.rfrec" $A >"$T/out" 2>"$T/err" && fail "ran without a test set"
 grep -q "no test set beside it: neither $T/fm-t10k.rfrec" "$T/err" ||
