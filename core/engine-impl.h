@@ -151,6 +151,11 @@ struct rf__oplist {
 
 struct rf_engine {
 	struct rf_ring *ring;
+	/* rf_engine_set_interrupt: asked every interrupt_ns while a wait turns the
+	 * reactor; nonzero ends the wait with -EINTR */
+	int (*interrupt)(void *arg);
+	void *interrupt_arg;
+	uint64_t interrupt_ns;
 	unsigned max_inflight;
 	size_t max_bytes;
 	int sync;
@@ -339,7 +344,7 @@ int rf__wait_refused(struct rf_engine *e, const char *what, int capture_ok);
 int rf__has_room(struct rf_engine *e, size_t bytes);
 int rf__make_room(struct rf_engine *e, size_t bytes);
 int rf__wait_waiter(struct rf_engine *e, struct rf__waiter *w, int *err);
-int rf__wait_idle(struct rf_engine *e);
+int rf__wait_idle(struct rf_engine *e, int interruptible);
 
 /* stream.c: the built-in streams */
 void rf__streams_init(struct rf_engine *e);

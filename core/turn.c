@@ -59,15 +59,41 @@ static int rf__waiter_done(void *arg)
 	return ((struct rf__waiter *)arg)->done;
 }
 
-/* Turn the reactor until w's op finished. Returns 0 (w freed, *err its outcome) or
- * the ring's error (w abandoned: the op's completion frees it). */
+/* Turn the ring until pred(arg), asking the engine's interrupt (if any) every period:
+ * 0, -EINTR when it asked to stop, or the ring's error. */
+static int rf__run_until(struct rf_engine *e, int (*pred)(void *), void *arg)
+{
+	int ret;
+
+	if (!e->interrupt)
+		return rf_ring_run_until(e->ring, pred, arg, 0);
+	for (;;) {
+		ret = rf_ring_run_until(e->ring, pred, arg, e->interrupt_ns);
+		if (ret != -ETIMEDOUT)
+			return ret;
+		if (e->interrupt(e->interrupt_arg))
+			return -EINTR;
+	}
+}
+
+void rf_engine_set_interrupt(struct rf_engine *e, int (*fn)(void *arg), void *arg,
+			     uint64_t period_ns)
+{
+	e->interrupt = fn;
+	e->interrupt_arg = arg;
+	e->interrupt_ns = period_ns ? period_ns : 100000000ull;
+}
+
+/* Turn the reactor until w's op finished. Returns 0 (w freed, *err its outcome),
+ * -EINTR (interrupted) or the ring's error (w abandoned: the op's completion frees
+ * it). */
 int rf__wait_waiter(struct rf_engine *e, struct rf__waiter *w, int *err)
 {
 	int ret = 0;
 
 	rf__pump(e);
 	if (!w->done)
-		ret = rf_ring_run_until(e->ring, rf__waiter_done, w, 0);
+		ret = rf__run_until(e, rf__waiter_done, w);
 	if (!w->done) {
 		w->abandoned = 1;
 		return ret < 0 ? ret : -EIO;
@@ -85,14 +111,16 @@ static int rf__all_done(void *arg)
 	return e->inflight == 0;
 }
 
-/* Turn the reactor until nothing is in flight. */
-int rf__wait_idle(struct rf_engine *e)
+/* Turn the reactor until nothing is in flight; interruptible: the engine's interrupt
+ * may end it (-EINTR) -- never for a teardown, which must drain. */
+int rf__wait_idle(struct rf_engine *e, int interruptible)
 {
 	int ret;
 
 	rf__pump(e);
 	if (e->inflight) {
-		ret = rf_ring_run_until(e->ring, rf__all_done, e, 0);
+		ret = interruptible ? rf__run_until(e, rf__all_done, e)
+				    : rf_ring_run_until(e->ring, rf__all_done, e, 0);
 		if (ret < 0)
 			return ret;
 	}

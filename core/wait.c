@@ -65,7 +65,7 @@ int rf_engine_wait_idle(struct rf_engine *e)
 
 	if ((ret = rf__wait_refused(e, "rf_engine_wait_idle", 1)) < 0)
 		return ret;
-	return rf__wait_idle(e);
+	return rf__wait_idle(e, 0);
 }
 
 int rf_engine_wait_all(struct rf_engine *e)
@@ -74,7 +74,7 @@ int rf_engine_wait_all(struct rf_engine *e)
 
 	if ((ret = rf__wait_refused(e, "rf_engine_wait_all", 0)) < 0)
 		return ret;
-	if ((ret = rf__wait_idle(e)) < 0)
+	if ((ret = rf__wait_idle(e, 1)) < 0)
 		return ret;
 	ret = e->first_error;
 	e->first_error = 0;

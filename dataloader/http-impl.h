@@ -45,6 +45,12 @@ int rf__is_http(const char *s);
  * here (blocking: call it at open time). 0, or -errno with the message in
  * rf_last_error(); -ENOTSUP where ringflow was built without libhttp-parser. */
 int rf__http_create(struct rf__http **out, struct rf_ring *r, const char *url, unsigned nconns);
+/* Stop now: queued requests fail with -ECANCELED (their callbacks run here), those in
+ * flight end as their connections are shut down, new ones are refused (-ECANCELED).
+ * What a teardown calls before it waits for its reads. */
+void rf__http_cancel(struct rf__http *h);
+/* The per-step timeout (connect, send, receive, response head) from now on. */
+void rf__http_set_timeout(struct rf__http *h, uint64_t ns);
 /* The resource's size when it was opened: a response whose Content-Range gives another
  * total fails ("the resource changed on the server"), so that bytes of a replaced file
  * are never mixed into records read from the old one. 0: not checked. */

@@ -329,7 +329,9 @@ static void rf__on_kick(void *data, int64_t res)
 
 int rf__http_get(struct rf__http *h, struct rf__hreq *q)
 {
-	if (!q->len || !q->cb || h->destroying)
+	if (h->destroying)
+		return -ECANCELED;
+	if (!q->len || !q->cb)
 		return -EINVAL;
 	q->tries = 0;
 	q->err[0] = 0;
@@ -470,6 +472,27 @@ void rf__http_expect_size(struct rf__http *h, uint64_t size)
 	h->size = size;
 }
 
+void rf__http_set_timeout(struct rf__http *h, uint64_t ns)
+{
+	if (h && ns)
+		h->timeout_ns = ns;
+}
+
+void rf__http_cancel(struct rf__http *h)
+{
+	struct rf__hreq *q;
+
+	if (!h || h->destroying)
+		return;
+	h->destroying = 1;  /* no retry, no new request: -ECANCELED */
+	while ((q = rf__hq_pop(h)))
+		rf__hreq_fail(h, q, -ECANCELED, "cancelled");
+	/* a request in flight ends with its connection, now, not at its timeout */
+	for (unsigned i = 0; h->c && i < h->nconns; i++)
+		if (h->c[i].fd >= 0 && h->c[i].busy)
+			shutdown(h->c[i].fd, SHUT_RDWR);
+}
+
 void rf__http_destroy(struct rf__http *h)
 {
 	if (!h)
@@ -568,6 +591,14 @@ void rf__http_expect_size(struct rf__http *h, uint64_t size)
 }
 
 void rf__http_destroy(struct rf__http *h)
+{
+}
+
+void rf__http_cancel(struct rf__http *h)
+{
+}
+
+void rf__http_set_timeout(struct rf__http *h, uint64_t ns)
 {
 }
 

@@ -103,6 +103,7 @@ struct rf_loader {
 	const struct rf_dataset *ds;
 	struct rf_loader_opts o;
 	int mode, labels;
+	int closing;                   /* rf_loader_destroy has begun: reads are cancelled */
 	int remote;                    /* the devices' memory is not host memory: batches
 					* are staged on the host and copied over */
 	uint8_t *gscratch;             /* rf__fused with augmentation: one record */

@@ -43,8 +43,8 @@ static void rf__fetch_fail(struct rf__fetch *f, const struct rf__req *q, int err
 	struct rf__ferr *e;
 	char recs[64];
 
-	if (f->status < 0)
-		return; /* keep the first */
+	if (f->status < 0 || l->closing)
+		return; /* keep the first; none while the loader is torn down */
 	f->status = err;
 	e = &l->ferr[l->iferr++ % l->nferr];
 	e->used = 1;

@@ -36,6 +36,9 @@ static int rf__check_args(struct rf_engine *e, const struct rf_dataset *ds,
 		return rf__fail(-EINVAL, "loader: shards %u..%u of %u: expected shard_base + "
 				"ndevices <= shard_total", opts->shard_base,
 				opts->shard_base + opts->ndevices - 1, opts->shard_total);
+	if (opts->http_timeout_ms > 3600000)
+		return rf__fail(-EINVAL, "loader: http_timeout_ms %u: expected 1 to 3600000 (0: the "
+				"default)", opts->http_timeout_ms);
 	if (opts->order != RF_LOADER_ORDER_UNIFORM && opts->order != RF_LOADER_ORDER_WINDOWED)
 		return rf__fail(-EINVAL, "loader: order %d: expected RF_LOADER_ORDER_UNIFORM (0) or "
 				"RF_LOADER_ORDER_WINDOWED (1)", opts->order);
@@ -197,6 +200,11 @@ void rf_loader_destroy(struct rf_loader *l)
 
 	if (!l)
 		return;
+	/* What is still to be read will not be: an HTTP request stalled on a server that
+	 * never answers ends now, not at its timeout (one after another), and the fetches
+	 * it fails are no error of the user's (rf__fetch_fail) */
+	l->closing = 1;
+	rf__http_cancel(l->http);
 	rf_engine_wait_idle(l->e);
 	rf__slots_free(l);
 	for (i = 0; l->units && i < l->nunits; i++)
@@ -351,10 +359,14 @@ int rf_loader_wait(struct rf_loader *l, const struct rf_batch *b)
 
 	for (k = 0; k < b->nshards; k++) {
 		r = rf_engine_wait_var(l->e, b->x[k]->var);
+		if (r == -EINTR)
+			return r;  /* the engine's interrupt: no further wait */
 		if (r < 0 && !ret)
 			ret = r;
 		if (b->y[k]) {
 			r = rf_engine_wait_var(l->e, b->y[k]->var);
+			if (r == -EINTR)
+				return r;
 			if (r < 0 && !ret)
 				ret = r;
 		}

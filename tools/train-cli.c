@@ -84,6 +84,9 @@ static const char usage[] =
 "  --threads N           OpenBLAS threads (default: cores / compute streams)\n"
 "  --prefetch N          loader batch slots (default 4)\n"
 "  --in-memory           loader reads the payload file into memory first\n"
+"  --http-timeout MS     an http:// data set: milliseconds per connect, send, receive\n"
+"                        and response head, 1..3600000 (default RF_HTTP_TIMEOUT_MS,\n"
+"                        else 10000)\n"
 "  --order O             the training set's shuffle: uniform (default: every order\n"
 "                        equally likely; small records read one by one) or windowed\n"
 "                        (chunks read whole and shuffled in windows: fewer, sequential\n"
@@ -413,7 +416,7 @@ static int check_paths(const struct rf_train_opts *o, const char *data, const ch
 
 enum { O_DATA = 256, O_EPOCHS, O_BATCH, O_LR, O_DEVICE, O_DEVICES, O_SEED, O_CKPT,
        O_RESUME, O_TRACE, O_METRICS, O_JSON, O_LIMIT, O_TLIMIT, O_LOG, O_THREADS,
-       O_PREFETCH, O_INMEM, O_ORDER, O_NOEVAL, O_QUIET, O_INIT, O_MODEL, O_STREAMS, O_WINDOW,
+       O_PREFETCH, O_INMEM, O_ORDER, O_HTTP_TMO, O_NOEVAL, O_QUIET, O_INIT, O_MODEL, O_STREAMS, O_WINDOW,
        O_BARRIER, O_MAXINF, O_STATS, O_DIST, O_DIST_TIMEOUT, O_BUCKET,
        O_DIST_STORE, O_TEST_DATA, O_MOMENTUM, O_WD, O_NESTEROV,
        O_LR_SCHED, O_WARMUP, O_OPTIMIZER, O_CKPT_EVERY, O_MAX_STEPS, O_AUGMENT, O_EXPORT, O_HYBRID, O_NO_HYBRID, O_UPDATE,
@@ -447,6 +450,7 @@ static const struct option long_opts[] = {
 	{ "prefetch", required_argument, 0, O_PREFETCH },
 	{ "in-memory", no_argument, 0, O_INMEM },
 	{ "order", required_argument, 0, O_ORDER },
+	{ "http-timeout", required_argument, 0, O_HTTP_TMO },
 	{ "augment", no_argument, 0, O_AUGMENT },
 	{ "no-eval", no_argument, 0, O_NOEVAL },
 	{ "quiet", no_argument, 0, O_QUIET },
@@ -637,6 +641,11 @@ static int parse_opt(struct cli *c, int opt, const char *a)
 		break;
 	case O_INMEM:
 		c->o.in_memory = 1;
+		break;
+	case O_HTTP_TMO:
+		if ((ret = int_opt("--http-timeout", a, 1, 3600000, "milliseconds", &v)))
+			return ret;
+		c->o.http_timeout_ms = (unsigned)v;
 		break;
 	case O_ORDER:
 		if (!strcmp(a, "uniform"))

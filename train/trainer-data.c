@@ -381,6 +381,7 @@ static int rf__make_loader(struct rf_trainer *t, const struct rf_dataset *ds, in
 	lo.scale = 1.0f / 255.0f;   /* x = pixel / 255, as d2l's ToTensor (no normalisation) */
 	lo.in_memory = t->o.in_memory;
 	lo.order = shuffle ? t->o.order : RF_LOADER_ORDER_UNIFORM;
+	lo.http_timeout_ms = t->o.http_timeout_ms;
 	/* a device with memory of its own gets batches decoded straight into the model's
 	 * compute format (one kernel; the model then reads x as it is); host devices keep
 	 * f32 row-major, which their gather decodes into without an op */

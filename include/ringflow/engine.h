@@ -123,6 +123,14 @@ int rf_engine_wait_all(struct rf_engine *e);
  * loader teardown). Returns 0, -EDEADLK (refused) or the ring's error. */
 int rf_engine_wait_idle(struct rf_engine *e);
 
+/* An interruptible wait: while rf_engine_wait_var or rf_engine_wait_all turn the
+ * reactor (not rf_engine_wait_idle: teardown drains whatever is asked), fn(arg) is called every period_ns (0: 100 ms); when it returns nonzero the
+ * wait returns -EINTR at once, its condition not met (the ops go on; wait again or
+ * tear down). A program's Ctrl-C, a Python binding's pending signal. fn NULL: waits
+ * end only when their condition holds (the default). Reactor thread. */
+void rf_engine_set_interrupt(struct rf_engine *e, int (*fn)(void *arg), void *arg,
+			     uint64_t period_ns);
+
 /* The poison of a variable: 0, or the error and (if op_name) the failing op's name. */
 int rf_var_error(const struct rf_var *v, const char **op_name);
 /* Clear a variable's poison (pushed as a mutation). */

@@ -64,6 +64,10 @@ struct rf_loader_opts {
 	int no_register;          /* 1: don't register the fetch buffers with the ring */
 	unsigned http_conns;      /* an http:// dataset: keep-alive connections, each with
 				   * one Range request in flight; 0: 4 */
+	unsigned http_timeout_ms; /* an http:// dataset: per connect, send, receive and
+				   * response head, 1..3600000; 0: RF_HTTP_TIMEOUT_MS, else
+				   * 10 s. rf_loader_destroy cancels what is in flight at
+				   * once whatever it is. */
 	/* Augmentation of image records ((H, W) or (C, H, W) u8), done as the gather op
 	 * copies each record into its batch, on the loader's worker stream: a random crop
 	 * of the image padded by crop_pad zeros on every side (torchvision's
@@ -180,7 +184,9 @@ int rf_loader_seek(struct rf_loader *l, uint64_t epoch, uint64_t batch);
  * as the loader computes it (for tests and tools). Returns 0 or -ERANGE. */
 int rf_loader_order(struct rf_loader *l, uint64_t epoch, uint64_t *order, uint64_t n);
 
-/* Wait until b's tensors are written. Returns 0 or the poison error (-EIO ...). */
+/* Wait until b's tensors are written. Returns 0 or the poison error (-EIO ...), or
+ * -EINTR when the engine's interrupt (rf_engine_set_interrupt) ended the wait first:
+ * b is not ready yet; wait for it again, or tear down. */
 int rf_loader_wait(struct rf_loader *l, const struct rf_batch *b);
 
 /* Message of b's failure ("FILE: offset O: ... (epoch E, batch T)"), "" if none is

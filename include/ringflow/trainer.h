@@ -113,6 +113,8 @@ struct rf_train_opts {
 	int in_memory;             /* loader: read the payload file into memory */
 	int order;                 /* the training set's shuffle (loader.h): 0 uniform
 				    * (RF_LOADER_ORDER_UNIFORM), 1 windowed */
+	unsigned http_timeout_ms;  /* an http:// data set: the loader's per-step timeout
+				    * (rf_loader_opts.http_timeout_ms; 0: its default) */
 	int augment;               /* 1: the training images, as the loader gathers them: a
 				    * random crop of the image padded by RF_TRAIN_AUGMENT_PAD
 				    * zeros, then a horizontal flip with probability 1/2; each

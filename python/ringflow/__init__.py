@@ -114,20 +114,30 @@ class Loader:
                  stay valid: the loader never writes a slot Python holds)
     device       "cpu", or "cuda" / "cuda:N" (batches decoded on the GPU)
     mean, std    x = (u8 / 255 - mean) / std
+    timeout      an http:// source: seconds per connect, send, receive and response
+                 head (None: RF_HTTP_TIMEOUT_MS, else 10). close() -- and the end of the
+                 Loader -- cancels what is in flight at once, and Ctrl-C ends a wait
+                 within ~0.1 s (KeyboardInterrupt; the batch stays queued)
     """
 
     def __init__(self, path_or_url, batch_size, shuffle=True, seed=0, epoch=0, rank=0,
                  world=1, prefetch=3, drop_last=False, device="cpu", hold=1, split="train",
-                 mean=0.0, std=1.0, order="uniform"):
+                 mean=0.0, std=1.0, order="uniform", timeout=None):
         a = _loader_args(batch_size, shuffle, seed, epoch, rank, world, prefetch, drop_last,
                          hold, split, mean, std)
         device = _str("device", device)
         if device == "cuda":
             device = "cuda:0"
+        tmo = 0
+        if timeout is not None:
+            t = _real("timeout", timeout, positive=True)
+            if t > 3600:
+                raise ValueError(f"timeout={t}: expected at most 3600 seconds")
+            tmo = max(1, math.ceil(t * 1000))
         self._l = _Loader(_source(path_or_url), a["batch_size"], a["shuffle"], a["seed"],
                           a["epoch"], a["rank"], a["world"], a["prefetch"], a["drop_last"],
                           device, a["hold"], a["split"], a["mean"], a["std"], 0.0,
-                          _ORDERS.index(_str("order", order, _ORDERS)))
+                          _ORDERS.index(_str("order", order, _ORDERS)), tmo)
 
     def __iter__(self):
         return self

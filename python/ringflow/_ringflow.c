@@ -71,6 +71,20 @@ static int rf_py_same_thread_in(pthread_t owner, pid_t pid)
 
 #define rf_py_same_thread(owner) rf_py_same_thread_in((owner), s->pid)
 
+/* The engine's interrupt (rf_engine_set_interrupt), asked every 100 ms while a wait
+ * turns the reactor without the GIL: a signal Python has a handler for (Ctrl-C) ends
+ * the wait with its exception set, instead of after the batch, or a stalled server's
+ * timeout. */
+static int rf_py_interrupted(void *arg)
+{
+	PyGILState_STATE g = PyGILState_Ensure();
+	int stop = PyErr_CheckSignals() < 0;
+
+	(void)arg;
+	PyGILState_Release(g);
+	return stop;
+}
+
 /* ---- DLPack (v0.8 ABI: the structs every consumer reads) ------------------------- */
 
 typedef struct {
@@ -247,22 +261,23 @@ static int rf_py_loader_init(PyObject *self, PyObject *args, PyObject *kw)
 {
 	static char *kws[] = { "path", "batch_size", "shuffle", "seed", "epoch", "rank", "world",
 			       "prefetch", "drop_last", "device", "hold", "split", "mean", "std",
-			       "scale", "order", NULL };
+			       "scale", "order", "timeout_ms", NULL };
 	rf_py_loader *s = (rf_py_loader *)self;
 	const char *path, *device = "cpu", *split = "train";
 	unsigned batch, prefetch = 3, hold = 1, rank = 0, world = 1;
 	unsigned long long seed = 0, epoch = 0;
 	int shuffle = 1, drop_last = 0, order = RF_LOADER_ORDER_UNIFORM, ret;
+	unsigned timeout_ms = 0;
 	float mean = 0.0f, std = 1.0f, scale = 0.0f;
 	struct rf_loader_opts o = { 0 };
 	struct stat st;
 
 	if (s->eng)
 		return rf_py_raise(-EINVAL, "Loader: already initialised"), -1;
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "sI|pKKIIIpsIsfffi", kws, &path, &batch,
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "sI|pKKIIIpsIsfffiI", kws, &path, &batch,
 					 &shuffle, &seed, &epoch, &rank, &world, &prefetch,
 					 &drop_last, &device, &hold, &split, &mean, &std, &scale,
-					 &order))
+					 &order, &timeout_ms))
 		return -1;
 	/* the loader makes prefetch + hold full slots and at most as many tail slots: all
 	 * of them fit held[] */
@@ -293,6 +308,8 @@ static int rf_py_loader_init(PyObject *self, PyObject *args, PyObject *kw)
 	if (ret == 0)
 		ret = rf_engine_create(&s->eng, s->ring, NULL);
 	if (ret == 0)
+		rf_engine_set_interrupt(s->eng, rf_py_interrupted, NULL, 100000000ull);
+	if (ret == 0)
 		ret = rf_cpu_open(s->eng, NULL, &s->cpu);
 	if (ret == 0 && strcmp(device, "cpu"))
 		ret = rf_device_open(s->eng, device, &s->dev);
@@ -311,6 +328,7 @@ static int rf_py_loader_init(PyObject *self, PyObject *args, PyObject *kw)
 		o.seed = seed;
 		o.no_shuffle = !shuffle;
 		o.order = order;
+		o.http_timeout_ms = timeout_ms;
 		o.drop_last = drop_last;
 		o.devices = &s->dev;
 		o.ndevices = 1;
@@ -441,6 +459,8 @@ static PyObject *rf_py_loader_next(PyObject *self, PyObject *unused)
 	Py_BEGIN_ALLOW_THREADS
 	ret = rf_loader_wait(s->l, &b);
 	Py_END_ALLOW_THREADS
+	if (ret == -EINTR && PyErr_Occurred())
+		return NULL;     /* Ctrl-C (a signal's exception): the batch stays queued */
 	s->qhead = (s->qhead + 1) % RF_PY_MAX_SLOTS;
 	s->qlen--;
 	s->returned++;
@@ -891,6 +911,8 @@ static int rf_py_engine_init(PyObject *self, PyObject *args, PyObject *kw)
 	ret = rf_ring_create(&s->ring, NULL);
 	if (ret == 0)
 		ret = rf_engine_create(&s->eng, s->ring, NULL);
+	if (ret == 0)
+		rf_engine_set_interrupt(s->eng, rf_py_interrupted, NULL, 100000000ull);
 	for (unsigned i = 0; ret == 0 && i < workers; i++) {
 		char name[32];
 		snprintf(name, sizeof(name), "py%u", i);
@@ -1051,6 +1073,8 @@ static PyObject *rf_py_engine_wait(PyObject *self, PyObject *args)
 	Py_BEGIN_ALLOW_THREADS
 	ret = rf_engine_wait_var(s->eng, v->v);
 	Py_END_ALLOW_THREADS
+	if (ret == -EINTR && PyErr_Occurred())
+		return NULL;     /* Ctrl-C: its exception */
 	if (ret < 0)
 		return rf_py_raise(ret, v->err[0] ? v->err : rf_last_error());
 	Py_RETURN_NONE;
@@ -1067,6 +1091,8 @@ static PyObject *rf_py_engine_wait_all(PyObject *self, PyObject *unused)
 	Py_BEGIN_ALLOW_THREADS
 	ret = rf_engine_wait_all(s->eng);
 	Py_END_ALLOW_THREADS
+	if (ret == -EINTR && PyErr_Occurred())
+		return NULL;
 	if (ret < 0) {
 		char msg[600];
 		snprintf(msg, sizeof(msg), "an op failed: %s", s->last_err[0] ? s->last_err :

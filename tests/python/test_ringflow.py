@@ -342,6 +342,101 @@ def main():
     except ValueError as e:
         check("order" in str(e), f"a bad order names it: {e}")
 
+    # a stalled server (accepts, answers the open's requests, then never again): the
+    # timeout is an argument; close() and the end of a Loader cancel what is in flight
+    # at once; Ctrl-C ends a wait within a fraction of a second
+    import re, signal, socketserver, time
+    stall_data = open(path, "rb").read()
+    stall, release = threading.Event(), threading.Event()
+
+    class Stalling(socketserver.StreamRequestHandler):
+        def handle(self):
+            while True:
+                head = []
+                while True:
+                    line = self.rfile.readline()
+                    if not line:
+                        return
+                    if line in (b"\r\n", b"\n"):
+                        break
+                    head.append(line.decode("latin1"))
+                if stall.is_set():
+                    release.wait(30)
+                    return
+                m = re.search(r"(?im)^range:\s*bytes=(\d+)-(\d*)", "".join(head))
+                a = int(m.group(1))
+                b = int(m.group(2)) if m.group(2) else len(stall_data) - 1
+                body = stall_data[a:b + 1]
+                self.wfile.write(b"HTTP/1.1 206 Partial Content\r\nContent-Range: bytes %d-%d/%d\r\n"
+                                 b"Content-Length: %d\r\n\r\n" % (a, a + len(body) - 1,
+                                 len(stall_data), len(body)) + body)
+
+    class Server(socketserver.ThreadingTCPServer):
+        daemon_threads = True
+        allow_reuse_address = True
+
+    srv = Server(("127.0.0.1", 0), Stalling)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    url = "http://127.0.0.1:%d/r.rfrec" % srv.server_address[1]
+    l = ringflow.Loader(url, 16, timeout=0.1)
+    stall.set()
+    t0 = time.monotonic()
+    try:
+        next(l)
+        check(False, "a stalled server's batch fails")
+    except ringflow.Error as e:
+        check(e.errno == errno.ETIMEDOUT and url in str(e), f"a stalled server: {e}")
+    t1 = time.monotonic()
+    l.close()
+    check(time.monotonic() - t1 < 2, f"close() after the timeout error: {time.monotonic() - t1:.2f} s")
+    check(t1 - t0 < 10, f"the error within the timeout's retries: {t1 - t0:.2f} s")
+    stall.clear()
+    l = ringflow.Loader(url, 16)   # the default timeout: 10 s
+    stall.set()
+    threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+    t0 = time.monotonic()
+    try:
+        next(l)
+        check(False, "Ctrl-C ends a wait on a stalled server")
+    except KeyboardInterrupt:
+        check(time.monotonic() - t0 < 1.5, f"Ctrl-C: KeyboardInterrupt after {time.monotonic() - t0:.2f} s")
+    t1 = time.monotonic()
+    l.close()
+    check(time.monotonic() - t1 < 2, f"close() after Ctrl-C: {time.monotonic() - t1:.2f} s")
+    stall.clear()
+    l = ringflow.Loader(url, 16, prefetch=4)
+    stall.set()
+    threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+    try:
+        next(l)                    # stalls: reads out; Ctrl-C again
+    except KeyboardInterrupt:
+        pass
+    t1 = time.monotonic()
+    del l                          # dropping the Loader cancels them
+    check(time.monotonic() - t1 < 2, f"a Loader let go with stalled reads: {time.monotonic() - t1:.2f} s")
+    release.set()
+    srv.shutdown()
+    srv.server_close()
+    e = ringflow.Engine()
+    v = e.var()
+    gate = threading.Event()
+    e.push(lambda: gate.wait(10), mutates=[v])
+    threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+    t0 = time.monotonic()
+    try:
+        e.wait(v)
+        check(False, "Ctrl-C ends Engine.wait")
+    except KeyboardInterrupt:
+        check(time.monotonic() - t0 < 1.5, f"Engine.wait: KeyboardInterrupt after {time.monotonic() - t0:.2f} s")
+    gate.set()
+    e.wait_all()
+    for bad in (0, -1, float("inf"), "1", 4000):
+        try:
+            ringflow.Loader(path, 16, timeout=bad)
+            check(False, f"timeout={bad!r} refused")
+        except (TypeError, ValueError) as err:
+            check("timeout" in str(err), f"timeout={bad!r}: {err}")
+
     # a file without labels (pack's default): batches whose labels are None, never a crash
     nolab = os.path.join(T, "nolab.rfrec")
     ringflow.pack(nolab, imgs[:40])

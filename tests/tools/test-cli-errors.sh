@@ -140,6 +140,7 @@ ints $R --max-inflight 0 4294967294
 ints $R --bucket-kb 0 1048576
 ints $R --checkpoint-every 1 1000000000
 ints $R --max-steps 0 9223372036854775807
+ints $R --http-timeout 1 3600000
 for v in "" tcp MPI "mpi "; do bad $R --dist 2 "expected mpi" --dist "$v"; done
 bad $R --dist 2 "value" --dist
 for o in --momentum --wd; do
