@@ -873,15 +873,28 @@ static void rf_py_op_done(void *ctx, int status)   /* on the reactor thread */
 
 	if (status < 0 && op->err[0])
 		snprintf(op->e->last_err, sizeof(op->e->last_err), "%s", op->err);
-	if (status < 0)
+	if (status < 0) {
+		/* skipped (no text of its own): which variable held the poison, one it
+		 * writes or, if none of those, one it reads */
+		const char *why = "a variable it reads", *name = NULL;
+		for (Py_ssize_t i = 0; !op->err[0] && i < PyTuple_Size(op->writes); i++) {
+			rf_py_var *w = (rf_py_var *)PyTuple_GetItem(op->writes, i);
+			if (w->err[0] && !name) {
+				why = "a variable it writes";
+				name = rf_var_name(w->v);
+			}
+		}
 		for (Py_ssize_t i = 0; i < PyTuple_Size(op->writes); i++) {
 			rf_py_var *v = (rf_py_var *)PyTuple_GetItem(op->writes, i);
 			if (op->err[0])
 				snprintf(v->err, sizeof(v->err), "%s", op->err);
-			else
-				snprintf(v->err, sizeof(v->err), "skipped: a variable it reads was "
-					 "poisoned by a failed op (%s)", strerror(-status));
+			else if (!v->err[0]) /* a poisoned one keeps its first cause */
+				snprintf(v->err, sizeof(v->err), "skipped: %s%s%s%s was poisoned by a "
+					 "failed op (%s; Var.clear_error() clears it)", why,
+					 name ? " ('" : "", name ? name : "", name ? "')" : "",
+					 strerror(-status));
 		}
+	}
 	Py_DECREF(op->fn);
 	Py_DECREF(op->writes);
 	free(op);
@@ -1150,6 +1163,31 @@ static PyObject *rf_py_var_name(PyObject *self, void *unused)
 	return PyUnicode_FromString(v->v ? rf_var_name(v->v) : "");
 }
 
+/* Clear the poison a failed op left (pushed after the ops on it, as the engine's
+ * rf_var_clear_error does): ops pushed after this run again. */
+static PyObject *rf_py_var_clear_error(PyObject *self, PyObject *unused)
+{
+	rf_py_var *v = (rf_py_var *)self;
+	rf_py_engine *s = v->e;
+	int ret;
+	(void)unused;
+
+	if (!s || !s->eng || !v->v)
+		return rf_py_raise(-EBADF, "Var.clear_error: its Engine is closed");
+	if (!rf_py_same_thread(s->owner))
+		return NULL;
+	if ((ret = rf_var_clear_error(s->eng, v->v)) < 0)
+		return rf_py_raise(ret, rf_last_error());
+	v->err[0] = 0;
+	Py_RETURN_NONE;
+}
+
+static PyMethodDef rf_py_var_methods[] = {
+	{ "clear_error", rf_py_var_clear_error, METH_NOARGS, "clear the poison a failed op "
+	  "left on this variable (after the ops pushed on it before)" },
+	{ NULL, NULL, 0, NULL },
+};
+
 static PyGetSetDef rf_py_var_getset[] = {
 	{ "name", rf_py_var_name, NULL, "the variable's name", NULL },
 	{ NULL, NULL, NULL, NULL, NULL },
@@ -1158,6 +1196,7 @@ static PyGetSetDef rf_py_var_getset[] = {
 static PyType_Slot rf_py_var_slots[] = {
 	{ Py_tp_dealloc, rf_py_var_dealloc },
 	{ Py_tp_getset, rf_py_var_getset },
+	{ Py_tp_methods, rf_py_var_methods },
 	{ Py_tp_doc, "An engine variable (Engine.var())" },
 	{ 0, NULL },
 };

@@ -430,6 +430,39 @@ def main():
         check(time.monotonic() - t0 < 1.5, f"Engine.wait: KeyboardInterrupt after {time.monotonic() - t0:.2f} s")
     gate.set()
     e.wait_all()
+    # a poisoned variable: a skip says which, and clear_error() lets ops run again
+    p = e.var("p")
+    def fails():
+        raise ValueError("no")
+    e.push(fails, mutates=[p])
+    e.push(lambda: None, mutates=[p])
+    try:
+        e.wait(p)
+        check(False, "a poisoned variable's wait raises")
+    except ringflow.Error as err:
+        check("ValueError" in str(err), f"the wait names the first failure: {err}")
+    try:
+        e.wait_all()
+    except ringflow.Error:
+        pass
+    q = e.var("q")
+    e.push(lambda: None, reads=[p], mutates=[q])
+    try:
+        e.wait(q)
+        check(False, "an op reading a poisoned variable is skipped")
+    except ringflow.Error as err:
+        check("reads" in str(err) and "clear_error" in str(err), f"skipped (reads): {err}")
+    try:
+        e.wait_all()
+    except ringflow.Error:
+        pass
+    p.clear_error()
+    q.clear_error()
+    ran = []
+    e.push(lambda: ran.append(1), reads=[p], mutates=[q])
+    e.wait(q)
+    check(ran == [1], "after clear_error() an op on the variables runs")
+    e.wait_all()
     for bad in (0, -1, float("inf"), "1", 4000):
         try:
             ringflow.Loader(path, 16, timeout=bad)
