@@ -99,7 +99,8 @@ static size_t rf__slot_bytes(const struct rf_loader *l, unsigned cap)
 
 /* Slots: N full ones, plus tail slots for the last partial batch. The tail batch
  * comes once every nbatches batches, so ceil(N / nbatches) tail slots keep each
- * one intact for the N - 1 batches that follow it (with nbatches >= N: one). */
+ * one intact for the N - 1 batches that follow it (with nbatches >= N: one), or
+ * opts.tail_slots where more are asked (a consumer that holds tails across epochs). */
 static int rf__slots_alloc(struct rf_loader *l)
 {
 	unsigned tail = !l->o.drop_last ? (unsigned)(l->count % l->o.batch) : 0;
@@ -111,6 +112,8 @@ static int rf__slots_alloc(struct rf_loader *l)
 
 	l->nfslots = l->nfull ? l->N : 0;
 	l->ntail = tail ? (unsigned)((l->N + l->nbatches - 1) / l->nbatches) : 0;
+	if (tail && l->o.tail_slots > l->ntail)
+		l->ntail = l->o.tail_slots;
 	l->nslots = l->nfslots + l->ntail;
 	l->slots = calloc(l->nslots, sizeof(*l->slots));
 	if (!l->slots)

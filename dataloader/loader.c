@@ -36,6 +36,8 @@ static int rf__check_args(struct rf_engine *e, const struct rf_dataset *ds,
 		return rf__fail(-EINVAL, "loader: shards %u..%u of %u: expected shard_base + "
 				"ndevices <= shard_total", opts->shard_base,
 				opts->shard_base + opts->ndevices - 1, opts->shard_total);
+	if (opts->tail_slots > 64)
+		return rf__fail(-EINVAL, "loader: tail_slots %u: expected 0 to 64", opts->tail_slots);
 	if (opts->http_timeout_ms > 3600000)
 		return rf__fail(-EINVAL, "loader: http_timeout_ms %u: expected 1 to 3600000 (0: the "
 				"default)", opts->http_timeout_ms);

@@ -27,6 +27,10 @@ enum { RF_LOADER_ORDER_UNIFORM = 0, RF_LOADER_ORDER_WINDOWED = 1 };
 struct rf_loader_opts {
 	unsigned batch;           /* records per batch, all shards together (>= 1) */
 	unsigned prefetch;        /* batch slots N (batches in flight); 0: 4 */
+	unsigned tail_slots;      /* slots for the last partial batch, at least (0..64): a
+				   * consumer that keeps the tails of several epochs
+				   * (rf_loader_hold) asks for that many; 0: enough for
+				   * prefetch alone */
 	uint64_t seed;            /* shuffle seed */
 	int no_shuffle;           /* 1: file order every epoch */
 	int drop_last;            /* 1: drop the last partial batch; 0: keep it (smaller) */

@@ -325,6 +325,9 @@ static int rf_py_loader_init(PyObject *self, PyObject *args, PyObject *kw)
 	if (ret == 0) {
 		o.batch = batch;
 		o.prefetch = prefetch + hold;     /* slots: in flight, and held by Python */
+		/* a tail Python keeps (the last batch of an epoch) is one of hold's: the next
+		 * epoch's tail takes another slot of its own */
+		o.tail_slots = 1 + (hold < 63 ? hold : 63);
 		o.seed = seed;
 		o.no_shuffle = !shuffle;
 		o.order = order;
@@ -453,7 +456,9 @@ static PyObject *rf_py_loader_next(PyObject *self, PyObject *unused)
 			return rf_py_loader_next(self, NULL);
 		return rf_py_raise(-EBUSY, "Loader: every batch slot is held by a batch still "
 				   "referenced from Python; drop old batches (or their "
-				   "torch/numpy views), or make the Loader with a larger hold=");
+				   "torch/numpy views), copy the ones to keep "
+				   "(torch.from_dlpack(x).clone()), or make the Loader with a "
+				   "larger hold=");
 	}
 	b = s->q[s->qhead];
 	Py_BEGIN_ALLOW_THREADS

@@ -13,12 +13,16 @@ class RecordDataset(torch.utils.data.IterableDataset):
     world * W -- so that every record comes once per epoch across all of them, in the
     order rf-train reads for the same seed. batch_size is the rows of one yielded batch
     (one worker's); set_epoch(e) before each epoch, as with DistributedSampler.
-    In the main process (num_workers=0) batches are zero-copy views of the loader's
-    memory; a worker process sends copies (torch moves them to shared memory).
+    Batches are tensors of their own (copy=True, the default): keep them as long as you
+    like, as with any torch Dataset -- list(DataLoader(ds, batch_size=None)) included.
+    copy=False in the main process (num_workers=0) yields zero-copy views of the
+    loader's memory instead, valid while held within the Loader's hold= slots; a
+    worker process always sends copies (torch moves them to shared memory).
     """
 
     def __init__(self, path_or_url, batch_size, shuffle=True, seed=0, rank=0, world=1,
-                 prefetch=3, drop_last=False, split="train", mean=0.0, std=1.0, order="uniform"):
+                 prefetch=3, drop_last=False, split="train", mean=0.0, std=1.0, order="uniform",
+                 copy=True):
         super().__init__()
         from . import _ORDERS, _int, _loader_args, _str
         # checked here, in the main process, not first in a worker
@@ -29,6 +33,8 @@ class RecordDataset(torch.utils.data.IterableDataset):
         self.path, self.batch_size, self.shuffle, self.seed = path_or_url, batch_size, shuffle, seed
         self.rank, self.world, self.prefetch, self.drop_last = rank, world, prefetch, drop_last
         self.split, self.mean, self.std, self.order = split, mean, std, order
+        from . import _flag
+        self.copy = _flag("copy", copy)
         self.epoch = 0
 
     def set_epoch(self, epoch):
@@ -45,6 +51,6 @@ class RecordDataset(torch.utils.data.IterableDataset):
         for images, labels in loader:
             x = torch.from_dlpack(images)
             y = torch.from_dlpack(labels) if labels is not None else None
-            if info is not None:        # leaves the process: not the loader's memory
+            if info is not None or self.copy:   # kept, or leaves the process
                 x, y = x.clone(), (y.clone() if y is not None else None)
             yield x, y

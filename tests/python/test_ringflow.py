@@ -325,6 +325,28 @@ def main():
           f"40 batches, each let go on another thread: no slot stays held ({l.held_slots()})")
     l.close()
 
+    # the tail (an epoch's last, partial batch) kept across epochs: hold= covers it too
+    tails = []
+    l = ringflow.Loader(path, 64, seed=2, hold=2)          # 1000 = 15 x 64 + 40
+    for ep in range(3):
+        last = None
+        for x, y in l:
+            last = x
+        check(np.from_dlpack(last).shape[0] == 40, "the tail batch has 40 rows")
+        if ep < 2:
+            tails.append((last, np.from_dlpack(last).copy()))
+        del x, y, last
+    check(all(np.array_equal(np.from_dlpack(t), c) for t, c in tails),
+          "two epochs' tails kept (hold=2) keep their bytes while a third epoch is read")
+    del tails
+    l.close()
+    # a torch Dataset's batches are keepable: list(DataLoader(...)) of a whole epoch
+    kept = list(torch.utils.data.DataLoader(rtorch.RecordDataset(path, 64, seed=4),
+                                            batch_size=None))
+    got = sorted(i for x, _ in kept for i in ids(x))
+    check(got == list(range(N)), f"list(DataLoader(RecordDataset)): every record once, kept ({len(kept)} batches)")
+    del kept
+
     # the default order is uniform: on a file sorted by class a batch holds every class
     sorted_path = os.path.join(T, "sorted.rfrec")
     # (2000-byte records: a window of 8 512-KiB chunks holds ~2,100 of 10,000, two classes)
