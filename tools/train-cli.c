@@ -84,6 +84,8 @@ static const char usage[] =
 "  --threads N           OpenBLAS threads (default: cores / compute streams)\n"
 "  --prefetch N          loader batch slots (default 4)\n"
 "  --in-memory           loader reads the payload file into memory first\n"
+"  --verify              read each .rfrec data file whole first: its data CRC and\n"
+"                        labels checked (default: the header and sizes only)\n"
 "  --http-timeout MS     an http:// data set: milliseconds per connect, send, receive\n"
 "                        and response head, 1..3600000 (default RF_HTTP_TIMEOUT_MS,\n"
 "                        else 10000)\n"
@@ -416,7 +418,7 @@ static int check_paths(const struct rf_train_opts *o, const char *data, const ch
 
 enum { O_DATA = 256, O_EPOCHS, O_BATCH, O_LR, O_DEVICE, O_DEVICES, O_SEED, O_CKPT,
        O_RESUME, O_TRACE, O_METRICS, O_JSON, O_LIMIT, O_TLIMIT, O_LOG, O_THREADS,
-       O_PREFETCH, O_INMEM, O_ORDER, O_HTTP_TMO, O_NOEVAL, O_QUIET, O_INIT, O_MODEL, O_STREAMS, O_WINDOW,
+       O_PREFETCH, O_INMEM, O_ORDER, O_HTTP_TMO, O_VERIFY, O_NOEVAL, O_QUIET, O_INIT, O_MODEL, O_STREAMS, O_WINDOW,
        O_BARRIER, O_MAXINF, O_STATS, O_DIST, O_DIST_TIMEOUT, O_BUCKET,
        O_DIST_STORE, O_TEST_DATA, O_MOMENTUM, O_WD, O_NESTEROV,
        O_LR_SCHED, O_WARMUP, O_OPTIMIZER, O_CKPT_EVERY, O_MAX_STEPS, O_AUGMENT, O_EXPORT, O_HYBRID, O_NO_HYBRID, O_UPDATE,
@@ -451,6 +453,7 @@ static const struct option long_opts[] = {
 	{ "in-memory", no_argument, 0, O_INMEM },
 	{ "order", required_argument, 0, O_ORDER },
 	{ "http-timeout", required_argument, 0, O_HTTP_TMO },
+	{ "verify", no_argument, 0, O_VERIFY },
 	{ "augment", no_argument, 0, O_AUGMENT },
 	{ "no-eval", no_argument, 0, O_NOEVAL },
 	{ "quiet", no_argument, 0, O_QUIET },
@@ -641,6 +644,9 @@ static int parse_opt(struct cli *c, int opt, const char *a)
 		break;
 	case O_INMEM:
 		c->o.in_memory = 1;
+		break;
+	case O_VERIFY:
+		c->o.verify = 1;
 		break;
 	case O_HTTP_TMO:
 		if ((ret = int_opt("--http-timeout", a, 1, 3600000, "milliseconds", &v)))

@@ -259,7 +259,7 @@ int rf__check_data(struct rf_trainer *t, int headers)
 
 static int rf__open_rfrec(struct rf_trainer *t, struct rf_dataset *ds, const char *path)
 {
-	int ret = rf_dataset_open_rfrec(ds, path, 0);
+	int ret = rf_dataset_open_rfrec(ds, path, t->o.verify ? RF_DS_VERIFY : 0);
 
 	if (ret < 0)
 		rf__trainer_msg(t, "%s", rf_last_error());

@@ -115,6 +115,8 @@ struct rf_train_opts {
 				    * (RF_LOADER_ORDER_UNIFORM), 1 windowed */
 	unsigned http_timeout_ms;  /* an http:// data set: the loader's per-step timeout
 				    * (rf_loader_opts.http_timeout_ms; 0: its default) */
+	int verify;                /* 1: read every .rfrec whole at start: its data CRC and
+				    * labels checked (RF_DS_VERIFY); 0: the header only */
 	int augment;               /* 1: the training images, as the loader gathers them: a
 				    * random crop of the image padded by RF_TRAIN_AUGMENT_PAD
 				    * zeros, then a horizontal flip with probability 1/2; each

@@ -114,6 +114,9 @@ class Loader:
                  stay valid: the loader never writes a slot Python holds)
     device       "cpu", or "cuda" / "cuda:N" (batches decoded on the GPU)
     mean, std    x = (u8 / 255 - mean) / std
+    verify       read a .rfrec whole first and check its data CRC and labels (a flipped
+                 byte is an error naming the file); default False: the header, its CRC
+                 and the sizes are checked, the records as they are read are not
     timeout      an http:// source: seconds per connect, send, receive and response
                  head (None: RF_HTTP_TIMEOUT_MS, else 10). close() -- and the end of the
                  Loader -- cancels what is in flight at once, and Ctrl-C ends a wait
@@ -122,7 +125,7 @@ class Loader:
 
     def __init__(self, path_or_url, batch_size, shuffle=True, seed=0, epoch=0, rank=0,
                  world=1, prefetch=3, drop_last=False, device="cpu", hold=1, split="train",
-                 mean=0.0, std=1.0, order="uniform", timeout=None):
+                 mean=0.0, std=1.0, order="uniform", timeout=None, verify=False):
         a = _loader_args(batch_size, shuffle, seed, epoch, rank, world, prefetch, drop_last,
                          hold, split, mean, std)
         device = _str("device", device)
@@ -137,7 +140,8 @@ class Loader:
         self._l = _Loader(_source(path_or_url), a["batch_size"], a["shuffle"], a["seed"],
                           a["epoch"], a["rank"], a["world"], a["prefetch"], a["drop_last"],
                           device, a["hold"], a["split"], a["mean"], a["std"], 0.0,
-                          _ORDERS.index(_str("order", order, _ORDERS)), tmo)
+                          _ORDERS.index(_str("order", order, _ORDERS)), tmo,
+                          _flag("verify", verify))
 
     def __iter__(self):
         return self

@@ -22,7 +22,7 @@ class RecordDataset(torch.utils.data.IterableDataset):
 
     def __init__(self, path_or_url, batch_size, shuffle=True, seed=0, rank=0, world=1,
                  prefetch=3, drop_last=False, split="train", mean=0.0, std=1.0, order="uniform",
-                 copy=True):
+                 copy=True, verify=False):
         super().__init__()
         from . import _ORDERS, _int, _loader_args, _str
         # checked here, in the main process, not first in a worker
@@ -35,6 +35,7 @@ class RecordDataset(torch.utils.data.IterableDataset):
         self.split, self.mean, self.std, self.order = split, mean, std, order
         from . import _flag
         self.copy = _flag("copy", copy)
+        self.verify = _flag("verify", verify)
         self.epoch = 0
 
     def set_epoch(self, epoch):
@@ -47,7 +48,8 @@ class RecordDataset(torch.utils.data.IterableDataset):
         loader = Loader(self.path, self.batch_size * shards, shuffle=self.shuffle,
                         seed=self.seed, epoch=self.epoch, rank=self.rank * nw + w,
                         world=shards, prefetch=self.prefetch, drop_last=self.drop_last,
-                        split=self.split, mean=self.mean, std=self.std, order=self.order)
+                        split=self.split, mean=self.mean, std=self.std, order=self.order,
+                        verify=self.verify)
         for images, labels in loader:
             x = torch.from_dlpack(images)
             y = torch.from_dlpack(labels) if labels is not None else None

@@ -325,6 +325,22 @@ def main():
           f"40 batches, each let go on another thread: no slot stays held ({l.held_slots()})")
     l.close()
 
+    # integrity: a flipped payload byte is served unless verify=True, which names the file
+    flipped = os.path.join(T, "flipped.rfrec")
+    raw = bytearray(open(path, "rb").read())
+    raw[len(raw) // 2] ^= 0x40
+    open(flipped, "wb").write(bytes(raw))
+    with ringflow.Loader(flipped, 64, shuffle=False) as l:
+        check(next(l)[0] is not None, "verify=False (the default): the header only")
+    for kw in ({"verify": True},):
+        try:
+            ringflow.Loader(flipped, 64, **kw)
+            check(False, "verify=True refuses a flipped byte")
+        except ringflow.Error as err:
+            check("flipped.rfrec" in str(err) and "CRC" in str(err), f"verify=True: {err}")
+    with ringflow.Loader(path, 64, verify=True) as l:
+        check(len(l) == (N + 63) // 64, "verify=True accepts an intact file")
+
     # the tail (an epoch's last, partial batch) kept across epochs: hold= covers it too
     tails = []
     l = ringflow.Loader(path, 64, seed=2, hold=2)          # 1000 = 15 x 64 + 40

@@ -223,7 +223,7 @@ for v in he; do bad $R --init 2 "expected uniform" --init "$v"; done
 bad $R --init 2 "value" --init
 for v in random "" Uniform "uniform "; do bad $R --order 2 "expected uniform or windowed" --order "$v"; done
 bad $R --order 2 "value" --order
-for f in resume json in-memory augment no-eval quiet stats hybridize no-hybridize help; do
+for f in resume json in-memory verify augment no-eval quiet stats hybridize no-hybridize help; do
 	bad $R "--$f" 2 "takes no value" "--$f=1"
 done
 bad $R --bogus 2 "unknown" --bogus

@@ -47,3 +47,13 @@ grep -q "no test set beside it: neither $T/fm-t10k.rfrec" "$T/err" ||
 	2>"$T/err" || fail "--test-data: $(tail -2 "$T/err")"
 [ "$(hash "$T/named")" = "$(hash "$T/mem")" ] || fail "--test-data changed the weights"
 echo "ok: --test-data names the test set; without it, the one looked for is named"
+# --verify: a flipped payload byte is refused at start naming the file and its CRC;
+# without it the header alone is checked (documented) and the run goes on
+python3 -c 'import sys; p = sys.argv[1]; d = bytearray(open(p, "rb").read())
+d[len(d) // 2] ^= 0x40; open(p, "wb").write(bytes(d))' "$T/fm-train.rfrec"
+"$RF" --data "$T/fm-train.rfrec" --test-data "$T/eval.rfrec" --verify $A >"$T/out" 2>"$T/err" &&
+	fail "--verify trained on a file with a flipped byte"
+grep -q "fm-train.rfrec.*CRC" "$T/err" || fail "--verify: the refusal names neither file nor CRC: $(cat "$T/err")"
+"$RF" --data "$T/fm-train.rfrec" --test-data "$T/eval.rfrec" --verify --epochs 1 --limit 64 \
+	--quiet --json >/dev/null 2>&1 && fail "--verify ignored"
+echo "ok: --verify refuses a flipped byte: $(head -1 "$T/err")"
