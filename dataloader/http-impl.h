@@ -33,6 +33,8 @@ struct rf__hreq {
 	void *data;
 	uint64_t total;            /* the resource's size, from Content-Range */
 	char err[RF__HTTP_MSG];
+	int skip;                  /* the caller's: no longer wanted (its batch failed): not
+				    * sent, ended with -ECANCELED when its turn comes */
 	/* the client's */
 	unsigned tries;
 	struct rf__hreq *next;

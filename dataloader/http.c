@@ -299,6 +299,15 @@ static void rf__hconn_run(struct rf__hconn *c)
 	if (c->q || c->busy || h->destroying)
 		return;
 	c->q = rf__hq_pop(h);
+	while (c->q && c->q->skip) {   /* unwanted since it was queued: ended, not sent */
+		struct rf__hreq *q = c->q;
+		c->q = NULL;
+		snprintf(q->err, sizeof(q->err), "skipped: another read of its batch failed");
+		q->cb(q->data, -ECANCELED);
+		if (c->q || c->busy || h->destroying)
+			return;            /* the callback gave this connection work, or ended it */
+		c->q = rf__hq_pop(h);
+	}
 	if (!c->q)
 		return;
 	c->q->tries++;
@@ -334,6 +343,7 @@ int rf__http_get(struct rf__http *h, struct rf__hreq *q)
 	if (!q->len || !q->cb)
 		return -EINVAL;
 	q->tries = 0;
+	q->skip = 0;
 	q->err[0] = 0;
 	q->total = 0;
 	q->next = NULL;

@@ -46,6 +46,10 @@ static void rf__fetch_fail(struct rf__fetch *f, const struct rf__req *q, int err
 	if (f->status < 0 || l->closing)
 		return; /* keep the first; none while the loader is torn down */
 	f->status = err;
+	/* the batch has failed: its reads not yet sent are not (each would wait for its
+	 * own timeout against a server that stalls: per-record reads are hundreds) */
+	for (unsigned i = 0; f->hq && i < f->n; i++)
+		f->hq[i].skip = 1;
 	e = &l->ferr[l->iferr++ % l->nferr];
 	e->used = 1;
 	e->id = f->id;
@@ -130,6 +134,10 @@ static void rf__rq_pump(struct rf_loader *l)
 		if (!l->rq_head)
 			l->rq_tail = NULL;
 		q->next = NULL;
+		if (q->f->status < 0) {  /* its fetch failed already: not issued */
+			rf__req_end(q->f, 1);
+			continue;
+		}
 		ret = rf__issue(l, q);
 		if (ret < 0) {
 			rf__fetch_fail(q->f, q, ret, -1);

@@ -44,7 +44,8 @@
  * the next step boundary (the progress callback, or when a trainer call returns). A
  * second signal a second or more later kills at once: a run stuck in a collective or
  * a stalled read must still stop (a launcher's own repeat, timeout(1) signalling child
- * and group, comes at once and is the same request). */
+ * and group, comes at once and is the same request). A single signal does too, a
+ * second later, when the step is stuck in a wait (interrupted(), below). */
 static int sig_caught;        /* __atomic: set by a handler in any thread */
 static int64_t sig_first_ms;  /* __atomic: when it came */
 
@@ -81,6 +82,16 @@ static void on_signal(int sig)
 	else if (t - __atomic_load_n(&sig_first_ms, __ATOMIC_SEQ_CST) >= 1000)
 		die_of(sig);        /* the user insists */
 	errno = saved;
+}
+
+/* The engine's interrupt (rf_engine_set_interrupt): a step that has not ended a second
+ * after a signal is stuck -- a stalled server, a read that will time out -- and its
+ * wait ends, so that the run dies of the signal at once (the trainer call returns). */
+static int interrupted(void *arg)
+{
+	(void)arg;
+	return __atomic_load_n(&sig_caught, __ATOMIC_SEQ_CST) &&
+	       now_ms() - __atomic_load_n(&sig_first_ms, __ATOMIC_SEQ_CST) >= 1000;
 }
 
 /* A step boundary: a signal that came ends the run now. */
@@ -532,6 +543,7 @@ int main(int argc, char **argv)
 		rf_cli_say(prog, "cannot create the engine: %s", rf_last_error()); /* RF_TRACE? */
 		goto out;
 	}
+	rf_engine_set_interrupt(eng, interrupted, NULL, 100000000ull);
 	/* Started here and stopped before the devices close, so that every stream's track
 	 * has its name (a trace written by rf_engine_destroy has lost them). */
 	if (c.trace && !c.dist && (ret = rf_engine_trace_start(eng, c.trace)) < 0) {

