@@ -426,8 +426,10 @@ def main():
         check(e.errno == errno.ETIMEDOUT and url in str(e), f"a stalled server: {e}")
     t1 = time.monotonic()
     l.close()
-    check(time.monotonic() - t1 < 2, f"close() after the timeout error: {time.monotonic() - t1:.2f} s")
-    check(t1 - t0 < 10, f"the error within the timeout's retries: {t1 - t0:.2f} s")
+    # (bounds far above what is measured -- 0.003 s, ~3 s -- and far below a hang: a
+    # loaded machine must not fail them; the figures are printed)
+    check(time.monotonic() - t1 < 10, f"close() after the timeout error: {time.monotonic() - t1:.2f} s")
+    check(t1 - t0 < 30, f"the error within the timeout's retries: {t1 - t0:.2f} s")
     stall.clear()
     l = ringflow.Loader(url, 16)   # the default timeout: 10 s
     stall.set()
@@ -437,10 +439,10 @@ def main():
         next(l)
         check(False, "Ctrl-C ends a wait on a stalled server")
     except KeyboardInterrupt:
-        check(time.monotonic() - t0 < 1.5, f"Ctrl-C: KeyboardInterrupt after {time.monotonic() - t0:.2f} s")
+        check(time.monotonic() - t0 < 10, f"Ctrl-C: KeyboardInterrupt after {time.monotonic() - t0:.2f} s")
     t1 = time.monotonic()
     l.close()
-    check(time.monotonic() - t1 < 2, f"close() after Ctrl-C: {time.monotonic() - t1:.2f} s")
+    check(time.monotonic() - t1 < 10, f"close() after Ctrl-C: {time.monotonic() - t1:.2f} s")
     stall.clear()
     l = ringflow.Loader(url, 16, prefetch=4)
     stall.set()
@@ -451,7 +453,7 @@ def main():
         pass
     t1 = time.monotonic()
     del l                          # dropping the Loader cancels them
-    check(time.monotonic() - t1 < 2, f"a Loader let go with stalled reads: {time.monotonic() - t1:.2f} s")
+    check(time.monotonic() - t1 < 10, f"a Loader let go with stalled reads: {time.monotonic() - t1:.2f} s")
     release.set()
     srv.shutdown()
     srv.server_close()
@@ -465,7 +467,7 @@ def main():
         e.wait(v)
         check(False, "Ctrl-C ends Engine.wait")
     except KeyboardInterrupt:
-        check(time.monotonic() - t0 < 1.5, f"Engine.wait: KeyboardInterrupt after {time.monotonic() - t0:.2f} s")
+        check(time.monotonic() - t0 < 10, f"Engine.wait: KeyboardInterrupt after {time.monotonic() - t0:.2f} s")
     gate.set()
     e.wait_all()
     # a poisoned variable: a skip says which, and clear_error() lets ops run again
