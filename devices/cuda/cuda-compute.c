@@ -109,16 +109,8 @@ static int rf__conv_by_dnn(struct rf__cuda_stream *c, struct rf__op *op, int *re
 		no = 1;
 	}
 #endif
-	if (rf__cuda_conv_path(op, dnn, no, op->err, sizeof(op->err)) == RF__CONV_REFUSE) {
-		*ret = -ENOTSUP;
-		return 1;
-	}
-	if (dnn && !rf__cuda_fallback_allowed(c->dev)) {
-		const struct rf__conv2d *s = &op->p.conv.s;
-		snprintf(op->err, sizeof(op->err), "%s %dx%d, %d -> %d channels, %dx%d input, "
-			 "batch %d: cuDNN has no deterministic algorithm that runs it, and this "
-			 "device takes no fallback path (RF_CUDA_ALLOW_FALLBACK=1 runs it by im2col "
-			 "+ cuBLAS, slower)", op->name, s->kh, s->kw, s->c, s->o, s->h, s->w, s->n);
+	if (rf__cuda_conv_path(op, dnn, no, rf__cuda_fallback_allowed(c->dev), op->err,
+			       sizeof(op->err)) == RF__CONV_REFUSE) {
 		*ret = -ENOTSUP;
 		return 1;
 	}
@@ -127,8 +119,6 @@ static int rf__conv_by_dnn(struct rf__cuda_stream *c, struct rf__op *op, int *re
 	*ret = rf__im2col_ws(c->dev, op);
 	return *ret < 0;
 }
-
-#define RF__DNN(c, op, ret) rf__conv_by_dnn((c), (op), &(ret))
 
 #define D(t) ((float *)(t).data)
 #define C(t) ((const float *)(t).data)
@@ -205,21 +195,21 @@ int rf__cuda_compute(struct rf_device *d, struct rf__dstream *ds, struct rf__op 
 #endif
 		break;
 	case RF__OP_CONV_FWD:
-		if (RF__DNN(c, op, ret))
+		if (rf__conv_by_dnn(c, op, &ret))
 			break;
 		ret = rf__kc_conv2d_fwd(st, bl, &op->p.conv.s, D(op->o.conv_fwd.y),
 					C(op->o.conv_fwd.x), C(op->o.conv_fwd.w), C(op->o.conv_fwd.b),
 					op->ws, op->ws_bytes);
 		break;
 	case RF__OP_CONV_BWD_DATA:
-		if (RF__DNN(c, op, ret))
+		if (rf__conv_by_dnn(c, op, &ret))
 			break;
 		ret = rf__kc_conv2d_bwd_data(st, bl, &op->p.conv.s, D(op->o.conv_bwd_data.dx),
 					     C(op->o.conv_bwd_data.dy), C(op->o.conv_bwd_data.w),
 					     op->ws, op->ws_bytes);
 		break;
 	case RF__OP_CONV_BWD_FILTER:
-		if (RF__DNN(c, op, ret))
+		if (rf__conv_by_dnn(c, op, &ret))
 			break;
 		ret = rf__kc_conv2d_bwd_filter(st, bl, &op->p.conv.s, D(op->o.conv_bwd_filter.dw),
 					       D(op->o.conv_bwd_filter.db),

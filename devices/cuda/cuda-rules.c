@@ -201,26 +201,33 @@ int rf__cuda_rule_supports(const struct rf__op *op, int dnn, const char *dnn_why
 
 /* ---- a convolution's path ------------------------------------------------------------ */
 
-enum rf__conv_path rf__cuda_conv_path(const struct rf__op *op, int dnn, int dnn_no, char *why,
-				      size_t len)
+enum rf__conv_path rf__cuda_conv_path(const struct rf__op *op, int dnn, int dnn_no,
+				      int fallback_ok, char *why, size_t len)
 {
 	const struct rf__conv2d *s = &op->p.conv.s;
-	int i;
+	int im2col = rf__cuda_im2col_ok(op), n;
+	char b[96];
 
 	if (dnn && !dnn_no)
 		return RF__CONV_DNN;
-	if (rf__cuda_im2col_ok(op))
+	if (im2col && (!dnn || fallback_ok))
 		return RF__CONV_IM2COL;
-	i = rf__op_first_not(op, RF_F32, RF_LAYOUT_ROWMAJOR);
-	{
-		char b[96];
-		snprintf(why, len, "%s %dx%d, %d -> %d channels, %dx%d input, batch %d: %s, and "
-			 "im2col + cuBLAS computes f32 row-major tensors only (%s); a larger "
-			 "RF_CUDNN_WORKSPACE, or --precision fp32 --layout rowmajor, may help",
-			 op->name ? op->name : rf__opsigs[op->code].name, s->kh, s->kw, s->c, s->o,
-			 s->h, s->w, s->n,
-			 dnn ? "cuDNN has no deterministic algorithm that runs it" : "cuDNN is not loaded",
+	/* refused: the op and its shape, then why */
+	n = snprintf(why, len, "%s %dx%d, %d -> %d channels, %dx%d input, batch %d: %s",
+		     op->name ? op->name : rf__opsigs[op->code].name, s->kh, s->kw, s->c, s->o,
+		     s->h, s->w, s->n,
+		     dnn ? "cuDNN has no deterministic algorithm that runs it" : "cuDNN is not loaded");
+	if (n < 0 || (size_t)n >= len)
+		return RF__CONV_REFUSE;
+	if (!im2col) {
+		int i = rf__op_first_not(op, RF_F32, RF_LAYOUT_ROWMAJOR);
+		snprintf(why + n, len - (size_t)n, ", and im2col + cuBLAS computes f32 row-major "
+			 "tensors only (%s); a larger RF_CUDNN_WORKSPACE, or --precision fp32 "
+			 "--layout rowmajor, may help",
 			 rf__tref_describe(op, (unsigned)(i < 0 ? 0 : i), b, sizeof(b)));
+	} else {
+		snprintf(why + n, len - (size_t)n, ", and this device takes no fallback path "
+			 "(RF_CUDA_ALLOW_FALLBACK=1 runs it by im2col + cuBLAS, slower)");
 	}
 	return RF__CONV_REFUSE;
 }

@@ -33,12 +33,13 @@ enum rf__conv_path {
 
 /* The path of convolution op. dnn: cuDNN is loaded; dnn_no: cuDNN was asked and has no
  * plan that runs it (no deterministic algorithm within the workspace budget, the
- * chosen one refused at run time, or a shape cuDNN takes not: an empty dimension).
- * im2col computes f32 row-major tensors only: a bf16, f16 or NHWC convolution cuDNN
- * cannot run is refused, never computed on data it misreads. RF__CONV_REFUSE leaves
- * the reason in why. */
-enum rf__conv_path rf__cuda_conv_path(const struct rf__op *op, int dnn, int dnn_no, char *why,
-				      size_t len);
+ * chosen one refused at run time, or a shape cuDNN takes not: an empty dimension);
+ * fallback_ok: the device takes a fallback path (im2col where cuDNN is loaded but has
+ * no plan; rf_device_opts.no_fallback, RF_CUDA_ALLOW_FALLBACK). im2col computes f32
+ * row-major tensors only: a bf16, f16 or NHWC convolution cuDNN cannot run is refused,
+ * never computed on data it misreads. RF__CONV_REFUSE leaves the reason in why. */
+enum rf__conv_path rf__cuda_conv_path(const struct rf__op *op, int dnn, int dnn_no,
+				      int fallback_ok, char *why, size_t len);
 
 /* 1 when im2col + cuBLAS computes op's operands as they are (every float operand f32,
  * every 4-D one row-major). */

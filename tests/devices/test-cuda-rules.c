@@ -9,7 +9,8 @@
  *  - A convolution's path: cuDNN's plan when it has one; im2col + cuBLAS only for
  *    f32 row-major operands; a bf16, f16 or NHWC convolution cuDNN cannot run is
  *    refused with a message naming the op, its shape and the operand -- never
- *    computed by im2col on data it would misread.
+ *    computed by im2col on data it would misread; on a device that takes no
+ *    fallback path, refused too, naming RF_CUDA_ALLOW_FALLBACK.
  *  - What a CUDA graph may capture: never an op that reads host state when it runs (a
  *    live learning rate, a PRNG's counter, a host op); cuDNN's ops only once their
  *    handle and plan exist; copies only of device or page-locked memory.
@@ -133,9 +134,10 @@ static void check_conv_path(void)
 				op.p.conv.s.kh = op.p.conv.s.kw = 3;
 				op.p.conv.s.stride = 2, op.p.conv.s.pad = 1;
 				/* cuDNN has a plan: its path, whatever the format */
-				CHECK_EQ(rf__cuda_conv_path(&op, 1, 0, why, sizeof(why)), RF__CONV_DNN);
+				CHECK_EQ(rf__cuda_conv_path(&op, 1, 0, 0, why, sizeof(why)),
+					 RF__CONV_DNN);
 				/* cuDNN has none: im2col only for what it computes */
-				p = rf__cuda_conv_path(&op, 1, 1, why, sizeof(why));
+				p = rf__cuda_conv_path(&op, 1, 1, 1, why, sizeof(why));
 				CHECK_EQ(p, f32rm ? RF__CONV_IM2COL : RF__CONV_REFUSE);
 				CHECK_EQ(rf__cuda_im2col_ok(&op), f32rm);
 				if (p == RF__CONV_REFUSE) {
@@ -146,14 +148,24 @@ static void check_conv_path(void)
 					CHECK(strstr(why, "f32 row-major"));
 					refused++;
 				}
-				/* without cuDNN (supports_op let only f32 row-major through) */
+				/* without cuDNN (supports_op let only f32 row-major through) im2col
+				 * is the path, not a fallback */
 				if (f32rm)
-					CHECK_EQ(rf__cuda_conv_path(&op, 0, 0, why, sizeof(why)),
+					CHECK_EQ(rf__cuda_conv_path(&op, 0, 0, 0, why, sizeof(why)),
 						 RF__CONV_IM2COL);
+				/* a device that takes no fallback refuses even what im2col computes,
+				 * saying how to allow it */
+				if (f32rm) {
+					CHECK_EQ(rf__cuda_conv_path(&op, 1, 1, 0, why, sizeof(why)),
+						 RF__CONV_REFUSE);
+					CHECK(strstr(why, "3x3, 64 -> 128 channels, 14x14 input, batch 96"));
+					CHECK(strstr(why, "no fallback path") &&
+					      strstr(why, "RF_CUDA_ALLOW_FALLBACK=1"));
+				}
 				/* one operand of another dtype is enough to refuse */
 				if (f32rm) {
 					op.o.t[1].dtype = RF_BF16;
-					CHECK_EQ(rf__cuda_conv_path(&op, 1, 1, why, sizeof(why)),
+					CHECK_EQ(rf__cuda_conv_path(&op, 1, 1, 1, why, sizeof(why)),
 						 RF__CONV_REFUSE);
 				}
 			}
