@@ -507,22 +507,13 @@ void rf__http_destroy(struct rf__http *h)
 {
 	if (!h)
 		return;
-	h->destroying = 1;
+	rf__http_cancel(h); /* queued requests failed, those in flight ending */
 	if (h->c) {
-		/* what is in flight is cancelled by closing its socket's requests */
-		if (!rf__http_quiet(h)) {
-			for (unsigned i = 0; i < h->nconns; i++)
-				if (h->c[i].fd >= 0)
-					shutdown(h->c[i].fd, SHUT_RDWR);
-			if (!rf_ring_in_callback(h->r))
-				rf_ring_run_until(h->r, rf__http_quiet, h, 0);
-		}
+		if (!rf__http_quiet(h) && !rf_ring_in_callback(h->r))
+			rf_ring_run_until(h->r, rf__http_quiet, h, 0);
 		for (unsigned i = 0; i < h->nconns; i++)
 			rf__hconn_close(&h->c[i]);
 	}
-	struct rf__hreq *q;
-	while ((q = rf__hq_pop(h)))
-		rf__hreq_fail(h, q, -ECANCELED, "cancelled");
 	free(h->c);
 	free(h->url);
 	free(h->host);

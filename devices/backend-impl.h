@@ -89,10 +89,6 @@ struct rf__op {
 					  * a stream the device does not own (inline, ...) */
 	void *ws;                        /* workspace from xdev's allocator, freed at done */
 	size_t ws_bytes;
-	void *retire;                    /* memory of xdev's the backend hands the op to give
-					  * back when it is done (a stream buffer it replaced:
-					  * the ops before it used it) */
-	size_t retire_bytes;
 	enum rf__math math;
 	unsigned nt;                     /* operands: rf__op_t(op, 0 .. nt-1) */
 	/* Operands by name, outputs first as the signature lists them; t[] is the same

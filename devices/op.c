@@ -167,8 +167,6 @@ void rf__op_done(void *arg, int status)
 	}
 	if (c->ws)
 		rf__cache_free(&d->mem, c->ws, c->ws_bytes);
-	if (c->retire)
-		rf__cache_free(&d->mem, c->retire, c->retire_bytes);
 	free(c);
 }
 

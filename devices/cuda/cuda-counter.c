@@ -120,7 +120,7 @@ int rf__cs_waker_signal(struct rf__cuda_stream *c, uint64_t k)
 		return -ENOTSUP;
 	if (cudaEventRecord(c->wev[k % RF__WEV], c->cs) != cudaSuccess) {
 		(void)cudaGetLastError();
-		return -EIO;  /* a host function wakes for this one */
+		return -EIO;  /* no wake-up for this signal: the caller fails the stream */
 	}
 	rf__waker_issue(&c->waker, k);
 	return 0;

@@ -229,6 +229,14 @@ static void rf__cg_run_held(struct rf__cuda_stream *c)
 	g->nheld = 0;
 }
 
+/* The plan's graphs read a cuDNN workspace since replaced: counted, and forgotten (it
+ * is recorded again at a later launch). */
+static void rf__cg_stale(struct rf__cuda_stream *c, struct rf__cgplan *p)
+{
+	((struct rf__cuda_dev *)c->dev->ctx)->cg_stale++;
+	rf__cg_plan_forget(p);
+}
+
 /* The launch in progress ends early: what is held starts op by op, a host function
  * reports everything put in the FIFO so far, and the plan is recorded again at a
  * later launch. fail: it diverged (an op of something else came between, say), which
@@ -246,8 +254,10 @@ static void rf__cg_end_early(struct rf__cuda_stream *c, int fail)
 		rf__log(RF_LOG_WARN, "stream %s: graph %llu diverged from its recorded order %d "
 			"times: it runs op by op from now on", c->name, (unsigned long long)p->id,
 			RF__CG_TRIES);
-	} else if (p) {
+	} else if (p && fail) {
 		rf__cg_plan_forget(p);
+	} else if (p) {
+		rf__cg_stale(c, p);
 	}
 	rf__cg_run_held(c);
 	if (g->put)
@@ -383,9 +393,7 @@ int rf__cg_enqueue(struct rf__cuda_stream *c, struct rf_op *op)
 		return 0; /* not a launch's first op: it runs as usual */
 	rf__cg_end_launch(g); /* a clean start */
 	if (p->ready && !rf__cg_replayable(p->ws_gen, c->dnn_ws_gen)) {
-		/* its graphs read a workspace that was replaced: record them again */
-		((struct rf__cuda_dev *)c->dev->ctx)->cg_stale++;
-		rf__cg_plan_forget(p);
+		rf__cg_stale(c, p);  /* its graphs read a replaced workspace: record again */
 	}
 	g->cur = p;
 	g->recording = !p->ready;
@@ -407,7 +415,6 @@ continue_launch:
 				if (!rf__cg_replayable(p->ws_gen, c->dnn_ws_gen)) {
 					/* an op run between its graphs replaced the workspace:
 					 * the rest of the launch runs op by op */
-					((struct rf__cuda_dev *)c->dev->ctx)->cg_stale++;
 					rf__cg_end_early(c, 0);
 					return 1;
 				}
@@ -426,8 +433,7 @@ continue_launch:
 		} else {
 			/* the workspace grew while it was recorded: its early graphs read the
 			 * old one */
-			((struct rf__cuda_dev *)c->dev->ctx)->cg_stale++;
-			rf__cg_plan_forget(p);
+			rf__cg_stale(c, p);
 		}
 	}
 	rf__cs_signal(c, g->seq);

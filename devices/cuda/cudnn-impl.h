@@ -27,7 +27,7 @@ void rf__dnn_dev_fini(struct rf__cuda_dev *cd);
 /* op (RF__OP_CONV_FWD, _BWD_DATA, _BWD_FILTER) on stream c by its plan (made at the
  * first op of its key: the first deterministic algorithm of cuDNN's heuristics within
  * the workspace budget, in op->math), in the stream's workspace (grown to the plan's;
- * the buffer replaced is given to op->retire, freed with the op). 0; -ENOTSUP (op->err
+ * the buffer replaced is retired on the stream: rf__cs_retire). 0; -ENOTSUP (op->err
  * untouched, nothing queued) when no such algorithm exists: the caller convolves by
  * im2col; or -EIO, -EINVAL, -ENOMEM with op->err set. */
 int rf__dnn_conv(struct rf__cuda_stream *c, struct rf__op *op);

@@ -483,10 +483,9 @@ static void rf__plan_fallback(struct rf__cuda_dev *cd, struct rf__plan *p, const
 {
 	const struct rf__conv2d *s = &op->p.conv.s;
 
-	p->fallback = 1;
-	if (p->warned)
+	if (p->fallback)
 		return;
-	p->warned = 1;
+	p->fallback = 1;
 	rf__log(RF_LOG_WARN, "cuDNN: %s for %s %dx%d, %d -> %d channels, %dx%d input, batch %d "
 		"(%s %s, %zu-byte workspace budget): no cuDNN path for this shape", what, op->name,
 		s->kh, s->kw, s->c, s->o, s->h, s->w, s->n,

@@ -27,8 +27,8 @@ struct rf__plan {
 	struct rf__plan_key key;
 	int algo;                    /* the algorithm chosen; -1: none fits (im2col) */
 	int math;                    /* RF__PLAN_MATH_* */
-	int fallback;                /* cuDNN does not run it: im2col, or refused */
-	int warned;                  /* the fallback was logged */
+	int fallback;                /* cuDNN does not run it: im2col, or refused (logged
+				      * when first set) */
 	uint64_t uses;               /* runs through this plan */
 	size_t ws;                   /* its workspace, bytes */
 	void *descs;                 /* the backend's descriptors (the cache's free_descs) */
