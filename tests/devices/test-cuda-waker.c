@@ -60,18 +60,11 @@ static void sleep_ns(long ns)
 	nanosleep(&ts, NULL);
 }
 
-static uint64_t rnd(uint64_t *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return *s;
-}
-
 static void *device(void *arg)
 {
 	struct fake *f = arg;
-	uint64_t k = 0, seed = 0x2545f4914f6cdd1dull;
+	uint64_t k = 0;
+	unsigned long long seed = 0x2545f4914f6cdd1dull;
 
 	while (!atomic_load(&f->stop)) {
 		if (k == atomic_load_explicit(&f->issued, memory_order_acquire)) {
@@ -79,7 +72,7 @@ static void *device(void *arg)
 			continue;
 		}
 		k++;
-		sleep_ns((long)(rnd(&seed) % 40000)); /* the work */
+		sleep_ns((long)(t_splitmix64(&seed) % 40000)); /* the work */
 		atomic_store(&f->finished, k);
 		/* then, in stream order, the counter's write and the event */
 		if (!(f->mode == M_REFUSED && k > N / 9))
@@ -162,7 +155,8 @@ static void run_mode(enum mode m)
 {
 	struct fake *f = calloc(1, sizeof(*f));
 	pthread_t th;
-	uint64_t seed = 0x9e3779b97f4a7c15ull + (uint64_t)m, waits = 0;
+	unsigned long long seed = 0x9e3779b97f4a7c15ull + (unsigned)m;
+	uint64_t waits = 0;
 
 	CHECK(f != NULL);
 	f->mode = m;
@@ -180,14 +174,16 @@ static void run_mode(enum mode m)
 	alarm(60);
 	while (f->ctr.issued < N) {
 		/* a burst, then wait for one of it (or, a third of the time, all of it) */
-		unsigned burst = 1 + (unsigned)(rnd(&seed) % 24);
+		unsigned burst = 1 + (unsigned)(t_splitmix64(&seed) % 24);
 		uint64_t target;
 		for (unsigned i = 0; i < burst && f->ctr.issued < N; i++) {
 			uint64_t k = rf__ctr_issue(&f->ctr);
 			atomic_store_explicit(&f->issued, k, memory_order_release);
 			rf__waker_issue(&f->w, k);
 		}
-		target = rnd(&seed) % 3 ? f->ctr.issued - rnd(&seed) % burst : f->ctr.issued;
+		target = f->ctr.issued;
+		if (t_splitmix64(&seed) % 3)
+			target -= t_splitmix64(&seed) % burst;
 		if (target <= f->ctr.done)
 			target = f->ctr.issued;
 		while (f->ctr.done < target)

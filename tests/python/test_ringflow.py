@@ -383,41 +383,13 @@ def main():
     # a stalled server (accepts, answers the open's requests, then never again): the
     # timeout is an argument; close() and the end of a Loader cancel what is in flight
     # at once; Ctrl-C ends a wait within a fraction of a second
-    import re, signal, socketserver, time
-    stall_data = open(path, "rb").read()
-    stall, release = threading.Event(), threading.Event()
-
-    class Stalling(socketserver.StreamRequestHandler):
-        def handle(self):
-            while True:
-                head = []
-                while True:
-                    line = self.rfile.readline()
-                    if not line:
-                        return
-                    if line in (b"\r\n", b"\n"):
-                        break
-                    head.append(line.decode("latin1"))
-                if stall.is_set():
-                    release.wait(30)
-                    return
-                m = re.search(r"(?im)^range:\s*bytes=(\d+)-(\d*)", "".join(head))
-                a = int(m.group(1))
-                b = int(m.group(2)) if m.group(2) else len(stall_data) - 1
-                body = stall_data[a:b + 1]
-                self.wfile.write(b"HTTP/1.1 206 Partial Content\r\nContent-Range: bytes %d-%d/%d\r\n"
-                                 b"Content-Length: %d\r\n\r\n" % (a, a + len(body) - 1,
-                                 len(stall_data), len(body)) + body)
-
-    class Server(socketserver.ThreadingTCPServer):
-        daemon_threads = True
-        allow_reuse_address = True
-
-    srv = Server(("127.0.0.1", 0), Stalling)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    url = "http://127.0.0.1:%d/r.rfrec" % srv.server_address[1]
+    import signal, time
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    from stall_server import StallServer
+    srv = StallServer(open(path, "rb").read())
+    url = srv.url("r.rfrec")
     l = ringflow.Loader(url, 16, timeout=0.1)
-    stall.set()
+    srv.stall()
     t0 = time.monotonic()
     try:
         next(l)
@@ -430,9 +402,9 @@ def main():
     # loaded machine must not fail them; the figures are printed)
     check(time.monotonic() - t1 < 10, f"close() after the timeout error: {time.monotonic() - t1:.2f} s")
     check(t1 - t0 < 30, f"the error within the timeout's retries: {t1 - t0:.2f} s")
-    stall.clear()
+    srv.stall(False)
     l = ringflow.Loader(url, 16)   # the default timeout: 10 s
-    stall.set()
+    srv.stall()
     threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
     t0 = time.monotonic()
     try:
@@ -443,9 +415,9 @@ def main():
     t1 = time.monotonic()
     l.close()
     check(time.monotonic() - t1 < 10, f"close() after Ctrl-C: {time.monotonic() - t1:.2f} s")
-    stall.clear()
+    srv.stall(False)
     l = ringflow.Loader(url, 16, prefetch=4)
-    stall.set()
+    srv.stall()
     threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
     try:
         next(l)                    # stalls: reads out; Ctrl-C again
@@ -454,9 +426,7 @@ def main():
     t1 = time.monotonic()
     del l                          # dropping the Loader cancels them
     check(time.monotonic() - t1 < 10, f"a Loader let go with stalled reads: {time.monotonic() - t1:.2f} s")
-    release.set()
-    srv.shutdown()
-    srv.server_close()
+    srv.close()
     e = ringflow.Engine()
     v = e.var()
     gate = threading.Event()

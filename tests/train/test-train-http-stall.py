@@ -10,14 +10,13 @@ both that and a hang, so that a loaded machine does not fail it). Also
 --http-timeout: with 300 ms the run fails by itself, its message naming the URL, and
 exits well before the 10 s default would have let one read time out.
 Exit 0 pass, 1 fail, 77 without Fashion-MNIST."""
+import atexit
 import os
-import re
+import shutil
 import signal
-import socketserver
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 rf, pack = sys.argv[1], sys.argv[2]
@@ -26,57 +25,25 @@ if not os.path.exists(os.path.join(src, "train-images-idx3-ubyte.gz")):
     print("SKIP: no Fashion-MNIST")
     sys.exit(77)
 d = tempfile.mkdtemp(prefix="rf-http-stall.")
+atexit.register(shutil.rmtree, d, True)
 for s in ("train", "t10k"):
     subprocess.run([pack, "--images", f"{src}/{s}-images-idx3-ubyte.gz", "--labels",
                     f"{src}/{s}-labels-idx1-ubyte.gz", "--classes", "10", "-o",
                     f"{d}/fm-{s}.rfrec"], check=True, stdout=subprocess.DEVNULL)
-data = open(f"{d}/fm-train.rfrec", "rb").read()
-serve = threading.Event()
-serve.set()
-release = threading.Event()
-
-
-class Stall(socketserver.StreamRequestHandler):
-    def handle(self):
-        while True:
-            head = []
-            while True:
-                line = self.rfile.readline()
-                if not line:
-                    return
-                if line in (b"\r\n", b"\n"):
-                    break
-                head.append(line.decode("latin1"))
-            if not serve.is_set():
-                release.wait(60)
-                return
-            m = re.search(r"(?im)^range:\s*bytes=(\d+)-(\d*)", "".join(head))
-            a = int(m.group(1))
-            b = int(m.group(2)) if m.group(2) else len(data) - 1
-            body = data[a:b + 1]
-            self.wfile.write(b"HTTP/1.1 206 Partial Content\r\nContent-Range: bytes %d-%d/%d\r\n"
-                             b"Content-Length: %d\r\n\r\n" % (a, a + len(body) - 1, len(data),
-                                                              len(body)) + body)
-
-
-class Server(socketserver.ThreadingTCPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-
-
-srv = Server(("127.0.0.1", 0), Stall)
-threading.Thread(target=srv.serve_forever, daemon=True).start()
-url = "http://127.0.0.1:%d/fm-train.rfrec" % srv.server_address[1]
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from stall_server import StallServer  # noqa: E402
+srv = StallServer(open(f"{d}/fm-train.rfrec", "rb").read())
+url = srv.url("fm-train.rfrec")
 args = [rf, "--data", url, "--test-data", f"{d}/fm-t10k.rfrec", "--epochs", "1", "--quiet"]
 
 
 def start(extra):
     # the open's requests are answered; then the server stalls
-    serve.set()
+    srv.stall(False)
     p = subprocess.Popen(args + extra, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     time.sleep(1.0)
-    serve.clear()
+    srv.stall()
     time.sleep(1.5)
     return p
 
@@ -113,6 +80,5 @@ if p.returncode != 1 or url not in err or dt > 60:
     fails += 1
 else:
     print(f"ok: --http-timeout 300: failed by itself after {dt:.1f} s, naming the URL")
-release.set()
-srv.shutdown()
+srv.close()
 sys.exit(1 if fails else 0)
