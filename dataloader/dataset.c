@@ -152,6 +152,9 @@ void rf_dataset_close(struct rf_dataset *ds)
 			free(s->path);
 		}
 	}
+	for (uint32_t k = 0; ds->classes && k < ds->num_classes; k++)
+		free(ds->classes[k]);
+	free(ds->classes);
 	memset(ds, 0, sizeof(*ds));
 	ds->src[0].fd = ds->src[1].fd = -1;
 }
@@ -221,6 +224,13 @@ int rf_dataset_describe(const struct rf_dataset *ds, char *buf, size_t len)
 	const struct rf_dataset_src *s = &ds->src[0];
 
 	rf__shape_str(shape, sizeof(shape), ds->ndim, ds->shape);
+	if (ds->kind == RF_DS_RFREC && rf_dataset_variable(ds))
+		return snprintf(buf, len, "%s: rfrec v2, %" PRIu64 " %s records of 1 to %" PRIu64
+				" bytes (%" PRIu64 " in all), %s%" PRIu32 " classes%s", s->path,
+				ds->count, ds->encoding == RF_REC_ENC_IMAGE ? "image" : "raw",
+				ds->max_record, s->data_bytes, ds->label_kind == RF_LABEL_NONE ?
+				"no labels, " : "i32 labels, ", ds->num_classes,
+				ds->classes ? " (named)" : "");
 	if (ds->label_kind == RF_LABEL_NONE)
 		snprintf(lab, sizeof(lab), "no labels");
 	else if (ds->label_src == RF_DS_SRC_LABEL)

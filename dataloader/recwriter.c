@@ -14,11 +14,24 @@
 
 #include "recfile-impl.h"
 
-static void rec_encode(uint8_t *h, const struct rf_dataset *ds)
+/* The header of ds into h; a variable file's sections lie where rf__rec_sections
+ * puts them (cbytes, ccrc: its class names). */
+static void rec_encode(uint8_t *h, const struct rf_dataset *ds, uint64_t cbytes, uint32_t ccrc)
 {
 	memset(h, 0, RF_REC_HEADER_BYTES);
 	memcpy(h + H_MAGIC, rec_magic, 8);
-	rf__put_le32(h + H_VERSION, RF_REC_VERSION);
+	rf__put_le32(h + H_VERSION, rf_dataset_variable(ds) ? RF_REC_VERSION_VAR : RF_REC_VERSION);
+	if (rf_dataset_variable(ds)) {
+		uint64_t ioff, coff, end;
+		rf__rec_sections(ds->src[0].data_bytes, ds->count, cbytes, &ioff, &coff, &end);
+		rf__put_le32(h + H_ENCODING, ds->encoding);
+		rf__put_le64(h + H_INDEX_OFF, ioff);
+		rf__put_le32(h + H_INDEX_CRC, ds->index_crc32);
+		rf__put_le32(h + H_MAX_RECORD, (uint32_t)ds->max_record);
+		rf__put_le64(h + H_CLASSES_OFF, coff);
+		rf__put_le64(h + H_CLASSES_BYTES, cbytes);
+		rf__put_le32(h + H_CLASSES_CRC, ccrc);
+	}
 	rf__put_le32(h + H_HDR_BYTES, RF_REC_HEADER_BYTES);
 	rf__put_le64(h + H_COUNT, ds->count);
 	rf__put_le64(h + H_STRIDE, ds->src[0].stride);
@@ -48,6 +61,12 @@ struct rf_rec_writer {
 	size_t len, cap;
 	uint64_t flushed;         /* data bytes written to the file */
 	int io_err;               /* first write error, sticky */
+	/* variable files: the index (16 bytes per record), the class names (each ends in
+	 * a NUL) */
+	uint8_t *index;
+	size_t index_cap;
+	char *classes;
+	size_t classes_bytes;
 	char last_err[RF__DS_MSG_LEN]; /* message of the last failed append */
 };
 
@@ -72,6 +91,8 @@ void rf_rec_writer_abort(struct rf_rec_writer *w)
 		close(w->fd);
 	}
 	free(w->buf);
+	free(w->index);
+	free(w->classes);
 	free(w->path);
 	free(w->tmp);
 	free(w);
@@ -93,6 +114,49 @@ static int target_check(const char *path, unsigned flags)
 				   "(or a regular file to overwrite)", rf__ftype(st.st_mode));
 	if (!(flags & RF_REC_OVERWRITE))
 		return rf__ds_fail(-EEXIST, path, "file exists, not overwriting it");
+	return 0;
+}
+
+/* A variable layout: its label kind, encoding and class names (into w). */
+static int writer_layout_var(struct rf_rec_writer *w, const char *path,
+			     const struct rf_rec_layout *l)
+{
+	struct rf_dataset *d = &w->d;
+	size_t total = 0;
+
+	if (l->label_kind != RF_LABEL_NONE && l->label_kind != RF_LABEL_I32)
+		return rf__ds_fail(-EINVAL, path, "layout: label kind %d: a variable file keeps "
+				   "its labels as i32 in the index (RF_LABEL_I32) or has none",
+				   (int)l->label_kind);
+	if (l->encoding > RF_REC_ENC_IMAGE)
+		return rf__ds_fail(-EINVAL, path, "layout: encoding %u, expected 0 (raw) or 1 "
+				   "(image)", l->encoding);
+	if (l->classes && (!l->num_classes || l->label_kind == RF_LABEL_NONE))
+		return rf__ds_fail(-EINVAL, path, "layout: class names need labels and "
+				   "num_classes > 0");
+	d->src[0].stride = 0;
+	d->version = RF_REC_VERSION_VAR;
+	d->encoding = l->encoding;
+	d->dtype = RF_DS_DT_U8;
+	d->label_kind = l->label_kind;
+	d->num_classes = l->num_classes;
+	d->label_offset = 12;
+	for (uint32_t k = 0; l->classes && k < l->num_classes; k++) {
+		size_t n = l->classes[k] ? strlen(l->classes[k]) : 0;
+		if (n == 0 || n > 4095)
+			return rf__ds_fail(-EINVAL, path, "layout: class %u's name is %s, expected "
+					   "1 to 4095 bytes", k, n ? "too long" : "empty");
+		total += n + 1;
+	}
+	if (!total)
+		return 0;
+	if (!(w->classes = malloc(total)))
+		return rf__ds_fail(-ENOMEM, path, "out of memory");
+	for (uint32_t k = 0; k < l->num_classes; k++) {
+		size_t n = strlen(l->classes[k]) + 1;
+		memcpy(w->classes + w->classes_bytes, l->classes[k], n);
+		w->classes_bytes += n;
+	}
 	return 0;
 }
 
@@ -148,9 +212,11 @@ int rf_rec_writer_open(struct rf_rec_writer **out, const char *path,
 		goto fail;
 	}
 	d->src[0].path = w->path; /* for messages only */
-	if ((ret = writer_layout(d, path, l)))
-		goto fail;
-	if ((ret = rf__ds_check_layout(d, "layout")))
+	if (l->variable)
+		ret = writer_layout_var(w, path, l);
+	else if (!(ret = writer_layout(d, path, l)))
+		ret = rf__ds_check_layout(d, "layout");
+	if (ret)
 		goto fail;
 	if ((ret = target_check(path, flags)))
 		goto fail;
@@ -240,12 +306,9 @@ static int writer_flush(struct rf_rec_writer *w)
 	return 0;
 }
 
-static int writer_append(struct rf_rec_writer *w, const void *payload, int32_t label)
+static int writer_label_check(const struct rf_rec_writer *w, int32_t label)
 {
-	struct rf_dataset *d = &w->d;
-	uint64_t stride = d->src[0].stride;
-	uint8_t *r;
-	int ret;
+	const struct rf_dataset *d = &w->d;
 
 	if (d->label_kind != RF_LABEL_NONE &&
 	    (label < 0 || (d->num_classes && (uint32_t)label >= d->num_classes) ||
@@ -255,6 +318,22 @@ static int writer_append(struct rf_rec_writer *w, const void *payload, int32_t l
 				   PRIu32 ")", d->count, label,
 				   d->num_classes ? d->num_classes :
 				   d->label_kind == RF_LABEL_U8 ? 256u : (uint32_t)INT32_MAX);
+	return 0;
+}
+
+static int writer_append(struct rf_rec_writer *w, const void *payload, int32_t label)
+{
+	struct rf_dataset *d = &w->d;
+	uint64_t stride = d->src[0].stride;
+	uint8_t *r;
+	int ret;
+
+	if ((ret = writer_label_check(w, label)))
+		return ret;
+	if (rf_dataset_variable(d))
+		return rf__ds_fail(-EINVAL, w->path, "record %" PRIu64 ": the file is of "
+				   "variable-length records: append with rf_rec_writer_append_bytes",
+				   d->count);
 	if (rf__mul_sat(d->count + 1, stride) > RF__DS_MAX_BYTES)
 		return rf__ds_fail(-EFBIG, w->path, "record %" PRIu64 ": file would "
 				   "exceed %" PRIu64 " bytes", d->count, (uint64_t)RF__DS_MAX_BYTES);
@@ -283,6 +362,81 @@ int rf_rec_writer_append(struct rf_rec_writer *w, const void *payload, int32_t l
 	return ret;
 }
 
+/* Bytes through the buffer (large ones past it) at the data's end. */
+static int writer_data(struct rf_rec_writer *w, const uint8_t *p, size_t n)
+{
+	int ret;
+
+	w->crc = (uint32_t)crc32_z(w->crc, p, n);
+	if (w->cap - w->len < n && (ret = writer_flush(w)))
+		return ret;
+	if (n <= w->cap) {
+		memcpy(w->buf + w->len, p, n);
+		w->len += n;
+		return 0;
+	}
+	ret = rf__pwrite_full(w->fd, p, n, RF_REC_HEADER_BYTES + w->flushed);
+	if (ret) {
+		w->io_err = ret;
+		return rf__ds_fail(ret, w->tmp, "offset %" PRIu64 ": write: %s",
+				   RF_REC_HEADER_BYTES + w->flushed, strerror(-ret));
+	}
+	w->flushed += n;
+	return 0;
+}
+
+static int writer_append_var(struct rf_rec_writer *w, const void *rec, size_t len,
+			     int32_t label)
+{
+	struct rf_dataset *d = &w->d;
+	uint64_t at = RF_REC_HEADER_BYTES + w->flushed + w->len;
+	size_t need = (size_t)(d->count + 1) * RF_REC_INDEX_ENTRY;
+	uint8_t *e;
+	int ret;
+
+	if (!rf_dataset_variable(d))
+		return rf__ds_fail(-EINVAL, w->path, "record %" PRIu64 ": the file is of "
+				   "fixed-size records: append with rf_rec_writer_append", d->count);
+	if (d->label_kind == RF_LABEL_NONE)
+		label = -1;
+	else if ((ret = writer_label_check(w, label)))
+		return ret;
+	if (!rec || len == 0 || len > UINT32_MAX)
+		return rf__ds_fail(-EINVAL, w->path, "record %" PRIu64 ": %zu bytes, expected 1 "
+				   "to %u", d->count, rec ? len : 0, UINT32_MAX);
+	if (rf__add_sat(at, len) > RF__DS_MAX_BYTES)
+		return rf__ds_fail(-EFBIG, w->path, "record %" PRIu64 ": file would "
+				   "exceed %" PRIu64 " bytes", d->count, (uint64_t)RF__DS_MAX_BYTES);
+	if (need > w->index_cap) {
+		size_t cap = w->index_cap ? 2 * w->index_cap : 4096;
+		uint8_t *p = realloc(w->index, cap);
+		if (!p)
+			return rf__ds_fail(-ENOMEM, w->path, "out of memory");
+		w->index = p;
+		w->index_cap = cap;
+	}
+	if ((ret = writer_data(w, rec, len)))
+		return ret;
+	e = w->index + d->count * RF_REC_INDEX_ENTRY;
+	rf__put_le64(e, at);
+	rf__put_le32(e + 8, (uint32_t)len);
+	rf__put_le32(e + 12, (uint32_t)label);
+	if (len > d->max_record)
+		d->max_record = len;
+	d->count++;
+	return 0;
+}
+
+int rf_rec_writer_append_bytes(struct rf_rec_writer *w, const void *rec, size_t len,
+			       int32_t label)
+{
+	int ret = writer_append_var(w, rec, len, label);
+
+	if (ret < 0)
+		snprintf(w->last_err, sizeof(w->last_err), "%s", rf_last_error());
+	return ret;
+}
+
 static int fsync_dir(const char *path)
 {
 	char *copy = strdup(path);
@@ -299,22 +453,48 @@ static int fsync_dir(const char *path)
 	return ret;
 }
 
-/* Zero padding to RF_REC_ALIGN, the header, fsync. h is RF_REC_HEADER_BYTES of scratch. */
+/* n bytes of p at off, then zeros to the next multiple of RF_REC_ALIGN (z: that many
+ * zero bytes of scratch). */
+static int writer_section(struct rf_rec_writer *w, const void *p, uint64_t n, uint64_t off,
+			  uint8_t *z)
+{
+	uint64_t end = off + n, padded = round_up(end, RF_REC_ALIGN);
+	int ret = n ? rf__pwrite_full(w->fd, p, n, off) : 0;
+
+	if (!ret && padded > end) {
+		memset(z, 0, padded - end);
+		off = end;
+		ret = rf__pwrite_full(w->fd, z, padded - end, end);
+	}
+	if (ret)
+		return rf__ds_fail(ret, w->tmp, "offset %" PRIu64 ": write: %s", off,
+				   strerror(-ret));
+	return 0;
+}
+
+/* Zero padding to RF_REC_ALIGN (a variable file's index and class names after the
+ * data), the header, fsync. h is RF_REC_HEADER_BYTES of scratch. */
 static int writer_write_header(struct rf_rec_writer *w, uint8_t *h)
 {
 	struct rf_dataset *d = &w->d;
-	uint64_t end = RF_REC_HEADER_BYTES + w->flushed, padded = round_up(end, RF_REC_ALIGN);
+	uint64_t end = RF_REC_HEADER_BYTES + w->flushed;
+	uint32_t ccrc = 0;
 	int ret;
 
 	d->src[0].data_bytes = w->flushed;
 	d->data_crc32 = w->crc;
-	if (padded > end) {
-		memset(h, 0, padded - end);
-		if ((ret = rf__pwrite_full(w->fd, h, padded - end, end)))
-			return rf__ds_fail(ret, w->tmp, "offset %" PRIu64 ": write: %s",
-					   end, strerror(-ret));
+	if ((ret = writer_section(w, NULL, 0, end, h)))
+		return ret;
+	if (rf_dataset_variable(d)) {
+		uint64_t ioff, coff, fend, ib = d->count * RF_REC_INDEX_ENTRY;
+		rf__rec_sections(w->flushed, d->count, w->classes_bytes, &ioff, &coff, &fend);
+		d->index_crc32 = (uint32_t)crc32_z(0L, w->index, ib);
+		ccrc = (uint32_t)crc32_z(0L, (const uint8_t *)w->classes, w->classes_bytes);
+		if ((ret = writer_section(w, w->index, ib, ioff, h)) ||
+		    (coff && (ret = writer_section(w, w->classes, w->classes_bytes, coff, h))))
+			return ret;
 	}
-	rec_encode(h, d);
+	rec_encode(h, d, w->classes_bytes, ccrc);
 	if ((ret = rf__pwrite_full(w->fd, h, RF_REC_HEADER_BYTES, 0)))
 		return rf__ds_fail(ret, w->tmp, "offset 0: write: %s", strerror(-ret));
 	if (fsync(w->fd) < 0)

@@ -4,7 +4,8 @@
  *   build/fuzz/fuzz-gen-corpus fuzz/corpus
  *
  * Each seed starts with the harness's selector byte (fuzz-ckpt: 0x03 reseal and load,
- * 0x01 reseal; fuzz-rfrec: 0x07 reseal both CRCs and verify, 0x01). The text seeds
+ * 0x01 reseal; fuzz-rfrec: bits 0x01 reseal the header, 0x02 verify, 0x04 reseal
+ * the data CRC, 0x08 a version 2 index's, 0x10 its class names'). The text seeds
  * (HTTP, job files, option values, IDX) are written by fuzz/corpus/README.md's
  * commands. Not part of any test run; kept so that the corpus can be made again. */
 #ifndef _GNU_SOURCE
@@ -88,7 +89,9 @@ static void rfrec(const char *dir, const char *name, const struct rf_rec_layout 
 	for (unsigned i = 0; i < count; i++) {
 		for (unsigned k = 0; k < payload; k++)
 			p[k] = (uint8_t)(i * 31 + k);
-		if (rf_rec_writer_append(w, p, (int32_t)(i % 3)) < 0)
+		if ((lay->variable ? rf_rec_writer_append_bytes(w, p, 1 + (i * 37) % payload,
+								 lay->label_kind ? (int32_t)(i % 3) : -1)
+				   : rf_rec_writer_append(w, p, (int32_t)(i % 3))) < 0)
 			exit(1);
 	}
 	if (rf_rec_writer_finish(w) < 0) {
@@ -120,6 +123,11 @@ int main(int argc, char **argv)
 	rfrec(argv[1], "nolabel", &(struct rf_rec_layout){ .stride = 16, .payload_offset = 0,
 		.dtype = RF_DS_DT_U8, .ndim = 1, .shape = { 16 }, .label_kind = RF_LABEL_NONE },
 		5, 16, 0x01);
+	rfrec(argv[1], "var-classes", &(struct rf_rec_layout){ .variable = 1,
+		.encoding = RF_REC_ENC_IMAGE, .label_kind = RF_LABEL_I32, .num_classes = 3,
+		.classes = (const char *const[]){ "cat", "dog", "n01440764" } }, 6, 300, 0x1f);
+	rfrec(argv[1], "var-nolabel", &(struct rf_rec_layout){ .variable = 1,
+		.label_kind = RF_LABEL_NONE }, 4, 50, 0x0b);
 	rf_ring_destroy(r);
 	return 0;
 }

@@ -95,7 +95,16 @@ struct rf_dataset {
 
 	/* .rfrec only */
 	uint32_t version;
-	uint32_t data_crc32;          /* CRC-32 (zlib) of the count*stride record bytes */
+	uint32_t data_crc32;          /* CRC-32 (zlib) of the count*stride record bytes
+				       * (version 2: of every record's bytes) */
+	/* .rfrec version 2 only: records of any length (stride 0, rf_dataset_variable).
+	 * Record i's place and label are in the index, held in memory as src[1]: 16
+	 * bytes per record (u64 byte offset in the file, u32 length, i32 label; LE),
+	 * so labels come from src[1] (label_src 1, label_offset 12). */
+	uint32_t encoding;            /* RF_REC_ENC_*: what a record's bytes are */
+	uint32_t index_crc32;         /* CRC-32 of the index */
+	uint64_t max_record;          /* bytes of the longest record */
+	char **classes;               /* num_classes class names, or NULL; owned */
 	/* raw only, with RF_DS_ALLOW_TAIL: bytes after the last whole record */
 	uint64_t tail_bytes;
 };
@@ -140,7 +149,11 @@ int rf_dataset_open_idx(struct rf_dataset *ds, const char *path, unsigned expect
 			unsigned flags);
 
 /* A .rfrec file. Checks magic, version, header CRC, field consistency, and that the
- * file is exactly 4096 + count*stride rounded up to 4096 with zero padding. With
+ * file is exactly 4096 + count*stride rounded up to 4096 with zero padding (version 2:
+ * the records, the index and the class names, each section padded to 4096; the
+ * index read into memory and checked whole: its CRC, records back to back from 4096
+ * covering the data exactly, each 1 byte or more, every label in range; the class
+ * names' CRC and count). With
  * RF_DS_VERIFY also reads every record: data CRC and label range. path may be an
  * http://HOST[:PORT]/PATH URL (HOST may be an [IPv6 literal]) of a server that
  * answers Range requests (nginx, ...): the same checks run on ranges fetched from it,
@@ -182,7 +195,8 @@ int rf_dataset_verify(const struct rf_dataset *ds);
 
 /* ---- access -------------------------------------------------------------------- */
 
-/* Copy record i's payload (payload_bytes into payload, if not NULL) and its label
+/* Copy record i's payload (payload_bytes into payload, if not NULL; a variable
+ * dataset's record i: its own length, rf_dataset_payload_loc, at most max_record) and its label
  * (into *label, if not NULL; -1 when the dataset has none). pread for files,
  * memcpy for memory. Returns 0, -ERANGE for i >= count, -EIO on a short read, or
  * -errno; rf_last_error() then names the file (or URL), the record and the bytes.
@@ -194,12 +208,34 @@ int rf_dataset_read_record(const struct rf_dataset *ds, uint64_t i, void *payloa
  * Returns snprintf's result. */
 int rf_dataset_describe(const struct rf_dataset *ds, char *buf, size_t len);
 
+/* 1 when records differ in length (.rfrec version 2): payload_bytes is 0, and
+ * rf_dataset_payload_loc gives each record's own length (at most max_record). */
+static inline int rf_dataset_variable(const struct rf_dataset *ds)
+{
+	return ds->src[RF_DS_SRC_PAYLOAD].stride == 0;
+}
+
+/* Entry i of a variable dataset's index (16 bytes, little-endian). */
+#define RF_REC_INDEX_ENTRY 16u
+
 /* Where record i's payload lies: its source (ds->src index), byte offset and length. */
 static inline void rf_dataset_payload_loc(const struct rf_dataset *ds, uint64_t i,
 					  struct rf_dataset_loc *loc)
 {
 	const struct rf_dataset_src *s = &ds->src[RF_DS_SRC_PAYLOAD];
 	loc->src = RF_DS_SRC_PAYLOAD;
+	if (rf_dataset_variable(ds)) {
+		const uint8_t *e = ds->src[RF_DS_SRC_LABEL].mem + i * RF_REC_INDEX_ENTRY;
+		uint64_t off = 0;
+		uint32_t len = 0;
+		for (int k = 7; k >= 0; k--)
+			off = off << 8 | e[k];
+		for (int k = 11; k >= 8; k--)
+			len = len << 8 | e[k];
+		loc->offset = off;
+		loc->length = len;
+		return;
+	}
 	loc->offset = s->data_offset + i * s->stride + ds->payload_offset;
 	loc->length = ds->payload_bytes;
 }
@@ -256,7 +292,8 @@ static inline void rf_dataset_span(const struct rf_dataset *ds, unsigned src,
  * A 4096-byte header, the records back to back, zeros up to a multiple of 4096.
  * The layout, field by field: dataloader/README.md, "The .rfrec format". */
 #define RF_REC_MAGIC "RFRECv1"    /* 8 bytes with its NUL */
-#define RF_REC_VERSION 1u
+#define RF_REC_VERSION 1u         /* fixed-size records */
+#define RF_REC_VERSION_VAR 2u     /* records of any length, with an index */
 #define RF_REC_HEADER_BYTES 4096u
 #define RF_REC_ALIGN 4096u
 
@@ -272,7 +309,19 @@ struct rf_rec_layout {
 	enum rf_label_kind label_kind;
 	uint64_t label_offset;
 	uint32_t num_classes;   /* > 0: append refuses labels outside [0, num_classes) */
+	/* 1: a version 2 file of records of any length (encoded images), appended with
+	 * rf_rec_writer_append_bytes; stride, payload_offset, dtype, ndim, shape and
+	 * label_offset are then unused, and label_kind is RF_LABEL_NONE or RF_LABEL_I32. */
+	int variable;
+	uint32_t encoding;      /* variable: RF_REC_ENC_* */
+	/* variable, optional: num_classes class names (label k is classes[k]), written
+	 * into the file; each non-empty, without NUL, at most 4095 bytes. Borrowed for
+	 * the open call only (copied). */
+	const char *const *classes;
 };
+
+/* What the records of a variable .rfrec hold. */
+enum { RF_REC_ENC_RAW = 0, RF_REC_ENC_IMAGE = 1 /* each an encoded JPEG or PNG */ };
 
 struct rf_rec_writer;
 
@@ -294,6 +343,12 @@ int rf_rec_writer_open(struct rf_rec_writer **out, const char *path,
  * for RF_LABEL_NONE). Buffered. -ERANGE for a label out of range (nothing is
  * written); an I/O error is reported here or by finish. */
 int rf_rec_writer_append(struct rf_rec_writer *w, const void *payload, int32_t label);
+
+/* Append one record of a variable file: len bytes (1 .. 2^32 - 1) from rec and its
+ * label (-1 when the layout has none). -EINVAL when the layout is not variable (or
+ * rf_rec_writer_append on a variable one), -ERANGE for a label out of range. */
+int rf_rec_writer_append_bytes(struct rf_rec_writer *w, const void *rec, size_t len,
+			       int32_t label);
 
 /* The message of the writer's last failed append or flush, "" if none. Owned by w. */
 const char *rf_rec_writer_last_error(const struct rf_rec_writer *w);

@@ -229,7 +229,8 @@ static void bad_fields(const struct layout_case *c)
 	uint8_t *good, *b;
 	size_t n;
 	struct { unsigned off; uint32_t val; int want; const char *s; } cases[] = {
-		{ 8, 2, -ENOTSUP, "offset 8: version 2, expected 1" },
+		{ 8, 3, -ENOTSUP, "offset 8: version 3, expected 1 or 2" },
+		{ 8, 2, -EINVAL, "expected 0 in a version 2 file" },
 		{ 12, 512, -EINVAL, "offset 12: header size 512" },
 		{ 16, 0, -EINVAL, "offset 16: record count 0" },
 		{ 24, 0, -EINVAL, "stride 0" },
