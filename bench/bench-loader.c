@@ -21,7 +21,11 @@
  * rf-bench loader --rfrec FILE|URL [--http-conns N] [...]: an .rfrec, local or over
  *   HTTP (http://HOST:PORT/PATH: record spans by Range requests)
  *   Samples/s of full Fashion-MNIST training epochs (the gzip'd IDX pair in DIR,
- *   default /usr/share/datasets/fashion-mnist, served from memory) with decode. */
+ *   default /usr/share/datasets/fashion-mnist, served from memory) with decode.
+ * rf-bench loader --rfrec IMAGES.rfrec|--tar SHARD.tar --image-size S [--workers N]
+ *                 [--eval] [--exact]: JPEG/PNG records decoded and augmented to
+ *   3 x S x S (RandomResizedCrop + flip, or resize + centre crop) then to f32; MB/s
+ *   counts the decoded samples' bytes (3 S^2 each). */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -52,13 +56,20 @@ static const char usage[] =
 	"  --window W       windowed: chunks shuffled together, 1..4096 (default 8)\n"
 	"  --http-conns N   connections for an http:// --rfrec, 1..64 (default 4)\n"
 	"  --read-bytes B   bytes of reads in flight at most, 4k..1g (default 8m)\n"
-	"  --in-memory --buffered --no-shuffle --json\n";
+	"  --tar SHARD      a WebDataset shard of images (read where they lie)\n"
+	"  --image-size S   the records are JPEG/PNG images: decoded, RandomResizedCrop +\n"
+	"                   flip to 3 x S x S (--eval: resize + centre crop), 1..4096\n"
+	"  --workers N      image decode streams, 1..16 (default: one per CPU)\n"
+	"  --exact          images: no DCT-scaled decode\n"
+	"  --in-memory --buffered --no-shuffle --json --eval\n";
 
 int rf_bench_loader(int argc, char **argv)
 {
 	const char *file = NULL, *fmdir = NULL, *rfrec = NULL;
 	uint64_t rec = 0, hdr = 0, batch = 256, epochs = 1, prefetch = 0, streams = 2, seed = 1, conns = 0;
-	uint64_t chunk = 0, window = 0, rbytes = 0, all_n = 0;
+	uint64_t chunk = 0, window = 0, rbytes = 0, all_n = 0, isize = 0, workers = 0;
+	int eval = 0, exact = 0;
+	const char *tar = NULL;
 	int json = 0, fmnist = 0, in_memory = 0, buffered = 0, no_shuffle = 0, i, ret, rc = 1;
 	int order = RF_LOADER_ORDER_UNIFORM;
 	struct rf_ring *ring = NULL;
@@ -89,6 +100,21 @@ int rf_bench_loader(int argc, char **argv)
 			buffered = 1;
 		else if (!strcmp(a, "--no-shuffle"))
 			no_shuffle = 1;
+		else if (!strcmp(a, "--eval"))
+			eval = 1;
+		else if (!strcmp(a, "--exact"))
+			exact = 1;
+		else if (!strcmp(a, "--tar")) {
+			if (!v) {
+				fprintf(stderr, "rf-bench loader: --tar needs a path\n");
+				return 2;
+			}
+			tar = v;
+			i++;
+		} else if (!strcmp(a, "--image-size"))
+			u = &isize, hi = 4096;
+		else if (!strcmp(a, "--workers"))
+			u = &workers, hi = 16;
 		else if (!strcmp(a, "--fmnist")) {
 			fmnist = 1;
 			if (v && v[0] != '-') {
@@ -149,7 +175,7 @@ int rf_bench_loader(int argc, char **argv)
 				return rc;
 		}
 	}
-	if (!fmnist && !rfrec && (!file || !rec)) {
+	if (!fmnist && !rfrec && !tar && (!file || !rec)) {
 		fprintf(stderr,
 			"rf-bench loader: need --file F --record-size S (or --fmnist [DIR], "
 			"or --rfrec FILE|URL; see rf-bench loader --help)\n");
@@ -158,10 +184,12 @@ int rf_bench_loader(int argc, char **argv)
 	/* the batch slots: prefetch x batch records, decoded to floats */
 	if ((ret = bench_mem("loader", "--prefetch x --batch x --record-size",
 			     (double)(prefetch ? prefetch : 4) * (double)batch *
-			     (double)(rec ? rec : 784) * 5.0)))
+			     (double)(isize ? 3 * isize * isize : rec ? rec : 784) * 5.0)))
 		return ret;
 
-	if (rfrec) {
+	if (tar) {
+		ret = rf_dataset_open_wds(&ds, tar, 0, 0);
+	} else if (rfrec) {
 		ret = rf_dataset_open_rfrec(&ds, rfrec, 0);
 	} else if (fmnist) {
 		char ip[512], lp[512];
@@ -199,6 +227,13 @@ int rf_bench_loader(int argc, char **argv)
 	o.buffered = buffered;
 	o.http_conns = (unsigned)conns;
 	o.read_bytes = (size_t)rbytes;
+	o.image_size = (unsigned)isize;
+	o.image_eval = eval;
+	o.image_exact = exact;
+	o.hflip = isize && !eval;
+	o.workers = (unsigned)workers;
+	/* MB/s of what a batch holds: the records, or the decoded images */
+	uint64_t pbytes = isize ? 3 * isize * isize : ds.payload_bytes;
 	create_ns = rf_now_ns();
 	ret = rf_loader_create(&l, e, &ds, &o);
 	create_ns = rf_now_ns() - create_ns;
@@ -233,7 +268,7 @@ int rf_bench_loader(int argc, char **argv)
 				strerror(-ret), rf_loader_last_error(l));
 			goto out;
 		}
-		mb = (double)n * ds.payload_bytes / 1e6;
+		mb = (double)n * pbytes / 1e6;
 		all_n += n;
 		tot_s += s;
 		if (ep > 0 || epochs == 1) {
@@ -253,8 +288,8 @@ int rf_bench_loader(int argc, char **argv)
 	}
 	rf_loader_get_stats(l, &st);
 	{
-		double mb = (double)steady_n * ds.payload_bytes / 1e6;
-		double gb = (double)all_n * ds.payload_bytes / 1e9, usr, sys;
+		double mb = (double)steady_n * pbytes / 1e6;
+		double gb = (double)all_n * pbytes / 1e9, usr, sys;
 		struct rf_ring_stats rs;
 		struct rusage ru;
 		char extra[512];
@@ -276,7 +311,7 @@ int rf_bench_loader(int argc, char **argv)
 			       PRIu64 ",\"records\":%" PRIu64 ",\"MBps\":%s,\"samples_per_s\":%s,"
 			       "\"seconds\":%.4f,\"reads\":%" PRIu64 ",\"read_MB\":%.1f,\"direct\":%d,"
 			       "\"registered\":%d,\"mode\":%d,%s,\"per_epoch\":[%s]}\n",
-			       fmnist ? "fmnist" : "file", epochs, batch, (uint64_t)ds.payload_bytes,
+			       fmnist ? "fmnist" : isize ? "images" : "file", epochs, batch, pbytes,
 			       ds.count, BJ("%.1f", mb / steady_s), BJ("%.0f", steady_n / steady_s),
 			       tot_s, st.reads,
 			       st.read_bytes / 1e6, st.direct, st.registered, st.mode, extra,
@@ -285,7 +320,7 @@ int rf_bench_loader(int argc, char **argv)
 			printf("%s: %.1f MB/s, %.0f samples/s (epochs %s), %" PRIu64 " reads, %.1f MB read\n"
 			       "reads in flight: at most %u (%zu bytes; bound %zu), %" PRIu64 " waited; "
 			       "%.1f reads per io_uring_enter; CPU %.3f s user + %.3f s system per GB\n",
-			       fmnist ? "fashion-mnist" : rfrec ? rfrec : file, mb / steady_s, steady_n / steady_s,
+			       fmnist ? "fashion-mnist" : tar ? tar : rfrec ? rfrec : file, mb / steady_s, steady_n / steady_s,
 			       epochs > 1 ? "after the first" : "all", st.reads, st.read_bytes / 1e6,
 			       st.max_reads_inflight, st.max_bytes_inflight, st.read_limit, st.read_queued,
 			       rs.enters ? (double)st.reads / (double)rs.enters : 0.0,

@@ -219,16 +219,17 @@ int rf_dataset_read_record(const struct rf_dataset *ds, uint64_t i, void *payloa
 
 int rf_dataset_describe(const struct rf_dataset *ds, char *buf, size_t len)
 {
-	static const char *kinds[] = { "none", "idx", "idx", "rfrec", "raw" };
+	static const char *kinds[] = { "none", "idx", "idx", "rfrec", "raw", "tar" };
 	char shape[96], lab[96];
 	const struct rf_dataset_src *s = &ds->src[0];
 
 	rf__shape_str(shape, sizeof(shape), ds->ndim, ds->shape);
-	if (ds->kind == RF_DS_RFREC && rf_dataset_variable(ds))
-		return snprintf(buf, len, "%s: rfrec v2, %" PRIu64 " %s records of 1 to %" PRIu64
-				" bytes (%" PRIu64 " in all), %s%" PRIu32 " classes%s", s->path,
-				ds->count, ds->encoding == RF_REC_ENC_IMAGE ? "image" : "raw",
-				ds->max_record, s->data_bytes, ds->label_kind == RF_LABEL_NONE ?
+	if ((ds->kind == RF_DS_RFREC || ds->kind == RF_DS_TAR) && rf_dataset_variable(ds))
+		return snprintf(buf, len, "%s: %s, %" PRIu64 " %s records of 1 to %" PRIu64
+				" bytes (%" PRIu64 " %s), %s%" PRIu32 " classes%s", s->path,
+				ds->kind == RF_DS_TAR ? "WebDataset shard" : "rfrec v2", ds->count, ds->encoding == RF_REC_ENC_IMAGE ? "image" : "raw",
+				ds->max_record, s->data_bytes, ds->kind == RF_DS_TAR ?
+				"bytes of tar" : "in all", ds->label_kind == RF_LABEL_NONE ?
 				"no labels, " : "i32 labels, ", ds->num_classes,
 				ds->classes ? " (named)" : "");
 	if (ds->label_kind == RF_LABEL_NONE)
@@ -243,7 +244,7 @@ int rf_dataset_describe(const struct rf_dataset *ds, char *buf, size_t len)
 	return snprintf(buf, len,
 			"%s: %s%s, %" PRIu64 " records of %" PRIu64 " bytes from offset %" PRIu64
 			", payload %s %s (%" PRIu64 " bytes at +%" PRIu64 "), %s",
-			s->path, kinds[ds->kind <= RF_DS_RAW ? ds->kind : 0],
+			s->path, kinds[ds->kind <= RF_DS_TAR ? ds->kind : 0],
 			s->compressed ? " (gzip)" : "", ds->count, s->stride, s->data_offset,
 			rf_ds_dtype_name(ds->dtype), shape, ds->payload_bytes, ds->payload_offset,
 			lab);

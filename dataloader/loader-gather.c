@@ -12,7 +12,8 @@
 
 struct rf__gjob *rf__gjob_new(struct rf_loader *l, struct rf__slot *s, unsigned n)
 {
-	struct rf__gjob *j = malloc(sizeof(*j) + (size_t)n * (2 * sizeof(void *) + sizeof(uint64_t)));
+	struct rf__gjob *j = malloc(sizeof(*j) + (size_t)n * (2 * sizeof(void *) + sizeof(uint64_t) +
+							    sizeof(uint32_t)));
 
 	if (!j)
 		return NULL;
@@ -25,6 +26,8 @@ struct rf__gjob *rf__gjob_new(struct rf_loader *l, struct rf__slot *s, unsigned 
 	j->pp = (const uint8_t **)(j + 1);
 	j->lp = l->labels ? j->pp + n : NULL;
 	j->idx = (uint64_t *)(j->pp + 2 * n);
+	j->pl = (uint32_t *)(j->idx + n);
+	j->w = (unsigned)(l->ngather % l->ngs);
 	return j;
 }
 
@@ -87,6 +90,33 @@ static float *rf__xrow(const struct rf_loader *l, const struct rf__slot *s, unsi
 	return (float *)s->x[k]->data + (size_t)(i - s->soff[k]) * l->pb;
 }
 
+/* Images: each record decoded and augmented into its (3, size, size) u8 sample, in
+ * the staging or (fused) the stream's scratch and from there into its f32 row. */
+static int rf__gather_images(struct rf__gjob *j)
+{
+	struct rf_loader *l = j->l;
+	struct rf__slot *s = j->s;
+	const struct rf_dataset *ds = l->ds;
+	char msg[RF__ERRLEN - 96];
+
+	for (unsigned i = 0; i < j->n; i++) {
+		uint8_t *dst = rf__fused(l) ? l->gscratch[j->w] : s->stage + (size_t)i * l->pb;
+		int ret = rf__img_decode(l->img[j->w], &l->io, j->pp[i], j->pl[i], j->epoch,
+					 j->idx[i], dst, msg, sizeof(msg));
+		if (ret < 0) {
+			struct rf_dataset_loc loc;
+			rf_dataset_payload_loc(ds, j->idx[i], &loc);
+			snprintf(j->err, sizeof(j->err), "%s: record %" PRIu64 " (offset %" PRIu64
+				 ", %" PRIu64 " bytes): %s", ds->src[0].path, j->idx[i], loc.offset,
+				 loc.length, msg);
+			return ret;
+		}
+		if (rf__fused(l))
+			rf__decode_rec(l, s, rf__xrow(l, s, i), dst);
+	}
+	return 0;
+}
+
 /* The op (worker thread): records -> staging (augmented, if asked), or straight to
  * the f32 rows when fused; labels -> slot labels. */
 static int rf__gather_run(void *ctx)
@@ -97,13 +127,17 @@ static int rf__gather_run(void *ctx)
 	const struct rf_dataset *ds = l->ds;
 	size_t pb = l->pb;
 	unsigned i;
+	int ret;
 
-	if (l->o.crop_pad || l->o.hflip) {
-		unsigned C = ds->ndim == 3 ? ds->shape[0] : 1;
-		unsigned H = ds->shape[ds->ndim - 2], W = ds->shape[ds->ndim - 1];
+	if (l->image) {
+		if ((ret = rf__gather_images(j)) < 0)
+			return ret;
+	} else if (l->o.crop_pad || l->o.hflip) {
+		unsigned C = l->ndim == 3 ? l->shape[0] : 1;
+		unsigned H = l->shape[l->ndim - 2], W = l->shape[l->ndim - 1];
 		for (i = 0; i < j->n; i++) {
 			int dy, dx, flip;
-			uint8_t *dst = rf__fused(l) ? l->gscratch : s->stage + (size_t)i * pb;
+			uint8_t *dst = rf__fused(l) ? l->gscratch[j->w] : s->stage + (size_t)i * pb;
 			rf_loader_augment_of(&l->o, j->epoch, j->idx[i], &dy, &dx, &flip);
 			rf__augment_copy(dst, j->pp[i], C, H, W, dy, dx, flip);
 			if (rf__fused(l))
@@ -180,7 +214,8 @@ int rf__push_gather(struct rf_loader *l, struct rf__gjob *j)
 	d.nreads = nr;
 	d.writes = writes;
 	d.nwrites = nw;
-	d.stream = l->gs;
+	d.stream = l->gs[j->w];
+	l->ngather++;
 	d.name = "loader_gather";
 	ret = rf_engine_push(l->e, &d);
 	if (ret < 0)

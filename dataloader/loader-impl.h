@@ -11,6 +11,7 @@
 
 #include "http-impl.h"
 #include "dataset-impl.h"
+#include "image-impl.h"
 #include "loader.h"
 #include "ops.h"
 
@@ -20,6 +21,7 @@ enum { RF__MEM = 0, RF__SPAN = 1, RF__REC = 2 };
 #define RF__ERRLEN 384
 #define RF__ERRLOG 256 /* failed batches whose messages are kept */
 #define RF__MAXREADS 8 /* fetch units one gather may read */
+#define RF__MAXGS 16   /* gather streams */
 
 /* A fetch unit: a read buffer with an engine variable. */
 struct rf__unit {
@@ -91,8 +93,10 @@ struct rf__gjob {
 	unsigned n, nunits;
 	uint64_t fid[RF__MAXREADS]; /* ids of the fetches it reads */
 	struct rf_var *reads[RF__MAXREADS]; /* their units' variables */
-	char err[RF__ERRLEN];     /* written by the worker on a bad label */
+	unsigned w;               /* the gather stream it runs on */
+	char err[RF__ERRLEN];     /* written by the worker on a bad label or image */
 	const uint8_t **pp;       /* payload of record j */
+	uint32_t *pl;             /* its length (a variable dataset's records) */
 	const uint8_t **lp;       /* label of record j, or NULL */
 	uint64_t *idx;            /* record index (for messages) */
 };
@@ -106,7 +110,11 @@ struct rf_loader {
 	int closing;                   /* rf_loader_destroy has begun: reads are cancelled */
 	int remote;                    /* the devices' memory is not host memory: batches
 					* are staged on the host and copied over */
-	uint8_t *gscratch;             /* rf__fused with augmentation: one record */
+	/* the record served: (3, image_size, image_size) for images, else the dataset's */
+	unsigned ndim;
+	uint32_t shape[RF_DS_MAX_DIMS];
+	int image;                     /* records are encoded images, decoded by the gather */
+	struct rf__img_opts io;        /* their decode and augmentation */
 	unsigned K, N;            /* shards (devices), full slots */
 	unsigned T, base;         /* shards per batch over all processes; our first */
 	size_t pb;                /* payload bytes */
@@ -151,7 +159,13 @@ struct rf_loader {
 				   * rotation runs on across epochs) */
 	uint8_t *held;            /* nslots: 1 = rf_loader_hold'd, skipped by the rotation */
 	uint64_t nbatch_done;     /* batches pushed, all epochs (REC fetch units) */
-	struct rf_stream *gs;     /* gather worker stream */
+	/* Gather worker streams: batch t gathers on gs[t mod ngs] (one but for images);
+	 * each with its image decoder and, fused with augmentation, one record of scratch */
+	struct rf_stream *gs[RF__MAXGS];
+	unsigned ngs;
+	uint64_t ngather;         /* gathers pushed */
+	struct rf__imgctx *img[RF__MAXGS];
+	uint8_t *gscratch[RF__MAXGS];
 	struct rf_device *host;
 
 	uint64_t epoch, t;        /* next batch: (epoch, t) */

@@ -232,6 +232,37 @@ static int rf__push_fetch(struct rf_loader *l, struct rf__unit *u, struct rf__fe
 
 /* ---- fetch units ---- */
 
+static int rf__cmp_desc(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* REC over records of any length: the reads of one batch fill its unit from the
+ * start, each an aligned span of at most round_up(length) + align bytes; the unit
+ * holds those of the batch's largest records, whichever they are. 0: no memory for
+ * the sort (the caller's allocation then fails). */
+static size_t rf__var_unit_cap(const struct rf_loader *l)
+{
+	uint64_t n = l->count, k = l->o.batch < n ? l->o.batch : n;
+	uint32_t *len = malloc(n * sizeof(*len));
+	size_t cap = 0;
+
+	if (!len)
+		return 0;
+	for (uint64_t i = 0; i < n; i++) {
+		struct rf_dataset_loc loc;
+		rf_dataset_payload_loc(l->ds, i, &loc);
+		len[i] = (uint32_t)loc.length;
+	}
+	qsort(len, n, sizeof(*len), rf__cmp_desc);
+	for (uint64_t i = 0; i < k; i++)
+		cap += rf__round(len[i], l->align) + l->align;
+	free(len);
+	return cap;
+}
+
 /* SPAN: F = windows a batch can touch + the windows the read bound can keep in
  * flight ahead of them (at least 1); REC: one per full slot + 1, so that batch t + N's
  * reads queue while batch t is still being gathered. */
@@ -250,7 +281,8 @@ static void rf__units_size(struct rf_loader *l)
 	} else if (l->mode == RF__REC) {
 		l->nunits = l->N + 1;
 		l->chunk_cap = rf__round(s0->stride, l->align) + l->align;
-		l->unit_cap = (size_t)l->o.batch * l->chunk_cap;
+		l->unit_cap = rf_dataset_variable(l->ds) ? rf__var_unit_cap(l)
+							 : (size_t)l->o.batch * l->chunk_cap;
 	}
 }
 
@@ -324,6 +356,7 @@ static void rf__locate_mem(struct rf_loader *l, uint64_t p0, struct rf__gjob *j)
 		j->idx[i] = r;
 		rf_dataset_payload_loc(ds, r, &loc);
 		j->pp[i] = l->pmem + loc.offset;
+		j->pl[i] = (uint32_t)loc.length;
 		if (j->lp) {
 			rf_dataset_label_loc(ds, r, &loc);
 			j->lp[i] = l->lmem + loc.offset;
@@ -336,7 +369,9 @@ static void rf__locate_mem(struct rf_loader *l, uint64_t p0, struct rf__gjob *j)
  * read of up to RF__MERGE_MAX bytes: fewer, larger reads, and the page two neighbours
  * share is read once. Record i's slot of the unit starts at i * chunk_cap, and a read
  * starting at record k's slot and covering records k..i ends inside slot i (a slot
- * holds a record's span plus one alignment unit), so merged reads stay in the unit. */
+ * holds a record's span plus one alignment unit), so merged reads stay in the unit.
+ * Records of any length have no slot of a fixed size: each read goes where the one
+ * before ended (rf__var_unit_cap sizes the unit for the largest records). */
 #define RF__MERGE_MAX (1u << 20)
 static int rf__read_records(struct rf_loader *l, uint64_t p0, struct rf__gjob *j)
 {
@@ -344,6 +379,7 @@ static int rf__read_records(struct rf_loader *l, uint64_t p0, struct rf__gjob *j
 	const struct rf_dataset_src *s0 = &ds->src[RF_DS_SRC_PAYLOAD];
 	struct rf__unit *u = &l->units[l->nbatch_done % l->nunits];
 	unsigned i, n = j->n, nq = 0;
+	int var = rf_dataset_variable(ds);
 	struct rf__fetch *f = calloc(1, sizeof(*f) + n * sizeof(f->req[0]));
 	int ret;
 
@@ -351,13 +387,24 @@ static int rf__read_records(struct rf_loader *l, uint64_t p0, struct rf__gjob *j
 		return -ENOMEM;
 	for (i = 0; i < n; i++) {
 		uint64_t r = l->order[p0 + i], off, len, a = s0->data_offset + r * s0->stride;
+		uint64_t rl = s0->stride;
 		struct rf__req *q = nq ? &f->req[nq - 1] : NULL;
 		const uint8_t *rec;
-		rf_dataset_span(ds, RF_DS_SRC_PAYLOAD, r, 1, l->align, &off, &len);
+		if (var) {
+			struct rf_dataset_loc loc;
+			rf_dataset_payload_loc(ds, r, &loc);
+			a = loc.offset;
+			rl = loc.length;
+			j->pl[i] = (uint32_t)rl;
+			off = a & ~(l->align - 1);
+			len = rf__round(a + rl, l->align) - off;
+		} else {
+			rf_dataset_span(ds, RF_DS_SRC_PAYLOAD, r, 1, l->align, &off, &len);
+		}
 		if (q && r == q->rec0 + q->nrec && off + len - q->off <= RF__MERGE_MAX) {
 			q->nrec++; /* the next record in the file: the same read, longer */
 			q->len = (uint32_t)(off + len - q->off);
-			q->need = (uint32_t)(a + s0->stride - q->off);
+			q->need = (uint32_t)(a + rl - q->off);
 		} else {
 			q = &f->req[nq++];
 			q->f = f;
@@ -365,8 +412,8 @@ static int rf__read_records(struct rf_loader *l, uint64_t p0, struct rf__gjob *j
 			q->nrec = 1;
 			q->off = off;
 			q->len = (uint32_t)len;
-			q->need = (uint32_t)(a + s0->stride - off);
-			q->dst = i * l->chunk_cap;
+			q->need = (uint32_t)(a + rl - off);
+			q->dst = !var ? i * l->chunk_cap : nq > 1 ? f->req[nq - 2].dst + f->req[nq - 2].len : 0;
 		}
 		rec = u->buf + q->dst + (a - q->off);
 		j->idx[i] = r;

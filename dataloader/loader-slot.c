@@ -57,7 +57,6 @@ static int rf__make_shard(struct rf_loader *l, struct rf__slot *s, unsigned si, 
 static int rf__make_slot(struct rf_loader *l, struct rf__slot *s, unsigned cap, uint8_t *mem,
 			 unsigned si)
 {
-	const struct rf_dataset *ds = l->ds;
 	unsigned i, k, lo, hi;
 	int ret;
 
@@ -67,7 +66,7 @@ static int rf__make_slot(struct rf_loader *l, struct rf__slot *s, unsigned cap, 
 	s->lab = (int32_t *)(mem + (rf__fused(l) ? 0 : rf__round((size_t)s->cap * l->pb, 64)));
 	for (i = 0; i < l->K; i++) {
 		int64_t shape[RF_TENSOR_MAX_DIMS] = { 0 };
-		int nd = 1 + (int)ds->ndim;
+		int nd = 1 + (int)l->ndim;
 		unsigned a = (unsigned)((uint64_t)cap * (l->base + i) / l->T) - lo;
 		unsigned b = (unsigned)((uint64_t)cap * (l->base + i + 1) / l->T) - lo;
 
@@ -76,8 +75,8 @@ static int rf__make_slot(struct rf_loader *l, struct rf__slot *s, unsigned cap, 
 		s->soff[i] = a;
 		s->sn[i] = b - a;
 		shape[0] = b - a;
-		for (k = 0; k < ds->ndim; k++)
-			shape[1 + k] = ds->shape[k];
+		for (k = 0; k < l->ndim; k++)
+			shape[1 + k] = l->shape[k];
 		ret = rf__make_shard(l, s, si, i, a, nd, shape);
 		if (ret < 0)
 			return ret;

@@ -112,12 +112,12 @@ static int rf__load_labels(struct rf_loader *l)
 	return 0;
 }
 
-/* Records on disk or behind a URL: read one by one (REC) for large records and for a
- * uniform shuffle; by chunks shuffled in windows (SPAN) when windowed order is asked,
+/* Records on disk or behind a URL: read one by one (REC) for large records, records
+ * of any length and for a uniform shuffle; by chunks shuffled in windows (SPAN) when windowed order is asked,
  * or when there is no shuffle (the file's order: the chunks read in sequence). */
 static int rf__disk_mode(const struct rf_loader *l, const struct rf_dataset_src *s0)
 {
-	if (s0->stride >= l->o.large_record)
+	if (rf_dataset_variable(l->ds) || s0->stride >= l->o.large_record)
 		return RF__REC;
 	return l->o.no_shuffle || l->o.order == RF_LOADER_ORDER_WINDOWED ? RF__SPAN : RF__REC;
 }

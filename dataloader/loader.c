@@ -22,6 +22,30 @@
 
 /* ---- create ---- */
 
+/* An image dataset's options: the images, their size, no other augmentation. */
+static int rf__check_image_args(const struct rf_dataset *ds, const struct rf_loader_opts *o)
+{
+	const char *path = ds->src[0].path;
+
+	if (!rf_dataset_variable(ds))
+		return rf__fail(-EINVAL, "%s: image_size %u: the records are not encoded images "
+				"(a fixed-size dataset of %" PRIu64 "-byte records is served as it "
+				"is; expected image_size 0)", path, o->image_size, ds->payload_bytes);
+	if (ds->encoding != RF_REC_ENC_IMAGE)
+		return rf__fail(-ENOTSUP, "%s: records of any length that are not images "
+				"(encoding %u): the loader serves only encoded images (JPEG, PNG) "
+				"from such a file", path, ds->encoding);
+	if (o->image_size < 1 || o->image_size > 4096)
+		return rf__fail(-EINVAL, "%s: image_size %u: the records are encoded images; "
+				"expected the size to decode them to, 1 to 4096", path,
+				o->image_size);
+	if (o->crop_pad)
+		return rf__fail(-EINVAL, "%s: crop_pad %u: images are cropped by "
+				"RandomResizedCrop (image_size); expected crop_pad 0", path,
+				o->crop_pad);
+	return 0;
+}
+
 /* What can be refused before anything is allocated. */
 static int rf__check_args(struct rf_engine *e, const struct rf_dataset *ds,
 			  const struct rf_loader_opts *opts)
@@ -47,7 +71,15 @@ static int rf__check_args(struct rf_engine *e, const struct rf_dataset *ds,
 	if (ds->dtype != RF_DS_DT_U8)
 		return rf__fail(-ENOTSUP, "%s: payload dtype %s: the loader decodes u8 only",
 				ds->src[0].path, rf_ds_dtype_name(ds->dtype));
-	if ((opts->crop_pad || opts->hflip) && (ds->ndim < 2 || ds->ndim > 3 || opts->crop_pad > 64))
+	if (opts->workers > RF__MAXGS)
+		return rf__fail(-EINVAL, "loader: workers %u: expected 0 (one per CPU) to %d",
+				opts->workers, RF__MAXGS);
+	if (rf_dataset_variable(ds) || opts->image_size) {
+		int ret = rf__check_image_args(ds, opts);
+		if (ret < 0)
+			return ret;
+	} else if ((opts->crop_pad || opts->hflip) &&
+		   (ds->ndim < 2 || ds->ndim > 3 || opts->crop_pad > 64))
 		return rf__fail(-EINVAL, "%s: augmentation (crop padding %u%s) needs images of "
 				"(H, W) or (C, H, W) and a padding of at most 64; records are of %u "
 				"dims", ds->src[0].path, opts->crop_pad, opts->hflip ? ", flip" : "",
@@ -59,7 +91,7 @@ static int rf__check_args(struct rf_engine *e, const struct rf_dataset *ds,
 	if (opts->x_layout != RF_LAYOUT_ROWMAJOR && opts->x_layout != RF_LAYOUT_NHWC)
 		return rf__fail(-EINVAL, "loader: x_layout %d: expected RF_LAYOUT_ROWMAJOR or "
 				"RF_LAYOUT_NHWC", (int)opts->x_layout);
-	if (opts->x_layout == RF_LAYOUT_NHWC && ds->ndim != 2 && ds->ndim != 3)
+	if (opts->x_layout == RF_LAYOUT_NHWC && !opts->image_size && ds->ndim != 2 && ds->ndim != 3)
 		return rf__fail(-EINVAL, "%s: x_layout NHWC needs images of (H, W) or (C, H, W); "
 				"records are of %u dims", ds->src[0].path, ds->ndim);
 	if (ds->ndim + 1 > RF_TENSOR_MAX_DIMS)
@@ -98,6 +130,25 @@ static void rf__init(struct rf_loader *l, struct rf_engine *e, const struct rf_d
 	if (!l->o.large_record)
 		l->o.large_record = 64 << 10;
 	l->pb = ds->payload_bytes;
+	l->ndim = ds->ndim;
+	memcpy(l->shape, ds->shape, sizeof(l->shape));
+	l->ngs = 1;
+	if (opts->image_size) {
+		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+		l->image = 1;
+		l->ndim = 3;
+		l->shape[0] = 3;
+		l->shape[1] = l->shape[2] = opts->image_size;
+		l->shape[3] = 0;
+		l->pb = 3 * (size_t)opts->image_size * opts->image_size;
+		l->ngs = opts->workers ? opts->workers : cpus < 1 ? 1 : cpus > RF__MAXGS ?
+			 RF__MAXGS : (unsigned)cpus;
+		l->io.size = opts->image_size;
+		l->io.train = !opts->image_eval;
+		l->io.hflip = opts->hflip && !opts->image_eval;
+		l->io.no_dct_scale = opts->image_exact;
+		l->io.seed = opts->seed;
+	}
 	l->count = ds->count;
 	l->labels = ds->label_kind != RF_LABEL_NONE;
 	l->nfull = l->count / opts->batch;
@@ -139,20 +190,28 @@ static int rf__check_devices(struct rf_loader *l)
 	return 0;
 }
 
-/* The gather stream, the order arrays, the stats that do not change. */
+/* The gather streams (with their image decoders and scratch), the order arrays, the
+ * stats that do not change. */
 static int rf__finish_create(struct rf_loader *l)
 {
-	int ret = rf_worker_stream_create(l->e, "loader", 0, &l->gs);
-
-	if (ret < 0)
-		return rf__fail(ret, "loader: cannot start the gather stream: %s", strerror(-ret));
+	for (unsigned k = 0; k < l->ngs; k++) {
+		char name[24];
+		int ret;
+		snprintf(name, sizeof(name), k ? "loader%u" : "loader", k);
+		if ((ret = rf_worker_stream_create(l->e, name, 0, &l->gs[k])) < 0)
+			return rf__fail(ret, "loader: cannot start gather stream %u: %s", k,
+					strerror(-ret));
+		if (l->image && rf__imgctx_create(&l->img[k]) < 0)
+			return rf__fail(-ENOMEM, "loader: %s", strerror(ENOMEM));
+		if (rf__fused(l) && (l->image || l->o.crop_pad || l->o.hflip) &&
+		    !(l->gscratch[k] = malloc(l->pb)))
+			return rf__fail(-ENOMEM, "loader: %s", strerror(ENOMEM));
+	}
 	/* order[] holds the records' order; SPAN appends the inverse chunk order. */
 	l->order = malloc((l->count + l->C) * sizeof(*l->order));
 	if (l->mode == RF__SPAN)
 		l->cpos = malloc(l->C * sizeof(*l->cpos));
 	if (!l->order || (l->mode == RF__SPAN && !l->cpos))
-		return rf__fail(-ENOMEM, "loader: %s", strerror(ENOMEM));
-	if (rf__fused(l) && (l->o.crop_pad || l->o.hflip) && !(l->gscratch = malloc(l->pb)))
 		return rf__fail(-ENOMEM, "loader: %s", strerror(ENOMEM));
 	l->st.direct = l->direct;
 	l->st.registered = l->registered;
@@ -212,10 +271,13 @@ void rf_loader_destroy(struct rf_loader *l)
 	for (i = 0; l->units && i < l->nunits; i++)
 		if (l->units[i].var)
 			rf_var_destroy(l->e, l->units[i].var, NULL, NULL, NULL);
-	if (l->gs)
-		rf_stream_destroy(l->gs); /* waits for all the engine's work */
-	else
-		rf_engine_wait_idle(l->e);
+	rf_engine_wait_idle(l->e);
+	for (i = 0; i < l->ngs; i++) {
+		if (l->gs[i])
+			rf_stream_destroy(l->gs[i]);
+		rf__imgctx_destroy(l->img[i]);
+		free(l->gscratch[i]);
+	}
 	/* Every read is done: the ring lets go of the arena before it is unmapped. */
 	if (l->registered)
 		rf_ring_unregister_memory(l->ring, rf_pinned_base(l->uarena));
@@ -231,7 +293,6 @@ void rf_loader_destroy(struct rf_loader *l)
 	free(l->slots);
 	free(l->order);
 	free(l->cpos);
-	free(l->gscratch);
 	free(l->held);
 	free(l);
 }

@@ -48,7 +48,8 @@ enum rf_dataset_kind {
 	RF_DS_IDX,        /* IDX images + IDX labels (src[0], src[1]) */
 	RF_DS_IDX_SINGLE, /* one IDX file, no labels */
 	RF_DS_RFREC,      /* ringflow record file */
-	RF_DS_RAW         /* generic fixed-size records */
+	RF_DS_RAW,        /* generic fixed-size records */
+	RF_DS_TAR         /* a WebDataset shard: images where they lie in the tar */
 };
 
 #define RF_DS_MAX_DIMS 4 /* dims of one record (a sample); IDX adds the count dim */
@@ -165,6 +166,21 @@ int rf_dataset_open_rfrec(struct rf_dataset *ds, const char *path, unsigned flag
  * from 1 to 3600000 (default 10000). 0 with *ns set, or -EINVAL with a message naming
  * the variable. Programs check it before they start; opening a URL checks it too. */
 int rf_dataset_http_timeout(uint64_t *ns);
+
+/* A WebDataset shard (POSIX tar; GNU and pax names too): its samples are the members
+ * grouped by key (the name up to the first dot of its last component), each with a
+ * .jpg, .jpeg or .png image (the first of these) and, for every sample or none, a
+ * .cls label (decimal). The result is a variable dataset of encoded images
+ * (rf_dataset_variable, encoding RF_REC_ENC_IMAGE) read where the images lie in the
+ * tar; samples without an image are passed over. The member list is cached in
+ * PATH.idx (or under $XDG_CACHE_HOME/ringflow/ when the shard's folder is not
+ * writable) with the shard's size, mtime and inode, so the next open reads no more
+ * than that. num_classes: labels must lie in [0, num_classes); 0: max label + 1.
+ * Refusals name the shard, the byte offset and what was expected: a bad header
+ * checksum, a member past the end, a key whose members are apart, a bad .cls, a
+ * sample without a label among labelled ones. */
+int rf_dataset_open_wds(struct rf_dataset *ds, const char *path, uint32_t num_classes,
+			unsigned flags);
 
 /* Description of a generic file of fixed-size records. */
 struct rf_raw_desc {

@@ -94,6 +94,25 @@ struct rf_loader_opts {
 	 * f32 row-major in the gather; any other format there is decoded by an op. */
 	enum rf_tdtype x_dtype;
 	enum rf_layout x_layout;
+	/* Records that are encoded images (a version 2 .rfrec of RF_REC_ENC_IMAGE: JPEG or
+	 * PNG): each is decoded and augmented by the gather into a (3, image_size,
+	 * image_size) u8 RGB sample, which is then served as any u8 record is (x in f32,
+	 * bf16, NCHW or NHWC as asked). Training (image_eval 0): torchvision's
+	 * RandomResizedCrop (scale 0.08..1, ratio 3/4..4/3) to image_size, flipped with
+	 * probability 1/2 with hflip; evaluation (image_eval 1): the shorter side resized
+	 * to image_size * 256/224, then the centre crop. Every random choice is a function
+	 * of (seed, epoch, record) only. Required (1..4096) for such a dataset, refused
+	 * for any other. */
+	unsigned image_size;
+	int image_eval;
+	/* 1: decode every JPEG at full size (no DCT scaling: the pixels of a decoder
+	 * without that shortcut); 0: decode at 1/2, 1/4 or 1/8 where the crop is shrunk
+	 * at least that much (as DALI and FFCV do). */
+	int image_exact;
+	/* Gather streams (worker threads) for image datasets: batch t is decoded on
+	 * stream t mod workers, so that batches decode side by side. 0: one per CPU (at
+	 * most 16). Other datasets use one. */
+	unsigned workers;
 };
 
 /* The augmentation record `index` gets in epoch `epoch` with these options: the crop's

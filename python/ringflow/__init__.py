@@ -101,7 +101,9 @@ class Loader:
     """Batches of (images, labels) from a .rfrec file (path or http:// URL) or a
     directory of Fashion-MNIST IDX files (split "train" or "test").
 
-    path_or_url  a .rfrec file, an http://HOST[:PORT]/PATH.rfrec, or an IDX directory
+    path_or_url  a .rfrec file, an http://HOST[:PORT]/PATH.rfrec, a WebDataset shard
+                 (PATH.tar: KEY.jpg|.png + KEY.cls, read where they lie; needs
+                 image_size), or an IDX directory
     batch_size   records per batch of the whole job (every rank's rows together)
     shuffle      a new order every epoch, a function of (seed, epoch) only
     rank, world  this process's shard of every batch (as rf-train's ranks)
@@ -117,6 +119,12 @@ class Loader:
     verify       read a .rfrec whole first and check its data CRC and labels (a flipped
                  byte is an error naming the file); default False: the header, its CRC
                  and the sizes are checked, the records as they are read are not
+    image_size   a .rfrec of JPEG/PNG images (rf-pack --image-folder): the size S of the
+                 (3, S, S) samples they are decoded to (required for such a file)
+    augment      images: RandomResizedCrop(S) and a random horizontal flip (torchvision's,
+                 a function of (seed, epoch, record)); False: resize the shorter side to
+                 S * 256/224 and take the centre crop (evaluation)
+    workers      images: threads decoding batches side by side (0: one per CPU)
     timeout      an http:// source: seconds per connect, send, receive and response
                  head (None: RF_HTTP_TIMEOUT_MS, else 10). close() -- and the end of the
                  Loader -- cancels what is in flight at once, and Ctrl-C ends a wait
@@ -125,7 +133,8 @@ class Loader:
 
     def __init__(self, path_or_url, batch_size, shuffle=True, seed=0, epoch=0, rank=0,
                  world=1, prefetch=3, drop_last=False, device="cpu", hold=1, split="train",
-                 mean=0.0, std=1.0, order="uniform", timeout=None, verify=False):
+                 mean=0.0, std=1.0, order="uniform", timeout=None, verify=False,
+                 image_size=None, augment=True, workers=0):
         a = _loader_args(batch_size, shuffle, seed, epoch, rank, world, prefetch, drop_last,
                          hold, split, mean, std)
         device = _str("device", device)
@@ -141,7 +150,9 @@ class Loader:
                           a["epoch"], a["rank"], a["world"], a["prefetch"], a["drop_last"],
                           device, a["hold"], a["split"], a["mean"], a["std"], 0.0,
                           _ORDERS.index(_str("order", order, _ORDERS)), tmo,
-                          _flag("verify", verify))
+                          _flag("verify", verify),
+                          0 if image_size is None else _int("image_size", image_size, 1, 4096),
+                          _flag("augment", augment), _int("workers", workers, 0, 16))
 
     def __iter__(self):
         return self

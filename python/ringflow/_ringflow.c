@@ -261,24 +261,26 @@ static int rf_py_loader_init(PyObject *self, PyObject *args, PyObject *kw)
 {
 	static char *kws[] = { "path", "batch_size", "shuffle", "seed", "epoch", "rank", "world",
 			       "prefetch", "drop_last", "device", "hold", "split", "mean", "std",
-			       "scale", "order", "timeout_ms", "verify", NULL };
+			       "scale", "order", "timeout_ms", "verify", "image_size", "augment",
+			       "workers", NULL };
 	rf_py_loader *s = (rf_py_loader *)self;
 	const char *path, *device = "cpu", *split = "train";
 	unsigned batch, prefetch = 3, hold = 1, rank = 0, world = 1;
 	unsigned long long seed = 0, epoch = 0;
 	int shuffle = 1, drop_last = 0, order = RF_LOADER_ORDER_UNIFORM, ret;
 	unsigned timeout_ms = 0;
-	int verify = 0;
+	int verify = 0, augment = 1;
+	unsigned image_size = 0, workers = 0;
 	float mean = 0.0f, std = 1.0f, scale = 0.0f;
 	struct rf_loader_opts o = { 0 };
 	struct stat st;
 
 	if (s->eng)
 		return rf_py_raise(-EINVAL, "Loader: already initialised"), -1;
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "sI|pKKIIIpsIsfffiIp", kws, &path, &batch,
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "sI|pKKIIIpsIsfffiIpIpI", kws, &path, &batch,
 					 &shuffle, &seed, &epoch, &rank, &world, &prefetch,
 					 &drop_last, &device, &hold, &split, &mean, &std, &scale,
-					 &order, &timeout_ms, &verify))
+					 &order, &timeout_ms, &verify, &image_size, &augment, &workers))
 		return -1;
 	/* the loader makes prefetch + hold full slots and at most as many tail slots: all
 	 * of them fit held[] */
@@ -317,7 +319,10 @@ static int rf_py_loader_init(PyObject *self, PyObject *args, PyObject *kw)
 	else if (ret == 0)
 		s->dev = s->cpu;
 	if (ret == 0) {
-		if (!strncmp(path, "http://", 7) || (stat(path, &st) == 0 && !S_ISDIR(st.st_mode)))
+		size_t pl = strlen(path);
+		if (pl > 4 && !strcmp(path + pl - 4, ".tar") && strncmp(path, "http://", 7))
+			ret = rf_dataset_open_wds(&s->ds, path, 0, verify ? RF_DS_VERIFY : 0);
+		else if (!strncmp(path, "http://", 7) || (stat(path, &st) == 0 && !S_ISDIR(st.st_mode)))
 			ret = rf_dataset_open_rfrec(&s->ds, path, verify ? RF_DS_VERIFY : 0);
 		else
 			ret = rf_py_open_dir(&s->ds, path, split);
@@ -342,6 +347,10 @@ static int rf_py_loader_init(PyObject *self, PyObject *args, PyObject *kw)
 		o.mean = mean;
 		o.std = std;
 		o.scale = scale;
+		o.image_size = image_size;
+		o.image_eval = !augment;
+		o.hflip = image_size && augment;
+		o.workers = workers;
 		ret = rf_loader_create(&s->l, s->eng, &s->ds, &o);
 	}
 	if (ret == 0)

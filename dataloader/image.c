@@ -1,0 +1,519 @@
+/* image.c -- one encoded image (JPEG or PNG) into one augmented training sample of
+ * 3 x size x size u8 RGB planes: the per-record work of an image loader, done on its
+ * worker threads, one struct rf__imgctx each (no globals: contexts are independent).
+ *
+ * The pipeline: the header (size checked against the limits before anything is
+ * allocated) -> the crop rectangle in full-resolution source pixels (rf__img_crop_of:
+ * torchvision's RandomResizedCrop and flip for training; for eval the shorter side
+ * resized to round(size * resize_ratio) and the center size x size, mapped back onto
+ * the source) -> for a JPEG, the DCT scale: the largest d in {8, 4, 2} that TurboJPEG
+ * offers with the crop still at least size x size after scaling by 1/d (so the final
+ * resize only shrinks; never used with no_dct_scale) -> the decode at that scale, to
+ * RGB (CMYK converted after) -> the crop mapped into the scaled image (coordinates
+ * divided by d: real-valued, the resampler takes a fractional box) -> the resize to
+ * size x size (image-resize.c: PIL's antialiased bilinear or box filter), the flip,
+ * and the CHW planes, in one pass. A PNG (image-png.c) is read whole at full size.
+ *
+ * The determinism rule: a record's augmentation is a function of (seed, epoch, index)
+ * and the image's size only. Every random number comes from one splitmix64 stream
+ * seeded from those three (no global state, no time, nothing of the thread), so the
+ * same record gets the same crop and flip whichever worker decodes it, in whatever
+ * order, after a prefetch or a resume. The output is a function of that draw and the
+ * bytes, except that DCT scaling (on unless no_dct_scale) makes it differ a little from
+ * a full-size decode of the same crop. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <turbojpeg.h>
+
+#include "image-impl.h"
+#include "rf-internal.h"
+
+enum rf__img_fmt rf__img_sniff(const uint8_t *b, size_t n)
+{
+	static const uint8_t png_sig[8] = { 0x89, 'P', 'N', 'G', 0x0d, 0x0a, 0x1a, 0x0a };
+
+	if (n >= 3 && b[0] == 0xff && b[1] == 0xd8 && b[2] == 0xff)
+		return RF__IMG_JPEG;
+	if (n >= 8 && !memcmp(b, png_sig, 8))
+		return RF__IMG_PNG;
+	return RF__IMG_UNKNOWN;
+}
+
+/* (what the buffer held is not kept: every use fills it anew) */
+int rf__img_grow(void **p, size_t *cap, size_t need, size_t esz)
+{
+	if (need <= *cap)
+		return 0;
+	free(*p);
+	*cap = 0;
+	*p = need <= SIZE_MAX / esz ? malloc(need * esz) : NULL;
+	if (!*p)
+		return -ENOMEM;
+	*cap = need;
+	return 0;
+}
+
+/* ---- options and the crop ---- */
+
+struct rf__img_par {
+	double smin, smax, rmin, rmax, rr;
+};
+
+static void rf__img_params(const struct rf__img_opts *o, struct rf__img_par *p)
+{
+	int sdef = o->scale_min == 0 && o->scale_max == 0;
+	int rdef = o->ratio_min == 0 && o->ratio_max == 0;
+
+	p->smin = sdef ? 0.08 : o->scale_min;
+	p->smax = sdef ? 1.0 : o->scale_max;
+	p->rmin = rdef ? 3.0 / 4.0 : o->ratio_min;
+	p->rmax = rdef ? 4.0 / 3.0 : o->ratio_max;
+	p->rr = o->resize_ratio == 0 ? 256.0 / 224.0 : o->resize_ratio;
+}
+
+int rf__img_opts_check(const struct rf__img_opts *o, char *err, size_t len)
+{
+	struct rf__img_par p;
+
+	rf__img_params(o, &p);
+	if (o->size < 1 || o->size > RF__IMG_MAX_SIZE)
+		return rf__fail_into(err, len, -EINVAL, "image size %u: expected 1..%u", o->size,
+				     RF__IMG_MAX_SIZE);
+	if (!(p.smin > 0 && p.smin <= p.smax && p.smax <= 1))
+		return rf__fail_into(
+			err, len, -EINVAL,
+			"image scale %g..%g: expected 0 < min <= max <= 1 (or 0, 0 for 0.08..1)",
+			p.smin, p.smax);
+	if (!(p.rmin > 0 && p.rmin <= p.rmax && p.rmax < 1e6))
+		return rf__fail_into(
+			err, len, -EINVAL,
+			"image ratio %g..%g: expected 0 < min <= max (or 0, 0 for 3/4..4/3)",
+			p.rmin, p.rmax);
+	if (!(p.rr >= 1 && p.rr <= 64))
+		return rf__fail_into(err, len, -EINVAL,
+				     "image resize_ratio %g: expected 1..64 (or 0 for 256/224)",
+				     p.rr);
+	if (o->resize != RF__RESIZE_BILINEAR && o->resize != RF__RESIZE_AREA)
+		return rf__fail_into(err, len, -EINVAL,
+				     "image resize %d: expected bilinear (0) or area (1)",
+				     (int)o->resize);
+	return 0;
+}
+
+static uint64_t rf__mix(uint64_t z)
+{
+	z += 0x9e3779b97f4a7c15ull;
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* splitmix64: the next number of the stream */
+static uint64_t rf__next(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static double rf__uniform(uint64_t *s, double a, double b)
+{
+	return a + (b - a) * ((double)(rf__next(s) >> 11) * 0x1p-53);
+}
+
+/* an integer in [0, n) */
+static unsigned rf__below(uint64_t *s, unsigned n)
+{
+	return (unsigned)(((unsigned __int128)rf__next(s) * n) >> 64);
+}
+
+void rf__img_crop_of(const struct rf__img_opts *o, uint64_t epoch, uint64_t index, unsigned W,
+		     unsigned H, struct rf__crop *c)
+{
+	struct rf__img_par p;
+	uint64_t s = rf__mix(rf__mix(rf__mix(o->seed ^ 0x696d616765727263ull) ^ epoch) ^ index);
+	double area = (double)W * H;
+
+	rf__img_params(o, &p);
+	memset(c, 0, sizeof(*c));
+	if (!o->train) {
+		/* torchvision Resize(S) (the long side int(S * long / short)), CenterCrop */
+		double S = nearbyint(o->size * p.rr);
+		double nw = W <= H ? S : floor(S * W / H), nh = W <= H ? floor(S * H / W) : S;
+		double top = nearbyint((nh - o->size) / 2.0),
+		       left = nearbyint((nw - o->size) / 2.0);
+		double sx = W / nw, sy = H / nh;
+
+		c->bx = left * sx;
+		c->by = top * sy;
+		c->bw = o->size * sx;
+		c->bh = o->size * sy;
+		c->whole = 1;
+		c->x = (int)floor(c->bx);
+		c->y = (int)floor(c->by);
+		c->w = (int)fmin(ceil(c->bx + c->bw), W) - c->x;
+		c->h = (int)fmin(ceil(c->by + c->bh), H) - c->y;
+		return;
+	}
+	/* the flip first: its draw is at a fixed place of the stream */
+	c->flip = o->hflip ? (int)(rf__next(&s) >> 63) : 0;
+	double lr0 = log(p.rmin), lr1 = log(p.rmax);
+	for (int t = 0; t < 10; t++) {
+		double target = area * rf__uniform(&s, p.smin, p.smax);
+		double r = exp(rf__uniform(&s, lr0, lr1));
+		double w = nearbyint(sqrt(target * r)), h = nearbyint(sqrt(target / r));
+
+		if (w > 0 && w <= W && h > 0 && h <= H) {
+			c->h = (int)h;
+			c->w = (int)w;
+			c->y = (int)rf__below(&s, H - c->h + 1);
+			c->x = (int)rf__below(&s, W - c->w + 1);
+			goto done;
+		}
+	}
+	/* the fallback: the whole image, or its center at the nearest ratio allowed */
+	double in_ratio = (double)W / H;
+	c->w = (int)W;
+	c->h = (int)H;
+	if (in_ratio < p.rmin)
+		c->h = (int)nearbyint(W / p.rmin);
+	else if (in_ratio > p.rmax)
+		c->w = (int)nearbyint(H * p.rmax);
+	c->w = c->w < 1 ? 1 : c->w > (int)W ? (int)W : c->w;
+	c->h = c->h < 1 ? 1 : c->h > (int)H ? (int)H : c->h;
+	c->y = ((int)H - c->h) / 2;
+	c->x = ((int)W - c->w) / 2;
+done:
+	c->bx = c->x;
+	c->by = c->y;
+	c->bw = c->w;
+	c->bh = c->h;
+}
+
+/* ---- the context ---- */
+
+int rf__imgctx_create(struct rf__imgctx **out)
+{
+	struct rf__imgctx *c = calloc(1, sizeof(*c));
+	tjscalingfactor *sf;
+	int nsf = 0;
+
+	*out = NULL;
+	if (!c)
+		return -ENOMEM;
+	c->tj = tjInitDecompress();
+	if (!c->tj) {
+		free(c);
+		return -ENOMEM;
+	}
+	sf = tjGetScalingFactors(&nsf);
+	for (int i = 0; sf && i < nsf; i++)
+		if (sf[i].num == 1 && (sf[i].denom == 2 || sf[i].denom == 4 || sf[i].denom == 8))
+			c->denoms |= 1u << sf[i].denom;
+	*out = c;
+	return 0;
+}
+
+void rf__imgctx_destroy(struct rf__imgctx *c)
+{
+	if (!c)
+		return;
+	if (c->tj)
+		tjDestroy(c->tj);
+	rf__rs_free(&c->rs);
+	free(c->pix);
+	free(c->rows);
+	free(c);
+}
+
+/* A one-off large image's buffer is not kept for the rest of the epoch. */
+#define RF__IMG_KEEP ((size_t)64 << 20)
+
+static void rf__img_trim(struct rf__imgctx *c)
+{
+	if (c->pix_cap > RF__IMG_KEEP) {
+		free(c->pix);
+		c->pix = NULL;
+		c->pix_cap = 0;
+	}
+	if (c->rows_cap > RF__IMG_MAX_SIDE / 4) {
+		free(c->rows);
+		c->rows = NULL;
+		c->rows_cap = 0;
+	}
+}
+
+/* ---- JPEG ---- */
+
+/* The marker segments from SOI to the first SOS (what libjpeg reads before the
+ * image data): whether an Adobe APP14 segment is among them, and where the data of
+ * the first scan starts (0 if the walk found no SOS). */
+static void rf__jpeg_markers(const uint8_t *b, size_t n, int *adobe, size_t *sos)
+{
+	size_t i = 2;
+
+	*adobe = 0;
+	*sos = 0;
+	while (i + 4 <= n) {
+		uint8_t m = b[i + 1];
+		size_t seg;
+
+		if (b[i] != 0xff)
+			return;
+		if (m == 0xff) { /* fill byte */
+			i++;
+			continue;
+		}
+		if (m == 0xd8 || m == 0x01 || (m >= 0xd0 && m <= 0xd7)) {
+			i += 2;
+			continue;
+		}
+		if (m == 0xd9)
+			return;
+		seg = (size_t)b[i + 2] << 8 | b[i + 3];
+		if (seg < 2)
+			return;
+		if (m == 0xee && seg >= 7 && i + 9 <= n && !memcmp(b + i + 4, "Adobe", 5))
+			*adobe = 1;
+		if (m == 0xda) {
+			*sos = i + 2 + seg;
+			return;
+		}
+		i += 2 + seg;
+	}
+}
+
+/* Whether the image data is followed by the end-of-image marker: FF D9 never occurs
+ * inside entropy-coded data (an FF there is followed by 00 or a restart marker). */
+static int rf__jpeg_has_eoi(const uint8_t *b, size_t n, size_t sos)
+{
+	for (size_t i = sos; sos && i + 1 < n; i++) {
+		const uint8_t *f = memchr(b + i, 0xff, n - 1 - i);
+		if (!f)
+			return 0;
+		i = (size_t)(f - b);
+		if (b[i + 1] == 0xd9)
+			return 1;
+	}
+	return 0;
+}
+
+/* Whether TurboJPEG's message is one of libjpeg's warnings (jerror.h's JWRN_*) that
+ * leave a whole, if damaged, image -- "Premature end of JPEG file" is not among them.
+ * TurboJPEG keeps the first warning's message, or a fatal error's after it, and says
+ * TJERR_WARNING for both when a warning came first: the message tells them apart. */
+static int rf__jpeg_benign(tjhandle tj, const char *m)
+{
+	static const char *const ok[] = {
+		"Corrupt JPEG data:", "Warning:", "Unknown Adobe color transform",
+		"Inconsistent progression sequence", "Invalid SOS parameters for sequential JPEG"
+	};
+
+	if (tjGetErrorCode(tj) != TJERR_WARNING)
+		return 0;
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+		if (!strncmp(m, ok[i], strlen(ok[i])))
+			return 1;
+	return 0;
+}
+
+/* After a refusal or a warning, a fresh decompressor for the next image: TurboJPEG 2.1
+ * returns from a failed header read without aborting it, and the next read would go
+ * on from inside that header, its warnings unreported. (NULL: out of memory; the next
+ * JPEG tries again.) */
+static void rf__jpeg_renew(struct rf__imgctx *c)
+{
+	if (c->tj)
+		tjDestroy(c->tj);
+	c->tj = tjInitDecompress();
+}
+
+static int rf__jpeg_header(struct rf__imgctx *c, const uint8_t *in, size_t n, unsigned *w,
+			   unsigned *h, int *cs, char *err, size_t len)
+{
+	int jw = 0, jh = 0, sub = -1;
+
+	*cs = -1;
+	if (!c->tj)
+		rf__jpeg_renew(c);
+	if (!c->tj)
+		return rf__fail_into(err, len, -ENOMEM, "JPEG: out of memory for a decompressor");
+	if (tjDecompressHeader3(c->tj, in, n, &jw, &jh, &sub, cs) < 0) {
+		const char *m = tjGetErrorStr2(c->tj);
+		int ret = 0;
+
+		/* a subsampling TurboJPEG has no name for: libjpeg may still decode it */
+		if (!rf__jpeg_benign(c->tj, m) && !strstr(m, "subsampling"))
+			ret = rf__fail_into(err, len, -EBADMSG, "JPEG: %s", m);
+		rf__jpeg_renew(c);
+		if (ret < 0)
+			return ret;
+	}
+	/* tables only (or cut before the frame header): TurboJPEG says 0, sets nothing */
+	if (jw <= 0 || jh <= 0)
+		return rf__fail_into(err, len, -EBADMSG,
+				     "JPEG: no frame header (no image size) in %zu bytes", n);
+	*w = (unsigned)jw;
+	*h = (unsigned)jh;
+	if (*w > RF__IMG_MAX_SIDE || *h > RF__IMG_MAX_SIDE ||
+	    (uint64_t)*w * *h > RF__IMG_MAX_PIXELS)
+		return rf__fail_into(
+			err, len, -E2BIG,
+			"JPEG: %u x %u pixels: larger than the limit (%u on a side, %llu pixels)",
+			*w, *h, RF__IMG_MAX_SIDE, (unsigned long long)RF__IMG_MAX_PIXELS);
+	return 0;
+}
+
+/* The largest d (TurboJPEG's 1/d) that keeps the crop at least size x size. */
+static unsigned rf__dct_denom(const struct rf__imgctx *c, const struct rf__img_opts *o,
+			      const struct rf__crop *cr)
+{
+	if (o->no_dct_scale)
+		return 1;
+	for (unsigned d = 8; d > 1; d /= 2)
+		if ((c->denoms >> d & 1) && cr->bw >= (double)o->size * d &&
+		    cr->bh >= (double)o->size * d)
+			return d;
+	return 1;
+}
+
+/* CMYK (4 bytes a pixel, as stored) to RGB (3) in place, as PIL: Adobe's inverted
+ * values give R = C * K / 255, plain ones R = (255 - C) * (255 - K) / 255. */
+static void rf__cmyk_rgb(uint8_t *p, size_t npix, int inverted)
+{
+	for (size_t i = 0; i < npix; i++) {
+		unsigned k = p[4 * i + 3], q[3];
+
+		for (int j = 0; j < 3; j++) {
+			unsigned v = p[4 * i + j];
+			unsigned t = inverted ? v * k + 128 : (255 - v) * (255 - k) + 128;
+			q[j] = ((t >> 8) + t) >> 8; /* t / 255, rounded (PIL's MULDIV255) */
+		}
+		p[3 * i] = (uint8_t)q[0];
+		p[3 * i + 1] = (uint8_t)q[1];
+		p[3 * i + 2] = (uint8_t)q[2];
+	}
+}
+
+/* Decode the JPEG at 1/d into c->pix (*sw x *sh RGB). */
+static int rf__jpeg_decode(struct rf__imgctx *c, const uint8_t *in, size_t n, unsigned W,
+			   unsigned H, int cs, unsigned d, unsigned *sw, unsigned *sh, char *err,
+			   size_t len)
+{
+	tjscalingfactor f = { 1, (int)d };
+	int cmyk = cs == TJCS_CMYK || cs == TJCS_YCCK, adobe;
+	size_t sos;
+
+	*sw = (unsigned)TJSCALED((int)W, f);
+	*sh = (unsigned)TJSCALED((int)H, f);
+	if (rf__img_grow((void **)&c->pix, &c->pix_cap, (size_t)*sw * *sh * (cmyk ? 4 : 3), 1) < 0)
+		return rf__fail_into(err, len, -ENOMEM, "JPEG: %u x %u pixels: out of memory", *sw,
+				     *sh);
+	rf__jpeg_markers(in, n, &adobe, &sos);
+	if (tjDecompress2(c->tj, in, n, c->pix, (int)*sw, 0, (int)*sh, cmyk ? TJPF_CMYK : TJPF_RGB,
+			  TJFLAG_LIMITSCANS) < 0) {
+		const char *m = tjGetErrorStr2(c->tj);
+		int ret = 0;
+
+		/* "Premature end of JPEG file": libjpeg filled in gray where the data ran
+		 * out, an error here; so is a benign warning with the end cut off */
+		if (!rf__jpeg_benign(c->tj, m))
+			ret = rf__fail_into(err, len, -EBADMSG, "JPEG: %s", m);
+		else if (!rf__jpeg_has_eoi(in, n, sos))
+			ret = rf__fail_into(
+				err, len, -EBADMSG,
+				"JPEG: the data ends before the end-of-image marker (after \"%s\")",
+				m);
+		rf__jpeg_renew(c);
+		if (ret < 0)
+			return ret;
+	}
+	if (cmyk)
+		rf__cmyk_rgb(c->pix, (size_t)*sw * *sh, adobe);
+	return 0;
+}
+
+/* ---- the pipeline ---- */
+
+static int rf__img_fail_fmt(const uint8_t *in, size_t n, char *err, size_t len)
+{
+	char hex[16] = "";
+
+	if (!n)
+		return rf__fail_into(err, len, -EBADMSG, "not a JPEG or PNG (no bytes)");
+	for (size_t i = 0; i < n && i < 4; i++)
+		snprintf(hex + strlen(hex), sizeof(hex) - strlen(hex), "%s%02x", i ? " " : "",
+			 in[i]);
+	return rf__fail_into(err, len, -EBADMSG, "not a JPEG or PNG (first bytes %s)", hex);
+}
+
+int rf__img_info(struct rf__imgctx *c, const uint8_t *in, size_t n, enum rf__img_fmt *fmt,
+		 unsigned *w, unsigned *h, char *err, size_t len)
+{
+	int cs;
+
+	*fmt = rf__img_sniff(in, n);
+	*w = *h = 0;
+	if (*fmt == RF__IMG_JPEG)
+		return rf__jpeg_header(c, in, n, w, h, &cs, err, len);
+	if (*fmt == RF__IMG_PNG)
+		return rf__png_read(c, in, n, 1, w, h, err, len);
+	return rf__img_fail_fmt(in, n, err, len);
+}
+
+int rf__img_decode(struct rf__imgctx *c, const struct rf__img_opts *o, const uint8_t *in, size_t n,
+		   uint64_t epoch, uint64_t index, uint8_t *out, char *err, size_t len)
+{
+	enum rf__img_fmt fmt = rf__img_sniff(in, n);
+	unsigned W, H, sw, sh, d = 1;
+	struct rf__crop cr;
+	int ret, cs;
+
+	ret = rf__img_opts_check(o, err, len);
+	if (ret < 0)
+		return ret;
+	if (fmt == RF__IMG_JPEG) {
+		ret = rf__jpeg_header(c, in, n, &W, &H, &cs, err, len);
+		if (ret < 0)
+			return ret;
+		rf__img_crop_of(o, epoch, index, W, H, &cr);
+		d = rf__dct_denom(c, o, &cr);
+		c->last_d = d;
+		ret = rf__jpeg_decode(c, in, n, W, H, cs, d, &sw, &sh, err, len);
+	} else if (fmt == RF__IMG_PNG) {
+		c->last_d = 1;
+		ret = rf__png_read(c, in, n, 0, &W, &H, err, len);
+		if (ret == 0)
+			rf__img_crop_of(o, epoch, index, W, H, &cr);
+		sw = W;
+		sh = H;
+	} else {
+		return rf__img_fail_fmt(in, n, err, len);
+	}
+	if (ret < 0)
+		goto out;
+	/* the crop in the decoded image's pixels: the box scaled, the window around it */
+	double b0x = cr.bx / d, b1x = (cr.bx + cr.bw) / d;
+	double b0y = cr.by / d, b1y = (cr.by + cr.bh) / d;
+	int wx0 = 0, wx1 = (int)sw, wy0 = 0, wy1 = (int)sh;
+	if (!cr.whole) {
+		wx0 = (int)floor(b0x);
+		wy0 = (int)floor(b0y);
+		wx1 = (int)fmin(ceil(b1x), sw);
+		wy1 = (int)fmin(ceil(b1y), sh);
+	}
+	if (rf__rs_axis_make(&c->rs.x, b0x, b1x, wx0, wx1, o->size, o->resize) < 0 ||
+	    rf__rs_axis_make(&c->rs.y, b0y, b1y, wy0, wy1, o->size, o->resize) < 0 ||
+	    rf__rs_run(&c->rs, c->pix, (size_t)sw * 3, cr.flip, out) < 0)
+		ret = rf__fail_into(err, len, -ENOMEM,
+				    "image: out of memory for the resize to %u x %u", o->size,
+				    o->size);
+out:
+	rf__img_trim(c);
+	return ret;
+}

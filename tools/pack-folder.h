@@ -1,0 +1,27 @@
+/* pack-folder.h -- rf-pack's view of an ImageFolder tree (pack-folder.c). */
+#ifndef RF_PACK_FOLDER_H
+#define RF_PACK_FOLDER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct rf__folder_file {
+	char *path;               /* ROOT/CLASS/.../NAME.jpg */
+	int32_t label;            /* the class's index */
+};
+
+struct rf__folder {
+	char **classes;           /* nclasses folder names, sorted */
+	unsigned nclasses;
+	struct rf__folder_file *files; /* n, class by class, each class's in (folder, name) order */
+	size_t n, cap;
+	size_t other;             /* entries passed over: not .jpg/.jpeg/.png, not a regular
+				   * file, a dangling link, a file beside the class folders */
+};
+
+/* List root's classes and images into f (zeroed first). 0, or -errno with one line in
+ * err (len bytes) naming the folder and what was expected; f is then empty. */
+int rf__folder_scan(struct rf__folder *f, const char *root, char *err, size_t len);
+void rf__folder_free(struct rf__folder *f);
+
+#endif
