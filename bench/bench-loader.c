@@ -61,6 +61,7 @@ static const char usage[] =
 	"                   flip to 3 x S x S (--eval: resize + centre crop), 1..4096\n"
 	"  --workers N      image decode streams, 1..16 (default: one per CPU)\n"
 	"  --exact          images: no DCT-scaled decode\n"
+	"  --u8             serve x as the records' u8 bytes (no decode to f32)\n"
 	"  --in-memory --buffered --no-shuffle --json --eval\n";
 
 int rf_bench_loader(int argc, char **argv)
@@ -68,7 +69,7 @@ int rf_bench_loader(int argc, char **argv)
 	const char *file = NULL, *fmdir = NULL, *rfrec = NULL;
 	uint64_t rec = 0, hdr = 0, batch = 256, epochs = 1, prefetch = 0, streams = 2, seed = 1, conns = 0;
 	uint64_t chunk = 0, window = 0, rbytes = 0, all_n = 0, isize = 0, workers = 0;
-	int eval = 0, exact = 0;
+	int eval = 0, exact = 0, u8 = 0;
 	const char *tar = NULL;
 	int json = 0, fmnist = 0, in_memory = 0, buffered = 0, no_shuffle = 0, i, ret, rc = 1;
 	int order = RF_LOADER_ORDER_UNIFORM;
@@ -104,6 +105,8 @@ int rf_bench_loader(int argc, char **argv)
 			eval = 1;
 		else if (!strcmp(a, "--exact"))
 			exact = 1;
+		else if (!strcmp(a, "--u8"))
+			u8 = 1;
 		else if (!strcmp(a, "--tar")) {
 			if (!v) {
 				fprintf(stderr, "rf-bench loader: --tar needs a path\n");
@@ -232,6 +235,7 @@ int rf_bench_loader(int argc, char **argv)
 	o.image_exact = exact;
 	o.hflip = isize && !eval;
 	o.workers = (unsigned)workers;
+	o.x_dtype = u8 ? RF_U8 : RF_F32;
 	/* MB/s of what a batch holds: the records, or the decoded images */
 	uint64_t pbytes = isize ? 3 * isize * isize : ds.payload_bytes;
 	create_ns = rf_now_ns();

@@ -1,7 +1,8 @@
 /* loader-decode.c -- decoding by an op: on a device with memory of its own the slot's
  * u8 staging and labels are copied to the device and rf_u8_to_f32 decodes them there,
  * into x's dtype and layout; on a host device asked for another format than f32
- * row-major, rf_u8_to_f32 decodes the staging in place. Host devices with f32
+ * row-major, rf_u8_to_f32 decodes the staging in place; u8 batches are the staging
+ * itself on a host device, its copy on a GPU. Host devices with f32
  * row-major batches decode in the gather instead (rf__fused, loader-gather.c). */
 #include "loader-impl.h"
 
@@ -10,7 +11,7 @@ static int rf__decode_shard(struct rf_loader *l, struct rf__slot *s, unsigned k)
 {
 	int ret = l->remote ? rf_copy(NULL, s->ud[k], s->su[k]) : 0;
 
-	if (!ret)
+	if (!ret && l->o.x_dtype != RF_U8)      /* u8: the bytes are x as they are */
 		ret = rf_u8_to_f32(NULL, s->x[k], l->remote ? s->ud[k] : s->su[k], l->o.scale,
 				   l->o.mean, l->o.std);
 	if (!ret && s->y[k] && s->y[k] != s->yh[k])

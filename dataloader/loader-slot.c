@@ -23,19 +23,25 @@ static int rf__make_shard(struct rf_loader *l, struct rf__slot *s, unsigned si, 
 			return -ENOMEM;
 	}
 	snprintf(name, sizeof(name), "loader.x[%u].%u", si, i);
-	if (l->o.x_layout == RF_LAYOUT_NHWC && nd == 3) {   /* (n, h, w) -> (n, 1, h, w) */
+	if (l->o.x_dtype == RF_U8 && !l->remote) {
+		s->x[i] = s->su[i];          /* the records' bytes as they are: the staging */
+	} else if (l->o.x_dtype == RF_U8) {
+		/* the u8 copy on the device (ud, below) */
+	} else if (l->o.x_layout == RF_LAYOUT_NHWC && nd == 3) {   /* (n, h, w) -> (n, 1, h, w) */
 		int64_t sh4[4] = { shape[0], 1, shape[1], shape[2] };
 		rf_tensor_create_layout(d, l->o.x_dtype, RF_LAYOUT_NHWC, name, 4, sh4, &s->x[i]);
 	} else {
 		rf_tensor_create_layout(d, l->o.x_dtype, l->o.x_layout, name, nd, shape, &s->x[i]);
 	}
-	if (!s->x[i])
+	if (!s->x[i] && l->o.x_dtype != RF_U8)
 		return -ENOMEM;
 	if (l->remote) {
 		snprintf(name, sizeof(name), "loader.u8d[%u].%u", si, i);
 		rf_tensor_create(d, RF_U8, name, nd, shape, &s->ud[i]);
 		if (!s->ud[i])
 			return -ENOMEM;
+		if (l->o.x_dtype == RF_U8)
+			s->x[i] = s->ud[i];
 	}
 	if (!l->labels)
 		return 0;
@@ -146,7 +152,9 @@ static int rf__slots_touch(struct rf_loader *l)
 	for (i = 0; i < l->nslots; i++)
 		for (k = 0; k < l->K; k++) {
 			struct rf__slot *s = &l->slots[i];
-			if (rf_fill(NULL, s->x[k], 0.0f) < 0 || (s->ud[k] && rf_fill(NULL, s->ud[k], 0.0f) < 0) ||
+			int own = s->x[k] != s->su[k] && s->x[k] != s->ud[k];
+			if ((own && rf_fill(NULL, s->x[k], 0.0f) < 0) ||
+			    (s->ud[k] && rf_fill(NULL, s->ud[k], 0.0f) < 0) ||
 			    (s->y[k] && s->y[k] != s->yh[k] && rf_fill(NULL, s->y[k], 0.0f) < 0))
 				return rf__fail(-ENOMEM, "loader: cannot initialise the batch tensors");
 		}
@@ -182,9 +190,10 @@ void rf__slots_free(struct rf_loader *l)
 			if (s->y[k] != s->yh[k])
 				rf_tensor_destroy(s->y[k]);
 			rf_tensor_destroy(s->yh[k]);
+			if (s->x[k] != s->su[k] && s->x[k] != s->ud[k])
+				rf_tensor_destroy(s->x[k]);
 			rf_tensor_destroy(s->su[k]);
 			rf_tensor_destroy(s->ud[k]);
-			rf_tensor_destroy(s->x[k]);
 		}
 	}
 }

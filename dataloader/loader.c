@@ -85,9 +85,12 @@ static int rf__check_args(struct rf_engine *e, const struct rf_dataset *ds,
 				"dims", ds->src[0].path, opts->crop_pad, opts->hflip ? ", flip" : "",
 				ds->ndim);
 	if (opts->x_dtype && opts->x_dtype != RF_F32 && opts->x_dtype != RF_BF16 &&
-	    opts->x_dtype != RF_F16)
-		return rf__fail(-EINVAL, "loader: x_dtype %d: expected RF_F32, RF_BF16 or RF_F16",
-				(int)opts->x_dtype);
+	    opts->x_dtype != RF_F16 && opts->x_dtype != RF_U8)
+		return rf__fail(-EINVAL, "loader: x_dtype %d: expected RF_F32, RF_BF16, RF_F16 or "
+				"RF_U8", (int)opts->x_dtype);
+	if (opts->x_dtype == RF_U8 && opts->x_layout != RF_LAYOUT_ROWMAJOR)
+		return rf__fail(-EINVAL, "loader: x_dtype RF_U8 serves the records' bytes as they "
+				"are: expected x_layout RF_LAYOUT_ROWMAJOR");
 	if (opts->x_layout != RF_LAYOUT_ROWMAJOR && opts->x_layout != RF_LAYOUT_NHWC)
 		return rf__fail(-EINVAL, "loader: x_layout %d: expected RF_LAYOUT_ROWMAJOR or "
 				"RF_LAYOUT_NHWC", (int)opts->x_layout);

@@ -88,7 +88,10 @@ struct rf_loader_opts {
 	size_t read_bytes;
 	/* The batch's x in the format its consumer computes in, so that the decode is the
 	 * batch's only conversion (a model's first layer reads it as it is): dtype RF_F32
-	 * (0 means it), RF_BF16 or RF_F16, rounded to nearest even from the f32 decode;
+	 * (0 means it), RF_BF16 or RF_F16, rounded to nearest even from the f32 decode --
+	 * or RF_U8 (row-major only): the records' bytes as they are (an image's 3 x S x S
+	 * sample), no decode, scale, mean and std unused; on a host device x is then the
+	 * gather's own staging, on a GPU the u8 copy of it;
 	 * layout RF_LAYOUT_NHWC makes x 4-D, (n, c, h, w) from records of (h, w) (c = 1)
 	 * or (c, h, w). Defaults: f32 row-major, (n, record shape...). Host devices decode
 	 * f32 row-major in the gather; any other format there is decoded by an op. */

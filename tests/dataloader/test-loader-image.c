@@ -8,8 +8,9 @@
  * itself) and in memory, in training (RandomResizedCrop + flip) and evaluation
  * (resize + centre crop): every row of every batch is its record's class colour
  * (within JPEG's error), its label the record's; the bits of every batch are the
- * same whatever prefetch, worker count, read mode or x format (f32 rows vs u8 decoded
- * by an op into bf16 NHWC, compared after rounding); two epochs differ in training.
+ * same whatever prefetch, worker count, read mode or x format (f32 rows, u8 decoded
+ * by an op into bf16 NHWC compared after rounding, the u8 bytes themselves); two
+ * epochs differ in training.
  * The same images in a WebDataset shard (a tar made here: KEY.jpg|.png, KEY.cls and a
  * caption each) are read where they lie in it (rf_dataset_open_wds, its member list
  * cached beside it) and packed by rf-pack --webdataset: both give the same bits as
@@ -240,7 +241,9 @@ static void epoch(struct tl_env *v, const struct rf_dataset *ds, struct rf_loade
 			for (size_t c = 0; c < 3; c++)
 				for (size_t k = 0; k < S * S; k++) {
 					float f;
-					if (x->dtype == RF_F32) {
+					if (x->dtype == RF_U8) {
+						f = ((const uint8_t *)x->data)[j * row + c * S * S + k] / 255.0f;
+					} else if (x->dtype == RF_F32) {
 						f = ((const float *)x->data)[j * row + c * S * S + k];
 					} else { /* bf16 NHWC */
 						uint16_t h = ((const uint16_t *)x->data)[j * row + k * 3 + c];
@@ -350,6 +353,19 @@ int main(int argc, char **argv)
 	epoch(&v, &ds, o, 0, &b);
 	CHECK(same(&ds, &a, &b, 20, 1));
 	epoch_free(&b);
+	/* the bytes themselves (x_dtype u8: the gather's staging is x) */
+	o = base;
+	o.x_dtype = RF_U8;
+	epoch(&v, &ds, o, 0, &b);
+	CHECK(same(&ds, &a, &b, 20, 0));
+	epoch_free(&b);
+	o.x_layout = RF_LAYOUT_NHWC;
+	o.devices = v.dev;
+	o.ndevices = 1;
+	{
+		struct rf_loader *l;
+		CHECK(rf_loader_create(&l, v.e, &ds, &o) == -EINVAL);
+	}
 	o = base;
 	o.image_exact = 1;
 	epoch(&v, &ds, o, 0, &b);
