@@ -158,6 +158,12 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	o.model = x.spec->name;
+	/* a model of images (an export's input other than Fashion-MNIST's): the data are
+	 * encoded images decoded to its input, by its stem */
+	if (x.spec->in.c != 1 || x.spec->in.h != 28 || x.spec->in.w != 28) {
+		o.image_size = (unsigned)x.spec->in.h;
+		o.stem = x.spec->in.stem == RF_STEM_IMAGENET ? 2 : 1;
+	}
 	o.data_dir = c.data;
 	if (rf_train_data_is_rfrec(c.data))
 		o.test_data = c.data;          /* a .rfrec, a path or an http:// URL: that file */

@@ -36,6 +36,13 @@ static const char usage[] =
 "                        https is not supported)\n"
 "  --test-data FILE      with a .rfrec --data: the test set's .rfrec (default: beside\n"
 "                        it, \"train\" in its name made \"t10k\", else \"test\")\n"
+"  --image-size N        the data are JPEG/PNG images (rf-pack's .rfrec of an image folder,\n"
+"                        or a WebDataset shard FILE.tar): decoded to 3 x N x N, with\n"
+"                        RandomResizedCrop + flip for training and resize + centre crop\n"
+"                        for the test set; the model takes the files' classes\n"
+"  --stem S              ResNet-18's first layers with --image-size: auto (default:\n"
+"                        imagenet from 128 pixels up), small (3x3, stride 1), imagenet\n"
+"                        (7x7 stride 2 + 3x3 max pool)\n"
 "  --epochs N            epochs to train (default 10)\n"
 "  --batch-size B        minibatch size, split over the devices (default 256)\n"
 "  --lr LR               SGD learning rate (default 0.1 mlp, 0.2 lenet, 0.1 resnet18)\n"
@@ -422,7 +429,7 @@ enum { O_DATA = 256, O_EPOCHS, O_BATCH, O_LR, O_DEVICE, O_DEVICES, O_SEED, O_CKP
        O_BARRIER, O_MAXINF, O_STATS, O_DIST, O_DIST_TIMEOUT, O_BUCKET,
        O_DIST_STORE, O_TEST_DATA, O_MOMENTUM, O_WD, O_NESTEROV,
        O_LR_SCHED, O_WARMUP, O_OPTIMIZER, O_CKPT_EVERY, O_MAX_STEPS, O_AUGMENT, O_EXPORT, O_HYBRID, O_NO_HYBRID, O_UPDATE,
-       O_PRECISION, O_LAYOUT };
+       O_PRECISION, O_LAYOUT, O_IMAGE_SIZE, O_STEM };
 
 static const struct option long_opts[] = {
 	{ "model", required_argument, 0, O_MODEL },
@@ -468,6 +475,8 @@ static const struct option long_opts[] = {
 	{ "dist-timeout", required_argument, 0, O_DIST_TIMEOUT },
 	{ "dist-store", required_argument, 0, O_DIST_STORE },
 	{ "test-data", required_argument, 0, O_TEST_DATA },
+	{ "image-size", required_argument, 0, O_IMAGE_SIZE },
+	{ "stem", required_argument, 0, O_STEM },
 	{ "momentum", required_argument, 0, O_MOMENTUM },
 	{ "wd", required_argument, 0, O_WD },
 	{ "nesterov", no_argument, 0, O_NESTEROV },
@@ -636,6 +645,21 @@ static int parse_opt(struct cli *c, int opt, const char *a)
 		if ((ret = int_opt("--streams", a, 1, 2, "compute streams per device", &v)))
 			return ret;
 		c->o.streams = (unsigned)v;
+		break;
+	case O_IMAGE_SIZE:
+		if ((ret = int_opt("--image-size", a, 8, 4096, "the side images are decoded to", &v)))
+			return ret;
+		c->o.image_size = (unsigned)v;
+		break;
+	case O_STEM:
+		if (!strcmp(a, "auto"))
+			c->o.stem = 0;
+		else if (!strcmp(a, "small"))
+			c->o.stem = 1;
+		else if (!strcmp(a, "imagenet"))
+			c->o.stem = 2;
+		else
+			return bad("--stem", "got '%s', expected auto, small or imagenet", a);
 		break;
 	case O_PREFETCH:
 		if ((ret = int_opt("--prefetch", a, 1, 16, "loader batch slots", &v)))

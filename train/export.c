@@ -136,7 +136,7 @@ static json_t *rf__ex_tensors(const struct rf_param_spec *ps, unsigned n)
 static json_t *rf__ex_describe(const struct rf_model_spec *sp, uint64_t hash)
 {
 	json_t *o = json_object(), *layers = json_array();
-	int64_t input[3] = { 1, 28, 28 };
+	int64_t input[3] = { sp->in.c, sp->in.h, sp->in.w };
 	char hx[24];
 
 	snprintf(hx, sizeof(hx), "%016" PRIx64, hash);
@@ -145,7 +145,9 @@ static json_t *rf__ex_describe(const struct rf_model_spec *sp, uint64_t hash)
 	json_object_set_new(o, "model", json_string(sp->name));
 	json_object_set_new(o, "input", rf__ex_shape(3, input));
 	json_object_set_new(o, "input_scale", json_real(RF__EX_SCALE));
-	json_object_set_new(o, "classes", json_integer(10));
+	json_object_set_new(o, "classes", json_integer(sp->in.classes));
+	json_object_set_new(o, "stem", json_string(sp->in.stem == RF_STEM_IMAGENET ? "imagenet"
+										  : "small"));
 	json_object_set_new(o, "loss", json_string("softmax_cross_entropy"));
 	json_object_set_new(o, "batchnorm", json_pack("{s:f,s:f}", "eps", 1e-5, "momentum", 0.1));
 	json_object_set_new(o, "params_file", json_string(RF__EX_PARAMS));
@@ -374,19 +376,37 @@ static int rf__ex_check(const struct rf__exr *r, struct rf_export *x)
 	if (!model)
 		return rf__ex_bad(r, "\"model\" is %s: expected a string, one of %s",
 				  rf__ex_kind(json_object_get(o, "model")), rf_model_names());
-	if (!(sp = rf_model_spec(model)))
+	if (!rf_model_spec(model))
 		return rf__ex_bad(r, "model \"%s\": expected one of %s", model, rf_model_names());
+	/* the input, classes and stem it was made for (exports before them: Fashion-MNIST's) */
+	struct rf_model_input in = { 1, 28, 28, 10, RF_STEM_SMALL };
+	json_t *ia = json_object_get(o, "input");
+	const char *stem = json_string_value(json_object_get(o, "stem"));
+	int chw[3];
+	for (int d = 0; d < 3; d++) {
+		json_t *v = json_array_get(ia, (size_t)d);
+		if (!json_is_array(ia) || json_array_size(ia) != 3 || !json_is_integer(v) ||
+		    json_integer_value(v) < 1 || json_integer_value(v) > 4096)
+			return rf__ex_bad(r, "input: expected [c, h, w], each 1 to 4096");
+		chw[d] = (int)json_integer_value(v);
+	}
+	in.c = chw[0];
+	in.h = chw[1];
+	in.w = chw[2];
+	in.classes = (int)rf__ex_int(o, "classes", &ok);
+	if (!ok || in.classes < 2 || in.classes > 100000)
+		return rf__ex_bad(r, "classes: expected an integer from 2 to 100000");
+	if (stem && strcmp(stem, "small") && strcmp(stem, "imagenet"))
+		return rf__ex_bad(r, "stem \"%s\": expected \"small\" or \"imagenet\"", stem);
+	in.stem = stem && !strcmp(stem, "imagenet") ? RF_STEM_IMAGENET : RF_STEM_SMALL;
+	if (!(sp = rf_model_spec_for(model, &in)))
+		return rf__ex_bad(r, "%s", rf_last_error());
 	if (!pf || strcmp(pf, RF__EX_PARAMS) != 0)
 		return rf__ex_bad(r, "params_file: expected \"%s\"", RF__EX_PARAMS);
 	if (!hash || strlen(hash) != 16 || strspn(hash, "0123456789abcdef") != 16)
 		return rf__ex_bad(r, "params_fnv1a64: expected 16 lowercase hex digits");
 	x->param_hash = strtoull(hash, &end, 16);
-	int64_t input[3] = { 1, 28, 28 };
 	json_t *bn = json_object_get(o, "batchnorm");
-	if ((ret = rf__ex_check_shape(r, json_object_get(o, "input"), 3, input, "input")) < 0)
-		return ret;
-	if (rf__ex_int(o, "classes", &ok) != 10 || !ok)
-		return rf__ex_bad(r, "classes: expected 10");
 	if (json_real_value(json_object_get(o, "input_scale")) != RF__EX_SCALE)
 		return rf__ex_bad(r, "input_scale: expected 1/255 (%.17g)", RF__EX_SCALE);
 	if (json_real_value(json_object_get(bn, "eps")) != 1e-5 ||

@@ -3,9 +3,11 @@
  * the parameter block, and the running statistics of the batch norms. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "model.h"
+#include "rf-internal.h"
 
 /* Views start at multiples of 16 floats (64 bytes) in the blocks. */
 #define RF__ALIGN_F 16
@@ -38,28 +40,32 @@ static const struct rf_layer rf__lenet_t[] = {
 /* The seeds' ResNet-18 (resnet18(10) of the multi-GPU chapter): a 3x3 conv of 64, BN,
  * ReLU, no max pool; four stages of two residual blocks (64, 128, 256, 512 channels),
  * the first block of stages 2-4 with stride 2 and a 1x1 projection (with bias, no BN,
- * as the seeds' Residual); global average pool; dense 10. Convolutions followed by a
- * BN have no bias (the BN's mean removes it; its gradient would be rounding noise).
- * Names are PyTorch's state_dict names of tests/train/ref/make_resnet_reference.py. */
-static struct rf_layer rf__resnet_t[RF_MODEL_MAX_TABLE];
-static char rf__resnet_names[64 * 4][48];
-
-static unsigned rf__resnet_build(void)
+ * as the seeds' Residual); global average pool; dense `classes`. Convolutions followed
+ * by a BN have no bias (the BN's mean removes it; its gradient would be rounding
+ * noise). With the ImageNet stem the first convolution is 7x7 at stride 2 (pad 3) and
+ * a 3x3 max pool at stride 2 follows its ReLU, as torchvision's resnet18. Names are
+ * PyTorch's state_dict names of tests/train/ref/make_resnet_reference.py. */
+static unsigned rf__resnet_build(struct rf_layer *t, char (*names)[48], int classes,
+				 enum rf_stem stem)
 {
 	unsigned n = 0, nn = 0;
 	int node, x, s, b;
 	char pre[12];
 
-#define NAME(...) (snprintf(rf__resnet_names[nn], sizeof(rf__resnet_names[nn]), __VA_ARGS__), \
-		   rf__resnet_names[nn++])
-#define ADD(...) (n < RF_MODEL_MAX_TABLE ? (rf__resnet_t[n++] = (struct rf_layer)L(__VA_ARGS__), \
+#define NAME(...) (snprintf(names[nn], sizeof(names[nn]), __VA_ARGS__), names[nn++])
+#define ADD(...) (n < RF_MODEL_MAX_TABLE ? (t[n++] = (struct rf_layer)L(__VA_ARGS__), \
 						  (int)n) : (int)n)
 #define BN(p, i) ADD(BN, .wname = NAME("%sbn%d.weight", p, i), .bname = NAME("%sbn%d.bias", p, i), \
 		     .rmname = NAME("%sbn%d.running_mean", p, i), \
 		     .rvname = NAME("%sbn%d.running_var", p, i))
-	ADD(CONV, .out = 64, .k = 3, .stride = 1, .pad = 1, .wname = "conv1.weight");
+	if (stem == RF_STEM_IMAGENET)
+		ADD(CONV, .out = 64, .k = 7, .stride = 2, .pad = 3, .wname = "conv1.weight");
+	else
+		ADD(CONV, .out = 64, .k = 3, .stride = 1, .pad = 1, .wname = "conv1.weight");
 	BN("", 1);
 	node = ADD(RELU);
+	if (stem == RF_STEM_IMAGENET)
+		node = ADD(MAXPOOL, .k = 3, .stride = 2);
 	for (s = 1; s <= 4; s++)
 		for (b = 0; b < 2; b++) {
 			int c = 64 << (s - 1), st = (s > 1 && b == 0) ? 2 : 1, main;
@@ -80,7 +86,7 @@ static unsigned rf__resnet_build(void)
 			node = ADD(RELU);
 		}
 	ADD(GAP);
-	ADD(DENSE, .out = 10, .bias = 1, .wname = "fc.weight", .bname = "fc.bias");
+	ADD(DENSE, .out = classes, .bias = 1, .wname = "fc.weight", .bname = "fc.bias");
 #undef BN
 #undef ADD
 #undef NAME
@@ -93,10 +99,12 @@ struct rf__model_store {
 	struct rf_model_spec spec;
 	struct rf_param_spec p[RF_MODEL_MAX_TENSORS], b[RF_MODEL_MAX_BUFFERS];
 	struct rf_layer_info info[RF_MODEL_MAX_TABLE];
-	int built;                 /* 1 done, -1 the table is wrong */
+	struct rf_layer table[RF_MODEL_MAX_TABLE];
+	char names[64 * 4][48];    /* ResNet-18's parameter names */
 };
 
-static struct rf__model_store rf__models[3];
+#define RF__MAX_SPECS 32
+static struct rf__model_store *rf__models[RF__MAX_SPECS];
 
 static int rf__add_tensor(struct rf_param_spec *arr, unsigned *n, unsigned cap, size_t *off,
 			  const char *name, int role, int layer, int fan_in, int ndim,
@@ -137,9 +145,9 @@ static int rf__compile(struct rf__model_store *m, const char *name, const struct
 
 		if (in > (int)i || (l->kind == RF_LAYER_ADD && (l->in2 == 0 || in2 > (int)i)))
 			return -EINVAL;
-		c = src ? src->c : 1;
-		h = src ? src->h : 28;
-		w = src ? src->w : 28;
+		c = src ? src->c : s->in.c;
+		h = src ? src->h : s->in.h;
+		w = src ? src->w : s->in.w;
 		feat = c * (h ? h : 1) * (w ? w : 1);
 		*f = (struct rf_layer_info){ .in = in, .in2 = l->kind == RF_LAYER_ADD ? in2 : -1,
 					    .c = c, .h = h, .w = w, .pl = -1, .p0 = (int)np, .b0 = -1 };
@@ -212,8 +220,9 @@ static int rf__compile(struct rf__model_store *m, const char *name, const struct
 			f->h = f->w = 0;
 			break;
 		case RF_LAYER_ADD: {
-			int oc = in2 ? m->info[in2 - 1].c : 1, oh = in2 ? m->info[in2 - 1].h : 28;
-			int ow = in2 ? m->info[in2 - 1].w : 28;
+			int oc = in2 ? m->info[in2 - 1].c : s->in.c;
+			int oh = in2 ? m->info[in2 - 1].h : s->in.h;
+			int ow = in2 ? m->info[in2 - 1].w : s->in.w;
 			if (oc != c || oh != h || ow != w)
 				return -EINVAL;
 			break;
@@ -238,7 +247,7 @@ static int rf__compile(struct rf__model_store *m, const char *name, const struct
 		if (f->in2 > 0)
 			m->info[f->in2 - 1].uses++;
 	}
-	if (n == 0 || m->info[n - 1].c != 10 || m->info[n - 1].h)
+	if (n == 0 || m->info[n - 1].c != s->in.classes || m->info[n - 1].h)
 		return -EINVAL;
 	s->lfirst[pl] = np;
 	s->name = name;
@@ -264,23 +273,79 @@ const char *rf_model_names(void)
 	return "mlp|lenet|resnet18";
 }
 
-/* Reactor thread (the tables are compiled once, on first use). */
+static int rf__same_input(const struct rf_model_input *a, const struct rf_model_input *b)
+{
+	return a->c == b->c && a->h == b->h && a->w == b->w && a->classes == b->classes &&
+	       a->stem == b->stem;
+}
+
+/* Model i's table for input in, into m (its table and names): the row count. */
+static unsigned rf__table_of(struct rf__model_store *m, unsigned i, const struct rf_model_input *in)
+{
+	const struct rf_layer *t = i == 0 ? rf__mlp_t : rf__lenet_t;
+	unsigned n = i == 0 ? sizeof(rf__mlp_t) / sizeof(rf__mlp_t[0])
+			    : sizeof(rf__lenet_t) / sizeof(rf__lenet_t[0]);
+
+	if (i == 2)
+		return rf__resnet_build(m->table, m->names, in->classes, in->stem);
+	memcpy(m->table, t, n * sizeof(*t));
+	m->table[n - 1].out = in->classes;     /* the last layer: one output per class */
+	return n;
+}
+
+/* Reactor thread (each table is compiled once, on first use). */
+const struct rf_model_spec *rf_model_spec_for(const char *name, const struct rf_model_input *in)
+{
+	static const struct rf_model_input fmnist = { 1, 28, 28, 10, RF_STEM_SMALL };
+	unsigned i, k;
+
+	if (!in)
+		in = &fmnist;
+	for (i = 0; name && i < 3 && strcmp(rf__names[i], name); i++)
+		;
+	if (!name || i == 3) {
+		rf__fail(-EINVAL, "model %s: expected %s", name ? name : "(none)", rf_model_names());
+		return NULL;
+	}
+	if (in->c < 1 || in->c > 4096 || in->h < 1 || in->h > 4096 || in->w < 1 ||
+	    in->w > 4096 || in->classes < 2 || in->classes > 100000 ||
+	    (in->stem != RF_STEM_SMALL && (i != 2 || in->stem != RF_STEM_IMAGENET))) {
+		rf__fail(-EINVAL, "model %s: input (%d, %d, %d), %d classes, stem %d: expected "
+			 "1..4096 on each side, 2..100000 classes, and the ImageNet stem for "
+			 "resnet18 only", name, in->c, in->h, in->w, in->classes, (int)in->stem);
+		return NULL;
+	}
+	for (k = 0; k < RF__MAX_SPECS && rf__models[k]; k++)
+		if (!strcmp(rf__models[k]->spec.name, rf__names[i]) &&
+		    rf__same_input(&rf__models[k]->spec.in, in))
+			return &rf__models[k]->spec;
+	if (k == RF__MAX_SPECS) {
+		rf__fail(-ENOSPC, "model %s: %d distinct model shapes made already", name,
+			 RF__MAX_SPECS);
+		return NULL;
+	}
+	struct rf__model_store *m = calloc(1, sizeof(*m));
+	if (!m) {
+		rf__fail(-ENOMEM, "model %s: out of memory", name);
+		return NULL;
+	}
+	m->spec.in = *in;
+	if (rf__compile(m, rf__names[i], m->table, rf__table_of(m, i, in)) < 0) {
+		rf__fail(-EINVAL, "model %s: its layers cannot take an input of (%d, %d, %d) "
+			 "(too small for its convolutions and pooling)", name, in->c, in->h, in->w);
+		free(m);
+		return NULL;
+	}
+	rf__models[k] = m;
+	return &m->spec;
+}
+
 const struct rf_model_spec *rf_model_spec(const char *name)
 {
-	for (unsigned i = 0; name && i < 3; i++) {
-		struct rf__model_store *m = &rf__models[i];
-		const struct rf_layer *t = i == 0 ? rf__mlp_t : i == 1 ? rf__lenet_t : rf__resnet_t;
-		unsigned n = i == 0 ? sizeof(rf__mlp_t) / sizeof(rf__mlp_t[0])
-			   : i == 1 ? sizeof(rf__lenet_t) / sizeof(rf__lenet_t[0]) : 0;
+	int i;
 
-		if (strcmp(rf__names[i], name) != 0)
-			continue;
-		if (!m->built) {
-			if (i == 2)
-				n = rf__resnet_build();
-			m->built = rf__compile(m, rf__names[i], t, n) == 0 ? 1 : -1;
-		}
-		return m->built > 0 ? &m->spec : NULL;
-	}
-	return NULL;
+	/* an unknown name: NULL, rf_last_error() untouched (callers say what they expect) */
+	for (i = 0; name && i < 3 && strcmp(rf__names[i], name); i++)
+		;
+	return name && i < 3 ? rf_model_spec_for(name, NULL) : NULL;
 }

@@ -98,7 +98,8 @@ static int rf__conv1_pool_relu(struct rf_model *m, struct rf_model_acts *a, unsi
 	c = (unsigned)sp->info[r].in - 1;
 	lc = &sp->table[c];
 	fc = &sp->info[c];
-	if (lc->kind != RF_LAYER_CONV || fc->in != 0 || a->need[0] || sp->info[c].uses != 1 ||
+	if (lc->kind != RF_LAYER_CONV || fc->in != 0 || sp->in.c != 1 || a->need[0] ||
+	    sp->info[c].uses != 1 ||
 	    lc->k * lc->k > 25 || fc->w > 64 || (lc->stride > 1) || lc->pad || rf__net_formatted(m) ||
 	    rf_device_supports(m->dev, "conv2d_bwd_filter_pool_relu", RF_F32, RF_LAYOUT_ROWMAJOR))
 		return 0;

@@ -149,7 +149,7 @@ int rf__net_new(struct rf_model *m, struct rf_model_acts *a, const char *what, u
 int rf__node_shape(const struct rf_model_spec *sp, unsigned j, int64_t n, int64_t *sh)
 {
 	if (j == 0) {
-		sh[0] = n, sh[1] = 1, sh[2] = 28, sh[3] = 28;
+		sh[0] = n, sh[1] = sp->in.c, sh[2] = sp->in.h, sh[3] = sp->in.w;
 		return 4;
 	}
 	const struct rf_layer_info *f = &sp->info[j - 1];
@@ -386,7 +386,8 @@ static int rf__forward(struct rf_model *m, struct rf_model_acts *a)
 	unsigned np, i = 0;
 	int ret;
 
-	RF__TRY(rf_tensor_reshape(a->x, RF_DIMS(a->n, 1, 28, 28)));
+	RF__TRY(rf_tensor_reshape(a->x, RF_DIMS(a->n, m->spec->in.c, m->spec->in.h,
+						 m->spec->in.w)));
 	/* the edges: the convolutions' weights from their f32 masters, and the input into
 	 * the compute format -- unless it comes in it (a loader asked for the model's
 	 * format, rf_loader_opts.x_dtype/x_layout: the decode was its only conversion) */
@@ -420,11 +421,16 @@ int rf_model_forward(struct rf_model *m, struct rf_tensor *x, struct rf_tensor *
 
 	if (acts)
 		*acts = NULL;
-	if (!m || !x || !y || x->ndim < 1 || x->numel != (size_t)x->shape[0] * 784 ||
-	    y->numel != (size_t)x->shape[0] || (train && !acts))
-		return rf__fail(-EINVAL, "rf_model_forward: %s", !m || !x || !y ? "NULL model, x or y" :
-				train && !acts ? "training needs acts" :
-				"x must be (n, 1, 28, 28) or (n, 784) and y (n)");
+	if (!m || !x || !y || x->ndim < 1 ||
+	    x->numel != (size_t)x->shape[0] * m->spec->in.c * m->spec->in.h * m->spec->in.w ||
+	    y->numel != (size_t)x->shape[0] || (train && !acts)) {
+		if (!m || !x || !y || (train && !acts))
+			return rf__fail(-EINVAL, "rf_model_forward: %s", !m || !x || !y ?
+					"NULL model, x or y" : "training needs acts");
+		return rf__fail(-EINVAL, "rf_model_forward: x must be (n, %d, %d, %d) (or n rows "
+				"of %d) and y (n)", m->spec->in.c, m->spec->in.h, m->spec->in.w,
+				m->spec->in.c * m->spec->in.h * m->spec->in.w);
+	}
 	a = rf__acts_new(m->spec, (int)x->shape[0], x, train);
 	if (!a)
 		return rf__fail(-ENOMEM, "rf_model_forward: no memory for the activations");

@@ -60,6 +60,13 @@ static int rf__check_shape(struct rf_trainer *t, const struct rf_dataset *d, con
 	size_t n = 0;
 	unsigned k;
 
+	if (rf_dataset_variable(d)) {
+		rf__trainer_msg(t, "%s: %s of any length (%s): expected 28x28 images, or give "
+				"--image-size to decode them", path, d->kind == RF_DS_TAR ?
+				"a WebDataset shard of records" : "records",
+				d->encoding == RF_REC_ENC_IMAGE ? "encoded images" : "raw bytes");
+		return -EINVAL;
+	}
 	if (d->ndim != 2 || d->shape[0] != 28 || d->shape[1] != 28) {
 		for (k = 0; k < d->ndim && n < sizeof(shape); k++)
 			n += (size_t)snprintf(shape + n, sizeof(shape) - n, "%s%u", k ? "x" : "",
@@ -92,7 +99,8 @@ static void rf__limit_view(struct rf_dataset *v, const struct rf_dataset *ds, ui
 	if (limit && limit < v->count)
 		v->count = limit;
 	for (s = 0; s < v->nsrc; s++)
-		v->src[s].data_bytes = v->count * v->src[s].stride;
+		if (v->src[s].stride)    /* a variable file's records: its index says where */
+			v->src[s].data_bytes = v->count * v->src[s].stride;
 }
 
 /* The one place the datasets are opened (their messages land in t->msg). */
@@ -190,11 +198,26 @@ static int rf__regular(struct rf_trainer *t, const char *opt, const char *path)
 	return 0;
 }
 
-/* A .rfrec file's header (magic, version, sizes, CRC), local or http://, now. */
+/* A WebDataset shard (PATH.tar, a local file) or else a .rfrec. */
+static int rf__is_tar(const char *path)
+{
+	size_t n = strlen(path);
+
+	return n > 4 && !strcmp(path + n - 4, ".tar") && strncmp(path, "http://", 7);
+}
+
+static int rf__open_file(struct rf_dataset *ds, const char *path, unsigned flags)
+{
+	return rf__is_tar(path) ? rf_dataset_open_wds(ds, path, 0, flags)
+				: rf_dataset_open_rfrec(ds, path, flags);
+}
+
+/* A .rfrec file's header (magic, version, sizes, CRC), local or http://, or a shard's
+ * member list, now. */
 static int rf__probe_rfrec(struct rf_trainer *t, const char *opt, const char *path)
 {
 	struct rf_dataset ds;
-	int ret = rf_dataset_open_rfrec(&ds, path, 0);
+	int ret = rf__open_file(&ds, path, 0);
 
 	if (ret < 0) {
 		rf__trainer_msg(t, "%s %s", opt, rf_last_error());
@@ -259,7 +282,7 @@ int rf__check_data(struct rf_trainer *t, int headers)
 
 static int rf__open_rfrec(struct rf_trainer *t, struct rf_dataset *ds, const char *path)
 {
-	int ret = rf_dataset_open_rfrec(ds, path, t->o.verify ? RF_DS_VERIFY : 0);
+	int ret = rf__open_file(ds, path, t->o.verify ? RF_DS_VERIFY : 0);
 
 	if (ret < 0)
 		rf__trainer_msg(t, "%s", rf_last_error());
@@ -310,6 +333,52 @@ int rf_train_inputs(const struct rf_train_opts *o, char (*paths)[RF_TRAIN_PATH_M
 	return n;
 }
 
+/* Images: both sets encoded images with labels of one class count; the model made for
+ * them (t->spec: 3 x image_size x image_size, that many classes, the stem). */
+static int rf__image_model(struct rf_trainer *t, const char *train, const char *test)
+{
+	const struct rf_dataset *d[2] = { &t->train_ds, &t->test_ds };
+	const char *path[2] = { train, test };
+	unsigned S = t->o.image_size;
+	struct rf_model_input in = { 3, (int)S, (int)S, 0, RF_STEM_SMALL };
+
+	for (int i = 0; i < 2; i++) {
+		if (!rf_dataset_variable(d[i]) || d[i]->encoding != RF_REC_ENC_IMAGE) {
+			rf__trainer_msg(t, "%s: %s, expected encoded images (rf-pack --image-folder, "
+					"or a WebDataset shard PATH.tar) for --image-size", path[i],
+					rf_dataset_variable(d[i]) ? "records of raw bytes" :
+					"fixed-size records");
+			return -EINVAL;
+		}
+		if (d[i]->label_kind == RF_LABEL_NONE || d[i]->num_classes < 2) {
+			rf__trainer_msg(t, "%s: %s, expected labels of 2 or more classes", path[i],
+					d[i]->label_kind == RF_LABEL_NONE ? "no labels" :
+					"labels of one class");
+			return -EINVAL;
+		}
+	}
+	if (d[0]->num_classes != d[1]->num_classes) {
+		rf__trainer_msg(t, "%s: %u classes, and the test set %s has %u: expected the same "
+				"classes", train, d[0]->num_classes, test, d[1]->num_classes);
+		return -EINVAL;
+	}
+	for (unsigned k = 0; d[0]->classes && d[1]->classes && k < d[0]->num_classes; k++)
+		if (strcmp(d[0]->classes[k], d[1]->classes[k])) {
+			rf__trainer_msg(t, "%s: class %u is \"%s\", and in the test set %s \"%s\": "
+					"expected the same classes in the same order", train, k,
+					d[0]->classes[k], test, d[1]->classes[k]);
+			return -EINVAL;
+		}
+	in.classes = (int)d[0]->num_classes;
+	if (t->o.stem == 2 || (t->o.stem == 0 && S >= 128 && !strcmp(t->model_name, "resnet18")))
+		in.stem = RF_STEM_IMAGENET;
+	if (!(t->spec = rf_model_spec_for(t->model_name, &in))) {
+		rf__trainer_msg(t, "--image-size %u: %s", S, rf_last_error());
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int rf__open_data(struct rf_trainer *t)
 {
 	char p[4][RF_TRAIN_PATH_MAX];
@@ -344,9 +413,11 @@ int rf__open_data(struct rf_trainer *t)
 		if (ret == 0)
 			ret = rf__open_pair(t, &t->test_ds, p[2], p[3]);
 	}
-	if (ret == 0)
+	if (ret == 0 && t->o.image_size)
+		ret = rf__image_model(t, p[0], p[2]);
+	else if (ret == 0)
 		ret = rf__check_shape(t, &t->train_ds, p[0]);
-	if (ret == 0)
+	if (ret == 0 && !t->o.image_size)
 		ret = rf__check_shape(t, &t->test_ds, p[2]);
 	if (ret < 0)
 		return ret;
@@ -387,10 +458,14 @@ static int rf__make_loader(struct rf_trainer *t, const struct rf_dataset *ds, in
 	 * f32 row-major, which their gather decodes into without an op */
 	if (!rf_device_host_memory(t->dev[0])) {
 		lo.x_dtype = t->rep[0]->act_dtype;
-		if (ds->ndim == 2 || ds->ndim == 3)
+		if (ds->ndim == 2 || ds->ndim == 3 || t->o.image_size)
 			lo.x_layout = t->rep[0]->act_layout;
 	}
-	if (shuffle && t->o.augment) {      /* the training set only */
+	if (t->o.image_size) {   /* training: RandomResizedCrop + flip; test: centre crop */
+		lo.image_size = t->o.image_size;
+		lo.image_eval = !shuffle;
+		lo.hflip = shuffle;
+	} else if (shuffle && t->o.augment) {      /* the training set only */
 		lo.crop_pad = RF_TRAIN_AUGMENT_PAD;
 		lo.hflip = 1;
 	}

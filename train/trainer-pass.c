@@ -134,8 +134,8 @@ static int rf__pass_loop(struct rf_trainer *t, struct rf_loader *ld, struct rf__
 			return ret;
 		ret = train ? rf__train_iter(t, &Q->q[Q->qh]) : rf__eval_iter(t, &Q->q[Q->qh]);
 		if (ret < 0) {
-			rf__trainer_msg(t, "pushing batch %" PRIu64 ": %s", Q->q[Q->qh].index,
-					strerror(-ret));
+			rf__trainer_msg(t, "pushing batch %" PRIu64 ": %s (%s)", Q->q[Q->qh].index,
+					strerror(-ret), rf_last_error());
 			return ret;
 		}
 		Q->qh = (Q->qh + 1) % RF__MAXQ;

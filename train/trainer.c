@@ -86,6 +86,19 @@ static int rf__check_opts(struct rf_trainer *t)
 				return -ENOTSUP;
 			}
 	}
+	if (t->o.image_size > 4096 || t->o.stem < 0 || t->o.stem > 2 ||
+	    (t->o.stem && !t->o.image_size) ||
+	    (t->o.stem == 2 && strcmp(t->model_name, "resnet18"))) {
+		rf__trainer_msg(t, "image_size %u, stem %d: expected a size of 1..4096 for images "
+				"(0: Fashion-MNIST), and a stem (1 small, 2 ImageNet; ImageNet's "
+				"for resnet18 only) with a size", t->o.image_size, t->o.stem);
+		return -EINVAL;
+	}
+	if (t->o.image_size && t->o.augment) {
+		rf__trainer_msg(t, "--augment: images are augmented by RandomResizedCrop and a "
+				"flip already (--image-size); drop --augment");
+		return -EINVAL;
+	}
 	if (t->o.order != RF_LOADER_ORDER_UNIFORM && t->o.order != RF_LOADER_ORDER_WINDOWED) {
 		rf__trainer_msg(t, "order %d: expected RF_LOADER_ORDER_UNIFORM (0) or "
 				"RF_LOADER_ORDER_WINDOWED (1)", t->o.order);

@@ -24,7 +24,8 @@ extern "C" {
 #define RF_MODEL_MAX_TABLE 96    /* layers of any kind */
 
 /* One layer of a model's table. A layer reads one node (two for ADD) and makes the
- * next one: node 0 is the model's input (n, 1, 28, 28), node i+1 layer i's output. */
+ * next one: node 0 is the model's input (n, c, h, w) (spec->in: Fashion-MNIST's
+ * (n, 1, 28, 28) by default), node i+1 layer i's output. */
 enum rf_layer_kind {
 	RF_LAYER_DENSE,   /* y (n, out) = x (n, features) * w^T + b; w (out, features) */
 	RF_LAYER_CONV,    /* conv2d, w (out, c, k, k), b (out) when bias, stride, pad */
@@ -70,8 +71,25 @@ struct rf_param_spec {
 	int role;                     /* enum rf_param_role */
 };
 
+/* What a model is made for: its input (n, c, h, w), its classes and, for ResNet-18, its
+ * stem. The default (rf_model_spec): Fashion-MNIST's (1, 28, 28), 10 classes, the
+ * small-image stem. */
+enum rf_stem {
+	RF_STEM_SMALL = 0,    /* ResNet-18: a 3x3 convolution of 64, stride 1, no pooling
+			       * (the seeds' resnet18 for 28x28 and 32x32 images) */
+	RF_STEM_IMAGENET = 1  /* ResNet-18: torchvision's 7x7 convolution of 64 at stride 2,
+			       * pad 3, then 3x3 max pooling at stride 2 (unpadded here: 55x55
+			       * after it at 224 where torchvision pads to 56) */
+};
+struct rf_model_input {
+	int c, h, w;                  /* 1..4096 each */
+	int classes;                  /* 2..100000 */
+	enum rf_stem stem;
+};
+
 struct rf_model_spec {
 	const char *name;             /* "mlp", "lenet", "resnet18" */
+	struct rf_model_input in;     /* its input and classes */
 	float default_lr;             /* SGD's, at batch 256: 0.1, 0.2, 0.1 */
 	unsigned ntensors;            /* parameter tensors */
 	unsigned nlayers;             /* layers with parameters */
@@ -88,8 +106,16 @@ struct rf_model_spec {
 	int default_init;             /* enum rf_init: kaiming, kaiming, uniform */
 };
 
-/* The spec of "mlp", "lenet" or "resnet18"; NULL for another name. Static storage. */
+/* The spec of "mlp", "lenet" or "resnet18" for Fashion-MNIST ((1, 28, 28), 10 classes);
+ * NULL for another name. Static storage. */
 const struct rf_model_spec *rf_model_spec(const char *name);
+/* The spec of model `name` for input in (NULL: the default above): the last layer has
+ * in->classes outputs, ResNet-18 takes in->stem (LeNet and the MLP have the small
+ * one only). NULL, with a message in rf_last_error(), for another name, an input
+ * outside the ranges, a shape the model's layers cannot take (LeNet below 12x12) or
+ * no memory. Specs live until the process ends (at most 32 distinct ones). Reactor
+ * thread only. */
+const struct rf_model_spec *rf_model_spec_for(const char *name, const struct rf_model_input *in);
 /* The names rf_model_spec takes, separated by '|' (for messages). */
 const char *rf_model_names(void);
 
@@ -169,7 +195,7 @@ struct rf_optim {
  * not share buffers; freeing them is an engine deletion ordered after their last
  * reader. */
 struct rf_model_acts;
-/* After the forward: the gradient of the loss with respect to the logits (n, 10). */
+/* After the forward: the gradient of the loss with respect to the logits (n, classes). */
 struct rf_tensor *rf_model_acts_dlogits(struct rf_model_acts *acts);
 
 /* Called by rf_model_backward right after the ops that compute the gradients of layer
@@ -199,7 +225,8 @@ int rf_model_set_format(struct rf_model *m, enum rf_tdtype dt, enum rf_layout la
 /* Push the initialisation of every parameter from g (borrowed), in spec order. */
 int rf_model_init(struct rf_model *m, struct rf_prng *g, enum rf_init init);
 
-/* Forward pass on x (n, 1, 28, 28) f32 (or (n, 784)) with labels y (n) i32, both on
+/* Forward pass on x (n, c, h, w) f32 of spec->in ((n, 1, 28, 28) or (n, 784) by
+ * default; any shape of n * c * h * w elements) with labels y (n) i32, both on
  * m's device (borrowed; x may be reshaped). loss (1) f32 / correct (1) i32 or NULL get
  * the SUM of the per-row losses and the number of rows whose argmax is the label
  * (overwritten, on m's device). train != 0: *acts (owned by the caller until

@@ -79,6 +79,15 @@ struct rf_train_opts {
 	const char *test_data;     /* with a .rfrec data_dir: the test set's .rfrec; NULL:
 				    * beside it, its name with "train" made "t10k", else
 				    * "test" (fmnist-train.rfrec: fmnist-t10k.rfrec) */
+	/* Images (a .rfrec of JPEG/PNG images, rf-pack --image-folder, or a WebDataset
+	 * shard PATH.tar, as data_dir and test_data): decoded to 3 x image_size x
+	 * image_size, RandomResizedCrop + flip for training, resize + centre crop for the
+	 * test set; the model takes that input and the files' class count. 0: the data
+	 * are Fashion-MNIST's 28x28 images. */
+	unsigned image_size;
+	int stem;                  /* with image_size, ResNet-18's stem: 0 auto (ImageNet's
+				    * 7x7/2 + max pool from 128 pixels up, else the small
+				    * 3x3), 1 small, 2 ImageNet (enum rf_stem + 1) */
 	unsigned batch_size;       /* 0: 256 */
 	float lr;                  /* 0: 0.1 (mlp), 0.2 (lenet) */
 	float momentum;            /* torch.optim.SGD's (dampening 0); 0: plain SGD */

@@ -217,6 +217,9 @@ for v in fp16 FP32 "" "tf32 "; do bad $R --precision 2 "'$v' && fp32, tf32 or bf
 bad $R --precision 2 "value" --precision
 for v in NHWC chw ""; do bad $R --layout 2 "'$v' && auto, nchw or nhwc" --layout "$v"; done
 bad $R --layout 2 "value" --layout
+ints $R --image-size 8 4096
+for v in big IMAGENET ""; do bad $R --stem 2 "'$v' && auto, small or imagenet" --stem "$v"; done
+bad $R --stem 2 "value" --stem
 for v in all layer ""; do bad $R --update 2 "'$v' && fused, per-layer or auto" --update "$v"; done
 bad $R --device 2 "value" --device
 for v in he; do bad $R --init 2 "expected uniform" --init "$v"; done
@@ -374,6 +377,18 @@ for o in --images --labels; do
 	bad $P $o 2 "empty path" $other $o "" -o "$T/x.rfrec"
 	bad $P $o 2 "missing value" $o
 done
+# image folders and WebDataset shards
+bad $P --image-folder 1 "cannot list: No such file" --image-folder "$T/none" -o "$T/x.rfrec"
+bad $P --image-folder 1 "no subfolders, expected one per class" --image-folder "$T/dir" -o "$T/x.rfrec"
+bad $P --image-folder 2 "empty path" --image-folder "" -o "$T/x.rfrec"
+bad $P --image-folder 2 "missing value" --image-folder
+bad $P --image-folder 2 "cannot be combined" --image-folder "$T/dir" $I -o "$T/x.rfrec"
+bad $P -o 2 "missing" --image-folder "$T/dir"
+bad $P --webdataset 2 "no shard given" --webdataset -o "$T/x.rfrec"
+bad $P --webdataset 2 "cannot be combined" --webdataset $I "$T/text" -o "$T/x.rfrec"
+bad $P --webdataset 1 "is a FIFO" --webdataset "$fifo" -o "$T/x.rfrec"
+bad $P "$T/text" 1 "offset 0 && truncated header" --webdataset "$T/text" -o "$T/x.rfrec"
+bad $P --skip-bad-images 2 "only with --image-folder" --skip-bad-images $I $L -o "$T/x.rfrec"
 bad $P "$T/empty" 1 "$T/empty" $L --images "$T/empty" -o "$T/x.rfrec"
 bad $P "$T/img-short.idx" 1 "truncated" $L --images "$T/img-short.idx" -o "$T/x.rfrec"
 bad $P "$T/lab-short.idx" 1 "truncated" $I --labels "$T/lab-short.idx" -o "$T/x.rfrec"
