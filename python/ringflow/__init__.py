@@ -125,6 +125,8 @@ class Loader:
                  a function of (seed, epoch, record)); False: resize the shorter side to
                  S * 256/224 and take the centre crop (evaluation)
     workers      images: threads decoding batches side by side (0: one per CPU)
+    dtype        "float32" (default: x = (u8 / 255 - mean) / std) or "uint8" (the
+                 records' bytes as they are: an image's (3, S, S) sample, no decode)
     timeout      an http:// source: seconds per connect, send, receive and response
                  head (None: RF_HTTP_TIMEOUT_MS, else 10). close() -- and the end of the
                  Loader -- cancels what is in flight at once, and Ctrl-C ends a wait
@@ -134,7 +136,7 @@ class Loader:
     def __init__(self, path_or_url, batch_size, shuffle=True, seed=0, epoch=0, rank=0,
                  world=1, prefetch=3, drop_last=False, device="cpu", hold=1, split="train",
                  mean=0.0, std=1.0, order="uniform", timeout=None, verify=False,
-                 image_size=None, augment=True, workers=0):
+                 image_size=None, augment=True, workers=0, dtype="float32"):
         a = _loader_args(batch_size, shuffle, seed, epoch, rank, world, prefetch, drop_last,
                          hold, split, mean, std)
         device = _str("device", device)
@@ -152,7 +154,8 @@ class Loader:
                           _ORDERS.index(_str("order", order, _ORDERS)), tmo,
                           _flag("verify", verify),
                           0 if image_size is None else _int("image_size", image_size, 1, 4096),
-                          _flag("augment", augment), _int("workers", workers, 0, 16))
+                          _flag("augment", augment), _int("workers", workers, 0, 16),
+                          _str("dtype", dtype, ("float32", "uint8")) == "uint8")
 
     def __iter__(self):
         return self

@@ -262,14 +262,14 @@ static int rf_py_loader_init(PyObject *self, PyObject *args, PyObject *kw)
 	static char *kws[] = { "path", "batch_size", "shuffle", "seed", "epoch", "rank", "world",
 			       "prefetch", "drop_last", "device", "hold", "split", "mean", "std",
 			       "scale", "order", "timeout_ms", "verify", "image_size", "augment",
-			       "workers", NULL };
+			       "workers", "u8", NULL };
 	rf_py_loader *s = (rf_py_loader *)self;
 	const char *path, *device = "cpu", *split = "train";
 	unsigned batch, prefetch = 3, hold = 1, rank = 0, world = 1;
 	unsigned long long seed = 0, epoch = 0;
 	int shuffle = 1, drop_last = 0, order = RF_LOADER_ORDER_UNIFORM, ret;
 	unsigned timeout_ms = 0;
-	int verify = 0, augment = 1;
+	int verify = 0, augment = 1, u8 = 0;
 	unsigned image_size = 0, workers = 0;
 	float mean = 0.0f, std = 1.0f, scale = 0.0f;
 	struct rf_loader_opts o = { 0 };
@@ -277,10 +277,11 @@ static int rf_py_loader_init(PyObject *self, PyObject *args, PyObject *kw)
 
 	if (s->eng)
 		return rf_py_raise(-EINVAL, "Loader: already initialised"), -1;
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "sI|pKKIIIpsIsfffiIpIpI", kws, &path, &batch,
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "sI|pKKIIIpsIsfffiIpIpIp", kws, &path, &batch,
 					 &shuffle, &seed, &epoch, &rank, &world, &prefetch,
 					 &drop_last, &device, &hold, &split, &mean, &std, &scale,
-					 &order, &timeout_ms, &verify, &image_size, &augment, &workers))
+					 &order, &timeout_ms, &verify, &image_size, &augment, &workers,
+					 &u8))
 		return -1;
 	/* the loader makes prefetch + hold full slots and at most as many tail slots: all
 	 * of them fit held[] */
@@ -351,6 +352,7 @@ static int rf_py_loader_init(PyObject *self, PyObject *args, PyObject *kw)
 		o.image_eval = !augment;
 		o.hflip = image_size && augment;
 		o.workers = workers;
+		o.x_dtype = u8 ? RF_U8 : RF_F32;
 		ret = rf_loader_create(&s->l, s->eng, &s->ds, &o);
 	}
 	if (ret == 0)
@@ -434,8 +436,9 @@ static PyObject *rf_py_tensor_new(rf_py_loader *s, const struct rf_batch *b, int
 	t->ndim = x->ndim;
 	for (int i = 0; i < 4; i++)
 		t->shape[i] = i < x->ndim ? x->shape[i] : 1;
-	t->dt = labels ? (DLDataType){ 0, 32, 1 } : (DLDataType){ 2, 32, 1 };
-	t->dtname = labels ? "int32" : "float32";
+	t->dt = labels ? (DLDataType){ 0, 32, 1 } : x->dtype == RF_U8 ? (DLDataType){ 1, 8, 1 }
+							    : (DLDataType){ 2, 32, 1 };
+	t->dtname = labels ? "int32" : x->dtype == RF_U8 ? "uint8" : "float32";
 	t->dev = rf_device_host_memory(x->dev) ? (DLDevice){ 1, 0 }
 					       : (DLDevice){ 2, rf_device_ordinal(x->dev) };
 	rf_py_ref(s, t->slot, 1);

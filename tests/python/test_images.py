@@ -5,7 +5,8 @@ with the rf-pack named in RF_PACK, and read with Loader(image_size=16): x is
 (n, 3, 16, 16), every pixel its class's colour (a PNG is lossless and the resize of a
 flat image is exact), y the class, each record once per epoch, in training
 (RandomResizedCrop + flip) and evaluation (augment=False); two loaders with different
-worker counts give the same bytes. image_size on a fixed-size file, or a missing one
+worker counts give the same bytes; dtype="uint8" gives the bytes themselves (255 x the
+float32 batch). image_size on a fixed-size file, or a missing one
 on an image file, raises ValueError/OSError carrying the library's message.
 Exit 0 or 1 (77: no numpy).
 """
@@ -67,6 +68,16 @@ def main():
                 assert np.abs(x[j] - want).max() < 1e-6, (j, y[j], x[j][:, 0, 0])
             runs[(augment, workers)] = (x, y)
         assert all((runs[(augment, 1)][k] == runs[(augment, 2)][k]).all() for k in (0, 1))
+    # the bytes themselves: uint8, 255 x the float32 batch
+    ld = ringflow.Loader(out, 4, seed=3, image_size=16, dtype="uint8")
+    xs = []
+    for bx, by in ld:
+        xs.append(np.array(np.from_dlpack(bx)))
+    del bx, by
+    ld.close()
+    xu = np.concatenate(xs)
+    assert xu.dtype == np.uint8 and xu.shape == (n, 3, 16, 16)
+    assert (np.rint(runs[(True, 1)][0] * 255.0) == xu).all()
     fm = os.path.join(T, "fixed.rfrec")
     ringflow.pack(fm, np.zeros((8, 4, 4), dtype=np.uint8), np.arange(8) % 2, num_classes=2)
     for path, kw, text in ((fm, {"image_size": 8}, "not encoded images"),
@@ -77,7 +88,7 @@ def main():
             assert text in str(e), str(e)
         else:
             raise AssertionError(f"{path} {kw}: no error")
-    print(f"ringflow python images: {n} images, 4 loaders ok")
+    print(f"ringflow python images: {n} images, 5 loaders ok")
 
 
 if __name__ == "__main__":
