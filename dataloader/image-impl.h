@@ -62,7 +62,7 @@ struct rf__crop {
 void rf__img_crop_of(const struct rf__img_opts *o, uint64_t epoch, uint64_t index,
 		     unsigned W, unsigned H, struct rf__crop *c);
 
-/* Per worker thread: TurboJPEG handle, scratch buffers (grown, reused). Not shared
+/* Per worker thread: a JPEG decompressor, scratch buffers (grown, reused). Not shared
  * between threads; separate contexts are independent. */
 struct rf__imgctx;
 int rf__imgctx_create(struct rf__imgctx **out);          /* 0 or -ENOMEM */
@@ -78,10 +78,12 @@ void rf__imgctx_destroy(struct rf__imgctx *c);            /* NULL ok */
  * err (len bytes) holds one line saying what is wrong ("JPEG: Premature end of JPEG
  * file", "PNG: IHDR: CRC error", "not a JPEG or PNG (first bytes 00 01 02 03)"),
  * without a file name (the caller adds file and record), and so does rf_last_error().
- * Never reads outside in[0..n). TurboJPEG warnings on a decodable image (extraneous
+ * Never reads outside in[0..n). libjpeg's warnings on a decodable image (extraneous
  * bytes, a bad Huffman code) are not errors; a JPEG whose data ends before its image
- * does is. JPEGs decode with TurboJPEG's default flags (the accurate integer IDCT and
- * fancy upsampling, as PIL) plus TJFLAG_LIMITSCANS (a bound on progressive scans). */
+ * does is, and so is one of more than 500 scans. A JPEG is decoded with libjpeg's
+ * defaults (the accurate integer IDCT and fancy upsampling, as PIL), only the rows and
+ * columns the resize reads: the same pixels there as a whole decode's, but a warning
+ * in the rows below them goes unseen. */
 int rf__img_decode(struct rf__imgctx *c, const struct rf__img_opts *o, const uint8_t *in,
 		   size_t n, uint64_t epoch, uint64_t index, uint8_t *out, char *err, size_t len);
 
@@ -93,12 +95,14 @@ int rf__img_info(struct rf__imgctx *c, const uint8_t *in, size_t n, enum rf__img
 /* ---- inside the module: what image.c, image-resize.c and image-png.c share ---- */
 
 /* A resampling table for one axis: output pixel i is the sum over t < cnt[i] of
- * k[i*ksize + t] * input pixel lo[i] + t (PIL's precompute_coeffs, with a window). */
+ * k[i*ksize + t] * input pixel lo[i] + t (PIL's precompute_coeffs, with a window). The
+ * entries go on to a multiple of 4 outputs, weights 0; past cnt[i] a weight is 0. */
 struct rf__rs_axis {
 	unsigned out;           /* output pixels */
 	unsigned ksize;         /* coefficients kept per output pixel */
 	int *lo;                /* (out) first input pixel */
 	int *cnt;               /* (out) input pixels used, 1..ksize */
+	int kmax;               /* the largest cnt */
 	float *k;               /* (out, ksize) weights, summing to 1 */
 	int rlo, rhi;           /* the input pixels any output reads: [rlo, rhi) */
 	void *mem;              /* lo, cnt and k in one allocation */
@@ -111,11 +115,12 @@ struct rf__rs_axis {
 /* Resample the box (b0 .. b1 on each axis) of an interleaved RGB image to out x out. */
 struct rf__rs {
 	struct rf__rs_axis x, y;
-	float *ring;            /* (y.ksize, x.out * 3 + 4) horizontally resampled rows */
+	float *ring;            /* (y.ksize, 3, xp) horizontally resampled rows: planes,
+				 * each of xp = x.out rounded up to 4 */
 	size_t ring_cap;        /* floats */
-	float *acc;             /* (x.out, 3) one output row, then as many bytes */
-	size_t acc_cap;         /* floats */
-	float *px;              /* (x.whi - x.wlo, 4) one input row as floats */
+	const float **rows;     /* (3, y.ksize) the ring rows an output row sums, a plane's */
+	size_t rows_cap;        /* entries */
+	float *px;              /* (x.rhi - x.rlo + x.kmax, 4) one input row as floats */
 	size_t px_cap;          /* floats */
 };
 
@@ -123,18 +128,23 @@ struct rf__rs {
  * < whi), out pixels, filter f; kept when the same table is asked again. 0 or -ENOMEM. */
 int rf__rs_axis_make(struct rf__rs_axis *a, double b0, double b1, int wlo, int whi,
 		     unsigned out, enum rf__img_resize f);
-/* out (3, y.out, x.out) = the image src (rows of stride bytes, RGB) resampled by the
- * tables, mirrored left-right if flip. 0 or -ENOMEM. */
-int rf__rs_run(struct rf__rs *r, const uint8_t *src, size_t stride, int flip, uint8_t *out);
+/* out (3, y.out, x.out) = the image resampled by the tables, mirrored left-right if
+ * flip; src (rows of stride bytes, RGB) holds its pixel (ox, oy) first, and every pixel
+ * the tables read. 0 or -ENOMEM. */
+int rf__rs_run(struct rf__rs *r, const uint8_t *src, size_t stride, unsigned ox, unsigned oy,
+	       int flip, uint8_t *out);
 void rf__rs_free(struct rf__rs *r);
 
+struct rf__jpeg; /* libjpeg's decompressor and its error state (image.c) */
+
 struct rf__imgctx {
-	void *tj;               /* tjhandle, a decompressor */
-	unsigned denoms;        /* bit d set: TurboJPEG scales by 1/d (d = 2, 4, 8) */
+	struct rf__jpeg *jpeg;
 	unsigned last_d;        /* the last decode's scale 1/d (1: full size, and PNGs) */
-	uint8_t *pix;           /* the decoded image, interleaved RGB (CMYK while converting) */
+	uint8_t *pix;           /* the decoded window, interleaved RGB (CMYK while converting) */
 	size_t pix_cap;         /* bytes */
-	uint8_t **rows;         /* PNG row pointers into pix */
+	unsigned pix_x, pix_y;  /* ... where it lies in the (scaled) image: for a JPEG what */
+	unsigned pix_w, pix_h;  /* the resize reads and a margin, for a PNG all; pix_w a row */
+	uint8_t **rows;         /* row pointers into pix */
 	size_t rows_cap;        /* entries */
 	struct rf__rs rs;
 };

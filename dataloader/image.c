@@ -6,13 +6,16 @@
  * allocated) -> the crop rectangle in full-resolution source pixels (rf__img_crop_of:
  * torchvision's RandomResizedCrop and flip for training; for eval the shorter side
  * resized to round(size * resize_ratio) and the center size x size, mapped back onto
- * the source) -> for a JPEG, the DCT scale: the largest d in {8, 4, 2} that TurboJPEG
- * offers with the crop still at least size x size after scaling by 1/d (so the final
- * resize only shrinks; never used with no_dct_scale) -> the decode at that scale, to
- * RGB (CMYK converted after) -> the crop mapped into the scaled image (coordinates
- * divided by d: real-valued, the resampler takes a fractional box) -> the resize to
- * size x size (image-resize.c: PIL's antialiased bilinear or box filter), the flip,
- * and the CHW planes, in one pass. A PNG (image-png.c) is read whole at full size.
+ * the source) -> for a JPEG, the DCT scale: the largest d in {8, 4, 2} with the crop
+ * still at least size x size after scaling by 1/d (so the final resize only shrinks;
+ * never used with no_dct_scale) -> the crop mapped into the scaled image (coordinates
+ * divided by d: real-valued, the resampler takes a fractional box) and the resampling
+ * tables, which say what rows and columns the resize reads -> the decode at that
+ * scale of those rows and columns only (libjpeg's row skipping and column cropping:
+ * RandomResizedCrop keeps 43% of an image on average), to RGB (CMYK converted after)
+ * -> the resize to size x size (image-resize.c: PIL's antialiased bilinear or box
+ * filter), the flip, and the CHW planes, in one pass. A PNG (image-png.c) is read
+ * whole at full size.
  *
  * The determinism rule: a record's augmentation is a function of (seed, epoch, index)
  * and the image's size only. Every random number comes from one splitmix64 stream
@@ -23,10 +26,12 @@
  * a full-size decode of the same crop. */
 #include <errno.h>
 #include <math.h>
+#include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <turbojpeg.h>
+/* after stdio.h: it needs FILE and size_t */
+#include <jpeglib.h>
 
 #include "image-impl.h"
 #include "rf-internal.h"
@@ -197,24 +202,83 @@ done:
 
 /* ---- the context ---- */
 
+/* libjpeg's decompressor, one per context, kept from image to image (aborted between
+ * them), and what its error manager learns about the image at hand. */
+struct rf__jpeg {
+	struct jpeg_decompress_struct d; /* first: the callbacks' cinfo is this struct */
+	struct jpeg_error_mgr em;
+	struct jpeg_progress_mgr pm;
+	jmp_buf jb;                      /* where an error returns to */
+	unsigned nwarn;                  /* warnings in this image */
+	char warn[JMSG_LENGTH_MAX];      /* the first warning's message */
+	char msg[JMSG_LENGTH_MAX];       /* the error's */
+};
+
+static void rf__jpeg_error_exit(j_common_ptr ci)
+{
+	struct rf__jpeg *j = (struct rf__jpeg *)(void *)ci;
+
+	ci->err->format_message(ci, j->msg);
+	longjmp(j->jb, 1);
+}
+
+/* Warnings (level < 0) are counted and the first one's text kept; trace messages
+ * dropped. Nothing reaches the terminal. */
+static void rf__jpeg_emit(j_common_ptr ci, int level)
+{
+	struct rf__jpeg *j = (struct rf__jpeg *)(void *)ci;
+
+	if (level >= 0)
+		return;
+	if (!j->nwarn++)
+		ci->err->format_message(ci, j->warn);
+}
+
+static void rf__jpeg_output(j_common_ptr ci)
+{
+	(void)ci;
+}
+
+/* A bound on progressive scans (what TurboJPEG's TJFLAG_LIMITSCANS does): a JPEG of
+ * thousands of tiny scans costs seconds of decoding and is no photograph. */
+static void rf__jpeg_progress(j_common_ptr ci)
+{
+	struct rf__jpeg *j = (struct rf__jpeg *)(void *)ci;
+
+	if (j->d.input_scan_number > 500) {
+		snprintf(j->msg, sizeof(j->msg), "Progressive JPEG image has more than 500 scans");
+		longjmp(j->jb, 1);
+	}
+}
+
+/* 0, or -1 when out of memory */
+static int rf__jpeg_init(struct rf__jpeg *j)
+{
+	j->d.err = jpeg_std_error(&j->em);
+	j->em.error_exit = rf__jpeg_error_exit;
+	j->em.emit_message = rf__jpeg_emit;
+	j->em.output_message = rf__jpeg_output;
+	if (setjmp(j->jb))
+		return -1;
+	jpeg_create_decompress(&j->d);
+	j->pm.progress_monitor = rf__jpeg_progress;
+	j->d.progress = &j->pm;
+	return 0;
+}
+
 int rf__imgctx_create(struct rf__imgctx **out)
 {
 	struct rf__imgctx *c = calloc(1, sizeof(*c));
-	tjscalingfactor *sf;
-	int nsf = 0;
 
 	*out = NULL;
 	if (!c)
 		return -ENOMEM;
-	c->tj = tjInitDecompress();
-	if (!c->tj) {
+	c->jpeg = calloc(1, sizeof(*c->jpeg));
+	if (!c->jpeg || rf__jpeg_init(c->jpeg) < 0) {
+		free(c->jpeg);
 		free(c);
 		return -ENOMEM;
 	}
-	sf = tjGetScalingFactors(&nsf);
-	for (int i = 0; sf && i < nsf; i++)
-		if (sf[i].num == 1 && (sf[i].denom == 2 || sf[i].denom == 4 || sf[i].denom == 8))
-			c->denoms |= 1u << sf[i].denom;
 	*out = c;
 	return 0;
 }
@@ -223,8 +287,10 @@ void rf__imgctx_destroy(struct rf__imgctx *c)
 {
 	if (!c)
 		return;
-	if (c->tj)
-		tjDestroy(c->tj);
+	if (c->jpeg) {
+		jpeg_destroy_decompress(&c->jpeg->d);
+		free(c->jpeg);
+	}
 	rf__rs_free(&c->rs);
 	free(c->pix);
 	free(c->rows);
@@ -303,63 +369,39 @@ static int rf__jpeg_has_eoi(const uint8_t *b, size_t n, size_t sos)
 	return 0;
 }
 
-/* Whether TurboJPEG's message is one of libjpeg's warnings (jerror.h's JWRN_*) that
- * leave a whole, if damaged, image -- "Premature end of JPEG file" is not among them.
- * TurboJPEG keeps the first warning's message, or a fatal error's after it, and says
- * TJERR_WARNING for both when a warning came first: the message tells them apart. */
-static int rf__jpeg_benign(tjhandle tj, const char *m)
+/* Whether libjpeg's first warning is one of those (jerror.h's JWRN_*) that leave a
+ * whole, if damaged, image -- "Premature end of JPEG file" is not among them. */
+static int rf__jpeg_benign(const char *m)
 {
 	static const char *const ok[] = {
 		"Corrupt JPEG data:", "Warning:", "Unknown Adobe color transform",
 		"Inconsistent progression sequence", "Invalid SOS parameters for sequential JPEG"
 	};
 
-	if (tjGetErrorCode(tj) != TJERR_WARNING)
-		return 0;
 	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
 		if (!strncmp(m, ok[i], strlen(ok[i])))
 			return 1;
 	return 0;
 }
 
-/* After a refusal or a warning, a fresh decompressor for the next image: TurboJPEG 2.1
- * returns from a failed header read without aborting it, and the next read would go
- * on from inside that header, its warnings unreported. (NULL: out of memory; the next
- * JPEG tries again.) */
-static void rf__jpeg_renew(struct rf__imgctx *c)
-{
-	if (c->tj)
-		tjDestroy(c->tj);
-	c->tj = tjInitDecompress();
-}
-
+/* Read the header of in[0..n) into c->jpeg (left there for rf__jpeg_decode; the
+ * caller aborts it): its size into *w, *h, checked against the limits. */
 static int rf__jpeg_header(struct rf__imgctx *c, const uint8_t *in, size_t n, unsigned *w,
-			   unsigned *h, int *cs, char *err, size_t len)
+			   unsigned *h, char *err, size_t len)
 {
-	int jw = 0, jh = 0, sub = -1;
+	struct rf__jpeg *j = c->jpeg;
 
-	*cs = -1;
-	if (!c->tj)
-		rf__jpeg_renew(c);
-	if (!c->tj)
-		return rf__fail_into(err, len, -ENOMEM, "JPEG: out of memory for a decompressor");
-	if (tjDecompressHeader3(c->tj, in, n, &jw, &jh, &sub, cs) < 0) {
-		const char *m = tjGetErrorStr2(c->tj);
-		int ret = 0;
-
-		/* a subsampling TurboJPEG has no name for: libjpeg may still decode it */
-		if (!rf__jpeg_benign(c->tj, m) && !strstr(m, "subsampling"))
-			ret = rf__fail_into(err, len, -EBADMSG, "JPEG: %s", m);
-		rf__jpeg_renew(c);
-		if (ret < 0)
-			return ret;
+	j->nwarn = 0;
+	if (setjmp(j->jb)) {
+		jpeg_abort_decompress(&j->d);
+		return rf__fail_into(err, len, -EBADMSG, "JPEG: %s", j->msg);
 	}
-	/* tables only (or cut before the frame header): TurboJPEG says 0, sets nothing */
-	if (jw <= 0 || jh <= 0)
-		return rf__fail_into(err, len, -EBADMSG,
-				     "JPEG: no frame header (no image size) in %zu bytes", n);
-	*w = (unsigned)jw;
-	*h = (unsigned)jh;
+	jpeg_mem_src(&j->d, in, (unsigned long)n);
+	jpeg_read_header(&j->d, TRUE);
+	if (j->nwarn && !rf__jpeg_benign(j->warn))
+		return rf__fail_into(err, len, -EBADMSG, "JPEG: %s", j->warn);
+	*w = j->d.image_width;
+	*h = j->d.image_height;
 	if (*w > RF__IMG_MAX_SIDE || *h > RF__IMG_MAX_SIDE ||
 	    (uint64_t)*w * *h > RF__IMG_MAX_PIXELS)
 		return rf__fail_into(
@@ -369,15 +411,13 @@ static int rf__jpeg_header(struct rf__imgctx *c, const uint8_t *in, size_t n, un
 	return 0;
 }
 
-/* The largest d (TurboJPEG's 1/d) that keeps the crop at least size x size. */
-static unsigned rf__dct_denom(const struct rf__imgctx *c, const struct rf__img_opts *o,
-			      const struct rf__crop *cr)
+/* The largest d (libjpeg's 1/d) that keeps the crop at least size x size. */
+static unsigned rf__dct_denom(const struct rf__img_opts *o, const struct rf__crop *cr)
 {
 	if (o->no_dct_scale)
 		return 1;
 	for (unsigned d = 8; d > 1; d /= 2)
-		if ((c->denoms >> d & 1) && cr->bw >= (double)o->size * d &&
-		    cr->bh >= (double)o->size * d)
+		if (cr->bw >= (double)o->size * d && cr->bh >= (double)o->size * d)
 			return d;
 	return 1;
 }
@@ -400,42 +440,100 @@ static void rf__cmyk_rgb(uint8_t *p, size_t npix, int inverted)
 	}
 }
 
-/* Decode the JPEG at 1/d into c->pix (*sw x *sh RGB). */
-static int rf__jpeg_decode(struct rf__imgctx *c, const uint8_t *in, size_t n, unsigned W,
-			   unsigned H, int cs, unsigned d, unsigned *sw, unsigned *sh, char *err,
-			   size_t len)
+/* Whether the region decode below gives exactly the pixels of a whole decode: not
+ * where libjpeg-turbo 2.1's jpeg_crop_scanline miscounts the width of a component
+ * that is both IDCT-scaled and upsampled (luma 4 x 2 or 2 x 4 at 1/2, say), nor
+ * where block smoothing (a progressive JPEG lacking some AC scans) treats the region's
+ * edge blocks as the image's. */
+static int rf__jpeg_roi_exact(const struct jpeg_decompress_struct *d)
 {
-	tjscalingfactor f = { 1, (int)d };
-	int cmyk = cs == TJCS_CMYK || cs == TJCS_YCCK, adobe;
+	for (int i = 0; i < d->num_components; i++) {
+		const jpeg_component_info *k = &d->comp_info[i];
+
+		if (k->DCT_scaled_size != d->min_DCT_scaled_size &&
+		    (k->h_samp_factor * k->DCT_scaled_size !=
+			     d->max_h_samp_factor * d->min_DCT_scaled_size ||
+		     k->v_samp_factor * k->DCT_scaled_size !=
+			     d->max_v_samp_factor * d->min_DCT_scaled_size))
+			return 0;
+		for (int t = 0; d->progressive_mode && d->coef_bits && t < 10; t++)
+			if (d->coef_bits[i][t] != 0)
+				return 0;
+	}
+	return 1;
+}
+
+/* Decode, at 1/d, what the resampler's tables (c->rs) read of the JPEG whose header
+ * rf__jpeg_header read: libjpeg skips the rows above, crops the columns (to an iMCU
+ * boundary on the left: the window starts there) and is stopped after the last row.
+ * A column of margin on each side stays out of what the tables read: fancy
+ * upsampling treats the window's edges as the image's, and those columns may differ
+ * from a whole decode's. The window goes into c->pix (RGB) and c->pix_x .. pix_h. */
+static int rf__jpeg_decode(struct rf__imgctx *c, const uint8_t *in, size_t n, unsigned d,
+			   char *err, size_t len)
+{
+	struct rf__jpeg *j = c->jpeg;
+	struct jpeg_decompress_struct *ci = &j->d;
+	int cmyk = ci->jpeg_color_space == JCS_CMYK || ci->jpeg_color_space == JCS_YCCK;
+	int adobe, ret = 0;
 	size_t sos;
 
-	*sw = (unsigned)TJSCALED((int)W, f);
-	*sh = (unsigned)TJSCALED((int)H, f);
-	if (rf__img_grow((void **)&c->pix, &c->pix_cap, (size_t)*sw * *sh * (cmyk ? 4 : 3), 1) < 0)
-		return rf__fail_into(err, len, -ENOMEM, "JPEG: %u x %u pixels: out of memory", *sw,
-				     *sh);
-	rf__jpeg_markers(in, n, &adobe, &sos);
-	if (tjDecompress2(c->tj, in, n, c->pix, (int)*sw, 0, (int)*sh, cmyk ? TJPF_CMYK : TJPF_RGB,
-			  TJFLAG_LIMITSCANS) < 0) {
-		const char *m = tjGetErrorStr2(c->tj);
-		int ret = 0;
+	if (setjmp(j->jb))
+		return rf__fail_into(err, len, -EBADMSG, "JPEG: %s", j->msg);
+	ci->scale_num = 1;
+	ci->scale_denom = d;
+	ci->out_color_space = cmyk ? JCS_CMYK : JCS_RGB;
+	ci->dct_method = JDCT_ISLOW;
+	jpeg_start_decompress(ci);
 
-		/* "Premature end of JPEG file": libjpeg filled in gray where the data ran
-		 * out, an error here; so is a benign warning with the end cut off */
-		if (!rf__jpeg_benign(c->tj, m))
-			ret = rf__fail_into(err, len, -EBADMSG, "JPEG: %s", m);
-		else if (!rf__jpeg_has_eoi(in, n, sos))
-			ret = rf__fail_into(
-				err, len, -EBADMSG,
-				"JPEG: the data ends before the end-of-image marker (after \"%s\")",
-				m);
-		rf__jpeg_renew(c);
-		if (ret < 0)
-			return ret;
+	unsigned sw = ci->output_width, sh = ci->output_height, bpp = cmyk ? 4 : 3;
+	unsigned x0 = 0, x1 = sw, y0 = 0, y1 = sh;
+	if (c->rs.x.rhi > (int)sw || c->rs.y.rhi > (int)sh) /* the tables' size is libjpeg's */
+		return rf__fail_into(err, len, -EBADMSG, "JPEG: decoded at 1/%u to %u x %u pixels, "
+				     "expected %d x %d", d, sw, sh, c->rs.x.rhi, c->rs.y.rhi);
+	if (rf__jpeg_roi_exact(ci)) {
+		x0 = c->rs.x.rlo > 1 ? (unsigned)c->rs.x.rlo - 1 : 0;
+		x1 = (unsigned)c->rs.x.rhi + 1 < sw ? (unsigned)c->rs.x.rhi + 1 : sw;
+		if (x1 - x0 < 16) { /* a component 2 samples wide is upsampled otherwise */
+			x1 = x0 + 16 < sw ? x0 + 16 : sw;
+			x0 = x1 > 16 ? x1 - 16 : 0;
+		}
+		y0 = (unsigned)c->rs.y.rlo;
+		y1 = (unsigned)c->rs.y.rhi;
 	}
-	if (cmyk)
-		rf__cmyk_rgb(c->pix, (size_t)*sw * *sh, adobe);
-	return 0;
+	JDIMENSION xoff = x0, width = x1 - x0;
+	jpeg_crop_scanline(ci, &xoff, &width);
+	c->pix_x = xoff;
+	c->pix_w = width;
+	c->pix_y = y0;
+	c->pix_h = y1 - y0;
+	size_t stride = (size_t)width * bpp;
+	if (rf__img_grow((void **)&c->pix, &c->pix_cap, stride * (y1 - y0), 1) < 0 ||
+	    rf__img_grow((void **)&c->rows, &c->rows_cap, y1 - y0, sizeof(*c->rows)) < 0)
+		return rf__fail_into(err, len, -ENOMEM, "JPEG: %u x %u pixels: out of memory",
+				     width, y1 - y0);
+	for (unsigned y = 0; y < y1 - y0; y++)
+		c->rows[y] = c->pix + y * stride;
+	if (y0)
+		jpeg_skip_scanlines(ci, y0);
+	while (ci->output_scanline < y1)
+		jpeg_read_scanlines(ci, c->rows + (ci->output_scanline - y0),
+				    y1 - ci->output_scanline);
+	/* the rest is not decoded: a warning there goes unseen, a cut end does not (the
+	 * end-of-image marker is looked for); a benign warning passes only with it */
+	rf__jpeg_markers(in, n, &adobe, &sos);
+	if (j->nwarn && !rf__jpeg_benign(j->warn))
+		ret = rf__fail_into(err, len, -EBADMSG, "JPEG: %s", j->warn);
+	else if (!rf__jpeg_has_eoi(in, n, sos))
+		ret = j->nwarn ? rf__fail_into(err, len, -EBADMSG,
+					       "JPEG: the data ends before the end-of-image "
+					       "marker (after \"%s\")",
+					       j->warn)
+			       : rf__fail_into(err, len, -EBADMSG,
+					       "JPEG: Premature end of JPEG file");
+	else if (cmyk)
+		rf__cmyk_rgb(c->pix, (size_t)width * (y1 - y0), adobe);
+	return ret;
 }
 
 /* ---- the pipeline ---- */
@@ -455,12 +553,15 @@ static int rf__img_fail_fmt(const uint8_t *in, size_t n, char *err, size_t len)
 int rf__img_info(struct rf__imgctx *c, const uint8_t *in, size_t n, enum rf__img_fmt *fmt,
 		 unsigned *w, unsigned *h, char *err, size_t len)
 {
-	int cs;
+	int ret;
 
 	*fmt = rf__img_sniff(in, n);
 	*w = *h = 0;
-	if (*fmt == RF__IMG_JPEG)
-		return rf__jpeg_header(c, in, n, w, h, &cs, err, len);
+	if (*fmt == RF__IMG_JPEG) {
+		ret = rf__jpeg_header(c, in, n, w, h, err, len);
+		jpeg_abort_decompress(&c->jpeg->d);
+		return ret;
+	}
 	if (*fmt == RF__IMG_PNG)
 		return rf__png_read(c, in, n, 1, w, h, err, len);
 	return rf__img_fail_fmt(in, n, err, len);
@@ -472,31 +573,31 @@ int rf__img_decode(struct rf__imgctx *c, const struct rf__img_opts *o, const uin
 	enum rf__img_fmt fmt = rf__img_sniff(in, n);
 	unsigned W, H, sw, sh, d = 1;
 	struct rf__crop cr;
-	int ret, cs;
+	int ret;
 
 	ret = rf__img_opts_check(o, err, len);
 	if (ret < 0)
 		return ret;
 	if (fmt == RF__IMG_JPEG) {
-		ret = rf__jpeg_header(c, in, n, &W, &H, &cs, err, len);
+		ret = rf__jpeg_header(c, in, n, &W, &H, err, len);
 		if (ret < 0)
-			return ret;
+			goto out;
 		rf__img_crop_of(o, epoch, index, W, H, &cr);
-		d = rf__dct_denom(c, o, &cr);
-		c->last_d = d;
-		ret = rf__jpeg_decode(c, in, n, W, H, cs, d, &sw, &sh, err, len);
+		d = rf__dct_denom(o, &cr);
+		sw = (W + d - 1) / d; /* libjpeg's size at 1/d */
+		sh = (H + d - 1) / d;
 	} else if (fmt == RF__IMG_PNG) {
-		c->last_d = 1;
 		ret = rf__png_read(c, in, n, 0, &W, &H, err, len);
-		if (ret == 0)
-			rf__img_crop_of(o, epoch, index, W, H, &cr);
-		sw = W;
-		sh = H;
+		if (ret < 0)
+			goto out;
+		rf__img_crop_of(o, epoch, index, W, H, &cr);
+		sw = c->pix_w = W;
+		sh = c->pix_h = H;
+		c->pix_x = c->pix_y = 0;
 	} else {
 		return rf__img_fail_fmt(in, n, err, len);
 	}
-	if (ret < 0)
-		goto out;
+	c->last_d = d;
 	/* the crop in the decoded image's pixels: the box scaled, the window around it */
 	double b0x = cr.bx / d, b1x = (cr.bx + cr.bw) / d;
 	double b0y = cr.by / d, b1y = (cr.by + cr.bh) / d;
@@ -508,12 +609,21 @@ int rf__img_decode(struct rf__imgctx *c, const struct rf__img_opts *o, const uin
 		wy1 = (int)fmin(ceil(b1y), sh);
 	}
 	if (rf__rs_axis_make(&c->rs.x, b0x, b1x, wx0, wx1, o->size, o->resize) < 0 ||
-	    rf__rs_axis_make(&c->rs.y, b0y, b1y, wy0, wy1, o->size, o->resize) < 0 ||
-	    rf__rs_run(&c->rs, c->pix, (size_t)sw * 3, cr.flip, out) < 0)
+	    rf__rs_axis_make(&c->rs.y, b0y, b1y, wy0, wy1, o->size, o->resize) < 0) {
+		ret = rf__fail_into(err, len, -ENOMEM, "image: out of memory for the resize to %u x %u",
+				    o->size, o->size);
+		goto out;
+	}
+	/* the JPEG: only the rows and columns the tables read */
+	if (fmt == RF__IMG_JPEG && (ret = rf__jpeg_decode(c, in, n, d, err, len)) < 0)
+		goto out;
+	if (rf__rs_run(&c->rs, c->pix, (size_t)c->pix_w * 3, c->pix_x, c->pix_y, cr.flip, out) < 0)
 		ret = rf__fail_into(err, len, -ENOMEM,
 				    "image: out of memory for the resize to %u x %u", o->size,
 				    o->size);
 out:
+	if (fmt == RF__IMG_JPEG)
+		jpeg_abort_decompress(&c->jpeg->d);
 	rf__img_trim(c);
 	return ret;
 }

@@ -1,12 +1,13 @@
 /* fuzz-image: one encoded image to one training sample (dataloader/image.c): JPEG
- * through TurboJPEG, PNG through libpng, then the crop and the resize. The first byte
- * selects the options (bit 0: no DCT scaling, bit 1: the area filter, bit 2: flips,
- * the rest: the seed); the rest is the image. Both the training (RandomResizedCrop)
- * and the eval path run at size 32. Oracles: a refusal is -EBADMSG, -E2BIG or -ENOMEM
- * with a one-line message; a decode succeeds only where the header reads, and a size
- * the header reader refuses is refused by the decode too; a header that reads has a
- * size inside the limits. Images above 2048 x 2048 are only read to the header (a
- * regression run stays fast). */
+ * through libjpeg's API (only the rows and columns the crop needs), PNG through libpng,
+ * then the crop and the resize. The first byte selects the options (bit 0: no DCT
+ * scaling, bit 1: the area filter, bit 2: flips, the rest: the seed); the rest is the
+ * image. Both the training (RandomResizedCrop) and the eval path run at size 32.
+ * Oracles: a refusal is -EBADMSG, -E2BIG or -ENOMEM with a one-line message; a decode
+ * succeeds only where the header reads, and a size the header reader refuses is
+ * refused by the decode too; a header that reads has a size inside the limits; a
+ * decode that succeeds gives the same sample again. Images above 2048 x 2048 are only
+ * read to the header (a regression run stays fast). */
 #include "fuzz.h"
 
 #include <errno.h>
@@ -25,7 +26,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 	struct rf__img_opts o = { 0 };
 	enum rf__img_fmt fmt;
 	unsigned w = 0, h = 0;
-	uint8_t out[3 * 32 * 32];
+	uint8_t out[3 * 32 * 32], again[3 * 32 * 32];
 	char err[256] = "";
 	int ri;
 
@@ -54,6 +55,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 		if (r < 0)
 			fz_check_err(r, err);
 		FZ_ASSERT(r < 0 || ri == 0);
+		if (r == 0)
+			FZ_ASSERT(rf__img_decode(c, &o, d, n, 1, 7, again, err, sizeof(err)) == 0 &&
+				  !memcmp(out, again, sizeof(out)));
 		FZ_ASSERT(ri != -E2BIG || r == -E2BIG);
 	}
 out:

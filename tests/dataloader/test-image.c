@@ -10,11 +10,16 @@
  * constant image resizes exactly and a gradient stays monotone; gray, gray+alpha,
  * palette with transparency, RGBA, 16-bit, 1-bit and interlaced PNGs, gray and CMYK
  * JPEGs give their expected colors; a DCT-scaled decode stays close to the full one; a
- * JPEG with a benign warning decodes; four threads with a context each give the samples
- * one thread gives. Corrupt input -- truncations at every length, random bytes, a
+ * JPEG's region decode (only the rows and columns the resize reads) has there every
+ * pixel of a whole decode and gives its sample -- 4:2:0, 4:2:2, 4:4:4, 4:4:0, 4:1:1,
+ * gray, CMYK, luma 4 x 2 and 2 x 4, progressive, arithmetic, sizes no multiple of 16,
+ * DCT scaling 1/1 to 1/8, 768 crops -- and refuses it cut short at any eighth; a JPEG with a
+ * benign warning decodes; four threads with a context each give the samples one
+ * thread gives. Corrupt input -- truncations at every length, random bytes, a
  * flipped CRC, sizes past the limits (refused before allocating), no bytes -- gives a
  * negative code and a message, never a crash, and the next image decodes as in a fresh
- * context. The images are made here (image-test.h). */
+ * context; so does a progressive JPEG of more than 500 scans. The images are made here
+ * (image-test.h). */
 #include <errno.h>
 #include <pthread.h>
 #include <zlib.h>
@@ -56,68 +61,6 @@ static void check_color(const uint8_t *out, unsigned s, const uint8_t *rgb, int 
 					c, i, out[c * s * s + i], rgb[c], tol);
 				exit(1);
 			}
-}
-
-/* ---- an independent reference: PIL's resize from its definition ---- */
-
-static double ref_filter(int f, double x)
-{
-	if (f)
-		return (x > -0.5 && x <= 0.5) ? 1 : 0;
-	return fabs(x) < 1 ? 1 - fabs(x) : 0;
-}
-
-/* weights (out, W) of resampling [b0, b1) of an axis of W pixels, reading [lo, hi); tie[i]
- * set where the box filter's edge falls on a pixel's center (in or out is rounding) */
-static double *ref_weights(double b0, double b1, int lo, int hi, int W, unsigned out, int f,
-			   uint8_t *tie)
-{
-	double *k = calloc((size_t)out * W, sizeof(double));
-	double scale = (b1 - b0) / out, fs = fmax(scale, 1);
-	CHECK(k);
-	for (unsigned i = 0; i < out; i++) {
-		double c = b0 + (i + 0.5) * scale, s = 0;
-		tie[i] = 0;
-		for (int x = lo; x < hi; x++) {
-			double t = (x + 0.5 - c) / fs;
-			if (fabs(t) < (f ? 0.5 : 1.0) + 1e-9)
-				s += k[i * W + x] = ref_filter(f, t);
-			tie[i] |= f && fabs(fabs(t) - 0.5) < 1e-7;
-		}
-		for (int x = lo; x < hi; x++)
-			k[i * W + x] /= s;
-	}
-	return k;
-}
-
-/* out (3, s, s) as doubles from src (W x H RGB): rows then columns, in double; -1 where
- * a tie makes the value a matter of rounding */
-static void ref_resize(const uint8_t *src, int W, int H, const struct rf__crop *cr, unsigned s,
-		       int f, double *out)
-{
-	int x0 = cr->whole ? 0 : cr->x, x1 = cr->whole ? W : cr->x + cr->w;
-	int y0 = cr->whole ? 0 : cr->y, y1 = cr->whole ? H : cr->y + cr->h;
-	uint8_t tx[4096], ty[4096];
-	double *kx = ref_weights(cr->bx, cr->bx + cr->bw, x0, x1, W, s, f, tx);
-	double *ky = ref_weights(cr->by, cr->by + cr->bh, y0, y1, H, s, f, ty);
-	for (int c = 0; c < 3; c++)
-		for (unsigned j = 0; j < s; j++)
-			for (unsigned i = 0; i < s; i++) {
-				double v = 0;
-				for (int y = y0; y < y1; y++) {
-					double wy = ky[j * H + y], r = 0;
-					if (wy == 0)
-						continue;
-					for (int x = x0; x < x1; x++)
-						r += kx[i * W + x] *
-						     src[((size_t)y * W + x) * 3 + c];
-					v += wy * r;
-				}
-				out[((size_t)c * s + j) * s + (cr->flip ? s - 1 - i : i)] =
-					tx[i] || ty[j] ? -1 : v;
-			}
-	free(kx);
-	free(ky);
 }
 
 static void check_ref(struct rf__imgctx *ctx, const struct rf__img_opts *o, const uint8_t *px,
@@ -577,10 +520,86 @@ static void expect_fail(struct rf__imgctx *c, const uint8_t *b, size_t n, int co
 	}
 }
 
-static void be32(uint8_t *p, uint32_t v)
+/* ---- the region decode: what the resize reads is what a whole decode has there ---- */
+
+static void test_roi(struct rf__imgctx *c)
 {
-	p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
+	/* sub: TurboJPEG's; 1hv: libjpeg's, luma h x v (2hv: arithmetic); flags -1: CMYK */
+	static const struct { int w, h, sub, flags; } J[] = {
+		{ 237, 181, TJSAMP_420, 0 }, { 301, 153, TJSAMP_422, 0 }, { 190, 251, TJSAMP_444, 0 },
+		{ 263, 199, TJSAMP_GRAY, 0 }, { 229, 171, TJSAMP_440, 0 }, { 245, 187, TJSAMP_411, 0 },
+		{ 237, 181, TJSAMP_420, TJFLAG_PROGRESSIVE }, { 211, 277, TJSAMP_422, TJFLAG_PROGRESSIVE },
+		{ 201, 149, TJSAMP_444, -1 }, { 253, 179, 142, 0 }, { 179, 253, 124, 0 },
+		{ 227, 163, 222, 0 } };
+	static const unsigned sizes[] = { 16, 40, 96, 224 };
+	unsigned nroi = 0, nwhole = 0, nd[9] = { 0 }, nedge = 0;
+	uint8_t *out = malloc(3 * 224 * 224), *full = malloc(3 * 224 * 224);
+
+	CHECK(out && full);
+	for (size_t k = 0; k < sizeof(J) / sizeof(J[0]); k++) {
+		int cmyk = J[k].flags < 0, tj = J[k].sub < 100, w = J[k].w, h = J[k].h, sw, sh;
+		int pf = cmyk ? TJPF_CMYK : J[k].sub == TJSAMP_GRAY ? TJPF_GRAY : TJPF_RGB;
+		uint8_t *px = noise(w, h * 4 / 3 + 1, k), *ref[9] = { 0 };
+		size_t n;
+		uint8_t *j = tj ? make_jpeg(px, w, h, pf, J[k].sub, 85, cmyk ? 0 : J[k].flags, &n)
+				: make_jpeg_sampled(px, w, h, J[k].sub / 10 % 10, J[k].sub % 10,
+						    J[k].sub >= 200, &n);
+		for (uint64_t i = 0; i < 64; i++) {
+			struct rf__img_opts o = opts(sizes[i % 4], (int)(i / 4 % 2));
+			o.seed = k * 1000 + i, o.hflip = 1;
+			o.no_dct_scale = i / 8 % 4 == 3, o.resize = i % 3 == 0;
+			decode_ok(c, &o, j, n, i, i, out);
+			unsigned d = c->last_d;
+			if (!ref[d]) {
+				ref[d] = whole_decode(j, n, (int)d, cmyk, tj, &sw, &sh);
+				uint8_t *other = whole_decode(j, n, (int)d, cmyk, 0, &sw, &sh);
+				CHECK(!memcmp(ref[d], other, (size_t)sw * sh * 3)); /* the same */
+				free(other);
+			}
+			sw = (w + (int)d - 1) / (int)d, sh = (h + (int)d - 1) / (int)d;
+			nd[d]++;
+			*(c->pix_w < (unsigned)sw || c->pix_h < (unsigned)sh ? &nroi : &nwhole) += 1;
+			/* every pixel in a column the tables read is the whole decode's */
+			const struct rf__rs_axis *ax = &c->rs.x, *ay = &c->rs.y;
+			CHECK(ax->rlo >= (int)c->pix_x && ax->rhi <= (int)(c->pix_x + c->pix_w));
+			CHECK(ay->rlo >= (int)c->pix_y && ay->rhi <= (int)(c->pix_y + c->pix_h));
+			for (unsigned y = c->pix_y; y < c->pix_y + c->pix_h; y++)
+				for (unsigned x = c->pix_x; x < c->pix_x + c->pix_w; x++) {
+					const uint8_t *a = c->pix + ((size_t)(y - c->pix_y) * c->pix_w +
+								     x - c->pix_x) * 3;
+					const uint8_t *b = ref[d] + ((size_t)y * sw + x) * 3;
+					if (!memcmp(a, b, 3))
+						continue;
+					if ((int)x >= ax->rlo && (int)x < ax->rhi) {
+						fprintf(stderr, "JPEG %zu at 1/%u, record %d: pixel "
+							"%u,%u is not a whole decode's\n", k, d, (int)i, x, y);
+						exit(1);
+					}
+					nedge++; /* the window's margin, not read */
+				}
+			/* and the sample is the whole decode's, cropped and resized */
+			struct rf__crop cr;
+			rf__img_crop_of(&o, i, i, (unsigned)w, (unsigned)h, &cr);
+			CHECK_EQ(rf__rs_run(&c->rs, ref[d], (size_t)sw * 3, 0, 0, cr.flip, full), 0);
+			CHECK(!memcmp(out, full, 3 * o.size * o.size));
+		}
+		/* cut short anywhere (the crop's rows may all be there): refused */
+		for (size_t cut = n / 8; cut < n; cut += n / 8) {
+			uint8_t *b = memcpy(malloc(cut), j, cut);
+			expect_fail(c, b, cut, -EBADMSG, "truncated JPEG (region decode)");
+			free(b);
+		}
+		for (int d = 0; d < 9; d++)
+			free(ref[d]);
+		free(j);
+		free(px);
+	}
+	CHECK(nroi > 500 && nwhole > 5 && nd[2] + nd[4] + nd[8] > 100);
+	free(out);
+	free(full);
+	printf("region decode: %u of %u samples from a window (1/2: %u, 1/4: %u, 1/8: %u), "
+	       "the pixels read the whole decode's; %u margin pixels differ\n",
+	       nroi, nroi + nwhole, nd[2], nd[4], nd[8], nedge);
 }
 
 static void test_corrupt(struct rf__imgctx *c)
@@ -667,6 +686,12 @@ static void test_corrupt(struct rf__imgctx *c)
 	expect_fail(c, NULL, 0, -EBADMSG, "no bytes");
 	CHECK(strstr(err, "no bytes"));
 	free(j);
+	j = make_jpeg(px, 120, 90, TJPF_RGB, TJSAMP_420, 90, TJFLAG_PROGRESSIVE, &nj);
+	uint8_t *many = repeat_scan(j, nj, 600, &nb); /* 602 scans: slow, and no photo */
+	expect_fail(c, many, nb, -EBADMSG, "a progressive JPEG of 602 scans");
+	CHECK(strstr(err, "more than 500 scans"));
+	free(many);
+	free(j);
 	/* a benign warning (bytes before the end marker) is no error; nor trailing bytes */
 	j = make_jpeg(px, 120, 90, TJPF_RGB, TJSAMP_420, 90, 0, &nj);
 	uint8_t *wj = malloc(nj + 8);
@@ -752,6 +777,7 @@ int main(void)
 	test_constant_gradient(c);
 	test_formats(c);
 	test_dct(c);
+	test_roi(c);
 	test_corrupt(c);
 	test_threads(c);
 	/* a context that has seen errors and one that has not give the same sample */
