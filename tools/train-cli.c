@@ -43,6 +43,8 @@ static const char usage[] =
 "  --stem S              ResNet-18's first layers with --image-size: auto (default:\n"
 "                        imagenet from 128 pixels up), small (3x3, stride 1), imagenet\n"
 "                        (7x7 stride 2 + 3x3 max pool)\n"
+"  --crop-scale F        with --image-size: RandomResizedCrop's smallest area fraction\n"
+"                        (default 0.08; 1: the whole image, resized)\n"
 "  --epochs N            epochs to train (default 10)\n"
 "  --batch-size B        minibatch size, split over the devices (default 256)\n"
 "  --lr LR               SGD learning rate (default 0.1 mlp, 0.2 lenet, 0.1 resnet18)\n"
@@ -429,7 +431,7 @@ enum { O_DATA = 256, O_EPOCHS, O_BATCH, O_LR, O_DEVICE, O_DEVICES, O_SEED, O_CKP
        O_BARRIER, O_MAXINF, O_STATS, O_DIST, O_DIST_TIMEOUT, O_BUCKET,
        O_DIST_STORE, O_TEST_DATA, O_MOMENTUM, O_WD, O_NESTEROV,
        O_LR_SCHED, O_WARMUP, O_OPTIMIZER, O_CKPT_EVERY, O_MAX_STEPS, O_AUGMENT, O_EXPORT, O_HYBRID, O_NO_HYBRID, O_UPDATE,
-       O_PRECISION, O_LAYOUT, O_IMAGE_SIZE, O_STEM };
+       O_PRECISION, O_LAYOUT, O_IMAGE_SIZE, O_STEM, O_CROP_SCALE };
 
 static const struct option long_opts[] = {
 	{ "model", required_argument, 0, O_MODEL },
@@ -477,6 +479,7 @@ static const struct option long_opts[] = {
 	{ "test-data", required_argument, 0, O_TEST_DATA },
 	{ "image-size", required_argument, 0, O_IMAGE_SIZE },
 	{ "stem", required_argument, 0, O_STEM },
+	{ "crop-scale", required_argument, 0, O_CROP_SCALE },
 	{ "momentum", required_argument, 0, O_MOMENTUM },
 	{ "wd", required_argument, 0, O_WD },
 	{ "nesterov", no_argument, 0, O_NESTEROV },
@@ -651,6 +654,16 @@ static int parse_opt(struct cli *c, int opt, const char *a)
 			return ret;
 		c->o.image_size = (unsigned)v;
 		break;
+	case O_CROP_SCALE: {
+		char *end;
+		errno = 0;
+		double f = strtod(a, &end);
+		if (!*a || *end || errno || !(f > 0.0 && f <= 1.0))
+			return bad("--crop-scale", "got '%s', expected a fraction of the image's "
+				   "area in (0, 1]", a);
+		c->o.crop_scale = (float)f;
+		break;
+	}
 	case O_STEM:
 		if (!strcmp(a, "auto"))
 			c->o.stem = 0;

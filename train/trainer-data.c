@@ -464,6 +464,7 @@ static int rf__make_loader(struct rf_trainer *t, const struct rf_dataset *ds, in
 	if (t->o.image_size) {   /* training: RandomResizedCrop + flip; test: centre crop */
 		lo.image_size = t->o.image_size;
 		lo.image_eval = !shuffle;
+		lo.image_scale_min = t->o.crop_scale;
 		lo.hflip = shuffle;
 	} else if (shuffle && t->o.augment) {      /* the training set only */
 		lo.crop_pad = RF_TRAIN_AUGMENT_PAD;

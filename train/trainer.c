@@ -88,10 +88,14 @@ static int rf__check_opts(struct rf_trainer *t)
 	}
 	if (t->o.image_size > 4096 || t->o.stem < 0 || t->o.stem > 2 ||
 	    (t->o.stem && !t->o.image_size) ||
+	    !(t->o.crop_scale >= 0.0f && t->o.crop_scale <= 1.0f) ||
+	    (t->o.crop_scale != 0.0f && !t->o.image_size) ||
 	    (t->o.stem == 2 && strcmp(t->model_name, "resnet18"))) {
-		rf__trainer_msg(t, "image_size %u, stem %d: expected a size of 1..4096 for images "
-				"(0: Fashion-MNIST), and a stem (1 small, 2 ImageNet; ImageNet's "
-				"for resnet18 only) with a size", t->o.image_size, t->o.stem);
+		rf__trainer_msg(t, "image_size %u, stem %d, crop_scale %g: expected a size of "
+				"1..4096 for images (0: Fashion-MNIST), and with a size only a stem "
+				"(1 small, 2 ImageNet; ImageNet's for resnet18 only) and a crop "
+				"scale in (0, 1]", t->o.image_size, t->o.stem,
+				(double)t->o.crop_scale);
 		return -EINVAL;
 	}
 	if (t->o.image_size && t->o.augment) {

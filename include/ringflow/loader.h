@@ -108,6 +108,10 @@ struct rf_loader_opts {
 	 * for any other. */
 	unsigned image_size;
 	int image_eval;
+	/* Training: the smallest fraction of an image's area RandomResizedCrop takes, in
+	 * (0, 1]: 0 means torchvision's 0.08; 1 resizes the whole image (small images,
+	 * where a crop of 8 % of 28x28 pixels leaves little to learn from). */
+	float image_scale_min;
 	/* 1: decode every JPEG at full size (no DCT scaling: the pixels of a decoder
 	 * without that shortcut); 0: decode at 1/2, 1/4 or 1/8 where the crop is shrunk
 	 * at least that much (as DALI and FFCV do). */

@@ -220,6 +220,8 @@ bad $R --layout 2 "value" --layout
 ints $R --image-size 8 4096
 for v in big IMAGENET ""; do bad $R --stem 2 "'$v' && auto, small or imagenet" --stem "$v"; done
 bad $R --stem 2 "value" --stem
+for v in 0 1.5 -0.1 x ""; do bad $R --crop-scale 2 "'$v' && (0, 1]" --crop-scale "$v"; done
+bad $R --crop-scale 2 "value" --crop-scale
 for v in all layer ""; do bad $R --update 2 "'$v' && fused, per-layer or auto" --update "$v"; done
 bad $R --device 2 "value" --device
 for v in he; do bad $R --init 2 "expected uniform" --init "$v"; done
