@@ -39,6 +39,9 @@ static int rf__check_image_args(const struct rf_dataset *ds, const struct rf_loa
 		return rf__fail(-EINVAL, "%s: image_size %u: the records are encoded images; "
 				"expected the size to decode them to, 1 to 4096", path,
 				o->image_size);
+	if (o->image_eval_ratio != 0.0f && !(o->image_eval_ratio >= 1.0f && o->image_eval_ratio <= 8.0f))
+		return rf__fail(-EINVAL, "%s: image_eval_ratio %g: expected 1 to 8 (0: 256/224)",
+				path, (double)o->image_eval_ratio);
 	if (!(o->image_scale_min >= 0.0f && o->image_scale_min <= 1.0f))
 		return rf__fail(-EINVAL, "%s: image_scale_min %g: expected a fraction of the "
 				"image's area in (0, 1] (0: 0.08)", path, (double)o->image_scale_min);
@@ -156,6 +159,7 @@ static void rf__init(struct rf_loader *l, struct rf_engine *e, const struct rf_d
 		l->io.seed = opts->seed;
 		l->io.scale_min = opts->image_scale_min ? opts->image_scale_min : 0.08f;
 		l->io.scale_max = 1.0f;
+		l->io.resize_ratio = opts->image_eval_ratio;
 	}
 	l->count = ds->count;
 	l->labels = ds->label_kind != RF_LABEL_NONE;

@@ -465,6 +465,8 @@ static int rf__make_loader(struct rf_trainer *t, const struct rf_dataset *ds, in
 		lo.image_size = t->o.image_size;
 		lo.image_eval = !shuffle;
 		lo.image_scale_min = t->o.crop_scale;
+		/* trained on whole images (--crop-scale 1): evaluated on whole ones too */
+		lo.image_eval_ratio = t->o.crop_scale == 1.0f ? 1.0f : 0.0f;
 		lo.hflip = shuffle;
 	} else if (shuffle && t->o.augment) {      /* the training set only */
 		lo.crop_pad = RF_TRAIN_AUGMENT_PAD;

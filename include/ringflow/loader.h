@@ -112,6 +112,10 @@ struct rf_loader_opts {
 	 * (0, 1]: 0 means torchvision's 0.08; 1 resizes the whole image (small images,
 	 * where a crop of 8 % of 28x28 pixels leaves little to learn from). */
 	float image_scale_min;
+	/* Evaluation: the shorter side is resized to image_size * this before the centre
+	 * crop, >= 1; 0: 256/224 (ImageNet's convention); 1: no crop (the whole image,
+	 * for models trained on whole images). */
+	float image_eval_ratio;
 	/* 1: decode every JPEG at full size (no DCT scaling: the pixels of a decoder
 	 * without that shortcut); 0: decode at 1/2, 1/4 or 1/8 where the crop is shrunk
 	 * at least that much (as DALI and FFCV do). */

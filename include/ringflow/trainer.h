@@ -86,7 +86,8 @@ struct rf_train_opts {
 	 * are Fashion-MNIST's 28x28 images. */
 	unsigned image_size;
 	float crop_scale;          /* with image_size: RandomResizedCrop's smallest area
-				    * fraction (0: 0.08; 1: the whole image, resized) */
+				    * fraction (0: 0.08; 1: the whole image, resized, and
+				    * the test set's whole images, not a centre crop) */
 	int stem;                  /* with image_size, ResNet-18's stem: 0 auto (ImageNet's
 				    * 7x7/2 + max pool from 128 pixels up, else the small
 				    * 3x3), 1 small, 2 ImageNet (enum rf_stem + 1) */
