@@ -28,6 +28,13 @@ static int rf__is_image_name(const char *n)
 		       !strcasecmp(dot, ".png"));
 }
 
+static void rf__free_ents(struct dirent **ents, int n)
+{
+	for (int i = 0; i < n; i++)
+		free(ents[i]);
+	free(ents);
+}
+
 static int rf__push(struct rf__folder *f, char *path, int32_t label)
 {
 	if (f->n == f->cap) {
@@ -92,9 +99,7 @@ static int rf__walk(struct rf__folder *f, const char *dir, int32_t label, int de
 			}
 		}
 	}
-	for (int i = 0; i < n; i++)
-		free(ents[i]);
-	free(ents);
+	rf__free_ents(ents, n);
 	if (ret == -ENOMEM && !*err)
 		snprintf(err, len, "%s: out of memory", dir);
 	return ret;
@@ -141,9 +146,7 @@ int rf__folder_scan(struct rf__folder *f, const char *root, char *err, size_t le
 		f->nclasses++;
 		free(p);
 	}
-	for (int i = 0; i < n; i++)
-		free(ents[i]);
-	free(ents);
+	rf__free_ents(ents, n);
 	if (ret == -ENOMEM && !*err)
 		snprintf(err, len, "%s: out of memory", root);
 	if (!ret && !f->nclasses)

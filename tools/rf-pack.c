@@ -78,28 +78,33 @@ static int bad_path(const char *opt, const char *why)
 	return 1;
 }
 
-static int check(const char *path)
+/* Open path (flags: RF_DS_VERIFY or 0) and print what it holds: 0, or 1 after one
+ * line naming what is wrong. */
+static int show(const char *path, unsigned flags)
 {
 	struct rf_dataset ds;
 	char desc[1024];
-	int ret;
 
+	if (rf_dataset_open_rfrec(&ds, path, flags)) {
+		rf_cli_say("rf-pack", "%s", rf_last_error());
+		return 1;
+	}
+	rf_dataset_describe(&ds, desc, sizeof(desc));
+	printf("%s; data crc32 0x%08" PRIx32 "%s, file %" PRIu64 " bytes\n", desc,
+	       ds.data_crc32, flags & RF_DS_VERIFY ? " ok" : "", ds.src[0].size);
+	rf_dataset_close(&ds);
+	return 0;
+}
+
+static int check(const char *path)
+{
 	char why[8400];
 	/* a URL is checked by opening it, as rf-train and rf-infer read one */
 	if (strncmp(path, "http://", 7) && rf_cli_check_input(path, 0, why, sizeof(why)) < 0)
 		return bad_path("--check", why);
 	if (rf_cli_check_env("rf-pack"))
 		return 1;
-	ret = rf_dataset_open_rfrec(&ds, path, RF_DS_VERIFY);
-	if (ret) {
-		rf_cli_say("rf-pack", "%s", rf_last_error());
-		return 1;
-	}
-	rf_dataset_describe(&ds, desc, sizeof(desc));
-	printf("%s; data crc32 0x%08" PRIx32 " ok, file %" PRIu64 " bytes\n", desc,
-	       ds.data_crc32, ds.src[0].size);
-	rf_dataset_close(&ds);
-	return 0;
+	return show(path, RF_DS_VERIFY);
 }
 
 /* OUT.tmp is this run's (created, locked) from a successful open until finish has
@@ -130,25 +135,17 @@ static int writer_begin(const char *out, const struct rf_rec_layout *lay, int fo
 /* Finish w (renamed into place, or removed) and print what out holds. 0 or 1. */
 static int writer_end(struct rf_rec_writer *w, const char *out)
 {
-	struct rf_dataset res;
-	char desc[1024];
 	int ret;
 
 	sigprocmask(SIG_BLOCK, &sigs, NULL);
 	ret = rf_rec_writer_finish(w); /* renames or removes it itself */
 	tmp_armed = 0;
 	sigprocmask(SIG_SETMASK, &old_sigs, NULL);
-	if (!ret)
-		ret = rf_dataset_open_rfrec(&res, out, 0);
 	if (ret) {
 		rf_cli_say("rf-pack", "%s", rf_last_error());
 		return 1;
 	}
-	rf_dataset_describe(&res, desc, sizeof(desc));
-	printf("%s; data crc32 0x%08" PRIx32 ", file %" PRIu64 " bytes\n", desc,
-	       res.data_crc32, res.src[0].size);
-	rf_dataset_close(&res);
-	return 0;
+	return show(out, 0);
 }
 
 /* OUT (and OUT.tmp) may be written: absent or (with force) a regular file. */

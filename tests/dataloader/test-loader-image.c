@@ -8,7 +8,8 @@
  * itself) and in memory, in training (RandomResizedCrop + flip) and evaluation
  * (resize + centre crop): every row of every batch is its record's class colour
  * (within JPEG's error), its label the record's; the bits of every batch are the
- * same whatever prefetch, worker count, read mode or x format (f32 rows, u8 decoded
+ * same whatever prefetch, worker count, read mode, a resume inside the epoch or x
+ * format (f32 rows, u8 decoded
  * by an op into bf16 NHWC compared after rounding, the u8 bytes themselves); two
  * epochs differ in training.
  * The same images in a WebDataset shard (a tar made here: KEY.jpg|.png, KEY.cls and a
@@ -215,22 +216,23 @@ struct epoch_out {
 	uint64_t *order;
 };
 
-/* One epoch of a loader made with o into e (rows in the epoch's order). */
-static void epoch(struct tl_env *v, const struct rf_dataset *ds, struct rf_loader_opts o,
-		  uint64_t ep, struct epoch_out *e)
+/* Epoch ep of a loader made with o into e (rows in the epoch's order), from batch b0
+ * on (a resume: rf_loader_seek; the rows before it stay zero). */
+static void epoch_from(struct tl_env *v, const struct rf_dataset *ds, struct rf_loader_opts o,
+		       uint64_t ep, uint64_t b0, struct epoch_out *e)
 {
 	struct rf_loader *l;
 	struct rf_batch b;
-	size_t S = o.image_size, row = 3 * S * S, pos = 0;
+	size_t S = o.image_size, row = 3 * S * S, pos = b0 * o.batch;
 	int r;
 
 	o.devices = v->dev;
 	o.ndevices = 1;
 	o.host = v->dev[0];
 	CHECK_OPEN(rf_loader_create(&l, v->e, ds, &o), rf_last_error());
-	rf_loader_seek_epoch(l, ep);
-	e->x = malloc(ds->count * row);
-	e->y = malloc(ds->count * sizeof(int32_t));
+	CHECK(rf_loader_seek(l, ep, b0) == 0);
+	e->x = calloc(ds->count, row);
+	e->y = calloc(ds->count, sizeof(int32_t));
 	e->order = malloc(ds->count * sizeof(uint64_t));
 	CHECK(e->x && e->y && e->order);
 	CHECK(rf_loader_order(l, ep, e->order, ds->count) == 0);
@@ -258,6 +260,12 @@ static void epoch(struct tl_env *v, const struct rf_dataset *ds, struct rf_loade
 	CHECK(r == 0);
 	CHECK_EQ(pos, ds->count);
 	rf_loader_destroy(l);
+}
+
+static void epoch(struct tl_env *v, const struct rf_dataset *ds, struct rf_loader_opts o,
+		  uint64_t ep, struct epoch_out *e)
+{
+	epoch_from(v, ds, o, ep, 0, e);
 }
 
 static void epoch_free(struct epoch_out *e)
@@ -345,6 +353,12 @@ int main(int argc, char **argv)
 	o.prefetch = 7;
 	epoch(&v, &ds, o, 0, &b);
 	CHECK(same(&ds, &a, &b, 20, 0));
+	epoch_free(&b);
+	/* a resume at batch 2: the same bits from there on */
+	epoch_from(&v, &ds, base, 0, 2, &b);
+	CHECK(!memcmp(a.x + 2 * 8 * 3 * 20 * 20, b.x + 2 * 8 * 3 * 20 * 20,
+		      (ds.count - 16) * 3 * 20 * 20));
+	CHECK(!memcmp(a.y + 16, b.y + 16, (ds.count - 16) * sizeof(int32_t)));
 	epoch_free(&b);
 	/* u8 staging decoded by an op into bf16 NHWC: the same values, rounded to bf16 */
 	o = base;
