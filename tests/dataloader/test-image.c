@@ -748,10 +748,10 @@ static void test_threads(struct rf__imgctx *c)
 	j[0].want = want;
 	for (uint64_t i = 0; i < 64; i++)
 		decode_ok(c, &o, j[0].img[i & 1], j[0].n[i & 1], 5, i, want + i * 3 * 48 * 48);
-	for (int k = 0; k < 4; k++) {
+	for (int k = 1; k < 4; k++)   /* before any thread writes its j->ok */
 		j[k] = j[0];
+	for (int k = 0; k < 4; k++)
 		CHECK(pthread_create(&t[k], NULL, thread_run, &j[k]) == 0);
-	}
 	for (int k = 0; k < 4; k++) {
 		CHECK(pthread_join(t[k], NULL) == 0);
 		CHECK(j[k].ok);
