@@ -69,6 +69,15 @@ static int wds_fill(struct rf_dataset *ds, const struct rf__wds_sample *sm, size
 	return 0;
 }
 
+int rf_dataset_open_file(struct rf_dataset *ds, const char *path, unsigned flags)
+{
+	size_t n = path ? strlen(path) : 0;
+
+	if (n > 4 && !strcmp(path + n - 4, ".tar") && strncmp(path, "http://", 7))
+		return rf_dataset_open_wds(ds, path, 0, flags);
+	return rf_dataset_open_rfrec(ds, path, flags);
+}
+
 int rf_dataset_open_wds(struct rf_dataset *ds, const char *path, uint32_t num_classes,
 			unsigned flags)
 {

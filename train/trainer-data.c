@@ -198,26 +198,12 @@ static int rf__regular(struct rf_trainer *t, const char *opt, const char *path)
 	return 0;
 }
 
-/* A WebDataset shard (PATH.tar, a local file) or else a .rfrec. */
-static int rf__is_tar(const char *path)
-{
-	size_t n = strlen(path);
-
-	return n > 4 && !strcmp(path + n - 4, ".tar") && strncmp(path, "http://", 7);
-}
-
-static int rf__open_file(struct rf_dataset *ds, const char *path, unsigned flags)
-{
-	return rf__is_tar(path) ? rf_dataset_open_wds(ds, path, 0, flags)
-				: rf_dataset_open_rfrec(ds, path, flags);
-}
-
 /* A .rfrec file's header (magic, version, sizes, CRC), local or http://, or a shard's
  * member list, now. */
 static int rf__probe_rfrec(struct rf_trainer *t, const char *opt, const char *path)
 {
 	struct rf_dataset ds;
-	int ret = rf__open_file(&ds, path, 0);
+	int ret = rf_dataset_open_file(&ds, path, 0);
 
 	if (ret < 0) {
 		rf__trainer_msg(t, "%s %s", opt, rf_last_error());
@@ -282,7 +268,7 @@ int rf__check_data(struct rf_trainer *t, int headers)
 
 static int rf__open_rfrec(struct rf_trainer *t, struct rf_dataset *ds, const char *path)
 {
-	int ret = rf__open_file(ds, path, t->o.verify ? RF_DS_VERIFY : 0);
+	int ret = rf_dataset_open_file(ds, path, t->o.verify ? RF_DS_VERIFY : 0);
 
 	if (ret < 0)
 		rf__trainer_msg(t, "%s", rf_last_error());

@@ -182,6 +182,11 @@ int rf_dataset_http_timeout(uint64_t *ns);
 int rf_dataset_open_wds(struct rf_dataset *ds, const char *path, uint32_t num_classes,
 			unsigned flags);
 
+/* A file of records by its name: PATH.tar (local) a WebDataset shard
+ * (rf_dataset_open_wds, num_classes 0), anything else an .rfrec, local or http://
+ * (rf_dataset_open_rfrec). The tools and the Python package open --data this way. */
+int rf_dataset_open_file(struct rf_dataset *ds, const char *path, unsigned flags);
+
 /* Description of a generic file of fixed-size records. */
 struct rf_raw_desc {
 	uint64_t header_bytes;    /* skipped at the start of the file */

@@ -320,11 +320,8 @@ static int rf_py_loader_init(PyObject *self, PyObject *args, PyObject *kw)
 	else if (ret == 0)
 		s->dev = s->cpu;
 	if (ret == 0) {
-		size_t pl = strlen(path);
-		if (pl > 4 && !strcmp(path + pl - 4, ".tar") && strncmp(path, "http://", 7))
-			ret = rf_dataset_open_wds(&s->ds, path, 0, verify ? RF_DS_VERIFY : 0);
-		else if (!strncmp(path, "http://", 7) || (stat(path, &st) == 0 && !S_ISDIR(st.st_mode)))
-			ret = rf_dataset_open_rfrec(&s->ds, path, verify ? RF_DS_VERIFY : 0);
+		if (!strncmp(path, "http://", 7) || (stat(path, &st) == 0 && !S_ISDIR(st.st_mode)))
+			ret = rf_dataset_open_file(&s->ds, path, verify ? RF_DS_VERIFY : 0);
 		else
 			ret = rf_py_open_dir(&s->ds, path, split);
 		s->ds_open = ret == 0;
