@@ -18,6 +18,7 @@ enum rf__img_resize { RF__RESIZE_BILINEAR = 0, RF__RESIZE_AREA = 1 };
 #define RF__IMG_MAX_SIDE 32768u
 #define RF__IMG_MAX_PIXELS (1ull << 28)
 #define RF__IMG_MAX_SIZE 4096u
+#define RF__IMG_MAX_RATIO 8     /* eval: the resize before the centre crop, at most */
 
 struct rf__img_opts {
 	unsigned size;          /* output is 3 x size x size (CHW planes, u8 RGB), 1..4096 */
@@ -25,7 +26,7 @@ struct rf__img_opts {
 				 * round(size * resize_ratio) then center crop size x size */
 	float scale_min, scale_max;   /* RRC area fraction; 0,0 means 0.08, 1.0 */
 	float ratio_min, ratio_max;   /* RRC aspect ratio w/h; 0,0 means 3/4, 4/3 */
-	float resize_ratio;     /* eval: 0 means 256/224 (1.142857); else >= 1 */
+	float resize_ratio;     /* eval: 0 means 256/224 (1.142857); else 1..RF__IMG_MAX_RATIO */
 	int hflip;              /* train: flip with probability 1/2 */
 	enum rf__img_resize resize;
 	int no_dct_scale;       /* 1: always decode JPEG at full size (exact torchvision-like

@@ -97,10 +97,10 @@ int rf__img_opts_check(const struct rf__img_opts *o, char *err, size_t len)
 			err, len, -EINVAL,
 			"image ratio %g..%g: expected 0 < min <= max (or 0, 0 for 3/4..4/3)",
 			p.rmin, p.rmax);
-	if (!(p.rr >= 1 && p.rr <= 64))
+	if (!(p.rr >= 1 && p.rr <= RF__IMG_MAX_RATIO))
 		return rf__fail_into(err, len, -EINVAL,
-				     "image resize_ratio %g: expected 1..64 (or 0 for 256/224)",
-				     p.rr);
+				     "image resize_ratio %g: expected 1..%d (or 0 for 256/224)",
+				     p.rr, RF__IMG_MAX_RATIO);
 	if (o->resize != RF__RESIZE_BILINEAR && o->resize != RF__RESIZE_AREA)
 		return rf__fail_into(err, len, -EINVAL,
 				     "image resize %d: expected bilinear (0) or area (1)",

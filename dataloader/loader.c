@@ -22,10 +22,23 @@
 
 /* ---- create ---- */
 
-/* An image dataset's options: the images, their size, no other augmentation. */
+/* The loader's image options as the image module takes them. */
+static void rf__img_opts_of(const struct rf_loader_opts *o, struct rf__img_opts *io)
+{
+	*io = (struct rf__img_opts){ .size = o->image_size, .train = !o->image_eval,
+				     .hflip = o->hflip && !o->image_eval,
+				     .no_dct_scale = o->image_exact, .seed = o->seed,
+				     .scale_min = o->image_scale_min ? o->image_scale_min : 0.08f,
+				     .scale_max = 1.0f, .resize_ratio = o->image_eval_ratio };
+}
+
+/* An image dataset's options: the images, their size and crops (the image module's
+ * rules), no other augmentation. */
 static int rf__check_image_args(const struct rf_dataset *ds, const struct rf_loader_opts *o)
 {
 	const char *path = ds->src[0].path;
+	struct rf__img_opts io;
+	char err[160];
 
 	if (!rf_dataset_variable(ds))
 		return rf__fail(-EINVAL, "%s: image_size %u: the records are not encoded images "
@@ -35,16 +48,13 @@ static int rf__check_image_args(const struct rf_dataset *ds, const struct rf_loa
 		return rf__fail(-ENOTSUP, "%s: records of any length that are not images "
 				"(encoding %u): the loader serves only encoded images (JPEG, PNG) "
 				"from such a file", path, ds->encoding);
-	if (o->image_size < 1 || o->image_size > 4096)
-		return rf__fail(-EINVAL, "%s: image_size %u: the records are encoded images; "
-				"expected the size to decode them to, 1 to 4096", path,
-				o->image_size);
-	if (o->image_eval_ratio != 0.0f && !(o->image_eval_ratio >= 1.0f && o->image_eval_ratio <= 8.0f))
-		return rf__fail(-EINVAL, "%s: image_eval_ratio %g: expected 1 to 8 (0: 256/224)",
-				path, (double)o->image_eval_ratio);
-	if (!(o->image_scale_min >= 0.0f && o->image_scale_min <= 1.0f))
-		return rf__fail(-EINVAL, "%s: image_scale_min %g: expected a fraction of the "
-				"image's area in (0, 1] (0: 0.08)", path, (double)o->image_scale_min);
+	if (o->image_size < 1)
+		return rf__fail(-EINVAL, "%s: image_size 0: the records are encoded images; "
+				"expected the size to decode them to, 1 to %u", path,
+				RF__IMG_MAX_SIZE);
+	rf__img_opts_of(o, &io);
+	if (rf__img_opts_check(&io, err, sizeof(err)) < 0)
+		return rf__fail(-EINVAL, "%s: %s", path, err);
 	if (o->crop_pad)
 		return rf__fail(-EINVAL, "%s: crop_pad %u: images are cropped by "
 				"RandomResizedCrop (image_size); expected crop_pad 0", path,
@@ -152,14 +162,7 @@ static void rf__init(struct rf_loader *l, struct rf_engine *e, const struct rf_d
 		l->pb = 3 * (size_t)opts->image_size * opts->image_size;
 		l->ngs = opts->workers ? opts->workers : cpus < 1 ? 1 : cpus > RF__MAXGS ?
 			 RF__MAXGS : (unsigned)cpus;
-		l->io.size = opts->image_size;
-		l->io.train = !opts->image_eval;
-		l->io.hflip = opts->hflip && !opts->image_eval;
-		l->io.no_dct_scale = opts->image_exact;
-		l->io.seed = opts->seed;
-		l->io.scale_min = opts->image_scale_min ? opts->image_scale_min : 0.08f;
-		l->io.scale_max = 1.0f;
-		l->io.resize_ratio = opts->image_eval_ratio;
+		rf__img_opts_of(opts, &l->io);
 	}
 	l->count = ds->count;
 	l->labels = ds->label_kind != RF_LABEL_NONE;

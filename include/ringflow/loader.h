@@ -113,7 +113,7 @@ struct rf_loader_opts {
 	 * where a crop of 8 % of 28x28 pixels leaves little to learn from). */
 	float image_scale_min;
 	/* Evaluation: the shorter side is resized to image_size * this before the centre
-	 * crop, >= 1; 0: 256/224 (ImageNet's convention); 1: no crop (the whole image,
+	 * crop, 1 to 8; 0: 256/224 (ImageNet's convention); 1: no crop (the whole image,
 	 * for models trained on whole images). */
 	float image_eval_ratio;
 	/* 1: decode every JPEG at full size (no DCT scaling: the pixels of a decoder
