@@ -28,6 +28,35 @@ static int rf__is_image_name(const char *n)
 		       !strcasecmp(dot, ".png"));
 }
 
+static int rf__not_dots(const struct dirent *e)
+{
+	return strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+}
+
+/* The entries of dir but . and .., by name: their count, or -errno with err set
+ * (what: what dir was expected to be, "" or a parenthesised hint). */
+static int rf__list(const char *dir, struct dirent ***ents, const char *what, char *err,
+		    size_t len)
+{
+	int n = scandir(dir, ents, rf__not_dots, rf__cmp_name), e = errno;
+
+	if (n < 0)
+		snprintf(err, len, "%s: cannot list: %s%s", dir, strerror(e), what);
+	return n < 0 ? -e : n;
+}
+
+/* dir/name into *p (malloc'd) and its stat (links followed) into *st: 0; 1 when it
+ * cannot be stat'ed (a dangling link: *p freed); -ENOMEM. */
+static int rf__entry(const char *dir, const char *name, char **p, struct stat *st)
+{
+	if (asprintf(p, "%s/%s", dir, name) < 0)
+		return -ENOMEM;
+	if (stat(*p, st) == 0)
+		return 0;
+	free(*p);
+	return 1;
+}
+
 static void rf__free_ents(struct dirent **ents, int n)
 {
 	for (int i = 0; i < n; i++)
@@ -57,27 +86,20 @@ static int rf__walk(struct rf__folder *f, const char *dir, int32_t label, int de
 		    size_t len)
 {
 	struct dirent **ents = NULL;
-	int n = scandir(dir, &ents, NULL, rf__cmp_name), ret = 0;
+	int n = rf__list(dir, &ents, "", err, len), ret = 0;
 
-	if (n < 0) {
-		snprintf(err, len, "%s: cannot list: %s", dir, strerror(errno));
-		return -errno;
-	}
+	if (n < 0)
+		return n;
 	/* files first (their folder sorts before its subfolders' paths), then folders */
 	for (int pass = 0; pass < 2 && !ret; pass++) {
 		for (int i = 0; i < n && !ret; i++) {
 			const char *nm = ents[i]->d_name;
 			struct stat st;
 			char *p;
-			if (!strcmp(nm, ".") || !strcmp(nm, ".."))
-				continue;
-			if (asprintf(&p, "%s/%s", dir, nm) < 0) {
-				ret = -ENOMEM;
-				break;
-			}
-			if (stat(p, &st) < 0) {   /* a dangling link: not a file of the set */
-				f->other++;
-				free(p);
+			if ((ret = rf__entry(dir, nm, &p, &st)) != 0) {
+				/* a dangling link: not a file of the set */
+				f->other += ret == 1 && pass == 0;
+				ret = ret == 1 ? 0 : ret;
 				continue;
 			}
 			if (S_ISDIR(st.st_mode)) {
@@ -112,25 +134,21 @@ int rf__folder_scan(struct rf__folder *f, const char *root, char *err, size_t le
 
 	memset(f, 0, sizeof(*f));
 	*err = 0;
-	n = scandir(root, &ents, NULL, rf__cmp_name);
-	if (n < 0) {
-		snprintf(err, len, "%s: cannot list: %s (expected a folder with one subfolder "
-			 "per class)", root, strerror(errno));
-		return -errno;
-	}
+	n = rf__list(root, &ents, " (expected a folder with one subfolder per class)", err,
+		     len);
+	if (n < 0)
+		return n;
 	for (int i = 0; i < n && !ret; i++) {
 		const char *nm = ents[i]->d_name;
 		struct stat st;
 		char *p;
-		if (!strcmp(nm, ".") || !strcmp(nm, ".."))
-			continue;
-		if (asprintf(&p, "%s/%s", root, nm) < 0) {
-			ret = -ENOMEM;
+		if ((ret = rf__entry(root, nm, &p, &st)) < 0)
 			break;
-		}
-		if (stat(p, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		if (ret == 1 || !S_ISDIR(st.st_mode)) {
 			f->other++;  /* a file beside the classes is no class */
-			free(p);
+			if (ret == 0)
+				free(p);
+			ret = 0;
 			continue;
 		}
 		char **c = realloc(f->classes, (f->nclasses + 1) * sizeof(*c));
