@@ -91,3 +91,33 @@ void rf__decode_u8_f32(float *restrict out, const uint8_t *restrict in, size_t n
 		rf__formula(out, in, n, scale, mean, std);
 	}
 }
+
+void rf__decode_u8_norm(float *restrict out, const uint8_t *restrict in, size_t n,
+			const struct rf__u8norm *m, int stream)
+{
+	unsigned nch = m->nch ? m->nch : 1, plain = 1;
+	float lut[RF__U8NORM_MAX_CH][256];
+
+	for (unsigned c = 0; c < nch; c++)
+		plain &= m->mean[c] == m->mean[0] && m->std[c] == m->std[0];
+	if (nch == 1 || plain || !m->plane) {
+		rf__decode_u8_f32(out, in, n, m->scale, m->mean[0], m->std[0], stream);
+		return;
+	}
+	if (n < 1024) {  /* small: the formula, run by run (a table costs more) */
+		for (size_t i = 0, c = 0; i < n; i += m->plane, c = (c + 1) % nch) {
+			size_t r = n - i < m->plane ? n - i : (size_t)m->plane;
+			rf__formula(out + i, in + i, r, m->scale, m->mean[c], m->std[c]);
+		}
+		return;
+	}
+	for (unsigned c = 0; c < nch; c++)
+		for (unsigned v = 0; v < 256; v++)
+			lut[c][v] = rf__one((uint8_t)v, m->scale, m->mean[c], m->std[c]);
+	for (size_t i = 0, c = 0; i < n; i += m->plane, c = (c + 1) % nch) {
+		size_t r = n - i < m->plane ? n - i : (size_t)m->plane;
+		const float *t = lut[c];
+		for (size_t k = 0; k < r; k++)
+			out[i + k] = t[in[i + k]];
+	}
+}

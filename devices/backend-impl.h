@@ -12,6 +12,7 @@
 #include "device-impl.h"
 #include "kernel-args.h"
 #include "ops.h"
+#include "u8norm.h"
 
 /* ---- operands ------------------------------------------------------------------------ */
 
@@ -149,7 +150,7 @@ struct rf__op {
 		struct { size_t n; float a; } axpy;                      /* axpy, scale */
 		struct { int k; size_t n; struct rf__tref *in; } sum;    /* in[0 .. k-1] */
 		struct { size_t n; float v; } fill;
-		struct { size_t n; float scale, mean, std; } dec;
+		struct { size_t n; struct rf__u8norm nm; } dec;
 		struct { size_t n; struct rf_prng *g; float a, b; } rand;
 		struct { size_t bytes; } copy;
 		struct { int (*fn)(void *); void *arg; } host;

@@ -1,6 +1,7 @@
 /* devices/ops-vec.c -- ops.h's vector ops: optimiser updates (sgd, momentum, adamw),
  * axpy, scale, sum, fill and the u8 input decoders. */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -192,8 +193,7 @@ int rf_fill(struct rf_stream *s, struct rf_tensor *x, float v)
 }
 
 static int rf__decode(struct rf_stream *s, const char *fn, enum rf__opcode code,
-		      struct rf_tensor *out, struct rf_tensor *in, float scale, float mean,
-		      float std)
+		      struct rf_tensor *out, struct rf_tensor *in, const struct rf__u8norm *nm)
 {
 	struct rf__b b;
 
@@ -205,9 +205,7 @@ static int rf__decode(struct rf_stream *s, const char *fn, enum rf__opcode code,
 	RF__TRY(rf__same_numel(fn, out, in));
 	RF__TRY(rf__b_init(&b, fn, code, NULL, 0));
 	b.c->p.dec.n = out->numel;
-	b.c->p.dec.scale = scale;
-	b.c->p.dec.mean = mean;
-	b.c->p.dec.std = std;
+	b.c->p.dec.nm = *nm;
 	rf__b_set(&b, &b.c->o.dec.in, in);
 	rf__b_set(&b, &b.c->o.dec.out, out);
 	return rf__b_push(&b, s, out->dev);
@@ -216,10 +214,43 @@ static int rf__decode(struct rf_stream *s, const char *fn, enum rf__opcode code,
 int rf_u8_to_f32(struct rf_stream *s, struct rf_tensor *out, struct rf_tensor *in, float scale,
 		 float mean, float std)
 {
-	return rf__decode(s, "rf_u8_to_f32", RF__OP_U8_F32, out, in, scale, mean, std);
+	struct rf__u8norm nm = rf__u8norm_one(scale, mean, std);
+
+	return rf__decode(s, "rf_u8_to_f32", RF__OP_U8_F32, out, in, &nm);
+}
+
+int rf_u8_normalize(struct rf_stream *s, struct rf_tensor *out, struct rf_tensor *in,
+		    float scale, unsigned nch, size_t plane, const float *mean, const float *std)
+{
+	static const char fn[] = "rf_u8_normalize";
+	struct rf__u8norm nm = { .scale = scale, .nch = nch, .plane = plane };
+
+	if (nch < 1 || nch > RF_U8_NORM_MAX_CH)
+		return rf__bad(fn, "nch %u: expected 1 to %d channels", nch, RF_U8_NORM_MAX_CH);
+	if (!plane)
+		return rf__bad(fn, "plane 0: expected the elements of one channel's plane (>= 1)");
+	if (!mean || !std)
+		return rf__bad(fn, "%s is NULL: expected %u values", mean ? "std" : "mean", nch);
+	if (!isfinite(scale))
+		return rf__bad(fn, "scale %g: expected a finite number", (double)scale);
+	for (unsigned c = 0; c < nch; c++) {
+		if (!isfinite(mean[c]))
+			return rf__bad(fn, "mean[%u] %g: expected a finite number", c, (double)mean[c]);
+		if (!isfinite(std[c]) || std[c] == 0.0f)
+			return rf__bad(fn, "std[%u] %g: expected a finite nonzero number", c,
+				       (double)std[c]);
+		nm.mean[c] = mean[c];
+		nm.std[c] = std[c];
+	}
+	if (in && in->numel % (plane * nch))
+		return rf__bad(fn, "in has %zu elements: expected a multiple of nch * plane = "
+			       "%u * %zu", in->numel, nch, plane);
+	return rf__decode(s, fn, RF__OP_U8_F32, out, in, &nm);
 }
 
 int rf_u8_to_i32(struct rf_stream *s, struct rf_tensor *out, struct rf_tensor *in)
 {
-	return rf__decode(s, "rf_u8_to_i32", RF__OP_U8_I32, out, in, 0, 0, 0);
+	struct rf__u8norm nm = rf__u8norm_one(0, 0, 1);
+
+	return rf__decode(s, "rf_u8_to_i32", RF__OP_U8_I32, out, in, &nm);
 }

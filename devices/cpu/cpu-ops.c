@@ -261,8 +261,7 @@ static int rf__cpu_run(struct rf__op *op)
 		rf__fill_any(op->o.fill.x.data, op->p.fill.n, op->p.fill.v, op->o.fill.x.dtype);
 		break;
 	case RF__OP_U8_F32:
-		rf__k_u8_to_f32(D(op->o.dec.out), op->o.dec.in.data, op->p.dec.n, op->p.dec.scale,
-				op->p.dec.mean, op->p.dec.std);
+		rf__k_u8_norm(D(op->o.dec.out), op->o.dec.in.data, op->p.dec.n, &op->p.dec.nm);
 		break;
 	case RF__OP_U8_I32:
 		rf__k_u8_to_i32(op->o.dec.out.data, op->o.dec.in.data, op->p.dec.n);

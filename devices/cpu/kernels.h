@@ -206,6 +206,10 @@ void rf__k_fill(float *x, float v, size_t n);
  * Typically scale = 1/255.f, mean = 0.2860, std = 0.3530 for Fashion-MNIST. */
 void rf__k_u8_to_f32(float *out, const uint8_t *in, size_t n, float scale, float mean,
 		    float std);
+/* rf__k_u8_to_f32 with a mean and std per channel: element i of channel
+ * (i / m->plane) % m->nch (common/u8norm.h). */
+struct rf__u8norm;
+void rf__k_u8_norm(float *out, const uint8_t *in, size_t n, const struct rf__u8norm *m);
 /* out (n) = (int32_t)in. */
 void rf__k_u8_to_i32(int32_t *out, const uint8_t *in, size_t n);
 

@@ -138,6 +138,12 @@ void rf__k_u8_to_f32(float *restrict out, const uint8_t *restrict in, size_t n,
 	rf__decode_u8_f32(out, in, n, scale, mean, std, n >= (1u << 20));
 }
 
+void rf__k_u8_norm(float *restrict out, const uint8_t *restrict in, size_t n,
+		   const struct rf__u8norm *m)
+{
+	rf__decode_u8_norm(out, in, n, m, n >= (1u << 20));
+}
+
 void rf__k_u8_to_i32(int32_t *restrict out, const uint8_t *restrict in, size_t n)
 {
 	for (size_t i = 0; i < n; i++)

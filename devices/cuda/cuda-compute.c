@@ -288,13 +288,12 @@ int rf__cuda_compute(struct rf_device *d, struct rf__dstream *ds, struct rf__op 
 	case RF__OP_U8_F32:
 		if (op->o.dec.out.dtype == RF_F32 && op->o.dec.out.layout == RF_LAYOUT_ROWMAJOR)
 			ret = rf__kc_u8_to_f32(st, D(op->o.dec.out), op->o.dec.in.data, op->p.dec.n,
-					       op->p.dec.scale, op->p.dec.mean, op->p.dec.std);
+					       &op->p.dec.nm);
 		else    /* straight into bf16/f16 or NHWC: one kernel, no f32 copy */
 			ret = rf__kc_u8_decode(st, op->o.dec.out.data, (int)op->o.dec.out.dtype,
 					       op->o.dec.out.layout == RF_LAYOUT_NHWC,
 					       op->o.dec.in.data, op->o.dec.out.ndim,
-					       op->o.dec.out.shape, op->p.dec.scale, op->p.dec.mean,
-					       op->p.dec.std);
+					       op->o.dec.out.shape, &op->p.dec.nm);
 		break;
 	case RF__OP_U8_I32:
 		ret = rf__kc_u8_to_i32(st, op->o.dec.out.data, op->o.dec.in.data, op->p.dec.n);

@@ -32,6 +32,7 @@
 #include <stdint.h>
 #include "../kernel-args.h"
 #include "ops.h"
+#include "u8norm.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -124,9 +125,10 @@ int rf__kc_reduce_sum(void *stream, float *out, const float *const *in, int k, s
 int rf__kc_copy(void *stream, float *dst, const float *src, size_t n);
 int rf__kc_fill(void *stream, float *x, float v, size_t n);
 
-/* Input decoding; in is a device buffer of bytes. */
-int rf__kc_u8_to_f32(void *stream, float *out, const uint8_t *in, size_t n, float scale,
-		    float mean, float std);
+/* Input decoding; in is a device buffer of bytes; element i is of channel
+ * (i / m->plane) % m->nch (common/u8norm.h). */
+int rf__kc_u8_to_f32(void *stream, float *out, const uint8_t *in, size_t n,
+		     const struct rf__u8norm *m);
 int rf__kc_u8_to_i32(void *stream, int32_t *out, const uint8_t *in, size_t n);
 
 /* Counter-based random numbers: exactly the algorithm of devices/README.md. */
@@ -166,7 +168,7 @@ int rf__kc_convert(void *stream, void *dst, int ddt, int dst_nhwc, const void *s
  * of float dtype ddt (rounded to nearest even), row-major or (dst_nhwc, 4-D) NHWC: a
  * batch decoded straight into the format a model's first layer reads. */
 int rf__kc_u8_decode(void *stream, void *dst, int ddt, int dst_nhwc, const uint8_t *src,
-		     int ndim, const int64_t *shape, float scale, float mean, float std);
+		     int ndim, const int64_t *shape, const struct rf__u8norm *m);
 
 #ifdef __cplusplus
 }

@@ -96,11 +96,12 @@ __global__ void k_reduce_sum(float *out, ptrs8 in, int k, int first, size_t n)
 	}
 }
 
-__global__ void k_u8_to_f32(float *out, const uint8_t *in, size_t n, float scale,
-			    float mean, float std)
+__global__ void k_u8_to_f32(float *out, const uint8_t *in, size_t n, rf__u8norm m)
 {
-	GRID_STRIDE(i, n)
-		out[i] = __fdiv_rn(__fsub_rn(__fmul_rn((float)in[i], scale), mean), std);
+	GRID_STRIDE(i, n) {
+		unsigned c = m.nch > 1 ? (unsigned)((i / m.plane) % m.nch) : 0;
+		out[i] = __fdiv_rn(__fsub_rn(__fmul_rn((float)in[i], m.scale), m.mean[c]), m.std[c]);
+	}
 }
 
 __global__ void k_u8_to_i32(int32_t *out, const uint8_t *in, size_t n)
@@ -746,12 +747,12 @@ int rf__kc_fill(void *stream, float *x, float v, size_t n)
 	return launch_rc();
 }
 
-int rf__kc_u8_to_f32(void *stream, float *out, const uint8_t *in, size_t n, float scale,
-		    float mean, float std)
+int rf__kc_u8_to_f32(void *stream, float *out, const uint8_t *in, size_t n,
+		     const struct rf__u8norm *m)
 {
 	if (!n)
 		return 0;
-	k_u8_to_f32<<<blocks_for(n), kThreads, 0, S(stream)>>>(out, in, n, scale, mean, std);
+	k_u8_to_f32<<<blocks_for(n), kThreads, 0, S(stream)>>>(out, in, n, *m);
 	return launch_rc();
 }
 

@@ -76,12 +76,14 @@ __global__ void k_convert(void *dst, int ddt, int dnhwc, const void *src, int sd
  * to nearest even) at its place in a row-major or NHWC tensor */
 template <typename I>
 __global__ void k_u8_decode(void *dst, int ddt, int dnhwc, const uint8_t *src, shape4 s,
-			    I total, float scale, float mean, float std)
+			    I total, rf__u8norm m)
 {
 	const I C = (I)s.c, H = (I)s.h, W = (I)s.w;
 	for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < total;
 	     i += (I)blockDim.x * gridDim.x) {
-		float v = __fdiv_rn(__fsub_rn(__fmul_rn((float)src[i], scale), mean), std);
+		unsigned ch = m.nch > 1 ? (unsigned)((i / (I)m.plane) % m.nch) : 0;
+		float v = __fdiv_rn(__fsub_rn(__fmul_rn((float)src[i], m.scale), m.mean[ch]),
+				    m.std[ch]);
 		store(dst, ddt, dnhwc ? nhwc_of<I>(i, C, H, W) : i, v);
 	}
 }
@@ -111,7 +113,7 @@ size_t count_of(int ndim, const int64_t *shape, shape4 *s)
 } // namespace
 
 int rf__kc_u8_decode(void *stream, void *dst, int ddt, int dst_nhwc, const uint8_t *src,
-		     int ndim, const int64_t *shape, float scale, float mean, float std)
+		     int ndim, const int64_t *shape, const struct rf__u8norm *m)
 {
 	shape4 s = { 1, 1, 1, 1 };
 	size_t total;
@@ -123,10 +125,10 @@ int rf__kc_u8_decode(void *stream, void *dst, int ddt, int dst_nhwc, const uint8
 		return 0;
 	if (total <= (size_t)INT32_MAX) /* no wrap of i + stride */
 		k_u8_decode<uint32_t><<<blocks_for(total), kThreads, 0, S(stream)>>>(
-			dst, ddt, dst_nhwc, src, s, (uint32_t)total, scale, mean, std);
+			dst, ddt, dst_nhwc, src, s, (uint32_t)total, *m);
 	else
 		k_u8_decode<size_t><<<blocks_for(total), kThreads, 0, S(stream)>>>(
-			dst, ddt, dst_nhwc, src, s, total, scale, mean, std);
+			dst, ddt, dst_nhwc, src, s, total, *m);
 	return launch_rc();
 }
 

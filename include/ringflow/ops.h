@@ -211,6 +211,18 @@ int rf_fill(struct rf_stream *s, struct rf_tensor *x, float v);
 /* Decoding: out (f32) = ((float)in * scale - mean) / std; in u8, same numel. */
 int rf_u8_to_f32(struct rf_stream *s, struct rf_tensor *out, struct rf_tensor *in,
 		 float scale, float mean, float std);
+#define RF_U8_NORM_MAX_CH 4   /* channels rf_u8_normalize takes */
+/* Decoding with a mean and std per channel (torchvision's Normalize after ToTensor):
+ * out = ((float)in * scale - mean[c]) / std[c], where element i of in, counted in
+ * logical row-major order, is of channel c = (i / plane) % nch -- for a batch of
+ * (n, C, H, W) images, nch = C and plane = H * W. nch 1..RF_U8_NORM_MAX_CH, plane >= 1,
+ * numel a multiple of nch * plane, every mean finite and every std finite and nonzero
+ * (-EINVAL otherwise, with the argument named). The same bits as rf_u8_to_f32 run on
+ * each channel's planes with that channel's mean and std, on every backend; out may
+ * be any float dtype and layout the backend decodes into. */
+int rf_u8_normalize(struct rf_stream *s, struct rf_tensor *out, struct rf_tensor *in,
+		    float scale, unsigned nch, size_t plane, const float *mean,
+		    const float *std);
 /* out (i32) = in (u8). */
 int rf_u8_to_i32(struct rf_stream *s, struct rf_tensor *out, struct rf_tensor *in);
 

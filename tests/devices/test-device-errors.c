@@ -172,6 +172,24 @@ int main(void)
 		CHECK_EQ(rf_sum(NULL, C, NULL, 0), -EINVAL);
 		CHECK_EQ(rf_copy(NULL, C, NULL), -EINVAL);
 		CHECK_EQ(rf_u8_to_f32(NULL, C, C, 1, 0, 1), -EINVAL);
+		{
+			static const float m[5] = { 0, 0, 0, 0, 0 }, sd[5] = { 1, 1, 0, 1, 1 };
+			float nan = __builtin_nanf("");
+			CHECK_EQ(rf_u8_normalize(NULL, C, C, 1, 0, 1, m, sd), -EINVAL);
+			CHECK(strstr(rf_last_error(), "rf_u8_normalize: nch 0: expected 1 to 4"));
+			CHECK_EQ(rf_u8_normalize(NULL, C, C, 1, 5, 1, m, sd), -EINVAL);
+			CHECK_EQ(rf_u8_normalize(NULL, C, C, 1, 2, 0, m, sd), -EINVAL);
+			CHECK(strstr(rf_last_error(), "plane 0"));
+			CHECK_EQ(rf_u8_normalize(NULL, C, C, 1, 2, 1, NULL, sd), -EINVAL);
+			CHECK(strstr(rf_last_error(), "mean is NULL"));
+			CHECK_EQ(rf_u8_normalize(NULL, C, C, 1, 3, 1, m, sd), -EINVAL);
+			CHECK(strstr(rf_last_error(), "std[2] 0: expected a finite nonzero"));
+			CHECK_EQ(rf_u8_normalize(NULL, C, C, nan, 1, 1, m, sd), -EINVAL);
+			CHECK(strstr(rf_last_error(), "scale nan"));
+			CHECK_EQ(rf_u8_normalize(NULL, C, C, 1, 1, 5, m, sd), -EINVAL); /* 24 % 5 */
+			CHECK_EQ(rf_u8_normalize(NULL, C, C, 1, 2, 1, m, sd), -EINVAL); /* C is f32 */
+			CHECK(strstr(rf_last_error(), "in"));
+		}
 		CHECK_EQ(rf_rand_uniform(NULL, C, NULL, 0, 1), -EINVAL);
 		CHECK_OK(rf_gemm(NULL, 0, 0, 1, A, B, 0, C));
 		rf_engine_get_stats(e, &st1);

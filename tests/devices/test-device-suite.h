@@ -549,6 +549,37 @@ static void ts_vector(struct rf_device *d, struct rf_stream *s)
 			CHECK_EQ(ib[i], ub[i]);
 		}
 		free(got);
+		/* per channel: 1000 = 4 images of 2 channels of 125, then ImageNet's 3 of 50
+		 * (a partial cycle of channels: 1000 = 6 * 150 + 100 is refused) */
+		static const float m2[2] = { 0.25f, -0.5f }, s2[2] = { 0.5f, 3.0f };
+		static const float m3[3] = { 0.485f, 0.456f, 0.406f }, s3[3] = { 0.229f, 0.224f, 0.225f };
+		CHECK_OK(rf_u8_normalize(s, St, U, 1 / 255.f, 2, 125, m2, s2));
+		got = ts_download(St);
+		for (int i = 0; i < N; i++) {
+			int c = (i / 125) % 2;
+			float e = ((float)ub[i] * (1 / 255.f) - m2[c]) / s2[c];
+			if (got[i] != e) {
+				fprintf(stderr, "u8_normalize 2ch %d: %.9g vs %.9g\n", i, got[i], e);
+				exit(1);
+			}
+		}
+		free(got);
+		CHECK_EQ(rf_u8_normalize(s, St, U, 1 / 255.f, 3, 50, m3, s3), -EINVAL);
+		CHECK(strstr(rf_last_error(), "multiple of nch * plane"));
+		CHECK_OK(rf_tensor_reshape(U, RF_DIMS(10, 100)));
+		CHECK_OK(rf_tensor_reshape(St, RF_DIMS(10, 100)));
+		CHECK_OK(rf_u8_normalize(s, St, U, 1 / 255.f, 1, 8, m3 + 1, s3 + 1));
+		got = ts_download(St);
+		for (int i = 0; i < N; i++) {
+			float e = ((float)ub[i] * (1 / 255.f) - m3[1]) / s3[1];
+			if (got[i] != e) {
+				fprintf(stderr, "u8_normalize 1ch %d: %.9g vs %.9g\n", i, got[i], e);
+				exit(1);
+			}
+		}
+		CHECK_OK(rf_tensor_reshape(U, RF_DIMS(N)));
+		CHECK_OK(rf_tensor_reshape(St, RF_DIMS(N)));
+		free(got);
 		free(ib);
 		free(ub);
 		rf_tensor_destroy(I);

@@ -449,10 +449,19 @@ static void test_vector_ops(void)
 		u8[i] = (uint8_t)(rnext() & 0xff);
 	uint8_t *u8_ = dup_to_dev(u8, n);
 	int32_t *lab = xmalloc(n * 4), *glab = xmalloc(n * 4), *lab_ = dalloc(n * 4);
-	CK(rf__kc_u8_to_f32(stream, w_, u8_, n, 1.0f / 255.0f, 0.2860f, 0.3530f));
+	struct rf__u8norm nm1 = rf__u8norm_one(1.0f / 255.0f, 0.2860f, 0.3530f);
+	CK(rf__kc_u8_to_f32(stream, w_, u8_, n, &nm1));
 	rf__k_u8_to_f32(w, u8, n, 1.0f / 255.0f, 0.2860f, 0.3530f);
 	r = fdown(w_, n);
 	bits_f("u8_to_f32", r, w, n);
+	free(r);
+	/* per channel (ImageNet's), planes of 7 elements: the host decoder's bits */
+	struct rf__u8norm nm3 = { 1.0f / 255.0f, 3, 7, { 0.485f, 0.456f, 0.406f, 0 },
+				  { 0.229f, 0.224f, 0.225f, 1 } };
+	CK(rf__kc_u8_to_f32(stream, w_, u8_, n, &nm3));
+	rf__k_u8_norm(w, u8, n, &nm3);
+	r = fdown(w_, n);
+	bits_f("u8_to_f32 per channel", r, w, n);
 	free(r);
 	CK(rf__kc_u8_to_i32(stream, lab_, u8_, n));
 	rf__k_u8_to_i32(lab, u8, n);

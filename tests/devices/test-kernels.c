@@ -10,6 +10,7 @@
  * over 10^6 samples. Exit 0 pass, 1 fail.
  */
 #include "kernels.h"
+#include "u8norm.h"
 
 #define KERNEL_TEST_SEED 0x1234567887654321ull
 #include "kernel-test.h"
@@ -771,6 +772,34 @@ static void test_vector_ops(void)
 					if (out[o + i] != want) {
 						CHECK(0, "u8_to_f32 params %zu n %zu [%zu] %.9g want %.9g", p,
 						      n, i, out[o + i], want);
+						break;
+					}
+				}
+			}
+		/* per channel: every path (short: the formula; long: a table per channel; all
+		 * channels alike: the one-channel paths) with planes that end mid-run */
+		static const struct { unsigned nch; uint64_t plane; float m[4], s[4]; } pc[] = {
+			{ 3, 7, { 0.485f, 0.456f, 0.406f }, { 0.229f, 0.224f, 0.225f } },
+			{ 3, 50176, { 0.485f, 0.456f, 0.406f }, { 0.229f, 0.224f, 0.225f } },
+			{ 2, 1, { 0.0f, 1.0f }, { 1.0f, -2.0f } },
+			{ 4, 300, { 0.5f, 0.5f, 0.5f, 0.5f }, { 0.5f, 0.5f, 0.5f, 0.5f } },
+			{ 3, 4, { 0.0f, 0.0f, 0.0f }, { 1.0f, 1.0f, 1.0f } },
+		};
+		for (size_t p = 0; p < sizeof(pc) / sizeof(pc[0]); p++)
+			for (size_t k = 0; k < sizeof(lens) / sizeof(lens[0]); k++) {
+				size_t n = lens[k], o = k % 3;
+				struct rf__u8norm m = { 1.0f / 255.0f, pc[p].nch, pc[p].plane, { 0 }, { 0 } };
+				memcpy(m.mean, pc[p].m, sizeof(m.mean));
+				memcpy(m.std, pc[p].s, sizeof(m.std));
+				rf__k_u8_norm(out + o, in + o, n, &m);
+				for (size_t i = 0; i < n; i++) {
+					unsigned c = (unsigned)((i / m.plane) % m.nch);
+					volatile float t = (float)in[o + i] * m.scale;
+					volatile float u = t - m.mean[c];
+					float want = u / m.std[c];
+					if (out[o + i] != want) {
+						CHECK(0, "u8_norm set %zu n %zu [%zu] %.9g want %.9g", p, n,
+						      i, out[o + i], want);
 						break;
 					}
 				}
