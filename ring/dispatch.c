@@ -6,6 +6,8 @@
 #include "rf-internal.h"
 
 #include <errno.h>
+#include <sched.h>
+#define RF__SPIN_YIELD 3  /* the spin yields every 4th poll (core/worker.c's too) */
 #include <limits.h>
 #include <string.h>
 #include <time.h>
@@ -219,8 +221,12 @@ int rf__turn(struct rf_ring *r, int wait, struct __kernel_timespec *ts)
 			queued = io_uring_sq_ready(&r->ring);
 		}
 		r->st.spins++;
+		unsigned k = 0;
 		do {
-			rf__cpu_relax();
+			if ((++k & RF__SPIN_YIELD) == 0)
+				sched_yield();  /* fewer cores than spinners: let the one due run */
+			else
+				rf__cpu_relax();
 			if (io_uring_cq_ready(&r->ring) > 0) {
 				have = 1;
 				break;
@@ -235,6 +241,16 @@ int rf__turn(struct rf_ring *r, int wait, struct __kernel_timespec *ts)
 		r->st.spin_hits += have;
 		queued = io_uring_sq_ready(&r->ring); /* a poller's callbacks may queue */
 	}
+	if (wait && !have && r->pollers) {
+		/* Parking: say so, then poll once more. An agent that publishes a completion
+		 * and then finds parked set signals the ring; one that finds it clear is seen
+		 * by this poll (both sides fence: rf_ring_parked). */
+		atomic_store_explicit(&r->parked, 1, memory_order_relaxed);
+		atomic_thread_fence(memory_order_seq_cst);
+		if ((polled = (int)rf__poll(r, &busy)) > 0)
+			have = 1;
+		queued = io_uring_sq_ready(&r->ring);
+	}
 	if (wait && !have) {
 		if (ts)
 			ret = io_uring_submit_and_wait_timeout(&r->ring, &cqe, 1, ts, NULL);
@@ -246,6 +262,7 @@ int rf__turn(struct rf_ring *r, int wait, struct __kernel_timespec *ts)
 		ret = io_uring_submit_and_get_events(&r->ring);
 		r->st.enters++;
 	}
+	atomic_store_explicit(&r->parked, 0, memory_order_relaxed);
 	rf__count_submitted(r);
 	if (ret < 0 && ret != -ETIME && ret != -EINTR && ret != -EBUSY && ret != -EAGAIN)
 		return ret;
@@ -359,7 +376,7 @@ void rf_ring_set_max_batch(struct rf_ring *r, unsigned max_completions)
 
 unsigned rf_ring_pending(const struct rf_ring *r)
 {
-	uint64_t n = r->npending + r->owed;
+	uint64_t n = r->npending + r->owed + r->poll_held;
 	return n > UINT_MAX ? UINT_MAX : (unsigned)n;
 }
 

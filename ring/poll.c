@@ -17,6 +17,7 @@ struct rf_poller {
 	rf_poll_cb cb;
 	void *data;
 	int dead;               /* removed while the ring was polling */
+	uint64_t held;          /* completions it will deliver (rf_poller_hold) */
 	struct rf_poller *next;
 };
 
@@ -70,10 +71,32 @@ static void rf__poller_unlink(struct rf_ring *r, struct rf_poller *p)
 		}
 }
 
+void rf_poller_hold(struct rf_poller *p, int64_t n)
+{
+	if (!p)
+		return;
+	if (n < 0 && (uint64_t)-n > p->held)
+		n = -(int64_t)p->held;          /* never below zero */
+	p->held += (uint64_t)n;
+	p->r->poll_held += (uint64_t)n;
+}
+
+int rf_ring_parked(const struct rf_ring *r)
+{
+	if (!r)
+		return 0;
+	/* pairs with the owner's fence between setting parked and its last poll: this
+	 * thread's earlier stores (what a poller reads) and the owner's flag are ordered */
+	atomic_thread_fence(memory_order_seq_cst);
+	return atomic_load_explicit(&((struct rf_ring *)r)->parked, memory_order_relaxed);
+}
+
 void rf_poller_remove(struct rf_poller *p)
 {
 	if (!p)
 		return;
+	p->r->poll_held -= p->held;         /* what it held no longer comes */
+	p->held = 0;
 	if (p->r->polling) { /* the list is being walked: unlinked when the walk ends */
 		p->dead = 1;
 		p->r->poll_dead = 1;

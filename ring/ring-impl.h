@@ -5,6 +5,7 @@
 #define RINGFLOW_RING_IMPL_H
 
 #include <liburing.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "ring.h"
@@ -189,6 +190,12 @@ struct rf_ring {
 	int polling;         /* inside rf__poll: removals are deferred */
 	int poll_dead;       /* some poller was removed while polling */
 	uint64_t spin_ns;    /* rf_ring_set_spin */
+	uint64_t poll_held;  /* sum of pollers' held completions (rf_poller_hold) */
+	/* 1 from just before the owner's last poll ahead of a blocking wait until it is
+	 * back (rf_ring_parked; the protocol: README.md, "Pollers and parking"). Read by
+	 * other threads: a line of its own. */
+	_Alignas(64) _Atomic int parked;
+	char parked_pad[60];
 
 	/* ops.c */
 	uint8_t op_ok[64];   /* IORING_OP_* the kernel supports (probe at creation) */

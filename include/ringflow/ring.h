@@ -179,13 +179,27 @@ void rf_notifier_destroy(struct rf_notifier *n);
  * busy and nothing else is ready, the turn first polls for up to the ring's spin time
  * (rf_ring_set_spin) -- a completion then costs a memory read, not a wake-up -- and
  * only then sleeps in io_uring_enter. A poller's agent must still wake a sleeping ring
- * another way (a notifier): polling shortens the wait, it is never the only way out of
- * it. Pollers count for nothing in rf_ring_pending(). Owner thread only; cb required. */
+ * another way (a notifier), but only when it is parked: after publishing a
+ * completion (a release store) the agent asks rf_ring_parked() and signals only on 1
+ * -- a completion costs no system call while the owner is awake. A poller counts in
+ * rf_ring_pending() what it holds (rf_poller_hold). Owner thread only; cb required. */
 typedef unsigned (*rf_poll_cb)(void *data, int *busy);
 struct rf_poller;
 int rf_poller_add(struct rf_ring *r, rf_poll_cb cb, void *data, struct rf_poller **out);
-/* Owner thread; also from inside a callback (a poller's own included). NULL: no-op. */
+/* Owner thread; also from inside a callback (a poller's own included). NULL: no-op.
+ * What it held stops counting as pending. */
 void rf_poller_remove(struct rf_poller *p);
+/* Owner thread: n more completions (n < 0: fewer, as they are delivered) p will
+ * deliver; they count in rf_ring_pending() -- run-until-idle waits for them -- as a
+ * notifier's expected signals do. Never below zero. NULL: no-op. */
+void rf_poller_hold(struct rf_poller *p, int64_t n);
+/* Any thread: 1 while the owner thread is parked -- set just before its last poll
+ * ahead of a blocking wait, cleared when the wait returns. An agent publishes a
+ * completion (a release store), then calls this (it fences), and wakes the ring
+ * (rf_notifier_signal) only on 1: the owner sets the flag, fences, then polls once
+ * more, so every completion is either seen by that poll or followed by a signal.
+ * Spurious 1s only cost a wake-up. NULL: 0. */
+int rf_ring_parked(const struct rf_ring *r);
 /* How long a turn polls before it sleeps while a poller is busy, in nanoseconds (0:
  * never; at most 10 ms). Default: RF_RING_SPIN_US microseconds from the environment
  * where set (0..10000), else 50 us. */
