@@ -94,6 +94,22 @@ void rf__shape_str(char *buf, size_t len, unsigned ndim, const uint32_t *shape);
 int rf__ds_scan(const struct rf_dataset *ds, int check_labels, int32_t *max_label,
 		uint32_t *crc);
 
+/* ---- several shards (shards.c) ---- */
+
+#define RF__NAME_MAX 4095 /* bytes of a file name a brace pattern may expand to */
+
+/* The names a brace pattern expands to (the syntax: rf_dataset_open_file in
+ * dataset.h), in order, at most max of them: *out one allocation holding n pointers
+ * and the strings (free(*out)), *n >= 1. A pattern without braces is its one name.
+ * 0, or -EINVAL (bad syntax), -E2BIG (more than max names), -ENAMETOOLONG (the pattern
+ * or a name over RF__NAME_MAX bytes), -ENOMEM, with why[0..wl) saying what ("offset 7:
+ * '{1..}': LAST is empty, ...": the offset in the pattern); no rf_last_error(). */
+int rf__brace_expand(const char *pat, size_t max, char ***out, size_t *n, char *why,
+		     size_t wl);
+
+/* Close and free ds->parts (the shards' files and paths); parts NULL, nparts 0. */
+void rf__ds_parts_free(struct rf_dataset *ds);
+
 /* Layout checks shared by .rfrec and raw: dtype, shape vs payload bytes, payload
  * and label inside the stride, no overlap. what: "header" / "description". */
 int rf__ds_check_layout(const struct rf_dataset *ds, const char *what);

@@ -155,17 +155,21 @@ void rf_dataset_close(struct rf_dataset *ds)
 	for (uint32_t k = 0; ds->classes && k < ds->num_classes; k++)
 		free(ds->classes[k]);
 	free(ds->classes);
+	rf__ds_parts_free(ds);
 	memset(ds, 0, sizeof(*ds));
 	ds->src[0].fd = ds->src[1].fd = -1;
 }
 
 /* Bytes [off, off + n) of source src, for record i's what ("payload", "label"); a
  * failure is recorded naming the file, the record and the bytes (a remote source's
- * own message names its URL). */
+ * own message names its URL; a shard of a set, its own file and offset). */
 static int read_bytes(const struct rf_dataset *ds, unsigned src, uint64_t off, void *dst,
 		      uint64_t n, uint64_t i, const char *what)
 {
 	const struct rf_dataset_src *s = &ds->src[src];
+	const char *path = s->path;
+	unsigned part;
+	uint64_t real = off;
 	int ret;
 
 	if (off > s->size || n > s->size - off)
@@ -176,10 +180,19 @@ static int read_bytes(const struct rf_dataset *ds, unsigned src, uint64_t off, v
 		memcpy(dst, s->mem + off, n);
 		return 0;
 	}
-	ret = rf__src_pread(s, dst, n, off);
+	if (src == RF_DS_SRC_PAYLOAD && ds->nparts) {
+		if (rf_dataset_part_of(ds, off, n, &part, &real) < 0)
+			return rf__ds_fail(-EIO, s->path, "record %" PRIu64 ": %s bytes [%" PRIu64
+					   ", %" PRIu64 ") of the shards' payload lie in no one shard",
+					   i, what, off, off + n);
+		path = ds->parts[part].path;
+		ret = rf__pread_full(ds->parts[part].fd, dst, n, real, NULL);
+	} else {
+		ret = rf__src_pread(s, dst, n, off);
+	}
 	if (ret < 0 && !s->remote)
-		return rf__ds_fail(ret, s->path, "record %" PRIu64 ": %s bytes [%" PRIu64 ", %"
-				   PRIu64 "): %s", i, what, off, off + n,
+		return rf__ds_fail(ret, path, "record %" PRIu64 ": %s bytes [%" PRIu64 ", %"
+				   PRIu64 "): %s", i, what, real, real + n,
 				   ret == -EIO ? "short read (the file shrank since it was opened?)"
 					       : strerror(-ret));
 	return ret;
@@ -220,14 +233,19 @@ int rf_dataset_read_record(const struct rf_dataset *ds, uint64_t i, void *payloa
 int rf_dataset_describe(const struct rf_dataset *ds, char *buf, size_t len)
 {
 	static const char *kinds[] = { "none", "idx", "idx", "rfrec", "raw", "tar" };
-	char shape[96], lab[96];
+	char shape[96], lab[96], kind[48];
 	const struct rf_dataset_src *s = &ds->src[0];
 
 	rf__shape_str(shape, sizeof(shape), ds->ndim, ds->shape);
+	if (ds->kind == RF_DS_TAR && ds->nparts)
+		snprintf(kind, sizeof(kind), "%u WebDataset shards", ds->nparts);
+	else
+		snprintf(kind, sizeof(kind), "%s", ds->kind == RF_DS_TAR ? "WebDataset shard" :
+			 "rfrec v2");
 	if ((ds->kind == RF_DS_RFREC || ds->kind == RF_DS_TAR) && rf_dataset_variable(ds))
 		return snprintf(buf, len, "%s: %s, %" PRIu64 " %s records of 1 to %" PRIu64
 				" bytes (%" PRIu64 " %s), %s%" PRIu32 " classes%s", s->path,
-				ds->kind == RF_DS_TAR ? "WebDataset shard" : "rfrec v2", ds->count, ds->encoding == RF_REC_ENC_IMAGE ? "image" : "raw",
+				kind, ds->count, ds->encoding == RF_REC_ENC_IMAGE ? "image" : "raw",
 				ds->max_record, s->data_bytes, ds->kind == RF_DS_TAR ?
 				"bytes of tar" : "in all", ds->label_kind == RF_LABEL_NONE ?
 				"no labels, " : "i32 labels, ", ds->num_classes,

@@ -11,7 +11,11 @@ static int rf__decode_shard(struct rf_loader *l, struct rf__slot *s, unsigned k)
 {
 	int ret = l->remote ? rf_copy(NULL, s->ud[k], s->su[k]) : 0;
 
-	if (!ret && l->o.x_dtype != RF_U8)      /* u8: the bytes are x as they are */
+	if (!ret && l->o.x_dtype != RF_U8 && l->o.norm_channels) /* u8: the bytes as they are */
+		ret = rf_u8_normalize(NULL, s->x[k], l->remote ? s->ud[k] : s->su[k],
+				      l->norm.scale, l->norm.nch, l->norm.plane, l->norm.mean,
+				      l->norm.std);
+	else if (!ret && l->o.x_dtype != RF_U8)
 		ret = rf_u8_to_f32(NULL, s->x[k], l->remote ? s->ud[k] : s->su[k], l->o.scale,
 				   l->o.mean, l->o.std);
 	if (!ret && s->y[k] && s->y[k] != s->yh[k])

@@ -13,7 +13,7 @@
 struct rf__gjob *rf__gjob_new(struct rf_loader *l, struct rf__slot *s, unsigned n)
 {
 	struct rf__gjob *j = malloc(sizeof(*j) + (size_t)n * (2 * sizeof(void *) + sizeof(uint64_t) +
-							    sizeof(uint32_t)));
+							    sizeof(uint32_t) + 1));
 
 	if (!j)
 		return NULL;
@@ -27,6 +27,9 @@ struct rf__gjob *rf__gjob_new(struct rf_loader *l, struct rf__slot *s, unsigned 
 	j->lp = l->labels ? j->pp + n : NULL;
 	j->idx = (uint64_t *)(j->pp + 2 * n);
 	j->pl = (uint32_t *)(j->idx + n);
+	j->bad = l->o.skip_bad_images ? (uint8_t *)(j->pl + n) : NULL;
+	if (j->bad)
+		memset(j->bad, 0, n);
 	j->w = (unsigned)(l->ngather % l->ngs);
 	return j;
 }
@@ -76,8 +79,8 @@ static void rf__augment_copy(uint8_t *dst, const uint8_t *src, unsigned C, unsig
 static void rf__decode_rec(const struct rf_loader *l, const struct rf__slot *s, float *out,
 			   const uint8_t *in)
 {
-	rf__decode_u8_f32(out, in, l->pb, l->o.scale, l->o.mean, l->o.std,
-			  (size_t)s->cap * l->pb * sizeof(float) >= (4u << 20));
+	rf__decode_u8_norm(out, in, l->pb, &l->norm,
+			   (size_t)s->cap * l->pb * sizeof(float) >= (4u << 20));
 }
 
 /* Local row i of slot s: where its f32 row lies (fused). */
@@ -90,31 +93,147 @@ static float *rf__xrow(const struct rf_loader *l, const struct rf__slot *s, unsi
 	return (float *)s->x[k]->data + (size_t)(i - s->soff[k]) * l->pb;
 }
 
-/* Images: each record decoded and augmented into its (3, size, size) u8 sample, in
- * the staging or (fused) the stream's scratch and from there into its f32 row. */
-static int rf__gather_images(struct rf__gjob *j)
+/* dst (H x W x C, interleaved) = src (C planes of H x W): a u8 NHWC sample. */
+static void rf__to_hwc(uint8_t *restrict dst, const uint8_t *restrict src, unsigned C,
+		       size_t HW)
+{
+	if (C == 3) {        /* images: the common case, unrolled */
+		const uint8_t *r = src, *g = src + HW, *b = src + 2 * HW;
+		for (size_t k = 0; k < HW; k++) {
+			dst[3 * k] = r[k];
+			dst[3 * k + 1] = g[k];
+			dst[3 * k + 2] = b[k];
+		}
+		return;
+	}
+	for (unsigned c = 0; c < C; c++)
+		for (size_t k = 0; k < HW; k++)
+			dst[k * C + c] = src[c * HW + k];
+}
+
+/* Channels and pixels per channel of the samples served (C = 1 for (H, W) records). */
+static void rf__chw(const struct rf_loader *l, unsigned *C, size_t *HW)
+{
+	*C = l->ndim == 3 ? l->shape[0] : 1;
+	*HW = (size_t)l->shape[l->ndim - 2] * l->shape[l->ndim - 1];
+}
+
+/* Sample i of job j, made (CHW) at src: into its row -- f32 when fused, interleaved
+ * when u8 NHWC of more than one channel, else copied unless made in place. */
+static void rf__emit(struct rf__gjob *j, unsigned i, const uint8_t *src)
 {
 	struct rf_loader *l = j->l;
 	struct rf__slot *s = j->s;
-	const struct rf_dataset *ds = l->ds;
+	uint8_t *row = s->stage + (size_t)i * l->pb;
+	unsigned C;
+	size_t HW;
+
+	if (rf__fused(l)) {
+		rf__decode_rec(l, s, rf__xrow(l, s, i), src);
+		return;
+	}
+	rf__chw(l, &C, &HW);
+	if (rf__hwc(l) && C > 1)
+		rf__to_hwc(row, src, C, HW);
+	else if (src != row)
+		memcpy(row, src, l->pb);
+}
+
+/* Where sample i of job j is made: its row itself, or the stream's scratch when it
+ * goes on from there (f32 rows, an interleave). */
+static uint8_t *rf__mkdst(struct rf__gjob *j, unsigned i)
+{
+	const struct rf_loader *l = j->l;
+
+	if (l->gscratch[j->w] && (rf__fused(l) || rf__hwc(l)))
+		return l->gscratch[j->w];
+	return j->s->stage + (size_t)i * l->pb;
+}
+
+/* "PATH: record R (offset O, N bytes): MSG" for record i of j. */
+static void rf__image_msg(const struct rf__gjob *j, unsigned i, const char *msg, char *buf,
+			  size_t len)
+{
+	const struct rf_dataset *ds = j->l->ds;
+	const char *path = ds->src[0].path;
+	struct rf_dataset_loc loc;
+	unsigned k;
+	uint64_t off;
+
+	rf_dataset_payload_loc(ds, j->idx[i], &loc);
+	off = loc.offset;
+	if (ds->nparts && rf_dataset_part_of(ds, loc.offset, loc.length, &k, &off) == 0)
+		path = ds->parts[k].path;       /* several shards: its own, at its own offset */
+	snprintf(buf, len, "%s: record %" PRIu64 " (offset %" PRIu64 ", %" PRIu64 " bytes): %s",
+		 path, j->idx[i], off, loc.length, msg);
+}
+
+/* Image i of j did not decode: marked, counted, and said (a warning: the batch goes on). */
+static void rf__bad_image(struct rf__gjob *j, unsigned i, const char *msg)
+{
+	char buf[RF__ERRLEN];
+
+	j->bad[i] = 1;
+	j->skipped++;
+	rf__image_msg(j, i, msg, buf, sizeof(buf));
+	rf__log(RF_LOG_WARN, "%s (skipped: epoch %" PRIu64 ", batch %" PRIu64 ")", buf, j->epoch,
+		j->index);
+}
+
+/* Each bad row of j takes the row and label of the nearest good one before it (after
+ * it, for those at the start). -EBADMSG when no image of the batch decoded. */
+static int rf__fill_bad(struct rf__gjob *j)
+{
+	struct rf_loader *l = j->l;
+	struct rf__slot *s = j->s;
+	unsigned first = 0;
+
+	while (first < j->n && j->bad[first])
+		first++;
+	if (first == j->n) {
+		snprintf(j->err, sizeof(j->err), "%s: none of the %u images of the batch decoded "
+			 "(skip_bad_images): the first, record %" PRIu64 ", as the warnings say",
+			 l->ds->src[0].path, j->n, j->idx[0]);
+		return -EBADMSG;
+	}
+	for (unsigned i = 0, k = first; i < j->n; i++) {
+		if (!j->bad[i]) {
+			k = i;
+			continue;
+		}
+		if (rf__fused(l))
+			memcpy(rf__xrow(l, s, i), rf__xrow(l, s, k), l->pb * sizeof(float));
+		else
+			memcpy(s->stage + (size_t)i * l->pb, s->stage + (size_t)k * l->pb, l->pb);
+		if (j->lp)
+			j->lp[i] = j->lp[k];
+	}
+	return 0;
+}
+
+/* Images: each record decoded and augmented into its (3, size, size) u8 sample, in
+ * its row of the staging or in the stream's scratch, and from there into its f32 row
+ * (fused) or interleaved (u8 NHWC). */
+static int rf__gather_images(struct rf__gjob *j)
+{
+	struct rf_loader *l = j->l;
 	char msg[RF__ERRLEN - 96];
 
 	for (unsigned i = 0; i < j->n; i++) {
-		uint8_t *dst = rf__fused(l) ? l->gscratch[j->w] : s->stage + (size_t)i * l->pb;
+		uint8_t *dst = rf__mkdst(j, i);
 		int ret = rf__img_decode(l->img[j->w], &l->io, j->pp[i], j->pl[i], j->epoch,
 					 j->idx[i], dst, msg, sizeof(msg));
+		if (ret < 0 && ret != -ENOMEM && ret != -EINVAL && j->bad) {
+			rf__bad_image(j, i, msg);
+			continue;
+		}
 		if (ret < 0) {
-			struct rf_dataset_loc loc;
-			rf_dataset_payload_loc(ds, j->idx[i], &loc);
-			snprintf(j->err, sizeof(j->err), "%s: record %" PRIu64 " (offset %" PRIu64
-				 ", %" PRIu64 " bytes): %s", ds->src[0].path, j->idx[i], loc.offset,
-				 loc.length, msg);
+			rf__image_msg(j, i, msg, j->err, sizeof(j->err));
 			return ret;
 		}
-		if (rf__fused(l))
-			rf__decode_rec(l, s, rf__xrow(l, s, i), dst);
+		rf__emit(j, i, dst);
 	}
-	return 0;
+	return j->skipped ? rf__fill_bad(j) : 0;
 }
 
 /* The op (worker thread): records -> staging (augmented, if asked), or straight to
@@ -125,7 +244,6 @@ static int rf__gather_run(void *ctx)
 	struct rf_loader *l = j->l;
 	struct rf__slot *s = j->s;
 	const struct rf_dataset *ds = l->ds;
-	size_t pb = l->pb;
 	unsigned i;
 	int ret;
 
@@ -137,18 +255,14 @@ static int rf__gather_run(void *ctx)
 		unsigned H = l->shape[l->ndim - 2], W = l->shape[l->ndim - 1];
 		for (i = 0; i < j->n; i++) {
 			int dy, dx, flip;
-			uint8_t *dst = rf__fused(l) ? l->gscratch[j->w] : s->stage + (size_t)i * pb;
+			uint8_t *dst = rf__mkdst(j, i);
 			rf_loader_augment_of(&l->o, j->epoch, j->idx[i], &dy, &dx, &flip);
 			rf__augment_copy(dst, j->pp[i], C, H, W, dy, dx, flip);
-			if (rf__fused(l))
-				rf__decode_rec(l, s, rf__xrow(l, s, i), dst);
+			rf__emit(j, i, dst);
 		}
-	} else if (rf__fused(l)) {
-		for (i = 0; i < j->n; i++)
-			rf__decode_rec(l, s, rf__xrow(l, s, i), j->pp[i]);
 	} else {
 		for (i = 0; i < j->n; i++)
-			memcpy(s->stage + (size_t)i * pb, j->pp[i], pb);
+			rf__emit(j, i, j->pp[i]);
 	}
 	if (!j->lp)
 		return 0;
@@ -187,6 +301,7 @@ static void rf__gather_done(void *ctx, int status)
 {
 	struct rf__gjob *j = ctx;
 
+	j->l->st.images_skipped += j->skipped;   /* on the reactor: no other writer */
 	if (status < 0)
 		rf__gather_log(j, status);
 	free(j);

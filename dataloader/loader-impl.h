@@ -14,6 +14,7 @@
 #include "image-impl.h"
 #include "loader.h"
 #include "ops.h"
+#include "u8norm.h"
 
 /* How records reach a batch (l->mode, rf_loader_stats.mode). */
 enum { RF__MEM = 0, RF__SPAN = 1, RF__REC = 2 };
@@ -45,7 +46,8 @@ struct rf__fetch;
 struct rf__req {
 	struct rf__fetch *f;
 	uint64_t rec0, nrec;      /* the records the read is for (file order) */
-	uint64_t off;             /* file offset (aligned) */
+	unsigned part;            /* the shard it reads (l->pfd), 0 without parts */
+	uint64_t off;             /* file offset (aligned; in that shard's file) */
 	uint32_t len;             /* aligned length */
 	uint32_t need;            /* bytes that must arrive (through the last record) */
 	size_t dst;               /* offset in the unit's buffer */
@@ -99,6 +101,8 @@ struct rf__gjob {
 	uint32_t *pl;             /* its length (a variable dataset's records) */
 	const uint8_t **lp;       /* label of record j, or NULL */
 	uint64_t *idx;            /* record index (for messages) */
+	unsigned skipped;         /* skip_bad_images: images replaced (counted when done) */
+	uint8_t *bad;             /* skip_bad_images: bad[j] (n bytes), else NULL */
 };
 
 struct rf_loader {
@@ -114,6 +118,7 @@ struct rf_loader {
 	unsigned ndim;
 	uint32_t shape[RF_DS_MAX_DIMS];
 	int image;                     /* records are encoded images, decoded by the gather */
+	struct rf__u8norm norm;        /* u8 -> float: opts' scale, mean and std, or per channel */
 	struct rf__img_opts io;        /* their decode and augmentation */
 	unsigned K, N;            /* shards (devices), full slots */
 	unsigned T, base;         /* shards per batch over all processes; our first */
@@ -122,6 +127,10 @@ struct rf_loader {
 	uint64_t align;
 
 	int fd, direct, registered;
+	/* several shards (ds->parts): each reopened for ring reads, l->fd unused (-1); a
+	 * read names its shard (rf__req.part) and lies inside it */
+	int *pfd;
+	unsigned npfd;
 	struct rf__http *http;    /* a remote payload (http://): its range client, else NULL */
 	unsigned rflags;
 	const uint8_t *pmem;      /* payload source in memory (whole file), or NULL */
@@ -188,6 +197,12 @@ static inline int rf__fused(const struct rf_loader *l)
 	return !l->remote && l->o.x_dtype == RF_F32 && l->o.x_layout == RF_LAYOUT_ROWMAJOR;
 }
 
+/* u8 batches in NHWC: the gather writes each sample's channels interleaved. */
+static inline int rf__hwc(const struct rf_loader *l)
+{
+	return l->o.x_dtype == RF_U8 && l->o.x_layout == RF_LAYOUT_NHWC;
+}
+
 static inline size_t rf__round(size_t v, size_t a)
 {
 	return (v + a - 1) / a * a;
@@ -210,6 +225,8 @@ static inline uint64_t rf__group_of(const struct rf_loader *l, uint64_t rec)
 /* Labels of a separate file and (MEM) the payload into memory; else reopen the
  * payload file for ring reads. Sets l->mode. 0 or -errno with rf_last_error(). */
 int rf__open_sources(struct rf_loader *l);
+/* Close the payload file(s) the loader reopened. */
+void rf__close_sources(struct rf_loader *l);
 
 /* ---- loader-read.c ---- */
 /* Fetch units: the read arena (registered with the ring if it may), one variable each. */

@@ -39,7 +39,8 @@ static void rf__recs(char *buf, size_t len, uint64_t r0, uint64_t n)
 static void rf__fetch_fail(struct rf__fetch *f, const struct rf__req *q, int err, int64_t got)
 {
 	struct rf_loader *l = f->l;
-	const char *path = l->ds->src[RF_DS_SRC_PAYLOAD].path;
+	const char *path = l->pfd ? l->ds->parts[q->part].path
+				  : l->ds->src[RF_DS_SRC_PAYLOAD].path;
 	struct rf__ferr *e;
 	char recs[64];
 
@@ -114,8 +115,8 @@ static int rf__issue(struct rf_loader *l, struct rf__req *q)
 		h->data = q;
 		return rf__http_get(l->http, h);
 	}
-	return rf_ring_read(l->ring, l->fd, f->u->buf + q->dst, q->len, q->off, l->rflags,
-			    rf__fetch_cb, q, NULL);
+	return rf_ring_read(l->ring, l->pfd ? l->pfd[q->part] : l->fd, f->u->buf + q->dst,
+			    q->len, q->off, l->rflags, rf__fetch_cb, q, NULL);
 }
 
 /* Issue queued requests in order while the bytes in flight allow (one always may go
@@ -371,7 +372,10 @@ static void rf__locate_mem(struct rf_loader *l, uint64_t p0, struct rf__gjob *j)
  * starting at record k's slot and covering records k..i ends inside slot i (a slot
  * holds a record's span plus one alignment unit), so merged reads stay in the unit.
  * Records of any length have no slot of a fixed size: each read goes where the one
- * before ended (rf__var_unit_cap sizes the unit for the largest records). */
+ * before ended (rf__var_unit_cap sizes the unit for the largest records). Of several
+ * shards, a record's span is aligned in its own shard's file (rf_dataset_part_of) and
+ * read from it; records of two shards never share a read, so none spans a shard's end
+ * (the last one's aligned span may pass it: a short read there, as at a file's end). */
 #define RF__MERGE_MAX (1u << 20)
 static int rf__read_records(struct rf_loader *l, uint64_t p0, struct rf__gjob *j)
 {
@@ -389,19 +393,27 @@ static int rf__read_records(struct rf_loader *l, uint64_t p0, struct rf__gjob *j
 		uint64_t r = l->order[p0 + i], off, len, a = s0->data_offset + r * s0->stride;
 		uint64_t rl = s0->stride;
 		struct rf__req *q = nq ? &f->req[nq - 1] : NULL;
+		unsigned part = 0;
 		const uint8_t *rec;
 		if (var) {
 			struct rf_dataset_loc loc;
 			rf_dataset_payload_loc(ds, r, &loc);
 			a = loc.offset;
 			rl = loc.length;
+			if (l->pfd && rf_dataset_part_of(ds, loc.offset, rl, &part, &a) < 0) {
+				free(f);
+				return rf__fail(-EIO, "%s: record %" PRIu64 ": bytes [%" PRIu64 ", %"
+						PRIu64 ") of the shards' payload lie in no one shard",
+						s0->path, r, loc.offset, loc.offset + rl);
+			}
 			j->pl[i] = (uint32_t)rl;
 			off = a & ~(l->align - 1);
 			len = rf__round(a + rl, l->align) - off;
 		} else {
 			rf_dataset_span(ds, RF_DS_SRC_PAYLOAD, r, 1, l->align, &off, &len);
 		}
-		if (q && r == q->rec0 + q->nrec && off + len - q->off <= RF__MERGE_MAX) {
+		if (q && r == q->rec0 + q->nrec && q->part == part &&
+		    off + len - q->off <= RF__MERGE_MAX) {
 			q->nrec++; /* the next record in the file: the same read, longer */
 			q->len = (uint32_t)(off + len - q->off);
 			q->need = (uint32_t)(a + rl - q->off);
@@ -410,6 +422,7 @@ static int rf__read_records(struct rf_loader *l, uint64_t p0, struct rf__gjob *j
 			q->f = f;
 			q->rec0 = r;
 			q->nrec = 1;
+			q->part = part;
 			q->off = off;
 			q->len = (uint32_t)len;
 			q->need = (uint32_t)(a + rl - off);

@@ -16,11 +16,19 @@ static int rf__make_shard(struct rf_loader *l, struct rf__slot *s, unsigned si, 
 	struct rf_device *hd = l->remote ? l->host : d;
 	char name[40];
 
+	int64_t sh4[4] = { shape[0], nd == 3 ? 1 : shape[1], shape[nd - 2], shape[nd - 1] };
+
+	if (rf__hwc(l)) {    /* u8 NHWC: (n, c, h, w) interleaved; (n, h, w) gets c = 1 */
+		nd = 4;
+		shape = sh4;
+	}
 	if (!rf__fused(l)) { /* fused: the gather writes x itself, no u8 staging */
 		snprintf(name, sizeof(name), "loader.u8[%u].%u", si, i);
 		rf_tensor_wrap(hd, s->stage + (size_t)a * l->pb, RF_U8, name, nd, shape, &s->su[i]);
 		if (!s->su[i])
 			return -ENOMEM;
+		if (rf__hwc(l) && rf_tensor_set_layout(s->su[i], RF_LAYOUT_NHWC) < 0)
+			return -EINVAL;
 	}
 	snprintf(name, sizeof(name), "loader.x[%u].%u", si, i);
 	if (l->o.x_dtype == RF_U8 && !l->remote) {
@@ -28,7 +36,6 @@ static int rf__make_shard(struct rf_loader *l, struct rf__slot *s, unsigned si, 
 	} else if (l->o.x_dtype == RF_U8) {
 		/* the u8 copy on the device (ud, below) */
 	} else if (l->o.x_layout == RF_LAYOUT_NHWC && nd == 3) {   /* (n, h, w) -> (n, 1, h, w) */
-		int64_t sh4[4] = { shape[0], 1, shape[1], shape[2] };
 		rf_tensor_create_layout(d, l->o.x_dtype, RF_LAYOUT_NHWC, name, 4, sh4, &s->x[i]);
 	} else {
 		rf_tensor_create_layout(d, l->o.x_dtype, l->o.x_layout, name, nd, shape, &s->x[i]);
@@ -37,7 +44,8 @@ static int rf__make_shard(struct rf_loader *l, struct rf__slot *s, unsigned si, 
 		return -ENOMEM;
 	if (l->remote) {
 		snprintf(name, sizeof(name), "loader.u8d[%u].%u", si, i);
-		rf_tensor_create(d, RF_U8, name, nd, shape, &s->ud[i]);
+		rf_tensor_create_layout(d, RF_U8, rf__hwc(l) ? RF_LAYOUT_NHWC : RF_LAYOUT_ROWMAJOR,
+					name, nd, shape, &s->ud[i]);
 		if (!s->ud[i])
 			return -ENOMEM;
 		if (l->o.x_dtype == RF_U8)

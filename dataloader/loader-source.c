@@ -1,5 +1,6 @@
 /* loader-source.c -- where the loader takes records from: label files and in-memory
- * payloads copied at create, or the payload file reopened (O_DIRECT) for ring reads. */
+ * payloads copied at create, or the payload file -- or each shard of a set of
+ * WebDataset shards (ds->parts) -- reopened (O_DIRECT) for ring reads. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -11,55 +12,64 @@
 
 #include "loader-impl.h"
 
-/* The whole file of src into a new buffer *out. */
-static int rf__load_file(const struct rf_dataset_src *src, uint8_t **out)
+/* size bytes of the file fd (path, for messages) into m. */
+static int rf__load_fd(int fd, const char *path, uint8_t *m, uint64_t size)
 {
-	uint8_t *m = malloc(src->size ? src->size : 1);
 	uint64_t off = 0;
 
-	if (!m)
-		return rf__fail(-ENOMEM, "%s: cannot allocate %" PRIu64 " bytes for it", src->path,
-				src->size);
-	if (src->remote) {
-		int e = rf__src_pread(src, m, src->size, 0);
-		if (e < 0) {
-			free(m);
-			return e;
-		}
-		*out = m;
-		return 0;
-	}
-	while (off < src->size) {
-		ssize_t n = pread(src->fd, m + off, src->size - off, (off_t)off);
+	while (off < size) {
+		ssize_t n = pread(fd, m + off, size - off, (off_t)off);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0) {
 			int e = n < 0 ? -errno : -EIO;
-			rf__fail(e, "%s: offset %" PRIu64 ": %s (expected %" PRIu64 " bytes)",
-				 src->path, off, n < 0 ? strerror(errno) : "unexpected end of file",
-				 src->size);
-			free(m);
-			return e;
+			return rf__fail(e, "%s: offset %" PRIu64 ": %s (expected %" PRIu64 " bytes)",
+					path, off, n < 0 ? strerror(errno) : "unexpected end of file",
+					size);
 		}
 		off += (uint64_t)n;
+	}
+	return 0;
+}
+
+/* The whole file of src into a new buffer *out; the payload of several shards (parts
+ * non-NULL) each at its base, the gaps between them zero. */
+static int rf__load_file(const struct rf_dataset_src *src, const struct rf_dataset_part *parts,
+			 unsigned nparts, uint8_t **out)
+{
+	uint64_t sz = src->size ? src->size : 1;
+	uint8_t *m = parts ? calloc(sz, 1) : malloc(sz);
+	int e = 0;
+
+	if (!m)
+		return rf__fail(-ENOMEM, "%s: cannot allocate %" PRIu64 " bytes for it", src->path,
+				src->size);
+	if (src->remote)
+		e = rf__src_pread(src, m, src->size, 0);
+	else if (!parts)
+		e = rf__load_fd(src->fd, src->path, m, src->size);
+	for (unsigned k = 0; parts && k < nparts && !e; k++)
+		e = rf__load_fd(parts[k].fd, parts[k].path, m + parts[k].base, parts[k].size);
+	if (e < 0) {
+		free(m);
+		return e;
 	}
 	*out = m;
 	return 0;
 }
 
-/* open() the file through /proc/self/fd (else by path) with *fl, dropping O_DIRECT
- * where the filesystem refuses it (tmpfs). */
-static int rf__reopen_try(const struct rf_dataset_src *s0, int *fl, struct stat *got,
-			  int *not_reg)
+/* open() the file (path, open as fd0) through /proc/self/fd (else by path) with *fl,
+ * dropping O_DIRECT where the filesystem refuses it (tmpfs). */
+static int rf__reopen_try(const char *path, int fd0, int *fl, struct stat *got, int *not_reg)
 {
 	char p[64];
 	int fd = -EBADF, i;
 
-	snprintf(p, sizeof(p), "/proc/self/fd/%d", s0->fd);
+	snprintf(p, sizeof(p), "/proc/self/fd/%d", fd0);
 	for (i = 0; i < 2; i++) {
 		fd = rf__open_regular(p, *fl, 0, got, not_reg);
 		if (fd < 0 && !*not_reg && fd != -EINVAL)
-			fd = rf__open_regular(s0->path, *fl, 0, got, not_reg); /* no /proc */
+			fd = rf__open_regular(path, *fl, 0, got, not_reg); /* no /proc */
 		if (fd == -EINVAL && !*not_reg && (*fl & O_DIRECT)) {
 			*fl &= ~O_DIRECT;
 			continue;
@@ -69,27 +79,27 @@ static int rf__reopen_try(const struct rf_dataset_src *s0, int *fl, struct stat 
 	return fd;
 }
 
-/* Reopen the very file the dataset validated (even if renamed since) with *fl (O_DIRECT
- * dropped from *fl where the filesystem refuses it). Never blocks (a FIFO put at the
- * path since), and refuses anything but that same regular file. Returns the fd or
- * -errno with rf_last_error(). */
-static int rf__reopen(const struct rf_dataset_src *s0, int *fl)
+/* Reopen the very file the dataset validated (path, open as fd0; even if renamed
+ * since) with *fl (O_DIRECT dropped from *fl where the filesystem refuses it). Never
+ * blocks (a FIFO put at the path since), and refuses anything but that same regular
+ * file. Returns the fd or -errno with rf_last_error(). */
+static int rf__reopen(const char *path, int fd0, int *fl)
 {
 	struct stat want, got;
 	int fd, not_reg = 0;
 
-	if (s0->fd < 0 || fstat(s0->fd, &want) < 0)
-		return rf__fail(-EBADF, "%s: the dataset holds no open file to read", s0->path);
-	fd = rf__reopen_try(s0, fl, &got, &not_reg);
+	if (fd0 < 0 || fstat(fd0, &want) < 0)
+		return rf__fail(-EBADF, "%s: the dataset holds no open file to read", path);
+	fd = rf__reopen_try(path, fd0, fl, &got, &not_reg);
 	if (fd < 0 && not_reg)
 		return rf__fail(fd, "%s: is now %s, not a regular file: expected the file the "
-				"dataset was opened from", s0->path, rf__ftype(got.st_mode));
+				"dataset was opened from", path, rf__ftype(got.st_mode));
 	if (fd < 0)
-		return rf__fail(fd, "%s: cannot reopen for reading: %s", s0->path, strerror(-fd));
+		return rf__fail(fd, "%s: cannot reopen for reading: %s", path, strerror(-fd));
 	if (got.st_dev != want.st_dev || got.st_ino != want.st_ino) {
 		close(fd);
 		return rf__fail(-ESTALE, "%s: is another file than the one the dataset was opened "
-				"from (replaced since?)", s0->path);
+				"from (replaced since?)", path);
 	}
 	return fd;
 }
@@ -105,7 +115,7 @@ static int rf__load_labels(struct rf_loader *l)
 	l->lmem = ds->src[ds->label_src].mem;
 	if (l->lmem)
 		return 0;
-	ret = rf__load_file(&ds->src[ds->label_src], &l->lmem_own);
+	ret = rf__load_file(&ds->src[ds->label_src], NULL, 0, &l->lmem_own);
 	if (ret < 0)
 		return ret;
 	l->lmem = l->lmem_own;
@@ -122,27 +132,70 @@ static int rf__disk_mode(const struct rf_loader *l, const struct rf_dataset_src 
 	return l->o.no_shuffle || l->o.order == RF_LOADER_ORDER_WINDOWED ? RF__SPAN : RF__REC;
 }
 
-/* Reopen the payload file for ring reads, find its O_DIRECT alignment, pick the mode. */
-static int rf__open_payload_file(struct rf_loader *l)
+/* Reopen one payload file (path, open as fd0) into *fd for ring reads; its O_DIRECT
+ * alignment widens l->align, and l->direct stays 1 only while every file has it. */
+static int rf__open_one(struct rf_loader *l, const char *path, int fd0, int *fd)
 {
-	const struct rf_dataset_src *s0 = &l->ds->src[RF_DS_SRC_PAYLOAD];
 	uint32_t ma = 0, oa = 0;
 	int fl = O_RDONLY | (l->o.buffered ? 0 : O_DIRECT);
-	int ret = rf__reopen(s0, &fl);
+	int ret = rf__reopen(path, fd0, &fl);
 
 	if (ret < 0)
 		return ret;
-	l->fd = ret;
-	l->direct = !!(fl & O_DIRECT);
-	l->align = 4096;
-	if (l->direct && rf_dio_align(l->fd, s0->path, &ma, &oa) == 0) {
+	*fd = ret;
+	l->direct &= !!(fl & O_DIRECT);
+	if ((fl & O_DIRECT) && rf_dio_align(*fd, path, &ma, &oa) == 0) {
 		if (oa > l->align)
 			l->align = oa;
 		if (ma > l->align)
 			l->align = ma;
 	}
+	return 0;
+}
+
+/* Reopen the payload file (or each shard) for ring reads, find the O_DIRECT alignment,
+ * pick the mode. A read of a shard is aligned in that shard's file (loader-read.c), so
+ * shards on devices of different alignments take the widest. */
+static int rf__open_payload_file(struct rf_loader *l)
+{
+	const struct rf_dataset *ds = l->ds;
+	const struct rf_dataset_src *s0 = &ds->src[RF_DS_SRC_PAYLOAD];
+	int ret;
+
+	l->direct = 1;
+	l->align = 4096;
+	if (!ds->nparts) {
+		ret = rf__open_one(l, s0->path, s0->fd, &l->fd);
+	} else if (!rf_dataset_variable(ds)) {
+		ret = rf__fail(-EINVAL, "%s: shards of fixed-size records: expected records of "
+			       "any length (a set of WebDataset shards)", s0->path);
+	} else if (!(l->pfd = malloc(ds->nparts * sizeof(*l->pfd)))) {
+		ret = rf__fail(-ENOMEM, "%s: out of memory for %u shards", s0->path, ds->nparts);
+	} else {
+		ret = 0;
+		for (l->npfd = 0; l->npfd < ds->nparts && !ret; l->npfd++) {
+			const struct rf_dataset_part *p = &ds->parts[l->npfd];
+			l->pfd[l->npfd] = -1;
+			ret = rf__open_one(l, p->path, p->fd, &l->pfd[l->npfd]);
+		}
+	}
+	if (ret < 0)
+		return ret;
 	l->mode = rf__disk_mode(l, s0);
 	return 0;
+}
+
+void rf__close_sources(struct rf_loader *l)
+{
+	if (l->fd >= 0)
+		close(l->fd);
+	l->fd = -1;
+	for (unsigned k = 0; l->pfd && k < l->npfd; k++)
+		if (l->pfd[k] >= 0)
+			close(l->pfd[k]);
+	free(l->pfd);
+	l->pfd = NULL;
+	l->npfd = 0;
 }
 
 int rf__open_sources(struct rf_loader *l)
@@ -155,7 +208,7 @@ int rf__open_sources(struct rf_loader *l)
 		return ret;
 	l->pmem = s0->mem;
 	if (!l->pmem && l->o.in_memory) {
-		ret = rf__load_file(s0, &l->pmem_own);
+		ret = rf__load_file(s0, ds->parts, ds->nparts, &l->pmem_own);
 		if (ret < 0)
 			return ret;
 		l->pmem = l->pmem_own;

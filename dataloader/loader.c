@@ -14,6 +14,7 @@
  * labels, device tensors) are recycled the same way through the tensors' variables. */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -62,6 +63,58 @@ static int rf__check_image_args(const struct rf_dataset *ds, const struct rf_loa
 	return 0;
 }
 
+/* Records of (C, H, W) (image records: 3 x size x size), (H, W) (C = 1), anything
+ * else none (0): the channels a mean and std per channel apply to. */
+static unsigned rf__channels(const struct rf_dataset *ds, const struct rf_loader_opts *o,
+			     uint64_t *plane)
+{
+	if (o->image_size) {
+		*plane = (uint64_t)o->image_size * o->image_size;
+		return 3;
+	}
+	if (ds->ndim == 3 || ds->ndim == 2) {
+		*plane = (uint64_t)ds->shape[ds->ndim - 2] * ds->shape[ds->ndim - 1];
+		return ds->ndim == 3 ? ds->shape[0] : 1;
+	}
+	return 0;
+}
+
+_Static_assert(RF_LOADER_NORM_MAX_CH == RF_U8_NORM_MAX_CH &&
+	       RF_U8_NORM_MAX_CH == RF__U8NORM_MAX_CH, "one channel limit");
+
+/* norm_channels and its means and stds against the records. */
+static int rf__check_norm(const struct rf_dataset *ds, const struct rf_loader_opts *o)
+{
+	const char *path = ds->src[0].path;
+	uint64_t plane = 0;
+	unsigned C = rf__channels(ds, o, &plane);
+
+	if (!o->norm_channels)
+		return 0;
+	if (o->norm_channels > RF_U8_NORM_MAX_CH)
+		return rf__fail(-EINVAL, "loader: norm_channels %u: expected 0 (one mean and std) "
+				"to %d", o->norm_channels, RF_LOADER_NORM_MAX_CH);
+	if (C != o->norm_channels)
+		return rf__fail(-EINVAL, "%s: norm_channels %u: the records are %s%u channel%s",
+				path, o->norm_channels, C ? "" : "not images of (C, H, W) or (H, W): ",
+				C, C == 1 ? "" : "s");
+	if (o->x_dtype == RF_U8)
+		return rf__fail(-EINVAL, "loader: norm_channels %u with x_dtype RF_U8: u8 batches "
+				"are the bytes as they are; normalize on the model's side or ask "
+				"for a float x_dtype", o->norm_channels);
+	if (o->mean != 0.0f || (o->std != 0.0f && o->std != 1.0f))
+		return rf__fail(-EINVAL, "loader: mean %g and std %g beside norm_channels %u: "
+				"expected one or the other (mean 0, std 0)", (double)o->mean,
+				(double)o->std, o->norm_channels);
+	for (unsigned c = 0; c < C; c++)
+		if (!isfinite(o->channel_mean[c]) || !isfinite(o->channel_std[c]) ||
+		    o->channel_std[c] == 0.0f)
+			return rf__fail(-EINVAL, "loader: channel %u: mean %g, std %g: expected "
+					"finite numbers and a nonzero std", c,
+					(double)o->channel_mean[c], (double)o->channel_std[c]);
+	return 0;
+}
+
 /* What can be refused before anything is allocated. */
 static int rf__check_args(struct rf_engine *e, const struct rf_dataset *ds,
 			  const struct rf_loader_opts *opts)
@@ -104,9 +157,6 @@ static int rf__check_args(struct rf_engine *e, const struct rf_dataset *ds,
 	    opts->x_dtype != RF_F16 && opts->x_dtype != RF_U8)
 		return rf__fail(-EINVAL, "loader: x_dtype %d: expected RF_F32, RF_BF16, RF_F16 or "
 				"RF_U8", (int)opts->x_dtype);
-	if (opts->x_dtype == RF_U8 && opts->x_layout != RF_LAYOUT_ROWMAJOR)
-		return rf__fail(-EINVAL, "loader: x_dtype RF_U8 serves the records' bytes as they "
-				"are: expected x_layout RF_LAYOUT_ROWMAJOR");
 	if (opts->x_layout != RF_LAYOUT_ROWMAJOR && opts->x_layout != RF_LAYOUT_NHWC)
 		return rf__fail(-EINVAL, "loader: x_layout %d: expected RF_LAYOUT_ROWMAJOR or "
 				"RF_LAYOUT_NHWC", (int)opts->x_layout);
@@ -116,7 +166,7 @@ static int rf__check_args(struct rf_engine *e, const struct rf_dataset *ds,
 	if (ds->ndim + 1 > RF_TENSOR_MAX_DIMS)
 		return rf__fail(-ENOTSUP, "%s: records of %u dims: a batch tensor holds at most %d",
 				ds->src[0].path, ds->ndim, RF_TENSOR_MAX_DIMS - 1);
-	return 0;
+	return rf__check_norm(ds, opts);
 }
 
 /* Options with their defaults filled in, and the epoch's batch counts. */
@@ -163,6 +213,12 @@ static void rf__init(struct rf_loader *l, struct rf_engine *e, const struct rf_d
 		l->ngs = opts->workers ? opts->workers : cpus < 1 ? 1 : cpus > RF__MAXGS ?
 			 RF__MAXGS : (unsigned)cpus;
 		rf__img_opts_of(opts, &l->io);
+	}
+	l->norm = rf__u8norm_one(l->o.scale, l->o.mean, l->o.std);
+	if (opts->norm_channels) {
+		l->norm.nch = rf__channels(ds, opts, &l->norm.plane);
+		memcpy(l->norm.mean, opts->channel_mean, sizeof(l->norm.mean));
+		memcpy(l->norm.std, opts->channel_std, sizeof(l->norm.std));
 	}
 	l->count = ds->count;
 	l->labels = ds->label_kind != RF_LABEL_NONE;
@@ -218,7 +274,7 @@ static int rf__finish_create(struct rf_loader *l)
 					strerror(-ret));
 		if (l->image && rf__imgctx_create(&l->img[k]) < 0)
 			return rf__fail(-ENOMEM, "loader: %s", strerror(ENOMEM));
-		if (rf__fused(l) && (l->image || l->o.crop_pad || l->o.hflip) &&
+		if ((rf__fused(l) || rf__hwc(l)) && (l->image || l->o.crop_pad || l->o.hflip) &&
 		    !(l->gscratch[k] = malloc(l->pb)))
 			return rf__fail(-ENOMEM, "loader: %s", strerror(ENOMEM));
 	}
@@ -298,8 +354,7 @@ void rf_loader_destroy(struct rf_loader *l)
 		rf_ring_unregister_memory(l->ring, rf_pinned_base(l->uarena));
 	rf_pinned_destroy(l->sarena);
 	rf_pinned_destroy(l->uarena);
-	if (l->fd >= 0)
-		close(l->fd);
+	rf__close_sources(l);
 	rf__http_destroy(l->http);
 	free(l->pmem_own);
 	free(l->lmem_own);

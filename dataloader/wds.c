@@ -1,123 +1,319 @@
-/* wds.c -- a WebDataset shard (a tar of KEY.jpg|.jpeg|.png + KEY.cls members) opened as a
- * dataset of encoded images read where they lie in the tar: the tar's member list
+/* wds.c -- WebDataset shards (tars of KEY.jpg|.jpeg|.png + KEY.cls members) opened as a
+ * dataset of encoded images read where they lie in the tars: each tar's member list
  * (tar.c, cached beside the shard by tar-index.c) gives each sample's image (offset,
  * length) and label, which go into an in-memory index of the layout a version 2
- * .rfrec keeps (16 bytes a record), so a loader reads a shard as it reads such a
- * file. */
+ * .rfrec keeps (16 bytes a record), so a loader reads shards as it reads such a file.
+ * One shard is the payload source itself; several are its parts (struct rf_dataset's
+ * parts): their virtual concatenation, each at a base aligned to RF_DS_PART_ALIGN, is
+ * what the index's offsets address. A brace pattern of names (shards.c) opens a set. */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "dataset-impl.h"
 #include "tar-impl.h"
 
-/* Samples -> the index (src[1]) and the fields of ds. */
-static int wds_fill(struct rf_dataset *ds, const struct rf__wds_sample *sm, size_t n,
-		    const char *path, uint32_t num_classes)
-{
-	struct rf_dataset_src *x = &ds->src[1];
-	uint8_t *ix = malloc(n * RF_REC_INDEX_ENTRY);
-	size_t with = 0;
-	int32_t top = -1;
+/* Descriptors left to the rest of the process when a set of shards is opened. */
+#define WDS_FD_SPARE 64
 
-	if (!ix)
-		return rf__ds_fail(-ENOMEM, path, "out of memory for the index of %zu samples", n);
-	for (size_t i = 0; i < n; i++)
+/* The index being built, shard after shard. */
+struct wds_build {
+	const char *const *paths;
+	uint32_t num_classes;
+	uint8_t *ix;                  /* n entries of RF_REC_INDEX_ENTRY bytes */
+	size_t n, cap;
+	uint64_t with;                /* labelled samples of the shards before */
+	int32_t top;                  /* the largest label */
+	uint64_t max_record;
+	/* the first labelled sample, and the first without a label while none before had
+	 * one: for the refusal of a set labelled in part */
+	int lab, nol;
+	size_t lab_shard, nol_shard;
+	uint64_t lab_off, nol_off;
+	char lab_key[96], nol_key[96];
+};
+
+/* Shard k's samples sm[0..ns), its bytes at base in the payload, into the index. The
+ * messages of a single shard are those of the one-shard open before sets existed. */
+static int wds_add(struct wds_build *b, size_t k, const struct rf__wds_sample *sm, size_t ns,
+		   uint64_t base)
+{
+	const char *path = b->paths[k];
+	size_t with = 0;
+
+	for (size_t i = 0; i < ns; i++)
 		with += sm[i].label >= 0;
-	for (size_t i = 0; i < n; i++) {
-		uint8_t *e = ix + i * RF_REC_INDEX_ENTRY;
-		if (sm[i].img_size == 0 || sm[i].img_size > UINT32_MAX) {
-			free(ix);
+	if (b->n + ns > b->cap) {
+		size_t cap = b->cap ? b->cap : 1024;
+		uint8_t *ix;
+		while (cap < b->n + ns)
+			cap *= 2;
+		if (cap > SIZE_MAX / RF_REC_INDEX_ENTRY ||
+		    !(ix = realloc(b->ix, cap * RF_REC_INDEX_ENTRY)))
+			return rf__ds_fail(-ENOMEM, path, "out of memory for the index of %zu "
+					   "samples", b->n + ns);
+		b->ix = ix;
+		b->cap = cap;
+	}
+	for (size_t i = 0; i < ns; i++) {
+		uint8_t *e = b->ix + (b->n + i) * RF_REC_INDEX_ENTRY;
+		if (sm[i].img_size == 0 || sm[i].img_size > UINT32_MAX)
 			return rf__ds_fail(-EINVAL, path, "offset %" PRIu64 ": sample %s: image of %"
 					   PRIu64 " bytes, expected 1 byte to 4 GiB", sm[i].img_off,
 					   sm[i].key, sm[i].img_size);
-		}
-		if (with && sm[i].label < 0) {
-			free(ix);
+		if (sm[i].label < 0 && b->with)
+			return rf__ds_fail(-EINVAL, path, "offset %" PRIu64 ": sample %s has no .cls "
+					   "label while %" PRIu64 " samples of the shards before it "
+					   "have one (the first: %s in %s, offset %" PRIu64 "): "
+					   "expected every sample labelled or none", sm[i].img_off,
+					   sm[i].key, b->with, b->lab_key, b->paths[b->lab_shard],
+					   b->lab_off);
+		if (sm[i].label < 0 && with)
 			return rf__ds_fail(-EINVAL, path, "offset %" PRIu64 ": sample %s has no .cls "
 					   "label while %zu others have one: expected every sample "
 					   "labelled or none", sm[i].img_off, sm[i].key, with);
+		if (sm[i].label < 0 && !b->nol) {
+			b->nol = 1;
+			b->nol_shard = k;
+			b->nol_off = sm[i].img_off;
+			snprintf(b->nol_key, sizeof(b->nol_key), "%s", sm[i].key);
 		}
-		if (num_classes && sm[i].label >= 0 && (uint32_t)sm[i].label >= num_classes) {
-			free(ix);
-			return rf__ds_fail(-ERANGE, path, "sample %s: label %" PRId32 " outside [0, %"
-					   PRIu32 ")", sm[i].key, sm[i].label, num_classes);
+		if (sm[i].label >= 0 && b->nol)   /* unlabelled ones in a shard before */
+			return rf__ds_fail(-EINVAL, b->paths[b->nol_shard], "offset %" PRIu64
+					   ": sample %s has no .cls label while sample %s of %s "
+					   "(offset %" PRIu64 ") has one: expected every sample "
+					   "labelled or none", b->nol_off, b->nol_key, sm[i].key, path,
+					   sm[i].img_off);
+		if (sm[i].label >= 0 && !b->lab) {
+			b->lab = 1;
+			b->lab_shard = k;
+			b->lab_off = sm[i].img_off;
+			snprintf(b->lab_key, sizeof(b->lab_key), "%s", sm[i].key);
 		}
-		rf__put_le64(e, sm[i].img_off);
+		if (b->num_classes && sm[i].label >= 0 && (uint32_t)sm[i].label >= b->num_classes)
+			return rf__ds_fail(-ERANGE, path, "offset %" PRIu64 ": sample %s: label %"
+					   PRId32 " outside [0, %" PRIu32 ")", sm[i].img_off, sm[i].key,
+					   sm[i].label, b->num_classes);
+		rf__put_le64(e, base + sm[i].img_off);
 		rf__put_le32(e + 8, (uint32_t)sm[i].img_size);
 		rf__put_le32(e + 12, (uint32_t)sm[i].label);
-		if (sm[i].img_size > ds->max_record)
-			ds->max_record = sm[i].img_size;
-		if (sm[i].label > top)
-			top = sm[i].label;
+		if (sm[i].img_size > b->max_record)
+			b->max_record = sm[i].img_size;
+		if (sm[i].label > b->top)
+			b->top = sm[i].label;
 	}
+	b->n += ns;
+	b->with += with;
+	return 0;
+}
+
+/* The index (taken over) -> src[1] and the fields of ds. */
+static int wds_finish(struct rf_dataset *ds, struct wds_build *b, const char *name)
+{
+	struct rf_dataset_src *x = &ds->src[1];
+
 	x->fd = -1;
-	x->mem = ix;
-	x->size = x->data_bytes = n * RF_REC_INDEX_ENTRY;
+	x->mem = b->ix;
+	b->ix = NULL;
+	x->size = x->data_bytes = b->n * RF_REC_INDEX_ENTRY;
 	x->stride = RF_REC_INDEX_ENTRY;
 	ds->nsrc = 2;
-	ds->count = n;
+	ds->count = b->n;
+	ds->max_record = b->max_record;
 	ds->encoding = RF_REC_ENC_IMAGE;
 	ds->dtype = RF_DS_DT_U8;
 	ds->label_src = RF_DS_SRC_LABEL;
 	ds->label_offset = 12;
-	ds->label_kind = with ? RF_LABEL_I32 : RF_LABEL_NONE;
-	ds->num_classes = with ? (num_classes ? num_classes : (uint32_t)top + 1) : 0;
-	if (!(x->path = strdup(path)))
-		return rf__ds_fail(-ENOMEM, path, "out of memory");
+	ds->label_kind = b->with ? RF_LABEL_I32 : RF_LABEL_NONE;
+	ds->num_classes = b->with ? (b->num_classes ? b->num_classes : (uint32_t)b->top + 1) : 0;
+	if (!(x->path = strdup(name)))
+		return rf__ds_fail(-ENOMEM, name, "out of memory");
 	return 0;
+}
+
+/* Append " (shard K of N[ of PATTERN])" to the message a shard's open left. */
+static int wds_in_set(int ret, size_t k, size_t n, const char *pattern)
+{
+	char msg[400];
+
+	snprintf(msg, sizeof(msg), "%s", rf_last_error());
+	return rf__fail(ret, "%s (shard %zu of %zu%s%.200s)", msg, k + 1, n,
+			pattern ? " of " : "", pattern ? pattern : "");
+}
+
+/* Refusals of a set as a whole, before any shard is opened. */
+static int wds_check_set(const char *const *paths, size_t n, const char *name)
+{
+	struct rlimit rl;
+	char hard[32] = "unlimited";
+
+	if (!paths || !n)
+		return rf__ds_fail(-EINVAL, name, "no shard given: expected 1 to %u paths",
+				   RF_DS_MAX_SHARDS);
+	if (n > RF_DS_MAX_SHARDS)
+		return rf__ds_fail(-E2BIG, name, "%zu shards, expected at most %u", n,
+				   RF_DS_MAX_SHARDS);
+	for (size_t k = 0; k < n; k++) {
+		if (!paths[k])
+			return rf__ds_fail(-EINVAL, name, "shard %zu of %zu: no path given", k + 1, n);
+		if (n > 1 && !strncmp(paths[k], "http://", 7))
+			return rf__ds_fail(-ENOTSUP, paths[k], "a remote shard in a set of %zu (shard "
+					   "%zu): several WebDataset shards are read from local files "
+					   "only; expected a path (or one .rfrec over HTTP: rf-pack "
+					   "--webdataset packs shards into one)", n, k + 1);
+	}
+	if (n < 2 || getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY ||
+	    (rlim_t)(2 * n + WDS_FD_SPARE) <= rl.rlim_cur)
+		return 0;
+	if (rl.rlim_max != RLIM_INFINITY)
+		snprintf(hard, sizeof(hard), "%llu", (unsigned long long)rl.rlim_max);
+	return rf__ds_fail(-EMFILE, name, "%zu shards: the dataset keeps each open and a loader "
+			   "reopens each (%zu file descriptors), and the limit (RLIMIT_NOFILE) is "
+			   "%llu with %d kept for the rest: expected at most %llu shards; raise "
+			   "the limit (ulimit -n; the hard limit is %s) or pack the shards into "
+			   "one file (rf-pack --webdataset)", n, 2 * n,
+			   (unsigned long long)rl.rlim_cur, WDS_FD_SPARE,
+			   (unsigned long long)(rl.rlim_cur > WDS_FD_SPARE ?
+						(rl.rlim_cur - WDS_FD_SPARE) / 2 : 0), hard);
+}
+
+/* paths[0..n) into ds; name is what src[0].path says of a set (n >= 2), pattern the
+ * brace pattern they came from (NULL: a list). */
+static int wds_open_set(struct rf_dataset *ds, const char *const *paths, size_t n,
+			uint32_t num_classes, unsigned flags, const char *name,
+			const char *pattern)
+{
+	struct wds_build b = { .paths = paths, .num_classes = num_classes, .top = -1 };
+	uint64_t end = 0, tar_bytes = 0;
+	int ret;
+
+	if ((ret = wds_check_set(paths, n, name)) < 0)
+		return ret;
+	if (n > 1) {
+		if (!(ds->parts = calloc(n, sizeof(*ds->parts))))
+			return rf__ds_fail(-ENOMEM, name, "out of memory for %zu shards", n);
+		ds->nparts = (unsigned)n;
+		for (size_t k = 0; k < n; k++)
+			ds->parts[k].fd = -1;
+	}
+	ds->kind = RF_DS_TAR;
+	ds->nsrc = 1;
+	for (size_t k = 0; k < n; k++) {
+		struct rf__tar t = { 0 };
+		struct rf__wds_sample *sm = NULL;
+		size_t ns = 0, noimg = 0;
+		uint64_t base = 0;
+		if ((ret = rf__tar_index_load_or_build(&t, paths[k])) == 0)
+			ret = rf__wds_samples(&t, rf__tar_read_at, &t, &sm, &ns, &noimg);
+		if (!ret && !ns)
+			ret = rf__ds_fail(-EINVAL, paths[k], "no sample with a .jpg, .jpeg or .png "
+					  "member (%zu members, %zu samples without an image): "
+					  "expected a WebDataset shard of images", t.n, noimg);
+		if (!ret && n == 1) {
+			ds->src[0].fd = t.fd;      /* the tar, kept open: the dataset's now */
+			t.has_fd = 0;
+		} else if (!ret) {
+			struct rf_dataset_part *p = &ds->parts[k];
+			base = (end + RF_DS_PART_ALIGN - 1) / RF_DS_PART_ALIGN * RF_DS_PART_ALIGN;
+			p->base = base;
+			p->size = t.size;
+			p->fd = t.fd;
+			t.has_fd = 0;
+			end = base + t.size;
+			if (!(p->path = strdup(paths[k])))
+				ret = rf__ds_fail(-ENOMEM, paths[k], "out of memory");
+		}
+		tar_bytes += t.size;
+		if (!ret)
+			ret = wds_add(&b, k, sm, ns, base);
+		free(sm);
+		rf__tar_close(&t);
+		if (ret < 0) {
+			if (n > 1)
+				wds_in_set(ret, k, n, pattern);
+			goto out;
+		}
+	}
+	/* a set: src[0] is the virtual payload, read through the parts */
+	ds->src[0].size = n == 1 ? tar_bytes : end;
+	ds->src[0].data_offset = 0;
+	ds->src[0].data_bytes = tar_bytes;
+	ds->src[0].stride = 0;
+	if (!(ds->src[0].path = strdup(n == 1 ? paths[0] : name))) {
+		ret = rf__ds_fail(-ENOMEM, name, "out of memory");
+		goto out;
+	}
+	if ((ret = wds_finish(ds, &b, n == 1 ? paths[0] : name)) == 0 && (flags & RF_DS_VERIFY))
+		ret = rf_dataset_verify(ds);
+out:
+	free(b.ix);
+	if (ret)
+		rf_dataset_close(ds);
+	return ret;
+}
+
+/* A zeroed dataset (fds -1), as every open leaves one it refuses. */
+static void wds_zero(struct rf_dataset *ds)
+{
+	memset(ds, 0, sizeof(*ds));
+	ds->src[0].fd = ds->src[1].fd = -1;
+}
+
+int rf_dataset_open_wds(struct rf_dataset *ds, const char *path, uint32_t num_classes,
+			unsigned flags)
+{
+	wds_zero(ds);
+	if (!path)
+		return rf__ds_fail(-EINVAL, path, "no path given");
+	return wds_open_set(ds, &path, 1, num_classes, flags, path, NULL);
+}
+
+int rf_dataset_open_wds_list(struct rf_dataset *ds, const char *const *paths, size_t n,
+			     uint32_t num_classes, unsigned flags)
+{
+	char name[RF__NAME_MAX + 64];
+
+	wds_zero(ds);
+	if (paths && n >= 1 && paths[0])
+		snprintf(name, sizeof(name), "%s and %zu more shard%s", paths[0], n - 1,
+			 n == 2 ? "" : "s");
+	else
+		snprintf(name, sizeof(name), "(shards)");
+	return wds_open_set(ds, paths, n, num_classes, flags, n == 1 && paths && paths[0] ?
+			    paths[0] : name, NULL);
+}
+
+/* A brace pattern of shards (rf_dataset_is_shard_pattern). */
+static int wds_open_pattern(struct rf_dataset *ds, const char *pat, unsigned flags)
+{
+	char why[400], **names;
+	size_t n;
+	int ret;
+
+	wds_zero(ds);
+	if (!strncmp(pat, "http://", 7))
+		return rf__ds_fail(-ENOTSUP, pat, "a brace pattern of remote shards: several "
+				   "WebDataset shards are read from local files only; expected a "
+				   "path (or one .rfrec over HTTP: rf-pack --webdataset packs shards "
+				   "into one)");
+	if ((ret = rf__brace_expand(pat, RF_DS_MAX_SHARDS, &names, &n, why, sizeof(why))) < 0)
+		return rf__ds_fail(ret, pat, "%s", why);
+	ret = wds_open_set(ds, (const char *const *)names, n, 0, flags, n == 1 ? names[0] : pat,
+			   pat);
+	free(names);
+	return ret;
 }
 
 int rf_dataset_open_file(struct rf_dataset *ds, const char *path, unsigned flags)
 {
 	size_t n = path ? strlen(path) : 0;
 
+	if (rf_dataset_is_shard_pattern(path))
+		return wds_open_pattern(ds, path, flags);
 	if (n > 4 && !strcmp(path + n - 4, ".tar") && strncmp(path, "http://", 7))
 		return rf_dataset_open_wds(ds, path, 0, flags);
 	return rf_dataset_open_rfrec(ds, path, flags);
-}
-
-int rf_dataset_open_wds(struct rf_dataset *ds, const char *path, uint32_t num_classes,
-			unsigned flags)
-{
-	struct rf__tar t = { 0 };
-	struct rf__wds_sample *sm = NULL;
-	size_t n = 0, noimg = 0;
-	int ret;
-
-	memset(ds, 0, sizeof(*ds));
-	ds->src[0].fd = ds->src[1].fd = -1;
-	if (!path)
-		return rf__ds_fail(-EINVAL, path, "no path given");
-	if ((ret = rf__tar_index_load_or_build(&t, path)) < 0)
-		return ret;
-	ret = rf__wds_samples(&t, rf__tar_read_at, &t, &sm, &n, &noimg);
-	if (!ret && !n)
-		ret = rf__ds_fail(-EINVAL, path, "no sample with a .jpg, .jpeg or .png member "
-				  "(%zu members, %zu samples without an image): expected a "
-				  "WebDataset shard of images", t.n, noimg);
-	if (ret)
-		goto out;
-	ds->kind = RF_DS_TAR;
-	ds->src[0].fd = t.fd;          /* the tar, kept open: the dataset's now */
-	t.has_fd = 0;
-	t.fd = -1;
-	ds->src[0].size = t.size;
-	ds->src[0].data_offset = 0;
-	ds->src[0].data_bytes = t.size;
-	ds->src[0].stride = 0;
-	if (!(ds->src[0].path = strdup(path))) {
-		ret = rf__ds_fail(-ENOMEM, path, "out of memory");
-		goto out;
-	}
-	ds->nsrc = 1;
-	if ((ret = wds_fill(ds, sm, n, path, num_classes)) == 0 && (flags & RF_DS_VERIFY))
-		ret = rf_dataset_verify(ds);
-out:
-	free(sm);
-	rf__tar_close(&t);
-	if (ret)
-		rf_dataset_close(ds);
-	return ret;
 }

@@ -49,7 +49,8 @@ enum rf_dataset_kind {
 	RF_DS_IDX_SINGLE, /* one IDX file, no labels */
 	RF_DS_RFREC,      /* ringflow record file */
 	RF_DS_RAW,        /* generic fixed-size records */
-	RF_DS_TAR         /* a WebDataset shard: images where they lie in the tar */
+	RF_DS_TAR         /* WebDataset shards (one, or several: parts): images where they
+			   * lie in the tars */
 };
 
 #define RF_DS_MAX_DIMS 4 /* dims of one record (a sample); IDX adds the count dim */
@@ -74,6 +75,20 @@ struct rf_dataset_src {
 };
 
 enum { RF_DS_SRC_PAYLOAD = 0, RF_DS_SRC_LABEL = 1 };
+
+/* One shard of a dataset of several (struct rf_dataset's parts). */
+struct rf_dataset_part {
+	char *path;     /* the shard's file, owned; what messages about its bytes name */
+	int fd;         /* O_RDONLY|O_CLOEXEC, buffered, owned; a loader reopens path itself */
+	uint64_t base;  /* where its bytes start in the virtual payload (a multiple of 4096) */
+	uint64_t size;  /* bytes of the shard's file */
+};
+
+/* Virtual bases of several shards are aligned to this (so an offset aligned for
+ * O_DIRECT in the virtual payload is aligned in its shard's file as well). */
+#define RF_DS_PART_ALIGN 4096u
+/* Most shards one dataset takes (rf_dataset_open_wds_list, a brace pattern). */
+#define RF_DS_MAX_SHARDS 65536u
 
 struct rf_dataset {
 	enum rf_dataset_kind kind;
@@ -108,6 +123,14 @@ struct rf_dataset {
 	char **classes;               /* num_classes class names, or NULL; owned */
 	/* raw only, with RF_DS_ALLOW_TAIL: bytes after the last whole record */
 	uint64_t tail_bytes;
+	/* Several WebDataset shards opened as one (rf_dataset_open_wds_list, 2 or more
+	 * shards): the payload source src[0] is their virtual concatenation -- shard k
+	 * occupies [parts[k].base, parts[k].base + parts[k].size), each base a multiple of
+	 * RF_DS_PART_ALIGN -- and the index's offsets are virtual; src[0] then has fd -1
+	 * (read through the parts: rf_dataset_part_of), size the virtual size, path the
+	 * name the set was opened by. NULL and 0 for every other dataset (one shard too). */
+	struct rf_dataset_part *parts; /* nparts, owned */
+	unsigned nparts;
 };
 
 /* A byte range of one source: what a loader reads for one payload or label. */
@@ -182,10 +205,45 @@ int rf_dataset_http_timeout(uint64_t *ns);
 int rf_dataset_open_wds(struct rf_dataset *ds, const char *path, uint32_t num_classes,
 			unsigned flags);
 
+/* Several WebDataset shards paths[0..n) (1 <= n <= RF_DS_MAX_SHARDS) opened as one
+ * dataset: records numbered shard by shard in the order given (shard 0's samples
+ * first, each shard's in its own order), each shard checked and cached as
+ * rf_dataset_open_wds does. Labels over the whole set: every sample labelled or none,
+ * num_classes 0 gives the largest label of every shard + 1. One shard is exactly
+ * rf_dataset_open_wds. Two or more: ds->parts holds each shard's path, open file and
+ * place in the virtual payload (struct rf_dataset's parts); the dataset keeps one
+ * open file per shard and a loader reopens each once more, so n shards take 2n file
+ * descriptors: more than (RLIMIT_NOFILE's soft limit - 64) / 2 are refused with
+ * -EMFILE before any is opened (raise the limit, ulimit -n, or pack the shards into
+ * one file: rf-pack --webdataset). Remote shards (http://) are refused with -ENOTSUP
+ * when there are two or more. Refusals name the shard, the byte offset in it and what
+ * was expected (a missing shard: its path and "(shard K of N)"). src[0].path names the
+ * set: "FIRST and N-1 more shards". paths are copied; the caller keeps them. */
+int rf_dataset_open_wds_list(struct rf_dataset *ds, const char *const *paths, size_t n,
+			     uint32_t num_classes, unsigned flags);
+
 /* A file of records by its name: PATH.tar (local) a WebDataset shard
- * (rf_dataset_open_wds, num_classes 0), anything else an .rfrec, local or http://
- * (rf_dataset_open_rfrec). The tools and the Python package open --data this way. */
+ * (rf_dataset_open_wds, num_classes 0); a name ending in .tar with brace groups that
+ * is not itself a file (rf_dataset_is_shard_pattern), e.g. DIR/train-{000..146}.tar,
+ * the shards it expands to (rf_dataset_open_wds_list, num_classes 0; src[0].path is the
+ * pattern); anything else an .rfrec, local or http:// (rf_dataset_open_rfrec). The
+ * tools and the Python package open --data this way.
+ * Brace groups, as Python's braceexpand and bash expand them: {FIRST..LAST} and
+ * {FIRST..LAST..STEP} of unsigned decimal numbers (ascending or descending; padded with
+ * zeros to the wider of FIRST and LAST when either is written with a leading zero, as
+ * {000..146}), {A,B,...} lists (items may be empty and may hold groups), several groups
+ * in one name (the first varies slowest). Refused with -EINVAL naming the pattern and
+ * the offset of the group: an unmatched brace, a group that is neither ({}, {a},
+ * {1..}, {1..x}), a step of 0, a number over 18 digits; more than RF_DS_MAX_SHARDS
+ * names (-E2BIG) or a name over 4095 bytes (-ENAMETOOLONG). No escapes, no letter
+ * ranges. A pattern of http:// shards is refused with -ENOTSUP. */
 int rf_dataset_open_file(struct rf_dataset *ds, const char *path, unsigned flags);
+
+/* 1 when rf_dataset_open_file reads path as a brace pattern of WebDataset shards: a
+ * name ending in ".tar" that holds a brace group and is not an existing file (a file
+ * named so is opened as the one shard it is); else 0. For callers that stat a data
+ * path before they open it: such a name is no file. path may be NULL (0). */
+int rf_dataset_is_shard_pattern(const char *path);
 
 /* Description of a generic file of fixed-size records. */
 struct rf_raw_desc {
@@ -235,6 +293,15 @@ static inline int rf_dataset_variable(const struct rf_dataset *ds)
 {
 	return ds->src[RF_DS_SRC_PAYLOAD].stride == 0;
 }
+
+/* Where bytes [offset, offset + length) of the payload source (src[0]) lie in a file:
+ * for a dataset of several shards (nparts >= 2), the shard whose part of the virtual
+ * payload holds them whole, its index in ds->parts into *part and the byte offset in
+ * its file into *real; for any other dataset *part 0 and *real = offset. A record's
+ * payload (rf_dataset_payload_loc) always lies in one shard. Returns 0, or -ERANGE
+ * when the bytes pass the end of src[0] or (several shards) do not lie inside one. */
+int rf_dataset_part_of(const struct rf_dataset *ds, uint64_t offset, uint64_t length,
+		       unsigned *part, uint64_t *real);
 
 /* Entry i of a variable dataset's index (16 bytes, little-endian). */
 #define RF_REC_INDEX_ENTRY 16u

@@ -24,6 +24,8 @@ struct rf_loader;
 
 enum { RF_LOADER_ORDER_UNIFORM = 0, RF_LOADER_ORDER_WINDOWED = 1 };
 
+#define RF_LOADER_NORM_MAX_CH 4 /* channels a mean and std per channel covers */
+
 struct rf_loader_opts {
 	unsigned batch;           /* records per batch, all shards together (>= 1) */
 	unsigned prefetch;        /* batch slots N (batches in flight); 0: 4 */
@@ -48,6 +50,14 @@ struct rf_loader_opts {
 	struct rf_device *host;
 	float scale;              /* decode: x = (u8 * scale - mean) / std; 0: 1/255 */
 	float mean, std;          /* std 0: 1 */
+	/* A mean and std per channel (torchvision's Normalize after ToTensor): with
+	 * norm_channels C > 0, x = (u8 * scale - channel_mean[c]) / channel_std[c] for
+	 * channel c of each (C, H, W) record -- C the records' channels (3 for image
+	 * records, RGB; 1 for (H, W) records), at most RF_LOADER_NORM_MAX_CH. Every std
+	 * finite and nonzero; mean and std above then left 0. The same bits as the one
+	 * mean and std when all channels agree. Not with x_dtype RF_U8. */
+	unsigned norm_channels;
+	float channel_mean[RF_LOADER_NORM_MAX_CH], channel_std[RF_LOADER_NORM_MAX_CH];
 	/* The shuffled order of records read from a file or URL (in memory, and for
 	 * records of large_record bytes or more, it is always uniform):
 	 *   RF_LOADER_ORDER_UNIFORM (0): every permutation equally likely, each record
@@ -124,6 +134,13 @@ struct rf_loader_opts {
 	 * stream t mod workers, so that batches decode side by side. 0: one per CPU (at
 	 * most 16). Other datasets use one. */
 	unsigned workers;
+	/* Image records that fail to decode (corrupt, truncated, not a JPEG or PNG, too
+	 * large): 0 fails the batch, its error naming the file, record and offset; 1 keeps
+	 * the batch whole -- each bad image's row and label become those of the nearest
+	 * good image before it in the batch (after it, for the first), the image is
+	 * counted (stats' images_skipped) and a warning names it; a batch with no good
+	 * image still fails. Deterministic: the same rows whatever workers or prefetch. */
+	int skip_bad_images;
 };
 
 /* The augmentation record `index` gets in epoch `epoch` with these options: the crop's
@@ -168,6 +185,8 @@ struct rf_loader_stats {
 	uint64_t read_queued;         /* reads that waited for the bound before issue */
 	size_t largest_read;          /* bytes of the largest read (records next to each
 				       * other in an unshuffled batch share one read) */
+	uint64_t images_skipped;      /* skip_bad_images: images that failed to decode (a
+				       * bad file counts once per epoch that reads it) */
 };
 
 /* Create a loader over ds (borrowed: must stay open until rf_loader_destroy) on

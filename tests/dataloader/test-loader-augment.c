@@ -5,7 +5,8 @@
  * here from the documented definition (torchvision's RandomCrop(padding) then
  * RandomHorizontalFlip). So the draw cannot depend on the batch, the shard, the read
  * mode or a seek: cases run with chunked reads, in memory with two shards, 2-D and
- * 3-D images, and from a seek into the epoch. The draws must also look random: about
+ * 3-D images, and from a seek into the epoch, as f32 rows and as u8 batches in NCHW
+ * and NHWC. The draws must also look random: about
  * half the records flipped, every offset in [-pad, pad] drawn, and a record's draw
  * changing from one epoch to the next. A record that is not an image is refused. */
 #include "test-loader-util.h"
@@ -68,6 +69,9 @@ static void check_batch(const struct rf_dataset *ds, const struct rf_loader_opts
 	CHECK(img);
 	for (unsigned k = 0; k < b->nshards; k++) {
 		const float *x = b->x[k]->data;
+		const uint8_t *xu = b->x[k]->data;       /* x_dtype u8 */
+		int u8 = b->x[k]->dtype == RF_U8, hwc = b->x[k]->layout == RF_LAYOUT_NHWC;
+		CHECK(!hwc || (b->x[k]->ndim == 4 && b->x[k]->shape[1] == C));
 		for (unsigned j = 0; j < b->shard_n[k]; j++, pos++) {
 			uint64_t rec = order[pos];
 			int dy, dx, flip;
@@ -79,7 +83,10 @@ static void check_batch(const struct rf_dataset *ds, const struct rf_loader_opts
 				for (unsigned y = 0; y < H; y++)
 					for (unsigned xx = 0; xx < W; xx++) {
 						size_t q = ((size_t)c * H + y) * W + xx;
-						long got = lrintf(x[(size_t)j * ds->payload_bytes + q] * 255.0f);
+						size_t qh = ((size_t)y * W + xx) * C + c;
+						size_t r0 = (size_t)j * ds->payload_bytes;
+						long got = !u8 ? lrintf(x[r0 + q] * 255.0f) :
+							   hwc ? xu[r0 + qh] : xu[r0 + q];
 						uint8_t want = ref_pixel(img, c, H, W, y, xx, dy, dx, flip);
 						if (got != want) {
 							fprintf(stderr, "epoch %" PRIu64 " record %" PRIu64
@@ -186,6 +193,19 @@ int main(void)
 	o.crop_pad = 0;
 	o.hflip = 1;
 	run_case("(3,8,6) flip only", p3, o, 1, 1);
+	/* u8 batches, NCHW and NHWC (interleaved by the gather, from its scratch) */
+	o.x_dtype = RF_U8;
+	o.crop_pad = 2;
+	run_case("(3,8,6) pad 2 + flip, u8", p3, o, 1, 2);
+	o.x_layout = RF_LAYOUT_NHWC;
+	run_case("(3,8,6) pad 2 + flip, u8 NHWC", p3, o, 2, 5);
+	o.crop_pad = 0;
+	o.hflip = 0;
+	run_case("(3,8,6) u8 NHWC, no augmentation", p3, o, 1, 0);
+	o.hflip = 1;
+	run_case("(9,11) flip, u8 NHWC (one channel)", p2, o, 1, 3);
+	o.x_dtype = 0;
+	o.x_layout = RF_LAYOUT_ROWMAJOR;
 
 	/* a record that is not an image is refused, naming the file */
 	const char *flat = tl_make_rfrec("flat.rfrec", 100, 30, RF_LABEL_U8);

@@ -5,7 +5,8 @@
  * rf_loader_order gives. Batches asked in a model's format (x_dtype bf16/f16, x_layout
  * NHWC: decoded on the GPU by one kernel) equal, bit for bit, the CPU's batches in that
  * format (decoded there by the reference path, checked against the formula by
- * test-loader-queue). Without a usable CUDA device (none, no driver, or a build
+ * test-loader-queue), a mean and std per channel too, and u8 NHWC batches (interleaved
+ * by the gather, copied as they are) byte for byte. Without a usable CUDA device (none, no driver, or a build
  * without CUDA) it skips with 77. */
 #include "test-loader-util.h"
 
@@ -58,13 +59,15 @@ static void cuda_epoch(struct rf_engine *e, struct rf_device *cpu, struct rf_dev
 	free(y);
 }
 
+/* norm: a mean and std per channel (ImageNet's) instead of one */
 static void cuda_format(struct rf_engine *e, struct rf_device *cpu, struct rf_device *gpu,
-			const char *path, enum rf_tdtype dt, enum rf_layout lay)
+			const char *path, enum rf_tdtype dt, enum rf_layout lay, int norm)
 {
+	static const float m3[3] = { 0.485f, 0.456f, 0.406f }, s3[3] = { 0.229f, 0.224f, 0.225f };
 	struct rf_dataset ds;
 	struct rf_loader *l[2];
 	struct rf_device *dev[2] = { gpu, cpu };
-	float *x[2];
+	uint8_t *x[2];
 
 	CHECK_OPEN(rf_dataset_open_rfrec(&ds, path, 0), rf_last_error());
 	for (int k = 0; k < 2; k++) {
@@ -74,8 +77,11 @@ static void cuda_format(struct rf_engine *e, struct rf_device *cpu, struct rf_de
 		o.devices = &dev[k];
 		o.ndevices = 1;
 		o.host = cpu;
-		o.mean = 0.2860f;
-		o.std = 0.3530f;
+		o.mean = norm ? 0.0f : 0.2860f;
+		o.std = norm ? 0.0f : 0.3530f;
+		o.norm_channels = norm ? 3 : 0;
+		memcpy(o.channel_mean, m3, sizeof(m3));
+		memcpy(o.channel_std, s3, sizeof(s3));
 		o.x_dtype = dt;
 		o.x_layout = lay;
 		CHECK_OPEN(rf_loader_create(&l[k], e, &ds, &o), rf_last_error());
@@ -88,16 +94,17 @@ static void cuda_format(struct rf_engine *e, struct rf_device *cpu, struct rf_de
 			CHECK(rf_loader_next(l[k], &b[k]) == 1);
 			CHECK_EQ(b[k].x[0]->dtype, dt);
 			CHECK_EQ(b[k].x[0]->layout, lay);
-			CHECK_OK(rf_tensor_read_as(b[k].x[0], RF_F32, x[k]));
+			CHECK_OK(rf_tensor_read(b[k].x[0], x[k]));    /* the bytes as they lie */
 		}
-		CHECK(memcmp(x[0], x[1], (size_t)b[0].n * ds.payload_bytes * sizeof(float)) == 0);
+		CHECK(memcmp(x[0], x[1], b[0].x[0]->nbytes) == 0);
 	}
 	for (int k = 0; k < 2; k++) {
 		rf_loader_destroy(l[k]);
 		free(x[k]);
 	}
 	rf_dataset_close(&ds);
-	printf("cuda: batches as %s %s equal the CPU's\n", rf_tdtype_name(dt), rf_layout_name(lay));
+	printf("cuda: batches as %s %s%s equal the CPU's\n", rf_tdtype_name(dt),
+	       rf_layout_name(lay), norm ? " (a mean and std per channel)" : "");
 }
 
 int main(void)
@@ -124,9 +131,12 @@ int main(void)
 	{
 		static const uint32_t chw[3] = { 3, 5, 7 };
 		const char *img = tl_make_rfrec_shape("chw.rfrec", 40, 3, chw, RF_LABEL_I32);
-		cuda_format(e, cpu, gpu, img, RF_BF16, RF_LAYOUT_NHWC);
-		cuda_format(e, cpu, gpu, img, RF_F16, RF_LAYOUT_ROWMAJOR);
-		cuda_format(e, cpu, gpu, img, RF_F32, RF_LAYOUT_NHWC);
+		cuda_format(e, cpu, gpu, img, RF_BF16, RF_LAYOUT_NHWC, 0);
+		cuda_format(e, cpu, gpu, img, RF_F16, RF_LAYOUT_ROWMAJOR, 0);
+		cuda_format(e, cpu, gpu, img, RF_F32, RF_LAYOUT_NHWC, 0);
+		cuda_format(e, cpu, gpu, img, RF_F32, RF_LAYOUT_ROWMAJOR, 1);
+		cuda_format(e, cpu, gpu, img, RF_BF16, RF_LAYOUT_NHWC, 1);
+		cuda_format(e, cpu, gpu, img, RF_U8, RF_LAYOUT_NHWC, 0);
 	}
 	rf_device_close(gpu);
 	rf_device_close(cpu);

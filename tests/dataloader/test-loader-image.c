@@ -10,13 +10,15 @@
  * (within JPEG's error), its label the record's; the bits of every batch are the
  * same whatever prefetch, worker count, read mode, a resume inside the epoch or x
  * format (f32 rows, u8 decoded
- * by an op into bf16 NHWC compared after rounding, the u8 bytes themselves); two
+ * by an op into bf16 NHWC compared after rounding, the u8 bytes themselves in NCHW and
+ * NHWC; a mean and std per channel exactly, in the gather and by an op); two
  * epochs differ in training.
  * The same images in a WebDataset shard (a tar made here: KEY.jpg|.png, KEY.cls and a
  * caption each) are read where they lie in it (rf_dataset_open_wds, its member list
  * cached beside it) and packed by rf-pack --webdataset: both give the same bits as
  * the folder's file.
- * A corrupt image fails its batch with the file, record and offset named; an image
+ * A corrupt image fails its batch with the file, record and offset named, or (skip_bad_
+ * images) takes its neighbour's row and label and is counted; an image
  * size on a fixed-size dataset, or a variable file of raw records, is refused. */
 #include <png.h>
 #include <sys/wait.h>
@@ -243,7 +245,10 @@ static void epoch_from(struct tl_env *v, const struct rf_dataset *ds, struct rf_
 			for (size_t c = 0; c < 3; c++)
 				for (size_t k = 0; k < S * S; k++) {
 					float f;
-					if (x->dtype == RF_U8) {
+					if (x->dtype == RF_U8 && x->layout == RF_LAYOUT_NHWC) {
+						CHECK(x->ndim == 4 && x->shape[1] == 3);
+						f = ((const uint8_t *)x->data)[j * row + k * 3 + c] / 255.0f;
+					} else if (x->dtype == RF_U8) {
 						f = ((const uint8_t *)x->data)[j * row + c * S * S + k] / 255.0f;
 					} else if (x->dtype == RF_F32) {
 						f = ((const float *)x->data)[j * row + c * S * S + k];
@@ -294,6 +299,114 @@ static void check_colours(const struct rf_dataset *ds, const struct epoch_out *e
 				}
 			}
 	}
+}
+
+/* Epoch ep's x as floats in (n, 3, S, S) order, from f32 NCHW or bf16 NHWC batches. */
+static float *epoch_floats(struct tl_env *v, const struct rf_dataset *ds,
+			   struct rf_loader_opts o, uint64_t ep)
+{
+	struct rf_loader *l;
+	struct rf_batch b;
+	size_t S = o.image_size, row = 3 * S * S, pos = 0;
+	float *out = calloc(ds->count, row * sizeof(float));
+	int r;
+
+	o.devices = v->dev;
+	o.ndevices = 1;
+	o.host = v->dev[0];
+	CHECK(out);
+	CHECK_OPEN(rf_loader_create(&l, v->e, ds, &o), rf_last_error());
+	CHECK(rf_loader_seek(l, ep, 0) == 0);
+	while ((r = rf_loader_next(l, &b)) == 1) {
+		CHECK_OPEN(rf_loader_wait(l, &b), rf_loader_batch_error(l, &b));
+		for (unsigned j = 0; j < b.n; j++, pos++)
+			for (size_t c = 0; c < 3; c++)
+				for (size_t k = 0; k < S * S; k++) {
+					float f;
+					if (b.x[0]->dtype == RF_F32) {
+						f = ((const float *)b.x[0]->data)[j * row + c * S * S + k];
+					} else {
+						uint16_t h = ((const uint16_t *)b.x[0]->data)[j * row + k * 3 + c];
+						uint32_t u = (uint32_t)h << 16;
+						memcpy(&f, &u, 4);
+					}
+					out[pos * row + c * S * S + k] = f;
+				}
+	}
+	CHECK(r == 0);
+	CHECK_EQ(pos, ds->count);
+	rf_loader_destroy(l);
+	return out;
+}
+
+static float bf16_round(float f)
+{
+	uint32_t u;
+	memcpy(&u, &f, 4);
+	u = (u + 0x7fff + ((u >> 16) & 1)) & 0xffff0000u;
+	memcpy(&f, &u, 4);
+	return f;
+}
+
+/* A mean and std per channel (ImageNet's): each float is (u8 / 255 - mean[c]) / std[c]
+ * of the u8 epoch's byte, exactly -- decoded in the gather (f32 rows) and by an op (bf16
+ * NHWC) -- and the refusals of options that do not fit. */
+static void check_norm(struct tl_env *v, const struct rf_dataset *ds, struct rf_loader_opts o)
+{
+	static const float m[3] = { 0.485f, 0.456f, 0.406f }, sd[3] = { 0.229f, 0.224f, 0.225f };
+	size_t S = o.image_size, row = 3 * S * S;
+	struct epoch_out u;
+	struct rf_loader *l;
+
+	o.x_dtype = RF_U8;
+	epoch(v, ds, o, 0, &u);
+	o.x_dtype = RF_F32;
+	o.norm_channels = 3;
+	memcpy(o.channel_mean, m, sizeof(m));
+	memcpy(o.channel_std, sd, sizeof(sd));
+	for (int pass = 0; pass < 2; pass++) {
+		if (pass) {
+			o.x_dtype = RF_BF16;
+			o.x_layout = RF_LAYOUT_NHWC;
+		}
+		float *f = epoch_floats(v, ds, o, 0);
+		for (size_t i = 0; i < ds->count * row; i++) {
+			unsigned c = (unsigned)(i % row / (S * S));
+			volatile float t = (float)u.x[i] * (1.0f / 255.0f);
+			volatile float w = t - m[c];
+			float want = w / sd[c];
+			if (pass)
+				want = bf16_round(want);
+			if (f[i] != want) {
+				fprintf(stderr, "norm pass %d: value %zu (channel %u): %.9g, expected "
+					"%.9g\n", pass, i, c, f[i], want);
+				exit(1);
+			}
+		}
+		free(f);
+	}
+	epoch_free(&u);
+	o.devices = v->dev;
+	o.ndevices = 1;
+	o.norm_channels = 1;
+	CHECK(rf_loader_create(&l, v->e, ds, &o) == -EINVAL);
+	CHECK(strstr(rf_last_error(), "norm_channels 1: the records are 3 channels"));
+	o.norm_channels = 5;
+	CHECK(rf_loader_create(&l, v->e, ds, &o) == -EINVAL);
+	CHECK(strstr(rf_last_error(), "expected 0 (one mean and std) to 4"));
+	o.norm_channels = 3;
+	o.channel_std[1] = 0;
+	CHECK(rf_loader_create(&l, v->e, ds, &o) == -EINVAL);
+	CHECK(strstr(rf_last_error(), "channel 1: mean 0.456, std 0"));
+	o.channel_std[1] = sd[1];
+	o.mean = 0.5f;
+	CHECK(rf_loader_create(&l, v->e, ds, &o) == -EINVAL);
+	CHECK(strstr(rf_last_error(), "expected one or the other"));
+	o.mean = 0;
+	o.x_dtype = RF_U8;
+	o.x_layout = RF_LAYOUT_ROWMAJOR;
+	CHECK(rf_loader_create(&l, v->e, ds, &o) == -EINVAL);
+	CHECK(strstr(rf_last_error(), "with x_dtype RF_U8"));
 }
 
 static int same(const struct rf_dataset *ds, const struct epoch_out *a,
@@ -373,13 +486,12 @@ int main(int argc, char **argv)
 	epoch(&v, &ds, o, 0, &b);
 	CHECK(same(&ds, &a, &b, 20, 0));
 	epoch_free(&b);
+	/* u8 NHWC: the same bytes, each pixel's channels side by side */
 	o.x_layout = RF_LAYOUT_NHWC;
-	o.devices = v.dev;
-	o.ndevices = 1;
-	{
-		struct rf_loader *l;
-		CHECK(rf_loader_create(&l, v.e, &ds, &o) == -EINVAL);
-	}
+	epoch(&v, &ds, o, 0, &b);
+	CHECK(same(&ds, &a, &b, 20, 0));
+	epoch_free(&b);
+	check_norm(&v, &ds, base);
 	o = base;
 	o.image_exact = 1;
 	epoch(&v, &ds, o, 0, &b);
@@ -448,6 +560,49 @@ int main(int argc, char **argv)
 			if (rf_loader_wait(l, &bt) < 0) {
 				const char *m = rf_loader_batch_error(l, &bt);
 				CHECK(strstr(m, "bad.rfrec") && strstr(m, want));
+				failed++;
+			}
+		CHECK(r == 0 && failed == 1);
+		rf_loader_destroy(l);
+		/* skip_bad_images: the epoch is whole, record 5's row and label are its
+		 * neighbour's in the batch (f32 rows and u8 NHWC), the image counted; a
+		 * batch of that image alone still fails */
+		for (int pass = 0; pass < 2; pass++) {
+			struct rf_loader_stats st;
+			struct epoch_out e;
+			size_t row = 3 * 20 * 20;
+			uint64_t p = 0;
+			o = base;
+			o.skip_bad_images = 1;
+			if (pass) {
+				o.x_dtype = RF_U8;
+				o.x_layout = RF_LAYOUT_NHWC;
+			}
+			epoch(&v, &d2, o, 0, &e);
+			while (e.order[p] != 5)
+				p++;
+			uint64_t q = p % o.batch ? p - 1 : p + 1;
+			CHECK(!memcmp(e.x + p * row, e.x + q * row, row) && e.y[p] == e.y[q]);
+			o.devices = v.dev;
+			o.ndevices = 1;
+			CHECK_OPEN(rf_loader_create(&l, v.e, &d2, &o), rf_last_error());
+			while ((r = rf_loader_next(l, &bt)) == 1)
+				CHECK_OPEN(rf_loader_wait(l, &bt), rf_loader_batch_error(l, &bt));
+			rf_loader_get_stats(l, &st);
+			CHECK(r == 0 && st.images_skipped == 1);
+			rf_loader_destroy(l);
+			epoch_free(&e);
+		}
+		o = base;
+		o.skip_bad_images = 1;
+		o.batch = 1;
+		o.devices = v.dev;
+		o.ndevices = 1;
+		CHECK_OPEN(rf_loader_create(&l, v.e, &d2, &o), rf_last_error());
+		failed = 0;
+		while ((r = rf_loader_next(l, &bt)) == 1)
+			if (rf_loader_wait(l, &bt) < 0) {
+				CHECK(strstr(rf_loader_batch_error(l, &bt), "none of the 1 images"));
 				failed++;
 			}
 		CHECK(r == 0 && failed == 1);
