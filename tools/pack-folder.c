@@ -5,11 +5,15 @@
  * name) as sorted(os.walk(...)) then sorted(fnames) give. Other files are counted. */
 #include <dirent.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+
+#include <ringflow/dataset.h>
+#include <ringflow/log.h>
 
 #include "pack-folder.h"
 
@@ -187,4 +191,126 @@ void rf__folder_free(struct rf__folder *f)
 	free(f->files);
 	free(f->classes);
 	memset(f, 0, sizeof(*f));
+}
+
+/* "JPEG" or "PNG" by the first bytes, else NULL. */
+static const char *rf__image_kind(const uint8_t *b, size_t n)
+{
+	static const uint8_t png[8] = { 0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n' };
+
+	if (n >= 3 && b[0] == 0xff && b[1] == 0xd8 && b[2] == 0xff)
+		return "JPEG";
+	if (n >= 8 && !memcmp(b, png, 8))
+		return "PNG";
+	return NULL;
+}
+
+/* path whole into *buf (grown; *cap its size): 0 with *n its bytes, or -errno. */
+static int rf__read_whole(const char *path, uint8_t **buf, size_t *cap, size_t *n, char *err,
+			  size_t len)
+{
+	FILE *fp = fopen(path, "rb");
+	struct stat st;
+	int e;
+
+	if (!fp || fstat(fileno(fp), &st) < 0) {
+		e = errno;
+		snprintf(err, len, "%s: cannot read: %s", path, strerror(e));
+		if (fp)
+			fclose(fp);
+		return -e;
+	}
+	if (st.st_size < 1 || (uint64_t)st.st_size > UINT32_MAX) {
+		snprintf(err, len, "%s: %jd bytes, expected an image of 1 byte to 4 GiB", path,
+			 (intmax_t)st.st_size);
+		fclose(fp);
+		return -EINVAL;
+	}
+	if ((size_t)st.st_size > *cap || !*buf) {
+		uint8_t *nb = realloc(*buf, (size_t)st.st_size + 1);
+		if (!nb) {
+			fclose(fp);
+			snprintf(err, len, "%s: out of memory for its %jd bytes", path,
+				 (intmax_t)st.st_size);
+			return -ENOMEM;
+		}
+		*buf = nb;
+		*cap = (size_t)st.st_size;
+	}
+	*n = fread(*buf, 1, (size_t)st.st_size, fp);
+	fclose(fp);
+	if (*n != (size_t)st.st_size) {
+		snprintf(err, len, "%s: read %zu of its %jd bytes (it changed while read?)", path,
+			 *n, (intmax_t)st.st_size);
+		return -EIO;
+	}
+	return 0;
+}
+
+int rf__folder_write(const struct rf__folder *f, struct rf_rec_writer *w, int skip_bad,
+		     size_t *packed, size_t *bad, char *err, size_t len)
+{
+	uint8_t *buf = NULL;
+	size_t cap = 0, n = 0;
+	int ret = 0;
+
+	*packed = *bad = 0;
+	for (size_t i = 0; i < f->n && !ret; i++) {
+		if ((ret = rf__read_whole(f->files[i].path, &buf, &cap, &n, err, len)) < 0)
+			break;
+		if (!rf__image_kind(buf, n)) {
+			if (skip_bad) {
+				(*bad)++;
+				continue;
+			}
+			snprintf(err, len, "%s: not a JPEG or PNG (first bytes %02x %02x %02x %02x); "
+				 "--skip-bad-images passes over such files", f->files[i].path,
+				 n ? buf[0] : 0, n > 1 ? buf[1] : 0, n > 2 ? buf[2] : 0,
+				 n > 3 ? buf[3] : 0);
+			ret = -EINVAL;
+			break;
+		}
+		if ((ret = rf_rec_writer_append_bytes(w, buf, n, f->files[i].label)) < 0) {
+			snprintf(err, len, "%s", rf_last_error());
+			break;
+		}
+		(*packed)++;
+	}
+	free(buf);
+	return ret;
+}
+
+static uint64_t rf__fnv(uint64_t h, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 0x100000001b3ull;
+	return h;
+}
+
+int rf__folder_key(const struct rf__folder *f, uint64_t *key, char *err, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (unsigned k = 0; k < f->nclasses; k++)
+		h = rf__fnv(h, f->classes[k], strlen(f->classes[k]) + 1);
+	for (size_t i = 0; i < f->n; i++) {
+		struct stat st;
+		int64_t v[5];
+		if (stat(f->files[i].path, &st) < 0) {
+			int e = errno;
+			snprintf(err, len, "%s: cannot stat: %s", f->files[i].path, strerror(e));
+			return -e;
+		}
+		v[0] = (int64_t)st.st_size;
+		v[1] = (int64_t)st.st_mtim.tv_sec;
+		v[2] = (int64_t)st.st_mtim.tv_nsec;
+		v[3] = (int64_t)st.st_ino;
+		v[4] = f->files[i].label;
+		h = rf__fnv(h, f->files[i].path, strlen(f->files[i].path) + 1);
+		h = rf__fnv(h, v, sizeof(v));
+	}
+	*key = h;
+	return 0;
 }

@@ -24,4 +24,17 @@ struct rf__folder {
 int rf__folder_scan(struct rf__folder *f, const char *root, char *err, size_t len);
 void rf__folder_free(struct rf__folder *f);
 
+struct rf_rec_writer;
+/* f's images appended to w in f's order, each file read whole; one whose first bytes
+ * are not a JPEG's or a PNG's is refused (-EINVAL, the file named in err), or with
+ * skip_bad passed over and counted in *bad. *packed counts the records written. 0, or
+ * -errno with one line in err (len bytes); w is the caller's to finish or abort. */
+int rf__folder_write(const struct rf__folder *f, struct rf_rec_writer *w, int skip_bad,
+		     size_t *packed, size_t *bad, char *err, size_t len);
+
+/* FNV-1a 64 of f's listing: each file's path, size, mtime (ns), inode and label, and
+ * the class names -- what a packed copy of the tree is kept under. 0, or -errno with
+ * err naming the file that could not be stat'ed. */
+int rf__folder_key(const struct rf__folder *f, uint64_t *key, char *err, size_t len);
+
 #endif

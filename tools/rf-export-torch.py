@@ -170,6 +170,10 @@ def main(argv):
         for s in range(0, len(xs), 500):
             x = torch.from_numpy(xs[s:s + 500].astype(np.float32) * np.float32(model["input_scale"]))
             x = x.reshape(-1, *model["input"])
+            if "input_mean" in model:   # x = (u8 * input_scale - mean[c]) / std[c]
+                m = torch.tensor(model["input_mean"], dtype=torch.float32).view(1, -1, 1, 1)
+                sd = torch.tensor(model["input_std"], dtype=torch.float32).view(1, -1, 1, 1)
+                x = (x - m) / sd
             y = torch.from_numpy(ys[s:s + 500].astype(np.int64))
             logits = forward(model, T, x)
             loss_sum += F.cross_entropy(logits, y, reduction="sum").item()

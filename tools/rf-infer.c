@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,7 @@
 #include <ringflow/export.h>
 #include <ringflow/trainer.h>
 #include "cli.h"
+#include "train-folder.h"
 
 static const char *prog = "rf-infer";
 
@@ -31,7 +33,9 @@ static const char usage[] =
 "                                 export option: model.json and params.rfck)\n"
 "  --data DIR|FILE       Fashion-MNIST IDX files (the t10k set is evaluated, and is all\n"
 "                        that need be there; default /usr/share/datasets/fashion-mnist)\n"
-"                        or an .rfrec file, local or http://HOST[:PORT]/PATH\n"
+"                        or an .rfrec file, local or http://HOST[:PORT]/PATH; for a\n"
+"                        model of images also a folder of them (one folder per class,\n"
+"                        packed once into a cached .rfrec) or a WebDataset shard\n"
 "  --device cpu|cuda     where to compute (default cpu)\n"
 "  --batch-size B        evaluation batch (default 256)\n"
 "  --limit N             evaluate the first N records only\n"
@@ -144,6 +148,7 @@ int main(int argc, char **argv)
 	struct rf_engine *eng = NULL;
 	struct rf_trainer *t = NULL;
 	double acc = 0, loss = 0;
+	char folder[PATH_MAX];
 	int ret, rc = 1;
 
 	rf_log_set(rf_cli_log_stderr, NULL);
@@ -163,7 +168,18 @@ int main(int argc, char **argv)
 	if (x.spec->in.c != 1 || x.spec->in.h != 28 || x.spec->in.w != 28) {
 		o.image_size = (unsigned)x.spec->in.h;
 		o.stem = x.spec->in.stem == RF_STEM_IMAGENET ? 2 : 1;
+		/* a folder of images (ImageFolder): read through its packed copy */
+		if (rf_folder_is_images(c.data)) {
+			if (rf_folder_packed(prog, "--data", c.data, 0, c.quiet || c.json, folder,
+					     sizeof(folder)))
+				goto out;
+			c.data = folder;
+		}
 	}
+	/* fed as it was trained: the export's mean and std per channel, if it has them */
+	o.norm_channels = x.spec->in.norm_channels;
+	memcpy(o.norm_mean, x.spec->in.mean, sizeof(o.norm_mean));
+	memcpy(o.norm_std, x.spec->in.std, sizeof(o.norm_std));
 	o.data_dir = c.data;
 	if (rf_train_data_is_rfrec(c.data))
 		o.test_data = c.data;          /* a .rfrec, a path or an http:// URL: that file */

@@ -169,66 +169,13 @@ static int check_output(const char *out, int force)
 	return 0;
 }
 
-/* File path whole into *buf (grown as needed; *cap its size): 0 with *n its bytes,
- * or 1 after one line naming it. */
-static int read_whole(const char *path, uint8_t **buf, size_t *cap, size_t *n)
-{
-	FILE *f = fopen(path, "rb");
-	struct stat st;
-
-	if (!f || fstat(fileno(f), &st) < 0) {
-		rf_cli_say("rf-pack", "%s: cannot read: %s", path, strerror(errno));
-		if (f)
-			fclose(f);
-		return 1;
-	}
-	if (st.st_size < 1 || (uint64_t)st.st_size > UINT32_MAX) {
-		rf_cli_say("rf-pack", "%s: %jd bytes, expected an image of 1 byte to 4 GiB", path,
-			   (intmax_t)st.st_size);
-		fclose(f);
-		return 1;
-	}
-	if ((size_t)st.st_size > *cap) {
-		uint8_t *p = realloc(*buf, (size_t)st.st_size);
-		if (!p) {
-			rf_cli_say("rf-pack", "%s: out of memory for %jd bytes", path,
-				   (intmax_t)st.st_size);
-			fclose(f);
-			return 1;
-		}
-		*buf = p;
-		*cap = (size_t)st.st_size;
-	}
-	*n = fread(*buf, 1, (size_t)st.st_size, f);
-	fclose(f);
-	if (*n != (size_t)st.st_size) {
-		rf_cli_say("rf-pack", "%s: read %zu of its %jd bytes (it changed while read?)",
-			   path, *n, (intmax_t)st.st_size);
-		return 1;
-	}
-	return 0;
-}
-
-/* "JPEG" or "PNG" by the first bytes, else NULL. */
-static const char *image_kind(const uint8_t *b, size_t n)
-{
-	static const uint8_t png[8] = { 0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n' };
-
-	if (n >= 3 && b[0] == 0xff && b[1] == 0xd8 && b[2] == 0xff)
-		return "JPEG";
-	if (n >= 8 && !memcmp(b, png, 8))
-		return "PNG";
-	return NULL;
-}
-
 static int pack_folder(const char *dir, const char *out, int force, int skip_bad)
 {
 	struct rf__folder f;
 	struct rf_rec_layout lay = { .variable = 1, .encoding = RF_REC_ENC_IMAGE,
 				     .label_kind = RF_LABEL_I32 };
 	struct rf_rec_writer *w = NULL;
-	uint8_t *buf = NULL;
-	size_t cap = 0, bad = 0, packed = 0;
+	size_t bad = 0, packed = 0;
 	char err[8400];
 	int rc = 1;
 
@@ -243,25 +190,9 @@ static int pack_folder(const char *dir, const char *out, int force, int skip_bad
 	lay.classes = (const char *const *)f.classes;
 	if (writer_begin(out, &lay, force, &w))
 		goto out;
-	for (size_t i = 0; i < f.n; i++) {
-		size_t n;
-		if (read_whole(f.files[i].path, &buf, &cap, &n))
-			goto out;
-		if (!image_kind(buf, n)) {
-			if (skip_bad) {
-				bad++;
-				continue;
-			}
-			rf_cli_say("rf-pack", "%s: not a JPEG or PNG (first bytes %02x %02x %02x "
-				   "%02x); --skip-bad-images passes over such files", f.files[i].path,
-				   buf[0], n > 1 ? buf[1] : 0, n > 2 ? buf[2] : 0, n > 3 ? buf[3] : 0);
-			goto out;
-		}
-		if (rf_rec_writer_append_bytes(w, buf, n, f.files[i].label)) {
-			rf_cli_say("rf-pack", "%s", rf_last_error());
-			goto out;
-		}
-		packed++;
+	if (rf__folder_write(&f, w, skip_bad, &packed, &bad, err, sizeof(err)) < 0) {
+		rf_cli_say("rf-pack", "%s", err);
+		goto out;
 	}
 	if (!packed) {
 		rf_cli_say("rf-pack", "--image-folder %s: all %zu images were passed over as not "
@@ -279,7 +210,6 @@ static int pack_folder(const char *dir, const char *out, int force, int skip_bad
 out:
 	rf_rec_writer_abort(w);
 	tmp_armed = 0;
-	free(buf);
 	rf__folder_free(&f);
 	return rc;
 }

@@ -201,6 +201,8 @@ static int print_epoch(const struct cli *c, const struct rf_epoch_stats *st, FIL
 		fprintf(c->out, ", eval %.2f s", st->eval_seconds);
 	if (c->o.sched.kind != RF_LR_CONSTANT || c->o.sched.warmup_epochs)
 		fprintf(c->out, ", lr %.6g", st->lr);
+	if (st->images_skipped)
+		fprintf(c->out, ", %" PRIu64 " bad images skipped", st->images_skipped);
 	fputc('\n', c->out);
 	fflush(c->out);
 	if (mf && (fprintf(mf, "%u,%.6f,%.6f,%.6f,%.4f,%.1f\n", st->epoch, st->train_loss,
@@ -215,6 +217,7 @@ struct run {
 	double *secs, *sps, tot_s, tot_n;
 	unsigned ran;                /* epochs run by this process */
 	int stopped;                 /* --max-steps ended the run */
+	uint64_t skipped;            /* --skip-bad-images: images replaced, all epochs */
 	struct rf_epoch_stats st;    /* the last epoch's */
 };
 
@@ -260,6 +263,7 @@ static int train_epochs(const struct cli *c, struct rf_trainer *t, FILE *mf, str
 		run->sps[run->ran] = run->st.samples_per_s;
 		run->tot_s += run->st.seconds;
 		run->tot_n += (double)run->st.samples;
+		run->skipped += run->st.images_skipped;
 		run->ran++;
 		if (c->checkpoint && leader(c)) {
 			ret = rf_trainer_save(t, c->checkpoint);
@@ -395,6 +399,7 @@ static void print_json(const struct cli *c, const struct rf_trainer *t, const st
 	rf_cli_json_num(stdout, "%.6f", st->test_acc < 0 ? NAN : st->test_loss);
 	json_list(stdout, "epoch_seconds", run->secs, run->ran, "%.4f");
 	json_list(stdout, "epoch_samples_per_s", run->sps, run->ran, "%.1f");
+	printf(", \"images_skipped\": %" PRIu64, run->skipped);
 	if (c->stats)
 		printf(", \"engine\": {\"pushed\": %" PRIu64 ", \"completed\": %" PRIu64
 		       ", \"graph_launches\": %" PRIu64

@@ -1,6 +1,6 @@
 /* tools/train-cli.c -- rf-train's command line: the usage text, each option parsed
- * and range-checked, the combinations refused, and the paths checked before any
- * training starts (train-cli.h). Every refusal is one line naming the argument and
+ * and range-checked, the combinations refused; the paths are checked before any
+ * training starts by train-cli-paths.c (train-cli.h). Every refusal is one line naming the argument and
  * what was expected, exit status 2 (1 for a path that cannot be used). */
 #include <errno.h>
 #include <fcntl.h>
@@ -37,15 +37,26 @@ static const char usage[] =
 "  --test-data FILE      with a .rfrec --data: the test set's .rfrec (default: beside\n"
 "                        it, \"train\" in its name made \"t10k\", else \"test\")\n"
 "  --image-size N        the data are JPEG/PNG images (rf-pack's .rfrec of an image folder,\n"
-"                        or a WebDataset shard FILE.tar): decoded to 3 x N x N, with\n"
-"                        RandomResizedCrop + flip for training and resize + centre crop\n"
-"                        for the test set; the model takes the files' classes\n"
+"                        a WebDataset shard FILE.tar, or the folder itself -- one folder\n"
+"                        per class; packed once into a cached .rfrec, its test set the\n"
+"                        folder val or test beside a folder named train): decoded to\n"
+"                        3 x N x N, with RandomResizedCrop + flip for training and\n"
+"                        resize + centre crop for the test set; the model takes the\n"
+"                        files' classes\n"
 "  --stem S              ResNet-18's first layers with --image-size: auto (default:\n"
 "                        imagenet from 128 pixels up), small (3x3, stride 1), imagenet\n"
 "                        (7x7 stride 2 + 3x3 max pool)\n"
 "  --crop-scale F        with --image-size: RandomResizedCrop's smallest area fraction\n"
 "                        (default 0.08; 1: the whole image, resized, and the test set's\n"
 "                        whole images too, not a centre crop)\n"
+"  --normalize M/S       x = (pixel / 255 - M[c]) / S[c] for each input channel c, as\n"
+"                        torchvision's Normalize: M and S one number, or one per channel\n"
+"                        separated by commas (0.485,0.456,0.406/0.229,0.224,0.225), or\n"
+"                        'imagenet' for those; the export records it, rf-infer applies it\n"
+"                        (default: x = pixel / 255)\n"
+"  --skip-bad-images     an image that fails to decode takes the row and label of a good\n"
+"                        one of its batch, with a warning naming it (counted per epoch),\n"
+"                        instead of ending the run\n"
 "  --epochs N            epochs to train (default 10)\n"
 "  --batch-size B        minibatch size, split over the devices (default 256)\n"
 "  --lr LR               SGD learning rate (default 0.1 mlp, 0.2 lenet, 0.1 resnet18)\n"
@@ -181,8 +192,7 @@ static int parse_sched(const char *a, struct rf_lr_schedule *s)
 	return 0;
 }
 
-__attribute__((format(printf, 2, 3)))
-static int bad(const char *arg, const char *fmt, ...)
+int rf_tc_bad(const char *arg, const char *fmt, ...)
 {
 	char why[1024];
 	va_list ap;
@@ -201,229 +211,8 @@ static int int_opt(const char *opt, const char *a, uint64_t min, uint64_t max, c
 {
 	if (rf_cli_u64(a, min, max, out) == 0)
 		return 0;
-	return bad(opt, "got '%s', expected an integer %" PRIu64 "..%" PRIu64 " (%s)", a, min, max,
+	return rf_tc_bad(opt, "got '%s', expected an integer %" PRIu64 "..%" PRIu64 " (%s)", a, min, max,
 		   what);
-}
-
-/* A path that cannot be used: one line naming the option, exit status 1. */
-static int bad_path(const char *opt, const char *why)
-{
-	rf_cli_say(prog, "%s %s", opt, why);
-	return 1;
-}
-
-/* --export DIR: a directory that exists and may be written, or a new name in one; in
- * one that exists, the files the export writes (model.json, params.rfck, each through
- * NAME.tmp) regular files or new names, checked now rather than after the training. */
-static int check_export(const char *dir)
-{
-	static const char *const files[4] = { "params.rfck", "params.rfck.tmp", "model.json",
-					      "model.json.tmp" };
-	char why[8400], parent[4200], d[4200], p[4300];
-	struct stat st;
-	const char *slash;
-	size_t n;
-
-	if (!*dir)
-		return bad("--export", "got an empty path, expected a directory (created if missing)");
-	if (stat(dir, &st) == 0) {
-		if (!S_ISDIR(st.st_mode)) {
-			snprintf(why, sizeof(why), "%s: is %s, expected a directory (created if "
-				 "missing)", dir, rf_cli_ftype(st.st_mode));
-			return bad_path("--export", why);
-		}
-		if (access(dir, W_OK) < 0) {
-			snprintf(why, sizeof(why), "%s: cannot be written: %s", dir, strerror(errno));
-			return bad_path("--export", why);
-		}
-		for (int i = 0; i < 4; i++) {
-			snprintf(p, sizeof(p), "%s/%s", dir, files[i]);
-			if (rf_cli_check_output(p, 0, NULL, why, sizeof(why)) < 0)
-				return bad_path("--export", why);
-		}
-		return 0;
-	}
-	snprintf(d, sizeof(d), "%s", dir); /* "new/" is a new directory's name too */
-	for (n = strlen(d); n > 1 && d[n - 1] == '/'; n--)
-		d[n - 1] = 0;
-	slash = strrchr(d, '/');
-	snprintf(parent, sizeof(parent), "%.*s", slash ? (int)(slash == d ? 1 : slash - d) : 1,
-		 slash ? d : ".");
-	if (errno != ENOENT || stat(parent, &st) < 0 || !S_ISDIR(st.st_mode) ||
-	    access(parent, W_OK) < 0) {
-		snprintf(why, sizeof(why), "%s: cannot create: %s is not a writable directory",
-			 dir, parent);
-		return bad_path("--export", why);
-	}
-	return 0;
-}
-
-/* What names input file `in` on the command line, for a refusal: --data, --test-data,
- * the test set found beside a .rfrec --data, or a file of a --data directory. */
-static void input_origin(const struct rf_train_opts *o, const char *data, const char *in,
-			 char *out, size_t len)
-{
-	struct stat st;
-
-	if (rf_cli_same_file(in, data))
-		snprintf(out, len, "--data");
-	else if (o->test_data && rf_cli_same_file(in, o->test_data))
-		snprintf(out, len, "--test-data");
-	else if (stat(data, &st) == 0 && S_ISREG(st.st_mode))
-		snprintf(out, len, "the test set beside --data %s", data);
-	else
-		snprintf(out, len, "a file of --data %s", data);
-}
-
-/* Outputs that are inputs: rf_train_inputs lists the files the trainer will read
- * (the IDX files of a --data directory, raw and .gz; a .rfrec and its test set);
- * no output, nor a file written on the way to one (CKPT.tmp, the export's files), may
- * be one of them, nor another option's output. 0 or the exit status. */
-static int check_inputs(const struct cli *c, const char *data)
-{
-	static const char *const exp_files[4] = { "params.rfck", "params.rfck.tmp",
-						  "model.json", "model.json.tmp" };
-	char (*in)[RF_TRAIN_PATH_MAX] = calloc(RF_TRAIN_MAX_INPUTS, RF_TRAIN_PATH_MAX);
-	struct { const char *opt, *path; } out[9];   /* what the run writes */
-	char why[9000], from[4200], p[4400];
-	char own[5][4200];
-	int n, k = 0, ret = 0;
-
-	if (!in) {
-		rf_cli_say(prog, "out of memory");
-		return 1;
-	}
-	n = rf_train_inputs(&c->o, in);
-	if (c->checkpoint) {
-		snprintf(own[0], sizeof(own[0]), "%s.tmp", c->checkpoint);
-		out[k].opt = out[k + 1].opt = "--checkpoint";
-		out[k++].path = c->checkpoint;
-		out[k++].path = own[0];
-	}
-	if (c->metrics) {
-		out[k].opt = "--metrics";
-		out[k++].path = c->metrics;
-	}
-	if (c->trace) {
-		out[k].opt = "--trace";
-		out[k++].path = c->trace;
-	}
-	/* the engine truncates RF_TRACE's file when it is created (a checkpoint there was
-	 * lost before --resume could read it) */
-	const char *rt = getenv("RF_TRACE");
-	if (rt && *rt) {
-		out[k].opt = "RF_TRACE";
-		out[k++].path = rt;
-	}
-	for (int i = 0; c->export_dir && i < 4; i++) {
-		snprintf(own[1 + i], sizeof(own[1 + i]), "%s/%s", c->export_dir, exp_files[i]);
-		out[k].opt = "--export";
-		out[k++].path = own[1 + i];
-	}
-	for (int j = 0; j < k && !ret; j++)
-		for (int i = 0; i < n && !ret; i++) {
-			if (!rf_cli_same_file(out[j].path, in[i]))
-				continue;
-			input_origin(&c->o, data, in[i], from, sizeof(from));
-			if (!strcmp(in[i], out[j].path))
-				snprintf(p, sizeof(p), "%s", out[j].path);
-			else
-				snprintf(p, sizeof(p), "%s (%s)", out[j].path, in[i]);
-			snprintf(why, sizeof(why), "%s: the same file as an input (%s), expected "
-				 "another file", p, from);
-			ret = bad_path(out[j].opt, why);
-		}
-	/* and no two outputs of different options (the export's files against the
-	 * checkpoint, the CSV, the trace; check_paths compares those three) */
-	for (int j = 0; j < k && !ret; j++)
-		for (int i = 0; i < j && !ret; i++)
-			if (strcmp(out[i].opt, out[j].opt) &&
-			    rf_cli_same_file(out[i].path, out[j].path)) {
-				snprintf(why, sizeof(why), "%s: the same file as %s writes (%s), "
-					 "expected another file", out[j].path, out[i].opt,
-					 out[i].path);
-				ret = bad_path(out[j].opt, why);
-			}
-	free(in);
-	return ret;
-}
-
-/* The paths, before anything runs: the library checks the configuration and the data
- * it names (rf_trainer_check_opts: https, FIFOs, .rfrec headers, IDX files); here
- * --checkpoint (an existing regular file with --resume), --metrics and --trace
- * writable paths in existing directories, none of them a directory, FIFO or device,
- * and no two the same file (an input too: check_inputs). With --resume the
- * checkpoint's header is checked too (its model against --model). 0 or the exit
- * status. */
-static int check_paths(const struct rf_train_opts *o, const char *data, const char *ckpt,
-		       int resume, const char *metrics, const char *trace)
-{
-	const char *model = o->model;
-	const char *outs[3][2] = { { "--checkpoint", ckpt }, { "--metrics", metrics },
-				   { "--trace", trace } };
-	char why[4608], p[4200];
-
-	if (!*data)
-		return bad("--data", "got an empty path, expected a directory or a .rfrec file");
-	if (!strncmp(data, "https://", 8))
-		return bad("--data", "got '%s': https is not supported, expected http://HOST[:PORT]"
-			   "/PATH.rfrec (or a local directory or file)", data);
-	if (o->test_data && !strncmp(o->test_data, "https://", 8))
-		return bad("--test-data", "got '%s': https is not supported, expected http://HOST"
-			   "[:PORT]/PATH.rfrec (or a local file)", o->test_data);
-	for (int i = 0; i < 3; i++)
-		if (outs[i][1] && !*outs[i][1])
-			return bad(outs[i][0], "got an empty path, expected a file name");
-	/* a usage error (exit 2) where the library would refuse the pair: a test set of
-	 * its own with IDX data (a test set that is no file is the library's to name) */
-	if (o->test_data && rf_cli_check_input(o->test_data, 0, why, sizeof(why)) == 0 &&
-	    !rf_train_data_is_rfrec(data))
-		return bad("--test-data", "names the test set of a .rfrec --data, and %s is not "
-			   "one (a directory of IDX files holds both sets)", data);
-	if (rf_trainer_check_opts(o) < 0) {
-		rf_cli_say(prog, "%s", rf_last_error());
-		return 1;
-	}
-	if (ckpt && resume) {
-		/* The header now (magic, version, sizes, CRC, model), not after the data. */
-		struct rf_ckpt_meta meta;
-		if (rf_cli_check_input(ckpt, 0, why, sizeof(why)) < 0)
-			return bad_path("--resume: --checkpoint", why);
-		if (rf_ckpt_probe(ckpt, &meta) < 0) {
-			rf_cli_say(prog, "cannot resume: %s", rf_last_error());
-			return 1;
-		}
-		if (strncmp(meta.model, model, sizeof(meta.model))) {
-			rf_cli_say(prog, "cannot resume: %s: checkpoint is for model '%.31s', "
-				   "this run has --model %s", ckpt, meta.model, model);
-			return 1;
-		}
-	}
-	for (int i = 0; i < 3; i++) {
-		if (!outs[i][1])
-			continue;
-		if (rf_cli_check_output(outs[i][1], 0, NULL, why, sizeof(why)) < 0)
-			return bad_path(outs[i][0], why);
-		for (int j = 0; j < i; j++)
-			if (outs[j][1] && rf_cli_same_file(outs[i][1], outs[j][1])) {
-				snprintf(why, sizeof(why), "%s: the same file as %s %s, expected "
-					 "another file", outs[i][1], outs[j][0], outs[j][1]);
-				return bad_path(outs[i][0], why);
-			}
-	}
-	if (ckpt) {
-		/* saved through FILE.tmp, renamed over FILE */
-		snprintf(p, sizeof(p), "%s.tmp", ckpt);
-		if (rf_cli_check_output(p, 0, NULL, why, sizeof(why)) < 0)
-			return bad_path("--checkpoint", why);
-		for (int i = 1; i < 3; i++)
-			if (outs[i][1] && rf_cli_same_file(p, outs[i][1])) {
-				snprintf(why, sizeof(why), "%s: the file --checkpoint %s is written "
-					 "through, expected another file", outs[i][1], ckpt);
-				return bad_path(outs[i][0], why);
-			}
-	}
-	return 0;
 }
 
 enum { O_DATA = 256, O_EPOCHS, O_BATCH, O_LR, O_DEVICE, O_DEVICES, O_SEED, O_CKPT,
@@ -432,7 +221,49 @@ enum { O_DATA = 256, O_EPOCHS, O_BATCH, O_LR, O_DEVICE, O_DEVICES, O_SEED, O_CKP
        O_BARRIER, O_MAXINF, O_STATS, O_DIST, O_DIST_TIMEOUT, O_BUCKET,
        O_DIST_STORE, O_TEST_DATA, O_MOMENTUM, O_WD, O_NESTEROV,
        O_LR_SCHED, O_WARMUP, O_OPTIMIZER, O_CKPT_EVERY, O_MAX_STEPS, O_AUGMENT, O_EXPORT, O_HYBRID, O_NO_HYBRID, O_UPDATE,
-       O_PRECISION, O_LAYOUT, O_IMAGE_SIZE, O_STEM, O_CROP_SCALE };
+       O_PRECISION, O_LAYOUT, O_IMAGE_SIZE, O_STEM, O_CROP_SCALE, O_NORMALIZE,
+       O_SKIP_BAD };
+
+/* "M[,M...]/S[,S...]" (1 to RF_MODEL_NORM_MAX each, as many) or "imagenet" into o's
+ * norm_*. 0 or -1. */
+static int parse_norm(const char *a, struct rf_train_opts *o)
+{
+	static const float im[2][3] = { { 0.485f, 0.456f, 0.406f }, { 0.229f, 0.224f, 0.225f } };
+	const char *p = a;
+	unsigned n[2] = { 0, 0 };
+	float v[2][RF_MODEL_NORM_MAX];
+
+	if (!strcmp(a, "imagenet")) {
+		o->norm_channels = 3;
+		memcpy(o->norm_mean, im[0], sizeof(im[0]));
+		memcpy(o->norm_std, im[1], sizeof(im[1]));
+		return 0;
+	}
+	for (int h = 0; h < 2; h++) {
+		for (;;) {
+			char *end;
+			errno = 0;
+			double d = strtod(p, &end);
+			if (end == p || errno || !isfinite(d) || n[h] == RF_MODEL_NORM_MAX ||
+			    (h && d == 0.0) || fabs(d) > FLT_MAX)
+				return -1;
+			v[h][n[h]++] = (float)d;
+			p = end;
+			if (*p != ',')
+				break;
+			p++;
+		}
+		if (*p != (h ? '\0' : '/'))
+			return -1;
+		p++;
+	}
+	if (n[0] != n[1])
+		return -1;
+	o->norm_channels = n[0];
+	memcpy(o->norm_mean, v[0], sizeof(v[0]));
+	memcpy(o->norm_std, v[1], sizeof(v[1]));
+	return 0;
+}
 
 static const struct option long_opts[] = {
 	{ "model", required_argument, 0, O_MODEL },
@@ -481,6 +312,8 @@ static const struct option long_opts[] = {
 	{ "image-size", required_argument, 0, O_IMAGE_SIZE },
 	{ "stem", required_argument, 0, O_STEM },
 	{ "crop-scale", required_argument, 0, O_CROP_SCALE },
+	{ "normalize", required_argument, 0, O_NORMALIZE },
+	{ "skip-bad-images", no_argument, 0, O_SKIP_BAD },
 	{ "momentum", required_argument, 0, O_MOMENTUM },
 	{ "wd", required_argument, 0, O_WD },
 	{ "nesterov", no_argument, 0, O_NESTEROV },
@@ -501,7 +334,7 @@ static int parse_opt(struct cli *c, int opt, const char *a)
 	switch (opt) {
 	case O_MODEL:
 		if (!rf_model_spec(a))
-			return bad("--model", "got '%s', expected %s", a, rf_model_names());
+			return rf_tc_bad("--model", "got '%s', expected %s", a, rf_model_names());
 		c->o.model = a;
 		break;
 	case O_DATA:
@@ -525,7 +358,7 @@ static int parse_opt(struct cli *c, int opt, const char *a)
 		 * precision); the lr is a float from here on. */
 		double d;
 		if (rf_cli_double(a, FLT_MIN, 1e6, &d) || !isnormal((float)d))
-			return bad("--lr", "got '%s', expected a decimal learning rate from "
+			return rf_tc_bad("--lr", "got '%s', expected a decimal learning rate from "
 				   "%g (the smallest normal float) to 1e6", a, (double)FLT_MIN);
 		c->o.lr = (float)d;
 		c->lr_set = 1;
@@ -536,7 +369,7 @@ static int parse_opt(struct cli *c, int opt, const char *a)
 		const char *o = opt == O_MOMENTUM ? "--momentum" : "--wd";
 		double d;
 		if (rf_cli_double(a, 0, 1e3, &d) || (d != 0 && !isnormal((float)d)))
-			return bad(o, "got '%s', expected a decimal from 0 to 1e3", a);
+			return rf_tc_bad(o, "got '%s', expected a decimal from 0 to 1e3", a);
 		*(opt == O_MOMENTUM ? &c->o.momentum : &c->o.weight_decay) = (float)d;
 		break;
 	}
@@ -545,12 +378,12 @@ static int parse_opt(struct cli *c, int opt, const char *a)
 		break;
 	case O_OPTIMIZER:
 		if (strcmp(a, "sgd") && strcmp(a, "adamw"))
-			return bad("--optimizer", "got '%s', expected sgd or adamw", a);
+			return rf_tc_bad("--optimizer", "got '%s', expected sgd or adamw", a);
 		c->o.adamw = !strcmp(a, "adamw");
 		break;
 	case O_LR_SCHED:
 		if (parse_sched(a, &c->o.sched))
-			return bad("--lr-schedule", "got '%s', expected constant, step:N[:G] (N epochs "
+			return rf_tc_bad("--lr-schedule", "got '%s', expected constant, step:N[:G] (N epochs "
 				   "from 1 to 100000, G a decimal from 0 to 1e6, not 0) or cosine[:T] "
 				   "(T epochs from 1 to 100000)", a);
 		break;
@@ -561,7 +394,7 @@ static int parse_opt(struct cli *c, int opt, const char *a)
 		break;
 	case O_DEVICE:
 		if (strcmp(a, "cpu") && strcmp(a, "cuda"))
-			return bad("--device", "got '%s', expected cpu or cuda", a);
+			return rf_tc_bad("--device", "got '%s', expected cpu or cuda", a);
 		c->o.device = a;
 		break;
 	case O_DEVICES:
@@ -577,7 +410,7 @@ static int parse_opt(struct cli *c, int opt, const char *a)
 		else if (!strcmp(a, "bf16"))
 			c->o.precision = RF_PRECISION_BF16;
 		else
-			return bad("--precision", "got '%s', expected fp32, tf32 or bf16", a);
+			return rf_tc_bad("--precision", "got '%s', expected fp32, tf32 or bf16", a);
 		break;
 	case O_LAYOUT:
 		if (!strcmp(a, "auto"))
@@ -587,7 +420,7 @@ static int parse_opt(struct cli *c, int opt, const char *a)
 		else if (!strcmp(a, "nhwc"))
 			c->o.channels_last = 1;
 		else
-			return bad("--layout", "got '%s', expected auto, nchw or nhwc", a);
+			return rf_tc_bad("--layout", "got '%s', expected auto, nchw or nhwc", a);
 		break;
 	case O_SEED:
 		if ((ret = int_opt("--seed", a, 0, UINT64_MAX, "the seed", &v)))
@@ -604,7 +437,7 @@ static int parse_opt(struct cli *c, int opt, const char *a)
 		else if (!strcmp(a, "xavier"))
 			c->o.init = RF_INIT_XAVIER;
 		else
-			return bad("--init", "got '%s', expected uniform, normal, kaiming or xavier",
+			return rf_tc_bad("--init", "got '%s', expected uniform, normal, kaiming or xavier",
 				   a);
 		break;
 	case O_CKPT:
@@ -660,11 +493,20 @@ static int parse_opt(struct cli *c, int opt, const char *a)
 		errno = 0;
 		double f = strtod(a, &end);
 		if (!*a || *end || errno || !(f > 0.0 && f <= 1.0))
-			return bad("--crop-scale", "got '%s', expected a fraction of the image's "
+			return rf_tc_bad("--crop-scale", "got '%s', expected a fraction of the image's "
 				   "area in (0, 1]", a);
 		c->o.crop_scale = (float)f;
 		break;
 	}
+	case O_NORMALIZE:
+		if (parse_norm(a, &c->o) < 0)
+			return rf_tc_bad("--normalize", "got '%s', expected MEAN/STD: one finite number "
+					 "or %d separated by commas each (the same count), every STD "
+					 "nonzero, or 'imagenet'", a, RF_MODEL_NORM_MAX);
+		break;
+	case O_SKIP_BAD:
+		c->o.skip_bad_images = 1;
+		break;
 	case O_STEM:
 		if (!strcmp(a, "auto"))
 			c->o.stem = 0;
@@ -673,7 +515,7 @@ static int parse_opt(struct cli *c, int opt, const char *a)
 		else if (!strcmp(a, "imagenet"))
 			c->o.stem = 2;
 		else
-			return bad("--stem", "got '%s', expected auto, small or imagenet", a);
+			return rf_tc_bad("--stem", "got '%s', expected auto, small or imagenet", a);
 		break;
 	case O_PREFETCH:
 		if ((ret = int_opt("--prefetch", a, 1, 16, "loader batch slots", &v)))
@@ -697,7 +539,7 @@ static int parse_opt(struct cli *c, int opt, const char *a)
 		else if (!strcmp(a, "windowed"))
 			c->o.order = RF_LOADER_ORDER_WINDOWED;
 		else
-			return bad("--order", "got '%s', expected uniform or windowed", a);
+			return rf_tc_bad("--order", "got '%s', expected uniform or windowed", a);
 		break;
 	case O_AUGMENT:
 		c->o.augment = 1;
@@ -719,7 +561,7 @@ static int parse_opt(struct cli *c, int opt, const char *a)
 		else if (!strcmp(a, "auto"))
 			c->o.fused_update = RF_TRAIN_AUTO;
 		else
-			return bad("--update", "'%s': expected fused, per-layer or auto", a);
+			return rf_tc_bad("--update", "'%s': expected fused, per-layer or auto", a);
 		break;
 	case O_QUIET:
 		c->quiet = 1;
@@ -746,18 +588,18 @@ static int parse_opt(struct cli *c, int opt, const char *a)
 		break;
 	case O_DIST:
 		if (strcmp(a, "mpi") && strcmp(a, "none"))
-			return bad("--dist", "got '%s', expected mpi (or none)", a);
+			return rf_tc_bad("--dist", "got '%s', expected mpi (or none)", a);
 		c->dist_mpi = !strcmp(a, "mpi");
 		break;
 	case O_DIST_STORE:
 		if (!*a)
-			return bad("--dist-store", "expected a directory, got an empty name");
+			return rf_tc_bad("--dist-store", "expected a directory, got an empty name");
 		c->dist_store = a;
 		break;
 	case O_DIST_TIMEOUT: {
 		double d;
 		if (rf_cli_double(a, 0, 1e6, &d))
-			return bad("--dist-timeout", "got '%s', expected seconds from 0 (none) to 1e6",
+			return rf_tc_bad("--dist-timeout", "got '%s', expected seconds from 0 (none) to 1e6",
 				   a);
 		c->dist_timeout = d;
 		break;
@@ -791,7 +633,7 @@ static int unknown_opt(int ret, int before, int argc, char **argv)
 	char nm[64];
 	int k = rf_cli_bad_opt(ret, before, argc, argv, "h", long_opts, nm, sizeof(nm));
 
-	return bad(nm, "%s", nm[1] != '-' && k == RF_CLI_OPT_UNKNOWN ? "unknown option" : why[k]);
+	return rf_tc_bad(nm, "%s", nm[1] != '-' && k == RF_CLI_OPT_UNKNOWN ? "unknown option" : why[k]);
 }
 
 /* The command line into c, checked (paths included). -1: go on; else the exit status
@@ -818,51 +660,53 @@ int parse_args(struct cli *c, int argc, char **argv)
 			return ret;
 	}
 	if (optind < argc)
-		return bad(argv[optind], "unexpected argument");
+		return rf_tc_bad(argv[optind], "unexpected argument");
 	if (c->resume && !c->checkpoint)
-		return bad("--resume", "needs --checkpoint FILE");
+		return rf_tc_bad("--resume", "needs --checkpoint FILE");
 	if (c->o.checkpoint_every && !c->checkpoint)
-		return bad("--checkpoint-every", "needs --checkpoint FILE");
+		return rf_tc_bad("--checkpoint-every", "needs --checkpoint FILE");
 	c->o.checkpoint = c->checkpoint;
 	if (c->o.adamw && (c->o.momentum > 0 || c->o.nesterov))
-		return bad("--optimizer", "adamw has no --momentum or --nesterov (its betas are "
+		return rf_tc_bad("--optimizer", "adamw has no --momentum or --nesterov (its betas are "
 			   "0.9, 0.999)");
 	if (c->o.nesterov && c->o.momentum <= 0)
-		return bad("--nesterov", "needs --momentum > 0");
+		return rf_tc_bad("--nesterov", "needs --momentum > 0");
 	if (!c->o.sched.epochs)             /* cosine: down to 0 over the run's epochs */
 		c->o.sched.epochs = c->epochs;
 	if (c->o.sched.kind == RF_LR_COSINE && c->o.sched.warmup_epochs >= c->o.sched.epochs)
-		return bad("--lr-schedule", "cosine over %u epochs with a warm-up of %u: expected "
+		return rf_tc_bad("--lr-schedule", "cosine over %u epochs with a warm-up of %u: expected "
 			   "more epochs than the warm-up", c->o.sched.epochs,
 			   c->o.sched.warmup_epochs);
 	if (c->dist_mpi && c->dist_store)
-		return bad("--dist-store", "is the launch without MPI: not with --dist mpi (choose "
+		return rf_tc_bad("--dist-store", "is the launch without MPI: not with --dist mpi (choose "
 			   "one)");
 	c->dist = c->dist_mpi ? 1 : c->dist_store ? 2 : 0;
 	if (!c->dist && c->dist_timeout > 0)
-		return bad("--dist-timeout", "needs --dist mpi or --dist-store");
+		return rf_tc_bad("--dist-timeout", "needs --dist mpi or --dist-store");
 	if (c->o.hybridize > 0 && c->dist)
-		return bad("--hybridize",
+		return rf_tc_bad("--hybridize",
 			   "one process only (a captured step would replay its "
 			   "collectives' sequence numbers): not with %s",
 			   c->dist_mpi ? "--dist mpi" : "--dist-store");
 	if (c->dist_store && strcmp(c->o.device, "cuda"))
-		return bad("--dist-store", "the launch without MPI reduces by NCCL, on GPUs: it "
+		return rf_tc_bad("--dist-store", "the launch without MPI reduces by NCCL, on GPUs: it "
 			   "needs --device cuda (CPU runs: --dist mpi under mpirun)");
 	if (c->o.devices > 1 && c->o.batch_size && c->o.devices > c->o.batch_size)
-		return bad("--devices", "%u devices, more than the %u samples in a batch", c->o.devices,
+		return rf_tc_bad("--devices", "%u devices, more than the %u samples in a batch", c->o.devices,
 			   c->o.batch_size);
 	/* The default lr is resolved here, so that no user value stands for "default". */
 	if (!c->lr_set)
 		c->o.lr = c->o.adamw ? 1e-3f : rf_model_spec(c->o.model)->default_lr;
 	if (rf_cli_check_env(prog)) /* before a path check reads an http:// --data */
 		return 1;
-	if ((ret = check_paths(&c->o, c->o.data_dir ? c->o.data_dir : RF_TRAIN_DEFAULT_DATA,
+	if (c->o.image_size && (ret = rf_tc_folders(c)))
+		return ret;
+	if ((ret = rf_tc_check_paths(&c->o, c->o.data_dir ? c->o.data_dir : RF_TRAIN_DEFAULT_DATA,
 			       c->checkpoint, c->resume, c->metrics, c->trace)))
 		return ret;
-	if (c->export_dir && (ret = check_export(c->export_dir)))
+	if (c->export_dir && (ret = rf_tc_check_export(c->export_dir)))
 		return ret;
-	if ((ret = check_inputs(c, c->o.data_dir ? c->o.data_dir : RF_TRAIN_DEFAULT_DATA)))
+	if ((ret = rf_tc_check_inputs(c, c->o.data_dir ? c->o.data_dir : RF_TRAIN_DEFAULT_DATA)))
 		return ret;
 	c->out = c->json ? stderr : stdout;
 	c->tty = isatty(fileno(c->out));

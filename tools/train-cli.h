@@ -31,4 +31,19 @@ struct cli {
  * (0 after --help). c->o.progress is left to the caller. */
 int parse_args(struct cli *c, int argc, char **argv);
 
+/* ---- shared by train-cli.c and train-cli-paths.c ---- */
+/* One line "PROG: ARG: WHY; see rf-train --help"; returns the exit status 2. */
+int rf_tc_bad(const char *arg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The checks of train-cli-paths.c, each 0 or the exit status of its one-line refusal:
+ * the inputs and outputs of o (data, --checkpoint with --resume its header, metrics,
+ * trace: no two the same file), --export DIR, and no output that is an input. */
+int rf_tc_check_paths(const struct rf_train_opts *o, const char *data, const char *ckpt,
+		      int resume, const char *metrics, const char *trace);
+int rf_tc_check_export(const char *dir);
+int rf_tc_check_inputs(const struct cli *c, const char *data);
+/* With --image-size: a --data or --test-data that is a folder of images
+ * (train-folder.h) replaced by its packed copy; a training folder named train without
+ * --test-data takes the folder val (else test) beside it. 0 or the exit status. */
+int rf_tc_folders(struct cli *c);
+
 #endif

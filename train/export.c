@@ -145,6 +145,15 @@ static json_t *rf__ex_describe(const struct rf_model_spec *sp, uint64_t hash)
 	json_object_set_new(o, "model", json_string(sp->name));
 	json_object_set_new(o, "input", rf__ex_shape(3, input));
 	json_object_set_new(o, "input_scale", json_real(RF__EX_SCALE));
+	if (sp->in.norm_channels) {   /* x = (u8 * input_scale - mean[c]) / std[c] */
+		json_t *m = json_array(), *s = json_array();
+		for (unsigned k = 0; k < sp->in.norm_channels; k++) {
+			json_array_append_new(m, json_real(sp->in.mean[k]));
+			json_array_append_new(s, json_real(sp->in.std[k]));
+		}
+		json_object_set_new(o, "input_mean", m);
+		json_object_set_new(o, "input_std", s);
+	}
 	json_object_set_new(o, "classes", json_integer(sp->in.classes));
 	json_object_set_new(o, "stem", json_string(sp->in.stem == RF_STEM_IMAGENET ? "imagenet"
 										  : "small"));
@@ -263,6 +272,30 @@ static long long rf__ex_int(json_t *o, const char *key, int *ok)
 		return -1;
 	}
 	return json_integer_value(v);
+}
+
+/* input_mean and input_std (both or neither: arrays of one number per input channel)
+ * into in's norm. */
+static int rf__ex_norm(const struct rf__exr *r, json_t *o, struct rf_model_input *in)
+{
+	json_t *m = json_object_get(o, "input_mean"), *s = json_object_get(o, "input_std");
+	size_t n = json_array_size(m);
+
+	if (!m && !s)
+		return 0;
+	if (!json_is_array(m) || !json_is_array(s) || n != json_array_size(s) ||
+	    n != (size_t)in->c || n > RF_MODEL_NORM_MAX)
+		return rf__ex_bad(r, "input_mean, input_std: expected two arrays of one number per "
+				  "input channel (%d)", in->c);
+	for (size_t k = 0; k < n; k++) {
+		json_t *a = json_array_get(m, k), *b = json_array_get(s, k);
+		if (!json_is_number(a) || !json_is_number(b))
+			return rf__ex_bad(r, "input_mean[%zu], input_std[%zu]: expected numbers", k, k);
+		in->mean[k] = (float)json_number_value(a);
+		in->std[k] = (float)json_number_value(b);
+	}
+	in->norm_channels = (unsigned)n;
+	return 0;
 }
 
 static int rf__ex_check_shape(const struct rf__exr *r, json_t *a, int ndim, const int64_t *shape,
@@ -399,6 +432,8 @@ static int rf__ex_check(const struct rf__exr *r, struct rf_export *x)
 	if (stem && strcmp(stem, "small") && strcmp(stem, "imagenet"))
 		return rf__ex_bad(r, "stem \"%s\": expected \"small\" or \"imagenet\"", stem);
 	in.stem = stem && !strcmp(stem, "imagenet") ? RF_STEM_IMAGENET : RF_STEM_SMALL;
+	if ((ret = rf__ex_norm(r, o, &in)) < 0)
+		return ret;
 	if (!(sp = rf_model_spec_for(model, &in)))
 		return rf__ex_bad(r, "%s", rf_last_error());
 	if (!pf || strcmp(pf, RF__EX_PARAMS) != 0)

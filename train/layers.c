@@ -2,6 +2,7 @@
  * compiles to once: each node's shape, the parameter tensors with their offsets in
  * the parameter block, and the running statistics of the batch norms. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +15,7 @@
 
 #define L(kind_, ...) { .kind = RF_LAYER_##kind_, __VA_ARGS__ }
 
-/* The seeds' MLP: 784 -> 256 (ReLU) -> 10. */
+/* The MLP: 784 -> 256 (ReLU) -> 10. */
 static const struct rf_layer rf__mlp_t[] = {
 	L(FLATTEN),
 	L(DENSE, .out = 256, .bias = 1, .wname = "w1", .bname = "b1"),
@@ -37,10 +38,10 @@ static const struct rf_layer rf__lenet_t[] = {
 	L(DENSE, .out = 10, .bias = 1, .wname = "f2.w", .bname = "f2.b"),
 };
 
-/* The seeds' ResNet-18 (resnet18(10) of the multi-GPU chapter): a 3x3 conv of 64, BN,
+/* ResNet-18, with the default small-image stem (28x28, 32x32): a 3x3 conv of 64, BN,
  * ReLU, no max pool; four stages of two residual blocks (64, 128, 256, 512 channels),
  * the first block of stages 2-4 with stride 2 and a 1x1 projection (with bias, no BN,
- * as the seeds' Residual); global average pool; dense `classes`. Convolutions followed
+ * on the shortcut); global average pool; dense `classes`. Convolutions followed
  * by a BN have no bias (the BN's mean removes it; its gradient would be rounding
  * noise). With the ImageNet stem the first convolution is 7x7 at stride 2 (pad 3) and
  * a 3x3 max pool at stride 2 follows its ReLU, as torchvision's resnet18. Names are
@@ -275,8 +276,13 @@ const char *rf_model_names(void)
 
 static int rf__same_input(const struct rf_model_input *a, const struct rf_model_input *b)
 {
-	return a->c == b->c && a->h == b->h && a->w == b->w && a->classes == b->classes &&
-	       a->stem == b->stem;
+	if (a->c != b->c || a->h != b->h || a->w != b->w || a->classes != b->classes ||
+	    a->stem != b->stem || a->norm_channels != b->norm_channels)
+		return 0;
+	for (unsigned k = 0; k < a->norm_channels; k++)
+		if (a->mean[k] != b->mean[k] || a->std[k] != b->std[k])
+			return 0;
+	return 1;
 }
 
 /* Model i's table for input in, into m (its table and names): the row count. */
@@ -315,6 +321,20 @@ const struct rf_model_spec *rf_model_spec_for(const char *name, const struct rf_
 			 "resnet18 only", name, in->c, in->h, in->w, in->classes, (int)in->stem);
 		return NULL;
 	}
+	if (in->norm_channels && (in->norm_channels != (unsigned)in->c ||
+				  in->norm_channels > RF_MODEL_NORM_MAX)) {
+		rf__fail(-EINVAL, "model %s: a mean and std for %u channels, and an input of %d: "
+			 "expected one per input channel (at most %d)", name, in->norm_channels,
+			 in->c, RF_MODEL_NORM_MAX);
+		return NULL;
+	}
+	for (k = 0; k < in->norm_channels; k++)
+		if (!isfinite(in->mean[k]) || !isfinite(in->std[k]) || in->std[k] == 0.0f) {
+			rf__fail(-EINVAL, "model %s: channel %u: mean %g, std %g: expected finite "
+				 "numbers and a nonzero std", name, k, (double)in->mean[k],
+				 (double)in->std[k]);
+			return NULL;
+		}
 	for (k = 0; k < RF__MAX_SPECS && rf__models[k]; k++)
 		if (!strcmp(rf__models[k]->spec.name, rf__names[i]) &&
 		    rf__same_input(&rf__models[k]->spec.in, in))

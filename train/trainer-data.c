@@ -157,8 +157,8 @@ static int rf__beside(struct rf_trainer *t, const char *train, char *out, size_t
 						train);
 				return e;
 			}
-		} else if (access(out, F_OK) == 0) {
-			return 0;
+		} else if (access(out, F_OK) == 0 || rf_dataset_is_shard_pattern(out)) {
+			return 0;       /* a pattern's shards are named by the open if missing */
 		} else if (errno != ENOENT) {
 			int e = errno;
 			if (t)
@@ -226,8 +226,9 @@ int rf__check_data(struct rf_trainer *t, int headers)
 				strncmp(data, "https://", 8) ? test : data);
 		return -EPROTONOSUPPORT;
 	}
-	if (!strncmp(data, "http://", 7)) {      /* a .rfrec over HTTP: its header */
-		if (test && strncmp(test, "http://", 7) &&
+	if (!strncmp(data, "http://", 7) || rf_dataset_is_shard_pattern(data)) {
+		/* a .rfrec over HTTP, or shards by a pattern: the header, the shards' lists */
+		if (test && strncmp(test, "http://", 7) && !rf_dataset_is_shard_pattern(test) &&
 		    (ret = rf__regular(t, "--test-data", test)) < 0)
 			return ret;
 		if (headers && (ret = rf__probe_rfrec(t, "--data", data)) < 0)
@@ -235,7 +236,8 @@ int rf__check_data(struct rf_trainer *t, int headers)
 		return test && headers ? rf__probe_rfrec(t, "--test-data", test) : 0;
 	}
 	if (test) {
-		if (strncmp(test, "http://", 7) && (ret = rf__regular(t, "--test-data", test)) < 0)
+		if (strncmp(test, "http://", 7) && !rf_dataset_is_shard_pattern(test) &&
+		    (ret = rf__regular(t, "--test-data", test)) < 0)
 			return ret;
 		if (stat(data, &st) == 0 && !S_ISREG(st.st_mode)) {
 			rf__trainer_msg(t, "--test-data: names the test set of a .rfrec --data, and "
@@ -279,7 +281,8 @@ int rf_train_data_is_rfrec(const char *data)
 {
 	struct stat st;
 
-	return data && (!strncmp(data, "http://", 7) || (stat(data, &st) == 0 && S_ISREG(st.st_mode)));
+	return data && (!strncmp(data, "http://", 7) || rf_dataset_is_shard_pattern(data) ||
+			(stat(data, &st) == 0 && S_ISREG(st.st_mode)));
 }
 
 static int rf__is_rfrec(const char *data)
@@ -365,6 +368,33 @@ static int rf__image_model(struct rf_trainer *t, const char *train, const char *
 	return 0;
 }
 
+/* opts' mean and std per channel made part of the model's input (its export says
+ * them; the loaders read them from there). */
+static int rf__model_norm(struct rf_trainer *t)
+{
+	struct rf_model_input in = t->spec->in;
+	const struct rf_model_spec *sp;
+
+	if (!t->o.norm_channels)
+		return 0;
+	in.norm_channels = t->o.norm_channels;
+	memcpy(in.mean, t->o.norm_mean, sizeof(in.mean));
+	memcpy(in.std, t->o.norm_std, sizeof(in.std));
+	if (in.norm_channels == 1 && in.c > 1 && in.c <= RF_MODEL_NORM_MAX) { /* one for all */
+		for (int k = 1; k < in.c; k++) {
+			in.mean[k] = in.mean[0];
+			in.std[k] = in.std[0];
+		}
+		in.norm_channels = (unsigned)in.c;
+	}
+	if (!(sp = rf_model_spec_for(t->model_name, &in))) {
+		rf__trainer_msg(t, "--normalize: %s", rf_last_error());
+		return -EINVAL;
+	}
+	t->spec = sp;
+	return 0;
+}
+
 int rf__open_data(struct rf_trainer *t)
 {
 	char p[4][RF_TRAIN_PATH_MAX];
@@ -416,7 +446,7 @@ int rf__open_data(struct rf_trainer *t)
 		t->test_ds.num_classes = 10;
 	rf__limit_view(&t->train_view, &t->train_ds, t->o.limit);
 	rf__limit_view(&t->test_view, &t->test_ds, t->o.test_limit);
-	return 0;
+	return rf__model_norm(t);
 }
 
 /* The one place a loader is created (its message lands in t->msg). */
@@ -435,7 +465,11 @@ static int rf__make_loader(struct rf_trainer *t, const struct rf_dataset *ds, in
 	lo.shard_base = t->rank * t->K;      /* several processes: this rank's shards */
 	lo.shard_total = t->K * t->P;
 	lo.host = t->host;
-	lo.scale = 1.0f / 255.0f;   /* x = pixel / 255, as d2l's ToTensor (no normalisation) */
+	lo.scale = 1.0f / 255.0f;   /* x = pixel / 255, as PyTorch's ToTensor, then the model's */
+	lo.norm_channels = t->spec->in.norm_channels;   /* mean and std, if it has them */
+	memcpy(lo.channel_mean, t->spec->in.mean, sizeof(lo.channel_mean));
+	memcpy(lo.channel_std, t->spec->in.std, sizeof(lo.channel_std));
+	lo.skip_bad_images = t->o.skip_bad_images;
 	lo.in_memory = t->o.in_memory;
 	lo.order = shuffle ? t->o.order : RF_LOADER_ORDER_UNIFORM;
 	lo.http_timeout_ms = t->o.http_timeout_ms;

@@ -98,6 +98,11 @@ static int rf__check_opts(struct rf_trainer *t)
 				(double)t->o.crop_scale);
 		return -EINVAL;
 	}
+	if (t->o.norm_channels > RF_MODEL_NORM_MAX) {
+		rf__trainer_msg(t, "norm_channels %u: expected 0 (no mean and std) to %d",
+				t->o.norm_channels, RF_MODEL_NORM_MAX);
+		return -EINVAL;
+	}
 	if (t->o.image_size && t->o.augment) {
 		rf__trainer_msg(t, "--augment: images are augmented by RandomResizedCrop and a "
 				"flip already (--image-size); drop --augment");

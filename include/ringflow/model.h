@@ -76,15 +76,23 @@ struct rf_param_spec {
  * small-image stem. */
 enum rf_stem {
 	RF_STEM_SMALL = 0,    /* ResNet-18: a 3x3 convolution of 64, stride 1, no pooling
-			       * (the seeds' resnet18 for 28x28 and 32x32 images) */
+			       * (for small images: 28x28, 32x32) */
 	RF_STEM_IMAGENET = 1  /* ResNet-18: torchvision's 7x7 convolution of 64 at stride 2,
 			       * pad 3, then 3x3 max pooling at stride 2 (unpadded here: 55x55
 			       * after it at 224 where torchvision pads to 56) */
 };
+#define RF_MODEL_NORM_MAX 4  /* channels rf_model_input's mean and std cover */
+
 struct rf_model_input {
 	int c, h, w;                  /* 1..4096 each */
 	int classes;                  /* 2..100000 */
 	enum rf_stem stem;
+	/* How u8 pixels become the input: x = (u8 / 255 - mean[ch]) / std[ch] for channel
+	 * ch of c (norm_channels = c, at most RF_MODEL_NORM_MAX; every std finite and
+	 * nonzero), or x = u8 / 255 (norm_channels 0). Part of the model an export
+	 * records: what it was trained on is what it must be fed. */
+	unsigned norm_channels;
+	float mean[RF_MODEL_NORM_MAX], std[RF_MODEL_NORM_MAX];
 };
 
 struct rf_model_spec {
@@ -127,12 +135,12 @@ enum rf_init {
 			      * and lr 0.05 kaiming diverges in its first steps (loss 3.3 ->
 			      * 8.7 in 8 steps; PyTorch's ResNet so initialised: 4.7 -> 17),
 			      * this one does not (2.36 -> 1.48) */
-	RF_INIT_NORMAL = 2,  /* the seed's: weights N(0, 0.01^2), biases 0 */
-	RF_INIT_XAVIER = 3,  /* Glorot & Bengio 2010, d2l's init.Xavier(): weights uniform
+	RF_INIT_NORMAL = 2,  /* weights N(0, 0.01^2), biases 0 */
+	RF_INIT_XAVIER = 3,  /* Glorot & Bengio 2010, PyTorch's xavier_uniform_: weights uniform
 			      * in +-sqrt(6/(fan_in + fan_out)), biases 0 */
 	RF_INIT_KAIMING = 4, /* He et al. 2015, for ReLU networks: weights uniform in
 			      * +-sqrt(6/fan_in) (variance 2/fan_in), biases 0. The MLP's
-			      * and LeNet's: over seeds 0-4 at the seed's settings it ends
+			      * and LeNet's: over seeds 0-4, other settings the same, it ends
 			      * LeNet's 10 epochs ~2 points above PyTorch's default (README) */
 };
 

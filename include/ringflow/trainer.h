@@ -31,11 +31,11 @@ struct rf_epoch_stats {
 	double lr;               /* the learning rate of this epoch (the schedule's) */
 	uint64_t samples;        /* training samples of the epoch */
 	double train_loss;       /* mean over the epoch's samples (weights as they were
-				  * when each batch was seen, as d2l reports it) */
+				  * when each batch was seen, not recomputed after the epoch) */
 	double train_acc;
 	double test_loss, test_acc; /* after the epoch, over the test set (or its limit) */
 	double seconds;          /* wall time of the training part (first push to last
-				  * parameter write), evaluation excluded as in d2l */
+				  * parameter write), evaluation excluded (eval_seconds) */
 	double eval_seconds;     /* wall time of the test-set evaluation */
 	double samples_per_s;    /* samples / seconds */
 	uint64_t param_hash;     /* FNV-1a 64 of replica 0's parameter block after the
@@ -46,6 +46,8 @@ struct rf_epoch_stats {
 				  * the losses are of the batches so far, there was no
 				  * evaluation, and the next call continues the epoch */
 	uint64_t batches_done;   /* with stopped: the epoch's batches trained so far */
+	uint64_t images_skipped; /* opts.skip_bad_images: training images of this call that
+				  * failed to decode and were replaced */
 };
 
 /* Progress (optional): after every pushed batch; loss is the running mean training
@@ -91,6 +93,15 @@ struct rf_train_opts {
 	int stem;                  /* with image_size, ResNet-18's stem: 0 auto (ImageNet's
 				    * 7x7/2 + max pool from 128 pixels up, else the small
 				    * 3x3), 1 small, 2 ImageNet (enum rf_stem + 1) */
+	/* x = (u8 / 255 - norm_mean[ch]) / norm_std[ch] for each of the input's channels
+	 * (norm_channels: 3 for images, 1 for Fashion-MNIST; 1 with images: the one mean
+	 * and std for every channel), as torchvision's Normalize; 0: x = u8 / 255. The
+	 * model and its export record it (rf_model_input). */
+	unsigned norm_channels;
+	float norm_mean[RF_MODEL_NORM_MAX], norm_std[RF_MODEL_NORM_MAX];
+	int skip_bad_images;       /* images that fail to decode take a good neighbour's row
+				    * and label, counted in rf_epoch_stats (loader option
+				    * skip_bad_images); 0: the step fails, naming the file */
 	unsigned batch_size;       /* 0: 256 */
 	float lr;                  /* 0: 0.1 (mlp), 0.2 (lenet) */
 	float momentum;            /* torch.optim.SGD's (dampening 0); 0: plain SGD */
@@ -140,7 +151,7 @@ struct rf_train_opts {
 				    * two iterations in flight); RF_TRAIN_WINDOW_NONE: never wait
 				    * (the front end runs ahead, bounded only by the engine's
 				    * max_inflight and nothing else) */
-	int hybridize;             /* the seeds' hybridize (section 12.1): the training
+	int hybridize;             /* the training
 				    * iteration -- forward, backward, reductions, updates --
 				    * captured at the first step (engine.h, capture and replay)
 				    * and replayed after, the batch copied into the graph's
@@ -166,8 +177,9 @@ struct rf_train_opts {
 				    * several replicas or processes updates follow the
 				    * reductions, per layer */
 	unsigned barrier_every;    /* after every N iterations of a pass (training or test
-				    * set), wait for all work (rf_engine_wait_all), like d2l's
-				    * per-batch .item()/wait_to_read() barrier. 0: never.
+				    * set), wait for all work (rf_engine_wait_all), as a loop
+				    * that reads its loss back (PyTorch's loss.item()) waits for
+				    * the work before it. 0: never.
 				    * Changes timing only, never results */
 	struct rf_comm *comm;      /* several processes (borrowed; NULL: this one only): the
 				    * global batch is cut into devices x size shards, this
@@ -220,7 +232,8 @@ int rf_trainer_create(struct rf_trainer **out, struct rf_engine *e,
 void rf_trainer_destroy(struct rf_trainer *t);
 
 /* 1 when data (a --data value) names a .rfrec file -- an http:// URL or a local
- * regular file -- rather than a directory of IDX files; else 0. Every tool classifies
+ * regular file -- or WebDataset shards by a brace pattern (rf_dataset_is_shard_pattern)
+ * rather than a directory of IDX files; else 0. Every tool classifies
  * its data this way, so that a path and a URL to the same file mean the same thing. */
 int rf_train_data_is_rfrec(const char *data);
 /* The local files rf_trainer_create reads for opts, as it finds them, so that a caller

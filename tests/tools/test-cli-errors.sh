@@ -222,13 +222,18 @@ for v in big IMAGENET ""; do bad $R --stem 2 "'$v' && auto, small or imagenet" -
 bad $R --stem 2 "value" --stem
 for v in 0 1.5 -0.1 x ""; do bad $R --crop-scale 2 "'$v' && (0, 1]" --crop-scale "$v"; done
 bad $R --crop-scale 2 "value" --crop-scale
+for v in 0.5 0.5/0 /1 0.5/ 1,2/3 1,2,3,4,5/1,1,1,1,1 a/b 1/inf 1e39/1 Imagenet "0.5/1 " ""; do
+	bad $R --normalize 2 "'$v' && MEAN/STD && 'imagenet'" --normalize "$v"
+done
+bad $R --normalize 2 "value" --normalize
 for v in all layer ""; do bad $R --update 2 "'$v' && fused, per-layer or auto" --update "$v"; done
 bad $R --device 2 "value" --device
 for v in he; do bad $R --init 2 "expected uniform" --init "$v"; done
 bad $R --init 2 "value" --init
 for v in random "" Uniform "uniform "; do bad $R --order 2 "expected uniform or windowed" --order "$v"; done
 bad $R --order 2 "value" --order
-for f in resume json in-memory verify augment no-eval quiet stats hybridize no-hybridize help; do
+for f in resume json in-memory verify augment no-eval quiet stats hybridize no-hybridize help \
+	skip-bad-images; do
 	bad $R "--$f" 2 "takes no value" "--$f=1"
 done
 bad $R --bogus 2 "unknown" --bogus

@@ -6,7 +6,9 @@
 # the test set) reaches a test accuracy of 0.9 or more, and rf-infer on its export
 # gives the run's own final accuracy and loss; the same images as a WebDataset shard
 # (a tar of KEY.jpg + KEY.cls) give the same weights as the packed file; ResNet-18 with
-# the ImageNet stem trains a step at 64 and 128 pixels. Refusals name what is wrong:
+# the ImageNet stem trains a step at 64 and 128 pixels; --normalize changes the weights,
+# is exported and applied by rf-infer; a corrupt JPEG fails the run or
+# (--skip-bad-images) is counted and named. Refusals name what is wrong:
 # images without --image-size, --image-size on Fashion-MNIST's records, the ImageNet
 # stem on LeNet, a test set of other classes, a checkpoint as the test set.
 set -u
@@ -51,6 +53,71 @@ B="--model lenet --image-size 32 --epochs 1 --batch-size 16 --lr 0.05 --quiet --
 [ -n "$(hash "$T/r1")" ] && [ "$(hash "$T/r1")" = "$(hash "$T/r2")" ] ||
 	fail "the shard's weights $(hash "$T/r2"), the packed file's $(hash "$T/r1")"
 echo "ok: a WebDataset shard of the same images: the same weights ($(hash "$T/r1"))"
+# the same samples in three shards named by a brace pattern: the same weights again
+(cd "$T/wds" && ls | sort >"$T/members" && n=$(wc -l <"$T/members") &&
+	for k in 0 1 2; do
+		sed -n "$((k * n / 3 + 1)),$(((k + 1) * n / 3))p" "$T/members" >"$T/m$k"
+		tar --format=ustar -cf "$T/img-train-$k.tar" -T "$T/m$k" || exit 1
+	done) || fail "three shards"
+"$RF" --data "$T/img-train-{0..2}.tar" --test-data "$T/img-test.rfrec" $B >"$T/r3" 2>"$T/err" ||
+	fail "a brace pattern of shards: $(tail -2 "$T/err")"
+[ "$(hash "$T/r3")" = "$(hash "$T/r1")" ] ||
+	fail "three shards' weights $(hash "$T/r3"), the packed file's $(hash "$T/r1")"
+echo "ok: three shards by a brace pattern: the same weights"
+# the folders themselves: packed once into the cache (the test set: "test" beside
+# "train"), the same weights; the second run reads the cached copy
+export XDG_CACHE_HOME="$T/cache"
+Bv=$(echo "$B" | sed 's/ --quiet//')
+"$RF" --data "$T/img/train" $Bv >"$T/rf1" 2>"$T/err" || fail "a folder: $(tail -2 "$T/err")"
+grep -q "packing 600 images of 4 classes once" "$T/err" || fail "a folder: $(cat "$T/err")"
+[ "$(hash "$T/rf1")" = "$(hash "$T/r1")" ] ||
+	fail "the folder's weights $(hash "$T/rf1"), the packed file's $(hash "$T/r1")"
+"$RF" --data "$T/img/train/" $Bv >"$T/rf2" 2>"$T/err" || fail "a folder again: $(tail -2 "$T/err")"
+grep -q "packed before" "$T/err" && [ "$(hash "$T/rf2")" = "$(hash "$T/r1")" ] ||
+	fail "a folder the second time: $(cat "$T/err")"
+"$INFER" "$T/exp" --data "$T/img/test" --quiet 2>"$T/err" || fail "rf-infer on a folder: $(cat "$T/err")"
+touch "$T/img/train/c0/new.jpg"
+"$RF" --data "$T/img/train" $B >"$T/rf3" 2>"$T/err" && fail "an empty file in the folder: ran"
+grep -q "new.jpg: 0 bytes" "$T/err" || fail "an empty file: $(cat "$T/err")"
+rm "$T/img/train/c0/new.jpg"
+mv "$T/img/train" "$T/img/tr"
+"$RF" --data "$T/img/tr" $B >"$T/rf3" 2>"$T/err" && fail "a folder without a test set: ran"
+grep -q "expected --test-data, or a folder val or test" "$T/err" || fail "no test set: $(cat "$T/err")"
+mv "$T/img/tr" "$T/img/train"
+unset XDG_CACHE_HOME
+echo "ok: image folders as --data: packed once, the same weights, then read from the cache"
+# --normalize: other weights than the plain run; the export says the mean and std and
+# rf-infer feeds its model so (its accuracy and loss are the run's own)
+"$RF" --data "$T/img-train.rfrec" $B --normalize imagenet --export "$T/expn" >"$T/rn1" \
+	2>"$T/err" || fail "--normalize imagenet: $(tail -2 "$T/err")"
+[ "$(hash "$T/rn1")" != "$(hash "$T/r1")" ] || fail "--normalize changed no weight"
+tr -d ' \n' <"$T/expn/model.json" >"$T/mj"
+grep -q '"input_mean":\[0.48' "$T/mj" && grep -q '"input_std":\[0.22' "$T/mj" ||
+	fail "the export does not say the mean and std"
+"$INFER" "$T/expn" --data "$T/img-test.rfrec" >"$T/inf" 2>&1 || fail "rf-infer: $(cat "$T/inf")"
+grep -q "accuracy $(printf '%.4f' "$(acc "$T/rn1")"), loss $(printf '%.4f' "$(loss "$T/rn1")")" \
+	"$T/inf" || fail "rf-infer --normalize: $(cat "$T/inf"), rf-train's $(acc "$T/rn1")"
+"$RF" --data "$T/img-train.rfrec" $B --normalize 0.5,0.5,0.5/0.25,0.25,0.25 >"$T/rn2" \
+	2>"$T/err" || fail "--normalize per channel: $(tail -2 "$T/err")"
+"$RF" --data "$T/img-train.rfrec" $B --normalize 0.5/0.25 >"$T/rn3" 2>"$T/err" ||
+	fail "--normalize one for all: $(tail -2 "$T/err")"
+[ "$(hash "$T/rn2")" = "$(hash "$T/rn3")" ] || fail "0.5/0.25 is not 0.5,0.5,0.5/0.25,0.25,0.25"
+echo "ok: --normalize: exported, applied by rf-infer ($(cat "$T/inf"))"
+# a JPEG whose data are garbage after its headers: the run fails naming its record, or
+# with --skip-bad-images goes on and counts it
+cp -r "$T/img/train" "$T/badtree"
+f=$(ls "$T/badtree/c2"/*.jpg | head -1)
+head -c 700 "$f" >"$T/b.jpg" && head -c 3000 /dev/urandom >>"$T/b.jpg" && mv "$T/b.jpg" "$f"
+"$PACK" --image-folder "$T/badtree" -o "$T/bad.rfrec" >/dev/null 2>"$T/err" ||
+	fail "rf-pack of the tree with a corrupt JPEG: $(cat "$T/err")"
+"$RF" --data "$T/bad.rfrec" --test-data "$T/img-test.rfrec" $B >"$T/out" 2>"$T/err" &&
+	fail "a corrupt image: the run did not fail"
+grep -q "bad.rfrec: record" "$T/err" || fail "a corrupt image: $(cat "$T/err")"
+"$RF" --data "$T/bad.rfrec" --test-data "$T/img-test.rfrec" $B --skip-bad-images >"$T/out" \
+	2>"$T/err" || fail "--skip-bad-images: $(tail -2 "$T/err")"
+grep -q '"images_skipped": 1' "$T/out" || fail "--skip-bad-images: $(cat "$T/out")"
+grep -q "bad.rfrec: record .*skipped" "$T/err" || fail "no warning names it: $(cat "$T/err")"
+echo "ok: a corrupt JPEG fails the run, or with --skip-bad-images is counted and named"
 for s in 64 128; do
 	"$RF" --data "$T/img-train.rfrec" --model resnet18 --image-size $s --stem imagenet \
 		--epochs 1 --batch-size 8 --limit 16 --test-limit 8 --quiet --json >"$T/rn" 2>"$T/err" ||

@@ -1,0 +1,176 @@
+/* tools/train-folder.c -- an image folder as --data: its listing hashed, packed once into
+ * a cached .rfrec under a lock, the cached file reused while the listing is the same
+ * (train-folder.h). The packing is rf-pack --image-folder's (pack-folder.c). */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <ringflow/dataset.h>
+
+#include "cli.h"
+#include "pack-folder.h"
+#include "train-folder.h"
+
+static int rf__exists(const char *dir, const char *name)
+{
+	char p[PATH_MAX];
+	struct stat st;
+
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	return stat(p, &st) == 0;
+}
+
+int rf_folder_is_images(const char *path)
+{
+	static const char *const idx[4] = { "train-images-idx3-ubyte", "train-images-idx3-ubyte.gz",
+					    "t10k-images-idx3-ubyte", "t10k-images-idx3-ubyte.gz" };
+	struct stat st;
+
+	if (!path || strstr(path, "://") || stat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+		return 0;
+	for (int i = 0; i < 4; i++)
+		if (rf__exists(path, idx[i]))
+			return 0;
+	return 1;
+}
+
+int rf_folder_test_sibling(const char *train, char *out, size_t len)
+{
+	static const char *const names[2] = { "val", "test" };
+	char d[PATH_MAX];
+	size_t n = (size_t)snprintf(d, sizeof(d), "%s", train);
+	const char *base;
+
+	while (n > 1 && d[n - 1] == '/')
+		d[--n] = 0;
+	base = strrchr(d, '/');
+	if (strcmp(base ? base + 1 : d, "train"))
+		return -1;
+	for (int i = 0; i < 2; i++) {
+		struct stat st;
+		snprintf(out, len, "%.*s%s", base ? (int)(base - d + 1) : 0, d, names[i]);
+		if (stat(out, &st) == 0 && S_ISDIR(st.st_mode))
+			return 0;
+	}
+	return -1;
+}
+
+/* mkdir -p of path's folders and path itself. 0 or -errno. */
+static int rf__mkdirs(char *path)
+{
+	for (char *p = path + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		int r = mkdir(path, 0755);
+		*p = '/';
+		if (r < 0 && errno != EEXIST)
+			return -errno;
+	}
+	return mkdir(path, 0755) < 0 && errno != EEXIST ? -errno : 0;
+}
+
+/* The cache folder: $XDG_CACHE_HOME/ringflow/folders or ~/.cache/ringflow/folders. */
+static int rf__cache_dir(char *out, size_t len)
+{
+	const char *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
+
+	if (x && x[0] == '/')
+		snprintf(out, len, "%s/ringflow/folders", x);
+	else if (h && h[0] == '/')
+		snprintf(out, len, "%s/.cache/ringflow/folders", h);
+	else
+		return -ENOENT;
+	return rf__mkdirs(out);
+}
+
+/* f packed into path (through path.tmp). 0 or -errno with err set. */
+static int rf__pack(const struct rf__folder *f, const char *path, int skip_bad, size_t *packed,
+		    size_t *bad, char *err, size_t len)
+{
+	struct rf_rec_layout lay = { .variable = 1, .encoding = RF_REC_ENC_IMAGE,
+				     .label_kind = RF_LABEL_I32 };
+	struct rf_rec_writer *w;
+	int ret;
+
+	lay.num_classes = f->nclasses;
+	lay.classes = (const char *const *)f->classes;
+	if ((ret = rf_rec_writer_open(&w, path, &lay, RF_REC_OVERWRITE)) < 0) {
+		snprintf(err, len, "%s", rf_last_error());
+		return ret;
+	}
+	if ((ret = rf__folder_write(f, w, skip_bad, packed, bad, err, len)) < 0) {
+		rf_rec_writer_abort(w);
+		return ret;
+	}
+	if (!*packed) {
+		rf_rec_writer_abort(w);
+		snprintf(err, len, "no JPEG or PNG image in its %zu files", f->n);
+		return -EINVAL;
+	}
+	if ((ret = rf_rec_writer_finish(w)) < 0)
+		snprintf(err, len, "%s", rf_last_error());
+	return ret;
+}
+
+int rf_folder_packed(const char *prog, const char *opt, const char *dir, int skip_bad,
+		     int quiet, char *out, size_t len)
+{
+	char cache[PATH_MAX], lock[PATH_MAX + 16], err[8400];
+	struct rf__folder f;
+	struct stat st;
+	uint64_t key;
+	size_t packed = 0, bad = 0;
+	int lfd = -1, ret;
+
+	if (rf__folder_scan(&f, dir, err, sizeof(err)) < 0) {
+		rf_cli_say(prog, "%s %s", opt, err);
+		return 1;
+	}
+	if ((ret = rf__folder_key(&f, &key, err, sizeof(err))) < 0)
+		goto fail;
+	if ((ret = rf__cache_dir(cache, sizeof(cache))) < 0) {
+		snprintf(err, sizeof(err), "%s: no folder to keep its packed copy in (HOME or "
+			 "XDG_CACHE_HOME unset, or %s): pack it with rf-pack --image-folder and "
+			 "give the .rfrec", dir, strerror(-ret));
+		goto fail;
+	}
+	snprintf(out, len, "%s/%016" PRIx64 "%s.rfrec", cache, key, skip_bad ? "-skip" : "");
+	snprintf(lock, sizeof(lock), "%s.lock", out);
+	if ((lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) < 0 || flock(lfd, LOCK_EX) < 0) {
+		ret = -errno;
+		snprintf(err, sizeof(err), "%s: cannot lock: %s", lock, strerror(-ret));
+		goto fail;
+	}
+	if (stat(out, &st) == 0) {      /* packed before, from the same listing */
+		if (!quiet)
+			fprintf(stderr, "%s: %s %s: %zu images of %u classes, packed before: %s\n",
+				prog, opt, dir, f.n, f.nclasses, out);
+		ret = 0;
+		goto done;
+	}
+	if (!quiet)
+		fprintf(stderr, "%s: %s %s: packing %zu images of %u classes once into %s\n", prog,
+			opt, dir, f.n, f.nclasses, out);
+	if ((ret = rf__pack(&f, out, skip_bad, &packed, &bad, err, sizeof(err))) < 0)
+		goto fail;
+	if (!quiet && bad)
+		fprintf(stderr, "%s: %s %s: %zu files passed over as not JPEG or PNG\n", prog, opt,
+			dir, bad);
+	goto done;
+fail:
+	rf_cli_say(prog, "%s %s", opt, err);
+	ret = 1;
+done:
+	if (lfd >= 0)
+		close(lfd);             /* the lock goes with it */
+	rf__folder_free(&f);
+	return ret ? 1 : 0;
+}
