@@ -55,6 +55,26 @@ def _real(name, v, positive=False):
     return v
 
 
+def _norm(mean, std):
+    """mean and std: numbers, or sequences of one per channel (1 to 4, a number beside a
+    sequence meaning that number for every channel). Returns (mean, std) as floats or
+    as tuples of floats of one length."""
+    seq = [isinstance(v, (list, tuple)) for v in (mean, std)]
+    if not any(seq):
+        return _real("mean", mean), _real("std", std, positive=True)
+    n = len(mean) if seq[0] else len(std)
+    if seq[0] and seq[1] and len(mean) != len(std):
+        raise ValueError(f"mean has {len(mean)} values and std {len(std)}: expected one "
+                         f"per channel in both")
+    if not 1 <= n <= 4:
+        raise ValueError(f"mean/std: {n} values: expected one per channel, 1 to 4")
+    m = tuple(_real(f"mean[{i}]", v) for i, v in enumerate(mean)) if seq[0] else \
+        (_real("mean", mean),) * n
+    s = tuple(_real(f"std[{i}]", v, positive=True) for i, v in enumerate(std)) if seq[1] \
+        else (_real("std", std, positive=True),) * n
+    return m, s
+
+
 def _str(name, v, choices=None):
     if not isinstance(v, str):
         raise TypeError(f"{name}: expected a str, got {type(v).__name__} {v!r}")
@@ -74,7 +94,9 @@ def _source(path_or_url):
             raise ValueError(f"path_or_url={p!r}: only plain http:// URLs are read (no TLS, "
                              f"no other scheme)")
         return p
-    if not os.path.exists(p):
+    if not os.path.exists(p) and not (p.endswith(".tar") and "{" in p):
+        # (a brace pattern of WebDataset shards, DIR/train-{000..009}.tar, is expanded
+        # and each shard checked by the library)
         raise Error(errno.ENOENT, "no such .rfrec file or Fashion-MNIST directory", p)
     return p
 
@@ -90,11 +112,21 @@ def _loader_args(batch_size, shuffle, seed, epoch, rank, world, prefetch, drop_l
     if prefetch + hold > _MAX_SLOTS:
         raise ValueError(f"prefetch={prefetch}, hold={hold}: expected prefetch + hold <= "
                          f"{_MAX_SLOTS} (the batch slots a Loader keeps)")
+    mean, std = _norm(mean, std)
     return dict(batch_size=batch_size, shuffle=_flag("shuffle", shuffle),
                 seed=_int("seed", seed, 0, _U64), epoch=_int("epoch", epoch, 0, 2**63 - 1),
                 rank=rank, world=world, prefetch=prefetch, drop_last=_flag("drop_last", drop_last),
                 hold=hold, split=_str("split", split, ("train", "test")),
-                mean=_real("mean", mean), std=_real("std", std, positive=True))
+                mean=mean, std=std)
+
+
+def _mean_std(mean, std):
+    """The extension's scalar mean, std and scale: per-channel values go separately."""
+    return (0.0, 1.0, 0.0) if isinstance(mean, tuple) else (mean, std, 0.0)
+
+
+def _channels(mean, std):
+    return (mean, std) if isinstance(mean, tuple) else (None, None)
 
 
 class Loader:
@@ -115,7 +147,9 @@ class Loader:
     hold         batch slots Python may keep referenced beyond those (zero-copy views
                  stay valid: the loader never writes a slot Python holds)
     device       "cpu", or "cuda" / "cuda:N" (batches decoded on the GPU)
-    mean, std    x = (u8 / 255 - mean) / std
+    mean, std    x = (u8 / 255 - mean) / std: numbers, or one per channel of the
+                 samples (an image's 3: torchvision's Normalize, e.g. ImageNet's
+                 (0.485, 0.456, 0.406) and (0.229, 0.224, 0.225))
     verify       read a .rfrec whole first and check its data CRC and labels (a flipped
                  byte is an error naming the file); default False: the header, its CRC
                  and the sizes are checked, the records as they are read are not
@@ -127,6 +161,13 @@ class Loader:
     workers      images: threads decoding batches side by side (0: one per CPU)
     dtype        "float32" (default: x = (u8 / 255 - mean) / std) or "uint8" (the
                  records' bytes as they are: an image's (3, S, S) sample, no decode)
+    layout       "nchw" (default) or "nhwc": x of shape (n, H, W, C), each pixel's
+                 channels side by side (what DALI and FFCV hand a GPU, and what
+                 channels_last models read); with dtype="uint8" on the CPU, the gather
+                 writes it so, with no extra pass
+    skip_bad_images  an image that fails to decode takes the row and label of the
+                 nearest good one of its batch, with a warning naming the file and
+                 record, instead of failing the batch (stats()["images_skipped"])
     timeout      an http:// source: seconds per connect, send, receive and response
                  head (None: RF_HTTP_TIMEOUT_MS, else 10). close() -- and the end of the
                  Loader -- cancels what is in flight at once, and Ctrl-C ends a wait
@@ -136,7 +177,8 @@ class Loader:
     def __init__(self, path_or_url, batch_size, shuffle=True, seed=0, epoch=0, rank=0,
                  world=1, prefetch=3, drop_last=False, device="cpu", hold=1, split="train",
                  mean=0.0, std=1.0, order="uniform", timeout=None, verify=False,
-                 image_size=None, augment=True, workers=0, dtype="float32"):
+                 image_size=None, augment=True, workers=0, dtype="float32", layout="nchw",
+                 skip_bad_images=False):
         a = _loader_args(batch_size, shuffle, seed, epoch, rank, world, prefetch, drop_last,
                          hold, split, mean, std)
         device = _str("device", device)
@@ -150,12 +192,15 @@ class Loader:
             tmo = max(1, math.ceil(t * 1000))
         self._l = _Loader(_source(path_or_url), a["batch_size"], a["shuffle"], a["seed"],
                           a["epoch"], a["rank"], a["world"], a["prefetch"], a["drop_last"],
-                          device, a["hold"], a["split"], a["mean"], a["std"], 0.0,
+                          device, a["hold"], a["split"], *_mean_std(a["mean"], a["std"]),
                           _ORDERS.index(_str("order", order, _ORDERS)), tmo,
                           _flag("verify", verify),
                           0 if image_size is None else _int("image_size", image_size, 1, 4096),
                           _flag("augment", augment), _int("workers", workers, 0, 16),
-                          _str("dtype", dtype, ("float32", "uint8")) == "uint8")
+                          _str("dtype", dtype, ("float32", "uint8")) == "uint8",
+                          *_channels(a["mean"], a["std"]),
+                          _str("layout", layout, ("nchw", "nhwc")) == "nhwc",
+                          _flag("skip_bad_images", skip_bad_images))
 
     def __iter__(self):
         return self
@@ -177,6 +222,11 @@ class Loader:
     def set_epoch(self, epoch):
         """Read epoch `epoch` from its first batch next."""
         self._l.seek(_int("epoch", epoch, 0, 2**63 - 1), 0)
+
+    def stats(self):
+        """Counters since the Loader was made: batches, records, reads, read_bytes,
+        read_errors, images_skipped (skip_bad_images) and direct (1: O_DIRECT reads)."""
+        return dict(self._l.stats())
 
     def state_dict(self):
         """Where the next batch handed out is: {'epoch', 'batch', and the settings that

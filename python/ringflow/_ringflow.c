@@ -257,31 +257,67 @@ static void rf_py_loader_free_all(rf_py_loader *s)
 	s->ring = NULL;
 }
 
+/* channel_mean and channel_std (tuples of one float per channel, or both None) into
+ * o's norm_channels, channel_mean and channel_std. 0, or -1 with an exception. */
+static int rf_py_channels(PyObject *cmean, PyObject *cstd, struct rf_loader_opts *o)
+{
+	PyObject *in[2] = { cmean, cstd };
+	float *out[2] = { o->channel_mean, o->channel_std };
+	Py_ssize_t n;
+
+	if (cmean == Py_None && cstd == Py_None)
+		return 0;
+	if (!PyTuple_Check(cmean) || !PyTuple_Check(cstd)) {
+		PyErr_SetString(PyExc_TypeError, "channel_mean, channel_std: expected tuples of "
+				"floats");
+		return -1;
+	}
+	n = PyTuple_Size(cmean);
+	if (n < 1 || n > RF_LOADER_NORM_MAX_CH || PyTuple_Size(cstd) != n) {
+		PyErr_Format(PyExc_ValueError, "channel_mean, channel_std: %zd and %zd values: "
+			     "expected as many, 1 to %d", n, PyTuple_Size(cstd), RF_LOADER_NORM_MAX_CH);
+		return -1;
+	}
+	for (int k = 0; k < 2; k++)
+		for (Py_ssize_t i = 0; i < n; i++) {
+			double v = PyFloat_AsDouble(PyTuple_GetItem(in[k], i));
+			if (v == -1.0 && PyErr_Occurred())
+				return -1;
+			out[k][i] = (float)v;
+		}
+	o->norm_channels = (unsigned)n;
+	return 0;
+}
+
 static int rf_py_loader_init(PyObject *self, PyObject *args, PyObject *kw)
 {
 	static char *kws[] = { "path", "batch_size", "shuffle", "seed", "epoch", "rank", "world",
 			       "prefetch", "drop_last", "device", "hold", "split", "mean", "std",
 			       "scale", "order", "timeout_ms", "verify", "image_size", "augment",
-			       "workers", "u8", NULL };
+			       "workers", "u8", "channel_mean", "channel_std", "nhwc",
+			       "skip_bad_images", NULL };
 	rf_py_loader *s = (rf_py_loader *)self;
 	const char *path, *device = "cpu", *split = "train";
 	unsigned batch, prefetch = 3, hold = 1, rank = 0, world = 1;
 	unsigned long long seed = 0, epoch = 0;
 	int shuffle = 1, drop_last = 0, order = RF_LOADER_ORDER_UNIFORM, ret;
 	unsigned timeout_ms = 0;
-	int verify = 0, augment = 1, u8 = 0;
+	int verify = 0, augment = 1, u8 = 0, nhwc = 0, skip_bad = 0;
 	unsigned image_size = 0, workers = 0;
 	float mean = 0.0f, std = 1.0f, scale = 0.0f;
+	PyObject *cmean = Py_None, *cstd = Py_None;
 	struct rf_loader_opts o = { 0 };
 	struct stat st;
 
 	if (s->eng)
 		return rf_py_raise(-EINVAL, "Loader: already initialised"), -1;
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "sI|pKKIIIpsIsfffiIpIpIp", kws, &path, &batch,
-					 &shuffle, &seed, &epoch, &rank, &world, &prefetch,
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "sI|pKKIIIpsIsfffiIpIpIpOOpp", kws, &path,
+					 &batch, &shuffle, &seed, &epoch, &rank, &world, &prefetch,
 					 &drop_last, &device, &hold, &split, &mean, &std, &scale,
 					 &order, &timeout_ms, &verify, &image_size, &augment, &workers,
-					 &u8))
+					 &u8, &cmean, &cstd, &nhwc, &skip_bad))
+		return -1;
+	if (rf_py_channels(cmean, cstd, &o) < 0)
 		return -1;
 	/* the loader makes prefetch + hold full slots and at most as many tail slots: all
 	 * of them fit held[] */
@@ -320,7 +356,8 @@ static int rf_py_loader_init(PyObject *self, PyObject *args, PyObject *kw)
 	else if (ret == 0)
 		s->dev = s->cpu;
 	if (ret == 0) {
-		if (!strncmp(path, "http://", 7) || (stat(path, &st) == 0 && !S_ISDIR(st.st_mode)))
+		if (!strncmp(path, "http://", 7) || rf_dataset_is_shard_pattern(path) ||
+		    (stat(path, &st) == 0 && !S_ISDIR(st.st_mode)))
 			ret = rf_dataset_open_file(&s->ds, path, verify ? RF_DS_VERIFY : 0);
 		else
 			ret = rf_py_open_dir(&s->ds, path, split);
@@ -350,6 +387,8 @@ static int rf_py_loader_init(PyObject *self, PyObject *args, PyObject *kw)
 		o.hflip = image_size && augment;
 		o.workers = workers;
 		o.x_dtype = u8 ? RF_U8 : RF_F32;
+		o.x_layout = nhwc ? RF_LAYOUT_NHWC : RF_LAYOUT_ROWMAJOR;
+		o.skip_bad_images = skip_bad;
 		ret = rf_loader_create(&s->l, s->eng, &s->ds, &o);
 	}
 	if (ret == 0)
@@ -433,6 +472,11 @@ static PyObject *rf_py_tensor_new(rf_py_loader *s, const struct rf_batch *b, int
 	t->ndim = x->ndim;
 	for (int i = 0; i < 4; i++)
 		t->shape[i] = i < x->ndim ? x->shape[i] : 1;
+	if (x->layout == RF_LAYOUT_NHWC) {  /* the shape as the bytes lie: (n, h, w, c) */
+		t->shape[1] = x->shape[2];
+		t->shape[2] = x->shape[3];
+		t->shape[3] = x->shape[1];
+	}
 	t->dt = labels ? (DLDataType){ 0, 32, 1 } : x->dtype == RF_U8 ? (DLDataType){ 1, 8, 1 }
 							    : (DLDataType){ 2, 32, 1 };
 	t->dtname = labels ? "int32" : x->dtype == RF_U8 ? "uint8" : "float32";
@@ -526,6 +570,24 @@ static PyObject *rf_py_loader_state(PyObject *self, PyObject *unused)
 			     "shuffle", s->shuffle, "drop_last", s->drop_last);
 }
 
+/* The loader's counters since it was made. */
+static PyObject *rf_py_loader_stats(PyObject *self, PyObject *unused)
+{
+	rf_py_loader *s = (rf_py_loader *)self;
+	struct rf_loader_stats st;
+	(void)unused;
+
+	if (!rf_py_loader_ready(s))
+		return NULL;
+	rf_loader_get_stats(s->l, &st);
+	return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:i}", "batches",
+			     (unsigned long long)st.batches, "records",
+			     (unsigned long long)st.records, "reads", (unsigned long long)st.reads,
+			     "read_bytes", (unsigned long long)st.read_bytes, "read_errors",
+			     (unsigned long long)st.read_errors, "images_skipped",
+			     (unsigned long long)st.images_skipped, "direct", st.direct);
+}
+
 /* Seek to (epoch, batch): what was pushed ahead is dropped (its slots are overwritten
  * only after its writes, in engine order). */
 static PyObject *rf_py_loader_seek(PyObject *self, PyObject *args)
@@ -603,6 +665,7 @@ static PyMethodDef rf_py_loader_methods[] = {
 	{ "next", rf_py_loader_next, METH_NOARGS, "the next (images, labels), or None at the "
 	  "end of the epoch" },
 	{ "state", rf_py_loader_state, METH_NOARGS, "where the next batch is, as a dict" },
+	{ "stats", rf_py_loader_stats, METH_NOARGS, "the loader's counters, as a dict" },
 	{ "seek", rf_py_loader_seek, METH_VARARGS, "seek(epoch, batch)" },
 	{ "batches", rf_py_loader_len, METH_NOARGS, "batches per epoch" },
 	{ "close", rf_py_loader_close, METH_NOARGS, "free everything now" },

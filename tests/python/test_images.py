@@ -6,7 +6,10 @@ with the rf-pack named in RF_PACK, and read with Loader(image_size=16): x is
 flat image is exact), y the class, each record once per epoch, in training
 (RandomResizedCrop + flip) and evaluation (augment=False); two loaders with different
 worker counts give the same bytes; dtype="uint8" gives the bytes themselves (255 x the
-float32 batch). image_size on a fixed-size file, or a missing one
+float32 batch); mean/std per channel give torchvision's Normalize in float32, and
+refusals name the argument; layout="nhwc" gives (n, S, S, 3); skip_bad_images replaces
+a corrupt image by its batch neighbour and counts it. image_size on a fixed-size file,
+or a missing one
 on an image file, raises ValueError/OSError carrying the library's message.
 Exit 0 or 1 (77: no numpy).
 """
@@ -78,6 +81,70 @@ def main():
     xu = np.concatenate(xs)
     assert xu.dtype == np.uint8 and xu.shape == (n, 3, 16, 16)
     assert (np.rint(runs[(True, 1)][0] * 255.0) == xu).all()
+    # a mean and std per channel (ImageNet's): (u8 / 255 - mean[c]) / std[c] in float32,
+    # each step rounded as written; a number beside a sequence is broadcast
+    m3, s3 = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+    for mean, std in ((m3, s3), (m3, 0.5), (0.25, s3)):
+        ld = ringflow.Loader(out, 4, seed=3, image_size=16, mean=mean, std=std)
+        xs = []
+        for bx, by in ld:
+            xs.append(np.array(np.from_dlpack(bx)))
+        del bx, by
+        ld.close()
+        mc = np.array(mean if isinstance(mean, tuple) else (mean,) * 3, dtype=np.float32)
+        sc = np.array(std if isinstance(std, tuple) else (std,) * 3, dtype=np.float32)
+        t = xu.astype(np.float32) * np.float32(1 / 255)
+        want = (t - mc[None, :, None, None]) / sc[None, :, None, None]
+        assert (np.concatenate(xs) == want).all(), (mean, std)
+    for kw, exc, text in (({"mean": (0.1, 0.2), "std": s3}, ValueError, "expected one per"),
+                          ({"mean": (0.1, 0.2), "std": (1, 1)}, ringflow.Error,
+                           "norm_channels 2: the records are 3 channels"),
+                          ({"mean": (), "std": 1}, ValueError, "1 to 4"),
+                          ({"mean": m3, "std": (1, 0, 1)}, ValueError, "std[1]=0.0"),
+                          ({"mean": ("a",), "std": 1}, TypeError, "mean[0]")):
+        try:
+            ringflow.Loader(out, 4, image_size=16, **kw)
+        except exc as e:
+            assert text in str(e), str(e)
+        else:
+            raise AssertionError(f"{kw}: no error")
+    # layout="nhwc": (n, 16, 16, 3), the same bytes with each pixel's channels together
+    ld = ringflow.Loader(out, 4, seed=3, image_size=16, dtype="uint8", layout="nhwc")
+    xs = [np.array(np.from_dlpack(bx)) for bx, by in ld]
+    ld.close()
+    xh = np.concatenate(xs)
+    assert xh.shape == (n, 16, 16, 3), xh.shape
+    assert (xh == xu.transpose(0, 2, 3, 1)).all()
+    # skip_bad_images: a record made garbage takes its batch neighbour's row and label
+    bad = os.path.join(T, "bad.rfrec")
+    with open(out, "rb") as f:
+        data = bytearray(f.read())
+    png0 = data.find(b"\x89PNG", 4096)
+    data[png0 + 8:png0 + 40] = bytes(32)
+    with open(bad, "wb") as f:
+        f.write(data)
+    try:
+        for bx, by in ringflow.Loader(bad, 4, seed=3, image_size=16):
+            pass
+    except OSError as e:
+        assert "bad.rfrec: record" in str(e), str(e)
+    else:
+        raise AssertionError("a corrupt image: no error")
+    ld = ringflow.Loader(bad, 4, seed=3, image_size=16, dtype="uint8", skip_bad_images=True)
+    xs, ys = [], []
+    for bx, by in ld:
+        xs.append(np.array(np.from_dlpack(bx)))
+        ys.append(np.array(np.from_dlpack(by)))
+    del bx, by
+    st = ld.stats()
+    ld.close()
+    assert st["images_skipped"] == 1 and st["records"] == n, st
+    xb = np.concatenate(xs)
+    diff = [j for j in range(n) if not (xb[j] == xu[j]).all()]
+    assert len(diff) == 1, diff
+    j = diff[0]
+    k = j - 1 if j % 4 else j + 1
+    assert (xb[j] == xb[k]).all() and np.concatenate(ys)[j] == np.concatenate(ys)[k]
     fm = os.path.join(T, "fixed.rfrec")
     ringflow.pack(fm, np.zeros((8, 4, 4), dtype=np.uint8), np.arange(8) % 2, num_classes=2)
     for path, kw, text in ((fm, {"image_size": 8}, "not encoded images"),
@@ -88,7 +155,7 @@ def main():
             assert text in str(e), str(e)
         else:
             raise AssertionError(f"{path} {kw}: no error")
-    print(f"ringflow python images: {n} images, 5 loaders ok")
+    print(f"ringflow python images: {n} images, 11 loaders ok")
 
 
 if __name__ == "__main__":
