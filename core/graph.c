@@ -1,4 +1,4 @@
-/* core/graph.c -- capture and replay (the seeds' hybridize, section 12.1): beginning
+/* core/graph.c -- capture and replay (engine.h, capture and replay): beginning
  * and ending a capture, turning the recording into a graph with its dependencies
  * precomputed, launching it (one macro op on the graph's variables, bound per launch),
  * destroying it. Running a launch: graph-run.c. */

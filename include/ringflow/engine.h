@@ -136,7 +136,7 @@ int rf_var_error(const struct rf_var *v, const char **op_name);
 /* Clear a variable's poison (pushed as a mutation). */
 int rf_var_clear_error(struct rf_engine *e, struct rf_var *v);
 
-/* ---- capture and replay (the seeds' hybridize, section 12.1) --------------------
+/* ---- capture and replay ------------------------------------------------------
  * Between capture_begin and capture_end, pushes are recorded, not run: the result is a
  * graph whose dependencies are computed once. rf_graph_launch pushes the whole graph
  * as one unit: it waits in the queues of the variables its ops use (reads of those it

@@ -1,5 +1,5 @@
-/* ringflow/export.h -- a trained model that leaves the training process (the seeds'
- * export, section 12.1): a directory with a graph description, model.json (layers,
+/* ringflow/export.h -- a trained model that leaves the training process for another
+ * program to load: a directory with a graph description, model.json (layers,
  * attributes, each node's shape, the parameter tensors), and the parameters,
  * params.rfck (a checkpoint file: header, per-tensor CRC, written atomically).
  * Other front ends read the two (tools/rf-export-torch.py loads them into PyTorch).

@@ -8,7 +8,12 @@ Usage: check-house.py SOURCE_ROOT [LIBRINGFLOW_SO]
    comm <- dataloader <- train); a *-impl.h only from inside its module.
 2. the library never writes to stderr or stdout itself.
 3. no library .c/.cu file is above 800 lines, except those listed in LONG with a reason.
-4. code is ASCII; library code cites nothing outside the repository.
+4. code is ASCII; library code cites nothing outside the repository, and the library's
+   sources and installed headers (and python/ringflow) never send the reader to the
+   project's private specification texts: "the seeds", "seeds'", "the seed's", "d2l",
+   "section N", "chapter" or a section sign fail with FILE:LINE -- say what the code
+   does instead. A public standard's section stays allowed ("RFC 9110 section 5.6.2").
+   Tests, benches, tools, examples and *.md files are outside this rule.
 5. with LIBRINGFLOW_SO: it exports only rf_ symbols, no rf__ internal.
 6. generic code never names a backend: the device layer's own files (devices/*.c|h,
    backends.c, the registration, apart), the comm layer's (its transports and
@@ -67,6 +72,18 @@ for p in files("include/ringflow", (".h",)):
 for base, lay in PUBLIC.items():
     public.setdefault(base, lay)
 
+# 4. the project's private specification texts, by the words that point at them; an
+# RFC's section is a public standard's and stays allowed
+PRIVATE_TEXT = re.compile(r"(?i)\bthe seeds\b|\bseeds'|\bthe seed's\b|\bd2l\b|\u00a7"
+                          r"|\bchapter\b|\bsection \d")
+RFC_SECTION = re.compile(r"(?i)\bRFC \d+,? section \d")
+def private_text(p, ln, line):
+    m = PRIVATE_TEXT.search(RFC_SECTION.sub("", line))
+    if m:
+        bad(f"{rel(p)}:{ln}: refers the reader to a text outside the repository "
+            f"('{m.group(0)}'): say what the code does instead: {line.strip()}")
+
+
 inc_re = re.compile(r'^\s*#\s*include\s+[<"]([^">]+)[">]')
 def layer_of(p):
     """The layer of a library file: its top directory, or a public header's layer."""
@@ -108,6 +125,13 @@ for p in [q for top in LAYERS + ["include"] for q in files(top, (".c", ".h", ".c
             bad(f"{rel(p)}:{ln}: the library writes to the terminal: {line.strip()}")
         if re.search(r"\.\./shared|seeds/|\bissue \d+", line):
             bad(f"{rel(p)}:{ln}: refers outside the repository: {line.strip()}")
+        private_text(p, ln, line)
+
+# 4. the Python package (its extension and modules) follows the same rule on outside texts
+for p in files("python/ringflow", (".c", ".h", ".py")):
+    with open(p, encoding="utf-8", errors="replace") as f:
+        for ln, line in enumerate(f, 1):
+            private_text(p, ln, line)
 
 # 6. generic files never name a backend
 BACKEND_NAMES = re.compile(r"(?i)(?<![a-z0-9])(cuda|cudnn|cublas|nccl|openblas|cblas)")
