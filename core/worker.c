@@ -20,7 +20,8 @@
 
 #define RF__CACHELINE 64
 #define RF__WORKER_MAX_CAP (1u << 24)
-#define RF__WORKER_SPINS 4096     /* polls of head before the futex sleep */
+#define RF__WORKER_SPINS 4096     /* polls of head before the futex sleep, at most */
+#define RF__WORKER_SPINS_MIN 16   /* ... at least */
 #define RF__WORKER_YIELD 3       /* of every 4 polls, one yields the CPU (measured:
 				   * 31 or 7 cost xchain 2x on 2 cores) */
 
@@ -39,6 +40,7 @@ struct rf__worker {
 	_Alignas(RF__CACHELINE) _Atomic int sleeping;
 	_Atomic uint32_t futex;
 	_Atomic int stop;
+	unsigned spins;                 /* worker only: the idle spin's budget, adapted */
 	struct rf_ring *ring;
 	struct rf_notifier *notifier;   /* wakes a parked reactor */
 	struct rf_poller *poller;       /* reads tail at every turn */
@@ -90,13 +92,19 @@ static void rf__worker_run(struct rf__worker *w, uint64_t t)
 /* Spin a while (a producer usually pushes bursts, and the next op of a chain comes
  * one reactor turn after this one's completion): 1 if work or stop came. The spin
  * yields the CPU every few pauses, so that on a machine with fewer cores than
- * spinning threads (the reactor, other workers) the thread that has the work runs. */
+ * spinning threads (the reactor, other workers) the thread that has the work runs.
+ * Its length adapts: doubled when work came during it, halved when it did not -- a
+ * stream fed ops back to back keeps polling, one whose ops come far apart (a
+ * loader's gathers, waiting on I/O) goes to sleep at once and burns no CPU. */
 static int rf__worker_spin(struct rf__worker *w, uint64_t t)
 {
-	for (int spin = 0; spin < RF__WORKER_SPINS; spin++) {
+	for (unsigned spin = 0; spin < w->spins; spin++) {
 		if (atomic_load_explicit(&w->head, memory_order_acquire) != t ||
-		    atomic_load_explicit(&w->stop, memory_order_acquire))
+		    atomic_load_explicit(&w->stop, memory_order_acquire)) {
+			if (w->spins < RF__WORKER_SPINS)
+				w->spins *= 2;
 			return 1;
+		}
 		if ((spin & RF__WORKER_YIELD) == RF__WORKER_YIELD)
 			sched_yield();
 #if defined(__x86_64__) || defined(__i386__)
@@ -104,6 +112,8 @@ static int rf__worker_spin(struct rf__worker *w, uint64_t t)
 			__builtin_ia32_pause();
 #endif
 	}
+	if (w->spins > RF__WORKER_SPINS_MIN)
+		w->spins /= 2;
 	return 0;
 }
 
@@ -254,6 +264,7 @@ static int rf__worker_alloc(struct rf_engine *e, const char *name, unsigned capa
 	memset(w, 0, sizeof(*w));
 	snprintf(w->name, sizeof(w->name), "%s", name ? name : "worker");
 	w->cap = cap;
+	w->spins = RF__WORKER_SPINS;
 	w->slot = calloc(cap, sizeof(*w->slot));
 	w->status = calloc(cap, sizeof(*w->status));
 	if (!w->slot || !w->status) {

@@ -94,12 +94,17 @@ int rf_ring_create(struct rf_ring **out, const struct rf_ring_opts *opts)
 	if (entries > RF__MAX_SQ_ENTRIES)
 		return rf__fail(-EINVAL, "rf_ring_create: opts->entries = %u, expected at most "
 				"RF_RING_MAX_ENTRIES (%u)", entries, RF__MAX_SQ_ENTRIES);
-	struct rf_ring *r = calloc(1, sizeof(*r));
+	/* aligned as its type says (the parked flag has a cache line of its own) */
+	struct rf_ring *r = aligned_alloc(_Alignof(struct rf_ring),
+					  (sizeof(*r) + _Alignof(struct rf_ring) - 1) /
+					  _Alignof(struct rf_ring) * _Alignof(struct rf_ring));
 	if (!r)
 		return rf__fail(-ENOMEM, "rf_ring_create: no memory for the ring");
+	memset(r, 0, sizeof(*r));
 	int ret = rf__fault_parse(&r->fault, getenv("RF_FAULT_INJECT"));
 	if (ret == 0)
 		ret = rf__spin_parse(getenv("RF_RING_SPIN_US"), &r->spin_ns);
+	r->spin_budget = r->spin_ns;
 	if (ret < 0) {
 		free(r);
 		return ret;
