@@ -8,7 +8,6 @@
 #include <errno.h>
 #include <sched.h>
 #define RF__SPIN_YIELD 3  /* the spin yields every 4th poll (core/worker.c's too) */
-#define RF__SPIN_MIN_NS 1000ull  /* a budget below this: no spin */
 #include <limits.h>
 #include <string.h>
 #include <time.h>
@@ -211,14 +210,9 @@ int rf__turn(struct rf_ring *r, int wait, struct __kernel_timespec *ts)
 	int have = polled > 0 || io_uring_cq_ready(&r->ring) > 0 || r->nbacklog > r->backlog_head;
 	int overflow = (IO_URING_READ_ONCE(*r->ring.sq.kflags) & IORING_SQ_CQ_OVERFLOW) != 0;
 	int ret = 0;
-	if (r->spin_budget > r->spin_ns)
-		r->spin_budget = r->spin_ns;    /* rf_ring_set_spin lowered it */
-	if (wait && !have && busy && r->spin_budget >= RF__SPIN_MIN_NS) {
+	if (wait && !have && busy && r->spin_ns) {
 		/* A poller has work out and nothing else is ready: poll for a bounded time
-		 * before sleeping -- the adaptive budget: doubled when a spin finds work,
-		 * halved when it does not, so a reactor waiting on long ops (a loader's I/O
-		 * and decodes) stops burning CPU while one handing short ops between
-		 * streams keeps polling. What is queued goes to the kernel first. */
+		 * before sleeping. What is queued goes to the kernel first. */
 		uint64_t t0 = rf_now_ns(), t;
 		if (queued) {
 			ret = io_uring_submit(&r->ring);
@@ -242,12 +236,9 @@ int rf__turn(struct rf_ring *r, int wait, struct __kernel_timespec *ts)
 				break;
 			}
 			t = rf_now_ns();
-		} while (busy && t - t0 < r->spin_budget);
+		} while (busy && t - t0 < r->spin_ns);
 		r->st.spin_ns += rf_now_ns() - t0;
 		r->st.spin_hits += have;
-		r->spin_budget = have ? (r->spin_budget * 2 > r->spin_ns ? r->spin_ns
-							      : r->spin_budget * 2)
-				      : r->spin_budget / 2;
 		queued = io_uring_sq_ready(&r->ring); /* a poller's callbacks may queue */
 	}
 	if (wait && !have && r->pollers) {
@@ -261,18 +252,11 @@ int rf__turn(struct rf_ring *r, int wait, struct __kernel_timespec *ts)
 		queued = io_uring_sq_ready(&r->ring);
 	}
 	if (wait && !have) {
-		uint64_t t0 = busy && r->spin_ns ? rf_now_ns() : 0;
 		if (ts)
 			ret = io_uring_submit_and_wait_timeout(&r->ring, &cqe, 1, ts, NULL);
 		else
 			ret = io_uring_submit_and_wait(&r->ring, 1);
 		r->st.enters++;
-		/* woken soon after parking with a poller busy: a spin would have caught it
-		 * -- let the budget grow again (from nothing, to its least) */
-		if (t0 && rf_now_ns() - t0 < r->spin_ns / 2)
-			r->spin_budget = r->spin_budget < RF__SPIN_MIN_NS ? RF__SPIN_MIN_NS
-					 : r->spin_budget * 2 > r->spin_ns ? r->spin_ns
-					 : r->spin_budget * 2;
 	} else if (queued || overflow || (!have && (r->nlive || r->nnotifiers))) {
 		/* GETEVENTS without waiting: runs deferred task work, posts its CQEs */
 		ret = io_uring_submit_and_get_events(&r->ring);

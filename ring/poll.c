@@ -155,6 +155,5 @@ int rf_ring_set_spin(struct rf_ring *r, uint64_t spin_ns)
 		return rf__fail(-EINVAL, "rf_ring_set_spin: %llu ns, expected a ring and at most "
 				"%llu ns", (unsigned long long)spin_ns, RF__SPIN_MAX_NS);
 	r->spin_ns = spin_ns;
-	r->spin_budget = spin_ns;
 	return 0;
 }

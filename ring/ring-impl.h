@@ -189,8 +189,7 @@ struct rf_ring {
 	struct rf_poller *pollers;
 	int polling;         /* inside rf__poll: removals are deferred */
 	int poll_dead;       /* some poller was removed while polling */
-	uint64_t spin_ns;    /* rf_ring_set_spin: the most a spin lasts */
-	uint64_t spin_budget; /* the next spin's length, adapted (dispatch.c: rf__turn) */
+	uint64_t spin_ns;    /* rf_ring_set_spin */
 	uint64_t poll_held;  /* sum of pollers' held completions (rf_poller_hold) */
 	/* 1 from just before the owner's last poll ahead of a blocking wait until it is
 	 * back (rf_ring_parked; the protocol: README.md, "Pollers and parking"). Read by

@@ -104,7 +104,6 @@ int rf_ring_create(struct rf_ring **out, const struct rf_ring_opts *opts)
 	int ret = rf__fault_parse(&r->fault, getenv("RF_FAULT_INJECT"));
 	if (ret == 0)
 		ret = rf__spin_parse(getenv("RF_RING_SPIN_US"), &r->spin_ns);
-	r->spin_budget = r->spin_ns;
 	if (ret < 0) {
 		free(r);
 		return ret;
