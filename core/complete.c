@@ -75,7 +75,7 @@ static void rf__wake_waiter(struct rf_op *op, int status)
 
 	if (!w)
 		return;
-	w->err = op->wait_var ? op->wait_var->err : status;
+	w->err = op->kind->wait_status ? op->kind->wait_status(op, status) : status;
 	if (w->abandoned)
 		free(w);
 	else
@@ -97,8 +97,8 @@ void rf__finish(struct rf_engine *e, struct rf_op *op)
 	const char *ename = op->name;
 	int status;
 
-	if (op->gkind == RF__G_NODE) {
-		rf__gnode_finish(e, op);
+	if (op->kind->finish) {
+		op->kind->finish(e, op);
 		return;
 	}
 	status = rf__final_status(e, op, &ename);
@@ -111,13 +111,11 @@ void rf__finish(struct rf_engine *e, struct rf_op *op)
 	rf__wake_waiter(op, status);
 	rf__q_remove(e, op);
 	rf__inflight_sub(e, op->bytes);
-	if (!op->internal)
+	if (op->kind->counted)
 		e->st.completed++;
 	rf__call_done(e, op, status);
-	if (op->delete_var)
-		rf__var_free(op->delete_var);
-	if (op->gkind == RF__G_MACRO)
-		rf__glaunch_release(op->gl); /* after rf__q_remove: its entries are the launch's */
+	if (op->kind->finished)        /* after rf__q_remove: a launch's entries are its own */
+		op->kind->finished(e, op);
 	rf__op_free(e, op);
 }
 
@@ -127,8 +125,8 @@ void rf__reported(struct rf_engine *e, struct rf_op *op, int status)
 {
 	op->status = status;
 	op->state = RF__OP_REPORTED;
-	if (op->gkind == RF__G_NODE)
-		rf__gnode_reported(e, op);
+	if (op->kind->reported)
+		op->kind->reported(e, op);
 	else if (op->nfront == op->nent)
 		rf__oplist_push(&e->finished, op);
 }

@@ -25,10 +25,10 @@ static void rf__dispatch(struct rf_engine *e, struct rf_op *op)
 	struct rf_stream *s = op->stream;
 	const char *name, *opname = op->name;
 	uint64_t uid = op->uid;
-	int ret, gkind;
+	const struct rf__opkind *k = op->kind;
+	int ret;
 
-	if (op->gkind == RF__G_NODE ? rf__gnode_dispatch(e, op)
-				    : rf__inherited_error(op, 1, &name)) {
+	if (k->skip ? k->skip(e, op) : rf__inherited_error(op, 1, &name)) {
 		/* Skipped: an input is poisoned for good. Not enqueued; it completes
 		 * (poisoning its outputs) when it is first in all its queues. */
 		rf__reported(e, op, 0);
@@ -38,7 +38,6 @@ static void rf__dispatch(struct rf_engine *e, struct rf_op *op)
 	op->settled = op->nfront == op->nent;
 	op->state = RF__OP_DISPATCHED;
 	op->seq = ++s->seq;
-	gkind = op->gkind;
 	ret = s->ops->enqueue(s, op);
 	/* Stream chaining: consumers on the same in-order stream (or on streams that
 	 * can wait for this one) may go now -- after the enqueue, so that a stream's
@@ -48,9 +47,9 @@ static void rf__dispatch(struct rf_engine *e, struct rf_op *op)
 	 * consumers wait for its (failed) completion. */
 	if (ret < 0)
 		rf__enqueue_failed(e, op, s, uid, opname, ret);
-	else if (gkind == RF__G_NODE)
-		rf__gnode_chain(e, op);
-	else if (gkind != RF__G_MACRO) /* a launch: once its ops are enqueued (graph-run.c) */
+	else if (k->enqueued)          /* a launch: nothing (once its ops are enqueued) */
+		k->enqueued(e, op);
+	else
 		rf__q_dispatched(e, op);
 	if (s->ops->flush && !s->flush_queued) {
 		s->flush_queued = 1;

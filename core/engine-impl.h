@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <sys/syscall.h>
 
+#include "opkind.h"
 #include "rf-internal.h"
 #include "stream.h"
 
@@ -44,8 +45,6 @@ struct rf__group {
 	uint8_t write;
 };
 
-enum { RF__G_NONE, RF__G_MACRO, RF__G_NODE };
-
 struct rf__glaunch;
 struct rf__capture;
 
@@ -77,22 +76,20 @@ struct rf_op {
 	uint32_t nfront;         /* entries at their queue's front */
 	uint8_t state;
 	uint8_t settled;         /* inputs were final and clean at dispatch */
-	uint8_t internal;        /* engine-made op (waits), not counted in stats.pushed */
 	uint8_t traced;          /* record times (set at push, read by the executing thread) */
-	uint8_t gkind;           /* RF__G_MACRO: a graph launch; RF__G_NODE: one of its ops */
-	uint8_t quiet;           /* RF__G_NODE: every op that depends on it follows it on its
-				  * in-order stream (rf_op_quiet, stream.h) */
-	uint32_t gi;             /* RF__G_NODE: its index in the graph */
-	struct rf__glaunch *gl;  /* the launch (graph.c, graph-run.c) */
-	struct rf_stream *cstream; /* RF__G_MACRO of a graph on one in-order stream: that
-				    * stream, for chaining (queue.c); else NULL */
+	const struct rf__opkind *kind; /* what kind of op (opkind.h), and its argument: */
+	union {
+		struct rf_var *var;              /* a wait's variable, a deletion's */
+		struct rf__glaunch *gl;          /* a graph launch: its block */
+		struct { struct rf__glaunch *gl; uint32_t i; } node; /* a launch's op i */
+	} arg;
+	struct rf_stream *qstream; /* the stream its queue entries are ordered on (queue.c):
+				    * its own, or a launch's graph's one in-order stream */
 	int status;              /* reported status */
 	uint64_t uid;            /* push order, 1-based */
 	uint64_t seq;            /* stream sequence number */
 	uint64_t t0, t1;         /* executing thread (when tracing) */
 	struct rf__waiter *waiter; /* wait_var and synchronous mode */
-	struct rf_var *wait_var;   /* wait_var: the variable whose poison it reports */
-	struct rf_var *delete_var; /* deletion op: free this var after completion */
 	uint32_t nent, cap_ent;
 	struct rf__entry *ent;
 	struct rf__entry ent_inline[RF__INLINE_ENTRIES];
@@ -272,6 +269,7 @@ static inline struct rf_op *rf__op_alloc(struct rf_engine *e)
 	op->ndeps = 0;
 	op->deps = NULL;
 	op->eng = e;
+	op->kind = &rf__kind_user;
 	op->ent = op->ent_inline;
 	op->cap_ent = RF__INLINE_ENTRIES;
 	return op;
@@ -279,7 +277,7 @@ static inline struct rf_op *rf__op_alloc(struct rf_engine *e)
 
 static inline void rf__op_free(struct rf_engine *e, struct rf_op *op)
 {
-	if (op->ent != op->ent_inline && op->gkind != RF__G_MACRO)
+	if (op->ent != op->ent_inline && !op->kind->own_entries)
 		free(op->ent);
 	if (op->deps)
 		free(op->deps);
@@ -290,12 +288,16 @@ static inline void rf__op_free(struct rf_engine *e, struct rf_op *op)
 void rf__ops_release(struct rf_engine *e);
 int rf__op_fill(struct rf_engine *e, struct rf_op *op, const struct rf_op_desc *d);
 
-/* push.c: queue an op (internal: an engine-made op, w: its waiter) */
-int rf__push(struct rf_engine *e, const struct rf_op_desc *d, struct rf_var *delete_var,
-	     int internal, struct rf__waiter *w, struct rf_var *wait_var);
-/* push.c: a graph launch's macro op (internal, traced) */
-int rf__push_launch(struct rf_engine *e, const struct rf_op_desc *d, struct rf__glaunch *gl,
-		    struct rf__waiter *w);
+/* push.c: queue an op of kind k with its argument (w: its waiter, or NULL). On success
+ * the op belongs to the engine; on failure nothing of it remains. */
+int rf__push_op(struct rf_engine *e, const struct rf_op_desc *d, const struct rf__opkind *k,
+		void *arg, struct rf__waiter *w);
+/* push.c: a push as the user's (synchronous mode, the capture's refusal) of kind k */
+int rf__push_as(struct rf_engine *e, const struct rf_op_desc *d, const struct rf__opkind *k,
+		void *arg, const char *who);
+int rf__capturing(struct rf_engine *e, const char *what);
+/* push.c: s is a stream of e (who names the call in the message). 0 or -EINVAL. */
+int rf__check_stream(struct rf_engine *e, const struct rf_stream *s, const char *who);
 
 /* immediate.c: the immediate path (1: ran it, 0: not taken, <0: error) */
 int rf__push_now(struct rf_engine *e, const struct rf_op_desc *d);

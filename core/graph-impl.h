@@ -102,15 +102,9 @@ struct rf__glaunch {
 /* graph-run.c */
 extern const struct rf_stream_ops rf__graph_stream_ops;
 void rf__glaunch_init_ops(struct rf_engine *e, struct rf__glaunch *L);
-int rf__gnode_dispatch(struct rf_engine *e, struct rf_op *op); /* 1: skipped */
-void rf__gnode_chain(struct rf_engine *e, struct rf_op *op);
-void rf__gnode_reported(struct rf_engine *e, struct rf_op *op);
-void rf__gnode_finish(struct rf_engine *e, struct rf_op *op);
 /* Free g and its launch blocks, calling each captured op's done callback once. */
 void rf__graph_free(struct rf_graph *g);
 void rf__glaunch_free(struct rf__glaunch *L);
-/* complete.c, when a launch's macro op has left the queues */
-void rf__glaunch_release(struct rf__glaunch *L);
 
 /* capture.c: what a capture records */
 struct rf__capture {

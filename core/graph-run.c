@@ -27,10 +27,10 @@ void rf__glaunch_init_ops(struct rf_engine *e, struct rf__glaunch *L)
 		op->name = nd->name;
 		op->bytes = nd->bytes;
 		op->flags = nd->flags;
-		op->quiet = nd->quiet;
-		op->gkind = RF__G_NODE;
-		op->gi = i;
-		op->gl = L;
+		op->kind = &rf__kind_node;
+		op->arg.node.gl = L;
+		op->arg.node.i = i;
+		op->qstream = nd->stream;
 		op->ent = op->ent_inline;
 		op->cap_ent = RF__INLINE_ENTRIES;
 		op->ndeps = 0;
@@ -114,24 +114,24 @@ static void rf__glaunch_init(struct rf_engine *e, struct rf__glaunch *L)
 }
 
 /* Dispatch: 1 if the node is skipped (its inputs are final and poisoned). */
-int rf__gnode_dispatch(struct rf_engine *e, struct rf_op *op)
+static int rf__gnode_dispatch(struct rf_engine *e, struct rf_op *op)
 {
-	struct rf__glaunch *L = op->gl;
+	struct rf__glaunch *L = op->arg.node.gl;
 	const char *name;
 
 	(void)e;
-	return L->poison && L->pend_fin[op->gi] == 0 &&
-	       rf__gnode_inherited(L, &L->g->nodes[op->gi], &name) != 0;
+	return L->poison && L->pend_fin[op->arg.node.i] == 0 &&
+	       rf__gnode_inherited(L, &L->g->nodes[op->arg.node.i], &name) != 0;
 }
 
 /* The node goes to its stream: successors on the same in-order stream, or on an
  * in-order stream that can wait for this one (the chain hook), need not wait for it
  * to finish. */
-void rf__gnode_chain(struct rf_engine *e, struct rf_op *op)
+static void rf__gnode_chain(struct rf_engine *e, struct rf_op *op)
 {
-	struct rf__glaunch *L = op->gl;
+	struct rf__glaunch *L = op->arg.node.gl;
 	struct rf_graph *g = L->g;
-	const struct rf__gnode *nd = &g->nodes[op->gi];
+	const struct rf__gnode *nd = &g->nodes[op->arg.node.i];
 	struct rf_stream *ps = op->stream;
 
 	if (++L->ndisp == g->n && g->single) {
@@ -158,12 +158,12 @@ void rf__gnode_chain(struct rf_engine *e, struct rf_op *op)
 
 /* Reported (or skipped): finished once every predecessor has finished, so its
  * inputs' poison is final -- whatever order the streams report in. */
-void rf__gnode_reported(struct rf_engine *e, struct rf_op *op)
+static void rf__gnode_reported(struct rf_engine *e, struct rf_op *op)
 {
-	struct rf__glaunch *L = op->gl;
+	struct rf__glaunch *L = op->arg.node.gl;
 
-	if (L->pend_fin[op->gi] != 0)
-		L->reported[op->gi] = 1;
+	if (L->pend_fin[op->arg.node.i] != 0)
+		L->reported[op->arg.node.i] = 1;
 	else if (!L->at_front) /* chained: the inputs' poison is not final yet */
 		rf__oplist_push(&L->deferred, op);
 	else
@@ -193,7 +193,7 @@ static void rf__glaunch_done(struct rf_engine *e, struct rf__glaunch *L)
 
 /* The macro op completed and left the queues (its entries are L->ents): the launch
  * block goes back to the graph, and a destroyed graph is freed after its last. */
-void rf__glaunch_release(struct rf__glaunch *L)
+static void rf__glaunch_release(struct rf__glaunch *L)
 {
 	struct rf_graph *g = L->g;
 
@@ -207,7 +207,7 @@ void rf__glaunch_release(struct rf__glaunch *L)
 /* The trace's edges of a node: its predecessors in this launch. */
 static void rf__gnode_trace(struct rf_engine *e, struct rf__glaunch *L, struct rf_op *op)
 {
-	const struct rf__gnode *nd = &L->g->nodes[op->gi];
+	const struct rf__gnode *nd = &L->g->nodes[op->arg.node.i];
 
 	if (nd->npred && (op->deps = malloc(nd->npred * sizeof(*op->deps)))) {
 		for (uint32_t k = 0; k < nd->npred; k++)
@@ -287,9 +287,9 @@ static int rf__gnode_done(struct rf_engine *e, struct rf__glaunch *L, uint32_t i
 	return 0;
 }
 
-void rf__gnode_finish(struct rf_engine *e, struct rf_op *op)
+static void rf__gnode_finish(struct rf_engine *e, struct rf_op *op)
 {
-	rf__gnode_done(e, op->gl, op->gi, op->status, op);
+	rf__gnode_done(e, op->arg.node.gl, op->arg.node.i, op->status, op);
 }
 
 /* Run the inline ops that became ready, in order, right here: no op record, no
@@ -321,7 +321,7 @@ static void rf__glaunch_drain(struct rf_engine *e, struct rf__glaunch *L)
 static int rf__graph_enqueue(struct rf_stream *s, struct rf_op *m)
 {
 	struct rf_engine *e = s->eng;
-	struct rf__glaunch *L = m->gl;
+	struct rf__glaunch *L = m->arg.gl;
 	struct rf_graph *g = L->g;
 
 	if (m->traced)
@@ -414,3 +414,88 @@ void rf__graph_free(struct rf_graph *g)
 	free(g->name);
 	free(g);
 }
+
+/* ---- the two kinds of op graphs make (opkind.h) ---- */
+
+/* A launch's variables are known distinct (bound at capture): its entries are the
+ * launch block's own, kept from launch to launch (rf__op_free leaves them); the
+ * launch is ordered on its graph's one in-order stream, where it has one. */
+static int rf__glaunch_fill(struct rf_op *op, const struct rf_op_desc *d)
+{
+	struct rf__glaunch *L = op->arg.gl;
+	uint32_t n = d->nwrites + d->nreads, i;
+
+	L->macro = op;
+	op->qstream = L->g->single ? L->g->single : op->stream;
+	if (n > op->cap_ent) {
+		op->ent = L->ents;
+		op->cap_ent = n;
+	}
+	for (i = 0; i < n; i++) {
+		struct rf__entry *en = &op->ent[i];
+		en->op = op;
+		en->var = i < d->nwrites ? d->writes[i] : d->reads[i - d->nwrites];
+		en->write = i < d->nwrites;
+	}
+	op->nent = n;
+	return 0;
+}
+
+/* Its stream took it: its ops go on their own (graph stream); nothing to chain yet. */
+static void rf__glaunch_enqueued(struct rf_engine *e, struct rf_op *op)
+{
+	(void)e;
+	(void)op;
+}
+
+/* A launch that chained behind its predecessors is at every front now: its ops'
+ * completions, held until its inputs' poison was final, go on. */
+static void rf__glaunch_at_front(struct rf_engine *e, struct rf_op *op)
+{
+	struct rf__glaunch *L = op->arg.gl;
+	struct rf_op *d;
+
+	L->at_front = 1;
+	while ((d = rf__oplist_pop(&L->deferred)))
+		rf__oplist_push(&e->finished, d);
+}
+
+/* The launch left the queues: its block is free again. */
+static void rf__glaunch_finished(struct rf_engine *e, struct rf_op *op)
+{
+	(void)e;
+	rf__glaunch_release(op->arg.gl);
+}
+
+/* Every op that depends on node i follows it on its in-order stream. */
+static int rf__gnode_quiet(const struct rf_op *op)
+{
+	return op->arg.node.gl->g->nodes[op->arg.node.i].quiet;
+}
+
+static int rf__gnode_graph(const struct rf_op *op, struct rf_op_graph *out)
+{
+	const struct rf_graph *g = op->arg.node.gl->g;
+
+	if (!g->one_stream)
+		return 0;
+	out->id = g->id;
+	out->index = op->arg.node.i;
+	out->n = g->n;
+	return 1;
+}
+
+/* A graph launch: engine-made (its captured ops are what the stats count), traced. */
+const struct rf__opkind rf__kind_launch = {
+	.name = "graph launch", .traced = 1, .prechecked = 1, .own_entries = 1,
+	.fill = rf__glaunch_fill, .enqueued = rf__glaunch_enqueued,
+	.at_front = rf__glaunch_at_front, .finished = rf__glaunch_finished,
+};
+
+/* One of a launch's ops: dispatched, chained, reported and finished by the launch. */
+const struct rf__opkind rf__kind_node = {
+	.name = "graph op", .counted = 1, .traced = 1,
+	.skip = rf__gnode_dispatch, .enqueued = rf__gnode_chain,
+	.reported = rf__gnode_reported, .finish = rf__gnode_finish,
+	.quiet = rf__gnode_quiet, .graph = rf__gnode_graph,
+};

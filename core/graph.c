@@ -394,7 +394,7 @@ int rf_graph_launch(struct rf_graph *g, const void *args, const struct rf_graph_
 	d.flags = RF_OP_ALWAYS; /* each captured op decides on its own inputs' poison */
 	g->inflight++;
 	L->macro = NULL;
-	if ((ret = rf__push_launch(e, &d, L, w)) < 0) {
+	if ((ret = rf__push_op(e, &d, &rf__kind_launch, L, w)) < 0) {
 		g->inflight--;
 		free(w);
 		goto back;

@@ -71,29 +71,10 @@ static void rf__op_fill_fields(struct rf_engine *e, struct rf_op *op, const stru
 	op->ctx = d->ctx;
 	op->done = d->done;
 	op->stream = d->afn ? &e->async_stream : d->stream ? d->stream : &e->inline_stream;
+	op->qstream = op->stream;   /* a kind's fill may say otherwise (a launch's) */
 	op->name = d->name ? d->name : "op";
 	op->bytes = d->bytes;
 	op->flags = d->flags;
-}
-
-/* Known distinct (a graph launch's variables): appended as they come, into the
- * launch's own entries (kept from launch to launch; rf__op_free leaves them). */
-static int rf__op_fill_distinct(struct rf_op *op, const struct rf_op_desc *d)
-{
-	uint32_t n = d->nwrites + d->nreads, i;
-
-	if (n > op->cap_ent) {
-		op->ent = op->gl->ents;
-		op->cap_ent = n;
-	}
-	for (i = 0; i < n; i++) {
-		struct rf__entry *en = &op->ent[i];
-		en->op = op;
-		en->var = i < d->nwrites ? d->writes[i] : d->reads[i - d->nwrites];
-		en->write = i < d->nwrites;
-	}
-	op->nent = n;
-	return 0;
 }
 
 /* Writes first, then reads, deduplicated in one pass (an op may name thousands). */
@@ -103,8 +84,8 @@ static int rf__op_fill_entries(struct rf_engine *e, struct rf_op *op, const stru
 	uint32_t i;
 	int ret;
 
-	if (op->gkind == RF__G_MACRO)
-		return rf__op_fill_distinct(op, d);
+	if (op->kind->fill)
+		return op->kind->fill(op, d);
 	for (i = 0; i < d->nwrites; i++)
 		if ((ret = rf__op_add_var(op, d->writes[i], 1, mark)) < 0)
 			return ret;

@@ -26,7 +26,7 @@ int rf__push_thread_refused(const char *what)
 /* A stream an fn op may name: the inline stream, or one registered with e (never the
  * async stream, which runs rf_async_fn ops: those get it anyway). 0, or -EINVAL with
  * the message "WHO: why"; s itself is never read (it may be freed memory). */
-static int rf__check_stream(struct rf_engine *e, const struct rf_stream *s, const char *who)
+int rf__check_stream(struct rf_engine *e, const struct rf_stream *s, const char *who)
 {
 	const struct rf_stream *r;
 
@@ -42,15 +42,15 @@ static int rf__check_stream(struct rf_engine *e, const struct rf_stream *s, cons
 			"(another engine's, destroyed, or never registered)", who);
 }
 
-/* special: an engine-made op (wait, deletion) may have no function. */
-static int rf__check_desc(struct rf_engine *e, const struct rf_op_desc *d, int special)
+/* no_fn: an engine-made op (wait, deletion) may have no function. */
+static int rf__check_desc(struct rf_engine *e, const struct rf_op_desc *d, int no_fn)
 {
 	const char *name = d && d->name ? d->name : "op";
 	uint32_t i;
 
 	if (!d)
 		return rf__fail(-EINVAL, "rf_engine_push: no descriptor (d is NULL)");
-	if (!d->fn && !d->afn && !special)
+	if (!d->fn && !d->afn && !no_fn)
 		return rf__fail(-EINVAL, "rf_engine_push: op '%s' has neither fn nor afn", name);
 	if (d->fn && d->afn)
 		return rf__fail(-EINVAL, "rf_engine_push: op '%s' has both fn and afn: expected "
@@ -77,27 +77,26 @@ static int rf__check_desc(struct rf_engine *e, const struct rf_op_desc *d, int s
 }
 
 /* Before an op record is taken: a valid descriptor, the op on the immediate path
- * queued if this push comes from inside it, room under the cap for a user op. */
-static int rf__push_admit(struct rf_engine *e, const struct rf_op_desc *d, int internal,
-			  int special)
+ * queued if this push comes from inside it, room under the cap for a user's op. */
+static int rf__push_admit(struct rf_engine *e, const struct rf_op_desc *d,
+			  const struct rf__opkind *k)
 {
 	int ret;
 
-	/* special 2: a graph launch, whose variables were checked when bound */
-	if (special != 2 && (ret = rf__check_desc(e, d, special)) < 0)
+	if (!k->prechecked && (ret = rf__check_desc(e, d, k->no_fn)) < 0)
 		return ret;
 	if (e->now_desc && !e->now_op && (ret = rf__now_materialize(e)) < 0)
 		return ret;
-	if (!internal && (ret = rf__make_room(e, d->bytes)) < 0)
+	if (k->counted && (ret = rf__make_room(e, d->bytes)) < 0)
 		return ret;
 	return 0;
 }
 
-/* Its push number (internal ops do not count) and, when tracing, its edges. */
+/* Its push number (a user's op counts in the stats) and, when tracing, its edges. */
 static void rf__op_number(struct rf_engine *e, struct rf_op *op)
 {
 	op->uid = ++e->next_uid;
-	if (!op->internal)
+	if (op->kind->counted)
 		e->st.pushed++;
 	if (e->trace) {
 		op->traced = 1;
@@ -105,29 +104,19 @@ static void rf__op_number(struct rf_engine *e, struct rf_op *op)
 	}
 }
 
-/* Build op from d and queue it. On success the op belongs to the engine (its done
- * callback will run); on failure nothing of it remains. */
-static int rf__push_op(struct rf_engine *e, const struct rf_op_desc *d,
-		       struct rf_var *delete_var, int internal, struct rf__waiter *w,
-		       struct rf_var *wait_var, struct rf__glaunch *gl)
+int rf__push_op(struct rf_engine *e, const struct rf_op_desc *d, const struct rf__opkind *k,
+		void *arg, struct rf__waiter *w)
 {
 	struct rf_op *op;
 	int ret;
 
-	if ((ret = rf__push_admit(e, d, internal, gl ? 2 : internal || delete_var)) < 0)
+	if ((ret = rf__push_admit(e, d, k)) < 0)
 		return ret;
 	op = rf__op_alloc(e);
 	if (!op)
 		return rf__fail(-ENOMEM, "push of op '%s': out of memory", d->name ? d->name : "op");
-	op->internal = (uint8_t)internal;
-	if (gl) {
-		op->gkind = RF__G_MACRO;
-		op->gl = gl;
-		op->cstream = gl->g->single;
-		gl->macro = op;
-	}
-	op->delete_var = delete_var;
-	op->wait_var = wait_var;
+	op->kind = k;
+	op->arg.var = arg;       /* the union's pointer: var or gl alike */
 	op->state = RF__OP_PENDING;
 	if ((ret = rf__op_fill(e, op, d)) < 0) {
 		rf__op_free(e, op);
@@ -144,21 +133,12 @@ static int rf__push_op(struct rf_engine *e, const struct rf_op_desc *d,
 	return 0;
 }
 
-int rf__push(struct rf_engine *e, const struct rf_op_desc *d, struct rf_var *delete_var,
-	     int internal, struct rf__waiter *w, struct rf_var *wait_var)
-{
-	return rf__push_op(e, d, delete_var, internal, w, wait_var, NULL);
-}
-
-/* A graph launch: internal (its captured ops are what the stats count), traced. */
-int rf__push_launch(struct rf_engine *e, const struct rf_op_desc *d, struct rf__glaunch *gl,
-		    struct rf__waiter *w)
-{
-	return rf__push_op(e, d, NULL, 1, w, NULL, gl);
-}
+const struct rf__opkind rf__kind_user = {
+	.name = "op", .counted = 1, .traced = 1,
+};
 
 /* Refused while a capture records: what cannot be part of a graph. */
-static int rf__capturing(struct rf_engine *e, const char *what)
+int rf__capturing(struct rf_engine *e, const char *what)
 {
 	if (!e->cap)
 		return 0;
@@ -170,28 +150,32 @@ static int rf__capturing(struct rf_engine *e, const char *what)
 /* A user push: in synchronous debug mode the op runs to completion before push
  * returns (when the reactor can be turned here; from inside an op or callback it
  * runs right after). Once the op is accepted push returns 0 whatever happens while
- * waiting: the op and its done callback belong to the engine from then on. */
+ * waiting: the op and its done callback belong to the engine from then on. k: the
+ * user's kind (rf_engine_push and its like: captured while a capture records, and
+ * tried on the immediate path) or another a user asks for (a deletion: refused while
+ * capturing). */
 static inline __attribute__((always_inline)) int rf__push_user(struct rf_engine *e,
 							  const struct rf_op_desc *d,
-							  struct rf_var *delete_var)
+							  const struct rf__opkind *k,
+							  void *arg, const char *who)
 {
 	struct rf__waiter *w = NULL;
 	int ret;
 
-	if ((ret = rf__push_thread(e, delete_var ? "rf_var_destroy" : "rf_engine_push")) < 0)
+	if ((ret = rf__push_thread(e, who)) < 0)
 		return ret;
 	if (e->cap) {
-		if (delete_var)
-			return rf__capturing(e, "rf_var_destroy");
+		if (k != &rf__kind_user)
+			return rf__capturing(e, who);
 		if ((ret = rf__check_desc(e, d, 0)) < 0)
 			return ret;
 		return rf__capture_add(e, d);
 	}
-	if (!delete_var && (ret = rf__push_now(e, d)) != 0)
+	if (k == &rf__kind_user && (ret = rf__push_now(e, d)) != 0)
 		return ret < 0 ? ret : 0;
 	if (e->sync && !rf__in_callback(e) && !(w = calloc(1, sizeof(*w))))
 		return rf__fail(-ENOMEM, "push of op '%s': out of memory", d->name ? d->name : "op");
-	ret = rf__push(e, d, delete_var, 0, w, NULL);
+	ret = rf__push_op(e, d, k, arg, w);
 	if (ret < 0) {
 		free(w);
 		return ret;
@@ -201,9 +185,15 @@ static inline __attribute__((always_inline)) int rf__push_user(struct rf_engine 
 	return 0;
 }
 
+int rf__push_as(struct rf_engine *e, const struct rf_op_desc *d, const struct rf__opkind *k,
+		void *arg, const char *who)
+{
+	return rf__push_user(e, d, k, arg, who);
+}
+
 int rf_engine_push(struct rf_engine *e, const struct rf_op_desc *d)
 {
-	return rf__push_user(e, d, NULL);
+	return rf__push_user(e, d, &rf__kind_user, NULL, "rf_engine_push");
 }
 
 int rf_engine_push_simple(struct rf_engine *e, rf_op_fn fn, void *ctx,
@@ -215,65 +205,10 @@ int rf_engine_push_simple(struct rf_engine *e, rf_op_fn fn, void *ctx,
 		.fn = fn, .ctx = ctx, .reads = reads, .nreads = nreads,
 		.writes = writes, .nwrites = nwrites, .stream = stream, .name = name,
 	};
-	return rf__push_user(e, &d, NULL);
+	return rf__push_user(e, &d, &rf__kind_user, NULL, "rf_engine_push");
 }
 
-/* ---- deleting and clearing a variable: pushed mutations ---- */
-
-struct rf__del {
-	void (*free_fn)(void *);
-	void *arg;
-};
-
-static int rf__del_run(void *ctx)
-{
-	struct rf__del *d = ctx;
-
-	if (d->free_fn)
-		d->free_fn(d->arg);
-	return 0;
-}
-
-static void rf__del_done(void *ctx, int status)
-{
-	(void)status;
-	free(ctx);
-}
-
-int rf_var_destroy(struct rf_engine *e, struct rf_var *v, void (*free_fn)(void *), void *arg,
-		  struct rf_stream *stream)
-{
-	struct rf__del *ctx;
-	struct rf_op_desc d = { 0 };
-	int ret;
-
-	if (!v || v->eng != e)
-		return rf__fail(-EINVAL, "rf_var_destroy: %s", v ? "a variable of another engine"
-								: "v is NULL");
-	if (stream) { /* named as this call (the push's check would say rf_engine_push) */
-		char who[128];
-		snprintf(who, sizeof(who), "rf_var_destroy %s", rf_var_name(v));
-		if ((ret = rf__check_stream(e, stream, who)) < 0)
-			return ret;
-	}
-	ctx = malloc(sizeof(*ctx));
-	if (!ctx)
-		return rf__fail(-ENOMEM, "rf_var_destroy: out of memory");
-	ctx->free_fn = free_fn;
-	ctx->arg = arg;
-	d.fn = rf__del_run;
-	d.ctx = ctx;
-	d.done = rf__del_done;
-	d.writes = &v;
-	d.nwrites = 1;
-	d.stream = stream;
-	d.name = "delete";
-	d.flags = RF_OP_ALWAYS;
-	ret = rf__push_user(e, &d, v);
-	if (ret < 0)
-		free(ctx);
-	return ret;
-}
+/* ---- clearing a variable's error: a pushed mutation (deleting one: var.c) ---- */
 
 static int rf__clear_run(void *ctx)
 {
@@ -301,5 +236,5 @@ int rf_var_clear_error(struct rf_engine *e, struct rf_var *v)
 	d.nwrites = 1;
 	d.name = "clear_error";
 	d.flags = RF_OP_ALWAYS;
-	return rf__push_user(e, &d, NULL);
+	return rf__push_user(e, &d, &rf__kind_user, NULL, "rf_engine_push");
 }

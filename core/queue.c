@@ -25,15 +25,8 @@ static void rf__at_front(struct rf_engine *e, struct rf__entry *en)
 	en->front = 1;
 	if (++op->nfront == op->nent && op->state == RF__OP_REPORTED)
 		rf__oplist_push(&e->finished, op);
-	else if (op->nfront == op->nent && op->gkind == RF__G_MACRO) {
-		/* a launch that chained behind its predecessors is at every front now: its
-		 * ops' completions, held until its inputs' poison was final, go on */
-		struct rf__glaunch *L = op->gl;
-		struct rf_op *d;
-		L->at_front = 1;
-		while ((d = rf__oplist_pop(&L->deferred)))
-			rf__oplist_push(&e->finished, d);
-	}
+	else if (op->nfront == op->nent && op->kind->at_front)
+		op->kind->at_front(e, op);   /* a launch that had chained: graph-run.c */
 }
 
 /* May op follow group p, which is not finished, by stream order? Every unfinished
@@ -41,7 +34,7 @@ static void rf__at_front(struct rf_engine *e, struct rf__entry *en)
  * that stream or able to wait for it (the optional chain hook: CUDA events). */
 static int rf__can_chain(struct rf_engine *e, struct rf_op *op, const struct rf__group *p)
 {
-	struct rf_stream *s = op->cstream ? op->cstream : op->stream;
+	struct rf_stream *s = op->qstream;
 
 	if (p->ndio != p->n || p->ndio_s != p->ndio || !(s->flags & RF_STREAM_IN_ORDER))
 		return 0;
@@ -201,7 +194,7 @@ void rf__q_add(struct rf_engine *e, struct rf__entry *en)
  * ordered there, which may let the next group follow them. */
 void rf__q_dispatched(struct rf_engine *e, struct rf_op *op)
 {
-	struct rf_stream *s = op->cstream ? op->cstream : op->stream;
+	struct rf_stream *s = op->qstream;
 	uint32_t i;
 
 	if (!(s->flags & RF_STREAM_IN_ORDER))
@@ -269,7 +262,7 @@ void rf__q_remove(struct rf_engine *e, struct rf_op *op)
 		struct rf__group *g = en->g;
 		struct rf_var *v = en->var;
 
-		rf__group_unlink(g, en, op->cstream ? op->cstream : op->stream);
+		rf__group_unlink(g, en, op->qstream);
 		v->nqueued--;
 		if (g->n == 0)
 			rf__q_pop_front(e, v, g);

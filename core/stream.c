@@ -184,19 +184,12 @@ uint64_t rf_op_seq(const struct rf_op *op)
 
 int rf_op_quiet(const struct rf_op *op)
 {
-	return op->quiet && !op->traced;
+	return op->kind->quiet && !op->traced && op->kind->quiet(op);
 }
 
 int rf_op_graph(const struct rf_op *op, struct rf_op_graph *out)
 {
-	const struct rf_graph *g;
-
-	if (op->gkind != RF__G_NODE || op->traced || !(g = op->gl->g)->one_stream)
-		return 0;
-	out->id = g->id;
-	out->index = op->gi;
-	out->n = g->n;
-	return 1;
+	return op->kind->graph && !op->traced ? op->kind->graph(op, out) : 0;
 }
 
 void rf_op_fn_ctx(const struct rf_op *op, rf_op_fn *fn, void **ctx)

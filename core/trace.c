@@ -118,7 +118,7 @@ void rf__trace_deps_at_push(struct rf_engine *e, struct rf_op *op)
 				rf__deps_add(op, v->readers[j], &cap);
 			v->nreaders = 0;
 			v->last_writer = op->uid;
-		} else if (!op->internal || op->gkind == RF__G_MACRO) {
+		} else if (op->kind->traced) {
 			if (v->nreaders == v->cap_readers && v->cap_readers < RF__MAX_READERS) {
 				uint32_t nc = v->cap_readers ? v->cap_readers * 2 : 8;
 				uint64_t *n = realloc(v->readers, nc * sizeof(*n));
@@ -160,7 +160,7 @@ void rf__trace_record(struct rf_engine *e, struct rf_op *op)
 	struct rf__trace *t = e->trace;
 	struct rf__trace_ev *ev;
 
-	if (op->internal && op->gkind != RF__G_MACRO)
+	if (!op->kind->traced)
 		return;
 	ev = rf__trace_ev_new(t);
 	if (!ev)

@@ -1,6 +1,7 @@
 /* core/var.c -- a variable's record: creation, name, poison, freeing. Deleting and
  * clearing a variable are pushed ops (push.c). */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,3 +68,73 @@ void rf__vars_free(struct rf_engine *e)
 	while (e->vars)
 		rf__var_free(e->vars);
 }
+
+/* ---- deleting a variable: an op that writes it last, then frees it ---- */
+
+/* After its done callback: the variable goes. */
+static void rf__delete_finished(struct rf_engine *e, struct rf_op *op)
+{
+	(void)e;
+	rf__var_free(op->arg.var);
+}
+
+const struct rf__opkind rf__kind_delete = {
+	.name = "delete", .counted = 1, .traced = 1, .no_fn = 1,
+	.finished = rf__delete_finished,
+};
+
+struct rf__del {
+	void (*free_fn)(void *);
+	void *arg;
+};
+
+static int rf__del_run(void *ctx)
+{
+	struct rf__del *d = ctx;
+
+	if (d->free_fn)
+		d->free_fn(d->arg);
+	return 0;
+}
+
+static void rf__del_done(void *ctx, int status)
+{
+	(void)status;
+	free(ctx);
+}
+
+int rf_var_destroy(struct rf_engine *e, struct rf_var *v, void (*free_fn)(void *), void *arg,
+		  struct rf_stream *stream)
+{
+	struct rf__del *ctx;
+	struct rf_op_desc d = { 0 };
+	int ret;
+
+	if (!v || v->eng != e)
+		return rf__fail(-EINVAL, "rf_var_destroy: %s", v ? "a variable of another engine"
+								: "v is NULL");
+	if (stream) { /* named as this call (the push's check would say rf_engine_push) */
+		char who[128];
+		snprintf(who, sizeof(who), "rf_var_destroy %s", rf_var_name(v));
+		if ((ret = rf__check_stream(e, stream, who)) < 0)
+			return ret;
+	}
+	ctx = malloc(sizeof(*ctx));
+	if (!ctx)
+		return rf__fail(-ENOMEM, "rf_var_destroy: out of memory");
+	ctx->free_fn = free_fn;
+	ctx->arg = arg;
+	d.fn = rf__del_run;
+	d.ctx = ctx;
+	d.done = rf__del_done;
+	d.writes = &v;
+	d.nwrites = 1;
+	d.stream = stream;
+	d.name = "delete";
+	d.flags = RF_OP_ALWAYS;
+	ret = rf__push_as(e, &d, &rf__kind_delete, v, "rf_var_destroy");
+	if (ret < 0)
+		free(ctx);
+	return ret;
+}
+

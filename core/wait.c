@@ -24,6 +24,17 @@ int rf__wait_refused(struct rf_engine *e, const char *what, int capture_ok)
 	return 0;
 }
 
+/* A wait's waiter learns its variable's poison at the wait's turn. */
+static int rf__wait_status(const struct rf_op *op, int status)
+{
+	(void)status;
+	return op->arg.var->err;
+}
+
+const struct rf__opkind rf__kind_wait = {
+	.name = "wait_var", .no_fn = 1, .wait_status = rf__wait_status,
+};
+
 /* A no-op read at the end of v's queue: it completes after every earlier write, and
  * reports v's poison at that point. It always runs, even if v is poisoned. */
 static int rf__push_wait_op(struct rf_engine *e, struct rf_var *v, struct rf__waiter *w)
@@ -34,7 +45,7 @@ static int rf__push_wait_op(struct rf_engine *e, struct rf_var *v, struct rf__wa
 	d.nreads = 1;
 	d.name = "wait_var";
 	d.flags = RF_OP_ALWAYS;
-	return rf__push(e, &d, NULL, 1, w, v);
+	return rf__push_op(e, &d, &rf__kind_wait, v, w);
 }
 
 int rf_engine_wait_var(struct rf_engine *e, struct rf_var *v)

@@ -178,9 +178,10 @@ int main(void)
 			(unsigned long long)spins[s], (unsigned long long)ops,
 			(unsigned long long)sig, (unsigned long long)(s1.polled - s0.polled));
 		CHECK(sig <= ops);                  /* at most one per completion */
-		CHECK(s1.polled - s0.polled >= 1);  /* the poller delivered some */
-		if (spins[s] == 10000000)           /* polling throughout: no wake-up needed */
+		if (spins[s] == 10000000) {         /* polling throughout: no wake-up needed */
+			CHECK(s1.polled - s0.polled >= ops / 2);
 			CHECK(sig < ops / 2);
+		}
 		rf_engine_destroy(e);
 		rf_ring_destroy(ring);
 	}
