@@ -26,6 +26,7 @@ static const char *const rf__rs_names[RF__RS_NFIELDS + 1] = {
 	[RF__RS_MID_ROWS] = "the replicas' running-statistics rows",
 	[RF__RS_AUGMENT] = "the --augment flag",
 	[RF__RS_ORDER] = "the --order setting",
+	[RF__RS_NORM] = "the --normalize mean and std",
 };
 
 const char *rf__rs_name(unsigned tag)

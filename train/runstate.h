@@ -27,7 +27,9 @@ enum {
 	RF__RS_MID_LOSS,       /* f64 bits: their loss sum */
 	RF__RS_MID_CORR, RF__RS_MID_ROWS, RF__RS_AUGMENT,
 	RF__RS_ORDER,          /* the training set's shuffle, plus one (0: before --order) */
-	RF__RS_NFIELDS = RF__RS_ORDER
+	RF__RS_NORM,           /* the input's mean and std per channel, hashed (0: none,
+				* x = u8 / 255; also before --normalize existed) */
+	RF__RS_NFIELDS = RF__RS_NORM
 };
 
 struct rf__runstate {

@@ -150,9 +150,17 @@ void rf__hybrid_free(struct rf_trainer *t);
  * (o.checkpoint_every); every rank calls it, rank 0 writes. */
 int rf__save_mid(struct rf_trainer *t, uint64_t done);
 
-/* trainer-pass.c */
-int rf__pass(struct rf_trainer *t, struct rf_loader *ld, struct rf__queue *Q,
-	     uint64_t epoch, int train);
+/* trainer-ckpt-check.c: the model input's mean and std per channel as one word (0:
+ * none; the run state's RF__RS_NORM); and whether the checkpoint at path (meta, its run
+ * state rs) is of this run: 0, or -ESTALE / -EBADMSG with the message in t. */
+uint64_t rf__norm_hash(const struct rf_model_input *in);
+struct rf_ckpt_meta;
+struct rf__runstate;
+int rf__ckpt_same_run(struct rf_trainer *t, const char *path, const struct rf_ckpt_meta *meta,
+		      const struct rf__runstate *rs);
+/* ... its optimiser and schedule only (checked first: they decide the file's tensors) */
+int rf__ckpt_same_optim(struct rf_trainer *t, const char *path, const struct rf_ckpt_meta *meta,
+			const struct rf__runstate *rs);
 
 /* trainer-ckpt.c: the checkpoint blob of parameter tensor p, named name, its floats at
  * data (the checkpoints' and the exports' builder) */

@@ -1,6 +1,6 @@
 /* train/trainer.c -- the trainer's life: options, create (data, devices, replicas,
  * store, loaders, result slots, window markers, in that order), destroy, and what a
- * caller may ask of it. Training itself: trainer-epoch.c, trainer-pass.c,
+ * caller may ask of it. Training itself: trainer-loop.c,
  * trainer-step.c (train/README.md). */
 #include <errno.h>
 #include <stdio.h>

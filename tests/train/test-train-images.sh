@@ -102,6 +102,16 @@ grep -q "accuracy $(printf '%.4f' "$(acc "$T/rn1")"), loss $(printf '%.4f' "$(lo
 "$RF" --data "$T/img-train.rfrec" $B --normalize 0.5/0.25 >"$T/rn3" 2>"$T/err" ||
 	fail "--normalize one for all: $(tail -2 "$T/err")"
 [ "$(hash "$T/rn2")" = "$(hash "$T/rn3")" ] || fail "0.5/0.25 is not 0.5,0.5,0.5/0.25,0.25,0.25"
+# the checkpoint records it: a resume with another mean and std, or none, is refused
+"$RF" --data "$T/img-train.rfrec" $B --normalize imagenet --checkpoint "$T/n.ck" >/dev/null \
+	2>"$T/err" || fail "--normalize --checkpoint: $(tail -2 "$T/err")"
+for n in "" "--normalize 0.5/0.25"; do
+	"$RF" --data "$T/img-train.rfrec" $B $n --checkpoint "$T/n.ck" --resume --epochs 2 \
+		>/dev/null 2>"$T/err" && fail "resumed with '$n' a run saved with --normalize imagenet"
+	grep -q "saved by a run with --normalize" "$T/err" || fail "resume '$n': $(cat "$T/err")"
+done
+"$RF" --data "$T/img-train.rfrec" $B --normalize imagenet --checkpoint "$T/n.ck" --resume \
+	--epochs 2 >/dev/null 2>"$T/err" || fail "resume with the same --normalize: $(tail -2 "$T/err")"
 echo "ok: --normalize: exported, applied by rf-infer ($(cat "$T/inf"))"
 # a JPEG whose data are garbage after its headers: the run fails naming its record, or
 # with --skip-bad-images goes on and counts it
