@@ -42,8 +42,9 @@ struct rf__ferr {
 
 struct rf__fetch;
 
-/* One ring read of a fetch. */
-struct rf__req {
+/* One ring read of a fetch: the loader's own record (the ring's request record is
+ * ring/ring-impl.h's rf__req). */
+struct rf__lread {
 	struct rf__fetch *f;
 	uint64_t rec0, nrec;      /* the records the read is for (file order) */
 	unsigned part;            /* the shard it reads (l->pfd), 0 without parts */
@@ -51,7 +52,7 @@ struct rf__req {
 	uint32_t len;             /* aligned length */
 	uint32_t need;            /* bytes that must arrive (through the last record) */
 	size_t dst;               /* offset in the unit's buffer */
-	struct rf__req *next;     /* the loader's read queue (rf__rq_*) */
+	struct rf__lread *next;     /* the loader's read queue (rf__rq_*) */
 };
 
 /* One fetch: a pushed read op; freed when it finishes. */
@@ -64,7 +65,7 @@ struct rf__fetch {
 	int status;
 	int starting;             /* 1 while its op's start function runs */
 	struct rf__hreq *hq;      /* remote: one range request per req[] */
-	struct rf__req req[];
+	struct rf__lread req[];
 };
 
 /* A batch slot: staging and device tensors of one batch in flight. */
@@ -128,7 +129,7 @@ struct rf_loader {
 
 	int fd, direct, registered;
 	/* several shards (ds->parts): each reopened for ring reads, l->fd unused (-1); a
-	 * read names its shard (rf__req.part) and lies inside it */
+	 * read names its shard (rf__lread.part) and lies inside it */
 	int *pfd;
 	unsigned npfd;
 	struct rf__http *http;    /* a remote payload (http://): its range client, else NULL */
@@ -142,7 +143,7 @@ struct rf_loader {
 	 * ring while the bytes in flight stay within rq_max (at least one read is always
 	 * in flight while any waits), so the device sees a steady queue depth whatever
 	 * the batch size and the prefetch depth. */
-	struct rf__req *rq_head, *rq_tail;
+	struct rf__lread *rq_head, *rq_tail;
 	size_t rq_bytes, rq_max;  /* bytes in flight; their bound */
 	unsigned rq_n;            /* reads in flight */
 	int rq_busy;              /* rf__rq_pump is running (it is not re-entered) */
@@ -203,7 +204,7 @@ static inline int rf__hwc(const struct rf_loader *l)
 	return l->o.x_dtype == RF_U8 && l->o.x_layout == RF_LAYOUT_NHWC;
 }
 
-static inline size_t rf__round(size_t v, size_t a)
+static inline size_t rf__align_up(size_t v, size_t a)
 {
 	return (v + a - 1) / a * a;
 }

@@ -36,7 +36,7 @@ static void rf__recs(char *buf, size_t len, uint64_t r0, uint64_t n)
 }
 
 /* Record the first failure of f: its status and its message, kept by f->id. */
-static void rf__fetch_fail(struct rf__fetch *f, const struct rf__req *q, int err, int64_t got)
+static void rf__fetch_fail(struct rf__fetch *f, const struct rf__lread *q, int err, int64_t got)
 {
 	struct rf_loader *l = f->l;
 	const char *path = l->pfd ? l->ds->parts[q->part].path
@@ -99,7 +99,7 @@ static void rf__req_end(struct rf__fetch *f, int deferred)
 }
 
 /* Hand q to the ring (or the HTTP client). */
-static int rf__issue(struct rf_loader *l, struct rf__req *q)
+static int rf__issue(struct rf_loader *l, struct rf__lread *q)
 {
 	struct rf__fetch *f = q->f;
 
@@ -127,7 +127,7 @@ static void rf__rq_pump(struct rf_loader *l)
 		return; /* the running pump goes on with what was queued meanwhile */
 	l->rq_busy = 1;
 	while (l->rq_head) {
-		struct rf__req *q = l->rq_head;
+		struct rf__lread *q = l->rq_head;
 		int ret;
 		if (l->rq_n && l->rq_bytes + q->len > l->rq_max)
 			break;
@@ -163,7 +163,7 @@ static void rf__rq_pump(struct rf_loader *l)
 
 static void rf__fetch_cb(void *data, int64_t res)
 {
-	struct rf__req *q = data;
+	struct rf__lread *q = data;
 	struct rf__fetch *f = q->f;
 	struct rf_loader *l = f->l;
 
@@ -190,7 +190,7 @@ static int rf__fetch_start(void *ctx, struct rf_op *op)
 		return -ENOMEM;
 	}
 	for (i = 0; i < f->n; i++) {
-		struct rf__req *q = &f->req[i];
+		struct rf__lread *q = &f->req[i];
 		q->next = NULL;
 		if (l->rq_tail)
 			l->rq_tail->next = q;
@@ -259,7 +259,7 @@ static size_t rf__var_unit_cap(const struct rf_loader *l)
 	}
 	qsort(len, n, sizeof(*len), rf__cmp_desc);
 	for (uint64_t i = 0; i < k; i++)
-		cap += rf__round(len[i], l->align) + l->align;
+		cap += rf__align_up(len[i], l->align) + l->align;
 	free(len);
 	return cap;
 }
@@ -273,7 +273,7 @@ static void rf__units_size(struct rf_loader *l)
 
 	if (l->mode == RF__SPAN) {
 		uint64_t span = rf__plan_windows(l);
-		l->chunk_cap = rf__round(l->R * s0->stride, l->align) + l->align;
+		l->chunk_cap = rf__align_up(l->R * s0->stride, l->align) + l->align;
 		l->unit_cap = l->W * l->chunk_cap;
 		uint64_t ahead = (l->o.read_bytes + l->unit_cap - 1) / l->unit_cap;
 		if (ahead > 8)
@@ -281,7 +281,7 @@ static void rf__units_size(struct rf_loader *l)
 		l->nunits = (unsigned)(span + (ahead ? ahead : 1));
 	} else if (l->mode == RF__REC) {
 		l->nunits = l->N + 1;
-		l->chunk_cap = rf__round(s0->stride, l->align) + l->align;
+		l->chunk_cap = rf__align_up(s0->stride, l->align) + l->align;
 		l->unit_cap = rf_dataset_variable(l->ds) ? rf__var_unit_cap(l)
 							 : (size_t)l->o.batch * l->chunk_cap;
 	}
@@ -392,7 +392,7 @@ static int rf__read_records(struct rf_loader *l, uint64_t p0, struct rf__gjob *j
 	for (i = 0; i < n; i++) {
 		uint64_t r = l->order[p0 + i], off, len, a = s0->data_offset + r * s0->stride;
 		uint64_t rl = s0->stride;
-		struct rf__req *q = nq ? &f->req[nq - 1] : NULL;
+		struct rf__lread *q = nq ? &f->req[nq - 1] : NULL;
 		unsigned part = 0;
 		const uint8_t *rec;
 		if (var) {
@@ -408,7 +408,7 @@ static int rf__read_records(struct rf_loader *l, uint64_t p0, struct rf__gjob *j
 			}
 			j->pl[i] = (uint32_t)rl;
 			off = a & ~(l->align - 1);
-			len = rf__round(a + rl, l->align) - off;
+			len = rf__align_up(a + rl, l->align) - off;
 		} else {
 			rf_dataset_span(ds, RF_DS_SRC_PAYLOAD, r, 1, l->align, &off, &len);
 		}

@@ -77,7 +77,7 @@ static int rf__make_slot(struct rf_loader *l, struct rf__slot *s, unsigned cap, 
 	rf__local_rows(l, cap, &lo, &hi);
 	s->cap = hi - lo;
 	s->stage = mem;
-	s->lab = (int32_t *)(mem + (rf__fused(l) ? 0 : rf__round((size_t)s->cap * l->pb, 64)));
+	s->lab = (int32_t *)(mem + (rf__fused(l) ? 0 : rf__align_up((size_t)s->cap * l->pb, 64)));
 	for (i = 0; i < l->K; i++) {
 		int64_t shape[RF_TENSOR_MAX_DIMS] = { 0 };
 		int nd = 1 + (int)l->ndim;
@@ -106,7 +106,7 @@ static size_t rf__slot_bytes(const struct rf_loader *l, unsigned cap)
 
 	rf__local_rows(l, cap, &lo, &hi);
 	cap = hi - lo;
-	return rf__round((rf__fused(l) ? 0 : rf__round((size_t)cap * l->pb, 64)) + (size_t)cap * 4,
+	return rf__align_up((rf__fused(l) ? 0 : rf__align_up((size_t)cap * l->pb, 64)) + (size_t)cap * 4,
 			 4096);
 }
 

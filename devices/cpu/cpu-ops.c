@@ -30,7 +30,7 @@ static int rf__staged(const struct rf__tref *t)
 	       (t->dtype != RF_F32 || t->layout != RF_LAYOUT_ROWMAJOR);
 }
 
-static size_t rf__round(size_t n)
+static size_t rf__stage_round(size_t n)
 {
 	return (n + RF__STAGE_ALIGN - 1) & ~(size_t)(RF__STAGE_ALIGN - 1);
 }
@@ -45,7 +45,7 @@ static size_t rf__stage_bytes(const struct rf__op *op)
 	for (unsigned i = 0; i < op->nt; i++) {
 		const struct rf__tref *t = rf__op_tc(op, i);
 		if (rf__staged(t))
-			n += rf__round(t->numel * sizeof(float));
+			n += rf__stage_round(t->numel * sizeof(float));
 	}
 	return n;
 }
@@ -77,7 +77,7 @@ size_t rf__cpu_workspace(const struct rf_device *d, const struct rf__op *op, int
 		ws = min ? rf__k_conv2d_workspace_min(&op->p.conv.s)
 			 : rf__k_conv2d_workspace_size(&op->p.conv.s);
 	else if (op->code == RF__OP_BN_RELU_BWD)   /* one plane of dy masked by y > 0 */
-		ws = rf__round((size_t)op->p.bn.s.hw * sizeof(float));
+		ws = rf__stage_round((size_t)op->p.bn.s.hw * sizeof(float));
 	return ws + rf__stage_bytes(op);
 }
 
@@ -318,7 +318,7 @@ static int rf__cpu_staged(struct rf__op *op)
 		struct rf__tref *t = rf__op_t(&tmp, i);
 		if (!rf__staged(t))
 			continue;
-		if (!ws || used + rf__round(t->numel * sizeof(float)) > op->ws_bytes) {
+		if (!ws || used + rf__stage_round(t->numel * sizeof(float)) > op->ws_bytes) {
 			snprintf(op->err, sizeof(op->err), "no workspace for the f32 copy of %s",
 				 rf__op_tname(op, i));
 			return -EINVAL;
@@ -331,7 +331,7 @@ static int rf__cpu_staged(struct rf__op *op)
 		t->data = ws + used;
 		t->dtype = RF_F32;
 		t->layout = RF_LAYOUT_ROWMAJOR;
-		used += rf__round(t->numel * sizeof(float));
+		used += rf__stage_round(t->numel * sizeof(float));
 	}
 	tmp.ws = ws ? ws + used : NULL;
 	tmp.ws_bytes = op->ws_bytes - used;
