@@ -25,6 +25,7 @@
 #include <turbojpeg.h>
 
 #include "test-loader-util.h"
+#include "wds-test.h"
 
 #define NCLS 3
 static const char *const cls_dir[NCLS] = { "b_zebra", "a_ant", "c_cow" };  /* unsorted */
@@ -110,30 +111,6 @@ static const char *make_tree(unsigned *count)
 	return root;
 }
 
-/* A ustar member: header, data, padding to 512. */
-static void tar_member(FILE *f, const char *name, const void *data, size_t n)
-{
-	uint8_t h[512] = { 0 }, pad[512] = { 0 };
-	unsigned sum = 0;
-
-	snprintf((char *)h, 100, "%s", name);
-	memcpy(h + 100, "0000644", 8);
-	memcpy(h + 108, "0000000", 8);
-	memcpy(h + 116, "0000000", 8);
-	snprintf((char *)h + 124, 12, "%011zo", n);
-	memcpy(h + 136, "14000000000", 12);
-	memset(h + 148, ' ', 8);
-	h[156] = '0';
-	memcpy(h + 257, "ustar", 6);
-	memcpy(h + 263, "00", 2);
-	for (int i = 0; i < 512; i++)
-		sum += h[i];
-	snprintf((char *)h + 148, 8, "%06o", sum);
-	CHECK(fwrite(h, 1, 512, f) == 512);
-	CHECK(fwrite(data, 1, n, f) == n);
-	CHECK(fwrite(pad, 1, (512 - n % 512) % 512, f) == (512 - n % 512) % 512);
-}
-
 /* A WebDataset shard of the tree's images in rf-pack's record order (class by class
  * sorted, each class's files sorted; a text member per sample beside them), keys
  * %05u with .jpg/.png and .cls. */
@@ -156,12 +133,12 @@ static const char *make_shard(const char *root)
 			 i, i % 3 == 2 ? "png" : i % 2 ? "JPG" : "jpeg");
 		b = t_read(p, &n);
 		snprintf(name, sizeof(name), "s/%05u.%s", r, i % 3 == 2 ? "png" : "jpg");
-		tar_member(f, name, b, n);
+		w_member(f, name, b, n);
 		snprintf(name, sizeof(name), "s/%05u.cls", r);
 		snprintf(cls, sizeof(cls), "%u\n", k);
-		tar_member(f, name, cls, strlen(cls));
+		w_member(f, name, cls, strlen(cls));
 		snprintf(name, sizeof(name), "s/%05u.txt", r);
-		tar_member(f, name, "caption", 7);
+		w_member(f, name, "caption", 7);
 		free(b);
 	}
 	CHECK(fwrite(zero, 1, 1024, f) == 1024);

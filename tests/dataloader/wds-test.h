@@ -1,7 +1,8 @@
-/* wds-test.h -- WebDataset shards written by the tests (dl-shards, dl-loader-shards):
- * ustar members byte by byte, and a shard of samples KEY.jpg (+ KEY.cls when labelled,
- * + a KEY.txt caption) cut from a list, so that a set of shards and one shard of the
- * same samples in the same order can be compared. Include after dl-test.h. */
+/* wds-test.h -- WebDataset shards written by the tests (dl-shards, dl-loader-shards,
+ * dl-loader-image): ustar members byte by byte, and a shard of samples KEY.jpg
+ * (+ KEY.cls when labelled, + a KEY.txt caption) cut from a list, so that a set of
+ * shards and one shard of the same samples in the same order can be compared.
+ * Include after dl-test.h. */
 #ifndef RF_WDS_TEST_H
 #define RF_WDS_TEST_H
 
