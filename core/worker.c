@@ -22,6 +22,7 @@
 #define RF__WORKER_MAX_CAP (1u << 24)
 #define RF__WORKER_SPINS 4096     /* polls of head before the futex sleep, at most */
 #define RF__WORKER_SPINS_MIN 16   /* ... at least */
+#define RF__WORKER_BUSY_NS 50000ull /* the poller is busy this long after progress */
 #define RF__WORKER_YIELD 3       /* of every 4 polls, one yields the CPU (measured:
 				   * 31 or 7 cost xchain 2x on 2 cores) */
 
@@ -41,6 +42,7 @@ struct rf__worker {
 	_Atomic uint32_t futex;
 	_Atomic int stop;
 	unsigned spins;                 /* worker only: the idle spin's budget, adapted */
+	uint64_t progress_ns;           /* reactor only: the last completion or publish */
 	struct rf_ring *ring;
 	struct rf_notifier *notifier;   /* wakes a parked reactor */
 	struct rf_poller *poller;       /* reads tail at every turn */
@@ -155,6 +157,7 @@ static void rf__worker_publish(struct rf__worker *w, struct rf_op *op)
 	w->slot[h & (w->cap - 1)] = op;
 	atomic_store_explicit(&w->head, h + 1, memory_order_release);
 	rf_poller_hold(w->poller, 1);   /* pending for the ring until reaped */
+	w->progress_ns = rf_now_ns();   /* the poller's spin-worthiness clock restarts */
 	rf__worker_wake(w);
 }
 
@@ -194,13 +197,25 @@ static unsigned rf__worker_reap(struct rf__worker *w)
 	return (unsigned)(t - r0);
 }
 
-/* The poller: what finished; busy while ops are out. */
+/* The poller: what finished; busy while ops are out and the stream has made progress
+ * (a completion, or an op given to it) within RF__WORKER_BUSY_NS. A reactor spins only
+ * for a busy poller: for short ops handed between streams that is a completion caught
+ * without a wake-up; for long ones (a loader's image decodes, tens of ms) it would
+ * take a core from them for nothing -- past that time the reactor parks and the
+ * worker's signal wakes it. */
 static unsigned rf__worker_poll(void *data, int *busy)
 {
 	struct rf__worker *w = data;
 	unsigned n = rf__worker_reap(w);
+	uint64_t now;
 
-	*busy = atomic_load_explicit(&w->head, memory_order_relaxed) != w->reaped;
+	*busy = 0;
+	if (atomic_load_explicit(&w->head, memory_order_relaxed) == w->reaped)
+		return n;
+	now = rf_now_ns();
+	if (n)
+		w->progress_ns = now;
+	*busy = now - w->progress_ns < RF__WORKER_BUSY_NS;
 	return n;
 }
 
