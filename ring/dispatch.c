@@ -7,10 +7,11 @@
 
 #include <errno.h>
 #include <sched.h>
-#define RF__SPIN_YIELD 3  /* the spin yields every 4th poll (core/worker.c's too) */
 #include <limits.h>
 #include <string.h>
 #include <time.h>
+
+#define RF__SPIN_YIELD 3  /* the spin yields every 4th poll (core/worker.c's too) */
 
 uint64_t rf_now_ns(void)
 {
@@ -209,7 +210,7 @@ int rf__turn(struct rf_ring *r, int wait, struct __kernel_timespec *ts)
 	unsigned queued = io_uring_sq_ready(&r->ring);
 	int have = polled > 0 || io_uring_cq_ready(&r->ring) > 0 || r->nbacklog > r->backlog_head;
 	int overflow = (IO_URING_READ_ONCE(*r->ring.sq.kflags) & IORING_SQ_CQ_OVERFLOW) != 0;
-	int ret = 0;
+	int ret = 0, parked = 0;
 	if (wait && !have && busy && r->spin_ns) {
 		/* A poller has work out and nothing else is ready: poll for a bounded time
 		 * before sleeping. What is queued goes to the kernel first. */
@@ -245,6 +246,7 @@ int rf__turn(struct rf_ring *r, int wait, struct __kernel_timespec *ts)
 		/* Parking: say so, then poll once more. An agent that publishes a completion
 		 * and then finds parked set signals the ring; one that finds it clear is seen
 		 * by this poll (both sides fence: rf_ring_parked). */
+		parked = 1;
 		atomic_store_explicit(&r->parked, 1, memory_order_relaxed);
 		atomic_thread_fence(memory_order_seq_cst);
 		if ((polled = (int)rf__poll(r, &busy)) > 0)
@@ -262,7 +264,8 @@ int rf__turn(struct rf_ring *r, int wait, struct __kernel_timespec *ts)
 		ret = io_uring_submit_and_get_events(&r->ring);
 		r->st.enters++;
 	}
-	atomic_store_explicit(&r->parked, 0, memory_order_relaxed);
+	if (parked)     /* cleared only where set: the workers read its line after every op */
+		atomic_store_explicit(&r->parked, 0, memory_order_relaxed);
 	rf__count_submitted(r);
 	if (ret < 0 && ret != -ETIME && ret != -EINTR && ret != -EBUSY && ret != -EAGAIN)
 		return ret;
