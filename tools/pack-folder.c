@@ -68,7 +68,7 @@ static void rf__free_ents(struct dirent **ents, int n)
 	free(ents);
 }
 
-static int rf__push(struct rf__folder *f, char *path, int32_t label)
+static int rf__push(struct rf__folder *f, char *path, int32_t label, const struct stat *st)
 {
 	if (f->n == f->cap) {
 		size_t cap = f->cap ? 2 * f->cap : 1024;
@@ -78,8 +78,9 @@ static int rf__push(struct rf__folder *f, char *path, int32_t label)
 		f->files = p;
 		f->cap = cap;
 	}
-	f->files[f->n].path = path;
-	f->files[f->n].label = label;
+	f->files[f->n] = (struct rf__folder_file){ path, label, (int64_t)st->st_size,
+						   (int64_t)st->st_mtim.tv_sec,
+						   (int64_t)st->st_mtim.tv_nsec, (int64_t)st->st_ino };
 	f->n++;
 	return 0;
 }
@@ -116,7 +117,7 @@ static int rf__walk(struct rf__folder *f, const char *dir, int32_t label, int de
 				}
 				free(p);
 			} else if (pass == 0 && S_ISREG(st.st_mode) && rf__is_image_name(nm)) {
-				if ((ret = rf__push(f, p, label)) < 0)
+				if ((ret = rf__push(f, p, label, &st)) < 0)
 					free(p);
 			} else {
 				if (pass == 0)
@@ -289,28 +290,17 @@ static uint64_t rf__fnv(uint64_t h, const void *p, size_t n)
 	return h;
 }
 
-int rf__folder_key(const struct rf__folder *f, uint64_t *key, char *err, size_t len)
+uint64_t rf__folder_key(const struct rf__folder *f)
 {
 	uint64_t h = 0xcbf29ce484222325ull;
 
 	for (unsigned k = 0; k < f->nclasses; k++)
 		h = rf__fnv(h, f->classes[k], strlen(f->classes[k]) + 1);
 	for (size_t i = 0; i < f->n; i++) {
-		struct stat st;
-		int64_t v[5];
-		if (stat(f->files[i].path, &st) < 0) {
-			int e = errno;
-			snprintf(err, len, "%s: cannot stat: %s", f->files[i].path, strerror(e));
-			return -e;
-		}
-		v[0] = (int64_t)st.st_size;
-		v[1] = (int64_t)st.st_mtim.tv_sec;
-		v[2] = (int64_t)st.st_mtim.tv_nsec;
-		v[3] = (int64_t)st.st_ino;
-		v[4] = f->files[i].label;
-		h = rf__fnv(h, f->files[i].path, strlen(f->files[i].path) + 1);
+		const struct rf__folder_file *x = &f->files[i];
+		int64_t v[5] = { x->size, x->mtime_s, x->mtime_ns, x->ino, x->label };
+		h = rf__fnv(h, x->path, strlen(x->path) + 1);
 		h = rf__fnv(h, v, sizeof(v));
 	}
-	*key = h;
-	return 0;
+	return h;
 }

@@ -8,6 +8,7 @@
 struct rf__folder_file {
 	char *path;               /* ROOT/CLASS/.../NAME.jpg */
 	int32_t label;            /* the class's index */
+	int64_t size, mtime_s, mtime_ns, ino; /* as the scan found it (rf__folder_key) */
 };
 
 struct rf__folder {
@@ -32,9 +33,9 @@ struct rf_rec_writer;
 int rf__folder_write(const struct rf__folder *f, struct rf_rec_writer *w, int skip_bad,
 		     size_t *packed, size_t *bad, char *err, size_t len);
 
-/* FNV-1a 64 of f's listing: each file's path, size, mtime (ns), inode and label, and
- * the class names -- what a packed copy of the tree is kept under. 0, or -errno with
- * err naming the file that could not be stat'ed. */
-int rf__folder_key(const struct rf__folder *f, uint64_t *key, char *err, size_t len);
+/* FNV-1a 64 of f's listing: each file's path, size, mtime (ns), inode and label as the
+ * scan found them, and the class names -- what a packed copy of the tree is kept
+ * under. */
+uint64_t rf__folder_key(const struct rf__folder *f);
 
 #endif

@@ -134,8 +134,7 @@ int rf_folder_packed(const char *prog, const char *opt, const char *dir, int ski
 		rf_cli_say(prog, "%s %s", opt, err);
 		return 1;
 	}
-	if ((ret = rf__folder_key(&f, &key, err, sizeof(err))) < 0)
-		goto fail;
+	key = rf__folder_key(&f);
 	if ((ret = rf__cache_dir(cache, sizeof(cache))) < 0) {
 		snprintf(err, sizeof(err), "%s: no folder to keep its packed copy in (HOME or "
 			 "XDG_CACHE_HOME unset, or %s): pack it with rf-pack --image-folder and "

@@ -11,14 +11,6 @@
 #include "checkpoint.h"
 #include "runstate.h"
 
-static uint32_t rf__fbits(float f)
-{
-	uint32_t u;
-
-	memcpy(&u, &f, 4);
-	return u;
-}
-
 /* The model input's mean and std per channel as one word: 0 for none, else an FNV-1a
  * 64 of the channel count and the floats' bits (never 0). */
 uint64_t rf__norm_hash(const struct rf_model_input *in)

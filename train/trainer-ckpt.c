@@ -95,14 +95,6 @@ static unsigned rf__blobs(struct rf_trainer *t, struct rf_ckpt_blob *bl, float *
 	return nb;
 }
 
-static uint32_t rf__fbits(float f)
-{
-	uint32_t u;
-
-	memcpy(&u, &f, 4);
-	return u;
-}
-
 static void rf__fill_meta(struct rf_trainer *t, struct rf_ckpt_meta *meta,
 			  const struct rf__mid *mid)
 {

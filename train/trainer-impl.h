@@ -4,6 +4,7 @@
 #define RF_TRAINER_IMPL_H
 
 #include <stdint.h>
+#include <string.h>
 
 #include "trainer.h"
 #include "kvstore.h"
@@ -149,6 +150,15 @@ void rf__hybrid_free(struct rf_trainer *t);
 /* trainer-ckpt.c: the checkpoint after `done` batches of the running epoch
  * (o.checkpoint_every); every rank calls it, rank 0 writes. */
 int rf__save_mid(struct rf_trainer *t, uint64_t done);
+
+/* A float's bits (the run state keeps --momentum and --wd so). */
+static inline uint32_t rf__fbits(float f)
+{
+	uint32_t u;
+
+	memcpy(&u, &f, 4);
+	return u;
+}
 
 /* trainer-ckpt-check.c: the model input's mean and std per channel as one word (0:
  * none; the run state's RF__RS_NORM); and whether the checkpoint at path (meta, its run
