@@ -14,13 +14,13 @@
 
 #include "opkind.h"
 #include "rf-internal.h"
+#include "slab.h"
 #include "stream.h"
 
 /* A variable's queue is a FIFO of groups: a write alone, or a run of consecutive
  * reads. An entry is "granted" when its op may go to its stream, "front" when its
  * group is the queue's first (README.md). */
 struct rf__group;
-struct rf__group_slab;
 
 struct rf__entry {
 	struct rf_op *op;
@@ -115,6 +115,9 @@ struct rf_var {
 	uint64_t mark;
 	uint32_t mark_ent;
 	struct rf_var *prev, *next;    /* the engine's variables */
+	void (*del_fn)(void *);        /* rf_var_destroy's free_fn and its argument */
+	void *del_arg;
+	int deleting;                  /* its deletion is pushed */
 };
 
 struct rf__trace_ev {
@@ -170,9 +173,10 @@ struct rf_engine {
 	struct rf_op *now_op;
 	struct rf__oplist ready;    /* granted, to dispatch */
 	struct rf__oplist finished; /* reported and at every front, to complete */
-	struct rf_op *free_ops;
-	struct rf__group *free_groups;
-	struct rf__group_slab *group_slabs;
+	struct rf__slab op_slab;      /* op records (slab.h) */
+	struct rf__slab var_slab;     /* variables */
+	struct rf__group *free_groups; /* reserved (queue.c) */
+	struct rf__slab group_slab;
 	uint32_t nfree_groups;
 	struct rf_stream inline_stream;
 	struct rf_stream async_stream;
@@ -252,18 +256,13 @@ void rf__var_free(struct rf_var *v);
 void rf__vars_free(struct rf_engine *e);
 
 /* op.c: op records */
-/* An op record from the engine's free list (per push and per completion: inline). */
+/* An op record from the engine's slab (per push and per completion: inline). */
 static inline struct rf_op *rf__op_alloc(struct rf_engine *e)
 {
-	struct rf_op *op = e->free_ops;
+	struct rf_op *op = rf__slab_get(&e->op_slab);
 
-	if (op) {
-		e->free_ops = op->next;
-	} else {
-		op = malloc(sizeof(*op));
-		if (!op)
-			return NULL;
-	}
+	if (!op)
+		return NULL;
 	memset(op, 0, offsetof(struct rf_op, ent_inline));
 	op->next = NULL;
 	op->ndeps = 0;
@@ -282,8 +281,7 @@ static inline void rf__op_free(struct rf_engine *e, struct rf_op *op)
 	if (op->deps)
 		free(op->deps);
 	op->state = RF__OP_FREE;
-	op->next = e->free_ops;
-	e->free_ops = op;
+	rf__slab_put(&e->op_slab, op);
 }
 void rf__ops_release(struct rf_engine *e);
 int rf__op_fill(struct rf_engine *e, struct rf_op *op, const struct rf_op_desc *d);

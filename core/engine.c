@@ -34,6 +34,9 @@ int rf_engine_create(struct rf_engine **out, struct rf_ring *ring, const struct 
 	if (!e)
 		return rf__fail(-ENOMEM, "rf_engine_create: out of memory");
 	e->ring = ring;
+	rf__slab_init(&e->op_slab, sizeof(struct rf_op), 0);
+	rf__slab_init(&e->var_slab, sizeof(struct rf_var), 1);
+	rf__slab_init(&e->group_slab, sizeof(struct rf__group), 1);
 	rf__engine_configure(e, opts);
 	e->owner_tid = rf__gettid();
 	rf__streams_init(e);
@@ -65,6 +68,7 @@ void rf_engine_destroy(struct rf_engine *e)
 	if (e->trace && rf__trace_close(e) < 0) /* nobody to return it to: said in the log */
 		rf__log(RF_LOG_ERROR, "%s", rf_last_error());
 	rf__ops_release(e);
+	rf__slab_release(&e->var_slab);
 	rf__q_free_groups(e);
 	free(e);
 }

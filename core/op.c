@@ -1,20 +1,16 @@
 /* core/op.c -- op records: filling one from a descriptor (its entries, deduplicated,
- * queued on their variables); allocation is inline in engine-impl.h. */
+ * queued on their variables); allocation (from the engine's slab) is inline in
+ * engine-impl.h. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "graph-impl.h"
 
-/* Teardown: free the free list. */
+/* Teardown: the op records' chunks. */
 void rf__ops_release(struct rf_engine *e)
 {
-	struct rf_op *op;
-
-	while ((op = e->free_ops)) {
-		e->free_ops = op->next;
-		free(op);
-	}
+	rf__slab_release(&e->op_slab);
 }
 
 static int rf__op_grow_entries(struct rf_op *op)

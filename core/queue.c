@@ -74,29 +74,18 @@ static void rf__group_front(struct rf_engine *e, struct rf_var *v, struct rf__gr
 		v->frontier = g->next;
 }
 
-/* Groups come in slabs of RF__GROUP_SLAB: one malloc for many, freed at teardown. */
-#define RF__GROUP_SLAB 64
-
-struct rf__group_slab {
-	struct rf__group_slab *next;
-	struct rf__group g[RF__GROUP_SLAB];
-};
-
+/* Groups come from the engine's slab (slab.h); the free list here holds those
+ * reserved by rf__q_reserve, so a fill that started never fails for want of one. */
 int rf__q_grow(struct rf_engine *e, uint32_t n)
 {
 	while (e->nfree_groups < n) {
-		struct rf__group_slab *sl = malloc(sizeof(*sl));
-		unsigned i;
+		struct rf__group *g = rf__slab_get(&e->group_slab);
 
-		if (!sl)
+		if (!g)
 			return -ENOMEM;
-		sl->next = e->group_slabs;
-		e->group_slabs = sl;
-		for (i = 0; i < RF__GROUP_SLAB; i++) {
-			sl->g[i].next = e->free_groups;
-			e->free_groups = &sl->g[i];
-		}
-		e->nfree_groups += RF__GROUP_SLAB;
+		g->next = e->free_groups;
+		e->free_groups = g;
+		e->nfree_groups++;
 	}
 	return 0;
 }
@@ -124,12 +113,7 @@ static void rf__group_put(struct rf_engine *e, struct rf__group *g)
 
 void rf__q_free_groups(struct rf_engine *e)
 {
-	struct rf__group_slab *sl;
-
-	while ((sl = e->group_slabs)) {
-		e->group_slabs = sl->next;
-		free(sl);
-	}
+	rf__slab_release(&e->group_slab);
 	e->free_groups = NULL;
 	e->nfree_groups = 0;
 }

@@ -18,12 +18,13 @@ int rf_var_create(struct rf_engine *e, const char *name, struct rf_var **out)
 	int ret = rf__push_thread(e, "rf_var_create"); /* the engine's list of them */
 	if (ret < 0)
 		return ret;
-	v = calloc(1, sizeof(*v));
+	v = rf__slab_get(&e->var_slab);
 	if (!v)
 		return rf__fail(-ENOMEM, "variable %s: out of memory", name ? name : "");
+	memset(v, 0, sizeof(*v));
 	v->eng = e;
 	if (name && !(v->name = strdup(name))) {
-		free(v);
+		rf__slab_put(&e->var_slab, v);
 		return rf__fail(-ENOMEM, "variable %s: out of memory", name);
 	}
 	v->next = e->vars;
@@ -59,7 +60,7 @@ void rf__var_free(struct rf_var *v)
 	if (v->next)
 		v->next->prev = v->prev;
 	free(v->name);
-	free(v);
+	rf__slab_put(&v->eng->var_slab, v);
 }
 
 /* At the engine's end (nothing queued): the variables never destroyed. */
@@ -83,58 +84,51 @@ const struct rf__opkind rf__kind_delete = {
 	.finished = rf__delete_finished,
 };
 
-struct rf__del {
-	void (*free_fn)(void *);
-	void *arg;
-};
-
+/* The deletion's function: the caller's free_fn, kept in the variable (which lives
+ * until the deletion has finished), so a deletion allocates nothing. */
 static int rf__del_run(void *ctx)
 {
-	struct rf__del *d = ctx;
+	struct rf_var *v = ctx;
 
-	if (d->free_fn)
-		d->free_fn(d->arg);
+	if (v->del_fn)
+		v->del_fn(v->del_arg);
 	return 0;
-}
-
-static void rf__del_done(void *ctx, int status)
-{
-	(void)status;
-	free(ctx);
 }
 
 int rf_var_destroy(struct rf_engine *e, struct rf_var *v, void (*free_fn)(void *), void *arg,
 		  struct rf_stream *stream)
 {
-	struct rf__del *ctx;
 	struct rf_op_desc d = { 0 };
 	int ret;
 
 	if (!v || v->eng != e)
 		return rf__fail(-EINVAL, "rf_var_destroy: %s", v ? "a variable of another engine"
 								: "v is NULL");
+	if (v->deleting) /* the first deletion frees it: a second would free it twice */
+		return rf__fail(-EINVAL, "rf_var_destroy %s: already being destroyed",
+				rf_var_name(v));
 	if (stream) { /* named as this call (the push's check would say rf_engine_push) */
 		char who[128];
 		snprintf(who, sizeof(who), "rf_var_destroy %s", rf_var_name(v));
 		if ((ret = rf__check_stream(e, stream, who)) < 0)
 			return ret;
 	}
-	ctx = malloc(sizeof(*ctx));
-	if (!ctx)
-		return rf__fail(-ENOMEM, "rf_var_destroy: out of memory");
-	ctx->free_fn = free_fn;
-	ctx->arg = arg;
 	d.fn = rf__del_run;
-	d.ctx = ctx;
-	d.done = rf__del_done;
+	d.ctx = v;
 	d.writes = &v;
 	d.nwrites = 1;
 	d.stream = stream;
 	d.name = "delete";
 	d.flags = RF_OP_ALWAYS;
+	v->del_fn = free_fn;
+	v->del_arg = arg;
+	v->deleting = 1;
 	ret = rf__push_as(e, &d, &rf__kind_delete, v, "rf_var_destroy");
-	if (ret < 0)
-		free(ctx);
+	if (ret < 0) {
+		v->del_fn = NULL;
+		v->del_arg = NULL;
+		v->deleting = 0;
+	}
 	return ret;
 }
 

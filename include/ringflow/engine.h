@@ -108,7 +108,8 @@ int rf_engine_push_simple(struct rf_engine *e, rf_op_fn fn, void *ctx,
 
 /* Destroy a variable: pushed as a mutation (running even if poisoned), so free_fn(arg)
  * runs only after every earlier reader and writer. The variable must not be used
- * after this call. free_fn may be NULL. stream NULL: inline. */
+ * after this call; a second destroy while the first is still queued is refused with
+ * -EINVAL. free_fn may be NULL. stream NULL: inline. */
 int rf_var_destroy(struct rf_engine *e, struct rf_var *v, void (*free_fn)(void *), void *arg,
 		  struct rf_stream *stream);
 

@@ -6,6 +6,7 @@
  *    NULL afn), also as rf_var_destroy's stream;
  *  - a stream of another engine (ran there; use-after-free at the other's end), and a
  *    stream never registered;
+ *  - a variable destroyed twice (the second while the first is queued);
  *  - a stream registered twice (a cycle: destroy looped for ever);
  *  - a push from an op running on a worker stream's thread (raced the reactor on
  *    every queue): refused with -EPERM;
@@ -131,6 +132,18 @@ static void stream_args(struct rf_ring *r)
 	seed_error(e);
 	refused("var_destroy NULL", rf_var_destroy(e, NULL, NULL, NULL, NULL), -EINVAL,
 		"rf_var_destroy", "NULL");
+	{
+		/* a second destroy while the first waits behind an op: refused, where it
+		 * was a double free */
+		struct rf_var *dv;
+		static int busy; /* outlives the block: the op may run after it */
+		CHECK_OK(rf_var_create(e, "dv", &dv));
+		CHECK_OK(rf_engine_push_simple(e, inc, &busy, NULL, 0, &dv, 1, w, "busy"));
+		CHECK_OK(rf_var_destroy(e, dv, NULL, NULL, NULL));
+		seed_error(e);
+		refused("var_destroy twice", rf_var_destroy(e, dv, NULL, NULL, NULL), -EINVAL,
+			"rf_var_destroy dv", "already being destroyed");
+	}
 	seed_error(e);
 	refused("worker capacity 2^25", rf_worker_stream_create(e, "big", 1u << 25, &w2),
 		-EINVAL, "capacity 33554432", "at most");

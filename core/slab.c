@@ -1,0 +1,72 @@
+/* core/slab.c -- chunks for core/slab.h's records: growing, huge-page advice, release. */
+#include <stdlib.h>
+#include <sys/mman.h>
+
+#include "slab.h"
+
+/* Records start this far into a chunk: the header, rounded to a cache line. */
+#define RF__SLAB_HEAD 64
+
+void rf__slab_init(struct rf__slab *s, size_t size, int poison)
+{
+	size_t min = sizeof(struct rf__slab_free);
+
+	*s = (struct rf__slab){ 0 };
+	s->size = ((size < min ? min : size) + 15) & ~(size_t)15;
+	s->next_bytes = RF__SLAB_FIRST;
+	s->poison = poison;
+}
+
+/* A chunk of `bytes`: a huge one aligned to its size and advised MADV_HUGEPAGE (one
+ * fault per 2 MiB where transparent huge pages are on, "madvise" or "always"; the
+ * advice failing costs nothing but the faults). */
+static struct rf__slab_chunk *rf__slab_chunk_new(size_t bytes)
+{
+	void *p = NULL;
+
+	if (bytes < RF__SLAB_HUGE)
+		return malloc(bytes);
+	if (posix_memalign(&p, RF__SLAB_HUGE, bytes) != 0)
+		return NULL;
+#ifdef MADV_HUGEPAGE
+	(void)madvise(p, bytes, MADV_HUGEPAGE);
+#endif
+	return p;
+}
+
+void *rf__slab_grow(struct rf__slab *s)
+{
+	size_t bytes = s->next_bytes;
+	struct rf__slab_chunk *c;
+
+	if (bytes < RF__SLAB_HEAD + s->size)
+		bytes = RF__SLAB_HEAD + s->size;
+	if (!(c = rf__slab_chunk_new(bytes)))
+		return NULL;
+	c->bytes = bytes;
+	c->next = s->chunks;
+	s->chunks = c;
+	s->nchunks++;
+	if (s->next_bytes < RF__SLAB_HUGE)
+		s->next_bytes *= 2;
+	s->cur = (char *)c + RF__SLAB_HEAD;
+	s->end = s->cur + (bytes - RF__SLAB_HEAD) / s->size * s->size;
+	RF__SLAB_POISON(s->cur, (size_t)(s->end - s->cur));
+	return rf__slab_get(s);
+}
+
+void rf__slab_release(struct rf__slab *s)
+{
+	struct rf__slab_chunk *c;
+
+	while ((c = s->chunks)) {
+		s->chunks = c->next;
+		RF__SLAB_UNPOISON(c, c->bytes);
+		free(c);
+	}
+	s->free = NULL;
+	s->cur = s->end = NULL;
+	s->live = 0;
+	s->nchunks = 0;
+	s->next_bytes = RF__SLAB_FIRST;
+}
