@@ -4,6 +4,7 @@
 #define RF_BENCH_H
 
 int rf_bench_engine(int argc, char **argv);   /* bench-engine.c */
+double bench_pingpong(long hops, int futex);  /* bench-pingpong.c: seconds a hop */
 int rf_bench_async(int argc, char **argv);    /* bench-engine.c: seeds section 12.2.3 */
 int rf_bench_parallel(int argc, char **argv); /* bench-devices.c: seeds section 12.3.1 */
 int rf_bench_copy(int argc, char **argv);     /* bench-devices.c: seeds section 12.3.2 */
