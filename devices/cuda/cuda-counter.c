@@ -104,6 +104,14 @@ static int rf__cs_wake(void *ctx)
 	return rf_notifier_signal(c->wnotifier);
 }
 
+/* Waker thread: whether the reactor sleeps (else its poller sees the counter). */
+static int rf__cs_asleep(void *ctx)
+{
+	struct rf__cuda_stream *c = ctx;
+
+	return rf_ring_parked(rf_engine_ring(c->dev->eng));
+}
+
 /* Reactor: the waker woke it; the counter says what finished. */
 static void rf__cs_woken(void *data, uint32_t count)
 {
@@ -150,6 +158,7 @@ static int rf__cs_waker_init(struct rf__cuda_stream *c)
 	c->waker.wait = rf__cs_wait;
 	c->waker.word = rf__cs_word;
 	c->waker.wake = rf__cs_wake;
+	c->waker.asleep = rf__cs_asleep;
 	c->waker.ctx = c;
 	if (rf__waker_start(&c->waker) < 0)
 		goto without;

@@ -13,7 +13,8 @@
  *   if exchange(parked, 0): futex wake          wait(k): block until signal k is done
  *                                                  (cudaEventSynchronize, blocking sync)
  *                                                seen = max(k, the counter word)
- *                                                if reported < seen: wake the reactor
+ *                                                if reported < seen and the reactor
+ *                                                  is parked: wake it
  *
  *   park: parked = 1; if issued > seen: parked = 0, go on; else futex wait while
  *         parked == 1.
@@ -27,7 +28,12 @@
  * at least one of them sees the other's store -- the waker does not sleep past a
  * signal it has not seen, or the reactor wakes it. And every signal k the waker saw
  * finish is either already reported (the reactor read the counter) or gets a wake:
- * the reactor, woken, reads the counter and reports it. A wake for a signal reported
+ * the reactor, woken, reads the counter and reports it. A reactor that is awake gets
+ * no wake (asleep(), rf_ring_parked): it polls the counter and `seen` every turn, and
+ * before it blocks it sets its parked flag, fences and polls once more, while the
+ * waker stores `seen` and then fences and reads the flag -- the same store-buffering
+ * argument: the last poll sees `seen`, or the waker sees the flag and wakes it. A
+ * wake for a signal reported
  * in the meantime costs one notifier delivery that reports nothing -- never a lost or
  * doubled report (cuda-ctr.h's `done` only grows). The reactor stops the waker by
  * setting `stop` and waking it; a waker blocked in wait() on a stream that never
@@ -58,6 +64,7 @@ struct rf__waker {
 	int (*wait)(void *ctx, uint64_t k);
 	uint64_t (*word)(void *ctx);
 	int (*wake)(void *ctx);
+	int (*asleep)(void *ctx);    /* 1 if the reactor is parked (NULL: always wake) */
 	void *ctx;
 	pthread_t thread;
 	int running;
@@ -118,7 +125,8 @@ static inline void *rf__waker_main(void *arg)
 		atomic_store(&w->seen, k);
 		if (atomic_load(&w->stop))
 			break;  /* the reactor no longer listens */
-		if (atomic_load_explicit(&w->reported, memory_order_acquire) < k) {
+		if (atomic_load_explicit(&w->reported, memory_order_acquire) < k &&
+		    (!w->asleep || w->asleep(w->ctx))) {
 			atomic_fetch_add_explicit(&w->wakes, 1, memory_order_relaxed);
 			(void)w->wake(w->ctx);
 		}

@@ -11,9 +11,12 @@
  * it; the reactor never sleeps through a completion it waits for (an alarm fails the
  * test instead of a hang); with gaps between bursts the waker parked and was woken
  * again and again (both sides of the futex handshake taken); and stopping it joins.
+ * In every mode but "asleep" the waker wakes the reactor only when it is parked
+ * (rf_ring_parked), as cuda-counter.c has it; "asleep" keeps the unconditional wake.
  *   asleep   spin 0: every wait sleeps; only the waker's wake-ups end them;
  *   poll     spin 300 us: most completions come by the poller; the waker skips the
- *            wake-ups of signals already reported (how many: scheduling's business);
+ *            wake-ups of signals already reported and of a reactor awake (how many:
+ *            scheduling's business);
  *   refused  asleep, but the counter word stops being written a ninth of the way
  *            in: the waker's seen count reports the rest;
  *   gaps     asleep, with pauses of a millisecond between bursts, so the waker parks
@@ -106,6 +109,13 @@ static int w_wake(void *ctx)
 	return rf_notifier_signal(f->n);
 }
 
+static int w_asleep(void *ctx)
+{
+	struct fake *f = ctx;
+
+	return rf_ring_parked(f->r);
+}
+
 /* cuda.c's rf__cs_report */
 static void report(struct fake *f)
 {
@@ -168,6 +178,7 @@ static void run_mode(enum mode m)
 	f->w.wait = w_wait;
 	f->w.word = w_word;
 	f->w.wake = w_wake;
+	f->w.asleep = m == M_ASLEEP ? NULL : w_asleep;
 	f->w.ctx = f;
 	CHECK_OK(rf__waker_start(&f->w));
 	CHECK(pthread_create(&th, NULL, device, f) == 0);
