@@ -476,6 +476,16 @@ int rf_dataset_open_idx(struct rf_dataset *ds, const char *path, unsigned expect
 	return 0;
 }
 
+const char *rf_dataset_fmnist_name(unsigned test, unsigned labels)
+{
+	static const char *const names[2][2] = {
+		{ "train-images-idx3-ubyte", "train-labels-idx1-ubyte" },
+		{ "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte" },
+	};
+
+	return names[test != 0][labels != 0];
+}
+
 int rf_dataset_open_idx_pair(struct rf_dataset *ds, const char *images_path,
 			     const char *labels_path, uint32_t num_classes,
 			     unsigned flags)

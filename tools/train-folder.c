@@ -29,15 +29,17 @@ static int rf__exists(const char *dir, const char *name)
 
 int rf_folder_is_images(const char *path)
 {
-	static const char *const idx[4] = { "train-images-idx3-ubyte", "train-images-idx3-ubyte.gz",
-					    "t10k-images-idx3-ubyte", "t10k-images-idx3-ubyte.gz" };
 	struct stat st;
+	char gz[64];
 
 	if (!path || strstr(path, "://") || stat(path, &st) < 0 || !S_ISDIR(st.st_mode))
 		return 0;
-	for (int i = 0; i < 4; i++)
-		if (rf__exists(path, idx[i]))
+	for (int test = 0; test < 2; test++) { /* the IDX images, raw or .gz: not a folder */
+		const char *name = rf_dataset_fmnist_name(test, 0);
+		snprintf(gz, sizeof(gz), "%s.gz", name);
+		if (rf__exists(path, name) || rf__exists(path, gz))
 			return 0;
+	}
 	return 1;
 }
 

@@ -9,10 +9,11 @@
 
 #include "trainer-impl.h"
 
-static const char *const rf__names[4] = {
-	"train-images-idx3-ubyte", "train-labels-idx1-ubyte",
-	"t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte",
-};
+/* Fashion-MNIST's file i: train images, train labels, test images, test labels. */
+static const char *rf__fmnist(int i)
+{
+	return rf_dataset_fmnist_name(i >= 2, i & 1);
+}
 
 /* DIR/NAME or DIR/NAME.gz, whichever exists; -ENOENT if neither, -ENAMETOOLONG if
  * the path does not fit out (cut short, it could name another file). */
@@ -35,16 +36,16 @@ static int rf__find_files(struct rf_trainer *t, char p[4][RF_TRAIN_PATH_MAX])
 	int i;
 
 	for (i = t->o.eval_only ? 2 : 0; i < 4; i++) {
-		int ret = rf__find(t->data_dir, rf__names[i], p[i], sizeof(p[i]));
+		int ret = rf__find(t->data_dir, rf__fmnist(i), p[i], sizeof(p[i]));
 		if (ret == -ENAMETOOLONG) {
 			rf__trainer_msg(t, "--data: %s/%s.gz is longer than %d bytes", t->data_dir,
-					rf__names[i], RF_TRAIN_PATH_MAX - 1);
+					rf__fmnist(i), RF_TRAIN_PATH_MAX - 1);
 			return ret;
 		}
 		if (ret < 0) {
 			rf__trainer_msg(t, "Fashion-MNIST not found: %s/%s.gz is missing; "
 					"install it with: apt-get install dataset-fashion-mnist",
-					t->data_dir, rf__names[i]);
+					t->data_dir, rf__fmnist(i));
 			return -ENOENT;
 		}
 	}
@@ -258,7 +259,7 @@ int rf__check_data(struct rf_trainer *t, int headers)
 		return -EINVAL;
 	}
 	for (int i = 0; i < 8; i++) {   /* raw and .gz: whichever is there must be a file */
-		snprintf(p, sizeof(p), "%s/%s%s", data, rf__names[i / 2], i % 2 ? ".gz" : "");
+		snprintf(p, sizeof(p), "%s/%s%s", data, rf__fmnist(i / 2), i % 2 ? ".gz" : "");
 		if (stat(p, &st) == 0 && !S_ISREG(st.st_mode)) {
 			rf__trainer_msg(t, "--data %s: is %s, expected a regular file", p,
 					rf__ftype(st.st_mode));
@@ -314,9 +315,9 @@ int rf_train_inputs(const struct rf_train_opts *o, char (*paths)[RF_TRAIN_PATH_M
 		return n;
 	}
 	for (int i = o->eval_only ? 2 : 0; i < 4; i++) { /* raw and .gz: either may be read */
-		snprintf(p, sizeof(p), "%s/%s", data, rf__names[i]);
+		snprintf(p, sizeof(p), "%s/%s", data, rf__fmnist(i));
 		rf__add_input(paths, &n, p);
-		snprintf(p, sizeof(p), "%s/%s.gz", data, rf__names[i]);
+		snprintf(p, sizeof(p), "%s/%s.gz", data, rf__fmnist(i));
 		rf__add_input(paths, &n, p);
 	}
 	return n;

@@ -167,6 +167,12 @@ int rf_dataset_open_idx_pair(struct rf_dataset *ds, const char *images_path,
 			     const char *labels_path, uint32_t num_classes,
 			     unsigned flags);
 
+/* The name a Fashion-MNIST (or MNIST) IDX file has in its directory, without the
+ * ".gz" it may also have: test 0 the training set's, 1 the test set's; labels 0 the
+ * images', 1 the labels' -- (0, 0) "train-images-idx3-ubyte", (1, 1)
+ * "t10k-labels-idx1-ubyte". A static string, never NULL (a non-zero value is 1). */
+const char *rf_dataset_fmnist_name(unsigned test, unsigned labels);
+
 /* One IDX file (u8, 1..5 dims: count then up to 4 record dims), no labels.
  * expect_ndim: 0 for any, else the number of dims the file must have. */
 int rf_dataset_open_idx(struct rf_dataset *ds, const char *path, unsigned expect_ndim,

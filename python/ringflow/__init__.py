@@ -120,13 +120,12 @@ def _loader_args(batch_size, shuffle, seed, epoch, rank, world, prefetch, drop_l
                 mean=mean, std=std)
 
 
-def _mean_std(mean, std):
-    """The extension's scalar mean, std and scale: per-channel values go separately."""
-    return (0.0, 1.0, 0.0) if isinstance(mean, tuple) else (mean, std, 0.0)
-
-
-def _channels(mean, std):
-    return (mean, std) if isinstance(mean, tuple) else (None, None)
+def _norm_kw(mean, std):
+    """The extension's normalisation arguments: a scalar mean and std, or per-channel
+    values (channel_mean, channel_std) with the scalars left at (0, 1)."""
+    if isinstance(mean, tuple):
+        return dict(mean=0.0, std=1.0, scale=0.0, channel_mean=mean, channel_std=std)
+    return dict(mean=mean, std=std, scale=0.0)
 
 
 class Loader:
@@ -190,17 +189,18 @@ class Loader:
             if t > 3600:
                 raise ValueError(f"timeout={t}: expected at most 3600 seconds")
             tmo = max(1, math.ceil(t * 1000))
-        self._l = _Loader(_source(path_or_url), a["batch_size"], a["shuffle"], a["seed"],
-                          a["epoch"], a["rank"], a["world"], a["prefetch"], a["drop_last"],
-                          device, a["hold"], a["split"], *_mean_std(a["mean"], a["std"]),
-                          _ORDERS.index(_str("order", order, _ORDERS)), tmo,
-                          _flag("verify", verify),
-                          0 if image_size is None else _int("image_size", image_size, 1, 4096),
-                          _flag("augment", augment), _int("workers", workers, 0, 16),
-                          _str("dtype", dtype, ("float32", "uint8")) == "uint8",
-                          *_channels(a["mean"], a["std"]),
-                          _str("layout", layout, ("nchw", "nhwc")) == "nhwc",
-                          _flag("skip_bad_images", skip_bad_images))
+        self._l = _Loader(
+            _source(path_or_url), a["batch_size"], shuffle=a["shuffle"], seed=a["seed"],
+            epoch=a["epoch"], rank=a["rank"], world=a["world"], prefetch=a["prefetch"],
+            drop_last=a["drop_last"], device=device, hold=a["hold"], split=a["split"],
+            **_norm_kw(a["mean"], a["std"]),
+            order=_ORDERS.index(_str("order", order, _ORDERS)), timeout_ms=tmo,
+            verify=_flag("verify", verify),
+            image_size=0 if image_size is None else _int("image_size", image_size, 1, 4096),
+            augment=_flag("augment", augment), workers=_int("workers", workers, 0, 16),
+            u8=_str("dtype", dtype, ("float32", "uint8")) == "uint8",
+            nhwc=_str("layout", layout, ("nchw", "nhwc")) == "nhwc",
+            skip_bad_images=_flag("skip_bad_images", skip_bad_images))
 
     def __iter__(self):
         return self
@@ -221,7 +221,7 @@ class Loader:
 
     def set_epoch(self, epoch):
         """Read epoch `epoch` from its first batch next."""
-        self._l.seek(_int("epoch", epoch, 0, 2**63 - 1), 0)
+        self._l.seek(epoch=_int("epoch", epoch, 0, 2**63 - 1), batch=0)
 
     def stats(self):
         """Counters since the Loader was made: batches, records, reads, read_bytes,
@@ -255,7 +255,7 @@ class Loader:
                                  f"in this Loader: the order would differ")
         epoch = _int("state['epoch']", state["epoch"], 0, 2**63 - 1)
         batch = _int("state['batch']", state["batch"], 0, self._l.batches())
-        self._l.seek(epoch, batch)
+        self._l.seek(epoch=epoch, batch=batch)
 
     def held_slots(self):
         """Batch slots Python holds now (for tests and tuning hold=)."""
@@ -294,5 +294,6 @@ def pack(path, images, labels=None, num_classes=0):
         if l.size and (l.min() < -2**31 or l.max() >= 2**31):
             raise ValueError("pack: labels outside int32")
         labs = np.ascontiguousarray(l, dtype=np.int32)
-    _pack(os.fspath(path), imgs, imgs.shape[0], tuple(int(d) for d in imgs.shape[1:]), labs,
-          int(num_classes))
+    _pack(path=os.fspath(path), images=imgs, n=imgs.shape[0],
+          shape=tuple(int(d) for d in imgs.shape[1:]), labels=labs,
+          num_classes=int(num_classes))

@@ -1,0 +1,491 @@
+/* python/ringflow/engine.c -- ringflow.Engine and ringflow.Var: the dependency engine
+ * with Python callables on worker streams. An exception a callable raises is kept
+ * and becomes the __cause__ of the ringflow.Error its wait() or wait_all() raises. */
+#include "py-impl.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <ringflow/log.h>
+
+typedef struct {
+	PyObject_HEAD
+	pthread_t owner;
+	pid_t pid;                 /* the process that made it */
+	struct rf_ring *ring;
+	struct rf_engine *eng;
+	struct rf_stream **ws;
+	unsigned nws, next;
+	char last_err[512];              /* the latest failed op's text, for wait_all */
+	PyObject *last_exc;              /* and its exception (NULL: none) */
+} rf_py_engine;
+
+/* Engine and Var are collected as cycles: an exception kept keeps its traceback, whose
+ * frames may hold the Var or the Engine it is kept on. */
+typedef struct {
+	PyObject_HEAD
+	rf_py_engine *e;                 /* strong reference */
+	struct rf_var *v;
+	char err[512];                   /* the failing op's exception, for wait() */
+	PyObject *exc;                   /* that exception (NULL: none, or a skip's) */
+} rf_py_var;
+
+struct rf_py_op {
+	rf_py_engine *e;                 /* borrowed: the engine outlives its ops */
+	PyObject *fn;
+	PyObject *reads, *writes;        /* tuples of Vars: writes are told the exception */
+	char err[512];
+	PyObject *exc;                   /* the exception fn raised (strong) */
+};
+
+/* Drop what an op holds (under the GIL). */
+static void rf_py_op_free(struct rf_py_op *op)
+{
+	Py_DECREF(op->fn);
+	Py_XDECREF(op->reads);
+	Py_XDECREF(op->writes);
+	Py_XDECREF(op->exc);
+	free(op);
+}
+
+/* *slot = a new reference to o (or NULL), the old one dropped. */
+static void rf_py_set(PyObject **slot, PyObject *o)
+{
+	PyObject *old = *slot;
+
+	*slot = o;
+	Py_XINCREF(o);
+	Py_XDECREF(old);
+}
+
+static int rf_py_op_run(void *ctx)   /* on a worker thread */
+{
+	struct rf_py_op *op = ctx;
+	PyGILState_STATE g = PyGILState_Ensure();
+	PyObject *r = PyObject_CallNoArgs(op->fn);
+	int ret = 0;
+
+	if (!r) {
+		PyObject *et, *ev, *tb;
+		PyErr_Fetch(&et, &ev, &tb);
+		PyErr_NormalizeException(&et, &ev, &tb);
+		if (ev && tb)
+			PyException_SetTraceback(ev, tb);
+		PyObject *name = et ? PyObject_GetAttrString(et, "__name__") : NULL;
+		PyObject *txt = ev ? PyObject_Str(ev) : NULL;
+		const char *n = name ? PyUnicode_AsUTF8AndSize(name, NULL) : NULL;
+		const char *m = txt ? PyUnicode_AsUTF8AndSize(txt, NULL) : NULL;
+		snprintf(op->err, sizeof(op->err), "%s: %s", n ? n : "exception", m ? m : "");
+		Py_XDECREF(name);
+		Py_XDECREF(txt);
+		Py_XDECREF(et);
+		op->exc = ev;            /* kept: the wait raises with it as __cause__ */
+		Py_XDECREF(tb);
+		PyErr_Clear();
+		ret = -EIO;
+	}
+	Py_XDECREF(r);
+	PyGILState_Release(g);
+	return ret;
+}
+
+static void rf_py_op_done(void *ctx, int status)   /* on the reactor thread */
+{
+	struct rf_py_op *op = ctx;
+	PyGILState_STATE g = PyGILState_Ensure();
+
+	if (status < 0 && op->err[0]) {
+		snprintf(op->e->last_err, sizeof(op->e->last_err), "%s", op->err);
+		rf_py_set(&op->e->last_exc, op->exc);
+	}
+	if (status < 0) {
+		/* skipped (no text of its own): which variable held the poison, one it
+		 * writes or, if none of those, one it reads; the exception that poisoned
+		 * it, where one did, is the skip's too */
+		const char *why = "a variable it reads", *name = NULL;
+		PyObject *cause = op->exc;
+		for (Py_ssize_t i = 0; !op->err[0] && i < PyTuple_Size(op->writes); i++) {
+			rf_py_var *w = (rf_py_var *)PyTuple_GetItem(op->writes, i);
+			if (w->err[0] && !name) {
+				why = "a variable it writes";
+				name = rf_var_name(w->v);
+				cause = w->exc;
+			}
+		}
+		for (Py_ssize_t i = 0; !cause && i < PyTuple_Size(op->reads); i++)
+			cause = ((rf_py_var *)PyTuple_GetItem(op->reads, i))->exc;
+		for (Py_ssize_t i = 0; i < PyTuple_Size(op->writes); i++) {
+			rf_py_var *v = (rf_py_var *)PyTuple_GetItem(op->writes, i);
+			if (op->err[0]) {
+				snprintf(v->err, sizeof(v->err), "%s", op->err);
+				rf_py_set(&v->exc, op->exc);
+			} else if (!v->err[0]) { /* a poisoned one keeps its first cause */
+				snprintf(v->err, sizeof(v->err), "skipped: %s%s%s%s was poisoned by a "
+					 "failed op (%s; Var.clear_error() clears it)", why,
+					 name ? " ('" : "", name ? name : "", name ? "')" : "",
+					 strerror(-status));
+				rf_py_set(&v->exc, cause);
+			}
+		}
+	}
+	rf_py_op_free(op);
+	PyGILState_Release(g);
+}
+
+static int rf_py_engine_init(PyObject *self, PyObject *args, PyObject *kw)
+{
+	static char *kws[] = { "workers", NULL };
+	rf_py_engine *s = (rf_py_engine *)self;
+	struct rf_py_state *st = rf_py_state_of(self);
+	unsigned workers = 2;
+	int ret;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|I", kws, &workers))
+		return -1;
+	if (!workers || workers > 64) {
+		PyErr_Format(PyExc_ValueError, "Engine: workers %u: expected 1..64", workers);
+		return -1;
+	}
+	if (s->eng)
+		return rf_py_raise(st, -EINVAL, "Engine: already initialised"), -1;
+	s->owner = pthread_self();
+	s->pid = getpid();
+	s->ws = calloc(workers, sizeof(*s->ws));
+	if (!s->ws)
+		return PyErr_NoMemory(), -1;
+	ret = rf_ring_create(&s->ring, NULL);
+	if (ret == 0)
+		ret = rf_engine_create(&s->eng, s->ring, NULL);
+	if (ret == 0)
+		rf_engine_set_interrupt(s->eng, rf_py_interrupted, NULL, 100000000ull);
+	for (unsigned i = 0; ret == 0 && i < workers; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "py%u", i);
+		ret = rf_worker_stream_create(s->eng, name, 0, &s->ws[i]);
+		s->nws += ret == 0;
+	}
+	if (ret < 0)
+		return rf_py_raise(st, ret, rf_last_error()), -1;
+	return 0;
+}
+
+static void rf_py_engine_close_all(rf_py_engine *s)
+{
+	if (s->eng)
+		rf_engine_wait_idle(s->eng);
+	for (unsigned i = 0; i < s->nws; i++)
+		rf_stream_destroy(s->ws[i]);
+	free(s->ws);
+	s->ws = NULL;
+	s->nws = 0;
+	rf_engine_destroy(s->eng);
+	s->eng = NULL;
+	rf_ring_destroy(s->ring);
+	s->ring = NULL;
+}
+
+static int rf_py_engine_traverse(PyObject *self, visitproc visit, void *arg)
+{
+	Py_VISIT(Py_TYPE(self));
+	Py_VISIT(((rf_py_engine *)self)->last_exc);
+	return 0;
+}
+
+static int rf_py_engine_clear(PyObject *self)
+{
+	Py_CLEAR(((rf_py_engine *)self)->last_exc);
+	return 0;
+}
+
+static void rf_py_engine_dealloc(PyObject *self)
+{
+	rf_py_engine *s = (rf_py_engine *)self;
+	PyTypeObject *tp = Py_TYPE(self);
+
+	PyObject_GC_UnTrack(self);
+	if (rf_py_foreign_drop(self, s->owner, s->pid, s->ring != NULL, "Engine"))
+		return;   /* the object too, as the Loader's */
+	Py_BEGIN_ALLOW_THREADS
+	rf_py_engine_close_all(s);  /* the ops' done callbacks (last_exc) run in it */
+	Py_END_ALLOW_THREADS
+	rf_py_engine_clear(self);
+	((freefunc)PyType_GetSlot(tp, Py_tp_free))(self);
+	Py_DECREF(tp);
+}
+
+static PyObject *rf_py_engine_var(PyObject *self, PyObject *args, PyObject *kw)
+{
+	static char *kws[] = { "name", NULL };
+	rf_py_engine *s = (rf_py_engine *)self;
+	struct rf_py_state *st = rf_py_state_of(self);
+	const char *name = "var";
+	rf_py_var *v;
+	int ret;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|s", kws, &name) ||
+	    !rf_py_same_thread(st, s->owner, s->pid))
+		return NULL;
+	v = PyObject_GC_New(rf_py_var, st->var_type);
+	if (!v)
+		return NULL;
+	v->e = NULL;
+	v->v = NULL;
+	v->err[0] = 0;
+	v->exc = NULL;
+	PyObject_GC_Track((PyObject *)v);
+	ret = rf_var_create(s->eng, name, &v->v);
+	if (ret < 0) {
+		Py_DECREF(v);
+		return rf_py_raise(st, ret, rf_last_error());
+	}
+	Py_INCREF((PyObject *)s);
+	v->e = s;
+	return (PyObject *)v;
+}
+
+/* The Vars of this engine in tuple t into out (max at most); -1 with an exception. */
+static int rf_py_vars(rf_py_engine *s, PyObject *t, struct rf_var **out, unsigned max,
+		      unsigned *n, const char *what)
+{
+	PyTypeObject *var_type = rf_py_state_of((PyObject *)s)->var_type;
+
+	*n = 0;
+	for (Py_ssize_t i = 0; i < PyTuple_Size(t); i++) {
+		PyObject *o = PyTuple_GetItem(t, i);
+		if (!PyObject_TypeCheck(o, var_type) || ((rf_py_var *)o)->e != s || *n >= max) {
+			PyErr_Format(PyExc_TypeError, "push: %s[%zd]: expected a Var of this Engine "
+				     "(at most %u)", what, i, max);
+			return -1;
+		}
+		out[(*n)++] = ((rf_py_var *)o)->v;
+	}
+	return 0;
+}
+
+static PyObject *rf_py_engine_push(PyObject *self, PyObject *args, PyObject *kw)
+{
+	static char *kws[] = { "fn", "reads", "mutates", NULL };
+	rf_py_engine *s = (rf_py_engine *)self;
+	struct rf_py_state *st = rf_py_state_of(self);
+	PyObject *fn, *reads = NULL, *muts = NULL;
+	struct rf_var *rv[64], *wv[64];
+	unsigned nr = 0, nw = 0;
+	struct rf_op_desc d = { 0 };
+	struct rf_py_op *op;
+	int ret;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OO", kws, &fn, &reads, &muts) ||
+	    !rf_py_same_thread(st, s->owner, s->pid))
+		return NULL;
+	if (!PyCallable_Check(fn)) {
+		PyErr_SetString(PyExc_TypeError, "push: fn must be callable (no arguments)");
+		return NULL;
+	}
+	op = calloc(1, sizeof(*op));
+	if (!op)
+		return PyErr_NoMemory();
+	Py_INCREF(fn);
+	op->e = s;
+	op->fn = fn;
+	/* each sequence read once: the Vars checked are the Vars kept */
+	op->reads = reads ? PySequence_Tuple(reads) : PyTuple_New(0);
+	op->writes = op->reads ? muts ? PySequence_Tuple(muts) : PyTuple_New(0) : NULL;
+	if (!op->writes || rf_py_vars(s, op->reads, rv, 64, &nr, "reads") < 0 ||
+	    rf_py_vars(s, op->writes, wv, 64, &nw, "mutates") < 0) {
+		rf_py_op_free(op);
+		return NULL;
+	}
+	d.fn = rf_py_op_run;
+	d.done = rf_py_op_done;
+	d.ctx = op;
+	d.reads = rv;
+	d.nreads = nr;
+	d.writes = wv;
+	d.nwrites = nw;
+	d.stream = s->ws[s->next++ % s->nws];
+	d.name = "python";
+	Py_BEGIN_ALLOW_THREADS   /* a full engine turns the reactor: workers need the GIL */
+	ret = rf_engine_push(s->eng, &d);
+	Py_END_ALLOW_THREADS
+	if (ret < 0) {     /* never pushed: done is not called */
+		rf_py_op_free(op);
+		return rf_py_raise(st, ret, rf_last_error());
+	}
+	Py_RETURN_NONE;
+}
+
+static PyObject *rf_py_engine_wait(PyObject *self, PyObject *args, PyObject *kw)
+{
+	static char *kws[] = { "var", NULL };
+	rf_py_engine *s = (rf_py_engine *)self;
+	struct rf_py_state *st = rf_py_state_of(self);
+	PyObject *o;
+	rf_py_var *v;
+	int ret;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O!", kws, st->var_type, &o) ||
+	    !rf_py_same_thread(st, s->owner, s->pid))
+		return NULL;
+	v = (rf_py_var *)o;
+	if (v->e != s) {
+		PyErr_SetString(PyExc_TypeError, "wait: a Var of another Engine");
+		return NULL;
+	}
+	Py_BEGIN_ALLOW_THREADS
+	ret = rf_engine_wait_var(s->eng, v->v);
+	Py_END_ALLOW_THREADS
+	if (ret == -EINTR && PyErr_Occurred())
+		return NULL;     /* Ctrl-C: its exception */
+	if (ret < 0)
+		return rf_py_raise_from(st, ret, v->err[0] ? v->err : rf_last_error(), v->exc);
+	Py_RETURN_NONE;
+}
+
+static PyObject *rf_py_engine_wait_all(PyObject *self, PyObject *unused)
+{
+	rf_py_engine *s = (rf_py_engine *)self;
+	struct rf_py_state *st = rf_py_state_of(self);
+	int ret;
+	(void)unused;
+
+	if (!rf_py_same_thread(st, s->owner, s->pid))
+		return NULL;
+	Py_BEGIN_ALLOW_THREADS
+	ret = rf_engine_wait_all(s->eng);
+	Py_END_ALLOW_THREADS
+	if (ret == -EINTR && PyErr_Occurred())
+		return NULL;
+	if (ret < 0) {
+		char msg[600];
+		snprintf(msg, sizeof(msg), "an op failed: %s", s->last_err[0] ? s->last_err :
+			 strerror(-ret));
+		s->last_err[0] = 0;
+		rf_py_raise_from(st, ret, msg, s->last_exc);
+		Py_CLEAR(s->last_exc);
+		return NULL;
+	}
+	Py_RETURN_NONE;
+}
+
+static PyMethodDef rf_py_engine_methods[] = {
+	{ "var", (PyCFunction)(void (*)(void))rf_py_engine_var, METH_VARARGS | METH_KEYWORDS,
+	  "var(name='var'): a new variable" },
+	{ "push", (PyCFunction)(void (*)(void))rf_py_engine_push, METH_VARARGS | METH_KEYWORDS,
+	  "push(fn, reads=(), mutates=()): run fn() on a worker once what it reads and mutates "
+	  "is ready" },
+	{ "wait", (PyCFunction)(void (*)(void))rf_py_engine_wait, METH_VARARGS | METH_KEYWORDS,
+	  "wait(var): until every op on var is done; a failed op's exception is the "
+	  "ringflow.Error's __cause__" },
+	{ "wait_all", rf_py_engine_wait_all, METH_NOARGS, "until every op pushed is done" },
+	{ NULL, NULL, 0, NULL },
+};
+
+static PyType_Slot rf_py_engine_slots[] = {
+	{ Py_tp_init, rf_py_engine_init },
+	{ Py_tp_new, PyType_GenericNew },
+	{ Py_tp_dealloc, rf_py_engine_dealloc },
+	{ Py_tp_traverse, rf_py_engine_traverse },
+	{ Py_tp_clear, rf_py_engine_clear },
+	{ Py_tp_methods, rf_py_engine_methods },
+	{ Py_tp_doc, "Engine(workers=2): the dependency engine, Python callables on worker "
+	  "streams" },
+	{ 0, NULL },
+};
+
+PyType_Spec rf_py_engine_spec = {
+	"ringflow.Engine", sizeof(rf_py_engine), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+	rf_py_engine_slots,
+};
+
+static int rf_py_var_traverse(PyObject *self, visitproc visit, void *arg)
+{
+	rf_py_var *v = (rf_py_var *)self;
+
+	Py_VISIT(Py_TYPE(self));
+	Py_VISIT((PyObject *)v->e);
+	Py_VISIT(v->exc);
+	return 0;
+}
+
+static int rf_py_var_clear(PyObject *self)
+{
+	Py_CLEAR(((rf_py_var *)self)->exc);
+	return 0;
+}
+
+static void rf_py_var_dealloc(PyObject *self)
+{
+	rf_py_var *v = (rf_py_var *)self;
+	PyTypeObject *tp = Py_TYPE(self);
+
+	PyObject_GC_UnTrack(self);
+	if (v->e) {
+		/* deleted after the ops on it, in engine order; on another thread than the
+		 * engine's a push is refused: the engine frees it when it is destroyed */
+		if (v->v && v->e->eng && pthread_equal(v->e->owner, pthread_self()))
+			rf_var_destroy(v->e->eng, v->v, NULL, NULL, NULL);
+		Py_DECREF(v->e);
+	}
+	Py_XDECREF(v->exc);
+	PyObject_GC_Del(self);
+	Py_DECREF(tp);
+}
+
+static PyObject *rf_py_var_name(PyObject *self, void *unused)
+{
+	rf_py_var *v = (rf_py_var *)self;
+	(void)unused;
+	return PyUnicode_FromString(v->v ? rf_var_name(v->v) : "");
+}
+
+/* Clear the poison a failed op left (pushed after the ops on it, as the engine's
+ * rf_var_clear_error does): ops pushed after this run again. */
+static PyObject *rf_py_var_clear_error(PyObject *self, PyObject *unused)
+{
+	rf_py_var *v = (rf_py_var *)self;
+	struct rf_py_state *st = rf_py_state_of(self);
+	rf_py_engine *s = v->e;
+	int ret;
+	(void)unused;
+
+	if (!s || !s->eng || !v->v)
+		return rf_py_raise(st, -EBADF, "Var.clear_error: its Engine is closed");
+	if (!rf_py_same_thread(st, s->owner, s->pid))
+		return NULL;
+	if ((ret = rf_var_clear_error(s->eng, v->v)) < 0)
+		return rf_py_raise(st, ret, rf_last_error());
+	v->err[0] = 0;
+	Py_CLEAR(v->exc);
+	Py_RETURN_NONE;
+}
+
+static PyMethodDef rf_py_var_methods[] = {
+	{ "clear_error", rf_py_var_clear_error, METH_NOARGS, "clear the poison a failed op "
+	  "left on this variable (after the ops pushed on it before)" },
+	{ NULL, NULL, 0, NULL },
+};
+
+static PyGetSetDef rf_py_var_getset[] = {
+	{ "name", rf_py_var_name, NULL, "the variable's name", NULL },
+	{ NULL, NULL, NULL, NULL, NULL },
+};
+
+static PyType_Slot rf_py_var_slots[] = {
+	{ Py_tp_dealloc, rf_py_var_dealloc },
+	{ Py_tp_traverse, rf_py_var_traverse },
+	{ Py_tp_clear, rf_py_var_clear },
+	{ Py_tp_getset, rf_py_var_getset },
+	{ Py_tp_methods, rf_py_var_methods },
+	{ Py_tp_doc, "An engine variable (Engine.var())" },
+	{ 0, NULL },
+};
+
+PyType_Spec rf_py_var_spec = {
+	/* made by Engine.var() only */
+	"ringflow.Var", sizeof(rf_py_var), 0,
+	Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_DISALLOW_INSTANTIATION,
+	rf_py_var_slots,
+};

@@ -1,0 +1,230 @@
+/* python/ringflow/module.c -- the `ringflow._ringflow` module: multi-phase
+ * initialisation (PEP 489) with its state (the exception and the types, no static
+ * globals), the error and thread helpers every type uses, and _pack.
+ *
+ * Threads: a Loader or an Engine owns its ring, engine and devices and is driven from
+ * the thread that made it (the reactor thread); another thread's call is refused.
+ * Waiting turns the reactor with the GIL released, so other Python threads run. */
+#include "py-impl.h"
+
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <ringflow/log.h>
+
+PyObject *rf_py_raise_from(struct rf_py_state *st, int ret, const char *text,
+			   PyObject *cause)
+{
+	int e = ret < 0 ? -ret : EIO;
+	PyObject *err = PyObject_CallFunction(st->error, "is", e, text && *text ? text :
+					      strerror(e));
+
+	if (!err)
+		return NULL;
+	if (cause)
+		PyException_SetCause(err, Py_NewRef(cause));   /* takes the reference */
+	PyErr_SetObject(st->error, err);
+	Py_DECREF(err);
+	return NULL;
+}
+
+/* The object is used on the thread that made it, in the process that made it: a
+ * fork() copies neither its ring's kernel state nor its threads (and the child's
+ * thread can have the parent's pthread_t). */
+int rf_py_same_thread(struct rf_py_state *st, pthread_t owner, pid_t pid)
+{
+	if (pid && pid != getpid()) {
+		PyErr_Format(PyExc_RuntimeError, "ringflow: a Loader or Engine made in process %d "
+			     "is used in process %d, forked from it: its io_uring ring and threads "
+			     "do not survive fork(); make it in the process that uses it (a "
+			     "DataLoader worker: inside the worker, as RecordDataset does)",
+			     (int)pid, (int)getpid());
+		return 0;
+	}
+	if (pthread_equal(owner, pthread_self()))
+		return 1;
+	rf_py_raise(st, -EPERM, "ringflow: a Loader or Engine is used from the thread that made "
+			"it (its reactor thread); make one per thread or process");
+	return 0;
+}
+
+/* Asked every 100 ms while a wait turns the reactor without the GIL: a signal Python
+ * has a handler for (Ctrl-C) ends the wait with its exception set, instead of after
+ * the batch, or a stalled server's timeout. */
+int rf_py_interrupted(void *arg)
+{
+	PyGILState_STATE g = PyGILState_Ensure();
+	int stop = PyErr_CheckSignals() < 0;
+
+	(void)arg;
+	PyGILState_Release(g);
+	return stop;
+}
+
+/* Let go on another thread than the owner's (the collector, a consumer thread): the
+ * ring, the engine and its threads belong to the owner's thread (a single-issuer
+ * ring; an engine's waits and destroy are its reactor thread's), so nothing is freed
+ * from here -- that would free memory under worker threads still running. They are
+ * leaked, with the object itself (a loader reads the dataset struct inside it), and
+ * a ResourceWarning says how not to: close() on the owner's thread. */
+int rf_py_foreign_drop(PyObject *self, pthread_t owner, pid_t pid, int live,
+		       const char *what)
+{
+	PyObject *et, *ev, *tb;
+
+	if (live && pid && pid != getpid())
+		return 1;  /* a forked copy: the parent's ring and threads are not ours to stop */
+	if (!live || pthread_equal(owner, pthread_self()))
+		return 0;
+	PyErr_Fetch(&et, &ev, &tb);
+	if (PyErr_WarnFormat(PyExc_ResourceWarning, 1, "ringflow.%s let go on another thread "
+			     "than the one that made it: its ring, threads and memory are "
+			     "leaked (close() it on its own thread, or use it in a with "
+			     "block there)", what) < 0)
+		PyErr_WriteUnraisable(self);
+	PyErr_Restore(et, ev, tb);
+	return 1;
+}
+
+/* ---- _pack: a .rfrec from a buffer of u8 records ------------------------------------ */
+
+static PyObject *rf_py_pack(PyObject *mod, PyObject *args, PyObject *kw)
+{
+	static char *kws[] = { "path", "images", "n", "shape", "labels", "num_classes", NULL };
+	struct rf_py_state *st = PyModule_GetState(mod);
+	const char *path;
+	PyObject *imgs, *labs, *shape;
+	unsigned num_classes;
+	Py_buffer bi = { 0 }, bl = { 0 };
+	struct rf_rec_layout lay = { 0 };
+	struct rf_rec_writer *w = NULL;
+	unsigned long long n;
+	int ret = 0, have_labels;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "$sOKO!OI", kws, &path, &imgs, &n,
+					 &PyTuple_Type, &shape, &labs, &num_classes))
+		return NULL;
+	have_labels = labs != Py_None;
+	if (PyObject_GetBuffer(imgs, &bi, PyBUF_C_CONTIGUOUS) < 0)
+		return NULL;
+	if (have_labels && PyObject_GetBuffer(labs, &bl, PyBUF_C_CONTIGUOUS) < 0) {
+		PyBuffer_Release(&bi);
+		return NULL;
+	}
+	lay.dtype = RF_DS_DT_U8;
+	lay.ndim = (unsigned)PyTuple_Size(shape);
+	size_t rec = 1;
+	for (unsigned d = 0; d < lay.ndim && d < RF_DS_MAX_DIMS; d++) {
+		lay.shape[d] = (uint32_t)PyLong_AsUnsignedLong(PyTuple_GetItem(shape, d));
+		rec *= lay.shape[d];
+	}
+	lay.label_kind = have_labels ? RF_LABEL_I32 : RF_LABEL_NONE;
+	lay.num_classes = num_classes;
+	if (PyErr_Occurred() || lay.ndim < 1 || lay.ndim > RF_DS_MAX_DIMS ||
+	    (size_t)bi.len != rec * n || (have_labels && (size_t)bl.len != 4 * n)) {
+		PyBuffer_Release(&bi);
+		if (have_labels)
+			PyBuffer_Release(&bl);
+		if (!PyErr_Occurred())
+			PyErr_Format(PyExc_ValueError, "pack: %llu records of %zu bytes: images "
+				     "hold %zd bytes%s", n, rec, bi.len,
+				     have_labels ? " (and labels 4 bytes each)" : "");
+		return NULL;
+	}
+	Py_BEGIN_ALLOW_THREADS
+	ret = rf_rec_writer_open(&w, path, &lay, RF_REC_OVERWRITE);
+	for (unsigned long long i = 0; ret == 0 && i < n; i++)
+		ret = rf_rec_writer_append(w, (const uint8_t *)bi.buf + i * rec,
+					   have_labels ? ((const int32_t *)bl.buf)[i] : 0);
+	if (ret == 0)
+		ret = rf_rec_writer_finish(w);
+	else if (w)
+		rf_rec_writer_abort(w);
+	Py_END_ALLOW_THREADS
+	PyBuffer_Release(&bi);
+	if (have_labels)
+		PyBuffer_Release(&bl);
+	if (ret < 0)
+		return rf_py_raise(st, ret, rf_last_error());
+	Py_RETURN_NONE;
+}
+
+/* ---- the module --------------------------------------------------------------------- */
+
+static int rf_py_add_type(PyObject *m, PyType_Spec *spec, PyTypeObject **out)
+{
+	*out = (PyTypeObject *)PyType_FromModuleAndSpec(m, spec, NULL);
+	if (!*out)
+		return -1;
+	return PyModule_AddType(m, *out);    /* by its name's last part */
+}
+
+static int rf_py_exec(PyObject *m)
+{
+	struct rf_py_state *st = PyModule_GetState(m);
+
+	st->error = PyErr_NewException("ringflow.Error", PyExc_OSError, NULL);
+	if (!st->error || PyModule_AddObjectRef(m, "Error", st->error) < 0 ||
+	    rf_py_add_type(m, &rf_py_loader_spec, &st->loader_type) < 0 ||
+	    rf_py_add_type(m, &rf_py_tensor_spec, &st->tensor_type) < 0 ||
+	    rf_py_add_type(m, &rf_py_engine_spec, &st->engine_type) < 0 ||
+	    rf_py_add_type(m, &rf_py_var_spec, &st->var_type) < 0)
+		return -1;   /* what was made is the state's: rf_py_clear frees it */
+	return 0;
+}
+
+static int rf_py_traverse(PyObject *m, visitproc visit, void *arg)
+{
+	struct rf_py_state *st = PyModule_GetState(m);
+
+	if (!st)
+		return 0;
+	Py_VISIT(st->error);
+	Py_VISIT(st->loader_type);
+	Py_VISIT(st->tensor_type);
+	Py_VISIT(st->engine_type);
+	Py_VISIT(st->var_type);
+	return 0;
+}
+
+static int rf_py_clear(PyObject *m)
+{
+	struct rf_py_state *st = PyModule_GetState(m);
+
+	if (!st)
+		return 0;
+	Py_CLEAR(st->error);
+	Py_CLEAR(st->loader_type);
+	Py_CLEAR(st->tensor_type);
+	Py_CLEAR(st->engine_type);
+	Py_CLEAR(st->var_type);
+	return 0;
+}
+
+static void rf_py_free(void *m)
+{
+	rf_py_clear(m);
+}
+
+static PyMethodDef rf_py_functions[] = {
+	{ "_pack", (PyCFunction)(void (*)(void))rf_py_pack, METH_VARARGS | METH_KEYWORDS,
+	  "_pack(*, path, images, n, shape, labels, num_classes): a .rfrec of n u8 records" },
+	{ NULL, NULL, 0, NULL },
+};
+
+static PyModuleDef_Slot rf_py_slots[] = {
+	{ Py_mod_exec, rf_py_exec },
+	{ 0, NULL },
+};
+
+static struct PyModuleDef rf_py_module = {
+	PyModuleDef_HEAD_INIT, "_ringflow", "ringflow's C half (use the ringflow package)",
+	sizeof(struct rf_py_state), rf_py_functions, rf_py_slots, rf_py_traverse, rf_py_clear,
+	rf_py_free,
+};
+
+PyMODINIT_FUNC PyInit__ringflow(void)
+{
+	return PyModuleDef_Init(&rf_py_module);
+}

@@ -1,0 +1,134 @@
+/* python/ringflow/py-impl.h -- what the files of the `ringflow._ringflow` extension
+ * share: the module state, the Loader's and the Tensor's structs, the error and
+ * thread helpers (module.c) and each file's type spec.
+ *
+ * The extension is built on CPython's stable ABI (3.11+: one build serves every later
+ * interpreter). Its types are heap types made per module (PyType_FromModuleAndSpec,
+ * multi-phase initialisation, PEP 489), and none of them is subclassable, so an
+ * object's own type is always the one its module made: a method finds the module
+ * state with PyType_GetModuleState(Py_TYPE(self)). (PyType_GetModuleByDef, which
+ * would also serve subclasses, is in the limited API only from 3.13.)
+ *
+ * Errors are ringflow.Error (an OSError: errno, and the C text -- file, offset, URL --
+ * as its message). */
+#ifndef RINGFLOW_PY_IMPL_H
+#define RINGFLOW_PY_IMPL_H
+
+#define Py_LIMITED_API 0x030b0000
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <ringflow/ring.h>
+#include <ringflow/engine.h>
+#include <ringflow/device.h>
+#include <ringflow/tensor.h>
+#include <ringflow/dataset.h>
+#include <ringflow/loader.h>
+
+/* The module's state: its exception and its types (strong references). */
+struct rf_py_state {
+	PyObject *error;                 /* ringflow.Error */
+	PyTypeObject *loader_type, *tensor_type, *engine_type, *var_type;
+};
+
+/* The state of the module that made self's type (a type of this extension). */
+static inline struct rf_py_state *rf_py_state_of(PyObject *self)
+{
+	return PyType_GetModuleState(Py_TYPE(self));
+}
+
+/* ---- module.c: errors and threads ------------------------------------------------ */
+
+/* Raise ringflow.Error(errno, text) for a failed call (ret < 0; else EIO), with cause
+ * (when not NULL) as its __cause__. Returns NULL. */
+PyObject *rf_py_raise_from(struct rf_py_state *st, int ret, const char *text,
+			   PyObject *cause);
+#define rf_py_raise(st, ret, text) rf_py_raise_from((st), (ret), (text), NULL)
+/* 1 when called on the thread that made the object (owner), in the process that made
+ * it (pid); else 0 with the exception that says so. */
+int rf_py_same_thread(struct rf_py_state *st, pthread_t owner, pid_t pid);
+/* The engine's interrupt (rf_engine_set_interrupt): a signal Python handles. */
+int rf_py_interrupted(void *arg);
+/* Let go on another thread than the owner's: 1 when nothing may be freed (the
+ * object is leaked, with a ResourceWarning naming what). */
+int rf_py_foreign_drop(PyObject *self, pthread_t owner, pid_t pid, int live,
+		       const char *what);
+
+/* ---- DLPack (v0.8 ABI: the structs every consumer reads) ------------------------- */
+
+typedef struct {
+	int32_t device_type; /* kDLCPU 1, kDLCUDA 2 */
+	int32_t device_id;
+} DLDevice;
+typedef struct {
+	uint8_t code;        /* kDLInt 0, kDLUInt 1, kDLFloat 2, kDLBfloat 4 */
+	uint8_t bits;
+	uint16_t lanes;
+} DLDataType;
+
+/* ---- loader.c ----------------------------------------------------------------------- */
+
+#define RF_PY_MAX_SLOTS 256
+
+typedef struct {
+	PyObject_HEAD
+	pthread_t owner;
+	pid_t pid;                 /* the process that made it */
+	struct rf_ring *ring;
+	struct rf_engine *eng;
+	struct rf_device *cpu, *dev;     /* dev: the batches' device (cpu or a GPU) */
+	struct rf_dataset ds;
+	int ds_open;
+	struct rf_loader *l;
+	unsigned batch, prefetch, world, rank, nslots;
+	uint64_t seed, count;
+	int shuffle, drop_last;
+	uint64_t epoch;                  /* the epoch being read */
+	uint64_t returned;               /* batches of it handed out */
+	uint64_t pushed;                 /* batches of it pushed (>= returned) */
+	int ended;                       /* the epoch's last batch is pushed */
+	struct rf_batch q[RF_PY_MAX_SLOTS];   /* pushed, not yet handed out: a ring */
+	unsigned qhead, qlen;
+	unsigned held[RF_PY_MAX_SLOTS];  /* per slot: queued (1) + live Tensors; > 0: the
+					  * loader passes over it (rf_loader_hold) */
+	unsigned char unhold[RF_PY_MAX_SLOTS]; /* its last Tensor went on another thread:
+						* the owner releases it at its next call */
+	unsigned nunhold;
+	int closed;
+} rf_py_loader;
+
+/* One more (d 1) or one less (d -1) reference to a slot's memory, under the GIL on
+ * any thread. */
+void rf_py_ref(rf_py_loader *s, unsigned slot, int d);
+
+extern PyType_Spec rf_py_loader_spec;
+
+/* ---- tensor.c ----------------------------------------------------------------------- */
+
+/* A batch's tensor, exported zero-copy: holds its loader and slot. */
+typedef struct {
+	PyObject_HEAD
+	rf_py_loader *owner;             /* strong reference */
+	unsigned slot;
+	void *data;
+	int ndim;
+	int64_t shape[4];
+	DLDataType dt;
+	DLDevice dev;
+	const char *dtname;
+} rf_py_tensor;
+
+/* A Tensor of batch b's images (labels 0) or labels (1), holding its slot. */
+PyObject *rf_py_tensor_new(rf_py_loader *s, const struct rf_batch *b, int labels);
+
+extern PyType_Spec rf_py_tensor_spec;
+
+/* ---- engine.c ----------------------------------------------------------------------- */
+
+extern PyType_Spec rf_py_engine_spec, rf_py_var_spec;
+
+#endif

@@ -1,0 +1,194 @@
+#!/usr/bin/python3
+"""test_extension: the C extension as CPython extensions are written.
+
+- an exception a pushed callable raises is kept: the ringflow.Error of wait() and
+  wait_all() has it -- the same object, with its traceback -- as __cause__ (its text
+  still in the message), and an op skipped for the poison has it too;
+- an exception kept on a Var whose traceback holds that Var (a cycle) is collected;
+- the types are named ringflow.X, made per module (multi-phase init), and the
+  loader's C type takes its options by name only;
+- a Fashion-MNIST directory (raw IDX files, or .gz) is opened by the names the library
+  gives (rf_dataset_fmnist_name), split "train" and "test".
+Prints one closing line; exit 0 or 1 (77: no numpy).
+"""
+import gc
+import gzip
+import importlib.util
+import os
+import struct
+import sys
+import tempfile
+import weakref
+
+try:
+    import numpy as np
+except ImportError as e:
+    print(f"SKIP: {e}")
+    sys.exit(77)
+
+import ringflow
+from ringflow import _ringflow
+
+checks = 0
+
+
+def check(cond, what):
+    global checks
+    checks += 1
+    if not cond:
+        print(f"FAIL: {what}")
+        sys.exit(1)
+
+
+def chained():
+    e = ringflow.Engine(workers=2)
+    v = e.var("v")
+    raised = []
+
+    def fails():
+        err = ValueError("bad value 7")
+        raised.append(err)
+        raise err
+    e.push(fails, mutates=[v])
+    try:
+        e.wait(v)
+        check(False, "a raising op fails its variable's wait")
+    except ringflow.Error as err:
+        check(isinstance(err.__cause__, ValueError), f"wait: __cause__ {err.__cause__!r}")
+        check(err.__cause__ is raised[0], "wait: __cause__ is the very exception raised")
+        check(err.__cause__.__traceback__ is not None, "the exception keeps its traceback")
+        check("ValueError" in str(err) and "bad value 7" in str(err), f"its text: {err}")
+        check(err.errno == 5, f"errno EIO: {err.errno}")
+    try:
+        e.wait_all()
+        check(False, "wait_all reports the op that failed")
+    except ringflow.Error as err:
+        check(err.__cause__ is raised[0], f"wait_all: __cause__ {err.__cause__!r}")
+    # an op reading the poisoned variable is skipped: the poison's exception is its cause
+    w = e.var("w")
+    e.push(lambda: None, reads=[v], mutates=[w])
+    try:
+        e.wait(w)
+        check(False, "an op reading a poisoned variable is skipped")
+    except ringflow.Error as err:
+        check("skipped" in str(err) and err.__cause__ is raised[0],
+              f"skipped: {err}, __cause__ {err.__cause__!r}")
+    try:
+        e.wait_all()
+    except ringflow.Error:
+        pass
+    v.clear_error()
+    w.clear_error()
+    e.push(lambda: None, reads=[v], mutates=[w])
+    e.wait(w)
+    e.wait_all()
+    # another exception type, raised by a callable pushed by name
+    x = e.var(name="x")
+    e.push(fn=lambda: {}["missing"], mutates=[x])
+    try:
+        e.wait(var=x)
+        check(False, "a KeyError fails the wait")
+    except ringflow.Error as err:
+        check(type(err.__cause__) is KeyError, f"KeyError kept: {err.__cause__!r}")
+    try:
+        e.wait_all()
+    except ringflow.Error:
+        pass
+
+
+class Token:
+    pass
+
+
+def cycle():
+    """A Var whose kept exception's traceback holds the Var: collected by gc."""
+    e = ringflow.Engine(workers=1)
+    v = e.var("v")
+    tok = Token()
+
+    def fails():
+        held = (v, tok)      # this frame, in the traceback, holds the Var
+        raise ValueError(len(held))
+    e.push(fails, mutates=[v])
+    try:
+        e.wait(v)
+    except ringflow.Error:
+        pass
+    try:
+        e.wait_all()
+    except ringflow.Error:
+        pass
+    return weakref.ref(tok)
+
+
+def idx(path, magic, dims, data, gz):
+    raw = struct.pack(">I", magic) + b"".join(struct.pack(">I", d) for d in dims) + data
+    with (gzip.open if gz else open)(path + (".gz" if gz else ""), "wb") as f:
+        f.write(raw)
+
+
+def main():
+    chained()
+    r = cycle()
+    gc.collect()
+    check(r() is None, "a Var, its exception and the traceback holding it are collected")
+
+    # names: one prefix, and a module made by multi-phase initialisation
+    for t in (_ringflow._Loader, _ringflow.Tensor, _ringflow.Engine, _ringflow.Var):
+        check(t.__module__ == "ringflow", f"{t.__qualname__}: module {t.__module__}")
+    check(ringflow.Error.__module__ == "ringflow", "ringflow.Error")
+    check(_ringflow.Engine is ringflow.Engine, "the package's types are the module's")
+    # a second instance of the module has its own state: its own types and Error
+    spec = _ringflow.__spec__
+    m2 = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m2)
+    check(m2.Engine is not _ringflow.Engine and m2.Error is not ringflow.Error,
+          "a second module instance: types of its own (module state, not static globals)")
+    e2 = m2.Engine(workers=1)
+    v2 = e2.var("v2")
+    e2.push(lambda: 1 // 0, mutates=[v2])
+    try:
+        e2.wait(v2)
+        check(False, "the second module's engine fails the wait")
+    except m2.Error as err:
+        check(not isinstance(err, ringflow.Error) and isinstance(err.__cause__, ZeroDivisionError),
+              f"the second module raises its own Error: {type(err)}, {err.__cause__!r}")
+    try:
+        e2.wait_all()
+    except m2.Error:
+        pass
+    del e2, v2, m2
+    T = tempfile.mkdtemp(prefix="rf-python-ext.")
+    try:
+        _ringflow._Loader(os.path.join(T, "x.rfrec"), 16, True)
+        check(False, "the C loader's options are by name only")
+    except TypeError as err:
+        check("positional" in str(err), f"a third positional argument refused: {err}")
+
+    # a Fashion-MNIST directory: the training set raw, the test set gzip'd
+    n = {"train": 40, "test": 24}
+    for split, gz in (("train", False), ("test", True)):
+        pre = "train" if split == "train" else "t10k"
+        px = (np.arange(n[split] * 28 * 28) % 251).astype(np.uint8)
+        idx(os.path.join(T, f"{pre}-images-idx3-ubyte"), 0x803, (n[split], 28, 28),
+            px.tobytes(), gz)
+        lab = (np.arange(n[split]) % 10).astype(np.uint8)
+        idx(os.path.join(T, f"{pre}-labels-idx1-ubyte"), 0x801, (n[split],), lab.tobytes(), gz)
+    for split in ("train", "test"):
+        with ringflow.Loader(T, 8, shuffle=False, split=split) as l:
+            seen = 0
+            for x, y in l:
+                a = np.rint(np.from_dlpack(x) * 255).astype(np.int64)
+                first = (seen * 28 * 28) % 251
+                check(a.shape == (8, 28, 28) and a[0, 0, 0] == first,
+                      f"{split}: batch at {seen}: {a.shape}, {a[0, 0, 0]} (want {first})")
+                check(np.from_dlpack(y).tolist() == [(seen + i) % 10 for i in range(8)],
+                      f"{split}: labels at {seen}")
+                seen += 8
+                del x, y, a
+            check(seen == n[split], f"{split}: {seen} records, want {n[split]}")
+    print(f"ringflow extension: {checks} checks passed")
+
+
+if __name__ == "__main__":
+    main()
