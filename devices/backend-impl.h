@@ -49,6 +49,15 @@ enum rf__okind { RF__OK_FLOAT, RF__OK_I32, RF__OK_U8, RF__OK_ANY, RF__OK_CHAN };
 #define RF__OP_NT 9                      /* operands of a fixed-arity op, at most */
 #define RF__OP_SUM_MAX 63                /* inputs of RF__OP_SUM, at most */
 
+/* How an operand's shape follows another's (the operand `of` of its signature), where
+ * both are present. */
+enum rf__orel {
+	RF__REL_NONE,
+	RF__REL_NUMEL,                   /* as many elements */
+	RF__REL_SHAPE,                   /* the same shape */
+	RF__REL_CHAN,                    /* one element per channel (dimension 1) of `of` */
+};
+
 /* An opcode's signature (op-sig.c): its public name (ops.h's function without rf_),
  * and its operands, the nout written ones first (an "io" one is read too). */
 struct rf__osig {
@@ -57,6 +66,8 @@ struct rf__osig {
 	unsigned char ndim;              /* 0: any */
 	unsigned char opt;               /* may be left out */
 	unsigned char io;                /* written and read */
+	unsigned char rel;               /* enum rf__orel, to operand `of` */
+	unsigned char of;
 };
 struct rf__opsig {
 	const char *name;

@@ -61,11 +61,27 @@ int rf__op_fn(void *arg);
 void rf__op_done(void *arg, int status);
 
 /* Argument checks, each recording its message via rf__bad. */
-int rf__need(const char *fn, const char *what, const struct rf_tensor *t,
-	     enum rf_tdtype dt, int ndim);      /* ndim < 0: any */
-/* a float tensor (f32, bf16, f16) */
-int rf__need_float(const char *fn, const char *what, const struct rf_tensor *t, int ndim);
-int rf__same_numel(const char *fn, const struct rf_tensor *a, const struct rf_tensor *b);
+
+/* What rf__sig_check checks: each operand on its own (present unless optional, its
+ * dtype, its rank), and how their shapes follow one another (enum rf__orel). */
+#define RF__SIG_OWN 1u
+#define RF__SIG_REL 2u
+#define RF__SIG_ALL (RF__SIG_OWN | RF__SIG_REL)
+
+/* Check an op's tensor arguments t against opcode code's signature (op-sig.c), as
+ * `what` says, before the op is built: t in the signature's order (outputs first;
+ * NULL: left out), n of them (RF__OP_SUM: out and its inputs; any other opcode has
+ * its signature's count). 0, or -EINVAL with "fn: <operand> ...: expected ..." as
+ * rf_last_error(). */
+int rf__sig_check(const char *fn, enum rf__opcode code, struct rf_tensor *const *t, unsigned n,
+		  unsigned what);
+/* rf__sig_check of every fact, the operands listed in the signature's order. */
+#define RF__SIG(fn, code, ...) \
+	rf__sig_check(fn, code, (struct rf_tensor *const[]){ __VA_ARGS__ }, \
+		      sizeof((struct rf_tensor *const[]){ __VA_ARGS__ }) / \
+		      sizeof(struct rf_tensor *), RF__SIG_ALL)
+
+/* rows = shape[0], cols = numel / rows; -EINVAL where they do not fit an int. */
 int rf__rows_cols(const struct rf_tensor *t, int *rows, int *cols);
 
 #endif

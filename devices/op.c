@@ -289,49 +289,6 @@ int rf__b_push(struct rf__b *b, struct rf_stream *s, struct rf_device *home)
 
 /* ---- checks ---------------------------------------------------------------------------- */
 
-int rf__need(const char *fn, const char *what, const struct rf_tensor *t,
-		    enum rf_tdtype dt, int ndim)
-{
-	char buf[96];
-
-	if (!t)
-		return rf__bad(fn, "%s is NULL", what);
-	if (t->dtype != dt)
-		return rf__bad(fn, "%s %s: expected %s", what, rf_tensor_describe(t, buf, sizeof(buf)),
-			       rf_tdtype_name(dt));
-	if (ndim >= 0 && t->ndim != ndim)
-		return rf__bad(fn, "%s %s: expected %d dimensions", what,
-			       rf_tensor_describe(t, buf, sizeof(buf)), ndim);
-	return 0;
-}
-
-int rf__need_float(const char *fn, const char *what, const struct rf_tensor *t, int ndim)
-{
-	char buf[96];
-
-	if (!t)
-		return rf__bad(fn, "%s is NULL", what);
-	if (!rf__is_float(t->dtype))
-		return rf__bad(fn, "%s %s: expected a float tensor (f32, bf16 or f16)", what,
-			       rf_tensor_describe(t, buf, sizeof(buf)));
-	if (ndim >= 0 && t->ndim != ndim)
-		return rf__bad(fn, "%s %s: expected %d dimensions", what,
-			       rf_tensor_describe(t, buf, sizeof(buf)), ndim);
-	return 0;
-}
-
-int rf__same_numel(const char *fn, const struct rf_tensor *a, const struct rf_tensor *b)
-{
-	char b1[96], b2[96];
-
-	if (a->numel != b->numel)
-		return rf__bad(fn, "%s and %s differ in size", rf_tensor_describe(a, b1, sizeof(b1)),
-			       rf_tensor_describe(b, b2, sizeof(b2)));
-	if (a->numel > (size_t)INT32_MAX * 64)
-		return rf__bad(fn, "tensor too large");
-	return 0;
-}
-
 int rf__rows_cols(const struct rf_tensor *t, int *rows, int *cols)
 {
 	if (t->ndim < 1 || t->shape[0] <= 0) {

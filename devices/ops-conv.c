@@ -7,7 +7,8 @@
 
 #include "op-impl.h"
 
-/* Conv: x (n, c, h, w), w (o, c, kh, kw), y (n, o, oh, ow) into cs. */
+/* Conv: x (n, c, h, w), w (o, c, kh, kw), y (n, o, oh, ow) into cs (their dtypes and
+ * ranks checked by the op's signature). */
 static int rf__conv_shape(const char *fn, struct rf__conv2d *cs, struct rf_tensor *x,
 			  struct rf_tensor *w, struct rf_tensor *y, int stride, int pad)
 {
@@ -16,10 +17,6 @@ static int rf__conv_shape(const char *fn, struct rf__conv2d *cs, struct rf_tenso
 	if (stride < 1 || pad < 0)
 		return rf__bad(fn, "stride %d, pad %d: a stride >= 1 and a pad >= 0 expected",
 			       stride, pad);
-
-	RF__TRY(rf__need_float(fn, "x", x, 4));
-	RF__TRY(rf__need_float(fn, "w", w, 4));
-	RF__TRY(rf__need_float(fn, "y", y, 4));
 	cs->n = (int)x->shape[0];
 	cs->c = (int)x->shape[1];
 	cs->h = (int)x->shape[2];
@@ -44,10 +41,7 @@ static int rf__conv_shape(const char *fn, struct rf__conv2d *cs, struct rf_tenso
 /* b (o) or NULL */
 static int rf__conv_bias(const char *fn, const char *what, struct rf_tensor *b, int o)
 {
-	if (!b)
-		return 0;
-	RF__TRY(rf__need_float(fn, what, b, -1));
-	if (b->numel != (size_t)o)
+	if (b && b->numel != (size_t)o)
 		return rf__bad(fn, "%s must have %d elements", what, o);
 	return 0;
 }
@@ -59,12 +53,9 @@ int rf_conv2d_fwd(struct rf_stream *s, struct rf_tensor *y, struct rf_tensor *x,
 	struct rf__conv2d cs;
 	struct rf__b b;
 
+	RF__TRY(RF__SIG(fn, RF__OP_CONV_FWD, y, x, w, bias));
 	RF__TRY(rf__conv_shape(fn, &cs, x, w, y, stride, pad));
-	if (bias) {
-		RF__TRY(rf__need_float(fn, "b", bias, -1));
-		if (bias->numel != (size_t)cs.o)
-			return rf__bad(fn, "bias must have %d elements", cs.o);
-	}
+	RF__TRY(rf__conv_bias(fn, "bias", bias, cs.o));
 	RF__TRY(rf__b_init(&b, fn, RF__OP_CONV_FWD, NULL, 0));
 	b.c->p.conv.s = cs;
 	rf__b_set(&b, &b.c->o.conv_fwd.x, x);
@@ -81,6 +72,7 @@ int rf_conv2d_bwd_data(struct rf_stream *s, struct rf_tensor *dx, struct rf_tens
 	struct rf__conv2d cs;
 	struct rf__b b;
 
+	RF__TRY(RF__SIG(fn, RF__OP_CONV_BWD_DATA, dx, dy, w));
 	RF__TRY(rf__conv_shape(fn, &cs, dx, w, dy, stride, pad));
 	RF__TRY(rf__b_init(&b, fn, RF__OP_CONV_BWD_DATA, NULL, 0));
 	b.c->p.conv.s = cs;
@@ -98,6 +90,7 @@ int rf_conv2d_bwd_filter(struct rf_stream *s, struct rf_tensor *dw, struct rf_te
 	struct rf__conv2d cs;
 	struct rf__b b;
 
+	RF__TRY(RF__SIG(fn, RF__OP_CONV_BWD_FILTER, dw, db, dy, x));
 	RF__TRY(rf__conv_shape(fn, &cs, x, dw, dy, stride, pad));
 	RF__TRY(rf__conv_bias(fn, "db", db, cs.o));
 	RF__TRY(rf__b_init(&b, fn, RF__OP_CONV_BWD_FILTER, NULL, 0));
@@ -119,8 +112,8 @@ int rf_conv2d_bwd_filter_pool_relu(struct rf_stream *s, struct rf_tensor *dw,
 	struct rf__b b;
 	char b1[96], b2[96];
 
+	RF__TRY(RF__SIG(fn, RF__OP_CONV_BWD_FILTER_POOL_RELU, dw, db, dp, y, x));
 	RF__TRY(rf__conv_shape(fn, &cs, x, dw, y, 1, 0));
-	RF__TRY(rf__need_float(fn, "dp", dp, 4));
 	if (dp->shape[0] != y->shape[0] || dp->shape[1] != y->shape[1] ||
 	    dp->shape[2] != y->shape[2] / 2 || dp->shape[3] != y->shape[3] / 2)
 		return rf__bad(fn, "%s is not %s pooled 2x2", rf_tensor_describe(dp, b1, sizeof(b1)),

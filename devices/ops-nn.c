@@ -15,9 +15,7 @@ int rf_gemm(struct rf_stream *s, int ta, int tb, float alpha, struct rf_tensor *
 	int m, n, k, kb, nb;
 	char b1[96], b2[96], b3[96];
 
-	RF__TRY(rf__need_float(fn, "A", A, 2));
-	RF__TRY(rf__need_float(fn, "B", B, 2));
-	RF__TRY(rf__need_float(fn, "C", C, 2));
+	RF__TRY(RF__SIG(fn, RF__OP_GEMM, C, A, B));
 	m = (int)C->shape[0];
 	n = (int)C->shape[1];
 	k = (int)(ta ? A->shape[0] : A->shape[1]);
@@ -55,8 +53,7 @@ static int rf__bias(struct rf_stream *s, const char *fn, enum rf__opcode code,
 	int rows, cols;
 	char b1[96], b2[96];
 
-	RF__TRY(rf__need_float(fn, code == RF__OP_BIAS_ADD ? "y" : "dy", y, -1));
-	RF__TRY(rf__need_float(fn, code == RF__OP_BIAS_ADD ? "b" : "db", bias, -1));
+	RF__TRY(RF__SIG(fn, code, out, in));
 	if (rf__rows_cols(y, &rows, &cols) < 0 || bias->numel != (size_t)cols)
 		return rf__bad(fn, "%s is not (rows, cols) with %s of cols elements",
 			       rf_tensor_describe(y, b1, sizeof(b1)),
@@ -73,15 +70,11 @@ static int rf__bias(struct rf_stream *s, const char *fn, enum rf__opcode code,
 
 int rf_bias_add(struct rf_stream *s, struct rf_tensor *y, struct rf_tensor *bias)
 {
-	if (!y || !bias)
-		return rf__bad("rf_bias_add", "NULL tensor");
 	return rf__bias(s, "rf_bias_add", RF__OP_BIAS_ADD, y, bias, 0);
 }
 
 int rf_bias_grad(struct rf_stream *s, struct rf_tensor *db, struct rf_tensor *dy, int accumulate)
 {
-	if (!db || !dy)
-		return rf__bad("rf_bias_grad", "NULL tensor");
 	return rf__bias(s, "rf_bias_grad", RF__OP_BIAS_GRAD, db, dy, accumulate);
 }
 
@@ -90,9 +83,7 @@ int rf_relu_fwd(struct rf_stream *s, struct rf_tensor *y, struct rf_tensor *x)
 	static const char fn[] = "rf_relu_fwd";
 	struct rf__b b;
 
-	RF__TRY(rf__need_float(fn, "y", y, -1));
-	RF__TRY(rf__need_float(fn, "x", x, -1));
-	RF__TRY(rf__same_numel(fn, y, x));
+	RF__TRY(RF__SIG(fn, RF__OP_RELU_FWD, y, x));
 	RF__TRY(rf__b_init(&b, fn, RF__OP_RELU_FWD, NULL, 0));
 	b.c->p.ew.n = y->numel;
 	rf__b_set(&b, &b.c->o.relu_fwd.x, x);
@@ -106,11 +97,7 @@ int rf_add_relu_fwd(struct rf_stream *s, struct rf_tensor *y, struct rf_tensor *
 	static const char fn[] = "rf_add_relu_fwd";
 	struct rf__b bl;
 
-	RF__TRY(rf__need_float(fn, "y", y, -1));
-	RF__TRY(rf__need_float(fn, "a", a, -1));
-	RF__TRY(rf__need_float(fn, "b", b, -1));
-	RF__TRY(rf__same_numel(fn, y, a));
-	RF__TRY(rf__same_numel(fn, y, b));
+	RF__TRY(RF__SIG(fn, RF__OP_ADD_RELU, y, a, b));
 	RF__TRY(rf__b_init(&bl, fn, RF__OP_ADD_RELU, NULL, 0));
 	bl.c->p.ew.n = y->numel;
 	rf__b_set(&bl, &bl.c->o.add_relu.a, a);
@@ -125,11 +112,7 @@ int rf_relu_bwd(struct rf_stream *s, struct rf_tensor *dx, struct rf_tensor *dy,
 	static const char fn[] = "rf_relu_bwd";
 	struct rf__b b;
 
-	RF__TRY(rf__need_float(fn, "dx", dx, -1));
-	RF__TRY(rf__need_float(fn, "dy", dy, -1));
-	RF__TRY(rf__need_float(fn, "y", y, -1));
-	RF__TRY(rf__same_numel(fn, dx, dy));
-	RF__TRY(rf__same_numel(fn, dx, y));
+	RF__TRY(RF__SIG(fn, RF__OP_RELU_BWD, dx, dy, y));
 	RF__TRY(rf__b_init(&b, fn, RF__OP_RELU_BWD, NULL, 0));
 	b.c->p.ew.n = dx->numel;
 	rf__b_set(&b, &b.c->o.relu_bwd.dy, dy);
@@ -147,26 +130,15 @@ int rf_softmax_xent(struct rf_stream *s, struct rf_tensor *dlogits, struct rf_te
 	struct rf_device *home;
 	char b1[96], b2[96];
 
-	RF__TRY(rf__need_float(fn, "logits", logits, 2));
-	RF__TRY(rf__need(fn, "labels", labels, RF_I32, -1));
+	RF__TRY(RF__SIG(fn, RF__OP_XENT, dlogits, loss, correct, logits, labels));
 	if (labels->numel != (size_t)logits->shape[0])
 		return rf__bad(fn, "labels %s: expected %lld labels for logits %s",
 			       rf_tensor_describe(labels, b1, sizeof(b1)),
 			       (long long)logits->shape[0], rf_tensor_describe(logits, b2, sizeof(b2)));
-	if (dlogits) {
-		RF__TRY(rf__need_float(fn, "dlogits", dlogits, -1));
-		RF__TRY(rf__same_numel(fn, dlogits, logits));
-	}
-	if (loss) {
-		RF__TRY(rf__need_float(fn, "loss", loss, -1));
-		if (loss->numel != 1)
-			return rf__bad(fn, "loss must have one element");
-	}
-	if (correct) {
-		RF__TRY(rf__need(fn, "correct", correct, RF_I32, -1));
-		if (correct->numel != 1)
-			return rf__bad(fn, "correct must have one element");
-	}
+	if (loss && loss->numel != 1)
+		return rf__bad(fn, "loss must have one element");
+	if (correct && correct->numel != 1)
+		return rf__bad(fn, "correct must have one element");
 	if (!dlogits && !loss && !correct)
 		return rf__bad(fn, "no output");
 	RF__TRY(rf__b_init(&b, fn, RF__OP_XENT, dlogits ? "softmax_xent" : "softmax_xent_eval", 0));
@@ -207,8 +179,7 @@ static int rf__pool(struct rf_stream *s, const char *fn, enum rf__opcode code,
 	struct rf__b b;
 	int ret;
 
-	RF__TRY(rf__need_float(fn, "input", in, 4));
-	RF__TRY(rf__need_float(fn, "output", out, 4));
+	RF__TRY(RF__SIG(fn, code, out, in));
 	RF__TRY(rf__b_init(&b, fn, code, NULL, 0));
 	if ((ret = rf__pool_dims(fn, big, small, k, b.c)) < 0) {
 		rf__b_fail(&b);
@@ -221,15 +192,11 @@ static int rf__pool(struct rf_stream *s, const char *fn, enum rf__opcode code,
 
 int rf_avgpool2d_fwd(struct rf_stream *s, struct rf_tensor *y, struct rf_tensor *x, int k)
 {
-	if (!y || !x)
-		return rf__bad("rf_avgpool2d_fwd", "NULL tensor");
 	return rf__pool(s, "rf_avgpool2d_fwd", RF__OP_AVGPOOL_FWD, y, x, x, y, k);
 }
 
 int rf_avgpool2d_bwd(struct rf_stream *s, struct rf_tensor *dx, struct rf_tensor *dy, int k)
 {
-	if (!dx || !dy)
-		return rf__bad("rf_avgpool2d_bwd", "NULL tensor");
 	return rf__pool(s, "rf_avgpool2d_bwd", RF__OP_AVGPOOL_BWD, dx, dy, dx, dy, k);
 }
 
@@ -240,15 +207,12 @@ static int rf__fused_pool(struct rf_stream *s, const char *fn, int bwd, struct r
 {
 	struct rf__b b;
 	struct rf__op *op;
-	char b1[96], b2[96];
 	int ret;
 
-	RF__TRY(rf__need_float(fn, "big tensor", big_out, 4));
-	RF__TRY(rf__need_float(fn, "pooled tensor", small, 4));
-	RF__TRY(rf__need_float(fn, "y", y, 4));
-	if (memcmp(big_out->shape, y->shape, 4 * sizeof(y->shape[0])) != 0)
-		return rf__bad(fn, "%s is not %s pooled 2x2", rf_tensor_describe(small, b1, sizeof(b1)),
-			       rf_tensor_describe(y, b2, sizeof(b2)));
+	if (bwd)
+		RF__TRY(RF__SIG(fn, RF__OP_AVGPOOL2_RELU_BWD, big_out, small, y));
+	else
+		RF__TRY(RF__SIG(fn, RF__OP_RELU_AVGPOOL2_FWD, small, y));
 	RF__TRY(rf__b_init(&b, fn, bwd ? RF__OP_AVGPOOL2_RELU_BWD : RF__OP_RELU_AVGPOOL2_FWD, NULL, 0));
 	op = b.c;
 	if ((ret = rf__pool_dims(fn, y, small, 2, op)) < 0) {
@@ -268,15 +232,11 @@ static int rf__fused_pool(struct rf_stream *s, const char *fn, int bwd, struct r
 
 int rf_relu_avgpool2d_fwd(struct rf_stream *s, struct rf_tensor *p, struct rf_tensor *y)
 {
-	if (!p || !y)
-		return rf__bad("rf_relu_avgpool2d_fwd", "NULL tensor");
 	return rf__fused_pool(s, "rf_relu_avgpool2d_fwd", 0, y, p, y);
 }
 
 int rf_avgpool2d_relu_bwd(struct rf_stream *s, struct rf_tensor *dx, struct rf_tensor *dy,
 			  struct rf_tensor *y)
 {
-	if (!dx || !dy || !y)
-		return rf__bad("rf_avgpool2d_relu_bwd", "NULL tensor");
 	return rf__fused_pool(s, "rf_avgpool2d_relu_bwd", 1, dx, dy, y);
 }

@@ -11,14 +11,13 @@ struct rf__nchw {
 	int n, c, h, w;
 };
 
-static int rf__nchw(const char *fn, const char *what, struct rf_tensor *x, struct rf__nchw *g)
+/* (x: 4-D, as its op's signature has checked) */
+static void rf__nchw(const struct rf_tensor *x, struct rf__nchw *g)
 {
-	RF__TRY(rf__need_float(fn, what, x, 4));
 	g->n = (int)x->shape[0];
 	g->c = (int)x->shape[1];
 	g->h = (int)x->shape[2];
 	g->w = (int)x->shape[3];
-	return 0;
 }
 
 /* Batch norm's x: the kernels take no empty channel or plane, and the backward no
@@ -28,26 +27,6 @@ static int rf__bn_shape(const char *fn, const struct rf__nchw *g, int bwd)
 	if (!g->c || !g->h || !g->w || (bwd && !g->n))
 		return rf__bad(fn, "x is %d x %d x %d x %d: %s expected", g->n, g->c, g->h, g->w,
 			       bwd ? "no empty dimension" : "channels and planes that are not empty");
-	return 0;
-}
-
-/* t holds exactly `want` float values */
-static int rf__vec(const char *fn, const char *what, struct rf_tensor *t, size_t want)
-{
-	RF__TRY(rf__need_float(fn, what, t, -1));
-	if (t->numel != want)
-		return rf__bad(fn, "%s has %zu elements, %zu expected (one per channel)", what,
-			       t->numel, want);
-	return 0;
-}
-
-static int rf__same_shape(const char *fn, struct rf_tensor *a, struct rf_tensor *b)
-{
-	char b1[96], b2[96];
-
-	if (a->ndim != b->ndim || memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim))
-		return rf__bad(fn, "%s and %s differ in shape", rf_tensor_describe(a, b1, sizeof(b1)),
-			       rf_tensor_describe(b, b2, sizeof(b2)));
 	return 0;
 }
 
@@ -64,41 +43,34 @@ static int rf__bn_fwd(const char *fn, int relu, struct rf_stream *s, struct rf_t
 		      struct rf_tensor *run_var, struct rf_tensor *x, struct rf_tensor *gamma,
 		      struct rf_tensor *beta, int train, float eps, float momentum)
 {
+	enum rf__opcode code = train ? (relu ? RF__OP_BN_RELU_TRAIN : RF__OP_BN_TRAIN)
+				     : (relu ? RF__OP_BN_RELU_EVAL : RF__OP_BN_EVAL);
+	struct rf_tensor *t[8] = { y, mean, invstd, run_mean, run_var, x, gamma, beta };
+	struct rf_tensor *te[6] = { y, x, gamma, beta, run_mean, run_var };
 	struct rf__nchw g;
 	struct rf__b b;
 	struct rf__op *op;
 
-	RF__TRY(rf__nchw(fn, "x", x, &g));
+	/* which op the arguments ask for; the signature checks the one they make */
+	if (!run_mean != !run_var)
+		return rf__bad(fn, "run_mean and run_var go together");
+	if (!train && !run_mean)
+		return rf__bad(fn, "evaluation needs run_mean and run_var");
+	RF__TRY(rf__sig_check(fn, code, train ? t : te, train ? 8 : 6, RF__SIG_OWN));
+	rf__nchw(x, &g);
 	RF__TRY(rf__bn_shape(fn, &g, 0));
-	RF__TRY(rf__need_float(fn, "y", y, 4));
-	RF__TRY(rf__same_shape(fn, x, y));
+	RF__TRY(rf__sig_check(fn, code, train ? t : te, train ? 8 : 6, RF__SIG_REL));
 	if (y->data == x->data)
 		return rf__bad(fn, "y must not be x (the backward pass needs x)");
-	RF__TRY(rf__vec(fn, "gamma", gamma, (size_t)g.c));
-	RF__TRY(rf__vec(fn, "beta", beta, (size_t)g.c));
 	if (!(eps > 0.0f) || !(momentum >= 0.0f && momentum <= 1.0f))
 		return rf__bad(fn, "eps %g, momentum %g: eps > 0 and momentum in [0, 1] expected",
 			       (double)eps, (double)momentum);
-	if (!run_mean != !run_var)
-		return rf__bad(fn, "run_mean and run_var go together");
-	if (run_mean) {
-		RF__TRY(rf__vec(fn, "run_mean", run_mean, (size_t)g.c));
-		RF__TRY(rf__vec(fn, "run_var", run_var, (size_t)g.c));
-	}
+	if (train && (size_t)g.n * g.h * g.w < 2)
+		return rf__bad(fn, "training needs more than one value per channel "
+			       "(x is %d x %d x %d x %d)", g.n, g.c, g.h, g.w);
+	RF__TRY(rf__b_init(&b, fn, code, NULL, 0));
+	op = b.c;
 	if (train) {
-		if (!mean || !invstd)
-			return rf__bad(fn, "training needs mean and invstd to keep");
-		RF__TRY(rf__vec(fn, "mean", mean, (size_t)g.c));
-		RF__TRY(rf__vec(fn, "invstd", invstd, (size_t)g.c));
-		if ((size_t)g.n * g.h * g.w < 2)
-			return rf__bad(fn, "training needs more than one value per channel "
-				       "(x is %d x %d x %d x %d)", g.n, g.c, g.h, g.w);
-	} else if (!run_mean) {
-		return rf__bad(fn, "evaluation needs run_mean and run_var");
-	}
-	if (train) {
-		RF__TRY(rf__b_init(&b, fn, relu ? RF__OP_BN_RELU_TRAIN : RF__OP_BN_TRAIN, NULL, 0));
-		op = b.c;
 		rf__bn_params(op, &g, eps, momentum, relu);
 		rf__b_set(&b, &op->o.bn_train.x, x);
 		rf__b_set(&b, &op->o.bn_train.gamma, gamma);
@@ -109,8 +81,6 @@ static int rf__bn_fwd(const char *fn, int relu, struct rf_stream *s, struct rf_t
 		rf__b_set(&b, &op->o.bn_train.run_mean, run_mean);
 		rf__b_set(&b, &op->o.bn_train.run_var, run_var);
 	} else {
-		RF__TRY(rf__b_init(&b, fn, relu ? RF__OP_BN_RELU_EVAL : RF__OP_BN_EVAL, NULL, 0));
-		op = b.c;
 		rf__bn_params(op, &g, eps, momentum, relu);
 		rf__b_set(&b, &op->o.bn_eval.x, x);
 		rf__b_set(&b, &op->o.bn_eval.gamma, gamma);
@@ -145,30 +115,21 @@ static int rf__bn_bwd(const char *fn, struct rf_stream *s, struct rf_tensor *dx,
 		      struct rf_tensor *x, struct rf_tensor *mean, struct rf_tensor *invstd,
 		      struct rf_tensor *gamma, struct rf_tensor *y)
 {
+	enum rf__opcode code = y ? RF__OP_BN_RELU_BWD : RF__OP_BN_BWD;
+	struct rf_tensor *t[9] = { dx, dgamma, dbeta, dy, x, mean, invstd, gamma, y };
 	struct rf__nchw g;
 	struct rf__b b;
 	struct rf__op *op;
 
-	RF__TRY(rf__nchw(fn, "x", x, &g));
+	RF__TRY(rf__sig_check(fn, code, t, y ? 9 : 8, RF__SIG_OWN));
+	rf__nchw(x, &g);
 	RF__TRY(rf__bn_shape(fn, &g, 1));
-	RF__TRY(rf__need_float(fn, "dy", dy, 4));
-	RF__TRY(rf__need_float(fn, "dx", dx, 4));
-	RF__TRY(rf__same_shape(fn, x, dy));
-	RF__TRY(rf__same_shape(fn, x, dx));
+	RF__TRY(rf__sig_check(fn, code, t, y ? 9 : 8, RF__SIG_REL));
 	if (dx->data == dy->data || dx->data == x->data)
 		return rf__bad(fn, "dx must not alias dy or x");
-	if (y) {
-		RF__TRY(rf__need_float(fn, "y", y, 4));
-		RF__TRY(rf__same_shape(fn, x, y));
-		if (dx->data == y->data)
-			return rf__bad(fn, "dx must not alias y");
-	}
-	RF__TRY(rf__vec(fn, "dgamma", dgamma, (size_t)g.c));
-	RF__TRY(rf__vec(fn, "dbeta", dbeta, (size_t)g.c));
-	RF__TRY(rf__vec(fn, "mean", mean, (size_t)g.c));
-	RF__TRY(rf__vec(fn, "invstd", invstd, (size_t)g.c));
-	RF__TRY(rf__vec(fn, "gamma", gamma, (size_t)g.c));
-	RF__TRY(rf__b_init(&b, fn, y ? RF__OP_BN_RELU_BWD : RF__OP_BN_BWD, NULL, 0));
+	if (y && dx->data == y->data)
+		return rf__bad(fn, "dx must not alias y");
+	RF__TRY(rf__b_init(&b, fn, code, NULL, 0));
 	op = b.c;
 	/* eps for the backends whose backward wants the forward's: 1e-5 (ops.h) */
 	rf__bn_params(op, &g, 1e-5f, 0.0f, y != NULL);
@@ -204,14 +165,13 @@ int rf_batchnorm_relu_bwd(struct rf_stream *s, struct rf_tensor *dx, struct rf_t
 			  gamma, y);
 }
 
-/* y is x pooled k x k at stride st */
+/* y is x pooled k x k at stride st (both 4-D: the op's signature checked them) */
 static int rf__pool_shape(const char *fn, struct rf_tensor *x, struct rf_tensor *y, int k, int st,
 			  struct rf__nchw *g)
 {
 	char b1[96], b2[96];
 
-	RF__TRY(rf__nchw(fn, "x", x, g));
-	RF__TRY(rf__need_float(fn, "y", y, 4));
+	rf__nchw(x, g);
 	if (k < 1 || st < 1 || k > g->h || k > g->w)
 		return rf__bad(fn, "window %d, stride %d: a window >= 1 that fits %dx%d and a "
 			       "stride >= 1 expected", k, st, g->h, g->w);
@@ -240,6 +200,7 @@ int rf_maxpool2d_fwd(struct rf_stream *s, struct rf_tensor *y, struct rf_tensor 
 	struct rf__nchw g;
 	struct rf__b b;
 
+	RF__TRY(RF__SIG(fn, RF__OP_MAXPOOL_FWD, y, x));
 	RF__TRY(rf__pool_shape(fn, x, y, k, stride, &g));
 	RF__TRY(rf__b_init(&b, fn, RF__OP_MAXPOOL_FWD, NULL, 0));
 	rf__pool_params(b.c, &g, k, stride);
@@ -252,12 +213,13 @@ int rf_maxpool2d_bwd(struct rf_stream *s, struct rf_tensor *dx, struct rf_tensor
 		     struct rf_tensor *x, int k, int stride)
 {
 	static const char fn[] = "rf_maxpool2d_bwd";
+	struct rf_tensor *t[3] = { dx, dy, x };
 	struct rf__nchw g;
 	struct rf__b b;
 
+	RF__TRY(rf__sig_check(fn, RF__OP_MAXPOOL_BWD, t, 3, RF__SIG_OWN));
 	RF__TRY(rf__pool_shape(fn, x, dy, k, stride, &g));
-	RF__TRY(rf__need_float(fn, "dx", dx, 4));
-	RF__TRY(rf__same_shape(fn, x, dx));
+	RF__TRY(rf__sig_check(fn, RF__OP_MAXPOOL_BWD, t, 3, RF__SIG_REL));
 	if (dx->data == x->data || dx->data == dy->data)
 		return rf__bad(fn, "dx must not alias x or dy");
 	RF__TRY(rf__b_init(&b, fn, RF__OP_MAXPOOL_BWD, NULL, 0));
@@ -268,14 +230,14 @@ int rf_maxpool2d_bwd(struct rf_stream *s, struct rf_tensor *dx, struct rf_tensor
 	return rf__b_push(&b, s, dx->dev);
 }
 
-/* x (n, c, h, w) and y (n, c) or (n, c, 1, 1) */
+/* x (n, c, h, w) and y (n, c) or (n, c, 1, 1) (their dtypes and x's rank: the op's
+ * signature) */
 static int rf__gap_shape(const char *fn, struct rf_tensor *x, struct rf_tensor *y,
 			 struct rf__nchw *g)
 {
 	char b1[96], b2[96];
 
-	RF__TRY(rf__nchw(fn, "x", x, g));
-	RF__TRY(rf__need_float(fn, "y", y, -1));
+	rf__nchw(x, g);
 	if (!g->h || !g->w)
 		return rf__bad(fn, "%s has empty planes: no mean to take",
 			       rf_tensor_describe(x, b2, sizeof(b2)));
@@ -291,6 +253,7 @@ int rf_gavgpool_fwd(struct rf_stream *s, struct rf_tensor *y, struct rf_tensor *
 	struct rf__nchw g;
 	struct rf__b b;
 
+	RF__TRY(RF__SIG(fn, RF__OP_GAP_FWD, y, x));
 	RF__TRY(rf__gap_shape(fn, x, y, &g));
 	RF__TRY(rf__b_init(&b, fn, RF__OP_GAP_FWD, NULL, 0));
 	rf__pool_params(b.c, &g, g.h, g.h);
@@ -305,6 +268,7 @@ int rf_gavgpool_bwd(struct rf_stream *s, struct rf_tensor *dx, struct rf_tensor 
 	struct rf__nchw g;
 	struct rf__b b;
 
+	RF__TRY(RF__SIG(fn, RF__OP_GAP_BWD, dx, dy));
 	RF__TRY(rf__gap_shape(fn, dx, dy, &g));
 	RF__TRY(rf__b_init(&b, fn, RF__OP_GAP_BWD, NULL, 0));
 	rf__pool_params(b.c, &g, g.h, g.h);

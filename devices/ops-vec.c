@@ -13,9 +13,7 @@ static int rf__sgd(struct rf_stream *s, struct rf_tensor *w, struct rf_tensor *g
 	static const char fn[] = "rf_sgd";
 	struct rf__b b;
 
-	RF__TRY(rf__need_float(fn, "w", w, -1));
-	RF__TRY(rf__need_float(fn, "g", g, -1));
-	RF__TRY(rf__same_numel(fn, w, g));
+	RF__TRY(RF__SIG(fn, RF__OP_SGD, w, g));
 	RF__TRY(rf__b_init(&b, fn, RF__OP_SGD, NULL, 0));
 	b.c->p.sgd.n = w->numel;
 	b.c->p.sgd.lr = lr;
@@ -48,13 +46,7 @@ static int rf__adamw(struct rf_stream *s, struct rf_tensor *w, struct rf_tensor 
 	static const char fn[] = "rf_adamw";
 	struct rf__b b;
 
-	RF__TRY(rf__need_float(fn, "w", w, -1));
-	RF__TRY(rf__need_float(fn, "m", m, -1));
-	RF__TRY(rf__need_float(fn, "v", v, -1));
-	RF__TRY(rf__need_float(fn, "g", g, -1));
-	RF__TRY(rf__same_numel(fn, w, g));
-	RF__TRY(rf__same_numel(fn, w, m));
-	RF__TRY(rf__same_numel(fn, w, v));
+	RF__TRY(RF__SIG(fn, RF__OP_ADAMW, w, m, v, g));
 	if (!p || p->step < 1)
 		return rf__fail(-EINVAL, "%s: expected parameters with step >= 1", fn);
 	RF__TRY(rf__b_init(&b, fn, RF__OP_ADAMW, NULL, 0));
@@ -91,11 +83,7 @@ static int rf__sgd_momentum(struct rf_stream *s, struct rf_tensor *w, struct rf_
 	static const char fn[] = "rf_sgd_momentum";
 	struct rf__b b;
 
-	RF__TRY(rf__need_float(fn, "w", w, -1));
-	RF__TRY(rf__need_float(fn, "v", v, -1));
-	RF__TRY(rf__need_float(fn, "g", g, -1));
-	RF__TRY(rf__same_numel(fn, w, g));
-	RF__TRY(rf__same_numel(fn, w, v));
+	RF__TRY(RF__SIG(fn, RF__OP_SGD_MOMENTUM, w, v, g));
 	RF__TRY(rf__b_init(&b, fn, RF__OP_SGD_MOMENTUM, NULL, 0));
 	b.c->p.sgd.n = w->numel;
 	b.c->p.sgd.lr = lr;
@@ -131,9 +119,7 @@ int rf_axpy(struct rf_stream *s, struct rf_tensor *y, float a, struct rf_tensor 
 	static const char fn[] = "rf_axpy";
 	struct rf__b b;
 
-	RF__TRY(rf__need_float(fn, "y", y, -1));
-	RF__TRY(rf__need_float(fn, "x", x, -1));
-	RF__TRY(rf__same_numel(fn, y, x));
+	RF__TRY(RF__SIG(fn, RF__OP_AXPY, y, x));
 	RF__TRY(rf__b_init(&b, fn, RF__OP_AXPY, NULL, 0));
 	b.c->p.axpy.n = y->numel;
 	b.c->p.axpy.a = a;
@@ -147,7 +133,7 @@ int rf_scale(struct rf_stream *s, struct rf_tensor *x, float a)
 	static const char fn[] = "rf_scale";
 	struct rf__b b;
 
-	RF__TRY(rf__need_float(fn, "x", x, -1));
+	RF__TRY(RF__SIG(fn, RF__OP_SCALE, x));
 	RF__TRY(rf__b_init(&b, fn, RF__OP_SCALE, NULL, 0));
 	b.c->p.axpy.n = x->numel;
 	b.c->p.axpy.a = a;
@@ -158,18 +144,18 @@ int rf_scale(struct rf_stream *s, struct rf_tensor *x, float a)
 int rf_sum(struct rf_stream *s, struct rf_tensor *out, struct rf_tensor *const *in, int k)
 {
 	static const char fn[] = "rf_sum";
+	struct rf_tensor *t[1 + RF__OP_SUM_MAX];
 	struct rf__b b;
 	int i;
 
-	RF__TRY(rf__need_float(fn, "out", out, -1));
 	if (k < 1 || !in || k > RF__OP_SUM_MAX)
 		return rf__bad(fn, "need 1..%d inputs, got %d", RF__OP_SUM_MAX, k);
-	for (i = 0; i < k; i++) {
-		RF__TRY(rf__need_float(fn, "in[i]", in[i], -1));
-		RF__TRY(rf__same_numel(fn, out, in[i]));
-		if (i > 0 && in[i]->data == out->data)
+	t[0] = out;
+	memcpy(t + 1, in, (size_t)k * sizeof(*in));
+	RF__TRY(rf__sig_check(fn, RF__OP_SUM, t, 1 + (unsigned)k, RF__SIG_ALL));
+	for (i = 1; i < k; i++)
+		if (in[i]->data == out->data)
 			return rf__bad(fn, "out may be in[0] only");
-	}
 	RF__TRY(rf__b_init(&b, fn, RF__OP_SUM, NULL, (unsigned)k));
 	for (i = 0; i < k; i++)
 		rf__b_set(&b, &b.c->p.sum.in[i], in[i]);
@@ -183,8 +169,7 @@ int rf_fill(struct rf_stream *s, struct rf_tensor *x, float v)
 	static const char fn[] = "rf_fill";
 	struct rf__b b;
 
-	if (!x)
-		return rf__bad(fn, "NULL tensor");
+	RF__TRY(RF__SIG(fn, RF__OP_FILL, x));
 	RF__TRY(rf__b_init(&b, fn, RF__OP_FILL, NULL, 0));
 	b.c->p.fill.n = x->numel;
 	b.c->p.fill.v = v;
@@ -197,12 +182,7 @@ static int rf__decode(struct rf_stream *s, const char *fn, enum rf__opcode code,
 {
 	struct rf__b b;
 
-	if (code == RF__OP_U8_F32)
-		RF__TRY(rf__need_float(fn, "out", out, -1));
-	else
-		RF__TRY(rf__need(fn, "out", out, RF_I32, -1));
-	RF__TRY(rf__need(fn, "in", in, RF_U8, -1));
-	RF__TRY(rf__same_numel(fn, out, in));
+	RF__TRY(RF__SIG(fn, code, out, in));
 	RF__TRY(rf__b_init(&b, fn, code, NULL, 0));
 	b.c->p.dec.n = out->numel;
 	b.c->p.dec.nm = *nm;

@@ -38,7 +38,7 @@ static int rf__rand(struct rf_stream *s, const char *fn, enum rf__opcode code,
 {
 	struct rf__b b;
 
-	RF__TRY(rf__need_float(fn, "x", x, -1));
+	RF__TRY(RF__SIG(fn, code, x));
 	if (!g || g->eng != x->dev->eng)
 		return rf__bad(fn, "no generator, or one of another engine");
 	RF__TRY(rf__b_init(&b, fn, code, NULL, 0));

@@ -103,11 +103,11 @@ static int rf__conv1_pool_relu(struct rf_model *m, struct rf_model_acts *a, unsi
 	    lc->k * lc->k > 25 || fc->w > 64 || (lc->stride > 1) || lc->pad || rf__net_formatted(m) ||
 	    rf_device_supports(m->dev, "conv2d_bwd_filter_pool_relu", RF_F32, RF_LAYOUT_ROWMAJOR))
 		return 0;
-	RF__TRY(rf_conv2d_bwd_filter_pool_relu(m->s, m->g[fc->p0], lc->bias ? m->g[fc->p0 + 1] : NULL,
+	RF__TRY_RET(rf_conv2d_bwd_filter_pool_relu(m->s, m->g[fc->p0], lc->bias ? m->g[fc->p0 + 1] : NULL,
 					       g, a->node[r + 1], a->x, 0));
 	a->fused[r] = a->fused[c] = 2;      /* both done */
 	if (hook)
-		RF__TRY(hook(ctx, m, (unsigned)fc->pl));
+		RF__TRY_RET(hook(ctx, m, (unsigned)fc->pl));
 	return 1;
 }
 
@@ -137,7 +137,7 @@ static int rf__layer_bwd(struct rf_model *m, struct rf_model_acts *a, unsigned i
 			int gnd = g->ndim;
 			int64_t gsh[4];
 			memcpy(gsh, g->shape, sizeof(gsh));
-			RF__TRY(rf__grad_new(m, a, in, &dx));
+			RF__TRY_RET(rf__grad_new(m, a, in, &dx));
 			if ((ret = rf_tensor_reshape(g, nd, sh)) == 0) {
 				ret = rf_convert(s, dx, g);
 				rf_tensor_reshape(g, gnd, gsh);
@@ -149,7 +149,7 @@ static int rf__layer_bwd(struct rf_model *m, struct rf_model_acts *a, unsigned i
 			return rf__contrib(m, a, in, dx);
 		}
 		if (rf__refs(a, g) > 1 || g == a->node[a->nt]) {   /* others hold g as it is */
-			RF__TRY(rf_tensor_create(m->dev, RF_F32, "dflat", g->ndim, g->shape, &dx));
+			RF__TRY_RET(rf_tensor_create(m->dev, RF_F32, "dflat", g->ndim, g->shape, &dx));
 			if ((ret = rf_sum(s, dx, &g, 1)) < 0) {
 				rf__acts_free(a, dx);
 				return ret;
@@ -158,14 +158,14 @@ static int rf__layer_bwd(struct rf_model *m, struct rf_model_acts *a, unsigned i
 		} else {
 			a->dg[i + 1] = NULL;          /* handed on, not freed */
 		}
-		RF__TRY(rf_tensor_reshape(g, rf__node_shape(sp, in, a->n, sh), sh));
+		RF__TRY_RET(rf_tensor_reshape(g, rf__node_shape(sp, in, a->n, sh), sh));
 		return rf__contrib(m, a, in, g);
 	case RF_LAYER_DENSE:
-		RF__TRY(rf_gemm(sw, 1, 0, 1.0f, g, x, 0.0f, gp[0]));
+		RF__TRY_RET(rf_gemm(sw, 1, 0, 1.0f, g, x, 0.0f, gp[0]));
 		if (l->bias)
-			RF__TRY(rf_bias_grad(sw, gp[1], g, 0));
+			RF__TRY_RET(rf_bias_grad(sw, gp[1], g, 0));
 		if (a->need[in]) {
-			RF__TRY(rf_tensor_create(m->dev, RF_F32, "dx", RF_DIMS(a->n, x->shape[1]), &dx));
+			RF__TRY_RET(rf_tensor_create(m->dev, RF_F32, "dx", RF_DIMS(a->n, x->shape[1]), &dx));
 			ret = rf_gemm(s, 0, 0, 1.0f, g, p[0], 0.0f, dx);
 		}
 		break;
@@ -175,19 +175,19 @@ static int rf__layer_bwd(struct rf_model *m, struct rf_model_acts *a, unsigned i
 		struct rf_tensor *gw = m->gq[f->p0] ? m->gq[f->p0] : gp[0];
 		struct rf_tensor *gb = !l->bias ? NULL : m->gq[f->p0 + 1] ? m->gq[f->p0 + 1] : gp[1];
 		struct rf_tensor *w = m->q[f->p0] ? m->q[f->p0] : p[0];
-		RF__TRY(rf_conv2d_bwd_filter(sw, gw, gb, g, x, 0, st, l->pad));
+		RF__TRY_RET(rf_conv2d_bwd_filter(sw, gw, gb, g, x, 0, st, l->pad));
 		if (gw != gp[0])
-			RF__TRY(rf_convert(sw, gp[0], gw));
+			RF__TRY_RET(rf_convert(sw, gp[0], gw));
 		if (gb && gb != gp[1])
-			RF__TRY(rf_convert(sw, gp[1], gb));
+			RF__TRY_RET(rf_convert(sw, gp[1], gb));
 		if (a->need[in]) {
-			RF__TRY(rf__grad_new(m, a, in, &dx));
+			RF__TRY_RET(rf__grad_new(m, a, in, &dx));
 			ret = rf_conv2d_bwd_data(s, dx, g, w, st, l->pad);
 		}
 		break;
 	}
 	case RF_LAYER_BN:
-		RF__TRY(rf__grad_new(m, a, in, &dx));
+		RF__TRY_RET(rf__grad_new(m, a, in, &dx));
 		if (i + 1 < a->nt && a->fused[i + 1])   /* with its ReLU (net.c): g unmasked */
 			ret = rf_batchnorm_relu_bwd(s, dx, gp[0], gp[1], g, a->node[i + 2], x,
 						    a->mean[i], a->invstd[i], p[0]);
@@ -204,11 +204,11 @@ static int rf__layer_bwd(struct rf_model *m, struct rf_model_acts *a, unsigned i
 			return rf__contrib(m, a, in, g);
 		}
 		if (rf__refs(a, g) == 1 && g != a->node[a->nt]) {
-			RF__TRY(rf_relu_bwd(s, g, g, y));
+			RF__TRY_RET(rf_relu_bwd(s, g, g, y));
 			a->dg[i + 1] = NULL;          /* handed on, not freed */
 			return rf__contrib(m, a, in, g);
 		}
-		RF__TRY(rf__grad_new(m, a, in, &dx));
+		RF__TRY_RET(rf__grad_new(m, a, in, &dx));
 		ret = rf_relu_bwd(s, dx, g, y);
 		break;
 	case RF_LAYER_AVGPOOL:
@@ -217,7 +217,7 @@ static int rf__layer_bwd(struct rf_model *m, struct rf_model_acts *a, unsigned i
 			/* (fused forward: the device has the fused kernels, net.c) */
 			if ((ret = rf__conv1_pool_relu(m, a, i, g, hook, ctx)) != 0)
 				return ret < 0 ? ret : 0;
-			RF__TRY(rf__grad_new(m, a, rin, &dx));
+			RF__TRY_RET(rf__grad_new(m, a, rin, &dx));
 			ret = rf_avgpool2d_relu_bwd(s, dx, g, a->node[r + 1]);
 			a->fused[r] = 2;
 			if (ret < 0) {
@@ -226,15 +226,15 @@ static int rf__layer_bwd(struct rf_model *m, struct rf_model_acts *a, unsigned i
 			}
 			return rf__contrib(m, a, rin, dx);
 		}
-		RF__TRY(rf__grad_new(m, a, in, &dx));
+		RF__TRY_RET(rf__grad_new(m, a, in, &dx));
 		ret = rf_avgpool2d_bwd(s, dx, g, l->k);
 		break;
 	case RF_LAYER_MAXPOOL:
-		RF__TRY(rf__grad_new(m, a, in, &dx));
+		RF__TRY_RET(rf__grad_new(m, a, in, &dx));
 		ret = rf_maxpool2d_bwd(s, dx, g, x, l->k, l->stride > 0 ? l->stride : l->k);
 		break;
 	case RF_LAYER_GAP:
-		RF__TRY(rf__grad_new(m, a, in, &dx));
+		RF__TRY_RET(rf__grad_new(m, a, in, &dx));
 		if (a->gapc[i]) {              /* the f32 gradient into the compute dtype */
 			struct rf_tensor *gc = NULL;
 			const struct rf_tensor *t = a->gapc[i];
@@ -248,7 +248,7 @@ static int rf__layer_bwd(struct rf_model *m, struct rf_model_acts *a, unsigned i
 		ret = rf_gavgpool_bwd(s, dx, g);
 		break;
 	case RF_LAYER_ADD:
-		RF__TRY(rf__contrib(m, a, in, g));
+		RF__TRY_RET(rf__contrib(m, a, in, g));
 		return rf__contrib(m, a, (unsigned)f->in2, g);
 	}
 	if (ret == 0 && f->pl >= 0 && hook)

@@ -33,7 +33,9 @@ struct rf_model_acts {
  * destroyed. */
 void rf__acts_free(struct rf_model_acts *a, struct rf_tensor *t);
 
-#define RF__TRY(x) do { if ((ret = (x)) < 0) return ret; } while (0)
+/* Evaluate x into the caller's `ret` and return it when negative (devices/op-impl.h's
+ * RF__TRY returns without keeping it). */
+#define RF__TRY_RET(x) do { if ((ret = (x)) < 0) return ret; } while (0)
 
 /* A new tensor named "L<i>.<what>" on m's device, owned by the acts: a 4-D one in
  * the model's compute format (act_dtype, act_layout), any other f32 row-major. */

@@ -228,19 +228,19 @@ static int rf__plan(struct rf_model *m, struct rf_model_acts *a)
 			*out = a->node[f->in];
 			a->root[i + 1] = a->root[f->in];
 		} else {
-			RF__TRY(rf__net_new(m, a, "y", i, nd, sh, out));
+			RF__TRY_RET(rf__net_new(m, a, "y", i, nd, sh, out));
 			a->root[i + 1] = (int)i + 1;
 		}
 		if (l->kind == RF_LAYER_BN && a->train) {
 			int64_t c = f->c;
-			RF__TRY(rf__net_new(m, a, "mean", i, 1, &c, &a->mean[i]));
-			RF__TRY(rf__net_new(m, a, "invstd", i, 1, &c, &a->invstd[i]));
+			RF__TRY_RET(rf__net_new(m, a, "mean", i, 1, &c, &a->mean[i]));
+			RF__TRY_RET(rf__net_new(m, a, "invstd", i, 1, &c, &a->invstd[i]));
 		}
 		/* a global pooling computes in the compute dtype, then converts to f32 */
 		if (l->kind == RF_LAYER_GAP && m->act_dtype != RF_F32) {
 			char name[40];
 			snprintf(name, sizeof(name), "L%u.gapc", i);
-			RF__TRY(rf_tensor_create(m->dev, m->act_dtype, name, nd, sh, &a->gapc[i]));
+			RF__TRY_RET(rf_tensor_create(m->dev, m->act_dtype, name, nd, sh, &a->gapc[i]));
 			a->own[a->nown++] = a->gapc[i];
 		}
 		/* an in-place ReLU read only by a 2x2 average pool is one op with it, where
@@ -283,11 +283,11 @@ static int rf__layer_fwd(struct rf_model *m, struct rf_model_acts *a, unsigned i
 		if (y == x)
 			return rf_tensor_reshape(x, RF_DIMS(x->shape[0], f->c));
 		/* from the compute format to f32 row-major, then (n, c*h*w) */
-		RF__TRY(rf_tensor_reshape(y, x->ndim, x->shape));
-		RF__TRY(rf_convert(s, y, x));
+		RF__TRY_RET(rf_tensor_reshape(y, x->ndim, x->shape));
+		RF__TRY_RET(rf_convert(s, y, x));
 		return rf_tensor_reshape(y, RF_DIMS(x->shape[0], f->c));
 	case RF_LAYER_DENSE:
-		RF__TRY(rf_gemm(s, 0, 1, 1.0f, x, p[0], 0.0f, y));
+		RF__TRY_RET(rf_gemm(s, 0, 1, 1.0f, x, p[0], 0.0f, y));
 		return l->bias ? rf_bias_add(s, y, p[1]) : 0;
 	case RF_LAYER_CONV:
 		return rf_conv2d_fwd(s, y, x, cp[0], l->bias ? cp[1] : NULL, st, l->pad);
@@ -309,7 +309,7 @@ static int rf__layer_fwd(struct rf_model *m, struct rf_model_acts *a, unsigned i
 	case RF_LAYER_GAP:
 		if (!a->gapc[i])
 			return rf_gavgpool_fwd(s, y, x);
-		RF__TRY(rf_gavgpool_fwd(s, a->gapc[i], x));
+		RF__TRY_RET(rf_gavgpool_fwd(s, a->gapc[i], x));
 		return rf_convert(s, y, a->gapc[i]);
 	case RF_LAYER_ADD:
 		if (i + 1 < a->nt && a->fused[i + 1] && m->spec->table[i + 1].kind == RF_LAYER_RELU)
@@ -362,7 +362,7 @@ static int rf__fwd_part(struct rf_model *m, struct rf_model_acts *a, unsigned np
 		int64_t shp[4];
 		memcpy(shp, t->shape, sizeof(shp));
 		shp[0] = k;
-		RF__TRY(rf_tensor_view(t, (size_t)i0 * per, RF_F32, t->name, t->ndim, shp, &T[j]));
+		RF__TRY_RET(rf_tensor_view(t, (size_t)i0 * per, RF_F32, t->name, t->ndim, shp, &T[j]));
 		/* x's views first in the list: destroy fences them (see there) */
 		if (j == 0) {
 			memmove(a->views + 1, a->views, a->nviews * sizeof(*a->views));
@@ -375,9 +375,9 @@ static int rf__fwd_part(struct rf_model *m, struct rf_model_acts *a, unsigned np
 	}
 	/* x was written before its view existed, and an op on the view names only the
 	 * view's variable: a fence that reads x and writes the view orders them. */
-	RF__TRY(rf_host_op(s, rf__fence_fn, NULL, &a->x, 1, &T[0], 1, "x_view_ready"));
+	RF__TRY_RET(rf_host_op(s, rf__fence_fn, NULL, &a->x, 1, &T[0], 1, "x_view_ready"));
 	for (unsigned i = 0; i < np; i++)
-		RF__TRY(rf__layer_fwd(m, a, i, s, T));
+		RF__TRY_RET(rf__layer_fwd(m, a, i, s, T));
 	return 0;
 }
 
@@ -386,28 +386,28 @@ static int rf__forward(struct rf_model *m, struct rf_model_acts *a)
 	unsigned np, i = 0;
 	int ret;
 
-	RF__TRY(rf_tensor_reshape(a->x, RF_DIMS(a->n, m->spec->in.c, m->spec->in.h,
+	RF__TRY_RET(rf_tensor_reshape(a->x, RF_DIMS(a->n, m->spec->in.c, m->spec->in.h,
 						 m->spec->in.w)));
 	/* the edges: the convolutions' weights from their f32 masters, and the input into
 	 * the compute format -- unless it comes in it (a loader asked for the model's
 	 * format, rf_loader_opts.x_dtype/x_layout: the decode was its only conversion) */
 	for (unsigned k = 0; rf__net_formatted(m) && k < m->spec->ntensors; k++)
 		if (m->q[k])
-			RF__TRY(rf_convert(m->s, m->q[k], m->p[k]));
+			RF__TRY_RET(rf_convert(m->s, m->q[k], m->p[k]));
 	if (a->x->dtype != m->act_dtype || a->x->layout != m->act_layout) {
-		RF__TRY(rf__net_new(m, a, "x", 0, 4, a->x->shape, &a->node[0]));
-		RF__TRY(rf_convert(m->s, a->node[0], a->x));
+		RF__TRY_RET(rf__net_new(m, a, "x", 0, 4, a->x->shape, &a->node[0]));
+		RF__TRY_RET(rf_convert(m->s, a->node[0], a->x));
 	}
-	RF__TRY(rf__plan(m, a));
+	RF__TRY_RET(rf__plan(m, a));
 	np = rf__split_prefix(m, a);
 	if (np) {
 		int64_t h = a->n / 2;
-		RF__TRY(rf__fwd_part(m, a, np, m->s, 0, h));
-		RF__TRY(rf__fwd_part(m, a, np, m->s2, h, a->n - h));
+		RF__TRY_RET(rf__fwd_part(m, a, np, m->s, 0, h));
+		RF__TRY_RET(rf__fwd_part(m, a, np, m->s2, h, a->n - h));
 		i = np;
 	}
 	for (; i < a->nt; i++)
-		RF__TRY(rf__layer_fwd(m, a, i, m->s, a->node));
+		RF__TRY_RET(rf__layer_fwd(m, a, i, m->s, a->node));
 	return 0;
 }
 

@@ -111,194 +111,334 @@ static void rf__fill_any(void *x, size_t n, float v, enum rf_tdtype dtype)
 #define D(t) ((float *)(t).data)
 #define C(t) ((const float *)(t).data)
 
+/* ---- each op to its kernel, on f32 row-major operands (and its fixed-dtype ones) ----
+ * One function per opcode, grouped by the file of the kernel it calls; rf__cpu_fns
+ * indexes them by opcode. */
+
+/* gemm.c */
+static int rf__cpu_gemm(struct rf__op *op)
+{
+	int m = op->p.gemm.m, n = op->p.gemm.n, k = op->p.gemm.k;
+	int lda = op->p.gemm.ta ? m : k;
+	int ldb = op->p.gemm.tb ? k : n;
+
+	return rf__k_gemm(op->p.gemm.ta, op->p.gemm.tb, m, n, k, op->p.gemm.alpha,
+			  C(op->o.gemm.a), lda > 0 ? lda : 1, C(op->o.gemm.b), ldb > 0 ? ldb : 1,
+			  op->p.gemm.beta, D(op->o.gemm.c), n > 0 ? n : 1);
+}
+
+/* layers.c */
+static int rf__cpu_bias_add(struct rf__op *op)
+{
+	rf__k_bias_add(D(op->o.bias_add.y), C(op->o.bias_add.b), op->p.bias.rows, op->p.bias.cols);
+	return 0;
+}
+
+static int rf__cpu_bias_grad(struct rf__op *op)
+{
+	rf__k_bias_grad(D(op->o.bias_grad.db), C(op->o.bias_grad.dy), op->p.bias.rows,
+			op->p.bias.cols, op->p.bias.acc);
+	return 0;
+}
+
+static int rf__cpu_relu_fwd(struct rf__op *op)
+{
+	rf__k_relu_fwd(D(op->o.relu_fwd.y), C(op->o.relu_fwd.x), op->p.ew.n);
+	return 0;
+}
+
+static int rf__cpu_add_relu(struct rf__op *op)
+{
+	rf__k_add_relu_fwd(D(op->o.add_relu.y), C(op->o.add_relu.a), C(op->o.add_relu.b),
+			   op->p.ew.n);
+	return 0;
+}
+
+static int rf__cpu_relu_bwd(struct rf__op *op)
+{
+	rf__k_relu_bwd(D(op->o.relu_bwd.dx), C(op->o.relu_bwd.dy), C(op->o.relu_bwd.y), op->p.ew.n);
+	return 0;
+}
+
+static int rf__cpu_xent(struct rf__op *op)
+{
+	int ret = rf__k_softmax_xent(D(op->o.xent.dlogits), D(op->o.xent.loss),
+				     op->o.xent.correct.data, C(op->o.xent.logits),
+				     op->o.xent.labels.data, op->p.xent.rows, op->p.xent.cols);
+
+	if (ret < 0)
+		snprintf(op->err, sizeof(op->err), "a label is outside [0, %d) (logits %d x %d)",
+			 op->p.xent.cols, op->p.xent.rows, op->p.xent.cols);
+	return ret;
+}
+
+static int rf__cpu_avgpool_fwd(struct rf__op *op)
+{
+	rf__k_avgpool2d_fwd(D(op->o.avgpool_fwd.y), C(op->o.avgpool_fwd.x), op->p.pool.n,
+			    op->p.pool.c, op->p.pool.h, op->p.pool.w, op->p.pool.k);
+	return 0;
+}
+
+static int rf__cpu_avgpool_bwd(struct rf__op *op)
+{
+	rf__k_avgpool2d_bwd(D(op->o.avgpool_bwd.dx), C(op->o.avgpool_bwd.dy), op->p.pool.n,
+			    op->p.pool.c, op->p.pool.h, op->p.pool.w, op->p.pool.k);
+	return 0;
+}
+
+static int rf__cpu_relu_avgpool2_fwd(struct rf__op *op)
+{
+	rf__k_relu_avgpool2_fwd(D(op->o.relu_avgpool2_fwd.p), D(op->o.relu_avgpool2_fwd.y),
+				op->p.pool.n, op->p.pool.c, op->p.pool.h, op->p.pool.w);
+	return 0;
+}
+
+static int rf__cpu_avgpool2_relu_bwd(struct rf__op *op)
+{
+	rf__k_avgpool2_relu_bwd(D(op->o.avgpool2_relu_bwd.dx), C(op->o.avgpool2_relu_bwd.dy),
+				C(op->o.avgpool2_relu_bwd.y), op->p.pool.n, op->p.pool.c,
+				op->p.pool.h, op->p.pool.w);
+	return 0;
+}
+
+/* conv.c */
+static int rf__cpu_conv_fwd(struct rf__op *op)
+{
+	return rf__k_conv2d_fwd(&op->p.conv.s, D(op->o.conv_fwd.y), C(op->o.conv_fwd.x),
+				C(op->o.conv_fwd.w), C(op->o.conv_fwd.b), op->ws, op->ws_bytes);
+}
+
+static int rf__cpu_conv_bwd_data(struct rf__op *op)
+{
+	return rf__k_conv2d_bwd_data(&op->p.conv.s, D(op->o.conv_bwd_data.dx),
+				     C(op->o.conv_bwd_data.dy), C(op->o.conv_bwd_data.w), op->ws,
+				     op->ws_bytes);
+}
+
+static int rf__cpu_conv_bwd_filter(struct rf__op *op)
+{
+	return rf__k_conv2d_bwd_filter(&op->p.conv.s, D(op->o.conv_bwd_filter.dw),
+				       D(op->o.conv_bwd_filter.db), C(op->o.conv_bwd_filter.dy),
+				       C(op->o.conv_bwd_filter.x), op->p.conv.acc, op->ws,
+				       op->ws_bytes);
+}
+
+static int rf__cpu_conv_bwd_filter_pr(struct rf__op *op)
+{
+	return rf__k_conv2d_bwd_filter_pool_relu(&op->p.conv.s, D(op->o.conv_bwd_filter_pr.dw),
+						 D(op->o.conv_bwd_filter_pr.db),
+						 C(op->o.conv_bwd_filter_pr.dp),
+						 C(op->o.conv_bwd_filter_pr.y),
+						 C(op->o.conv_bwd_filter_pr.x), op->p.conv.acc);
+}
+
+/* norm.c */
+static int rf__cpu_maxpool_fwd(struct rf__op *op)
+{
+	rf__k_maxpool2d_fwd(D(op->o.maxpool_fwd.y), C(op->o.maxpool_fwd.x), op->p.pool.n,
+			    op->p.pool.c, op->p.pool.h, op->p.pool.w, op->p.pool.k, op->p.pool.st);
+	return 0;
+}
+
+static int rf__cpu_maxpool_bwd(struct rf__op *op)
+{
+	rf__k_maxpool2d_bwd(D(op->o.maxpool_bwd.dx), C(op->o.maxpool_bwd.dy),
+			    C(op->o.maxpool_bwd.x), op->p.pool.n, op->p.pool.c, op->p.pool.h,
+			    op->p.pool.w, op->p.pool.k, op->p.pool.st);
+	return 0;
+}
+
+static int rf__cpu_gap_fwd(struct rf__op *op)
+{
+	rf__k_gavgpool_fwd(D(op->o.gap_fwd.y), C(op->o.gap_fwd.x),
+			   (size_t)op->p.pool.n * op->p.pool.c, op->p.pool.h * op->p.pool.w);
+	return 0;
+}
+
+static int rf__cpu_gap_bwd(struct rf__op *op)
+{
+	rf__k_gavgpool_bwd(D(op->o.gap_bwd.dx), C(op->o.gap_bwd.dy),
+			   (size_t)op->p.pool.n * op->p.pool.c, op->p.pool.h * op->p.pool.w);
+	return 0;
+}
+
+static int rf__cpu_bn_train(struct rf__op *op)        /* and with its ReLU */
+{
+	return rf__k_bn_fwd_train(&op->p.bn.s, D(op->o.bn_train.y), D(op->o.bn_train.mean),
+				  D(op->o.bn_train.invstd), D(op->o.bn_train.run_mean),
+				  D(op->o.bn_train.run_var), C(op->o.bn_train.x),
+				  C(op->o.bn_train.gamma), C(op->o.bn_train.beta));
+}
+
+static int rf__cpu_bn_eval(struct rf__op *op)         /* and with its ReLU */
+{
+	return rf__k_bn_fwd_eval(&op->p.bn.s, D(op->o.bn_eval.y), C(op->o.bn_eval.x),
+				 C(op->o.bn_eval.gamma), C(op->o.bn_eval.beta),
+				 C(op->o.bn_eval.run_mean), C(op->o.bn_eval.run_var));
+}
+
+static int rf__cpu_bn_bwd(struct rf__op *op)          /* and with its ReLU */
+{
+	return rf__k_bn_bwd(&op->p.bn.s, D(op->o.bn_bwd.dx), D(op->o.bn_bwd.dgamma),
+			    D(op->o.bn_bwd.dbeta), C(op->o.bn_bwd.dy), C(op->o.bn_bwd.x),
+			    C(op->o.bn_bwd.mean), C(op->o.bn_bwd.invstd), C(op->o.bn_bwd.gamma),
+			    op->code == RF__OP_BN_RELU_BWD ? C(op->o.bn_relu_bwd.y) : NULL,
+			    op->ws_bytes >= (size_t)op->p.bn.s.hw * sizeof(float) ? op->ws : NULL);
+}
+
+/* vec.c */
+static int rf__cpu_sgd(struct rf__op *op)
+{
+	rf__k_sgd(D(op->o.sgd.w), C(op->o.sgd.g), op->p.sgd.n, rf__sgd_lr(op), op->p.sgd.wd);
+	return 0;
+}
+
+static int rf__cpu_sgd_momentum(struct rf__op *op)
+{
+	rf__k_sgd_momentum(D(op->o.sgd_momentum.w), D(op->o.sgd_momentum.v),
+			   C(op->o.sgd_momentum.g), op->p.sgd.n, rf__sgd_lr(op), op->p.sgd.mom,
+			   op->p.sgd.wd, op->p.sgd.nesterov);
+	return 0;
+}
+
+static int rf__cpu_adamw(struct rf__op *op)
+{
+	struct rf_adamw_params p = rf__adamw_p(op);
+
+	rf__k_adamw(D(op->o.adamw.w), D(op->o.adamw.m), D(op->o.adamw.v), C(op->o.adamw.g),
+		    op->p.adamw.n, &p);
+	return 0;
+}
+
+static int rf__cpu_axpy(struct rf__op *op)
+{
+	rf__k_axpy(D(op->o.axpy.y), op->p.axpy.a, C(op->o.axpy.x), op->p.axpy.n);
+	return 0;
+}
+
+static int rf__cpu_scale(struct rf__op *op)
+{
+	rf__k_scale(D(op->o.scale.x), op->p.axpy.a, op->p.axpy.n);
+	return 0;
+}
+
+static int rf__cpu_sum(struct rf__op *op)
+{
+	const float *in[RF__OP_SUM_MAX];
+	int k = op->p.sum.k;
+
+	for (int i = 0; i < k; i++)
+		in[i] = op->p.sum.in[i].data;
+	rf__k_reduce_sum(D(op->o.sum.out), in, k, op->p.sum.n);
+	return 0;
+}
+
+static int rf__cpu_fill(struct rf__op *op)
+{
+	rf__fill_any(op->o.fill.x.data, op->p.fill.n, op->p.fill.v, op->o.fill.x.dtype);
+	return 0;
+}
+
+static int rf__cpu_u8_f32(struct rf__op *op)
+{
+	rf__k_u8_norm(D(op->o.dec.out), op->o.dec.in.data, op->p.dec.n, &op->p.dec.nm);
+	return 0;
+}
+
+static int rf__cpu_u8_i32(struct rf__op *op)
+{
+	rf__k_u8_to_i32(op->o.dec.out.data, op->o.dec.in.data, op->p.dec.n);
+	return 0;
+}
+
+/* philox.c: the generator is the op's written variable: it is advanced here */
+static int rf__cpu_rand(struct rf__op *op)
+{
+	struct rf_prng *g = op->p.rand.g;
+
+	if (op->code == RF__OP_RAND_UNIFORM)
+		rf__k_rand_uniform(D(op->o.rand.x), op->p.rand.n, g->seed, g->counter, op->p.rand.a,
+				   op->p.rand.b);
+	else
+		rf__k_rand_normal(D(op->o.rand.x), op->p.rand.n, g->seed, g->counter, op->p.rand.a,
+				  op->p.rand.b);
+	g->counter += op->p.rand.n;
+	return 0;
+}
+
+/* convert.c, memcpy and the host op's own function: any dtype and layout */
+static int rf__cpu_convert(struct rf__op *op)
+{
+	const struct rf__tref *d = &op->o.convert.dst, *s = &op->o.convert.src;
+	int ret = rf__convert_host(d->data, d->dtype, d->layout, s->data, s->dtype, s->layout,
+				   s->ndim, s->shape);
+
+	if (ret < 0)
+		snprintf(op->err, sizeof(op->err), "cannot convert %s to %s",
+			 rf_tdtype_name(s->dtype), rf_tdtype_name(d->dtype));
+	return ret;
+}
+
+static int rf__cpu_copy(struct rf__op *op)
+{
+	if (op->p.copy.bytes && op->o.copy.dst.data != op->o.copy.src.data)
+		memcpy(op->o.copy.dst.data, op->o.copy.src.data, op->p.copy.bytes);
+	return 0;
+}
+
+static int rf__cpu_host(struct rf__op *op)
+{
+	return op->p.host.fn(op->p.host.arg);
+}
+
+static int (*const rf__cpu_fns[RF__OP_COUNT])(struct rf__op *op) = {
+	[RF__OP_GEMM] = rf__cpu_gemm,
+	[RF__OP_BIAS_ADD] = rf__cpu_bias_add,
+	[RF__OP_BIAS_GRAD] = rf__cpu_bias_grad,
+	[RF__OP_RELU_FWD] = rf__cpu_relu_fwd,
+	[RF__OP_RELU_BWD] = rf__cpu_relu_bwd,
+	[RF__OP_XENT] = rf__cpu_xent,
+	[RF__OP_CONV_FWD] = rf__cpu_conv_fwd,
+	[RF__OP_CONV_BWD_DATA] = rf__cpu_conv_bwd_data,
+	[RF__OP_CONV_BWD_FILTER] = rf__cpu_conv_bwd_filter,
+	[RF__OP_CONV_BWD_FILTER_POOL_RELU] = rf__cpu_conv_bwd_filter_pr,
+	[RF__OP_AVGPOOL_FWD] = rf__cpu_avgpool_fwd,
+	[RF__OP_AVGPOOL_BWD] = rf__cpu_avgpool_bwd,
+	[RF__OP_RELU_AVGPOOL2_FWD] = rf__cpu_relu_avgpool2_fwd,
+	[RF__OP_AVGPOOL2_RELU_BWD] = rf__cpu_avgpool2_relu_bwd,
+	[RF__OP_MAXPOOL_FWD] = rf__cpu_maxpool_fwd,
+	[RF__OP_MAXPOOL_BWD] = rf__cpu_maxpool_bwd,
+	[RF__OP_GAP_FWD] = rf__cpu_gap_fwd,
+	[RF__OP_GAP_BWD] = rf__cpu_gap_bwd,
+	[RF__OP_BN_TRAIN] = rf__cpu_bn_train,
+	[RF__OP_BN_EVAL] = rf__cpu_bn_eval,
+	[RF__OP_BN_BWD] = rf__cpu_bn_bwd,
+	[RF__OP_BN_RELU_TRAIN] = rf__cpu_bn_train,
+	[RF__OP_BN_RELU_EVAL] = rf__cpu_bn_eval,
+	[RF__OP_BN_RELU_BWD] = rf__cpu_bn_bwd,
+	[RF__OP_SGD] = rf__cpu_sgd,
+	[RF__OP_SGD_MOMENTUM] = rf__cpu_sgd_momentum,
+	[RF__OP_ADAMW] = rf__cpu_adamw,
+	[RF__OP_AXPY] = rf__cpu_axpy,
+	[RF__OP_SCALE] = rf__cpu_scale,
+	[RF__OP_SUM] = rf__cpu_sum,
+	[RF__OP_ADD_RELU] = rf__cpu_add_relu,
+	[RF__OP_FILL] = rf__cpu_fill,
+	[RF__OP_U8_F32] = rf__cpu_u8_f32,
+	[RF__OP_U8_I32] = rf__cpu_u8_i32,
+	[RF__OP_RAND_UNIFORM] = rf__cpu_rand,
+	[RF__OP_RAND_NORMAL] = rf__cpu_rand,
+	[RF__OP_CONVERT] = rf__cpu_convert,
+	[RF__OP_COPY] = rf__cpu_copy,
+	[RF__OP_HOST] = rf__cpu_host,
+};
+
 /* The op on f32 row-major operands (and its fixed-dtype ones). */
 static int rf__cpu_run(struct rf__op *op)
 {
-	int ret = 0;
-
-	switch (op->code) {
-	case RF__OP_GEMM: {
-		int m = op->p.gemm.m, n = op->p.gemm.n, k = op->p.gemm.k;
-		int lda = op->p.gemm.ta ? m : k;
-		int ldb = op->p.gemm.tb ? k : n;
-		ret = rf__k_gemm(op->p.gemm.ta, op->p.gemm.tb, m, n, k, op->p.gemm.alpha,
-				 C(op->o.gemm.a), lda > 0 ? lda : 1, C(op->o.gemm.b),
-				 ldb > 0 ? ldb : 1, op->p.gemm.beta, D(op->o.gemm.c), n > 0 ? n : 1);
-		break;
-	}
-	case RF__OP_BIAS_ADD:
-		rf__k_bias_add(D(op->o.bias_add.y), C(op->o.bias_add.b), op->p.bias.rows,
-			       op->p.bias.cols);
-		break;
-	case RF__OP_BIAS_GRAD:
-		rf__k_bias_grad(D(op->o.bias_grad.db), C(op->o.bias_grad.dy), op->p.bias.rows,
-				op->p.bias.cols, op->p.bias.acc);
-		break;
-	case RF__OP_RELU_FWD:
-		rf__k_relu_fwd(D(op->o.relu_fwd.y), C(op->o.relu_fwd.x), op->p.ew.n);
-		break;
-	case RF__OP_ADD_RELU:
-		rf__k_add_relu_fwd(D(op->o.add_relu.y), C(op->o.add_relu.a), C(op->o.add_relu.b),
-				   op->p.ew.n);
-		break;
-	case RF__OP_RELU_BWD:
-		rf__k_relu_bwd(D(op->o.relu_bwd.dx), C(op->o.relu_bwd.dy), C(op->o.relu_bwd.y),
-			       op->p.ew.n);
-		break;
-	case RF__OP_XENT:
-		ret = rf__k_softmax_xent(D(op->o.xent.dlogits), D(op->o.xent.loss),
-					 op->o.xent.correct.data, C(op->o.xent.logits),
-					 op->o.xent.labels.data, op->p.xent.rows, op->p.xent.cols);
-		if (ret < 0)
-			snprintf(op->err, sizeof(op->err),
-				 "a label is outside [0, %d) (logits %d x %d)", op->p.xent.cols,
-				 op->p.xent.rows, op->p.xent.cols);
-		break;
-	case RF__OP_CONV_FWD:
-		ret = rf__k_conv2d_fwd(&op->p.conv.s, D(op->o.conv_fwd.y), C(op->o.conv_fwd.x),
-				       C(op->o.conv_fwd.w), C(op->o.conv_fwd.b), op->ws, op->ws_bytes);
-		break;
-	case RF__OP_CONV_BWD_DATA:
-		ret = rf__k_conv2d_bwd_data(&op->p.conv.s, D(op->o.conv_bwd_data.dx),
-					    C(op->o.conv_bwd_data.dy), C(op->o.conv_bwd_data.w),
-					    op->ws, op->ws_bytes);
-		break;
-	case RF__OP_CONV_BWD_FILTER:
-		ret = rf__k_conv2d_bwd_filter(&op->p.conv.s, D(op->o.conv_bwd_filter.dw),
-					      D(op->o.conv_bwd_filter.db), C(op->o.conv_bwd_filter.dy),
-					      C(op->o.conv_bwd_filter.x), op->p.conv.acc, op->ws,
-					      op->ws_bytes);
-		break;
-	case RF__OP_CONV_BWD_FILTER_POOL_RELU:
-		ret = rf__k_conv2d_bwd_filter_pool_relu(&op->p.conv.s, D(op->o.conv_bwd_filter_pr.dw),
-							D(op->o.conv_bwd_filter_pr.db),
-							C(op->o.conv_bwd_filter_pr.dp),
-							C(op->o.conv_bwd_filter_pr.y),
-							C(op->o.conv_bwd_filter_pr.x), op->p.conv.acc);
-		break;
-	case RF__OP_AVGPOOL_FWD:
-		rf__k_avgpool2d_fwd(D(op->o.avgpool_fwd.y), C(op->o.avgpool_fwd.x), op->p.pool.n,
-				    op->p.pool.c, op->p.pool.h, op->p.pool.w, op->p.pool.k);
-		break;
-	case RF__OP_AVGPOOL_BWD:
-		rf__k_avgpool2d_bwd(D(op->o.avgpool_bwd.dx), C(op->o.avgpool_bwd.dy), op->p.pool.n,
-				    op->p.pool.c, op->p.pool.h, op->p.pool.w, op->p.pool.k);
-		break;
-	case RF__OP_RELU_AVGPOOL2_FWD:
-		rf__k_relu_avgpool2_fwd(D(op->o.relu_avgpool2_fwd.p), D(op->o.relu_avgpool2_fwd.y),
-					op->p.pool.n, op->p.pool.c, op->p.pool.h, op->p.pool.w);
-		break;
-	case RF__OP_AVGPOOL2_RELU_BWD:
-		rf__k_avgpool2_relu_bwd(D(op->o.avgpool2_relu_bwd.dx), C(op->o.avgpool2_relu_bwd.dy),
-					C(op->o.avgpool2_relu_bwd.y), op->p.pool.n, op->p.pool.c,
-					op->p.pool.h, op->p.pool.w);
-		break;
-	case RF__OP_MAXPOOL_FWD:
-		rf__k_maxpool2d_fwd(D(op->o.maxpool_fwd.y), C(op->o.maxpool_fwd.x), op->p.pool.n,
-				    op->p.pool.c, op->p.pool.h, op->p.pool.w, op->p.pool.k,
-				    op->p.pool.st);
-		break;
-	case RF__OP_MAXPOOL_BWD:
-		rf__k_maxpool2d_bwd(D(op->o.maxpool_bwd.dx), C(op->o.maxpool_bwd.dy),
-				    C(op->o.maxpool_bwd.x), op->p.pool.n, op->p.pool.c, op->p.pool.h,
-				    op->p.pool.w, op->p.pool.k, op->p.pool.st);
-		break;
-	case RF__OP_GAP_FWD:
-		rf__k_gavgpool_fwd(D(op->o.gap_fwd.y), C(op->o.gap_fwd.x),
-				   (size_t)op->p.pool.n * op->p.pool.c, op->p.pool.h * op->p.pool.w);
-		break;
-	case RF__OP_GAP_BWD:
-		rf__k_gavgpool_bwd(D(op->o.gap_bwd.dx), C(op->o.gap_bwd.dy),
-				   (size_t)op->p.pool.n * op->p.pool.c, op->p.pool.h * op->p.pool.w);
-		break;
-	case RF__OP_BN_TRAIN: case RF__OP_BN_RELU_TRAIN:
-		ret = rf__k_bn_fwd_train(&op->p.bn.s, D(op->o.bn_train.y), D(op->o.bn_train.mean),
-					 D(op->o.bn_train.invstd), D(op->o.bn_train.run_mean),
-					 D(op->o.bn_train.run_var), C(op->o.bn_train.x),
-					 C(op->o.bn_train.gamma), C(op->o.bn_train.beta));
-		break;
-	case RF__OP_BN_EVAL: case RF__OP_BN_RELU_EVAL:
-		ret = rf__k_bn_fwd_eval(&op->p.bn.s, D(op->o.bn_eval.y), C(op->o.bn_eval.x),
-					C(op->o.bn_eval.gamma), C(op->o.bn_eval.beta),
-					C(op->o.bn_eval.run_mean), C(op->o.bn_eval.run_var));
-		break;
-	case RF__OP_BN_BWD: case RF__OP_BN_RELU_BWD:
-		ret = rf__k_bn_bwd(&op->p.bn.s, D(op->o.bn_bwd.dx), D(op->o.bn_bwd.dgamma),
-				   D(op->o.bn_bwd.dbeta), C(op->o.bn_bwd.dy), C(op->o.bn_bwd.x),
-				   C(op->o.bn_bwd.mean), C(op->o.bn_bwd.invstd), C(op->o.bn_bwd.gamma),
-				   op->code == RF__OP_BN_RELU_BWD ? C(op->o.bn_relu_bwd.y) : NULL,
-				   op->ws_bytes >= (size_t)op->p.bn.s.hw * sizeof(float) ? op->ws : NULL);
-		break;
-	case RF__OP_SGD:
-		rf__k_sgd(D(op->o.sgd.w), C(op->o.sgd.g), op->p.sgd.n, rf__sgd_lr(op), op->p.sgd.wd);
-		break;
-	case RF__OP_SGD_MOMENTUM:
-		rf__k_sgd_momentum(D(op->o.sgd_momentum.w), D(op->o.sgd_momentum.v),
-				   C(op->o.sgd_momentum.g), op->p.sgd.n, rf__sgd_lr(op), op->p.sgd.mom,
-				   op->p.sgd.wd, op->p.sgd.nesterov);
-		break;
-	case RF__OP_ADAMW: {
-		struct rf_adamw_params p = rf__adamw_p(op);
-		rf__k_adamw(D(op->o.adamw.w), D(op->o.adamw.m), D(op->o.adamw.v), C(op->o.adamw.g),
-			    op->p.adamw.n, &p);
-		break;
-	}
-	case RF__OP_AXPY:
-		rf__k_axpy(D(op->o.axpy.y), op->p.axpy.a, C(op->o.axpy.x), op->p.axpy.n);
-		break;
-	case RF__OP_SCALE:
-		rf__k_scale(D(op->o.scale.x), op->p.axpy.a, op->p.axpy.n);
-		break;
-	case RF__OP_SUM: {
-		const float *in[RF__OP_SUM_MAX];
-		int k = op->p.sum.k;
-		for (int i = 0; i < k; i++)
-			in[i] = op->p.sum.in[i].data;
-		rf__k_reduce_sum(D(op->o.sum.out), in, k, op->p.sum.n);
-		break;
-	}
-	case RF__OP_FILL:
-		rf__fill_any(op->o.fill.x.data, op->p.fill.n, op->p.fill.v, op->o.fill.x.dtype);
-		break;
-	case RF__OP_U8_F32:
-		rf__k_u8_norm(D(op->o.dec.out), op->o.dec.in.data, op->p.dec.n, &op->p.dec.nm);
-		break;
-	case RF__OP_U8_I32:
-		rf__k_u8_to_i32(op->o.dec.out.data, op->o.dec.in.data, op->p.dec.n);
-		break;
-	case RF__OP_RAND_UNIFORM:
-	case RF__OP_RAND_NORMAL: {
-		/* The generator is this op's written variable: mutate it here. */
-		struct rf_prng *g = op->p.rand.g;
-		if (op->code == RF__OP_RAND_UNIFORM)
-			rf__k_rand_uniform(D(op->o.rand.x), op->p.rand.n, g->seed, g->counter,
-					   op->p.rand.a, op->p.rand.b);
-		else
-			rf__k_rand_normal(D(op->o.rand.x), op->p.rand.n, g->seed, g->counter,
-					  op->p.rand.a, op->p.rand.b);
-		g->counter += op->p.rand.n;
-		break;
-	}
-	case RF__OP_CONVERT: {
-		const struct rf__tref *d = &op->o.convert.dst, *s = &op->o.convert.src;
-		ret = rf__convert_host(d->data, d->dtype, d->layout, s->data, s->dtype, s->layout,
-				       s->ndim, s->shape);
-		if (ret < 0)
-			snprintf(op->err, sizeof(op->err), "cannot convert %s to %s",
-				 rf_tdtype_name(s->dtype), rf_tdtype_name(d->dtype));
-		break;
-	}
-	case RF__OP_COPY:
-		if (op->p.copy.bytes && op->o.copy.dst.data != op->o.copy.src.data)
-			memcpy(op->o.copy.dst.data, op->o.copy.src.data, op->p.copy.bytes);
-		break;
-	case RF__OP_HOST:
-		ret = op->p.host.fn(op->p.host.arg);
-		break;
-	default:
-		ret = -ENOSYS;
-	}
-	return ret;
+	if ((unsigned)op->code >= RF__OP_COUNT || !rf__cpu_fns[op->code])
+		return -ENOSYS;
+	return rf__cpu_fns[op->code](op);
 }
 
 /* The reference path: every staged operand through f32 row-major scratch. */

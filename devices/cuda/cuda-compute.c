@@ -123,209 +123,299 @@ static int rf__conv_by_dnn(struct rf__cuda_stream *c, struct rf__op *op, int *re
 #define D(t) ((float *)(t).data)
 #define C(t) ((const float *)(t).data)
 
+/* ---- each op to its launch ----------------------------------------------------------
+ * One function per opcode, queued on c's stream: grouped by what it calls (the
+ * kernels of kernels_cuda.cu, kernels_cuda_half.cu, kernels_cuda_optim.cu and
+ * kernels_cuda_convert.cu, cuBLAS, cuDNN); rf__cuda_fns indexes them by opcode. 0 or
+ * a negative code (op->err may say more). */
+
+/* cuBLAS */
+static int rf__cu_gemm(struct rf__cuda_stream *c, struct rf__op *op)
+{
+	int m = op->p.gemm.m, n = op->p.gemm.n, k = op->p.gemm.k;
+	int lda = op->p.gemm.ta ? m : k;
+	int ldb = op->p.gemm.tb ? k : n;
+
+	return rf__kc_gemm_ex(c->blas, op->p.gemm.ta, op->p.gemm.tb, m, n, k, op->p.gemm.alpha,
+			      op->o.gemm.a.data, (int)op->o.gemm.a.dtype, lda > 0 ? lda : 1,
+			      op->o.gemm.b.data, (int)op->o.gemm.b.dtype, ldb > 0 ? ldb : 1,
+			      op->p.gemm.beta, op->o.gemm.c.data, (int)op->o.gemm.c.dtype,
+			      n > 0 ? n : 1, op->math == RF__MATH_TF32);
+}
+
+/* layers: f32 kernels, and the 16-bit ones (kernels_cuda_half.cu) for other dtypes */
+static int rf__cu_bias_add(struct rf__cuda_stream *c, struct rf__op *op)
+{
+	return rf__kc_bias_add(c->cs, D(op->o.bias_add.y), C(op->o.bias_add.b), op->p.bias.rows,
+			       op->p.bias.cols);
+}
+
+static int rf__cu_bias_grad(struct rf__cuda_stream *c, struct rf__op *op)
+{
+	return rf__kc_bias_grad(c->cs, D(op->o.bias_grad.db), C(op->o.bias_grad.dy),
+				op->p.bias.rows, op->p.bias.cols, op->p.bias.acc);
+}
+
+static int rf__cu_relu_fwd(struct rf__cuda_stream *c, struct rf__op *op)
+{
+	if (op->o.relu_fwd.y.dtype != RF_F32)
+		return rf__kc_relu_fwd_h(c->cs, (int)op->o.relu_fwd.y.dtype, op->o.relu_fwd.y.data,
+					 op->o.relu_fwd.x.data, op->p.ew.n);
+	return rf__kc_relu_fwd(c->cs, D(op->o.relu_fwd.y), C(op->o.relu_fwd.x), op->p.ew.n);
+}
+
+static int rf__cu_add_relu(struct rf__cuda_stream *c, struct rf__op *op)
+{
+	if (op->o.add_relu.y.dtype != RF_F32)
+		return rf__kc_add_relu_h(c->cs, (int)op->o.add_relu.y.dtype, op->o.add_relu.y.data,
+					 op->o.add_relu.a.data, op->o.add_relu.b.data, op->p.ew.n);
+	return rf__kc_add_relu(c->cs, D(op->o.add_relu.y), C(op->o.add_relu.a),
+			       C(op->o.add_relu.b), op->p.ew.n);
+}
+
+static int rf__cu_relu_bwd(struct rf__cuda_stream *c, struct rf__op *op)
+{
+	if (op->o.relu_bwd.dx.dtype != RF_F32)
+		return rf__kc_relu_bwd_h(c->cs, (int)op->o.relu_bwd.dx.dtype, op->o.relu_bwd.dx.data,
+					 op->o.relu_bwd.dy.data, op->o.relu_bwd.y.data, op->p.ew.n);
+	return rf__kc_relu_bwd(c->cs, D(op->o.relu_bwd.dx), C(op->o.relu_bwd.dy),
+			       C(op->o.relu_bwd.y), op->p.ew.n);
+}
+
+static int rf__cu_xent(struct rf__cuda_stream *c, struct rf__op *op)
+{
+	return rf__kc_softmax_xent(c->cs, D(op->o.xent.dlogits), D(op->o.xent.loss),
+				   op->o.xent.correct.data, C(op->o.xent.logits),
+				   op->o.xent.labels.data, op->p.xent.rows, op->p.xent.cols);
+}
+
+/* (out, in): f32 row-major by the f32 kernels, any other format by one kernel that
+ * reads each dtype and layout as it is (supports_op: x and y alike) */
+static int rf__cu_avgpool(struct rf__cuda_stream *c, struct rf__op *op)
+{
+	const struct rf__tref *o = &op->o.t[0], *in = &op->o.t[1];
+	int bwd = op->code == RF__OP_AVGPOOL_BWD;
+
+	if (o->dtype != RF_F32 || o->layout != RF_LAYOUT_ROWMAJOR)
+		return rf__kc_avgpool2d_h(c->cs, bwd, (int)o->dtype, o->layout == RF_LAYOUT_NHWC,
+					  o->data, in->data, op->p.pool.n, op->p.pool.c,
+					  op->p.pool.h, op->p.pool.w, op->p.pool.k);
+	if (bwd)
+		return rf__kc_avgpool2d_bwd(c->cs, D(*o), C(*in), op->p.pool.n, op->p.pool.c,
+					    op->p.pool.h, op->p.pool.w, op->p.pool.k);
+	return rf__kc_avgpool2d_fwd(c->cs, D(*o), C(*in), op->p.pool.n, op->p.pool.c,
+				    op->p.pool.h, op->p.pool.w, op->p.pool.k);
+}
+
+/* cuDNN's plan, else im2col + cuBLAS (rf__conv_by_dnn) */
+static int rf__cu_conv_fwd(struct rf__cuda_stream *c, struct rf__op *op)
+{
+	int ret;
+
+	if (rf__conv_by_dnn(c, op, &ret))
+		return ret;
+	return rf__kc_conv2d_fwd(c->cs, c->blas, &op->p.conv.s, D(op->o.conv_fwd.y),
+				 C(op->o.conv_fwd.x), C(op->o.conv_fwd.w), C(op->o.conv_fwd.b),
+				 op->ws, op->ws_bytes);
+}
+
+static int rf__cu_conv_bwd_data(struct rf__cuda_stream *c, struct rf__op *op)
+{
+	int ret;
+
+	if (rf__conv_by_dnn(c, op, &ret))
+		return ret;
+	return rf__kc_conv2d_bwd_data(c->cs, c->blas, &op->p.conv.s, D(op->o.conv_bwd_data.dx),
+				      C(op->o.conv_bwd_data.dy), C(op->o.conv_bwd_data.w), op->ws,
+				      op->ws_bytes);
+}
+
+static int rf__cu_conv_bwd_filter(struct rf__cuda_stream *c, struct rf__op *op)
+{
+	int ret;
+
+	if (rf__conv_by_dnn(c, op, &ret))
+		return ret;
+	return rf__kc_conv2d_bwd_filter(c->cs, c->blas, &op->p.conv.s,
+					D(op->o.conv_bwd_filter.dw), D(op->o.conv_bwd_filter.db),
+					C(op->o.conv_bwd_filter.dy), C(op->o.conv_bwd_filter.x),
+					op->p.conv.acc, op->ws, op->ws_bytes);
+}
+
+/* batch norm, max and global pooling: cuDNN (cudnn.c) */
+static int rf__cu_dnn_norm(struct rf__cuda_stream *c, struct rf__op *op)
+{
+#if RF_HAVE_CUDNN
+	return rf__dnn_norm(c, op);
+#else
+	(void)c;
+	(void)op;
+	return -ENOSYS;
+#endif
+}
+
+/* optimisers (kernels_cuda_optim.cu) and vector ops */
+static int rf__cu_sgd(struct rf__cuda_stream *c, struct rf__op *op)
+{
+	return rf__kc_sgd(c->cs, D(op->o.sgd.w), C(op->o.sgd.g), op->p.sgd.n, rf__sgd_lr(op),
+			  op->p.sgd.wd);
+}
+
+static int rf__cu_sgd_momentum(struct rf__cuda_stream *c, struct rf__op *op)
+{
+	return rf__kc_sgd_momentum(c->cs, D(op->o.sgd_momentum.w), D(op->o.sgd_momentum.v),
+				   C(op->o.sgd_momentum.g), op->p.sgd.n, rf__sgd_lr(op),
+				   op->p.sgd.mom, op->p.sgd.wd, op->p.sgd.nesterov);
+}
+
+static int rf__cu_adamw(struct rf__cuda_stream *c, struct rf__op *op)
+{
+	struct rf_adamw_params p = rf__adamw_p(op);
+
+	return rf__kc_adamw(c->cs, D(op->o.adamw.w), D(op->o.adamw.m), D(op->o.adamw.v),
+			    C(op->o.adamw.g), op->p.adamw.n, &p);
+}
+
+static int rf__cu_axpy(struct rf__cuda_stream *c, struct rf__op *op)
+{
+	if (op->o.axpy.y.dtype != RF_F32)
+		return rf__kc_axpy_h(c->cs, (int)op->o.axpy.y.dtype, op->o.axpy.y.data,
+				     op->p.axpy.a, op->o.axpy.x.data, op->p.axpy.n);
+	return rf__kc_axpy(c->cs, D(op->o.axpy.y), op->p.axpy.a, C(op->o.axpy.x), op->p.axpy.n);
+}
+
+static int rf__cu_scale(struct rf__cuda_stream *c, struct rf__op *op)
+{
+	if (op->o.scale.x.dtype != RF_F32)
+		return rf__kc_scale_h(c->cs, (int)op->o.scale.x.dtype, op->o.scale.x.data,
+				      op->p.axpy.a, op->p.axpy.n);
+	return rf__kc_scale(c->cs, D(op->o.scale.x), op->p.axpy.a, op->p.axpy.n);
+}
+
+static int rf__cu_sum(struct rf__cuda_stream *c, struct rf__op *op)
+{
+	const float *in[RF__OP_SUM_MAX];
+
+	for (int i = 0; i < op->p.sum.k; i++)
+		in[i] = op->p.sum.in[i].data;
+	if (op->o.sum.out.dtype != RF_F32)
+		return rf__kc_sum_h(c->cs, (int)op->o.sum.out.dtype, op->o.sum.out.data,
+				    (const void *const *)in, op->p.sum.k, op->p.sum.n);
+	return rf__kc_reduce_sum(c->cs, D(op->o.sum.out), in, op->p.sum.k, op->p.sum.n);
+}
+
+static int rf__cu_fill(struct rf__cuda_stream *c, struct rf__op *op)
+{
+	const struct rf__tref *x = &op->o.fill.x;
+
+	if (x->dtype == RF_F32)
+		return rf__kc_fill(c->cs, x->data, op->p.fill.v, op->p.fill.n);
+	/* u8, or zeros (supports_op) */
+	return rf__cuerr(cudaMemsetAsync(x->data, (int)(uint8_t)op->p.fill.v,
+					 op->p.fill.n * rf_tdtype_size(x->dtype), c->cs));
+}
+
+static int rf__cu_u8_f32(struct rf__cuda_stream *c, struct rf__op *op)
+{
+	if (op->o.dec.out.dtype == RF_F32 && op->o.dec.out.layout == RF_LAYOUT_ROWMAJOR)
+		return rf__kc_u8_to_f32(c->cs, D(op->o.dec.out), op->o.dec.in.data, op->p.dec.n,
+					&op->p.dec.nm);
+	/* straight into bf16/f16 or NHWC: one kernel, no f32 copy */
+	return rf__kc_u8_decode(c->cs, op->o.dec.out.data, (int)op->o.dec.out.dtype,
+				op->o.dec.out.layout == RF_LAYOUT_NHWC, op->o.dec.in.data,
+				op->o.dec.out.ndim, op->o.dec.out.shape, &op->p.dec.nm);
+}
+
+static int rf__cu_u8_i32(struct rf__cuda_stream *c, struct rf__op *op)
+{
+	return rf__kc_u8_to_i32(c->cs, op->o.dec.out.data, op->o.dec.in.data, op->p.dec.n);
+}
+
+/* the generator is the op's written variable: advanced here once queued */
+static int rf__cu_rand(struct rf__cuda_stream *c, struct rf__op *op)
+{
+	struct rf_prng *g = op->p.rand.g;
+	int ret;
+
+	if (op->code == RF__OP_RAND_UNIFORM)
+		ret = rf__kc_rand_uniform(c->cs, D(op->o.rand.x), op->p.rand.n, g->seed, g->counter,
+					  op->p.rand.a, op->p.rand.b);
+	else
+		ret = rf__kc_rand_normal(c->cs, D(op->o.rand.x), op->p.rand.n, g->seed, g->counter,
+					 op->p.rand.a, op->p.rand.b);
+	if (ret == 0)
+		g->counter += op->p.rand.n;
+	return ret;
+}
+
+/* kernels_cuda_convert.cu, and the copy engine */
+static int rf__cu_convert(struct rf__cuda_stream *c, struct rf__op *op)
+{
+	const struct rf__tref *dt = &op->o.convert.dst, *sr = &op->o.convert.src;
+
+	return rf__kc_convert(c->cs, dt->data, (int)dt->dtype, dt->layout == RF_LAYOUT_NHWC,
+			      sr->data, (int)sr->dtype, sr->layout == RF_LAYOUT_NHWC, sr->ndim,
+			      sr->shape);
+}
+
+static int rf__cu_copy(struct rf__cuda_stream *c, struct rf__op *op)
+{
+	if (!op->p.copy.bytes)
+		return 0;
+	return rf__cuerr(cudaMemcpyAsync(op->o.copy.dst.data, op->o.copy.src.data,
+					 op->p.copy.bytes, cudaMemcpyDefault, c->cs));
+}
+
+static int (*const rf__cuda_fns[RF__OP_COUNT])(struct rf__cuda_stream *c, struct rf__op *op) = {
+	[RF__OP_GEMM] = rf__cu_gemm,
+	[RF__OP_BIAS_ADD] = rf__cu_bias_add,
+	[RF__OP_BIAS_GRAD] = rf__cu_bias_grad,
+	[RF__OP_RELU_FWD] = rf__cu_relu_fwd,
+	[RF__OP_RELU_BWD] = rf__cu_relu_bwd,
+	[RF__OP_XENT] = rf__cu_xent,
+	[RF__OP_CONV_FWD] = rf__cu_conv_fwd,
+	[RF__OP_CONV_BWD_DATA] = rf__cu_conv_bwd_data,
+	[RF__OP_CONV_BWD_FILTER] = rf__cu_conv_bwd_filter,
+	[RF__OP_AVGPOOL_FWD] = rf__cu_avgpool,
+	[RF__OP_AVGPOOL_BWD] = rf__cu_avgpool,
+	[RF__OP_MAXPOOL_FWD] = rf__cu_dnn_norm,
+	[RF__OP_MAXPOOL_BWD] = rf__cu_dnn_norm,
+	[RF__OP_GAP_FWD] = rf__cu_dnn_norm,
+	[RF__OP_GAP_BWD] = rf__cu_dnn_norm,
+	[RF__OP_BN_TRAIN] = rf__cu_dnn_norm,
+	[RF__OP_BN_EVAL] = rf__cu_dnn_norm,
+	[RF__OP_BN_BWD] = rf__cu_dnn_norm,
+	[RF__OP_BN_RELU_TRAIN] = rf__cu_dnn_norm,
+	[RF__OP_BN_RELU_EVAL] = rf__cu_dnn_norm,
+	[RF__OP_BN_RELU_BWD] = rf__cu_dnn_norm,
+	[RF__OP_SGD] = rf__cu_sgd,
+	[RF__OP_SGD_MOMENTUM] = rf__cu_sgd_momentum,
+	[RF__OP_ADAMW] = rf__cu_adamw,
+	[RF__OP_AXPY] = rf__cu_axpy,
+	[RF__OP_SCALE] = rf__cu_scale,
+	[RF__OP_SUM] = rf__cu_sum,
+	[RF__OP_ADD_RELU] = rf__cu_add_relu,
+	[RF__OP_FILL] = rf__cu_fill,
+	[RF__OP_U8_F32] = rf__cu_u8_f32,
+	[RF__OP_U8_I32] = rf__cu_u8_i32,
+	[RF__OP_RAND_UNIFORM] = rf__cu_rand,
+	[RF__OP_RAND_NORMAL] = rf__cu_rand,
+	[RF__OP_CONVERT] = rf__cu_convert,
+	[RF__OP_COPY] = rf__cu_copy,
+};
+
 int rf__cuda_compute(struct rf_device *d, struct rf__dstream *ds, struct rf__op *op)
 {
 	struct rf__cuda_stream *c = ds ? ds->impl : NULL;
-	void *st, *bl;
-	int ret = 0;
+	int ret;
 
 	(void)d;
 	if (!c)
 		return -EINVAL;
-	st = c->cs;
-	bl = c->blas;
-	switch (op->code) {
-	case RF__OP_GEMM: {
-		int m = op->p.gemm.m, n = op->p.gemm.n, k = op->p.gemm.k;
-		int lda = op->p.gemm.ta ? m : k;
-		int ldb = op->p.gemm.tb ? k : n;
-		ret = rf__kc_gemm_ex(bl, op->p.gemm.ta, op->p.gemm.tb, m, n, k, op->p.gemm.alpha,
-				     op->o.gemm.a.data, (int)op->o.gemm.a.dtype, lda > 0 ? lda : 1,
-				     op->o.gemm.b.data, (int)op->o.gemm.b.dtype, ldb > 0 ? ldb : 1,
-				     op->p.gemm.beta, op->o.gemm.c.data, (int)op->o.gemm.c.dtype,
-				     n > 0 ? n : 1, op->math == RF__MATH_TF32);
-		break;
-	}
-	case RF__OP_BIAS_ADD:
-		ret = rf__kc_bias_add(st, D(op->o.bias_add.y), C(op->o.bias_add.b), op->p.bias.rows,
-				      op->p.bias.cols);
-		break;
-	case RF__OP_BIAS_GRAD:
-		ret = rf__kc_bias_grad(st, D(op->o.bias_grad.db), C(op->o.bias_grad.dy),
-				       op->p.bias.rows, op->p.bias.cols, op->p.bias.acc);
-		break;
-	case RF__OP_RELU_FWD:
-		if (op->o.relu_fwd.y.dtype != RF_F32)
-			ret = rf__kc_relu_fwd_h(st, (int)op->o.relu_fwd.y.dtype, op->o.relu_fwd.y.data,
-						op->o.relu_fwd.x.data, op->p.ew.n);
-		else
-			ret = rf__kc_relu_fwd(st, D(op->o.relu_fwd.y), C(op->o.relu_fwd.x), op->p.ew.n);
-		break;
-	case RF__OP_ADD_RELU:
-		if (op->o.add_relu.y.dtype != RF_F32)
-			ret = rf__kc_add_relu_h(st, (int)op->o.add_relu.y.dtype, op->o.add_relu.y.data,
-						op->o.add_relu.a.data, op->o.add_relu.b.data,
-						op->p.ew.n);
-		else
-			ret = rf__kc_add_relu(st, D(op->o.add_relu.y), C(op->o.add_relu.a),
-					      C(op->o.add_relu.b), op->p.ew.n);
-		break;
-	case RF__OP_RELU_BWD:
-		if (op->o.relu_bwd.dx.dtype != RF_F32)
-			ret = rf__kc_relu_bwd_h(st, (int)op->o.relu_bwd.dx.dtype, op->o.relu_bwd.dx.data,
-						op->o.relu_bwd.dy.data, op->o.relu_bwd.y.data,
-						op->p.ew.n);
-		else
-			ret = rf__kc_relu_bwd(st, D(op->o.relu_bwd.dx), C(op->o.relu_bwd.dy),
-					      C(op->o.relu_bwd.y), op->p.ew.n);
-		break;
-	case RF__OP_XENT:
-		ret = rf__kc_softmax_xent(st, D(op->o.xent.dlogits), D(op->o.xent.loss),
-					  op->o.xent.correct.data, C(op->o.xent.logits),
-					  op->o.xent.labels.data, op->p.xent.rows, op->p.xent.cols);
-		break;
-	case RF__OP_BN_TRAIN: case RF__OP_BN_EVAL: case RF__OP_BN_BWD:
-	case RF__OP_BN_RELU_TRAIN: case RF__OP_BN_RELU_EVAL: case RF__OP_BN_RELU_BWD:
-	case RF__OP_MAXPOOL_FWD: case RF__OP_MAXPOOL_BWD:
-	case RF__OP_GAP_FWD: case RF__OP_GAP_BWD:
-#if RF_HAVE_CUDNN
-		ret = rf__dnn_norm(c, op);
-#else
+	if ((unsigned)op->code < RF__OP_COUNT && rf__cuda_fns[op->code])
+		ret = rf__cuda_fns[op->code](c, op);
+	else
 		ret = -ENOSYS;
-#endif
-		break;
-	case RF__OP_CONV_FWD:
-		if (rf__conv_by_dnn(c, op, &ret))
-			break;
-		ret = rf__kc_conv2d_fwd(st, bl, &op->p.conv.s, D(op->o.conv_fwd.y),
-					C(op->o.conv_fwd.x), C(op->o.conv_fwd.w), C(op->o.conv_fwd.b),
-					op->ws, op->ws_bytes);
-		break;
-	case RF__OP_CONV_BWD_DATA:
-		if (rf__conv_by_dnn(c, op, &ret))
-			break;
-		ret = rf__kc_conv2d_bwd_data(st, bl, &op->p.conv.s, D(op->o.conv_bwd_data.dx),
-					     C(op->o.conv_bwd_data.dy), C(op->o.conv_bwd_data.w),
-					     op->ws, op->ws_bytes);
-		break;
-	case RF__OP_CONV_BWD_FILTER:
-		if (rf__conv_by_dnn(c, op, &ret))
-			break;
-		ret = rf__kc_conv2d_bwd_filter(st, bl, &op->p.conv.s, D(op->o.conv_bwd_filter.dw),
-					       D(op->o.conv_bwd_filter.db),
-					       C(op->o.conv_bwd_filter.dy), C(op->o.conv_bwd_filter.x),
-					       op->p.conv.acc, op->ws, op->ws_bytes);
-		break;
-	case RF__OP_AVGPOOL_FWD:
-	case RF__OP_AVGPOOL_BWD: {
-		/* (out, in): f32 row-major by the f32 kernels, any other format by one kernel
-		 * that reads each dtype and layout as it is (supports_op: x and y alike) */
-		const struct rf__tref *o = &op->o.t[0], *in = &op->o.t[1];
-		int bwd = op->code == RF__OP_AVGPOOL_BWD;
-		if (o->dtype != RF_F32 || o->layout != RF_LAYOUT_ROWMAJOR)
-			ret = rf__kc_avgpool2d_h(st, bwd, (int)o->dtype,
-						 o->layout == RF_LAYOUT_NHWC, o->data, in->data,
-						 op->p.pool.n, op->p.pool.c, op->p.pool.h, op->p.pool.w,
-						 op->p.pool.k);
-		else if (bwd)
-			ret = rf__kc_avgpool2d_bwd(st, D(*o), C(*in), op->p.pool.n, op->p.pool.c,
-						   op->p.pool.h, op->p.pool.w, op->p.pool.k);
-		else
-			ret = rf__kc_avgpool2d_fwd(st, D(*o), C(*in), op->p.pool.n, op->p.pool.c,
-						   op->p.pool.h, op->p.pool.w, op->p.pool.k);
-		break;
-	}
-	case RF__OP_SGD:
-		ret = rf__kc_sgd(st, D(op->o.sgd.w), C(op->o.sgd.g), op->p.sgd.n, rf__sgd_lr(op),
-				 op->p.sgd.wd);
-		break;
-	case RF__OP_SGD_MOMENTUM:
-		ret = rf__kc_sgd_momentum(st, D(op->o.sgd_momentum.w), D(op->o.sgd_momentum.v),
-					  C(op->o.sgd_momentum.g), op->p.sgd.n, rf__sgd_lr(op),
-					  op->p.sgd.mom, op->p.sgd.wd, op->p.sgd.nesterov);
-		break;
-	case RF__OP_ADAMW: {
-		struct rf_adamw_params p = rf__adamw_p(op);
-		ret = rf__kc_adamw(st, D(op->o.adamw.w), D(op->o.adamw.m), D(op->o.adamw.v),
-				   C(op->o.adamw.g), op->p.adamw.n, &p);
-		break;
-	}
-	case RF__OP_AXPY:
-		if (op->o.axpy.y.dtype != RF_F32)
-			ret = rf__kc_axpy_h(st, (int)op->o.axpy.y.dtype, op->o.axpy.y.data, op->p.axpy.a,
-					    op->o.axpy.x.data, op->p.axpy.n);
-		else
-			ret = rf__kc_axpy(st, D(op->o.axpy.y), op->p.axpy.a, C(op->o.axpy.x),
-					  op->p.axpy.n);
-		break;
-	case RF__OP_SCALE:
-		if (op->o.scale.x.dtype != RF_F32)
-			ret = rf__kc_scale_h(st, (int)op->o.scale.x.dtype, op->o.scale.x.data,
-					     op->p.axpy.a, op->p.axpy.n);
-		else
-			ret = rf__kc_scale(st, D(op->o.scale.x), op->p.axpy.a, op->p.axpy.n);
-		break;
-	case RF__OP_SUM: {
-		const float *in[RF__OP_SUM_MAX];
-		for (int i = 0; i < op->p.sum.k; i++)
-			in[i] = op->p.sum.in[i].data;
-		if (op->o.sum.out.dtype != RF_F32)
-			ret = rf__kc_sum_h(st, (int)op->o.sum.out.dtype, op->o.sum.out.data,
-					   (const void *const *)in, op->p.sum.k, op->p.sum.n);
-		else
-			ret = rf__kc_reduce_sum(st, D(op->o.sum.out), in, op->p.sum.k, op->p.sum.n);
-		break;
-	}
-	case RF__OP_FILL: {
-		const struct rf__tref *x = &op->o.fill.x;
-		if (x->dtype == RF_F32)
-			ret = rf__kc_fill(st, x->data, op->p.fill.v, op->p.fill.n);
-		else /* u8, or zeros (supports_op) */
-			ret = rf__cuerr(cudaMemsetAsync(x->data, (int)(uint8_t)op->p.fill.v,
-							op->p.fill.n * rf_tdtype_size(x->dtype), c->cs));
-		break;
-	}
-	case RF__OP_U8_F32:
-		if (op->o.dec.out.dtype == RF_F32 && op->o.dec.out.layout == RF_LAYOUT_ROWMAJOR)
-			ret = rf__kc_u8_to_f32(st, D(op->o.dec.out), op->o.dec.in.data, op->p.dec.n,
-					       &op->p.dec.nm);
-		else    /* straight into bf16/f16 or NHWC: one kernel, no f32 copy */
-			ret = rf__kc_u8_decode(st, op->o.dec.out.data, (int)op->o.dec.out.dtype,
-					       op->o.dec.out.layout == RF_LAYOUT_NHWC,
-					       op->o.dec.in.data, op->o.dec.out.ndim,
-					       op->o.dec.out.shape, &op->p.dec.nm);
-		break;
-	case RF__OP_U8_I32:
-		ret = rf__kc_u8_to_i32(st, op->o.dec.out.data, op->o.dec.in.data, op->p.dec.n);
-		break;
-	case RF__OP_RAND_UNIFORM:
-	case RF__OP_RAND_NORMAL: {
-		struct rf_prng *g = op->p.rand.g;
-		if (op->code == RF__OP_RAND_UNIFORM)
-			ret = rf__kc_rand_uniform(st, D(op->o.rand.x), op->p.rand.n, g->seed,
-						  g->counter, op->p.rand.a, op->p.rand.b);
-		else
-			ret = rf__kc_rand_normal(st, D(op->o.rand.x), op->p.rand.n, g->seed,
-						 g->counter, op->p.rand.a, op->p.rand.b);
-		if (ret == 0)
-			g->counter += op->p.rand.n;
-		break;
-	}
-	case RF__OP_CONVERT: {
-		const struct rf__tref *dt = &op->o.convert.dst, *sr = &op->o.convert.src;
-		ret = rf__kc_convert(st, dt->data, (int)dt->dtype, dt->layout == RF_LAYOUT_NHWC,
-				     sr->data, (int)sr->dtype, sr->layout == RF_LAYOUT_NHWC, sr->ndim,
-				     sr->shape);
-		break;
-	}
-	case RF__OP_COPY:
-		if (op->p.copy.bytes)
-			ret = rf__cuerr(cudaMemcpyAsync(op->o.copy.dst.data, op->o.copy.src.data,
-							op->p.copy.bytes, cudaMemcpyDefault, c->cs));
-		break;
-	default:
-		ret = -ENOSYS;
-	}
 	if (ret < 0 && !op->err[0])
 		snprintf(op->err, sizeof(op->err), "%s", rf__kc_error_string(ret));
 	/* A failed op leaves no non-sticky error pending for the next launch's check:

@@ -201,6 +201,27 @@ int rf__cuda_rule_supports(const struct rf__op *op, int dnn, const char *dnn_why
 
 /* ---- a convolution's path ------------------------------------------------------------ */
 
+int rf__cuda_pick_algo(const struct rf__algo_perf *perf, int n, size_t budget, int tf32,
+		       int *other)
+{
+	*other = 0;
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = 0; i < n; i++) {
+			int fma = 0, ok;
+			for (int j = 0; !tf32 && pass && j < n; j++)
+				fma |= perf[j].algo == perf[i].algo && perf[j].fma;
+			if (tf32)
+				ok = pass || !perf[i].fma;
+			else
+				ok = pass ? !fma : perf[i].fma;
+			if (perf[i].usable && ok && perf[i].memory <= budget) {
+				*other = !tf32 && pass;
+				return i;
+			}
+		}
+	return -1;
+}
+
 enum rf__conv_path rf__cuda_conv_path(const struct rf__op *op, int dnn, int dnn_no,
 				      int fallback_ok, char *why, size_t len)
 {

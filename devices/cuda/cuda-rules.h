@@ -45,6 +45,25 @@ enum rf__conv_path rf__cuda_conv_path(const struct rf__op *op, int dnn, int dnn_
  * every 4-D one row-major). */
 int rf__cuda_im2col_ok(const struct rf__op *op);
 
+/* One entry of cuDNN's heuristic list of a convolution's algorithms (any direction's),
+ * read into plain C by cudnn.c. */
+struct rf__algo_perf {
+	int algo;
+	int usable;          /* its status CUDNN_STATUS_SUCCESS, CUDNN_DETERMINISTIC */
+	int fma;             /* its mathType CUDNN_FMA_MATH */
+	int math;            /* its cudnnMathType_t */
+	size_t memory;       /* the workspace it wants */
+};
+
+/* The first entry of a heuristic list (perf, n entries) that is usable and whose
+ * workspace fits budget, or -1. fp32 (tf32 == 0): an FMA entry, else (pass 2, *other
+ * = 1) an algorithm reported only with another math type, to run in FMA math -- as
+ * PyTorch does with TF32 off (filtering on FMA alone could leave nothing where cuDNN
+ * reports its FP32 algorithms as CUDNN_DEFAULT_MATH). tf32 (and bf16, f16 data): a
+ * tensor-core entry first, then any. */
+int rf__cuda_pick_algo(const struct rf__algo_perf *perf, int n, size_t budget, int tf32,
+		       int *other);
+
 /* ---- CUDA graphs --------------------------------------------------------------------- */
 
 /* What capturing an op depends on: never (it reads host state when it runs: a live

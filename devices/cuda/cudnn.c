@@ -32,6 +32,7 @@
 #include <cudnn.h>
 
 #include "cuda-impl.h"
+#include "cuda-rules.h"
 #include "cudnn-impl.h"
 #include "kernels-cuda-impl.h"
 #include "plan-cache.h"
@@ -324,33 +325,6 @@ static int rf__budget(struct rf__cuda_dev *cd, char *err, size_t len)
 	return 0;
 }
 
-/* The first entry of a heuristic list that is deterministic and fits the budget. fp32
- * (tf32 == 0): an FMA entry, else (pass 2, *other = 1) an algorithm reported only with
- * another math type, to run in FMA math -- as PyTorch does with TF32 off (filtering on
- * FMA alone could leave nothing where cuDNN reports its FP32 algorithms as
- * CUDNN_DEFAULT_MATH). tf32 (and bf16, f16 data): a tensor-core entry first, then any. */
-#define RF__PICK(perf, n, budget, tf32, k, other) do { \
-	(k) = -1; \
-	(other) = 0; \
-	for (int _pass = 0; _pass < 2 && (k) < 0; _pass++) \
-		for (int _i = 0; _i < (n) && (k) < 0; _i++) { \
-			int _fma = 0, _ok; \
-			for (int _j = 0; !(tf32) && _pass && _j < (n); _j++) \
-				_fma |= (perf)[_j].algo == (perf)[_i].algo && \
-					(perf)[_j].mathType == CUDNN_FMA_MATH; \
-			if ((tf32)) \
-				_ok = _pass || (perf)[_i].mathType != CUDNN_FMA_MATH; \
-			else \
-				_ok = _pass ? !_fma : (perf)[_i].mathType == CUDNN_FMA_MATH; \
-			if ((perf)[_i].status == CUDNN_STATUS_SUCCESS && \
-			    (perf)[_i].determinism == CUDNN_DETERMINISTIC && _ok && \
-			    (perf)[_i].memory <= (budget)) { \
-				(k) = _i; \
-				(other) = !(tf32) && _pass; \
-			} \
-		} \
-} while (0)
-
 /* The key of op's plan */
 static struct rf__plan_key rf__conv_key(const struct rf__op *op)
 {
@@ -383,6 +357,7 @@ static int rf__plan_make(struct rf__cuda_dev *cd, cudnnHandle_t h, struct rf__pl
 	cudnnDataType_t dt = rf__dtype((enum rf_tdtype)p->key.dtype);
 	int st = p->key.stride, n = 0, ret = 0, k = -1, other = 0;
 	int tf32 = op->math == RF__MATH_TF32 || dt != CUDNN_DATA_FLOAT;
+	struct rf__algo_perf pf[16];
 	struct rf__descs *d;
 
 	if (!cp) {
@@ -409,30 +384,42 @@ static int rf__plan_make(struct rf__cuda_dev *cd, cudnnHandle_t h, struct rf__pl
 		cudnnConvolutionFwdAlgoPerf_t perf[16];
 		RF__CK("cudnnGetConvolutionForwardAlgorithm_v7",
 		       rf__dn.fwd_algos(h, d->t[0], d->f, d->c, d->t[1], 16, &n, perf));
-		RF__PICK(perf, n, cd->ws_budget, tf32, k, other);
-		if (k >= 0)
-			p->algo = (int)perf[k].algo, p->ws = perf[k].memory, cp->math = perf[k].mathType;
+		for (int i = 0; i < n && i < 16; i++)
+			pf[i] = (struct rf__algo_perf){
+				(int)perf[i].algo, perf[i].status == CUDNN_STATUS_SUCCESS &&
+				perf[i].determinism == CUDNN_DETERMINISTIC,
+				perf[i].mathType == CUDNN_FMA_MATH, (int)perf[i].mathType,
+				perf[i].memory };
 		break;
 	}
 	case 1: {
 		cudnnConvolutionBwdDataAlgoPerf_t perf[16];
 		RF__CK("cudnnGetConvolutionBackwardDataAlgorithm_v7",
 		       rf__dn.bwd_data_algos(h, d->f, d->t[1], d->c, d->t[0], 16, &n, perf));
-		RF__PICK(perf, n, cd->ws_budget, tf32, k, other);
-		if (k >= 0)
-			p->algo = (int)perf[k].algo, p->ws = perf[k].memory, cp->math = perf[k].mathType;
+		for (int i = 0; i < n && i < 16; i++)
+			pf[i] = (struct rf__algo_perf){
+				(int)perf[i].algo, perf[i].status == CUDNN_STATUS_SUCCESS &&
+				perf[i].determinism == CUDNN_DETERMINISTIC,
+				perf[i].mathType == CUDNN_FMA_MATH, (int)perf[i].mathType,
+				perf[i].memory };
 		break;
 	}
 	default: {
 		cudnnConvolutionBwdFilterAlgoPerf_t perf[16];
 		RF__CK("cudnnGetConvolutionBackwardFilterAlgorithm_v7",
 		       rf__dn.bwd_filter_algos(h, d->t[0], d->t[1], d->c, d->f, 16, &n, perf));
-		RF__PICK(perf, n, cd->ws_budget, tf32, k, other);
-		if (k >= 0)
-			p->algo = (int)perf[k].algo, p->ws = perf[k].memory, cp->math = perf[k].mathType;
+		for (int i = 0; i < n && i < 16; i++)
+			pf[i] = (struct rf__algo_perf){
+				(int)perf[i].algo, perf[i].status == CUDNN_STATUS_SUCCESS &&
+				perf[i].determinism == CUDNN_DETERMINISTIC,
+				perf[i].mathType == CUDNN_FMA_MATH, (int)perf[i].mathType,
+				perf[i].memory };
 		break;
 	}
 	}
+	k = rf__cuda_pick_algo(pf, n < 16 ? n : 16, cd->ws_budget, tf32, &other);
+	if (k >= 0)
+		p->algo = pf[k].algo, p->ws = pf[k].memory, cp->math = (cudnnMathType_t)pf[k].math;
 	/* fp32 runs FMA math, even an algorithm another math type's entry reported; tf32
 	 * runs the chosen entry's math type */
 	cp->other = other;
@@ -498,18 +485,22 @@ static void rf__plan_fallback(struct rf__cuda_dev *cd, struct rf__plan *p, const
  * refuses with a sub-code (BAD_PARAM_SIZE_INSUFFICIENT, NOT_SUPPORTED_SHAPE, ...): its
  * category is what counts. A CUDA error the refusal left pending is cleared: im2col's
  * first launch check would take it for its own. */
-#define RF__CKCONV(what, call) do { cudnnStatus_t _s = (call); \
-	int _cat = CUDNN_STATUS_CATEGORY(_s); \
-	if (_s != CUDNN_STATUS_SUCCESS && cp->other && \
-	    (_cat == CUDNN_STATUS_BAD_PARAM || _cat == CUDNN_STATUS_NOT_SUPPORTED)) { \
-		(void)cudaGetLastError(); \
-		p->algo = -1; \
-		rf__plan_fallback(cd, p, op, "the algorithm chosen was refused in FMA math"); \
-		ret = -ENOTSUP; \
-		goto out; \
-	} \
-	if (_s != CUDNN_STATUS_SUCCESS) { ret = rf__dnn_fail(err, len, what, _s); goto out; } \
-} while (0)
+static int rf__conv_status(struct rf__cuda_dev *cd, struct rf__plan *p,
+			   const struct rf__cplan *cp, const struct rf__op *op, const char *what,
+			   cudnnStatus_t st, char *err, size_t len)
+{
+	int cat = CUDNN_STATUS_CATEGORY(st);
+
+	if (st == CUDNN_STATUS_SUCCESS)
+		return 0;
+	if (cp->other && (cat == CUDNN_STATUS_BAD_PARAM || cat == CUDNN_STATUS_NOT_SUPPORTED)) {
+		(void)cudaGetLastError();
+		p->algo = -1;
+		rf__plan_fallback(cd, p, op, "the algorithm chosen was refused in FMA math");
+		return -ENOTSUP;
+	}
+	return rf__dnn_fail(err, len, what, st);
+}
 
 int rf__dnn_conv(struct rf__cuda_stream *c, struct rf__op *op)
 {
@@ -521,6 +512,7 @@ int rf__dnn_conv(struct rf__cuda_stream *c, struct rf__op *op)
 	struct rf__plan_key key;
 	struct rf__plan *p;
 	struct rf__cplan *cp;
+	cudnnStatus_t st;
 	const float one = 1.0f, zero = 0.0f, acc = op->p.conv.acc ? 1.0f : 0.0f;
 	int ret = 0;
 
@@ -553,10 +545,11 @@ int rf__dnn_conv(struct rf__cuda_stream *c, struct rf__op *op)
 		return ret;
 	switch (op->code) {
 	case RF__OP_CONV_FWD:
-		RF__CKCONV("cudnnConvolutionForward",
-		       rf__dn.conv_fwd(h, &one, cp->d.t[0], op->o.conv_fwd.x.data, cp->d.f,
-				       op->o.conv_fwd.w.data, cp->d.c, (cudnnConvolutionFwdAlgo_t)p->algo,
-				       c->dnn_ws, p->ws, &zero, cp->d.t[1], op->o.conv_fwd.y.data));
+		st = rf__dn.conv_fwd(h, &one, cp->d.t[0], op->o.conv_fwd.x.data, cp->d.f,
+				     op->o.conv_fwd.w.data, cp->d.c, (cudnnConvolutionFwdAlgo_t)p->algo,
+				     c->dnn_ws, p->ws, &zero, cp->d.t[1], op->o.conv_fwd.y.data);
+		if ((ret = rf__conv_status(cd, p, cp, op, "cudnnConvolutionForward", st, err, len)) < 0)
+			goto out;
 		if (op->o.conv_fwd.b.data && key.dtype == RF_F32)
 			RF__CK("cudnnAddTensor (bias)",
 			       rf__dn.add_tensor(h, &one, cp->d.t[2], op->o.conv_fwd.b.data, &one,
@@ -565,18 +558,22 @@ int rf__dnn_conv(struct rf__cuda_stream *c, struct rf__op *op)
 			ret = rf__cuda_bias4(c, op, 0, op->o.conv_fwd.y.data, op->o.conv_fwd.b.data, 0);
 		break;
 	case RF__OP_CONV_BWD_DATA:
-		RF__CKCONV("cudnnConvolutionBackwardData",
-		       rf__dn.conv_bwd_data(h, &one, cp->d.f, op->o.conv_bwd_data.w.data, cp->d.t[1],
-					    op->o.conv_bwd_data.dy.data, cp->d.c,
-					    (cudnnConvolutionBwdDataAlgo_t)p->algo, c->dnn_ws, p->ws,
-					    &zero, cp->d.t[0], op->o.conv_bwd_data.dx.data));
+		st = rf__dn.conv_bwd_data(h, &one, cp->d.f, op->o.conv_bwd_data.w.data, cp->d.t[1],
+					  op->o.conv_bwd_data.dy.data, cp->d.c,
+					  (cudnnConvolutionBwdDataAlgo_t)p->algo, c->dnn_ws, p->ws,
+					  &zero, cp->d.t[0], op->o.conv_bwd_data.dx.data);
+		if ((ret = rf__conv_status(cd, p, cp, op, "cudnnConvolutionBackwardData", st, err,
+					   len)) < 0)
+			goto out;
 		break;
 	case RF__OP_CONV_BWD_FILTER:
-		RF__CKCONV("cudnnConvolutionBackwardFilter",
-		       rf__dn.conv_bwd_filter(h, &one, cp->d.t[0], op->o.conv_bwd_filter.x.data,
-					      cp->d.t[1], op->o.conv_bwd_filter.dy.data, cp->d.c,
-					      (cudnnConvolutionBwdFilterAlgo_t)p->algo, c->dnn_ws,
-					      p->ws, &acc, cp->d.f, op->o.conv_bwd_filter.dw.data));
+		st = rf__dn.conv_bwd_filter(h, &one, cp->d.t[0], op->o.conv_bwd_filter.x.data,
+					    cp->d.t[1], op->o.conv_bwd_filter.dy.data, cp->d.c,
+					    (cudnnConvolutionBwdFilterAlgo_t)p->algo, c->dnn_ws,
+					    p->ws, &acc, cp->d.f, op->o.conv_bwd_filter.dw.data);
+		if ((ret = rf__conv_status(cd, p, cp, op, "cudnnConvolutionBackwardFilter", st, err,
+					   len)) < 0)
+			goto out;
 		if (op->o.conv_bwd_filter.db.data && key.dtype == RF_F32)
 			RF__CK("cudnnConvolutionBackwardBias",
 			       rf__dn.conv_bwd_bias(h, &one, cp->d.t[1], op->o.conv_bwd_filter.dy.data,

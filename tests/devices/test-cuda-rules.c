@@ -11,6 +11,10 @@
  *    refused with a message naming the op, its shape and the operand -- never
  *    computed by im2col on data it would misread; on a device that takes no
  *    fallback path, refused too, naming RF_CUDA_ALLOW_FALLBACK.
+ *  - A convolution's algorithm from cuDNN's heuristic list: in fp32 an FMA entry,
+ *    else an algorithm reported only with another math type (run in FMA math), never
+ *    one whose FMA entry was passed over; in tf32 a tensor-core entry first; never a
+ *    nondeterministic, failed or over-budget one.
  *  - What a CUDA graph may capture: never an op that reads host state when it runs (a
  *    live learning rate, a PRNG's counter, a host op); cuDNN's ops only once their
  *    handle and plan exist; copies only of device or page-locked memory.
@@ -223,10 +227,35 @@ static void check_capture(void)
 		never);
 }
 
+/* the pick from lists of { algo, usable, fma, math, memory } */
+static void check_pick(void)
+{
+	const struct rf__algo_perf a[] = { { 1, 1, 0, 1, 0 }, { 2, 1, 1, 0, 10 } };
+	const struct rf__algo_perf b[] = { { 1, 0, 1, 0, 0 }, { 3, 1, 0, 1, 0 }, { 4, 1, 0, 2, 0 } };
+	const struct rf__algo_perf c[] = { { 1, 1, 0, 1, 10 }, { 1, 1, 1, 0, 1000 } };
+	const struct rf__algo_perf d[] = { { 1, 1, 1, 0, 0 }, { 2, 1, 0, 1, 0 } };
+	int other = -1;
+
+	CHECK_EQ(rf__cuda_pick_algo(a, 2, 100, 0, &other), 1);      /* fp32: the FMA entry */
+	CHECK_EQ(other, 0);
+	CHECK_EQ(rf__cuda_pick_algo(a, 2, 5, 0, &other), 0);        /* it is over budget: */
+	CHECK_EQ(other, 1);                                         /* algo 1 in FMA math */
+	CHECK_EQ(rf__cuda_pick_algo(b, 3, 100, 0, &other), 1);      /* no usable FMA entry */
+	CHECK_EQ(other, 1);                                         /* run in FMA math */
+	CHECK_EQ(rf__cuda_pick_algo(c, 2, 100, 0, &other), -1);     /* its FMA entry too big */
+	CHECK_EQ(rf__cuda_pick_algo(d, 2, 100, 1, &other), 1);      /* tf32: tensor cores */
+	CHECK_EQ(other, 0);
+	CHECK_EQ(rf__cuda_pick_algo(d, 1, 100, 1, &other), 0);      /* then any */
+	CHECK_EQ(other, 0);
+	CHECK_EQ(rf__cuda_pick_algo(b, 1, 100, 1, &other), -1);     /* failed or nondeterministic */
+	fprintf(stderr, "algorithm pick: fp32 FMA first, tf32 tensor cores first: ok\n");
+}
+
 int main(void)
 {
 	check_supports();
 	check_conv_path();
+	check_pick();
 	check_capture();
 	return 0;
 }

@@ -128,6 +128,27 @@ int main(void)
 		CHECK_EQ(rf_gemm(NULL, 0, 0, 1, C, B, 0, C), -EINVAL);   /* aliasing */
 		CHECK_EQ(rf_bias_add(NULL, C, A), -EINVAL);
 		CHECK_EQ(rf_relu_fwd(NULL, C, A), -EINVAL);
+		/* the op signature's checks (op-sig.c): each names the function, the
+		 * argument and what was expected */
+		CHECK(strstr(rf_last_error(), "rf_relu_fwd: y C (4, 6) f32 cpu:0 and x A (4, 5)"));
+		CHECK(strstr(rf_last_error(), "differ in size"));
+		CHECK_EQ(rf_gemm(NULL, 0, 0, 1, A, B, 0, I), -EINVAL);
+		CHECK(strstr(rf_last_error(), "rf_gemm: C I (4, 6) i32 cpu:0: expected a float tensor"));
+		CHECK_EQ(rf_gemm(NULL, 0, 0, 1, A, X4, 0, C), -EINVAL);
+		CHECK(strstr(rf_last_error(), "rf_gemm: B x4 (1, 1, 4, 4) f32 cpu:0: expected 2 dim"));
+		CHECK_EQ(rf_sgd(NULL, NULL, C, 0.1f, 0), -EINVAL);
+		CHECK(strstr(rf_last_error(), "rf_sgd: w is NULL"));
+		CHECK_EQ(rf_u8_to_i32(NULL, C, C), -EINVAL);
+		CHECK(strstr(rf_last_error(), "rf_u8_to_i32: out C (4, 6) f32 cpu:0: expected i32"));
+		CHECK_EQ(rf_sum(NULL, C, (struct rf_tensor *[]){ C, A }, 2), -EINVAL);
+		CHECK(strstr(rf_last_error(), "rf_sum: out C") && strstr(rf_last_error(), "in[1] A"));
+		CHECK_EQ(rf_batchnorm_fwd(NULL, Z2, V2, V2, NULL, NULL, Y2, V2, C, 1, 1e-5f, 0.1f),
+			 -EINVAL);                                                /* beta 24 */
+		CHECK(strstr(rf_last_error(), "rf_batchnorm_fwd: beta has 24 elements, 2 expected "
+			     "(one per channel of x)"));
+		CHECK_EQ(rf_maxpool2d_bwd(NULL, Y4, Z2, Y2, 1, 1), -EINVAL);     /* dx is not x's */
+		CHECK(strstr(rf_last_error(), "rf_maxpool2d_bwd: x y2 (1, 2, 4, 4) f32 cpu:0 and dx y4"));
+		CHECK(strstr(rf_last_error(), "differ in shape"));
 		CHECK_EQ(rf_conv2d_fwd(NULL, Y4, X4, W4, NULL, 1, 0), -EINVAL); /* channels */
 		CHECK_EQ(rf_avgpool2d_fwd(NULL, Y4, X4, 3), -EINVAL);
 		/* strides, padding and the layers of ResNet: every bad argument refused,
