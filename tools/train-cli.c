@@ -29,7 +29,7 @@ char prog[32] = "rf-train";
 
 static const char usage[] =
 "usage: rf-train [--model mlp|lenet|resnet18] [options]\n"
-"  --model NAME          mlp, lenet or resnet18 (the seeds' three; default mlp)\n"
+"  --model NAME          mlp, lenet or resnet18 (default mlp)\n"
 "  --data DIR|FILE|URL   Fashion-MNIST IDX files, raw or .gz (default " RF_TRAIN_DEFAULT_DATA "),\n"
 "                        or a .rfrec record file (rf-pack's) of the training set, local\n"
 "                        or http://HOST[:PORT]/PATH.rfrec (read with Range requests;\n"
