@@ -1,8 +1,8 @@
 /* core/io.c -- ring operations pushed as engine ops (rf_engine_push_io): the op's async
  * fn submits the operation through the ring; its completion callback finishes the op.
  * The descriptor is copied at push time with what the ring would otherwise copy only
- * at submission (paths, the socket address, the iovec array), since submission comes
- * later, when the dependencies allow. */
+ * at submission (paths, the socket address, the iovec array: the ring's rf_io_copy),
+ * since submission comes later, when the dependencies allow. */
 #include "engine-impl.h"
 
 #include <errno.h>
@@ -19,8 +19,7 @@ struct rf__ioctx {
 	const int64_t *fd_from;
 	int64_t *result;
 	struct rf_op *op;
-	struct sockaddr_storage addr;
-	char tail[]; /* iovecs, then the paths */
+	_Alignas(16) char tail[]; /* what rf_io_copy keeps of the descriptor */
 };
 
 static const char *const rf__io_names[] = {
@@ -84,38 +83,17 @@ int rf_engine_push_io(struct rf_engine *e, const struct rf_io_push *p)
 	int ret = rf_ring_check_io(e->ring, io);
 	if (ret < 0) /* refused now, not later as the op's failure */
 		return rf__fail_under(ret, "rf_engine_push_io");
-	size_t niov = io->iov ? io->iovcnt : 0;
-	size_t l1 = io->path ? strlen(io->path) + 1 : 0, l2 = io->path2 ? strlen(io->path2) + 1 : 0;
 	if (io->addr && io->addrlen > sizeof(struct sockaddr_storage))
 		return rf__fail(-EINVAL, "rf_engine_push_io %s: addrlen %u exceeds a sockaddr_storage",
 				rf__io_names[io->op], (unsigned)io->addrlen);
-	struct rf__ioctx *c = malloc(sizeof(*c) + niov * sizeof(struct iovec) + l1 + l2);
+	struct rf__ioctx *c = malloc(sizeof(*c) + rf_io_copy_size(io));
 	if (!c)
 		return rf__fail(-ENOMEM, "rf_engine_push_io: out of memory");
 	c->e = e;
-	c->io = *io;
+	rf_io_copy(&c->io, io, c->tail);
 	c->fd_from = p->fd_from;
 	c->result = p->result;
 	c->op = NULL;
-	char *t = c->tail;
-	if (niov) {
-		memcpy(t, io->iov, niov * sizeof(struct iovec));
-		c->io.iov = (const struct iovec *)(void *)t;
-		t += niov * sizeof(struct iovec);
-	}
-	if (l1) {
-		memcpy(t, io->path, l1);
-		c->io.path = t;
-		t += l1;
-	}
-	if (l2) {
-		memcpy(t, io->path2, l2);
-		c->io.path2 = t;
-	}
-	if (io->addr) {
-		memcpy(&c->addr, io->addr, io->addrlen);
-		c->io.addr = (const struct sockaddr *)&c->addr;
-	}
 	struct rf_op_desc d = {
 		.afn = rf__io_start, .ctx = c, .done = rf__io_free,
 		.reads = p->reads, .nreads = p->nreads, .writes = p->writes, .nwrites = p->nwrites,

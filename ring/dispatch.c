@@ -1,6 +1,7 @@
 /* ring/dispatch.c -- the run loop: one io_uring_enter per turn (submit what is
  * queued, maybe wait), then reap the CQ and dispatch each CQE (rf__handle) to its
- * request, retry backoff, notifier or watch. Callbacks run only from here. */
+ * request's kind (kind.c: complete), a retry's backoff, or a notifier. Callbacks run
+ * only from here. */
 #include "ring-impl.h"
 
 #include "rf-internal.h"
@@ -13,133 +14,15 @@
 
 #define RF__SPIN_YIELD 3  /* the spin yields every 4th poll (core/worker.c's too) */
 
-uint64_t rf_now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-void rf__req_finish(struct rf_ring *r, struct rf__req *q, int64_t res)
-{
-	rf_io_cb cb = q->cb;
-	void *data = q->data;
-	rf__req_free(r, q);
-	if (cb) {
-		r->cb_depth++;
-		cb(data, res);
-		r->cb_depth--;
-	}
-}
-
-/* A read or write completed with -EAGAIN or -EINTR: nothing was transferred (the
- * kernel reports a partial transfer as a short count), so the same piece is
- * submitted again, at once for the first RF__RETRY_NOW results in a row, then after a
- * timeout tagged RF__TAG_RETRY that doubles up to RF__RETRY_CAP_NS: a device that
- * keeps saying -EAGAIN cannot spin the reactor. Returns 0 when the request is on its
- * way again, else the error its callback gets (res itself after RF__RETRY_MAX). */
-int rf__retry(struct rf_ring *r, struct rf__req *q, int32_t res)
-{
-	if (q->retries >= RF__RETRY_MAX)
-		return res;
-	uint64_t now = (q->flags & RF__RQ_DEADLINE) ? rf_now_ns() : 0;
-	if ((q->flags & RF__RQ_DEADLINE) && now >= q->deadline)
-		return -ETIMEDOUT;
-	q->retries++;
-	r->st.retries++;
-	if (q->retries <= RF__RETRY_NOW)
-		return rf__requeue(r, q);
-	unsigned shift = q->retries - RF__RETRY_NOW - 1;
-	uint64_t ns = shift >= 16 ? RF__RETRY_CAP_NS : RF__RETRY_BASE_NS << shift;
-	if (ns > RF__RETRY_CAP_NS)
-		ns = RF__RETRY_CAP_NS;
-	if ((q->flags & RF__RQ_DEADLINE) && ns > q->deadline - now)
-		ns = q->deadline - now; /* no backoff past the deadline (now < deadline) */
-	int err = 0;
-	struct io_uring_sqe *sqe = rf__sqe(r, &err);
-	if (!sqe)
-		return err;
-	q->u.ts.tv_sec = (long long)(ns / 1000000000ull);
-	q->u.ts.tv_nsec = (long long)(ns % 1000000000ull);
-	io_uring_prep_timeout(sqe, &q->u.ts, 0, 0);
-	io_uring_sqe_set_data64(sqe, rf__req_ud(q) | RF__TAG_RETRY);
-	q->flags |= RF__RQ_BACKOFF;
-	return 0;
-}
-
 /* The backoff timeout of a retried request ended (fired, or cancelled). */
 static int rf__retry_fire(struct rf_ring *r, struct rf__req *q)
 {
 	q->flags &= ~RF__RQ_BACKOFF;
 	int ret = (q->flags & RF__RQ_CANCELLED) ? -ECANCELED : rf__requeue(r, q);
-	if (ret == 0)
-		return 0;
-	if (q->op >= RF__OP_IO && q->op < RF__OP_ACCEPT_MS)
-		return rf__ops_done(r, q, ret); /* a zero-copy send waits for its notifications */
-	rf__req_finish(r, q, ret);
-	return 1;
+	return rf__req_again(r, q, ret); /* a zero-copy send waits for its notifications */
 }
 
-/* Returns the number of callbacks run. */
-static int rf__complete_req(struct rf_ring *r, struct rf__req *q, int32_t res, uint32_t cflags)
-{
-	/* A request its linked deadline cancelled. */
-	if (res == -ECANCELED && (q->flags & (RF__RQ_DEADLINE | RF__RQ_CANCELLED)) == RF__RQ_DEADLINE)
-		res = -ETIMEDOUT;
-	if (q->op >= RF__OP_IO && q->op < RF__OP_INTERNAL)
-		return rf__ops_complete(r, q, res, cflags);
-	if (q->flags & RF__RQ_CANCELLED) {
-		rf__req_finish(r, q, -ECANCELED);
-		return 1;
-	}
-	switch (q->op) {
-	case RF__OP_READ:
-	case RF__OP_WRITE:
-		if (res > 0 && (q->flags & RF__RQ_FAULTABLE))
-			res = rf__fault_apply(r, q, res);
-		if (res == -EAGAIN || res == -EINTR) {
-			int ret = rf__retry(r, q, res);
-			if (ret == 0)
-				return 0;
-			rf__req_finish(r, q, ret);
-			return 1;
-		}
-		if (res < 0) {
-			rf__req_finish(r, q, res);
-			return 1;
-		}
-		if (q->op == RF__OP_READ)
-			r->st.bytes_read += (uint64_t)res;
-		else
-			r->st.bytes_written += (uint64_t)res;
-		q->done += (size_t)res;
-		if (res > 0)
-			q->retries = 0;
-		if (res > 0 && q->done < q->len && !(q->flags & RF_IO_NO_RETRY_SHORT)) {
-			r->st.short_resubmits++;
-			int ret = rf__requeue(r, q);
-			if (ret == 0)
-				return 0;
-			rf__req_finish(r, q, ret);
-			return 1;
-		}
-		rf__req_finish(r, q, (int64_t)q->done);
-		return 1;
-	case RF__OP_TIMEOUT:
-		rf__req_finish(r, q, res == -ETIME ? 0 : res);
-		return 1;
-	case RF__OP_FSYNC:
-		rf__req_finish(r, q, res);
-		return 1;
-	case RF__OP_WATCH:
-	case RF__OP_WATCH_POLL:
-		return rf__watch_complete(r, q, res);
-	case RF__OP_NOTIFY_READ:
-		return rf__notify_read_complete(r, q, res);
-	}
-	return 0;
-}
-
+/* A CQE to its request's kind (kind.c), or to a notifier; the callbacks run. */
 static int rf__handle(struct rf_ring *r, uint64_t ud, int32_t res, uint32_t cflags)
 {
 	switch (ud & RF__TAG_MASK) {
@@ -147,7 +30,11 @@ static int rf__handle(struct rf_ring *r, uint64_t ud, int32_t res, uint32_t cfla
 		struct rf__req *q = (struct rf__req *)(uintptr_t)(ud & RF__PTR_MASK);
 		if (!q || !q->live || (q->gen & 7) != ((ud >> 3) & 7))
 			return 0; /* cannot happen: every request SQE has one CQE */
-		return rf__complete_req(r, q, res, cflags);
+		/* a request its linked deadline cancelled */
+		if (res == -ECANCELED &&
+		    (q->flags & (RF__RQ_DEADLINE | RF__RQ_CANCELLED)) == RF__RQ_DEADLINE)
+			res = -ETIMEDOUT;
+		return rf__kinds[q->kind].complete(r, q, res, cflags);
 	}
 	case RF__TAG_RETRY: {
 		struct rf__req *q = (struct rf__req *)(uintptr_t)(ud & RF__PTR_MASK);

@@ -1,7 +1,8 @@
 /* ring/multishot.c -- multishot accept, recv into a provided-buffer group and poll
  * (one request, many completions; rearmed where the kernel ends them), the buffer
  * groups themselves, rf_ring_cancel (which must find parked receives) and the
- * teardown of what ops.c and this file keep outside the kernel. */
+ * teardown of what the ring keeps outside the kernel. rf__complete_ms is the multishot
+ * kinds' complete (kind.c); it calls submit.c only. */
 #include "ring-impl.h"
 
 #include "rf-internal.h"
@@ -29,7 +30,7 @@ static void rf__ms_finish(struct rf_ring *r, struct rf__req *q, int64_t res)
 {
 	rf_multi_cb cb = q->mcb;
 	void *data = q->data;
-	if (q->op == RF__OP_RECV_MS)
+	if (q->kind == RF__K_RECV_MS)
 		((struct rf_bufgroup *)q->u.owner)->users--;
 	rf__req_free(r, q);
 	if (cb) {
@@ -52,11 +53,11 @@ static int rf__queue_nop(struct rf_ring *r, struct rf__req *q)
 	return 0;
 }
 
-int rf__ms_complete(struct rf_ring *r, struct rf__req *q, int32_t res, uint32_t cflags)
+int rf__complete_ms(struct rf_ring *r, struct rf__req *q, int32_t res, uint32_t cflags)
 {
 	int more = (cflags & IORING_CQE_F_MORE) != 0;
 	int cancelled = (q->flags & RF__RQ_CANCELLED) != 0;
-	struct rf_bufgroup *g = q->op == RF__OP_RECV_MS ? q->u.owner : NULL;
+	struct rf_bufgroup *g = q->kind == RF__K_RECV_MS ? q->u.owner : NULL;
 	void *buf = NULL;
 	if (g && (cflags & IORING_CQE_F_BUFFER)) {
 		unsigned bid = cflags >> IORING_CQE_BUFFER_SHIFT;
@@ -66,7 +67,7 @@ int rf__ms_complete(struct rf_ring *r, struct rf__req *q, int32_t res, uint32_t 
 			g->avail--;
 		}
 	}
-	int event = q->op == RF__OP_ACCEPT_MS ? res >= 0 : res > 0;
+	int event = q->kind == RF__K_ACCEPT_MS ? res >= 0 : res > 0;
 	if (event) {
 		if (g)
 			r->st.bytes_read += (uint64_t)res;
@@ -74,7 +75,7 @@ int rf__ms_complete(struct rf_ring *r, struct rf__req *q, int32_t res, uint32_t 
 		int err = 0;
 		if (!more && !cancelled) {
 			r->st.multishot_rearms++;
-			err = rf__ops_queue(r, q); /* the kernel ended it: rearm */
+			err = rf__queue(r, q); /* the kernel ended it: rearm */
 		}
 		r->cb_depth++;
 		q->mcb(q->data, res, buf, 1);
@@ -91,7 +92,7 @@ int rf__ms_complete(struct rf_ring *r, struct rf__req *q, int32_t res, uint32_t 
 		return 0; /* an error that does not end the request: nothing to say */
 	if (!cancelled && g && res == -ENOBUFS) {
 		if (g->avail) {
-			int ret = rf__ops_queue(r, q);
+			int ret = rf__queue(r, q);
 			if (ret == 0)
 				return 0;
 			rf__ms_finish(r, q, ret);
@@ -106,7 +107,7 @@ int rf__ms_complete(struct rf_ring *r, struct rf__req *q, int32_t res, uint32_t 
 		/* at once: u holds the buffer group, not a backoff timeout */
 		q->retries++;
 		r->st.retries++;
-		int ret = rf__ops_queue(r, q);
+		int ret = rf__queue(r, q);
 		if (ret == 0)
 			return 0;
 		res = ret;
@@ -117,7 +118,7 @@ int rf__ms_complete(struct rf_ring *r, struct rf__req *q, int32_t res, uint32_t 
 	return 1;
 }
 
-static int rf__ms_start(const char *fn, struct rf_ring *r, int op, int fd, unsigned flags,
+static int rf__ms_start(const char *fn, struct rf_ring *r, int kind, int fd, unsigned flags,
 			struct rf_bufgroup *g, unsigned events, rf_multi_cb cb, void *data,
 			rf_req_id *id)
 {
@@ -126,13 +127,13 @@ static int rf__ms_start(const char *fn, struct rf_ring *r, int op, int fd, unsig
 	if (!cb)
 		return rf__fail(-EINVAL, "%s: cb is NULL, expected the callback of each event", fn);
 	if ((flags & ~(RF_IO_FIXED_FILE | RF_IO_ALLOC_SLOT)) ||
-	    ((flags & RF_IO_ALLOC_SLOT) && op != RF__OP_ACCEPT_MS))
+	    ((flags & RF_IO_ALLOC_SLOT) && kind != RF__K_ACCEPT_MS))
 		return rf__fail(-EINVAL, "%s: flags = 0x%x, expected RF_IO_FIXED_FILE%s", fn, flags,
-				op == RF__OP_ACCEPT_MS ? " and RF_IO_ALLOC_SLOT only" : " only");
+				kind == RF__K_ACCEPT_MS ? " and RF_IO_ALLOC_SLOT only" : " only");
 	struct rf__req *q = rf__req_alloc(r, 1);
 	if (!q)
 		return rf__no_req(fn);
-	q->op = (uint8_t)op;
+	q->kind = (uint8_t)kind;
 	q->fd = fd;
 	q->flags |= flags;
 	q->mcb = cb;
@@ -143,7 +144,7 @@ static int rf__ms_start(const char *fn, struct rf_ring *r, int op, int fd, unsig
 	q->u.owner = g;
 	if (g)
 		g->users++;
-	int ret = rf__ops_queue(r, q);
+	int ret = rf__queue(r, q);
 	if (ret < 0) {
 		if (g)
 			g->users--;
@@ -158,7 +159,7 @@ static int rf__ms_start(const char *fn, struct rf_ring *r, int op, int fd, unsig
 int rf_ring_accept_multishot(struct rf_ring *r, int fd, unsigned flags, rf_multi_cb cb,
 			     void *data, rf_req_id *id)
 {
-	return rf__ms_start("rf_ring_accept_multishot", r, RF__OP_ACCEPT_MS, fd, flags, NULL, 0, cb,
+	return rf__ms_start("rf_ring_accept_multishot", r, RF__K_ACCEPT_MS, fd, flags, NULL, 0, cb,
 			    data, id);
 }
 
@@ -168,21 +169,21 @@ int rf_ring_recv_multishot(struct rf_ring *r, int fd, struct rf_bufgroup *g, uns
 	if (!g || g->r != r)
 		return rf__fail(-EINVAL, "rf_ring_recv_multishot: g is %s, expected a buffer group "
 				"of this ring", g ? "a group of another ring" : "NULL");
-	return rf__ms_start("rf_ring_recv_multishot", r, RF__OP_RECV_MS, fd, flags, g, 0, cb, data,
+	return rf__ms_start("rf_ring_recv_multishot", r, RF__K_RECV_MS, fd, flags, g, 0, cb, data,
 			    id);
 }
 
 int rf_ring_poll_multishot(struct rf_ring *r, int fd, unsigned events, unsigned flags,
 			   rf_multi_cb cb, void *data, rf_req_id *id)
 {
-	return rf__ms_start("rf_ring_poll_multishot", r, RF__OP_POLL_MS, fd, flags, NULL, events,
+	return rf__ms_start("rf_ring_poll_multishot", r, RF__K_POLL_MS, fd, flags, NULL, events,
 			    cb, data, id);
 }
 
 int rf_ring_cancel(struct rf_ring *r, rf_req_id id)
 {
 	struct rf__req *q = rf__req_by_id(r, id);
-	if (!q || q->op >= RF__OP_INTERNAL)
+	if (!q || (r->kinds[q->kind].flags & RF__KF_INTERNAL))
 		return rf__fail(-ENOENT, "rf_ring_cancel: id 0x%llx names no request in flight "
 				"(finished already, or never issued)", (unsigned long long)id);
 	if (q->flags & RF__RQ_CANCELLED)
@@ -199,7 +200,7 @@ int rf_ring_cancel(struct rf_ring *r, rf_req_id id)
 
 void rf__ops_teardown(struct rf_ring *r)
 {
-	/* zero-copy sends that only wait for notifications: over now (rf__ops_done) */
+	/* zero-copy sends that only wait for notifications: over now (rf__req_done) */
 	for (unsigned s = 0; s < r->nslabs; s++)
 		for (unsigned i = 0; i < RF__SLAB_SIZE; i++) {
 			struct rf__req *q = &r->slabs[s][i];
@@ -309,7 +310,7 @@ int rf_bufgroup_put(struct rf_bufgroup *g, void *buf)
 	while (g->parked) {
 		struct rf__req *q = g->parked;
 		rf__unpark(g, q);
-		if (rf__ops_queue(g->r, q) < 0) { /* the SQ cannot be flushed: try later */
+		if (rf__queue(g->r, q) < 0) { /* the SQ cannot be flushed: try later */
 			q->flags |= RF__RQ_PARKED;
 			q->next_free = g->parked;
 			g->parked = q;

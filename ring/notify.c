@@ -106,9 +106,13 @@ static void rf__notify_lost(struct rf_ring *r, struct rf_notifier *n, struct rf_
 	rf__req_free(r, q);
 }
 
-int rf__notify_read_complete(struct rf_ring *r, struct rf__req *q, int32_t res)
+int rf__complete_notify_read(struct rf_ring *r, struct rf__req *q, int32_t res, uint32_t cflags)
 {
 	struct rf_notifier *n = q->u.owner;
+	if (q->flags & RF__RQ_CANCELLED) { /* rf_ring_destroy: the read is over */
+		rf__req_finish(r, q, -ECANCELED);
+		return 1;
+	}
 	if (!n) { /* notifier destroyed: this was its cancelled read */
 		rf__req_free(r, q);
 		return 0;
@@ -125,7 +129,7 @@ int rf__notify_read_complete(struct rf_ring *r, struct rf__req *q, int32_t res)
 		rf__req_free(r, q);
 		return 0;
 	}
-	int ret = rf__queue_efd(r, q, n->efd, 0);
+	int ret = rf__queue(r, q);
 	if (ret < 0)
 		rf__notify_lost(r, n, q, ret);
 	return 0;
@@ -195,9 +199,10 @@ int rf_notifier_create(struct rf_ring *r, rf_notify_cb cb, void *data, struct rf
 		else if (!q)
 			ret = rf__no_req("rf_notifier_create");
 		if (q) {
-			q->op = RF__OP_NOTIFY_READ;
+			q->kind = RF__K_NOTIFY_READ;
+			q->fd = n->efd;
 			q->u.owner = n;
-			ret = rf__queue_efd(r, q, n->efd, 0);
+			ret = rf__queue(r, q);
 			if (ret < 0) {
 				rf__not_queued("rf_notifier_create", ret);
 				rf__req_free(r, q);
@@ -322,9 +327,13 @@ static int rf__watch_fail(struct rf_ring *r, struct rf_watch *w, struct rf__req 
 	return 1;
 }
 
-int rf__watch_complete(struct rf_ring *r, struct rf__req *q, int32_t res)
+int rf__complete_watch(struct rf_ring *r, struct rf__req *q, int32_t res, uint32_t cflags)
 {
 	struct rf_watch *w = q->u.owner;
+	if (q->flags & RF__RQ_CANCELLED) { /* rf_ring_destroy: the read is over */
+		rf__req_finish(r, q, -ECANCELED);
+		return 1;
+	}
 	if (!w) { /* teardown orphaned it */
 		rf__req_free(r, q);
 		return 0;
@@ -335,16 +344,16 @@ int rf__watch_complete(struct rf_ring *r, struct rf__req *q, int32_t res)
 		return 0;
 	}
 	int ret;
-	if (q->op == RF__OP_WATCH_POLL) {
+	if (q->kind == RF__K_WATCH_POLL) {
 		if (res < 0)
 			return rf__watch_fail(r, w, q, res);
-		q->op = RF__OP_WATCH;
-		ret = rf__queue_efd(r, q, w->efd, 0);
+		q->kind = RF__K_WATCH;
+		ret = rf__queue(r, q);
 		return ret < 0 ? rf__watch_fail(r, w, q, ret) : 0;
 	}
 	if (res == -EAGAIN || res == -EINTR) { /* non-blocking eventfd: poll, then read */
-		q->op = res == -EAGAIN ? RF__OP_WATCH_POLL : RF__OP_WATCH;
-		ret = rf__queue_efd(r, q, w->efd, q->op == RF__OP_WATCH_POLL);
+		q->kind = res == -EAGAIN ? RF__K_WATCH_POLL : RF__K_WATCH;
+		ret = rf__queue(r, q);
 		return ret < 0 ? rf__watch_fail(r, w, q, ret) : 0;
 	}
 	if (res != 8)
@@ -361,7 +370,7 @@ int rf__watch_complete(struct rf_ring *r, struct rf__req *q, int32_t res)
 			rf__watch_unlink_free(r, w);
 		return 1;
 	}
-	ret = rf__queue_efd(r, q, w->efd, 0);
+	ret = rf__queue(r, q);
 	if (ret < 0)
 		rf__watch_fail(r, w, q, ret);
 	return 1;
@@ -387,9 +396,10 @@ int rf_watch_eventfd(struct rf_ring *r, int efd, int counts_as_pending,
 	w->data = data;
 	w->efd = efd;
 	w->counts = counts_as_pending;
-	q->op = RF__OP_WATCH;
+	q->kind = RF__K_WATCH;
+	q->fd = efd;
 	q->u.owner = w;
-	int ret = rf__queue_efd(r, q, efd, 0);
+	int ret = rf__queue(r, q);
 	if (ret < 0) {
 		rf__req_free(r, q);
 		free(w);

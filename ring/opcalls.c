@@ -1,5 +1,6 @@
 /* ring/opcalls.c -- one function per operation of ring-ops.h, each filling a struct
- * rf_io for rf_ring_submit. */
+ * rf_io for rf_ring_submit. (Those of ring.h -- read, write, fsync, timeout -- are in
+ * ops.c, next to the path they share.) */
 #include "ring-impl.h"
 
 /* ---- one function per operation ---------------------------------------------------------- */

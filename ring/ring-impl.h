@@ -5,6 +5,7 @@
 #define RINGFLOW_RING_IMPL_H
 
 #include <liburing.h>
+#include <linux/openat2.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
@@ -41,20 +42,18 @@
 #define RF__MAX_SQ_ENTRIES RF_RING_MAX_ENTRIES
 #define RF__MAX_CQ_ENTRIES (2 * RF_RING_MAX_ENTRIES)
 
-enum rf__op {
-	RF__OP_READ = 1,
-	RF__OP_WRITE,
-	RF__OP_FSYNC,
-	RF__OP_TIMEOUT,
-	/* ops.c: RF__OP_IO + enum rf_iop (ring-ops.h) for the other one-shot operations */
-	RF__OP_IO = 16,
-	RF__OP_ACCEPT_MS = 64,  /* multishot accept, recv into a buffer group, poll */
-	RF__OP_RECV_MS,
-	RF__OP_POLL_MS,
-	RF__OP_INTERNAL = 100,  /* not cancellable by id: */
-	RF__OP_WATCH = RF__OP_INTERNAL, /* eventfd watch: read 8 bytes, rearmed */
-	RF__OP_WATCH_POLL,  /* eventfd watch on a non-blocking fd: poll before reading */
-	RF__OP_NOTIFY_READ  /* eventfd fallback of a notifier */
+/* Request kinds, each an entry of rf__kinds (kind.c): an enum rf_iop (ring-ops.h) is
+ * its own kind, the ring's own kinds follow it. */
+#define RF__NIOP (RF_IOP_SPLICE + 1)
+enum rf__kid {
+	RF__K_TIMEOUT = RF__NIOP, /* rf_ring_timeout */
+	RF__K_ACCEPT_MS,          /* multishot accept, recv into a buffer group, poll */
+	RF__K_RECV_MS,
+	RF__K_POLL_MS,
+	RF__K_WATCH,              /* eventfd watch: read 8 bytes, rearmed */
+	RF__K_WATCH_POLL,         /* eventfd watch on a non-blocking fd: poll before reading */
+	RF__K_NOTIFY_READ,        /* eventfd fallback of a notifier */
+	RF__NKIND
 };
 
 /* Internal request flags (beyond the RF_IO_* flags kept in the low byte). */
@@ -86,19 +85,20 @@ struct rf__req {
 	int fd;
 	unsigned flags;      /* RF_IO_* | RF__RQ_* */
 	uint16_t buf_index;
-	uint8_t op;
+	uint8_t kind;        /* enum rf__kid: its entry in rf__kinds */
 	uint8_t live;
 	uint8_t retries;     /* -EAGAIN/-EINTR results in a row (reads, writes) */
 
 	uint64_t scratch;    /* eventfd reads land here: lives as long as the request */
 	uint64_t deadline;   /* RF__RQ_DEADLINE: CLOCK_MONOTONIC ns */
 	uint32_t nnotif;     /* zero-copy send: notification CQEs still to come */
-	void *ext;           /* ops.c: struct rf__ext (malloc'd copy of the descriptor), or
-			      * the buffer group of a multishot recv; freed with the request */
+	void *ext;           /* struct rf__ext (rf_ring_submit's copy of the descriptor);
+			      * freed with the request */
 	union {
 		struct __kernel_timespec ts; /* timeouts, retry backoff of reads/writes;
 					      * read by the kernel at submission */
-		void *owner;                 /* watch or notifier for internal reads */
+		void *owner;                 /* watch or notifier for internal reads, the
+					      * buffer group of a multishot recv */
 	} u;
 	struct rf__req *next_free;
 } __attribute__((aligned(64)));
@@ -162,6 +162,9 @@ struct rf__mem {
 
 struct rf_ring {
 	struct io_uring ring;
+	/* rf__kinds, set at creation: the files below kind.c (submit.c runs a kind's prep
+	 * through it) reach the table without naming the file that names them. */
+	const struct rf__kind *kinds;
 	unsigned setup_flags;
 	int msg_ring;
 	int in_run;          /* inside rf_ring_run / rf_ring_run_until */
@@ -224,15 +227,48 @@ struct rf_ring {
 	unsigned sq_head_seen;   /* the kernel's SQ head when submissions were last counted */
 };
 
-/* Internal helpers shared by the ring's files (hidden from the library's ABI). The
- * files call each other one way: setup -> dispatch -> notify -> submit -> register,
- * fault; fault.c and register.c call none of them. */
+/* Internal helpers shared by the ring's files (hidden from the library's ABI). Who
+ * calls whom: README.md, "Where things happen". */
 #define RF__HIDDEN __attribute__((visibility("hidden")))
 
 static inline uint64_t rf__req_ud(const struct rf__req *q)
 {
 	return (uint64_t)(uintptr_t)q | ((uint64_t)(q->gen & 7) << 3) | RF__TAG_REQ;
 }
+
+/* What rf_ring_submit keeps of a descriptor past submission (ext of the request): a
+ * copy of it (rf_io_copy: strings, socket address and iovec array in mem) and, for
+ * readv/writev, the working iovec array of the current piece (wiov). */
+struct rf__ext {
+	struct rf_io io;
+	struct open_how how;         /* openat with RF_IO_BENEATH: read at submission */
+	struct iovec *wiov;
+	_Alignas(16) char mem[];     /* wiov's iovcnt entries, then rf_io_copy's */
+};
+
+/* ---- request kinds (kind.c) ----------------------------------------------------------- */
+
+/* One entry per kind of request. prep fills the SQE of the request's current piece
+ * (rf__queue takes the SQE, then adds the fixed-file flag, the user_data and the
+ * linked deadline); it returns 0, or 1 where the SQE's fd is no file of the fixed
+ * table (a close of a slot, a splice, a faked NOP). complete takes each CQE of the
+ * request and returns the number of callbacks it ran. */
+struct rf__kind {
+	const char *name;        /* "rf_ring_submit(read): ..." */
+	int (*prep)(struct rf_ring *r, struct rf__req *q, struct io_uring_sqe *sqe);
+	int (*complete)(struct rf_ring *r, struct rf__req *q, int32_t res, uint32_t cflags);
+	unsigned flags;          /* RF__KF_* */
+	unsigned keep;           /* the RF_IO_* flags of the call that the request keeps */
+	uint8_t opcode;          /* IORING_OP_* (rf_ring_op_supported) */
+};
+
+enum {
+	RF__KF_INTERNAL = 1u << 0, /* the ring's own: not cancellable by id */
+	RF__KF_IN = 1u << 1,       /* its bytes count as read (stats) */
+	RF__KF_OUT = 1u << 2,      /* ... as written */
+};
+
+RF__HIDDEN extern const struct rf__kind rf__kinds[RF__NKIND];
 
 /* poll.c: call every poller once; the completions they delivered, *busy set when
  * one has work outstanding. rf__spin_default: the spin time a new ring starts with. */
@@ -252,53 +288,6 @@ static inline void rf__count_submitted(struct rf_ring *r)
 	r->sq_head_seen = head;
 }
 
-/* submit.c */
-RF__HIDDEN struct rf__req *rf__req_alloc(struct rf_ring *r, int counts);
-RF__HIDDEN void rf__req_free(struct rf_ring *r, struct rf__req *q);
-RF__HIDDEN struct io_uring_sqe *rf__sqe(struct rf_ring *r, int *err);
-/* (Re)queue the current piece of a read/write/fsync/timeout request. */
-RF__HIDDEN int rf__queue(struct rf_ring *r, struct rf__req *q);
-RF__HIDDEN int rf__queue_efd(struct rf_ring *r, struct rf__req *q, int fd, int poll);
-RF__HIDDEN void rf__cancel_req(struct rf_ring *r, struct rf__req *q);
-RF__HIDDEN int rf__queue_new(struct rf_ring *r, struct rf__req *q, rf_req_id *id);
-RF__HIDDEN struct rf__req *rf__req_by_id(struct rf_ring *r, rf_req_id id);
-RF__HIDDEN rf_req_id rf__req_id(const struct rf__req *q);
-/* The failures every request call shares, recorded for the public call fn (rf__fail):
- * -ESHUTDOWN (the ring is being destroyed), -ENOMEM for the request, and ret from
- * queueing it (a full SQ that could not be flushed). They return the code. */
-RF__HIDDEN int rf__shutdown(const char *fn);
-RF__HIDDEN int rf__no_req(const char *fn);
-RF__HIDDEN int rf__not_queued(const char *fn, int ret);
-/* Reads, writes, fsyncs (op RF__OP_READ/WRITE/FSYNC); deadline 0: none. A failure
- * leaves its message under fn, the public call's name. */
-RF__HIDDEN int rf__rw(const char *fn, struct rf_ring *r, int op, int fd, void *buf, size_t len,
-		      uint64_t off, unsigned flags, uint64_t deadline, rf_io_cb cb, void *data,
-		      rf_req_id *id);
-
-/* Ensure n free SQEs (flushing the SQ if fewer): so that linked SQEs go in together. */
-RF__HIDDEN int rf__sq_room(struct rf_ring *r, unsigned n);
-/* Link sqe to a timeout at the request's deadline (the SQ has room: rf__sq_room). */
-RF__HIDDEN void rf__link_deadline(struct rf_ring *r, struct rf__req *q, struct io_uring_sqe *sqe);
-
-/* A provided-buffer group (ring-ops.h), kept by multishot.c. */
-struct rf_bufgroup {
-	struct rf_ring *r;
-	struct io_uring_buf_ring *br;
-	size_t br_len;
-	char *bufs;
-	size_t map_len, bufsz;
-	unsigned nbufs, avail;
-	uint16_t bgid;
-	unsigned users;        /* multishot receives using the group */
-	uint8_t *out;          /* out[i]: buffer i is with a caller */
-	struct rf__req *parked; /* receives waiting for a buffer (linked by next_free) */
-	struct rf_bufgroup *next;
-};
-
-/* ops.c (called by dispatch.c and setup.c) */
-RF__HIDDEN void rf__ops_probe(struct rf_ring *r);
-/* (Re)queue the current piece of any cancellable request. */
-RF__HIDDEN int rf__requeue(struct rf_ring *r, struct rf__req *q);
 /* The absolute deadline timeout_ns from now (0: none), saturated: a timeout too long
  * to add to the clock is no practical limit, never a deadline already past. */
 static inline uint64_t rf__deadline_after(uint64_t timeout_ns)
@@ -316,24 +305,88 @@ static inline int rf__past_deadline(const struct rf__req *q)
 {
 	return (q->flags & RF__RQ_DEADLINE) && rf_now_ns() >= q->deadline;
 }
-/* A CQE for an ops.c request; returns the number of callbacks run. */
-RF__HIDDEN int rf__ops_complete(struct rf_ring *r, struct rf__req *q, int32_t res, uint32_t cflags);
-/* Queue the current piece of an ops.c or multishot request. */
-RF__HIDDEN int rf__ops_queue(struct rf_ring *r, struct rf__req *q);
+
+/* ---- submit.c: the request pool, SQEs, the one way into the SQ ------------------------- */
+RF__HIDDEN struct rf__req *rf__req_alloc(struct rf_ring *r, int counts);
+RF__HIDDEN void rf__req_free(struct rf_ring *r, struct rf__req *q);
+/* Free the request, then run its callback with res. */
+RF__HIDDEN void rf__req_finish(struct rf_ring *r, struct rf__req *q, int64_t res);
 /* The request is over with res (a zero-copy send waits for its notifications); 1 if
  * its callback ran. */
-RF__HIDDEN int rf__ops_done(struct rf_ring *r, struct rf__req *q, int64_t res);
+RF__HIDDEN int rf__req_done(struct rf_ring *r, struct rf__req *q, int64_t res);
 /* ret == 0: the request went on; else it is over with ret. */
-RF__HIDDEN int rf__ops_again(struct rf_ring *r, struct rf__req *q, int ret);
-/* multishot.c: a CQE of a multishot request; the number of callbacks run. */
-RF__HIDDEN int rf__ms_complete(struct rf_ring *r, struct rf__req *q, int32_t res, uint32_t cflags);
-/* Teardown: deliver parked receives (not in the kernel) as cancelled. */
-RF__HIDDEN void rf__ops_teardown(struct rf_ring *r);
-/* After every request is reaped: unregister and free the buffer groups. */
-RF__HIDDEN void rf__groups_free(struct rf_ring *r);
-/* dispatch.c */
-RF__HIDDEN void rf__req_finish(struct rf_ring *r, struct rf__req *q, int64_t res);
+static inline int rf__req_again(struct rf_ring *r, struct rf__req *q, int ret)
+{
+	return ret == 0 ? 0 : rf__req_done(r, q, ret);
+}
+RF__HIDDEN struct io_uring_sqe *rf__sqe(struct rf_ring *r, int *err);
+/* Ensure n free SQEs (flushing the SQ if fewer): so that linked SQEs go in together. */
+RF__HIDDEN int rf__sq_room(struct rf_ring *r, unsigned n);
+/* Queue the current piece of any request: its kind's prep fills the SQE. */
+RF__HIDDEN int rf__queue(struct rf_ring *r, struct rf__req *q);
+/* The same for a piece after the first: -ETIMEDOUT past the request's deadline. */
+RF__HIDDEN int rf__requeue(struct rf_ring *r, struct rf__req *q);
+/* Queue a freshly filled request; on failure it is freed. Reports its id. */
+RF__HIDDEN int rf__queue_new(struct rf_ring *r, struct rf__req *q, rf_req_id *id);
+RF__HIDDEN void rf__cancel_req(struct rf_ring *r, struct rf__req *q);
+RF__HIDDEN struct rf__req *rf__req_by_id(struct rf_ring *r, rf_req_id id);
+RF__HIDDEN rf_req_id rf__req_id(const struct rf__req *q);
+/* The failures every request call shares, recorded for the public call fn (rf__fail):
+ * -ESHUTDOWN (the ring is being destroyed), -ENOMEM for the request, and ret from
+ * queueing it (a full SQ that could not be flushed). They return the code. */
+RF__HIDDEN int rf__shutdown(const char *fn);
+RF__HIDDEN int rf__no_req(const char *fn);
+RF__HIDDEN int rf__not_queued(const char *fn, int ret);
+
+/* ---- prep.c: every kind's prep (named in kind.c's table) ------------------------------- */
+#define RF__PREP(name) RF__HIDDEN int rf__prep_##name(struct rf_ring *r, struct rf__req *q, \
+						     struct io_uring_sqe *sqe)
+RF__PREP(read); RF__PREP(write); RF__PREP(vec); RF__PREP(fsync); RF__PREP(timeout);
+RF__PREP(openat); RF__PREP(close); RF__PREP(statx); RF__PREP(fallocate);
+RF__PREP(renameat); RF__PREP(unlinkat); RF__PREP(socket); RF__PREP(connect);
+RF__PREP(accept); RF__PREP(sock); RF__PREP(shutdown); RF__PREP(poll); RF__PREP(nop);
+RF__PREP(splice); RF__PREP(accept_ms); RF__PREP(recv_ms); RF__PREP(poll_ms);
+RF__PREP(efd_read); RF__PREP(efd_poll);
+#undef RF__PREP
+
+/* ---- the completes (named in kind.c's table); each returns the callbacks it ran ----- */
+#define RF__COMPLETE(name) RF__HIDDEN int rf__complete_##name(struct rf_ring *r, \
+	struct rf__req *q, int32_t res, uint32_t cflags)
+/* complete.c: transfers (short ones resubmitted, -EAGAIN/-EINTR retried), timeouts,
+ * and the one-result operations */
+RF__COMPLETE(xfer); RF__COMPLETE(timeout); RF__COMPLETE(plain);
+/* multishot.c */
+RF__COMPLETE(ms);
+/* notify.c: a watch's and a notifier's eventfd reads */
+RF__COMPLETE(watch); RF__COMPLETE(notify_read);
+#undef RF__COMPLETE
+/* complete.c: a transfer came back with -EAGAIN or -EINTR: 0 when it is on its way
+ * again (at once, or after a backoff timeout tagged RF__TAG_RETRY), else the error
+ * its callback gets. */
 RF__HIDDEN int rf__retry(struct rf_ring *r, struct rf__req *q, int32_t res);
+
+/* ops.c: the kernel's operations (probed at ring creation). */
+RF__HIDDEN void rf__ops_probe(struct rf_ring *r);
+
+/* multishot.c: teardown: deliver parked receives (not in the kernel) as cancelled;
+ * after every request is reaped: unregister and free the buffer groups. */
+RF__HIDDEN void rf__ops_teardown(struct rf_ring *r);
+RF__HIDDEN void rf__groups_free(struct rf_ring *r);
+
+/* A provided-buffer group (ring-ops.h), kept by multishot.c. */
+struct rf_bufgroup {
+	struct rf_ring *r;
+	struct io_uring_buf_ring *br;
+	size_t br_len;
+	char *bufs;
+	size_t map_len, bufsz;
+	unsigned nbufs, avail;
+	uint16_t bgid;
+	unsigned users;        /* multishot receives using the group */
+	uint8_t *out;          /* out[i]: buffer i is with a caller */
+	struct rf__req *parked; /* receives waiting for a buffer (linked by next_free) */
+	struct rf_bufgroup *next;
+};
 
 /* register.c: the fixed buffer index holding [buf, buf+len), or -EINVAL. */
 RF__HIDDEN int rf__find_buf(struct rf_ring *r, const void *buf, size_t len, uint16_t *idx);
@@ -358,8 +411,6 @@ RF__HIDDEN int rf__turn(struct rf_ring *r, int wait, struct __kernel_timespec *t
 RF__HIDDEN int rf__send_msg(int ring_fd, uint64_t ud, uint32_t res, int retry);
 RF__HIDDEN void rf__notify_msg(struct rf_ring *r, uint64_t ud, int32_t res);
 RF__HIDDEN int rf__notify_flush(struct rf_ring *r);
-RF__HIDDEN int rf__notify_read_complete(struct rf_ring *r, struct rf__req *q, int32_t res);
-RF__HIDDEN int rf__watch_complete(struct rf_ring *r, struct rf__req *q, int32_t res);
 RF__HIDDEN void rf__notifiers_teardown(struct rf_ring *r);
 RF__HIDDEN void rf__watches_teardown(struct rf_ring *r);
 

@@ -101,6 +101,7 @@ int rf_ring_create(struct rf_ring **out, const struct rf_ring_opts *opts)
 	if (!r)
 		return rf__fail(-ENOMEM, "rf_ring_create: no memory for the ring");
 	memset(r, 0, sizeof(*r));
+	r->kinds = rf__kinds;
 	int ret = rf__fault_parse(&r->fault, getenv("RF_FAULT_INJECT"));
 	if (ret == 0)
 		ret = rf__spin_parse(getenv("RF_RING_SPIN_US"), &r->spin_ns);

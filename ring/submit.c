@@ -1,15 +1,25 @@
-/* ring/submit.c -- the request pool, SQE acquisition and the request API (read,
- * write, fsync, timeout, cancel). Requests are only queued into the SQ here; the
- * run loop (dispatch.c) submits them with its wait. A full SQ is flushed without
- * reaping (its CQEs go to the backlog when the kernel refuses) and the SQE retried. */
+/* ring/submit.c -- the request pool, SQE acquisition and the one way into the SQ
+ * (rf__queue: the request's kind prepares the SQE). Requests are only queued into the
+ * SQ here; the run loop (dispatch.c) submits them with its wait. A full SQ is flushed
+ * without reaping (its CQEs go to the backlog when the kernel refuses) and the SQE
+ * retried. It calls no other file of the ring by name: only the kinds' preps, through
+ * the table. */
 #include "ring-impl.h"
 
 #include "rf-internal.h"
 
 #include <errno.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+/* The clock of deadlines, backoffs and spins. */
+uint64_t rf_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 static int rf__grow_pool(struct rf_ring *r)
 {
@@ -70,6 +80,33 @@ void rf__req_free(struct rf_ring *r, struct rf__req *q)
 	q->ext = NULL;
 	q->next_free = r->free_list;
 	r->free_list = q;
+}
+
+void rf__req_finish(struct rf_ring *r, struct rf__req *q, int64_t res)
+{
+	rf_io_cb cb = q->cb;
+	void *data = q->data;
+	rf__req_free(r, q);
+	if (cb) {
+		r->cb_depth++;
+		cb(data, res);
+		r->cb_depth--;
+	}
+}
+
+/* The request is over with res; a zero-copy send first waits for its notifications
+ * (the kernel's word that it let go of the buffer) -- except in rf_ring_destroy: a
+ * peer that never reads would hold the notification back for ever, and the kernel
+ * keeps the pages it pinned alive by itself. */
+int rf__req_done(struct rf_ring *r, struct rf__req *q, int64_t res)
+{
+	if (q->nnotif && !r->destroying) {
+		q->scratch = (uint64_t)res;
+		q->flags |= RF__RQ_ZDONE;
+		return 0;
+	}
+	rf__req_finish(r, q, res);
+	return 1;
 }
 
 struct rf__req *rf__req_by_id(struct rf_ring *r, rf_req_id id)
@@ -180,7 +217,8 @@ int rf__sq_room(struct rf_ring *r, unsigned n)
 	return 0;
 }
 
-void rf__link_deadline(struct rf_ring *r, struct rf__req *q, struct io_uring_sqe *sqe)
+/* Link sqe to a timeout at the request's deadline (the SQ has room: rf__sq_room). */
+static void rf__link_deadline(struct rf_ring *r, struct rf__req *q, struct io_uring_sqe *sqe)
 {
 	sqe->flags |= IOSQE_IO_LINK;
 	struct io_uring_sqe *t = io_uring_get_sqe(&r->ring); /* room: rf__sq_room */
@@ -190,7 +228,6 @@ void rf__link_deadline(struct rf_ring *r, struct rf__req *q, struct io_uring_sqe
 	io_uring_sqe_set_data64(t, RF__TAG_IGNORE);
 }
 
-/* Prepare the SQE for the current piece of a read/write/fsync/timeout request. */
 int rf__queue(struct rf_ring *r, struct rf__req *q)
 {
 	int err = 0;
@@ -199,33 +236,7 @@ int rf__queue(struct rf_ring *r, struct rf__req *q)
 	struct io_uring_sqe *sqe = rf__sqe(r, &err);
 	if (!sqe)
 		return err;
-	size_t rem = q->len - q->done;
-	unsigned n = rem > RF__MAX_SQE_LEN ? RF__MAX_SQE_LEN : (unsigned)rem;
-	uint64_t off = q->off == UINT64_MAX ? UINT64_MAX : q->off + q->done;
-	char *p = q->buf + q->done;
-	switch (q->op) {
-	case RF__OP_READ:
-		if (q->flags & RF_IO_FIXED_BUF)
-			io_uring_prep_read_fixed(sqe, q->fd, p, n, off, q->buf_index);
-		else
-			io_uring_prep_read(sqe, q->fd, p, n, off);
-		break;
-	case RF__OP_WRITE:
-		if (q->flags & RF_IO_FIXED_BUF)
-			io_uring_prep_write_fixed(sqe, q->fd, p, n, off, q->buf_index);
-		else
-			io_uring_prep_write(sqe, q->fd, p, n, off);
-		break;
-	case RF__OP_FSYNC:
-		io_uring_prep_fsync(sqe, q->fd, q->len ? IORING_FSYNC_DATASYNC : 0);
-		break;
-	case RF__OP_TIMEOUT:
-		io_uring_prep_timeout(sqe, &q->u.ts, 0, 0);
-		break;
-	default:
-		return -EINVAL;
-	}
-	if (q->flags & RF_IO_FIXED_FILE)
+	if (r->kinds[q->kind].prep(r, q, sqe) == 0 && (q->flags & RF_IO_FIXED_FILE))
 		sqe->flags |= IOSQE_FIXED_FILE;
 	io_uring_sqe_set_data64(sqe, rf__req_ud(q));
 	if (q->flags & RF__RQ_DEADLINE)
@@ -233,7 +244,13 @@ int rf__queue(struct rf_ring *r, struct rf__req *q)
 	return 0;
 }
 
-/* Queue a freshly filled request; on failure it is freed. Reports its id. */
+int rf__requeue(struct rf_ring *r, struct rf__req *q)
+{
+	if (rf__past_deadline(q))
+		return -ETIMEDOUT;
+	return rf__queue(r, q);
+}
+
 int rf__queue_new(struct rf_ring *r, struct rf__req *q, rf_req_id *id)
 {
 	int ret = rf__queue(r, q);
@@ -244,22 +261,6 @@ int rf__queue_new(struct rf_ring *r, struct rf__req *q, rf_req_id *id)
 	}
 	if (id)
 		*id = rf__req_id(q);
-	return 0;
-}
-
-/* Queue a read (8 bytes into q->scratch) or a POLLIN poll for an internal eventfd
- * request. */
-int rf__queue_efd(struct rf_ring *r, struct rf__req *q, int fd, int poll)
-{
-	int err = 0;
-	struct io_uring_sqe *sqe = rf__sqe(r, &err);
-	if (!sqe)
-		return err;
-	if (poll)
-		io_uring_prep_poll_add(sqe, fd, POLLIN);
-	else
-		io_uring_prep_read(sqe, fd, &q->scratch, 8, 0);
-	io_uring_sqe_set_data64(sqe, rf__req_ud(q));
 	return 0;
 }
 
@@ -288,80 +289,4 @@ int rf__not_queued(const char *fn, int ret)
 {
 	return rf__fail(ret, "%s: cannot queue the request (the SQ could not be flushed): %s", fn,
 			strerror(-ret));
-}
-
-int rf__rw(const char *fn, struct rf_ring *r, int op, int fd, void *buf, size_t len,
-	   uint64_t off, unsigned flags, uint64_t deadline, rf_io_cb cb, void *data, rf_req_id *id)
-{
-	if (r->destroying)
-		return rf__shutdown(fn);
-	uint16_t bi = 0;
-	if (flags & RF_IO_FIXED_BUF) {
-		int ret = rf__find_buf(r, buf, len, &bi);
-		if (ret < 0)
-			return rf__fail(ret, "%s: RF_IO_FIXED_BUF: buf %p + %zu bytes lies in no "
-					"single registered buffer", fn, buf, len);
-	}
-	struct rf__req *q = rf__req_alloc(r, 1);
-	if (!q)
-		return rf__no_req(fn);
-	q->op = (uint8_t)op;
-	q->fd = fd;
-	q->buf = buf;
-	q->len = len;
-	q->off = off;
-	q->buf_index = bi;
-	q->flags |= flags & (RF_IO_FIXED_FILE | RF_IO_FIXED_BUF | RF_IO_NO_RETRY_SHORT);
-	q->cb = cb;
-	q->data = data;
-	if (deadline) {
-		q->deadline = deadline;
-		q->flags |= RF__RQ_DEADLINE;
-	}
-	if (r->fault.active && ((op == RF__OP_READ && (r->fault.ops & RF__FAULT_READ)) ||
-				(op == RF__OP_WRITE && (r->fault.ops & RF__FAULT_WRITE))))
-		rf__mark_faultable(r, q);
-	int ret = rf__queue_new(r, q, id);
-	return ret < 0 ? rf__not_queued(fn, ret) : 0;
-}
-
-int rf_ring_read(struct rf_ring *r, int fd, void *buf, size_t len, uint64_t off,
-		 unsigned flags, rf_io_cb cb, void *data, rf_req_id *id)
-{
-	return rf__rw("rf_ring_read", r, RF__OP_READ, fd, buf, len, off, flags, 0, cb, data, id);
-}
-
-int rf_ring_write(struct rf_ring *r, int fd, const void *buf, size_t len, uint64_t off,
-		  unsigned flags, rf_io_cb cb, void *data, rf_req_id *id)
-{
-	return rf__rw("rf_ring_write", r, RF__OP_WRITE, fd, (void *)buf, len, off, flags, 0, cb,
-		      data, id);
-}
-
-int rf_ring_fsync(struct rf_ring *r, int fd, unsigned flags, int datasync,
-		  rf_io_cb cb, void *data, rf_req_id *id)
-{
-	/* len carries datasync; buf NULL */
-	return rf__rw("rf_ring_fsync", r, RF__OP_FSYNC, fd, NULL, datasync ? 1 : 0, 0,
-		      flags & RF_IO_FIXED_FILE, 0, cb, data, id);
-}
-
-int rf_ring_timeout(struct rf_ring *r, uint64_t ns, rf_io_cb cb, void *data, rf_req_id *id)
-{
-	if (r->destroying)
-		return rf__shutdown("rf_ring_timeout");
-	struct rf__req *q = rf__req_alloc(r, 1);
-	if (!q)
-		return rf__no_req("rf_ring_timeout");
-	q->op = RF__OP_TIMEOUT;
-	q->fd = -1;
-	q->buf = NULL;
-	q->len = 0;
-	q->off = 0;
-	q->cb = cb;
-	q->data = data;
-	q->u.ts.tv_sec = (long long)(ns / 1000000000ull);
-	q->u.ts.tv_nsec = (long long)(ns % 1000000000ull);
-	int ret = rf__queue_new(r, q, id);
-	return ret < 0 ? rf__not_queued("rf_ring_timeout", ret) : 0;
 }

@@ -110,6 +110,17 @@ int rf_ring_submit(struct rf_ring *r, const struct rf_io *io, rf_io_cb cb, void 
  * leave. For callers that queue io later (rf_engine_push_io). */
 int rf_ring_check_io(struct rf_ring *r, const struct rf_io *io);
 
+/* The bytes rf_io_copy needs for what io points to and a copy must keep: the socket
+ * address (addrlen bytes, at most a sockaddr_storage), the iovec array and the two
+ * paths (with their NULs), laid out with the alignment of a struct iovec kept. */
+size_t rf_io_copy_size(const struct rf_io *io);
+/* A deep copy of src into *dst that needs nothing src points to once it returns: the
+ * address, iovec array and paths go into mem (rf_io_copy_size(src) bytes, aligned
+ * as malloc's memory is) and dst's pointers to them; the buffers (buf, stx, peer,
+ * peerlen and the iovecs' bases) stay the caller's. The one copy of a descriptor that
+ * is queued later: rf_ring_submit's and rf_engine_push_io's. */
+void rf_io_copy(struct rf_io *dst, const struct rf_io *src, void *mem);
+
 /* Non-zero if the running kernel supports op (probed once at ring creation). */
 int rf_ring_op_supported(const struct rf_ring *r, enum rf_iop op);
 

@@ -187,7 +187,7 @@ int main(int argc, char **argv)
 		rf_notifier_expect(n5, 3);
 		T_EQ(rf_ring_pending(r), 3);
 		rf_log_set(on_log, NULL);
-		rf__notify_read_complete(r, n5->rq, -EIO);
+		rf__complete_notify_read(r, n5->rq, -EIO, 0);
 		rf_log_set(NULL, NULL);
 		T_EQ(errors_logged, 1);
 		T_EQ(rf_notifier_owed(n5), 0);
