@@ -36,7 +36,8 @@ int rf_engine_create(struct rf_engine **out, struct rf_ring *ring, const struct 
 	e->ring = ring;
 	rf__slab_init(&e->op_slab, sizeof(struct rf_op), 0);
 	rf__slab_init(&e->var_slab, sizeof(struct rf_var), 1);
-	rf__slab_init(&e->group_slab, sizeof(struct rf__group), 1);
+	/* groups never go back to it: the queue's reserve list keeps them (queue.c) */
+	rf__slab_init(&e->group_slab, sizeof(struct rf__group), 0);
 	rf__engine_configure(e, opts);
 	e->owner_tid = rf__gettid();
 	rf__streams_init(e);

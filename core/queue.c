@@ -75,7 +75,17 @@ static void rf__group_front(struct rf_engine *e, struct rf_var *v, struct rf__gr
 }
 
 /* Groups come from the engine's slab (slab.h); the free list here holds those
- * reserved by rf__q_reserve, so a fill that started never fails for want of one. */
+ * reserved by rf__q_reserve, so a fill that started never fails for want of one. A
+ * group on it is poisoned under AddressSanitizer: one used after it left its queue is
+ * reported. */
+static void rf__group_put(struct rf_engine *e, struct rf__group *g)
+{
+	g->next = e->free_groups;
+	e->free_groups = g;
+	e->nfree_groups++;
+	RF__SLAB_POISON(g, sizeof(*g));
+}
+
 int rf__q_grow(struct rf_engine *e, uint32_t n)
 {
 	while (e->nfree_groups < n) {
@@ -83,9 +93,7 @@ int rf__q_grow(struct rf_engine *e, uint32_t n)
 
 		if (!g)
 			return -ENOMEM;
-		g->next = e->free_groups;
-		e->free_groups = g;
-		e->nfree_groups++;
+		rf__group_put(e, g);
 	}
 	return 0;
 }
@@ -94,6 +102,7 @@ static struct rf__group *rf__group_get(struct rf_engine *e)
 {
 	struct rf__group *g = e->free_groups; /* reserved by rf__q_reserve */
 
+	RF__SLAB_UNPOISON(g, sizeof(*g));
 	e->free_groups = g->next;
 	e->nfree_groups--;
 	g->prev = g->next = NULL;
@@ -102,13 +111,6 @@ static struct rf__group *rf__group_get(struct rf_engine *e)
 	g->s = NULL;
 	g->maxseq = 0;
 	return g;
-}
-
-static void rf__group_put(struct rf_engine *e, struct rf__group *g)
-{
-	g->next = e->free_groups;
-	e->free_groups = g;
-	e->nfree_groups++;
 }
 
 void rf__q_free_groups(struct rf_engine *e)
