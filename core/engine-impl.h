@@ -294,8 +294,9 @@ int rf__push_op(struct rf_engine *e, const struct rf_op_desc *d, const struct rf
 int rf__push_as(struct rf_engine *e, const struct rf_op_desc *d, const struct rf__opkind *k,
 		void *arg, const char *who);
 int rf__capturing(struct rf_engine *e, const char *what);
-/* push.c: s is a stream of e (who names the call in the message). 0 or -EINVAL. */
-int rf__check_stream(struct rf_engine *e, const struct rf_stream *s, const char *who);
+/* push.c: s is a stream of e (who and name name the call in the message). 0 or -EINVAL. */
+int rf__check_stream(struct rf_engine *e, const struct rf_stream *s, const char *who,
+		     const char *name, int quote);
 
 /* immediate.c: the immediate path (1: ran it, 0: not taken, <0: error) */
 int rf__push_now(struct rf_engine *e, const struct rf_op_desc *d);

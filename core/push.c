@@ -25,21 +25,25 @@ int rf__push_thread_refused(const char *what)
 
 /* A stream an fn op may name: the inline stream, or one registered with e (never the
  * async stream, which runs rf_async_fn ops: those get it anyway). 0, or -EINVAL with
- * the message "WHO: why"; s itself is never read (it may be freed memory). */
-int rf__check_stream(struct rf_engine *e, const struct rf_stream *s, const char *who)
+ * the message "WHO 'NAME': why" (WHO NAME without quotes when quote is 0); s itself is
+ * never read (it may be freed memory). The text is made only on failure: this runs at
+ * every push onto a stream. */
+int rf__check_stream(struct rf_engine *e, const struct rf_stream *s, const char *who,
+		     const char *name, int quote)
 {
 	const struct rf_stream *r;
+	const char *q = quote ? "'" : "";
 
 	if (s == &e->inline_stream)
 		return 0;
 	if (s == &e->async_stream)
-		return rf__fail(-EINVAL, "%s: the async stream runs rf_async_fn ops (afn), not "
-				"fn", who);
+		return rf__fail(-EINVAL, "%s %s%s%s: the async stream runs rf_async_fn ops (afn), "
+				"not fn", who, q, name, q);
 	for (r = e->streams; r; r = r->next_registered)
 		if (r == s)
 			return 0;
-	return rf__fail(-EINVAL, "%s: its stream is not registered with this engine "
-			"(another engine's, destroyed, or never registered)", who);
+	return rf__fail(-EINVAL, "%s %s%s%s: its stream is not registered with this engine "
+			"(another engine's, destroyed, or never registered)", who, q, name, q);
 }
 
 /* no_fn: an engine-made op (wait, deletion) may have no function. */
@@ -68,11 +72,8 @@ static int rf__check_desc(struct rf_engine *e, const struct rf_op_desc *d, int n
 		if (!d->writes[i] || d->writes[i]->eng != e)
 			return rf__fail(-EINVAL, "rf_engine_push: op '%s': writes[%u] is %s", name, i,
 					d->writes[i] ? "a variable of another engine" : "NULL");
-	if (d->stream && !d->afn) {
-		char who[128];
-		snprintf(who, sizeof(who), "rf_engine_push: op '%s'", name);
-		return rf__check_stream(e, d->stream, who);
-	}
+	if (d->stream && !d->afn)
+		return rf__check_stream(e, d->stream, "rf_engine_push: op", name, 1);
 	return 0;
 }
 

@@ -107,12 +107,9 @@ int rf_var_destroy(struct rf_engine *e, struct rf_var *v, void (*free_fn)(void *
 	if (v->deleting) /* the first deletion frees it: a second would free it twice */
 		return rf__fail(-EINVAL, "rf_var_destroy %s: already being destroyed",
 				rf_var_name(v));
-	if (stream) { /* named as this call (the push's check would say rf_engine_push) */
-		char who[128];
-		snprintf(who, sizeof(who), "rf_var_destroy %s", rf_var_name(v));
-		if ((ret = rf__check_stream(e, stream, who)) < 0)
-			return ret;
-	}
+	/* named as this call (the push's check would say rf_engine_push) */
+	if (stream && (ret = rf__check_stream(e, stream, "rf_var_destroy", rf_var_name(v), 0)) < 0)
+		return ret;
 	d.fn = rf__del_run;
 	d.ctx = v;
 	d.writes = &v;

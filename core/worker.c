@@ -36,13 +36,15 @@ struct rf__worker {
 	 * worker tail; sharing a line would bounce it between the cores on every op. */
 	_Alignas(RF__CACHELINE) _Atomic uint64_t head; /* ops published (reactor writes) */
 	_Alignas(RF__CACHELINE) _Atomic uint64_t tail; /* ops finished (worker writes) */
-	_Alignas(RF__CACHELINE) uint64_t reaped;       /* ops reported (reactor only) */
-	struct rf__oplist ovf; /* reactor only: ops waiting for a free slot */
+	/* the reactor's own line: written at every publish and reap */
+	_Alignas(RF__CACHELINE) uint64_t reaped;       /* ops reported */
+	struct rf__oplist ovf;          /* ops waiting for a free slot */
+	uint64_t progress_ns;           /* the last completion or publish */
+	int published;                  /* an op was given since the last poll */
+	_Alignas(RF__CACHELINE) unsigned spins; /* worker only: the idle spin's budget */
 	_Alignas(RF__CACHELINE) _Atomic int sleeping;
 	_Atomic uint32_t futex;
 	_Atomic int stop;
-	unsigned spins;                 /* worker only: the idle spin's budget, adapted */
-	uint64_t progress_ns;           /* reactor only: the last completion or publish */
 	struct rf_ring *ring;
 	struct rf_notifier *notifier;   /* wakes a parked reactor */
 	struct rf_poller *poller;       /* reads tail at every turn */
@@ -135,10 +137,12 @@ static void rf__worker_sleep(struct rf__worker *w, uint64_t t)
 static void *rf__worker_main(void *arg)
 {
 	struct rf__worker *w = arg;
-	uint64_t t = 0;
+	uint64_t t = 0, h = 0;
 
 	for (;;) {
-		if (t < atomic_load_explicit(&w->head, memory_order_acquire)) {
+		/* head is read again only when the ops seen are done: while the reactor
+		 * publishes a burst, its line is not pulled over once per op */
+		if (t < h || t < (h = atomic_load_explicit(&w->head, memory_order_acquire))) {
 			rf__worker_run(w, t++);
 			continue;
 		}
@@ -157,7 +161,7 @@ static void rf__worker_publish(struct rf__worker *w, struct rf_op *op)
 	w->slot[h & (w->cap - 1)] = op;
 	atomic_store_explicit(&w->head, h + 1, memory_order_release);
 	rf_poller_hold(w->poller, 1);   /* pending for the ring until reaped */
-	w->progress_ns = rf_now_ns();   /* the poller's spin-worthiness clock restarts */
+	w->published = 1;               /* the poller's spin-worthiness clock restarts */
 	rf__worker_wake(w);
 }
 
@@ -213,8 +217,9 @@ static unsigned rf__worker_poll(void *data, int *busy)
 	if (atomic_load_explicit(&w->head, memory_order_relaxed) == w->reaped)
 		return n;
 	now = rf_now_ns();
-	if (n)
+	if (n || w->published)
 		w->progress_ns = now;
+	w->published = 0;
 	*busy = now - w->progress_ns < RF__WORKER_BUSY_NS;
 	return n;
 }
