@@ -19,7 +19,10 @@
  *   alternating between two worker streams (every edge crosses streams, so each op
  *   waits for the previous one's completion). Then the floor under a hop, in the same
  *   run: two bare threads handing a counter back and forth by spinning (pingpong-spin)
- *   and by futex (pingpong-futex), and xchain's hop as a ratio to each.
+ *   and by futex (pingpong-futex); three bare threads relaying a counter in xchain's
+ *   shape, end -> middle -> end, spinning with a yield every 4th poll (relay-3: its
+ *   hop is two hand-overs, as xchain's is worker -> reactor -> worker); and xchain's
+ *   hop as a ratio to each.
  *   Every row also gives the minor page faults per million ops of its best run.
  *
  * rf-bench async [--n N] [--len L] [--json]
@@ -325,14 +328,14 @@ static void print_result(const char *pattern, long n, double best, long reps, lo
  * keeps a peer near a second at the costs measured here (0.3 us, 12 us a hop). */
 static int print_pingpong(double hop, long reps, int json)
 {
-	static const long hops[2] = { 1000000, 50000 };
-	static const char *const name[2] = { "pingpong-spin", "pingpong-futex" };
-	double best[2] = { 1e30, 1e30 };
+	static const long hops[3] = { 1000000, 50000, 200000 };
+	static const char *const name[3] = { "pingpong-spin", "pingpong-futex", "relay-3" };
+	double best[3] = { 1e30, 1e30, 1e30 };
 	int k;
 
-	for (k = 0; k < 2; k++) {
+	for (k = 0; k < 3; k++) {
 		for (long r = 0; r < reps; r++) {
-			double s = bench_pingpong(hops[k], k);
+			double s = k < 2 ? bench_pingpong(hops[k], k) : bench_relay(hops[k]);
 			if (s < 0)
 				return 1;
 			if (s < best[k])
@@ -345,10 +348,12 @@ static int print_pingpong(double hop, long reps, int json)
 		rf_cli_json_num(stdout, "%.2f", hop / best[0]);
 		printf(",\"futex_ratio\":");
 		rf_cli_json_num(stdout, "%.2f", hop / best[1]);
+		printf(",\"relay_ratio\":");
+		rf_cli_json_num(stdout, "%.2f", hop / best[2]);
 		printf("}\n");
 	} else {
-		printf("xchain's hop: %.2fx a spinning hand-over, %.2fx a futex one\n",
-		       hop / best[0], hop / best[1]);
+		printf("xchain's hop: %.2fx a spinning hand-over, %.2fx a futex one, %.2fx a "
+		       "three-thread relay's\n", hop / best[0], hop / best[1], hop / best[2]);
 	}
 	fflush(stdout);
 	return 0;

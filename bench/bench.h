@@ -5,6 +5,8 @@
 
 int rf_bench_engine(int argc, char **argv);   /* bench-engine.c */
 double bench_pingpong(long hops, int futex);  /* bench-pingpong.c: seconds a hop */
+/* bench-pingpong.c: seconds an end-to-end hop through a middle thread (two hand-overs) */
+double bench_relay(long hops);
 int rf_bench_async(int argc, char **argv);    /* bench-engine.c: seeds section 12.2.3 */
 int rf_bench_parallel(int argc, char **argv); /* bench-devices.c: seeds section 12.3.1 */
 int rf_bench_copy(int argc, char **argv);     /* bench-devices.c: seeds section 12.3.2 */
