@@ -6,6 +6,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "log.h"
 
@@ -32,6 +33,12 @@ int rf__fail_into(char *buf, size_t len, int code, const char *fmt, ...) RF__PRI
  * process, so that it is cheap to ask per call (the loader's decode asks per record)
  * and every caller -- the CPU kernels, the host decode -- takes the same path. */
 int rf__isa_avx512(void);
+
+/* env.c: NAME's VALUE (as getenv gave it; NULL: unset, *out = dflt) as a whole number
+ * from lo to hi, digits only. 0, or -EINVAL with "NAME=VALUE in the environment:
+ * expected WHAT, a whole number from LO to HI (or the variable unset)". */
+int rf__env_u64(const char *name, const char *value, uint64_t lo, uint64_t hi, uint64_t dflt,
+		const char *what, uint64_t *out);
 
 struct stat;
 

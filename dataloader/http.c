@@ -30,25 +30,12 @@ int rf__is_http(const char *s)
 
 int rf_dataset_http_timeout(uint64_t *ns)
 {
-	const char *tm = getenv("RF_HTTP_TIMEOUT_MS");
-	uint64_t ms = 0;
+	uint64_t ms;
+	int ret = rf__env_u64("RF_HTTP_TIMEOUT_MS", getenv("RF_HTTP_TIMEOUT_MS"), 1, 3600000,
+			      RF__HTTP_TIMEOUT_NS / 1000000ull, "milliseconds", &ms);
 
-	*ns = RF__HTTP_TIMEOUT_NS;
-	if (!tm)
-		return 0;
-	/* digits only: strtoul would take a sign or leading spaces */
-	for (const char *p = tm; *p; p++) {
-		if (*p < '0' || *p > '9' || ms > 3600000) {
-			ms = 0;
-			break;
-		}
-		ms = ms * 10 + (uint64_t)(*p - '0');
-	}
-	if (ms < 1 || ms > 3600000)
-		return rf__fail(-EINVAL, "RF_HTTP_TIMEOUT_MS=%s in the environment: expected whole "
-				"milliseconds from 1 to 3600000", tm);
-	*ns = ms * 1000000ull;
-	return 0;
+	*ns = ret < 0 ? RF__HTTP_TIMEOUT_NS : ms * 1000000ull;
+	return ret;
 }
 
 #if RF_HAVE_HTTP_PARSER

@@ -23,20 +23,12 @@ struct rf_poller {
 
 int rf__spin_parse(const char *s, uint64_t *ns)
 {
-	uint64_t us = 0;
-	const char *p = s;
+	uint64_t us;
+	int ret = rf__env_u64("RF_RING_SPIN_US", s, 0, RF__SPIN_MAX_NS / 1000ull,
+			      RF__SPIN_DEFAULT_NS / 1000ull, "microseconds of spin", &us);
 
-	*ns = RF__SPIN_DEFAULT_NS;
-	if (!s)
-		return 0;
-	/* digits only (strtoull takes signs and spaces), checked before they overflow */
-	for (; *p >= '0' && *p <= '9' && us <= RF__SPIN_MAX_NS / 1000ull; p++)
-		us = us * 10 + (uint64_t)(*p - '0');
-	if (!*s || *p || us > RF__SPIN_MAX_NS / 1000ull)
-		return rf__fail(-EINVAL, "RF_RING_SPIN_US='%s': expected microseconds, 0..%llu",
-				s, RF__SPIN_MAX_NS / 1000ull);
-	*ns = us * 1000ull;
-	return 0;
+	*ns = ret < 0 ? RF__SPIN_DEFAULT_NS : us * 1000ull;
+	return ret;
 }
 
 int rf_poller_add(struct rf_ring *r, rf_poll_cb cb, void *data, struct rf_poller **out)

@@ -42,21 +42,12 @@ static int rf__online_cores(void)
  * "99999999999" were silently no cap). */
 static int rf__blas_threads_env(int *cap)
 {
-	const char *env = getenv("RF_BLAS_THREADS"), *p;
-	long v = 0;
+	uint64_t v;
+	int ret = rf__env_u64("RF_BLAS_THREADS", getenv("RF_BLAS_THREADS"), 1,
+			      RF__BLAS_THREADS_MAX, 0, "the OpenBLAS threads at most", &v);
 
-	*cap = 0;
-	if (!env)
-		return 0;
-	for (p = env; *p >= '0' && *p <= '9' && v <= RF__BLAS_THREADS_MAX; p++)
-		v = v * 10 + (*p - '0');
-	if (!*env || *p || v < 1 || v > RF__BLAS_THREADS_MAX)
-		return rf__fail(-EINVAL,
-				"RF_BLAS_THREADS=%s: expected an integer from 1 to %d (the "
-				"OpenBLAS threads at most), or the variable unset",
-				env, RF__BLAS_THREADS_MAX);
-	*cap = (int)v;
-	return 0;
+	*cap = ret < 0 ? 0 : (int)v;
+	return ret;
 }
 
 static void rf__cpu_policy_update(int delta_streams, int forced_threads)

@@ -668,16 +668,22 @@ static int rf__cuda_open(struct rf_engine *e, int ordinal, const struct rf_devic
 	struct rf_device *d;
 	struct rf__cuda_dev *cd;
 	unsigned n = opts && opts->streams ? opts->streams : 1, i;
-	const char *env = getenv("RF_CUDA_WATCHDOG_MS");
-	unsigned period = opts && opts->watchdog_ms ? opts->watchdog_ms
-		: env && atoi(env) > 0 ? (unsigned)atoi(env) : 2000;
+	unsigned period = opts ? opts->watchdog_ms : 0;
 	unsigned hang = opts && opts->hang_ms ? opts->hang_ms : 600000;
+	uint64_t env_ms;
 	char nm[16];
 	int ret, none = -1;
 
 	if (!e || !out || ordinal < 0)
 		return rf__fail(-EINVAL, "cuda:%d: an engine and an out pointer are required", ordinal);
 	*out = NULL;
+	/* refused before a device is looked for: a typo is reported on any machine */
+	if (!period && rf__env_u64("RF_CUDA_WATCHDOG_MS", getenv("RF_CUDA_WATCHDOG_MS"), 1,
+				   3600000, 2000, "milliseconds between stuck-stream checks",
+				   &env_ms) < 0)
+		return rf__fail_under(-EINVAL, "cuda:%d", ordinal);
+	if (!period)
+		period = (unsigned)env_ms;
 	if (ordinal >= rf__cuda_count())
 		return rf__fail(-ENODEV, "cuda:%d: no usable CUDA device there (%d found: no GPU, "
 				"no driver, or a driver too old)", ordinal, rf__cuda_count());

@@ -238,6 +238,24 @@ int main(void)
 			CHECK(r == -ENODEV || r == -ENOTSUP);
 			CHECK(rf_device_open(e, "cuda:0", &x) < 0);
 		}
+		/* RF_CUDA_WATCHDOG_MS was read with atoi ("5x" was 5, "abc" the default): a
+		 * malformed value is refused by name, on any machine (before a device is
+		 * looked for); a build without CUDA says so instead */
+		static const char *const badwd[] = { "abc", "5x", "-5", "0", "", " 7", "3600001" };
+		for (unsigned i = 0; i < sizeof(badwd) / sizeof(badwd[0]); i++) {
+			char want[96];
+			setenv("RF_CUDA_WATCHDOG_MS", badwd[i], 1);
+			int r = rf_device_open(e, "cuda:0", &x);
+			CHECK(r < 0 && !x);
+			snprintf(want, sizeof(want), "RF_CUDA_WATCHDOG_MS=%s in the environment: "
+				 "expected", badwd[i]);
+			CHECK(r == -ENOTSUP ? !!strstr(rf_last_error(), "without CUDA")
+					    : r == -EINVAL && strstr(rf_last_error(), want));
+		}
+		setenv("RF_CUDA_WATCHDOG_MS", "250", 1);   /* well-formed: no device here */
+		if (rf_cuda_count() == 0)
+			CHECK(rf_device_open(e, "cuda:0", &x) != -EINVAL);
+		unsetenv("RF_CUDA_WATCHDOG_MS");
 		CHECK_OK(rf_device_open(e, "cpu:3", &x));
 		CHECK(!strcmp(rf_device_name(x), "cpu:3"));
 		rf_device_close(x);
@@ -256,7 +274,7 @@ int main(void)
 		for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 			setenv("RF_BLAS_THREADS", bad[i], 1);
 			CHECK_EQ(rf_cpu_open(e, NULL, &x), -EINVAL);
-			snprintf(want, sizeof(want), "RF_BLAS_THREADS=%s: expected an integer",
+			snprintf(want, sizeof(want), "RF_BLAS_THREADS=%s in the environment: expected",
 				 bad[i]);
 			CHECK(strstr(rf_last_error(), want));
 		}

@@ -12,7 +12,8 @@ or a macro that is no parameter of its function).
 Scanned: ring core devices comm dataloader train common include python/ringflow tools,
 without tools/dev (developer tools), build directories or hidden ones; C, C++ and CUDA
 files, Python files (*.py, or a script whose first line names python). Not scanned:
-tests/, bench/, examples/, fuzz/, shell scripts.
+tests/, bench/ (each benchmark script lists its variables in its header), examples/,
+fuzz/.
 
 A read is:
   - C: getenv("NAME") or secure_getenv("NAME"), comments left out;
@@ -21,7 +22,10 @@ A read is:
     makes that function a helper (comm/store.c's rf__env_int("WORLD_SIZE", ...)), and a
     helper passing its own parameter on to another helper is one too;
   - Python: os.environ["NAME"], os.environ.get("NAME"), os.getenv("NAME"),
-    "NAME" in os.environ.
+    "NAME" in os.environ;
+  - shell (a script under tools/ whose first line names sh or bash): $RF_NAME or
+    ${RF_NAME...} -- the project's own variables (a script's other names are its
+    locals or the system's).
 The table's rows are those whose first cell holds backticked names (`NAME`, or
 `A`, `B` for a row that covers several); the header and group rows (bold, no
 backticks) are skipped. Python standard library only.
@@ -63,6 +67,8 @@ def sources():
                         first = f.readline()
                     if first.startswith(b"#!") and b"python" in first:
                         yield p, "py"
+                    elif first.startswith(b"#!") and re.search(rb"\b(ba)?sh\b", first):
+                        yield p, "sh"
 
 
 def strip_c_comments(text):
@@ -193,6 +199,12 @@ for p, kind in files:
         for m in GETENV.finditer(text):
             args = call_args(text, m.end() - 1)
             take_arg(p, text, m.start(), args[0] if args else "", cdefs[p])
+        continue
+    if kind == "sh":
+        for line_no, line in enumerate(text.splitlines(), 1):
+            code = line if not line.lstrip().startswith("#") else ""
+            for m in re.finditer(r"\$\{?(RF_[A-Z0-9_]+)", code):
+                reads.append((p, line_no, m.group(1)))
         continue
     for line_no, line in enumerate(text.splitlines(), 1):
         code = re.sub(r"#.*", "", line)     # crude, enough for '#' in these files
