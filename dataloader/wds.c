@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 
 #include "dataset-impl.h"
 #include "tar-impl.h"
@@ -182,6 +183,51 @@ static int wds_check_set(const char *const *paths, size_t n, const char *name)
 
 /* paths[0..n) into ds; name is what src[0].path says of a set (n >= 2), pattern the
  * brace pattern they came from (NULL: a list). */
+struct wds_ident {
+	dev_t dev;
+	ino_t ino;
+	size_t k;
+};
+
+static int wds_ident_cmp(const void *a, const void *b)
+{
+	const struct wds_ident *x = a, *y = b;
+
+	if (x->dev != y->dev)
+		return x->dev < y->dev ? -1 : 1;
+	if (x->ino != y->ino)
+		return x->ino < y->ino ? -1 : 1;
+	return x->k < y->k ? -1 : x->k > y->k;
+}
+
+/* Each shard of a set is a file of its own: one named twice (a pattern like {a,a}, a
+ * list with a repeat, or two paths to one file) would be read twice an epoch and its
+ * samples drawn twice as often. Compared by device and inode before any shard is
+ * indexed; a path stat cannot reach is left to its open, which says why. */
+static int wds_distinct(const char *const *paths, size_t n, const char *name)
+{
+	struct wds_ident *id = calloc(n, sizeof(*id));
+	size_t m = 0;
+	int ret = 0;
+
+	if (!id)
+		return rf__ds_fail(-ENOMEM, name, "out of memory for %zu shards", n);
+	for (size_t k = 0; k < n; k++) {
+		struct stat st;
+		if (stat(paths[k], &st) == 0)
+			id[m++] = (struct wds_ident){ st.st_dev, st.st_ino, k };
+	}
+	qsort(id, m, sizeof(*id), wds_ident_cmp);
+	for (size_t k = 1; k < m && !ret; k++)
+		if (id[k].dev == id[k - 1].dev && id[k].ino == id[k - 1].ino)
+			ret = rf__ds_fail(-EINVAL, name, "shards %zu (%s) and %zu (%s) of %zu are "
+					  "one file: expected each shard once (its samples would "
+					  "be read twice an epoch)", id[k - 1].k + 1,
+					  paths[id[k - 1].k], id[k].k + 1, paths[id[k].k], n);
+	free(id);
+	return ret;
+}
+
 static int wds_open_set(struct rf_dataset *ds, const char *const *paths, size_t n,
 			uint32_t num_classes, unsigned flags, const char *name,
 			const char *pattern)
@@ -190,7 +236,8 @@ static int wds_open_set(struct rf_dataset *ds, const char *const *paths, size_t 
 	uint64_t end = 0, tar_bytes = 0;
 	int ret;
 
-	if ((ret = wds_check_set(paths, n, name)) < 0)
+	if ((ret = wds_check_set(paths, n, name)) < 0 ||
+	    (n > 1 && (ret = wds_distinct(paths, n, name)) < 0))
 		return ret;
 	if (n > 1) {
 		if (!(ds->parts = calloc(n, sizeof(*ds->parts))))

@@ -222,7 +222,10 @@ int rf_dataset_open_wds(struct rf_dataset *ds, const char *path, uint32_t num_cl
  * descriptors: more than (RLIMIT_NOFILE's soft limit - 64) / 2 are refused with
  * -EMFILE before any is opened (raise the limit, ulimit -n, or pack the shards into
  * one file: rf-pack --webdataset). Remote shards (http://) are refused with -ENOTSUP
- * when there are two or more. Refusals name the shard, the byte offset in it and what
+ * when there are two or more. A file named twice (the same device and inode, by one
+ * path or two) is refused with -EINVAL naming both places, before any shard is
+ * indexed: its samples would be read twice an epoch. Refusals name the shard, the byte
+ * offset in it and what
  * was expected (a missing shard: its path and "(shard K of N)"). src[0].path names the
  * set: "FIRST and N-1 more shards". paths are copied; the caller keeps them. */
 int rf_dataset_open_wds_list(struct rf_dataset *ds, const char *const *paths, size_t n,
@@ -241,7 +244,8 @@ int rf_dataset_open_wds_list(struct rf_dataset *ds, const char *const *paths, si
  * in one name (the first varies slowest). Refused with -EINVAL naming the pattern and
  * the offset of the group: an unmatched brace, a group that is neither ({}, {a},
  * {1..}, {1..x}), a step of 0, a number over 18 digits; more than RF_DS_MAX_SHARDS
- * names (-E2BIG) or a name over 4095 bytes (-ENAMETOOLONG). No escapes, no letter
+ * names (-E2BIG) or a name over 4095 bytes (-ENAMETOOLONG). A pattern that names a
+ * shard twice ({0,1,0}) is refused as a list with a repeat is. No escapes, no letter
  * ranges. A pattern of http:// shards is refused with -ENOTSUP. */
 int rf_dataset_open_file(struct rf_dataset *ds, const char *path, unsigned flags);
 

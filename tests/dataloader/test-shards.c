@@ -9,7 +9,8 @@
  * empty items and nested groups, several groups; refusals of {1..}, {, }, {}, {a},
  * a step of 0, 19 digits, each naming the offset, too many names, a pattern too long.
  * rf_dataset_open_file: a pattern opens the set, a missing shard is named with its
- * place in the set, a file whose name has braces opens as itself, http:// sets are
+ * place in the set, a shard named twice (a pattern's repeat, two paths to one file) is
+ * refused naming both, a file whose name has braces opens as itself, http:// sets are
  * refused. Labels over the set: num_classes 0 is the largest label of any shard + 1,
  * a label out of range names its shard and offset, and a set labelled in part is
  * refused naming the unlabelled sample's shard and offset and a labelled one's shard
@@ -250,6 +251,18 @@ static void test_open_file(void)
 	const char *mixed[2] = { t_path("sh-0.tar"), "http://h/s-1.tar" };
 	EXPECT_FAIL(t_msg(rf_dataset_open_wds_list(&ds, mixed, 2, 0, 0), err, sizeof(err)),
 		    -ENOTSUP, err, "http://h/s-1.tar", "shard 2");
+	/* a shard named twice -- by a pattern's repeat, in a list, or by two paths to one
+	 * file -- is refused naming both, before any shard is indexed */
+	snprintf(pat, sizeof(pat), "%s/sh-{0,1,0}.tar", t_dir);
+	EXPECT_FAIL(t_msg(rf_dataset_open_file(&ds, pat, 0), err, sizeof(err)), -EINVAL, err,
+		    "shards 1 (", "and 3 (", "sh-0.tar", "are one file", pat);
+	printf("refused: %s\n", err);
+	CHECK(ds.kind == RF_DS_NONE && ds.parts == NULL && ds.src[0].fd == -1);
+	char dot[512];
+	snprintf(dot, sizeof(dot), "%s/./sh-1.tar", t_dir);
+	const char *twice[3] = { t_path("sh-1.tar"), t_path("sh-0.tar"), dot };
+	EXPECT_FAIL(t_msg(rf_dataset_open_wds_list(&ds, twice, 3, 0, 0), err, sizeof(err)),
+		    -EINVAL, err, "shards 1 (", "and 3 (", "/./sh-1.tar", "are one file");
 	/* a file whose name has braces is itself */
 	snprintf(lit, sizeof(lit), "%s/lit{1}.tar", t_dir);
 	w_shard(lit, smp, 0, 2, 0);
@@ -317,7 +330,7 @@ static void test_labels(void)
 	printf("refused: %s\n", err);
 	CHECK(ds.kind == RF_DS_NONE && ds.parts == NULL);
 	/* none labelled: a set without labels */
-	const char *both[2] = { un, un };
+	const char *both[2] = { un, w_shard(t_path("unlab2.tar"), u, 0, 3, 0) };
 	CHECK_OPEN(rf_dataset_open_wds_list(&ds, both, 2, 0, 0), rf_last_error());
 	CHECK(ds.label_kind == RF_LABEL_NONE && ds.num_classes == 0 && ds.count == 6);
 	int32_t y = 0;
