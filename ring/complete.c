@@ -32,16 +32,7 @@ int rf__retry(struct rf_ring *r, struct rf__req *q, int32_t res)
 		ns = RF__RETRY_CAP_NS;
 	if ((q->flags & RF__RQ_DEADLINE) && ns > q->deadline - now)
 		ns = q->deadline - now; /* no backoff past the deadline (now < deadline) */
-	int err = 0;
-	struct io_uring_sqe *sqe = rf__sqe(r, &err);
-	if (!sqe)
-		return err;
-	q->u.ts.tv_sec = (long long)(ns / 1000000000ull);
-	q->u.ts.tv_nsec = (long long)(ns % 1000000000ull);
-	io_uring_prep_timeout(sqe, &q->u.ts, 0, 0);
-	io_uring_sqe_set_data64(sqe, rf__req_ud(q) | RF__TAG_RETRY);
-	q->flags |= RF__RQ_BACKOFF;
-	return 0;
+	return rf__queue_ctl(r, RF__CTL_BACKOFF, q, ns);
 }
 
 /* A zero-copy send's notification: the kernel let go of (one piece of) the buffer. */

@@ -40,19 +40,6 @@ static void rf__ms_finish(struct rf_ring *r, struct rf__req *q, int64_t res)
 	}
 }
 
-/* Queue a NOP carrying the request's user_data: it completes the request (cancelled)
- * from the ring, as every callback must. */
-static int rf__queue_nop(struct rf_ring *r, struct rf__req *q)
-{
-	int err = 0;
-	struct io_uring_sqe *sqe = rf__sqe(r, &err);
-	if (!sqe)
-		return err;
-	io_uring_prep_nop(sqe);
-	io_uring_sqe_set_data64(sqe, rf__req_ud(q));
-	return 0;
-}
-
 int rf__complete_ms(struct rf_ring *r, struct rf__req *q, int32_t res, uint32_t cflags)
 {
 	int more = (cflags & IORING_CQE_F_MORE) != 0;
@@ -191,10 +178,10 @@ int rf_ring_cancel(struct rf_ring *r, rf_req_id id)
 	q->flags |= RF__RQ_CANCELLED;
 	if (q->flags & RF__RQ_PARKED) {
 		rf__unpark(q->u.owner, q);
-		int ret = rf__queue_nop(r, q);
+		int ret = rf__queue_ctl(r, RF__CTL_NOP, q, 0);
 		return ret < 0 ? rf__not_queued("rf_ring_cancel", ret) : 0;
 	}
-	rf__cancel_req(r, q);
+	(void)rf__queue_ctl(r, RF__CTL_CANCEL, q, 0); /* else teardown's cancel-all */
 	return 0;
 }
 
@@ -211,7 +198,7 @@ void rf__ops_teardown(struct rf_ring *r)
 		while (g->parked) {
 			struct rf__req *q = g->parked;
 			rf__unpark(g, q);
-			if (rf__queue_nop(r, q) < 0)
+			if (rf__queue_ctl(r, RF__CTL_NOP, q, 0) < 0)
 				rf__ms_finish(r, q, -ECANCELED);
 		}
 }

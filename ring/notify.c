@@ -278,7 +278,7 @@ void rf_notifier_destroy(struct rf_notifier *n)
 	}
 	if (n->rq) {
 		n->rq->u.owner = NULL; /* its read target lives in the request */
-		rf__cancel_req(r, n->rq);
+		(void)rf__queue_ctl(r, RF__CTL_CANCEL, n->rq, 0);
 	}
 	if (n->efd >= 0)
 		close(n->efd);
@@ -428,7 +428,7 @@ void rf_watch_stop(struct rf_watch *w)
 		return;
 	}
 	w->stopping = 1;
-	rf__cancel_req(r, w->rq);
+	(void)rf__queue_ctl(r, RF__CTL_CANCEL, w->rq, 0);
 }
 
 void rf__watches_teardown(struct rf_ring *r)

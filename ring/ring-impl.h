@@ -319,7 +319,6 @@ static inline int rf__req_again(struct rf_ring *r, struct rf__req *q, int ret)
 {
 	return ret == 0 ? 0 : rf__req_done(r, q, ret);
 }
-RF__HIDDEN struct io_uring_sqe *rf__sqe(struct rf_ring *r, int *err);
 /* Ensure n free SQEs (flushing the SQ if fewer): so that linked SQEs go in together. */
 RF__HIDDEN int rf__sq_room(struct rf_ring *r, unsigned n);
 /* Queue the current piece of any request: its kind's prep fills the SQE. */
@@ -328,7 +327,17 @@ RF__HIDDEN int rf__queue(struct rf_ring *r, struct rf__req *q);
 RF__HIDDEN int rf__requeue(struct rf_ring *r, struct rf__req *q);
 /* Queue a freshly filled request; on failure it is freed. Reports its id. */
 RF__HIDDEN int rf__queue_new(struct rf_ring *r, struct rf__req *q, rf_req_id *id);
-RF__HIDDEN void rf__cancel_req(struct rf_ring *r, struct rf__req *q);
+/* The SQEs that are no request of their own, and what they do: */
+enum rf__ctl {
+	RF__CTL_CANCEL,     /* cancel q in the kernel (its backoff timeout, if armed) */
+	RF__CTL_CANCEL_ALL, /* cancel everything (teardown; q unused) */
+	RF__CTL_BACKOFF,    /* q's retry waits ns: a timeout tagged RF__TAG_RETRY */
+	RF__CTL_NOP,        /* a NOP with q's user_data: ends q from the ring (a parked
+			     * receive, cancelled, that is not in the kernel) */
+};
+/* Queue control SQE c (on q; ns for RF__CTL_BACKOFF). 0, or -errno when the SQ could
+ * not be flushed. */
+RF__HIDDEN int rf__queue_ctl(struct rf_ring *r, enum rf__ctl c, struct rf__req *q, uint64_t ns);
 RF__HIDDEN struct rf__req *rf__req_by_id(struct rf_ring *r, rf_req_id id);
 RF__HIDDEN rf_req_id rf__req_id(const struct rf__req *q);
 /* The failures every request call shares, recorded for the public call fn (rf__fail):

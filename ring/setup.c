@@ -166,12 +166,7 @@ void rf_ring_destroy(struct rf_ring *r)
 				if (r->slabs[s][i].live)
 					r->slabs[s][i].flags |= RF__RQ_CANCELLED;
 		rf__ops_teardown(r); /* parked receives are not in the kernel */
-		int err = 0;
-		struct io_uring_sqe *sqe = rf__sqe(r, &err);
-		if (sqe) {
-			io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY);
-			io_uring_sqe_set_data64(sqe, RF__TAG_IGNORE | 8);
-		}
+		(void)rf__queue_ctl(r, RF__CTL_CANCEL_ALL, NULL, 0);
 	}
 	int spins = 0;
 	while (r->nlive || r->nbacklog > r->backlog_head) {

@@ -1,5 +1,7 @@
-/* ring/submit.c -- the request pool, SQE acquisition and the one way into the SQ
- * (rf__queue: the request's kind prepares the SQE). Requests are only queued into the
+/* ring/submit.c -- the request pool, SQE acquisition and the one way into the SQ:
+ * rf__queue for a request (its kind prepares the SQE), rf__queue_ctl for the SQEs that
+ * act on one (a cancel, a retry's backoff, the NOP that ends a parked receive) -- no
+ * other file takes an SQE. Requests are only queued into the
  * SQ here; the run loop (dispatch.c) submits them with its wait. A full SQ is flushed
  * without reaping (its CQEs go to the backlog when the kernel refuses) and the SQE
  * retried. It calls no other file of the ring by name: only the kinds' preps, through
@@ -167,7 +169,7 @@ static int rf__stash_cqes(struct rf_ring *r)
 }
 
 /* A free SQE, flushing the SQ when full. NULL with *err on failure. */
-struct io_uring_sqe *rf__sqe(struct rf_ring *r, int *err)
+static struct io_uring_sqe *rf__sqe(struct rf_ring *r, int *err)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
 	int tries = 0;
@@ -264,15 +266,37 @@ int rf__queue_new(struct rf_ring *r, struct rf__req *q, rf_req_id *id)
 	return 0;
 }
 
-void rf__cancel_req(struct rf_ring *r, struct rf__req *q)
+int rf__queue_ctl(struct rf_ring *r, enum rf__ctl c, struct rf__req *q, uint64_t ns)
 {
 	int err = 0;
 	struct io_uring_sqe *sqe = rf__sqe(r, &err);
+
 	if (!sqe)
-		return; /* teardown's IORING_ASYNC_CANCEL_ANY still gets it */
-	/* A request waiting out a retry backoff has its timeout in the kernel. */
-	io_uring_prep_cancel64(sqe, rf__req_ud(q) | ((q->flags & RF__RQ_BACKOFF) ? RF__TAG_RETRY : 0), 0);
-	io_uring_sqe_set_data64(sqe, RF__TAG_IGNORE);
+		return err;
+	switch (c) {
+	case RF__CTL_CANCEL:
+		/* a request waiting out a retry backoff has its timeout in the kernel */
+		io_uring_prep_cancel64(sqe, rf__req_ud(q) |
+				       ((q->flags & RF__RQ_BACKOFF) ? RF__TAG_RETRY : 0), 0);
+		io_uring_sqe_set_data64(sqe, RF__TAG_IGNORE);
+		break;
+	case RF__CTL_CANCEL_ALL:
+		io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY);
+		io_uring_sqe_set_data64(sqe, RF__TAG_IGNORE | 8);
+		break;
+	case RF__CTL_BACKOFF:
+		q->u.ts.tv_sec = (long long)(ns / 1000000000ull);
+		q->u.ts.tv_nsec = (long long)(ns % 1000000000ull);
+		io_uring_prep_timeout(sqe, &q->u.ts, 0, 0);
+		io_uring_sqe_set_data64(sqe, rf__req_ud(q) | RF__TAG_RETRY);
+		q->flags |= RF__RQ_BACKOFF;
+		break;
+	case RF__CTL_NOP:
+		io_uring_prep_nop(sqe);
+		io_uring_sqe_set_data64(sqe, rf__req_ud(q));
+		break;
+	}
+	return 0;
 }
 
 int rf__shutdown(const char *fn)
