@@ -7,6 +7,7 @@
 #ifndef RINGFLOW_LOADER_IMPL_H
 #define RINGFLOW_LOADER_IMPL_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "http-impl.h"
@@ -167,7 +168,10 @@ struct rf_loader {
 	unsigned nslots, nfslots, ntail;
 	unsigned fcur, tcur;      /* the full and tail slots the next batches try first (the
 				   * rotation runs on across epochs) */
-	uint8_t *held;            /* nslots: 1 = rf_loader_hold'd, skipped by the rotation */
+	/* nslots references (rf_loader_ref): a slot with any is skipped by the rotation.
+	 * Allocated at create and never moved, so any thread may rf_loader_unref: the
+	 * decrement releases, the owner's slot choice (rf__slot_of) acquires. */
+	_Atomic unsigned *refs;
 	uint64_t nbatch_done;     /* batches pushed, all epochs (REC fetch units) */
 	/* Gather worker streams: batch t gathers on gs[t mod ngs] (one but for images);
 	 * each with its image decoder and, fused with augmentation, one record of scratch */

@@ -1,6 +1,7 @@
 /* loader-slot.c -- batch slots: per slot, host staging (u8 and i32 labels, in one
- * pinned arena) and the device tensors a batch is served in, allocated and touched at
- * create; their poison is cleared before a slot is reused. */
+ * pinned arena), the device tensors a batch is served in and its reference count
+ * (rf_loader_ref), allocated and touched at create; their poison is cleared before a
+ * slot is reused. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -129,8 +130,11 @@ static int rf__slots_alloc(struct rf_loader *l)
 		l->ntail = l->o.tail_slots;
 	l->nslots = l->nfslots + l->ntail;
 	l->slots = calloc(l->nslots, sizeof(*l->slots));
-	if (!l->slots)
+	l->refs = malloc(l->nslots * sizeof(*l->refs));
+	if (!l->slots || !l->refs)
 		return rf__fail(-ENOMEM, "loader: %s", strerror(ENOMEM));
+	for (i = 0; i < l->nslots; i++)
+		atomic_init(&l->refs[i], 0);
 	/* a loader whose shards get no rows of any batch (more shards than records in a
 	 * batch) still maps a page: its slots are empty */
 	size_t total = full * l->nfslots + tsz * l->ntail;

@@ -14,6 +14,7 @@
  * labels, device tensors) are recycled the same way through the tensors' variables. */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -363,14 +364,17 @@ void rf_loader_destroy(struct rf_loader *l)
 	free(l->slots);
 	free(l->order);
 	free(l->cpos);
-	free(l->held);
+	free(l->refs);
 	free(l);
 }
 
 /* ---- next ---- */
 
 /* The slot of batch t: full batches take the full slots in turn, the tail its own;
- * a held slot (rf_loader_hold) is passed over. -1: every candidate is held. */
+ * a slot with references (rf_loader_ref) is passed over. -1: every candidate has some.
+ * The count is read with acquire order: it pairs with rf_loader_unref's release, so
+ * whatever another thread did with the slot's batch before its last unref happens
+ * before the ops the caller then pushes to overwrite the slot. */
 static int rf__slot_of(const struct rf_loader *l, uint64_t t)
 {
 	unsigned base = t < l->nfull ? 0 : l->nfslots, n = t < l->nfull ? l->N : l->ntail;
@@ -378,7 +382,7 @@ static int rf__slot_of(const struct rf_loader *l, uint64_t t)
 
 	for (unsigned j = 0; j < n; j++) {
 		unsigned s = base + (cur + j) % n;
-		if (!l->held || !l->held[s])
+		if (!atomic_load_explicit(&l->refs[s], memory_order_acquire))
 			return (int)s;
 	}
 	return -1;
@@ -434,7 +438,8 @@ int rf_loader_next(struct rf_loader *l, struct rf_batch *b)
 	rf__local_rows(l, n, &lo, &hi);
 	if ((slot = rf__slot_of(l, t)) < 0)
 		return rf__fail(-EBUSY, "loader: every batch slot that batch %" PRIu64 " could take "
-				"is held (rf_loader_hold)", t);
+				"is referenced (rf_loader_ref); expected one let go "
+				"(rf_loader_unref) first", t);
 	si = (unsigned)slot;
 	s = &l->slots[si];
 	if (t < l->nfull)      /* the rotation goes on after it */
@@ -472,15 +477,61 @@ int rf_loader_next_slot(const struct rf_loader *l)
 	return rf__slot_of(l, l->t == l->nbatches ? 0 : l->t);
 }
 
-int rf_loader_hold(struct rf_loader *l, unsigned slot, int held)
+/* slot names one of l's slots; else the refusal, naming the caller. */
+static int rf__check_slot(const struct rf_loader *l, unsigned slot, const char *fn)
 {
-	if (!l || slot >= l->nfslots + l->ntail)
-		return rf__fail(-EINVAL, "rf_loader_hold: slot %u: expected 0..%u", slot,
-				l ? l->nfslots + l->ntail - 1 : 0);
-	if (!l->held && !(l->held = calloc(l->nfslots + l->ntail, 1)))
-		return rf__fail(-ENOMEM, "rf_loader_hold: no memory");
-	l->held[slot] = held != 0;
+	if (!l)
+		return rf__fail(-EINVAL, "%s: slot %u: no loader (NULL)", fn, slot);
+	if (slot >= l->nslots)
+		return rf__fail(-EINVAL, "%s: slot %u: expected 0..%u (rf_loader_slots() - 1)",
+				fn, slot, l->nslots - 1);
 	return 0;
+}
+
+/* Both counts change by compare-and-swap, so neither wraps: at UINT_MAX a ref is
+ * refused, at 0 an unref. A ref needs no order (the slot is the owner's to choose,
+ * or already has a reference); an unref releases what its thread did with the batch. */
+int rf_loader_ref(struct rf_loader *l, unsigned slot)
+{
+	int ret = rf__check_slot(l, slot, "rf_loader_ref");
+	unsigned c;
+
+	if (ret < 0)
+		return ret;
+	c = atomic_load_explicit(&l->refs[slot], memory_order_relaxed);
+	do {
+		if (c == UINT_MAX)
+			return rf__fail(-EOVERFLOW, "rf_loader_ref: slot %u: %u references "
+					"already, the most a count holds", slot, c);
+	} while (!atomic_compare_exchange_weak_explicit(&l->refs[slot], &c, c + 1,
+							memory_order_relaxed,
+							memory_order_relaxed));
+	return 0;
+}
+
+int rf_loader_unref(struct rf_loader *l, unsigned slot)
+{
+	int ret = rf__check_slot(l, slot, "rf_loader_unref");
+	unsigned c;
+
+	if (ret < 0)
+		return ret;
+	c = atomic_load_explicit(&l->refs[slot], memory_order_relaxed);
+	do {
+		if (!c)
+			return rf__fail(-EINVAL, "rf_loader_unref: slot %u: no references to let "
+					"go (expected one rf_loader_ref took)", slot);
+	} while (!atomic_compare_exchange_weak_explicit(&l->refs[slot], &c, c - 1,
+							memory_order_release,
+							memory_order_relaxed));
+	return 0;
+}
+
+unsigned rf_loader_refs(const struct rf_loader *l, unsigned slot)
+{
+	if (!l || slot >= l->nslots)
+		return 0;
+	return atomic_load_explicit(&l->refs[slot], memory_order_acquire);
 }
 
 /* ---- waiting and errors ---- */

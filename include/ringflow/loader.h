@@ -1,7 +1,9 @@
 /* ringflow/loader.h -- a dataset (dataset.h) served as batches of device tensors that
  * are engine variables: rf_loader_next() only pushes the ops (read through the ring,
  * gather, decode) and returns, so I/O, decoding and compute overlap.
- * Reactor thread only. Order, memory and errors: dataloader/README.md.
+ * Reactor thread only -- the loader's own thread -- but for rf_loader_unref (any
+ * thread) and rf_loader_ref and rf_loader_refs (see theirs). Order, memory and
+ * errors: dataloader/README.md.
  */
 #ifndef RINGFLOW_LOADER_H
 #define RINGFLOW_LOADER_H
@@ -31,7 +33,7 @@ struct rf_loader_opts {
 	unsigned prefetch;        /* batch slots N (batches in flight); 0: 4 */
 	unsigned tail_slots;      /* slots for the last partial batch, at least (0..64): a
 				   * consumer that keeps the tails of several epochs
-				   * (rf_loader_hold) asks for that many; 0: enough for
+				   * (rf_loader_ref) asks for that many; 0: enough for
 				   * prefetch alone */
 	uint64_t seed;            /* shuffle seed */
 	int no_shuffle;           /* 1: file order every epoch */
@@ -153,7 +155,8 @@ void rf_loader_augment_of(const struct rf_loader_opts *o, uint64_t epoch, uint64
  * data for every op pushed before the prefetch-th following rf_loader_next() call
  * that returns a batch (calls that return 0 at the end of an epoch do not count;
  * epoch boundaries and rf_loader_seek_epoch change nothing). That call may reuse the
- * slot; the engine orders the overwrite after those ops. */
+ * slot; the engine orders the overwrite after those ops. A slot with references
+ * (rf_loader_ref) is not reused at all until they are let go. */
 struct rf_batch {
 	uint64_t epoch;           /* 0-based */
 	uint64_t index;           /* batch number within the epoch */
@@ -211,17 +214,35 @@ int rf_loader_next(struct rf_loader *l, struct rf_batch *b);
 /* The loader's batch slots: a batch's tensors are its slot's (rf_batch.slot, 0 ..
  * rf_loader_slots() - 1), which a later batch of the same slot overwrites (ordered
  * after every op pushed on them before that rf_loader_next call). A consumer that
- * keeps batches (zero-copy views, Python's DLPack exports) asks which slot the next
- * rf_loader_next will write, rf_loader_next_slot, and does not call it while it still
- * holds a batch of that slot. */
+ * keeps batches (zero-copy views, Python's DLPack exports) takes a reference to each
+ * kept batch's slot (rf_loader_ref, right after the rf_loader_next that returned it)
+ * and lets it go when done (rf_loader_unref, on any thread); rf_loader_next writes
+ * only slots without references. */
 unsigned rf_loader_slots(const struct rf_loader *l);
-/* The slot the next rf_loader_next will write, or -1 when every slot it could take is
- * held. */
+/* The slot the next rf_loader_next will write, or -1 when every slot it could take has
+ * references (rf_loader_next then fails with -EBUSY). Other threads can only let
+ * references go meanwhile, so a slot returned here stays free until that call -- which
+ * may instead take a slot before it in the rotation that another thread freed -- and a
+ * -1 may be out of date by the time it is read. */
 int rf_loader_next_slot(const struct rf_loader *l);
-/* Hold slot (held 1) or let it go (0): rf_loader_next passes over held slots (the
- * rotation goes on with the next free one) and fails with -EBUSY when all it could
- * take are held. 0 or -EINVAL (no such slot), -ENOMEM. */
-int rf_loader_hold(struct rf_loader *l, unsigned slot, int held);
+/* One more reference to batch slot `slot` (0 .. rf_loader_slots() - 1): rf_loader_next
+ * passes over a slot with references (the rotation goes on with the next free slot) and
+ * fails with -EBUSY when every slot it could take has some, so the slot's batch keeps
+ * its bytes until the last reference is let go (rf_loader_unref). Call it on the
+ * loader's own thread (the one that calls rf_loader_next), or on another thread only
+ * while holding a reference to the slot already: a slot without references may be the
+ * one rf_loader_next is choosing at that moment. Returns 0, or -EINVAL (no such slot)
+ * or -EOVERFLOW (UINT_MAX references already) with a message in rf_last_error(). */
+int rf_loader_ref(struct rf_loader *l, unsigned slot);
+/* One reference to slot `slot` less, on any thread, with no lock: what the calling
+ * thread did with the slot's batch before the call happens before the loader's next
+ * write of that slot. The loader must outlive the call (rf_loader_destroy after every
+ * thread's last unref). Returns 0, or -EINVAL with a message in rf_last_error() for no
+ * such slot or one without references (a count never goes below 0). */
+int rf_loader_unref(struct rf_loader *l, unsigned slot);
+/* The references slot `slot` has now; 0 for no such slot. Any thread: other threads'
+ * rf_loader_unref (and rf_loader_ref by those holding one) may change it at once. */
+unsigned rf_loader_refs(const struct rf_loader *l, unsigned slot);
 /* Batches per epoch (drop_last counted). */
 uint64_t rf_loader_batches_per_epoch(const struct rf_loader *l);
 /* Start epoch `epoch` at its first batch on the next rf_loader_next call. */

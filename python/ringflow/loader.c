@@ -1,9 +1,12 @@
 /* python/ringflow/loader.c -- ringflow._Loader: the C loader behind ringflow.Loader.
  *
  * Batches leave as Tensor objects (tensor.c) that export their memory through DLPack:
- * zero-copy. A Tensor -- and every DLPack capsule a consumer took from it -- keeps
- * its batch slot held; the Loader never pushes a batch into a held slot
- * (rf_loader_next_slot), so memory Python can still see is never overwritten. */
+ * zero-copy. A Tensor -- and every DLPack capsule a consumer took from it, through
+ * the Tensor -- holds a reference to its batch slot in the C loader (rf_loader_ref),
+ * as does each batch in the prefetch queue; the C loader never pushes a batch into a
+ * slot with references (rf_loader_next_slot), so memory Python can still see is never
+ * overwritten. A Tensor let go on any thread lets its reference go there at once
+ * (rf_loader_unref needs no lock and is safe while the owner waits without the GIL). */
 #include "py-impl.h"
 
 #include <errno.h>
@@ -14,43 +17,11 @@
 
 #include <ringflow/log.h>
 
-/* The loader is told when a slot's first reference comes and its last goes. */
-void rf_py_ref(rf_py_loader *s, unsigned slot, int d)
+int rf_py_ref(rf_py_loader *s, unsigned slot, int d)
 {
-	if (slot >= RF_PY_MAX_SLOTS)
-		return;
-	s->held[slot] += d;               /* under the GIL, whichever thread */
-	if (!s->l)
-		return;
-	if (d > 0 && s->held[slot] == 1) {
-		if (s->unhold[slot]) {    /* never released in C: still held there */
-			s->unhold[slot] = 0;
-			s->nunhold--;
-		} else
-			rf_loader_hold(s->l, slot, 1);
-	} else if (d < 0 && s->held[slot] == 0) {
-		/* Only the owner touches the C loader: it may be inside rf_loader_wait
-		 * with the GIL released. Elsewhere (a Tensor freed by another thread) the
-		 * release waits for the owner's next call (rf_py_loader_ready). */
-		if (pthread_equal(s->owner, pthread_self()))
-			rf_loader_hold(s->l, slot, 0);
-		else if (!s->unhold[slot]) {
-			s->unhold[slot] = 1;
-			s->nunhold++;
-		}
-	}
-}
-
-/* The owner's side of the releases above. */
-static void rf_py_unhold(rf_py_loader *s)
-{
-	for (unsigned i = 0; s->nunhold && i < RF_PY_MAX_SLOTS; i++)
-		if (s->unhold[i]) {
-			s->unhold[i] = 0;
-			s->nunhold--;
-			if (s->l)      /* held[i] is 0: a re-hold clears unhold[i] */
-				rf_loader_hold(s->l, i, 0);
-		}
+	if (!s->l)         /* closed: close() refuses while a reference is Python's */
+		return -EBADF;
+	return d > 0 ? rf_loader_ref(s->l, slot) : rf_loader_unref(s->l, slot);
 }
 
 /* The IDX pair of a Fashion-MNIST-style directory, split "train" or "test", by the
@@ -151,8 +122,8 @@ static int rf_py_loader_init(PyObject *self, PyObject *args, PyObject *kw)
 		return -1;
 	if (rf_py_channels(cmean, cstd, &o) < 0)
 		return -1;
-	/* the loader makes prefetch + hold full slots and at most as many tail slots: all
-	 * of them fit held[] */
+	/* the loader makes prefetch + hold full slots and at most as many tail slots: the
+	 * queue (q[], prefetch batches) fits, and so does every slot */
 	if (!batch || !world || rank >= world || !prefetch ||
 	    (uint64_t)prefetch + hold > RF_PY_MAX_SLOTS / 2) {
 		PyErr_Format(PyExc_ValueError, "Loader: batch_size %u, rank %u, world %u, prefetch %u, "
@@ -258,7 +229,6 @@ static int rf_py_loader_ready(rf_py_loader *s)
 	}
 	if (!rf_py_same_thread(rf_py_state_of((PyObject *)s), s->owner, s->pid))
 		return 0;
-	rf_py_unhold(s);
 	return 1;
 }
 
@@ -283,9 +253,12 @@ static int rf_py_fill(rf_py_loader *s)
 			s->ended = 1;
 			break;
 		}
-		rf_py_ref(s, b->slot, 1);  /* queued: not to be written again until read */
 		s->qlen++;
 		s->pushed++;
+		/* queued: not to be written again until read (the slot the loader just took:
+		 * only a count at UINT_MAX refuses) */
+		if ((ret = rf_py_ref(s, b->slot, 1)) < 0)
+			return rf_py_raise(rf_py_state_of((PyObject *)s), ret, rf_last_error()), -1;
 	}
 	return 0;
 }
@@ -329,7 +302,7 @@ static PyObject *rf_py_loader_next(PyObject *self, PyObject *unused)
 	s->returned++;
 	if (ret < 0) {
 		const char *why = rf_loader_batch_error(s->l, &b);
-		rf_py_ref(s, b.slot, -1);
+		(void)rf_py_ref(s, b.slot, -1);   /* the queue's: it took one */
 		char msg[1024];
 		snprintf(msg, sizeof(msg), "%s", why && *why ? why : rf_loader_last_error(s->l));
 		return rf_py_raise(rf_py_state_of(self), ret, msg);
@@ -343,7 +316,7 @@ static PyObject *rf_py_loader_next(PyObject *self, PyObject *unused)
 		y = Py_None;
 		Py_INCREF(y);
 	}
-	rf_py_ref(s, b.slot, -1);        /* out of the queue: the tensors hold it now */
+	(void)rf_py_ref(s, b.slot, -1);  /* out of the queue: the tensors hold it now */
 	if (!y) {
 		Py_XDECREF(x);
 		return NULL;
@@ -408,7 +381,7 @@ static PyObject *rf_py_loader_seek(PyObject *self, PyObject *args, PyObject *kw)
 	if (ret < 0)
 		return rf_py_raise(rf_py_state_of(self), ret, rf_last_error());
 	while (s->qlen) {                /* what was read ahead is dropped */
-		rf_py_ref(s, s->q[s->qhead].slot, -1);
+		(void)rf_py_ref(s, s->q[s->qhead].slot, -1);
 		s->qhead = (s->qhead + 1) % RF_PY_MAX_SLOTS;
 		s->qlen--;
 	}
@@ -429,29 +402,35 @@ static PyObject *rf_py_loader_len(PyObject *self, PyObject *unused)
 	return PyLong_FromUnsignedLongLong(rf_loader_batches_per_epoch(s->l));
 }
 
-/* References to slot i from Python objects (its held count less its queue entries). */
+/* References to slot i from Python objects: the C loader's count less the queue's
+ * entries (under the GIL, which every rf_py_ref holds: neither moves meanwhile). */
 static unsigned rf_py_tensor_refs(const rf_py_loader *s, unsigned i)
 {
-	unsigned q = 0;
+	unsigned q = 0, r = s->l ? rf_loader_refs(s->l, i) : 0;
 
 	for (unsigned k = 0; k < s->qlen; k++)
 		q += s->q[(s->qhead + k) % RF_PY_MAX_SLOTS].slot == i;
-	return s->held[i] - q;
+	return r > q ? r - q : 0;
 }
 
 static PyObject *rf_py_loader_close(PyObject *self, PyObject *unused)
 {
 	rf_py_loader *s = (rf_py_loader *)self;
+	struct rf_loader *l = s->l;
 	(void)unused;
 
-	if (s->l && !rf_py_same_thread(rf_py_state_of(self), s->owner, s->pid))
+	if (l && !rf_py_same_thread(rf_py_state_of(self), s->owner, s->pid))
 		return NULL;
-	for (unsigned i = 0; i < RF_PY_MAX_SLOTS; i++)
+	for (unsigned i = 0; i < s->nslots; i++)
 		if (rf_py_tensor_refs(s, i))    /* a live view would see freed memory */
 			return rf_py_raise(rf_py_state_of(self), -EBUSY, "Loader.close: batches "
 					   "are still referenced from Python (their memory is the "
 					   "loader's)");
+	/* No Tensor is left to reach s->l, and another thread's held_slots() reads it
+	 * under the GIL: it goes before the GIL does */
+	s->l = NULL;
 	Py_BEGIN_ALLOW_THREADS
+	rf_loader_destroy(l);
 	rf_py_loader_free_all(s);
 	Py_END_ALLOW_THREADS
 	Py_RETURN_NONE;
@@ -463,7 +442,7 @@ static PyObject *rf_py_loader_held(PyObject *self, PyObject *unused)
 	unsigned n = 0;
 	(void)unused;
 
-	for (unsigned i = 0; i < RF_PY_MAX_SLOTS; i++)
+	for (unsigned i = 0; i < s->nslots; i++)
 		n += rf_py_tensor_refs(s, i) != 0;
 	return PyLong_FromUnsignedLong(n);
 }

@@ -91,19 +91,17 @@ typedef struct {
 	uint64_t returned;               /* batches of it handed out */
 	uint64_t pushed;                 /* batches of it pushed (>= returned) */
 	int ended;                       /* the epoch's last batch is pushed */
-	struct rf_batch q[RF_PY_MAX_SLOTS];   /* pushed, not yet handed out: a ring */
+	/* pushed, not yet handed out: a ring. Each entry, as each Tensor, holds a
+	 * reference to its slot in the C loader (rf_loader_ref): the loader passes over
+	 * slots with references */
+	struct rf_batch q[RF_PY_MAX_SLOTS];
 	unsigned qhead, qlen;
-	unsigned held[RF_PY_MAX_SLOTS];  /* per slot: queued (1) + live Tensors; > 0: the
-					  * loader passes over it (rf_loader_hold) */
-	unsigned char unhold[RF_PY_MAX_SLOTS]; /* its last Tensor went on another thread:
-						* the owner releases it at its next call */
-	unsigned nunhold;
-	int closed;
 } rf_py_loader;
 
-/* One more (d 1) or one less (d -1) reference to a slot's memory, under the GIL on
- * any thread. */
-void rf_py_ref(rf_py_loader *s, unsigned slot, int d);
+/* One more (d 1: rf_loader_ref, on the owner's thread) or one less (d -1:
+ * rf_loader_unref, on any thread) reference to a slot's memory, under the GIL.
+ * 0, or -errno with the message in rf_last_error() (-EBADF: closed, no message). */
+int rf_py_ref(rf_py_loader *s, unsigned slot, int d);
 
 extern PyType_Spec rf_py_loader_spec;
 

@@ -1,10 +1,13 @@
 /* python/ringflow/tensor.c -- ringflow.Tensor: a batch's images or labels, exported
  * zero-copy through DLPack (torch.from_dlpack, numpy.from_dlpack). It holds its
- * loader and its batch slot, as every capsule taken from it holds the Tensor. */
+ * loader and a reference to its batch slot (rf_loader_ref), as every capsule taken
+ * from it holds the Tensor; freed on whichever thread, it lets the slot go there. */
 #include "py-impl.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+#include <ringflow/log.h>
 
 /* DLPack v0.8: the tensor and its managed wrapper (DLDevice, DLDataType: py-impl.h) */
 typedef struct {
@@ -30,6 +33,12 @@ PyObject *rf_py_tensor_new(rf_py_loader *s, const struct rf_batch *b, int labels
 
 	if (!t)
 		return NULL;
+	t->owner = NULL;
+	int ret = rf_py_ref(s, b->slot, 1);
+	if (ret < 0) {
+		Py_DECREF((PyObject *)t);
+		return rf_py_raise(st, ret, rf_last_error());
+	}
 	Py_INCREF((PyObject *)s);
 	t->owner = s;
 	t->slot = b->slot;
@@ -47,7 +56,6 @@ PyObject *rf_py_tensor_new(rf_py_loader *s, const struct rf_batch *b, int labels
 	t->dtname = labels ? "int32" : x->dtype == RF_U8 ? "uint8" : "float32";
 	t->dev = rf_device_host_memory(x->dev) ? (DLDevice){ 1, 0 }
 					       : (DLDevice){ 2, rf_device_ordinal(x->dev) };
-	rf_py_ref(s, t->slot, 1);
 	return (PyObject *)t;
 }
 
@@ -153,8 +161,8 @@ static void rf_py_tensor_dealloc(PyObject *self)
 	rf_py_tensor *t = (rf_py_tensor *)self;
 	PyTypeObject *tp = Py_TYPE(self);
 
-	if (t->owner) {
-		rf_py_ref(t->owner, t->slot, -1);
+	if (t->owner) {   /* any thread: rf_loader_unref needs no lock */
+		(void)rf_py_ref(t->owner, t->slot, -1);
 		Py_DECREF(t->owner);
 	}
 	PyObject_Free(self);

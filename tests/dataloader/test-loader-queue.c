@@ -16,9 +16,9 @@
  *   an op into the format a model's first layer reads) hold the formula's f32 rounded
  *   to nearest even, at the logical places of (n, c, h, w), from records of (h, w) and
  *   (c, h, w); 1-D records and unknown formats are refused naming them;
- * - a held slot (rf_loader_hold) is never written: its batch keeps its bytes while the
- *   rotation goes on through the others; with every slot held rf_loader_next fails
- *   with -EBUSY, and goes on once one is let go;
+ * - a slot with a reference (rf_loader_ref) is never written: its batch keeps its
+ *   bytes while the rotation goes on through the others; with every slot referenced
+ *   rf_loader_next fails with -EBUSY, and goes on once one is let go (rf_loader_unref);
  * Failing reads under a bound of one read: test-loader-fault. */
 #include "test-loader-util.h"
 
@@ -267,7 +267,7 @@ static void holds(const char *path)
 	CHECK(ns >= 3);
 	CHECK_EQ(rf_loader_next_slot(l), 0);
 	CHECK(rf_loader_next(l, &b0) == 1 && rf_loader_wait(l, &b0) == 0);
-	CHECK_OK(rf_loader_hold(l, b0.slot, 1));
+	CHECK_OK(rf_loader_ref(l, b0.slot));
 	keep = malloc(b0.x[0]->nbytes);
 	CHECK(keep);
 	memcpy(keep, b0.x[0]->data, b0.x[0]->nbytes);
@@ -280,19 +280,20 @@ static void holds(const char *path)
 	}
 	CHECK(memcmp(keep, b0.x[0]->data, b0.x[0]->nbytes) == 0);
 	for (unsigned s = 0; s < ns; s++)
-		CHECK_OK(rf_loader_hold(l, s, 1));
+		if (s != b0.slot)
+			CHECK_OK(rf_loader_ref(l, s));
 	CHECK_EQ(rf_loader_next_slot(l), -1);
 	CHECK_EQ(rf_loader_next(l, &b), -EBUSY);
-	CHECK(strstr(rf_last_error(), "held"));
-	CHECK_EQ(rf_loader_hold(l, ns, 1), -EINVAL);
-	CHECK_OK(rf_loader_hold(l, 1, 0));
+	CHECK(strstr(rf_last_error(), "rf_loader_ref"));
+	CHECK_EQ(rf_loader_ref(l, ns), -EINVAL);
+	CHECK_OK(rf_loader_unref(l, 1));
 	CHECK_EQ(rf_loader_next_slot(l), 1);
 	CHECK(rf_loader_next(l, &b) == 1 && b.slot == 1 && rf_loader_wait(l, &b) == 0);
 	free(keep);
 	rf_loader_destroy(l);
 	rf_dataset_close(&ds);
 	tl_close(&v);
-	printf("held slots: never written, the rotation passes over them, all held: EBUSY\n");
+	printf("referenced slots: never written, the rotation passes over them, all: EBUSY\n");
 }
 
 /* What a format request refuses before anything is allocated. */

@@ -310,8 +310,8 @@ def main():
     check(len(msgs) == 2 and any("Loader" in m for m in msgs) and any("Engine" in m for m in msgs)
           and all("close()" in m for m in msgs),
           f"a ResourceWarning each for the Loader and the Engine let go elsewhere: {msgs}")
-    # A batch released on another thread: the owner's next call gives its slot back
-    # (only the owner touches the C loader, which may be mid-wait without the GIL).
+    # A batch released on another thread gives its slot back there (rf_loader_unref is
+    # safe on any thread, even while the owner is mid-wait without the GIL).
     l = ringflow.Loader(path, 16, shuffle=False, prefetch=1, hold=1)
     seen, it = [], iter(l)
     for k in range(40):
