@@ -111,7 +111,8 @@ static void rf__to_hwc(uint8_t *restrict dst, const uint8_t *restrict src, unsig
 			dst[k * C + c] = src[c * HW + k];
 }
 
-/* Channels and pixels per channel of the samples served (C = 1 for (H, W) records). */
+/* Channels and pixels per channel of the samples served (C = 1 for (H, W) records);
+ * records of 2 or 3 dims only. */
 static void rf__chw(const struct rf_loader *l, unsigned *C, size_t *HW)
 {
 	*C = l->ndim == 3 ? l->shape[0] : 1;
@@ -132,10 +133,14 @@ static void rf__emit(struct rf__gjob *j, unsigned i, const uint8_t *src)
 		rf__decode_rec(l, s, rf__xrow(l, s, i), src);
 		return;
 	}
-	rf__chw(l, &C, &HW);
-	if (rf__hwc(l) && C > 1)
-		rf__to_hwc(row, src, C, HW);
-	else if (src != row)
+	if (rf__hwc(l)) {    /* records of (H, W) or (C, H, W): create refuses others */
+		rf__chw(l, &C, &HW);
+		if (C > 1) {
+			rf__to_hwc(row, src, C, HW);
+			return;
+		}
+	}
+	if (src != row)
 		memcpy(row, src, l->pb);
 }
 
