@@ -15,11 +15,9 @@
  * - batches asked in another format (opts.x_dtype bf16/f16, x_layout NHWC: decoded by
  *   an op into the format a model's first layer reads) hold the formula's f32 rounded
  *   to nearest even, at the logical places of (n, c, h, w), from records of (h, w) and
- *   (c, h, w); 1-D records and unknown formats are refused naming them;
- * - a slot with a reference (rf_loader_ref) is never written: its batch keeps its
- *   bytes while the rotation goes on through the others; with every slot referenced
- *   rf_loader_next fails with -EBUSY, and goes on once one is let go (rf_loader_unref);
- * Failing reads under a bound of one read: test-loader-fault. */
+ *   (c, h, w); 1-D records and unknown formats are refused naming them.
+ * Failing reads under a bound of one read: test-loader-fault; slots a consumer keeps
+ * (rf_loader_ref): test-loader-slots. */
 #include "test-loader-util.h"
 
 struct qrun {
@@ -245,57 +243,6 @@ static void formats(const char *path, enum rf_tdtype dt, enum rf_layout lay, uns
 	tl_close(&v);
 }
 
-static void holds(const char *path)
-{
-	struct tl_env v;
-	struct rf_dataset ds;
-	struct rf_loader *l;
-	struct rf_loader_opts o = { 0 };
-	struct rf_batch b0, b;
-	float *keep;
-	unsigned ns;
-
-	tl_open(&v, 1);
-	CHECK_OPEN(rf_dataset_open_rfrec(&ds, path, 0), rf_last_error());
-	o.batch = 8;
-	o.seed = 2;
-	o.prefetch = 3;
-	o.devices = v.dev;
-	o.ndevices = 1;
-	CHECK_OPEN(rf_loader_create(&l, v.e, &ds, &o), rf_last_error());
-	ns = rf_loader_slots(l);
-	CHECK(ns >= 3);
-	CHECK_EQ(rf_loader_next_slot(l), 0);
-	CHECK(rf_loader_next(l, &b0) == 1 && rf_loader_wait(l, &b0) == 0);
-	CHECK_OK(rf_loader_ref(l, b0.slot));
-	keep = malloc(b0.x[0]->nbytes);
-	CHECK(keep);
-	memcpy(keep, b0.x[0]->data, b0.x[0]->nbytes);
-	for (int i = 0; i < 40; i++) {       /* the rotation, many times round */
-		int r = rf_loader_next(l, &b);
-		if (r == 0)
-			continue;
-		CHECK(r == 1 && rf_loader_wait(l, &b) == 0);
-		CHECK(b.slot != b0.slot);
-	}
-	CHECK(memcmp(keep, b0.x[0]->data, b0.x[0]->nbytes) == 0);
-	for (unsigned s = 0; s < ns; s++)
-		if (s != b0.slot)
-			CHECK_OK(rf_loader_ref(l, s));
-	CHECK_EQ(rf_loader_next_slot(l), -1);
-	CHECK_EQ(rf_loader_next(l, &b), -EBUSY);
-	CHECK(strstr(rf_last_error(), "rf_loader_ref"));
-	CHECK_EQ(rf_loader_ref(l, ns), -EINVAL);
-	CHECK_OK(rf_loader_unref(l, 1));
-	CHECK_EQ(rf_loader_next_slot(l), 1);
-	CHECK(rf_loader_next(l, &b) == 1 && b.slot == 1 && rf_loader_wait(l, &b) == 0);
-	free(keep);
-	rf_loader_destroy(l);
-	rf_dataset_close(&ds);
-	tl_close(&v);
-	printf("referenced slots: never written, the rotation passes over them, all: EBUSY\n");
-}
-
 /* What a format request refuses before anything is allocated. */
 static void format_refusals(const char *flat)
 {
@@ -372,7 +319,6 @@ int main(void)
 					formats(img3, dts[a], (enum rf_layout)lay, ndev);
 				}
 		format_refusals(small);
-		holds(small);
 		printf("batches in f32/bf16/f16, row-major and NHWC: the formula's values\n");
 	}
 	return 0;
