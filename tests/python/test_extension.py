@@ -8,16 +8,26 @@
 - the types are named ringflow.X, made per module (multi-phase init), and the
   loader's C type takes its options by name only;
 - a Fashion-MNIST directory (raw IDX files, or .gz) is opened by the names the library
-  gives (rf_dataset_fmnist_name), split "train" and "test".
+  gives (rf_dataset_fmnist_name), split "train" and "test";
+- a batch let go on another thread gives its slot back there and then (the C loader's
+  rf_loader_unref, on any thread): with one slot, the next batch is refused while
+  another thread keeps a view of it, and once that thread drops it -- the owner calling
+  nothing in between -- the slot is free and the next batch is read into the same
+  memory; a consumer thread dropping every batch while the owner reads three epochs
+  (waiting without the GIL) sees each batch whole, and no slot stays held.
 Prints one closing line; exit 0 or 1 (77: no numpy).
 """
 import gc
 import gzip
 import importlib.util
+import errno
 import os
+import queue
 import struct
 import sys
 import tempfile
+import threading
+import time
 import weakref
 
 try:
@@ -127,6 +137,85 @@ def idx(path, magic, dims, data, gz):
         f.write(raw)
 
 
+def first_pixel(x):
+    return int(np.rint(np.from_dlpack(x)[0, 0, 0] * 255))
+
+
+def released_elsewhere(T):
+    """T: the Fashion-MNIST directory of main() (40 training images, pixel k of the set
+    k % 251): batch k starts with (k * 8 * 784) % 251."""
+    l = ringflow.Loader(T, 8, shuffle=False, prefetch=1, hold=0)
+    x, y = next(l)
+    a = np.from_dlpack(x)
+    where = a.ctypes.data
+    go, dropped = threading.Event(), threading.Event()
+    box = [x, y, a]
+    del x, y, a
+
+    def keeper():
+        go.wait()
+        box.clear()                      # the last references: freed on this thread
+        dropped.set()
+    t = threading.Thread(target=keeper)
+    t.start()
+    check(l.held_slots() == 1, f"another thread's view holds the one slot: {l.held_slots()}")
+    try:
+        next(l)
+        check(False, "the only slot is another thread's: refused")
+    except ringflow.Error as err:
+        check(err.errno == errno.EBUSY, f"EBUSY while another thread keeps the batch: {err}")
+    go.set()
+    dropped.wait()
+    check(l.held_slots() == 0, f"let go on the other thread: free at once ({l.held_slots()})")
+    t.join()
+    x, y = next(l)
+    check(np.from_dlpack(x).ctypes.data == where and first_pixel(x) == (8 * 784) % 251,
+          "the next batch is read into the slot let go on the other thread")
+    del x, y
+    l.close()
+
+    # a consumer thread drops every batch as the owner reads on (three epochs)
+    l = ringflow.Loader(T, 8, shuffle=False, prefetch=2, hold=1)
+    q, bad, firsts = queue.Queue(), [], []
+
+    def consumer():
+        while True:
+            b = q.get()
+            if b is None:
+                return
+            k, x, y = b
+            if first_pixel(x) != (k * 8 * 784) % 251 or \
+                    np.from_dlpack(y).tolist() != [(k * 8 + i) % 10 for i in range(8)]:
+                bad.append(k)
+            firsts.append(k)
+            del b, x, y                  # freed here, while the owner may be waiting
+    t = threading.Thread(target=consumer)
+    t.start()
+    busy = 0
+    for ep in range(3):
+        k = 0
+        while True:
+            try:
+                b = next(l, None)
+            except ringflow.Error as err:
+                check(err.errno == errno.EBUSY, f"only EBUSY: {err}")
+                busy += 1
+                time.sleep(0.001)        # every slot is the consumer's: it lets one go
+                continue
+            if b is None:
+                break
+            q.put((k, b[0], b[1]))
+            del b
+            k += 1
+        check(k == 5, f"epoch {ep}: {k} batches")
+    q.put(None)
+    t.join()
+    check(not bad and firsts == [k for _ in range(3) for k in range(5)],
+          f"15 batches reach the consumer whole, in order: bad {bad}, {firsts}")
+    check(l.held_slots() == 0, f"every batch let go on the consumer's thread: {l.held_slots()}")
+    l.close()
+
+
 def main():
     chained()
     r = cycle()
@@ -187,6 +276,7 @@ def main():
                 seen += 8
                 del x, y, a
             check(seen == n[split], f"{split}: {seen} records, want {n[split]}")
+    released_elsewhere(T)
     print(f"ringflow extension: {checks} checks passed")
 
 
