@@ -40,6 +40,32 @@ int rf__isa_avx512(void);
 int rf__env_u64(const char *name, const char *value, uint64_t lo, uint64_t hi, uint64_t dflt,
 		const char *what, uint64_t *out);
 
+/* Fault in the pages of p[0..n) now, by writing a zero into each (through a volatile
+ * pointer, so the compiler cannot drop it as a store to calloc'd memory). For arrays
+ * whose first touches would otherwise land under a hot path: a fault costs 1-16 us a
+ * page on a virtual machine. p's bytes must be zero already (calloc). */
+static inline void rf__prefault(void *p, size_t n)
+{
+	volatile char *c = p;
+
+	for (size_t i = 0; i < n; i += 4096)
+		c[i] = 0;
+	if (n)
+		c[n - 1] = 0;
+}
+
+/* The same for memory whose bytes do not matter yet (malloc'd): each page's first byte
+ * is read and written back. */
+static inline void rf__prefault_any(void *p, size_t n)
+{
+	volatile char *c = p;
+
+	for (size_t i = 0; i < n; i += 4096)
+		c[i] = c[i];
+	if (n)
+		c[n - 1] = c[n - 1];
+}
+
 struct stat;
 
 /* file.c: what a file of mode m is, for messages: "a directory", "a FIFO", "a socket",

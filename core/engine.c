@@ -38,11 +38,19 @@ int rf_engine_create(struct rf_engine **out, struct rf_ring *ring, const struct 
 	rf__slab_init(&e->var_slab, sizeof(struct rf_var), 1);
 	/* groups never go back to it: the queue's reserve list keeps them (queue.c) */
 	rf__slab_init(&e->group_slab, sizeof(struct rf__group), 0);
+	/* the first records' pages faulted in here, not under the first pushes (an
+	 * engine that cannot have them now gets them on demand, as ever) */
+	(void)rf__slab_warm(&e->op_slab);
+	(void)rf__slab_warm(&e->var_slab);
+	(void)rf__slab_warm(&e->group_slab);
 	rf__engine_configure(e, opts);
 	e->owner_tid = rf__gettid();
 	rf__streams_init(e);
 	trace_path = opts && opts->trace_path ? opts->trace_path : getenv("RF_TRACE");
 	if (trace_path && *trace_path && (ret = rf__trace_open(e, trace_path)) < 0) {
+		rf__slab_release(&e->op_slab);
+		rf__slab_release(&e->var_slab);
+		rf__slab_release(&e->group_slab);
 		free(e);
 		if (!(opts && opts->trace_path))
 			return rf__fail_under(ret, "RF_TRACE");

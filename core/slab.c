@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 
 #include "slab.h"
+#include "rf-internal.h"
 
 /* Records start this far into a chunk: the header, rounded to a cache line. */
 #define RF__SLAB_HEAD 64
@@ -34,7 +35,9 @@ static struct rf__slab_chunk *rf__slab_chunk_new(size_t bytes)
 	return p;
 }
 
-void *rf__slab_grow(struct rf__slab *s)
+/* One more chunk, its records untouched (poisoned under ASan); with prefault, its
+ * pages faulted in first. 0, or -1 when out of memory. */
+static int rf__slab_add(struct rf__slab *s, int prefault)
 {
 	size_t bytes = s->next_bytes;
 	struct rf__slab_chunk *c;
@@ -42,17 +45,28 @@ void *rf__slab_grow(struct rf__slab *s)
 	if (bytes < RF__SLAB_HEAD + s->size)
 		bytes = RF__SLAB_HEAD + s->size;
 	if (!(c = rf__slab_chunk_new(bytes)))
-		return NULL;
+		return -1;
+	if (prefault)
+		rf__prefault_any(c, bytes);
 	c->bytes = bytes;
 	c->next = s->chunks;
 	s->chunks = c;
 	s->nchunks++;
-	if (s->next_bytes < RF__SLAB_HUGE)
-		s->next_bytes *= 2;
+	s->next_bytes = RF__SLAB_HUGE;
 	s->cur = (char *)c + RF__SLAB_HEAD;
 	s->end = s->cur + (bytes - RF__SLAB_HEAD) / s->size * s->size;
 	RF__SLAB_POISON(s->cur, (size_t)(s->end - s->cur));
-	return rf__slab_get(s);
+	return 0;
+}
+
+void *rf__slab_grow(struct rf__slab *s)
+{
+	return rf__slab_add(s, 0) < 0 ? NULL : rf__slab_get(s);
+}
+
+int rf__slab_warm(struct rf__slab *s)
+{
+	return s->chunks ? 0 : rf__slab_add(s, 1);
 }
 
 void rf__slab_release(struct rf__slab *s)

@@ -292,6 +292,9 @@ static int rf__worker_alloc(struct rf_engine *e, const char *name, unsigned capa
 		return rf__fail(-ENOMEM, "rf_worker_stream_create %s: out of memory for %u slots",
 				w->name, cap);
 	}
+	/* their pages faulted in now, not under the first ops */
+	rf__prefault(w->slot, cap * sizeof(*w->slot));
+	rf__prefault(w->status, cap * sizeof(*w->status));
 	w->ring = rf_engine_ring(e);
 	ret = rf_notifier_create(w->ring, rf__worker_notified, w, &w->notifier);
 	if (ret == 0)
