@@ -40,6 +40,11 @@ int rf__isa_avx512(void);
 int rf__env_u64(const char *name, const char *value, uint64_t lo, uint64_t hi, uint64_t dflt,
 		const char *what, uint64_t *out);
 
+/* mem.c: bytes for a large array, to be freed with free(): from 2 MiB up, 2 MiB-aligned
+ * and advised MADV_HUGEPAGE (one fault per 2 MiB where transparent huge pages are on,
+ * "madvise" or "always"); smaller, plain malloc. NULL when out of memory. */
+void *rf__alloc_big(size_t bytes);
+
 /* Fault in the pages of p[0..n) now, by writing a zero into each (through a volatile
  * pointer, so the compiler cannot drop it as a store to calloc'd memory). For arrays
  * whose first touches would otherwise land under a hot path: a fault costs 1-16 us a

@@ -10,10 +10,15 @@
 #include "decode.h"
 #include "loader-impl.h"
 
+size_t rf__gjob_bytes(unsigned n)
+{
+	return sizeof(struct rf__gjob) + (size_t)n * (2 * sizeof(void *) + sizeof(uint64_t) +
+						      sizeof(uint32_t) + 1);
+}
+
 struct rf__gjob *rf__gjob_new(struct rf_loader *l, struct rf__slot *s, unsigned n)
 {
-	struct rf__gjob *j = malloc(sizeof(*j) + (size_t)n * (2 * sizeof(void *) + sizeof(uint64_t) +
-							    sizeof(uint32_t) + 1));
+	struct rf__gjob *j = n <= l->o.batch ? rf__slab_get(&l->gjobs) : NULL;
 
 	if (!j)
 		return NULL;
@@ -309,7 +314,7 @@ static void rf__gather_done(void *ctx, int status)
 	j->l->st.images_skipped += j->skipped;   /* on the reactor: no other writer */
 	if (status < 0)
 		rf__gather_log(j, status);
-	free(j);
+	rf__slab_put(&j->l->gjobs, j);
 }
 
 int rf__push_gather(struct rf_loader *l, struct rf__gjob *j)
@@ -339,6 +344,6 @@ int rf__push_gather(struct rf_loader *l, struct rf__gjob *j)
 	d.name = "loader_gather";
 	ret = rf_engine_push(l->e, &d);
 	if (ret < 0)
-		free(j);
+		rf__slab_put(&l->gjobs, j);
 	return ret;
 }

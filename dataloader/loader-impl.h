@@ -9,12 +9,14 @@
 
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "http-impl.h"
 #include "dataset-impl.h"
 #include "image-impl.h"
 #include "loader.h"
 #include "ops.h"
+#include "slab.h"
 #include "u8norm.h"
 
 /* How records reach a batch (l->mode, rf_loader_stats.mode). */
@@ -173,6 +175,13 @@ struct rf_loader {
 	 * decrement releases, the owner's slot choice (rf__slot_of) acquires. */
 	_Atomic unsigned *refs;
 	uint64_t nbatch_done;     /* batches pushed, all epochs (REC fetch units) */
+	/* a batch's gather job and fetch, from slabs (reactor only): given back and
+	 * taken again, not malloc'd and freed, so their pages stay faulted in -- a
+	 * fresh page's first touch costs ~15 us on a virtual machine, and up to the
+	 * engine's in-flight cap of each are out at once */
+	struct rf__slab gjobs;    /* sized for a full batch */
+	struct rf__slab fetches;  /* sized for fetch_cap requests */
+	unsigned fetch_cap;       /* max(batch, W) */
 	/* Gather worker streams: batch t gathers on gs[t mod ngs] (one but for images);
 	 * each with its image decoder and, fused with augmentation, one record of scratch */
 	struct rf_stream *gs[RF__MAXGS];
@@ -239,10 +248,20 @@ int rf__units_create(struct rf_loader *l);
 /* Push the reads of batch records order[p0, p0+n) and point j at where each
  * record's payload and label will lie. */
 int rf__read_batch(struct rf_loader *l, uint64_t p0, struct rf__gjob *j);
+/* Bytes of a fetch of n requests. */
+size_t rf__fetch_bytes(unsigned n);
+/* A zeroed fetch of n <= fetch_cap requests, from l->fetches; NULL when out of memory. */
+struct rf__fetch *rf__fetch_new(struct rf_loader *l, unsigned n);
+/* Give f (and its range requests) back. */
+void rf__fetch_free(struct rf_loader *l, struct rf__fetch *f);
 /* The message of failed fetch id, or NULL. */
 const char *rf__fetch_msg(const struct rf_loader *l, uint64_t id);
 
 /* ---- loader-gather.c ---- */
+/* Bytes of a gather job for n records (its slab takes a full batch's). */
+size_t rf__gjob_bytes(unsigned n);
+/* A job for n <= batch records of slot s, from l->gjobs (given back there when its op
+ * is done); NULL when out of memory. */
 struct rf__gjob *rf__gjob_new(struct rf_loader *l, struct rf__slot *s, unsigned n);
 /* Push the gather op of j (owns j from here, success or not). */
 int rf__push_gather(struct rf_loader *l, struct rf__gjob *j);

@@ -16,13 +16,34 @@
 
 /* ---- the read op ---- */
 
+size_t rf__fetch_bytes(unsigned n)
+{
+	return sizeof(struct rf__fetch) + (size_t)n * sizeof(((struct rf__fetch *)0)->req[0]);
+}
+
+struct rf__fetch *rf__fetch_new(struct rf_loader *l, unsigned n)
+{
+	struct rf__fetch *f = n <= l->fetch_cap ? rf__slab_get(&l->fetches) : NULL;
+
+	if (f)
+		memset(f, 0, rf__fetch_bytes(n));
+	return f;
+}
+
+void rf__fetch_free(struct rf_loader *l, struct rf__fetch *f)
+{
+	if (!f)
+		return;
+	free(f->hq);
+	rf__slab_put(&l->fetches, f);
+}
+
 static void rf__fetch_finish(struct rf__fetch *f)
 {
 	struct rf_op *op = f->op;
 	int status = f->status;
 
-	free(f->hq);
-	free(f);
+	rf__fetch_free(f->l, f);
 	rf_engine_op_done(op, status);
 }
 
@@ -186,7 +207,7 @@ static int rf__fetch_start(void *ctx, struct rf_op *op)
 
 	f->op = op;
 	if (l->http && !(f->hq = calloc(f->n, sizeof(*f->hq)))) {
-		free(f);
+		rf__fetch_free(l, f);
 		return -ENOMEM;
 	}
 	for (i = 0; i < f->n; i++) {
@@ -204,8 +225,7 @@ static int rf__fetch_start(void *ctx, struct rf_op *op)
 	f->starting = 0;
 	if (f->pending == 0) { /* every request refused before it reached the ring */
 		int st = f->status;
-		free(f->hq);
-		free(f);
+		rf__fetch_free(l, f);
 		return st; /* the engine fails the op with it */
 	}
 	return 0;
@@ -227,7 +247,7 @@ static int rf__push_fetch(struct rf_loader *l, struct rf__unit *u, struct rf__fe
 	d.name = "loader_read";
 	ret = rf_engine_push(l->e, &d);
 	if (ret < 0)
-		free(f);
+		rf__fetch_free(l, f);
 	return ret;
 }
 
@@ -384,7 +404,7 @@ static int rf__read_records(struct rf_loader *l, uint64_t p0, struct rf__gjob *j
 	struct rf__unit *u = &l->units[l->nbatch_done % l->nunits];
 	unsigned i, n = j->n, nq = 0;
 	int var = rf_dataset_variable(ds);
-	struct rf__fetch *f = calloc(1, sizeof(*f) + n * sizeof(f->req[0]));
+	struct rf__fetch *f = rf__fetch_new(l, n);
 	int ret;
 
 	if (!f)
@@ -401,7 +421,7 @@ static int rf__read_records(struct rf_loader *l, uint64_t p0, struct rf__gjob *j
 			a = loc.offset;
 			rl = loc.length;
 			if (l->pfd && rf_dataset_part_of(ds, loc.offset, rl, &part, &a) < 0) {
-				free(f);
+				rf__fetch_free(l, f);
 				return rf__fail(-EIO, "%s: record %" PRIu64 ": bytes [%" PRIu64 ", %"
 						PRIu64 ") of the shards' payload lie in no one shard",
 						s0->path, r, loc.offset, loc.offset + rl);
@@ -463,7 +483,7 @@ static int rf__push_group(struct rf_loader *l, uint64_t G)
 	uint64_t gl = G - l->gbase, w;
 	struct rf__unit *u = &l->units[G % l->nunits];
 	unsigned n = 0;
-	struct rf__fetch *f = calloc(1, sizeof(*f) + l->W * sizeof(f->req[0]));
+	struct rf__fetch *f = rf__fetch_new(l, (unsigned)l->W);
 
 	if (!f)
 		return -ENOMEM;

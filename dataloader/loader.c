@@ -279,10 +279,15 @@ static int rf__finish_create(struct rf_loader *l)
 		    !(l->gscratch[k] = malloc(l->pb)))
 			return rf__fail(-ENOMEM, "loader: %s", strerror(ENOMEM));
 	}
-	/* order[] holds the records' order; SPAN appends the inverse chunk order. */
-	l->order = malloc((l->count + l->C) * sizeof(*l->order));
+	/* order[] holds the records' order; SPAN appends the inverse chunk order. Large
+	 * (8 bytes a record): huge pages where the kernel gives them, else it faults a
+	 * page per 512 records the first epoch. */
+	l->order = rf__alloc_big((l->count + l->C) * sizeof(*l->order));
 	if (l->mode == RF__SPAN)
-		l->cpos = malloc(l->C * sizeof(*l->cpos));
+		l->cpos = rf__alloc_big(l->C * sizeof(*l->cpos));
+	rf__slab_init(&l->gjobs, rf__gjob_bytes(l->o.batch), 1);
+	l->fetch_cap = l->o.batch > l->W ? l->o.batch : (unsigned)l->W;
+	rf__slab_init(&l->fetches, rf__fetch_bytes(l->fetch_cap), 1);
 	if (!l->order || (l->mode == RF__SPAN && !l->cpos))
 		return rf__fail(-ENOMEM, "loader: %s", strerror(ENOMEM));
 	l->st.direct = l->direct;
@@ -364,9 +369,12 @@ void rf_loader_destroy(struct rf_loader *l)
 	free(l->slots);
 	free(l->order);
 	free(l->cpos);
+	rf__slab_release(&l->gjobs);
+	rf__slab_release(&l->fetches);
 	free(l->refs);
 	free(l);
 }
+
 
 /* ---- next ---- */
 
@@ -454,7 +462,7 @@ int rf_loader_next(struct rf_loader *l, struct rf_batch *b)
 	if (!ret)
 		ret = rf__clear_slot(l, s);
 	if (ret < 0) {
-		free(j);
+		rf__slab_put(&l->gjobs, j);
 		return ret;
 	}
 	ret = rf__push_gather(l, j);

@@ -1,5 +1,6 @@
-/* core/slab.h -- fixed-size records (an engine's variables and op records) from
- * chunks that are kept and reused, not one malloc each.
+/* common/slab.h -- fixed-size records (an engine's variables and op records, a
+ * loader's gather jobs and fetches) from chunks that are kept and reused, not one
+ * malloc each.
  *
  * A freed record goes on the slab's free list and is the next one handed out, so a
  * steady stream of create/destroy touches the same few cache lines and pages. The
@@ -12,8 +13,8 @@
  * Chunks come from the allocator (not mmap), so LeakSanitizer still scans what the
  * records point to; under AddressSanitizer a free record is poisoned, so a use after
  * rf__slab_put is reported as one. Owner thread only: no locks. */
-#ifndef RF_CORE_SLAB_H
-#define RF_CORE_SLAB_H
+#ifndef RF_COMMON_SLAB_H
+#define RF_COMMON_SLAB_H
 
 #include <stddef.h>
 #include <stdint.h>

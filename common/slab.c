@@ -1,6 +1,6 @@
-/* core/slab.c -- chunks for core/slab.h's records: growing, huge-page advice, release. */
+/* common/slab.c -- chunks for common/slab.h's records: growing, huge-page advice,
+ * release. */
 #include <stdlib.h>
-#include <sys/mman.h>
 
 #include "slab.h"
 #include "rf-internal.h"
@@ -18,21 +18,11 @@ void rf__slab_init(struct rf__slab *s, size_t size, int poison)
 	s->poison = poison;
 }
 
-/* A chunk of `bytes`: a huge one aligned to its size and advised MADV_HUGEPAGE (one
- * fault per 2 MiB where transparent huge pages are on, "madvise" or "always"; the
- * advice failing costs nothing but the faults). */
+/* A chunk of `bytes`: a huge one aligned to its size and advised MADV_HUGEPAGE
+ * (rf__alloc_big). */
 static struct rf__slab_chunk *rf__slab_chunk_new(size_t bytes)
 {
-	void *p = NULL;
-
-	if (bytes < RF__SLAB_HUGE)
-		return malloc(bytes);
-	if (posix_memalign(&p, RF__SLAB_HUGE, bytes) != 0)
-		return NULL;
-#ifdef MADV_HUGEPAGE
-	(void)madvise(p, bytes, MADV_HUGEPAGE);
-#endif
-	return p;
+	return rf__alloc_big(bytes);
 }
 
 /* One more chunk, its records untouched (poisoned under ASan); with prefault, its
