@@ -323,7 +323,7 @@ static int gz_load_into(struct gz *g, struct rf_dataset_src *s, unsigned expect_
 				   PRIu64 "-byte gzip file can hold, expected at most %" PRIu64,
 				   expected, desc, s->size, s->size * 1032 + 4096);
 	cap = gz_first_cap(s, expected);
-	if (!(*bufp = malloc(cap)))
+	if (!(*bufp = rf__alloc_big(cap)))   /* the whole set, usually: huge pages */
 		return rf__ds_fail(-ENOMEM, s->path, "out of memory for %" PRIu64
 				   " bytes", cap);
 	memcpy(*bufp, hdr, h->hdr_bytes);

@@ -33,7 +33,14 @@ int rf__host_alloc(void *ctx, size_t bytes, void **out)
 	void *p;
 
 	(void)ctx;
-	p = aligned_alloc(RF__HOST_ALIGN, (bytes + RF__HOST_ALIGN - 1) & ~(size_t)(RF__HOST_ALIGN - 1));
+	/* 2 MiB and up (activations, weights, workspaces): on huge pages where the kernel
+	 * gives them, 2 MiB-aligned (rf__alloc_big) -- a tensor's first touch then costs
+	 * one fault per 2 MiB, not 512 */
+	if (bytes >= ((size_t)2 << 20))
+		p = rf__alloc_big(bytes);
+	else
+		p = aligned_alloc(RF__HOST_ALIGN, (bytes + RF__HOST_ALIGN - 1) &
+				  ~(size_t)(RF__HOST_ALIGN - 1));
 	if (!p)
 		return -ENOMEM;
 	*out = p;
