@@ -117,7 +117,7 @@ int rf__grad_hook(void *ctx, struct rf_model *m, unsigned layer)
 int rf__params_hash(struct rf_trainer *t, uint64_t *h)
 {
 	size_t n = t->rep[0]->params->numel;
-	float *buf = malloc(n * sizeof(float));
+	float *buf = rf__alloc_big(n * sizeof(float)); /* ResNet-18's: 45 MB, once an epoch */
 	uint64_t v = 0xcbf29ce484222325ull;
 	int ret;
 
