@@ -6,15 +6,13 @@
 
 #include "rf-internal.h"
 
-#define RF__HUGE ((size_t)2 << 20)
-
 void *rf__alloc_big(size_t bytes)
 {
 	void *p = NULL;
 
-	if (bytes < RF__HUGE)
+	if (bytes < RF__HUGE_PAGE)
 		return malloc(bytes ? bytes : 1);
-	if (posix_memalign(&p, RF__HUGE, bytes) != 0)
+	if (posix_memalign(&p, RF__HUGE_PAGE, bytes) != 0)
 		return NULL;
 #ifdef MADV_HUGEPAGE
 	(void)madvise(p, bytes, MADV_HUGEPAGE);  /* a hint: refused, nothing changes */

@@ -34,11 +34,15 @@ int rf__fail_into(char *buf, size_t len, int code, const char *fmt, ...) RF__PRI
  * and every caller -- the CPU kernels, the host decode -- takes the same path. */
 int rf__isa_avx512(void);
 
-/* env.c: NAME's VALUE (as getenv gave it; NULL: unset, *out = dflt) as a whole number
- * from lo to hi, digits only. 0, or -EINVAL with "NAME=VALUE in the environment:
- * expected WHAT, a whole number from LO to HI (or the variable unset)". */
+/* env.c: NAME's VALUE (as getenv gave it; NULL: unset) as a whole number from lo to hi,
+ * digits only, into *out. 0, or -EINVAL with "NAME=VALUE in the environment: expected
+ * WHAT, a whole number from LO to HI (or the variable unset)"; unset or refused, *out
+ * is dflt. */
 int rf__env_u64(const char *name, const char *value, uint64_t lo, uint64_t hi, uint64_t dflt,
 		const char *what, uint64_t *out);
+
+/* A transparent huge page's size (x86-64, arm64 with 4 KiB pages). */
+#define RF__HUGE_PAGE ((size_t)2 << 20)
 
 /* mem.c: bytes for a large array, to be freed with free(): from 2 MiB up, 2 MiB-aligned
  * and advised MADV_HUGEPAGE (one fault per 2 MiB where transparent huge pages are on,
@@ -48,7 +52,9 @@ void *rf__alloc_big(size_t bytes);
 /* Fault in the pages of p[0..n) now, by writing a zero into each (through a volatile
  * pointer, so the compiler cannot drop it as a store to calloc'd memory). For arrays
  * whose first touches would otherwise land under a hot path: a fault costs 1-16 us a
- * page on a virtual machine. p's bytes must be zero already (calloc). */
+ * page on a virtual machine. For memory that is zero already (calloc) or whose bytes do
+ * not matter yet (malloc): a write, not a read and a write back, which would fault an
+ * untouched page twice (the zero page mapped, then copied on the write). */
 static inline void rf__prefault(void *p, size_t n)
 {
 	volatile char *c = p;
@@ -57,18 +63,6 @@ static inline void rf__prefault(void *p, size_t n)
 		c[i] = 0;
 	if (n)
 		c[n - 1] = 0;
-}
-
-/* The same for memory whose bytes do not matter yet (malloc'd): each page's first byte
- * is read and written back. */
-static inline void rf__prefault_any(void *p, size_t n)
-{
-	volatile char *c = p;
-
-	for (size_t i = 0; i < n; i += 4096)
-		c[i] = c[i];
-	if (n)
-		c[n - 1] = c[n - 1];
 }
 
 struct stat;

@@ -18,15 +18,9 @@ void rf__slab_init(struct rf__slab *s, size_t size, int poison)
 	s->poison = poison;
 }
 
-/* A chunk of `bytes`: a huge one aligned to its size and advised MADV_HUGEPAGE
- * (rf__alloc_big). */
-static struct rf__slab_chunk *rf__slab_chunk_new(size_t bytes)
-{
-	return rf__alloc_big(bytes);
-}
-
-/* One more chunk, its records untouched (poisoned under ASan); with prefault, its
- * pages faulted in first. 0, or -1 when out of memory. */
+/* One more chunk (a huge one 2 MiB-aligned and advised MADV_HUGEPAGE: rf__alloc_big),
+ * its records untouched (poisoned under ASan); with prefault, its pages faulted in
+ * first. 0, or -1 when out of memory. */
 static int rf__slab_add(struct rf__slab *s, int prefault)
 {
 	size_t bytes = s->next_bytes;
@@ -34,10 +28,10 @@ static int rf__slab_add(struct rf__slab *s, int prefault)
 
 	if (bytes < RF__SLAB_HEAD + s->size)
 		bytes = RF__SLAB_HEAD + s->size;
-	if (!(c = rf__slab_chunk_new(bytes)))
+	if (!(c = rf__alloc_big(bytes)))
 		return -1;
 	if (prefault)
-		rf__prefault_any(c, bytes);
+		rf__prefault(c, bytes);
 	c->bytes = bytes;
 	c->next = s->chunks;
 	s->chunks = c;

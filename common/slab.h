@@ -19,6 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rf-internal.h"
+
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
 #define RF__SLAB_POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
@@ -29,7 +31,7 @@
 #endif
 
 #define RF__SLAB_FIRST ((size_t)16 << 10)
-#define RF__SLAB_HUGE ((size_t)2 << 20)
+#define RF__SLAB_HUGE RF__HUGE_PAGE
 
 struct rf__slab_chunk {
 	struct rf__slab_chunk *next;

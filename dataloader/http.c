@@ -34,7 +34,7 @@ int rf_dataset_http_timeout(uint64_t *ns)
 	int ret = rf__env_u64("RF_HTTP_TIMEOUT_MS", getenv("RF_HTTP_TIMEOUT_MS"), 1, 3600000,
 			      RF__HTTP_TIMEOUT_NS / 1000000ull, "milliseconds", &ms);
 
-	*ns = ret < 0 ? RF__HTTP_TIMEOUT_NS : ms * 1000000ull;
+	*ns = ms * 1000000ull;  /* the default where refused */
 	return ret;
 }
 

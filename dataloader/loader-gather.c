@@ -18,7 +18,7 @@ size_t rf__gjob_bytes(unsigned n)
 
 struct rf__gjob *rf__gjob_new(struct rf_loader *l, struct rf__slot *s, unsigned n)
 {
-	struct rf__gjob *j = n <= l->o.batch ? rf__slab_get(&l->gjobs) : NULL;
+	struct rf__gjob *j = rf__gjob_bytes(n) <= l->gjobs.size ? rf__slab_get(&l->gjobs) : NULL;
 
 	if (!j)
 		return NULL;

@@ -180,8 +180,7 @@ struct rf_loader {
 	 * fresh page's first touch costs ~15 us on a virtual machine, and up to the
 	 * engine's in-flight cap of each are out at once */
 	struct rf__slab gjobs;    /* sized for a full batch */
-	struct rf__slab fetches;  /* sized for fetch_cap requests */
-	unsigned fetch_cap;       /* max(batch, W) */
+	struct rf__slab fetches;  /* sized for max(batch, W) requests */
 	/* Gather worker streams: batch t gathers on gs[t mod ngs] (one but for images);
 	 * each with its image decoder and, fused with augmentation, one record of scratch */
 	struct rf_stream *gs[RF__MAXGS];
@@ -250,7 +249,8 @@ int rf__units_create(struct rf_loader *l);
 int rf__read_batch(struct rf_loader *l, uint64_t p0, struct rf__gjob *j);
 /* Bytes of a fetch of n requests. */
 size_t rf__fetch_bytes(unsigned n);
-/* A zeroed fetch of n <= fetch_cap requests, from l->fetches; NULL when out of memory. */
+/* A zeroed fetch of n <= max(batch, W) requests, from l->fetches; NULL when out of
+ * memory. */
 struct rf__fetch *rf__fetch_new(struct rf_loader *l, unsigned n);
 /* Give f (and its range requests) back. */
 void rf__fetch_free(struct rf_loader *l, struct rf__fetch *f);

@@ -23,7 +23,8 @@ size_t rf__fetch_bytes(unsigned n)
 
 struct rf__fetch *rf__fetch_new(struct rf_loader *l, unsigned n)
 {
-	struct rf__fetch *f = n <= l->fetch_cap ? rf__slab_get(&l->fetches) : NULL;
+	struct rf__fetch *f = rf__fetch_bytes(n) <= l->fetches.size ? rf__slab_get(&l->fetches)
+								      : NULL;
 
 	if (f)
 		memset(f, 0, rf__fetch_bytes(n));

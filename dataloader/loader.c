@@ -286,8 +286,8 @@ static int rf__finish_create(struct rf_loader *l)
 	if (l->mode == RF__SPAN)
 		l->cpos = rf__alloc_big(l->C * sizeof(*l->cpos));
 	rf__slab_init(&l->gjobs, rf__gjob_bytes(l->o.batch), 1);
-	l->fetch_cap = l->o.batch > l->W ? l->o.batch : (unsigned)l->W;
-	rf__slab_init(&l->fetches, rf__fetch_bytes(l->fetch_cap), 1);
+	rf__slab_init(&l->fetches, rf__fetch_bytes(l->o.batch > l->W ? l->o.batch : (unsigned)l->W),
+		      1);
 	if (!l->order || (l->mode == RF__SPAN && !l->cpos))
 		return rf__fail(-ENOMEM, "loader: %s", strerror(ENOMEM));
 	l->st.direct = l->direct;

@@ -36,7 +36,7 @@ int rf__host_alloc(void *ctx, size_t bytes, void **out)
 	/* 2 MiB and up (activations, weights, workspaces): on huge pages where the kernel
 	 * gives them, 2 MiB-aligned (rf__alloc_big) -- a tensor's first touch then costs
 	 * one fault per 2 MiB, not 512 */
-	if (bytes >= ((size_t)2 << 20))
+	if (bytes >= RF__HUGE_PAGE)
 		p = rf__alloc_big(bytes);
 	else
 		p = aligned_alloc(RF__HOST_ALIGN, (bytes + RF__HOST_ALIGN - 1) &
@@ -207,7 +207,7 @@ static void rf__populate(void *m, size_t bytes)
 
 int rf_pinned_create(size_t bytes, struct rf_pinned **out)
 {
-	const size_t huge = (size_t)2 << 20;
+	const size_t huge = RF__HUGE_PAGE;
 	struct rf_pinned *p;
 	void *m;
 

@@ -27,7 +27,7 @@ int rf__spin_parse(const char *s, uint64_t *ns)
 	int ret = rf__env_u64("RF_RING_SPIN_US", s, 0, RF__SPIN_MAX_NS / 1000ull,
 			      RF__SPIN_DEFAULT_NS / 1000ull, "microseconds of spin", &us);
 
-	*ns = ret < 0 ? RF__SPIN_DEFAULT_NS : us * 1000ull;
+	*ns = us * 1000ull;  /* the default where refused */
 	return ret;
 }
 

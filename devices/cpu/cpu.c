@@ -46,7 +46,7 @@ static int rf__blas_threads_env(int *cap)
 	int ret = rf__env_u64("RF_BLAS_THREADS", getenv("RF_BLAS_THREADS"), 1,
 			      RF__BLAS_THREADS_MAX, 0, "the OpenBLAS threads at most", &v);
 
-	*cap = ret < 0 ? 0 : (int)v;
+	*cap = (int)v;  /* 0 (no cap) where unset or refused */
 	return ret;
 }
 

@@ -678,12 +678,12 @@ static int rf__cuda_open(struct rf_engine *e, int ordinal, const struct rf_devic
 		return rf__fail(-EINVAL, "cuda:%d: an engine and an out pointer are required", ordinal);
 	*out = NULL;
 	/* refused before a device is looked for: a typo is reported on any machine */
-	if (!period && rf__env_u64("RF_CUDA_WATCHDOG_MS", getenv("RF_CUDA_WATCHDOG_MS"), 1,
-				   3600000, 2000, "milliseconds between stuck-stream checks",
-				   &env_ms) < 0)
-		return rf__fail_under(-EINVAL, "cuda:%d", ordinal);
-	if (!period)
+	if (!period) {
+		if (rf__env_u64("RF_CUDA_WATCHDOG_MS", getenv("RF_CUDA_WATCHDOG_MS"), 1, 3600000,
+				2000, "milliseconds between stuck-stream checks", &env_ms) < 0)
+			return rf__fail_under(-EINVAL, "cuda:%d", ordinal);
 		period = (unsigned)env_ms;
+	}
 	if (ordinal >= rf__cuda_count())
 		return rf__fail(-ENODEV, "cuda:%d: no usable CUDA device there (%d found: no GPU, "
 				"no driver, or a driver too old)", ordinal, rf__cuda_count());
