@@ -20,6 +20,9 @@ Usage: check-house.py SOURCE_ROOT [LIBRINGFLOW_SO]
    transports.c apart), the dataloader and train call the backends' tables and ask
    capabilities, and say neither cuda, cudnn, cublas, nccl nor openblas (nor mpi in
    comm/), in code or comments.
+7. every libFuzzer harness fuzz/fuzz-NAME.c is built and run briefly by fuzz/meson.build,
+   starts from a corpus fuzz/corpus/NAME that holds at least one input, and has a row in
+   fuzz/README.md's table (tools/fuzz runs every harness file it finds).
 """
 import os
 import re
@@ -164,6 +167,22 @@ for top in LAYERS + ["include", "tools", "tests", "bench", "examples"]:
                 if any(b > 0x7F for b in line):
                     bad(f"{rel(p)}:{ln}: non-ASCII character")
                     break
+
+# 7. fuzz harnesses: built, seeded, documented
+fz_meson = open(os.path.join(root, "fuzz/meson.build")).read()
+fz_readme = open(os.path.join(root, "fuzz/README.md")).read()
+fz_names = sorted(f[len("fuzz-"):-2] for f in os.listdir(os.path.join(root, "fuzz"))
+                  if f.startswith("fuzz-") and f.endswith(".c"))
+if not fz_names:
+    bad("fuzz/: no harness fuzz-NAME.c found")
+for n in fz_names:
+    if f"'{n}': [files('fuzz-{n}.c'" not in fz_meson:
+        bad(f"fuzz/fuzz-{n}.c: not in fuzz/meson.build's harnesses ('{n}': [files(...)])")
+    cdir = os.path.join(root, "fuzz/corpus", n)
+    if not os.path.isdir(cdir) or not os.listdir(cdir):
+        bad(f"fuzz/fuzz-{n}.c: no corpus (fuzz/corpus/{n}/ missing or empty)")
+    if f"| `fuzz-{n}` |" not in fz_readme:
+        bad(f"fuzz/fuzz-{n}.c: no row in fuzz/README.md's table (| `fuzz-{n}` | ...)")
 
 if so:
     out = subprocess.run(["nm", "-D", "--defined-only", so], capture_output=True, text=True,
