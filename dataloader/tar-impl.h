@@ -26,11 +26,18 @@
 #define RF__TAR_NAME_MAX 4095            /* bytes of a member's name, without its NUL */
 #define RF__TAR_PAX_MAX (1u << 20)       /* bytes of one pax extended header's data */
 #define RF__TAR_CLS_MAX 256              /* bytes of a WebDataset .cls member */
+/* Members of at most this many bytes keep their data beside their name (the block
+ * after a header is read with it) and in the index: a WebDataset label is read from
+ * memory, and a second open of a shard reads no member of it. */
+#define RF__TAR_SMALL_MAX 32
 
 struct rf__tar_member {
 	char *name;        /* NUL-terminated, non-empty, in rf__tar.names */
 	uint64_t offset;   /* of the data: a multiple of 512 */
 	uint64_t size;     /* bytes of data; offset + size <= the tar's size */
+	/* its size bytes of data, in rf__tar.names, for a member of at most
+	 * RF__TAR_SMALL_MAX bytes whose data followed its own header; else NULL */
+	const uint8_t *small;
 };
 
 struct rf__tar {
@@ -97,16 +104,18 @@ int rf__wds_samples(const struct rf__tar *t, int (*read_at)(void *ctx, uint64_t 
 		    size_t n), void *ctx, struct rf__wds_sample **out, size_t *n, size_t *no_image);
 
 /* The index file of a shard (tar-index.c), little-endian:
- *   0  magic "RFTARIX1"        8  u32 version (1)       12 u32 header bytes (64)
+ *   0  magic "RFTARIX1"        8  u32 version (2)       12 u32 header bytes (64)
  *   16 u64 the shard's size    24 i64 its mtime (ns)    32 u64 its inode
  *   40 u64 member count        48 u64 body bytes        56 u32 CRC-32 of the body
  *   60 u32 CRC-32 of bytes 0..60
- * then the body, per member: u64 data offset, u64 size, u32 name bytes, the name and
- * a NUL. An index is used only when both CRCs are right, the shard's size, mtime and
- * inode are those recorded, and every member lies inside the shard in order, with a
- * valid name; anything else is a cache miss (the shard is scanned). */
+ * then the body, per member: u64 data offset, u64 size, u32 name bytes, u32 1 when
+ * the member's data is kept (its small bytes, size <= RF__TAR_SMALL_MAX) or 0, the
+ * name and a NUL, then the data kept. An index is used only when both CRCs are right,
+ * the shard's size, mtime and inode are those recorded, and every member lies inside
+ * the shard in order, with a valid name; anything else is a cache miss (the shard is
+ * scanned and the index written again): version 1's, without the data, among them. */
 #define RF__TAR_IDX_MAGIC "RFTARIX1"
-#define RF__TAR_IDX_VERSION 1
+#define RF__TAR_IDX_VERSION 2
 #define RF__TAR_IDX_HDR 64
 
 /* Open the shard at path into *t like rf__tar_open, its members taken from its index

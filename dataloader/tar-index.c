@@ -23,7 +23,8 @@ enum {
 	X_MAGIC = 0, X_VERSION = 8, X_HDR_BYTES = 12, X_SIZE = 16, X_MTIME = 24, X_INO = 32,
 	X_COUNT = 40, X_BODY = 48, X_BODY_CRC = 56, X_HDR_CRC = 60,
 };
-#define ENTRY_HEAD 20   /* u64 offset, u64 size, u32 name bytes; then the name, a NUL */
+#define ENTRY_HEAD 24   /* u64 offset, u64 size, u32 name bytes, u32 data kept (0/1);
+			 * then the name, a NUL, and the data kept */
 
 static uint32_t crc(const uint8_t *p, size_t n)
 {
@@ -37,7 +38,8 @@ int rf__tar_index_encode(const struct rf__tar *t, uint64_t size, int64_t mtime_n
 	uint8_t *b, *p;
 
 	for (size_t i = 0; i < t->n; i++)
-		body += ENTRY_HEAD + strlen(t->m[i].name) + 1;
+		body += ENTRY_HEAD + strlen(t->m[i].name) + 1 +
+			(t->m[i].small ? (size_t)t->m[i].size : 0);
 	if (!(b = malloc(RF__TAR_IDX_HDR + body)))
 		return -ENOMEM;
 	memset(b, 0, RF__TAR_IDX_HDR);
@@ -55,8 +57,13 @@ int rf__tar_index_encode(const struct rf__tar *t, uint64_t size, int64_t mtime_n
 		rf__put_le64(p, t->m[i].offset);
 		rf__put_le64(p + 8, t->m[i].size);
 		rf__put_le32(p + 16, (uint32_t)nl);
+		rf__put_le32(p + 20, t->m[i].small != NULL);
 		memcpy(p + ENTRY_HEAD, t->m[i].name, nl + 1);
 		p += ENTRY_HEAD + nl + 1;
+		if (t->m[i].small) {
+			memcpy(p, t->m[i].small, (size_t)t->m[i].size);
+			p += t->m[i].size;
+		}
 	}
 	rf__put_le32(b + X_BODY_CRC, crc(b + RF__TAR_IDX_HDR, body));
 	rf__put_le32(b + X_HDR_CRC, crc(b, X_HDR_CRC));
@@ -102,12 +109,13 @@ int rf__tar_index_decode(struct rf__tar *t, uint8_t *buf, size_t n, uint64_t siz
 	}
 	for (uint64_t i = 0; i < count; i++) {
 		uint64_t off, sz;
-		uint32_t nl;
+		uint32_t nl, kept;
 		if (n - p < ENTRY_HEAD)
 			MISS("member %" PRIu64 " cut short", i);
 		off = rf__le64(buf + p);
 		sz = rf__le64(buf + p + 8);
 		nl = rf__le32(buf + p + 16);
+		kept = rf__le32(buf + p + 20);
 		p += ENTRY_HEAD;
 		if (nl == 0 || nl > RF__TAR_NAME_MAX || n - p < (size_t)nl + 1 || buf[p + nl] ||
 		    memchr(buf + p, 0, nl))
@@ -120,6 +128,14 @@ int rf__tar_index_decode(struct rf__tar *t, uint8_t *buf, size_t n, uint64_t siz
 		end = off + ((sz + RF__TAR_BLOCK - 1) & ~(uint64_t)(RF__TAR_BLOCK - 1));
 		m[i] = (struct rf__tar_member){ .name = (char *)buf + p, .offset = off, .size = sz };
 		p += (size_t)nl + 1;
+		if (kept > 1 || (kept && (sz > RF__TAR_SMALL_MAX || n - p < sz)))
+			MISS("member %" PRIu64 ": data kept flag %" PRIu32 " for %" PRIu64 " bytes "
+			     "(%zu left): expected 0, or 1 for at most %d bytes that follow", i, kept,
+			     sz, n - p, RF__TAR_SMALL_MAX);
+		if (kept) {
+			m[i].small = buf + p;
+			p += (size_t)sz;
+		}
 	}
 	if (p != n)
 		MISS("%zu bytes after the last member", n - p);

@@ -43,6 +43,7 @@ struct scan {
 	uint64_t pax_size;                      /* 'x' size= */
 	int has_pax_size;
 	int sparse;                             /* 'x' GNU.sparse.* */
+	const uint8_t *after;                   /* the block after this header, if read */
 };
 
 /* "FILE: offset AT: <fmt>" as the thread's message; returns code. */
@@ -223,9 +224,14 @@ static int tar_ext(struct scan *s, uint64_t pos, uint64_t data, uint64_t size)
 	return tar_read(s, pos, data, s->ext, (size_t)size);
 }
 
+/* A member into the list; its data kept beside its name when it is small and came
+ * with its header (the scan reads the block after each header with it). */
 static int tar_push(struct scan *s, const char *name, size_t len, uint64_t off, uint64_t size,
 		    uint64_t pos)
 {
+	int kept = s->after && off == pos + BLK && size <= RF__TAR_SMALL_MAX;
+	size_t keep = kept ? (size_t)size : 0, need = len + 1 + keep;
+
 	if (s->n == s->cap) {
 		size_t c = s->cap ? s->cap * 2 : 64;
 		struct rf__tar_member *m = realloc(s->m, c * sizeof(*m));
@@ -234,9 +240,9 @@ static int tar_push(struct scan *s, const char *name, size_t len, uint64_t off, 
 		s->m = m;
 		s->cap = c;
 	}
-	if (len + 1 > s->names_cap - s->names_n) {
+	if (need > s->names_cap - s->names_n) {
 		size_t c = s->names_cap ? s->names_cap * 2 : 4096;
-		while (c - s->names_n < len + 1)
+		while (c - s->names_n < need)
 			c *= 2;
 		char *p = realloc(s->names, c);
 		if (!p)
@@ -246,9 +252,14 @@ static int tar_push(struct scan *s, const char *name, size_t len, uint64_t off, 
 	}
 	memcpy(s->names + s->names_n, name, len);
 	s->names[s->names_n + len] = 0;
+	/* offsets into names until the scan ends (names moves as it grows); a kept
+	 * member's data is never at offset 0 (a name comes first) */
 	s->m[s->n++] = (struct rf__tar_member){
-		.name = (char *)(uintptr_t)s->names_n, .offset = off, .size = size };
-	s->names_n += len + 1;
+		.name = (char *)(uintptr_t)s->names_n, .offset = off, .size = size,
+		.small = kept ? (const uint8_t *)(uintptr_t)(s->names_n + len + 1) : NULL };
+	if (keep)
+		memcpy(s->names + s->names_n + len + 1, s->after, keep);
+	s->names_n += need;
 	return 0;
 }
 
@@ -390,7 +401,7 @@ static int tar_header(struct scan *s, const uint8_t *h, uint64_t pos, uint64_t *
 
 static int tar_walk(struct scan *s)
 {
-	uint8_t h[BLK];
+	uint8_t h[2 * BLK];
 	uint64_t pos = 0, size = s->t->size;
 	int ret;
 
@@ -401,7 +412,9 @@ static int tar_walk(struct scan *s)
 			return tar_fail(s, -EINVAL, pos, "a truncated header (the file ends %" PRIu64
 					" bytes in): expected a 512-byte header or the end of the "
 					"archive", size - pos);
-		if ((ret = tar_read(s, pos, pos, h, BLK)))
+		/* the header and the block after it: a small member's data, in one read */
+		s->after = size - pos >= 2 * BLK ? h + BLK : NULL;
+		if ((ret = tar_read(s, pos, pos, h, s->after ? 2 * BLK : BLK)))
 			return ret;
 		if (is_zero(h)) {
 			pos += BLK;
@@ -434,8 +447,11 @@ int rf__tar_scan(struct rf__tar *t)
 	s->t = t;
 	ret = tar_walk(s);
 	if (ret == 0) {
-		for (size_t i = 0; i < s->n; i++)
+		for (size_t i = 0; i < s->n; i++) {
 			s->m[i].name = s->names + (uintptr_t)s->m[i].name;
+			if (s->m[i].small)
+				s->m[i].small = (const uint8_t *)s->names + (uintptr_t)s->m[i].small;
+		}
 		free(t->m);
 		free(t->names);
 		t->m = s->m;
@@ -568,7 +584,9 @@ static int wds_label(const struct rf__tar *t, int (*read_at)(void *, uint64_t, v
 				"of %" PRIu64 " bytes: expected a decimal integer 0..2147483647 in at "
 				"most %d bytes", t->path, m->name, m->offset, m->size,
 				RF__TAR_CLS_MAX);
-	if ((ret = read_at(ctx, m->offset, b, n)))
+	if (m->small)
+		memcpy(b, m->small, n);     /* kept by the scan or the index: no read */
+	else if ((ret = read_at(ctx, m->offset, b, n)))
 		return rf__fail(ret, "%s: member '%s' (data at offset %" PRIu64 "): cannot read "
 				"the label: %s", t->path, m->name, m->offset, strerror(-ret));
 	while (i < n && strchr(" \t\r\n\v\f", b[i]) && b[i])

@@ -82,7 +82,9 @@ static void fz_tar(const uint8_t *d, size_t n, int sel)
 			FZ_ASSERT(f.n == t.n);
 			for (size_t i = 0; i < t.n; i++)
 				FZ_ASSERT(!strcmp(f.m[i].name, t.m[i].name) &&
-					  f.m[i].offset == t.m[i].offset && f.m[i].size == t.m[i].size);
+					  f.m[i].offset == t.m[i].offset && f.m[i].size == t.m[i].size &&
+					  !f.m[i].small == !t.m[i].small && (!t.m[i].small ||
+					  !memcmp(f.m[i].small, t.m[i].small, (size_t)t.m[i].size)));
 			rf__tar_close(&f);
 		}
 	}
@@ -93,6 +95,9 @@ static void fz_tar(const uint8_t *d, size_t n, int sel)
 		FZ_ASSERT(l > 0 && l <= RF__TAR_NAME_MAX);
 		FZ_ASSERT(t.m[i].offset % 512 == 0 && t.m[i].offset <= n &&
 			  t.m[i].size <= n - t.m[i].offset);
+		/* data kept by the scan: the member's own bytes */
+		FZ_ASSERT(!t.m[i].small || (t.m[i].size <= RF__TAR_SMALL_MAX &&
+			  !memcmp(t.m[i].small, d + t.m[i].offset, (size_t)t.m[i].size)));
 	}
 	struct rf__wds_sample *s;
 	size_t ns, noimg;

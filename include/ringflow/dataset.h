@@ -201,10 +201,10 @@ int rf_dataset_http_timeout(uint64_t *ns);
  * .jpg, .jpeg or .png image (the first of these) and, for every sample or none, a
  * .cls label (decimal). The result is a variable dataset of encoded images
  * (rf_dataset_variable, encoding RF_REC_ENC_IMAGE) read where the images lie in the
- * tar; samples without an image are passed over. The member list is cached in
- * PATH.idx (or under $XDG_CACHE_HOME/ringflow/ when the shard's folder is not
- * writable) with the shard's size, mtime and inode, so the next open reads no more
- * than that. num_classes: labels must lie in [0, num_classes); 0: max label + 1.
+ * tar; samples without an image are passed over. The member list, with the bytes
+ * of every member of at most 32 (the labels), is cached in PATH.idx (or under
+ * $XDG_CACHE_HOME/ringflow/ when the shard's folder is not writable) with the shard's
+ * size, mtime and inode, so the next open reads no more than that. num_classes: labels must lie in [0, num_classes); 0: max label + 1.
  * Refusals name the shard, the byte offset and what was expected: a bad header
  * checksum, a member past the end, a key whose members are apart, a bad .cls, a
  * sample without a label among labelled ones. */

@@ -15,9 +15,14 @@
  * name. The index: written beside the shard, loaded the second time, rebuilt when the
  * shard's mtime or contents change or the index is damaged or another's, written in
  * $XDG_CACHE_HOME/ringflow/ when the shard's directory cannot take it, and an open
- * that can write no index still succeeds. */
+ * that can write no index still succeeds. Small members (at most RF__TAR_SMALL_MAX
+ * bytes: the labels) keep their data from the scan and in the index, so that making
+ * the samples reads no label from the shard (counted); a longer .cls is read; a bad
+ * kept-data flag, kept data too long or cut short, and version 1's index are misses. */
 #include <sys/stat.h>
 #include <sys/wait.h>
+
+#include <zlib.h>
 
 #include "dl-test.h"
 #include "tar-impl.h"
@@ -455,6 +460,26 @@ static void flip_run(const char *name, unsigned rounds, unsigned long long *seed
 	free(orig);
 }
 
+/* rf__tar_read_at, counted: which reads a WebDataset open still makes. */
+static unsigned reads;
+static int counted_read_at(void *ctx, uint64_t off, void *buf, size_t n)
+{
+	reads++;
+	return rf__tar_read_at(ctx, off, buf, n);
+}
+
+/* Members of a and b alike: names, places, and the data kept (small members). */
+static void same_members(const struct rf__tar *a, const struct rf__tar *b)
+{
+	CHECK_EQ(a->n, b->n);
+	for (size_t i = 0; i < a->n; i++) {
+		CHECK(!strcmp(a->m[i].name, b->m[i].name) && a->m[i].offset == b->m[i].offset &&
+		      a->m[i].size == b->m[i].size);
+		CHECK(!a->m[i].small == !b->m[i].small);
+		CHECK(!a->m[i].small || !memcmp(a->m[i].small, b->m[i].small, (size_t)a->m[i].size));
+	}
+}
+
 /* A WebDataset shard in dir/name of the files given, written in that order. */
 static void wds_shard(const char *name, const char *files)
 {
@@ -499,6 +524,25 @@ static void test_wds(void)
 		CHECK(!strcmp(got, img[i]));
 		CHECK_EQ(s[i].label, labels[i]);
 	}
+	free(s);
+	/* the scan kept the small members' bytes: each is the member's data */
+	for (size_t i = 0; i < t.n; i++) {
+		uint8_t got[RF__TAR_SMALL_MAX];
+		CHECK(t.m[i].small != NULL);           /* every member here is small */
+		CHECK_OK(rf__tar_read_at(&t, t.m[i].offset, got, (size_t)t.m[i].size));
+		CHECK(!memcmp(got, t.m[i].small, (size_t)t.m[i].size));
+	}
+	rf__tar_close(&t);
+	/* a label of RF__TAR_SMALL_MAX + 8 bytes (padded with spaces): not kept, read */
+	sh("mkdir -p %s/w/long && cd %s/w/long && printf JPGL > l.jpg && "
+	   "printf '%%-40s' 6 > l.cls && printf JPGM > m.jpg && printf 4 > m.cls", dir, dir);
+	sh("cd %s/w/long && /bin/tar --format=ustar -b1 -cf ../../long.tar l.jpg l.cls m.jpg "
+	   "m.cls", dir);
+	CHECK_OPEN(t_msg(rf__tar_open(&t, t_path("long.tar")), err, sizeof(err)), err);
+	CHECK(t.n == 4 && t.m[1].size == 40 && !t.m[1].small && t.m[3].small);
+	reads = 0;
+	CHECK_OK(rf__wds_samples(&t, counted_read_at, &t, &s, &ns, NULL));
+	CHECK(ns == 2 && s[0].label == 6 && s[1].label == 4 && reads == 1);
 	free(s);
 	rf__tar_close(&t);
 	/* without no_image */
@@ -558,16 +602,31 @@ static void ix_open(const char *shard, int want_from_index, const char *want_idx
 	if (!want_idx)
 		CHECK(t.index_path == NULL);
 	CHECK_OPEN(t_msg(rf__tar_open(&ref, shard), err, sizeof(err)), err);
-	CHECK_EQ(t.n, ref.n);
-	for (size_t i = 0; i < t.n; i++)
-		CHECK(!strcmp(t.m[i].name, ref.m[i].name) && t.m[i].offset == ref.m[i].offset &&
-		      t.m[i].size == ref.m[i].size);
+	same_members(&t, &ref);
+	/* the labels (.cls of at most RF__TAR_SMALL_MAX bytes here) come from memory,
+	 * whether the members were scanned or taken from the index: no read */
 	struct rf__wds_sample *s;
 	size_t ns;
-	CHECK_OK(rf__wds_samples(&t, rf__tar_read_at, &t, &s, &ns, NULL));
+	reads = 0;
+	CHECK_OK(rf__wds_samples(&t, counted_read_at, &t, &s, &ns, NULL));
+	CHECK_EQ(reads, 0u);
 	free(s);
 	rf__tar_close(&ref);
 	rf__tar_close(&t);
+}
+
+/* An index's body length and CRCs made right again after an edit. */
+static void reseal(uint8_t *b, size_t n)
+{
+	uint64_t body = n - RF__TAR_IDX_HDR;
+	for (int i = 0; i < 8; i++)
+		b[48 + i] = (uint8_t)(body >> (8 * i));
+	uint32_t c = (uint32_t)crc32(0, b + RF__TAR_IDX_HDR, (uInt)body);
+	for (int i = 0; i < 4; i++)
+		b[56 + i] = (uint8_t)(c >> (8 * i));
+	c = (uint32_t)crc32(0, b, 60);
+	for (int i = 0; i < 4; i++)
+		b[60 + i] = (uint8_t)(c >> (8 * i));
 }
 
 static void test_index(void)
@@ -635,8 +694,37 @@ static void test_index(void)
 	m.size = 100;
 	CHECK_OK(rf__tar_index_encode(&t, 4096, 7, 9, &enc, &en));
 	CHECK_OK(rf__tar_index_decode(&d, enc, en, 4096, 7, 9, why, sizeof(why)));
-	CHECK(d.n == 1 && !strcmp(d.m[0].name, "x") && d.m[0].size == 100);
+	CHECK(d.n == 1 && !strcmp(d.m[0].name, "x") && d.m[0].size == 100 && !d.m[0].small);
 	rf__tar_close(&d);
+	/* a member's data kept: decoded as written; a flag other than 0/1, kept data past
+	 * RF__TAR_SMALL_MAX, or kept bytes cut short are misses */
+	m.size = 3;
+	m.small = (const uint8_t *)"7\n ";
+	CHECK_OK(rf__tar_index_encode(&t, 4096, 7, 9, &enc, &en));
+	CHECK_OK(rf__tar_index_decode(&d, enc, en, 4096, 7, 9, why, sizeof(why)));
+	CHECK(d.n == 1 && d.m[0].size == 3 && d.m[0].small && !memcmp(d.m[0].small, "7\n ", 3));
+	rf__tar_close(&d);
+	for (int k = 0; k < 3; k++) {
+		CHECK_OK(rf__tar_index_encode(&t, 4096, 7, 9, &enc, &en));
+		size_t e = RF__TAR_IDX_HDR;                 /* the one entry */
+		if (k == 0)
+			enc[e + 20] = 2;
+		if (k == 1)
+			enc[e + 8] = RF__TAR_SMALL_MAX + 1;  /* its size */
+		if (k == 2)
+			en -= 1;                             /* the last kept byte gone */
+		reseal(enc, en);
+		CHECK_EQ(rf__tar_index_decode(&d, enc, en, 4096, 7, 9, why, sizeof(why)), -EINVAL);
+		CHECK(strstr(why, "data kept flag") && d.m == NULL);
+		printf("index miss: %s\n", why);
+	}
+	m.small = NULL;
+	/* version 1's index (without kept data) is a miss: the shard is scanned again */
+	CHECK_OK(rf__tar_index_encode(&t, 4096, 7, 9, &enc, &en));
+	enc[8] = 1;
+	reseal(enc, en);
+	CHECK_EQ(rf__tar_index_decode(&d, enc, en, 4096, 7, 9, why, sizeof(why)), -EINVAL);
+	CHECK(strstr(why, "version 1") && strstr(why, "expected version 2"));
 
 	/* the shard's directory cannot take the index: $XDG_CACHE_HOME/ringflow/ */
 	const char *r = t_path("ro/s.tar");
