@@ -107,10 +107,10 @@ static void sha256_update(struct sha256 *s, const uint8_t *p, size_t n)
 		s->nbuf += (unsigned)take;
 		p += take;
 		n -= take;
-		if (s->nbuf == 64) {
-			sha256_block(s->h, s->buf);
-			s->nbuf = 0;
-		}
+		if (s->nbuf < 64)
+			return;        /* all of p buffered: the block is not full yet */
+		sha256_block(s->h, s->buf);
+		s->nbuf = 0;
 	}
 	for (; n >= 64; p += 64, n -= 64)
 		sha256_block(s->h, p);
