@@ -80,6 +80,11 @@ try:
     check(abs(j["iops"] / 500 - 1) < 0.05, "--rate-iops 500: %.1f IOPS" % j["iops"])
     j = run("--rw", "read", "--bs", "16k", "--qd", "4", "--runtime", "1", "--rate", "2m")
     check(abs(j["bw_MBps"] * 1e6 / (2 << 20) - 1) < 0.05, "--rate 2m: %.3f MB/s" % j["bw_MBps"])
+    # a rate whose next I/O is due after --runtime ends the run at --runtime (it waited
+    # for that I/O: --rate 1 --runtime 1 held a 4 KiB read for 4096 s), in bytes and I/Os
+    for lim in (("--rate", "1"), ("--rate-iops", "1")):
+        j = run("--rw", "read", "--bs", "4k", "--qd", "4", "--runtime", "0.3", *lim)
+        check(j["ios"] == 1, "%s %s --runtime 0.3: one I/O due in the run, got %d" % (*lim, j["ios"]))
     j = run("--rw", "randread", "--bs", "4k", "--qd", "4", "--rate-iops", "2000")
     check(j["ios"] == 256, "a rate-limited pass makes all its I/Os: %d" % j["ios"])
     j = run("--rw", "randread", "--bs", "4k", "--qd", "8", "--random-distribution", "zipf:1.2")
