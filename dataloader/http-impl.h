@@ -62,6 +62,11 @@ void rf__http_destroy(struct rf__http *h);
 /* Queue q (its off, len, dst, cb, data set). 0, or -errno (nothing queued). */
 int rf__http_get(struct rf__http *h, struct rf__hreq *q);
 
+/* The per-step timeout of the clients this thread creates from now on, in place of
+ * RF_HTTP_TIMEOUT_MS's (0: that one again); the one it replaces is returned, so that
+ * an open given a timeout (rf_dataset_open_file_opts) sets it around its reads and
+ * puts the old one back. */
+uint64_t rf__http_open_timeout(uint64_t ns);
 /* Blocking: fetch [off, off + len) of url into dst with a private ring; the resource's
  * size into *total if not NULL. 0, or -errno with the message (naming the URL and
  * range) in rf_last_error(). */

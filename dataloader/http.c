@@ -28,6 +28,16 @@ int rf__is_http(const char *s)
 	return s && !strncmp(s, "http://", 7);
 }
 
+/* A timeout given to this thread's opens (rf__http_open_timeout); 0: the environment's */
+static __thread uint64_t rf__open_tmo;
+
+uint64_t rf__http_open_timeout(uint64_t ns)
+{
+	uint64_t old = rf__open_tmo;
+	rf__open_tmo = ns;
+	return old;
+}
+
 int rf_dataset_http_timeout(uint64_t *ns)
 {
 	uint64_t ms;
@@ -82,8 +92,11 @@ static void rf__hreq_fail(struct rf__http *h, struct rf__hreq *q, int err, const
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
-	snprintf(q->err, sizeof(q->err), "%s: bytes %" PRIu64 "-%" PRIu64 ": %s%s", h->url, q->off,
-		 q->off + q->len - 1, why, q->tries > 1 ? " (after retries)" : "");
+	char tmo[48] = "";
+	if (err == -ETIMEDOUT)  /* which timeout: the caller's, the environment's or 10 s */
+		snprintf(tmo, sizeof(tmo), " (timeout %" PRIu64 " ms)", (uint64_t)(h->timeout_ns / 1000000u));
+	snprintf(q->err, sizeof(q->err), "%s: bytes %" PRIu64 "-%" PRIu64 ": %s%s%s", h->url,
+		 q->off, q->off + q->len - 1, why, tmo, q->tries > 1 ? " (after retries)" : "");
 	q->cb(q->data, err);
 }
 
@@ -373,8 +386,8 @@ int rf__http_create(struct rf__http **out, struct rf_ring *r, const char *url, u
 	if (strlen(url) > 700) /* the request line and Host header fit the send buffer */
 		return rf__fail(-ENAMETOOLONG, "%.80s...: URL of %zu characters, expected at most 700",
 				url, strlen(url));
-	uint64_t tmo;
-	int ret = rf_dataset_http_timeout(&tmo);
+	uint64_t tmo = rf__open_tmo;
+	int ret = tmo ? 0 : rf_dataset_http_timeout(&tmo);
 
 	if (ret < 0)
 		return rf__fail_under(ret, "%s", url);

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "dataset-impl.h"
+#include "http-impl.h"
 #include "tar-impl.h"
 
 /* Descriptors left to the rest of the process when a set of shards is opened. */
@@ -363,4 +364,25 @@ int rf_dataset_open_file(struct rf_dataset *ds, const char *path, unsigned flags
 	if (n > 4 && !strcmp(path + n - 4, ".tar") && strncmp(path, "http://", 7))
 		return rf_dataset_open_wds(ds, path, 0, flags);
 	return rf_dataset_open_rfrec(ds, path, flags);
+}
+
+int rf_dataset_open_file_opts(struct rf_dataset *ds, const char *path,
+			      const struct rf_dataset_open_opts *o)
+{
+	struct rf_dataset_open_opts d = { 0 };
+	uint64_t old;
+	int ret;
+
+	if (!o)
+		o = &d;
+	if (o->http_timeout_ms > 3600000u) {
+		wds_zero(ds);
+		return rf__ds_fail(-EINVAL, path ? path : "(null)", "http_timeout_ms %u: expected "
+				   "1 to 3600000 (0: RF_HTTP_TIMEOUT_MS, else 10000)",
+				   o->http_timeout_ms);
+	}
+	old = rf__http_open_timeout((uint64_t)o->http_timeout_ms * 1000000ull);
+	ret = rf_dataset_open_file(ds, path, o->flags);
+	rf__http_open_timeout(old);
+	return ret;
 }

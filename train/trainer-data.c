@@ -204,7 +204,8 @@ static int rf__regular(struct rf_trainer *t, const char *opt, const char *path)
 static int rf__probe_rfrec(struct rf_trainer *t, const char *opt, const char *path)
 {
 	struct rf_dataset ds;
-	int ret = rf_dataset_open_file(&ds, path, 0);
+	struct rf_dataset_open_opts oo = { .http_timeout_ms = t->o.http_timeout_ms };
+	int ret = rf_dataset_open_file_opts(&ds, path, &oo);
 
 	if (ret < 0) {
 		rf__trainer_msg(t, "%s %s", opt, rf_last_error());
@@ -271,7 +272,9 @@ int rf__check_data(struct rf_trainer *t, int headers)
 
 static int rf__open_rfrec(struct rf_trainer *t, struct rf_dataset *ds, const char *path)
 {
-	int ret = rf_dataset_open_file(ds, path, t->o.verify ? RF_DS_VERIFY : 0);
+	struct rf_dataset_open_opts oo = { .flags = t->o.verify ? RF_DS_VERIFY : 0,
+					   .http_timeout_ms = t->o.http_timeout_ms };
+	int ret = rf_dataset_open_file_opts(ds, path, &oo);
 
 	if (ret < 0)
 		rf__trainer_msg(t, "%s", rf_last_error());

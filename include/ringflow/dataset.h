@@ -249,6 +249,21 @@ int rf_dataset_open_wds_list(struct rf_dataset *ds, const char *const *paths, si
  * ranges. A pattern of http:// shards is refused with -ENOTSUP. */
 int rf_dataset_open_file(struct rf_dataset *ds, const char *path, unsigned flags);
 
+/* Options of rf_dataset_open_file_opts. */
+struct rf_dataset_open_opts {
+	unsigned flags;           /* RF_DS_*, as rf_dataset_open_file's */
+	unsigned http_timeout_ms; /* an http:// dataset: the deadline of each connect, send
+				   * and receive of the open's requests, 1 to 3600000 ms
+				   * (0: RF_HTTP_TIMEOUT_MS's, else 10000); a loader's reads
+				   * take rf_loader_opts.http_timeout_ms */
+};
+
+/* rf_dataset_open_file with options (o NULL: all 0). A timeout out of range is
+ * refused with -EINVAL naming it. A request that times out fails, after its retries,
+ * with -ETIMEDOUT and a message naming the URL, the byte range and the timeout. */
+int rf_dataset_open_file_opts(struct rf_dataset *ds, const char *path,
+			      const struct rf_dataset_open_opts *o);
+
 /* 1 when rf_dataset_open_file reads path as a brace pattern of WebDataset shards: a
  * name ending in ".tar" that holds a brace group and is not an existing file (a file
  * named so is opened as the one shard it is); else 0. For callers that stat a data

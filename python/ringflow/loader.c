@@ -161,7 +161,8 @@ static int rf_py_loader_init(PyObject *self, PyObject *args, PyObject *kw)
 	if (ret == 0) {
 		if (!strncmp(path, "http://", 7) || rf_dataset_is_shard_pattern(path) ||
 		    (stat(path, &sb) == 0 && !S_ISDIR(sb.st_mode)))
-			ret = rf_dataset_open_file(&s->ds, path, verify ? RF_DS_VERIFY : 0);
+			ret = rf_dataset_open_file_opts(&s->ds, path, &(struct rf_dataset_open_opts){
+				.flags = verify ? RF_DS_VERIFY : 0, .http_timeout_ms = timeout_ms });
 		else
 			ret = rf_py_open_dir(&s->ds, path, split);
 		s->ds_open = ret == 0;

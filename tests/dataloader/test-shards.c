@@ -8,7 +8,8 @@
  * with and without padding, steps, descending ranges (allowed: 3, 2, 1), lists with
  * empty items and nested groups, several groups; refusals of {1..}, {, }, {}, {a},
  * a step of 0, 19 digits, each naming the offset, too many names, a pattern too long.
- * rf_dataset_open_file: a pattern opens the set, a missing shard is named with its
+ * rf_dataset_open_file (and _opts, which also bounds an http:// open's requests and
+ * refuses a timeout past an hour): a pattern opens the set, a missing shard is named with its
  * place in the set, a shard named twice (a pattern's repeat, two paths to one file) is
  * refused naming both, a file whose name has braces opens as itself, http:// sets are
  * refused. Labels over the set: num_classes 0 is the largest label of any shard + 1,
@@ -145,6 +146,22 @@ static void test_set(void)
 	snprintf(pat, sizeof(pat), "%s/sh-{1..1}.tar", t_dir);
 	CHECK_OPEN(rf_dataset_open_file(&sp, pat, 0), rf_last_error());
 	CHECK(sp.nparts == 0 && !strcmp(sp.src[0].path, paths[1]));
+	rf_dataset_close(&sp);
+	/* rf_dataset_open_file_opts: the same open (flags passed on); NULL options are all
+	 * 0; a timeout past 3600000 ms is refused naming it, the struct left zeroed */
+	snprintf(pat, sizeof(pat), "%s/sh-{0..2}.tar", t_dir);
+	struct rf_dataset_open_opts oo = { .flags = RF_DS_VERIFY, .http_timeout_ms = 250 };
+	CHECK_OPEN(rf_dataset_open_file_opts(&sp, pat, &oo), rf_last_error());
+	same_records(&sp, &s1, paths);
+	rf_dataset_close(&sp);
+	CHECK_OPEN(rf_dataset_open_file_opts(&sp, paths[1], NULL), rf_last_error());
+	CHECK(sp.nparts == 0 && !strcmp(sp.src[0].path, paths[1]));
+	rf_dataset_close(&sp);
+	oo.http_timeout_ms = 3600001;
+	CHECK_EQ(rf_dataset_open_file_opts(&sp, pat, &oo), -EINVAL);
+	CHECK(strstr(rf_last_error(), "http_timeout_ms 3600001") &&
+	      strstr(rf_last_error(), "expected 1 to 3600000"));
+	CHECK(sp.src[0].fd == -1 && sp.count == 0);
 	rf_dataset_close(&sp);
 	rf_dataset_close(&s1);
 }

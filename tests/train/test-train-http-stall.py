@@ -8,7 +8,9 @@ die of the signal (measured: 0.01 s; a step stuck in a wait ends at the engine's
 interrupt a second after the signal at most; the bound checked, 10 s, is far from
 both that and a hang, so that a loaded machine does not fail it). Also
 --http-timeout: with 300 ms the run fails by itself, its message naming the URL, and
-exits well before the 10 s default would have let one read time out.
+exits well before the 10 s default would have let one read time out; and with the
+server stalled from the start, --http-timeout 300 bounds the open of --data and of
+--test-data (the message names the URL and "timeout 300 ms").
 Exit 0 pass, 1 fail, 77 without Fashion-MNIST."""
 import atexit
 import os
@@ -80,5 +82,21 @@ if p.returncode != 1 or url not in err or dt > 60:
     fails += 1
 else:
     print(f"ok: --http-timeout 300: failed by itself after {dt:.1f} s, naming the URL")
+
+# the server stalls from the start: --http-timeout bounds the open's own requests too,
+# for --data and for --test-data (they took RF_HTTP_TIMEOUT_MS's 10 s, 40 s with the
+# retries, whatever --http-timeout said); the message names the URL and the timeout
+srv.stall()
+for what, extra in (("--data", ["--data", url, "--test-data", f"{d}/fm-t10k.rfrec"]),
+                    ("--test-data", ["--data", f"{d}/fm-t10k.rfrec", "--test-data", url])):
+    p = subprocess.run([rf, *extra, "--epochs", "1", "--quiet", "--http-timeout", "300"],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=120)
+    err = p.stderr.decode()
+    if p.returncode == 0 or url not in err or "timeout 300 ms" not in err:
+        print(f"FAIL: {what} stalled at its open, --http-timeout 300: exit {p.returncode}: "
+              f"{err[-300:]}")
+        fails += 1
+    else:
+        print(f"ok: {what} stalled at its open, --http-timeout 300: {err.strip()[-160:]}")
 srv.close()
 sys.exit(1 if fails else 0)
