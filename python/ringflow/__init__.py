@@ -19,7 +19,7 @@ import math
 import numbers
 import os
 
-from ._ringflow import Engine, Error, Tensor, Var, _Loader, _pack
+from ._ringflow import Engine, Error, Tensor, Var, _Loader, _pack, _MAX_RECORD_DIMS
 
 __all__ = ["Loader", "Engine", "Var", "Tensor", "Error", "pack"]
 
@@ -27,6 +27,7 @@ _STATE_KEYS = ("seed", "batch_size", "world", "rank", "records", "shuffle", "dro
 _U64 = 2**64 - 1
 _ORDERS = ("uniform", "windowed")   # RF_LOADER_ORDER_UNIFORM, _WINDOWED
 _MAX_SLOTS = 128        # prefetch + hold: the batch slots one Loader keeps
+_MAX_CLASSES = 2**31 - 1   # a .rfrec's i32 labels lie in [0, num_classes)
 
 
 def _int(name, v, lo, hi):
@@ -277,14 +278,26 @@ class Loader:
 
 
 def pack(path, images, labels=None, num_classes=0):
-    """Write a .rfrec file as rf-pack does: images a uint8 array (N, ...) -- each record
-    its trailing dims -- and labels (N,) integers or None. num_classes > 0: labels must
-    lie in [0, num_classes)."""
+    """Write a .rfrec file as rf-pack does: images a uint8 array (N, ...) -- N >= 1
+    records, each its trailing 1 to 4 dims -- and labels (N,) integers or None.
+    num_classes (0 to 2**31 - 1) > 0: labels must lie in [0, num_classes)."""
     import numpy as np
+    if isinstance(path, bytes) or not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"pack: path: expected a str or path, got {type(path).__name__} "
+                        f"{path!r}")
+    num_classes = _int("num_classes", num_classes, 0, _MAX_CLASSES)
     imgs = np.ascontiguousarray(images)
     if imgs.dtype != np.uint8 or imgs.ndim < 2:
         raise ValueError(f"pack: images of dtype {imgs.dtype} and {imgs.ndim} dims: expected "
                          f"uint8 (N, ...) with at least one record dim")
+    rec = imgs.shape[1:]
+    if len(rec) > _MAX_RECORD_DIMS:
+        raise ValueError(f"pack: images of shape {imgs.shape}: records of {len(rec)} dims "
+                         f"{rec}, expected at most {_MAX_RECORD_DIMS} record dims (reshape "
+                         f"them)")
+    if imgs.shape[0] < 1 or not all(1 <= d <= 2**32 - 1 for d in rec):
+        raise ValueError(f"pack: images of shape {imgs.shape}: expected at least 1 record "
+                         f"and record dims from 1 to {2**32 - 1}")
     labs = None
     if labels is not None:
         l = np.asarray(labels)
@@ -295,5 +308,4 @@ def pack(path, images, labels=None, num_classes=0):
             raise ValueError("pack: labels outside int32")
         labs = np.ascontiguousarray(l, dtype=np.int32)
     _pack(path=os.fspath(path), images=imgs, n=imgs.shape[0],
-          shape=tuple(int(d) for d in imgs.shape[1:]), labels=labs,
-          num_classes=int(num_classes))
+          shape=tuple(int(d) for d in rec), labels=labs, num_classes=num_classes)

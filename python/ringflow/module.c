@@ -8,6 +8,8 @@
 #include "py-impl.h"
 
 #include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -46,6 +48,50 @@ int rf_py_same_thread(struct rf_py_state *st, pthread_t owner, pid_t pid)
 		return 1;
 	rf_py_raise(st, -EPERM, "ringflow: a Loader or Engine is used from the thread that made "
 			"it (its reactor thread); make one per thread or process");
+	return 0;
+}
+
+int rf_py_uint_arg(PyObject *o, const char *what, unsigned long long lo,
+		   unsigned long long hi, unsigned long long *out)
+{
+	unsigned long long u = 0;
+	PyObject *i;
+	int neg = 0, past64 = 0, ovf;
+
+	if (PyBool_Check(o) || !PyIndex_Check(o)) {
+		PyObject *tn = PyType_GetName(Py_TYPE(o));
+		if (tn)
+			PyErr_Format(PyExc_TypeError, "%s: expected an int, got %S %R", what, tn, o);
+		Py_XDECREF(tn);
+		return -1;
+	}
+	if (!(i = PyNumber_Index(o)))
+		return -1;
+	long long v = PyLong_AsLongLongAndOverflow(i, &ovf);
+	if (v == -1 && PyErr_Occurred()) {
+		Py_DECREF(i);
+		return -1;
+	}
+	if (ovf < 0) {
+		neg = past64 = 1;
+	} else if (ovf > 0) {         /* 2^63 and up: unsigned, or past 64 bits */
+		u = PyLong_AsUnsignedLongLong(i);
+		if (u == (unsigned long long)-1 && PyErr_Occurred()) {
+			PyErr_Clear();
+			past64 = 1;
+		}
+	} else if (v < 0) {
+		neg = 1;
+	} else {
+		u = (unsigned long long)v;
+	}
+	Py_DECREF(i);
+	if (neg || past64 || u < lo || u > hi) {
+		PyErr_Format(past64 ? PyExc_OverflowError : PyExc_ValueError, "%s=%S: expected "
+			     "an int from %llu to %llu", what, o, lo, hi);
+		return -1;
+	}
+	*out = u;
 	return 0;
 }
 
@@ -94,17 +140,42 @@ static PyObject *rf_py_pack(PyObject *mod, PyObject *args, PyObject *kw)
 	static char *kws[] = { "path", "images", "n", "shape", "labels", "num_classes", NULL };
 	struct rf_py_state *st = PyModule_GetState(mod);
 	const char *path;
-	PyObject *imgs, *labs, *shape;
-	unsigned num_classes;
+	PyObject *imgs, *labs, *shape, *nobj, *ncobj;
 	Py_buffer bi = { 0 }, bl = { 0 };
 	struct rf_rec_layout lay = { 0 };
 	struct rf_rec_writer *w = NULL;
-	unsigned long long n;
+	unsigned long long n, num_classes, dim;
+	Py_ssize_t ndim;
 	int ret = 0, have_labels;
+	size_t rec = 1;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "$sOKO!OI", kws, &path, &imgs, &n,
-					 &PyTuple_Type, &shape, &labs, &num_classes))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "$sOOO!OO", kws, &path, &imgs, &nobj,
+					 &PyTuple_Type, &shape, &labs, &ncobj))
 		return NULL;
+	/* each checked whole: a shape cut to RF_DS_MAX_DIMS dims, a dim or num_classes
+	 * cut to 32 bits, would write another file than the one asked for */
+	if (rf_py_uint_arg(nobj, "pack: n", 1, UINT64_MAX, &n) < 0 ||
+	    rf_py_uint_arg(ncobj, "pack: num_classes", 0, INT32_MAX, &num_classes) < 0)
+		return NULL;
+	ndim = PyTuple_Size(shape);
+	if (ndim < 1 || ndim > RF_DS_MAX_DIMS) {
+		PyErr_Format(PyExc_ValueError, "pack: shape of %zd record dims: expected 1 to %d "
+			     "record dims", ndim, RF_DS_MAX_DIMS);
+		return NULL;
+	}
+	lay.ndim = (unsigned)ndim;
+	for (unsigned d = 0; d < lay.ndim; d++) {
+		char what[32];
+		snprintf(what, sizeof(what), "pack: shape[%u]", d);
+		if (rf_py_uint_arg(PyTuple_GetItem(shape, d), what, 1, UINT32_MAX, &dim) < 0)
+			return NULL;
+		lay.shape[d] = (uint32_t)dim;
+		if (__builtin_mul_overflow(rec, (size_t)dim, &rec)) {
+			PyErr_Format(PyExc_ValueError, "pack: shape %R: a record of more than "
+				     "%zu bytes", shape, SIZE_MAX);
+			return NULL;
+		}
+	}
 	have_labels = labs != Py_None;
 	if (PyObject_GetBuffer(imgs, &bi, PyBUF_C_CONTIGUOUS) < 0)
 		return NULL;
@@ -113,23 +184,16 @@ static PyObject *rf_py_pack(PyObject *mod, PyObject *args, PyObject *kw)
 		return NULL;
 	}
 	lay.dtype = RF_DS_DT_U8;
-	lay.ndim = (unsigned)PyTuple_Size(shape);
-	size_t rec = 1;
-	for (unsigned d = 0; d < lay.ndim && d < RF_DS_MAX_DIMS; d++) {
-		lay.shape[d] = (uint32_t)PyLong_AsUnsignedLong(PyTuple_GetItem(shape, d));
-		rec *= lay.shape[d];
-	}
 	lay.label_kind = have_labels ? RF_LABEL_I32 : RF_LABEL_NONE;
-	lay.num_classes = num_classes;
-	if (PyErr_Occurred() || lay.ndim < 1 || lay.ndim > RF_DS_MAX_DIMS ||
-	    (size_t)bi.len != rec * n || (have_labels && (size_t)bl.len != 4 * n)) {
+	lay.num_classes = (uint32_t)num_classes;
+	size_t total;
+	if (__builtin_mul_overflow(rec, (size_t)n, &total) || (size_t)bi.len != total ||
+	    (have_labels && (n > SIZE_MAX / 4 || (size_t)bl.len != 4 * n))) {
+		PyErr_Format(PyExc_ValueError, "pack: %llu records of %zu bytes: images hold %zd "
+			     "bytes%s", n, rec, bi.len, have_labels ? " (and labels 4 bytes each)" : "");
 		PyBuffer_Release(&bi);
 		if (have_labels)
 			PyBuffer_Release(&bl);
-		if (!PyErr_Occurred())
-			PyErr_Format(PyExc_ValueError, "pack: %llu records of %zu bytes: images "
-				     "hold %zd bytes%s", n, rec, bi.len,
-				     have_labels ? " (and labels 4 bytes each)" : "");
 		return NULL;
 	}
 	Py_BEGIN_ALLOW_THREADS
@@ -166,6 +230,8 @@ static int rf_py_exec(PyObject *m)
 
 	st->error = PyErr_NewException("ringflow.Error", PyExc_OSError, NULL);
 	if (!st->error || PyModule_AddObjectRef(m, "Error", st->error) < 0 ||
+	    /* the limits the package's Python half checks against */
+	    PyModule_AddIntConstant(m, "_MAX_RECORD_DIMS", RF_DS_MAX_DIMS) < 0 ||
 	    rf_py_add_type(m, &rf_py_loader_spec, &st->loader_type) < 0 ||
 	    rf_py_add_type(m, &rf_py_tensor_spec, &st->tensor_type) < 0 ||
 	    rf_py_add_type(m, &rf_py_engine_spec, &st->engine_type) < 0 ||

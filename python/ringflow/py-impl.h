@@ -51,6 +51,12 @@ PyObject *rf_py_raise_from(struct rf_py_state *st, int ret, const char *text,
 /* 1 when called on the thread that made the object (owner), in the process that made
  * it (pid); else 0 with the exception that says so. */
 int rf_py_same_thread(struct rf_py_state *st, pthread_t owner, pid_t pid);
+/* An integer argument o in [lo, hi] into *out, as the package's Python half checks
+ * one (ringflow._int): never a bool, float or str taken for an int (TypeError), out
+ * of range a ValueError (past 64 bits an OverflowError), each naming what ("Engine:
+ * workers") and the value as given. 0, or -1 with the exception set. */
+int rf_py_uint_arg(PyObject *o, const char *what, unsigned long long lo,
+		   unsigned long long hi, unsigned long long *out);
 /* The engine's interrupt (rf_engine_set_interrupt): a signal Python handles. */
 int rf_py_interrupted(void *arg);
 /* Let go on another thread than the owner's: 1 when nothing may be freed (the

@@ -14,7 +14,9 @@
   another thread keeps a view of it, and once that thread drops it -- the owner calling
   nothing in between -- the slot is free and the next batch is read into the same
   memory; a consumer thread dropping every batch while the owner reads three epochs
-  (waiting without the GIL) sees each batch whole, and no slot stays held.
+  (waiting without the GIL) sees each batch whole, and no slot stays held;
+- the C half checks its integer arguments whole, as the Python half does (_pack's n,
+  shape and num_classes: never cut to 32 bits or to 4 dims, never a bool or float).
 Prints one closing line; exit 0 or 1 (77: no numpy).
 """
 import gc
@@ -216,6 +218,39 @@ def released_elsewhere(T):
     l.close()
 
 
+def c_arguments(T):
+    """_pack, the C half of ringflow.pack, called as the package does and with what it
+    would never pass: each integer whole, in its range, named."""
+    path = os.path.join(T, "c.rfrec")
+    good = dict(path=path, images=bytes(range(8)), n=2, shape=(4,), labels=None, num_classes=0)
+    for kw, exc, name in ((dict(n=True), TypeError, "n"), (dict(n=2.0), TypeError, "n"),
+                          (dict(n=-1), ValueError, "n=-1"), (dict(n=0), ValueError, "n=0"),
+                          (dict(n=2**64 + 2), OverflowError, "n="),
+                          (dict(shape=(2**32 + 4,)), ValueError, "shape[0]=4294967300"),
+                          (dict(shape=(2, 2**32 + 2)), ValueError, "shape[1]"),
+                          (dict(shape=(0,)), ValueError, "shape[0]=0"),
+                          (dict(shape=(True,)), TypeError, "shape[0]"),
+                          (dict(shape=(4.0,)), TypeError, "shape[0]"),
+                          (dict(shape=("4",)), TypeError, "shape[0]"),
+                          (dict(shape=(1,) * 5), ValueError, "1 to 4 record dims"),
+                          (dict(shape=()), ValueError, "1 to 4 record dims"),
+                          (dict(shape=(2**32 - 1,) * 4), ValueError, "shape"),
+                          (dict(num_classes=2**32 + 3), ValueError, "num_classes=4294967299"),
+                          (dict(num_classes=-5), ValueError, "num_classes=-5"),
+                          (dict(num_classes=True), TypeError, "num_classes"),
+                          (dict(num_classes="10"), TypeError, "num_classes"),
+                          (dict(shape=(3,)), ValueError, "records of 3 bytes")):
+        try:
+            _ringflow._pack(**dict(good, **kw))
+            check(False, f"_pack({kw}) refused")
+        except exc as e:
+            check(name in str(e) and not os.path.exists(path),
+                  f"_pack({kw}): {type(e).__name__} naming {name}: {e}")
+    _ringflow._pack(**dict(good, n=np.int64(2), shape=(np.int64(2), 2)))
+    check(os.path.getsize(path) > 0, "_pack takes numpy integers")
+    check(_ringflow._MAX_RECORD_DIMS == 4, f"the limit: {_ringflow._MAX_RECORD_DIMS}")
+
+
 def main():
     chained()
     r = cycle()
@@ -277,6 +312,7 @@ def main():
                 del x, y, a
             check(seen == n[split], f"{split}: {seen} records, want {n[split]}")
     released_elsewhere(T)
+    c_arguments(T)
     print(f"ringflow extension: {checks} checks passed")
 
 

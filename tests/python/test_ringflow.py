@@ -90,6 +90,59 @@ def main():
     except ringflow.Error as e:
         check("99" in str(e), f"pack's label refusal names it: {e}")
 
+    # pack's arguments are never guessed: num_classes whole (not cut to 32 bits, not a
+    # bool, float or string taken for an int), in 0..2^31-1 (i32 labels); nothing written
+    gone = os.path.join(T, "never.rfrec")
+    for nc, exc in ((2**40, ValueError), (2**32 + 3, ValueError), (2**32, ValueError),
+                    (2**31, ValueError), (-5, ValueError), (-2**63, ValueError),
+                    (2**64, OverflowError), (-2**70, OverflowError), ("10", TypeError),
+                    (2.9, TypeError), (10.0, TypeError), (True, TypeError), (False, TypeError),
+                    (None, TypeError), (np.float64(3), TypeError)):
+        for labs in (labels[:5], None):
+            try:
+                ringflow.pack(gone, imgs[:5], labs, num_classes=nc)
+                check(False, f"pack(num_classes={nc!r}) refused")
+            except exc as e:
+                check("num_classes" in str(e) and (exc is TypeError or "2147483647" in str(e))
+                      and not os.path.exists(gone),
+                      f"pack(num_classes={nc!r}): {type(e).__name__} naming it and its range: {e}")
+    for nc in (np.int64(10), 2**31 - 1):
+        ringflow.pack(gone, imgs[:5], labels[:5], num_classes=nc)
+        with ringflow.Loader(gone, 5, shuffle=False) as l:
+            x, y = next(l)
+            check(np.from_dlpack(y).tolist() == labels[:5].tolist(), f"num_classes={nc!r} packs")
+            del x, y
+    try:
+        ringflow.pack(gone, imgs[:5], labels[:5], num_classes=np.int64(3))
+        check(False, "a numpy num_classes is checked as any int")
+    except ringflow.Error as e:
+        check("out of range" in str(e), f"labels against num_classes=np.int64(3): {e}")
+    # records of more dims than a record file keeps (RF_DS_MAX_DIMS, 4) are refused
+    # as such, not cut to their first 4 dims; 1 to 4 record dims are written whole
+    for shape in ((2, 2, 2, 2, 2, 2), (3, 1, 1, 1, 1, 1, 1), (2, 3, 2, 2, 2, 2, 2, 2)):
+        try:
+            ringflow.pack(gone, np.zeros(shape, np.uint8))
+            check(False, f"pack of records of {len(shape) - 1} dims refused")
+        except ValueError as e:
+            check("at most 4 record dims" in str(e) and str(len(shape) - 1) in str(e),
+                  f"records of {len(shape) - 1} dims: {e}")
+    for shape in ((3, 5), (3, 2, 5), (3, 2, 2, 5), (3, 2, 2, 2, 5)):
+        ringflow.pack(gone, np.arange(np.prod(shape), dtype=np.uint8).reshape(shape))
+        check(os.path.getsize(gone) > 0, f"records of {len(shape) - 1} dims packed")
+    for bad in (np.zeros((0, 4), np.uint8), np.zeros((3, 0), np.uint8),
+                np.zeros((3, 2, 0), np.uint8)):
+        try:
+            ringflow.pack(os.path.join(T, "bad.rfrec"), bad)
+            check(False, f"pack refuses images of shape {bad.shape}")
+        except ValueError as e:
+            check("shape" in str(e) and str(bad.shape) in str(e), f"shape {bad.shape}: {e}")
+    for bad in (None, 3, b"x.rfrec"):
+        try:
+            ringflow.pack(bad, imgs[:5])
+            check(False, f"pack(path={bad!r}) refused")
+        except TypeError as e:
+            check("path" in str(e), f"pack(path={bad!r}): {e}")
+
     # orders: each record once per epoch, fixed by (seed, epoch)
     def epoch_ids(l):
         out = []
