@@ -11,6 +11,8 @@
 
 #include <ringflow/log.h>
 
+#define RF_PY_ENGINE_MAX_WORKERS 64
+
 typedef struct {
 	PyObject_HEAD
 	pthread_t owner;
@@ -140,15 +142,14 @@ static int rf_py_engine_init(PyObject *self, PyObject *args, PyObject *kw)
 	static char *kws[] = { "workers", NULL };
 	rf_py_engine *s = (rf_py_engine *)self;
 	struct rf_py_state *st = rf_py_state_of(self);
-	unsigned workers = 2;
+	PyObject *wobj = NULL;
+	unsigned long long workers = 2;
 	int ret;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|I", kws, &workers))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|O", kws, &wobj) ||
+	    (wobj && rf_py_uint_arg(wobj, "Engine: workers", 1, RF_PY_ENGINE_MAX_WORKERS,
+				    &workers) < 0))
 		return -1;
-	if (!workers || workers > 64) {
-		PyErr_Format(PyExc_ValueError, "Engine: workers %u: expected 1..64", workers);
-		return -1;
-	}
 	if (s->eng)
 		return rf_py_raise(st, -EINVAL, "Engine: already initialised"), -1;
 	s->owner = pthread_self();
@@ -161,7 +162,7 @@ static int rf_py_engine_init(PyObject *self, PyObject *args, PyObject *kw)
 		ret = rf_engine_create(&s->eng, s->ring, NULL);
 	if (ret == 0)
 		rf_engine_set_interrupt(s->eng, rf_py_interrupted, NULL, 100000000ull);
-	for (unsigned i = 0; ret == 0 && i < workers; i++) {
+	for (unsigned i = 0; ret == 0 && i < (unsigned)workers; i++) {
 		char name[32];
 		snprintf(name, sizeof(name), "py%u", i);
 		ret = rf_worker_stream_create(s->eng, name, 0, &s->ws[i]);
@@ -221,12 +222,30 @@ static PyObject *rf_py_engine_var(PyObject *self, PyObject *args, PyObject *kw)
 	static char *kws[] = { "name", NULL };
 	rf_py_engine *s = (rf_py_engine *)self;
 	struct rf_py_state *st = rf_py_state_of(self);
+	PyObject *nobj = NULL;
 	const char *name = "var";
+	Py_ssize_t len;
 	rf_py_var *v;
 	int ret;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|s", kws, &name) ||
-	    !rf_py_same_thread(st, s->owner, s->pid))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|O", kws, &nobj))
+		return NULL;
+	if (nobj && !PyUnicode_Check(nobj)) {
+		PyObject *tn = PyType_GetName(Py_TYPE(nobj));
+		if (tn)
+			PyErr_Format(PyExc_TypeError, "Engine.var: name: expected a str, got %S %R",
+				     tn, nobj);
+		Py_XDECREF(tn);
+		return NULL;
+	}
+	if (nobj && !(name = PyUnicode_AsUTF8AndSize(nobj, &len)))
+		return NULL;
+	if (nobj && strlen(name) != (size_t)len) {
+		PyErr_Format(PyExc_ValueError, "Engine.var: name=%R: expected a str without NUL "
+			     "characters", nobj);
+		return NULL;
+	}
+	if (!rf_py_same_thread(st, s->owner, s->pid))
 		return NULL;
 	v = PyObject_GC_New(rf_py_var, st->var_type);
 	if (!v)
@@ -253,11 +272,16 @@ static int rf_py_vars(rf_py_engine *s, PyObject *t, struct rf_var **out, unsigne
 	PyTypeObject *var_type = rf_py_state_of((PyObject *)s)->var_type;
 
 	*n = 0;
+	if ((size_t)PyTuple_Size(t) > max) {
+		PyErr_Format(PyExc_ValueError, "push: %s: %zd Vars, expected at most %u", what,
+			     PyTuple_Size(t), max);
+		return -1;
+	}
 	for (Py_ssize_t i = 0; i < PyTuple_Size(t); i++) {
 		PyObject *o = PyTuple_GetItem(t, i);
-		if (!PyObject_TypeCheck(o, var_type) || ((rf_py_var *)o)->e != s || *n >= max) {
-			PyErr_Format(PyExc_TypeError, "push: %s[%zd]: expected a Var of this Engine "
-				     "(at most %u)", what, i, max);
+		if (!PyObject_TypeCheck(o, var_type) || ((rf_py_var *)o)->e != s) {
+			PyErr_Format(PyExc_TypeError, "push: %s[%zd]: expected a Var of this Engine, "
+				     "got %R", what, i, o);
 			return -1;
 		}
 		out[(*n)++] = ((rf_py_var *)o)->v;
@@ -277,23 +301,47 @@ static PyObject *rf_py_engine_push(PyObject *self, PyObject *args, PyObject *kw)
 	struct rf_py_op *op;
 	int ret;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OO", kws, &fn, &reads, &muts) ||
-	    !rf_py_same_thread(st, s->owner, s->pid))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OO", kws, &fn, &reads, &muts))
 		return NULL;
-	if (!PyCallable_Check(fn)) {
-		PyErr_SetString(PyExc_TypeError, "push: fn must be callable (no arguments)");
+	/* each sequence read once, first (iterating may run Python code): the Vars
+	 * checked are the Vars kept */
+	PyObject *in[2] = { reads, muts }, *t[2] = { NULL, NULL };
+	for (int k = 0; k < 2; k++) {
+		PyObject *o = in[k];
+		t[k] = !o ? PyTuple_New(0) : PyUnicode_Check(o) || PyBytes_Check(o) ? NULL :
+			PySequence_Tuple(o);
+		if (!t[k] && o && (!PyErr_Occurred() || PyErr_ExceptionMatches(PyExc_TypeError))) {
+			PyObject *tn = PyType_GetName(Py_TYPE(o));
+			PyErr_Clear();
+			if (tn)
+				PyErr_Format(PyExc_TypeError, "push: %s: expected a sequence of Vars, "
+					     "got %S %R", k ? "mutates" : "reads", tn, o);
+			Py_XDECREF(tn);
+		}
+		if (!t[k]) {
+			Py_XDECREF(t[0]);
+			return NULL;
+		}
+	}
+	if (!rf_py_same_thread(st, s->owner, s->pid) || !PyCallable_Check(fn)) {
+		if (!PyErr_Occurred())
+			PyErr_SetString(PyExc_TypeError, "push: fn must be callable (no arguments)");
+		Py_DECREF(t[0]);
+		Py_DECREF(t[1]);
 		return NULL;
 	}
 	op = calloc(1, sizeof(*op));
-	if (!op)
+	if (!op) {
+		Py_DECREF(t[0]);
+		Py_DECREF(t[1]);
 		return PyErr_NoMemory();
+	}
 	Py_INCREF(fn);
 	op->e = s;
 	op->fn = fn;
-	/* each sequence read once: the Vars checked are the Vars kept */
-	op->reads = reads ? PySequence_Tuple(reads) : PyTuple_New(0);
-	op->writes = op->reads ? muts ? PySequence_Tuple(muts) : PyTuple_New(0) : NULL;
-	if (!op->writes || rf_py_vars(s, op->reads, rv, 64, &nr, "reads") < 0 ||
+	op->reads = t[0];
+	op->writes = t[1];
+	if (rf_py_vars(s, op->reads, rv, 64, &nr, "reads") < 0 ||
 	    rf_py_vars(s, op->writes, wv, 64, &nw, "mutates") < 0) {
 		rf_py_op_free(op);
 		return NULL;
@@ -390,8 +438,8 @@ static PyType_Slot rf_py_engine_slots[] = {
 	{ Py_tp_traverse, rf_py_engine_traverse },
 	{ Py_tp_clear, rf_py_engine_clear },
 	{ Py_tp_methods, rf_py_engine_methods },
-	{ Py_tp_doc, "Engine(workers=2): the dependency engine, Python callables on worker "
-	  "streams" },
+	{ Py_tp_doc, "Engine(workers=2): the dependency engine, Python callables on 1 to 64 "
+	  "worker streams" },
 	{ 0, NULL },
 };
 

@@ -334,6 +334,46 @@ def main():
         check("KeyError" in str(err), f"wait_all names the failed op's exception: {err}")
     check(log[-100:] == list(range(100)), "100 ops on one variable in order")
 
+    # the Engine's arguments are never guessed: workers whole (not cut to 32 bits, not
+    # a bool, float or string taken for an int), 1..64, named with the value as given
+    for w, exc in ((-1, ValueError), (0, ValueError), (65, ValueError), (2**32 + 2, ValueError),
+                   (2**40, ValueError), (2**63, ValueError), (2**64, OverflowError),
+                   (-2**64, OverflowError), (True, TypeError), (False, TypeError),
+                   (2.0, TypeError), ("2", TypeError), (None, TypeError)):
+        for make in (lambda: ringflow.Engine(workers=w), lambda: ringflow.Engine(w)):
+            try:
+                make()
+                check(False, f"Engine(workers={w!r}) refused")
+            except exc as err:
+                check("workers" in str(err) and (exc is TypeError and repr(w) in str(err) or
+                                                 f"workers={w}:" in str(err) and "1 to 64" in str(err)),
+                      f"Engine(workers={w!r}): {type(err).__name__} naming it and the value: {err}")
+    for w in (1, 64, np.int64(3)):
+        e2 = ringflow.Engine(workers=w)
+        v2, ran = e2.var("v2"), []
+        e2.push(lambda: ran.append(1), mutates=[v2])
+        e2.wait(v2)
+        check(ran == [1], f"Engine(workers={w!r}) runs an op")
+        del v2, e2
+    for bad, exc in ((3, TypeError), (None, TypeError), (b"v", TypeError), ("a\0b", ValueError)):
+        try:
+            e.var(bad)
+            check(False, f"var({bad!r}) refused")
+        except exc as err:
+            check("name" in str(err), f"var({bad!r}): {type(err).__name__} naming it: {err}")
+    for kw, exc, name in ((dict(reads=None), TypeError, "reads"), (dict(mutates=5), TypeError, "mutates"),
+                          (dict(reads="ab"), TypeError, "reads"), (dict(mutates=[a, 3]), TypeError, "mutates[1]"),
+                          (dict(reads=[a] * 65), ValueError, "reads"), (dict(fn=3), TypeError, "fn")):
+        kw = dict(dict(fn=lambda: None), **kw)
+        try:
+            e.push(**kw)
+            check(False, f"push({kw}) refused")
+        except exc as err:
+            check(name in str(err), f"push({kw}): {type(err).__name__} naming {name}: {err}")
+    e.push(lambda: log.append("set"), reads={a}, mutates=(v for v in [x]))
+    e.wait(x)
+    check(log[-1] == "set", "push takes any iterable of Vars but a str")
+
     # Made in one thread, let go in another (the collector, a consumer thread): the
     # ring, engine and worker threads are the owner thread's, so they are not freed
     # from there (that freed memory under live workers: ThreadSanitizer saw it) --
