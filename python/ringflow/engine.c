@@ -23,6 +23,9 @@ typedef struct {
 	unsigned nws, next;
 	char last_err[512];              /* the latest failed op's text, for wait_all */
 	PyObject *last_exc;              /* and its exception (NULL: none) */
+	int closed;                      /* close() ran: every call is EBADF */
+	unsigned busy;                   /* in push or a wait (a signal handler's close()
+					  * would free the engine under it) */
 } rf_py_engine;
 
 /* Engine and Var are collected as cycles: an exception kept keeps its traceback, whose
@@ -30,7 +33,8 @@ typedef struct {
 typedef struct {
 	PyObject_HEAD
 	rf_py_engine *e;                 /* strong reference */
-	struct rf_var *v;
+	struct rf_var *v;                /* freed with the engine: used only while it lives */
+	PyObject *name;                  /* its name (a str), which outlives the engine */
 	char err[512];                   /* the failing op's exception, for wait() */
 	PyObject *exc;                   /* that exception (NULL: none, or a skip's) */
 } rf_py_var;
@@ -150,6 +154,9 @@ static int rf_py_engine_init(PyObject *self, PyObject *args, PyObject *kw)
 	    (wobj && rf_py_uint_arg(wobj, "Engine: workers", 1, RF_PY_ENGINE_MAX_WORKERS,
 				    &workers) < 0))
 		return -1;
+	/* once made (or closed: its Vars name freed variables) it stays that engine */
+	if (s->closed)
+		return rf_py_raise(st, -EBADF, "Engine: closed; make a new Engine"), -1;
 	if (s->eng)
 		return rf_py_raise(st, -EINVAL, "Engine: already initialised"), -1;
 	s->owner = pthread_self();
@@ -186,6 +193,71 @@ static void rf_py_engine_close_all(rf_py_engine *s)
 	s->eng = NULL;
 	rf_ring_destroy(s->ring);
 	s->ring = NULL;
+}
+
+/* An engine the call `what` may use: open (else EBADF, as a closed Loader's), on the
+ * thread that made it. */
+static int rf_py_engine_ready(rf_py_engine *s, const char *what)
+{
+	struct rf_py_state *st = rf_py_state_of((PyObject *)s);
+
+	if (!s->eng) {
+		char msg[128];
+		snprintf(msg, sizeof(msg), "Engine.%s: the Engine is %s", what,
+			 s->closed ? "closed" : "not initialised");
+		rf_py_raise(st, -EBADF, msg);
+		return 0;
+	}
+	return rf_py_same_thread(st, s->owner, s->pid);
+}
+
+/* Drain what was pushed, then free the workers, the engine and the ring: what the
+ * Engine let go does, now. Again, or on an Engine never made: nothing. */
+static PyObject *rf_py_engine_close(PyObject *self, PyObject *unused)
+{
+	rf_py_engine *s = (rf_py_engine *)self;
+	struct rf_py_state *st = rf_py_state_of(self);
+	(void)unused;
+
+	if (!s->ring && !s->eng) {
+		s->closed = 1;
+		Py_RETURN_NONE;
+	}
+	if (!rf_py_same_thread(st, s->owner, s->pid))
+		return NULL;
+	if (s->busy)
+		return rf_py_raise(st, -EBUSY, "Engine.close: called from inside a push or wait "
+				   "of this Engine (a signal handler?); close it after that returns");
+	s->closed = 1;
+	s->busy++;
+	Py_BEGIN_ALLOW_THREADS
+	rf_py_engine_close_all(s);  /* the ops' done callbacks (last_exc) run in it */
+	Py_END_ALLOW_THREADS
+	s->busy--;
+	Py_RETURN_NONE;
+}
+
+static PyObject *rf_py_engine_enter(PyObject *self, PyObject *unused)
+{
+	rf_py_engine *s = (rf_py_engine *)self;
+	(void)unused;
+
+	if (!s->eng)
+		return rf_py_raise(rf_py_state_of(self), -EBADF, s->closed ?
+				   "Engine.__enter__: the Engine is closed" :
+				   "Engine.__enter__: the Engine is not initialised");
+	return Py_NewRef(self);
+}
+
+static PyObject *rf_py_engine_exit(PyObject *self, PyObject *args)
+{
+	PyObject *r = rf_py_engine_close(self, NULL);
+
+	(void)args;
+	if (!r)
+		return NULL;
+	Py_DECREF(r);
+	Py_RETURN_FALSE;       /* an exception of the block goes on */
 }
 
 static int rf_py_engine_traverse(PyObject *self, visitproc visit, void *arg)
@@ -245,13 +317,14 @@ static PyObject *rf_py_engine_var(PyObject *self, PyObject *args, PyObject *kw)
 			     "characters", nobj);
 		return NULL;
 	}
-	if (!rf_py_same_thread(st, s->owner, s->pid))
+	if (!rf_py_engine_ready(s, "var"))
 		return NULL;
 	v = PyObject_GC_New(rf_py_var, st->var_type);
 	if (!v)
 		return NULL;
 	v->e = NULL;
 	v->v = NULL;
+	v->name = NULL;
 	v->err[0] = 0;
 	v->exc = NULL;
 	PyObject_GC_Track((PyObject *)v);
@@ -259,6 +332,10 @@ static PyObject *rf_py_engine_var(PyObject *self, PyObject *args, PyObject *kw)
 	if (ret < 0) {
 		Py_DECREF(v);
 		return rf_py_raise(st, ret, rf_last_error());
+	}
+	if (!(v->name = PyUnicode_FromString(rf_var_name(v->v)))) {
+		Py_DECREF(v);
+		return NULL;
 	}
 	Py_INCREF((PyObject *)s);
 	v->e = s;
@@ -323,7 +400,7 @@ static PyObject *rf_py_engine_push(PyObject *self, PyObject *args, PyObject *kw)
 			return NULL;
 		}
 	}
-	if (!rf_py_same_thread(st, s->owner, s->pid) || !PyCallable_Check(fn)) {
+	if (!rf_py_engine_ready(s, "push") || !PyCallable_Check(fn)) {
 		if (!PyErr_Occurred())
 			PyErr_SetString(PyExc_TypeError, "push: fn must be callable (no arguments)");
 		Py_DECREF(t[0]);
@@ -355,9 +432,11 @@ static PyObject *rf_py_engine_push(PyObject *self, PyObject *args, PyObject *kw)
 	d.nwrites = nw;
 	d.stream = s->ws[s->next++ % s->nws];
 	d.name = "python";
+	s->busy++;
 	Py_BEGIN_ALLOW_THREADS   /* a full engine turns the reactor: workers need the GIL */
 	ret = rf_engine_push(s->eng, &d);
 	Py_END_ALLOW_THREADS
+	s->busy--;
 	if (ret < 0) {     /* never pushed: done is not called */
 		rf_py_op_free(op);
 		return rf_py_raise(st, ret, rf_last_error());
@@ -375,16 +454,18 @@ static PyObject *rf_py_engine_wait(PyObject *self, PyObject *args, PyObject *kw)
 	int ret;
 
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "O!", kws, st->var_type, &o) ||
-	    !rf_py_same_thread(st, s->owner, s->pid))
+	    !rf_py_engine_ready(s, "wait"))
 		return NULL;
 	v = (rf_py_var *)o;
 	if (v->e != s) {
 		PyErr_SetString(PyExc_TypeError, "wait: a Var of another Engine");
 		return NULL;
 	}
+	s->busy++;
 	Py_BEGIN_ALLOW_THREADS
 	ret = rf_engine_wait_var(s->eng, v->v);
 	Py_END_ALLOW_THREADS
+	s->busy--;
 	if (ret == -EINTR && PyErr_Occurred())
 		return NULL;     /* Ctrl-C: its exception */
 	if (ret < 0)
@@ -399,11 +480,13 @@ static PyObject *rf_py_engine_wait_all(PyObject *self, PyObject *unused)
 	int ret;
 	(void)unused;
 
-	if (!rf_py_same_thread(st, s->owner, s->pid))
+	if (!rf_py_engine_ready(s, "wait_all"))
 		return NULL;
+	s->busy++;
 	Py_BEGIN_ALLOW_THREADS
 	ret = rf_engine_wait_all(s->eng);
 	Py_END_ALLOW_THREADS
+	s->busy--;
 	if (ret == -EINTR && PyErr_Occurred())
 		return NULL;
 	if (ret < 0) {
@@ -428,6 +511,11 @@ static PyMethodDef rf_py_engine_methods[] = {
 	  "wait(var): until every op on var is done; a failed op's exception is the "
 	  "ringflow.Error's __cause__" },
 	{ "wait_all", rf_py_engine_wait_all, METH_NOARGS, "until every op pushed is done" },
+	{ "close", rf_py_engine_close, METH_NOARGS, "run what was pushed, then free the "
+	  "workers and the ring now (again: nothing); a call after it raises ringflow.Error "
+	  "(EBADF)" },
+	{ "__enter__", rf_py_engine_enter, METH_NOARGS, "the Engine itself" },
+	{ "__exit__", rf_py_engine_exit, METH_VARARGS, "close()" },
 	{ NULL, NULL, 0, NULL },
 };
 
@@ -439,7 +527,7 @@ static PyType_Slot rf_py_engine_slots[] = {
 	{ Py_tp_clear, rf_py_engine_clear },
 	{ Py_tp_methods, rf_py_engine_methods },
 	{ Py_tp_doc, "Engine(workers=2): the dependency engine, Python callables on 1 to 64 "
-	  "worker streams" },
+	  "worker streams; close() it, or use it in a with block" },
 	{ 0, NULL },
 };
 
@@ -478,6 +566,7 @@ static void rf_py_var_dealloc(PyObject *self)
 		Py_DECREF(v->e);
 	}
 	Py_XDECREF(v->exc);
+	Py_XDECREF(v->name);
 	PyObject_GC_Del(self);
 	Py_DECREF(tp);
 }
@@ -486,7 +575,7 @@ static PyObject *rf_py_var_name(PyObject *self, void *unused)
 {
 	rf_py_var *v = (rf_py_var *)self;
 	(void)unused;
-	return PyUnicode_FromString(v->v ? rf_var_name(v->v) : "");
+	return v->name ? Py_NewRef(v->name) : PyUnicode_FromString("");
 }
 
 /* Clear the poison a failed op left (pushed after the ops on it, as the engine's

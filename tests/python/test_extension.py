@@ -16,7 +16,9 @@
   memory; a consumer thread dropping every batch while the owner reads three epochs
   (waiting without the GIL) sees each batch whole, and no slot stays held;
 - the C half checks its integer arguments whole, as the Python half does (_pack's n,
-  shape and num_classes: never cut to 32 bits or to 4 dims, never a bool or float).
+  shape and num_classes: never cut to 32 bits or to 4 dims, never a bool or float);
+- Engine.close() from a signal handler while a wait of that Engine turns its reactor
+  is refused (EBUSY), not a free under the wait.
 Prints one closing line; exit 0 or 1 (77: no numpy).
 """
 import gc
@@ -251,6 +253,36 @@ def c_arguments(T):
     check(_ringflow._MAX_RECORD_DIMS == 4, f"the limit: {_ringflow._MAX_RECORD_DIMS}")
 
 
+def close_in_handler():
+    """A signal handler runs inside a wait (the interrupt check): its close() of the
+    waiting Engine is refused, the wait ends as usual, and close() works after it."""
+    import signal
+    e = ringflow.Engine(workers=1)
+    v = e.var("v")
+    gate, got, ran = threading.Event(), [], []
+
+    def handler(sig, frame):
+        try:
+            e.close()
+            got.append("closed")
+        except ringflow.Error as err:
+            got.append(err)
+    old = signal.signal(signal.SIGUSR1, handler)
+    try:
+        e.push(lambda: (gate.wait(10), ran.append(1)), mutates=[v])
+        threading.Timer(0.2, lambda: os.kill(os.getpid(), signal.SIGUSR1)).start()
+        threading.Timer(0.6, gate.set).start()
+        e.wait(v)
+    finally:
+        signal.signal(signal.SIGUSR1, old)
+    check(len(got) == 1 and isinstance(got[0], ringflow.Error) and got[0].errno == errno.EBUSY,
+          f"close() in a handler during wait: EBUSY: {got}")
+    check(ran == [1], "the wait ends when its op is done")
+    e.push(lambda: ran.append(2), mutates=[v])
+    e.close()
+    check(ran == [1, 2], "close() after the wait runs what was pushed")
+
+
 def main():
     chained()
     r = cycle()
@@ -313,6 +345,7 @@ def main():
             check(seen == n[split], f"{split}: {seen} records, want {n[split]}")
     released_elsewhere(T)
     c_arguments(T)
+    close_in_handler()
     print(f"ringflow extension: {checks} checks passed")
 
 

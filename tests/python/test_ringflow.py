@@ -349,12 +349,11 @@ def main():
                                                  f"workers={w}:" in str(err) and "1 to 64" in str(err)),
                       f"Engine(workers={w!r}): {type(err).__name__} naming it and the value: {err}")
     for w in (1, 64, np.int64(3)):
-        e2 = ringflow.Engine(workers=w)
-        v2, ran = e2.var("v2"), []
-        e2.push(lambda: ran.append(1), mutates=[v2])
-        e2.wait(v2)
-        check(ran == [1], f"Engine(workers={w!r}) runs an op")
-        del v2, e2
+        with ringflow.Engine(workers=w) as e2:
+            v2, ran = e2.var("v2"), []
+            e2.push(lambda: ran.append(1), mutates=[v2])
+            e2.wait(v2)
+            check(ran == [1], f"Engine(workers={w!r}) runs an op")
     for bad, exc in ((3, TypeError), (None, TypeError), (b"v", TypeError), ("a\0b", ValueError)):
         try:
             e.var(bad)
@@ -373,6 +372,68 @@ def main():
     e.push(lambda: log.append("set"), reads={a}, mutates=(v for v in [x]))
     e.wait(x)
     check(log[-1] == "set", "push takes any iterable of Vars but a str")
+
+    # close(): runs what was pushed, then frees the engine; again, nothing; any call
+    # after it is ringflow.Error EBADF (as a closed Loader's); a with block closes it
+    e3 = ringflow.Engine(workers=2)
+    v3, ran = e3.var("v3"), []
+    for i in range(50):
+        e3.push(lambda i=i: ran.append(i), mutates=[v3])
+    e3.close()
+    check(ran == list(range(50)), f"close() runs the ops pushed before it: {len(ran)}")
+    e3.close()
+    check(v3.name == "v3", f"a Var keeps its name after its Engine is closed: {v3.name!r}")
+    for what, f in (("var", lambda: e3.var()), ("push", lambda: e3.push(print)),
+                    ("wait", lambda: e3.wait(v3)), ("wait_all", e3.wait_all),
+                    ("clear_error", v3.clear_error), ("__enter__", e3.__enter__),
+                    ("Engine", e3.__init__)):
+        try:
+            f()
+            check(False, f"{what} after close() refused")
+        except ringflow.Error as err:
+            check(err.errno == errno.EBADF and what in str(err) and "closed" in str(err),
+                  f"{what} after close(): EBADF: {err}")
+    del v3, e3
+    ran = []
+    with ringflow.Engine() as e4:
+        check(type(e4) is ringflow.Engine, f"with Engine() as e: the Engine: {e4!r}")
+        v4 = e4.var()
+        e4.push(lambda: ran.append(1), mutates=[v4])
+    check(ran == [1], "the end of the with block runs what was pushed")
+    try:
+        e4.wait_all()
+        check(False, "an Engine after its with block is closed")
+    except ringflow.Error as err:
+        check(err.errno == errno.EBADF, f"after the with block: {err}")
+    try:
+        with ringflow.Engine() as e5:
+            raise KeyError("in the block")
+    except KeyError as err:
+        check("in the block" in str(err), "a with block's exception goes on")
+    try:
+        e5.push(print)
+        check(False, "closed by a with block that raised")
+    except ringflow.Error as err:
+        check(err.errno == errno.EBADF, f"closed by the block that raised: {err}")
+    with ringflow.Engine() as e6:      # a failed op no one waits for: close() drains it
+        v6 = e6.var()
+        e6.push(boom, mutates=[v6])
+    e7, res = ringflow.Engine(), []
+    def close_elsewhere():
+        try:
+            e7.close()
+            res.append("closed")
+        except ringflow.Error as err:
+            res.append(err.errno)
+    th = threading.Thread(target=close_elsewhere)
+    th.start()
+    th.join()
+    check(res == [errno.EPERM], f"close() from another thread is refused: {res}")
+    v7, ran = e7.var(), []
+    e7.push(lambda: ran.append(1), mutates=[v7])
+    e7.wait(v7)
+    check(ran == [1], "the Engine goes on after another thread's close() was refused")
+    e7.close()
 
     # Made in one thread, let go in another (the collector, a consumer thread): the
     # ring, engine and worker threads are the owner thread's, so they are not freed
