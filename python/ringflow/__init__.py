@@ -19,7 +19,7 @@ import math
 import numbers
 import os
 
-from ._ringflow import Engine, Error, Tensor, Var, _Loader, _pack, _MAX_RECORD_DIMS
+from ._ringflow import Engine, Error, Tensor, Var, _Loader, _pack, _MAX_EPOCH, _MAX_RECORD_DIMS
 
 __all__ = ["Loader", "Engine", "Var", "Tensor", "Error", "pack"]
 
@@ -115,7 +115,7 @@ def _loader_args(batch_size, shuffle, seed, epoch, rank, world, prefetch, drop_l
                          f"{_MAX_SLOTS} (the batch slots a Loader keeps)")
     mean, std = _norm(mean, std)
     return dict(batch_size=batch_size, shuffle=_flag("shuffle", shuffle),
-                seed=_int("seed", seed, 0, _U64), epoch=_int("epoch", epoch, 0, 2**63 - 1),
+                seed=_int("seed", seed, 0, _U64), epoch=_int("epoch", epoch, 0, _MAX_EPOCH),
                 rank=rank, world=world, prefetch=prefetch, drop_last=_flag("drop_last", drop_last),
                 hold=hold, split=_str("split", split, ("train", "test")),
                 mean=mean, std=std)
@@ -221,8 +221,8 @@ class Loader:
         return self._l.state()["epoch"]
 
     def set_epoch(self, epoch):
-        """Read epoch `epoch` from its first batch next."""
-        self._l.seek(epoch=_int("epoch", epoch, 0, 2**63 - 1), batch=0)
+        """Read epoch `epoch` (0 to 2**63 - 1) from its first batch next."""
+        self._l.seek(epoch=_int("epoch", epoch, 0, _MAX_EPOCH), batch=0)
 
     def stats(self):
         """Counters since the Loader was made: batches, records, reads, read_bytes,
@@ -254,7 +254,7 @@ class Loader:
             if v != mine[k]:
                 raise ValueError(f"load_state_dict: {k} {state[k]!r} in the state, {mine[k]!r} "
                                  f"in this Loader: the order would differ")
-        epoch = _int("state['epoch']", state["epoch"], 0, 2**63 - 1)
+        epoch = _int("state['epoch']", state["epoch"], 0, _MAX_EPOCH)
         batch = _int("state['batch']", state["batch"], 0, self._l.batches())
         self._l.seek(epoch=epoch, batch=batch)
 

@@ -276,6 +276,19 @@ static PyObject *rf_py_loader_next(PyObject *self, PyObject *unused)
 	if (!rf_py_loader_ready(s))
 		return NULL;
 	if (s->ended && !s->qlen) {      /* the epoch is over: the next call starts anew */
+		if (s->epoch >= (uint64_t)RF_PY_MAX_EPOCH) {
+			/* no epoch after the last: its end is said once (the state stays
+			 * (last, its batches), which load_state_dict takes), then refused */
+			if (!s->past_last) {
+				s->past_last = 1;
+				Py_RETURN_NONE;
+			}
+			char msg[200];
+			snprintf(msg, sizeof(msg), "Loader: epoch %llu, the last one (epochs are 0 "
+				 "to %lld), is read to its end: set_epoch() or load_state_dict() to "
+				 "read another", (unsigned long long)s->epoch, (long long)RF_PY_MAX_EPOCH);
+			return rf_py_raise(rf_py_state_of(self), -EOVERFLOW, msg);
+		}
 		s->epoch++;
 		s->returned = s->pushed = 0;
 		s->ended = 0;
@@ -390,6 +403,7 @@ static PyObject *rf_py_loader_seek(PyObject *self, PyObject *args, PyObject *kw)
 	s->epoch = epoch;
 	s->returned = s->pushed = batch;
 	s->ended = 0;
+	s->past_last = 0;
 	Py_RETURN_NONE;
 }
 

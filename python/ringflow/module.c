@@ -232,6 +232,7 @@ static int rf_py_exec(PyObject *m)
 	if (!st->error || PyModule_AddObjectRef(m, "Error", st->error) < 0 ||
 	    /* the limits the package's Python half checks against */
 	    PyModule_AddIntConstant(m, "_MAX_RECORD_DIMS", RF_DS_MAX_DIMS) < 0 ||
+	    PyModule_AddIntConstant(m, "_MAX_EPOCH", RF_PY_MAX_EPOCH) < 0 ||
 	    rf_py_add_type(m, &rf_py_loader_spec, &st->loader_type) < 0 ||
 	    rf_py_add_type(m, &rf_py_tensor_spec, &st->tensor_type) < 0 ||
 	    rf_py_add_type(m, &rf_py_engine_spec, &st->engine_type) < 0 ||

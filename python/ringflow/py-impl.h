@@ -79,6 +79,10 @@ typedef struct {
 /* ---- loader.c ----------------------------------------------------------------------- */
 
 #define RF_PY_MAX_SLOTS 256
+/* The last epoch a Loader reads (an int64, as torch and JSON keep it): its end does
+ * not advance to another, so every state_dict() it gives is one load_state_dict()
+ * takes. (A long: the module adds it as an int constant, on LP64 Linux.) */
+#define RF_PY_MAX_EPOCH 9223372036854775807L
 
 typedef struct {
 	PyObject_HEAD
@@ -97,6 +101,7 @@ typedef struct {
 	uint64_t returned;               /* batches of it handed out */
 	uint64_t pushed;                 /* batches of it pushed (>= returned) */
 	int ended;                       /* the epoch's last batch is pushed */
+	int past_last;                   /* epoch RF_PY_MAX_EPOCH was read to its end */
 	/* pushed, not yet handed out: a ring. Each entry, as each Tensor, holds a
 	 * reference to its slot in the C loader (rf_loader_ref): the loader passes over
 	 * slots with references */

@@ -39,7 +39,8 @@ class RecordDataset(torch.utils.data.IterableDataset):
         self.epoch = 0
 
     def set_epoch(self, epoch):
-        self.epoch = int(epoch)
+        from . import _MAX_EPOCH, _int
+        self.epoch = _int("epoch", epoch, 0, _MAX_EPOCH)
 
     def __iter__(self):
         info = torch.utils.data.get_worker_info()

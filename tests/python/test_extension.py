@@ -250,7 +250,8 @@ def c_arguments(T):
                   f"_pack({kw}): {type(e).__name__} naming {name}: {e}")
     _ringflow._pack(**dict(good, n=np.int64(2), shape=(np.int64(2), 2)))
     check(os.path.getsize(path) > 0, "_pack takes numpy integers")
-    check(_ringflow._MAX_RECORD_DIMS == 4, f"the limit: {_ringflow._MAX_RECORD_DIMS}")
+    check(_ringflow._MAX_RECORD_DIMS == 4 and _ringflow._MAX_EPOCH == 2**63 - 1,
+          f"the limits: {_ringflow._MAX_RECORD_DIMS}, {_ringflow._MAX_EPOCH}")
 
 
 def close_in_handler():

@@ -89,7 +89,6 @@ def main():
         check(False, "pack refuses a label outside num_classes")
     except ringflow.Error as e:
         check("99" in str(e), f"pack's label refusal names it: {e}")
-
     # pack's arguments are never guessed: num_classes whole (not cut to 32 bits, not a
     # bool, float or string taken for an int), in 0..2^31-1 (i32 labels); nothing written
     gone = os.path.join(T, "never.rfrec")
@@ -701,6 +700,67 @@ def main():
             check(k in str(e), f"load_state_dict {k}={v!r}: {type(e).__name__}: {e}")
     l.load_state_dict(st)
     l.close()
+    # the last epoch, 2^63-1: read to its end it is not followed by 2^63 (a state no
+    # load_state_dict takes): its end comes once, then next() says so (EOVERFLOW)
+    # until set_epoch/load_state_dict; every state_dict() on the way is loadable
+    LAST = 2**63 - 1
+    for how in ("set_epoch", "epoch=", "load_state_dict"):
+        a = ringflow.Loader(small, 16, seed=9, epoch=LAST if how == "epoch=" else 0)
+        if how == "set_epoch":
+            a.set_epoch(LAST)
+        elif how == "load_state_dict":
+            a.load_state_dict(dict(a.state_dict(), epoch=LAST))
+        got = []
+        for k, (x, _) in enumerate(a):
+            got += ids(x)
+            st = a.state_dict()
+            check(st["epoch"] == LAST and st["batch"] == k + 1, f"{how}: state {st}")
+            if how == "set_epoch" and k == 6:
+                b = ringflow.Loader(small, 16, seed=9)
+                b.load_state_dict(st)
+                mid = (list(got), epoch_ids(b))
+                b.close()
+            del x
+        check(sorted(got) == list(range(250)), f"{how}: the last epoch, every record once")
+        if how == "set_epoch":
+            check(mid[0] + mid[1] == got, "stopped in the last epoch and restored: each record once")
+        st = a.state_dict()
+        check(st["epoch"] == LAST and st["batch"] == len(a), f"{how}: at the end: {st}")
+        for _ in range(2):
+            try:
+                next(a)
+                check(False, f"{how}: no epoch after the last")
+            except ringflow.Error as e:
+                check(e.errno == errno.EOVERFLOW and str(LAST) in str(e) and "set_epoch" in str(e),
+                      f"{how}: past the last epoch: {e}")
+        check(a.state_dict() == st and a.epoch == LAST, f"{how}: the state stays {a.state_dict()}")
+        b = ringflow.Loader(small, 16, seed=9)
+        b.load_state_dict(st)
+        check(epoch_ids(b) == [], f"{how}: the end of the last epoch restored: nothing left")
+        try:
+            next(b)
+            check(False, "restored: no epoch after the last")
+        except ringflow.Error as e:
+            check(e.errno == errno.EOVERFLOW, f"restored, past the last epoch: {e}")
+        b.close()
+        a.set_epoch(0)
+        check(sorted(epoch_ids(a)) == list(range(250)), f"{how}: set_epoch(0) reads on")
+        a.close()
+    a = ringflow.Loader(small, 16)
+    for bad, exc in ((LAST + 1, ValueError), (-1, ValueError), (2**64, OverflowError),
+                     (True, TypeError), (1.0, TypeError), ("1", TypeError), (None, TypeError)):
+        for f in (a.set_epoch, rtorch.RecordDataset(small, 16).set_epoch,
+                  lambda e: ringflow.Loader(small, 16, epoch=e),
+                  lambda e: a.load_state_dict(dict(a.state_dict(), epoch=e))):
+            try:
+                f(bad)
+                check(False, f"epoch={bad!r} refused")
+            except exc as e:
+                check("epoch" in str(e), f"epoch={bad!r}: {type(e).__name__} naming it: {e}")
+    ds = rtorch.RecordDataset(small, 16)
+    ds.set_epoch(np.int64(LAST))
+    check(ds.epoch == LAST and type(ds.epoch) is int, f"RecordDataset.set_epoch: {ds.epoch!r}")
+    a.close()
     # used after fork(): said so, in the child; the parent's Loader goes on
     l = ringflow.Loader(path, 64, seed=5)
     r, w = os.pipe()
