@@ -555,6 +555,14 @@ def main():
     # loaded machine must not fail them; the figures are printed)
     check(time.monotonic() - t1 < 10, f"close() after the timeout error: {time.monotonic() - t1:.2f} s")
     check(t1 - t0 < 30, f"the error within the timeout's retries: {t1 - t0:.2f} s")
+    # stalled from the start: timeout= bounds the open's own requests too (they took
+    # RF_HTTP_TIMEOUT_MS's 10 s, 40 s with retries); the error names the timeout
+    try:
+        ringflow.Loader(url, 16, timeout=0.1)
+        check(False, "an open against a stalled server fails")
+    except ringflow.Error as e:
+        check(e.errno == errno.ETIMEDOUT and url in str(e) and "timeout 100 ms" in str(e),
+              f"an open against a stalled server names its timeout: {e}")
     srv.stall(False)
     l = ringflow.Loader(url, 16)   # the default timeout: 10 s
     srv.stall()
