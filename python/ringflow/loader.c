@@ -264,9 +264,11 @@ static int rf_py_fill(rf_py_loader *s)
 	return 0;
 }
 
+static PyObject *rf_py_loader_next(PyObject *self, PyObject *unused);
+
 /* The next batch as (images, labels), or None at the end of the epoch (the following
  * call starts the next). */
-static PyObject *rf_py_loader_next(PyObject *self, PyObject *unused)
+static PyObject *rf_py_loader_next_in(PyObject *self, PyObject *unused)
 {
 	rf_py_loader *s = (rf_py_loader *)self;
 	struct rf_batch b;
@@ -347,6 +349,18 @@ static PyObject *rf_py_loader_next(PyObject *self, PyObject *unused)
 }
 
 /* Exactly-once resume: where the next batch handed out is. */
+/* next(), marked busy: its waits run Python's signal handlers (rf_py_interrupted) */
+static PyObject *rf_py_loader_next(PyObject *self, PyObject *unused)
+{
+	rf_py_loader *s = (rf_py_loader *)self;
+	PyObject *r;
+
+	s->busy++;
+	r = rf_py_loader_next_in(self, unused);
+	s->busy--;
+	return r;
+}
+
 static PyObject *rf_py_loader_state(PyObject *self, PyObject *unused)
 {
 	rf_py_loader *s = (rf_py_loader *)self;
@@ -391,7 +405,9 @@ static PyObject *rf_py_loader_seek(PyObject *self, PyObject *args, PyObject *kw)
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "KK", kws, &epoch, &batch) ||
 	    !rf_py_loader_ready(s))
 		return NULL;
+	s->busy++;                       /* it waits for the batches in flight */
 	ret = rf_loader_seek(s->l, epoch, batch);
+	s->busy--;
 	if (ret < 0)
 		return rf_py_raise(rf_py_state_of(self), ret, rf_last_error());
 	while (s->qlen) {                /* what was read ahead is dropped */
@@ -436,6 +452,10 @@ static PyObject *rf_py_loader_close(PyObject *self, PyObject *unused)
 
 	if (l && !rf_py_same_thread(rf_py_state_of(self), s->owner, s->pid))
 		return NULL;
+	if (s->busy)  /* a signal handler run by a wait of this Loader's: it would free it */
+		return rf_py_raise(rf_py_state_of(self), -EBUSY, "Loader.close: called from inside "
+				   "next() or seek() of this Loader (a signal handler?); close it "
+				   "after that returns");
 	for (unsigned i = 0; i < s->nslots; i++)
 		if (rf_py_tensor_refs(s, i))    /* a live view would see freed memory */
 			return rf_py_raise(rf_py_state_of(self), -EBUSY, "Loader.close: batches "

@@ -102,6 +102,8 @@ typedef struct {
 	uint64_t pushed;                 /* batches of it pushed (>= returned) */
 	int ended;                       /* the epoch's last batch is pushed */
 	int past_last;                   /* epoch RF_PY_MAX_EPOCH was read to its end */
+	unsigned busy;                   /* in next() or seek(), whose waits run signal
+					  * handlers: a handler's close() must not free it */
 	/* pushed, not yet handed out: a ring. Each entry, as each Tensor, holds a
 	 * reference to its slot in the C loader (rf_loader_ref): the loader passes over
 	 * slots with references */

@@ -563,6 +563,28 @@ def main():
     except ringflow.Error as e:
         check(e.errno == errno.ETIMEDOUT and url in str(e) and "timeout 100 ms" in str(e),
               f"an open against a stalled server names its timeout: {e}")
+    # a signal handler that closes the Loader whose next() is waiting (handlers run in
+    # its wait): refused with EBUSY, not freed under the wait; closed after
+    srv.stall(False)
+    l = ringflow.Loader(url, 16, timeout=0.2)
+    srv.stall()
+    got = []
+    def close_in_handler(signum, frame):
+        try:
+            l.close()
+            got.append(0)
+        except ringflow.Error as e:
+            got.append(e.errno)
+    old_usr1 = signal.signal(signal.SIGUSR1, close_in_handler)
+    threading.Timer(0.1, lambda: os.kill(os.getpid(), signal.SIGUSR1)).start()
+    try:
+        next(l)
+        check(False, "a stalled server's batch fails")
+    except ringflow.Error as e:
+        check(e.errno == errno.ETIMEDOUT, f"next() after a handler's close(): {e}")
+    signal.signal(signal.SIGUSR1, old_usr1)
+    check(got == [errno.EBUSY], f"close() in a handler during next(): {got}")
+    l.close()
     srv.stall(False)
     l = ringflow.Loader(url, 16)   # the default timeout: 10 s
     srv.stall()
