@@ -36,6 +36,8 @@ struct rf__gjob *rf__gjob_new(struct rf_loader *l, struct rf__slot *s, unsigned 
 	if (j->bad)
 		memset(j->bad, 0, n);
 	j->w = (unsigned)(l->ngather % l->ngs);
+	j->gen = l->gen;
+	j->warn[0] = 0;
 	return j;
 }
 
@@ -178,16 +180,73 @@ static void rf__image_msg(const struct rf__gjob *j, unsigned i, const char *msg,
 		 path, j->idx[i], off, loc.length, msg);
 }
 
-/* Image i of j did not decode: marked, counted, and said (a warning: the batch goes on). */
+/* Image i of j did not decode: marked and counted, the first one's message kept (a
+ * warning once the batch is delivered, rf__skip_report: the batch goes on). */
 static void rf__bad_image(struct rf__gjob *j, unsigned i, const char *msg)
 {
-	char buf[RF__ERRLEN];
-
 	j->bad[i] = 1;
-	j->skipped++;
-	rf__image_msg(j, i, msg, buf, sizeof(buf));
-	rf__log(RF_LOG_WARN, "%s (skipped: epoch %" PRIu64 ", batch %" PRIu64 ")", buf, j->epoch,
-		j->index);
+	if (!j->skipped++)
+		rf__image_msg(j, i, msg, j->warn, sizeof(j->warn));
+}
+
+/* On the reactor, gather j done with images skipped: its count into the table of its
+ * epoch, its warning into the log until the consumer is given the batch. A batch
+ * pushed before a seek is dropped by it (pushed again if it is wanted): not noted. */
+static void rf__skip_note(struct rf_loader *l, const struct rf__gjob *j)
+{
+	unsigned e = (unsigned)(j->epoch & 1);
+	struct rf__skipwarn *w;
+
+	if (j->gen != l->gen || j->index >= l->nbatches)
+		return;
+	if (l->skip_epoch[e] != j->epoch || l->skip_gen[e] != j->gen) {
+		memset(l->skipn[e], 0, l->nbatches * sizeof(uint32_t));
+		l->skip_epoch[e] = j->epoch;
+		l->skip_gen[e] = j->gen;
+	}
+	l->skipn[e][j->index] = j->skipped;
+	w = &l->skipw[l->iskipw++ % RF__SKIPLOG];
+	if (w->used && w->gen == l->gen)
+		l->skipw_lost += w->n;
+	w->gen = j->gen;
+	w->epoch = j->epoch;
+	w->index = j->index;
+	w->n = j->skipped;
+	w->used = 1;
+	memcpy(w->msg, j->warn, sizeof(w->msg));
+}
+
+uint64_t rf__skip_report(struct rf_loader *l, uint64_t epoch, uint64_t first, uint64_t end)
+{
+	unsigned e = (unsigned)(epoch & 1);
+	uint64_t n = 0;
+
+	for (unsigned i = 0; i < RF__SKIPLOG; i++) {
+		struct rf__skipwarn *w = &l->skipw[(l->iskipw + i) % RF__SKIPLOG];
+		if (!w->used || w->gen != l->gen || w->epoch != epoch || w->index < first ||
+		    w->index >= end)
+			continue;
+		w->used = 0;
+		if (w->n > 1)
+			rf__log(RF_LOG_WARN, "%s (skipped: epoch %" PRIu64 ", batch %" PRIu64
+				", counted from 0; %u images of the batch skipped)", w->msg,
+				w->epoch, w->index, w->n);
+		else
+			rf__log(RF_LOG_WARN, "%s (skipped: epoch %" PRIu64 ", batch %" PRIu64
+				", counted from 0)", w->msg, w->epoch, w->index);
+	}
+	if (l->skipw_lost) {
+		rf__log(RF_LOG_WARN, "%" PRIu64 " more images skipped whose warnings were not "
+			"kept (at most %d batches' are)", l->skipw_lost, RF__SKIPLOG);
+		l->skipw_lost = 0;
+	}
+	if (l->skip_epoch[e] != epoch || l->skip_gen[e] != l->gen)
+		return 0;
+	if (end > l->nbatches)
+		end = l->nbatches;
+	for (uint64_t b = first; b < end; b++)
+		n += l->skipn[e][b];
+	return n;
 }
 
 /* Each bad row of j takes the row and label of the nearest good one before it (after
@@ -312,6 +371,8 @@ static void rf__gather_done(void *ctx, int status)
 	struct rf__gjob *j = ctx;
 
 	j->l->st.images_skipped += j->skipped;   /* on the reactor: no other writer */
+	if (j->skipped && j->l->skipw)
+		rf__skip_note(j->l, j);
 	if (status < 0)
 		rf__gather_log(j, status);
 	rf__slab_put(&j->l->gjobs, j);

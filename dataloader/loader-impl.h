@@ -107,6 +107,19 @@ struct rf__gjob {
 	uint64_t *idx;            /* record index (for messages) */
 	unsigned skipped;         /* skip_bad_images: images replaced (counted when done) */
 	uint8_t *bad;             /* skip_bad_images: bad[j] (n bytes), else NULL */
+	uint64_t gen;             /* l->gen when pushed (rf__skip_note) */
+	char warn[RF__ERRLEN];    /* skip_bad_images: the first bad image's message */
+};
+
+/* skip_bad_images: a batch's bad images, kept until the consumer is given them
+ * (rf_loader_wait, rf_loader_images_skipped): a batch pushed ahead and never used --
+ * the next epoch's first batches at the end of a run -- is neither said nor counted. */
+#define RF__SKIPLOG 64
+struct rf__skipwarn {
+	uint64_t gen, epoch, index;
+	unsigned n;               /* images skipped in that batch */
+	int used;                 /* 1: not yet said */
+	char msg[RF__ERRLEN];     /* the first one's */
 };
 
 struct rf_loader {
@@ -195,6 +208,16 @@ struct rf_loader {
 	uint64_t *order;          /* the epoch's records; SPAN appends the inverse chunk order */
 
 	struct rf_loader_stats st;
+	/* skip_bad_images: images skipped per batch of the last two epochs gathered (by
+	 * epoch parity), in batches pushed since the last seek (gen: rf_loader_seek and
+	 * rf_loader_seek_epoch count it; a batch pushed before one is not delivered);
+	 * skipn[] NULL without skip_bad_images */
+	uint32_t *skipn[2];
+	uint64_t skip_epoch[2], skip_gen[2];
+	uint64_t gen;
+	struct rf__skipwarn *skipw;    /* RF__SKIPLOG, a ring at iskipw */
+	unsigned iskipw;
+	uint64_t skipw_lost;           /* warnings overwritten before they were said */
 	struct rf__ferr *ferr;    /* failed fetches' messages, a ring of nferr */
 	unsigned nferr, iferr;
 	char last_err[RF__ERRLEN];
@@ -227,6 +250,9 @@ static inline size_t rf__align_up(size_t v, size_t a)
 uint64_t rf__plan_windows(struct rf_loader *l);
 /* The epoch's order into l->order (and l->cpos, the inverse chunk order). */
 int rf__start_epoch(struct rf_loader *l);
+/* Go on to epoch `epoch` at its first batch: the end of an epoch read through, not a
+ * seek (the batches pushed before stay delivered: l->gen unchanged). */
+void rf__next_epoch(struct rf_loader *l, uint64_t epoch);
 
 /* SPAN: the global group (window) that holds record rec this epoch. */
 static inline uint64_t rf__group_of(const struct rf_loader *l, uint64_t rec)
@@ -265,6 +291,9 @@ size_t rf__gjob_bytes(unsigned n);
 struct rf__gjob *rf__gjob_new(struct rf_loader *l, struct rf__slot *s, unsigned n);
 /* Push the gather op of j (owns j from here, success or not). */
 int rf__push_gather(struct rf_loader *l, struct rf__gjob *j);
+/* skip_bad_images: log the warnings not yet said of batches [first, end) of epoch
+ * `epoch` (pushed since the last seek) and return the images they skipped. */
+uint64_t rf__skip_report(struct rf_loader *l, uint64_t epoch, uint64_t first, uint64_t end);
 
 /* ---- loader-slot.c ---- */
 /* N full slots and the tail slots, their tensors allocated and touched. */

@@ -151,11 +151,17 @@ uint64_t rf_loader_batches_per_epoch(const struct rf_loader *l)
 	return l->nbatches;
 }
 
-void rf_loader_seek_epoch(struct rf_loader *l, uint64_t epoch)
+void rf__next_epoch(struct rf_loader *l, uint64_t epoch)
 {
 	l->epoch = epoch;
 	l->t = 0;
 	l->planned = 0;
+}
+
+void rf_loader_seek_epoch(struct rf_loader *l, uint64_t epoch)
+{
+	l->gen++;       /* what was pushed before is dropped: its skipped images too */
+	rf__next_epoch(l, epoch);
 }
 
 int rf_loader_seek(struct rf_loader *l, uint64_t epoch, uint64_t batch)

@@ -290,6 +290,14 @@ static int rf__finish_create(struct rf_loader *l)
 		      1);
 	if (!l->order || (l->mode == RF__SPAN && !l->cpos))
 		return rf__fail(-ENOMEM, "loader: %s", strerror(ENOMEM));
+	if (l->o.skip_bad_images && l->image) {
+		l->skipn[0] = calloc(2 * (l->nbatches ? l->nbatches : 1), sizeof(uint32_t));
+		l->skipw = calloc(RF__SKIPLOG, sizeof(*l->skipw));
+		if (!l->skipn[0] || !l->skipw)
+			return rf__fail(-ENOMEM, "loader: %s", strerror(ENOMEM));
+		l->skipn[1] = l->skipn[0] + (l->nbatches ? l->nbatches : 1);
+		l->skip_epoch[0] = l->skip_epoch[1] = UINT64_MAX;
+	}
 	l->st.direct = l->direct;
 	l->st.registered = l->registered;
 	l->st.mode = l->mode;
@@ -372,6 +380,8 @@ void rf_loader_destroy(struct rf_loader *l)
 	rf__slab_release(&l->gjobs);
 	rf__slab_release(&l->fetches);
 	free(l->refs);
+	free(l->skipn[0]);
+	free(l->skipw);
 	free(l);
 }
 
@@ -436,7 +446,7 @@ int rf_loader_next(struct rf_loader *l, struct rf_batch *b)
 		return -EINVAL;
 	t = l->t;
 	if (t == l->nbatches) {
-		rf_loader_seek_epoch(l, l->epoch + 1);
+		rf__next_epoch(l, l->epoch + 1);
 		return 0;
 	}
 	if (!l->planned && (ret = rf__start_epoch(l)) < 0)
@@ -563,7 +573,15 @@ int rf_loader_wait(struct rf_loader *l, const struct rf_batch *b)
 				ret = r;
 		}
 	}
+	if (l->skipw)   /* its bad images are the consumer's now: said */
+		rf__skip_report(l, b->epoch, b->index, b->index + 1);
 	return ret;
+}
+
+uint64_t rf_loader_images_skipped(struct rf_loader *l, uint64_t epoch, uint64_t first,
+				  uint64_t end)
+{
+	return l && l->skipw ? rf__skip_report(l, epoch, first, end) : 0;
 }
 
 const char *rf_loader_batch_error(const struct rf_loader *l, const struct rf_batch *b)

@@ -202,7 +202,8 @@ static int print_epoch(const struct cli *c, const struct rf_epoch_stats *st, FIL
 	if (c->o.sched.kind != RF_LR_CONSTANT || c->o.sched.warmup_epochs)
 		fprintf(c->out, ", lr %.6g", st->lr);
 	if (st->images_skipped)
-		fprintf(c->out, ", %" PRIu64 " bad images skipped", st->images_skipped);
+		fprintf(c->out, ", %" PRIu64 " bad image%s skipped", st->images_skipped,
+			st->images_skipped == 1 ? "" : "s");
 	fputc('\n', c->out);
 	fflush(c->out);
 	if (mf && (fprintf(mf, "%u,%.6f,%.6f,%.6f,%.4f,%.1f\n", st->epoch, st->train_loss,

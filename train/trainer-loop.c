@@ -329,13 +329,14 @@ static int rf__epoch(struct rf_trainer *t, struct rf_epoch_stats *st)
 	st->lr = lr;
 	uint64_t nb = rf_loader_batches_per_epoch(t->train_ld), start = t->ebatch, end = nb;
 	int stopped;
-	struct rf_loader_stats ls0, ls1;
-	rf_loader_get_stats(t->train_ld, &ls0);
+	uint64_t epoch = t->epochs_done;
 	t0 = rf__now();
 	if ((ret = rf__train_pass(t, &l, &c, &stopped)) < 0)
 		return ret;
-	rf_loader_get_stats(t->train_ld, &ls1);
-	st->images_skipped = ls1.images_skipped - ls0.images_skipped;
+	/* the batches this call trained on, every gather done (the parameters waited
+	 * for): not those of the next epoch the pass queued ahead */
+	st->images_skipped = rf_loader_images_skipped(t->train_ld, epoch, start,
+						      stopped ? t->stop_at : nb);
 	st->seconds = rf__now() - t0;
 	st->test_acc = st->test_loss = -1;
 	st->samples = t->train_view.count;

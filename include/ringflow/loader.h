@@ -140,8 +140,11 @@ struct rf_loader_opts {
 	 * large): 0 fails the batch, its error naming the file, record and offset; 1 keeps
 	 * the batch whole -- each bad image's row and label become those of the nearest
 	 * good image before it in the batch (after it, for the first), the image is
-	 * counted (stats' images_skipped) and a warning names it; a batch with no good
-	 * image still fails. Deterministic: the same rows whatever workers or prefetch. */
+	 * counted (stats' images_skipped, and per batch rf_loader_images_skipped) and a
+	 * warning names it once the batch is the consumer's (rf_loader_wait on it, or
+	 * rf_loader_images_skipped over it: a batch pushed ahead and never used is not
+	 * named); a batch with no good image still fails. Deterministic: the same rows
+	 * whatever workers or prefetch. */
 	int skip_bad_images;
 };
 
@@ -188,8 +191,10 @@ struct rf_loader_stats {
 	uint64_t read_queued;         /* reads that waited for the bound before issue */
 	size_t largest_read;          /* bytes of the largest read (records next to each
 				       * other in an unshuffled batch share one read) */
-	uint64_t images_skipped;      /* skip_bad_images: images that failed to decode (a
-				       * bad file counts once per epoch that reads it) */
+	uint64_t images_skipped;      /* skip_bad_images: images that failed to decode in
+				       * every batch gathered, those pushed ahead included
+				       * (a bad file counts once per epoch that reads it;
+				       * per batch delivered: rf_loader_images_skipped) */
 };
 
 /* Create a loader over ds (borrowed: must stay open until rf_loader_destroy) on
@@ -267,6 +272,16 @@ int rf_loader_wait(struct rf_loader *l, const struct rf_batch *b);
  * known (yet: call after rf_loader_wait). The loader keeps the messages of the latest
  * 256 failed batches. Owned by the loader. */
 const char *rf_loader_batch_error(const struct rf_loader *l, const struct rf_batch *b);
+/* skip_bad_images: the images skipped in batches first..end-1 of epoch `epoch`
+ * (0-based), counting only batches pushed since the last rf_loader_seek or
+ * rf_loader_seek_epoch (what a seek drops is not delivered) whose gathers have
+ * finished -- wait for them first (any op after them, e.g. the step that read the
+ * last); the warnings of those batches not yet given are logged now. Kept for the
+ * last two epochs gathered. 0 without skip_bad_images. Unlike stats' images_skipped,
+ * which counts every batch gathered, a batch pushed ahead into the next epoch is
+ * not counted here for this one. */
+uint64_t rf_loader_images_skipped(struct rf_loader *l, uint64_t epoch, uint64_t first,
+				  uint64_t end);
 /* The last read failure of this loader as text, "" if none. Owned by the loader. */
 const char *rf_loader_last_error(const struct rf_loader *l);
 

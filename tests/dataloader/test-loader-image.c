@@ -567,6 +567,23 @@ int main(int argc, char **argv)
 				CHECK_OPEN(rf_loader_wait(l, &bt), rf_loader_batch_error(l, &bt));
 			rf_loader_get_stats(l, &st);
 			CHECK(r == 0 && st.images_skipped == 1);
+			/* per batch delivered: epoch 0's count is its own, whatever is pushed
+			 * of epoch 1 ahead of it (the stats count that too); a seek drops
+			 * what was pushed before it */
+			uint64_t nb = rf_loader_batches_per_epoch(l), b5 = p / o.batch;
+			CHECK(rf_loader_images_skipped(l, 0, 0, nb) == 1);
+			CHECK(rf_loader_images_skipped(l, 0, b5, b5 + 1) == 1);
+			CHECK(rf_loader_images_skipped(l, 0, 0, b5) == 0);
+			CHECK(rf_loader_images_skipped(l, 0, b5 + 1, nb) == 0);
+			while ((r = rf_loader_next(l, &bt)) == 1)
+				CHECK_OPEN(rf_loader_wait(l, &bt), rf_loader_batch_error(l, &bt));
+			CHECK(r == 0);
+			rf_loader_get_stats(l, &st);
+			CHECK(st.images_skipped == 2);
+			CHECK(rf_loader_images_skipped(l, 0, 0, nb) == 1);
+			CHECK(rf_loader_images_skipped(l, 1, 0, nb) == 1);
+			CHECK(rf_loader_seek(l, 1, 0) == 0);
+			CHECK(rf_loader_images_skipped(l, 1, 0, nb) == 0);
 			rf_loader_destroy(l);
 			epoch_free(&e);
 		}
