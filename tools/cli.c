@@ -220,6 +220,71 @@ int rf_cli_check_output(const char *path, unsigned flags, int *exists, char *why
 	return 0;
 }
 
+int rf_cli_other_scheme(const char *s, char *scheme, size_t len)
+{
+	size_t n = 0;
+
+	if (!s || !((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z')))
+		return 0;
+	while (s[n] && (strchr("+-.", s[n]) || (s[n] >= '0' && s[n] <= '9') ||
+			(s[n] >= 'a' && s[n] <= 'z') || (s[n] >= 'A' && s[n] <= 'Z')))
+		n++;
+	if (strncmp(s + n, "://", 3) || (n == 4 && !strncmp(s, "http", 4)))
+		return 0;
+	snprintf(scheme, len, "%.*s", (int)n, s);
+	return 1;
+}
+
+int rf_cli_probe_write(const char *path, char *why, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NONBLOCK | O_CLOEXEC, 0600);
+
+	if (fd >= 0) {
+		close(fd);
+		unlink(path);
+		return 0;
+	}
+	if (errno != EEXIST) {
+		snprintf(why, len, "%s: cannot create: %s", path, strerror(errno));
+		return -1;
+	}
+	fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0 && errno != ENOENT) { /* ENOENT: another process's probe, gone again */
+		snprintf(why, len, "%s: cannot open for writing: %s", path, strerror(errno));
+		return -1;
+	}
+	if (fd >= 0)
+		close(fd);
+	return 0;
+}
+
+int rf_cli_probe_mkdir(const char *dir, char *why, size_t len)
+{
+	if (mkdir(dir, 0700) < 0) {
+		if (errno == EEXIST)
+			return 0;
+		snprintf(why, len, "%s: cannot create: %s", dir, strerror(errno));
+		return -1;
+	}
+	rmdir(dir);
+	return 0;
+}
+
+int rf_cli_check_trace_env(const char *prog)
+{
+	const char *p = getenv("RF_TRACE");
+	char why[8400];
+
+	if (!p || !*p)
+		return 0;
+	if (rf_cli_check_output(p, 0, NULL, why, sizeof(why)) < 0 ||
+	    rf_cli_probe_write(p, why, sizeof(why)) < 0) {
+		rf_cli_say(prog, "RF_TRACE %s", why);
+		return 1;
+	}
+	return 0;
+}
+
 int rf_cli_open(const char *path, int oflags, mode_t mode, unsigned flags,
 			      struct stat *st, char *why, size_t len)
 {

@@ -78,6 +78,28 @@ size_t rf_cli_dirname(const char *path, char *dir, size_t len);
 int rf_cli_check_output(const char *path, unsigned flags, int *exists, char *why,
 				      size_t len);
 
+/* A URL of a scheme the tools do not read: "SCHEME://..." (RFC 3986's scheme
+ * characters) other than http://, whose scheme is copied into scheme. 1 for such a
+ * URL, 0 for anything else (http://, a path). */
+int rf_cli_other_scheme(const char *s, char *scheme, size_t len);
+
+/* What the later write will do, tried now (after rf_cli_check_output, whose
+ * access() calls a root process passes where the write then fails: /proc, a
+ * read-only mount): an existing path opened for writing (not truncated) and closed;
+ * a new one created and removed again (another process's creating it meanwhile is
+ * no failure). 0, or -1 with `why` "PATH: cannot create: REASON" or "PATH: cannot
+ * open for writing: REASON". */
+int rf_cli_probe_write(const char *path, char *why, size_t len);
+
+/* A directory the program will create (mkdir), tried now: created and removed
+ * again. 0, or -1 with `why` "DIR: cannot create: REASON". */
+int rf_cli_probe_mkdir(const char *dir, char *why, size_t len);
+
+/* RF_TRACE, where it is set: the engine writes its trace there when the run ends, so
+ * it is checked now as an output option is (rf_cli_check_output, rf_cli_probe_write);
+ * a refusal is one line naming RF_TRACE. 0, or 1 (the exit status). */
+int rf_cli_check_trace_env(const char *prog);
+
 /* open() that cannot block on a FIFO: stat, open with O_NONBLOCK, fstat, refuse what is
  * not a regular file (or a block device), then clear O_NONBLOCK (io_uring would give
  * -EAGAIN instead of waiting on a non-blocking file). Returns the fd (O_CLOEXEC) or

@@ -133,9 +133,12 @@ static int parse(struct cli *c, int argc, char **argv)
 	}
 	if (!*c->data)
 		return bad("--data", "", "an empty path, expected a directory or a .rfrec file");
-	if (!strncmp(c->data, "https://", 8))
-		return bad("--data", c->data, "https is not supported, expected http://HOST[:PORT]"
-			   "/PATH.rfrec (or a local directory or file)");
+	char scheme[64], why[160];
+	if (rf_cli_other_scheme(c->data, scheme, sizeof(scheme))) { /* only http:// is read */
+		snprintf(why, sizeof(why), "%s is not supported, expected http://HOST[:PORT]"
+			 "/PATH.rfrec (or a local directory or file)", scheme);
+		return bad("--data", c->data, why);
+	}
 	return 0;
 }
 
@@ -155,7 +158,7 @@ int main(int argc, char **argv)
 	rf_cli_check_stdout(prog);
 	if ((rc = parse(&c, argc, argv)))
 		return rc;
-	if (rf_cli_check_env(prog))
+	if (rf_cli_check_env(prog) || rf_cli_check_trace_env(prog)) /* RF_TRACE: at the end */
 		return 1;
 	rc = 1;
 	if (rf_export_open(c.dir, &x) < 0 || rf_export_load(NULL, &x, NULL) < 0) {

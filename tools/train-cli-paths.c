@@ -55,6 +55,9 @@ int rf_tc_check_export(const char *dir)
 			snprintf(p, sizeof(p), "%s/%s", dir, files[i]);
 			if (rf_cli_check_output(p, 0, NULL, why, sizeof(why)) < 0)
 				return bad_path("--export", why);
+			/* NAME.tmp is created, then renamed over NAME: tried now */
+			if (i % 2 && rf_cli_probe_write(p, why, sizeof(why)) < 0)
+				return bad_path("--export", why);
 		}
 		return 0;
 	}
@@ -70,6 +73,10 @@ int rf_tc_check_export(const char *dir)
 			 dir, parent);
 		return bad_path("--export", why);
 	}
+	/* the export makes it: tried now (access() passes a root process where mkdir
+	 * fails, in /proc or on a read-only mount) */
+	if (rf_cli_probe_mkdir(dir, why, sizeof(why)) < 0)
+		return bad_path("--export", why);
 	return 0;
 }
 
@@ -176,16 +183,18 @@ int rf_tc_check_paths(const struct rf_train_opts *o, const char *data, const cha
 	const char *model = o->model;
 	const char *outs[3][2] = { { "--checkpoint", ckpt }, { "--metrics", metrics },
 				   { "--trace", trace } };
-	char why[4608], p[4200];
+	char why[4608], p[4200], scheme[64];
 
 	if (!*data)
 		return rf_tc_bad("--data", "got an empty path, expected a directory or a .rfrec file");
-	if (!strncmp(data, "https://", 8))
-		return rf_tc_bad("--data", "got '%s': https is not supported, expected http://HOST[:PORT]"
-			   "/PATH.rfrec (or a local directory or file)", data);
-	if (o->test_data && !strncmp(o->test_data, "https://", 8))
-		return rf_tc_bad("--test-data", "got '%s': https is not supported, expected http://HOST"
-			   "[:PORT]/PATH.rfrec (or a local file)", o->test_data);
+	/* only http:// is read: another SCHEME:// was taken for a directory of IDX files
+	 * ("Fashion-MNIST not found: ftp://x/y/train-images...") */
+	if (rf_cli_other_scheme(data, scheme, sizeof(scheme)))
+		return rf_tc_bad("--data", "got '%s': %s is not supported, expected http://HOST"
+				 "[:PORT]/PATH.rfrec (or a local directory or file)", data, scheme);
+	if (o->test_data && rf_cli_other_scheme(o->test_data, scheme, sizeof(scheme)))
+		return rf_tc_bad("--test-data", "got '%s': %s is not supported, expected http://HOST"
+				 "[:PORT]/PATH.rfrec (or a local file)", o->test_data, scheme);
 	for (int i = 0; i < 3; i++)
 		if (outs[i][1] && !*outs[i][1])
 			return rf_tc_bad(outs[i][0], "got an empty path, expected a file name");
@@ -219,6 +228,10 @@ int rf_tc_check_paths(const struct rf_train_opts *o, const char *data, const cha
 			continue;
 		if (rf_cli_check_output(outs[i][1], 0, NULL, why, sizeof(why)) < 0)
 			return bad_path(outs[i][0], why);
+		/* the metrics file and the trace are opened for writing at the path itself
+		 * (the checkpoint only through PATH.tmp, below): tried now */
+		if (i && rf_cli_probe_write(outs[i][1], why, sizeof(why)) < 0)
+			return bad_path(outs[i][0], why);
 		for (int j = 0; j < i; j++)
 			if (outs[j][1] && rf_cli_same_file(outs[i][1], outs[j][1])) {
 				snprintf(why, sizeof(why), "%s: the same file as %s %s, expected "
@@ -230,6 +243,11 @@ int rf_tc_check_paths(const struct rf_train_opts *o, const char *data, const cha
 		/* saved through FILE.tmp, renamed over FILE */
 		snprintf(p, sizeof(p), "%s.tmp", ckpt);
 		if (rf_cli_check_output(p, 0, NULL, why, sizeof(why)) < 0)
+			return bad_path("--checkpoint", why);
+		/* as the save does: PATH.tmp created in PATH's directory (O_TMPFILE there
+		 * else by name), then renamed over PATH -- access() passes a root process
+		 * where that fails (/proc, a read-only mount): tried now, and removed */
+		if (rf_cli_probe_write(p, why, sizeof(why)) < 0)
 			return bad_path("--checkpoint", why);
 		for (int i = 1; i < 3; i++)
 			if (outs[i][1] && rf_cli_same_file(p, outs[i][1])) {

@@ -33,7 +33,7 @@ static const char usage[] =
 "  --data DIR|FILE|URL   Fashion-MNIST IDX files, raw or .gz (default " RF_TRAIN_DEFAULT_DATA "),\n"
 "                        or a .rfrec record file (rf-pack's) of the training set, local\n"
 "                        or http://HOST[:PORT]/PATH.rfrec (read with Range requests;\n"
-"                        https is not supported)\n"
+"                        no https or other scheme)\n"
 "  --test-data FILE      with a .rfrec --data: the test set's .rfrec (default: beside\n"
 "                        it, \"train\" in its name made \"t10k\", else \"test\")\n"
 "  --image-size N        the data are JPEG/PNG images (rf-pack's .rfrec of an image folder,\n"
@@ -706,6 +706,8 @@ int parse_args(struct cli *c, int argc, char **argv)
 		return ret;
 	if (c->export_dir && (ret = rf_tc_check_export(c->export_dir)))
 		return ret;
+	if (rf_cli_check_trace_env(prog)) /* written at the end, as --trace's file */
+		return 1;
 	if ((ret = rf_tc_check_inputs(c, c->o.data_dir ? c->o.data_dir : RF_TRAIN_DEFAULT_DATA)))
 		return ret;
 	c->out = c->json ? stderr : stdout;

@@ -340,6 +340,12 @@ bad $R --export 1 "$T/exg/params.rfck.tmp: is a FIFO" --export "$T/exg"
 # https is not read (it was taken for a directory of IDX files)
 bad $R --data 2 "https is not supported" --data https://127.0.0.1:1/x-train.rfrec
 bad $R --test-data 2 "https is not supported" --data "$T/ok.rfrec" --test-data https://h/t.rfrec
+# nor any other SCHEME:// (ftp://x/y was taken for a directory: "Fashion-MNIST not
+# found: ftp://x/y/train-images...")
+for u in ftp://x/y s3://bucket/train.rfrec file:///tmp/x.rfrec HTTP://h/x.rfrec gs+x.1://a; do
+	bad $R --data 2 "'$u' && ${u%%://*} is not supported && http://HOST" --data "$u"
+	bad $R --test-data 2 "'$u' && ${u%%://*} is not supported" --data "$T/ok.rfrec" --test-data "$u"
+done
 # several processes: refused with the arguments, before MPI starts
 bad $R --hybridize 2 "one process only && not with --dist mpi" --hybridize --dist mpi
 # a bad short option inside a cluster is named itself, not its neighbour
@@ -699,6 +705,9 @@ bad $I "more arguments" 2 "expected one export directory" "$T/ex" "$T/ex"
 bad $I DIR 2 "DIR: got '', an empty path" ""          # it looked for /model.json
 bad $I -x 2 "-x: unknown option" "$T/ex" --limit 5 -xy  # it named 5
 bad $I --data 2 "https is not supported" "$T/ex" --data https://h/t10k.rfrec
+for u in ftp://x/y s3://b/t10k.rfrec; do
+	bad $I --data 2 "'$u' && ${u%%://*} is not supported" "$T/ex" --data "$u"
+done
 bad $I "$T/ex/model.json" 1 "No such file" "$T/ex"
 bad $I "$T/text/model.json" 1 "Not a directory" "$T/text"
 mkdir "$T/ex/model.json"

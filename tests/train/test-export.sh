@@ -132,6 +132,25 @@ done
 [ "$(jget "$T/t10k.j" accuracy)" = "$(jget "$T/mlp.infer" accuracy)" ] ||
 	fail "rf-infer on the t10k files only: accuracy $(jget "$T/t10k.j" accuracy), with the whole set $(jget "$T/mlp.infer" accuracy)"
 echo "ok: rf-infer needs only the t10k files"
+# RF_TRACE is written when rf-infer ends: checked before it starts, as rf-train's
+for rt in /dev/full "$T/no-such-dir/t.json" "$T"; do
+	RF_TRACE=$rt "$INF" "$T/mlp" --data "$DATA" --limit 100 >"$T/out" 2>"$T/err"; rc=$?
+	[ $rc = 1 ] && [ ! -s "$T/out" ] && grep -q "^rf-infer: RF_TRACE $rt: " "$T/err" ||
+		fail "rf-infer with RF_TRACE=$rt: exit $rc: $(cat "$T/err" "$T/out")"
+done
+# images for a Fashion-MNIST model: rf-infer has no --image-size, and says what the
+# model takes (it said "or give --image-size")
+python3 - "$T/shard.tar" <<'EOF'
+import io, sys, tarfile
+with tarfile.open(sys.argv[1], "w", format=tarfile.USTAR_FORMAT) as t:
+    for name, data in (("a.jpg", b"\xff\xd8 not really"), ("a.cls", b"1\n")):
+        i = tarfile.TarInfo(name); i.size = len(data); t.addfile(i, io.BytesIO(data))
+EOF
+"$INF" "$T/mlp" --data "$T/shard.tar" >"$T/out" 2>"$T/err"; rc=$?
+[ $rc = 1 ] && grep -q "shard.tar: .*expected 28x28 images, the input of this model" "$T/err" &&
+	! grep -q -- "--image-size to" "$T/err" ||
+	fail "rf-infer of a Fashion-MNIST model on a shard: exit $rc: $(cat "$T/err")"
+echo "ok: RF_TRACE checked before rf-infer runs; images for a 28x28 model: $(cat "$T/err")"
 # JSON has no NaN: weights blown up in the last step (--lr 1e6 --wd 10) give a loss
 # that overflows on the test set; rf-infer's --json says null (it printed -nan)
 "$RF" --data "$DATA" --limit 768 --epochs 1 --lr 1e6 --wd 10 --no-eval --quiet \

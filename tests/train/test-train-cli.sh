@@ -149,24 +149,54 @@ expect 1 "the same file as --checkpoint writes" --data "$DATA" --limit 256 --epo
 expect 1 "the same file as --metrics writes" --data "$DATA" --limit 256 --epochs 1 \
 	--export "$T/exp" --metrics "$T/exp/model.json"
 # RF_TRACE (read by the engine) at a FIFO is refused at once, naming it (it hung at
-# the end of the run); on a full disk the run fails naming the trace (it said nothing,
-# exit 0); with --trace too, the message says RF_TRACE is already tracing.
+# the end of the run); a device (/dev/full: the run trained, then failed writing the
+# trace) or a path whose directory is missing too, before anything runs, as --trace
+# is; with --trace too, the message says RF_TRACE is already tracing.
 mkfifo "$T/trace.fifo" || fail mkfifo
 RF_TRACE="$T/trace.fifo" timeout 60 "$RF" --data "$DATA" --limit 256 --epochs 1 --quiet \
 	>/dev/null 2>"$T/err"; rc=$?
-[ $rc = 1 ] && grep -q "RF_TRACE: trace .*trace.fifo: is a FIFO" "$T/err" ||
+[ $rc = 1 ] && grep -q "RF_TRACE .*trace.fifo: is a FIFO" "$T/err" ||
 	fail "RF_TRACE at a FIFO: exit $rc: $(cat "$T/err")"
-if [ -w /dev/full ]; then
-	RF_TRACE=/dev/full "$RF" --data "$DATA" --limit 256 --epochs 1 --quiet >/dev/null \
+for rt in /dev/full /dev/null "$T/no-such-dir/t.json" "$T"; do
+	RF_TRACE=$rt "$RF" --data "$DATA" --limit 256 --epochs 1 --quiet >"$T/out" \
 		2>"$T/err"; rc=$?
-	[ $rc = 1 ] && [ "$(wc -l <"$T/err")" -eq 1 ] &&
-		grep -q "cannot write trace /dev/full: No space left" "$T/err" ||
-		fail "RF_TRACE=/dev/full: exit $rc: $(cat "$T/err")"
-fi
+	[ $rc = 1 ] && [ "$(wc -l <"$T/err")" -eq 1 ] && [ ! -s "$T/out" ] &&
+		grep -q "^rf-train: RF_TRACE $rt: " "$T/err" ||
+		fail "RF_TRACE=$rt: exit $rc, expected a refusal before the run: $(cat "$T/err" "$T/out")"
+	echo "ok: RF_TRACE=$rt refused before the run: $(cat "$T/err")"
+done
 RF_TRACE="$T/rt.json" "$RF" --data "$DATA" --limit 256 --epochs 1 --quiet --trace "$T/t2.json" \
 	>/dev/null 2>"$T/err"; rc=$?
 [ $rc = 1 ] && grep -q "already tracing to .*rt.json (RF_TRACE set?)" "$T/err" ||
 	fail "RF_TRACE with --trace: exit $rc: $(cat "$T/err")"
+# Outputs whose checks passed while the write could not work (as root, access()
+# allows /proc): the checkpoint failed after epoch 1 ("cannot create
+# /proc/version.tmp"). Each output's first write is tried before the run: PATH.tmp
+# beside the checkpoint, the export's directory and its NAME.tmp files, the CSV and
+# the trace; every probe is removed again.
+if [ -d /proc/sys ]; then
+	expect 1 "^rf-train: --checkpoint /proc/version" --data "$DATA" --limit 256 --epochs 1 \
+		--checkpoint /proc/version
+	expect 1 "^rf-train: --checkpoint /proc/new.ck" --data "$DATA" --limit 256 --epochs 1 \
+		--checkpoint /proc/new.ck
+	expect 1 "^rf-train: --export /proc/new-export" --data "$DATA" --limit 256 --epochs 1 \
+		--export /proc/new-export
+	expect 1 "^rf-train: --export /proc/sys" --data "$DATA" --limit 256 --epochs 1 \
+		--export /proc/sys
+	expect 1 "^rf-train: --metrics /proc/new.csv" --data "$DATA" --limit 256 --epochs 1 \
+		--metrics /proc/new.csv
+	expect 1 "^rf-train: --trace /proc/new.json" --data "$DATA" --limit 256 --epochs 1 \
+		--trace /proc/new.json
+fi
+# the probes leave nothing: a run refused after them (RF_TRACE the checkpoint's file)
+# has created no checkpoint, CKPT.tmp, export directory, CSV or trace
+RF_TRACE="$T/p.ck" "$RF" --data "$DATA" --limit 256 --epochs 1 --checkpoint "$T/p.ck" \
+	--export "$T/p-exp" --metrics "$T/p.csv" --trace "$T/p.json" >/dev/null 2>"$T/err"; rc=$?
+[ $rc = 1 ] && grep -q "RF_TRACE .*the same file as --checkpoint" "$T/err" ||
+	fail "RF_TRACE at the checkpoint: exit $rc: $(cat "$T/err")"
+for f in p.ck p.ck.tmp p-exp p.csv p.json; do
+	[ ! -e "$T/$f" ] || fail "a refused run left $T/$f"
+done
 echo "ok: RF_TRACE at a FIFO, on a full disk, beside --trace"
 # A run that diverges (lr 1e6: the loss is NaN in the first epoch) stops with exit 1
 # and one line saying so; its checkpoint keeps the last good state byte for byte, at
