@@ -441,6 +441,15 @@ static int rf__ex_check(const struct rf__exr *r, struct rf_export *x)
 	if (!hash || strlen(hash) != 16 || strspn(hash, "0123456789abcdef") != 16)
 		return rf__ex_bad(r, "params_fnv1a64: expected 16 lowercase hex digits");
 	x->param_hash = strtoull(hash, &end, 16);
+	/* the one loss ringflow trains and evaluates with: another is not computed as
+	 * its name says (rf-infer's loss would be softmax cross-entropy whatever it read) */
+	json_t *loss = json_object_get(o, "loss");
+	if (loss && (!json_is_string(loss) ||
+		     strcmp(json_string_value(loss), "softmax_cross_entropy") != 0))
+		return rf__ex_bad(r, "loss%s%s%s: expected \"softmax_cross_entropy\" (the one loss "
+				  "ringflow computes)", json_is_string(loss) ? " \"" : "",
+				  json_is_string(loss) ? json_string_value(loss) : " (not a string)",
+				  json_is_string(loss) ? "\"" : "");
 	json_t *bn = json_object_get(o, "batchnorm");
 	if (json_real_value(json_object_get(o, "input_scale")) != RF__EX_SCALE)
 		return rf__ex_bad(r, "input_scale: expected 1/255 (%.17g)", RF__EX_SCALE);

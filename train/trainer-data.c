@@ -62,10 +62,14 @@ static int rf__check_shape(struct rf_trainer *t, const struct rf_dataset *d, con
 	unsigned k;
 
 	if (rf_dataset_variable(d)) {
-		rf__trainer_msg(t, "%s: %s of any length (%s): expected 28x28 images, or give "
-				"--image-size to decode them", path, d->kind == RF_DS_TAR ?
-				"a WebDataset shard of records" : "records",
-				d->encoding == RF_REC_ENC_IMAGE ? "encoded images" : "raw bytes");
+		/* opts.eval_only: rf-infer, whose model's input is fixed by its export (one
+		 * of Fashion-MNIST's here): it has no --image-size to give */
+		rf__trainer_msg(t, "%s: %s of any length (%s): expected 28x28 images, %s", path,
+				d->kind == RF_DS_TAR ? "a WebDataset shard of records" : "records",
+				d->encoding == RF_REC_ENC_IMAGE ? "encoded images" : "raw bytes",
+				t->o.eval_only ? "the input of this model (Fashion-MNIST's; a model "
+				"trained on images, rf-train --image-size, reads these)" :
+				"or give --image-size to decode them");
 		return -EINVAL;
 	}
 	if (d->ndim != 2 || d->shape[0] != 28 || d->shape[1] != 28) {
@@ -338,9 +342,10 @@ static int rf__image_model(struct rf_trainer *t, const char *train, const char *
 	for (int i = 0; i < 2; i++) {
 		if (!rf_dataset_variable(d[i]) || d[i]->encoding != RF_REC_ENC_IMAGE) {
 			rf__trainer_msg(t, "%s: %s, expected encoded images (rf-pack --image-folder, "
-					"or a WebDataset shard PATH.tar) for --image-size", path[i],
+					"or a WebDataset shard PATH.tar) for %s", path[i],
 					rf_dataset_variable(d[i]) ? "records of raw bytes" :
-					"fixed-size records");
+					"fixed-size records",
+					t->o.eval_only ? "a model of images" : "--image-size");
 			return -EINVAL;
 		}
 		if (d[i]->label_kind == RF_LABEL_NONE || d[i]->num_classes < 2) {
@@ -366,7 +371,8 @@ static int rf__image_model(struct rf_trainer *t, const char *train, const char *
 	if (t->o.stem == 2 || (t->o.stem == 0 && S >= 128 && !strcmp(t->model_name, "resnet18")))
 		in.stem = RF_STEM_IMAGENET;
 	if (!(t->spec = rf_model_spec_for(t->model_name, &in))) {
-		rf__trainer_msg(t, "--image-size %u: %s", S, rf_last_error());
+		rf__trainer_msg(t, "%s %u: %s", t->o.eval_only ? "images of" : "--image-size", S,
+				rf_last_error());
 		return -EINVAL;
 	}
 	return 0;

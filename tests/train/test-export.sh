@@ -118,6 +118,15 @@ refused "$T/trunc/model.json" "not JSON at line" "$T/trunc"
 copy mlp nop
 rm "$T/nop/params.rfck"
 refused "$T/nop/params.rfck" "no such checkpoint file" "$T/nop"
+# the loss: the one ringflow computes, or refused naming the file and the key (any
+# value was taken, and the loss reported was softmax cross-entropy's whatever it said)
+for v in '"x"' '"mse"' '3' 'null'; do
+	copy mlp loss
+	sed -i "s/\"loss\": \"softmax_cross_entropy\"/\"loss\": $v/" "$T/loss/model.json"
+	grep -q "\"loss\": $v" "$T/loss/model.json" || fail "the edit of loss to $v"
+	refused "$T/loss/model.json" 'expected "softmax_cross_entropy"' "$T/loss"
+	grep -q "model.json: loss" "$T/err" || fail "loss $v: the key is not named: $(cat "$T/err")"
+done
 echo "ok: a flipped byte, another export's parameters, edited and truncated JSON and a missing file are refused"
 # rf-infer evaluates the t10k set only: a directory holding just its two files is
 # enough (it was refused for the missing training files), with the same result
