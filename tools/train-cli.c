@@ -225,10 +225,11 @@ enum { O_DATA = 256, O_EPOCHS, O_BATCH, O_LR, O_DEVICE, O_DEVICES, O_SEED, O_CKP
        O_SKIP_BAD };
 
 /* "M[,M...]/S[,S...]" (1 to RF_MODEL_NORM_MAX each, as many) or "imagenet" into o's
- * norm_*. 0 or -1. */
-static int parse_norm(const char *a, struct rf_train_opts *o)
+ * norm_*. 0, or -1 with what is wrong in why. */
+static int parse_norm(const char *a, struct rf_train_opts *o, char *why, size_t len)
 {
 	static const float im[2][3] = { { 0.485f, 0.456f, 0.406f }, { 0.229f, 0.224f, 0.225f } };
+	static const char *const part[2] = { "MEAN", "STD" };
 	const char *p = a;
 	unsigned n[2] = { 0, 0 };
 	float v[2][RF_MODEL_NORM_MAX];
@@ -239,26 +240,47 @@ static int parse_norm(const char *a, struct rf_train_opts *o)
 		memcpy(o->norm_std, im[1], sizeof(im[1]));
 		return 0;
 	}
+	if (!strchr(a, '/')) {
+		snprintf(why, len, "no '/' between MEAN and STD");
+		return -1;
+	}
 	for (int h = 0; h < 2; h++) {
 		for (;;) {
 			char *end;
 			errno = 0;
 			double d = strtod(p, &end);
-			if (end == p || errno || !isfinite(d) || n[h] == RF_MODEL_NORM_MAX ||
-			    (h && d == 0.0) || fabs(d) > FLT_MAX)
+			if (end == p || (*end && *end != ',' && *end != (h ? '\0' : '/'))) {
+				snprintf(why, len, "%s value %u: '%.*s' is not a number", part[h],
+					 n[h] + 1, (int)strcspn(p, h ? "," : ",/"), p);
 				return -1;
+			}
+			if (!isfinite(d) || fabs(d) > FLT_MAX) {
+				snprintf(why, len, "%s value %u: %.*s is not finite or beyond a float's range", part[h],
+					 n[h] + 1, (int)(end - p), p);
+				return -1;
+			}
+			if (n[h] == RF_MODEL_NORM_MAX) {
+				snprintf(why, len, "more than %d %s values (at most one per channel)",
+					 RF_MODEL_NORM_MAX, part[h]);
+				return -1;
+			}
+			if (h && d == 0.0) {
+				snprintf(why, len, "STD value %u is 0 (it divides)",
+					 n[h] + 1);
+				return -1;
+			}
 			v[h][n[h]++] = (float)d;
 			p = end;
 			if (*p != ',')
 				break;
 			p++;
 		}
-		if (*p != (h ? '\0' : '/'))
-			return -1;
-		p++;
+		p++;      /* past the '/' (the end of the string only after the last STD) */
 	}
-	if (n[0] != n[1])
+	if (n[0] != n[1]) {
+		snprintf(why, len, "%u MEAN value(s) and %u STD value(s)", n[0], n[1]);
 		return -1;
+	}
 	o->norm_channels = n[0];
 	memcpy(o->norm_mean, v[0], sizeof(v[0]));
 	memcpy(o->norm_std, v[1], sizeof(v[1]));
@@ -498,12 +520,15 @@ static int parse_opt(struct cli *c, int opt, const char *a)
 		c->o.crop_scale = (float)f;
 		break;
 	}
-	case O_NORMALIZE:
-		if (parse_norm(a, &c->o) < 0)
-			return rf_tc_bad("--normalize", "got '%s', expected MEAN/STD: one finite number "
-					 "or %d separated by commas each (the same count), every STD "
-					 "nonzero, or 'imagenet'", a, RF_MODEL_NORM_MAX);
+	case O_NORMALIZE: {
+		char why[256];
+		if (parse_norm(a, &c->o, why, sizeof(why)) < 0)
+			return rf_tc_bad("--normalize", "got '%s': %s; expected MEAN/STD, each 1 to %d "
+					 "finite numbers, comma-separated (one for all channels or one "
+					 "per channel), as many STDs as MEANs, no STD 0; or 'imagenet'",
+					 a, why, RF_MODEL_NORM_MAX);
 		break;
+	}
 	case O_SKIP_BAD:
 		c->o.skip_bad_images = 1;
 		break;

@@ -223,8 +223,19 @@ bad $R --stem 2 "value" --stem
 for v in 0 1.5 -0.1 x ""; do bad $R --crop-scale 2 "'$v' && (0, 1]" --crop-scale "$v"; done
 bad $R --crop-scale 2 "value" --crop-scale
 for v in 0.5 0.5/0 /1 0.5/ 1,2/3 1,2,3,4,5/1,1,1,1,1 a/b 1/inf 1e39/1 Imagenet "0.5/1 " ""; do
-	bad $R --normalize 2 "'$v' && MEAN/STD && 'imagenet'" --normalize "$v"
+	bad $R --normalize 2 "'$v' && MEAN/STD && 'imagenet' && 1 to 4 && no STD 0" --normalize "$v"
 done
+# and what is wrong with it, each problem by name (it said "one finite number or 4
+# separated by commas" for a STD of 0)
+bad $R --normalize 2 "no '/' between MEAN and STD" --normalize 0.5
+bad $R --normalize 2 "STD value 1 is 0" --normalize 0.5/0
+bad $R --normalize 2 "STD value 2 is 0" --normalize 0.1,0.2/0.5,-0
+bad $R --normalize 2 "MEAN value 1: '' is not a number" --normalize /1
+bad $R --normalize 2 "MEAN value 2: 'x' is not a number" --normalize 1,x/1,1
+bad $R --normalize 2 "2 MEAN value(s) and 1 STD value(s)" --normalize 1,2/3
+bad $R --normalize 2 "more than 4 STD values" --normalize 1/1,1,1,1,1
+bad $R --normalize 2 "STD value 1: inf is not finite" --normalize 1/inf
+bad $R --normalize 2 "MEAN value 1: 1e39 is not finite or beyond a float's range" --normalize 1e39/1
 bad $R --normalize 2 "value" --normalize
 for v in all layer ""; do bad $R --update 2 "'$v' && fused, per-layer or auto" --update "$v"; done
 bad $R --device 2 "value" --device
