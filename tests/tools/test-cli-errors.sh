@@ -498,6 +498,8 @@ bad $B --bs 2 "multiple of 512" $F --qd 1 --bs 1000 --direct
 bad $B --bs 2 "value" $F --qd 1 --bs
 # ranges and splits: each refusal says why
 bad $B --bs 2 "'4k-' && empty" $F --qd 1 --bs 4k-
+bad $B --bs 2 "'-4k' is negative" $F --qd 1 --bs -4k
+bad $B --bs 2 "'-8k' has a sign" $F --qd 1 --bs 4k--8k
 bad $B --bs 2 "'8k-4k' && larger to a smaller" $F --qd 1 --bs 8k-4k
 bad $B --bs 2 "'4k-2g' && '2g' is not a size from 1 to 1g" $F --qd 1 --bs 4k-2g
 bad $B --bs 2 "add up to 90 %, expected 100" $F --qd 1 --bs 4k/50:8k/40
@@ -571,6 +573,7 @@ R="--file $T/f64k --rw randread --bs 4k --qd 1"
 for v in "" zipf: zipf:0 pareto:1 normal:101 uniform; do
 	bad $B --random-distribution 2 "'$v'" $R --random-distribution "$v"
 done
+bad $B --random-distribution 2 "got -1 (negative)" $R --random-distribution normal:-1
 bad $B --random-distribution 2 "value" $R --random-distribution
 bad $B --random-distribution 2 "applies to random modes" $F --bs 4k --qd 1 --random-distribution zipf:1.2
 ints $B --rate-iops 1 1000000000 $R

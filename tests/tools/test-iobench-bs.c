@@ -85,6 +85,27 @@ int main(void)
 			return 1;
 		}
 	}
+	/* each names its problem: a sign is not an empty size ("-4k" was "an empty or
+	 * overlong size") */
+	static const char *const why[][2] = {
+		{ "-4k", "'-4k' is negative" },
+		{ "-4k-8k", "is negative" },
+		{ "4k--8k", "'-8k' has a sign" },
+		{ "4k/50:-8k/50", "'-8k' has a sign" },
+		{ "+4k", "'+4k' has a sign" },
+		{ "4k-", "an empty size" },
+		{ ":4k", "an empty size" },
+		{ "4k-1234567890123456789012345678901234567890123456789012345678901234567890",
+		  "too long for a size" },
+	};
+	for (unsigned i = 0; i < sizeof(why) / sizeof(why[0]); i++) {
+		char e[160] = "";
+		if (rf_bs_parse(why[i][0], &b, e, sizeof(e)) == 0 || !strstr(e, why[i][1])) {
+			fprintf(stderr, "'%s': refused with '%s', expected '%s'\n", why[i][0], e,
+				why[i][1]);
+			return 1;
+		}
+	}
 	char many[4 * (RF_BS_MAX + 1)] = "4k"; /* one entry more than a split may have */
 	for (int i = 0; i < RF_BS_MAX; i++)
 		strcat(many, ":4k");

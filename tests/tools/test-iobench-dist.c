@@ -79,6 +79,28 @@ int main(void)
 					   "zipf:inf", "zipf:nan" };
 	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		CHECK(rf_dist_parse(bad[i], &d, err, sizeof(err)) < 0);
+	/* each refusal names its problem: a value out of range is a number, said so, not
+	 * "expected a number" ("normal:-1" was) */
+	static const char *const why[][2] = {
+		{ "normal:-1", "normal's SD must be a percentage in (0, 100], got -1 (negative)" },
+		{ "normal:0", "got 0 (zero)" },
+		{ "normal:101", "got 101" },
+		{ "zipf:-1", "zipf's THETA must be in (0, 100], got -1 (negative)" },
+		{ "pareto:-0.5", "pareto's H must be in (0, 1), got -0.5 (negative)" },
+		{ "zipf:-inf", "got -inf (not finite)" },
+		{ "zipf:x", "expected a number after 'zipf:', got 'x'" },
+		{ "normal:", "expected a number after 'normal:', got ''" },
+		{ "pareto:0.5x", "expected a number after 'pareto:', got '0.5x'" },
+	};
+	for (unsigned i = 0; i < sizeof(why) / sizeof(why[0]); i++) {
+		err[0] = 0;
+		CHECK(rf_dist_parse(why[i][0], &d, err, sizeof(err)) < 0);
+		if (!strstr(err, why[i][1])) {
+			fprintf(stderr, "'%s': refused with '%s', expected '%s'\n", why[i][0], err,
+				why[i][1]);
+			return 1;
+		}
+	}
 	/* pareto with an H so small that log(1 - H) is 0: the power is infinite, and the
 	 * draw (once an undefined conversion of inf to an integer) stays in range */
 	static const char *const tiny[] = { "pareto:1e-17", "pareto:1e-300", "pareto:0.99999999" };

@@ -57,12 +57,22 @@ static inline uint64_t rf_parse_size(const char *s)
 static inline uint64_t rf_bs_one(const char *p, size_t len, char *err, size_t elen)
 {
 	char tmp[64];
-	if (!len || len >= sizeof(tmp)) {
-		snprintf(err, elen, "an empty or overlong size");
+	if (!len) {
+		snprintf(err, elen, "an empty size, expected one from 1 to 1g");
+		return 0;
+	}
+	if (len >= sizeof(tmp)) {
+		snprintf(err, elen, "'%.20s...': %zu characters, too long for a size from 1 to 1g",
+			 p, len);
 		return 0;
 	}
 	memcpy(tmp, p, len);
 	tmp[len] = 0;
+	if (tmp[0] == '-' || tmp[0] == '+') {
+		snprintf(err, elen, "'%s' has a sign: a size is a positive number from 1 to 1g",
+			 tmp);
+		return 0;
+	}
 	uint64_t v = rf_parse_size(tmp);
 	if (!v || v > RF_BS_LIMIT) {
 		snprintf(err, elen, "'%s' is not a size from 1 to 1g", tmp);
@@ -77,6 +87,11 @@ static inline int rf_bs_parse(const char *s, struct rf_bs *b, char *err, size_t 
 	memset(b, 0, sizeof(*b));
 	if (!s || !*s) {
 		snprintf(err, elen, "an empty value");
+		return -1;
+	}
+	if (*s == '-') { /* not a range with an empty start: "-4k" is a negative size */
+		snprintf(err, elen, "'%s' is negative, expected a size from 1 to 1g (or a range "
+			 "MIN-MAX)", s);
 		return -1;
 	}
 	const char *dash = strchr(s, '-');

@@ -47,20 +47,20 @@ static inline int rf_dist_parse(const char *v, struct rf_dist *d, char *err, siz
 			continue;
 		const char *num = v + l;
 		char *end;
-		if (!*num || !strchr("0123456789.", *num)) {
-			snprintf(err, elen, "expected a number after '%s'", names[k]);
-			return -1;
-		}
-		double x = strtod(num, &end);
-		if (*end || !isfinite(x)) {
-			snprintf(err, elen, "expected a number after '%s'", names[k]);
+		double x = 0;
+		if (*num && strchr("+-0123456789.", *num))
+			x = strtod(num, &end);
+		if (!*num || !strchr("+-0123456789.", *num) || end == num || *end) {
+			snprintf(err, elen, "expected a number after '%s', got '%s'", names[k], num);
 			return -1;
 		}
 		if ((k == 0 && !(x > 0 && x <= 100)) || (k == 1 && !(x > 0 && x < 1)) ||
 		    (k == 2 && !(x > 0 && x <= 100))) {
-			snprintf(err, elen, "%s", k == 0 ? "zipf's THETA must be in (0, 100]" :
+			snprintf(err, elen, "%s, got %s%s", k == 0 ? "zipf's THETA must be in (0, 100]" :
 				 k == 1 ? "pareto's H must be in (0, 1)" :
-				 "normal's SD must be a percentage in (0, 100]");
+				 "normal's SD must be a percentage in (0, 100]", num,
+				 !isfinite(x) ? " (not finite)" : x < 0 ? " (negative)" :
+				 x == 0 ? " (zero)" : "");
 			return -1;
 		}
 		d->kind = RF_DIST_ZIPF + k;
