@@ -127,6 +127,13 @@ int rf__wds_samples(const struct rf__tar *t, int (*read_at)(void *ctx, uint64_t 
  * index that cannot be written fails nothing (a warning goes to the log callback).
  * t->index_path names the index read or written. 0, or -errno as rf__tar_open. */
 int rf__tar_index_load_or_build(struct rf__tar *t, const char *path);
+/* The two halves of it, for a caller that checks the members first (wds.c: a file
+ * that is no shard of images -- an empty file, a tar of text -- gets no index):
+ * _load_or_scan opens and lists (from an index, else by a scan; no file written);
+ * _save writes the index of a scanned t (nothing when it came from one; a failure
+ * to write is a warning). Each 0, or -errno with the message in rf_last_error(). */
+int rf__tar_index_load_or_scan(struct rf__tar *t, const char *path);
+int rf__tar_index_save(struct rf__tar *t, const char *path);
 
 /* The cache-directory name of the index of the shard at abs (an absolute path) into
  * buf: 0, or -ENAMETOOLONG / -ENOENT (no $XDG_CACHE_HOME nor $HOME). A name that would

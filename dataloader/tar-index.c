@@ -259,23 +259,28 @@ static int idx_write(const char *ipath, const uint8_t *buf, size_t n, const char
 	return rf__write_whole(ipath, tmp, buf, n, 0, step);
 }
 
-int rf__tar_index_load_or_build(struct rf__tar *t, const char *path)
+/* PATH.idx, and the cache directory's name for it (NULL where it has none). */
+static void idx_names(const char *path, char *beside, char *cached, size_t len,
+		      const char *cand[2])
 {
-	char beside[PATH_MAX + 8], cached[PATH_MAX + 8], *abs = NULL;
-	const char *cand[2] = { beside, NULL }, *step = "", *wrote = NULL;
+	char *abs = realpath(path, NULL);
+
+	cand[0] = snprintf(beside, len, "%s.idx", path) >= (int)len ? NULL : beside;
+	cand[1] = abs && rf__tar_index_cache_name(abs, cached, len) == 0 ? cached : NULL;
+	free(abs);
+}
+
+int rf__tar_index_load_or_scan(struct rf__tar *t, const char *path)
+{
+	char beside[PATH_MAX + 8], cached[PATH_MAX + 8];
+	const char *cand[2];
 	struct stat st;
-	uint8_t *buf = NULL;
-	size_t n = 0;
-	int ret, e1 = 0, e2 = -ENOENT;
+	int ret;
 
 	if ((ret = rf__tar_open_file(t, path, &st)))
-		goto fail;
+		return ret;
 	int64_t mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
-	if (snprintf(beside, sizeof(beside), "%s.idx", path) >= (int)sizeof(beside))
-		cand[0] = NULL;
-	if ((abs = realpath(path, NULL)) && rf__tar_index_cache_name(abs, cached,
-								     sizeof(cached)) == 0)
-		cand[1] = cached;
+	idx_names(path, beside, cached, sizeof(beside), cand);
 	for (int i = 0; i < 2; i++) {
 		if (!cand[i] || (ret = idx_load(t, cand[i], &st, mtime_ns)) == -ENOENT)
 			continue;
@@ -285,14 +290,37 @@ int rf__tar_index_load_or_build(struct rf__tar *t, const char *path)
 			t->from_index = 1;
 			if (!(t->index_path = strdup(cand[i])))
 				goto oom;
-			free(abs);
 			return 0;
 		}
 	}
 	if ((ret = rf__tar_scan(t)))
 		goto fail;
+	return 0;
+oom:
+	ret = rf__fail(-ENOMEM, "%s: out of memory", path);
+fail:
+	rf__tar_close(t);
+	memset(t, 0, sizeof(*t));
+	return ret;
+}
+
+int rf__tar_index_save(struct rf__tar *t, const char *path)
+{
+	char beside[PATH_MAX + 8], cached[PATH_MAX + 8];
+	const char *cand[2], *step = "", *wrote = NULL;
+	struct stat st;
+	uint8_t *buf = NULL;
+	size_t n = 0;
+	int e1 = 0, e2 = -ENOENT;
+
+	if (t->from_index || !t->has_fd)
+		return 0;                   /* read from one: nothing to write */
+	if (fstat(t->fd, &st) < 0)
+		return 0;                   /* a cache: the next open scans again */
+	int64_t mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+	idx_names(path, beside, cached, sizeof(beside), cand);
 	if (rf__tar_index_encode(t, t->size, mtime_ns, (uint64_t)st.st_ino, &buf, &n))
-		goto oom;
+		return rf__fail(-ENOMEM, "%s: out of memory", path);
 	if (cand[0] && !(e1 = idx_write(beside, buf, n, &step)))
 		wrote = beside;
 	else if (cand[1]) {
@@ -303,21 +331,24 @@ int rf__tar_index_load_or_build(struct rf__tar *t, const char *path)
 		if (!(e2 = mkdirs(dir, 0700)) && !(e2 = idx_write(cached, buf, n, &step)))
 			wrote = cached;
 	}
+	free(buf);
 	if (!wrote)
 		rf__log(RF_LOG_WARN, "%s: no index written (beside it: %s; in the cache "
 			"directory: %s at %s): the next open scans it again", path,
 			strerror(e1 ? -e1 : ENAMETOOLONG), cand[1] ? strerror(-e2) : "none",
 			cand[1] ? step : "-");
 	if (wrote && !(t->index_path = strdup(wrote)))
-		goto oom;
-	free(buf);
-	free(abs);
+		return rf__fail(-ENOMEM, "%s: out of memory", path);
 	return 0;
-oom:
-	ret = rf__fail(-ENOMEM, "%s: out of memory", path);
-fail:
-	free(buf);
-	free(abs);
-	rf__tar_close(t);
+}
+
+int rf__tar_index_load_or_build(struct rf__tar *t, const char *path)
+{
+	int ret = rf__tar_index_load_or_scan(t, path);
+
+	if (!ret && (ret = rf__tar_index_save(t, path)) < 0) {
+		rf__tar_close(t);
+		memset(t, 0, sizeof(*t));
+	}
 	return ret;
 }

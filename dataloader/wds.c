@@ -254,12 +254,17 @@ static int wds_open_set(struct rf_dataset *ds, const char *const *paths, size_t 
 		struct rf__wds_sample *sm = NULL;
 		size_t ns = 0, noimg = 0;
 		uint64_t base = 0;
-		if ((ret = rf__tar_index_load_or_build(&t, paths[k])) == 0)
+		if ((ret = rf__tar_index_load_or_scan(&t, paths[k])) == 0)
 			ret = rf__wds_samples(&t, rf__tar_read_at, &t, &sm, &ns, &noimg);
 		if (!ret && !ns)
 			ret = rf__ds_fail(-EINVAL, paths[k], "no sample with a .jpg, .jpeg or .png "
 					  "member (%zu members, %zu samples without an image): "
 					  "expected a WebDataset shard of images", t.n, noimg);
+		/* the index only of a shard that opened as one: an empty file (a valid
+		 * empty archive, as tar(1) reads it) or a tar of no image is refused, and
+		 * leaves no PATH.idx behind */
+		if (!ret)
+			ret = rf__tar_index_save(&t, paths[k]);
 		if (!ret && n == 1) {
 			ds->src[0].fd = t.fd;      /* the tar, kept open: the dataset's now */
 			t.has_fd = 0;

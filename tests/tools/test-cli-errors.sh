@@ -412,6 +412,17 @@ bad $P --webdataset 2 "no shard given" --webdataset -o "$T/x.rfrec"
 bad $P --webdataset 2 "cannot be combined" --webdataset $I "$T/text" -o "$T/x.rfrec"
 bad $P --webdataset 1 "is a FIFO" --webdataset "$fifo" -o "$T/x.rfrec"
 bad $P "$T/text" 1 "offset 0 && truncated header" --webdataset "$T/text" -o "$T/x.rfrec"
+# a file that does not open as a shard of images leaves no index behind (an empty
+# file, a valid empty archive, left empty.idx beside it): the index is written only
+# once the shard is accepted, beside it or in the cache directory
+mkdir "$T/wtxt" && echo hi >"$T/wtxt/a.txt" && (cd "$T/wtxt" && tar -cf "$T/txt.tar" a.txt) ||
+	fail "tar of text"
+for f in "$T/empty" "$T/txt.tar"; do
+	XDG_CACHE_HOME="$T/xdg" bad $P "$f" 1 "no sample with a .jpg, .jpeg or .png member" \
+		--webdataset "$f" -o "$T/x.rfrec"
+	[ ! -e "$f.idx" ] && [ -z "$(ls -A "$T/xdg" 2>/dev/null | head -1)" ] ||
+		fail "rf-pack --webdataset $f: refused, and an index was written: $(ls "$f.idx" "$T/xdg" 2>&1)"
+done
 bad $P --skip-bad-images 2 "only with --image-folder" --skip-bad-images $I $L -o "$T/x.rfrec"
 bad $P "$T/empty" 1 "$T/empty" $L --images "$T/empty" -o "$T/x.rfrec"
 bad $P "$T/img-short.idx" 1 "truncated" $L --images "$T/img-short.idx" -o "$T/x.rfrec"
