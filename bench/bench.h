@@ -13,6 +13,7 @@ int rf_bench_copy(int argc, char **argv);     /* bench-devices.c: seeds section 
 int rf_bench_gemm(int argc, char **argv);     /* bench-devices.c: engine vs OpenBLAS */
 int rf_bench_threads(int argc, char **argv);  /* bench-devices.c: BLAS threads vs streams */
 int rf_bench_loader(int argc, char **argv);   /* bench-loader.c */
+int rf_bench_open(int argc, char **argv);     /* bench-open.c: a dataset's open */
 int rf_bench_allreduce(int argc, char **argv); /* bench-dist.c: comm stream vs bare MPI */
 int rf_bench_flops(int argc, char **argv);    /* bench-flops.c: a model's GEMM limit */
 int rf_bench_hybridize(int argc, char **argv); /* bench-hybridize.c: seeds section 12.1 */

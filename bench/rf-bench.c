@@ -20,6 +20,7 @@ static const struct {
 	{ "gemm", rf_bench_gemm, "GEMM through the engine vs OpenBLAS called directly" },
 	{ "threads", rf_bench_threads, "OpenBLAS threads vs stream threads on the cores" },
 	{ "loader", rf_bench_loader, "dataloader throughput on a record file" },
+	{ "open", rf_bench_open, "opening a dataset (a set of shards: scan vs index)" },
 	{ "flops", rf_bench_flops, "a model's FLOP limit: its training GEMMs timed with our gemm" },
 	{ "allreduce", rf_bench_allreduce, "under mpirun: the comm stream's allreduce vs bare MPI" },
 };

@@ -26,7 +26,7 @@ bad() {
 	n=$((n + 1))
 }
 
-for c in engine async parallel copy gemm threads loader flops hybridize allreduce cqe; do
+for c in engine async parallel copy gemm threads loader open flops hybridize allreduce cqe; do
 	timeout 20 "$EXE" $c --help >"$T/out" 2>"$T/err" ||
 		fail "rf-bench $c --help: exit $?: $(cat "$T/err")"
 	grep -q "^usage: .*rf-bench $c" "$T/out" || fail "rf-bench $c --help: $(head -2 "$T/out")"
@@ -58,6 +58,10 @@ bad "rf-bench loader: --read-bytes: got '2g'" loader --fmnist --read-bytes 2g
 bad "rf-bench hybridize: --device: got 'gpu'" hybridize --device gpu
 bad "rf-bench hybridize: --n: got '1.5'" hybridize --n 1.5
 bad "rf-bench cqe: --count: got '99'" cqe --count 99
+bad "rf-bench open: --repeat: got '1001', expected an integer from 1 to 1000" open --repeat 1001 x
+bad "rf-bench open: --repeat: got '0'" open --repeat 0 x
+bad "rf-bench open: no PATH" open --repeat 2
+bad "rf-bench open: 'b': unknown argument" open a b
 bad "rf-bench allreduce: --max-mib: got '0'" allreduce --max-mib 0
 # a short run: its JSON parses (and a number too large or small to be one is null)
 timeout 60 "$EXE" engine --n 1000 --reps 1 --pattern chain --json >"$T/out" 2>"$T/err" ||
