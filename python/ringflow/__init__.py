@@ -190,12 +190,13 @@ class Loader:
             if t > 3600:
                 raise ValueError(f"timeout={t}: expected at most 3600 seconds")
             tmo = max(1, math.ceil(t * 1000))
+        self._order = _str("order", order, _ORDERS)
         self._l = _Loader(
             _source(path_or_url), a["batch_size"], shuffle=a["shuffle"], seed=a["seed"],
             epoch=a["epoch"], rank=a["rank"], world=a["world"], prefetch=a["prefetch"],
             drop_last=a["drop_last"], device=device, hold=a["hold"], split=a["split"],
             **_norm_kw(a["mean"], a["std"]),
-            order=_ORDERS.index(_str("order", order, _ORDERS)), timeout_ms=tmo,
+            order=_ORDERS.index(self._order), timeout_ms=tmo,
             verify=_flag("verify", verify),
             image_size=0 if image_size is None else _int("image_size", image_size, 1, 4096),
             augment=_flag("augment", augment), workers=_int("workers", workers, 0, 16),
@@ -234,7 +235,9 @@ class Loader:
         fix the order}. Batches read ahead but not handed out are not counted: restored
         (load_state_dict, in this or a new process), the loader gives each record of the
         epoch exactly once across the two runs."""
-        return dict(self._l.state())
+        st = dict(self._l.state())
+        st["order"] = self._order     # uniform and windowed read an epoch differently
+        return st
 
     def load_state_dict(self, state):
         """Resume where state (state_dict()'s) says. It must name the order it was taken
@@ -243,10 +246,17 @@ class Loader:
             raise TypeError(f"load_state_dict: expected a dict (state_dict()'s), got "
                             f"{type(state).__name__}")
         mine = self._l.state()
-        missing = [k for k in ("epoch", "batch") + _STATE_KEYS if k not in state]
+        missing = [k for k in ("epoch", "batch", "order") + _STATE_KEYS if k not in state]
         if missing:
             raise ValueError(f"load_state_dict: the state has no {', '.join(map(repr, missing))}: "
-                             f"it does not say which order it was taken in")
+                             f"it does not say which order it was taken in" +
+                             (" (a state saved before 'order' was kept: add the order it was "
+                              "read in, state['order'] = 'uniform' or 'windowed')"
+                              if missing == ["order"] else ""))
+        o = _str("state['order']", state["order"], _ORDERS)
+        if o != self._order:
+            raise ValueError(f"load_state_dict: order {o!r} in the state, {self._order!r} in "
+                             f"this Loader: the order would differ")
         for k in _STATE_KEYS:
             v = state[k]
             v = _flag(f"state['{k}']", v) if k in ("shuffle", "drop_last") else \

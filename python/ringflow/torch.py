@@ -1,4 +1,7 @@
 """ringflow for people who keep their torch DataLoader: RecordDataset."""
+import multiprocessing
+import multiprocessing.context
+
 import torch
 import torch.utils.data
 
@@ -18,14 +21,18 @@ class RecordDataset(torch.utils.data.IterableDataset):
     copy=False in the main process (num_workers=0) yields zero-copy views of the
     loader's memory instead, valid while held within the Loader's hold= slots; a
     worker process always sends copies (torch moves them to shared memory).
+    The epoch lives in shared memory made here: set_epoch reaches the workers of a
+    DataLoader with persistent_workers=True too (each reads it when its epoch starts),
+    not only workers started after it.
     """
 
     def __init__(self, path_or_url, batch_size, shuffle=True, seed=0, rank=0, world=1,
                  prefetch=3, drop_last=False, split="train", mean=0.0, std=1.0, order="uniform",
                  copy=True, verify=False):
         super().__init__()
-        from . import _ORDERS, _int, _loader_args, _str
+        from . import _ORDERS, _int, _loader_args, _source, _str
         # checked here, in the main process, not first in a worker
+        _source(path_or_url)
         rows = _int("batch_size", batch_size, 1, 2**31 - 1)
         _loader_args(rows * _int("world", world, 1, 65536), shuffle, seed, 0, rank, world,
                      prefetch, drop_last, 1, split, mean, std)
@@ -36,11 +43,29 @@ class RecordDataset(torch.utils.data.IterableDataset):
         from . import _flag
         self.copy = _flag("copy", copy)
         self.verify = _flag("verify", verify)
-        self.epoch = 0
+        # shared with the workers (fork or spawn: handed over as they start), so that a
+        # persistent worker sees each set_epoch (it kept epoch 0's copy: every epoch
+        # read in epoch 0's order)
+        self._epoch = multiprocessing.RawValue("Q", 0)
+
+    @property
+    def epoch(self):
+        e = self._epoch
+        return e if isinstance(e, int) else e.value
 
     def set_epoch(self, epoch):
         from . import _MAX_EPOCH, _int
-        self.epoch = _int("epoch", epoch, 0, _MAX_EPOCH)
+        e = _int("epoch", epoch, 0, _MAX_EPOCH)
+        if isinstance(self._epoch, int):
+            self._epoch = e
+        else:
+            self._epoch.value = e
+
+    def __getstate__(self):
+        st = self.__dict__.copy()
+        if multiprocessing.context.get_spawning_popen() is None:
+            st["_epoch"] = self.epoch   # an ordinary pickle: the value, not the cell
+        return st
 
     def __iter__(self):
         info = torch.utils.data.get_worker_info()

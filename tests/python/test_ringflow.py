@@ -303,6 +303,32 @@ def main():
                 check(x.shape[1:] == SHAPE and x.dtype == torch.float32, "batches of the records' shape")
                 seen += ids(x)
         check(sorted(seen) == list(range(N)), f"RecordDataset, {workers} workers, 2 ranks: each record once")
+    # persistent workers see each set_epoch (they kept epoch 0's copy: every epoch read
+    # in epoch 0's order): each epoch's order is the one a fresh DataLoader gives
+    def epoch_orders(persistent):
+        ds = rtorch.RecordDataset(path, 16, seed=4)
+        dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2,
+                                         persistent_workers=persistent,
+                                         multiprocessing_context="spawn")
+        out = []
+        for e in range(3):
+            ds.set_epoch(e)
+            out.append(sorted(ids(x)[0] for x, _ in dl))  # each batch's first record
+        return out
+    pers, fresh = epoch_orders(True), epoch_orders(False)
+    check(pers == fresh and pers[0] != pers[1],
+          f"persistent workers follow set_epoch: {pers[0][:4]}, {pers[1][:4]} vs {fresh[1][:4]}")
+    # a RecordDataset pickled outside a worker's start carries the epoch's value
+    import pickle
+    ds = rtorch.RecordDataset(path, 16)
+    ds.set_epoch(7)
+    check(pickle.loads(pickle.dumps(ds)).epoch == 7, "a pickled RecordDataset keeps its epoch")
+    # a missing file is refused here, not first in a worker
+    try:
+        rtorch.RecordDataset(os.path.join(os.path.dirname(path), "nonexistent.rfrec"), 16)
+        check(False, "RecordDataset of a missing file refused")
+    except ringflow.Error as e:
+        check(e.errno == errno.ENOENT and "nonexistent.rfrec" in str(e), f"a missing file: {e}")
 
     # Engine: the seeds' dependency engine from Python
     e = ringflow.Engine(workers=2)
@@ -715,9 +741,12 @@ def main():
     # load_state_dict: a state must name its order, with fields of the right type
     l = ringflow.Loader(path, 64, seed=5)
     st = l.state_dict()
+    check(st["order"] == "uniform", f"the state names its order: {st}")
     for k, v, exc in (("seed", None, ValueError), ("batch", "3", TypeError),
                       ("batch", 10**6, ValueError), ("shuffle", "x", TypeError),
-                      ("epoch", -1, ValueError)):
+                      ("epoch", -1, ValueError), ("order", None, ValueError),
+                      ("order", "windowed", ValueError), ("order", 1, TypeError),
+                      ("order", "random", ValueError)):
         bad = dict(st)
         if v is None:
             del bad[k]
@@ -730,6 +759,19 @@ def main():
             check(k in str(e), f"load_state_dict {k}={v!r}: {type(e).__name__}: {e}")
     l.load_state_dict(st)
     l.close()
+    # a windowed Loader's state is refused by a uniform one and the other way round (it
+    # was taken: records read twice and others never, in a file of several chunks)
+    w = ringflow.Loader(path, 64, seed=5, order="windowed")
+    next(w)
+    ws = w.state_dict()
+    check(ws["order"] == "windowed", f"a windowed Loader's state: {ws}")
+    for src, dst in ((ws, ringflow.Loader(path, 64, seed=5)), (st, w)):
+        try:
+            dst.load_state_dict(src)
+            check(False, f"a state of order {src['order']!r} refused by the other order")
+        except ValueError as e:
+            check("order" in str(e), f"another order's state: {e}")
+        dst.close()
     # the last epoch, 2^63-1: read to its end it is not followed by 2^63 (a state no
     # load_state_dict takes): its end comes once, then next() says so (EOVERFLOW)
     # until set_epoch/load_state_dict; every state_dict() on the way is loadable
