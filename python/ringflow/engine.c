@@ -13,6 +13,19 @@
 
 #define RF_PY_ENGINE_MAX_WORKERS 64
 
+/* A failure: an op whose callable raised. The Vars it poisoned (and those skipped for
+ * that poison) point at it; the Engine lists it from the failure until a clear_error
+ * clears it or wait_all reports it. Plain C, counted under the GIL: the exception is
+ * owned by the record only while it is listed (the Engine traverses it), each Var
+ * holds its own reference. */
+struct rf_py_fail {
+	unsigned refs;
+	int listed;
+	struct rf_py_fail *prev, *next;
+	PyObject *exc;                   /* while listed (NULL: none) */
+	char text[512];
+};
+
 typedef struct {
 	PyObject_HEAD
 	pthread_t owner;
@@ -21,8 +34,8 @@ typedef struct {
 	struct rf_engine *eng;
 	struct rf_stream **ws;
 	unsigned nws, next;
-	char last_err[512];              /* the latest failed op's text, for wait_all */
-	PyObject *last_exc;              /* and its exception (NULL: none) */
+	struct rf_py_fail *fails, *fails_tail; /* since the last wait_all, not cleared */
+	unsigned long nfailed;           /* ops failed or skipped since the last wait_all */
 	int closed;                      /* close() ran: every call is EBADF */
 	unsigned busy;                   /* in push or a wait (a signal handler's close()
 					  * would free the engine under it) */
@@ -35,9 +48,14 @@ typedef struct {
 	rf_py_engine *e;                 /* strong reference */
 	struct rf_var *v;                /* freed with the engine: used only while it lives */
 	PyObject *name;                  /* its name (a str), which outlives the engine */
-	char err[512];                   /* the failing op's exception, for wait() */
-	PyObject *exc;                   /* that exception (NULL: none, or a skip's) */
+	/* the variable's poison as the C engine holds it, set and cleared in engine
+	 * order (by the done callbacks of the ops that write it): */
+	char err[512];                   /* what wait() says ("": clean) */
+	PyObject *exc;                   /* the failure's exception (NULL: none) */
+	struct rf_py_fail *fail;         /* the failure (NULL: none) */
 } rf_py_var;
+
+static void rf_py_set(PyObject **slot, PyObject *o);
 
 struct rf_py_op {
 	rf_py_engine *e;                 /* borrowed: the engine outlives its ops */
@@ -46,6 +64,43 @@ struct rf_py_op {
 	char err[512];
 	PyObject *exc;                   /* the exception fn raised (strong) */
 };
+
+static void rf_py_fail_put(struct rf_py_fail *f)
+{
+	if (f && --f->refs == 0)
+		free(f);
+}
+
+/* Off the Engine's list: wait_all no longer raises it. */
+static void rf_py_fail_unlist(rf_py_engine *s, struct rf_py_fail *f)
+{
+	if (!f || !f->listed)
+		return;
+	if (f->prev)
+		f->prev->next = f->next;
+	else
+		s->fails = f->next;
+	if (f->next)
+		f->next->prev = f->prev;
+	else
+		s->fails_tail = f->prev;
+	f->listed = 0;
+	f->prev = f->next = NULL;
+	Py_CLEAR(f->exc);
+	rf_py_fail_put(f);
+}
+
+/* Var v's poison: text, its exception, its failure (each may be NULL: clean). */
+static void rf_py_var_poison(rf_py_var *v, const char *text, PyObject *exc,
+			     struct rf_py_fail *f)
+{
+	snprintf(v->err, sizeof(v->err), "%s", text ? text : "");
+	rf_py_set(&v->exc, exc);
+	if (f)
+		f->refs++;
+	rf_py_fail_put(v->fail);
+	v->fail = f;
+}
 
 /* Drop what an op holds (under the GIL). */
 static void rf_py_op_free(struct rf_py_op *op)
@@ -98,45 +153,66 @@ static int rf_py_op_run(void *ctx)   /* on a worker thread */
 	return ret;
 }
 
-static void rf_py_op_done(void *ctx, int status)   /* on the reactor thread */
+/* On the reactor thread, after the engine settled the op's variables: the Vars it
+ * writes take the same poison. The Vars' state mirrors the engine's here (each
+ * changes only in the done callback of an op that writes it, in engine order), so
+ * the variable that held the poison -- one it writes or, if none, one it reads, as
+ * the engine looks -- is found on them. */
+static void rf_py_op_done(void *ctx, int status)
 {
 	struct rf_py_op *op = ctx;
+	rf_py_engine *s = op->e;
 	PyGILState_STATE g = PyGILState_Ensure();
+	rf_py_var *src = NULL;
+	const char *why = NULL;
 
-	if (status < 0 && op->err[0]) {
-		snprintf(op->e->last_err, sizeof(op->e->last_err), "%s", op->err);
-		rf_py_set(&op->e->last_exc, op->exc);
+	if (status >= 0)
+		goto out;
+	s->nfailed++;
+	for (Py_ssize_t i = 0; !src && i < PyTuple_Size(op->writes); i++) {
+		rf_py_var *w = (rf_py_var *)PyTuple_GetItem(op->writes, i);
+		if (w->err[0])
+			src = w, why = "a variable it writes";
 	}
-	if (status < 0) {
-		/* skipped (no text of its own): which variable held the poison, one it
-		 * writes or, if none of those, one it reads; the exception that poisoned
-		 * it, where one did, is the skip's too */
-		const char *why = "a variable it reads", *name = NULL;
-		PyObject *cause = op->exc;
-		for (Py_ssize_t i = 0; !op->err[0] && i < PyTuple_Size(op->writes); i++) {
-			rf_py_var *w = (rf_py_var *)PyTuple_GetItem(op->writes, i);
-			if (w->err[0] && !name) {
-				why = "a variable it writes";
-				name = rf_var_name(w->v);
-				cause = w->exc;
-			}
+	for (Py_ssize_t i = 0; !src && i < PyTuple_Size(op->reads); i++) {
+		rf_py_var *r = (rf_py_var *)PyTuple_GetItem(op->reads, i);
+		if (r->err[0])
+			src = r, why = "a variable it reads";
+	}
+	if (!src) {
+		/* failed itself (its inputs clean): a new failure, listed for wait_all */
+		struct rf_py_fail *f = calloc(1, sizeof(*f)); /* NULL: the Vars only */
+		const char *text = op->err[0] ? op->err : strerror(-status);
+		if (f) {
+			snprintf(f->text, sizeof(f->text), "%s", text);
+			f->refs = 1;
+			f->listed = 1;
+			f->exc = op->exc;
+			Py_XINCREF(f->exc);
+			f->prev = s->fails_tail;
+			if (s->fails_tail)
+				s->fails_tail->next = f;
+			else
+				s->fails = f;
+			s->fails_tail = f;
 		}
-		for (Py_ssize_t i = 0; !cause && i < PyTuple_Size(op->reads); i++)
-			cause = ((rf_py_var *)PyTuple_GetItem(op->reads, i))->exc;
+		for (Py_ssize_t i = 0; i < PyTuple_Size(op->writes); i++)
+			rf_py_var_poison((rf_py_var *)PyTuple_GetItem(op->writes, i), text,
+					 op->exc, f);
+	} else {
+		/* skipped (had it run, chained, its result is discarded): the Vars it writes
+		 * that were clean take src's failure, with their own text */
+		char msg[512];
+		snprintf(msg, sizeof(msg), "skipped: %s ('%.100s') was poisoned by a failed op (%.300s; "
+			 "Var.clear_error() clears it)", why, rf_var_name(src->v),
+			 src->fail ? src->fail->text : src->err);
 		for (Py_ssize_t i = 0; i < PyTuple_Size(op->writes); i++) {
 			rf_py_var *v = (rf_py_var *)PyTuple_GetItem(op->writes, i);
-			if (op->err[0]) {
-				snprintf(v->err, sizeof(v->err), "%s", op->err);
-				rf_py_set(&v->exc, op->exc);
-			} else if (!v->err[0]) { /* a poisoned one keeps its first cause */
-				snprintf(v->err, sizeof(v->err), "skipped: %s%s%s%s was poisoned by a "
-					 "failed op (%s; Var.clear_error() clears it)", why,
-					 name ? " ('" : "", name ? name : "", name ? "')" : "",
-					 strerror(-status));
-				rf_py_set(&v->exc, cause);
-			}
+			if (!v->err[0])  /* a poisoned one keeps its first cause */
+				rf_py_var_poison(v, msg, src->exc, src->fail);
 		}
 	}
+out:
 	rf_py_op_free(op);
 	PyGILState_Release(g);
 }
@@ -231,7 +307,7 @@ static PyObject *rf_py_engine_close(PyObject *self, PyObject *unused)
 	s->closed = 1;
 	s->busy++;
 	Py_BEGIN_ALLOW_THREADS
-	rf_py_engine_close_all(s);  /* the ops' done callbacks (last_exc) run in it */
+	rf_py_engine_close_all(s);  /* the ops' done callbacks (failures) run in it */
 	Py_END_ALLOW_THREADS
 	s->busy--;
 	Py_RETURN_NONE;
@@ -263,13 +339,17 @@ static PyObject *rf_py_engine_exit(PyObject *self, PyObject *args)
 static int rf_py_engine_traverse(PyObject *self, visitproc visit, void *arg)
 {
 	Py_VISIT(Py_TYPE(self));
-	Py_VISIT(((rf_py_engine *)self)->last_exc);
+	for (struct rf_py_fail *f = ((rf_py_engine *)self)->fails; f; f = f->next)
+		Py_VISIT(f->exc);
 	return 0;
 }
 
 static int rf_py_engine_clear(PyObject *self)
 {
-	Py_CLEAR(((rf_py_engine *)self)->last_exc);
+	rf_py_engine *s = (rf_py_engine *)self;
+
+	while (s->fails)
+		rf_py_fail_unlist(s, s->fails);
 	return 0;
 }
 
@@ -282,7 +362,7 @@ static void rf_py_engine_dealloc(PyObject *self)
 	if (rf_py_foreign_drop(self, s->owner, s->pid, s->ring != NULL, "Engine"))
 		return;   /* the object too, as the Loader's */
 	Py_BEGIN_ALLOW_THREADS
-	rf_py_engine_close_all(s);  /* the ops' done callbacks (last_exc) run in it */
+	rf_py_engine_close_all(s);  /* the ops' done callbacks (failures) run in it */
 	Py_END_ALLOW_THREADS
 	rf_py_engine_clear(self);
 	((freefunc)PyType_GetSlot(tp, Py_tp_free))(self);
@@ -327,6 +407,7 @@ static PyObject *rf_py_engine_var(PyObject *self, PyObject *args, PyObject *kw)
 	v->name = NULL;
 	v->err[0] = 0;
 	v->exc = NULL;
+	v->fail = NULL;
 	PyObject_GC_Track((PyObject *)v);
 	ret = rf_var_create(s->eng, name, &v->v);
 	if (ret < 0) {
@@ -489,16 +570,23 @@ static PyObject *rf_py_engine_wait_all(PyObject *self, PyObject *unused)
 	s->busy--;
 	if (ret == -EINTR && PyErr_Occurred())
 		return NULL;
-	if (ret < 0) {
+	if (ret == -EINTR || (ret < 0 && !s->nfailed))
+		return rf_py_raise(st, ret, rf_last_error());   /* the wait's own error */
+	/* the engine's error since the last wait_all is an op's (ret) or none: raised
+	 * is the first failure since then that no clear_error cleared */
+	struct rf_py_fail *f = s->fails;
+	PyObject *r = NULL;
+	if (f) {
 		char msg[600];
-		snprintf(msg, sizeof(msg), "an op failed: %s", s->last_err[0] ? s->last_err :
-			 strerror(-ret));
-		s->last_err[0] = 0;
-		rf_py_raise_from(st, ret, msg, s->last_exc);
-		Py_CLEAR(s->last_exc);
-		return NULL;
+		snprintf(msg, sizeof(msg), "an op failed: %s", f->text);
+		rf_py_raise_from(st, ret < 0 ? ret : -EIO, msg, f->exc);
+	} else {
+		r = Py_NewRef(Py_None);
 	}
-	Py_RETURN_NONE;
+	while (s->fails)
+		rf_py_fail_unlist(s, s->fails);
+	s->nfailed = 0;
+	return r;
 }
 
 static PyMethodDef rf_py_engine_methods[] = {
@@ -510,7 +598,8 @@ static PyMethodDef rf_py_engine_methods[] = {
 	{ "wait", (PyCFunction)(void (*)(void))rf_py_engine_wait, METH_VARARGS | METH_KEYWORDS,
 	  "wait(var): until every op on var is done; a failed op's exception is the "
 	  "ringflow.Error's __cause__" },
-	{ "wait_all", rf_py_engine_wait_all, METH_NOARGS, "until every op pushed is done" },
+	{ "wait_all", rf_py_engine_wait_all, METH_NOARGS, "until every op pushed is done; "
+	  "raises the first failure since the last wait_all that no clear_error cleared" },
 	{ "close", rf_py_engine_close, METH_NOARGS, "run what was pushed, then free the "
 	  "workers and the ring now (again: nothing); a call after it raises ringflow.Error "
 	  "(EBADF)" },
@@ -566,6 +655,7 @@ static void rf_py_var_dealloc(PyObject *self)
 		Py_DECREF(v->e);
 	}
 	Py_XDECREF(v->exc);
+	rf_py_fail_put(v->fail);
 	Py_XDECREF(v->name);
 	PyObject_GC_Del(self);
 	Py_DECREF(tp);
@@ -578,13 +668,37 @@ static PyObject *rf_py_var_name(PyObject *self, void *unused)
 	return v->name ? Py_NewRef(v->name) : PyUnicode_FromString("");
 }
 
-/* Clear the poison a failed op left (pushed after the ops on it, as the engine's
- * rf_var_clear_error does): ops pushed after this run again. */
+static int rf_py_clear_run(void *ctx)   /* inline: the reactor thread, no GIL */
+{
+	(void)ctx;
+	return 0;
+}
+
+/* The clear ran (in engine order): the Var's poison goes with the engine's, and its
+ * failure is no longer one for wait_all. */
+static void rf_py_clear_done(void *ctx, int status)
+{
+	rf_py_var *v = ctx;
+	PyGILState_STATE g = PyGILState_Ensure();
+
+	if (status >= 0) {
+		rf_py_fail_unlist(v->e, v->fail);
+		rf_py_var_poison(v, NULL, NULL, NULL);
+	}
+	Py_DECREF((PyObject *)v);
+	PyGILState_Release(g);
+}
+
+/* Clear the poison a failed op left, as the engine's rf_var_clear_error does: an op
+ * pushed after the ops on it that runs even if it is poisoned and clears it (always
+ * and overwrite), whose done callback clears the Var's record at that same point --
+ * not now, while an op pushed before may still poison it. Ops pushed after run again. */
 static PyObject *rf_py_var_clear_error(PyObject *self, PyObject *unused)
 {
 	rf_py_var *v = (rf_py_var *)self;
 	struct rf_py_state *st = rf_py_state_of(self);
 	rf_py_engine *s = v->e;
+	struct rf_op_desc d = { 0 };
 	int ret;
 	(void)unused;
 
@@ -592,10 +706,23 @@ static PyObject *rf_py_var_clear_error(PyObject *self, PyObject *unused)
 		return rf_py_raise(st, -EBADF, "Var.clear_error: its Engine is closed");
 	if (!rf_py_same_thread(st, s->owner, s->pid))
 		return NULL;
-	if ((ret = rf_var_clear_error(s->eng, v->v)) < 0)
+	d.fn = rf_py_clear_run;
+	d.done = rf_py_clear_done;
+	d.ctx = v;
+	d.writes = &v->v;
+	d.nwrites = 1;
+	d.name = "clear_error";
+	d.flags = RF_OP_ALWAYS | RF_OP_OVERWRITE;
+	Py_INCREF((PyObject *)v); /* the done callback's */
+	s->busy++;
+	Py_BEGIN_ALLOW_THREADS   /* a full engine turns the reactor: workers need the GIL */
+	ret = rf_engine_push(s->eng, &d);
+	Py_END_ALLOW_THREADS
+	s->busy--;
+	if (ret < 0) {           /* never pushed: done is not called */
+		Py_DECREF((PyObject *)v);
 		return rf_py_raise(st, ret, rf_last_error());
-	v->err[0] = 0;
-	Py_CLEAR(v->exc);
+	}
 	Py_RETURN_NONE;
 }
 

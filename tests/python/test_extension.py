@@ -4,6 +4,10 @@
 - an exception a pushed callable raises is kept: the ringflow.Error of wait() and
   wait_all() has it -- the same object, with its traceback -- as __cause__ (its text
   still in the message), and an op skipped for the poison has it too;
+- a skip names the variable that held the poison (one read, several reads);
+  wait_all() raises no failure a clear_error() cleared, and a clear_error() called
+  while the failing op is pending clears that failure in engine order: a Var's
+  error and __cause__ follow the engine's poison (wait and wait_all alike);
 - an exception kept on a Var whose traceback holds that Var (a cycle) is collected;
 - the types are named ringflow.X, made per module (multi-phase init), and the
   loader's C type takes its options by name only;
@@ -108,6 +112,89 @@ def chained():
         e.wait_all()
     except ringflow.Error:
         pass
+
+
+def poison_state():
+    e = ringflow.Engine(workers=2)
+    a, b, c, d = e.var("a"), e.var("b"), e.var("c"), e.var("d")
+
+    def boom():
+        raise ValueError("boom")
+
+    def raised(var):
+        try:
+            e.wait(var)
+        except ringflow.Error as err:
+            return err
+        check(False, f"wait({var.name}) raises")
+
+    # a skip names the variable it reads that held the poison: one read, several
+    e.push(boom, mutates=[a])
+    e.push(lambda: None, reads=[a], mutates=[b])
+    err = raised(b)
+    check("reads ('a')" in str(err) and "ValueError: boom" in str(err) and
+          type(err.__cause__) is ValueError, f"skip names the read a: {err}")
+    e.push(lambda: None, reads=[c, d, a], mutates=[c])
+    err = raised(c)
+    check("reads ('a')" in str(err), f"of reads c, d, a, a poisoned: names a: {err}")
+    e.push(lambda: None, reads=[d, b, a], mutates=[d])
+    check("reads ('b')" in str(raised(d)), "of reads d, b, a, b and a poisoned: the first, b")
+    e.push(lambda: None, reads=[a], mutates=[b, d])
+    check("reads ('a')" in str(raised(b)), "b keeps its first cause")
+    # wait_all after wait and clear_error: nothing cleared is raised again
+    check(raised(a).__cause__ is err.__cause__, "a's own failure")
+    for v in (a, b, c, d):
+        v.clear_error()
+    e.push(lambda: None, mutates=[d])
+    e.wait(d)
+    check(e.wait_all() is None, "wait_all after the failure was cleared: None")
+    # not cleared: wait_all raises it once, after a wait raised it too
+    e.push(boom, mutates=[a])
+    raised(a)
+    try:
+        e.wait_all()
+        check(False, "wait_all raises a failure not cleared")
+    except ringflow.Error as err:
+        check("ValueError: boom" in str(err), f"wait_all: {err}")
+    check(e.wait_all() is None, "and only once")
+    a.clear_error()
+    e.wait(a)
+
+    # clear_error() while the failing op is pending: in engine order, after it
+    f, g = e.var("f"), e.var("g")
+
+    def late():
+        time.sleep(0.2)
+        raise ValueError("late")
+
+    def new():
+        raise KeyError("new")
+    for waiter in ("wait", "wait_all"):
+        e.push(late, mutates=[f])
+        f.clear_error()
+        check((e.wait(f) if waiter == "wait" else e.wait_all()) is None,
+              f"{waiter}: the late failure cleared by the clear pushed after it")
+        e.push(new, mutates=[g])
+        e.push(lambda: None, reads=[g], mutates=[f])
+        err = raised(f)
+        check("reads ('g')" in str(err) and type(err.__cause__) is KeyError and
+              "late" not in str(err), f"{waiter}: f's error is the current one: {err}, "
+              f"{err.__cause__!r}")
+        try:
+            e.wait_all()
+            check(False, f"{waiter}: wait_all raises the new failure")
+        except ringflow.Error as err:
+            check(type(err.__cause__) is KeyError and "late" not in str(err),
+                  f"{waiter}: wait_all: {err}, {err.__cause__!r}")
+        f.clear_error()
+        g.clear_error()
+        e.wait_all()
+    # a clear pushed before a failure does not clear it
+    f.clear_error()
+    e.push(boom, mutates=[f])
+    check(type(raised(f).__cause__) is ValueError, "a failure after the clear stays")
+    f.clear_error()
+    e.close()
 
 
 class Token:
@@ -347,6 +434,7 @@ def main():
     released_elsewhere(T)
     c_arguments(T)
     close_in_handler()
+    poison_state()
     print(f"ringflow extension: {checks} checks passed")
 
 
