@@ -12,6 +12,9 @@
 #include <ringflow/log.h>
 
 #define RF_PY_ENGINE_MAX_WORKERS 64
+/* failures kept for wait_all at once (each holds its exception and traceback): past
+ * this, a failure only poisons its Vars and is counted (s->unkept) */
+#define RF_PY_MAX_FAILS 64
 
 /* A failure: an op whose callable raised. The Vars it poisoned (and those skipped for
  * that poison) point at it; the Engine lists it from the failure until a clear_error
@@ -36,6 +39,8 @@ typedef struct {
 	unsigned nws, next;
 	struct rf_py_fail *fails, *fails_tail; /* since the last wait_all, not cleared */
 	unsigned long nfailed;           /* ops failed or skipped since the last wait_all */
+	unsigned nfails;                 /* listed in fails (at most RF_PY_MAX_FAILS) */
+	unsigned long unkept;            /* failures not listed: RF_PY_MAX_FAILS were */
 	int closed;                      /* close() ran: every call is EBADF */
 	unsigned busy;                   /* in push or a wait (a signal handler's close()
 					  * would free the engine under it) */
@@ -85,6 +90,7 @@ static void rf_py_fail_unlist(rf_py_engine *s, struct rf_py_fail *f)
 	else
 		s->fails_tail = f->prev;
 	f->listed = 0;
+	s->nfails--;
 	f->prev = f->next = NULL;
 	Py_CLEAR(f->exc);
 	rf_py_fail_put(f);
@@ -183,12 +189,18 @@ static void rf_py_op_done(void *ctx, int status)
 		/* failed itself (its inputs clean): a new failure, listed for wait_all */
 		struct rf_py_fail *f = calloc(1, sizeof(*f)); /* NULL: the Vars only */
 		const char *text = op->err[0] ? op->err : strerror(-status);
+		if (f && s->nfails >= RF_PY_MAX_FAILS) {
+			free(f);        /* a program that never calls wait_all: bounded */
+			f = NULL;
+			s->unkept++;
+		}
 		if (f) {
 			snprintf(f->text, sizeof(f->text), "%s", text);
 			f->refs = 1;
 			f->listed = 1;
 			f->exc = op->exc;
 			Py_XINCREF(f->exc);
+			s->nfails++;
 			f->prev = s->fails_tail;
 			if (s->fails_tail)
 				s->fails_tail->next = f;
@@ -580,12 +592,19 @@ static PyObject *rf_py_engine_wait_all(PyObject *self, PyObject *unused)
 		char msg[600];
 		snprintf(msg, sizeof(msg), "an op failed: %s", f->text);
 		rf_py_raise_from(st, ret < 0 ? ret : -EIO, msg, f->exc);
+	} else if (s->unkept) {
+		char msg[200];
+		snprintf(msg, sizeof(msg), "%lu ops failed beyond the %d failures kept for "
+			 "wait_all (their Vars hold their exceptions: wait(var) raises them)",
+			 s->unkept, RF_PY_MAX_FAILS);
+		rf_py_raise(st, -EIO, msg);
 	} else {
 		r = Py_NewRef(Py_None);
 	}
 	while (s->fails)
 		rf_py_fail_unlist(s, s->fails);
 	s->nfailed = 0;
+	s->unkept = 0;
 	return r;
 }
 
