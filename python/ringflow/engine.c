@@ -435,6 +435,20 @@ static PyObject *rf_py_engine_var(PyObject *self, PyObject *args, PyObject *kw)
 	return (PyObject *)v;
 }
 
+/* Push d with the GIL released (a full engine turns the reactor, and the workers need
+ * the GIL), marked busy: a signal handler's close() must not free the engine under it. */
+static int rf_py_push_desc(rf_py_engine *s, const struct rf_op_desc *d)
+{
+	int ret;
+
+	s->busy++;
+	Py_BEGIN_ALLOW_THREADS
+	ret = rf_engine_push(s->eng, d);
+	Py_END_ALLOW_THREADS
+	s->busy--;
+	return ret;
+}
+
 /* The Vars of this engine in tuple t into out (max at most); -1 with an exception. */
 static int rf_py_vars(rf_py_engine *s, PyObject *t, struct rf_var **out, unsigned max,
 		      unsigned *n, const char *what)
@@ -525,11 +539,7 @@ static PyObject *rf_py_engine_push(PyObject *self, PyObject *args, PyObject *kw)
 	d.nwrites = nw;
 	d.stream = s->ws[s->next++ % s->nws];
 	d.name = "python";
-	s->busy++;
-	Py_BEGIN_ALLOW_THREADS   /* a full engine turns the reactor: workers need the GIL */
-	ret = rf_engine_push(s->eng, &d);
-	Py_END_ALLOW_THREADS
-	s->busy--;
+	ret = rf_py_push_desc(s, &d);
 	if (ret < 0) {     /* never pushed: done is not called */
 		rf_py_op_free(op);
 		return rf_py_raise(st, ret, rf_last_error());
@@ -733,11 +743,7 @@ static PyObject *rf_py_var_clear_error(PyObject *self, PyObject *unused)
 	d.name = "clear_error";
 	d.flags = RF_OP_ALWAYS | RF_OP_OVERWRITE;
 	Py_INCREF((PyObject *)v); /* the done callback's */
-	s->busy++;
-	Py_BEGIN_ALLOW_THREADS   /* a full engine turns the reactor: workers need the GIL */
-	ret = rf_engine_push(s->eng, &d);
-	Py_END_ALLOW_THREADS
-	s->busy--;
+	ret = rf_py_push_desc(s, &d);
 	if (ret < 0) {           /* never pushed: done is not called */
 		Py_DECREF((PyObject *)v);
 		return rf_py_raise(st, ret, rf_last_error());
