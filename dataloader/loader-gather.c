@@ -226,14 +226,12 @@ uint64_t rf__skip_report(struct rf_loader *l, uint64_t epoch, uint64_t first, ui
 		if (!w->used || w->gen != l->gen || w->epoch != epoch || w->index < first ||
 		    w->index >= end)
 			continue;
+		char more[48] = "";
 		w->used = 0;
 		if (w->n > 1)
-			rf__log(RF_LOG_WARN, "%s (skipped: epoch %" PRIu64 ", batch %" PRIu64
-				", counted from 0; %u images of the batch skipped)", w->msg,
-				w->epoch, w->index, w->n);
-		else
-			rf__log(RF_LOG_WARN, "%s (skipped: epoch %" PRIu64 ", batch %" PRIu64
-				", counted from 0)", w->msg, w->epoch, w->index);
+			snprintf(more, sizeof(more), "; %u images of the batch skipped", w->n);
+		rf__log(RF_LOG_WARN, "%s (skipped: epoch %" PRIu64 ", batch %" PRIu64
+			", counted from 0%s)", w->msg, w->epoch, w->index, more);
 	}
 	if (l->skipw_lost) {
 		rf__log(RF_LOG_WARN, "%" PRIu64 " more images skipped whose warnings were not "

@@ -291,11 +291,12 @@ static int rf__finish_create(struct rf_loader *l)
 	if (!l->order || (l->mode == RF__SPAN && !l->cpos))
 		return rf__fail(-ENOMEM, "loader: %s", strerror(ENOMEM));
 	if (l->o.skip_bad_images && l->image) {
-		l->skipn[0] = calloc(2 * (l->nbatches ? l->nbatches : 1), sizeof(uint32_t));
+		size_t nb = l->nbatches ? (size_t)l->nbatches : 1;  /* per epoch parity */
+		l->skipn[0] = calloc(2 * nb, sizeof(uint32_t));
 		l->skipw = calloc(RF__SKIPLOG, sizeof(*l->skipw));
 		if (!l->skipn[0] || !l->skipw)
 			return rf__fail(-ENOMEM, "loader: %s", strerror(ENOMEM));
-		l->skipn[1] = l->skipn[0] + (l->nbatches ? l->nbatches : 1);
+		l->skipn[1] = l->skipn[0] + nb;
 		l->skip_epoch[0] = l->skip_epoch[1] = UINT64_MAX;
 	}
 	l->st.direct = l->direct;

@@ -395,11 +395,7 @@ static PyObject *rf_py_engine_var(PyObject *self, PyObject *args, PyObject *kw)
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "|O", kws, &nobj))
 		return NULL;
 	if (nobj && !PyUnicode_Check(nobj)) {
-		PyObject *tn = PyType_GetName(Py_TYPE(nobj));
-		if (tn)
-			PyErr_Format(PyExc_TypeError, "Engine.var: name: expected a str, got %S %R",
-				     tn, nobj);
-		Py_XDECREF(tn);
+		rf_py_type_error("Engine.var: name", "a str", nobj);
 		return NULL;
 	}
 	if (nobj && !(name = PyUnicode_AsUTF8AndSize(nobj, &len)))
@@ -495,12 +491,8 @@ static PyObject *rf_py_engine_push(PyObject *self, PyObject *args, PyObject *kw)
 		t[k] = !o ? PyTuple_New(0) : PyUnicode_Check(o) || PyBytes_Check(o) ? NULL :
 			PySequence_Tuple(o);
 		if (!t[k] && o && (!PyErr_Occurred() || PyErr_ExceptionMatches(PyExc_TypeError))) {
-			PyObject *tn = PyType_GetName(Py_TYPE(o));
 			PyErr_Clear();
-			if (tn)
-				PyErr_Format(PyExc_TypeError, "push: %s: expected a sequence of Vars, "
-					     "got %S %R", k ? "mutates" : "reads", tn, o);
-			Py_XDECREF(tn);
+			rf_py_type_error(k ? "push: mutates" : "push: reads", "a sequence of Vars", o);
 		}
 		if (!t[k]) {
 			Py_XDECREF(t[0]);

@@ -51,6 +51,15 @@ int rf_py_same_thread(struct rf_py_state *st, pthread_t owner, pid_t pid)
 	return 0;
 }
 
+void rf_py_type_error(const char *what, const char *expected, PyObject *o)
+{
+	PyObject *tn = PyType_GetName(Py_TYPE(o));
+
+	if (tn)
+		PyErr_Format(PyExc_TypeError, "%s: expected %s, got %S %R", what, expected, tn, o);
+	Py_XDECREF(tn);
+}
+
 int rf_py_uint_arg(PyObject *o, const char *what, unsigned long long lo,
 		   unsigned long long hi, unsigned long long *out)
 {
@@ -59,10 +68,7 @@ int rf_py_uint_arg(PyObject *o, const char *what, unsigned long long lo,
 	int neg = 0, past64 = 0, ovf;
 
 	if (PyBool_Check(o) || !PyIndex_Check(o)) {
-		PyObject *tn = PyType_GetName(Py_TYPE(o));
-		if (tn)
-			PyErr_Format(PyExc_TypeError, "%s: expected an int, got %S %R", what, tn, o);
-		Py_XDECREF(tn);
+		rf_py_type_error(what, "an int", o);
 		return -1;
 	}
 	if (!(i = PyNumber_Index(o)))

@@ -51,6 +51,8 @@ PyObject *rf_py_raise_from(struct rf_py_state *st, int ret, const char *text,
 /* 1 when called on the thread that made the object (owner), in the process that made
  * it (pid); else 0 with the exception that says so. */
 int rf_py_same_thread(struct rf_py_state *st, pthread_t owner, pid_t pid);
+/* TypeError "WHAT: expected EXPECTED, got TYPE REPR" (o's type name and repr). */
+void rf_py_type_error(const char *what, const char *expected, PyObject *o);
 /* An integer argument o in [lo, hi] into *out, as the package's Python half checks
  * one (ringflow._int): never a bool, float or str taken for an int (TypeError), out
  * of range a ValueError (past 64 bits an OverflowError), each naming what ("Engine:
