@@ -333,7 +333,8 @@ static int rf__trace_write(struct rf__trace *t)
 		close(t->fd);
 		return ret;
 	}
-	qsort(t->ev, t->n, sizeof(*t->ev), rf__cmp_uid);
+	if (t->n) /* none: t->ev may be NULL, which qsort may not be given */
+		qsort(t->ev, t->n, sizeof(*t->ev), rf__cmp_uid);
 	fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n", w.f);
 	rf__trace_write_meta(&w, t);
 	rf__trace_write_events(&w, t);

@@ -92,6 +92,22 @@ int main(int argc, char **argv)
 		snprintf(cmd, sizeof(cmd), "%s -c 'import json,sys; json.load(open(sys.argv[1]))' %s", argv[1], path);
 		CHECK_EQ(system(cmd), 0);
 	}
+	/* a trace of no op: a valid file with no event (its empty event table was sorted,
+	 * a NULL pointer given to qsort: UBSan stopped rf-train --trace with RF_TRACE set) */
+	CHECK_OK(rf_ring_create(&ring, NULL));
+	CHECK_OK(rf_engine_create(&e, ring, &(struct rf_engine_opts){ .sync = 0 }));
+	CHECK_OK(rf_engine_trace_start(e, path));
+	CHECK_OK(rf_engine_trace_stop(e));
+	rf_engine_destroy(e);
+	rf_ring_destroy(ring);
+	fd = open(path, O_RDONLY);
+	CHECK(fd >= 0);
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	CHECK(n > 0);
+	buf[n] = 0;
+	CHECK(strstr(buf, "\"traceEvents\""));
+	CHECK_EQ(count(buf, "\"ph\":\"X\""), 0);
 	unlink(path);
 	return 0;
 }
