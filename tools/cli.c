@@ -235,31 +235,73 @@ int rf_cli_other_scheme(const char *s, char *scheme, size_t len)
 	return 1;
 }
 
+/* An unnamed regular file (O_TMPFILE) made in DIR and closed, so that a probe never
+ * leaves a name behind, even killed with SIGKILL: 1 made, 0 where DIR's filesystem
+ * cannot make one (EOPNOTSUPP; EISDIR or EINVAL from older kernels), -1 (errno set)
+ * for any other failure, which a named file there would meet too. */
+static int rf_cli_try_unnamed(const char *dir)
+{
+	int fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+
+	if (fd >= 0) {
+		close(fd);
+		return 1;
+	}
+	return errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL ? 0 : -1;
+}
+
 int rf_cli_probe_write(const char *path, char *why, size_t len)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NONBLOCK | O_CLOEXEC, 0600);
+	char dir[4096];
+	int fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC), r;
 
+	if (fd >= 0) {
+		close(fd);
+		return 0;
+	}
+	if (errno != ENOENT) {
+		snprintf(why, len, "%s: cannot open for writing: %s", path, strerror(errno));
+		return -1;
+	}
+	rf_cli_dirname(path, dir, sizeof(dir));
+	if ((r = rf_cli_try_unnamed(dir)) != 0) {
+		if (r > 0)
+			return 0;
+		snprintf(why, len, "%s: cannot create: %s", path, strerror(errno));
+		return -1;
+	}
+	/* no unnamed files there: created by name and removed at once */
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NONBLOCK | O_CLOEXEC, 0600);
 	if (fd >= 0) {
 		close(fd);
 		unlink(path);
 		return 0;
 	}
-	if (errno != EEXIST) {
-		snprintf(why, len, "%s: cannot create: %s", path, strerror(errno));
-		return -1;
-	}
-	fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0 && errno != ENOENT) { /* ENOENT: another process's probe, gone again */
-		snprintf(why, len, "%s: cannot open for writing: %s", path, strerror(errno));
-		return -1;
-	}
-	if (fd >= 0)
-		close(fd);
-	return 0;
+	if (errno == EEXIST) /* another process's, made meanwhile */
+		return 0;
+	snprintf(why, len, "%s: cannot create: %s", path, strerror(errno));
+	return -1;
 }
 
 int rf_cli_probe_mkdir(const char *dir, char *why, size_t len)
 {
+	char d[4096], parent[4096];
+	size_t n;
+	struct stat st;
+	int r;
+
+	if (stat(dir, &st) == 0)
+		return 0; /* there already: what it is, the caller has checked */
+	snprintf(d, sizeof(d), "%s", dir); /* "new/" names "new" */
+	for (n = strlen(d); n > 1 && d[n - 1] == '/'; n--)
+		d[n - 1] = 0;
+	rf_cli_dirname(d, parent, sizeof(parent));
+	if ((r = rf_cli_try_unnamed(parent)) != 0) {
+		if (r > 0)
+			return 0;
+		snprintf(why, len, "%s: cannot create: %s", dir, strerror(errno));
+		return -1;
+	}
 	if (mkdir(dir, 0700) < 0) {
 		if (errno == EEXIST)
 			return 0;

@@ -86,13 +86,17 @@ int rf_cli_other_scheme(const char *s, char *scheme, size_t len);
 /* What the later write will do, tried now (after rf_cli_check_output, whose
  * access() calls a root process passes where the write then fails: /proc, a
  * read-only mount): an existing path opened for writing (not truncated) and closed;
- * a new one created and removed again (another process's creating it meanwhile is
- * no failure). 0, or -1 with `why` "PATH: cannot create: REASON" or "PATH: cannot
- * open for writing: REASON". */
+ * for a new one, an unnamed file (O_TMPFILE) made in its directory, so that no name
+ * is ever left there, even by a kill -9 (a checkpoint's directory holds the
+ * checkpoint and nothing else); only where the filesystem cannot make unnamed files,
+ * created by name and removed at once (another process's creating it meanwhile is no
+ * failure). 0, or -1 with `why` "PATH: cannot create: REASON" or "PATH: cannot open
+ * for writing: REASON". */
 int rf_cli_probe_write(const char *path, char *why, size_t len);
 
-/* A directory the program will create (mkdir), tried now: created and removed
- * again. 0, or -1 with `why` "DIR: cannot create: REASON". */
+/* A directory the program will create (mkdir), tried now as rf_cli_probe_write tries
+ * a new file: an unnamed file in its parent, else created and removed again. 0 (also
+ * where DIR exists), or -1 with `why` "DIR: cannot create: REASON". */
 int rf_cli_probe_mkdir(const char *dir, char *why, size_t len);
 
 /* RF_TRACE, where it is set: the engine writes its trace there when the run ends, so
