@@ -124,6 +124,10 @@ void rf__k_copy(float *dst, const float *src, size_t n)
 
 void rf__k_fill(float *restrict x, float v, size_t n)
 {
+	if (v == 0.0f && !signbit(v)) { /* +0.0f is all zero bits: the C library's fill */
+		memset(x, 0, n * sizeof(*x));
+		return;
+	}
 	for (size_t i = 0; i < n; i++)
 		x[i] = v;
 }
