@@ -37,26 +37,32 @@ RF__AVX512 RF__INLINE void gm_ukr_body(int kc, const float *restrict ap,
 	__mmask16 mk[4];
 	__m512 r[RF__GM_MR][4], bv[4];
 
+#pragma GCC unroll 4
 	for (int v = 0; v < NV; v++) {
 		int left = nr - 16 * v;
 		mk[v] = full || left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
 	}
+#pragma GCC unroll 6
 	for (int i = 0; i < RF__GM_MR; i++)
+#pragma GCC unroll 4
 		for (int v = 0; v < NV; v++)
 			r[i][v] = _mm512_setzero_ps();
 	for (int p = 0; p < kc; p++, ap += RF__GM_MR, b += ldb) {
+#pragma GCC unroll 4
 		for (int v = 0; v < NV; v++)
 			bv[v] = full || v < NV - 1 ? _mm512_loadu_ps(b + 16 * v)
 						   : _mm512_maskz_loadu_ps(mk[v], b + 16 * v);
 #pragma GCC unroll 6
 		for (int i = 0; i < RF__GM_MR; i++) {
 			const __m512 a = _mm512_set1_ps(ap[i]);
+#pragma GCC unroll 4
 			for (int v = 0; v < NV; v++)
 				r[i][v] = _mm512_fmadd_ps(a, bv[v], r[i][v]);
 		}
 	}
 	for (int i = 0; i < mr; i++) {
 		float *cr = c + (size_t)i * ldc;
+#pragma GCC unroll 4
 		for (int v = 0; v < NV; v++) {
 			__m512 x = r[i][v];
 			if (full || v < NV - 1) {
