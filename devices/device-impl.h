@@ -87,6 +87,11 @@ struct rf_device {
 	 * rules in a test without that device. 1: admitted; 0: refused, why says why. */
 	int (*admit)(void *ctx, const struct rf__op *op, char *why, size_t len);
 	void *admit_ctx;
+	/* A test seam (0 in use): the ops pushed to d complete without being computed,
+	 * but for copies and host functions -- for tests of what is pushed, where the
+	 * values do not matter (test-train-cuda-ops: 11 M parameters' kernels were ~all
+	 * of its time under ThreadSanitizer, and decided nothing it checks). */
+	int dry_run;
 };
 
 /* device.c */

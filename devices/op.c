@@ -145,7 +145,8 @@ void rf__b_fail(struct rf__b *b)
 int rf__op_fn(void *arg)
 {
 	struct rf__op *c = arg;
-	int ret = c->xdev->be->compute(c->xdev, c->ds, c);
+	int ret = c->xdev->dry_run && c->code != RF__OP_COPY && c->code != RF__OP_HOST ? 0
+		: c->xdev->be->compute(c->xdev, c->ds, c);
 
 	c->status = ret;
 	c->ran = 1;
