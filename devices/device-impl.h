@@ -89,8 +89,9 @@ struct rf_device {
 	void *admit_ctx;
 	/* A test seam (0 in use): the ops pushed to d complete without being computed,
 	 * but for copies and host functions -- for tests of what is pushed, where the
-	 * values do not matter (test-train-cuda-ops: 11 M parameters' kernels were ~all
-	 * of its time under ThreadSanitizer, and decided nothing it checks). */
+	 * values do not matter (a CPU device standing in for another kind: its 11 M
+	 * parameters' kernels were ~all of such a test's time under ThreadSanitizer, and
+	 * decided nothing it checks). */
 	int dry_run;
 };
 
