@@ -31,6 +31,20 @@ static int count(const char *buf, const char *pat)
 	return n;
 }
 
+/* The trace file at path, whole, into buf (NUL-terminated); a trace's JSON object. */
+static void read_trace(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY);
+	ssize_t n;
+
+	CHECK(fd >= 0);
+	n = read(fd, buf, len - 1);
+	close(fd);
+	CHECK(n > 0);
+	buf[n] = 0;
+	CHECK(strstr(buf, "\"traceEvents\""));
+}
+
 int main(int argc, char **argv)
 {
 	struct rf_ring *ring;
@@ -40,7 +54,6 @@ int main(int argc, char **argv)
 	char path[] = "/tmp/rf-trace-XXXXXX";
 	char buf[65536];
 	int fd;
-	ssize_t n;
 
 	fd = mkstemp(path);
 	CHECK(fd >= 0);
@@ -73,13 +86,7 @@ int main(int argc, char **argv)
 	rf_engine_destroy(e);
 	rf_ring_destroy(ring);
 
-	fd = open(path, O_RDONLY);
-	CHECK(fd >= 0);
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	CHECK(n > 0);
-	buf[n] = 0;
-	CHECK(strstr(buf, "\"traceEvents\""));
+	read_trace(path, buf, sizeof(buf));
 	CHECK_EQ(count(buf, "\"ph\":\"X\""), 6); /* 4 + opE + the deletion of q */
 	CHECK_EQ(count(buf, "\"ph\":\"s\""), 5); /* A->B, A->C, B->D, C->D, E->delete */
 	CHECK_EQ(count(buf, "\"ph\":\"f\""), 5);
@@ -100,13 +107,7 @@ int main(int argc, char **argv)
 	CHECK_OK(rf_engine_trace_stop(e));
 	rf_engine_destroy(e);
 	rf_ring_destroy(ring);
-	fd = open(path, O_RDONLY);
-	CHECK(fd >= 0);
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	CHECK(n > 0);
-	buf[n] = 0;
-	CHECK(strstr(buf, "\"traceEvents\""));
+	read_trace(path, buf, sizeof(buf));
 	CHECK_EQ(count(buf, "\"ph\":\"X\""), 0);
 	unlink(path);
 	return 0;
