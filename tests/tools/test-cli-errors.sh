@@ -12,10 +12,10 @@
 # input or another output. The options each tool's --help lists are enumerated and
 # the test fails if one of them has no case here (a new option needs its cases).
 # Needs no dataset: every case is refused before data is read (a few rf-train cases
-# run only where Fashion-MNIST is installed). Each tool is its own meson test: every
-# run of a tool costs ~0.5 s of CPU in libcublasLt's static initialisers, so the
-# three run in parallel, and integer options share one long list of bad values
-# (they share one parser) and get a short one each.
+# run only where Fashion-MNIST is installed). Each tool is its own meson test, so the
+# tools run in parallel: a run of a tool costs ~0.1 s under ASan (most of it
+# LeakSanitizer's scan at exit), and rf-train's cases are ~320 runs. Integer options
+# share one long list of bad values (they share one parser) and get a short one each.
 # usage: test-cli-errors.sh rf-train|rf-pack|rf-iobench|rf-infer path/to/that-tool [path/to/rf-pack]
 WHICH=${1:?usage: $0 rf-train|rf-pack|rf-iobench path/to/it [path/to/rf-pack]}
 EXE=${2:?usage}
