@@ -237,9 +237,10 @@ int rf_cli_other_scheme(const char *s, char *scheme, size_t len)
 
 /* An unnamed regular file (O_TMPFILE) made in DIR and closed, so that a probe never
  * leaves a name behind, even killed with SIGKILL: 1 made, 0 where DIR's filesystem
- * cannot make one (EOPNOTSUPP; EISDIR or EINVAL from older kernels), -1 (errno set)
- * for any other failure, which a named file there would meet too. */
-static int rf_cli_try_unnamed(const char *dir)
+ * cannot make one (EOPNOTSUPP; EISDIR or EINVAL from older kernels), -1 for any other
+ * failure, which a named file there would meet too: `why` "WHAT: cannot create:
+ * REASON". */
+static int rf_cli_try_unnamed(const char *dir, const char *what, char *why, size_t len)
 {
 	int fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
 
@@ -247,7 +248,10 @@ static int rf_cli_try_unnamed(const char *dir)
 		close(fd);
 		return 1;
 	}
-	return errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL ? 0 : -1;
+	if (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)
+		return 0;
+	snprintf(why, len, "%s: cannot create: %s", what, strerror(errno));
+	return -1;
 }
 
 int rf_cli_probe_write(const char *path, char *why, size_t len)
@@ -263,13 +267,9 @@ int rf_cli_probe_write(const char *path, char *why, size_t len)
 		snprintf(why, len, "%s: cannot open for writing: %s", path, strerror(errno));
 		return -1;
 	}
-	rf_cli_dirname(path, dir, sizeof(dir));
-	if ((r = rf_cli_try_unnamed(dir)) != 0) {
-		if (r > 0)
-			return 0;
-		snprintf(why, len, "%s: cannot create: %s", path, strerror(errno));
-		return -1;
-	}
+	rf_cli_dirname(path, dir, sizeof(dir)); /* ENOENT: the path fits PATH_MAX */
+	if ((r = rf_cli_try_unnamed(dir, path, why, len)) != 0)
+		return r > 0 ? 0 : -1;
 	/* no unnamed files there: created by name and removed at once */
 	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NONBLOCK | O_CLOEXEC, 0600);
 	if (fd >= 0) {
@@ -292,16 +292,16 @@ int rf_cli_probe_mkdir(const char *dir, char *why, size_t len)
 
 	if (stat(dir, &st) == 0)
 		return 0; /* there already: what it is, the caller has checked */
+	if (errno != ENOENT) { /* what mkdir would meet too (a path too long for d) */
+		snprintf(why, len, "%s: cannot create: %s", dir, strerror(errno));
+		return -1;
+	}
 	snprintf(d, sizeof(d), "%s", dir); /* "new/" names "new" */
 	for (n = strlen(d); n > 1 && d[n - 1] == '/'; n--)
 		d[n - 1] = 0;
 	rf_cli_dirname(d, parent, sizeof(parent));
-	if ((r = rf_cli_try_unnamed(parent)) != 0) {
-		if (r > 0)
-			return 0;
-		snprintf(why, len, "%s: cannot create: %s", dir, strerror(errno));
-		return -1;
-	}
+	if ((r = rf_cli_try_unnamed(parent, dir, why, len)) != 0)
+		return r > 0 ? 0 : -1;
 	if (mkdir(dir, 0700) < 0) {
 		if (errno == EEXIST)
 			return 0;
