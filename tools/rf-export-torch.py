@@ -187,9 +187,15 @@ def main(argv):
               f"accuracy {correct / n:.4f}, loss {loss_sum / n:.4f}, {n} samples")
 
 
-if __name__ == "__main__":
+def run(argv):
+    """main(argv), a malformed export's Python error said as one line (exit 1): the
+    program, and a test that reads many exports in one interpreter."""
     try:
-        main(sys.argv)
+        main(argv)
     except (KeyError, TypeError, ValueError, IndexError, struct.error) as e:
-        fail(f"{sys.argv[1] if len(sys.argv) > 1 else '?'}: not a well-formed export "
+        fail(f"{argv[1] if len(argv) > 1 else '?'}: not a well-formed export "
              f"({type(e).__name__}: {e})")
+
+
+if __name__ == "__main__":
+    run(sys.argv)

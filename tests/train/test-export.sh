@@ -63,12 +63,9 @@ for line in open(sys.argv[3] + "/torch-jobs"):
     out, err, rc = io.StringIO(), io.StringIO(), 0
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
-            mod.main(["rf-export-torch.py", d, "--data", sys.argv[2], "--limit", limit, "--json"])
+            mod.run(["rf-export-torch.py", d, "--data", sys.argv[2], "--limit", limit, "--json"])
         except SystemExit as e:
             rc = e.code
-        except (KeyError, TypeError, ValueError, IndexError) as e:
-            print("not a well-formed export (%s: %s)" % (type(e).__name__, e), file=sys.stderr)
-            rc = 1
     for ext, text in (("", out.getvalue()), (".err", err.getvalue()), (".rc", "%s\n" % rc)):
         open("%s/%s.torch%s" % (sys.argv[3], name, ext), "w").write(text)
 EOF
