@@ -16,7 +16,7 @@ if not any(os.path.exists(os.path.join(DATA, "train-images-idx3-ubyte" + e))
     sys.exit(77)
 
 IN_CREATE, IN_DELETE, IN_MOVED_FROM, IN_MOVED_TO = 0x100, 0x200, 0x40, 0x80
-IN_ISDIR, IN_NONBLOCK = 0x40000000, 0o4000
+IN_NONBLOCK = 0o4000
 libc = ctypes.CDLL(None, use_errno=True)
 
 
