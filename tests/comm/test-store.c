@@ -354,7 +354,7 @@ int main(void)
 
 	/* rank 0 joined, then died (its join file names a pid of this host that has
 	 * exited): rank 1 says so once the grace for stale files is over (a quarter of
-	 * its 8 s timeout), not at the timeout */
+	 * its 4 s timeout), not at the timeout */
 	snprintf(dir, sizeof(dir), "%s/rank0-died", root);
 	CHECK_OK(mkdir(dir, 0755));
 	pid_t dead = fork();
@@ -368,7 +368,7 @@ int main(void)
 	snprintf(j0, sizeof(j0), "ringflow-store 1 join rank=0 size=2 nonce=0000000000000d1e "
 		 "pid=%d host=%s\n", (int)dead, host);
 	put(dir, "join.0", j0);
-	a = spawn(dir, 1, 2, 8, 0);
+	a = spawn(dir, 1, 2, 4, 0);
 	CHECK_EQ(reap(dir, 1, a, msg, sizeof(msg)), 10 + EPIPE);
 	CHECK(strstr(msg, "rank 0 (pid") && strstr(msg, "has exited without an id"));
 	printf("ok: rank 0 died after joining: %s\n", msg);
@@ -379,7 +379,7 @@ int main(void)
 	snprintf(j0, sizeof(j0), "ringflow-store 1 join rank=1 size=2 nonce=0000000000000d1f "
 		 "pid=%d host=%s\n", (int)dead, host);
 	put(dir, "join.1", j0);
-	z = spawn(dir, 0, 2, 8, 0);
+	z = spawn(dir, 0, 2, 4, 0);
 	CHECK_EQ(reap(dir, 0, z, msg, sizeof(msg)), 10 + EPIPE);
 	CHECK(strstr(msg, "rank 1 (pid") && strstr(msg, "has exited before taking the id"));
 	printf("ok: rank 1 died after joining: %s\n", msg);

@@ -36,6 +36,8 @@ except ImportError as e:
 import ringflow
 import ringflow.torch as rtorch
 
+MP = "forkserver"   # the DataLoader workers' start method (see RecordDataset's check)
+
 
 def main():
     global checks
@@ -295,10 +297,14 @@ def main():
         for rank in (0, 1):
             ds = rtorch.RecordDataset(path, 16, seed=4, rank=rank, world=2)
             ds.set_epoch(1)
-            # spawned workers: ringflow's threads exist in this process, and a forked child
-            # that starts threads is what ThreadSanitizer (and POSIX) will not have
+            # workers from a fork server: ringflow's threads exist in this process, and
+            # a child forked from it that starts threads is what ThreadSanitizer (and
+            # POSIX) will not have; the server is a fresh interpreter with no threads,
+            # torch imported once there (a spawned worker imports it anew: 1.5 s, 6 s
+            # under ThreadSanitizer). The dataset reaches a worker pickled, as it does
+            # a spawned one.
             dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=workers,
-                                             multiprocessing_context="spawn" if workers else None)
+                                             multiprocessing_context=MP if workers else None)
             for x, y in dl:
                 check(x.shape[1:] == SHAPE and x.dtype == torch.float32, "batches of the records' shape")
                 seen += ids(x)
@@ -309,9 +315,9 @@ def main():
         ds = rtorch.RecordDataset(path, 16, seed=4)
         dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2,
                                          persistent_workers=persistent,
-                                         multiprocessing_context="spawn")
+                                         multiprocessing_context=MP)
         out = []
-        for e in range(2):   # (each fresh epoch spawns two interpreters)
+        for e in range(2):   # (each fresh epoch starts two workers)
             ds.set_epoch(e)
             out.append(sorted(ids(x)[0] for x, _ in dl))  # each batch's first record
         return out
@@ -858,5 +864,7 @@ def main():
     print(f"ringflow python: {checks} checks passed")
 
 
-if __name__ == "__main__":   # (spawned DataLoader workers import this file)
+if __name__ == "__main__":
+    import multiprocessing
+    multiprocessing.set_forkserver_preload(["torch", "ringflow.torch"])
     main()

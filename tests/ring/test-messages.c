@@ -134,8 +134,12 @@ int main(void)
 	/* running */
 	T_MSG(rf_ring_run(r, (enum rf_run_mode)7), "rf_ring_run");
 	T_MSG(rf_ring_run_until(r, never, NULL, 0), "rf_ring_run_until");
-	T_OK(rf_ring_timeout(r, 10ull * 1000000000ull, cb, NULL, NULL));
+	/* a run that times out (1 ms) while a long timer is pending; the timer is then
+	 * cancelled, or the RF_RUN_UNTIL_IDLE runs below would wait out its 10 s */
+	rf_req_id long_timer;
+	T_OK(rf_ring_timeout(r, 10ull * 1000000000ull, cb, NULL, &long_timer));
 	T_MSG(rf_ring_run_until(r, never, NULL, 1000000), "rf_ring_run_until");
+	T_OK(rf_ring_cancel(r, long_timer));
 	T_OK(rf_ring_timeout(r, 0, nested, &fd, NULL));
 	while (!in_cb_done)
 		T_OK(rf_ring_run(r, RF_RUN_ONCE));

@@ -9,9 +9,9 @@
 # the run's own final accuracy and loss. The checks of sameness and refusal use a
 # smaller set (24 images a class: a run of it costs a sixth, under ThreadSanitizer
 # too): the same images as a WebDataset shard (a tar of KEY.jpg + KEY.cls) give the
-# same weights as the packed file; ResNet-18 with the ImageNet stem trains a step at 64
-# and 128 pixels; --normalize changes the weights, is exported and applied by
-# rf-infer; a corrupt JPEG fails the run or
+# same weights as the packed file; ResNet-18 with the ImageNet stem trains a step (of
+# 2 images) at 64 and 128 pixels; --normalize changes the weights, is exported and
+# applied by rf-infer; a corrupt JPEG fails the run or
 # (--skip-bad-images) is counted and named. Refusals name what is wrong:
 # images without --image-size, --image-size on Fashion-MNIST's records, the ImageNet
 # stem on LeNet, a test set of other classes, a checkpoint as the test set.
@@ -143,7 +143,7 @@ grep -q "bad.rfrec: record .*skipped" "$T/err" || fail "no warning names it: $(c
 echo "ok: a corrupt JPEG fails the run, or with --skip-bad-images is counted and named"
 for s in 64 128; do
 	"$RF" --data "$T/sm-train.rfrec" --model resnet18 --image-size $s --stem imagenet \
-		--epochs 1 --batch-size 4 --limit 4 --test-limit 4 --quiet --json >"$T/rn" 2>"$T/err" ||
+		--epochs 1 --batch-size 2 --limit 2 --test-limit 2 --quiet --json >"$T/rn" 2>"$T/err" ||
 		fail "resnet18 --stem imagenet --image-size $s: $(tail -2 "$T/err")"
 done
 echo "ok: resnet18 with the ImageNet stem at 64 and 128 pixels"
