@@ -140,7 +140,77 @@ PyObject *rf_py_tensor_new(rf_py_loader *s, const struct rf_batch *b, int labels
 
 extern PyType_Spec rf_py_tensor_spec;
 
-/* ---- engine.c ----------------------------------------------------------------------- */
+/* ---- engine.c: ringflow.Engine; var.c: ringflow.Var and the failures ------------ */
+
+/* failures kept for wait_all at once (each holds its exception and traceback): past
+ * this, a failure only poisons its Vars and is counted (rf_py_engine.unkept) */
+#define RF_PY_MAX_FAILS 64
+
+/* A failure: an op whose callable raised. The Vars it poisoned (and those skipped for
+ * that poison) point at it; the Engine lists it from the failure until a clear_error
+ * clears it or wait_all reports it. Plain C, counted under the GIL: the exception is
+ * owned by the record only while it is listed (the Engine traverses it), each Var
+ * holds its own reference. */
+struct rf_py_fail {
+	unsigned refs;
+	int listed;
+	struct rf_py_fail *prev, *next;
+	PyObject *exc;                   /* while listed (NULL: none) */
+	char text[512];
+};
+
+typedef struct {
+	PyObject_HEAD
+	pthread_t owner;
+	pid_t pid;                 /* the process that made it */
+	struct rf_ring *ring;
+	struct rf_engine *eng;
+	struct rf_stream **ws;
+	unsigned nws, next;
+	struct rf_py_fail *fails, *fails_tail; /* since the last wait_all, not cleared */
+	unsigned long nfailed;           /* ops failed or skipped since the last wait_all */
+	unsigned nfails;                 /* listed in fails (at most RF_PY_MAX_FAILS) */
+	unsigned long unkept;            /* failures not listed: RF_PY_MAX_FAILS were */
+	int closed;                      /* close() ran: every call is EBADF */
+	unsigned busy;                   /* in push or a wait (a signal handler's close()
+					  * would free the engine under it) */
+} rf_py_engine;
+
+/* Engine and Var are collected as cycles: an exception kept keeps its traceback, whose
+ * frames may hold the Var or the Engine it is kept on. */
+typedef struct {
+	PyObject_HEAD
+	rf_py_engine *e;                 /* strong reference */
+	struct rf_var *v;                /* freed with the engine: used only while it lives */
+	PyObject *name;                  /* its name (a str), which outlives the engine */
+	/* the variable's poison as the C engine holds it, set and cleared in engine
+	 * order (by the done callbacks of the ops that write it): */
+	char err[512];                   /* what wait() says ("": clean) */
+	PyObject *exc;                   /* the failure's exception (NULL: none) */
+	struct rf_py_fail *fail;         /* the failure (NULL: none) */
+} rf_py_var;
+
+/* A pushed callable and the Vars it reads and writes (each a tuple of Vars). */
+struct rf_py_op {
+	rf_py_engine *e;                 /* borrowed: the engine outlives its ops */
+	PyObject *fn;
+	PyObject *reads, *writes;        /* tuples of Vars: writes are told the exception */
+	char err[512];
+	PyObject *exc;                   /* the exception fn raised (strong) */
+};
+
+/* var.c: a failure record let go (freed with its last reference). */
+void rf_py_fail_put(struct rf_py_fail *f);
+/* var.c: f off the Engine's list of failures (wait_all no longer raises it). */
+void rf_py_fail_unlist(rf_py_engine *s, struct rf_py_fail *f);
+/* var.c: a pushed op's function (on a worker: calls fn under the GIL), its done
+ * callback (on the reactor: the Vars it writes take its failure or their inputs'
+ * poison) and what frees it (under the GIL; done frees it itself). */
+int rf_py_op_run(void *ctx);
+void rf_py_op_done(void *ctx, int status);
+void rf_py_op_free(struct rf_py_op *op);
+/* engine.c: rf_engine_push(d) with the GIL released, the engine marked busy. */
+int rf_py_push_desc(rf_py_engine *s, const struct rf_op_desc *d);
 
 extern PyType_Spec rf_py_engine_spec, rf_py_var_spec;
 
