@@ -199,8 +199,6 @@ struct rf_py_op {
 	PyObject *exc;                   /* the exception fn raised (strong) */
 };
 
-/* var.c: a failure record let go (freed with its last reference). */
-void rf_py_fail_put(struct rf_py_fail *f);
 /* var.c: f off the Engine's list of failures (wait_all no longer raises it). */
 void rf_py_fail_unlist(rf_py_engine *s, struct rf_py_fail *f);
 /* var.c: a pushed op's function (on a worker: calls fn under the GIL), its done

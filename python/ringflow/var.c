@@ -12,9 +12,18 @@
 
 #include <ringflow/log.h>
 
-static void rf_py_set(PyObject **slot, PyObject *o);
+/* *slot = a new reference to o (or NULL), the old one dropped. */
+static void rf_py_set(PyObject **slot, PyObject *o)
+{
+	PyObject *old = *slot;
 
-void rf_py_fail_put(struct rf_py_fail *f)
+	*slot = o;
+	Py_XINCREF(o);
+	Py_XDECREF(old);
+}
+
+/* A failure record let go (freed with its last reference). */
+static void rf_py_fail_put(struct rf_py_fail *f)
 {
 	if (f && --f->refs == 0)
 		free(f);
@@ -60,16 +69,6 @@ void rf_py_op_free(struct rf_py_op *op)
 	Py_XDECREF(op->writes);
 	Py_XDECREF(op->exc);
 	free(op);
-}
-
-/* *slot = a new reference to o (or NULL), the old one dropped. */
-static void rf_py_set(PyObject **slot, PyObject *o)
-{
-	PyObject *old = *slot;
-
-	*slot = o;
-	Py_XINCREF(o);
-	Py_XDECREF(old);
 }
 
 int rf_py_op_run(void *ctx)   /* on a worker thread */
