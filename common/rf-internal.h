@@ -28,6 +28,39 @@ int rf__fail_under(int code, const char *fmt, ...) RF__PRINTF(2, 3);
  * thread's rf_last_error(); returns code. */
 int rf__fail_into(char *buf, size_t len, int code, const char *fmt, ...) RF__PRINTF(4, 5);
 
+/* ThreadSanitizer and element loops. A loop over a buffer marked RF__TSAN_WHOLE is
+ * built without TSan's check of every load and store; its caller declares the memory
+ * it reads and writes to TSan first, whole (rf__tsan_read / rf__tsan_write), on the
+ * same thread with nothing between that orders them -- so a race on that memory is
+ * reported as before, at a check per buffer instead of per element. Under other builds
+ * these are nothing. (GCC inlines a function only into one of the same sanitizer
+ * attributes: a loop's helpers are marked too.) */
+#ifdef __SANITIZE_THREAD__
+#define RF__TSAN_WHOLE __attribute__((no_sanitize_thread))
+static inline void rf__tsan_read(const void *p, size_t n)
+{
+	if (n)
+		__tsan_read_range((void *)(uintptr_t)p, (long)n); /* GCC's built-ins */
+}
+static inline void rf__tsan_write(void *p, size_t n)
+{
+	if (n)
+		__tsan_write_range(p, (long)n);
+}
+#else
+#define RF__TSAN_WHOLE
+static inline void rf__tsan_read(const void *p, size_t n)
+{
+	(void)p;
+	(void)n;
+}
+static inline void rf__tsan_write(void *p, size_t n)
+{
+	(void)p;
+	(void)n;
+}
+#endif
+
 /* 1 when host code may use AVX-512 (with AVX2 and FMA): the CPU and OS support it and
  * the environment does not set RF_KERNELS_NO_AVX512 (not "0"). Decided once per
  * process, so that it is cheap to ask per call (the loader's decode asks per record)

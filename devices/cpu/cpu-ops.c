@@ -486,10 +486,31 @@ static int rf__cpu_staged(struct rf__op *op)
 	return ret;
 }
 
+/* The kernels are built without ThreadSanitizer's instrumentation (meson.build): the
+ * op's operands are declared to it here, each whole, as the signature reads or writes
+ * it, and the workspace as written, before the kernel touches them (rf__tsan_read in
+ * rf-internal.h). Another op's access to the same memory that the engine did not
+ * order against this one is reported as a race, as it was when every load and store
+ * of the kernel was checked (test-tsan-operands). */
+static void rf__cpu_tsan_operands(struct rf__op *op)
+{
+	for (unsigned i = 0; i < op->nt; i++) {
+		const struct rf__tref *t = rf__op_tc(op, i);
+		size_t n = t->data && t->dtype ? t->numel * rf_tdtype_size(t->dtype) : 0;
+		if (rf__op_writes(op, i))
+			rf__tsan_write(t->data, n);
+		else
+			rf__tsan_read(t->data, n);
+	}
+	if (op->ws)
+		rf__tsan_write(op->ws, op->ws_bytes);
+}
+
 int rf__cpu_compute(struct rf_device *d, struct rf__dstream *ds, struct rf__op *op)
 {
 	(void)d;
 	(void)ds;
+	rf__cpu_tsan_operands(op);
 	if (!rf__any_format(op->code) && rf__stage_bytes(op))
 		return rf__cpu_staged(op);
 	return rf__cpu_run(op);
