@@ -8,7 +8,7 @@
 
 #include "backend-impl.h"
 
-static uint32_t rf__bits(float f)
+RF__TSAN_WHOLE static uint32_t rf__bits(float f)
 {
 	uint32_t u;
 
@@ -16,7 +16,7 @@ static uint32_t rf__bits(float f)
 	return u;
 }
 
-static float rf__float(uint32_t u)
+RF__TSAN_WHOLE static float rf__float(uint32_t u)
 {
 	float f;
 
@@ -24,12 +24,12 @@ static float rf__float(uint32_t u)
 	return f;
 }
 
-float rf__bf16_to_f32(uint16_t h)
+RF__TSAN_WHOLE float rf__bf16_to_f32(uint16_t h)
 {
 	return rf__float((uint32_t)h << 16);
 }
 
-uint16_t rf__f32_to_bf16(float f)
+RF__TSAN_WHOLE uint16_t rf__f32_to_bf16(float f)
 {
 	uint32_t u = rf__bits(f);
 
@@ -39,7 +39,7 @@ uint16_t rf__f32_to_bf16(float f)
 	return (uint16_t)(u >> 16);
 }
 
-float rf__f16_to_f32(uint16_t h)
+RF__TSAN_WHOLE float rf__f16_to_f32(uint16_t h)
 {
 	const uint32_t shifted_exp = 0x7c00u << 13;  /* f16's exponent mask, at f32's place */
 	uint32_t o = ((uint32_t)h & 0x7fffu) << 13;
@@ -55,7 +55,7 @@ float rf__f16_to_f32(uint16_t h)
 	return rf__float(o | ((uint32_t)h & 0x8000u) << 16);
 }
 
-uint16_t rf__f32_to_f16(float f)
+RF__TSAN_WHOLE uint16_t rf__f32_to_f16(float f)
 {
 	const uint32_t f32inf = 255u << 23, f16max = (127u + 16) << 23;
 	const uint32_t denorm_magic = ((127u - 15) + (23 - 10) + 1) << 23;
@@ -83,7 +83,7 @@ int rf__is_float(enum rf_tdtype dt)
 	return dt == RF_F32 || dt == RF_BF16 || dt == RF_F16;
 }
 
-static float rf__get(const void *p, enum rf_tdtype dt, size_t i)
+RF__TSAN_WHOLE static float rf__get(const void *p, enum rf_tdtype dt, size_t i)
 {
 	switch (dt) {
 	case RF_BF16:
@@ -95,7 +95,7 @@ static float rf__get(const void *p, enum rf_tdtype dt, size_t i)
 	}
 }
 
-static void rf__put(void *p, enum rf_tdtype dt, size_t i, float v)
+RF__TSAN_WHOLE static void rf__put(void *p, enum rf_tdtype dt, size_t i, float v)
 {
 	switch (dt) {
 	case RF_BF16:
@@ -111,7 +111,7 @@ static void rf__put(void *p, enum rf_tdtype dt, size_t i, float v)
 }
 
 /* Element i of src into element j of dst. */
-static inline void rf__move(void *dst, enum rf_tdtype ddt, size_t j, const void *src,
+RF__TSAN_WHOLE static inline void rf__move(void *dst, enum rf_tdtype ddt, size_t j, const void *src,
 			    enum rf_tdtype sdt, size_t i, size_t esz)
 {
 	if (ddt == sdt)
@@ -121,7 +121,7 @@ static inline void rf__move(void *dst, enum rf_tdtype ddt, size_t j, const void 
 }
 
 /* The element strides of a (n, c, h, w) tensor of C x H x W per image in a layout. */
-static void rf__strides(enum rf_layout lay, size_t C, size_t H, size_t W, size_t st[4])
+RF__TSAN_WHOLE static void rf__strides(enum rf_layout lay, size_t C, size_t H, size_t W, size_t st[4])
 {
 	if (lay == RF_LAYOUT_NHWC) {
 		st[0] = H * W * C, st[1] = 1, st[2] = W * C, st[3] = C;
@@ -130,27 +130,19 @@ static void rf__strides(enum rf_layout lay, size_t C, size_t H, size_t W, size_t
 	}
 }
 
-int rf__convert_host(void *dst, enum rf_tdtype ddt, enum rf_layout dlay, const void *src,
-		     enum rf_tdtype sdt, enum rf_layout slay, int ndim, const int64_t *shape)
+/* The n elements (n, c, h, w when a layout changes) of src into dst: rf__convert_host
+ * checked the arguments and declared both buffers to ThreadSanitizer. */
+RF__TSAN_WHOLE static void rf__convert_elems(void *dst, enum rf_tdtype ddt, enum rf_layout dlay,
+					     const void *src, enum rf_tdtype sdt,
+					     enum rf_layout slay, const int64_t *shape, size_t n,
+					     size_t esz)
 {
-	size_t n = 1, esz = rf_tdtype_size(sdt), i;
-	int d;
+	size_t i;
 
-	if (!esz || !rf_tdtype_size(ddt) || (ddt != sdt && !(rf__is_float(ddt) && rf__is_float(sdt))))
-		return -EINVAL;
-	if ((dlay != RF_LAYOUT_ROWMAJOR || slay != RF_LAYOUT_ROWMAJOR) && ndim != 4)
-		return -EINVAL;
-	for (d = 0; d < ndim; d++)
-		n *= (size_t)shape[d];
 	if (dlay == slay) {
-		if (ddt == sdt) {
-			if (n)
-				memmove(dst, src, n * esz);
-			return 0;
-		}
 		for (i = 0; i < n; i++)
 			rf__put(dst, ddt, i, rf__get(src, sdt, i));
-		return 0;
+		return;
 	}
 	/* a permute: walk the logical (n, c, h, w) order, each side's offset by its
 	 * layout's strides; an element of one dtype moved as an integer of its size (a
@@ -179,5 +171,27 @@ int rf__convert_host(void *dst, enum rf_tdtype ddt, enum rf_layout dlay, const v
 								 si + x * ss[3], esz);
 				}
 	}
+}
+
+int rf__convert_host(void *dst, enum rf_tdtype ddt, enum rf_layout dlay, const void *src,
+		     enum rf_tdtype sdt, enum rf_layout slay, int ndim, const int64_t *shape)
+{
+	size_t n = 1, esz = rf_tdtype_size(sdt);
+	int d;
+
+	if (!esz || !rf_tdtype_size(ddt) || (ddt != sdt && !(rf__is_float(ddt) && rf__is_float(sdt))))
+		return -EINVAL;
+	if ((dlay != RF_LAYOUT_ROWMAJOR || slay != RF_LAYOUT_ROWMAJOR) && ndim != 4)
+		return -EINVAL;
+	for (d = 0; d < ndim; d++)
+		n *= (size_t)shape[d];
+	if (dlay == slay && ddt == sdt) {
+		if (n)
+			memmove(dst, src, n * esz);
+		return 0;
+	}
+	rf__tsan_read(src, n * esz);
+	rf__tsan_write(dst, n * rf_tdtype_size(ddt));
+	rf__convert_elems(dst, ddt, dlay, src, sdt, slay, shape, n, esz);
 	return 0;
 }
