@@ -33,6 +33,28 @@
 	} \
 } while (0)
 
+/* A test's element loop over a buffer the library shares with other threads (a batch),
+ * marked T_TSAN_WHOLE, is built without ThreadSanitizer's check of each element; the
+ * test declares the buffer to TSan whole first (t_tsan_read / t_tsan_write), so a race
+ * on it is still reported -- as the library does for its kernels (rf-internal.h). */
+#ifdef __SANITIZE_THREAD__
+#define T_TSAN_WHOLE __attribute__((no_sanitize_thread))
+static inline void t_tsan_read(const void *p, size_t n)
+{
+	if (n)
+		__tsan_read_range((void *)(size_t)p, (long)n);
+}
+static inline void t_tsan_write(void *p, size_t n)
+{
+	if (n)
+		__tsan_write_range(p, (long)n);
+}
+#else
+#define T_TSAN_WHOLE
+static inline void t_tsan_read(const void *p, size_t n) { (void)p; (void)n; }
+static inline void t_tsan_write(void *p, size_t n) { (void)p; (void)n; }
+#endif
+
 static inline unsigned long long t_splitmix64(unsigned long long *s)
 {
 	unsigned long long z = (*s += 0x9e3779b97f4a7c15ULL);
