@@ -10,6 +10,7 @@
  * over 10^6 samples. Exit 0 pass, 1 fail.
  */
 #include "kernels.h"
+#include "rf-internal.h"
 #include "u8norm.h"
 
 #define KERNEL_TEST_SEED 0x1234567887654321ull
@@ -97,6 +98,30 @@ static double dot_d(const float *a, const float *b, size_t n)
 typedef int (*gemm_fn)(int, int, int, int, int, float, const float *, int, const float *,
 		       int, float, float *, int);
 
+/* The reference C in double (padding copied: it must not be touched); a loop of
+ * k multiply-adds per element, built without TSan's per-load check (gemm_case declares
+ * the buffers whole: rf-internal.h) */
+RF__TSAN_WHOLE static void ref_gemm(double *ref, int ta, int tb, int m, int n, int k, float alpha,
+				  const float *a, int lda, const float *b, int ldb, float beta,
+				  const float *c, int ldc)
+{
+	for (int i = 0; i < m; i++)
+		for (int j = 0; j < ldc; j++) {
+			size_t ci = (size_t)i * ldc + j;
+			if (j >= n) {
+				ref[ci] = c[ci];
+				continue;
+			}
+			double s = 0.0;
+			for (int p = 0; p < k; p++) {
+				double av = ta ? a[(size_t)p * lda + i] : a[(size_t)i * lda + p];
+				double bv = tb ? b[(size_t)j * ldb + p] : b[(size_t)p * ldb + j];
+				s += av * bv;
+			}
+			ref[ci] = alpha * s + (beta == 0.0f ? 0.0 : beta * (double)c[ci]);
+		}
+}
+
 static void gemm_case(gemm_fn fn, const char *name, int ta, int tb, int m, int n, int k)
 {
 	int pad_a = rint_in(0, 3), pad_b = rint_in(0, 3), pad_c = rint_in(0, 3);
@@ -112,21 +137,11 @@ static void gemm_case(gemm_fn fn, const char *name, int ta, int tb, int m, int n
 		for (size_t i = 0; i < (size_t)m * ldc; i++)
 			c[i] = NAN;
 	double *ref = malloc(((size_t)m * ldc + 1) * sizeof(double));
-	for (int i = 0; i < m; i++)
-		for (int j = 0; j < ldc; j++) {
-			size_t ci = (size_t)i * ldc + j;
-			if (j >= n) {
-				ref[ci] = c[ci]; /* padding must not be touched */
-				continue;
-			}
-			double s = 0.0;
-			for (int p = 0; p < k; p++) {
-				double av = ta ? a[(size_t)p * lda + i] : a[(size_t)i * lda + p];
-				double bv = tb ? b[(size_t)j * ldb + p] : b[(size_t)p * ldb + j];
-				s += av * bv;
-			}
-			ref[ci] = alpha * s + (beta == 0.0f ? 0.0 : beta * (double)c[ci]);
-		}
+	rf__tsan_read(a, (size_t)ar * lda * sizeof(float));
+	rf__tsan_read(b, (size_t)br * ldb * sizeof(float));
+	rf__tsan_read(c, (size_t)m * ldc * sizeof(float));
+	rf__tsan_write(ref, (size_t)m * ldc * sizeof(double));
+	ref_gemm(ref, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 	float *c0 = falloc((size_t)m * ldc + 1);
 	memcpy(c0, c, (size_t)m * ldc * sizeof(float));
 	int rc = fn(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
