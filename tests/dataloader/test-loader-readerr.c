@@ -141,10 +141,6 @@ int main(void)
 					for (int sync = 0; sync < 2; sync++) {
 		struct rf_loader_opts o = { 0 };
 		uint64_t nf;
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-		if ((pi + wi + ci + (unsigned)sync) % 2) /* half of them: the release build runs all */
-			continue;
-#endif
 		o.prefetch = prefetch[pi];
 		o.seed = ncfg;
 		if (big) {

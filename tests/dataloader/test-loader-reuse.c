@@ -16,11 +16,7 @@
  * prefetch, hands a batch's slot to the next epoch's first batches and fails here. */
 #include "test-loader-util.h"
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define ROUNDS 40
-#else
 #define ROUNDS 160
-#endif
 
 struct pend {
 	struct rf_batch b;

@@ -25,14 +25,6 @@ T=$(mktemp -d "${TMPDIR:-/tmp}/rf-cli-errors.XXXXXX") || exit 1
 trap 'rm -rf "$T"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 command -v timeout >/dev/null || { echo "SKIP: no timeout(1)"; exit 77; }
-# These are argument and input checks, nearly all made before any thread starts; the
-# threaded paths that a few of them reach on the way out are the train and dataloader
-# suites' under ThreadSanitizer. So that build skips them (5-10x the cost there); the
-# release and ASan builds run every one.
-if ldd "$EXE" 2>/dev/null | grep -q libtsan; then
-	echo "SKIP: ThreadSanitizer build (argument and input checks; release and ASan run them)"
-	exit 77
-fi
 covered=" "
 n=0
 

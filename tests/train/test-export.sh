@@ -8,9 +8,7 @@
 # params.rfck of another export (the hash model.json names), a model.json edited
 # against the table (a kernel size, a layer kind, a tensor's shape), a model.json that
 # is not JSON, a missing params.rfck; the PyTorch reader refuses the corrupt file too.
-# Skips (77) without Fashion-MNIST. Under ThreadSanitizer (~10x the cost: 37 s for one
-# step of 8 images, its 11 M parameters' fixed costs, and nothing here that train-resnet
-# does not run there) ResNet-18's round trip is left to the release and ASan builds.
+# Skips (77) without Fashion-MNIST.
 # The PyTorch reader runs once for all the exports (importing torch is most of a run).
 # usage: test-export.sh path/to/rf-train path/to/rf-infer path/to/rf-export-torch.py
 RF=${1:?usage: $0 rf-train rf-infer rf-export-torch.py}
@@ -22,8 +20,6 @@ trap 'rm -rf "$T"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 [ -e "$DATA/t10k-labels-idx1-ubyte.gz" ] || [ -e "$DATA/t10k-labels-idx1-ubyte" ] ||
 	{ echo "SKIP: no Fashion-MNIST in $DATA"; exit 77; }
-tsan=0
-ldd "$RF" 2>/dev/null | grep -q libtsan && tsan=1
 torch=0
 /usr/bin/python3 -c 'import importlib.util as u, sys; sys.exit(not u.find_spec("torch"))' \
 	2>/dev/null && torch=1
@@ -71,14 +67,11 @@ for line in open(sys.argv[3] + "/torch-jobs"):
 EOF
 }
 
-# under TSan (5-10x slower) LeNet trains on a quarter of the records: the round trip's
-# checks are of the export, not of the accuracy
 nl=2000 ntl=1000
-[ $tsan = 1 ] && nl=512 ntl=256
 roundtrip mlp 1000 256 --model mlp --epochs 1 --limit 3000 --data "$DATA"
 roundtrip lenet $ntl 256 --model lenet --epochs 1 --limit $nl --data "$DATA"
 roundtrip lenet2 $ntl 256 --model lenet --epochs 1 --limit $nl --seed 7 --data "$DATA"
-[ $tsan = 1 ] || roundtrip resnet 16 8 --model resnet18 --epochs 1 --limit 8 --data "$DATA"
+roundtrip resnet 16 8 --model resnet18 --epochs 1 --limit 8 --data "$DATA"
 
 # refused FILE-IN-MESSAGE TEXT DIR: rf-infer exits 1 with one line holding both
 refused() {

@@ -393,12 +393,7 @@ int main(int argc, char **argv)
 		else if (strncmp(lines[i].name, "maxpool", 7) == 0 || strcmp(lines[i].name, "gap") == 0)
 			pool_case(i);
 		else if (strcmp(lines[i].name, "resnet18") == 0)
-#if defined(__SANITIZE_THREAD__)
-			/* one stream, no concurrency to check; 10x slower instrumented */
-			printf("  resnet18 step: not run under ThreadSanitizer\n");
-#else
 			resnet_case(i);
-#endif
 	}
 	CHECK_OK(rf_engine_wait_all(t.eng));
 	rf_device_close(cpu);

@@ -62,13 +62,6 @@ int main(void)
 	struct tt_env t;
 
 	tt_data_dir();
-#if defined(__SANITIZE_THREAD__)
-	/* ThreadSanitizer costs 5-10x here (the suite's largest test) and adds nothing: how
-	 * far a run learns is the same code's arithmetic in every build (release and ASan
-	 * check it), and the trainer's threads are train-dp's, -determinism's, -overlap's */
-	printf("SKIP: accuracy under ThreadSanitizer (checked in the release and ASan builds)\n");
-	return 77;
-#endif
 	tt_open(&t);
 	if (RF_SANITIZED)
 		run(&t, "mlp", 12000, 2000, 64, 0.1f, 3, 0.78, 0.74, 0.68);

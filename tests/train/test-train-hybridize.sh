@@ -24,11 +24,6 @@ SETTINGS='--model mlp
 --model lenet
 --model mlp --devices 2 --momentum 0.9 --lr-schedule cosine:2 --warmup-epochs 1
 --model lenet --devices 2 --optimizer adamw --lr 0.001'
-# ThreadSanitizer (5-10x slower): one two-replica setting, where the concurrency is;
-# the rest (the same code's logic) in the release and ASan builds
-tsan=0
-ldd "$RF" 2>/dev/null | grep -q libtsan && tsan=1
-[ $tsan = 1 ] && SETTINGS=$(echo "$SETTINGS" | grep -e '--model mlp --devices 2')
 echo "$SETTINGS" | while read -r o; do
 	"$RF" $A $o --no-hybridize >"$T/op" 2>"$T/err" || fail "$o: $(tail -2 "$T/err")"
 	"$RF" $A $o --hybridize >"$T/hy" 2>"$T/err" || fail "$o --hybridize: $(tail -2 "$T/err")"
@@ -49,7 +44,6 @@ grep -q '"hybridize": false' "$T/def" && [ "$(launches "$T/def")" = 0 ] ||
 	fail "--no-hybridize: $(tail -2 "$T/err")"
 grep -q '"hybridize": false' "$T/no" && [ "$(launches "$T/no")" = 0 ] ||
 	fail "--hybridize --no-hybridize still replays"
-[ $tsan = 1 ] && { echo "ok (ThreadSanitizer build: one two-replica setting)"; exit 0; }
 # ... and a model with convolutions (LeNet) captured: bitwise its op-by-op run, above
 "$RF" $A --model lenet >"$T/def" 2>"$T/err" || fail "lenet's default: $(tail -2 "$T/err")"
 grep -q '"hybridize": true' "$T/def" && [ "$(launches "$T/def")" = 6 ] ||

@@ -24,9 +24,6 @@ SETTINGS='--optimizer adamw --wd 0.01 --lr 0.001
 --momentum 0.5 --wd 1e-3 --devices 2
 --momentum 0.9 --lr-schedule cosine:3 --warmup-epochs 1
 --momentum 0.9 --lr-schedule step:1:0.5'
-# ThreadSanitizer (its build links libtsan; 5-10x slower): the two-replica settings,
-# where the concurrency is; the update rules are the same code in every build
-ldd "$RF" 2>/dev/null | grep -q libtsan && SETTINGS=$(echo "$SETTINGS" | grep -e '--devices 2')
 echo "$SETTINGS" | while read -r o; do
 	[ -e "$T/ck" ] && [ ! -e "$T/adamw.ck" ] && cp "$T/ck" "$T/adamw.ck"   # for the refusal
 	rm -f "$T/ck"
@@ -52,7 +49,6 @@ for o in "" "--momentum 0.9 --wd 5e-4 --nesterov" "--optimizer adamw --wd 0.01 -
 		fail "$o: --update fused $(hash "$T/fused"), per-layer $(hash "$T/layer")"
 	echo "ok: $o: --update fused = per-layer, bitwise ($(hash "$T/fused"))"
 done || exit 1
-ldd "$RF" 2>/dev/null | grep -q libtsan && { echo "ok (ThreadSanitizer build: two-replica settings only)"; exit 0; }
 "$RF" $A --momentum 0.5 --epochs 3 --checkpoint "$T/ck" --resume >/dev/null 2>"$T/err" &&
 	fail "resumed under another momentum"
 grep -q "saved by a run with --momentum 0.9 --wd 0, this run has --momentum 0.5 --wd 0" \
