@@ -17,7 +17,9 @@
  *   writer, N = 1000, 4096, 16000 (cap raised above N): each reader's completion must
  *   cost O(1) -- the ns/op stays flat as N grows. xchain: a chain of --n/10 ops
  *   alternating between two worker streams (every edge crosses streams, so each op
- *   waits for the previous one's completion). Then the floor under a hop, in the same
+ *   waits for the previous one's completion), each on its own thread; xchain-shared:
+ *   the same with both streams on one thread (rf_worker_stream_create_shared), a hop
+ *   being worker -> reactor -> worker between two threads instead of three. Then the floor under a hop, in the same
  *   run: two bare threads handing a counter back and forth by spinning (pingpong-spin)
  *   and by futex (pingpong-futex); three bare threads relaying a counter in xchain's
  *   shape, end -> middle -> end, spinning with a yield every 4th poll (relay-3: its
@@ -247,8 +249,9 @@ static double run_replay_pattern(long n, long launches)
 	return best;
 }
 
-/* The queue patterns; returns seconds, or < 0 on error. */
-static double run_queue_pattern(const char *pattern, long n)
+/* The queue patterns; returns seconds, or < 0 on error. shared: the two worker streams
+ * share one thread (rf_worker_stream_create_shared). */
+static double run_queue_pattern(const char *pattern, long n, int shared)
 {
 	struct rf_ring *ring;
 	struct rf_engine *e;
@@ -263,13 +266,16 @@ static double run_queue_pattern(const char *pattern, long n)
 	if (rf_engine_create(&e, ring, &(struct rf_engine_opts){ .sync = 0,
 			     .max_inflight = (unsigned)n + 16 }) < 0 ||
 	    rf_worker_stream_create(e, "w0", 0, &w[0]) < 0 ||
-	    rf_worker_stream_create(e, "w1", 0, &w[1]) < 0)
+	    (shared ? rf_worker_stream_create_shared(e, "w1", 0, w[0], &w[1])
+		    : rf_worker_stream_create(e, "w1", 0, &w[1])) < 0)
 		return bench_lib_fail("rf-bench engine");
 	v = calloc((size_t)n + 1, sizeof(*v));
 	if (!v) {
 		fprintf(stderr, "rf-bench engine: out of memory\n");
 		return -1;
 	}
+	/* the bench's own array faulted in now: the faults counted are the engine's */
+	memset(v, 0, ((size_t)n + 1) * sizeof(*v));
 	long f0 = minor_faults();
 	t0 = rf_now_ns();
 	if (!strcmp(pattern, "readers")) {
@@ -324,9 +330,11 @@ static void print_result(const char *pattern, long n, double best, long reps, lo
 	fflush(stdout);
 }
 
-/* The ping-pong peers after xchain (whose best hop was `hop` seconds): each hop count
- * keeps a peer near a second at the costs measured here (0.3 us, 12 us a hop). */
-static int print_pingpong(double hop, long reps, int json)
+/* The ping-pong peers after xchain (whose best hop was `hop` seconds; xchain-shared's
+ * `hop2`): each hop count keeps a peer near a second at the costs measured here (0.3 us,
+ * 12 us a hop). A shared-thread hop is two hand-overs between two threads (worker ->
+ * reactor -> worker): its floor is a spinning round trip, two ping-pong hops. */
+static int print_pingpong(double hop, double hop2, long reps, int json)
 {
 	static const long hops[3] = { 1000000, 50000, 200000 };
 	static const char *const name[3] = { "pingpong-spin", "pingpong-futex", "relay-3" };
@@ -350,10 +358,14 @@ static int print_pingpong(double hop, long reps, int json)
 		rf_cli_json_num(stdout, "%.2f", hop / best[1]);
 		printf(",\"relay_ratio\":");
 		rf_cli_json_num(stdout, "%.2f", hop / best[2]);
+		printf(",\"shared_roundtrip_ratio\":");
+		rf_cli_json_num(stdout, "%.2f", hop2 / (2 * best[0]));
 		printf("}\n");
 	} else {
 		printf("xchain's hop: %.2fx a spinning hand-over, %.2fx a futex one, %.2fx a "
 		       "three-thread relay's\n", hop / best[0], hop / best[1], hop / best[2]);
+		printf("xchain-shared's hop: %.2fx a spinning round trip (two hand-overs)\n",
+		       hop2 / (2 * best[0]));
 	}
 	fflush(stdout);
 	return 0;
@@ -420,7 +432,8 @@ int rf_bench_engine(int argc, char **argv)
 			return 1;
 		print_result("replay", n, s, reps + 2, -1, json);
 	}
-	for (p = 0; p < 4; p++) {
+	double xhop = 0;
+	for (p = 0; p < 5; p++) {
 		static const long nreaders[] = { 1000, 4096, 16000 };
 		long m = p < 3 ? nreaders[p] : (n / 10 > 1000 ? n / 10 : 1000);
 		double best = 1e30;
@@ -429,7 +442,7 @@ int rf_bench_engine(int argc, char **argv)
 		if (only && strcmp(only, p < 3 ? "readers" : "xchain"))
 			continue;
 		for (r = 0; r < reps; r++) {
-			double s = run_queue_pattern(p < 3 ? "readers" : "xchain", m);
+			double s = run_queue_pattern(p < 3 ? "readers" : "xchain", m, p == 4);
 			if (s < 0)
 				return 1;
 			if (s < best) {
@@ -440,9 +453,11 @@ int rf_bench_engine(int argc, char **argv)
 		if (p < 3)
 			snprintf(name, sizeof(name), "readers-%ld", m);
 		else
-			snprintf(name, sizeof(name), "xchain");
+			snprintf(name, sizeof(name), p == 3 ? "xchain" : "xchain-shared");
 		print_result(name, m + (p < 3), best, reps, faults, json);
-		if (p == 3 && print_pingpong(best / (double)m, reps, json))
+		if (p == 3)
+			xhop = best / (double)m;
+		if (p == 4 && print_pingpong(xhop, best / (double)m, reps, json))
 			return 1;
 	}
 	return 0;

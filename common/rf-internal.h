@@ -98,6 +98,12 @@ static inline void rf__prefault(void *p, size_t n)
 		c[n - 1] = 0;
 }
 
+/* spin.c: the threads that spin before they sleep (a ring's reactor, each worker
+ * thread) count themselves in and out; rf__spin_crowded() says whether there are more
+ * of them than CPUs this process may run on -- then a spin yields every few polls. */
+void rf__spinners_add(int delta);
+int rf__spin_crowded(void);
+
 struct stat;
 
 /* file.c: what a file of mode m is, for messages: "a directory", "a FIFO", "a socket",

@@ -1,8 +1,10 @@
-/* core/worker.c -- the worker-thread stream: a single-producer/single-consumer ring of
- * ops in; completions out through memory (the tail counter, read by a ring poller at
- * every reactor turn) and a notifier signal only when the reactor is parked
- * (rf_ring_parked); no mutex, no condition variable (README.md). Ops beyond its
- * capacity wait in a reactor-side overflow list. */
+/* core/worker.c -- worker streams: each a single-producer/single-consumer ring of ops
+ * in; completions out through memory (the tail counter, read by a ring poller at every
+ * reactor turn) and a notifier signal only when the reactor is parked
+ * (rf_ring_parked); no mutex, no condition variable (README.md). Ops beyond a stream's
+ * capacity wait in a reactor-side overflow list. A stream runs on a thread of its own,
+ * or on another worker stream's thread (rf_worker_stream_create_shared): the thread
+ * serves each of its streams' queues in turn. */
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -25,31 +27,57 @@
 #define RF__WORKER_BUSY_NS 50000ull /* the poller is busy this long after progress */
 #define RF__WORKER_YIELD 3       /* of every 4 polls, one yields the CPU (measured:
 				   * 31 or 7 cost xchain 2x on 2 cores) */
+#define RF__WTHREAD_MAXQ 32      /* live streams on one thread */
 
+struct rf__wthread;
+
+/* One stream: its queue, served by a thread (its own or a shared one). */
 struct rf__worker {
 	struct rf_stream s;
 	char name[48];
 	unsigned cap;         /* power of two */
 	struct rf_op **slot;
 	int *status;
+	struct rf__wthread *th;
 	/* Each side's word on a cache line of its own: the reactor writes head, the
 	 * worker tail; sharing a line would bounce it between the cores on every op. */
 	_Alignas(RF__CACHELINE) _Atomic uint64_t head; /* ops published (reactor writes) */
 	_Alignas(RF__CACHELINE) _Atomic uint64_t tail; /* ops finished (worker writes) */
+	uint64_t taken;                 /* worker only: ops it has started */
 	/* the reactor's own line: written at every publish and reap */
 	_Alignas(RF__CACHELINE) uint64_t reaped;       /* ops reported */
 	struct rf__oplist ovf;          /* ops waiting for a free slot */
 	uint64_t progress_ns;           /* the last completion or publish */
 	int published;                  /* an op was given since the last poll */
-	_Alignas(RF__CACHELINE) unsigned spins; /* worker only: the idle spin's budget */
-	_Alignas(RF__CACHELINE) _Atomic int sleeping;
-	_Atomic uint32_t futex;
-	_Atomic int stop;
 	struct rf_ring *ring;
 	struct rf_notifier *notifier;   /* wakes a parked reactor */
 	struct rf_poller *poller;       /* reads tail at every turn */
+};
+
+/* A worker thread and the queues it serves. The reactor changes the list (q[] and nq,
+ * then gen, with release); the thread takes a copy of the list at the start of every
+ * pass (gen, then q[], then `seen` = that gen, released), and its spin and sleep poll
+ * that copy, leaving for a new pass as soon as gen moves. So once `seen` equals the
+ * gen of a removal, the thread holds no pointer to the removed queue
+ * (rf__wthread_detach). */
+struct rf__wthread {
+	_Alignas(RF__CACHELINE) _Atomic unsigned seen; /* thread: the gen of its copy */
+	unsigned spins;                 /* thread only: the idle spin's budget */
+	_Alignas(RF__CACHELINE) _Atomic int sleeping;
+	_Atomic uint32_t futex;
+	_Atomic int stop;
+	/* the reactor's, read by the thread: changed only when a stream comes or goes */
+	_Alignas(RF__CACHELINE) _Atomic unsigned gen;
+	_Atomic unsigned nq;
+	struct rf__worker *_Atomic q[RF__WTHREAD_MAXQ];
+	unsigned users;                 /* reactor only: streams on this thread */
 	pthread_t thread;
-	int started;
+};
+
+/* The thread's copy of its list. */
+struct rf__wlist {
+	unsigned gen, n;
+	struct rf__worker *q[RF__WTHREAD_MAXQ];
 };
 
 static long rf__futex(_Atomic uint32_t *addr, int op, uint32_t val)
@@ -57,13 +85,17 @@ static long rf__futex(_Atomic uint32_t *addr, int op, uint32_t val)
 	return syscall(SYS_futex, (uint32_t *)addr, op, val, NULL, NULL, 0);
 }
 
-static void rf__worker_wake(struct rf__worker *w)
+static void rf__wthread_kick(struct rf__wthread *th)
+{
+	atomic_fetch_add_explicit(&th->futex, 1, memory_order_seq_cst);
+	rf__futex(&th->futex, FUTEX_WAKE_PRIVATE, 1);
+}
+
+static void rf__wthread_wake(struct rf__wthread *th)
 {
 	atomic_thread_fence(memory_order_seq_cst);
-	if (atomic_load_explicit(&w->sleeping, memory_order_relaxed)) {
-		atomic_fetch_add_explicit(&w->futex, 1, memory_order_seq_cst);
-		rf__futex(&w->futex, FUTEX_WAKE_PRIVATE, 1);
-	}
+	if (atomic_load_explicit(&th->sleeping, memory_order_relaxed))
+		rf__wthread_kick(th);
 }
 
 /* Post count completions to the reactor: one syscall. Retried on transient failure. */
@@ -93,65 +125,136 @@ static void rf__worker_run(struct rf__worker *w, uint64_t t)
 		rf__worker_post(w, 1);
 }
 
+/* Take a copy of the list and say so (`seen`): a removal's gen seen means every
+ * earlier use of the old list is over. */
+static void rf__wthread_copy(struct rf__wthread *th, struct rf__wlist *l)
+{
+	l->gen = atomic_load_explicit(&th->gen, memory_order_acquire);
+	l->n = atomic_load_explicit(&th->nq, memory_order_relaxed);
+	for (unsigned i = 0; i < l->n; i++)
+		l->q[i] = atomic_load_explicit(&th->q[i], memory_order_relaxed);
+	atomic_store_explicit(&th->seen, l->gen, memory_order_release);
+}
+
+/* One pass: runs every op published to each queue when the pass read its head (head
+ * is read again only at the next pass: while the reactor publishes a burst, its line
+ * is not pulled over once per op). Returns 1 if it ran any. */
+static int rf__wthread_pass(struct rf__wthread *th, struct rf__wlist *l)
+{
+	int ran = 0;
+
+	rf__wthread_copy(th, l);
+	for (unsigned i = 0; i < l->n; i++) {
+		struct rf__worker *w = l->q[i];
+		uint64_t h = atomic_load_explicit(&w->head, memory_order_acquire);
+
+		while (w->taken < h) {
+			rf__worker_run(w, w->taken++);
+			ran = 1;
+		}
+	}
+	return ran;
+}
+
+/* Whether a queue of the copy has an op not yet started, the list changed, or stop
+ * came. */
+static int rf__wthread_pending(struct rf__wthread *th, const struct rf__wlist *l)
+{
+	if (atomic_load_explicit(&th->stop, memory_order_acquire) ||
+	    atomic_load_explicit(&th->gen, memory_order_acquire) != l->gen)
+		return 1;
+	for (unsigned i = 0; i < l->n; i++)
+		if (atomic_load_explicit(&l->q[i]->head, memory_order_acquire) != l->q[i]->taken)
+			return 1;
+	return 0;
+}
+
 /* Spin a while (a producer usually pushes bursts, and the next op of a chain comes
  * one reactor turn after this one's completion): 1 if work or stop came. The spin
  * yields the CPU every few pauses, so that on a machine with fewer cores than
  * spinning threads (the reactor, other workers) the thread that has the work runs.
- * Its length adapts: doubled when work came during it, halved when it did not -- a
- * stream fed ops back to back keeps polling, one whose ops come far apart (a
- * loader's gathers, waiting on I/O) goes to sleep at once and burns no CPU. */
-static int rf__worker_spin(struct rf__worker *w, uint64_t t)
+ * (Where the spinning threads are no more than the CPUs, rf__spin_crowded, it does not
+ * yield.) Its length adapts: doubled when work came during it, halved when it did not -- a
+ * thread fed ops back to back keeps polling, one whose ops come far apart (a loader's
+ * gathers, waiting on I/O) goes to sleep at once and burns no CPU. */
+static int rf__wthread_spin(struct rf__wthread *th, const struct rf__wlist *l)
 {
-	for (unsigned spin = 0; spin < w->spins; spin++) {
-		if (atomic_load_explicit(&w->head, memory_order_acquire) != t ||
-		    atomic_load_explicit(&w->stop, memory_order_acquire)) {
-			if (w->spins < RF__WORKER_SPINS)
-				w->spins *= 2;
+	unsigned yield = rf__spin_crowded() ? RF__WORKER_YIELD : ~0u; /* ~0u: never */
+
+	for (unsigned spin = 0; spin < th->spins; spin++) {
+		if (rf__wthread_pending(th, l)) {
+			if (th->spins < RF__WORKER_SPINS)
+				th->spins *= 2;
 			return 1;
 		}
-		if ((spin & RF__WORKER_YIELD) == RF__WORKER_YIELD)
+		if ((spin & yield) == yield)
 			sched_yield();
 #if defined(__x86_64__) || defined(__i386__)
 		else
 			__builtin_ia32_pause();
 #endif
 	}
-	if (w->spins > RF__WORKER_SPINS_MIN)
-		w->spins /= 2;
+	if (th->spins > RF__WORKER_SPINS_MIN)
+		th->spins /= 2;
 	return 0;
 }
 
-/* Sleep on the futex unless work or stop came after `sleeping` was set. */
-static void rf__worker_sleep(struct rf__worker *w, uint64_t t)
+/* Sleep on the futex unless work, a change of the list or stop came after `sleeping`
+ * was set. */
+static void rf__wthread_sleep(struct rf__wthread *th, const struct rf__wlist *l)
 {
-	uint32_t fv = atomic_load_explicit(&w->futex, memory_order_seq_cst);
+	uint32_t fv = atomic_load_explicit(&th->futex, memory_order_seq_cst);
 
-	atomic_store_explicit(&w->sleeping, 1, memory_order_seq_cst);
+	atomic_store_explicit(&th->sleeping, 1, memory_order_seq_cst);
 	atomic_thread_fence(memory_order_seq_cst);
-	if (atomic_load_explicit(&w->head, memory_order_seq_cst) == t &&
-	    !atomic_load_explicit(&w->stop, memory_order_seq_cst))
-		rf__futex(&w->futex, FUTEX_WAIT_PRIVATE, fv);
-	atomic_store_explicit(&w->sleeping, 0, memory_order_relaxed);
+	if (!rf__wthread_pending(th, l))
+		rf__futex(&th->futex, FUTEX_WAIT_PRIVATE, fv);
+	atomic_store_explicit(&th->sleeping, 0, memory_order_relaxed);
 }
 
-static void *rf__worker_main(void *arg)
+static void *rf__wthread_main(void *arg)
 {
-	struct rf__worker *w = arg;
-	uint64_t t = 0, h = 0;
+	struct rf__wthread *th = arg;
+	struct rf__wlist l;
 
 	for (;;) {
-		/* head is read again only when the ops seen are done: while the reactor
-		 * publishes a burst, its line is not pulled over once per op */
-		if (t < h || t < (h = atomic_load_explicit(&w->head, memory_order_acquire))) {
-			rf__worker_run(w, t++);
+		if (rf__wthread_pass(th, &l))
 			continue;
-		}
-		if (atomic_load_explicit(&w->stop, memory_order_acquire))
+		if (atomic_load_explicit(&th->stop, memory_order_acquire))
 			break;
-		if (!rf__worker_spin(w, t))
-			rf__worker_sleep(w, t);
+		if (!rf__wthread_spin(th, &l))
+			rf__wthread_sleep(th, &l);
 	}
 	return NULL;
+}
+
+/* Publish a changed list: q[] and nq first, then gen (release). */
+static void rf__wthread_publish_list(struct rf__wthread *th, unsigned n)
+{
+	atomic_store_explicit(&th->nq, n, memory_order_relaxed);
+	atomic_store_explicit(&th->gen, atomic_load_explicit(&th->gen, memory_order_relaxed) + 1,
+			      memory_order_release);
+}
+
+/* Take w off its thread's list and wait until the thread has taken a copy without it
+ * (`seen` reaches the new gen): from then on nothing it does touches w. A sleeping
+ * thread is woken to take it; one running an op of another stream takes it when that
+ * op ends. Reactor thread; the thread runs on. */
+static void rf__wthread_detach(struct rf__wthread *th, struct rf__worker *w)
+{
+	unsigned n = atomic_load_explicit(&th->nq, memory_order_relaxed), i, g;
+
+	for (i = 0; i < n && atomic_load_explicit(&th->q[i], memory_order_relaxed) != w; i++)
+		;
+	if (i == n)
+		return;
+	atomic_store_explicit(&th->q[i], atomic_load_explicit(&th->q[n - 1], memory_order_relaxed),
+			      memory_order_relaxed);
+	rf__wthread_publish_list(th, n - 1);
+	g = atomic_load_explicit(&th->gen, memory_order_relaxed);
+	rf__wthread_kick(th);
+	while (atomic_load_explicit(&th->seen, memory_order_acquire) != g)
+		sched_yield();
 }
 
 static void rf__worker_publish(struct rf__worker *w, struct rf_op *op)
@@ -162,7 +265,7 @@ static void rf__worker_publish(struct rf__worker *w, struct rf_op *op)
 	atomic_store_explicit(&w->head, h + 1, memory_order_release);
 	rf_poller_hold(w->poller, 1);   /* pending for the ring until reaped */
 	w->published = 1;               /* the poller's spin-worthiness clock restarts */
-	rf__worker_wake(w);
+	rf__wthread_wake(w->th);
 }
 
 static int rf__worker_enqueue(struct rf_stream *s, struct rf_op *op)
@@ -231,32 +334,6 @@ static void rf__worker_notified(void *data, uint32_t count)
 	rf__worker_reap(data);
 }
 
-static void rf__worker_destroy(struct rf_stream *s)
-{
-	struct rf__worker *w = s->ctx;
-
-	if (w->started) {
-		atomic_store_explicit(&w->stop, 1, memory_order_seq_cst);
-		atomic_fetch_add_explicit(&w->futex, 1, memory_order_seq_cst);
-		rf__futex(&w->futex, FUTEX_WAKE_PRIVATE, 1);
-		pthread_join(w->thread, NULL);
-	}
-	/* Every op was reported (the engine waited for them). A wake-up signal still on
-	 * its way finds the notifier gone and is dropped (ring.h). */
-	rf_poller_remove(w->poller);
-	if (w->notifier)
-		rf_notifier_destroy(w->notifier);
-	free(w->slot);
-	free(w->status);
-	free(w);
-}
-
-static const struct rf_stream_ops rf__worker_ops = {
-	/* .enqueue = */ rf__worker_enqueue,
-	/* .chain   = */ NULL, /* optional: same-stream chaining needs no help */
-	/* .destroy = */ rf__worker_destroy,
-};
-
 static void rf__worker_free(struct rf__worker *w)
 {
 	rf_poller_remove(w->poller);
@@ -266,6 +343,33 @@ static void rf__worker_free(struct rf__worker *w)
 	free(w->status);
 	free(w);
 }
+
+/* The stream's thread goes with its last stream: stopped and joined. A stream that
+ * shares it with others is first taken off its list (rf__wthread_detach). Either way
+ * every op was reported (the engine waited for them), and a wake-up signal still on
+ * its way finds the notifier gone and is dropped (ring.h). */
+static void rf__worker_destroy(struct rf_stream *s)
+{
+	struct rf__worker *w = s->ctx;
+	struct rf__wthread *th = w->th;
+
+	if (th && --th->users == 0) {
+		atomic_store_explicit(&th->stop, 1, memory_order_seq_cst);
+		rf__wthread_kick(th);
+		pthread_join(th->thread, NULL);
+		rf__spinners_add(-1);
+		free(th);
+	} else if (th) {
+		rf__wthread_detach(th, w);
+	}
+	rf__worker_free(w);
+}
+
+static const struct rf_stream_ops rf__worker_ops = {
+	/* .enqueue = */ rf__worker_enqueue,
+	/* .chain   = */ NULL, /* optional: same-stream chaining needs no help */
+	/* .destroy = */ rf__worker_destroy,
+};
 
 /* The worker's record, its slots (cap rounded up to a power of two) and notifier. */
 static int rf__worker_alloc(struct rf_engine *e, const char *name, unsigned capacity,
@@ -284,7 +388,6 @@ static int rf__worker_alloc(struct rf_engine *e, const char *name, unsigned capa
 	memset(w, 0, sizeof(*w));
 	snprintf(w->name, sizeof(w->name), "%s", name ? name : "worker");
 	w->cap = cap;
-	w->spins = RF__WORKER_SPINS;
 	w->slot = calloc(cap, sizeof(*w->slot));
 	w->status = calloc(cap, sizeof(*w->status));
 	if (!w->slot || !w->status) {
@@ -312,41 +415,100 @@ static int rf__worker_alloc(struct rf_engine *e, const char *name, unsigned capa
 }
 
 /* "rf-NAME", cut to the kernel's limit of 16 bytes, NUL included. */
-static void rf__worker_name_thread(struct rf__worker *w)
+static void rf__wthread_name(struct rf__wthread *th, const char *name)
 {
 	char tn[16];
-	size_t l = strnlen(w->name, sizeof(tn) - 4);
+	size_t l = strnlen(name, sizeof(tn) - 4);
 
 	memcpy(tn, "rf-", 3);
-	memcpy(tn + 3, w->name, l);
+	memcpy(tn + 3, name, l);
 	tn[3 + l] = 0;
-	pthread_setname_np(w->thread, tn);
+	pthread_setname_np(th->thread, tn);
+}
+
+/* Checks shared by both creators; *out is NULL on any failure. */
+static int rf__worker_args(const char *fn, struct rf_engine *e, const char *name,
+			   unsigned *capacity, struct rf_stream **out)
+{
+	if (!e || !out)
+		return rf__fail(-EINVAL, "%s: %s is NULL", fn, e ? "out" : "e");
+	*out = NULL;
+	if (!*capacity)
+		*capacity = 1024;
+	if (*capacity > RF__WORKER_MAX_CAP) /* the overflow list takes any number beyond */
+		return rf__fail(-EINVAL, "%s %s: capacity %u, expected at most %u", fn,
+				name ? name : "", *capacity, (unsigned)RF__WORKER_MAX_CAP);
+	return 0;
 }
 
 int rf_worker_stream_create(struct rf_engine *e, const char *name, unsigned capacity,
 			    struct rf_stream **out)
 {
 	struct rf__worker *w = NULL;
+	struct rf__wthread *th;
 	int ret;
 
-	if (!e || !out)
-		return rf__fail(-EINVAL, "rf_worker_stream_create: %s is NULL", e ? "out" : "e");
-	*out = NULL; /* on any failure */
-	if (!capacity)
-		capacity = 1024;
-	if (capacity > RF__WORKER_MAX_CAP) /* the overflow list takes any number beyond */
-		return rf__fail(-EINVAL, "rf_worker_stream_create %s: capacity %u, expected at "
-				"most %u", name ? name : "", capacity, (unsigned)RF__WORKER_MAX_CAP);
+	if ((ret = rf__worker_args("rf_worker_stream_create", e, name, &capacity, out)) < 0)
+		return ret;
 	if ((ret = rf__worker_alloc(e, name, capacity, &w)) < 0)
 		return ret;
-	ret = pthread_create(&w->thread, NULL, rf__worker_main, w);
+	th = aligned_alloc(RF__CACHELINE, sizeof(*th));
+	if (!th) {
+		rf__worker_free(w);
+		return rf__fail(-ENOMEM, "rf_worker_stream_create %s: out of memory", w->name);
+	}
+	memset(th, 0, sizeof(*th));
+	th->spins = RF__WORKER_SPINS;
+	th->users = 1;
+	atomic_store_explicit(&th->q[0], w, memory_order_relaxed);
+	atomic_store_explicit(&th->nq, 1, memory_order_relaxed);
+	ret = pthread_create(&th->thread, NULL, rf__wthread_main, th);
 	if (ret) {
+		free(th);
 		rf__worker_free(w);
 		return rf__fail(-ret, "rf_worker_stream_create %s: cannot start its thread: %s",
 				name ? name : "", strerror(ret));
 	}
-	w->started = 1;
-	rf__worker_name_thread(w);
+	w->th = th;
+	rf__spinners_add(1);
+	rf__wthread_name(th, w->name);
+	rf_engine_add_stream(e, &w->s);
+	*out = &w->s;
+	return 0;
+}
+
+int rf_worker_stream_create_shared(struct rf_engine *e, const char *name, unsigned capacity,
+				   struct rf_stream *with, struct rf_stream **out)
+{
+	static const char fn[] = "rf_worker_stream_create_shared";
+	struct rf__worker *w = NULL, *wo;
+	struct rf__wthread *th;
+	unsigned n;
+	int ret;
+
+	if ((ret = rf__worker_args(fn, e, name, &capacity, out)) < 0)
+		return ret;
+	if (!with)
+		return rf__fail(-EINVAL, "%s %s: `with` is NULL, expected a worker stream",
+				fn, name ? name : "");
+	if (with->ops != &rf__worker_ops)
+		return rf__fail(-EINVAL, "%s %s: stream %s is not a worker stream", fn,
+				name ? name : "", with->name ? with->name : "?");
+	if (with->eng != e)
+		return rf__fail(-EINVAL, "%s %s: worker stream %s belongs to another engine",
+				fn, name ? name : "", with->name);
+	wo = with->ctx;
+	th = wo->th;
+	n = atomic_load_explicit(&th->nq, memory_order_relaxed);
+	if (n >= RF__WTHREAD_MAXQ)
+		return rf__fail(-EINVAL, "%s %s: thread of %s already serves %u streams, the most",
+				fn, name ? name : "", with->name, n);
+	if ((ret = rf__worker_alloc(e, name, capacity, &w)) < 0)
+		return ret;
+	w->th = th;
+	th->users++;
+	atomic_store_explicit(&th->q[n], w, memory_order_relaxed);
+	rf__wthread_publish_list(th, n + 1); /* the thread sees it at its next pass */
 	rf_engine_add_stream(e, &w->s);
 	*out = &w->s;
 	return 0;

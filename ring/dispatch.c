@@ -110,8 +110,9 @@ int rf__turn(struct rf_ring *r, int wait, struct __kernel_timespec *ts)
 		}
 		r->st.spins++;
 		unsigned k = 0;
+		int crowded = rf__spin_crowded();
 		do {
-			if ((++k & RF__SPIN_YIELD) == 0)
+			if (crowded && (++k & RF__SPIN_YIELD) == 0)
 				sched_yield();  /* fewer cores than spinners: let the one due run */
 			else
 				rf__cpu_relax();

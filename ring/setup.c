@@ -126,6 +126,7 @@ int rf_ring_create(struct rf_ring **out, const struct rf_ring_opts *opts)
 	rf__ops_probe(r);
 	if (!(opts && (opts->flags & RF_RING_NO_MSG_RING)))
 		r->msg_ring = rf__probe_msg_ring(r);
+	rf__spinners_add(1); /* its reactor spins while a poller is busy */
 	*out = r;
 	return 0;
 }
@@ -156,6 +157,7 @@ void rf_ring_destroy(struct rf_ring *r)
 		return;
 	}
 	r->destroying = 1;
+	rf__spinners_add(-1);
 	rf__notifiers_teardown(r);
 	rf__watches_teardown(r);
 	rf__pollers_free(r);

@@ -220,6 +220,17 @@ struct rf_stream *rf_engine_async_stream(struct rf_engine *e);
  * first, which waits for all the engine's work. */
 int rf_worker_stream_create(struct rf_engine *e, const char *name, unsigned capacity,
 			    struct rf_stream **out);
+/* Create a worker stream that runs its ops on the thread of `with`, a worker stream of
+ * the same engine, instead of a thread of its own. It is a stream of its own for the
+ * engine (its ops' order, dependencies, trace track), but its ops and those of every
+ * stream on that thread run one at a time, on that one thread (an op's thread-local
+ * state is that thread's). Fewer threads than streams: on a machine with fewer cores
+ * than spinning threads, a hop between two streams sharing a thread is a hand-over
+ * between two threads (worker -> reactor -> worker), not three. The thread goes with
+ * the last of its streams; at most 32 live streams share one. -EINVAL if `with` is
+ * NULL, not a worker stream, or another engine's. */
+int rf_worker_stream_create_shared(struct rf_engine *e, const char *name, unsigned capacity,
+				   struct rf_stream *with, struct rf_stream **out);
 void rf_stream_destroy(struct rf_stream *s);
 const char *rf_stream_name(const struct rf_stream *s);
 
