@@ -251,6 +251,10 @@ struct rf__backend {
 	void (*stats)(const struct rf_device *d, struct rf_device_stats *out);
 	/* plan i as JSON (rf_device_plan_json). optional: no plans */
 	int (*plan_json)(const struct rf_device *d, unsigned i, char *buf, size_t len);
+	/* The images a conv2d forward of shape s computes together (rf_conv2d_fwd_group):
+	 * >= 1, or -EINVAL for a bad shape. optional: the backend promises no batch split
+	 * (rf_conv2d_fwd_group says -ENOTSUP) */
+	int (*conv_group)(const struct rf__conv2d *s);
 };
 
 /* convert.c: host-side element conversions and layout permutes, shared by the CPU

@@ -65,6 +65,32 @@ int rf_conv2d_fwd(struct rf_stream *s, struct rf_tensor *y, struct rf_tensor *x,
 	return rf__b_push(&b, s, y->dev);
 }
 
+int rf_conv2d_fwd_group(const struct rf_device *d, const struct rf_tensor *x,
+			const struct rf_tensor *w, int stride, int pad)
+{
+	static const char fn[] = "rf_conv2d_fwd_group";
+	struct rf__conv2d cs;
+	int g;
+
+	if (!d || !x || !w)
+		return rf__bad(fn, "NULL %s", !d ? "device" : !x ? "x" : "w");
+	if (x->ndim != 4 || w->ndim != 4)
+		return rf__bad(fn, "x and w must be 4-D (x %d-D, w %d-D)", x->ndim, w->ndim);
+	cs = (struct rf__conv2d){ .n = (int)x->shape[0], .c = (int)x->shape[1],
+				  .h = (int)x->shape[2], .w = (int)x->shape[3],
+				  .o = (int)w->shape[0], .kh = (int)w->shape[2],
+				  .kw = (int)w->shape[3], .stride = stride, .pad = pad };
+	if (stride < 1 || w->shape[1] != cs.c || rf__conv_check(&cs) < 0)
+		return rf__bad(fn, "x (%d, %d, %d, %d) and w (%d, %lld, %d, %d) with stride %d "
+			       "and pad %d do not make a conv2d", cs.n, cs.c, cs.h, cs.w, cs.o,
+			       (long long)w->shape[1], cs.kh, cs.kw, stride, pad);
+	if (!d->be->conv_group)
+		return rf__fail(-ENOTSUP, "%s: %s promises no batch split of a convolution",
+				fn, d->name);
+	g = d->be->conv_group(&cs);
+	return g < 0 ? rf__bad(fn, "the shape was refused by %s", d->name) : g;
+}
+
 int rf_conv2d_bwd_data(struct rf_stream *s, struct rf_tensor *dx, struct rf_tensor *dy,
 		       struct rf_tensor *w, int stride, int pad)
 {

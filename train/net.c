@@ -321,28 +321,69 @@ static int rf__layer_fwd(struct rf_model *m, struct rf_model_acts *a, unsigned i
 	return -EINVAL;
 }
 
+/* The multiple of g nearest n/2 (the lower one on a tie) strictly inside (0, n), or 0 */
+static int64_t rf__split_at(int64_t n, int64_t g)
+{
+	int64_t lo = n / 2 / g * g, hi = lo + g;
+
+	if (lo > 0 && (hi >= n || n / 2 - lo <= hi - n / 2))
+		return lo;
+	return hi < n ? hi : 0;
+}
+
+static int64_t rf__gcd(int64_t a, int64_t b)
+{
+	while (b) {
+		int64_t t = a % b;
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
 /* The leading layers that work image by image (convolutions, ReLU, pooling, each on
- * the previous output): with a second CPU stream each stream runs them on half of the
- * batch. Images are independent and the split is fixed, so results stay the same. */
-static unsigned rf__split_prefix(const struct rf_model *m, const struct rf_model_acts *a)
+ * the previous output): with a second CPU stream each stream runs them on a part of
+ * the batch, images [0, *h) and [*h, n). Images are independent, but a convolution
+ * computes groups of them in one GEMM whose rounding may depend on its width: *h is a
+ * multiple of every split convolution's group (rf_conv2d_fwd_group), nearest n/2, so
+ * each part runs the whole batch's GEMM calls and the bits are those of no split (and
+ * of the NHWC path, which does not split). A convolution whose group leaves no such
+ * *h ends the prefix. */
+static unsigned rf__split_prefix(const struct rf_model *m, const struct rf_model_acts *a,
+				 int64_t *h)
 {
 	const struct rf_model_spec *sp = m->spec;
 	const struct rf_tensor *x = a->x;
+	int64_t g = 1;
 	unsigned i;
 
+	*h = 0;
 	if (!m->s2 || m->s2 == m->s || a->n < 2 || x->base || x->views || rf__net_formatted(m) ||
 	    !rf_device_host_memory(m->dev) || !rf_device_host_memory(x->dev))
 		return 0;
 	for (i = 0; i < a->nt; i++) {
-		enum rf_layer_kind k = sp->table[i].kind;
-		if (sp->info[i].in != (int)i || (k != RF_LAYER_CONV && k != RF_LAYER_RELU &&
-						  k != RF_LAYER_AVGPOOL && k != RF_LAYER_MAXPOOL))
+		const struct rf_layer *l = &sp->table[i];
+		const struct rf_layer_info *f = &sp->info[i];
+		enum rf_layer_kind k = l->kind;
+		if (f->in != (int)i || (k != RF_LAYER_CONV && k != RF_LAYER_RELU &&
+					k != RF_LAYER_AVGPOOL && k != RF_LAYER_MAXPOOL))
 			break;
+		if (k == RF_LAYER_CONV) {
+			const struct rf_tensor *w = m->q[f->p0] ? m->q[f->p0] : m->p[f->p0];
+			int cg = rf_conv2d_fwd_group(m->dev, a->node[f->in], w,
+						     l->stride > 0 ? l->stride : 1, l->pad);
+			int64_t lcm = cg > 0 ? g / rf__gcd(g, cg) * cg : 0;
+			if (cg <= 0 || !rf__split_at(a->n, lcm))
+				break;
+			g = lcm;
+		}
 	}
 	/* a fused ReLU + pool stays together */
 	if (i > 0 && i < a->nt && a->fused[i])
 		i--;
-	return i;
+	if (i)
+		*h = rf__split_at(a->n, g);
+	return *h ? i : 0;
 }
 
 /* Layers [0, np) on images [i0, i0 + k) on stream s, through views of their nodes. */
@@ -399,9 +440,9 @@ static int rf__forward(struct rf_model *m, struct rf_model_acts *a)
 		RF__TRY_RET(rf_convert(m->s, a->node[0], a->x));
 	}
 	RF__TRY_RET(rf__plan(m, a));
-	np = rf__split_prefix(m, a);
+	int64_t h;
+	np = rf__split_prefix(m, a, &h);
 	if (np) {
-		int64_t h = a->n / 2;
 		RF__TRY_RET(rf__fwd_part(m, a, np, m->s, 0, h));
 		RF__TRY_RET(rf__fwd_part(m, a, np, m->s2, h, a->n - h));
 		i = np;

@@ -31,17 +31,41 @@ size_t rf__k_conv2d_workspace_min(const struct rf__conv2d *s)
 	return rf__conv_workspace_min(s);
 }
 
+/* Images per im2col group for a batch of any size: enough for RF__CONV_TARGET_COLS
+ * GEMM columns, rounded up to a power of two (a split of the batch in two then falls
+ * between groups: rf__k_conv2d_group). */
+static size_t conv_group_full(const struct rf__conv2d *s)
+{
+	size_t ohw = (size_t)rf__conv2d_oh(s) * rf__conv2d_ow(s);
+	size_t g = (RF__CONV_TARGET_COLS + ohw - 1) / ohw, p = 1;
+
+	while (p < g)
+		p <<= 1;
+	return p;
+}
+
 size_t rf__k_conv2d_workspace_size(const struct rf__conv2d *s)
 {
 	if (rf__conv_check(s))
 		return 0;
-	size_t ohw = (size_t)rf__conv2d_oh(s) * rf__conv2d_ow(s);
-	size_t g = (RF__CONV_TARGET_COLS + ohw - 1) / ohw;
+	size_t g = conv_group_full(s);
 	if (g > (size_t)s->n)
 		g = (size_t)s->n;
 	if (g < 1)
 		g = 1;
 	return g * rf__conv_per_image(s);
+}
+
+int rf__k_conv2d_group(const struct rf__conv2d *s)
+{
+	if (rf__conv_check(s))
+		return -EINVAL;
+	if (conv_direct(s))
+		return 1;
+	size_t g = conv_group_full(s);
+	if (g > (size_t)s->n)
+		g = (size_t)s->n;
+	return g < 1 ? 1 : (int)g;
 }
 
 /* Geometry passed to the copy bodies; the specialised callers pass constants for

@@ -122,6 +122,7 @@ const struct rf__backend rf__cpu_backend = {
 	/* .stream_handle   = */ NULL,
 	/* .stats           = */ NULL, /* optional */
 	/* .plan_json       = */ NULL,
+	/* .conv_group      = */ rf__k_conv2d_group,
 };
 
 static int rf__cpu_ordinal;

@@ -87,6 +87,13 @@ int rf__k_softmax_xent_eval(float *loss_sum, int32_t *correct,
  * an invalid shape. The workspace needs float alignment only. */
 size_t rf__k_conv2d_workspace_size(const struct rf__conv2d *s);
 size_t rf__k_conv2d_workspace_min(const struct rf__conv2d *s);
+/* The images rf__k_conv2d_fwd computes in one GEMM with the workspace of
+ * rf__k_conv2d_workspace_size: a power of two (the columns ~RF__CONV_TARGET_COLS),
+ * at most n; 1 where the forward goes image by image (the direct kernels). A batch
+ * split at a multiple of it gives every part the groups of the whole batch, so the
+ * same GEMM calls: the same bits with a GEMM whose rounding depends on the width
+ * (OpenBLAS's Haswell sgemm does). -EINVAL for a bad shape. */
+int rf__k_conv2d_group(const struct rf__conv2d *s);
 
 /* y (n, o, oh, ow) = conv(x (n, c, h, w), w (o, c, kh, kw)) + b (o).
  * b may be NULL (no bias). Returns -EINVAL on a bad shape or small workspace. */

@@ -70,6 +70,16 @@ int rf_softmax_xent(struct rf_stream *s, struct rf_tensor *dlogits, struct rf_te
  * oh = (h + 2*pad - kh)/stride + 1 (floor), ow likewise. */
 int rf_conv2d_fwd(struct rf_stream *s, struct rf_tensor *y, struct rf_tensor *x,
 		  struct rf_tensor *w, struct rf_tensor *b, int stride, int pad);
+/* How a batch may be split and keep its bits: the images of x that rf_conv2d_fwd on
+ * device d computes together (the CPU: one GEMM per group of them, whose rounding may
+ * depend on the GEMM's width), >= 1. The batch run as parts that each start at a
+ * multiple of it (views of x and y) gives every output the bits of one call on the
+ * whole batch, given the workspace's fast size (a device short of memory runs one image
+ * at a time, in any split). -ENOTSUP where the device promises no split (CUDA: its
+ * algorithm is chosen per shape), -EINVAL for a bad shape; the message in
+ * rf_last_error(). */
+int rf_conv2d_fwd_group(const struct rf_device *d, const struct rf_tensor *x,
+			const struct rf_tensor *w, int stride, int pad);
 /* dx (n, c, h, w) = dL/dx from dy (n, o, oh, ow) and w (overwritten; input pixels no
  * output sees, past the last stride, get 0). */
 int rf_conv2d_bwd_data(struct rf_stream *s, struct rf_tensor *dx, struct rf_tensor *dy,
