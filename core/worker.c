@@ -31,21 +31,34 @@
 
 struct rf__wthread;
 
+/* One slot of a queue, a cache line of its own: op n goes into slot n mod cap. The
+ * reactor fills it and publishes `pub` = n + 1 (release); the worker, which polls the
+ * slot it will run next, runs it, stores the status and publishes `done` = n + 1
+ * (release); the reactor's poller reads `done` of the oldest unreported slot. So a
+ * hand-over moves one line each way: the op's pointer, function and argument travel
+ * with the flag that publishes them (the worker reads the op record itself only when
+ * the op is traced), and the status with the flag that reports it. */
+struct rf__wslot {
+	_Alignas(RF__CACHELINE) _Atomic uint64_t pub;
+	struct rf_op *op;
+	rf_op_fn fn;
+	void *ctx;
+	int traced;
+	int status;                     /* worker */
+	_Atomic uint64_t done;          /* worker */
+};
+
 /* One stream: its queue, served by a thread (its own or a shared one). */
 struct rf__worker {
 	struct rf_stream s;
 	char name[48];
 	unsigned cap;         /* power of two */
-	struct rf_op **slot;
-	int *status;
+	struct rf__wslot *slot;
 	struct rf__wthread *th;
-	/* Each side's word on a cache line of its own: the reactor writes head, the
-	 * worker tail; sharing a line would bounce it between the cores on every op. */
-	_Alignas(RF__CACHELINE) _Atomic uint64_t head; /* ops published (reactor writes) */
-	_Alignas(RF__CACHELINE) _Atomic uint64_t tail; /* ops finished (worker writes) */
-	uint64_t taken;                 /* worker only: ops it has started */
+	_Alignas(RF__CACHELINE) uint64_t taken; /* worker only: ops it has started */
 	/* the reactor's own line: written at every publish and reap */
-	_Alignas(RF__CACHELINE) uint64_t reaped;       /* ops reported */
+	_Alignas(RF__CACHELINE) uint64_t head;  /* ops published */
+	uint64_t reaped;                /* ops reported */
 	struct rf__oplist ovf;          /* ops waiting for a free slot */
 	uint64_t progress_ns;           /* the last completion or publish */
 	int published;                  /* an op was given since the last poll */
@@ -110,17 +123,24 @@ static void rf__worker_post(struct rf__worker *w, uint32_t count)
 	}
 }
 
-/* Run the op in slot t and publish its completion: the tail counter, which the
- * reactor's poller reads at every turn; a wake-up signal only if the reactor is parked
- * (rf_ring_parked fences after the tail's store: the reactor either sees the tail in
- * its last poll before it blocks, or the signal follows). */
+/* Whether op t is in its slot. */
+static int rf__worker_ready(const struct rf__worker *w, uint64_t t)
+{
+	return atomic_load_explicit(&w->slot[t & (w->cap - 1)].pub, memory_order_acquire) == t + 1;
+}
+
+/* Run op t and publish its completion: the slot's `done`, which the reactor's poller
+ * reads at every turn; a wake-up signal only if the reactor is parked (rf_ring_parked
+ * fences after the store: the reactor either sees it in its last poll before it
+ * blocks, or the signal follows). rf_op_execute's rule, without reading the op record
+ * unless it is traced. */
 static void rf__worker_run(struct rf__worker *w, uint64_t t)
 {
-	struct rf_op *op = w->slot[t & (w->cap - 1)];
-	int st = rf_op_execute(op);
+	struct rf__wslot *c = &w->slot[t & (w->cap - 1)];
+	int st = c->traced ? rf_op_execute(c->op) : c->fn ? c->fn(c->ctx) : 0;
 
-	w->status[t & (w->cap - 1)] = st;
-	atomic_store_explicit(&w->tail, t + 1, memory_order_release);
+	c->status = st > 0 ? 0 : st;
+	atomic_store_explicit(&c->done, t + 1, memory_order_release);
 	if (rf_ring_parked(w->ring))
 		rf__worker_post(w, 1);
 }
@@ -136,9 +156,8 @@ static void rf__wthread_copy(struct rf__wthread *th, struct rf__wlist *l)
 	atomic_store_explicit(&th->seen, l->gen, memory_order_release);
 }
 
-/* One pass: runs every op published to each queue when the pass read its head (head
- * is read again only at the next pass: while the reactor publishes a burst, its line
- * is not pulled over once per op). Returns 1 if it ran any. */
+/* One pass: runs the ops published to each queue, at most a capacity's worth each
+ * (the queues on a thread take turns). Returns 1 if it ran any. */
 static int rf__wthread_pass(struct rf__wthread *th, struct rf__wlist *l)
 {
 	int ran = 0;
@@ -146,9 +165,8 @@ static int rf__wthread_pass(struct rf__wthread *th, struct rf__wlist *l)
 	rf__wthread_copy(th, l);
 	for (unsigned i = 0; i < l->n; i++) {
 		struct rf__worker *w = l->q[i];
-		uint64_t h = atomic_load_explicit(&w->head, memory_order_acquire);
 
-		while (w->taken < h) {
+		for (unsigned k = 0; k < w->cap && rf__worker_ready(w, w->taken); k++) {
 			rf__worker_run(w, w->taken++);
 			ran = 1;
 		}
@@ -164,7 +182,7 @@ static int rf__wthread_pending(struct rf__wthread *th, const struct rf__wlist *l
 	    atomic_load_explicit(&th->gen, memory_order_acquire) != l->gen)
 		return 1;
 	for (unsigned i = 0; i < l->n; i++)
-		if (atomic_load_explicit(&l->q[i]->head, memory_order_acquire) != l->q[i]->taken)
+		if (rf__worker_ready(l->q[i], l->q[i]->taken))
 			return 1;
 	return 0;
 }
@@ -259,10 +277,15 @@ static void rf__wthread_detach(struct rf__wthread *th, struct rf__worker *w)
 
 static void rf__worker_publish(struct rf__worker *w, struct rf_op *op)
 {
-	uint64_t h = atomic_load_explicit(&w->head, memory_order_relaxed);
+	uint64_t h = w->head;
+	struct rf__wslot *c = &w->slot[h & (w->cap - 1)];
 
-	w->slot[h & (w->cap - 1)] = op;
-	atomic_store_explicit(&w->head, h + 1, memory_order_release);
+	c->op = op;
+	c->fn = op->fn;
+	c->ctx = op->ctx;
+	c->traced = op->traced;
+	atomic_store_explicit(&c->pub, h + 1, memory_order_release);
+	w->head = h + 1;
 	rf_poller_hold(w->poller, 1);   /* pending for the ring until reaped */
 	w->published = 1;               /* the poller's spin-worthiness clock restarts */
 	rf__wthread_wake(w->th);
@@ -271,9 +294,8 @@ static void rf__worker_publish(struct rf__worker *w, struct rf_op *op)
 static int rf__worker_enqueue(struct rf_stream *s, struct rf_op *op)
 {
 	struct rf__worker *w = s->ctx;
-	uint64_t h = atomic_load_explicit(&w->head, memory_order_relaxed);
 
-	if (w->ovf.head || h - w->reaped >= w->cap) {
+	if (w->ovf.head || w->head - w->reaped >= w->cap) {
 		rf__oplist_push(&w->ovf, op);
 		return 0;
 	}
@@ -281,24 +303,32 @@ static int rf__worker_enqueue(struct rf_stream *s, struct rf_op *op)
 	return 0;
 }
 
-/* Report the ops finished since the last reap: the count. Reactor thread. */
+/* Whether op t has finished (its slot's `done`). */
+static int rf__worker_done(const struct rf__worker *w, uint64_t t)
+{
+	return atomic_load_explicit(&w->slot[t & (w->cap - 1)].done, memory_order_acquire) == t + 1;
+}
+
+/* Report the ops finished since the last reap, oldest first (a worker finishes them in
+ * order): the count. Reactor thread. */
 static unsigned rf__worker_reap(struct rf__worker *w)
 {
-	uint64_t t = atomic_load_explicit(&w->tail, memory_order_acquire), r0 = w->reaped;
+	uint64_t t = w->reaped, r0 = w->reaped;
 
+	while (t < w->head && rf__worker_done(w, t))
+		t++;
 	if (t == r0)
 		return 0;
 	rf_poller_hold(w->poller, -(int64_t)(t - r0));
 	while (w->reaped < t) {
-		unsigned i = (unsigned)(w->reaped & (w->cap - 1));
-		struct rf_op *op = w->slot[i];
-		int st = w->status[i];
+		struct rf__wslot *c = &w->slot[w->reaped & (w->cap - 1)];
+		struct rf_op *op = c->op;
+		int st = c->status;
 		w->reaped++;
 		/* Refill from the overflow list before reporting: order is preserved since
 		 * overflowed ops were enqueued after every published one. */
-		while (w->ovf.head && atomic_load_explicit(&w->head, memory_order_relaxed) - w->reaped < w->cap) {
+		while (w->ovf.head && w->head - w->reaped < w->cap)
 			rf__worker_publish(w, rf__oplist_pop(&w->ovf));
-		}
 		rf_engine_op_done(op, st);
 	}
 	return (unsigned)(t - r0);
@@ -317,7 +347,7 @@ static unsigned rf__worker_poll(void *data, int *busy)
 	uint64_t now;
 
 	*busy = 0;
-	if (atomic_load_explicit(&w->head, memory_order_relaxed) == w->reaped)
+	if (w->head == w->reaped)
 		return n;
 	now = rf_now_ns();
 	if (n || w->published)
@@ -340,7 +370,6 @@ static void rf__worker_free(struct rf__worker *w)
 	if (w->notifier)
 		rf_notifier_destroy(w->notifier);
 	free(w->slot);
-	free(w->status);
 	free(w);
 }
 
@@ -388,16 +417,15 @@ static int rf__worker_alloc(struct rf_engine *e, const char *name, unsigned capa
 	memset(w, 0, sizeof(*w));
 	snprintf(w->name, sizeof(w->name), "%s", name ? name : "worker");
 	w->cap = cap;
-	w->slot = calloc(cap, sizeof(*w->slot));
-	w->status = calloc(cap, sizeof(*w->status));
-	if (!w->slot || !w->status) {
+	w->slot = aligned_alloc(RF__CACHELINE, cap * sizeof(*w->slot));
+	if (!w->slot) {
 		rf__worker_free(w);
 		return rf__fail(-ENOMEM, "rf_worker_stream_create %s: out of memory for %u slots",
 				w->name, cap);
 	}
-	/* their pages faulted in now, not under the first ops */
-	rf__prefault(w->slot, cap * sizeof(*w->slot));
-	rf__prefault(w->status, cap * sizeof(*w->status));
+	/* zero (no slot published or done: op n's flags are n + 1), and its pages faulted
+	 * in now, not under the first ops */
+	memset(w->slot, 0, cap * sizeof(*w->slot));
 	w->ring = rf_engine_ring(e);
 	ret = rf_notifier_create(w->ring, rf__worker_notified, w, &w->notifier);
 	if (ret == 0)

@@ -215,7 +215,8 @@ struct rf_stream *rf_engine_inline_stream(struct rf_engine *e);
  * with a logged error); rf_engine_op_done on an op that is not running aborts. */
 struct rf_stream *rf_engine_async_stream(struct rf_engine *e);
 /* Create a worker stream with its own thread. capacity: queue slots (0: 1024; at
- * most 2^24, -EINVAL above; more ops wait in an overflow list). The
+ * most 2^24, -EINVAL above; more ops wait in an overflow list), a cache line (64
+ * bytes) each, allocated and zeroed here. The
  * engine owns it (destroyed by rf_engine_destroy) unless rf_stream_destroy is called
  * first, which waits for all the engine's work. */
 int rf_worker_stream_create(struct rf_engine *e, const char *name, unsigned capacity,
