@@ -31,9 +31,9 @@ size_t rf__k_conv2d_workspace_min(const struct rf__conv2d *s)
 	return rf__conv_workspace_min(s);
 }
 
-/* Images per im2col group for a batch of any size: enough for RF__CONV_TARGET_COLS
- * GEMM columns, rounded up to a power of two (a split of the batch in two then falls
- * between groups: rf__k_conv2d_group). */
+/* Images per im2col group of the forward for a batch of any size: enough for
+ * RF__CONV_TARGET_COLS GEMM columns, rounded up to a power of two (a split of the batch
+ * in two then falls between groups: rf__k_conv2d_group). */
 static size_t conv_group_full(const struct rf__conv2d *s)
 {
 	size_t ohw = (size_t)rf__conv2d_oh(s) * rf__conv2d_ow(s);
@@ -44,16 +44,29 @@ static size_t conv_group_full(const struct rf__conv2d *s)
 	return p;
 }
 
-size_t rf__k_conv2d_workspace_size(const struct rf__conv2d *s)
+static size_t conv_ws(const struct rf__conv2d *s, size_t g)
 {
-	if (rf__conv_check(s))
-		return 0;
-	size_t g = conv_group_full(s);
 	if (g > (size_t)s->n)
 		g = (size_t)s->n;
 	if (g < 1)
 		g = 1;
 	return g * rf__conv_per_image(s);
+}
+
+/* The backward passes keep the group of RF__CONV_TARGET_COLS columns unrounded: the
+ * filter gradient sums its groups' products, so its group decides its bits, which
+ * the forward's power of two (2026-11-30) had no reason to change. */
+size_t rf__k_conv2d_workspace_size(const struct rf__conv2d *s)
+{
+	if (rf__conv_check(s))
+		return 0;
+	size_t ohw = (size_t)rf__conv2d_oh(s) * rf__conv2d_ow(s);
+	return conv_ws(s, (RF__CONV_TARGET_COLS + ohw - 1) / ohw);
+}
+
+size_t rf__k_conv2d_fwd_workspace_size(const struct rf__conv2d *s)
+{
+	return rf__conv_check(s) ? 0 : conv_ws(s, conv_group_full(s));
 }
 
 int rf__k_conv2d_group(const struct rf__conv2d *s)

@@ -75,6 +75,7 @@ size_t rf__cpu_workspace(const struct rf_device *d, const struct rf__op *op, int
 	(void)d;
 	if (rf__conv_op(op->code))
 		ws = min ? rf__k_conv2d_workspace_min(&op->p.conv.s)
+		   : op->code == RF__OP_CONV_FWD ? rf__k_conv2d_fwd_workspace_size(&op->p.conv.s)
 			 : rf__k_conv2d_workspace_size(&op->p.conv.s);
 	else if (op->code == RF__OP_BN_RELU_BWD)   /* one plane of dy masked by y > 0 */
 		ws = rf__stage_round((size_t)op->p.bn.s.hw * sizeof(float));

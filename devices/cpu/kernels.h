@@ -79,16 +79,19 @@ int rf__k_softmax_xent_eval(float *loss_sum, int32_t *correct,
 
 /* ---- convolution ----------------------------------------------------------- */
 
-/* Workspace in BYTES that lets rf__k_conv2d_fwd/_bwd_data/_bwd_filter run at full
- * speed (one size fits all three). The kernels process images in groups whose im2col
+/* Workspace in BYTES that lets rf__k_conv2d_bwd_data/_bwd_filter run at full speed
+ * (and rf__k_conv2d_fwd nearly so: its own fast size, rf__k_conv2d_fwd_workspace_size,
+ * rounds its group up to a power of two). The kernels process images in groups whose im2col
  * matrix (c*kh*kw, g*oh*ow) and output matrix (o, g*oh*ow) fit in the workspace; a
  * smaller workspace still works down to one image:
  * (c*kh*kw + o)*oh*ow*sizeof(float) bytes (rf__k_conv2d_workspace_min). Returns 0 for
  * an invalid shape. The workspace needs float alignment only. */
 size_t rf__k_conv2d_workspace_size(const struct rf__conv2d *s);
 size_t rf__k_conv2d_workspace_min(const struct rf__conv2d *s);
+/* The forward's fast workspace: its groups are rf__k_conv2d_group's. */
+size_t rf__k_conv2d_fwd_workspace_size(const struct rf__conv2d *s);
 /* The images rf__k_conv2d_fwd computes in one GEMM with the workspace of
- * rf__k_conv2d_workspace_size: a power of two (the columns ~RF__CONV_TARGET_COLS),
+ * rf__k_conv2d_fwd_workspace_size: a power of two (the columns ~RF__CONV_TARGET_COLS),
  * at most n; 1 where the forward goes image by image (the direct kernels). A batch
  * split at a multiple of it gives every part the groups of the whole batch, so the
  * same GEMM calls: the same bits with a GEMM whose rounding depends on the width
