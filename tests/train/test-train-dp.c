@@ -130,8 +130,8 @@ int main(void)
 	tt_open(&t);
 	first_step(&t);
 	/* 4000 = 15 batches of 256 and one of 160 (80 per replica); 1000 = 3 x 256 + 232 */
-	run(&t, "mlp", RF_SANITIZED ? 2000 : 4000, 256, RF_SANITIZED ? 2 : 3);
-	run(&t, "lenet", RF_SANITIZED ? 500 : 1000, 256, 1);
+	run(&t, "mlp", 4000, 256, 3);
+	run(&t, "lenet", 1000, 256, 1);
 	/* an odd batch size: uneven shards, and a last batch of 1 record (replica 0 idle) */
 	run(&t, "mlp", 127 * 3 + 1, 127, 1);   /* shards 64 + 63; last batch: 0 + 1 */
 	tt_close(&t);

@@ -420,12 +420,12 @@ int main(void)
 	snprintf(dir, sizeof(dir), "%s/rf-train-resume-XXXXXX", tmp ? tmp : "/tmp");
 	CHECK(mkdtemp(dir));
 	tt_open(&t);
-	resume_equal(&t, "mlp", 1, RF_SANITIZED ? 1024 : 2048);
-	resume_equal(&t, "lenet", 1, RF_SANITIZED ? 256 : 512);
+	resume_equal(&t, "mlp", 1, 2048);
+	resume_equal(&t, "lenet", 1, 512);
 	resume_equal(&t, "mlp", 2, 1024);
 	resume_mid(&t, "mlp", 1, 0, 0, 1024);
 	resume_mid(&t, "mlp", 2, 0.9f, 1, 1024);
-	resume_mid(&t, "lenet", 1, 0.9f, 1, RF_SANITIZED ? 640 : 1024);
+	resume_mid(&t, "lenet", 1, 0.9f, 1, 1024);
 	refusals(&t);
 	tt_close(&t);
 	{
