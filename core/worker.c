@@ -64,7 +64,7 @@ struct rf__worker {
 	int published;                  /* an op was given since the last poll */
 	struct rf_ring *ring;
 	struct rf_notifier *notifier;   /* wakes a parked reactor */
-	struct rf_poller *poller;       /* reads tail at every turn */
+	struct rf_poller *poller;       /* reads the slots' `done` at every turn */
 };
 
 /* A worker thread and the queues it serves. The reactor changes the list (q[] and nq,
@@ -151,8 +151,8 @@ static void rf__wthread_copy(struct rf__wthread *th, struct rf__wlist *l)
 {
 	l->gen = atomic_load_explicit(&th->gen, memory_order_acquire);
 	l->n = atomic_load_explicit(&th->nq, memory_order_relaxed);
-	for (unsigned i = 0; i < l->n; i++)
-		l->q[i] = atomic_load_explicit(&th->q[i], memory_order_relaxed);
+	for (unsigned i = 0; i < l->n; i++) /* acquire: a queue added since is whole */
+		l->q[i] = atomic_load_explicit(&th->q[i], memory_order_acquire);
 	atomic_store_explicit(&th->seen, l->gen, memory_order_release);
 }
 
@@ -267,7 +267,7 @@ static void rf__wthread_detach(struct rf__wthread *th, struct rf__worker *w)
 	if (i == n)
 		return;
 	atomic_store_explicit(&th->q[i], atomic_load_explicit(&th->q[n - 1], memory_order_relaxed),
-			      memory_order_relaxed);
+			      memory_order_release);
 	rf__wthread_publish_list(th, n - 1);
 	g = atomic_load_explicit(&th->gen, memory_order_relaxed);
 	rf__wthread_kick(th);
@@ -535,7 +535,7 @@ int rf_worker_stream_create_shared(struct rf_engine *e, const char *name, unsign
 		return ret;
 	w->th = th;
 	th->users++;
-	atomic_store_explicit(&th->q[n], w, memory_order_relaxed);
+	atomic_store_explicit(&th->q[n], w, memory_order_release); /* w is whole */
 	rf__wthread_publish_list(th, n + 1); /* the thread sees it at its next pass */
 	rf_engine_add_stream(e, &w->s);
 	*out = &w->s;
