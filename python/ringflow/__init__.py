@@ -290,7 +290,8 @@ class Loader:
 def pack(path, images, labels=None, num_classes=0):
     """Write a .rfrec file as rf-pack does: images a uint8 array (N, ...) -- N >= 1
     records, each its trailing 1 to 4 dims -- and labels (N,) integers or None.
-    num_classes (0 to 2**31 - 1) > 0: labels must lie in [0, num_classes)."""
+    num_classes (0 to 2**31 - 1) > 0: labels must lie in [0, num_classes); without
+    labels it must be 0."""
     import numpy as np
     if isinstance(path, bytes) or not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"pack: path: expected a str or path, got {type(path).__name__} "
@@ -308,6 +309,9 @@ def pack(path, images, labels=None, num_classes=0):
     if imgs.shape[0] < 1 or not all(1 <= d <= 2**32 - 1 for d in rec):
         raise ValueError(f"pack: images of shape {imgs.shape}: expected at least 1 record "
                          f"and record dims from 1 to {2**32 - 1}")
+    if labels is None and num_classes:
+        raise ValueError(f"pack: num_classes={num_classes} without labels: a file without "
+                         f"labels has no classes (expected 0, or labels)")
     labs = None
     if labels is not None:
         l = np.asarray(labels)

@@ -313,6 +313,19 @@ static void writer_errors(void)
 	var.label_kind = RF_LABEL_NONE;
 	ret = t_msg(rf_rec_writer_open(&w, path, &var, RF_REC_OVERWRITE), err, sizeof(err));
 	EXPECT_FAIL(ret, -EINVAL, err, "w.rfrec", "class names need labels");
+	/* a class count without labels (ringflow.pack(labels=None, num_classes=10) wrote
+	 * one): refused for a variable and a fixed layout */
+	var.classes = NULL;
+	ret = t_msg(rf_rec_writer_open(&w, path, &var, RF_REC_OVERWRITE), err, sizeof(err));
+	EXPECT_FAIL(ret, -EINVAL, err, "w.rfrec", "without labels has no classes");
+	{
+		struct rf_rec_layout f2 = fixed;
+		f2.label_kind = RF_LABEL_NONE;
+		f2.num_classes = 10;
+		ret = t_msg(rf_rec_writer_open(&w, path, &f2, RF_REC_OVERWRITE), err, sizeof(err));
+		EXPECT_FAIL(ret, -EINVAL, err, "w.rfrec", "num_classes 10 without labels");
+	}
+	var.classes = names;
 	var.label_kind = RF_LABEL_U8;
 	var.classes = NULL;
 	ret = t_msg(rf_rec_writer_open(&w, path, &var, RF_REC_OVERWRITE), err, sizeof(err));

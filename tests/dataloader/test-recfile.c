@@ -30,7 +30,7 @@ static void make_payload(uint8_t *p, size_t n, uint64_t i)
 
 static int32_t make_label(uint64_t i, uint32_t classes)
 {
-	return (int32_t)((i * 7 + 1) % classes);
+	return classes ? (int32_t)((i * 7 + 1) % classes) : 0; /* 0: no labels, ignored */
 }
 
 static void write_file(const char *path, const struct layout_case *c, unsigned flags)
@@ -355,7 +355,7 @@ int main(void)
 		  20, 4096, 0, 4095 },
 		/* no labels, 1-byte records */
 		{ "tiny.rfrec", { .dtype = RF_DS_DT_U8, .ndim = 0, .label_kind = RF_LABEL_NONE,
-				  .num_classes = 1 },
+				  .num_classes = 0 },
 		  5000, 1, 0, 0 },
 	};
 

@@ -107,6 +107,22 @@ def main():
                 check("num_classes" in str(e) and (exc is TypeError or "2147483647" in str(e))
                       and not os.path.exists(gone),
                       f"pack(num_classes={nc!r}): {type(e).__name__} naming it and its range: {e}")
+    # a class count without labels is refused (it was written into the file), here and
+    # by the C writer under it
+    try:
+        ringflow.pack(gone, imgs[:5], None, num_classes=10)
+        check(False, "pack(labels=None, num_classes=10) refused")
+    except ValueError as e:
+        check("num_classes=10 without labels" in str(e) and not os.path.exists(gone),
+              f"pack(labels=None, num_classes=10): {e}")
+    try:
+        from ringflow import _ringflow as _rfc
+        _rfc._pack(path=gone, images=imgs[:5].tobytes(), n=5, shape=imgs.shape[1:],
+                   labels=None, num_classes=10)
+        check(False, "_pack(labels=None, num_classes=10) refused")
+    except ringflow.Error as e:
+        check("without labels has no classes" in str(e) and not os.path.exists(gone),
+              f"_pack(labels=None, num_classes=10): {e}")
     for nc in (np.int64(10), 2**31 - 1):
         ringflow.pack(gone, imgs[:5], labels[:5], num_classes=nc)
         with ringflow.Loader(gone, 5, shuffle=False) as l:
