@@ -282,8 +282,16 @@ class Loader:
     def __exit__(self, *exc):
         try:
             self.close()
-        except Error:
-            pass
+        except Error as e:
+            # batches still referenced: their memory is the loader's, so it stays open --
+            # said, not silent (it is freed with the last of them and this Loader)
+            if e.errno == errno.EBUSY and "still referenced" in str(e):
+                import warnings
+                warnings.warn(f"ringflow.Loader: not closed at the end of `with`: "
+                              f"{self._l.held_slots()} batch slot(s) still referenced from "
+                              f"Python hold the loader's memory; drop them and call close() "
+                              f"(or let the Loader go) to free it", ResourceWarning,
+                              stacklevel=2)
         return False
 
 

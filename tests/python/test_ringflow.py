@@ -80,6 +80,27 @@ def main():
         check(np.array_equal(got, imgs[:64]) and np.array_equal(np.from_dlpack(y), labels[:64]),
               "pack then Loader(shuffle=False): the first 64 records, bytes and labels")
         del x, y
+    # the end of a `with` whose batch is still referenced: the Loader stays open (the
+    # batch's memory is its), with a ResourceWarning saying so, and closes once let go
+    import warnings
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with ringflow.Loader(path, 64, shuffle=False) as l:
+            kept, ky = next(l)
+        first = ids(kept)[:2]
+    msgs = [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)]
+    check(len(msgs) == 1 and "not closed at the end of `with`" in msgs[0] and
+          "still referenced" in msgs[0] and first == [0, 1],
+          f"with + a kept batch: one ResourceWarning, the batch readable: {msgs} {first}")
+    del kept, ky
+    l.close()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with ringflow.Loader(path, 64, shuffle=False) as l:
+            x, y = next(l)
+            del x, y
+    check(not [w for w in caught if issubclass(w.category, ResourceWarning)],
+          "with, every batch dropped: no warning")
     for bad in (np.zeros((3, 4), np.float32), np.zeros((3,), np.uint8)):
         try:
             ringflow.pack(os.path.join(T, "bad.rfrec"), bad)
