@@ -15,16 +15,21 @@
 
 static int rf_py_engine_init(PyObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kws[] = { "workers", NULL };
+	static char *kws[] = { "workers", "threads", NULL };
 	rf_py_engine *s = (rf_py_engine *)self;
 	struct rf_py_state *st = rf_py_state_of(self);
-	PyObject *wobj = NULL;
-	unsigned long long workers = 2;
+	PyObject *wobj = NULL, *tobj = NULL;
+	unsigned long long workers = 2, threads;
 	int ret;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|O", kws, &wobj) ||
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|OO", kws, &wobj, &tobj) ||
 	    (wobj && rf_py_uint_arg(wobj, "Engine: workers", 1, RF_PY_ENGINE_MAX_WORKERS,
 				    &workers) < 0))
+		return -1;
+	/* threads: the worker streams share that many threads (default: one each) */
+	threads = workers;
+	if (tobj && tobj != Py_None &&
+	    rf_py_uint_arg(tobj, "Engine: threads", 1, workers, &threads) < 0)
 		return -1;
 	/* once made (or closed: its Vars name freed variables) it stays that engine */
 	if (s->closed)
@@ -44,7 +49,10 @@ static int rf_py_engine_init(PyObject *self, PyObject *args, PyObject *kw)
 	for (unsigned i = 0; ret == 0 && i < (unsigned)workers; i++) {
 		char name[32];
 		snprintf(name, sizeof(name), "py%u", i);
-		ret = rf_worker_stream_create(s->eng, name, 0, &s->ws[i]);
+		/* stream i runs on thread i % threads: the first `threads` make them */
+		ret = i < threads ? rf_worker_stream_create(s->eng, name, 0, &s->ws[i])
+				  : rf_worker_stream_create_shared(s->eng, name, 0,
+								   s->ws[i % threads], &s->ws[i]);
 		s->nws += ret == 0;
 	}
 	if (ret < 0)
@@ -420,8 +428,9 @@ static PyType_Slot rf_py_engine_slots[] = {
 	{ Py_tp_traverse, rf_py_engine_traverse },
 	{ Py_tp_clear, rf_py_engine_clear },
 	{ Py_tp_methods, rf_py_engine_methods },
-	{ Py_tp_doc, "Engine(workers=2): the dependency engine, Python callables on 1 to 64 "
-	  "worker streams; close() it, or use it in a with block" },
+	{ Py_tp_doc, "Engine(workers=2, threads=None): the dependency engine, Python callables "
+	  "on 1 to 64 worker streams, run by `threads` threads (1 to workers; None: one each); "
+	  "close() it, or use it in a with block" },
 	{ 0, NULL },
 };
 

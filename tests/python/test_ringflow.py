@@ -422,6 +422,25 @@ def main():
             e2.push(lambda: ran.append(1), mutates=[v2])
             e2.wait(v2)
             check(ran == [1], f"Engine(workers={w!r}) runs an op")
+    # threads=: the worker streams share that many threads (stream i on thread
+    # i % threads); ops pushed round-robin over the streams find exactly that many
+    for w, t in ((4, 1), (4, 2), (3, 3), (2, None)):
+        with ringflow.Engine(workers=w, threads=t) as e3:
+            idents, vs = set(), [e3.var(f"t{i}") for i in range(4 * w)]
+            for v in vs:
+                e3.push(lambda: idents.add(threading.get_ident()), mutates=[v])
+            e3.wait_all()
+            check(len(idents) == (t or w) and threading.get_ident() not in idents,
+                  f"Engine(workers={w}, threads={t}): ops ran on {len(idents)} threads")
+    for t, exc in ((0, ValueError), (5, ValueError), (-1, ValueError), (True, TypeError),
+                   (2.0, TypeError), ("1", TypeError)):
+        try:
+            ringflow.Engine(workers=4, threads=t)
+            check(False, f"Engine(workers=4, threads={t!r}) refused")
+        except exc as err:
+            check("threads" in str(err) and (exc is TypeError or f"threads={t}:" in str(err)
+                                             and "1 to 4" in str(err)),
+                  f"Engine(threads={t!r}): {type(err).__name__} naming it and its range: {err}")
     for bad, exc in ((3, TypeError), (None, TypeError), (b"v", TypeError), ("a\0b", ValueError)):
         try:
             e.var(bad)
