@@ -1,5 +1,5 @@
-/* devices/cpu/blas-dl.h -- OpenBLAS through dlopen, opened at the first CPU gemm or
- * thread-count call (a CPU device's open sets the count), from RF_OPENBLAS_LIBDIR
+/* devices/cpu/blas-dl.h -- OpenBLAS through dlopen, opened at the first CPU gemm (a
+ * thread count set before waits for it), from RF_OPENBLAS_LIBDIR
  * (pkg-config's libdir at build time) first, then the loader's search path. Linked,
  * libopenblas (with libgfortran) was mapped, and its constructor ran and started its
  * thread pool, in every program using ringflow:
@@ -25,5 +25,9 @@ struct rf__openblas {
 /* The loaded library's calls, or NULL (then *why, if why, says what failed: the
  * callers fall back to the portable gemm, and say so once). Thread-safe. */
 const struct rf__openblas *rf__openblas(const char **why);
+/* OpenBLAS's thread count: set now if it is open, else when it opens (a CPU device's
+ * open does not open it: a program that never multiplies -- a loader's -- neither maps
+ * it nor meets its pool's ~0.1 s spin). Thread-safe. */
+void rf__openblas_set_threads(int n);
 
 #endif

@@ -134,12 +134,9 @@ int rf__k_gemm(int ta, int tb, int m, int n, int k, float alpha,
 int rf__k_blas_set_threads(int n)
 {
 #if RF_HAVE_OPENBLAS
-	const struct rf__openblas *ob;
 	if (n < 1)
 		return -EINVAL;
-	if (!(ob = rf__openblas(NULL)))
-		return -ENOTSUP;
-	ob->set_num_threads(n);
+	rf__openblas_set_threads(n); /* applied when OpenBLAS opens, if it is not yet */
 	return 0;
 #else
 	return -ENOTSUP;

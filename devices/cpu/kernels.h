@@ -41,7 +41,9 @@ int rf__k_gemm_portable(int trans_a, int trans_b, int m, int n, int k, float alp
 int rf__k_gemm_avx512(int trans_a, int trans_b, int m, int n, int k, float alpha,
 		     const float *a, int lda, const float *b, int ldb,
 		     float beta, float *c, int ldc);
-/* OpenBLAS's thread count (process-wide). Return -ENOTSUP without OpenBLAS. */
+/* OpenBLAS's thread count (process-wide). set: applied when OpenBLAS opens (its first
+ * gemm) if it is not open yet; get opens it. -ENOTSUP in a build without OpenBLAS (get:
+ * also where it cannot be loaded). */
 int rf__k_blas_set_threads(int n);
 int rf__k_blas_get_threads(void);
 

@@ -1,17 +1,22 @@
 /* test-openblas-dl: OpenBLAS is opened at the first CPU gemm (devices/cpu/blas-dl.h),
  * not when a program using ringflow starts: after a ring, an engine and I/O on it,
- * libopenblas is not in the process's mappings and no OpenBLAS thread exists; the
- * first rf__k_gemm maps it, and the product is right (against a direct sum). Skips
- * (77) in a build without OpenBLAS. */
+ * libopenblas is not in the process's mappings and no OpenBLAS thread exists. Nor
+ * after a CPU device of two compute streams is opened (a loader's device never
+ * multiplies): its thread count waits. The first rf__k_gemm maps it, with the
+ * device's count applied (cores / 2 streams, at least 1, under RF_BLAS_THREADS), and
+ * the product is right (against a direct sum). Skips (77) in a build without
+ * OpenBLAS. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
 #include <errno.h>
 #include <stdint.h>
+#include <sched.h>
 
 #include "ring.h"
 #include "engine.h"
+#include "device.h"
 #include "kernels.h"
 #include "../test-util.h"
 
@@ -63,6 +68,12 @@ int main(void)
 	CHECK(!mapped("libopenblas"));
 	CHECK_EQ(threads(), 1);
 
+	/* a CPU device: its streams' threads, still no OpenBLAS */
+	struct rf_device *d;
+	CHECK_OK(rf_cpu_open(e, &(struct rf_cpu_opts){ .streams = 2 }, &d));
+	CHECK(!mapped("libopenblas"));
+	CHECK(threads() >= 1 + 3); /* two compute streams, the copy stream (TSan: + its own) */
+
 	/* the first gemm opens it */
 	enum { M = 7, N = 9, K = 11 };
 	float a[M * K], b[K * N], c[M * N];
@@ -81,13 +92,25 @@ int main(void)
 	if (rf__k_blas_get_threads() == -ENOTSUP) {
 		printf("SKIP: built without OpenBLAS (or it cannot be loaded): the portable "
 		       "gemm multiplied\n");
+		rf_device_close(d);
 		rf_engine_destroy(e);
 		rf_ring_destroy(r);
 		return T_SKIP;
 	}
 	CHECK(mapped("libopenblas"));
-	printf("openblas-dl: not mapped by ring + engine + I/O (1 thread); mapped by the "
-	       "first gemm, which is right: ok\n");
+	{
+		cpu_set_t set;
+		int cores = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
+		int want = cores / 2 > 0 ? cores / 2 : 1;
+		const char *cap = getenv("RF_BLAS_THREADS");
+		if (cap && atoi(cap) > 0 && want > atoi(cap))
+			want = atoi(cap);
+		CHECK_EQ(rf__k_blas_get_threads(), want);
+	}
+	printf("openblas-dl: not mapped by ring + engine + I/O (1 thread), nor by a CPU "
+	       "device's open; mapped by the first gemm, with the device's thread count, "
+	       "which is right: ok\n");
+	rf_device_close(d);
 	rf_engine_destroy(e);
 	rf_ring_destroy(r);
 	return 0;
