@@ -1,6 +1,6 @@
-/* core/worker.c -- worker streams: each a single-producer/single-consumer ring of ops
- * in; completions out through memory (the tail counter, read by a ring poller at every
- * reactor turn) and a notifier signal only when the reactor is parked
+/* core/worker.c -- worker streams: each a single-producer/single-consumer ring of
+ * slots, a cache line each, ops in and completions out through memory (the slots'
+ * `done` flags, read by a ring poller at every reactor turn) and a notifier signal only when the reactor is parked
  * (rf_ring_parked); no mutex, no condition variable (README.md). Ops beyond a stream's
  * capacity wait in a reactor-side overflow list. A stream runs on a thread of its own,
  * or on another worker stream's thread (rf_worker_stream_create_shared): the thread
@@ -22,7 +22,7 @@
 
 #define RF__CACHELINE 64
 #define RF__WORKER_MAX_CAP (1u << 24)
-#define RF__WORKER_SPINS 4096     /* polls of head before the futex sleep, at most */
+#define RF__WORKER_SPINS 4096     /* polls before the futex sleep, at most */
 #define RF__WORKER_SPINS_MIN 16   /* ... at least */
 #define RF__WORKER_BUSY_NS 50000ull /* the poller is busy this long after progress */
 #define RF__WORKER_YIELD 3       /* of every 4 polls, one yields the CPU (measured:
@@ -55,6 +55,10 @@ struct rf__worker {
 	unsigned cap;         /* power of two */
 	struct rf__wslot *slot;
 	struct rf__wthread *th;
+	/* read by the worker after every op (rf__worker_run): with the fields above, set
+	 * at creation and never written again, off the reactor's line */
+	struct rf_ring *ring;
+	struct rf_notifier *notifier;   /* wakes a parked reactor */
 	_Alignas(RF__CACHELINE) uint64_t taken; /* worker only: ops it has started */
 	/* the reactor's own line: written at every publish and reap */
 	_Alignas(RF__CACHELINE) uint64_t head;  /* ops published */
@@ -62,8 +66,6 @@ struct rf__worker {
 	struct rf__oplist ovf;          /* ops waiting for a free slot */
 	uint64_t progress_ns;           /* the last completion or publish */
 	int published;                  /* an op was given since the last poll */
-	struct rf_ring *ring;
-	struct rf_notifier *notifier;   /* wakes a parked reactor */
 	struct rf_poller *poller;       /* reads the slots' `done` at every turn */
 };
 
@@ -150,7 +152,9 @@ static void rf__worker_run(struct rf__worker *w, uint64_t t)
 static void rf__wthread_copy(struct rf__wthread *th, struct rf__wlist *l)
 {
 	l->gen = atomic_load_explicit(&th->gen, memory_order_acquire);
-	l->n = atomic_load_explicit(&th->nq, memory_order_relaxed);
+	/* acquire: a count that includes a queue added since comes with its pointer (q[]
+	 * is stored before nq), never the NULL or a removed queue left in that entry */
+	l->n = atomic_load_explicit(&th->nq, memory_order_acquire);
 	for (unsigned i = 0; i < l->n; i++) /* acquire: a queue added since is whole */
 		l->q[i] = atomic_load_explicit(&th->q[i], memory_order_acquire);
 	atomic_store_explicit(&th->seen, l->gen, memory_order_release);
@@ -249,7 +253,7 @@ static void *rf__wthread_main(void *arg)
 /* Publish a changed list: q[] and nq first, then gen (release). */
 static void rf__wthread_publish_list(struct rf__wthread *th, unsigned n)
 {
-	atomic_store_explicit(&th->nq, n, memory_order_relaxed);
+	atomic_store_explicit(&th->nq, n, memory_order_release);
 	atomic_store_explicit(&th->gen, atomic_load_explicit(&th->gen, memory_order_relaxed) + 1,
 			      memory_order_release);
 }
@@ -401,8 +405,8 @@ static const struct rf_stream_ops rf__worker_ops = {
 };
 
 /* The worker's record, its slots (cap rounded up to a power of two) and notifier. */
-static int rf__worker_alloc(struct rf_engine *e, const char *name, unsigned capacity,
-			    struct rf__worker **out)
+static int rf__worker_alloc(const char *fn, struct rf_engine *e, const char *name,
+			    unsigned capacity, struct rf__worker **out)
 {
 	struct rf__worker *w;
 	unsigned cap = 1;
@@ -412,16 +416,15 @@ static int rf__worker_alloc(struct rf_engine *e, const char *name, unsigned capa
 		cap <<= 1;
 	w = aligned_alloc(RF__CACHELINE, sizeof(*w));
 	if (!w)
-		return rf__fail(-ENOMEM, "rf_worker_stream_create %s: out of memory",
-				name ? name : "");
+		return rf__fail(-ENOMEM, "%s %s: out of memory", fn, name ? name : "");
 	memset(w, 0, sizeof(*w));
 	snprintf(w->name, sizeof(w->name), "%s", name ? name : "worker");
 	w->cap = cap;
 	w->slot = aligned_alloc(RF__CACHELINE, cap * sizeof(*w->slot));
 	if (!w->slot) {
+		ret = rf__fail(-ENOMEM, "%s %s: out of memory for %u slots", fn, w->name, cap);
 		rf__worker_free(w);
-		return rf__fail(-ENOMEM, "rf_worker_stream_create %s: out of memory for %u slots",
-				w->name, cap);
+		return ret;
 	}
 	/* zero (no slot published or done: op n's flags are n + 1), and its pages faulted
 	 * in now, not under the first ops */
@@ -478,12 +481,13 @@ int rf_worker_stream_create(struct rf_engine *e, const char *name, unsigned capa
 
 	if ((ret = rf__worker_args("rf_worker_stream_create", e, name, &capacity, out)) < 0)
 		return ret;
-	if ((ret = rf__worker_alloc(e, name, capacity, &w)) < 0)
+	if ((ret = rf__worker_alloc("rf_worker_stream_create", e, name, capacity, &w)) < 0)
 		return ret;
 	th = aligned_alloc(RF__CACHELINE, sizeof(*th));
 	if (!th) {
+		ret = rf__fail(-ENOMEM, "rf_worker_stream_create %s: out of memory", w->name);
 		rf__worker_free(w);
-		return rf__fail(-ENOMEM, "rf_worker_stream_create %s: out of memory", w->name);
+		return ret;
 	}
 	memset(th, 0, sizeof(*th));
 	th->spins = RF__WORKER_SPINS;
@@ -531,7 +535,7 @@ int rf_worker_stream_create_shared(struct rf_engine *e, const char *name, unsign
 	if (n >= RF__WTHREAD_MAXQ)
 		return rf__fail(-EINVAL, "%s %s: thread of %s already serves %u streams, the most",
 				fn, name ? name : "", with->name, n);
-	if ((ret = rf__worker_alloc(e, name, capacity, &w)) < 0)
+	if ((ret = rf__worker_alloc(fn, e, name, capacity, &w)) < 0)
 		return ret;
 	w->th = th;
 	th->users++;
