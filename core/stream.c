@@ -157,7 +157,15 @@ void rf_stream_destroy(struct rf_stream *s)
 		return;
 	}
 	if (e) {
-		rf_engine_wait_idle(e); /* leaves errors for the user's next wait */
+		/* leaves the ops' errors for the user's next wait; a wait the ring itself
+		 * failed leaves ops out, whose streams must outlive them: refused (leaked),
+		 * said in the log, rather than freed under them */
+		if (rf_engine_wait_idle(e) < 0 && e->inflight) {
+			rf__log(RF_LOG_ERROR, "rf_stream_destroy %s: the wait for the engine's %u "
+				"ops in flight failed (%s): the stream is left, not freed under them",
+				s->name ? s->name : "", e->inflight, rf_last_error());
+			return;
+		}
 		rf_engine_remove_stream(e, s);
 	}
 	s->ops->destroy(s);
