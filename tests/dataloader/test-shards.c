@@ -252,6 +252,14 @@ static void test_open_file(void)
 		    "sh-3.tar", want);
 	printf("refused: %s\n", err);
 	CHECK(ds.kind == RF_DS_NONE && ds.parts == NULL && ds.src[0].fd == -1);
+	/* three missing (the shards are read on several threads): the first in the set's
+	 * order is the one named, whichever thread met its failure first */
+	snprintf(pat, sizeof(pat), "%s/sh-{0..5}.tar", t_dir);
+	snprintf(want, sizeof(want), "(shard 4 of 6 of %s)", pat);
+	for (int rep = 0; rep < 20; rep++)
+		EXPECT_FAIL(t_msg(rf_dataset_open_file(&ds, pat, 0), err, sizeof(err)), -ENOENT,
+			    err, "sh-3.tar", want);
+	CHECK(ds.kind == RF_DS_NONE && ds.parts == NULL && ds.src[0].fd == -1);
 	/* malformed: the pattern and the group's offset */
 	snprintf(pat, sizeof(pat), "%s/sh-{1..}.tar", t_dir);
 	snprintf(want, sizeof(want), "offset %zu: '{1..}'", strlen(t_dir) + 4);
