@@ -8,9 +8,10 @@
 #include "op-impl.h"
 
 /* Conv: x (n, c, h, w), w (o, c, kh, kw), y (n, o, oh, ow) into cs (their dtypes and
- * ranks checked by the op's signature). */
-static int rf__conv_shape(const char *fn, struct rf__conv2d *cs, struct rf_tensor *x,
-			  struct rf_tensor *w, struct rf_tensor *y, int stride, int pad)
+ * ranks checked by the op's signature). y NULL: x and w alone (rf_conv2d_fwd_group). */
+static int rf__conv_shape(const char *fn, struct rf__conv2d *cs, const struct rf_tensor *x,
+			  const struct rf_tensor *w, const struct rf_tensor *y, int stride,
+			  int pad)
 {
 	char b1[96], b2[96], b3[96];
 
@@ -30,11 +31,12 @@ static int rf__conv_shape(const char *fn, struct rf__conv2d *cs, struct rf_tenso
 		return rf__bad(fn, "pad %d with a %dx%d kernel: the pad must be smaller than the "
 			       "kernel", pad, cs->kh, cs->kw);
 	if (w->shape[1] != cs->c || cs->kh > cs->h + 2 * pad || cs->kw > cs->w + 2 * pad ||
-	    y->shape[0] != cs->n || y->shape[1] != cs->o || y->shape[2] != rf__conv2d_oh(cs) ||
-	    y->shape[3] != rf__conv2d_ow(cs))
+	    (y && (y->shape[0] != cs->n || y->shape[1] != cs->o ||
+		   y->shape[2] != rf__conv2d_oh(cs) || y->shape[3] != rf__conv2d_ow(cs))))
 		return rf__bad(fn, "shapes do not make a conv2d with stride %d and pad %d: x %s, "
 			       "w %s, y %s", stride, pad, rf_tensor_describe(x, b1, sizeof(b1)),
-			       rf_tensor_describe(w, b2, sizeof(b2)), rf_tensor_describe(y, b3, sizeof(b3)));
+			       rf_tensor_describe(w, b2, sizeof(b2)),
+			       y ? rf_tensor_describe(y, b3, sizeof(b3)) : "(none)");
 	return 0;
 }
 
@@ -76,14 +78,7 @@ int rf_conv2d_fwd_group(const struct rf_device *d, const struct rf_tensor *x,
 		return rf__bad(fn, "NULL %s", !d ? "device" : !x ? "x" : "w");
 	if (x->ndim != 4 || w->ndim != 4)
 		return rf__bad(fn, "x and w must be 4-D (x %d-D, w %d-D)", x->ndim, w->ndim);
-	cs = (struct rf__conv2d){ .n = (int)x->shape[0], .c = (int)x->shape[1],
-				  .h = (int)x->shape[2], .w = (int)x->shape[3],
-				  .o = (int)w->shape[0], .kh = (int)w->shape[2],
-				  .kw = (int)w->shape[3], .stride = stride, .pad = pad };
-	if (stride < 1 || w->shape[1] != cs.c || rf__conv_check(&cs) < 0)
-		return rf__bad(fn, "x (%d, %d, %d, %d) and w (%d, %lld, %d, %d) with stride %d "
-			       "and pad %d do not make a conv2d", cs.n, cs.c, cs.h, cs.w, cs.o,
-			       (long long)w->shape[1], cs.kh, cs.kw, stride, pad);
+	RF__TRY(rf__conv_shape(fn, &cs, x, w, NULL, stride, pad));
 	if (!d->be->conv_group)
 		return rf__fail(-ENOTSUP, "%s: %s promises no batch split of a convolution",
 				fn, d->name);

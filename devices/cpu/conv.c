@@ -44,13 +44,17 @@ static size_t conv_group_full(const struct rf__conv2d *s)
 	return p;
 }
 
-static size_t conv_ws(const struct rf__conv2d *s, size_t g)
+/* g images, at most the batch and at least one */
+static size_t conv_clamp(const struct rf__conv2d *s, size_t g)
 {
 	if (g > (size_t)s->n)
 		g = (size_t)s->n;
-	if (g < 1)
-		g = 1;
-	return g * rf__conv_per_image(s);
+	return g < 1 ? 1 : g;
+}
+
+static size_t conv_ws(const struct rf__conv2d *s, size_t g)
+{
+	return conv_clamp(s, g) * rf__conv_per_image(s);
 }
 
 /* The backward passes keep the group of RF__CONV_TARGET_COLS columns unrounded: the
@@ -73,12 +77,7 @@ int rf__k_conv2d_group(const struct rf__conv2d *s)
 {
 	if (rf__conv_check(s))
 		return -EINVAL;
-	if (conv_direct(s))
-		return 1;
-	size_t g = conv_group_full(s);
-	if (g > (size_t)s->n)
-		g = (size_t)s->n;
-	return g < 1 ? 1 : (int)g;
+	return conv_direct(s) ? 1 : (int)conv_clamp(s, conv_group_full(s));
 }
 
 /* Geometry passed to the copy bodies; the specialised callers pass constants for

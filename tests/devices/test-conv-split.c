@@ -149,7 +149,8 @@ static void bad_args(struct rf_device *d)
 	CHECK_OK(rf_tensor_create(d, RF_F32, "x3", RF_DIMS(2, 3, 8), &x3));
 	refused("NULL device", rf_conv2d_fwd_group(NULL, x, w, 1, 0), "NULL device");
 	refused("3-D x", rf_conv2d_fwd_group(d, x3, w, 1, 0), "4-D");
-	refused("pad 3 with a 3x3 kernel", rf_conv2d_fwd_group(d, x, w, 1, 3), "do not make a conv2d");
+	refused("pad 3 with a 3x3 kernel", rf_conv2d_fwd_group(d, x, w, 1, 3),
+		"the pad must be smaller than the kernel");
 	refused("stride 0", rf_conv2d_fwd_group(d, x, w, 0, 0), "stride 0");
 	refused("w of 2 channels, x of 3", rf_conv2d_fwd_group(d, x, w2, 1, 0), "(4, 2, 3, 3)");
 	rf_tensor_destroy(x);
