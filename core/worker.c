@@ -85,7 +85,6 @@ struct rf__wthread {
 	_Alignas(RF__CACHELINE) _Atomic unsigned gen;
 	_Atomic unsigned nq;
 	struct rf__worker *_Atomic q[RF__WTHREAD_MAXQ];
-	unsigned users;                 /* reactor only: streams on this thread */
 	pthread_t thread;
 };
 
@@ -386,7 +385,8 @@ static void rf__worker_destroy(struct rf_stream *s)
 	struct rf__worker *w = s->ctx;
 	struct rf__wthread *th = w->th;
 
-	if (th && --th->users == 0) {
+	/* the list holds the thread's live streams, this one included */
+	if (th && atomic_load_explicit(&th->nq, memory_order_relaxed) == 1) {
 		atomic_store_explicit(&th->stop, 1, memory_order_seq_cst);
 		rf__wthread_kick(th);
 		pthread_join(th->thread, NULL);
@@ -491,7 +491,6 @@ int rf_worker_stream_create(struct rf_engine *e, const char *name, unsigned capa
 	}
 	memset(th, 0, sizeof(*th));
 	th->spins = RF__WORKER_SPINS;
-	th->users = 1;
 	atomic_store_explicit(&th->q[0], w, memory_order_relaxed);
 	atomic_store_explicit(&th->nq, 1, memory_order_relaxed);
 	ret = pthread_create(&th->thread, NULL, rf__wthread_main, th);
@@ -538,7 +537,6 @@ int rf_worker_stream_create_shared(struct rf_engine *e, const char *name, unsign
 	if ((ret = rf__worker_alloc(fn, e, name, capacity, &w)) < 0)
 		return ret;
 	w->th = th;
-	th->users++;
 	atomic_store_explicit(&th->q[n], w, memory_order_release); /* w is whole */
 	rf__wthread_publish_list(th, n + 1); /* the thread sees it at its next pass */
 	rf_engine_add_stream(e, &w->s);
