@@ -134,9 +134,6 @@ static int writer_layout_var(struct rf_rec_writer *w, const char *path,
 	if (l->classes && (!l->num_classes || l->label_kind == RF_LABEL_NONE))
 		return rf__ds_fail(-EINVAL, path, "layout: class names need labels and "
 				   "num_classes > 0");
-	if (l->num_classes && l->label_kind == RF_LABEL_NONE)
-		return rf__ds_fail(-EINVAL, path, "layout: num_classes %u without labels: a file "
-				   "without labels has no classes (expected 0)", l->num_classes);
 	d->src[0].stride = 0;
 	d->version = RF_REC_VERSION_VAR;
 	d->encoding = l->encoding;
@@ -169,9 +166,6 @@ static int writer_layout(struct rf_dataset *d, const char *path, const struct rf
 	size_t es = rf_ds_dtype_size(l->dtype);
 	uint64_t elems = 1, lsize;
 
-	if (l->num_classes && l->label_kind == RF_LABEL_NONE)
-		return rf__ds_fail(-EINVAL, path, "layout: num_classes %u without labels: a file "
-				   "without labels has no classes (expected 0)", l->num_classes);
 	d->dtype = l->dtype;
 	d->ndim = l->ndim;
 	memcpy(d->shape, l->shape, sizeof(d->shape));
@@ -222,6 +216,9 @@ int rf_rec_writer_open(struct rf_rec_writer **out, const char *path,
 		ret = writer_layout_var(w, path, l);
 	else if (!(ret = writer_layout(d, path, l)))
 		ret = rf__ds_check_layout(d, "layout");
+	if (!ret && l->num_classes && l->label_kind == RF_LABEL_NONE) /* either layout */
+		ret = rf__ds_fail(-EINVAL, path, "layout: num_classes %u without labels: a file "
+				  "without labels has no classes (expected 0)", l->num_classes);
 	if (ret)
 		goto fail;
 	if ((ret = target_check(path, flags)))
