@@ -313,10 +313,7 @@ static int wds_open_set(struct rf_dataset *ds, const char *const *paths, size_t 
 		return ret;
 	if (!(sc = calloc(n, sizeof(*sc))))
 		return rf__ds_fail(-ENOMEM, name, "out of memory for %zu shards", n);
-	if (n > 1)
-		wds_scan_all(paths, sc, n);
-	else
-		wds_scan_one(paths[0], &sc[0]);
+	wds_scan_all(paths, sc, n);   /* one shard: on this thread alone */
 	if (n > 1) {
 		if (!(ds->parts = calloc(n, sizeof(*ds->parts)))) {
 			ret = rf__ds_fail(-ENOMEM, name, "out of memory for %zu shards", n);
