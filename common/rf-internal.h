@@ -103,6 +103,8 @@ static inline void rf__prefault(void *p, size_t n)
  * of them than CPUs this process may run on -- then a spin yields every few polls. */
 void rf__spinners_add(int delta);
 int rf__spin_crowded(void);
+/* spin.c: the CPUs this process may run on (its affinity; else those online; >= 1). */
+int rf__cpus(void);
 
 struct stat;
 

@@ -19,17 +19,23 @@ void rf__spinners_add(int delta)
 	atomic_fetch_add_explicit(&rf__spinners, delta, memory_order_relaxed);
 }
 
+int rf__cpus(void)
+{
+	cpu_set_t set;
+	long n;
+
+	if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
+		return CPU_COUNT(&set);
+	n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 0 ? (int)n : 1;
+}
+
 int rf__spin_crowded(void)
 {
 	int cpus = atomic_load_explicit(&rf__spin_cpus, memory_order_relaxed);
 
 	if (!cpus) {
-		cpu_set_t set;
-		long n = sysconf(_SC_NPROCESSORS_ONLN);
-
-		if (sched_getaffinity(0, sizeof(set), &set) == 0)
-			n = CPU_COUNT(&set);
-		cpus = n > 0 ? (int)n : 1;
+		cpus = rf__cpus();
 		atomic_store_explicit(&rf__spin_cpus, cpus, memory_order_relaxed);
 	}
 	return atomic_load_explicit(&rf__spinners, memory_order_relaxed) > cpus;

@@ -23,18 +23,6 @@
 static int rf__cpu_total_streams; /* compute streams of all open CPU devices */
 static int rf__cpu_forced;        /* > 0: blas threads fixed by an opts; -1: untouched */
 
-static int rf__online_cores(void)
-{
-	cpu_set_t set;
-
-	if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
-		return CPU_COUNT(&set);
-	{
-		long n = sysconf(_SC_NPROCESSORS_ONLN);
-		return n > 0 ? (int)n : 1;
-	}
-}
-
 #define RF__BLAS_THREADS_MAX 1024
 
 /* RF_BLAS_THREADS=N, OpenBLAS's threads at most: 0 and *cap (0 where unset), or
@@ -52,7 +40,7 @@ static int rf__blas_threads_env(int *cap)
 
 static void rf__cpu_policy_update(int delta_streams, int forced_threads)
 {
-	int cores = rf__online_cores(), t;
+	int cores = rf__cpus(), t;
 
 	rf__cpu_total_streams += delta_streams;
 	if (forced_threads)
