@@ -305,11 +305,13 @@ int rf_bench_loader(int argc, char **argv)
 			 "\"read_limit\":%zu,\"max_reads_inflight\":%u,\"max_bytes_inflight\":%zu,"
 			 "\"read_queued\":%" PRIu64 ",\"reads_per_enter\":%s,"
 			 "\"cpu_user_s_per_GB\":%s,\"cpu_sys_s_per_GB\":%s,\"create_s\":%.4f,"
-			 "\"buffer_MiB\":%.1f", st.read_limit,
+			 "\"buffer_MiB\":%.1f,\"spins\":%" PRIu64 ",\"spin_hits\":%" PRIu64
+			 ",\"spin_s\":%.4f", st.read_limit,
 			 st.max_reads_inflight, st.max_bytes_inflight, st.read_queued,
 			 BJ("%.2f", rs.enters ? (double)st.reads / (double)rs.enters : NAN),
 			 BJ("%.3f", gb > 0 ? usr / gb : NAN), BJ("%.3f", gb > 0 ? sys / gb : NAN),
-			 (double)create_ns / 1e9, st.buffer_bytes / 1048576.0);
+			 (double)create_ns / 1e9, st.buffer_bytes / 1048576.0, rs.spins,
+			 rs.spin_hits, (double)rs.spin_ns / 1e9);
 		if (json)
 			printf("{\"what\":\"%s\",\"epochs\":%" PRIu64 ",\"batch\":%" PRIu64 ",\"record_bytes\":%"
 			       PRIu64 ",\"records\":%" PRIu64 ",\"MBps\":%s,\"samples_per_s\":%s,"

@@ -24,7 +24,11 @@
 #define RF__WORKER_MAX_CAP (1u << 24)
 #define RF__WORKER_SPINS 4096     /* polls before the futex sleep, at most */
 #define RF__WORKER_SPINS_MIN 16   /* ... at least */
-#define RF__WORKER_BUSY_NS 50000ull /* the poller is busy this long after progress */
+/* The poller is busy this long after progress: about what a park and a wake-up cost
+ * (a hop took 9.6 us with no spin at all), so a spin never costs more than the wake-up
+ * it saves -- the competitive rule. 50 us cost the loader on 784-byte records a fifth
+ * of its CPU (its gathers take ~40 us: the reactor spun half the run for them). */
+#define RF__WORKER_BUSY_NS 10000ull
 #define RF__WORKER_YIELD 3       /* of every 4 polls, one yields the CPU (measured:
 				   * 31 or 7 cost xchain 2x on 2 cores) */
 #define RF__WTHREAD_MAXQ 32      /* live streams on one thread */
@@ -340,9 +344,9 @@ static unsigned rf__worker_reap(struct rf__worker *w)
 /* The poller: what finished; busy while ops are out and the stream has made progress
  * (a completion, or an op given to it) within RF__WORKER_BUSY_NS. A reactor spins only
  * for a busy poller: for short ops handed between streams that is a completion caught
- * without a wake-up; for long ones (a loader's image decodes, tens of ms) it would
- * take a core from them for nothing -- past that time the reactor parks and the
- * worker's signal wakes it. */
+ * without a wake-up; for long ones (a loader's gathers, ~40 us; its image decodes,
+ * tens of ms) it would take a core from them for more than the wake-up costs -- past
+ * that time the reactor parks and the worker's signal wakes it. */
 static unsigned rf__worker_poll(void *data, int *busy)
 {
 	struct rf__worker *w = data;
