@@ -70,6 +70,8 @@ struct rf__worker {
 	struct rf__oplist ovf;          /* ops waiting for a free slot */
 	uint64_t progress_ns;           /* the last completion or publish */
 	int published;                  /* an op was given since the last poll */
+	unsigned slow;                  /* completions in a row reaped by a wake-up signal
+					 * (the reactor parked: no spin caught them), at most 4 */
 	struct rf_poller *poller;       /* reads the slots' `done` at every turn */
 };
 
@@ -346,7 +348,11 @@ static unsigned rf__worker_reap(struct rf__worker *w)
  * for a busy poller: for short ops handed between streams that is a completion caught
  * without a wake-up; for long ones (a loader's gathers, ~40 us; its image decodes,
  * tens of ms) it would take a core from them for more than the wake-up costs -- past
- * that time the reactor parks and the worker's signal wakes it. */
+ * that time the reactor parks and the worker's signal wakes it. A stream whose last
+ * four completions in a row came by that signal is spun for only on every eighth op
+ * (a probe: ops that turn short again are caught by it, and any completion a poll
+ * finds ends the row), so a stream of long ops costs the reactor an eighth of the
+ * spins, and a late op now and then (the worker preempted) changes nothing. */
 static unsigned rf__worker_poll(void *data, int *busy)
 {
 	struct rf__worker *w = data;
@@ -354,21 +360,26 @@ static unsigned rf__worker_poll(void *data, int *busy)
 	uint64_t now;
 
 	*busy = 0;
+	if (n)
+		w->slow = 0;
 	if (w->head == w->reaped)
 		return n;
 	now = rf_now_ns();
 	if (n || w->published)
 		w->progress_ns = now;
 	w->published = 0;
-	*busy = now - w->progress_ns < RF__WORKER_BUSY_NS;
+	*busy = (w->slow < 4 || (w->reaped & 7) == 0) && now - w->progress_ns < RF__WORKER_BUSY_NS;
 	return n;
 }
 
 /* A wake-up signal (the reactor was parked): reap as the poller does. */
 static void rf__worker_notified(void *data, uint32_t count)
 {
+	struct rf__worker *w = data;
+
 	(void)count;
-	rf__worker_reap(data);
+	if (rf__worker_reap(w) && w->slow < 4)
+		w->slow++;
 }
 
 static void rf__worker_free(struct rf__worker *w)
