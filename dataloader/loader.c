@@ -204,15 +204,14 @@ static void rf__init(struct rf_loader *l, struct rf_engine *e, const struct rf_d
 	memcpy(l->shape, ds->shape, sizeof(l->shape));
 	l->ngs = 1;
 	if (opts->image_size) {
-		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+		int cpus = rf__cpus();  /* those it may run on (affinity, cpuset) */
 		l->image = 1;
 		l->ndim = 3;
 		l->shape[0] = 3;
 		l->shape[1] = l->shape[2] = opts->image_size;
 		l->shape[3] = 0;
 		l->pb = 3 * (size_t)opts->image_size * opts->image_size;
-		l->ngs = opts->workers ? opts->workers : cpus < 1 ? 1 : cpus > RF__MAXGS ?
-			 RF__MAXGS : (unsigned)cpus;
+		l->ngs = opts->workers ? opts->workers : cpus > RF__MAXGS ? RF__MAXGS : (unsigned)cpus;
 		rf__img_opts_of(opts, &l->io);
 	}
 	l->norm = rf__u8norm_one(l->o.scale, l->o.mean, l->o.std);

@@ -3,7 +3,6 @@
  * memory), the model replicas (replica 0 initialised, the others copies), and for
  * K > 1 the key-value store that sums the gradients. */
 #include <errno.h>
-#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -14,11 +13,8 @@
  * machine when there is a comm. */
 static int rf__cores_here(const struct rf_trainer *t)
 {
-	cpu_set_t set;
-	int cores = 1, local;
+	int cores = rf__cpus(), local;
 
-	if (sched_getaffinity(0, sizeof(set), &set) == 0)
-		cores = CPU_COUNT(&set);
 	local = t->comm && rf_comm_local_size(t->comm) > 0 ? rf_comm_local_size(t->comm) : 1;
 	return cores / local;
 }

@@ -133,8 +133,9 @@ struct rf_loader_opts {
 	 * at least that much (as DALI and FFCV do). */
 	int image_exact;
 	/* Gather streams (worker threads) for image datasets: batch t is decoded on
-	 * stream t mod workers, so that batches decode side by side. 0: one per CPU (at
-	 * most 16). Other datasets use one. */
+	 * stream t mod workers, so that batches decode side by side. 0: one per CPU the
+	 * process may run on (its affinity: taskset, a cpuset), at most 16. Other
+	 * datasets use one. */
 	unsigned workers;
 	/* Image records that fail to decode (corrupt, truncated, not a JPEG or PNG, too
 	 * large): 0 fails the batch, its error naming the file, record and offset; 1 keeps

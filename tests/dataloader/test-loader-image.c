@@ -19,8 +19,12 @@
  * the folder's file.
  * A corrupt image fails its batch with the file, record and offset named, or (skip_bad_
  * images) takes its neighbour's row and label and is counted; an image
- * size on a fixed-size dataset, or a variable file of raw records, is refused. */
+ * size on a fixed-size dataset, or a variable file of raw records, is refused.
+ * With workers 0 the loader starts one decoding thread per CPU the process may run on:
+ * one under an affinity of one CPU (it counted the machine's online CPUs before). */
+#include <dirent.h>
 #include <png.h>
+#include <sched.h>
 #include <sys/wait.h>
 #include <turbojpeg.h>
 
@@ -242,6 +246,59 @@ static void epoch_from(struct tl_env *v, const struct rf_dataset *ds, struct rf_
 	CHECK(r == 0);
 	CHECK_EQ(pos, ds->count);
 	rf_loader_destroy(l);
+}
+
+/* Threads of this process named rf-loader* (the gather streams' threads). */
+static unsigned loader_threads(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *de;
+	unsigned n = 0;
+
+	CHECK(d != NULL);
+	while ((de = readdir(d))) {
+		char path[300], comm[32] = "";
+		FILE *f;
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", de->d_name);
+		if (!(f = fopen(path, "r")))
+			continue;               /* a thread that just ended */
+		n += fgets(comm, sizeof(comm), f) && !strncmp(comm, "rf-loader", 9);
+		fclose(f);
+	}
+	closedir(d);
+	return n;
+}
+
+/* With workers 0: as many decoding threads as CPUs the process may run on (at most
+ * 16), with its affinity as it is and narrowed to one CPU. */
+static void check_auto_workers(struct tl_env *v, const struct rf_dataset *ds,
+			       struct rf_loader_opts o)
+{
+	cpu_set_t all, one;
+	struct rf_loader *l;
+	int first = -1;
+
+	CHECK(sched_getaffinity(0, sizeof(all), &all) == 0);
+	for (int c = 0; c < CPU_SETSIZE && first < 0; c++)
+		if (CPU_ISSET(c, &all))
+			first = c;
+	CPU_ZERO(&one);
+	CPU_SET(first, &one);
+	o.workers = 0;
+	o.devices = v->dev;
+	o.ndevices = 1;
+	o.host = v->dev[0];
+	for (int k = 0; k < 2; k++) {
+		unsigned want = k ? 1u : (unsigned)CPU_COUNT(&all) < 16 ? (unsigned)CPU_COUNT(&all) : 16;
+		CHECK(sched_setaffinity(0, sizeof(cpu_set_t), k ? &one : &all) == 0);
+		CHECK_EQ(loader_threads(), 0u);
+		CHECK_OPEN(rf_loader_create(&l, v->e, ds, &o), rf_last_error());
+		CHECK_EQ(loader_threads(), want);
+		rf_loader_destroy(l);
+	}
+	CHECK(sched_setaffinity(0, sizeof(all), &all) == 0);
 }
 
 static void epoch(struct tl_env *v, const struct rf_dataset *ds, struct rf_loader_opts o,
@@ -469,6 +526,7 @@ int main(int argc, char **argv)
 	CHECK(same(&ds, &a, &b, 20, 0));
 	epoch_free(&b);
 	check_norm(&v, &ds, base);
+	check_auto_workers(&v, &ds, base);
 	o = base;
 	o.image_exact = 1;
 	epoch(&v, &ds, o, 0, &b);
