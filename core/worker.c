@@ -92,6 +92,7 @@ struct rf__wthread {
 	_Atomic unsigned nq;
 	struct rf__worker *_Atomic q[RF__WTHREAD_MAXQ];
 	pthread_t thread;
+	const struct rf__worker *named; /* the stream whose name the thread carries */
 };
 
 /* The thread's copy of its list. */
@@ -263,10 +264,13 @@ static void rf__wthread_publish_list(struct rf__wthread *th, unsigned n)
 			      memory_order_release);
 }
 
+static void rf__wthread_name(struct rf__wthread *th, const struct rf__worker *w);
+
 /* Take w off its thread's list and wait until the thread has taken a copy without it
  * (`seen` reaches the new gen): from then on nothing it does touches w. A sleeping
  * thread is woken to take it; one running an op of another stream takes it when that
- * op ends. Reactor thread; the thread runs on. */
+ * op ends. A thread named after w takes the name of a stream it still serves.
+ * Reactor thread; the thread runs on. */
 static void rf__wthread_detach(struct rf__wthread *th, struct rf__worker *w)
 {
 	unsigned n = atomic_load_explicit(&th->nq, memory_order_relaxed), i, g;
@@ -282,6 +286,8 @@ static void rf__wthread_detach(struct rf__wthread *th, struct rf__worker *w)
 	rf__wthread_kick(th);
 	while (atomic_load_explicit(&th->seen, memory_order_acquire) != g)
 		sched_yield();
+	if (th->named == w && n > 1)
+		rf__wthread_name(th, atomic_load_explicit(&th->q[0], memory_order_relaxed));
 }
 
 static void rf__worker_publish(struct rf__worker *w, struct rf_op *op)
@@ -460,9 +466,11 @@ static int rf__worker_alloc(const char *fn, struct rf_engine *e, const char *nam
 	return 0;
 }
 
-/* "rf-NAME", cut to the kernel's limit of 16 bytes, NUL included. */
-static void rf__wthread_name(struct rf__wthread *th, const char *name)
+/* The thread named "rf-NAME" after stream w, cut to the kernel's limit of 16 bytes,
+ * NUL included. */
+static void rf__wthread_name(struct rf__wthread *th, const struct rf__worker *w)
 {
+	const char *name = w->name;
 	char tn[16];
 	size_t l = strnlen(name, sizeof(tn) - 4);
 
@@ -470,6 +478,7 @@ static void rf__wthread_name(struct rf__wthread *th, const char *name)
 	memcpy(tn + 3, name, l);
 	tn[3 + l] = 0;
 	pthread_setname_np(th->thread, tn);
+	th->named = w;
 }
 
 /* Checks shared by both creators; *out is NULL on any failure. */
@@ -517,7 +526,7 @@ int rf_worker_stream_create(struct rf_engine *e, const char *name, unsigned capa
 	}
 	w->th = th;
 	rf__spinners_add(1);
-	rf__wthread_name(th, w->name);
+	rf__wthread_name(th, w);
 	rf_engine_add_stream(e, &w->s);
 	*out = &w->s;
 	return 0;
