@@ -214,7 +214,9 @@ struct rf_stream *rf_engine_inline_stream(struct rf_engine *e);
  * called rf_engine_op_done must return 0 (a negative return after it is ignored,
  * with a logged error); rf_engine_op_done on an op that is not running aborts. */
 struct rf_stream *rf_engine_async_stream(struct rf_engine *e);
-/* Create a worker stream with its own thread. capacity: queue slots (0: 1024; at
+/* Create a worker stream with its own thread, named "rf-" and the stream's name (15
+ * bytes at most; ps, top, perf), or another live stream's of that thread once this
+ * one is gone. capacity: queue slots (0: 1024; at
  * most 2^24, -EINVAL above; more ops wait in an overflow list), a cache line (64
  * bytes) each, allocated and zeroed here. The
  * engine owns it (destroyed by rf_engine_destroy) unless rf_stream_destroy is called
