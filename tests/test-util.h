@@ -2,6 +2,7 @@
  * the automake convention meson uses: 0 pass, 1 fail, 77 skip. */
 #ifndef RF_TEST_UTIL_H
 #define RF_TEST_UTIL_H
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +62,33 @@ static inline unsigned long long t_splitmix64(unsigned long long *s)
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
 	return z ^ (z >> 31);
+}
+
+/* Threads of this process whose name (/proc/self/task/TID/comm) is name, or starts
+ * with it when prefix is set. */
+static inline int t_threads_named(const char *name, int prefix)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *de;
+	int n = 0;
+
+	CHECK(d != NULL);
+	while ((de = readdir(d))) {
+		char path[300], comm[32] = "";
+		FILE *f;
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", de->d_name);
+		if (!(f = fopen(path, "r")))
+			continue;               /* a thread that has just ended */
+		if (fgets(comm, sizeof(comm), f)) {
+			comm[strcspn(comm, "\n")] = 0;
+			n += prefix ? !strncmp(comm, name, strlen(name)) : !strcmp(comm, name);
+		}
+		fclose(f);
+	}
+	closedir(d);
+	return n;
 }
 
 #endif

@@ -15,7 +15,6 @@
  *    not a worker stream, another engine's; the 33rd live stream on one thread;
  *  - an engine destroyed with shared streams alive frees them and the thread (ASan's
  *    LeakSanitizer would say otherwise). */
-#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -26,32 +25,6 @@
 #include "log.h"
 #include "stream.h"
 #include "../test-util.h"
-
-/* Threads of this process named name. */
-static int threads_named(const char *name)
-{
-	DIR *d = opendir("/proc/self/task");
-	struct dirent *de;
-	int n = 0;
-
-	CHECK(d != NULL);
-	while ((de = readdir(d))) {
-		char path[300], comm[32] = "";
-		FILE *f;
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", de->d_name);
-		if (!(f = fopen(path, "r")))
-			continue;
-		if (fgets(comm, sizeof(comm), f)) {
-			comm[strcspn(comm, "\n")] = 0;
-			n += !strcmp(comm, name);
-		}
-		fclose(f);
-	}
-	closedir(d);
-	return n;
-}
 
 static _Atomic int inside;      /* ops running now */
 static _Atomic int overlaps;    /* ops that found another one running */
@@ -232,11 +205,11 @@ static void come_and_go(struct rf_ring *r)
 	}
 	/* the stream the thread was made for goes first; the other still runs, on a
 	 * thread that now carries its name */
-	CHECK_EQ(threads_named("rf-base"), 1);
-	CHECK_EQ(threads_named("rf-keep"), 0);
+	CHECK_EQ(t_threads_named("rf-base", 0), 1);
+	CHECK_EQ(t_threads_named("rf-keep", 0), 0);
 	rf_stream_destroy(base);
-	CHECK_EQ(threads_named("rf-base"), 0);
-	CHECK_EQ(threads_named("rf-keep"), 1);
+	CHECK_EQ(t_threads_named("rf-base", 0), 0);
+	CHECK_EQ(t_threads_named("rf-keep", 0), 1);
 	for (int k = 0; k < 100; k++)
 		CHECK_OK(rf_engine_push_simple(e, bump, &n, NULL, 0, NULL, 0, keep, "after"));
 	CHECK_OK(rf_engine_wait_all(e));

@@ -22,7 +22,6 @@
  * size on a fixed-size dataset, or a variable file of raw records, is refused.
  * With workers 0 the loader starts one decoding thread per CPU the process may run on:
  * one under an affinity of one CPU (it counted the machine's online CPUs before). */
-#include <dirent.h>
 #include <png.h>
 #include <sched.h>
 #include <sys/wait.h>
@@ -248,29 +247,6 @@ static void epoch_from(struct tl_env *v, const struct rf_dataset *ds, struct rf_
 	rf_loader_destroy(l);
 }
 
-/* Threads of this process named rf-loader* (the gather streams' threads). */
-static unsigned loader_threads(void)
-{
-	DIR *d = opendir("/proc/self/task");
-	struct dirent *de;
-	unsigned n = 0;
-
-	CHECK(d != NULL);
-	while ((de = readdir(d))) {
-		char path[300], comm[32] = "";
-		FILE *f;
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", de->d_name);
-		if (!(f = fopen(path, "r")))
-			continue;               /* a thread that just ended */
-		n += fgets(comm, sizeof(comm), f) && !strncmp(comm, "rf-loader", 9);
-		fclose(f);
-	}
-	closedir(d);
-	return n;
-}
-
 /* With workers 0: as many decoding threads as CPUs the process may run on (at most
  * 16), with its affinity as it is and narrowed to one CPU. */
 static void check_auto_workers(struct tl_env *v, const struct rf_dataset *ds,
@@ -293,9 +269,9 @@ static void check_auto_workers(struct tl_env *v, const struct rf_dataset *ds,
 	for (int k = 0; k < 2; k++) {
 		unsigned want = k ? 1u : (unsigned)CPU_COUNT(&all) < 16 ? (unsigned)CPU_COUNT(&all) : 16;
 		CHECK(sched_setaffinity(0, sizeof(cpu_set_t), k ? &one : &all) == 0);
-		CHECK_EQ(loader_threads(), 0u);
+		CHECK_EQ(t_threads_named("rf-loader", 1), 0u);
 		CHECK_OPEN(rf_loader_create(&l, v->e, ds, &o), rf_last_error());
-		CHECK_EQ(loader_threads(), want);
+		CHECK_EQ(t_threads_named("rf-loader", 1), want);
 		rf_loader_destroy(l);
 	}
 	CHECK(sched_setaffinity(0, sizeof(all), &all) == 0);
