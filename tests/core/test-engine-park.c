@@ -15,9 +15,9 @@
  * ops. Under ThreadSanitizer the same runs check the protocol's memory ordering.
  *
  * The reactor spins for a worker only while a spin pays: a stream whose ops keep
- * finishing while the reactor is parked (ops of 300 us given one by one, far past the
+ * finishing while the reactor is parked (ops of 2 ms given one by one, far past the
  * 10 us a spin waits) gets a spin on one op in eight, not on every op (64 of 64
- * before the rule, 11-17 with it). */
+ * before the rule, 11-13 with it). */
 #include <errno.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -147,14 +147,16 @@ static void fan(struct rf_engine *e, struct rf_stream **w, uint64_t *seed)
 static int sleep_fn(void *p)
 {
 	struct cell *c = p;
-	usleep(300);
+	usleep(2000);
 	c->v++;
 	return 0;
 }
 
-/* A timer every 400 us pushes an op of 300 us (64 of them) on one worker, the ring's
- * spin 10 ms: each op is given to an idle worker, finishes while the reactor is
- * parked, and its signal wakes it. The spins the reactor made for them. */
+/* A timer every 3 ms pushes an op of 2 ms (64 of them) on one worker, the ring's spin
+ * 10 ms: each op is given to an idle worker, finishes while the reactor is parked, and
+ * its signal wakes it (the ops long beside the reactor's own delays, so that a loaded
+ * machine seldom finds one finished by a poll, which restarts the row). The spins the
+ * reactor made for them. */
 struct timed {
 	struct rf_ring *ring;
 	struct rf_engine *e;
@@ -173,7 +175,7 @@ static void tick(void *data, int64_t res)
 	CHECK_OK(rf_engine_push(t->e, &(struct rf_op_desc){ .fn = sleep_fn, .ctx = &t->c[t->k],
 			.writes = &t->v[t->k], .nwrites = 1, .stream = t->w, .name = "sleep" }));
 	if (++t->k < 64)
-		CHECK_OK(rf_ring_timeout(t->ring, 400000, tick, t, NULL));
+		CHECK_OK(rf_ring_timeout(t->ring, 3000000, tick, t, NULL));
 }
 
 static int all_pushed(void *arg)
@@ -191,7 +193,7 @@ static uint64_t long_ops(void)
 	CHECK_OK(rf_engine_create(&t.e, t.ring, NULL));
 	CHECK_OK(rf_worker_stream_create(t.e, "slow", 0, &t.w));
 	rf_ring_get_stats(t.ring, &s0);
-	CHECK_OK(rf_ring_timeout(t.ring, 400000, tick, &t, NULL));
+	CHECK_OK(rf_ring_timeout(t.ring, 3000000, tick, &t, NULL));
 	CHECK_OK(rf_ring_run_until(t.ring, all_pushed, &t, 0));
 	CHECK_OK(rf_engine_wait_all(t.e));
 	rf_ring_get_stats(t.ring, &s1);
@@ -201,7 +203,7 @@ static uint64_t long_ops(void)
 	}
 	rf_engine_destroy(t.e);
 	rf_ring_destroy(t.ring);
-	fprintf(stderr, "  64 ops of 300 us, one every 400 us: %llu spins, %llu hits\n",
+	fprintf(stderr, "  64 ops of 2 ms, one every 3 ms: %llu spins, %llu hits\n",
 		(unsigned long long)(s1.spins - s0.spins),
 		(unsigned long long)(s1.spin_hits - s0.spin_hits));
 	return s1.spins - s0.spins;
