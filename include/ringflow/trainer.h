@@ -205,8 +205,10 @@ struct rf_train_opts {
 	void *progress_ctx;
 	int eval_only;             /* 1: only rf_trainer_evaluate is called (rf-infer): of a
 				    * directory of IDX files only the test set's two are
-				    * opened, and stand in for the training set too;
-				    * rf_trainer_epoch refuses (-EINVAL) */
+				    * opened, and stand in for the training set too; the
+				    * parameters start at zero, for the caller to load
+				    * (rf_export_load, rf_trainer_load); rf_trainer_epoch
+				    * refuses (-EINVAL) */
 };
 
 struct rf_trainer;
