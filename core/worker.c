@@ -1,10 +1,11 @@
 /* core/worker.c -- worker streams: each a single-producer/single-consumer ring of
  * slots, a cache line each, ops in and completions out through memory (the slots'
- * `done` flags, read by a ring poller at every reactor turn) and a notifier signal only when the reactor is parked
- * (rf_ring_parked); no mutex, no condition variable (README.md). Ops beyond a stream's
- * capacity wait in a reactor-side overflow list. A stream runs on a thread of its own,
- * or on another worker stream's thread (rf_worker_stream_create_shared): the thread
- * serves each of its streams' queues in turn. */
+ * `done` flags, read by a ring poller at every reactor turn) and a notifier signal
+ * only when the reactor is parked (rf_ring_parked); no mutex, no condition variable
+ * (README.md). Ops beyond a stream's capacity wait in a reactor-side overflow list. A
+ * stream runs on a thread of its own, or on another worker stream's thread
+ * (rf_worker_stream_create_shared): the thread serves each of its streams' queues in
+ * turn. */
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>

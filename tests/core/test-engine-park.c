@@ -16,8 +16,8 @@
  *
  * The reactor spins for a worker only while a spin pays: a stream whose ops keep
  * finishing while the reactor is parked (ops of 2 ms given one by one, far past the
- * 10 us a spin waits) gets a spin on one op in eight, not on every op (64 of 64
- * before the rule, 11-13 with it). */
+ * 10 us a spin waits) gets a spin on one op in eight, not on every op (63-64 of 64
+ * before the rule, 11-19 with it). */
 #include <errno.h>
 #include <signal.h>
 #include <stdatomic.h>
