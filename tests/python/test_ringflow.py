@@ -15,6 +15,8 @@
   a call from another thread -- ringflow.Error with errno and the C text naming the
   file; never a crash;
 - RecordDataset in a torch DataLoader with 0 and 2 workers, 2 ranks: each record once;
+  len() the batches yielded (num_workers= given), a TypeError without it, a DataLoader
+  of another worker count refused;
 - Engine: push/wait/wait_all with reads and mutates, Python callables on workers, an
   exception surfacing at wait() with its text.
 Prints one closing line; exit 0 or 1 (77: no torch/numpy).
@@ -332,7 +334,8 @@ def main():
     for workers in (0, 2):
         seen = []
         for rank in (0, 1):
-            ds = rtorch.RecordDataset(path, 16, seed=4, rank=rank, world=2)
+            ds = rtorch.RecordDataset(path, 16, seed=4, rank=rank, world=2,
+                                      num_workers=workers)
             ds.set_epoch(1)
             # workers from a fork server: ringflow's threads exist in this process, and
             # a child forked from it that starts threads is what ThreadSanitizer (and
@@ -342,10 +345,50 @@ def main():
             # a spawned one.
             dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=workers,
                                              multiprocessing_context=MP if workers else None)
+            got = 0
             for x, y in dl:
                 check(x.shape[1:] == SHAPE and x.dtype == torch.float32, "batches of the records' shape")
                 seen += ids(x)
+                got += 1
+            check(len(dl) == got == max(workers, 1) * -(-N // (16 * 2 * max(workers, 1))),
+                  f"len(DataLoader(RecordDataset)), {workers} workers: {len(dl)}, {got} yielded")
         check(sorted(seen) == list(range(N)), f"RecordDataset, {workers} workers, 2 ranks: each record once")
+    # len(): the batches yielded, empty shards of a short last batch counted (1000
+    # records in batches of 3 x 333: the last one's single record is one worker's)
+    for drop, want in ((False, 6), (True, 3)):
+        ds = rtorch.RecordDataset(path, 333, drop_last=drop, num_workers=3)
+        dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=3,
+                                         multiprocessing_context=MP)
+        rows = [x.shape[0] for x, _ in dl]
+        check(len(ds) == len(dl) == len(rows) == want and sum(rows) == (999 if drop else N),
+              f"len(RecordDataset(drop_last={drop})) = {len(ds)}: {rows} yielded")
+    # len() without num_workers: a TypeError naming it (list() still works: it takes a
+    # TypeError from len() as no length); a DataLoader of another worker count: refused
+    ds = rtorch.RecordDataset(path, 16)
+    try:
+        len(ds)
+        check(False, "len(RecordDataset()) without num_workers refused")
+    except TypeError as e:
+        check("num_workers" in str(e), f"len() without num_workers: {e}")
+    check(len(list(torch.utils.data.DataLoader(ds, batch_size=None))) == 63,
+          "list(DataLoader) of a RecordDataset without num_workers")
+    for given, actual in ((2, 0), (0, 2)):
+        ds = rtorch.RecordDataset(path, 16, num_workers=given)
+        dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=actual,
+                                         multiprocessing_context=MP if actual else None)
+        try:
+            next(iter(dl))
+            check(False, f"RecordDataset(num_workers={given}) in a DataLoader of {actual}")
+        except ValueError as e:   # a worker's exception comes back re-raised as its type
+            check(f"num_workers={given}" in str(e) and f"read by {actual}" in str(e),
+                  f"a DataLoader of {actual} workers, num_workers={given} given: {e}")
+        del dl
+    for bad in (-1, 1.5, "2", True):
+        try:
+            rtorch.RecordDataset(path, 16, num_workers=bad)
+            check(False, f"num_workers={bad!r} refused")
+        except (TypeError, ValueError) as e:
+            check("num_workers" in str(e), f"num_workers={bad!r}: {e}")
     # persistent workers see each set_epoch (they kept epoch 0's copy: every epoch read
     # in epoch 0's order): each epoch's order is the one a fresh DataLoader gives
     def epoch_orders(persistent):
