@@ -158,10 +158,13 @@ struct rf_loader {
 	/* The read queue: every fetch's requests wait here in push order and go to the
 	 * ring while the bytes in flight stay within rq_max (at least one read is always
 	 * in flight while any waits), so the device sees a steady queue depth whatever
-	 * the batch size and the prefetch depth. */
+	 * the batch size and the prefetch depth -- and their count within rq_nmax, the
+	 * queue depth of the device under the payload files (loader-source.c: rf__dev_depth;
+	 * 0: no device, no bound but the bytes). */
 	struct rf__lread *rq_head, *rq_tail;
 	size_t rq_bytes, rq_max;  /* bytes in flight; their bound */
 	unsigned rq_n;            /* reads in flight */
+	unsigned rq_nmax;         /* their bound, or 0 */
 	int rq_busy;              /* rf__rq_pump is running (it is not re-entered) */
 
 	struct rf_pinned *uarena, *sarena;

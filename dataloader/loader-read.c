@@ -141,8 +141,9 @@ static int rf__issue(struct rf_loader *l, struct rf__lread *q)
 			    q->len, q->off, l->rflags, rf__fetch_cb, q, NULL);
 }
 
-/* Issue queued requests in order while the bytes in flight allow (one always may go
- * when none is in flight). Requests the ring refuses fail their fetch. */
+/* Issue queued requests in order while the bytes in flight and the device's queue
+ * depth allow (one always may go when none is in flight). Requests the ring refuses
+ * fail their fetch. */
 static void rf__rq_pump(struct rf_loader *l)
 {
 	if (l->rq_busy)
@@ -151,7 +152,8 @@ static void rf__rq_pump(struct rf_loader *l)
 	while (l->rq_head) {
 		struct rf__lread *q = l->rq_head;
 		int ret;
-		if (l->rq_n && l->rq_bytes + q->len > l->rq_max)
+		if (l->rq_n && (l->rq_bytes + q->len > l->rq_max ||
+				(l->rq_nmax && l->rq_n >= l->rq_nmax)))
 			break;
 		l->rq_head = q->next;
 		if (!l->rq_head)

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "loader-impl.h"
@@ -132,17 +133,53 @@ static int rf__disk_mode(const struct rf_loader *l, const struct rf_dataset_src 
 	return l->o.no_shuffle || l->o.order == RF_LOADER_ORDER_WINDOWED ? RF__SPAN : RF__REC;
 }
 
+/* The queue depth of the block device fd's file is on (its request queue's
+ * nr_requests; the whole disk's, for a partition), or 0 where there is none to read (a
+ * tmpfs, an overlay, NFS: anonymous devices, major 0). Reads past it gain nothing: they
+ * wait in the kernel for a tag inside the io_uring_enter that submits them -- the
+ * reactor's -- and go to the device one by one as tags free, a doorbell each. Measured
+ * on a virtio disk of 256 (rf-bench loader, 784-byte records in the uniform order, 8
+ * MiB = 1280 reads in flight against ~280): the same 106-113 K records/s, 2.2-4.4 CPU
+ * s/GB against 1.95-2.02. */
+static unsigned rf__dev_depth(int fd)
+{
+	static const char *const fmt[2] = { "/sys/dev/block/%u:%u/queue/nr_requests",
+					    "/sys/dev/block/%u:%u/../queue/nr_requests" };
+	struct stat st;
+	char p[96], v[32];
+
+	if (fstat(fd, &st) < 0 || !major(st.st_dev))
+		return 0;
+	for (unsigned i = 0; i < 2; i++) {
+		snprintf(p, sizeof(p), fmt[i], major(st.st_dev), minor(st.st_dev));
+		FILE *f = fopen(p, "re");
+		if (!f)
+			continue;
+		int ok = fgets(v, sizeof(v), f) != NULL;
+		fclose(f);
+		char *end;
+		unsigned long d = ok ? strtoul(v, &end, 10) : 0;
+		if (ok && end != v && d >= 1 && d <= (1ul << 20))
+			return (unsigned)d;
+	}
+	return 0;
+}
+
 /* Reopen one payload file (path, open as fd0) into *fd for ring reads; its O_DIRECT
- * alignment widens l->align, and l->direct stays 1 only while every file has it. */
+ * alignment widens l->align, l->direct stays 1 only while every file has it, and the
+ * reads in flight stay within the shallowest device queue of the files (rq_nmax). */
 static int rf__open_one(struct rf_loader *l, const char *path, int fd0, int *fd)
 {
 	uint32_t ma = 0, oa = 0;
 	int fl = O_RDONLY | (l->o.buffered ? 0 : O_DIRECT);
 	int ret = rf__reopen(path, fd0, &fl);
+	unsigned depth;
 
 	if (ret < 0)
 		return ret;
 	*fd = ret;
+	if ((depth = rf__dev_depth(*fd)) && (!l->rq_nmax || depth < l->rq_nmax))
+		l->rq_nmax = depth;
 	l->direct &= !!(fl & O_DIRECT);
 	if ((fl & O_DIRECT) && rf_dio_align(*fd, path, &ma, &oa) == 0) {
 		if (oa > l->align)

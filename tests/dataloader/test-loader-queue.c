@@ -16,8 +16,16 @@
  *   an op into the format a model's first layer reads) hold the formula's f32 rounded
  *   to nearest even, at the logical places of (n, c, h, w), from records of (h, w) and
  *   (c, h, w); 1-D records and unknown formats are refused naming them.
+ * - reads in flight never outnumber the queue depth of the disk the file is on (its
+ *   sysfs nr_requests, read here by this test's own code): with 1 GiB allowed in
+ *   flight and up to 3000 one-record reads queued (3000 went out before), exactly
+ *   that many go out (a batch's ~1000 at once where the file is on no block device:
+ *   a tmpfs, an overlay);
  * Failing reads under a bound of one read: test-loader-fault; slots a consumer keeps
  * (rf_loader_ref): test-loader-slots. */
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
 #include "test-loader-util.h"
 
 struct qrun {
@@ -91,6 +99,52 @@ static void bounds(const char *path, struct rf_loader_opts o, size_t one_read)
 			free(q.order);
 		}
 	free(ref.order);
+}
+
+/* The queue depth of the disk path is on, or 0 (no block device). */
+static unsigned disk_depth(const char *path)
+{
+	struct stat st;
+	char p[96];
+	unsigned d = 0;
+
+	CHECK(stat(path, &st) == 0);
+	if (!major(st.st_dev))
+		return 0;
+	for (int up = 0; up < 2 && !d; up++) {
+		snprintf(p, sizeof(p), "/sys/dev/block/%u:%u/%squeue/nr_requests",
+			 major(st.st_dev), minor(st.st_dev), up ? "../" : "");
+		FILE *f = fopen(p, "r");
+		if (f) {
+			if (fscanf(f, "%u", &d) != 1)
+				d = 0;
+			fclose(f);
+		}
+	}
+	return d;
+}
+
+/* Per-record reads (the uniform order of small records) with no bound in bytes to
+ * speak of: the disk's queue depth bounds them. */
+static void depth_cap(const char *path)
+{
+	struct rf_loader_opts o = { 0 };
+	unsigned depth = disk_depth(path);
+	struct qrun q;
+
+	o.batch = 1000;
+	o.prefetch = 2;
+	o.seed = 3;
+	o.read_bytes = (size_t)1 << 30;
+	run(path, o, 1, &q);
+	printf("%s: uniform order, batches of 1000, 1 GiB allowed: at most %u reads in flight (the "
+	       "disk's queue depth: %u)\n", t_base(path), q.st.max_reads_inflight, depth);
+	CHECK(q.st.reads > 2 * 3000 * 9 / 10);   /* a read a record (a few share one) */
+	if (depth && depth < 1000)
+		CHECK_EQ(q.st.max_reads_inflight, depth);
+	else if (!depth)   /* a batch's reads go out at once */
+		CHECK(q.st.max_reads_inflight > 900);
+	free(q.order);
 }
 
 /* One batch's rows against the formula, bit for bit. */
@@ -300,6 +354,7 @@ int main(void)
 	o.chunk_bytes = 16 << 10;
 	o.window_chunks = 4;
 	bounds(small, o, 24 << 10);
+	depth_cap(small);
 
 	for (unsigned ndev = 1; ndev <= 2; ndev++) {
 		exact(large, 1.0f / 255.0f, 0.0f, 1.0f, ndev);        /* the multiply alone */
