@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "loader-impl.h"
@@ -134,8 +133,8 @@ static int rf__disk_mode(const struct rf_loader *l, const struct rf_dataset_src 
 }
 
 /* The queue depth of the block device fd's file is on (its request queue's
- * nr_requests; the whole disk's, for a partition), or 0 where there is none to read (a
- * tmpfs, an overlay, NFS: anonymous devices, major 0). Reads past it gain nothing: they
+ * nr_requests: rf_blk_queue_attr), or 0 where there is none to read (a tmpfs, an
+ * overlay, NFS). Reads past it gain nothing: they
  * wait in the kernel for a tag inside the io_uring_enter that submits them -- the
  * reactor's -- and go to the device one by one as tags free, a doorbell each. Measured
  * on a virtio disk of 256 (rf-bench loader, 784-byte records in the uniform order, 8
@@ -143,26 +142,13 @@ static int rf__disk_mode(const struct rf_loader *l, const struct rf_dataset_src 
  * s/GB against 1.95-2.02. */
 static unsigned rf__dev_depth(int fd)
 {
-	static const char *const fmt[2] = { "/sys/dev/block/%u:%u/queue/nr_requests",
-					    "/sys/dev/block/%u:%u/../queue/nr_requests" };
-	struct stat st;
-	char p[96], v[32];
+	char v[32], *end;
+	unsigned long d;
 
-	if (fstat(fd, &st) < 0 || !major(st.st_dev))
+	if (rf_blk_queue_attr(fd, "nr_requests", v, sizeof(v), NULL, 0) < 0)
 		return 0;
-	for (unsigned i = 0; i < 2; i++) {
-		snprintf(p, sizeof(p), fmt[i], major(st.st_dev), minor(st.st_dev));
-		FILE *f = fopen(p, "re");
-		if (!f)
-			continue;
-		int ok = fgets(v, sizeof(v), f) != NULL;
-		fclose(f);
-		char *end;
-		unsigned long d = ok ? strtoul(v, &end, 10) : 0;
-		if (ok && end != v && d >= 1 && d <= (1ul << 20))
-			return (unsigned)d;
-	}
-	return 0;
+	d = strtoul(v, &end, 10);
+	return end != v && d >= 1 && d <= (1ul << 20) ? (unsigned)d : 0;
 }
 
 /* Reopen one payload file (path, open as fd0) into *fd for ring reads; its O_DIRECT

@@ -1,15 +1,18 @@
 /* ring/register.c -- registered buffers (the ring's arena or external memory
- * areas), registered files, and O_DIRECT alignment. */
+ * areas), registered files, O_DIRECT alignment and the block queue under a file. */
 #include "ring-impl.h"
 
 #include "rf-internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <stdio.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #ifndef STATX_DIOALIGN
@@ -67,6 +70,37 @@ int rf_dio_align(int fd, const char *path, uint32_t *mem_align, uint32_t *off_al
 	*mem_align = ma ? ma : 4096;
 	*off_align = oa ? oa : 4096;
 	return 0;
+}
+
+int rf_blk_queue_attr(int fd, const char *name, char *out, size_t len, char *where,
+		      size_t wlen)
+{
+	static const char *const fmt[2] = { "/sys/dev/block/%u:%u/queue/%s",
+					    "/sys/dev/block/%u:%u/../queue/%s" };
+	char p[160];
+	struct stat st;
+	dev_t dev;
+
+	if (fstat(fd, &st) < 0)
+		return -EBADF;
+	dev = S_ISBLK(st.st_mode) ? st.st_rdev : st.st_dev;
+	if (!major(dev) || !name || !out || !len)
+		return -ENOENT;     /* an anonymous device: tmpfs, overlay, NFS */
+	for (unsigned i = 0; i < 2; i++) {
+		snprintf(p, sizeof(p), fmt[i], major(dev), minor(dev), name);
+		if (where && wlen)
+			snprintf(where, wlen, "%s", p);
+		FILE *f = fopen(p, "re");
+		if (!f)
+			continue;
+		int ok = fgets(out, (int)(len > INT_MAX ? INT_MAX : len), f) != NULL;
+		fclose(f);
+		if (ok) {
+			out[strcspn(out, "\n")] = 0;
+			return 0;
+		}
+	}
+	return -ENOENT;
 }
 
 int rf_ring_register_buffers(struct rf_ring *r, unsigned nbufs, size_t bufsz, size_t align)

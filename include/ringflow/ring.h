@@ -211,6 +211,15 @@ int rf_ring_set_spin(struct rf_ring *r, uint64_t spin_ns);
  * statx(STATX_DIOALIGN) where the kernel and filesystem report it, else 4096. */
 int rf_dio_align(int fd, const char *path, uint32_t *mem_align, uint32_t *off_align);
 
+/* The block-queue attribute name (sysfs queue/NAME: nr_requests, io_poll,
+ * discard_max_bytes, ...) of the disk fd is (a block device) or holds (a file) -- the
+ * whole disk's for a partition -- into out (len bytes, the newline dropped); where
+ * (wlen bytes; NULL: not wanted) gets the sysfs path read. 0, -ENOENT where there is
+ * none (no block device under a tmpfs, an overlay or NFS; no /sys), -EBADF where fd
+ * cannot be stat'ed. Sets no rf_last_error(): having none is an answer. */
+int rf_blk_queue_attr(int fd, const char *name, char *out, size_t len, char *where,
+		      size_t wlen);
+
 /* Allocate an arena of nbufs buffers of bufsz bytes, each aligned to align (a power
  * of two >= 512; bufsz rounded up to it), mmap'd, and register them with the ring as
  * fixed buffers (index i is buffer i). Only one arena per ring. The ring owns the

@@ -4,13 +4,60 @@
  * (if the kernel allows it) an SQPOLL ring -- and check the bytes, the callbacks'
  * results (bytes transferred, 0 for fsync) and the byte counters. Also checks that a
  * fixed-buffer request outside the registered arena (or spanning two of its buffers)
- * is refused with -EINVAL. */
+ * is refused with -EINVAL. rf_blk_queue_attr: the file's disk's nr_requests as this
+ * test reads sysfs itself (-ENOENT where the file is on no block device), -ENOENT for
+ * a pipe and an unknown attribute, -EBADF for a closed fd. */
 #include "ring-test.h"
 
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #define N 8
 #define BS (64 * 1024)
+
+/* The disk under fd, as sysfs names it: its queue/nr_requests read here, or "" where
+ * there is none. */
+static void own_depth(int fd, char *out, size_t len)
+{
+	struct stat st;
+	char p[128];
+
+	out[0] = 0;
+	T_OK(fstat(fd, &st));
+	for (int up = 0; up < 2 && !out[0] && major(st.st_dev); up++) {
+		snprintf(p, sizeof(p), "/sys/dev/block/%u:%u/%squeue/nr_requests",
+			 major(st.st_dev), minor(st.st_dev), up ? "../" : "");
+		FILE *f = fopen(p, "r");
+		if (f) {
+			if (!fgets(out, (int)len, f))
+				out[0] = 0;
+			out[strcspn(out, "\n")] = 0;
+			fclose(f);
+		}
+	}
+}
+
+static void queue_attr(int fd)
+{
+	char want[64], got[64], where[160];
+	int pfd[2];
+
+	own_depth(fd, want, sizeof(want));
+	int ret = rf_blk_queue_attr(fd, "nr_requests", got, sizeof(got), where, sizeof(where));
+	if (want[0]) {
+		T_EQ(ret, 0);
+		T_CHECK(!strcmp(got, want) && strstr(where, "/queue/nr_requests"));
+		T_EQ(rf_blk_queue_attr(fd, "no_such_attribute", got, sizeof(got), NULL, 0), -ENOENT);
+	} else {
+		T_EQ(ret, -ENOENT);
+	}
+	T_OK(pipe(pfd));
+	T_EQ(rf_blk_queue_attr(pfd[0], "nr_requests", got, sizeof(got), NULL, 0), -ENOENT);
+	close(pfd[0]);
+	close(pfd[1]);
+	T_EQ(rf_blk_queue_attr(pfd[0], "nr_requests", got, sizeof(got), NULL, 0), -EBADF);
+	printf("disk queue depth: %s\n", want[0] ? want : "(no block device)");
+}
 
 static void round_trip(struct rf_ring *r, int fd, int fdarg, unsigned flags,
 		       uint8_t *const *bufs, uint64_t seed)
@@ -105,6 +152,7 @@ int main(void)
 	T_CHECK(ma >= 1 && oa >= 1 && (ma & (ma - 1)) == 0 && (oa & (oa - 1)) == 0);
 	T_CHECK(BS % oa == 0 && 4096 % ma == 0);
 	T_EQ(rf_dio_align(-1, "/nonexistent/rf-ring", &ma2, &oa2), -ENOENT);
+	queue_attr(fd);
 	int dfd = open(path, O_RDWR | O_DIRECT | O_CLOEXEC);
 	if (dfd < 0)
 		fprintf(stderr, "O_DIRECT not available on %s (%s): those rounds skipped\n", path,

@@ -61,7 +61,6 @@
 #include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <ringflow/ring.h>
@@ -189,29 +188,6 @@ static uint64_t usable_memory(void)
 static struct iob_opts O;
 static pthread_barrier_t start_line;
 
-/* The block-queue attribute NAME (such as io_poll, discard_max_bytes) of device dev,
- * or of the disk a partition dev is on, into out with its sysfs path in where: 0, or
- * -1 where it cannot be read (no block device under a tmpfs or an overlay). */
-static int blk_queue_attr(dev_t dev, const char *name, char *out, size_t len, char *where,
-			  size_t wlen)
-{
-	static const char *const fmts[2] = { "/sys/dev/block/%u:%u/queue/%s",
-					     "/sys/dev/block/%u:%u/../queue/%s" };
-	for (unsigned i = 0; i < 2; i++) {
-		snprintf(where, wlen, fmts[i], major(dev), minor(dev), name);
-		FILE *f = fopen(where, "re");
-		if (!f)
-			continue;
-		int ok = fgets(out, (int)len, f) != NULL;
-		fclose(f);
-		if (ok) {
-			out[strcspn(out, "\n")] = 0;
-			return 0;
-		}
-	}
-	return -1;
-}
-
 /* Open (or create) one file of the run into f (fd, size, grains): want is its region's
  * size (0: the file's own, past --offset). Every refusal names the file. */
 static void open_file(struct iob_file *f, uint64_t want, int force, int direct,
@@ -261,13 +237,12 @@ static void open_file(struct iob_file *f, uint64_t want, int force, int direct,
 			die(1, "--file %s: --direct: cannot use O_DIRECT on it: %s", file, strerror(errno));
 	}
 	char val[64], where[128];
-	dev_t dev = S_ISBLK(sb.st_mode) ? sb.st_rdev : sb.st_dev;
-	if (O.hipri && blk_queue_attr(dev, "io_poll", val, sizeof(val), where, sizeof(where)) == 0 &&
+	if (O.hipri && rf_blk_queue_attr(fd, "io_poll", val, sizeof(val), where, sizeof(where)) == 0 &&
 	    !strcmp(val, "0"))
 		die(1, "--hipri: %s: its device does not poll (%s is 0; an NVMe device needs the nvme "
 		    "module's poll_queues)", file, where);
 	if (O.trim && S_ISBLK(sb.st_mode) &&
-	    blk_queue_attr(dev, "discard_max_bytes", val, sizeof(val), where, sizeof(where)) == 0 &&
+	    rf_blk_queue_attr(fd, "discard_max_bytes", val, sizeof(val), where, sizeof(where)) == 0 &&
 	    !strcmp(val, "0"))
 		die(1, "--rw %s: %s: the device does not discard (%s is 0)", O.rw, file, where);
 	uint64_t fsize = (uint64_t)sb.st_size, size = want;
