@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #define T_SKIP 77
 
@@ -89,6 +91,30 @@ static inline int t_threads_named(const char *name, int prefix)
 	}
 	closedir(d);
 	return n;
+}
+
+/* The queue depth (sysfs queue/nr_requests) of the disk the file fd is on, the whole
+ * disk's for a partition, read here and not by the library: the oracle for
+ * rf_blk_queue_attr and the loader's bound on reads in flight. 0: no block device (a
+ * tmpfs, an overlay) or no sysfs. */
+static inline unsigned t_disk_depth(int fd)
+{
+	struct stat st;
+	char p[128];
+	unsigned d = 0;
+
+	CHECK(fstat(fd, &st) == 0);
+	for (int up = 0; up < 2 && !d && major(st.st_dev); up++) {
+		snprintf(p, sizeof(p), "/sys/dev/block/%u:%u/%squeue/nr_requests",
+			 major(st.st_dev), minor(st.st_dev), up ? "../" : "");
+		FILE *f = fopen(p, "r");
+		if (f) {
+			if (fscanf(f, "%u", &d) != 1)
+				d = 0;
+			fclose(f);
+		}
+	}
+	return d;
 }
 
 #endif

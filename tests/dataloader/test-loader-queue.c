@@ -23,8 +23,8 @@
  *   a tmpfs, an overlay);
  * Failing reads under a bound of one read: test-loader-fault; slots a consumer keeps
  * (rf_loader_ref): test-loader-slots. */
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include "test-loader-util.h"
 
@@ -101,36 +101,18 @@ static void bounds(const char *path, struct rf_loader_opts o, size_t one_read)
 	free(ref.order);
 }
 
-/* The queue depth of the disk path is on, or 0 (no block device). */
-static unsigned disk_depth(const char *path)
-{
-	struct stat st;
-	char p[96];
-	unsigned d = 0;
-
-	CHECK(stat(path, &st) == 0);
-	if (!major(st.st_dev))
-		return 0;
-	for (int up = 0; up < 2 && !d; up++) {
-		snprintf(p, sizeof(p), "/sys/dev/block/%u:%u/%squeue/nr_requests",
-			 major(st.st_dev), minor(st.st_dev), up ? "../" : "");
-		FILE *f = fopen(p, "r");
-		if (f) {
-			if (fscanf(f, "%u", &d) != 1)
-				d = 0;
-			fclose(f);
-		}
-	}
-	return d;
-}
-
 /* Per-record reads (the uniform order of small records) with no bound in bytes to
  * speak of: the disk's queue depth bounds them. */
 static void depth_cap(const char *path)
 {
 	struct rf_loader_opts o = { 0 };
-	unsigned depth = disk_depth(path);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	unsigned depth;
 	struct qrun q;
+
+	CHECK(fd >= 0);
+	depth = t_disk_depth(fd);
+	close(fd);
 
 	o.batch = 1000;
 	o.prefetch = 2;

@@ -10,43 +10,21 @@
 #include "ring-test.h"
 
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 
 #define N 8
 #define BS (64 * 1024)
 
-/* The disk under fd, as sysfs names it: its queue/nr_requests read here, or "" where
- * there is none. */
-static void own_depth(int fd, char *out, size_t len)
-{
-	struct stat st;
-	char p[128];
-
-	out[0] = 0;
-	T_OK(fstat(fd, &st));
-	for (int up = 0; up < 2 && !out[0] && major(st.st_dev); up++) {
-		snprintf(p, sizeof(p), "/sys/dev/block/%u:%u/%squeue/nr_requests",
-			 major(st.st_dev), minor(st.st_dev), up ? "../" : "");
-		FILE *f = fopen(p, "r");
-		if (f) {
-			if (!fgets(out, (int)len, f))
-				out[0] = 0;
-			out[strcspn(out, "\n")] = 0;
-			fclose(f);
-		}
-	}
-}
-
 static void queue_attr(int fd)
 {
-	char want[64], got[64], where[160];
+	char got[64], where[160];
+	unsigned want = t_disk_depth(fd);   /* the test's own read of sysfs */
 	int pfd[2];
 
-	own_depth(fd, want, sizeof(want));
 	int ret = rf_blk_queue_attr(fd, "nr_requests", got, sizeof(got), where, sizeof(where));
-	if (want[0]) {
+	if (want) {
 		T_EQ(ret, 0);
-		T_CHECK(!strcmp(got, want) && strstr(where, "/queue/nr_requests"));
+		T_EQ(strtoul(got, NULL, 10), want);
+		T_CHECK(strstr(where, "/queue/nr_requests") != NULL);
 		T_EQ(rf_blk_queue_attr(fd, "no_such_attribute", got, sizeof(got), NULL, 0), -ENOENT);
 	} else {
 		T_EQ(ret, -ENOENT);
@@ -56,7 +34,7 @@ static void queue_attr(int fd)
 	close(pfd[0]);
 	close(pfd[1]);
 	T_EQ(rf_blk_queue_attr(pfd[0], "nr_requests", got, sizeof(got), NULL, 0), -EBADF);
-	printf("disk queue depth: %s\n", want[0] ? want : "(no block device)");
+	printf("disk queue depth: %u (0: no block device)\n", want);
 }
 
 static void round_trip(struct rf_ring *r, int fd, int fdarg, unsigned flags,
