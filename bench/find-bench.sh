@@ -5,7 +5,9 @@
 # rf_find_prog HERE REL NAME: the program to measure -- NAME on PATH, else the first of
 #   HERE/build/REL and HERE/build*/REL that no sanitizer instruments. Nothing printed:
 #   none found.
-# rf_find_bench HERE: rf_find_prog for rf-bench, $RF_BENCH first (checked).
+# rf_find VAR HERE REL NAME: the program $VAR names, if set (checked: a warning when
+#   it is a sanitizer or debug build, and it runs), else rf_find_prog HERE REL NAME.
+# rf_find_bench HERE: rf_find for rf-bench ($RF_BENCH).
 # rf_timing_check PROG: warns on stderr, and returns 1, when PROG's figures would mean
 #   nothing: a sanitizer build (its ELF needs lib*san), or a build directory whose
 #   meson options say debug, -O0 or -Og. For a program a user named (an environment
@@ -58,11 +60,17 @@ rf_find_prog() {
 	done
 }
 
-rf_find_bench() {
-	if [[ -n ${RF_BENCH:-} ]]; then
-		rf_timing_check "$RF_BENCH" || true
-		echo "$RF_BENCH"
+rf_find() {
+	local var=$1
+	shift
+	if [[ -n ${!var:-} ]]; then
+		rf_timing_check "${!var}" || true
+		echo "${!var}"
 		return
 	fi
-	rf_find_prog "$1" bench/rf-bench rf-bench
+	rf_find_prog "$@"
+}
+
+rf_find_bench() {
+	rf_find RF_BENCH "$1" bench/rf-bench rf-bench
 }

@@ -8,7 +8,8 @@
 #    rf_find_prog takes build-c's; with build-c gone, nothing; rf_timing_check warns
 #    and fails on each of the others; $RF_BENCH named is used with the warning.
 # 2. Every benchmark in bench/ that runs our programs finds or checks them through
-#    find-bench.sh: none loops over build*/ itself, each one sources it.
+#    find-bench.sh: none loops over build*/ itself, each one sources it (the Python
+#    ones through bench/find_bench.py).
 # usage: test-bench-find.sh SOURCE_ROOT
 set -u
 src=${1:?usage: $0 SOURCE_ROOT}
@@ -68,7 +69,9 @@ for f in "$src"/bench/*; do
 		fail "$(basename "$f") looks for builds itself: $(cat "$T/g")"
 	fi
 	case $(basename "$f") in fmnist-jpeg-accuracy) continue ;; esac  # accuracy, not time
-	grep -q 'find-bench' "$f" || fail "$(basename "$f") runs our programs without bench/find-bench.sh"
+	# shell: sources it; Python: imports bench/find_bench.py, which runs it
+	grep -qE '^[^#]*\. .*find-bench\.sh|^from find_bench import' "$f" ||
+		fail "$(basename "$f") runs our programs without bench/find-bench.sh"
 	n=$((n + 1))
 done
 [ $n -ge 15 ] || fail "only $n benchmarks checked: the script list moved?"
