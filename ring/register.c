@@ -82,7 +82,7 @@ int rf_blk_queue_attr(int fd, const char *name, char *out, size_t len, char *whe
 	dev_t dev;
 
 	if (fstat(fd, &st) < 0)
-		return -EBADF;
+		return rf__fail(-EBADF, "rf_blk_queue_attr: fd %d: %s", fd, strerror(errno));
 	dev = S_ISBLK(st.st_mode) ? st.st_rdev : st.st_dev;
 	if (!major(dev) || !name || !out || !len)
 		return -ENOENT;     /* an anonymous device: tmpfs, overlay, NFS */

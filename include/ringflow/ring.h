@@ -215,8 +215,8 @@ int rf_dio_align(int fd, const char *path, uint32_t *mem_align, uint32_t *off_al
  * discard_max_bytes, ...) of the disk fd is (a block device) or holds (a file) -- the
  * whole disk's for a partition -- into out (len bytes, the newline dropped); where
  * (wlen bytes; NULL: not wanted) gets the sysfs path read. 0, -ENOENT where there is
- * none (no block device under a tmpfs, an overlay or NFS; no /sys), -EBADF where fd
- * cannot be stat'ed. Sets no rf_last_error(): having none is an answer. */
+ * none (no block device under a tmpfs, an overlay or NFS; no /sys: no message, having
+ * none is an answer), -EBADF where fd cannot be stat'ed (rf_last_error() names it). */
 int rf_blk_queue_attr(int fd, const char *name, char *out, size_t len, char *where,
 		      size_t wlen);
 

@@ -6,8 +6,9 @@
  * fixed-buffer request outside the registered arena (or spanning two of its buffers)
  * is refused with -EINVAL. rf_blk_queue_attr: the file's disk's nr_requests as this
  * test reads sysfs itself (-ENOENT where the file is on no block device), -ENOENT for
- * a pipe and an unknown attribute, -EBADF for a closed fd. */
+ * a pipe and an unknown attribute, -EBADF for a closed fd (its message naming it). */
 #include "ring-test.h"
+#include "log.h"
 
 #include <sys/stat.h>
 
@@ -34,6 +35,7 @@ static void queue_attr(int fd)
 	close(pfd[0]);
 	close(pfd[1]);
 	T_EQ(rf_blk_queue_attr(pfd[0], "nr_requests", got, sizeof(got), NULL, 0), -EBADF);
+	T_CHECK(strstr(rf_last_error(), "rf_blk_queue_attr: fd ") != NULL);
 	printf("disk queue depth: %u (0: no block device)\n", want);
 }
 
