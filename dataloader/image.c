@@ -447,14 +447,23 @@ static void rf__cmyk_rgb(uint8_t *p, size_t npix, int inverted)
  * edge blocks as the image's. */
 static int rf__jpeg_roi_exact(const struct jpeg_decompress_struct *d)
 {
+	/* the IDCT's output block, across and down: one size before the jpeg7 API
+	 * (Debian's libjpeg62-turbo), two after (libjpeg-turbo built for jpeg8) */
+#if JPEG_LIB_VERSION >= 70
+	const int mh = d->min_DCT_h_scaled_size, mv = d->min_DCT_v_scaled_size;
+#else
+	const int mh = d->min_DCT_scaled_size, mv = d->min_DCT_scaled_size;
+#endif
 	for (int i = 0; i < d->num_components; i++) {
 		const jpeg_component_info *k = &d->comp_info[i];
+#if JPEG_LIB_VERSION >= 70
+		const int kh = k->DCT_h_scaled_size, kv = k->DCT_v_scaled_size;
+#else
+		const int kh = k->DCT_scaled_size, kv = k->DCT_scaled_size;
+#endif
 
-		if (k->DCT_scaled_size != d->min_DCT_scaled_size &&
-		    (k->h_samp_factor * k->DCT_scaled_size !=
-			     d->max_h_samp_factor * d->min_DCT_scaled_size ||
-		     k->v_samp_factor * k->DCT_scaled_size !=
-			     d->max_v_samp_factor * d->min_DCT_scaled_size))
+		if ((kh != mh || kv != mv) && (k->h_samp_factor * kh != d->max_h_samp_factor * mh ||
+					       k->v_samp_factor * kv != d->max_v_samp_factor * mv))
 			return 0;
 		for (int t = 0; d->progressive_mode && d->coef_bits && t < 10; t++)
 			if (d->coef_bits[i][t] != 0)
