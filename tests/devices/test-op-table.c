@@ -729,7 +729,10 @@ int main(void)
 			continue;
 		}
 		snprintf(who, sizeof(who), "%s:0", be->kind);
-		if (rf_device_open(r.e, who, &d) < 0) {
+		/* in fp32: the references are the CPU's f32 (a CUDA device's default, tf32,
+		 * rounds gemm's inputs to 10-bit mantissas: 1e-4 off on an H200) */
+		if (rf_device_open_opts(r.e, who, &(struct rf_device_opts){
+						.precision = RF_PRECISION_FP32 }, &d) < 0) {
 			fprintf(stderr, "%s: cannot open: %s\n", who, rf_last_error());
 			return 1;
 		}
