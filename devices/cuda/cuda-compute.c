@@ -1,6 +1,7 @@
 /* devices/cuda/cuda-compute.c -- the CUDA backend's ops: what it runs (f32 row-major
- * tensors; batch norm and max and global pooling through cuDNN; conversions in any
- * float dtype and layout), the workspace it wants, and each opcode to its kernel
+ * tensors; batch norm of NHWC tensors by our kernels, of NCHW ones and max and global
+ * pooling through cuDNN; conversions in any float dtype and layout), the workspace it
+ * wants, and each opcode to its kernel
  * (kernels_cuda.cu), cuBLAS GEMM or cuDNN call, queued on the op's CUDA stream (cuda.c
  * runs it from the stream's enqueue). */
 #include <errno.h>
@@ -28,6 +29,8 @@ int rf__cuda_supports(const struct rf_device *d, const struct rf__op *op, char *
 size_t rf__cuda_workspace(const struct rf_device *d, const struct rf__op *op, int min)
 {
 	(void)d;
+	if (rf__cuda_bn_ours(op))
+		return rf__cuda_bn_ws(op);
 	switch (op->code) {
 	case RF__OP_CONV_FWD:
 	case RF__OP_CONV_BWD_DATA:
@@ -242,9 +245,55 @@ static int rf__cu_conv_bwd_filter(struct rf__cuda_stream *c, struct rf__op *op)
 					op->p.conv.acc, op->ws, op->ws_bytes);
 }
 
-/* batch norm, max and global pooling: cuDNN (cudnn.c) */
+/* batch norm of NHWC tensors: our kernels (kernels_cuda_norm.cu; the rule in
+ * cuda-rules.c), the op's workspace their partial sums */
+static int rf__cu_bn_nhwc(struct rf__cuda_stream *c, struct rf__op *op)
+{
+	const struct rf__bn *s = &op->p.bn.s;
+	const int64_t M = (int64_t)s->n * op->p.bn.h * op->p.bn.w;
+	const int dt = (int)op->o.t[0].dtype;
+	int ret;
+
+	if (!M || !s->c)        /* as on the CPU: no element to write */
+		return 0;
+	switch (op->code) {
+	case RF__OP_BN_TRAIN: case RF__OP_BN_RELU_TRAIN:
+		ret = rf__kc_bn_nhwc_train(c->cs, dt, op->o.bn_train.y.data, op->o.bn_train.x.data,
+					   D(op->o.bn_train.gamma), D(op->o.bn_train.beta),
+					   D(op->o.bn_train.mean), D(op->o.bn_train.invstd),
+					   D(op->o.bn_train.run_mean), D(op->o.bn_train.run_var), M,
+					   s->c, s->eps, s->momentum,
+					   op->code == RF__OP_BN_RELU_TRAIN, op->ws, op->ws_bytes);
+		break;
+	case RF__OP_BN_EVAL: case RF__OP_BN_RELU_EVAL:
+		ret = rf__kc_bn_nhwc_eval(c->cs, dt, op->o.bn_eval.y.data, op->o.bn_eval.x.data,
+					  D(op->o.bn_eval.gamma), D(op->o.bn_eval.beta),
+					  D(op->o.bn_eval.run_mean), D(op->o.bn_eval.run_var), M, s->c,
+					  s->eps, op->code == RF__OP_BN_RELU_EVAL, op->ws, op->ws_bytes);
+		break;
+	default:                /* the backward, with the forward's y for its ReLU */
+		ret = rf__kc_bn_nhwc_bwd(c->cs, dt, op->o.bn_bwd.dx.data, D(op->o.bn_bwd.dgamma),
+					 D(op->o.bn_bwd.dbeta), op->o.bn_bwd.dy.data,
+					 op->code == RF__OP_BN_RELU_BWD ? op->o.bn_relu_bwd.y.data
+									: NULL,
+					 op->o.bn_bwd.x.data, D(op->o.bn_bwd.mean),
+					 D(op->o.bn_bwd.invstd), D(op->o.bn_bwd.gamma), M, s->c, op->ws,
+					 op->ws_bytes);
+		break;
+	}
+	if (ret == -EINVAL)
+		snprintf(op->err, sizeof(op->err), "%s: NHWC batch norm of %lld rows x %d channels: "
+			 "a bad shape, eps %g or a workspace of %zu bytes (expected %zu)", op->name,
+			 (long long)M, s->c, (double)s->eps, op->ws ? op->ws_bytes : 0,
+			 rf__cuda_bn_ws(op));
+	return ret;
+}
+
+/* batch norm (NCHW), max and global pooling: cuDNN (cudnn.c) */
 static int rf__cu_dnn_norm(struct rf__cuda_stream *c, struct rf__op *op)
 {
+	if (rf__cuda_bn_ours(op))
+		return rf__cu_bn_nhwc(c, op);
 #if RF_HAVE_CUDNN
 	return rf__dnn_norm(c, op);
 #else

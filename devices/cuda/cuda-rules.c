@@ -4,6 +4,30 @@
 #include <stdio.h>
 
 #include "cuda-rules.h"
+#include "kernels-cuda-impl.h"
+
+/* ---- batch norm's path --------------------------------------------------------------- */
+
+int rf__cuda_bn_ours(const struct rf__op *op)
+{
+	switch (op->code) {
+	case RF__OP_BN_TRAIN: case RF__OP_BN_EVAL: case RF__OP_BN_BWD:
+	case RF__OP_BN_RELU_TRAIN: case RF__OP_BN_RELU_EVAL: case RF__OP_BN_RELU_BWD:
+		/* the first output (y, or the backward's dx) sets the format (supports: x,
+		 * y, dy, dx of one dtype and layout) */
+		return op->o.t[0].layout == RF_LAYOUT_NHWC;
+	default:
+		return 0;
+	}
+}
+
+size_t rf__cuda_bn_ws(const struct rf__op *op)
+{
+	if (!rf__cuda_bn_ours(op))
+		return 0;
+	return rf__kc_bn_nhwc_ws((int64_t)op->p.bn.s.n * op->p.bn.h * op->p.bn.w, op->p.bn.s.c,
+				 op->code == RF__OP_BN_EVAL || op->code == RF__OP_BN_RELU_EVAL);
+}
 
 /* ---- what it runs ------------------------------------------------------------------- */
 
@@ -157,9 +181,9 @@ int rf__cuda_rule_supports(const struct rf__op *op, int dnn, const char *dnn_why
 		/* batch norm's per-channel operands (the signature's) are f32: cuDNN's
 		 * derived parameter type for f32, bf16 and f16 data */
 		unsigned params = rf__chan_mask(op);
-		if (!dnn) {
-			snprintf(why, len, "batch norm, max and global pooling run through cuDNN on "
-				 "CUDA devices, and here %s", dnn_why ? dnn_why : "it is missing");
+		if (!dnn && !rf__cuda_bn_ours(op)) {
+			snprintf(why, len, "batch norm (NCHW), max and global pooling run through "
+				 "cuDNN on CUDA devices, and here %s", dnn_why ? dnn_why : "it is missing");
 			return 0;
 		}
 		for (unsigned k = 0; k < op->nt; k++) {
@@ -275,7 +299,11 @@ enum rf__cap_need rf__cuda_cap_need(const struct rf__op *o, int dnn)
 	case RF__OP_BN_TRAIN: case RF__OP_BN_EVAL: case RF__OP_BN_BWD:
 	case RF__OP_BN_RELU_TRAIN: case RF__OP_BN_RELU_EVAL: case RF__OP_BN_RELU_BWD:
 	case RF__OP_MAXPOOL_FWD: case RF__OP_MAXPOOL_BWD: case RF__OP_GAP_FWD: case RF__OP_GAP_BWD:
-		/* the handle is made at first use, which must not be inside a capture */
+		/* NHWC batch norm: our kernels, on the op's workspace; the rest through
+		 * cuDNN, whose handle is made at first use, which must not be inside a
+		 * capture */
+		if (rf__cuda_bn_ours(o))
+			return RF__CAP_ALWAYS;
 		return dnn ? RF__CAP_DNN_READY : RF__CAP_NEVER;
 	case RF__OP_COPY:
 		/* pageable memory is staged by the driver, which a graph cannot hold */

@@ -23,6 +23,18 @@
 int rf__cuda_rule_supports(const struct rf__op *op, int dnn, const char *dnn_why, char *why,
 			   size_t len);
 
+/* ---- batch norm's path --------------------------------------------------------------- */
+
+/* 1 when batch-norm op (any of the six, with or without its ReLU) runs our kernels
+ * (kernels_cuda_norm.cu): its data tensors are NHWC, which cuDNN's batch norm reads
+ * with a stride of C (76 % of a ResNet-18 step on an H200). 0: cuDNN's (NCHW, whose
+ * planes it reads contiguously), or op is no batch norm. */
+int rf__cuda_bn_ours(const struct rf__op *op);
+/* The device workspace op takes on that path: our kernels' partial sums
+ * (rf__kc_bn_nhwc_ws of its n*h*w rows and c channels; the fused backward's ReLU mask is
+ * read in place, no copy of dy), else 0. */
+size_t rf__cuda_bn_ws(const struct rf__op *op);
+
 /* ---- a convolution's path ------------------------------------------------------------ */
 
 enum rf__conv_path {

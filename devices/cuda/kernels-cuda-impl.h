@@ -158,6 +158,43 @@ int rf__kc_avgpool2d_h(void *stream, int bwd, int dt, int nhwc, void *out, const
 int rf__kc_bias4_h(void *stream, int grad, int dt, int nhwc, void *y, const void *b, int n,
 		   int c, size_t hw, int accumulate);
 
+/* Batch norm of an NHWC tensor (kernels_cuda_norm.cu): x, y, dy, dx are M = n*h*w rows
+ * of C channels in dtype dt (RF_F32, RF_BF16 or RF_F16); gamma, beta, mean, invstd and
+ * the running statistics are C f32 values. The formulas of rf__k_bn_fwd_train,
+ * rf__k_bn_fwd_eval and rf__k_bn_bwd (cpu/norm.c), relu as theirs (the backward's y:
+ * the forward's output, dy masked by y > 0; NULL without ReLU); run_mean and run_var
+ * may be NULL. The sums are fixed trees: the same bits every run. ws: a device
+ * workspace of at least rf__kc_bn_nhwc_ws(M, C, eval) bytes, used by the queued kernels.
+ * -EINVAL (nothing queued) for a bad shape, dtype, eps or a short workspace. */
+int rf__kc_bn_nhwc_train(void *stream, int dt, void *y, const void *x, const float *gamma,
+			 const float *beta, float *mean, float *invstd, float *run_mean,
+			 float *run_var, int64_t M, int C, float eps, float momentum, int relu,
+			 void *ws, size_t ws_bytes);
+int rf__kc_bn_nhwc_eval(void *stream, int dt, void *y, const void *x, const float *gamma,
+			const float *beta, const float *run_mean, const float *run_var, int64_t M,
+			int C, float eps, int relu, void *ws, size_t ws_bytes);
+int rf__kc_bn_nhwc_bwd(void *stream, int dt, void *dx, float *dgamma, float *dbeta,
+		       const void *dy, const void *y, const void *x, const float *mean,
+		       const float *invstd, const float *gamma, int64_t M, int C, void *ws,
+		       size_t ws_bytes);
+/* Rows per partial sum: 512, or more so that there are at most 4096 partials per channel
+ * (what the per-channel sums then add); a multiple of 8 (a block's row lanes). */
+static inline int64_t rf__kc_bn_nhwc_chunk(int64_t M)
+{
+	int64_t c = M > 0 ? (M + 4095) / 4096 : 1;
+
+	c = c < 512 ? 512 : c;
+	return (c + 7) / 8 * 8;
+}
+/* The workspace: two partial sums per chunk and channel, and 3 factors per channel
+ * (f32); the evaluation (eval) only the factors. 0 for an empty shape. */
+static inline size_t rf__kc_bn_nhwc_ws(int64_t M, int C, int eval)
+{
+	int64_t ch = rf__kc_bn_nhwc_chunk(M), R = M > 0 && !eval ? (M + ch - 1) / ch : 0;
+
+	return M > 0 && C > 0 ? (size_t)(2 * R + 3) * (size_t)C * sizeof(float) : 0;
+}
+
 /* dst = src converted (kernels_cuda_convert.cu): the elements of a tensor of logical
  * shape (ndim, shape) from dtype sdt into ddt (enum rf_tdtype values: f32, bf16 and
  * f16 into one another, rounded to nearest even; an integer dtype only to itself),

@@ -20,6 +20,8 @@
  *    handle and plan exist; copies only of device or page-locked memory.
  *  - When a captured graph must be captured again: the stream's workspace generation
  *    moved on.
+ *  - Batch norm's path: NHWC tensors on our kernels (always capturable, a workspace of
+ *    partial sums whose chunks fit a grid at any size), NCHW on cuDNN's.
  * The capability probe (rf_device_kind_supports's op) is what is asked, as a model
  * computing in that format pushes it. */
 #include <errno.h>
@@ -28,6 +30,7 @@
 
 #include "backend-impl.h"
 #include "../../devices/cuda/cuda-rules.h"
+#include "../../devices/cuda/kernels-cuda-impl.h"
 #include "../test-util.h"
 
 static const enum rf_tdtype dts[] = { RF_F32, RF_BF16, RF_F16 };
@@ -227,6 +230,68 @@ static void check_capture(void)
 		never);
 }
 
+/* batch norm's path: NHWC on our kernels (capturable always, a workspace of partial
+ * sums), NCHW on cuDNN's; the workspace's chunks fit a grid's y extent at any size */
+static void check_bn_path(void)
+{
+	static const int bns[] = { RF__OP_BN_TRAIN, RF__OP_BN_EVAL, RF__OP_BN_BWD,
+				   RF__OP_BN_RELU_TRAIN, RF__OP_BN_RELU_EVAL, RF__OP_BN_RELU_BWD };
+	static const int64_t Ms[] = { 1, 7, 8, 512, 513, 200704, 2097152, 2097153, 40000000,
+				      (int64_t)1 << 31, (int64_t)1 << 40 };
+	unsigned ours = 0;
+
+	for (unsigned i = 0; i < sizeof(bns) / sizeof(bns[0]); i++)
+		for (unsigned a = 0; a < 3; a++)
+			for (int nhwc = 0; nhwc < 2; nhwc++) {
+				struct rf__op op;
+				struct rf__tref in1 = { 0 };
+				rf__probe_op(&op, &in1, bns[i], NULL, dts[a],
+					     nhwc ? RF_LAYOUT_NHWC : RF_LAYOUT_ROWMAJOR);
+				op.p.bn.s.n = 256, op.p.bn.s.c = 64, op.p.bn.h = 28, op.p.bn.w = 28;
+				int eval = bns[i] == RF__OP_BN_EVAL || bns[i] == RF__OP_BN_RELU_EVAL;
+				CHECK_EQ(rf__cuda_bn_ours(&op), nhwc);
+				/* 200,704 rows in 392 chunks of 512: 2 x 392 partials + 3 factors
+				 * per channel; the evaluation's the factors only */
+				CHECK_EQ(rf__cuda_bn_ws(&op), !nhwc ? 0 : eval ? (size_t)3 * 64 * 4
+								 : (size_t)(2 * 392 + 3) * 64 * 4);
+				/* ours need no cuDNN; cuDNN's (NCHW) do */
+				CHECK_EQ(rf__cuda_rule_supports(&op, 0, NULL, (char[200]){ 0 }, 200),
+					 nhwc);
+				CHECK(rf__cuda_rule_supports(&op, 1, NULL, (char[200]){ 0 }, 200));
+				for (int dnn = 0; dnn < 2; dnn++)
+					CHECK_EQ(rf__cuda_cap_need(&op, dnn),
+						 nhwc ? RF__CAP_ALWAYS
+						      : dnn ? RF__CAP_DNN_READY : RF__CAP_NEVER);
+				/* an empty batch: no workspace (nothing runs) */
+				op.p.bn.s.n = 0;
+				CHECK_EQ(rf__cuda_bn_ws(&op), 0);
+				ours += nhwc;
+			}
+	/* other ops in NHWC are no batch norm */
+	{
+		struct rf__op op;
+		struct rf__tref in1 = { 0 };
+		rf__probe_op(&op, &in1, RF__OP_AVGPOOL_FWD, NULL, RF_F32, RF_LAYOUT_NHWC);
+		CHECK(!rf__cuda_bn_ours(&op) && rf__cuda_bn_ws(&op) == 0);
+		rf__probe_op(&op, &in1, RF__OP_MAXPOOL_FWD, NULL, RF_F32, RF_LAYOUT_NHWC);
+		CHECK(!rf__cuda_bn_ours(&op) && rf__cuda_bn_ws(&op) == 0);
+	}
+	for (unsigned i = 0; i < sizeof(Ms) / sizeof(Ms[0]); i++) {
+		int64_t M = Ms[i], ch = rf__kc_bn_nhwc_chunk(M), R = (M + ch - 1) / ch;
+		CHECK(ch >= 512 && ch % 8 == 0);
+		CHECK(R >= 1 && R <= 4096);            /* partials per channel, a grid's y */
+		CHECK(R * ch >= M && (R - 1) * ch < M); /* every row in one chunk */
+		CHECK_EQ(rf__kc_bn_nhwc_ws(M, 3, 0), (size_t)(2 * R + 3) * 3 * sizeof(float));
+		CHECK_EQ(rf__kc_bn_nhwc_ws(M, 3, 1), (size_t)3 * 3 * sizeof(float));
+	}
+	CHECK_EQ(rf__kc_bn_nhwc_chunk(2097152), 512);  /* 4096 chunks of 512 */
+	CHECK_EQ(rf__kc_bn_nhwc_chunk(2097153), 520);
+	CHECK_EQ(rf__kc_bn_nhwc_ws(0, 64, 0), 0);
+	CHECK_EQ(rf__kc_bn_nhwc_ws(100, 0, 0), 0);
+	fprintf(stderr, "batch norm: %u NHWC op/dtype cases on our kernels, the rest on cuDNN\n",
+		ours);
+}
+
 /* the pick from lists of { algo, usable, fma, math, memory } */
 static void check_pick(void)
 {
@@ -257,5 +322,6 @@ int main(void)
 	check_conv_path();
 	check_pick();
 	check_capture();
+	check_bn_path();
 	return 0;
 }

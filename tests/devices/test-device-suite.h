@@ -158,7 +158,26 @@ static void ts_same(struct rf_tensor *a, struct rf_tensor *b, const char *what)
 /* batch norm with its ReLU = batch norm then ReLU (forward, training and evaluation;
  * backward = relu_bwd then batchnorm_bwd), bit for bit, statistics included; dy is
  * left as it was. Planes of 783 (vector lanes and a tail). */
+static void ts_bn_relu_lay(struct rf_device *d, struct rf_stream *s, enum rf_layout lay);
+
 static void ts_bn_relu(struct rf_device *d, struct rf_stream *s)
+{
+	ts_bn_relu_lay(d, s, RF_LAYOUT_ROWMAJOR);
+	ts_bn_relu_lay(d, s, RF_LAYOUT_NHWC); /* CUDA: our kernels, not cuDNN's */
+}
+
+/* in one layout: the tensors' bytes as they lie (both sides read the same) */
+static struct rf_tensor *ts_upload_lay(struct rf_device *d, const float *host, const char *name,
+				       const int64_t *shape, enum rf_layout lay)
+{
+	struct rf_tensor *t;
+	CHECK_OK(rf_tensor_create_layout(d, RF_F32, lay, name, 4, shape, &t));
+	if (host)
+		CHECK_OK(rf_tensor_write(t, host));
+	return t;
+}
+
+static void ts_bn_relu_lay(struct rf_device *d, struct rf_stream *s, enum rf_layout lay)
 {
 	enum { N = 8, C = 3, H = 27, W = 29, X = N * C * H * W };
 	const int64_t sh[4] = { N, C, H, W };
@@ -167,18 +186,18 @@ static void ts_bn_relu(struct rf_device *d, struct rf_stream *s)
 	struct rf_tensor *Xt, *DY, *G, *B, *R[2][2], *M[2], *I[2], *Y[2], *E[2], *DX[2], *DG[2];
 	struct rf_tensor *DB[2], *DM;
 
-	if (rf_device_supports(d, "batchnorm_relu_fwd", RF_F32, RF_LAYOUT_ROWMAJOR) ||
-	    rf_device_supports(d, "batchnorm_relu_bwd", RF_F32, RF_LAYOUT_ROWMAJOR)) {
-		fprintf(stderr, "%s: no batch norm (%s): bn+relu not checked\n",
-			rf_device_name(d), rf_last_error());
+	if (rf_device_supports(d, "batchnorm_relu_fwd", RF_F32, lay) ||
+	    rf_device_supports(d, "batchnorm_relu_bwd", RF_F32, lay)) {
+		fprintf(stderr, "%s: no batch norm in %s (%s): bn+relu not checked\n",
+			rf_device_name(d), rf_layout_name(lay), rf_last_error());
 		free(x), free(dy), free(g), free(b);
 		return;
 	}
-	Xt = ts_upload(d, RF_F32, x, "x", 4, sh);
-	DY = ts_upload(d, RF_F32, dy, "dy", 4, sh);
+	Xt = ts_upload_lay(d, x, "x", sh, lay);
+	DY = ts_upload_lay(d, dy, "dy", sh, lay);
 	G = ts_upload(d, RF_F32, g, "gamma", RF_DIMS(C));
 	B = ts_upload(d, RF_F32, b, "beta", RF_DIMS(C));
-	DM = ts_upload(d, RF_F32, NULL, "dmask", 4, sh);
+	DM = ts_upload_lay(d, NULL, "dmask", sh, lay);
 	for (int k = 0; k < 2; k++) {
 		R[k][0] = ts_upload(d, RF_F32, b, "run_mean", RF_DIMS(C));
 		R[k][1] = ts_upload(d, RF_F32, var, "run_var", RF_DIMS(C));
@@ -186,9 +205,9 @@ static void ts_bn_relu(struct rf_device *d, struct rf_stream *s)
 		I[k] = ts_upload(d, RF_F32, NULL, "invstd", RF_DIMS(C));
 		DG[k] = ts_upload(d, RF_F32, NULL, "dgamma", RF_DIMS(C));
 		DB[k] = ts_upload(d, RF_F32, NULL, "dbeta", RF_DIMS(C));
-		Y[k] = ts_upload(d, RF_F32, NULL, "y", 4, sh);
-		E[k] = ts_upload(d, RF_F32, NULL, "yeval", 4, sh);
-		DX[k] = ts_upload(d, RF_F32, NULL, "dx", 4, sh);
+		Y[k] = ts_upload_lay(d, NULL, "y", sh, lay);
+		E[k] = ts_upload_lay(d, NULL, "yeval", sh, lay);
+		DX[k] = ts_upload_lay(d, NULL, "dx", sh, lay);
 	}
 	/* [0]: the separate ops, [1]: the fused ones */
 	CHECK_OK(rf_batchnorm_fwd(s, Y[0], M[0], I[0], R[0][0], R[0][1], Xt, G, B, 1, 1e-5f, 0.1f));
@@ -231,8 +250,8 @@ static void ts_bn_relu(struct rf_device *d, struct rf_stream *s)
 		rf_tensor_destroy(Y[k]), rf_tensor_destroy(E[k]), rf_tensor_destroy(DX[k]);
 	}
 	free(x), free(dy), free(g), free(b);
-	fprintf(stderr, "%s: batchnorm_relu = batchnorm then relu, bitwise: ok\n",
-		rf_device_name(d));
+	fprintf(stderr, "%s: batchnorm_relu = batchnorm then relu, bitwise (%s): ok\n",
+		rf_device_name(d), rf_layout_name(lay));
 }
 
 static void ts_bias_relu(struct rf_device *d, struct rf_stream *s)
