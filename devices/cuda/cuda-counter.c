@@ -90,6 +90,21 @@ static int rf__cs_wait(void *ctx, uint64_t k)
 	return 0;
 }
 
+/* Waker thread: whether signal k's event has completed, without blocking. */
+static int rf__cs_query(void *ctx, uint64_t k)
+{
+	struct rf__cuda_stream *c = ctx;
+	cudaError_t e;
+
+	if (rf__cuda_set(c->dev->ordinal) < 0)
+		return -ENODEV;
+	e = cudaEventQuery(c->wev[k % RF__WEV]);
+	if (e == cudaSuccess)
+		return 1;
+	(void)cudaGetLastError(); /* cudaErrorNotReady is no error; others wait() judges */
+	return e == cudaErrorNotReady ? 0 : -EIO;
+}
+
 static uint64_t rf__cs_word(void *ctx)
 {
 	struct rf__cuda_stream *c = ctx;
@@ -139,10 +154,14 @@ int rf__cs_waker_signal(struct rf__cuda_stream *c, uint64_t k)
 static int rf__cs_waker_init(struct rf__cuda_stream *c)
 {
 	const char *env = getenv("RF_CUDA_WAKE");
+	uint64_t spin_us;
 	unsigned i;
 
 	if (env && *env && strcmp(env, "waker") && strcmp(env, "hostfn"))
 		return rf__fail(-EINVAL, "RF_CUDA_WAKE='%s': expected waker or hostfn", env);
+	if (rf__env_u64("RF_CUDA_WAKER_SPIN_US", getenv("RF_CUDA_WAKER_SPIN_US"), 0, 1000000, 0,
+			"microseconds the waker queries a signal before it blocks", &spin_us) < 0)
+		return -EINVAL;
 	if (c->ctr_mode == RF__CTR_OFF || (env && !strcmp(env, "hostfn")))
 		return 0;
 	if (!(c->wev = calloc(RF__WEV, sizeof(*c->wev))))
@@ -156,6 +175,8 @@ static int rf__cs_waker_init(struct rf__cuda_stream *c)
 	if (rf_notifier_create(rf_engine_ring(c->dev->eng), rf__cs_woken, c, &c->wnotifier) < 0)
 		goto without;
 	c->waker.wait = rf__cs_wait;
+	c->waker.query = rf__cs_query;
+	c->waker.spin_ns = spin_us * 1000;
 	c->waker.word = rf__cs_word;
 	c->waker.wake = rf__cs_wake;
 	c->waker.asleep = rf__cs_asleep;
