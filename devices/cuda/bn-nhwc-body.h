@@ -1,5 +1,6 @@
 /* devices/cuda/bn-nhwc-body.h -- the bodies of the NHWC batch-norm kernels
- * (kernels_cuda_norm.cu), each a function of one thread's place in the grid and split at
+ * and of the NHWC column sum (a convolution's bias gradient; kernels_cuda_norm.cu), each a
+ * function of one thread's place in the grid and split at
  * the block's barrier. The kernels call them with CUDA's threadIdx / blockIdx and
  * __syncthreads between the two phases; tests/devices/test-bn-nhwc.cc runs the same
  * functions on the host -- every thread of a block through the first phase before any
@@ -207,6 +208,13 @@ RF_KB void bwd_of(int c, double sg, double sgx, int C, int64_t M, const float *i
 	f[2 * C + c] = (float)(is * is * sgx / (double)M);
 }
 
+/* a column sum's result (an NHWC convolution's bias gradient, db = sum of dy over the
+ * rows): out[c] = s, or out[c] + s (acc), rounded once into out's type */
+template <typename T> RF_KB void colsum_store(int c, double s, T *out, int acc)
+{
+	st(out, (size_t)c, acc ? ld(out, (size_t)c) + (float)s : (float)s);
+}
+
 /* ---- elementwise, over the rows of one thread's channel ------------------------------ */
 
 /* y = (x - m) * k + beta, then max(., 0) if relu (rf_relu_fwd's: before the store) */
@@ -244,10 +252,18 @@ RF_KB void dx_rows(const at &t, T *dx, const T *dy, const T *y, const T *x, cons
 	}
 }
 
-/* the shape checks of the CPU's kernels, and the workspace's size (host) */
-inline int check(int64_t M, int C, size_t ws_bytes, int dt, int eval)
+/* the shape checks of the CPU's kernels and the dtypes (host) */
+inline int check_shape(int64_t M, int C, int dt)
 {
 	if (M < 1 || C < 1 || C > (1 << 24) || (dt != RF_F32 && dt != RF_BF16 && dt != RF_F16))
+		return -EINVAL;
+	return 0;
+}
+
+/* those, and the batch norm's workspace's size */
+inline int check(int64_t M, int C, size_t ws_bytes, int dt, int eval)
+{
+	if (check_shape(M, C, dt) < 0)
 		return -EINVAL;
 	return ws_bytes < rf__kc_bn_nhwc_ws(M, C, eval) ? -EINVAL : 0;
 }

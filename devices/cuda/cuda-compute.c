@@ -31,6 +31,8 @@ size_t rf__cuda_workspace(const struct rf_device *d, const struct rf__op *op, in
 	(void)d;
 	if (rf__cuda_bn_ours(op))
 		return rf__cuda_bn_ws(op);
+	if (rf__cuda_bias_grad_ours(op))   /* NHWC: cuDNN or refused, never im2col */
+		return rf__cuda_bias_grad_ws(op);
 	switch (op->code) {
 	case RF__OP_CONV_FWD:
 	case RF__OP_CONV_BWD_DATA:
@@ -92,6 +94,27 @@ int rf__cuda_bias4(struct rf__cuda_stream *c, struct rf__op *op, int grad, void 
 		return -EIO;
 	}
 	return 0;
+}
+
+/* An NHWC convolution's bias gradient by our column sum (cuda-rules.h), the op's
+ * workspace its partial sums. 0 or -EIO / -EINVAL with op->err set. */
+int rf__cuda_bias_grad(struct rf__cuda_stream *c, struct rf__op *op)
+{
+	const struct rf__conv2d *s = &op->p.conv.s;
+	const int64_t M = (int64_t)s->n * rf__conv2d_oh(s) * rf__conv2d_ow(s);
+	int ret;
+
+	if (!M || !s->o)
+		return 0;       /* no row: db as it is (cuDNN's path is never asked then) */
+	ret = rf__kc_colsum_nhwc(c->cs, (int)op->o.conv_bwd_filter.dy.dtype,
+				 op->o.conv_bwd_filter.db.data, op->o.conv_bwd_filter.dy.data, M,
+				 s->o, op->p.conv.acc, op->ws, op->ws ? op->ws_bytes : 0);
+	if (ret < 0)
+		snprintf(op->err, sizeof(op->err), "%s: the bias's gradient over %lld rows x %d "
+			 "channels: %s (a workspace of %zu bytes, %zu wanted)", op->name,
+			 (long long)M, s->o, ret == -EINVAL ? "refused" : rf__kc_error_string(ret),
+			 op->ws ? op->ws_bytes : 0, rf__cuda_bias_grad_ws(op));
+	return ret == -EINVAL ? -EINVAL : ret < 0 ? -EIO : 0;
 }
 
 /* ---- running it --------------------------------------------------------------------- */

@@ -103,6 +103,9 @@ struct rf__cuda_stream {
 int rf__cuda_supports(const struct rf_device *d, const struct rf__op *op, char *why, size_t len);
 size_t rf__cuda_workspace(const struct rf_device *d, const struct rf__op *op, int min);
 int rf__cuda_compute(struct rf_device *d, struct rf__dstream *ds, struct rf__op *op);
+/* An NHWC convolution's bias gradient (rf__cuda_bias_grad_ours) by our column sum, on
+ * c, into the op's workspace. 0, or -EINVAL / -EIO with op->err set. */
+int rf__cuda_bias_grad(struct rf__cuda_stream *c, struct rf__op *op);
 /* A bf16 or f16 convolution's bias (grad 0: y += b) or its gradient (grad 1: y = db
  * (+)= the sum of b = dy) by our kernel, on c: cuDNN's bias calls need not take 16-bit
  * tensors. 0 or -EIO with op->err set. */

@@ -29,6 +29,21 @@ size_t rf__cuda_bn_ws(const struct rf__op *op)
 				 op->code == RF__OP_BN_EVAL || op->code == RF__OP_BN_RELU_EVAL);
 }
 
+int rf__cuda_bias_grad_ours(const struct rf__op *op)
+{
+	return op->code == RF__OP_CONV_BWD_FILTER && op->o.conv_bwd_filter.db.dtype &&
+	       op->o.conv_bwd_filter.dy.layout == RF_LAYOUT_NHWC;
+}
+
+size_t rf__cuda_bias_grad_ws(const struct rf__op *op)
+{
+	const struct rf__conv2d *s = &op->p.conv.s;
+
+	if (!rf__cuda_bias_grad_ours(op))
+		return 0;
+	return rf__kc_colsum_nhwc_ws((int64_t)s->n * rf__conv2d_oh(s) * rf__conv2d_ow(s), s->o);
+}
+
 /* ---- what it runs ------------------------------------------------------------------- */
 
 /* Every present operand not in skip (a mask) is of one float dtype (f32 only:

@@ -35,6 +35,14 @@ int rf__cuda_bn_ours(const struct rf__op *op);
  * read in place, no copy of dy), else 0. */
 size_t rf__cuda_bn_ws(const struct rf__op *op);
 
+/* 1 when convolution op's bias gradient runs our column sum (kernels_cuda_norm.cu):
+ * a filter gradient with a db, its dy NHWC (cuDNN's NHWC bias gradient took 192 us a
+ * call on an H200; our bf16/f16 kernel read NHWC with a stride of C). 0: cuDNN's
+ * (f32 NCHW) or ours by planes (bf16/f16 NCHW), or no bias gradient. */
+int rf__cuda_bias_grad_ours(const struct rf__op *op);
+/* Its workspace then (rf__kc_colsum_nhwc_ws of n*oh*ow rows and o channels), else 0. */
+size_t rf__cuda_bias_grad_ws(const struct rf__op *op);
+
 /* ---- a convolution's path ------------------------------------------------------------ */
 
 enum rf__conv_path {

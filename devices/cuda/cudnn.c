@@ -574,7 +574,9 @@ int rf__dnn_conv(struct rf__cuda_stream *c, struct rf__op *op)
 		if ((ret = rf__conv_status(cd, p, cp, op, "cudnnConvolutionBackwardFilter", st, err,
 					   len)) < 0)
 			goto out;
-		if (op->o.conv_bwd_filter.db.data && key.dtype == RF_F32)
+		if (op->o.conv_bwd_filter.db.data && rf__cuda_bias_grad_ours(op))
+			ret = rf__cuda_bias_grad(c, op);
+		else if (op->o.conv_bwd_filter.db.data && key.dtype == RF_F32)
 			RF__CK("cudnnConvolutionBackwardBias",
 			       rf__dn.conv_bwd_bias(h, &one, cp->d.t[1], op->o.conv_bwd_filter.dy.data,
 						    &acc, cp->d.t[2], op->o.conv_bwd_filter.db.data));

@@ -177,6 +177,13 @@ int rf__kc_bn_nhwc_bwd(void *stream, int dt, void *dx, float *dgamma, float *dbe
 		       const void *dy, const void *y, const void *x, const float *mean,
 		       const float *invstd, const float *gamma, int64_t M, int C, void *ws,
 		       size_t ws_bytes);
+/* out[c] = (acc ? out[c] : 0) + the sum over the M rows of x[., c] -- an NHWC
+ * convolution's bias gradient, db from dy -- with x and out of dtype dt (f32, bf16 or
+ * f16), summed as the batch norm's are (f32 partials of coalesced rows, then double in
+ * a fixed order) and rounded once into dt. ws: rf__kc_colsum_nhwc_ws(M, C) bytes.
+ * -EINVAL (nothing queued) for a bad shape or dtype or a short workspace. */
+int rf__kc_colsum_nhwc(void *stream, int dt, void *out, const void *x, int64_t M, int C, int acc,
+		       void *ws, size_t ws_bytes);
 /* Rows per partial sum: 512, or more so that there are at most 4096 partials per channel
  * (what the per-channel sums then add); a multiple of 8 (a block's row lanes). */
 static inline int64_t rf__kc_bn_nhwc_chunk(int64_t M)
@@ -193,6 +200,15 @@ static inline size_t rf__kc_bn_nhwc_ws(int64_t M, int C, int eval)
 	int64_t ch = rf__kc_bn_nhwc_chunk(M), R = M > 0 && !eval ? (M + ch - 1) / ch : 0;
 
 	return M > 0 && C > 0 ? (size_t)(2 * R + 3) * (size_t)C * sizeof(float) : 0;
+}
+
+/* The column sum's workspace: a partial sum per chunk (rf__kc_bn_nhwc_chunk) and
+ * channel (f32); 0 for an empty shape. */
+static inline size_t rf__kc_colsum_nhwc_ws(int64_t M, int C)
+{
+	int64_t ch = rf__kc_bn_nhwc_chunk(M);
+
+	return M > 0 && C > 0 ? (size_t)((M + ch - 1) / ch) * (size_t)C * sizeof(float) : 0;
 }
 
 /* dst = src converted (kernels_cuda_convert.cu): the elements of a tensor of logical

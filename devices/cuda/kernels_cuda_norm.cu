@@ -1,5 +1,6 @@
 /* devices/cuda/kernels_cuda_norm.cu -- batch normalisation of NHWC tensors (f32, bf16 or
- * f16 data; parameters and statistics f32), the formulas of the CPU's rf__k_bn_* (two
+ * f16 data; parameters and statistics f32) and the NHWC column sum (a convolution's bias
+ * gradient, by the same partial sums), the formulas of the CPU's rf__k_bn_* (two
  * passes for the variance, about the mean rounded to float, its residue removed; eps
  * the op's, as on the CPU -- cuDNN's path raises it to CUDNN_BN_MIN_EPSILON).
  *
@@ -114,6 +115,19 @@ __global__ void k_bn_bwd_fin(const float *pa, const float *pb, int R, int C, int
 }
 
 template <typename T>
+__global__ void k_colsum_fin(const float *pa, int R, int C, T *out, int acc)
+{
+	__shared__ double ta[kRows][kCols + 1], tb[kRows][kCols + 1];
+	const at t = me();
+	double sa, sb;
+
+	rf_bn::colsum_lane(t, pa, nullptr, R, C, ta, tb);
+	__syncthreads();
+	if (rf_bn::colsum_fold(t, C, ta, tb, &sa, &sb))
+		rf_bn::colsum_store<T>(t.bx * kCols + t.tx, sa, out, acc);
+}
+
+template <typename T>
 __global__ void k_bn_apply(T *y, const T *x, const float *m, const float *kf, const float *beta,
 			   int64_t M, int C, int relu)
 {
@@ -171,9 +185,29 @@ int bwd(void *s, void *dx, float *dgamma, float *dbeta, const void *dy, const vo
 	return launch_rc();
 }
 
+template <typename T>
+int colsum(void *s, void *out, const void *x, int acc, const geo &g)
+{
+	k_bn_partial<T, 0><<<dim3(g.part_x, g.part_y), kBlock, 0, S(s)>>>(
+		(const T *)x, nullptr, nullptr, nullptr, g.M, g.C, g.chunk, g.pa, nullptr);
+	k_colsum_fin<T><<<g.chan_x, kBlock, 0, S(s)>>>(g.pa, g.R, g.C, (T *)out, acc);
+	return launch_rc();
+}
+
 } // namespace
 
 extern "C" {
+
+int rf__kc_colsum_nhwc(void *stream, int dt, void *out, const void *x, int64_t M, int C, int acc,
+		       void *ws, size_t ws_bytes)
+{
+	if (rf_bn::check_shape(M, C, dt) < 0 || ws_bytes < rf__kc_colsum_nhwc_ws(M, C))
+		return -EINVAL;
+	const geo g = rf_bn::make_geo(M, C, ws, 0);
+	return dt == RF_BF16 ? colsum<__nv_bfloat16>(stream, out, x, acc, g)
+	     : dt == RF_F16 ? colsum<__half>(stream, out, x, acc, g)
+			    : colsum<float>(stream, out, x, acc, g);
+}
 
 int rf__kc_bn_nhwc_train(void *stream, int dt, void *y, const void *x, const float *gamma,
 			 const float *beta, float *mean, float *invstd, float *run_mean,

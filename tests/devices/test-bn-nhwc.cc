@@ -1,4 +1,5 @@
-/* test-bn-nhwc: the NHWC batch-norm kernels' bodies (devices/cuda/bn-nhwc-body.h) run on
+/* test-bn-nhwc: the NHWC batch-norm and column-sum kernels' bodies
+ * (devices/cuda/bn-nhwc-body.h) run on
  * the host, on machines without a GPU, in every build.
  *
  * An emulated grid runs each launch of kernels_cuda_norm.cu, in the order it launches
@@ -15,6 +16,7 @@
  *    elementwise passes that loop over their grid (more than 4096 groups of 8 rows).
  *  - the fused ReLU: the bits of the batch norm and then the ReLU (forward), and of the
  *    backward on dy masked by y > 0 beforehand.
+ *  - the column sum (an NHWC convolution's bias gradient): written, then accumulated.
  *  - a short workspace, an empty channel count or an unknown dtype is refused.
  * What it cannot check: the CUDA launch itself, and the device's rounding (fused
  * multiply-add); test-dnn-cuda and test-device-cuda do on a GPU. C++: the bodies are. */
@@ -190,6 +192,28 @@ int bwd(T *dx, float *dgamma, float *dbeta, const T *dy, const T *y, const T *x,
 	return 0;
 }
 
+/* kernels_cuda_norm.cu's colsum(): the bias gradient's two launches */
+template <typename T> int colsum(T *out, const T *x, int64_t M, int C, int acc, void *ws, size_t wsb)
+{
+	if (rf_bn::check_shape(M, C, RF_F32) < 0 || wsb < rf__kc_colsum_nhwc_ws(M, C))
+		return -EINVAL;
+	const geo g = rf_bn::make_geo(M, C, ws, 0);
+	grid(g.part_x, g.part_y,
+	     [&](const at &t, shared &s) {
+		     rf_bn::partial_lane<T, 0>(t, x, nullptr, nullptr, nullptr, M, C, g.chunk, s.sa,
+					       s.sb);
+	     },
+	     [&](const at &t, shared &s) { rf_bn::partial_fold<0>(t, C, s.sa, s.sb, g.pa, nullptr); });
+	grid(g.chan_x, 1, [&](const at &t, shared &s) {
+		rf_bn::colsum_lane(t, g.pa, nullptr, g.R, C, s.ta, s.tb);
+	}, [&](const at &t, shared &s) {
+		double a, b;
+		if (rf_bn::colsum_fold(t, C, s.ta, s.tb, &a, &b))
+			rf_bn::colsum_store<T>(t.bx * kCols + t.tx, a, out, acc);
+	});
+	return 0;
+}
+
 uint64_t rng = 0x9e3779b97f4a7c15ull;
 float urand() /* in [-1, 1) */
 {
@@ -318,6 +342,28 @@ template <typename T> void one(int n, int C, int h, int w, int relu)
 		double v = (ld(x.data(), i) - rm[c]) * gamma[c] / sqrt((double)rv[c] + eps) + beta[c];
 		v = relu && v < 0 ? 0 : v;
 		near("eval y", i, ld(ye.data(), i), v, out, 2e-5);
+	}
+	/* the bias gradient of dy (the column sum), written and then accumulated */
+	{
+		const size_t wsb = rf__kc_colsum_nhwc_ws(M, C);
+		float *wsp = (float *)malloc(wsb);
+		std::vector<T> db(C);
+		std::vector<double> want(C, 0.0);
+		CHECK(wsp);
+		for (size_t i = 0; i < wsb / sizeof(float); i++)
+			wsp[i] = NAN;
+		for (size_t i = 0; i < N; i++)
+			want[i % C] += ld(dy.data(), i);
+		CHECK(colsum<T>(db.data(), dy.data(), M, C, 0, wsp, wsb) == 0);
+		for (int c = 0; c < C; c++)
+			near("db", (size_t)c, ld(db.data(), c), want[c], out, 1e-5 * sqrt((double)M));
+		std::vector<T> db0(db);
+		CHECK(colsum<T>(db.data(), dy.data(), M, C, 1, wsp, wsb) == 0);
+		for (int c = 0; c < C; c++) /* the old value plus the sum, rounded once */
+			near("db accumulated", (size_t)c, ld(db.data(), c),
+			     (double)ld(db0.data(), c) + want[c], 2 * out, 2e-5 * sqrt((double)M));
+		CHECK(colsum<T>(db.data(), dy.data(), M, C, 0, wsp, wsb - 4) == -EINVAL);
+		free(wsp);
 	}
 	fprintf(stderr, "%s %dx%dx%dx%d%s (%lld rows, %d chunks of %lld): ok\n",
 		is_bf16((T *)nullptr) ? "bf16" : "f32", n, C, h, w, relu ? " +relu" : "",

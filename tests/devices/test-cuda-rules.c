@@ -276,6 +276,25 @@ static void check_bn_path(void)
 		rf__probe_op(&op, &in1, RF__OP_MAXPOOL_FWD, NULL, RF_F32, RF_LAYOUT_NHWC);
 		CHECK(!rf__cuda_bn_ours(&op) && rf__cuda_bn_ws(&op) == 0);
 	}
+	/* a convolution's bias gradient: ours where dy is NHWC (its partials), else not */
+	for (int nhwc = 0; nhwc < 2; nhwc++)
+		for (unsigned a = 0; a < 3; a++) {
+			struct rf__op op;
+			struct rf__tref in1 = { 0 };
+			rf__probe_op(&op, &in1, RF__OP_CONV_BWD_FILTER, NULL, dts[a],
+				     nhwc ? RF_LAYOUT_NHWC : RF_LAYOUT_ROWMAJOR);
+			op.p.conv.s = (struct rf__conv2d){ .n = 256, .c = 64, .h = 28, .w = 28,
+							   .o = 128, .kh = 3, .kw = 3, .stride = 2,
+							   .pad = 1 };
+			CHECK(op.o.conv_bwd_filter.db.dtype);       /* the probe has a db */
+			CHECK_EQ(rf__cuda_bias_grad_ours(&op), nhwc);
+			/* 256 x 14 x 14 = 50,176 rows in 98 chunks of 512, 128 channels */
+			CHECK_EQ(rf__cuda_bias_grad_ws(&op), nhwc ? (size_t)98 * 128 * 4 : 0);
+			op.o.conv_bwd_filter.db.dtype = 0;          /* no bias */
+			CHECK(!rf__cuda_bias_grad_ours(&op) && !rf__cuda_bias_grad_ws(&op));
+			rf__probe_op(&op, &in1, RF__OP_CONV_FWD, NULL, dts[a], RF_LAYOUT_NHWC);
+			CHECK(!rf__cuda_bias_grad_ours(&op));
+		}
 	for (unsigned i = 0; i < sizeof(Ms) / sizeof(Ms[0]); i++) {
 		int64_t M = Ms[i], ch = rf__kc_bn_nhwc_chunk(M), R = (M + ch - 1) / ch;
 		CHECK(ch >= 512 && ch % 8 == 0);
@@ -283,6 +302,7 @@ static void check_bn_path(void)
 		CHECK(R * ch >= M && (R - 1) * ch < M); /* every row in one chunk */
 		CHECK_EQ(rf__kc_bn_nhwc_ws(M, 3, 0), (size_t)(2 * R + 3) * 3 * sizeof(float));
 		CHECK_EQ(rf__kc_bn_nhwc_ws(M, 3, 1), (size_t)3 * 3 * sizeof(float));
+		CHECK_EQ(rf__kc_colsum_nhwc_ws(M, 3), (size_t)R * 3 * sizeof(float));
 	}
 	CHECK_EQ(rf__kc_bn_nhwc_chunk(2097152), 512);  /* 4096 chunks of 512 */
 	CHECK_EQ(rf__kc_bn_nhwc_chunk(2097153), 520);
