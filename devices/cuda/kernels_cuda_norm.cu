@@ -65,21 +65,10 @@ __global__ void k_bn_partial(const T *x, const T *dy, const T *y, const float *m
 	rf_bn::partial_fold<MODE>(t, C, sa, sb, pa, pb);
 }
 
-__global__ void k_bn_mean(const float *pa, int R, int C, int64_t M, float *mean)
-{
-	__shared__ double ta[kRows][kCols + 1], tb[kRows][kCols + 1];
-	const at t = me();
-	double sa, sb;
-
-	rf_bn::colsum_lane(t, pa, nullptr, R, C, ta, tb);
-	__syncthreads();
-	if (rf_bn::colsum_fold(t, C, ta, tb, &sa, &sb))
-		rf_bn::mean_of(t.bx * kCols + t.tx, sa, M, mean);
-}
-
-__global__ void k_bn_stats(const float *pa, const float *pb, int R, int C, int64_t M, float eps,
-			   float momentum, const float *mean, float *invstd, float *run_mean,
-			   float *run_var, const float *gamma, float *kf)
+/* The per-channel step: a block per 32 channels sums the R partials of pa (and pb) in
+ * double (colsum_lane, the barrier, colsum_fold), then f(c, sum of pa, sum of pb) on
+ * the one thread per channel that holds them. */
+template <class F> __global__ void k_bn_chan(const float *pa, const float *pb, int R, int C, F f)
 {
 	__shared__ double ta[kRows][kCols + 1], tb[kRows][kCols + 1];
 	const at t = me();
@@ -88,9 +77,46 @@ __global__ void k_bn_stats(const float *pa, const float *pb, int R, int C, int64
 	rf_bn::colsum_lane(t, pa, pb, R, C, ta, tb);
 	__syncthreads();
 	if (rf_bn::colsum_fold(t, C, ta, tb, &sa, &sb))
-		rf_bn::stats_of(t.bx * kCols + t.tx, sa, sb, M, eps, momentum, mean, invstd,
-				run_mean, run_var, gamma, kf);
+		f(t.bx * kCols + t.tx, sa, sb);
 }
+
+/* what k_bn_chan does with the sums, by launch */
+struct mean_fn {        /* after the forward's pass 0 */
+	int64_t M;
+	float *mean;
+	__device__ void operator()(int c, double sa, double) const { rf_bn::mean_of(c, sa, M, mean); }
+};
+struct stats_fn {       /* after its pass 1 */
+	int64_t M;
+	float eps, momentum;
+	const float *mean;
+	float *invstd, *run_mean, *run_var;
+	const float *gamma;
+	float *kf;
+	__device__ void operator()(int c, double sa, double sb) const
+	{
+		rf_bn::stats_of(c, sa, sb, M, eps, momentum, mean, invstd, run_mean, run_var, gamma,
+				kf);
+	}
+};
+struct bwd_fn {         /* after the backward's pass */
+	int C;
+	int64_t M;
+	const float *invstd, *gamma;
+	float *dgamma, *dbeta, *f;
+	__device__ void operator()(int c, double sg, double sgx) const
+	{
+		rf_bn::bwd_of(c, sg, sgx, C, M, invstd, gamma, dgamma, dbeta, f);
+	}
+};
+template <typename T> struct store_fn { /* the column sum's */
+	T *out;
+	int acc;
+	__device__ void operator()(int c, double s, double) const
+	{
+		rf_bn::colsum_store<T>(c, s, out, acc);
+	}
+};
 
 __global__ void k_bn_eval_k(int C, float eps, const float *gamma, const float *run_var, float *kf)
 {
@@ -98,33 +124,6 @@ __global__ void k_bn_eval_k(int C, float eps, const float *gamma, const float *r
 
 	if (c < C)
 		rf_bn::eval_k_of(c, eps, gamma, run_var, kf);
-}
-
-__global__ void k_bn_bwd_fin(const float *pa, const float *pb, int R, int C, int64_t M,
-			     const float *invstd, const float *gamma, float *dgamma, float *dbeta,
-			     float *f)
-{
-	__shared__ double ta[kRows][kCols + 1], tb[kRows][kCols + 1];
-	const at t = me();
-	double sg, sgx;
-
-	rf_bn::colsum_lane(t, pa, pb, R, C, ta, tb);
-	__syncthreads();
-	if (rf_bn::colsum_fold(t, C, ta, tb, &sg, &sgx))
-		rf_bn::bwd_of(t.bx * kCols + t.tx, sg, sgx, C, M, invstd, gamma, dgamma, dbeta, f);
-}
-
-template <typename T>
-__global__ void k_colsum_fin(const float *pa, int R, int C, T *out, int acc)
-{
-	__shared__ double ta[kRows][kCols + 1], tb[kRows][kCols + 1];
-	const at t = me();
-	double sa, sb;
-
-	rf_bn::colsum_lane(t, pa, nullptr, R, C, ta, tb);
-	__syncthreads();
-	if (rf_bn::colsum_fold(t, C, ta, tb, &sa, &sb))
-		rf_bn::colsum_store<T>(t.bx * kCols + t.tx, sa, out, acc);
 }
 
 template <typename T>
@@ -152,11 +151,12 @@ int train(void *s, void *y, const void *x, const float *gamma, const float *beta
 
 	k_bn_partial<T, 0><<<part, kBlock, 0, S(s)>>>((const T *)x, nullptr, nullptr, nullptr, g.M,
 						       g.C, g.chunk, g.pa, nullptr);
-	k_bn_mean<<<g.chan_x, kBlock, 0, S(s)>>>(g.pa, g.R, g.C, g.M, mean);
+	k_bn_chan<<<g.chan_x, kBlock, 0, S(s)>>>(g.pa, nullptr, g.R, g.C, mean_fn{ g.M, mean });
 	k_bn_partial<T, 1><<<part, kBlock, 0, S(s)>>>((const T *)x, nullptr, nullptr, mean, g.M,
 						       g.C, g.chunk, nullptr, g.pb);
-	k_bn_stats<<<g.chan_x, kBlock, 0, S(s)>>>(g.pa, g.pb, g.R, g.C, g.M, eps, momentum, mean,
-						  invstd, run_mean, run_var, gamma, g.f);
+	k_bn_chan<<<g.chan_x, kBlock, 0, S(s)>>>(g.pa, g.pb, g.R, g.C,
+						 stats_fn{ g.M, eps, momentum, mean, invstd,
+							   run_mean, run_var, gamma, g.f });
 	k_bn_apply<T><<<elt, kBlock, 0, S(s)>>>((T *)y, (const T *)x, mean, g.f, beta, g.M, g.C,
 						relu);
 	return launch_rc();
@@ -178,8 +178,8 @@ int bwd(void *s, void *dx, float *dgamma, float *dbeta, const void *dy, const vo
 {
 	k_bn_partial<T, 2><<<dim3(g.part_x, g.part_y), kBlock, 0, S(s)>>>(
 		(const T *)x, (const T *)dy, (const T *)y, mean, g.M, g.C, g.chunk, g.pa, g.pb);
-	k_bn_bwd_fin<<<g.chan_x, kBlock, 0, S(s)>>>(g.pa, g.pb, g.R, g.C, g.M, invstd, gamma,
-						    dgamma, dbeta, g.f);
+	k_bn_chan<<<g.chan_x, kBlock, 0, S(s)>>>(
+		g.pa, g.pb, g.R, g.C, bwd_fn{ g.C, g.M, invstd, gamma, dgamma, dbeta, g.f });
 	k_bn_dx<T><<<dim3(g.elt_x, g.elt_y), kBlock, 0, S(s)>>>(
 		(T *)dx, (const T *)dy, (const T *)y, (const T *)x, mean, g.f, g.M, g.C);
 	return launch_rc();
@@ -190,7 +190,8 @@ int colsum(void *s, void *out, const void *x, int acc, const geo &g)
 {
 	k_bn_partial<T, 0><<<dim3(g.part_x, g.part_y), kBlock, 0, S(s)>>>(
 		(const T *)x, nullptr, nullptr, nullptr, g.M, g.C, g.chunk, g.pa, nullptr);
-	k_colsum_fin<T><<<g.chan_x, kBlock, 0, S(s)>>>(g.pa, g.R, g.C, (T *)out, acc);
+	k_bn_chan<<<g.chan_x, kBlock, 0, S(s)>>>(g.pa, nullptr, g.R, g.C,
+						 store_fn<T>{ (T *)out, acc });
 	return launch_rc();
 }
 

@@ -95,6 +95,32 @@ template <class L, class F> void grid(unsigned gx, unsigned gy, L lane, F fold)
 }
 const auto none = [](const at &, shared &) {};
 
+/* kernels_cuda_norm.cu's k_bn_partial: chunks' partial sums into g.pa / g.pb */
+template <typename T, int MODE>
+void partial(const geo &g, const T *x, const T *dy, const T *y, const float *mf)
+{
+	grid(g.part_x, g.part_y,
+	     [&](const at &t, shared &s) {
+		     rf_bn::partial_lane<T, MODE>(t, x, dy, y, mf, g.M, g.C, g.chunk, s.sa, s.sb);
+	     },
+	     [&](const at &t, shared &s) {
+		     rf_bn::partial_fold<MODE>(t, g.C, s.sa, s.sb, MODE != 1 ? g.pa : nullptr,
+					       MODE != 0 ? g.pb : nullptr);
+	     });
+}
+
+/* kernels_cuda_norm.cu's k_bn_chan: the partials' sums per channel, then f(c, sa, sb) */
+template <class F> void chan(const geo &g, const float *pa, const float *pb, F f)
+{
+	grid(g.chan_x, 1, [&](const at &t, shared &s) {
+		rf_bn::colsum_lane(t, pa, pb, g.R, g.C, s.ta, s.tb);
+	}, [&](const at &t, shared &s) {
+		double a, b;
+		if (rf_bn::colsum_fold(t, g.C, s.ta, s.tb, &a, &b))
+			f(t.bx * kCols + t.tx, a, b);
+	});
+}
+
 /* the workspace: exactly its size, NaN */
 struct wsbuf {
 	size_t bytes;
@@ -118,31 +144,11 @@ int train(T *y, const T *x, const float *gamma, const float *beta, float *mean, 
 	if (M < 2 || !(eps > 0.0f) || rf_bn::check(M, C, wsb, RF_F32, 0) < 0)
 		return -EINVAL;
 	const geo g = rf_bn::make_geo(M, C, ws, 0);
-	grid(g.part_x, g.part_y,
-	     [&](const at &t, shared &s) {
-		     rf_bn::partial_lane<T, 0>(t, x, nullptr, nullptr, nullptr, M, C, g.chunk, s.sa,
-					       s.sb);
-	     },
-	     [&](const at &t, shared &s) { rf_bn::partial_fold<0>(t, C, s.sa, s.sb, g.pa, nullptr); });
-	grid(g.chan_x, 1, [&](const at &t, shared &s) {
-		rf_bn::colsum_lane(t, g.pa, nullptr, g.R, C, s.ta, s.tb);
-	}, [&](const at &t, shared &s) {
-		double a, b;
-		if (rf_bn::colsum_fold(t, C, s.ta, s.tb, &a, &b))
-			rf_bn::mean_of(t.bx * kCols + t.tx, a, M, mean);
-	});
-	grid(g.part_x, g.part_y,
-	     [&](const at &t, shared &s) {
-		     rf_bn::partial_lane<T, 1>(t, x, nullptr, nullptr, mean, M, C, g.chunk, s.sa, s.sb);
-	     },
-	     [&](const at &t, shared &s) { rf_bn::partial_fold<1>(t, C, s.sa, s.sb, nullptr, g.pb); });
-	grid(g.chan_x, 1, [&](const at &t, shared &s) {
-		rf_bn::colsum_lane(t, g.pa, g.pb, g.R, C, s.ta, s.tb);
-	}, [&](const at &t, shared &s) {
-		double a, b;
-		if (rf_bn::colsum_fold(t, C, s.ta, s.tb, &a, &b))
-			rf_bn::stats_of(t.bx * kCols + t.tx, a, b, M, eps, mom, mean, invstd, rm, rv,
-					gamma, g.f);
+	partial<T, 0>(g, x, nullptr, nullptr, nullptr);
+	chan(g, g.pa, nullptr, [&](int c, double a, double) { rf_bn::mean_of(c, a, M, mean); });
+	partial<T, 1>(g, x, nullptr, nullptr, mean);
+	chan(g, g.pa, g.pb, [&](int c, double a, double b) {
+		rf_bn::stats_of(c, a, b, M, eps, mom, mean, invstd, rm, rv, gamma, g.f);
 	});
 	grid(g.elt_x, g.elt_y, [&](const at &t, shared &) {
 		rf_bn::apply_rows<T>(t, y, x, mean, g.f, beta, M, C, relu);
@@ -173,18 +179,9 @@ int bwd(T *dx, float *dgamma, float *dbeta, const T *dy, const T *y, const T *x,
 	if (rf_bn::check(M, C, wsb, RF_F32, 0) < 0)
 		return -EINVAL;
 	const geo g = rf_bn::make_geo(M, C, ws, 0);
-	grid(g.part_x, g.part_y,
-	     [&](const at &t, shared &s) {
-		     rf_bn::partial_lane<T, 2>(t, x, dy, y, mean, M, C, g.chunk, s.sa, s.sb);
-	     },
-	     [&](const at &t, shared &s) { rf_bn::partial_fold<2>(t, C, s.sa, s.sb, g.pa, g.pb); });
-	grid(g.chan_x, 1, [&](const at &t, shared &s) {
-		rf_bn::colsum_lane(t, g.pa, g.pb, g.R, C, s.ta, s.tb);
-	}, [&](const at &t, shared &s) {
-		double a, b;
-		if (rf_bn::colsum_fold(t, C, s.ta, s.tb, &a, &b))
-			rf_bn::bwd_of(t.bx * kCols + t.tx, a, b, C, M, invstd, gamma, dgamma, dbeta,
-				      g.f);
+	partial<T, 2>(g, x, dy, y, mean);
+	chan(g, g.pa, g.pb, [&](int c, double a, double b) {
+		rf_bn::bwd_of(c, a, b, C, M, invstd, gamma, dgamma, dbeta, g.f);
 	});
 	grid(g.elt_x, g.elt_y, [&](const at &t, shared &) {
 		rf_bn::dx_rows<T>(t, dx, dy, y, x, mean, g.f, M, C);
@@ -198,19 +195,9 @@ template <typename T> int colsum(T *out, const T *x, int64_t M, int C, int acc, 
 	if (rf_bn::check_shape(M, C, RF_F32) < 0 || wsb < rf__kc_colsum_nhwc_ws(M, C))
 		return -EINVAL;
 	const geo g = rf_bn::make_geo(M, C, ws, 0);
-	grid(g.part_x, g.part_y,
-	     [&](const at &t, shared &s) {
-		     rf_bn::partial_lane<T, 0>(t, x, nullptr, nullptr, nullptr, M, C, g.chunk, s.sa,
-					       s.sb);
-	     },
-	     [&](const at &t, shared &s) { rf_bn::partial_fold<0>(t, C, s.sa, s.sb, g.pa, nullptr); });
-	grid(g.chan_x, 1, [&](const at &t, shared &s) {
-		rf_bn::colsum_lane(t, g.pa, nullptr, g.R, C, s.ta, s.tb);
-	}, [&](const at &t, shared &s) {
-		double a, b;
-		if (rf_bn::colsum_fold(t, C, s.ta, s.tb, &a, &b))
-			rf_bn::colsum_store<T>(t.bx * kCols + t.tx, a, out, acc);
-	});
+	partial<T, 0>(g, x, nullptr, nullptr, nullptr);
+	chan(g, g.pa, nullptr,
+	     [&](int c, double a, double) { rf_bn::colsum_store<T>(c, a, out, acc); });
 	return 0;
 }
 
