@@ -43,7 +43,10 @@ struct geo {
 	float *pa, *pb, *f;
 };
 
-inline geo make_geo(int64_t M, int C, void *ws, int eval)
+enum use { TRAIN, EVAL, COLSUM }; /* the workspace: partials twice and the factors; the
+				   * factors only; one set of partials (pb, f NULL) */
+
+inline geo make_geo(int64_t M, int C, void *ws, use u)
 {
 	geo g;
 	const int64_t rows = (M + kRows - 1) / kRows;
@@ -51,13 +54,13 @@ inline geo make_geo(int64_t M, int C, void *ws, int eval)
 	g.M = M;
 	g.C = C;
 	g.chunk = rf__kc_bn_nhwc_chunk(M);
-	g.R = eval ? 0 : (int)((M + g.chunk - 1) / g.chunk);
+	g.R = u == EVAL ? 0 : (int)((M + g.chunk - 1) / g.chunk);
 	g.part_x = g.elt_x = g.chan_x = (unsigned)((C + kCols - 1) / kCols);
 	g.part_y = (unsigned)g.R;
 	g.elt_y = (unsigned)(rows < 4096 ? rows : 4096);
 	g.pa = (float *)ws;
-	g.pb = g.pa + (size_t)g.R * C;
-	g.f = g.pb + (size_t)g.R * C;
+	g.pb = u == COLSUM ? nullptr : g.pa + (size_t)g.R * C;
+	g.f = u == COLSUM ? nullptr : g.pb + (size_t)g.R * C;
 	return g;
 }
 
@@ -209,10 +212,11 @@ RF_KB void bwd_of(int c, double sg, double sgx, int C, int64_t M, const float *i
 }
 
 /* a column sum's result (an NHWC convolution's bias gradient, db = sum of dy over the
- * rows): out[c] = s, or out[c] + s (acc), rounded once into out's type */
+ * rows): out[c] = s, or out[c] + s (acc), added in double, rounded to f32 and then to
+ * out's type */
 template <typename T> RF_KB void colsum_store(int c, double s, T *out, int acc)
 {
-	st(out, (size_t)c, acc ? ld(out, (size_t)c) + (float)s : (float)s);
+	st(out, (size_t)c, (float)(acc ? (double)ld(out, (size_t)c) + s : s));
 }
 
 /* ---- elementwise, over the rows of one thread's channel ------------------------------ */

@@ -104,8 +104,14 @@ int rf__cuda_bias_grad(struct rf__cuda_stream *c, struct rf__op *op)
 	const int64_t M = (int64_t)s->n * rf__conv2d_oh(s) * rf__conv2d_ow(s);
 	int ret;
 
-	if (!M || !s->o)
-		return 0;       /* no row: db as it is (cuDNN's path is never asked then) */
+	if (op->o.conv_bwd_filter.db.dtype != op->o.conv_bwd_filter.dy.dtype) {
+		snprintf(op->err, sizeof(op->err), "%s: db is %s and dy %s: the bias's gradient "
+			 "takes one dtype", op->name, rf_tdtype_name(op->o.conv_bwd_filter.db.dtype),
+			 rf_tdtype_name(op->o.conv_bwd_filter.dy.dtype));
+		return -EINVAL;
+	}
+	if (!M || !s->o)        /* cuDNN's path refuses empty shapes before it gets here */
+		return 0;
 	ret = rf__kc_colsum_nhwc(c->cs, (int)op->o.conv_bwd_filter.dy.dtype,
 				 op->o.conv_bwd_filter.db.data, op->o.conv_bwd_filter.dy.data, M,
 				 s->o, op->p.conv.acc, op->ws, op->ws ? op->ws_bytes : 0);

@@ -159,11 +159,11 @@ static int rf__cs_waker_init(struct rf__cuda_stream *c)
 
 	if (env && *env && strcmp(env, "waker") && strcmp(env, "hostfn"))
 		return rf__fail(-EINVAL, "RF_CUDA_WAKE='%s': expected waker or hostfn", env);
+	if (c->ctr_mode == RF__CTR_OFF || (env && !strcmp(env, "hostfn")))
+		return 0;
 	if (rf__env_u64("RF_CUDA_WAKER_SPIN_US", getenv("RF_CUDA_WAKER_SPIN_US"), 0, 1000000, 0,
 			"microseconds the waker queries a signal before it blocks", &spin_us) < 0)
 		return -EINVAL;
-	if (c->ctr_mode == RF__CTR_OFF || (env && !strcmp(env, "hostfn")))
-		return 0;
 	if (!(c->wev = calloc(RF__WEV, sizeof(*c->wev))))
 		return -ENOMEM;
 	for (i = 0; i < RF__WEV; i++)

@@ -119,7 +119,8 @@ static inline uint64_t rf__waker_now_ns(void)
 	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
-/* Query signal k for up to spin_ns: 1 if it was done (no wait needed), else 0. */
+/* Query signal k for up to spin_ns: 1 if it was done (no wait needed), 0 if not (or
+ * the query failed: wait() judges), -1 if the waker was told to stop meanwhile. */
 static inline int rf__waker_spin(struct rf__waker *w, uint64_t k)
 {
 	uint64_t t0;
@@ -131,10 +132,14 @@ static inline int rf__waker_spin(struct rf__waker *w, uint64_t k)
 		int r = w->query(w->ctx, k);
 		if (r > 0)
 			return 1;
-		if (r < 0 || atomic_load(&w->stop) || rf__waker_now_ns() - t0 >= w->spin_ns)
+		if (atomic_load(&w->stop))
+			return -1;
+		if (r < 0 || rf__waker_now_ns() - t0 >= w->spin_ns)
 			return 0;
 #if defined(__x86_64__) || defined(__i386__)
 		__builtin_ia32_pause();
+#elif defined(__aarch64__)
+		__asm__ __volatile__("yield");
 #endif
 	}
 }
@@ -157,7 +162,10 @@ static inline void *rf__waker_main(void *arg)
 				rf__waker_futex_wait(&w->parked, 1);
 			continue;
 		}
-		if (rf__waker_spin(w, k + 1))
+		int spun = rf__waker_spin(w, k + 1);
+		if (spun < 0)
+			break;  /* stopped: the reactor no longer listens */
+		if (spun)
 			atomic_fetch_add_explicit(&w->spun, 1, memory_order_relaxed);
 		else if (w->wait(w->ctx, k + 1) < 0) {
 			/* a broken context: the watchdog fails the stream; nothing is seen */

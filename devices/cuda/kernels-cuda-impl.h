@@ -180,7 +180,7 @@ int rf__kc_bn_nhwc_bwd(void *stream, int dt, void *dx, float *dgamma, float *dbe
 /* out[c] = (acc ? out[c] : 0) + the sum over the M rows of x[., c] -- an NHWC
  * convolution's bias gradient, db from dy -- with x and out of dtype dt (f32, bf16 or
  * f16), summed as the batch norm's are (f32 partials of coalesced rows, then double in
- * a fixed order) and rounded once into dt. ws: rf__kc_colsum_nhwc_ws(M, C) bytes.
+ * a fixed order; out[c] added in double too), rounded to f32 and then to dt. ws: rf__kc_colsum_nhwc_ws(M, C) bytes.
  * -EINVAL (nothing queued) for a bad shape or dtype or a short workspace. */
 int rf__kc_colsum_nhwc(void *stream, int dt, void *out, const void *x, int64_t M, int C, int acc,
 		       void *ws, size_t ws_bytes);

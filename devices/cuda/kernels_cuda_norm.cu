@@ -204,7 +204,7 @@ int rf__kc_colsum_nhwc(void *stream, int dt, void *out, const void *x, int64_t M
 {
 	if (rf_bn::check_shape(M, C, dt) < 0 || ws_bytes < rf__kc_colsum_nhwc_ws(M, C))
 		return -EINVAL;
-	const geo g = rf_bn::make_geo(M, C, ws, 0);
+	const geo g = rf_bn::make_geo(M, C, ws, rf_bn::COLSUM);
 	return dt == RF_BF16 ? colsum<__nv_bfloat16>(stream, out, x, acc, g)
 	     : dt == RF_F16 ? colsum<__half>(stream, out, x, acc, g)
 			    : colsum<float>(stream, out, x, acc, g);
@@ -217,7 +217,7 @@ int rf__kc_bn_nhwc_train(void *stream, int dt, void *y, const void *x, const flo
 {
 	if (M < 2 || !(eps > 0.0f) || rf_bn::check(M, C, ws_bytes, dt, 0) < 0)
 		return -EINVAL;
-	const geo g = rf_bn::make_geo(M, C, ws, 0);
+	const geo g = rf_bn::make_geo(M, C, ws, rf_bn::TRAIN);
 	return dt == RF_BF16 ? train<__nv_bfloat16>(stream, y, x, gamma, beta, mean, invstd, run_mean,
 						    run_var, eps, momentum, relu, g)
 	     : dt == RF_F16 ? train<__half>(stream, y, x, gamma, beta, mean, invstd, run_mean,
@@ -232,7 +232,7 @@ int rf__kc_bn_nhwc_eval(void *stream, int dt, void *y, const void *x, const floa
 {
 	if (!(eps > 0.0f) || rf_bn::check(M, C, ws_bytes, dt, 1) < 0)
 		return -EINVAL;
-	const geo g = rf_bn::make_geo(M, C, ws, 1);
+	const geo g = rf_bn::make_geo(M, C, ws, rf_bn::EVAL);
 	return dt == RF_BF16 ? eval<__nv_bfloat16>(stream, y, x, gamma, beta, run_mean, run_var, eps,
 						   relu, g)
 	     : dt == RF_F16 ? eval<__half>(stream, y, x, gamma, beta, run_mean, run_var, eps, relu, g)
@@ -246,7 +246,7 @@ int rf__kc_bn_nhwc_bwd(void *stream, int dt, void *dx, float *dgamma, float *dbe
 {
 	if (rf_bn::check(M, C, ws_bytes, dt, 0) < 0)
 		return -EINVAL;
-	const geo g = rf_bn::make_geo(M, C, ws, 0);
+	const geo g = rf_bn::make_geo(M, C, ws, rf_bn::TRAIN);
 	return dt == RF_BF16 ? bwd<__nv_bfloat16>(stream, dx, dgamma, dbeta, dy, y, x, mean, invstd,
 						  gamma, g)
 	     : dt == RF_F16 ? bwd<__half>(stream, dx, dgamma, dbeta, dy, y, x, mean, invstd, gamma, g)

@@ -143,7 +143,7 @@ int train(T *y, const T *x, const float *gamma, const float *beta, float *mean, 
 {
 	if (M < 2 || !(eps > 0.0f) || rf_bn::check(M, C, wsb, RF_F32, 0) < 0)
 		return -EINVAL;
-	const geo g = rf_bn::make_geo(M, C, ws, 0);
+	const geo g = rf_bn::make_geo(M, C, ws, rf_bn::TRAIN);
 	partial<T, 0>(g, x, nullptr, nullptr, nullptr);
 	chan(g, g.pa, nullptr, [&](int c, double a, double) { rf_bn::mean_of(c, a, M, mean); });
 	partial<T, 1>(g, x, nullptr, nullptr, mean);
@@ -162,7 +162,7 @@ int eval(T *y, const T *x, const float *gamma, const float *beta, const float *r
 {
 	if (!(eps > 0.0f) || rf_bn::check(M, C, wsb, RF_F32, 1) < 0)
 		return -EINVAL;
-	const geo g = rf_bn::make_geo(M, C, ws, 1);
+	const geo g = rf_bn::make_geo(M, C, ws, rf_bn::EVAL);
 	for (int c = 0; c < C; c++)     /* k_bn_eval_k: a thread per channel */
 		rf_bn::eval_k_of(c, eps, gamma, rv, g.f);
 	grid(g.elt_x, g.elt_y, [&](const at &t, shared &) {
@@ -178,7 +178,7 @@ int bwd(T *dx, float *dgamma, float *dbeta, const T *dy, const T *y, const T *x,
 {
 	if (rf_bn::check(M, C, wsb, RF_F32, 0) < 0)
 		return -EINVAL;
-	const geo g = rf_bn::make_geo(M, C, ws, 0);
+	const geo g = rf_bn::make_geo(M, C, ws, rf_bn::TRAIN);
 	partial<T, 2>(g, x, dy, y, mean);
 	chan(g, g.pa, g.pb, [&](int c, double a, double b) {
 		rf_bn::bwd_of(c, a, b, C, M, invstd, gamma, dgamma, dbeta, g.f);
@@ -194,7 +194,7 @@ template <typename T> int colsum(T *out, const T *x, int64_t M, int C, int acc, 
 {
 	if (rf_bn::check_shape(M, C, RF_F32) < 0 || wsb < rf__kc_colsum_nhwc_ws(M, C))
 		return -EINVAL;
-	const geo g = rf_bn::make_geo(M, C, ws, 0);
+	const geo g = rf_bn::make_geo(M, C, ws, rf_bn::COLSUM);
 	partial<T, 0>(g, x, nullptr, nullptr, nullptr);
 	chan(g, g.pa, nullptr,
 	     [&](int c, double a, double) { rf_bn::colsum_store<T>(c, a, out, acc); });

@@ -22,7 +22,7 @@
  *   gaps     asleep, with pauses of a millisecond between bursts, so the waker parks
  *            (futex) again and again and is woken by each issue;
  *   spin     asleep, the waker querying each signal for up to 200 us before it blocks
- *            (RF_CUDA_WAKER_SPIN_US): most are seen by the query, none lost; in the
+ *            (RF_CUDA_WAKER_SPIN_US): many are seen by the query, none lost; in the
  *            other modes it does not spin (no query, or spin_ns 0). */
 #include <errno.h>
 #include <pthread.h>
@@ -238,9 +238,10 @@ static void run_mode(enum mode m)
 	       (unsigned long long)atomic_load(&f->w.parks),
 	       (unsigned long long)atomic_load(&f->w.spun));
 	/* the device's work is at most 40 us: most signals end within a 200 us spin (all,
-	 * but for a descheduled waker); without a spin budget none is seen spinning */
+	 * but for a descheduled waker: 5167-5999 of 6000 seen, the three builds, with and
+	 * without other tests beside; a quarter is asked); without a spin budget none is */
 	if (m == M_SPIN)
-		CHECK(atomic_load(&f->w.spun) > N / 2);
+		CHECK(atomic_load(&f->w.spun) > N / 4);
 	else
 		CHECK_EQ(atomic_load(&f->w.spun), 0);
 	/* (how many wake-ups the waker skips, their signals already reported by the poller,
