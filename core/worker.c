@@ -185,13 +185,13 @@ static int rf__wthread_pass(struct rf__wthread *th, struct rf__wlist *l)
 	return ran;
 }
 
-/* Whether a queue of the copy has an op not yet started, the list changed, or stop
- * came. */
+/* Whether a queue of the copy has an op not yet started (1), or the list changed or
+ * stop came (2: no work, but a reason to leave), else 0. */
 static int rf__wthread_pending(struct rf__wthread *th, const struct rf__wlist *l)
 {
 	if (atomic_load_explicit(&th->stop, memory_order_acquire) ||
 	    atomic_load_explicit(&th->gen, memory_order_acquire) != l->gen)
-		return 1;
+		return 2;
 	for (unsigned i = 0; i < l->n; i++)
 		if (rf__worker_ready(l->q[i], l->q[i]->taken))
 			return 1;
@@ -211,8 +211,11 @@ static int rf__wthread_spin(struct rf__wthread *th, const struct rf__wlist *l)
 	unsigned yield = rf__spin_crowded() ? RF__WORKER_YIELD : ~0u; /* ~0u: never */
 
 	for (unsigned spin = 0; spin < th->spins; spin++) {
-		if (rf__wthread_pending(th, l)) {
-			if (th->spins < RF__WORKER_SPINS)
+		int p = rf__wthread_pending(th, l);
+		if (p) {
+			/* only work lengthens the next spin; a stream added or removed, or
+			 * stop, is no sign that ops come back to back */
+			if (p == 1 && th->spins < RF__WORKER_SPINS)
 				th->spins *= 2;
 			return 1;
 		}
