@@ -240,6 +240,21 @@ RF_KB void apply_rows(const at &t, T *y, const T *x, const float *m, const float
 	}
 }
 
+/* y += b[c] along each row (an NHWC convolution's bias), one rounding into y's type:
+ * k_bias4's bits, without its division per element */
+template <typename T> RF_KB void bias_rows(const at &t, T *y, const T *b, int64_t M, int C)
+{
+	const int c = t.bx * kCols + t.tx;
+
+	if (c >= C)
+		return;
+	const float bc = ld(b, (size_t)c);
+	for (int64_t r = (int64_t)t.by * kRows + t.ty; r < M; r += (int64_t)t.gy * kRows) {
+		const size_t i = (size_t)r * C + c;
+		st(y, i, ld(y, i) + bc);
+	}
+}
+
 /* dx = k * (g - a - (x - mean) * cc) */
 template <typename T>
 RF_KB void dx_rows(const at &t, T *dx, const T *dy, const T *y, const T *x, const float *mean,

@@ -184,6 +184,10 @@ int rf__kc_bn_nhwc_bwd(void *stream, int dt, void *dx, float *dgamma, float *dbe
  * -EINVAL (nothing queued) for a bad shape or dtype or a short workspace. */
 int rf__kc_colsum_nhwc(void *stream, int dt, void *out, const void *x, int64_t M, int C, int acc,
 		       void *ws, size_t ws_bytes);
+/* y[r, c] += b[c] over the M rows of C channels of an NHWC tensor of dtype dt (a
+ * convolution's bias; rf__kc_bias4_h's bits, a 2-D grid instead of a division per
+ * element). -EINVAL for a bad shape or dtype. */
+int rf__kc_bias_nhwc(void *stream, int dt, void *y, const void *b, int64_t M, int C);
 /* Rows per partial sum: 512, or more so that there are at most 4096 partials per channel
  * (what the per-channel sums then add); a multiple of 8 (a block's row lanes). */
 static inline int64_t rf__kc_bn_nhwc_chunk(int64_t M)

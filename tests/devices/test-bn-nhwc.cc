@@ -16,7 +16,8 @@
  *    elementwise passes that loop over their grid (more than 4096 groups of 8 rows).
  *  - the fused ReLU: the bits of the batch norm and then the ReLU (forward), and of the
  *    backward on dy masked by y > 0 beforehand.
- *  - the column sum (an NHWC convolution's bias gradient): written, then accumulated.
+ *  - the column sum (an NHWC convolution's bias gradient): written, then accumulated;
+ *    the bias itself added along the rows, every element once, k_bias4's bits.
  *  - a short workspace, an empty channel count or an unknown dtype is refused.
  * What it cannot check: the CUDA launch itself, and the device's rounding (fused
  * multiply-add); test-dnn-cuda and test-device-cuda do on a GPU. C++: the bodies are. */
@@ -351,6 +352,21 @@ template <typename T> void one(int n, int C, int h, int w, int relu)
 			     (double)ld(db0.data(), c) + want[c], 2 * out, 2e-5 * sqrt((double)M));
 		CHECK(colsum<T>(db.data(), dy.data(), M, C, 0, wsp, wsb - 4) == -EINVAL);
 		free(wsp);
+	}
+	/* a convolution's bias along the rows: every element once, one rounding */
+	{
+		const geo g = rf_bn::make_geo(M, C, nullptr, rf_bn::EVAL);
+		std::vector<T> yb(x), bb(C);
+		for (int c = 0; c < C; c++)
+			st(bb.data(), c, urand());
+		grid(g.elt_x, g.elt_y, [&](const at &t, shared &) {
+			rf_bn::bias_rows<T>(t, yb.data(), bb.data(), M, C);
+		}, none);
+		for (size_t i = 0; i < N; i++) {
+			T want;
+			st(&want, 0, ld(x.data(), i) + ld(bb.data(), i % C));
+			CHECK(memcmp(&want, &yb[i], sizeof(T)) == 0);
+		}
 	}
 	fprintf(stderr, "%s %dx%dx%dx%d%s (%lld rows, %d chunks of %lld): ok\n",
 		is_bf16((T *)nullptr) ? "bf16" : "f32", n, C, h, w, relu ? " +relu" : "",
