@@ -85,12 +85,8 @@ int rf__cuda_bias4(struct rf__cuda_stream *c, struct rf__op *op, int grad, void 
 	const struct rf__conv2d *s = &op->p.conv.s;
 	const struct rf__tref *ref = grad ? &op->o.conv_bwd_filter.dy : &op->o.conv_fwd.y;
 	size_t hw = (size_t)rf__conv2d_oh(s) * (size_t)rf__conv2d_ow(s);
-	/* the forward's NHWC bias along rows (kernels_cuda_norm.cu); the rest by planes */
-	int ret = !grad && ref->layout == RF_LAYOUT_NHWC
-			  ? rf__kc_bias_nhwc(c->cs, (int)ref->dtype, y, b, (int64_t)s->n * (int64_t)hw,
-					     s->o)
-			  : rf__kc_bias4_h(c->cs, grad, (int)ref->dtype, ref->layout == RF_LAYOUT_NHWC,
-					   y, b, s->n, s->o, hw, acc);
+	int ret = rf__kc_bias4_h(c->cs, grad, (int)ref->dtype, ref->layout == RF_LAYOUT_NHWC, y,
+				 b, s->n, s->o, hw, acc);
 
 	if (ret < 0) {
 		snprintf(op->err, sizeof(op->err), "%s: the bias%s: %s", op->name,

@@ -164,20 +164,21 @@ __global__ void k_avgpool_bwd4(T *dx, const T *dy, int nhwc, int C, int H, int W
 	}
 }
 
-/* y[n, c, h, w] += b[c], one rounding */
+/* y[n, c, h, w] += b[c] (NCHW), one rounding */
 template <typename T>
-__global__ void k_bias4(T *y, const T *b, int nhwc, int C, size_t hw, size_t total)
+__global__ void k_bias4(T *y, const T *b, int C, size_t hw, size_t total)
 {
 	GRID_STRIDE(t, total) {
-		int c = nhwc ? (int)(t % C) : (int)((t / hw) % C);
+		int c = (int)((t / hw) % C);
 		st(y, t, __fadd_rn(ld(y, t), ld(b, (size_t)c)));
 	}
 }
 
-/* db[c] (+)= sum over n, h, w of dy[n, c, h, w]: one block per channel, each thread's
- * strided sum then a fixed tree, in f32; one rounding into db's type */
+/* db[c] (+)= sum over n, h, w of dy[n, c, h, w] (NCHW): one block per channel, each
+ * thread's sum over its planes' elements then a fixed tree, in f32; one rounding into
+ * db's type */
 template <typename T>
-__global__ void k_bias4_grad(T *db, const T *dy, int nhwc, int N, int C, size_t hw, int acc)
+__global__ void k_bias4_grad(T *db, const T *dy, int N, int C, size_t hw, int acc)
 {
 	__shared__ float sh[kThreads];
 	const int c = blockIdx.x;
@@ -185,7 +186,7 @@ __global__ void k_bias4_grad(T *db, const T *dy, int nhwc, int N, int C, size_t 
 	float a = 0.0f;
 	for (size_t t = threadIdx.x; t < total; t += blockDim.x) {
 		size_t n = t / hw, p = t % hw;
-		a = __fadd_rn(a, ld(dy, nhwc ? (n * hw + p) * C + c : (n * C + c) * hw + p));
+		a = __fadd_rn(a, ld(dy, (n * C + c) * hw + p));
 	}
 	sh[threadIdx.x] = a;
 	__syncthreads();
@@ -214,17 +215,17 @@ int avgpool4(void *s, int bwd, int nhwc, void *out, const void *in, int n, int c
 }
 
 template <typename T>
-int bias4(void *s, int grad, int nhwc, void *y, const void *b, int n, int c, size_t hw, int acc)
+int bias4(void *s, int grad, void *y, const void *b, int n, int c, size_t hw, int acc)
 {
 	if (grad) {
 		if (!c)
 			return 0;
-		k_bias4_grad<T><<<c, kThreads, 0, S(s)>>>((T *)y, (const T *)b, nhwc, n, c, hw, acc);
+		k_bias4_grad<T><<<c, kThreads, 0, S(s)>>>((T *)y, (const T *)b, n, c, hw, acc);
 	} else {
 		size_t total = (size_t)n * c * hw;
 		if (!total)
 			return 0;
-		k_bias4<T><<<blocks_for(total), kThreads, 0, S(s)>>>((T *)y, (const T *)b, nhwc, c, hw,
+		k_bias4<T><<<blocks_for(total), kThreads, 0, S(s)>>>((T *)y, (const T *)b, c, hw,
 								     total);
 	}
 	return launch_rc();
@@ -299,9 +300,12 @@ int rf__kc_bias4_h(void *stream, int grad, int dt, int nhwc, void *y, const void
 {
 	if (n < 0 || c < 0)
 		return -EINVAL;
-	return dt == RF_F32 ? bias4<float>(stream, grad, nhwc, y, b, n, c, hw, accumulate)
-	     : dt == RF_BF16 ? bias4<__nv_bfloat16>(stream, grad, nhwc, y, b, n, c, hw, accumulate)
-	     : dt == RF_F16 ? bias4<__half>(stream, grad, nhwc, y, b, n, c, hw, accumulate) : -EINVAL;
+	/* NHWC: along rows (kernels_cuda_norm.cu); its gradient wants a workspace */
+	if (nhwc)
+		return grad ? -EINVAL : rf__kc_bias_nhwc(stream, dt, y, b, (int64_t)n * (int64_t)hw, c);
+	return dt == RF_F32 ? bias4<float>(stream, grad, y, b, n, c, hw, accumulate)
+	     : dt == RF_BF16 ? bias4<__nv_bfloat16>(stream, grad, y, b, n, c, hw, accumulate)
+	     : dt == RF_F16 ? bias4<__half>(stream, grad, y, b, n, c, hw, accumulate) : -EINVAL;
 }
 
 } // extern "C"
