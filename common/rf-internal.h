@@ -103,6 +103,15 @@ static inline void rf__prefault(void *p, size_t n)
  * of them than CPUs this process may run on -- then a spin yields every few polls. */
 void rf__spinners_add(int delta);
 int rf__spin_crowded(void);
+/* One pause of a spin-wait loop (x86 PAUSE, arm64 YIELD; nothing elsewhere). */
+static inline void rf__cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
 /* spin.c: the CPUs this process may run on (its affinity; else those online; >= 1). */
 int rf__cpus(void);
 

@@ -221,10 +221,8 @@ static int rf__wthread_spin(struct rf__wthread *th, const struct rf__wlist *l)
 		}
 		if ((spin & yield) == yield)
 			sched_yield();
-#if defined(__x86_64__) || defined(__i386__)
 		else
-			__builtin_ia32_pause();
-#endif
+			rf__cpu_relax();
 	}
 	if (th->spins > RF__WORKER_SPINS_MIN)
 		th->spins /= 2;

@@ -77,15 +77,6 @@ static int rf__reap(struct rf_ring *r)
 	return n;
 }
 
-static inline void rf__cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield");
-#endif
-}
-
 /* One loop turn: one io_uring_enter (submit what is queued and, if asked, wait for
  * one completion), then dispatch everything in the CQ. */
 int rf__turn(struct rf_ring *r, int wait, struct __kernel_timespec *ts)

@@ -58,8 +58,10 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
+
+#include "ring.h"        /* rf_now_ns */
+#include "rf-internal.h" /* rf__cpu_relax */
 
 struct rf__waker {
 	_Atomic uint64_t issued;     /* reactor: signals issued (their events recorded) */
@@ -111,14 +113,6 @@ static inline void rf__waker_reported(struct rf__waker *w, uint64_t done)
 	atomic_store_explicit(&w->reported, done, memory_order_release);
 }
 
-static inline uint64_t rf__waker_now_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
 /* Query signal k for up to spin_ns: 1 if it was done (no wait needed), 0 if not (or
  * the query failed: wait() judges), -1 if the waker was told to stop meanwhile. */
 static inline int rf__waker_spin(struct rf__waker *w, uint64_t k)
@@ -127,20 +121,16 @@ static inline int rf__waker_spin(struct rf__waker *w, uint64_t k)
 
 	if (!w->query || !w->spin_ns)
 		return 0;
-	t0 = rf__waker_now_ns();
+	t0 = rf_now_ns();
 	for (;;) {
 		int r = w->query(w->ctx, k);
 		if (r > 0)
 			return 1;
 		if (atomic_load(&w->stop))
 			return -1;
-		if (r < 0 || rf__waker_now_ns() - t0 >= w->spin_ns)
+		if (r < 0 || rf_now_ns() - t0 >= w->spin_ns)
 			return 0;
-#if defined(__x86_64__) || defined(__i386__)
-		__builtin_ia32_pause();
-#elif defined(__aarch64__)
-		__asm__ __volatile__("yield");
-#endif
+		rf__cpu_relax();
 	}
 }
 
