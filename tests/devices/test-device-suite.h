@@ -37,15 +37,23 @@ static float *ts_randv(size_t n)
 }
 
 /* A tensor on d filled from host data (waits). */
-static struct rf_tensor *ts_upload(struct rf_device *d, enum rf_tdtype dt, const void *host,
-				   const char *name, int ndim, const int64_t *shape)
+/* a tensor of layout lay (its bytes as they lie: host is written as it is) */
+static struct rf_tensor *ts_upload_lay(struct rf_device *d, enum rf_tdtype dt, enum rf_layout lay,
+				       const void *host, const char *name, int ndim,
+				       const int64_t *shape)
 {
 	struct rf_tensor *t;
-	rf_tensor_create(d, dt, name, ndim, shape, &t);
+	rf_tensor_create_layout(d, dt, lay, name, ndim, shape, &t);
 	CHECK(t);
 	if (host)
 		CHECK_OK(rf_tensor_write(t, host));
 	return t;
+}
+
+static struct rf_tensor *ts_upload(struct rf_device *d, enum rf_tdtype dt, const void *host,
+				   const char *name, int ndim, const int64_t *shape)
+{
+	return ts_upload_lay(d, dt, RF_LAYOUT_ROWMAJOR, host, name, ndim, shape);
 }
 
 static float *ts_download(struct rf_tensor *t)
@@ -166,17 +174,6 @@ static void ts_bn_relu(struct rf_device *d, struct rf_stream *s)
 	ts_bn_relu_lay(d, s, RF_LAYOUT_NHWC); /* CUDA: our kernels, not cuDNN's */
 }
 
-/* in one layout: the tensors' bytes as they lie (both sides read the same) */
-static struct rf_tensor *ts_upload_lay(struct rf_device *d, const float *host, const char *name,
-				       const int64_t *shape, enum rf_layout lay)
-{
-	struct rf_tensor *t;
-	CHECK_OK(rf_tensor_create_layout(d, RF_F32, lay, name, 4, shape, &t));
-	if (host)
-		CHECK_OK(rf_tensor_write(t, host));
-	return t;
-}
-
 static void ts_bn_relu_lay(struct rf_device *d, struct rf_stream *s, enum rf_layout lay)
 {
 	enum { N = 8, C = 3, H = 27, W = 29, X = N * C * H * W };
@@ -193,11 +190,11 @@ static void ts_bn_relu_lay(struct rf_device *d, struct rf_stream *s, enum rf_lay
 		free(x), free(dy), free(g), free(b);
 		return;
 	}
-	Xt = ts_upload_lay(d, x, "x", sh, lay);
-	DY = ts_upload_lay(d, dy, "dy", sh, lay);
+	Xt = ts_upload_lay(d, RF_F32, lay, x, "x", 4, sh);
+	DY = ts_upload_lay(d, RF_F32, lay, dy, "dy", 4, sh);
 	G = ts_upload(d, RF_F32, g, "gamma", RF_DIMS(C));
 	B = ts_upload(d, RF_F32, b, "beta", RF_DIMS(C));
-	DM = ts_upload_lay(d, NULL, "dmask", sh, lay);
+	DM = ts_upload_lay(d, RF_F32, lay, NULL, "dmask", 4, sh);
 	for (int k = 0; k < 2; k++) {
 		R[k][0] = ts_upload(d, RF_F32, b, "run_mean", RF_DIMS(C));
 		R[k][1] = ts_upload(d, RF_F32, var, "run_var", RF_DIMS(C));
@@ -205,9 +202,9 @@ static void ts_bn_relu_lay(struct rf_device *d, struct rf_stream *s, enum rf_lay
 		I[k] = ts_upload(d, RF_F32, NULL, "invstd", RF_DIMS(C));
 		DG[k] = ts_upload(d, RF_F32, NULL, "dgamma", RF_DIMS(C));
 		DB[k] = ts_upload(d, RF_F32, NULL, "dbeta", RF_DIMS(C));
-		Y[k] = ts_upload_lay(d, NULL, "y", sh, lay);
-		E[k] = ts_upload_lay(d, NULL, "yeval", sh, lay);
-		DX[k] = ts_upload_lay(d, NULL, "dx", sh, lay);
+		Y[k] = ts_upload_lay(d, RF_F32, lay, NULL, "y", 4, sh);
+		E[k] = ts_upload_lay(d, RF_F32, lay, NULL, "yeval", 4, sh);
+		DX[k] = ts_upload_lay(d, RF_F32, lay, NULL, "dx", 4, sh);
 	}
 	/* [0]: the separate ops, [1]: the fused ones */
 	CHECK_OK(rf_batchnorm_fwd(s, Y[0], M[0], I[0], R[0][0], R[0][1], Xt, G, B, 1, 1e-5f, 0.1f));
