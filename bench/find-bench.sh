@@ -1,4 +1,5 @@
 # bench/find-bench.sh -- sourced by the shell benchmarks: which of our programs to time.
+# POSIX sh (dash sources it for the #!/bin/sh benchmarks; bash for the others).
 # A build-test-asan or build-tsan beside build would otherwise be timed (its figures
 # mean nothing: seen, a loader at 0.64 CPU s/GB that the release build runs at 0.35).
 #
@@ -20,8 +21,8 @@ rf_sanitized() {
 rf_build_dir() {
 	local d
 	d=$(cd "$(dirname "$1")" 2>/dev/null && pwd) || return 0
-	while [[ -n $d && $d != / ]]; do
-		[[ -f $d/meson-info/intro-buildoptions.json ]] && { echo "$d"; return; }
+	while [ -n "$d" ] && [ "$d" != / ]; do
+		[ -f "$d/meson-info/intro-buildoptions.json" ] && { echo "$d"; return; }
 		d=$(dirname "$d")
 	done
 }
@@ -42,10 +43,12 @@ rf_timing_check() {
 		return 1
 	fi
 	d=$(rf_build_dir "$prog")
-	[[ -n $d ]] || return 0
+	[ -n "$d" ] || return 0
 	opts=$(rf_build_opts "$d") || return 0
-	read -r bt opt san <<<"$opts"
-	if [[ $san != none || $bt == debug || $opt == 0 || $opt == g ]]; then
+	# shellcheck disable=SC2086 # three words
+	set -- $opts
+	bt=${1:-?} opt=${2:-?} san=${3:-none}
+	if [ "$san" != none ] || [ "$bt" = debug ] || [ "$opt" = 0 ] || [ "$opt" = g ]; then
 		echo "note: $prog comes from $d (buildtype $bt, optimization $opt, b_sanitize $san): its timings mean nothing" >&2
 		return 1
 	fi
@@ -55,17 +58,18 @@ rf_timing_check() {
 rf_find_prog() {
 	local here=$1 rel=$2 name=$3 b
 	for b in "$(command -v "$name" || true)" "$here/build/$rel" "$here"/build*/"$rel"; do
-		[[ -n $b && -x $b ]] || continue
+		[ -n "$b" ] && [ -x "$b" ] || continue
 		rf_timing_check "$b" 2>/dev/null && { echo "$b"; return; }
 	done
 }
 
 rf_find() {
-	local var=$1
+	local var=$1 val
 	shift
-	if [[ -n ${!var:-} ]]; then
-		rf_timing_check "${!var}" || true
-		echo "${!var}"
+	eval "val=\${$var:-}"
+	if [ -n "$val" ]; then
+		rf_timing_check "$val" || true
+		echo "$val"
 		return
 	fi
 	rf_find_prog "$@"

@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
-                                "train", "ref"))
+                                "tests", "train", "ref"))
 torch.set_default_dtype(torch.float32)
 import make_resnet_reference as R  # noqa: E402  (sets float64 as default: undone below)
 
