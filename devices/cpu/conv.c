@@ -9,6 +9,7 @@
 
 #include "../kernel-args.h"
 #include "kernels-impl.h"
+#include "par.h"
 
 /* ---- convolution ---------------------------------------------------------------- */
 
@@ -188,14 +189,57 @@ RF__INLINE void col2im_body(float *dx, const float *dcol, size_t ld, struct rf__
 RF__DISPATCH(col2im, (float *dx, const float *dcol, size_t ld, struct rf__conv_geo q, int g),
 	     (dx, dcol, ld, q, g))
 
-/* t (o, ld) <- dy (g, o, ohw): the group's output gradients as one matrix */
-static void gather_nchw(float *restrict t, size_t ld, const float *restrict dy, int o,
-			size_t ohw, int g)
+/* ---- a group's copies, image by image over idle cores (par.h) -------------------------
+ * Image gi of a group of g is one call of the copy with g = 1 at its offsets: the same
+ * copies (and the same adds, in col2im and the bias) as the group's loop makes. */
+enum { CP_IM2COL, CP_COL2IM, CP_IM2ROW, CP_GATHER, CP_SCATTER };
+
+struct conv_cp {
+	int kind, o;
+	float *dst;
+	const float *src, *b;
+	size_t ld, ohw, img, ckk;
+	struct rf__conv_geo q;
+};
+
+static void conv_cp_one(void *arg, unsigned gi)
 {
-	for (int oc = 0; oc < o; oc++)
-		for (int gi = 0; gi < g; gi++)
-			memcpy(t + (size_t)oc * ld + gi * ohw, dy + ((size_t)gi * o + oc) * ohw,
-			       ohw * sizeof(float));
+	const struct conv_cp *a = arg;
+
+	switch (a->kind) {
+	case CP_IM2COL:
+		im2col(a->dst + gi * a->ohw, a->ld, a->src + gi * a->img, a->q, 1);
+		break;
+	case CP_COL2IM:
+		col2im(a->dst + gi * a->img, a->src + gi * a->ohw, a->ld, a->q, 1);
+		break;
+	case CP_IM2ROW:
+		im2row(a->dst + gi * a->ohw * a->ckk, a->src + gi * a->img, a->q, 1);
+		break;
+	case CP_GATHER: /* t (o, ld) <- dy (g, o, ohw) */
+		for (int oc = 0; oc < a->o; oc++)
+			memcpy(a->dst + (size_t)oc * a->ld + gi * a->ohw,
+			       a->src + ((size_t)gi * a->o + oc) * a->ohw, a->ohw * sizeof(float));
+		break;
+	default: /* CP_SCATTER: y (g, o, ohw) <- out (o, ld) + bias */
+		for (int oc = 0; oc < a->o; oc++) {
+			const float bias = a->b ? a->b[oc] : 0.0f;
+			const float *restrict src = a->src + (size_t)oc * a->ld + gi * a->ohw;
+			float *restrict dst = a->dst + ((size_t)gi * a->o + oc) * a->ohw;
+			for (size_t p = 0; p < a->ohw; p++)
+				dst[p] = src[p] + bias;
+		}
+		break;
+	}
+}
+
+static void conv_cp(int kind, int g, float *dst, const float *src, const struct rf__conv2d *s,
+		    size_t ld, const float *b)
+{
+	struct conv_cp a = { kind, s->o, dst, src, b, ld,
+			     (size_t)rf__conv2d_oh(s) * rf__conv2d_ow(s),
+			     (size_t)s->c * s->h * s->w, (size_t)s->c * s->kh * s->kw, conv_geo(s) };
+	rf__par_for((unsigned)g, conv_cp_one, &a);
 }
 
 /* Direct single-channel forward: y[n][o][i][j] = sum_{kh,kw} w[o][kh][kw]*x[n][i+kh][j+kw]
@@ -351,7 +395,7 @@ int rf__k_conv2d_fwd(const struct rf__conv2d *s, float *y, const float *x,
 		size_t ld = g * ohw;
 		float *col = ws, *out = col + (size_t)ckk * ld;
 		float *yn = y + (size_t)n0 * o * ohw;
-		im2col(col, ld, x + n0 * img, q, g);
+		conv_cp(CP_IM2COL, g, col, x + n0 * img, s, ld, NULL);
 		/* (o, ld) = w (o, ckk) * col (ckk, ld); one image lands directly in y */
 		if (g == 1)
 			out = yn;
@@ -359,20 +403,12 @@ int rf__k_conv2d_fwd(const struct rf__conv2d *s, float *y, const float *x,
 				   out, (int)ld);
 		if (rc)
 			return rc;
-		for (int gi = 0; gi < g; gi++)
-			for (int oc = 0; oc < o; oc++) {
-				const float bias = b ? b[oc] : 0.0f;
-				const float *restrict src = out + (size_t)oc * ld + gi * ohw;
-				float *restrict dst = yn + ((size_t)gi * o + oc) * ohw;
-				if (g == 1) {
-					if (b)
-						for (size_t p = 0; p < ohw; p++)
-							dst[p] += bias;
-				} else {
-					for (size_t p = 0; p < ohw; p++)
-						dst[p] = src[p] + bias;
-				}
-			}
+		if (g > 1)
+			conv_cp(CP_SCATTER, g, yn, out, s, ld, b);
+		else if (b)
+			for (int oc = 0; oc < o; oc++)
+				for (size_t p = 0; p < ohw; p++)
+					yn[(size_t)oc * ohw + p] += b[oc];
 	}
 	return 0;
 }
@@ -383,7 +419,6 @@ int rf__k_conv2d_bwd_data(const struct rf__conv2d *s, float *dx, const float *dy
 	int G = rf__conv_begin(s, ws, ws_bytes);
 	if (G <= 0)
 		return G;
-	const struct rf__conv_geo q = conv_geo(s);
 	const int o = s->o, ckk = s->c * s->kh * s->kw;
 	const size_t ohw = (size_t)rf__conv2d_oh(s) * rf__conv2d_ow(s);
 	const size_t img = (size_t)s->c * s->h * s->w;
@@ -393,7 +428,7 @@ int rf__k_conv2d_bwd_data(const struct rf__conv2d *s, float *dx, const float *dy
 		float *dcol = ws, *t = dcol + (size_t)ckk * ld;
 		const float *dyn = dy + (size_t)n0 * o * ohw, *dyt = dyn;
 		if (g > 1) {
-			gather_nchw(t, ld, dyn, o, ohw, g);
+			conv_cp(CP_GATHER, g, t, dyn, s, ld, NULL);
 			dyt = t;
 		}
 		/* dcol (ckk, ld) = w^T (ckk, o) * dy (o, ld) */
@@ -401,7 +436,7 @@ int rf__k_conv2d_bwd_data(const struct rf__conv2d *s, float *dx, const float *dy
 				   dcol, (int)ld);
 		if (rc)
 			return rc;
-		col2im(dx + n0 * img, dcol, ld, q, g);
+		conv_cp(CP_COL2IM, g, dx + n0 * img, dcol, s, ld, NULL);
 	}
 	return 0;
 }
@@ -446,10 +481,10 @@ int rf__k_conv2d_bwd_filter(const struct rf__conv2d *s, float *dw, float *db,
 		float *row = ws, *t = row + (size_t)ckk * ld;
 		const float *dyn = dy + (size_t)n0 * o * ohw, *dyt = dyn;
 		if (g > 1) {
-			gather_nchw(t, ld, dyn, o, ohw, g);
+			conv_cp(CP_GATHER, g, t, dyn, s, ld, NULL);
 			dyt = t;
 		}
-		im2row(row, x + n0 * img, q, g);
+		conv_cp(CP_IM2ROW, g, row, x + n0 * img, s, ld, NULL);
 		/* dw (o, ckk) (+)= dy (o, ld) * row (ld, ckk) */
 		float beta = (n0 == 0 && !accumulate) ? 0.0f : 1.0f;
 		int rc = rf__k_gemm(0, 0, o, ckk, (int)ld, 1.0f, dyt, (int)ld, row, ckk, beta, dw,

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "cpu-impl.h"
+#include "par.h"
 
 #define RF__STAGE_ALIGN 64
 
@@ -522,8 +523,14 @@ int rf__cpu_compute(struct rf_device *d, struct rf__dstream *ds, struct rf__op *
 {
 	(void)d;
 	(void)ds;
+	int ret;
+
 	rf__cpu_tsan_operands(op);
+	rf__par_busy(1); /* a core taken: helpers join kernels only on the others */
 	if (!rf__any_format(op->code) && rf__stage_bytes(op))
-		return rf__cpu_staged(op);
-	return rf__cpu_run(op);
+		ret = rf__cpu_staged(op);
+	else
+		ret = rf__cpu_run(op);
+	rf__par_busy(-1);
+	return ret;
 }

@@ -17,6 +17,7 @@
 #include "blas-dl.h"
 #include "cpu-impl.h"
 #include "kernels-impl.h"
+#include "par.h"
 
 /* ---- threading policy ------------------------------------------------------------- */
 
@@ -81,6 +82,7 @@ static void rf__cpu_mem_free(void *ctx, void *p, size_t bytes)
 static void rf__cpu_close(struct rf_device *d)
 {
 	rf__cpu_policy_update(-(int)d->ncompute, 0);
+	rf__par_release();
 }
 
 static int rf__cpu_count(void)
@@ -136,9 +138,13 @@ static int rf__cpu_open_be(struct rf_engine *e, int ordinal, const struct rf_dev
 				"rf_precision", (int)opts->precision);
 	if ((ret = rf__blas_threads_env(&cap)) < 0)
 		return ret;
+	if ((ret = rf__par_acquire()) < 0)
+		return ret;
 	d = rf__device_new(e, &rf__cpu_backend, ordinal);
-	if (!d)
+	if (!d) {
+		rf__par_release();
 		return rf__fail(-ENOMEM, "CPU device: %s", strerror(ENOMEM));
+	}
 	d->mem.limit = opts ? opts->mem_limit : 0;
 	for (i = 0; i < n; i++) {
 		struct rf_stream *s;
@@ -163,6 +169,7 @@ fail:
 	for (i = d->nds; i-- > 0;)
 		rf_stream_destroy(d->ds[i].s);
 	rf__device_free(d);
+	rf__par_release();
 	return rf__fail(ret, "CPU device: cannot start stream %s: %s", nm, strerror(-ret));
 }
 

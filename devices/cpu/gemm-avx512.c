@@ -1,21 +1,28 @@
-/* devices/cpu/gemm-avx512.c -- rf__k_gemm_avx512, the single-threaded AVX-512 sgemm
- * (-ENOTSUP where AVX-512 is absent or disabled). */
+/* devices/cpu/gemm-avx512.c -- rf__k_gemm_avx512, the AVX-512 sgemm of one stream's
+ * thread, spread over idle cores when a CPU device's helpers are free (par.h), with
+ * the same bits either way (-ENOTSUP where AVX-512 is absent or disabled). */
 #include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
 
 #include "kernels-impl.h"
+#include "par.h"
 
 /* ---- AVX-512 gemm ----------------------------------------------------------------- */
 
-/* A single-threaded sgemm for op(B) = B (any op(A)), used by rf__k_gemm when the CPU
- * has AVX-512 and OpenBLAS runs one thread per stream (the policy when a device has
- * a stream per core, as LeNet's two streams do): OpenBLAS here is pinned to its
- * Haswell (AVX2) kernels by OPENBLAS_CORETYPE, at half the FMA width.
+/* An sgemm for any op(A) and op(B), used by rf__k_gemm wherever the CPU has AVX-512:
+ * OpenBLAS 0.3.21 runs its Haswell (AVX2) kernels where OPENBLAS_CORETYPE pins them, at
+ * half the FMA width, and where it does not know the CPU (a virtual "Intel Xeon
+ * Processor" with AVX-512) its Prescott (SSE3) ones: 73 % of an MLP epoch was
+ * sgemm_kernel_PRESCOTT there. One stream's thread runs it; while the other streams
+ * leave a core idle, helpers take column panels of a large one (gemm_avx512_par).
  *
  * Blocking: for each KC-deep slice of K, alpha*op(A) is packed in MR-row panels
- * (p-major: the MR values of one k are adjacent), then for each NR-wide panel of B,
- * read in place (row stride ldb, no copy: B is the large operand here -- im2col
- * columns, output gradients -- and its panel of KC x NR floats stays in L1 while every
- * A panel of the block passes over it), the micro-kernel computes an MR x NR tile in
+ * (p-major: the MR values of one k are adjacent), then for each NR-wide panel of op(B)
+ * -- B read in place (row stride ldb, no copy: B is the large operand of the
+ * convolutions -- im2col columns, output gradients), B^T through a packed KC x NR copy
+ * -- whose panel stays in L1 while every A panel of the block passes over it, the
+ * micro-kernel computes an MR x NR tile in
  * 24 zmm accumulators: per k, 4 loads of B, 6 broadcasts of A, 24 FMAs. A column edge
  * uses as many zmm columns as it needs, the last with masked loads and stores
  * (masked-off lanes are neither read nor written); row edges store only valid rows.
@@ -126,9 +133,57 @@ static void gm_pack_a(float *restrict ap, int ta, const float *restrict a, size_
 		}
 }
 
+/* bp (kc x NR, row stride NR) <- op(B) = B^T's rows [p0, p0 + kc), columns [j, j + nr):
+ * B (n x k) read row by row, kc contiguous floats each. */
+static void gm_pack_bt(float *restrict bp, const float *restrict b, size_t ldb, int p0, int kc,
+		       int j, int nr)
+{
+	for (int jj = 0; jj < nr; jj++) {
+		const float *src = b + (size_t)(j + jj) * ldb + p0;
+		for (int p = 0; p < kc; p++)
+			bp[(size_t)p * RF__GM_NR + jj] = src[p];
+	}
+}
+
+/* C's columns [j0, j1) (j0 a multiple of NR) for the K slice at p0 and the A block of
+ * rows [i0, i0 + mc), packed at ap: each MR x NR tile of them, C += (or =) the slice's
+ * products. op(B) = B is read in place; B^T (tb) panel by panel through a packed copy,
+ * which gives the micro-kernel the same values, so the same bits. */
+static void gm_block(const float *ap, int i0, int mc, int p0, int kc, int acc, int tb,
+		     const float *b, int ldb, float *c, int ldc, int j0, int j1)
+{
+	float bt[RF__GM_KC * RF__GM_NR] __attribute__((aligned(64))); /* tb's panel */
+
+	for (int j = j0; j < j1; j += RF__GM_NR) {
+		const int nr = j1 - j < RF__GM_NR ? j1 - j : RF__GM_NR;
+		const float *bp = b + (size_t)p0 * ldb + j;
+		size_t lb = (size_t)ldb;
+		if (tb) {
+			gm_pack_bt(bt, b, (size_t)ldb, p0, kc, j, nr);
+			bp = bt, lb = RF__GM_NR;
+		}
+		for (int q = 0; q < mc; q += RF__GM_MR) {
+			const int mr = mc - q < RF__GM_MR ? mc - q : RF__GM_MR;
+			float *cp = c + (size_t)(i0 + q) * ldc + j;
+			if (nr == RF__GM_NR)
+				gm_ukr_full(kc, ap + (size_t)q * kc, bp, lb, cp, (size_t)ldc, mr, acc);
+			else
+				gm_ukr_edge(kc, ap + (size_t)q * kc, bp, lb, cp, (size_t)ldc, mr, nr,
+					    acc);
+		}
+	}
+}
+
+/* Rows of A per packed block of a K slice kc deep: as many MR panels as RF__GM_APACK
+ * floats hold (the block stays in L1/L2 while B's panels pass over it). */
+static int gm_mcb(int kc)
+{
+	return RF__GM_APACK / kc / RF__GM_MR * RF__GM_MR;
+}
+
 /* C = alpha * op(A) * B + beta * C for alpha != 0, k > 0 (rf__k_gemm's contract). */
-static void gemm_avx512(int ta, int m, int n, int k, float alpha, const float *a, int lda,
-			const float *b, int ldb, float beta, float *c, int ldc)
+static void gemm_avx512(int ta, int tb, int m, int n, int k, float alpha, const float *a,
+			int lda, const float *b, int ldb, float beta, float *c, int ldc)
 {
 	float ap[RF__GM_APACK] __attribute__((aligned(64)));
 
@@ -136,28 +191,108 @@ static void gemm_avx512(int ta, int m, int n, int k, float alpha, const float *a
 		rf__k_gemm_beta(m, n, beta, c, ldc);
 	for (int p0 = 0; p0 < k; p0 += RF__GM_KC) {
 		const int kc = k - p0 < RF__GM_KC ? k - p0 : RF__GM_KC;
-		/* rows of A per packed block: as many MR panels as the buffer holds */
-		const int mcb = RF__GM_APACK / kc / RF__GM_MR * RF__GM_MR;
+		const int mcb = gm_mcb(kc);
 		const int acc = p0 > 0 || beta != 0.0f;
 		for (int i0 = 0; i0 < m; i0 += mcb) {
 			const int mc = m - i0 < mcb ? m - i0 : mcb;
 			gm_pack_a(ap, ta, a, (size_t)lda, i0, p0, mc, kc, alpha);
-			for (int j0 = 0; j0 < n; j0 += RF__GM_NR) {
-				const int nr = n - j0 < RF__GM_NR ? n - j0 : RF__GM_NR;
-				const float *bp = b + (size_t)p0 * ldb + j0;
-				for (int q = 0; q < mc; q += RF__GM_MR) {
-					const int mr = mc - q < RF__GM_MR ? mc - q : RF__GM_MR;
-					float *cp = c + (size_t)(i0 + q) * ldc + j0;
-					if (nr == RF__GM_NR)
-						gm_ukr_full(kc, ap + (size_t)q * kc, bp, (size_t)ldb, cp,
-							    (size_t)ldc, mr, acc);
-					else
-						gm_ukr_edge(kc, ap + (size_t)q * kc, bp, (size_t)ldb, cp,
-							    (size_t)ldc, mr, nr, acc);
-				}
-			}
+			gm_block(ap, i0, mc, p0, kc, acc, tb, b, ldb, c, ldc, 0, n);
 		}
 	}
+}
+
+/* ---- the same GEMM over idle cores (par.h) ------------------------------------------
+ * alpha * op(A) is packed whole first, K slice after K slice (slice p0 at p0 * mpad
+ * floats, its rows' MR panels in order: the block of rows i0 at i0 * kc), into a
+ * buffer the calling thread keeps; then chunks of NR-wide column panels go to
+ * rf__par_for, each running the serial loops over its columns. Every C element is the
+ * same sequence of FMAs and adds as in gemm_avx512, whoever computes its column: the
+ * bits do not depend on the split. */
+struct gm_par {
+	const float *apk, *b;
+	float *c;
+	int m, n, k, mpad, tb, ldb, ldc, per; /* per: columns a chunk */
+	float beta;
+};
+
+static void gm_par_chunk(void *arg, unsigned i)
+{
+	const struct gm_par *g = arg;
+	const int j0 = (int)i * g->per, j1 = g->n - j0 < g->per ? g->n : j0 + g->per;
+
+	if (g->beta != 0.0f)
+		rf__k_gemm_beta(g->m, j1 - j0, g->beta, g->c + j0, g->ldc);
+	for (int p0 = 0; p0 < g->k; p0 += RF__GM_KC) {
+		const int kc = g->k - p0 < RF__GM_KC ? g->k - p0 : RF__GM_KC;
+		const int mcb = gm_mcb(kc);
+		const int acc = p0 > 0 || g->beta != 0.0f;
+		for (int i0 = 0; i0 < g->m; i0 += mcb) {
+			const int mc = g->m - i0 < mcb ? g->m - i0 : mcb;
+			gm_block(g->apk + (size_t)p0 * g->mpad + (size_t)i0 * kc, i0, mc, p0, kc,
+				 acc, g->tb, g->b, g->ldb, g->c, g->ldc, j0, j1);
+		}
+	}
+}
+
+static pthread_key_t gm_key;
+static pthread_once_t gm_once = PTHREAD_ONCE_INIT;
+static int gm_key_ok;
+
+static void gm_key_make(void)
+{
+	gm_key_ok = pthread_key_create(&gm_key, free) == 0;
+}
+
+/* This thread's packing buffer, at least `floats` long (kept for its next GEMM), or
+ * NULL. */
+static float *gm_buffer(size_t floats)
+{
+	struct { size_t cap; float f[]; } *h;
+
+	pthread_once(&gm_once, gm_key_make);
+	if (!gm_key_ok)
+		return NULL;
+	h = pthread_getspecific(gm_key);
+	if (h && h->cap >= floats)
+		return h->f;
+	size_t cap = floats + floats / 4;
+	void *p = NULL;
+	if (posix_memalign(&p, 64, sizeof(*h) + cap * sizeof(float)))
+		return NULL;
+	if (pthread_setspecific(gm_key, p)) {
+		free(p);
+		return NULL;
+	}
+	free(h);
+	h = p;
+	h->cap = cap;
+	return h->f;
+}
+
+/* Where the GEMM pays for helpers: 2mnk at least this many flops (~50 us on one core),
+ * and two NR panels of columns or more. */
+#define RF__GM_PAR_FLOPS (8.0 * 1024 * 1024)
+
+static int gemm_avx512_par(int ta, int tb, int m, int n, int k, float alpha, const float *a,
+			   int lda, const float *b, int ldb, float beta, float *c, int ldc)
+{
+	const int panels = (n + RF__GM_NR - 1) / RF__GM_NR;
+	const int mpad = (m + RF__GM_MR - 1) / RF__GM_MR * RF__GM_MR;
+	float *apk;
+
+	if (2.0 * m * n * k < RF__GM_PAR_FLOPS || panels < 2 || !rf__par_open())
+		return 0;
+	if (!(apk = gm_buffer((size_t)mpad * k)))
+		return 0;
+	for (int p0 = 0; p0 < k; p0 += RF__GM_KC)
+		gm_pack_a(apk + (size_t)p0 * mpad, ta, a, (size_t)lda, 0, p0, m,
+			  k - p0 < RF__GM_KC ? k - p0 : RF__GM_KC, alpha);
+	/* chunks: about four a thread that may take part, whole panels each */
+	unsigned want = 4 * (rf__par_helpers() + 1);
+	int per_panels = (panels + (int)want - 1) / (int)want;
+	struct gm_par g = { apk, b, c, m, n, k, mpad, tb, ldb, ldc, per_panels * RF__GM_NR, beta };
+	rf__par_for((unsigned)((panels + per_panels - 1) / per_panels), gm_par_chunk, &g);
+	return 1;
 }
 #endif
 
@@ -168,7 +303,7 @@ int rf__k_gemm_avx512(int ta, int tb, int m, int n, int k, float alpha, const fl
 	if (rc)
 		return rc;
 #if RF__X86_DISPATCH
-	if (tb || !rf__k_use_avx512())
+	if (!rf__k_use_avx512())
 		return -ENOTSUP;
 	if (m == 0 || n == 0)
 		return 0;
@@ -176,7 +311,8 @@ int rf__k_gemm_avx512(int ta, int tb, int m, int n, int k, float alpha, const fl
 		rf__k_gemm_beta(m, n, beta, c, ldc);
 		return 0;
 	}
-	gemm_avx512(ta, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+	if (!gemm_avx512_par(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
+		gemm_avx512(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 	return 0;
 #else
 	return -ENOTSUP;

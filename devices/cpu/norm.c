@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "kernels-impl.h"
+#include "par.h"
 
 #define LANES 16
 
@@ -85,6 +86,83 @@ RF__DISPATCH(plane_bwd, (float *dx, const float *g, const float *x, size_t n, fl
 			 float a, float c),
 	     (dx, g, x, n, m, k, a, c))
 
+/* ---- over idle cores (par.h): channels are independent ---------------------------------
+ * A pass runs channel by channel; bn_par hands runs of channels to rf__par_for where
+ * the tensor is large (each channel computed as the loop computes it: the same bits).
+ * The backward's masked-dy scratch is one plane: a chunk other than the first uses one
+ * on its stack, so that pass is spread only where a plane fits there. */
+enum { BN_PAR_MIN = 1 << 16, BN_STACK_PLANE = 4096 };
+
+struct bn_args {
+	const struct rf__bn *s;
+	float *y, *mean, *invstd, *run_mean, *run_var, *dgamma, *dbeta, *t;
+	const float *x, *gamma, *beta, *dy, *yr, *cmean, *cinvstd, *rvar;
+	int per;
+	void (*chan)(const struct bn_args *a, int c, float *t);
+};
+
+static void bn_chunk(void *arg, unsigned i)
+{
+	const struct bn_args *a = arg;
+	int c0 = (int)i * a->per, c1 = c0 + a->per < a->s->c ? c0 + a->per : a->s->c;
+	float stack[BN_STACK_PLANE];
+	float *t = i == 0 || !a->t ? a->t : stack;
+
+	for (int c = c0; c < c1; c++)
+		a->chan(a, c, t);
+}
+
+static void bn_par(struct bn_args *a, int spread)
+{
+	const int C = a->s->c;
+	unsigned want = 4 * (rf__par_helpers() + 1);
+
+	if (!spread || (size_t)a->s->n * C * a->s->hw < BN_PAR_MIN || C < 2 || !rf__par_open()) {
+		for (int c = 0; c < C; c++)
+			a->chan(a, c, a->t);
+		return;
+	}
+	a->per = (C + (int)want - 1) / (int)want;
+	rf__par_for((unsigned)((C + a->per - 1) / a->per), bn_chunk, a);
+}
+
+static void bn_fwd_train_chan(const struct bn_args *a, int c, float *unused)
+{
+	const struct rf__bn *s = a->s;
+	const size_t hw = (size_t)s->hw, M = (size_t)s->n * hw;
+	const float *x = a->x;
+	double sum = 0.0, ssq = 0.0, dummy = 0.0;
+
+	(void)unused;
+	for (int i = 0; i < s->n; i++)
+		plane_sums(x + ((size_t)i * s->c + c) * hw, hw, 0.0f, &sum, &dummy);
+	const double mu = sum / (double)M;
+	/* second pass about the mean (no cancellation); the residue of rounding mu
+	 * to float is removed exactly: sum (v-m)^2 = ssq' - M*(mu-m)^2 */
+	const float mf = (float)mu;
+	double s1 = 0.0;
+	for (int i = 0; i < s->n; i++)
+		plane_sums(x + ((size_t)i * s->c + c) * hw, hw, mf, &s1, &ssq);
+	double d = mu - (double)mf, var = ssq / (double)M - d * d;
+	if (var < 0.0)
+		var = 0.0;
+	const double is = 1.0 / sqrt(var + (double)s->eps);
+	const float k = (float)((double)a->gamma[c] * is);
+	for (int i = 0; i < s->n; i++) {
+		size_t o = ((size_t)i * s->c + c) * hw;
+		plane_affine(a->y + o, x + o, hw, mf, k, a->beta[c]);
+		if (s->relu)    /* the plane just written, in cache */
+			rf__k_relu_fwd(a->y + o, a->y + o, hw);
+	}
+	a->mean[c] = mf;
+	a->invstd[c] = (float)is;
+	if (a->run_mean)
+		a->run_mean[c] = (float)((1.0 - s->momentum) * a->run_mean[c] + s->momentum * mu);
+	if (a->run_var)
+		a->run_var[c] = (float)((1.0 - s->momentum) * a->run_var[c] +
+					s->momentum * var * (double)M / (double)(M - 1));
+}
+
 int rf__k_bn_fwd_train(const struct rf__bn *s, float *y, float *mean, float *invstd,
 		      float *run_mean, float *run_var, const float *x, const float *gamma,
 		      const float *beta)
@@ -92,55 +170,65 @@ int rf__k_bn_fwd_train(const struct rf__bn *s, float *y, float *mean, float *inv
 	const size_t hw = (size_t)s->hw, M = (size_t)s->n * hw;
 	if (s->n < 0 || s->c < 1 || s->hw < 1 || M < 2 || !(s->eps > 0.0f))
 		return -EINVAL;
-	for (int c = 0; c < s->c; c++) {
-		double sum = 0.0, ssq = 0.0, dummy = 0.0;
-		for (int i = 0; i < s->n; i++)
-			plane_sums(x + ((size_t)i * s->c + c) * hw, hw, 0.0f, &sum, &dummy);
-		const double mu = sum / (double)M;
-		/* second pass about the mean (no cancellation); the residue of rounding mu
-		 * to float is removed exactly: sum (v-m)^2 = ssq' - M*(mu-m)^2 */
-		const float mf = (float)mu;
-		double s1 = 0.0;
-		for (int i = 0; i < s->n; i++)
-			plane_sums(x + ((size_t)i * s->c + c) * hw, hw, mf, &s1, &ssq);
-		double d = mu - (double)mf, var = ssq / (double)M - d * d;
-		if (var < 0.0)
-			var = 0.0;
-		const double is = 1.0 / sqrt(var + (double)s->eps);
-		const float k = (float)((double)gamma[c] * is);
-		for (int i = 0; i < s->n; i++) {
-			size_t o = ((size_t)i * s->c + c) * hw;
-			plane_affine(y + o, x + o, hw, mf, k, beta[c]);
-			if (s->relu)    /* the plane just written, in cache */
-				rf__k_relu_fwd(y + o, y + o, hw);
-		}
-		mean[c] = mf;
-		invstd[c] = (float)is;
-		if (run_mean)
-			run_mean[c] = (float)((1.0 - s->momentum) * run_mean[c] + s->momentum * mu);
-		if (run_var)
-			run_var[c] = (float)((1.0 - s->momentum) * run_var[c] +
-					     s->momentum * var * (double)M / (double)(M - 1));
-	}
+	struct bn_args a = { .s = s, .y = y, .mean = mean, .invstd = invstd,
+			     .run_mean = run_mean, .run_var = run_var, .x = x, .gamma = gamma,
+			     .beta = beta, .chan = bn_fwd_train_chan };
+	bn_par(&a, 1);
 	return 0;
+}
+
+static void bn_fwd_eval_chan(const struct bn_args *a, int c, float *unused)
+{
+	const struct rf__bn *s = a->s;
+	const size_t hw = (size_t)s->hw;
+	const float k = (float)((double)a->gamma[c] / sqrt((double)a->rvar[c] + s->eps));
+
+	(void)unused;
+	for (int i = 0; i < s->n; i++) {
+		size_t o = ((size_t)i * s->c + c) * hw;
+		plane_affine(a->y + o, a->x + o, hw, a->cmean[c], k, a->beta[c]);
+		if (s->relu)    /* the plane just written, in cache */
+			rf__k_relu_fwd(a->y + o, a->y + o, hw);
+	}
 }
 
 int rf__k_bn_fwd_eval(const struct rf__bn *s, float *y, const float *x, const float *gamma,
 		     const float *beta, const float *run_mean, const float *run_var)
 {
-	const size_t hw = (size_t)s->hw;
 	if (s->n < 0 || s->c < 1 || s->hw < 1 || !(s->eps > 0.0f))
 		return -EINVAL;
-	for (int c = 0; c < s->c; c++) {
-		const float k = (float)((double)gamma[c] / sqrt((double)run_var[c] + s->eps));
-		for (int i = 0; i < s->n; i++) {
-			size_t o = ((size_t)i * s->c + c) * hw;
-			plane_affine(y + o, x + o, hw, run_mean[c], k, beta[c]);
-			if (s->relu)    /* the plane just written, in cache */
-				rf__k_relu_fwd(y + o, y + o, hw);
-		}
-	}
+	struct bn_args a = { .s = s, .y = y, .x = x, .gamma = gamma, .beta = beta,
+			     .cmean = run_mean, .rvar = run_var, .chan = bn_fwd_eval_chan };
+	bn_par(&a, 1);
 	return 0;
+}
+
+static void bn_bwd_chan(const struct bn_args *a, int c, float *t)
+{
+	const struct rf__bn *s = a->s;
+	const size_t hw = (size_t)s->hw, M = (size_t)s->n * hw;
+	const float *dy = a->dy, *y = a->yr, *x = a->x;
+	double sg = 0.0, sgx = 0.0;
+
+	for (int i = 0; i < s->n; i++) {
+		size_t o = ((size_t)i * s->c + c) * hw;
+		if (y)  /* dy masked by y > 0 a plane at a time: rf_relu_bwd's bits */
+			rf__k_relu_bwd(t, dy + o, y + o, hw);
+		plane_dots(y ? t : dy + o, x + o, hw, a->cmean[c], &sg, &sgx);
+	}
+	const double is = a->cinvstd[c];
+	a->dbeta[c] = (float)sg;
+	a->dgamma[c] = (float)(sgx * is);
+	/* dx = gamma*is * (dy - sg/M - (x - mean) * is^2 * sgx/M) */
+	const float k = (float)((double)a->gamma[c] * is);
+	const float av = (float)(sg / (double)M);
+	const float cc = (float)(is * is * sgx / (double)M);
+	for (int i = 0; i < s->n; i++) {
+		size_t o = ((size_t)i * s->c + c) * hw;
+		if (y)
+			rf__k_relu_bwd(t, dy + o, y + o, hw);
+		plane_bwd(a->y + o, y ? t : dy + o, x + o, hw, a->cmean[c], k, av, cc);
+	}
 }
 
 int rf__k_bn_bwd(const struct rf__bn *s, float *dx, float *dgamma, float *dbeta,
@@ -150,28 +238,10 @@ int rf__k_bn_bwd(const struct rf__bn *s, float *dx, float *dgamma, float *dbeta,
 	const size_t hw = (size_t)s->hw, M = (size_t)s->n * hw;
 	if (s->n < 0 || s->c < 1 || s->hw < 1 || M < 1 || (y && !t))
 		return -EINVAL;
-	for (int c = 0; c < s->c; c++) {
-		double sg = 0.0, sgx = 0.0;
-		for (int i = 0; i < s->n; i++) {
-			size_t o = ((size_t)i * s->c + c) * hw;
-			if (y)  /* dy masked by y > 0 a plane at a time: rf_relu_bwd's bits */
-				rf__k_relu_bwd(t, dy + o, y + o, hw);
-			plane_dots(y ? t : dy + o, x + o, hw, mean[c], &sg, &sgx);
-		}
-		const double is = invstd[c];
-		dbeta[c] = (float)sg;
-		dgamma[c] = (float)(sgx * is);
-		/* dx = gamma*is * (dy - sg/M - (x - mean) * is^2 * sgx/M) */
-		const float k = (float)((double)gamma[c] * is);
-		const float a = (float)(sg / (double)M);
-		const float cc = (float)(is * is * sgx / (double)M);
-		for (int i = 0; i < s->n; i++) {
-			size_t o = ((size_t)i * s->c + c) * hw;
-			if (y)
-				rf__k_relu_bwd(t, dy + o, y + o, hw);
-			plane_bwd(dx + o, y ? t : dy + o, x + o, hw, mean[c], k, a, cc);
-		}
-	}
+	struct bn_args a = { .s = s, .y = dx, .dgamma = dgamma, .dbeta = dbeta, .t = y ? t : NULL,
+			     .x = x, .gamma = gamma, .dy = dy, .yr = y, .cmean = mean,
+			     .cinvstd = invstd, .chan = bn_bwd_chan };
+	bn_par(&a, !y || hw <= BN_STACK_PLANE);
 	return 0;
 }
 

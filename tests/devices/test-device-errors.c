@@ -287,6 +287,19 @@ int main(void)
 			unsetenv("RF_BLAS_THREADS");
 		fprintf(stderr, "RF_BLAS_THREADS checked: ok\n");
 	}
+	{
+		/* RF_CPU_HELPERS (devices/cpu/par.h): a bad value fails a CPU device's open,
+		 * naming it, whether or not another one holds the helpers already */
+		struct rf_device *x = NULL;
+		setenv("RF_CPU_HELPERS", "lots", 1);
+		CHECK_EQ(rf_cpu_open(e, NULL, &x), -EINVAL);
+		CHECK(strstr(rf_last_error(), "RF_CPU_HELPERS=lots in the environment: expected"));
+		setenv("RF_CPU_HELPERS", "0", 1);
+		CHECK_OK(rf_cpu_open(e, NULL, &x));
+		rf_device_close(x);
+		unsetenv("RF_CPU_HELPERS");
+		fprintf(stderr, "RF_CPU_HELPERS checked: ok\n");
+	}
 	rf_device_close(d);
 	rf_engine_destroy(e);
 	rf_ring_destroy(ring);
