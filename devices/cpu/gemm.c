@@ -76,36 +76,39 @@ int rf__k_gemm_portable(int ta, int tb, int m, int n, int k, float alpha,
 	return 0;
 }
 
-/* rf__k_gemm_avx512 instead of OpenBLAS: for op(B) = B, when OpenBLAS would run a single
- * thread (or is absent) and the environment does not ask for BLAS (RF_KERNELS_BLAS_GEMM
- * set and not 0; rf__k_gemm_avx512 itself honours RF_KERNELS_NO_AVX512). one_thread:
- * OpenBLAS would run one thread, or is absent. */
-static int gemm_fast_ok(int tb, int one_thread)
+/* rf__k_gemm_avx512 instead of OpenBLAS unless the environment asks for BLAS
+ * (RF_KERNELS_BLAS_GEMM set and not 0; rf__k_gemm_avx512 itself honours
+ * RF_KERNELS_NO_AVX512 and returns -ENOTSUP without AVX-512). Whatever OpenBLAS's thread
+ * count: a stream's GEMM spreads over idle cores through the CPU devices' helpers, with
+ * the same bits on one thread or several. */
+static int gemm_fast_ok(void)
 {
-	if (tb)
-		return 0;
 	const char *e = getenv("RF_KERNELS_BLAS_GEMM");
-	if (e && *e && *e != '0')
-		return 0;
-	return one_thread;
+	return !(e && *e && *e != '0');
+}
+
+/* Whether OpenBLAS is there for a GEMV (it is opened at the first ask) */
+static int rf__gemv_blas(void)
+{
+#if RF_HAVE_OPENBLAS
+	return rf__openblas(NULL) != NULL;
+#else
+	return 0;
+#endif
 }
 
 int rf__k_gemm(int ta, int tb, int m, int n, int k, float alpha,
 	      const float *a, int lda, const float *b, int ldb,
 	      float beta, float *c, int ldc)
 {
-#if RF_HAVE_OPENBLAS
-	const struct rf__openblas *ob = rf__openblas(NULL);
-	int one_thread = !ob || ob->get_num_threads() == 1;
-#else
-	int one_thread = 1;
-#endif
-	if (gemm_fast_ok(tb, one_thread)) {
+	/* (one row, m == 1, is a GEMV: OpenBLAS's sgemv streams op(B) once, below) */
+	if (gemm_fast_ok() && !(m == 1 && RF_HAVE_OPENBLAS && rf__gemv_blas())) {
 		int rc = rf__k_gemm_avx512(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 		if (rc != -ENOTSUP)
 			return rc;
 	}
 #if RF_HAVE_OPENBLAS
+	const struct rf__openblas *ob = rf__openblas(NULL);
 	if (!ob)
 		return rf__k_gemm_portable(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 	int rc = rf__k_gemm_check(ta, tb, m, n, k, a, lda, b, ldb, c, ldc);

@@ -35,9 +35,10 @@ int rf__k_gemm(int trans_a, int trans_b, int m, int n, int k, float alpha,
 int rf__k_gemm_portable(int trans_a, int trans_b, int m, int n, int k, float alpha,
 		       const float *a, int lda, const float *b, int ldb,
 		       float beta, float *c, int ldc);
-/* The AVX-512 gemm rf__k_gemm uses for trans_b == 0 when OpenBLAS runs one thread
- * (same contract; single-threaded; ~48 KiB of stack). -ENOTSUP when trans_b, when the
- * CPU lacks AVX-512 or when RF_KERNELS_NO_AVX512 is set; deterministic otherwise. */
+/* The AVX-512 gemm rf__k_gemm uses wherever the CPU has it (same contract; ~80 KiB of
+ * stack): on the calling thread, joined by the CPU devices' idle helpers for a large
+ * product (par.h), with the same bits either way. -ENOTSUP when the CPU lacks AVX-512
+ * or when RF_KERNELS_NO_AVX512 is set; deterministic otherwise. */
 int rf__k_gemm_avx512(int trans_a, int trans_b, int m, int n, int k, float alpha,
 		     const float *a, int lda, const float *b, int ldb,
 		     float beta, float *c, int ldc);
