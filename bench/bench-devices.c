@@ -22,7 +22,9 @@
  *   shapes and OpenBLAS threads: 2000^2, the MLP's (batch 256, 784-256-10) forward and
  *   backward GEMMs, and LeNet's im2col GEMMs. ratio = engine GFLOPS / direct GFLOPS.
  *
- * rf-bench threads [--reps R] [--json]
+ * rf-bench threads [--reps R] [--json]   (its GEMMs through OpenBLAS: RF_KERNELS_BLAS_GEMM=1
+ *   unless set -- ringflow's AVX-512 GEMM, which rf__k_gemm takes where it can, ignores
+ *   OpenBLAS's threads)
  *   The CPU threading policy. The same total work run three ways on the cores:
  *     1x<cores>  one stream, OpenBLAS on every core
  *     2x1        two streams, half the work each, one OpenBLAS thread each
@@ -68,7 +70,8 @@ static const char copy_usage[] =
 static const char gemm_usage[] =
 	"usage: rf-bench gemm [--reps R] [--threads T] [--inflight I] [--json]\n"
 	"  --reps R      repetitions, the best counted, 1..1000 (default 5)\n"
-	"  --threads T   OpenBLAS threads, 1..1024 (default: the device's policy)\n"
+	"  --threads T   OpenBLAS threads, 1..1024 (default: the device's policy; they apply\n"
+	"                where OpenBLAS multiplies: without AVX-512, or with RF_KERNELS_BLAS_GEMM=1)\n"
 	"  --inflight I  the engine's cap on ops in flight, 1..1000000 (default 64)\n";
 static const char threads_usage[] =
 	"usage: rf-bench threads [--reps R] [--json]\n"
@@ -630,6 +633,10 @@ int rf_bench_threads(int argc, char **argv)
 
 	if ((rc = bparse("threads", threads_usage, argc, argv, &o)) >= 0)
 		return rc;
+	/* the layouts are OpenBLAS's: where the CPU has AVX-512, rf__k_gemm would take
+	 * ringflow's GEMM instead, which ignores OpenBLAS's threads (set before any thread
+	 * starts; a value the user set is kept) */
+	setenv("RF_KERNELS_BLAS_GEMM", "1", 0);
 	if ((rc = benv_open(&b, 0)) < 0) {
 		fprintf(stderr, "rf-bench threads: setup failed: %s\n", rf_last_error());
 		return 1;
@@ -639,7 +646,9 @@ int rf_bench_threads(int argc, char **argv)
 	rf_prng_create(b.e, 4, "g", &g);
 	if (!o.json)
 		printf("threads: %d cores; the same work as 1 stream x %d BLAS threads, 2 streams x 1, "
-		       "2 streams x %d\n  %-24s %10s %10s %10s %8s %8s\n", cores, cores, cores,
+		       "2 streams x %d (GEMMs through OpenBLAS: RF_KERNELS_BLAS_GEMM=%s)\n"
+		       "  %-24s %10s %10s %10s %8s %8s\n", cores, cores, cores,
+		       getenv("RF_KERNELS_BLAS_GEMM"),
 		       "workload", "1x" "all", "2x1", "2xall", "2x1 su", "2xall su");
 	for (int w = 0; w < W_N; w++) {
 		struct tw x = { 0 }, half = { 0 };
