@@ -133,8 +133,14 @@ void rf__col2im_sp(float *dx, const float *dcol, size_t ld, struct rf__conv_geo 
 						float *restrict xr = dxi + c * plane + (size_t)ih * q.w;
 						const float *restrict cr = cp + (size_t)i * q.ow;
 						const int off = kw - q.p;
-						for (int j = lo; j < hi; j++)
-							xr[j * q.s + off] += cr[j];
+						if (q.s == 1) { /* contiguous: vectorised, the same adds */
+							float *restrict xo = xr + off;
+							for (int j = lo; j < hi; j++)
+								xo[j] += cr[j];
+						} else {
+							for (int j = lo; j < hi; j++)
+								xr[j * q.s + off] += cr[j];
+						}
 					}
 				}
 	}
