@@ -174,64 +174,52 @@ static void gm_block(const float *ap, int i0, int mc, int p0, int kc, int acc, i
 	}
 }
 
-/* Rows of A per packed block of a K slice kc deep: as many MR panels as RF__GM_APACK
- * floats hold (the block stays in L1/L2 while B's panels pass over it). */
-static int gm_mcb(int kc)
-{
-	return RF__GM_APACK / kc / RF__GM_MR * RF__GM_MR;
-}
+/* C = alpha * op(A) * op(B) + beta * C over C's columns [j0, j1) (j0 a multiple of NR),
+ * for alpha != 0, k > 0 (rf__k_gemm's contract): beta applied to those columns, then
+ * for each K slice and each block of A's rows, the block's tiles. alpha * op(A) comes
+ * packed whole in apk (slice p0 at p0 * mpad floats, its rows' MR panels in order: the
+ * block of rows i0 at i0 * kc), or, apk NULL, is packed block by block into ap. Every
+ * C element is the same sequence of FMAs and adds whichever columns a call covers and
+ * wherever A was packed: a GEMM split by columns over threads has the bits of one
+ * call. */
+struct gm_args {
+	int ta, tb, m, n, k, lda, ldb, ldc, mpad;
+	float alpha, beta;
+	const float *a, *b, *apk;
+	float *c;
+	int per; /* gemm_avx512_par: columns a chunk */
+};
 
-/* C = alpha * op(A) * B + beta * C for alpha != 0, k > 0 (rf__k_gemm's contract). */
-static void gemm_avx512(int ta, int tb, int m, int n, int k, float alpha, const float *a,
-			int lda, const float *b, int ldb, float beta, float *c, int ldc)
+static void gm_cols(const struct gm_args *g, int j0, int j1, float *ap)
 {
-	float ap[RF__GM_APACK] __attribute__((aligned(64)));
-
-	if (beta != 0.0f) /* beta == 0: the first K slice overwrites C instead */
-		rf__k_gemm_beta(m, n, beta, c, ldc);
-	for (int p0 = 0; p0 < k; p0 += RF__GM_KC) {
-		const int kc = k - p0 < RF__GM_KC ? k - p0 : RF__GM_KC;
-		const int mcb = gm_mcb(kc);
-		const int acc = p0 > 0 || beta != 0.0f;
-		for (int i0 = 0; i0 < m; i0 += mcb) {
-			const int mc = m - i0 < mcb ? m - i0 : mcb;
-			gm_pack_a(ap, ta, a, (size_t)lda, i0, p0, mc, kc, alpha);
-			gm_block(ap, i0, mc, p0, kc, acc, tb, b, ldb, c, ldc, 0, n);
+	if (g->beta != 0.0f) /* beta == 0: the first K slice overwrites C instead */
+		rf__k_gemm_beta(g->m, j1 - j0, g->beta, g->c + j0, g->ldc);
+	for (int p0 = 0; p0 < g->k; p0 += RF__GM_KC) {
+		const int kc = g->k - p0 < RF__GM_KC ? g->k - p0 : RF__GM_KC;
+		/* rows of A per block: as many MR panels as RF__GM_APACK floats hold (the
+		 * block stays in L1/L2 while B's panels pass over it) */
+		const int mcb = RF__GM_APACK / kc / RF__GM_MR * RF__GM_MR;
+		const int acc = p0 > 0 || g->beta != 0.0f;
+		for (int i0 = 0; i0 < g->m; i0 += mcb) {
+			const int mc = g->m - i0 < mcb ? g->m - i0 : mcb;
+			const float *blk = g->apk ? g->apk + (size_t)p0 * g->mpad + (size_t)i0 * kc
+						  : ap;
+			if (!g->apk)
+				gm_pack_a(ap, g->ta, g->a, (size_t)g->lda, i0, p0, mc, kc, g->alpha);
+			gm_block(blk, i0, mc, p0, kc, acc, g->tb, g->b, g->ldb, g->c, g->ldc, j0, j1);
 		}
 	}
 }
 
 /* ---- the same GEMM over idle cores (par.h) ------------------------------------------
- * alpha * op(A) is packed whole first, K slice after K slice (slice p0 at p0 * mpad
- * floats, its rows' MR panels in order: the block of rows i0 at i0 * kc), into a
- * buffer the calling thread keeps; then chunks of NR-wide column panels go to
- * rf__par_for, each running the serial loops over its columns. Every C element is the
- * same sequence of FMAs and adds as in gemm_avx512, whoever computes its column: the
- * bits do not depend on the split. */
-struct gm_par {
-	const float *apk, *b;
-	float *c;
-	int m, n, k, mpad, tb, ldb, ldc, per; /* per: columns a chunk */
-	float beta;
-};
-
+ * alpha * op(A) is packed whole first into a buffer the calling thread keeps; then
+ * chunks of NR-wide column panels go to rf__par_for, each a gm_cols call. */
 static void gm_par_chunk(void *arg, unsigned i)
 {
-	const struct gm_par *g = arg;
+	const struct gm_args *g = arg;
 	const int j0 = (int)i * g->per, j1 = g->n - j0 < g->per ? g->n : j0 + g->per;
 
-	if (g->beta != 0.0f)
-		rf__k_gemm_beta(g->m, j1 - j0, g->beta, g->c + j0, g->ldc);
-	for (int p0 = 0; p0 < g->k; p0 += RF__GM_KC) {
-		const int kc = g->k - p0 < RF__GM_KC ? g->k - p0 : RF__GM_KC;
-		const int mcb = gm_mcb(kc);
-		const int acc = p0 > 0 || g->beta != 0.0f;
-		for (int i0 = 0; i0 < g->m; i0 += mcb) {
-			const int mc = g->m - i0 < mcb ? g->m - i0 : mcb;
-			gm_block(g->apk + (size_t)p0 * g->mpad + (size_t)i0 * kc, i0, mc, p0, kc,
-				 acc, g->tb, g->b, g->ldb, g->c, g->ldc, j0, j1);
-		}
-	}
+	gm_cols(g, j0, j1, NULL);
 }
 
 static pthread_key_t gm_key;
@@ -273,25 +261,26 @@ static float *gm_buffer(size_t floats)
  * and two NR panels of columns or more. */
 #define RF__GM_PAR_FLOPS (8.0 * 1024 * 1024)
 
-static int gemm_avx512_par(int ta, int tb, int m, int n, int k, float alpha, const float *a,
-			   int lda, const float *b, int ldb, float beta, float *c, int ldc)
+/* 1 where g's GEMM ran over idle cores, 0 where it is left to one thread */
+static int gemm_avx512_par(struct gm_args *g)
 {
-	const int panels = (n + RF__GM_NR - 1) / RF__GM_NR;
-	const int mpad = (m + RF__GM_MR - 1) / RF__GM_MR * RF__GM_MR;
+	const int panels = (g->n + RF__GM_NR - 1) / RF__GM_NR;
 	float *apk;
 
-	if (2.0 * m * n * k < RF__GM_PAR_FLOPS || panels < 2 || !rf__par_open())
+	if (2.0 * g->m * g->n * g->k < RF__GM_PAR_FLOPS || panels < 2 || !rf__par_open())
 		return 0;
-	if (!(apk = gm_buffer((size_t)mpad * k)))
+	g->mpad = (g->m + RF__GM_MR - 1) / RF__GM_MR * RF__GM_MR;
+	if (!(apk = gm_buffer((size_t)g->mpad * g->k)))
 		return 0;
-	for (int p0 = 0; p0 < k; p0 += RF__GM_KC)
-		gm_pack_a(apk + (size_t)p0 * mpad, ta, a, (size_t)lda, 0, p0, m,
-			  k - p0 < RF__GM_KC ? k - p0 : RF__GM_KC, alpha);
+	for (int p0 = 0; p0 < g->k; p0 += RF__GM_KC)
+		gm_pack_a(apk + (size_t)p0 * g->mpad, g->ta, g->a, (size_t)g->lda, 0, p0, g->m,
+			  g->k - p0 < RF__GM_KC ? g->k - p0 : RF__GM_KC, g->alpha);
+	g->apk = apk;
 	/* chunks: about four a thread that may take part, whole panels each */
 	unsigned want = 4 * (rf__par_helpers() + 1);
 	int per_panels = (panels + (int)want - 1) / (int)want;
-	struct gm_par g = { apk, b, c, m, n, k, mpad, tb, ldb, ldc, per_panels * RF__GM_NR, beta };
-	rf__par_for((unsigned)((panels + per_panels - 1) / per_panels), gm_par_chunk, &g);
+	g->per = per_panels * RF__GM_NR;
+	rf__par_for((unsigned)((panels + per_panels - 1) / per_panels), gm_par_chunk, g);
 	return 1;
 }
 #endif
@@ -311,8 +300,11 @@ int rf__k_gemm_avx512(int ta, int tb, int m, int n, int k, float alpha, const fl
 		rf__k_gemm_beta(m, n, beta, c, ldc);
 		return 0;
 	}
-	if (!gemm_avx512_par(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
-		gemm_avx512(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+	struct gm_args g = { ta, tb, m, n, k, lda, ldb, ldc, 0, alpha, beta, a, b, NULL, c, 0 };
+	if (!gemm_avx512_par(&g)) {
+		float ap[RF__GM_APACK] __attribute__((aligned(64)));
+		gm_cols(&g, 0, n, ap);
+	}
 	return 0;
 #else
 	return -ENOTSUP;

@@ -102,7 +102,7 @@ int rf__k_gemm(int ta, int tb, int m, int n, int k, float alpha,
 	      float beta, float *c, int ldc)
 {
 	/* (one row, m == 1, is a GEMV: OpenBLAS's sgemv streams op(B) once, below) */
-	if (gemm_fast_ok() && !(m == 1 && RF_HAVE_OPENBLAS && rf__gemv_blas())) {
+	if (gemm_fast_ok() && !(m == 1 && rf__gemv_blas())) {
 		int rc = rf__k_gemm_avx512(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 		if (rc != -ENOTSUP)
 			return rc;
