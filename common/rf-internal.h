@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "log.h"
 
@@ -114,6 +115,15 @@ static inline void rf__cpu_relax(void)
 }
 /* spin.c: the CPUs this process may run on (its affinity; else those online; >= 1). */
 int rf__cpus(void);
+/* CLOCK_MONOTONIC in ns: ring's rf_now_ns, and the layers below ring that time a spin
+ * (the CPU devices' helpers link without ring in the kernels' tests). */
+static inline uint64_t rf__mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 struct stat;
 

@@ -18,9 +18,7 @@
 /* The clock of deadlines, backoffs and spins. */
 uint64_t rf_now_ns(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return rf__mono_ns();
 }
 
 static int rf__grow_pool(struct rf_ring *r)

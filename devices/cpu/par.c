@@ -33,7 +33,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "par.h"
@@ -68,14 +67,6 @@ static long rf__par_futex(_Atomic uint32_t *addr, int op, uint32_t val)
 	return syscall(SYS_futex, (uint32_t *)addr, op, val, NULL, NULL, 0);
 }
 
-static uint64_t rf__par_now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
 #define RF__PAR_CHUNKS 0xFFFFu /* at most, a kernel's work on offer */
 
 /* Claim the next chunk of generation gen: 1 and *i, or 0 when it has none left. */
@@ -100,12 +91,12 @@ static int rf__par_claim(uint32_t gen, unsigned *i)
  * what ends its wait then.) */
 static void rf__par_wait(uint32_t seen)
 {
-	uint64_t t0 = rf__par_now();
+	uint64_t t0 = rf__mono_ns();
 	unsigned k = 0;
 
 	while (atomic_load_explicit(&P.seq, memory_order_acquire) == seen &&
 	       !atomic_load_explicit(&P.stop, memory_order_acquire)) {
-		if (rf__par_now() - t0 < RF__PAR_SPIN_NS) {
+		if (rf__mono_ns() - t0 < RF__PAR_SPIN_NS) {
 			if ((++k & 15) == 0 && rf__spin_crowded())
 				sched_yield();
 			else
@@ -266,8 +257,8 @@ static int rf__par_offer(unsigned n, void (*fn)(void *arg, unsigned i), void *ar
 	uint64_t t0 = 0;
 	for (unsigned k = 0; atomic_load_explicit(&P.done, memory_order_acquire) != n - mine; k++) {
 		if ((k & 63) == 63 && !t0)
-			t0 = rf__par_now();
-		if (t0 && rf__par_now() - t0 > RF__PAR_SPIN_NS)
+			t0 = rf__mono_ns();
+		if (t0 && rf__mono_ns() - t0 > RF__PAR_SPIN_NS)
 			sched_yield(); /* a helper preempted: let it finish */
 		else
 			rf__cpu_relax();
