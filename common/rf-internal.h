@@ -115,6 +115,10 @@ static inline void rf__cpu_relax(void)
 }
 /* spin.c: the CPUs this process may run on (its affinity; else those online; >= 1). */
 int rf__cpus(void);
+/* spin.c: futex(2) on the 32-bit word at `word`, no timeout (op FUTEX_WAIT_PRIVATE with
+ * the value expected, FUTEX_WAKE_PRIVATE with how many): what a thread that spun and
+ * found nothing sleeps on. */
+long rf__futex(void *word, int op, uint32_t val);
 /* CLOCK_MONOTONIC in ns: ring's rf_now_ns, and the layers below ring that time a spin
  * (the CPU devices' helpers link without ring in the kernels' tests). */
 static inline uint64_t rf__mono_ns(void)

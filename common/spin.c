@@ -7,6 +7,7 @@
  * with pollers (its reactor) and each worker thread. */
 #include <sched.h>
 #include <stdatomic.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "rf-internal.h"
@@ -39,4 +40,9 @@ int rf__spin_crowded(void)
 		atomic_store_explicit(&rf__spin_cpus, cpus, memory_order_relaxed);
 	}
 	return atomic_load_explicit(&rf__spinners, memory_order_relaxed) > cpus;
+}
+
+long rf__futex(void *word, int op, uint32_t val)
+{
+	return syscall(SYS_futex, (uint32_t *)word, op, val, NULL, NULL, 0);
 }

@@ -15,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/futex.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "engine-impl.h"
@@ -101,11 +100,6 @@ struct rf__wlist {
 	unsigned gen, n;
 	struct rf__worker *q[RF__WTHREAD_MAXQ];
 };
-
-static long rf__futex(_Atomic uint32_t *addr, int op, uint32_t val)
-{
-	return syscall(SYS_futex, (uint32_t *)addr, op, val, NULL, NULL, 0);
-}
 
 static void rf__wthread_kick(struct rf__wthread *th)
 {

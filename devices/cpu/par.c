@@ -32,7 +32,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "par.h"
@@ -61,11 +60,6 @@ static struct {
 	_Atomic int cpus;         /* the CPUs this process may run on, read at start */
 	_Atomic unsigned long long offered, helped;
 } P = { .lock = PTHREAD_MUTEX_INITIALIZER };
-
-static long rf__par_futex(_Atomic uint32_t *addr, int op, uint32_t val)
-{
-	return syscall(SYS_futex, (uint32_t *)addr, op, val, NULL, NULL, 0);
-}
 
 #define RF__PAR_CHUNKS 0xFFFFu /* at most, a kernel's work on offer */
 
@@ -106,7 +100,7 @@ static void rf__par_wait(uint32_t seen)
 		atomic_fetch_add_explicit(&P.sleepers, 1, memory_order_seq_cst);
 		if (atomic_load_explicit(&P.seq, memory_order_seq_cst) == seen &&
 		    !atomic_load_explicit(&P.stop, memory_order_seq_cst))
-			rf__par_futex(&P.seq, FUTEX_WAIT_PRIVATE, seen);
+			rf__futex(&P.seq, FUTEX_WAIT_PRIVATE, seen);
 		atomic_fetch_sub_explicit(&P.sleepers, 1, memory_order_relaxed);
 	}
 }
@@ -149,7 +143,7 @@ static void rf__par_stop(void)
 {
 	atomic_store_explicit(&P.stop, 1, memory_order_release);
 	atomic_fetch_add_explicit(&P.seq, 1, memory_order_seq_cst);
-	rf__par_futex(&P.seq, FUTEX_WAKE_PRIVATE, INT_MAX);
+	rf__futex(&P.seq, FUTEX_WAKE_PRIVATE, INT_MAX);
 	for (unsigned i = 0; i < P.nth; i++)
 		pthread_join(P.th[i], NULL);
 	P.nth = 0;
@@ -248,7 +242,7 @@ static int rf__par_offer(unsigned n, void (*fn)(void *arg, unsigned i), void *ar
 	atomic_fetch_add_explicit(&P.offered, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&P.seq, 1, memory_order_seq_cst);
 	if (atomic_load_explicit(&P.sleepers, memory_order_seq_cst))
-		rf__par_futex(&P.seq, FUTEX_WAKE_PRIVATE, INT_MAX);
+		rf__futex(&P.seq, FUTEX_WAKE_PRIVATE, INT_MAX);
 	while (rf__par_claim(gen, &i)) {
 		fn(arg, i);
 		mine++;

@@ -57,7 +57,6 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "ring.h"        /* rf_now_ns */
@@ -91,12 +90,12 @@ struct rf__waker {
 
 static inline void rf__waker_futex_wait(_Atomic uint32_t *w, uint32_t v)
 {
-	syscall(SYS_futex, (uint32_t *)w, FUTEX_WAIT_PRIVATE, v, NULL, NULL, 0);
+	rf__futex(w, FUTEX_WAIT_PRIVATE, v);
 }
 
 static inline void rf__waker_futex_wake(_Atomic uint32_t *w)
 {
-	syscall(SYS_futex, (uint32_t *)w, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	rf__futex(w, FUTEX_WAKE_PRIVATE, 1);
 }
 
 /* Reactor: signal k (the next number) is issued, its event recorded. */
