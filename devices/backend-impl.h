@@ -80,8 +80,9 @@ int rf__opcode_of(const char *name);
 
 struct rf__op;
 /* open.c: the op rf_device_supports asks a backend about: opcode code with every operand
- * present (shape 1s), float ones of dtype dt (4-D ones in layout lay), per-channel ones
- * f32, on device d (may be NULL); sum_in: RF__OP_SUM's one input. */
+ * present (shape 1s), float ones of dtype dt (4-D ones, and those of any rank, in layout
+ * lay), per-channel ones f32, on device d (may be NULL); sum_in: RF__OP_SUM's one
+ * input. */
 void rf__probe_op(struct rf__op *op, struct rf__tref *sum_in, int code, struct rf_device *d,
 		  enum rf_tdtype dt, enum rf_layout lay);
 

@@ -94,7 +94,8 @@ int rf_device_kind_host_memory(const char *kind)
 
 /* An op of opcode code whose operands are all present, float ones of dtype dt (4-D
  * ones in layout lay) and per-channel ones f32, as a model computing in (dt, lay)
- * pushes them, on device d (may be NULL): what rf_device_supports asks. */
+ * pushes them (those of any rank 4-D), on device d (may be NULL): what
+ * rf_device_supports asks. */
 void rf__probe_op(struct rf__op *op, struct rf__tref *sum_in, int code, struct rf_device *d,
 		  enum rf_tdtype dt, enum rf_layout lay)
 {
@@ -115,7 +116,10 @@ void rf__probe_op(struct rf__op *op, struct rf__tref *sum_in, int code, struct r
 		t->dev = d;
 		t->dtype = o->kind == RF__OK_I32 ? RF_I32 : o->kind == RF__OK_U8 ? RF_U8
 			 : o->kind == RF__OK_CHAN ? RF_F32 : dt;
-		t->ndim = o->ndim ? o->ndim : 1;
+		/* an operand of any rank is asked as a 4-D one, in the layout asked: a
+		 * push may give it one (bias_add on a convolution's output), and a claim
+		 * must cover what a push can bring (test-op-table checks it) */
+		t->ndim = o->ndim ? o->ndim : o->kind == RF__OK_FLOAT ? 4 : 1;
 		t->layout = t->ndim == 4 ? lay : RF_LAYOUT_ROWMAJOR;
 		for (int k = 0; k < RF_TENSOR_MAX_DIMS; k++)
 			t->shape[k] = 1;

@@ -240,25 +240,50 @@ int rf__cuda_rule_supports(const struct rf__op *op, int dnn, const char *dnn_why
 
 /* ---- a convolution's path ------------------------------------------------------------ */
 
-int rf__cuda_pick_algo(const struct rf__algo_perf *perf, int n, size_t budget, int tf32,
+int rf__cuda_conv_math(enum rf_tdtype dt, int tf32)
+{
+	if (dt == RF_BF16 || dt == RF_F16)
+		return RF__PLAN_MATH_TENSOR;
+	return tf32 ? RF__PLAN_MATH_DEFAULT : RF__PLAN_MATH_FMA;
+}
+
+static int rf__is_tensor_math(int m)
+{
+	return m == RF__PLAN_MATH_TENSOR || m == RF__PLAN_MATH_TENSOR_CONV;
+}
+
+int rf__cuda_pick_algo(const struct rf__algo_perf *perf, int n, size_t budget, int want,
 		       int *other)
 {
 	*other = 0;
-	for (int pass = 0; pass < 2; pass++)
+	for (int pass = 0; pass < 3; pass++)
 		for (int i = 0; i < n; i++) {
-			int fma = 0, ok;
-			for (int j = 0; !tf32 && pass && j < n; j++)
-				fma |= perf[j].algo == perf[i].algo && perf[j].fma;
-			if (tf32)
-				ok = pass || !perf[i].fma;
+			int fma = 0, ok, m = perf[i].math;
+			for (int j = 0; want == RF__PLAN_MATH_FMA && pass && j < n; j++)
+				fma |= perf[j].algo == perf[i].algo &&
+				       perf[j].math == RF__PLAN_MATH_FMA;
+			if (want == RF__PLAN_MATH_FMA)
+				ok = pass == 0 ? m == RF__PLAN_MATH_FMA : pass == 1 && !fma;
+			else if (want == RF__PLAN_MATH_TENSOR)
+				ok = pass == 0 ? rf__is_tensor_math(m)
+				   : pass == 1 ? m != RF__PLAN_MATH_FMA : 1;
 			else
-				ok = pass ? !fma : perf[i].fma;
+				ok = pass == 0 ? m != RF__PLAN_MATH_FMA : pass == 1;
 			if (perf[i].usable && ok && perf[i].memory <= budget) {
-				*other = !tf32 && pass;
+				*other = want == RF__PLAN_MATH_FMA && pass;
 				return i;
 			}
 		}
 	return -1;
+}
+
+int rf__cuda_run_math(int want, int entry_math)
+{
+	if (want == RF__PLAN_MATH_FMA)
+		return RF__PLAN_MATH_FMA;
+	if (want == RF__PLAN_MATH_TENSOR && entry_math == RF__PLAN_MATH_DEFAULT)
+		return RF__PLAN_MATH_TENSOR;
+	return entry_math;
 }
 
 enum rf__conv_path rf__cuda_conv_path(const struct rf__op *op, int dnn, int dnn_no,

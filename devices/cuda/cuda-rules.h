@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "../backend-impl.h"
+#include "plan-cache.h"
 
 /* ---- what the backend runs ----------------------------------------------------------- */
 
@@ -70,19 +71,32 @@ int rf__cuda_im2col_ok(const struct rf__op *op);
 struct rf__algo_perf {
 	int algo;
 	int usable;          /* its status CUDNN_STATUS_SUCCESS, CUDNN_DETERMINISTIC */
-	int fma;             /* its mathType CUDNN_FMA_MATH */
-	int math;            /* its cudnnMathType_t */
+	int math;            /* its mathType as RF__PLAN_MATH_* (plan-cache.h) */
 	size_t memory;       /* the workspace it wants */
 };
 
+/* The math type a convolution's descriptor asks of cuDNN, so the one its heuristics
+ * rank under (RF__PLAN_MATH_*), as PyTorch asks: f32 data in fp32 FMA, f32 data in
+ * tf32 the default math (TF32 tensor cores allowed), bf16 and f16 data tensor-op math.
+ * Under the default math cuDNN does not seek tensor cores for bf16 and f16: on an H200
+ * (cuDNN 9.19) its first entries then were FMA engines on f32 NCHW copies and a direct
+ * data-gradient kernel of 23 ms a call -- a ResNet-18 bf16 step 60x its tf32 one. */
+int rf__cuda_conv_math(enum rf_tdtype dt, int tf32);
+
 /* The first entry of a heuristic list (perf, n entries) that is usable and whose
- * workspace fits budget, or -1. fp32 (tf32 == 0): an FMA entry, else (pass 2, *other
- * = 1) an algorithm reported only with another math type, to run in FMA math -- as
- * PyTorch does with TF32 off (filtering on FMA alone could leave nothing where cuDNN
- * reports its FP32 algorithms as CUDNN_DEFAULT_MATH). tf32 (and bf16, f16 data): a
- * tensor-core entry first, then any. */
-int rf__cuda_pick_algo(const struct rf__algo_perf *perf, int n, size_t budget, int tf32,
+ * workspace fits budget, or -1; want: rf__cuda_conv_math's. FMA: an FMA entry, else
+ * (pass 2, *other = 1) an algorithm reported only with another math type, to run in FMA
+ * math -- as PyTorch does with TF32 off (filtering on FMA alone could leave nothing
+ * where cuDNN reports its FP32 algorithms as CUDNN_DEFAULT_MATH). DEFAULT (tf32): a
+ * non-FMA entry first, then any. TENSOR (bf16, f16): a tensor-op entry first, then any
+ * but FMA ones, then any. */
+int rf__cuda_pick_algo(const struct rf__algo_perf *perf, int n, size_t budget, int want,
 		       int *other);
+
+/* The math the chosen entry runs in: FMA when FMA is wanted (even for another math
+ * type's entry), else the entry's own, but never the default math for bf16 and f16
+ * data (want TENSOR): tensor-op math there. */
+int rf__cuda_run_math(int want, int entry_math);
 
 /* ---- CUDA graphs --------------------------------------------------------------------- */
 

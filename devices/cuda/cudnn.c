@@ -12,8 +12,9 @@
  * the device's plan cache (plan-cache.h): the first algorithm of cuDNN's heuristic
  * list (no timing: the same choice every run) that is deterministic and whose
  * workspace fits the budget (RF_CUDNN_WORKSPACE, else a share of free memory); in fp32
- * precision FMA math only (full float32, as cuBLAS's default), in tf32 and bf16 the
- * tensor-core entries first. The workspace is the stream's own, grown to the largest
+ * precision FMA math only (full float32, as cuBLAS's default), in tf32 the default
+ * math's tensor-core entries first, bf16 and f16 asked and run in tensor-op math
+ * (rf__cuda_conv_math: the default math gives them FMA engines). The workspace is the stream's own, grown to the largest
  * plan it has run (its ops run one after another on the GPU): what ops in flight hold
  * no longer grows with them. Max pooling CUDNN_POOLING_MAX_DETERMINISTIC with NaN
  * propagated; batch norm CUDNN_BATCHNORM_SPATIAL (per channel), momentum as
@@ -346,6 +347,24 @@ static struct rf__plan_key rf__conv_key(const struct rf__op *op)
 	return k;
 }
 
+/* cuDNN's math types as RF__PLAN_MATH_* (plan-cache.h), both ways: the rules
+ * (cuda-rules.c) speak the latter. */
+static int rf__plan_math(cudnnMathType_t m)
+{
+	return m == CUDNN_FMA_MATH ? RF__PLAN_MATH_FMA
+	     : m == CUDNN_TENSOR_OP_MATH ? RF__PLAN_MATH_TENSOR
+	     : m == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION ? RF__PLAN_MATH_TENSOR_CONV
+	     : RF__PLAN_MATH_DEFAULT;
+}
+
+static cudnnMathType_t rf__dnn_math(int m)
+{
+	return m == RF__PLAN_MATH_FMA ? CUDNN_FMA_MATH
+	     : m == RF__PLAN_MATH_TENSOR ? CUDNN_TENSOR_OP_MATH
+	     : m == RF__PLAN_MATH_TENSOR_CONV ? CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION
+	     : CUDNN_DEFAULT_MATH;
+}
+
 /* Make plan p (its descriptors, its algorithm) for op on handle h. 0, or -EIO/-EINVAL
  * with err set. */
 static int rf__plan_make(struct rf__cuda_dev *cd, cudnnHandle_t h, struct rf__plan *p,
@@ -356,7 +375,7 @@ static int rf__plan_make(struct rf__cuda_dev *cd, cudnnHandle_t h, struct rf__pl
 	cudnnTensorFormat_t fmt = rf__format((enum rf_layout)p->key.layout);
 	cudnnDataType_t dt = rf__dtype((enum rf_tdtype)p->key.dtype);
 	int st = p->key.stride, n = 0, ret = 0, k = -1, other = 0;
-	int tf32 = op->math == RF__MATH_TF32 || dt != CUDNN_DATA_FLOAT;
+	int want = rf__cuda_conv_math((enum rf_tdtype)p->key.dtype, op->math == RF__MATH_TF32);
 	struct rf__algo_perf pf[16];
 	struct rf__descs *d;
 
@@ -378,7 +397,7 @@ static int rf__plan_make(struct rf__cuda_dev *cd, cudnnHandle_t h, struct rf__pl
 	       rf__dn.set_conv2d(d->c, s->pad, s->pad, st, st, 1, 1, CUDNN_CROSS_CORRELATION,
 				 CUDNN_DATA_FLOAT));
 	RF__CK("cudnnSetConvolutionMathType",
-	       rf__dn.set_conv_math(d->c, tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+	       rf__dn.set_conv_math(d->c, rf__dnn_math(want)));
 	switch (p->key.dir) {
 	case 0: {
 		cudnnConvolutionFwdAlgoPerf_t perf[16];
@@ -388,8 +407,7 @@ static int rf__plan_make(struct rf__cuda_dev *cd, cudnnHandle_t h, struct rf__pl
 			pf[i] = (struct rf__algo_perf){
 				(int)perf[i].algo, perf[i].status == CUDNN_STATUS_SUCCESS &&
 				perf[i].determinism == CUDNN_DETERMINISTIC,
-				perf[i].mathType == CUDNN_FMA_MATH, (int)perf[i].mathType,
-				perf[i].memory };
+				rf__plan_math(perf[i].mathType), perf[i].memory };
 		break;
 	}
 	case 1: {
@@ -400,8 +418,7 @@ static int rf__plan_make(struct rf__cuda_dev *cd, cudnnHandle_t h, struct rf__pl
 			pf[i] = (struct rf__algo_perf){
 				(int)perf[i].algo, perf[i].status == CUDNN_STATUS_SUCCESS &&
 				perf[i].determinism == CUDNN_DETERMINISTIC,
-				perf[i].mathType == CUDNN_FMA_MATH, (int)perf[i].mathType,
-				perf[i].memory };
+				rf__plan_math(perf[i].mathType), perf[i].memory };
 		break;
 	}
 	default: {
@@ -412,25 +429,23 @@ static int rf__plan_make(struct rf__cuda_dev *cd, cudnnHandle_t h, struct rf__pl
 			pf[i] = (struct rf__algo_perf){
 				(int)perf[i].algo, perf[i].status == CUDNN_STATUS_SUCCESS &&
 				perf[i].determinism == CUDNN_DETERMINISTIC,
-				perf[i].mathType == CUDNN_FMA_MATH, (int)perf[i].mathType,
-				perf[i].memory };
+				rf__plan_math(perf[i].mathType), perf[i].memory };
 		break;
 	}
 	}
-	k = rf__cuda_pick_algo(pf, n < 16 ? n : 16, cd->ws_budget, tf32, &other);
-	if (k >= 0)
-		p->algo = pf[k].algo, p->ws = pf[k].memory, cp->math = (cudnnMathType_t)pf[k].math;
-	/* fp32 runs FMA math, even an algorithm another math type's entry reported; tf32
-	 * runs the chosen entry's math type */
+	k = rf__cuda_pick_algo(pf, n < 16 ? n : 16, cd->ws_budget, want, &other);
 	cp->other = other;
-	if (!tf32)
-		cp->math = CUDNN_FMA_MATH;
-	if (p->algo >= 0)
+	if (k >= 0) {
+		p->algo = pf[k].algo, p->ws = pf[k].memory;
+		/* fp32 runs FMA math, even an algorithm another math type's entry reported;
+		 * otherwise the entry's math, tensor-op for bf16 and f16 (cuda-rules.h) */
+		p->math = rf__cuda_run_math(want, pf[k].math);
+		cp->math = rf__dnn_math(p->math);
 		RF__CK("cudnnSetConvolutionMathType", rf__dn.set_conv_math(d->c, cp->math));
-	p->math = cp->math == CUDNN_FMA_MATH ? RF__PLAN_MATH_FMA
-		: cp->math == CUDNN_TENSOR_OP_MATH ? RF__PLAN_MATH_TENSOR
-		: cp->math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION ? RF__PLAN_MATH_TENSOR_CONV
-		: RF__PLAN_MATH_DEFAULT;
+	} else {
+		p->math = want;
+		cp->math = rf__dnn_math(want);
+	}
 	p->descs = cp;
 	return 0;
 out:

@@ -312,28 +312,56 @@ static void check_bn_path(void)
 		ours);
 }
 
-/* the pick from lists of { algo, usable, fma, math, memory } */
+/* the math asked, the pick from lists of { algo, usable, math, memory }, the math run */
 static void check_pick(void)
 {
-	const struct rf__algo_perf a[] = { { 1, 1, 0, 1, 0 }, { 2, 1, 1, 0, 10 } };
-	const struct rf__algo_perf b[] = { { 1, 0, 1, 0, 0 }, { 3, 1, 0, 1, 0 }, { 4, 1, 0, 2, 0 } };
-	const struct rf__algo_perf c[] = { { 1, 1, 0, 1, 10 }, { 1, 1, 1, 0, 1000 } };
-	const struct rf__algo_perf d[] = { { 1, 1, 1, 0, 0 }, { 2, 1, 0, 1, 0 } };
+	enum { D = RF__PLAN_MATH_DEFAULT, F = RF__PLAN_MATH_FMA, T = RF__PLAN_MATH_TENSOR,
+	       TC = RF__PLAN_MATH_TENSOR_CONV };
+	const struct rf__algo_perf a[] = { { 1, 1, D, 0 }, { 2, 1, F, 10 } };
+	const struct rf__algo_perf b[] = { { 1, 0, F, 0 }, { 3, 1, D, 0 }, { 4, 1, T, 0 } };
+	const struct rf__algo_perf c[] = { { 1, 1, D, 10 }, { 1, 1, F, 1000 } };
+	const struct rf__algo_perf d[] = { { 1, 1, F, 0 }, { 2, 1, D, 0 } };
+	/* bf16 and f16: tensor-op entries first, then any but FMA, then any */
+	const struct rf__algo_perf e[] = { { 1, 1, F, 0 }, { 2, 1, D, 0 }, { 0, 1, TC, 0 },
+					   { 6, 1, T, 50 } };
 	int other = -1;
 
-	CHECK_EQ(rf__cuda_pick_algo(a, 2, 100, 0, &other), 1);      /* fp32: the FMA entry */
+	/* the math asked: as PyTorch asks it */
+	CHECK_EQ(rf__cuda_conv_math(RF_F32, 0), F);
+	CHECK_EQ(rf__cuda_conv_math(RF_F32, 1), D);
+	CHECK_EQ(rf__cuda_conv_math(RF_BF16, 0), T);       /* whatever the precision says */
+	CHECK_EQ(rf__cuda_conv_math(RF_BF16, 1), T);
+	CHECK_EQ(rf__cuda_conv_math(RF_F16, 1), T);
+
+	CHECK_EQ(rf__cuda_pick_algo(a, 2, 100, F, &other), 1);      /* fp32: the FMA entry */
 	CHECK_EQ(other, 0);
-	CHECK_EQ(rf__cuda_pick_algo(a, 2, 5, 0, &other), 0);        /* it is over budget: */
+	CHECK_EQ(rf__cuda_pick_algo(a, 2, 5, F, &other), 0);        /* it is over budget: */
 	CHECK_EQ(other, 1);                                         /* algo 1 in FMA math */
-	CHECK_EQ(rf__cuda_pick_algo(b, 3, 100, 0, &other), 1);      /* no usable FMA entry */
+	CHECK_EQ(rf__cuda_pick_algo(b, 3, 100, F, &other), 1);      /* no usable FMA entry */
 	CHECK_EQ(other, 1);                                         /* run in FMA math */
-	CHECK_EQ(rf__cuda_pick_algo(c, 2, 100, 0, &other), -1);     /* its FMA entry too big */
-	CHECK_EQ(rf__cuda_pick_algo(d, 2, 100, 1, &other), 1);      /* tf32: tensor cores */
+	CHECK_EQ(rf__cuda_pick_algo(c, 2, 100, F, &other), -1);     /* its FMA entry too big */
+	CHECK_EQ(rf__cuda_pick_algo(d, 2, 100, D, &other), 1);      /* tf32: tensor cores */
 	CHECK_EQ(other, 0);
-	CHECK_EQ(rf__cuda_pick_algo(d, 1, 100, 1, &other), 0);      /* then any */
+	CHECK_EQ(rf__cuda_pick_algo(d, 1, 100, D, &other), 0);      /* then any */
 	CHECK_EQ(other, 0);
-	CHECK_EQ(rf__cuda_pick_algo(b, 1, 100, 1, &other), -1);     /* failed or nondeterministic */
-	fprintf(stderr, "algorithm pick: fp32 FMA first, tf32 tensor cores first: ok\n");
+	CHECK_EQ(rf__cuda_pick_algo(b, 1, 100, D, &other), -1);     /* failed or nondeterministic */
+	CHECK_EQ(rf__cuda_pick_algo(e, 4, 100, T, &other), 2);      /* bf16: tensor-op first */
+	CHECK_EQ(other, 0);
+	CHECK_EQ(rf__cuda_pick_algo(e, 4, 100, D, &other), 1);      /* tf32 would take algo 2 */
+	CHECK_EQ(rf__cuda_pick_algo(e, 2, 100, T, &other), 1);      /* then not FMA */
+	CHECK_EQ(rf__cuda_pick_algo(e, 1, 100, T, &other), 0);      /* then any */
+	CHECK_EQ(other, 0);
+	CHECK_EQ(rf__cuda_pick_algo(b, 1, 100, T, &other), -1);
+	/* the math run */
+	CHECK_EQ(rf__cuda_run_math(F, D), F);
+	CHECK_EQ(rf__cuda_run_math(F, T), F);
+	CHECK_EQ(rf__cuda_run_math(D, T), T);
+	CHECK_EQ(rf__cuda_run_math(D, D), D);
+	CHECK_EQ(rf__cuda_run_math(T, D), T);                       /* never default for bf16 */
+	CHECK_EQ(rf__cuda_run_math(T, TC), TC);
+	CHECK_EQ(rf__cuda_run_math(T, F), F);
+	fprintf(stderr, "algorithm pick: fp32 FMA first, tf32 tensor cores first, bf16 and "
+		"f16 in tensor-op math: ok\n");
 }
 
 int main(void)

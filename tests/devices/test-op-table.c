@@ -523,6 +523,71 @@ static void check_refusal(const char *who, const char *op, enum rf_tdtype dt, en
 	}
 }
 
+/* A claim is what the push decides: for every backend (one without a device here too),
+ * each case's op as the push builds it -- its tensors' ranks, shapes, dtypes and
+ * layouts as make_tensors makes them -- goes to the backend's rule, which must agree
+ * with rf_device_kind_supports in every dtype and layout the case varies in. (A claim
+ * made on a probe of other ranks than a push uses was how a CUDA device came to claim
+ * bias_add on 4-D NHWC tensors and refuse it at push: found on an H200.) Returns the
+ * number of disagreements, each printed. */
+static unsigned check_claims_match_push(const struct rf__backend *be, unsigned *checked)
+{
+	unsigned bad = 0;
+
+	for (unsigned i = 0; i < NCASES; i++) {
+		const struct ocase *c = &cases[i];
+		int code = rf__opcode_of(c->op);
+		CHECK(code >= 0);
+		for (unsigned a = 0; a < 3; a++)
+			for (unsigned l = 0; l < 2; l++) {
+				enum rf_tdtype dt = dtypes[a];
+				enum rf_layout lay = layouts[l];
+				struct rf__tref in[MAXT];
+				struct rf__op op;
+				char why[200] = "";
+				int claim, rule;
+				if (!varies(c, dt, lay))
+					continue;
+				memset(in, 0, sizeof(in));
+				rf__probe_op(&op, in, code, NULL, dt, lay);
+				if (code == RF__OP_SUM) {
+					/* the case's k inputs */
+					for (int k = 1; k < c->nt; k++)
+						in[k - 1] = in[0];
+					op.p.sum.k = c->nt - 1;
+					op.nt = (unsigned)c->nt;
+				}
+				CHECK_EQ(op.nt, (unsigned)c->nt);
+				for (int k = 0; k < c->nt; k++) {
+					const struct tspec *s = &c->t[k];
+					struct rf__tref *t = rf__op_t(&op, (unsigned)k);
+					int fl = is_float(s->kind) && s->kind != K_F_FIXED &&
+						 s->kind != K_FP_POS;
+					t->dtype = is_float(s->kind) ? (fl ? dt : RF_F32) :
+						   s->kind == K_I32 ? RF_I32 : RF_U8;
+					t->layout = fl && s->ndim == 4 ? lay : RF_LAYOUT_ROWMAJOR;
+					t->ndim = s->ndim;
+					t->numel = 1;
+					for (int d = 0; d < RF_TENSOR_MAX_DIMS; d++) {
+						t->shape[d] = d < s->ndim ? s->shape[d] : 1;
+						t->numel *= (size_t)t->shape[d];
+					}
+				}
+				claim = rf_device_kind_supports(be->kind, c->op, dt, lay) == 0;
+				rule = !be->supports_op || be->supports_op(NULL, &op, why, sizeof(why));
+				(*checked)++;
+				if (claim != rule) {
+					fprintf(stderr, "%s: %s in %s %s: claimed %s, but the push %s%s\n",
+						be->kind, c->op, rf_tdtype_name(dt), rf_layout_name(lay),
+						claim ? "yes" : "no", rule ? "runs it" : "refuses: ",
+						rule ? "" : why);
+					bad++;
+				}
+			}
+	}
+	return bad;
+}
+
 /* ---- the conversions and the layout, against independent definitions ---------------- */
 
 static float f_of(uint32_t u)
@@ -715,6 +780,11 @@ int main(void)
 						refused++;
 					}
 				}
+		}
+		{
+			unsigned checked = 0;
+			CHECK_EQ(check_claims_match_push(be, &checked), 0u);
+			CHECK(checked > NCASES);
 		}
 		/* the CPU backend runs every op in every float dtype and layout */
 		if (be->hostmem)
