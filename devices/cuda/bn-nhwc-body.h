@@ -240,9 +240,11 @@ RF_KB void apply_rows(const at &t, T *y, const T *x, const float *m, const float
 	}
 }
 
-/* y += b[c] along each row (an NHWC convolution's bias), one rounding into y's type:
- * k_bias4's bits, without its division per element */
-template <typename T> RF_KB void bias_rows(const at &t, T *y, const T *b, int64_t M, int C)
+/* y = (acc ? y : 0) + b[c] along each row (an NHWC convolution's bias; acc 0 fills y
+ * before a convolution adds its sums to it), one rounding into y's type: k_bias4's
+ * bits, without its division per element */
+template <typename T>
+RF_KB void bias_rows(const at &t, T *y, const T *b, int64_t M, int C, int acc)
 {
 	const int c = t.bx * kCols + t.tx;
 
@@ -251,7 +253,7 @@ template <typename T> RF_KB void bias_rows(const at &t, T *y, const T *b, int64_
 	const float bc = ld(b, (size_t)c);
 	for (int64_t r = (int64_t)t.by * kRows + t.ty; r < M; r += (int64_t)t.gy * kRows) {
 		const size_t i = (size_t)r * C + c;
-		st(y, i, ld(y, i) + bc);
+		st(y, i, acc ? ld(y, i) + bc : bc);
 	}
 }
 

@@ -559,19 +559,27 @@ int rf__dnn_conv(struct rf__cuda_stream *c, struct rf__op *op)
 	if ((ret = rf__stream_ws(c, p->ws, err, len)) < 0)
 		return ret;
 	switch (op->code) {
-	case RF__OP_CONV_FWD:
+	case RF__OP_CONV_FWD: {
+		/* bf16 and f16: y filled with the bias first, the convolution adding its f32
+		 * sums to it (beta 1) -- one rounding, as the CPU's; adding the bias to a
+		 * rounded y rounds twice, the first time at the size of the sums before the
+		 * bias cancels them: 2 ulps off on an H200 (test-op-table) */
+		int fill = op->o.conv_fwd.b.data && key.dtype != RF_F32;
+		if (fill && (ret = rf__cuda_bias4(c, op, 0, op->o.conv_fwd.y.data,
+						   op->o.conv_fwd.b.data, 0)) < 0)
+			goto out;
 		st = rf__dn.conv_fwd(h, &one, cp->d.t[0], op->o.conv_fwd.x.data, cp->d.f,
 				     op->o.conv_fwd.w.data, cp->d.c, (cudnnConvolutionFwdAlgo_t)p->algo,
-				     c->dnn_ws, p->ws, &zero, cp->d.t[1], op->o.conv_fwd.y.data);
+				     c->dnn_ws, p->ws, fill ? &one : &zero, cp->d.t[1],
+				     op->o.conv_fwd.y.data);
 		if ((ret = rf__conv_status(cd, p, cp, op, "cudnnConvolutionForward", st, err, len)) < 0)
 			goto out;
-		if (op->o.conv_fwd.b.data && key.dtype == RF_F32)
+		if (op->o.conv_fwd.b.data && !fill)
 			RF__CK("cudnnAddTensor (bias)",
 			       rf__dn.add_tensor(h, &one, cp->d.t[2], op->o.conv_fwd.b.data, &one,
 						 cp->d.t[1], op->o.conv_fwd.y.data));
-		else if (op->o.conv_fwd.b.data)
-			ret = rf__cuda_bias4(c, op, 0, op->o.conv_fwd.y.data, op->o.conv_fwd.b.data, 0);
 		break;
+	}
 	case RF__OP_CONV_BWD_DATA:
 		st = rf__dn.conv_bwd_data(h, &one, cp->d.f, op->o.conv_bwd_data.w.data, cp->d.t[1],
 					  op->o.conv_bwd_data.dy.data, cp->d.c,

@@ -153,7 +153,8 @@ int rf__kc_sum_h(void *stream, int dt, void *out, const void *const *in, int k, 
 int rf__kc_avgpool2d_h(void *stream, int bwd, int dt, int nhwc, void *out, const void *in, int n,
 		       int c, int h, int w, int k);
 /* A convolution's bias in any float dtype dt, NCHW or NHWC, of (n, c, hw) tensors:
- * y[., c, .] += b[c] (grad 0; NHWC by rf__kc_bias_nhwc), or (grad 1, NCHW only: the NHWC
+ * y[., c, .] = (accumulate ? y[., c, .] : 0) + b[c] (grad 0; NHWC by rf__kc_bias_nhwc;
+ * 0 fills y for a convolution to add its sums to), or (grad 1, NCHW only: the NHWC
  * gradient is rf__kc_colsum_nhwc, with its workspace; -EINVAL) y[c] = (accumulate ?
  * y[c] : 0) + the sum of b[., c, .] -- y is then db and b is dy -- in f32 by a fixed
  * tree, one rounding. */
@@ -186,10 +187,10 @@ int rf__kc_bn_nhwc_bwd(void *stream, int dt, void *dx, float *dgamma, float *dbe
  * -EINVAL (nothing queued) for a bad shape or dtype or a short workspace. */
 int rf__kc_colsum_nhwc(void *stream, int dt, void *out, const void *x, int64_t M, int C, int acc,
 		       void *ws, size_t ws_bytes);
-/* y[r, c] += b[c] over the M rows of C channels of an NHWC tensor of dtype dt (a
- * convolution's bias: rf__kc_bias4_h's NHWC path; its one rounding, a 2-D grid instead
- * of a division per element). -EINVAL for a bad shape or dtype. */
-int rf__kc_bias_nhwc(void *stream, int dt, void *y, const void *b, int64_t M, int C);
+/* y[r, c] = (acc ? y[r, c] : 0) + b[c] over the M rows of C channels of an NHWC tensor
+ * of dtype dt (a convolution's bias: rf__kc_bias4_h's NHWC path; its one rounding, a
+ * 2-D grid instead of a division per element). -EINVAL for a bad shape or dtype. */
+int rf__kc_bias_nhwc(void *stream, int dt, void *y, const void *b, int64_t M, int C, int acc);
 /* Rows per partial sum: 512, or more so that there are at most 4096 partials per channel
  * (what the per-channel sums then add); a multiple of 8 (a block's row lanes). */
 static inline int64_t rf__kc_bn_nhwc_chunk(int64_t M)

@@ -164,13 +164,13 @@ __global__ void k_avgpool_bwd4(T *dx, const T *dy, int nhwc, int C, int H, int W
 	}
 }
 
-/* y[n, c, h, w] += b[c] (NCHW), one rounding */
+/* y[n, c, h, w] = (acc ? y[n, c, h, w] : 0) + b[c] (NCHW), one rounding */
 template <typename T>
-__global__ void k_bias4(T *y, const T *b, int C, size_t hw, size_t total)
+__global__ void k_bias4(T *y, const T *b, int C, size_t hw, size_t total, int acc)
 {
 	GRID_STRIDE(t, total) {
 		int c = (int)((t / hw) % C);
-		st(y, t, __fadd_rn(ld(y, t), ld(b, (size_t)c)));
+		st(y, t, acc ? __fadd_rn(ld(y, t), ld(b, (size_t)c)) : ld(b, (size_t)c));
 	}
 }
 
@@ -226,7 +226,7 @@ int bias4(void *s, int grad, void *y, const void *b, int n, int c, size_t hw, in
 		if (!total)
 			return 0;
 		k_bias4<T><<<blocks_for(total), kThreads, 0, S(s)>>>((T *)y, (const T *)b, c, hw,
-								     total);
+								     total, acc);
 	}
 	return launch_rc();
 }
@@ -302,7 +302,8 @@ int rf__kc_bias4_h(void *stream, int grad, int dt, int nhwc, void *y, const void
 		return -EINVAL;
 	/* NHWC: along rows (kernels_cuda_norm.cu); its gradient wants a workspace */
 	if (nhwc)
-		return grad ? -EINVAL : rf__kc_bias_nhwc(stream, dt, y, b, (int64_t)n * (int64_t)hw, c);
+		return grad ? -EINVAL : rf__kc_bias_nhwc(stream, dt, y, b, (int64_t)n * (int64_t)hw, c,
+							 accumulate);
 	return dt == RF_F32 ? bias4<float>(stream, grad, y, b, n, c, hw, accumulate)
 	     : dt == RF_BF16 ? bias4<__nv_bfloat16>(stream, grad, y, b, n, c, hw, accumulate)
 	     : dt == RF_F16 ? bias4<__half>(stream, grad, y, b, n, c, hw, accumulate) : -EINVAL;

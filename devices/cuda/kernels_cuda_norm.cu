@@ -133,9 +133,9 @@ __global__ void k_bn_apply(T *y, const T *x, const float *m, const float *kf, co
 	rf_bn::apply_rows<T>(me(), y, x, m, kf, beta, M, C, relu);
 }
 
-template <typename T> __global__ void k_bias_rows(T *y, const T *b, int64_t M, int C)
+template <typename T> __global__ void k_bias_rows(T *y, const T *b, int64_t M, int C, int acc)
 {
-	rf_bn::bias_rows<T>(me(), y, b, M, C);
+	rf_bn::bias_rows<T>(me(), y, b, M, C, acc);
 }
 
 template <typename T>
@@ -200,9 +200,10 @@ int colsum(void *s, void *out, const void *x, int acc, const geo &g)
 	return launch_rc();
 }
 
-template <typename T> int bias(void *s, void *y, const void *b, const geo &g)
+template <typename T> int bias(void *s, void *y, const void *b, int acc, const geo &g)
 {
-	k_bias_rows<T><<<dim3(g.elt_x, g.elt_y), kBlock, 0, S(s)>>>((T *)y, (const T *)b, g.M, g.C);
+	k_bias_rows<T><<<dim3(g.elt_x, g.elt_y), kBlock, 0, S(s)>>>((T *)y, (const T *)b, g.M, g.C,
+								     acc);
 	return launch_rc();
 }
 
@@ -210,15 +211,15 @@ template <typename T> int bias(void *s, void *y, const void *b, const geo &g)
 
 extern "C" {
 
-int rf__kc_bias_nhwc(void *stream, int dt, void *y, const void *b, int64_t M, int C)
+int rf__kc_bias_nhwc(void *stream, int dt, void *y, const void *b, int64_t M, int C, int acc)
 {
 	if (!M || !C)
 		return 0;
 	if (rf_bn::check_shape(M, C, dt) < 0)
 		return -EINVAL;
 	const geo g = rf_bn::make_geo(M, C, nullptr, rf_bn::EVAL);
-	return dt == RF_BF16 ? bias<__nv_bfloat16>(stream, y, b, g)
-	     : dt == RF_F16 ? bias<__half>(stream, y, b, g) : bias<float>(stream, y, b, g);
+	return dt == RF_BF16 ? bias<__nv_bfloat16>(stream, y, b, acc, g)
+	     : dt == RF_F16 ? bias<__half>(stream, y, b, acc, g) : bias<float>(stream, y, b, acc, g);
 }
 
 int rf__kc_colsum_nhwc(void *stream, int dt, void *out, const void *x, int64_t M, int C, int acc,

@@ -353,18 +353,19 @@ template <typename T> void one(int n, int C, int h, int w, int relu)
 		CHECK(colsum<T>(db.data(), dy.data(), M, C, 0, wsp, wsb - 4) == -EINVAL);
 		free(wsp);
 	}
-	/* a convolution's bias along the rows: every element once, one rounding */
-	{
+	/* a convolution's bias along the rows: every element once, one rounding; or y
+	 * filled with it (acc 0), before a convolution adds its sums */
+	for (int acc = 0; acc < 2; acc++) {
 		const geo g = rf_bn::make_geo(M, C, nullptr, rf_bn::EVAL);
 		std::vector<T> yb(x), bb(C);
 		for (int c = 0; c < C; c++)
 			st(bb.data(), c, urand());
 		grid(g.elt_x, g.elt_y, [&](const at &t, shared &) {
-			rf_bn::bias_rows<T>(t, yb.data(), bb.data(), M, C);
+			rf_bn::bias_rows<T>(t, yb.data(), bb.data(), M, C, acc);
 		}, none);
 		for (size_t i = 0; i < N; i++) {
 			T want;
-			st(&want, 0, ld(x.data(), i) + ld(bb.data(), i % C));
+			st(&want, 0, (acc ? ld(x.data(), i) : 0.0f) + ld(bb.data(), i % C));
 			CHECK(memcmp(&want, &yb[i], sizeof(T)) == 0);
 		}
 	}
