@@ -264,6 +264,11 @@ float rf__bf16_to_f32(uint16_t h);
 uint16_t rf__f32_to_bf16(float f);       /* round to nearest even; NaN stays NaN */
 float rf__f16_to_f32(uint16_t h);
 uint16_t rf__f32_to_f16(float f);        /* round to nearest even; overflow to inf */
+/* The bit pattern of one element of dtype dt holding v, into *bits (low bytes): its
+ * size in bytes (4: f32, i32; 2: bf16, f16, rounded to nearest even; 1: u8), 0 for an
+ * unknown dtype. Integers truncate toward zero and saturate, NaN gives 0 -- defined for
+ * every float, so every backend fills with the same bits. */
+unsigned rf__fill_bits(enum rf_tdtype dt, float v, uint32_t *bits);
 /* 1 for f32, bf16 and f16 */
 int rf__is_float(enum rf_tdtype dt);
 /* The elements of a tensor of logical shape (ndim, shape) from src (sdt, slay) into

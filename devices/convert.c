@@ -195,3 +195,30 @@ int rf__convert_host(void *dst, enum rf_tdtype ddt, enum rf_layout dlay, const v
 	rf__convert_elems(dst, ddt, dlay, src, sdt, slay, shape, n, esz);
 	return 0;
 }
+
+unsigned rf__fill_bits(enum rf_tdtype dt, float v, uint32_t *bits)
+{
+	switch (dt) {
+	case RF_F32:
+		memcpy(bits, &v, 4);
+		return 4;
+	case RF_I32: {
+		int32_t i = v != v ? 0 : v >= 2147483647.0f ? INT32_MAX
+			  : v <= -2147483648.0f ? INT32_MIN : (int32_t)v;
+		*bits = (uint32_t)i;
+		return 4;
+	}
+	case RF_BF16:
+		*bits = rf__f32_to_bf16(v);
+		return 2;
+	case RF_F16:
+		*bits = rf__f32_to_f16(v);
+		return 2;
+	case RF_U8:
+		*bits = v != v || v <= 0.0f ? 0u : v >= 255.0f ? 255u : (uint32_t)v;
+		return 1;
+	default:
+		*bits = 0;
+		return 0;
+	}
+}

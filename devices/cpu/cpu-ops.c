@@ -85,27 +85,24 @@ size_t rf__cpu_workspace(const struct rf_device *d, const struct rf__op *op, int
 
 static void rf__fill_any(void *x, size_t n, float v, enum rf_tdtype dtype)
 {
+	uint32_t b;
 	size_t i;
 
-	switch (dtype) {
-	case RF_F32:
-		rf__k_fill(x, v, n);
-		break;
-	case RF_I32: {
-		int32_t *p = x, iv = (int32_t)v;
+	switch (rf__fill_bits(dtype, v, &b)) {
+	case 4:
+		if (dtype == RF_F32) {
+			rf__k_fill(x, v, n);
+			break;
+		}
 		for (i = 0; i < n; i++)
-			p[i] = iv;
+			((uint32_t *)x)[i] = b;
 		break;
-	}
-	case RF_BF16:
-	case RF_F16: {
-		uint16_t *p = x, h = dtype == RF_BF16 ? rf__f32_to_bf16(v) : rf__f32_to_f16(v);
+	case 2:
 		for (i = 0; i < n; i++)
-			p[i] = h;
+			((uint16_t *)x)[i] = (uint16_t)b;
 		break;
-	}
 	default:
-		memset(x, (int)(uint8_t)v, n);
+		memset(x, (int)b, n);
 		break;
 	}
 }

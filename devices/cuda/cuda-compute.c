@@ -385,12 +385,11 @@ static int rf__cu_sum(struct rf__cuda_stream *c, struct rf__op *op)
 static int rf__cu_fill(struct rf__cuda_stream *c, struct rf__op *op)
 {
 	const struct rf__tref *x = &op->o.fill.x;
+	uint32_t bits;
+	unsigned w = rf__fill_bits(x->dtype, op->p.fill.v, &bits);
 
-	if (x->dtype == RF_F32)
-		return rf__kc_fill(c->cs, x->data, op->p.fill.v, op->p.fill.n);
-	/* u8, or zeros (supports_op) */
-	return rf__cuerr(cudaMemsetAsync(x->data, (int)(uint8_t)op->p.fill.v,
-					 op->p.fill.n * rf_tdtype_size(x->dtype), c->cs));
+	/* the CPU's bits in every dtype (rf__fill_bits) */
+	return rf__kc_fill(c->cs, x->data, w, bits, op->p.fill.n);
 }
 
 static int rf__cu_u8_f32(struct rf__cuda_stream *c, struct rf__op *op)

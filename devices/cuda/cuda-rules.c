@@ -145,20 +145,9 @@ int rf__cuda_rule_supports(const struct rf__op *op, int dnn, const char *dnn_why
 	case RF__OP_COPY:
 		/* f32, bf16 and f16 into one another in either layout; bytes */
 		return 1;
-	case RF__OP_FILL: {
-		const struct rf__tref *x = &op->o.fill.x;
-		if (x->dtype == RF_I32 && op->p.fill.v != 0.0f) {
-			snprintf(why, len, "filling an i32 tensor with a non-zero value is not "
-				 "supported on CUDA");
-			return 0;
-		}
-		if ((x->dtype == RF_BF16 || x->dtype == RF_F16) && op->p.fill.v != 0.0f) {
-			snprintf(why, len, "filling a %s tensor with a non-zero value: fill an f32 "
-				 "tensor and rf_convert it", rf_tdtype_name(x->dtype));
-			return 0;
-		}
+	case RF__OP_FILL:
+		/* any dtype, any value: the bits of rf__fill_bits */
 		return 1;
-	}
 	case RF__OP_GEMM: {
 		/* cublasGemmEx: A and B of one float dtype, C that dtype or f32 */
 		const struct rf__tref *a = &op->o.gemm.a, *b = &op->o.gemm.b, *c = &op->o.gemm.c;

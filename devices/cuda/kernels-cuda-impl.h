@@ -123,7 +123,9 @@ int rf__kc_scale(void *stream, float *x, float a, size_t n);
  * pointers, all on the stream's device; out may be in[0]. */
 int rf__kc_reduce_sum(void *stream, float *out, const float *const *in, int k, size_t n);
 int rf__kc_copy(void *stream, float *dst, const float *src, size_t n);
-int rf__kc_fill(void *stream, float *x, float v, size_t n);
+/* n elements of width bytes (1, 2 or 4) of x set to the low bytes of bits
+ * (rf__fill_bits); -EINVAL for another width */
+int rf__kc_fill(void *stream, void *x, unsigned width, uint32_t bits, size_t n);
 
 /* Input decoding; in is a device buffer of bytes; element i is of channel
  * (i / m->plane) % m->nch (common/u8norm.h). */

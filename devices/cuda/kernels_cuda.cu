@@ -67,7 +67,7 @@ __global__ void k_scale(float *x, float a, size_t n)
 		x[i] *= a;
 }
 
-__global__ void k_fill(float *x, float v, size_t n)
+template <typename T> __global__ void k_fill(T *x, T v, size_t n)
 {
 	GRID_STRIDE(i, n)
 		x[i] = v;
@@ -739,11 +739,19 @@ int rf__kc_copy(void *stream, float *dst, const float *src, size_t n)
 				       S(stream)));
 }
 
-int rf__kc_fill(void *stream, float *x, float v, size_t n)
+int rf__kc_fill(void *stream, void *x, unsigned width, uint32_t bits, size_t n)
 {
 	if (!n)
 		return 0;
-	k_fill<<<blocks_for(n), kThreads, 0, S(stream)>>>(x, v, n);
+	if (width == 1)
+		return cuda_rc(cudaMemsetAsync(x, (int)(bits & 0xff), n, S(stream)));
+	if (width == 2)
+		k_fill<uint16_t><<<blocks_for(n), kThreads, 0, S(stream)>>>((uint16_t *)x,
+									   (uint16_t)bits, n);
+	else if (width == 4)
+		k_fill<uint32_t><<<blocks_for(n), kThreads, 0, S(stream)>>>((uint32_t *)x, bits, n);
+	else
+		return -EINVAL;
 	return launch_rc();
 }
 

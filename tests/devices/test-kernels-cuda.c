@@ -414,7 +414,7 @@ static void test_vector_ops(void)
 	r = fdown(w_, n);
 	bits_f("scale", r, w, n);
 	free(r);
-	CK(rf__kc_fill(stream, w_, 0.125f, n));
+	CK(rf__kc_fill(stream, w_, 4, 0x3e000000u /* 0.125f */, n));
 	rf__k_fill(w, 0.125f, n);
 	r = fdown(w_, n);
 	bits_f("fill", r, w, n);

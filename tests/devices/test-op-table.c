@@ -558,6 +558,10 @@ static unsigned check_claims_match_push(const struct rf__backend *be, unsigned *
 					op.nt = (unsigned)c->nt;
 				}
 				CHECK_EQ(op.nt, (unsigned)c->nt);
+				/* a rule may read an op's parameters too: fill's value (a CUDA
+				 * device once refused non-zero bf16 fills it claimed) */
+				if (code == RF__OP_FILL)
+					op.p.fill.v = 0.3f;   /* p_fill's */
 				for (int k = 0; k < c->nt; k++) {
 					const struct tspec *s = &c->t[k];
 					struct rf__tref *t = rf__op_t(&op, (unsigned)k);
@@ -626,6 +630,34 @@ static uint16_t bf16_ref(float f)
 	if (dl < dh || (dl == dh && !((lo >> 16) & 1)))
 		return (uint16_t)(lo >> 16);
 	return (uint16_t)(hi >> 16);
+}
+
+/* A fill's bits, defined for every value (every backend fills with them) */
+static void check_fill_bits(void)
+{
+	uint32_t b;
+
+	CHECK_EQ(rf__fill_bits(RF_F32, 0.3f, &b), 4u);
+	CHECK_EQ(b, u_of(0.3f));
+	CHECK_EQ(rf__fill_bits(RF_BF16, 0.3f, &b), 2u);
+	CHECK_EQ(b, (uint32_t)bf16_ref(0.3f));
+	CHECK_EQ(rf__fill_bits(RF_F16, 1.0f, &b), 2u);
+	CHECK_EQ(b, 0x3c00u);
+	CHECK_EQ(rf__fill_bits(RF_I32, -2.75f, &b), 4u);
+	CHECK_EQ((int32_t)b, -2);                             /* toward zero */
+	rf__fill_bits(RF_I32, 3e9f, &b);
+	CHECK_EQ((int32_t)b, INT32_MAX);                      /* saturated */
+	rf__fill_bits(RF_I32, -3e9f, &b);
+	CHECK_EQ((int32_t)b, INT32_MIN);
+	rf__fill_bits(RF_I32, NAN, &b);
+	CHECK_EQ(b, 0u);
+	CHECK_EQ(rf__fill_bits(RF_U8, 200.9f, &b), 1u);
+	CHECK_EQ(b, 200u);
+	rf__fill_bits(RF_U8, 300.0f, &b);
+	CHECK_EQ(b, 255u);
+	rf__fill_bits(RF_U8, -1.0f, &b);
+	CHECK_EQ(b, 0u);
+	CHECK_EQ(rf__fill_bits((enum rf_tdtype)77, 1.0f, &b), 0u);
 }
 
 static void check_conversions(void)
@@ -731,6 +763,7 @@ int main(void)
 	CHECK_OK(rf_cpu_open(r.e, NULL, &ref));
 
 	check_conversions();
+	check_fill_bits();
 	/* unknown names and kinds */
 	CHECK_EQ(rf_device_supports(ref, "no_such_op", RF_F32, RF_LAYOUT_ROWMAJOR), -EINVAL);
 	CHECK(strstr(rf_last_error(), "no_such_op"));
