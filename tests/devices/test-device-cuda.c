@@ -4,8 +4,9 @@
  * numbers with the CPU kernel's, bit for bit for uniform. Then: host <-> device
  * copies from pinned staging memory and between the CPU and the GPU in one graph
  * (a GEMM on each, the CPU result copied over and summed on the GPU), a copy on the
- * d2h stream chained after compute, and an op the backend does not run (an i32 fill of
- * 3) refused at push with a message, nothing poisoned. Exits 77 without a GPU (here,
+ * d2h stream chained after compute, fills of i32 and bf16 with the CPU's bits, and an
+ * op the backend does not run (bias_add on a 4-D NHWC tensor) refused at push with a
+ * message, nothing poisoned. Exits 77 without a GPU (here,
  * cudaGetDeviceCount fails: no driver). */
 #include "test-device-suite.h"
 
@@ -84,18 +85,37 @@ int main(void)
 		 * cuda-rules.c, asked at push since d403bf8): nothing queued, nothing
 		 * poisoned, the reason in rf_last_error */
 		{
-			struct rf_tensor *t;
-			rf_tensor_create(d, RF_I32, "t", RF_DIMS(10), &t);
+			struct rf_tensor *t, *h, *y, *b;
+			int32_t iv[10];
+			uint16_t hv[10];
 			const char *who = NULL;
-			CHECK_EQ(rf_fill(NULL, t, 3.0f), -ENOTSUP);
-			CHECK(strstr(rf_last_error(), "fill") && strstr(rf_last_error(), "i32"));
-			CHECK_OK(rf_tensor_wait(t));
-			CHECK_OK(rf_var_error(t->var, &who));
-			CHECK_OK(rf_engine_wait_all(e));
-			CHECK_OK(rf_fill(NULL, t, 0.0f));       /* zeros it does run */
-			CHECK_OK(rf_tensor_wait(t));
+			/* fills in any dtype and value: rf__fill_bits's bits */
+			CHECK_OK(rf_tensor_create(d, RF_I32, "t", RF_DIMS(10), &t));
+			CHECK_OK(rf_tensor_create(d, RF_BF16, "h", RF_DIMS(10), &h));
+			CHECK_OK(rf_fill(NULL, t, -3.75f));
+			CHECK_OK(rf_fill(NULL, h, 0.3f));
+			CHECK_OK(rf_tensor_read(t, iv));
+			CHECK_OK(rf_tensor_read(h, hv));
+			for (int i = 0; i < 10; i++) {
+				CHECK_EQ(iv[i], -3);
+				CHECK_EQ(hv[i], 0x3e9a);          /* 0.3 in bf16, to nearest */
+			}
 			rf_tensor_destroy(t);
-			fprintf(stderr, "%s: refusal at push ok\n", rf_device_name(d));
+			rf_tensor_destroy(h);
+			/* bias_add on a 4-D NHWC tensor: refused, nothing pushed or poisoned */
+			CHECK_OK(rf_tensor_create_layout(d, RF_F32, RF_LAYOUT_NHWC, "y",
+							 RF_DIMS(2, 3, 2, 2), &y));
+			CHECK_OK(rf_tensor_create(d, RF_F32, "b", RF_DIMS(12), &b));
+			CHECK_EQ(rf_bias_add(NULL, y, b), -ENOTSUP);
+			CHECK(strstr(rf_last_error(), "bias_add") && strstr(rf_last_error(), "nhwc"));
+			CHECK_OK(rf_tensor_wait(y));
+			CHECK_OK(rf_var_error(y->var, &who));
+			CHECK_OK(rf_engine_wait_all(e));
+			CHECK_OK(rf_fill(NULL, y, 0.0f));       /* the tensor still takes ops */
+			CHECK_OK(rf_tensor_wait(y));
+			rf_tensor_destroy(y);
+			rf_tensor_destroy(b);
+			fprintf(stderr, "%s: fills, refusal at push ok\n", rf_device_name(d));
 		}
 		CHECK_OK(rf_engine_wait_all(e));
 		rf_device_mem_stats(d, &ms);
