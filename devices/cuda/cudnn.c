@@ -2,10 +2,7 @@
  * the CUDA device through cuDNN's (legacy, descriptor-based) API, on the calling
  * stream thread's handle.
  *
- * libcudnn.so.9 (and the sub-libraries it opens itself, some hundreds of MB) is opened
- * with dlopen on first use, not linked: every program that links ringflow would
- * otherwise map it at start-up, and a build with it would not start where it is
- * missing. cudnn.h gives the types.
+ * libcudnn.so.9 is opened with dlopen on first use, not linked (cudnn-dl.c).
  *
  * Choices, for results that repeat: a convolution's plan -- descriptors and algorithm
  * -- is made once per (direction, shape, stride, pad, dtype, layout, math) and kept in
@@ -14,16 +11,14 @@
  * workspace fits the budget (RF_CUDNN_WORKSPACE, else a share of free memory); in fp32
  * precision FMA math only (full float32, as cuBLAS's default), in tf32 the default
  * math's tensor-core entries first, bf16 and f16 asked and run in tensor-op math
- * (rf__cuda_conv_math: the default math gives them FMA engines). The workspace is the stream's own, grown to the largest
- * plan it has run (its ops run one after another on the GPU): what ops in flight hold
- * no longer grows with them. Max pooling CUDNN_POOLING_MAX_DETERMINISTIC with NaN
+ * (rf__cuda_conv_math: the default math gives them FMA engines). The workspace is the
+ * stream's own, grown to the largest plan it has run (its ops run one after another on
+ * the GPU): what ops in flight hold no longer grows with them. Max pooling CUDNN_POOLING_MAX_DETERMINISTIC with NaN
  * propagated; batch norm CUDNN_BATCHNORM_SPATIAL (per channel), momentum as
  * PyTorch's (cuDNN's exponentialAverageFactor), the saved mean and 1/sqrt(var + eps)
  * for the backward. Tensors are NCHW or NHWC (their layout), f32, bf16 or f16 (batch
  * norm's parameters f32), accumulated in f32. */
-#include <dlfcn.h>
 #include <errno.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,192 +29,11 @@
 
 #include "cuda-impl.h"
 #include "cuda-rules.h"
+#include "cudnn-dl.h"
 #include "cudnn-impl.h"
 #include "kernels-cuda-impl.h"
 #include "plan-cache.h"
 #include "rf-internal.h"
-
-/* The cuDNN calls we use, resolved once. */
-static struct {
-	cudnnStatus_t (*create)(cudnnHandle_t *);
-	cudnnStatus_t (*destroy)(cudnnHandle_t);
-	cudnnStatus_t (*set_stream)(cudnnHandle_t, cudaStream_t);
-	const char *(*error_string)(cudnnStatus_t);
-	cudnnStatus_t (*create_tensor)(cudnnTensorDescriptor_t *);
-	cudnnStatus_t (*destroy_tensor)(cudnnTensorDescriptor_t);
-	cudnnStatus_t (*set_tensor4d)(cudnnTensorDescriptor_t, cudnnTensorFormat_t,
-				      cudnnDataType_t, int, int, int, int);
-	cudnnStatus_t (*create_filter)(cudnnFilterDescriptor_t *);
-	cudnnStatus_t (*destroy_filter)(cudnnFilterDescriptor_t);
-	cudnnStatus_t (*set_filter4d)(cudnnFilterDescriptor_t, cudnnDataType_t,
-				      cudnnTensorFormat_t, int, int, int, int);
-	cudnnStatus_t (*create_conv)(cudnnConvolutionDescriptor_t *);
-	cudnnStatus_t (*destroy_conv)(cudnnConvolutionDescriptor_t);
-	cudnnStatus_t (*set_conv2d)(cudnnConvolutionDescriptor_t, int, int, int, int, int, int,
-				    cudnnConvolutionMode_t, cudnnDataType_t);
-	cudnnStatus_t (*set_conv_math)(cudnnConvolutionDescriptor_t, cudnnMathType_t);
-	cudnnStatus_t (*fwd_algos)(cudnnHandle_t, cudnnTensorDescriptor_t,
-				   cudnnFilterDescriptor_t, cudnnConvolutionDescriptor_t,
-				   cudnnTensorDescriptor_t, int, int *,
-				   cudnnConvolutionFwdAlgoPerf_t *);
-	cudnnStatus_t (*bwd_data_algos)(cudnnHandle_t, cudnnFilterDescriptor_t,
-					cudnnTensorDescriptor_t, cudnnConvolutionDescriptor_t,
-					cudnnTensorDescriptor_t, int, int *,
-					cudnnConvolutionBwdDataAlgoPerf_t *);
-	cudnnStatus_t (*bwd_filter_algos)(cudnnHandle_t, cudnnTensorDescriptor_t,
-					  cudnnTensorDescriptor_t, cudnnConvolutionDescriptor_t,
-					  cudnnFilterDescriptor_t, int, int *,
-					  cudnnConvolutionBwdFilterAlgoPerf_t *);
-	cudnnStatus_t (*conv_fwd)(cudnnHandle_t, const void *, cudnnTensorDescriptor_t,
-				  const void *, cudnnFilterDescriptor_t, const void *,
-				  cudnnConvolutionDescriptor_t, cudnnConvolutionFwdAlgo_t, void *,
-				  size_t, const void *, cudnnTensorDescriptor_t, void *);
-	cudnnStatus_t (*conv_bwd_data)(cudnnHandle_t, const void *, cudnnFilterDescriptor_t,
-				       const void *, cudnnTensorDescriptor_t, const void *,
-				       cudnnConvolutionDescriptor_t, cudnnConvolutionBwdDataAlgo_t,
-				       void *, size_t, const void *, cudnnTensorDescriptor_t,
-				       void *);
-	cudnnStatus_t (*conv_bwd_filter)(cudnnHandle_t, const void *, cudnnTensorDescriptor_t,
-					 const void *, cudnnTensorDescriptor_t, const void *,
-					 cudnnConvolutionDescriptor_t,
-					 cudnnConvolutionBwdFilterAlgo_t, void *, size_t,
-					 const void *, cudnnFilterDescriptor_t, void *);
-	cudnnStatus_t (*conv_bwd_bias)(cudnnHandle_t, const void *, cudnnTensorDescriptor_t,
-				       const void *, const void *, cudnnTensorDescriptor_t, void *);
-	cudnnStatus_t (*add_tensor)(cudnnHandle_t, const void *, cudnnTensorDescriptor_t,
-				    const void *, const void *, cudnnTensorDescriptor_t, void *);
-	cudnnStatus_t (*bn_train)(cudnnHandle_t, cudnnBatchNormMode_t, const void *, const void *,
-				  cudnnTensorDescriptor_t, const void *, cudnnTensorDescriptor_t,
-				  void *, cudnnTensorDescriptor_t, const void *, const void *,
-				  double, void *, void *, double, void *, void *);
-	cudnnStatus_t (*bn_infer)(cudnnHandle_t, cudnnBatchNormMode_t, const void *, const void *,
-				  cudnnTensorDescriptor_t, const void *, cudnnTensorDescriptor_t,
-				  void *, cudnnTensorDescriptor_t, const void *, const void *,
-				  const void *, const void *, double);
-	cudnnStatus_t (*bn_bwd)(cudnnHandle_t, cudnnBatchNormMode_t, const void *, const void *,
-				const void *, const void *, cudnnTensorDescriptor_t, const void *,
-				cudnnTensorDescriptor_t, const void *, cudnnTensorDescriptor_t,
-				void *, cudnnTensorDescriptor_t, const void *, void *, void *,
-				double, const void *, const void *);
-	cudnnStatus_t (*create_pool)(cudnnPoolingDescriptor_t *);
-	cudnnStatus_t (*destroy_pool)(cudnnPoolingDescriptor_t);
-	cudnnStatus_t (*set_pool2d)(cudnnPoolingDescriptor_t, cudnnPoolingMode_t,
-				    cudnnNanPropagation_t, int, int, int, int, int, int);
-	cudnnStatus_t (*pool_fwd)(cudnnHandle_t, cudnnPoolingDescriptor_t, const void *,
-				  cudnnTensorDescriptor_t, const void *, const void *,
-				  cudnnTensorDescriptor_t, void *);
-	cudnnStatus_t (*pool_bwd)(cudnnHandle_t, cudnnPoolingDescriptor_t, const void *,
-				  cudnnTensorDescriptor_t, const void *, cudnnTensorDescriptor_t,
-				  const void *, cudnnTensorDescriptor_t, const void *, const void *,
-				  cudnnTensorDescriptor_t, void *);
-	int ok;
-	char err[256];
-} rf__dn;
-static pthread_once_t rf__dn_once = PTHREAD_ONCE_INIT;
-
-static void rf__dn_load(void)
-{
-	/* the major version the header describes: another one's calls differ */
-	static const char *const libs[] = { "libcudnn.so.9", NULL };
-	size_t (*version)(void);
-	const struct rf__dlsym ver[] = { { "cudnnGetVersion", (void **)&version } };
-	const struct rf__dlsym syms[] = {
-		{ "cudnnCreate", (void **)&rf__dn.create },
-		{ "cudnnDestroy", (void **)&rf__dn.destroy },
-		{ "cudnnSetStream", (void **)&rf__dn.set_stream },
-		{ "cudnnGetErrorString", (void **)&rf__dn.error_string },
-		{ "cudnnCreateTensorDescriptor", (void **)&rf__dn.create_tensor },
-		{ "cudnnDestroyTensorDescriptor", (void **)&rf__dn.destroy_tensor },
-		{ "cudnnSetTensor4dDescriptor", (void **)&rf__dn.set_tensor4d },
-		{ "cudnnCreateFilterDescriptor", (void **)&rf__dn.create_filter },
-		{ "cudnnDestroyFilterDescriptor", (void **)&rf__dn.destroy_filter },
-		{ "cudnnSetFilter4dDescriptor", (void **)&rf__dn.set_filter4d },
-		{ "cudnnCreateConvolutionDescriptor", (void **)&rf__dn.create_conv },
-		{ "cudnnDestroyConvolutionDescriptor", (void **)&rf__dn.destroy_conv },
-		{ "cudnnSetConvolution2dDescriptor", (void **)&rf__dn.set_conv2d },
-		{ "cudnnSetConvolutionMathType", (void **)&rf__dn.set_conv_math },
-		{ "cudnnGetConvolutionForwardAlgorithm_v7", (void **)&rf__dn.fwd_algos },
-		{ "cudnnGetConvolutionBackwardDataAlgorithm_v7", (void **)&rf__dn.bwd_data_algos },
-		{ "cudnnGetConvolutionBackwardFilterAlgorithm_v7", (void **)&rf__dn.bwd_filter_algos },
-		{ "cudnnConvolutionForward", (void **)&rf__dn.conv_fwd },
-		{ "cudnnConvolutionBackwardData", (void **)&rf__dn.conv_bwd_data },
-		{ "cudnnConvolutionBackwardFilter", (void **)&rf__dn.conv_bwd_filter },
-		{ "cudnnConvolutionBackwardBias", (void **)&rf__dn.conv_bwd_bias },
-		{ "cudnnAddTensor", (void **)&rf__dn.add_tensor },
-		{ "cudnnBatchNormalizationForwardTraining", (void **)&rf__dn.bn_train },
-		{ "cudnnBatchNormalizationForwardInference", (void **)&rf__dn.bn_infer },
-		{ "cudnnBatchNormalizationBackward", (void **)&rf__dn.bn_bwd },
-		{ "cudnnCreatePoolingDescriptor", (void **)&rf__dn.create_pool },
-		{ "cudnnDestroyPoolingDescriptor", (void **)&rf__dn.destroy_pool },
-		{ "cudnnSetPooling2dDescriptor", (void **)&rf__dn.set_pool2d },
-		{ "cudnnPoolingForward", (void **)&rf__dn.pool_fwd },
-		{ "cudnnPoolingBackward", (void **)&rf__dn.pool_bwd },
-	};
-	void *h = rf__dl_open(libs, ver, 1, rf__dn.err, sizeof(rf__dn.err));
-
-	if (!h)
-		return;
-	if (version() / 10000 != CUDNN_MAJOR) {
-		snprintf(rf__dn.err, sizeof(rf__dn.err), "libcudnn.so.9 is version %zu, ringflow "
-			 "was built for %d.x", version(), CUDNN_MAJOR);
-		dlclose(h);
-		return;
-	}
-	/* h and the handle of this second open stay open for the process's life */
-	rf__dn.ok = rf__dl_open(libs, syms, sizeof(syms) / sizeof(syms[0]), rf__dn.err,
-				sizeof(rf__dn.err)) != NULL;
-}
-
-int rf__dnn_ok(const char **why)
-{
-	pthread_once(&rf__dn_once, rf__dn_load);
-	if (why)
-		*why = rf__dn.ok ? NULL : rf__dn.err;
-	return rf__dn.ok;
-}
-
-struct rf__dnn {
-	cudnnHandle_t h;
-};
-
-void rf__dnn_destroy(struct rf__dnn *h)
-{
-	if (!h)
-		return;
-	rf__dn.destroy(h->h);
-	free(h);
-}
-
-/* The stream's handle, made at first use. NULL with err set. */
-static cudnnHandle_t rf__handle(struct rf__dnn **hp, void *cs, char *err, size_t len)
-{
-	cudnnStatus_t st;
-
-	if (*hp)
-		return (*hp)->h;
-	if (!rf__dnn_ok(NULL)) {
-		snprintf(err, len, "cuDNN: %.150s", rf__dn.err);
-		return NULL;
-	}
-	struct rf__dnn *h = calloc(1, sizeof(*h));
-	if (!h) {
-		snprintf(err, len, "cuDNN handle: out of memory");
-		return NULL;
-	}
-	if ((st = rf__dn.create(&h->h)) != CUDNN_STATUS_SUCCESS) {
-		snprintf(err, len, "cudnnCreate: %s", rf__dn.error_string(st));
-		free(h);
-		return NULL;
-	}
-	if ((st = rf__dn.set_stream(h->h, (cudaStream_t)cs)) != CUDNN_STATUS_SUCCESS) {
-		snprintf(err, len, "cudnnSetStream: %s", rf__dn.error_string(st));
-		rf__dn.destroy(h->h);
-		free(h);
-		return NULL;
-	}
-	*hp = h;
-	return h->h;
-}
 
 /* Every descriptor an op may need; rf__descs_free releases what was made. */
 struct rf__descs {
@@ -536,7 +350,7 @@ int rf__dnn_conv(struct rf__cuda_stream *c, struct rf__op *op)
 	 * has outputs (the bias), no channel is refused. cuDNN takes no zero dimension. */
 	if (!s->n || !s->c || !s->o || !s->h || !s->w)
 		return -ENOTSUP;
-	if (!(h = rf__handle(&c->dnn, c->cs, err, len)))
+	if (!(h = rf__dnn_handle(&c->dnn, c->cs, err, len)))
 		return -EIO;
 	if ((ret = rf__budget(cd, err, len)) < 0)
 		return ret;
@@ -714,7 +528,7 @@ int rf__dnn_norm(struct rf__cuda_stream *c, struct rf__op *op)
 	 * no output element, and the CPU writes none either */
 	if (!n || !ch || !hh || !ww)
 		return 0;
-	if (!(h = rf__handle(&c->dnn, c->cs, err, len)))
+	if (!(h = rf__dnn_handle(&c->dnn, c->cs, err, len)))
 		return -EIO;
 	RF__CK("cuDNN tensor descriptor", rf__tensor(&d, 0, n, ch, hh, ww, fmt, dt));
 	if (op->code == RF__OP_BN_RELU_BWD && (ret = rf__bn_relu_half(c, op, 1)) < 0)
