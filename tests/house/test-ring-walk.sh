@@ -1,0 +1,21 @@
+#!/bin/bash
+# test-ring-walk.sh SRCDIR BUILDDIR -- tools/dev/ring-walk on the working tree: every
+# request kind it drives has its push walk and its CQE walk, the retried read two CQE
+# walks, and -v shows a read's CQE reaching the transfers' complete.
+set -eu
+src=$1
+w=$(mktemp -d)
+trap 'rm -rf "$w"' EXIT
+BUILD=$2 RING_WALK_DIR=$w "$src/tools/dev/ring-walk" -v >"$w/out"
+cat "$w/out"
+fail=0
+count() { grep -cE -- "$1" "$w/out" || true; }
+for k in "read +rf_ring_read" "read +rf__handle" "write +rf_ring_write" "write +rf__handle" \
+	"timeout +rf_ring_timeout" "timeout +rf__handle" "short +rf_ring_read"; do
+	[ "$(count "^  $k +[0-9]+ ")" = 1 ] || { echo "FAIL: expected one row: $k"; fail=1; }
+done
+[ "$(count "^  short +rf__handle +[0-9]+ ")" -ge 2 ] ||
+	{ echo "FAIL: the retried read's CQEs: fewer than 2 walks"; fail=1; }
+grep -q "rf__handle > rf__complete_xfer" "$w/out" ||
+	{ echo "FAIL: no CQE walk reaches rf__complete_xfer"; fail=1; }
+exit $fail
