@@ -46,6 +46,7 @@
 #include <ringflow/tensor.h>
 #include <ringflow/ops.h>
 #include "kernels.h"   /* the CPU backend's own (devices/cpu): rf-bench links it */
+#include "par.h"       /* its helper threads: how many a GEMM may use */
 #include "bench.h"
 #include "bench-args.h"
 
@@ -235,14 +236,14 @@ int rf_bench_parallel(int argc, char **argv)
 		BTRY(rf_cuda_open(b.e, 0, NULL, &gpu));
 		s1 = rf_device_stream(cpu, 0);
 		s2 = rf_device_stream(gpu, 0);
-		snprintf(mode, sizeof(mode), "cpu:0 %ld^2 (%d BLAS threads) || cuda:0 %ld^2", o.n,
-			 rf__k_blas_get_threads(), o.gpu_n);
+		snprintf(mode, sizeof(mode), "cpu:0 %ld^2 (%s, %u helpers) || cuda:0 %ld^2", o.n,
+			 rf__k_gemm_who(), rf__par_helpers(), o.gpu_n);
 	} else {
 		BTRY(rf_cpu_open(b.e, &(struct rf_cpu_opts){ .streams = 2 }, &cpu));
 		s1 = rf_device_stream(cpu, 0);
 		s2 = rf_device_stream(cpu, 1);
-		snprintf(mode, sizeof(mode), "two CPU streams, %ld^2, %d BLAS thread(s) each", o.n,
-			 rf__k_blas_get_threads());
+		snprintf(mode, sizeof(mode), "two CPU streams, %ld^2, %s (%u helpers)", o.n,
+			 rf__k_gemm_who(), rf__par_helpers());
 	}
 	rf_prng_create(b.e, 1, "x", &g);
 	x1 = rand_square(cpu, g, o.n, "x1");
@@ -341,8 +342,8 @@ int rf_bench_copy(int argc, char **argv)
 			o.n = 2000;
 		BTRY(rf_cpu_open(b.e, &(struct rf_cpu_opts){ .streams = 1, .blas_threads = bt }, &dev));
 		cpu = dev;
-		snprintf(mode, sizeof(mode), "CPU: compute stream (%d BLAS threads) + memcpy copy stream, %ld^2",
-			 rf__k_blas_get_threads(), o.n);
+		snprintf(mode, sizeof(mode), "CPU: compute stream (%s, %u helpers) + memcpy copy "
+			 "stream, %ld^2", rf__k_gemm_who(), rf__par_helpers(), o.n);
 	}
 	sc = rf_device_stream(dev, 0);
 	sd = rf_device_d2h_stream(dev);
@@ -445,8 +446,10 @@ int rf_bench_gemm(int argc, char **argv)
 	BTRY(rf_cpu_open(b.e, &(struct rf_cpu_opts){ .blas_threads = (int)o.threads }, &d));
 	rf_prng_create(b.e, 3, "g", &g);
 	if (!o.json)
-		printf("gemm: engine (worker stream) vs direct rf__k_gemm, %d BLAS threads\n"
-		       "  %-22s %6s %6s %6s %9s %10s %10s %7s\n", rf__k_blas_get_threads(), "shape",
+		printf("gemm: engine (worker stream) vs direct rf__k_gemm: %s, %u helper "
+		       "threads (OpenBLAS's: %d)\n"
+		       "  %-22s %6s %6s %6s %9s %10s %10s %7s\n", rf__k_gemm_who(),
+		       rf__par_helpers(), rf__k_blas_get_threads(), "shape",
 		       "m", "n", "k", "calls", "direct GF", "engine GF", "ratio");
 	for (size_t si = 0; si < sizeof(gshapes) / sizeof(gshapes[0]); si++) {
 		const struct gshape *s = &gshapes[si];

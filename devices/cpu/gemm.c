@@ -97,6 +97,21 @@ static int rf__gemv_blas(void)
 #endif
 }
 
+const char *rf__k_gemm_who(void)
+{
+	float c = 0.0f;
+
+	/* a 2x1 product of nothing: rf__k_gemm_avx512 says -ENOTSUP where it would not run */
+	if (gemm_fast_ok() && rf__k_gemm_avx512(0, 0, 2, 1, 0, 1.0f, &c, 1, &c, 1, 0.0f,
+						 (float[2]){ 0 }, 1) != -ENOTSUP)
+		return "ringflow's AVX-512 GEMM";
+#if RF_HAVE_OPENBLAS
+	if (rf__openblas(NULL))
+		return "OpenBLAS";
+#endif
+	return "the portable GEMM";
+}
+
 int rf__k_gemm(int ta, int tb, int m, int n, int k, float alpha,
 	      const float *a, int lda, const float *b, int ldb,
 	      float beta, float *c, int ldc)

@@ -30,6 +30,10 @@ extern "C" {
 int rf__k_gemm(int trans_a, int trans_b, int m, int n, int k, float alpha,
 	      const float *a, int lda, const float *b, int ldb,
 	      float beta, float *c, int ldc);
+/* Who multiplies a product of more than one row in rf__k_gemm now: "ringflow's
+ * AVX-512 GEMM", "OpenBLAS" or "the portable GEMM" (one row, a GEMV, goes to
+ * OpenBLAS's sgemv where it is there) -- for the lines that report GEMM figures. */
+const char *rf__k_gemm_who(void);
 /* The blocked plain-C gemm used when OpenBLAS is absent (same contract); always
  * built, so it can be tested and compared. Needs ~80 KiB of stack. */
 int rf__k_gemm_portable(int trans_a, int trans_b, int m, int n, int k, float alpha,
