@@ -20,9 +20,11 @@
  * Blocking: for each KC-deep slice of K, alpha*op(A) is packed in MR-row panels
  * (p-major: the MR values of one k are adjacent), then for each NR-wide panel of op(B)
  * -- B read in place (row stride ldb, no copy: B is the large operand of the
- * convolutions -- im2col columns, output gradients), B^T through a packed KC x NR copy
- * -- whose panel stays in L1 while every A panel of the block passes over it, the
- * micro-kernel computes an MR x NR tile in
+ * convolutions -- im2col columns, output gradients), B^T through KC x NR panels packed
+ * once per slice (not once per block of A: a filter gradient's B^T was repacked for
+ * every 96 rows of A, 85 GF/s against 120-140 for B in place) -- whose panel stays in
+ * L1 while every A panel of the block passes over it, the micro-kernel computes an
+ * MR x NR tile in
  * 24 zmm accumulators: per k, 4 loads of B, 6 broadcasts of A, 24 FMAs. A column edge
  * uses as many zmm columns as it needs, the last with masked loads and stores
  * (masked-off lanes are neither read nor written); row edges store only valid rows.
@@ -133,34 +135,45 @@ static void gm_pack_a(float *restrict ap, int ta, const float *restrict a, size_
 		}
 }
 
-/* bp (kc x NR, row stride NR) <- op(B) = B^T's rows [p0, p0 + kc), columns [j, j + nr):
+/* bp <- op(B) = B^T's rows [p0, p0 + kc), columns [j0, j1), as the NR-wide panels of
+ * those columns one after another (panel t at t * kc * NR, kc x NR, row stride NR):
  * B (n x k) read row by row, kc contiguous floats each. */
 static void gm_pack_bt(float *restrict bp, const float *restrict b, size_t ldb, int p0, int kc,
-		       int j, int nr)
+		       int j0, int j1)
 {
-	for (int jj = 0; jj < nr; jj++) {
-		const float *src = b + (size_t)(j + jj) * ldb + p0;
-		for (int p = 0; p < kc; p++)
-			bp[(size_t)p * RF__GM_NR + jj] = src[p];
+	/* a panel's rows written in order (each source row's line stays in L1 for the
+	 * next 15 p) */
+	for (int j = j0; j < j1; j += RF__GM_NR) {
+		const int nr = j1 - j < RF__GM_NR ? j1 - j : RF__GM_NR;
+		const float *src = b + (size_t)j * ldb + p0;
+		float *restrict d = bp + (size_t)((j - j0) / RF__GM_NR) * kc * RF__GM_NR;
+		for (int p = 0; p < kc; p++, d += RF__GM_NR)
+			for (int jj = 0; jj < nr; jj++)
+				d[jj] = src[(size_t)jj * ldb + p];
 	}
 }
 
 /* C's columns [j0, j1) (j0 a multiple of NR) for the K slice at p0 and the A block of
  * rows [i0, i0 + mc), packed at ap: each MR x NR tile of them, C += (or =) the slice's
- * products. op(B) = B is read in place; B^T (tb) panel by panel through a packed copy,
- * which gives the micro-kernel the same values, so the same bits. */
+ * products. op(B) = B is read in place; B^T (tb) through a packed copy -- bt, the
+ * slice's panels of these columns (gm_pack_bt), or, bt NULL (no buffer for them),
+ * each panel packed here as it comes -- which gives the micro-kernel the same values,
+ * so the same bits. */
 static void gm_block(const float *ap, int i0, int mc, int p0, int kc, int acc, int tb,
-		     const float *b, int ldb, float *c, int ldc, int j0, int j1)
+		     const float *bt, const float *b, int ldb, float *c, int ldc, int j0, int j1)
 {
-	float bt[RF__GM_KC * RF__GM_NR] __attribute__((aligned(64))); /* tb's panel */
+	float one[tb && !bt ? RF__GM_KC * RF__GM_NR : 1] __attribute__((aligned(64)));
 
 	for (int j = j0; j < j1; j += RF__GM_NR) {
 		const int nr = j1 - j < RF__GM_NR ? j1 - j : RF__GM_NR;
 		const float *bp = b + (size_t)p0 * ldb + j;
 		size_t lb = (size_t)ldb;
-		if (tb) {
-			gm_pack_bt(bt, b, (size_t)ldb, p0, kc, j, nr);
-			bp = bt, lb = RF__GM_NR;
+		if (tb && bt) {
+			bp = bt + (size_t)((j - j0) / RF__GM_NR) * kc * RF__GM_NR;
+			lb = RF__GM_NR;
+		} else if (tb) {
+			gm_pack_bt(one, b, (size_t)ldb, p0, kc, j, j + nr);
+			bp = one, lb = RF__GM_NR;
 		}
 		for (int q = 0; q < mc; q += RF__GM_MR) {
 			const int mr = mc - q < RF__GM_MR ? mc - q : RF__GM_MR;
@@ -190,12 +203,23 @@ struct gm_args {
 	int per; /* gemm_avx512_par: columns a chunk */
 };
 
+static float *gm_buffer(int which, size_t floats);
+
 static void gm_cols(const struct gm_args *g, int j0, int j1, float *ap)
 {
+	float *bt = NULL;
+
+	/* B^T: the slice's panels of these columns packed once, in this thread's second
+	 * buffer (without one, gm_block packs each panel as it comes) */
+	if (g->tb)
+		bt = gm_buffer(1, (size_t)(j1 - j0 + RF__GM_NR - 1) / RF__GM_NR * RF__GM_KC *
+				  RF__GM_NR);
 	if (g->beta != 0.0f) /* beta == 0: the first K slice overwrites C instead */
 		rf__k_gemm_beta(g->m, j1 - j0, g->beta, g->c + j0, g->ldc);
 	for (int p0 = 0; p0 < g->k; p0 += RF__GM_KC) {
 		const int kc = g->k - p0 < RF__GM_KC ? g->k - p0 : RF__GM_KC;
+		if (bt)
+			gm_pack_bt(bt, g->b, (size_t)g->ldb, p0, kc, j0, j1);
 		/* rows of A per block: as many MR panels as RF__GM_APACK floats hold (the
 		 * block stays in L1/L2 while B's panels pass over it) */
 		const int mcb = RF__GM_APACK / kc / RF__GM_MR * RF__GM_MR;
@@ -206,7 +230,8 @@ static void gm_cols(const struct gm_args *g, int j0, int j1, float *ap)
 						  : ap;
 			if (!g->apk)
 				gm_pack_a(ap, g->ta, g->a, (size_t)g->lda, i0, p0, mc, kc, g->alpha);
-			gm_block(blk, i0, mc, p0, kc, acc, g->tb, g->b, g->ldb, g->c, g->ldc, j0, j1);
+			gm_block(blk, i0, mc, p0, kc, acc, g->tb, bt, g->b, g->ldb, g->c, g->ldc,
+				 j0, j1);
 		}
 	}
 }
@@ -222,32 +247,33 @@ static void gm_par_chunk(void *arg, unsigned i)
 	gm_cols(g, j0, j1, NULL);
 }
 
-static pthread_key_t gm_key;
+static pthread_key_t gm_key[2];
 static pthread_once_t gm_once = PTHREAD_ONCE_INIT;
 static int gm_key_ok;
 
 static void gm_key_make(void)
 {
-	gm_key_ok = pthread_key_create(&gm_key, free) == 0;
+	gm_key_ok = pthread_key_create(&gm_key[0], free) == 0 &&
+		    pthread_key_create(&gm_key[1], free) == 0;
 }
 
-/* This thread's packing buffer, at least `floats` long (kept for its next GEMM), or
- * NULL. */
-static float *gm_buffer(size_t floats)
+/* This thread's packing buffer `which` (0: the whole of A, gemm_avx512_par; 1: a slice
+ * of B^T, gm_cols), at least `floats` long (kept for its next GEMM), or NULL. */
+static float *gm_buffer(int which, size_t floats)
 {
 	struct { size_t cap; float f[]; } *h;
 
 	pthread_once(&gm_once, gm_key_make);
 	if (!gm_key_ok)
 		return NULL;
-	h = pthread_getspecific(gm_key);
+	h = pthread_getspecific(gm_key[which]);
 	if (h && h->cap >= floats)
 		return h->f;
 	size_t cap = floats + floats / 4;
 	void *p = NULL;
 	if (posix_memalign(&p, 64, sizeof(*h) + cap * sizeof(float)))
 		return NULL;
-	if (pthread_setspecific(gm_key, p)) {
+	if (pthread_setspecific(gm_key[which], p)) {
 		free(p);
 		return NULL;
 	}
@@ -270,7 +296,7 @@ static int gemm_avx512_par(struct gm_args *g)
 	if (2.0 * g->m * g->n * g->k < RF__GM_PAR_FLOPS || panels < 2 || !rf__par_open())
 		return 0;
 	g->mpad = (g->m + RF__GM_MR - 1) / RF__GM_MR * RF__GM_MR;
-	if (!(apk = gm_buffer((size_t)g->mpad * g->k)))
+	if (!(apk = gm_buffer(0, (size_t)g->mpad * g->k)))
 		return 0;
 	for (int p0 = 0; p0 < g->k; p0 += RF__GM_KC)
 		gm_pack_a(apk + (size_t)p0 * g->mpad, g->ta, g->a, (size_t)g->lda, 0, p0, g->m,
