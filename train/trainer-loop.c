@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <string.h>
-#include <time.h>
 
 #include "trainer-impl.h"
 
@@ -181,12 +180,10 @@ static int rf__pass(struct rf_trainer *t, struct rf_loader *ld, struct rf__queue
 
 /* ---- an epoch, an evaluation ---- */
 
+/* seconds on the library's one monotonic clock (rf-internal.h) */
 static double rf__now(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+	return (double)rf__mono_ns() * 1e-9;
 }
 
 static int rf__evaluate(struct rf_trainer *t, double *acc, double *loss)
