@@ -19,12 +19,11 @@
  *
  * Blocking: for each KC-deep slice of K, alpha*op(A) is packed in MR-row panels
  * (p-major: the MR values of one k are adjacent), then for each NR-wide panel of op(B)
- * -- B read in place (row stride ldb, no copy: B is the large operand of the
- * convolutions -- im2col columns, output gradients), B^T through KC x NR panels packed
- * once per slice (not once per block of A: a filter gradient's B^T was repacked for
- * every 96 rows of A, 85 GF/s against 120-140 for B in place) -- whose panel stays in
- * L1 while every A panel of the block passes over it, the micro-kernel computes an
- * MR x NR tile in
+ -- B read in place (row stride ldb, no copy) where one block of A's rows passes over
+ * each panel, else, and B^T always, through KC x NR panels packed once per slice (not
+ * once per block of A: B^T was repacked for every 96 rows of A, 85 GF/s against 120-140
+ * for B in place) -- whose panel stays in L1 while every A panel of the block passes
+ * over it, the micro-kernel computes an MR x NR tile in
  * 24 zmm accumulators: per k, 4 loads of B, 6 broadcasts of A, 24 FMAs. A column edge
  * uses as many zmm columns as it needs, the last with masked loads and stores
  * (masked-off lanes are neither read nor written); row edges store only valid rows.
@@ -153,13 +152,28 @@ static void gm_pack_bt(float *restrict bp, const float *restrict b, size_t ldb, 
 	}
 }
 
+/* bp <- op(B) = B's rows [p0, p0 + kc), columns [j0, j1), as gm_pack_bt lays them out */
+static void gm_pack_bn(float *restrict bp, const float *restrict b, size_t ldb, int p0, int kc,
+		       int j0, int j1)
+{
+	for (int j = j0; j < j1; j += RF__GM_NR) {
+		const int nr = j1 - j < RF__GM_NR ? j1 - j : RF__GM_NR;
+		float *restrict d = bp + (size_t)((j - j0) / RF__GM_NR) * kc * RF__GM_NR;
+		for (int p = 0; p < kc; p++, d += RF__GM_NR) {
+			const float *src = b + (size_t)(p0 + p) * ldb + j;
+			for (int jj = 0; jj < nr; jj++)
+				d[jj] = src[jj];
+		}
+	}
+}
+
 /* C's columns [j0, j1) (j0 a multiple of NR) for the K slice at p0 and the A block of
  * rows [i0, i0 + mc), packed at ap: each MR x NR tile of them, C += (or =) the slice's
- * products. op(B) = B is read in place; B^T (tb) through a packed copy -- bt, the
- * slice's panels of these columns (gm_pack_bt), or, bt NULL (no buffer for them),
- * each panel packed here as it comes -- which gives the micro-kernel the same values,
- * so the same bits. */
-static void gm_block(const float *ap, int i0, int mc, int p0, int kc, int acc, int tb,
+ * products. op(B) is read in place (B, pk 0) or through a packed copy (pk) -- bt, the
+ * slice's panels of these columns (gm_pack_bt, gm_pack_bn), or, bt NULL (no buffer for
+ * them), each panel packed here as it comes -- which gives the micro-kernel the same
+ * values, so the same bits. tb: B is transposed (then pk). */
+static void gm_block(const float *ap, int i0, int mc, int p0, int kc, int acc, int pk, int tb,
 		     const float *bt, const float *b, int ldb, float *c, int ldc, int j0, int j1)
 {
 	float one[tb && !bt ? RF__GM_KC * RF__GM_NR : 1] __attribute__((aligned(64)));
@@ -168,7 +182,7 @@ static void gm_block(const float *ap, int i0, int mc, int p0, int kc, int acc, i
 		const int nr = j1 - j < RF__GM_NR ? j1 - j : RF__GM_NR;
 		const float *bp = b + (size_t)p0 * ldb + j;
 		size_t lb = (size_t)ldb;
-		if (tb && bt) {
+		if (pk && bt) { /* (B without its buffer: read in place) */
 			bp = bt + (size_t)((j - j0) / RF__GM_NR) * kc * RF__GM_NR;
 			lb = RF__GM_NR;
 		} else if (tb) {
@@ -209,9 +223,16 @@ static void gm_cols(const struct gm_args *g, int j0, int j1, float *ap)
 {
 	float *bt = NULL;
 
-	/* B^T: the slice's panels of these columns packed once, in this thread's second
-	 * buffer (without one, gm_block packs each panel as it comes) */
-	if (g->tb)
+	/* The slice's panels of these columns packed once, in this thread's second buffer
+	 * (without one, gm_block packs B^T's panels as they come and reads B in place):
+	 * B^T always; B too when K is at least a slice deep and more than one block of
+	 * A's rows passes over each panel -- those blocks re-read it, and its rows at B's
+	 * stride (a multiple of 1 KiB for 1024, 2304, 4608 columns) fall in a few of L1's
+	 * sets: packed, 112 -> 128 GF/s at 512 x 1024 x 4608, 97 -> 120 at 4608 x 1024 x
+	 * 512 (A^T); where one block reads each panel once, copying only costs (132 ->
+	 * 118 at 64 x 1568 x 576). */
+	const int packb = g->tb || (g->k >= RF__GM_KC && g->m > RF__GM_APACK / RF__GM_KC);
+	if (packb)
 		bt = gm_buffer(1, (size_t)(j1 - j0 + RF__GM_NR - 1) / RF__GM_NR * RF__GM_KC *
 				  RF__GM_NR);
 	if (g->beta != 0.0f) /* beta == 0: the first K slice overwrites C instead */
@@ -219,7 +240,7 @@ static void gm_cols(const struct gm_args *g, int j0, int j1, float *ap)
 	for (int p0 = 0; p0 < g->k; p0 += RF__GM_KC) {
 		const int kc = g->k - p0 < RF__GM_KC ? g->k - p0 : RF__GM_KC;
 		if (bt)
-			gm_pack_bt(bt, g->b, (size_t)g->ldb, p0, kc, j0, j1);
+			(g->tb ? gm_pack_bt : gm_pack_bn)(bt, g->b, (size_t)g->ldb, p0, kc, j0, j1);
 		/* rows of A per block: as many MR panels as RF__GM_APACK floats hold (the
 		 * block stays in L1/L2 while B's panels pass over it) */
 		const int mcb = RF__GM_APACK / kc / RF__GM_MR * RF__GM_MR;
@@ -230,8 +251,8 @@ static void gm_cols(const struct gm_args *g, int j0, int j1, float *ap)
 						  : ap;
 			if (!g->apk)
 				gm_pack_a(ap, g->ta, g->a, (size_t)g->lda, i0, p0, mc, kc, g->alpha);
-			gm_block(blk, i0, mc, p0, kc, acc, g->tb, bt, g->b, g->ldb, g->c, g->ldc,
-				 j0, j1);
+			gm_block(blk, i0, mc, p0, kc, acc, packb, g->tb, bt, g->b, g->ldb, g->c,
+				 g->ldc, j0, j1);
 		}
 	}
 }

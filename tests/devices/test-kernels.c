@@ -206,6 +206,9 @@ static void test_gemm(void)
 				gemm_case(fns[f].fn, fns[f].name, ta, tb, 13, 127, 257);
 				gemm_case(fns[f].fn, fns[f].name, ta, tb, 6, 64, 128);
 				gemm_case(fns[f].fn, fns[f].name, ta, tb, 193, 70, 20);
+				/* the AVX-512 gemm's packed B: more than 96 rows of A over K
+				 * slices of 128, a column edge */
+				gemm_case(fns[f].fn, fns[f].name, ta, tb, 200, 130, 300);
 				if (f == 1 || tb)
 					continue;
 				gemm_case(fns[f].fn, fns[f].name, ta, tb, 50, 810, 500);
@@ -218,6 +221,39 @@ static void test_gemm(void)
 		CHECK(fns[f].fn(0, 0, 2, 3, 4, 1, &one, 3, &one, 3, 0, &one, 3) == -EINVAL,
 		      "%s: lda < k accepted", fns[f].name);
 	}
+}
+
+/* The AVX-512 gemm packs op(B) where more than one block of A's rows (96) passes over a
+ * 128-deep slice, and reads B in place otherwise: the micro-kernel sees the same values
+ * either way, so the first 96 rows of a 200-row product (packed) have the bits of the
+ * 96-row product (in place), for every op(A), op(B). */
+static void test_gemm_packing_bits(void)
+{
+	const int m = 200, n = 130, k = 300, mi = 96;
+
+	for (int ta = 0; ta < 2; ta++)
+		for (int tb = 0; tb < 2; tb++) {
+			int lda = ta ? m : k, ldb = tb ? k : n;
+			float *a = frand((size_t)m * k, -1, 1), *b = frand((size_t)k * n, -1, 1);
+			float *c1 = falloc((size_t)m * n), *c2 = falloc((size_t)mi * n);
+			/* A's first mi rows alone: op(A) = A (rows) or A^T (columns of lda m) */
+			float *a2 = falloc((size_t)mi * k);
+			for (int i = 0; i < mi; i++)
+				for (int p = 0; p < k; p++)
+					a2[ta ? (size_t)p * mi + i : (size_t)i * k + p] =
+						ta ? a[(size_t)p * lda + i] : a[(size_t)i * lda + p];
+			int rc = rf__k_gemm_avx512(ta, tb, m, n, k, 0.75f, a, lda, b, ldb, 0.0f, c1, n);
+			if (rc == -ENOTSUP) {
+				free(a), free(b), free(c1), free(c2), free(a2);
+				return;
+			}
+			CHECK(rc == 0, "packed gemm: %d", rc);
+			CHECK(rf__k_gemm_avx512(ta, tb, mi, n, k, 0.75f, a2, ta ? mi : k, b, ldb, 0.0f,
+						c2, n) == 0, "in-place gemm");
+			CHECK(memcmp(c1, c2, (size_t)mi * n * sizeof(float)) == 0,
+			      "ta=%d tb=%d: the packed B's rows differ from B in place", ta, tb);
+			free(a), free(b), free(c1), free(c2), free(a2);
+		}
 }
 
 /* ---- linear layer: gemm + bias + relu, forward and backward ---------------------------- */
@@ -1002,6 +1038,7 @@ static void test_fused(void)
 int main(void)
 {
 	test_gemm();
+	test_gemm_packing_bits();
 	test_linear();
 	test_relu();
 	test_softmax_xent();
