@@ -145,3 +145,107 @@ void rf__col2im_sp(float *dx, const float *dcol, size_t ld, struct rf__conv_geo 
 				}
 	}
 }
+
+#if RF__X86_DISPATCH
+#include <immintrin.h>
+
+/* rf__im2col_panel for stride 1 and kernels up to 16 wide: the panel's columns cut
+ * once into pieces of output rows (segs), then each row (c, kh, kw, stepped without a
+ * division) a piece at a time in 16-lane masked loads and stores (a lane whose tap
+ * falls in the padding is not loaded: it stays 0). */
+RF__AVX512 static void im2col_panel_s1(float *dst, const float *x, const struct rf__conv_geo *q,
+				       int p0, int kc, int j0, int nr)
+{
+	const size_t plane = (size_t)q->h * q->w, img = (size_t)q->c * plane;
+	const int ohw = q->oh * q->ow;
+	struct { size_t base; int i, jj, len; } seg[RF__K_PANEL_NR];
+	int ns = 0, lo[16], hi[16];
+
+	for (int gi = j0 / ohw, i = j0 % ohw / q->ow, jj = j0 % q->ow, left = nr; left > 0;) {
+		const int len = q->ow - jj < left ? q->ow - jj : left;
+		seg[ns].base = (size_t)gi * img, seg[ns].i = i, seg[ns].jj = jj, seg[ns].len = len;
+		ns++, left -= len, jj = 0;
+		if (++i == q->oh)
+			i = 0, gi++;
+	}
+	for (int kw = 0; kw < q->kw; kw++)
+		valid_cols(q, kw, &lo[kw], &hi[kw]);
+	int c = p0 / (q->kh * q->kw), kh = p0 % (q->kh * q->kw) / q->kw, kw = p0 % q->kw;
+	for (int r = 0; r < kc; r++, dst += RF__K_PANEL_NR) {
+		const float *xc = x + (size_t)c * plane;
+		const int off = kw - q->p;
+		float *d = dst;
+		for (int k = 0; k < ns; k++) {
+			const int ih = seg[k].i - q->p + kh, jj = seg[k].jj, len = seg[k].len;
+			const float *xr = ih < 0 || ih >= q->h ? NULL
+					  : xc + seg[k].base + (size_t)ih * q->w;
+			for (int t = 0; t < len; t += 16) {
+				const int n = len - t < 16 ? len - t : 16, j = jj + t;
+				int va = lo[kw] - j, vb = hi[kw] - j; /* the lanes that read */
+				va = va < 0 ? 0 : va > n ? n : va;
+				vb = vb < va ? va : vb > n ? n : vb;
+				const __mmask16 st = (__mmask16)((1u << n) - 1);
+				const __mmask16 ld = (__mmask16)(((1u << vb) - 1) & ~((1u << va) - 1));
+				__m512 v = xr && ld ? _mm512_maskz_loadu_ps(ld, xr + j + off)
+						    : _mm512_setzero_ps();
+				_mm512_mask_storeu_ps(d + t, st, v);
+			}
+			d += len;
+		}
+		if (++kw == q->kw) {
+			kw = 0;
+			if (++kh == q->kh)
+				kh = 0, c++;
+		}
+	}
+}
+#endif
+
+void rf__im2col_panel(float *dst, const float *x, const struct rf__conv_geo *q, int p0, int kc,
+		      int j0, int nr)
+{
+#if RF__X86_DISPATCH
+	if (q->s == 1 && q->kw <= 16 && rf__k_use_avx512()) {
+		im2col_panel_s1(dst, x, q, p0, kc, j0, nr);
+		return;
+	}
+#endif
+	const size_t plane = (size_t)q->h * q->w, img = (size_t)q->c * plane;
+	const int kk = q->kh * q->kw, ohw = q->oh * q->ow, s = q->s;
+
+	for (int r = 0; r < kc; r++, dst += RF__K_PANEL_NR) {
+		const int p = p0 + r, c = p / kk, kh = p % kk / q->kw, kw = p % q->kw;
+		const int off = kw - q->p; /* input column of output column j: j*s + off */
+		int lo, hi, gi = j0 / ohw, i = j0 % ohw / q->ow, jj = j0 % q->ow, left = nr;
+		float *restrict d = dst;
+		valid_cols(q, kw, &lo, &hi);
+		/* output rows, or the pieces of them in the panel: tap_row's values */
+		while (left > 0) {
+			const int len = q->ow - jj < left ? q->ow - jj : left, end = jj + len;
+			const int ih = i * s - q->p + kh;
+			if (ih < 0 || ih >= q->h) {
+				for (int j = 0; j < len; j++)
+					d[j] = 0.0f;
+			} else {
+				const float *restrict xr = x + (size_t)gi * img + (size_t)c * plane +
+							   (size_t)ih * q->w;
+				const int a = lo < jj ? jj : lo > end ? end : lo;
+				const int b = hi < a ? a : hi > end ? end : hi;
+				int j = jj;
+				for (; j < a; j++)
+					d[j - jj] = 0.0f;
+				if (s == 1)
+					for (; j < b; j++)
+						d[j - jj] = xr[j + off];
+				else
+					for (; j < b; j++)
+						d[j - jj] = xr[j * s + off];
+				for (; j < end; j++)
+					d[j - jj] = 0.0f;
+			}
+			d += len, left -= len, jj = 0;
+			if (++i == q->oh)
+				i = 0, gi++;
+		}
+	}
+}

@@ -1,5 +1,7 @@
 /* devices/cpu/conv.c -- conv2d: im2col + one GEMM per group of images (the im2col
- * matrix of g images is laid out (c*kh*kw, g*oh*ow), so one GEMM covers the group),
+ * matrix of g images is laid out (c*kh*kw, g*oh*ow), so one GEMM covers the group;
+ * where ringflow's AVX-512 GEMM multiplies, the forward's matrix is made panel by
+ * panel inside it, rf__k_gemm_gen, never written whole),
  * and direct single-channel convolutions for stride 1 without padding. Strided and
  * padded shapes take the same GEMMs with bounds-checked copies (conv-sp.c). */
 #include <errno.h>
@@ -370,6 +372,30 @@ RF__DISPATCH(conv1_bwdf, (float *dw, float *db, const float *dy, const float *x,
 			  int n, int o, struct rf__conv_geo q, const float *pp, const float *py),
 	     (dw, db, dy, x, accumulate, n, o, q, pp, py))
 
+/* Whether the forward may make the im2col matrix panel by panel inside ringflow's GEMM
+ * (RF_KERNELS_IM2COL set and not 0: written whole first, as before -- the same bits;
+ * for measuring and for test-kernels' comparison) */
+static int conv_gen_ok(void)
+{
+	const char *e = getenv("RF_KERNELS_IM2COL");
+	return !(e && *e && *e != '0');
+}
+
+/* The im2col matrix of a group of images, made panel by panel inside the GEMM */
+struct conv_gen {
+	struct rf__k_bgen bg;
+	const float *x;
+	struct rf__conv_geo q;
+};
+
+static void conv_gen_panel(const struct rf__k_bgen *bg, float *dst, int p0, int kc, int j0,
+			   int nr)
+{
+	const struct conv_gen *cg = bg->ctx;
+
+	rf__im2col_panel(dst, cg->x, &cg->q, p0, kc, j0, nr);
+}
+
 int rf__k_conv2d_fwd(const struct rf__conv2d *s, float *y, const float *x,
 		    const float *w, const float *b, void *ws, size_t ws_bytes)
 {
@@ -395,12 +421,20 @@ int rf__k_conv2d_fwd(const struct rf__conv2d *s, float *y, const float *x,
 		size_t ld = g * ohw;
 		float *col = ws, *out = col + (size_t)ckk * ld;
 		float *yn = y + (size_t)n0 * o * ohw;
-		conv_cp(CP_IM2COL, g, col, x + n0 * img, s, ld, NULL);
-		/* (o, ld) = w (o, ckk) * col (ckk, ld); one image lands directly in y */
+		/* (o, ld) = w (o, ckk) * col (ckk, ld); one image lands directly in y. Where
+		 * ringflow's GEMM multiplies, col is made panel by panel inside it, never
+		 * written whole: the same values, so the same bits */
 		if (g == 1)
 			out = yn;
-		int rc = rf__k_gemm(0, 0, o, (int)ld, ckk, 1.0f, w, ckk, col, (int)ld, 0.0f,
-				   out, (int)ld);
+		struct conv_gen cg = { { conv_gen_panel, &cg }, x + n0 * img, q };
+		int rc = conv_gen_ok() ? rf__k_gemm_gen(o, (int)ld, ckk, w, ckk, &cg.bg, 0.0f, out,
+							(int)ld)
+				       : -ENOTSUP;
+		if (rc == -ENOTSUP) {
+			conv_cp(CP_IM2COL, g, col, x + n0 * img, s, ld, NULL);
+			rc = rf__k_gemm(0, 0, o, (int)ld, ckk, 1.0f, w, ckk, col, (int)ld, 0.0f,
+					out, (int)ld);
+		}
 		if (rc)
 			return rc;
 		if (g > 1)

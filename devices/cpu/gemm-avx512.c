@@ -30,6 +30,7 @@
  * Each C element is sum_p in ascending p, FMA by FMA, one KC slice at a time, added to C:
  * the result is deterministic. */
 enum { RF__GM_MR = 6, RF__GM_NR = 64, RF__GM_KC = 128, RF__GM_APACK = 96 * 128 };
+_Static_assert(RF__GM_NR == RF__K_PANEL_NR, "a made B panel (rf__k_bgen) is NR wide");
 
 #if RF__X86_DISPATCH
 #include <immintrin.h>
@@ -172,11 +173,13 @@ static void gm_pack_bn(float *restrict bp, const float *restrict b, size_t ldb, 
  * products. op(B) is read in place (B, pk 0) or through a packed copy (pk) -- bt, the
  * slice's panels of these columns (gm_pack_bt, gm_pack_bn), or, bt NULL (no buffer for
  * them), each panel packed here as it comes -- which gives the micro-kernel the same
- * values, so the same bits. tb: B is transposed (then pk). */
+ * values, so the same bits. tb: B is transposed (then pk); bg: B is made by bg (then
+ * pk), never read. */
 static void gm_block(const float *ap, int i0, int mc, int p0, int kc, int acc, int pk, int tb,
-		     const float *bt, const float *b, int ldb, float *c, int ldc, int j0, int j1)
+		     const struct rf__k_bgen *bg, const float *bt, const float *b, int ldb,
+		     float *c, int ldc, int j0, int j1)
 {
-	float one[tb && !bt ? RF__GM_KC * RF__GM_NR : 1] __attribute__((aligned(64)));
+	float one[(tb || bg) && !bt ? RF__GM_KC * RF__GM_NR : 1] __attribute__((aligned(64)));
 
 	for (int j = j0; j < j1; j += RF__GM_NR) {
 		const int nr = j1 - j < RF__GM_NR ? j1 - j : RF__GM_NR;
@@ -185,6 +188,9 @@ static void gm_block(const float *ap, int i0, int mc, int p0, int kc, int acc, i
 		if (pk && bt) { /* (B without its buffer: read in place) */
 			bp = bt + (size_t)((j - j0) / RF__GM_NR) * kc * RF__GM_NR;
 			lb = RF__GM_NR;
+		} else if (bg) {
+			bg->panel(bg, one, p0, kc, j, nr);
+			bp = one, lb = RF__GM_NR;
 		} else if (tb) {
 			gm_pack_bt(one, b, (size_t)ldb, p0, kc, j, j + nr);
 			bp = one, lb = RF__GM_NR;
@@ -215,6 +221,7 @@ struct gm_args {
 	const float *a, *b, *apk;
 	float *c;
 	int per; /* gemm_avx512_par: columns a chunk */
+	const struct rf__k_bgen *bg; /* B made panel by panel (b unused), or NULL */
 };
 
 static float *gm_buffer(int which, size_t floats);
@@ -231,7 +238,8 @@ static void gm_cols(const struct gm_args *g, int j0, int j1, float *ap)
 	 * sets: packed, 112 -> 128 GF/s at 512 x 1024 x 4608, 97 -> 120 at 4608 x 1024 x
 	 * 512 (A^T); where one block reads each panel once, copying only costs (132 ->
 	 * 118 at 64 x 1568 x 576). */
-	const int packb = g->tb || (g->k >= RF__GM_KC && g->m > RF__GM_APACK / RF__GM_KC);
+	const int packb = g->tb || g->bg ||
+			  (g->k >= RF__GM_KC && g->m > RF__GM_APACK / RF__GM_KC);
 	if (packb)
 		bt = gm_buffer(1, (size_t)(j1 - j0 + RF__GM_NR - 1) / RF__GM_NR * RF__GM_KC *
 				  RF__GM_NR);
@@ -239,7 +247,11 @@ static void gm_cols(const struct gm_args *g, int j0, int j1, float *ap)
 		rf__k_gemm_beta(g->m, j1 - j0, g->beta, g->c + j0, g->ldc);
 	for (int p0 = 0; p0 < g->k; p0 += RF__GM_KC) {
 		const int kc = g->k - p0 < RF__GM_KC ? g->k - p0 : RF__GM_KC;
-		if (bt)
+		if (bt && g->bg)
+			for (int j = j0; j < j1; j += RF__GM_NR)
+				g->bg->panel(g->bg, bt + (size_t)((j - j0) / RF__GM_NR) * kc * RF__GM_NR,
+					     p0, kc, j, j1 - j < RF__GM_NR ? j1 - j : RF__GM_NR);
+		else if (bt)
 			(g->tb ? gm_pack_bt : gm_pack_bn)(bt, g->b, (size_t)g->ldb, p0, kc, j0, j1);
 		/* rows of A per block: as many MR panels as RF__GM_APACK floats hold (the
 		 * block stays in L1/L2 while B's panels pass over it) */
@@ -251,8 +263,8 @@ static void gm_cols(const struct gm_args *g, int j0, int j1, float *ap)
 						  : ap;
 			if (!g->apk)
 				gm_pack_a(ap, g->ta, g->a, (size_t)g->lda, i0, p0, mc, kc, g->alpha);
-			gm_block(blk, i0, mc, p0, kc, acc, packb, g->tb, bt, g->b, g->ldb, g->c,
-				 g->ldc, j0, j1);
+			gm_block(blk, i0, mc, p0, kc, acc, packb, g->tb, g->bg, bt, g->b, g->ldb,
+				 g->c, g->ldc, j0, j1);
 		}
 	}
 }
@@ -347,7 +359,36 @@ int rf__k_gemm_avx512(int ta, int tb, int m, int n, int k, float alpha, const fl
 		rf__k_gemm_beta(m, n, beta, c, ldc);
 		return 0;
 	}
-	struct gm_args g = { ta, tb, m, n, k, lda, ldb, ldc, 0, alpha, beta, a, b, NULL, c, 0 };
+	struct gm_args g = { ta, tb, m, n, k, lda, ldb, ldc, 0, alpha, beta, a, b, NULL, c, 0,
+			     NULL };
+	if (!gemm_avx512_par(&g)) {
+		float ap[RF__GM_APACK] __attribute__((aligned(64)));
+		gm_cols(&g, 0, n, ap);
+	}
+	return 0;
+#else
+	return -ENOTSUP;
+#endif
+}
+
+int rf__k_gemm_avx512_gen(int m, int n, int k, const float *a, int lda,
+			  const struct rf__k_bgen *bg, float beta, float *c, int ldc)
+{
+	if (m < 0 || n < 0 || k < 0 || lda < (k > 1 ? k : 1) || ldc < (n > 1 ? n : 1) ||
+	    (m && n && !c) || (m && n && k && (!a || !bg || !bg->panel)))
+		return -EINVAL;
+#if RF__X86_DISPATCH
+	if (!rf__k_use_avx512())
+		return -ENOTSUP;
+	if (m == 0 || n == 0)
+		return 0;
+	if (k == 0) {
+		rf__k_gemm_beta(m, n, beta, c, ldc);
+		return 0;
+	}
+	/* B made by bg is always packed (gm_cols): the micro-kernel sees what it would
+	 * read from memory, so the bits of rf__k_gemm_avx512 on the written-out B */
+	struct gm_args g = { 0, 0, m, n, k, lda, n, ldc, 0, 1.0f, beta, a, NULL, NULL, c, 0, bg };
 	if (!gemm_avx512_par(&g)) {
 		float ap[RF__GM_APACK] __attribute__((aligned(64)));
 		gm_cols(&g, 0, n, ap);

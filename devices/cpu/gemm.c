@@ -112,6 +112,15 @@ const char *rf__k_gemm_who(void)
 	return "the portable GEMM";
 }
 
+int rf__k_gemm_gen(int m, int n, int k, const float *a, int lda, const struct rf__k_bgen *bg,
+		   float beta, float *c, int ldc)
+{
+	/* rf__k_gemm's choice, below: a GEMV goes to OpenBLAS where it is there */
+	if (!gemm_fast_ok() || (m == 1 && rf__gemv_blas()))
+		return -ENOTSUP;
+	return rf__k_gemm_avx512_gen(m, n, k, a, lda, bg, beta, c, ldc);
+}
+
 int rf__k_gemm(int ta, int tb, int m, int n, int k, float alpha,
 	      const float *a, int lda, const float *b, int ldb,
 	      float beta, float *c, int ldc)

@@ -70,6 +70,12 @@ struct rf__conv_geo {
 void rf__im2col_sp(float *col, size_t ld, const float *x, struct rf__conv_geo q, int g);
 void rf__im2row_sp(float *row, const float *x, struct rf__conv_geo q, int g);
 void rf__col2im_sp(float *dx, const float *dcol, size_t ld, struct rf__conv_geo q, int g);
+/* Rows [p0, p0 + kc) x columns [j0, j0 + nr) of the im2col matrix of the images at x
+ * (the values rf__im2col_sp and conv.c's im2col write there), row r to dst +
+ * RF__K_PANEL_NR * r: a panel for rf__k_gemm_gen, the matrix never written whole. */
+#define RF__K_PANEL_NR 64
+void rf__im2col_panel(float *dst, const float *x, const struct rf__conv_geo *q, int p0, int kc,
+		      int j0, int nr);
 
 /* gemm arguments as BLAS checks them */
 static inline int rf__k_gemm_check(int ta, int tb, int m, int n, int k, const float *a, int lda,

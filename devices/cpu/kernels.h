@@ -46,6 +46,21 @@ int rf__k_gemm_portable(int trans_a, int trans_b, int m, int n, int k, float alp
 int rf__k_gemm_avx512(int trans_a, int trans_b, int m, int n, int k, float alpha,
 		     const float *a, int lda, const float *b, int ldb,
 		     float beta, float *c, int ldc);
+/* op(B) of a GEMM made panel by panel where the GEMM needs it, never stored whole (a
+ * convolution's im2col matrix): panel() writes B's rows [p0, p0 + kc) x columns
+ * [j0, j0 + nr), nr <= 64, to dst, row r at dst + 64 * r. Called from the threads
+ * the GEMM runs on, each for its own columns. */
+struct rf__k_bgen {
+	void (*panel)(const struct rf__k_bgen *g, float *dst, int p0, int kc, int j0, int nr);
+	const void *ctx;
+};
+/* C (m, n) = A (m, k, row-major, lda) * B (k, n: made by bg) + beta * C, where rf__k_gemm
+ * would run ringflow's AVX-512 GEMM on this shape -- and then with the bits it gives
+ * with B in memory; -ENOTSUP elsewhere (the caller writes B and calls rf__k_gemm). */
+int rf__k_gemm_gen(int m, int n, int k, const float *a, int lda, const struct rf__k_bgen *bg,
+		   float beta, float *c, int ldc);
+int rf__k_gemm_avx512_gen(int m, int n, int k, const float *a, int lda,
+			  const struct rf__k_bgen *bg, float beta, float *c, int ldc);
 /* OpenBLAS's thread count (process-wide). set: applied when OpenBLAS opens (its first
  * gemm) if it is not open yet; get opens it. -ENOTSUP in a build without OpenBLAS (get:
  * also where it cannot be loaded). */

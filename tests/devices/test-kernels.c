@@ -10,6 +10,7 @@
  * over 10^6 samples. Exit 0 pass, 1 fail.
  */
 #include "kernels.h"
+#include "kernels-impl.h" /* the im2col copies and panels, compared bit for bit */
 #include "rf-internal.h"
 #include "u8norm.h"
 
@@ -609,6 +610,74 @@ static void conv_case(struct rf__conv2d s, int ws_mode, int fd)
 	free(c.ws);
 }
 
+/* The forward's im2col panels (rf__im2col_panel, made inside the GEMM) against the
+ * matrix rf__im2col_sp writes, bit for bit, on random panels of several geometries
+ * (padded, strided, 1x1 stride 2, a kernel wider than the 16-lane path takes) */
+static void test_im2col_panel(void)
+{
+	static const struct rf__conv_geo geos[] = {
+		{ 5, 7, 6, 3, 3, 7, 6, 1, 1 },       /* 3x3 pad 1 */
+		{ 4, 9, 8, 3, 3, 5, 4, 2, 1 },       /* 3x3 stride 2 pad 1 */
+		{ 6, 8, 8, 1, 1, 4, 4, 2, 0 },       /* 1x1 stride 2 */
+		{ 3, 13, 13, 5, 5, 9, 9, 1, 0 },     /* LeNet's 5x5 */
+		{ 2, 4, 20, 1, 17, 4, 4, 1, 0 },     /* 17 wide: the plain path */
+		{ 64, 28, 28, 3, 3, 28, 28, 1, 1 },  /* ResNet-18's first stage */
+	};
+	for (unsigned gi = 0; gi < sizeof(geos) / sizeof(geos[0]); gi++) {
+		const struct rf__conv_geo q = geos[gi];
+		const int g = 3, ckk = q.c * q.kh * q.kw;
+		const size_t ld = (size_t)g * q.oh * q.ow;
+		float *x = frand((size_t)g * q.c * q.h * q.w, -1, 1), *col = falloc((size_t)ckk * ld);
+		float panel[128 * RF__K_PANEL_NR];
+		rf__im2col_sp(col, ld, x, q, g);
+		for (int rep = 0; rep < 40; rep++) {
+			int p0 = rint_in(0, ckk - 1), kc = rint_in(1, ckk - p0 < 128 ? ckk - p0 : 128);
+			int j0 = RF__K_PANEL_NR * rint_in(0, (int)(ld - 1) / RF__K_PANEL_NR);
+			int nr = (int)ld - j0 < RF__K_PANEL_NR ? (int)ld - j0 : RF__K_PANEL_NR;
+			rf__im2col_panel(panel, x, &q, p0, kc, j0, nr);
+			for (int r = 0; r < kc; r++)
+				if (memcmp(panel + r * RF__K_PANEL_NR, col + (size_t)(p0 + r) * ld + j0,
+					   (size_t)nr * sizeof(float))) {
+					CHECK(0, "im2col panel geo %u p0=%d kc=%d j0=%d nr=%d: row %d "
+					      "differs", gi, p0, kc, j0, nr, r);
+					rep = 40;
+					break;
+				}
+		}
+		free(x);
+		free(col);
+	}
+}
+
+/* A convolution's forward with the im2col matrix made inside the GEMM has the bits of
+ * the matrix written whole (RF_KERNELS_IM2COL) -- ResNet-like shapes, more than one
+ * block of A's rows among them, and a stride */
+static void test_conv_gen_bits(void)
+{
+	static const struct rf__conv2d shapes[] = {
+		{ .n = 3, .c = 16, .h = 14, .w = 14, .o = 128, .kh = 3, .kw = 3, .stride = 1, .pad = 1 },
+		{ .n = 2, .c = 8, .h = 9, .w = 9, .o = 40, .kh = 3, .kw = 3, .stride = 2, .pad = 1 },
+		{ .n = 4, .c = 24, .h = 7, .w = 7, .o = 100, .kh = 1, .kw = 1, .stride = 2 },
+		{ .n = 2, .c = 20, .h = 13, .w = 13, .o = 50, .kh = 5, .kw = 5 },
+	};
+	for (unsigned i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+		const struct rf__conv2d *s = &shapes[i];
+		size_t nx = (size_t)s->n * s->c * s->h * s->w, nw = (size_t)s->o * s->c * s->kh * s->kw;
+		size_t ny = (size_t)s->n * s->o * rf__conv2d_oh(s) * rf__conv2d_ow(s);
+		size_t wsb = rf__k_conv2d_fwd_workspace_size(s);
+		float *x = frand(nx, -1, 1), *w = frand(nw, -1, 1), *b = frand((size_t)s->o, -1, 1);
+		float *y1 = falloc(ny), *y2 = falloc(ny);
+		void *ws = malloc(wsb);
+		CHECK(rf__k_conv2d_fwd(s, y1, x, w, b, ws, wsb) == 0, "conv fwd (panels)");
+		setenv("RF_KERNELS_IM2COL", "1", 1);
+		CHECK(rf__k_conv2d_fwd(s, y2, x, w, b, ws, wsb) == 0, "conv fwd (im2col)");
+		unsetenv("RF_KERNELS_IM2COL");
+		CHECK(memcmp(y1, y2, ny * sizeof(float)) == 0,
+		      "conv shape %u: panels inside the GEMM change the bits", i);
+		free(x), free(w), free(b), free(y1), free(y2), free(ws);
+	}
+}
+
 static void test_conv(void)
 {
 	for (int rep = 0; rep < 24; rep++) {
@@ -1043,6 +1112,8 @@ int main(void)
 	test_relu();
 	test_softmax_xent();
 	test_conv();
+	test_im2col_panel();
+	test_conv_gen_bits();
 	/* rf__k_gemm takes the AVX-512 gemm where the CPU has it, OpenBLAS (else the
 	 * portable gemm) otherwise: the layers built on it once more the other way, with
 	 * RF_KERNELS_BLAS_GEMM (OpenBLAS's threads as the run allowed: under TSan, one) */
