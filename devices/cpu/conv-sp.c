@@ -249,3 +249,77 @@ void rf__im2col_panel(float *dst, const float *x, const struct rf__conv_geo *q, 
 		}
 	}
 }
+
+#if RF__X86_DISPATCH
+/* rf__im2row_panel with AVX-512: the panel's columns' (c, kh, kw) and their offsets
+ * in an image tabled once; then each row (an output pixel) 16 lanes at a time by a
+ * masked gather -- a lane whose tap falls in the padding (or past nr) is not read: 0 */
+RF__AVX512 static void im2row_panel_avx512(float *dst, const float *x,
+					   const struct rf__conv_geo *q, int p0, int kc, int j0,
+					   int nr)
+{
+	const size_t plane = (size_t)q->h * q->w, img = (size_t)q->c * plane;
+	const int kk = q->kh * q->kw;
+	int32_t offt[RF__K_PANEL_NR], kht[RF__K_PANEL_NR], kwt[RF__K_PANEL_NR];
+
+	for (int t = 0, c = j0 / kk, kh = j0 % kk / q->kw, kw = j0 % q->kw; t < RF__K_PANEL_NR;
+	     t++) {
+		offt[t] = (int32_t)((size_t)c * plane + (size_t)kh * q->w + (size_t)kw);
+		kht[t] = kh, kwt[t] = kw;
+		if (++kw == q->kw && (kw = 0, ++kh == q->kh))
+			kh = 0, c++;
+	}
+	const __m512i hv = _mm512_set1_epi32(q->h), wv = _mm512_set1_epi32(q->w);
+	int gi = p0 / (q->oh * q->ow), i = p0 % (q->oh * q->ow) / q->ow, jj = p0 % q->ow;
+	for (int r = 0; r < kc; r++, dst += RF__K_PANEL_NR) {
+		const int ih0 = i * q->s - q->p, iw0 = jj * q->s - q->p;
+		const float *base = x + (size_t)gi * img;
+		const __m512i dv = _mm512_set1_epi32(ih0 * q->w + iw0);
+		const __m512i ihv = _mm512_set1_epi32(ih0), iwv = _mm512_set1_epi32(iw0);
+		for (int t = 0; t < RF__K_PANEL_NR; t += 16) {
+			const __mmask16 live = t >= nr ? 0
+					     : (__mmask16)(nr - t >= 16 ? 0xFFFF : (1u << (nr - t)) - 1);
+			const __m512i ih = _mm512_add_epi32(_mm512_loadu_si512(kht + t), ihv);
+			const __m512i iw = _mm512_add_epi32(_mm512_loadu_si512(kwt + t), iwv);
+			__mmask16 m = live;
+			m &= _mm512_cmpge_epi32_mask(ih, _mm512_setzero_si512());
+			m &= _mm512_cmplt_epi32_mask(ih, hv);
+			m &= _mm512_cmpge_epi32_mask(iw, _mm512_setzero_si512());
+			m &= _mm512_cmplt_epi32_mask(iw, wv);
+			const __m512i idx = _mm512_add_epi32(_mm512_loadu_si512(offt + t), dv);
+			_mm512_storeu_ps(dst + t, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, idx,
+									   base, 4));
+		}
+		if (++jj == q->ow && (jj = 0, ++i == q->oh))
+			i = 0, gi++;
+	}
+}
+#endif
+
+void rf__im2row_panel(float *dst, const float *x, const struct rf__conv_geo *q, int p0, int kc,
+		      int j0, int nr)
+{
+	const size_t plane = (size_t)q->h * q->w, img = (size_t)q->c * plane;
+	const int kk = q->kh * q->kw;
+
+#if RF__X86_DISPATCH
+	if ((size_t)q->c * plane < ((size_t)1 << 31) && rf__k_use_avx512()) {
+		im2row_panel_avx512(dst, x, q, p0, kc, j0, nr);
+		return;
+	}
+#endif
+	int gi = p0 / (q->oh * q->ow), i = p0 % (q->oh * q->ow) / q->ow, jj = p0 % q->ow;
+	for (int r = 0; r < kc; r++, dst += RF__K_PANEL_NR) {
+		const int ih0 = i * q->s - q->p, iw0 = jj * q->s - q->p;
+		for (int t = 0, c = j0 / kk, kh = j0 % kk / q->kw, kw = j0 % q->kw; t < nr; t++) {
+			const int ih = ih0 + kh, iw = iw0 + kw;
+			dst[t] = ih >= 0 && ih < q->h && iw >= 0 && iw < q->w
+					 ? x[(size_t)gi * img + (size_t)c * plane + (size_t)ih * q->w + iw]
+					 : 0.0f;
+			if (++kw == q->kw && (kw = 0, ++kh == q->kh))
+				kh = 0, c++;
+		}
+		if (++jj == q->ow && (jj = 0, ++i == q->oh))
+			i = 0, gi++;
+	}
+}

@@ -396,6 +396,15 @@ static void conv_gen_panel(const struct rf__k_bgen *bg, float *dst, int p0, int 
 	rf__im2col_panel(dst, cg->x, &cg->q, p0, kc, j0, nr);
 }
 
+/* ... and im2row's, for the filter gradient */
+static void conv_gen_row_panel(const struct rf__k_bgen *bg, float *dst, int p0, int kc, int j0,
+			       int nr)
+{
+	const struct conv_gen *cg = bg->ctx;
+
+	rf__im2row_panel(dst, cg->x, &cg->q, p0, kc, j0, nr);
+}
+
 int rf__k_conv2d_fwd(const struct rf__conv2d *s, float *y, const float *x,
 		    const float *w, const float *b, void *ws, size_t ws_bytes)
 {
@@ -518,11 +527,18 @@ int rf__k_conv2d_bwd_filter(const struct rf__conv2d *s, float *dw, float *db,
 			conv_cp(CP_GATHER, g, t, dyn, s, ld, NULL);
 			dyt = t;
 		}
-		conv_cp(CP_IM2ROW, g, row, x + n0 * img, s, ld, NULL);
-		/* dw (o, ckk) (+)= dy (o, ld) * row (ld, ckk) */
+		/* dw (o, ckk) (+)= dy (o, ld) * row (ld, ckk); row made inside ringflow's GEMM
+		 * where it multiplies (the same bits), else written whole */
 		float beta = (n0 == 0 && !accumulate) ? 0.0f : 1.0f;
-		int rc = rf__k_gemm(0, 0, o, ckk, (int)ld, 1.0f, dyt, (int)ld, row, ckk, beta, dw,
-				   ckk);
+		struct conv_gen rg = { { conv_gen_row_panel, &rg }, x + n0 * img, q };
+		int rc = conv_gen_ok() ? rf__k_gemm_gen(o, ckk, (int)ld, dyt, (int)ld, &rg.bg, beta,
+							dw, ckk)
+				       : -ENOTSUP;
+		if (rc == -ENOTSUP) {
+			conv_cp(CP_IM2ROW, g, row, x + n0 * img, s, ld, NULL);
+			rc = rf__k_gemm(0, 0, o, ckk, (int)ld, 1.0f, dyt, (int)ld, row, ckk, beta,
+					dw, ckk);
+		}
 		if (rc)
 			return rc;
 		if (db)

@@ -76,6 +76,10 @@ void rf__col2im_sp(float *dx, const float *dcol, size_t ld, struct rf__conv_geo 
 #define RF__K_PANEL_NR 64
 void rf__im2col_panel(float *dst, const float *x, const struct rf__conv_geo *q, int p0, int kc,
 		      int j0, int nr);
+/* The same for im2row's matrix (g*oh*ow rows, c*kh*kw columns; rf__im2row_sp's
+ * values): the filter gradient's op(B). */
+void rf__im2row_panel(float *dst, const float *x, const struct rf__conv_geo *q, int p0, int kc,
+		      int j0, int nr);
 
 /* gemm arguments as BLAS checks them */
 static inline int rf__k_gemm_check(int ta, int tb, int m, int n, int k, const float *a, int lda,

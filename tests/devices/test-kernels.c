@@ -611,8 +611,9 @@ static void conv_case(struct rf__conv2d s, int ws_mode, int fd)
 }
 
 /* The forward's im2col panels (rf__im2col_panel, made inside the GEMM) against the
- * matrix rf__im2col_sp writes, bit for bit, on random panels of several geometries
- * (padded, strided, 1x1 stride 2, a kernel wider than the 16-lane path takes) */
+ * matrix rf__im2col_sp writes, and the filter gradient's im2row panels against
+ * rf__im2row_sp's, bit for bit, on random panels of several geometries (padded,
+ * strided, 1x1 stride 2, a kernel wider than the 16-lane path takes) */
 static void test_im2col_panel(void)
 {
 	static const struct rf__conv_geo geos[] = {
@@ -628,8 +629,26 @@ static void test_im2col_panel(void)
 		const int g = 3, ckk = q.c * q.kh * q.kw;
 		const size_t ld = (size_t)g * q.oh * q.ow;
 		float *x = frand((size_t)g * q.c * q.h * q.w, -1, 1), *col = falloc((size_t)ckk * ld);
+		float *row = falloc((size_t)ckk * ld);
 		float panel[128 * RF__K_PANEL_NR];
 		rf__im2col_sp(col, ld, x, q, g);
+		rf__im2row_sp(row, x, q, g);
+		for (int rep = 0; rep < 40; rep++) {
+			int p0 = rint_in(0, (int)ld - 1);
+			int kc = rint_in(1, (int)ld - p0 < 128 ? (int)ld - p0 : 128);
+			int j0 = RF__K_PANEL_NR * rint_in(0, (ckk - 1) / RF__K_PANEL_NR);
+			int nr = ckk - j0 < RF__K_PANEL_NR ? ckk - j0 : RF__K_PANEL_NR;
+			rf__im2row_panel(panel, x, &q, p0, kc, j0, nr);
+			for (int r = 0; r < kc; r++)
+				if (memcmp(panel + r * RF__K_PANEL_NR, row + (size_t)(p0 + r) * ckk + j0,
+					   (size_t)nr * sizeof(float))) {
+					CHECK(0, "im2row panel geo %u p0=%d kc=%d j0=%d nr=%d: row %d "
+					      "differs", gi, p0, kc, j0, nr, r);
+					rep = 40;
+					break;
+				}
+		}
+		free(row);
 		for (int rep = 0; rep < 40; rep++) {
 			int p0 = rint_in(0, ckk - 1), kc = rint_in(1, ckk - p0 < 128 ? ckk - p0 : 128);
 			int j0 = RF__K_PANEL_NR * rint_in(0, (int)(ld - 1) / RF__K_PANEL_NR);
@@ -649,9 +668,9 @@ static void test_im2col_panel(void)
 	}
 }
 
-/* A convolution's forward with the im2col matrix made inside the GEMM has the bits of
- * the matrix written whole (RF_KERNELS_IM2COL) -- ResNet-like shapes, more than one
- * block of A's rows among them, and a stride */
+/* A convolution's forward and filter gradient with their matrices made inside the GEMM
+ * have the bits of the matrices written whole (RF_KERNELS_IM2COL) -- ResNet-like
+ * shapes, more than one block of A's rows among them, and a stride */
 static void test_conv_gen_bits(void)
 {
 	static const struct rf__conv2d shapes[] = {
@@ -674,6 +693,21 @@ static void test_conv_gen_bits(void)
 		unsetenv("RF_KERNELS_IM2COL");
 		CHECK(memcmp(y1, y2, ny * sizeof(float)) == 0,
 		      "conv shape %u: panels inside the GEMM change the bits", i);
+		/* the filter gradient, accumulated onto the same start (dy: y1) */
+		size_t wsf = rf__k_conv2d_workspace_size(s);
+		void *wf = malloc(wsf);
+		float *dw1 = frand(nw, -1, 1), *dw2 = falloc(nw), *db1 = frand((size_t)s->o, -1, 1);
+		float *db2 = falloc((size_t)s->o);
+		memcpy(dw2, dw1, nw * sizeof(float));
+		memcpy(db2, db1, (size_t)s->o * sizeof(float));
+		CHECK(rf__k_conv2d_bwd_filter(s, dw1, db1, y1, x, 1, wf, wsf) == 0, "bwd filter");
+		setenv("RF_KERNELS_IM2COL", "1", 1);
+		CHECK(rf__k_conv2d_bwd_filter(s, dw2, db2, y1, x, 1, wf, wsf) == 0, "bwd filter");
+		unsetenv("RF_KERNELS_IM2COL");
+		CHECK(memcmp(dw1, dw2, nw * sizeof(float)) == 0 &&
+		      memcmp(db1, db2, (size_t)s->o * sizeof(float)) == 0,
+		      "conv shape %u: the filter gradient's panels change the bits", i);
+		free(wf), free(dw1), free(dw2), free(db1), free(db2);
 		free(x), free(w), free(b), free(y1), free(y2), free(ws);
 	}
 }
