@@ -342,6 +342,24 @@ static int gemm_avx512_par(struct gm_args *g)
 	rf__par_for((unsigned)((panels + per_panels - 1) / per_panels), gm_par_chunk, g);
 	return 1;
 }
+
+/* The GEMM g describes (its arguments checked): -ENOTSUP without AVX-512, else 0 */
+static int gm_run(struct gm_args *g)
+{
+	if (!rf__k_use_avx512())
+		return -ENOTSUP;
+	if (g->m == 0 || g->n == 0)
+		return 0;
+	if (g->alpha == 0.0f || g->k == 0) {
+		rf__k_gemm_beta(g->m, g->n, g->beta, g->c, g->ldc);
+		return 0;
+	}
+	if (!gemm_avx512_par(g)) {
+		float ap[RF__GM_APACK] __attribute__((aligned(64)));
+		gm_cols(g, 0, g->n, ap);
+	}
+	return 0;
+}
 #endif
 
 int rf__k_gemm_avx512(int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
@@ -351,21 +369,9 @@ int rf__k_gemm_avx512(int ta, int tb, int m, int n, int k, float alpha, const fl
 	if (rc)
 		return rc;
 #if RF__X86_DISPATCH
-	if (!rf__k_use_avx512())
-		return -ENOTSUP;
-	if (m == 0 || n == 0)
-		return 0;
-	if (alpha == 0.0f || k == 0) {
-		rf__k_gemm_beta(m, n, beta, c, ldc);
-		return 0;
-	}
 	struct gm_args g = { ta, tb, m, n, k, lda, ldb, ldc, 0, alpha, beta, a, b, NULL, c, 0,
 			     NULL };
-	if (!gemm_avx512_par(&g)) {
-		float ap[RF__GM_APACK] __attribute__((aligned(64)));
-		gm_cols(&g, 0, n, ap);
-	}
-	return 0;
+	return gm_run(&g);
 #else
 	return -ENOTSUP;
 #endif
@@ -377,23 +383,11 @@ int rf__k_gemm_avx512_gen(int m, int n, int k, const float *a, int lda,
 	if (m < 0 || n < 0 || k < 0 || lda < (k > 1 ? k : 1) || ldc < (n > 1 ? n : 1) ||
 	    (m && n && !c) || (m && n && k && (!a || !bg || !bg->panel)))
 		return -EINVAL;
-#if RF__X86_DISPATCH
-	if (!rf__k_use_avx512())
-		return -ENOTSUP;
-	if (m == 0 || n == 0)
-		return 0;
-	if (k == 0) {
-		rf__k_gemm_beta(m, n, beta, c, ldc);
-		return 0;
-	}
 	/* B made by bg is always packed (gm_cols): the micro-kernel sees what it would
 	 * read from memory, so the bits of rf__k_gemm_avx512 on the written-out B */
+#if RF__X86_DISPATCH
 	struct gm_args g = { 0, 0, m, n, k, lda, n, ldc, 0, 1.0f, beta, a, NULL, NULL, c, 0, bg };
-	if (!gemm_avx512_par(&g)) {
-		float ap[RF__GM_APACK] __attribute__((aligned(64)));
-		gm_cols(&g, 0, n, ap);
-	}
-	return 0;
+	return gm_run(&g);
 #else
 	return -ENOTSUP;
 #endif
