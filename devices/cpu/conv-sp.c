@@ -20,28 +20,31 @@ static void valid_cols(const struct rf__conv_geo *q, int kw, int *lo, int *hi)
 		*hi = *lo;
 }
 
-/* One output row i of tap (kh, kw) of channel plane xc: dst[j] for j in [0, ow). */
+/* Output columns [js, je) of output row i of tap (kh, kw) of channel plane xc:
+ * dst[j - js] for j in [js, je) (a whole row: 0, ow). */
 static void tap_row(float *restrict dst, const float *restrict xc, const struct rf__conv_geo *q,
-		    int i, int kh, int kw)
+		    int i, int kh, int kw, int js, int je)
 {
 	int ih = i * q->s - q->p + kh, lo, hi, j;
 
 	if (ih < 0 || ih >= q->h) {
-		memset(dst, 0, (size_t)q->ow * sizeof(float));
+		memset(dst, 0, (size_t)(je - js) * sizeof(float));
 		return;
 	}
 	valid_cols(q, kw, &lo, &hi);
+	lo = lo < js ? js : lo > je ? je : lo;
+	hi = hi < lo ? lo : hi > je ? je : hi;
 	const float *restrict xr = xc + (size_t)ih * q->w;
 	const int off = kw - q->p;              /* input column of output column j: j*s + off */
-	for (j = 0; j < lo; j++)
-		dst[j] = 0.0f;
+	for (j = js; j < lo; j++)
+		dst[j - js] = 0.0f;
 	if (q->s == 1 && hi > lo)
-		memcpy(dst + lo, xr + lo + off, (size_t)(hi - lo) * sizeof(float));
+		memcpy(dst + (lo - js), xr + lo + off, (size_t)(hi - lo) * sizeof(float));
 	else
 		for (j = lo; j < hi; j++)
-			dst[j] = xr[j * q->s + off];
-	for (j = hi; j < q->ow; j++)
-		dst[j] = 0.0f;
+			dst[j - js] = xr[j * q->s + off];
+	for (j = hi; j < je; j++)
+		dst[j - js] = 0.0f;
 }
 
 void rf__im2col_sp(float *col, size_t ld, const float *x, struct rf__conv_geo q, int g)
@@ -57,7 +60,7 @@ void rf__im2col_sp(float *col, size_t ld, const float *x, struct rf__conv_geo q,
 					float *cp = col + r * ld + gi * ohw;
 					const float *xc = x + gi * img + c * plane;
 					for (int i = 0; i < q.oh; i++)
-						tap_row(cp + (size_t)i * q.ow, xc, &q, i, kh, kw);
+						tap_row(cp + (size_t)i * q.ow, xc, &q, i, kh, kw, 0, q.ow);
 				}
 			}
 }
@@ -211,38 +214,16 @@ void rf__im2col_panel(float *dst, const float *x, const struct rf__conv_geo *q, 
 	}
 #endif
 	const size_t plane = (size_t)q->h * q->w, img = (size_t)q->c * plane;
-	const int kk = q->kh * q->kw, ohw = q->oh * q->ow, s = q->s;
+	const int kk = q->kh * q->kw, ohw = q->oh * q->ow;
 
 	for (int r = 0; r < kc; r++, dst += RF__K_PANEL_NR) {
 		const int p = p0 + r, c = p / kk, kh = p % kk / q->kw, kw = p % q->kw;
-		const int off = kw - q->p; /* input column of output column j: j*s + off */
-		int lo, hi, gi = j0 / ohw, i = j0 % ohw / q->ow, jj = j0 % q->ow, left = nr;
-		float *restrict d = dst;
-		valid_cols(q, kw, &lo, &hi);
-		/* output rows, or the pieces of them in the panel: tap_row's values */
+		int gi = j0 / ohw, i = j0 % ohw / q->ow, jj = j0 % q->ow, left = nr;
+		float *d = dst;
+		/* output rows, or the pieces of them in the panel */
 		while (left > 0) {
-			const int len = q->ow - jj < left ? q->ow - jj : left, end = jj + len;
-			const int ih = i * s - q->p + kh;
-			if (ih < 0 || ih >= q->h) {
-				for (int j = 0; j < len; j++)
-					d[j] = 0.0f;
-			} else {
-				const float *restrict xr = x + (size_t)gi * img + (size_t)c * plane +
-							   (size_t)ih * q->w;
-				const int a = lo < jj ? jj : lo > end ? end : lo;
-				const int b = hi < a ? a : hi > end ? end : hi;
-				int j = jj;
-				for (; j < a; j++)
-					d[j - jj] = 0.0f;
-				if (s == 1)
-					for (; j < b; j++)
-						d[j - jj] = xr[j + off];
-				else
-					for (; j < b; j++)
-						d[j - jj] = xr[j * s + off];
-				for (; j < end; j++)
-					d[j - jj] = 0.0f;
-			}
+			const int len = q->ow - jj < left ? q->ow - jj : left;
+			tap_row(d, x + (size_t)gi * img + (size_t)c * plane, q, i, kh, kw, jj, jj + len);
 			d += len, left -= len, jj = 0;
 			if (++i == q->oh)
 				i = 0, gi++;

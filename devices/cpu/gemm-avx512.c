@@ -168,45 +168,6 @@ static void gm_pack_bn(float *restrict bp, const float *restrict b, size_t ldb, 
 	}
 }
 
-/* C's columns [j0, j1) (j0 a multiple of NR) for the K slice at p0 and the A block of
- * rows [i0, i0 + mc), packed at ap: each MR x NR tile of them, C += (or =) the slice's
- * products. op(B) is read in place (B, pk 0) or through a packed copy (pk) -- bt, the
- * slice's panels of these columns (gm_pack_bt, gm_pack_bn), or, bt NULL (no buffer for
- * them), each panel packed here as it comes -- which gives the micro-kernel the same
- * values, so the same bits. tb: B is transposed (then pk); bg: B is made by bg (then
- * pk), never read. */
-static void gm_block(const float *ap, int i0, int mc, int p0, int kc, int acc, int pk, int tb,
-		     const struct rf__k_bgen *bg, const float *bt, const float *b, int ldb,
-		     float *c, int ldc, int j0, int j1)
-{
-	float one[(tb || bg) && !bt ? RF__GM_KC * RF__GM_NR : 1] __attribute__((aligned(64)));
-
-	for (int j = j0; j < j1; j += RF__GM_NR) {
-		const int nr = j1 - j < RF__GM_NR ? j1 - j : RF__GM_NR;
-		const float *bp = b + (size_t)p0 * ldb + j;
-		size_t lb = (size_t)ldb;
-		if (pk && bt) { /* (B without its buffer: read in place) */
-			bp = bt + (size_t)((j - j0) / RF__GM_NR) * kc * RF__GM_NR;
-			lb = RF__GM_NR;
-		} else if (bg) {
-			bg->panel(bg, one, p0, kc, j, nr);
-			bp = one, lb = RF__GM_NR;
-		} else if (tb) {
-			gm_pack_bt(one, b, (size_t)ldb, p0, kc, j, j + nr);
-			bp = one, lb = RF__GM_NR;
-		}
-		for (int q = 0; q < mc; q += RF__GM_MR) {
-			const int mr = mc - q < RF__GM_MR ? mc - q : RF__GM_MR;
-			float *cp = c + (size_t)(i0 + q) * ldc + j;
-			if (nr == RF__GM_NR)
-				gm_ukr_full(kc, ap + (size_t)q * kc, bp, lb, cp, (size_t)ldc, mr, acc);
-			else
-				gm_ukr_edge(kc, ap + (size_t)q * kc, bp, lb, cp, (size_t)ldc, mr, nr,
-					    acc);
-		}
-	}
-}
-
 /* C = alpha * op(A) * op(B) + beta * C over C's columns [j0, j1) (j0 a multiple of NR),
  * for alpha != 0, k > 0 (rf__k_gemm's contract): beta applied to those columns, then
  * for each K slice and each block of A's rows, the block's tiles. alpha * op(A) comes
@@ -223,6 +184,53 @@ struct gm_args {
 	int per; /* gemm_avx512_par: columns a chunk */
 	const struct rf__k_bgen *bg; /* B made panel by panel (b unused), or NULL */
 };
+
+/* dst <- op(B)'s rows [p0, p0 + kc), columns [j0, j1), as NR-wide panels (gm_pack_bt's
+ * layout): B^T's, B's from memory, or made by bg */
+static void gm_pack_b(const struct gm_args *g, float *dst, int p0, int kc, int j0, int j1)
+{
+	if (!g->bg)
+		(g->tb ? gm_pack_bt : gm_pack_bn)(dst, g->b, (size_t)g->ldb, p0, kc, j0, j1);
+	else
+		for (int j = j0; j < j1; j += RF__GM_NR)
+			g->bg->panel(g->bg, dst + (size_t)((j - j0) / RF__GM_NR) * kc * RF__GM_NR,
+				     p0, kc, j, j1 - j < RF__GM_NR ? j1 - j : RF__GM_NR);
+}
+
+/* C's columns [j0, j1) (j0 a multiple of NR) for the K slice at p0 and the A block of
+ * rows [i0, i0 + mc), packed at ap: each MR x NR tile of them, C += (or =) the slice's
+ * products. op(B) comes from bt, the slice's packed panels of these columns
+ * (gm_pack_b), or, bt NULL, from B in place -- or, where B cannot be read in place
+ * (B^T, a made B), from each panel packed here as it comes. The micro-kernel gets the
+ * same values every way, so the same bits. */
+static void gm_block(const struct gm_args *g, const float *ap, int i0, int mc, int p0, int kc,
+		     int acc, const float *bt, int j0, int j1)
+{
+	const int one_by_one = !bt && (g->tb || g->bg);
+	float one[one_by_one ? RF__GM_KC * RF__GM_NR : 1] __attribute__((aligned(64)));
+
+	for (int j = j0; j < j1; j += RF__GM_NR) {
+		const int nr = j1 - j < RF__GM_NR ? j1 - j : RF__GM_NR;
+		const float *bp = one;
+		size_t lb = RF__GM_NR;
+		if (bt)
+			bp = bt + (size_t)((j - j0) / RF__GM_NR) * kc * RF__GM_NR;
+		else if (one_by_one)
+			gm_pack_b(g, one, p0, kc, j, j + nr);
+		else /* B in place */
+			bp = g->b + (size_t)p0 * g->ldb + j, lb = (size_t)g->ldb;
+		for (int q = 0; q < mc; q += RF__GM_MR) {
+			const int mr = mc - q < RF__GM_MR ? mc - q : RF__GM_MR;
+			float *cp = g->c + (size_t)(i0 + q) * g->ldc + j;
+			if (nr == RF__GM_NR)
+				gm_ukr_full(kc, ap + (size_t)q * kc, bp, lb, cp, (size_t)g->ldc, mr,
+					    acc);
+			else
+				gm_ukr_edge(kc, ap + (size_t)q * kc, bp, lb, cp, (size_t)g->ldc, mr,
+					    nr, acc);
+		}
+	}
+}
 
 static float *gm_buffer(int which, size_t floats);
 
@@ -247,12 +255,8 @@ static void gm_cols(const struct gm_args *g, int j0, int j1, float *ap)
 		rf__k_gemm_beta(g->m, j1 - j0, g->beta, g->c + j0, g->ldc);
 	for (int p0 = 0; p0 < g->k; p0 += RF__GM_KC) {
 		const int kc = g->k - p0 < RF__GM_KC ? g->k - p0 : RF__GM_KC;
-		if (bt && g->bg)
-			for (int j = j0; j < j1; j += RF__GM_NR)
-				g->bg->panel(g->bg, bt + (size_t)((j - j0) / RF__GM_NR) * kc * RF__GM_NR,
-					     p0, kc, j, j1 - j < RF__GM_NR ? j1 - j : RF__GM_NR);
-		else if (bt)
-			(g->tb ? gm_pack_bt : gm_pack_bn)(bt, g->b, (size_t)g->ldb, p0, kc, j0, j1);
+		if (bt)
+			gm_pack_b(g, bt, p0, kc, j0, j1);
 		/* rows of A per block: as many MR panels as RF__GM_APACK floats hold (the
 		 * block stays in L1/L2 while B's panels pass over it) */
 		const int mcb = RF__GM_APACK / kc / RF__GM_MR * RF__GM_MR;
@@ -263,8 +267,7 @@ static void gm_cols(const struct gm_args *g, int j0, int j1, float *ap)
 						  : ap;
 			if (!g->apk)
 				gm_pack_a(ap, g->ta, g->a, (size_t)g->lda, i0, p0, mc, kc, g->alpha);
-			gm_block(blk, i0, mc, p0, kc, acc, packb, g->tb, g->bg, bt, g->b, g->ldb,
-				 g->c, g->ldc, j0, j1);
+			gm_block(g, blk, i0, mc, p0, kc, acc, bt, j0, j1);
 		}
 	}
 }

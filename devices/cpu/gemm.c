@@ -97,13 +97,19 @@ static int rf__gemv_blas(void)
 #endif
 }
 
+/* Whether an m-row product is ringflow's AVX-512 GEMM's to try (it still says -ENOTSUP
+ * without AVX-512): not where RF_KERNELS_BLAS_GEMM gives OpenBLAS everything, nor a
+ * one-row GEMV where OpenBLAS's sgemv is there */
+static int gemm_ours(int m)
+{
+	return gemm_fast_ok() && !(m == 1 && rf__gemv_blas());
+}
+
 const char *rf__k_gemm_who(void)
 {
-	float c = 0.0f;
-
-	/* a 2x1 product of nothing: rf__k_gemm_avx512 says -ENOTSUP where it would not run */
-	if (gemm_fast_ok() && rf__k_gemm_avx512(0, 0, 2, 1, 0, 1.0f, &c, 1, &c, 1, 0.0f,
-						 (float[2]){ 0 }, 1) != -ENOTSUP)
+	/* an empty product: rf__k_gemm_avx512 says -ENOTSUP where it would not run */
+	if (gemm_ours(2) && rf__k_gemm_avx512(0, 0, 0, 0, 0, 1.0f, NULL, 1, NULL, 1, 0.0f, NULL,
+					      1) != -ENOTSUP)
 		return "ringflow's AVX-512 GEMM";
 #if RF_HAVE_OPENBLAS
 	if (rf__openblas(NULL))
@@ -115,8 +121,7 @@ const char *rf__k_gemm_who(void)
 int rf__k_gemm_gen(int m, int n, int k, const float *a, int lda, const struct rf__k_bgen *bg,
 		   float beta, float *c, int ldc)
 {
-	/* rf__k_gemm's choice, below: a GEMV goes to OpenBLAS where it is there */
-	if (!gemm_fast_ok() || (m == 1 && rf__gemv_blas()))
+	if (!gemm_ours(m)) /* rf__k_gemm's choice, below */
 		return -ENOTSUP;
 	return rf__k_gemm_avx512_gen(m, n, k, a, lda, bg, beta, c, ldc);
 }
@@ -126,7 +131,7 @@ int rf__k_gemm(int ta, int tb, int m, int n, int k, float alpha,
 	      float beta, float *c, int ldc)
 {
 	/* (one row, m == 1, is a GEMV: OpenBLAS's sgemv streams op(B) once, below) */
-	if (gemm_fast_ok() && !(m == 1 && rf__gemv_blas())) {
+	if (gemm_ours(m)) {
 		int rc = rf__k_gemm_avx512(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 		if (rc != -ENOTSUP)
 			return rc;

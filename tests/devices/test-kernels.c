@@ -610,6 +610,30 @@ static void conv_case(struct rf__conv2d s, int ws_mode, int fd)
 	free(c.ws);
 }
 
+/* 40 random panels of fn's against mat (rows x cols, written whole), bit for bit */
+static void check_panels(const char *name, unsigned geo,
+			 void (*fn)(float *, const float *, const struct rf__conv_geo *, int, int,
+				    int, int),
+			 const float *mat, int rows, int cols, const float *x,
+			 const struct rf__conv_geo *q)
+{
+	float panel[128 * RF__K_PANEL_NR];
+
+	for (int rep = 0; rep < 40; rep++) {
+		int p0 = rint_in(0, rows - 1), kc = rint_in(1, rows - p0 < 128 ? rows - p0 : 128);
+		int j0 = RF__K_PANEL_NR * rint_in(0, (cols - 1) / RF__K_PANEL_NR);
+		int nr = cols - j0 < RF__K_PANEL_NR ? cols - j0 : RF__K_PANEL_NR;
+		fn(panel, x, q, p0, kc, j0, nr);
+		for (int r = 0; r < kc; r++)
+			if (memcmp(panel + r * RF__K_PANEL_NR, mat + (size_t)(p0 + r) * cols + j0,
+				   (size_t)nr * sizeof(float))) {
+				CHECK(0, "%s panel geo %u p0=%d kc=%d j0=%d nr=%d: row %d differs",
+				      name, geo, p0, kc, j0, nr, r);
+				return;
+			}
+	}
+}
+
 /* The forward's im2col panels (rf__im2col_panel, made inside the GEMM) against the
  * matrix rf__im2col_sp writes, and the filter gradient's im2row panels against
  * rf__im2row_sp's, bit for bit, on random panels of several geometries (padded,
@@ -626,45 +650,16 @@ static void test_im2col_panel(void)
 	};
 	for (unsigned gi = 0; gi < sizeof(geos) / sizeof(geos[0]); gi++) {
 		const struct rf__conv_geo q = geos[gi];
-		const int g = 3, ckk = q.c * q.kh * q.kw;
-		const size_t ld = (size_t)g * q.oh * q.ow;
-		float *x = frand((size_t)g * q.c * q.h * q.w, -1, 1), *col = falloc((size_t)ckk * ld);
-		float *row = falloc((size_t)ckk * ld);
-		float panel[128 * RF__K_PANEL_NR];
-		rf__im2col_sp(col, ld, x, q, g);
+		const int g = 3, ckk = q.c * q.kh * q.kw, ld = g * q.oh * q.ow;
+		float *x = frand((size_t)g * q.c * q.h * q.w, -1, 1);
+		float *col = falloc((size_t)ckk * ld), *row = falloc((size_t)ckk * ld);
+		rf__im2col_sp(col, (size_t)ld, x, q, g);
 		rf__im2row_sp(row, x, q, g);
-		for (int rep = 0; rep < 40; rep++) {
-			int p0 = rint_in(0, (int)ld - 1);
-			int kc = rint_in(1, (int)ld - p0 < 128 ? (int)ld - p0 : 128);
-			int j0 = RF__K_PANEL_NR * rint_in(0, (ckk - 1) / RF__K_PANEL_NR);
-			int nr = ckk - j0 < RF__K_PANEL_NR ? ckk - j0 : RF__K_PANEL_NR;
-			rf__im2row_panel(panel, x, &q, p0, kc, j0, nr);
-			for (int r = 0; r < kc; r++)
-				if (memcmp(panel + r * RF__K_PANEL_NR, row + (size_t)(p0 + r) * ckk + j0,
-					   (size_t)nr * sizeof(float))) {
-					CHECK(0, "im2row panel geo %u p0=%d kc=%d j0=%d nr=%d: row %d "
-					      "differs", gi, p0, kc, j0, nr, r);
-					rep = 40;
-					break;
-				}
-		}
-		free(row);
-		for (int rep = 0; rep < 40; rep++) {
-			int p0 = rint_in(0, ckk - 1), kc = rint_in(1, ckk - p0 < 128 ? ckk - p0 : 128);
-			int j0 = RF__K_PANEL_NR * rint_in(0, (int)(ld - 1) / RF__K_PANEL_NR);
-			int nr = (int)ld - j0 < RF__K_PANEL_NR ? (int)ld - j0 : RF__K_PANEL_NR;
-			rf__im2col_panel(panel, x, &q, p0, kc, j0, nr);
-			for (int r = 0; r < kc; r++)
-				if (memcmp(panel + r * RF__K_PANEL_NR, col + (size_t)(p0 + r) * ld + j0,
-					   (size_t)nr * sizeof(float))) {
-					CHECK(0, "im2col panel geo %u p0=%d kc=%d j0=%d nr=%d: row %d "
-					      "differs", gi, p0, kc, j0, nr, r);
-					rep = 40;
-					break;
-				}
-		}
+		check_panels("im2col", gi, rf__im2col_panel, col, ckk, ld, x, &q);
+		check_panels("im2row", gi, rf__im2row_panel, row, ld, ckk, x, &q);
 		free(x);
 		free(col);
+		free(row);
 	}
 }
 

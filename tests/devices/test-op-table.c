@@ -354,16 +354,27 @@ static size_t numel(const struct tspec *t)
 	return n;
 }
 
+/* The dtype and layout of a tensor of spec s in a case run in dtype dt, layout lay:
+ * the tested float ones take both (the layout where 4-D), the fixed ones f32
+ * row-major. */
+static void spec_format(const struct tspec *s, enum rf_tdtype dt, enum rf_layout lay,
+			enum rf_tdtype *tdt, enum rf_layout *tl)
+{
+	int fl = is_float(s->kind) && s->kind != K_F_FIXED && s->kind != K_FP_POS;
+
+	*tdt = is_float(s->kind) ? (fl ? dt : RF_F32) : s->kind == K_I32 ? RF_I32 : RF_U8;
+	*tl = fl && s->ndim == 4 ? lay : RF_LAYOUT_ROWMAJOR;
+}
+
 /* Case c's tensors on d in dtype dt and layout lay (values not written) into t. */
 static void make_tensors(const struct ocase *c, struct rf_device *d, enum rf_tdtype dt,
 			 enum rf_layout lay, struct rf_tensor **t)
 {
 	for (int i = 0; i < c->nt; i++) {
 		const struct tspec *s = &c->t[i];
-		int fl = is_float(s->kind) && s->kind != K_F_FIXED && s->kind != K_FP_POS;
-		enum rf_tdtype tdt = is_float(s->kind) ? (fl ? dt : RF_F32) :
-				     s->kind == K_I32 ? RF_I32 : RF_U8;
-		enum rf_layout tl = fl && s->ndim == 4 ? lay : RF_LAYOUT_ROWMAJOR;
+		enum rf_tdtype tdt;
+		enum rf_layout tl;
+		spec_format(s, dt, lay, &tdt, &tl);
 		CHECK_OK(rf_tensor_create_layout(d, tdt, tl, "t", s->ndim, s->shape, &t[i]));
 	}
 }
@@ -565,11 +576,7 @@ static unsigned check_claims_match_push(const struct rf__backend *be, unsigned *
 				for (int k = 0; k < c->nt; k++) {
 					const struct tspec *s = &c->t[k];
 					struct rf__tref *t = rf__op_t(&op, (unsigned)k);
-					int fl = is_float(s->kind) && s->kind != K_F_FIXED &&
-						 s->kind != K_FP_POS;
-					t->dtype = is_float(s->kind) ? (fl ? dt : RF_F32) :
-						   s->kind == K_I32 ? RF_I32 : RF_U8;
-					t->layout = fl && s->ndim == 4 ? lay : RF_LAYOUT_ROWMAJOR;
+					spec_format(s, dt, lay, &t->dtype, &t->layout);
 					t->ndim = s->ndim;
 					t->numel = 1;
 					for (int d = 0; d < RF_TENSOR_MAX_DIMS; d++) {
