@@ -9,7 +9,9 @@
  * kernels. What a backend does not claim must be refused, by rf_device_kind_supports
  * and for a device at push, with -ENOTSUP and a message that names the op, the dtype
  * and the layout. A backend without a device here (CUDA on a machine without a GPU)
- * still has its claims and refusals checked through its table. */
+ * still has its claims and refusals checked through its table. A case that fails is
+ * named and the run goes on to the next, so one run (one call on a lent GPU) names
+ * every failing op, dtype and layout. */
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
@@ -379,16 +381,26 @@ static void make_tensors(const struct ocase *c, struct rf_device *d, enum rf_tdt
 	}
 }
 
+/* After a case: its ops waited for; bad, or 1 if the wait failed (a failed op). */
+static int settle(struct rig *r, int bad)
+{
+	if (rf_engine_wait_all(r->e) < 0) {
+		fprintf(stderr, "  (the engine's wait after it: %s)\n", rf_last_error());
+		return 1;
+	}
+	return bad;
+}
+
 /* What d does not run is refused at push too: -ENOTSUP, the same message, nothing
- * pushed. */
-static void check_push_refused(struct rig *r, const struct ocase *c, struct rf_device *d,
+ * pushed. 1 (said on stderr) if not. */
+static int check_push_refused(struct rig *r, const struct ocase *c, struct rf_device *d,
 			       enum rf_tdtype dt, enum rf_layout lay)
 {
 	struct rf_tensor *t[MAXT] = { 0 };
 	struct rf_engine_stats st0, st1;
 	struct rf_prng *g = NULL;
 	char want[96];
-	int ret;
+	int ret, bad = 0;
 
 	CHECK_OK(rf_prng_create(r->e, 1, "g", &g));
 	make_tensors(c, d, dt, lay, t);
@@ -401,23 +413,26 @@ static void check_push_refused(struct rig *r, const struct ocase *c, struct rf_d
 		fprintf(stderr, "%s on %s in %s %s: push returned %d, pushed %llu ops: '%s'\n",
 			c->op, rf_device_name(d), rf_tdtype_name(dt), rf_layout_name(lay), ret,
 			(unsigned long long)(st1.pushed - st0.pushed), rf_last_error());
-		exit(1);
+		bad = 1;
 	}
 	for (int i = 0; i < c->nt; i++)
 		rf_tensor_destroy(t[i]);
 	rf_prng_destroy(g);
-	CHECK_OK(rf_engine_wait_all(r->e));
+	return settle(r, bad);
 }
 
 /* Case c on device d in dtype dt and layout lay against the CPU device ref in f32
- * row-major. exact: the backend is the CPU (its reference path is exact). */
-static void run_case(struct rig *r, const struct ocase *c, struct rf_device *d,
+ * row-major. exact: the backend is the CPU (its reference path is exact). 1 (said on
+ * stderr, the first wrong element of each output) if the outputs differ or an op
+ * fails: the caller goes on to the next case, so one run names every failing one. */
+static int run_case(struct rig *r, const struct ocase *c, struct rf_device *d,
 		     struct rf_device *ref, enum rf_tdtype dt, enum rf_layout lay, int exact)
 {
 	struct rf_tensor *td[MAXT] = { 0 }, *tr[MAXT] = { 0 };
 	float *vals[MAXT] = { 0 };
 	struct rf_prng *gd = NULL, *gr = NULL;
 	char what[160];
+	int bad = 0;
 
 	CHECK_OK(rf_prng_create(r->e, 99, "g_test", &gd));
 	CHECK_OK(rf_prng_create(r->e, 99, "g_ref", &gr));
@@ -456,9 +471,9 @@ static void run_case(struct rig *r, const struct ocase *c, struct rf_device *d,
 		 rf_tdtype_name(dt), rf_layout_name(lay));
 	if (c->push(NULL, td, gd) < 0 || c->push(NULL, tr, gr) < 0) {
 		fprintf(stderr, "%s: push refused: %s\n", what, rf_last_error());
-		exit(1);
+		bad = 1;
 	}
-	for (int i = 0; i < c->nt; i++) {
+	for (int i = 0; i < c->nt && !bad; i++) {
 		const struct tspec *s = &c->t[i];
 		size_t n = numel(s);
 		float *got, *want;
@@ -472,7 +487,8 @@ static void run_case(struct rig *r, const struct ocase *c, struct rf_device *d,
 			    rf_tensor_read_as(tr[i], RF_F32, want) < 0) {
 				fprintf(stderr, "%s: an op failed: %s / %s\n", what,
 					rf_device_last_error(d), rf_device_last_error(ref));
-				exit(1);
+				bad = 1;
+				n = 0;
 			}
 		} else {
 			CHECK_OK(rf_tensor_read(td[i], got));
@@ -484,7 +500,8 @@ static void run_case(struct rig *r, const struct ocase *c, struct rf_device *d,
 				if (((int32_t *)got)[k] != ((int32_t *)want)[k]) {
 					fprintf(stderr, "%s: tensor %d element %zu: %d, want %d\n", what,
 						i, k, ((int32_t *)got)[k], ((int32_t *)want)[k]);
-					exit(1);
+					bad = 1;
+					break;
 				}
 				continue;
 			}
@@ -497,7 +514,8 @@ static void run_case(struct rig *r, const struct ocase *c, struct rf_device *d,
 			if (!(fabs(g - w) <= tol) && !(isnan(g) && isnan(w))) {
 				fprintf(stderr, "%s: tensor %d (%s) element %zu: got %.9g, want %.9g\n",
 					what, i, rf_tensor_describe(td[i], (char[96]){ 0 }, 96), k, g, w);
-				exit(1);
+				bad = 1;
+				break;
 			}
 		}
 		free(got);
@@ -510,7 +528,7 @@ static void run_case(struct rig *r, const struct ocase *c, struct rf_device *d,
 	}
 	rf_prng_destroy(gd);
 	rf_prng_destroy(gr);
-	CHECK_OK(rf_engine_wait_all(r->e));
+	return settle(r, bad);
 }
 
 /* A refusal names the op, and the dtype and layout where those are what is refused. */
@@ -763,7 +781,7 @@ int main(void)
 {
 	struct rig r;
 	struct rf_device *ref = NULL;
-	unsigned ran = 0, refused = 0, backends = 0;
+	unsigned ran = 0, refused = 0, backends = 0, failed = 0;
 
 	CHECK_OK(rf_ring_create(&r.ring, NULL));
 	CHECK_OK(rf_engine_create(&r.e, r.ring, NULL));
@@ -856,7 +874,8 @@ int main(void)
 						continue;
 					s = rf_device_supports(d, c->op, dtypes[a], layouts[l]);
 					if (s == 0) {
-						run_case(&r, c, d, ref, dtypes[a], layouts[l], be->hostmem);
+						failed += run_case(&r, c, d, ref, dtypes[a], layouts[l],
+								   be->hostmem);
 						ran++;
 						continue;
 					}
@@ -864,13 +883,15 @@ int main(void)
 					check_refusal(rf_device_name(d), c->op, dtypes[a], layouts[l],
 						      rf_device_supports(d, c->op, RF_F32,
 									 RF_LAYOUT_ROWMAJOR) == 0);
-					check_push_refused(&r, c, d, dtypes[a], layouts[l]);
+					failed += check_push_refused(&r, c, d, dtypes[a], layouts[l]);
 					refused++;
 				}
 		rf_device_close(d);
 	}
 	fprintf(stderr, "op table: %u backends, %u op/dtype/layout runs against the CPU's f32 "
-		"row-major, %u refusals checked\n", backends, ran, refused);
+		"row-major, %u refusals checked, %u failed\n", backends, ran, refused, failed);
+	if (failed)
+		return 1;
 	rf_device_close(ref);
 	rf_engine_destroy(r.e);
 	rf_ring_destroy(r.ring);
