@@ -13,7 +13,8 @@ draws; a job file runs its jobs with the options the same command line gives, an
 unknown key fails naming its line. --bs ranges and splits keep one pass = the region
 once (verify proves every grain written); --nrfiles / several --file spread a pass over
 each file; randtrim punches every block; --hipri runs or says in one line why not; a job
-file's jobs end when its process is killed.
+file's jobs end when its process is killed; block sizes of 512, 1000 and 3 bytes and a
+range of 1k-3k run (buffers sized to their alignment).
 argv: the rf-iobench program."""
 import json
 import os
@@ -57,6 +58,15 @@ try:
         check(j[k]["n"] == 256, "%s counts every I/O" % k)
     check(j["lat"]["percentiles_us"]["50"] >= j["clat"]["percentiles_us"]["50"], "lat >= clat")
     check(j["random_map"] is True, "random map on by default")
+    # block sizes that are not a multiple of the buffers' alignment (fio's bs=512, odd
+    # sizes, a range): the buffers are sized up to it, as aligned_alloc requires (the
+    # ASan build reports the call otherwise); a pass reads whole blocks of the region
+    for bs, ios, nbytes in (("512", 128, 65536), ("1000", 65, 65000), ("3", 21845, 65535)):
+        j = run("--rw", "randread", "--bs", bs, "--qd", "4", "--size", "64k")
+        check(j["ios"] == ios and j["read_bytes"] == nbytes,
+              "--bs %s over 64 KiB: %d reads, %d bytes" % (bs, j["ios"], j["read_bytes"]))
+    j = run("--rw", "randread", "--bs", "1k-3k", "--qd", "4", "--size", "64k")
+    check(j["read_bytes"] == 65536, "--bs 1k-3k reads the region once: %d" % j["read_bytes"])
     j = run("--rw", "randrw", "--rwmixread", "70", "--bs", "4k", "--qd", "8", "--runtime", "0.3",
             "--force")
     share = j["read_bytes"] / (j["read_bytes"] + j["write_bytes"])

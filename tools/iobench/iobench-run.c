@@ -365,6 +365,9 @@ void iob_job_setup(struct iob_job *j)
 		die(1, "out of memory for %ld request slots (--qd)", o->qd);
 	j->ioflags = RF_IO_FIXED_FILE;
 	uint64_t bmax = o->bs.max;
+	/* aligned_alloc's size is a multiple of the alignment (C11); a --bs of 512 or
+	 * 1000 bytes gets a buffer of one alignment unit */
+	uint64_t bcap = (bmax + o->mem_align - 1) / o->mem_align * o->mem_align;
 	if (o->fixedbufs) {
 		ret = rf_ring_register_buffers(j->r, (unsigned)o->qd, bmax, o->mem_align);
 		if (ret < 0)
@@ -376,7 +379,7 @@ void iob_job_setup(struct iob_job *j)
 	for (long i = 0; i < o->qd; i++) {
 		struct slot *s = &j->slots[i];
 		s->j = j;
-		s->buf = o->fixedbufs ? rf_ring_buffer(j->r, (unsigned)i) : aligned_alloc(o->mem_align, bmax);
+		s->buf = o->fixedbufs ? rf_ring_buffer(j->r, (unsigned)i) : aligned_alloc(o->mem_align, bcap);
 		if (!s->buf)
 			die(1, "out of memory for %ld buffers of %" PRIu64 " bytes (--qd x --bs)", o->qd, bmax);
 		if (o->write) {
