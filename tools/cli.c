@@ -1,5 +1,6 @@
 /* tools/cli.c -- the command-line helpers of cli.h, shared by the tools. */
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <fcntl.h>
 #include <float.h>
@@ -412,6 +413,28 @@ int rf_cli_same_file(const char *a, const char *b)
 	bb = rf_cli_dirname(b, db, sizeof(db));
 	return strcmp(a + ba, b + bb) == 0 && stat(da, &sa) == 0 && stat(db, &sb) == 0 &&
 	       sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+int rf_cli_inside(const char *path, const char *dir)
+{
+	char rd[PATH_MAX], rp[PATH_MAX], pd[4096], *x;
+	struct stat st;
+	size_t base, n;
+
+	if (!path || !dir || !*path || !*dir || stat(dir, &st) < 0 || !S_ISDIR(st.st_mode) ||
+	    !realpath(dir, rd))
+		return 0;
+	if (!(x = realpath(path, rp))) {   /* not there yet: its directory, resolved */
+		base = rf_cli_dirname(path, pd, sizeof(pd));
+		if (!path[base] || !realpath(pd, rp) ||
+		    strlen(rp) + 1 + strlen(path + base) >= sizeof(rp))
+			return 0;
+		strcat(strcat(rp, "/"), path + base);
+	}
+	n = strlen(rd);
+	if (n == 1)                        /* "/" holds everything */
+		return 1;
+	return strncmp(rp, rd, n) == 0 && (rp[n] == 0 || rp[n] == '/');
 }
 
 int rf_cli_bad_opt(int ret, int before, int argc, char **argv,

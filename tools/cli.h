@@ -121,6 +121,12 @@ void rf_cli_on_signals(void (*handler)(int));
  * (one yet to be created) the same name in the same directory. */
 int rf_cli_same_file(const char *a, const char *b);
 
+/* Whether path lies inside directory dir (or is dir): both resolved (realpath; a path
+ * yet to be created by its directory), so that links and ".." do not hide it. 0 where
+ * dir is not an existing directory or path's directory does not exist. An output
+ * inside an input folder is refused: the folder would be read as it is written. */
+int rf_cli_inside(const char *path, const char *dir);
+
 /* What getopt_long's '?' or ':' was about, for the one-line refusal. before: optind
  * just before that getopt_long call. The element it was reading is the one it stepped
  * past, or (inside a cluster of short options, "-xy") the one it is still in: a long

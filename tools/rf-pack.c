@@ -181,6 +181,12 @@ static int pack_folder(const char *dir, const char *out, int force, int skip_bad
 
 	if ((rc = check_output(out, force)))
 		return rc;
+	/* a file written in the folder would replace an image or be read as one */
+	if (rf_cli_inside(out, dir) || rf_cli_inside(tmp_path, dir)) {
+		rf_cli_say("rf-pack", "-o %s: inside --image-folder %s, expected a path outside it",
+			   out, dir);
+		return 1;
+	}
 	rc = 1;
 	if (rf__folder_scan(&f, dir, err, sizeof(err)) < 0) {
 		rf_cli_say("rf-pack", "--image-folder %s", err);

@@ -155,6 +155,14 @@ int rf_tc_check_inputs(const struct cli *c, const char *data)
 				 "another file", p, from);
 			ret = bad_path(out[j].opt, why);
 		}
+	/* the export's directory is no other option's file (both new: the file made
+	 * first, the export's mkdir then failed after the training) */
+	for (int j = 0; j < k && !ret && c->export_dir; j++)
+		if (strcmp(out[j].opt, "--export") && rf_cli_same_file(c->export_dir, out[j].path)) {
+			snprintf(why, sizeof(why), "%s: the file %s writes (%s), expected another "
+				 "directory", c->export_dir, out[j].opt, out[j].path);
+			ret = bad_path("--export", why);
+		}
 	/* and no two outputs of different options (the export's files against the
 	 * checkpoint, the CSV, the trace; check_paths compares those three) */
 	for (int j = 0; j < k && !ret; j++)
@@ -259,6 +267,24 @@ int rf_tc_check_paths(const struct rf_train_opts *o, const char *data, const cha
 	return 0;
 }
 
+/* No output inside folder, a folder of images read as input (opt names it): a file
+ * written there would replace an image or be read as one. 0 or the exit status. */
+static int outside_folder(const struct cli *c, const char *opt, const char *folder)
+{
+	const char *outs[5][2] = { { "--checkpoint", c->checkpoint }, { "--metrics", c->metrics },
+				   { "--trace", c->trace }, { "--export", c->export_dir },
+				   { "RF_TRACE", getenv("RF_TRACE") } };
+	char why[8400];
+
+	for (int i = 0; i < 5; i++)
+		if (outs[i][1] && *outs[i][1] && rf_cli_inside(outs[i][1], folder)) {
+			snprintf(why, sizeof(why), "%s: inside %s %s, a folder of images read as "
+				 "input, expected a path outside it", outs[i][1], opt, folder);
+			return bad_path(outs[i][0], why);
+		}
+	return 0;
+}
+
 int rf_tc_folders(struct cli *c)
 {
 	static char data[PATH_MAX], test[PATH_MAX];
@@ -273,6 +299,11 @@ int rf_tc_folders(struct cli *c)
 					 "train", d);
 		t = sib;
 	}
+	/* before anything is packed */
+	if ((rf_folder_is_images(d) && (ret = outside_folder(c, "--data", d))) ||
+	    (rf_folder_is_images(t) && (ret = outside_folder(c, t == sib ? "--data's test set" :
+							     "--test-data", t))))
+		return ret;
 	if (rf_folder_is_images(d)) {
 		if ((ret = rf_folder_packed(prog, "--data", d, c->o.skip_bad_images, c->quiet, data,
 					    sizeof(data))))

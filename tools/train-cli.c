@@ -696,6 +696,11 @@ int parse_args(struct cli *c, int argc, char **argv)
 			   "0.9, 0.999)");
 	if (c->o.nesterov && c->o.momentum <= 0)
 		return rf_tc_bad("--nesterov", "needs --momentum > 0");
+	/* the options of image data, without images */
+	if (!c->o.image_size && c->o.stem)
+		return rf_tc_bad("--stem", "needs --image-size N (the data are images)");
+	if (!c->o.image_size && c->o.crop_scale > 0)
+		return rf_tc_bad("--crop-scale", "needs --image-size N (the data are images)");
 	if (!c->o.sched.epochs)             /* cosine: down to 0 over the run's epochs */
 		c->o.sched.epochs = c->epochs;
 	if (c->o.sched.kind == RF_LR_COSINE && c->o.sched.warmup_epochs >= c->o.sched.epochs)

@@ -217,6 +217,10 @@ for v in big IMAGENET ""; do bad $R --stem 2 "'$v' && auto, small or imagenet" -
 bad $R --stem 2 "value" --stem
 for v in 0 1.5 -0.1 x ""; do bad $R --crop-scale 2 "'$v' && (0, 1]" --crop-scale "$v"; done
 bad $R --crop-scale 2 "value" --crop-scale
+# options of image data without --image-size (the data are not images)
+bad $R --stem 2 "needs --image-size" --stem imagenet
+bad $R --stem 2 "needs --image-size" --stem small
+bad $R --crop-scale 2 "needs --image-size" --crop-scale 0.5
 for v in 0.5 0.5/0 /1 0.5/ 1,2/3 1,2,3,4,5/1,1,1,1,1 a/b 1/inf 1e39/1 Imagenet "0.5/1 " ""; do
 	bad $R --normalize 2 "'$v' && MEAN/STD && 'imagenet' && 1 to 4 && no STD 0" --normalize "$v"
 done
@@ -338,6 +342,28 @@ bad $R --trace 1 "t10k-images-idx3-ubyte: the same file as an input" --data "$T/
 	--trace "$T/idx/t10k-images-idx3-ubyte"
 [ "$(cat "$T/idx/train-images-idx3-ubyte.gz")" = train-images-idx3-ubyte.gz ] ||
 	fail "a refused rf-train run changed an IDX file of --data"
+# an output inside a folder of images read as input (--data, its test set beside it,
+# --test-data) is refused before anything is packed or written; the images unchanged
+mkdir -p "$T/imf/train/a" "$T/imf/test/a" "$T/imf/val/a"
+for d in train test val; do echo jpg >"$T/imf/$d/a/0.jpg"; done
+F="--data $T/imf/train --image-size 8"
+XDG_CACHE_HOME="$T/xdg" bad $R --checkpoint 1 "0.jpg: inside --data $T/imf/train" $F \
+	--checkpoint "$T/imf/train/a/0.jpg"
+XDG_CACHE_HOME="$T/xdg" bad $R --metrics 1 "inside --data's test set $T/imf/val" $F \
+	--metrics "$T/imf/val/a/0.jpg"
+XDG_CACHE_HOME="$T/xdg" bad $R --export 1 "inside --data $T/imf/train" $F \
+	--export "$T/imf/val/../train/new"
+XDG_CACHE_HOME="$T/xdg" bad $R --trace 1 "inside --test-data $T/imf/test" $F \
+	--test-data "$T/imf/test" --trace "$T/imf/test/t.json"
+for d in train test val; do
+	[ "$(cat "$T/imf/$d/a/0.jpg")" = jpg ] || fail "a refused rf-train run changed an image of $d"
+done
+[ ! -e "$T/imf/train/new" ] && [ ! -e "$T/imf/test/t.json" ] || fail "a refused run wrote into a folder"
+# --export DIR is no other option's file (the file was made, the export failed after
+# the training)
+bad $R --export 1 "$T/q1: the file --metrics writes" --metrics "$T/q1" --export "$T/q1"
+bad $R --export 1 "the file --checkpoint writes" --checkpoint "$T/q2" --export "$T/q2"
+bad $R --export 1 "the file --trace writes" --trace "$T/q3" --export "$T/./q3"
 # --export DIR's own files: checked before training, not after it
 mkdir "$T/exf" "$T/exg"
 mkfifo "$T/exf/model.json" "$T/exg/params.rfck.tmp"
@@ -403,6 +429,10 @@ bad $P --image-folder 2 "empty path" --image-folder "" -o "$T/x.rfrec"
 bad $P --image-folder 2 "missing value" --image-folder
 bad $P --image-folder 2 "cannot be combined" --image-folder "$T/dir" $I -o "$T/x.rfrec"
 bad $P -o 2 "missing" --image-folder "$T/dir"
+mkdir -p "$T/pf/a" && echo jpg >"$T/pf/a/0.jpg"
+bad $P -o 1 "inside --image-folder $T/pf" --image-folder "$T/pf" -o "$T/pf/x.rfrec"
+bad $P -o 1 "inside --image-folder" --image-folder "$T/pf" -o "$T/pf/a/0.jpg" --force
+[ "$(cat "$T/pf/a/0.jpg")" = jpg ] && [ ! -e "$T/pf/x.rfrec" ] || fail "rf-pack -o inside its folder"
 bad $P --webdataset 2 "no shard given" --webdataset -o "$T/x.rfrec"
 bad $P --webdataset 2 "cannot be combined" --webdataset $I "$T/text" -o "$T/x.rfrec"
 bad $P --webdataset 1 "is a FIFO" --webdataset "$fifo" -o "$T/x.rfrec"
