@@ -152,6 +152,7 @@ int main(int argc, char **argv)
 	struct rf_trainer *t = NULL;
 	double acc = 0, loss = 0;
 	char folder[PATH_MAX];
+	const char *data_arg;  /* --data as given (a folder of images is read packed) */
 	int ret, rc = 1;
 
 	rf_log_set(rf_cli_log_stderr, NULL);
@@ -166,6 +167,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	o.model = x.spec->name;
+	data_arg = c.data;
 	/* a model of images (an export's input other than Fashion-MNIST's): the data are
 	 * encoded images decoded to its input, by its stem */
 	if (x.spec->in.c != 1 || x.spec->in.h != 28 || x.spec->in.w != 28) {
@@ -197,6 +199,17 @@ int main(int argc, char **argv)
 	if (rf_trainer_create(&t, eng, &o) < 0) {
 		rf_cli_say(prog, "%s", rf_last_error());
 		goto out;
+	}
+	/* the model the data make (images: their classes) against the export's */
+	{
+		const struct rf_model_spec *dm = rf_trainer_replica(t, 0)->spec;
+		if (dm->in.classes != x.spec->in.classes) {
+			rf_cli_say(prog, "--data %s: %d classes, and the export %s was trained on %d: "
+				   "expected data of its classes",
+				   data_arg ? data_arg : RF_TRAIN_DEFAULT_DATA, dm->in.classes, c.dir,
+				   x.spec->in.classes);
+			goto out;
+		}
 	}
 	if (rf_export_load(ring, &x, rf_trainer_replica(t, 0)) < 0) {
 		rf_cli_say(prog, "%s", rf_last_error());

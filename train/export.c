@@ -503,6 +503,15 @@ int rf_export_open(const char *dir, struct rf_export *x)
 	return ret;
 }
 
+/* "lenet of 3 classes on (3, 16, 16) inputs, small stem, normalized" for a refusal. */
+static void rf__ex_spec_say(const struct rf_model_spec *sp, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s of %d classes on (%d, %d, %d) inputs%s%s", sp->name,
+		 sp->in.classes, sp->in.c, sp->in.h, sp->in.w,
+		 sp->in.stem == RF_STEM_IMAGENET ? ", ImageNet stem" : "",
+		 sp->in.norm_channels ? ", normalized" : "");
+}
+
 int rf_export_load(struct rf_ring *ring, const struct rf_export *x, struct rf_model *m)
 {
 	const struct rf_model_spec *sp = x->spec;
@@ -515,8 +524,11 @@ int rf_export_load(struct rf_ring *ring, const struct rf_export *x, struct rf_mo
 	int ret;
 
 	if (m && m->spec != sp) {
-		ret = rf__fail(-EINVAL, "export %s: a %s export cannot go into a %s model", x->dir,
-			       sp->name, m->spec->name);
+		char have[160], want[160];
+		rf__ex_spec_say(sp, have, sizeof(have));
+		rf__ex_spec_say(m->spec, want, sizeof(want));
+		ret = rf__fail(-EINVAL, "export %s: a model %s cannot go into a model %s", x->dir,
+			       have, want);
 		goto out;
 	}
 	if (!params || !bufs || !(bl = rf__ex_blobs(sp, params, bufs))) {

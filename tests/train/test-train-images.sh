@@ -86,6 +86,16 @@ grep -q "packing 96 images of 4 classes once" "$T/err" || fail "a folder: $(cat 
 grep -q "packed before" "$T/err" && [ "$(hash "$T/rf2")" = "$(hash "$T/r1")" ] ||
 	fail "a folder the second time: $(cat "$T/err")"
 "$INFER" "$T/exp" --data "$T/sm/test" --quiet 2>"$T/err" || fail "rf-infer on a folder: $(cat "$T/err")"
+# data of other classes than the export's: refused, naming the data and both counts
+mkdir "$T/three" && cp -r "$T/sm/test/c0" "$T/sm/test/c1" "$T/sm/test/c2" "$T/three/" || fail "cp"
+"$INFER" "$T/exp" --data "$T/three" --quiet 2>"$T/err" && fail "rf-infer on 3 classes: ran"
+grep -q -- "--data $T/three: 3 classes, and the export $T/exp was trained on 4" "$T/err" ||
+	fail "rf-infer on 3 classes: $(cat "$T/err")"
+mkdir "$T/wbig" && cp "$T/sm/test/c0/0000.jpg" "$T/wbig/0.jpg" && echo 1000000 >"$T/wbig/0.cls" &&
+	(cd "$T/wbig" && tar --format=ustar -cf "$T/big.tar" 0.jpg 0.cls) || fail "tar of a big label"
+"$INFER" "$T/exp" --data "$T/big.tar" --quiet 2>"$T/err" && fail "rf-infer on label 1000000: ran"
+grep -q -- "$T/big.tar: images of 1000001 classes (its labels' count)" "$T/err" ||
+	fail "rf-infer on label 1000000: $(cat "$T/err")"
 touch "$T/sm/train/c0/new.jpg"
 "$RF" --data "$T/sm/train" $B >"$T/rf3" 2>"$T/err" && fail "an empty file in the folder: ran"
 grep -q "new.jpg: 0 bytes" "$T/err" || fail "an empty file: $(cat "$T/err")"
