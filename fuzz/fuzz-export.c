@@ -10,6 +10,15 @@
 
 static char dir[64];
 
+/* the directory and its one file, gone at exit (the tests run this harness often) */
+static void rm_dir(void)
+{
+	char p[128];
+	snprintf(p, sizeof(p), "%s/model.json", dir);
+	unlink(p);
+	rmdir(dir);
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	(void)argc;
@@ -17,6 +26,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	snprintf(dir, sizeof(dir), "/tmp/rf-fuzz-export-XXXXXX");
 	if (!mkdtemp(dir))
 		abort();
+	atexit(rm_dir);
 	return 0;
 }
 

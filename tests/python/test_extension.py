@@ -29,8 +29,10 @@ import gc
 import gzip
 import importlib.util
 import errno
+import atexit
 import os
 import queue
+import shutil
 import struct
 import sys
 import tempfile
@@ -421,6 +423,7 @@ def main():
         pass
     del e2, v2, m2
     T = tempfile.mkdtemp(prefix="rf-python-ext.")
+    atexit.register(shutil.rmtree, T, True)   # the files made, gone at exit
     try:
         _ringflow._Loader(os.path.join(T, "x.rfrec"), 16, True)
         check(False, "the C loader's options are by name only")

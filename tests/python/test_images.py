@@ -13,7 +13,9 @@ or a missing one
 on an image file, raises ValueError/OSError carrying the library's message.
 Exit 0 or 1 (77: no numpy).
 """
+import atexit
 import os
+import shutil
 import struct
 import subprocess
 import sys
@@ -42,6 +44,7 @@ def png(path, w, h, rgb):
 
 def main():
     T = tempfile.mkdtemp(prefix="rf-python-images.")
+    atexit.register(shutil.rmtree, T, True)   # the files made, gone at exit
     root = os.path.join(T, "tree")
     n = 0
     for k, name in enumerate(["ant", "bee", "cat"]):

@@ -22,7 +22,9 @@
 Prints one closing line; exit 0 or 1 (77: no torch/numpy).
 """
 import errno
+import atexit
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -44,6 +46,7 @@ MP = "forkserver"   # the DataLoader workers' start method (see RecordDataset's 
 def main():
     global checks
     T = tempfile.mkdtemp(prefix="rf-python.")
+    atexit.register(shutil.rmtree, T, True)   # the files made, gone at exit
     N, SHAPE = 1000, (4, 4)
     checks = 0
 
