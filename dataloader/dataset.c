@@ -243,7 +243,7 @@ int rf_dataset_describe(const struct rf_dataset *ds, char *buf, size_t len)
 		snprintf(kind, sizeof(kind), "%s", ds->kind == RF_DS_TAR ? "WebDataset shard" :
 			 "rfrec v2");
 	if ((ds->kind == RF_DS_RFREC || ds->kind == RF_DS_TAR) && rf_dataset_variable(ds))
-		return snprintf(buf, len, "%s: %s, %" PRIu64 " %s records of 1 to %" PRIu64
+		return snprintf(buf, len, "%s: %s, %" PRIu64 " %s records of up to %" PRIu64
 				" bytes (%" PRIu64 " %s), %s%" PRIu32 " classes%s", s->path,
 				kind, ds->count, ds->encoding == RF_REC_ENC_IMAGE ? "image" : "raw",
 				ds->max_record, s->data_bytes, ds->kind == RF_DS_TAR ?

@@ -19,6 +19,7 @@
 #include "cli.h"
 #include "train-cli.h"
 #include "train-folder.h"
+#include "pack-folder.h"
 
 /* A path that cannot be used: one line naming the option, exit status 1. */
 static int bad_path(const char *opt, const char *why)
@@ -285,6 +286,37 @@ static int outside_folder(const struct cli *c, const char *opt, const char *fold
 	return 0;
 }
 
+/* The training and test folders' classes, compared before either is packed (the
+ * trainer would name their packed copies in the cache). 0 or the exit status. */
+static int same_classes(const char *d, const char *dopt, const char *t, const char *topt)
+{
+	struct rf__folder fd, ft;
+	char err[8400];
+	int ret = 0;
+
+	if (rf__folder_scan(&fd, d, err, sizeof(err)) < 0)
+		return bad_path(dopt, err);
+	if (rf__folder_scan(&ft, t, err, sizeof(err)) < 0) {
+		rf__folder_free(&fd);
+		return bad_path(topt, err);
+	}
+	for (unsigned k = 0; !ret && k < fd.nclasses && k < ft.nclasses; k++)
+		if (strcmp(fd.classes[k], ft.classes[k])) {
+			snprintf(err, sizeof(err), "%s: class %u (sorted by name) is \"%s\", and in "
+				 "%s %s \"%s\": expected the same classes", d, k, fd.classes[k],
+				 topt, t, ft.classes[k]);
+			ret = bad_path(dopt, err);
+		}
+	if (!ret && fd.nclasses != ft.nclasses) {
+		snprintf(err, sizeof(err), "%s: %u classes, and %s %s has %u: expected the same "
+			 "classes", d, fd.nclasses, topt, t, ft.nclasses);
+		ret = bad_path(dopt, err);
+	}
+	rf__folder_free(&fd);
+	rf__folder_free(&ft);
+	return ret;
+}
+
 int rf_tc_folders(struct cli *c)
 {
 	static char data[PATH_MAX], test[PATH_MAX];
@@ -303,6 +335,9 @@ int rf_tc_folders(struct cli *c)
 	if ((rf_folder_is_images(d) && (ret = outside_folder(c, "--data", d))) ||
 	    (rf_folder_is_images(t) && (ret = outside_folder(c, t == sib ? "--data's test set" :
 							     "--test-data", t))))
+		return ret;
+	if (rf_folder_is_images(d) && rf_folder_is_images(t) &&
+	    (ret = same_classes(d, "--data", t, t == sib ? "its test set" : "--test-data")))
 		return ret;
 	if (rf_folder_is_images(d)) {
 		if ((ret = rf_folder_packed(prog, "--data", d, c->o.skip_bad_images, c->quiet, data,

@@ -151,11 +151,33 @@ int rf_folder_packed(const char *prog, const char *opt, const char *dir, int ski
 		goto fail;
 	}
 	if (stat(out, &st) == 0) {      /* packed before, from the same listing */
-		if (!quiet)
-			fprintf(stderr, "%s: %s %s: %zu images of %u classes, packed before: %s\n",
-				prog, opt, dir, f.n, f.nclasses, out);
-		ret = 0;
-		goto done;
+		struct rf_dataset ds;
+		char why[1024] = "";
+		/* its header and index, and what it holds: else packed again */
+		if (rf_dataset_open_rfrec(&ds, out, 0) < 0) {
+			snprintf(why, sizeof(why), "%s", rf_last_error());
+		} else {
+			if (ds.num_classes != f.nclasses || ds.count > f.n || (!skip_bad && ds.count != f.n))
+				snprintf(why, sizeof(why), "%" PRIu64 " records of %u classes, the "
+					 "folder %zu images of %u", ds.count, ds.num_classes, f.n,
+					 f.nclasses);
+			rf_dataset_close(&ds);
+		}
+		if (!why[0]) {
+			if (!quiet)
+				fprintf(stderr, "%s: %s %s: %zu images of %u classes, packed before: "
+					"%s\n", prog, opt, dir, f.n, f.nclasses, out);
+			ret = 0;
+			goto done;
+		}
+		fprintf(stderr, "%s: %s %s: its packed copy %s cannot be used (%s): packing "
+			"it again\n", prog, opt, dir, out, why);
+		if (unlink(out) < 0 && errno != ENOENT) {
+			ret = -errno;
+			snprintf(err, sizeof(err), "%s: cannot remove the damaged copy: %s", out,
+				 strerror(-ret));
+			goto fail;
+		}
 	}
 	if (!quiet)
 		fprintf(stderr, "%s: %s %s: packing %zu images of %u classes once into %s\n", prog,

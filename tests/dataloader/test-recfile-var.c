@@ -117,6 +117,11 @@ static void round_trip(uint64_t count, int labels)
 	}
 	rf_dataset_describe(&ds, desc, sizeof(desc));
 	CHECK(strstr(desc, "rfrec v2"));
+	{       /* the longest record's length, and no shortest the index does not say */
+		char want[64];
+		snprintf(want, sizeof(want), "records of up to %" PRIu64 " bytes", ds.max_record);
+		CHECK(strstr(desc, want));
+	}
 	CHECK(rf_dataset_read_record(&ds, count, q, NULL) == -ERANGE);
 	rf_dataset_close(&ds);
 	free(p);

@@ -835,6 +835,9 @@ def main():
     refused(dict(batch_size=64, std=0), ValueError, "std")
     refused(dict(batch_size=64, mean=float("nan")), ValueError, "mean")
     refused(dict(batch_size=64, shuffle="yes"), TypeError, "shuffle")
+    refused(dict(batch_size=64, shuffle=2), TypeError, "shuffle")     # a flag: 0/1 at most
+    refused(dict(batch_size=64, drop_last=None), TypeError, "drop_last")
+    refused(dict(batch_size=64, shuffle=0.0), TypeError, "shuffle")
     refused(dict(batch_size=64, split="val"), ValueError, "split")
     check(len(ringflow.Loader(path, np.int64(64))) == (N + 63) // 64, "a numpy integer is an int")
     # the path or URL: what is wrong with it, not a guess at an IDX directory inside it

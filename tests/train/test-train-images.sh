@@ -85,6 +85,17 @@ grep -q "packing 96 images of 4 classes once" "$T/err" || fail "a folder: $(cat 
 "$RF" --data "$T/sm/train/" $Bv >"$T/rf2" 2>"$T/err" || fail "a folder again: $(tail -2 "$T/err")"
 grep -q "packed before" "$T/err" && [ "$(hash "$T/rf2")" = "$(hash "$T/r1")" ] ||
 	fail "a folder the second time: $(cat "$T/err")"
+# a damaged packed copy is packed again, not read (the same weights)
+for f in "$T/cache/ringflow/folders/"*.rfrec; do printf XXXX | dd of="$f" conv=notrunc 2>/dev/null; done
+"$RF" --data "$T/sm/train" $Bv >"$T/rf2b" 2>"$T/err" || fail "a damaged copy: $(tail -2 "$T/err")"
+grep -q "cannot be used (.*bad magic.*): packing it again" "$T/err" &&
+	[ "$(hash "$T/rf2b")" = "$(hash "$T/r1")" ] || fail "a damaged packed copy: $(cat "$T/err")"
+# folders of other classes: refused before packing, naming the folders
+mv "$T/sm/test/c3" "$T/sm/test/d3"
+"$RF" --data "$T/sm/train" $B >"$T/rf3" 2>"$T/err" && fail "other test classes: ran"
+grep -q -- "--data $T/sm/train: class 3 (sorted by name) is \"c3\", and in its test set $T/sm/test \"d3\"" \
+	"$T/err" || fail "other test classes: $(cat "$T/err")"
+mv "$T/sm/test/d3" "$T/sm/test/c3"
 "$INFER" "$T/exp" --data "$T/sm/test" --quiet 2>"$T/err" || fail "rf-infer on a folder: $(cat "$T/err")"
 # data of other classes than the export's: refused, naming the data and both counts
 mkdir "$T/three" && cp -r "$T/sm/test/c0" "$T/sm/test/c1" "$T/sm/test/c2" "$T/three/" || fail "cp"
