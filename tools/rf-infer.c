@@ -211,6 +211,15 @@ int main(int argc, char **argv)
 			goto out;
 		}
 	}
+	{       /* and their names, where both the data and the export have them */
+		unsigned nc;
+		const char *const *cn = rf_trainer_class_names(t, &nc);
+		if (rf_export_check_classes(&x, cn, nc) < 0) {
+			rf_cli_say(prog, "--data %s: %s", data_arg ? data_arg : RF_TRAIN_DEFAULT_DATA,
+				   rf_last_error());
+			goto out;
+		}
+	}
 	if (rf_export_load(ring, &x, rf_trainer_replica(t, 0)) < 0) {
 		rf_cli_say(prog, "%s", rf_last_error());
 		goto out;

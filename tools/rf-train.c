@@ -457,10 +457,14 @@ static int run_training(struct cli *c, struct rf_engine *eng, struct rf_trainer 
 		return rc;
 	if (!run->ran && !run->stopped && (rc = evaluate_only(c, t, run)))
 		return rc;
-	if (c->export_dir && leader(c) &&
-	    rf_model_export(rf_engine_ring(eng), rf_trainer_replica(t, 0), c->export_dir) < 0) {
-		rf_cli_say(prog, "--export: %s", rf_last_error());
-		return 1;
+	if (c->export_dir && leader(c)) {
+		unsigned nc;    /* the data's class names, where its files name them */
+		const char *const *cn = rf_trainer_class_names(t, &nc);
+		if (rf_model_export_named(rf_engine_ring(eng), rf_trainer_replica(t, 0),
+					  c->export_dir, cn, nc) < 0) {
+			rf_cli_say(prog, "--export: %s", rf_last_error());
+			return 1;
+		}
 	}
 	if (c->stats && leader(c)) {
 		print_stats(c, eng, &es);

@@ -46,6 +46,7 @@ static int rf__ex_stride(const struct rf_layer *l)
 #define RF__EX_JSON "model.json"
 #define RF__EX_SCALE (1.0 / 255.0) /* u8 pixels to the model's input, as rf-train feeds them */
 #define RF__EX_PARAMS "params.rfck"
+#define RF__EX_NAME_MAX 255        /* bytes of a class name */
 
 /* FNV-1a 64 of the tensors' data, in spec order (padding between views excluded). */
 static uint64_t rf__ex_hash(const struct rf_model_spec *sp, const float *params)
@@ -133,7 +134,8 @@ static json_t *rf__ex_tensors(const struct rf_param_spec *ps, unsigned n)
 	return a;
 }
 
-static json_t *rf__ex_describe(const struct rf_model_spec *sp, uint64_t hash)
+static json_t *rf__ex_describe(const struct rf_model_spec *sp, uint64_t hash,
+				const char *const *names)
 {
 	json_t *o = json_object(), *layers = json_array();
 	int64_t input[3] = { sp->in.c, sp->in.h, sp->in.w };
@@ -155,6 +157,12 @@ static json_t *rf__ex_describe(const struct rf_model_spec *sp, uint64_t hash)
 		json_object_set_new(o, "input_std", s);
 	}
 	json_object_set_new(o, "classes", json_integer(sp->in.classes));
+	if (names) {                   /* label k is names[k] */
+		json_t *a = json_array();
+		for (int k = 0; k < sp->in.classes; k++)
+			json_array_append_new(a, json_string(names[k]));
+		json_object_set_new(o, "class_names", a);
+	}
 	json_object_set_new(o, "stem", json_string(sp->in.stem == RF_STEM_IMAGENET ? "imagenet"
 										  : "small"));
 	json_object_set_new(o, "loss", json_string("softmax_cross_entropy"));
@@ -184,6 +192,12 @@ static struct rf_ckpt_blob *rf__ex_blobs(const struct rf_model_spec *sp, float *
 
 int rf_model_export(struct rf_ring *ring, struct rf_model *m, const char *dir)
 {
+	return rf_model_export_named(ring, m, dir, NULL, 0);
+}
+
+int rf_model_export_named(struct rf_ring *ring, struct rf_model *m, const char *dir,
+			  const char *const *names, unsigned n)
+{
 	const struct rf_model_spec *sp = m->spec;
 	float *params = calloc(sp->numel + 1, sizeof(float));
 	float *bufs = calloc(sp->buf_numel + 1, sizeof(float));
@@ -193,6 +207,20 @@ int rf_model_export(struct rf_ring *ring, struct rf_model *m, const char *dir)
 	json_t *desc = NULL;
 	int ret;
 
+	if (names && n != (unsigned)sp->in.classes) {
+		ret = rf__fail(-EINVAL, "export %s: %u class names for a model of %d classes", dir,
+			       n, sp->in.classes);
+		goto out;
+	}
+	for (unsigned k = 0; names && k < n; k++) {
+		json_t *js = names[k] ? json_string(names[k]) : NULL; /* NULL: not UTF-8 */
+		json_decref(js);
+		if (!js || !names[k][0] || strlen(names[k]) > RF__EX_NAME_MAX) {
+			ret = rf__fail(-EINVAL, "export %s: class name %u: expected 1 to %d bytes "
+				       "of UTF-8", dir, k, RF__EX_NAME_MAX);
+			goto out;
+		}
+	}
 	if (!params || !bufs || !(bl = rf__ex_blobs(sp, params, bufs))) {
 		ret = rf__fail(-ENOMEM, "export %s: out of memory", dir);
 		goto out;
@@ -211,7 +239,7 @@ int rf_model_export(struct rf_ring *ring, struct rf_model *m, const char *dir)
 	snprintf(path, sizeof(path), "%s/%s", dir, RF__EX_PARAMS);
 	if ((ret = rf_ckpt_save(ring, path, &meta, bl, sp->ntensors + sp->nbufs)) < 0)
 		goto out;
-	if (!(desc = rf__ex_describe(sp, rf__ex_hash(sp, params))) ||
+	if (!(desc = rf__ex_describe(sp, rf__ex_hash(sp, params), names)) ||
 	    !(text = json_dumps(desc, JSON_INDENT(1) | JSON_PRESERVE_ORDER))) {
 		ret = rf__fail(-ENOMEM, "export %s: out of memory", dir);
 		goto out;
@@ -434,6 +462,21 @@ static int rf__ex_check(const struct rf__exr *r, struct rf_export *x)
 	in.stem = stem && !strcmp(stem, "imagenet") ? RF_STEM_IMAGENET : RF_STEM_SMALL;
 	if ((ret = rf__ex_norm(r, o, &in)) < 0)
 		return ret;
+	json_t *cn = json_object_get(o, "class_names");
+	if (cn && !json_is_array(cn))
+		return rf__ex_bad(r, "class_names: expected an array of the %d classes' names",
+				  in.classes);
+	if (cn && json_array_size(cn) != (size_t)in.classes)
+		return rf__ex_bad(r, "class_names: %zu names, expected %d (classes)",
+				  json_array_size(cn), in.classes);
+	for (size_t k = 0; cn && k < json_array_size(cn); k++) {
+		json_t *v = json_array_get(cn, k);
+		if (!json_is_string(v) || !json_string_length(v) ||
+		    json_string_length(v) > RF__EX_NAME_MAX ||
+		    strlen(json_string_value(v)) != json_string_length(v))
+			return rf__ex_bad(r, "class_names[%zu]: expected a string of 1 to %d bytes",
+					  k, RF__EX_NAME_MAX);
+	}
 	if (!(sp = rf_model_spec_for(model, &in)))
 		return rf__ex_bad(r, "%s", rf_last_error());
 	if (!pf || strcmp(pf, RF__EX_PARAMS) != 0)
@@ -472,19 +515,15 @@ static int rf__ex_check(const struct rf__exr *r, struct rf_export *x)
 	return 0;
 }
 
-int rf_export_open(const char *dir, struct rf_export *x)
+/* dir/model.json into *root (a JSON object; path: its name, 4200 bytes). 0 or -errno
+ * with the message set. */
+static int rf__ex_read(const char *dir, char *path, json_t **root)
 {
-	char path[4200];
-	struct rf__exr r = { path, NULL };
 	json_error_t je;
-	int ret;
-
-	memset(x, 0, sizeof(*x));
-	if (!dir || strlen(dir) >= sizeof(x->dir))
-		return rf__fail(-EINVAL, "export: bad directory name");
-	snprintf(x->dir, sizeof(x->dir), "%s", dir);
-	snprintf(path, sizeof(path), "%s/%s", dir, RF__EX_JSON);
 	struct stat st;
+
+	*root = NULL;
+	snprintf(path, 4200, "%s/%s", dir, RF__EX_JSON);
 	if (stat(path, &st) < 0 || access(path, R_OK) < 0)
 		return rf__fail(-errno, "%s: %s (an export directory holds model.json and "
 				"params.rfck, as rf-train --export writes them)", path,
@@ -492,14 +531,60 @@ int rf_export_open(const char *dir, struct rf_export *x)
 	if (!S_ISREG(st.st_mode)) /* a FIFO would block the read */
 		return rf__fail(S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL, "%s: is %s, expected "
 				"a regular file", path, rf__ftype(st.st_mode));
-	if (!(r.root = json_load_file(path, JSON_REJECT_DUPLICATES, &je)))
+	if (!(*root = json_load_file(path, JSON_REJECT_DUPLICATES, &je)))
 		return rf__fail(-EBADMSG, "%s: not JSON at line %d, column %d: %s", path, je.line,
 				je.column, je.text);
-	if (!json_is_object(r.root))
-		ret = rf__fail(-EBADMSG, "%s: expected a JSON object", path);
-	else
-		ret = rf__ex_check(&r, x);
+	if (!json_is_object(*root)) {
+		json_decref(*root);
+		*root = NULL;
+		return rf__fail(-EBADMSG, "%s: expected a JSON object", path);
+	}
+	return 0;
+}
+
+int rf_export_open(const char *dir, struct rf_export *x)
+{
+	char path[4200];
+	struct rf__exr r = { path, NULL };
+	int ret;
+
+	memset(x, 0, sizeof(*x));
+	if (!dir || strlen(dir) >= sizeof(x->dir))
+		return rf__fail(-EINVAL, "export: bad directory name");
+	snprintf(x->dir, sizeof(x->dir), "%s", dir);
+	if ((ret = rf__ex_read(dir, path, &r.root)) < 0)
+		return ret;
+	ret = rf__ex_check(&r, x);
 	json_decref(r.root);
+	return ret;
+}
+
+int rf_export_check_classes(const struct rf_export *x, const char *const *names, unsigned n)
+{
+	char path[4200];
+	json_t *root, *cn;
+	int ret;
+
+	if (!names || !n)
+		return 0;
+	if ((ret = rf__ex_read(x->dir, path, &root)) < 0)
+		return ret;
+	cn = json_object_get(root, "class_names");
+	if (!json_is_array(cn)) {       /* an export without names */
+		json_decref(root);
+		return 0;
+	}
+	if (json_array_size(cn) != n)
+		ret = rf__fail(-EINVAL, "export %s: a model of %zu classes, and the data have %u: "
+			       "expected data of its classes", x->dir, json_array_size(cn), n);
+	for (unsigned k = 0; !ret && k < n; k++) {
+		const char *e = json_string_value(json_array_get(cn, k));
+		if (!e || !names[k] || strcmp(e, names[k]))
+			ret = rf__fail(-EINVAL, "export %s: class %u is \"%s\", and in the data "
+				       "\"%s\": expected the classes it was trained on, in the same "
+				       "order", x->dir, k, e ? e : "?", names[k] ? names[k] : "?");
+	}
+	json_decref(root);
 	return ret;
 }
 

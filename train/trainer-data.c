@@ -367,13 +367,18 @@ static int rf__image_model(struct rf_trainer *t, const char *train, const char *
 					d[0]->classes[k], test, d[1]->classes[k]);
 			return -EINVAL;
 		}
+	if (d[0]->num_classes > 100000) {      /* the models' most (model.h) */
+		rf__trainer_msg(t, "%s: labels up to %u (%u classes; a shard's count is its "
+				"largest label + 1), expected at most 100000 classes", train,
+				d[0]->num_classes - 1, d[0]->num_classes);
+		return -EINVAL;
+	}
 	in.classes = (int)d[0]->num_classes;
 	if (t->o.stem == 2 || (t->o.stem == 0 && S >= 128 && !strcmp(t->model_name, "resnet18")))
 		in.stem = RF_STEM_IMAGENET;
 	if (!(t->spec = rf_model_spec_for(t->model_name, &in))) {
-		rf__trainer_msg(t, "%s: images of %u classes (its labels' count), %s %u: %s",
-				train, d[0]->num_classes, t->o.eval_only ? "size" : "--image-size",
-				S, rf_last_error());
+		rf__trainer_msg(t, "%s %u: %s", t->o.eval_only ? "images of" : "--image-size", S,
+				rf_last_error());
 		return -EINVAL;
 	}
 	return 0;

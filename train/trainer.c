@@ -399,6 +399,14 @@ uint64_t rf_trainer_test_samples(const struct rf_trainer *t)
 	return t->test_view.count;
 }
 
+const char *const *rf_trainer_class_names(const struct rf_trainer *t, unsigned *n)
+{
+	const struct rf_dataset *ds = t->o.eval_only ? &t->test_ds : &t->train_ds;
+
+	*n = ds->classes ? ds->num_classes : 0;
+	return ds->classes ? (const char *const *)ds->classes : NULL;
+}
+
 int rf_trainer_param_hash(struct rf_trainer *t, uint64_t *hash)
 {
 	int ret;

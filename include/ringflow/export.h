@@ -24,6 +24,13 @@ extern "C" {
  * temporary name, synced and renamed into place. ring: as rf_ckpt_save's (NULL: a
  * private one). Waits for the writes pushed to m so far. */
 int rf_model_export(struct rf_ring *ring, struct rf_model *m, const char *dir);
+/* rf_model_export with the class names of the data m was trained on (label k's at
+ * [k]; n of them, m's class count), written into model.json as "class_names" so that
+ * data of other classes can be refused (rf_export_check_classes). names NULL: none
+ * written, as rf_model_export. -EINVAL for n other than the class count or a name
+ * that is empty or longer than 255 bytes. */
+int rf_model_export_named(struct rf_ring *ring, struct rf_model *m, const char *dir,
+			  const char *const *names, unsigned n);
 
 /* An export, as read and checked by rf_export_open. */
 struct rf_export {
@@ -45,6 +52,12 @@ int rf_export_open(const char *dir, struct rf_export *x);
  * hash is over the tensors' bytes in table order, not the --json param_hash of
  * rf-train (which hashes the whole parameter block, padding included). */
 int rf_export_load(struct rf_ring *ring, const struct rf_export *x, struct rf_model *m);
+
+/* Whether data whose classes are names[0..n) (label k's at [k]) suits export x: 0 where
+ * model.json records the same names in the same order, or where either side has none
+ * (an export or data without names: only the class count can be compared);
+ * -EINVAL naming the first difference; -errno where model.json cannot be read again. */
+int rf_export_check_classes(const struct rf_export *x, const char *const *names, unsigned n);
 
 #ifdef __cplusplus
 }

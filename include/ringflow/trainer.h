@@ -271,6 +271,11 @@ struct rf_model *rf_trainer_replica(struct rf_trainer *t, unsigned r);
 uint64_t rf_trainer_batches(const struct rf_trainer *t);
 /* Records of the test set an evaluation reads (opts.test_limit applied). */
 uint64_t rf_trainer_test_samples(const struct rf_trainer *t);
+/* The class names of the data (the training set's; the test set's with
+ * opts.eval_only), label k's at [k], and their count in *n; NULL and *n 0 where the files
+ * name none (IDX files, WebDataset shards, an .rfrec written without names). Valid
+ * while t lives. rf-train exports them, rf-infer compares them with an export's. */
+const char *const *rf_trainer_class_names(const struct rf_trainer *t, unsigned *n);
 
 /* The FNV-1a 64 hash of replica 0's parameter block as it is now (the whole block,
  * padding included: rf_epoch_stats.param_hash's). Waits for the writes pushed so far. */

@@ -150,6 +150,25 @@ for v in '"x"' '"mse"' '3' 'null'; do
 	refused "$T/loss/model.json" 'expected "softmax_cross_entropy"' "$T/loss"
 	grep -q "model.json: loss" "$T/err" || fail "loss $v: the key is not named: $(cat "$T/err")"
 done
+# class_names (rf-train writes them where the data name their classes): optional; given,
+# one string of 1 to 255 bytes per class; data without names (IDX) are not compared
+setnames() {
+	python3 - "$T/cn/model.json" "$1" <<'EOF'
+import json, sys
+m = json.load(open(sys.argv[1])); m["class_names"] = json.loads(sys.argv[2])
+json.dump(m, open(sys.argv[1], "w"))
+EOF
+}
+long=$(printf 'x%.0s' $(seq 256))
+for v in '"abc"' '["a"]' '[1,2,3,4,5,6,7,8,9,10]' '["","b","c","d","e","f","g","h","i","j"]' \
+	 "[\"$long\",\"b\",\"c\",\"d\",\"e\",\"f\",\"g\",\"h\",\"i\",\"j\"]"; do
+	copy mlp cn
+	setnames "$v" || fail "class_names $v"
+	refused "$T/cn/model.json" "class_names" "$T/cn"
+done
+copy mlp cn
+setnames '["T-shirt","Trouser","Pullover","Dress","Coat","Sandal","Shirt","Sneaker","Bag","Boot"]'
+"$INF" "$T/cn" --data "$DATA" --limit 100 >"$T/out" 2>"$T/err" || fail "class_names, IDX data: $(cat "$T/err")"
 echo "ok: a flipped byte, another export's parameters, edited and truncated JSON and a missing file are refused"
 # rf-infer evaluates the t10k set only: a directory holding just its two files is
 # enough (it was refused for the missing training files), with the same result

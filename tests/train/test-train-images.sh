@@ -102,10 +102,16 @@ mkdir "$T/three" && cp -r "$T/sm/test/c0" "$T/sm/test/c1" "$T/sm/test/c2" "$T/th
 "$INFER" "$T/exp" --data "$T/three" --quiet 2>"$T/err" && fail "rf-infer on 3 classes: ran"
 grep -q -- "--data $T/three: 3 classes, and the export $T/exp was trained on 4" "$T/err" ||
 	fail "rf-infer on 3 classes: $(cat "$T/err")"
+# as many classes, named otherwise: the export's class_names (the packed folder's) refuse it
+grep -q '"class_names"' "$T/exp/model.json" || fail "the export has no class_names"
+mkdir "$T/named" && for k in 0 1 2 3; do cp -r "$T/sm/test/c$k" "$T/named/d$k"; done || fail "cp"
+"$INFER" "$T/exp" --data "$T/named" --quiet 2>"$T/err" && fail "rf-infer on other class names: ran"
+grep -q -- "--data $T/named: export $T/exp: class 0 is \"c0\", and in the data \"d0\"" "$T/err" ||
+	fail "rf-infer on other class names: $(cat "$T/err")"
 mkdir "$T/wbig" && cp "$T/sm/test/c0/0000.jpg" "$T/wbig/0.jpg" && echo 1000000 >"$T/wbig/0.cls" &&
 	(cd "$T/wbig" && tar --format=ustar -cf "$T/big.tar" 0.jpg 0.cls) || fail "tar of a big label"
 "$INFER" "$T/exp" --data "$T/big.tar" --quiet 2>"$T/err" && fail "rf-infer on label 1000000: ran"
-grep -q -- "$T/big.tar: images of 1000001 classes (its labels' count)" "$T/err" ||
+grep -q -- "$T/big.tar: labels up to 1000000 (1000001 classes" "$T/err" ||
 	fail "rf-infer on label 1000000: $(cat "$T/err")"
 touch "$T/sm/train/c0/new.jpg"
 "$RF" --data "$T/sm/train" $B >"$T/rf3" 2>"$T/err" && fail "an empty file in the folder: ran"

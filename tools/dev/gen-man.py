@@ -19,7 +19,7 @@ import subprocess
 import sys
 
 PROTO = re.compile(r"^(?:static\s+inline\s+)?(?:const\s+)?(?:struct\s+|enum\s+|unsigned\s+)?"
-                   r"[A-Za-z_][\w]*[\s\*]+\**(rf_[a-z0-9_]+)\s*\(")
+                   r"[A-Za-z_][\w]*[\s\*]+(?:const[\s\*]+)*\**(rf_[a-z0-9_]+)\s*\(")
 
 
 def parse(path):
