@@ -392,15 +392,28 @@ void rf_cli_on_signals(void (*handler)(int))
 			sigaction(sigs[i], &sa, NULL);
 }
 
+/* path into buf without its trailing slashes ("new/" names "new"; "/" stays). */
+static const char *rf__noslash(const char *path, char *buf, size_t len)
+{
+	size_t n;
+
+	snprintf(buf, len, "%s", path);
+	for (n = strlen(buf); n > 1 && buf[n - 1] == '/'; n--)
+		buf[n - 1] = 0;
+	return buf;
+}
+
 int rf_cli_same_file(const char *a, const char *b)
 {
 	struct stat sa, sb;
-	char da[4096], db[4096];
+	char da[4096], db[4096], na[4096], nb[4096];
 	size_t ba, bb;
 	int ea, eb;
 
 	if (!a || !b || !*a || !*b)
 		return 0;
+	a = rf__noslash(a, na, sizeof(na));
+	b = rf__noslash(b, nb, sizeof(nb));
 	if (!strcmp(a, b))
 		return 1;
 	ea = stat(a, &sa) == 0;
@@ -415,26 +428,36 @@ int rf_cli_same_file(const char *a, const char *b)
 	       sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
+/* Whether resolved path rp lies in resolved directory rd (or is it). */
+static int rf__under(const char *rp, const char *rd)
+{
+	size_t n = strlen(rd);
+
+	return n == 1 || (strncmp(rp, rd, n) == 0 && (rp[n] == 0 || rp[n] == '/'));
+}
+
 int rf_cli_inside(const char *path, const char *dir)
 {
-	char rd[PATH_MAX], rp[PATH_MAX], pd[4096], *x;
+	char rd[PATH_MAX], rp[PATH_MAX], pd[PATH_MAX], p[PATH_MAX];
 	struct stat st;
-	size_t base, n;
+	size_t base;
 
 	if (!path || !dir || !*path || !*dir || stat(dir, &st) < 0 || !S_ISDIR(st.st_mode) ||
-	    !realpath(dir, rd))
+	    !realpath(dir, rd) || strlen(path) >= sizeof(p))
 		return 0;
-	if (!(x = realpath(path, rp))) {   /* not there yet: its directory, resolved */
-		base = rf_cli_dirname(path, pd, sizeof(pd));
-		if (!path[base] || !realpath(pd, rp) ||
-		    strlen(rp) + 1 + strlen(path + base) >= sizeof(rp))
-			return 0;
-		strcat(strcat(rp, "/"), path + base);
+	rf__noslash(path, p, sizeof(p));
+	/* where it is written: its directory resolved, and its own name as it stands
+	 * (a link there is replaced, or written through: both count) */
+	base = rf_cli_dirname(p, pd, sizeof(pd));
+	if (p[base] && realpath(pd, rp) && strlen(rp) + 1 + strlen(p + base) < sizeof(rp)) {
+		if (strcmp(rp, "/"))
+			strcat(rp, "/");
+		strcat(rp, p + base);
+		if (rf__under(rp, rd))
+			return 1;
 	}
-	n = strlen(rd);
-	if (n == 1)                        /* "/" holds everything */
-		return 1;
-	return strncmp(rp, rd, n) == 0 && (rp[n] == 0 || rp[n] == '/');
+	/* and where it leads, if it is there (a link out of the folder to an image in it) */
+	return realpath(p, rp) && rf__under(rp, rd);
 }
 
 int rf_cli_bad_opt(int ret, int before, int argc, char **argv,

@@ -118,13 +118,16 @@ int rf_cli_open(const char *path, int oflags, mode_t mode, unsigned flags,
 void rf_cli_on_signals(void (*handler)(int));
 
 /* Whether two paths name the same file: both exist with the same device and inode, or
- * (one yet to be created) the same name in the same directory. */
+ * (one yet to be created) the same name in the same directory; trailing slashes off
+ * ("q/" names "q"). */
 int rf_cli_same_file(const char *a, const char *b);
 
-/* Whether path lies inside directory dir (or is dir): both resolved (realpath; a path
- * yet to be created by its directory), so that links and ".." do not hide it. 0 where
- * dir is not an existing directory or path's directory does not exist. An output
- * inside an input folder is refused: the folder would be read as it is written. */
+/* Whether writing path writes inside directory dir (or is dir): path's directory
+ * resolved (realpath) with its own name as it stands -- a link there is replaced or
+ * written through -- or, where path exists, path resolved (a link elsewhere to a file
+ * in dir); trailing slashes off ("new/" names "new"), so that links, ".." and
+ * slashes do not hide it. 0 where dir is not an existing directory. An output inside
+ * an input folder is refused: the folder would be read as it is written. */
 int rf_cli_inside(const char *path, const char *dir);
 
 /* What getopt_long's '?' or ':' was about, for the one-line refusal. before: optind

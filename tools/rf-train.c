@@ -220,6 +220,8 @@ struct run {
 	int stopped;                 /* --max-steps ended the run */
 	uint64_t skipped;            /* --skip-bad-images: images replaced, all epochs */
 	struct rf_epoch_stats st;    /* the last epoch's */
+	const char *const *cn;       /* --export: the data's class names (NULL: none) */
+	unsigned ncn;
 };
 
 /* Train up to c->epochs, checkpointing after each epoch. 0 or the exit status. */
@@ -433,6 +435,15 @@ static int run_training(struct cli *c, struct rf_engine *eng, struct rf_trainer 
 		return 1;
 	}
 	t = *tp;
+	/* the data's class names for the export, where its files name them: asked now,
+	 * not after the training (names that JSON cannot hold: an export without them) */
+	if (c->export_dir && (run->cn = rf_trainer_class_names(t, &run->ncn)) &&
+	    rf_export_check_names(run->cn, run->ncn) < 0) {
+		rf_cli_say(prog, "--export: the data's %s: the export records no class names "
+			   "(rf-infer then compares the class count only)", rf_last_error());
+		run->cn = NULL;
+		run->ncn = 0;
+	}
 	if (c->resume) {
 		if (rf_trainer_load(t, c->checkpoint) < 0) {
 			rf_cli_say(prog, "cannot resume: %s", rf_trainer_last_error(t));
@@ -457,14 +468,11 @@ static int run_training(struct cli *c, struct rf_engine *eng, struct rf_trainer 
 		return rc;
 	if (!run->ran && !run->stopped && (rc = evaluate_only(c, t, run)))
 		return rc;
-	if (c->export_dir && leader(c)) {
-		unsigned nc;    /* the data's class names, where its files name them */
-		const char *const *cn = rf_trainer_class_names(t, &nc);
-		if (rf_model_export_named(rf_engine_ring(eng), rf_trainer_replica(t, 0),
-					  c->export_dir, cn, nc) < 0) {
-			rf_cli_say(prog, "--export: %s", rf_last_error());
-			return 1;
-		}
+	if (c->export_dir && leader(c) &&
+	    rf_model_export_named(rf_engine_ring(eng), rf_trainer_replica(t, 0), c->export_dir,
+				  run->cn, run->ncn) < 0) {
+		rf_cli_say(prog, "--export: %s", rf_last_error());
+		return 1;
 	}
 	if (c->stats && leader(c)) {
 		print_stats(c, eng, &es);

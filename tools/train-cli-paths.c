@@ -286,35 +286,26 @@ static int outside_folder(const struct cli *c, const char *opt, const char *fold
 	return 0;
 }
 
-/* The training and test folders' classes, compared before either is packed (the
- * trainer would name their packed copies in the cache). 0 or the exit status. */
-static int same_classes(const char *d, const char *dopt, const char *t, const char *topt)
+/* The training and test folders' classes (as listed), compared before either is packed
+ * (the trainer would name their packed copies in the cache). 0 or the exit status. */
+static int same_classes(const struct rf__folder *fd, const char *d, const char *dopt,
+			const struct rf__folder *ft, const char *t, const char *topt)
 {
-	struct rf__folder fd, ft;
 	char err[8400];
-	int ret = 0;
 
-	if (rf__folder_scan(&fd, d, err, sizeof(err)) < 0)
-		return bad_path(dopt, err);
-	if (rf__folder_scan(&ft, t, err, sizeof(err)) < 0) {
-		rf__folder_free(&fd);
-		return bad_path(topt, err);
-	}
-	for (unsigned k = 0; !ret && k < fd.nclasses && k < ft.nclasses; k++)
-		if (strcmp(fd.classes[k], ft.classes[k])) {
+	for (unsigned k = 0; k < fd->nclasses && k < ft->nclasses; k++)
+		if (strcmp(fd->classes[k], ft->classes[k])) {
 			snprintf(err, sizeof(err), "%s: class %u (sorted by name) is \"%s\", and in "
-				 "%s %s \"%s\": expected the same classes", d, k, fd.classes[k],
-				 topt, t, ft.classes[k]);
-			ret = bad_path(dopt, err);
+				 "%s %s \"%s\": expected the same classes", d, k, fd->classes[k],
+				 topt, t, ft->classes[k]);
+			return bad_path(dopt, err);
 		}
-	if (!ret && fd.nclasses != ft.nclasses) {
+	if (fd->nclasses != ft->nclasses) {
 		snprintf(err, sizeof(err), "%s: %u classes, and %s %s has %u: expected the same "
-			 "classes", d, fd.nclasses, topt, t, ft.nclasses);
-		ret = bad_path(dopt, err);
+			 "classes", d, fd->nclasses, topt, t, ft->nclasses);
+		return bad_path(dopt, err);
 	}
-	rf__folder_free(&fd);
-	rf__folder_free(&ft);
-	return ret;
+	return 0;
 }
 
 int rf_tc_folders(struct cli *c)
@@ -336,20 +327,32 @@ int rf_tc_folders(struct cli *c)
 	    (rf_folder_is_images(t) && (ret = outside_folder(c, t == sib ? "--data's test set" :
 							     "--test-data", t))))
 		return ret;
-	if (rf_folder_is_images(d) && rf_folder_is_images(t) &&
-	    (ret = same_classes(d, "--data", t, t == sib ? "its test set" : "--test-data")))
-		return ret;
-	if (rf_folder_is_images(d)) {
-		if ((ret = rf_folder_packed(prog, "--data", d, c->o.skip_bad_images, c->quiet, data,
-					    sizeof(data))))
+	/* each folder listed once: compared, then packed from that listing */
+	{
+		struct rf__folder f[2] = { 0 };
+		const char *dir[2] = { rf_folder_is_images(d) ? d : NULL,
+				       rf_folder_is_images(t) ? t : NULL };
+		const char *opt[2] = { "--data", t == sib ? "its test set" : "--test-data" };
+		char err[8400], *out[2] = { data, test };
+		ret = 0;
+		for (int i = 0; i < 2 && !ret; i++)
+			if (dir[i] && rf__folder_scan(&f[i], dir[i], err, sizeof(err)) < 0)
+				ret = bad_path(i ? "--test-data" : "--data", err);
+		if (!ret && dir[0] && dir[1])
+			ret = same_classes(&f[0], d, opt[0], &f[1], t, opt[1]);
+		for (int i = 0; i < 2 && !ret; i++)
+			if (dir[i])
+				ret = rf_folder_packed_scanned(prog, i ? "--test-data" : "--data", dir[i],
+							       &f[i], c->o.skip_bad_images, c->quiet,
+							       out[i], PATH_MAX);
+		rf__folder_free(&f[0]);
+		rf__folder_free(&f[1]);
+		if (ret)
 			return ret;
-		c->o.data_dir = data;
-	}
-	if (rf_folder_is_images(t)) {
-		if ((ret = rf_folder_packed(prog, "--test-data", t, c->o.skip_bad_images, c->quiet,
-					    test, sizeof(test))))
-			return ret;
-		c->o.test_data = test;
+		if (dir[0])
+			c->o.data_dir = data;
+		if (dir[1])
+			c->o.test_data = test;
 	}
 	return 0;
 }

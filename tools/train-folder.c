@@ -125,17 +125,30 @@ static int rf__pack(const struct rf__folder *f, const char *path, int skip_bad, 
 int rf_folder_packed(const char *prog, const char *opt, const char *dir, int skip_bad,
 		     int quiet, char *out, size_t len)
 {
-	char cache[PATH_MAX], lock[PATH_MAX + 16], err[8400];
 	struct rf__folder f;
-	struct stat st;
-	uint64_t key;
-	size_t packed = 0, bad = 0;
-	int lfd = -1, ret;
+	char err[8400];
+	int rc;
 
 	if (rf__folder_scan(&f, dir, err, sizeof(err)) < 0) {
 		rf_cli_say(prog, "%s %s", opt, err);
 		return 1;
 	}
+	rc = rf_folder_packed_scanned(prog, opt, dir, &f, skip_bad, quiet, out, len);
+	rf__folder_free(&f);
+	return rc;
+}
+
+int rf_folder_packed_scanned(const char *prog, const char *opt, const char *dir,
+			     const struct rf__folder *fp, int skip_bad, int quiet, char *out,
+			     size_t len)
+{
+	char cache[PATH_MAX], lock[PATH_MAX + 16], err[8400];
+	const struct rf__folder f = *fp;   /* read only: the caller frees it */
+	struct stat st;
+	uint64_t key;
+	size_t packed = 0, bad = 0;
+	int lfd = -1, ret;
+
 	key = rf__folder_key(&f);
 	if ((ret = rf__cache_dir(cache, sizeof(cache))) < 0) {
 		snprintf(err, sizeof(err), "%s: no folder to keep its packed copy in (HOME or "
@@ -152,7 +165,7 @@ int rf_folder_packed(const char *prog, const char *opt, const char *dir, int ski
 	}
 	if (stat(out, &st) == 0) {      /* packed before, from the same listing */
 		struct rf_dataset ds;
-		char why[1024] = "";
+		char why[PATH_MAX + 512] = "";
 		/* its header and index, and what it holds: else packed again */
 		if (rf_dataset_open_rfrec(&ds, out, 0) < 0) {
 			snprintf(why, sizeof(why), "%s", rf_last_error());
@@ -194,6 +207,5 @@ fail:
 done:
 	if (lfd >= 0)
 		close(lfd);             /* the lock goes with it */
-	rf__folder_free(&f);
 	return ret ? 1 : 0;
 }

@@ -20,6 +20,12 @@ int rf_folder_is_images(const char *path);
  * 1 after one line naming opt, the folder and what went wrong. */
 int rf_folder_packed(const char *prog, const char *opt, const char *dir, int skip_bad,
 		     int quiet, char *out, size_t len);
+struct rf__folder;
+/* The same for a folder its caller has listed (rf__folder_scan of dir, pack-folder.h:
+ * listed once where the caller compares it with another first); f stays the caller's. */
+int rf_folder_packed_scanned(const char *prog, const char *opt, const char *dir,
+			     const struct rf__folder *f, int skip_bad, int quiet, char *out,
+			     size_t len);
 
 /* The test set beside a training folder named "train": its sibling "val", else "test"
  * (ImageNet's and most ImageFolder trees' layout). 0 with the path in out, or -1 when

@@ -46,7 +46,7 @@ static int rf__ex_stride(const struct rf_layer *l)
 #define RF__EX_JSON "model.json"
 #define RF__EX_SCALE (1.0 / 255.0) /* u8 pixels to the model's input, as rf-train feeds them */
 #define RF__EX_PARAMS "params.rfck"
-#define RF__EX_NAME_MAX 255        /* bytes of a class name */
+#define RF__EX_NAME_MAX 4095       /* bytes of a class name (an .rfrec's most) */
 
 /* FNV-1a 64 of the tensors' data, in spec order (padding between views excluded). */
 static uint64_t rf__ex_hash(const struct rf_model_spec *sp, const float *params)
@@ -190,6 +190,49 @@ static struct rf_ckpt_blob *rf__ex_blobs(const struct rf_model_spec *sp, float *
 	return bl;
 }
 
+/* FNV-1a of names[0..n), each with its NUL. */
+static uint64_t rf__ex_names_hash(const char *const *names, unsigned n)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (unsigned k = 0; k < n; k++)
+		for (const char *c = names[k];; c++) {
+			h = (h ^ (uint8_t)*c) * 0x100000001b3ull;
+			if (!*c)
+				break;
+		}
+	return h;
+}
+
+/* The class_names of model.json's root (checked by rf__ex_check): into names[], at most
+ * max; the count. */
+static unsigned rf__ex_names(json_t *root, const char **names, unsigned max)
+{
+	json_t *cn = json_object_get(root, "class_names");
+	unsigned n = json_is_array(cn) ? (unsigned)json_array_size(cn) : 0;
+
+	for (unsigned k = 0; k < n && k < max; k++) {
+		const char *v = json_string_value(json_array_get(cn, k));
+		names[k] = v ? v : "";  /* a file changed since: its hash tells */
+	}
+	return n;
+}
+
+int rf_export_check_names(const char *const *names, unsigned n)
+{
+	for (unsigned k = 0; k < n; k++) {
+		json_t *js = names && names[k] ? json_string(names[k]) : NULL; /* NULL: not UTF-8 */
+		size_t len = js ? strlen(names[k]) : 0;
+		json_decref(js);
+		if (!js || !len || len > RF__EX_NAME_MAX)
+			return rf__fail(-EINVAL, "class %u's name: %s, expected 1 to %d bytes of "
+					"UTF-8 (a JSON string)", k, !names || !names[k] ? "none" :
+					!js ? "not UTF-8" : !len ? "empty" : "too long",
+					RF__EX_NAME_MAX);
+	}
+	return 0;
+}
+
 int rf_model_export(struct rf_ring *ring, struct rf_model *m, const char *dir)
 {
 	return rf_model_export_named(ring, m, dir, NULL, 0);
@@ -212,14 +255,9 @@ int rf_model_export_named(struct rf_ring *ring, struct rf_model *m, const char *
 			       n, sp->in.classes);
 		goto out;
 	}
-	for (unsigned k = 0; names && k < n; k++) {
-		json_t *js = names[k] ? json_string(names[k]) : NULL; /* NULL: not UTF-8 */
-		json_decref(js);
-		if (!js || !names[k][0] || strlen(names[k]) > RF__EX_NAME_MAX) {
-			ret = rf__fail(-EINVAL, "export %s: class name %u: expected 1 to %d bytes "
-				       "of UTF-8", dir, k, RF__EX_NAME_MAX);
-			goto out;
-		}
+	if (names && (ret = rf_export_check_names(names, n)) < 0) {
+		rf__fail(ret, "export %s: %s", dir, rf_last_error());
+		goto out;
 	}
 	if (!params || !bufs || !(bl = rf__ex_blobs(sp, params, bufs))) {
 		ret = rf__fail(-ENOMEM, "export %s: out of memory", dir);
@@ -455,8 +493,9 @@ static int rf__ex_check(const struct rf__exr *r, struct rf_export *x)
 	in.h = chw[1];
 	in.w = chw[2];
 	in.classes = (int)rf__ex_int(o, "classes", &ok);
-	if (!ok || in.classes < 2 || in.classes > 100000)
-		return rf__ex_bad(r, "classes: expected an integer from 2 to 100000");
+	if (!ok || in.classes < 2 || in.classes > RF_MODEL_MAX_CLASSES)
+		return rf__ex_bad(r, "classes: expected an integer from 2 to %d",
+				  RF_MODEL_MAX_CLASSES);
 	if (stem && strcmp(stem, "small") && strcmp(stem, "imagenet"))
 		return rf__ex_bad(r, "stem \"%s\": expected \"small\" or \"imagenet\"", stem);
 	in.stem = stem && !strcmp(stem, "imagenet") ? RF_STEM_IMAGENET : RF_STEM_SMALL;
@@ -515,15 +554,15 @@ static int rf__ex_check(const struct rf__exr *r, struct rf_export *x)
 	return 0;
 }
 
-/* dir/model.json into *root (a JSON object; path: its name, 4200 bytes). 0 or -errno
+/* dir/model.json into *root (a JSON object; path: its name, len bytes). 0 or -errno
  * with the message set. */
-static int rf__ex_read(const char *dir, char *path, json_t **root)
+static int rf__ex_read(const char *dir, char *path, size_t len, json_t **root)
 {
 	json_error_t je;
 	struct stat st;
 
 	*root = NULL;
-	snprintf(path, 4200, "%s/%s", dir, RF__EX_JSON);
+	snprintf(path, len, "%s/%s", dir, RF__EX_JSON);
 	if (stat(path, &st) < 0 || access(path, R_OK) < 0)
 		return rf__fail(-errno, "%s: %s (an export directory holds model.json and "
 				"params.rfck, as rf-train --export writes them)", path,
@@ -552,9 +591,21 @@ int rf_export_open(const char *dir, struct rf_export *x)
 	if (!dir || strlen(dir) >= sizeof(x->dir))
 		return rf__fail(-EINVAL, "export: bad directory name");
 	snprintf(x->dir, sizeof(x->dir), "%s", dir);
-	if ((ret = rf__ex_read(dir, path, &r.root)) < 0)
+	if ((ret = rf__ex_read(dir, path, sizeof(path), &r.root)) < 0)
 		return ret;
 	ret = rf__ex_check(&r, x);
+	if (ret == 0) {      /* its class names, checked: their count and hash */
+		unsigned n = rf__ex_names(r.root, NULL, 0);
+		const char **nm = n ? calloc(n, sizeof(*nm)) : NULL;
+		if (n && !nm) {
+			ret = rf__fail(-ENOMEM, "export %s: out of memory", dir);
+		} else if (n) {
+			rf__ex_names(r.root, nm, n);
+			x->nclass_names = n;
+			x->class_names_hash = rf__ex_names_hash(nm, n);
+		}
+		free(nm);
+	}
 	json_decref(r.root);
 	return ret;
 }
@@ -562,28 +613,36 @@ int rf_export_open(const char *dir, struct rf_export *x)
 int rf_export_check_classes(const struct rf_export *x, const char *const *names, unsigned n)
 {
 	char path[4200];
-	json_t *root, *cn;
-	int ret;
+	const char **mine;
+	json_t *root;
+	int ret = 0;
 
-	if (!names || !n)
+	if (!names || !n || !x->nclass_names)
+		return 0;       /* one side names none: the class count alone is compared */
+	for (unsigned k = 0; k < n; k++)
+		if (!names[k])
+			return rf__fail(-EINVAL, "rf_export_check_classes: names[%u] is NULL", k);
+	if (n != x->nclass_names)
+		return rf__fail(-EINVAL, "export %s: a model of %u classes, and the data have %u: "
+				"expected data of its classes", x->dir, x->nclass_names, n);
+	if (rf__ex_names_hash(names, n) == x->class_names_hash)
 		return 0;
-	if ((ret = rf__ex_read(x->dir, path, &root)) < 0)
+	/* they differ: which one, from model.json again (as it was when opened) */
+	if ((ret = rf__ex_read(x->dir, path, sizeof(path), &root)) < 0)
 		return ret;
-	cn = json_object_get(root, "class_names");
-	if (!json_is_array(cn)) {       /* an export without names */
+	if (!(mine = calloc(n, sizeof(*mine)))) {
 		json_decref(root);
-		return 0;
+		return rf__fail(-ENOMEM, "export %s: out of memory", x->dir);
 	}
-	if (json_array_size(cn) != n)
-		ret = rf__fail(-EINVAL, "export %s: a model of %zu classes, and the data have %u: "
-			       "expected data of its classes", x->dir, json_array_size(cn), n);
-	for (unsigned k = 0; !ret && k < n; k++) {
-		const char *e = json_string_value(json_array_get(cn, k));
-		if (!e || !names[k] || strcmp(e, names[k]))
+	if (rf__ex_names(root, mine, n) != n || rf__ex_names_hash(mine, n) != x->class_names_hash)
+		ret = rf__fail(-ESTALE, "%s: its class_names changed since the export was opened",
+			       path);
+	for (unsigned k = 0; !ret && k < n; k++)
+		if (strcmp(mine[k], names[k]))
 			ret = rf__fail(-EINVAL, "export %s: class %u is \"%s\", and in the data "
 				       "\"%s\": expected the classes it was trained on, in the same "
-				       "order", x->dir, k, e ? e : "?", names[k] ? names[k] : "?");
-	}
+				       "order", x->dir, k, mine[k], names[k]);
+	free(mine);
 	json_decref(root);
 	return ret;
 }

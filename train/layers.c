@@ -314,11 +314,12 @@ const struct rf_model_spec *rf_model_spec_for(const char *name, const struct rf_
 		return NULL;
 	}
 	if (in->c < 1 || in->c > 4096 || in->h < 1 || in->h > 4096 || in->w < 1 ||
-	    in->w > 4096 || in->classes < 2 || in->classes > 100000 ||
+	    in->w > 4096 || in->classes < 2 || in->classes > RF_MODEL_MAX_CLASSES ||
 	    (in->stem != RF_STEM_SMALL && (i != 2 || in->stem != RF_STEM_IMAGENET))) {
 		rf__fail(-EINVAL, "model %s: input (%d, %d, %d), %d classes, stem %d: expected "
-			 "1..4096 on each side, 2..100000 classes, and the ImageNet stem for "
-			 "resnet18 only", name, in->c, in->h, in->w, in->classes, (int)in->stem);
+			 "1..4096 on each side, 2..%d classes, and the ImageNet stem for "
+			 "resnet18 only", name, in->c, in->h, in->w, in->classes, (int)in->stem,
+			 RF_MODEL_MAX_CLASSES);
 		return NULL;
 	}
 	if (in->norm_channels && (in->norm_channels != (unsigned)in->c ||

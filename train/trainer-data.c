@@ -367,10 +367,10 @@ static int rf__image_model(struct rf_trainer *t, const char *train, const char *
 					d[0]->classes[k], test, d[1]->classes[k]);
 			return -EINVAL;
 		}
-	if (d[0]->num_classes > 100000) {      /* the models' most (model.h) */
+	if (d[0]->num_classes > RF_MODEL_MAX_CLASSES) {
 		rf__trainer_msg(t, "%s: labels up to %u (%u classes; a shard's count is its "
-				"largest label + 1), expected at most 100000 classes", train,
-				d[0]->num_classes - 1, d[0]->num_classes);
+				"largest label + 1), expected at most %d classes", train,
+				d[0]->num_classes - 1, d[0]->num_classes, RF_MODEL_MAX_CLASSES);
 		return -EINVAL;
 	}
 	in.classes = (int)d[0]->num_classes;

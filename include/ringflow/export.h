@@ -27,16 +27,22 @@ int rf_model_export(struct rf_ring *ring, struct rf_model *m, const char *dir);
 /* rf_model_export with the class names of the data m was trained on (label k's at
  * [k]; n of them, m's class count), written into model.json as "class_names" so that
  * data of other classes can be refused (rf_export_check_classes). names NULL: none
- * written, as rf_model_export. -EINVAL for n other than the class count or a name
- * that is empty or longer than 255 bytes. */
+ * written, as rf_model_export. -EINVAL, nothing written, for n other than the class
+ * count or names rf_export_check_names refuses. */
 int rf_model_export_named(struct rf_ring *ring, struct rf_model *m, const char *dir,
 			  const char *const *names, unsigned n);
+/* Whether names[0..n) can be recorded: each 1 to 4095 bytes of UTF-8 (a JSON string;
+ * a folder's Latin-1 name is not). 0, or -EINVAL naming the first that cannot. Asked
+ * before a long run, so that its export does not fail at the end. */
+int rf_export_check_names(const char *const *names, unsigned n);
 
 /* An export, as read and checked by rf_export_open. */
 struct rf_export {
 	char dir[4096];
 	const struct rf_model_spec *spec; /* the model model.json names, its table checked */
 	uint64_t param_hash;              /* what params.rfck must hash to */
+	unsigned nclass_names;            /* its class_names (0: it has none) ... */
+	uint64_t class_names_hash;        /* ... and their FNV-1a, each with its NUL */
 };
 
 /* Read dir/model.json and check it against the table of the model it names: every
@@ -54,9 +60,10 @@ int rf_export_open(const char *dir, struct rf_export *x);
 int rf_export_load(struct rf_ring *ring, const struct rf_export *x, struct rf_model *m);
 
 /* Whether data whose classes are names[0..n) (label k's at [k]) suits export x: 0 where
- * model.json records the same names in the same order, or where either side has none
- * (an export or data without names: only the class count can be compared);
- * -EINVAL naming the first difference; -errno where model.json cannot be read again. */
+ * x's model.json recorded the same names in the same order (as rf_export_open read
+ * them), or where either side has none (only the class count can then be compared);
+ * -EINVAL naming the first difference (model.json is read again for the names;
+ * -ESTALE where it changed since rf_export_open). */
 int rf_export_check_classes(const struct rf_export *x, const char *const *names, unsigned n);
 
 #ifdef __cplusplus

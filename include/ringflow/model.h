@@ -82,10 +82,11 @@ enum rf_stem {
 			       * after it at 224 where torchvision pads to 56) */
 };
 #define RF_MODEL_NORM_MAX 4  /* channels rf_model_input's mean and std cover */
+#define RF_MODEL_MAX_CLASSES 100000 /* the most classes a model's last layer has */
 
 struct rf_model_input {
 	int c, h, w;                  /* 1..4096 each */
-	int classes;                  /* 2..100000 */
+	int classes;                  /* 2..RF_MODEL_MAX_CLASSES */
 	enum rf_stem stem;
 	/* How u8 pixels become the input: x = (u8 / 255 - mean[ch]) / std[ch] for channel
 	 * ch of c (norm_channels = c, at most RF_MODEL_NORM_MAX; every std finite and

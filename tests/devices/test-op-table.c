@@ -391,6 +391,24 @@ static int settle(struct rig *r, int bad)
 	return bad;
 }
 
+/* After a failed case on d: whether d still runs ops (a fill read back). A device whose
+ * stream died (a sticky CUDA fault) would fail every later case for that reason. */
+static int device_alive(struct rig *r, struct rf_device *d)
+{
+	struct rf_tensor *t = NULL;
+	float v[8] = { 0 };
+	int ok;
+
+	if (rf_tensor_create(d, RF_F32, "alive", RF_DIMS(8), &t) < 0)
+		return 0;
+	ok = rf_fill(NULL, t, 2.0f) == 0 && rf_tensor_read(t, v) == 0 && v[0] == 2.0f &&
+	     v[7] == 2.0f;
+	rf_tensor_destroy(t);
+	if (rf_engine_wait_all(r->e) < 0)
+		ok = 0;
+	return ok;
+}
+
 /* What d does not run is refused at push too: -ENOTSUP, the same message, nothing
  * pushed. 1 (said on stderr) if not. */
 static int check_push_refused(struct rig *r, const struct ocase *c, struct rf_device *d,
@@ -432,7 +450,7 @@ static int run_case(struct rig *r, const struct ocase *c, struct rf_device *d,
 	float *vals[MAXT] = { 0 };
 	struct rf_prng *gd = NULL, *gr = NULL;
 	char what[160];
-	int bad = 0;
+	int bad = 0, refused = 0;
 
 	CHECK_OK(rf_prng_create(r->e, 99, "g_test", &gd));
 	CHECK_OK(rf_prng_create(r->e, 99, "g_ref", &gr));
@@ -471,9 +489,9 @@ static int run_case(struct rig *r, const struct ocase *c, struct rf_device *d,
 		 rf_tdtype_name(dt), rf_layout_name(lay));
 	if (c->push(NULL, td, gd) < 0 || c->push(NULL, tr, gr) < 0) {
 		fprintf(stderr, "%s: push refused: %s\n", what, rf_last_error());
-		bad = 1;
+		bad = refused = 1;
 	}
-	for (int i = 0; i < c->nt && !bad; i++) {
+	for (int i = 0; i < c->nt && !refused; i++) {
 		const struct tspec *s = &c->t[i];
 		size_t n = numel(s);
 		float *got, *want;
@@ -874,9 +892,18 @@ int main(void)
 						continue;
 					s = rf_device_supports(d, c->op, dtypes[a], layouts[l]);
 					if (s == 0) {
-						failed += run_case(&r, c, d, ref, dtypes[a], layouts[l],
-								   be->hostmem);
+						int f = run_case(&r, c, d, ref, dtypes[a], layouts[l],
+								 be->hostmem);
+						failed += f;
 						ran++;
+						if (f && !device_alive(&r, d)) {
+							fprintf(stderr, "%s: no longer runs ops after "
+								"%s in %s %s: its later cases not "
+								"run\n", rf_device_name(d), c->op,
+								rf_tdtype_name(dtypes[a]),
+								rf_layout_name(layouts[l]));
+							goto dead;
+						}
 						continue;
 					}
 					CHECK_EQ(s, -ENOTSUP);
@@ -886,14 +913,13 @@ int main(void)
 					failed += check_push_refused(&r, c, d, dtypes[a], layouts[l]);
 					refused++;
 				}
+dead:
 		rf_device_close(d);
 	}
 	fprintf(stderr, "op table: %u backends, %u op/dtype/layout runs against the CPU's f32 "
 		"row-major, %u refusals checked, %u failed\n", backends, ran, refused, failed);
-	if (failed)
-		return 1;
 	rf_device_close(ref);
 	rf_engine_destroy(r.e);
 	rf_ring_destroy(r.ring);
-	return 0;
+	return failed ? 1 : 0;
 }

@@ -355,6 +355,16 @@ XDG_CACHE_HOME="$T/xdg" bad $R --export 1 "inside --data $T/imf/train" $F \
 	--export "$T/imf/val/../train/new"
 XDG_CACHE_HOME="$T/xdg" bad $R --trace 1 "inside --test-data $T/imf/test" $F \
 	--test-data "$T/imf/test" --trace "$T/imf/test/t.json"
+# a trailing slash, a link in the folder to a file outside it (replaced or written
+# through), and a link outside it to an image in it
+XDG_CACHE_HOME="$T/xdg" bad $R --export 1 "inside --data $T/imf/train" $F \
+	--export "$T/imf/train/new//"
+echo out >"$T/outside.jpg" && ln -s "$T/outside.jpg" "$T/imf/train/a/l.jpg" &&
+	ln -s "$T/imf/train/a/0.jpg" "$T/lnk" || fail "links"
+XDG_CACHE_HOME="$T/xdg" bad $R --checkpoint 1 "l.jpg: inside --data" $F \
+	--checkpoint "$T/imf/train/a/l.jpg"
+XDG_CACHE_HOME="$T/xdg" bad $R --metrics 1 "lnk: inside --data" $F --metrics "$T/lnk"
+rm "$T/imf/train/a/l.jpg"
 for d in train test val; do
 	[ "$(cat "$T/imf/$d/a/0.jpg")" = jpg ] || fail "a refused rf-train run changed an image of $d"
 done
@@ -364,6 +374,7 @@ done
 bad $R --export 1 "$T/q1: the file --metrics writes" --metrics "$T/q1" --export "$T/q1"
 bad $R --export 1 "the file --checkpoint writes" --checkpoint "$T/q2" --export "$T/q2"
 bad $R --export 1 "the file --trace writes" --trace "$T/q3" --export "$T/./q3"
+bad $R --export 1 "the file --metrics writes" --metrics "$T/q4" --export "$T/q4//"
 # --export DIR's own files: checked before training, not after it
 mkdir "$T/exf" "$T/exg"
 mkfifo "$T/exf/model.json" "$T/exg/params.rfck.tmp"

@@ -151,7 +151,7 @@ for v in '"x"' '"mse"' '3' 'null'; do
 	grep -q "model.json: loss" "$T/err" || fail "loss $v: the key is not named: $(cat "$T/err")"
 done
 # class_names (rf-train writes them where the data name their classes): optional; given,
-# one string of 1 to 255 bytes per class; data without names (IDX) are not compared
+# one string of 1 to 4095 bytes per class; data without names (IDX) are not compared
 setnames() {
 	python3 - "$T/cn/model.json" "$1" <<'EOF'
 import json, sys
@@ -159,7 +159,7 @@ m = json.load(open(sys.argv[1])); m["class_names"] = json.loads(sys.argv[2])
 json.dump(m, open(sys.argv[1], "w"))
 EOF
 }
-long=$(printf 'x%.0s' $(seq 256))
+long=$(head -c 4096 /dev/zero | tr '\0' x)
 for v in '"abc"' '["a"]' '[1,2,3,4,5,6,7,8,9,10]' '["","b","c","d","e","f","g","h","i","j"]' \
 	 "[\"$long\",\"b\",\"c\",\"d\",\"e\",\"f\",\"g\",\"h\",\"i\",\"j\"]"; do
 	copy mlp cn

@@ -97,6 +97,15 @@ grep -q -- "--data $T/sm/train: class 3 (sorted by name) is \"c3\", and in its t
 	"$T/err" || fail "other test classes: $(cat "$T/err")"
 mv "$T/sm/test/d3" "$T/sm/test/c3"
 "$INFER" "$T/exp" --data "$T/sm/test" --quiet 2>"$T/err" || fail "rf-infer on a folder: $(cat "$T/err")"
+# a class folder named in Latin-1 (no JSON string): said before the training, and the
+# export has no class_names
+mkdir "$T/l1" && cp -r "$T/sm/train" "$T/sm/test" "$T/l1/" || fail "cp"
+for s in train test; do mv "$T/l1/$s/c0" "$T/l1/$s/caf$(printf '\351')" || fail "mv"; done
+"$RF" --data "$T/l1/train" $B --export "$T/expl1" >/dev/null 2>"$T/err" ||
+	fail "a Latin-1 class name: $(cat "$T/err")"
+grep -q "class 3's name: not UTF-8.*the export records no class names" "$T/err" &&
+	[ -e "$T/expl1/model.json" ] && ! grep -q class_names "$T/expl1/model.json" ||
+	fail "a Latin-1 class name: $(cat "$T/err")"
 # data of other classes than the export's: refused, naming the data and both counts
 mkdir "$T/three" && cp -r "$T/sm/test/c0" "$T/sm/test/c1" "$T/sm/test/c2" "$T/three/" || fail "cp"
 "$INFER" "$T/exp" --data "$T/three" --quiet 2>"$T/err" && fail "rf-infer on 3 classes: ran"

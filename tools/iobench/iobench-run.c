@@ -365,8 +365,9 @@ void iob_job_setup(struct iob_job *j)
 		die(1, "out of memory for %ld request slots (--qd)", o->qd);
 	j->ioflags = RF_IO_FIXED_FILE;
 	uint64_t bmax = o->bs.max;
-	/* aligned_alloc's size is a multiple of the alignment (C11); a --bs of 512 or
-	 * 1000 bytes gets a buffer of one alignment unit */
+	/* aligned_alloc's size a multiple of the alignment, as C11 required (C17 dropped
+	 * the rule; ASan still reports the call): a --bs of 512 or 1000 bytes gets a
+	 * buffer of one alignment unit */
 	uint64_t bcap = (bmax + o->mem_align - 1) / o->mem_align * o->mem_align;
 	if (o->fixedbufs) {
 		ret = rf_ring_register_buffers(j->r, (unsigned)o->qd, bmax, o->mem_align);
