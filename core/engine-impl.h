@@ -342,6 +342,9 @@ int rf__in_callback(struct rf_engine *e);
 /* What may not wait (another thread, an op or callback, a capture unless capture_ok):
  * -EDEADLK or -EBUSY with the message naming what (wait.c); 0 otherwise. */
 int rf__wait_refused(struct rf_engine *e, const char *what, int capture_ok);
+/* The engine's other calls (streams, traces): -EPERM from another thread, -EBUSY from
+ * inside an op or callback, with a message naming what. */
+int rf__admin_refused(struct rf_engine *e, const char *what);
 int rf__has_room(struct rf_engine *e, size_t bytes);
 int rf__make_room(struct rf_engine *e, size_t bytes);
 int rf__wait_waiter(struct rf_engine *e, struct rf__waiter *w, int *err);

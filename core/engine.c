@@ -101,6 +101,10 @@ void rf_engine_get_stats(const struct rf_engine *e, struct rf_engine_stats *st)
 
 int rf_engine_trace_start(struct rf_engine *e, const char *path)
 {
+	int ret = rf__admin_refused(e, "rf_engine_trace_start");
+
+	if (ret < 0)
+		return ret;
 	if (e->trace)
 		return rf__fail(-EBUSY, "rf_engine_trace_start %s: already tracing to %s (RF_TRACE "
 				"set?)", path ? path : "", e->trace->path);
@@ -111,6 +115,10 @@ int rf_engine_trace_start(struct rf_engine *e, const char *path)
 
 int rf_engine_trace_stop(struct rf_engine *e)
 {
+	int ret = rf__admin_refused(e, "rf_engine_trace_stop");
+
+	if (ret < 0)
+		return ret;
 	if (!e->trace)
 		return rf__fail(-ENOENT, "rf_engine_trace_stop: no trace is on");
 	return rf__trace_close(e);

@@ -46,10 +46,33 @@ int rf__check_stream(struct rf_engine *e, const struct rf_stream *s, const char 
 			"(another engine's, destroyed, or never registered)", who, q, name, q);
 }
 
-/* no_fn: an engine-made op (wait, deletion) may have no function. */
-static int rf__check_desc(struct rf_engine *e, const struct rf_op_desc *d, int no_fn)
+/* A variable whose rf_var_destroy is queued takes no more ops (the deletion frees it
+ * when it runs: a later op would use it after that); the deletion itself excepted. */
+static int rf__check_deleting(const struct rf_op_desc *d, const struct rf__opkind *k,
+			      const char *name)
+{
+	uint32_t i;
+
+	if (k == &rf__kind_delete)
+		return 0;
+	for (i = 0; i < d->nreads + d->nwrites; i++) {
+		const struct rf_var *v = i < d->nreads ? d->reads[i] : d->writes[i - d->nreads];
+		if (v->deleting)
+			return rf__fail(-EINVAL, "%s: op '%s': %s[%u] (%s) is being destroyed "
+					"(rf_var_destroy was called): expected a live variable",
+					k == &rf__kind_wait ? "rf_engine_wait_var" : "rf_engine_push",
+					name, i < d->nreads ? "reads" : "writes",
+					i < d->nreads ? i : i - d->nreads, rf_var_name(v));
+	}
+	return 0;
+}
+
+/* k: an engine-made op (wait, deletion) may have no function (k->no_fn). */
+static int rf__check_desc(struct rf_engine *e, const struct rf_op_desc *d,
+			  const struct rf__opkind *k)
 {
 	const char *name = d && d->name ? d->name : "op";
+	int no_fn = k->no_fn, ret;
 	uint32_t i;
 
 	if (!d)
@@ -72,6 +95,8 @@ static int rf__check_desc(struct rf_engine *e, const struct rf_op_desc *d, int n
 		if (!d->writes[i] || d->writes[i]->eng != e)
 			return rf__fail(-EINVAL, "rf_engine_push: op '%s': writes[%u] is %s", name, i,
 					d->writes[i] ? "a variable of another engine" : "NULL");
+	if ((ret = rf__check_deleting(d, k, name)) < 0)
+		return ret;
 	if (d->stream && !d->afn)
 		return rf__check_stream(e, d->stream, "rf_engine_push: op", name, 1);
 	return 0;
@@ -84,7 +109,7 @@ static int rf__push_admit(struct rf_engine *e, const struct rf_op_desc *d,
 {
 	int ret;
 
-	if (!k->prechecked && (ret = rf__check_desc(e, d, k->no_fn)) < 0)
+	if (!k->prechecked && (ret = rf__check_desc(e, d, k)) < 0)
 		return ret;
 	if (e->now_desc && !e->now_op && (ret = rf__now_materialize(e)) < 0)
 		return ret;
@@ -168,7 +193,7 @@ static inline __attribute__((always_inline)) int rf__push_user(struct rf_engine 
 	if (e->cap) {
 		if (k != &rf__kind_user)
 			return rf__capturing(e, who);
-		if ((ret = rf__check_desc(e, d, 0)) < 0)
+		if ((ret = rf__check_desc(e, d, &rf__kind_user)) < 0)
 			return ret;
 		return rf__capture_add(e, d);
 	}

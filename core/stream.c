@@ -98,7 +98,10 @@ const char *rf_stream_name(const struct rf_stream *s)
 int rf_engine_add_stream(struct rf_engine *e, struct rf_stream *s)
 {
 	const struct rf_stream *r;
+	int ret;
 
+	if ((ret = rf__admin_refused(e, "rf_engine_add_stream")) < 0)
+		return ret;
 	if (!s || !s->ops || !s->ops->enqueue || !s->ops->destroy)
 		return rf__fail(-EINVAL, "rf_engine_add_stream: %s", !s ? "s is NULL" : !s->ops ?
 				"s->ops is NULL" : "s->ops lacks enqueue or destroy");

@@ -24,6 +24,24 @@ int rf__wait_refused(struct rf_engine *e, const char *what, int capture_ok)
 	return 0;
 }
 
+int rf__admin_refused(struct rf_engine *e, const char *what)
+{
+	if (rf__gettid() != e->owner_tid)
+		return rf__fail(-EPERM, "%s called from a thread other than the engine's reactor "
+				"thread: refused", what);
+	if (rf__in_callback(e))
+		return rf__fail(-EBUSY, "%s called from inside an engine op, done callback or "
+				"ring callback: refused (ops call rf_engine_push only)", what);
+	return 0;
+}
+
+int rf_engine_may_wait(struct rf_engine *e, const char *what)
+{
+	if (!e)
+		return rf__fail(-EINVAL, "%s: no engine (NULL)", what ? what : "rf_engine_may_wait");
+	return rf__wait_refused(e, what ? what : "rf_engine_may_wait", 1);
+}
+
 /* A wait's waiter learns its variable's poison at the wait's turn. */
 static int rf__wait_status(const struct rf_op *op, int status)
 {
@@ -58,6 +76,9 @@ int rf_engine_wait_var(struct rf_engine *e, struct rf_var *v)
 								     "engine" : "v is NULL");
 	if ((ret = rf__wait_refused(e, "rf_engine_wait_var", 0)) < 0)
 		return ret;
+	if (v->deleting) /* its deletion frees it when it runs: the wait would outlive it */
+		return rf__fail(-EINVAL, "rf_engine_wait_var %s: being destroyed (rf_var_destroy "
+				"was called): wait for it before destroying it", rf_var_name(v));
 	if (!v->nqueued)
 		return v->err;
 	if (!(w = calloc(1, sizeof(*w))))

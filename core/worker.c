@@ -481,9 +481,13 @@ static void rf__wthread_name(struct rf__wthread *th, const struct rf__worker *w)
 static int rf__worker_args(const char *fn, struct rf_engine *e, const char *name,
 			   unsigned *capacity, struct rf_stream **out)
 {
+	int ret;
+
 	if (!e || !out)
 		return rf__fail(-EINVAL, "%s: %s is NULL", fn, e ? "out" : "e");
 	*out = NULL;
+	if ((ret = rf__admin_refused(e, fn)) < 0)
+		return ret;
 	if (!*capacity)
 		*capacity = 1024;
 	if (*capacity > RF__WORKER_MAX_CAP) /* the overflow list takes any number beyond */

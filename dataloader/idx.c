@@ -457,6 +457,8 @@ static void set_record_shape(struct rf_dataset *ds, const struct idx_hdr *h)
 int rf_dataset_open_idx(struct rf_dataset *ds, const char *path, unsigned expect_ndim,
 			unsigned flags)
 {
+	if (!ds)
+		return rf__fail(-EINVAL, "%s: ds is NULL", __func__);
 	struct idx_hdr h = { 0 };
 	int ret;
 
@@ -490,6 +492,8 @@ int rf_dataset_open_idx_pair(struct rf_dataset *ds, const char *images_path,
 			     const char *labels_path, uint32_t num_classes,
 			     unsigned flags)
 {
+	if (!ds)
+		return rf__fail(-EINVAL, "%s: ds is NULL", __func__);
 	struct idx_hdr hi = { 0 }, hl = { 0 };
 	int32_t max = -1;
 	int ret;

@@ -111,8 +111,12 @@ uint64_t rf__plan_windows(struct rf_loader *l)
 	l->R = l->o.chunk_bytes / s0->stride;
 	if (!l->R)
 		l->R = 1;
+	if (l->R > l->count)    /* a chunk past the file is the file (same order) */
+		l->R = l->count ? l->count : 1;
 	l->C = (l->count + l->R - 1) / l->R;
-	l->W = l->o.window_chunks;
+	/* windows of more chunks than there are are one window of all (same order; their
+	 * buffers would be sized for chunks that do not exist) */
+	l->W = l->o.window_chunks < l->C ? l->o.window_chunks : (l->C ? l->C : 1);
 	rl = l->count - (l->C - 1) * l->R;
 	for (;;) {
 		l->ngroups = (l->C + l->W - 1) / l->W;
@@ -126,6 +130,8 @@ uint64_t rf__plan_windows(struct rf_loader *l)
 		if (span <= 8)
 			return span;
 		l->W *= 2; /* a batch larger than the windows: widen them */
+		if (l->W > l->C)
+			l->W = l->C;
 	}
 }
 
@@ -134,11 +140,15 @@ int rf_loader_order(struct rf_loader *l, uint64_t epoch, uint64_t *order, uint64
 	uint64_t *tmp;
 	int ret;
 
+	if (!l || (n && !order))
+		return rf__fail(-EINVAL, "rf_loader_order: %s is NULL", !l ? "l" : "order");
 	if (n > l->count)
-		return -ERANGE;
+		return rf__fail(-ERANGE, "rf_loader_order: n = %" PRIu64 ", more than the %" PRIu64
+				" records of an epoch", n, l->count);
 	tmp = malloc(l->count * sizeof(*tmp));
 	if (!tmp)
-		return -ENOMEM;
+		return rf__fail(-ENOMEM, "rf_loader_order: out of memory for %" PRIu64 " records",
+				l->count);
 	ret = rf__plan(l, epoch, tmp, NULL);
 	if (!ret)
 		memcpy(order, tmp, n * sizeof(*order));
@@ -166,6 +176,12 @@ void rf_loader_seek_epoch(struct rf_loader *l, uint64_t epoch)
 
 int rf_loader_seek(struct rf_loader *l, uint64_t epoch, uint64_t batch)
 {
+	int ret;
+
+	if (!l)
+		return rf__fail(-EINVAL, "rf_loader_seek: l is NULL");
+	if ((ret = rf_engine_may_wait(l->e, "rf_loader_seek")) < 0)
+		return ret;
 	if (batch > l->nbatches)
 		return rf__fail(-ERANGE, "loader: seek to batch %" PRIu64 " of epoch %" PRIu64
 				": an epoch has %" PRIu64 " batches", batch, epoch, l->nbatches);

@@ -330,7 +330,10 @@ int rf__units_create(struct rf_loader *l)
 	rf__units_size(l);
 	if (!l->nunits)
 		return 0;
-	total = l->unit_cap * l->nunits;
+	if (__builtin_mul_overflow(l->unit_cap, (size_t)l->nunits, &total))
+		return rf__fail(-ENOMEM, "loader: read buffers of %u x %zu bytes: more than "
+				"memory holds (chunk_bytes %zu, window_chunks %u)", l->nunits,
+				l->unit_cap, l->o.chunk_bytes, l->o.window_chunks);
 	ret = rf_pinned_create(total, &l->uarena);
 	if (ret < 0)
 		return rf__fail(ret, "loader: cannot map %zu bytes of read buffers: %s", total,

@@ -345,12 +345,22 @@ void rf_loader_destroy(struct rf_loader *l)
 
 	if (!l)
 		return;
+	/* from another thread or inside an op or callback, its reads and ops would run on
+	 * after the free: refused, the loader left (said in the log) */
+	if (rf_engine_may_wait(l->e, "rf_loader_destroy") < 0) {
+		rf__log(RF_LOG_ERROR, "%s; the loader is left, not freed", rf_last_error());
+		return;
+	}
 	/* What is still to be read will not be: an HTTP request stalled on a server that
 	 * never answers ends now, not at its timeout (one after another), and the fetches
 	 * it fails are no error of the user's (rf__fetch_fail) */
 	l->closing = 1;
 	rf__http_cancel(l->http);
-	rf_engine_wait_idle(l->e);
+	if (rf_engine_wait_idle(l->e) < 0) {  /* the ring failed: ops may be left in flight */
+		rf__log(RF_LOG_ERROR, "rf_loader_destroy: the wait for its reads and ops failed "
+			"(%s); the loader is left, not freed under them", rf_last_error());
+		return;
+	}
 	rf__slots_free(l);
 	for (i = 0; l->units && i < l->nunits; i++)
 		if (l->units[i].var)
@@ -442,7 +452,7 @@ int rf_loader_next(struct rf_loader *l, struct rf_batch *b)
 	int ret, slot;
 
 	if (!l || !b)
-		return -EINVAL;
+		return rf__fail(-EINVAL, "rf_loader_next: %s is NULL", !l ? "l" : "b");
 	t = l->t;
 	if (t == l->nbatches) {
 		rf__next_epoch(l, l->epoch + 1);
@@ -558,6 +568,8 @@ int rf_loader_wait(struct rf_loader *l, const struct rf_batch *b)
 	int ret = 0, r;
 	unsigned k;
 
+	if (!l || !b)
+		return rf__fail(-EINVAL, "rf_loader_wait: %s is NULL", !l ? "l" : "b");
 	for (k = 0; k < b->nshards; k++) {
 		r = rf_engine_wait_var(l->e, b->x[k]->var);
 		if (r == -EINTR)

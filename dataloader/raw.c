@@ -96,6 +96,8 @@ static int raw_verify(struct rf_dataset *ds)
 int rf_dataset_open_raw(struct rf_dataset *ds, const char *path,
 			const struct rf_raw_desc *d, unsigned flags)
 {
+	if (!ds)
+		return rf__fail(-EINVAL, "%s: ds is NULL", __func__);
 	struct rf_dataset_src *s = &ds->src[0];
 	struct stat st;
 	int ret;

@@ -400,6 +400,8 @@ static int rfrec_open_var(struct rf_dataset *ds, uint8_t *h)
 
 int rf_dataset_open_rfrec(struct rf_dataset *ds, const char *path, unsigned flags)
 {
+	if (!ds)
+		return rf__fail(-EINVAL, "%s: ds is NULL", __func__);
 	struct rf_dataset_src *s = &ds->src[0];
 	uint8_t *h = NULL;
 	struct stat st;

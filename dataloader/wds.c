@@ -394,6 +394,8 @@ static void wds_zero(struct rf_dataset *ds)
 int rf_dataset_open_wds(struct rf_dataset *ds, const char *path, uint32_t num_classes,
 			unsigned flags)
 {
+	if (!ds)
+		return rf__fail(-EINVAL, "%s: ds is NULL", __func__);
 	wds_zero(ds);
 	if (!path)
 		return rf__ds_fail(-EINVAL, path, "no path given");
@@ -403,6 +405,8 @@ int rf_dataset_open_wds(struct rf_dataset *ds, const char *path, uint32_t num_cl
 int rf_dataset_open_wds_list(struct rf_dataset *ds, const char *const *paths, size_t n,
 			     uint32_t num_classes, unsigned flags)
 {
+	if (!ds)
+		return rf__fail(-EINVAL, "%s: ds is NULL", __func__);
 	char name[RF__NAME_MAX + 64];
 
 	wds_zero(ds);
@@ -438,6 +442,8 @@ static int wds_open_pattern(struct rf_dataset *ds, const char *pat, unsigned fla
 
 int rf_dataset_open_file(struct rf_dataset *ds, const char *path, unsigned flags)
 {
+	if (!ds)
+		return rf__fail(-EINVAL, "%s: ds is NULL", __func__);
 	size_t n = path ? strlen(path) : 0;
 
 	if (rf_dataset_is_shard_pattern(path))
@@ -450,6 +456,8 @@ int rf_dataset_open_file(struct rf_dataset *ds, const char *path, unsigned flags
 int rf_dataset_open_file_opts(struct rf_dataset *ds, const char *path,
 			      const struct rf_dataset_open_opts *o)
 {
+	if (!ds)
+		return rf__fail(-EINVAL, "%s: ds is NULL", __func__);
 	struct rf_dataset_open_opts d = { 0 };
 	uint64_t old;
 	int ret;

@@ -211,6 +211,8 @@ int rf_ring_run(struct rf_ring *r, enum rf_run_mode mode)
 
 int rf_ring_run_until(struct rf_ring *r, int (*pred)(void *arg), void *arg, uint64_t timeout_ns)
 {
+	if (!r || !pred)
+		return rf__fail(-EINVAL, "rf_ring_run_until: %s is NULL", !r ? "r" : "pred");
 	if (r->in_run || r->cb_depth)
 		return rf__nested("rf_ring_run_until");
 	r->in_run = 1;

@@ -65,12 +65,23 @@ static void rf__poller_unlink(struct rf_ring *r, struct rf_poller *p)
 
 void rf_poller_hold(struct rf_poller *p, int64_t n)
 {
+	uint64_t m;
+
 	if (!p)
 		return;
-	if (n < 0 && (uint64_t)-n > p->held)
-		n = -(int64_t)p->held;          /* never below zero */
-	p->held += (uint64_t)n;
-	p->r->poll_held += (uint64_t)n;
+	if (n < 0) {    /* never below zero (INT64_MIN's magnitude taken without overflow) */
+		m = (uint64_t)0 - (uint64_t)n;
+		if (m > p->held)
+			m = p->held;
+		p->held -= m;
+		p->r->poll_held -= m;
+		return;
+	}
+	m = (uint64_t)n;        /* saturating: a count past 2^64 is no count */
+	if (m > UINT64_MAX - p->r->poll_held)
+		m = UINT64_MAX - p->r->poll_held;
+	p->held += m;
+	p->r->poll_held += m;
 }
 
 int rf_ring_parked(const struct rf_ring *r)

@@ -89,6 +89,8 @@ static int rf__probe_msg_ring(struct rf_ring *r)
 
 int rf_ring_create(struct rf_ring **out, const struct rf_ring_opts *opts)
 {
+	if (!out)
+		return rf__fail(-EINVAL, "rf_ring_create: out is NULL");
 	*out = NULL;
 	unsigned entries = opts && opts->entries ? opts->entries : 256;
 	if (entries > RF__MAX_SQ_ENTRIES)

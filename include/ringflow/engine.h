@@ -22,8 +22,9 @@ struct rf_op;
 struct rf_stream;
 
 /* An operation: returns 0 or -errno. Runs on its stream's thread (the reactor thread
- * for the inline stream). Must not call engine functions, except rf_engine_push from
- * inline-stream ops. */
+ * for the inline stream). Must not call engine functions, except rf_engine_push (and
+ * the calls that push: rf_var_destroy, rf_var_clear_error) from inline-stream ops;
+ * the others refuse it (-EPERM from another thread, -EBUSY or -EDEADLK from an op). */
 typedef int (*rf_op_fn)(void *ctx);
 /* Called on the reactor thread once the op is finished (ran, failed or was skipped),
  * with its final status. Use it to free ctx. */
@@ -123,6 +124,10 @@ int rf_engine_wait_all(struct rf_engine *e);
  * error for the next wait_all (what library code that must drain uses: stream and
  * loader teardown). Returns 0, -EDEADLK (refused) or the ring's error. */
 int rf_engine_wait_idle(struct rf_engine *e);
+/* Whether the calling code may turn e's reactor (wait, drain, tear down): 0 on the
+ * reactor thread outside ops and callbacks, else -EDEADLK with a message naming what
+ * (a library's teardown asks before it touches its state). */
+int rf_engine_may_wait(struct rf_engine *e, const char *what);
 
 /* An interruptible wait: while rf_engine_wait_var or rf_engine_wait_all turn the
  * reactor (not rf_engine_wait_idle: teardown drains whatever is asked), fn(arg) is called every period_ns (0: 100 ms); when it returns nonzero the

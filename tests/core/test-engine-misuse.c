@@ -21,10 +21,16 @@
  *    descriptor (readv without iovecs) is refused at the push, not later as a failed
  *    op poisoning its variables;
  *  - one op naming 40,000 variables, each twice (deduplicated in one pass, not n^2);
- *  - variables never destroyed are freed with the engine (LeakSanitizer would say so).
+ *  - variables never destroyed are freed with the engine (LeakSanitizer would say so);
+ *  - a push or a wait naming a variable whose rf_var_destroy is queued (used it after
+ *    the deletion freed it): refused;
+ *  - rf_worker_stream_create(_shared) from another thread (ran), and stream creation
+ *    and trace start/stop from inside an op: refused (-EPERM, -EBUSY); rf_engine_may_wait
+ *    says the same of a wait.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -193,6 +199,88 @@ static void push_off_thread(struct rf_ring *r)
 	CHECK(strstr(q.msg, "rf_engine_push from a thread other than the engine's reactor"));
 	CHECK_EQ(q.n, 0);
 	rf_engine_destroy(q.e);
+}
+
+/* ---- a variable being destroyed; engine calls off the reactor or inside an op ---- */
+
+static int slow(void *p)
+{
+	(void)p;
+	usleep(20000);
+	return 0;
+}
+
+struct offthread {
+	struct rf_engine *e;
+	int create, shared, may_wait;
+	char msg[512];
+};
+
+static void *off_thread(void *p)
+{
+	struct offthread *o = p;
+	struct rf_stream *s = NULL;
+
+	o->create = rf_worker_stream_create(o->e, "t", 0, &s);
+	snprintf(o->msg, sizeof(o->msg), "%s", rf_last_error());
+	o->shared = rf_worker_stream_create_shared(o->e, "t2", 0, NULL, &s);
+	o->may_wait = rf_engine_may_wait(o->e, "a wait");
+	return NULL;
+}
+
+static int in_op_ret[3];
+
+static int admin_in_op(void *p)
+{
+	struct rf_engine *e = p;
+	struct rf_stream *s = NULL;
+
+	in_op_ret[0] = rf_worker_stream_create(e, "inner", 0, &s);
+	in_op_ret[1] = rf_engine_trace_start(e, "/nonexistent/t.json");
+	in_op_ret[2] = rf_engine_may_wait(e, "a wait");
+	return 0;
+}
+
+static void deleting_and_threads(struct rf_ring *r)
+{
+	struct rf_engine *e;
+	struct rf_var *a, *b;
+	struct rf_stream *w;
+	struct offthread o = { 0 };
+	pthread_t t;
+	int n = 0;
+
+	CHECK_OK(rf_engine_create(&e, r, NULL));
+	CHECK_OK(rf_var_create(e, "a", &a));
+	CHECK_OK(rf_var_create(e, "b", &b));
+	CHECK_OK(rf_worker_stream_create(e, "w", 0, &w));
+	CHECK_OK(rf_engine_push_simple(e, slow, NULL, NULL, 0, &a, 1, w, "slow"));
+	CHECK_OK(rf_var_destroy(e, a, NULL, NULL, NULL));       /* queued behind slow */
+	refused("wait on a variable being destroyed", rf_engine_wait_var(e, a), -EINVAL,
+		"rf_engine_wait_var a: being destroyed", NULL);
+	refused("push reading it", rf_engine_push_simple(e, inc, &n, &a, 1, &b, 1, NULL, "after"),
+		-EINVAL, "reads[0] (a) is being destroyed", NULL);
+	refused("push writing it", rf_engine_push_simple(e, inc, &n, &b, 1, &a, 1, NULL, "after"),
+		-EINVAL, "writes[0] (a) is being destroyed", NULL);
+	CHECK_OK(rf_engine_wait_all(e));
+	CHECK_EQ(n, 0);
+	/* off the reactor thread */
+	o.e = e;
+	CHECK(pthread_create(&t, NULL, off_thread, &o) == 0);
+	CHECK(pthread_join(t, NULL) == 0);
+	printf("  %-34s -> %d: %s\n", "worker stream from another thread", o.create, o.msg);
+	CHECK_EQ(o.create, -EPERM);
+	CHECK(strstr(o.msg, "rf_worker_stream_create called from a thread other than"));
+	CHECK_EQ(o.shared, -EPERM);
+	CHECK_EQ(o.may_wait, -EDEADLK);
+	/* inside an inline op */
+	CHECK_OK(rf_engine_push_simple(e, admin_in_op, e, NULL, 0, &b, 1, NULL, "admin"));
+	CHECK_OK(rf_engine_wait_all(e));
+	CHECK_EQ(in_op_ret[0], -EBUSY);
+	CHECK_EQ(in_op_ret[1], -EBUSY);
+	CHECK_EQ(in_op_ret[2], -EDEADLK);
+	CHECK_OK(rf_engine_may_wait(e, "a wait"));
+	rf_engine_destroy(e);
 }
 
 /* ---- destroy from inside ------------------------------------------------------ */
@@ -456,6 +544,7 @@ int main(void)
 	CHECK_OK(rf_ring_create(&r, NULL));
 	stream_args(r);
 	push_off_thread(r);
+	deleting_and_threads(r);
 	destroy_inside(r);
 	trace_paths(r);
 	push_io_result(r);

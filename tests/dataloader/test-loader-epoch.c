@@ -9,6 +9,9 @@
  * epochs run per case (the slots are reused across the epoch boundary; one case runs
  * under an engine cap of 6 ops in flight, so pushes turn the reactor), and the
  * device memory in use after them is what the loader allocated at create. */
+#include <limits.h>
+#include <stdint.h>
+
 #include "test-loader-util.h"
 
 static void run_case(const char *what, const struct rf_dataset *ds, struct rf_loader_opts o,
@@ -124,6 +127,16 @@ int main(void)
 	run_case("rfrec small, batch = file", &ds, o, 1);
 	o.batch = 4999; /* and a last batch of 1 */
 	run_case("rfrec small, batch = file-1", &ds, o, 1);
+	/* chunks and windows past the file (a size_t's worth: the buffers were sized by
+	 * them and overflowed): one chunk of the whole file, one window */
+	o.batch = 64;
+	o.chunk_bytes = SIZE_MAX / 2;
+	o.window_chunks = UINT_MAX;
+	run_case("rfrec small, chunk and window past the file", &ds, o, 1);
+	o.chunk_bytes = 16 << 10;
+	o.window_chunks = 1u << 30;
+	run_case("rfrec small, windows of 2^30 chunks", &ds, o, 1);
+	o.window_chunks = 4;
 	/* in memory */
 	o.batch = 64;
 	o.in_memory = 1;

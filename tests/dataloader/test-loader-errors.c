@@ -9,7 +9,83 @@
  * other batches are correct, and once the file is restored the next epoch is
  * complete again (the loader clears its slots' poison). A label outside
  * [0, num_classes) fails its batch with -ERANGE naming the record. */
+#include <pthread.h>
+
 #include "test-loader-util.h"
+
+/* rf_loader_destroy and rf_loader_seek off the reactor thread, and destroy inside a
+ * done callback: refused, the loader left as it was (it freed itself under its reads
+ * in flight: a use-after-free) */
+static struct rf_loader *g_l;
+static int g_seek;
+static char g_msg[512], g_cb_msg[512];
+
+static void *off_reactor(void *p)
+{
+	(void)p;
+	rf_loader_destroy(g_l);
+	snprintf(g_msg, sizeof(g_msg), "%s", rf_last_error());
+	g_seek = rf_loader_seek(g_l, 0, 0);
+	return NULL;
+}
+
+static int nop(void *p)
+{
+	(void)p;
+	return 0;
+}
+
+static void destroy_in_done(void *ctx, int status)
+{
+	(void)ctx;
+	(void)status;
+	rf_loader_destroy(g_l);
+	snprintf(g_cb_msg, sizeof(g_cb_msg), "%s", rf_last_error());
+}
+
+static void refused_calls(struct tl_env *v, const char *small, struct rf_loader_opts o)
+{
+	struct rf_dataset ds;
+	struct rf_batch b;
+	struct rf_var *x;
+	pthread_t t;
+
+	CHECK_OPEN(rf_dataset_open_rfrec(&ds, small, 0), rf_last_error());
+	o.batch = 100;
+	CHECK_OPEN(rf_loader_create(&g_l, v->e, &ds, &o), rf_last_error());
+	for (int i = 0; i < 4; i++)
+		CHECK(rf_loader_next(g_l, &b) == 1);        /* reads and gathers in flight */
+	CHECK(pthread_create(&t, NULL, off_reactor, NULL) == 0);
+	CHECK(pthread_join(t, NULL) == 0);
+	printf("destroy off the reactor: %s\n", g_msg);
+	CHECK(strstr(g_msg, "rf_loader_destroy called from a thread other than"));
+	CHECK_EQ(g_seek, -EDEADLK);
+	CHECK(rf_var_create(v->e, "x", &x) == 0);
+	CHECK(rf_engine_push(v->e, &(struct rf_op_desc){ .fn = nop, .done = destroy_in_done,
+							.writes = &x, .nwrites = 1,
+							.name = "cb" }) == 0);
+	CHECK(rf_engine_wait_all(v->e) == 0);
+	printf("destroy in a done callback: %s\n", g_cb_msg);
+	CHECK(strstr(g_cb_msg, "rf_loader_destroy called from inside"));
+	CHECK(rf_loader_wait(g_l, &b) == 0);            /* the loader goes on */
+	CHECK_EQ(rf_loader_wait(g_l, NULL), -EINVAL);
+	CHECK(strstr(rf_last_error(), "rf_loader_wait: b is NULL"));
+	CHECK_EQ(rf_loader_wait(NULL, &b), -EINVAL);
+	CHECK_EQ(rf_loader_next(NULL, &b), -EINVAL);
+	CHECK(strstr(rf_last_error(), "rf_loader_next: l is NULL"));
+	CHECK_EQ(rf_loader_order(g_l, 0, NULL, 5), -EINVAL);
+	CHECK_EQ(rf_loader_order(g_l, 0, (uint64_t[1]){ 0 }, ds.count + 1), -ERANGE);
+	CHECK(strstr(rf_last_error(), "more than the 3000 records"));
+	rf_var_destroy(v->e, x, NULL, NULL, NULL);
+	rf_loader_destroy(g_l);                         /* on the reactor: freed */
+	rf_dataset_close(&ds);
+	/* a dataset opened into NULL */
+	CHECK_EQ(rf_dataset_open_rfrec(NULL, small, 0), -EINVAL);
+	CHECK(strstr(rf_last_error(), "rf_dataset_open_rfrec: ds is NULL"));
+	CHECK_EQ(rf_dataset_open_idx_pair(NULL, small, small, 10, 0), -EINVAL);
+	CHECK_EQ(rf_dataset_open_file(NULL, small, 0), -EINVAL);
+	printf("refused: destroy and seek off the reactor, destroy in a callback, NULLs\n");
+}
 
 static void truncated_case(const char *path, uint64_t count, uint32_t P, struct rf_loader_opts o,
 			   int mode)
@@ -110,6 +186,7 @@ int main(void)
 	EXPECT_FAIL(ret, -EINVAL, err, "devices");
 	o.ndevices = 1;
 	rf_dataset_close(&ds);
+	refused_calls(&v, small, o);
 
 	/* IDX labels truncated between dataset open and loader create */
 	{

@@ -3,8 +3,28 @@
  * registered completes with -EBADF (or -ENXIO where the kernel says so), a write to a
  * file opened read-only completes with -EBADF, an fsync on a bad fd with -EBADF; a
  * read into a fixed buffer with no registered buffers is refused at submission with
- * -EINVAL. The ring stays usable afterwards. */
+ * -EINVAL. The ring stays usable afterwards. NULL where the call needs a pointer
+ * (rf_ring_create's out, rf_ring_run_until's ring or predicate) is -EINVAL with a
+ * message; a poller held by INT64_MAX then released by INT64_MIN saturates, never
+ * overflows (UBSan), and ends at zero. */
+#include <limits.h>
+#include <stdint.h>
+
 #include "ring-test.h"
+#include "log.h"
+
+static unsigned no_poll(void *d, int *busy)
+{
+	(void)d;
+	(void)busy;
+	return 0;
+}
+
+static int never(void *a)
+{
+	(void)a;
+	return 0;
+}
 
 int main(void)
 {
@@ -39,6 +59,23 @@ int main(void)
 	T_EQ(ok.res, 5);
 	T_CHECK(memcmp(buf, "hello", 5) == 0);
 	T_EQ(rf_ring_pending(r), 0);
+	T_EQ(rf_ring_create(NULL, NULL), -EINVAL);
+	T_CHECK(strstr(rf_last_error(), "out is NULL"));
+	T_EQ(rf_ring_run_until(r, NULL, NULL, 0), -EINVAL);
+	T_CHECK(strstr(rf_last_error(), "pred is NULL"));
+	T_EQ(rf_ring_run_until(NULL, never, NULL, 0), -EINVAL);
+	{
+		struct rf_poller *p;
+		T_OK(rf_poller_add(r, no_poll, NULL, &p));
+		rf_poller_hold(p, INT64_MAX);
+		rf_poller_hold(p, INT64_MAX);         /* saturates */
+		T_EQ(rf_ring_pending(r), UINT_MAX);
+		rf_poller_hold(p, INT64_MIN);
+		rf_poller_hold(p, INT64_MIN);
+		rf_poller_hold(p, INT64_MIN);         /* never below zero */
+		T_EQ(rf_ring_pending(r), 0);
+		rf_poller_remove(p);
+	}
 	rf_ring_destroy(r);
 	close(fd);
 	close(ro);
