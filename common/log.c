@@ -8,6 +8,7 @@
 #define RF__ERR_LEN 512
 
 static _Thread_local char rf__last[RF__ERR_LEN];
+static _Thread_local unsigned rf__last_gen;
 static _Atomic(rf_log_fn) rf__log_fn;
 static void *_Atomic rf__log_user;
 
@@ -31,7 +32,13 @@ static int rf__vfail(int code, const char *fmt, va_list ap)
 
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	memcpy(rf__last, buf, sizeof(buf));
+	rf__last_gen++;
 	return code;
+}
+
+unsigned rf__error_gen(void)
+{
+	return rf__last_gen;
 }
 
 int rf__fail(int code, const char *fmt, ...)

@@ -29,6 +29,22 @@ int rf__fail_under(int code, const char *fmt, ...) RF__PRINTF(2, 3);
  * thread's rf_last_error(); returns code. */
 int rf__fail_into(char *buf, size_t len, int code, const char *fmt, ...) RF__PRINTF(4, 5);
 
+/* The calling thread's id, asked of the kernel once per thread (spin.c): the engine
+ * checks it at every push, the ring at every request (their owner thread's only). */
+uint64_t rf__gettid_slow(void) __attribute__((cold));
+static inline uint64_t rf__gettid(void)
+{
+	/* initial-exec: a plain %fs load, not a __tls_get_addr call per push */
+	extern __thread uint64_t rf__tid __attribute__((tls_model("initial-exec")));
+
+	return __builtin_expect(rf__tid != 0, 1) ? rf__tid : rf__gettid_slow();
+}
+
+/* How many messages the calling thread has recorded (rf__fail and kin): a call that
+ * returns an error set by no one under it (an op's status, reported by a wait) sees
+ * the count unchanged since it began, and says what happened itself. */
+unsigned rf__error_gen(void);
+
 /* ThreadSanitizer and element loops. A loop over a buffer marked RF__TSAN_WHOLE is
  * built without TSan's check of every load and store; its caller declares the memory
  * it reads and writes to TSan first, whole (rf__tsan_read / rf__tsan_write), on the

@@ -4,13 +4,21 @@
  * work off a CPU, so the spins yield every few polls (sched_yield). Where there are
  * not, a yield is only a system call (0.3-1.5 us on these virtual machines) in the
  * middle of a hand-over, so they do not. The count is of the threads that spin: a ring
- * with pollers (its reactor) and each worker thread. */
+ * with pollers (its reactor) and each worker thread. The thread ids (rf__gettid) live
+ * here too. */
 #include <sched.h>
 #include <stdatomic.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "rf-internal.h"
+
+__thread uint64_t rf__tid __attribute__((tls_model("initial-exec")));
+
+uint64_t rf__gettid_slow(void)
+{
+	return rf__tid = (uint64_t)syscall(SYS_gettid);
+}
 
 static _Atomic int rf__spinners;
 static _Atomic int rf__spin_cpus; /* 0: not read yet */

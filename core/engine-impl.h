@@ -217,15 +217,7 @@ static inline struct rf_op *rf__oplist_pop(struct rf__oplist *l)
 	return op;
 }
 
-/* The calling thread's id, asked of the kernel once per thread (every push checks it). */
-uint64_t rf__gettid_slow(void) __attribute__((cold));
-static inline uint64_t rf__gettid(void)
-{
-	/* initial-exec: a plain %fs load, not a __tls_get_addr call per push */
-	extern __thread uint64_t rf__tid __attribute__((tls_model("initial-exec")));
-
-	return __builtin_expect(rf__tid != 0, 1) ? rf__tid : rf__gettid_slow();
-}
+/* rf__gettid (rf-internal.h): the calling thread's id; every push checks it. */
 
 /* Pushes come from the reactor thread only: an op running on a worker stream that
  * pushed would race the reactor on every queue. -EPERM with a message naming what. */

@@ -30,6 +30,10 @@ int rf_engine_create(struct rf_engine **out, struct rf_ring *ring, const struct 
 
 	if (!out || !ring)
 		return rf__fail(-EINVAL, "rf_engine_create: %s is NULL", out ? "ring" : "out");
+	*out = NULL;
+	if (opts && (opts->sync < -1 || opts->sync > 1))
+		return rf__fail(-EINVAL, "rf_engine_create: opts->sync = %d, expected 1 (on), 0 "
+				"(off) or -1 (RF_ENGINE_SYNC)", opts->sync);
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return rf__fail(-ENOMEM, "rf_engine_create: out of memory");

@@ -9,13 +9,6 @@
 #include "graph-impl.h"
 #include "rf-internal.h"
 
-__thread uint64_t rf__tid __attribute__((tls_model("initial-exec")));
-
-uint64_t rf__gettid_slow(void)
-{
-	return rf__tid = (uint64_t)syscall(SYS_gettid);
-}
-
 int rf__push_thread_refused(const char *what)
 {
 	return rf__fail(-EPERM, "%s from a thread other than the engine's reactor thread (from "
@@ -82,6 +75,10 @@ static int rf__check_desc(struct rf_engine *e, const struct rf_op_desc *d,
 	if (d->fn && d->afn)
 		return rf__fail(-EINVAL, "rf_engine_push: op '%s' has both fn and afn: expected "
 				"one", name);
+	if (d->flags & ~(unsigned)(RF_OP_ALWAYS | RF_OP_OVERWRITE))
+		return rf__fail(-EINVAL, "rf_engine_push: op '%s': flags 0x%x: bits 0x%x are no "
+				"RF_OP_* flag", name, d->flags,
+				d->flags & ~(unsigned)(RF_OP_ALWAYS | RF_OP_OVERWRITE));
 	if ((d->nreads && !d->reads) || (d->nwrites && !d->writes))
 		return rf__fail(-EINVAL, "rf_engine_push: op '%s': %s is NULL with %s %u", name,
 				d->nreads && !d->reads ? "reads" : "writes",

@@ -2,6 +2,8 @@
  * first error), for idleness. A wait that would deadlock is refused. */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
+#include <stdio.h>
 
 #include "engine-impl.h"
 #include "rf-internal.h"
@@ -66,10 +68,27 @@ static int rf__push_wait_op(struct rf_engine *e, struct rf_var *v, struct rf__wa
 	return rf__push_op(e, &d, &rf__kind_wait, v, w);
 }
 
+/* An op's status a wait returns (ret < 0), where nothing under the wait said why: the
+ * message names the variable (NULL: the wait for all) and the op, not what an
+ * earlier, unrelated call left. */
+static int rf__wait_says(int ret, unsigned gen0, const char *fn, const struct rf_var *v,
+			 const char *op)
+{
+	char es[64];
+
+	if (ret >= 0 || rf__error_gen() != gen0)
+		return ret;
+	snprintf(es, sizeof(es), "%s", strerror(-ret));
+	return rf__fail(ret, "%s%s%s: %s op '%s' failed (%d: %s)", fn, v ? " " : "",
+			v ? rf_var_name(v) : "", v ? "poisoned:" : "the first error since the "
+			"last wait_all:", op ? op : "?", ret, es);
+}
+
 int rf_engine_wait_var(struct rf_engine *e, struct rf_var *v)
 {
 	struct rf__waiter *w;
 	int ret, err = 0;
+	unsigned gen0 = rf__error_gen();
 
 	if (!v || v->eng != e)
 		return rf__fail(-EINVAL, "rf_engine_wait_var: %s", v ? "a variable of another "
@@ -80,7 +99,7 @@ int rf_engine_wait_var(struct rf_engine *e, struct rf_var *v)
 		return rf__fail(-EINVAL, "rf_engine_wait_var %s: being destroyed (rf_var_destroy "
 				"was called): wait for it before destroying it", rf_var_name(v));
 	if (!v->nqueued)
-		return v->err;
+		return rf__wait_says(v->err, gen0, "rf_engine_wait_var", v, v->err_op);
 	if (!(w = calloc(1, sizeof(*w))))
 		return rf__fail(-ENOMEM, "rf_engine_wait_var: out of memory");
 	if ((ret = rf__push_wait_op(e, v, w)) < 0) {
@@ -88,7 +107,7 @@ int rf_engine_wait_var(struct rf_engine *e, struct rf_var *v)
 		return ret;
 	}
 	ret = rf__wait_waiter(e, w, &err);
-	return ret < 0 ? ret : err;
+	return ret < 0 ? ret : rf__wait_says(err, gen0, "rf_engine_wait_var", v, v->err_op);
 }
 
 int rf_engine_wait_idle(struct rf_engine *e)
@@ -104,11 +123,13 @@ int rf_engine_wait_all(struct rf_engine *e)
 {
 	int ret;
 
+	unsigned gen0 = rf__error_gen();
+
 	if ((ret = rf__wait_refused(e, "rf_engine_wait_all", 0)) < 0)
 		return ret;
 	if ((ret = rf__wait_idle(e, 1)) < 0)
 		return ret;
-	ret = e->first_error;
+	ret = rf__wait_says(e->first_error, gen0, "rf_engine_wait_all", NULL, e->first_error_op);
 	e->first_error = 0;
 	e->first_error_op = NULL;
 	return ret;

@@ -383,7 +383,8 @@ int rf_dataset_verify(const struct rf_dataset *ds)
 	int ret;
 
 	if (!ds || ds->kind == RF_DS_NONE)
-		return -EINVAL;
+		return rf__fail(-EINVAL, "rf_dataset_verify: %s", ds ? "the dataset is not open"
+								 : "ds is NULL");
 	ret = rf__ds_scan(ds, 1, NULL, ds->kind == RF_DS_RFREC ? &crc : NULL);
 	if (ret)
 		return ret;

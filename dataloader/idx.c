@@ -459,6 +459,9 @@ int rf_dataset_open_idx(struct rf_dataset *ds, const char *path, unsigned expect
 {
 	if (!ds)
 		return rf__fail(-EINVAL, "%s: ds is NULL", __func__);
+	if (flags & ~(unsigned)(RF_DS_VERIFY | RF_DS_ALLOW_TAIL))
+		return rf__fail(-EINVAL, "%s: flags 0x%x: bits 0x%x are no RF_DS_* flag", __func__,
+				flags, flags & ~(unsigned)(RF_DS_VERIFY | RF_DS_ALLOW_TAIL));
 	struct idx_hdr h = { 0 };
 	int ret;
 
@@ -494,6 +497,9 @@ int rf_dataset_open_idx_pair(struct rf_dataset *ds, const char *images_path,
 {
 	if (!ds)
 		return rf__fail(-EINVAL, "%s: ds is NULL", __func__);
+	if (flags & ~(unsigned)(RF_DS_VERIFY | RF_DS_ALLOW_TAIL))
+		return rf__fail(-EINVAL, "%s: flags 0x%x: bits 0x%x are no RF_DS_* flag", __func__,
+				flags, flags & ~(unsigned)(RF_DS_VERIFY | RF_DS_ALLOW_TAIL));
 	struct idx_hdr hi = { 0 }, hl = { 0 };
 	int32_t max = -1;
 	int ret;

@@ -124,7 +124,13 @@ static int rf__check_args(struct rf_engine *e, const struct rf_dataset *ds,
 	if (!opts->batch || !opts->devices || !opts->ndevices ||
 	    opts->ndevices > RF_LOADER_MAX_SHARDS)
 		return rf__fail(-EINVAL, "loader: need batch >= 1 and 1..%d devices (got batch %u, "
-				"%u devices)", RF_LOADER_MAX_SHARDS, opts->batch, opts->ndevices);
+				"%u devices%s)", RF_LOADER_MAX_SHARDS, opts->batch, opts->ndevices,
+				opts->devices ? "" : ", devices NULL");
+	/* x = (u8 * scale - mean) / std: every batch NaN or infinite otherwise */
+	if (!isfinite(opts->scale) || !isfinite(opts->mean) || !isfinite(opts->std))
+		return rf__fail(-EINVAL, "loader: scale %g, mean %g, std %g: expected finite "
+				"numbers (0: the defaults, 1/255 and 1)", (double)opts->scale,
+				(double)opts->mean, (double)opts->std);
 	if (opts->shard_total && (opts->shard_base + (uint64_t)opts->ndevices > opts->shard_total))
 		return rf__fail(-EINVAL, "loader: shards %u..%u of %u: expected shard_base + "
 				"ndevices <= shard_total", opts->shard_base,

@@ -157,6 +157,14 @@ static int rf__has_work(struct rf_ring *r)
 	       r->nbacklog > r->backlog_head;
 }
 
+int rf__owner_refused(const struct rf_ring *r, const char *fn)
+{
+	(void)r;
+	return rf__fail(-EPERM, "%s called from a thread other than the ring's owner (the "
+			"thread that created it): refused; a ring is used by its owner only "
+			"(rf_notifier_signal wakes it from elsewhere)", fn);
+}
+
 static int rf__nested(const char *fn)
 {
 	return rf__fail(-EDEADLK, "%s: called from inside a callback or rf_ring_run_until "
@@ -172,6 +180,10 @@ static int rf__turn_failed(const char *fn, int ret)
 
 int rf_ring_run(struct rf_ring *r, enum rf_run_mode mode)
 {
+	if (!r)
+		return rf__fail(-EINVAL, "rf_ring_run: r is NULL");
+	if (rf__owner_check(r, "rf_ring_run") < 0)
+		return -EPERM;
 	if (r->in_run || r->cb_depth)
 		return rf__nested("rf_ring_run");
 	r->in_run = 1;
@@ -213,6 +225,8 @@ int rf_ring_run_until(struct rf_ring *r, int (*pred)(void *arg), void *arg, uint
 {
 	if (!r || !pred)
 		return rf__fail(-EINVAL, "rf_ring_run_until: %s is NULL", !r ? "r" : "pred");
+	if (rf__owner_check(r, "rf_ring_run_until") < 0)
+		return -EPERM;
 	if (r->in_run || r->cb_depth)
 		return rf__nested("rf_ring_run_until");
 	r->in_run = 1;

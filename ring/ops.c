@@ -223,8 +223,20 @@ int rf__submit(const char *fn, struct rf_ring *r, unsigned kind, const struct rf
 	       rf_io_cb cb, void *data, rf_req_id *id)
 {
 	const struct rf__kind *k = &rf__kinds[kind];
+	if (rf__owner_check(r, fn) < 0)
+		return -EPERM;
 	if (r->destroying)
 		return rf__shutdown(fn);
+	if (__builtin_expect(io->flags & ~(unsigned)(RF_IO_FIXED_FILE | RF_IO_FIXED_BUF |
+						     RF_IO_NO_RETRY_SHORT | RF_IO_ALLOC_SLOT |
+						     RF_IO_BENEATH), 0))
+		return rf__fail(-EINVAL, "%s: flags 0x%x: bits 0x%x are no RF_IO_* flag", fn,
+				io->flags, io->flags & ~(unsigned)(RF_IO_FIXED_FILE | RF_IO_FIXED_BUF |
+								 RF_IO_NO_RETRY_SHORT |
+								 RF_IO_ALLOC_SLOT | RF_IO_BENEATH));
+	if (__builtin_expect((kind == RF_IOP_READ || kind == RF_IOP_WRITE) && !io->buf &&
+			     io->len, 0))
+		return rf__fail(-EINVAL, "%s: buf is NULL with len %zu", fn, io->len);
 	uint64_t deadline = rf__deadline_after(io->timeout_ns);
 	unsigned fl = io->flags & k->keep;
 	uint16_t bi = 0;

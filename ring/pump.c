@@ -141,11 +141,15 @@ static void rf__xfer_empty_cb(void *data, int64_t res)
 	rf__xfer_finish(data);
 }
 
-static int rf__xfer_check(const char *fn, struct rf_ring *r, const struct rf_io_seg *segs,
-			  unsigned nsegs, const struct rf_xfer_opts *o)
+static int rf__xfer_check(const char *fn, struct rf_ring *r, enum rf_xfer_dir dir,
+			  const struct rf_io_seg *segs, unsigned nsegs,
+			  const struct rf_xfer_opts *o)
 {
 	if (!r)
 		return rf__fail(-EINVAL, "%s: r is NULL, expected a ring", fn);
+	if (dir != RF_XFER_READ && dir != RF_XFER_WRITE)
+		return rf__fail(-EINVAL, "%s: dir = %d, expected RF_XFER_READ or RF_XFER_WRITE", fn,
+				(int)dir);
 	if (nsegs && !segs)
 		return rf__fail(-EINVAL, "%s: segs is NULL with nsegs = %u, expected an array of "
 				"%u segments", fn, nsegs, nsegs);
@@ -155,10 +159,19 @@ static int rf__xfer_check(const char *fn, struct rf_ring *r, const struct rf_io_
 	if (o && (o->flags & ~(unsigned)(RF_IO_FIXED_FILE | RF_IO_FIXED_BUF)))
 		return rf__fail(-EINVAL, "%s: opts->flags = 0x%x, expected RF_IO_FIXED_FILE and "
 				"RF_IO_FIXED_BUF only", fn, o->flags);
-	for (unsigned i = 0; i < nsegs; i++)
+	for (unsigned i = 0; i < nsegs; i++) {
 		if (segs[i].len && !segs[i].buf)
 			return rf__fail(-EINVAL, "%s: segs[%u].buf is NULL with len %llu, expected "
 					"a buffer", fn, i, (unsigned long long)segs[i].len);
+		/* a segment's end past 2^64 in the file or in memory: its chunks' offsets
+		 * would wrap round to the start */
+		if (segs[i].off + segs[i].len < segs[i].off ||
+		    (uintptr_t)segs[i].buf + segs[i].len < (uintptr_t)segs[i].buf)
+			return rf__fail(-EINVAL, "%s: segs[%u]: %llu bytes at offset %llu (buffer "
+					"%p): its end is past 2^64", fn, i,
+					(unsigned long long)segs[i].len,
+					(unsigned long long)segs[i].off, segs[i].buf);
+	}
 	return 0;
 }
 
@@ -214,7 +227,7 @@ static int rf__xfer_begin(struct rf__xfer *x)
 int rf_xfer_start(struct rf_ring *r, int fd, enum rf_xfer_dir dir, const struct rf_io_seg *segs,
 		  unsigned nsegs, const struct rf_xfer_opts *opts, rf_xfer_cb cb, void *data)
 {
-	int ret = rf__xfer_check("rf_xfer_start", r, segs, nsegs, opts);
+	int ret = rf__xfer_check("rf_xfer_start", r, dir, segs, nsegs, opts);
 	if (ret < 0)
 		return ret;
 	if (!cb)
@@ -271,7 +284,7 @@ int rf_xfer(struct rf_ring *r, int fd, enum rf_xfer_dir dir, const struct rf_io_
 	if (!res)
 		res = &none;
 	memset(res, 0, sizeof(*res));
-	int ret = rf__xfer_check("rf_xfer", r, segs, nsegs, opts);
+	int ret = rf__xfer_check("rf_xfer", r, dir, segs, nsegs, opts);
 	if (ret < 0)
 		return res->err = ret;
 	if (!rf__can_wait(r))

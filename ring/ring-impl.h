@@ -11,6 +11,7 @@
 
 #include "ring.h"
 #include "ring-ops.h"
+#include "rf-internal.h"
 
 #define RF__TAG_MASK 7ull
 #define RF__TAG_REQ 0ull    /* pointer to struct rf__req | gen bits */
@@ -160,6 +161,11 @@ struct rf__mem {
 	size_t len;
 };
 
+struct rf_ring;
+/* From a thread other than r's owner: -EPERM and a message naming fn (cold). */
+int rf__owner_refused(const struct rf_ring *r, const char *fn) __attribute__((cold));
+static inline int rf__owner_check(const struct rf_ring *r, const char *fn);
+
 struct rf_ring {
 	struct io_uring ring;
 	/* rf__kinds, set at creation: the files below kind.c (submit.c runs a kind's prep
@@ -171,6 +177,7 @@ struct rf_ring {
 	int cb_depth;        /* inside a callback */
 	int destroying;
 	unsigned max_batch;  /* rf_ring_set_max_batch; 0: no cap */
+	uint64_t owner_tid;  /* the creating thread: the owner (rf__owner_refused) */
 
 	/* request pool */
 	struct rf__req **slabs;
@@ -422,5 +429,11 @@ RF__HIDDEN void rf__notify_msg(struct rf_ring *r, uint64_t ud, int32_t res);
 RF__HIDDEN int rf__notify_flush(struct rf_ring *r);
 RF__HIDDEN void rf__notifiers_teardown(struct rf_ring *r);
 RF__HIDDEN void rf__watches_teardown(struct rf_ring *r);
+
+/* 0 on r's owner thread (a TLS load and a compare), else rf__owner_refused. */
+static inline int rf__owner_check(const struct rf_ring *r, const char *fn)
+{
+	return __builtin_expect(rf__gettid() == r->owner_tid, 1) ? 0 : rf__owner_refused(r, fn);
+}
 
 #endif

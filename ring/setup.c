@@ -92,6 +92,12 @@ int rf_ring_create(struct rf_ring **out, const struct rf_ring_opts *opts)
 	if (!out)
 		return rf__fail(-EINVAL, "rf_ring_create: out is NULL");
 	*out = NULL;
+	if (opts && (opts->flags & ~(unsigned)(RF_RING_SQPOLL | RF_RING_NO_MSG_RING |
+					       RF_RING_NO_MULTISHOT | RF_RING_IOPOLL)))
+		return rf__fail(-EINVAL, "rf_ring_create: opts->flags 0x%x: bits 0x%x are no "
+				"RF_RING_* flag", opts->flags,
+				opts->flags & ~(unsigned)(RF_RING_SQPOLL | RF_RING_NO_MSG_RING |
+							  RF_RING_NO_MULTISHOT | RF_RING_IOPOLL));
 	unsigned entries = opts && opts->entries ? opts->entries : 256;
 	if (entries > RF__MAX_SQ_ENTRIES)
 		return rf__fail(-EINVAL, "rf_ring_create: opts->entries = %u, expected at most "
@@ -104,6 +110,7 @@ int rf_ring_create(struct rf_ring **out, const struct rf_ring_opts *opts)
 		return rf__fail(-ENOMEM, "rf_ring_create: no memory for the ring");
 	memset(r, 0, sizeof(*r));
 	r->kinds = rf__kinds;
+	r->owner_tid = rf__gettid();
 	int ret = rf__fault_parse(&r->fault, getenv("RF_FAULT_INJECT"));
 	if (ret == 0)
 		ret = rf__spin_parse(getenv("RF_RING_SPIN_US"), &r->spin_ns);
@@ -150,6 +157,10 @@ void rf_ring_destroy(struct rf_ring *r)
 {
 	if (!r)
 		return;
+	if (rf__owner_check(r, "rf_ring_destroy") < 0) {   /* the owner may be in it now */
+		rf__log(RF_LOG_ERROR, "%s (the ring is left as it was)", rf_last_error());
+		return;
+	}
 	/* The run loop below on the stack still uses the ring when it calls back. */
 	if (r->cb_depth || r->in_run) {
 		rf__fail(-EDEADLK, "rf_ring_destroy: called from inside a callback or "

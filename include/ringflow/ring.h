@@ -1,8 +1,9 @@
 /* ringflow/ring.h -- the io_uring reactor: one thread owns a struct rf_ring and
  * everything that schedules arrives on it as a completion (file I/O, fsyncs, timers,
  * eventfd watches, notifier signals from other threads).
- * Owner thread only, except rf_notifier_signal(). Threading, errors and fault
- * injection: ring/README.md.
+ * Owner thread only (the thread that created the ring; requests, runs and destroy
+ * from another are refused, -EPERM), except rf_notifier_signal() and rf_ring_parked().
+ * Threading, errors and fault injection: ring/README.md.
  */
 #ifndef RINGFLOW_RING_H
 #define RINGFLOW_RING_H

@@ -228,6 +228,12 @@ static void *off_thread(void *p)
 	return NULL;
 }
 
+static int fail_op(void *p)
+{
+	(void)p;
+	return -EIO;
+}
+
 static int in_op_ret[3];
 
 static int admin_in_op(void *p)
@@ -280,6 +286,28 @@ static void deleting_and_threads(struct rf_ring *r)
 	CHECK_EQ(in_op_ret[1], -EBUSY);
 	CHECK_EQ(in_op_ret[2], -EDEADLK);
 	CHECK_OK(rf_engine_may_wait(e, "a wait"));
+	/* values no flag or mode has */
+	refused("op flags 0x40", rf_engine_push(e, &(struct rf_op_desc){ .fn = inc, .ctx = &n,
+							  .flags = 0x40, .name = "f" }),
+		-EINVAL, "bits 0x40 are no RF_OP_* flag", NULL);
+	{
+		struct rf_engine *e2 = NULL;
+		refused("engine opts sync 5", rf_engine_create(&e2, r, &(struct rf_engine_opts){
+								 .sync = 5 }),
+			-EINVAL, "opts->sync = 5", NULL);
+		CHECK(!e2);
+	}
+	/* a wait that returns an op's status says which op, not what an earlier call
+	 * left in rf_last_error */
+	CHECK_OK(rf_engine_push_simple(e, fail_op, NULL, NULL, 0, &b, 1, w, "failing"));
+	seed_error(e);
+	refused("wait_var on a poisoned variable", rf_engine_wait_var(e, b), -EIO,
+		"rf_engine_wait_var b: poisoned: op 'failing' failed", NULL);
+	seed_error(e);
+	refused("wait_var again", rf_engine_wait_var(e, b), -EIO, "op 'failing' failed", NULL);
+	seed_error(e);
+	refused("wait_all after it", rf_engine_wait_all(e), -EIO,
+		"rf_engine_wait_all: the first error since the last wait_all: op 'failing'", NULL);
 	rf_engine_destroy(e);
 }
 

@@ -9,6 +9,7 @@
  * other batches are correct, and once the file is restored the next epoch is
  * complete again (the loader clears its slots' poison). A label outside
  * [0, num_classes) fails its batch with -ERANGE naming the record. */
+#include <math.h>
 #include <pthread.h>
 
 #include "test-loader-util.h"
@@ -84,6 +85,27 @@ static void refused_calls(struct tl_env *v, const char *small, struct rf_loader_
 	CHECK(strstr(rf_last_error(), "rf_dataset_open_rfrec: ds is NULL"));
 	CHECK_EQ(rf_dataset_open_idx_pair(NULL, small, small, 10, 0), -EINVAL);
 	CHECK_EQ(rf_dataset_open_file(NULL, small, 0), -EINVAL);
+	CHECK_EQ(rf_dataset_open_rfrec(&ds, small, 0x100), -EINVAL);
+	CHECK(strstr(rf_last_error(), "bits 0x100 are no RF_DS_* flag"));
+	CHECK_EQ(rf_dataset_verify(NULL), -EINVAL);
+	CHECK(strstr(rf_last_error(), "rf_dataset_verify: ds is NULL"));
+	/* scale, mean, std: NaN or infinite gave batches of NaN */
+	CHECK_OPEN(rf_dataset_open_rfrec(&ds, small, 0), rf_last_error());
+	{
+		struct rf_loader *l2 = NULL;
+		struct rf_loader_opts bad = o;
+		bad.std = NAN;
+		CHECK_EQ(rf_loader_create(&l2, v->e, &ds, &bad), -EINVAL);
+		CHECK(strstr(rf_last_error(), "expected finite numbers"));
+		bad.std = 0;
+		bad.scale = INFINITY;
+		CHECK_EQ(rf_loader_create(&l2, v->e, &ds, &bad), -EINVAL);
+		bad.scale = 0;
+		bad.devices = NULL;
+		CHECK_EQ(rf_loader_create(&l2, v->e, &ds, &bad), -EINVAL);
+		CHECK(strstr(rf_last_error(), "devices NULL"));
+	}
+	rf_dataset_close(&ds);
 	printf("refused: destroy and seek off the reactor, destroy in a callback, NULLs\n");
 }
 

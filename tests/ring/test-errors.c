@@ -6,12 +6,17 @@
  * -EINVAL. The ring stays usable afterwards. NULL where the call needs a pointer
  * (rf_ring_create's out, rf_ring_run_until's ring or predicate) is -EINVAL with a
  * message; a poller held by INT64_MAX then released by INT64_MIN saturates, never
- * overflows (UBSan), and ends at zero. */
+ * overflows (UBSan), and ends at zero. Flags no RF_IO_* or RF_RING_* flag has, a NULL
+ * buffer with a length, a transfer direction or segment end past 2^64: -EINVAL at the
+ * call. Another thread's request, run or destroy: -EPERM (destroy logged), the ring
+ * still its owner's. */
 #include <limits.h>
+#include <pthread.h>
 #include <stdint.h>
 
 #include "ring-test.h"
 #include "log.h"
+#include "ring-io.h"
 
 static unsigned no_poll(void *d, int *busy)
 {
@@ -24,6 +29,21 @@ static int never(void *a)
 {
 	(void)a;
 	return 0;
+}
+
+/* a ring is its creating thread's: another thread's calls are refused, the ring left */
+static int other_timeout, other_run;
+static char other_msg[512];
+
+static void *other_thread(void *p)
+{
+	struct rf_ring *r = p;
+
+	other_timeout = rf_ring_timeout(r, 1000, NULL, NULL, NULL);
+	snprintf(other_msg, sizeof(other_msg), "%s", rf_last_error());
+	other_run = rf_ring_run(r, RF_RUN_UNTIL_IDLE);
+	rf_ring_destroy(r);                     /* refused: logged, nothing freed */
+	return NULL;
 }
 
 int main(void)
@@ -64,6 +84,25 @@ int main(void)
 	T_EQ(rf_ring_run_until(r, NULL, NULL, 0), -EINVAL);
 	T_CHECK(strstr(rf_last_error(), "pred is NULL"));
 	T_EQ(rf_ring_run_until(NULL, never, NULL, 0), -EINVAL);
+	/* values no flag or mode has: refused where they are given, nothing queued */
+	T_EQ(rf_ring_read(r, fd, buf, 5, 0, 0x80, t_store, &ok, NULL), -EINVAL);
+	T_CHECK(strstr(rf_last_error(), "bits 0x80 are no RF_IO_* flag"));
+	T_EQ(rf_ring_read(r, fd, NULL, 5, 0, 0, t_store, &ok, NULL), -EINVAL);
+	T_CHECK(strstr(rf_last_error(), "rf_ring_read: buf is NULL with len 5"));
+	T_EQ(rf_ring_pending(r), 0);
+	{
+		struct rf_ring *r2 = NULL;
+		T_EQ(rf_ring_create(&r2, &(struct rf_ring_opts){ .flags = 0x100 }), -EINVAL);
+		T_CHECK(!r2 && strstr(rf_last_error(), "bits 0x100 are no RF_RING_* flag"));
+	}
+	{
+		struct rf_io_seg seg = { buf, 16, 0 }, wrap = { buf, UINT64_MAX, UINT64_MAX - 10 };
+		struct rf_xfer_result res;
+		T_EQ(rf_xfer(r, fd, (enum rf_xfer_dir)7, &seg, 1, NULL, &res), -EINVAL);
+		T_CHECK(strstr(rf_last_error(), "dir = 7"));
+		T_EQ(rf_xfer(r, fd, RF_XFER_READ, &wrap, 1, NULL, &res), -EINVAL);
+		T_CHECK(strstr(rf_last_error(), "its end is past 2^64"));
+	}
 	{
 		struct rf_poller *p;
 		T_OK(rf_poller_add(r, no_poll, NULL, &p));
@@ -75,6 +114,18 @@ int main(void)
 		rf_poller_hold(p, INT64_MIN);         /* never below zero */
 		T_EQ(rf_ring_pending(r), 0);
 		rf_poller_remove(p);
+	}
+	{
+		pthread_t t;
+		T_CHECK(pthread_create(&t, NULL, other_thread, r) == 0);
+		T_CHECK(pthread_join(t, NULL) == 0);
+		T_EQ(other_timeout, -EPERM);
+		T_CHECK(strstr(other_msg, "rf_ring_timeout called from a thread other than the "
+				      "ring's owner"));
+		T_EQ(other_run, -EPERM);
+		T_OK(rf_ring_read(r, fd, buf, 5, 0, 0, t_store, &ok, NULL)); /* still the owner's */
+		T_OK(rf_ring_run(r, RF_RUN_UNTIL_IDLE));
+		T_EQ(ok.res, 5);
 	}
 	rf_ring_destroy(r);
 	close(fd);
