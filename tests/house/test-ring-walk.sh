@@ -1,7 +1,8 @@
 #!/bin/bash
 # test-ring-walk.sh SRCDIR BUILDDIR -- tools/dev/ring-walk on the working tree: every
 # request kind it drives has its push walk and its CQE walk, the retried read two CQE
-# walks, and -v shows a read's CQE reaching the transfers' complete.
+# walks, and -v shows a read's CQE reaching the transfers' complete; tools/dev/
+# ring-callgraph prints its two rows and reaches it too.
 set -eu
 src=$1
 w=$(mktemp -d)
@@ -18,4 +19,11 @@ done
 	{ echo "FAIL: the retried read's CQEs: fewer than 2 walks"; fail=1; }
 grep -q "rf__handle > rf__complete_xfer" "$w/out" ||
 	{ echo "FAIL: no CQE walk reaches rf__complete_xfer"; fail=1; }
+# the static walk: both rows, and the read's reaches the transfers' complete
+BUILD=$2 RING_WALK_DIR=$w "$src/tools/dev/ring-callgraph" -v >"$w/cg"
+cat "$w/cg"
+[ "$(grep -cE '^  rf__handle, (every prep|a read.s prep) *: +[0-9]+ functions in [0-9]+ files' "$w/cg")" = 2 ] ||
+	{ echo "FAIL: ring-callgraph: expected its two rows"; fail=1; }
+grep -q "rf__complete_xfer(complete.c)" "$w/cg" ||
+	{ echo "FAIL: ring-callgraph: rf__handle does not reach rf__complete_xfer"; fail=1; }
 exit $fail
