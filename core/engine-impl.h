@@ -105,6 +105,7 @@ struct rf_var {
 	struct rf__group *frontier;    /* first group with an ungranted entry, or NULL */
 	uint32_t nqueued;              /* unfinished entries */
 	int err;
+	int deleting;                  /* its deletion is pushed (on the line a push reads) */
 	const char *err_op;
 	char *name;
 	/* tracing */
@@ -117,7 +118,6 @@ struct rf_var {
 	struct rf_var *prev, *next;    /* the engine's variables */
 	void (*del_fn)(void *);        /* rf_var_destroy's free_fn and its argument */
 	void *del_arg;
-	int deleting;                  /* its deletion is pushed */
 };
 
 struct rf__trace_ev {

@@ -336,6 +336,12 @@ static int rf__glaunch_bind(struct rf_graph *g, struct rf__glaunch *L,
 						g->name, i, rf_var_name(b[i].actual),
 						rf_var_name(g->vars[x].v), rf_var_name(g->vars[y].v));
 	}
+	/* a variable whose deletion is queued is freed when it runs (as a push refuses) */
+	for (uint32_t x = 0; x < g->nvar; x++)
+		if (L->bound[x]->deleting)
+			return rf__fail(-EINVAL, "rf_graph_launch(%s): variable '%s' is being "
+					"destroyed (rf_var_destroy was called): expected a live "
+					"variable", g->name, rf_var_name(L->bound[x]));
 	L->nrd = L->nwr = 0;
 	for (uint32_t x = 0; x < g->nvar; x++) {
 		if (g->vars[x].v == g->args_var)

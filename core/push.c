@@ -39,25 +39,22 @@ int rf__check_stream(struct rf_engine *e, const struct rf_stream *s, const char 
 			"(another engine's, destroyed, or never registered)", who, q, name, q);
 }
 
-/* A variable whose rf_var_destroy is queued takes no more ops (the deletion frees it
- * when it runs: a later op would use it after that); the deletion itself excepted. */
-static int rf__check_deleting(const struct rf_op_desc *d, const struct rf__opkind *k,
-			      const char *name)
+/* reads[i] (writes[i] if w) of d is no variable it may name: NULL, another engine's, or
+ * one whose rf_var_destroy is queued (its deletion frees it when it runs: a later op
+ * would use it after that). The refusal, off the push's path. */
+static int __attribute__((cold, noinline))
+rf__bad_var(struct rf_engine *e, const struct rf__opkind *k, const char *name, int w,
+	    uint32_t i, const struct rf_var *v)
 {
-	uint32_t i;
+	const char *list = w ? "writes" : "reads";
 
-	if (k == &rf__kind_delete)
-		return 0;
-	for (i = 0; i < d->nreads + d->nwrites; i++) {
-		const struct rf_var *v = i < d->nreads ? d->reads[i] : d->writes[i - d->nreads];
-		if (v->deleting)
-			return rf__fail(-EINVAL, "%s: op '%s': %s[%u] (%s) is being destroyed "
-					"(rf_var_destroy was called): expected a live variable",
-					k == &rf__kind_wait ? "rf_engine_wait_var" : "rf_engine_push",
-					name, i < d->nreads ? "reads" : "writes",
-					i < d->nreads ? i : i - d->nreads, rf_var_name(v));
-	}
-	return 0;
+	if (!v || v->eng != e)
+		return rf__fail(-EINVAL, "rf_engine_push: op '%s': %s[%u] is %s", name, list, i,
+				v ? "a variable of another engine" : "NULL");
+	return rf__fail(-EINVAL, "%s: op '%s': %s[%u] (%s) is being destroyed (rf_var_destroy "
+			"was called): expected a live variable",
+			k == &rf__kind_wait ? "rf_engine_wait_var" : "rf_engine_push", name, list, i,
+			rf_var_name(v));
 }
 
 /* k: an engine-made op (wait, deletion) may have no function (k->no_fn). */
@@ -65,7 +62,7 @@ static int rf__check_desc(struct rf_engine *e, const struct rf_op_desc *d,
 			  const struct rf__opkind *k)
 {
 	const char *name = d && d->name ? d->name : "op";
-	int no_fn = k->no_fn, ret;
+	int no_fn = k->no_fn;
 	uint32_t i;
 
 	if (!d)
@@ -84,16 +81,18 @@ static int rf__check_desc(struct rf_engine *e, const struct rf_op_desc *d,
 				d->nreads && !d->reads ? "reads" : "writes",
 				d->nreads && !d->reads ? "nreads" : "nwrites",
 				d->nreads && !d->reads ? d->nreads : d->nwrites);
-	for (i = 0; i < d->nreads; i++)
-		if (!d->reads[i] || d->reads[i]->eng != e)
-			return rf__fail(-EINVAL, "rf_engine_push: op '%s': reads[%u] is %s", name, i,
-					d->reads[i] ? "a variable of another engine" : "NULL");
-	for (i = 0; i < d->nwrites; i++)
-		if (!d->writes[i] || d->writes[i]->eng != e)
-			return rf__fail(-EINVAL, "rf_engine_push: op '%s': writes[%u] is %s", name, i,
-					d->writes[i] ? "a variable of another engine" : "NULL");
-	if ((ret = rf__check_deleting(d, k, name)) < 0)
-		return ret;
+	/* a deletion names its own variable, which is deleting by then */
+	int live = k != &rf__kind_delete;
+	for (i = 0; i < d->nreads; i++) {
+		const struct rf_var *v = d->reads[i];
+		if (!v || v->eng != e || (v->deleting & live))
+			return rf__bad_var(e, k, name, 0, i, v);
+	}
+	for (i = 0; i < d->nwrites; i++) {
+		const struct rf_var *v = d->writes[i];
+		if (!v || v->eng != e || (v->deleting & live))
+			return rf__bad_var(e, k, name, 1, i, v);
+	}
 	if (d->stream && !d->afn)
 		return rf__check_stream(e, d->stream, "rf_engine_push: op", name, 1);
 	return 0;

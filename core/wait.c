@@ -68,9 +68,11 @@ static int rf__push_wait_op(struct rf_engine *e, struct rf_var *v, struct rf__wa
 	return rf__push_op(e, &d, &rf__kind_wait, v, w);
 }
 
-/* An op's status a wait returns (ret < 0), where nothing under the wait said why: the
- * message names the variable (NULL: the wait for all) and the op, not what an
- * earlier, unrelated call left. */
+/* An op's status a wait returns (ret < 0): where the failure came during this wait
+ * (the caller knows) and nothing on this thread said why since it began (an op on
+ * another thread, whose message is that thread's), the message names the variable
+ * (NULL: the wait for all) and the op, not what an earlier, unrelated call left. A
+ * failure from before the wait keeps whatever it said then. */
 static int rf__wait_says(int ret, unsigned gen0, const char *fn, const struct rf_var *v,
 			 const char *op)
 {
@@ -79,15 +81,16 @@ static int rf__wait_says(int ret, unsigned gen0, const char *fn, const struct rf
 	if (ret >= 0 || rf__error_gen() != gen0)
 		return ret;
 	snprintf(es, sizeof(es), "%s", strerror(-ret));
-	return rf__fail(ret, "%s%s%s: %s op '%s' failed (%d: %s)", fn, v ? " " : "",
+	return rf__fail(ret, "%s%s%s: %s %s%s%s failed (%d: %s)", fn, v ? " " : "",
 			v ? rf_var_name(v) : "", v ? "poisoned:" : "the first error since the "
-			"last wait_all:", op ? op : "?", ret, es);
+			"last wait_all:", op ? "op '" : "an op", op ? op : "", op ? "'" : "", ret,
+			es);
 }
 
 int rf_engine_wait_var(struct rf_engine *e, struct rf_var *v)
 {
 	struct rf__waiter *w;
-	int ret, err = 0;
+	int ret, err = 0, was;
 	unsigned gen0 = rf__error_gen();
 
 	if (!v || v->eng != e)
@@ -99,15 +102,17 @@ int rf_engine_wait_var(struct rf_engine *e, struct rf_var *v)
 		return rf__fail(-EINVAL, "rf_engine_wait_var %s: being destroyed (rf_var_destroy "
 				"was called): wait for it before destroying it", rf_var_name(v));
 	if (!v->nqueued)
-		return rf__wait_says(v->err, gen0, "rf_engine_wait_var", v, v->err_op);
+		return v->err;  /* from before the wait: as it was said then */
 	if (!(w = calloc(1, sizeof(*w))))
 		return rf__fail(-ENOMEM, "rf_engine_wait_var: out of memory");
 	if ((ret = rf__push_wait_op(e, v, w)) < 0) {
 		free(w);
 		return ret;
 	}
+	was = v->err;
 	ret = rf__wait_waiter(e, w, &err);
-	return ret < 0 ? ret : rf__wait_says(err, gen0, "rf_engine_wait_var", v, v->err_op);
+	return ret < 0 ? ret : was ? err : rf__wait_says(err, gen0, "rf_engine_wait_var", v,
+							   v->err_op);
 }
 
 int rf_engine_wait_idle(struct rf_engine *e)
@@ -124,12 +129,15 @@ int rf_engine_wait_all(struct rf_engine *e)
 	int ret;
 
 	unsigned gen0 = rf__error_gen();
+	int before;
 
 	if ((ret = rf__wait_refused(e, "rf_engine_wait_all", 0)) < 0)
 		return ret;
+	before = e->first_error;
 	if ((ret = rf__wait_idle(e, 1)) < 0)
 		return ret;
-	ret = rf__wait_says(e->first_error, gen0, "rf_engine_wait_all", NULL, e->first_error_op);
+	ret = before ? before : rf__wait_says(e->first_error, gen0, "rf_engine_wait_all", NULL,
+					      e->first_error_op);
 	e->first_error = 0;
 	e->first_error_op = NULL;
 	return ret;

@@ -396,9 +396,12 @@ int rf_dataset_open_wds(struct rf_dataset *ds, const char *path, uint32_t num_cl
 {
 	if (!ds)
 		return rf__fail(-EINVAL, "%s: ds is NULL", __func__);
-	if (flags & ~(unsigned)(RF_DS_VERIFY | RF_DS_ALLOW_TAIL))
+	if (flags & ~(unsigned)(RF_DS_VERIFY | RF_DS_ALLOW_TAIL)) {
+		memset(ds, 0, sizeof(*ds));    /* refused: zeroed, fds -1 (dataset.h) */
+		ds->src[0].fd = ds->src[1].fd = -1;
 		return rf__fail(-EINVAL, "%s: flags 0x%x: bits 0x%x are no RF_DS_* flag", __func__,
 				flags, flags & ~(unsigned)(RF_DS_VERIFY | RF_DS_ALLOW_TAIL));
+	}
 	wds_zero(ds);
 	if (!path)
 		return rf__ds_fail(-EINVAL, path, "no path given");
@@ -410,9 +413,12 @@ int rf_dataset_open_wds_list(struct rf_dataset *ds, const char *const *paths, si
 {
 	if (!ds)
 		return rf__fail(-EINVAL, "%s: ds is NULL", __func__);
-	if (flags & ~(unsigned)(RF_DS_VERIFY | RF_DS_ALLOW_TAIL))
+	if (flags & ~(unsigned)(RF_DS_VERIFY | RF_DS_ALLOW_TAIL)) {
+		memset(ds, 0, sizeof(*ds));    /* refused: zeroed, fds -1 (dataset.h) */
+		ds->src[0].fd = ds->src[1].fd = -1;
 		return rf__fail(-EINVAL, "%s: flags 0x%x: bits 0x%x are no RF_DS_* flag", __func__,
 				flags, flags & ~(unsigned)(RF_DS_VERIFY | RF_DS_ALLOW_TAIL));
+	}
 	char name[RF__NAME_MAX + 64];
 
 	wds_zero(ds);
@@ -450,9 +456,12 @@ int rf_dataset_open_file(struct rf_dataset *ds, const char *path, unsigned flags
 {
 	if (!ds)
 		return rf__fail(-EINVAL, "%s: ds is NULL", __func__);
-	if (flags & ~(unsigned)(RF_DS_VERIFY | RF_DS_ALLOW_TAIL))
+	if (flags & ~(unsigned)(RF_DS_VERIFY | RF_DS_ALLOW_TAIL)) {
+		memset(ds, 0, sizeof(*ds));    /* refused: zeroed, fds -1 (dataset.h) */
+		ds->src[0].fd = ds->src[1].fd = -1;
 		return rf__fail(-EINVAL, "%s: flags 0x%x: bits 0x%x are no RF_DS_* flag", __func__,
 				flags, flags & ~(unsigned)(RF_DS_VERIFY | RF_DS_ALLOW_TAIL));
+	}
 	size_t n = path ? strlen(path) : 0;
 
 	if (rf_dataset_is_shard_pattern(path))

@@ -109,6 +109,8 @@ static int rf__ms_start(const char *fn, struct rf_ring *r, int kind, int fd, uns
 			struct rf_bufgroup *g, unsigned events, rf_multi_cb cb, void *data,
 			rf_req_id *id)
 {
+	if (rf__owner_check(r, fn) < 0)
+		return -EPERM;
 	if (r->destroying)
 		return rf__shutdown(fn);
 	if (!cb)
@@ -169,6 +171,8 @@ int rf_ring_poll_multishot(struct rf_ring *r, int fd, unsigned events, unsigned 
 
 int rf_ring_cancel(struct rf_ring *r, rf_req_id id)
 {
+	if (rf__owner_check(r, "rf_ring_cancel") < 0)
+		return -EPERM;
 	struct rf__req *q = rf__req_by_id(r, id);
 	if (!q || (r->kinds[q->kind].flags & RF__KF_INTERNAL))
 		return rf__fail(-ENOENT, "rf_ring_cancel: id 0x%llx names no request in flight "
@@ -218,6 +222,8 @@ static int rf__bgid_free(const struct rf_ring *r)
 int rf_bufgroup_create(struct rf_ring *r, unsigned nbufs, size_t bufsz, struct rf_bufgroup **out)
 {
 	*out = NULL;
+	if (rf__owner_check(r, "rf_bufgroup_create") < 0)
+		return -EPERM;
 	if (!nbufs || nbufs > 32768 || (nbufs & (nbufs - 1)))
 		return rf__fail(-EINVAL, "rf_bufgroup_create: nbufs = %u, expected a power of two "
 				"from 1 to 32768", nbufs);

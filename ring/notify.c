@@ -161,6 +161,8 @@ static int rf__nslot_alloc(struct rf_ring *r, uint32_t *out)
 int rf_notifier_create(struct rf_ring *r, rf_notify_cb cb, void *data, struct rf_notifier **out)
 {
 	*out = NULL;
+	if (rf__owner_check(r, "rf_notifier_create") < 0)
+		return -EPERM;
 	if (!cb)
 		return rf__fail(-EINVAL, "rf_notifier_create: cb is NULL, expected the callback "
 				"that receives the signals");
@@ -380,6 +382,8 @@ int rf_watch_eventfd(struct rf_ring *r, int efd, int counts_as_pending,
 		     rf_watch_cb cb, void *data, struct rf_watch **out)
 {
 	*out = NULL;
+	if (rf__owner_check(r, "rf_watch_eventfd") < 0)
+		return -EPERM;
 	if (!cb)
 		return rf__fail(-EINVAL, "rf_watch_eventfd: cb is NULL, expected the callback "
 				"that receives the counter values");

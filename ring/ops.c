@@ -39,6 +39,25 @@ int rf_ring_op_supported(const struct rf_ring *r, enum rf_iop op)
 }
 
 #define RF__SUBMIT "rf_ring_submit(%s): "
+#define RF__IO_FLAGS (RF_IO_FIXED_FILE | RF_IO_FIXED_BUF | RF_IO_NO_RETRY_SHORT | \
+		      RF_IO_ALLOC_SLOT | RF_IO_BENEATH)
+
+/* Whether io holds what no request takes: bits that are no RF_IO_* flag, a read or
+ * write of len bytes from NULL. The test is inlined in every submission; the
+ * refusal is not. */
+static inline int rf__io_malformed(unsigned kind, const struct rf_io *io)
+{
+	return (io->flags & ~(unsigned)RF__IO_FLAGS) ||
+	       ((kind == RF_IOP_READ || kind == RF_IOP_WRITE) && !io->buf && io->len);
+}
+
+static int __attribute__((cold, noinline)) rf__io_refuse(const char *fn, const struct rf_io *io)
+{
+	if (io->flags & ~(unsigned)RF__IO_FLAGS)
+		return rf__fail(-EINVAL, "%s: flags 0x%x: bits 0x%x are no RF_IO_* flag", fn,
+				io->flags, io->flags & ~(unsigned)RF__IO_FLAGS);
+	return rf__fail(-EINVAL, "%s: buf is NULL with len %zu", fn, io->len);
+}
 
 /* What rf_ring_submit refuses before it builds a request: the op, the flags it may
  * carry, the kernel's support, and the pointers and sizes the op needs. */
@@ -50,8 +69,9 @@ static int rf__io_check(struct rf_ring *r, const struct rf_io *io)
 		return rf__fail(-EINVAL, "rf_ring_submit: io->op = %d, expected an enum rf_iop "
 				"(%d to %d)", (int)io->op, RF_IOP_READ, RF__NIOP - 1);
 	const char *name = rf__kinds[io->op].name;
-	unsigned fl = io->flags & (RF_IO_FIXED_FILE | RF_IO_FIXED_BUF | RF_IO_NO_RETRY_SHORT |
-				   RF_IO_ALLOC_SLOT | RF_IO_BENEATH);
+	unsigned fl = io->flags & RF__IO_FLAGS;
+	if (rf__io_malformed(io->op, io))
+		return rf__io_refuse("rf_ring_submit", io);
 	switch (io->op) {
 	case RF_IOP_READ:
 	case RF_IOP_WRITE:
@@ -227,16 +247,8 @@ int rf__submit(const char *fn, struct rf_ring *r, unsigned kind, const struct rf
 		return -EPERM;
 	if (r->destroying)
 		return rf__shutdown(fn);
-	if (__builtin_expect(io->flags & ~(unsigned)(RF_IO_FIXED_FILE | RF_IO_FIXED_BUF |
-						     RF_IO_NO_RETRY_SHORT | RF_IO_ALLOC_SLOT |
-						     RF_IO_BENEATH), 0))
-		return rf__fail(-EINVAL, "%s: flags 0x%x: bits 0x%x are no RF_IO_* flag", fn,
-				io->flags, io->flags & ~(unsigned)(RF_IO_FIXED_FILE | RF_IO_FIXED_BUF |
-								 RF_IO_NO_RETRY_SHORT |
-								 RF_IO_ALLOC_SLOT | RF_IO_BENEATH));
-	if (__builtin_expect((kind == RF_IOP_READ || kind == RF_IOP_WRITE) && !io->buf &&
-			     io->len, 0))
-		return rf__fail(-EINVAL, "%s: buf is NULL with len %zu", fn, io->len);
+	if (__builtin_expect(rf__io_malformed(kind, io), 0))
+		return rf__io_refuse(fn, io);
 	uint64_t deadline = rf__deadline_after(io->timeout_ns);
 	unsigned fl = io->flags & k->keep;
 	uint16_t bi = 0;
@@ -328,6 +340,10 @@ int rf_ring_submit(struct rf_ring *r, const struct rf_io *io, rf_io_cb cb, void 
 {
 	int err;
 
+	if (!r)
+		return rf__fail(-EINVAL, "rf_ring_submit: r is NULL");
+	if (rf__owner_check(r, "rf_ring_submit") < 0)
+		return -EPERM;
 	if (r->destroying)
 		return rf__shutdown("rf_ring_submit");
 	if ((err = rf__io_check(r, io)) < 0)

@@ -40,6 +40,8 @@ int rf_poller_add(struct rf_ring *r, rf_poll_cb cb, void *data, struct rf_poller
 				"pointer (got %p, %p, %p)", (void *)r, (void *)(uintptr_t)cb,
 				(void *)out);
 	*out = NULL;
+	if (rf__owner_check(r, "rf_poller_add") < 0)
+		return -EPERM;
 	if (r->destroying)
 		return rf__fail(-ESHUTDOWN, "rf_poller_add: the ring is being destroyed");
 	if (!(p = calloc(1, sizeof(*p))))

@@ -260,9 +260,16 @@ static int rf__ready(void *arg)
 /* The ring can be turned from here: not inside a callback or another rf_ring_run*.
  * rf_ring_run_until refuses those before looking at its predicate, so a predicate
  * that is already true makes a free probe. */
-static int rf__can_wait(struct rf_ring *r)
+static int rf__can_wait(struct rf_ring *r, const char *fn)
 {
-	return !rf_ring_in_callback(r) && rf_ring_run_until(r, rf__ready, NULL, 0) == 0;
+	int ret = rf_ring_in_callback(r) ? -EDEADLK : rf_ring_run_until(r, rf__ready, NULL, 0);
+
+	if (ret == -EPERM)      /* another thread's ring: said by the ring */
+		return rf__fail_under(ret, "%s", fn);
+	if (ret < 0)
+		return rf__fail(-EDEADLK, "%s: called from inside a ring callback or rf_ring_run*: "
+				"the ring cannot be turned from there", fn);
+	return 0;
 }
 
 /* Turn the ring until x is over. 0, or the ring's error with x left in flight. */
@@ -287,9 +294,8 @@ int rf_xfer(struct rf_ring *r, int fd, enum rf_xfer_dir dir, const struct rf_io_
 	int ret = rf__xfer_check("rf_xfer", r, dir, segs, nsegs, opts);
 	if (ret < 0)
 		return res->err = ret;
-	if (!rf__can_wait(r))
-		return res->err = rf__fail(-EDEADLK, "rf_xfer: called from inside a ring callback "
-					   "or rf_ring_run*: the ring cannot be turned from there");
+	if ((ret = rf__can_wait(r, "rf_xfer")) < 0)
+		return res->err = ret;
 	struct rf__xfer *x = rf__xfer_new(r, fd, dir, segs, nsegs, opts);
 	if (!x)
 		return res->err = rf__fail(-ENOMEM, "rf_xfer: no memory for the transfer");
@@ -340,9 +346,9 @@ static int rf__fsync_over(void *arg)
 
 int rf_ring_fsync_wait(struct rf_ring *r, int fd, int datasync)
 {
-	if (!rf__can_wait(r))
-		return rf__fail(-EDEADLK, "rf_ring_fsync_wait: called from inside a ring callback "
-				"or rf_ring_run*: the ring cannot be turned from there");
+	int ok = rf__can_wait(r, "rf_ring_fsync_wait");
+	if (ok < 0)
+		return ok;
 	struct rf__fsync *f = calloc(1, sizeof(*f));
 	if (!f)
 		return rf__fail(-ENOMEM, "rf_ring_fsync_wait: no memory");

@@ -105,6 +105,8 @@ int rf_blk_queue_attr(int fd, const char *name, char *out, size_t len, char *whe
 
 int rf_ring_register_buffers(struct rf_ring *r, unsigned nbufs, size_t bufsz, size_t align)
 {
+	if (rf__owner_check(r, "rf_ring_register_buffers") < 0)
+		return -EPERM;
 	if (r->arena || r->nmems)
 		return rf__fail(-EEXIST, "rf_ring_register_buffers: the ring has registered %s "
 				"already", r->arena ? "buffers" : "memory areas");
@@ -207,6 +209,8 @@ static int rf__register_mems(struct rf_ring *r, unsigned n, int had)
 
 int rf_ring_register_memory(struct rf_ring *r, void *const *bufs, const size_t *lens, unsigned n)
 {
+	if (rf__owner_check(r, "rf_ring_register_memory") < 0)
+		return -EPERM;
 	if (r->arena)
 		return rf__fail(-EEXIST, "rf_ring_register_memory: the ring has its own buffers "
 				"(rf_ring_register_buffers); expected none");
@@ -235,6 +239,8 @@ int rf_ring_register_memory(struct rf_ring *r, void *const *bufs, const size_t *
 
 int rf_ring_unregister_memory(struct rf_ring *r, const void *base)
 {
+	if (rf__owner_check(r, "rf_ring_unregister_memory") < 0)
+		return -EPERM;
 	unsigned i;
 
 	for (i = 0; i < r->nmems; i++)
@@ -313,6 +319,8 @@ static int rf__files_install(struct rf_ring *r, const char *fn, const int *fds, 
 
 int rf_ring_register_files(struct rf_ring *r, const int *fds, unsigned n)
 {
+	if (rf__owner_check(r, "rf_ring_register_files") < 0)
+		return -EPERM;
 	if (!fds)
 		return rf__fail(-EINVAL, "rf_ring_register_files: fds is NULL, expected an array "
 				"of %u descriptors (rf_ring_register_files_sparse for empty "
@@ -322,5 +330,7 @@ int rf_ring_register_files(struct rf_ring *r, const int *fds, unsigned n)
 
 int rf_ring_register_files_sparse(struct rf_ring *r, unsigned n)
 {
+	if (rf__owner_check(r, "rf_ring_register_files_sparse") < 0)
+		return -EPERM;
 	return rf__files_install(r, "rf_ring_register_files_sparse", NULL, n);
 }

@@ -74,7 +74,11 @@ static int rf__ring_begin(struct rf_ring **ring, int *own, const char *path)
 		 * rf_ring_run*. rf_ring_run_until refuses those before looking at its
 		 * predicate, so a predicate that is already true makes a free probe. This
 		 * keeps I/O from ever being queued that could not be waited for. */
-		if (rf_ring_in_callback(*ring) || rf_ring_run_until(*ring, rf__true, NULL, 0) < 0)
+		int r = rf_ring_in_callback(*ring) ? -EDEADLK : rf_ring_run_until(*ring, rf__true,
+										  NULL, 0);
+		if (r == -EPERM)        /* another thread's ring: said by the ring */
+			return rf__fail_under(r, "%s: checkpoint I/O", path);
+		if (r < 0)
 			return rf__fail(-EDEADLK,
 					"%s: checkpoint I/O called from inside a ring callback "
 					"(the ring cannot be turned from there)", path);

@@ -619,7 +619,10 @@ static int rf__cs_create(struct rf_device *d, int role, const char *suffix)
 	if (ret < 0)
 		goto fail;
 	c->ds = &d->ds[d->nds - 1];
-	rf_engine_add_stream(d->eng, &c->s);
+	if ((ret = rf_engine_add_stream(d->eng, &c->s)) < 0) { /* off the reactor, in an op */
+		d->nds--;               /* the device's entry added just above */
+		goto fail;
+	}
 	return 0;
 fail:
 	if (ret < -RF_KC_ECUDA)

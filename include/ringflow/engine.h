@@ -126,7 +126,7 @@ int rf_engine_wait_all(struct rf_engine *e);
 int rf_engine_wait_idle(struct rf_engine *e);
 /* Whether the calling code may turn e's reactor (wait, drain, tear down): 0 on the
  * reactor thread outside ops and callbacks, else -EDEADLK with a message naming what
- * (a library's teardown asks before it touches its state). */
+ * (a library's teardown asks before it touches its state); -EINVAL for a NULL e. */
 int rf_engine_may_wait(struct rf_engine *e, const char *what);
 
 /* An interruptible wait: while rf_engine_wait_var or rf_engine_wait_all turn the

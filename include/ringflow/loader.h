@@ -212,7 +212,8 @@ int rf_loader_create(struct rf_loader **out, struct rf_engine *e, const struct r
 
 /* Waits for all the engine's work (rf_engine_wait_idle: an error pending for the
  * user's next rf_engine_wait_all stays there), frees the tensors and buffers. NULL is
- * ignored. */
+ * ignored. From another thread, or inside an op or callback (where it cannot wait),
+ * it is refused: the loader is left as it was, the reason logged. */
 void rf_loader_destroy(struct rf_loader *l);
 
 /* Push the ops of the next batch into *b and return 1; or return 0 when the epoch
@@ -261,16 +262,18 @@ void rf_loader_seek_epoch(struct rf_loader *l, uint64_t epoch);
  * the next call returns 0) on the next rf_loader_next call: that batch and the ones
  * after it hold the records they hold when the epoch is read from its start (the
  * order is a function of seed and epoch), and only their reads are issued. Returns 0
- * or -ERANGE (a message in rf_last_error()). */
+ * or -ERANGE, -EINVAL (l NULL) or -EDEADLK (off the reactor thread, or inside an op
+ * or callback), a message in rf_last_error(). */
 int rf_loader_seek(struct rf_loader *l, uint64_t epoch, uint64_t batch);
 
 /* Record index (in the dataset) of the j-th record of the epoch's order, computed
- * as the loader computes it (for tests and tools). Returns 0 or -ERANGE. */
+ * as the loader computes it (for tests and tools). Returns 0, -ERANGE (n more than an
+ * epoch's records), -EINVAL (NULL) or -ENOMEM, a message in rf_last_error(). */
 int rf_loader_order(struct rf_loader *l, uint64_t epoch, uint64_t *order, uint64_t n);
 
 /* Wait until b's tensors are written. Returns 0 or the poison error (-EIO ...), or
  * -EINTR when the engine's interrupt (rf_engine_set_interrupt) ended the wait first:
- * b is not ready yet; wait for it again, or tear down. */
+ * b is not ready yet; wait for it again, or tear down. -EINVAL for a NULL l or b. */
 int rf_loader_wait(struct rf_loader *l, const struct rf_batch *b);
 
 /* Message of b's failure ("FILE: offset O: ... (epoch E, batch T)"), "" if none is

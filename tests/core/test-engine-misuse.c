@@ -286,6 +286,28 @@ static void deleting_and_threads(struct rf_ring *r)
 	CHECK_EQ(in_op_ret[1], -EBUSY);
 	CHECK_EQ(in_op_ret[2], -EDEADLK);
 	CHECK_OK(rf_engine_may_wait(e, "a wait"));
+	/* a graph launch over a captured variable (or a bound one) being destroyed */
+	{
+		struct rf_var *g1, *g2;
+		struct rf_graph *g;
+		CHECK_OK(rf_var_create(e, "g1", &g1));
+		CHECK_OK(rf_var_create(e, "g2", &g2));
+		CHECK_OK(rf_engine_capture_begin(e, NULL));
+		CHECK_OK(rf_engine_push_simple(e, inc, &n, NULL, 0, &g1, 1, NULL, "cap"));
+		CHECK_OK(rf_engine_capture_end(e, &g));
+		CHECK_OK(rf_engine_push_simple(e, slow, NULL, NULL, 0, &g2, 1, w, "slow2"));
+		CHECK_OK(rf_var_destroy(e, g2, NULL, NULL, NULL));
+		refused("launch binding a variable being destroyed",
+			rf_graph_launch(g, NULL, &(struct rf_graph_bind){ g1, g2 }, 1), -EINVAL,
+			"rf_graph_launch", "'g2' is being destroyed");
+		CHECK_OK(rf_engine_push_simple(e, slow, NULL, NULL, 0, &g1, 1, w, "slow1"));
+		CHECK_OK(rf_var_destroy(e, g1, NULL, NULL, NULL));
+		refused("launch over a captured one", rf_graph_launch(g, NULL, NULL, 0), -EINVAL,
+			"rf_graph_launch", "'g1' is being destroyed");
+		rf_graph_destroy(g);    /* before its variables go: they must outlive it */
+		CHECK_OK(rf_engine_wait_all(e));
+		CHECK_EQ(n, 0);
+	}
 	/* values no flag or mode has */
 	refused("op flags 0x40", rf_engine_push(e, &(struct rf_op_desc){ .fn = inc, .ctx = &n,
 							  .flags = 0x40, .name = "f" }),
@@ -297,17 +319,26 @@ static void deleting_and_threads(struct rf_ring *r)
 			-EINVAL, "opts->sync = 5", NULL);
 		CHECK(!e2);
 	}
-	/* a wait that returns an op's status says which op, not what an earlier call
-	 * left in rf_last_error */
+	/* a wait that returns the status of an op that failed during it (on a worker,
+	 * whose message is that thread's) says which op, not what an earlier call left in
+	 * rf_last_error; a failure from before the wait keeps what was said then */
 	CHECK_OK(rf_engine_push_simple(e, fail_op, NULL, NULL, 0, &b, 1, w, "failing"));
 	seed_error(e);
 	refused("wait_var on a poisoned variable", rf_engine_wait_var(e, b), -EIO,
 		"rf_engine_wait_var b: poisoned: op 'failing' failed", NULL);
 	seed_error(e);
-	refused("wait_var again", rf_engine_wait_var(e, b), -EIO, "op 'failing' failed", NULL);
-	seed_error(e);
-	refused("wait_all after it", rf_engine_wait_all(e), -EIO,
-		"rf_engine_wait_all: the first error since the last wait_all: op 'failing'", NULL);
+	refused("wait_var again (before it)", rf_engine_wait_var(e, b), -EIO, "no trace is on",
+		NULL);
+	CHECK_EQ(rf_engine_wait_all(e), -EIO);          /* clears the first error */
+	{
+		struct rf_var *c;
+		CHECK_OK(rf_var_create(e, "c", &c));
+		CHECK_OK(rf_engine_push_simple(e, fail_op, NULL, NULL, 0, &c, 1, w, "failing2"));
+		seed_error(e);
+		refused("wait_all on a failure", rf_engine_wait_all(e), -EIO,
+			"rf_engine_wait_all: the first error since the last wait_all: op "
+			"'failing2' failed", NULL);
+	}
 	rf_engine_destroy(e);
 }
 
@@ -532,6 +563,16 @@ static void push_io_result(struct rf_ring *r)
 	refused("push_io statx without stx", rf_engine_push_io(e, &(struct rf_io_push){
 		.io = { .op = RF_IOP_STATX, .path = "." }, .writes = &f, .nwrites = 1 }),
 		-EINVAL, "rf_engine_push_io", "struct statx");
+	{       /* bits that are no RF_IO_* flag, a read into NULL: refused at the push too */
+		char b4[4];
+		refused("push_io read with flags 0x80", rf_engine_push_io(e, &(struct rf_io_push){
+			.io = { .op = RF_IOP_READ, .fd = 0, .buf = b4, .len = 4, .flags = 0x80 },
+			.writes = &f, .nwrites = 1 }), -EINVAL, "bits 0x80 are no RF_IO_* flag",
+			NULL);
+		refused("push_io read into NULL", rf_engine_push_io(e, &(struct rf_io_push){
+			.io = { .op = RF_IOP_READ, .fd = 0, .len = 4 }, .writes = &f, .nwrites = 1 }),
+			-EINVAL, "buf is NULL with len 4", NULL);
+	}
 	CHECK_EQ(rf_engine_wait_var(e, f), 0); /* nothing was pushed, nothing poisoned */
 	rf_engine_destroy(e);
 }

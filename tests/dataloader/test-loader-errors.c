@@ -85,8 +85,10 @@ static void refused_calls(struct tl_env *v, const char *small, struct rf_loader_
 	CHECK(strstr(rf_last_error(), "rf_dataset_open_rfrec: ds is NULL"));
 	CHECK_EQ(rf_dataset_open_idx_pair(NULL, small, small, 10, 0), -EINVAL);
 	CHECK_EQ(rf_dataset_open_file(NULL, small, 0), -EINVAL);
+	memset(&ds, 0x5a, sizeof(ds));                  /* what a stack struct holds */
 	CHECK_EQ(rf_dataset_open_rfrec(&ds, small, 0x100), -EINVAL);
 	CHECK(strstr(rf_last_error(), "bits 0x100 are no RF_DS_* flag"));
+	rf_dataset_close(&ds);                          /* refused: zeroed, a no-op */
 	CHECK_EQ(rf_dataset_verify(NULL), -EINVAL);
 	CHECK(strstr(rf_last_error(), "rf_dataset_verify: ds is NULL"));
 	/* scale, mean, std: NaN or infinite gave batches of NaN */

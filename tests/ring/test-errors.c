@@ -17,6 +17,7 @@
 #include "ring-test.h"
 #include "log.h"
 #include "ring-io.h"
+#include "ring-ops.h"
 
 static unsigned no_poll(void *d, int *busy)
 {
@@ -32,7 +33,7 @@ static int never(void *a)
 }
 
 /* a ring is its creating thread's: another thread's calls are refused, the ring left */
-static int other_timeout, other_run;
+static int other_timeout, other_run, other_xfer, other_submit;
 static char other_msg[512];
 
 static void *other_thread(void *p)
@@ -42,6 +43,14 @@ static void *other_thread(void *p)
 	other_timeout = rf_ring_timeout(r, 1000, NULL, NULL, NULL);
 	snprintf(other_msg, sizeof(other_msg), "%s", rf_last_error());
 	other_run = rf_ring_run(r, RF_RUN_UNTIL_IDLE);
+	{       /* the waiting pump: -EPERM too, not "inside a callback" */
+		char b[8];
+		struct rf_io_seg seg = { b, sizeof(b), 0 };
+		struct rf_xfer_result res;
+		other_xfer = rf_xfer(r, 0, RF_XFER_READ, &seg, 1, NULL, &res);
+		other_submit = rf_ring_submit(r, &(struct rf_io){ .op = RF_IOP_NOP }, t_store, NULL,
+					      NULL);
+	}
 	rf_ring_destroy(r);                     /* refused: logged, nothing freed */
 	return NULL;
 }
@@ -123,6 +132,8 @@ int main(void)
 		T_CHECK(strstr(other_msg, "rf_ring_timeout called from a thread other than the "
 				      "ring's owner"));
 		T_EQ(other_run, -EPERM);
+		T_EQ(other_xfer, -EPERM);
+		T_EQ(other_submit, -EPERM);
 		T_OK(rf_ring_read(r, fd, buf, 5, 0, 0, t_store, &ok, NULL)); /* still the owner's */
 		T_OK(rf_ring_run(r, RF_RUN_UNTIL_IDLE));
 		T_EQ(ok.res, 5);
