@@ -264,7 +264,7 @@ static int rf_py_fill(rf_py_loader *s)
 	return 0;
 }
 
-static PyObject *rf_py_loader_next(PyObject *self, PyObject *unused);
+static PyObject *rf_py_loader_next_in(PyObject *self, PyObject *unused);
 
 /* The next batch as (images, labels), or None at the end of the epoch (the following
  * call starts the next). */
@@ -299,8 +299,8 @@ static PyObject *rf_py_loader_next_in(PyObject *self, PyObject *unused)
 	if (rf_py_fill(s) < 0)
 		return NULL;
 	if (!s->qlen) {
-		if (s->ended)
-			return rf_py_loader_next(self, NULL);
+		if (s->ended)   /* the epoch's end: None, as itself (not a re-entry) */
+			return rf_py_loader_next_in(self, NULL);
 		return rf_py_raise(rf_py_state_of(self), -EBUSY, "Loader: every batch slot is "
 				   "held by a batch still referenced from Python; drop old "
 				   "batches (or their torch/numpy views), copy the ones to keep "
@@ -349,12 +349,29 @@ static PyObject *rf_py_loader_next_in(PyObject *self, PyObject *unused)
 }
 
 /* Exactly-once resume: where the next batch handed out is. */
+/* A call on this Loader from a signal handler that a wait of its own runs (next() and
+ * seek() wait with Python's handlers running, rf_py_interrupted): the outer call's
+ * state is half-moved -- the same batch twice, a queue emptied under it. EBUSY. */
+static int rf_py_loader_reentered(rf_py_loader *s, const char *what)
+{
+	if (!s->busy)
+		return 0;
+	char msg[200];
+
+	snprintf(msg, sizeof(msg), "Loader.%s: called from inside next() or seek() of this "
+		 "Loader (a signal handler?); call it after that returns", what);
+	rf_py_raise(rf_py_state_of((PyObject *)s), -EBUSY, msg);
+	return 1;
+}
+
 /* next(), marked busy: its waits run Python's signal handlers (rf_py_interrupted) */
 static PyObject *rf_py_loader_next(PyObject *self, PyObject *unused)
 {
 	rf_py_loader *s = (rf_py_loader *)self;
 	PyObject *r;
 
+	if (rf_py_loader_reentered(s, "next"))
+		return NULL;
 	s->busy++;
 	r = rf_py_loader_next_in(self, unused);
 	s->busy--;
@@ -403,7 +420,7 @@ static PyObject *rf_py_loader_seek(PyObject *self, PyObject *args, PyObject *kw)
 	int ret;
 
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "KK", kws, &epoch, &batch) ||
-	    !rf_py_loader_ready(s))
+	    !rf_py_loader_ready(s) || rf_py_loader_reentered(s, "seek"))
 		return NULL;
 	s->busy++;                       /* it waits for the batches in flight */
 	ret = rf_loader_seek(s->l, epoch, batch);

@@ -704,11 +704,14 @@ def main():
     srv.stall()
     got = []
     def close_in_handler(signum, frame):
-        try:
-            l.close()
-            got.append(0)
-        except ringflow.Error as e:
-            got.append(e.errno)
+        # and next(), set_epoch() (a seek): the same batch twice, or a queue emptied
+        # under the waiting next() (a crash) before they were refused
+        for call in (l.close, lambda: next(l), lambda: l.set_epoch(3)):
+            try:
+                call()
+                got.append(0)
+            except ringflow.Error as e:
+                got.append(e.errno)
     old_usr1 = signal.signal(signal.SIGUSR1, close_in_handler)
     threading.Timer(0.1, lambda: os.kill(os.getpid(), signal.SIGUSR1)).start()
     try:
@@ -717,7 +720,8 @@ def main():
     except ringflow.Error as e:
         check(e.errno == errno.ETIMEDOUT, f"next() after a handler's close(): {e}")
     signal.signal(signal.SIGUSR1, old_usr1)
-    check(got == [errno.EBUSY], f"close() in a handler during next(): {got}")
+    check(got == [errno.EBUSY] * 3, f"close(), next(), set_epoch() in a handler during next(): "
+          f"{got}")
     l.close()
     srv.stall(False)
     l = ringflow.Loader(url, 16)   # the default timeout: 10 s
