@@ -10,7 +10,10 @@
  *     of provided buffers (an idle connection holds no buffer), every buffer handed
  *     straight to the C http-parser (libhttp-parser) and given back;
  *   - each request: openat (beneath DIR only: a symbolic link leading out of it is a
- *     404) and statx relative to DIR's fd through the ring (both at once); a small body is read through the ring into a response buffer (taken
+ *     404) relative to DIR's fd through the ring, then fstat of what it opened (an
+ *     inode already in memory: no I/O; a statx by path beside the open could see
+ *     another file renamed over the path in between, and sent the old file's bytes
+ *     under the new one's length); a small body is read through the ring into a response buffer (taken
  *     from a pool only while a response is being sent) after the header and sent in
  *     one send; a body over 64 KiB is spliced file -> pipe -> socket through the
  *     ring, no copy through user memory (nginx's sendfile; read+send of 1 MiB
@@ -65,9 +68,7 @@ struct conn {
 	/* the response in progress */
 	int busy;               /* a response is being produced */
 	int file;               /* its file, or -1 */
-	struct statx stx;
-	int64_t open_res, stat_res;
-	int nmeta;              /* openat + statx still out */
+	int64_t open_res;
 	uint64_t off, left;     /* file bytes still to send */
 	char *buf;              /* response buffer, RESP_BUF */
 	size_t hlen;
@@ -405,26 +406,32 @@ static void error_response(struct conn *c, int status)
 static void meta_done(struct conn *c)
 {
 	struct hr_req *r = &c->hr.q[c->hr.qhead];
-	if (c->open_res >= 0)
+	struct stat st;
+	int e = 0;
+	if (c->open_res >= 0) {
 		c->file = (int)c->open_res;
-	if (c->open_res < 0 || c->stat_res < 0) {
-		int e = c->open_res < 0 ? (int)-c->open_res : (int)-c->stat_res;
+		if (fstat(c->file, &st) < 0)    /* the opened file's own size and time */
+			e = errno;
+	} else {
+		e = (int)-c->open_res;
+	}
+	if (e) {
 		/* EXDEV: the path leads outside the root (a symbolic link; RF_IO_BENEATH);
 		 * ENAMETOOLONG: a name no file can have -- neither is the server's fault */
 		error_response(c, e == ENOENT || e == ENOTDIR || e == ELOOP || e == EXDEV ||
 				  e == ENAMETOOLONG ? 404 : e == EACCES ? 403 : 500);
 		return;
 	}
-	if (!S_ISREG(c->stx.stx_mode)) {
+	if (!S_ISREG(st.st_mode)) {
 		error_response(c, 404);
 		return;
 	}
-	uint64_t size = c->stx.stx_size, a = 0, b = size ? size - 1 : 0;
+	uint64_t size = (uint64_t)st.st_size, a = 0, b = size ? size - 1 : 0;
 	int rng = r->has_range ? hr_range(r->range, size, &a, &b) : 0;
 	const char *conn = r->keep_alive ? "keep-alive" : "close";
 	char lm[64];
 	struct tm tm;
-	time_t mt = (time_t)c->stx.stx_mtime.tv_sec;
+	time_t mt = st.st_mtime;
 	gmtime_r(&mt, &tm);
 	strftime(lm, sizeof(lm), "%a, %d %b %Y %H:%M:%S GMT", &tm);
 	if (rng < 0) {
@@ -458,17 +465,7 @@ static void on_open(void *data, int64_t res)
 	struct conn *c = data;
 	c->inflight--;
 	c->open_res = res;
-	if (--c->nmeta == 0)
-		meta_done(c);
-}
-
-static void on_stat(void *data, int64_t res)
-{
-	struct conn *c = data;
-	c->inflight--;
-	c->stat_res = res;
-	if (--c->nmeta == 0)
-		meta_done(c);
+	meta_done(c);
 }
 
 static void start_next(struct conn *c)
@@ -492,29 +489,16 @@ static void start_next(struct conn *c)
 		error_response(c, r->status);
 		return;
 	}
-	/* open and stat at once; statx by path may see a newer file than the open in a
-	 * race with a rename -- then the lengths disagree and the read fails cleanly */
-	c->nmeta = 2;
-	c->inflight += 2;
-	/* beneath the root only: a symbolic link that leads out of it fails (-EXDEV);
-	 * statx by path below may follow one, but its answer is used only if the open
-	 * succeeded */
+	/* beneath the root only: a symbolic link that leads out of it fails (-EXDEV); the
+	 * size and time are then the opened file's (meta_done) */
+	c->inflight++;
 	int e1 = rf_ring_openat(ring, rootfd, r->path, O_RDONLY | O_CLOEXEC, 0, RF_IO_BENEATH,
 				on_open, c, NULL);
 	if (e1 < 0) {
 		c->open_res = e1;
-		c->nmeta--;
 		c->inflight--;
-	}
-	int e2 = rf_ring_statx(ring, rootfd, r->path, 0, STATX_TYPE | STATX_SIZE | STATX_MTIME,
-			       &c->stx, on_stat, c, NULL);
-	if (e2 < 0) {
-		c->stat_res = e2;
-		c->nmeta--;
-		c->inflight--;
-	}
-	if (c->nmeta == 0)
 		meta_done(c);
+	}
 }
 
 /* ---- connections ---------------------------------------------------------------------- */

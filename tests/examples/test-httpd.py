@@ -583,6 +583,40 @@ try:
             print("agrees with nginx on %d requests" % len(same))
         else:
             print("nginx not installed: comparison skipped")
+    # a file replaced by rename() while it is served (how deploy tools update): every
+    # complete 200 is one file or the other, whole (a statx by path beside the open
+    # sent the old file's first bytes under the new one's length)
+    ra, rb = b"A" * 100000, b"B" * 30000
+    for n_, data in (("ra", ra), ("rb", rb)):
+        with open(os.path.join(www, n_), "wb") as f:
+            f.write(data)
+    os.link(os.path.join(www, "ra"), os.path.join(www, "flip"))
+    stop_flip = threading.Event()
+
+    def flip():
+        i = 0
+        while not stop_flip.is_set():
+            tmp = os.path.join(www, "flip.new")
+            os.link(os.path.join(www, "ra" if i % 2 else "rb"), tmp)
+            os.rename(tmp, os.path.join(www, "flip"))
+            i += 1
+    ft = threading.Thread(target=flip)
+    ft.start()
+    try:
+        done = wrong = 0
+        t_end = time.time() + 1.5
+        while time.time() < t_end:
+            st, hd, body = request(port, "/flip")
+            if st == 200 and len(body) == int(hd.get("content-length", -1)):
+                done += 1
+                wrong += body not in (ra, rb)
+    finally:
+        stop_flip.set()
+        ft.join()
+    if wrong:
+        fail("a file renamed over while served: %d of %d complete 200s neither file" %
+             (wrong, done))
+    print("a file renamed over while served: %d complete 200s, each one file whole" % done)
 finally:
     p.send_signal(signal.SIGTERM)
     try:
