@@ -330,6 +330,11 @@ int rf__units_create(struct rf_loader *l)
 	rf__units_size(l);
 	if (!l->nunits)
 		return 0;
+	/* a chunk is one read, whose length is 32 bits (a longer one was cut short) */
+	if (l->mode == RF__SPAN && l->chunk_cap > UINT32_MAX)
+		return rf__fail(-EINVAL, "loader: chunk_bytes %zu: chunks of %" PRIu64 " records "
+				"(%zu bytes with alignment), expected at most 4 GiB - 1 a chunk",
+				l->o.chunk_bytes, (uint64_t)l->R, (size_t)l->chunk_cap);
 	if (__builtin_mul_overflow(l->unit_cap, (size_t)l->nunits, &total))
 		return rf__fail(-ENOMEM, "loader: read buffers of %u x %zu bytes: more than "
 				"memory holds (chunk_bytes %zu, window_chunks %u)", l->nunits,

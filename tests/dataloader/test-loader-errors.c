@@ -9,6 +9,7 @@
  * other batches are correct, and once the file is restored the next epoch is
  * complete again (the loader clears its slots' poison). A label outside
  * [0, num_classes) fails its batch with -ERANGE naming the record. */
+#include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
 
@@ -108,7 +109,31 @@ static void refused_calls(struct tl_env *v, const char *small, struct rf_loader_
 		CHECK(strstr(rf_last_error(), "devices NULL"));
 	}
 	rf_dataset_close(&ds);
-	printf("refused: destroy and seek off the reactor, destroy in a callback, NULLs\n");
+	/* windowed chunks past a read's 32-bit length, on a sparse file of 4.5 GiB: refused
+	 * at create (the reads were cut short), naming chunk_bytes; 512 KiB ones are fine */
+	{
+		const char *big = t_path("big.raw");
+		struct rf_loader *l2 = NULL;
+		struct rf_loader_opts w = o;
+		int fd = open(big, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644);
+		CHECK(fd >= 0 && ftruncate(fd, (off_t)784 * 6163058) == 0); /* 4.5 GiB, no blocks */
+		close(fd);
+		CHECK_OPEN(rf_dataset_open_raw(&ds, big, &(struct rf_raw_desc){ .record_bytes = 784 },
+					       0), rf_last_error());
+		w.batch = 64;
+		w.order = RF_LOADER_ORDER_WINDOWED;
+		w.chunk_bytes = (size_t)8 << 30;
+		CHECK_EQ(rf_loader_create(&l2, v->e, &ds, &w), -EINVAL);
+		CHECK(strstr(rf_last_error(), "chunk_bytes 8589934592") &&
+		      strstr(rf_last_error(), "at most 4 GiB - 1"));
+		w.chunk_bytes = 512 << 10;
+		CHECK_OPEN(rf_loader_create(&l2, v->e, &ds, &w), rf_last_error());
+		rf_loader_destroy(l2);
+		rf_dataset_close(&ds);
+		unlink(big);
+	}
+	printf("refused: destroy and seek off the reactor, destroy in a callback, NULLs, "
+	       "chunks past 4 GiB\n");
 }
 
 static void truncated_case(const char *path, uint64_t count, uint32_t P, struct rf_loader_opts o,
