@@ -16,6 +16,10 @@
 
 /* Record "path: <fmt>" as the thread's rf_last_error() and return code (a -errno). */
 int rf__ds_fail(int code, const char *path, const char *fmt, ...) RF__PRINTF(3, 4);
+/* An rf_dataset_open_*'s ds and flags (fn: its name): 0, or -EINVAL with the message
+ * -- ds NULL, or bits that are no RF_DS_* flag (ds then zeroed, fds -1, as dataset.h
+ * promises of a refused open). */
+int rf__ds_open_args(struct rf_dataset *ds, unsigned flags, const char *fn);
 
 struct stat;
 

@@ -377,6 +377,19 @@ out:
 	return ret;
 }
 
+int rf__ds_open_args(struct rf_dataset *ds, unsigned flags, const char *fn)
+{
+	if (!ds)
+		return rf__fail(-EINVAL, "%s: ds is NULL", fn);
+	if (flags & ~(unsigned)(RF_DS_VERIFY | RF_DS_ALLOW_TAIL)) {
+		memset(ds, 0, sizeof(*ds));    /* refused: zeroed, fds -1 (dataset.h) */
+		ds->src[0].fd = ds->src[1].fd = -1;
+		return rf__fail(-EINVAL, "%s: flags 0x%x: bits 0x%x are no RF_DS_* flag", fn, flags,
+				flags & ~(unsigned)(RF_DS_VERIFY | RF_DS_ALLOW_TAIL));
+	}
+	return 0;
+}
+
 int rf_dataset_verify(const struct rf_dataset *ds)
 {
 	uint32_t crc = 0;

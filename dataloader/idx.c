@@ -457,14 +457,9 @@ static void set_record_shape(struct rf_dataset *ds, const struct idx_hdr *h)
 int rf_dataset_open_idx(struct rf_dataset *ds, const char *path, unsigned expect_ndim,
 			unsigned flags)
 {
-	if (!ds)
-		return rf__fail(-EINVAL, "%s: ds is NULL", __func__);
-	if (flags & ~(unsigned)(RF_DS_VERIFY | RF_DS_ALLOW_TAIL)) {
-		memset(ds, 0, sizeof(*ds));    /* refused: zeroed, fds -1 (dataset.h) */
-		ds->src[0].fd = ds->src[1].fd = -1;
-		return rf__fail(-EINVAL, "%s: flags 0x%x: bits 0x%x are no RF_DS_* flag", __func__,
-				flags, flags & ~(unsigned)(RF_DS_VERIFY | RF_DS_ALLOW_TAIL));
-	}
+	int aret = rf__ds_open_args(ds, flags, __func__);
+	if (aret < 0)
+		return aret;
 	struct idx_hdr h = { 0 };
 	int ret;
 
@@ -498,14 +493,9 @@ int rf_dataset_open_idx_pair(struct rf_dataset *ds, const char *images_path,
 			     const char *labels_path, uint32_t num_classes,
 			     unsigned flags)
 {
-	if (!ds)
-		return rf__fail(-EINVAL, "%s: ds is NULL", __func__);
-	if (flags & ~(unsigned)(RF_DS_VERIFY | RF_DS_ALLOW_TAIL)) {
-		memset(ds, 0, sizeof(*ds));    /* refused: zeroed, fds -1 (dataset.h) */
-		ds->src[0].fd = ds->src[1].fd = -1;
-		return rf__fail(-EINVAL, "%s: flags 0x%x: bits 0x%x are no RF_DS_* flag", __func__,
-				flags, flags & ~(unsigned)(RF_DS_VERIFY | RF_DS_ALLOW_TAIL));
-	}
+	int aret = rf__ds_open_args(ds, flags, __func__);
+	if (aret < 0)
+		return aret;
 	struct idx_hdr hi = { 0 }, hl = { 0 };
 	int32_t max = -1;
 	int ret;

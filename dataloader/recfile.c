@@ -400,14 +400,9 @@ static int rfrec_open_var(struct rf_dataset *ds, uint8_t *h)
 
 int rf_dataset_open_rfrec(struct rf_dataset *ds, const char *path, unsigned flags)
 {
-	if (!ds)
-		return rf__fail(-EINVAL, "%s: ds is NULL", __func__);
-	if (flags & ~(unsigned)(RF_DS_VERIFY | RF_DS_ALLOW_TAIL)) {
-		memset(ds, 0, sizeof(*ds));    /* refused: zeroed, fds -1 (dataset.h) */
-		ds->src[0].fd = ds->src[1].fd = -1;
-		return rf__fail(-EINVAL, "%s: flags 0x%x: bits 0x%x are no RF_DS_* flag", __func__,
-				flags, flags & ~(unsigned)(RF_DS_VERIFY | RF_DS_ALLOW_TAIL));
-	}
+	int aret = rf__ds_open_args(ds, flags, __func__);
+	if (aret < 0)
+		return aret;
 	struct rf_dataset_src *s = &ds->src[0];
 	uint8_t *h = NULL;
 	struct stat st;

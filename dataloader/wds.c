@@ -394,14 +394,9 @@ static void wds_zero(struct rf_dataset *ds)
 int rf_dataset_open_wds(struct rf_dataset *ds, const char *path, uint32_t num_classes,
 			unsigned flags)
 {
-	if (!ds)
-		return rf__fail(-EINVAL, "%s: ds is NULL", __func__);
-	if (flags & ~(unsigned)(RF_DS_VERIFY | RF_DS_ALLOW_TAIL)) {
-		memset(ds, 0, sizeof(*ds));    /* refused: zeroed, fds -1 (dataset.h) */
-		ds->src[0].fd = ds->src[1].fd = -1;
-		return rf__fail(-EINVAL, "%s: flags 0x%x: bits 0x%x are no RF_DS_* flag", __func__,
-				flags, flags & ~(unsigned)(RF_DS_VERIFY | RF_DS_ALLOW_TAIL));
-	}
+	int aret = rf__ds_open_args(ds, flags, __func__);
+	if (aret < 0)
+		return aret;
 	wds_zero(ds);
 	if (!path)
 		return rf__ds_fail(-EINVAL, path, "no path given");
@@ -411,14 +406,9 @@ int rf_dataset_open_wds(struct rf_dataset *ds, const char *path, uint32_t num_cl
 int rf_dataset_open_wds_list(struct rf_dataset *ds, const char *const *paths, size_t n,
 			     uint32_t num_classes, unsigned flags)
 {
-	if (!ds)
-		return rf__fail(-EINVAL, "%s: ds is NULL", __func__);
-	if (flags & ~(unsigned)(RF_DS_VERIFY | RF_DS_ALLOW_TAIL)) {
-		memset(ds, 0, sizeof(*ds));    /* refused: zeroed, fds -1 (dataset.h) */
-		ds->src[0].fd = ds->src[1].fd = -1;
-		return rf__fail(-EINVAL, "%s: flags 0x%x: bits 0x%x are no RF_DS_* flag", __func__,
-				flags, flags & ~(unsigned)(RF_DS_VERIFY | RF_DS_ALLOW_TAIL));
-	}
+	int aret = rf__ds_open_args(ds, flags, __func__);
+	if (aret < 0)
+		return aret;
 	char name[RF__NAME_MAX + 64];
 
 	wds_zero(ds);
@@ -454,14 +444,9 @@ static int wds_open_pattern(struct rf_dataset *ds, const char *pat, unsigned fla
 
 int rf_dataset_open_file(struct rf_dataset *ds, const char *path, unsigned flags)
 {
-	if (!ds)
-		return rf__fail(-EINVAL, "%s: ds is NULL", __func__);
-	if (flags & ~(unsigned)(RF_DS_VERIFY | RF_DS_ALLOW_TAIL)) {
-		memset(ds, 0, sizeof(*ds));    /* refused: zeroed, fds -1 (dataset.h) */
-		ds->src[0].fd = ds->src[1].fd = -1;
-		return rf__fail(-EINVAL, "%s: flags 0x%x: bits 0x%x are no RF_DS_* flag", __func__,
-				flags, flags & ~(unsigned)(RF_DS_VERIFY | RF_DS_ALLOW_TAIL));
-	}
+	int aret = rf__ds_open_args(ds, flags, __func__);
+	if (aret < 0)
+		return aret;
 	size_t n = path ? strlen(path) : 0;
 
 	if (rf_dataset_is_shard_pattern(path))
