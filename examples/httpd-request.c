@@ -278,10 +278,21 @@ static int digits(const char **d, uint64_t *v)
 	return 0;
 }
 
-int hr_range(const char *v, uint64_t size, uint64_t *a, uint64_t *b)
+int hr_range(const char *val, uint64_t size, uint64_t *a, uint64_t *b)
 {
 	uint64_t s, e = UINT64_MAX;
-	if (strncmp(v, "bytes=", 6) || strchr(v, ','))
+	char one[64];   /* "bytes=" and two 20-digit numbers fit; a longer value is no range */
+	size_t n = strlen(val);
+	const char *v = one;
+	/* RFC 9110: the unit is case-insensitive, whitespace around the value not part
+	 * of it */
+	while (n && (val[n - 1] == ' ' || val[n - 1] == '\t'))
+		n--;
+	if (n >= sizeof(one))
+		return 0;
+	memcpy(one, val, n);
+	one[n] = 0;
+	if (strncasecmp(v, "bytes=", 6) || strchr(v, ','))
 		return 0;
 	v += 6;
 	/* digits only (strtoull would take signs and spaces); a number past 2^64 - 1 is
