@@ -43,17 +43,15 @@ int rf__check_stream(struct rf_engine *e, const struct rf_stream *s, const char 
  * one whose rf_var_destroy is queued (its deletion frees it when it runs: a later op
  * would use it after that). The refusal, off the push's path. */
 static int __attribute__((cold, noinline))
-rf__bad_var(struct rf_engine *e, const struct rf__opkind *k, const char *name, int w,
-	    uint32_t i, const struct rf_var *v)
+rf__bad_var(struct rf_engine *e, const char *name, int w, uint32_t i, const struct rf_var *v)
 {
 	const char *list = w ? "writes" : "reads";
 
 	if (!v || v->eng != e)
 		return rf__fail(-EINVAL, "rf_engine_push: op '%s': %s[%u] is %s", name, list, i,
 				v ? "a variable of another engine" : "NULL");
-	return rf__fail(-EINVAL, "%s: op '%s': %s[%u] (%s) is being destroyed (rf_var_destroy "
-			"was called): expected a live variable",
-			k == &rf__kind_wait ? "rf_engine_wait_var" : "rf_engine_push", name, list, i,
+	return rf__fail(-EINVAL, "rf_engine_push: op '%s': %s[%u] (%s) is being destroyed "
+			"(rf_var_destroy was called): expected a live variable", name, list, i,
 			rf_var_name(v));
 }
 
@@ -86,12 +84,12 @@ static int rf__check_desc(struct rf_engine *e, const struct rf_op_desc *d,
 	for (i = 0; i < d->nreads; i++) {
 		const struct rf_var *v = d->reads[i];
 		if (!v || v->eng != e || (v->deleting & live))
-			return rf__bad_var(e, k, name, 0, i, v);
+			return rf__bad_var(e, name, 0, i, v);
 	}
 	for (i = 0; i < d->nwrites; i++) {
 		const struct rf_var *v = d->writes[i];
 		if (!v || v->eng != e || (v->deleting & live))
-			return rf__bad_var(e, k, name, 1, i, v);
+			return rf__bad_var(e, name, 1, i, v);
 	}
 	if (d->stream && !d->afn)
 		return rf__check_stream(e, d->stream, "rf_engine_push: op", name, 1);

@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <stdio.h>
 
 #include "engine-impl.h"
 #include "rf-internal.h"
@@ -76,15 +75,12 @@ static int rf__push_wait_op(struct rf_engine *e, struct rf_var *v, struct rf__wa
 static int rf__wait_says(int ret, unsigned gen0, const char *fn, const struct rf_var *v,
 			 const char *op)
 {
-	char es[64];
-
 	if (ret >= 0 || rf__error_gen() != gen0)
 		return ret;
-	snprintf(es, sizeof(es), "%s", strerror(-ret));
 	return rf__fail(ret, "%s%s%s: %s %s%s%s failed (%d: %s)", fn, v ? " " : "",
 			v ? rf_var_name(v) : "", v ? "poisoned:" : "the first error since the "
 			"last wait_all:", op ? "op '" : "an op", op ? op : "", op ? "'" : "", ret,
-			es);
+			strerror(-ret));
 }
 
 int rf_engine_wait_var(struct rf_engine *e, struct rf_var *v)

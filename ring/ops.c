@@ -69,9 +69,7 @@ static int rf__io_check(struct rf_ring *r, const struct rf_io *io)
 		return rf__fail(-EINVAL, "rf_ring_submit: io->op = %d, expected an enum rf_iop "
 				"(%d to %d)", (int)io->op, RF_IOP_READ, RF__NIOP - 1);
 	const char *name = rf__kinds[io->op].name;
-	unsigned fl = io->flags & RF__IO_FLAGS;
-	if (rf__io_malformed(io->op, io))
-		return rf__io_refuse("rf_ring_submit", io);
+	unsigned fl = io->flags & RF__IO_FLAGS; /* the rest: rf__io_malformed's */
 	switch (io->op) {
 	case RF_IOP_READ:
 	case RF_IOP_WRITE:
@@ -143,9 +141,15 @@ static int rf__io_check(struct rf_ring *r, const struct rf_io *io)
 	return 0;
 }
 
+/* rf__io_check and what rf__submit refuses of every request (rf_engine_push_io asks
+ * at the push, where rf_ring_submit later submits it). */
 int rf_ring_check_io(struct rf_ring *r, const struct rf_io *io)
 {
-	return rf__io_check(r, io);
+	int ret = rf__io_check(r, io);
+
+	if (ret == 0 && rf__io_malformed(io->op, io))
+		ret = rf__io_refuse("rf_ring_submit", io);
+	return ret;
 }
 
 /* Where each part of rf_io_copy's block goes: the address first (rounded up to keep
@@ -342,10 +346,8 @@ int rf_ring_submit(struct rf_ring *r, const struct rf_io *io, rf_io_cb cb, void 
 
 	if (!r)
 		return rf__fail(-EINVAL, "rf_ring_submit: r is NULL");
-	if (rf__owner_check(r, "rf_ring_submit") < 0)
-		return -EPERM;
-	if (r->destroying)
-		return rf__shutdown("rf_ring_submit");
+	/* the descriptor, reading only the ring's probe (set at creation); then
+	 * rf__submit's owner, shutdown and malformed-flag checks, once */
 	if ((err = rf__io_check(r, io)) < 0)
 		return err;
 	return rf__submit("rf_ring_submit", r, io->op, io, cb, data, id);

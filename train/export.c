@@ -48,16 +48,25 @@ static int rf__ex_stride(const struct rf_layer *l)
 #define RF__EX_PARAMS "params.rfck"
 #define RF__EX_NAME_MAX 4095       /* bytes of a class name (an .rfrec's most) */
 
+#define RF__FNV0 0xcbf29ce484222325ull /* FNV-1a 64's offset basis */
+
+/* FNV-1a 64 of n bytes at p, going on from h. */
+static uint64_t rf__fnv(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+
+	for (size_t k = 0; k < n; k++)
+		h = (h ^ b[k]) * 0x100000001b3ull;
+	return h;
+}
+
 /* FNV-1a 64 of the tensors' data, in spec order (padding between views excluded). */
 static uint64_t rf__ex_hash(const struct rf_model_spec *sp, const float *params)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
+	uint64_t h = RF__FNV0;
 
-	for (unsigned i = 0; i < sp->ntensors; i++) {
-		const unsigned char *b = (const unsigned char *)(params + sp->p[i].offset);
-		for (size_t k = 0; k < sp->p[i].numel * sizeof(float); k++)
-			h = (h ^ b[k]) * 0x100000001b3ull;
-	}
+	for (unsigned i = 0; i < sp->ntensors; i++)
+		h = rf__fnv(h, params + sp->p[i].offset, sp->p[i].numel * sizeof(float));
 	return h;
 }
 
@@ -190,32 +199,29 @@ static struct rf_ckpt_blob *rf__ex_blobs(const struct rf_model_spec *sp, float *
 	return bl;
 }
 
-/* FNV-1a of names[0..n), each with its NUL. */
+/* FNV-1a 64 of names[0..n), each with its NUL. */
 static uint64_t rf__ex_names_hash(const char *const *names, unsigned n)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
+	uint64_t h = RF__FNV0;
 
 	for (unsigned k = 0; k < n; k++)
-		for (const char *c = names[k];; c++) {
-			h = (h ^ (uint8_t)*c) * 0x100000001b3ull;
-			if (!*c)
-				break;
-		}
+		h = rf__fnv(h, names[k], strlen(names[k]) + 1);
 	return h;
 }
 
-/* The class_names of model.json's root (checked by rf__ex_check): into names[], at most
- * max; the count. */
-static unsigned rf__ex_names(json_t *root, const char **names, unsigned max)
+/* The same of model.json's class_names (rf__ex_check made them strings without a NUL;
+ * in a file changed since, what is not one hashes as ""), their count in *n. */
+static uint64_t rf__ex_json_names_hash(json_t *root, unsigned *n)
 {
 	json_t *cn = json_object_get(root, "class_names");
-	unsigned n = json_is_array(cn) ? (unsigned)json_array_size(cn) : 0;
+	uint64_t h = RF__FNV0;
 
-	for (unsigned k = 0; k < n && k < max; k++) {
+	*n = json_is_array(cn) ? (unsigned)json_array_size(cn) : 0;
+	for (unsigned k = 0; k < *n; k++) {
 		const char *v = json_string_value(json_array_get(cn, k));
-		names[k] = v ? v : "";  /* a file changed since: its hash tells */
+		h = rf__fnv(h, v ? v : "", strlen(v ? v : "") + 1);
 	}
-	return n;
+	return h;
 }
 
 int rf_export_check_names(const char *const *names, unsigned n)
@@ -594,18 +600,8 @@ int rf_export_open(const char *dir, struct rf_export *x)
 	if ((ret = rf__ex_read(dir, path, sizeof(path), &r.root)) < 0)
 		return ret;
 	ret = rf__ex_check(&r, x);
-	if (ret == 0) {      /* its class names, checked: their count and hash */
-		unsigned n = rf__ex_names(r.root, NULL, 0);
-		const char **nm = n ? calloc(n, sizeof(*nm)) : NULL;
-		if (n && !nm) {
-			ret = rf__fail(-ENOMEM, "export %s: out of memory", dir);
-		} else if (n) {
-			rf__ex_names(r.root, nm, n);
-			x->nclass_names = n;
-			x->class_names_hash = rf__ex_names_hash(nm, n);
-		}
-		free(nm);
-	}
+	if (ret == 0)        /* its class names, checked: their count and hash */
+		x->class_names_hash = rf__ex_json_names_hash(r.root, &x->nclass_names);
 	json_decref(r.root);
 	return ret;
 }
@@ -613,7 +609,7 @@ int rf_export_open(const char *dir, struct rf_export *x)
 int rf_export_check_classes(const struct rf_export *x, const char *const *names, unsigned n)
 {
 	char path[4200];
-	const char **mine;
+	unsigned m;
 	json_t *root;
 	int ret = 0;
 
@@ -630,19 +626,19 @@ int rf_export_check_classes(const struct rf_export *x, const char *const *names,
 	/* they differ: which one, from model.json again (as it was when opened) */
 	if ((ret = rf__ex_read(x->dir, path, sizeof(path), &root)) < 0)
 		return ret;
-	if (!(mine = calloc(n, sizeof(*mine)))) {
-		json_decref(root);
-		return rf__fail(-ENOMEM, "export %s: out of memory", x->dir);
-	}
-	if (rf__ex_names(root, mine, n) != n || rf__ex_names_hash(mine, n) != x->class_names_hash)
+	if (rf__ex_json_names_hash(root, &m) != x->class_names_hash || m != n)
 		ret = rf__fail(-ESTALE, "%s: its class_names changed since the export was opened",
 			       path);
-	for (unsigned k = 0; !ret && k < n; k++)
-		if (strcmp(mine[k], names[k]))
+	json_t *cn = json_object_get(root, "class_names");
+	for (unsigned k = 0; !ret && k < n; k++) {
+		const char *mine = json_string_value(json_array_get(cn, k));
+		if (!mine)      /* (the hash matched: cannot happen but by a collision) */
+			mine = "";
+		if (strcmp(mine, names[k]))
 			ret = rf__fail(-EINVAL, "export %s: class %u is \"%s\", and in the data "
 				       "\"%s\": expected the classes it was trained on, in the same "
-				       "order", x->dir, k, mine[k], names[k]);
-	free(mine);
+				       "order", x->dir, k, mine, names[k]);
+	}
 	json_decref(root);
 	return ret;
 }
