@@ -38,6 +38,14 @@ static int rf_py_engine_init(PyObject *self, PyObject *args, PyObject *kw)
 		return rf_py_raise(st, -EINVAL, "Engine: already initialised"), -1;
 	s->owner = pthread_self();
 	s->pid = getpid();
+	if (!s->live) {      /* listed now: a failed init is closed as any Engine */
+		s->lprev = NULL;
+		s->lnext = st->engines;
+		if (st->engines)
+			st->engines->lprev = s;
+		st->engines = s;
+		s->live = 1;
+	}
 	s->ws = calloc(workers, sizeof(*s->ws));
 	if (!s->ws)
 		return PyErr_NoMemory(), -1;
@@ -60,6 +68,23 @@ static int rf_py_engine_init(PyObject *self, PyObject *args, PyObject *kw)
 	return 0;
 }
 
+/* Off the module state's list of open Engines (under the GIL, before closing). */
+static void rf_py_engine_unlist(rf_py_engine *s)
+{
+	struct rf_py_state *st = rf_py_state_of((PyObject *)s);
+
+	if (!s->live)
+		return;
+	if (s->lprev)
+		s->lprev->lnext = s->lnext;
+	else
+		st->engines = s->lnext;
+	if (s->lnext)
+		s->lnext->lprev = s->lprev;
+	s->live = 0;
+}
+
+/* Without the GIL (the ops' callables and done callbacks take it), unlisted first. */
 static void rf_py_engine_close_all(rf_py_engine *s)
 {
 	if (s->eng)
@@ -109,11 +134,45 @@ static PyObject *rf_py_engine_close(PyObject *self, PyObject *unused)
 		return rf_py_raise(st, -EBUSY, "Engine.close: called from inside a push or wait "
 				   "of this Engine (a signal handler?); close it after that returns");
 	s->closed = 1;
+	rf_py_engine_unlist(s);
 	s->busy++;
 	Py_BEGIN_ALLOW_THREADS
 	rf_py_engine_close_all(s);  /* the ops' done callbacks (failures) run in it */
 	Py_END_ALLOW_THREADS
 	s->busy--;
+	Py_RETURN_NONE;
+}
+
+PyObject *rf_py_exit_engines(PyObject *mod, PyObject *unused)
+{
+	struct rf_py_state *st = PyModule_GetState(mod);
+	rf_py_engine *s, *next;
+	(void)unused;
+
+	st->exiting = 1;
+	for (s = st->engines; s; s = next) {
+		next = s->lnext;
+		if (s->pid != getpid())
+			continue;      /* a forked copy: no workers here */
+		if (s->busy || !pthread_equal(s->owner, pthread_self())) {
+			/* not this thread's to close: its workers must not ask for the GIL
+			 * once the interpreter is gone (PyGILState_Ensure would crash) */
+			__atomic_store_n(&s->abandoned, 1, __ATOMIC_RELEASE);
+			continue;
+		}
+		Py_INCREF((PyObject *)s);    /* closing drops the Vars, which hold it */
+		s->closed = 1;
+		rf_py_engine_unlist(s);
+		s->busy++;
+		Py_BEGIN_ALLOW_THREADS
+		rf_py_engine_close_all(s);
+		Py_END_ALLOW_THREADS
+		s->busy--;
+		next = st->engines;          /* the list may have changed meanwhile */
+		Py_DECREF((PyObject *)s);
+	}
+	if (PyErr_Occurred())
+		PyErr_WriteUnraisable(mod);
 	Py_RETURN_NONE;
 }
 
@@ -142,16 +201,67 @@ static PyObject *rf_py_engine_exit(PyObject *self, PyObject *args)
 
 static int rf_py_engine_traverse(PyObject *self, visitproc visit, void *arg)
 {
+	rf_py_engine *s = (rf_py_engine *)self;
+
 	Py_VISIT(Py_TYPE(self));
-	for (struct rf_py_fail *f = ((rf_py_engine *)self)->fails; f; f = f->next)
+	for (struct rf_py_fail *f = s->fails; f; f = f->next)
 		Py_VISIT(f->exc);
+	/* a pending op holds its Vars, each Var the Engine: a cycle nothing else breaks
+	 * when the program lets them all go (no wait turns the reactor that would finish
+	 * the op), which the collector finds through here */
+	for (struct rf_py_op *op = s->ops; op; op = op->next) {
+		Py_VISIT(op->fn);
+		Py_VISIT(op->reads);
+		Py_VISIT(op->writes);
+		Py_VISIT(op->exc);
+	}
 	return 0;
+}
+
+/* The collector found the Engine unreachable with ops pending: finish them and close
+ * it, as close() does -- which lets their Vars, and so the Engine, go. From
+ * tp_finalize, before the collector clears anything: the callables run as pushed. On
+ * the thread that made it only (its ring is that thread's); found on another, that
+ * collection clears the cycle's objects (the callables' globals and closures among
+ * them) and leaves it, and a later one on the owner's thread finishes it from
+ * tp_clear. */
+static void rf_py_engine_collect(PyObject *self)
+{
+	rf_py_engine *s = (rf_py_engine *)self;
+	PyObject *et, *ev, *tb;
+
+	if (!s->eng || !s->ops || s->busy || s->pid != getpid() ||
+	    !pthread_equal(s->owner, pthread_self()))
+		return;
+	if (rf_py_state_of(self)->exiting)
+		return;            /* the workers may no longer take the GIL: left */
+	PyErr_Fetch(&et, &ev, &tb);
+	s->closed = 1;
+	rf_py_engine_unlist(s);
+	s->busy++;
+	Py_BEGIN_ALLOW_THREADS
+	rf_py_engine_close_all(s);
+	Py_END_ALLOW_THREADS
+	s->busy--;
+	if (PyErr_Occurred())      /* a signal's exception, checked during the drain */
+		PyErr_WriteUnraisable(self);
+	PyErr_Restore(et, ev, tb);
+}
+
+static void rf_py_engine_finalize(PyObject *self)
+{
+	rf_py_engine_collect(self);
 }
 
 static int rf_py_engine_clear(PyObject *self)
 {
 	rf_py_engine *s = (rf_py_engine *)self;
 
+	/* the callables may be cleared now: from here on none is called (a worker may
+	 * take one before the owner's thread collects again) */
+	if (s->ops)
+		s->cleared = 1;
+	rf_py_engine_collect(self);   /* tp_finalize ran on another thread */
 	while (s->fails)
 		rf_py_fail_unlist(s, s->fails);
 	return 0;
@@ -165,6 +275,9 @@ static void rf_py_engine_dealloc(PyObject *self)
 	PyObject_GC_UnTrack(self);
 	if (rf_py_foreign_drop(self, s->owner, s->pid, s->ring != NULL, "Engine"))
 		return;   /* the object too, as the Loader's */
+	if (s->ops && rf_py_state_of(self)->exiting)
+		return;   /* made after _exit_engines: its workers cannot take the GIL */
+	rf_py_engine_unlist(s);
 	Py_BEGIN_ALLOW_THREADS
 	rf_py_engine_close_all(s);  /* the ops' done callbacks (failures) run in it */
 	Py_END_ALLOW_THREADS
@@ -224,17 +337,31 @@ static PyObject *rf_py_engine_var(PyObject *self, PyObject *args, PyObject *kw)
 }
 
 /* Push d with the GIL released (a full engine turns the reactor, and the workers need
- * the GIL), marked busy: a signal handler's close() must not free the engine under it. */
-int rf_py_push_desc(rf_py_engine *s, const struct rf_op_desc *d)
+ * the GIL), marked busy: a signal handler's close() must not free the engine under it.
+ * op is listed first: its done callback may run inside the push. */
+int rf_py_push_op(rf_py_engine *s, struct rf_op_desc *d, struct rf_py_op *op)
 {
 	int ret;
 
+	op->e = s;
+	op->prev = NULL;
+	op->next = s->ops;
+	if (s->ops)
+		s->ops->prev = op;
+	s->ops = op;
+	op->listed = 1;
+	d->ctx = op;
 	s->busy++;
 	Py_BEGIN_ALLOW_THREADS
 	ret = rf_engine_push(s->eng, d);
 	Py_END_ALLOW_THREADS
 	s->busy--;
-	return ret;
+	if (ret < 0) {     /* never pushed: done is not called */
+		rf_py_op_free(op);
+		rf_py_raise(rf_py_state_of((PyObject *)s), ret, rf_last_error());
+		return -1;
+	}
+	return 0;
 }
 
 /* The Vars of this engine in tuple t into out (max at most); -1 with an exception. */
@@ -265,13 +392,11 @@ static PyObject *rf_py_engine_push(PyObject *self, PyObject *args, PyObject *kw)
 {
 	static char *kws[] = { "fn", "reads", "mutates", NULL };
 	rf_py_engine *s = (rf_py_engine *)self;
-	struct rf_py_state *st = rf_py_state_of(self);
 	PyObject *fn, *reads = NULL, *muts = NULL;
 	struct rf_var *rv[64], *wv[64];
 	unsigned nr = 0, nw = 0;
 	struct rf_op_desc d = { 0 };
 	struct rf_py_op *op;
-	int ret;
 
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OO", kws, &fn, &reads, &muts))
 		return NULL;
@@ -316,18 +441,14 @@ static PyObject *rf_py_engine_push(PyObject *self, PyObject *args, PyObject *kw)
 	}
 	d.fn = rf_py_op_run;
 	d.done = rf_py_op_done;
-	d.ctx = op;
 	d.reads = rv;
 	d.nreads = nr;
 	d.writes = wv;
 	d.nwrites = nw;
 	d.stream = s->ws[s->next++ % s->nws];
 	d.name = "python";
-	ret = rf_py_push_desc(s, &d);
-	if (ret < 0) {     /* never pushed: done is not called */
-		rf_py_op_free(op);
-		return rf_py_raise(st, ret, rf_last_error());
-	}
+	if (rf_py_push_op(s, &d, op) < 0)
+		return NULL;
 	Py_RETURN_NONE;
 }
 
@@ -427,6 +548,7 @@ static PyType_Slot rf_py_engine_slots[] = {
 	{ Py_tp_dealloc, rf_py_engine_dealloc },
 	{ Py_tp_traverse, rf_py_engine_traverse },
 	{ Py_tp_clear, rf_py_engine_clear },
+	{ Py_tp_finalize, rf_py_engine_finalize },
 	{ Py_tp_methods, rf_py_engine_methods },
 	{ Py_tp_doc, "Engine(workers=2, threads=None): the dependency engine, Python callables "
 	  "on 1 to 64 worker streams, run by `threads` threads (1 to workers; None: one each); "

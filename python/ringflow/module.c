@@ -244,6 +244,16 @@ static int rf_py_exec(PyObject *m)
 	    rf_py_add_type(m, &rf_py_engine_spec, &st->engine_type) < 0 ||
 	    rf_py_add_type(m, &rf_py_var_spec, &st->var_type) < 0)
 		return -1;   /* what was made is the state's: rf_py_clear frees it */
+	/* at exit, the Engines' pushed callables run while their workers may take the
+	 * GIL (once the interpreter finalizes, a thread asking for it is ended) */
+	PyObject *ax = PyImport_ImportModule("atexit");
+	PyObject *fn = PyObject_GetAttrString(m, "_exit_engines");
+	PyObject *r = ax && fn ? PyObject_CallMethod(ax, "register", "O", fn) : NULL;
+	Py_XDECREF(ax);
+	Py_XDECREF(fn);
+	if (!r)
+		return -1;
+	Py_DECREF(r);
 	return 0;
 }
 
@@ -283,6 +293,8 @@ static void rf_py_free(void *m)
 static PyMethodDef rf_py_functions[] = {
 	{ "_pack", (PyCFunction)(void (*)(void))rf_py_pack, METH_VARARGS | METH_KEYWORDS,
 	  "_pack(*, path, images, n, shape, labels, num_classes): a .rfrec of n u8 records" },
+	{ "_exit_engines", rf_py_exit_engines, METH_NOARGS, "close this thread's open Engines "
+	  "(atexit: what they were pushed runs)" },
 	{ NULL, NULL, 0, NULL },
 };
 

@@ -29,10 +29,15 @@
 #include <ringflow/dataset.h>
 #include <ringflow/loader.h>
 
-/* The module's state: its exception and its types (strong references). */
+struct rf_py_engine_s;
+
+/* The module's state: its exception and its types (strong references), and the
+ * Engines that are open (engine.c: closed at the interpreter's exit). */
 struct rf_py_state {
 	PyObject *error;                 /* ringflow.Error */
 	PyTypeObject *loader_type, *tensor_type, *engine_type, *var_type;
+	struct rf_py_engine_s *engines;  /* open: listed by init, unlisted by closing */
+	int exiting;                     /* _exit_engines ran: the interpreter is ending */
 };
 
 /* The state of the module that made self's type (a type of this extension). */
@@ -159,12 +164,14 @@ struct rf_py_fail {
 	char text[512];
 };
 
-typedef struct {
+typedef struct rf_py_engine_s {
 	PyObject_HEAD
 	pthread_t owner;
 	pid_t pid;                 /* the process that made it */
 	struct rf_ring *ring;
 	struct rf_engine *eng;
+	struct rf_py_engine_s *lprev, *lnext;  /* on the module state's engines */
+	int live;                        /* listed there */
 	struct rf_stream **ws;
 	unsigned nws, next;
 	struct rf_py_fail *fails, *fails_tail; /* since the last wait_all, not cleared */
@@ -174,6 +181,13 @@ typedef struct {
 	int closed;                      /* close() ran: every call is EBADF */
 	unsigned busy;                   /* in push or a wait (a signal handler's close()
 					  * would free the engine under it) */
+	struct rf_py_op *ops;            /* pushed, not yet done (traversed: what they
+					  * hold keeps the Engine, through their Vars) */
+	int cleared;                     /* collected from tp_clear: callables not yet
+					  * started are not called (they may be cleared) */
+	int abandoned;                   /* another thread's at the interpreter's exit:
+					  * its workers call no callable more (atomic:
+					  * read before asking for the GIL) */
 } rf_py_engine;
 
 /* Engine and Var are collected as cycles: an exception kept keeps its traceback, whose
@@ -190,9 +204,12 @@ typedef struct {
 	struct rf_py_fail *fail;         /* the failure (NULL: none) */
 } rf_py_var;
 
-/* A pushed callable and the Vars it reads and writes (each a tuple of Vars). */
+/* A pushed callable (NULL: a clear_error) and the Vars it reads and writes (each a
+ * tuple of Vars), listed on its Engine from before the push until it is freed. */
 struct rf_py_op {
 	rf_py_engine *e;                 /* borrowed: the engine outlives its ops */
+	struct rf_py_op *prev, *next;    /* on e->ops while listed */
+	int listed;
 	PyObject *fn;
 	PyObject *reads, *writes;        /* tuples of Vars: writes are told the exception */
 	char err[512];
@@ -203,12 +220,19 @@ struct rf_py_op {
 void rf_py_fail_unlist(rf_py_engine *s, struct rf_py_fail *f);
 /* var.c: a pushed op's function (on a worker: calls fn under the GIL), its done
  * callback (on the reactor: the Vars it writes take its failure or their inputs'
- * poison) and what frees it (under the GIL; done frees it itself). */
+ * poison) and what frees it (under the GIL, off its Engine's list; done frees it
+ * itself). */
 int rf_py_op_run(void *ctx);
 void rf_py_op_done(void *ctx, int status);
 void rf_py_op_free(struct rf_py_op *op);
-/* engine.c: rf_engine_push(d) with the GIL released, the engine marked busy. */
-int rf_py_push_desc(rf_py_engine *s, const struct rf_op_desc *d);
+/* engine.c: the module's atexit hook (registered by its exec): every open Engine of
+ * this thread is closed -- what was pushed runs -- while its workers can still take
+ * the GIL; those of other threads are left (the process ends them). */
+PyObject *rf_py_exit_engines(PyObject *mod, PyObject *unused);
+/* engine.c: push d, whose ctx is op (listed on s first, freed if the push fails),
+ * with the GIL released and the engine marked busy. 0, or NULL-returning -1 with
+ * the exception set. */
+int rf_py_push_op(rf_py_engine *s, struct rf_op_desc *d, struct rf_py_op *op);
 
 extern PyType_Spec rf_py_engine_spec, rf_py_var_spec;
 

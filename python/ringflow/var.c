@@ -64,7 +64,17 @@ static void rf_py_var_poison(rf_py_var *v, const char *text, PyObject *exc,
 /* Drop what an op holds (under the GIL). */
 void rf_py_op_free(struct rf_py_op *op)
 {
-	Py_DECREF(op->fn);
+	rf_py_engine *s = op->e;
+
+	if (op->listed) {
+		if (op->prev)
+			op->prev->next = op->next;
+		else
+			s->ops = op->next;
+		if (op->next)
+			op->next->prev = op->prev;
+	}
+	Py_XDECREF(op->fn);
 	Py_XDECREF(op->reads);
 	Py_XDECREF(op->writes);
 	Py_XDECREF(op->exc);
@@ -74,11 +84,19 @@ void rf_py_op_free(struct rf_py_op *op)
 int rf_py_op_run(void *ctx)   /* on a worker thread */
 {
 	struct rf_py_op *op = ctx;
-	PyGILState_STATE g = PyGILState_Ensure();
-	PyObject *r = PyObject_CallNoArgs(op->fn);
+	PyGILState_STATE g;
+	PyObject *r = NULL;
 	int ret = 0;
 
-	if (!r) {
+	/* left at the interpreter's exit (another thread's Engine): no Python, no GIL */
+	if (__atomic_load_n(&op->e->abandoned, __ATOMIC_ACQUIRE))
+		return -ECANCELED;
+	g = PyGILState_Ensure();
+	if (op->e->cleared) {    /* its Engine collected: fn may have been cleared */
+		snprintf(op->err, sizeof(op->err), "not run: its Engine was collected with "
+			 "it pending");
+		ret = -ECANCELED;
+	} else if (!(r = PyObject_CallNoArgs(op->fn))) {
 		PyObject *et, *ev, *tb;
 		PyErr_Fetch(&et, &ev, &tb);
 		PyErr_NormalizeException(&et, &ev, &tb);
@@ -225,14 +243,15 @@ static int rf_py_clear_run(void *ctx)   /* inline: the reactor thread, no GIL */
  * failure is no longer one for wait_all. */
 static void rf_py_clear_done(void *ctx, int status)
 {
-	rf_py_var *v = ctx;
+	struct rf_py_op *op = ctx;
 	PyGILState_STATE g = PyGILState_Ensure();
+	rf_py_var *v = (rf_py_var *)PyTuple_GetItem(op->writes, 0);
 
 	if (status >= 0) {
 		rf_py_fail_unlist(v->e, v->fail);
 		rf_py_var_poison(v, NULL, NULL, NULL);
 	}
-	Py_DECREF((PyObject *)v);
+	rf_py_op_free(op);
 	PyGILState_Release(g);
 }
 
@@ -246,26 +265,28 @@ static PyObject *rf_py_var_clear_error(PyObject *self, PyObject *unused)
 	struct rf_py_state *st = rf_py_state_of(self);
 	rf_py_engine *s = v->e;
 	struct rf_op_desc d = { 0 };
-	int ret;
+	struct rf_py_op *op;
 	(void)unused;
 
 	if (!s || !s->eng || !v->v)
 		return rf_py_raise(st, -EBADF, "Var.clear_error: its Engine is closed");
 	if (!rf_py_same_thread(st, s->owner, s->pid))
 		return NULL;
+	/* an op without a callable: what it holds is the Var (its writes) */
+	if (!(op = calloc(1, sizeof(*op))))
+		return PyErr_NoMemory();
+	if (!(op->writes = PyTuple_Pack(1, self))) {
+		free(op);
+		return NULL;
+	}
 	d.fn = rf_py_clear_run;
 	d.done = rf_py_clear_done;
-	d.ctx = v;
 	d.writes = &v->v;
 	d.nwrites = 1;
 	d.name = "clear_error";
 	d.flags = RF_OP_ALWAYS | RF_OP_OVERWRITE;
-	Py_INCREF((PyObject *)v); /* the done callback's */
-	ret = rf_py_push_desc(s, &d);
-	if (ret < 0) {           /* never pushed: done is not called */
-		Py_DECREF((PyObject *)v);
-		return rf_py_raise(st, ret, rf_last_error());
-	}
+	if (rf_py_push_op(s, &d, op) < 0)
+		return NULL;
 	Py_RETURN_NONE;
 }
 
