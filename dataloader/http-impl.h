@@ -67,6 +67,13 @@ int rf__http_get(struct rf__http *h, struct rf__hreq *q);
  * an open given a timeout (rf_dataset_open_file_opts) sets it around its reads and
  * puts the old one back. */
 uint64_t rf__http_open_timeout(uint64_t ns);
+/* The interrupt the requests of this thread's opens ask (rf_dataset_open_opts's),
+ * the same way: set around an open, the one it replaces put back after. */
+struct rf__http_intr {
+	int (*fn)(void *arg);
+	void *arg;
+};
+struct rf__http_intr rf__http_open_interrupt(struct rf__http_intr in);
 /* Blocking: fetch [off, off + len) of url into dst with a private ring; the resource's
  * size into *total if not NULL. 0, or -errno with the message (naming the URL and
  * range) in rf_last_error(). */

@@ -38,6 +38,15 @@ uint64_t rf__http_open_timeout(uint64_t ns)
 	return old;
 }
 
+static __thread struct rf__http_intr rf__open_intr;
+
+struct rf__http_intr rf__http_open_interrupt(struct rf__http_intr in)
+{
+	struct rf__http_intr old = rf__open_intr;
+	rf__open_intr = in;
+	return old;
+}
+
 int rf_dataset_http_timeout(uint64_t *ns)
 {
 	uint64_t ms;
@@ -540,6 +549,21 @@ static int rf__hsync_done(void *arg)
 	return ((struct rf__hsync *)arg)->done;
 }
 
+/* Turn r until s is done; with an interrupt given to this thread's opens, in turns of
+ * 100 ms that ask it between them. */
+static int rf__hsync_wait(struct rf_ring *r, struct rf__hsync *s, const char *url)
+{
+	if (!rf__open_intr.fn)
+		return rf_ring_run_until(r, rf__hsync_done, s, 0);
+	for (;;) {
+		int ret = rf_ring_run_until(r, rf__hsync_done, s, 100000000ull);
+		if (ret != -ETIMEDOUT)
+			return ret;
+		if (rf__open_intr.fn(rf__open_intr.arg))
+			return rf__fail(-EINTR, "%s: interrupted", url);
+	}
+}
+
 int rf__http_read(const char *url, uint64_t off, size_t len, void *dst, uint64_t *total)
 {
 	struct rf_ring *r;
@@ -566,7 +590,7 @@ int rf__http_read(const char *url, uint64_t off, size_t len, void *dst, uint64_t
 	q->data = &s;
 	ret = rf__http_get(h, q);
 	if (ret == 0)
-		ret = rf_ring_run_until(r, rf__hsync_done, &s, 0);
+		ret = rf__hsync_wait(r, &s, url);
 	if (ret == 0 && s.res < 0)
 		ret = rf__fail((int)s.res, "%s", q->err);
 	if (ret == 0 && total)

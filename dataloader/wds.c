@@ -462,6 +462,7 @@ int rf_dataset_open_file_opts(struct rf_dataset *ds, const char *path,
 	if (!ds)
 		return rf__fail(-EINVAL, "%s: ds is NULL", __func__);
 	struct rf_dataset_open_opts d = { 0 };
+	struct rf__http_intr oldi;
 	uint64_t old;
 	int ret;
 
@@ -474,7 +475,9 @@ int rf_dataset_open_file_opts(struct rf_dataset *ds, const char *path,
 				   o->http_timeout_ms);
 	}
 	old = rf__http_open_timeout((uint64_t)o->http_timeout_ms * 1000000ull);
+	oldi = rf__http_open_interrupt((struct rf__http_intr){ o->interrupt, o->interrupt_arg });
 	ret = rf_dataset_open_file(ds, path, o->flags);
+	rf__http_open_interrupt(oldi);
 	rf__http_open_timeout(old);
 	return ret;
 }

@@ -256,6 +256,12 @@ struct rf_dataset_open_opts {
 				   * and receive of the open's requests, 1 to 3600000 ms
 				   * (0: RF_HTTP_TIMEOUT_MS's, else 10000); a loader's reads
 				   * take rf_loader_opts.http_timeout_ms */
+	/* NULL, or asked every 100 ms (on the opening thread) while the open waits for
+	 * a server (an http:// dataset, its retries included): non-zero ends the open
+	 * with -EINTR ("URL: interrupted"), nothing left open -- as
+	 * rf_engine_set_interrupt does for an engine's waits */
+	int (*interrupt)(void *arg);
+	void *interrupt_arg;
 };
 
 /* rf_dataset_open_file with options (o NULL: all 0). A timeout out of range is

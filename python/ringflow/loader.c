@@ -162,7 +162,8 @@ static int rf_py_loader_init(PyObject *self, PyObject *args, PyObject *kw)
 		if (!strncmp(path, "http://", 7) || rf_dataset_is_shard_pattern(path) ||
 		    (stat(path, &sb) == 0 && !S_ISDIR(sb.st_mode)))
 			ret = rf_dataset_open_file_opts(&s->ds, path, &(struct rf_dataset_open_opts){
-				.flags = verify ? RF_DS_VERIFY : 0, .http_timeout_ms = timeout_ms });
+				.flags = verify ? RF_DS_VERIFY : 0, .http_timeout_ms = timeout_ms,
+				.interrupt = rf_py_interrupted });
 		else
 			ret = rf_py_open_dir(&s->ds, path, split);
 		s->ds_open = ret == 0;
@@ -199,7 +200,8 @@ static int rf_py_loader_init(PyObject *self, PyObject *args, PyObject *kw)
 		rf_loader_seek_epoch(s->l, epoch);
 	Py_END_ALLOW_THREADS
 	if (ret < 0) {
-		rf_py_raise(st, ret, rf_last_error());
+		if (ret != -EINTR || !PyErr_Occurred())  /* else Ctrl-C's (the open's wait) */
+			rf_py_raise(st, ret, rf_last_error());
 		rf_py_loader_free_all(s);
 		return -1;
 	}

@@ -18,8 +18,11 @@
  * (either order). Too many shards for RLIMIT_NOFILE and past RF_DS_MAX_SHARDS are
  * refused before anything is opened. A shard cut short after the open fails a read of
  * its records naming that shard and the offset in it. */
+#include <netinet/in.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 
+#include "rf-config.h"
 #include "dl-test.h"
 #include "dataset-impl.h"
 #include "wds-test.h"
@@ -164,6 +167,50 @@ static void test_set(void)
 	CHECK(sp.src[0].fd == -1 && sp.count == 0);
 	rf_dataset_close(&sp);
 	rf_dataset_close(&s1);
+}
+
+static int intr_calls;
+
+static int intr_third(void *arg)
+{
+	CHECK(arg == &intr_calls);
+	return ++intr_calls >= 3;
+}
+
+/* rf_dataset_open_opts.interrupt: an open of a server that accepts and never answers
+ * (a listening socket nobody accepts on: the kernel completes the connect), with a
+ * timeout of an hour, ends when the interrupt says so (asked between turns of the
+ * open's wait), with -EINTR naming the URL, the struct zeroed; a local open never
+ * asks it. */
+static void test_interrupt(void)
+{
+	struct rf_dataset ds;
+#if RF_HAVE_HTTP_PARSER
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t al = sizeof(a);
+	char url[64];
+
+	CHECK(fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+	      listen(fd, 8) == 0 && getsockname(fd, (struct sockaddr *)&a, &al) == 0);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/x.rfrec", ntohs(a.sin_port));
+	struct rf_dataset_open_opts oo = { .http_timeout_ms = 3600000, .interrupt = intr_third,
+					   .interrupt_arg = &intr_calls };
+	CHECK_EQ(rf_dataset_open_file_opts(&ds, url, &oo), -EINTR);
+	CHECK_EQ(intr_calls, 3);
+	CHECK(strstr(rf_last_error(), url) && strstr(rf_last_error(), "interrupted"));
+	CHECK(ds.count == 0 && ds.nsrc == 0);
+	rf_dataset_close(&ds);
+	close(fd);
+#endif
+	char path[512];
+	snprintf(path, sizeof(path), "%s/sh-1.tar", t_dir);
+	intr_calls = 0;
+	struct rf_dataset_open_opts lo = { .interrupt = intr_third, .interrupt_arg = &intr_calls };
+	CHECK_OPEN(rf_dataset_open_file_opts(&ds, path, &lo), rf_last_error());
+	CHECK_EQ(intr_calls, 0);
+	rf_dataset_close(&ds);
 }
 
 /* pat expands to the names want[] (NULL-terminated). */
@@ -418,6 +465,7 @@ int main(void)
 	test_open_file();
 	test_labels();
 	test_cut();
+	test_interrupt();
 	for (size_t i = 0; i < NS; i++)
 		free(smp[i].img);
 	printf("dl-shards: ok\n");

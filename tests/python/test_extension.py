@@ -33,6 +33,7 @@ import atexit
 import os
 import queue
 import shutil
+import signal
 import struct
 import sys
 import tempfile
@@ -456,6 +457,24 @@ def dropped_pending():
           f"thread's: {before} -> {mid} -> {after}")
 
 
+def stalled_open():
+    """Opening a Loader on a server that never answers (a listening socket nobody
+    accepts on), with an hour's timeout: Ctrl-C ends it (the open's wait asks
+    Python's handlers), as it ends a wait of next()."""
+    import socket
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(8)
+    url = "http://127.0.0.1:%d/x.rfrec" % srv.getsockname()[1]
+    threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+    try:      # (without it: an hour, past the test's timeout)
+        ringflow.Loader(url, 8, timeout=3600)
+        check(False, "a stalled open returned")
+    except KeyboardInterrupt:
+        pass
+    srv.close()
+
+
 EXIT_SCRIPTS = {
     # ops pending at the end of the script, with and without Vars: they run, and the
     # interpreter ends (a worker asking for the GIL once it finalizes is ended: the
@@ -580,6 +599,7 @@ def main():
     poison_state()
     dropped_pending()
     exit_with_pending()
+    stalled_open()
     print(f"ringflow extension: {checks} checks passed")
 
 
