@@ -17,6 +17,7 @@ struct rf__kv_key {
 	struct rf_tensor *stage[RF__KV_MAX_VALS];    /* copies of values from other devices */
 	unsigned home;
 	int pulled;                                  /* 1: the next push starts a round */
+	int pushed;                                  /* a push since rf_kv_init: a value */
 };
 
 struct rf_kvstore {
@@ -36,9 +37,17 @@ int rf_kv_create(struct rf_kvstore **out, struct rf_engine *e, struct rf_device 
 	unsigned i;
 	int ret;
 
+	if (!out)
+		return rf__fail(-EINVAL, "rf_kv_create: out is NULL");
 	*out = NULL;
-	if (!e || !homes || nhomes < 1 || nhomes > RF__KV_MAX_HOMES)
-		return -EINVAL;
+	if (!e || !homes)
+		return rf__fail(-EINVAL, "rf_kv_create: %s is NULL", !e ? "the engine" : "homes");
+	if (nhomes < 1 || nhomes > RF__KV_MAX_HOMES)
+		return rf__fail(-EINVAL, "rf_kv_create: %u homes: expected 1 to %d", nhomes,
+				RF__KV_MAX_HOMES);
+	for (i = 0; i < nhomes; i++)
+		if (!homes[i])
+			return rf__fail(-EINVAL, "rf_kv_create: homes[%u] is NULL", i);
 	kv = calloc(1, sizeof(*kv));
 	if (!kv)
 		return -ENOMEM;
@@ -87,15 +96,62 @@ void rf_kv_destroy(struct rf_kvstore *kv)
 	free(kv);
 }
 
+/* key's record, or NULL with -EINVAL's message naming what (the call what). */
+static struct rf__kv_key *rf__kv_key(struct rf_kvstore *kv, int key, const char *what)
+{
+	if (!kv) {
+		rf__fail(-EINVAL, "%s: the store is NULL", what);
+		return NULL;
+	}
+	if (key < 0 || key >= RF__KV_MAX_KEYS) {
+		rf__fail(-EINVAL, "%s: key %d: expected 0 to %d", what, key, RF__KV_MAX_KEYS - 1);
+		return NULL;
+	}
+	if (!kv->keys[key])
+		rf__fail(-EINVAL, "%s: key %d was not declared (rf_kv_init)", what, key);
+	return kv->keys[key];
+}
+
+/* The n tensors of ts, each one that can hold k's value (non-NULL, f32, as many
+ * elements): checked before anything is pushed, so that a refused call leaves the
+ * store as it was. 0, or -EINVAL naming the one that cannot. */
+static int rf__kv_check(const struct rf__kv_key *k, int key, struct rf_tensor *const *ts,
+			unsigned n, const char *what, const char *arg)
+{
+	if (!ts)
+		return rf__fail(-EINVAL, "%s: key %d: %s is NULL", what, key, arg);
+	if (n < 1 || n > RF__KV_MAX_VALS)
+		return rf__fail(-EINVAL, "%s: key %d: %u %s: expected 1 to %d", what, key, n, arg,
+				RF__KV_MAX_VALS);
+	for (unsigned i = 0; i < n; i++) {
+		const struct rf_tensor *t = ts[i];
+		if (!t)
+			return rf__fail(-EINVAL, "%s: key %d: %s[%u] is NULL", what, key, arg, i);
+		if (t->dtype != RF_F32 || t->numel != k->val->numel)
+			return rf__fail(-EINVAL, "%s: key %d: %s[%u] '%s' is %s of %zu elements: "
+					"expected f32 of %zu, as the key's value", what, key, arg,
+					i, t->name, rf_tdtype_name(t->dtype), t->numel,
+					k->val->numel);
+	}
+	return 0;
+}
+
 int rf_kv_init(struct rf_kvstore *kv, int key, const struct rf_tensor *like)
 {
 	struct rf__kv_key *k;
 	char name[40];
 	int ret;
 
-	if (!kv || key < 0 || key >= RF__KV_MAX_KEYS || !like || like->dtype != RF_F32 ||
-	    kv->keys[key])
-		return -EINVAL;
+	if (!kv)
+		return rf__fail(-EINVAL, "rf_kv_init: the store is NULL");
+	if (key < 0 || key >= RF__KV_MAX_KEYS)
+		return rf__fail(-EINVAL, "rf_kv_init: key %d: expected 0 to %d", key,
+				RF__KV_MAX_KEYS - 1);
+	if (!like || like->dtype != RF_F32)
+		return rf__fail(-EINVAL, "rf_kv_init: key %d: like is %s: expected an f32 tensor",
+				key, like ? rf_tdtype_name(like->dtype) : "NULL");
+	if (kv->keys[key])
+		return rf__fail(-EINVAL, "rf_kv_init: key %d is declared already", key);
 	k = calloc(1, sizeof(*k));
 	if (!k)
 		return -ENOMEM;
@@ -130,10 +186,8 @@ static int rf__kv_local(struct rf_kvstore *kv, struct rf__kv_key *k, unsigned i,
 		if (ret < 0)
 			return ret;
 	}
-	ret = rf_copy(kv->streams[k->home], k->stage[i], v);
-	if (ret == 0)
-		*out = k->stage[i];
-	return ret;
+	*out = k->stage[i];
+	return 0;
 }
 
 int rf_kv_push(struct rf_kvstore *kv, int key, struct rf_tensor *const *vals, unsigned n)
@@ -143,27 +197,33 @@ int rf_kv_push(struct rf_kvstore *kv, int key, struct rf_tensor *const *vals, un
 	unsigned i, m = 0;
 	int ret;
 
-	if (!kv || key < 0 || key >= RF__KV_MAX_KEYS || !(k = kv->keys[key]) || !vals ||
-	    n < 1 || n > RF__KV_MAX_VALS)
+	if (!(k = rf__kv_key(kv, key, "rf_kv_push")))
 		return -EINVAL;
+	if ((ret = rf__kv_check(k, key, vals, n, "rf_kv_push", "vals")) < 0)
+		return ret;
 	if (!k->pulled)
 		in[m++] = k->val;       /* accumulate onto this round's sum */
-	for (i = 0; i < n; i++) {
-		ret = rf__kv_local(kv, k, i, vals[i], &in[m]);
-		if (ret < 0)
+	/* the staging tensors first: an allocation that fails pushes nothing */
+	for (i = 0; i < n; i++)
+		if ((ret = rf__kv_local(kv, k, i, vals[i], &in[m + i])) < 0)
 			return ret;
-		m++;
-	}
+	for (i = 0; i < n; i++)
+		if (in[m + i] != vals[i] &&
+		    (ret = rf_copy(kv->streams[k->home], in[m + i], vals[i])) < 0)
+			return ret;
+	m += n;
 	ret = rf_sum(kv->streams[k->home], k->val, in, (int)m);
-	if (ret == 0)
+	if (ret == 0) {
 		k->pulled = 0;
+		k->pushed = 1;
+	}
 	return ret;
 }
 
 int rf_kv_set_comm(struct rf_kvstore *kv, struct rf_comm *c)
 {
 	if (!kv)
-		return -EINVAL;
+		return rf__fail(-EINVAL, "rf_kv_set_comm: the store is NULL");
 	for (unsigned h = 0; c && h < kv->nhomes; h++)
 		if (!rf_device_host_memory(kv->homes[h]))
 			return rf__fail(-ENOTSUP, "kv-store: the distributed mode needs homes in "
@@ -180,18 +240,25 @@ int rf_kv_pull(struct rf_kvstore *kv, int key, struct rf_tensor *const *outs, un
 	unsigned i;
 	int ret;
 
-	if (!kv || key < 0 || key >= RF__KV_MAX_KEYS || !(k = kv->keys[key]) || !outs)
+	if (!(k = rf__kv_key(kv, key, "rf_kv_pull")))
 		return -EINVAL;
+	/* every output checked first: a refused pull leaves the round as it was (a
+	 * distributed one not summed over the ranks yet) */
+	if ((ret = rf__kv_check(k, key, outs, n, "rf_kv_pull", "outs")) < 0)
+		return ret;
+	if (!k->pushed)
+		return rf__fail(-ENODATA, "rf_kv_pull: key %d has no value: nothing was pushed "
+				"to it since rf_kv_init", key);
 	/* Distributed: this round's local sum, summed over every rank once, at its first
 	 * pull (one collective per key and round, ordered by the comm). */
 	if (kv->comm && !k->pulled && (ret = rf_comm_allreduce(kv->comm, k->val, (uint32_t)key)) < 0)
 		return ret;
+	k->pulled = 1;   /* summed over the ranks: a retried pull must not sum again */
 	for (i = 0; i < n; i++) {
 		ret = rf_copy(kv->streams[k->home], outs[i], k->val);
 		if (ret < 0)
 			return ret;
 	}
-	k->pulled = 1;
 	return 0;
 }
 

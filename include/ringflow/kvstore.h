@@ -1,7 +1,9 @@
 /* ringflow/kvstore.h -- a (key, value) store for data-parallel training: push sums
  * the values given for a key on its home device, pull copies the sum back out.
  * Everything is pushed as engine ops; nothing waits. Reactor thread only.
- * Functions return 0 or -errno. Rounds, placement and ordering: train/README.md.
+ * Functions return 0 or -errno with the message in rf_last_error(); every argument
+ * is checked before anything is pushed, so a refused call leaves the store as it
+ * was. Rounds, placement and ordering: train/README.md.
  */
 #ifndef RINGFLOW_KVSTORE_H
 #define RINGFLOW_KVSTORE_H
@@ -29,12 +31,15 @@ int rf_kv_create(struct rf_kvstore **out, struct rf_engine *e, struct rf_device 
 void rf_kv_destroy(struct rf_kvstore *kv);
 
 /* Declare key (>= 0, < 1024) with the dtype (f32) and shape of like (borrowed; only
- * its shape is used). The value is allocated on the key's home, uninitialised. */
+ * its shape is used). The value is allocated on the key's home; until a push gives
+ * it one, a pull is refused (-ENODATA). */
 int rf_kv_init(struct rf_kvstore *kv, int key, const struct rf_tensor *like);
 
-/* store[key] (+)= vals[0] + ... + vals[n-1]; vals borrowed (read by the pushed ops). */
+/* store[key] (+)= vals[0] + ... + vals[n-1] (n 1..16, each f32 of the value's element
+ * count); vals borrowed (read by the pushed ops). */
 int rf_kv_push(struct rf_kvstore *kv, int key, struct rf_tensor *const *vals, unsigned n);
-/* outs[i] = store[key] for i < n; outs borrowed (written by the pushed ops). */
+/* outs[i] = store[key] for i < n (n 1..16, each f32 of the value's element count);
+ * outs borrowed (written by the pushed ops). */
 int rf_kv_pull(struct rf_kvstore *kv, int key, struct rf_tensor *const *outs, unsigned n);
 
 /* Distributed mode (c non-NULL; CPU homes only, else -ENOTSUP): the first pull of a

@@ -207,6 +207,8 @@ static int run_kv(void)
 		CHECK_OK(rf_tensor_create(cpu, RF_F32, "v", RF_DIMS(64), &v[j]));
 		CHECK_OK(rf_tensor_create(cpu, RF_F32, "out", RF_DIMS(64), &out[j]));
 	}
+	struct rf_tensor *shrt;
+	CHECK_OK(rf_tensor_create(cpu, RF_F32, "short", RF_DIMS(8), &shrt));
 	for (int key = 0; key < 3; key++)
 		CHECK_OK(rf_kv_init(kv, key, v[0]));
 	for (int round = 0; round < 2; round++) {
@@ -220,6 +222,12 @@ static int run_kv(void)
 					CHECK_OK(rf_tensor_write(v[j], buf));
 				}
 				CHECK_OK(rf_kv_push(kv, key, v, 2));
+			}
+			if (key == 1) {
+				/* a pull refused for its second output is not the round's first
+				 * pull: the good one after it sums over the ranks once */
+				struct rf_tensor *bad[2] = { out[0], shrt };
+				CHECK(rf_kv_pull(kv, key, bad, 2) == -EINVAL);
 			}
 			CHECK_OK(rf_kv_pull(kv, key, out, 2));
 		}
@@ -251,6 +259,7 @@ static int run_kv(void)
 		rf_tensor_destroy(v[j]);
 		rf_tensor_destroy(out[j]);
 	}
+	rf_tensor_destroy(shrt);
 	rf_kv_destroy(kv);
 	teardown(ring, e, cpu, c);
 	return 0;

@@ -3,7 +3,13 @@
  * adds), pull copies the aggregate into every output, a new round starts after a pull,
  * keys are independent, and the sum is taken left to right in the order the values
  * were given (bitwise equal to a plain C loop doing the same). Everything is pushed
- * through the engine and read back only at the end of each case. */
+ * through the engine and read back only at the end of each case.
+ * Refusals, each with a message naming the argument, and each leaving the store as it
+ * was: NULL out/engine/homes/homes[i], a home count out of range, a key out of range,
+ * undeclared or declared twice, NULL vals/outs or an element of them, counts 0 and
+ * 17, an i32 or shorter tensor (push or pull), a pull before any push (-ENODATA); a
+ * pull whose second output is refused, then retried with good ones, gives the round's
+ * sum once, and the next push starts a new round. */
 #include "train-test.h"
 #include "kvstore.h"
 
@@ -13,6 +19,79 @@ static void fill(float *v, float base)
 {
 	for (int i = 0; i < N; i++)
 		v[i] = base + (float)i * 0.001f + 1.0f / (float)(i + 3);
+}
+
+#define REFUSED(call, code, text) do {                                              \
+		CHECK_EQ((call), (code));                                                  \
+		CHECK(strstr(rf_last_error(), (text)));                                    \
+	} while (0)
+
+static void refusals(struct tt_env *t, struct rf_device **d, struct rf_tensor **a,
+		     struct rf_tensor **o)
+{
+	struct rf_kvstore *kv = (struct rf_kvstore *)1;
+	struct rf_device *nd[2] = { d[0], NULL };
+	struct rf_tensor *i32, *shrt, *nul[2] = { a[0], NULL }, *bad[2];
+	float *h = malloc(N * 4), *got = malloc(N * 4);
+
+	CHECK(h && got);
+	REFUSED(rf_kv_create(NULL, t->eng, d, NULL, 2), -EINVAL, "out is NULL");
+	REFUSED(rf_kv_create(&kv, NULL, d, NULL, 2), -EINVAL, "the engine is NULL");
+	CHECK(kv == NULL);
+	REFUSED(rf_kv_create(&kv, t->eng, NULL, NULL, 2), -EINVAL, "homes is NULL");
+	REFUSED(rf_kv_create(&kv, t->eng, d, NULL, 0), -EINVAL, "0 homes: expected 1 to 16");
+	REFUSED(rf_kv_create(&kv, t->eng, d, NULL, 17), -EINVAL, "17 homes");
+	REFUSED(rf_kv_create(&kv, t->eng, nd, NULL, 2), -EINVAL, "homes[1] is NULL");
+	CHECK_OK(rf_kv_create(&kv, t->eng, d, NULL, 2));
+	REFUSED(rf_kv_init(NULL, 0, a[0]), -EINVAL, "the store is NULL");
+	REFUSED(rf_kv_init(kv, 1024, a[0]), -EINVAL, "key 1024: expected 0 to 1023");
+	REFUSED(rf_kv_init(kv, -1, a[0]), -EINVAL, "key -1");
+	REFUSED(rf_kv_init(kv, 0, NULL), -EINVAL, "like is NULL");
+	CHECK_OK(rf_tensor_create(d[0], RF_I32, "i32", RF_DIMS(N), &i32));
+	CHECK_OK(rf_tensor_create(d[0], RF_F32, "short", RF_DIMS(N / 2), &shrt));
+	REFUSED(rf_kv_init(kv, 0, i32), -EINVAL, "expected an f32 tensor");
+	CHECK_OK(rf_kv_init(kv, 3, a[0]));
+	REFUSED(rf_kv_init(kv, 3, a[0]), -EINVAL, "key 3 is declared already");
+	REFUSED(rf_kv_push(kv, 4, a, 2), -EINVAL, "key 4 was not declared");
+	REFUSED(rf_kv_pull(kv, 4, o, 2), -EINVAL, "key 4 was not declared");
+	REFUSED(rf_kv_pull(kv, 3, o, 2), -ENODATA, "key 3 has no value");
+	REFUSED(rf_kv_push(kv, 3, NULL, 2), -EINVAL, "vals is NULL");
+	REFUSED(rf_kv_push(kv, 3, nul, 2), -EINVAL, "vals[1] is NULL");
+	REFUSED(rf_kv_push(kv, 3, a, 0), -EINVAL, "0 vals: expected 1 to 16");
+	REFUSED(rf_kv_push(kv, 3, a, 17), -EINVAL, "17 vals");
+	bad[0] = a[0];
+	bad[1] = i32;
+	REFUSED(rf_kv_push(kv, 3, bad, 2), -EINVAL, "vals[1] 'i32' is i32 of 1000 elements: "
+		"expected f32 of 1000");
+	bad[1] = shrt;
+	REFUSED(rf_kv_push(kv, 3, bad, 2), -EINVAL, "f32 of 500 elements");
+	/* nothing of the refused pushes was summed: the round is a[0] + a[1] */
+	CHECK_OK(rf_kv_push(kv, 3, a, 2));
+	REFUSED(rf_kv_pull(kv, 3, NULL, 1), -EINVAL, "outs is NULL");
+	bad[0] = o[0];
+	bad[1] = i32;
+	REFUSED(rf_kv_pull(kv, 3, bad, 2), -EINVAL, "outs[1] 'i32' is i32");
+	bad[1] = NULL;
+	REFUSED(rf_kv_pull(kv, 3, bad, 2), -EINVAL, "outs[1] is NULL");
+	CHECK_OK(rf_kv_pull(kv, 3, o, 2));
+	float *want = malloc(N * 4), *h1 = malloc(N * 4);
+	CHECK(want && h1);
+	CHECK_OK(rf_tensor_read(a[0], h));
+	CHECK_OK(rf_tensor_read(a[1], h1));
+	for (int i = 0; i < N; i++)
+		want[i] = h[i] + h1[i];
+	CHECK_OK(rf_tensor_read(o[1], got));
+	CHECK(tt_bitdiff(got, want, N) < 0);
+	/* the pull ended the round: a push starts the next one (a[0] alone) */
+	CHECK_OK(rf_kv_push(kv, 3, a, 1));
+	CHECK_OK(rf_kv_pull(kv, 3, &o[0], 1));
+	CHECK_OK(rf_tensor_read(o[0], got));
+	CHECK(tt_bitdiff(got, h, N) < 0);
+	REFUSED(rf_kv_set_comm(NULL, NULL), -EINVAL, "the store is NULL");
+	rf_kv_destroy(kv);
+	rf_tensor_destroy(i32);
+	rf_tensor_destroy(shrt);
+	free(h); free(h1); free(got); free(want);
 }
 
 int main(void)
@@ -79,6 +158,7 @@ int main(void)
 	CHECK_OK(rf_tensor_read(a[0], got));
 	CHECK(tt_bitdiff(got, ha, N) < 0);
 
+	refusals(&t, d, a, o);
 	rf_kv_destroy(kv);
 	for (int r = 0; r < 2; r++) {
 		rf_tensor_destroy(a[r]);
