@@ -1,7 +1,7 @@
 #!/bin/sh
 # test-dist-run RF_DIST_RUN: tools/rf-dist-run's rules on a stand-in job (a shell script
 # that counts its runs), no MPI needed: a failing job is run again, with --resume added
-# once the checkpoint exists, until it succeeds or the retries are spent (the last
+# once the checkpoint exists (to every program of an MPMD line), until it succeeds or the retries are spent (the last
 # status); status 2 (a bad argument) is not retried; a job ended by SIGINT or SIGTERM
 # (130, 143: Ctrl-C, a scheduler's stop) is not run again (each was rerun up to the
 # retries); --retries is a count from 0 to 9999; a command without --checkpoint is
@@ -39,6 +39,10 @@ run "ckpt 1 0" -- "$d/job" --checkpoint "$d/c.ckpt"
 	[ "$(sed -n 2p "$d/runs")" = "--checkpoint $d/c.ckpt --resume" ] ||
 	fail "--resume only once the checkpoint exists: $(cat "$d/runs")"
 grep -q "resuming from $d/c.ckpt" "$d/err" || fail "the rerun says it resumes: $(cat "$d/err")"
+# an MPMD command line: --resume for every program (it went to the last one only)
+run "ckpt 0" -- "$d/job" -np 1 A --checkpoint "$d/c.ckpt" : -np 1 B --checkpoint "$d/c.ckpt"
+[ "$(sed -n 2p "$d/runs")" = "-np 1 A --checkpoint $d/c.ckpt --resume : -np 1 B --checkpoint $d/c.ckpt --resume" ] ||
+	fail "MPMD: --resume for each program: $(sed -n 2p "$d/runs")"
 run "1 1 1 1" --retries 2 -- "$d/job" --checkpoint "$d/c.ckpt"
 [ $rc = 1 ] && [ $n = 3 ] || fail "--retries 2: exit $rc after $n runs (want 1 after 3)"
 grep -q "giving up after 3 runs" "$d/err" || fail "gives up: $(cat "$d/err")"
