@@ -516,6 +516,71 @@ int rf_comm_allreduce_host(struct rf_comm *c, void *buf, size_t n, enum rf_comm_
 	return ret;
 }
 
+/* s's value v as the message prints it */
+static int rf__setting_str(char *b, size_t n, const struct rf_comm_setting *s, uint64_t v)
+{
+	double d;
+
+	if (s->kind == RF_COMM_SET_REAL) {
+		memcpy(&d, &v, sizeof(d));
+		return snprintf(b, n, "%g", d);
+	}
+	if (s->kind == RF_COMM_SET_HASH)
+		return snprintf(b, n, "%016" PRIx64, v);
+	return snprintf(b, n, "%" PRIu64, v);
+}
+
+int rf_comm_agree(struct rf_comm *c, const char *what, const struct rf_comm_setting *s,
+		  unsigned n, uint32_t key)
+{
+	char msg[1024], mine[512], lo[32], hi[32], me[32];
+	size_t m = 0, k = 0;
+	unsigned bad = 0;
+	uint64_t *v;
+	int ret;
+
+	if (!c || !s || n < 1 || n > 2048)
+		return rf__fail(-EINVAL, "rf_comm_agree: %s: expected a comm and 1 to 2048 settings",
+				what ? what : "(null)");
+	if (!(v = malloc(2 * n * sizeof(*v))))
+		return rf__fail(-ENOMEM, "%s: out of memory", what);
+	for (unsigned i = 0; i < n; i++) {
+		v[i] = s[i].value;
+		v[n + i] = ~s[i].value;          /* min of the complement: the maximum */
+	}
+	ret = rf_comm_allreduce_host(c, v, 2 * n, RF_COMM_U64, RF_COMM_MIN, key);
+	if (ret < 0) {
+		free(v);
+		return rf__fail(ret, "%s: comparing the processes' settings failed: %s", what,
+				rf_comm_last_error(c));
+	}
+	msg[0] = mine[0] = 0;
+	for (unsigned i = 0; i < n; i++) {
+		if (v[i] == ~v[n + i])
+			continue;
+		if (++bad > 4)
+			continue;
+		rf__setting_str(lo, sizeof(lo), &s[i], v[i]);
+		rf__setting_str(hi, sizeof(hi), &s[i], ~v[n + i]);
+		rf__setting_str(me, sizeof(me), &s[i], s[i].value);
+		if (m < sizeof(msg))
+			m += (size_t)snprintf(msg + m, sizeof(msg) - m, "%s%s %s",
+					      bad > 1 ? ", " : "", s[i].name,
+					      s[i].kind == RF_COMM_SET_HASH ? "differs" : lo);
+		if (m < sizeof(msg) && s[i].kind != RF_COMM_SET_HASH)
+			m += (size_t)snprintf(msg + m, sizeof(msg) - m, " to %s", hi);
+		if (k < sizeof(mine) && s[i].kind != RF_COMM_SET_HASH)
+			k += (size_t)snprintf(mine + k, sizeof(mine) - k, "%s%s %s",
+					      k ? ", " : "", s[i].name, me);
+	}
+	free(v);
+	if (!bad)
+		return 0;
+	return rf__fail(-EPROTO, "%s: the %d processes were given different settings: %s%s "
+			"(this rank, %d%s%s)", what, rf_comm_size(c), msg,
+			bad > 4 ? ", and more" : "", rf_comm_rank(c), k ? ": " : "", mine);
+}
+
 int rf_comm_wait(struct rf_comm *c)
 {
 	return rf_engine_wait_var(c->eng, c->order);

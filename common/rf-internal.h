@@ -29,6 +29,18 @@ int rf__fail_under(int code, const char *fmt, ...) RF__PRINTF(2, 3);
  * thread's rf_last_error(); returns code. */
 int rf__fail_into(char *buf, size_t len, int code, const char *fmt, ...) RF__PRINTF(4, 5);
 
+#define RF__FNV0 0xcbf29ce484222325ull /* FNV-1a 64's offset basis */
+
+/* FNV-1a 64 of n bytes at p, going on from h (RF__FNV0 to start). */
+static inline uint64_t rf__fnv(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+
+	for (size_t k = 0; k < n; k++)
+		h = (h ^ b[k]) * 0x100000001b3ull;
+	return h;
+}
+
 /* The calling thread's id, asked of the kernel once per thread (spin.c): the engine
  * checks it at every push, the ring at every request (their owner thread's only). */
 uint64_t rf__gettid_slow(void) __attribute__((cold));

@@ -428,11 +428,14 @@ static int run_training(struct cli *c, struct rf_engine *eng, struct rf_trainer 
 {
 	struct rf_engine_stats es = { 0 };
 	struct rf_trainer *t;
-	int rc;
+	int rc, ret;
 
-	if (rf_trainer_create(tp, eng, &c->o) < 0) {
-		rf_cli_say(prog, "%s", rf_last_error());
-		return 1;
+	if ((ret = rf_trainer_create(tp, eng, &c->o)) < 0) {
+		/* -EPROTO: the ranks' options differ (every rank knows: one line), a usage
+		 * error as one process's would be */
+		if (ret != -EPROTO || leader(c))
+			rf_cli_say(prog, "%s", rf_last_error());
+		return ret == -EPROTO ? 2 : 1;
 	}
 	t = *tp;
 	/* the data's class names for the export, where its files name them: asked now,
@@ -445,9 +448,10 @@ static int run_training(struct cli *c, struct rf_engine *eng, struct rf_trainer 
 		run->ncn = 0;
 	}
 	if (c->resume) {
-		if (rf_trainer_load(t, c->checkpoint) < 0) {
-			rf_cli_say(prog, "cannot resume: %s", rf_trainer_last_error(t));
-			return 1;
+		if ((ret = rf_trainer_load(t, c->checkpoint)) < 0) {
+			if (ret != -EPROTO || leader(c))   /* the ranks resumed apart: one line */
+				rf_cli_say(prog, "cannot resume: %s", rf_trainer_last_error(t));
+			return ret == -EPROTO ? 2 : 1;  /* a rerun would resume apart again */
 		}
 		if (rf_trainer_epoch_batches_done(t))
 			fprintf(c->out, "resumed from %s in epoch %u after batch %" PRIu64 "/%"
@@ -512,6 +516,27 @@ static int start_dist(struct cli *c, struct rf_engine *eng, struct rf_comm **com
 	c->rank = rf_comm_rank(*comm);
 	c->world = rf_comm_size(*comm);
 	snprintf(prog, sizeof(prog), "rf-train[rank %d]", c->rank);
+	/* the command line's own settings that every rank must share (the trainer's
+	 * options are compared by rf_trainer_create, the resumed place by
+	 * rf_trainer_load): another epoch count leaves one rank in a collective the
+	 * others never join; one rank resuming, another not, trains two runs */
+	const struct rf_comm_setting s[] = {
+		{ "--epochs", c->epochs, RF_COMM_SET_INT },
+		{ "--resume", (uint64_t)c->resume, RF_COMM_SET_INT },
+	};
+	if (rf_comm_agree(*comm, "rf-train", s, 2, 6) < 0) {
+		if (leader(c))   /* every rank knows it: one line */
+			rf_cli_say(prog, "%s", rf_last_error());
+		return 2;
+	}
+	/* a usage error only the process count shows (one process: parse_args's) */
+	unsigned k = c->o.devices ? c->o.devices : 1, b = c->o.batch_size ? c->o.batch_size : 256;
+	if ((uint64_t)k * (unsigned)c->world > b) {
+		if (leader(c))
+			rf_cli_say(prog, "--devices %u: devices x processes (%u x %d) must be at most "
+				   "the batch size (%u)", k, k, c->world, b);
+		return 2;
+	}
 	if (leader(c)) {
 		if (c->trace && (ret = rf_engine_trace_start(eng, c->trace)) < 0) {
 			rf_cli_say(prog, "--trace: %s", rf_last_error());

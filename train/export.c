@@ -48,17 +48,6 @@ static int rf__ex_stride(const struct rf_layer *l)
 #define RF__EX_PARAMS "params.rfck"
 #define RF__EX_NAME_MAX 4095       /* bytes of a class name (an .rfrec's most) */
 
-#define RF__FNV0 0xcbf29ce484222325ull /* FNV-1a 64's offset basis */
-
-/* FNV-1a 64 of n bytes at p, going on from h. */
-static uint64_t rf__fnv(uint64_t h, const void *p, size_t n)
-{
-	const unsigned char *b = p;
-
-	for (size_t k = 0; k < n; k++)
-		h = (h ^ b[k]) * 0x100000001b3ull;
-	return h;
-}
 
 /* FNV-1a 64 of the tensors' data, in spec order (padding between views excluded). */
 static uint64_t rf__ex_hash(const struct rf_model_spec *sp, const float *params)

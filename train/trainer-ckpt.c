@@ -565,8 +565,38 @@ int rf_trainer_save(struct rf_trainer *t, const char *path)
 	return rf__trainer_end(t, rf__save_now(t, path));
 }
 
+/* Several processes: every rank resumed at the same place with the same weights (each
+ * read its own file: another path, or a copy taken at another time, would train on
+ * from somewhere else and be found only at the epoch's end). */
+static int rf__agree_loaded(struct rf_trainer *t, const char *path)
+{
+	uint64_t h;
+	int ret;
+
+	if (t->P == 1)
+		return 0;
+	if ((ret = rf__params_hash(t, &h)) < 0) {
+		rf__trainer_msg(t, "%s: reading the parameters back failed: %s", path,
+				strerror(-ret));
+		return ret;
+	}
+	const struct rf_comm_setting s[] = {
+		{ "epochs done", t->epochs_done, RF_COMM_SET_INT },
+		{ "batches done in the epoch", t->ebatch, RF_COMM_SET_INT },
+		{ "optimizer steps", t->steps, RF_COMM_SET_INT },
+		{ "parameters", h, RF_COMM_SET_HASH },
+	};
+	if ((ret = rf_comm_agree(t->comm, "resume", s, sizeof(s) / sizeof(s[0]), 5)) < 0)
+		rf__trainer_msg(t, "%s: %s", path, rf_last_error());
+	return ret;
+}
+
 int rf_trainer_load(struct rf_trainer *t, const char *path)
 {
+	int ret;
+
 	t->msg[0] = 0;
-	return rf__trainer_end(t, rf__load(t, path));
+	if ((ret = rf__load(t, path)) == 0)
+		ret = rf__agree_loaded(t, path);
+	return rf__trainer_end(t, ret);
 }

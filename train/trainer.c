@@ -11,6 +11,8 @@
 #include "net-impl.h"
 #include "ops.h"
 
+#define RF__KEY_AGREE 4        /* rf_comm_allreduce_host keys: 0-3 metrics, hashes, BN, ckpt */
+
 /* Copy opts (its strings too) and fill in the defaults. A path longer than its copy
  * can hold is refused (cut short, it could name another file). */
 static int rf__copy_opts(struct rf_trainer *t, const struct rf_train_opts *opts)
@@ -256,6 +258,71 @@ static int rf__make_markers(struct rf_trainer *t)
 	return 0;
 }
 
+static uint64_t rf__real(double d)
+{
+	uint64_t v;
+
+	memcpy(&v, &d, sizeof(v));
+	return v;
+}
+
+/* Several processes: every rank was given the same options that decide its
+ * collectives and its result -- before the first collective, so that ranks started
+ * with different arguments stop here together, naming what differs, instead of
+ * hanging (another epoch count or evaluation), failing steps later in a collective of
+ * another size (model, batch, buckets), or training a mix silently (limits, seed,
+ * augmentation). Local choices (logging, prefetch, streams, paths) may differ. */
+static int rf__agree_opts(struct rf_trainer *t)
+{
+	const struct rf_train_opts *o = &t->o;
+	uint64_t norm = rf__fnv(RF__FNV0, &o->norm_channels, sizeof(o->norm_channels));
+	int ret;
+
+	if (t->P == 1)
+		return 0;
+	norm = rf__fnv(norm, o->norm_mean, sizeof(o->norm_mean));
+	norm = rf__fnv(norm, o->norm_std, sizeof(o->norm_std));
+	const struct rf_comm_setting s[] = {
+		{ "model", rf__fnv(RF__FNV0, t->model_name, sizeof(t->model_name)),
+		  RF_COMM_SET_HASH },
+		{ "parameters", t->rep[0]->params->numel, RF_COMM_SET_INT },
+		{ "devices", t->K, RF_COMM_SET_INT },
+		{ "batch_size", o->batch_size, RF_COMM_SET_INT },
+		{ "seed", o->seed, RF_COMM_SET_INT },
+		{ "init", (uint64_t)o->init, RF_COMM_SET_INT },
+		{ "training records (limit)", t->train_view.count, RF_COMM_SET_INT },
+		{ "test records (test_limit)", o->no_eval ? 0 : t->test_view.count,
+		  RF_COMM_SET_INT },
+		{ "no_eval", (uint64_t)o->no_eval, RF_COMM_SET_INT },
+		{ "order", (uint64_t)o->order, RF_COMM_SET_INT },
+		{ "augment", (uint64_t)o->augment, RF_COMM_SET_INT },
+		{ "image_size", o->image_size, RF_COMM_SET_INT },
+		{ "crop_scale", rf__real(o->crop_scale), RF_COMM_SET_REAL },
+		{ "stem", (uint64_t)o->stem, RF_COMM_SET_INT },
+		{ "normalisation", norm, RF_COMM_SET_HASH },
+		{ "skip_bad_images", (uint64_t)o->skip_bad_images, RF_COMM_SET_INT },
+		{ "lr", rf__real(o->lr), RF_COMM_SET_REAL },
+		{ "momentum", rf__real(o->momentum), RF_COMM_SET_REAL },
+		{ "weight_decay", rf__real(o->weight_decay), RF_COMM_SET_REAL },
+		{ "nesterov", (uint64_t)o->nesterov, RF_COMM_SET_INT },
+		{ "adamw", (uint64_t)o->adamw, RF_COMM_SET_INT },
+		{ "sched.kind", (uint64_t)o->sched.kind, RF_COMM_SET_INT },
+		{ "sched.step_epochs", o->sched.step_epochs, RF_COMM_SET_INT },
+		{ "sched.gamma", rf__real(o->sched.gamma), RF_COMM_SET_REAL },
+		{ "sched.warmup_epochs", o->sched.warmup_epochs, RF_COMM_SET_INT },
+		{ "sched.epochs", o->sched.epochs, RF_COMM_SET_INT },
+		{ "precision", (uint64_t)o->precision, RF_COMM_SET_INT },
+		{ "bucket_kb", o->bucket_kb, RF_COMM_SET_INT },
+		{ "checkpoint (set)", o->checkpoint && o->checkpoint[0], RF_COMM_SET_INT },
+		{ "checkpoint_every", o->checkpoint_every, RF_COMM_SET_INT },
+		{ "max_steps", o->max_steps, RF_COMM_SET_INT },
+	};
+	ret = rf_comm_agree(t->comm, "trainer", s, sizeof(s) / sizeof(s[0]), RF__KEY_AGREE);
+	if (ret < 0)
+		rf__trainer_msg(t, "%s", rf_last_error());
+	return ret;
+}
+
 static int rf__setup(struct rf_trainer *t, const struct rf_train_opts *opts)
 {
 	int ret;
@@ -268,7 +335,8 @@ static int rf__setup(struct rf_trainer *t, const struct rf_train_opts *opts)
 	    (ret = rf__make_kvstore(t)) < 0 ||
 	    (ret = rf__make_loaders(t)) < 0 ||
 	    (ret = rf__make_slots(t)) < 0 ||
-	    (ret = rf__make_markers(t)) < 0)
+	    (ret = rf__make_markers(t)) < 0 ||
+	    (ret = rf__agree_opts(t)) < 0)
 		return ret;
 	return 0;
 }

@@ -94,6 +94,24 @@ enum rf_comm_reduce { RF_COMM_SUM = 0, RF_COMM_MIN = 1, RF_COMM_MAX = 2 };
 int rf_comm_allreduce_host(struct rf_comm *c, void *buf, size_t n, enum rf_comm_dtype dt,
 			   enum rf_comm_reduce op, uint32_t key);
 
+/* A setting a process was given, for rf_comm_agree. */
+enum rf_comm_setting_kind { RF_COMM_SET_INT = 0, RF_COMM_SET_REAL = 1, RF_COMM_SET_HASH = 2 };
+struct rf_comm_setting {
+	const char *name;
+	uint64_t value;          /* an integer; a double's bits (REAL); a hash (HASH: the
+				  * message says only that it differs) */
+	enum rf_comm_setting_kind kind;
+};
+
+/* Whether every rank was given the same n (1..2048) settings: one rf_comm_allreduce_host
+ * (key) of each value's minimum and maximum. Run it before whatever depends on them,
+ * so that processes started with different arguments stop at once, together, instead
+ * of hanging in collectives of other sizes or training a mix. 0; -EPROTO with a
+ * message "WHAT: the N processes were given different settings: NAME LO to HI, ...
+ * (this rank, R: NAME V, ...)" naming up to 4 of them; or the collective's -errno. */
+int rf_comm_agree(struct rf_comm *c, const char *what, const struct rf_comm_setting *s,
+		  unsigned n, uint32_t key);
+
 /* One collective over ts[0..n-1] (n <= 64): adjacent views of one block in ascending
  * order (a bucket of gradients), summed as one range in place: no fusion copy. The
  * alignment padding between views is summed too. Otherwise as rf_comm_allreduce. */

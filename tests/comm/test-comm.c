@@ -315,8 +315,30 @@ static int run_span(void)
 	CHECK_EQ(u[0], (uint64_t)(P - 1));
 	CHECK_EQ(rf_comm_allreduce_host(c, u, 0, RF_COMM_U64, RF_COMM_MAX, 3), -EINVAL);
 	CHECK_EQ(rf_comm_seq(c), 4);
-	printf("rank %d of %d: a span of 3 views in one collective, host sum/min/max exact\n",
-	       rank, P);
+	/* rf_comm_agree: the same settings agree; different ones fail on every rank,
+	 * naming the first four that differ with their range (reals as numbers, hashes
+	 * only as differing) and this rank's values */
+	struct rf_comm_setting st[6];
+	double lr = 0.5 + rank;
+	memcpy(&st[1].value, &lr, sizeof(lr));
+	st[0] = (struct rf_comm_setting){ "same", 42, RF_COMM_SET_INT };
+	st[1].name = "lr";
+	st[1].kind = RF_COMM_SET_REAL;
+	st[2] = (struct rf_comm_setting){ "epochs", 1 + (uint64_t)rank, RF_COMM_SET_INT };
+	st[3] = (struct rf_comm_setting){ "model", 7 * (uint64_t)rank, RF_COMM_SET_HASH };
+	st[4] = (struct rf_comm_setting){ "seed", (uint64_t)rank, RF_COMM_SET_INT };
+	st[5] = (struct rf_comm_setting){ "limit", (uint64_t)rank, RF_COMM_SET_INT };
+	CHECK_OK(rf_comm_agree(c, "t", st, 1, 4));
+	CHECK_EQ(rf_comm_agree(c, "t", st, 6, 5), P > 1 ? -EPROTO : 0);
+	char want[400];
+	snprintf(want, sizeof(want), "t: the %d processes were given different settings: lr 0.5 "
+		 "to %g, epochs 1 to %d, model differs, seed 0 to %d, and more (this rank, %d: "
+		 "lr %g, epochs %d, seed %d)", P, P - 0.5, P, P - 1, rank, lr, rank + 1, rank);
+	CHECK(P == 1 || !strcmp(rf_last_error(), want));
+	CHECK_EQ(rf_comm_agree(c, "t", st, 0, 6), -EINVAL);
+	CHECK_EQ(rf_comm_seq(c), 6);
+	printf("rank %d of %d: a span of 3 views in one collective, host sum/min/max exact, "
+	       "settings agreed or named\n", rank, P);
 	for (int k = 0; k < 3; k++)
 		rf_tensor_destroy(v[k]);
 	rf_tensor_destroy(blk);

@@ -11,7 +11,10 @@
 #    rank; a stalled rank trips --dist-timeout; a failed collective is named; and
 #    rf-dist-run resumes a killed job to the uninterrupted run's weights, from an
 #    epoch's end and (--checkpoint-every) from inside an epoch; ResNet-18 stopped by
-#    --max-steps inside an epoch resumes to the straight run's checkpoint.
+#    --max-steps inside an epoch resumes to the straight run's checkpoint;
+#  - ranks given different settings (epochs, limits, evaluation, augmentation, model,
+#    resuming or not, resuming from different places) stop before training, exit 2,
+#    with one line naming what differs.
 # Skips (77) without MPI, mpirun or Fashion-MNIST, and under TSan (see test-comm.sh).
 set -u
 # mpirun forwards stdin to rank 0: from a terminal it would stop (SIGTTIN) under
@@ -107,6 +110,37 @@ fault() {
 fault "rank 1" RF_DIST_FAULT=kill:1:30
 fault "outstanding for" RF_DIST_FAULT=stall:1:30 --dist-timeout 2
 fault "allreduce #30 (key 0, 803840 bytes, rank 1 of 2)" RF_DIST_FAULT=fail:1:30
+
+# --- ranks given different settings: stopped before the first step, together, exit 2,
+# naming the setting (they hung, failed steps later, or trained a mix silently) ---
+# apart WHAT ARGS0 -- ARGS1: rank 0 with the common arguments and ARGS0, rank 1 with ARGS1
+M="--limit 512 --test-limit 256 --batch-size 64 --epochs 1"
+apart() {
+	want=$1; shift
+	a0=""; while [ "$1" != -- ]; do a0="$a0 $1"; shift; done; shift
+	timeout 60 $MPI -np 1 "$RF" --dist mpi --data "$DATA" --quiet $M $a0 \
+		: -np 1 "$RF" --dist mpi --data "$DATA" --quiet $M "$@" >"$T/a.out" 2>&1; rc=$?
+	[ $rc = 2 ] || fail "ranks apart ($a0 vs $*): exit $rc, want 2: $(tail -5 "$T/a.out")"
+	grep -q -- "$want" "$T/a.out" || fail "ranks apart ($a0 vs $*): no '$want': $(tail -5 "$T/a.out")"
+	[ "$(grep -c "different settings" "$T/a.out")" = 1 ] ||
+		fail "ranks apart ($a0 vs $*): one line expected: $(grep "different" "$T/a.out")"
+	echo "ok: ranks apart ($a0 vs $*): exit 2, '$want'"
+}
+apart "--epochs 1 to 2" --epochs 2 --
+apart "test records (test_limit) 128 to 256" --test-limit 128 --
+apart "no_eval 0 to 1" --no-eval --
+apart "training records (limit) 500 to 512" -- --limit 500
+apart "augment 0 to 1" -- --augment
+apart "model differs, parameters 129120 to 203536" --model lenet --
+# resuming or not, and resumed from checkpoints of different places (each rank reads
+# its own file)
+dist 2 "$T/m1" $M --checkpoint "$T/m1.ckpt"
+apart "--resume 0 to 1" --checkpoint "$T/m1.ckpt" --epochs 2 \
+	-- --checkpoint "$T/m1.ckpt" --resume --epochs 2
+cp "$T/m1.ckpt" "$T/m2.ckpt"
+dist 2 "$T/m2" $M --checkpoint "$T/m2.ckpt" --resume --epochs 2
+apart "epochs done 1 to 2" --checkpoint "$T/m1.ckpt" --resume --epochs 3 \
+	-- --checkpoint "$T/m2.ckpt" --resume --epochs 3
 
 # --- resume: a job killed in epoch 2 and rerun by rf-dist-run ends with the weights of
 # an uninterrupted run ---
