@@ -1,6 +1,7 @@
 /* examples/httpd-request.c -- rf-httpd's request parsing (httpd-request.h). */
 #include "httpd-request.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -198,9 +199,9 @@ static int on_complete(http_parser *p)
 {
 	struct hr *h = p->data;
 	h->in_request = 0;
-	if (h->qlen == HR_QMAX)
-		return 1; /* too many pipelined requests: parse error, 400 and close */
 	struct hr_req *r = &h->q[(h->qhead + h->qlen++) % HR_QCAP];
+	if (h->qlen == HR_QMAX)
+		http_parser_pause(p, 1); /* full: the rest waits (hr_resume) */
 	r->status = 0;
 	r->head = p->method == HTTP_HEAD;
 	r->keep_alive = http_should_keep_alive(p);
@@ -237,23 +238,92 @@ void hr_init(struct hr *h)
 	h->vpos = -1;
 }
 
+void hr_free(struct hr *h)
+{
+	free(h->held);
+	h->held = NULL;
+	h->held_len = h->held_cap = 0;
+}
+
+static int hr_fail(struct hr *h);
+
+/* Keep buf[0..n) after what is held. 0, or -1 past HR_HELD_MAX. */
+static int hr_hold(struct hr *h, const char *buf, size_t n)
+{
+	if (h->held_len + n > HR_HELD_MAX)
+		return -1;
+	if (h->held_len + n > h->held_cap) {
+		size_t cap = h->held_cap ? h->held_cap : 4096;
+		while (cap < h->held_len + n)
+			cap *= 2;
+		char *p = realloc(h->held, cap);
+		if (!p)
+			return -1;
+		h->held = p;
+		h->held_cap = cap;
+	}
+	memmove(h->held + h->held_len, buf, n);
+	h->held_len += n;
+	return 0;
+}
+
+/* Parse buf[0..n): 0 (all of it parsed, or the rest held), or an error's status. */
+static int hr_parse(struct hr *h, const char *buf, size_t n)
+{
+	while (n) {
+		h->rx_end = buf + n;
+		/* what the last bytes left open: the version after a target that ended
+		 * with them, a value that ended with them */
+		if (h->vpos == -2 && (buf[0] == ' ' || buf[0] == '\r' || buf[0] == '\n'))
+			h->vpos = 0;
+		if (h->vpos >= 0 && h->vpos < 6 && version_match(h, buf) < 0)
+			return hr_fail(h);
+		if (h->in_value && h->value_cut && (buf[0] == '\r' || buf[0] == '\n'))
+			h->value_cut = 0;
+		size_t got = http_parser_execute(&h->parser, &hr_settings, buf, n);
+		enum http_errno e = HTTP_PARSER_ERRNO(&h->parser);
+		if (e == HPE_PAUSED) {
+			/* the queue is full: the rest waits for hr_resume */
+			return got < n && hr_hold(h, buf + got, n - got) < 0 ? hr_fail(h) : 0;
+		}
+		if (e != HPE_OK)
+			return hr_fail(h);
+		if (got < n && h->parser.upgrade && !h->in_request) {
+			/* an Upgrade ignored: what follows is the next request */
+			http_parser_init(&h->parser, HTTP_REQUEST);
+			h->parser.data = h;
+		} else if (got < n) {
+			return hr_fail(h);
+		}
+		buf += got;
+		n -= got;
+	}
+	return 0;
+}
+
 int hr_feed(struct hr *h, const char *buf, size_t n)
 {
 	if (h->bad || !n)
 		return 0;
-	h->rx_end = buf + n;
-	/* what the last bytes left open: the version after a target that ended with
-	 * them, a value that ended with them */
-	if (h->vpos == -2 && (buf[0] == ' ' || buf[0] == '\r' || buf[0] == '\n'))
-		h->vpos = 0;
-	if (h->vpos >= 0 && h->vpos < 6 && version_match(h, buf) < 0)
-		goto bad;
-	if (h->in_value && h->value_cut && (buf[0] == '\r' || buf[0] == '\n'))
-		h->value_cut = 0;
-	size_t got = http_parser_execute(&h->parser, &hr_settings, buf, n);
-	if (got == n && HTTP_PARSER_ERRNO(&h->parser) == HPE_OK)
+	if (hr_holding(h))   /* paused: after what waits */
+		return hr_hold(h, buf, n) < 0 ? hr_fail(h) : 0;
+	return hr_parse(h, buf, n);
+}
+
+int hr_resume(struct hr *h)
+{
+	if (!hr_holding(h) || h->qlen >= HR_QMAX)
 		return 0;
-bad:
+	http_parser_pause(&h->parser, 0);
+	/* parsed from the held bytes themselves: what pauses again is moved to their
+	 * start (hr_hold's memmove) */
+	size_t n = h->held_len;
+	h->held_len = 0;
+	return hr_parse(h, h->held, n);
+}
+
+static int hr_fail(struct hr *h)
+{
 	/* the requests before it are answered, then this error, then the close */
 	h->bad = 1;
 	int status = h->err_status ? h->err_status : 400;

@@ -25,8 +25,11 @@
 
 #define HR_URL_MAX 2048
 #define HR_HDR_MAX 512    /* a Range value kept */
-#define HR_QMAX 8         /* pipelined requests queued per connection */
+#define HR_QMAX 8         /* pipelined requests queued per connection; past them the
+			   * parser pauses and holds the bytes received after them */
 #define HR_QCAP (HR_QMAX + 1) /* and one slot more: the error that ends the pipeline */
+#define HR_HELD_MAX (1u << 20) /* bytes held while paused: what arrives before the
+				* server has stopped reading (more: 400) */
 
 struct hr_req {
 	char path[HR_URL_MAX];
@@ -57,13 +60,31 @@ struct hr {
 	int has_range, ranges, hosts, te;
 	int vpos;               /* version check: bytes of " HTTP/" matched, -1: not started */
 	const char *rx_end;     /* the end of the bytes being fed */
+	/* the queue full (the parser paused): bytes received after its last request,
+	 * parsed by hr_resume */
+	char *held;
+	size_t held_len, held_cap;
 };
 
 void hr_init(struct hr *h);
+/* What hr_init allocated while it ran (the held bytes). */
+void hr_free(struct hr *h);
 /* Parse n received bytes. 0, or the status (400, 505) of an error that ends the
  * stream: the request is queued with it (where there is room) and nothing more is
- * parsed (h->bad). */
+ * parsed (h->bad). When the queue fills (HR_QMAX requests), parsing pauses and the
+ * bytes after the last request are held (hr_holding): the server stops reading, and
+ * resumes with hr_resume once it has answered a request. A request with an Upgrade
+ * header is served as a plain one (RFC 9110 lets a server ignore Upgrade), and what
+ * follows it parsed as the next request. */
 int hr_feed(struct hr *h, const char *buf, size_t n);
+/* Parsing is paused: the queue is full (bytes received since are held). */
+static inline int hr_holding(const struct hr *h)
+{
+	return !h->bad && HTTP_PARSER_ERRNO(&h->parser) == HPE_PAUSED;
+}
+/* After the server took a request off the queue: parse what is held, as hr_feed
+ * does (it may fill the queue and hold again). 0 or an error's status. */
+int hr_resume(struct hr *h);
 /* The URL's path, percent-decoded, as a path relative to the served directory (no
  * ".." segment, no NUL, "index.html" after a '/'), into out (HR_URL_MAX bytes). 0, or
  * an HTTP status (400, 414). */

@@ -1,5 +1,6 @@
 /* examples/rf-httpd.c -- a small static-file HTTP/1.1 server on one ringflow ring:
- * GET and HEAD, keep-alive and pipelined requests, single byte ranges (206, 416),
+ * GET and HEAD, keep-alive and pipelined requests (any number: with 8 queued the
+ * connection's receive is cancelled until a response makes room), single byte ranges (206, 416),
  * 404 / 400 (two Range headers too) / 405 / 414 answers, and a clean stop on
  * SIGINT/SIGTERM.
  *
@@ -80,6 +81,9 @@ struct conn {
 	int closing, peer_gone;
 	uint64_t closing_since; /* when closing was set (ns) */
 	int recv_cancelled;
+	int recv_paused;        /* the receive cancelled because the queue is full: rearmed
+				 * once a response has made room (backpressure: the peer's
+				 * further requests wait in its socket) */
 	rf_req_id recv_id;
 };
 
@@ -190,6 +194,7 @@ static void conn_maybe_free(struct conn *c)
 		close(fd);
 	}
 	nconns--;
+	hr_free(&c->hr);
 	if (c->prev)
 		c->prev->next = c->next;
 	else
@@ -217,6 +222,8 @@ static const char *http_date(void)
 
 static void on_sent(void *data, int64_t res);
 static void response_done(struct conn *c);
+static void recv_resume(struct conn *c);
+static void parsed(struct conn *c, int err);
 
 /* A response that cannot be finished (the file shrank or went, a read, splice or send
  * failed): the Content-Length sent promised more, and only a close can tell the peer.
@@ -258,10 +265,14 @@ static void response_done(struct conn *c)
 	pipe_put(c);
 	c->busy = 0;
 	c->active = rf_now_ns();
-	if (!keep || c->closing || (c->peer_gone && !c->hr.qlen)) {
+	if (!keep || c->closing || (c->peer_gone && !c->hr.qlen && !hr_holding(&c->hr))) {
 		conn_close(c);
 		return;
 	}
+	/* room in the queue: what was held is parsed, and reading goes on */
+	if (hr_holding(&c->hr))
+		parsed(c, hr_resume(&c->hr));
+	recv_resume(c);
 	start_next(c);
 }
 
@@ -503,6 +514,41 @@ static void start_next(struct conn *c)
 
 /* ---- connections ---------------------------------------------------------------------- */
 
+static void on_recv(void *data, int64_t res, void *buf, int more);
+
+/* After bytes were parsed (err: hr_feed's or hr_resume's): an error answers what came
+ * before, then itself, then closes; a full queue stops reading until a response makes
+ * room (recv_resume). */
+static void parsed(struct conn *c, int err)
+{
+	if ((err || hr_holding(&c->hr)) && c->recv_id && !c->recv_cancelled) {
+		c->recv_cancelled = 1;
+		c->recv_paused = !err;
+		rf_ring_cancel(ring, c->recv_id);
+	}
+	/* a request must arrive whole within --idle-timeout of its first byte */
+	if (!c->hr.in_request)
+		c->req_start = 0;
+	else if (c->hr.begun != c->begun || !c->req_start)
+		c->req_start = rf_now_ns();
+	c->begun = c->hr.begun;
+}
+
+/* The receive a full queue cancelled, armed again once the queue has room and the
+ * cancellation has ended. */
+static void recv_resume(struct conn *c)
+{
+	if (!c->recv_paused || c->recv_id || hr_holding(&c->hr) || c->hr.bad || c->closing ||
+	    c->peer_gone)
+		return;
+	c->recv_paused = 0;
+	c->recv_cancelled = 0;
+	if (rf_ring_recv_multishot(ring, c->fd, grp, 0, on_recv, c, &c->recv_id) < 0) {
+		c->recv_id = 0;
+		conn_close(c);
+	}
+}
+
 static void on_recv(void *data, int64_t res, void *buf, int more)
 {
 	struct conn *c = data;
@@ -511,21 +557,16 @@ static void on_recv(void *data, int64_t res, void *buf, int more)
 	if (res > 0) {
 		size_t n = (size_t)res;
 		c->active = rf_now_ns();
-		if (!c->hr.bad && !c->closing) {
-			/* an error answers what came before, then itself, then closes */
-			if (hr_feed(&c->hr, buf, n) && c->recv_id && !c->recv_cancelled) {
-				c->recv_cancelled = 1;
-				rf_ring_cancel(ring, c->recv_id);
-			}
-			/* a request must arrive whole within --idle-timeout of its first byte */
-			if (!c->hr.in_request)
-				c->req_start = 0;
-			else if (c->hr.begun != c->begun || !c->req_start)
-				c->req_start = c->active;
-			c->begun = c->hr.begun;
-		}
+		if (!c->hr.bad && !c->closing)
+			parsed(c, hr_feed(&c->hr, buf, n));
 		rf_bufgroup_put(grp, buf);
+		if (!more)
+			recv_resume(c);
 		start_next(c);
+		return;
+	}
+	if (!more && res == -ECANCELED && c->recv_paused && !c->closing) {
+		recv_resume(c);   /* paused, not gone: rearmed now if there is room */
 		return;
 	}
 	if (!more) { /* end of stream, an error, or cancelled */

@@ -7,7 +7,9 @@ Content-Length, no body); byte ranges (a-b, a-, -n, past the end: 416 with
 Content-Range */size, several ranges or a malformed one: the whole file); 404 that
 keeps the connection; 405 for POST; 414 for a long URL; 400 for "..", "%2e%2e" and
 garbage (then the connection closes); three pipelined requests in one packet
-answered in order, twelve answered 8 times then 400 and closed; a 300-byte name a 404
+answered in order, and 300 in one burst (ranges, 404s, Upgrade headers, the large
+file among them) every one answered in order, the server reading only while its queue
+has room; a 300-byte name a 404
 that keeps the connection; a symbolic link inside the root followed, ones leading out
 of it (relative, absolute, a directory) 404; a request trickled in byte by byte
 dropped by --idle-timeout; keep-alive over 50 requests; HTTP/1.0 closing by default; 32
@@ -169,19 +171,44 @@ try:
     if st != 400 or f.read(1) != b"":
         fail("garbage: %d, connection left open" % st)
     s.close()
-    # more pipelined requests than it queues (8): those answered, then 400 and close
-    # (the 400 used to be dropped: 8 answers, then a silent EOF)
+    # more pipelined requests than it queues (8): every one answered, in order -- the
+    # parser pauses when the queue is full and the server stops reading until a
+    # response makes room (the 9th used to be a 400, the rest dropped). 300 in one
+    # burst, sent by a thread while this one reads (past the socket buffers), mixed
+    # with a ranged request, a 404, a request with Upgrade (ignored: served, and the
+    # request behind it parsed) and the large (spliced) file.
     s = socket.create_connection(("127.0.0.1", port), timeout=20)
     f = s.makefile("rb")
-    s.sendall(b"GET /index.html HTTP/1.1\r\nHost: x\r\n\r\n" * 12)
+    reqs, want = [], []
+    for i in range(300):
+        if i % 50 == 7:
+            reqs.append(b"GET /large.bin HTTP/1.1\r\nHost: x\r\n\r\n")
+            want.append((200, large))
+        elif i % 10 == 3:
+            reqs.append(b"GET /nope%d HTTP/1.1\r\nHost: x\r\n\r\n" % i)
+            want.append((404, None))
+        elif i % 10 == 5:
+            reqs.append(b"GET /small.bin HTTP/1.1\r\nHost: x\r\nRange: bytes=%d-%d\r\n\r\n"
+                        % (i, i + 9))
+            want.append((206, small[i:i + 10]))
+        elif i % 10 == 8:
+            reqs.append(b"GET /index.html HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\n"
+                        b"Upgrade: websocket\r\n\r\n")
+            want.append((200, files["index.html"]))
+        else:
+            reqs.append(b"GET /index.html HTTP/1.1\r\nHost: x\r\n\r\n")
+            want.append((200, files["index.html"]))
+    sender = threading.Thread(target=s.sendall, args=(b"".join(reqs),))
+    sender.start()
     got = []
-    while True:
+    for k in range(len(reqs)):
         r = read_response(f)
         if r is None:
-            break
-        got.append(r[0])
-    if got != [200] * 8 + [400]:
-        fail("12 pipelined requests: %r, expected 8 x 200 then 400" % got)
+            fail("300 pipelined requests: the connection ended after %d responses" % k)
+        if r[0] != want[k][0] or (want[k][1] is not None and r[2] != want[k][1]):
+            fail("300 pipelined requests: response %d: %d (%d bytes), expected %d"
+                 % (k, r[0], len(r[2] or b""), want[k][0]))
+    sender.join()
     s.close()
     # a name longer than any file's (ENAMETOOLONG): 404, not a server error, and the
     # connection goes on
