@@ -420,6 +420,11 @@ int rf__http_create(struct rf__http **out, struct rf_ring *r, const char *url, u
 	char host[256], port[16] = "80";
 	const char *hs = h->host, *colon;
 	size_t hl;
+	if (strchr(hs, '@')) {  /* userinfo: no credentials are sent (RFC 9110 4.2.4) */
+		rf__http_destroy(h);
+		return rf__fail(-EINVAL, "%s: user information (USER[:PASSWORD]@) in an http:// "
+				"URL is not supported: expected http://HOST[:PORT]/PATH", url);
+	}
 	if (*hs == '[') {
 		const char *rb = strchr(hs, ']');
 		colon = rb && rb[1] == ':' ? rb + 1 : NULL;

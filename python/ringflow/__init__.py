@@ -305,10 +305,11 @@ def pack(path, images, labels=None, num_classes=0):
         raise TypeError(f"pack: path: expected a str or path, got {type(path).__name__} "
                         f"{path!r}")
     num_classes = _int("num_classes", num_classes, 0, _MAX_CLASSES)
-    imgs = np.ascontiguousarray(images)
+    imgs = np.asarray(images)    # (ascontiguousarray would make a 0-d array 1-d)
     if imgs.dtype != np.uint8 or imgs.ndim < 2:
-        raise ValueError(f"pack: images of dtype {imgs.dtype} and {imgs.ndim} dims: expected "
-                         f"uint8 (N, ...) with at least one record dim")
+        raise ValueError(f"pack: images of dtype {imgs.dtype} and shape {imgs.shape}: "
+                         f"expected uint8 (N, ...) with at least one record dim")
+    imgs = np.ascontiguousarray(imgs)
     rec = imgs.shape[1:]
     if len(rec) > _MAX_RECORD_DIMS:
         raise ValueError(f"pack: images of shape {imgs.shape}: records of {len(rec)} dims "

@@ -101,6 +101,28 @@ static PyObject *rf_py_tensor_dlpack(PyObject *self, PyObject *args, PyObject *k
 		PyErr_SetString(PyExc_BufferError, "ringflow batches are exported without copy");
 		return NULL;
 	}
+	/* the array API's stream: None for host memory; for a CUDA batch None or an int
+	 * other than 0 (ambiguous there). The batch is whole when next() hands it out
+	 * (its ops waited for), so any consumer stream may read it at once. */
+	if (stream && stream != Py_None) {
+		if (!PyLong_Check(stream) || PyBool_Check(stream)) {
+			rf_py_type_error("__dlpack__: stream", "None or an int", stream);
+			return NULL;
+		}
+		if (t->dev.device_type == 1) {
+			PyErr_Format(PyExc_BufferError, "__dlpack__: stream=%R: a host (CPU) batch "
+				     "takes stream=None", stream);
+			return NULL;
+		}
+		long long sv = PyLong_AsLongLong(stream);
+		if (sv == -1 && PyErr_Occurred())
+			return NULL;
+		if (sv == 0 || sv < -1) {
+			PyErr_Format(PyExc_ValueError, "__dlpack__: stream=%R: expected None, -1, 1, "
+				     "2 or a CUDA stream handle (0 is ambiguous)", stream);
+			return NULL;
+		}
+	}
 	pm = calloc(1, sizeof(*pm));
 	if (!pm)
 		return PyErr_NoMemory();

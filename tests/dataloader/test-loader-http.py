@@ -225,6 +225,7 @@ try:
         run("same", "http://[::1]:%d/once" % srv6.server_address[1], d, "windowed")
         srv6.shutdown()
     run("openfail", "http://[::1/x.rfrec", "expected [IPv6 address]")
+    run("openfail", "http://user:pw@127.0.0.1:1/x.rfrec", "user information")
     run("openfail", "http://[::1]x/x.rfrec", "expected [IPv6 address]")
     run("openfail", "http://::1/x.rfrec", "in brackets")
     run("openfail", "http://[localhost]:80/x.rfrec", "cannot resolve")  # not a name

@@ -253,6 +253,30 @@ def first_pixel(x):
     return int(np.rint(np.from_dlpack(x)[0, 0, 0] * 255))
 
 
+def dlpack_args(T):
+    """__dlpack__'s keyword arguments as the array API gives them: a host batch takes
+    stream=None only (BufferError else), a stream that is no int a TypeError, copy=True
+    a BufferError; the capsule of a good call is taken by numpy."""
+    with ringflow.Loader(T, 8, shuffle=False, prefetch=1) as l:
+        x, y = next(l)
+        check(x.__dlpack_device__() == (1, 0), f"a host batch: {x.__dlpack_device__()}")
+        for s, err in ((0, BufferError), (1, BufferError), (-1, BufferError),
+                       ("a", TypeError), (True, TypeError), (1.0, TypeError)):
+            try:
+                x.__dlpack__(stream=s)
+                check(False, f"__dlpack__(stream={s!r}) of a host batch was taken")
+            except err as e:
+                check("stream" in str(e), f"stream={s!r}: {e}")
+        try:
+            x.__dlpack__(copy=True)
+            check(False, "copy=True taken")
+        except BufferError:
+            pass
+        x.__dlpack__(stream=None)
+        check(np.from_dlpack(x).shape == (8, 28, 28), "numpy takes it")
+        del x, y
+
+
 def released_elsewhere(T):
     """T: the Fashion-MNIST directory of main() (40 training images, pixel k of the set
     k % 251): batch k starts with (k * 8 * 784) % 251."""
@@ -594,6 +618,7 @@ def main():
                 del x, y, a
             check(seen == n[split], f"{split}: {seen} records, want {n[split]}")
     released_elsewhere(T)
+    dlpack_args(T)
     c_arguments(T)
     close_in_handler()
     poison_state()
