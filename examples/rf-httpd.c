@@ -4,7 +4,8 @@
  * 404 / 400 (two Range headers too) / 405 / 414 answers, and a clean stop on
  * SIGINT/SIGTERM.
  *
- *   rf-httpd [--port N] [--bind ADDR] [--buffers N] DIR
+ *   rf-httpd [--port N] [--bind ADDR] [--buffers N] [--idle-timeout SEC]
+ *            [--max-conns N] DIR
  *
  * How it is built on ringflow (one thread, one ring, no blocking call after start-up):
  *   - one multishot accept; each connection one multishot recv into a shared group
@@ -41,6 +42,7 @@
 #include <string.h>
 #include <linux/sockios.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -94,6 +96,7 @@ static volatile int stopping;
 static unsigned nconns;
 static struct conn *conns;
 static uint64_t idle_ns = 60ull * 1000000000ull; /* --idle-timeout */
+static unsigned max_conns;      /* --max-conns (0 until set from RLIMIT_NOFILE) */
 static char *pool[64];
 static unsigned npool;
 
@@ -578,15 +581,47 @@ static void on_recv(void *data, int64_t res, void *buf, int more)
 	}
 }
 
+/* A complaint that may repeat many times a second (out of fds, the connection limit):
+ * said at once, then at most once a second with how many were not said. */
+static void say_limited(const char *what)
+{
+	static char last[160];
+	static uint64_t last_ns;
+	static unsigned quiet;
+	uint64_t now = rf_now_ns();
+
+	if (!strcmp(last, what) && now - last_ns < 1000000000ull) {
+		quiet++;
+		return;
+	}
+	if (quiet)
+		fprintf(stderr, "rf-httpd: (%u more like the last)\n", quiet);
+	fprintf(stderr, "rf-httpd: %s\n", what);
+	snprintf(last, sizeof(last), "%s", what);
+	last_ns = now;
+	quiet = 0;
+}
+
 static void on_accept(void *data, int64_t res, void *buf, int more)
 {
+	char msg[160];
 	if (res < 0) {
-		if (!stopping)
-			fprintf(stderr, "rf-httpd: accept: %s\n", strerror((int)-res));
+		if (!stopping) {
+			snprintf(msg, sizeof(msg), "accept: %s", strerror((int)-res));
+			say_limited(msg);
+		}
 		return;
 	}
 	if (stopping) {
 		close((int)res);
+		return;
+	}
+	if (nconns >= max_conns) {
+		/* past the limit: the fds left serve the files of the connections there are */
+		close((int)res);
+		snprintf(msg, sizeof(msg), "%u connections (--max-conns): closing new ones",
+			 max_conns);
+		say_limited(msg);
 		return;
 	}
 	struct conn *c = calloc(1, sizeof(*c));
@@ -735,8 +770,11 @@ int main(int argc, char **argv)
 			nbufs = arg_num("--buffers", argv[++i], 1, 32768);
 		else if (!strcmp(argv[i], "--idle-timeout"))
 			idle_ns = (uint64_t)arg_num("--idle-timeout", argv[++i], 1, 86400) * 1000000000ull;
+		else if (!strcmp(argv[i], "--max-conns"))
+			max_conns = (unsigned)arg_num("--max-conns", argv[++i], 1, 1000000);
 		else if (!strcmp(argv[i], "--help")) {
-			printf("usage: rf-httpd [--port N] [--bind ADDR] [--buffers N] DIR\n"
+			printf("usage: rf-httpd [--port N] [--bind ADDR] [--buffers N] "
+			       "[--idle-timeout SEC] [--max-conns N] DIR\n"
 			       "  --port N      TCP port (default 8080; 0: any free one, printed)\n"
 			       "  --bind ADDR   IPv4 address to listen on (default 127.0.0.1)\n"
 			       "  --buffers N   receive buffers shared by all connections, rounded\n"
@@ -744,7 +782,11 @@ int main(int argc, char **argv)
 			       "  --idle-timeout SEC  close a connection idle this long, one whose\n"
 			       "                request has not arrived whole this long after its\n"
 			       "                first byte, or whose response the peer has taken\n"
-			       "                nothing of this long, 1..86400 (default 60)\n");
+			       "                nothing of this long, 1..86400 (default 60)\n"
+			       "  --max-conns N connections at once; past them new ones are\n"
+			       "                closed (default: a quarter of the open-file\n"
+			       "                limit less 32: a busy connection holds a socket,\n"
+			       "                a file and a pipe's two ends)\n");
 			int e0 = errno, e = fflush(stdout) ? errno : 0;
 			if (e || ferror(stdout)) { /* a full disk, /dev/full */
 				fprintf(stderr, "rf-httpd: stdout: %s\n", e ? strerror(e) :
@@ -766,6 +808,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "rf-httpd: missing DIR (usage: rf-httpd [--port N] [--bind ADDR] "
 			"[--buffers N] DIR)\n");
 		return 2;
+	}
+	if (!max_conns) {
+		struct rlimit rl;
+		rlim_t n = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur : 1024;
+		n = n == RLIM_INFINITY || n > 4000128 ? 4000128 : n;
+		max_conns = n > 36 ? (unsigned)((n - 32) / 4) : 1;
 	}
 	rootfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (rootfd < 0) {

@@ -371,6 +371,45 @@ try:
         if p2.wait(timeout=30) != 0:
             fail("rf-httpd --idle-timeout exited %d" % p2.returncode)
 
+    # --max-conns: past the limit new connections are closed at once (the fds left serve
+    # the files of those there are), the ones there work on, the refusal is said once
+    # however many come in a second, and a connection that ends makes room
+    p5, port5 = start([HTTPD, "--port", "0", "--max-conns", "2", www])
+    try:
+        held = [socket.create_connection(("127.0.0.1", port5), timeout=10) for _ in range(2)]
+        for h_ in held:      # accepted (answered) before the next connects
+            h_.sendall(b"GET /small.bin HTTP/1.1\r\nHost: x\r\n\r\n")
+            if read_response(h_.makefile("rb"))[0] != 200:
+                fail("--max-conns 2: a connection within the limit not served")
+        for _ in range(20):
+            x = socket.create_connection(("127.0.0.1", port5), timeout=10)
+            x.sendall(b"GET /small.bin HTTP/1.1\r\nHost: x\r\n\r\n")
+            try:
+                got = x.recv(100)
+            except ConnectionResetError:
+                got = b""
+            if got:
+                fail("--max-conns 2: a third connection was served: %r" % got[:40])
+            x.close()
+        f_ = held[0].makefile("rb")
+        held[0].sendall(b"GET /index.html HTTP/1.1\r\nHost: x\r\n\r\n")
+        if read_response(f_)[0] != 200:
+            fail("--max-conns 2: a held connection stopped working")
+        held[1].close()
+        time.sleep(0.3)
+        st, h, body = request(port5, "/small.bin")
+        if st != 200 or body != small:
+            fail("--max-conns 2: no room after a connection ended: %d" % st)
+        held[0].close()
+    finally:
+        p5.send_signal(signal.SIGTERM)
+        err = p5.communicate(timeout=30)[1].decode()
+        if p5.returncode != 0:
+            fail("rf-httpd --max-conns exited %d: %s" % (p5.returncode, err))
+    said = err.count("connections (--max-conns): closing new ones")
+    if said < 1 or said > 3:
+        fail("--max-conns: 20 refusals in about a second said %d times: %r" % (said, err))
+
     # RFC 9112's refusals, which the lenient http-parser lets through: each answered
     # 400 (505 for another major version), the connection closed, and the valid
     # request pipelined behind it not answered (a smuggled request must not run)

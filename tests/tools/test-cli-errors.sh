@@ -797,6 +797,7 @@ mkdir -p "$T/www"
 ints $H --port 0 65535 "$T/www"
 ints $H --buffers 1 32768 "$T/www"
 ints $H --idle-timeout 1 86400 "$T/www"
+ints $H --max-conns 1 1000000 "$T/www"
 bad $H --bind 2 "'300.1.1.1' && IPv4" "$T/www" --bind 300.1.1.1
 bad $H --bind 2 "needs a value" "$T/www" --bind
 bad $H --help 2 "unknown option" --help=1
