@@ -7,6 +7,7 @@
  * with pollers (its reactor) and each worker thread. The thread ids (rf__gettid) live
  * here too. */
 #include <sched.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -15,8 +16,25 @@
 
 __thread uint64_t rf__tid __attribute__((tls_model("initial-exec")));
 
+/* In a forked child the one thread left keeps its parent's cached id: forget it, so that
+ * the child is asked anew -- and a ring or engine the parent made (whose rings the
+ * child shares with it) is refused there as another thread's, not driven from two
+ * processes. */
+static void rf__tid_forget(void)
+{
+	rf__tid = 0;
+}
+
+static void rf__tid_atfork(void)
+{
+	pthread_atfork(NULL, NULL, rf__tid_forget);
+}
+
 uint64_t rf__gettid_slow(void)
 {
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, rf__tid_atfork);
 	return rf__tid = (uint64_t)syscall(SYS_gettid);
 }
 

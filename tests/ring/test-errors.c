@@ -9,10 +9,12 @@
  * overflows (UBSan), and ends at zero. Flags no RF_IO_* or RF_RING_* flag has, a NULL
  * buffer with a length, a transfer direction or segment end past 2^64: -EINVAL at the
  * call. Another thread's request, run or destroy: -EPERM (destroy logged), the ring
- * still its owner's. */
+ * still its owner's; in a forked child the parent's ring is refused too (-EPERM), a ring
+ * the child makes works, and the parent's goes on. */
 #include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <sys/wait.h>
 
 #include "ring-test.h"
 #include "log.h"
@@ -135,6 +137,33 @@ int main(void)
 		T_EQ(other_xfer, -EPERM);
 		T_EQ(other_submit, -EPERM);
 		T_OK(rf_ring_read(r, fd, buf, 5, 0, 0, t_store, &ok, NULL)); /* still the owner's */
+		T_OK(rf_ring_run(r, RF_RUN_UNTIL_IDLE));
+		T_EQ(ok.res, 5);
+	}
+	{
+		/* a forked child is another thread: the parent's ring (whose queues it
+		 * shares) refused there, a ring of its own its own; the parent's untouched */
+		pid_t pid = fork();
+		T_CHECK(pid >= 0);
+		if (pid == 0) {
+			struct rf_ring *mine;
+			struct t_res cr = { 0 };
+			int bad_ = rf_ring_timeout(r, 1000, NULL, NULL, NULL) != -EPERM ||
+				   rf_ring_run(r, RF_RUN_NOWAIT) != -EPERM;
+			if (!bad_ && rf_ring_create(&mine, NULL) == 0) {
+				bad_ = rf_ring_read(mine, fd, buf, 5, 0, 0, t_store, &cr, NULL) != 0 ||
+				       rf_ring_run(mine, RF_RUN_UNTIL_IDLE) < 0 || cr.res != 5;
+				rf_ring_destroy(mine);
+			} else {
+				bad_ = 1;
+			}
+			_exit(bad_ ? 3 : 0);
+		}
+		int st;
+		T_CHECK(waitpid(pid, &st, 0) == pid);
+		T_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		ok.calls = 0;
+		T_OK(rf_ring_read(r, fd, buf, 5, 0, 0, t_store, &ok, NULL));
 		T_OK(rf_ring_run(r, RF_RUN_UNTIL_IDLE));
 		T_EQ(ok.res, 5);
 	}
