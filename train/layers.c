@@ -56,9 +56,13 @@ static unsigned rf__resnet_build(struct rf_layer *t, char (*names)[48], int clas
 #define NAME(...) (snprintf(names[nn], sizeof(names[nn]), __VA_ARGS__), names[nn++])
 #define ADD(...) (n < RF_MODEL_MAX_TABLE ? (t[n++] = (struct rf_layer)L(__VA_ARGS__), \
 						  (int)n) : (int)n)
-#define BN(p, i) ADD(BN, .wname = NAME("%sbn%d.weight", p, i), .bname = NAME("%sbn%d.bias", p, i), \
-		     .rmname = NAME("%sbn%d.running_mean", p, i), \
-		     .rvname = NAME("%sbn%d.running_var", p, i))
+/* the names first, one after another (in one initializer their order -- each takes
+ * the next slot -- would be unspecified) */
+#define BN(p, i) ({ const char *w_ = NAME("%sbn%d.weight", p, i),                   \
+			       *b_ = NAME("%sbn%d.bias", p, i),                     \
+			       *m_ = NAME("%sbn%d.running_mean", p, i),             \
+			       *v_ = NAME("%sbn%d.running_var", p, i);              \
+		    ADD(BN, .wname = w_, .bname = b_, .rmname = m_, .rvname = v_); })
 	if (stem == RF_STEM_IMAGENET)
 		ADD(CONV, .out = 64, .k = 7, .stride = 2, .pad = 3, .wname = "conv1.weight");
 	else
@@ -79,10 +83,12 @@ static unsigned rf__resnet_build(struct rf_layer *t, char (*names)[48], int clas
 			ADD(CONV, .out = c, .k = 3, .stride = 1, .pad = 1,
 			    .wname = NAME("%sconv2.weight", pre));
 			main = BN(pre, 2);
-			if (st != 1)
+			if (st != 1) {
+				const char *w3 = NAME("%sconv3.weight", pre),
+					   *b3 = NAME("%sconv3.bias", pre);
 				x = ADD(CONV, .in = x, .out = c, .k = 1, .stride = st, .bias = 1,
-					.wname = NAME("%sconv3.weight", pre),
-					.bname = NAME("%sconv3.bias", pre));
+					.wname = w3, .bname = b3);
+			}
 			ADD(ADD, .in = main, .in2 = x);
 			node = ADD(RELU);
 		}
