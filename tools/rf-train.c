@@ -438,6 +438,20 @@ static int run_training(struct cli *c, struct rf_engine *eng, struct rf_trainer 
 		return ret == -EPROTO ? 2 : 1;
 	}
 	t = *tp;
+	/* the command line's own settings that every rank must share (the trainer's
+	 * options were compared by rf_trainer_create -- after which a launch without MPI
+	 * has its host collectives, through the GPU -- the resumed place is by
+	 * rf_trainer_load): another epoch count leaves one rank in a collective the
+	 * others never join; one rank resuming, another not, trains two runs */
+	const struct rf_comm_setting s[] = {
+		{ "--epochs", c->epochs, RF_COMM_SET_INT },
+		{ "--resume", (uint64_t)c->resume, RF_COMM_SET_INT },
+	};
+	if (c->o.comm && (ret = rf_comm_agree(c->o.comm, "rf-train", s, 2, 6)) < 0) {
+		if (ret != -EPROTO || leader(c))   /* apart: every rank knows it, one line */
+			rf_cli_say(prog, "%s", rf_last_error());
+		return ret == -EPROTO ? 2 : 1;
+	}
 	/* the data's class names for the export, where its files name them: asked now,
 	 * not after the training (names that JSON cannot hold: an export without them) */
 	if (c->export_dir && (run->cn = rf_trainer_class_names(t, &run->ncn)) &&
@@ -516,19 +530,6 @@ static int start_dist(struct cli *c, struct rf_engine *eng, struct rf_comm **com
 	c->rank = rf_comm_rank(*comm);
 	c->world = rf_comm_size(*comm);
 	snprintf(prog, sizeof(prog), "rf-train[rank %d]", c->rank);
-	/* the command line's own settings that every rank must share (the trainer's
-	 * options are compared by rf_trainer_create, the resumed place by
-	 * rf_trainer_load): another epoch count leaves one rank in a collective the
-	 * others never join; one rank resuming, another not, trains two runs */
-	const struct rf_comm_setting s[] = {
-		{ "--epochs", c->epochs, RF_COMM_SET_INT },
-		{ "--resume", (uint64_t)c->resume, RF_COMM_SET_INT },
-	};
-	if (rf_comm_agree(*comm, "rf-train", s, 2, 6) < 0) {
-		if (leader(c))   /* every rank knows it: one line */
-			rf_cli_say(prog, "%s", rf_last_error());
-		return 2;
-	}
 	/* a usage error only the process count shows (one process: parse_args's) */
 	unsigned k = c->o.devices ? c->o.devices : 1, b = c->o.batch_size ? c->o.batch_size : 256;
 	if ((uint64_t)k * (unsigned)c->world > b) {

@@ -561,8 +561,12 @@ static int rf__save_now(struct rf_trainer *t, const char *path)
 
 int rf_trainer_save(struct rf_trainer *t, const char *path)
 {
+	int ret;
+
 	t->msg[0] = 0;
-	return rf__trainer_end(t, rf__save_now(t, path));
+	if ((ret = rf__refuse_broken(t, 1)) == 0)
+		ret = rf__save_now(t, path);
+	return rf__trainer_end(t, ret);
 }
 
 /* Several processes: every rank resumed at the same place with the same weights (each
@@ -596,7 +600,7 @@ int rf_trainer_load(struct rf_trainer *t, const char *path)
 	int ret;
 
 	t->msg[0] = 0;
-	if ((ret = rf__load(t, path)) == 0)
+	if ((ret = rf__refuse_broken(t, 0)) == 0 && (ret = rf__load(t, path)) == 0)
 		ret = rf__agree_loaded(t, path);
 	return rf__trainer_end(t, ret);
 }

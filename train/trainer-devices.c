@@ -108,7 +108,7 @@ static int rf__open_host(struct rf_trainer *t)
 }
 
 /* "a, b or c": the device kinds of this build */
-static const char *rf__kinds_or(void)
+const char *rf__kinds_or(void)
 {
 	static char buf[128];
 	const char *k = rf_device_kinds(), *last = strrchr(k, ',');

@@ -375,12 +375,20 @@ static int rf__epoch(struct rf_trainer *t, struct rf_epoch_stats *st)
 
 int rf_trainer_epoch(struct rf_trainer *t, struct rf_epoch_stats *st)
 {
+	int ret;
+
 	t->msg[0] = 0;
-	return rf__trainer_end(t, rf__epoch(t, st));
+	if ((ret = rf__refuse_broken(t, 0)) == 0 && (ret = rf__epoch(t, st)) < 0)
+		rf__note_broken(t);
+	return rf__trainer_end(t, ret);
 }
 
 int rf_trainer_evaluate(struct rf_trainer *t, double *acc, double *loss)
 {
+	int ret;
+
 	t->msg[0] = 0;
-	return rf__trainer_end(t, rf__evaluate(t, acc, loss));
+	if ((ret = rf__refuse_broken(t, 0)) == 0 && (ret = rf__evaluate(t, acc, loss)) < 0)
+		rf__note_broken(t);
+	return rf__trainer_end(t, ret);
 }

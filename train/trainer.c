@@ -3,6 +3,7 @@
  * caller may ask of it. Training itself: trainer-loop.c,
  * trainer-step.c (train/README.md). */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +22,10 @@ static int rf__copy_opts(struct rf_trainer *t, const struct rf_train_opts *opts)
 	const char *path[] = { opts->data_dir, opts->test_data, opts->checkpoint };
 
 	for (unsigned i = 0; i < 3; i++)
-		if (path[i] && strlen(path[i]) >= sizeof(t->data_dir)) {
+		if (path[i] && !path[i][0]) {
+			rf__trainer_msg(t, "%s: an empty path (NULL for the default)", what[i]);
+			return -EINVAL;
+		} else if (path[i] && strlen(path[i]) >= sizeof(t->data_dir)) {
 			rf__trainer_msg(t, "%s: a path of %zu bytes, expected fewer than %zu",
 					what[i], strlen(path[i]), sizeof(t->data_dir));
 			return -ENAMETOOLONG;
@@ -70,11 +74,53 @@ static int rf__replay_pays(const struct rf_trainer *t)
  * option. */
 static int rf__check_opts(struct rf_trainer *t)
 {
+	const struct rf_train_opts *o = &t->o;
+
 	t->spec = rf_model_spec(t->model_name);
 	if (!t->spec) {
 		rf__trainer_msg(t, "--model %s: expected %s", t->model_name, rf_model_names());
 		return -EINVAL;
 	}
+	if (rf_device_kind_host_memory(t->device_kind) < 0) {
+		rf__trainer_msg(t, "--device %s: expected %s", t->device_kind, rf__kinds_or());
+		return -EINVAL;
+	}
+	/* numbers the run would take without a word and go wrong with (a NaN lr diverges,
+	 * an unknown init is none of the documented ones, a warm-up of 2^32 - 1 epochs
+	 * wraps the schedule's arithmetic, a batch of 2^32 - 1 asks for terabytes) */
+	if (!(o->lr > 0 && o->lr <= 1e6f)) {
+		rf__trainer_msg(t, "--lr %g: expected a learning rate in (0, 1e6]", (double)o->lr);
+		return -EINVAL;
+	}
+	if ((unsigned)o->init > RF_INIT_KAIMING) {
+		rf__trainer_msg(t, "init %d: expected RF_INIT_DEFAULT (0) to RF_INIT_KAIMING (%d)",
+				(int)o->init, RF_INIT_KAIMING);
+		return -EINVAL;
+	}
+	if (o->batch_size > (1u << 20) || o->prefetch > 256) {
+		rf__trainer_msg(t, "batch_size %u, prefetch %u: expected at most %u samples a batch "
+				"and 256 slots", o->batch_size, o->prefetch, 1u << 20);
+		return -EINVAL;
+	}
+	if (o->sched.warmup_epochs > 1000000 || o->sched.step_epochs > 1000000 ||
+	    o->sched.epochs > 1000000) {
+		rf__trainer_msg(t, "lr schedule: warm-up %u, step %u, %u epochs: expected at most "
+				"1000000 each", o->sched.warmup_epochs, o->sched.step_epochs,
+				o->sched.epochs);
+		return -EINVAL;
+	}
+	if (o->blas_threads < 0 || o->blas_threads > 4096) {
+		rf__trainer_msg(t, "blas_threads %d: expected 0 (the devices' policy) to 4096",
+				o->blas_threads);
+		return -EINVAL;
+	}
+	for (unsigned c = 0; c < o->norm_channels && c < RF_MODEL_NORM_MAX; c++)
+		if (!isfinite(o->norm_mean[c]) || !isfinite(o->norm_std[c]) || o->norm_std[c] == 0) {
+			rf__trainer_msg(t, "--normalize: channel %u: mean %g, std %g: expected finite "
+					"numbers and a nonzero std", c, (double)o->norm_mean[c],
+					(double)o->norm_std[c]);
+			return -EINVAL;
+		}
 	/* every op the model pushes runs on that kind of device (say a GPU's library is
 	 * missing): refused before anything starts */
 	for (unsigned i = 0; i < t->spec->ntable; i++) {
@@ -480,14 +526,23 @@ int rf_trainer_param_hash(struct rf_trainer *t, uint64_t *hash)
 	int ret;
 
 	t->msg[0] = 0;
-	if ((ret = rf__params_hash(t, hash)) < 0)
+	if ((ret = rf__refuse_broken(t, 1)) == 0 && (ret = rf__params_hash(t, hash)) < 0)
 		rf__trainer_msg(t, "reading the parameters back failed: %s", strerror(-ret));
 	return rf__trainer_end(t, ret);
 }
 
 int rf_trainer_read_params(struct rf_trainer *t, unsigned r, float *dst)
 {
-	if (r >= t->K || !dst)
-		return -EINVAL;
-	return rf_tensor_read(t->rep[r]->params, dst);
+	int ret;
+
+	t->msg[0] = 0;
+	if (r >= t->K || !dst) {
+		rf__trainer_msg(t, "rf_trainer_read_params: replica %u of %u, dst %s: expected a "
+				"replica below the count and a buffer", r, t->K, dst ? "set" : "NULL");
+		ret = -EINVAL;
+	} else if ((ret = rf__refuse_broken(t, 1)) == 0 &&
+		   (ret = rf_tensor_read(t->rep[r]->params, dst)) < 0) {
+		rf__trainer_msg(t, "reading replica %u's parameters failed: %s", r, strerror(-ret));
+	}
+	return rf__trainer_end(t, ret);
 }

@@ -247,7 +247,13 @@ int rf_train_data_is_rfrec(const char *data);
 int rf_train_inputs(const struct rf_train_opts *opts, char (*paths)[RF_TRAIN_PATH_MAX]);
 
 /* Train one epoch and evaluate; fills *st. On failure (in training or in the
- * evaluation after it) st->epoch still names the epoch that failed (1-based). */
+ * evaluation after it) st->epoch still names the epoch that failed (1-based).
+ * A pass that fails after pushing leaves the trainer's state poisoned, as of a step it
+ * cannot name: every later epoch, evaluation and load is refused with -EIO and a
+ * message naming that first failure -- as are save, rf_trainer_param_hash and
+ * rf_trainer_read_params where a training step failed (after a failed evaluation the
+ * weights are as trained, and a save works). To go on: destroy the trainer, create
+ * another and rf_trainer_load a checkpoint. */
 int rf_trainer_epoch(struct rf_trainer *t, struct rf_epoch_stats *st);
 /* Evaluate the test set with the current weights (accuracy and mean loss). */
 int rf_trainer_evaluate(struct rf_trainer *t, double *acc, double *loss);

@@ -3,10 +3,16 @@
  * block: an unknown model, impossible numbers, https, a FIFO or a device as --data, an
  * IDX file of a --data directory that is a FIFO or a directory, a test set that is no
  * regular file or is given beside IDX data, a .rfrec with a bad header; each with
- * -errno and one message naming the option and the path. A good configuration, and a
+ * -errno and one message naming the option and the path; a device kind there is not,
+ * a learning rate that is negative, NaN, infinite or past 1e6, an init past the
+ * enum, a batch or prefetch a loader could not hold, a warm-up that would wrap the
+ * schedule, negative BLAS threads, a zero, NaN or infinite --normalize std or mean,
+ * an empty --data. A good configuration, and a
  * data directory that is missing (rf_trainer_create says how to install it), pass. */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
+#include <stdint.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "train-test.h"
@@ -64,6 +70,51 @@ int main(void)
 	o.momentum = -1.0f;
 	refused(&o, -EINVAL, "momentum", NULL);
 	o.momentum = 0;
+	/* what create refused only after opening things, or took and went wrong with */
+	o.device = "gpu";
+	refused(&o, -EINVAL, "--device gpu", "expected cpu");
+	o.device = "";
+	refused(&o, -EINVAL, "--device ", "expected cpu");
+	o.device = NULL;
+	float bad_lr[] = { -0.1f, NAN, INFINITY, 1e30f };
+	for (unsigned i = 0; i < 4; i++) {
+		o.lr = bad_lr[i];
+		refused(&o, -EINVAL, "--lr", "expected a learning rate in (0, 1e6]");
+	}
+	o.lr = 0;
+	o.init = (enum rf_init)99;
+	refused(&o, -EINVAL, "init 99", "RF_INIT_KAIMING");
+	o.init = (enum rf_init)-5;
+	refused(&o, -EINVAL, "init -5", NULL);
+	o.init = RF_INIT_DEFAULT;
+	o.batch_size = UINT32_MAX;
+	refused(&o, -EINVAL, "batch_size 4294967295", NULL);
+	o.batch_size = 0;
+	o.prefetch = UINT32_MAX;
+	refused(&o, -EINVAL, "prefetch 4294967295", NULL);
+	o.prefetch = 0;
+	o.sched.warmup_epochs = UINT32_MAX;
+	refused(&o, -EINVAL, "warm-up 4294967295", NULL);
+	o.sched.warmup_epochs = 0;
+	o.blas_threads = -3;
+	refused(&o, -EINVAL, "blas_threads -3", NULL);
+	o.blas_threads = 0;
+	o.norm_channels = 1;
+	float bad_std[] = { 0.0f, NAN, INFINITY };
+	for (unsigned i = 0; i < 3; i++) {
+		o.norm_mean[0] = 0.5f;
+		o.norm_std[0] = bad_std[i];
+		refused(&o, -EINVAL, "--normalize: channel 0", "nonzero std");
+	}
+	o.norm_std[0] = 0.25f;
+	o.norm_mean[0] = INFINITY;
+	refused(&o, -EINVAL, "--normalize: channel 0", "finite");
+	o.norm_channels = 0;
+	o.norm_mean[0] = 0;
+	o.data_dir = "";
+	refused(&o, -EINVAL, "--data", "empty path");
+	snprintf(p, sizeof(p), "%s/none", dir);
+	o.data_dir = p;
 
 	/* https, a FIFO and a device as --data */
 	o.data_dir = "https://example.invalid/x-train.rfrec";
