@@ -13,7 +13,9 @@ Needs Debian's python3-torch (run with /usr/bin/python3).
 """
 import gzip
 import json
+import math
 import os
+import stat
 import struct
 import sys
 import zlib
@@ -33,12 +35,36 @@ def fail(msg):
     sys.exit(1)
 
 
-def read_rfck(path, model_name):
-    """The tensors of a ringflow checkpoint file (train/README.md, "File format")."""
+def read_file(path, limit):
+    """path's bytes: a regular file (a FIFO or a device would block or never end) of at
+    most limit bytes, read as it was when opened."""
     try:
-        blob = open(path, "rb").read()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as e:
         fail(f"{path}: {e.strerror}")
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            fail(f"{path}: not a regular file")
+        if st.st_size > limit:
+            fail(f"{path}: {st.st_size} bytes, expected at most {limit}")
+        try:
+            return f.read(st.st_size)
+        except OSError as e:
+            fail(f"{path}: {e.strerror}")
+
+
+def no_duplicates(pairs):
+    keys = [k for k, _ in pairs]
+    for k in keys:
+        if keys.count(k) > 1:
+            raise ValueError(f"the key {k!r} twice in one object")
+    return dict(pairs)
+
+
+def read_rfck(path, model_name):
+    """The tensors of a ringflow checkpoint file (train/README.md, "File format")."""
+    blob = read_file(path, 1 << 32)
     if len(blob) < 384 + 8 + 32 or blob[:8] != b"RFCKPTv1":
         fail(f"{path}: not a ringflow checkpoint (magic RFCKPTv1)")
     version, header_size, file_size, n = struct.unpack_from("<IIQI", blob, 8)
@@ -146,12 +172,27 @@ def main(argv):
             fail(f"unknown argument {args[i]!r}")
     jpath = os.path.join(d, "model.json")
     try:
-        model = json.load(open(jpath))
-    except (OSError, ValueError) as e:
+        model = json.loads(read_file(jpath, 1 << 24), object_pairs_hook=no_duplicates)
+    except ValueError as e:
         fail(f"{jpath}: {e}")
-    if model.get("format") != "ringflow-export" or model.get("version") != 1:
+    if not isinstance(model, dict):
+        fail(f"{jpath}: expected a JSON object")
+    if model.get("format") != "ringflow-export" or type(model.get("version")) is not int \
+            or model["version"] != 1:
         fail(f"{jpath}: not a ringflow export of version 1")
-    arrays = read_rfck(os.path.join(d, model["params_file"]), model["model"])
+    # what ringflow's own reader insists on (train/export.c): the parameters beside
+    # model.json under their one name, and inputs scaled by a positive finite factor
+    if model.get("params_file") != "params.rfck":
+        fail(f"{jpath}: params_file {model.get('params_file')!r}, expected 'params.rfck'")
+    sc = model.get("input_scale")
+    if type(sc) not in (int, float) or not (math.isfinite(sc) and sc > 0):
+        fail(f"{jpath}: input_scale {sc!r}, expected a positive finite number")
+    if not isinstance(model.get("input"), list) or not model["input"] or \
+            any(type(v) is not int or not 1 <= v <= 1 << 20 for v in model["input"]):
+        fail(f"{jpath}: input {model.get('input')!r}, expected a shape of positive sizes")
+    if not isinstance(model.get("layers"), list) or not model["layers"]:
+        fail(f"{jpath}: layers {model.get('layers')!r}, expected a non-empty list")
+    arrays = read_rfck(os.path.join(d, "params.rfck"), model["model"])
     for t in model["tensors"] + model["buffers"]:
         if t["name"] not in arrays or tuple(arrays[t["name"]].shape) != tuple(t["shape"]):
             fail(f"{d}/{model['params_file']}: tensor {t['name']} missing or not of shape {t['shape']}")
@@ -192,9 +233,10 @@ def run(argv):
     program, and a test that reads many exports in one interpreter."""
     try:
         main(argv)
-    except (KeyError, TypeError, ValueError, IndexError, struct.error) as e:
+    except Exception as e:   # noqa: BLE001 -- any malformed field: one line, exit 1
+        msg = str(e).splitlines()[0][:300] if str(e) else ""
         fail(f"{argv[1] if len(argv) > 1 else '?'}: not a well-formed export "
-             f"({type(e).__name__}: {e})")
+             f"({type(e).__name__}: {msg})")
 
 
 if __name__ == "__main__":

@@ -95,6 +95,32 @@ open(p, "wb").write(bytes(b))
 EOF
 refused "$T/flip/params.rfck" "CRC" "$T/flip"
 echo "flip $T/flip 10" >>"$T/torch-jobs"
+# damaged exports for the PyTorch reader: each one line and exit 1 -- they hung (a FIFO,
+# /dev/zero), read a file outside the export, ran another model (input_scale 0), or
+# ended in a Python traceback
+if [ $torch = 1 ]; then
+	copy lenet tfifo; rm "$T/tfifo/params.rfck"; mkfifo "$T/tfifo/params.rfck"
+	copy lenet tzero; rm "$T/tzero/params.rfck"; ln -s /dev/zero "$T/tzero/params.rfck"
+	for v in path scale empty array version deep; do copy lenet "t$v"; done
+	python3 - "$T" <<'EOF'
+import json, sys
+T = sys.argv[1]
+def edit(name, fn):
+    p = "%s/t%s/model.json" % (T, name)
+    m = json.load(open(p))
+    out = fn(m)
+    open(p, "w").write(out if isinstance(out, str) else json.dumps(m))
+edit("path", lambda m: m.update(params_file="../lenet/params.rfck"))
+edit("scale", lambda m: m.update(input_scale=0))
+edit("empty", lambda m: m.update(layers=[]))
+edit("array", lambda m: "[1, 2, 3]")
+edit("version", lambda m: m.update(version=1.0))
+edit("deep", lambda m: "[" * 100000 + "]" * 100000)
+EOF
+	for v in fifo zero path scale empty array version deep; do
+		echo "t$v $T/t$v 10" >>"$T/torch-jobs"
+	done
+fi
 if [ $torch = 1 ]; then
 	torch_all || fail "the PyTorch reader's run"
 	for name in mlp lenet lenet2 resnet; do
@@ -110,6 +136,15 @@ if [ $torch = 1 ]; then
 	done
 	[ "$(cat "$T/flip.torch.rc")" = 1 ] || fail "rf-export-torch took a corrupt file"
 	grep -q "CRC" "$T/flip.torch.err" || fail "rf-export-torch on a corrupt file: $(cat "$T/flip.torch.err")"
+	for v in "fifo:not a regular file" "zero:not a regular file" "path:params_file" \
+		 "scale:input_scale 0" "empty:layers []" "array:expected a JSON object" \
+		 "version:version 1" "deep:not a well-formed export"; do
+		n=t${v%%:*} want=${v#*:}
+		[ "$(cat "$T/$n.torch.rc")" = 1 ] && [ "$(wc -l <"$T/$n.torch.err")" = 1 ] &&
+			grep -qF -- "$want" "$T/$n.torch.err" ||
+			fail "rf-export-torch on $n: exit $(cat "$T/$n.torch.rc"), want 1 and one line with '$want': $(head -c 600 "$T/$n.torch.err")"
+	done
+	echo "ok: rf-export-torch refuses 8 damaged exports with one line each"
 fi
 copy lenet swap
 cp "$T/lenet2/params.rfck" "$T/swap/params.rfck"
