@@ -28,13 +28,9 @@
 
 /* ---- arguments ------------------------------------------------------------------ */
 
-static int rf__check_blobs(const char *path, const struct rf_ckpt_blob *b, unsigned n, int load)
+static int rf__check_blobs_in(const char *path, const struct rf_ckpt_blob *b, unsigned n,
+			      struct rf__names *seen)
 {
-	if (n && !b)
-		return rf__fail(-EINVAL, "%s: %u tensors but no blob array", path, n);
-	if (n > RF_CKPT_MAX_TENSORS)
-		return rf__fail(-EINVAL, "%s: %u tensors, at most %u", path, n,
-				RF_CKPT_MAX_TENSORS);
 	for (unsigned i = 0; i < n; i++) {
 		char d1[16], s1[96];
 		if (!b[i].name || !b[i].name[0] || strlen(b[i].name) > RF_CKPT_NAME_MAX)
@@ -42,9 +38,15 @@ static int rf__check_blobs(const char *path, const struct rf_ckpt_blob *b, unsig
 					path, i, b[i].name ? "empty or too long" : "is NULL", RF_CKPT_NAME_MAX);
 		int ok;
 		uint64_t want = rf__ck_expected_bytes(b[i].dtype, b[i].ndim, b[i].shape, &ok);
-		if (!ok)
-			return rf__fail(-EINVAL, "%s: tensor %s: dtype %s or ndim %u not supported",
-					path, b[i].name, rf__ck_dtype_name(b[i].dtype, d1, sizeof(d1)), b[i].ndim);
+		if (!ok) {
+			int known;
+			(void)rf__ck_expected_bytes(b[i].dtype, 0, NULL, &known);
+			return rf__fail(-EINVAL, "%s: tensor %s: %s %s: %s", path, b[i].name,
+					rf__ck_dtype_name(b[i].dtype, d1, sizeof(d1)),
+					rf__ck_shape_str(b[i].ndim, b[i].shape, s1, sizeof(s1)),
+					!known ? "an unknown dtype" : b[i].ndim > 4 ?
+					"more than 4 dimensions" : "its byte count overflows 64 bits");
+		}
 		if (want != b[i].nbytes)
 			return rf__fail(-EINVAL,
 					"%s: tensor %s: nbytes %" PRIu64 ", but %s %s is %" PRIu64 " bytes",
@@ -52,13 +54,28 @@ static int rf__check_blobs(const char *path, const struct rf_ckpt_blob *b, unsig
 					rf__ck_shape_str(b[i].ndim, b[i].shape, s1, sizeof(s1)), want);
 		if (want && !b[i].data)
 			return rf__fail(-EINVAL, "%s: tensor %s: data is NULL", path, b[i].name);
-		for (unsigned j = 0; j < i; j++)
-			if (strcmp(b[i].name, b[j].name) == 0)
-				return rf__fail(-EINVAL, "%s: tensor name %s given twice", path,
-						b[i].name);
+		if (rf__names_put(seen, b[i].name, i) >= 0)
+			return rf__fail(-EINVAL, "%s: tensor name %s given twice", path, b[i].name);
 	}
-	(void)load;
 	return 0;
+}
+
+static int rf__check_blobs(const char *path, const struct rf_ckpt_blob *b, unsigned n, int load)
+{
+	struct rf__names seen;
+	int ret;
+
+	(void)load;
+	if (n && !b)
+		return rf__fail(-EINVAL, "%s: %u tensors but no blob array", path, n);
+	if (n > RF_CKPT_MAX_TENSORS)
+		return rf__fail(-EINVAL, "%s: %u tensors, at most %u", path, n,
+				RF_CKPT_MAX_TENSORS);
+	if (rf__names_init(&seen, n) < 0)
+		return rf__fail(-ENOMEM, "%s: out of memory", path);
+	ret = rf__check_blobs_in(path, b, n, &seen);
+	rf__names_free(&seen);
+	return ret;
 }
 
 static int rf__true(void *arg)
@@ -391,17 +408,14 @@ int rf_ckpt_save(struct rf_ring *ring, const char *path, const struct rf_ckpt_me
 /* ---- load --------------------------------------------------------------------------- */
 
 /* Match the caller's blobs to the file's table: which[i] is blob i's entry. Every
- * file tensor must be asked for, with the same dtype and shape. */
-static int rf__match_blobs(const char *path, struct rf__hdr *h, const struct rf_ckpt_blob *b,
-			   unsigned n, int *which)
+ * file tensor must be asked for, with the same dtype and shape. ix: the table's names. */
+static int rf__match_in(const char *path, struct rf__hdr *h, const struct rf_ckpt_blob *b,
+			unsigned n, int *which, const struct rf__names *ix)
 {
 	char d1[16], d2[16], s1[96], s2[96];
 	for (unsigned i = 0; i < n; i++) {
-		uint32_t j;
-		for (j = 0; j < h->ntensors; j++)
-			if (strcmp(h->e[j].name, b[i].name) == 0)
-				break;
-		if (j == h->ntensors)
+		int64_t j = rf__names_find(ix, b[i].name);
+		if (j < 0)
 			return rf__fail(-ESTALE,
 					"%s: tensor %s: missing from the checkpoint (it has %" PRIu32
 					" tensors, %u expected)", path, b[i].name, h->ntensors, n);
@@ -429,6 +443,21 @@ static int rf__match_blobs(const char *path, struct rf__hdr *h, const struct rf_
 					rf__ck_shape_str(h->e[j].ndim, h->e[j].shape, s1, sizeof(s1)),
 					h->ntensors, n);
 	return 0;
+}
+
+static int rf__match_blobs(const char *path, struct rf__hdr *h, const struct rf_ckpt_blob *b,
+			   unsigned n, int *which)
+{
+	struct rf__names ix;
+	int ret;
+
+	if (rf__names_init(&ix, h->ntensors) < 0)
+		return rf__fail(-ENOMEM, "%s: out of memory", path);
+	for (uint32_t j = 0; j < h->ntensors; j++)
+		rf__names_put(&ix, h->e[j].name, j);   /* unique: the header read checked */
+	ret = rf__match_in(path, h, b, n, which, &ix);
+	rf__names_free(&ix);
+	return ret;
 }
 
 /* The data, straight into the caller's buffers. */

@@ -295,8 +295,60 @@ static void rf__entry_decode(struct rf__entry *e, const uint8_t *p)
 }
 
 /* What is wrong with table entry i (raw bytes p, decoded h->e[i]), or NULL. */
+int rf__names_init(struct rf__names *x, uint32_t n)
+{
+	uint32_t cap = 16;
+
+	while (cap < 2 * (uint64_t)n)
+		cap *= 2;
+	x->name = calloc(cap, sizeof(*x->name));
+	x->idx = malloc(cap * sizeof(*x->idx));
+	x->mask = cap - 1;
+	if (!x->name || !x->idx) {
+		rf__names_free(x);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void rf__names_free(struct rf__names *x)
+{
+	free(x->name);
+	free(x->idx);
+	x->name = NULL;
+	x->idx = NULL;
+}
+
+/* name's slot: where it is, or the empty one where it would go */
+static uint32_t rf__names_slot(const struct rf__names *x, const char *name)
+{
+	uint32_t s = (uint32_t)rf__fnv(RF__FNV0, name, strlen(name)) & x->mask;
+
+	while (x->name[s] && strcmp(x->name[s], name) != 0)
+		s = (s + 1) & x->mask;
+	return s;
+}
+
+int64_t rf__names_put(struct rf__names *x, const char *name, uint32_t idx)
+{
+	uint32_t s = rf__names_slot(x, name);
+
+	if (x->name[s])
+		return x->idx[s];
+	x->name[s] = name;
+	x->idx[s] = idx;
+	return -1;
+}
+
+int64_t rf__names_find(const struct rf__names *x, const char *name)
+{
+	uint32_t s = rf__names_slot(x, name);
+
+	return x->name[s] ? (int64_t)x->idx[s] : -1;
+}
+
 static const char *rf__entry_check(const struct rf__hdr *h, uint32_t i, const uint8_t *p,
-				   uint64_t prev_end)
+				   uint64_t prev_end, struct rf__names *seen)
 {
 	const struct rf__entry *e = &h->e[i];
 	if (!memchr(p, 0, 64) || p[0] == 0)
@@ -313,24 +365,28 @@ static const char *rf__entry_check(const struct rf__hdr *h, uint32_t i, const ui
 		return "data offset unaligned or overlapping";
 	if (e->offset > h->trailer_off || e->nbytes > h->trailer_off - e->offset)
 		return "data runs past the trailer";
-	for (uint32_t j = 0; j < i; j++)
-		if (strcmp(h->e[j].name, e->name) == 0)
-			return "duplicate name";
+	if (rf__names_put(seen, e->name, i) >= 0)
+		return "duplicate name";
 	return NULL;
 }
 
 /* Step 5: the tensor table into h->e (freed again on error). */
 static int rf__read_table(const char *path, struct rf__hdr *h, const uint8_t *hb)
 {
+	struct rf__names seen;
+
 	h->e = calloc(h->ntensors ? h->ntensors : 1, sizeof(*h->e));
-	if (!h->e)
+	if (!h->e || rf__names_init(&seen, h->ntensors) < 0) {
+		free(h->e);
+		h->e = NULL;
 		return rf__fail(-ENOMEM, "%s: out of memory", path);
+	}
 	uint64_t prev_end = rf__align(h->header_size, RF__CK_ALIGN);
 	for (uint32_t i = 0; i < h->ntensors; i++) {
 		const uint8_t *p = hb + RF__CK_FIXED + (uint64_t)RF__CK_ENTRY * i;
 		struct rf__entry *e = &h->e[i];
 		rf__entry_decode(e, p);
-		const char *why = rf__entry_check(h, i, p, prev_end);
+		const char *why = rf__entry_check(h, i, p, prev_end, &seen);
 		if (why) {
 			char nb[80];
 			int ret = rf__fail(-EBADMSG,
@@ -340,10 +396,12 @@ static int rf__read_table(const char *path, struct rf__hdr *h, const uint8_t *hb
 					   e->offset, e->nbytes, why);
 			free(h->e);
 			h->e = NULL;
+			rf__names_free(&seen);
 			return ret;
 		}
 		prev_end = e->offset + e->nbytes;
 	}
+	rf__names_free(&seen);
 	return 0;
 }
 

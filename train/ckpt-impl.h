@@ -90,6 +90,22 @@ struct rf__hdr {
 	struct rf__entry *e; /* ntensors, malloc'd */
 };
 
+/* A set of tensor names (up to RF_CKPT_MAX_TENSORS): open addressing on their FNV-1a,
+ * so that checking a table for duplicates and matching the caller's tensors to it is
+ * linear in their count (a table of 65,536 names took minutes pairwise). */
+struct rf__names {
+	const char **name;
+	uint32_t *idx;
+	uint32_t mask;
+};
+/* For n names: 0 or -ENOMEM. */
+RF__CK_HIDDEN int rf__names_init(struct rf__names *x, uint32_t n);
+RF__CK_HIDDEN void rf__names_free(struct rf__names *x);
+/* The index name was put with, or -1 after putting it with idx (name borrowed). */
+RF__CK_HIDDEN int64_t rf__names_put(struct rf__names *x, const char *name, uint32_t idx);
+/* The index name was put with, or -1. */
+RF__CK_HIDDEN int64_t rf__names_find(const struct rf__names *x, const char *name);
+
 /* ckpt-format.c */
 RF__CK_HIDDEN const char *rf__ck_dtype_name(uint32_t dt, char *buf, size_t len);
 RF__CK_HIDDEN const char *rf__ck_shape_str(uint32_t ndim, const uint64_t *shape, char *buf, size_t len);

@@ -616,6 +616,51 @@ int main(void)
 		mm.extra_len = 257;
 		ret = ckpt_save(r, bad, &mm, a.b, NB, err, sizeof(err));
 		expect_refusal("save: extra_len", ret, -EINVAL, err, "extra_len 257", bad);
+		/* a shape whose byte count overflows is named so (it said "dtype f32 or ndim
+		 * 4 not supported"), as are an unknown dtype and a fifth dimension */
+		x[0] = a.b[1];
+		x[0].ndim = 4;
+		x[0].shape[0] = x[0].shape[1] = x[0].shape[2] = x[0].shape[3] = 1ull << 20;
+		ret = ckpt_save(r, bad, &ma, x, 2, err, sizeof(err));
+		expect_refusal("save: overflow", ret, -EINVAL, err, "byte count overflows", bad);
+		x[0].ndim = 5;
+		ret = ckpt_save(r, bad, &ma, x, 2, err, sizeof(err));
+		expect_refusal("save: 5 dims", ret, -EINVAL, err, "more than 4 dimensions", bad);
+		x[0] = a.b[1];
+		x[0].dtype = 0x77;
+		ret = ckpt_save(r, bad, &ma, x, 2, err, sizeof(err));
+		expect_refusal("save: dtype", ret, -EINVAL, err, "0x77", bad);
+	}
+	/* the most tensors a file holds, RF_CKPT_MAX_TENSORS (empty ones): saved, probed and
+	 * loaded, names checked for duplicates and matched in linear time (pairwise, this
+	 * took minutes under ASan), and a duplicate among them still named */
+	{
+		unsigned N = RF_CKPT_MAX_TENSORS;
+		struct rf_ckpt_blob *many = calloc(N, sizeof(*many));
+		char (*names)[16] = calloc(N, sizeof(*names));
+		int *wh = calloc(N, sizeof(*wh));
+		CHECK(many && names && wh);
+		for (unsigned i = 0; i < N; i++) {
+			snprintf(names[i], sizeof(names[i]), "t%u", i);
+			many[i] = (struct rf_ckpt_blob){ .name = names[i], .dtype = RF_CKPT_U8,
+							 .ndim = 1 };
+		}
+		CHECK_OK(ckpt_save(r, bad, &ma, many, N, err, sizeof(err)));
+		struct rf_ckpt_meta mp;
+		CHECK_OK(rf_ckpt_probe(bad, &mp));
+		memset(&meta, 0, sizeof(meta));
+		for (unsigned i = 0; i < N / 2; i++) {    /* asked in another order */
+			struct rf_ckpt_blob t = many[i];
+			many[i] = many[N - 1 - i];
+			many[N - 1 - i] = t;
+		}
+		CHECK_OK(ckpt_load(r, bad, &meta, many, N, err, sizeof(err)));
+		many[N - 1].name = many[0].name;
+		ret = ckpt_save(r, bad, &ma, many, N, err, sizeof(err));
+		expect_refusal("save: a duplicate among 65536", ret, -EINVAL, err, "given twice", bad);
+		free(many);
+		free(names);
+		free(wh);
 	}
 	/* a file of version 1 with another model and no tensors loads into nothing */
 	{
