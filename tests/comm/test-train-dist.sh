@@ -126,7 +126,7 @@ apart() {
 		fail "ranks apart ($a0 vs $*): one line expected: $(grep "different" "$T/a.out")"
 	echo "ok: ranks apart ($a0 vs $*): exit 2, '$want'"
 }
-apart "--epochs 1 to 2" --epochs 2 --
+apart "epochs 1 to 2" --epochs 2 --
 apart "test records (test_limit) 128 to 256" --test-limit 128 --
 apart "no_eval 0 to 1" --no-eval --
 apart "training records (limit) 500 to 512" -- --limit 500
