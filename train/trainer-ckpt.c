@@ -384,6 +384,27 @@ static int rf__rs_of(struct rf_trainer *t, const char *path, const struct rf_ckp
 	return ret;
 }
 
+/* Counts a run could have reached, and fields in their range: a file whose CRCs hold
+ * but whose numbers do not (written by another program, or damaged before its CRCs
+ * were taken) would otherwise wrap the step count (max_steps' accounting) or the epoch
+ * count, or name an init that is none. */
+static int rf__rs_sane(struct rf_trainer *t, const char *path, const struct rf_ckpt_meta *meta,
+		       const struct rf__runstate *rs)
+{
+	if (meta->step > (1ull << 48) || meta->epoch > (1ull << 31)) {
+		rf__trainer_msg(t, "%s: step %" PRIu64 ", epoch %" PRIu64 ": more than a run takes "
+				"(at most 2^48 steps, 2^31 epochs): not a checkpoint of a run",
+				path, meta->step, meta->epoch);
+		return -EBADMSG;
+	}
+	if (rf__rs_has(rs, RF__RS_INIT) && rs->v[RF__RS_INIT] > RF_INIT_KAIMING) {
+		rf__trainer_msg(t, "%s: the --init kind %" PRIu64 ": expected 0 to %d", path,
+				rs->v[RF__RS_INIT], RF_INIT_KAIMING);
+		return -EBADMSG;
+	}
+	return 0;
+}
+
 /* Every replica gets the saved weights (views: padding stays 0); the generator, epoch
  * and step counts continue from the file's. */
 static int rf__restore(struct rf_trainer *t, const char *path, const struct rf_ckpt_meta *meta,
@@ -515,6 +536,8 @@ static int rf__load(struct rf_trainer *t, const char *path)
 	ret = rf__ckpt_read(t, path, &meta, bl, nb);
 	if (ret == 0)
 		ret = rf__rs_of(t, path, &meta, &rs); /* the header read now: its own run state */
+	if (ret == 0)
+		ret = rf__rs_sane(t, path, &meta, &rs);
 	if (ret == 0)
 		ret = rf__ckpt_same_run(t, path, &meta, &rs);
 	/* the header read now must say what the probe said */

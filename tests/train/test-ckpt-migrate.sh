@@ -65,6 +65,41 @@ python3 "$HERE/ckpt-runstate-v1.py" "$T/w.rfck" || fail "cannot rewrite the run 
 "$RF" $args --order windowed --checkpoint "$T/w.rfck" --resume >/dev/null 2>"$T/err" ||
 	fail "a version-1 file (no --order field) did not resume with --order windowed: $(cat "$T/err")"
 
+# numbers whose CRCs hold but which no run reaches: a step of 2^60 (it wrapped the
+# step count, and with it --max-steps), an --init kind of 2^64 - 1 (it loaded as none
+# of the documented ones): refused by name
+patch() { # patch FILE WHAT: set WHAT (step, init) absurd, header CRC and trailer anew
+	python3 - "$1" "$2" <<'EOF'
+import struct, sys, zlib
+p, what = sys.argv[1], sys.argv[2]
+d = bytearray(open(p, "rb").read())
+n = struct.unpack_from("<I", d, 24)[0]
+if what == "step":
+    struct.pack_into("<Q", d, 80, 1 << 60)
+else:                   # run state v2: "RFRS", u16 version, u16 count, (tag, len, value)
+    count, o = struct.unpack_from("<H", d, 118)[0], 120
+    for _ in range(count):
+        tag, ln = struct.unpack_from("<HH", d, o)
+        if tag == 3:    # RF__RS_INIT
+            struct.pack_into("<Q", d, o + 4, (1 << 64) - 1)
+        o += 4 + ln
+hend = 384 + 128 * n
+struct.pack_into("<I", d, hend, zlib.crc32(bytes(d[:hend])))
+t = len(d) - 32
+struct.pack_into("<I", d, t + 16, zlib.crc32(bytes(d[:hend])))
+struct.pack_into("<I", d, t + 28, zlib.crc32(bytes(d[t:t + 28])))
+open(p, "wb").write(d)
+EOF
+}
+for w in "step:step 1152921504606846976" "init:the --init kind 18446744073709551615"; do
+	"$RF" $args --checkpoint "$T/z.rfck" --max-steps 5 >/dev/null 2>"$T/err" ||
+		fail "a run to patch: $(cat "$T/err")"
+	patch "$T/z.rfck" "${w%%:*}" || fail "cannot patch the checkpoint's ${w%%:*}"
+	"$RF" $args --checkpoint "$T/z.rfck" --resume >/dev/null 2>"$T/err" &&
+		fail "a checkpoint with an absurd ${w%%:*} resumed"
+	grep -qF -- "${w#*:}" "$T/err" || fail "absurd ${w%%:*}: refused without naming it: $(cat "$T/err")"
+done
+
 # the checked-in version-1 file of another machine: it resumes and is rewritten
 cp "$FIX" "$T/c.rfck"
 "$RF" $args --checkpoint "$T/c.rfck" --resume --json >"$T/f.json" 2>"$T/err" ||
