@@ -100,6 +100,20 @@ static void rf_py_engine_close_all(rf_py_engine *s)
 	s->ring = NULL;
 }
 
+/* Closed for good, under the GIL: what was pushed runs (the GIL released: the
+ * callables and the ops' done callbacks take it), then the workers, engine and ring
+ * go; marked busy meanwhile (a signal handler's close() is refused). */
+static void rf_py_engine_shut(rf_py_engine *s)
+{
+	s->closed = 1;
+	rf_py_engine_unlist(s);
+	s->busy++;
+	Py_BEGIN_ALLOW_THREADS
+	rf_py_engine_close_all(s);
+	Py_END_ALLOW_THREADS
+	s->busy--;
+}
+
 /* An engine the call `what` may use: open (else EBADF, as a closed Loader's), on the
  * thread that made it. */
 static int rf_py_engine_ready(rf_py_engine *s, const char *what)
@@ -133,13 +147,7 @@ static PyObject *rf_py_engine_close(PyObject *self, PyObject *unused)
 	if (s->busy)
 		return rf_py_raise(st, -EBUSY, "Engine.close: called from inside a push or wait "
 				   "of this Engine (a signal handler?); close it after that returns");
-	s->closed = 1;
-	rf_py_engine_unlist(s);
-	s->busy++;
-	Py_BEGIN_ALLOW_THREADS
-	rf_py_engine_close_all(s);  /* the ops' done callbacks (failures) run in it */
-	Py_END_ALLOW_THREADS
-	s->busy--;
+	rf_py_engine_shut(s);
 	Py_RETURN_NONE;
 }
 
@@ -161,13 +169,7 @@ PyObject *rf_py_exit_engines(PyObject *mod, PyObject *unused)
 			continue;
 		}
 		Py_INCREF((PyObject *)s);    /* closing drops the Vars, which hold it */
-		s->closed = 1;
-		rf_py_engine_unlist(s);
-		s->busy++;
-		Py_BEGIN_ALLOW_THREADS
-		rf_py_engine_close_all(s);
-		Py_END_ALLOW_THREADS
-		s->busy--;
+		rf_py_engine_shut(s);
 		next = st->engines;          /* the list may have changed meanwhile */
 		Py_DECREF((PyObject *)s);
 	}
@@ -236,13 +238,7 @@ static void rf_py_engine_collect(PyObject *self)
 	if (rf_py_state_of(self)->exiting)
 		return;            /* the workers may no longer take the GIL: left */
 	PyErr_Fetch(&et, &ev, &tb);
-	s->closed = 1;
-	rf_py_engine_unlist(s);
-	s->busy++;
-	Py_BEGIN_ALLOW_THREADS
-	rf_py_engine_close_all(s);
-	Py_END_ALLOW_THREADS
-	s->busy--;
+	rf_py_engine_shut(s);
 	if (PyErr_Occurred())      /* a signal's exception, checked during the drain */
 		PyErr_WriteUnraisable(self);
 	PyErr_Restore(et, ev, tb);
