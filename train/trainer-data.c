@@ -263,6 +263,20 @@ int rf__check_data(struct rf_trainer *t, int headers)
 				"files or a .rfrec file", data, rf__ftype(st.st_mode));
 		return -EINVAL;
 	}
+	/* a directory is Fashion-MNIST's IDX files: 28 x 28 greyscale, no encoded images */
+	if (t->o.image_size) {
+		rf__trainer_msg(t, "--image-size %u: %s is a directory of Fashion-MNIST IDX files: "
+				"fixed-size records, expected encoded images (rf-pack "
+				"--image-folder, or a WebDataset shard PATH.tar)", t->o.image_size,
+				data);
+		return -EINVAL;
+	}
+	if (t->o.norm_channels > 1) {
+		rf__trainer_msg(t, "--normalize: a mean and std for %u channels, and %s holds "
+				"Fashion-MNIST's greyscale images: expected one", t->o.norm_channels,
+				data);
+		return -EINVAL;
+	}
 	for (int i = 0; i < 8; i++) {   /* raw and .gz: whichever is there must be a file */
 		snprintf(p, sizeof(p), "%s/%s%s", data, rf__fmnist(i / 2), i % 2 ? ".gz" : "");
 		if (stat(p, &st) == 0 && !S_ISREG(st.st_mode)) {

@@ -139,6 +139,14 @@ int main(void)
 	refused(&o, -EINVAL, "t10k-labels-idx1-ubyte", "is a directory");
 	CHECK_OK(rmdir(idx));
 	CHECK_OK(rf_trainer_check_opts(&o));          /* an empty directory: create's to say */
+	o.image_size = 32;                            /* IDX: no images, one channel */
+	refused(&o, -EINVAL, "--image-size 32", "IDX files");
+	o.image_size = 0;
+	o.norm_channels = 3;
+	for (int c = 0; c < 3; c++)
+		o.norm_std[c] = 0.25f;
+	refused(&o, -EINVAL, "--normalize", "for 3 channels");
+	o.norm_channels = 0;
 
 	/* test sets: beside IDX data, not a regular file, a bad header */
 	snprintf(q, sizeof(q), "%s/x-test.rfrec", dir);
