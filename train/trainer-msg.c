@@ -61,6 +61,13 @@ static int rf__weights_poisoned(const struct rf_trainer *t)
  * which only a failed training step leaves poisoned. */
 int rf__refuse_broken(struct rf_trainer *t, int weights)
 {
+	/* every call that asks this of a trainer turns its engine's reactor: on the
+	 * engine's thread, outside its ops and callbacks (else it said only "Operation
+	 * not permitted", the first push's refusal, without a message) */
+	if (rf_engine_may_wait(t->eng, "the trainer") < 0) {
+		rf__trainer_msg(t, "%s", rf_last_error());
+		return -EDEADLK;
+	}
 	if (!t->broken[0])
 		return 0;
 	if (weights && !rf__weights_poisoned(t))

@@ -7,7 +7,8 @@
  * the parameter hash and reads refused. After a failed evaluation (the test set cut
  * short): epochs refused, but save and the hash work (the weights are as trained), and
  * a new trainer loads that checkpoint and trains on. read_params' own refusals name
- * the replica. */
+ * the replica; a call from another thread is refused with a message (-EDEADLK). */
+#include <pthread.h>
 #include <sys/stat.h>
 #include "train-test.h"
 #include "trainer.h"
@@ -50,6 +51,19 @@ static void refused_broken(struct rf_trainer *t, int ret, const char *first)
 		fprintf(stderr, "got %d '%s', want -EIO naming '%s'\n", ret, m, first);
 		exit(1);
 	}
+}
+
+static int other_ret;
+static char other_msg[512];
+
+static void *other(void *arg)
+{
+	struct rf_trainer *t = arg;
+	double acc, loss;
+
+	other_ret = rf_trainer_evaluate(t, &acc, &loss);
+	snprintf(other_msg, sizeof(other_msg), "%s", rf_trainer_last_error(t));
+	return NULL;
 }
 
 int main(void)
@@ -119,6 +133,15 @@ int main(void)
 	CHECK_EQ(h2, h);
 	CHECK_OK(rf_trainer_evaluate(t, &acc, &loss));
 	CHECK_OK(rf_trainer_epoch(t, &st));
+	rf_trainer_destroy(t);
+
+	/* from another thread: refused with a message (it was a bare EPERM) */
+	CHECK_OK(rf_trainer_create(&t, env.eng, &o));
+	pthread_t th;
+	CHECK(pthread_create(&th, NULL, other, t) == 0);
+	CHECK(pthread_join(th, NULL) == 0);
+	CHECK_EQ(other_ret, -EDEADLK);
+	CHECK(strstr(other_msg, "the trainer called from a thread other than the engine's"));
 	rf_trainer_destroy(t);
 
 	free(w);
