@@ -26,6 +26,7 @@ struct rf_comm {
 	char *store_dir;               /* the environment launch's rendezvous directory */
 	double store_timeout_s;
 	int check;                     /* compare (seq, key, bytes) across ranks first */
+	int apart;                     /* an rf_comm_agree found the ranks' settings differ */
 	uint64_t seq;                  /* collectives pushed */
 	uint64_t *peers;               /* the order check's gather buffer: 3 words per rank */
 	char last_error[512];          /* set on the reactor thread, from an op's message */

@@ -560,8 +560,19 @@ int rf_comm_agree(struct rf_comm *c, const char *what, const struct rf_comm_sett
 			continue;
 		if (++bad > 4)
 			continue;
-		rf__setting_str(lo, sizeof(lo), &s[i], v[i]);
-		rf__setting_str(hi, sizeof(hi), &s[i], ~v[n + i]);
+		uint64_t a = v[i], z = ~v[n + i];
+		if (s[i].kind == RF_COMM_SET_REAL) {  /* by value, not by bit pattern */
+			double da, dz;
+			memcpy(&da, &a, 8);
+			memcpy(&dz, &z, 8);
+			if (da > dz) {
+				uint64_t w = a;
+				a = z;
+				z = w;
+			}
+		}
+		rf__setting_str(lo, sizeof(lo), &s[i], a);
+		rf__setting_str(hi, sizeof(hi), &s[i], z);
 		rf__setting_str(me, sizeof(me), &s[i], s[i].value);
 		if (m < sizeof(msg))
 			m += (size_t)snprintf(msg + m, sizeof(msg) - m, "%s%s %s",
@@ -576,9 +587,15 @@ int rf_comm_agree(struct rf_comm *c, const char *what, const struct rf_comm_sett
 	free(v);
 	if (!bad)
 		return 0;
+	c->apart = 1;
 	return rf__fail(-EPROTO, "%s: the %d processes were given different settings: %s%s "
 			"(this rank, %d%s%s)", what, rf_comm_size(c), msg,
 			bad > 4 ? ", and more" : "", rf_comm_rank(c), k ? ": " : "", mine);
+}
+
+int rf_comm_apart(const struct rf_comm *c)
+{
+	return c ? c->apart : 0;
 }
 
 int rf_comm_wait(struct rf_comm *c)

@@ -55,11 +55,12 @@ def read_file(path, limit):
 
 
 def no_duplicates(pairs):
-    keys = [k for k, _ in pairs]
-    for k in keys:
-        if keys.count(k) > 1:
-            raise ValueError(f"the key {k!r} twice in one object")
-    return dict(pairs)
+    d = dict(pairs)
+    if len(d) != len(pairs):
+        seen = set()
+        dup = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise ValueError(f"the key {dup!r} twice in one object")
+    return d
 
 
 def read_rfck(path, model_name):

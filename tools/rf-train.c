@@ -421,6 +421,26 @@ static void print_json(const struct cli *c, const struct rf_trainer *t, const st
 	printf("}\n");
 }
 
+/* A failure of the run's start, said and turned into the exit status: ranks given
+ * different settings (rf_comm_apart: every rank knows it) say it once, from rank 0, and
+ * exit 2 as for a bad argument (a rerun would start apart again); rank 0 waits a
+ * moment first so that its line is out before mpirun ends the job for the others'
+ * exits. Anything else: said by the rank it happened on, status 1. */
+static int apart_or(const struct cli *c, const char *msg)
+{
+	if (!c->o.comm || !rf_comm_apart(c->o.comm)) {
+		rf_cli_say(prog, "%s", msg);
+		return 1;
+	}
+	if (leader(c)) {
+		rf_cli_say(prog, "%s", msg);
+		fflush(NULL);
+	} else {
+		usleep(200000);
+	}
+	return 2;
+}
+
 /* The trainer (resumed with --resume), the metrics file, the epochs and the reports.
  * 0 or the exit status. */
 static int run_training(struct cli *c, struct rf_engine *eng, struct rf_trainer **tp,
@@ -430,13 +450,8 @@ static int run_training(struct cli *c, struct rf_engine *eng, struct rf_trainer 
 	struct rf_trainer *t;
 	int rc, ret;
 
-	if ((ret = rf_trainer_create(tp, eng, &c->o)) < 0) {
-		/* -EPROTO: the ranks' options differ (every rank knows: one line), a usage
-		 * error as one process's would be */
-		if (ret != -EPROTO || leader(c))
-			rf_cli_say(prog, "%s", rf_last_error());
-		return ret == -EPROTO ? 2 : 1;
-	}
+	if ((ret = rf_trainer_create(tp, eng, &c->o)) < 0)
+		return apart_or(c, rf_last_error());
 	t = *tp;
 	/* the command line's own settings that every rank must share (the trainer's
 	 * options were compared by rf_trainer_create -- after which a launch without MPI
@@ -447,11 +462,8 @@ static int run_training(struct cli *c, struct rf_engine *eng, struct rf_trainer 
 		{ "--epochs", c->epochs, RF_COMM_SET_INT },
 		{ "--resume", (uint64_t)c->resume, RF_COMM_SET_INT },
 	};
-	if (c->o.comm && (ret = rf_comm_agree(c->o.comm, "rf-train", s, 2, 6)) < 0) {
-		if (ret != -EPROTO || leader(c))   /* apart: every rank knows it, one line */
-			rf_cli_say(prog, "%s", rf_last_error());
-		return ret == -EPROTO ? 2 : 1;
-	}
+	if (c->o.comm && rf_comm_agree(c->o.comm, "rf-train", s, 2, 6) < 0)
+		return apart_or(c, rf_last_error());
 	/* the data's class names for the export, where its files name them: asked now,
 	 * not after the training (names that JSON cannot hold: an export without them) */
 	if (c->export_dir && (run->cn = rf_trainer_class_names(t, &run->ncn)) &&
@@ -462,10 +474,10 @@ static int run_training(struct cli *c, struct rf_engine *eng, struct rf_trainer 
 		run->ncn = 0;
 	}
 	if (c->resume) {
-		if ((ret = rf_trainer_load(t, c->checkpoint)) < 0) {
-			if (ret != -EPROTO || leader(c))   /* the ranks resumed apart: one line */
-				rf_cli_say(prog, "cannot resume: %s", rf_trainer_last_error(t));
-			return ret == -EPROTO ? 2 : 1;  /* a rerun would resume apart again */
+		if (rf_trainer_load(t, c->checkpoint) < 0) {
+			char m[1100];
+			snprintf(m, sizeof(m), "cannot resume: %s", rf_trainer_last_error(t));
+			return apart_or(c, m);
 		}
 		if (rf_trainer_epoch_batches_done(t))
 			fprintf(c->out, "resumed from %s in epoch %u after batch %" PRIu64 "/%"

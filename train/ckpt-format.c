@@ -294,7 +294,6 @@ static void rf__entry_decode(struct rf__entry *e, const uint8_t *p)
 	e->crc = rf__get32(p + 120);
 }
 
-/* What is wrong with table entry i (raw bytes p, decoded h->e[i]), or NULL. */
 int rf__names_init(struct rf__names *x, uint32_t n)
 {
 	uint32_t cap = 16;
@@ -347,6 +346,8 @@ int64_t rf__names_find(const struct rf__names *x, const char *name)
 	return x->name[s] ? (int64_t)x->idx[s] : -1;
 }
 
+/* What is wrong with table entry i (raw bytes p, decoded h->e[i]), or NULL; its name
+ * joins seen. */
 static const char *rf__entry_check(const struct rf__hdr *h, uint32_t i, const uint8_t *p,
 				   uint64_t prev_end, struct rf__names *seen)
 {

@@ -132,6 +132,11 @@ static int rf__kv_check(const struct rf__kv_key *k, int key, struct rf_tensor *c
 					"expected f32 of %zu, as the key's value", what, key, arg,
 					i, t->name, rf_tdtype_name(t->dtype), t->numel,
 					k->val->numel);
+		/* copies (a pull's, a staged push's) keep the bytes as they lie */
+		if (t->ndim == 4 && t->layout != k->val->layout)
+			return rf__fail(-EINVAL, "%s: key %d: %s[%u] '%s' is channels-last: "
+					"expected the key's value's layout (row-major)", what, key,
+					arg, i, t->name);
 	}
 	return 0;
 }

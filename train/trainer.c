@@ -313,7 +313,8 @@ static uint64_t rf__real(double d)
 }
 
 /* Several processes: every rank was given the same options that decide its
- * collectives and its result -- before the first collective, so that ranks started
+ * collectives and its result -- before the first collective of training (on a GPU the
+ * communicator's set-up comes first, in rf__make_kvstore), so that ranks started
  * with different arguments stop here together, naming what differs, instead of
  * hanging (another epoch count or evaluation), failing steps later in a collective of
  * another size (model, batch, buckets), or training a mix silently (limits, seed,
@@ -332,6 +333,8 @@ static int rf__agree_opts(struct rf_trainer *t)
 		{ "model", rf__fnv(RF__FNV0, t->model_name, sizeof(t->model_name)),
 		  RF_COMM_SET_HASH },
 		{ "parameters", t->rep[0]->params->numel, RF_COMM_SET_INT },
+		{ "device", rf__fnv(RF__FNV0, t->device_kind, sizeof(t->device_kind)),
+		  RF_COMM_SET_HASH },
 		{ "devices", t->K, RF_COMM_SET_INT },
 		{ "batch_size", o->batch_size, RF_COMM_SET_INT },
 		{ "seed", o->seed, RF_COMM_SET_INT },

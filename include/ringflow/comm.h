@@ -104,13 +104,19 @@ struct rf_comm_setting {
 };
 
 /* Whether every rank was given the same n (1..2048) settings: one rf_comm_allreduce_host
- * (key) of each value's minimum and maximum. Run it before whatever depends on them,
+ * (key) of each value's minimum and maximum -- a collective: every rank calls it, with
+ * the same n (a rank that fails before it leaves the others waiting there; under
+ * mpirun its exit ends the job). Run it before whatever depends on them,
  * so that processes started with different arguments stop at once, together, instead
  * of hanging in collectives of other sizes or training a mix. 0; -EPROTO with a
  * message "WHAT: the N processes were given different settings: NAME LO to HI, ...
  * (this rank, R: NAME V, ...)" naming up to 4 of them; or the collective's -errno. */
 int rf_comm_agree(struct rf_comm *c, const char *what, const struct rf_comm_setting *s,
 		  unsigned n, uint32_t key);
+/* 1 once an rf_comm_agree of c found the ranks given different settings (its -EPROTO;
+ * other failures -- a collective's, a server's -- may say -EPROTO too): every rank
+ * knows it, so a program may say it once and exit as for a usage error. Else 0. */
+int rf_comm_apart(const struct rf_comm *c);
 
 /* One collective over ts[0..n-1] (n <= 64): adjacent views of one block in ascending
  * order (a bucket of gradients), summed as one range in place: no fusion copy. The

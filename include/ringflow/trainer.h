@@ -299,7 +299,9 @@ int rf_trainer_read_params(struct rf_trainer *t, unsigned r, float *dst);
  * learning rate (the continuation would not be that run). A run that diverged has
  * nothing worth keeping: save refuses (-EDOM, the file left as it was) when a weight,
  * a momentum, a running statistic or the epoch's running loss is NaN or infinite, and
- * load refuses a file holding one. */
+ * load refuses a file holding one. With several processes (opts.comm) load is a
+ * collective: every rank calls it, and the ranks compare where they resumed and the
+ * weights' hash (rf_comm_agree: -EPROTO, rf_comm_apart, when they differ). */
 int rf_trainer_save(struct rf_trainer *t, const char *path);
 int rf_trainer_load(struct rf_trainer *t, const char *path);
 

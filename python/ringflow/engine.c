@@ -246,6 +246,13 @@ static void rf_py_engine_collect(PyObject *self)
 
 static void rf_py_engine_finalize(PyObject *self)
 {
+	rf_py_engine *s = (rf_py_engine *)self;
+
+	/* found by another thread's collection, which then clears the cycle's objects
+	 * one by one (the callables among them): from now on none is called -- set here,
+	 * before the first tp_clear, not in ours, which may come after a callable's */
+	if (s->ops && (s->pid != getpid() || !pthread_equal(s->owner, pthread_self())))
+		s->cleared = 1;
 	rf_py_engine_collect(self);
 }
 

@@ -87,6 +87,18 @@ static void refusals(struct tt_env *t, struct rf_device **d, struct rf_tensor **
 	CHECK_OK(rf_kv_pull(kv, 3, &o[0], 1));
 	CHECK_OK(rf_tensor_read(o[0], got));
 	CHECK(tt_bitdiff(got, h, N) < 0);
+	/* a 4-D tensor of another layout than the value's: a copy would move its bytes as
+	 * they lie (rf_copy refuses it, after the round was pushed) */
+	struct rf_tensor *rm, *cl;
+	CHECK_OK(rf_tensor_create(d[0], RF_F32, "rm", RF_DIMS(2, 5, 10, 10), &rm));
+	CHECK_OK(rf_tensor_create_layout(d[0], RF_F32, RF_LAYOUT_NHWC, "cl", RF_DIMS(2, 5, 10, 10),
+					 &cl));
+	CHECK_OK(rf_kv_init(kv, 5, rm));
+	REFUSED(rf_kv_push(kv, 5, &cl, 1), -EINVAL, "vals[0] 'cl' is channels-last");
+	CHECK_OK(rf_kv_push(kv, 5, &rm, 1));
+	REFUSED(rf_kv_pull(kv, 5, &cl, 1), -EINVAL, "outs[0] 'cl' is channels-last");
+	rf_tensor_destroy(rm);
+	rf_tensor_destroy(cl);
 	REFUSED(rf_kv_set_comm(NULL, NULL), -EINVAL, "the store is NULL");
 	rf_kv_destroy(kv);
 	rf_tensor_destroy(i32);
