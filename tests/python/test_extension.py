@@ -530,7 +530,7 @@ def make():
     global e
     e = ringflow.Engine(workers=1)
     v = e.var("v")
-    e.push(lambda: time.sleep(0.2), mutates=[v])
+    e.push(lambda: time.sleep(3), mutates=[v])   # still asleep when the exit comes
     e.push(lambda: print("late", flush=True), mutates=[v])
     print("ran", flush=True)
 t = threading.Thread(target=make)
