@@ -80,8 +80,13 @@ int rf__rs_get(struct rf__runstate *s, const uint8_t *extra, uint32_t len, char 
 {
 	memset(s, 0, sizeof(*s));
 	if (len < 8 || memcmp(extra, "RFRS", 4) != 0) {
-		/* version 1: fixed slots, as many as the length holds */
+		/* version 1: fixed slots, as many as the length holds -- whole ones */
 		s->version = 1;
+		if (len % 8) {
+			snprintf(msg, msglen, "run state of %u bytes without a version-2 header: "
+				 "version 1 is 8-byte fields, a multiple of 8 bytes", len);
+			return -EBADMSG;
+		}
 		for (unsigned tag = 1; tag <= RF__RS_NFIELDS && 8 * tag <= len; tag++) {
 			s->v[tag] = rf__r64(extra + 8 * (tag - 1));
 			s->have |= 1u << tag;

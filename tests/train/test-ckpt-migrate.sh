@@ -67,7 +67,8 @@ python3 "$HERE/ckpt-runstate-v1.py" "$T/w.rfck" || fail "cannot rewrite the run 
 
 # numbers whose CRCs hold but which no run reaches: a step of 2^60 (it wrapped the
 # step count, and with it --max-steps), an --init kind of 2^64 - 1 (it loaded as none
-# of the documented ones): refused by name
+# of the documented ones), a run state of 7 bytes (it loaded as version 1 with every
+# field missing): refused by name
 patch() { # patch FILE WHAT: set WHAT (step, init) absurd, header CRC and trailer anew
 	python3 - "$1" "$2" <<'EOF'
 import struct, sys, zlib
@@ -76,6 +77,8 @@ d = bytearray(open(p, "rb").read())
 n = struct.unpack_from("<I", d, 24)[0]
 if what == "step":
     struct.pack_into("<Q", d, 80, 1 << 60)
+elif what == "len":     # a run state of 7 bytes: no version-2 header, no whole field
+    struct.pack_into("<I", d, 104, 7)
 else:                   # run state v2: "RFRS", u16 version, u16 count, (tag, len, value)
     count, o = struct.unpack_from("<H", d, 118)[0], 120
     for _ in range(count):
@@ -91,7 +94,8 @@ struct.pack_into("<I", d, t + 28, zlib.crc32(bytes(d[t:t + 28])))
 open(p, "wb").write(d)
 EOF
 }
-for w in "step:step 1152921504606846976" "init:the --init kind 18446744073709551615"; do
+for w in "step:step 1152921504606846976" "init:the --init kind 18446744073709551615" \
+	 "len:run state of 7 bytes"; do
 	"$RF" $args --checkpoint "$T/z.rfck" --max-steps 5 >/dev/null 2>"$T/err" ||
 		fail "a run to patch: $(cat "$T/err")"
 	patch "$T/z.rfck" "${w%%:*}" || fail "cannot patch the checkpoint's ${w%%:*}"
