@@ -236,6 +236,12 @@ static int rf__read_rest(const struct rf__src *src, const char *path, struct rf_
 		return rf__fail(-EBADMSG,
 				"%s: corrupt checkpoint header: CRC32 of bytes 0-%" PRIu64 " is 0x%08" PRIx32
 				", header says 0x%08" PRIx32, path, crc_len - 1, computed, stored);
+	/* the u32 after the CRC is the one reserved field the CRC does not cover: zero, as
+	 * the writer leaves it (else a flipped bit there loads unseen) */
+	if (rf__get32(hb + crc_len + 4) != 0)
+		return rf__fail(-EBADMSG, "%s: corrupt checkpoint header: the reserved u32 after "
+				"the header CRC (byte %" PRIu64 ") is 0x%08" PRIx32 ", expected 0",
+				path, crc_len + 4, rf__get32(hb + crc_len + 4));
 	h->header_crc = stored;
 	return 0;
 }

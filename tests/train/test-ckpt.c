@@ -505,6 +505,7 @@ int main(void)
 		{ "flip in table (name)", 384 + 1, "CRC32" },
 		{ "flip in table (shape)", 384 + 72, "CRC32" },
 		{ "flip in header CRC", hsize - 8, "CRC32" },
+		{ "flip in the reserved u32 after the CRC", hsize - 2, "reserved u32" },
 		{ "flip in trailer magic", good_size - 30, "commit marker" },
 		{ "flip in trailer CRC", good_size - 2, "commit marker" },
 	};
