@@ -96,17 +96,22 @@ void rf_kv_destroy(struct rf_kvstore *kv)
 	free(kv);
 }
 
+/* A store and a key in range: 0, or -EINVAL with the message naming what (the call). */
+static int rf__kv_slot(const struct rf_kvstore *kv, int key, const char *what)
+{
+	if (!kv)
+		return rf__fail(-EINVAL, "%s: the store is NULL", what);
+	if (key < 0 || key >= RF__KV_MAX_KEYS)
+		return rf__fail(-EINVAL, "%s: key %d: expected 0 to %d", what, key,
+				RF__KV_MAX_KEYS - 1);
+	return 0;
+}
+
 /* key's record, or NULL with -EINVAL's message naming what (the call what). */
 static struct rf__kv_key *rf__kv_key(struct rf_kvstore *kv, int key, const char *what)
 {
-	if (!kv) {
-		rf__fail(-EINVAL, "%s: the store is NULL", what);
+	if (rf__kv_slot(kv, key, what) < 0)
 		return NULL;
-	}
-	if (key < 0 || key >= RF__KV_MAX_KEYS) {
-		rf__fail(-EINVAL, "%s: key %d: expected 0 to %d", what, key, RF__KV_MAX_KEYS - 1);
-		return NULL;
-	}
 	if (!kv->keys[key])
 		rf__fail(-EINVAL, "%s: key %d was not declared (rf_kv_init)", what, key);
 	return kv->keys[key];
@@ -147,11 +152,8 @@ int rf_kv_init(struct rf_kvstore *kv, int key, const struct rf_tensor *like)
 	char name[40];
 	int ret;
 
-	if (!kv)
-		return rf__fail(-EINVAL, "rf_kv_init: the store is NULL");
-	if (key < 0 || key >= RF__KV_MAX_KEYS)
-		return rf__fail(-EINVAL, "rf_kv_init: key %d: expected 0 to %d", key,
-				RF__KV_MAX_KEYS - 1);
+	if ((ret = rf__kv_slot(kv, key, "rf_kv_init")) < 0)
+		return ret;
 	if (!like || like->dtype != RF_F32)
 		return rf__fail(-EINVAL, "rf_kv_init: key %d: like is %s: expected an f32 tensor",
 				key, like ? rf_tdtype_name(like->dtype) : "NULL");
