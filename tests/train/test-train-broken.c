@@ -16,26 +16,6 @@
 
 static char dir[256];
 
-static void make(const char *path, unsigned n)
-{
-	struct rf_rec_layout lay = { 0 };
-	struct rf_rec_writer *w;
-	unsigned char img[28 * 28];
-
-	lay.dtype = RF_DS_DT_U8;
-	lay.ndim = 2;
-	lay.shape[0] = lay.shape[1] = 28;
-	lay.label_kind = RF_LABEL_U8;
-	lay.num_classes = 10;
-	CHECK_OK(rf_rec_writer_open(&w, path, &lay, RF_REC_OVERWRITE));
-	for (unsigned i = 0; i < n; i++) {
-		for (unsigned k = 0; k < sizeof(img); k++)
-			img[k] = (unsigned char)(i * 7 + k * (i % 10 + 1));
-		CHECK_OK(rf_rec_writer_append(w, img, (int)(i % 10)));
-	}
-	CHECK_OK(rf_rec_writer_finish(w));
-}
-
 static void cut(const char *path)
 {
 	struct stat sb;
@@ -81,8 +61,8 @@ int main(void)
 	snprintf(tr, sizeof(tr), "%s/x-train.rfrec", dir);
 	snprintf(te, sizeof(te), "%s/x-test.rfrec", dir);
 	snprintf(ck, sizeof(ck), "%s/c.ckpt", dir);
-	make(tr, 512);
-	make(te, 256);
+	tt_write_rfrec(tr, 512, 10, 1, -1);
+	tt_write_rfrec(te, 256, 10, 1, -1);
 	tt_open(&env);
 	struct rf_train_opts o = { .model = "mlp", .data_dir = tr, .test_data = te,
 				   .batch_size = 32, .seed = 5 };
@@ -94,7 +74,7 @@ int main(void)
 	cut(tr);
 	CHECK(rf_trainer_epoch(t, &st) < 0);
 	CHECK(strstr(rf_trainer_last_error(t), "x-train.rfrec"));
-	make(tr, 512);                                   /* whole again: still refused */
+	tt_write_rfrec(tr, 512, 10, 1, -1);        /* whole again: still refused */
 	refused_broken(t, rf_trainer_epoch(t, &st), "x-train.rfrec");
 	refused_broken(t, rf_trainer_evaluate(t, &acc, &loss), "x-train.rfrec");
 	refused_broken(t, rf_trainer_save(t, ck), "x-train.rfrec");
@@ -119,7 +99,7 @@ int main(void)
 	cut(te);
 	CHECK(rf_trainer_epoch(t, &st) < 0);
 	CHECK(strstr(rf_trainer_last_error(t), "x-test.rfrec"));
-	make(te, 256);
+	tt_write_rfrec(te, 256, 10, 1, -1);
 	refused_broken(t, rf_trainer_epoch(t, &st), "x-test.rfrec");
 	refused_broken(t, rf_trainer_evaluate(t, &acc, &loss), "x-test.rfrec");
 	CHECK_OK(rf_trainer_param_hash(t, &h));

@@ -31,23 +31,6 @@ static void refused(const struct rf_train_opts *o, int want, const char *a, cons
 	}
 }
 
-static void good_rfrec(const char *path)
-{
-	struct rf_rec_layout lay = { 0 };
-	struct rf_rec_writer *w;
-	unsigned char img[28 * 28] = { 0 };
-
-	lay.dtype = RF_DS_DT_U8;
-	lay.ndim = 2;
-	lay.shape[0] = lay.shape[1] = 28;
-	lay.label_kind = RF_LABEL_U8;
-	lay.num_classes = 10;
-	CHECK_OK(rf_rec_writer_open(&w, path, &lay, RF_REC_OVERWRITE));
-	for (int i = 0; i < 4; i++)
-		CHECK_OK(rf_rec_writer_append(w, img, i));
-	CHECK_OK(rf_rec_writer_finish(w));
-}
-
 int main(void)
 {
 	struct rf_train_opts o = { 0 };
@@ -150,11 +133,11 @@ int main(void)
 
 	/* test sets: beside IDX data, not a regular file, a bad header */
 	snprintf(q, sizeof(q), "%s/x-test.rfrec", dir);
-	good_rfrec(q);
+	tt_write_rfrec(q, 4, 10, 0, -1);
 	o.test_data = q;
 	refused(&o, -EINVAL, "--test-data", "a directory of IDX files holds both sets");
 	snprintf(p, sizeof(p), "%s/x-train.rfrec", dir);
-	good_rfrec(p);
+	tt_write_rfrec(p, 4, 10, 0, -1);
 	o.data_dir = p;
 	CHECK_OK(rf_trainer_check_opts(&o));
 	snprintf(idx, sizeof(idx), "%s/fifo", dir);

@@ -12,22 +12,10 @@
 
 static char dir[256];
 
+/* A set of n records labelled i % 10 (bad_at: 200), not saying its class count. */
 static void write_set(const char *path, unsigned n, int bad_at)
 {
-	struct rf_rec_layout lay = { 0 };
-	struct rf_rec_writer *w;
-	unsigned char img[28 * 28] = { 0 };
-
-	lay.dtype = RF_DS_DT_U8;
-	lay.ndim = 2;
-	lay.shape[0] = 28;
-	lay.shape[1] = 28;
-	lay.label_kind = RF_LABEL_U8;
-	lay.num_classes = 0; /* not said */
-	CHECK_OK(rf_rec_writer_open(&w, path, &lay, RF_REC_OVERWRITE));
-	for (unsigned i = 0; i < n; i++)
-		CHECK_OK(rf_rec_writer_append(w, img, (int)i == bad_at ? 200 : (int32_t)(i % 10)));
-	CHECK_OK(rf_rec_writer_finish(w));
+	tt_write_rfrec(path, n, 0, 0, bad_at);
 }
 
 /* Train one epoch of the MLP on train_path (test set beside it); the result. */

@@ -18,6 +18,7 @@
 #include "device.h"
 #include "tensor.h"
 #include "ops.h"
+#include "dataset.h"
 #include "log.h"
 #include "../test-util.h"
 
@@ -36,6 +37,30 @@ static inline void tt_close(struct tt_env *t)
 {
 	rf_engine_destroy(t->eng);
 	rf_ring_destroy(t->ring);
+}
+
+/* A .rfrec of n records of Fashion-MNIST's shape (28 x 28 u8) at path: record i's
+ * label i % 10 (200 for record bad_at; -1: none), its pixels 0, or with vary a pattern
+ * of i; num_classes as given (0: the file does not say). */
+static inline void tt_write_rfrec(const char *path, unsigned n, uint32_t num_classes,
+				  int vary, int bad_at)
+{
+	struct rf_rec_layout lay = { 0 };
+	struct rf_rec_writer *w;
+	unsigned char img[28 * 28] = { 0 };
+
+	lay.dtype = RF_DS_DT_U8;
+	lay.ndim = 2;
+	lay.shape[0] = lay.shape[1] = 28;
+	lay.label_kind = RF_LABEL_U8;
+	lay.num_classes = num_classes;
+	CHECK_OK(rf_rec_writer_open(&w, path, &lay, RF_REC_OVERWRITE));
+	for (unsigned i = 0; i < n; i++) {
+		for (unsigned k = 0; vary && k < sizeof(img); k++)
+			img[k] = (unsigned char)(i * 7 + k * (i % 10 + 1));
+		CHECK_OK(rf_rec_writer_append(w, img, (int)i == bad_at ? 200 : (int32_t)(i % 10)));
+	}
+	CHECK_OK(rf_rec_writer_finish(w));
 }
 
 /* The Fashion-MNIST directory, or exit 77 when it is not installed. */
