@@ -587,7 +587,7 @@ int rf_trainer_save(struct rf_trainer *t, const char *path)
 	int ret;
 
 	t->msg[0] = 0;
-	if ((ret = rf__refuse_broken(t, 1)) == 0)
+	if ((ret = rf__refuse_call(t, 1)) == 0)
 		ret = rf__save_now(t, path);
 	return rf__trainer_end(t, ret);
 }
@@ -623,7 +623,7 @@ int rf_trainer_load(struct rf_trainer *t, const char *path)
 	int ret;
 
 	t->msg[0] = 0;
-	if ((ret = rf__refuse_broken(t, 0)) == 0 && (ret = rf__load(t, path)) == 0)
+	if ((ret = rf__refuse_call(t, 0)) == 0 && (ret = rf__load(t, path)) == 0)
 		ret = rf__agree_loaded(t, path);
 	return rf__trainer_end(t, ret);
 }

@@ -93,7 +93,7 @@ struct rf_trainer {
 	struct rf__hybrid *hy;                  /* opts.hybridize, once captured */
 	char msg[RF__MSG_LEN];                  /* the running call's message ("": none) */
 	char broken[RF__MSG_LEN];               /* a pass failed after pushing: its first
-						 * message ("": none); see rf__refuse_broken */
+						 * message ("": none); see rf__refuse_call */
 	char last_error[RF__MSG_LEN];           /* rf_trainer_last_error() */
 };
 
@@ -142,9 +142,11 @@ int rf__reduce_through(struct rf__reduce *rd, int layer);
 int rf__params_hash(struct rf_trainer *t, uint64_t *h);
 /* After a failed epoch or evaluation call: whether it left poisoned state behind (its
  * markers), and then every later pass is refused with -EIO and broken's message
- * (trainer-msg.c); save and the parameter reads too, where the weights are poisoned. */
+ * (trainer-msg.c); save and the parameter reads too, where the weights are poisoned.
+ * rf__refuse_call, asked first by every call that turns the reactor, also refuses one
+ * made off the engine's thread or inside its callbacks (-EDEADLK). */
 void rf__note_broken(struct rf_trainer *t);
-int rf__refuse_broken(struct rf_trainer *t, int weights);
+int rf__refuse_call(struct rf_trainer *t, int weights);
 /* The device kinds of this build, for a message: "a, b or c" (trainer-devices.c). */
 const char *rf__kinds_or(void);
 int rf__dist_sum(struct rf_trainer *t, double *l, uint64_t *c);

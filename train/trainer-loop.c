@@ -378,7 +378,7 @@ int rf_trainer_epoch(struct rf_trainer *t, struct rf_epoch_stats *st)
 	int ret;
 
 	t->msg[0] = 0;
-	if ((ret = rf__refuse_broken(t, 0)) == 0 && (ret = rf__epoch(t, st)) < 0)
+	if ((ret = rf__refuse_call(t, 0)) == 0 && (ret = rf__epoch(t, st)) < 0)
 		rf__note_broken(t);
 	return rf__trainer_end(t, ret);
 }
@@ -388,7 +388,7 @@ int rf_trainer_evaluate(struct rf_trainer *t, double *acc, double *loss)
 	int ret;
 
 	t->msg[0] = 0;
-	if ((ret = rf__refuse_broken(t, 0)) == 0 && (ret = rf__evaluate(t, acc, loss)) < 0)
+	if ((ret = rf__refuse_call(t, 0)) == 0 && (ret = rf__evaluate(t, acc, loss)) < 0)
 		rf__note_broken(t);
 	return rf__trainer_end(t, ret);
 }

@@ -59,7 +59,7 @@ static int rf__weights_poisoned(const struct rf_trainer *t)
  * name): nothing later is pushed on it, which would fail in the same op again, or
  * with an unrelated message. weights: the call reads the weights (save, hashes),
  * which only a failed training step leaves poisoned. */
-int rf__refuse_broken(struct rf_trainer *t, int weights)
+int rf__refuse_call(struct rf_trainer *t, int weights)
 {
 	/* every call that asks this of a trainer turns its engine's reactor: on the
 	 * engine's thread, outside its ops and callbacks (else it said only "Operation

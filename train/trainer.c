@@ -529,7 +529,7 @@ int rf_trainer_param_hash(struct rf_trainer *t, uint64_t *hash)
 	int ret;
 
 	t->msg[0] = 0;
-	if ((ret = rf__refuse_broken(t, 1)) == 0 && (ret = rf__params_hash(t, hash)) < 0)
+	if ((ret = rf__refuse_call(t, 1)) == 0 && (ret = rf__params_hash(t, hash)) < 0)
 		rf__trainer_msg(t, "reading the parameters back failed: %s", strerror(-ret));
 	return rf__trainer_end(t, ret);
 }
@@ -543,7 +543,7 @@ int rf_trainer_read_params(struct rf_trainer *t, unsigned r, float *dst)
 		rf__trainer_msg(t, "rf_trainer_read_params: replica %u of %u, dst %s: expected a "
 				"replica below the count and a buffer", r, t->K, dst ? "set" : "NULL");
 		ret = -EINVAL;
-	} else if ((ret = rf__refuse_broken(t, 1)) == 0 &&
+	} else if ((ret = rf__refuse_call(t, 1)) == 0 &&
 		   (ret = rf_tensor_read(t->rep[r]->params, dst)) < 0) {
 		rf__trainer_msg(t, "reading replica %u's parameters failed: %s", r, strerror(-ret));
 	}
