@@ -593,6 +593,11 @@ int rf_comm_agree(struct rf_comm *c, const char *what, const struct rf_comm_sett
 			bad > 4 ? ", and more" : "", rf_comm_rank(c), k ? ": " : "", mine);
 }
 
+int rf_comm_host_ready(const struct rf_comm *c)
+{
+	return c && (c->host || c->dtr);
+}
+
 int rf_comm_apart(const struct rf_comm *c)
 {
 	return c ? c->apart : 0;

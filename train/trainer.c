@@ -313,35 +313,40 @@ static uint64_t rf__real(double d)
 }
 
 /* Several processes: every rank was given the same options that decide its
- * collectives and its result -- before the first collective of training (on a GPU the
- * communicator's set-up comes first, in rf__make_kvstore), so that ranks started
- * with different arguments stop here together, naming what differs, instead of
- * hanging (another epoch count or evaluation), failing steps later in a collective of
- * another size (model, batch, buckets), or training a mix silently (limits, seed,
- * augmentation). Local choices (logging, prefetch, streams, paths) may differ. */
-static int rf__agree_opts(struct rf_trainer *t)
+ * collectives and its result, compared before whatever depends on them, so that ranks
+ * started with different arguments stop together, naming what differs, instead of
+ * hanging (another device kind: one rank in its GPU's collective set-up, the other in this
+ * comparison; another epoch count or evaluation), failing steps later in a collective
+ * of another size (model, batch, buckets), or training a mix silently (limits, seed,
+ * augmentation). Two parts: what was given (RF__AGREE_GIVEN), compared before any
+ * data or device is opened, and what follows from the data and the model
+ * (RF__AGREE_MADE: parameter and record counts), before the first collective of a
+ * device's set-up. A comm without MPI (an environment launch) compares host values
+ * over its GPU, so there both come after that set-up (rf_comm_host_ready). Local
+ * choices (logging, prefetch, streams, paths) may differ. */
+enum { RF__AGREE_GIVEN = 1, RF__AGREE_MADE = 2 };
+
+static int rf__agree_opts(struct rf_trainer *t, unsigned parts)
 {
 	const struct rf_train_opts *o = &t->o;
 	uint64_t norm = rf__fnv(RF__FNV0, &o->norm_channels, sizeof(o->norm_channels));
+	struct rf_comm_setting s[48];
+	unsigned n = 0;
 	int ret;
 
 	if (t->P == 1)
 		return 0;
 	norm = rf__fnv(norm, o->norm_mean, sizeof(o->norm_mean));
 	norm = rf__fnv(norm, o->norm_std, sizeof(o->norm_std));
-	const struct rf_comm_setting s[] = {
+	const struct rf_comm_setting given[] = {
 		{ "model", rf__fnv(RF__FNV0, t->model_name, sizeof(t->model_name)),
 		  RF_COMM_SET_HASH },
-		{ "parameters", t->rep[0]->params->numel, RF_COMM_SET_INT },
 		{ "device", rf__fnv(RF__FNV0, t->device_kind, sizeof(t->device_kind)),
 		  RF_COMM_SET_HASH },
 		{ "devices", t->K, RF_COMM_SET_INT },
 		{ "batch_size", o->batch_size, RF_COMM_SET_INT },
 		{ "seed", o->seed, RF_COMM_SET_INT },
 		{ "init", (uint64_t)o->init, RF_COMM_SET_INT },
-		{ "training records (limit)", t->train_view.count, RF_COMM_SET_INT },
-		{ "test records (test_limit)", o->no_eval ? 0 : t->test_view.count,
-		  RF_COMM_SET_INT },
 		{ "no_eval", (uint64_t)o->no_eval, RF_COMM_SET_INT },
 		{ "order", (uint64_t)o->order, RF_COMM_SET_INT },
 		{ "augment", (uint64_t)o->augment, RF_COMM_SET_INT },
@@ -366,7 +371,21 @@ static int rf__agree_opts(struct rf_trainer *t)
 		{ "checkpoint_every", o->checkpoint_every, RF_COMM_SET_INT },
 		{ "max_steps", o->max_steps, RF_COMM_SET_INT },
 	};
-	ret = rf_comm_agree(t->comm, "trainer", s, sizeof(s) / sizeof(s[0]), RF__KEY_AGREE);
+	_Static_assert(sizeof(given) / sizeof(given[0]) + 3 <= sizeof(s) / sizeof(s[0]),
+		       "room for both parts");
+	if (parts & RF__AGREE_GIVEN)
+		for (unsigned i = 0; i < sizeof(given) / sizeof(given[0]); i++)
+			s[n++] = given[i];
+	if (parts & RF__AGREE_MADE) {
+		s[n++] = (struct rf_comm_setting){ "parameters", t->rep[0]->params->numel,
+						   RF_COMM_SET_INT };
+		s[n++] = (struct rf_comm_setting){ "training records (limit)",
+						   t->train_view.count, RF_COMM_SET_INT };
+		s[n++] = (struct rf_comm_setting){ "test records (test_limit)",
+						   o->no_eval ? 0 : t->test_view.count,
+						   RF_COMM_SET_INT };
+	}
+	ret = rf_comm_agree(t->comm, "trainer", s, n, RF__KEY_AGREE);
 	if (ret < 0)
 		rf__trainer_msg(t, "%s", rf_last_error());
 	return ret;
@@ -376,16 +395,21 @@ static int rf__setup(struct rf_trainer *t, const struct rf_train_opts *opts)
 {
 	int ret;
 
-	if ((ret = rf__copy_opts(t, opts)) < 0 ||
-	    (ret = rf__check_opts(t)) < 0 ||
+	int now;
+
+	if ((ret = rf__copy_opts(t, opts)) < 0 || (ret = rf__check_opts(t)) < 0)
+		return ret;
+	now = !t->comm || rf_comm_host_ready(t->comm); /* else after the GPU's set-up */
+	if ((now && (ret = rf__agree_opts(t, RF__AGREE_GIVEN)) < 0) ||
 	    (ret = rf__open_data(t)) < 0 ||
 	    (ret = rf__open_devices(t)) < 0 ||
 	    (ret = rf__make_replicas(t)) < 0 ||
+	    (now && (ret = rf__agree_opts(t, RF__AGREE_MADE)) < 0) ||
 	    (ret = rf__make_kvstore(t)) < 0 ||
 	    (ret = rf__make_loaders(t)) < 0 ||
 	    (ret = rf__make_slots(t)) < 0 ||
 	    (ret = rf__make_markers(t)) < 0 ||
-	    (ret = rf__agree_opts(t)) < 0)
+	    (!now && (ret = rf__agree_opts(t, RF__AGREE_GIVEN | RF__AGREE_MADE)) < 0))
 		return ret;
 	return 0;
 }

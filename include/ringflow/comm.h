@@ -94,6 +94,11 @@ enum rf_comm_reduce { RF_COMM_SUM = 0, RF_COMM_MIN = 1, RF_COMM_MAX = 2 };
 int rf_comm_allreduce_host(struct rf_comm *c, void *buf, size_t n, enum rf_comm_dtype dt,
 			   enum rf_comm_reduce op, uint32_t key);
 
+/* 1 when host values (rf_comm_allreduce_host, rf_comm_agree) can go now: the comm has
+ * MPI, or (an environment launch) rf_comm_use_gpu has set up the GPU they go through.
+ * Else 0. */
+int rf_comm_host_ready(const struct rf_comm *c);
+
 /* A setting a process was given, for rf_comm_agree. */
 enum rf_comm_setting_kind { RF_COMM_SET_INT = 0, RF_COMM_SET_REAL = 1, RF_COMM_SET_HASH = 2 };
 struct rf_comm_setting {

@@ -328,6 +328,7 @@ static int run_span(void)
 	st[3] = (struct rf_comm_setting){ "model", 7 * (uint64_t)rank, RF_COMM_SET_HASH };
 	st[4] = (struct rf_comm_setting){ "seed", (uint64_t)rank, RF_COMM_SET_INT };
 	st[5] = (struct rf_comm_setting){ "limit", (uint64_t)rank, RF_COMM_SET_INT };
+	CHECK_EQ(rf_comm_host_ready(c), 1);  /* MPI: host values go now */
 	CHECK_OK(rf_comm_agree(c, "t", st, 1, 4));
 	CHECK_EQ(rf_comm_agree(c, "t", st, 6, 5), P > 1 ? -EPROTO : 0);
 	char want[400];

@@ -199,6 +199,10 @@ static void test_comm(const char *dir)
 	CHECK_EQ(rf_comm_allreduce(c, t, 7), -EINVAL);
 	CHECK(strstr(rf_last_error(), "a host tensor, and this comm was launched by the "
 		     "environment"));
+	/* host values go through the GPU here: not before it is set up (a trainer compares
+	 * its settings after that, not before, rf_comm_host_ready) */
+	CHECK_EQ(rf_comm_host_ready(c), 0);
+	CHECK_EQ(rf_comm_host_ready(NULL), 0);
 	CHECK_EQ(rf_comm_allreduce_host(c, &v, 1, RF_COMM_F64, RF_COMM_SUM, 8), -EINVAL);
 	CHECK(strstr(rf_last_error(), "allreduce_host (key 8)"));
 	/* a host device's collectives go by the host transport, never a device's */
