@@ -77,8 +77,9 @@ static int op_fn(void *arg)
 	volatile int s = 0;
 	int i;
 
-	for (i = 0; i < c->p->spin; i++)
+	for (i = 0; i < c->p->spin; i++)  /* a delay: the volatile keeps it */
 		s += i;
+	(void)s;
 	*c->ran = 1;
 	if (c->p->fail)
 		return c->p->fail;
