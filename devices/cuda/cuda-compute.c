@@ -172,7 +172,9 @@ static int rf__cu_gemm(struct rf__cuda_stream *c, struct rf__op *op)
 			      op->o.gemm.a.data, (int)op->o.gemm.a.dtype, lda > 0 ? lda : 1,
 			      op->o.gemm.b.data, (int)op->o.gemm.b.dtype, ldb > 0 ? ldb : 1,
 			      op->p.gemm.beta, op->o.gemm.c.data, (int)op->o.gemm.c.dtype,
-			      n > 0 ? n : 1, op->math == RF__MATH_TF32);
+			      n > 0 ? n : 1,
+			      rf__cuda_gemm_call(op->o.gemm.a.dtype, op->o.gemm.b.dtype,
+						 op->o.gemm.c.dtype, op->math == RF__MATH_TF32));
 }
 
 /* layers: f32 kernels, and the 16-bit ones (kernels_cuda_half.cu) for other dtypes */

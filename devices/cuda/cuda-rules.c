@@ -6,6 +6,15 @@
 #include "cuda-rules.h"
 #include "kernels-cuda-impl.h"
 
+/* ---- a GEMM's cuBLAS call ------------------------------------------------------------ */
+
+int rf__cuda_gemm_call(int adt, int bdt, int cdt, int tf32)
+{
+	if (adt != RF_F32 || bdt != RF_F32 || cdt != RF_F32)
+		return RF__KC_GEMM_32F;
+	return tf32 ? RF__KC_GEMM_TF32 : RF__KC_SGEMM;
+}
+
 /* ---- batch norm's path --------------------------------------------------------------- */
 
 int rf__cuda_bn_ours(const struct rf__op *op)

@@ -24,6 +24,15 @@
 int rf__cuda_rule_supports(const struct rf__op *op, int dnn, const char *dnn_why, char *why,
 			   size_t len);
 
+/* ---- a GEMM's cuBLAS call ------------------------------------------------------------ */
+
+/* How a GEMM the backend runs (A and B of one dtype, C that or f32) goes to cuBLAS
+ * (enum rf__kc_gemm_call, kernels-cuda-impl.h), in TF32 math (tf32 1) or full fp32:
+ * every operand f32 -> cublasSgemm in fp32, CUBLAS_COMPUTE_32F_FAST_TF32 in tf32;
+ * 16-bit inputs -> CUBLAS_COMPUTE_32F in either (cublasGemmEx takes FAST_TF32 with f32
+ * operands only: a bf16 GEMM at the default precision was CUBLAS_STATUS_NOT_SUPPORTED). */
+int rf__cuda_gemm_call(int adt, int bdt, int cdt, int tf32);
+
 /* ---- batch norm's path --------------------------------------------------------------- */
 
 /* 1 when batch-norm op (any of the six, with or without its ReLU) runs our kernels

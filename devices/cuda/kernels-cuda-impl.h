@@ -56,12 +56,18 @@ int rf__kc_gemm(void *cublas, int trans_a, int trans_b, int m, int n, int k,
 	       float alpha, const float *a, int lda, const float *b, int ldb,
 	       float beta, float *c, int ldc);
 
+/* How a GEMM goes to cuBLAS (rf__cuda_gemm_call in cuda-rules.c decides):
+ * cublasSgemm; cublasGemmEx in CUBLAS_COMPUTE_32F (16-bit inputs on tensor cores as
+ * they are); cublasGemmEx in CUBLAS_COMPUTE_32F_FAST_TF32 (every operand f32). */
+enum rf__kc_gemm_call { RF__KC_SGEMM = 0, RF__KC_GEMM_32F = 1, RF__KC_GEMM_TF32 = 2 };
+
 /* rf__kc_gemm with each operand of its own dtype (enum rf_tdtype: f32, bf16, f16) and
- * f32 accumulation; tf32: f32 products on tensor cores with TF32 inputs. All f32 and
- * tf32 == 0 is rf__kc_gemm itself (cublasSgemm). */
+ * f32 accumulation, by the call given (enum rf__kc_gemm_call): -EINVAL for
+ * RF__KC_SGEMM or RF__KC_GEMM_TF32 with an operand not f32 (cuBLAS has no such
+ * combination). */
 int rf__kc_gemm_ex(void *cublas, int ta, int tb, int m, int n, int k, float alpha,
 		   const void *a, int adt, int lda, const void *b, int bdt, int ldb, float beta,
-		   void *c, int cdt, int ldc, int tf32);
+		   void *c, int cdt, int ldc, int call);
 
 /* y (rows, cols) += b (cols). */
 int rf__kc_bias_add(void *stream, float *y, const float *b, int rows, int cols);

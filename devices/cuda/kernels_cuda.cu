@@ -428,25 +428,29 @@ static cudaDataType_t cuda_type(int dt)
 
 int rf__kc_gemm_ex(void *cublas, int ta, int tb, int m, int n, int k, float alpha,
 		   const void *a, int adt, int lda, const void *b, int bdt, int ldb, float beta,
-		   void *c, int cdt, int ldc, int tf32)
+		   void *c, int cdt, int ldc, int call)
 {
+	int all32 = adt == RF_F32 && bdt == RF_F32 && cdt == RF_F32;
 	int rc = gemm_check(ta, tb, m, n, k, lda, ldb, ldc);
 	if (rc)
 		return rc;
+	if ((call != RF__KC_GEMM_32F && !all32) || call < RF__KC_SGEMM || call > RF__KC_GEMM_TF32)
+		return -EINVAL;
 	if (m == 0 || n == 0)
 		return 0;
 	/* full float32 with every operand f32: cublasSgemm, as it always was (the same
 	 * kernels, the same bits) */
-	if (!tf32 && adt == RF_F32 && bdt == RF_F32 && cdt == RF_F32)
+	if (call == RF__KC_SGEMM)
 		return rf__kc_gemm(cublas, ta, tb, m, n, k, alpha, (const float *)a, lda,
 				   (const float *)b, ldb, beta, (float *)c, ldc);
 	/* f32 accumulation always; TF32 tensor cores on f32 inputs where allowed (bf16 and
-	 * f16 inputs take tensor cores as they are) */
+	 * f16 inputs take tensor cores as they are, under CUBLAS_COMPUTE_32F) */
 	return cublas_rc(rf__blas_gemm_ex((cublasHandle_t)cublas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
 					  ta ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b,
 					  cuda_type(bdt), ldb, a, cuda_type(adt), lda, &beta, c,
 					  cuda_type(cdt), ldc,
-					  tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F));
+					  call == RF__KC_GEMM_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32
+								   : CUBLAS_COMPUTE_32F));
 }
 
 int rf__kc_bias_add(void *stream, float *y, const float *b, int rows, int cols)

@@ -6,6 +6,8 @@
  *    with its per-channel operands f32, the fused BN+ReLU, average pooling, the
  *    elementwise ops) are run; what is refused names the operand and the rule; batch
  *    norm's per-channel operands in bf16 are refused by name.
+ *  - A GEMM's cuBLAS call: every dtype combination the backend accepts goes in a
+ *    combination cublasGemmEx has (FAST_TF32 with f32 operands only), in either math.
  *  - A convolution's path: cuDNN's plan when it has one; im2col + cuBLAS only for
  *    f32 row-major operands; a bf16, f16 or NHWC convolution cuDNN cannot run is
  *    refused with a message naming the op, its shape and the operand -- never
@@ -364,9 +366,55 @@ static void check_pick(void)
 		"f16 in tensor-op math: ok\n");
 }
 
+/* cublasGemmEx's table of (Atype, Btype, Ctype) per compute type (the cuBLAS
+ * documentation), for the float types the backend has: CUBLAS_COMPUTE_32F takes 16-bit
+ * inputs with a 16-bit C of theirs or an f32 one, and f32 throughout;
+ * CUBLAS_COMPUTE_32F_FAST_TF32 f32 throughout only; cublasSgemm is f32 throughout. */
+static int cublas_takes(int call, int a, int b, int c)
+{
+	if (call == RF__KC_GEMM_32F)
+		return a == b && (c == a || c == RF_F32);
+	return a == RF_F32 && b == RF_F32 && c == RF_F32;
+}
+
+/* Every GEMM the backend accepts goes to cuBLAS in a combination cuBLAS has, in
+ * either math: all f32 in fp32 by cublasSgemm (the bits it always gave), in tf32 on
+ * TF32 tensor cores; 16-bit inputs in CUBLAS_COMPUTE_32F whatever the math (a bf16
+ * GEMM at the default precision asked for FAST_TF32, which cuBLAS refuses). */
+static void check_gemm_call(void)
+{
+	struct rf__op op;
+	struct rf__tref in1 = { 0 };
+	char why[200];
+	unsigned ran = 0;
+
+	for (unsigned ia = 0; ia < 3; ia++)
+		for (unsigned ib = 0; ib < 3; ib++)
+			for (unsigned ic = 0; ic < 3; ic++)
+				for (int tf32 = 0; tf32 < 2; tf32++) {
+					rf__probe_op(&op, &in1, RF__OP_GEMM, NULL, RF_F32,
+						     RF_LAYOUT_ROWMAJOR);
+					op.o.gemm.a.dtype = dts[ia];
+					op.o.gemm.b.dtype = dts[ib];
+					op.o.gemm.c.dtype = dts[ic];
+					if (!rf__cuda_rule_supports(&op, 1, NULL, why, sizeof(why)))
+						continue;
+					int call = rf__cuda_gemm_call(dts[ia], dts[ib], dts[ic], tf32);
+					CHECK(cublas_takes(call, dts[ia], dts[ib], dts[ic]));
+					ran++;
+				}
+	CHECK_EQ(ran, 5 * 2);  /* f32; bf16 and f16 into themselves or f32 */
+	CHECK_EQ(rf__cuda_gemm_call(RF_F32, RF_F32, RF_F32, 0), RF__KC_SGEMM);
+	CHECK_EQ(rf__cuda_gemm_call(RF_F32, RF_F32, RF_F32, 1), RF__KC_GEMM_TF32);
+	CHECK_EQ(rf__cuda_gemm_call(RF_BF16, RF_BF16, RF_BF16, 1), RF__KC_GEMM_32F);
+	CHECK_EQ(rf__cuda_gemm_call(RF_F16, RF_F16, RF_F32, 0), RF__KC_GEMM_32F);
+	fprintf(stderr, "gemm: %u accepted dtype/math cases, each a call cuBLAS has: ok\n", ran);
+}
+
 int main(void)
 {
 	check_supports();
+	check_gemm_call();
 	check_conv_path();
 	check_pick();
 	check_capture();
