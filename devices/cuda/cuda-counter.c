@@ -177,6 +177,7 @@ static int rf__cs_waker_init(struct rf__cuda_stream *c)
 	c->waker.wait = rf__cs_wait;
 	c->waker.query = rf__cs_query;
 	c->waker.spin_ns = spin_us * 1000;
+	c->waker.window = RF__WEV;
 	c->waker.word = rf__cs_word;
 	c->waker.wake = rf__cs_wake;
 	c->waker.asleep = rf__cs_asleep;

@@ -54,7 +54,16 @@
  * (cudaEventQuery) only every RF__WAKER_QUERY_EVERY turns, for a stream whose word is
  * missing or no longer written: with the event alone, a parked reactor still learned
  * of a 64 MiB memset 10-12 us after a polling one (H200, 2026-11-30). The spin changes
- * no argument above: it is a wait() that returns sooner. */
+ * no argument above: it is a wait() that returns sooner.
+ *
+ * The events are a ring of `window` slots (RF__WEV, 256): signal k's record replaces
+ * signal k - window's. With more than `window` signals outstanding, k+1's slot holds a
+ * later signal's record, and a wait on it would end only when that one did -- the
+ * reactor, asleep, learning of k+1 up to `window` signals late (a stream's queue has
+ * no bound; the engine's default cap is 4096 ops). The waker then polls instead
+ * (rf__waker_overflow): the counter word, and the oldest intact record's event; a
+ * later record over it says done only when it is, and signals finish in order, so
+ * nothing is seen early. */
 #ifndef RF_DEVICES_CUDA_WAKER_H
 #define RF_DEVICES_CUDA_WAKER_H
 
@@ -62,6 +71,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ring.h"        /* rf_now_ns */
@@ -74,6 +84,7 @@ struct rf__waker {
 	_Atomic uint64_t wakes;      /* waker: reactor wake-ups sent */
 	_Atomic uint64_t parks;      /* waker: times it slept for want of signals */
 	_Atomic uint64_t spun;       /* waker: signals it saw done while spinning */
+	_Atomic uint64_t overflowed; /* waker: signals seen past an overwritten slot */
 	_Atomic uint32_t parked;     /* the futex word: 1 while the waker waits for work */
 	_Atomic int stop;
 	/* the stream's side, on the waker thread: block until signal k is done (0), or
@@ -85,6 +96,9 @@ struct rf__waker {
 	 * or spin_ns 0: no spinning */
 	int (*query)(void *ctx, uint64_t k);
 	uint64_t spin_ns;
+	/* the stream's event slots: signal k's is slot k % window, which the issue of
+	 * k + window records again (0: one of its own per signal) */
+	unsigned window;
 	uint64_t (*word)(void *ctx);
 	int (*wake)(void *ctx);
 	int (*asleep)(void *ctx);    /* 1 if the reactor is parked (NULL: always wake) */
@@ -145,6 +159,35 @@ static inline int rf__waker_spin(struct rf__waker *w, uint64_t k)
 	}
 }
 
+/* How often the waker looks while its next signal's event slot is overwritten. */
+#define RF__WAKER_OVF_NS 20000L
+
+/* Waker, seen up to k, with more than `window` signals outstanding: signal k+1's slot
+ * holds a later signal's record (or will, at any moment), and waiting on it would
+ * tell of that one -- up to `window` signals late, the reactor asleep all the while.
+ * Instead, every RF__WAKER_OVF_NS: the counter word (each signal's own count), and the
+ * event of the oldest signal whose record is intact, issued - window + 1 (should a
+ * later record replace it meanwhile, that one says done only after it). Returns the
+ * newest signal so seen done (> k), k when back within the window (the event is then
+ * k+1's own), or UINT64_MAX when told to stop. */
+static inline uint64_t rf__waker_overflow(struct rf__waker *w, uint64_t k)
+{
+	for (;;) {
+		uint64_t iss = atomic_load(&w->issued), v = w->word ? w->word(w->ctx) : 0, e;
+		if (v > k && v <= iss)
+			return v;
+		if (iss - (k + 1) < w->window)
+			return k;
+		e = iss - w->window + 1;
+		if (w->query ? w->query(w->ctx, e) > 0 : w->wait(w->ctx, e) == 0)
+			return e;
+		if (atomic_load(&w->stop))
+			return UINT64_MAX;
+		struct timespec ts = { 0, RF__WAKER_OVF_NS };
+		nanosleep(&ts, NULL);
+	}
+}
+
 static inline void *rf__waker_main(void *arg)
 {
 	struct rf__waker *w = arg;
@@ -163,21 +206,32 @@ static inline void *rf__waker_main(void *arg)
 				rf__waker_futex_wait(&w->parked, 1);
 			continue;
 		}
-		int spun = rf__waker_spin(w, k + 1);
-		if (spun < 0)
-			break;  /* stopped: the reactor no longer listens */
-		if (spun)
-			atomic_fetch_add_explicit(&w->spun, 1, memory_order_relaxed);
-		else if (w->wait(w->ctx, k + 1) < 0) {
-			/* a broken context: the watchdog fails the stream; nothing is seen */
-			usleep(1000);
-			continue;
-		}
-		k++;
-		/* signals are done in order: what the counter says is done too */
-		v = w->word ? w->word(w->ctx) : 0;
-		if (v > k && v <= atomic_load(&w->issued))
+		if (w->window && atomic_load(&w->issued) - (k + 1) >= w->window) {
+			v = rf__waker_overflow(w, k);
+			if (v == UINT64_MAX)
+				break;  /* stopped */
+			if (v == k)
+				continue;
+			atomic_fetch_add_explicit(&w->overflowed, 1, memory_order_relaxed);
 			k = v;
+		} else {
+			int spun = rf__waker_spin(w, k + 1);
+			if (spun < 0)
+				break;  /* stopped: the reactor no longer listens */
+			if (spun)
+				atomic_fetch_add_explicit(&w->spun, 1, memory_order_relaxed);
+			else if (w->wait(w->ctx, k + 1) < 0) {
+				/* a broken context: the watchdog fails the stream; nothing is
+				 * seen */
+				usleep(1000);
+				continue;
+			}
+			k++;
+			/* signals are done in order: what the counter says is done too */
+			v = w->word ? w->word(w->ctx) : 0;
+			if (v > k && v <= atomic_load(&w->issued))
+				k = v;
+		}
 		atomic_store(&w->seen, k);
 		if (atomic_load(&w->stop))
 			break;  /* the reactor no longer listens */
