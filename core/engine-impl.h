@@ -224,9 +224,9 @@ static inline struct rf_op *rf__oplist_pop(struct rf__oplist *l)
 int rf__push_thread_refused(const char *what) __attribute__((cold));
 static inline int rf__push_thread(struct rf_engine *e, const char *what)
 {
-	if (__builtin_expect(rf__gettid() == e->owner_tid, 1))
+	if (__builtin_expect(e && rf__gettid() == e->owner_tid, 1))
 		return 0;
-	return rf__push_thread_refused(what);
+	return e ? rf__push_thread_refused(what) : rf__fail(-EINVAL, "%s: e is NULL", what);
 }
 
 /* An op enters or leaves flight (counted against the cap). */

@@ -227,6 +227,15 @@ void rf_engine_op_done(struct rf_op *op, int status)
 			op->state == RF__OP_FREE ? "(finished)" : op->name);
 		abort();
 	}
+	if (rf__gettid() != e->owner_tid) {
+		/* the engine's state is the reactor thread's alone: changed from here it
+		 * would race, and the op's done callback would run on this thread */
+		rf__log(RF_LOG_ERROR, "rf_engine_op_done on op '%s' from a thread other than "
+			"the engine's reactor thread: a stream (or an async op) broke its "
+			"contract; report from the reactor (a notifier or a poller brings the "
+			"completion there)", op->name);
+		abort();
+	}
 	if (op->traced && !op->t1)
 		op->t1 = rf_now_ns();
 	op->stream->done_seq++;

@@ -37,11 +37,18 @@ int rf_var_create(struct rf_engine *e, const char *name, struct rf_var **out)
 
 const char *rf_var_name(const struct rf_var *v)
 {
+	if (!v)
+		return "(null)";
 	return v->name ? v->name : "(unnamed)";
 }
 
 int rf_var_error(const struct rf_var *v, const char **op_name)
 {
+	if (!v) {
+		if (op_name)
+			*op_name = NULL;
+		return rf__fail(-EINVAL, "rf_var_error: v is NULL");
+	}
 	if (op_name)
 		*op_name = v->err_op;
 	return v->err;

@@ -10,6 +10,8 @@
 /* -EDEADLK (and the message in rf_last_error()) if waiting now would deadlock. */
 int rf__wait_refused(struct rf_engine *e, const char *what, int capture_ok)
 {
+	if (!e)
+		return rf__fail(-EINVAL, "%s: e is NULL", what);
 	if (rf__gettid() != e->owner_tid)
 		return rf__fail(-EDEADLK, "%s called from a thread other than the engine's "
 				"reactor thread (from inside a worker-stream op?): refused, it "
@@ -27,6 +29,8 @@ int rf__wait_refused(struct rf_engine *e, const char *what, int capture_ok)
 
 int rf__admin_refused(struct rf_engine *e, const char *what)
 {
+	if (!e)
+		return rf__fail(-EINVAL, "%s: e is NULL", what);
 	if (rf__gettid() != e->owner_tid)
 		return rf__fail(-EPERM, "%s called from a thread other than the engine's reactor "
 				"thread: refused", what);

@@ -159,7 +159,8 @@ static int rf__has_work(struct rf_ring *r)
 
 int rf__owner_refused(const struct rf_ring *r, const char *fn)
 {
-	(void)r;
+	if (!r)
+		return rf__fail(-EINVAL, "%s: the ring is NULL", fn);
 	return rf__fail(-EPERM, "%s called from a thread other than the ring's owner (the "
 			"thread that created it): refused; a ring is used by its owner only "
 			"(rf_notifier_signal wakes it from elsewhere)", fn);
@@ -182,8 +183,7 @@ int rf_ring_run(struct rf_ring *r, enum rf_run_mode mode)
 {
 	if (!r)
 		return rf__fail(-EINVAL, "rf_ring_run: r is NULL");
-	if (rf__owner_check(r, "rf_ring_run") < 0)
-		return -EPERM;
+	RF__OWNER_OR_RETURN(r, "rf_ring_run");
 	if (r->in_run || r->cb_depth)
 		return rf__nested("rf_ring_run");
 	r->in_run = 1;
@@ -225,8 +225,7 @@ int rf_ring_run_until(struct rf_ring *r, int (*pred)(void *arg), void *arg, uint
 {
 	if (!r || !pred)
 		return rf__fail(-EINVAL, "rf_ring_run_until: %s is NULL", !r ? "r" : "pred");
-	if (rf__owner_check(r, "rf_ring_run_until") < 0)
-		return -EPERM;
+	RF__OWNER_OR_RETURN(r, "rf_ring_run_until");
 	if (r->in_run || r->cb_depth)
 		return rf__nested("rf_ring_run_until");
 	r->in_run = 1;
@@ -269,11 +268,19 @@ int rf_ring_run_until(struct rf_ring *r, int (*pred)(void *arg), void *arg, uint
 
 void rf_ring_set_max_batch(struct rf_ring *r, unsigned max_completions)
 {
+	if (!r) {
+		rf__fail(-EINVAL, "rf_ring_set_max_batch: r is NULL");
+		return;
+	}
+	if (rf__owner_check_void(r, "rf_ring_set_max_batch") < 0)
+		return;
 	r->max_batch = max_completions;
 }
 
 unsigned rf_ring_pending(const struct rf_ring *r)
 {
+	if (!r)
+		return 0;
 	uint64_t n = r->npending + r->owed + r->poll_held;
 	return n > UINT_MAX ? UINT_MAX : (unsigned)n;
 }

@@ -109,8 +109,7 @@ static int rf__ms_start(const char *fn, struct rf_ring *r, int kind, int fd, uns
 			struct rf_bufgroup *g, unsigned events, rf_multi_cb cb, void *data,
 			rf_req_id *id)
 {
-	if (rf__owner_check(r, fn) < 0)
-		return -EPERM;
+	RF__OWNER_OR_RETURN(r, fn);
 	if (r->destroying)
 		return rf__shutdown(fn);
 	if (!cb)
@@ -171,8 +170,7 @@ int rf_ring_poll_multishot(struct rf_ring *r, int fd, unsigned events, unsigned 
 
 int rf_ring_cancel(struct rf_ring *r, rf_req_id id)
 {
-	if (rf__owner_check(r, "rf_ring_cancel") < 0)
-		return -EPERM;
+	RF__OWNER_OR_RETURN(r, "rf_ring_cancel");
 	struct rf__req *q = rf__req_by_id(r, id);
 	if (!q || (r->kinds[q->kind].flags & RF__KF_INTERNAL))
 		return rf__fail(-ENOENT, "rf_ring_cancel: id 0x%llx names no request in flight "
@@ -221,9 +219,10 @@ static int rf__bgid_free(const struct rf_ring *r)
 
 int rf_bufgroup_create(struct rf_ring *r, unsigned nbufs, size_t bufsz, struct rf_bufgroup **out)
 {
+	if (!out)
+		return rf__fail(-EINVAL, "rf_bufgroup_create: out is NULL");
 	*out = NULL;
-	if (rf__owner_check(r, "rf_bufgroup_create") < 0)
-		return -EPERM;
+	RF__OWNER_OR_RETURN(r, "rf_bufgroup_create");
 	if (!nbufs || nbufs > 32768 || (nbufs & (nbufs - 1)))
 		return rf__fail(-EINVAL, "rf_bufgroup_create: nbufs = %u, expected a power of two "
 				"from 1 to 32768", nbufs);
@@ -287,6 +286,9 @@ fail:
 int rf_bufgroup_put(struct rf_bufgroup *g, void *buf)
 {
 	char *p = buf;
+	if (!g)
+		return rf__fail(-EINVAL, "rf_bufgroup_put: g is NULL");
+	RF__OWNER_OR_RETURN(g->r, "rf_bufgroup_put");
 	if (p < g->bufs || p >= g->bufs + (size_t)g->nbufs * g->bufsz ||
 	    (size_t)(p - g->bufs) % g->bufsz)
 		return rf__fail(-EINVAL, "rf_bufgroup_put: buf %p is not a buffer of the group",
@@ -337,6 +339,7 @@ int rf_bufgroup_destroy(struct rf_bufgroup *g)
 {
 	if (!g)
 		return 0;
+	RF__OWNER_OR_RETURN(g->r, "rf_bufgroup_destroy");
 	if (g->users)
 		return rf__fail(-EBUSY, "rf_bufgroup_destroy: %u receives still use the group; "
 				"expected them cancelled and finished first", g->users);

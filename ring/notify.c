@@ -160,9 +160,10 @@ static int rf__nslot_alloc(struct rf_ring *r, uint32_t *out)
 
 int rf_notifier_create(struct rf_ring *r, rf_notify_cb cb, void *data, struct rf_notifier **out)
 {
+	if (!out)
+		return rf__fail(-EINVAL, "rf_notifier_create: out is NULL");
 	*out = NULL;
-	if (rf__owner_check(r, "rf_notifier_create") < 0)
-		return -EPERM;
+	RF__OWNER_OR_RETURN(r, "rf_notifier_create");
 	if (!cb)
 		return rf__fail(-EINVAL, "rf_notifier_create: cb is NULL, expected the callback "
 				"that receives the signals");
@@ -234,6 +235,8 @@ int rf_notifier_signal(struct rf_notifier *n)
 
 int rf_notifier_signal_n(struct rf_notifier *n, uint32_t count)
 {
+	if (!n)
+		return rf__fail(-EINVAL, "rf_notifier_signal_n: n is NULL");
 	if (count == 0 || count > INT32_MAX) /* a CQE's res is signed: res <= 0 is dropped */
 		return rf__fail(-EINVAL, "rf_notifier_signal_n: count = %u, expected 1 to "
 				"2^31 - 1", count);
@@ -256,6 +259,12 @@ int rf_notifier_signal_n(struct rf_notifier *n, uint32_t count)
 
 void rf_notifier_expect(struct rf_notifier *n, uint32_t count)
 {
+	if (!n) {
+		rf__fail(-EINVAL, "rf_notifier_expect: n is NULL");
+		return;
+	}
+	if (rf__owner_check_void(n->r, "rf_notifier_expect") < 0)
+		return;
 	if (n->lost)
 		return; /* nothing can arrive: waiting for it would never end */
 	n->owed += count;
@@ -264,7 +273,7 @@ void rf_notifier_expect(struct rf_notifier *n, uint32_t count)
 
 uint32_t rf_notifier_owed(const struct rf_notifier *n)
 {
-	return n->owed;
+	return n ? n->owed : 0;
 }
 
 void rf_notifier_destroy(struct rf_notifier *n)
@@ -272,6 +281,8 @@ void rf_notifier_destroy(struct rf_notifier *n)
 	if (!n)
 		return;
 	struct rf_ring *r = n->r;
+	if (rf__owner_check_void(r, "rf_notifier_destroy") < 0)
+		return;
 	if (n->on_dirty) {
 		struct rf_notifier **pp = &r->dirty;
 		while (*pp != n)
@@ -381,9 +392,10 @@ int rf__complete_watch(struct rf_ring *r, struct rf__req *q, int32_t res, uint32
 int rf_watch_eventfd(struct rf_ring *r, int efd, int counts_as_pending,
 		     rf_watch_cb cb, void *data, struct rf_watch **out)
 {
+	if (!out)
+		return rf__fail(-EINVAL, "rf_watch_eventfd: out is NULL");
 	*out = NULL;
-	if (rf__owner_check(r, "rf_watch_eventfd") < 0)
-		return -EPERM;
+	RF__OWNER_OR_RETURN(r, "rf_watch_eventfd");
 	if (!cb)
 		return rf__fail(-EINVAL, "rf_watch_eventfd: cb is NULL, expected the callback "
 				"that receives the counter values");
@@ -423,6 +435,8 @@ void rf_watch_stop(struct rf_watch *w)
 	if (!w)
 		return;
 	struct rf_ring *r = w->r;
+	if (rf__owner_check_void(r, "rf_watch_stop") < 0)
+		return;
 	if (w->busy) { /* inside its own callback: freed when the callback returns */
 		w->stopping = 1;
 		return;

@@ -247,8 +247,7 @@ int rf__submit(const char *fn, struct rf_ring *r, unsigned kind, const struct rf
 	       rf_io_cb cb, void *data, rf_req_id *id)
 {
 	const struct rf__kind *k = &rf__kinds[kind];
-	if (rf__owner_check(r, fn) < 0)
-		return -EPERM;
+	RF__OWNER_OR_RETURN(r, fn);
 	if (r->destroying)
 		return rf__shutdown(fn);
 	if (__builtin_expect(rf__io_malformed(kind, io), 0))

@@ -40,8 +40,7 @@ int rf_poller_add(struct rf_ring *r, rf_poll_cb cb, void *data, struct rf_poller
 				"pointer (got %p, %p, %p)", (void *)r, (void *)(uintptr_t)cb,
 				(void *)out);
 	*out = NULL;
-	if (rf__owner_check(r, "rf_poller_add") < 0)
-		return -EPERM;
+	RF__OWNER_OR_RETURN(r, "rf_poller_add");
 	if (r->destroying)
 		return rf__fail(-ESHUTDOWN, "rf_poller_add: the ring is being destroyed");
 	if (!(p = calloc(1, sizeof(*p))))
@@ -69,7 +68,7 @@ void rf_poller_hold(struct rf_poller *p, int64_t n)
 {
 	uint64_t m;
 
-	if (!p)
+	if (!p || rf__owner_check_void(p->r, "rf_poller_hold") < 0)
 		return;
 	if (n < 0) {    /* never below zero (INT64_MIN's magnitude taken without overflow) */
 		m = (uint64_t)0 - (uint64_t)n;
@@ -98,7 +97,7 @@ int rf_ring_parked(const struct rf_ring *r)
 
 void rf_poller_remove(struct rf_poller *p)
 {
-	if (!p)
+	if (!p || rf__owner_check_void(p->r, "rf_poller_remove") < 0)
 		return;
 	p->r->poll_held -= p->held;         /* what it held no longer comes */
 	p->held = 0;
@@ -159,6 +158,7 @@ int rf_ring_set_spin(struct rf_ring *r, uint64_t spin_ns)
 	if (!r || spin_ns > RF__SPIN_MAX_NS)
 		return rf__fail(-EINVAL, "rf_ring_set_spin: %llu ns, expected a ring and at most "
 				"%llu ns", (unsigned long long)spin_ns, RF__SPIN_MAX_NS);
+	RF__OWNER_OR_RETURN(r, "rf_ring_set_spin");
 	r->spin_ns = spin_ns;
 	return 0;
 }

@@ -105,8 +105,7 @@ int rf_blk_queue_attr(int fd, const char *name, char *out, size_t len, char *whe
 
 int rf_ring_register_buffers(struct rf_ring *r, unsigned nbufs, size_t bufsz, size_t align)
 {
-	if (rf__owner_check(r, "rf_ring_register_buffers") < 0)
-		return -EPERM;
+	RF__OWNER_OR_RETURN(r, "rf_ring_register_buffers");
 	if (r->arena || r->nmems)
 		return rf__fail(-EEXIST, "rf_ring_register_buffers: the ring has registered %s "
 				"already", r->arena ? "buffers" : "memory areas");
@@ -209,14 +208,16 @@ static int rf__register_mems(struct rf_ring *r, unsigned n, int had)
 
 int rf_ring_register_memory(struct rf_ring *r, void *const *bufs, const size_t *lens, unsigned n)
 {
-	if (rf__owner_check(r, "rf_ring_register_memory") < 0)
-		return -EPERM;
+	RF__OWNER_OR_RETURN(r, "rf_ring_register_memory");
 	if (r->arena)
 		return rf__fail(-EEXIST, "rf_ring_register_memory: the ring has its own buffers "
 				"(rf_ring_register_buffers); expected none");
 	if (!n || r->nmems + n > 16384)
 		return rf__fail(-EINVAL, "rf_ring_register_memory: n = %u with %u areas "
 				"registered, expected 1 to %u more", n, r->nmems, 16384 - r->nmems);
+	if (!bufs || !lens)
+		return rf__fail(-EINVAL, "rf_ring_register_memory: %s is NULL with n = %u",
+				!bufs ? "bufs" : "lens", n);
 	struct rf__mem *mems = realloc(r->mems, (r->nmems + n) * sizeof(*mems));
 	if (!mems)
 		return rf__fail(-ENOMEM, "rf_ring_register_memory: no memory for %u areas", n);
@@ -239,8 +240,7 @@ int rf_ring_register_memory(struct rf_ring *r, void *const *bufs, const size_t *
 
 int rf_ring_unregister_memory(struct rf_ring *r, const void *base)
 {
-	if (rf__owner_check(r, "rf_ring_unregister_memory") < 0)
-		return -EPERM;
+	RF__OWNER_OR_RETURN(r, "rf_ring_unregister_memory");
 	unsigned i;
 
 	for (i = 0; i < r->nmems; i++)
@@ -319,8 +319,7 @@ static int rf__files_install(struct rf_ring *r, const char *fn, const int *fds, 
 
 int rf_ring_register_files(struct rf_ring *r, const int *fds, unsigned n)
 {
-	if (rf__owner_check(r, "rf_ring_register_files") < 0)
-		return -EPERM;
+	RF__OWNER_OR_RETURN(r, "rf_ring_register_files");
 	if (!fds)
 		return rf__fail(-EINVAL, "rf_ring_register_files: fds is NULL, expected an array "
 				"of %u descriptors (rf_ring_register_files_sparse for empty "
@@ -330,7 +329,6 @@ int rf_ring_register_files(struct rf_ring *r, const int *fds, unsigned n)
 
 int rf_ring_register_files_sparse(struct rf_ring *r, unsigned n)
 {
-	if (rf__owner_check(r, "rf_ring_register_files_sparse") < 0)
-		return -EPERM;
+	RF__OWNER_OR_RETURN(r, "rf_ring_register_files_sparse");
 	return rf__files_install(r, "rf_ring_register_files_sparse", NULL, n);
 }

@@ -430,10 +430,32 @@ RF__HIDDEN int rf__notify_flush(struct rf_ring *r);
 RF__HIDDEN void rf__notifiers_teardown(struct rf_ring *r);
 RF__HIDDEN void rf__watches_teardown(struct rf_ring *r);
 
-/* 0 on r's owner thread (a TLS load and a compare), else rf__owner_refused. */
+/* 0 on r's owner thread (a TLS load and a compare), else rf__owner_refused: -EPERM, or
+ * -EINVAL for a NULL ring. */
 static inline int rf__owner_check(const struct rf_ring *r, const char *fn)
 {
-	return __builtin_expect(rf__gettid() == r->owner_tid, 1) ? 0 : rf__owner_refused(r, fn);
+	return __builtin_expect(r && rf__gettid() == r->owner_tid, 1) ? 0
+								      : rf__owner_refused(r, fn);
+}
+
+/* A public call's first line: return rf__owner_check's refusal. */
+#define RF__OWNER_OR_RETURN(r, fn)                       \
+	do {                                             \
+		int rf__oc_ = rf__owner_check((r), (fn)); \
+		if (rf__oc_ < 0)                         \
+			return rf__oc_;                  \
+	} while (0)
+
+/* rf__owner_check for calls that return nothing (a destroy, a count): a refusal is
+ * also logged, since no caller sees a code -- the object is left as it was, not freed
+ * or changed under its owner. 0 or -EPERM. */
+static inline int rf__owner_check_void(const struct rf_ring *r, const char *fn)
+{
+	if (__builtin_expect(rf__gettid() == r->owner_tid, 1))
+		return 0;
+	rf__owner_refused(r, fn);
+	rf__log(RF_LOG_ERROR, "%s (left as it was)", rf_last_error());
+	return -EPERM;
 }
 
 #endif

@@ -137,7 +137,8 @@ int rf_engine_may_wait(struct rf_engine *e, const char *what);
 void rf_engine_set_interrupt(struct rf_engine *e, int (*fn)(void *arg), void *arg,
 			     uint64_t period_ns);
 
-/* The poison of a variable: 0, or the error and (if op_name) the failing op's name. */
+/* The poison of a variable: 0, or the error and (if op_name) the failing op's name
+ * (-EINVAL, op_name NULL, for a NULL v). */
 int rf_var_error(const struct rf_var *v, const char **op_name);
 /* Clear a variable's poison (pushed as a mutation). */
 int rf_var_clear_error(struct rf_engine *e, struct rf_var *v);
@@ -267,7 +268,8 @@ struct rf_io_push {
 int rf_engine_push_io(struct rf_engine *e, const struct rf_io_push *p);
 
 /* Reactor thread: the op finished with status. An async op's work calls it once;
- * so does a stream (stream.h) for each op it took. */
+ * so does a stream (stream.h) for each op it took. A call from another thread, or on
+ * an op that is not running, is a broken contract: logged, then abort(). */
 void rf_engine_op_done(struct rf_op *op, int status);
 
 #ifdef __cplusplus

@@ -7,11 +7,13 @@
  * exactly once, and one that returned an error never does -- in synchronous mode too,
  * when the wait inside push cannot finish. An async op that reports its completion and
  * then returns an error is completed once (and the error is logged). rf_engine_op_done
- * on an op that is not running logs an error and aborts. Internal waits (destroying a stream) leave the
+ * on an op that is not running, or from another thread than the reactor's (the done
+ * callback ran there), logs an error and aborts. Internal waits (destroying a stream) leave the
  * pending error for the user's wait_all. A worker stream's capacity is bounded. An op
  * that runs at once at push (inline, idle variables) and pushes ops from inside itself
  * orders them behind itself, as the queued path does, and its failure poisons. */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -252,7 +254,7 @@ static void t_done_then_fail(void)
 	rf_log_set(NULL, NULL);
 }
 
-/* 6. rf_engine_op_done on a finished op logs an error and aborts (in a child process,
+/* 6. rf_engine_op_done on a finished op, or from another thread, logs an error and aborts (in a child process,
  * whose log callback writes the message to a pipe). */
 static int log_fd = -1;
 
@@ -263,7 +265,14 @@ static void pipe_log(enum rf_log_level level, const char *msg, void *user)
 		_exit(3);
 }
 
-static void t_double_done(void)
+static void *done_elsewhere(void *arg)
+{
+	rf_engine_op_done(arg, 0); /* must abort: not the reactor thread */
+	return NULL;
+}
+
+/* mode 0: reported twice; 1: reported from another thread */
+static void t_bad_done(int mode)
 {
 	char got[512] = "";
 	ssize_t n, len = 0;
@@ -284,6 +293,12 @@ static void t_double_done(void)
 		rf_engine_push(e, &(struct rf_op_desc){ .afn = hold_start, .writes = &v,
 							.nwrites = 1, .name = "twice" });
 		op = held;
+		if (mode == 1) {
+			pthread_t th;
+			if (pthread_create(&th, NULL, done_elsewhere, op) == 0)
+				pthread_join(th, NULL);
+			_exit(0);
+		}
 		rf_engine_op_done(op, 0);
 		rf_engine_op_done(op, 0); /* must abort */
 		_exit(0);
@@ -295,7 +310,9 @@ static void t_double_done(void)
 	close(fds[0]);
 	CHECK(waitpid(pid, &ws, 0) == pid);
 	CHECK(WIFSIGNALED(ws) && WTERMSIG(ws) == SIGABRT);
-	CHECK(strstr(got, "rf_engine_op_done on op '(finished)', which is not running"));
+	CHECK(strstr(got, mode ? "rf_engine_op_done on op 'twice' from a thread other than "
+			  "the engine's reactor thread"
+			: "rf_engine_op_done on op '(finished)', which is not running"));
 }
 
 /* 7. Destroying a stream waits for all work but leaves the error for wait_all. */
@@ -457,7 +474,8 @@ int main(void)
 	t_sync_push();
 	t_sync_nested();
 	t_done_then_fail();
-	t_double_done();
+	t_bad_done(0);
+	t_bad_done(1);
 	t_internal_wait_keeps_error();
 	t_worker_capacity();
 	t_now_nested();

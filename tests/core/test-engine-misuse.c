@@ -26,7 +26,8 @@
  *    the deletion freed it): refused;
  *  - rf_worker_stream_create(_shared) from another thread (ran), and stream creation
  *    and trace start/stop from inside an op: refused (-EPERM, -EBUSY); rf_engine_may_wait
- *    says the same of a wait.
+ *    says the same of a wait;
+ *  - a NULL engine or variable (push, waits, rf_var_error, rf_var_name): -EINVAL.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -603,6 +604,24 @@ static void wide_op(struct rf_ring *r)
 	free(v);
 }
 
+/* NULL where an engine or a variable is expected: -EINVAL naming it, no crash (each
+ * was a NULL dereference) */
+static void null_args(void)
+{
+	const char *opn = "x";
+	struct rf_op_desc d = { .fn = inc, .name = "n" };
+
+	refused("rf_engine_push(NULL)", rf_engine_push(NULL, &d), -EINVAL,
+		"rf_engine_push: e is NULL", NULL);
+	refused("rf_engine_wait_all(NULL)", rf_engine_wait_all(NULL), -EINVAL,
+		"rf_engine_wait_all: e is NULL", NULL);
+	refused("rf_engine_wait_idle(NULL)", rf_engine_wait_idle(NULL), -EINVAL,
+		"rf_engine_wait_idle: e is NULL", NULL);
+	refused("rf_var_error(NULL)", rf_var_error(NULL, &opn), -EINVAL, "v is NULL", NULL);
+	CHECK(opn == NULL);
+	CHECK(!strcmp(rf_var_name(NULL), "(null)"));
+}
+
 int main(void)
 {
 	struct rf_ring *r;
@@ -618,6 +637,7 @@ int main(void)
 	trace_paths(r);
 	push_io_result(r);
 	wide_op(r);
+	null_args();
 	rf_ring_destroy(r);
 	{
 		char cmd[300];

@@ -4,16 +4,19 @@
  * file opened read-only completes with -EBADF, an fsync on a bad fd with -EBADF; a
  * read into a fixed buffer with no registered buffers is refused at submission with
  * -EINVAL. The ring stays usable afterwards. NULL where the call needs a pointer
- * (rf_ring_create's out, rf_ring_run_until's ring or predicate) is -EINVAL with a
+ * (rf_ring_create's out, rf_ring_run_until's ring or predicate, any call's ring, a
+ * notifier, a group, a create's out, register_memory's arrays) is -EINVAL with a
  * message; a poller held by INT64_MAX then released by INT64_MIN saturates, never
  * overflows (UBSan), and ends at zero. Flags no RF_IO_* or RF_RING_* flag has, a NULL
  * buffer with a length, a transfer direction or segment end past 2^64: -EINVAL at the
  * call. Another thread's request, run or destroy: -EPERM (destroy logged), the ring
- * still its owner's; in a forked child the parent's ring is refused too (-EPERM), a ring
+ * still its owner's -- so too its notifiers, groups, watches and pollers, changed or
+ * freed from another thread before (use-after-free under the owner); in a forked child the parent's ring is refused too (-EPERM), a ring
  * the child makes works, and the parent's goes on. */
 #include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <sys/eventfd.h>
 #include <sys/wait.h>
 
 #include "ring-test.h"
@@ -37,10 +40,33 @@ static int never(void *a)
 /* a ring is its creating thread's: another thread's calls are refused, the ring left */
 static int other_timeout, other_run, other_xfer, other_submit;
 static char other_msg[512];
+/* the owner's objects, which another thread may neither change nor free */
+static struct rf_notifier *o_note;
+static struct rf_bufgroup *o_grp;
+static struct rf_watch *o_watch;
+static struct rf_poller *o_poll;
+static int other_put, other_grp_destroy, other_spin;
+static char other_void_msg[512];
+
+static void no_note(void *data, uint32_t count) { (void)data; (void)count; }
+static void no_watch(void *data, int64_t value) { (void)data; (void)value; }
 
 static void *other_thread(void *p)
 {
 	struct rf_ring *r = p;
+
+	/* calls that return nothing: refused, left as they were (a use-after-free under
+	 * the owner before) */
+	rf_notifier_expect(o_note, 3);
+	snprintf(other_void_msg, sizeof(other_void_msg), "%s", rf_last_error());
+	rf_notifier_destroy(o_note);
+	rf_watch_stop(o_watch);
+	rf_poller_hold(o_poll, 5);
+	rf_poller_remove(o_poll);
+	rf_ring_set_max_batch(r, 1);
+	other_put = rf_bufgroup_put(o_grp, NULL);
+	other_grp_destroy = rf_bufgroup_destroy(o_grp);
+	other_spin = rf_ring_set_spin(r, 1000);
 
 	other_timeout = rf_ring_timeout(r, 1000, NULL, NULL, NULL);
 	snprintf(other_msg, sizeof(other_msg), "%s", rf_last_error());
@@ -95,6 +121,32 @@ int main(void)
 	T_EQ(rf_ring_run_until(r, NULL, NULL, 0), -EINVAL);
 	T_CHECK(strstr(rf_last_error(), "pred is NULL"));
 	T_EQ(rf_ring_run_until(NULL, never, NULL, 0), -EINVAL);
+	/* a NULL ring, notifier or group anywhere: -EINVAL naming it (each crashed) */
+	{
+		void *bases[1] = { buf };
+		size_t lens[1] = { 64 };
+		T_EQ(rf_ring_read(NULL, fd, buf, 5, 0, 0, t_store, &ok, NULL), -EINVAL);
+		T_CHECK(strstr(rf_last_error(), "rf_ring_read: the ring is NULL"));
+		T_EQ(rf_ring_cancel(NULL, 1), -EINVAL);
+		T_EQ(rf_ring_pending(NULL), 0);
+		struct rf_notifier *nn;
+		struct rf_bufgroup *gg;
+		T_EQ(rf_notifier_create(NULL, no_note, NULL, &nn), -EINVAL);
+		T_CHECK(!nn && strstr(rf_last_error(), "rf_notifier_create: the ring is NULL"));
+		T_EQ(rf_notifier_create(r, no_note, NULL, NULL), -EINVAL);
+		T_EQ(rf_notifier_signal(NULL), -EINVAL);
+		T_EQ(rf_bufgroup_create(NULL, 4, 4096, &gg), -EINVAL);
+		T_CHECK(!gg);
+		T_EQ(rf_bufgroup_create(r, 4, 4096, NULL), -EINVAL);
+		T_EQ(rf_watch_eventfd(r, 0, 0, no_watch, NULL, NULL), -EINVAL);
+		T_EQ(rf_bufgroup_put(NULL, buf), -EINVAL);
+		T_EQ(rf_ring_register_memory(r, NULL, lens, 1), -EINVAL);
+		T_CHECK(strstr(rf_last_error(), "bufs is NULL"));
+		T_EQ(rf_ring_register_memory(r, bases, NULL, 1), -EINVAL);
+		T_CHECK(strstr(rf_last_error(), "lens is NULL"));
+		rf_ring_set_max_batch(NULL, 4);
+		T_CHECK(strstr(rf_last_error(), "r is NULL"));
+	}
 	/* values no flag or mode has: refused where they are given, nothing queued */
 	T_EQ(rf_ring_read(r, fd, buf, 5, 0, 0x80, t_store, &ok, NULL), -EINVAL);
 	T_CHECK(strstr(rf_last_error(), "bits 0x80 are no RF_IO_* flag"));
@@ -128,8 +180,29 @@ int main(void)
 	}
 	{
 		pthread_t t;
+		int efd = eventfd(0, EFD_CLOEXEC);
+		T_CHECK(efd >= 0);
+		T_OK(rf_notifier_create(r, no_note, NULL, &o_note));
+		T_OK(rf_bufgroup_create(r, 4, 4096, &o_grp));
+		T_OK(rf_watch_eventfd(r, efd, 0, no_watch, NULL, &o_watch));
+		T_OK(rf_poller_add(r, no_poll, NULL, &o_poll));
 		T_CHECK(pthread_create(&t, NULL, other_thread, r) == 0);
 		T_CHECK(pthread_join(t, NULL) == 0);
+		T_CHECK(strstr(other_void_msg, "rf_notifier_expect called from a thread other "
+					       "than the ring's owner"));
+		T_EQ(other_put, -EPERM);
+		T_EQ(other_grp_destroy, -EPERM);
+		T_EQ(other_spin, -EPERM);
+		/* all still the owner's, as they were */
+		T_EQ(rf_notifier_owed(o_note), 0);
+		T_EQ(rf_ring_pending(r), 0);      /* no hold counted, the poller still there */
+		T_EQ(rf_bufgroup_available(o_grp), 4);
+		rf_poller_remove(o_poll);
+		rf_watch_stop(o_watch);
+		T_OK(rf_ring_run(r, RF_RUN_UNTIL_IDLE));
+		T_OK(rf_bufgroup_destroy(o_grp));
+		rf_notifier_destroy(o_note);
+		close(efd);
 		T_EQ(other_timeout, -EPERM);
 		T_CHECK(strstr(other_msg, "rf_ring_timeout called from a thread other than the "
 				      "ring's owner"));
