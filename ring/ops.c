@@ -278,7 +278,6 @@ int rf__submit(const char *fn, struct rf_ring *r, unsigned kind, const struct rf
 	q->buf = NULL;
 	q->len = 0;
 	q->off = 0;
-	q->buf_index = bi;
 	switch (kind) {
 	case RF_IOP_READ:
 	case RF_IOP_WRITE:

@@ -24,11 +24,25 @@ static inline uint64_t rf__piece_off(const struct rf__req *q)
 
 /* ---- transfers --------------------------------------------------------------------------- */
 
+/* The registered buffer holding a fixed-buffer request's piece at p, looked up at each
+ * piece: areas registered or unregistered since the request began renumber the table
+ * (rf_ring_unregister_memory closes the gap), so an index kept from the submission
+ * named another area or none (-EFAULT for the rest of a short read). 1 and *bi, or 0
+ * when no registered area holds it any more: the piece then goes as a plain read or
+ * write into the same memory, which the caller still owns -- the request finishes as
+ * ring.h promises. */
+static int rf__fixed_index(struct rf_ring *r, const struct rf__req *q, const char *p,
+			   uint16_t *bi)
+{
+	return (q->flags & RF_IO_FIXED_BUF) && rf__find_buf(r, p, rf__piece(q), bi) == 0;
+}
+
 int rf__prep_read(struct rf_ring *r, struct rf__req *q, struct io_uring_sqe *sqe)
 {
 	char *p = q->buf + q->done;
-	if (q->flags & RF_IO_FIXED_BUF)
-		io_uring_prep_read_fixed(sqe, q->fd, p, rf__piece(q), rf__piece_off(q), q->buf_index);
+	uint16_t bi;
+	if (rf__fixed_index(r, q, p, &bi))
+		io_uring_prep_read_fixed(sqe, q->fd, p, rf__piece(q), rf__piece_off(q), bi);
 	else
 		io_uring_prep_read(sqe, q->fd, p, rf__piece(q), rf__piece_off(q));
 	return 0;
@@ -37,8 +51,9 @@ int rf__prep_read(struct rf_ring *r, struct rf__req *q, struct io_uring_sqe *sqe
 int rf__prep_write(struct rf_ring *r, struct rf__req *q, struct io_uring_sqe *sqe)
 {
 	char *p = q->buf + q->done;
-	if (q->flags & RF_IO_FIXED_BUF)
-		io_uring_prep_write_fixed(sqe, q->fd, p, rf__piece(q), rf__piece_off(q), q->buf_index);
+	uint16_t bi;
+	if (rf__fixed_index(r, q, p, &bi))
+		io_uring_prep_write_fixed(sqe, q->fd, p, rf__piece(q), rf__piece_off(q), bi);
 	else
 		io_uring_prep_write(sqe, q->fd, p, rf__piece(q), rf__piece_off(q));
 	return 0;

@@ -85,7 +85,6 @@ struct rf__req {
 	uint32_t idx;        /* slot index */
 	int fd;
 	unsigned flags;      /* RF_IO_* | RF__RQ_* */
-	uint16_t buf_index;
 	uint8_t kind;        /* enum rf__kid: its entry in rf__kinds */
 	uint8_t live;
 	uint8_t retries;     /* -EAGAIN/-EINTR results in a row (reads, writes) */
