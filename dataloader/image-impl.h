@@ -14,9 +14,12 @@ enum rf__img_fmt rf__img_sniff(const uint8_t *b, size_t n);
 
 enum rf__img_resize { RF__RESIZE_BILINEAR = 0, RF__RESIZE_AREA = 1 };
 
-/* What an image may be before it is refused (-E2BIG): checked from the header. */
+/* What an image may be before it is refused (-E2BIG): checked from the header. The
+ * pixels are PIL's own bound (Image.MAX_IMAGE_PIXELS x 2, where it raises
+ * DecompressionBombError): a PNG of a few hundred KB may declare 2^28 pixels, which a
+ * whole decode holds as 805 MB -- per decode worker (one per CPU by default). */
 #define RF__IMG_MAX_SIDE 32768u
-#define RF__IMG_MAX_PIXELS (1ull << 28)
+#define RF__IMG_MAX_PIXELS 178956970ull
 #define RF__IMG_MAX_SIZE 4096u
 #define RF__IMG_MAX_RATIO 8     /* eval: the resize before the centre crop, at most */
 
@@ -75,7 +78,7 @@ void rf__imgctx_destroy(struct rf__imgctx *c);            /* NULL ok */
  * CMYK/YCCK JPEGs are converted to RGB as PIL does (R = C*K/255 on the inverted values
  * an Adobe marker announces, R = (255-C)*(255-K)/255 without one). Returns 0, or
  * -EINVAL (bad o), -EBADMSG (corrupt/truncated/unsupported image), -E2BIG (image larger
- * than 32768 on a side or 2^28 pixels: refused before allocating), -ENOMEM; on error
+ * than 32768 on a side or 178,956,970 pixels: refused before allocating), -ENOMEM; on error
  * err (len bytes) holds one line saying what is wrong ("JPEG: Premature end of JPEG
  * file", "PNG: IHDR: CRC error", "not a JPEG or PNG (first bytes 00 01 02 03)"),
  * without a file name (the caller adds file and record), and so does rf_last_error().

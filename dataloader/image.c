@@ -329,8 +329,16 @@ static void rf__jpeg_markers(const uint8_t *b, size_t n, int *adobe, size_t *sos
 		uint8_t m = b[i + 1];
 		size_t seg;
 
-		if (b[i] != 0xff)
-			return;
+		if (b[i] != 0xff) {
+			/* bytes between segments: libjpeg skips to the next FF with a
+			 * warning ("extraneous bytes before marker"), and so does this walk
+			 * (it stopped, found no SOS, and called a whole file truncated) */
+			const uint8_t *f = memchr(b + i, 0xff, n - i);
+			if (!f)
+				return;
+			i = (size_t)(f - b);
+			continue;
+		}
 		if (m == 0xff) { /* fill byte */
 			i++;
 			continue;

@@ -669,6 +669,12 @@ static void test_corrupt(struct rf__imgctx *c)
 	be32(p + 29, (uint32_t)crc32(0, p + 12, 17));
 	expect_fail(fresh, p, np, -E2BIG, "PNG of 100000 x 100000");
 	printf("%s\n", err);
+	/* within the side, past the pixels: 2^28 (805 MB decoded), PIL's bomb too */
+	be32(p + 16, 16384);
+	be32(p + 20, 16384);
+	be32(p + 29, (uint32_t)crc32(0, p + 12, 17));
+	expect_fail(fresh, p, np, -E2BIG, "PNG of 16384 x 16384");
+	CHECK(strstr(err, "178956970 pixels"));
 	for (size_t i = 2; i + 9 < nj; i++)
 		if (j[i] == 0xff && j[i + 1] == 0xc0) { /* SOF0: height, width at +5 */
 			j[i + 5] = j[i + 7] = 0x9c; /* 40000 x 40000 (libjpeg's own limit: 65500) */
@@ -698,8 +704,20 @@ static void test_corrupt(struct rf__imgctx *c)
 	memcpy(wj, j, nj - 2);
 	memcpy(wj + nj - 2, "\x12\x34\xff\xd9trail", 9);
 	decode_ok(c, &o, wj, nj + 7, 0, 0, out);
+	free(wj);
+	/* extraneous bytes before a marker (libjpeg: a warning, the image whole; PIL reads
+	 * it): decoded, not "the data ends before the end-of-image marker" */
+	for (size_t i = 2; i + 1 < nj; i++)
+		if (j[i] == 0xff && j[i + 1] == 0xc4) {  /* the first DHT */
+			wj = malloc(nj + 4);
+			memcpy(wj, j, i);
+			memcpy(wj + i, "\x01\x02\x03\x04", 4);
+			memcpy(wj + i + 4, j + i, nj - i);
+			decode_ok(c, &o, wj, nj + 4, 0, 0, out);
+			break;
+		}
 	o.size = 0;
-	CHECK_EQ(rf__img_decode(c, &o, wj, nj + 7, 0, 0, out, err, sizeof(err)), -EINVAL);
+	CHECK_EQ(rf__img_decode(c, &o, wj, nj + 4, 0, 0, out, err, sizeof(err)), -EINVAL);
 	CHECK(strstr(err, "size 0"));
 	free(wj);
 	free(j);
