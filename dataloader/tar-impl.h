@@ -96,12 +96,16 @@ struct rf__wds_sample {
  * 0 .. 2^31-1, at most RF__TAR_CLS_MAX bytes), read with read_at(ctx, off, buf, n)
  * (0 or -errno; rf__tar_read_at with ctx = t for a tar of rf__tar_open*). A key's
  * members must be adjacent: a key seen again after another is -EINVAL naming both
- * offsets; a bad .cls is -EINVAL naming the member and its offset. A sample without
- * an image is skipped and counted in *no_image (if not NULL); one without .cls has
+ * offsets; so is an extension twice in one sample (case-insensitively: 'k.cls' twice,
+ * or 'k.jpg' and 'k.JPG' -- which one is meant? WebDataset refuses a repeated name);
+ * a bad .cls is -EINVAL naming the member and its offset. A sample without an image
+ * is skipped and counted in *no_image (if not NULL), the first such sample's first
+ * member in *first_no_image (if not NULL; t->n when none); one without .cls has
  * label -1. On success *out is one allocation holding the samples and their keys
  * (the caller frees it with free(); NULL when *n is 0). 0 or -errno with a message. */
 int rf__wds_samples(const struct rf__tar *t, int (*read_at)(void *ctx, uint64_t off, void *buf,
-		    size_t n), void *ctx, struct rf__wds_sample **out, size_t *n, size_t *no_image);
+		    size_t n), void *ctx, struct rf__wds_sample **out, size_t *n, size_t *no_image,
+		    size_t *first_no_image);
 
 /* The index file of a shard (tar-index.c), little-endian:
  *   0  magic "RFTARIX1"        8  u32 version (2)       12 u32 header bytes (64)

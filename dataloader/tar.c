@@ -620,12 +620,13 @@ static int wds_ext_rank(const char *ext)
 }
 
 int rf__wds_samples(const struct rf__tar *t, int (*read_at)(void *ctx, uint64_t off, void *buf,
-		    size_t n), void *ctx, struct rf__wds_sample **out, size_t *n, size_t *no_image)
+		    size_t n), void *ctx, struct rf__wds_sample **out, size_t *n, size_t *no_image,
+		    size_t *first_no_image)
 {
 	struct keyset ks = { 0 };
 	struct rf__wds_sample *smp = NULL, *res;
 	struct wds_cur c = { SIZE_MAX, SIZE_MAX, SIZE_MAX, 3 };
-	size_t ns = 0, noimg = 0, keybytes = 0, cap = 4, cur_kl = 0;
+	size_t ns = 0, noimg = 0, first_noimg = t->n, keybytes = 0, cap = 4, cur_kl = 0;
 	int ret = 0;
 
 	*out = NULL;
@@ -645,10 +646,24 @@ int rf__wds_samples(const struct rf__tar *t, int (*read_at)(void *ctx, uint64_t 
 		const char *ext = i < t->n ? rf__wds_split(t->m[i].name, &kl) : "";
 		if (i < t->n && c.first != SIZE_MAX && kl == cur_kl &&
 		    !memcmp(t->m[i].name, t->m[c.first].name, kl)) {
-			/* the same sample */
+			/* the same sample: each extension once */
+			for (size_t j = c.first; j < i && !ret; j++) {
+				size_t jl;
+				if (strcasecmp(rf__wds_split(t->m[j].name, &jl), ext))
+					continue;
+				ret = rf__fail(-EINVAL, "%s: member '%s' (data at offset %" PRIu64
+					       ") repeats member '%s' (data at offset %" PRIu64 ") "
+					       "of the same sample: expected each of a sample's "
+					       "members once (which one is meant?)", t->path,
+					       t->m[i].name, t->m[i].offset, t->m[j].name,
+					       t->m[j].offset);
+			}
+			if (ret)
+				break;
 		} else {
 			if (c.first != SIZE_MAX && c.img == SIZE_MAX) {
-				noimg++;
+				if (!noimg++)
+					first_noimg = c.first;
 			} else if (c.first != SIZE_MAX) {
 				struct rf__wds_sample *sp = &smp[ns++];
 				sp->key = t->m[c.first].name;   /* its first cur_kl bytes */
@@ -702,6 +717,8 @@ int rf__wds_samples(const struct rf__tar *t, int (*read_at)(void *ctx, uint64_t 
 out:
 	if (!ret && no_image)
 		*no_image = noimg;
+	if (!ret && first_no_image)
+		*first_no_image = first_noimg;
 	free(ks.slot);
 	free(smp);
 	return ret;

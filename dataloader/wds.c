@@ -240,6 +240,7 @@ struct wds_scan {
 	struct rf__tar t;
 	struct rf__wds_sample *sm;
 	size_t ns, noimg;
+	char noimg_first[300];  /* the first sample passed over: its first member, offset */
 	int ret;
 	char err[512];
 };
@@ -248,8 +249,14 @@ static void wds_scan_one(const char *path, struct wds_scan *s)
 {
 	int ret;
 
+	size_t first = 0;
+
 	if ((ret = rf__tar_index_load_or_scan(&s->t, path)) == 0)
-		ret = rf__wds_samples(&s->t, rf__tar_read_at, &s->t, &s->sm, &s->ns, &s->noimg);
+		ret = rf__wds_samples(&s->t, rf__tar_read_at, &s->t, &s->sm, &s->ns, &s->noimg,
+				      &first);
+	if (!ret && s->noimg && first < s->t.n)
+		snprintf(s->noimg_first, sizeof(s->noimg_first), "'%s' at offset %" PRIu64,
+			 s->t.m[first].name, s->t.m[first].offset);
 	if (!ret && !s->ns)
 		ret = rf__ds_fail(-EINVAL, path, "no sample with a .jpg, .jpeg or .png member "
 				  "(%zu members, %zu samples without an image): expected a "
@@ -351,6 +358,14 @@ static int wds_open_set(struct rf_dataset *ds, const char *const *paths, size_t 
 				ret = rf__ds_fail(-ENOMEM, paths[k], "out of memory");
 		}
 		tar_bytes += t.size;
+		if (!ret && sc[k].noimg)
+			/* not silently: a sample labelled but without an image a decoder
+			 * takes is one the user expected to train on */
+			rf__log(RF_LOG_WARN, "%s: %zu sample%s passed over: no .jpg, .jpeg or "
+				".png member (the first: %s). A key ends at the first dot of a "
+				"member's name (WebDataset): 'a.b.jpg' is key 'a', member 'b.jpg'; "
+				"GIFs and tar links are no images here", paths[k], sc[k].noimg,
+				sc[k].noimg == 1 ? "" : "s", sc[k].noimg_first);
 		if (!ret)
 			ret = wds_add(&b, k, sm, ns, base);
 		free(sm);

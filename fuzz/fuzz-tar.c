@@ -101,7 +101,7 @@ static void fz_tar(const uint8_t *d, size_t n, int sel)
 	}
 	struct rf__wds_sample *s;
 	size_t ns, noimg;
-	if (rf__wds_samples(&t, rf__tar_read_at, &t, &s, &ns, &noimg) == 0) {
+	if (rf__wds_samples(&t, rf__tar_read_at, &t, &s, &ns, &noimg, NULL) == 0) {
 		FZ_ASSERT(ns + noimg <= t.n);
 		for (size_t i = 0; i < ns; i++)
 			FZ_ASSERT(s[i].img_off <= n && s[i].img_size <= n - s[i].img_off &&

@@ -17,7 +17,8 @@
  * refused naming the unlabelled sample's shard and offset and a labelled one's shard
  * (either order). Too many shards for RLIMIT_NOFILE and past RF_DS_MAX_SHARDS are
  * refused before anything is opened. A shard cut short after the open fails a read of
- * its records naming that shard and the offset in it. */
+ * its records naming that shard and the offset in it. A sample without an image is
+ * passed over with a warning naming the shard, the count and the first such member. */
 #include <netinet/in.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -429,6 +430,34 @@ static void test_labels(void)
 	}
 }
 
+/* A sample without an image a decoder takes (here a note; a key with a dot, a GIF, a tar
+ * link elsewhere) is passed over with a warning naming its shard, the count and the
+ * first one -- it was dropped silently, labelled or not. */
+static char warned[1024];
+
+static void keep_warning(enum rf_log_level level, const char *msg, void *user)
+{
+	(void)user;
+	if (level == RF_LOG_WARN)
+		snprintf(warned, sizeof(warned), "%s", msg);
+}
+
+static void test_passed_over(void)
+{
+	struct rf_dataset ds;
+	const char *p = w_shard_(t_path("noted.tar"), smp, 0, 3, 0, 1);
+
+	warned[0] = 0;
+	rf_log_set(keep_warning, NULL);
+	CHECK_OPEN(rf_dataset_open_wds(&ds, p, 0, 0), rf_last_error());
+	rf_log_set(NULL, NULL);
+	CHECK_EQ(ds.count, 3);
+	rf_dataset_close(&ds);
+	printf("warned: %s\n", warned);
+	CHECK(strstr(warned, p) && strstr(warned, "1 sample passed over") &&
+	      strstr(warned, "'note.txt' at offset 512") && strstr(warned, "first dot"));
+}
+
 /* A shard cut short after the open: a read of its records names it and the offset. */
 static void test_cut(void)
 {
@@ -464,6 +493,7 @@ int main(void)
 	test_braces();
 	test_open_file();
 	test_labels();
+	test_passed_over();
 	test_cut();
 	test_interrupt();
 	for (size_t i = 0; i < NS; i++)

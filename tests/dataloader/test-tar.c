@@ -449,7 +449,7 @@ static void flip_run(const char *name, unsigned rounds, unsigned long long *seed
 		}
 		struct rf__wds_sample *s;
 		size_t ns, noimg;
-		if (rf__wds_samples(&t, rf__tar_read_at, &t, &s, &ns, &noimg) == 0) {
+		if (rf__wds_samples(&t, rf__tar_read_at, &t, &s, &ns, &noimg, NULL) == 0) {
 			for (size_t i = 0; i < ns; i++)
 				CHECK(s[i].img_off + s[i].img_size <= n && s[i].label >= -1);
 			free(s);
@@ -490,7 +490,7 @@ static int wds_open(const char *name, struct rf__tar *t, struct rf__wds_sample *
 		    size_t *ns, size_t *noimg, char *err, size_t errlen)
 {
 	CHECK_OPEN(t_msg(rf__tar_open(t, t_path(name)), err, errlen), err);
-	return t_msg(rf__wds_samples(t, rf__tar_read_at, t, s, ns, noimg), err, errlen);
+	return t_msg(rf__wds_samples(t, rf__tar_read_at, t, s, ns, noimg, NULL), err, errlen);
 }
 
 static void test_wds(void)
@@ -541,14 +541,34 @@ static void test_wds(void)
 	CHECK_OPEN(t_msg(rf__tar_open(&t, t_path("long.tar")), err, sizeof(err)), err);
 	CHECK(t.n == 4 && t.m[1].size == 40 && !t.m[1].small && t.m[3].small);
 	reads = 0;
-	CHECK_OK(rf__wds_samples(&t, counted_read_at, &t, &s, &ns, NULL));
+	CHECK_OK(rf__wds_samples(&t, counted_read_at, &t, &s, &ns, NULL, NULL));
 	CHECK(ns == 2 && s[0].label == 6 && s[1].label == 4 && reads == 1);
 	free(s);
 	rf__tar_close(&t);
-	/* without no_image */
+	/* without no_image; then the first sample without an image named (d.txt) */
 	CHECK_OPEN(t_msg(rf__tar_open(&t, t_path("w.tar")), err, sizeof(err)), err);
-	CHECK_OK(rf__wds_samples(&t, rf__tar_read_at, &t, &s, &ns, NULL));
+	CHECK_OK(rf__wds_samples(&t, rf__tar_read_at, &t, &s, &ns, NULL, NULL));
 	free(s);
+	size_t first = 0;
+	CHECK_OK(rf__wds_samples(&t, rf__tar_read_at, &t, &s, &ns, &noimg, &first));
+	CHECK(noimg == 1 && first == 5 && !strcmp(t.m[first].name, "d.txt"));
+	free(s);
+	rf__tar_close(&t);
+
+	/* an extension twice in one sample -- the same name (tar keeps both), or two cases
+	 * of it: refused naming both (the first was taken silently, maybe the wrong label) */
+	sh("cd %s/w && mkdir -p d1 d2 && cp a.jpg a.cls d1/ && printf 1 > d2/a.cls && "
+	   "cp a.jpg d2/a.JPG", dir);
+	sh("cd %s/w && /bin/tar --format=ustar -b1 -cf ../dupcls.tar -C d1 a.jpg a.cls "
+	   "-C ../d2 a.cls && /bin/tar --format=ustar -b1 -cf ../dupjpg.tar -C d1 a.jpg a.cls "
+	   "-C ../d2 a.JPG", dir);
+	EXPECT_FAIL(wds_open("dupcls.tar", &t, &s, &ns, &noimg, err, sizeof(err)), -EINVAL, err,
+		    "dupcls.tar", "member 'a.cls' (data at offset 2560) repeats member 'a.cls' "
+		    "(data at offset 1536)", "once");
+	printf("refused: %s\n", err);
+	rf__tar_close(&t);
+	EXPECT_FAIL(wds_open("dupjpg.tar", &t, &s, &ns, &noimg, err, sizeof(err)), -EINVAL, err,
+		    "dupjpg.tar", "'a.JPG'", "repeats member 'a.jpg'");
 	rf__tar_close(&t);
 
 	/* a key split apart: a.jpg, b.png, a.cls */
@@ -608,7 +628,7 @@ static void ix_open(const char *shard, int want_from_index, const char *want_idx
 	struct rf__wds_sample *s;
 	size_t ns;
 	reads = 0;
-	CHECK_OK(rf__wds_samples(&t, counted_read_at, &t, &s, &ns, NULL));
+	CHECK_OK(rf__wds_samples(&t, counted_read_at, &t, &s, &ns, NULL, NULL));
 	CHECK_EQ(reads, 0u);
 	free(s);
 	rf__tar_close(&ref);
