@@ -9,7 +9,9 @@
 Batches come in the order rf-train reads them for the same seed, epoch and rank. A
 batch's memory is the loader's and is not reused while Python (or a tensor made from
 it) still holds it. state_dict()/load_state_dict() resume mid-epoch exactly once.
-Errors are ringflow.Error (an OSError carrying the C message: file, offset, URL).
+Errors are ringflow.Error (an OSError carrying the C message: file, offset, URL); the
+library's warnings (an image skipped, a shard's samples passed over) are ringflow.Warning
+(a RuntimeWarning), given to Python's warnings module when the call returns.
 Arguments are never guessed: a value of the wrong type is a TypeError, one out of range
 a ValueError (an integer past 64 bits an OverflowError), each naming the parameter.
 A file without labels (pack's default) gives batches whose labels are None.
@@ -19,9 +21,10 @@ import math
 import numbers
 import os
 
-from ._ringflow import Engine, Error, Tensor, Var, _Loader, _pack, _MAX_EPOCH, _MAX_RECORD_DIMS
+from ._ringflow import Engine, Error, Tensor, Var, Warning, _Loader, _pack, _MAX_EPOCH, \
+    _MAX_RECORD_DIMS
 
-__all__ = ["Loader", "Engine", "Var", "Tensor", "Error", "pack"]
+__all__ = ["Loader", "Engine", "Var", "Tensor", "Error", "Warning", "pack"]
 
 _STATE_KEYS = ("seed", "batch_size", "world", "rank", "records", "shuffle", "drop_last")
 _U64 = 2**64 - 1

@@ -203,11 +203,12 @@ static int rf_py_loader_init(PyObject *self, PyObject *args, PyObject *kw)
 		if (ret != -EINTR || !PyErr_Occurred())  /* else Ctrl-C's (the open's wait) */
 			rf_py_raise(st, ret, rf_last_error());
 		rf_py_loader_free_all(s);
+		(void)rf_py_warn_pending(st);   /* said beside the exception, which stays */
 		return -1;
 	}
 	s->count = s->ds.count;
 	s->nslots = rf_loader_slots(s->l);
-	return 0;
+	return rf_py_warn_pending(st);    /* the open's (a shard's samples passed over) */
 }
 
 static void rf_py_loader_dealloc(PyObject *self)
@@ -377,6 +378,8 @@ static PyObject *rf_py_loader_next(PyObject *self, PyObject *unused)
 	s->busy++;
 	r = rf_py_loader_next_in(self, unused);
 	s->busy--;
+	if (rf_py_warn_pending(rf_py_state_of(self)) < 0)
+		Py_CLEAR(r);  /* a warning made an error by a filter */
 	return r;
 }
 

@@ -101,6 +101,73 @@ int rf_py_uint_arg(PyObject *o, const char *what, unsigned long long lo,
 	return 0;
 }
 
+/* ---- the library's warnings, as Python's ------------------------------------------
+ * The library logs warnings (an image skipped, a shard's samples passed over) through
+ * one process-wide callback, on whichever thread meets them, with or without the GIL.
+ * They were dropped: no callback was set. Now they wait here (a mutex: this is the
+ * binding, not the runtime's path) until the next call returns to Python, which gives
+ * them to the warnings module (rf_py_warn_pending). At most RF_PY_LOGQ wait; more are
+ * counted and said. */
+#define RF_PY_LOGQ 32
+static pthread_mutex_t rf_py_logmu = PTHREAD_MUTEX_INITIALIZER;
+static char rf_py_logq[RF_PY_LOGQ][512];
+static unsigned rf_py_logn, rf_py_logdropped;
+
+static void rf_py_log(enum rf_log_level level, const char *msg, void *user)
+{
+	(void)user;
+	if (level == RF_LOG_INFO)
+		return;
+	pthread_mutex_lock(&rf_py_logmu);
+	if (rf_py_logn < RF_PY_LOGQ)
+		snprintf(rf_py_logq[rf_py_logn++], sizeof(rf_py_logq[0]), "%s", msg);
+	else
+		rf_py_logdropped++;
+	pthread_mutex_unlock(&rf_py_logmu);
+}
+
+int rf_py_warn_pending(struct rf_py_state *st)
+{
+	char msg[sizeof(rf_py_logq[0])];
+	PyObject *et, *ev, *tb;
+	unsigned dropped = 0;
+	int kept = PyErr_Occurred() != NULL, ret = 0;
+
+	if (kept)
+		PyErr_Fetch(&et, &ev, &tb);
+	for (;;) {
+		pthread_mutex_lock(&rf_py_logmu);
+		if (!rf_py_logn) {
+			dropped = rf_py_logdropped;
+			rf_py_logdropped = 0;
+			pthread_mutex_unlock(&rf_py_logmu);
+			break;
+		}
+		memcpy(msg, rf_py_logq[0], sizeof(msg));
+		memmove(rf_py_logq[0], rf_py_logq[1], (--rf_py_logn) * sizeof(rf_py_logq[0]));
+		pthread_mutex_unlock(&rf_py_logmu);
+		if (ret == 0 && PyErr_WarnEx(st->warning, msg, 1) < 0) {
+			if (!kept) {
+				ret = -1;  /* the rest stays queued for the next call */
+				break;
+			}
+			PyErr_Clear();
+		}
+	}
+	if (ret == 0 && dropped && PyErr_WarnFormat(st->warning, 1, "%u more warnings of "
+						     "ringflow's were dropped (at most %d "
+						     "wait between calls)", dropped,
+						     RF_PY_LOGQ) < 0) {
+		if (kept)
+			PyErr_Clear();
+		else
+			ret = -1;
+	}
+	if (kept)
+		PyErr_Restore(et, ev, tb);
+	return ret;
+}
+
 /* Asked every 100 ms while a wait turns the reactor without the GIL: a signal Python
  * has a handler for (Ctrl-C) ends the wait with its exception set, instead of after
  * the batch, or a stalled server's timeout. */
@@ -235,7 +302,9 @@ static int rf_py_exec(PyObject *m)
 	struct rf_py_state *st = PyModule_GetState(m);
 
 	st->error = PyErr_NewException("ringflow.Error", PyExc_OSError, NULL);
+	st->warning = PyErr_NewException("ringflow.Warning", PyExc_RuntimeWarning, NULL);
 	if (!st->error || PyModule_AddObjectRef(m, "Error", st->error) < 0 ||
+	    !st->warning || PyModule_AddObjectRef(m, "Warning", st->warning) < 0 ||
 	    /* the limits the package's Python half checks against */
 	    PyModule_AddIntConstant(m, "_MAX_RECORD_DIMS", RF_DS_MAX_DIMS) < 0 ||
 	    PyModule_AddIntConstant(m, "_MAX_EPOCH", RF_PY_MAX_EPOCH) < 0 ||
@@ -254,6 +323,7 @@ static int rf_py_exec(PyObject *m)
 	if (!r)
 		return -1;
 	Py_DECREF(r);
+	rf_log_set(rf_py_log, NULL);   /* the library's warnings: rf_py_warn_pending */
 	return 0;
 }
 
@@ -264,6 +334,7 @@ static int rf_py_traverse(PyObject *m, visitproc visit, void *arg)
 	if (!st)
 		return 0;
 	Py_VISIT(st->error);
+	Py_VISIT(st->warning);
 	Py_VISIT(st->loader_type);
 	Py_VISIT(st->tensor_type);
 	Py_VISIT(st->engine_type);
@@ -278,6 +349,7 @@ static int rf_py_clear(PyObject *m)
 	if (!st)
 		return 0;
 	Py_CLEAR(st->error);
+	Py_CLEAR(st->warning);
 	Py_CLEAR(st->loader_type);
 	Py_CLEAR(st->tensor_type);
 	Py_CLEAR(st->engine_type);

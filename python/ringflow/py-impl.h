@@ -35,6 +35,7 @@ struct rf_py_engine_s;
  * Engines that are open (engine.c: closed at the interpreter's exit). */
 struct rf_py_state {
 	PyObject *error;                 /* ringflow.Error */
+	PyObject *warning;               /* ringflow.Warning (a RuntimeWarning) */
 	PyTypeObject *loader_type, *tensor_type, *engine_type, *var_type;
 	struct rf_py_engine_s *engines;  /* open: listed by init, unlisted by closing */
 	int exiting;                     /* _exit_engines ran: the interpreter is ending */
@@ -64,6 +65,11 @@ void rf_py_type_error(const char *what, const char *expected, PyObject *o);
  * workers") and the value as given. 0, or -1 with the exception set. */
 int rf_py_uint_arg(PyObject *o, const char *what, unsigned long long lo,
 		   unsigned long long hi, unsigned long long *out);
+/* The library's warnings queued since the last call (rf_log_set, any thread), given to
+ * Python's warnings module as ringflow.Warning. GIL held. An exception already set is
+ * kept (the warnings then cannot fail); else 0, or -1 when a filter made a warning an
+ * error (its exception set). */
+int rf_py_warn_pending(struct rf_py_state *st);
 /* The engine's interrupt (rf_engine_set_interrupt): a signal Python handles. */
 int rf_py_interrupted(void *arg);
 /* Let go on another thread than the owner's: 1 when nothing may be freed (the

@@ -8,7 +8,8 @@ flat image is exact), y the class, each record once per epoch, in training
 worker counts give the same bytes; dtype="uint8" gives the bytes themselves (255 x the
 float32 batch); mean/std per channel give torchvision's Normalize in float32, and
 refusals name the argument; layout="nhwc" gives (n, S, S, 3); skip_bad_images replaces
-a corrupt image by its batch neighbour and counts it. image_size on a fixed-size file,
+a corrupt image by its batch neighbour, counts it and says so (a ringflow.Warning,
+an error under an error filter). image_size on a fixed-size file,
 or a missing one
 on an image file, raises ValueError/OSError carrying the library's message.
 Exit 0 or 1 (77: no numpy).
@@ -18,6 +19,7 @@ import os
 import shutil
 import struct
 import subprocess
+import warnings
 import sys
 import tempfile
 import zlib
@@ -135,10 +137,30 @@ def main():
         raise AssertionError("a corrupt image: no error")
     ld = ringflow.Loader(bad, 4, seed=3, image_size=16, dtype="uint8", skip_bad_images=True)
     xs, ys = [], []
-    for bx, by in ld:
-        xs.append(np.array(np.from_dlpack(bx)))
-        ys.append(np.array(np.from_dlpack(by)))
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        for bx, by in ld:
+            xs.append(np.array(np.from_dlpack(bx)))
+            ys.append(np.array(np.from_dlpack(by)))
     del bx, by
+    # the library's warning, as Python's (it was dropped: no log callback was set)
+    said = [w for w in said if issubclass(w.category, ringflow.Warning)]
+    assert len(said) == 1 and "bad.rfrec: record" in str(said[0].message), \
+        [str(w.message) for w in said]
+    assert issubclass(ringflow.Warning, RuntimeWarning)
+    with warnings.catch_warnings():   # a filter that makes it an error raises it
+        warnings.simplefilter("error", ringflow.Warning)
+        ld2 = ringflow.Loader(bad, 4, seed=3, image_size=16, skip_bad_images=True)
+        b2 = None
+        try:
+            for b2 in ld2:
+                pass
+        except ringflow.Warning as e:
+            assert "bad.rfrec: record" in str(e), str(e)
+        else:
+            raise AssertionError("an error filter: no ringflow.Warning raised")
+        del b2
+        ld2.close()
     st = ld.stats()
     ld.close()
     assert st["images_skipped"] == 1 and st["records"] == n, st
