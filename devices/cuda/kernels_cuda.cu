@@ -432,10 +432,8 @@ int rf__kc_gemm_ex(void *cublas, int ta, int tb, int m, int n, int k, float alph
 {
 	int all32 = adt == RF_F32 && bdt == RF_F32 && cdt == RF_F32;
 	int rc = gemm_check(ta, tb, m, n, k, lda, ldb, ldc);
-	if (rc)
-		return rc;
-	if ((call != RF__KC_GEMM_32F && !all32) || call < RF__KC_SGEMM || call > RF__KC_GEMM_TF32)
-		return -EINVAL;
+	if (rc || (call != RF__KC_GEMM_32F && !all32) || call < 0 || call > RF__KC_GEMM_TF32)
+		return rc ? rc : -EINVAL;
 	if (m == 0 || n == 0)
 		return 0;
 	/* full float32 with every operand f32: cublasSgemm, as it always was (the same
