@@ -306,7 +306,7 @@ int rf_dataset_is_shard_pattern(const char *path)
 	size_t n = path ? strlen(path) : 0;
 	struct stat st;
 
-	if (n < 5 || strcmp(path + n - 4, ".tar") || !strchr(path, '{'))
+	if (n < 5 || strcasecmp(path + n - 4, ".tar") || !strchr(path, '{'))
 		return 0;
 	return !strncmp(path, "http://", 7) || stat(path, &st) < 0;
 }

@@ -91,7 +91,7 @@ struct rf__wds_sample {
 
 /* The samples of t: members grouped by key in the order of each key's first member.
  * A sample's image is its member with extension (case-insensitive) jpg, else jpeg,
- * else png (the first of them in the archive when one extension appears twice); its
+ * else png, of 1 byte or more; its
  * label the ASCII decimal integer of its .cls member (surrounding whitespace allowed,
  * 0 .. 2^31-1, at most RF__TAR_CLS_MAX bytes), read with read_at(ctx, off, buf, n)
  * (0 or -errno; rf__tar_read_at with ctx = t for a tar of rf__tar_open*). A key's

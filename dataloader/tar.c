@@ -689,7 +689,7 @@ int rf__wds_samples(const struct rf__tar *t, int (*read_at)(void *ctx, uint64_t 
 			cur_kl = kl;
 		}
 		int r = wds_ext_rank(ext);
-		if (r < c.rank) {
+		if (r < c.rank && t->m[i].size > 0) {    /* an empty file is no image */
 			c.rank = r;
 			c.img = i;
 		}

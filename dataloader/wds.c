@@ -362,7 +362,7 @@ static int wds_open_set(struct rf_dataset *ds, const char *const *paths, size_t 
 			/* not silently: a sample labelled but without an image a decoder
 			 * takes is one the user expected to train on */
 			rf__log(RF_LOG_WARN, "%s: %zu sample%s passed over: no .jpg, .jpeg or "
-				".png member (the first: %s). A key ends at the first dot of a "
+				".png member that is not empty (the first: %s). A key ends at the first dot of a "
 				"member's name (WebDataset): 'a.b.jpg' is key 'a', member 'b.jpg'; "
 				"GIFs and tar links are no images here", paths[k], sc[k].noimg,
 				sc[k].noimg == 1 ? "" : "s", sc[k].noimg_first);
@@ -466,7 +466,7 @@ int rf_dataset_open_file(struct rf_dataset *ds, const char *path, unsigned flags
 
 	if (rf_dataset_is_shard_pattern(path))
 		return wds_open_pattern(ds, path, flags);
-	if (n > 4 && !strcmp(path + n - 4, ".tar") && strncmp(path, "http://", 7))
+	if (n > 4 && !strcasecmp(path + n - 4, ".tar") && strncmp(path, "http://", 7))
 		return rf_dataset_open_wds(ds, path, 0, flags);
 	return rf_dataset_open_rfrec(ds, path, flags);
 }

@@ -222,10 +222,11 @@ static int rf__read_whole(const char *path, uint8_t **buf, size_t *cap, size_t *
 		return -e;
 	}
 	if (st.st_size < 1 || (uint64_t)st.st_size > UINT32_MAX) {
-		snprintf(err, len, "%s: %jd bytes, expected an image of 1 byte to 4 GiB", path,
-			 (intmax_t)st.st_size);
+		snprintf(err, len, "%s: %jd bytes, expected an image of 1 byte to 4 GiB%s", path,
+			 (intmax_t)st.st_size, st.st_size < 1 ? " (--skip-bad-images passes over "
+			 "an empty one)" : "");
 		fclose(fp);
-		return -EINVAL;
+		return st.st_size < 1 ? -ENODATA : -EINVAL;
 	}
 	if ((size_t)st.st_size > *cap || !*buf) {
 		uint8_t *nb = realloc(*buf, (size_t)st.st_size + 1);
@@ -257,8 +258,14 @@ int rf__folder_write(const struct rf__folder *f, struct rf_rec_writer *w, int sk
 
 	*packed = *bad = 0;
 	for (size_t i = 0; i < f->n && !ret; i++) {
-		if ((ret = rf__read_whole(f->files[i].path, &buf, &cap, &n, err, len)) < 0)
+		if ((ret = rf__read_whole(f->files[i].path, &buf, &cap, &n, err, len)) < 0) {
+			if (ret == -ENODATA && skip_bad) {   /* empty: as bad as any other */
+				(*bad)++;
+				ret = 0;
+				continue;
+			}
 			break;
+		}
 		if (!rf__image_kind(buf, n)) {
 			if (skip_bad) {
 				(*bad)++;

@@ -98,7 +98,7 @@ def _source(path_or_url):
             raise ValueError(f"path_or_url={p!r}: only plain http:// URLs are read (no TLS, "
                              f"no other scheme)")
         return p
-    if not os.path.exists(p) and not (p.endswith(".tar") and "{" in p):
+    if not os.path.exists(p) and not (p.lower().endswith(".tar") and "{" in p):
         # (a brace pattern of WebDataset shards, DIR/train-{000..009}.tar, is expanded
         # and each shard checked by the library)
         raise Error(errno.ENOENT, "no such .rfrec file or Fashion-MNIST directory", p)

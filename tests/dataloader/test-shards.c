@@ -293,6 +293,15 @@ static void test_open_file(void)
 	struct rf_dataset ds;
 	char pat[512], err[1024], lit[512], want[600];
 
+	/* a shard whose name ends in upper case (SHARD.TAR) is a shard, not a bad .rfrec;
+	 * so is a pattern of them */
+	snprintf(lit, sizeof(lit), "%s/UP-0.TAR", t_dir);
+	w_shard(lit, smp, 0, 3, 0);
+	CHECK_OPEN(rf_dataset_open_file(&ds, lit, 0), rf_last_error());
+	CHECK_EQ(ds.count, 3);
+	rf_dataset_close(&ds);
+	snprintf(pat, sizeof(pat), "%s/UP-{0..0}.TAR", t_dir);
+	CHECK(rf_dataset_is_shard_pattern(pat));
 	/* a missing shard: named, with its place */
 	snprintf(pat, sizeof(pat), "%s/sh-{0..3}.tar", t_dir);
 	snprintf(want, sizeof(want), "(shard 4 of 4 of %s)", pat);

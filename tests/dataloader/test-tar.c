@@ -570,6 +570,14 @@ static void test_wds(void)
 	EXPECT_FAIL(wds_open("dupjpg.tar", &t, &s, &ns, &noimg, err, sizeof(err)), -EINVAL, err,
 		    "dupjpg.tar", "'a.JPG'", "repeats member 'a.jpg'");
 	rf__tar_close(&t);
+	/* an empty image member is no image: its sample passed over, counted (it failed the
+	 * whole shard at open, skip_bad_images or not) */
+	sh("cd %s/w && mkdir -p z && cp a.jpg a.cls z/ && : > z/z.jpg && printf 1 > z/z.cls && "
+	   "cd z && /bin/tar --format=ustar -b1 -cf ../../zero.tar a.jpg a.cls z.jpg z.cls", dir);
+	CHECK_OPEN(wds_open("zero.tar", &t, &s, &ns, &noimg, err, sizeof(err)), err);
+	CHECK(ns == 1 && noimg == 1 && !strcmp(s[0].key, "a"));
+	free(s);
+	rf__tar_close(&t);
 
 	/* a key split apart: a.jpg, b.png, a.cls */
 	wds_shard("split.tar", "a.jpg b.png a.cls");

@@ -460,6 +460,13 @@ for f in "$T/empty" "$T/txt.tar"; do
 		fail "rf-pack --webdataset $f: refused, and an index was written: $(ls "$f.idx" "$T/xdg" 2>&1)"
 done
 bad $P --skip-bad-images 2 "only with --image-folder" --skip-bad-images $I $L -o "$T/x.rfrec"
+# an empty image: refused naming the way on; with --skip-bad-images passed over as any
+# other bad one (it stopped the run: 0 bytes was refused before the skip was asked)
+mkdir -p "$T/pe/a" && : >"$T/pe/a/empty.jpg" && printf '\377\330\377\340' >"$T/pe/a/ok.jpg"
+bad $P --skip-bad-images 1 "empty.jpg: 0 bytes && passes over an empty one" \
+	--image-folder "$T/pe" -o "$T/x.rfrec"
+"$EXE" --image-folder "$T/pe" --skip-bad-images -o "$T/pe.rfrec" >"$T/out" 2>&1 &&
+	grep -q "passed over: 1" "$T/out" || fail "rf-pack --skip-bad-images, an empty image: $(cat "$T/out")"
 bad $P "$T/empty" 1 "$T/empty" $L --images "$T/empty" -o "$T/x.rfrec"
 bad $P "$T/img-short.idx" 1 "truncated" $L --images "$T/img-short.idx" -o "$T/x.rfrec"
 bad $P "$T/lab-short.idx" 1 "truncated" $I --labels "$T/lab-short.idx" -o "$T/x.rfrec"
