@@ -2,7 +2,8 @@
  * one subfolder per class, classes sorted by name (byte order, as Python's sorted),
  * label k for the k-th; in each class every file below it whose name ends in .jpg,
  * .jpeg or .png (any case), walked with symbolic links followed, sorted by (folder,
- * name) as sorted(os.walk(...)) then sorted(fnames) give. Other files are counted. */
+ * name) as sorted(os.walk(...)) then sorted(fnames) give. Other files are counted; a
+ * class folder without an image is refused (torchvision's FileNotFoundError). */
 #include <dirent.h>
 #include <errno.h>
 #include <stdint.h>
@@ -132,8 +133,27 @@ static int rf__walk(struct rf__folder *f, const char *dir, int32_t label, int de
 	return ret;
 }
 
+/* sorted(os.walk(...)) orders the folders by their whole path, then sorted(fnames) the
+ * files in each: 'a/f0', 'a-b/f2', 'a/z/f1' ('-' sorts before '/'), where a walk folder
+ * by folder gives 'a/z/f1' before 'a-b/f2'. By bytes, as Python's str order is by code
+ * point and UTF-8 keeps it. */
+static int rf__walk_order(const void *x, const void *y)
+{
+	const char *p = ((const struct rf__folder_file *)x)->path;
+	const char *q = ((const struct rf__folder_file *)y)->path;
+	const char *sp = strrchr(p, '/'), *sq = strrchr(q, '/');
+	size_t dp = sp ? (size_t)(sp - p) : 0, dq = sq ? (size_t)(sq - q) : 0;
+	int c = memcmp(p, q, dp < dq ? dp : dq);
+
+	if (c || dp != dq)
+		return c ? c : dp < dq ? -1 : 1;
+	return strcmp(p + dp, q + dq);
+}
+
 int rf__folder_scan(struct rf__folder *f, const char *root, char *err, size_t len)
 {
+	char empty[256] = "";
+	unsigned nempty = 0;
 	struct dirent **ents = NULL;
 	int n, ret = 0;
 
@@ -165,7 +185,15 @@ int rf__folder_scan(struct rf__folder *f, const char *root, char *err, size_t le
 			break;
 		}
 		f->classes = c;
+		size_t first = f->n;
 		ret = rf__walk(f, p, (int32_t)f->nclasses, 0, err, len);
+		if (!ret && f->n == first && nempty++ < 3) {  /* named: the first three */
+			size_t m = strlen(empty);
+			snprintf(empty + m, sizeof(empty) - m, "%s'%.64s'", nempty > 1 ? ", " : "",
+				 nm);
+		}
+		if (!ret)
+			qsort(f->files + first, f->n - first, sizeof(*f->files), rf__walk_order);
 		f->nclasses++;
 		free(p);
 	}
@@ -178,6 +206,11 @@ int rf__folder_scan(struct rf__folder *f, const char *root, char *err, size_t le
 	else if (!ret && !f->n)
 		snprintf(err, len, "%s: %u class folders but no .jpg, .jpeg or .png file in them",
 			 root, f->nclasses), ret = -EINVAL;
+	else if (!ret && nempty)  /* a label no sample has: torchvision refuses it too */
+		snprintf(err, len, "%s: %u of its %u class folders hold no .jpg, .jpeg or .png "
+			 "file: %s%s; expected images in every class (remove the folder, or "
+			 "add its images)", root, nempty, f->nclasses, empty,
+			 nempty > 3 ? ", ..." : ""), ret = -EINVAL;
 	if (ret)
 		rf__folder_free(f);
 	return ret;
