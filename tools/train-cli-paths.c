@@ -316,11 +316,12 @@ int rf_tc_folders(struct cli *c)
 	int ret;
 
 	if (rf_folder_is_images(d) && !t) {
-		if (rf_folder_test_sibling(d, sib, sizeof(sib)) < 0)
+		if (rf_folder_test_sibling(d, sib, sizeof(sib)) == 0)
+			t = sib;
+		else if (!c->o.no_eval)   /* --no-eval: none is needed */
 			return rf_tc_bad("--data", "%s: a folder of images, and its test set? expected "
-					 "--test-data, or a folder val or test beside a folder named "
-					 "train", d);
-		t = sib;
+					 "--test-data, a folder val or test beside a folder named "
+					 "train, or --no-eval", d);
 	}
 	/* before anything is packed */
 	if ((rf_folder_is_images(d) && (ret = outside_folder(c, "--data", d))) ||

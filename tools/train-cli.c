@@ -117,7 +117,7 @@ static const char usage[] =
 "                        by class, a few classes)\n"
 "  --augment             training images: random crop (zero padding 4) and horizontal\n"
 "                        flip, drawn per (seed, epoch, record) (default: off)\n"
-"  --no-eval             skip the test-set evaluation\n"
+"  --no-eval             skip the test-set evaluation (then no test set is needed)\n"
 "  --quiet               no progress bar\n"
 "asynchrony (seed 12.2.4; these change timing and memory, never results):\n"
 "  --window N            iterations in flight: batch t starts after batch t-N has\n"

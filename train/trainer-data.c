@@ -438,10 +438,16 @@ int rf__open_data(struct rf_trainer *t)
 		snprintf(p[0], sizeof(p[0]), "%s", t->data_dir);
 		if ((ret = rf__open_rfrec(t, &t->train_ds, p[0])) < 0)
 			return ret;
-		if (t->o.test_data)
+		if (t->o.test_data) {
 			snprintf(p[2], sizeof(p[2]), "%s", t->o.test_data);
-		else if ((ret = rf__beside(t, p[0], p[2], sizeof(p[2]))) < 0)
-			return ret;
+		} else if ((ret = rf__beside(t, p[0], p[2], sizeof(p[2]))) < 0) {
+			if (ret != -ENOENT || !t->o.no_eval)
+				return ret;
+			/* nothing is evaluated: none is needed; the training set stands in */
+			snprintf(p[2], sizeof(p[2]), "%s", p[0]);
+			t->no_test = 1;
+			t->msg[0] = 0;
+		}
 		ret = rf__open_rfrec(t, &t->test_ds, p[2]);
 	} else if (t->o.test_data) {
 		rf__trainer_msg(t, "%s: a test set names a .rfrec file, and the training data %s "
@@ -475,7 +481,7 @@ int rf__open_data(struct rf_trainer *t)
 	if (!t->test_ds.num_classes)
 		t->test_ds.num_classes = 10;
 	rf__limit_view(&t->train_view, &t->train_ds, t->o.limit);
-	rf__limit_view(&t->test_view, &t->test_ds, t->o.test_limit);
+	rf__limit_view(&t->test_view, &t->test_ds, t->no_test ? 1 : t->o.test_limit);
 	return rf__model_norm(t);
 }
 

@@ -67,6 +67,9 @@ struct rf_trainer {
 						 * bucket_lo[l]..(its top) */
 	struct rf_prng *prng;
 	struct rf_dataset train_ds, test_ds;    /* opened (owned) */
+	int no_test;                            /* no_eval and no test set named or beside
+						 * the training set: test_ds is the training
+						 * set again, one record of it, never read */
 	struct rf_dataset train_view, test_view; /* limited copies the loaders read */
 	struct rf_loader *train_ld, *test_ld;
 	struct rf__slots tr[RF_TRAIN_MAX_DEVICES], te[RF_TRAIN_MAX_DEVICES];

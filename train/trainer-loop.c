@@ -388,6 +388,11 @@ int rf_trainer_evaluate(struct rf_trainer *t, double *acc, double *loss)
 	int ret;
 
 	t->msg[0] = 0;
+	if (t->no_test) {
+		rf__trainer_msg(t, "rf_trainer_evaluate: no test set (no_eval, and none was "
+				"named or found beside %s)", t->data_dir);
+		return rf__trainer_end(t, -ENOENT);
+	}
 	if ((ret = rf__refuse_call(t, 0)) == 0 && (ret = rf__evaluate(t, acc, loss)) < 0)
 		rf__note_broken(t);
 	return rf__trainer_end(t, ret);

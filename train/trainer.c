@@ -537,7 +537,7 @@ uint64_t rf_trainer_batches(const struct rf_trainer *t)
 
 uint64_t rf_trainer_test_samples(const struct rf_trainer *t)
 {
-	return t->test_view.count;
+	return t->no_test ? 0 : t->test_view.count;
 }
 
 const char *const *rf_trainer_class_names(const struct rf_trainer *t, unsigned *n)

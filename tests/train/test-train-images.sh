@@ -128,7 +128,7 @@ grep -q "new.jpg: 0 bytes" "$T/err" || fail "an empty file: $(cat "$T/err")"
 rm "$T/sm/train/c0/new.jpg"
 mv "$T/sm/train" "$T/sm/tr"
 "$RF" --data "$T/sm/tr" $B >"$T/rf3" 2>"$T/err" && fail "a folder without a test set: ran"
-grep -q "expected --test-data, or a folder val or test" "$T/err" || fail "no test set: $(cat "$T/err")"
+grep -q "expected --test-data, a folder val or test" "$T/err" || fail "no test set: $(cat "$T/err")"
 mv "$T/sm/tr" "$T/sm/train"
 unset XDG_CACHE_HOME
 echo "ok: image folders as --data: packed once, the same weights, then read from the cache"
@@ -200,4 +200,16 @@ refuse "stem" --data "$T/sm-train.rfrec" --image-size 32 --model lenet --stem im
 	fail "a three-class test set"
 refuse "expected the same classes" --data "$T/sm-train.rfrec" --test-data "$T/few-test.rfrec" \
 	--image-size 32
-echo "ok: refusals name what is wrong"
+# --no-eval needs no test set: a folder with no val/test beside it, and an .rfrec with none
+# named or beside it, train (both refused for want of one before); without it refused
+# naming --no-eval
+"$MAKE" "$T/lone" 2 2 2 && mv "$T/lone/train" "$T/lone/set" && rm -rf "$T/lone/test" ||
+	fail "a folder without a test set"
+refuse "or --no-eval" --data "$T/lone/set" --image-size 16 --model lenet
+cp "$T/img-train.rfrec" "$T/alone.rfrec"
+for d in "$T/lone/set" "$T/alone.rfrec"; do
+	"$RF" --data "$d" --image-size 16 --model lenet --batch-size 4 --epochs 1 --limit 8 \
+		--no-eval --quiet --json >"$T/out" 2>"$T/err" || fail "--no-eval on $d: $(cat "$T/err")"
+	grep -q '"final_test_acc": null' "$T/out" || fail "--no-eval on $d: $(cat "$T/out")"
+done
+echo "ok: refusals name what is wrong; --no-eval needs no test set"

@@ -2,8 +2,10 @@
  * which the writer allows) and holds a label outside the models' 10 classes. Training
  * and evaluating on it must fail with one message naming the file and the record --
  * not reach the loss kernel, whose error could only say "a label is outside [0, 10)".
- * The same files with every label in range train. No dataset needed: the records are
- * written here (zeros, labels i % 10). */
+ * The same files with every label in range train. A file with no test set named or
+ * beside it is refused for want of one, unless nothing is evaluated (no_eval: it trains,
+ * and rf_trainer_evaluate says -ENOENT). No dataset needed: the records are written
+ * here (zeros, labels i % 10). */
 #include <errno.h>
 #include <sys/stat.h>
 #include "train-test.h"
@@ -75,6 +77,32 @@ int main(void)
 	printf("  test-set label 200   -> %d: %s\n", ret, msg);
 	CHECK(ret < 0);
 	CHECK(strstr(msg, "set-t10k.rfrec") && strstr(msg, "record 5"));
+
+	/* a file with no test set named or beside it: refused for want of one, unless
+	 * nothing is evaluated (no_eval: it trains; an evaluation asked says why not) */
+	{
+		char lone[300];
+		struct rf_train_opts o = { 0 };
+		struct rf_trainer *x;
+		struct rf_epoch_stats st;
+		double acc, loss;
+		snprintf(lone, sizeof(lone), "%s/alone.rfrec", dir);
+		write_set(lone, 128, -1);
+		ret = run(&t, lone, 1, msg, sizeof(msg));
+		CHECK(ret == -ENOENT && strstr(msg, "no test set"));
+		o.model = "mlp";
+		o.data_dir = lone;
+		o.batch_size = 64;
+		o.no_eval = 1;
+		CHECK_OK(rf_trainer_create(&x, t.eng, &o));
+		CHECK_OK(rf_trainer_epoch(x, &st));
+		CHECK_EQ(rf_trainer_test_samples(x), 0);
+		CHECK_EQ(rf_trainer_evaluate(x, &acc, &loss), -ENOENT);
+		CHECK(strstr(rf_trainer_last_error(x), "no test set (no_eval"));
+		rf_trainer_destroy(x);
+		unlink(lone);
+		printf("  no test set, no_eval -> trains; evaluate: -ENOENT\n");
+	}
 
 	tt_close(&t);
 	unlink(tr);
