@@ -146,7 +146,7 @@ static int rf__conv_by_dnn(struct rf__cuda_stream *c, struct rf__op *op, int *re
 		*ret = -ENOTSUP;
 		return 1;
 	}
-	if (dnn)
+	if (dnn && !rf__cuda_conv_empty(op))   /* an empty shape is no fallback */
 		cd->fallbacks++;
 	*ret = rf__im2col_ws(c->dev, op);
 	return *ret < 0;

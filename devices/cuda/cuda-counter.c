@@ -81,7 +81,7 @@ static int rf__cs_wait(void *ctx, uint64_t k)
 {
 	struct rf__cuda_stream *c = ctx;
 
-	if (rf__cuda_set(c->dev->ordinal) < 0)
+	if (rf__cuda_set(c->ordinal) < 0)
 		return -ENODEV;
 	if (cudaEventSynchronize(c->wev[k % RF__WEV]) != cudaSuccess) {
 		(void)cudaGetLastError();
@@ -96,7 +96,7 @@ static int rf__cs_query(void *ctx, uint64_t k)
 	struct rf__cuda_stream *c = ctx;
 	cudaError_t e;
 
-	if (rf__cuda_set(c->dev->ordinal) < 0)
+	if (rf__cuda_set(c->ordinal) < 0)
 		return -ENODEV;
 	e = cudaEventQuery(c->wev[k % RF__WEV]);
 	if (e == cudaSuccess)

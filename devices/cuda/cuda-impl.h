@@ -30,6 +30,9 @@ struct rf__cuda_dev {
 	int budget_state;                /* 0 not read yet, 1 read, -1 refused */
 	char budget_err[160];
 	int no_fallback;                 /* a convolution cuDNN cannot run fails (opts) */
+	int hung;                        /* a stream's watchdog found the GPU stuck: what
+					  * would synchronise the device (cudaFree, cuDNN's
+					  * and cuBLAS's destroy) is left, leaked */
 	/* what ran how (reactor thread; rf_device_stats) */
 	uint64_t fallbacks;              /* convolutions run by im2col though cuDNN is loaded */
 	uint64_t cg_captures, cg_replays, cg_failures, cg_stale;
@@ -44,6 +47,8 @@ struct rf__dnn;
 struct rf__cuda_stream {
 	struct rf_stream s;
 	struct rf_device *dev;
+	int ordinal;                     /* dev's: the waker reads it, and may outlive dev
+					  * after a watchdog timeout */
 	struct rf__dstream *ds;
 	char name[48];
 	cudaStream_t cs;

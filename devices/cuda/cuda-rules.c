@@ -284,6 +284,25 @@ int rf__cuda_run_math(int want, int entry_math)
 	return entry_math;
 }
 
+int rf__cuda_conv_empty(const struct rf__op *op)
+{
+	const struct rf__conv2d *s = &op->p.conv.s;
+
+	return !s->n || !s->c || !s->o || !s->h || !s->w;
+}
+
+int rf__cuda_stream_frees(int own_timeout, int device_hung, unsigned owed, int waker_joined)
+{
+	if (own_timeout)
+		return !owed && waker_joined;
+	return !device_hung;
+}
+
+int rf__cuda_dnn_outcome(int ran, int refused)
+{
+	return ran ? 0 : refused ? -ENOTSUP : -EIO;
+}
+
 enum rf__conv_path rf__cuda_conv_path(const struct rf__op *op, int dnn, int dnn_no,
 				      int fallback_ok, char *why, size_t len)
 {
@@ -293,7 +312,9 @@ enum rf__conv_path rf__cuda_conv_path(const struct rf__op *op, int dnn, int dnn_
 
 	if (dnn && !dnn_no)
 		return RF__CONV_DNN;
-	if (im2col && (!dnn || fallback_ok))
+	/* an empty shape is no fallback: cuDNN takes no zero dimension, and im2col
+	 * computes what is there to compute (the bias, zeroed gradients) */
+	if (im2col && (!dnn || fallback_ok || rf__cuda_conv_empty(op)))
 		return RF__CONV_IM2COL;
 	/* refused: the op and its shape, then why */
 	n = snprintf(why, len, "%s %dx%d, %d -> %d channels, %dx%d input, batch %d: %s",

@@ -71,6 +71,28 @@ enum rf__conv_path {
 enum rf__conv_path rf__cuda_conv_path(const struct rf__op *op, int dnn, int dnn_no,
 				      int fallback_ok, char *why, size_t len);
 
+/* 1 when convolution op has an empty dimension (batch, channels in or out, height or
+ * width): cuDNN takes none, im2col computes what there is (the bias, zeroed
+ * gradients); that is no fallback -- not counted, and taken on a device that takes
+ * none (its f32 row-major operands; else refused as any). */
+int rf__cuda_conv_empty(const struct rf__op *op);
+
+/* What a convolution's cuDNN call becomes: ran -> 0; refused (a status whose
+ * category is BAD_PARAM or NOT_SUPPORTED: this algorithm will not run this call, in
+ * any math -- the heuristics can rank one that then refuses, as with beta = 1)
+ * -> -ENOTSUP, the plan dropped and rf__cuda_conv_path deciding between im2col and a
+ * refusal that names the op; anything else (an execution failure) -> -EIO. Before,
+ * only a plan borrowed from another math type fell back; a tf32 refusal failed the
+ * op (-EIO) where im2col could have run it. */
+int rf__cuda_dnn_outcome(int ran, int refused);
+
+/* Whether a destroyed stream's CUDA state (stream, handles, workspaces) is freed (1) or
+ * left allocated, leaked (0): after its own watchdog timeout, freed only once nothing
+ * is queued on the stuck GPU for it (host functions owed, a waker blocked in the
+ * driver); after another stream of its GPU hung (device_hung), never -- cudnnDestroy
+ * and cudaFree synchronise the whole device and would wait for the stuck one for good. */
+int rf__cuda_stream_frees(int own_timeout, int device_hung, unsigned owed, int waker_joined);
+
 /* 1 when im2col + cuBLAS computes op's operands as they are (every float operand f32,
  * every 4-D one row-major). */
 int rf__cuda_im2col_ok(const struct rf__op *op);

@@ -11,6 +11,7 @@
 
 #include "cuda-impl.h"
 #include "kernels-cuda-impl.h"
+#include "cuda-rules.h"
 #if RF_HAVE_CUDNN
 #include "cudnn-impl.h"
 #endif
@@ -228,6 +229,7 @@ static void rf__cs_wd(void *data, int64_t res)
 	case RF__WD_HUNG:
 		snprintf(msg, sizeof(msg), "no op finished for %llu ms though the GPU is "
 			 "still busy", (unsigned long long)(c->wd.busy_ns / 1000000));
+		cd->hung = 1;
 		rf__cs_die(c, -ETIMEDOUT, msg);
 		return;
 	case RF__WD_LOST:
@@ -499,6 +501,7 @@ static void rf__cs_free(struct rf__cuda_stream *c)
 static void rf__cs_destroy(struct rf_stream *s)
 {
 	struct rf__cuda_stream *c = s->ctx;
+	struct rf__cuda_dev *cd = c->dev->ctx;
 	struct rf_ring *r = rf_engine_ring(c->dev->eng);
 	int drain = !c->dead, joined;
 
@@ -526,14 +529,20 @@ static void rf__cs_destroy(struct rf_stream *s)
 	 * host functions find c orphaned and signal nothing (the ring frees the notifier
 	 * when it is destroyed). */
 	joined = rf__cs_waker_fini(c);
-	if (c->dead == -ETIMEDOUT && (rf_notifier_owed(c->notifier) || !joined)) {
+	if (!rf__cuda_stream_frees(c->dead == -ETIMEDOUT, cd->hung, rf_notifier_owed(c->notifier),
+				   joined)) {
 		atomic_store(&c->orphaned, 1);
 		rf_poller_remove(c->poller); /* the counter's memory stays: the GPU may write */
 		c->poller = NULL;
-		rf__log(RF_LOG_WARN, "stream %s: destroyed after a watchdog timeout with %u host "
-			"functions%s still queued on the GPU: its state, CUDA stream and handles are "
-			"left allocated for them (a leak)", c->name, rf_notifier_owed(c->notifier),
-			joined ? "" : " and its waker");
+		if (c->dead == -ETIMEDOUT)
+			rf__log(RF_LOG_WARN, "stream %s: destroyed after a watchdog timeout with %u "
+				"host functions%s still queued on the GPU: its state, CUDA stream and "
+				"handles are left allocated for them (a leak)", c->name,
+				rf_notifier_owed(c->notifier), joined ? "" : " and its waker");
+		else
+			rf__log(RF_LOG_WARN, "stream %s: destroyed after another stream of its GPU "
+				"hung: its CUDA stream and handles are left allocated (freeing them "
+				"would wait for the stuck GPU)", c->name);
 		return;
 	}
 	rf__cs_free(c);
@@ -581,6 +590,7 @@ static int rf__cs_create(struct rf_device *d, int role, const char *suffix)
 	if (!c)
 		return -ENOMEM;
 	c->dev = d;
+	c->ordinal = d->ordinal;
 	snprintf(c->name, sizeof(c->name), "%s/%s", d->name, suffix);
 	ret = rf__cuerr(cudaStreamCreateWithFlags(&c->cs, cudaStreamNonBlocking));
 	if (ret < 0)

@@ -309,31 +309,32 @@ static void rf__plan_fallback(struct rf__cuda_dev *cd, struct rf__plan *p, const
 		rf_layout_name((enum rf_layout)p->key.layout), cd->ws_budget);
 }
 
-/* The convolution itself: in fp32, an algorithm taken from another math type's entry
- * may refuse to run in FMA math: that is the caller's im2col, not an error. cuDNN 9
- * refuses with a sub-code (BAD_PARAM_SIZE_INSUFFICIENT, NOT_SUPPORTED_SHAPE, ...): its
- * category is what counts. A CUDA error the refusal left pending is cleared: im2col's
- * first launch check would take it for its own. */
+/* The convolution itself, by rf__cuda_dnn_outcome: a refusal (in fp32, an algorithm
+ * taken from another math type's entry refusing FMA math; in any math, one the
+ * heuristics ranked that refuses this call) is the caller's path rule's, not an error.
+ * cuDNN 9 refuses with a sub-code (BAD_PARAM_SIZE_INSUFFICIENT, NOT_SUPPORTED_SHAPE,
+ * ...): its category is what counts. A CUDA error the refusal left pending is
+ * cleared: im2col's first launch check would take it for its own. */
 static int rf__conv_status(struct rf__cuda_dev *cd, struct rf__plan *p,
 			   const struct rf__cplan *cp, const struct rf__op *op, const char *what,
 			   cudnnStatus_t st, char *err, size_t len)
 {
 	int cat = CUDNN_STATUS_CATEGORY(st);
+	int ret = rf__cuda_dnn_outcome(st == CUDNN_STATUS_SUCCESS,
+				       cat == CUDNN_STATUS_BAD_PARAM ||
+				       cat == CUDNN_STATUS_NOT_SUPPORTED);
 
-	if (st == CUDNN_STATUS_SUCCESS)
-		return 0;
-	if (cp->other && (cat == CUDNN_STATUS_BAD_PARAM || cat == CUDNN_STATUS_NOT_SUPPORTED)) {
+	if (ret == -ENOTSUP) {
 		(void)cudaGetLastError();
 		p->algo = -1;
-		rf__plan_fallback(cd, p, op, "the algorithm chosen was refused in FMA math");
-		return -ENOTSUP;
+		rf__plan_fallback(cd, p, op, cp->other ? "the algorithm chosen was refused in "
+				  "FMA math" : "the algorithm chosen refused the call");
 	}
-	return rf__dnn_fail(err, len, what, st);
+	return ret == -EIO ? rf__dnn_fail(err, len, what, st) : ret;
 }
 
 int rf__dnn_conv(struct rf__cuda_stream *c, struct rf__op *op)
 {
-	const struct rf__conv2d *s = &op->p.conv.s;
 	struct rf__cuda_dev *cd = c->dev->ctx;
 	char *err = op->err;
 	size_t len = sizeof(op->err);
@@ -348,7 +349,7 @@ int rf__dnn_conv(struct rf__cuda_stream *c, struct rf__op *op)
 	/* An empty shape is the caller's im2col, which does what the CPU does: no image
 	 * zeroes a dw and db that are not accumulated, an empty plane with padding still
 	 * has outputs (the bias), no channel is refused. cuDNN takes no zero dimension. */
-	if (!s->n || !s->c || !s->o || !s->h || !s->w)
+	if (rf__cuda_conv_empty(op))
 		return -ENOTSUP;
 	if (!(h = rf__dnn_handle(&c->dnn, c->cs, err, len)))
 		return -EIO;

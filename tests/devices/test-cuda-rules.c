@@ -12,7 +12,9 @@
  *    f32 row-major operands; a bf16, f16 or NHWC convolution cuDNN cannot run is
  *    refused with a message naming the op, its shape and the operand -- never
  *    computed by im2col on data it would misread; on a device that takes no
- *    fallback path, refused too, naming RF_CUDA_ALLOW_FALLBACK.
+ *    fallback path, refused too, naming RF_CUDA_ALLOW_FALLBACK; an empty shape is no
+ *    fallback (im2col there, f32 row-major); a cuDNN refusal in any math goes to this
+ *    rule (-ENOTSUP), other failures are errors.
  *  - A convolution's algorithm from cuDNN's heuristic list: in fp32 an FMA entry,
  *    else an algorithm reported only with another math type (run in FMA math), never
  *    one whose FMA entry was passed over; in tf32 a tensor-core entry first; never a
@@ -181,6 +183,42 @@ static void check_conv_path(void)
 	CHECK_EQ(refused, 3 * 5);
 	fprintf(stderr, "conv path: im2col for f32 row-major only; %u fallbacks refused\n",
 		refused);
+	/* an empty shape (cuDNN takes no zero dimension) is no fallback: im2col on a device
+	 * that takes none, for f32 row-major; other formats refused as any */
+	for (int d = 0; d < 5; d++) {
+		struct rf__op op;
+		struct rf__tref in1 = { 0 };
+		const struct rf__conv2d shape = { .n = 8, .c = 3, .h = 5, .w = 5, .o = 4, .kh = 3,
+						  .kw = 3, .pad = 1 };
+		rf__probe_op(&op, &in1, RF__OP_CONV_FWD, NULL, RF_F32, RF_LAYOUT_ROWMAJOR);
+		op.p.conv.s = shape;
+		CHECK(!rf__cuda_conv_empty(&op));
+		CHECK_EQ(rf__cuda_conv_path(&op, 1, 1, 0, why, sizeof(why)), RF__CONV_REFUSE);
+		int *dim[5] = { &op.p.conv.s.n, &op.p.conv.s.c, &op.p.conv.s.o, &op.p.conv.s.h,
+				&op.p.conv.s.w };
+		*dim[d] = 0;
+		CHECK(rf__cuda_conv_empty(&op));
+		CHECK_EQ(rf__cuda_conv_path(&op, 1, 1, 0, why, sizeof(why)), RF__CONV_IM2COL);
+		rf__probe_op(&op, &in1, RF__OP_CONV_FWD, NULL, RF_BF16, RF_LAYOUT_NHWC);
+		op.p.conv.s = shape;
+		op.p.conv.s.n = 0;
+		CHECK_EQ(rf__cuda_conv_path(&op, 1, 1, 1, why, sizeof(why)), RF__CONV_REFUSE);
+	}
+	/* what cuDNN's answer becomes: a refusal (BAD_PARAM, NOT_SUPPORTED) is the path
+	 * rule's in any math -- it failed the op in tf32 before -- other failures errors */
+	CHECK_EQ(rf__cuda_dnn_outcome(1, 0), 0);
+	CHECK_EQ(rf__cuda_dnn_outcome(0, 1), -ENOTSUP);
+	CHECK_EQ(rf__cuda_dnn_outcome(0, 0), -EIO);
+	/* a stream's teardown after a hang: its own timeout frees only what nothing on the
+	 * stuck GPU still uses; a sibling of a hung stream frees nothing (cudnnDestroy and
+	 * cudaFree synchronise the device: they blocked for good) */
+	CHECK_EQ(rf__cuda_stream_frees(0, 0, 0, 1), 1);
+	CHECK_EQ(rf__cuda_stream_frees(1, 1, 0, 1), 1);
+	CHECK_EQ(rf__cuda_stream_frees(1, 1, 2, 1), 0);
+	CHECK_EQ(rf__cuda_stream_frees(1, 1, 0, 0), 0);
+	CHECK_EQ(rf__cuda_stream_frees(0, 1, 0, 1), 0);
+	fprintf(stderr, "conv path: empty shapes by im2col, not counted; cuDNN's refusals the "
+		"path rule's\n");
 }
 
 static void check_capture(void)
