@@ -151,6 +151,7 @@ struct rf__oplist {
 
 struct rf_engine {
 	struct rf_ring *ring;
+	struct rf_graph *graphs;        /* made and not yet freed: destroyed with the engine */
 	/* rf_engine_set_interrupt: asked every interrupt_ns while a wait turns the
 	 * reactor; nonzero ends the wait with -EINTR */
 	int (*interrupt)(void *arg);

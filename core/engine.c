@@ -76,6 +76,13 @@ void rf_engine_destroy(struct rf_engine *e)
 	}
 	rf__capture_discard(e);
 	rf_engine_wait_idle(e);
+	/* graphs the caller did not destroy: theirs as any (their recorded ops' done
+	 * callbacks run); each frees itself once its last launch and deletion end */
+	for (struct rf_graph *g = e->graphs, *next; g; g = next) {
+		next = g->next;
+		rf_graph_destroy(g);
+	}
+	rf_engine_wait_idle(e);
 	rf__streams_destroy(e);
 	rf__vars_free(e);
 	if (e->trace && rf__trace_close(e) < 0) /* nobody to return it to: said in the log */

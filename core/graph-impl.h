@@ -62,6 +62,7 @@ struct rf_graph {
 	int one_stream;          /* every op on one stream (arguments or not): rf_op_graph */
 	uint64_t id;             /* unique in the process (rf_op_graph) */
 	int doomed;              /* rf_graph_destroy called: freed by its last launch */
+	struct rf_graph *prev, *next; /* the engine's graphs (destroyed with it) */
 };
 
 /* One replay in flight: the macro op that holds the graph's variables in the engine's

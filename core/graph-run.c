@@ -393,6 +393,12 @@ void rf__graph_free(struct rf_graph *g)
 	struct rf_engine *e = g->eng;
 	struct rf__glaunch *L;
 
+	if (g->prev)
+		g->prev->next = g->next;
+	else if (e->graphs == g)
+		e->graphs = g->next;
+	if (g->next)
+		g->next->prev = g->prev;
 	e->in_callback++;
 	for (uint32_t i = 0; i < g->n; i++)
 		if (g->nodes[i].done)

@@ -224,6 +224,10 @@ static int rf__graph_build(struct rf_engine *e, struct rf__capture *c, struct rf
 		    (g->nodes[0].stream->flags & RF_STREAM_IN_ORDER) ? g->nodes[0].stream : NULL;
 	g->id = atomic_fetch_add(&rf__graph_ids, 1) + 1;
 	free(E.pair);
+	g->next = e->graphs;    /* the engine's: destroyed with it if the caller does not */
+	if (g->next)
+		g->next->prev = g;
+	e->graphs = g;
 	*out = g;
 	return 0;
 fail:

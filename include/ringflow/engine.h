@@ -83,7 +83,9 @@ int rf_engine_create(struct rf_engine **out, struct rf_ring *ring, const struct 
  * trace if one is on, frees. Reactor thread, outside every op and callback: called
  * from inside one (the engine is in use below it) or from another thread, it frees
  * nothing and logs an error (rf_last_error() says why). So does rf_stream_destroy.
- * Variables not destroyed are freed with it (their free functions are not called). */
+ * Variables not destroyed are freed with it (their free functions are not called);
+ * graphs not destroyed are destroyed with it (rf_graph_destroy: their recorded ops'
+ * done callbacks run), after their launches. */
 void rf_engine_destroy(struct rf_engine *e);
 struct rf_ring *rf_engine_ring(struct rf_engine *e);
 void rf_engine_get_stats(const struct rf_engine *e, struct rf_engine_stats *st);

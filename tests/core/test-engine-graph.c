@@ -671,10 +671,35 @@ static void test_lifetimes(void)
 	CHECK_OK(rf_engine_push(e, &cd));
 	rf_engine_destroy(e);
 	CHECK_EQ(canceled, -ECANCELED);
+	/* an engine destroyed with a graph never destroyed (launched, and not): the graphs
+	 * go with it, their recorded ops' done callbacks run (they leaked, under ASan, and
+	 * rf_graph_destroy could not be called after the engine was gone) */
+	{
+		int cnt[2] = { 0, 0 };
+		struct rf_var *u;
+		struct rf_graph *g1, *g2;
+		struct rf_op_desc cd2 = { .fn = count_fn, .ctx = cnt, .done = count_done,
+					  .name = "kept" };
+		CHECK_OK(rf_engine_create(&e, ring, NULL));
+		CHECK_OK(rf_var_create(e, "u", &u));
+		cd2.writes = &u;
+		cd2.nwrites = 1;
+		CHECK_OK(rf_engine_capture_begin(e, NULL));
+		CHECK_OK(rf_engine_push(e, &cd2));
+		CHECK_OK(rf_engine_capture_end(e, &g1));
+		CHECK_OK(rf_engine_capture_begin(e, NULL));
+		CHECK_OK(rf_engine_push(e, &cd2));
+		CHECK_OK(rf_engine_capture_end(e, &g2));
+		CHECK_OK(rf_graph_launch(g1, NULL, NULL, 0));
+		CHECK_OK(rf_graph_launch(g1, NULL, NULL, 0));
+		rf_engine_destroy(e);
+		CHECK_EQ(cnt[0], 2);        /* both launches ran */
+		CHECK_EQ(cnt[1], 2);        /* a done per recorded op, at each graph's end */
+	}
 	rf_ring_destroy(ring);
 	fprintf(stderr, "  lifetimes: launches behind a gate then destroyed, arguments kept, "
 		"a relaunch from a done callback, a trace stopped mid-launch, the engine "
-		"destroyed while recording\n");
+		"destroyed while recording, and with graphs never destroyed\n");
 }
 
 /* ---- launches chained on one in-order stream ----
