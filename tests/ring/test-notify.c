@@ -6,7 +6,8 @@
  * exactly 1,000,000 (none lost, none duplicated) and stats.notifications agrees.
  * Phase 2: the same with two posting threads of 500,000 each on two notifiers of the
  * same ring plus a third notifier signalled by both. Then: nothing more arrives on
- * extra turns, a signal nobody declared is still delivered by RF_RUN_ONCE, owed
+ * extra turns, a signal nobody declared is still delivered by RF_RUN_ONCE (and two
+ * sent before an rf_ring_run_until that waits for them, by it), owed
  * counts are paid back, rf_notifier_signal_n's counted signals pay as many, and
  * destroying a notifier with a signal still in flight
  * drops that signal without touching freed memory. With the eventfd fallback, a
@@ -53,6 +54,18 @@ static void on_log(enum rf_log_level level, const char *msg, void *user)
 static int never(void *arg)
 {
 	return 0;
+}
+
+struct sum_at {
+	const struct cnt *c;
+	uint64_t want;
+};
+
+static int sum_reached(void *arg)
+{
+	const struct sum_at *a = arg;
+
+	return a->c->sum >= a->want;
 }
 
 static void *post(void *arg)
@@ -167,6 +180,19 @@ int main(int argc, char **argv)
 	for (int i = 0; i < 3; i++)
 		T_OK(rf_ring_run(r, RF_RUN_NOWAIT));
 	T_EQ(c2.sum, before + 1003);
+
+	/* Undeclared signals already sent, then a wait for them: delivered, in both modes
+	 * (with MSG_RING they sat in the kernel as deferred work, and the wait said the
+	 * predicate "cannot become true", -EDEADLK, delivering nothing) */
+	{
+		uint64_t want = c2.sum + 2;
+		T_OK(rf_notifier_signal(n2));
+		T_OK(rf_notifier_signal(n2));
+		T_OK(rf_ring_run_until(r, sum_reached, &(struct sum_at){ &c2, want },
+				       1000 * 1000000ull));
+		T_EQ(c2.sum, want);
+		before += 2;
+	}
 
 	/* Destroy with a signal still on its way: dropped, never delivered to freed memory. */
 	T_OK(rf_notifier_signal(n3));
