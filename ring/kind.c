@@ -8,8 +8,9 @@
 #include "ring-impl.h"
 
 /* The RF_IO_* flags each family keeps: rf_ring_submit refuses a flag an op cannot take
- * first (RF_IO_ALLOC_SLOT for all but openat, socket, accept; ...), the calls of ring.h
- * drop the ones they never took. */
+ * first, with a message of its own (RF_IO_ALLOC_SLOT for all but openat, socket,
+ * accept; ...); every call, the thin ones of ring.h too, refuses a flag its kind does
+ * not keep (rf__submit). */
 #define RF__KEEP_RW (RF_IO_FIXED_FILE | RF_IO_FIXED_BUF | RF_IO_NO_RETRY_SHORT)
 #define RF__KEEP_OPS (RF_IO_FIXED_FILE | RF_IO_NO_RETRY_SHORT | RF_IO_ALLOC_SLOT | RF_IO_BENEATH)
 

@@ -252,6 +252,12 @@ int rf__submit(const char *fn, struct rf_ring *r, unsigned kind, const struct rf
 		return rf__shutdown(fn);
 	if (__builtin_expect(rf__io_malformed(kind, io), 0))
 		return rf__io_refuse(fn, io);
+	if (__builtin_expect(io->flags & RF__IO_FLAGS & ~k->keep, 0))
+		/* a flag the request cannot take (RF_IO_BENEATH on a read): refused, as
+		 * rf_ring_submit refuses it, not dropped without a word */
+		return rf__fail(-EINVAL, "%s: flags 0x%x do not apply to a %s request (it "
+				"takes 0x%x of the RF_IO_* flags)", fn,
+				io->flags & RF__IO_FLAGS & ~k->keep, k->name, k->keep);
 	uint64_t deadline = rf__deadline_after(io->timeout_ns);
 	unsigned fl = io->flags & k->keep;
 	uint16_t bi = 0;

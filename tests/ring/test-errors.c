@@ -152,6 +152,12 @@ int main(void)
 	T_CHECK(strstr(rf_last_error(), "bits 0x80 are no RF_IO_* flag"));
 	T_EQ(rf_ring_read(r, fd, NULL, 5, 0, 0, t_store, &ok, NULL), -EINVAL);
 	T_CHECK(strstr(rf_last_error(), "rf_ring_read: buf is NULL with len 5"));
+	/* a flag the request cannot take: refused, as rf_ring_submit refuses it (the
+	 * thin calls dropped it without a word, and read 5 bytes) */
+	T_EQ(rf_ring_read(r, fd, buf, 5, 0, RF_IO_BENEATH, t_store, &ok, NULL), -EINVAL);
+	T_CHECK(strstr(rf_last_error(), "rf_ring_read: flags 0x10 do not apply to a read"));
+	T_EQ(rf_ring_read(r, fd, buf, 5, 0, RF_IO_ALLOC_SLOT, t_store, &ok, NULL), -EINVAL);
+	T_EQ(rf_ring_fsync(r, fd, RF_IO_NO_RETRY_SHORT, 0, t_store, &ok, NULL), -EINVAL);
 	T_EQ(rf_ring_pending(r), 0);
 	{
 		struct rf_ring *r2 = NULL;
