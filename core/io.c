@@ -77,6 +77,8 @@ static void rf__io_free(void *ctx, int status)
 
 int rf_engine_push_io(struct rf_engine *e, const struct rf_io_push *p)
 {
+	if (!e)
+		return rf__fail(-EINVAL, "rf_engine_push_io: e is NULL");
 	if (!p || (unsigned)p->io.op >= RF__NIONAMES || !rf__io_names[p->io.op])
 		return rf__fail(-EINVAL, "rf_engine_push_io: %s", p ? "unknown io.op" : "p is NULL");
 	const struct rf_io *io = &p->io;

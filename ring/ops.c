@@ -141,14 +141,27 @@ static int rf__io_check(struct rf_ring *r, const struct rf_io *io)
 	return 0;
 }
 
+/* A flag the request's kind does not keep (RF_IO_BENEATH on a read): refused, by every
+ * call, not dropped without a word. */
+static int rf__flags_refuse(const char *fn, const struct rf__kind *k, unsigned flags)
+{
+	return rf__fail(-EINVAL, "%s: flags 0x%x do not apply to a %s request (it takes 0x%x "
+			"of the RF_IO_* flags)", fn, flags & RF__IO_FLAGS & ~k->keep, k->name,
+			k->keep);
+}
+
 /* rf__io_check and what rf__submit refuses of every request (rf_engine_push_io asks
  * at the push, where rf_ring_submit later submits it). */
 int rf_ring_check_io(struct rf_ring *r, const struct rf_io *io)
 {
-	int ret = rf__io_check(r, io);
+	int ret;
 
-	if (ret == 0 && rf__io_malformed(io->op, io))
+	if (!r)
+		return rf__fail(-EINVAL, "rf_ring_check_io: the ring is NULL");
+	if ((ret = rf__io_check(r, io)) == 0 && rf__io_malformed(io->op, io))
 		ret = rf__io_refuse("rf_ring_submit", io);
+	if (ret == 0 && (io->flags & RF__IO_FLAGS & ~rf__kinds[io->op].keep))
+		ret = rf__flags_refuse("rf_ring_submit", &rf__kinds[io->op], io->flags);
 	return ret;
 }
 
@@ -253,11 +266,7 @@ int rf__submit(const char *fn, struct rf_ring *r, unsigned kind, const struct rf
 	if (__builtin_expect(rf__io_malformed(kind, io), 0))
 		return rf__io_refuse(fn, io);
 	if (__builtin_expect(io->flags & RF__IO_FLAGS & ~k->keep, 0))
-		/* a flag the request cannot take (RF_IO_BENEATH on a read): refused, as
-		 * rf_ring_submit refuses it, not dropped without a word */
-		return rf__fail(-EINVAL, "%s: flags 0x%x do not apply to a %s request (it "
-				"takes 0x%x of the RF_IO_* flags)", fn,
-				io->flags & RF__IO_FLAGS & ~k->keep, k->name, k->keep);
+		return rf__flags_refuse(fn, k, io->flags);
 	uint64_t deadline = rf__deadline_after(io->timeout_ns);
 	unsigned fl = io->flags & k->keep;
 	uint16_t bi = 0;

@@ -573,6 +573,15 @@ static void push_io_result(struct rf_ring *r)
 		refused("push_io read into NULL", rf_engine_push_io(e, &(struct rf_io_push){
 			.io = { .op = RF_IOP_READ, .fd = 0, .len = 4 }, .writes = &f, .nwrites = 1 }),
 			-EINVAL, "buf is NULL with len 4", NULL);
+		/* a flag the kind does not keep: at the push, as rf_ring_submit refuses it
+		 * (it passed the push and failed the op at dispatch, poisoning f) */
+		refused("push_io fsync with RF_IO_NO_RETRY_SHORT", rf_engine_push_io(e,
+			&(struct rf_io_push){ .io = { .op = RF_IOP_FSYNC, .fd = 0,
+						      .flags = RF_IO_NO_RETRY_SHORT },
+					      .writes = &f, .nwrites = 1 }), -EINVAL,
+			"flags 0x4 do not apply to a fsync request", NULL);
+		refused("push_io(NULL)", rf_engine_push_io(NULL, &(struct rf_io_push){
+			.io = { .op = RF_IOP_NOP } }), -EINVAL, "e is NULL", NULL);
 	}
 	CHECK_EQ(rf_engine_wait_var(e, f), 0); /* nothing was pushed, nothing poisoned */
 	rf_engine_destroy(e);
