@@ -192,7 +192,7 @@ int rf__folder_scan(struct rf__folder *f, const char *root, char *err, size_t le
 			snprintf(empty + m, sizeof(empty) - m, "%s'%.64s'", nempty > 1 ? ", " : "",
 				 nm);
 		}
-		if (!ret)
+		if (!ret && f->n > first)
 			qsort(f->files + first, f->n - first, sizeof(*f->files), rf__walk_order);
 		f->nclasses++;
 		free(p);

@@ -135,7 +135,9 @@ apart "model differs" --model lenet --
 # another device kind: compared before any device is opened (a CUDA rank was in NCCL's
 # set-up, the CPU one in the comparison: each waited for the other); without a GPU,
 # rank 1 would otherwise fail alone opening it
-if "$RF" --help 2>&1 | grep -q -- "--device cpu|cuda"; then
+# (a build without CUDA refuses --device cuda in the option check, before any comparison)
+if ! "$RF" --device cuda --data "$DATA" --limit 64 --epochs 1 --quiet 2>&1 |
+	grep -q "built without CUDA"; then
 	apart "device differs" -- --device cuda
 fi
 # resuming or not, and resumed from checkpoints of different places (each rank reads
