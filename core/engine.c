@@ -78,8 +78,12 @@ void rf_engine_destroy(struct rf_engine *e)
 	rf_engine_wait_idle(e);
 	/* graphs the caller did not destroy: theirs as any (their recorded ops' done
 	 * callbacks run); each frees itself once its last launch and deletion end */
-	for (struct rf_graph *g = e->graphs, *next; g; g = next) {
-		next = g->next;
+	for (;;) {   /* from the head each time: a done callback may destroy others */
+		struct rf_graph *g = e->graphs;
+		while (g && g->doomed)
+			g = g->next;
+		if (!g)
+			break;
 		rf_graph_destroy(g);
 	}
 	rf_engine_wait_idle(e);

@@ -424,6 +424,11 @@ void rf_graph_destroy(struct rf_graph *g)
 {
 	if (!g || g->doomed)
 		return;
+	if (rf__gettid() != g->eng->owner_tid) {  /* its engine's lists, its callbacks */
+		rf__log(RF_LOG_ERROR, "rf_graph_destroy(%s) from a thread other than the "
+			"engine's reactor thread: refused, the graph left as it was", g->name);
+		return;
+	}
 	g->doomed = 1;
 	g->inflight++; /* the deletion's push may turn the reactor: launches may end */
 	if (g->args_var) { /* after every launch: each wrote it */

@@ -132,6 +132,15 @@ void rf_engine_remove_stream(struct rf_engine *e, struct rf_stream *s)
 {
 	struct rf_stream **pp;
 
+	if (!e || !s)
+		return;
+	if (rf__gettid() != e->owner_tid) {  /* its lists are the reactor thread's */
+		rf__log(RF_LOG_ERROR, "rf_engine_remove_stream of '%s' from a thread other "
+			"than the engine's reactor thread: refused, the stream left registered",
+			s->name ? s->name : "(unnamed)");
+		return;
+	}
+
 	for (pp = &e->streams; *pp; pp = &(*pp)->next_registered) {
 		if (*pp == s) {
 			*pp = s->next_registered;

@@ -182,7 +182,7 @@ void rf_engine_trace_mark(struct rf_engine *e, struct rf_stream *s, const char *
 	struct rf__trace *t;
 	struct rf__trace_ev *ev;
 
-	if (rf__gettid() != e->owner_tid || !(t = e->trace)) /* the reactor thread's */
+	if (!e || rf__gettid() != e->owner_tid || !(t = e->trace)) /* the reactor thread's */
 		return;
 	ev = rf__trace_ev_new(t);
 	if (!ev)

@@ -79,6 +79,11 @@ static int rf__run_until(struct rf_engine *e, int (*pred)(void *), void *arg)
 void rf_engine_set_interrupt(struct rf_engine *e, int (*fn)(void *arg), void *arg,
 			     uint64_t period_ns)
 {
+	if (!e || rf__admin_refused(e, "rf_engine_set_interrupt") < 0) {
+		rf__log(RF_LOG_ERROR, "%s (the interrupt left as it was)",
+			e ? rf_last_error() : "rf_engine_set_interrupt: e is NULL");
+		return;
+	}
 	e->interrupt = fn;
 	e->interrupt_arg = arg;
 	e->interrupt_ns = period_ns ? period_ns : 100000000ull;
