@@ -190,8 +190,17 @@ int rf_ring_run(struct rf_ring *r, enum rf_run_mode mode)
 	int total = 0, ret = 0;
 	switch (mode) {
 	case RF_RUN_UNTIL_IDLE:
-		for (;;) {
+		for (int looked = 0;; looked = 0) {
 			int busy = rf_ring_pending(r) > 0;
+			if (!busy && !rf__has_work(r) && !looked) {
+				/* deferred completions (undeclared MSG_RING signals) show only
+				 * after an enter: one turn that does not wait, as run_until */
+				looked = 1;
+				if ((ret = rf__turn(r, 0, NULL)) < 0)
+					break;
+				total += ret;
+				busy = rf_ring_pending(r) > 0;
+			}
 			if (!busy && !rf__has_work(r))
 				break;
 			ret = rf__turn(r, busy, NULL);

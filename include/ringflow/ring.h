@@ -232,11 +232,13 @@ unsigned rf_ring_buffer_count(const struct rf_ring *r);
 /* Register external memory areas as fixed buffers (one index each), after any
  * registered before: the ring's arena must not exist (-EEXIST). Used for pinned
  * staging memory (loaders, devices). The caller keeps the memory mapped until it
- * unregisters it or destroys the ring. */
+ * unregisters it or destroys the ring, and until the requests into it have completed. */
 int rf_ring_register_memory(struct rf_ring *r, void *const *bufs, const size_t *lens, unsigned n);
 /* Unregister the area registered with this base address (-ENOENT if none); requests
- * already submitted that use it finish normally. Queued requests are submitted
- * first, since indices of later areas shift. */
+ * already submitted that use it finish normally (a later piece of one -- the rest of a
+ * short read, a retry -- goes as a plain read or write into the same memory, which
+ * must stay mapped until it completes). Indices of later areas shift; requests find
+ * theirs at each piece. */
 int rf_ring_unregister_memory(struct rf_ring *r, const void *base);
 
 /* Register files; RF_IO_FIXED_FILE requests then name them by index (-1: an empty

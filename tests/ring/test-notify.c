@@ -6,8 +6,8 @@
  * exactly 1,000,000 (none lost, none duplicated) and stats.notifications agrees.
  * Phase 2: the same with two posting threads of 500,000 each on two notifiers of the
  * same ring plus a third notifier signalled by both. Then: nothing more arrives on
- * extra turns, a signal nobody declared is still delivered by RF_RUN_ONCE (and two
- * sent before an rf_ring_run_until that waits for them, by it), owed
+ * extra turns, a signal nobody declared is still delivered by RF_RUN_ONCE (two sent
+ * before an rf_ring_run_until that waits for them, by it; one by RF_RUN_UNTIL_IDLE), owed
  * counts are paid back, rf_notifier_signal_n's counted signals pay as many, and
  * destroying a notifier with a signal still in flight
  * drops that signal without touching freed memory. With the eventfd fallback, a
@@ -191,7 +191,10 @@ int main(int argc, char **argv)
 		T_OK(rf_ring_run_until(r, sum_reached, &(struct sum_at){ &c2, want },
 				       1000 * 1000000ull));
 		T_EQ(c2.sum, want);
-		before += 2;
+		T_OK(rf_notifier_signal(n2));     /* and RF_RUN_UNTIL_IDLE takes one too */
+		T_OK(rf_ring_run(r, RF_RUN_UNTIL_IDLE));
+		T_EQ(c2.sum, want + 1);
+		before += 3;
 	}
 
 	/* Destroy with a signal still on its way: dropped, never delivered to freed memory. */
