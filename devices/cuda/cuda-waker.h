@@ -60,10 +60,13 @@
  * signal k - window's. With more than `window` signals outstanding, k+1's slot holds a
  * later signal's record, and a wait on it would end only when that one did -- the
  * reactor, asleep, learning of k+1 up to `window` signals late (a stream's queue has
- * no bound; the engine's default cap is 4096 ops). The waker then polls instead
+ * no bound; the engine's default cap is 4096 ops). With three quarters of the window
+ * outstanding (a burst of issues could overwrite the slot while the waker blocks on
+ * it; looked at before the spin and again before the wait) the waker polls instead
  * (rf__waker_overflow): the counter word, and the oldest intact record's event; a
  * later record over it says done only when it is, and signals finish in order, so
- * nothing is seen early. */
+ * nothing is seen early. A block that a burst overtakes all the same ends late, not
+ * wrong. */
 #ifndef RF_DEVICES_CUDA_WAKER_H
 #define RF_DEVICES_CUDA_WAKER_H
 
@@ -162,28 +165,42 @@ static inline int rf__waker_spin(struct rf__waker *w, uint64_t k)
 /* How often the waker looks while its next signal's event slot is overwritten. */
 #define RF__WAKER_OVF_NS 20000L
 
-/* Waker, seen up to k, with more than `window` signals outstanding: signal k+1's slot
+/* Whether signal k+1's slot is overwritten, or near enough to it that a burst of
+ * issues could overwrite it while the waker blocks on it: more than three quarters of
+ * the window outstanding. */
+static inline int rf__waker_crowded(struct rf__waker *w, uint64_t k)
+{
+	return w->window && atomic_load(&w->issued) - (k + 1) >= w->window - w->window / 4;
+}
+
+/* Waker, seen up to k, with the window crowded (rf__waker_crowded): signal k+1's slot
  * holds a later signal's record (or will, at any moment), and waiting on it would
  * tell of that one -- up to `window` signals late, the reactor asleep all the while.
  * Instead, every RF__WAKER_OVF_NS: the counter word (each signal's own count), and the
- * event of the oldest signal whose record is intact, issued - window + 1 (should a
+ * event of the oldest signal whose record is intact, issued - window + 1 or k + 1 (should a
  * later record replace it meanwhile, that one says done only after it). Returns the
- * newest signal so seen done (> k), k when back within the window (the event is then
+ * newest signal so seen done (> k), k when no longer crowded (the event is then
  * k+1's own), or UINT64_MAX when told to stop. */
 static inline uint64_t rf__waker_overflow(struct rf__waker *w, uint64_t k)
 {
 	for (;;) {
 		uint64_t iss = atomic_load(&w->issued), v = w->word ? w->word(w->ctx) : 0, e;
+		int q;
 		if (v > k && v <= iss)
 			return v;
-		if (iss - (k + 1) < w->window)
+		if (!rf__waker_crowded(w, k))
 			return k;
-		e = iss - w->window + 1;
-		if (w->query ? w->query(w->ctx, e) > 0 : w->wait(w->ctx, e) == 0)
+		e = iss - w->window + 1;   /* the oldest intact record, or k+1's own */
+		if (e <= k)
+			e = k + 1;
+		q = w->query ? w->query(w->ctx, e) : w->wait(w->ctx, e) == 0 ? 1 : -1;
+		if (q > 0)
 			return e;
 		if (atomic_load(&w->stop))
 			return UINT64_MAX;
-		struct timespec ts = { 0, RF__WAKER_OVF_NS };
+		/* a broken context fails every query: the watchdog's to judge, looked at
+		 * every millisecond, as the blocking path does */
+		struct timespec ts = { 0, q < 0 ? 1000000L : RF__WAKER_OVF_NS };
 		nanosleep(&ts, NULL);
 	}
 }
@@ -206,7 +223,7 @@ static inline void *rf__waker_main(void *arg)
 				rf__waker_futex_wait(&w->parked, 1);
 			continue;
 		}
-		if (w->window && atomic_load(&w->issued) - (k + 1) >= w->window) {
+		if (rf__waker_crowded(w, k)) {
 			v = rf__waker_overflow(w, k);
 			if (v == UINT64_MAX)
 				break;  /* stopped */
@@ -220,6 +237,8 @@ static inline void *rf__waker_main(void *arg)
 				break;  /* stopped: the reactor no longer listens */
 			if (spun)
 				atomic_fetch_add_explicit(&w->spun, 1, memory_order_relaxed);
+			else if (rf__waker_crowded(w, k))
+				continue;  /* issues during the spin crowded the slot: poll */
 			else if (w->wait(w->ctx, k + 1) < 0) {
 				/* a broken context: the watchdog fails the stream; nothing is
 				 * seen */

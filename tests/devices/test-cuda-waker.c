@@ -103,7 +103,11 @@ static void *device(void *arg)
 			continue;
 		}
 		k++;
-		sleep_ns((long)(t_splitmix64(&seed) % 40000)); /* the work */
+		/* the work: up to 40 us; 100-300 us in the window modes, so that a window is
+		 * milliseconds of the device's progress, which slow threads (TSan) do not
+		 * lag by, while a wait on an overwritten slot does */
+		sleep_ns(windowed(f->mode) ? 100000 + (long)(t_splitmix64(&seed) % 200000)
+					   : (long)(t_splitmix64(&seed) % 40000));
 		atomic_store(&f->finished, k);
 		/* then, in stream order, the counter's write and the event */
 		if (!((f->mode == M_REFUSED || f->mode == M_SPINREF || f->mode == M_WINREF) &&
@@ -297,7 +301,7 @@ static void run_mode(enum mode m)
 	       (unsigned long long)atomic_load(&f->w.parks),
 	       (unsigned long long)atomic_load(&f->w.spun),
 	       (unsigned long long)atomic_load(&f->w.overflowed), (unsigned long long)late);
-	/* half a window late is 32 signals of up to 40 us of work, ~0.6 ms, which a
+	/* half a window late is 32 signals of 100-300 us of work, ~6 ms, which a
 	 * descheduled reactor may be now and then; waiting on the overwritten slot made
 	 * it the first wait after every burst, half of them (0-1 of 40 with the polling) */
 	if (windowed(m)) {
