@@ -343,6 +343,10 @@ static void rf__jpeg_markers(const uint8_t *b, size_t n, int *adobe, size_t *sos
 			i++;
 			continue;
 		}
+		if (m == 0x00) { /* FF 00 between segments: no marker, skipped as libjpeg does */
+			i += 2;
+			continue;
+		}
 		if (m == 0xd8 || m == 0x01 || (m >= 0xd0 && m <= 0xd7)) {
 			i += 2;
 			continue;

@@ -449,6 +449,13 @@ int rf__open_data(struct rf_trainer *t)
 			t->msg[0] = 0;
 		}
 		ret = rf__open_rfrec(t, &t->test_ds, p[2]);
+		if (ret == -ENOENT && t->o.no_eval && !t->o.test_data && !t->no_test) {
+			/* a pattern beside it (t10k-{0..9}.tar) whose shards are not there */
+			snprintf(p[2], sizeof(p[2]), "%s", p[0]);
+			t->no_test = 1;
+			t->msg[0] = 0;
+			ret = rf__open_rfrec(t, &t->test_ds, p[2]);
+		}
 	} else if (t->o.test_data) {
 		rf__trainer_msg(t, "%s: a test set names a .rfrec file, and the training data %s "
 				"is not one (a directory of IDX files holds both sets)",
@@ -506,7 +513,8 @@ static int rf__make_loader(struct rf_trainer *t, const struct rf_dataset *ds, in
 	memcpy(lo.channel_mean, t->spec->in.mean, sizeof(lo.channel_mean));
 	memcpy(lo.channel_std, t->spec->in.std, sizeof(lo.channel_std));
 	lo.skip_bad_images = t->o.skip_bad_images;
-	lo.in_memory = t->o.in_memory;
+	/* the stand-in test set (no_test) is the training file: never a second copy */
+	lo.in_memory = t->o.in_memory && !(t->no_test && !shuffle);
 	lo.order = shuffle ? t->o.order : RF_LOADER_ORDER_UNIFORM;
 	lo.http_timeout_ms = t->o.http_timeout_ms;
 	/* a device with memory of its own gets batches decoded straight into the model's

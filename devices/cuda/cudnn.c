@@ -325,10 +325,14 @@ static int rf__conv_status(struct rf__cuda_dev *cd, struct rf__plan *p,
 				       cat == CUDNN_STATUS_NOT_SUPPORTED);
 
 	if (ret == -ENOTSUP) {
+		char why[160];
 		(void)cudaGetLastError();
 		p->algo = -1;
-		rf__plan_fallback(cd, p, op, cp->other ? "the algorithm chosen was refused in "
-				  "FMA math" : "the algorithm chosen refused the call");
+		/* cuDNN's own status said: BAD_PARAM also covers a caller's mistake */
+		snprintf(why, sizeof(why), "the algorithm chosen %s (%s: %s)", cp->other ?
+			 "was refused in FMA math" : "refused the call", what,
+			 rf__dn.error_string(st));
+		rf__plan_fallback(cd, p, op, why);
 	}
 	return ret == -EIO ? rf__dnn_fail(err, len, what, st) : ret;
 }

@@ -198,15 +198,18 @@ int rf_dataset_http_timeout(uint64_t *ns);
 
 /* A WebDataset shard (POSIX tar; GNU and pax names too): its samples are the members
  * grouped by key (the name up to the first dot of its last component), each with a
- * .jpg, .jpeg or .png image (the first of these) and, for every sample or none, a
- * .cls label (decimal). The result is a variable dataset of encoded images
- * (rf_dataset_variable, encoding RF_REC_ENC_IMAGE) read where the images lie in the
- * tar; samples without an image are passed over. The member list, with the bytes
+ * .jpg, .jpeg or .png image of 1 byte or more (the first extension of these the
+ * sample has; extensions in any case) and, for every sample or none, a .cls label
+ * (decimal). The result is a variable dataset of encoded images (rf_dataset_variable,
+ * encoding RF_REC_ENC_IMAGE) read where the images lie in the tar; samples without an
+ * image are passed over, with a warning (rf_log_set) naming the shard, their count and
+ * the first one. The member list, with the bytes
  * of every member of at most 32 (the labels), is cached in PATH.idx (or under
  * $XDG_CACHE_HOME/ringflow/ when the shard's folder is not writable) with the shard's
  * size, mtime and inode, so the next open reads no more than that. num_classes: labels must lie in [0, num_classes); 0: max label + 1.
  * Refusals name the shard, the byte offset and what was expected: a bad header
- * checksum, a member past the end, a key whose members are apart, a bad .cls, a
+ * checksum, a member past the end, a key whose members are apart, an extension twice
+ * in one sample (in any case: 'k.cls' twice, 'k.jpg' and 'k.JPG'), a bad .cls, a
  * sample without a label among labelled ones. */
 int rf_dataset_open_wds(struct rf_dataset *ds, const char *path, uint32_t num_classes,
 			unsigned flags);
@@ -271,7 +274,7 @@ int rf_dataset_open_file_opts(struct rf_dataset *ds, const char *path,
 			      const struct rf_dataset_open_opts *o);
 
 /* 1 when rf_dataset_open_file reads path as a brace pattern of WebDataset shards: a
- * name ending in ".tar" that holds a brace group and is not an existing file (a file
+ * name ending in ".tar" (in any case) that holds a brace group and is not an existing file (a file
  * named so is opened as the one shard it is); else 0. For callers that stat a data
  * path before they open it: such a name is no file. path may be NULL (0). */
 int rf_dataset_is_shard_pattern(const char *path);

@@ -24,7 +24,8 @@ import os
 from ._ringflow import Engine, Error, Tensor, Var, Warning, _Loader, _pack, _MAX_EPOCH, \
     _MAX_RECORD_DIMS
 
-__all__ = ["Loader", "Engine", "Var", "Tensor", "Error", "Warning", "pack"]
+__all__ = ["Loader", "Engine", "Var", "Tensor", "Error", "pack"]  # and Warning: not
+# exported by *, where it would hide the builtin
 
 _STATE_KEYS = ("seed", "batch_size", "world", "rank", "records", "shuffle", "drop_last")
 _U64 = 2**64 - 1

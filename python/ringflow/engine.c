@@ -148,6 +148,8 @@ static PyObject *rf_py_engine_close(PyObject *self, PyObject *unused)
 		return rf_py_raise(st, -EBUSY, "Engine.close: called from inside a push or wait "
 				   "of this Engine (a signal handler?); close it after that returns");
 	rf_py_engine_shut(s);
+	if (rf_py_warn_pending(st) < 0)
+		return NULL;
 	Py_RETURN_NONE;
 }
 
@@ -480,7 +482,9 @@ static PyObject *rf_py_engine_wait(PyObject *self, PyObject *args, PyObject *kw)
 	if (ret == -EINTR && PyErr_Occurred())
 		return NULL;     /* Ctrl-C: its exception */
 	if (ret < 0)
-		return rf_py_raise_from(st, ret, v->err[0] ? v->err : rf_last_error(), v->exc);
+		rf_py_raise_from(st, ret, v->err[0] ? v->err : rf_last_error(), v->exc);
+	if (rf_py_warn_pending(st) < 0 || ret < 0)  /* the library's warnings, said */
+		return NULL;
 	Py_RETURN_NONE;
 }
 
@@ -523,6 +527,8 @@ static PyObject *rf_py_engine_wait_all(PyObject *self, PyObject *unused)
 		rf_py_fail_unlist(s, s->fails);
 	s->nfailed = 0;
 	s->unkept = 0;
+	if (rf_py_warn_pending(st) < 0)  /* the library's warnings, said */
+		Py_CLEAR(r);
 	return r;
 }
 

@@ -490,6 +490,8 @@ static PyObject *rf_py_loader_close(PyObject *self, PyObject *unused)
 	rf_loader_destroy(l);
 	rf_py_loader_free_all(s);
 	Py_END_ALLOW_THREADS
+	if (rf_py_warn_pending(rf_py_state_of(self)) < 0)
+		return NULL;
 	Py_RETURN_NONE;
 }
 

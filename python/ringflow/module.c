@@ -113,6 +113,14 @@ static pthread_mutex_t rf_py_logmu = PTHREAD_MUTEX_INITIALIZER;
 static char rf_py_logq[RF_PY_LOGQ][512];
 static unsigned rf_py_logn, rf_py_logdropped;
 
+/* A child forked while another thread held the queue's lock would wait on it for good:
+ * it starts with a lock of its own (the queue's messages are the parent's). */
+static void rf_py_log_atfork_child(void)
+{
+	pthread_mutex_init(&rf_py_logmu, NULL);
+	rf_py_logn = rf_py_logdropped = 0;
+}
+
 static void rf_py_log(enum rf_log_level level, const char *msg, void *user)
 {
 	(void)user;
@@ -124,6 +132,11 @@ static void rf_py_log(enum rf_log_level level, const char *msg, void *user)
 	else
 		rf_py_logdropped++;
 	pthread_mutex_unlock(&rf_py_logmu);
+}
+
+static void rf_py_log_atfork_once(void)
+{
+	(void)pthread_atfork(NULL, NULL, rf_py_log_atfork_child);
 }
 
 int rf_py_warn_pending(struct rf_py_state *st)
@@ -324,6 +337,8 @@ static int rf_py_exec(PyObject *m)
 		return -1;
 	Py_DECREF(r);
 	rf_log_set(rf_py_log, NULL);   /* the library's warnings: rf_py_warn_pending */
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	(void)pthread_once(&once, rf_py_log_atfork_once);
 	return 0;
 }
 

@@ -711,7 +711,7 @@ static void test_corrupt(struct rf__imgctx *c)
 		if (j[i] == 0xff && j[i + 1] == 0xc4) {  /* the first DHT */
 			wj = malloc(nj + 4);
 			memcpy(wj, j, i);
-			memcpy(wj + i, "\x01\x02\x03\x04", 4);
+			memcpy(wj + i, "\x01\xff\x00\x04", 4);  /* an FF 00 among them */
 			memcpy(wj + i + 4, j + i, nj - i);
 			decode_ok(c, &o, wj, nj + 4, 0, 0, out);
 			break;

@@ -200,14 +200,14 @@ refuse "stem" --data "$T/sm-train.rfrec" --image-size 32 --model lenet --stem im
 	fail "a three-class test set"
 refuse "expected the same classes" --data "$T/sm-train.rfrec" --test-data "$T/few-test.rfrec" \
 	--image-size 32
-# --no-eval needs no test set: a folder with no val/test beside it, and an .rfrec with none
-# named or beside it, train (both refused for want of one before); without it refused
-# naming --no-eval
+# --no-eval needs no test set: a folder with no val/test beside it, an .rfrec with none
+# named or beside it, and shards whose pattern beside (img-test-{0..2}.tar) names none,
+# train (all refused for want of one before); without it refused naming --no-eval
 "$MAKE" "$T/lone" 2 2 2 && mv "$T/lone/train" "$T/lone/set" && rm -rf "$T/lone/test" ||
 	fail "a folder without a test set"
 refuse "or --no-eval" --data "$T/lone/set" --image-size 16 --model lenet
 cp "$T/img-train.rfrec" "$T/alone.rfrec"
-for d in "$T/lone/set" "$T/alone.rfrec"; do
+for d in "$T/lone/set" "$T/alone.rfrec" "$T/img-train-{0..2}.tar"; do
 	"$RF" --data "$d" --image-size 16 --model lenet --batch-size 4 --epochs 1 --limit 8 \
 		--no-eval --quiet --json >"$T/out" 2>"$T/err" || fail "--no-eval on $d: $(cat "$T/err")"
 	grep -q '"final_test_acc": null' "$T/out" || fail "--no-eval on $d: $(cat "$T/out")"
