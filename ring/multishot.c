@@ -15,6 +15,8 @@
 
 /* ---- multishot ------------------------------------------------------------------------ */
 
+static void rf__bufgroup_give(struct rf_bufgroup *g, char *p);
+
 static void rf__unpark(struct rf_bufgroup *g, struct rf__req *q)
 {
 	for (struct rf__req **pp = &g->parked; *pp; pp = &(*pp)->next_free)
@@ -74,7 +76,7 @@ int rf__complete_ms(struct rf_ring *r, struct rf__req *q, int32_t res, uint32_t 
 		return 1;
 	}
 	if (buf) /* cannot happen: a buffer comes only with data */
-		rf_bufgroup_put(g, buf);
+		rf__bufgroup_give(g, buf);
 	if (more)
 		return 0; /* an error that does not end the request: nothing to say */
 	if (!cancelled && g && res == -ENOBUFS) {
@@ -297,6 +299,16 @@ int rf_bufgroup_put(struct rf_bufgroup *g, void *buf)
 	if (!g->out[bid])
 		return rf__fail(-EALREADY, "rf_bufgroup_put: buffer %u (%p) is not handed out: "
 				"given back twice?", bid, buf);
+	rf__bufgroup_give(g, p);
+	return 0;
+}
+
+/* Buffer p (of g, handed out) back into its ring, and the receives that waited for one
+ * rearmed: rf_bufgroup_put past its checks, and the ring's own put. */
+static void rf__bufgroup_give(struct rf_bufgroup *g, char *p)
+{
+	unsigned bid = (unsigned)((size_t)(p - g->bufs) / g->bufsz);
+
 	g->out[bid] = 0;
 	io_uring_buf_ring_add(g->br, p, (unsigned)g->bufsz, (unsigned short)bid,
 			      io_uring_buf_ring_mask(g->nbufs), 0);
@@ -312,7 +324,6 @@ int rf_bufgroup_put(struct rf_bufgroup *g, void *buf)
 			break;
 		}
 	}
-	return 0;
 }
 
 size_t rf_bufgroup_bufsz(const struct rf_bufgroup *g)
