@@ -42,6 +42,13 @@ static int rf__find_files(struct rf_trainer *t, char p[4][RF_TRAIN_PATH_MAX])
 					rf__fmnist(i), RF_TRAIN_PATH_MAX - 1);
 			return ret;
 		}
+		if (ret < 0 && i >= 2 && t->o.no_eval && !t->o.eval_only) {
+			/* no test set, and none needed: the training pair stands in */
+			memcpy(p[2], p[0], sizeof(p[2]));
+			memcpy(p[3], p[1], sizeof(p[3]));
+			t->no_test = 1;
+			return 0;
+		}
 		if (ret < 0) {
 			rf__trainer_msg(t, "Fashion-MNIST not found: %s/%s.gz is missing; "
 					"install it with: apt-get install dataset-fashion-mnist",
@@ -448,13 +455,13 @@ int rf__open_data(struct rf_trainer *t)
 			t->no_test = 1;
 			t->msg[0] = 0;
 		}
-		ret = rf__open_rfrec(t, &t->test_ds, p[2]);
-		if (ret == -ENOENT && t->o.no_eval && !t->o.test_data && !t->no_test) {
+		ret = t->no_test ? 0 : rf__open_rfrec(t, &t->test_ds, p[2]);
+		if (ret == -ENOENT && t->o.no_eval && !t->o.test_data) {
 			/* a pattern beside it (t10k-{0..9}.tar) whose shards are not there */
 			snprintf(p[2], sizeof(p[2]), "%s", p[0]);
 			t->no_test = 1;
 			t->msg[0] = 0;
-			ret = rf__open_rfrec(t, &t->test_ds, p[2]);
+			ret = 0;
 		}
 	} else if (t->o.test_data) {
 		rf__trainer_msg(t, "%s: a test set names a .rfrec file, and the training data %s "
@@ -469,9 +476,14 @@ int rf__open_data(struct rf_trainer *t)
 			memcpy(p[1], p[3], sizeof(p[1]));
 		}
 		ret = rf__open_pair(t, &t->train_ds, p[0], p[1]);
-		if (ret == 0)
+		if (ret == 0 && !t->no_test)
 			ret = rf__open_pair(t, &t->test_ds, p[2], p[3]);
 	}
+	/* no test set and none needed: the training set, not opened again (a second
+	 * decompression or in-memory copy), stands in -- one record of it, never read;
+	 * not closed twice (rf_trainer_destroy) */
+	if (ret == 0 && t->no_test)
+		t->test_ds = t->train_ds;
 	if (ret == 0 && t->o.image_size)
 		ret = rf__image_model(t, p[0], p[2]);
 	else if (ret == 0)

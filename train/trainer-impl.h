@@ -68,8 +68,9 @@ struct rf_trainer {
 	struct rf_prng *prng;
 	struct rf_dataset train_ds, test_ds;    /* opened (owned) */
 	int no_test;                            /* no_eval and no test set named or beside
-						 * the training set: test_ds is the training
-						 * set again, one record of it, never read */
+						 * the training set: test_ds is a copy of
+						 * train_ds (not closed), one record of it
+						 * viewed, never read */
 	struct rf_dataset train_view, test_view; /* limited copies the loaders read */
 	struct rf_loader *train_ld, *test_ld;
 	struct rf__slots tr[RF_TRAIN_MAX_DEVICES], te[RF_TRAIN_MAX_DEVICES];

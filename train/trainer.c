@@ -486,7 +486,8 @@ void rf_trainer_destroy(struct rf_trainer *t)
 	rf_engine_wait_all(t->eng);
 	rf__close_devices(t);
 	rf_dataset_close(&t->train_ds);
-	rf_dataset_close(&t->test_ds);
+	if (!t->no_test)                /* else the training set's copy */
+		rf_dataset_close(&t->test_ds);
 	free(t);
 }
 

@@ -8,6 +8,7 @@
  * here (zeros, labels i % 10). */
 #include <errno.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include "train-test.h"
 #include "trainer.h"
 #include "dataset.h"
@@ -102,6 +103,43 @@ int main(void)
 		rf_trainer_destroy(x);
 		unlink(lone);
 		printf("  no test set, no_eval -> trains; evaluate: -ENOENT\n");
+	}
+	/* the same for a Fashion-MNIST directory holding the training files only (where
+	 * the data is installed: not needed otherwise) */
+	{
+		const char *fm = getenv("RF_FASHION_MNIST");
+		char d[300], src[600], dst[600];
+		struct rf_train_opts o = { 0 };
+		struct rf_trainer *x;
+		struct rf_epoch_stats st;
+		static const char *const f[2] = { "train-images-idx3-ubyte.gz",
+						  "train-labels-idx1-ubyte.gz" };
+		snprintf(src, sizeof(src), "%s/%s", fm ? fm : "", f[0]);
+		if (fm && access(src, R_OK) == 0) {
+			snprintf(d, sizeof(d), "%s/idx", dir);
+			CHECK(mkdir(d, 0755) == 0);
+			for (int i = 0; i < 2; i++) {
+				snprintf(src, sizeof(src), "%s/%s", fm, f[i]);
+				snprintf(dst, sizeof(dst), "%s/%s", d, f[i]);
+				CHECK(symlink(src, dst) == 0);
+			}
+			o.model = "mlp";
+			o.data_dir = d;
+			o.batch_size = 64;
+			o.limit = 256;
+			CHECK_EQ(rf_trainer_create(&x, t.eng, &o), -ENOENT);  /* evaluation wants it */
+			o.no_eval = 1;
+			CHECK_OK(rf_trainer_create(&x, t.eng, &o));
+			CHECK_OK(rf_trainer_epoch(x, &st));
+			CHECK_EQ(rf_trainer_test_samples(x), 0);
+			rf_trainer_destroy(x);
+			for (int i = 0; i < 2; i++) {
+				snprintf(dst, sizeof(dst), "%s/%s", d, f[i]);
+				unlink(dst);
+			}
+			rmdir(d);
+			printf("  IDX files without t10k, no_eval -> trains\n");
+		}
 	}
 
 	tt_close(&t);
