@@ -606,6 +606,7 @@ for f in direct fixedbufs json force help norandommap end-fsync time-based sqpol
 done
 M="--file $T/f64k --rw randrw --bs 4k --qd 1 --force"
 ints $B --rwmixread 0 100 $M
+ints $B --invalidate 0 1 $M
 ints $B --fsync 1 4294967295 $M
 bad $B --fdatasync 2 "'0' && 1 && 4294967295" $M --fdatasync 0   # --fsync's parser
 bad $B --rwmixread 2 "applies to --rw rw or randrw" $F --bs 4k --qd 1 --rwmixread 50

@@ -14,7 +14,10 @@ unknown key fails naming its line. --bs ranges and splits keep one pass = the re
 once (verify proves every grain written); --nrfiles / several --file spread a pass over
 each file; randtrim punches every block; --hipri runs or says in one line why not; a job
 file's jobs end when its process is killed; block sizes of 512, 1000 and 3 bytes and a
-range of 1k-3k run (buffers sized to their alignment).
+range of 1k-3k run (buffers sized to their alignment). The ramp's fsyncs are not
+counted; --sqpoll randrw with fsyncs ends; a mixed run writes its pattern (stamped per
+sector), never what a read left in the buffer; --log-interval's rows start after the
+ramp.
 argv: the rf-iobench program."""
 import json
 import os
@@ -80,6 +83,29 @@ try:
     check(j["ios"] == 128, "--offset 512k of 1 MiB: 128 blocks, got %d" % j["ios"])
     j = run("--rw", "randread", "--bs", "4k", "--qd", "4", "--runtime", "0.3", "--ramp-time", "0.2")
     check(abs(j["seconds"] - 0.3) < 0.08, "--ramp-time: the measured run is --runtime: %.3f s" % j["seconds"])
+    # the ramp's fsyncs are not the measured run's (4,450 syncs for 38,498 writes / 16)
+    j = run("--rw", "randwrite", "--bs", "4k", "--qd", "4", "--fsync", "16", "--runtime", "0.3",
+            "--ramp-time", "0.3", "--force")
+    writes = j["write_bytes"] // 4096
+    check(writes // 16 - 4 <= j["syncs"] <= writes // 16 + 8,
+          "--ramp-time: %d syncs for %d measured writes" % (j["syncs"], writes))
+    # --sqpoll: a request may complete, and its slot be issued again, in one loop turn
+    # (the list of slots to stamp became a cycle: the run hung, 3 of 3 with --fsync)
+    j = run("--rw", "randrw", "--bs", "4k", "--qd", "8", "--runtime", "0.3", "--sqpoll",
+            "--fsync", "4", "--force")
+    check(j["ios"] > 0 and j["slat"]["n"] == j["ios"], "--sqpoll randrw: %d I/Os" % j["ios"])
+    # mixed runs write their pattern, not what a read left in the buffer (zeros on a new
+    # file: 10 of 16384 blocks written non-zero); each sector stamped (fio's scramble)
+    os.unlink(f)
+    with open(f, "wb") as fh:
+        fh.truncate(1 << 20)
+    run("--rw", "randrw", "--bs", "4k", "--qd", "8", "--force")
+    data = open(f, "rb").read()
+    blocks = [data[i:i + 4096] for i in range(0, len(data), 4096)]
+    nz = sum(1 for b in blocks if b.count(0) != 4096)
+    check(nz > 64, "randrw over a zeroed file: %d of 256 blocks written non-zero" % nz)
+    written = [b for b in blocks if b.count(0) != 4096]
+    check(len(set(written)) == len(written), "no two written blocks the same bytes")
     # two jobs, each its own pass over the file: the sum and each job in the JSON
     j = run("--rw", "randread", "--bs", "4k", "--qd", "4", "--numjobs", "2")
     check(j["numjobs"] == 2 and len(j["jobs"]) == 2, "two jobs reported")
@@ -194,6 +220,15 @@ try:
         check(9 <= len(rows) - 1 <= 12, "about 10 intervals in 0.5 s: %d" % (len(rows) - 1))
         t = [float(r.split(",")[0]) for r in rows[1:]]
         check(t == sorted(t) and abs(t[0] - 0.05) < 0.03, "interval ends rise from 0.05 s: %r" % t[:3])
+    # with a ramp: the rows start after it (they logged it as intervals of 0 I/Os, the
+    # way a stall looks, on a time axis from the ramp's start)
+    run("--rw", "randread", "--bs", "4k", "--qd", "4", "--runtime", "0.3", "--ramp-time", "0.2",
+        "--log-interval", "50", "--log-prefix", os.path.join(d, "ramp"))
+    rows = open(os.path.join(d, "ramp.job0.csv")).read().splitlines()[1:]
+    t = [float(r.split(",")[0]) for r in rows]
+    iops = [float(r.split(",")[2]) for r in rows]
+    check(abs(t[0] - 0.05) < 0.03 and t[-1] < 0.4, "--ramp-time: rows from its end: %r" % t)
+    check(min(iops) > 0, "--ramp-time: no row of 0 I/Os: %r" % iops)
     plot = os.path.join(os.environ.get("RF_SOURCE_ROOT", "."), "tools", "dev", "plot-iobench")
     if shutil.which("gnuplot") and os.access(plot, os.X_OK):
         png = os.path.join(d, "log.png")

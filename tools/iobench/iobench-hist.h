@@ -107,7 +107,8 @@ static inline double rf_hist_mean(const struct rf_hist *h)
 }
 
 /* The percentiles rf-iobench reports, as fio's default list. */
-static const double rf_hist_pcts[] = { 1, 5, 10, 50, 90, 95, 99, 99.5, 99.9, 99.99 };
+static const double rf_hist_pcts[] = { 1, 5, 10, 20, 30, 40, 50, 60, 70, 80, 90, 95, 99,
+					99.5, 99.9, 99.95, 99.99 };
 #define RF_HIST_NPCTS (sizeof(rf_hist_pcts) / sizeof(rf_hist_pcts[0]))
 
 #endif

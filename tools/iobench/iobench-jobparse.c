@@ -31,6 +31,7 @@ const struct jp_key keymap[] = {
 	{ "log_prefix", "--log-prefix", 0 },
 	{ "offset", "--offset", 0 },      { "ramp_time", "--ramp-time", 0 },
 	{ "sqthread_poll", "--sqpoll", 1 }, { "sqpoll", "--sqpoll", 1 },
+	{ "invalidate", "--invalidate", 0 },
 	{ "time_based", NULL, 1 },        /* implied by runtime: accepted, nothing to pass */
 	{ "ioengine", NULL, 0 },          /* io_uring is the only engine: io_uring accepted */
 	{ NULL, NULL, 0 },

@@ -44,7 +44,7 @@ static void log_row(struct iob_job *j, uint64_t end)
 	 * one ends early: its rates are over its own length) */
 	uint64_t begin = j->inext - j->o->log_ms * 1000000ull;
 	double secs = end > begin ? (double)(end - begin) / 1e9 : (double)j->o->log_ms / 1e3;
-	fprintf(j->log, "%.3f,%.3f,%.1f,%.2f,%.2f,%.2f\n", (double)(end - j->t0) / 1e9,
+	fprintf(j->log, "%.3f,%.3f,%.1f,%.2f,%.2f,%.2f\n", (double)(end - j->ramp_end) / 1e9,
 		(double)j->ibytes / 1e6 / secs, (double)j->iios / secs,
 		rf_hist_pct(j->ilat, 50) / 1e3, rf_hist_pct(j->ilat, 99) / 1e3,
 		(double)j->ilat->max / 1e3);
@@ -213,12 +213,30 @@ static void issue_now(struct slot *s)
 {
 	struct iob_job *j = s->j;
 	const struct iob_opts *o = j->o;
-	if (s->op == IOB_WRITE && o->verify) /* a header per grain; fio fills in the timed path too */
+	if (s->op == IOB_WRITE && o->verify) { /* a header per grain; fio fills in the timed path too */
 		for (uint64_t k = 0; k < s->len; k += o->bs.grain)
 			rf_vfy_fill((uint8_t *)s->buf + k, o->bs.grain, s->off + k, o->vgen);
+	} else if (s->op == IOB_WRITE) {
+		/* a buffer a read filled (mixed runs) gets its random pattern back: it wrote
+		 * what was read, zeros on a new file; and each 512-byte sector carries its
+		 * offset and a count, as fio's scramble_buffers, so no two writes are the
+		 * same bytes to a deduplicating or compressing device */
+		if (s->dirty)
+			memcpy(s->buf, j->pattern, s->len);
+		s->dirty = 0;
+		for (uint64_t k = 0; k + 16 <= s->len; k += 512) {
+			uint64_t w[2] = { s->off + k, ++j->scramble };
+			memcpy(s->buf + k, w, sizeof(w));
+		}
+	} else if (s->op == IOB_READ) {
+		s->dirty = 1;
+	}
 	s->tq = rf_now_ns();
-	s->next = j->unsubmitted;
-	j->unsubmitted = s;
+	if (!s->unsub) {  /* with SQPOLL it may have completed and come back in one turn */
+		s->unsub = 1;
+		s->next = j->unsubmitted;
+		j->unsubmitted = s;
+	}
 	int ret;
 	if (s->op == IOB_WRITE)
 		ret = rf_ring_write(j->r, (int)s->file, s->buf, s->len, s->off, j->ioflags, on_done, s, NULL);
@@ -248,8 +266,10 @@ static void on_sync(void *data, int64_t res)
 	if (res < 0)
 		die(1, "%s: %s failed: %s", j->o->files[q->file].path,
 		    j->o->datasync ? "fdatasync" : "fsync", strerror((int)-res));
-	rf_hist_add(&j->sync, now - q->tq);
-	j->syncs++;
+	if (q->tq >= j->ramp_end) {  /* one of the ramp's: not measured */
+		rf_hist_add(&j->sync, now - q->tq);
+		j->syncs++;
+	}
 	free(q);
 }
 
@@ -302,6 +322,8 @@ static void on_done(void *data, int64_t res)
 			j->verified++;
 		}
 	}
+	if (s->unsub)  /* done before the turn that submits it was stamped (SQPOLL) */
+		s->ts = s->tq;
 	rf_hist_add(&j->slat, s->ts - s->tq);
 	rf_hist_add(&j->clat, now - s->ts);
 	rf_hist_add(&j->lat, now - s->tq);
@@ -377,6 +399,12 @@ void iob_job_setup(struct iob_job *j)
 		j->ioflags |= RF_IO_FIXED_BUF;
 	}
 	uint64_t seed = 0x5eed + (uint64_t)j->id;
+	if (o->write && !(j->pattern = malloc(bmax)))
+		die(1, "out of memory for a write pattern of %" PRIu64 " bytes (--bs)", bmax);
+	for (uint64_t k = 0; j->pattern && k + 8 <= bmax; k += 8) {
+		uint64_t w = splitmix64(&seed);
+		memcpy(j->pattern + k, &w, 8);
+	}
 	for (long i = 0; i < o->qd; i++) {
 		struct slot *s = &j->slots[i];
 		s->j = j;
@@ -384,10 +412,7 @@ void iob_job_setup(struct iob_job *j)
 		if (!s->buf)
 			die(1, "out of memory for %ld buffers of %" PRIu64 " bytes (--qd x --bs)", o->qd, bmax);
 		if (o->write) {
-			for (uint64_t k = 0; k + 8 <= bmax; k += 8) {
-				uint64_t w = splitmix64(&seed);
-				memcpy(s->buf + k, &w, 8);
-			}
+			memcpy(s->buf, j->pattern, bmax);
 		} else {
 			memset(s->buf, 0, bmax); /* fault the pages in before timing */
 		}
@@ -459,8 +484,10 @@ static void run_loop(struct iob_job *j, int end_fsync)
 		uint64_t now = rf_now_ns();
 		if (!j->snapped && now >= j->ramp_end)
 			snap_start(j);
-		for (struct slot *s = j->unsubmitted; s; s = s->next)
+		for (struct slot *s = j->unsubmitted; s; s = s->next) {
 			s->ts = now;
+			s->unsub = 0;
+		}
 		j->unsubmitted = NULL;
 		int ret = rf_ring_run(j->r, RF_RUN_ONCE);
 		if (ret < 0)
@@ -487,8 +514,8 @@ void iob_job_run(struct iob_job *j)
 	j->deadline = j->ramp_end + (uint64_t)(o->runtime * 1e9);
 	if (!o->ramp)
 		snap_start(j);
-	if (j->log) {
-		j->inext = j->t0 + o->log_ms * 1000000ull;
+	if (j->log) {  /* from the measured start: the ramp's I/Os are not counted */
+		j->inext = j->ramp_end + o->log_ms * 1000000ull;
 		log_arm(j);
 	}
 	for (long i = 0; i < o->qd && (!j->one_pass || j->left); i++)
@@ -552,6 +579,7 @@ void iob_job_teardown(struct iob_job *j)
 		for (long i = 0; i < j->o->qd; i++)
 			free(j->slots[i].buf);
 	free(j->slots);
+	free(j->pattern);
 	for (unsigned f = 0; f < j->o->nfiles; f++)
 		free(j->fs[f].cover);
 	free(j->fs);

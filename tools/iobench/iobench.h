@@ -24,6 +24,8 @@ struct slot {
 	unsigned file;        /* index into o->files (and the ring's registered files) */
 	uint64_t tq, ts;      /* queued; submitted (the loop turn's enter) */
 	int op;               /* IOB_READ, IOB_WRITE, IOB_TRIM */
+	int unsub;            /* on the job's unsubmitted list (ts not yet stamped) */
+	int dirty;            /* buf holds what a read brought, not the write pattern */
 	struct slot *next;    /* queued, not yet submitted */
 };
 
@@ -60,6 +62,7 @@ struct iob_opts {
 	double runtime, ramp;
 	uint64_t offset;      /* the region: [offset, offset + size) */
 	int sqpoll;
+	int invalidate;       /* drop the region's cached pages first (fio's invalidate=1) */
 	uint64_t vgen;        /* --verify: this run's generation, in every block header */
 	uint32_t mem_align;
 	struct rf_dist dist;  /* kind and parameter; each job draws from its own copy */
@@ -80,6 +83,9 @@ struct iob_job {
 	unsigned cur;         /* the file the last I/O went to (round robin) */
 	struct iob_fstate *fs;
 	struct slot *unsubmitted;
+	uint8_t *pattern;     /* writes: the buffers' random contents, to restore after a
+			       * read (mixed runs) */
+	uint64_t scramble;    /* writes: a count stamped into each sector (dedup) */
 	/* the figures */
 	uint64_t bytes, ios, rbytes, wbytes, tbytes, since_sync, syncs, verified;
 	uint64_t t_start, t_end, ramp_end;

@@ -284,6 +284,12 @@ static void open_file(struct iob_file *f, uint64_t want, int force, int direct,
 		if (ma > *mem_align)
 			*mem_align = ma;
 	}
+	/* as fio's invalidate=1: a buffered read of pages left in the cache measured memory
+	 * (646,910 IOPS on a cached file where fio, dropping them, measured 12,450) */
+	if (!direct && O.invalidate && (S_ISREG(sb.st_mode) || S_ISBLK(sb.st_mode))) {
+		(void)fdatasync(fd);  /* dirty pages are not dropped */
+		(void)posix_fadvise(fd, (off_t)O.offset, (off_t)size, POSIX_FADV_DONTNEED);
+	}
 	f->fd = fd;
 	f->size = size;
 	f->ngrains = size / O.bs.grain;
@@ -326,6 +332,8 @@ static void usage(FILE *f)
 		"  --ramp-time SEC  run this long before measuring (with --runtime)\n"
 		"  --time-based   (fio's time_based; implied by --runtime, which it needs)\n"
 		"  --sqpoll       a kernel thread polls the submission queue (IORING_SETUP_SQPOLL)\n"
+		"  --invalidate 0|1  1 (default, as fio): the region's cached pages are dropped\n"
+		"                 before the run, so buffered reads measure the device; 0: kept\n"
 		"  --hipri        polled completions (IORING_SETUP_IOPOLL; needs --direct and a device\n"
 		"                 with poll queues; not with --rate, --log-interval, syncs or trims)\n"
 		"  --rate SIZE    at most SIZE bytes a second (such as 50m), per job\n"
@@ -376,6 +384,7 @@ int main(int argc, char **argv)
 		{ "ramp-time", required_argument, 0, 'T' },
 		{ "time-based", no_argument, 0, 'b' + 256 },
 		{ "sqpoll", no_argument, 0, 'q' + 256 },
+		{ "invalidate", required_argument, 0, 'i' + 256 },
 		{ "log-prefix", required_argument, 0, 'P' },
 		{ "rate", required_argument, 0, 'r' },
 		{ "rate-iops", required_argument, 0, 'I' },
@@ -397,6 +406,7 @@ int main(int argc, char **argv)
 	O.numjobs = 1;
 	O.log_prefix = "rf-iobench-log";
 	O.rwmixread = 50;
+	O.invalidate = 1;
 	rf_log_set(rf_cli_log_stderr, NULL);
 	rf_cli_check_stdout(prog);
 	opterr = 0;
@@ -485,6 +495,12 @@ int main(int argc, char **argv)
 			break;
 		case 'b' + 256: time_based = 1; break;
 		case 'q' + 256: O.sqpoll = 1; break;
+		case 'i' + 256:
+			if (rf_cli_u64(optarg, 0, 1, &v))
+				die(2, "--invalidate: got '%s', expected 1 (drop the cached pages "
+				    "first, the default) or 0", optarg);
+			O.invalidate = (int)v;
+			break;
 		case 'J':
 			if (!*optarg)
 				die(2, "--job: got an empty path, expected a job file");
