@@ -687,6 +687,13 @@ printf '[j]\nrw=read\n' > "$T/j.fio"
 bad $B --job 2 "only --json may be added" --job "$T/j.fio" --qd 4
 printf '[global]\nbs=4k\n[j]\nrw=read\nqueue=4\n' > "$T/j.fio"
 bad $B --job 1 "line 5 && unknown key 'queue'" --job "$T/j.fio"
+# what fio reads otherwise: refused, naming it (rf-iobench ran it differently)
+printf '[j]\nrw=read\nbs=4KiB\n' > "$T/j.fio"
+bad $B --job 1 "line 3 && bs=4KiB && powers of 1000" --job "$T/j.fio"
+printf '[j]\nrw=read\nruntime=3\n' > "$T/j.fio"
+bad $B --job 1 "line 3 && runtime without time_based && one pass" --job "$T/j.fio"
+printf '[j]\nrw=read\nruntime=1.5\ntime_based=1\n' > "$T/j.fio"
+bad $B --job 1 "line 3 && runtime=1.5 && 1500ms" --job "$T/j.fio"
 printf '[j]\nrw\n' > "$T/j.fio"
 bad $B --job 1 "line 2 && rw needs a value" --job "$T/j.fio"
 printf 'rw=read\n' > "$T/j.fio"

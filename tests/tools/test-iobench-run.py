@@ -10,7 +10,8 @@ make their pass and the report sums them; --verify crc32c writes and reads back,
 byte flipped in the file and names its offset, the expected and the actual value.
 --log-interval writes a CSV per job (about a row per interval) that tools/dev/plot-iobench
 draws; a job file runs its jobs with the options the same command line gives, and an
-unknown key fails naming its line. --bs ranges and splits keep one pass = the region
+unknown key fails naming its line; bssplit wins over bs wherever given, and a comment
+after a value is cut off, as fio reads them. --bs ranges and splits keep one pass = the region
 once (verify proves every grain written); --nrfiles / several --file spread a pass over
 each file; randtrim punches every block; --hipri runs or says in one line why not; a job
 file's jobs end when its process is killed; block sizes of 512, 1000 and 3 bytes and a
@@ -240,7 +241,7 @@ try:
     with open(jf, "w") as fh:
         fh.write("; two jobs\n[global]\nfilename=%s\nbs=4k\nioengine=io_uring\n\n"
                  "[seq]\nrw=read\niodepth=2\n\n[mix]\nrw=randrw\nrwmixread=70\n"
-                 "iodepth=8\nnumjobs=2\nforce=1\nruntime=0.2\ntime_based=1\n" % f)
+                 "iodepth=8\nnumjobs=2\nforce=1\nruntime=200ms\ntime_based=1\n" % f)
     p = subprocess.run([exe, "--job", jf, "--json"], capture_output=True, text=True, timeout=60)
     check(p.returncode == 0, "--job: exit %d: %s" % (p.returncode, p.stderr))
     jj = json.loads(p.stdout)
@@ -254,7 +255,8 @@ try:
     # jobs run together (their measured runs overlap); stonewall=1 waits for the ones
     # before; filename=a:b is a list, bssplit a --bs split
     with open(os.path.join(d, "par.fio"), "w") as fh:
-        fh.write("[global]\nfilename=%s:%s\nbs=4k\nruntime=0.4\n[a]\nrw=randread\niodepth=2\n"
+        fh.write("[global]\nfilename=%s:%s\nbs=4k\nruntime=400ms\ntime_based=1\n"
+                 "[a]\nrw=randread\niodepth=2\n"
                  "[b]\nrw=randread\nbssplit=4k/50:16k/50\niodepth=2\n[c]\nstonewall=1\n"
                  "rw=read\niodepth=2\n" % (names[0], names[1]))
     p = subprocess.run([exe, "--job", os.path.join(d, "par.fio"), "--json"], capture_output=True,
@@ -266,11 +268,21 @@ try:
                                             b["end_unix_s"]])
     check(c["start_unix_s"] >= max(a["end_unix_s"], b["end_unix_s"]), "[c] waited (stonewall)")
     check(a["files"] == names[:2] and b["bs_spec"] == "4k/50:16k/50", "filename list, bssplit")
+    # as fio reads a job file: bssplit over a later bs; a comment after a value cut off
+    with open(os.path.join(d, "fio.fio"), "w") as fh:
+        fh.write("[x]\nfilename=%s ; the scratch file\nrw=randread\nbssplit=4k/50:16k/50\n"
+                 "bs=8k # ignored by fio: bssplit wins\n" % names[0])
+    p = subprocess.run([exe, "--job", os.path.join(d, "fio.fio"), "--json"],
+                       capture_output=True, text=True, timeout=60)
+    check(p.returncode == 0, "bssplit then bs, comments: %s" % p.stderr)
+    x = json.loads(p.stdout)["jobs"][0]
+    check(x["files"] == names[:1] and x["bs_spec"] == "4k/50:16k/50",
+          "bssplit over bs, the comment cut: %r %r" % (x["files"], x["bs_spec"]))
     # the jobs end with the file's process: killed while two 30 s jobs run, nothing of
     # the run stays behind (a job used to run on, orphaned)
     kf = os.path.join(d, "kill.fio")
     with open(kf, "w") as fh:
-        fh.write("[global]\nfilename=%s\nbs=4k\nruntime=30\n[k1]\nrw=randread\n"
+        fh.write("[global]\nfilename=%s\nbs=4k\nruntime=30\ntime_based=1\n[k1]\nrw=randread\n"
                  "[k2]\nrw=randread\n" % names[0])
     # with SIGTERM ignored by whoever started it (the jobs used to inherit that, and
     # the parent's death signal, SIGTERM, then did not end them)

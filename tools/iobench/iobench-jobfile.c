@@ -62,6 +62,16 @@ static struct section *parse(const char *path, unsigned *nsec)
 
 /* A flag (stonewall, ...) set to 1 in the job's section, or in [global] and not unset
  * by the job. */
+/* fio's precedence of the keys that give --bs: bssplit 3, bsrange 2, bs 1; else 0. */
+static int bs_rank(const char *key)
+{
+	if (!strcmp(key, "bssplit"))
+		return 3;
+	if (!strcmp(key, "bsrange") || !strcmp(key, "blocksize_range"))
+		return 2;
+	return !strcmp(key, "bs") || !strcmp(key, "blocksize");
+}
+
 static int flag_set(const struct section *g, const struct section *s, const char *key)
 {
 	const char *v = NULL;
@@ -160,9 +170,15 @@ static char **job_argv(const char *self, const struct section *g, const struct s
 				for (unsigned i2 = b2 == b ? i + 1 : 0; both[b2] && i2 < both[b2]->n; i2++) {
 					int k2 = lookup(both[b2]->kv[i2].key);
 					if (k2 == k || (keymap[k].opt && keymap[k2].opt &&
-							!strcmp(keymap[k].opt, keymap[k2].opt)))
+							!strcmp(keymap[k].opt, keymap[k2].opt) &&
+							bs_rank(keymap[k2].key) >= bs_rank(keymap[k].key)))
 						later = 1;
 				}
+			/* fio: bssplit over bsrange over bs, wherever each is given */
+			for (unsigned b2 = 0; b2 < 2 && !later && bs_rank(keymap[k].key); b2++)
+				for (unsigned i2 = 0; both[b2] && i2 < both[b2]->n; i2++)
+					if (bs_rank(both[b2]->kv[i2].key) > bs_rank(keymap[k].key))
+						later = 1;
 			if (later || !keymap[k].opt)
 				continue;
 			if (keymap[k].flag) {
@@ -365,6 +381,15 @@ int iob_jobfile_run(const char *path, int json)
 		       !flag_set(g, jobs[end], "wait_for_previous"))
 			end++;
 		for (unsigned i = first; i < end; i++) {
+			int ln;
+			/* fio's runtime without time_based caps one pass; rf-iobench's is a
+			 * time-based run that wraps around: the same file must not mean 25
+			 * passes here and one there */
+			if (opt_value(g, jobs[i], "--runtime", &ln) && !flag_set(g, jobs[i], "time_based"))
+				die(1, "--job %s: line %d: [%s]: runtime without time_based: fio runs "
+				    "one pass, stopped at runtime if sooner; rf-iobench's runtime is "
+				    "time-based only: add time_based=1, or drop runtime", path, ln,
+				    jobs[i]->name);
 			char *ctx = job_context(path, g, jobs[i]);
 			avs[i] = job_argv("/proc/self/exe", g, jobs[i], json);
 			start(&kids[i], avs[i], path, ctx);

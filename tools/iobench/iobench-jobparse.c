@@ -54,6 +54,16 @@ static char *trim(char *s)
 	return s;
 }
 
+/* Whether v holds a number with an IEC suffix (4KiB, 1MiB, 2gib). */
+static int iec_suffix(const char *v)
+{
+	for (const char *c = v; *c; c++)
+		if (c > v && c[-1] >= '0' && c[-1] <= '9' && strchr("kKmMgGtTpP", *c) && c[1] &&
+		    (c[1] == 'i' || c[1] == 'I') && (c[2] == 'b' || c[2] == 'B'))
+			return 1;
+	return 0;
+}
+
 int lookup(const char *key)
 {
 	for (unsigned i = 0; keymap[i].key; i++)
@@ -128,6 +138,14 @@ int jp_parse(FILE *f, const char *path, struct jp_file *jf, char *err, size_t el
 		}
 		if (!jf->n)
 			FAIL("--job %s: line %d: '%s' before any [section]", path, line, l);
+		/* a comment after the value (fio's ';' or '#'): cut off, not read as part of
+		 * it (filename=f ; scratch made a file named "f ; scratch") */
+		for (char *c = l; *c; c++)
+			if ((*c == ';' || *c == '#') && c > l && (c[-1] == ' ' || c[-1] == '\t')) {
+				*c = 0;
+				l = trim(l);
+				break;
+			}
 		char *eq = strchr(l, '=');
 		char key[64];
 		const char *val = eq ? trim(eq + 1) : NULL;
@@ -149,6 +167,29 @@ int jp_parse(FILE *f, const char *path, struct jp_file *jf, char *err, size_t el
 		if (!strcmp(key, "ioengine") && strcmp(val, "io_uring"))
 			FAIL("--job %s: line %d: ioengine=%s: rf-iobench is io_uring only", path, line,
 			     val);
+		/* what fio reads otherwise than rf-iobench would: said, not run differently */
+		if (val && !keymap[k].flag && keymap[k].opt && strcmp(keymap[k].opt, "--file") &&
+		    strcmp(keymap[k].opt, "--log-prefix") && iec_suffix(val))
+			FAIL("--job %s: line %d: %s=%s: fio's default (kb_base=1024) reads KiB, MiB "
+			     "and GiB as powers of 1000 (bs=4KiB is 4000 bytes), rf-iobench as powers "
+			     "of 1024: write k, m or g (1024-based in both) or the bytes", path, line,
+			     key, val);
+		char secs[48];
+		if (!strcmp(key, "runtime") || !strcmp(key, "ramp_time")) {
+			/* fio's time: a whole number with a unit (us, ms, s, m, h; seconds by
+			 * default) -- 1.5 is 1 s to fio: refused here, not run for 1.5 s */
+			char *end;
+			unsigned long long n = strtoull(val, &end, 10);
+			double mul = !*end || !strcmp(end, "s") ? 1 : !strcmp(end, "ms") ? 1e-3 :
+				     !strcmp(end, "us") ? 1e-6 : !strcmp(end, "m") ? 60 :
+				     !strcmp(end, "h") ? 3600 : -1;
+			if (end == val || *val < '0' || *val > '9' || mul < 0)
+				FAIL("--job %s: line %d: %s=%s: expected a whole number with an "
+				     "optional unit of fio's (us, ms, s, m, h; 1.5 is 1 s to fio: "
+				     "write 1500ms)", path, line, key, val);
+			snprintf(secs, sizeof(secs), "%.6f", (double)n * mul);
+			val = secs;
+		}
 		if (add_kv(path, &jf->secs[jf->n - 1], key, val ? val : "1", line, err, elen) < 0) {
 			ret = -1;
 			goto out;

@@ -16,9 +16,10 @@
  * (RF_RING_IOPOLL): a device without poll queues is refused naming its io_poll.
  *
  * qd requests stay in flight; each completion queues the next I/O from its callback,
- * so every loop turn submits a batch with one io_uring_enter. Latencies are fio's:
- * slat (queued -> handed to the kernel by the loop turn's enter), clat (that enter ->
- * the completion dispatched) and lat (both), each in a log-linear histogram in
+ * so every loop turn submits a batch with one io_uring_enter. Latencies are fio's, but
+ * for where slat ends: slat (queued -> handed to the kernel by the loop turn's enter;
+ * fio's ends when that enter returns), clat (that enter -> the completion dispatched)
+ * and lat (both, the same in both tools), each in a log-linear histogram in
  * HdrHistogram's scheme (tools/iobench-hist.h: 0.1 % relative error, fixed memory),
  * reported at fio's percentiles. Random modes visit every block exactly once per pass
  * (a random map, as fio's default; tools/iobench-map.h) unless --norandommap draws
