@@ -17,8 +17,8 @@ each file; randtrim punches every block; --hipri runs or says in one line why no
 file's jobs end when its process is killed; block sizes of 512, 1000 and 3 bytes and a
 range of 1k-3k run (buffers sized to their alignment). The ramp's fsyncs are not
 counted; --sqpoll randrw with fsyncs ends; a mixed run writes its pattern (stamped per
-sector), never what a read left in the buffer; --log-interval's rows start after the
-ramp.
+sector), never what a read left in the buffer; sequential rw reads and writes each from
+their own place (as fio); --log-interval's rows start after the ramp.
 argv: the rf-iobench program."""
 import json
 import os
@@ -107,6 +107,15 @@ try:
     check(nz > 64, "randrw over a zeroed file: %d of 256 blocks written non-zero" % nz)
     written = [b for b in blocks if b.count(0) != 4096]
     check(len(set(written)) == len(written), "no two written blocks the same bytes")
+    # sequential rw: reads and writes each at their own place from the start, as fio (one
+    # shared position spread the writes over the whole file)
+    with open(f, "wb") as fh:
+        fh.truncate(1 << 20)
+    run("--rw", "rw", "--bs", "4k", "--qd", "8", "--force")
+    data = open(f, "rb").read()
+    nz = [i for i in range(256) if data[i * 4096:(i + 1) * 4096].count(0) != 4096]
+    check(nz and max(nz) < 160 and len(nz) > 96, "rw: writes in the first part only: %d "
+          "blocks, the last %d" % (len(nz), max(nz) if nz else -1))
     # two jobs, each its own pass over the file: the sum and each job in the JSON
     j = run("--rw", "randread", "--bs", "4k", "--qd", "4", "--numjobs", "2")
     check(j["numjobs"] == 2 and len(j["jobs"]) == 2, "two jobs reported")
@@ -129,6 +138,7 @@ try:
     # verify: written with headers and CRC-32C, read back; then a flipped byte is found
     j = run("--rw", "randwrite", "--bs", "4k", "--qd", "8", "--verify", "crc32c", "--force")
     check(j["ios"] == 256 and j["read_bytes"] == 0, "verify's read-back not counted: %r" % j["ios"])
+    check(j["verified_blocks"] == 256, "the read-back's blocks counted: %r" % j["verified_blocks"])
     run("--rw", "randread", "--bs", "4k", "--qd", "8", "--verify", "crc32c")
     with open(f, "r+b") as fh:
         fh.seek(300001)
@@ -201,6 +211,7 @@ try:
         check(p.returncode == 0, "randtrim: %s" % p.stderr)
         j = json.loads(p.stdout)
         check(j["trim_bytes"] == 1 << 20 and j["ios"] == 16, "16 trims of 64 KiB: %r" % j["ios"])
+        check(j["rwmixread"] == 0, "a trim run reads nothing: rwmixread %r" % j["rwmixread"])
         check(os.stat(t).st_blocks == 0 and os.path.getsize(t) == 1 << 20,
               "trimmed: %d blocks allocated" % os.stat(t).st_blocks)
     # --hipri: polled where the device polls, else one clear line (this virtual disk: io_poll 0)

@@ -34,6 +34,18 @@ int main(void)
 	char msg[512];
 
 	rf_crc32c_init();
+	/* two blocks written with --bs 4k, read as one of 8k: said as a block of another
+	 * size, not as damage at the header's length field */
+	{
+		static uint8_t two[8192];
+		rf_vfy_fill(two, 4096, 8192, 5);
+		rf_vfy_fill(two + 4096, 4096, 8192 + 4096, 5);
+		CHECK_EQ(rf_vfy_check(two, 8192, 8192, 5, msg, sizeof(msg)), -1);
+		CHECK(strstr(msg, "offset 8192: a block of 4096 bytes (written with another --bs)"));
+		two[100] ^= 1;   /* damaged too: then it is damage, as any */
+		CHECK_EQ(rf_vfy_check(two, 8192, 8192, 5, msg, sizeof(msg)), -1);
+		CHECK(!strstr(msg, "another --bs"));
+	}
 	for (int i = 0; i < 100000; i++) {
 		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
 		CHECK_EQ(rf_vfy_unmix(rf_randmap_mix(seed)), seed);

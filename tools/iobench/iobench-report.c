@@ -98,7 +98,8 @@ static void json_figures(const struct iob_job *j, double secs)
 	jnum("%.6f", off + (double)j->t_start / 1e9);
 	printf(", \"end_unix_s\": ");
 	jnum("%.6f", off + (double)j->t_end / 1e9);
-	printf(", \"trim_bytes\": %" PRIu64 ", ", j->tbytes);
+	printf(", \"trim_bytes\": %" PRIu64 ", \"verified_blocks\": %" PRIu64 ", ", j->tbytes,
+	       j->verified);
 	json_lat("slat", &j->slat);
 	printf(", ");
 	json_lat("clat", &j->clat);
@@ -140,6 +141,7 @@ void iob_report(const struct iob_opts *o, const struct iob_job *jobs, unsigned n
 		sum->wbytes += j->wbytes;
 		sum->tbytes += j->tbytes;
 		sum->syncs += j->syncs;
+		sum->verified += j->verified;
 		sum->usr += j->usr;
 		sum->sys += j->sys;
 		sum->st.enters += j->st.enters;
@@ -178,7 +180,8 @@ void iob_report(const struct iob_opts *o, const struct iob_job *jobs, unsigned n
 		       "\"rwmixread\": %u, \"end_fsync\": %s, \"qd_used\": %ld, \"buffers\": %ld, "
 		       "\"buffer_bytes\": %" PRIu64 ", \"peak_rss_kib\": %ld, ", o->rw, o->bs.grain,
 		       o->qd_req, o->batch, n, o->direct ? "true" : "false", o->fixedbufs ? "true" : "false",
-		       map ? "true" : "false", o->mixed ? o->rwmixread : (o->write ? 0 : 100),
+		       map ? "true" : "false",
+		       o->mixed ? o->rwmixread : (o->write || o->trim ? 0 : 100),
 		       o->end_fsync ? "true" : "false", o->qd, o->qd * (long)n, buf_bytes, peak_kib);
 		json_figures(sum, secs);
 		printf(", ");

@@ -104,6 +104,7 @@ static void pass_begin(struct iob_job *j, unsigned f)
 	uint64_t n = j->o->files[f].ngrains;
 	fs->left = n;
 	fs->next = 0;
+	fs->rwnext[0] = fs->rwnext[1] = 0;
 	if (fs->cover && fs->map.ctr) { /* the map's pass may hold draws all covered: a new one */
 		memset(fs->cover, 0, (n + 63) / 64 * sizeof(uint64_t));
 		fs->map.pass++;
@@ -136,7 +137,14 @@ static int next_io(struct iob_job *j, struct slot *s)
 	uint64_t n = o->files[f].ngrains, g, len = 1;
 	uint64_t want = j->readback ? o->bs.max / o->bs.grain
 		      : o->bs.n == 1 ? 1 : rf_bs_draw(&o->bs, splitmix64(&j->rng)) / o->bs.grain;
-	if (!j->random) {
+	int op = -1;   /* sequential rw: chosen first, each direction at its own place */
+	if (!j->random && o->mixed && j->write && !o->trim) {
+		op = splitmix64(&j->rng) % 100 >= o->rwmixread ? IOB_WRITE : IOB_READ;
+		uint64_t *pos = &fs->rwnext[op == IOB_WRITE];
+		g = *pos < n ? *pos : 0;
+		len = want < n - g ? want : n - g;
+		*pos = g + len;
+	} else if (!j->random) {
 		g = fs->next < n ? fs->next : 0;
 		len = want < n - g ? want : n - g;
 		fs->next = g + len;
@@ -164,6 +172,8 @@ static int next_io(struct iob_job *j, struct slot *s)
 	s->len = len * o->bs.grain;
 	if (o->trim)
 		s->op = IOB_TRIM;
+	else if (op >= 0)
+		s->op = op;
 	else if (o->mixed && j->write)
 		s->op = splitmix64(&j->rng) % 100 >= o->rwmixread ? IOB_WRITE : IOB_READ;
 	else

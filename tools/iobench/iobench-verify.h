@@ -201,6 +201,20 @@ static inline int rf_vfy_check(const uint8_t *b, size_t len, uint64_t off, uint6
 		}
 		return 0;
 	}
+	/* a whole block of another size (written with another --bs, read with this one):
+	 * its header, the magic and offset right, a length that is not len, and a CRC
+	 * right over that length -- said as such, not as damage at the length field */
+	if (!mdiff && hoff == off && l32 && l32 < len && l32 >= RF_VFY_HDR) {
+		uint32_t c2 = rf_crc32c(0, b, 28);
+		c2 = rf_crc32c(c2, &zero, 4);
+		c2 = rf_crc32c(c2, b + RF_VFY_HDR, l32 - RF_VFY_HDR);
+		if (c2 == crc) {
+			snprintf(msg, mlen, "offset %" PRIu64 ": a block of %" PRIu32 " bytes (written "
+				 "with another --bs), read as one of %zu: verify with the --bs it "
+				 "was written with", off, l32, len);
+			return -1;
+		}
+	}
 	/* damaged: which generation's block should this be? */
 	uint64_t cand[4];
 	unsigned nc = 0;

@@ -41,6 +41,8 @@ struct iob_file {
 /* A job's place in one file. */
 struct iob_fstate {
 	uint64_t next;        /* sequential: the next grain */
+	uint64_t rwnext[2];   /* sequential rw: the next grain to read, to write (fio keeps
+			       * a position per direction) */
 	uint64_t left;        /* grains this pass has still to transfer */
 	struct rf_randmap map;
 	struct rf_dist dist;
