@@ -98,7 +98,7 @@ int rf__pread_full(int fd, void *buf, size_t n, uint64_t off, size_t *got)
 int rf__src_pread(const struct rf_dataset_src *s, void *buf, size_t n, uint64_t off)
 {
 	if (s->remote)
-		return n ? rf__http_read(s->path, off, n, buf, NULL) : 0;
+		return n ? rf__http_read(s->path, off, n, buf, NULL, s->validator, NULL, 0) : 0;
 	return rf__pread_full(s->fd, buf, n, off, NULL);
 }
 
@@ -150,6 +150,7 @@ void rf_dataset_close(struct rf_dataset *ds)
 				close(s->fd);
 			free((void *)s->mem);
 			free(s->path);
+			free(s->validator);
 		}
 	}
 	for (uint32_t k = 0; ds->classes && k < ds->num_classes; k++)

@@ -32,6 +32,7 @@ struct rf__hreq {
 	rf_io_cb cb;
 	void *data;
 	uint64_t total;            /* the resource's size, from Content-Range */
+	char validator[128];       /* its ETag, else Last-Modified ("": neither) */
 	char err[RF__HTTP_MSG];
 	int skip;                  /* the caller's: no longer wanted (its batch failed): not
 				    * sent, ended with -ECANCELED when its turn comes */
@@ -57,6 +58,10 @@ void rf__http_set_timeout(struct rf__http *h, uint64_t ns);
  * total fails ("the resource changed on the server"), so that bytes of a replaced file
  * are never mixed into records read from the old one. 0: not checked. */
 void rf__http_expect_size(struct rf__http *h, uint64_t size);
+/* The same for the validator the open saw (its ETag, else Last-Modified; NULL or "":
+ * not checked): a response with another is refused the same way -- a file replaced by
+ * one of the same size changed nothing else the client could see. */
+void rf__http_expect_validator(struct rf__http *h, const char *v);
 /* Cancels what is in flight (callbacks run with -ECANCELED) and frees. */
 void rf__http_destroy(struct rf__http *h);
 /* Queue q (its off, len, dst, cb, data set). 0, or -errno (nothing queued). */
@@ -75,8 +80,10 @@ struct rf__http_intr {
 };
 struct rf__http_intr rf__http_open_interrupt(struct rf__http_intr in);
 /* Blocking: fetch [off, off + len) of url into dst with a private ring; the resource's
- * size into *total if not NULL. 0, or -errno with the message (naming the URL and
- * range) in rf_last_error(). */
-int rf__http_read(const char *url, uint64_t off, size_t len, void *dst, uint64_t *total);
+ * size into *total if not NULL, its validator (rf__http_expect_validator) into
+ * got[glen] if not NULL; expect: the validator the response must carry, if not NULL.
+ * 0, or -errno with the message (naming the URL and range) in rf_last_error(). */
+int rf__http_read(const char *url, uint64_t off, size_t len, void *dst, uint64_t *total,
+		  const char *expect, char *got, size_t glen);
 
 #endif

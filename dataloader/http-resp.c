@@ -64,6 +64,8 @@ static int rf__value(http_parser *p, const char *at, size_t n)
 		if (!r->fieldlen)
 			return rf__refuse(r, "a field with no name");
 		r->in_cr = rf__is(r, "content-range");
+		r->in_etag = rf__is(r, "etag");
+		r->in_lm = rf__is(r, "last-modified");
 		r->in_te = rf__is(r, "transfer-encoding");
 		r->te |= r->in_te;
 		if (r->in_cr && ++r->ncr > 1)
@@ -74,6 +76,15 @@ static int rf__value(http_parser *p, const char *at, size_t n)
 			return rf__refuse(r, "a Content-Range over 127 bytes");
 		memcpy(r->cr + r->crlen, at, n);
 		r->crlen += n;
+	}
+	char *v = r->in_etag ? r->etag : r->in_lm ? r->lastmod : NULL;
+	size_t *vl = r->in_etag ? &r->etaglen : &r->lmlen;
+	size_t vcap = r->in_etag ? sizeof(r->etag) : sizeof(r->lastmod);
+	if (v) {
+		size_t k = n < vcap - 1 - *vl ? n : vcap - 1 - *vl;
+		memcpy(v + *vl, at, k);
+		*vl += k;
+		v[*vl] = 0;
 	}
 	return 0;
 }
@@ -185,6 +196,18 @@ static int rf__num(const char **s, uint64_t *v)
 	}
 	*s = p;
 	return 0;
+}
+
+const char *rf__hresp_validator(struct rf__hresp *r)
+{
+	char *v = r->etaglen ? r->etag : r->lastmod;
+	size_t n = r->etaglen ? r->etaglen : r->lmlen;
+
+	while (n && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+		v[--n] = 0;
+	while (*v == ' ' || *v == '\t')
+		v++;
+	return v;
 }
 
 const char *rf__hresp_range(struct rf__hresp *r, uint64_t off, uint64_t len, uint64_t size,

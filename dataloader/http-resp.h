@@ -29,6 +29,11 @@ struct rf__hresp {
 	int ncr, te;
 	char cr[128];        /* the Content-Range value */
 	size_t crlen;
+	int in_etag, in_lm;
+	char etag[128];      /* the ETag value, and Last-Modified's ("" : none; a value cut
+			      * at 127 bytes stays cut, the same way every time) */
+	char lastmod[64];
+	size_t etaglen, lmlen;
 	char err[120];
 	void *dst;           /* the body's destination, cap bytes */
 	size_t cap, got;     /* body bytes copied so far (a 206's, at most cap) */
@@ -43,5 +48,8 @@ int rf__hresp_feed(struct rf__hresp *r, const char *buf, size_t n);
  * NULL with *total set (0: "*"), or why not, in why (wl bytes) or static text. */
 const char *rf__hresp_range(struct rf__hresp *r, uint64_t off, uint64_t len, uint64_t size,
 			    uint64_t *total, char *why, size_t wl);
+/* The response's validator, as rf__http keeps it: its ETag, else its Last-Modified,
+ * without surrounding whitespace ("" if neither). */
+const char *rf__hresp_validator(struct rf__hresp *r);
 
 #endif

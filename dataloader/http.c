@@ -85,6 +85,7 @@ struct rf__http {
 	int destroying;
 	int kick;            /* a NOP is queued to hand requests to connections */
 	uint64_t size;       /* the resource's size when it was opened (0: not known) */
+	char validator[128]; /* its ETag (else Last-Modified) then ("": not checked) */
 	uint64_t timeout_ns; /* per connect, send, receive, and for a response's headers */
 };
 
@@ -247,6 +248,15 @@ static void rf__on_headers(void *data, int64_t res)
 					  sizeof(c->why));
 	if (bad)
 		return rf__hconn_fail(c, -EPROTO, 0, bad);
+	const char *val = rf__hresp_validator(r);
+	if (c->h->validator[0] && val[0] && strcmp(val, c->h->validator)) {
+		/* the bytes would be another file's, of the same size: never mixed in */
+		snprintf(c->why, sizeof(c->why), "the resource changed on the server: %s %.40s, "
+			 "%.40s when it was opened", r->etaglen ? "ETag" : "Last-Modified", val,
+			 c->h->validator);
+		return rf__hconn_fail(c, -ESTALE, 0, c->why);
+	}
+	snprintf(c->q->validator, sizeof(c->q->validator), "%s", val);
 	c->q->total = total;
 	/* the body is received raw after this: a chunked one (no Content-Length) would
 	 * land in the batch with its chunk-size lines */
@@ -496,6 +506,11 @@ void rf__http_expect_size(struct rf__http *h, uint64_t size)
 	h->size = size;
 }
 
+void rf__http_expect_validator(struct rf__http *h, const char *v)
+{
+	snprintf(h->validator, sizeof(h->validator), "%s", v ? v : "");
+}
+
 void rf__http_set_timeout(struct rf__http *h, uint64_t ns)
 {
 	if (h && ns)
@@ -569,7 +584,8 @@ static int rf__hsync_wait(struct rf_ring *r, struct rf__hsync *s, const char *ur
 	}
 }
 
-int rf__http_read(const char *url, uint64_t off, size_t len, void *dst, uint64_t *total)
+int rf__http_read(const char *url, uint64_t off, size_t len, void *dst, uint64_t *total,
+		  const char *expect, char *got, size_t glen)
 {
 	struct rf_ring *r;
 	struct rf__http *h;
@@ -593,6 +609,7 @@ int rf__http_read(const char *url, uint64_t off, size_t len, void *dst, uint64_t
 	q->dst = dst;
 	q->cb = rf__hsync_cb;
 	q->data = &s;
+	rf__http_expect_validator(h, expect);
 	ret = rf__http_get(h, q);
 	if (ret == 0)
 		ret = rf__hsync_wait(r, &s, url);
@@ -600,6 +617,8 @@ int rf__http_read(const char *url, uint64_t off, size_t len, void *dst, uint64_t
 		ret = rf__fail((int)s.res, "%s", q->err);
 	if (ret == 0 && total)
 		*total = q->total;
+	if (ret == 0 && got && glen)
+		snprintf(got, glen, "%s", q->validator);
 	rf__http_destroy(h);
 	rf_ring_destroy(r);
 	free(q);
@@ -637,9 +656,14 @@ int rf__http_get(struct rf__http *h, struct rf__hreq *q)
 	return -ENOTSUP;
 }
 
-int rf__http_read(const char *url, uint64_t off, size_t len, void *dst, uint64_t *total)
+int rf__http_read(const char *url, uint64_t off, size_t len, void *dst, uint64_t *total,
+		  const char *expect, char *got, size_t glen)
 {
 	struct rf__http *h;
 	return rf__http_create(&h, NULL, url, 0);
+}
+
+void rf__http_expect_validator(struct rf__http *h, const char *v)
+{
 }
 #endif

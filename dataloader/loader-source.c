@@ -246,6 +246,7 @@ int rf__open_sources(struct rf_loader *l)
 		if (ret < 0)
 			return ret;
 		rf__http_expect_size(l->http, s0->size);
+		rf__http_expect_validator(l->http, s0->validator);
 		rf__http_set_timeout(l->http, (uint64_t)l->o.http_timeout_ms * 1000000ull);
 		l->align = 4096;
 		l->o.no_register = 1; /* nothing reads into the units through fixed buffers */

@@ -422,8 +422,13 @@ int rf_dataset_open_rfrec(struct rf_dataset *ds, const char *path, unsigned flag
 			ret = rf__ds_fail(-ENOMEM, path, "out of memory");
 			goto fail;
 		}
-		if ((ret = rf__http_read(path, 0, 1, &one, &s->size)) < 0)
+		char v[128];
+		if ((ret = rf__http_read(path, 0, 1, &one, &s->size, NULL, v, sizeof(v))) < 0)
 			goto fail;
+		if (v[0] && !(s->validator = strdup(v))) {
+			ret = rf__ds_fail(-ENOMEM, path, "out of memory");
+			goto fail;
+		}
 	} else {
 		if ((ret = rf__ds_src_open(s, path, "an .rfrec file", &st)) < 0)
 			goto fail;

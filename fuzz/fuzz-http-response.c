@@ -44,6 +44,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 		const char *wa = rf__hresp_range(&a, off, len, size, &ta, why, sizeof(why));
 		const char *wb = rf__hresp_range(&b, off, len, size, &tb, why, sizeof(why));
 		FZ_ASSERT(!wa == !wb);
+		/* the validator (ETag, else Last-Modified) the same however the bytes came */
+		const char *va = rf__hresp_validator(&a), *vb = rf__hresp_validator(&b);
+		FZ_ASSERT(!strcmp(va, vb) && strlen(va) < sizeof(a.etag));
 		if (!wa) {
 			FZ_ASSERT(ta == tb && (!size || !ta || ta == size));
 			/* the range written is the one asked for, by value */

@@ -72,6 +72,9 @@ struct rf_dataset_src {
 	int compressed;       /* 1: the file on disk is gzip (mem holds it decompressed) */
 	int remote;           /* 1: path is an http:// URL (fd -1): read with HTTP Range
 			       * requests (.rfrec only) */
+	char *validator;      /* remote: the server's ETag (else Last-Modified) at the open,
+			       * owned; every later read must see it (a file replaced by one
+			       * of the same size is refused, not mixed in); NULL: none given */
 };
 
 enum { RF_DS_SRC_PAYLOAD = 0, RF_DS_SRC_LABEL = 1 };

@@ -14,7 +14,8 @@ argv: the test-loader-http program. Writes two .rfrec files, then:
   - response heads RFC 9112 refuses (a space before a field's colon, "HTTX/1.1", a
     folded line, two Content-Range fields, a signed one, Transfer-Encoding with
     Content-Length) fail every batch naming the URL and the reason;
-  - a server whose file changed size (Content-Range total), or whose headers trickle
+  - a server whose file changed size (Content-Range total), or was replaced by one of
+    the same size (its ETag or Last-Modified), or whose headers trickle
     in without end, fails every batch with the URL named -- the latter within the
     deadline (RF_HTTP_TIMEOUT_MS) for all the headers;
   - opening a missing URL (404), a port nobody listens on, or a port past 65535 (which
@@ -80,6 +81,7 @@ class Faulty(http.server.BaseHTTPRequestHandler):
     /ok/, /once/ (the first try of each range fails), /down/ (503 always), /cut/
     (body cut short always), /norange/ (Range ignored: 200 and the whole file),
     /grow/ (the loader's spans answered as from a longer file: the resource changed),
+    /swap/, /swaplm/ (the loader's spans with another ETag, Last-Modified: the same),
     /trickle/ (the loader's spans: headers one byte every 50 ms, never finished)."""
     protocol_version = "HTTP/1.1"
     seen = set()
@@ -114,7 +116,8 @@ class Faulty(http.server.BaseHTTPRequestHandler):
         fault = None
         if mode == "once" and first:
             fault = ("503", "drop", "cut")[(a // 4096 + b) % 3]
-        elif mode in ("down", "cut", "grow", "trickle") + tuple(RAW) and a >= 4096 and \
+        elif mode in ("down", "cut", "grow", "trickle", "swap", "swaplm") + tuple(RAW) and \
+                a >= 4096 and \
                 b - a + 1 >= 4096:
             fault = "503" if mode == "down" else mode
         if fault in RAW:  # a response head RFC 9112 refuses, written as is
@@ -147,6 +150,12 @@ class Faulty(http.server.BaseHTTPRequestHandler):
             self.send_response(206)
             total = len(data) + (4096 if fault == "grow" else 0)
             self.send_header("Content-Range", "bytes %d-%d/%d" % (a, b, total))
+            # another file of the same size: only its validator says so
+            if mode == "swap":
+                self.send_header("ETag", '"v2"' if fault else '"v1"')
+            if mode == "swaplm":
+                self.send_header("Last-Modified", "Tue, 01 Dec 2026 00:00:0%d GMT" %
+                                 (2 if fault else 1))
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         if fault == "cut":
@@ -197,6 +206,10 @@ try:
     run("fail", base + "/down/small.rfrec", small, "503")
     run("fail", base + "/cut/small.rfrec", small, "short body")
     run("fail", base + "/grow/small.rfrec", small, "changed on the server")
+    # replaced by a file of the same size (its ETag, or Last-Modified, changed): read on
+    # silently before, the records a mix of two files
+    run("fail", base + "/swap/small.rfrec", small, 'changed on the server: ETag "v2"')
+    run("fail", base + "/swaplm/small.rfrec", small, "changed on the server: Last-Modified")
     for mode, why in RAW_WHY.items():
         run("fail", base + "/%s/small.rfrec" % mode, small, why)
     # headers that never finish: one deadline for all of them (1 s here), not one per
