@@ -89,6 +89,12 @@ void rf_engine_set_interrupt(struct rf_engine *e, int (*fn)(void *arg), void *ar
 	e->interrupt_ns = period_ns ? period_ns : 100000000ull;
 }
 
+void rf_engine_get_interrupt(const struct rf_engine *e, int (**fn)(void *arg), void **arg)
+{
+	*fn = e ? e->interrupt : NULL;
+	*arg = e ? e->interrupt_arg : NULL;
+}
+
 /* Turn the reactor until w's op finished. Returns 0 (w freed, *err its outcome),
  * -EINTR (interrupted) or the ring's error (w abandoned: the op's completion frees
  * it). */

@@ -345,6 +345,14 @@ int rf_loader_create(struct rf_loader **out, struct rf_engine *e, const struct r
 	return 0;
 }
 
+void rf_loader_cancel(struct rf_loader *l)
+{
+	if (!l)
+		return;
+	l->closing = 1;
+	rf__http_cancel(l->http);
+}
+
 void rf_loader_destroy(struct rf_loader *l)
 {
 	unsigned i;

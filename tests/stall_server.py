@@ -11,6 +11,9 @@ import threading
 class StallServer:
     def __init__(self, data):
         self.data = data
+        self.only = None
+        self.after = 0
+        self.lock = threading.Lock()
         self.stalling = threading.Event()
         self.released = threading.Event()
         outer = self
@@ -29,8 +32,12 @@ class StallServer:
     def url(self, name):
         return "http://127.0.0.1:%d/%s" % (self.srv.server_address[1], name)
 
-    def stall(self, on=True):
-        """From now on requests are stalled (on) or answered (not on)."""
+    def stall(self, on=True, only=None, after=0):
+        """From now on requests are stalled (on) or answered (not on); only: a substring
+        of the request line that a stalled request has (None: every request); after:
+        that many requests answered first."""
+        self.only = only
+        self.after = after
         (self.stalling.set if on else self.stalling.clear)()
 
     def close(self):
@@ -48,9 +55,13 @@ class StallServer:
                 if line in (b"\r\n", b"\n"):
                     break
                 head.append(line.decode("latin1"))
-            if self.stalling.is_set():
-                self.released.wait(60)
-                return
+            if self.stalling.is_set() and (self.only is None or self.only in head[0]):
+                with self.lock:
+                    self.after -= 1
+                    wait = self.after < 0
+                if wait:
+                    self.released.wait(60)
+                    return
             m = re.search(r"(?im)^range:\s*bytes=(\d+)-(\d*)", "".join(head))
             a = int(m.group(1))
             b = int(m.group(2)) if m.group(2) else len(self.data) - 1

@@ -450,8 +450,10 @@ static int run_training(struct cli *c, struct rf_engine *eng, struct rf_trainer 
 	struct rf_trainer *t;
 	int rc, ret;
 
-	if ((ret = rf_trainer_create(tp, eng, &c->o)) < 0)
+	if ((ret = rf_trainer_create(tp, eng, &c->o)) < 0) {
+		stop_if_signalled();  /* an open a signal interrupted: the run dies of it */
 		return apart_or(c, rf_last_error());
+	}
 	t = *tp;
 	/* the command line's own settings that every rank must share (the trainer's
 	 * options were compared by rf_trainer_create -- after which a launch without MPI

@@ -126,6 +126,17 @@ static int rf__open_pair(struct rf_trainer *t, struct rf_dataset *ds, const char
 	return ret;
 }
 
+/* How the trainer's opens read: its http:// timeout, and the engine's interrupt (a
+ * Ctrl-C ends a stalled open as it ends a step, not after every retry's timeout). */
+static struct rf_dataset_open_opts rf__open_opts(struct rf_trainer *t, unsigned flags)
+{
+	struct rf_dataset_open_opts oo = { .flags = flags,
+					   .http_timeout_ms = t->o.http_timeout_ms };
+
+	rf_engine_get_interrupt(t->eng, &oo.interrupt, &oo.interrupt_arg);
+	return oo;
+}
+
 /* The test set beside a .rfrec training set: the last "train" of its file name made
  * "t10k", else "test"; 0 with the path in out, or -ENOENT with the message. t NULL
  * (rf_train_inputs): no message, and no server asked whether an http:// one exists. */
@@ -157,7 +168,8 @@ static int rf__beside(struct rf_trainer *t, const char *train, char *out, size_t
 			if (!t)
 				continue;
 			struct rf_dataset probe;
-			int e = rf_dataset_open_rfrec(&probe, out, 0);
+			struct rf_dataset_open_opts oo = rf__open_opts(t, 0);
+			int e = rf_dataset_open_file_opts(&probe, out, &oo);
 			if (e == 0) {
 				rf_dataset_close(&probe);
 				return 0;
@@ -215,7 +227,7 @@ static int rf__regular(struct rf_trainer *t, const char *opt, const char *path)
 static int rf__probe_rfrec(struct rf_trainer *t, const char *opt, const char *path)
 {
 	struct rf_dataset ds;
-	struct rf_dataset_open_opts oo = { .http_timeout_ms = t->o.http_timeout_ms };
+	struct rf_dataset_open_opts oo = rf__open_opts(t, 0);
 	int ret = rf_dataset_open_file_opts(&ds, path, &oo);
 
 	if (ret < 0) {
@@ -297,8 +309,7 @@ int rf__check_data(struct rf_trainer *t, int headers)
 
 static int rf__open_rfrec(struct rf_trainer *t, struct rf_dataset *ds, const char *path)
 {
-	struct rf_dataset_open_opts oo = { .flags = t->o.verify ? RF_DS_VERIFY : 0,
-					   .http_timeout_ms = t->o.http_timeout_ms };
+	struct rf_dataset_open_opts oo = rf__open_opts(t, t->o.verify ? RF_DS_VERIFY : 0);
 	int ret = rf_dataset_open_file_opts(ds, path, &oo);
 
 	if (ret < 0)

@@ -36,6 +36,11 @@ void rf__note_broken(struct rf_trainer *t)
 		if (t->marker && t->marker[w] && rf_var_error(t->marker[w], NULL)) {
 			snprintf(t->broken, sizeof(t->broken), "%s",
 				 t->msg[0] ? t->msg : "an op failed");
+			/* nothing more is read: the prefetched batches' reads (a stalled
+			 * server's, retried, timed out one after another) end now, not in the
+			 * teardown's wait (an error at 40 s, the exit at 200 s) */
+			rf_loader_cancel(t->train_ld);
+			rf_loader_cancel(t->test_ld);
 			return;
 		}
 }

@@ -470,6 +470,8 @@ void rf_trainer_destroy(struct rf_trainer *t)
 
 	if (!t)
 		return;
+	rf_loader_cancel(t->train_ld);  /* nothing more is read: stalled reads end now */
+	rf_loader_cancel(t->test_ld);
 	rf_engine_wait_all(t->eng);
 	rf__hybrid_free(t);
 	rf_loader_destroy(t->train_ld);

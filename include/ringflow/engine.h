@@ -138,6 +138,10 @@ int rf_engine_may_wait(struct rf_engine *e, const char *what);
  * end only when their condition holds (the default). Reactor thread. */
 void rf_engine_set_interrupt(struct rf_engine *e, int (*fn)(void *arg), void *arg,
 			     uint64_t period_ns);
+/* The interrupt rf_engine_set_interrupt set into *fn (NULL: none), its argument into
+ * *arg: for waits of the caller's own that should end as the engine's do (an open's,
+ * say). e NULL: none. */
+void rf_engine_get_interrupt(const struct rf_engine *e, int (**fn)(void *arg), void **arg);
 
 /* The poison of a variable: 0, or the error and (if op_name) the failing op's name
  * (-EINVAL, op_name NULL, for a NULL v). */

@@ -215,6 +215,13 @@ int rf_loader_create(struct rf_loader **out, struct rf_engine *e, const struct r
  * ignored. From another thread, or inside an op or callback (where it cannot wait),
  * it is refused: the loader is left as it was, the reason logged. */
 void rf_loader_destroy(struct rf_loader *l);
+/* Stop reading for good, now: what is still to be read -- queued or in flight, an
+ * HTTP request stalled on a server, a retry -- ends at once, and the batches it was
+ * for fail quietly (-ECANCELED, no error of the caller's), instead of every prefetched
+ * batch running its retries and timeouts out before a teardown's wait ends. What a
+ * failed run calls before it waits; the loader then only goes to rf_loader_destroy.
+ * Reactor thread. NULL is ignored. */
+void rf_loader_cancel(struct rf_loader *l);
 
 /* Push the ops of the next batch into *b and return 1; or return 0 when the epoch
  * is over (b untouched; the following call starts the next epoch, in a new order);

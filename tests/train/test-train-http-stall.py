@@ -8,9 +8,10 @@ die of the signal (measured: 0.01 s; a step stuck in a wait ends at the engine's
 interrupt a second after the signal at most; the bound checked, 10 s, is far from
 both that and a hang, so that a loaded machine does not fail it). Also
 --http-timeout: with 300 ms the run fails by itself, its message naming the URL, and
-exits well before the 10 s default would have let one read time out; and with the
-server stalled from the start, --http-timeout 300 bounds the open of --data and of
---test-data (the message names the URL and "timeout 300 ms").
+exits about when the first read gives up, not after every prefetched batch's retries
+(--prefetch 16); and with the server stalled from the start, --http-timeout 300 bounds
+the open of --data, of --test-data and of the test set looked for beside an http://
+--data (the message names the URL and "timeout 300 ms").
 Exit 0 pass, 1 fail, 77 without Fashion-MNIST."""
 import atexit
 import os
@@ -67,8 +68,8 @@ if p.returncode != -signal.SIGINT or dt > 10:
 else:
     print(f"ok: SIGINT against a stalled server: died of it after {dt:.2f} s")
 
-t0 = time.monotonic()
-p = start(["--http-timeout", "300"])
+p = start(["--http-timeout", "300", "--prefetch", "16"])
+t0 = time.monotonic()     # the server stalls from here
 try:
     p.wait(timeout=120)
 except subprocess.TimeoutExpired:
@@ -76,7 +77,10 @@ except subprocess.TimeoutExpired:
     p.wait()
 dt = time.monotonic() - t0
 err = p.stderr.read().decode()
-if p.returncode != 1 or url not in err or dt > 60:
+# once a batch has failed, the prefetched ones' reads end with it: the run exits about
+# when the first read gives up (4 tries x 0.3 s), not after each of 16 prefetched
+# batches ran its retries out in the teardown's wait (18 x 4 x 0.3 s = 21.6 s)
+if p.returncode != 1 or url not in err or dt > 10:
     print(f"FAIL: --http-timeout 300 against a stalled server: exit {p.returncode} after "
           f"{dt:.1f} s: {err[-300:]}")
     fails += 1
@@ -88,7 +92,8 @@ else:
 # retries, whatever --http-timeout said); the message names the URL and the timeout
 srv.stall()
 for what, extra in (("--data", ["--data", url, "--test-data", f"{d}/fm-t10k.rfrec"]),
-                    ("--test-data", ["--data", f"{d}/fm-t10k.rfrec", "--test-data", url])):
+                    ("--test-data", ["--data", f"{d}/fm-t10k.rfrec", "--test-data", url]),
+                    ):
     p = subprocess.run([rf, *extra, "--epochs", "1", "--quiet", "--http-timeout", "300"],
                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=120)
     err = p.stderr.decode()
@@ -98,5 +103,42 @@ for what, extra in (("--data", ["--data", url, "--test-data", f"{d}/fm-t10k.rfre
         fails += 1
     else:
         print(f"ok: {what} stalled at its open, --http-timeout 300: {err.strip()[-160:]}")
+# with --checkpoint (rf-train's handler keeps a step whole), a Ctrl-C during a stalled
+# open -- the trainer's, after the first open of the checks: 3 requests answered -- the
+# open asks the engine's interrupt, so it ends a second after the signal and the run
+# dies of it (it ran every retry's timeout out, 4 x 5 s, and exited 1)
+srv.stall(True, after=3)
+p = subprocess.Popen([rf, "--data", url, "--test-data", f"{d}/fm-t10k.rfrec", "--epochs", "1",
+                      "--quiet", "--http-timeout", "5000", "--checkpoint", f"{d}/ck"],
+                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                     preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+time.sleep(0.7)
+t0 = time.monotonic()
+p.send_signal(signal.SIGINT)
+try:
+    p.wait(timeout=60)
+except subprocess.TimeoutExpired:
+    p.kill()
+    p.wait()
+dt = time.monotonic() - t0
+if p.returncode not in (130, -signal.SIGINT) or dt > 10:
+    print(f"FAIL: SIGINT during a stalled open with --checkpoint: exit {p.returncode} after "
+          f"{dt:.1f} s: {p.stderr.read().decode()[-200:]}")
+    fails += 1
+else:
+    print(f"ok: SIGINT during a stalled open with --checkpoint: exit {p.returncode} after "
+          f"{dt:.1f} s")
+# the test set looked for beside an http:// --data (fm-t10k.rfrec beside fm-train) took
+# the 10 s default -- 40 s with retries -- whatever --http-timeout said
+srv.stall(True, only="t10k")
+p = subprocess.run([rf, "--data", url, "--epochs", "1", "--quiet", "--http-timeout", "300"],
+                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=120)
+err = p.stderr.decode()
+if p.returncode == 0 or "fm-t10k.rfrec" not in err or "timeout 300 ms" not in err:
+    print(f"FAIL: the test set beside --data stalled, --http-timeout 300: exit "
+          f"{p.returncode}: {err[-300:]}")
+    fails += 1
+else:
+    print(f"ok: the test set beside --data stalled, --http-timeout 300: {err.strip()[-160:]}")
 srv.close()
 sys.exit(1 if fails else 0)
