@@ -5,8 +5,11 @@
  * A request is satisfied only by "206 Partial Content" whose Content-Range is
  * exactly the range asked for and whose body is all there. A 5xx status, a dropped
  * connection, a short body or a stall past the deadline is retried on a fresh
- * connection, up to RF__HTTP_TRIES attempts; anything else (404, 416, a server that
- * ignores Range) fails at once. The failure's message names the URL and the range. */
+ * connection, up to RF__HTTP_TRIES attempts, after a pause that grows (50 ms, 250 ms,
+ * 1.25 s; a 503's Retry-After of at most RF__HTTP_RETRY_AFTER_MAX_S seconds, if longer):
+ * a server restarting, or a proxy's brief 503, is waited for, not tried four times in
+ * a millisecond; anything else (404, 416, a server that ignores Range) fails at once.
+ * The failure's message names the URL and the range. */
 #ifndef RINGFLOW_HTTP_IMPL_H
 #define RINGFLOW_HTTP_IMPL_H
 
@@ -16,6 +19,8 @@
 #include "ring.h"
 
 #define RF__HTTP_TRIES 4
+#define RF__HTTP_BACKOFF_NS (50ull * 1000000ull)   /* the first pause; x5 each time */
+#define RF__HTTP_RETRY_AFTER_MAX_S 30
 /* per connect, send, receive, and for all of a response's headers; the environment's
  * RF_HTTP_TIMEOUT_MS (1 .. 3600000) sets another (slow links; tests) */
 #define RF__HTTP_TIMEOUT_NS (10ull * 1000000000ull)

@@ -66,6 +66,7 @@ static int rf__value(http_parser *p, const char *at, size_t n)
 		r->in_cr = rf__is(r, "content-range");
 		r->in_etag = rf__is(r, "etag");
 		r->in_lm = rf__is(r, "last-modified");
+		r->in_ra = rf__is(r, "retry-after");
 		r->in_te = rf__is(r, "transfer-encoding");
 		r->te |= r->in_te;
 		if (r->in_cr && ++r->ncr > 1)
@@ -77,6 +78,9 @@ static int rf__value(http_parser *p, const char *at, size_t n)
 		memcpy(r->cr + r->crlen, at, n);
 		r->crlen += n;
 	}
+	for (size_t i = 0; r->in_ra && i < n; i++)  /* delta-seconds; a date is left */
+		if (at[i] >= '0' && at[i] <= '9' && r->retry_after < 1000000)
+			r->retry_after = r->retry_after * 10 + (uint64_t)(at[i] - '0');
 	char *v = r->in_etag ? r->etag : r->in_lm ? r->lastmod : NULL;
 	size_t *vl = r->in_etag ? &r->etaglen : &r->lmlen;
 	size_t vcap = r->in_etag ? sizeof(r->etag) : sizeof(r->lastmod);
@@ -236,8 +240,10 @@ const char *rf__hresp_range(struct rf__hresp *r, uint64_t off, uint64_t len, uin
 		t = 0; /* total unknown: fine for a range */
 	else if (rf__num(&s, &t) < 0 || *s || t == 0 || b >= t)
 		return "206 without a usable Content-Range";
-	if (len == 0 || a != off || b != off + len - 1)
-		return "Content-Range is not the range asked for";
+	if (len == 0 || a != off || b != off + len - 1) {
+		snprintf(why, wl, "Content-Range is not the range asked for: \"%.60s\"", r->cr);
+		return why;
+	}
 	if (t && size && t != size) {
 		/* the bytes would be another file's: never mix them into the records */
 		snprintf(why, wl, "the resource changed on the server: its size is %llu bytes, "

@@ -29,7 +29,8 @@ struct rf__hresp {
 	int ncr, te;
 	char cr[128];        /* the Content-Range value */
 	size_t crlen;
-	int in_etag, in_lm;
+	int in_etag, in_lm, in_ra;
+	uint64_t retry_after; /* a Retry-After of delta-seconds (0: none, or a date) */
 	char etag[128];      /* the ETag value, and Last-Modified's ("" : none; a value cut
 			      * at 127 bytes stays cut, the same way every time) */
 	char lastmod[64];

@@ -71,6 +71,8 @@ struct rf__hconn {
 	char hbuf[RF__HBUF];
 	char sbuf[1024];
 	uint64_t hdr_deadline; /* the response's headers must all be in by then */
+	int backoff;         /* busy with a pause before q's next try (a ring timeout) */
+	rf_req_id backoff_id;
 	char why[160];       /* a message built for rf__hconn_fail */
 };
 
@@ -137,14 +139,48 @@ static void rf__hconn_close(struct rf__hconn *c)
 	c->fd = -1;
 }
 
-/* The connection's request failed: retry it (retryable, tries left) or report. */
+/* The pause before q's next try is over (or cancelled): q back at the queue's head. */
+static void rf__on_backoff(void *data, int64_t res)
+{
+	struct rf__hconn *c = data;
+	struct rf__http *h = c->h;
+	struct rf__hreq *q = c->q;
+	c->q = NULL;
+	c->busy = 0;
+	c->backoff = 0;
+	if (h->destroying) {
+		rf__hreq_fail(h, q, -ECANCELED, "cancelled");
+		return;
+	}
+	rf__hq_push_front(h, q);
+	rf__hconn_run(c);
+}
+
+/* The connection's request failed: retry it (retryable, tries left) after a pause, or
+ * report. */
 static void rf__hconn_fail(struct rf__hconn *c, int err, int retryable, const char *what)
 {
 	struct rf__http *h = c->h;
 	struct rf__hreq *q = c->q;
+	uint64_t ra = c->resp.retry_after;
 	c->q = NULL;
 	rf__hconn_close(c);
 	if (retryable && q->tries < RF__HTTP_TRIES && !h->destroying) {
+		uint64_t pause = RF__HTTP_BACKOFF_NS;
+		for (unsigned t = 1; t < q->tries; t++)
+			pause *= 5;
+		if (ra > RF__HTTP_RETRY_AFTER_MAX_S)
+			ra = RF__HTTP_RETRY_AFTER_MAX_S;
+		if (ra * 1000000000ull > pause)
+			pause = ra * 1000000000ull;
+		c->q = q;  /* the connection holds it while it waits: quiet waits for that */
+		c->busy = 1;
+		c->backoff = 1;
+		if (rf_ring_timeout(h->r, pause, rf__on_backoff, c, &c->backoff_id) == 0)
+			return;
+		c->q = NULL;  /* no timer: at once, as before */
+		c->busy = 0;
+		c->backoff = 0;
 		rf__hq_push_front(h, q);
 	} else {
 		rf__hreq_fail(h, q, err, "%s", what);
@@ -228,7 +264,7 @@ static void rf__on_headers(void *data, int64_t res)
 	}
 	struct rf__hresp *r = &c->resp;
 	if (rf__hresp_feed(r, c->hbuf, (size_t)res) < 0)
-		return rf__hconn_fail(c, -EPROTO, 1, r->err);
+		return rf__hconn_fail(c, -EPROTO, 0, r->err);  /* a malformed head: the server's, again */
 	if (!r->head_done) { /* more header bytes to come */
 		if (r->p.nread >= RF__HBUF - 1)
 			return rf__hconn_fail(c, -EPROTO, 0, "response headers over 8 KiB");
@@ -418,7 +454,8 @@ int rf__http_create(struct rf__http **out, struct rf_ring *r, const char *url, u
 	h->nconns = nconns ? nconns : 4;
 	h->url = strdup(url);
 	h->host = strndup(hp, (size_t)(slash - hp));
-	h->path = strdup(slash);
+	/* a #fragment is the client's, never sent (RFC 9110 4.2.5: a strict server 404s) */
+	h->path = strndup(slash, strcspn(slash, "#"));
 	h->c = calloc(h->nconns, sizeof(*h->c));
 	for (unsigned i = 0; h->c && i < h->nconns; i++)
 		h->c[i].fd = -1; /* before any failure: destroy closes fds >= 0 */
@@ -526,10 +563,14 @@ void rf__http_cancel(struct rf__http *h)
 	h->destroying = 1;  /* no retry, no new request: -ECANCELED */
 	while ((q = rf__hq_pop(h)))
 		rf__hreq_fail(h, q, -ECANCELED, "cancelled");
-	/* a request in flight ends with its connection, now, not at its timeout */
-	for (unsigned i = 0; h->c && i < h->nconns; i++)
+	/* a request in flight ends with its connection, now, not at its timeout; one
+	 * pausing before a retry, with its pause */
+	for (unsigned i = 0; h->c && i < h->nconns; i++) {
 		if (h->c[i].fd >= 0 && h->c[i].busy)
 			shutdown(h->c[i].fd, SHUT_RDWR);
+		if (h->c[i].backoff)
+			(void)rf_ring_cancel(h->r, h->c[i].backoff_id);
+	}
 }
 
 void rf__http_destroy(struct rf__http *h)

@@ -196,6 +196,16 @@ int main(int argc, char **argv)
 		fail(argv[2], argv[3], argv[4]);
 		return 0;
 	}
+	if (argc == 3 && !strcmp(argv[1], "opens")) {
+		struct rf_dataset ds;
+		if (rf_dataset_open_rfrec(&ds, argv[2], 0) < 0) {
+			fprintf(stderr, "%s\n", rf_last_error());
+			return 1;
+		}
+		printf("opened %s: %llu records\n", argv[2], (unsigned long long)ds.count);
+		rf_dataset_close(&ds);
+		return 0;
+	}
 	if (argc == 4 && !strcmp(argv[1], "openfail")) {
 		struct rf_dataset ds;
 		CHECK(rf_dataset_open_rfrec(&ds, argv[2], 0) < 0);
@@ -205,6 +215,6 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	fprintf(stderr, "usage: test-loader-http make DIR | same BASEURL DIR | fail URL FILE WHAT | "
-		"openfail URL WHAT\n");
+		"opens URL | openfail URL WHAT\n");
 	return 2;
 }

@@ -82,8 +82,10 @@ class Faulty(http.server.BaseHTTPRequestHandler):
     (body cut short always), /norange/ (Range ignored: 200 and the whole file),
     /grow/ (the loader's spans answered as from a longer file: the resource changed),
     /swap/, /swaplm/ (the loader's spans with another ETag, Last-Modified: the same),
+    /outage/ (503 with Retry-After: 1 for the loader's spans of the first 1.5 s),
     /trickle/ (the loader's spans: headers one byte every 50 ms, never finished)."""
     protocol_version = "HTTP/1.1"
+    outage = 0.0
     seen = set()
     lock = threading.Lock()
 
@@ -116,6 +118,16 @@ class Faulty(http.server.BaseHTTPRequestHandler):
         fault = None
         if mode == "once" and first:
             fault = ("503", "drop", "cut")[(a // 4096 + b) % 3]
+        elif mode == "outage" and a >= 4096 and b - a + 1 >= 4096:
+            with Faulty.lock:  # 1.5 s of 503 with Retry-After: 1 from the first span on
+                Faulty.outage = Faulty.outage or time.monotonic()
+                down = time.monotonic() - Faulty.outage < 1.5
+            if down:
+                self.send_response(503)
+                self.send_header("Retry-After", "1")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
         elif mode in ("down", "cut", "grow", "trickle", "swap", "swaplm") + tuple(RAW) and \
                 a >= 4096 and \
                 b - a + 1 >= 4096:
@@ -201,6 +213,12 @@ try:
     # (the windowed order: one read per chunk through Python's slow server, each failed
     # once; the uniform order's per-record reads are checked against nginx above)
     run("same", base + "/once", d, "windowed")
+    # a #fragment is not sent (the server looked for "small.rfrec#frag": 404)
+    run("opens", base + "/ok/small.rfrec#frag")
+    print("-- a server down for 1.5 s (503, Retry-After: 1)")
+    # the retries wait as Retry-After asks (they were four in a millisecond: any outage
+    # longer than that ended the run)
+    run("same", base + "/outage", d, "windowed")
     print("-- a server that always fails")
     small = os.path.join(d, "small.rfrec")
     run("fail", base + "/down/small.rfrec", small, "503")
