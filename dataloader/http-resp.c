@@ -171,6 +171,17 @@ int rf__hresp_feed(struct rf__hresp *r, const char *buf, size_t n)
 	used = http_parser_execute(&r->p, &rf__hresp_settings, buf, n);
 	if (r->bad)
 		return -EPROTO;
+	if (HTTP_PARSER_ERRNO(&r->p) == HPE_PAUSED && r->p.status_code >= 100 &&
+	    r->p.status_code < 200 && r->p.status_code != 101 && r->ninterim < 8) {
+		/* an interim response (100 Continue, 103 Early Hints): RFC 9110 15.2 has the
+		 * client take it and read on to the final one, which follows */
+		void *dst = r->dst;
+		size_t cap = r->cap;
+		unsigned ni = r->ninterim + 1;
+		rf__hresp_init(r, dst, cap);
+		r->ninterim = ni;
+		return rf__hresp_feed(r, buf + used, n - used);
+	}
 	if (HTTP_PARSER_ERRNO(&r->p) == HPE_PAUSED) {
 		if (used != n)
 			rf__refuse(r, "bytes after the response");

@@ -30,6 +30,7 @@ struct rf__hresp {
 	char cr[128];        /* the Content-Range value */
 	size_t crlen;
 	int in_etag, in_lm, in_ra;
+	unsigned ninterim;   /* 1xx responses taken before this one (at most 8) */
 	uint64_t retry_after; /* a Retry-After of delta-seconds (0: none, or a date) */
 	char etag[128];      /* the ETag value, and Last-Modified's ("" : none; a value cut
 			      * at 127 bytes stays cut, the same way every time) */

@@ -276,7 +276,8 @@ static void rf__on_headers(void *data, int64_t res)
 		char what[120];
 		int retry = st >= 500;
 		snprintf(what, sizeof(what), "HTTP status %u, expected 206 Partial Content%s", st,
-			 st == 200 ? " (the server ignores Range requests)" : "");
+			 st != 200 ? "" : r->p.content_length == 0 ? " (the file is empty: no "
+			 "byte to give)" : " (the server ignores Range requests)");
 		return rf__hconn_fail(c, st == 404 ? -ENOENT : st == 416 ? -ERANGE : -EIO, retry, what);
 	}
 	uint64_t total = 0;

@@ -425,6 +425,12 @@ int rf_dataset_open_rfrec(struct rf_dataset *ds, const char *path, unsigned flag
 		char v[128];
 		if ((ret = rf__http_read(path, 0, 1, &one, &s->size, NULL, v, sizeof(v))) < 0)
 			goto fail;
+		if (!s->size) {  /* a Content-Range total of "*": unknown (not an empty file) */
+			ret = rf__ds_fail(-EPROTO, path, "the server gives no size (Content-Range "
+					  "total \"*\"): expected the file's size, which its records' "
+					  "places are checked against");
+			goto fail;
+		}
 		if (v[0] && !(s->validator = strdup(v))) {
 			ret = rf__ds_fail(-ENOMEM, path, "out of memory");
 			goto fail;

@@ -35,6 +35,13 @@ static const struct tcase feeds[] = {
 			"Content-Length: 10\r\n\r\n" BODY, NULL },
 	{ "head only", "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 0-9/*\r\n"
 		       "Content-Length: 10\r\n\r\n", NULL },
+	/* interim responses before the final one are taken (RFC 9110 15.2): they were
+	 * "bytes after the response" */
+	{ "100 first", "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 206 Partial Content\r\n"
+		       "Content-Range: bytes 0-9/100\r\nContent-Length: 10\r\n\r\n" BODY, NULL },
+	{ "103 + 100", "HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 100 Continue"
+		       "\r\n\r\nHTTP/1.1 206 Partial Content\r\nContent-Range: bytes 0-9/100\r\n"
+		       "Content-Length: 10\r\n\r\n" BODY, NULL },
 	{ "HTTX", "HTTX/1.1 206 Partial Content\r\nContent-Length: 10\r\n\r\n" BODY,
 	  "does not start with" },
 	{ "Http", "Http/1.1 206 Partial Content\r\nContent-Length: 10\r\n\r\n" BODY,

@@ -83,6 +83,7 @@ class Faulty(http.server.BaseHTTPRequestHandler):
     /grow/ (the loader's spans answered as from a longer file: the resource changed),
     /swap/, /swaplm/ (the loader's spans with another ETag, Last-Modified: the same),
     /outage/ (503 with Retry-After: 1 for the loader's spans of the first 1.5 s),
+    /nototal/ (Content-Range totals of "*"),
     /trickle/ (the loader's spans: headers one byte every 50 ms, never finished)."""
     protocol_version = "HTTP/1.1"
     outage = 0.0
@@ -161,7 +162,8 @@ class Faulty(http.server.BaseHTTPRequestHandler):
         else:
             self.send_response(206)
             total = len(data) + (4096 if fault == "grow" else 0)
-            self.send_header("Content-Range", "bytes %d-%d/%d" % (a, b, total))
+            self.send_header("Content-Range", "bytes %d-%d/%s" %
+                             (a, b, "*" if mode == "nototal" else total))
             # another file of the same size: only its validator says so
             if mode == "swap":
                 self.send_header("ETag", '"v2"' if fault else '"v1"')
@@ -213,6 +215,8 @@ try:
     # (the windowed order: one read per chunk through Python's slow server, each failed
     # once; the uniform order's per-record reads are checked against nginx above)
     run("same", base + "/once", d, "windowed")
+    # a server that gives no total: said as such (it read as "the file is empty")
+    run("openfail", base + "/nototal/small.rfrec", "gives no size")
     # a #fragment is not sent (the server looked for "small.rfrec#frag": 404)
     run("opens", base + "/ok/small.rfrec#frag")
     print("-- a server down for 1.5 s (503, Retry-After: 1)")
