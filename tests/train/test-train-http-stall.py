@@ -51,16 +51,22 @@ def start(extra):
     return p
 
 
+def interrupt(p, wait):
+    """SIGINT to p, then up to wait seconds for it to end (killed past that): the
+    seconds it took."""
+    t0 = time.monotonic()
+    p.send_signal(signal.SIGINT)
+    try:
+        p.wait(timeout=wait)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+    return time.monotonic() - t0
+
+
 fails = 0
 p = start(["--http-timeout", "60000"])
-t0 = time.monotonic()
-p.send_signal(signal.SIGINT)
-try:
-    p.wait(timeout=10)
-except subprocess.TimeoutExpired:
-    p.kill()
-    p.wait()
-dt = time.monotonic() - t0
+dt = interrupt(p, 10)
 if p.returncode != -signal.SIGINT or dt > 10:
     print(f"FAIL: SIGINT against a stalled server: exit {p.returncode} after {dt:.2f} s "
           f"(want death by SIGINT)")
@@ -113,14 +119,7 @@ p = subprocess.Popen([rf, "--data", url, "--test-data", f"{d}/fm-t10k.rfrec", "-
                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                      preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 time.sleep(0.7)
-t0 = time.monotonic()
-p.send_signal(signal.SIGINT)
-try:
-    p.wait(timeout=60)
-except subprocess.TimeoutExpired:
-    p.kill()
-    p.wait()
-dt = time.monotonic() - t0
+dt = interrupt(p, 60)
 if p.returncode not in (130, -signal.SIGINT) or dt > 10:
     print(f"FAIL: SIGINT during a stalled open with --checkpoint: exit {p.returncode} after "
           f"{dt:.1f} s: {p.stderr.read().decode()[-200:]}")
