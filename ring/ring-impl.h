@@ -447,14 +447,14 @@ static inline int rf__owner_check(const struct rf_ring *r, const char *fn)
 
 /* rf__owner_check for calls that return nothing (a destroy, a count): a refusal is
  * also logged, since no caller sees a code -- the object is left as it was, not freed
- * or changed under its owner. 0 or -EPERM. */
+ * or changed under its owner. 0, or rf__owner_check's refusal. */
 static inline int rf__owner_check_void(const struct rf_ring *r, const char *fn)
 {
-	if (__builtin_expect(rf__gettid() == r->owner_tid, 1))
-		return 0;
-	rf__owner_refused(r, fn);
-	rf__log(RF_LOG_ERROR, "%s (left as it was)", rf_last_error());
-	return -EPERM;
+	int ret = rf__owner_check(r, fn);
+
+	if (__builtin_expect(ret < 0, 0))
+		rf__log(RF_LOG_ERROR, "%s (left as it was)", rf_last_error());
+	return ret;
 }
 
 #endif

@@ -456,19 +456,16 @@ int rf__open_data(struct rf_trainer *t)
 		snprintf(p[0], sizeof(p[0]), "%s", t->data_dir);
 		if ((ret = rf__open_rfrec(t, &t->train_ds, p[0])) < 0)
 			return ret;
-		if (t->o.test_data) {
+		if (t->o.test_data)
 			snprintf(p[2], sizeof(p[2]), "%s", t->o.test_data);
-		} else if ((ret = rf__beside(t, p[0], p[2], sizeof(p[2]))) < 0) {
-			if (ret != -ENOENT || !t->o.no_eval)
-				return ret;
-			/* nothing is evaluated: none is needed; the training set stands in */
-			snprintf(p[2], sizeof(p[2]), "%s", p[0]);
-			t->no_test = 1;
-			t->msg[0] = 0;
-		}
-		ret = t->no_test ? 0 : rf__open_rfrec(t, &t->test_ds, p[2]);
+		else
+			ret = rf__beside(t, p[0], p[2], sizeof(p[2]));
+		if (ret == 0)
+			ret = rf__open_rfrec(t, &t->test_ds, p[2]);
 		if (ret == -ENOENT && t->o.no_eval && !t->o.test_data) {
-			/* a pattern beside it (t10k-{0..9}.tar) whose shards are not there */
+			/* nothing is evaluated, so none is needed (none beside it, or a pattern
+			 * beside it, t10k-{0..9}.tar, whose shards are not there): the training
+			 * set stands in */
 			snprintf(p[2], sizeof(p[2]), "%s", p[0]);
 			t->no_test = 1;
 			t->msg[0] = 0;
