@@ -15,6 +15,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include "ring.h"
 
@@ -25,6 +26,7 @@
  * RF_HTTP_TIMEOUT_MS (1 .. 3600000) sets another (slow links; tests) */
 #define RF__HTTP_TIMEOUT_NS (10ull * 1000000000ull)
 #define RF__HTTP_MSG 320
+#define RF__HTTP_ADDRS 8   /* a host's addresses tried, at most, in getaddrinfo's order */
 
 struct rf__http;
 
@@ -67,6 +69,11 @@ void rf__http_expect_size(struct rf__http *h, uint64_t size);
  * not checked): a response with another is refused the same way -- a file replaced by
  * one of the same size changed nothing else the client could see. */
 void rf__http_expect_validator(struct rf__http *h, const char *v);
+/* Replace the addresses the host resolved to (n of them, 1..RF__HTTP_ADDRS, tried in
+ * this order): for tests, which cannot make a name resolve to a dead address and a
+ * live one. Before any request. 0, or -EINVAL. */
+int rf__http_set_addrs(struct rf__http *h, const struct sockaddr *const *a,
+		       const socklen_t *len, unsigned n);
 /* Cancels what is in flight (callbacks run with -ECANCELED) and frees. */
 void rf__http_destroy(struct rf__http *h);
 /* Queue q (its off, len, dst, cb, data set). 0, or -errno (nothing queued). */

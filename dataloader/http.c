@@ -5,7 +5,10 @@
  * (status, Content-Range, Content-Length; the body bytes that came along are copied
  * to the destination), then receive the rest of the body straight into the
  * destination with MSG_WAITALL. Every ring request carries a deadline. A failure
- * closes the connection; retryable ones put the request back at the queue's head. */
+ * closes the connection; retryable ones put the request back at the queue's head. A
+ * host that resolves to several addresses is connected to as getaddrinfo orders them:
+ * a connect that fails moves on to the next (an IPv6 address first where the server
+ * listens on IPv4 only), and later connects start at the one that answered. */
 #include <errno.h>
 #include <inttypes.h>
 #include <netdb.h>
@@ -74,13 +77,17 @@ struct rf__hconn {
 	int backoff;         /* busy with a pause before q's next try (a ring timeout) */
 	rf_req_id backoff_id;
 	char why[160];       /* a message built for rf__hconn_fail */
+	unsigned ai;         /* connecting: the address tried (h->addr[ai]) */
+	unsigned left;       /* ... and how many more it may try before it fails */
 };
 
 struct rf__http {
 	struct rf_ring *r;
 	char *url, *host, *path;
-	struct sockaddr_storage addr;
-	socklen_t addrlen;
+	struct sockaddr_storage addr[RF__HTTP_ADDRS]; /* the host's, getaddrinfo's order */
+	socklen_t addrlen[RF__HTTP_ADDRS];
+	unsigned naddr;
+	unsigned good;       /* the address the last connect reached: connects start there */
 	unsigned nconns;
 	struct rf__hconn *c;
 	struct rf__hreq *head, *tail; /* waiting for a connection */
@@ -336,15 +343,69 @@ static void rf__send_request(struct rf__hconn *c)
 		rf__hconn_fail(c, -EIO, 1, "cannot queue a send");
 }
 
+/* "ADDR:PORT" ("[ADDR]:PORT" for IPv6) of address i, for messages. */
+static void rf__addr_str(const struct rf__http *h, unsigned i, char *out, size_t n)
+{
+	char a[INET6_ADDRSTRLEN + 1] = "?", p[8] = "?";
+	int v6 = h->addr[i].ss_family == AF_INET6;
+
+	(void)getnameinfo((const struct sockaddr *)&h->addr[i], h->addrlen[i], a, sizeof(a), p,
+			  sizeof(p), NI_NUMERICHOST | NI_NUMERICSERV);
+	snprintf(out, n, "%s%s%s:%s", v6 ? "[" : "", a, v6 ? "]" : "", p);
+}
+
+static void rf__on_connect(void *data, int64_t res);
+
+/* Connect to the address c->ai; one that cannot be tried, or whose connect fails,
+ * hands over to the next while c->left says there is one (rf__on_connect). */
+static void rf__hconn_connect(struct rf__hconn *c)
+{
+	struct rf__http *h = c->h;
+
+	for (;;) {
+		c->fd = socket(h->addr[c->ai].ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (c->fd >= 0)
+			break;
+		int err = -errno;  /* EAFNOSUPPORT: no IPv6 here; EMFILE: no descriptor */
+		if (!c->left || err == -EMFILE || err == -ENFILE) {
+			char a[64], what[120];
+			rf__addr_str(h, c->ai, a, sizeof(a));
+			snprintf(what, sizeof(what), "socket() for %s failed: %s", a, strerror(-err));
+			return rf__hconn_fail(c, err, 0, what);
+		}
+		c->left--;
+		c->ai = (c->ai + 1) % h->naddr;
+	}
+	int one = 1;
+	setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	struct rf_io io = { .op = RF_IOP_CONNECT, .fd = c->fd,
+			    .addr = (struct sockaddr *)&h->addr[c->ai], .addrlen = h->addrlen[c->ai] };
+	if (rf__hconn_submit(c, &io, rf__on_connect) < 0)
+		rf__hconn_fail(c, -EIO, 1, "cannot queue a connect");
+}
+
 static void rf__on_connect(void *data, int64_t res)
 {
 	struct rf__hconn *c = data;
+	struct rf__http *h = c->h;
 	c->busy = 0;
+	if (res < 0 && res != -ECANCELED && c->left && !h->destroying) {
+		rf__hconn_close(c);  /* the next address, on a socket of its family */
+		c->left--;
+		c->ai = (c->ai + 1) % h->naddr;
+		return rf__hconn_connect(c);
+	}
 	if (res < 0) {
-		char what[120];
-		snprintf(what, sizeof(what), "connect: %s", strerror((int)-res));
+		char a[64], what[160];
+		rf__addr_str(h, c->ai, a, sizeof(a));
+		if (h->naddr > 1)
+			snprintf(what, sizeof(what), "connect to %s: %s (the last of %u "
+				 "addresses of %s tried)", a, strerror((int)-res), h->naddr, h->host);
+		else
+			snprintf(what, sizeof(what), "connect to %s: %s", a, strerror((int)-res));
 		return rf__hconn_fail(c, (int)res, res != -ECANCELED, what);
 	}
+	h->good = c->ai;
 	rf__send_request(c);
 }
 
@@ -371,15 +432,9 @@ static void rf__hconn_run(struct rf__hconn *c)
 		rf__send_request(c);
 		return;
 	}
-	c->fd = socket(h->addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (c->fd < 0)
-		return rf__hconn_fail(c, -errno, 0, "socket() failed");
-	int one = 1;
-	setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	struct rf_io io = { .op = RF_IOP_CONNECT, .fd = c->fd, .addr = (struct sockaddr *)&h->addr,
-			    .addrlen = h->addrlen };
-	if (rf__hconn_submit(c, &io, rf__on_connect) < 0)
-		rf__hconn_fail(c, -EIO, 1, "cannot queue a connect");
+	c->ai = h->good;
+	c->left = h->naddr - 1;
+	rf__hconn_connect(c);
 }
 
 /* Connections take requests from a ring callback, never inside rf__http_get: its
@@ -517,9 +572,17 @@ int rf__http_create(struct rf__http **out, struct rf_ring *r, const char *url, u
 		rf__http_destroy(h);
 		return rf__fail(-EHOSTUNREACH, "%s: cannot resolve %s: %s", url, host, gai_strerror(g));
 	}
-	memcpy(&h->addr, ai->ai_addr, ai->ai_addrlen);
-	h->addrlen = ai->ai_addrlen;
+	for (struct addrinfo *a = ai; a && h->naddr < RF__HTTP_ADDRS; a = a->ai_next) {
+		if (a->ai_addrlen > sizeof(h->addr[0]))
+			continue;
+		memcpy(&h->addr[h->naddr], a->ai_addr, a->ai_addrlen);
+		h->addrlen[h->naddr++] = a->ai_addrlen;
+	}
 	freeaddrinfo(ai);
+	if (!h->naddr) {
+		rf__http_destroy(h);
+		return rf__fail(-EHOSTUNREACH, "%s: cannot resolve %s: no usable address", url, host);
+	}
 	for (unsigned i = 0; i < h->nconns; i++) {
 		h->c[i].h = h;
 		h->c[i].fd = -1;
@@ -547,6 +610,23 @@ void rf__http_expect_size(struct rf__http *h, uint64_t size)
 void rf__http_expect_validator(struct rf__http *h, const char *v)
 {
 	snprintf(h->validator, sizeof(h->validator), "%s", v ? v : "");
+}
+
+int rf__http_set_addrs(struct rf__http *h, const struct sockaddr *const *a, const socklen_t *len,
+		       unsigned n)
+{
+	if (!n || n > RF__HTTP_ADDRS)
+		return -EINVAL;
+	for (unsigned i = 0; i < n; i++)
+		if (len[i] > sizeof(h->addr[0]))
+			return -EINVAL;
+	for (unsigned i = 0; i < n; i++) {
+		memcpy(&h->addr[i], a[i], len[i]);
+		h->addrlen[i] = len[i];
+	}
+	h->naddr = n;
+	h->good = 0;
+	return 0;
 }
 
 void rf__http_set_timeout(struct rf__http *h, uint64_t ns)
@@ -707,5 +787,11 @@ int rf__http_read(const char *url, uint64_t off, size_t len, void *dst, uint64_t
 
 void rf__http_expect_validator(struct rf__http *h, const char *v)
 {
+}
+
+int rf__http_set_addrs(struct rf__http *h, const struct sockaddr *const *a, const socklen_t *len,
+		       unsigned n)
+{
+	return -ENOTSUP;
 }
 #endif
