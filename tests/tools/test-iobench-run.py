@@ -3,7 +3,8 @@
 A random write pass of a 1 MiB file in 4 KiB blocks with --fsync 16 --end-fsync makes
 256 writes and 17 fsyncs (one per 16 writes, one at the end); the lat histogram in the
 JSON holds every I/O once; the percentiles of slat, clat and lat rise with p, and lat
-is at least clat; randrw --rwmixread 70 reads about 70 % of the bytes; a randread pass
+is at least clat; randrw --rwmixread 70 reads about 70 % of the bytes, and its "read" and
+"write" figures (fio's) split the run's I/Os, bytes and latencies; a randread pass
 (random map) transfers the region exactly once; with --norandommap too (draws with
 replacement, same count of I/Os); --rate-iops holds within 5 % over 2 s, --rate over 1 s; zipf runs; two jobs each
 make their pass and the report sums them; --verify crc32c writes and reads back, then finds a
@@ -75,8 +76,21 @@ try:
             "--force")
     share = j["read_bytes"] / (j["read_bytes"] + j["write_bytes"])
     check(abs(share - 0.7) < 0.05, "randrw 70/30: read share %.3f" % share)
+    # each direction apart, as fio's "read" and "write": the I/Os and bytes of each add
+    # up to the run's, each histogram holds its own I/Os, and the trims are none
+    r, w, t = j["read"], j["write"], j["trim"]
+    check(r["ios"] + w["ios"] == j["ios"] and r["bytes"] == j["read_bytes"] and
+          w["bytes"] == j["write_bytes"] and r["ios"] * 4096 == r["bytes"] and
+          r["clat"]["n"] == r["lat"]["n"] == r["ios"] and w["lat"]["n"] == w["ios"] and
+          t["ios"] == 0 and r["ios"] > w["ios"] > 0,
+          "randrw: read %d + write %d I/Os of %d" % (r["ios"], w["ios"], j["ios"]))
+    check(r["lat"]["max_us"] <= j["lat"]["max_us"] and w["lat"]["max_us"] <= j["lat"]["max_us"]
+          and min(r["lat"]["min_us"], w["lat"]["min_us"]) == j["lat"]["min_us"],
+          "randrw: the directions' latencies are the run's, split")
     j = run("--rw", "randread", "--bs", "4k", "--qd", "4")
     check(j["ios"] == 256 and j["bytes"] == 1 << 20, "one pass of the random map")
+    check(j["read"]["ios"] == 256 and j["read"]["lat"]["n"] == 256 and j["write"]["ios"] == 0
+          and j["write"]["lat"]["n"] == 0, "a read run's directions: all reads")
     j = run("--rw", "randread", "--bs", "4k", "--qd", "4", "--norandommap")
     check(j["ios"] == 256 and j["random_map"] is False, "norandommap: same count, no map")
     # --offset: the region's second half only; --ramp-time: measured after it

@@ -66,13 +66,42 @@ void iob_json_str(const char *s)
 	putchar('"');
 }
 
+/* Direction k of j (0 reads, 1 writes, 2 trims): its completion and total latency
+ * histograms, I/Os and bytes; 0 if the run has none. A run of one direction has the
+ * job's own; rw/randrw each direction's (iob_job.dir). */
+static int dir_of(const struct iob_opts *o, const struct iob_job *j, int k,
+		  const struct rf_hist **clat, const struct rf_hist **lat, uint64_t *ios,
+		  uint64_t *bytes)
+{
+	static const struct rf_hist empty; /* n 0: printed as zeros */
+	int mine = o->mixed ? k < 2 : k == (o->trim ? 2 : o->write ? 1 : 0);
+
+	*clat = *lat = &empty;
+	*ios = *bytes = 0;
+	if (!mine)
+		return 0;
+	if (o->mixed && j->dir) {
+		*clat = &j->dir[2 * k];
+		*lat = &j->dir[2 * k + 1];
+		*ios = j->dios[k];
+	} else if (!o->mixed) {
+		*clat = &j->clat;
+		*lat = &j->lat;
+		*ios = j->ios;
+	}
+	*bytes = k == 0 ? j->rbytes : k == 1 ? j->wbytes : j->tbytes;
+	return 1;
+}
+
+static const char *const dir_name[3] = { "read", "write", "trim" };
+
 static double job_secs(const struct iob_job *j)
 {
 	return (double)(j->t_end - j->t_start) / 1e9;
 }
 
 /* One job's (or the sum's) figures as JSON members, without braces. */
-static void json_figures(const struct iob_job *j, double secs)
+static void json_figures(const struct iob_opts *o, const struct iob_job *j, double secs)
 {
 	const char *keys[8] = { "seconds", "bw_MBps", "iops", "lat_mean_us", "lat_p50_us",
 				"lat_p99_us", "cpu_user_s", "cpu_sys_s" };
@@ -107,18 +136,49 @@ static void json_figures(const struct iob_job *j, double secs)
 	json_lat("lat", &j->lat);
 	printf(", ");
 	json_lat("sync", &j->sync);
+	/* each direction apart, as fio's "read", "write" and "trim" (zeros where none) */
+	for (int k = 0; k < 3; k++) {
+		const struct rf_hist *c, *l;
+		uint64_t ios, bytes;
+		(void)dir_of(o, j, k, &c, &l, &ios, &bytes);
+		printf(", \"%s\": {\"ios\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"iops\": ",
+		       dir_name[k], ios, bytes);
+		jnum("%.1f", (double)ios / secs);
+		printf(", \"bw_MBps\": ");
+		jnum("%.3f", (double)bytes / 1e6 / secs);
+		printf(", ");
+		json_lat("clat", c);
+		printf(", ");
+		json_lat("lat", l);
+		printf("}");
+	}
 }
 
-static void text_lat(const struct iob_job *j)
+static void text_hist(const char *name, const struct rf_hist *h)
 {
-	static const char *const names[3] = { "slat", "clat", " lat" };
-	const struct rf_hist *hs[3] = { &j->slat, &j->clat, &j->lat };
-	for (unsigned k = 0; k < 3; k++) {
-		printf("  %s (us): mean %.2f, min %.2f, max %.2f |", names[k], rf_hist_mean(hs[k]) / 1e3,
-		       hs[k]->n ? (double)hs[k]->min / 1e3 : 0, (double)hs[k]->max / 1e3);
-		for (unsigned i = 0; i < RF_HIST_NPCTS; i++)
-			printf(" p%g %.1f", rf_hist_pcts[i], rf_hist_pct(hs[k], rf_hist_pcts[i]) / 1e3);
-		printf("\n");
+	printf("  %s (us): mean %.2f, min %.2f, max %.2f |", name, rf_hist_mean(h) / 1e3,
+	       h->n ? (double)h->min / 1e3 : 0, (double)h->max / 1e3);
+	for (unsigned i = 0; i < RF_HIST_NPCTS; i++)
+		printf(" p%g %.1f", rf_hist_pcts[i], rf_hist_pct(h, rf_hist_pcts[i]) / 1e3);
+	printf("\n");
+}
+
+static void text_lat(const struct iob_opts *o, const struct iob_job *j, double secs)
+{
+	text_hist("slat", &j->slat);
+	text_hist("clat", &j->clat);
+	text_hist(" lat", &j->lat);
+	for (int k = 0; o->mixed && k < 2; k++) { /* each direction apart, as fio */
+		const struct rf_hist *c, *l;
+		uint64_t ios, bytes;
+		char name[16];
+		(void)dir_of(o, j, k, &c, &l, &ios, &bytes);
+		printf("  %s: %.1f MB/s, %.0f IOPS, %" PRIu64 " I/Os\n", dir_name[k],
+		       (double)bytes / 1e6 / secs, (double)ios / secs, ios);
+		snprintf(name, sizeof(name), "  %s clat", dir_name[k]);
+		text_hist(name, c);
+		snprintf(name, sizeof(name), "  %s  lat", dir_name[k]);
+		text_hist(name, l);
 	}
 }
 
@@ -132,6 +192,12 @@ void iob_report(const struct iob_opts *o, const struct iob_job *jobs, unsigned n
 	rf_hist_init(&sum->clat);
 	rf_hist_init(&sum->lat);
 	rf_hist_init(&sum->sync);
+	if (o->mixed) {
+		if (!(sum->dir = malloc(4 * sizeof(*sum->dir))))
+			die(1, "out of memory");
+		for (unsigned k = 0; k < 4; k++)
+			rf_hist_init(&sum->dir[k]);
+	}
 	sum->t_start = UINT64_MAX;
 	for (unsigned i = 0; i < n; i++) {
 		const struct iob_job *j = &jobs[i];
@@ -155,6 +221,10 @@ void iob_report(const struct iob_opts *o, const struct iob_job *jobs, unsigned n
 		rf_hist_merge(&sum->clat, &j->clat);
 		rf_hist_merge(&sum->lat, &j->lat);
 		rf_hist_merge(&sum->sync, &j->sync);
+		for (unsigned k = 0; sum->dir && j->dir && k < 4; k++)
+			rf_hist_merge(&sum->dir[k], &j->dir[k]);
+		sum->dios[0] += j->dios[0];
+		sum->dios[1] += j->dios[1];
 	}
 	double secs = job_secs(sum);
 	struct rusage ru;
@@ -183,13 +253,13 @@ void iob_report(const struct iob_opts *o, const struct iob_job *jobs, unsigned n
 		       map ? "true" : "false",
 		       o->mixed ? o->rwmixread : (o->write || o->trim ? 0 : 100),
 		       o->end_fsync ? "true" : "false", o->qd, o->qd * (long)n, buf_bytes, peak_kib);
-		json_figures(sum, secs);
+		json_figures(o, sum, secs);
 		printf(", ");
 		json_hist(&sum->lat);
 		printf(", \"jobs\": [");
 		for (unsigned i = 0; i < n; i++) {
 			printf("%s{\"job\": %u, ", i ? ", " : "", i);
-			json_figures(&jobs[i], job_secs(&jobs[i]));
+			json_figures(o, &jobs[i], job_secs(&jobs[i]));
 			printf("}");
 		}
 		printf("]}\n");
@@ -207,7 +277,7 @@ void iob_report(const struct iob_opts *o, const struct iob_job *jobs, unsigned n
 		       (double)sum->ios / secs, rf_hist_pct(&sum->lat, 50) / 1e3,
 		       rf_hist_pct(&sum->lat, 99) / 1e3, sum->usr, sum->sys, sum->bytes, secs,
 		       sum->st.enters, sum->st.submissions, o->qd * (long)n, buf_bytes >> 10, peak_kib);
-		text_lat(sum);
+		text_lat(o, sum, secs);
 		if (sum->syncs)
 			printf("  sync (us): %" PRIu64 " %s, mean %.1f, p50 %.1f, p99 %.1f\n", sum->syncs,
 			       o->datasync ? "fdatasyncs" : "fsyncs", rf_hist_mean(&sum->sync) / 1e3,
@@ -220,5 +290,6 @@ void iob_report(const struct iob_opts *o, const struct iob_job *jobs, unsigned n
 			       rf_hist_pct(&j->lat, 50) / 1e3, rf_hist_pct(&j->lat, 99) / 1e3, j->usr, j->sys);
 		}
 	}
+	free(sum->dir);
 	free(sum);
 }

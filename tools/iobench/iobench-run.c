@@ -337,6 +337,12 @@ static void on_done(void *data, int64_t res)
 	rf_hist_add(&j->slat, s->ts - s->tq);
 	rf_hist_add(&j->clat, now - s->ts);
 	rf_hist_add(&j->lat, now - s->tq);
+	if (j->dir && !j->readback && s->op != IOB_TRIM) {
+		int w = s->op == IOB_WRITE;
+		rf_hist_add(&j->dir[2 * w], now - s->ts);
+		rf_hist_add(&j->dir[2 * w + 1], now - s->tq);
+		j->dios[w]++;
+	}
 	if (j->log) {
 		rf_hist_add(j->ilat, now - s->tq);
 		j->ibytes += (uint64_t)res;
@@ -453,6 +459,12 @@ void iob_job_setup(struct iob_job *j)
 	rf_hist_init(&j->clat);
 	rf_hist_init(&j->lat);
 	rf_hist_init(&j->sync);
+	if (o->mixed) {
+		if (!(j->dir = malloc(4 * sizeof(*j->dir))))
+			die(1, "out of memory for the per-direction histograms");
+		for (unsigned k = 0; k < 4; k++)
+			rf_hist_init(&j->dir[k]);
+	}
 	if (o->log_ms) {
 		char path[4200];
 		snprintf(path, sizeof(path), "%s.job%d.csv", o->log_prefix, j->id);

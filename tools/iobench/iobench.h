@@ -95,6 +95,11 @@ struct iob_job {
 	double usr, sys;      /* this job's thread */
 	struct rf_ring_stats st;
 	struct rf_hist slat, clat, lat, sync;
+	/* rw/randrw: each direction's own figures, as fio reports them (NULL otherwise:
+	 * one direction's are the job's): clat and lat of the reads, then of the
+	 * writes, and how many of each */
+	struct rf_hist *dir;
+	uint64_t dios[2];
 	/* --log-interval: this interval's figures, written as a CSV row by a ring timer */
 	struct rf_hist *ilat;
 	uint64_t ibytes, iios, inext;

@@ -745,6 +745,8 @@ int main(int argc, char **argv)
 		pthread_join(th[i], NULL);
 	pthread_barrier_destroy(&start_line);
 	iob_report(&O, jobs, O.numjobs, json);
+	for (unsigned i = 0; i < O.numjobs; i++)
+		free(jobs[i].dir);
 	free(jobs);
 	free(th);
 	for (unsigned i = 0; i < npaths; i++)
