@@ -375,11 +375,17 @@ static PyObject *rf_py_loader_next(PyObject *self, PyObject *unused)
 
 	if (rf_py_loader_reentered(s, "next"))
 		return NULL;
+	/* the warnings of earlier calls first: one made an error by a filter is raised
+	 * here, before a batch is taken, so that no batch is lost to it */
+	if (rf_py_warn_pending(rf_py_state_of(self)) < 0)
+		return NULL;
 	s->busy++;
 	r = rf_py_loader_next_in(self, unused);
 	s->busy--;
-	if (rf_py_warn_pending(rf_py_state_of(self)) < 0)
-		Py_CLEAR(r);  /* a warning made an error by a filter */
+	if (r)  /* this call's: said now; one a filter makes an error waits for the next */
+		rf_py_warn_keep(rf_py_state_of(self));
+	else
+		(void)rf_py_warn_pending(rf_py_state_of(self)); /* beside the exception */
 	return r;
 }
 

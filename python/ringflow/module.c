@@ -139,6 +139,41 @@ static void rf_py_log_atfork_once(void)
 	(void)pthread_atfork(NULL, NULL, rf_py_log_atfork_child);
 }
 
+/* Put msg back at the queue's front: the next call says it first. */
+static void rf_py_log_unshift(const char *msg)
+{
+	pthread_mutex_lock(&rf_py_logmu);
+	if (rf_py_logn == RF_PY_LOGQ) {  /* full: the newest goes, counted */
+		rf_py_logn--;
+		rf_py_logdropped++;
+	}
+	memmove(rf_py_logq[1], rf_py_logq[0], rf_py_logn * sizeof(rf_py_logq[0]));
+	snprintf(rf_py_logq[0], sizeof(rf_py_logq[0]), "%s", msg);
+	rf_py_logn++;
+	pthread_mutex_unlock(&rf_py_logmu);
+}
+
+void rf_py_warn_keep(struct rf_py_state *st)
+{
+	char msg[sizeof(rf_py_logq[0])];
+
+	for (;;) {
+		pthread_mutex_lock(&rf_py_logmu);
+		if (!rf_py_logn) {
+			pthread_mutex_unlock(&rf_py_logmu);
+			return;  /* a count of dropped ones waits for rf_py_warn_pending */
+		}
+		memcpy(msg, rf_py_logq[0], sizeof(msg));
+		memmove(rf_py_logq[0], rf_py_logq[1], (--rf_py_logn) * sizeof(rf_py_logq[0]));
+		pthread_mutex_unlock(&rf_py_logmu);
+		if (PyErr_WarnEx(st->warning, msg, 1) < 0) {
+			PyErr_Clear();           /* an error by a filter: raised by the next */
+			rf_py_log_unshift(msg);  /* call, before it takes anything */
+			return;
+		}
+	}
+}
+
 int rf_py_warn_pending(struct rf_py_state *st)
 {
 	char msg[sizeof(rf_py_logq[0])];

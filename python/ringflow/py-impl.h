@@ -70,6 +70,10 @@ int rf_py_uint_arg(PyObject *o, const char *what, unsigned long long lo,
  * kept (the warnings then cannot fail); else 0, or -1 when a filter made a warning an
  * error (its exception set). */
 int rf_py_warn_pending(struct rf_py_state *st);
+/* The same after a call that has taken something it must hand back (a batch): a
+ * warning a filter makes an error is not raised now but put back, first in the queue,
+ * and the next call raises it before it takes anything -- nothing is lost. */
+void rf_py_warn_keep(struct rf_py_state *st);
 /* The engine's interrupt (rf_engine_set_interrupt): a signal Python handles. */
 int rf_py_interrupted(void *arg);
 /* Let go on another thread than the owner's: 1 when nothing may be freed (the

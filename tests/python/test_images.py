@@ -9,7 +9,8 @@ worker counts give the same bytes; dtype="uint8" gives the bytes themselves (255
 float32 batch); mean/std per channel give torchvision's Normalize in float32, and
 refusals name the argument; layout="nhwc" gives (n, S, S, 3); skip_bad_images replaces
 a corrupt image by its batch neighbour, counts it and says so (a ringflow.Warning,
-an error under an error filter). image_size on a fixed-size file,
+an error under an error filter, raised before the next batch is taken: none is lost).
+image_size on a fixed-size file,
 or a missing one
 on an image file, raises ValueError/OSError carrying the library's message.
 Exit 0 or 1 (77: no numpy).
@@ -151,14 +152,21 @@ def main():
     with warnings.catch_warnings():   # a filter that makes it an error raises it
         warnings.simplefilter("error", ringflow.Warning)
         ld2 = ringflow.Loader(bad, 4, seed=3, image_size=16, skip_bad_images=True)
-        b2 = None
-        try:
-            for b2 in ld2:
-                pass
-        except ringflow.Warning as e:
-            assert "bad.rfrec: record" in str(e), str(e)
-        else:
-            raise AssertionError("an error filter: no ringflow.Warning raised")
+        b2, raised, rows = None, 0, []
+        while True:   # ... before a batch is taken: going on loses none
+            try:
+                b2 = next(ld2)
+            except ringflow.Warning as e:
+                assert "bad.rfrec: record" in str(e), str(e)
+                raised += 1
+                continue
+            except StopIteration:
+                break
+            rows.append(np.array(np.from_dlpack(b2[0])))
+        assert raised == 1, raised
+        xe = np.concatenate(rows)
+        assert xe.shape[0] == n, (xe.shape, n)
+        assert np.allclose(xe, np.concatenate(xs) / np.float32(255)), "error filter: rows"
         del b2
         ld2.close()
     st = ld.stats()
