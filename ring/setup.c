@@ -118,7 +118,7 @@ int rf_ring_create(struct rf_ring **out, const struct rf_ring_opts *opts)
 		free(r);
 		return ret;
 	}
-	unsigned e = 1;
+	unsigned e = 2;  /* at least 2: a request with a deadline takes two SQEs at once */
 	while (e < entries)
 		e <<= 1;
 	ret = rf__setup(r, e, opts);

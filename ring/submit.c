@@ -196,6 +196,8 @@ static struct io_uring_sqe *rf__sqe(struct rf_ring *r, int *err)
 int rf__sq_room(struct rf_ring *r, unsigned n)
 {
 	int tries = 0;
+	if (n > r->ring.sq.ring_entries) /* never room, however often it is flushed */
+		return -EINVAL;
 	while (io_uring_sq_space_left(&r->ring) < n) {
 		int err = 0;
 		r->st.sq_full_flushes++;

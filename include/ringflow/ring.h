@@ -55,7 +55,8 @@ enum {
 #define RF_RING_MAX_ENTRIES 32768u
 
 struct rf_ring_opts {
-	unsigned entries;   /* SQ depth, 1..RF_RING_MAX_ENTRIES, rounded up to a power of 2; 0: 256 */
+	unsigned entries;   /* SQ depth, 1..RF_RING_MAX_ENTRIES, rounded up to a power of 2 and
+			     * to at least 2 (a request with a deadline takes two SQEs); 0: 256 */
 	unsigned flags;     /* RF_RING_* */
 	unsigned sqpoll_idle_ms; /* with RF_RING_SQPOLL; 0: 1000 */
 };

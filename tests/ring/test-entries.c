@@ -2,9 +2,9 @@
  * against the kernel itself (a plain io_uring of that many entries works, one of
  * twice that is refused). rf_ring_create then makes rings of 1, 2, 3, 16384, 16385,
  * 32768 and RF_RING_MAX_ENTRIES entries: each must succeed with an SQ of the next
- * power of 2, a CQ of 4x that capped at 2 * RF_RING_MAX_ENTRIES, and the same fast
- * setup flags (SINGLE_ISSUER, DEFER_TASKRUN, COOP_TASKRUN, SUBMIT_ALL) as a default
- * ring, so a large size never makes setup fall back to slower flags; the largest
+ * power of 2 (2 at least: the smallest takes a request with a deadline, two SQEs),
+ * a CQ of 4x that capped at 2 * RF_RING_MAX_ENTRIES, and the same fast setup flags
+ * (SINGLE_ISSUER, DEFER_TASKRUN, COOP_TASKRUN, SUBMIT_ALL) as a default ring, so a large size never makes setup fall back to slower flags; the largest
  * ring also takes 20000 requests queued at once without flushing a full SQ and
  * completes them all. An SQPOLL ring of the largest size works too (skipped where
  * SQPOLL is not allowed). Counts above the maximum (RF_RING_MAX_ENTRIES + 1, 2^31,
@@ -14,13 +14,15 @@
 #include <limits.h>
 #include <liburing.h>
 
+#include "ringflow/ring-ops.h"
+
 #define FAST (IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN | \
 	      IORING_SETUP_COOP_TASKRUN | IORING_SETUP_SUBMIT_ALL)
 #define NREQ 20000
 
 static unsigned pow2ceil(unsigned n)
 {
-	unsigned e = 1;
+	unsigned e = 2;   /* at least 2: a request and its deadline */
 	while (e < n)
 		e <<= 1;
 	return e;
@@ -58,6 +60,17 @@ static void check_ring(unsigned n, unsigned flags, unsigned base_flags, int fd)
 	if (flags & RF_RING_SQPOLL)
 		T_CHECK(info.setup_flags & IORING_SETUP_SQPOLL);
 
+	if (n <= 2 && !flags) {
+		/* the smallest ring takes a request with a deadline (two SQEs at once: on
+		 * an SQ of one it spun in rf_ring_submit for good) */
+		static uint64_t d;
+		ndone = 0;
+		struct rf_io io = { .op = RF_IOP_READ, .fd = fd, .buf = &d, .len = 8,
+				    .timeout_ns = 5000000000ull };
+		T_OK(rf_ring_submit(r, &io, count_cb, NULL, NULL));
+		T_OK(rf_ring_run(r, RF_RUN_UNTIL_IDLE));
+		T_EQ(ndone, 1);
+	}
 	if (n == RF_RING_MAX_ENTRIES && !flags) {
 		/* The whole SQ is usable: NREQ requests queue without a flush. */
 		static uint64_t dst[NREQ];
