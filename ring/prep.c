@@ -211,8 +211,10 @@ int rf__prep_connect(struct rf_ring *r, struct rf__req *q, struct io_uring_sqe *
 int rf__prep_accept(struct rf_ring *r, struct rf__req *q, struct io_uring_sqe *sqe)
 {
 	struct rf__ext *x = q->ext;
-	if (q->flags & RF_IO_ALLOC_SLOT)
-		io_uring_prep_accept_direct(sqe, q->fd, x->io.peer, x->io.peerlen, x->io.arg,
+	if (q->flags & RF_IO_ALLOC_SLOT) /* a slot has no close-on-exec: the kernel refuses
+					  * SOCK_CLOEXEC there (-EINVAL) */
+		io_uring_prep_accept_direct(sqe, q->fd, x->io.peer, x->io.peerlen,
+					    x->io.arg & ~SOCK_CLOEXEC,
 					    IORING_FILE_INDEX_ALLOC - 1); /* liburing adds 1 */
 	else
 		io_uring_prep_accept(sqe, q->fd, x->io.peer, x->io.peerlen, x->io.arg);
@@ -241,10 +243,11 @@ int rf__prep_nop(struct rf_ring *r, struct rf__req *q, struct io_uring_sqe *sqe)
 
 int rf__prep_accept_ms(struct rf_ring *r, struct rf__req *q, struct io_uring_sqe *sqe)
 {
+	int fl = q->flags & RF_IO_ALLOC_SLOT ? 0 : SOCK_CLOEXEC; /* none for a slot */
 	if (r->no_multishot)
-		io_uring_prep_accept(sqe, q->fd, NULL, NULL, SOCK_CLOEXEC);
+		io_uring_prep_accept(sqe, q->fd, NULL, NULL, fl);
 	else
-		io_uring_prep_multishot_accept(sqe, q->fd, NULL, NULL, SOCK_CLOEXEC);
+		io_uring_prep_multishot_accept(sqe, q->fd, NULL, NULL, fl);
 	if (q->flags & RF_IO_ALLOC_SLOT)
 		sqe->file_index = IORING_FILE_INDEX_ALLOC;
 	return 0;
