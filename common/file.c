@@ -11,8 +11,7 @@
 
 #include "rf-internal.h"
 
-/* The directory part of path, synced (best effort: a directory fsync may be refused). */
-static void rf__sync_dir(const char *path)
+void rf__sync_dir(const char *path)
 {
 	const char *slash = strrchr(path, '/');
 	char dir[4096];
@@ -60,7 +59,7 @@ int rf__write_whole(const char *path, const char *tmp, const void *buf, size_t l
 		*step = "write";
 		e = errno;
 	}
-	if (!e && rename(tmp, path) < 0) {
+	if (!e && path && rename(tmp, path) < 0) {
 		*step = "rename";
 		e = errno;
 	}
@@ -68,7 +67,7 @@ int rf__write_whole(const char *path, const char *tmp, const void *buf, size_t l
 		unlink(tmp);
 		return -e;
 	}
-	if (sync)
+	if (sync && path)
 		rf__sync_dir(path);
 	return 0;
 }

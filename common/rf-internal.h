@@ -177,10 +177,14 @@ int rf__open_regular(const char *path, int flags, unsigned mode, struct stat *st
 /* file.c: write len bytes of buf to path whole -- under tmp, then renamed into place;
  * with sync, fsync'd before the rename and the directory after. 0, or -errno with
  * *step naming what failed ("create", "write", "sync", "rename"); tmp is removed.
- * tmp is created new (a stale file there is removed first; O_EXCL, O_NOFOLLOW: never
+ * path NULL: tmp is left written (and synced), for the caller to rename when the
+ * files it goes with are written too. tmp is created new (a stale file there is removed first; O_EXCL, O_NOFOLLOW: never
  * written through a link planted there). */
 int rf__write_whole(const char *path, const char *tmp, const void *buf, size_t len, int sync,
 		    const char **step);
+/* file.c: the directory part of path, synced (best effort: a directory fsync may be
+ * refused). */
+void rf__sync_dir(const char *path);
 
 /* dl.c: dlopen (RTLD_NOW | RTLD_LOCAL) the first of libs (NULL-terminated) that loads
  * and resolve each symbol into its slot (a function pointer's address, as void **).

@@ -59,19 +59,44 @@ static uint64_t rf__ex_hash(const struct rf_model_spec *sp, const float *params)
 	return h;
 }
 
-/* dir/name, whole: under name.tmp, synced, renamed into place, the directory synced. */
+/* dir/name.tmp, whole and synced, left for rf__ex_commit: written before params.rfck
+ * is replaced, so that a full disk or an I/O error here leaves the old export whole. */
 static int rf__ex_write(const char *dir, const char *name, const char *text, size_t len)
 {
-	char path[4200], tmp[4210];
+	char tmp[4210];
 	const char *step;
 	int ret;
 
+	snprintf(tmp, sizeof(tmp), "%s/%s.tmp", dir, name);
+	if ((ret = rf__write_whole(NULL, tmp, text, len, 1, &step)) < 0)
+		return rf__fail(ret, "export %s: cannot %s %s: %s (the export there left as it "
+				"was)", dir, step, tmp, strerror(-ret));
+	return 0;
+}
+
+/* dir/name.tmp renamed into place, the directory synced. */
+static int rf__ex_commit(const char *dir, const char *name)
+{
+	char path[4200], tmp[4210];
+
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	if ((ret = rf__write_whole(path, tmp, text, len, 1, &step)) < 0)
-		return rf__fail(ret, "export %s: cannot %s %s: %s", dir, step,
-				!strcmp(step, "rename") ? path : tmp, strerror(-ret));
+	if (rename(tmp, path) < 0) {
+		int e = errno;
+		unlink(tmp);
+		return rf__fail(-e, "export %s: cannot rename %s to %s: %s (params.rfck is the "
+				"new one: the pair does not load)", dir, tmp, path, strerror(e));
+	}
+	rf__sync_dir(path);
 	return 0;
+}
+
+static void rf__ex_drop(const char *dir, const char *name)
+{
+	char tmp[4210];
+
+	snprintf(tmp, sizeof(tmp), "%s/%s.tmp", dir, name);
+	unlink(tmp);
 }
 
 static json_t *rf__ex_shape(int ndim, const int64_t *shape)
@@ -270,14 +295,22 @@ int rf_model_export_named(struct rf_ring *ring, struct rf_model *m, const char *
 	}
 	snprintf(meta.model, sizeof(meta.model), "%s", sp->name);
 	snprintf(path, sizeof(path), "%s/%s", dir, RF__EX_PARAMS);
-	if ((ret = rf_ckpt_save(ring, path, &meta, bl, sp->ntensors + sp->nbufs)) < 0)
-		goto out;
 	if (!(desc = rf__ex_describe(sp, rf__ex_hash(sp, params), names)) ||
 	    !(text = json_dumps(desc, JSON_INDENT(1) | JSON_PRESERVE_ORDER))) {
 		ret = rf__fail(-ENOMEM, "export %s: out of memory", dir);
 		goto out;
 	}
-	ret = rf__ex_write(dir, RF__EX_JSON, text, strlen(text));
+	/* model.json whole under its .tmp first, then params.rfck replaced, then model.json:
+	 * until that last rename every failure (a full disk, an I/O error) leaves the old
+	 * pair as it was; a crash between the two renames leaves a pair that does not
+	 * load (its hash differs) */
+	if ((ret = rf__ex_write(dir, RF__EX_JSON, text, strlen(text))) < 0)
+		goto out;
+	if ((ret = rf_ckpt_save(ring, path, &meta, bl, sp->ntensors + sp->nbufs)) < 0) {
+		rf__ex_drop(dir, RF__EX_JSON);
+		goto out;
+	}
+	ret = rf__ex_commit(dir, RF__EX_JSON);
 out:
 	json_decref(desc);
 	free(text);

@@ -20,9 +20,11 @@ extern "C" {
 #define RF_EXPORT_VERSION 1
 
 /* Write replica m's parameters and running statistics to dir (created if missing):
- * params.rfck first, then model.json naming its FNV-1a 64 hash, each written under a
- * temporary name, synced and renamed into place. ring: as rf_ckpt_save's (NULL: a
- * private one). Waits for the writes pushed to m so far. */
+ * model.json naming their FNV-1a 64 hash and params.rfck, each written whole under a
+ * temporary name and synced -- model.json's first -- then params.rfck and model.json
+ * renamed into place: a failure before those renames (a full disk, an I/O error)
+ * leaves an export already in dir whole. ring: as rf_ckpt_save's (NULL: a private
+ * one). Waits for the writes pushed to m so far. */
 int rf_model_export(struct rf_ring *ring, struct rf_model *m, const char *dir);
 /* rf_model_export with the class names of the data m was trained on (label k's at
  * [k]; n of them, m's class count), written into model.json as "class_names" so that
