@@ -137,6 +137,9 @@ struct rf__trace_track {
 
 struct rf__trace {
 	char *path;
+	char *tmp;                      /* the file written, renamed to path at stop (NULL:
+					 * path itself, a device or a file in a directory
+					 * that takes no new one) */
 	int fd;                         /* opened (checked) at start, written at stop */
 	struct rf__trace_track *tracks; /* names kept: streams may be gone at write time */
 	size_t ntracks, cap_tracks;

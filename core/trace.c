@@ -16,20 +16,40 @@
 #define RF__MAX_READERS 256
 
 /* The trace file, opened now so that a path that cannot take it fails the start (not
- * the end of a long run): a regular file (created or truncated) or a character device
- * (/dev/null); never a FIFO, which would block, nor a directory. */
-static int rf__trace_file(const char *path)
+ * the end of a long run): a regular file or a character device (/dev/null); never a
+ * FIFO, which would block, nor a directory. A regular file is written under a name of
+ * its own beside it (*tmp) and renamed over path when the trace is whole: a run that
+ * fails to write it (a full disk) leaves the file that was there; where the directory
+ * takes no new file, an existing path is written in place. */
+static int rf__trace_file(const char *path, char **tmp)
 {
+	static _Atomic unsigned seq;
 	struct stat st;
-	int fd;
+	int fd, have = stat(path, &st) == 0;
 
-	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode))
+	*tmp = NULL;
+	if (have && !S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode))
 		return rf__fail(S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL,
 				"trace %s: is %s, expected a regular file (or /dev/null)", path,
 				rf__ftype(st.st_mode));
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0644);
+	if (!have || S_ISREG(st.st_mode)) {
+		size_t n = strlen(path) + 48;
+		if (!(*tmp = malloc(n)))
+			return rf__fail(-ENOMEM, "trace %s: out of memory", path);
+		snprintf(*tmp, n, "%s.tmp.%d.%u", path, (int)getpid(), seq++);
+		fd = open(*tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC,
+			  0644);
+		if (fd >= 0)
+			return fd;
+		int e = errno;
+		free(*tmp);
+		*tmp = NULL;
+		if (!have || (e != EACCES && e != EPERM && e != EROFS))
+			return rf__fail(-e, "trace %s: cannot create: %s", path, strerror(e));
+	}
+	fd = open(path, O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0)
-		return rf__fail(-errno, "trace %s: cannot create: %s", path, strerror(errno));
+		return rf__fail(-errno, "trace %s: cannot open: %s", path, strerror(errno));
 	if (fstat(fd, &st) < 0 || (!S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode))) {
 		close(fd);
 		return rf__fail(-EINVAL, "trace %s: expected a regular file (or /dev/null)", path);
@@ -41,7 +61,8 @@ int rf__trace_open(struct rf_engine *e, const char *path)
 {
 	struct rf__trace *t;
 	struct rf_stream *s;
-	int fd = rf__trace_file(path);
+	char *tmp;
+	int fd = rf__trace_file(path, &tmp);
 
 	if (fd < 0)
 		return fd;
@@ -49,8 +70,12 @@ int rf__trace_open(struct rf_engine *e, const char *path)
 	if (!t || !(t->path = strdup(path))) {
 		free(t);
 		close(fd);
+		if (tmp)
+			unlink(tmp);
+		free(tmp);
 		return rf__fail(-ENOMEM, "trace %s: out of memory", path);
 	}
+	t->tmp = tmp;
 	t->fd = fd;
 	t->t_origin = rf_now_ns();
 	e->trace = t;
@@ -323,14 +348,16 @@ static int rf__trace_write(struct rf__trace *t)
 
 	if (fl >= 0)
 		(void)fcntl(t->fd, F_SETFL, fl & ~O_NONBLOCK);
-	/* the whole file is this trace: another writer of the same path (a second engine
-	 * traced there) may have written it since; the last to stop wins, whole */
-	if (ftruncate(t->fd, 0) == 0)
+	/* written in place: the whole file is this trace (another writer of the same
+	 * path may have written it since; the last to stop wins, whole) */
+	if (!t->tmp && ftruncate(t->fd, 0) == 0)
 		(void)lseek(t->fd, 0, SEEK_SET);
 	w.f = fdopen(t->fd, "w");
 	if (!w.f) {
 		ret = rf__fail(-errno, "cannot write trace %s: %s", t->path, strerror(errno));
 		close(t->fd);
+		if (t->tmp)
+			unlink(t->tmp);
 		return ret;
 	}
 	if (t->n) /* none: t->ev may be NULL, which qsort may not be given */
@@ -342,7 +369,14 @@ static int rf__trace_write(struct rf__trace *t)
 	ret = fflush(w.f) != 0 ? -errno : ferror(w.f) ? -EIO : 0;
 	if (fclose(w.f) != 0 && !ret)
 		ret = -errno;
-	if (ret < 0) /* a full disk: the file is cut short */
+	if (ret == 0 && t->tmp && rename(t->tmp, t->path) < 0)
+		ret = -errno;
+	if (ret < 0 && t->tmp) {   /* a full disk: the file there is left as it was */
+		unlink(t->tmp);
+		return rf__fail(ret, "cannot write trace %s: %s (the file there left as it was)",
+				t->path, strerror(-ret));
+	}
+	if (ret < 0)  /* written in place: it is cut short */
 		ret = rf__fail(ret, "cannot write trace %s: %s", t->path, strerror(-ret));
 	return ret;
 }
@@ -360,6 +394,7 @@ static void rf__trace_free(struct rf__trace *t)
 	free(t->tracks);
 	free(t->ev);
 	free(t->path);
+	free(t->tmp);
 	free(t);
 }
 

@@ -208,8 +208,11 @@ unsigned rf_graph_size(const struct rf_graph *g);
 void rf_graph_destroy(struct rf_graph *g);
 
 /* Chrome-trace JSON (opens in Perfetto): one track per stream, each op with name,
- * start and end, and its dependency edges as flow events. start() begins recording;
- * stop() writes the file and stops. Returns 0 or -errno. */
+ * start and end, and its dependency edges as flow events. start() begins recording
+ * (a path that cannot take the file fails here, not at the end of a run); stop()
+ * writes the file and stops -- a regular file under a name of its own beside path,
+ * renamed over it when whole, so that a full disk leaves the file that was there.
+ * Returns 0 or -errno. */
 int rf_engine_trace_start(struct rf_engine *e, const char *path);
 int rf_engine_trace_stop(struct rf_engine *e);
 /* Add an instant or complete event on a stream's track (for annotations; the name is

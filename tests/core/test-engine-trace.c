@@ -4,13 +4,17 @@
  * B+C -> D) over two worker streams, then checks the file: the counts of events and
  * edges, and the JSON is validated by python3's json module when python3 exists
  * (the meson test runs it). A stream closed before the file is written keeps its
- * track name. */
+ * track name. A trace that cannot be written whole (the file size limit standing in
+ * for a full disk) leaves the file that was at the path, and no temporary file. */
 #include <errno.h>
 #include <stdint.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "engine.h"
+#include "log.h"
 #include "../test-util.h"
 
 static int nop(void *p)
@@ -109,6 +113,44 @@ int main(int argc, char **argv)
 	rf_ring_destroy(ring);
 	read_trace(path, buf, sizeof(buf));
 	CHECK_EQ(count(buf, "\"ph\":\"X\""), 0);
+	/* a trace that cannot be written whole (here the file size limit, as a full disk)
+	 * leaves the file that was there, and no temporary file: it was cut short in
+	 * place, the old trace lost */
+	{
+		static const char old[] = "{\"traceEvents\":[]} the trace before";
+		struct rlimit keep, small;
+		char dir[] = "/tmp/rf-trace-dir-XXXXXX", p2[64];
+		CHECK(mkdtemp(dir));
+		snprintf(p2, sizeof(p2), "%s/t.json", dir);
+		fd = open(p2, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		CHECK(fd >= 0 && write(fd, old, sizeof(old) - 1) == (ssize_t)sizeof(old) - 1);
+		close(fd);
+		signal(SIGXFSZ, SIG_IGN);   /* a write past the limit: EFBIG, not a signal */
+		CHECK_OK(getrlimit(RLIMIT_FSIZE, &keep));
+		CHECK_OK(rf_ring_create(&ring, NULL));
+		CHECK_OK(rf_engine_create(&e, ring, &(struct rf_engine_opts){ .sync = 0 }));
+		CHECK_OK(rf_engine_trace_start(e, p2));
+		rf_var_create(e, "a", &a);
+		for (int i = 0; i < 100; i++)
+			CHECK_OK(rf_engine_push_simple(e, nop, NULL, NULL, 0, &a, 1, NULL, "op"));
+		CHECK_EQ(rf_engine_wait_all(e), 0);
+		small = keep;
+		small.rlim_cur = 512;
+		CHECK_OK(setrlimit(RLIMIT_FSIZE, &small));
+		int ret = rf_engine_trace_stop(e);
+		CHECK_OK(setrlimit(RLIMIT_FSIZE, &keep));
+		CHECK(ret < 0 && strstr(rf_last_error(), "left as it was"));
+		rf_var_destroy(e, a, NULL, NULL, NULL);
+		rf_engine_destroy(e);
+		rf_ring_destroy(ring);
+		fd = open(p2, O_RDONLY);
+		CHECK(fd >= 0);
+		ssize_t n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		CHECK(n == (ssize_t)sizeof(old) - 1 && !memcmp(buf, old, sizeof(old) - 1));
+		unlink(p2);
+		CHECK_OK(rmdir(dir));       /* fails if a temporary file was left */
+	}
 	unlink(path);
 	return 0;
 }
