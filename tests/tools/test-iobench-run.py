@@ -19,7 +19,8 @@ file's jobs end when its process is killed; block sizes of 512, 1000 and 3 bytes
 range of 1k-3k run (buffers sized to their alignment). The ramp's fsyncs are not
 counted; --sqpoll randrw with fsyncs ends; a mixed run writes its pattern (stamped per
 sector), never what a read left in the buffer; sequential rw reads and writes each from
-their own place (as fio); --log-interval's rows start after the ramp.
+their own place (as fio); --log-interval's rows start after the ramp, and a log that
+cannot be written fails naming its file.
 argv: the rf-iobench program."""
 import json
 import os
@@ -255,6 +256,20 @@ try:
     iops = [float(r.split(",")[2]) for r in rows]
     check(abs(t[0] - 0.05) < 0.03 and t[-1] < 0.4, "--ramp-time: rows from its end: %r" % t)
     check(min(iops) > 0, "--ramp-time: no row of 0 I/Os: %r" % iops)
+    # a log that cannot be written (the file size limit standing in for a full disk):
+    # exit 1 naming the CSV (it said "writing job 0's log")
+    import resource
+
+    def small_files():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)   # EFBIG, not the signal
+        resource.setrlimit(resource.RLIMIT_FSIZE, (200, resource.RLIM_INFINITY))
+    p = subprocess.run([exe, "--file", f, "--rw", "randread", "--bs", "4k", "--qd", "4",
+                        "--runtime", "0.3", "--log-interval", "20", "--log-prefix",
+                        os.path.join(d, "full")], capture_output=True, text=True,
+                       timeout=60, preexec_fn=small_files)
+    check(p.returncode == 1 and os.path.join(d, "full.job0.csv") in p.stderr and
+          "File too large" in p.stderr, "a log that cannot be written: exit %d, %s" %
+          (p.returncode, p.stderr))
     plot = os.path.join(os.environ.get("RF_SOURCE_ROOT", "."), "tools", "dev", "plot-iobench")
     if shutil.which("gnuplot") and os.access(plot, os.X_OK):
         png = os.path.join(d, "log.png")

@@ -477,7 +477,8 @@ void iob_job_setup(struct iob_job *j)
 			die(1, "--log-prefix %s", why);
 		j->ilat = malloc(sizeof(*j->ilat));
 		j->log = fdopen(fd, "w");
-		if (!j->ilat || !j->log)
+		j->log_path = strdup(path);
+		if (!j->ilat || !j->log || !j->log_path)
 			die(1, "--log-interval: cannot write %s: %s", path, strerror(errno));
 		rf_hist_init(j->ilat);
 		fprintf(j->log, "time_s,bw_MBps,iops,lat_p50_us,lat_p99_us,lat_max_us\n");
@@ -593,8 +594,16 @@ void iob_job_run(struct iob_job *j)
 
 void iob_job_teardown(struct iob_job *j)
 {
-	if (j->log && fclose(j->log) != 0)
-		die(1, "--log-interval: writing job %d's log: %s", j->id, strerror(errno));
+	if (j->log) {
+		/* an earlier row's write may have failed (its buffer flushed then): ferror */
+		int e = ferror(j->log) ? (errno ? errno : EIO) : 0;
+		if (fclose(j->log) != 0)
+			e = errno;
+		if (e)
+			die(1, "--log-interval: writing %s (job %d's log): %s", j->log_path, j->id,
+			    strerror(e));
+	}
+	free(j->log_path);
 	free(j->ilat);
 	rf_ring_destroy(j->r);
 	if (!j->o->fixedbufs)

@@ -104,6 +104,7 @@ struct iob_job {
 	struct rf_hist *ilat;
 	uint64_t ibytes, iios, inext;
 	FILE *log;
+	char *log_path;       /* its name, for messages */
 	rf_req_id log_timer;
 	int log_armed;
 };
