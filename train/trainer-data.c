@@ -16,25 +16,43 @@ static const char *rf__fmnist(int i)
 }
 
 /* DIR/NAME or DIR/NAME.gz, whichever exists; -ENOENT if neither, -ENAMETOOLONG if
- * the path does not fit out (cut short, it could name another file). */
+ * the path does not fit out (cut short, it could name another file); where one exists
+ * and cannot be read (permissions), that error, out naming it. */
 static int rf__find(const char *dir, const char *name, char *out, size_t len)
 {
-	int n = snprintf(out, len, "%s/%s", dir, name);
+	int n = snprintf(out, len, "%s/%s", dir, name), e;
 
 	if (n < 0 || (size_t)n + 3 >= len)
 		return -ENAMETOOLONG;
 	if (access(out, R_OK) == 0)
 		return 0;
+	if ((e = errno) != ENOENT)
+		return -e;
 	memcpy(out + n, ".gz", 4);
-	return access(out, R_OK) == 0 ? 0 : -ENOENT;
+	if (access(out, R_OK) == 0)
+		return 0;
+	return -errno;
 }
 
 /* The IDX files the trainer opens: all four, or with opts.eval_only the test set's
  * two only (first at p[2], p[3]). */
 static int rf__find_files(struct rf_trainer *t, char p[4][RF_TRAIN_PATH_MAX])
 {
+	struct stat st;
 	int i;
 
+	if (stat(t->data_dir, &st) < 0) {  /* not there at all: not "a file is missing" */
+		int e = errno;
+		if (e == ENOENT && !strcmp(t->data_dir, RF_TRAIN_DEFAULT_DATA))
+			rf__trainer_msg(t, "Fashion-MNIST not found: %s does not exist; install "
+					"it with: apt-get install dataset-fashion-mnist",
+					t->data_dir);
+		else
+			rf__trainer_msg(t, "--data %s: %s (expected a directory of Fashion-MNIST "
+					"IDX files, a .rfrec file or an http:// URL of one)",
+					t->data_dir, strerror(e));
+		return -e;
+	}
 	for (i = t->o.eval_only ? 2 : 0; i < 4; i++) {
 		int ret = rf__find(t->data_dir, rf__fmnist(i), p[i], sizeof(p[i]));
 		if (ret == -ENAMETOOLONG) {
@@ -48,6 +66,10 @@ static int rf__find_files(struct rf_trainer *t, char p[4][RF_TRAIN_PATH_MAX])
 			memcpy(p[3], p[1], sizeof(p[3]));
 			t->no_test = 1;
 			return 0;
+		}
+		if (ret < 0 && ret != -ENOENT) {  /* there, but not for us (permissions) */
+			rf__trainer_msg(t, "--data: %s: %s", p[i], strerror(-ret));
+			return ret;
 		}
 		if (ret < 0) {
 			rf__trainer_msg(t, "Fashion-MNIST not found: %s/%s.gz is missing; "

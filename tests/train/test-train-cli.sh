@@ -57,7 +57,11 @@ expect 2 -- "--max-inflight" --max-inflight -1
 expect 2 -- "--max-inflight" --max-inflight ""
 expect 2 -- "--stats: takes no value" --stats=1
 expect 2 -- "--max-inflight: needs a value" --max-inflight
-expect 1 "apt-get install dataset-fashion-mnist" --data "$T/nowhere"
+# a path that is not there is named as such (it said "...gz is missing; apt-get install
+# dataset-fashion-mnist", of a typo); a directory without the files says how to get them
+expect 1 -- "--data $T/nowhere: No such file or directory" --data "$T/nowhere"
+mkdir -p "$T/empty"
+expect 1 "$T/empty/train-images-idx3-ubyte.gz is missing; install it with: apt-get install dataset-fashion-mnist" --data "$T/empty"
 # a path longer than the trainer keeps is refused, not cut short (it could name another)
 long=$(printf '%04100d' 0 | tr 0 a)
 expect 1 -- "--data: a path of [0-9]* bytes, expected fewer than 4096" --data "$T/$long"
@@ -66,9 +70,9 @@ for o in "--window N" "--barrier-every N" "--max-inflight N" "--stats"; do
 	"$RF" --help | grep -q -- "$o" || fail "--help lacks $o"
 done
 # valid values are accepted (the run then fails only for the missing dataset)
-expect 1 "apt-get install dataset-fashion-mnist" --data "$T/nowhere" --window 0 \
+expect 1 "apt-get install dataset-fashion-mnist" --data "$T/empty" --window 0 \
 	--barrier-every 0 --max-inflight 0 --stats
-expect 1 "apt-get install dataset-fashion-mnist" --data "$T/nowhere" --window 65536 \
+expect 1 "apt-get install dataset-fashion-mnist" --data "$T/empty" --window 65536 \
 	--barrier-every 4294967295 --max-inflight 1
 
 if [ ! -r "$DATA/train-images-idx3-ubyte.gz" ] && [ ! -r "$DATA/train-images-idx3-ubyte" ]; then
