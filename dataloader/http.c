@@ -74,6 +74,8 @@ struct rf__hconn {
 	char hbuf[RF__HBUF];
 	char sbuf[1024];
 	uint64_t hdr_deadline; /* the response's headers must all be in by then */
+	uint64_t body_deadline; /* the body's receive's */
+	size_t slen;         /* the request's bytes (a send that ends short: their count) */
 	int backoff;         /* busy with a pause before q's next try (a ring timeout) */
 	rf_req_id backoff_id;
 	char why[160];       /* a message built for rf__hconn_fail */
@@ -215,12 +217,16 @@ static void rf__on_body(void *data, int64_t res)
 		return rf__hconn_fail(c, -ECANCELED, 0, "cancelled");
 	if (res < 0 || c->resp.got + (uint64_t)res != c->q->len) {
 		char what[120];
+		int err = res < 0 ? (int)res : -EIO;
 		if (res < 0)
 			snprintf(what, sizeof(what), "receiving the body: %s", strerror((int)-res));
+		else if (rf_now_ns() >= c->body_deadline) /* a stall: the count of what came */
+			snprintf(what, sizeof(what), "receiving the body: stalled after %zu of %zu "
+				 "bytes", c->resp.got + (size_t)res, c->q->len), err = -ETIMEDOUT;
 		else
-			snprintf(what, sizeof(what), "short body: the connection closed after %zu of "
+			snprintf(what, sizeof(what), "short body: the connection ended after %zu of "
 				 "%zu bytes", c->resp.got + (size_t)res, c->q->len);
-		return rf__hconn_fail(c, res < 0 ? (int)res : -EIO, 1, what);
+		return rf__hconn_fail(c, err, 1, what);
 	}
 	c->resp.got += (size_t)res;
 	rf__hconn_done(c);
@@ -313,8 +319,10 @@ static void rf__on_headers(void *data, int64_t res)
 		return rf__hconn_done(c);
 	struct rf_io io = { .op = RF_IOP_RECV, .fd = c->fd, .buf = (char *)c->q->dst + r->got,
 			    .len = c->q->len - r->got, .arg = MSG_WAITALL };
+	uint64_t now = rf_now_ns();
 	if (rf__hconn_submit(c, &io, rf__on_body) < 0)
-		rf__hconn_fail(c, -EIO, 1, "cannot queue a receive");
+		return rf__hconn_fail(c, -EIO, 1, "cannot queue a receive");
+	c->body_deadline = now + io.timeout_ns; /* rf__hconn_submit set it */
 }
 
 static void rf__on_sent(void *data, int64_t res)
@@ -325,6 +333,12 @@ static void rf__on_sent(void *data, int64_t res)
 		char what[120];
 		snprintf(what, sizeof(what), "sending the request: %s", strerror((int)-res));
 		return rf__hconn_fail(c, (int)res, res != -ECANCELED, what);
+	}
+	if ((size_t)res != c->slen) { /* ended part of the way (a stall, a reset) */
+		char what[120];
+		snprintf(what, sizeof(what), "sending the request: %zu of its %zu bytes went",
+			 (size_t)res, c->slen);
+		return rf__hconn_fail(c, -EIO, 1, what);
 	}
 	c->hdr_deadline = rf_now_ns() + c->h->timeout_ns;
 	rf__recv_headers(c);
@@ -339,6 +353,7 @@ static void rf__send_request(struct rf__hconn *c)
 			 q->off + q->len - 1);
 	rf__hresp_init(&c->resp, q->dst, q->len);
 	struct rf_io io = { .op = RF_IOP_SEND, .fd = c->fd, .buf = c->sbuf, .len = (size_t)n };
+	c->slen = (size_t)n;
 	if (rf__hconn_submit(c, &io, rf__on_sent) < 0)
 		rf__hconn_fail(c, -EIO, 1, "cannot queue a send");
 }

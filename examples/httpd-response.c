@@ -119,6 +119,7 @@ static void response_abort(struct conn *c)
 static void send_buf(struct conn *c, size_t len, int msg_flags)
 {
 	c->inflight++;
+	c->sending = len;
 	if (rf_ring_send(ring, c->fd, c->buf, len, msg_flags, 0, 0, on_sent, c, NULL) < 0) {
 		c->inflight--;
 		response_abort(c);
@@ -258,7 +259,7 @@ static void on_sent(void *data, int64_t res)
 	struct conn *c = data;
 	c->inflight--;
 	c->moved = rf_now_ns(); /* the response moved (the sweep's stall check) */
-	if (res < 0 || c->closing) {
+	if (res != (int64_t)c->sending || c->closing) { /* an error, or cut short by one */
 		response_abort(c);
 		return;
 	}

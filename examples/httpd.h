@@ -33,6 +33,8 @@ struct conn {
 	uint64_t off, left;     /* file bytes still to send */
 	char *buf;              /* response buffer, RESP_BUF */
 	size_t hlen;
+	size_t sending;         /* the bytes of the send in flight (one that ends short -- a
+				 * reset part of the way -- aborts the response) */
 	int pipe[2];            /* splicing: a pipe from the pool, else -1 */
 	unsigned pipesz;
 	size_t inpipe;          /* bytes the last splice put in the pipe */

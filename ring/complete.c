@@ -64,20 +64,28 @@ int rf__complete_xfer(struct rf_ring *r, struct rf__req *q, int32_t res, uint32_
 			return rf__req_again(r, q, rf__queue(r, q));
 		}
 	}
+	unsigned kf = r->kinds[kind].flags;
+	uint64_t moved = q->done + (res > 0 ? (uint64_t)res : 0);
 	if (q->flags & RF__RQ_CANCELLED) {
-		if (res > 0 && kind == RF_IOP_RECV && !r->destroying)
-			return rf__req_done(r, q, (int64_t)q->done + res); /* bytes taken: report them */
+		/* a stream's bytes taken or sent before the cancel took are gone from its
+		 * queue: their count, not -ECANCELED (a sender could not tell whether to send
+		 * them again); in the teardown every callback says -ECANCELED */
+		if (moved && (kf & RF__KF_STREAM) && !r->destroying)
+			return rf__req_done(r, q, (int64_t)moved);
 		return rf__req_done(r, q, -ECANCELED);
 	}
 	if (res > 0 && (q->flags & RF__RQ_FAULTABLE))
 		res = rf__fault_apply(r, q, res);
-	if (res == -EAGAIN || res == -EINTR)
+	/* MSG_DONTWAIT asks for no wait: its -EAGAIN is the answer, not retried */
+	if ((res == -EAGAIN && !((kf & RF__KF_STREAM) && kind != RF_IOP_SPLICE &&
+				 (q->off & MSG_DONTWAIT))) || res == -EINTR)
 		return rf__req_again(r, q, rf__retry(r, q, res));
+	if (res < 0 && q->done && (kf & RF__KF_STREAM))
+		return rf__req_done(r, q, (int64_t)q->done); /* the count, as recv(2) gives it */
 	if (res < 0)
 		return rf__req_done(r, q, res);
 	if ((q->flags & RF__RQ_ZC) && res > 0)
 		r->st.zerocopy_sends++;
-	unsigned kf = r->kinds[kind].flags;
 	if (kf & RF__KF_IN)
 		r->st.bytes_read += (uint64_t)res;
 	else if (kf & RF__KF_OUT)

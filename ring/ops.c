@@ -103,6 +103,11 @@ static int rf__io_check(struct rf_ring *r, const struct rf_io *io)
 		if (!io->buf && io->len)
 			return rf__fail(-EINVAL, RF__SUBMIT "io->buf is NULL with io->len = %zu, "
 					"expected a buffer", name, io->len);
+		/* a short peek's rest would be peeked again from the queue's head: the
+		 * bytes of its first part twice */
+		if (io->op == RF_IOP_RECV && (io->arg & MSG_PEEK) && (io->arg & MSG_WAITALL))
+			return rf__fail(-EINVAL, RF__SUBMIT "MSG_PEEK with MSG_WAITALL: a peek is "
+					"not resumed where it stopped; expected one of them", name);
 		break;
 	case RF_IOP_READV:
 	case RF_IOP_WRITEV:

@@ -272,6 +272,9 @@ enum {
 	RF__KF_INTERNAL = 1u << 0, /* the ring's own: not cancellable by id */
 	RF__KF_IN = 1u << 1,       /* its bytes count as read (stats) */
 	RF__KF_OUT = 1u << 2,      /* ... as written */
+	RF__KF_STREAM = 1u << 3,   /* what it moved is gone from a socket's or pipe's queue:
+				    * once bytes moved, it ends with their count, never an
+				    * error (recv(2), send(2)); the error comes again next */
 };
 
 RF__HIDDEN extern const struct rf__kind rf__kinds[RF__NKIND];
@@ -323,7 +326,12 @@ RF__HIDDEN int rf__req_done(struct rf_ring *r, struct rf__req *q, int64_t res);
 /* ret == 0: the request went on; else it is over with ret. */
 static inline int rf__req_again(struct rf_ring *r, struct rf__req *q, int ret)
 {
-	return ret == 0 ? 0 : rf__req_done(r, q, ret);
+	if (ret == 0)
+		return 0;
+	/* a stream's bytes already moved: their count, not the error (RF__KF_STREAM) */
+	if (ret < 0 && q->done && (r->kinds[q->kind].flags & RF__KF_STREAM) && !r->destroying)
+		return rf__req_done(r, q, (int64_t)q->done);
+	return rf__req_done(r, q, ret);
 }
 /* Ensure n free SQEs (flushing the SQ if fewer): so that linked SQEs go in together. */
 RF__HIDDEN int rf__sq_room(struct rf_ring *r, unsigned n);

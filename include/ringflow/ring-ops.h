@@ -79,8 +79,15 @@ struct rf_io {
 	socklen_t *peerlen;
 	uint64_t timeout_ns;         /* deadline, relative to the submission call: past it
 				      * the request is cancelled and its callback sees
-				      * -ETIMEDOUT. 0: none; one too long to add to the
-				      * clock (up to UINT64_MAX) is no practical limit */
+				      * -ETIMEDOUT (a socket's transfer that moved bytes:
+				      * their count, below). 0: none; one too long to add
+				      * to the clock (up to UINT64_MAX) is no practical
+				      * limit. A zero-copy send's callback still waits for
+				      * the kernel to let go of buf: a peer that stops
+				      * reading holds it until it reads or the connection
+				      * ends -- the peer closes it, or TCP_USER_TIMEOUT set
+				      * on the socket aborts it; neither shutdown nor close
+				      * on this side releases it */
 };
 
 /* More request flags (with RF_IO_FIXED_FILE, RF_IO_FIXED_BUF, RF_IO_NO_RETRY_SHORT). */
@@ -99,7 +106,12 @@ enum {
  * slot, 0, poll events) or -errno: -ECANCELED after rf_ring_cancel, -ETIMEDOUT past
  * io->timeout_ns. Reads, writes, readv/writev and sends that transfer less than asked
  * are resubmitted for the rest (unless RF_IO_NO_RETRY_SHORT); -EAGAIN and -EINTR
- * results are retried as for rf_ring_read. Returns 0, or -errno with nothing queued
+ * results are retried as for rf_ring_read (not a send's or receive's -EAGAIN under
+ * MSG_DONTWAIT: that is its answer). A send, send_zc, recv or splice -- whose bytes,
+ * once moved, are gone from a socket's or pipe's queue -- that ends after some bytes
+ * moved, by a cancel, its deadline or an error, reports their count, as recv(2) and
+ * send(2) do (a short count; the error comes with the next call), never the error
+ * (except during rf_ring_destroy: -ECANCELED). Returns 0, or -errno with nothing queued
  * (-EINVAL for a malformed descriptor, -EOPNOTSUPP for an op the kernel lacks,
  * -ESHUTDOWN during rf_ring_destroy). */
 int rf_ring_submit(struct rf_ring *r, const struct rf_io *io, rf_io_cb cb, void *data,
@@ -153,7 +165,8 @@ int rf_ring_accept(struct rf_ring *r, int fd, struct sockaddr *peer, socklen_t *
 int rf_ring_send(struct rf_ring *r, int fd, const void *buf, size_t len, int msg_flags,
 		 int zerocopy, unsigned flags, rf_io_cb cb, void *data, rf_req_id *id);
 /* MSG_WAITALL in msg_flags: receive until len bytes or end of stream; otherwise the
- * callback sees what one receive got (0: the peer closed its side). */
+ * callback sees what one receive got (0: the peer closed its side). MSG_PEEK with
+ * MSG_WAITALL: -EINVAL (a peek's rest cannot be resumed where it stopped). */
 int rf_ring_recv(struct rf_ring *r, int fd, void *buf, size_t len, int msg_flags,
 		 unsigned flags, rf_io_cb cb, void *data, rf_req_id *id);
 int rf_ring_shutdown(struct rf_ring *r, int fd, int how, unsigned flags, rf_io_cb cb, void *data,
