@@ -56,7 +56,14 @@ int rf__complete_ms(struct rf_ring *r, struct rf__req *q, int32_t res, uint32_t 
 			g->avail--;
 		}
 	}
-	int event = q->kind == RF__K_ACCEPT_MS ? res >= 0 : res > 0;
+	/* an empty datagram: an event of 0 bytes (the kernel ends the request on it, as
+	 * on a stream's end: rearmed below); its buffer, if it took one, goes back */
+	int dgram0 = g && res == 0 && (q->flags & RF__RQ_DGRAM);
+	int event = q->kind == RF__K_ACCEPT_MS ? res >= 0 : res > 0 || dgram0;
+	if (dgram0 && buf) {
+		rf__bufgroup_give(g, buf);
+		buf = NULL;
+	}
 	if (event) {
 		if (g)
 			r->st.bytes_read += (uint64_t)res;
@@ -132,6 +139,12 @@ static int rf__ms_start(const char *fn, struct rf_ring *r, int kind, int fd, uns
 	q->len = 0;
 	q->off = events;
 	q->u.owner = g;
+	if (kind == RF__K_RECV_MS && !(flags & RF_IO_FIXED_FILE)) {
+		int type = 0;
+		socklen_t tl = sizeof(type);
+		if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) == 0 && type == SOCK_DGRAM)
+			q->flags |= RF__RQ_DGRAM;
+	}
 	if (g)
 		g->users++;
 	int ret = rf__queue(r, q);

@@ -69,7 +69,9 @@ enum {
 	RF__RQ_FAKE = 1u << 15,      /* fault injection: a NOP whose result is scratch */
 	RF__RQ_PARKED = 1u << 16,    /* multishot recv waiting for a buffer: not in the kernel */
 	RF__RQ_SOCKFAULT = 1u << 17, /* fault injection at submission (send, recv) */
-	RF__RQ_ZDONE = 1u << 18      /* zero-copy send over: result in scratch, waits notifs */
+	RF__RQ_ZDONE = 1u << 18,     /* zero-copy send over: result in scratch, waits notifs */
+	RF__RQ_DGRAM = 1u << 19      /* multishot recv on a datagram socket: 0 bytes is an empty
+				      * datagram, not the end of a stream */
 };
 
 struct rf__req {

@@ -210,7 +210,9 @@ int rf_ring_accept_multishot(struct rf_ring *r, int fd, unsigned flags, rf_multi
 			     void *data, rf_req_id *id);
 /* res: bytes received into buf, a buffer of g that the callee owns until it gives it
  * back with rf_bufgroup_put (buf is NULL when res <= 0). A group that runs dry parks
- * the receive until a buffer comes back. */
+ * the receive until a buffer comes back. On a datagram socket (SOCK_DGRAM, given as
+ * an fd: a fixed-file slot cannot be asked) an empty datagram is an event of 0 bytes
+ * with more != 0, not the end of the request. */
 int rf_ring_recv_multishot(struct rf_ring *r, int fd, struct rf_bufgroup *g, unsigned flags,
 			   rf_multi_cb cb, void *data, rf_req_id *id);
 /* res: the events that fired, each time they fire; buf NULL. */

@@ -6,7 +6,8 @@
  * buffers (so the group runs dry, receives park, and resume as buffers are given
  * back); every byte checked per connection, and end of stream seen once each. A
  * multishot poll on a pipe fires once per write; cancelling each request ends it with
- * one last callback (-ECANCELED, more == 0). Buffer-group misuse is refused. The id
+ * one last callback (-ECANCELED, more == 0). On a UDP socket an empty datagram is an
+ * event of 0 bytes, and the datagram after it comes too. Buffer-group misuse is refused. The id
  * of a destroyed buffer group is given to the next group (white-box: before, ids only
  * grew, and after 65,535 groups creation failed with -ENOSPC). */
 #include "ring-test.h"
@@ -80,6 +81,22 @@ static void on_accept(void *data, int64_t res, void *buf, int more)
 	struct conn *c = &conns[naccepted++];
 	c->fd = (int)res;
 	T_OK(rf_ring_recv_multishot(r, c->fd, g, 0, on_recv, c, &c->id));
+}
+
+static int dg_n, dg_final;
+static int64_t dg_len[8];
+static rf_req_id dg_id;
+static void on_dgram(void *data, int64_t res, void *buf, int more)
+{
+	(void)data;
+	if (!more) {
+		dg_final++;
+		return;
+	}
+	if (dg_n < 8)
+		dg_len[dg_n++] = res;
+	if (buf)
+		T_OK(rf_bufgroup_put(g, buf));
 }
 
 static int npoll, poll_final;
@@ -202,6 +219,37 @@ int main(int argc, char **argv)
 		T_OK(rf_ring_run(r, RF_RUN_ONCE));
 	T_EQ(c.bad, 1); /* the final call carried -ECANCELED */
 	T_EQ(c.eof, 0);
+
+	/* a datagram socket: an empty datagram is an event of 0 bytes, not the end (one
+	 * ended the receive, the datagram after it never delivered) */
+	{
+		int u = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), v;
+		struct sockaddr_in ua = { .sin_family = AF_INET,
+					  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+		socklen_t ul = sizeof(ua);
+		T_CHECK(u >= 0 && bind(u, (struct sockaddr *)&ua, sizeof(ua)) == 0 &&
+			getsockname(u, (struct sockaddr *)&ua, &ul) == 0);
+		v = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		T_CHECK(v >= 0 && connect(v, (struct sockaddr *)&ua, sizeof(ua)) == 0);
+		dg_n = 0;
+		T_OK(rf_ring_recv_multishot(r, u, g, 0, on_dgram, NULL, &dg_id));
+		T_EQ(send(v, "a", 1, 0), 1);
+		T_EQ(send(v, "", 0, 0), 0);
+		T_EQ(send(v, "bc", 2, 0), 2);
+		while (dg_n < 3 && !dg_final)
+			T_OK(rf_ring_run(r, RF_RUN_ONCE));
+		T_EQ(dg_n, 3);
+		T_EQ(dg_len[0], 1);
+		T_EQ(dg_len[1], 0);
+		T_EQ(dg_len[2], 2);
+		T_EQ(dg_final, 0);
+		T_OK(rf_ring_cancel(r, dg_id));
+		while (!dg_final)
+			T_OK(rf_ring_run(r, RF_RUN_ONCE));
+		T_EQ(rf_bufgroup_available(g), 4);
+		close(u);
+		close(v);
+	}
 
 	/* multishot poll on a pipe */
 	int p[2];
