@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 struct rf__xfer;
 
@@ -141,10 +142,12 @@ static void rf__xfer_empty_cb(void *data, int64_t res)
 	rf__xfer_finish(data);
 }
 
-static int rf__xfer_check(const char *fn, struct rf_ring *r, enum rf_xfer_dir dir,
+static int rf__xfer_check(const char *fn, struct rf_ring *r, int fd, enum rf_xfer_dir dir,
 			  const struct rf_io_seg *segs, unsigned nsegs,
 			  const struct rf_xfer_opts *o)
 {
+	struct stat st;
+
 	if (!r)
 		return rf__fail(-EINVAL, "%s: r is NULL, expected a ring", fn);
 	if (dir != RF_XFER_READ && dir != RF_XFER_WRITE)
@@ -159,6 +162,13 @@ static int rf__xfer_check(const char *fn, struct rf_ring *r, enum rf_xfer_dir di
 	if (o && (o->flags & ~(unsigned)(RF_IO_FIXED_FILE | RF_IO_FIXED_BUF)))
 		return rf__fail(-EINVAL, "%s: opts->flags = 0x%x, expected RF_IO_FIXED_FILE and "
 				"RF_IO_FIXED_BUF only", fn, o->flags);
+	/* chunks go at offsets: a socket or a pipe would take the first and refuse the
+	 * next (-ESPIPE), its bytes already consumed */
+	if (!(o && (o->flags & RF_IO_FIXED_FILE)) && fstat(fd, &st) == 0 &&
+	    (S_ISSOCK(st.st_mode) || S_ISFIFO(st.st_mode)))
+		return rf__fail(-ESPIPE, "%s: fd %d is %s: the pump moves a file's segments at "
+				"their offsets (rf_ring_send/rf_ring_recv move a stream's)", fn,
+				fd, rf__ftype(st.st_mode));
 	for (unsigned i = 0; i < nsegs; i++) {
 		if (segs[i].len && !segs[i].buf)
 			return rf__fail(-EINVAL, "%s: segs[%u].buf is NULL with len %llu, expected "
@@ -227,7 +237,7 @@ static int rf__xfer_begin(struct rf__xfer *x)
 int rf_xfer_start(struct rf_ring *r, int fd, enum rf_xfer_dir dir, const struct rf_io_seg *segs,
 		  unsigned nsegs, const struct rf_xfer_opts *opts, rf_xfer_cb cb, void *data)
 {
-	int ret = rf__xfer_check("rf_xfer_start", r, dir, segs, nsegs, opts);
+	int ret = rf__xfer_check("rf_xfer_start", r, fd, dir, segs, nsegs, opts);
 	if (ret < 0)
 		return ret;
 	if (!cb)
@@ -291,7 +301,7 @@ int rf_xfer(struct rf_ring *r, int fd, enum rf_xfer_dir dir, const struct rf_io_
 	if (!res)
 		res = &none;
 	memset(res, 0, sizeof(*res));
-	int ret = rf__xfer_check("rf_xfer", r, dir, segs, nsegs, opts);
+	int ret = rf__xfer_check("rf_xfer", r, fd, dir, segs, nsegs, opts);
 	if (ret < 0)
 		return res->err = ret;
 	if ((ret = rf__can_wait(r, "rf_xfer")) < 0)

@@ -1,5 +1,6 @@
 /* ringflow/ring-io.h -- the transfer pump: read or write a list of segments of one
- * file through a ring, in chunks with several requests in flight.
+ * file through a ring, in chunks with several requests in flight. A file: chunks go at
+ * offsets, so a socket or a pipe is refused (-ESPIPE) before anything moves.
  * The ring's owner thread only. Chunking and the results: ring/README.md.
  */
 #ifndef RINGFLOW_RING_IO_H

@@ -5,10 +5,14 @@
  * read-only fd fails with the kernel's -EBADF; nothing to transfer still calls back
  * from the ring; a transfer from inside a callback is refused with -EDEADLK. Under
  * RF_FAULT_INJECT short and eagain faults (read+write) the round trip still
- * matches and faults were injected; under eio=1 the read fails with -EIO. */
+ * matches and faults were injected; under eio=1 the read fails with -EIO. A socket is
+ * refused (-ESPIPE) before a byte is taken from it. */
 #include "ring-test.h"
 
 #include "ring-io.h"
+#include "log.h"
+
+#include <sys/socket.h>
 
 #define FILE_LEN (3u << 20)
 #define NSEG 5
@@ -191,6 +195,20 @@ int main(void)
 	T_EQ(rf_xfer(r, fd, RF_XFER_READ, rs, NSEG, &small, &res), -EIO);
 	T_EQ(res.err_off, 0);
 	T_EQ(res.err_res, -EIO);
+	rf_ring_destroy(r);
+
+	/* a socket or a pipe: refused before anything is read (it took the first chunk,
+	 * then failed -ESPIPE with those bytes consumed) */
+	r = ring_with(NULL);
+	int sp[2];
+	T_CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) == 0);
+	T_EQ(write(sp[1], "abc", 3), 3);
+	T_EQ(rf_xfer(r, sp[0], RF_XFER_READ, rs, NSEG, &small, &res), -ESPIPE);
+	T_CHECK(strstr(rf_last_error(), "a socket"));
+	char three[4];
+	T_EQ(read(sp[0], three, 3), 3);   /* still there */
+	close(sp[0]);
+	close(sp[1]);
 	rf_ring_destroy(r);
 
 	close(fd);
