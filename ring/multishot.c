@@ -211,13 +211,24 @@ void rf__ops_teardown(struct rf_ring *r)
 			if (q->live && (q->flags & RF__RQ_ZDONE))
 				rf__req_finish(r, q, -ECANCELED);
 		}
+	/* parked receives: each completes through a NOP; one that cannot be queued ends
+	 * here, after the walk of the groups -- its callback may destroy its group */
+	struct rf__req *unq = NULL;
 	for (struct rf_bufgroup *g = r->groups; g; g = g->next)
 		while (g->parked) {
 			struct rf__req *q = g->parked;
 			rf__unpark(g, q);
-			if (rf__queue_ctl(r, RF__CTL_NOP, q, 0) < 0)
-				rf__ms_finish(r, q, -ECANCELED);
+			if (rf__queue_ctl(r, RF__CTL_NOP, q, 0) < 0) {
+				q->next_free = unq;
+				unq = q;
+			}
 		}
+	while (unq) {
+		struct rf__req *q = unq;
+		unq = q->next_free;
+		q->next_free = NULL;
+		rf__ms_finish(r, q, -ECANCELED);
+	}
 }
 
 /* ---- buffer groups --------------------------------------------------------------------- */

@@ -230,6 +230,8 @@ int rf_notifier_create(struct rf_ring *r, rf_notify_cb cb, void *data, struct rf
 
 int rf_notifier_signal(struct rf_notifier *n)
 {
+	if (!n)
+		return rf__fail(-EINVAL, "rf_notifier_signal: n is NULL");
 	return rf_notifier_signal_n(n, 1);
 }
 

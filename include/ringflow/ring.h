@@ -78,7 +78,8 @@ struct rf_ring_stats {
 	uint64_t notifications;   /* notifier signals delivered */
 	uint64_t faults_injected; /* RF_FAULT_INJECT, see rf_ring_create */
 	uint64_t retries;         /* reads/writes resubmitted after -EAGAIN or -EINTR */
-	uint64_t zerocopy_sends;  /* send pieces the kernel took without copying (SEND_ZC) */
+	uint64_t zerocopy_sends;  /* send pieces sent through SEND_ZC (the kernel may still
+				   * copy them: over loopback it does) */
 	uint64_t multishot_rearms; /* multishot requests the kernel ended and the ring rearmed */
 	uint64_t polled;          /* completions pollers delivered (rf_poller_add) */
 	uint64_t spins;           /* turns that polled instead of sleeping at once */

@@ -135,6 +135,7 @@ int main(void)
 		T_CHECK(!nn && strstr(rf_last_error(), "rf_notifier_create: the ring is NULL"));
 		T_EQ(rf_notifier_create(r, no_note, NULL, NULL), -EINVAL);
 		T_EQ(rf_notifier_signal(NULL), -EINVAL);
+		T_CHECK(strstr(rf_last_error(), "rf_notifier_signal: n is NULL"));
 		T_EQ(rf_bufgroup_create(NULL, 4, 4096, &gg), -EINVAL);
 		T_CHECK(!gg);
 		T_EQ(rf_bufgroup_create(r, 4, 4096, NULL), -EINVAL);
