@@ -408,6 +408,13 @@ static int rf__jpeg_header(struct rf__imgctx *c, const uint8_t *in, size_t n, un
 		jpeg_abort_decompress(&j->d);
 		return rf__fail_into(err, len, -EBADMSG, "JPEG: %s", j->msg);
 	}
+	/* a fresh decompressor for each image: libjpeg keeps the Huffman and quantization
+	 * tables an image defined for the next one, so a file that uses a table it never
+	 * defines decoded with the last image's -- its pixels, and whether it decoded at
+	 * all, depended on what the worker had decoded before (the shuffle, the threads) */
+	jpeg_destroy_decompress(&j->d);
+	jpeg_create_decompress(&j->d);   /* keeps err and the error manager's hooks */
+	j->d.progress = &j->pm;
 	jpeg_mem_src(&j->d, in, (unsigned long)n);
 	jpeg_read_header(&j->d, TRUE);
 	if (j->nwarn && !rf__jpeg_benign(j->warn))

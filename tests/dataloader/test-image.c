@@ -18,7 +18,8 @@
  * thread gives. Corrupt input -- truncations at every length, random bytes, a
  * flipped CRC, sizes past the limits (refused before allocating), no bytes -- gives a
  * negative code and a message, never a crash, and the next image decodes as in a fresh
- * context; so does a progressive JPEG of more than 500 scans. The images are made here
+ * context; so does a progressive JPEG of more than 500 scans. A JPEG that uses a
+ * quantization table it never defines is refused, right after one that defines it too. The images are made here
  * (image-test.h). */
 #include <errno.h>
 #include <pthread.h>
@@ -735,6 +736,49 @@ struct tjob {
 	int ok;
 };
 
+/* A JPEG that uses a quantization table it does not define (its DQT's table 1
+ * relabelled 2) is refused -- also right after a JPEG that defines table 1 was decoded
+ * on the same context: libjpeg kept an image's tables for the next one, which then
+ * decoded with them (its pixels, and whether it decoded at all, depended on what the
+ * worker had decoded before; found by fuzz-image's decode-twice oracle). */
+static void test_table_carryover(struct rf__imgctx *c)
+{
+	uint8_t *px = smooth(64, 48), *j, *bad;
+	size_t nj, pos = 2;
+	int relabelled = 0;
+	struct rf__img_opts o = opts(32, 0);
+	uint8_t out[3 * 32 * 32];
+	struct rf__imgctx *fresh;
+
+	j = make_jpeg(px, 64, 48, TJPF_RGB, TJSAMP_420, 90, 0, &nj);
+	bad = malloc(nj);
+	memcpy(bad, j, nj);
+	while (pos + 4 <= nj && bad[pos] == 0xFF && bad[pos + 1] != 0xDA) {
+		size_t len = (size_t)bad[pos + 2] << 8 | bad[pos + 3], q = pos + 4;
+		if (bad[pos + 1] == 0xDB)
+			while (q < pos + 2 + len) {
+				unsigned pq = bad[q] >> 4;
+				if ((bad[q] & 15) == 1) {
+					bad[q] = (uint8_t)(pq << 4 | 2);
+					relabelled++;
+				}
+				q += 1 + 64 * (pq ? 2 : 1);
+			}
+		pos += 2 + len;
+	}
+	CHECK_EQ(relabelled, 1);
+	CHECK_EQ(rf__imgctx_create(&fresh), 0);
+	expect_fail(fresh, bad, nj, -EBADMSG, "a JPEG without its table 1, fresh");
+	printf("a JPEG using a table it does not define: %s\n", err);
+	decode_ok(c, &o, j, nj, 0, 0, out);
+	expect_fail(c, bad, nj, -EBADMSG, "a JPEG without its table 1, after one with it");
+	decode_ok(c, &o, j, nj, 0, 0, out);
+	rf__imgctx_destroy(fresh);
+	free(bad);
+	free(j);
+	free(px);
+}
+
 static void *thread_run(void *arg)
 {
 	struct tjob *j = arg;
@@ -797,6 +841,7 @@ int main(void)
 	test_dct(c);
 	test_roi(c);
 	test_corrupt(c);
+	test_table_carryover(c);
 	test_threads(c);
 	/* a context that has seen errors and one that has not give the same sample */
 	CHECK_EQ(rf__imgctx_create(&c2), 0);
