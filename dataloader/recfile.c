@@ -332,6 +332,13 @@ static int rfrec_classes(struct rf_dataset *ds, const uint8_t *b, uint64_t n, ui
 {
 	uint64_t at = 0;
 
+	/* each name takes 2 bytes at least (a character and its NUL): a count the names'
+	 * bytes cannot hold is refused before the table is allocated (2^32 - 16 asked
+	 * for 32 GiB) */
+	if (ds->num_classes > n / 2)
+		return rf__ds_fail(-EINVAL, ds->src[0].path, "offset %u: num_classes %" PRIu32
+				   ": the %" PRIu64 " bytes of class names hold %" PRIu64 " at most",
+				   H_NUM_CLASSES, ds->num_classes, n, n / 2);
 	if (!(ds->classes = calloc(ds->num_classes, sizeof(char *))))
 		return rf__ds_fail(-ENOMEM, ds->src[0].path, "out of memory");
 	for (uint32_t k = 0; k < ds->num_classes; k++) {

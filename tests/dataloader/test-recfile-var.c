@@ -13,8 +13,8 @@
 #include "dl-test.h"
 
 /* the version 2 header fields, as dataloader/README.md writes them */
-enum { H_VERSION = 8, H_STRIDE = 24, H_INDEX_OFF = 104, H_INDEX_CRC = 112, H_MAX_RECORD = 116,
-       H_CLASSES_OFF = 120, H_CLASSES_BYTES = 128, H_CLASSES_CRC = 136, H_HDR_CRC = 4092 };
+enum { H_VERSION = 8, H_STRIDE = 24, H_NUM_CLASSES = 76, H_INDEX_OFF = 104, H_INDEX_CRC = 112,
+       H_MAX_RECORD = 116, H_CLASSES_OFF = 120, H_CLASSES_BYTES = 128, H_CLASSES_CRC = 136, H_HDR_CRC = 4092 };
 
 static uint32_t rf__le32(const uint8_t *p)
 {
@@ -248,6 +248,13 @@ static void corrupt(void)
 	fix_hdr(b);
 	ret = open_bytes(bad, b, n, 0);
 	EXPECT_FAIL(ret, -EINVAL, err, "bad.rfrec", "class 3's name is missing or unterminated");
+	/* a class count the names' bytes cannot hold: refused before its table is
+	 * allocated (2^32 - 16 asked for 32 GiB) */
+	memcpy(b, good, n);
+	rf__put_le32(b + H_NUM_CLASSES, 0xfffffff0u);
+	fix_hdr(b);
+	ret = open_bytes(bad, b, n, 0);
+	EXPECT_FAIL(ret, -EINVAL, err, "bad.rfrec", "num_classes 4294967280", "hold");
 	memcpy(b, good, n);
 	b[coff + 1] ^= 0x20;
 	ret = open_bytes(bad, b, n, 0);
