@@ -91,7 +91,11 @@ static const char *rf__parse_u64(const char *v, size_t n, uint64_t *out)
 	buf[n] = '\0';
 	char *end;
 	errno = 0;
-	unsigned long long x = strtoull(buf, &end, 0);
+	/* base 0 would read 010 as octal (8): decimal, or hex after 0x */
+	int hex = buf[0] == '0' && (buf[1] == 'x' || buf[1] == 'X');
+	unsigned long long x = strtoull(hex ? buf + 2 : buf, &end, hex ? 16 : 10);
+	if (hex && end == buf + 2)
+		return "not an unsigned integer";
 	if (end != buf + n)
 		return "not an unsigned integer";
 	if (errno == ERANGE)

@@ -84,12 +84,16 @@ static int rf__cache_dir(char *out, size_t len)
 {
 	const char *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
 
+	int n;
+
 	if (x && x[0] == '/')
-		snprintf(out, len, "%s/ringflow/folders", x);
+		n = snprintf(out, len, "%s/ringflow/folders", x);
 	else if (h && h[0] == '/')
-		snprintf(out, len, "%s/.cache/ringflow/folders", h);
+		n = snprintf(out, len, "%s/.cache/ringflow/folders", h);
 	else
 		return -ENOENT;
+	if (n < 0 || (size_t)n >= len)  /* cut short it would name another folder */
+		return -ENAMETOOLONG;
 	return rf__mkdirs(out);
 }
 

@@ -4,7 +4,8 @@
  * stats.faults_injected and short_resubmits are > 0 (also with O_DIRECT, where the
  * truncation keeps 4 KiB alignment). With "eio=1" every file read completes with -EIO.
  * With "eio=0.3,seed=S" the set of failing reads is the same on two runs with the
- * same seed. A malformed spec makes rf_ring_create fail with -EBADMSG (the messages
+ * same seed, and the same for seed=099 and seed=0x63 (decimal, or hex after 0x; not
+ * octal). A malformed spec makes rf_ring_create fail with -EBADMSG (the messages
  * are checked by ring-fault-spec). */
 #include "ring-test.h"
 
@@ -81,6 +82,12 @@ int main(void)
 	T_CHECK(nfail > 0 && nfail < NR);
 	T_EQ(st.faults_injected, nfail);
 	read_all(fd, buf, "eio=0.3,seed=99", &st);
+	T_CHECK(memcmp(first, res, sizeof(first)) == 0);
+	/* a seed is decimal, or hex after 0x: 099 is 99 (base 0 read a leading 0 as octal:
+	 * 010 was 8, and 099 refused), 0x63 is 99 too */
+	read_all(fd, buf, "eio=0.3,seed=099", &st);
+	T_CHECK(memcmp(first, res, sizeof(first)) == 0);
+	read_all(fd, buf, "eio=0.3,seed=0x63", &st);
 	T_CHECK(memcmp(first, res, sizeof(first)) == 0);
 
 	struct rf_ring *r;
