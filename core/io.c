@@ -36,9 +36,16 @@ static const char *const rf__io_names[] = {
 static void rf__io_cqe(void *data, int64_t res)
 {
 	struct rf__ioctx *c = data;
+	int st = res < 0 ? (int)res : 0;
 	if (c->result)
 		*c->result = res;
-	rf_engine_op_done(c->op, res < 0 ? (int)res : 0);
+	/* a send that ended short (a reset, its deadline, a cancel after some bytes went:
+	 * the ring reports their count) did not do its work: a failure, or the ops after
+	 * it would run as if the whole buffer had gone */
+	if (res >= 0 && (c->io.op == RF_IOP_SEND || c->io.op == RF_IOP_SEND_ZC) &&
+	    (uint64_t)res < c->io.len)
+		st = -EIO;
+	rf_engine_op_done(c->op, st);
 }
 
 static int rf__io_start(void *ctx, struct rf_op *op)

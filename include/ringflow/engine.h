@@ -255,7 +255,11 @@ const char *rf_stream_name(const struct rf_stream *s);
 /* ---- ring operations as ops ------------------------------------------------------
  * Any operation of ring-ops.h pushed as an async op: it is submitted when its
  * dependencies allow, and its completion (the CQE) finishes the op -- status 0, or
- * the result if negative (which poisons the written variables, as any failure does). */
+ * the result if negative (which poisons the written variables, as any failure does).
+ * A send that ends short (the ring reports what went before a reset, its deadline or
+ * a cancel: ring-ops.h) fails with -EIO, its count in *result; a receive or a splice
+ * that ends short succeeds with its count, as at the end of a stream: compare
+ * *result with io.len. */
 struct rf_io_push {
 	struct rf_io io;             /* copied at push, with its path(s), address and iovec
 				      * array; buffers must live until the op is done */

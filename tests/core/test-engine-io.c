@@ -4,7 +4,8 @@
  * open's result when the op starts) -> a CPU op that checks the bytes -> close; the
  * ops run in dependency order and the pushed path may go right after the push. A
  * socket exchange: the recv (MSG_WAITALL) is pushed before the send on another
- * variable and both are in flight at once. A failing open poisons its variable: the
+ * variable and both are in flight at once; a send that ends short (a stalled peer, its
+ * deadline) fails with -EIO, its count in the result. A failing open poisons its variable: the
  * read after it is skipped and wait_all names the open's error; a bad descriptor is
  * refused at push. */
 #include <errno.h>
@@ -108,6 +109,27 @@ int main(void)
 	close(sp[0]);
 	close(sp[1]);
 
+	/* a send that ends short -- its peer never reads, its deadline passes after part
+	 * of it went -- fails (-EIO), its count in the result: it succeeded with the count
+	 * once the ring reported it (the ops after it would run as if all had gone) */
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) == 0);
+	struct rf_var *D;
+	CHECK_OK(rf_var_create(e, "stalled", &D));
+	ns = 0;
+	p = (struct rf_io_push){ .io = { .op = RF_IOP_SEND, .fd = sp[0], .buf = big,
+					 .len = sizeof(big), .timeout_ns = 100 * 1000000ull },
+				 .result = &ns, .writes = &D, .nwrites = 1 };
+	CHECK_OK(rf_engine_push_io(e, &p));
+	int wret = rf_engine_wait_all(e);
+	printf("a send that ended short: wait_all %d, result %lld\n", wret, (long long)ns);
+	CHECK(ns > 0 && ns < (int64_t)sizeof(big));
+	CHECK_EQ(wret, -EIO);
+	CHECK_EQ(rf_var_error(D, NULL), -EIO);
+	CHECK_OK(rf_var_clear_error(e, D));
+	CHECK_OK(rf_engine_wait_all(e));
+	close(sp[0]);
+	close(sp[1]);
+
 	/* a failing open poisons F: the read after it is skipped */
 	struct rf_var *G;
 	CHECK_OK(rf_var_create(e, "missing", &G));
@@ -129,8 +151,8 @@ int main(void)
 	p = (struct rf_io_push){ .io = { .op = (enum rf_iop)77 } };
 	CHECK_EQ(rf_engine_push_io(e, &p), -EINVAL);
 	free(path);
-	struct rf_var *all[] = { F, B, A, C, G };
-	for (unsigned i = 0; i < 5; i++)
+	struct rf_var *all[] = { F, B, A, C, G, D };
+	for (unsigned i = 0; i < 6; i++)
 		CHECK_OK(rf_var_destroy(e, all[i], NULL, NULL, NULL));
 	CHECK_OK(rf_engine_wait_idle(e));
 	rf_engine_destroy(e);
