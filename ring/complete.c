@@ -70,7 +70,7 @@ int rf__complete_xfer(struct rf_ring *r, struct rf__req *q, int32_t res, uint32_
 		/* a stream's bytes taken or sent before the cancel took are gone from its
 		 * queue: their count, not -ECANCELED (a sender could not tell whether to send
 		 * them again); in the teardown every callback says -ECANCELED */
-		if (moved && (kf & RF__KF_STREAM) && !r->destroying)
+		if (moved && rf__req_stream(r, q) && !r->destroying)
 			return rf__req_done(r, q, (int64_t)moved);
 		return rf__req_done(r, q, -ECANCELED);
 	}
@@ -80,7 +80,7 @@ int rf__complete_xfer(struct rf_ring *r, struct rf__req *q, int32_t res, uint32_
 	if ((res == -EAGAIN && !((kf & RF__KF_STREAM) && kind != RF_IOP_SPLICE &&
 				 (q->off & MSG_DONTWAIT))) || res == -EINTR)
 		return rf__req_again(r, q, rf__retry(r, q, res));
-	if (res < 0 && q->done && (kf & RF__KF_STREAM))
+	if (res < 0 && q->done && rf__req_stream(r, q))
 		return rf__req_done(r, q, (int64_t)q->done); /* the count, as recv(2) gives it */
 	if (res < 0)
 		return rf__req_done(r, q, res);

@@ -133,8 +133,10 @@ int rf__prep_openat(struct rf_ring *r, struct rf__req *q, struct io_uring_sqe *s
 	struct rf__ext *x = q->ext;
 	unsigned alloc = IORING_FILE_INDEX_ALLOC - 1; /* liburing adds 1 */
 	int slot = (q->flags & RF_IO_ALLOC_SLOT) != 0;
+	/* a slot has no close-on-exec: the kernel refuses O_CLOEXEC there (-EINVAL) */
+	int oflags = slot ? x->io.arg & ~O_CLOEXEC : x->io.arg;
 	if (q->flags & RF_IO_BENEATH) {
-		x->how = (struct open_how){ .flags = (uint64_t)(unsigned)x->io.arg,
+		x->how = (struct open_how){ .flags = (uint64_t)(unsigned)oflags,
 					    .resolve = RESOLVE_BENEATH };
 		/* openat2 wants no mode but with these (__O_TMPFILE holds O_DIRECTORY's bit:
 		 * O_TMPFILE only when all of it is there) */
@@ -145,7 +147,7 @@ int rf__prep_openat(struct rf_ring *r, struct rf__req *q, struct io_uring_sqe *s
 		else
 			io_uring_prep_openat2(sqe, x->io.dirfd, x->io.path, &x->how);
 	} else if (slot) {
-		io_uring_prep_openat_direct(sqe, x->io.dirfd, x->io.path, x->io.arg,
+		io_uring_prep_openat_direct(sqe, x->io.dirfd, x->io.path, oflags,
 					    (mode_t)x->io.mode, alloc);
 	} else {
 		io_uring_prep_openat(sqe, x->io.dirfd, x->io.path, x->io.arg, (mode_t)x->io.mode);
@@ -194,8 +196,9 @@ int rf__prep_unlinkat(struct rf_ring *r, struct rf__req *q, struct io_uring_sqe 
 int rf__prep_socket(struct rf_ring *r, struct rf__req *q, struct io_uring_sqe *sqe)
 {
 	struct rf__ext *x = q->ext;
-	if (q->flags & RF_IO_ALLOC_SLOT)
-		io_uring_prep_socket_direct_alloc(sqe, x->io.arg, (int)x->io.mode, (int)x->io.mask, 0);
+	if (q->flags & RF_IO_ALLOC_SLOT) /* no SOCK_CLOEXEC for a slot (-EINVAL otherwise) */
+		io_uring_prep_socket_direct_alloc(sqe, x->io.arg, (int)x->io.mode & ~SOCK_CLOEXEC,
+						  (int)x->io.mask, 0);
 	else
 		io_uring_prep_socket(sqe, x->io.arg, (int)x->io.mode, (int)x->io.mask, 0);
 	return 0;

@@ -325,13 +325,21 @@ RF__HIDDEN void rf__req_finish(struct rf_ring *r, struct rf__req *q, int64_t res
 /* The request is over with res (a zero-copy send waits for its notifications); 1 if
  * its callback ran. */
 RF__HIDDEN int rf__req_done(struct rf_ring *r, struct rf__req *q, int64_t res);
+/* Whether what q moved is gone from a queue (RF__KF_STREAM): a socket's transfer, a
+ * splice, or a read or write at the file position (off UINT64_MAX: a pipe, a socket,
+ * a terminal). */
+static inline int rf__req_stream(const struct rf_ring *r, const struct rf__req *q)
+{
+	unsigned kf = r->kinds[q->kind].flags;
+	return (kf & RF__KF_STREAM) || ((kf & (RF__KF_IN | RF__KF_OUT)) && q->off == UINT64_MAX);
+}
 /* ret == 0: the request went on; else it is over with ret. */
 static inline int rf__req_again(struct rf_ring *r, struct rf__req *q, int ret)
 {
 	if (ret == 0)
 		return 0;
 	/* a stream's bytes already moved: their count, not the error (RF__KF_STREAM) */
-	if (ret < 0 && q->done && (r->kinds[q->kind].flags & RF__KF_STREAM) && !r->destroying)
+	if (ret < 0 && q->done && rf__req_stream(r, q) && !r->destroying)
 		return rf__req_done(r, q, (int64_t)q->done);
 	return rf__req_done(r, q, ret);
 }

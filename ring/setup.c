@@ -22,7 +22,7 @@ static int rf__setup_try(struct io_uring *ring, unsigned flags, unsigned sq, uns
 	return io_uring_queue_init_params(sq, ring, &p);
 }
 
-/* entries: a power of 2 in [1, RF__MAX_SQ_ENTRIES]. */
+/* entries: a power of 2 in [2, RF__MAX_SQ_ENTRIES]. */
 static int rf__setup(struct rf_ring *r, unsigned entries, const struct rf_ring_opts *o)
 {
 	unsigned want = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN |

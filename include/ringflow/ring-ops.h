@@ -107,9 +107,9 @@ enum {
  * io->timeout_ns. Reads, writes, readv/writev and sends that transfer less than asked
  * are resubmitted for the rest (unless RF_IO_NO_RETRY_SHORT); -EAGAIN and -EINTR
  * results are retried as for rf_ring_read (not a send's or receive's -EAGAIN under
- * MSG_DONTWAIT: that is its answer). A send, send_zc, recv or splice -- whose bytes,
- * once moved, are gone from a socket's or pipe's queue -- that ends after some bytes
- * moved, by a cancel, its deadline or an error, reports their count, as recv(2) and
+ * MSG_DONTWAIT: that is its answer). A send, send_zc, recv or splice, or a read or
+ * write at the file position (off UINT64_MAX) -- whose bytes, once moved, are gone
+ * from a socket's or pipe's queue -- that ends after some bytes moved, by a cancel, its deadline or an error, reports their count, as recv(2) and
  * send(2) do (a short count; the error comes with the next call), never the error
  * (except during rf_ring_destroy: -ECANCELED). Returns 0, or -errno with nothing queued
  * (-EINVAL for a malformed descriptor, -EOPNOTSUPP for an op the kernel lacks,

@@ -5,9 +5,11 @@
  * rf_ring_submit with .arg = SOCK_CLOEXEC as a caller may ask for a plain fd) and a
  * multishot accept of two clients each give a slot index of the sparse table; a
  * message sent through each slot (RF_IO_FIXED_FILE) reaches its client, and closing
- * the slot gives the client end of stream. */
+ * the slot gives the client end of stream. A socket (SOCK_CLOEXEC) and an openat
+ * (O_CLOEXEC) into a slot work too. */
 #include "ring-test.h"
 
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 
@@ -49,7 +51,7 @@ static void through(int s, int c, const char *msg)
 	T_CHECK(s >= 0 && s < NSLOT);
 	T_OK(rf_ring_send(r, s, msg, n, 0, 0, RF_IO_FIXED_FILE, t_store, &t, NULL));
 	T_EQ(t_wait1(r, &t), (int64_t)n);
-	T_EQ(recv(c, got, sizeof(got), MSG_WAITALL), (ssize_t)n);
+	T_EQ(recv(c, got, n, MSG_WAITALL), (ssize_t)n);
 	T_CHECK(memcmp(got, msg, n) == 0);
 	memset(&t, 0, sizeof(t));
 	T_OK(rf_ring_close(r, s, RF_IO_FIXED_FILE, t_store, &t, NULL));
@@ -107,6 +109,24 @@ int main(int argc, char **argv)
 	/* which slot is whose: each client's message comes back through its own */
 	through((int)ms_res[0], c1, "first");
 	through((int)ms_res[1], c2, "second");
+
+	/* the same for a socket and an openat asking for close-on-exec into a slot */
+	memset(&t, 0, sizeof(t));
+	T_OK(rf_ring_socket(r, AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0, RF_IO_ALLOC_SLOT, t_store,
+			    &t, NULL));
+	s = t_wait1(r, &t);
+	T_CHECK(s >= 0 && s < NSLOT);
+	memset(&t, 0, sizeof(t));
+	T_OK(rf_ring_close(r, (int)s, RF_IO_FIXED_FILE, t_store, &t, NULL));
+	T_EQ(t_wait1(r, &t), 0);
+	memset(&t, 0, sizeof(t));
+	T_OK(rf_ring_openat(r, AT_FDCWD, "/dev/null", O_RDONLY | O_CLOEXEC, 0, RF_IO_ALLOC_SLOT,
+			    t_store, &t, NULL));
+	s = t_wait1(r, &t);
+	T_CHECK(s >= 0 && s < NSLOT);
+	memset(&t, 0, sizeof(t));
+	T_OK(rf_ring_close(r, (int)s, RF_IO_FIXED_FILE, t_store, &t, NULL));
+	T_EQ(t_wait1(r, &t), 0);
 
 	close(lfd);
 	rf_ring_destroy(r);

@@ -50,6 +50,7 @@ static const struct bad bads[] = {
 	{ "eio=0.1,,short=0.2", 9, ",", "empty field" },
 	{ "seed=abc", 6, "abc", "not an unsigned integer" },
 	{ "seed=0x", 6, "0x", "not an unsigned integer" },
+	{ "seed=0x-1", 6, "0x-1", "not an unsigned integer" },
 	{ "seed=-1", 6, "-1", "not an unsigned integer" },
 	{ "seed=12junk", 6, "12junk", "not an unsigned integer" },
 	{ "seed=18446744073709551616", 6, "18446744073709551616", "does not fit in 64 bits" },

@@ -5,7 +5,8 @@
  * any, comes with the next call). Before: a cancelled MSG_WAITALL receive said
  * -ECANCELED after 5 of its 10 bytes were consumed, a send that completed before its
  * cancel took said -ECANCELED though the peer had every byte, a reset after "abc"
- * said -ECONNRESET with "abc" consumed, and the same for a splice and a deadline.
+ * said -ECONNRESET with "abc" consumed, and the same for a splice, a deadline and a
+ * pipe read at the file position.
  * Also: MSG_PEEK with MSG_WAITALL is refused (a short peek's rest was peeked again
  * from the head: "abcdeabcde" for "abcde" + "FGHIJ"), and MSG_DONTWAIT's -EAGAIN is
  * the answer, not retried for half a second. */
@@ -160,6 +161,21 @@ int main(void)
 	close(pp[0]);
 	close(pp[1]);
 	close(s[0]);
+
+	/* a read at the file position of a pipe (off UINT64_MAX), cancelled after 5 of
+	 * its 10 bytes: 5 */
+	T_CHECK(pipe2(pp, O_CLOEXEC) == 0);
+	T_EQ(write(pp[1], "12345", 5), 5);
+	memset(buf, 0, sizeof(buf));
+	t = (struct t_res){ 0 };
+	T_OK(rf_ring_read(r, pp[0], buf, 10, UINT64_MAX, 0, t_store, &t, &id));
+	turn_for(50);
+	T_EQ(t.calls, 0);
+	T_OK(rf_ring_cancel(r, id));
+	T_EQ(t_wait1(r, &t), 5);
+	T_CHECK(!memcmp(buf, "12345", 5));
+	close(pp[0]);
+	close(pp[1]);
 
 	rf_ring_destroy(r);
 	printf("ring-stream-count: counts of what moved, never lost to an error or a cancel\n");
