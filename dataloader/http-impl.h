@@ -48,8 +48,28 @@ struct rf__hreq {
 	struct rf__hreq *next;
 };
 
-/* Non-zero if s starts with "http://". */
+/* Non-zero if s starts with "http://" (http-url.c). */
 int rf__is_http(const char *s);
+
+/* An http:// URL taken apart (http-url.c): the authority as written (the Host header
+ * keeps it so), the path without its #fragment, the host to look up (an IPv6 literal
+ * without its brackets) and the port. */
+struct rf__http_url {
+	const char *authority, *path;   /* into the URL */
+	size_t authority_len, path_len;
+	char host[256];
+	char port[16];
+	int literal6;                   /* [IPv6 literal]: never a name to look up */
+};
+/* Refuses (-EINVAL, -ENAMETOOLONG, with a message naming url) what is no
+ * http://HOST[:PORT]/PATH: no host or path, spaces or line breaks, more than 700
+ * characters, user information, unbalanced brackets, an IPv6 address without them, a
+ * port that is not 1..65535. */
+int rf__http_url_parse(const char *url, struct rf__http_url *u);
+/* u's host resolved (blocking): up to max addresses in getaddrinfo's order into
+ * addr[] and len[], *n of them. 0, or -EHOSTUNREACH with a message naming url. */
+int rf__http_resolve(const char *url, const struct rf__http_url *u,
+		     struct sockaddr_storage *addr, socklen_t *len, unsigned max, unsigned *n);
 
 /* A client for url on ring r with nconns connections (0: 4). The host is resolved
  * here (blocking: call it at open time). 0, or -errno with the message in

@@ -26,11 +26,6 @@
 #include "rf-internal.h"
 #include "ring-ops.h"
 
-int rf__is_http(const char *s)
-{
-	return s && !strncmp(s, "http://", 7);
-}
-
 /* A timeout given to this thread's opens (rf__http_open_timeout); 0: the environment's */
 static __thread uint64_t rf__open_tmo;
 
@@ -81,6 +76,9 @@ struct rf__hconn {
 	char why[160];       /* a message built for rf__hconn_fail */
 	unsigned ai;         /* connecting: the address tried (h->addr[ai]) */
 	unsigned left;       /* ... and how many more it may try before it fails */
+	int cerr;            /* ... and the last connect's error (0: none yet), of address
+			      * cai: what the attempt fails with when no address is left */
+	unsigned cai;
 };
 
 struct rf__http {
@@ -90,6 +88,7 @@ struct rf__http {
 	socklen_t addrlen[RF__HTTP_ADDRS];
 	unsigned naddr;
 	unsigned good;       /* the address the last connect reached: connects start there */
+	char name[256];      /* the host's name (or address), for messages */
 	unsigned nconns;
 	struct rf__hconn *c;
 	struct rf__hreq *head, *tail; /* waiting for a connection */
@@ -371,6 +370,22 @@ static void rf__addr_str(const struct rf__http *h, unsigned i, char *out, size_t
 
 static void rf__on_connect(void *data, int64_t res);
 
+/* Every address tried: the attempt fails with the last connect's error (retryable:
+ * a server restarting), its address named. */
+static void rf__hconn_connect_failed(struct rf__hconn *c)
+{
+	struct rf__http *h = c->h;
+	char a[64], what[200];
+
+	rf__addr_str(h, c->cai, a, sizeof(a));
+	if (h->naddr > 1)
+		snprintf(what, sizeof(what), "connect to %s: %s (%u addresses of %.60s tried)", a,
+			 strerror(-c->cerr), h->naddr, h->name);
+	else
+		snprintf(what, sizeof(what), "connect to %s: %s", a, strerror(-c->cerr));
+	rf__hconn_fail(c, c->cerr, 1, what);
+}
+
 /* Connect to the address c->ai; one that cannot be tried, or whose connect fails,
  * hands over to the next while c->left says there is one (rf__on_connect). */
 static void rf__hconn_connect(struct rf__hconn *c)
@@ -382,6 +397,8 @@ static void rf__hconn_connect(struct rf__hconn *c)
 		if (c->fd >= 0)
 			break;
 		int err = -errno;  /* EAFNOSUPPORT: no IPv6 here; EMFILE: no descriptor */
+		if (err != -EMFILE && err != -ENFILE && !c->left && c->cerr)
+			return rf__hconn_connect_failed(c); /* a connect's error says more */
 		if (!c->left || err == -EMFILE || err == -ENFILE) {
 			char a[64], what[120];
 			rf__addr_str(h, c->ai, a, sizeof(a));
@@ -404,21 +421,20 @@ static void rf__on_connect(void *data, int64_t res)
 	struct rf__hconn *c = data;
 	struct rf__http *h = c->h;
 	c->busy = 0;
-	if (res < 0 && res != -ECANCELED && c->left && !h->destroying) {
+	if (res == -ECANCELED || (res < 0 && h->destroying)) {
+		char what[120];
+		snprintf(what, sizeof(what), "connect: %s", strerror((int)-res));
+		return rf__hconn_fail(c, (int)res, 0, what);
+	}
+	if (res < 0) {
+		c->cerr = (int)res;
+		c->cai = c->ai;
+		if (!c->left)
+			return rf__hconn_connect_failed(c);
 		rf__hconn_close(c);  /* the next address, on a socket of its family */
 		c->left--;
 		c->ai = (c->ai + 1) % h->naddr;
 		return rf__hconn_connect(c);
-	}
-	if (res < 0) {
-		char a[64], what[160];
-		rf__addr_str(h, c->ai, a, sizeof(a));
-		if (h->naddr > 1)
-			snprintf(what, sizeof(what), "connect to %s: %s (the last of %u "
-				 "addresses of %s tried)", a, strerror((int)-res), h->naddr, h->host);
-		else
-			snprintf(what, sizeof(what), "connect to %s: %s", a, strerror((int)-res));
-		return rf__hconn_fail(c, (int)res, res != -ECANCELED, what);
 	}
 	h->good = c->ai;
 	rf__send_request(c);
@@ -449,6 +465,7 @@ static void rf__hconn_run(struct rf__hconn *c)
 	}
 	c->ai = h->good;
 	c->left = h->naddr - 1;
+	c->cerr = 0;
 	rf__hconn_connect(c);
 }
 
@@ -498,24 +515,14 @@ int rf__http_get(struct rf__http *h, struct rf__hreq *q)
 
 int rf__http_create(struct rf__http **out, struct rf_ring *r, const char *url, unsigned nconns)
 {
-	*out = NULL;
-	if (!rf__is_http(url))
-		return rf__fail(-EINVAL, "%s: expected an http://HOST[:PORT]/PATH URL", url ? url : "(null)");
-	const char *hp = url + 7, *slash = strchr(hp, '/');
-	/* no host: http:///x, http://, http://:80/x */
-	if (slash == hp || !*hp || (hp[0] == ':' && hp[1] >= '0' && hp[1] <= '9'))
-		return rf__fail(-EINVAL, "%s: expected http://HOST[:PORT]/PATH (no host)", url);
-	if (!slash)
-		return rf__fail(-EINVAL, "%s: expected http://HOST[:PORT]/PATH (no path)", url);
-	if (strchr(url, ' ') || strchr(url, '\r') || strchr(url, '\n'))
-		return rf__fail(-EINVAL, "%s: a URL has no spaces or line breaks", url);
-	if (strlen(url) > 700) /* the request line and Host header fit the send buffer */
-		return rf__fail(-ENAMETOOLONG, "%.80s...: URL of %zu characters, expected at most 700",
-				url, strlen(url));
-	uint64_t tmo = rf__open_tmo;
-	int ret = tmo ? 0 : rf_dataset_http_timeout(&tmo);
+	struct rf__http_url u;
+	int ret;
 
-	if (ret < 0)
+	*out = NULL;
+	if ((ret = rf__http_url_parse(url, &u)) < 0)
+		return ret;
+	uint64_t tmo = rf__open_tmo;
+	if (!tmo && (ret = rf_dataset_http_timeout(&tmo)) < 0)
 		return rf__fail_under(ret, "%s", url);
 	struct rf__http *h = calloc(1, sizeof(*h));
 	if (!h)
@@ -524,83 +531,21 @@ int rf__http_create(struct rf__http **out, struct rf_ring *r, const char *url, u
 	h->timeout_ns = tmo;
 	h->nconns = nconns ? nconns : 4;
 	h->url = strdup(url);
-	h->host = strndup(hp, (size_t)(slash - hp));
-	/* a #fragment is the client's, never sent (RFC 9110 4.2.5: a strict server 404s) */
-	h->path = strndup(slash, strcspn(slash, "#"));
+	h->host = strndup(u.authority, u.authority_len);
+	h->path = strndup(u.path, u.path_len);
+	snprintf(h->name, sizeof(h->name), "%s", u.host);
 	h->c = calloc(h->nconns, sizeof(*h->c));
-	for (unsigned i = 0; h->c && i < h->nconns; i++)
+	for (unsigned i = 0; h->c && i < h->nconns; i++) {
+		h->c[i].h = h;
 		h->c[i].fd = -1; /* before any failure: destroy closes fds >= 0 */
+	}
 	if (!h->url || !h->host || !h->path || !h->c) {
 		rf__http_destroy(h);
 		return -ENOMEM;
 	}
-	/* HOST[:PORT], or [IPv6 literal][:PORT] (RFC 3986; the Host header keeps it so) */
-	char host[256], port[16] = "80";
-	const char *hs = h->host, *colon;
-	size_t hl;
-	if (strchr(hs, '@')) {  /* userinfo: no credentials are sent (RFC 9110 4.2.4) */
+	if ((ret = rf__http_resolve(url, &u, h->addr, h->addrlen, RF__HTTP_ADDRS, &h->naddr)) < 0) {
 		rf__http_destroy(h);
-		return rf__fail(-EINVAL, "%s: user information (USER[:PASSWORD]@) in an http:// "
-				"URL is not supported: expected http://HOST[:PORT]/PATH", url);
-	}
-	if (*hs == '[') {
-		const char *rb = strchr(hs, ']');
-		colon = rb && rb[1] == ':' ? rb + 1 : NULL;
-		hl = rb ? (size_t)(rb - hs - 1) : 0;
-		if (!rb || (rb[1] && rb[1] != ':')) {
-			rf__http_destroy(h);
-			return rf__fail(-EINVAL, "%s: expected [IPv6 address] or [IPv6 address]:PORT "
-					"after http://", url);
-		}
-		hs++;
-	} else {
-		colon = strchr(hs, ':');
-		hl = colon ? (size_t)(colon - hs) : strlen(hs);
-		if (colon && strchr(colon + 1, ':')) { /* http://::1/x: brackets needed */
-			rf__http_destroy(h);
-			return rf__fail(-EINVAL, "%s: expected an IPv6 address in brackets "
-					"([::1]:PORT) after http://", url);
-		}
-	}
-	if (hl == 0 || hl >= sizeof(host) || (colon && (strlen(colon + 1) == 0 ||
-	    strlen(colon + 1) >= sizeof(port) || strspn(colon + 1, "0123456789") != strlen(colon + 1)))) {
-		rf__http_destroy(h);
-		return rf__fail(-EINVAL, "%s: expected HOST or HOST:PORT after http://", url);
-	}
-	memcpy(host, hs, hl);
-	host[hl] = 0;
-	if (colon) {
-		snprintf(port, sizeof(port), "%s", colon + 1);
-		unsigned long pn = strtoul(port, NULL, 10);
-		if (pn < 1 || pn > 65535) { /* getaddrinfo would take 65536 + P as P */
-			rf__http_destroy(h);
-			return rf__fail(-EINVAL, "%s: port %s: expected 1 to 65535", url, port);
-		}
-	}
-	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *ai = NULL;
-	if (hs != h->host) { /* bracketed: an IPv6 literal, never a name to look up */
-		hints.ai_family = AF_INET6;
-		hints.ai_flags = AI_NUMERICHOST;
-	}
-	int g = getaddrinfo(host, port, &hints, &ai);
-	if (g || !ai) {
-		rf__http_destroy(h);
-		return rf__fail(-EHOSTUNREACH, "%s: cannot resolve %s: %s", url, host, gai_strerror(g));
-	}
-	for (struct addrinfo *a = ai; a && h->naddr < RF__HTTP_ADDRS; a = a->ai_next) {
-		if (a->ai_addrlen > sizeof(h->addr[0]))
-			continue;
-		memcpy(&h->addr[h->naddr], a->ai_addr, a->ai_addrlen);
-		h->addrlen[h->naddr++] = a->ai_addrlen;
-	}
-	freeaddrinfo(ai);
-	if (!h->naddr) {
-		rf__http_destroy(h);
-		return rf__fail(-EHOSTUNREACH, "%s: cannot resolve %s: no usable address", url, host);
-	}
-	for (unsigned i = 0; i < h->nconns; i++) {
-		h->c[i].h = h;
-		h->c[i].fd = -1;
+		return ret;
 	}
 	*out = h;
 	return 0;
