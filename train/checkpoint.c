@@ -350,6 +350,15 @@ static int rf__fsync_dir(struct rf_ring *ring, const char *path)
 int rf_ckpt_save(struct rf_ring *ring, const char *path, const struct rf_ckpt_meta *meta,
 		 const struct rf_ckpt_blob *blobs, unsigned n)
 {
+	int published;
+
+	return rf__ckpt_save(ring, path, meta, blobs, n, &published);
+}
+
+int rf__ckpt_save(struct rf_ring *ring, const char *path, const struct rf_ckpt_meta *meta,
+		  const struct rf_ckpt_blob *blobs, unsigned n, int *published)
+{
+	*published = 0;
 	if (!path || !*path || !meta)
 		return rf__fail(-EINVAL, "checkpoint save: path and meta are required");
 	if (!memchr(meta->model, 0, sizeof(meta->model)) || !meta->model[0])
@@ -396,6 +405,7 @@ int rf_ckpt_save(struct rf_ring *ring, const char *path, const struct rf_ckpt_me
 			 path, tmp, strerror(-ret));
 		unlink(tmp);
 	}
+	*published = ret == 0;  /* the new file is at path (its directory's fsync next) */
 	if (ret == 0 && (ret = rf__fsync_dir(ring, path)) < 0)
 		rf__fail(ret, "%s: written and renamed, but fsync of its directory failed: %s",
 			 path, strerror(-ret));

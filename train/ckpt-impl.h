@@ -120,4 +120,11 @@ RF__CK_HIDDEN void rf__ck_meta_encode(uint8_t *p, const struct rf_ckpt_meta *m);
 RF__CK_HIDDEN int rf__ck_read_header(const struct rf__src *src, const char *path, uint64_t fsize,
 				  struct rf__hdr *h);
 
+/* checkpoint.c: rf_ckpt_save, saying in *published whether the new file is at path --
+ * a failure after its rename (its directory's fsync) leaves it there: an export must
+ * then name its model.json over the old one too (export.c). */
+RF__CK_HIDDEN int rf__ckpt_save(struct rf_ring *ring, const char *path,
+				const struct rf_ckpt_meta *meta, const struct rf_ckpt_blob *blobs,
+				unsigned n, int *published);
+
 #endif

@@ -306,8 +306,18 @@ int rf_model_export_named(struct rf_ring *ring, struct rf_model *m, const char *
 	 * load (its hash differs) */
 	if ((ret = rf__ex_write(dir, RF__EX_JSON, text, strlen(text))) < 0)
 		goto out;
-	if ((ret = rf_ckpt_save(ring, path, &meta, bl, sp->ntensors + sp->nbufs)) < 0) {
+	int published;
+	if ((ret = rf__ckpt_save(ring, path, &meta, bl, sp->ntensors + sp->nbufs,
+				 &published)) < 0 && !published) {
 		rf__ex_drop(dir, RF__EX_JSON);
+		goto out;
+	}
+	if (ret < 0) { /* params.rfck is the new one (only its directory's fsync failed):
+			* model.json must follow it, or the pair does not load */
+		char why[400];
+		snprintf(why, sizeof(why), "%s", rf_last_error());
+		if (rf__ex_commit(dir, RF__EX_JSON) == 0)
+			rf__fail(ret, "export %s: %s (both files are the new export's)", dir, why);
 		goto out;
 	}
 	ret = rf__ex_commit(dir, RF__EX_JSON);
