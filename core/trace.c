@@ -19,35 +19,40 @@
  * the end of a long run): a regular file or a character device (/dev/null); never a
  * FIFO, which would block, nor a directory. A regular file is written under a name of
  * its own beside it (*tmp) and renamed over path when the trace is whole: a run that
- * fails to write it (a full disk) leaves the file that was there; where the directory
- * takes no new file, an existing path is written in place. */
+ * fails to write it (a full disk) leaves the file that was there, its mode kept. A
+ * path that is a symbolic link or one of several hard links, or one whose directory
+ * takes no new file (or no longer name), is written in place, as before. */
 static int rf__trace_file(const char *path, char **tmp)
 {
 	static _Atomic unsigned seq;
-	struct stat st;
+	struct stat st, lst;
 	int fd, have = stat(path, &st) == 0;
+	int linked = have && lstat(path, &lst) == 0 && (S_ISLNK(lst.st_mode) || st.st_nlink > 1);
 
 	*tmp = NULL;
 	if (have && !S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode))
 		return rf__fail(S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL,
 				"trace %s: is %s, expected a regular file (or /dev/null)", path,
 				rf__ftype(st.st_mode));
-	if (!have || S_ISREG(st.st_mode)) {
+	if (!linked && (!have || S_ISREG(st.st_mode))) {
 		size_t n = strlen(path) + 48;
 		if (!(*tmp = malloc(n)))
 			return rf__fail(-ENOMEM, "trace %s: out of memory", path);
 		snprintf(*tmp, n, "%s.tmp.%d.%u", path, (int)getpid(), seq++);
 		fd = open(*tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC,
 			  0644);
-		if (fd >= 0)
+		if (fd >= 0) {
+			if (have)  /* the file it replaces keeps its mode */
+				(void)fchmod(fd, st.st_mode & 07777);
 			return fd;
+		}
 		int e = errno;
 		free(*tmp);
 		*tmp = NULL;
-		if (!have || (e != EACCES && e != EPERM && e != EROFS))
+		if (e != EACCES && e != EPERM && e != EROFS && e != ENAMETOOLONG)
 			return rf__fail(-e, "trace %s: cannot create: %s", path, strerror(e));
 	}
-	fd = open(path, O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	fd = open(path, O_WRONLY | O_CREAT | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return rf__fail(-errno, "trace %s: cannot open: %s", path, strerror(errno));
 	if (fstat(fd, &st) < 0 || (!S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode))) {
@@ -373,8 +378,9 @@ static int rf__trace_write(struct rf__trace *t)
 		ret = -errno;
 	if (ret < 0 && t->tmp) {   /* a full disk: the file there is left as it was */
 		unlink(t->tmp);
-		return rf__fail(ret, "cannot write trace %s: %s (the file there left as it was)",
-				t->path, strerror(-ret));
+		return rf__fail(ret, "cannot write trace %s: %s (%s)", t->path, strerror(-ret),
+				access(t->path, F_OK) == 0 ? "the file there left as it was" :
+				"nothing written there");
 	}
 	if (ret < 0)  /* written in place: it is cut short */
 		ret = rf__fail(ret, "cannot write trace %s: %s", t->path, strerror(-ret));

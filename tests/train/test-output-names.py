@@ -5,8 +5,8 @@ the run (tools/cli.c: rf_cli_probe_write, rf_cli_probe_mkdir); a try that create
 name and removed it again left an empty FILE.tmp beside the checkpoint when a kill -9
 came between the two (test-ckpt-kill saw it about once in 50 kills). So no name may be
 removed, in any of these directories, and the only names made are the outputs and the
-checkpoint's FILE.tmp, each renamed over FILE at once."""
-import ctypes, os, struct, subprocess, sys, tempfile
+checkpoint's, the export's and the trace's FILE.tmp, each renamed over FILE at once."""
+import ctypes, os, re, struct, subprocess, sys, tempfile
 
 RF, INF = sys.argv[1], sys.argv[2]
 DATA = os.environ.get("RF_FASHION_MNIST", "/usr/share/datasets/fashion-mnist")
@@ -68,8 +68,10 @@ def run(cmd, env=None):
 
 
 def check(what, evs, allowed):
-    """No name removed; each name made is one of `allowed`; a FILE.tmp made is moved."""
+    """No name removed; each name made is one of `allowed`; a FILE.tmp made is moved.
+    A trace's FILE.tmp.PID.N (written beside it, renamed over it) counts as FILE.tmp."""
     made = set()
+    evs = [(d, k, re.sub(r"\.tmp\.\d+\.\d+$", ".tmp", n)) for d, k, n in evs]
     for d, kind, name in evs:
         if kind == "delete":
             fail("%s: %s/%s was removed (a try left a name that a kill -9 would keep): %s"
@@ -101,7 +103,7 @@ with tempfile.TemporaryDirectory(prefix="rf-output-names.") as t:
          "--metrics", os.path.join(out, "m.csv"), "--trace", os.path.join(out, "t2.json"),
          "--export", os.path.join(out, "exp")])
     check("rf-train --checkpoint --metrics --trace --export", w.events(),
-          {"c", "c.tmp", "m.csv", "t2.json", "exp"})
+          {"c", "c.tmp", "m.csv", "t2.json.tmp", "exp"})
     env = dict(os.environ, RF_TRACE=os.path.join(out, "trace.json"))
     # the export directory existing: its files are tried, then written through NAME.tmp
     w2 = Watch([out, os.path.join(out, "exp")])
@@ -109,8 +111,8 @@ with tempfile.TemporaryDirectory(prefix="rf-output-names.") as t:
          "--quiet", "--checkpoint", os.path.join(out, "c"), "--resume", "--epochs", "3",
          "--export", os.path.join(out, "exp")], env)
     check("rf-train --resume, --export to a directory there", w2.events(),
-          {"c.tmp", "trace.json", "model.json.tmp", "params.rfck.tmp"})
+          {"c.tmp", "trace.json.tmp", "model.json.tmp", "params.rfck.tmp"})
     os.unlink(os.path.join(out, "trace.json"))
     w3 = Watch([out])
     run([INF, os.path.join(out, "exp"), "--data", data, "--quiet"], env)
-    check("rf-infer with RF_TRACE", w3.events(), {"trace.json"})
+    check("rf-infer with RF_TRACE", w3.events(), {"trace.json.tmp"})
