@@ -202,8 +202,9 @@ done:
 
 /* ---- the context ---- */
 
-/* libjpeg's decompressor, one per context, kept from image to image (aborted between
- * them), and what its error manager learns about the image at hand. */
+/* libjpeg's decompressor, one per context, made again for each image (rf__jpeg_header:
+ * libjpeg would carry an image's tables over to the next), and what its error manager
+ * learns about the image at hand. */
 struct rf__jpeg {
 	struct jpeg_decompress_struct d; /* first: the callbacks' cinfo is this struct */
 	struct jpeg_error_mgr em;

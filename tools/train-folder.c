@@ -160,8 +160,14 @@ int rf_folder_packed_scanned(const char *prog, const char *opt, const char *dir,
 			 "give the .rfrec", dir, strerror(-ret));
 		goto fail;
 	}
-	snprintf(out, len, "%s/%016" PRIx64 "%s.rfrec", cache, key, skip_bad ? "-skip" : "");
-	snprintf(lock, sizeof(lock), "%s.lock", out);
+	int on = snprintf(out, len, "%s/%016" PRIx64 "%s.rfrec", cache, key, skip_bad ? "-skip" : "");
+	int ln = snprintf(lock, sizeof(lock), "%s.lock", out);
+	if (on < 0 || (size_t)on >= len || ln < 0 || (size_t)ln >= sizeof(lock)) {
+		ret = -ENAMETOOLONG;   /* cut short, two folders' copies could share a name */
+		snprintf(err, sizeof(err), "%s: the cache folder's path %s is too long for its "
+			 "packed copy's name", dir, cache);
+		goto fail;
+	}
 	if ((lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) < 0 || flock(lfd, LOCK_EX) < 0) {
 		ret = -errno;
 		snprintf(err, sizeof(err), "%s: cannot lock: %s", lock, strerror(-ret));

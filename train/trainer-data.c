@@ -26,11 +26,14 @@ static int rf__find(const char *dir, const char *name, char *out, size_t len)
 		return -ENAMETOOLONG;
 	if (access(out, R_OK) == 0)
 		return 0;
-	if ((e = errno) != ENOENT)
-		return -e;
+	e = errno;
 	memcpy(out + n, ".gz", 4);
 	if (access(out, R_OK) == 0)
 		return 0;
+	if (e != ENOENT) {   /* the plain one is there and unreadable: its error, named */
+		out[n] = 0;
+		return -e;
+	}
 	return -errno;
 }
 

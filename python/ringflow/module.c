@@ -199,7 +199,10 @@ int rf_py_warn_pending(struct rf_py_state *st)
 				ret = -1;  /* the rest stays queued for the next call */
 				break;
 			}
+			/* an exception is pending already: this one waits for the next call */
 			PyErr_Clear();
+			rf_py_log_unshift(msg);
+			break;
 		}
 	}
 	if (ret == 0 && dropped && PyErr_WarnFormat(st->warning, 1, "%u more warnings of "

@@ -44,10 +44,11 @@ static void log_row(struct iob_job *j, uint64_t end)
 	 * one ends early: its rates are over its own length) */
 	uint64_t begin = j->inext - j->o->log_ms * 1000000ull;
 	double secs = end > begin ? (double)(end - begin) / 1e9 : (double)j->o->log_ms / 1e3;
-	fprintf(j->log, "%.3f,%.3f,%.1f,%.2f,%.2f,%.2f\n", (double)(end - j->ramp_end) / 1e9,
-		(double)j->ibytes / 1e6 / secs, (double)j->iios / secs,
-		rf_hist_pct(j->ilat, 50) / 1e3, rf_hist_pct(j->ilat, 99) / 1e3,
-		(double)j->ilat->max / 1e3);
+	if (fprintf(j->log, "%.3f,%.3f,%.1f,%.2f,%.2f,%.2f\n", (double)(end - j->ramp_end) / 1e9,
+		    (double)j->ibytes / 1e6 / secs, (double)j->iios / secs,
+		    rf_hist_pct(j->ilat, 50) / 1e3, rf_hist_pct(j->ilat, 99) / 1e3,
+		    (double)j->ilat->max / 1e3) < 0 && !j->log_err)
+		j->log_err = errno ? errno : EIO;  /* said at the teardown, naming the file */
 	j->ibytes = j->iios = 0;
 	rf_hist_init(j->ilat);
 }
@@ -595,9 +596,9 @@ void iob_job_run(struct iob_job *j)
 void iob_job_teardown(struct iob_job *j)
 {
 	if (j->log) {
-		/* an earlier row's write may have failed (its buffer flushed then): ferror */
-		int e = ferror(j->log) ? (errno ? errno : EIO) : 0;
-		if (fclose(j->log) != 0)
+		/* a row's write may have failed (its buffer flushed then): its errno */
+		int e = j->log_err ? j->log_err : ferror(j->log) ? EIO : 0;
+		if (fclose(j->log) != 0 && !e)
 			e = errno;
 		if (e)
 			die(1, "--log-interval: writing %s (job %d's log): %s", j->log_path, j->id,

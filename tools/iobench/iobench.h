@@ -105,6 +105,7 @@ struct iob_job {
 	uint64_t ibytes, iios, inext;
 	FILE *log;
 	char *log_path;       /* its name, for messages */
+	int log_err;          /* the first row's write that failed: its errno */
 	rf_req_id log_timer;
 	int log_armed;
 };
