@@ -70,8 +70,13 @@ int rf__complete_xfer(struct rf_ring *r, struct rf__req *q, int32_t res, uint32_
 		/* a stream's bytes taken or sent before the cancel took are gone from its
 		 * queue: their count, not -ECANCELED (a sender could not tell whether to send
 		 * them again); in the teardown every callback says -ECANCELED */
-		if (moved && rf__req_stream(r, q) && !r->destroying)
+		if (moved && rf__req_stream(r, q) && !r->destroying) {
+			if (res > 0 && (kf & RF__KF_IN))
+				r->st.bytes_read += (uint64_t)res;
+			else if (res > 0 && (kf & RF__KF_OUT))
+				r->st.bytes_written += (uint64_t)res;
 			return rf__req_done(r, q, (int64_t)moved);
+		}
 		return rf__req_done(r, q, -ECANCELED);
 	}
 	if (res > 0 && (q->flags & RF__RQ_FAULTABLE))

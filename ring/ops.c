@@ -38,7 +38,7 @@ int rf_ring_op_supported(const struct rf_ring *r, enum rf_iop op)
 	return r->op_ok[rf__kinds[op].opcode];
 }
 
-#define RF__SUBMIT "rf_ring_submit(%s): "
+#define RF__SUBMIT "%s: "
 #define RF__IO_FLAGS (RF_IO_FIXED_FILE | RF_IO_FIXED_BUF | RF_IO_NO_RETRY_SHORT | \
 		      RF_IO_ALLOC_SLOT | RF_IO_BENEATH)
 
@@ -61,14 +61,20 @@ static int __attribute__((cold, noinline)) rf__io_refuse(const char *fn, const s
 
 /* What rf_ring_submit refuses before it builds a request: the op, the flags it may
  * carry, the kernel's support, and the pointers and sizes the op needs. */
-static int rf__io_check(struct rf_ring *r, const struct rf_io *io)
+static int rf__io_check(struct rf_ring *r, const struct rf_io *io, const char *fn)
 {
 	if (!io)
 		return rf__fail(-EINVAL, "rf_ring_submit: io is NULL, expected an operation");
 	if ((int)io->op < RF_IOP_READ || (int)io->op >= RF__NIOP)
 		return rf__fail(-EINVAL, "rf_ring_submit: io->op = %d, expected an enum rf_iop "
 				"(%d to %d)", (int)io->op, RF_IOP_READ, RF__NIOP - 1);
-	const char *name = rf__kinds[io->op].name;
+	/* who is refusing: the call the caller made (rf_ring_send, ...), or
+	 * "rf_ring_submit(send)" */
+	char name[48];
+	if (fn)
+		snprintf(name, sizeof(name), "%s", fn);
+	else
+		snprintf(name, sizeof(name), "rf_ring_submit(%s)", rf__kinds[io->op].name);
 	unsigned fl = io->flags & RF__IO_FLAGS; /* the rest: rf__io_malformed's */
 	switch (io->op) {
 	case RF_IOP_READ:
@@ -163,7 +169,7 @@ int rf_ring_check_io(struct rf_ring *r, const struct rf_io *io)
 
 	if (!r)
 		return rf__fail(-EINVAL, "rf_ring_check_io: the ring is NULL");
-	if ((ret = rf__io_check(r, io)) == 0 && rf__io_malformed(io->op, io))
+	if ((ret = rf__io_check(r, io, NULL)) == 0 && rf__io_malformed(io->op, io))
 		ret = rf__io_refuse("rf_ring_submit", io);
 	if (ret == 0 && (io->flags & RF__IO_FLAGS & ~rf__kinds[io->op].keep))
 		ret = rf__flags_refuse("rf_ring_submit", &rf__kinds[io->op], io->flags);
@@ -357,18 +363,24 @@ int rf__submit(const char *fn, struct rf_ring *r, unsigned kind, const struct rf
 	return ret < 0 ? rf__not_queued(fn, ret) : 0;
 }
 
-int rf_ring_submit(struct rf_ring *r, const struct rf_io *io, rf_io_cb cb, void *data,
-		   rf_req_id *id)
+int rf__submit_as(const char *fn, struct rf_ring *r, const struct rf_io *io, rf_io_cb cb,
+		  void *data, rf_req_id *id)
 {
 	int err;
 
 	if (!r)
-		return rf__fail(-EINVAL, "rf_ring_submit: r is NULL");
+		return rf__fail(-EINVAL, "%s: r is NULL", fn ? fn : "rf_ring_submit");
 	/* the descriptor, reading only the ring's probe (set at creation); then
 	 * rf__submit's owner, shutdown and malformed-flag checks, once */
-	if ((err = rf__io_check(r, io)) < 0)
+	if ((err = rf__io_check(r, io, fn)) < 0)
 		return err;
-	return rf__submit("rf_ring_submit", r, io->op, io, cb, data, id);
+	return rf__submit(fn ? fn : "rf_ring_submit", r, io->op, io, cb, data, id);
+}
+
+int rf_ring_submit(struct rf_ring *r, const struct rf_io *io, rf_io_cb cb, void *data,
+		   rf_req_id *id)
+{
+	return rf__submit_as(NULL, r, io, cb, data, id);
 }
 
 /* ---- the calls of ring.h ------------------------------------------------------------------ */

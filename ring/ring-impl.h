@@ -351,6 +351,10 @@ RF__HIDDEN int rf__queue(struct rf_ring *r, struct rf__req *q);
 RF__HIDDEN int rf__requeue(struct rf_ring *r, struct rf__req *q);
 /* Queue a freshly filled request; on failure it is freed. Reports its id. */
 RF__HIDDEN int rf__queue_new(struct rf_ring *r, struct rf__req *q, rf_req_id *id);
+/* ops.c: rf_ring_submit's checks and submission, its messages under fn (rf_ring_send,
+ * ...; NULL: "rf_ring_submit(OP)"): the calls of ring-ops.h name themselves. */
+RF__HIDDEN int rf__submit_as(const char *fn, struct rf_ring *r, const struct rf_io *io,
+			     rf_io_cb cb, void *data, rf_req_id *id);
 /* The SQEs that are no request of their own, and what they do: */
 enum rf__ctl {
 	RF__CTL_CANCEL,     /* cancel q in the kernel (its backoff timeout, if armed) */
