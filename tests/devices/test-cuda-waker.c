@@ -209,7 +209,9 @@ static void on_alarm(int sig)
 	_exit(1);
 }
 
-static void run_mode(enum mode m)
+/* One run of mode m: every check but the window modes' lateness, whose verdict it
+ * returns (1: fewer than a quarter of the waits late). */
+static int run_mode(enum mode m)
 {
 	struct fake *f = calloc(1, sizeof(*f));
 	pthread_t th;
@@ -304,9 +306,10 @@ static void run_mode(enum mode m)
 	/* half a window late is 32 signals of 100-300 us of work, ~6 ms, which a
 	 * descheduled reactor may be now and then; waiting on the overwritten slot made
 	 * it the first wait after every burst, half of them (0-1 of 40 with the polling) */
+	int timely = 1;
 	if (windowed(m)) {
 		CHECK(atomic_load(&f->w.overflowed) > 0);
-		CHECK(late * 4 < waits);
+		timely = late * 4 < waits;
 	}
 	/* the device's work is at most 40 us: most signals end within a 200 us spin (all,
 	 * but for a descheduled waker: 5167-5999 of 6000 seen, the three builds, with and
@@ -323,12 +326,24 @@ static void run_mode(enum mode m)
 	rf_notifier_destroy(f->n);
 	rf_ring_destroy(f->r);
 	free(f);
+	return timely;
 }
 
 int main(void)
 {
 	signal(SIGALRM, on_alarm);
-	for (int m = M_ASLEEP; m <= M_WINREF; m++)
-		run_mode((enum mode)m);
+	for (int m = M_ASLEEP; m <= M_WINREF; m++) {
+		/* lateness is the device's progress while the reactor waits: a run beside
+		 * other tests on two cores can have a starved reactor (23 of 46 waits late
+		 * once under TSan, where 0-3 are usual); waiting on the overwritten slot is
+		 * late in every run (22 of 43). So a window mode gets three runs, one of
+		 * which must be timely */
+		int tries = 0;
+		while (!run_mode((enum mode)m)) {
+			CHECK(windowed((enum mode)m) && ++tries < 3);
+			printf("%s: more than a quarter of the waits late: run again\n",
+			       mode_name[m]);
+		}
+	}
 	return 0;
 }
