@@ -13,6 +13,7 @@
 #include "ring-test.h"
 
 #include <fcntl.h>
+#include <sys/ioctl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 
@@ -51,13 +52,19 @@ static int t_called(void *a)
 	return ((struct t_res *)a)->calls != 0;
 }
 
-/* Turn the ring for about ms milliseconds (what is queued reaches the kernel). */
-static void turn_for(int ms)
+/* Turn the ring until the transfer in flight has taken every byte queued at fd (its
+ * first piece done: FIONREAD says 0), however slowly the threads run. */
+static void drain(int fd)
 {
 	struct t_res never = { 0 };
-	int ret = rf_ring_run_until(r, t_called, &never, (uint64_t)ms * 1000000ull);
+	int n = 1;
 
-	T_CHECK(ret == -ETIMEDOUT);
+	for (int i = 0; i < 10000 && n > 0; i++) {
+		int ret = rf_ring_run_until(r, t_called, &never, 1000000ull);
+		T_CHECK(ret == -ETIMEDOUT);
+		T_CHECK(ioctl(fd, FIONREAD, &n) == 0);
+	}
+	T_EQ(n, 0);
 }
 
 int main(void)
@@ -84,7 +91,7 @@ int main(void)
 	rf_req_id id;
 	t = (struct t_res){ 0 };
 	T_OK(rf_ring_recv(r, s[0], buf, 10, MSG_WAITALL, 0, t_store, &t, &id));
-	turn_for(50);
+	drain(s[0]);
 	T_EQ(t.calls, 0);
 	T_OK(rf_ring_cancel(r, id));
 	T_EQ(t_wait1(r, &t), 5);
@@ -130,7 +137,7 @@ int main(void)
 	t = (struct t_res){ 0 };
 	T_OK(rf_ring_recv(r, s[0], buf, 10, MSG_WAITALL, 0, t_store, &t, NULL));
 	T_EQ(write(s[1], "abc", 3), 3);
-	turn_for(50);
+	drain(s[0]);
 	reset(s[1]);
 	T_EQ(t_wait1(r, &t), 3);
 	T_CHECK(!memcmp(buf, "abc", 3));
@@ -150,7 +157,7 @@ int main(void)
 	t = (struct t_res){ 0 };
 	T_OK(rf_ring_submit(r, &io, t_store, &t, NULL));
 	T_EQ(write(s[1], "abc", 3), 3);
-	turn_for(50);
+	drain(s[0]);
 	reset(s[1]);
 	res = t_wait1(r, &t);
 	T_CHECK(fcntl(pp[0], F_SETFL, O_NONBLOCK) == 0);
@@ -169,7 +176,7 @@ int main(void)
 	memset(buf, 0, sizeof(buf));
 	t = (struct t_res){ 0 };
 	T_OK(rf_ring_read(r, pp[0], buf, 10, UINT64_MAX, 0, t_store, &t, &id));
-	turn_for(50);
+	drain(pp[0]);
 	T_EQ(t.calls, 0);
 	T_OK(rf_ring_cancel(r, id));
 	T_EQ(t_wait1(r, &t), 5);
