@@ -45,6 +45,15 @@ static int rf__zc_notif(struct rf_ring *r, struct rf__req *q)
 	return 0;
 }
 
+/* What a piece moved, in the ring's read or written bytes by its kind's flags. */
+static void rf__count_bytes(struct rf_ring *r, unsigned kf, int32_t res)
+{
+	if (res > 0 && (kf & RF__KF_IN))
+		r->st.bytes_read += (uint64_t)res;
+	else if (res > 0 && (kf & RF__KF_OUT))
+		r->st.bytes_written += (uint64_t)res;
+}
+
 int rf__complete_xfer(struct rf_ring *r, struct rf__req *q, int32_t res, uint32_t cflags)
 {
 	unsigned kind = q->kind;
@@ -65,19 +74,16 @@ int rf__complete_xfer(struct rf_ring *r, struct rf__req *q, int32_t res, uint32_
 		}
 	}
 	unsigned kf = r->kinds[kind].flags;
-	uint64_t moved = q->done + (res > 0 ? (uint64_t)res : 0);
 	if (q->flags & RF__RQ_CANCELLED) {
 		/* a stream's bytes taken or sent before the cancel took are gone from its
-		 * queue: their count, not -ECANCELED (a sender could not tell whether to send
-		 * them again); in the teardown every callback says -ECANCELED */
-		if (moved && rf__req_stream(r, q) && !r->destroying) {
-			if (res > 0 && (kf & RF__KF_IN))
-				r->st.bytes_read += (uint64_t)res;
-			else if (res > 0 && (kf & RF__KF_OUT))
-				r->st.bytes_written += (uint64_t)res;
-			return rf__req_done(r, q, (int64_t)moved);
+		 * queue: rf__req_again reports their count, not -ECANCELED (a sender could
+		 * not tell whether to send them again); in the teardown every callback says
+		 * -ECANCELED */
+		if (res > 0 && rf__req_stream(r, q) && !r->destroying) {
+			rf__count_bytes(r, kf, res);
+			q->done += (size_t)res;
 		}
-		return rf__req_done(r, q, -ECANCELED);
+		return rf__req_again(r, q, -ECANCELED);
 	}
 	if (res > 0 && (q->flags & RF__RQ_FAULTABLE))
 		res = rf__fault_apply(r, q, res);
@@ -85,16 +91,11 @@ int rf__complete_xfer(struct rf_ring *r, struct rf__req *q, int32_t res, uint32_
 	if ((res == -EAGAIN && !((kf & RF__KF_STREAM) && kind != RF_IOP_SPLICE &&
 				 (q->off & MSG_DONTWAIT))) || res == -EINTR)
 		return rf__req_again(r, q, rf__retry(r, q, res));
-	if (res < 0 && q->done && rf__req_stream(r, q))
-		return rf__req_done(r, q, (int64_t)q->done); /* the count, as recv(2) gives it */
-	if (res < 0)
-		return rf__req_done(r, q, res);
+	if (res < 0)  /* a stream's bytes already moved: their count (rf__req_again) */
+		return rf__req_again(r, q, res);
 	if ((q->flags & RF__RQ_ZC) && res > 0)
 		r->st.zerocopy_sends++;
-	if (kf & RF__KF_IN)
-		r->st.bytes_read += (uint64_t)res;
-	else if (kf & RF__KF_OUT)
-		r->st.bytes_written += (uint64_t)res;
+	rf__count_bytes(r, kf, res);
 	q->done += (size_t)res;
 	if (res > 0)
 		q->retries = 0;

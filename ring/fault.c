@@ -3,6 +3,7 @@
  * counts (syntax: rf_ring_create in ring.h). */
 #include "ring-impl.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -94,8 +95,7 @@ static const char *rf__parse_u64(const char *v, size_t n, uint64_t *out)
 	/* base 0 would read 010 as octal (8): decimal, or hex after 0x */
 	int hex = buf[0] == '0' && (buf[1] == 'x' || buf[1] == 'X');
 	unsigned long long x = strtoull(hex ? buf + 2 : buf, &end, hex ? 16 : 10);
-	if (hex && !((buf[2] >= '0' && buf[2] <= '9') || ((buf[2] | 0x20) >= 'a' &&
-							       (buf[2] | 0x20) <= 'f')))
+	if (hex && !isxdigit((unsigned char)buf[2]))
 		return "not an unsigned integer";  /* 0x, 0x-1 (strtoull wraps it), 0x 5 */
 	if (end != buf + n)
 		return "not an unsigned integer";
