@@ -386,27 +386,33 @@ static void rf__hconn_connect_failed(struct rf__hconn *c)
 	rf__hconn_fail(c, c->cerr, 1, what);
 }
 
+/* The next address, if one is left to try: 1, else 0. */
+static int rf__hconn_next_addr(struct rf__hconn *c)
+{
+	if (!c->left)
+		return 0;
+	c->left--;
+	c->ai = (c->ai + 1) % c->h->naddr;
+	return 1;
+}
+
 /* Connect to the address c->ai; one that cannot be tried, or whose connect fails,
- * hands over to the next while c->left says there is one (rf__on_connect). */
+ * hands over to the next while one is left (rf__on_connect). */
 static void rf__hconn_connect(struct rf__hconn *c)
 {
 	struct rf__http *h = c->h;
 
-	for (;;) {
-		c->fd = socket(h->addr[c->ai].ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (c->fd >= 0)
-			break;
+	while ((c->fd = socket(h->addr[c->ai].ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0) {
 		int err = -errno;  /* EAFNOSUPPORT: no IPv6 here; EMFILE: no descriptor */
-		if (err != -EMFILE && err != -ENFILE && !c->left && c->cerr)
+		int no_fds = err == -EMFILE || err == -ENFILE;
+		if (!no_fds && rf__hconn_next_addr(c))
+			continue;
+		if (!no_fds && c->cerr)
 			return rf__hconn_connect_failed(c); /* a connect's error says more */
-		if (!c->left || err == -EMFILE || err == -ENFILE) {
-			char a[64], what[120];
-			rf__addr_str(h, c->ai, a, sizeof(a));
-			snprintf(what, sizeof(what), "socket() for %s failed: %s", a, strerror(-err));
-			return rf__hconn_fail(c, err, 0, what);
-		}
-		c->left--;
-		c->ai = (c->ai + 1) % h->naddr;
+		char a[64], what[120];
+		rf__addr_str(h, c->ai, a, sizeof(a));
+		snprintf(what, sizeof(what), "socket() for %s failed: %s", a, strerror(-err));
+		return rf__hconn_fail(c, err, 0, what);
 	}
 	int one = 1;
 	setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -429,11 +435,9 @@ static void rf__on_connect(void *data, int64_t res)
 	if (res < 0) {
 		c->cerr = (int)res;
 		c->cai = c->ai;
-		if (!c->left)
+		if (!rf__hconn_next_addr(c))
 			return rf__hconn_connect_failed(c);
 		rf__hconn_close(c);  /* the next address, on a socket of its family */
-		c->left--;
-		c->ai = (c->ai + 1) % h->naddr;
 		return rf__hconn_connect(c);
 	}
 	h->good = c->ai;
