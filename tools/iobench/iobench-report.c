@@ -67,30 +67,28 @@ void iob_json_str(const char *s)
 }
 
 /* Direction k of j (0 reads, 1 writes, 2 trims): its completion and total latency
- * histograms, I/Os and bytes; 0 if the run has none. A run of one direction has the
- * job's own; rw/randrw each direction's (iob_job.dir). */
-static int dir_of(const struct iob_opts *o, const struct iob_job *j, int k,
-		  const struct rf_hist **clat, const struct rf_hist **lat, uint64_t *ios,
-		  uint64_t *bytes)
+ * histograms, I/Os and bytes (empty and 0 where the run has none). A run of one
+ * direction has the job's own; rw/randrw each direction's (iob_job.dir). */
+static void dir_of(const struct iob_opts *o, const struct iob_job *j, int k,
+		   const struct rf_hist **clat, const struct rf_hist **lat, uint64_t *ios,
+		   uint64_t *bytes)
 {
 	static const struct rf_hist empty; /* n 0: printed as zeros */
-	int mine = o->mixed ? k < 2 : k == (o->trim ? 2 : o->write ? 1 : 0);
 
 	*clat = *lat = &empty;
 	*ios = *bytes = 0;
-	if (!mine)
-		return 0;
-	if (o->mixed && j->dir) {
+	if (o->mixed ? k >= 2 : k != (o->trim ? 2 : o->write ? 1 : 0))
+		return;
+	if (o->mixed) {
 		*clat = &j->dir[2 * k];
 		*lat = &j->dir[2 * k + 1];
 		*ios = j->dios[k];
-	} else if (!o->mixed) {
+	} else {
 		*clat = &j->clat;
 		*lat = &j->lat;
 		*ios = j->ios;
 	}
 	*bytes = k == 0 ? j->rbytes : k == 1 ? j->wbytes : j->tbytes;
-	return 1;
 }
 
 static const char *const dir_name[3] = { "read", "write", "trim" };
@@ -140,7 +138,7 @@ static void json_figures(const struct iob_opts *o, const struct iob_job *j, doub
 	for (int k = 0; k < 3; k++) {
 		const struct rf_hist *c, *l;
 		uint64_t ios, bytes;
-		(void)dir_of(o, j, k, &c, &l, &ios, &bytes);
+		dir_of(o, j, k, &c, &l, &ios, &bytes);
 		printf(", \"%s\": {\"ios\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"iops\": ",
 		       dir_name[k], ios, bytes);
 		jnum("%.1f", (double)ios / secs);
@@ -172,7 +170,7 @@ static void text_lat(const struct iob_opts *o, const struct iob_job *j, double s
 		const struct rf_hist *c, *l;
 		uint64_t ios, bytes;
 		char name[16];
-		(void)dir_of(o, j, k, &c, &l, &ios, &bytes);
+		dir_of(o, j, k, &c, &l, &ios, &bytes);
 		printf("  %s: %.1f MB/s, %.0f IOPS, %" PRIu64 " I/Os\n", dir_name[k],
 		       (double)bytes / 1e6 / secs, (double)ios / secs, ios);
 		snprintf(name, sizeof(name), "  %s clat", dir_name[k]);
@@ -192,12 +190,8 @@ void iob_report(const struct iob_opts *o, const struct iob_job *jobs, unsigned n
 	rf_hist_init(&sum->clat);
 	rf_hist_init(&sum->lat);
 	rf_hist_init(&sum->sync);
-	if (o->mixed) {
-		if (!(sum->dir = malloc(4 * sizeof(*sum->dir))))
-			die(1, "out of memory");
-		for (unsigned k = 0; k < 4; k++)
-			rf_hist_init(&sum->dir[k]);
-	}
+	if (o->mixed)
+		sum->dir = iob_dir_new();
 	sum->t_start = UINT64_MAX;
 	for (unsigned i = 0; i < n; i++) {
 		const struct iob_job *j = &jobs[i];
@@ -221,7 +215,7 @@ void iob_report(const struct iob_opts *o, const struct iob_job *jobs, unsigned n
 		rf_hist_merge(&sum->clat, &j->clat);
 		rf_hist_merge(&sum->lat, &j->lat);
 		rf_hist_merge(&sum->sync, &j->sync);
-		for (unsigned k = 0; sum->dir && j->dir && k < 4; k++)
+		for (unsigned k = 0; o->mixed && k < 4; k++)
 			rf_hist_merge(&sum->dir[k], &j->dir[k]);
 		sum->dios[0] += j->dios[0];
 		sum->dios[1] += j->dios[1];

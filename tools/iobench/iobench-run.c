@@ -460,12 +460,8 @@ void iob_job_setup(struct iob_job *j)
 	rf_hist_init(&j->clat);
 	rf_hist_init(&j->lat);
 	rf_hist_init(&j->sync);
-	if (o->mixed) {
-		if (!(j->dir = malloc(4 * sizeof(*j->dir))))
-			die(1, "out of memory for the per-direction histograms");
-		for (unsigned k = 0; k < 4; k++)
-			rf_hist_init(&j->dir[k]);
-	}
+	if (o->mixed)
+		j->dir = iob_dir_new();
 	if (o->log_ms) {
 		char path[4200];
 		snprintf(path, sizeof(path), "%s.job%d.csv", o->log_prefix, j->id);

@@ -113,6 +113,18 @@ struct iob_job {
 /* Print one line naming what failed (removing a file this run created) and exit. */
 __attribute__((noreturn, format(printf, 2, 3))) void die(int code, const char *fmt, ...);
 
+/* iob_job.dir's four histograms, empty (a job's and the report's sum). */
+static inline struct rf_hist *iob_dir_new(void)
+{
+	struct rf_hist *d = malloc(4 * sizeof(*d));
+
+	if (!d)
+		die(1, "out of memory for the per-direction histograms");
+	for (unsigned k = 0; k < 4; k++)
+		rf_hist_init(&d[k]);
+	return d;
+}
+
 /* In the job's own thread: its ring (registered file, buffers), then the run (and,
  * for --verify writes, the read-back), then the ring's end. */
 void iob_job_setup(struct iob_job *j);
