@@ -153,19 +153,31 @@ static void rf_py_log_unshift(const char *msg)
 	pthread_mutex_unlock(&rf_py_logmu);
 }
 
+/* Take the queue's first message into msg: 1, or 0 when it is empty -- then, where
+ * dropped is given, the count of those dropped is taken into it too. */
+static int rf_py_log_shift(char *msg, unsigned *dropped)
+{
+	int got;
+
+	pthread_mutex_lock(&rf_py_logmu);
+	got = rf_py_logn > 0;
+	if (got) {
+		memcpy(msg, rf_py_logq[0], sizeof(rf_py_logq[0]));
+		memmove(rf_py_logq[0], rf_py_logq[1], (--rf_py_logn) * sizeof(rf_py_logq[0]));
+	} else if (dropped) {
+		*dropped = rf_py_logdropped;
+		rf_py_logdropped = 0;
+	}
+	pthread_mutex_unlock(&rf_py_logmu);
+	return got;
+}
+
 void rf_py_warn_keep(struct rf_py_state *st)
 {
 	char msg[sizeof(rf_py_logq[0])];
 
-	for (;;) {
-		pthread_mutex_lock(&rf_py_logmu);
-		if (!rf_py_logn) {
-			pthread_mutex_unlock(&rf_py_logmu);
-			return;  /* a count of dropped ones waits for rf_py_warn_pending */
-		}
-		memcpy(msg, rf_py_logq[0], sizeof(msg));
-		memmove(rf_py_logq[0], rf_py_logq[1], (--rf_py_logn) * sizeof(rf_py_logq[0]));
-		pthread_mutex_unlock(&rf_py_logmu);
+	/* a count of dropped ones waits for rf_py_warn_pending */
+	while (rf_py_log_shift(msg, NULL)) {
 		if (PyErr_WarnEx(st->warning, msg, 1) < 0) {
 			PyErr_Clear();           /* an error by a filter: raised by the next */
 			rf_py_log_unshift(msg);  /* call, before it takes anything */
@@ -183,18 +195,8 @@ int rf_py_warn_pending(struct rf_py_state *st)
 
 	if (kept)
 		PyErr_Fetch(&et, &ev, &tb);
-	for (;;) {
-		pthread_mutex_lock(&rf_py_logmu);
-		if (!rf_py_logn) {
-			dropped = rf_py_logdropped;
-			rf_py_logdropped = 0;
-			pthread_mutex_unlock(&rf_py_logmu);
-			break;
-		}
-		memcpy(msg, rf_py_logq[0], sizeof(msg));
-		memmove(rf_py_logq[0], rf_py_logq[1], (--rf_py_logn) * sizeof(rf_py_logq[0]));
-		pthread_mutex_unlock(&rf_py_logmu);
-		if (ret == 0 && PyErr_WarnEx(st->warning, msg, 1) < 0) {
+	while (rf_py_log_shift(msg, &dropped)) {
+		if (PyErr_WarnEx(st->warning, msg, 1) < 0) {
 			if (!kept) {
 				ret = -1;  /* the rest stays queued for the next call */
 				break;
