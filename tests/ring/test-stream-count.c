@@ -67,6 +67,16 @@ static void drain(int fd)
 	T_EQ(n, 0);
 }
 
+/* Request id, not yet done, cancelled once it has taken every byte queued at fd: its
+ * result. */
+static int64_t cancel_drained(rf_req_id id, int fd, struct t_res *t)
+{
+	drain(fd);
+	T_EQ(t->calls, 0);
+	T_OK(rf_ring_cancel(r, id));
+	return t_wait1(r, t);
+}
+
 int main(void)
 {
 	int s[2];
@@ -91,10 +101,7 @@ int main(void)
 	rf_req_id id;
 	t = (struct t_res){ 0 };
 	T_OK(rf_ring_recv(r, s[0], buf, 10, MSG_WAITALL, 0, t_store, &t, &id));
-	drain(s[0]);
-	T_EQ(t.calls, 0);
-	T_OK(rf_ring_cancel(r, id));
-	T_EQ(t_wait1(r, &t), 5);
+	T_EQ(cancel_drained(id, s[0], &t), 5);
 	T_CHECK(!memcmp(buf, "abcde", 5));
 
 	/* a send cancelled at once: either it took effect first (the peer has every byte:
@@ -176,10 +183,7 @@ int main(void)
 	memset(buf, 0, sizeof(buf));
 	t = (struct t_res){ 0 };
 	T_OK(rf_ring_read(r, pp[0], buf, 10, UINT64_MAX, 0, t_store, &t, &id));
-	drain(pp[0]);
-	T_EQ(t.calls, 0);
-	T_OK(rf_ring_cancel(r, id));
-	T_EQ(t_wait1(r, &t), 5);
+	T_EQ(cancel_drained(id, pp[0], &t), 5);
 	T_CHECK(!memcmp(buf, "12345", 5));
 	close(pp[0]);
 	close(pp[1]);
