@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "graph-impl.h"
+#include "rf-internal.h"
 
 static int rf__grow(void **p, uint32_t *cap, uint32_t need, size_t size)
 {
@@ -73,21 +74,31 @@ static int rf__var_index(struct rf__capture *c, struct rf_var *v, uint32_t *out)
 	return 0;
 }
 
-/* Add an entry of the node being recorded (entries from ent0 on), merging a repeat. */
-static int rf__cap_entry(struct rf__capture *c, uint32_t ent0, struct rf_var *v, int write)
+/* Add an entry of the node being recorded (entries from ent0 on), merging a repeat:
+ * by comparing (mark 0) or by v->mark, as op.c does for a push. */
+static int rf__cap_entry(struct rf__capture *c, uint32_t ent0, struct rf_var *v, int write,
+			 uint64_t mark)
 {
 	uint32_t x, i;
 	int ret;
 
+	if (mark && v->mark == mark) {
+		c->ent[v->mark_ent].write |= (uint8_t)write;
+		return 0;
+	}
 	if ((ret = rf__var_index(c, v, &x)) < 0)
 		return ret;
-	for (i = ent0; i < c->nent; i++)
+	for (i = ent0; !mark && i < c->nent; i++)
 		if (c->ent[i].var == x) {
 			c->ent[i].write |= (uint8_t)write;
 			return 0;
 		}
 	if ((ret = rf__grow((void **)&c->ent, &c->cap_ent, c->nent + 1, sizeof(*c->ent))) < 0)
 		return ret;
+	if (mark) {
+		v->mark = mark;
+		v->mark_ent = c->nent;
+	}
 	c->ent[c->nent].var = x;
 	c->ent[c->nent].prod = RF__GNONE;
 	c->ent[c->nent].write = (uint8_t)write;
@@ -98,16 +109,17 @@ static int rf__cap_entry(struct rf__capture *c, uint32_t ent0, struct rf_var *v,
 static int rf__cap_record(struct rf_engine *e, struct rf__capture *c, const struct rf_op_desc *d)
 {
 	struct rf__gnode *nd;
+	uint64_t mark = (uint64_t)d->nwrites + d->nreads > RF__SCAN_MAX ? ++e->mark : 0;
 	uint32_t ent0 = c->nent, i;
 	int ret;
 
 	if ((ret = rf__grow((void **)&c->nodes, &c->cap, c->n + 1, sizeof(*c->nodes))) < 0)
 		return ret;
 	for (i = 0; i < d->nwrites; i++)
-		if ((ret = rf__cap_entry(c, ent0, d->writes[i], 1)) < 0)
+		if ((ret = rf__cap_entry(c, ent0, d->writes[i], 1, mark)) < 0)
 			goto undo;
 	for (i = 0; i < d->nreads; i++)
-		if ((ret = rf__cap_entry(c, ent0, d->reads[i], 0)) < 0)
+		if ((ret = rf__cap_entry(c, ent0, d->reads[i], 0, mark)) < 0)
 			goto undo;
 	nd = &c->nodes[c->n++];
 	memset(nd, 0, sizeof(*nd));
@@ -127,14 +139,16 @@ undo:
 	return ret;
 }
 
-int rf__capture_add(struct rf_engine *e, const struct rf_op_desc *d)
+int rf__capture_add(struct rf_engine *e, const struct rf_op_desc *d, int checked)
 {
 	struct rf__capture *c = e->cap;
 	int ret;
 
 	if (c->err)
-		return c->err;
-	ret = rf__cap_record(e, c, d);
+		return rf__fail(c->err, "push of op '%s' while capturing '%s': refused, the "
+				"capture is void (an earlier push was refused: %s)",
+				d->name ? d->name : "op", c->name, strerror(-c->err));
+	ret = checked < 0 ? checked : rf__cap_record(e, c, d);
 	if (ret < 0)
 		c->err = ret;
 	return ret;

@@ -99,6 +99,10 @@ struct rf_op {
 	uint64_t *deps;
 };
 
+/* Up to this many variables an op's duplicates are found by comparing entries; past
+ * it, by rf_var.mark. */
+#define RF__SCAN_MAX 16
+
 struct rf_var {
 	struct rf_engine *eng;
 	struct rf__group *head, *tail; /* head: the front group */
@@ -112,7 +116,8 @@ struct rf_var {
 	uint64_t last_writer;
 	uint32_t nreaders, cap_readers;
 	uint64_t *readers;
-	/* an op being filled: which of its entries holds v (mark == the engine's) */
+	/* an op being filled (op.c) or recorded (capture.c): which of its entries holds v
+	 * (mark == the engine's; used past RF__SCAN_MAX variables) */
 	uint64_t mark;
 	uint32_t mark_ent;
 	struct rf_var *prev, *next;    /* the engine's variables */
@@ -341,8 +346,12 @@ int rf__wait_refused(struct rf_engine *e, const char *what, int capture_ok);
 /* The engine's other calls (streams, traces): -EPERM from another thread, -EBUSY from
  * inside an op or callback, with a message naming what. */
 int rf__admin_refused(struct rf_engine *e, const char *what);
-int rf__has_room(struct rf_engine *e, size_t bytes);
-int rf__make_room(struct rf_engine *e, size_t bytes);
+/* Room under the caps for n more ops of `bytes` (one unit over a cap goes alone, when
+ * nothing is in flight); make_room turns the reactor until there is (not from inside
+ * an op or callback: there the cap is exceeded rather than deadlock). */
+int rf__has_room(struct rf_engine *e, uint32_t n, size_t bytes);
+int rf__make_room(struct rf_engine *e, uint32_t n, size_t bytes);
+
 int rf__wait_waiter(struct rf_engine *e, struct rf__waiter *w, int *err);
 int rf__wait_idle(struct rf_engine *e, int interruptible);
 

@@ -44,6 +44,8 @@ struct rf_graph {
 	struct rf_engine *eng;
 	char *name;
 	uint32_t n, nent, nvar, nedge, nroots;
+	size_t bytes;            /* its ops' bytes: a launch counts them (and n ops) against
+				  * the engine's caps while in flight */
 	struct rf__gnode *nodes;
 	struct rf__gent *ent;
 	struct rf__gvar *vars;
@@ -100,6 +102,14 @@ struct rf__glaunch {
 	int has_args;                  /* 0: the launch passed none (the buffer stays)  */
 };
 
+/* Under the engine's in-flight cap a launch stands for its graph's ops (and their
+ * bytes: its macro op's): the macro op counts one, this the rest -- added when it is
+ * pushed, taken off when it finishes (graph-run.c: rf__glaunch_finished). */
+static inline uint32_t rf__glaunch_extra(const struct rf_graph *g)
+{
+	return g->n > 1 ? g->n - 1 : 0;
+}
+
 /* graph-run.c */
 extern const struct rf_stream_ops rf__graph_stream_ops;
 void rf__glaunch_init_ops(struct rf_engine *e, struct rf__glaunch *L);
@@ -124,8 +134,10 @@ struct rf__capture {
 	struct rf_var *args_var;
 };
 
-/* Record d (checked) in the capture: 0, or -ENOMEM (then the capture fails). */
-int rf__capture_add(struct rf_engine *e, const struct rf_op_desc *d);
+/* Record d in the capture (checked: rf__check_desc's verdict on it): 0, or the
+ * refusal (a bad descriptor, -ENOMEM), which voids the capture: the graph would not be
+ * the program (rf_engine_capture_end then returns it, no graph). */
+int rf__capture_add(struct rf_engine *e, const struct rf_op_desc *d, int checked);
 void rf__capture_free(struct rf__capture *c);
 void rf__capture_discard(struct rf_engine *e);
 

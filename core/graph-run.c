@@ -469,7 +469,7 @@ static void rf__glaunch_at_front(struct rf_engine *e, struct rf_op *op)
 /* The launch left the queues: its block is free again. */
 static void rf__glaunch_finished(struct rf_engine *e, struct rf_op *op)
 {
-	(void)e;
+	e->inflight -= rf__glaunch_extra(op->arg.gl->g);
 	rf__glaunch_release(op->arg.gl);
 }
 

@@ -4,6 +4,7 @@
  * destroying it. Running a launch: graph-run.c. */
 #include <errno.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -215,6 +216,9 @@ static int rf__graph_build(struct rf_engine *e, struct rf__capture *c, struct rf
 		goto fail;
 	for (uint32_t x = 0; x < g->nvar; x++)
 		g->vars[x].v = c->vars[x];
+	for (uint32_t i = 0; i < g->n; i++)   /* saturating: a cap, not an account */
+		g->bytes = g->nodes[i].bytes > SIZE_MAX - g->bytes ? SIZE_MAX
+								   : g->bytes + g->nodes[i].bytes;
 	if ((ret = rf__graph_edges(g, &E)) < 0 || (ret = rf__graph_lists(g, &E)) < 0)
 		goto fail;
 	g->one_stream = g->n != 0;
@@ -250,14 +254,16 @@ int rf_engine_capture_end(struct rf_engine *e, struct rf_graph **out)
 	e->cap = NULL;
 	if (c->err) { /* a push was refused: the graph would not be the program */
 		struct rf_graph *g = NULL;
+		char name[96];
+		snprintf(name, sizeof(name), "%s", c->name);
 		ret = c->err;
 		if (rf__graph_build(e, c, &g) == 0)
-			rf__graph_free(g);
+			rf__graph_free(g);  /* the recorded ops' done callbacks */
 		if (c->args_var)
 			rf_var_destroy(e, c->args_var, NULL, NULL, NULL);
 		rf__capture_free(c);
-		return rf__fail(ret, "rf_engine_capture_end: a push failed while capturing "
-				"(%d): no graph", ret);
+		return rf__fail(ret, "rf_engine_capture_end(%s): a push was refused while "
+				"capturing (%s): no graph", name, strerror(-ret));
 	}
 	ret = rf__graph_build(e, c, out);
 	if (ret < 0 && c->args_var)
@@ -373,7 +379,7 @@ int rf_graph_launch(struct rf_graph *g, const void *args, const struct rf_graph_
 		return rf__fail(-EINVAL, "rf_graph_launch: %s", !g ? "g is NULL" : g->doomed ?
 				"the graph is being destroyed" : "binds is NULL with nbinds > 0");
 	e = g->eng;
-	if (e->cap)
+	if (e->cap && !rf__in_callback(e))
 		return rf__fail(-EBUSY, "rf_graph_launch(%s) while a capture is recording: "
 				"refused (graphs do not nest)", g->name);
 	if (rf__gettid() != e->owner_tid)
@@ -389,7 +395,7 @@ int rf_graph_launch(struct rf_graph *g, const void *args, const struct rf_graph_
 	L->has_args = args != NULL;
 	if (g->args_size && args)
 		memcpy(L->args, args, g->args_size);
-	if ((ret = rf__make_room(e, 0)) < 0)
+	if ((ret = rf__make_room(e, g->n, g->bytes)) < 0)
 		goto back;
 	if (e->sync && !rf__in_callback(e) && !(w = calloc(1, sizeof(*w)))) {
 		ret = -ENOMEM;
@@ -401,10 +407,13 @@ int rf_graph_launch(struct rf_graph *g, const void *args, const struct rf_graph_
 	d.nwrites = L->nwr;
 	d.stream = &e->graph_stream;
 	d.name = "graph launch";
+	d.bytes = g->bytes;
 	d.flags = RF_OP_ALWAYS; /* each captured op decides on its own inputs' poison */
 	g->inflight++;
 	L->macro = NULL;
+	e->inflight += rf__glaunch_extra(g);  /* the macro op adds itself */
 	if ((ret = rf__push_op(e, &d, &rf__kind_launch, L, w)) < 0) {
+		e->inflight -= rf__glaunch_extra(g);
 		g->inflight--;
 		free(w);
 		goto back;

@@ -31,7 +31,6 @@ static int rf__op_grow_entries(struct rf_op *op)
 /* Add var v to op with mode write (1) or read (0), merging duplicates: a few are
  * compared with the entries so far; past RF__SCAN_MAX, v->mark says whether this fill
  * (generation mark) has an entry for v already, and which -- one pass, not n^2. */
-#define RF__SCAN_MAX 16
 static int rf__op_add_var(struct rf_op *op, struct rf_var *v, int write, uint64_t mark)
 {
 	uint32_t i;

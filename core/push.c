@@ -107,7 +107,7 @@ static int rf__push_admit(struct rf_engine *e, const struct rf_op_desc *d,
 		return ret;
 	if (e->now_desc && !e->now_op && (ret = rf__now_materialize(e)) < 0)
 		return ret;
-	if (k->counted && (ret = rf__make_room(e, d->bytes)) < 0)
+	if (k->counted && (ret = rf__make_room(e, 1, d->bytes)) < 0)
 		return ret;
 	return 0;
 }
@@ -184,12 +184,12 @@ static inline __attribute__((always_inline)) int rf__push_user(struct rf_engine 
 
 	if ((ret = rf__push_thread(e, who)) < 0)
 		return ret;
-	if (e->cap) {
+	/* recorded: a push of the code that captures, not one from an op or callback of
+	 * what was pushed before (that program runs on, as pushed) */
+	if (e->cap && !rf__in_callback(e)) {
 		if (k != &rf__kind_user)
 			return rf__capturing(e, who);
-		if ((ret = rf__check_desc(e, d, &rf__kind_user)) < 0)
-			return ret;
-		return rf__capture_add(e, d);
+		return rf__capture_add(e, d, rf__check_desc(e, d, &rf__kind_user));
 	}
 	if (k == &rf__kind_user && (ret = rf__push_now(e, d)) != 0)
 		return ret < 0 ? ret : 0;
@@ -245,7 +245,7 @@ int rf_var_clear_error(struct rf_engine *e, struct rf_var *v)
 	if (!v || v->eng != e)
 		return rf__fail(-EINVAL, "rf_var_clear_error: %s", v ? "a variable of another "
 								     "engine" : "v is NULL");
-	if (e->cap)
+	if (e->cap && !rf__in_callback(e))
 		return rf__capturing(e, "rf_var_clear_error");
 	int ret = rf__push_thread(e, "rf_var_clear_error");
 	if (ret < 0)

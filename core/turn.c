@@ -8,6 +8,7 @@
 
 struct rf__room {
 	struct rf_engine *e;
+	uint32_t n;
 	size_t bytes;
 };
 
@@ -16,16 +17,18 @@ static int rf__room_cond(void *arg)
 	struct rf__room *r = arg;
 	struct rf_engine *e = r->e;
 
-	if (e->inflight >= e->max_inflight)
+	if (!e->inflight)
+		return 1;  /* alone, a unit over a cap goes */
+	if ((uint64_t)e->inflight + r->n > e->max_inflight)
 		return 0;
-	if (e->max_bytes && e->inflight && e->inflight_bytes + r->bytes > e->max_bytes)
+	if (e->max_bytes && e->inflight_bytes + r->bytes > e->max_bytes)
 		return 0;
 	return 1;
 }
 
-int rf__has_room(struct rf_engine *e, size_t bytes)
+int rf__has_room(struct rf_engine *e, uint32_t n, size_t bytes)
 {
-	struct rf__room room = { e, bytes };
+	struct rf__room room = { e, n, bytes };
 
 	return rf__room_cond(&room);
 }
@@ -37,11 +40,9 @@ int rf__in_callback(struct rf_engine *e)
 	return e->in_callback || e->pumping || rf_ring_in_callback(e->ring);
 }
 
-/* Bounded asynchrony: turn the reactor until there is room (not possible from inside
- * an op or callback: there the cap is exceeded rather than deadlock). */
-int rf__make_room(struct rf_engine *e, size_t bytes)
+int rf__make_room(struct rf_engine *e, uint32_t n, size_t bytes)
 {
-	struct rf__room room = { e, bytes };
+	struct rf__room room = { e, n, bytes };
 	int ret;
 
 	if (rf__room_cond(&room) || rf__in_callback(e))

@@ -23,15 +23,17 @@ struct rf_stream;
 
 /* An operation: returns 0 or -errno. Runs on its stream's thread (the reactor thread
  * for the inline stream). Must not call engine functions, except rf_engine_push (and
- * the calls that push: rf_var_destroy, rf_var_clear_error) from inline-stream ops;
- * the others refuse it (-EPERM from another thread, -EBUSY or -EDEADLK from an op). */
+ * the calls that push: rf_var_destroy, rf_var_clear_error, rf_graph_launch) from
+ * inline-stream ops; the others refuse it (-EPERM from another thread, -EBUSY or
+ * -EDEADLK from an op). */
 typedef int (*rf_op_fn)(void *ctx);
 /* Called on the reactor thread once the op is finished (ran, failed or was skipped),
  * with its final status. Use it to free ctx. */
 typedef void (*rf_op_done_fn)(void *ctx, int status);
 
 enum {
-	RF_OP_ALWAYS = 1u << 0, /* run even if an input is poisoned (deletions, resets) */
+	RF_OP_ALWAYS = 1u << 0, /* run even if an input is poisoned (deletions, cleanup); its
+				 * success leaves poison as it was (RF_OP_OVERWRITE clears) */
 	RF_OP_OVERWRITE = 1u << 1, /* the op overwrites its mutated variables without reading
 				    * them: it runs even if they are poisoned (not if a read
 				    * variable is), and on success clears their poison */
@@ -60,7 +62,9 @@ struct rf_op_desc {
 
 struct rf_engine_opts {
 	unsigned max_inflight;  /* ops pushed and not finished; 0: 4096. A push past the cap
-				 * turns the reactor until there is room. */
+				 * turns the reactor until there is room (a graph launch
+				 * counts its ops, and their bytes below; one larger than a
+				 * cap goes alone). */
 	size_t max_bytes;       /* 0: unlimited */
 	int sync;               /* 1: synchronous debug mode; 0: off; -1: RF_ENGINE_SYNC */
 	const char *trace_path; /* NULL: RF_TRACE */
@@ -163,7 +167,9 @@ int rf_var_clear_error(struct rf_engine *e, struct rf_var *v);
  * must outlive it. During a capture, rf_engine_wait_var/_all, rf_var_destroy,
  * rf_var_clear_error and launches are refused with -EBUSY (rf_engine_wait_idle waits
  * for what was pushed before it; rf_engine_destroy discards the recording, each done
- * callback called with -ECANCELED). Synchronous mode and traces apply to launches
+ * callback called with -ECANCELED). What the ops and done callbacks of that earlier
+ * program push, destroy or launch meanwhile is not recorded: it belongs to that
+ * program and goes as outside a capture. Synchronous mode and traces apply to launches
  * (a launch returns after its ops ran; the trace shows each op on its stream and the
  * launch on the "graph launches" track). core/README.md, "Capture and replay". */
 struct rf_graph;
@@ -183,8 +189,10 @@ int rf_engine_capture_begin(struct rf_engine *e, const struct rf_capture_opts *o
  * NULL (and *args_var NULL) without arguments or outside a capture. */
 void *rf_engine_capture_args(struct rf_engine *e, struct rf_var **args_var);
 /* Stop recording: *out the graph (may hold no op). If a push was refused while
- * recording, no graph (*out NULL) and that error; the recorded ops' done callbacks
- * have then run. -EINVAL: no capture. */
+ * recording (a bad descriptor, no memory), the capture is void -- the pushes after it
+ * are refused too, saying so -- and this returns no graph (*out NULL) and that error;
+ * the recorded ops' done callbacks have then run. (A call refused with -EBUSY because
+ * a capture records leaves it as it was.) -EINVAL: no capture. */
 int rf_engine_capture_end(struct rf_engine *e, struct rf_graph **out);
 
 /* One launch may put another variable in place of a captured one (the batch's slot,

@@ -1,0 +1,411 @@
+/* test-engine-capture: what a capture records and what a launch counts.
+ *   caps      a launch stands for its graph's ops and their bytes under max_inflight
+ *             and max_bytes while in flight, as the same ops pushed one by one do (a
+ *             launch once counted as one op of 0 bytes: eight launches of an 800-byte
+ *             op all ran at once under a 1000-byte cap);
+ *   callbacks during a capture, what ops and done callbacks of the program pushed
+ *             before it push (and destroy) is that program's, run as pushed -- not
+ *             recorded into the graph (it was, and never ran unless launched);
+ *   refused   a push refused while recording (a bad descriptor) voids the capture:
+ *             later pushes are refused saying so, capture_end gives no graph and
+ *             the error, and the recorded ops' done callbacks run;
+ *   wide      an op naming thousands of variables, each read twice and written,
+ *             records one entry per variable (a write: found by the variables' marks,
+ *             as a push does, not by comparing every entry so far, which took seconds)
+ *             and replays before the op that reads after it;
+ *   nested    rf_graph_launch from inside an inline op, as rf_engine_push is allowed;
+ *   poison    a variable keeps its first error until an RF_OP_OVERWRITE op succeeds
+ *             or its error is cleared: a successful RF_OP_ALWAYS writer and a failing
+ *             RF_OP_OVERWRITE one leave the first error (core/README.md, Failure). */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "engine.h"
+#include "log.h"
+#include "../test-util.h"
+
+static struct rf_engine *eng;
+static int nran;
+
+static int nop(void *p)
+{
+	(void)p;
+	nran++;
+	return 0;
+}
+
+static int fail_eio(void *p)
+{
+	(void)p;
+	return -EIO;
+}
+
+static int fail_enospc(void *p)
+{
+	(void)p;
+	return -ENOSPC;
+}
+
+static void open_engine(struct rf_ring **ring, const struct rf_engine_opts *o)
+{
+	CHECK_OK(rf_ring_create(ring, NULL));
+	CHECK_OK(rf_engine_create(&eng, *ring, o));
+	nran = 0;
+}
+
+static void close_engine(struct rf_ring *ring)
+{
+	rf_engine_destroy(eng);
+	rf_ring_destroy(ring);
+	eng = NULL;
+}
+
+/* ---- caps ---- */
+
+static _Atomic int running, most_running;
+
+static int slow_fn(void *p)
+{
+	(void)p;
+	int now = atomic_fetch_add(&running, 1) + 1, m = atomic_load(&most_running);
+	while (now > m && !atomic_compare_exchange_weak(&most_running, &m, now)) {
+	}
+	usleep(2000);
+	atomic_fetch_sub(&running, 1);
+	return 0;
+}
+
+/* n single-op graphs of `bytes` on a worker stream, each launched once, under the caps
+ * o: the most ops the engine counted in flight and that ran at once. */
+static void caps_run(const struct rf_engine_opts *o, unsigned nops, size_t bytes,
+		     unsigned *seen, int *ran_at_once, uint64_t *cap_waits)
+{
+	enum { G = 8 };
+	struct rf_ring *ring;
+	struct rf_stream *w;
+	struct rf_var *v[G];
+	struct rf_graph *g[G];
+	struct rf_engine_stats st;
+
+	open_engine(&ring, o);
+	atomic_store(&running, 0);
+	atomic_store(&most_running, 0);
+	CHECK_OK(rf_worker_stream_create(eng, "w", 64, &w));
+	for (int i = 0; i < G; i++) {
+		struct rf_op_desc d = { .fn = slow_fn, .stream = w, .name = "slow",
+					.bytes = bytes };
+		CHECK_OK(rf_var_create(eng, "v", &v[i]));
+		d.writes = &v[i];
+		d.nwrites = 1;
+		CHECK_OK(rf_engine_capture_begin(eng, NULL));
+		for (unsigned k = 0; k < nops; k++)
+			CHECK_OK(rf_engine_push(eng, &d));
+		CHECK_OK(rf_engine_capture_end(eng, &g[i]));
+		CHECK_EQ(rf_graph_size(g[i]), nops);
+	}
+	for (int i = 0; i < G; i++)
+		CHECK_OK(rf_graph_launch(g[i], NULL, NULL, 0));
+	CHECK_OK(rf_engine_wait_all(eng));
+	rf_engine_get_stats(eng, &st);
+	CHECK_EQ(st.inflight, 0u);
+	CHECK_EQ(st.inflight_bytes, 0u);
+	*seen = st.max_inflight_seen;
+	*ran_at_once = atomic_load(&most_running);
+	*cap_waits = st.cap_waits;
+	for (int i = 0; i < G; i++) {
+		rf_graph_destroy(g[i]);
+		CHECK_OK(rf_var_destroy(eng, v[i], NULL, NULL, NULL));
+	}
+	close_engine(ring);
+}
+
+static void test_caps(void)
+{
+	struct rf_engine_opts bytes_cap = { .max_bytes = 1000 }, ops_cap = { .max_inflight = 3 };
+	unsigned seen;
+	int at_once;
+	uint64_t waits;
+
+	/* 800 bytes a launch, 1000 allowed: one launch at a time */
+	caps_run(&bytes_cap, 1, 800, &seen, &at_once, &waits);
+	CHECK_EQ(seen, 1u);
+	CHECK_EQ(at_once, 1);
+	CHECK(waits >= 7);
+	/* 2 ops a launch, 3 allowed: one launch at a time (2 + 2 > 3) */
+	caps_run(&ops_cap, 2, 0, &seen, &at_once, &waits);
+	CHECK_EQ(seen, 2u);
+	CHECK(waits >= 7);
+	/* 5 ops a launch, 3 allowed: a launch over the cap goes alone */
+	caps_run(&ops_cap, 5, 0, &seen, &at_once, &waits);
+	CHECK_EQ(seen, 5u);
+	fprintf(stderr, "  caps: a launch counts its ops and bytes in flight\n");
+}
+
+/* ---- callbacks during a capture ---- */
+
+static struct rf_var *cb_x, *cb_t;
+static int nested_rc = 1, cb_rc = 1, cb_destroy_rc = 1, t_freed;
+
+static void free_t(void *p)
+{
+	(void)p;
+	t_freed++;
+}
+
+static int pushes_inside(void *p)
+{
+	(void)p;
+	nested_rc = rf_engine_push_simple(eng, nop, NULL, &cb_x, 1, NULL, 0, NULL, "nested");
+	return 0;
+}
+
+static void done_pushes(void *p, int status)
+{
+	(void)p;
+	CHECK_EQ(status, 0);
+	cb_rc = rf_engine_push_simple(eng, nop, NULL, &cb_x, 1, NULL, 0, NULL, "from done");
+	cb_destroy_rc = rf_var_destroy(eng, cb_t, free_t, NULL, NULL);
+}
+
+static int slow_write(void *p)
+{
+	(void)p;
+	usleep(5000);
+	return 0;
+}
+
+static void test_callbacks(void)
+{
+	struct rf_ring *ring;
+	struct rf_stream *w;
+	struct rf_graph *g;
+	struct rf_var *y;
+	struct rf_op_desc a = { .fn = pushes_inside, .done = done_pushes, .name = "A" };
+
+	open_engine(&ring, NULL);
+	CHECK_OK(rf_worker_stream_create(eng, "w", 16, &w));
+	CHECK_OK(rf_var_create(eng, "x", &cb_x));
+	CHECK_OK(rf_var_create(eng, "t", &cb_t));
+	CHECK_OK(rf_var_create(eng, "y", &y));
+	/* W on a worker writes x; A (inline) reads it: both pending at capture_begin */
+	CHECK_OK(rf_engine_push_simple(eng, slow_write, NULL, NULL, 0, &cb_x, 1, w, "W"));
+	a.reads = &cb_x;
+	a.nreads = 1;
+	CHECK_OK(rf_engine_push(eng, &a));
+	CHECK_OK(rf_engine_capture_begin(eng, NULL));
+	CHECK_OK(rf_engine_push_simple(eng, nop, NULL, NULL, 0, &y, 1, NULL, "recorded"));
+	CHECK_OK(rf_engine_wait_idle(eng)); /* W, A and what they push run now */
+	CHECK_EQ(nested_rc, 0);
+	CHECK_EQ(cb_rc, 0);
+	CHECK_EQ(cb_destroy_rc, 0);
+	CHECK_OK(rf_engine_capture_end(eng, &g));
+	CHECK_EQ(rf_graph_size(g), 1u);   /* "recorded" only */
+	CHECK_EQ(nran, 2);                /* "nested" and "from done" ran */
+	CHECK_EQ(t_freed, 1);
+	CHECK_OK(rf_graph_launch(g, NULL, NULL, 0));
+	CHECK_OK(rf_engine_wait_all(eng));
+	CHECK_EQ(nran, 3);
+	rf_graph_destroy(g);
+	CHECK_OK(rf_var_destroy(eng, cb_x, NULL, NULL, NULL));
+	CHECK_OK(rf_var_destroy(eng, y, NULL, NULL, NULL));
+	close_engine(ring);
+	fprintf(stderr, "  callbacks: pushes of the program before a capture run, not recorded\n");
+}
+
+/* ---- a refused push voids the capture ---- */
+
+static int done_calls;
+
+static void count_done(void *p, int status)
+{
+	(void)p;
+	CHECK_EQ(status, 0);
+	done_calls++;
+}
+
+static void test_refused(void)
+{
+	struct rf_ring *ring;
+	struct rf_graph *g = (struct rf_graph *)&g;
+	struct rf_var *a;
+	struct rf_op_desc ok = { .fn = nop, .done = count_done, .name = "ok" };
+
+	open_engine(&ring, NULL);
+	CHECK_OK(rf_var_create(eng, "a", &a));
+	ok.writes = &a;
+	ok.nwrites = 1;
+	CHECK_OK(rf_engine_capture_begin(eng, &(struct rf_capture_opts){ .name = "step" }));
+	CHECK_OK(rf_engine_push(eng, &ok));
+	/* no function: refused, and the graph would not be the program */
+	CHECK_EQ(rf_engine_push_simple(eng, NULL, NULL, NULL, 0, &a, 1, NULL, "bad"), -EINVAL);
+	CHECK_EQ(rf_engine_push(eng, &ok), -EINVAL);
+	CHECK(strstr(rf_last_error(), "'ok'") && strstr(rf_last_error(), "void"));
+	CHECK_EQ(done_calls, 0);
+	CHECK_EQ(rf_engine_capture_end(eng, &g), -EINVAL);
+	CHECK(g == NULL);
+	CHECK(strstr(rf_last_error(), "step") && strstr(rf_last_error(), "no graph"));
+	CHECK_EQ(done_calls, 1);          /* the recorded op's, once */
+	CHECK_EQ(nran, 0);
+	/* the next capture is whole */
+	CHECK_OK(rf_engine_capture_begin(eng, NULL));
+	CHECK_OK(rf_engine_push(eng, &ok));
+	CHECK_OK(rf_engine_capture_end(eng, &g));
+	CHECK_OK(rf_graph_launch(g, NULL, NULL, 0));
+	CHECK_OK(rf_engine_wait_all(eng));
+	CHECK_EQ(nran, 1);
+	rf_graph_destroy(g);
+	CHECK_EQ(done_calls, 2);
+	CHECK_OK(rf_var_destroy(eng, a, NULL, NULL, NULL));
+	close_engine(ring);
+	fprintf(stderr, "  refused: a push refused while recording voids the capture\n");
+}
+
+/* ---- wide ops ---- */
+
+#define WIDE 5000
+static uint32_t wide_val[WIDE];
+static int wide_seen;
+
+static int wide_write(void *p)
+{
+	for (int i = 0; i < WIDE; i++)
+		wide_val[i]++;
+	(void)p;
+	return 0;
+}
+
+static int wide_read(void *p)
+{
+	(void)p;
+	wide_seen = (int)wide_val[WIDE - 1];
+	return 0;
+}
+
+static void test_wide(void)
+{
+	struct rf_ring *ring;
+	struct rf_stream *w;
+	struct rf_graph *g;
+	static struct rf_var *v[WIDE], *rw[2 * WIDE];
+	struct rf_op_desc d = { .fn = wide_write, .name = "wide" };
+
+	open_engine(&ring, NULL);
+	CHECK_OK(rf_worker_stream_create(eng, "w", 16, &w));
+	for (int i = 0; i < WIDE; i++)
+		CHECK_OK(rf_var_create(eng, "v", &v[i]));
+	for (int i = 0; i < WIDE; i++) /* every variable read twice, written once */
+		rw[2 * i] = rw[2 * i + 1] = v[WIDE - 1 - i];
+	d.reads = rw;
+	d.nreads = 2 * WIDE;
+	d.writes = v;
+	d.nwrites = WIDE;
+	d.stream = w;
+	CHECK_OK(rf_engine_capture_begin(eng, NULL));
+	CHECK_OK(rf_engine_push(eng, &d));
+	/* reads the last variable: after "wide", on another stream */
+	CHECK_OK(rf_engine_push_simple(eng, wide_read, NULL, &v[WIDE - 1], 1, NULL, 0, NULL,
+				       "reader"));
+	CHECK_OK(rf_engine_capture_end(eng, &g));
+	for (int k = 1; k <= 3; k++) {
+		CHECK_OK(rf_graph_launch(g, NULL, NULL, 0));
+		CHECK_OK(rf_engine_wait_all(eng));
+		CHECK_EQ(wide_seen, k);
+	}
+	rf_graph_destroy(g);
+	for (int i = 0; i < WIDE; i++)
+		CHECK_OK(rf_var_destroy(eng, v[i], NULL, NULL, NULL));
+	close_engine(ring);
+	fprintf(stderr, "  wide: %d variables read twice and written, recorded once each\n",
+		WIDE);
+}
+
+/* ---- a launch from inside an inline op ---- */
+
+static struct rf_graph *inner;
+static int launch_rc = 1;
+
+static int launches(void *p)
+{
+	(void)p;
+	launch_rc = rf_graph_launch(inner, NULL, NULL, 0);
+	return 0;
+}
+
+static void test_nested(void)
+{
+	struct rf_ring *ring;
+	struct rf_var *a;
+
+	open_engine(&ring, NULL);
+	CHECK_OK(rf_var_create(eng, "a", &a));
+	CHECK_OK(rf_engine_capture_begin(eng, NULL));
+	CHECK_OK(rf_engine_push_simple(eng, nop, NULL, NULL, 0, &a, 1, NULL, "inner"));
+	CHECK_OK(rf_engine_capture_end(eng, &inner));
+	CHECK_OK(rf_engine_push_simple(eng, launches, NULL, &a, 1, NULL, 0, NULL, "launcher"));
+	CHECK_OK(rf_engine_wait_all(eng));
+	CHECK_EQ(launch_rc, 0);
+	CHECK_EQ(nran, 1);
+	rf_graph_destroy(inner);
+	CHECK_OK(rf_var_destroy(eng, a, NULL, NULL, NULL));
+	close_engine(ring);
+	fprintf(stderr, "  nested: a launch from inside an inline op\n");
+}
+
+/* ---- the poison rule ---- */
+
+static void test_poison(void)
+{
+	struct rf_ring *ring;
+	struct rf_var *x, *y;
+	const char *who;
+	struct rf_op_desc always = { .fn = nop, .flags = RF_OP_ALWAYS, .name = "always" };
+	struct rf_op_desc over = { .fn = fail_enospc, .flags = RF_OP_OVERWRITE, .name = "over" };
+	struct rf_op_desc clear = { .fn = nop, .flags = RF_OP_OVERWRITE, .name = "clear" };
+
+	for (int sync = 0; sync < 2; sync++) {
+		struct rf_engine_opts o = { .sync = sync };
+		open_engine(&ring, &o);
+		CHECK_OK(rf_var_create(eng, "x", &x));
+		CHECK_OK(rf_var_create(eng, "y", &y));
+		CHECK_OK(rf_engine_push_simple(eng, fail_eio, NULL, NULL, 0, &x, 1, NULL, "first"));
+		always.writes = &x;
+		always.nwrites = 1;
+		CHECK_OK(rf_engine_push(eng, &always));
+		CHECK_EQ(rf_engine_wait_var(eng, x), -EIO);
+		CHECK_EQ(rf_var_error(x, &who), -EIO);
+		CHECK(strcmp(who, "first") == 0);
+		CHECK_OK(rf_engine_push_simple(eng, fail_eio, NULL, NULL, 0, &y, 1, NULL, "a"));
+		over.writes = &y;
+		over.nwrites = 1;
+		CHECK_OK(rf_engine_push(eng, &over));
+		CHECK_EQ(rf_engine_wait_var(eng, y), -EIO);
+		CHECK(rf_var_error(y, &who) == -EIO && strcmp(who, "a") == 0);
+		clear.writes = &y;
+		clear.nwrites = 1;
+		CHECK_OK(rf_engine_push(eng, &clear));
+		CHECK_OK(rf_engine_wait_var(eng, y));
+		CHECK_EQ(rf_engine_wait_all(eng), -EIO);
+		CHECK_OK(rf_var_destroy(eng, x, NULL, NULL, NULL));
+		CHECK_OK(rf_var_destroy(eng, y, NULL, NULL, NULL));
+		close_engine(ring);
+	}
+	fprintf(stderr, "  poison: the first error stays until an overwrite succeeds\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct { const char *name; void (*fn)(void); } t[] = {
+		{ "caps", test_caps }, { "callbacks", test_callbacks },
+		{ "refused", test_refused }, { "wide", test_wide }, { "nested", test_nested },
+		{ "poison", test_poison },
+	};
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) /* argv[1]: that one alone */
+		if (argc < 2 || strcmp(argv[1], t[i].name) == 0)
+			t[i].fn();
+	return 0;
+}
