@@ -14,7 +14,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "blas-dl.h"
 #include "cpu-impl.h"
 #include "kernels-impl.h"
 #include "par.h"
@@ -187,10 +186,10 @@ int rf_cpu_open(struct rf_engine *e, const struct rf_cpu_opts *opts, struct rf_d
 
 const char *rf_cpu_kernels(char *buf, size_t len)
 {
-	const struct rf__openblas *ob = rf__openblas(NULL);
-	const char *core = ob && ob->get_corename ? ob->get_corename() : NULL;
+	const char *core = rf__k_blas_core();
 
 	snprintf(buf, len, "%s (ringflow's kernels); %s%s", rf__k_use_avx512() ? "avx512" : "portable",
-		 ob ? "OpenBLAS " : "no OpenBLAS", ob ? (core ? core : "?") : "");
+		 core ? "OpenBLAS " : RF_HAVE_OPENBLAS ? "no OpenBLAS (not found)" :
+		 "no OpenBLAS (built without it)", core ? core : "");
 	return buf;
 }

@@ -184,3 +184,14 @@ int rf__k_blas_get_threads(void)
 	return -ENOTSUP;
 #endif
 }
+
+const char *rf__k_blas_core(void)
+{
+#if RF_HAVE_OPENBLAS
+	const struct rf__openblas *ob = rf__openblas(NULL);
+	const char *core = ob && ob->get_corename ? ob->get_corename() : NULL;
+	return ob ? (core ? core : "?") : NULL;
+#else
+	return NULL;
+#endif
+}

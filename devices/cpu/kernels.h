@@ -66,6 +66,9 @@ int rf__k_gemm_avx512_gen(int m, int n, int k, const float *a, int lda,
  * also where it cannot be loaded). */
 int rf__k_blas_set_threads(int n);
 int rf__k_blas_get_threads(void);
+/* OpenBLAS's core name ("?" where it gives none), or NULL where there is no OpenBLAS
+ * (built without it, or it could not be opened). */
+const char *rf__k_blas_core(void);
 
 /* ---- linear layer pieces ------------------------------------------------- */
 
