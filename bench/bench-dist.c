@@ -26,6 +26,27 @@ static const char allreduce_usage[] =
 	"  --max-mib N   the largest allreduce, in MiB, 1..4096 (default 64)\n"
 	"  --json        one JSON object per size\n";
 
+/* The arguments: -1 to go on, else the exit status (0 after --help, 2 for a bad one,
+ * said) -- the same in a build without MPI, where a good command line then exits 77. */
+static int allreduce_args(int argc, char **argv, long *max_mib, int *json)
+{
+	for (int i = 1; i < argc; i++) {
+		int rc;
+		if (bench_is_help(argv[i])) {
+			fputs(allreduce_usage, stdout);
+			return 0;
+		} else if (!strcmp(argv[i], "--json")) {
+			*json = 1;
+		} else if (!strcmp(argv[i], "--max-mib")) {
+			if ((rc = bench_long("allreduce", argc, argv, &i, 1, 4096, max_mib)))
+				return rc;
+		} else {
+			return bench_unknown("allreduce", argv[i]);
+		}
+	}
+	return -1;
+}
+
 #if RF_HAVE_MPI
 #include <mpi.h>
 
@@ -103,20 +124,10 @@ int rf_bench_allreduce(int argc, char **argv)
 	long max_mib = 64;
 	int json = 0, rank, P;
 
-	for (int i = 1; i < argc; i++) {
-		int rc;
-		if (bench_is_help(argv[i])) {
-			fputs(allreduce_usage, stdout);
-			return 0;
-		} else if (!strcmp(argv[i], "--json")) {
-			json = 1;
-		} else if (!strcmp(argv[i], "--max-mib")) {
-			if ((rc = bench_long("allreduce", argc, argv, &i, 1, 4096, &max_mib)))
-				return rc;
-		} else {
-			return bench_unknown("allreduce", argv[i]);
-		}
-	}
+	int rc = allreduce_args(argc, argv, &max_mib, &json);
+
+	if (rc >= 0)
+		return rc;
 	if (rf_ring_create(&ring, NULL) < 0 || rf_engine_create(&e, ring, NULL) < 0 ||
 	    rf_cpu_open(e, NULL, &cpu) < 0) {
 		fprintf(stderr, "rf-bench allreduce: setup failed: %s\n", rf_last_error());
@@ -179,11 +190,11 @@ int rf_bench_allreduce(int argc, char **argv)
 #else
 int rf_bench_allreduce(int argc, char **argv)
 {
-	for (int i = 1; i < argc; i++)
-		if (bench_is_help(argv[i])) {
-			fputs(allreduce_usage, stdout);
-			return 0;
-		}
+	long max_mib = 64;
+	int json = 0, rc = allreduce_args(argc, argv, &max_mib, &json);
+
+	if (rc >= 0)
+		return rc;
 	fprintf(stderr, "rf-bench allreduce: ringflow was built without MPI\n");
 	return 77;
 }
