@@ -39,7 +39,7 @@ int main(void)
 {
 	const char *tmp = getenv("TMPDIR");
 	struct rf__folder f;
-	char err[512], cmd[300];
+	char err[512], cmd[1024];
 
 	snprintf(root, sizeof(root), "%s/rf-pack-folder-XXXXXX", tmp ? tmp : "/tmp");
 	CHECK(mkdtemp(root));

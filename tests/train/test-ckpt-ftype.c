@@ -32,9 +32,9 @@ static void on_alarm(int sig)
 {
 	static const char msg[] = "train-ckpt-ftype: hung (20 s), in: ";
 	(void)sig;
-	write(2, msg, sizeof(msg) - 1);
-	write(2, step, strlen(step));
-	write(2, "\n", 1);
+	if (write(2, msg, sizeof(msg) - 1) < 0 || write(2, step, strlen(step)) < 0 ||
+	    write(2, "\n", 1) < 0)
+		_exit(1);
 	_exit(1);
 }
 
