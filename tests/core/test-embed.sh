@@ -78,3 +78,40 @@ fi
 "$d/manifest-static" "$d/in" > "$d/out-static"
 cmp "$d/out-static" "$d/expect"
 echo "static embedded build works"
+
+# The Python package, where /usr/bin/python3 (Debian's) looks under this prefix (/usr
+# or meson's default /usr/local; not /usr/local/lib/python3/dist-packages, which it
+# does not search), importable from there with the installed library alone.
+so=$(find "$d/root" -name '_ringflow.abi3.so' | head -n 1)
+if [ -n "$so" ] && [ -x /usr/bin/python3 ]; then
+	site=$(dirname "$(dirname "$so")")
+	site=${site#"$d/root"}
+	case $prefix in
+	/usr|/usr/local)
+		/usr/bin/python3 -c 'import sys; sys.exit(sys.argv[1] not in sys.path)' "$site" ||
+			{ echo "the Python package went to $site: /usr/bin/python3 does not look there" >&2; exit 1; } ;;
+	esac
+	if [ -z "$extra" ]; then # a sanitized extension needs its runtime preloaded
+		got=$(cd / && PYTHONPATH="$d/root$site" LD_LIBRARY_PATH="$libdir" /usr/bin/python3 -c \
+			'import ringflow; print(ringflow.__file__)')
+		case $got in
+		"$d/root$site"/ringflow/*) ;;
+		*) echo "import ringflow from $site found $got" >&2; exit 1 ;;
+		esac
+	fi
+	echo "the Python package: $site"
+fi
+
+# ringflow.pc where libdir and includedir lie outside the prefix (meson keeps them
+# absolute): the directories as given, not appended to the prefix.
+if meson setup "$d/abs" "$src" -Dcuda=disabled -Dmpi=disabled --prefix=/opt/rf \
+	--libdir=/usr/lib/rf --includedir=/usr/include/rf >"$d/abs.log" 2>&1; then
+	got=$(PKG_CONFIG_PATH="$d/abs" pkg-config --cflags --libs ringflow)
+	[ "$(echo $got)" = "-I/usr/include/rf -L/usr/lib/rf -lringflow" ] ||
+		{ echo "ringflow.pc with absolute directories says: $got" >&2; exit 1; }
+	echo "ringflow.pc with absolute directories: $got"
+else
+	tail -5 "$d/abs.log" >&2
+	echo "meson setup with absolute directories failed" >&2
+	exit 1
+fi
