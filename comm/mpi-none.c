@@ -8,8 +8,9 @@
 
 static int rf__no_mpi(char *msg, size_t len)
 {
-	snprintf(msg, len, "ringflow was built without MPI (install libopenmpi-dev and "
-		 "reconfigure: meson setup -Dmpi=enabled)");
+	snprintf(msg, len, "ringflow was built without MPI (-Dmpi=disabled, or Open MPI's "
+		 "headers missing at setup: apt-get install libopenmpi-dev, then meson "
+		 "setup --reconfigure -Dmpi=enabled BUILDDIR)");
 	return -ENOSYS;
 }
 

@@ -168,6 +168,8 @@ int rf_device_kind_supports(const char *kind, const char *op, enum rf_tdtype dt,
 	if (!be)
 		return rf__fail(-EINVAL, "device kind '%s': expected one of %s", kind ? kind : "(null)",
 				rf_device_kinds());
+	if (be->absent)
+		return rf__fail(-ENOTSUP, "device kind '%s': %s", be->kind, be->absent);
 	snprintf(who, sizeof(who), "a %s device", be->kind);
 	return rf__supports(be, NULL, who, op, dt, layout);
 }

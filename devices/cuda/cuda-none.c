@@ -66,6 +66,9 @@ const struct rf__backend rf__cuda_backend = {
 	/* .stream_handle   = */ NULL,
 	/* .stats           = */ NULL,
 	/* .plan_json       = */ NULL,
+	/* .conv_group      = */ NULL,
+	/* .absent          = */ RF__NO_CUDA " (reconfigure with -Dcuda=enabled where the "
+				 "CUDA toolkit is: nvcc, cuda_runtime.h)",
 };
 
 int rf_cuda_count(void) { return 0; }
