@@ -144,14 +144,36 @@ int rf__capture_add(struct rf_engine *e, const struct rf_op_desc *d, int checked
 	struct rf__capture *c = e->cap;
 	int ret;
 
-	if (c->err)
+	if (checked < 0)
+		ret = checked;  /* said by the check; voids the capture below */
+	else if (c->err)
 		return rf__fail(c->err, "push of op '%s' while capturing '%s': refused, the "
 				"capture is void (an earlier push was refused: %s)",
 				d->name ? d->name : "op", c->name, strerror(-c->err));
-	ret = checked < 0 ? checked : rf__cap_record(e, c, d);
-	if (ret < 0)
+	else
+		ret = rf__cap_record(e, c, d);
+	if (ret < 0 && !c->err)
 		c->err = ret;
 	return ret;
+}
+
+int rf__capture_uses(const struct rf__capture *c, const struct rf_var *v)
+{
+	if (!c->hcap)
+		return 0;
+	for (uint32_t k = rf__vhash(v, c->hcap - 1); c->hash[k]; k = (k + 1) & (c->hcap - 1))
+		if (c->vars[c->hash[k] - 1] == v)
+			return 1;
+	return 0;
+}
+
+void rf__capture_cancel(struct rf_engine *e, struct rf__capture *c)
+{
+	e->in_callback++;
+	for (uint32_t i = 0; i < c->n; i++)
+		if (c->nodes[i].done)
+			c->nodes[i].done(c->nodes[i].ctx, -ECANCELED);
+	e->in_callback--;
 }
 
 void rf__capture_free(struct rf__capture *c)
@@ -176,11 +198,7 @@ void rf__capture_discard(struct rf_engine *e)
 	if (!c)
 		return;
 	e->cap = NULL;
-	e->in_callback++;
-	for (uint32_t i = 0; i < c->n; i++)
-		if (c->nodes[i].done)
-			c->nodes[i].done(c->nodes[i].ctx, -ECANCELED);
-	e->in_callback--;
+	rf__capture_cancel(e, c);
 	if (c->args_var)
 		rf__var_free(c->args_var);
 	rf__capture_free(c);

@@ -116,8 +116,9 @@ struct rf_var {
 	uint64_t last_writer;
 	uint32_t nreaders, cap_readers;
 	uint64_t *readers;
-	/* an op being filled (op.c) or recorded (capture.c): which of its entries holds v
-	 * (mark == the engine's; used past RF__SCAN_MAX variables) */
+	/* an op being filled (op.c: rf__op_fill_entries) or recorded (capture.c:
+	 * rf__cap_record): which of its entries holds v (mark == that fill's generation,
+	 * ++e->mark; used past RF__SCAN_MAX variables) */
 	uint64_t mark;
 	uint32_t mark_ent;
 	struct rf_var *prev, *next;    /* the engine's variables */
@@ -179,6 +180,10 @@ struct rf_engine {
 	 * record it got if a push from inside it needed it in the queues. */
 	const struct rf_op_desc *now_desc;
 	uint64_t now_uid;
+	/* a push (its descriptor) or launch (its binds) waiting for room (turn.c) */
+	const struct rf_op_desc *room_desc;
+	const struct rf_graph_bind *room_binds;
+	unsigned room_nbinds;
 	struct rf_op *now_op;
 	struct rf__oplist ready;    /* granted, to dispatch */
 	struct rf__oplist finished; /* reported and at every front, to complete */
@@ -348,9 +353,18 @@ int rf__wait_refused(struct rf_engine *e, const char *what, int capture_ok);
 int rf__admin_refused(struct rf_engine *e, const char *what);
 /* Room under the caps for n more ops of `bytes` (one unit over a cap goes alone, when
  * nothing is in flight); make_room turns the reactor until there is (not from inside
- * an op or callback: there the cap is exceeded rather than deadlock). */
+ * an op or callback: there the cap is exceeded rather than deadlock): 0 (room at
+ * once), 1 (after turning it: callbacks ran meanwhile) or the ring's error. */
 int rf__has_room(struct rf_engine *e, uint32_t n, size_t bytes);
 int rf__make_room(struct rf_engine *e, uint32_t n, size_t bytes);
+/* make_room for a push of d, or a launch with binds: while the reactor turns, the
+ * callbacks it runs may not destroy a variable that push names (rf__delete_refused):
+ * freed, it would be queued on after the turn. */
+int rf__room_for(struct rf_engine *e, const struct rf_op_desc *d,
+		 const struct rf_graph_bind *binds, unsigned nbinds, uint32_t n, size_t bytes);
+/* A deletion of v (from a callback) refused while a push naming v waits for room or a
+ * capture records it: -EBUSY with a message; else 0. push.c. */
+int rf__delete_refused(struct rf_engine *e, struct rf_var *v, const char *who);
 
 int rf__wait_waiter(struct rf_engine *e, struct rf__waiter *w, int *err);
 int rf__wait_idle(struct rf_engine *e, int interruptible);

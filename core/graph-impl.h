@@ -140,5 +140,9 @@ struct rf__capture {
 int rf__capture_add(struct rf_engine *e, const struct rf_op_desc *d, int checked);
 void rf__capture_free(struct rf__capture *c);
 void rf__capture_discard(struct rf_engine *e);
+/* Whether the recording names v (a variable a callback may not destroy meanwhile). */
+int rf__capture_uses(const struct rf__capture *c, const struct rf_var *v);
+/* Each recorded op's done callback, once, with -ECANCELED: the ops will never run. */
+void rf__capture_cancel(struct rf_engine *e, struct rf__capture *c);
 
 #endif

@@ -251,14 +251,14 @@ int rf_engine_capture_end(struct rf_engine *e, struct rf_graph **out)
 		return rf__fail(-EINVAL, "rf_engine_capture_end: %s is NULL", e ? "out" : "e");
 	if (!(c = e->cap))
 		return rf__fail(-EINVAL, "rf_engine_capture_end: no capture is recording");
+	if ((ret = rf__cap_refused(e, "rf_engine_capture_end")) < 0)
+		return ret;  /* an op or callback of the program before it: not its capturer */
 	e->cap = NULL;
 	if (c->err) { /* a push was refused: the graph would not be the program */
-		struct rf_graph *g = NULL;
 		char name[96];
 		snprintf(name, sizeof(name), "%s", c->name);
 		ret = c->err;
-		if (rf__graph_build(e, c, &g) == 0)
-			rf__graph_free(g);  /* the recorded ops' done callbacks */
+		rf__capture_cancel(e, c);  /* the recorded ops never run: -ECANCELED */
 		if (c->args_var)
 			rf_var_destroy(e, c->args_var, NULL, NULL, NULL);
 		rf__capture_free(c);
@@ -382,9 +382,24 @@ int rf_graph_launch(struct rf_graph *g, const void *args, const struct rf_graph_
 	if (e->cap && !rf__in_callback(e))
 		return rf__fail(-EBUSY, "rf_graph_launch(%s) while a capture is recording: "
 				"refused (graphs do not nest)", g->name);
-	if (rf__gettid() != e->owner_tid)
-		return rf__fail(-EDEADLK, "rf_graph_launch(%s) from a thread other than the "
+	if (rf__gettid() != e->owner_tid)  /* as a push from there (engine.h) */
+		return rf__fail(-EPERM, "rf_graph_launch(%s) from a thread other than the "
 				"engine's reactor thread: refused", g->name);
+	/* Room first (it may turn the reactor, whose callbacks may destroy g or a variable
+	 * to bind): g held meanwhile, the binds checked after. An empty graph's macro op
+	 * still counts one. */
+	g->inflight++;
+	ret = rf__room_for(e, NULL, binds, nbinds, g->n ? g->n : 1, g->bytes);
+	if (--g->inflight == 0 && g->doomed) {
+		rf__graph_free(g);
+		return rf__fail(-EINVAL, "rf_graph_launch: the graph was destroyed while the "
+				"launch waited for room under the in-flight cap");
+	}
+	if (ret < 0)
+		return ret;
+	if (g->doomed)
+		return rf__fail(-EINVAL, "rf_graph_launch(%s): the graph was destroyed while the "
+				"launch waited for room", g->name);
 	if ((L = g->free_launches))
 		g->free_launches = L->next;
 	else if (!(L = rf__glaunch_new(g)))
@@ -395,8 +410,6 @@ int rf_graph_launch(struct rf_graph *g, const void *args, const struct rf_graph_
 	L->has_args = args != NULL;
 	if (g->args_size && args)
 		memcpy(L->args, args, g->args_size);
-	if ((ret = rf__make_room(e, g->n, g->bytes)) < 0)
-		goto back;
 	if (e->sync && !rf__in_callback(e) && !(w = calloc(1, sizeof(*w)))) {
 		ret = -ENOMEM;
 		goto back;

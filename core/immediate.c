@@ -149,7 +149,7 @@ int rf__push_now(struct rf_engine *e, const struct rf_op_desc *d)
 	if (!rf__now_eligible(e, d))
 		return 0;
 	if (!rf__has_room(e, 1, d->bytes)) {
-		if ((ret = rf__make_room(e, 1, d->bytes)) < 0)
+		if ((ret = rf__room_for(e, d, NULL, 0, 1, d->bytes)) < 0)
 			return ret;
 		if (!rf__now_eligible(e, d))
 			return 0;

@@ -107,7 +107,7 @@ static int rf__push_admit(struct rf_engine *e, const struct rf_op_desc *d,
 		return ret;
 	if (e->now_desc && !e->now_op && (ret = rf__now_materialize(e)) < 0)
 		return ret;
-	if (k->counted && (ret = rf__make_room(e, 1, d->bytes)) < 0)
+	if (k->counted && (ret = rf__room_for(e, d, NULL, 0, 1, d->bytes)) < 0)
 		return ret;
 	return 0;
 }
@@ -157,6 +157,32 @@ const struct rf__opkind rf__kind_user = {
 	.name = "op", .counted = 1, .traced = 1,
 };
 
+static int rf__names(struct rf_var *const *vs, unsigned n, const struct rf_var *v)
+{
+	for (unsigned i = 0; vs && i < n; i++)
+		if (vs[i] == v)
+			return 1;
+	return 0;
+}
+
+int rf__delete_refused(struct rf_engine *e, struct rf_var *v, const char *who)
+{
+	const struct rf_op_desc *d = e->room_desc;
+	int waiting = d && (rf__names(d->reads, d->nreads, v) || rf__names(d->writes, d->nwrites, v));
+
+	for (unsigned i = 0; !waiting && e->room_binds && i < e->room_nbinds; i++)
+		waiting = e->room_binds[i].actual == v;
+	if (waiting)
+		return rf__fail(-EBUSY, "%s('%s') from inside an op or callback while a push "
+				"naming it waits for room under the in-flight cap: refused (it "
+				"would be freed under that push)", who, v->name);
+	if (e->cap && rf__capture_uses(e->cap, v))
+		return rf__fail(-EBUSY, "%s('%s') from inside an op or callback while a capture "
+				"recording it is on: refused (the graph would keep it)", who,
+				v->name);
+	return 0;
+}
+
 /* Refused while a capture records: what cannot be part of a graph. */
 int rf__capturing(struct rf_engine *e, const char *what)
 {
@@ -191,6 +217,8 @@ static inline __attribute__((always_inline)) int rf__push_user(struct rf_engine 
 			return rf__capturing(e, who);
 		return rf__capture_add(e, d, rf__check_desc(e, d, &rf__kind_user));
 	}
+	if (k == &rf__kind_delete && (ret = rf__delete_refused(e, arg, who)) < 0)
+		return ret;
 	if (k == &rf__kind_user && (ret = rf__push_now(e, d)) != 0)
 		return ret < 0 ? ret : 0;
 	if (e->sync && !rf__in_callback(e) && !(w = calloc(1, sizeof(*w))))

@@ -21,7 +21,8 @@ static int rf__room_cond(void *arg)
 		return 1;  /* alone, a unit over a cap goes */
 	if ((uint64_t)e->inflight + r->n > e->max_inflight)
 		return 0;
-	if (e->max_bytes && e->inflight_bytes + r->bytes > e->max_bytes)
+	if (e->max_bytes && (e->inflight_bytes > e->max_bytes ||
+			     r->bytes > e->max_bytes - e->inflight_bytes))
 		return 0;
 	return 1;
 }
@@ -53,6 +54,23 @@ int rf__make_room(struct rf_engine *e, uint32_t n, size_t bytes)
 		return 0;
 	ret = rf_ring_run_until(e->ring, rf__room_cond, &room, 0);
 	return ret < 0 && ret != -EDEADLK ? ret : 0;
+}
+
+int rf__room_for(struct rf_engine *e, const struct rf_op_desc *d,
+		 const struct rf_graph_bind *binds, unsigned nbinds, uint32_t n, size_t bytes)
+{
+	int ret;
+
+	if (e->room_desc || e->room_binds)  /* not re-entered: callbacks do not turn it */
+		return rf__make_room(e, n, bytes);
+	e->room_desc = d;
+	e->room_binds = binds;
+	e->room_nbinds = nbinds;
+	ret = rf__make_room(e, n, bytes);
+	e->room_desc = NULL;
+	e->room_binds = NULL;
+	e->room_nbinds = 0;
+	return ret;
 }
 
 static int rf__waiter_done(void *arg)

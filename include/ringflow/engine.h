@@ -167,9 +167,11 @@ int rf_var_clear_error(struct rf_engine *e, struct rf_var *v);
  * must outlive it. During a capture, rf_engine_wait_var/_all, rf_var_destroy,
  * rf_var_clear_error and launches are refused with -EBUSY (rf_engine_wait_idle waits
  * for what was pushed before it; rf_engine_destroy discards the recording, each done
- * callback called with -ECANCELED). What the ops and done callbacks of that earlier
- * program push, destroy or launch meanwhile is not recorded: it belongs to that
- * program and goes as outside a capture. Synchronous mode and traces apply to launches
+ * callback called with -ECANCELED). What the ops, done callbacks and ring callbacks
+ * of that earlier program push or launch meanwhile is not recorded: it belongs to that
+ * program and goes as outside a capture (they may destroy a variable too, but not one
+ * the recording names: -EBUSY; nor end the capture). A callback that runs while a push
+ * waits for room under the caps may not destroy a variable that push names (-EBUSY). Synchronous mode and traces apply to launches
  * (a launch returns after its ops ran; the trace shows each op on its stream and the
  * launch on the "graph launches" track). core/README.md, "Capture and replay". */
 struct rf_graph;
@@ -191,8 +193,9 @@ void *rf_engine_capture_args(struct rf_engine *e, struct rf_var **args_var);
 /* Stop recording: *out the graph (may hold no op). If a push was refused while
  * recording (a bad descriptor, no memory), the capture is void -- the pushes after it
  * are refused too, saying so -- and this returns no graph (*out NULL) and that error;
- * the recorded ops' done callbacks have then run. (A call refused with -EBUSY because
- * a capture records leaves it as it was.) -EINVAL: no capture. */
+ * the recorded ops' done callbacks have then run, with -ECANCELED. (A call refused
+ * with -EBUSY because a capture records leaves it as it was.) -EINVAL: no capture;
+ * -EBUSY: called from inside an op or callback. */
 int rf_engine_capture_end(struct rf_engine *e, struct rf_graph **out);
 
 /* One launch may put another variable in place of a captured one (the batch's slot,

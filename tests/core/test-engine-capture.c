@@ -3,12 +3,19 @@
  *             and max_bytes while in flight, as the same ops pushed one by one do (a
  *             launch once counted as one op of 0 bytes: eight launches of an 800-byte
  *             op all ran at once under a 1000-byte cap);
- *   callbacks during a capture, what ops and done callbacks of the program pushed
- *             before it push (and destroy) is that program's, run as pushed -- not
- *             recorded into the graph (it was, and never ran unless launched);
+ *             An empty graph's launch counts one. A callback that runs while a push
+ *             or a launch waits for room may not destroy a variable it names
+ *             (-EBUSY; it was freed under the push), nor the graph free under its
+ *             launch (the launch then fails, naming why);
+ *   callbacks during a capture, what ops, done callbacks and ring callbacks of the
+ *             program pushed before it push, clear or launch is that program's, run as
+ *             pushed -- not recorded into the graph (it was, and never ran unless
+ *             launched); they may destroy a variable, not one the recording names,
+ *             and may not end the capture (-EBUSY);
  *   refused   a push refused while recording (a bad descriptor) voids the capture:
- *             later pushes are refused saying so, capture_end gives no graph and
- *             the error, and the recorded ops' done callbacks run;
+ *             later pushes are refused saying so (a NULL descriptor too), capture_end
+ *             gives no graph and the error, and the recorded ops' done callbacks run
+ *             once with -ECANCELED;
  *   wide      an op naming thousands of variables, each read twice and written,
  *             records one entry per variable (a write: found by the variables' marks,
  *             as a push does, not by comparing every entry so far, which took seconds)
@@ -66,6 +73,13 @@ static void close_engine(struct rf_ring *ring)
 }
 
 /* ---- caps ---- */
+
+static int slow_write(void *p)
+{
+	(void)p;
+	usleep(5000);
+	return 0;
+}
 
 static _Atomic int running, most_running;
 
@@ -146,10 +160,90 @@ static void test_caps(void)
 	fprintf(stderr, "  caps: a launch counts its ops and bytes in flight\n");
 }
 
+/* ---- what a callback may do while a push or a launch waits for room ---- */
+
+static struct rf_var *room_v;
+static struct rf_graph *room_g;
+static int room_rc[3] = { 1, 1, 1 };
+
+static void destroys_named(void *p, int status)
+{
+	(void)status;
+	room_rc[(intptr_t)p] = rf_var_destroy(eng, room_v, NULL, NULL, NULL);
+}
+
+static void destroys_graph(void *p, int status)
+{
+	(void)p, (void)status;
+	rf_graph_destroy(room_g);
+}
+
+static void test_room(void)
+{
+	struct rf_ring *ring;
+	struct rf_engine_opts one = { .max_inflight = 1 };
+	struct rf_stream *w;
+	struct rf_var *a, *b;
+	struct rf_graph *empty;
+	struct rf_engine_stats st;
+	struct rf_op_desc slow = { .fn = slow_write, .name = "slow" };
+
+	open_engine(&ring, &one);
+	CHECK_OK(rf_worker_stream_create(eng, "w", 16, &w));
+	CHECK_OK(rf_var_create(eng, "a", &a));
+	CHECK_OK(rf_var_create(eng, "b", &b));
+	CHECK_OK(rf_var_create(eng, "v", &room_v));
+	slow.stream = w;
+	slow.writes = &a;
+	slow.nwrites = 1;
+	/* a push naming v waits for room; the slow op's done callback tries to destroy v */
+	slow.done = destroys_named;
+	slow.ctx = (void *)(intptr_t)0;
+	CHECK_OK(rf_engine_push(eng, &slow));
+	CHECK_OK(rf_engine_push_simple(eng, nop, NULL, &room_v, 1, &b, 1, NULL, "reads v"));
+	CHECK_EQ(room_rc[0], -EBUSY);
+	CHECK(strstr(rf_last_error(), "'v'") && strstr(rf_last_error(), "waits for room"));
+	CHECK_OK(rf_engine_wait_all(eng));
+	/* a launch binding v waits; the done callback tries again */
+	CHECK_OK(rf_engine_capture_begin(eng, NULL));
+	CHECK_OK(rf_engine_push_simple(eng, nop, NULL, &b, 1, NULL, 0, NULL, "reads b"));
+	CHECK_OK(rf_engine_capture_end(eng, &room_g));
+	slow.ctx = (void *)(intptr_t)1;
+	CHECK_OK(rf_engine_push(eng, &slow));
+	CHECK_OK(rf_graph_launch(room_g, NULL, &(struct rf_graph_bind){ b, room_v }, 1));
+	CHECK_EQ(room_rc[1], -EBUSY);
+	CHECK_OK(rf_engine_wait_all(eng));
+	/* the graph destroyed by a callback while its launch waits: the launch fails */
+	slow.done = destroys_graph;
+	CHECK_OK(rf_engine_push(eng, &slow));
+	CHECK_EQ(rf_graph_launch(room_g, NULL, NULL, 0), -EINVAL);
+	CHECK(strstr(rf_last_error(), "destroyed while the launch waited"));
+	CHECK_OK(rf_engine_wait_all(eng));
+	/* an empty graph's launch counts one op: it waits behind the slow one */
+	CHECK_OK(rf_engine_capture_begin(eng, NULL));
+	CHECK_OK(rf_engine_capture_end(eng, &empty));
+	slow.done = NULL;
+	CHECK_OK(rf_engine_push(eng, &slow));
+	rf_engine_get_stats(eng, &st);
+	uint64_t waits = st.cap_waits;
+	CHECK_OK(rf_graph_launch(empty, NULL, NULL, 0));
+	rf_engine_get_stats(eng, &st);
+	CHECK_EQ(st.cap_waits, waits + 1);
+	CHECK_OK(rf_engine_wait_all(eng));
+	rf_graph_destroy(empty);
+	CHECK_OK(rf_var_destroy(eng, room_v, NULL, NULL, NULL));
+	CHECK_OK(rf_var_destroy(eng, a, NULL, NULL, NULL));
+	CHECK_OK(rf_var_destroy(eng, b, NULL, NULL, NULL));
+	close_engine(ring);
+	fprintf(stderr, "  room: no variable a waiting push names is destroyed under it\n");
+}
+
 /* ---- callbacks during a capture ---- */
 
-static struct rf_var *cb_x, *cb_t;
-static int nested_rc = 1, cb_rc = 1, cb_destroy_rc = 1, t_freed;
+static struct rf_var *cb_x, *cb_t, *cb_y;
+static struct rf_graph *cb_pre;
+static int nested_rc = 1, cb_rc = 1, cb_destroy_rc = 1, cb_clear_rc = 1, cb_launch_rc = 1,
+	   cb_recorded_rc = 1, cb_end_rc = 1, ring_rc = 1, t_freed;
 
 static void free_t(void *p)
 {
@@ -166,17 +260,35 @@ static int pushes_inside(void *p)
 
 static void done_pushes(void *p, int status)
 {
+	struct rf_graph *g = NULL;
+
 	(void)p;
 	CHECK_EQ(status, 0);
 	cb_rc = rf_engine_push_simple(eng, nop, NULL, &cb_x, 1, NULL, 0, NULL, "from done");
 	cb_destroy_rc = rf_var_destroy(eng, cb_t, free_t, NULL, NULL);
+	cb_clear_rc = rf_var_clear_error(eng, cb_x);
+	cb_launch_rc = rf_graph_launch(cb_pre, NULL, NULL, 0);
+	cb_recorded_rc = rf_var_destroy(eng, cb_y, NULL, NULL, NULL); /* the recording's */
+	cb_end_rc = rf_engine_capture_end(eng, &g);
+	CHECK(g == NULL);
 }
 
-static int slow_write(void *p)
+/* an async op finished by a ring timer, whose callback pushes first */
+static struct rf_op *ring_op;
+
+static void on_timer(void *data, int64_t res)
+{
+	(void)data;
+	CHECK_EQ(res, 0);
+	ring_rc = rf_engine_push_simple(eng, nop, NULL, &cb_x, 1, NULL, 0, NULL, "from ring");
+	rf_engine_op_done(ring_op, 0);
+}
+
+static int arms_timer(void *p, struct rf_op *op)
 {
 	(void)p;
-	usleep(5000);
-	return 0;
+	ring_op = op;
+	return rf_ring_timeout(rf_engine_ring(eng), 2000000, on_timer, NULL, NULL);
 }
 
 static void test_callbacks(void)
@@ -184,47 +296,66 @@ static void test_callbacks(void)
 	struct rf_ring *ring;
 	struct rf_stream *w;
 	struct rf_graph *g;
-	struct rf_var *y;
+	struct rf_var *z;
 	struct rf_op_desc a = { .fn = pushes_inside, .done = done_pushes, .name = "A" };
+	struct rf_op_desc t = { .afn = arms_timer, .name = "timer" };
 
 	open_engine(&ring, NULL);
 	CHECK_OK(rf_worker_stream_create(eng, "w", 16, &w));
 	CHECK_OK(rf_var_create(eng, "x", &cb_x));
 	CHECK_OK(rf_var_create(eng, "t", &cb_t));
-	CHECK_OK(rf_var_create(eng, "y", &y));
-	/* W on a worker writes x; A (inline) reads it: both pending at capture_begin */
+	CHECK_OK(rf_var_create(eng, "y", &cb_y));
+	CHECK_OK(rf_var_create(eng, "z", &z));
+	CHECK_OK(rf_engine_capture_begin(eng, NULL));
+	CHECK_OK(rf_engine_push_simple(eng, nop, NULL, NULL, 0, &z, 1, NULL, "pre"));
+	CHECK_OK(rf_engine_capture_end(eng, &cb_pre));
+	/* W on a worker writes x; A (inline) reads it; an async op that a ring timer ends:
+	 * all pending at capture_begin */
 	CHECK_OK(rf_engine_push_simple(eng, slow_write, NULL, NULL, 0, &cb_x, 1, w, "W"));
 	a.reads = &cb_x;
 	a.nreads = 1;
 	CHECK_OK(rf_engine_push(eng, &a));
+	t.writes = &z;
+	t.nwrites = 1;
+	CHECK_OK(rf_engine_push(eng, &t));
 	CHECK_OK(rf_engine_capture_begin(eng, NULL));
-	CHECK_OK(rf_engine_push_simple(eng, nop, NULL, NULL, 0, &y, 1, NULL, "recorded"));
-	CHECK_OK(rf_engine_wait_idle(eng)); /* W, A and what they push run now */
+	CHECK_OK(rf_engine_push_simple(eng, nop, NULL, NULL, 0, &cb_y, 1, NULL, "recorded"));
+	CHECK_OK(rf_engine_wait_idle(eng)); /* W, A, the timer and what they push run now */
 	CHECK_EQ(nested_rc, 0);
 	CHECK_EQ(cb_rc, 0);
 	CHECK_EQ(cb_destroy_rc, 0);
+	CHECK_EQ(cb_clear_rc, 0);
+	CHECK_EQ(cb_launch_rc, 0);
+	CHECK_EQ(cb_recorded_rc, -EBUSY);
+	CHECK_EQ(cb_end_rc, -EBUSY);
+	CHECK_EQ(ring_rc, 0);
 	CHECK_OK(rf_engine_capture_end(eng, &g));
 	CHECK_EQ(rf_graph_size(g), 1u);   /* "recorded" only */
-	CHECK_EQ(nran, 2);                /* "nested" and "from done" ran */
+	CHECK_EQ(nran, 4);                /* "nested", "from done", "pre", "from ring" ran */
 	CHECK_EQ(t_freed, 1);
 	CHECK_OK(rf_graph_launch(g, NULL, NULL, 0));
 	CHECK_OK(rf_engine_wait_all(eng));
-	CHECK_EQ(nran, 3);
+	CHECK_EQ(nran, 5);
 	rf_graph_destroy(g);
+	rf_graph_destroy(cb_pre);
 	CHECK_OK(rf_var_destroy(eng, cb_x, NULL, NULL, NULL));
-	CHECK_OK(rf_var_destroy(eng, y, NULL, NULL, NULL));
+	CHECK_OK(rf_var_destroy(eng, cb_y, NULL, NULL, NULL));
+	CHECK_OK(rf_var_destroy(eng, z, NULL, NULL, NULL));
 	close_engine(ring);
-	fprintf(stderr, "  callbacks: pushes of the program before a capture run, not recorded\n");
+	fprintf(stderr, "  callbacks: what the program before a capture pushes runs, not "
+		"recorded\n");
 }
 
 /* ---- a refused push voids the capture ---- */
 
 static int done_calls;
 
+static int done_status;
+
 static void count_done(void *p, int status)
 {
 	(void)p;
-	CHECK_EQ(status, 0);
+	done_status = status;
 	done_calls++;
 }
 
@@ -245,11 +376,13 @@ static void test_refused(void)
 	CHECK_EQ(rf_engine_push_simple(eng, NULL, NULL, NULL, 0, &a, 1, NULL, "bad"), -EINVAL);
 	CHECK_EQ(rf_engine_push(eng, &ok), -EINVAL);
 	CHECK(strstr(rf_last_error(), "'ok'") && strstr(rf_last_error(), "void"));
+	CHECK_EQ(rf_engine_push(eng, NULL), -EINVAL);
 	CHECK_EQ(done_calls, 0);
 	CHECK_EQ(rf_engine_capture_end(eng, &g), -EINVAL);
 	CHECK(g == NULL);
 	CHECK(strstr(rf_last_error(), "step") && strstr(rf_last_error(), "no graph"));
-	CHECK_EQ(done_calls, 1);          /* the recorded op's, once */
+	CHECK_EQ(done_calls, 1);          /* the recorded op's, once: it never runs */
+	CHECK_EQ(done_status, -ECANCELED);
 	CHECK_EQ(nran, 0);
 	/* the next capture is whole */
 	CHECK_OK(rf_engine_capture_begin(eng, NULL));
@@ -260,6 +393,7 @@ static void test_refused(void)
 	CHECK_EQ(nran, 1);
 	rf_graph_destroy(g);
 	CHECK_EQ(done_calls, 2);
+	CHECK_EQ(done_status, 0);
 	CHECK_OK(rf_var_destroy(eng, a, NULL, NULL, NULL));
 	close_engine(ring);
 	fprintf(stderr, "  refused: a push refused while recording voids the capture\n");
@@ -400,7 +534,7 @@ static void test_poison(void)
 int main(int argc, char **argv)
 {
 	static const struct { const char *name; void (*fn)(void); } t[] = {
-		{ "caps", test_caps }, { "callbacks", test_callbacks },
+		{ "caps", test_caps }, { "room", test_room }, { "callbacks", test_callbacks },
 		{ "refused", test_refused }, { "wide", test_wide }, { "nested", test_nested },
 		{ "poison", test_poison },
 	};
