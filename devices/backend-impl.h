@@ -256,9 +256,6 @@ struct rf__backend {
 	 * >= 1, or -EINVAL for a bad shape. optional: the backend promises no batch split
 	 * (rf_conv2d_fwd_group says -ENOTSUP) */
 	int (*conv_group)(const struct rf__conv2d *s);
-	/* non-NULL: this build has no such backend (a stand-in), and why -- what asking a
-	 * device kind about an op says instead of naming the op */
-	const char *absent;
 };
 
 /* convert.c: host-side element conversions and layout permutes, shared by the CPU

@@ -142,8 +142,6 @@ static int rf__supports(const struct rf__backend *be, struct rf_device *d, const
 		return rf__fail(-EINVAL, "%s: %s: dtype %s, layout %d: the float dtype (f32, bf16, "
 				"f16) and the layout of its float tensors expected", who, opname,
 				rf_tdtype_name(dt), (int)lay);
-	if (be->absent)  /* a build without it: no op to name */
-		return rf__fail(-ENOTSUP, "device kind '%s': %s", be->kind, be->absent);
 	memset(&in1, 0, sizeof(in1));
 	rf__probe_op(&op, &in1, code, d, dt, lay);
 	if ((be->supports_op && !be->supports_op(d, &op, why, sizeof(why))) ||

@@ -26,7 +26,10 @@ static int rf__none_supports(const struct rf_device *d, const struct rf__op *op,
 			     size_t len)
 {
 	(void)d; (void)op;
-	snprintf(why, len, RF__NO_CUDA);
+	/* what a refusal must say first is the op (rf_device_kind_supports: "a cuda
+	 * device does not run OP: ..."); then why, and what to do */
+	snprintf(why, len, RF__NO_CUDA " (reconfigure with -Dcuda=enabled where the CUDA "
+		 "toolkit is: nvcc, cuda_runtime.h)");
 	return 0;
 }
 
@@ -66,9 +69,6 @@ const struct rf__backend rf__cuda_backend = {
 	/* .stream_handle   = */ NULL,
 	/* .stats           = */ NULL,
 	/* .plan_json       = */ NULL,
-	/* .conv_group      = */ NULL,
-	/* .absent          = */ RF__NO_CUDA " (reconfigure with -Dcuda=enabled where the "
-				 "CUDA toolkit is: nvcc, cuda_runtime.h)",
 };
 
 int rf_cuda_count(void) { return 0; }

@@ -200,10 +200,11 @@ for v in MLP "a
 b"; do bad $R --model 2 "expected mlp|lenet|resnet18" --model "$v"; done
 bad $R --model 2 "value" --model
 export RF_CUDNN=0     # cuDNN turned off: ResNet-18's batch norm has nothing to run on a GPU
-# (a build without CUDA, as the sanitizer builds are, says that instead, naming no op)
+# (a build without CUDA, as the sanitizer builds are, says that instead: its first
+# layer already has nothing to run on; and what to do)
 why="a cuda device does not run batchnorm_fwd && through cuDNN && turned off by RF_CUDNN=0"
 "$EXE" --model resnet18 --device cuda --epochs 1 2>&1 | grep -q "built without CUDA" &&
-	why="device kind 'cuda': ringflow was built without CUDA (reconfigure with -Dcuda=enabled"
+	why="a cuda device does not run conv2d_fwd && built without CUDA (reconfigure with -Dcuda=enabled"
 bad $R --model 1 "resnet18 --device cuda && $why" --model resnet18 --device cuda
 unset RF_CUDNN
 for v in ""; do bad $R --device 2 "expected cpu or cuda" --device "$v"; done
