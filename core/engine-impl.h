@@ -355,7 +355,15 @@ int rf__admin_refused(struct rf_engine *e, const char *what);
  * nothing is in flight); make_room turns the reactor until there is (not from inside
  * an op or callback: there the cap is exceeded rather than deadlock): 0 (room at
  * once), 1 (after turning it: callbacks ran meanwhile) or the ring's error. */
-int rf__has_room(struct rf_engine *e, uint32_t n, size_t bytes);
+static inline int rf__has_room(const struct rf_engine *e, uint32_t n, size_t bytes)
+{
+	if (!e->inflight)
+		return 1;  /* alone, a unit over a cap goes */
+	if ((uint64_t)e->inflight + n > e->max_inflight)
+		return 0;
+	return !e->max_bytes || (e->inflight_bytes <= e->max_bytes &&
+				 bytes <= e->max_bytes - e->inflight_bytes);
+}
 int rf__make_room(struct rf_engine *e, uint32_t n, size_t bytes);
 /* make_room for a push of d, or a launch with binds: while the reactor turns, the
  * callbacks it runs may not destroy a variable that push names (rf__delete_refused):
@@ -365,6 +373,10 @@ int rf__room_for(struct rf_engine *e, const struct rf_op_desc *d,
 /* A deletion of v (from a callback) refused while a push naming v waits for room or a
  * capture records it: -EBUSY with a message; else 0. push.c. */
 int rf__delete_refused(struct rf_engine *e, struct rf_var *v, const char *who);
+static inline int rf__delete_may_be_refused(const struct rf_engine *e)
+{
+	return e->room_desc || e->room_binds || e->cap;
+}
 
 int rf__wait_waiter(struct rf_engine *e, struct rf__waiter *w, int *err);
 int rf__wait_idle(struct rf_engine *e, int interruptible);

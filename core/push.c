@@ -107,7 +107,8 @@ static int rf__push_admit(struct rf_engine *e, const struct rf_op_desc *d,
 		return ret;
 	if (e->now_desc && !e->now_op && (ret = rf__now_materialize(e)) < 0)
 		return ret;
-	if (k->counted && (ret = rf__room_for(e, d, NULL, 0, 1, d->bytes)) < 0)
+	if (k->counted && !rf__has_room(e, 1, d->bytes) &&
+	    (ret = rf__room_for(e, d, NULL, 0, 1, d->bytes)) < 0)
 		return ret;
 	return 0;
 }
@@ -217,7 +218,8 @@ static inline __attribute__((always_inline)) int rf__push_user(struct rf_engine 
 			return rf__capturing(e, who);
 		return rf__capture_add(e, d, rf__check_desc(e, d, &rf__kind_user));
 	}
-	if (k == &rf__kind_delete && (ret = rf__delete_refused(e, arg, who)) < 0)
+	if (k == &rf__kind_delete && rf__delete_may_be_refused(e) &&
+	    (ret = rf__delete_refused(e, arg, who)) < 0)
 		return ret;
 	if (k == &rf__kind_user && (ret = rf__push_now(e, d)) != 0)
 		return ret < 0 ? ret : 0;

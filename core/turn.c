@@ -15,23 +15,8 @@ struct rf__room {
 static int rf__room_cond(void *arg)
 {
 	struct rf__room *r = arg;
-	struct rf_engine *e = r->e;
 
-	if (!e->inflight)
-		return 1;  /* alone, a unit over a cap goes */
-	if ((uint64_t)e->inflight + r->n > e->max_inflight)
-		return 0;
-	if (e->max_bytes && (e->inflight_bytes > e->max_bytes ||
-			     r->bytes > e->max_bytes - e->inflight_bytes))
-		return 0;
-	return 1;
-}
-
-int rf__has_room(struct rf_engine *e, uint32_t n, size_t bytes)
-{
-	struct rf__room room = { e, n, bytes };
-
-	return rf__room_cond(&room);
+	return rf__has_room(r->e, r->n, r->bytes);
 }
 
 /* Inside user code the engine called (an op, an async fn, a done callback), or a
