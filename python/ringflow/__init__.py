@@ -231,16 +231,33 @@ class Loader:
 
     def stats(self):
         """Counters since the Loader was made: batches, records, reads, read_bytes,
-        read_errors, images_skipped (skip_bad_images) and direct (1: O_DIRECT reads)."""
+        read_errors, images_skipped (skip_bad_images) and direct (1: O_DIRECT reads);
+        and how it reads: mode (0 in memory, 1 small records in chunks, 2 large
+        records), chunk_records and window_chunks (mode 1: the windowed order's
+        geometry)."""
         return dict(self._l.stats())
+
+    def _plan(self):
+        """The order this Loader reads in, which may not be the one asked for (a windowed
+        order is read uniformly from memory, images and large records), and its
+        geometry: what a state must match."""
+        s = self._l.stats()
+        if not self._l.state()["shuffle"]:
+            return {"order": self._order}   # the file's order, read any way
+        if s["mode"] == 1 and self._order == "windowed":
+            return {"order": "windowed", "chunk_records": s["chunk_records"],
+                    "window_chunks": s["window_chunks"]}
+        return {"order": "uniform"}
 
     def state_dict(self):
         """Where the next batch handed out is: {'epoch', 'batch', and the settings that
-        fix the order}. Batches read ahead but not handed out are not counted: restored
-        (load_state_dict, in this or a new process), the loader gives each record of the
-        epoch exactly once across the two runs."""
+        fix the order: the order read in (which may differ from the one asked for: see
+        order=) and, windowed, its chunk_records and window_chunks}. Batches read ahead
+        but not handed out are not counted, nor is one whose next() failed (the next
+        next() reads it again): restored (load_state_dict, in this or a new process), the
+        loader gives each record of the epoch exactly once across the two runs."""
         st = dict(self._l.state())
-        st["order"] = self._order     # uniform and windowed read an epoch differently
+        st.update(self._plan())     # uniform and windowed read an epoch differently
         return st
 
     def load_state_dict(self, state):
@@ -258,9 +275,23 @@ class Loader:
                               "read in, state['order'] = 'uniform' or 'windowed')"
                               if missing == ["order"] else ""))
         o = _str("state['order']", state["order"], _ORDERS)
-        if o != self._order:
-            raise ValueError(f"load_state_dict: order {o!r} in the state, {self._order!r} in "
-                             f"this Loader: the order would differ")
+        plan = self._plan()
+        if not mine["shuffle"]:
+            o = plan["order"]               # the file's order either way (shuffle: below)
+        if o != plan["order"]:
+            raise ValueError(f"load_state_dict: order {o!r} in the state, {plan['order']!r} "
+                             f"read by this Loader (asked {self._order!r}): the order would "
+                             f"differ")
+        for k in ("chunk_records", "window_chunks") if o == "windowed" else ():
+            if k not in state:
+                raise ValueError(f"load_state_dict: a windowed state without {k!r} (saved "
+                                 f"before the geometry was kept): it cannot say whether this "
+                                 f"Loader's windows are its own")
+            v = _int(f"state['{k}']", state[k], 0, _U64)
+            if v != plan[k]:
+                raise ValueError(f"load_state_dict: {k} {v} in the state, {plan[k]} in this "
+                                 f"Loader (another record size or chunk_bytes): the order "
+                                 f"would differ")
         for k in _STATE_KEYS:
             v = state[k]
             v = _flag(f"state['{k}']", v) if k in ("shuffle", "drop_last") else \

@@ -267,6 +267,28 @@ static int rf_py_fill(rf_py_loader *s)
 	return 0;
 }
 
+/* The C loader to (epoch, batch), what was read ahead dropped: 0 or -errno (said in
+ * rf_last_error()). */
+static int rf_py_seek_to(rf_py_loader *s, uint64_t epoch, uint64_t batch)
+{
+	int ret;
+
+	if ((ret = rf_loader_seek(s->l, epoch, batch)) < 0)
+		return ret;
+	while (s->qlen) {
+		(void)rf_py_ref(s, s->q[s->qhead].slot, -1);
+		s->qhead = (s->qhead + 1) % RF_PY_MAX_SLOTS;
+		s->qlen--;
+	}
+	s->qhead = 0;
+	s->epoch = epoch;
+	s->returned = s->pushed = batch;
+	s->ended = 0;
+	s->past_last = 0;
+	s->reread = 0;
+	return 0;
+}
+
 static PyObject *rf_py_loader_next_in(PyObject *self, PyObject *unused);
 
 /* The next batch as (images, labels), or None at the end of the epoch (the following
@@ -280,6 +302,10 @@ static PyObject *rf_py_loader_next_in(PyObject *self, PyObject *unused)
 
 	if (!rf_py_loader_ready(s))
 		return NULL;
+	/* the batch whose next() failed was not handed out: read it again (the C loader
+	 * has moved past it, and pushed what follows) */
+	if (s->reread && (ret = rf_py_seek_to(s, s->epoch, s->returned)) < 0)
+		return rf_py_raise(rf_py_state_of(self), ret, rf_last_error());
 	if (s->ended && !s->qlen) {      /* the epoch is over: the next call starts anew */
 		if (s->epoch >= (uint64_t)RF_PY_MAX_EPOCH) {
 			/* no epoch after the last: its end is said once (the state stays
@@ -318,9 +344,9 @@ static PyObject *rf_py_loader_next_in(PyObject *self, PyObject *unused)
 		return NULL;     /* Ctrl-C (a signal's exception): the batch stays queued */
 	s->qhead = (s->qhead + 1) % RF_PY_MAX_SLOTS;
 	s->qlen--;
-	s->returned++;
-	if (ret < 0) {
+	if (ret < 0) {   /* not handed out: not counted (state_dict), and read again */
 		const char *why = rf_loader_batch_error(s->l, &b);
+		s->reread = 1;
 		(void)rf_py_ref(s, b.slot, -1);   /* the queue's: it took one */
 		char msg[1024];
 		snprintf(msg, sizeof(msg), "%s", why && *why ? why : rf_loader_last_error(s->l));
@@ -336,15 +362,18 @@ static PyObject *rf_py_loader_next_in(PyObject *self, PyObject *unused)
 		Py_INCREF(y);
 	}
 	(void)rf_py_ref(s, b.slot, -1);  /* out of the queue: the tensors hold it now */
-	if (!y) {
+	if (!y) {                        /* not handed out: read again */
+		s->reread = 1;
 		Py_XDECREF(x);
 		return NULL;
 	}
 	if (rf_py_fill(s) < 0) {        /* keep the pipeline full while Python computes */
+		s->reread = 1;
 		Py_DECREF(x);
 		Py_DECREF(y);
 		return NULL;
 	}
+	s->returned++;
 	PyObject *r = PyTuple_Pack(2, x, y);
 	Py_DECREF(x);
 	Py_DECREF(y);
@@ -413,12 +442,14 @@ static PyObject *rf_py_loader_stats(PyObject *self, PyObject *unused)
 	if (!rf_py_loader_ready(s))
 		return NULL;
 	rf_loader_get_stats(s->l, &st);
-	return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:i}", "batches",
+	return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:i,s:i,s:K,s:I}", "batches",
 			     (unsigned long long)st.batches, "records",
 			     (unsigned long long)st.records, "reads", (unsigned long long)st.reads,
 			     "read_bytes", (unsigned long long)st.read_bytes, "read_errors",
 			     (unsigned long long)st.read_errors, "images_skipped",
-			     (unsigned long long)st.images_skipped, "direct", st.direct);
+			     (unsigned long long)st.images_skipped, "direct", st.direct,
+			     "mode", st.mode, "chunk_records", (unsigned long long)st.chunk_records,
+			     "window_chunks", st.window_chunks);
 }
 
 /* Seek to (epoch, batch): what was pushed ahead is dropped (its slots are overwritten
@@ -434,20 +465,10 @@ static PyObject *rf_py_loader_seek(PyObject *self, PyObject *args, PyObject *kw)
 	    !rf_py_loader_ready(s) || rf_py_loader_reentered(s, "seek"))
 		return NULL;
 	s->busy++;                       /* it waits for the batches in flight */
-	ret = rf_loader_seek(s->l, epoch, batch);
+	ret = rf_py_seek_to(s, epoch, batch);
 	s->busy--;
 	if (ret < 0)
 		return rf_py_raise(rf_py_state_of(self), ret, rf_last_error());
-	while (s->qlen) {                /* what was read ahead is dropped */
-		(void)rf_py_ref(s, s->q[s->qhead].slot, -1);
-		s->qhead = (s->qhead + 1) % RF_PY_MAX_SLOTS;
-		s->qlen--;
-	}
-	s->qhead = 0;
-	s->epoch = epoch;
-	s->returned = s->pushed = batch;
-	s->ended = 0;
-	s->past_last = 0;
 	Py_RETURN_NONE;
 }
 

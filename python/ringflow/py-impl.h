@@ -119,6 +119,8 @@ typedef struct {
 	uint64_t pushed;                 /* batches of it pushed (>= returned) */
 	int ended;                       /* the epoch's last batch is pushed */
 	int past_last;                   /* epoch RF_PY_MAX_EPOCH was read to its end */
+	int reread;                      /* a batch's next() failed: not handed out, read
+					  * again by the next call (a seek back to it) */
 	unsigned busy;                   /* in next() or seek(), whose waits run signal
 					  * handlers: a handler's close() must not free it */
 	/* pushed, not yet handed out: a ring. Each entry, as each Tensor, holds a
