@@ -1,4 +1,4 @@
-/* tools/iobench-jobfile.c -- rf-iobench --job FILE: an experiment as a file, in a subset
+/* tools/iobench/iobench-jobfile.c -- rf-iobench --job FILE: an experiment as a file, in a subset
  * of fio's job-file format:
  *
  *   ; a comment (or #)

@@ -312,7 +312,7 @@ static void usage(FILE *f)
 		"usage: %s --file F --rw MODE --bs SIZE --qd N [options]\n"
 		"       %s --job FILE [--json]\n"
 		"  --job FILE     run the jobs of a job file (fio's format, a subset: [global] and\n"
-		"                 named sections of key=value; see tools/iobench-jobfile.c)\n"
+		"                 named sections of key=value; see tools/iobench/iobench-jobfile.c)\n"
 		"  --file F       a regular file or a block device (write modes create F); several\n"
 		"                 --file: each I/O goes to the next file in turn, as fio's roundrobin\n"
 		"  --nrfiles N    N files, 1..256: with one --file P, the files P.0 .. P.N-1; --size\n"
