@@ -60,12 +60,19 @@ void rf_comm_destroy(struct rf_comm *c);
 
 /* This process's rank in the communicator (0-based), and the number of ranks. */
 int rf_comm_rank(const struct rf_comm *c);
+/* The number of ranks in the communicator. */
 int rf_comm_size(const struct rf_comm *c);
 /* This rank's place among the ranks on its machine (MPI_COMM_TYPE_SHARED; where that
  * fails: OMPI_COMM_WORLD_LOCAL_RANK, else LOCAL_RANK, else 0), and how many there
  * are: to choose a GPU and split the cores. */
 int rf_comm_local_rank(const struct rf_comm *c);
+/* How many ranks run on this machine: the size of MPI's MPI_COMM_TYPE_SHARED group (1
+ * where that split fails), or LOCAL_WORLD_SIZE (default LOCAL_RANK + 1) in an
+ * environment launch. */
 int rf_comm_local_size(const struct rf_comm *c);
+/* The comm's worker stream: its thread owns MPI and runs the collectives that go by MPI
+ * (GPU ones run on the stream given to rf_comm_use_gpu). Owned by the comm:
+ * rf_comm_destroy destroys it. */
 struct rf_stream *rf_comm_stream(const struct rf_comm *c);
 
 /* GPU tensors: make the NCCL communicator for GPU `gpu` (one per rank; every rank
@@ -134,6 +141,8 @@ int rf_comm_wait(struct rf_comm *c);
 
 /* The number of collectives pushed so far (the next one's sequence number). */
 uint64_t rf_comm_seq(const struct rf_comm *c);
+/* The message of the first collective of c that failed, "" if none (the comm's own
+ * string, kept while c lives). */
 const char *rf_comm_last_error(const struct rf_comm *c);
 
 #ifdef __cplusplus

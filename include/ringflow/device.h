@@ -138,16 +138,25 @@ void rf_device_close(struct rf_device *d);
 /* What a device is (RF_DEVICE_CPU or RF_DEVICE_CUDA), and its name ("cpu:0",
  * "cuda:1"; owned by the device). */
 enum rf_device_kind rf_device_kind(const struct rf_device *d);
+/* d's name, its kind and ordinal ("cpu:0", "cuda:1"; owned by the device). */
 const char *rf_device_name(const struct rf_device *d);    /* "cpu:0", "cuda:1" */
 /* The precision d computes in (never RF_PRECISION_DEFAULT). */
 enum rf_precision rf_device_precision(const struct rf_device *d);
+/* The engine d was opened on (borrowed). */
 struct rf_engine *rf_device_engine(const struct rf_device *d);
+/* d's number among the devices of its kind (1 for "cuda:1"). */
 int rf_device_ordinal(const struct rf_device *d);
 
 /* Streams (owned by the device; valid until rf_device_close). i < rf_device_nstreams. */
 unsigned rf_device_nstreams(const struct rf_device *d);
+/* Compute stream i of d (owned by the device; valid until rf_device_close), NULL for
+ * i >= rf_device_nstreams(d). */
 struct rf_stream *rf_device_stream(struct rf_device *d, unsigned i);
+/* The stream of d's host-to-device copies (CUDA: a stream of its own; CPU: the copy
+ * stream, shared with rf_device_d2h_stream). Owned by the device; NULL if it has none. */
 struct rf_stream *rf_device_h2d_stream(struct rf_device *d); /* CPU: the copy stream */
+/* The stream of d's device-to-host copies (CUDA: a stream of its own; CPU: the copy
+ * stream, shared with rf_device_h2d_stream). Owned by the device; NULL if it has none. */
 struct rf_stream *rf_device_d2h_stream(struct rf_device *d); /* CPU: the copy stream */
 
 /* What ran how on d since it was opened (each backend fills what it has: the CPU has
@@ -190,6 +199,8 @@ struct rf_mem_stats {
 			       * flight to give some back (then tried again) */
 	size_t limit;         /* the device's mem_limit (0: none) */
 };
+/* Copy d's allocator counters into *st (limit: the device's mem_limit); d NULL: *st
+ * zeroed and rf_last_error() says so. */
 void rf_device_mem_stats(const struct rf_device *d, struct rf_mem_stats *st);
 /* Give cached (unused) blocks back to the backend. Returns the bytes released. */
 size_t rf_device_mem_trim(struct rf_device *d);
@@ -197,6 +208,9 @@ size_t rf_device_mem_trim(struct rf_device *d);
  * buffers (reactor thread). bytes is rounded up to a size class; free with the same
  * bytes. Most code uses tensors instead. Returns 0 or -ENOMEM. */
 int rf_device_alloc(struct rf_device *d, size_t bytes, void **out);
+/* Give back p from rf_device_alloc, with the bytes it was asked for, at once (not
+ * ordered after ops that use it): its block goes to the cache (rf_device_mem_trim
+ * returns it to the backend). NULL d or p is ignored. */
 void rf_device_free(struct rf_device *d, void *p, size_t bytes);
 
 /* ---- pinned staging memory ---------------------------------------------------------
@@ -212,13 +226,22 @@ int rf_pinned_create(size_t bytes, struct rf_pinned **out);
 /* Unregisters and unmaps. Every allocation from it must have been freed (tensors
  * deleted, i.e. their deletion ops ran) and the ring must no longer use it. */
 void rf_pinned_destroy(struct rf_pinned *p);
+/* The arena's first byte (page-aligned). */
 void *rf_pinned_base(const struct rf_pinned *p);
+/* The arena's size in bytes: the bytes asked of rf_pinned_create, rounded up to 2 MiB. */
 size_t rf_pinned_size(const struct rf_pinned *p);
+/* 1 if a backend page-locked the arena when it was created (CUDA: cudaHostRegister),
+ * else 0 (no such device, or the registration failed). */
 int rf_pinned_is_registered(const struct rf_pinned *p); /* 1 if cudaHostRegister'ed */
 /* First-fit allocation of bytes aligned to align (power of two; 0: 4096, O_DIRECT
- * friendly). Reactor thread. Returns 0 or -ENOMEM. */
+ * friendly). Reactor thread. Returns 0, -ENOMEM, or -EINVAL (p or out NULL, align not a
+ * power of two). */
 int rf_pinned_alloc(struct rf_pinned *p, size_t bytes, size_t align, void **out);
+/* Give back ptr from rf_pinned_alloc, with the bytes it was asked for (neighbouring
+ * free extents merge). NULL ptr is ignored. Reactor thread, as rf_pinned_alloc. */
 void rf_pinned_free(struct rf_pinned *p, void *ptr, size_t bytes);
+/* Bytes allocated from p and not yet freed (each allocation counted rounded up to 64
+ * bytes; alignment padding not counted). */
 size_t rf_pinned_in_use(const struct rf_pinned *p);
 
 #ifdef __cplusplus

@@ -91,13 +91,19 @@ int rf_engine_create(struct rf_engine **out, struct rf_ring *ring, const struct 
  * graphs not destroyed are destroyed with it (rf_graph_destroy: their recorded ops'
  * done callbacks run), after their launches. */
 void rf_engine_destroy(struct rf_engine *e);
+/* The ring e was created on (the caller's, borrowed by the engine). */
 struct rf_ring *rf_engine_ring(struct rf_engine *e);
+/* Copy e's counters, with the ops and bytes now in flight, into *st. */
 void rf_engine_get_stats(const struct rf_engine *e, struct rf_engine_stats *st);
+/* 1 when e runs in synchronous debug mode (opts.sync nonzero; where that is -1 or opts
+ * NULL, the RF_ENGINE_SYNC environment variable set and not "0"), else 0 (e NULL too). */
 int rf_engine_is_sync(const struct rf_engine *e);
 
 /* A new variable in *out. name (copied, may be NULL) is used in traces and errors.
  * Returns 0, or -ENOMEM, or -EPERM from a thread other than the reactor's (*out NULL). */
 int rf_var_create(struct rf_engine *e, const char *name, struct rf_var **out);
+/* v's name as given to rf_var_create (the variable's copy), "(unnamed)" without one,
+ * "(null)" for a NULL v. */
 const char *rf_var_name(const struct rf_var *v);
 
 /* Push an op. Returns 0, or -errno (-EINVAL for a bad descriptor, -ENOMEM); on an
@@ -219,11 +225,12 @@ unsigned rf_graph_size(const struct rf_graph *g);
 void rf_graph_destroy(struct rf_graph *g);
 
 /* Chrome-trace JSON (opens in Perfetto): one track per stream, each op with name,
- * start and end, and its dependency edges as flow events. start() begins recording
- * (a path that cannot take the file fails here, not at the end of a run); stop()
- * writes the file and stops -- a regular file under a name of its own beside path,
- * renamed over it when whole, so that a full disk leaves the file that was there.
- * Returns 0 or -errno. */
+ * start and end, and its dependency edges as flow events. rf_engine_trace_start begins
+ * recording (a path that cannot take the file fails here, not at the end of a run;
+ * -EBUSY while a trace is on); rf_engine_trace_stop writes the file and stops -- a
+ * regular file under a name of its own beside path, renamed over it when whole, so that
+ * a full disk leaves the file that was there (-ENOENT when no trace is on). Reactor
+ * thread, outside ops and callbacks. Returns 0 or -errno. */
 int rf_engine_trace_start(struct rf_engine *e, const char *path);
 int rf_engine_trace_stop(struct rf_engine *e);
 /* Add an instant or complete event on a stream's track (for annotations; the name is
@@ -260,7 +267,12 @@ int rf_worker_stream_create(struct rf_engine *e, const char *name, unsigned capa
  * NULL, not a worker stream, or another engine's. */
 int rf_worker_stream_create_shared(struct rf_engine *e, const char *name, unsigned capacity,
 				   struct rf_stream *with, struct rf_stream **out);
+/* Wait for all the engine's work (rf_engine_wait_idle: an error stays pending for the
+ * next rf_engine_wait_all), take s out of the engine and destroy it. Reactor thread,
+ * outside every op and callback: otherwise, or when the wait fails with ops still in
+ * flight, it frees nothing and logs an error. NULL is ignored. */
 void rf_stream_destroy(struct rf_stream *s);
+/* s's name, as traces and messages give it (the stream's own string). */
 const char *rf_stream_name(const struct rf_stream *s);
 
 /* ---- ring operations as ops ------------------------------------------------------

@@ -248,6 +248,9 @@ int rf_model_forward(struct rf_model *m, struct rf_tensor *x, struct rf_tensor *
  * (overwritten). hook (may be NULL) is called once per layer, last layer first. */
 int rf_model_backward(struct rf_model *m, struct rf_model_acts *acts, rf_grad_hook hook,
 		      void *ctx);
+/* Free acts without a backward pass (a training forward whose backward will not run):
+ * the deletions of its tensors are pushed after their last readers, and a reshaped
+ * input x gets its shape back. NULL is ignored. */
 void rf_model_acts_destroy(struct rf_model_acts *acts);
 
 /* Push w -= lr*g (rf_sgd: plain SGD) for the weight and bias of one layer. */
@@ -256,6 +259,8 @@ int rf_model_sgd_layer(struct rf_model *m, unsigned layer, float lr);
  * stream), or for parameter tensor k alone on stream s. With momentum the buffers are
  * made (zeroed) on first use. */
 int rf_model_update_layer(struct rf_model *m, unsigned layer, const struct rf_optim *o);
+/* Push the update of o for parameter tensor k alone (spec order; k < spec->ntensors, else
+ * -EINVAL) on stream s, making o's state first if it is not there (rf_model_optim_state). */
 int rf_model_update(struct rf_model *m, unsigned k, const struct rf_optim *o,
 		    struct rf_stream *s);
 /* The update of o for every parameter at once (on the weight-gradient stream): one
@@ -263,9 +268,10 @@ int rf_model_update(struct rf_model *m, unsigned k, const struct rf_optim *o,
  * tensor, the same bits (the updates are elementwise, with the same hyperparameters
  * for every tensor). */
 int rf_model_update_all(struct rf_model *m, const struct rf_optim *o);
-/* Make the momentum buffers (zeroed) if there are none: before loading saved ones.
- * second: AdamW's second-moment block too. */
+/* Make the momentum buffers (zeroed) if there are none: before loading saved ones. */
 int rf_model_momentum(struct rf_model *m);
+/* Make AdamW's state (zeroed) where it is missing: the first-moment block (the momentum
+ * buffers, if there are some already) and the second-moment block. 0 or -errno. */
 int rf_model_moments(struct rf_model *m);
 /* Make the state o's update needs, if it is not there yet (rf_model_update does so
  * itself on first use): AdamW's moments, momentum's buffers, nothing for plain SGD. */

@@ -95,16 +95,18 @@ int rf_avgpool2d_fwd(struct rf_stream *s, struct rf_tensor *y, struct rf_tensor 
 /* dx (n, c, h, w) from dy (n, c, h/k, w/k). */
 int rf_avgpool2d_bwd(struct rf_stream *s, struct rf_tensor *dx, struct rf_tensor *dy, int k);
 
-/* Max pooling, k x k windows at stride `stride`, no padding (floor): x (n, c, h, w) ->
- * y (n, c, (h-k)/stride+1, (w-k)/stride+1); the first maximum of a window takes its
- * gradient (devices/README.md). Backward: dx (n, c, h, w) from dy and the forward input x.
+/* Max pooling, rf_maxpool2d_fwd and rf_maxpool2d_bwd: k x k windows at stride `stride`,
+ * no padding (floor): x (n, c, h, w) -> y (n, c, (h-k)/stride+1, (w-k)/stride+1); the
+ * first maximum of a window takes its gradient (devices/README.md). Backward:
+ * dx (n, c, h, w) from dy and the forward input x (dx aliasing neither: -EINVAL).
  * On CUDA through cuDNN (rf_device_supports says whether it is there). */
 int rf_maxpool2d_fwd(struct rf_stream *s, struct rf_tensor *y, struct rf_tensor *x, int k,
 		     int stride);
 int rf_maxpool2d_bwd(struct rf_stream *s, struct rf_tensor *dx, struct rf_tensor *dy,
 		     struct rf_tensor *x, int k, int stride);
-/* Global average pooling: y (n, c) (or (n, c, 1, 1)) = the mean of each (h, w) plane of
- * x (n, c, h, w); backward dx = dy / (h*w) on every pixel. On CUDA through cuDNN. */
+/* Global average pooling, rf_gavgpool_fwd and rf_gavgpool_bwd: y (n, c) (or
+ * (n, c, 1, 1)) = the mean of each (h, w) plane of x (n, c, h, w); backward
+ * dx = dy / (h*w) on every pixel. On CUDA through cuDNN. */
 int rf_gavgpool_fwd(struct rf_stream *s, struct rf_tensor *y, struct rf_tensor *x);
 int rf_gavgpool_bwd(struct rf_stream *s, struct rf_tensor *dx, struct rf_tensor *dy);
 
@@ -126,9 +128,10 @@ int rf_batchnorm_bwd(struct rf_stream *s, struct rf_tensor *dx, struct rf_tensor
 		     struct rf_tensor *dbeta, struct rf_tensor *dy, struct rf_tensor *x,
 		     struct rf_tensor *mean, struct rf_tensor *invstd, struct rf_tensor *gamma);
 /* Batch normalisation and the ReLU on its output, one op: y = max(bn(x), 0) with the
- * bits of rf_batchnorm_fwd then rf_relu_fwd in place (same arguments). Its backward
- * takes the fused forward's output y as well and is rf_relu_bwd (dy masked by y > 0)
- * then rf_batchnorm_bwd, the same bits, without a masked copy of dy on the CPU.
+ * bits of rf_batchnorm_fwd then rf_relu_fwd in place (same arguments). Its backward,
+ * rf_batchnorm_relu_bwd, takes the fused forward's output y as well and is rf_relu_bwd
+ * (dy masked by y > 0) then rf_batchnorm_bwd, the same bits, without a masked copy of
+ * dy on the CPU.
  * Where a device lacks them, rf_device_supports("batchnorm_relu_fwd") says. */
 int rf_batchnorm_relu_fwd(struct rf_stream *s, struct rf_tensor *y, struct rf_tensor *mean,
 			  struct rf_tensor *invstd, struct rf_tensor *run_mean,
@@ -197,8 +200,14 @@ struct rf_live_hyper {
 	double lr;
 	uint64_t step;
 };
+/* rf_sgd, with the learning rate h->lr read when the op runs (rounded to float): var,
+ * which the op reads, orders every write to *h, and *h must stay valid while it may run.
+ * -EINVAL if h or var is NULL. */
 int rf_sgd_live(struct rf_stream *s, struct rf_tensor *w, struct rf_tensor *g,
 		const struct rf_live_hyper *h, struct rf_var *var, float weight_decay);
+/* rf_sgd_momentum, with the learning rate h->lr read when the op runs (rounded to
+ * float): var, which the op reads, orders every write to *h, and *h must stay valid
+ * while it may run. -EINVAL if h or var is NULL. */
 int rf_sgd_momentum_live(struct rf_stream *s, struct rf_tensor *w, struct rf_tensor *v,
 			 struct rf_tensor *g, const struct rf_live_hyper *h, struct rf_var *var,
 			 float momentum, float weight_decay, int nesterov);

@@ -137,25 +137,52 @@ void rf_io_copy(struct rf_io *dst, const struct rf_io *src, void *mem);
 int rf_ring_op_supported(const struct rf_ring *r, enum rf_iop op);
 
 /* ---- the same, one function each (no deadline; use rf_ring_submit for one) ------ */
+/* Open path, relative to dirfd (AT_FDCWD: the working directory), with oflags (O_*)
+ * and mode, as openat(2): cb gets the new fd (with RF_IO_ALLOC_SLOT a fixed-file slot;
+ * RF_IO_BENEATH keeps the path beneath dirfd) or -errno. */
 int rf_ring_openat(struct rf_ring *r, int dirfd, const char *path, int oflags, unsigned mode,
 		   unsigned flags, rf_io_cb cb, void *data, rf_req_id *id);
+/* Close fd, or with RF_IO_FIXED_FILE empty the fixed-file slot fd: cb gets 0 or -errno. */
 int rf_ring_close(struct rf_ring *r, int fd, unsigned flags, rf_io_cb cb, void *data, rf_req_id *id);
+/* statx(2) of path relative to dirfd, with atflags (AT_*) and mask (STATX_*), into stx
+ * (which must stay valid until cb runs): cb gets 0 or -errno. */
 int rf_ring_statx(struct rf_ring *r, int dirfd, const char *path, int atflags, unsigned mask,
 		  struct statx *stx, rf_io_cb cb, void *data, rf_req_id *id);
+/* Read into the iovcnt (1..IOV_MAX) buffers of iov, at off (UINT64_MAX: the file
+ * position) of fd: cb gets the byte count (short reads resubmitted for the rest unless
+ * RF_IO_NO_RETRY_SHORT) or -errno. The iov array is copied; its buffers must stay valid
+ * until cb runs. */
 int rf_ring_readv(struct rf_ring *r, int fd, const struct iovec *iov, unsigned iovcnt,
 		  uint64_t off, unsigned flags, rf_io_cb cb, void *data, rf_req_id *id);
+/* Write the iovcnt (1..IOV_MAX) buffers of iov at off (UINT64_MAX: the file position)
+ * of fd: cb gets the byte count (short writes resubmitted for the rest unless
+ * RF_IO_NO_RETRY_SHORT) or -errno. The iov array is copied; its buffers must stay valid
+ * until cb runs. */
 int rf_ring_writev(struct rf_ring *r, int fd, const struct iovec *iov, unsigned iovcnt,
 		   uint64_t off, unsigned flags, rf_io_cb cb, void *data, rf_req_id *id);
+/* fallocate(2) of len bytes at off of fd, with mode (FALLOC_FL_*; 0: allocate): cb
+ * gets 0 or -errno. */
 int rf_ring_fallocate(struct rf_ring *r, int fd, int mode, uint64_t off, uint64_t len,
 		      unsigned flags, rf_io_cb cb, void *data, rf_req_id *id);
+/* Rename oldpath (relative to olddirfd) to newpath (relative to newdirfd), with rflags
+ * (RENAME_*) as renameat2(2): cb gets 0 or -errno. */
 int rf_ring_renameat(struct rf_ring *r, int olddirfd, const char *oldpath, int newdirfd,
 		     const char *newpath, unsigned rflags, rf_io_cb cb, void *data, rf_req_id *id);
+/* Remove path relative to dirfd, as unlinkat(2) (atflags AT_REMOVEDIR: a directory):
+ * cb gets 0 or -errno. */
 int rf_ring_unlinkat(struct rf_ring *r, int dirfd, const char *path, int atflags,
 		     rf_io_cb cb, void *data, rf_req_id *id);
+/* A new socket of domain, type (SOCK_*) and protocol, as socket(2): cb gets its fd
+ * (with RF_IO_ALLOC_SLOT a fixed-file slot) or -errno. */
 int rf_ring_socket(struct rf_ring *r, int domain, int type, int protocol, unsigned flags,
 		   rf_io_cb cb, void *data, rf_req_id *id);
+/* Connect socket fd to addr (addrlen bytes, at most a sockaddr_storage; copied): cb
+ * gets 0 or -errno. */
 int rf_ring_connect(struct rf_ring *r, int fd, const struct sockaddr *addr, socklen_t addrlen,
 		    unsigned flags, rf_io_cb cb, void *data, rf_req_id *id);
+/* Accept a connection on the listening socket fd: cb gets the new fd (close-on-exec;
+ * with RF_IO_ALLOC_SLOT a fixed-file slot) or -errno. peer and peerlen (both may be
+ * NULL) receive the peer's address and must stay valid until cb runs. */
 int rf_ring_accept(struct rf_ring *r, int fd, struct sockaddr *peer, socklen_t *peerlen,
 		   unsigned flags, rf_io_cb cb, void *data, rf_req_id *id);
 /* msg_flags: MSG_*; MSG_NOSIGNAL is always added (a closed peer is -EPIPE, never a
@@ -169,6 +196,8 @@ int rf_ring_send(struct rf_ring *r, int fd, const void *buf, size_t len, int msg
  * MSG_WAITALL: -EINVAL (a peek's rest cannot be resumed where it stopped). */
 int rf_ring_recv(struct rf_ring *r, int fd, void *buf, size_t len, int msg_flags,
 		 unsigned flags, rf_io_cb cb, void *data, rf_req_id *id);
+/* Shut down part of the connection of socket fd, how SHUT_RD, SHUT_WR or SHUT_RDWR, as
+ * shutdown(2): cb gets 0 or -errno. */
 int rf_ring_shutdown(struct rf_ring *r, int fd, int how, unsigned flags, rf_io_cb cb, void *data,
 		     rf_req_id *id);
 /* One-shot poll: cb gets the events that fired (POLLIN, POLLOUT, POLLERR, ...). */
@@ -186,11 +215,16 @@ int rf_ring_register_files_sparse(struct rf_ring *r, unsigned n);
  * arrives, so idle connections hold none. The ring owns the group (freed by
  * rf_bufgroup_destroy or rf_ring_destroy). */
 struct rf_bufgroup;
+/* Create a group of nbufs buffers of bufsz bytes on r, registered as a buffer ring, in
+ * *out (owned by the ring). Returns 0, -EINVAL (nbufs not a power of two up to 32768,
+ * bufsz 0 or over 4 GiB - 1, out NULL), -ENOSPC (every group id is taken), -ENOMEM, or
+ * the kernel's refusal of the buffer ring. Owner thread. */
 int rf_bufgroup_create(struct rf_ring *r, unsigned nbufs, size_t bufsz, struct rf_bufgroup **out);
 /* Give a buffer handed to a receive callback back to the group. Receives that
  * stopped because the group ran dry (-ENOBUFS) are rearmed. -EINVAL: not a buffer of
  * g; -EALREADY: not handed out (given back twice). */
 int rf_bufgroup_put(struct rf_bufgroup *g, void *buf);
+/* The size of each of g's buffers, in bytes (bufsz as created). */
 size_t rf_bufgroup_bufsz(const struct rf_bufgroup *g);
 /* Buffers currently with the kernel (not held by callers). */
 unsigned rf_bufgroup_available(const struct rf_bufgroup *g);

@@ -102,8 +102,8 @@ int rf_ring_create(struct rf_ring **out, const struct rf_ring_opts *opts);
  * has returned. */
 void rf_ring_destroy(struct rf_ring *r);
 
-/* What the kernel gave the ring (setup flags, sizes, notifier mode), and a snapshot of
- * its counters. */
+/* What the kernel gave the ring (rf_ring_get_info: setup flags, sizes, notifier mode),
+ * and a snapshot of its counters (rf_ring_get_stats). */
 void rf_ring_get_info(const struct rf_ring *r, struct rf_ring_info *info);
 void rf_ring_get_stats(const struct rf_ring *r, struct rf_ring_stats *st);
 
@@ -121,8 +121,8 @@ enum {
 	RF_IO_NO_RETRY_SHORT = 1u << 2 /* report short transfers as they come */
 };
 
-/* Read len bytes at off (UINT64_MAX: the file position) of fd into buf, or write
- * them: cb gets the byte count (see above) or -errno. */
+/* Read len bytes at off (UINT64_MAX: the file position) of fd into buf (rf_ring_read),
+ * or write them (rf_ring_write): cb gets the byte count (see above) or -errno. */
 int rf_ring_read(struct rf_ring *r, int fd, void *buf, size_t len, uint64_t off,
 		 unsigned flags, rf_io_cb cb, void *data, rf_req_id *id);
 int rf_ring_write(struct rf_ring *r, int fd, const void *buf, size_t len, uint64_t off,
@@ -143,6 +143,9 @@ int rf_ring_cancel(struct rf_ring *r, rf_req_id id);
  * watch holds the ring "busy" for rf_ring_run(RF_RUN_UNTIL_IDLE) only if
  * counts_as_pending is set. cb is required (-EINVAL if NULL). */
 struct rf_watch;
+/* Start a watch of efd in *out: a read kept armed on it, cb getting each counter value
+ * (the watch is the ring's until rf_watch_stop or rf_ring_destroy). Returns 0 or -errno
+ * (-EINVAL: r, cb or out NULL; -ESHUTDOWN during rf_ring_destroy). */
 int rf_watch_eventfd(struct rf_ring *r, int efd, int counts_as_pending,
 		     rf_watch_cb cb, void *data, struct rf_watch **out);
 /* Cancels the armed read; the watch is freed once its cancellation is reaped. */
@@ -188,6 +191,9 @@ void rf_notifier_destroy(struct rf_notifier *n);
  * rf_ring_pending() what it holds (rf_poller_hold). Owner thread only; cb required. */
 typedef unsigned (*rf_poll_cb)(void *data, int *busy);
 struct rf_poller;
+/* Add a poller that calls cb at every turn of r, in *out (freed by rf_poller_remove
+ * or rf_ring_destroy). Returns 0 or -errno (-EINVAL: r, cb or out NULL; -ESHUTDOWN
+ * during rf_ring_destroy; -ENOMEM). */
 int rf_poller_add(struct rf_ring *r, rf_poll_cb cb, void *data, struct rf_poller **out);
 /* Owner thread; also from inside a callback (a poller's own included). NULL: no-op.
  * What it held stops counting as pending. */
@@ -228,8 +234,13 @@ int rf_blk_queue_attr(int fd, const char *name, char *out, size_t len, char *whe
  * fixed buffers (index i is buffer i). Only one arena per ring. The ring owns the
  * arena; it is freed by rf_ring_destroy. */
 int rf_ring_register_buffers(struct rf_ring *r, unsigned nbufs, size_t bufsz, size_t align);
+/* Buffer i of the ring's arena (fixed-buffer index i); NULL without an arena or for
+ * i >= rf_ring_buffer_count(r). */
 void *rf_ring_buffer(struct rf_ring *r, unsigned i);
+/* The size of each buffer of the arena in bytes (bufsz rounded up to align); 0 without
+ * an arena. */
 size_t rf_ring_buffer_size(const struct rf_ring *r);
+/* The number of buffers in the arena (nbufs); 0 without an arena. */
 unsigned rf_ring_buffer_count(const struct rf_ring *r);
 /* Register external memory areas as fixed buffers (one index each), after any
  * registered before: the ring's arena must not exist (-EEXIST). Used for pinned

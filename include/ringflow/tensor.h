@@ -61,6 +61,8 @@ struct rf_tensor {
 /* Bytes per element of a tensor element type (0 for an unknown one), and its name
  * ("f32", "bf16", ...: a static string). */
 size_t rf_tdtype_size(enum rf_tdtype dt);
+/* The name of a tensor element type ("f32", "i32", "u8", "bf16", "f16"; "?" for an
+ * unknown one): a static string. */
 const char *rf_tdtype_name(enum rf_tdtype dt);
 /* A layout's name: "rowmajor" or "nhwc" (static). */
 const char *rf_layout_name(enum rf_layout layout);
@@ -122,7 +124,8 @@ int rf_tensor_write(struct rf_tensor *t, const void *src);
  * dtype (rounded to nearest even where narrower); an integer tensor only as its own
  * dtype. dst/src hold t->numel elements of dt. Ordered and waited for as
  * rf_tensor_read/write (a device tensor goes through a host copy of its bytes).
- * Returns 0, -EINVAL (dtype), -ENOMEM, or what rf_tensor_read/write returns. */
+ * Returns 0, -EINVAL (dtype), -ENOMEM, or what rf_tensor_read/write returns.
+ * rf_tensor_read_as reads into dst, rf_tensor_write_as writes from src. */
 int rf_tensor_read_as(struct rf_tensor *t, enum rf_tdtype dt, void *dst);
 int rf_tensor_write_as(struct rf_tensor *t, enum rf_tdtype dt, const void *src);
 /* Wait for all writes pushed so far (for a block: to the block and its views).

@@ -266,12 +266,17 @@ unsigned rf_trainer_epochs_done(const struct rf_trainer *t);
 uint64_t rf_trainer_epoch_batches_done(const struct rf_trainer *t);
 /* Optimizer steps done in all (after a resume: the checkpoint's included). */
 uint64_t rf_trainer_steps(const struct rf_trainer *t);
+/* Model replicas this process trains (opts.devices; 0 there: 1). */
 unsigned rf_trainer_replicas(const struct rf_trainer *t);
 /* Compute streams per replica in use (opts.streams, or the automatic choice). */
 unsigned rf_trainer_streams(const struct rf_trainer *t);
 /* whether the training step is captured and replayed (opts.hybridize resolved) */
 int rf_trainer_hybridized(const struct rf_trainer *t);
+/* The spec of the model being trained, made for the data's input shape and classes
+ * (static storage, as rf_model_spec's). */
 const struct rf_model_spec *rf_trainer_spec(const struct rf_trainer *t);
+/* Replica r's model (owned by the trainer, valid while t lives), NULL for
+ * r >= rf_trainer_replicas(t). */
 struct rf_model *rf_trainer_replica(struct rf_trainer *t, unsigned r);
 /* Batches per training epoch. */
 uint64_t rf_trainer_batches(const struct rf_trainer *t);
@@ -301,7 +306,9 @@ int rf_trainer_read_params(struct rf_trainer *t, unsigned r, float *dst);
  * a momentum, a running statistic or the epoch's running loss is NaN or infinite, and
  * load refuses a file holding one. With several processes (opts.comm) load is a
  * collective: every rank calls it, and the ranks compare where they resumed and the
- * weights' hash (rf_comm_agree: -EPROTO, rf_comm_apart, when they differ). */
+ * weights' hash (rf_comm_agree: -EPROTO, rf_comm_apart, when they differ).
+ * rf_trainer_save and rf_trainer_load return 0 or -errno, the message in
+ * rf_trainer_last_error(). */
 int rf_trainer_save(struct rf_trainer *t, const char *path);
 int rf_trainer_load(struct rf_trainer *t, const char *path);
 

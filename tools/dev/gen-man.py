@@ -4,10 +4,12 @@ the installed headers (include/ringflow/*.h), as liburing ships one page per fun
 
 Each public function (rf_*, a prototype or a static inline definition) gets
 OUTDIR/<name>.3: NAME, SYNOPSIS (the header's #include and the declaration),
-DESCRIPTION (the comment written above it in the header -- a comment may document a
-group of declarations that follow it without a blank line), the header's own opening
-comment as CONTEXT, and SEE ALSO (the other functions of the header). A function
-without a comment is an error: the page would say nothing.
+DESCRIPTION (the comment written right above it in the header, or the comment above
+a group of declarations that follow it without a blank line -- if that comment names
+the function: a group's comment that names only its first would describe that one on
+every page), the header's own opening comment as CONTEXT, and SEE ALSO (the other
+functions of the header). A function without a comment of its own is an error: the
+page would say nothing, or something else's.
 
 usage: gen-man.py [--check-exports LIB.so] OUTDIR HEADER...
   --check-exports: also fail if the shared library exports an rf_ function that no
@@ -48,6 +50,9 @@ def parse(path):
             text = text.split("{")[0].rstrip() + (";" if "{" in text else "")
             text = text.replace("static inline ", "")
             comment = comment_above(lines, i)
+            direct = i > 0 and lines[i - 1].rstrip().endswith("*/")
+            if not direct and not re.search(r"\b%s\b" % re.escape(name), comment):
+                comment = ""  # a group's comment that does not name it: not its own
             out.append((name, text, comment))
             if "{" in lines[j] and "}" not in lines[j]:
                 depth += lines[j].count("{") - lines[j].count("}")
@@ -109,10 +114,31 @@ def page(name, header, decl, comment, head, others):
 
 
 def first_sentence(c):
+    """The NAME line: the comment's first sentence, ended by a '.', ';' or ':' outside
+    parentheses and quotes; past 100 characters cut at a word, with an ellipsis."""
+    lines = c.split("\n")
+    if lines and lines[0].lstrip().startswith("----"):   # a section's divider: not a summary
+        rest = "\n".join(lines[1:]).strip()
+        if rest:
+            c = rest
     s = " ".join(c.split())
-    m = re.match(r"(.+?[.;:])(\s|$)", s)
-    s = m.group(1) if m else s
-    return s[:100].rstrip(".;:")
+    depth, q, end = 0, False, len(s)
+    for k, ch in enumerate(s):
+        if ch == '"' or ch == "`":
+            q = not q
+        elif q:
+            continue
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth = max(0, depth - 1)
+        elif ch in ".;:" and depth == 0 and (k + 1 == len(s) or s[k + 1] == " "):
+            end = k
+            break
+    s = s[:end]
+    if len(s) > 100:
+        s = s[:100].rsplit(" ", 1)[0] + "..."
+    return s
 
 
 def main(argv):
@@ -131,7 +157,8 @@ def main(argv):
                 continue
             declared.add(name)
             if not comment:
-                problems.append("%s: %s has no comment above it" % (os.path.basename(h), name))
+                problems.append("%s: %s has no comment of its own above it (or a group "
+                                "comment that names it)" % (os.path.basename(h), name))
                 continue
             others = [n for n in names if n != name][:40]
             with open(os.path.join(outdir, name + ".3"), "w") as f:
