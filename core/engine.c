@@ -104,7 +104,7 @@ struct rf_ring *rf_engine_ring(struct rf_engine *e)
 
 int rf_engine_is_sync(const struct rf_engine *e)
 {
-	return e->sync;
+	return e && e->sync != 0;
 }
 
 void rf_engine_get_stats(const struct rf_engine *e, struct rf_engine_stats *st)

@@ -135,6 +135,13 @@ struct rf_stream *rf_device_d2h_stream(struct rf_device *d)
 
 void rf_device_mem_stats(const struct rf_device *d, struct rf_mem_stats *st)
 {
+	if (!st)
+		return;
+	if (!d) {
+		memset(st, 0, sizeof(*st));
+		rf__fail(-EINVAL, "rf_device_mem_stats: d is NULL");
+		return;
+	}
 	*st = d->mem.st;
 	st->limit = d->mem.limit;
 }

@@ -277,8 +277,12 @@ static int rf__update(struct rf_stream *s, struct rf_tensor *w, struct rf_tensor
 int rf_model_update(struct rf_model *m, unsigned k, const struct rf_optim *o,
 		    struct rf_stream *s)
 {
-	int ret = rf_model_optim_state(m, o);
+	int ret;
 
+	if (!m || !o || k >= m->spec->ntensors)
+		return rf__fail(-EINVAL, "rf_model_update: %s", !m ? "m is NULL" : !o ? "o is NULL" :
+				"parameter tensor index past the model's");
+	ret = rf_model_optim_state(m, o);
 	return ret < 0 ? ret : rf__update(s, m->p[k], m->v[k], m->v2[k], m->g[k], o);
 }
 

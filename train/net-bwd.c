@@ -265,8 +265,11 @@ int rf_model_backward(struct rf_model *m, struct rf_model_acts *a, rf_grad_hook 
 {
 	int ret = 0;
 
-	if (!m || !a)
+	if (!m || !a) {  /* acts consumed all the same, as on every error */
+		if (a && !a->keep)
+			rf_model_acts_destroy(a);
 		return rf__fail(-EINVAL, "rf_model_backward: NULL %s", m ? "acts" : "model");
+	}
 	a->dg[a->nt] = a->node[a->nt];           /* the logits hold dlogits */
 	for (unsigned i = a->nt; i-- > 0 && ret == 0;) {
 		ret = rf__layer_bwd(m, a, i, hook, ctx);

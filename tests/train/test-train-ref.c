@@ -213,6 +213,12 @@ int main(int argc, char **argv)
 	CHECK_OK(rf_tensor_write(x, hx));
 	CHECK_OK(rf_tensor_write(y, hy));
 
+	/* the API's refusals: an index past the parameters; a NULL model (the acts are
+	 * consumed all the same: ASan's leak check sees them otherwise) */
+	struct rf_optim sgd = { .lr = 0.1f };
+	CHECK_EQ(rf_model_update(m, spec->ntensors, &sgd, NULL), -EINVAL);
+	CHECK_OK(rf_model_forward(m, x, y, loss, correct, 1, &acts));
+	CHECK_EQ(rf_model_backward(NULL, acts, NULL, NULL), -EINVAL);
 	/* one step: forward, backward, SGD -- pushed, then read back */
 	CHECK_OK(rf_model_forward(m, x, y, loss, correct, 1, &acts));
 	CHECK_OK(rf_model_backward(m, acts, NULL, NULL));
