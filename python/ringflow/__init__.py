@@ -232,8 +232,8 @@ class Loader:
     def stats(self):
         """Counters since the Loader was made: batches, records, reads, read_bytes,
         read_errors, images_skipped (skip_bad_images) and direct (1: O_DIRECT reads);
-        and how it reads: mode (0 in memory, 1 small records in chunks, 2 large
-        records), chunk_records and window_chunks (mode 1: the windowed order's
+        and how it reads: mode (0 in memory, 1 small records in chunks, 2 records one
+        by one), chunk_records and window_chunks (mode 1: the windowed order's
         geometry)."""
         return dict(self._l.stats())
 
@@ -254,7 +254,8 @@ class Loader:
         fix the order: the order read in (which may differ from the one asked for: see
         order=) and, windowed, its chunk_records and window_chunks}. Batches read ahead
         but not handed out are not counted, nor is one whose next() failed (the next
-        next() reads it again): restored (load_state_dict, in this or a new process), the
+        next() reads it again; to pass over it, add 1 to 'batch' and load_state_dict):
+        restored (load_state_dict, in this or a new process), the
         loader gives each record of the epoch exactly once across the two runs."""
         st = dict(self._l.state())
         st.update(self._plan())     # uniform and windowed read an epoch differently
@@ -274,15 +275,22 @@ class Loader:
                              (" (a state saved before 'order' was kept: add the order it was "
                               "read in, state['order'] = 'uniform' or 'windowed')"
                               if missing == ["order"] else ""))
+        for k in _STATE_KEYS:
+            v = state[k]
+            v = _flag(f"state['{k}']", v) if k in ("shuffle", "drop_last") else \
+                _int(f"state['{k}']", v, 0, _U64)
+            if v != mine[k]:
+                raise ValueError(f"load_state_dict: {k} {state[k]!r} in the state, {mine[k]!r} "
+                                 f"in this Loader: the order would differ")
         o = _str("state['order']", state["order"], _ORDERS)
         plan = self._plan()
         if not mine["shuffle"]:
-            o = plan["order"]               # the file's order either way (shuffle: below)
+            return self._seek_to(state)     # the file's order, however it is read
         if o != plan["order"]:
             raise ValueError(f"load_state_dict: order {o!r} in the state, {plan['order']!r} "
                              f"read by this Loader (asked {self._order!r}): the order would "
                              f"differ")
-        for k in ("chunk_records", "window_chunks") if o == "windowed" else ():
+        for k in ("chunk_records", "window_chunks") if "chunk_records" in plan else ():
             if k not in state:
                 raise ValueError(f"load_state_dict: a windowed state without {k!r} (saved "
                                  f"before the geometry was kept): it cannot say whether this "
@@ -292,13 +300,9 @@ class Loader:
                 raise ValueError(f"load_state_dict: {k} {v} in the state, {plan[k]} in this "
                                  f"Loader (another record size or chunk_bytes): the order "
                                  f"would differ")
-        for k in _STATE_KEYS:
-            v = state[k]
-            v = _flag(f"state['{k}']", v) if k in ("shuffle", "drop_last") else \
-                _int(f"state['{k}']", v, 0, _U64)
-            if v != mine[k]:
-                raise ValueError(f"load_state_dict: {k} {state[k]!r} in the state, {mine[k]!r} "
-                                 f"in this Loader: the order would differ")
+        return self._seek_to(state)
+
+    def _seek_to(self, state):
         epoch = _int("state['epoch']", state["epoch"], 0, _MAX_EPOCH)
         batch = _int("state['batch']", state["batch"], 0, self._l.batches())
         self._l.seek(epoch=epoch, batch=batch)

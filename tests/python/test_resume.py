@@ -5,7 +5,8 @@
   windowed state of the first was taken by a Loader over the second (same seed, batch,
   records, order asked): 396 records read twice and 396 never. Now refused, naming the
   order; and a windowed state names its windows (chunk_records, window_chunks), refused
-  by a Loader whose records make other windows.
+  by a Loader whose records make other windows. Without shuffle (the file's order however
+  it is read) a state round-trips whatever the order.
 - A batch whose next() failed was counted as handed out: the next next(), and a Loader
   resumed from state_dict(), began after it, and its good records were never read. With
   reads failing now and then (RF_FAULT_INJECT), an epoch read by retrying every failed
@@ -91,6 +92,27 @@ def geometry(tmp):
         check(sorted(first + rest) == list(range(n)), f"{os.path.basename(d)}: exactly once")
     check(st["order"] == "windowed" and st["chunk_records"] > 0 and st["window_chunks"] > 0,
           f"a windowed state names its windows: {st}")
+    # without shuffle the order is the file's, read any way: a windowed Loader's state
+    # round-trips, and a shuffled state is refused for its shuffle
+    nkw = dict(kw, shuffle=False)
+    a = ringflow.Loader(raw, **nkw)
+    first = read(a, 3)
+    nst = a.state_dict()
+    a.close()
+    for d in (raw, gz):
+        b = ringflow.Loader(d, **nkw)
+        b.load_state_dict(nst)
+        rest = read(b)
+        b.close()
+        check(first + rest == list(range(n)), f"shuffle=False from {os.path.basename(d)}: "
+              f"the file's order")
+    b = ringflow.Loader(raw, **nkw)
+    try:
+        b.load_state_dict(st)
+        check(False, "a shuffled state refused by a Loader without shuffle")
+    except ValueError as e:
+        check("shuffle" in str(e), f"refused for its shuffle: {e}")
+    b.close()
     # other windows (a smaller chunk: the same records, another order) are refused
     for k in ("chunk_records", "window_chunks"):
         bad = dict(st)
