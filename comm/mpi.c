@@ -58,6 +58,8 @@ static int rf__mpi_init(struct rf_comm *c, char *msg, size_t len)
 	if (!v)
 		v = getenv("LOCAL_RANK");
 	c->local_rank = v ? atoi(v) : 0;
+	if (c->local_rank < 0)
+		c->local_rank = 0;
 	c->local_size = c->local_rank + 1;  /* at least, where the split below fails */
 	if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &sh) ==
 	    MPI_SUCCESS) {

@@ -274,7 +274,7 @@ int rf_pinned_alloc(struct rf_pinned *p, size_t bytes, size_t align, void **out)
 
 	if (!align)
 		align = 4096;
-	if (align & (align - 1) || !out)
+	if (!p || align & (align - 1) || !out)
 		return -EINVAL;
 	if (!bytes)
 		bytes = 1;

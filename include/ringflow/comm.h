@@ -66,9 +66,10 @@ int rf_comm_size(const struct rf_comm *c);
  * fails: OMPI_COMM_WORLD_LOCAL_RANK, else LOCAL_RANK, else 0), and how many there
  * are: to choose a GPU and split the cores. */
 int rf_comm_local_rank(const struct rf_comm *c);
-/* How many ranks run on this machine: the size of MPI's MPI_COMM_TYPE_SHARED group (1
- * where that split fails), or LOCAL_WORLD_SIZE (default LOCAL_RANK + 1) in an
- * environment launch. */
+/* How many ranks run on this machine: the size of MPI's MPI_COMM_TYPE_SHARED group
+ * (where that split fails, rf_comm_local_rank + 1: at least what the environment's
+ * local rank implies), or LOCAL_WORLD_SIZE (default LOCAL_RANK + 1) in an environment
+ * launch. */
 int rf_comm_local_size(const struct rf_comm *c);
 /* The comm's worker stream: its thread owns MPI and runs the collectives that go by MPI
  * (GPU ones run on the stream given to rf_comm_use_gpu). Owned by the comm:

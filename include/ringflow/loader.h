@@ -186,7 +186,9 @@ struct rf_loader_stats {
 	int direct;                   /* 1: O_DIRECT */
 	int registered;               /* 1: fetch buffers are ring-registered (fixed) */
 	size_t buffer_bytes;          /* fetch + staging memory (excluding device tensors) */
-	int mode;                     /* 0 memory, 1 small records (chunks), 2 large records */
+	int mode;                     /* 0 memory; 1 small records in chunks (windowed order,
+				       * or no shuffle); 2 records read one by one (large ones,
+				       * small ones in the uniform order, variable-length) */
 	uint64_t chunk_records;       /* mode 1: records per chunk (R) */
 	unsigned window_chunks;       /* mode 1: chunks per window (W), after widening */
 	unsigned fetch_units;         /* fetch buffers (windows or batches in flight) */

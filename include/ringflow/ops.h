@@ -98,7 +98,8 @@ int rf_avgpool2d_bwd(struct rf_stream *s, struct rf_tensor *dx, struct rf_tensor
 /* Max pooling, rf_maxpool2d_fwd and rf_maxpool2d_bwd: k x k windows at stride `stride`,
  * no padding (floor): x (n, c, h, w) -> y (n, c, (h-k)/stride+1, (w-k)/stride+1); the
  * first maximum of a window takes its gradient (devices/README.md). Backward:
- * dx (n, c, h, w) from dy and the forward input x (dx aliasing neither: -EINVAL).
+ * dx (n, c, h, w) from dy and the forward input x (dx must not overlap either; the same
+ * tensor is refused, -EINVAL).
  * On CUDA through cuDNN (rf_device_supports says whether it is there). */
 int rf_maxpool2d_fwd(struct rf_stream *s, struct rf_tensor *y, struct rf_tensor *x, int k,
 		     int stride);

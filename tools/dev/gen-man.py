@@ -115,7 +115,8 @@ def page(name, header, decl, comment, head, others):
 
 def first_sentence(c):
     """The NAME line: the comment's first sentence, ended by a '.', ';' or ':' outside
-    parentheses and quotes; past 100 characters cut at a word, with an ellipsis."""
+    parentheses and quotes (not an ellipsis's or an abbreviation's dot, nor a one- or
+    two-word label's colon); past 100 characters cut at a word, with an ellipsis."""
     lines = c.split("\n")
     if lines and lines[0].lstrip().startswith("----"):   # a section's divider: not a summary
         rest = "\n".join(lines[1:]).strip()
@@ -133,6 +134,12 @@ def first_sentence(c):
         elif ch in ")]}":
             depth = max(0, depth - 1)
         elif ch in ".;:" and depth == 0 and (k + 1 == len(s) or s[k + 1] == " "):
+            words = s[:k].split()
+            if ch == "." and (k > 0 and s[k - 1] == "." or
+                              words and words[-1].lower() in ("e.g", "i.e", "etc", "vs")):
+                continue          # an ellipsis, an abbreviation
+            if ch == ":" and len(words) < 3:
+                continue          # a label ("datasync: 1 for ..."), not a sentence
             end = k
             break
     s = s[:end]
