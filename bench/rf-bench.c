@@ -29,6 +29,7 @@ int main(int argc, char **argv)
 {
 	size_t i;
 
+	rf_cli_limits(argv);
 	rf_cli_check_stdout("rf-bench"); /* a result that cannot be written is a failure */
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		fprintf(argc < 2 ? stderr : stdout, "usage: rf-bench COMMAND [options] [--json]\n");

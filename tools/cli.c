@@ -22,6 +22,9 @@
 
 #include "cli.h"
 
+#include <dlfcn.h>
+#include <sys/resource.h>
+
 void rf_cli_say(const char *prog, const char *fmt, ...)
 {
 	char msg[2048];
@@ -528,4 +531,19 @@ void rf_cli_check_stdout(const char *prog)
 {
 	*rf_cli__stdout_prog() = prog;
 	atexit(rf_cli__stdout_at_exit);
+}
+
+void rf_cli_limits(char **argv)
+{
+	struct rlimit as, data;
+
+	signal(SIGXFSZ, SIG_IGN);
+	if (getenv("MALLOC_CONF") || !dlsym(RTLD_DEFAULT, "mallctl"))
+		return;   /* set by the user, or not jemalloc */
+	if ((getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) ||
+	    (getrlimit(RLIMIT_DATA, &data) == 0 && data.rlim_cur != RLIM_INFINITY)) {
+		if (setenv("MALLOC_CONF", "narenas:1", 1) == 0)
+			execv("/proc/self/exe", argv);
+		/* could not: on as it is (jemalloc may still crash at the limit) */
+	}
 }

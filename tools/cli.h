@@ -151,6 +151,13 @@ void rf_cli_json_num(FILE *f, const char *fmt, double v);
  * earlier write to it failed, say "PROG: stdout: REASON" and make the exit status 1,
  * so that `tool --json > file` on a full disk does not look like a success. Call once,
  * first thing in main. */
+/* First thing in main: writes past RLIMIT_FSIZE fail (EFBIG, said where they happen)
+ * instead of SIGXFSZ killing the process mid-write with no word and a partial file; and
+ * under RLIMIT_AS or RLIMIT_DATA, a program linked with jemalloc runs again with
+ * MALLOC_CONF=narenas:1 (unless MALLOC_CONF is set): jemalloc 5.3 crashes (a NULL arena,
+ * jemalloc issue 2289) when a new thread's arena cannot be mapped, where one arena
+ * shared by the threads gives malloc's NULL, which ringflow reports. */
+void rf_cli_limits(char **argv);
 void rf_cli_check_stdout(const char *prog);
 
 #endif

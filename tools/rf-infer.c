@@ -156,6 +156,7 @@ int main(int argc, char **argv)
 	int ret, rc = 1;
 
 	rf_log_set(rf_cli_log_stderr, NULL);
+	rf_cli_limits(argv);
 	rf_cli_check_stdout(prog);
 	if ((rc = parse(&c, argc, argv)))
 		return rc;

@@ -390,6 +390,7 @@ int main(int argc, char **argv)
 	int force = 0, skip_bad = 0, wds = 0, c;
 
 	rf_log_set(rf_cli_log_stderr, NULL);
+	rf_cli_limits(argv);
 	rf_cli_check_stdout("rf-pack");
 	opterr = 0;
 	for (;;) {

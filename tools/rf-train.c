@@ -582,6 +582,7 @@ int main(int argc, char **argv)
 	int ret, rc = 1;
 
 	rf_log_set(rf_cli_log_stderr, NULL);
+	rf_cli_limits(argv);
 	rf_cli_check_stdout(prog);
 	if ((ret = parse_args(&c, argc, argv)) >= 0)
 		return ret;

@@ -409,6 +409,7 @@ int main(int argc, char **argv)
 	O.rwmixread = 50;
 	O.invalidate = 1;
 	rf_log_set(rf_cli_log_stderr, NULL);
+	rf_cli_limits(argv);
 	rf_cli_check_stdout(prog);
 	opterr = 0;
 	for (;;) {
