@@ -167,6 +167,45 @@ int rf__capture_uses(const struct rf__capture *c, const struct rf_var *v)
 	return 0;
 }
 
+int rf__capture_defer_delete(struct rf_engine *e, struct rf_var *v, struct rf_stream *s)
+{
+	struct rf__capture *c = e->cap;
+	int ret;
+
+	if ((ret = rf__grow((void **)&c->dels, &c->cap_del, c->ndel + 1, sizeof(*c->dels))) < 0)
+		return rf__fail(ret, "rf_var_destroy('%s') while capturing: out of memory", v->name);
+	c->dels[c->ndel].v = v;
+	c->dels[c->ndel++].stream = s;
+	return 0;
+}
+
+struct rf_var *rf__capture_deleted_used(const struct rf__capture *c)
+{
+	for (uint32_t i = 0; i < c->ndel; i++)
+		if (rf__capture_uses(c, c->dels[i].v))
+			return c->dels[i].v;
+	return NULL;
+}
+
+int rf__capture_push_deletes(struct rf_engine *e, struct rf__capture *c)
+{
+	int ret = 0;
+
+	for (uint32_t i = 0; i < c->ndel; i++) {
+		struct rf_var *v = c->dels[i].v;
+		int r = rf__var_delete_push(e, v, c->dels[i].stream);
+		if (r < 0) {
+			v->deleting = 0;  /* undone: the variable stays */
+			v->del_fn = NULL;
+			v->del_arg = NULL;
+			if (!ret)
+				ret = r;
+		}
+	}
+	c->ndel = 0;
+	return ret;
+}
+
 void rf__capture_cancel(struct rf_engine *e, struct rf__capture *c)
 {
 	e->in_callback++;
@@ -181,6 +220,7 @@ void rf__capture_free(struct rf__capture *c)
 	if (!c)
 		return;
 	free(c->nodes);
+	free(c->dels);
 	free(c->ent);
 	free(c->vars);
 	free(c->hash);
@@ -199,6 +239,7 @@ void rf__capture_discard(struct rf_engine *e)
 		return;
 	e->cap = NULL;
 	rf__capture_cancel(e, c);
+	(void)rf__capture_push_deletes(e, c);  /* run by the engine's drain that follows */
 	if (c->args_var)
 		rf__var_free(c->args_var);
 	rf__capture_free(c);

@@ -373,6 +373,8 @@ int rf__room_for(struct rf_engine *e, const struct rf_op_desc *d,
 /* A deletion of v (from a callback) refused while a push naming v waits for room or a
  * capture records it: -EBUSY with a message; else 0. push.c. */
 int rf__delete_refused(struct rf_engine *e, struct rf_var *v, const char *who);
+/* var.c: push v's deletion (v->deleting, del_fn and del_arg set by the caller) */
+int rf__var_delete_push(struct rf_engine *e, struct rf_var *v, struct rf_stream *stream);
 static inline int rf__delete_may_be_refused(const struct rf_engine *e)
 {
 	return e->room_desc || e->room_binds || e->cap;

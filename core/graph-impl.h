@@ -128,6 +128,8 @@ struct rf__capture {
 	uint32_t *hash;            /* open addressing: var pointer -> index + 1 */
 	uint32_t hcap;
 	int err;                   /* the first push refused while capturing */
+	struct rf__deferred { struct rf_var *v; struct rf_stream *stream; } *dels;
+	uint32_t ndel, cap_del;    /* rf_var_destroy while recording: pushed at the end */
 	char *name;
 	void *args;
 	size_t args_size;
@@ -142,6 +144,13 @@ void rf__capture_free(struct rf__capture *c);
 void rf__capture_discard(struct rf_engine *e);
 /* Whether the recording names v (a variable a callback may not destroy meanwhile). */
 int rf__capture_uses(const struct rf__capture *c, const struct rf_var *v);
+/* rf_var_destroy while recording: v's deletion waits for the capture's end. */
+int rf__capture_defer_delete(struct rf_engine *e, struct rf_var *v, struct rf_stream *s);
+/* At the capture's end (e->cap already NULL): the deferred deletions pushed; 0 or the
+ * first error (its deletion then left undone: the variable stays). */
+int rf__capture_push_deletes(struct rf_engine *e, struct rf__capture *c);
+/* The first deferred deletion of a variable the recording names, or NULL. */
+struct rf_var *rf__capture_deleted_used(const struct rf__capture *c);
 /* Each recorded op's done callback, once, with -ECANCELED: the ops will never run. */
 void rf__capture_cancel(struct rf_engine *e, struct rf__capture *c);
 

@@ -254,18 +254,31 @@ int rf_engine_capture_end(struct rf_engine *e, struct rf_graph **out)
 	if ((ret = rf__cap_refused(e, "rf_engine_capture_end")) < 0)
 		return ret;  /* an op or callback of the program before it: not its capturer */
 	e->cap = NULL;
-	if (c->err) { /* a push was refused: the graph would not be the program */
-		char name[96];
+	/* a variable destroyed while recording is gone once the capture ends: a graph that
+	 * names it would launch on a freed variable */
+	struct rf_var *gone = c->err ? NULL : rf__capture_deleted_used(c);
+	if (c->err || gone) { /* the graph would not be the program */
+		char name[96], what[160];
 		snprintf(name, sizeof(name), "%s", c->name);
-		ret = c->err;
+		if (gone)
+			snprintf(what, sizeof(what), "variable '%s', which the recorded ops use, "
+				 "was destroyed while capturing", gone->name);
+		else
+			snprintf(what, sizeof(what), "a push was refused while capturing (%s)",
+				 strerror(-c->err));
+		ret = gone ? -EBUSY : c->err;
 		rf__capture_cancel(e, c);  /* the recorded ops never run: -ECANCELED */
+		(void)rf__capture_push_deletes(e, c);
 		if (c->args_var)
 			rf_var_destroy(e, c->args_var, NULL, NULL, NULL);
 		rf__capture_free(c);
-		return rf__fail(ret, "rf_engine_capture_end(%s): a push was refused while "
-				"capturing (%s): no graph", name, strerror(-ret));
+		return rf__fail(ret, "rf_engine_capture_end(%s): %s: no graph", name, what);
 	}
 	ret = rf__graph_build(e, c, out);
+	/* after the ops it holds (none names them); a deletion that cannot be pushed
+	 * leaves its variable, said in the log */
+	if (rf__capture_push_deletes(e, c) < 0)
+		rf__log(RF_LOG_ERROR, "rf_engine_capture_end: %s", rf_last_error());
 	if (ret < 0 && c->args_var)
 		rf_var_destroy(e, c->args_var, NULL, NULL, NULL);
 	rf__capture_free(c);

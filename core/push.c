@@ -214,6 +214,8 @@ static inline __attribute__((always_inline)) int rf__push_user(struct rf_engine 
 	/* recorded: a push of the code that captures, not one from an op or callback of
 	 * what was pushed before (that program runs on, as pushed) */
 	if (e->cap && !rf__in_callback(e)) {
+		if (k == &rf__kind_delete)  /* pushed when the capture ends (capture.c) */
+			return rf__capture_defer_delete(e, arg, d->stream);
 		if (k != &rf__kind_user)
 			return rf__capturing(e, who);
 		return rf__capture_add(e, d, rf__check_desc(e, d, &rf__kind_user));

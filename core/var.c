@@ -105,7 +105,6 @@ static int rf__del_run(void *ctx)
 int rf_var_destroy(struct rf_engine *e, struct rf_var *v, void (*free_fn)(void *), void *arg,
 		  struct rf_stream *stream)
 {
-	struct rf_op_desc d = { 0 };
 	int ret;
 
 	if (!v || v->eng != e)
@@ -117,6 +116,22 @@ int rf_var_destroy(struct rf_engine *e, struct rf_var *v, void (*free_fn)(void *
 	/* named as this call (the push's check would say rf_engine_push) */
 	if (stream && (ret = rf__check_stream(e, stream, "rf_var_destroy", rf_var_name(v), 0)) < 0)
 		return ret;
+	v->del_fn = free_fn;
+	v->del_arg = arg;
+	v->deleting = 1;
+	ret = rf__var_delete_push(e, v, stream);
+	if (ret < 0) {
+		v->del_fn = NULL;
+		v->del_arg = NULL;
+		v->deleting = 0;
+	}
+	return ret;
+}
+
+int rf__var_delete_push(struct rf_engine *e, struct rf_var *v, struct rf_stream *stream)
+{
+	struct rf_op_desc d = { 0 };
+
 	d.fn = rf__del_run;
 	d.ctx = v;
 	d.writes = &v;
@@ -124,15 +139,6 @@ int rf_var_destroy(struct rf_engine *e, struct rf_var *v, void (*free_fn)(void *
 	d.stream = stream;
 	d.name = "delete";
 	d.flags = RF_OP_ALWAYS;
-	v->del_fn = free_fn;
-	v->del_arg = arg;
-	v->deleting = 1;
-	ret = rf__push_as(e, &d, &rf__kind_delete, v, "rf_var_destroy");
-	if (ret < 0) {
-		v->del_fn = NULL;
-		v->del_arg = NULL;
-		v->deleting = 0;
-	}
-	return ret;
+	return rf__push_as(e, &d, &rf__kind_delete, v, "rf_var_destroy");
 }
 

@@ -4,6 +4,7 @@
  * --hybridize captures once and replays, and the end-of-iteration marker.
  * Evaluation's iteration is the forward pass and the marker. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -145,6 +146,7 @@ static int rf__hybrid_capture(struct rf_trainer *t, const struct rf_batch *b)
 	struct rf_capture_opts co = { .args_size = sizeof(struct rf_live_hyper),
 				      .name = "train_step" };
 	struct rf_var *av = NULL;
+	char why[512] = "";
 	unsigned r;
 	int ret = h ? 0 : -ENOMEM;
 
@@ -182,18 +184,23 @@ static int rf__hybrid_capture(struct rf_trainer *t, const struct rf_batch *b)
 		ret = rf__step(t, &io);       /* the very step, recorded */
 		t->opt.live = NULL;
 		t->opt.live_var = NULL;
+		if (ret < 0)   /* its cause, before the capture's end says its own */
+			snprintf(why, sizeof(why), "%s", rf_last_error());
 		int e = rf_engine_capture_end(t->eng, &h->g);
 		if (ret == 0)
 			ret = e;
 	}
 	if (ret < 0 || !h->g) {
+		if (!why[0])
+			snprintf(why, sizeof(why), "%s", rf_last_error());
 		rf__trainer_msg(t, "--hybridize: capturing the training step: %s (%s)",
-				strerror(ret < 0 ? -ret : EINVAL), rf_last_error());
+				strerror(ret < 0 ? -ret : EINVAL), why);
 		if (h) {
 			t->hy = h;
 			rf__hybrid_free(t);
 		}
-		return ret < 0 ? ret : -EINVAL;
+		/* the caller says rf_last_error(): the cause, not the cleanup's last word */
+		return rf__fail(ret < 0 ? ret : -EINVAL, "%s", why);
 	}
 	t->hy = h;
 	return 0;

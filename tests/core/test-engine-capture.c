@@ -16,6 +16,10 @@
  *             later pushes are refused saying so (a NULL descriptor too), capture_end
  *             gives no graph and the error, and the recorded ops' done callbacks run
  *             once with -ECANCELED;
+ *   deferred  rf_var_destroy while recording (it was refused -EBUSY, and the training
+ *             step's cleanup after a failure inside a capture said that instead of the
+ *             failure): the deletion goes when the capture ends; a variable the
+ *             recording names voids it (the graph would launch on a freed one);
  *   wide      an op naming thousands of variables, each read twice and written,
  *             records one entry per variable (a write: found by the variables' marks,
  *             as a push does, not by comparing every entry so far, which took seconds)
@@ -399,6 +403,64 @@ static void test_refused(void)
 	fprintf(stderr, "  refused: a push refused while recording voids the capture\n");
 }
 
+/* ---- rf_var_destroy while recording: deferred to the capture's end ---- */
+
+static int deferred_freed;
+
+static void count_free(void *p)
+{
+	(void)p;
+	deferred_freed++;
+}
+
+static void test_deferred(void)
+{
+	struct rf_ring *ring;
+	struct rf_graph *g = (struct rf_graph *)&g;
+	struct rf_var *a, *tmp, *used;
+
+	open_engine(&ring, NULL);
+	CHECK_OK(rf_var_create(eng, "a", &a));
+	CHECK_OK(rf_var_create(eng, "tmp", &tmp));
+	CHECK_OK(rf_var_create(eng, "used", &used));
+	/* a variable the recording does not name: freed once the capture ends */
+	CHECK_OK(rf_engine_capture_begin(eng, NULL));
+	CHECK_OK(rf_engine_push_simple(eng, nop, NULL, NULL, 0, &a, 1, NULL, "a"));
+	CHECK_OK(rf_var_destroy(eng, tmp, count_free, NULL, NULL));
+	CHECK_EQ(rf_var_destroy(eng, tmp, count_free, NULL, NULL), -EINVAL); /* twice */
+	/* a push naming it after: refused, and the capture void */
+	CHECK_EQ(deferred_freed, 0);
+	CHECK_OK(rf_engine_capture_end(eng, &g));
+	CHECK_EQ(rf_graph_size(g), 1u);
+	CHECK_OK(rf_engine_wait_all(eng));
+	CHECK_EQ(deferred_freed, 1);
+	rf_graph_destroy(g);
+	/* one it names: the graph would launch on a freed variable -- no graph */
+	CHECK_OK(rf_engine_capture_begin(eng, &(struct rf_capture_opts){ .name = "uses" }));
+	CHECK_OK(rf_engine_push_simple(eng, nop, NULL, &used, 1, &a, 1, NULL, "reads used"));
+	CHECK_OK(rf_var_destroy(eng, used, count_free, NULL, NULL));
+	CHECK_EQ(rf_engine_capture_end(eng, &g), -EBUSY);
+	CHECK(g == NULL && strstr(rf_last_error(), "'used'") && strstr(rf_last_error(), "uses"));
+	CHECK_OK(rf_engine_wait_all(eng));
+	CHECK_EQ(deferred_freed, 2);      /* destroyed all the same, as asked */
+	/* destroyed, then named by a push: refused (it is being destroyed), the capture void */
+	CHECK_OK(rf_var_create(eng, "late", &used));
+	CHECK_OK(rf_engine_capture_begin(eng, NULL));
+	CHECK_OK(rf_var_destroy(eng, used, count_free, NULL, NULL));
+	CHECK_EQ(rf_engine_push_simple(eng, nop, NULL, &used, 1, NULL, 0, NULL, "late"), -EINVAL);
+	CHECK_EQ(rf_engine_capture_end(eng, &g), -EINVAL);
+	CHECK_OK(rf_engine_wait_all(eng));
+	CHECK_EQ(deferred_freed, 3);
+	/* the engine destroyed mid-capture: the deferred deletion runs */
+	CHECK_OK(rf_var_create(eng, "last", &used));
+	CHECK_OK(rf_engine_capture_begin(eng, NULL));
+	CHECK_OK(rf_var_destroy(eng, used, count_free, NULL, NULL));
+	CHECK_OK(rf_var_destroy(eng, a, NULL, NULL, NULL));
+	close_engine(ring);
+	CHECK_EQ(deferred_freed, 4);
+	fprintf(stderr, "  deferred: a variable destroyed while recording goes at the end\n");
+}
+
 /* ---- wide ops ---- */
 
 #define WIDE 5000
@@ -535,7 +597,8 @@ int main(int argc, char **argv)
 {
 	static const struct { const char *name; void (*fn)(void); } t[] = {
 		{ "caps", test_caps }, { "room", test_room }, { "callbacks", test_callbacks },
-		{ "refused", test_refused }, { "wide", test_wide }, { "nested", test_nested },
+		{ "refused", test_refused }, { "deferred", test_deferred }, { "wide", test_wide },
+		{ "nested", test_nested },
 		{ "poison", test_poison },
 	};
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) /* argv[1]: that one alone */
