@@ -170,16 +170,19 @@ int rf_var_clear_error(struct rf_engine *e, struct rf_var *v);
  * at the waits as usual. A captured op's done callback runs once, with status 0, when
  * the graph is freed (so its ctx lives as long as the graph); per launch, outcomes are
  * the variables' poison and rf_engine_wait_all's error. The variables a graph uses
- * must outlive it. During a capture, rf_engine_wait_var/_all, rf_var_destroy,
- * rf_var_clear_error and launches are refused with -EBUSY (rf_engine_wait_idle waits
- * for what was pushed before it; rf_engine_destroy discards the recording, each done
- * callback called with -ECANCELED). What the ops, done callbacks and ring callbacks
- * of that earlier program push or launch meanwhile is not recorded: it belongs to that
- * program and goes as outside a capture (they may destroy a variable too, but not one
- * the recording names: -EBUSY; nor end the capture). A callback that runs while a push
- * waits for room under the caps may not destroy a variable that push names (-EBUSY). Synchronous mode and traces apply to launches
- * (a launch returns after its ops ran; the trace shows each op on its stream and the
- * launch on the "graph launches" track). core/README.md, "Capture and replay". */
+ * must outlive it. During a capture, rf_engine_wait_var/_all, rf_var_clear_error and
+ * launches are refused with -EBUSY (rf_engine_wait_idle waits for what was pushed
+ * before it; rf_engine_destroy discards the recording, each done callback called with
+ * -ECANCELED); rf_var_destroy's deletion is pushed when the capture ends (a variable
+ * the recorded ops use then voids it: -EBUSY from capture_end, no graph). What the
+ * ops, done callbacks and ring callbacks of that earlier program push or launch
+ * meanwhile is not recorded: it belongs to that program and goes as outside a capture
+ * (they may destroy a variable too, but not one the recording names: -EBUSY; nor end
+ * the capture). A callback that runs while a push waits for room under the caps may
+ * not destroy a variable that push names (-EBUSY). Synchronous mode and traces apply
+ * to launches (a launch returns after its ops ran; the trace shows each op on its
+ * stream and the launch on the "graph launches" track). core/README.md, "Capture and
+ * replay". */
 struct rf_graph;
 
 struct rf_capture_opts {
