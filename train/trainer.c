@@ -237,12 +237,15 @@ static int rf__check_opts(struct rf_trainer *t)
 	t->opt.nesterov = t->o.nesterov;
 	if (t->o.adamw) {
 		/* Adam's step m/sqrt(v) does not change when the gradient is a sum of K*P
-		 * means instead of their mean, but for eps: it shrinks with the scale. The
-		 * decay is decoupled (w *= 1 - lr*wd): the lr and decay are the run's. */
+		 * means instead of their mean (m and sqrt(v) both grow K*P times), but for
+		 * eps, which must grow with them: (S m)/(S sqrt(v) + S eps) is one device's
+		 * step. (It was divided by S: eps 1e-8/S^2 in the mean's units, elements of
+		 * tiny gradients stepping up to S times too far.) The decay is decoupled
+		 * (w *= 1 - lr*wd): the lr and decay are the run's. */
 		t->opt.adamw = 1;
 		t->opt.beta1 = 0.9;
 		t->opt.beta2 = 0.999;
-		t->opt.eps = 1e-8 / (double)(t->K * t->P);
+		t->opt.eps = 1e-8 * (double)(t->K * t->P);
 		t->opt.weight_decay = t->o.weight_decay;
 	}
 	rf__make_buckets(t);
