@@ -45,9 +45,13 @@ int rf_kv_create(struct rf_kvstore **out, struct rf_engine *e, struct rf_device 
 	if (nhomes < 1 || nhomes > RF__KV_MAX_HOMES)
 		return rf__fail(-EINVAL, "rf_kv_create: %u homes: expected 1 to %d", nhomes,
 				RF__KV_MAX_HOMES);
-	for (i = 0; i < nhomes; i++)
+	for (i = 0; i < nhomes; i++) {
 		if (!homes[i])
 			return rf__fail(-EINVAL, "rf_kv_create: homes[%u] is NULL", i);
+		if (rf_device_engine(homes[i]) != e)
+			return rf__fail(-EINVAL, "rf_kv_create: homes[%u] '%s' is a device of "
+					"another engine", i, rf_device_name(homes[i]));
+	}
 	kv = calloc(1, sizeof(*kv));
 	if (!kv)
 		return -ENOMEM;
@@ -120,8 +124,8 @@ static struct rf__kv_key *rf__kv_key(struct rf_kvstore *kv, int key, const char 
 /* The n tensors of ts, each one that can hold k's value (non-NULL, f32, as many
  * elements): checked before anything is pushed, so that a refused call leaves the
  * store as it was. 0, or -EINVAL naming the one that cannot. */
-static int rf__kv_check(const struct rf__kv_key *k, int key, struct rf_tensor *const *ts,
-			unsigned n, const char *what, const char *arg)
+static int rf__kv_check(const struct rf_kvstore *kv, const struct rf__kv_key *k, int key,
+			struct rf_tensor *const *ts, unsigned n, const char *what, const char *arg)
 {
 	if (!ts)
 		return rf__fail(-EINVAL, "%s: key %d: %s is NULL", what, key, arg);
@@ -137,6 +141,13 @@ static int rf__kv_check(const struct rf__kv_key *k, int key, struct rf_tensor *c
 					"expected f32 of %zu, as the key's value", what, key, arg,
 					i, t->name, rf_tdtype_name(t->dtype), t->numel,
 					k->val->numel);
+		if (!t->dev || rf_device_engine(t->dev) != kv->eng)
+			return rf__fail(-EINVAL, "%s: key %d: %s[%u] '%s' is a tensor of another "
+					"engine", what, key, arg, i, t->name);
+		if (t->data == k->val->data || t->var == k->val->var)
+			return rf__fail(-EINVAL, "%s: key %d: %s[%u] '%s' is the key's own value "
+					"(rf_kv_value): expected a tensor of the caller's", what,
+					key, arg, i, t->name);
 		/* copies (a pull's, a staged push's) keep the bytes as they lie */
 		if (t->ndim == 4 && t->layout != k->val->layout)
 			return rf__fail(-EINVAL, "%s: key %d: %s[%u] '%s' is channels-last: "
@@ -206,7 +217,7 @@ int rf_kv_push(struct rf_kvstore *kv, int key, struct rf_tensor *const *vals, un
 
 	if (!(k = rf__kv_key(kv, key, "rf_kv_push")))
 		return -EINVAL;
-	if ((ret = rf__kv_check(k, key, vals, n, "rf_kv_push", "vals")) < 0)
+	if ((ret = rf__kv_check(kv, k, key, vals, n, "rf_kv_push", "vals")) < 0)
 		return ret;
 	if (!k->pulled)
 		in[m++] = k->val;       /* accumulate onto this round's sum */
@@ -251,7 +262,7 @@ int rf_kv_pull(struct rf_kvstore *kv, int key, struct rf_tensor *const *outs, un
 		return -EINVAL;
 	/* every output checked first: a refused pull leaves the round as it was (a
 	 * distributed one not summed over the ranks yet) */
-	if ((ret = rf__kv_check(k, key, outs, n, "rf_kv_pull", "outs")) < 0)
+	if ((ret = rf__kv_check(kv, k, key, outs, n, "rf_kv_pull", "outs")) < 0)
 		return ret;
 	if (!k->pushed)
 		return rf__fail(-ENODATA, "rf_kv_pull: key %d has no value: nothing was pushed "

@@ -73,6 +73,25 @@ static void refusals(struct tt_env *t, struct rf_device **d, struct rf_tensor **
 	REFUSED(rf_kv_pull(kv, 3, bad, 2), -EINVAL, "outs[1] 'i32' is i32");
 	bad[1] = NULL;
 	REFUSED(rf_kv_pull(kv, 3, bad, 2), -EINVAL, "outs[1] is NULL");
+	/* the key's own value as an output: refused before anything is copied (o[0] was
+	 * written and the round ended, so that the next push started a new one) */
+	bad[1] = rf_kv_value(kv, 3);
+	REFUSED(rf_kv_pull(kv, 3, bad, 2), -EINVAL, "outs[1] 'kv[3]' is the key's own value");
+	REFUSED(rf_kv_push(kv, 3, &bad[1], 1), -EINVAL, "vals[0] 'kv[3]' is the key's own value");
+	/* a device or a tensor of another engine */
+	struct rf_engine *e2;
+	struct rf_device *d2;
+	struct rf_tensor *o2;
+	CHECK_OK(rf_engine_create(&e2, t->ring, NULL));
+	CHECK_OK(rf_cpu_open(e2, NULL, &d2));
+	CHECK_OK(rf_tensor_create(d2, RF_F32, "o2", RF_DIMS(N), &o2));
+	bad[1] = o2;
+	REFUSED(rf_kv_pull(kv, 3, bad, 2), -EINVAL, "outs[1] 'o2' is a tensor of another engine");
+	struct rf_kvstore *kv2;
+	REFUSED(rf_kv_create(&kv2, t->eng, &d2, NULL, 1), -EINVAL, "a device of another engine");
+	rf_tensor_destroy(o2);
+	rf_device_close(d2);
+	rf_engine_destroy(e2);
 	CHECK_OK(rf_kv_pull(kv, 3, o, 2));
 	float *want = malloc(N * 4), *h1 = malloc(N * 4);
 	CHECK(want && h1);
