@@ -13,7 +13,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define RF__RS_VERSION 2
+/* 3 (2026-12-01): the fields of 2; the header's devices field is the saving run's
+ * replicas, devices x processes, in whose summed gradient the optimizer's state is */
+#define RF__RS_VERSION 3
 
 /* Field tags (and, minus one, the version-1 slot). */
 enum {

@@ -106,7 +106,7 @@ static void rf__fill_meta(struct rf_trainer *t, struct rf_ckpt_meta *meta,
 	meta->step = t->steps;
 	meta->lr = t->o.lr;
 	meta->batch_size = t->o.batch_size;
-	meta->devices = t->K;
+	meta->devices = t->K * t->P;  /* replicas: the optimizer state's scale (run state v3) */
 	struct rf__runstate rs = { 0 };
 	uint64_t *v = rs.v;
 	v[RF__RS_PRNG_SEED] = t->prng->seed;
@@ -506,6 +506,40 @@ static int rf__mid_of(struct rf_trainer *t, const char *path, const struct rf_ck
 	return 0;
 }
 
+/* The optimizer's state (momentum buffers, AdamW's moments) is in units of the summed
+ * gradient of the replicas that made it: K*P shard means, K*P times one device's
+ * (squared for exp_avg_sq). Another count of replicas takes it rescaled -- the same
+ * run, up to rounding, as one that had that many from the start; a file from before
+ * the count was kept (run state 1, 2: its devices field is K alone) is refused where
+ * it differs from this run's devices. */
+static int rf__rescale_state(struct rf_trainer *t, const char *path,
+			     const struct rf_ckpt_meta *meta, const struct rf__runstate *rs,
+			     float *host)
+{
+	unsigned now = t->K * t->P, saved = meta->devices;
+	size_t n = t->spec->numel;
+
+	if (rs->version < 3) {
+		if (saved && saved != t->K) {
+			rf__trainer_msg(t, "%s: optimizer state saved by a run of %u devices, in "
+					"their summed gradient's units, before the file said so of "
+					"its processes too: resume it with --devices %u", path, saved,
+					saved);
+			return -ESTALE;
+		}
+		return 0;
+	}
+	if (!saved || saved == now)
+		return 0;
+	double f = (double)now / saved;
+	for (size_t i = 0; i < n; i++)
+		host[n + i] = (float)(host[n + i] * f);
+	if (rf__nstate(t) > 1)
+		for (size_t i = 0; i < n; i++)
+			host[2 * n + i] = (float)(host[2 * n + i] * f * f);
+	return 0;
+}
+
 static int rf__load(struct rf_trainer *t, const char *path)
 {
 	struct rf_ckpt_blob bl[3 * RF_MODEL_MAX_TENSORS + RF_MODEL_MAX_BUFFERS];
@@ -553,6 +587,8 @@ static int rf__load(struct rf_trainer *t, const char *path)
 				PRIu64 "); nothing to resume", path, bad, meta.step);
 		ret = -EDOM;
 	}
+	if (ret == 0 && rf__nstate(t))
+		ret = rf__rescale_state(t, path, &meta, &rs, host);
 	if (ret == 0)
 		ret = rf__restore(t, path, &meta, &rs, host, &mid);
 	free(mid.stats);

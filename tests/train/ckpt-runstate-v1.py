@@ -18,8 +18,8 @@ def main(path):
     ntensors = struct.unpack_from("<I", d, 24)[0]
     extra_len = struct.unpack_from("<I", d, 104)[0]
     extra = bytes(d[112:112 + extra_len])
-    if extra[:4] != b"RFRS" or struct.unpack_from("<H", extra, 4)[0] != 2:
-        sys.exit(f"{path}: run state is not version 2")
+    if extra[:4] != b"RFRS" or struct.unpack_from("<H", extra, 4)[0] not in (2, 3):
+        sys.exit(f"{path}: run state is not version 2 or 3")
     count = struct.unpack_from("<H", extra, 6)[0]
     v1 = bytearray(8 * V1_FIELDS)
     o = 8

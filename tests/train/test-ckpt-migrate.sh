@@ -30,7 +30,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 hash_of() { sed -n 's/.*"param_hash": *"\([0-9a-f]*\)".*/\1/p' "$1"; }
 is_v2() {
 	python3 -c 'import sys; h = open(sys.argv[1], "rb").read()[112:120]
-assert h[:4] == b"RFRS" and int.from_bytes(h[4:6], "little") == 2, h' "$1"
+assert h[:4] == b"RFRS" and int.from_bytes(h[4:6], "little") == 3, h' "$1"
 }
 python3 "$HERE/small-fmnist.py" "$DATA" "$T" || fail "cannot make the small data set"
 args="--data $T --model lenet --batch-size 16 --epochs 2 --no-eval --quiet --seed 5 --lr 0.05 --wd 5e-4 --lr-schedule cosine --augment"
@@ -43,7 +43,7 @@ WANT=$(hash_of "$T/u.json")
 # a version-1 file of this machine's run, stopped at step 30
 "$RF" $args --checkpoint "$T/l.rfck" --max-steps 30 >/dev/null 2>"$T/err" ||
 	fail "the run stopped at step 30: $(cat "$T/err")"
-is_v2 "$T/l.rfck" || fail "rf-train did not write run state version 2"
+is_v2 "$T/l.rfck" || fail "rf-train did not write run state version 3"
 python3 "$HERE/ckpt-runstate-v1.py" "$T/l.rfck" || fail "cannot rewrite the run state as version 1"
 python3 -c 'import sys; d = open(sys.argv[1], "rb").read()
 assert d[112:116] != b"RFRS" and int.from_bytes(d[104:108], "little") == 144' "$T/l.rfck" ||
@@ -52,7 +52,7 @@ assert d[112:116] != b"RFRS" and int.from_bytes(d[104:108], "little") == 144' "$
 	fail "resuming this machine's version-1 file: $(cat "$T/err")"
 [ "$(hash_of "$T/r.json")" = "$WANT" ] ||
 	fail "resumed from this machine's version-1 file: $(cat "$T/r.json"), expected $WANT (the uninterrupted run)"
-is_v2 "$T/l.rfck" || fail "the checkpoint written after the resume is not run state version 2"
+is_v2 "$T/l.rfck" || fail "the checkpoint written after the resume is not run state version 3"
 
 # the run state's --order (field 19): a file that records one refuses the other by
 # name; a file from before the field resumes under either
@@ -109,10 +109,10 @@ cp "$FIX" "$T/c.rfck"
 "$RF" $args --checkpoint "$T/c.rfck" --resume --json >"$T/f.json" 2>"$T/err" ||
 	fail "resuming the checked-in version-1 file: $(cat "$T/err")"
 grep -q '"epochs_run": 1' "$T/f.json" || fail "the checked-in file did not resume inside epoch 2: $(cat "$T/f.json")"
-is_v2 "$T/c.rfck" || fail "the checked-in file was not rewritten as run state version 2"
+is_v2 "$T/c.rfck" || fail "the checked-in file was not rewritten as run state version 3"
 # a different setting is still refused by name from a version-1 file
 cp "$FIX" "$T/c.rfck"
 "$RF" $(echo $args | sed 's/--augment//') --checkpoint "$T/c.rfck" --resume >/dev/null 2>"$T/err" &&
 	fail "a version-1 file with --augment resumed without it"
 grep -q -- "--augment" "$T/err" || fail "refusal without naming --augment: $(cat "$T/err")"
-echo "ok: version-1 checkpoints resume (this machine's to $WANT, as uninterrupted) and are rewritten as version 2; their --augment is still checked"
+echo "ok: version-1 checkpoints resume (this machine's to $WANT, as uninterrupted) and are rewritten as version 3; their --augment is still checked"

@@ -379,8 +379,8 @@ static void refusals(struct tt_env *t)
 			{ "adamw flag 2", RS(13), 2, "--optimizer" },
 			{ "augment 2^32", RS(18), 1ull << 32, "--augment" },
 			{ "corr 5 at batch 0", RS(16), 5, "correct answers" },
-			{ "run state version 3", 116, 3 | 18u << 16 | 1ull << 32 | 8ull << 48,
-			  "run state version 3 is newer than this ringflow reads (versions 1 to 2)" },
+			{ "run state version 4", 116, 4 | 18u << 16 | 1ull << 32 | 8ull << 48,
+			  "run state version 4 is newer than this ringflow reads (versions 1 to 3)" },
 			{ "run state field 99", 116, 2 | 18u << 16 | 99ull << 32 | 8ull << 48, "tag 99" },
 			{ "run state field twice", 112 + 8 + 12, 1 | 8u << 16, "given twice" },
 		};
