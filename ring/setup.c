@@ -124,8 +124,15 @@ int rf_ring_create(struct rf_ring **out, const struct rf_ring_opts *opts)
 	ret = rf__setup(r, e, opts);
 	if (ret < 0) {
 		free(r);
+		/* what an operator can do about it: the two limits that say these */
+		const char *hint = ret == -ENOMEM ? "; a ring's memory counts against "
+			"RLIMIT_MEMLOCK (ulimit -l) for a user without CAP_IPC_LOCK" :
+			ret == -EPERM ? "; sysctl kernel.io_uring_disabled (1: root and the "
+			"io_uring_group only, 2: nobody) or a seccomp filter forbids it" :
+			ret == -EMFILE || ret == -ENFILE ? "; the process's open files "
+			"(ulimit -n)" : "";
 		return rf__fail(ret, "rf_ring_create: the kernel refused an io_uring of %u entries "
-				"(io_uring_setup: %s)", e, strerror(-ret));
+				"(io_uring_setup: %s%s)", e, strerror(-ret), hint);
 	}
 	/* Saves an fd lookup per enter; harmless where unsupported. ring_fd stays valid
 	 * for the MSG_RING target. */
