@@ -521,8 +521,9 @@ int rf_worker_stream_create(struct rf_engine *e, const char *name, unsigned capa
 	if (ret) {
 		free(th);
 		rf__worker_free(w);
-		return rf__fail(-ret, "rf_worker_stream_create %s: cannot start its thread: %s",
-				name ? name : "", strerror(ret));
+		return rf__fail(-ret, "rf_worker_stream_create %s: cannot start its thread: %s%s",
+				name ? name : "", strerror(ret), ret == EAGAIN ? " (the threads "
+				"this user may run: ulimit -u, or the cgroup's pids.max)" : "");
 	}
 	w->th = th;
 	rf__spinners_add(1);

@@ -275,8 +275,7 @@ static int rf__finish_create(struct rf_loader *l)
 		int ret;
 		snprintf(name, sizeof(name), k ? "loader%u" : "loader", k);
 		if ((ret = rf_worker_stream_create(l->e, name, 0, &l->gs[k])) < 0)
-			return rf__fail(ret, "loader: cannot start gather stream %u: %s", k,
-					strerror(-ret));
+			return rf__fail_under(ret, "loader: cannot start gather stream %u", k);
 		if (l->image && rf__imgctx_create(&l->img[k]) < 0)
 			return rf__fail(-ENOMEM, "loader: %s", strerror(ENOMEM));
 		if ((rf__fused(l) || rf__hwc(l)) && (l->image || l->o.crop_pad || l->o.hflip) &&

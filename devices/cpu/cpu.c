@@ -164,12 +164,15 @@ static int rf__cpu_open_be(struct rf_engine *e, int ordinal, const struct rf_dev
 	rf__cpu_policy_update((int)d->ncompute, opts ? opts->blas_threads : 0);
 	*out = d;
 	return 0;
-fail:
+fail:;
+	char why[300];  /* the stream's own words (a thread limit, say), before cleanup's */
+	snprintf(why, sizeof(why), "%s", rf_last_error());
 	for (i = d->nds; i-- > 0;)
 		rf_stream_destroy(d->ds[i].s);
 	rf__device_free(d);
 	rf__par_release();
-	return rf__fail(ret, "CPU device: cannot start stream %s: %s", nm, strerror(-ret));
+	return rf__fail(ret, "CPU device: cannot start stream %s: %s", nm,
+			why[0] ? why : strerror(-ret));
 }
 
 int rf_cpu_open(struct rf_engine *e, const struct rf_cpu_opts *opts, struct rf_device **out)

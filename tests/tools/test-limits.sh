@@ -7,7 +7,7 @@
 # a new thread's arena unmapped: issue 2289): it runs again with one arena and says
 # which tensor did not fit, exit 1, every time. Not under a sanitizer (its shadow
 # memory needs the address space), where that part skips. And a ring refused for
-# RLIMIT_MEMLOCK names the limit.
+# RLIMIT_MEMLOCK names the limit, and a thread refused under RLIMIT_NPROC says so too.
 # Usage: test-limits.sh RF-TRAIN RF-PACK
 set -u
 TRAIN=$1 PACK=$2
@@ -46,6 +46,14 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 	*io_uring_setup*)
 		case $out in *RLIMIT_MEMLOCK*) ;; *) fail "memlock 0: $out" ;; esac ;;
 	*) echo "RLIMIT_MEMLOCK: skipped (nobody cannot run $TRAIN here: $out)" ;;
+	esac
+	# no thread to start: the stream that wanted one, and the limit
+	out=$(prlimit --nproc=3 setpriv --reuid=65534 --regid=65534 --clear-groups \
+		"$TRAIN" --model mlp $small 2>&1 >/dev/null)
+	case $out in
+	*"cannot start"*)
+		case $out in *"ulimit -u"*) ;; *) fail "nproc 3: $out" ;; esac ;;
+	*) echo "RLIMIT_NPROC: skipped (nobody cannot run $TRAIN here: $out)" ;;
 	esac
 fi
 n=4
