@@ -62,14 +62,29 @@ def read(loader, k=None):
     return out
 
 
+def taken(d, kw, k):
+    """The first k batches' records of a Loader over d, and its state after them."""
+    a = ringflow.Loader(d, **kw)
+    first = read(a, k)
+    st = a.state_dict()
+    a.close()
+    return first, st
+
+
+def resumed(d, kw, st):
+    """The rest of the epoch, read by a new Loader over d from st."""
+    b = ringflow.Loader(d, **kw)
+    b.load_state_dict(st)
+    rest = read(b)
+    b.close()
+    return rest
+
+
 def geometry(tmp):
     n = 2000
     gz, raw = idx_dir(tmp, "gz", n, True), idx_dir(tmp, "raw", n, False)
     kw = dict(batch_size=100, seed=1, order="windowed", dtype="uint8")
-    a = ringflow.Loader(gz, **kw)
-    first = read(a, 7)
-    st = a.state_dict()
-    a.close()
+    _, st = taken(gz, kw, 7)
     check(st["order"] == "uniform" and "chunk_records" not in st,
           f"a gzipped IDX read from memory: its state says uniform: {st}")
     b = ringflow.Loader(raw, **kw)
@@ -81,31 +96,18 @@ def geometry(tmp):
     b.close()
     # the same form: taken, exactly once across the two
     for d in (gz, raw):
-        a = ringflow.Loader(d, **kw)
-        first = read(a, 7)
-        st = a.state_dict()
-        a.close()
-        b = ringflow.Loader(d, **kw)
-        b.load_state_dict(st)
-        rest = read(b)
-        b.close()
+        first, st = taken(d, kw, 7)
+        rest = resumed(d, kw, st)
         check(sorted(first + rest) == list(range(n)), f"{os.path.basename(d)}: exactly once")
     check(st["order"] == "windowed" and st["chunk_records"] > 0 and st["window_chunks"] > 0,
           f"a windowed state names its windows: {st}")
     # without shuffle the order is the file's, read any way: a windowed Loader's state
     # round-trips, and a shuffled state is refused for its shuffle
     nkw = dict(kw, shuffle=False)
-    a = ringflow.Loader(raw, **nkw)
-    first = read(a, 3)
-    nst = a.state_dict()
-    a.close()
+    first, nst = taken(raw, nkw, 3)
     for d in (raw, gz):
-        b = ringflow.Loader(d, **nkw)
-        b.load_state_dict(nst)
-        rest = read(b)
-        b.close()
-        check(first + rest == list(range(n)), f"shuffle=False from {os.path.basename(d)}: "
-              f"the file's order")
+        check(first + resumed(d, nkw, nst) == list(range(n)),
+              f"shuffle=False from {os.path.basename(d)}: the file's order")
     b = ringflow.Loader(raw, **nkw)
     try:
         b.load_state_dict(st)
