@@ -98,7 +98,8 @@ def geometry(tmp):
     _, st = taken(gz, kw, 7)
     check(st["order"] == "uniform" and "chunk_records" not in st,
           f"a gzipped IDX read from memory: its state says uniform: {st}")
-    refused(raw, kw, st, ("order", "windowed"), "the memory-read state by a Loader reading windows")
+    refused(raw, kw, st, ("order", "windowed"),
+            "the memory-read state by a Loader reading windows")
     # the same form: taken, exactly once across the two
     for d in (gz, raw):
         first, st = taken(d, kw, 7)
