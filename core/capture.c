@@ -192,15 +192,9 @@ int rf__capture_push_deletes(struct rf_engine *e, struct rf__capture *c)
 	int ret = 0;
 
 	for (uint32_t i = 0; i < c->ndel; i++) {
-		struct rf_var *v = c->dels[i].v;
-		int r = rf__var_delete_push(e, v, c->dels[i].stream);
-		if (r < 0) {
-			v->deleting = 0;  /* undone: the variable stays */
-			v->del_fn = NULL;
-			v->del_arg = NULL;
-			if (!ret)
-				ret = r;
-		}
+		int r = rf__var_delete_push(e, c->dels[i].v, c->dels[i].stream);
+		if (r < 0 && !ret)
+			ret = r;   /* that deletion undone: the variable stays */
 	}
 	c->ndel = 0;
 	return ret;

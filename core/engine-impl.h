@@ -353,8 +353,8 @@ int rf__wait_refused(struct rf_engine *e, const char *what, int capture_ok);
 int rf__admin_refused(struct rf_engine *e, const char *what);
 /* Room under the caps for n more ops of `bytes` (one unit over a cap goes alone, when
  * nothing is in flight); make_room turns the reactor until there is (not from inside
- * an op or callback: there the cap is exceeded rather than deadlock): 0 (room at
- * once), 1 (after turning it: callbacks ran meanwhile) or the ring's error. */
+ * an op or callback: there the cap is exceeded rather than deadlock): 0 or the ring's
+ * error. */
 static inline int rf__has_room(const struct rf_engine *e, uint32_t n, size_t bytes)
 {
 	if (!e->inflight)
@@ -373,7 +373,8 @@ int rf__room_for(struct rf_engine *e, const struct rf_op_desc *d,
 /* A deletion of v (from a callback) refused while a push naming v waits for room or a
  * capture records it: -EBUSY with a message; else 0. push.c. */
 int rf__delete_refused(struct rf_engine *e, struct rf_var *v, const char *who);
-/* var.c: push v's deletion (v->deleting, del_fn and del_arg set by the caller) */
+/* var.c: push v's deletion (v->deleting, del_fn and del_arg set by the caller); refused,
+ * the deletion is undone (v stays, as before the call) */
 int rf__var_delete_push(struct rf_engine *e, struct rf_var *v, struct rf_stream *stream);
 static inline int rf__delete_may_be_refused(const struct rf_engine *e)
 {

@@ -403,16 +403,15 @@ int rf_graph_launch(struct rf_graph *g, const void *args, const struct rf_graph_
 	 * still counts one. */
 	g->inflight++;
 	ret = rf__room_for(e, NULL, binds, nbinds, g->n ? g->n : 1, g->bytes);
-	if (--g->inflight == 0 && g->doomed) {
-		rf__graph_free(g);
+	if (g->doomed) {
+		if (--g->inflight == 0)
+			rf__graph_free(g);
 		return rf__fail(-EINVAL, "rf_graph_launch: the graph was destroyed while the "
 				"launch waited for room under the in-flight cap");
 	}
+	g->inflight--;
 	if (ret < 0)
 		return ret;
-	if (g->doomed)
-		return rf__fail(-EINVAL, "rf_graph_launch(%s): the graph was destroyed while the "
-				"launch waited for room", g->name);
 	if ((L = g->free_launches))
 		g->free_launches = L->next;
 	else if (!(L = rf__glaunch_new(g)))

@@ -119,13 +119,7 @@ int rf_var_destroy(struct rf_engine *e, struct rf_var *v, void (*free_fn)(void *
 	v->del_fn = free_fn;
 	v->del_arg = arg;
 	v->deleting = 1;
-	ret = rf__var_delete_push(e, v, stream);
-	if (ret < 0) {
-		v->del_fn = NULL;
-		v->del_arg = NULL;
-		v->deleting = 0;
-	}
-	return ret;
+	return rf__var_delete_push(e, v, stream);
 }
 
 int rf__var_delete_push(struct rf_engine *e, struct rf_var *v, struct rf_stream *stream)
@@ -139,6 +133,12 @@ int rf__var_delete_push(struct rf_engine *e, struct rf_var *v, struct rf_stream 
 	d.stream = stream;
 	d.name = "delete";
 	d.flags = RF_OP_ALWAYS;
-	return rf__push_as(e, &d, &rf__kind_delete, v, "rf_var_destroy");
+	int ret = rf__push_as(e, &d, &rf__kind_delete, v, "rf_var_destroy");
+	if (ret < 0) {   /* undone: the variable stays */
+		v->del_fn = NULL;
+		v->del_arg = NULL;
+		v->deleting = 0;
+	}
+	return ret;
 }
 
