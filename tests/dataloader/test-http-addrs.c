@@ -68,10 +68,12 @@ static void *server(void *arg)
 			unsigned char *body = malloc(b - a + 1);
 			for (unsigned long i = a; i <= b; i++)
 				body[i - a] = byte_at(i);
+			/* counted before the reply goes: the client, once it has the bytes,
+			 * reads the count (after the send, it could read it first) */
+			atomic_fetch_add(&served, 1);
 			if (send(c, head, (size_t)hl, MSG_NOSIGNAL) == hl)
 				(void)send(c, body, b - a + 1, MSG_NOSIGNAL);
 			free(body);
-			atomic_fetch_add(&served, 1);
 		}
 		close(c);
 	}
