@@ -1,9 +1,10 @@
 /* ring/complete.c -- the last stage of one-shot requests: a CQE of a transfer (read,
  * write, readv, writev, send, send_zc, recv, splice), of a timeout, or of an operation
- * with one result ends the request, or queues its next piece: short transfers are
- * resubmitted, -EAGAIN/-EINTR retried (with a backoff after the first RF__RETRY_NOW in
- * a row), zero-copy sends wait for their notifications. Named in kind.c's table;
- * calls submit.c and fault.c only. */
+ * with one result ends the request, or sends it on (rf__defer: the submit stage queues
+ * its next piece): short transfers go on, -EAGAIN/-EINTR are retried (with a backoff
+ * after the first RF__RETRY_NOW in a row), zero-copy sends wait for their
+ * notifications. Named in kind.c's table; calls submit.c and fault.c only, and takes
+ * no SQE. */
 #include "ring-impl.h"
 
 #include <errno.h>
@@ -11,28 +12,32 @@
 #include <unistd.h>
 
 /* Nothing was transferred (the kernel reports a partial transfer as a short count),
- * so the same piece goes again: at once for the first RF__RETRY_NOW results in a row,
- * then after a timeout tagged RF__TAG_RETRY that doubles up to RF__RETRY_CAP_NS, so
- * that a device that keeps saying -EAGAIN cannot spin the reactor; res itself after
- * RF__RETRY_MAX; never past the request's deadline. */
+ * so the same piece goes again (RF__AG_RETRY: rf__resubmit queues it, at once or
+ * after rf__retry_wait_ns); res itself after RF__RETRY_MAX in a row. */
 int rf__retry(struct rf_ring *r, struct rf__req *q, int32_t res)
 {
 	if (q->retries >= RF__RETRY_MAX)
 		return res;
-	uint64_t now = (q->flags & RF__RQ_DEADLINE) ? rf_now_ns() : 0;
-	if ((q->flags & RF__RQ_DEADLINE) && now >= q->deadline)
-		return -ETIMEDOUT;
 	q->retries++;
 	r->st.retries++;
+	return rf__defer(r, q, RF__AG_RETRY);
+}
+
+/* At once for the first RF__RETRY_NOW results in a row, then after a timeout (tagged
+ * RF__TAG_RETRY) that doubles up to RF__RETRY_CAP_NS, so that a device that keeps
+ * saying -EAGAIN cannot spin the reactor; never past the request's deadline (the
+ * caller checked now < deadline). */
+uint64_t rf__retry_wait_ns(const struct rf__req *q, uint64_t now)
+{
 	if (q->retries <= RF__RETRY_NOW)
-		return rf__requeue(r, q);
+		return 0;
 	unsigned shift = q->retries - RF__RETRY_NOW - 1;
 	uint64_t ns = shift >= 16 ? RF__RETRY_CAP_NS : RF__RETRY_BASE_NS << shift;
 	if (ns > RF__RETRY_CAP_NS)
 		ns = RF__RETRY_CAP_NS;
 	if ((q->flags & RF__RQ_DEADLINE) && ns > q->deadline - now)
-		ns = q->deadline - now; /* no backoff past the deadline (now < deadline) */
-	return rf__queue_ctl(r, RF__CTL_BACKOFF, q, ns);
+		ns = q->deadline - now;
+	return ns;
 }
 
 /* A zero-copy send's notification: the kernel let go of (one piece of) the buffer. */
@@ -70,7 +75,7 @@ int rf__complete_xfer(struct rf_ring *r, struct rf__req *q, int32_t res, uint32_
 		/* A socket that does not do zero copy (AF_UNIX): plain sends from here on. */
 		if (res == -EOPNOTSUPP && (q->flags & RF__RQ_ZC) && !(q->flags & RF__RQ_CANCELLED)) {
 			q->flags &= ~RF__RQ_ZC;
-			return rf__req_again(r, q, rf__queue(r, q));
+			return rf__defer(r, q, RF__AG_QUEUE);
 		}
 	}
 	unsigned kf = r->kinds[kind].flags;
@@ -104,7 +109,7 @@ int rf__complete_xfer(struct rf_ring *r, struct rf__req *q, int32_t res, uint32_
 		again = 0;
 	if (again) {
 		r->st.short_resubmits++;
-		return rf__req_again(r, q, rf__requeue(r, q));
+		return rf__defer(r, q, RF__AG_REQUEUE);
 	}
 	return rf__req_done(r, q, (int64_t)q->done);
 }

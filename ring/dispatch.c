@@ -1,7 +1,8 @@
 /* ring/dispatch.c -- the run loop: one io_uring_enter per turn (submit what is
  * queued, maybe wait), then reap the CQ and dispatch each CQE (rf__handle) to its
- * request's kind (kind.c: complete), a retry's backoff, or a notifier. Callbacks run
- * only from here. */
+ * request's kind (kind.c: complete), a retry's backoff, or a notifier; then the
+ * submit stage of what the completions sent on (rf__resubmit). Callbacks run only
+ * from here. */
 #include "ring-impl.h"
 
 #include "rf-internal.h"
@@ -13,14 +14,6 @@
 #include <time.h>
 
 #define RF__SPIN_YIELD 3  /* the spin yields every 4th poll (core/worker.c's too) */
-
-/* The backoff timeout of a retried request ended (fired, or cancelled). */
-static int rf__retry_fire(struct rf_ring *r, struct rf__req *q)
-{
-	q->flags &= ~RF__RQ_BACKOFF;
-	int ret = (q->flags & RF__RQ_CANCELLED) ? -ECANCELED : rf__requeue(r, q);
-	return rf__req_again(r, q, ret); /* a zero-copy send waits for its notifications */
-}
 
 /* A CQE to its request's kind (kind.c), or to a notifier; the callbacks run. */
 static int rf__handle(struct rf_ring *r, uint64_t ud, int32_t res, uint32_t cflags)
@@ -40,7 +33,11 @@ static int rf__handle(struct rf_ring *r, uint64_t ud, int32_t res, uint32_t cfla
 		struct rf__req *q = (struct rf__req *)(uintptr_t)(ud & RF__PTR_MASK);
 		if (!q || !q->live || (q->gen & 7) != ((ud >> 3) & 7) || !(q->flags & RF__RQ_BACKOFF))
 			return 0; /* cannot happen: one CQE per armed backoff */
-		return rf__retry_fire(r, q);
+		/* the backoff ended (fired, or cancelled): the piece goes again */
+		q->flags &= ~RF__RQ_BACKOFF;
+		if (q->flags & RF__RQ_CANCELLED) /* a zero-copy send waits for its notifications */
+			return rf__req_again(r, q, -ECANCELED);
+		return rf__defer(r, q, RF__AG_REQUEUE);
 	}
 	case RF__TAG_NOTIFY:
 		rf__notify_msg(r, ud, res);
@@ -48,6 +45,42 @@ static int rf__handle(struct rf_ring *r, uint64_t ud, int32_t res, uint32_t cfla
 	default:
 		return 0;
 	}
+}
+
+/* The submit stage of what completions sent on (the again list, oldest first): each
+ * request's piece queued, or its retry's backoff armed; one cancelled meanwhile, past
+ * its deadline, or whose SQE cannot be had (an SQ that cannot be flushed) has that
+ * outcome -- -ECANCELED, -ETIMEDOUT, the error -- handed to its kind's complete as its
+ * own CQE would be. A request past its deadline is not queued again: the kernel's
+ * linked timeout ends a piece that waits, but one it interrupted comes back with
+ * -EINTR or a short count, and only this check ends those. The callbacks it ran. */
+static int rf__resubmit(struct rf_ring *r)
+{
+	int n = 0;
+	struct rf__req *q;
+
+	while ((q = r->again_head)) {
+		r->again_head = q->next_free;
+		if (!r->again_head)
+			r->again_tail = NULL;
+		q->next_free = NULL;
+		unsigned a = q->again;
+		q->again = 0;
+		int dl = a != RF__AG_QUEUE && (q->flags & RF__RQ_DEADLINE);
+		uint64_t now = dl ? rf_now_ns() : 0, ns;
+		int ret;
+		if (a == RF__AG_CANCEL || (q->flags & RF__RQ_CANCELLED))
+			ret = -ECANCELED;
+		else if (dl && now >= q->deadline)
+			ret = -ETIMEDOUT;
+		else if (a == RF__AG_RETRY && (ns = rf__retry_wait_ns(q, now)))
+			ret = rf__queue_ctl(r, RF__CTL_BACKOFF, q, ns);
+		else
+			ret = rf__queue(r, q);
+		if (ret < 0)
+			n += r->kinds[q->kind].complete(r, q, ret, 0);
+	}
+	return n;
 }
 
 static int rf__reap(struct rf_ring *r)
@@ -74,7 +107,7 @@ static int rf__reap(struct rf_ring *r)
 		n += rf__handle(r, ud, res, cflags);
 	}
 	n += rf__notify_flush(r);
-	return n;
+	return n + rf__resubmit(r);
 }
 
 /* One loop turn: one io_uring_enter (submit what is queued and, if asked, wait for
@@ -85,6 +118,8 @@ int rf__turn(struct rf_ring *r, int wait, struct __kernel_timespec *ts)
 	int busy = 0;
 	/* pollers first: what they deliver is this turn's work, and may queue more */
 	int polled = (int)rf__poll(r, &busy);
+	/* what was sent on since the last turn (rf_bufgroup_put, a poller's callbacks) */
+	polled += rf__resubmit(r);
 	unsigned queued = io_uring_sq_ready(&r->ring);
 	int have = polled > 0 || io_uring_cq_ready(&r->ring) > 0 || r->nbacklog > r->backlog_head;
 	int overflow = (IO_URING_READ_ONCE(*r->ring.sq.kflags) & IORING_SQ_CQ_OVERFLOW) != 0;
@@ -132,6 +167,14 @@ int rf__turn(struct rf_ring *r, int wait, struct __kernel_timespec *ts)
 			have = 1;
 		queued = io_uring_sq_ready(&r->ring);
 	}
+	if (r->again_head) { /* sent on by a poller's callbacks since: queued before a wait */
+		int k = rf__resubmit(r);
+		if (k > 0) {
+			polled += k;
+			have = 1;
+		}
+		queued = io_uring_sq_ready(&r->ring);
+	}
 	if (wait && !have) {
 		if (ts)
 			ret = io_uring_submit_and_wait_timeout(&r->ring, &cqe, 1, ts, NULL);
@@ -154,7 +197,7 @@ int rf__turn(struct rf_ring *r, int wait, struct __kernel_timespec *ts)
 static int rf__has_work(struct rf_ring *r)
 {
 	return io_uring_sq_ready(&r->ring) || io_uring_cq_ready(&r->ring) ||
-	       r->nbacklog > r->backlog_head;
+	       r->nbacklog > r->backlog_head || r->again_head;
 }
 
 int rf__owner_refused(const struct rf_ring *r, const char *fn)

@@ -2,7 +2,7 @@
  * (one request, many completions; rearmed where the kernel ends them), the buffer
  * groups themselves, rf_ring_cancel (which must find parked receives) and the
  * teardown of what the ring keeps outside the kernel. rf__complete_ms is the multishot
- * kinds' complete (kind.c); it calls submit.c only. */
+ * kinds' complete (kind.c); it calls submit.c only, and rearms through rf__defer. */
 #include "ring-impl.h"
 
 #include "rf-internal.h"
@@ -68,16 +68,15 @@ int rf__complete_ms(struct rf_ring *r, struct rf__req *q, int32_t res, uint32_t 
 		if (g)
 			r->st.bytes_read += (uint64_t)res;
 		q->retries = 0;
-		int err = 0;
 		if (!more && !cancelled) {
 			r->st.multishot_rearms++;
-			err = rf__queue(r, q); /* the kernel ended it: rearm */
+			rf__defer(r, q, RF__AG_QUEUE); /* the kernel ended it: rearm */
 		}
 		r->cb_depth++;
 		q->mcb(q->data, res, buf, 1);
 		r->cb_depth--;
-		if (!more && (cancelled || err)) {
-			rf__ms_finish(r, q, cancelled ? -ECANCELED : err);
+		if (!more && cancelled) {
+			rf__ms_finish(r, q, -ECANCELED);
 			return 2;
 		}
 		return 1;
@@ -87,13 +86,8 @@ int rf__complete_ms(struct rf_ring *r, struct rf__req *q, int32_t res, uint32_t 
 	if (more)
 		return 0; /* an error that does not end the request: nothing to say */
 	if (!cancelled && g && res == -ENOBUFS) {
-		if (g->avail) {
-			int ret = rf__queue(r, q);
-			if (ret == 0)
-				return 0;
-			rf__ms_finish(r, q, ret);
-			return 1;
-		}
+		if (g->avail)
+			return rf__defer(r, q, RF__AG_QUEUE);
 		q->flags |= RF__RQ_PARKED;
 		q->next_free = g->parked;
 		g->parked = q;
@@ -103,10 +97,7 @@ int rf__complete_ms(struct rf_ring *r, struct rf__req *q, int32_t res, uint32_t 
 		/* at once: u holds the buffer group, not a backoff timeout */
 		q->retries++;
 		r->st.retries++;
-		int ret = rf__queue(r, q);
-		if (ret == 0)
-			return 0;
-		res = ret;
+		return rf__defer(r, q, RF__AG_QUEUE);
 	}
 	if (cancelled)
 		res = -ECANCELED;
@@ -338,15 +329,10 @@ static void rf__bufgroup_give(struct rf_bufgroup *g, char *p)
 			      io_uring_buf_ring_mask(g->nbufs), 0);
 	io_uring_buf_ring_advance(g->br, 1);
 	g->avail++;
-	while (g->parked) {
+	while (g->parked) { /* rearmed by the run loop's submit stage (rf__resubmit) */
 		struct rf__req *q = g->parked;
 		rf__unpark(g, q);
-		if (rf__queue(g->r, q) < 0) { /* the SQ cannot be flushed: try later */
-			q->flags |= RF__RQ_PARKED;
-			q->next_free = g->parked;
-			g->parked = q;
-			break;
-		}
+		rf__defer(g->r, q, RF__AG_QUEUE);
 	}
 }
 

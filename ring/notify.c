@@ -129,10 +129,7 @@ int rf__complete_notify_read(struct rf_ring *r, struct rf__req *q, int32_t res, 
 		rf__req_free(r, q);
 		return 0;
 	}
-	int ret = rf__queue(r, q);
-	if (ret < 0)
-		rf__notify_lost(r, n, q, ret);
-	return 0;
+	return rf__defer(r, q, RF__AG_QUEUE);
 }
 
 static int rf__nslot_alloc(struct rf_ring *r, uint32_t *out)
@@ -358,18 +355,15 @@ int rf__complete_watch(struct rf_ring *r, struct rf__req *q, int32_t res, uint32
 		rf__watch_unlink_free(r, w);
 		return 0;
 	}
-	int ret;
 	if (q->kind == RF__K_WATCH_POLL) {
 		if (res < 0)
 			return rf__watch_fail(r, w, q, res);
 		q->kind = RF__K_WATCH;
-		ret = rf__queue(r, q);
-		return ret < 0 ? rf__watch_fail(r, w, q, ret) : 0;
+		return rf__defer(r, q, RF__AG_QUEUE);
 	}
 	if (res == -EAGAIN || res == -EINTR) { /* non-blocking eventfd: poll, then read */
 		q->kind = res == -EAGAIN ? RF__K_WATCH_POLL : RF__K_WATCH;
-		ret = rf__queue(r, q);
-		return ret < 0 ? rf__watch_fail(r, w, q, ret) : 0;
+		return rf__defer(r, q, RF__AG_QUEUE);
 	}
 	if (res != 8)
 		return rf__watch_fail(r, w, q, res < 0 ? res : -EIO);
@@ -385,9 +379,7 @@ int rf__complete_watch(struct rf_ring *r, struct rf__req *q, int32_t res, uint32
 			rf__watch_unlink_free(r, w);
 		return 1;
 	}
-	ret = rf__queue(r, q);
-	if (ret < 0)
-		rf__watch_fail(r, w, q, ret);
+	rf__defer(r, q, RF__AG_QUEUE);
 	return 1;
 }
 

@@ -90,6 +90,8 @@ struct rf__req {
 	uint8_t kind;        /* enum rf__kid: its entry in rf__kinds */
 	uint8_t live;
 	uint8_t retries;     /* -EAGAIN/-EINTR results in a row (reads, writes) */
+	uint8_t again;       /* enum rf__again: on the again list, what the submit stage
+			      * does with it; 0: not on it */
 
 	uint64_t scratch;    /* eventfd reads land here: lives as long as the request */
 	uint64_t deadline;   /* RF__RQ_DEADLINE: CLOCK_MONOTONIC ns */
@@ -102,7 +104,8 @@ struct rf__req {
 		void *owner;                 /* watch or notifier for internal reads, the
 					      * buffer group of a multishot recv */
 	} u;
-	struct rf__req *next_free;
+	struct rf__req *next_free; /* the pool's free list; live: the again list, or a
+				    * buffer group's parked receives */
 } __attribute__((aligned(64)));
 
 struct rf__cqe {
@@ -186,6 +189,9 @@ struct rf_ring {
 	struct rf__req *free_list;
 	unsigned nlive;      /* requests allocated (queued or in the kernel) */
 	unsigned npending;   /* of which count for rf_ring_pending() */
+	/* requests a completion sent on (rf__defer), oldest first: the submit stage
+	 * (dispatch.c: rf__resubmit) queues them */
+	struct rf__req *again_head, *again_tail;
 	uint64_t owed;       /* sum of notifiers' owed signals */
 
 	/* notifiers */
@@ -308,15 +314,6 @@ static inline uint64_t rf__deadline_after(uint64_t timeout_ns)
 	uint64_t now = rf_now_ns();
 	return timeout_ns > UINT64_MAX - now ? UINT64_MAX : now + timeout_ns;
 }
-/* A request with a deadline that has passed is not queued again (a short transfer's
- * remainder, a retry): the kernel's linked timeout ends a request that waits, but one
- * interrupted by it comes back with -EINTR or a short count, and an op that gets
- * -EAGAIN is retried from here -- only this check ends those. */
-static inline int rf__past_deadline(const struct rf__req *q)
-{
-	return (q->flags & RF__RQ_DEADLINE) && rf_now_ns() >= q->deadline;
-}
-
 /* ---- submit.c: the request pool, SQEs, the one way into the SQ ------------------------- */
 RF__HIDDEN struct rf__req *rf__req_alloc(struct rf_ring *r, int counts);
 RF__HIDDEN void rf__req_free(struct rf_ring *r, struct rf__req *q);
@@ -343,12 +340,38 @@ static inline int rf__req_again(struct rf_ring *r, struct rf__req *q, int ret)
 		return rf__req_done(r, q, (int64_t)q->done);
 	return rf__req_done(r, q, ret);
 }
+/* What the submit stage does with a request a completion sent on. A completion takes
+ * no SQE: it puts the request on the again list (rf__defer), and the run loop's submit
+ * stage (dispatch.c: rf__resubmit, before each wait and after each reap) queues it --
+ * or, cancelled meanwhile, past its deadline, or with an SQ that cannot be flushed,
+ * hands that outcome to its kind's complete as its own CQE would. */
+enum rf__again {
+	RF__AG_QUEUE = 1, /* its piece again: a rearm, a notification's read, a fallback */
+	RF__AG_REQUEUE,   /* its next piece: -ETIMEDOUT past its deadline */
+	RF__AG_RETRY,     /* the same piece after -EAGAIN/-EINTR: at once or after a
+			   * backoff (rf__retry_wait_ns); -ETIMEDOUT past its deadline */
+	RF__AG_CANCEL,    /* cancelled on the list (rf__queue_ctl): complete sees -ECANCELED */
+};
+/* Put q on the again list with what comes next (a cancel already asked for stays).
+ * Returns 0 (for rf__req_again: the request went on). */
+static inline int rf__defer(struct rf_ring *r, struct rf__req *q, enum rf__again a)
+{
+	if (!q->again) {
+		q->next_free = NULL;
+		if (r->again_tail)
+			r->again_tail->next_free = q;
+		else
+			r->again_head = q;
+		r->again_tail = q;
+	}
+	if (q->again != RF__AG_CANCEL)
+		q->again = (uint8_t)a;
+	return 0;
+}
 /* Ensure n free SQEs (flushing the SQ if fewer): so that linked SQEs go in together. */
 RF__HIDDEN int rf__sq_room(struct rf_ring *r, unsigned n);
 /* Queue the current piece of any request: its kind's prep fills the SQE. */
 RF__HIDDEN int rf__queue(struct rf_ring *r, struct rf__req *q);
-/* The same for a piece after the first: -ETIMEDOUT past the request's deadline. */
-RF__HIDDEN int rf__requeue(struct rf_ring *r, struct rf__req *q);
 /* Queue a freshly filled request; on failure it is freed. Reports its id. */
 RF__HIDDEN int rf__queue_new(struct rf_ring *r, struct rf__req *q, rf_req_id *id);
 /* ops.c: rf_ring_submit's checks and submission, its messages under fn (rf_ring_send,
@@ -357,7 +380,8 @@ RF__HIDDEN int rf__submit_as(const char *fn, struct rf_ring *r, const struct rf_
 			     rf_io_cb cb, void *data, rf_req_id *id);
 /* The SQEs that are no request of their own, and what they do: */
 enum rf__ctl {
-	RF__CTL_CANCEL,     /* cancel q in the kernel (its backoff timeout, if armed) */
+	RF__CTL_CANCEL,     /* cancel q in the kernel (its backoff timeout, if armed); q on
+			     * the again list takes no SQE: it completes -ECANCELED there */
 	RF__CTL_CANCEL_ALL, /* cancel everything (teardown; q unused) */
 	RF__CTL_BACKOFF,    /* q's retry waits ns: a timeout tagged RF__TAG_RETRY */
 	RF__CTL_NOP,        /* a NOP with q's user_data: ends q from the ring (a parked
@@ -398,9 +422,11 @@ RF__COMPLETE(ms);
 RF__COMPLETE(watch); RF__COMPLETE(notify_read);
 #undef RF__COMPLETE
 /* complete.c: a transfer came back with -EAGAIN or -EINTR: 0 when it is on its way
- * again (at once, or after a backoff timeout tagged RF__TAG_RETRY), else the error
- * its callback gets. */
+ * again (on the again list, RF__AG_RETRY), else the error its callback gets. */
 RF__HIDDEN int rf__retry(struct rf_ring *r, struct rf__req *q, int32_t res);
+/* complete.c: how long a retried piece waits before it goes again (0: at once), the
+ * clock at now (read where the request has a deadline, which the wait never passes). */
+RF__HIDDEN uint64_t rf__retry_wait_ns(const struct rf__req *q, uint64_t now);
 
 /* ops.c: the kernel's operations (probed at ring creation). */
 RF__HIDDEN void rf__ops_probe(struct rf_ring *r);

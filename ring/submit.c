@@ -1,7 +1,8 @@
 /* ring/submit.c -- the request pool, SQE acquisition and the one way into the SQ:
  * rf__queue for a request (its kind prepares the SQE), rf__queue_ctl for the SQEs that
  * act on one (a cancel, a retry's backoff, the NOP that ends a parked receive) -- no
- * other file takes an SQE. Requests are only queued into the
+ * other file takes an SQE, and no completion calls them (they send a request on with
+ * rf__defer; dispatch.c's submit stage queues it). Requests are only queued into the
  * SQ here; the run loop (dispatch.c) submits them with its wait. A full SQ is flushed
  * without reaping (its CQEs go to the backlog when the kernel refuses) and the SQE
  * retried. It calls no other file of the ring by name: only the kinds' preps, through
@@ -59,6 +60,7 @@ struct rf__req *rf__req_alloc(struct rf_ring *r, int counts)
 	q->done = 0;
 	q->nnotif = 0;
 	q->retries = 0;
+	q->again = 0;
 	q->deadline = 0;
 	q->ext = NULL;
 	r->nlive++;
@@ -246,13 +248,6 @@ int rf__queue(struct rf_ring *r, struct rf__req *q)
 	return 0;
 }
 
-int rf__requeue(struct rf_ring *r, struct rf__req *q)
-{
-	if (rf__past_deadline(q))
-		return -ETIMEDOUT;
-	return rf__queue(r, q);
-}
-
 int rf__queue_new(struct rf_ring *r, struct rf__req *q, rf_req_id *id)
 {
 	int ret = rf__queue(r, q);
@@ -269,6 +264,10 @@ int rf__queue_new(struct rf_ring *r, struct rf__req *q, rf_req_id *id)
 int rf__queue_ctl(struct rf_ring *r, enum rf__ctl c, struct rf__req *q, uint64_t ns)
 {
 	int err = 0;
+	if (c == RF__CTL_CANCEL && q->again) { /* not in the kernel: rf__resubmit ends it */
+		q->again = RF__AG_CANCEL;
+		return 0;
+	}
 	struct io_uring_sqe *sqe = rf__sqe(r, &err);
 
 	if (!sqe)
