@@ -185,9 +185,12 @@ int rf_ring_cancel(struct rf_ring *r, rf_req_id id)
 		return 0;
 	q->flags |= RF__RQ_CANCELLED;
 	if (q->flags & RF__RQ_PARKED) {
+		/* not in the kernel: it ends in the submit stage (rf__resubmit), its complete
+		 * seeing -ECANCELED -- no SQE to fail, no result of 0 that a datagram
+		 * receive would take for an empty datagram */
 		rf__unpark(q->u.owner, q);
-		int ret = rf__queue_ctl(r, RF__CTL_NOP, q, 0);
-		return ret < 0 ? rf__not_queued("rf_ring_cancel", ret) : 0;
+		rf__defer(r, q, RF__AG_CANCEL);
+		return 0;
 	}
 	(void)rf__queue_ctl(r, RF__CTL_CANCEL, q, 0); /* else teardown's cancel-all */
 	return 0;
@@ -202,24 +205,14 @@ void rf__ops_teardown(struct rf_ring *r)
 			if (q->live && (q->flags & RF__RQ_ZDONE))
 				rf__req_finish(r, q, -ECANCELED);
 		}
-	/* parked receives: each completes through a NOP; one that cannot be queued ends
-	 * here, after the walk of the groups -- its callback may destroy its group */
-	struct rf__req *unq = NULL;
+	/* parked receives are not in the kernel: each ends in the teardown's turns
+	 * (rf__resubmit, -ECANCELED) */
 	for (struct rf_bufgroup *g = r->groups; g; g = g->next)
 		while (g->parked) {
 			struct rf__req *q = g->parked;
 			rf__unpark(g, q);
-			if (rf__queue_ctl(r, RF__CTL_NOP, q, 0) < 0) {
-				q->next_free = unq;
-				unq = q;
-			}
+			rf__defer(r, q, RF__AG_CANCEL);
 		}
-	while (unq) {
-		struct rf__req *q = unq;
-		unq = q->next_free;
-		q->next_free = NULL;
-		rf__ms_finish(r, q, -ECANCELED);
-	}
 }
 
 /* ---- buffer groups --------------------------------------------------------------------- */

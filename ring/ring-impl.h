@@ -350,7 +350,8 @@ enum rf__again {
 	RF__AG_REQUEUE,   /* its next piece: -ETIMEDOUT past its deadline */
 	RF__AG_RETRY,     /* the same piece after -EAGAIN/-EINTR: at once or after a
 			   * backoff (rf__retry_wait_ns); -ETIMEDOUT past its deadline */
-	RF__AG_CANCEL,    /* cancelled on the list (rf__queue_ctl): complete sees -ECANCELED */
+	RF__AG_CANCEL,    /* cancelled on the list (rf__queue_ctl), or a parked receive
+			   * cancelled (rf_ring_cancel, teardown): complete sees -ECANCELED */
 };
 /* Put q on the again list with what comes next (a cancel already asked for stays).
  * Returns 0 (for rf__req_again: the request went on). */
@@ -384,8 +385,6 @@ enum rf__ctl {
 			     * the again list takes no SQE: it completes -ECANCELED there */
 	RF__CTL_CANCEL_ALL, /* cancel everything (teardown; q unused) */
 	RF__CTL_BACKOFF,    /* q's retry waits ns: a timeout tagged RF__TAG_RETRY */
-	RF__CTL_NOP,        /* a NOP with q's user_data: ends q from the ring (a parked
-			     * receive, cancelled, that is not in the kernel) */
 };
 /* Queue control SQE c (on q; ns for RF__CTL_BACKOFF). 0, or -errno when the SQ could
  * not be flushed. */
@@ -431,7 +430,7 @@ RF__HIDDEN uint64_t rf__retry_wait_ns(const struct rf__req *q, uint64_t now);
 /* ops.c: the kernel's operations (probed at ring creation). */
 RF__HIDDEN void rf__ops_probe(struct rf_ring *r);
 
-/* multishot.c: teardown: deliver parked receives (not in the kernel) as cancelled;
+/* multishot.c: teardown: parked receives (not in the kernel) sent on as cancelled;
  * after every request is reaped: unregister and free the buffer groups. */
 RF__HIDDEN void rf__ops_teardown(struct rf_ring *r);
 RF__HIDDEN void rf__groups_free(struct rf_ring *r);

@@ -1,6 +1,6 @@
 /* ring/submit.c -- the request pool, SQE acquisition and the one way into the SQ:
  * rf__queue for a request (its kind prepares the SQE), rf__queue_ctl for the SQEs that
- * act on one (a cancel, a retry's backoff, the NOP that ends a parked receive) -- no
+ * act on one (a cancel, a retry's backoff) -- no
  * other file takes an SQE, and no completion calls them (they send a request on with
  * rf__defer; dispatch.c's submit stage queues it). Requests are only queued into the
  * SQ here; the run loop (dispatch.c) submits them with its wait. A full SQ is flushed
@@ -289,10 +289,6 @@ int rf__queue_ctl(struct rf_ring *r, enum rf__ctl c, struct rf__req *q, uint64_t
 		io_uring_prep_timeout(sqe, &q->u.ts, 0, 0);
 		io_uring_sqe_set_data64(sqe, rf__req_ud(q) | RF__TAG_RETRY);
 		q->flags |= RF__RQ_BACKOFF;
-		break;
-	case RF__CTL_NOP:
-		io_uring_prep_nop(sqe);
-		io_uring_sqe_set_data64(sqe, rf__req_ud(q));
 		break;
 	}
 	return 0;

@@ -12,6 +12,8 @@
  *            outside the run loop: the next turn queues it and the data comes; put,
  *            then rf_ring_cancel before any turn: one last callback, -ECANCELED;
  *            put, then rf_ring_destroy: the same;
+ *   dgram    a parked datagram receive cancelled (or its ring destroyed): one last
+ *            callback, -ECANCELED, and no event of 0 bytes before it;
  *   deadline a read past its deadline while sent on (an injected -EAGAIN retried with
  *            backoffs, the deadline shorter than the retries) ends -ETIMEDOUT.
  * Each ring turn is bounded (rf_ring_run_until with a timeout): a request lost between
@@ -178,6 +180,12 @@ static int parked(void *arg)
 	return q && (q->flags & RF__RQ_PARKED);
 }
 
+static int got_one(void *arg)
+{
+	(void)arg;
+	return nev >= 1;
+}
+
 static int got_two(void *arg)
 {
 	(void)arg;
@@ -243,6 +251,49 @@ static void test_put(const char *mode)
 	close(sv[1]);
 }
 
+/* ---- a parked datagram receive cancelled ---------------------------------------- */
+
+/* Its one callback is the last (-ECANCELED): before, the NOP that ended it gave a
+ * result of 0, which a datagram receive takes for an empty datagram. */
+static void test_dgram_cancel(void)
+{
+	T_OK(rf_ring_create(&r, NULL));
+	int sv[2];
+	T_CHECK(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv) == 0);
+	T_OK(rf_bufgroup_create(r, 1, 16, &g));
+	held = NULL;
+	nev = nfinal = 0;
+	ngot = 0;
+	final_res = 1;
+	rf_req_id id = 0;
+	T_OK(rf_ring_recv_multishot(r, sv[0], g, 0, on_recv, NULL, &id));
+	T_CHECK(write(sv[1], "one", 3) == 3);
+	while (nev < 1)
+		T_OK(rf_ring_run(r, RF_RUN_ONCE));
+	T_CHECK(write(sv[1], "two", 3) == 3);
+	T_OK(rf_ring_run_until(r, parked, &id, LIMIT_NS));
+	T_OK(rf_ring_cancel(r, id));
+	T_OK(rf_ring_run_until(r, final_seen, NULL, LIMIT_NS));
+	T_EQ(nev, 1);           /* no event of 0 bytes before the end */
+	T_EQ(nfinal, 1);
+	T_EQ(final_res, -ECANCELED);
+	T_OK(rf_bufgroup_put(g, held));
+	T_OK(rf_ring_run_until(r, idle, NULL, LIMIT_NS));
+	/* parked again, then the ring destroyed: the same single ending */
+	held = NULL;
+	nev = nfinal = 0;
+	T_OK(rf_ring_recv_multishot(r, sv[0], g, 0, on_recv, NULL, &id));
+	T_OK(rf_ring_run_until(r, got_one, NULL, LIMIT_NS)); /* "two", still queued */
+	T_CHECK(write(sv[1], "three", 5) == 5);
+	T_OK(rf_ring_run_until(r, parked, &id, LIMIT_NS));
+	rf_ring_destroy(r);
+	T_EQ(nev, 1);
+	T_EQ(nfinal, 1);
+	T_EQ(final_res, -ECANCELED);
+	close(sv[0]);
+	close(sv[1]);
+}
+
 /* ---- deadline ----------------------------------------------------------------- */
 
 static void test_deadline(void)
@@ -284,6 +335,8 @@ int main(int argc, char **argv)
 		test_put("cancel");
 		test_put("destroy");
 	}
+	if (!only || !strcmp(only, "dgram"))
+		test_dgram_cancel();
 	if (!only || !strcmp(only, "deadline"))
 		test_deadline();
 	return 0;
