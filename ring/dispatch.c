@@ -150,6 +150,8 @@ int rf__turn(struct rf_ring *r, int wait, struct __kernel_timespec *ts)
 				have = 1;
 				break;
 			}
+			if (r->again_head)
+				break;  /* a poller's callback sent a request on: queued below */
 			t = rf_now_ns();
 		} while (busy && t - t0 < r->spin_ns);
 		r->st.spin_ns += rf_now_ns() - t0;
