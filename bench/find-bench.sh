@@ -78,3 +78,33 @@ rf_find() {
 rf_find_bench() {
 	rf_find RF_BENCH "$1" bench/rf-bench rf-bench
 }
+
+# rf_openblas_core: OpenBLAS 0.3.21 (Debian's, under PyTorch and ours) does not know every
+#   newer CPU: on a 2-vCPU "Intel(R) Xeon(R) Processor" with AVX-512 it fell back to its
+#   Prescott (SSE3) kernels, and PyTorch's MLP epoch ran 2-3x slower than with the
+#   SkylakeX ones (2026-12-01) -- a peer handicapped by its library's detection, not by
+#   the machine. Where OpenBLAS's own choice (OPENBLAS_CORETYPE unset) is below what the
+#   CPU runs, this exports OPENBLAS_CORETYPE=SkylakeX (AVX-512 F/BW/DQ/VL) or Haswell
+#   (AVX2 and FMA) for every command after it, ours and the peer's alike; a choice that
+#   fits is left alone. Prints one line saying which.
+rf_openblas_core() {
+	local got flags want=
+	got=$(env -u OPENBLAS_CORETYPE /usr/bin/python3 -c 'import ctypes
+ob = ctypes.CDLL("libopenblas.so.0"); ob.openblas_get_corename.restype = ctypes.c_char_p
+print(ob.openblas_get_corename().decode())' 2>/dev/null) || got=
+	[ -n "$got" ] || { echo "OpenBLAS core: no libopenblas.so.0 (nothing set)"; return 0; }
+	flags=" $(grep -m1 '^flags' /proc/cpuinfo) "
+	rf__has() { case "$flags" in *" $1 "*) return 0 ;; esac; return 1; }
+	if rf__has avx512f && rf__has avx512dq && rf__has avx512bw && rf__has avx512vl; then
+		case $got in SkylakeX|Cooperlake|SapphireRapids) ;; *) want=SkylakeX ;; esac
+	elif rf__has avx2 && rf__has fma; then
+		case $got in Haswell|Zen|SkylakeX|Cooperlake|SapphireRapids) ;; *) want=Haswell ;; esac
+	fi
+	if [ -n "$want" ]; then
+		OPENBLAS_CORETYPE=$want
+		export OPENBLAS_CORETYPE
+		echo "OpenBLAS core: its detection chose $got, below this CPU: OPENBLAS_CORETYPE=$want for both sides"
+	else
+		echo "OpenBLAS core: $got (its own detection, kept)"
+	fi
+}
