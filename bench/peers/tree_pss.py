@@ -1,13 +1,14 @@
 """bench/peers/tree_pss.py -- the peak memory of a process and its children, as PSS
 (proportional set size: a page shared by k processes counts 1/k in each), sampled every
-50 ms from /proc/PID/smaps_rollup by a thread of the measured process. Summing each
-worker's RSS (or the largest worker's ru_maxrss times the workers) counts the pages a
-forked DataLoader worker shares with its parent once per worker; PSS counts them once.
+200 ms from /proc/PID/smaps_rollup by a thread of the benchmark's driver -- not of the
+measured process, whose clock it would slow (reading a 1 GiB tree of a parent and two
+forked workers takes 12-18 ms here; the driver's thread runs beside every side alike).
+Summing each worker's RSS (or the largest worker's ru_maxrss times the workers) counts
+the pages a forked DataLoader worker shares with its parent once per worker; PSS counts
+them once.
 
-    from tree_pss import PeakPss
-    with PeakPss() as m:
-        ...                 # the measured work
-    m.peak_kib              # the largest sum seen (KiB), the end's sample included
+    from tree_pss import run_sampled
+    proc, peak_kib = run_sampled(argv, **popen_kwargs)   # a CompletedProcess, KiB
 """
 import os
 import threading
@@ -48,23 +49,20 @@ def tree_pss_kib(pid=None):
     return total
 
 
-class PeakPss:
-    def __init__(self, interval=0.05):
-        self.interval, self.peak_kib = interval, 0
-        self._stop = threading.Event()
-        self._t = threading.Thread(target=self._run, daemon=True)
+def run_sampled(argv, interval=0.2, **kw):
+    """Run argv (subprocess.Popen's keywords: stdout, stderr, text, env ...) to its end
+    while a thread samples its tree's PSS; (a CompletedProcess, the peak in KiB)."""
+    import subprocess
+    proc = subprocess.Popen(argv, **kw)
+    peak, done = [0], threading.Event()
 
-    def _run(self):
-        while not self._stop.is_set():
-            self.peak_kib = max(self.peak_kib, tree_pss_kib())
-            self._stop.wait(self.interval)
-
-    def __enter__(self):
-        self._t.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.peak_kib = max(self.peak_kib, tree_pss_kib())
-        self._stop.set()
-        self._t.join()
-        return False
+    def sample():
+        while not done.is_set():
+            peak[0] = max(peak[0], tree_pss_kib(proc.pid))
+            done.wait(interval)
+    t = threading.Thread(target=sample, daemon=True)
+    t.start()
+    out, err = proc.communicate()
+    done.set()
+    t.join()
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err), peak[0]
