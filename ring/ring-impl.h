@@ -187,7 +187,8 @@ struct rf_ring {
 	struct rf__req **slabs;
 	unsigned nslabs, slabs_cap;
 	struct rf__req *free_list;
-	unsigned nlive;      /* requests allocated (queued or in the kernel) */
+	unsigned nlive;      /* requests allocated (in the kernel, on the again list, or
+			      * parked for a buffer) */
 	unsigned npending;   /* of which count for rf_ring_pending() */
 	/* requests a completion sent on (rf__defer), oldest first: the submit stage
 	 * (dispatch.c: rf__resubmit) queues them */

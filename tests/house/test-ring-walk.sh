@@ -1,7 +1,8 @@
 #!/bin/bash
 # test-ring-walk.sh SRCDIR BUILDDIR -- tools/dev/ring-walk on the working tree: every
 # request kind it drives has its push walk and its CQE walk, the retried read two CQE
-# walks, and -v shows a read's CQE reaching the transfers' complete; tools/dev/
+# walks and a submit-stage walk (its next piece) that reaches the read's prep, no CQE
+# walk reaches rf__queue, and -v shows a read's CQE reaching the transfers' complete; tools/dev/
 # ring-callgraph prints its two rows and reaches it too.
 set -eu
 src=$1
@@ -17,6 +18,13 @@ for k in "read +rf_ring_read" "read +rf__handle" "write +rf_ring_write" "write +
 done
 [ "$(count "^  short +rf__handle +[0-9]+ ")" -ge 2 ] ||
 	{ echo "FAIL: the retried read's CQEs: fewer than 2 walks"; fail=1; }
+# its next piece is queued by the submit stage, not under rf__handle
+[ "$(count "^  short +rf__resubmit +[0-9]+ ")" -ge 1 ] ||
+	{ echo "FAIL: the retried read's next piece: no rf__resubmit walk"; fail=1; }
+grep -q "rf__resubmit > .*rf__prep_read" "$w/out" ||
+	{ echo "FAIL: the rf__resubmit walk does not reach rf__prep_read"; fail=1; }
+grep -q "rf__handle > .*rf__queue" "$w/out" &&
+	{ echo "FAIL: a CQE walk reaches rf__queue (completions take no SQE)"; fail=1; }
 grep -q "rf__handle > rf__complete_xfer" "$w/out" ||
 	{ echo "FAIL: no CQE walk reaches rf__complete_xfer"; fail=1; }
 # the static walk: both rows, and the read's reaches the transfers' complete

@@ -6,8 +6,8 @@
  *            later CQE's callback cancels it: it ends with its 5 bytes (a stream's
  *            count, not -ECANCELED), is never queued, and nothing more is consumed;
  *   watch    an eventfd watch whose rearm is on the list is stopped by another
- *            watch's callback: freed at once (no read left in the kernel: the ring
- *            goes idle, nothing leaks);
+ *            watch's callback: freed by the submit stage (no read left in the
+ *            kernel: the ring goes idle, nothing leaks);
  *   put      a multishot receive parked for a buffer is sent on by rf_bufgroup_put
  *            outside the run loop: the next turn queues it and the data comes; put,
  *            then rf_ring_cancel before any turn: one last callback, -ECANCELED;
