@@ -198,13 +198,13 @@ static int final_seen(void *arg)
 	return nfinal > 0;
 }
 
-/* A receive parked for a buffer, then the buffer put back outside the run loop:
- * what comes next is the mode's ("run", "cancel", "destroy"). */
-static void test_put(const char *mode)
+/* A new ring whose multishot receive on a socketpair of type (into a group of one
+ * buffer) took "first" and keeps its buffer, then parked with "second" waiting. Its
+ * id; the socketpair in sv. */
+static rf_req_id park_one(int type, int sv[2], const char *first, const char *second)
 {
 	T_OK(rf_ring_create(&r, NULL));
-	int sv[2];
-	T_CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+	T_CHECK(socketpair(AF_UNIX, type | SOCK_CLOEXEC, 0, sv) == 0);
 	T_OK(rf_bufgroup_create(r, 1, 16, &g));
 	held = NULL;
 	nev = nfinal = 0;
@@ -212,12 +212,21 @@ static void test_put(const char *mode)
 	final_res = 1;
 	rf_req_id id = 0;
 	T_OK(rf_ring_recv_multishot(r, sv[0], g, 0, on_recv, NULL, &id));
-	T_CHECK(write(sv[1], "first", 5) == 5);
+	T_CHECK(write(sv[1], first, strlen(first)) == (ssize_t)strlen(first));
 	while (nev < 1)
 		T_OK(rf_ring_run(r, RF_RUN_ONCE));
-	T_CHECK(write(sv[1], "second", 6) == 6);
+	T_CHECK(write(sv[1], second, strlen(second)) == (ssize_t)strlen(second));
 	T_OK(rf_ring_run_until(r, parked, &id, LIMIT_NS));
 	T_EQ(nev, 1);
+	return id;
+}
+
+/* A receive parked for a buffer, then the buffer put back outside the run loop:
+ * what comes next is the mode's ("run", "cancel", "destroy"). */
+static void test_put(const char *mode)
+{
+	int sv[2];
+	rf_req_id id = park_one(SOCK_STREAM, sv, "first", "second");
 	T_OK(rf_bufgroup_put(g, held)); /* outside the run loop: the receive is sent on */
 	struct rf__req *q = rf__req_by_id(r, id);
 	T_CHECK(q && q->again == RF__AG_QUEUE && r->again_head == q);
@@ -257,21 +266,8 @@ static void test_put(const char *mode)
  * result of 0, which a datagram receive takes for an empty datagram. */
 static void test_dgram_cancel(void)
 {
-	T_OK(rf_ring_create(&r, NULL));
 	int sv[2];
-	T_CHECK(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv) == 0);
-	T_OK(rf_bufgroup_create(r, 1, 16, &g));
-	held = NULL;
-	nev = nfinal = 0;
-	ngot = 0;
-	final_res = 1;
-	rf_req_id id = 0;
-	T_OK(rf_ring_recv_multishot(r, sv[0], g, 0, on_recv, NULL, &id));
-	T_CHECK(write(sv[1], "one", 3) == 3);
-	while (nev < 1)
-		T_OK(rf_ring_run(r, RF_RUN_ONCE));
-	T_CHECK(write(sv[1], "two", 3) == 3);
-	T_OK(rf_ring_run_until(r, parked, &id, LIMIT_NS));
+	rf_req_id id = park_one(SOCK_DGRAM, sv, "one", "two");
 	T_OK(rf_ring_cancel(r, id));
 	T_OK(rf_ring_run_until(r, final_seen, NULL, LIMIT_NS));
 	T_EQ(nev, 1);           /* no event of 0 bytes before the end */
