@@ -74,7 +74,8 @@ static int rf__plan(const struct rf_loader *l, uint64_t epoch, uint64_t *order, 
 	}
 	cperm = malloc(l->C * sizeof(*cperm));
 	if (!cperm)
-		return -ENOMEM;
+		return rf__fail(-ENOMEM, "loader: no memory for epoch %llu's order of %llu chunks",
+				(unsigned long long)epoch, (unsigned long long)l->C);
 	for (i = 0; i < l->C; i++)
 		cperm[i] = i;
 	if (!l->o.no_shuffle)

@@ -349,7 +349,8 @@ int rf__units_create(struct rf_loader *l)
 	l->nferr = 2 * l->nunits + 16;
 	l->ferr = calloc(l->nferr, sizeof(*l->ferr));
 	if (!l->units || !l->ferr)
-		return rf__fail(-ENOMEM, "loader: %s", strerror(ENOMEM));
+		return rf__fail(-ENOMEM, "loader: no memory for the tables of %u fetch units",
+				l->nunits);
 	for (i = 0; i < l->nunits; i++) {
 		char name[32];
 		snprintf(name, sizeof(name), "loader.fetch[%u]", i);
@@ -357,7 +358,7 @@ int rf__units_create(struct rf_loader *l)
 		l->units[i].buf = (uint8_t *)rf_pinned_base(l->uarena) + i * l->unit_cap;
 		rf_var_create(l->e, name, &l->units[i].var);
 		if (!l->units[i].var)
-			return rf__fail(-ENOMEM, "loader: %s", strerror(ENOMEM));
+			return rf__fail(-ENOMEM, "loader: no memory for fetch unit %u's variable", i);
 	}
 	if (!l->o.no_register)
 		rf__units_register(l);
@@ -419,7 +420,7 @@ static int rf__read_records(struct rf_loader *l, uint64_t p0, struct rf__gjob *j
 	int ret;
 
 	if (!f)
-		return -ENOMEM;
+		return rf__fail(-ENOMEM, "loader: no memory for the reads of %u records", n);
 	for (i = 0; i < n; i++) {
 		uint64_t r = l->order[p0 + i], off, len, a = s0->data_offset + r * s0->stride;
 		uint64_t rl = s0->stride;
@@ -497,7 +498,8 @@ static int rf__push_group(struct rf_loader *l, uint64_t G)
 	struct rf__fetch *f = rf__fetch_new(l, (unsigned)l->W);
 
 	if (!f)
-		return -ENOMEM;
+		return rf__fail(-ENOMEM, "loader: no memory for the reads of a window of %u "
+				"chunks", (unsigned)l->W);
 	for (w = 0; w < l->W; w++) {
 		uint64_t p = gl * l->W + w, off, len, need, c;
 		if (p >= l->C)

@@ -132,7 +132,8 @@ static int rf__slots_alloc(struct rf_loader *l)
 	l->slots = calloc(l->nslots, sizeof(*l->slots));
 	l->refs = malloc(l->nslots * sizeof(*l->refs));
 	if (!l->slots || !l->refs)
-		return rf__fail(-ENOMEM, "loader: %s", strerror(ENOMEM));
+		return rf__fail(-ENOMEM, "loader: no memory for the table of %u batch slots",
+				l->nslots);
 	for (i = 0; i < l->nslots; i++)
 		atomic_init(&l->refs[i], 0);
 	/* a loader whose shards get no rows of any batch (more shards than records in a

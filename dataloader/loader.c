@@ -277,10 +277,12 @@ static int rf__finish_create(struct rf_loader *l)
 		if ((ret = rf_worker_stream_create(l->e, name, 0, &l->gs[k])) < 0)
 			return rf__fail_under(ret, "loader: cannot start gather stream %u", k);
 		if (l->image && rf__imgctx_create(&l->img[k]) < 0)
-			return rf__fail(-ENOMEM, "loader: %s", strerror(ENOMEM));
+			return rf__fail(-ENOMEM, "loader: no memory for gather stream %u's JPEG "
+					"decoder", k);
 		if ((rf__fused(l) || rf__hwc(l)) && (l->image || l->o.crop_pad || l->o.hflip) &&
 		    !(l->gscratch[k] = malloc(l->pb)))
-			return rf__fail(-ENOMEM, "loader: %s", strerror(ENOMEM));
+			return rf__fail(-ENOMEM, "loader: no memory for gather stream %u's scratch "
+					"record (%zu bytes)", k, (size_t)l->pb);
 	}
 	/* order[] holds the records' order; SPAN appends the inverse chunk order. Large
 	 * (8 bytes a record): huge pages where the kernel gives them, else it faults a
@@ -292,13 +294,16 @@ static int rf__finish_create(struct rf_loader *l)
 	rf__slab_init(&l->fetches, rf__fetch_bytes(l->o.batch > l->W ? l->o.batch : (unsigned)l->W),
 		      1);
 	if (!l->order || (l->mode == RF__SPAN && !l->cpos))
-		return rf__fail(-ENOMEM, "loader: %s", strerror(ENOMEM));
+		return rf__fail(-ENOMEM, "loader: no memory for the order of %llu records "
+				"(%zu bytes)", (unsigned long long)l->count,
+				(size_t)((l->count + l->C) * sizeof(*l->order)));
 	if (l->o.skip_bad_images && l->image) {
 		size_t nb = l->nbatches ? (size_t)l->nbatches : 1;  /* per epoch parity */
 		l->skipn[0] = calloc(2 * nb, sizeof(uint32_t));
 		l->skipw = calloc(RF__SKIPLOG, sizeof(*l->skipw));
 		if (!l->skipn[0] || !l->skipw)
-			return rf__fail(-ENOMEM, "loader: %s", strerror(ENOMEM));
+			return rf__fail(-ENOMEM, "loader: no memory for the skipped images' "
+					"counts");
 		l->skipn[1] = l->skipn[0] + nb;
 		l->skip_epoch[0] = l->skip_epoch[1] = UINT64_MAX;
 	}
@@ -322,7 +327,8 @@ int rf_loader_create(struct rf_loader **out, struct rf_engine *e, const struct r
 		return ret;
 	l = calloc(1, sizeof(*l));
 	if (!l)
-		return rf__fail(-ENOMEM, "loader: %s", strerror(ENOMEM));
+		return rf__fail(-ENOMEM, "loader: no memory for the loader (%zu bytes)",
+				sizeof(*l));
 	rf__init(l, e, ds, opts);
 	ret = rf__check_devices(l);
 	if (ret < 0) {
@@ -488,7 +494,7 @@ int rf_loader_next(struct rf_loader *l, struct rf_batch *b)
 		l->tcur = (si - l->nfslots + 1) % l->ntail;
 	j = rf__gjob_new(l, s, hi - lo);
 	if (!j)
-		return -ENOMEM;
+		return rf__fail(-ENOMEM, "loader: no memory for batch %" PRIu64 "'s gather job", t);
 	ret = hi > lo ? rf__read_batch(l, p0 + lo, j) : 0;
 	/* the slot's poison from an earlier failure goes before its reuse */
 	if (!ret)

@@ -19,7 +19,8 @@ static int rf__fill(struct rf_trainer *t, struct rf_loader *ld, struct rf__queue
 		ret = rf_loader_next(ld, &Q->q[(Q->qh + Q->qn) % RF__MAXQ]);
 		if (ret < 0) {
 			Q->valid = 0;
-			rf__trainer_msg(t, "loader: %s", strerror(-ret));
+			/* the loader's own line says what failed (rf_loader_next, loader.h) */
+			rf__trainer_msg(t, "%s", rf_last_error());
 			return ret;
 		}
 		if (ret == 0)
