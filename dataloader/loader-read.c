@@ -539,7 +539,9 @@ static int rf__read_groups(struct rf_loader *l, uint64_t p0, struct rf__gjob *j)
 		l->gnext++;
 	}
 	if (glast >= l->gnext) /* cannot happen: nunits covers a batch's span */
-		return -EOVERFLOW;
+		return rf__fail(-EOVERFLOW, "loader: a batch spans chunk groups %llu..%llu, more "
+				"than its %u fetch units hold", (unsigned long long)gfirst,
+				(unsigned long long)glast, l->nunits);
 	for (G = gfirst; G <= glast; G++) {
 		j->fid[j->nunits] = G;
 		j->reads[j->nunits++] = l->units[G % l->nunits].var;

@@ -1,12 +1,11 @@
 /* ring/submit.c -- the request pool, SQE acquisition and the one way into the SQ:
  * rf__queue for a request (its kind prepares the SQE), rf__queue_ctl for the SQEs that
- * act on one (a cancel, a retry's backoff) -- no
- * other file takes an SQE, and no completion calls them (they send a request on with
- * rf__defer; dispatch.c's submit stage queues it). Requests are only queued into the
- * SQ here; the run loop (dispatch.c) submits them with its wait. A full SQ is flushed
- * without reaping (its CQEs go to the backlog when the kernel refuses) and the SQE
- * retried. It calls no other file of the ring by name: only the kinds' preps, through
- * the table. */
+ * act on one (a cancel, a retry's backoff) -- no other file takes an SQE, and no
+ * completion calls them (they send a request on with rf__defer; dispatch.c's submit
+ * stage queues it). Requests are only queued into the SQ here; the run loop
+ * (dispatch.c) submits them with its wait. A full SQ is flushed without reaping (its
+ * CQEs go to the backlog when the kernel refuses) and the SQE retried. It calls no
+ * other file of the ring by name: only the kinds' preps, through the table. */
 #include "ring-impl.h"
 
 #include "rf-internal.h"

@@ -227,8 +227,9 @@ void rf_loader_cancel(struct rf_loader *l);
 
 /* Push the ops of the next batch into *b and return 1; or return 0 when the epoch
  * is over (b untouched; the following call starts the next epoch, in a new order);
- * or -errno if pushing failed, with a line in rf_last_error() saying what failed. Never waits for I/O; it may turn the reactor when the
- * engine's in-flight cap is reached (bounded asynchrony). */
+ * or -errno if pushing failed, with a line in rf_last_error() saying what failed.
+ * Never waits for I/O; it may turn the reactor when the engine's in-flight cap is
+ * reached (bounded asynchrony). */
 int rf_loader_next(struct rf_loader *l, struct rf_batch *b);
 
 /* The loader's batch slots: a batch's tensors are its slot's (rf_batch.slot, 0 ..
