@@ -52,6 +52,10 @@ enum { RF__OP_FREE, RF__OP_PENDING, RF__OP_READY, RF__OP_DISPATCHED, RF__OP_REPO
        RF__OP_DONE };
 
 #define RF__INLINE_ENTRIES 4
+/* An op naming more variables takes a block of this many entries from the engine's
+ * slab (op.c: reused op to op, no malloc and no fresh page), more than this from
+ * malloc. */
+#define RF__ENT_BLOCK 8
 
 /* A wait's outcome, on the heap: a wait that returns early (an error while turning
  * the reactor) abandons it and the op's completion frees it; nothing ever points
@@ -188,6 +192,7 @@ struct rf_engine {
 	struct rf__oplist ready;    /* granted, to dispatch */
 	struct rf__oplist finished; /* reported and at every front, to complete */
 	struct rf__slab op_slab;      /* op records (slab.h) */
+	struct rf__slab ent_slab;     /* blocks of RF__ENT_BLOCK entries (op.c) */
 	struct rf__slab var_slab;     /* variables */
 	struct rf__group *free_groups; /* reserved (queue.c) */
 	struct rf__slab group_slab;
@@ -282,8 +287,12 @@ static inline struct rf_op *rf__op_alloc(struct rf_engine *e)
 
 static inline void rf__op_free(struct rf_engine *e, struct rf_op *op)
 {
-	if (op->ent != op->ent_inline && !op->kind->own_entries)
-		free(op->ent);
+	if (op->ent != op->ent_inline && !op->kind->own_entries) {
+		if (op->cap_ent == RF__ENT_BLOCK)  /* op.c: rf__op_reserve_entries */
+			rf__slab_put(&e->ent_slab, op->ent);
+		else
+			free(op->ent);
+	}
 	if (op->deps)
 		free(op->deps);
 	op->state = RF__OP_FREE;

@@ -39,6 +39,7 @@ int rf_engine_create(struct rf_engine **out, struct rf_ring *ring, const struct 
 		return rf__fail(-ENOMEM, "rf_engine_create: out of memory");
 	e->ring = ring;
 	rf__slab_init(&e->op_slab, sizeof(struct rf_op), 0);
+	rf__slab_init(&e->ent_slab, RF__ENT_BLOCK * sizeof(struct rf__entry), 1);
 	rf__slab_init(&e->var_slab, sizeof(struct rf_var), 1);
 	/* groups never go back to it: the queue's reserve list keeps them (queue.c) */
 	rf__slab_init(&e->group_slab, sizeof(struct rf__group), 0);

@@ -1,7 +1,8 @@
 /* test-engine-random: random programs in the style of MXNet's engine test. 12,000
  * random ops over 100 variables, each an array of integers; every op reads 0-3
- * variables and mutates 1-2 (sometimes naming one variable twice, or as both read
- * and write), and runs on one of four worker streams or the inline stream. Each op
+ * variables -- one in eight 4-20, so that an op's names fill its record's own entries,
+ * a block of the engine's or a malloc'd array, duplicates merged -- and mutates 1-2
+ * (sometimes naming one variable twice, or as both read and write), and runs on one of four worker streams or the inline stream. Each op
  * folds its inputs into its outputs with an order-sensitive hash, so any misordering
  * changes the result. The arrays after the engine run must be bit-identical to the
  * same program run serially -- in normal mode and in synchronous debug mode. Under
@@ -15,10 +16,11 @@
 #define NVARS 100
 #define LEN 16
 #define NSTREAMS 4
+#define MAXR 20
 
 struct prog_op {
 	int nr, nw;
-	int r[3], w[3];
+	int r[MAXR], w[3];
 	int stream; /* -1 inline */
 	uint32_t salt;
 };
@@ -58,7 +60,8 @@ static void make_program(struct prog_op *ops, int n, uint64_t seed)
 
 	for (i = 0; i < n; i++) {
 		struct prog_op *o = &ops[i];
-		o->nr = (int)(t_splitmix64(&s) % 4);
+		o->nr = i % 8 == 7 ? 4 + (int)(t_splitmix64(&s) % (MAXR - 3))
+				   : (int)(t_splitmix64(&s) % 4);
 		o->nw = 1 + (int)(t_splitmix64(&s) % 2);
 		for (k = 0; k < o->nr; k++)
 			o->r[k] = (int)(t_splitmix64(&s) % NVARS);
@@ -119,7 +122,7 @@ static void run_engine(const struct prog_op *ops, int n, uint32_t (*data)[LEN], 
 	for (i = 0; i < NVARS; i++)
 		CHECK_EQ(rf_var_create(e, NULL, &vars[i]), 0);
 	for (i = 0; i < n; i++) {
-		struct rf_var *r[6], *w[4];
+		struct rf_var *r[MAXR + 1], *w[4];
 		int nr = 0, nw = 0;
 		ctx[i].data = data;
 		ctx[i].op = &ops[i];
