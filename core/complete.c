@@ -13,7 +13,9 @@ int rf__inherited_error(const struct rf_op *op, int front_only, const char **nam
 {
 	uint32_t i;
 
-	if (op->flags & RF_OP_ALWAYS)
+	/* no variable of the engine is poisoned (the count rf__poison_var and
+	 * rf__var_set_err keep): nothing to inherit, no variable read */
+	if ((op->flags & RF_OP_ALWAYS) || !op->eng->npoisoned)
 		return 0;
 	for (i = 0; i < op->nent; i++) {
 		const struct rf__entry *en = &op->ent[i];

@@ -66,42 +66,48 @@ struct rf__waiter {
 	int err;             /* wait_var: the variable's poison at the wait's turn */
 };
 
+/* The fields every op's queueing, granting, dispatch and completion read come first,
+ * in one cache line (queue.c grants a group's entries in a walk: a gate's readers, a
+ * million of them in rf-bench engine --pattern queued, each cost its op's line, and the
+ * list link on another line was a second miss); the record is a whole number of lines,
+ * so with the slab's line-aligned records each op starts on one. */
 struct rf_op {
-	struct rf_engine *eng;
-	rf_op_fn fn;
-	rf_async_fn afn;
-	void *ctx;
-	rf_op_done_fn done;
-	struct rf_stream *stream;
-	const char *name;
-	size_t bytes;
-	unsigned flags;
+	struct rf_op *next;      /* ready list / completion list / free list / stream's */
 	uint32_t pending;        /* grants still missing (+1 guard while pushing) */
 	uint32_t nfront;         /* entries at their queue's front */
+	uint32_t nent, cap_ent;
 	uint8_t state;
 	uint8_t settled;         /* inputs were final and clean at dispatch */
 	uint8_t traced;          /* record times (set at push, read by the executing thread) */
+	unsigned flags;
 	const struct rf__opkind *kind; /* what kind of op (opkind.h), and its argument: */
+	struct rf__entry *ent;
+	struct rf_stream *qstream; /* the stream its queue entries are ordered on (queue.c):
+				    * its own, or a launch's graph's one in-order stream */
+	struct rf_stream *stream;
+	/* the second line */
+	rf_op_fn fn;
+	void *ctx;
+	rf_async_fn afn;
+	rf_op_done_fn done;
+	struct rf_engine *eng;
+	int status;              /* reported status */
+	uint32_t ndeps;          /* tracing: producers' uids */
+	uint64_t uid;            /* push order, 1-based */
+	uint64_t seq;            /* stream sequence number */
 	union {
 		struct rf_var *var;              /* a wait's variable, a deletion's */
 		struct rf__glaunch *gl;          /* a graph launch: its block */
 		struct { struct rf__glaunch *gl; uint32_t i; } node; /* a launch's op i */
 	} arg;
-	struct rf_stream *qstream; /* the stream its queue entries are ordered on (queue.c):
-				    * its own, or a launch's graph's one in-order stream */
-	int status;              /* reported status */
-	uint64_t uid;            /* push order, 1-based */
-	uint64_t seq;            /* stream sequence number */
+	const char *name;
+	size_t bytes;
 	uint64_t t0, t1;         /* executing thread (when tracing) */
 	struct rf__waiter *waiter; /* wait_var and synchronous mode */
-	uint32_t nent, cap_ent;
-	struct rf__entry *ent;
-	struct rf__entry ent_inline[RF__INLINE_ENTRIES];
-	struct rf_op *next;      /* ready list / completion list / free list / stream's */
-	/* tracing: producers' uids */
-	uint32_t ndeps;
 	uint64_t *deps;
+	struct rf__entry ent_inline[RF__INLINE_ENTRIES]; /* last: not cleared at alloc */
 };
+_Static_assert(sizeof(struct rf_op) % 64 == 0, "struct rf_op: a whole number of cache lines");
 
 /* Up to this many variables an op's duplicates are found by comparing entries; past
  * it, by rf_var.mark. */
@@ -275,9 +281,6 @@ static inline struct rf_op *rf__op_alloc(struct rf_engine *e)
 	if (!op)
 		return NULL;
 	memset(op, 0, offsetof(struct rf_op, ent_inline));
-	op->next = NULL;
-	op->ndeps = 0;
-	op->deps = NULL;
 	op->eng = e;
 	op->kind = &rf__kind_user;
 	op->ent = op->ent_inline;

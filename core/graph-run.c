@@ -33,8 +33,6 @@ void rf__glaunch_init_ops(struct rf_engine *e, struct rf__glaunch *L)
 		op->qstream = nd->stream;
 		op->ent = op->ent_inline;
 		op->cap_ent = RF__INLINE_ENTRIES;
-		op->ndeps = 0;
-		op->deps = NULL;
 		L->fast[i] = nd->stream == &e->inline_stream && nd->fn;
 	}
 }
