@@ -71,6 +71,10 @@ def no(c): raise ValueError("JSON has no " + c)
 d = json.loads(open(sys.argv[1]).read(), parse_constant=no)
 assert d["pattern"] == "chain" and d["nodes"] == 1000, d' "$T/out" ||
 	fail "rf-bench engine --json: $(cat "$T/out")"
+# queued holds the DAG's root behind a gate: it refuses to time a run in which any op
+# ran at push (the row that stands for oneTBB's same work must queue every op)
+timeout 60 "$EXE" engine --n 2000 --reps 1 --pattern queued --json >"$T/out" 2>"$T/err" ||
+	fail "rf-bench engine --pattern queued: $(cat "$T/err")"
 # the loader's JSON: the reads' bound and what they did, CPU per GB
 head -c $((4096 + 64 * 70000)) /dev/urandom >"$T/recs"
 timeout 60 "$EXE" loader --file "$T/recs" --record-size 70000 --header 4096 --batch 16 \
