@@ -4,8 +4,10 @@
  *                 [--prefetch N] [--streams N] [--seed S] [--chunk BYTES] [--window W]
  *                 [--read-bytes BYTES] [--in-memory] [--buffered] [--no-shuffle] [--json]
  *   Full epochs over a raw file of fixed-size u8 records (no labels): O_DIRECT reads
- *   through the ring in a shuffled order, gather, and rf_u8_to_f32 decode on the CPU
- *   device (--streams compute streams, default 2: decodes alternate between them).
+ *   through the ring in a shuffled order, gathered and decoded to f32 by the loader's
+ *   gather stream (a worker thread of its own) into batches on the CPU device, opened
+ *   with --streams compute streams (default 2), which a host device's batches do not
+ *   use: the flag stays for scripts that pass it.
  *   The front end pushes every batch without waiting, then waits once at the end of
  *   the epoch. Per epoch: seconds, MB/s of record bytes, samples/s. With --json one
  *   object: "MBps" and "samples_per_s" over the epochs after the first (all of them
@@ -48,7 +50,8 @@ static const char usage[] =
 	"  --batch B        records per batch, 1..65536 (default 256)\n"
 	"  --epochs N       1..10000 (default 1)\n"
 	"  --prefetch N     batch slots in flight, 1..16 (default 4)\n"
-	"  --streams N      decode streams, 1..16 (default 2)\n"
+	"  --streams N      the CPU device's compute streams, 1..16 (default 2; the\n"
+	"                   decode runs on the loader's own gather stream, not these)\n"
 	"  --seed S         the shuffle's seed (default 1)\n"
 	"  --order O        uniform (default: every order equally likely, small records\n"
 	"                   read one by one) or windowed (chunks shuffled in windows)\n"
@@ -249,7 +252,7 @@ int rf_bench_loader(int argc, char **argv)
 	if (!json) {
 		char desc[256];
 		rf_dataset_describe(&ds, desc, sizeof(desc));
-		printf("%s\nmode %s, batch %" PRIu64 ", prefetch %u, %" PRIu64 " decode streams, "
+		printf("%s\nmode %s, batch %" PRIu64 ", prefetch %u, %" PRIu64 " device streams, "
 		       "O_DIRECT %d, registered %d, %.1f MiB of buffers\n", desc,
 		       st.mode == 0 ? "memory" : st.mode == 1 ? "chunks" : "per-record reads", batch,
 		       prefetch ? (unsigned)prefetch : 4, streams, st.direct, st.registered,
