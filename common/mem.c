@@ -10,8 +10,8 @@ void *rf__alloc_big(size_t bytes)
 {
 	void *p = NULL;
 
-	if (bytes < RF__HUGE_PAGE)
-		return malloc(bytes ? bytes : 1);
+	if (bytes < RF__HUGE_PAGE)   /* cache-line aligned: a slab's records start on lines */
+		return posix_memalign(&p, 64, bytes ? bytes : 1) == 0 ? p : NULL;
 	if (posix_memalign(&p, RF__HUGE_PAGE, bytes) != 0)
 		return NULL;
 #ifdef MADV_HUGEPAGE

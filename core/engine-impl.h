@@ -107,7 +107,8 @@ struct rf_op {
 	uint64_t *deps;
 	struct rf__entry ent_inline[RF__INLINE_ENTRIES]; /* last: not cleared at alloc */
 };
-_Static_assert(sizeof(struct rf_op) % 64 == 0, "struct rf_op: a whole number of cache lines");
+_Static_assert(sizeof(void *) != 8 || sizeof(struct rf_op) % 64 == 0,
+	       "struct rf_op: a whole number of cache lines (on 64-bit machines)");
 
 /* Up to this many variables an op's duplicates are found by comparing entries; past
  * it, by rf_var.mark. */
