@@ -148,16 +148,4 @@ static inline int rf__cg_replayable(uint64_t rec, uint64_t now)
 	return rec == now;
 }
 
-/* ---- completions --------------------------------------------------------------------- */
-
-/* Does a signal the stream issues need a host function behind its counter write?
- * counter: the stream writes its completion counter (else host functions are the
- * only path); wake: the signal must wake a reactor that may be asleep by the time it
- * completes (something off the stream waits for it: rf_op_quiet is 0). A quiet op's
- * completion is reported by the next signal's. */
-static inline int rf__cuda_need_hostfn(int counter, int wake)
-{
-	return !counter || wake;
-}
-
 #endif
