@@ -21,9 +21,10 @@ int rf__cuda_supports(const struct rf_device *d, const struct rf__op *op, char *
 {
 	const char *dnn = NULL;
 	int dnn_ok = rf__cuda_dnn_ok(&dnn);
+	const struct rf__cuda_dev *cd = d ? d->ctx : NULL;  /* NULL: the kind, no device */
 
-	(void)d;
-	return rf__cuda_rule_supports(op, dnn_ok, dnn, why, len);
+	return rf__cuda_rule_supports(op, dnn_ok, dnn, why, len) &&
+	       rf__cuda_rule_cc(op, cd ? cd->cc : 0, why, len);
 }
 
 size_t rf__cuda_workspace(const struct rf_device *d, const struct rf__op *op, int min)

@@ -24,6 +24,8 @@ enum { RF__CTR_OFF, RF__CTR_STREAM, RF__CTR_KERNEL };
 
 struct rf__cuda_dev {
 	int ordinal;
+	int cc;                          /* compute capability, major * 10 + minor (0:
+					  * unknown); cuda-rules.h: rf__cuda_rule_cc */
 	uint64_t period_ns, hang_ns;
 	struct rf__plan_cache plans;     /* convolution plans (cudnn.c) */
 	size_t ws_budget;                /* their workspace's budget */

@@ -126,6 +126,30 @@ static unsigned rf__chan_mask(const struct rf__op *op)
 	return m;
 }
 
+int rf__cuda_rule_cc(const struct rf__op *op, int cc, char *why, size_t len)
+{
+	char rule[96];
+
+	if (!cc || cc >= 80)
+		return 1;
+	for (unsigned i = 0; i < op->nt; i++)
+		if (rf__op_tc(op, i)->dtype == RF_BF16) {
+			snprintf(rule, sizeof(rule), "bf16 needs compute capability 8.0 or later; "
+				 "this GPU's is %d.%d", cc / 10, cc % 10);
+			return rf__refuse(op, (int)i, rule, why, len);
+		}
+	return 1;
+}
+
+int rf__cuda_rule_precision(int precision, int cc, char *why, size_t len)
+{
+	if (precision != RF_PRECISION_BF16 || !cc || cc >= 80)
+		return 1;
+	snprintf(why, len, "precision bf16 needs compute capability 8.0 or later; this GPU's "
+		 "is %d.%d (fp32 or tf32 run everywhere)", cc / 10, cc % 10);
+	return 0;
+}
+
 int rf__cuda_im2col_ok(const struct rf__op *op)
 {
 	return rf__op_first_not(op, RF_F32, RF_LAYOUT_ROWMAJOR) < 0;

@@ -1,8 +1,8 @@
 /* devices/cuda/cuda-rules.h -- every rule that decides what runs on a CUDA device, as
  * plain C that needs neither CUDA nor a GPU: which ops the backend runs (in which
  * dtypes and layouts), which path a convolution takes when cuDNN has or has not a plan
- * for it, what a CUDA graph may capture, when a captured graph must be captured again,
- * and when a completion needs a host function. cuda-compute.c, cuda-graph.c, cudnn.c
+ * for it, which formats the device's compute capability allows, what a CUDA graph may
+ * capture and when a captured graph must be captured again. cuda-compute.c, cuda-graph.c, cudnn.c
  * and cuda.c decide through these; the answers only a GPU or cuDNN can give come in as
  * arguments, so tests/devices/test-cuda-rules.c and tests/train/test-train-cuda-ops.c
  * answer them on machines without a GPU. Built in every configuration (beside the
@@ -23,6 +23,16 @@
  * it); dnn_why: why not, for the message (may be NULL). */
 int rf__cuda_rule_supports(const struct rf__op *op, int dnn, const char *dnn_why, char *why,
 			   size_t len);
+
+/* The device's compute capability (major * 10 + minor; 0: unknown, nothing refused)
+ * allows op's formats: bf16 operands need 8.0 (Ampere) or later -- cuBLAS's GemmEx
+ * and cuDNN refuse them before, at run time, so a bf16 model on a Turing GPU (7.5)
+ * would fail at its first step instead of at push. 1, or 0 and why names the operand. */
+int rf__cuda_rule_cc(const struct rf__op *op, int cc, char *why, size_t len);
+
+/* A device's precision (enum rf_precision) on its compute capability (as above): bf16
+ * needs 8.0. 1, or 0 and why says so. */
+int rf__cuda_rule_precision(int precision, int cc, char *why, size_t len);
 
 /* ---- a GEMM's cuBLAS call ------------------------------------------------------------ */
 

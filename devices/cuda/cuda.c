@@ -709,6 +709,18 @@ static int rf__cuda_open(struct rf_engine *e, int ordinal, const struct rf_devic
 	ret = rf__cuda_set(ordinal);
 	if (ret < 0)
 		return rf__fail(-ENODEV, "cuda:%d: cudaSetDevice failed", ordinal);
+	int major = 0, minor = 0;
+	if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, ordinal) !=
+	    cudaSuccess ||
+	    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, ordinal) !=
+	    cudaSuccess) {
+		(void)cudaGetLastError();
+		major = minor = 0;       /* unknown: the rules refuse nothing on it */
+	}
+	char cwhy[160];
+	if (!rf__cuda_rule_precision(opts ? (int)opts->precision : 0, major * 10 + minor, cwhy,
+				     sizeof(cwhy)))
+		return rf__fail(-ENOTSUP, "cuda:%d: %s", ordinal, cwhy);
 	atomic_compare_exchange_strong(&rf__first_dev, &none, ordinal);
 	d = rf__device_new(e, &rf__cuda_backend, ordinal);
 	cd = calloc(1, sizeof(*cd));
@@ -722,6 +734,7 @@ static int rf__cuda_open(struct rf_engine *e, int ordinal, const struct rf_devic
 	d->precision = !opts || opts->precision == RF_PRECISION_DEFAULT ? RF_PRECISION_TF32
 									: opts->precision;
 	cd->ordinal = ordinal;
+	cd->cc = major * 10 + minor;
 	cd->no_fallback = opts ? opts->no_fallback : 0;
 	cd->period_ns = (uint64_t)period * 1000000ull;
 	cd->hang_ns = (uint64_t)hang * 1000000ull;

@@ -449,9 +449,56 @@ static void check_gemm_call(void)
 	fprintf(stderr, "gemm: %u accepted dtype/math cases, each a call cuBLAS has: ok\n", ran);
 }
 
+/* The compute capability's rule: bf16 operands and bf16 precision need 8.0; 0
+ * (unknown) refuses nothing; f32 and f16 run on 7.5. */
+static void check_cc(void)
+{
+	char why[256];
+	struct rf__op op;
+	struct rf__tref in1 = { 0 };
+	static const int ccs[] = { 0, 75, 80, 86, 90, 100 };
+	unsigned refused = 0;
+
+	for (unsigned k = 0; k < sizeof(model_ops) / sizeof(model_ops[0]); k++)
+		for (unsigned a = 0; a < 3; a++)
+			for (unsigned c = 0; c < sizeof(ccs) / sizeof(ccs[0]); c++) {
+				rf__probe_op(&op, &in1, model_ops[k], NULL, dts[a],
+					     RF_LAYOUT_NHWC);
+				why[0] = 0;
+				int ok = rf__cuda_rule_cc(&op, ccs[c], why, sizeof(why));
+				int want = !(dts[a] == RF_BF16 && ccs[c] && ccs[c] < 80);
+				if (ok != want)
+					fprintf(stderr, "%s %s cc %d: %d, expected %d (%s)\n",
+						rf__opsigs[model_ops[k]].name,
+						rf_tdtype_name(dts[a]), ccs[c], ok, want, why);
+				CHECK(ok == want);
+				if (!ok) {
+					refused++;
+					CHECK(strstr(why, "8.0") && strstr(why, "7.5") &&
+					      strstr(why, "bf16"));
+				}
+			}
+	CHECK(refused == sizeof(model_ops) / sizeof(model_ops[0]));
+	/* one bf16 operand among f32 ones: named */
+	rf__probe_op(&op, &in1, RF__OP_GEMM, NULL, RF_F32, RF_LAYOUT_ROWMAJOR);
+	CHECK(rf__cuda_rule_cc(&op, 75, why, sizeof(why)));
+	op.o.gemm.c.dtype = RF_BF16;
+	CHECK(!rf__cuda_rule_cc(&op, 75, why, sizeof(why)));
+	CHECK(!strncmp(why, "C (", 3) && strstr(why, "bf16") && strstr(why, "8.0"));
+	/* precision */
+	CHECK(!rf__cuda_rule_precision(RF_PRECISION_BF16, 75, why, sizeof(why)));
+	CHECK(strstr(why, "precision bf16") && strstr(why, "7.5"));
+	CHECK(rf__cuda_rule_precision(RF_PRECISION_BF16, 80, why, sizeof(why)));
+	CHECK(rf__cuda_rule_precision(RF_PRECISION_BF16, 0, why, sizeof(why)));
+	CHECK(rf__cuda_rule_precision(RF_PRECISION_TF32, 75, why, sizeof(why)));
+	CHECK(rf__cuda_rule_precision(RF_PRECISION_DEFAULT, 75, why, sizeof(why)));
+	fprintf(stderr, "cc: %u bf16 cases refused below 8.0, by name\n", refused);
+}
+
 int main(void)
 {
 	check_supports();
+	check_cc();
 	check_gemm_call();
 	check_conv_path();
 	check_pick();
