@@ -154,12 +154,14 @@ int rf__cs_waker_signal(struct rf__cuda_stream *c, uint64_t k)
 static int rf__cs_waker_init(struct rf__cuda_stream *c)
 {
 	const char *env = getenv("RF_CUDA_WAKE");
+	int wake = rf__cuda_env_wake(env);   /* cuda-rules.c; the open checked it */
 	uint64_t spin_us;
 	unsigned i;
 
-	if (env && *env && strcmp(env, "waker") && strcmp(env, "hostfn"))
-		return rf__fail(-EINVAL, "RF_CUDA_WAKE='%s': expected waker or hostfn", env);
-	if (c->ctr_mode == RF__CTR_OFF || (env && !strcmp(env, "hostfn")))
+	if (wake < 0)
+		return rf__fail(-EINVAL, "RF_CUDA_WAKE=%s in the environment: expected waker or "
+				"hostfn (or unset)", env);
+	if (c->ctr_mode == RF__CTR_OFF || !wake)
 		return 0;
 	if (rf__env_u64("RF_CUDA_WAKER_SPIN_US", getenv("RF_CUDA_WAKER_SPIN_US"), 0, 1000000, 0,
 			"microseconds the waker queries a signal before it blocks", &spin_us) < 0)
@@ -234,11 +236,11 @@ int rf__cs_ctr_init(struct rf__cuda_stream *c)
 	const char *env = getenv("RF_CUDA_COUNTER");
 	void *w = NULL;
 	int ret;
-	int want = !env || !*env ? -1 : !strcmp(env, "stream") ? RF__CTR_STREAM
-		: !strcmp(env, "kernel") ? RF__CTR_KERNEL : !strcmp(env, "off") ? RF__CTR_OFF : -2;
+	int want = rf__cuda_env_counter(env), mode, trial_ok = 0;   /* cuda-rules.c */
 
 	if (want == -2)
-		return rf__fail(-EINVAL, "RF_CUDA_COUNTER='%s': expected stream, kernel or off", env);
+		return rf__fail(-EINVAL, "RF_CUDA_COUNTER=%s in the environment: expected stream, "
+				"kernel or off (or unset)", env);
 	if (want == RF__CTR_OFF)
 		return 0;
 	if (cudaHostAlloc(&w, 64, cudaHostAllocMapped | cudaHostAllocPortable) != cudaSuccess ||
@@ -253,21 +255,18 @@ int rf__cs_ctr_init(struct rf__cuda_stream *c)
 	memset(w, 0, 64);
 	c->ctr.word = w;
 	pthread_once(&rf__wv64_once, rf__wv64_load);
-	c->ctr_mode = want == RF__CTR_KERNEL || !rf__wv64 ? RF__CTR_KERNEL : RF__CTR_STREAM;
-	if (c->ctr_mode == RF__CTR_STREAM) {
+	if (want != RF__CTR_KERNEL && rf__wv64) {
 		/* a trial write of 0: some devices and drivers refuse stream memory ops */
-		if (rf__wv64((CUstream)c->cs, (CUdeviceptr)(uintptr_t)c->ctr_dev, 0, 0) !=
-		    CUDA_SUCCESS || cudaStreamSynchronize(c->cs) != cudaSuccess) {
+		trial_ok = rf__wv64((CUstream)c->cs, (CUdeviceptr)(uintptr_t)c->ctr_dev, 0, 0) ==
+			   CUDA_SUCCESS && cudaStreamSynchronize(c->cs) == cudaSuccess;
+		if (!trial_ok)
 			(void)cudaGetLastError();
-			if (want == RF__CTR_STREAM)
-				return rf__fail(-ENOTSUP, "stream %s: RF_CUDA_COUNTER=stream, but "
-						"cuStreamWriteValue64 is refused here", c->name);
-			c->ctr_mode = RF__CTR_KERNEL;
-		}
-	} else if (want == RF__CTR_STREAM) {
-		return rf__fail(-ENOTSUP, "stream %s: RF_CUDA_COUNTER=stream, but the driver has "
-				"no cuStreamWriteValue64", c->name);
 	}
+	if ((mode = rf__cuda_counter_mode(want, rf__wv64 != NULL, trial_ok)) < 0)
+		return rf__fail(mode, "stream %s: RF_CUDA_COUNTER=stream, but %s", c->name,
+				rf__wv64 ? "cuStreamWriteValue64 is refused here"
+					 : "the driver has no cuStreamWriteValue64");
+	c->ctr_mode = mode;
 	if ((ret = rf_poller_add(rf_engine_ring(c->dev->eng), rf__cs_poll, c, &c->poller)) < 0)
 		return ret;
 	return rf__cs_waker_init(c);

@@ -10,6 +10,7 @@
 #include <cuda_runtime_api.h>
 #include "cublas-dl.h"
 #include "cuda-ctr.h"
+#include "cuda-rules.h"
 #include "cuda-wd.h"
 #include "cuda-waker.h"
 #include "plan-cache.h"
@@ -19,8 +20,6 @@
 
 #define RF__EVRING 64u
 
-/* how a stream's completion counter is written (cuda.c) */
-enum { RF__CTR_OFF, RF__CTR_STREAM, RF__CTR_KERNEL };
 
 struct rf__cuda_dev {
 	int ordinal;

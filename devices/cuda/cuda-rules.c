@@ -2,8 +2,11 @@
  * it runs, a convolution's path, what a graph may capture. No CUDA call here. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cuda-rules.h"
+#include "rf-internal.h"
 #include "kernels-cuda-impl.h"
 
 /* ---- a GEMM's cuBLAS call ------------------------------------------------------------ */
@@ -148,6 +151,45 @@ int rf__cuda_rule_precision(int precision, int cc, char *why, size_t len)
 	snprintf(why, len, "precision bf16 needs compute capability 8.0 or later; this GPU's "
 		 "is %d.%d (fp32 or tf32 run everywhere)", cc / 10, cc % 10);
 	return 0;
+}
+
+int rf__cuda_env_counter(const char *v)
+{
+	if (!v || !*v)
+		return -1;
+	return !strcmp(v, "stream") ? RF__CTR_STREAM : !strcmp(v, "kernel") ? RF__CTR_KERNEL
+		: !strcmp(v, "off") ? RF__CTR_OFF : -2;
+}
+
+int rf__cuda_counter_mode(int want, int have_wv, int trial_ok)
+{
+	if (want == RF__CTR_OFF || want == RF__CTR_KERNEL)
+		return want;
+	if (have_wv && trial_ok)
+		return RF__CTR_STREAM;
+	return want == RF__CTR_STREAM ? -ENOTSUP : RF__CTR_KERNEL;
+}
+
+int rf__cuda_env_wake(const char *v)
+{
+	if (!v || !*v || !strcmp(v, "waker"))
+		return 1;
+	return !strcmp(v, "hostfn") ? 0 : -1;
+}
+
+int rf__cuda_env_check(void)
+{
+	const char *v;
+	uint64_t us;
+
+	if (rf__cuda_env_counter(v = getenv("RF_CUDA_COUNTER")) == -2)
+		return rf__fail(-EINVAL, "RF_CUDA_COUNTER=%s in the environment: expected stream, "
+				"kernel or off (or unset)", v);
+	if (rf__cuda_env_wake(v = getenv("RF_CUDA_WAKE")) < 0)
+		return rf__fail(-EINVAL, "RF_CUDA_WAKE=%s in the environment: expected waker or "
+				"hostfn (or unset)", v);
+	return rf__env_u64("RF_CUDA_WAKER_SPIN_US", getenv("RF_CUDA_WAKER_SPIN_US"), 0, 1000000,
+			   0, "microseconds the waker queries a signal before it blocks", &us);
 }
 
 int rf__cuda_im2col_ok(const struct rf__op *op)

@@ -1,12 +1,13 @@
 /* devices/cuda/cuda-rules.h -- every rule that decides what runs on a CUDA device, as
  * plain C that needs neither CUDA nor a GPU: which ops the backend runs (in which
  * dtypes and layouts), which path a convolution takes when cuDNN has or has not a plan
- * for it, which formats the device's compute capability allows, what a CUDA graph may
- * capture and when a captured graph must be captured again. cuda-compute.c, cuda-graph.c, cudnn.c
- * and cuda.c decide through these; the answers only a GPU or cuDNN can give come in as
- * arguments, so tests/devices/test-cuda-rules.c and tests/train/test-train-cuda-ops.c
- * answer them on machines without a GPU. Built in every configuration (beside the
- * stub backend too). Internal to devices/. */
+ * for it, which formats the device's compute capability allows, how a stream's
+ * completions reach the reactor (the counter's mode, the waker), what a CUDA graph may
+ * capture and when a captured graph must be captured again. cuda-compute.c,
+ * cuda-graph.c, cudnn.c, cuda-counter.c and cuda.c decide through these; the answers
+ * only a GPU or cuDNN can give come in as arguments, so tests/devices/test-cuda-rules.c
+ * and tests/train/test-train-cuda-ops.c answer them on machines without a GPU. Built in
+ * every configuration (beside the stub backend too). Internal to devices/. */
 #ifndef RF_CUDA_RULES_H
 #define RF_CUDA_RULES_H
 
@@ -33,6 +34,30 @@ int rf__cuda_rule_cc(const struct rf__op *op, int cc, char *why, size_t len);
 /* A device's precision (enum rf_precision) on its compute capability (as above): bf16
  * needs 8.0. 1, or 0 and why says so. */
 int rf__cuda_rule_precision(int precision, int cc, char *why, size_t len);
+
+/* ---- how a stream's completions reach the reactor ----------------------------------- */
+
+/* How a stream's completion counter is written (cuda-counter.c). */
+enum { RF__CTR_OFF, RF__CTR_STREAM, RF__CTR_KERNEL };
+
+/* RF_CUDA_COUNTER's value: -1 unset or empty (the stream's choice), RF__CTR_STREAM,
+ * RF__CTR_KERNEL or RF__CTR_OFF; -2 anything else. */
+int rf__cuda_env_counter(const char *v);
+
+/* The counter's mode: want (rf__cuda_env_counter's, not -2), have_wv (the driver has
+ * cuStreamWriteValue64), trial_ok (a trial write of it succeeded: asked only when
+ * have_wv). Stream writes where they work, else the one-thread kernel; -ENOTSUP when
+ * stream was asked for and cannot be had. */
+int rf__cuda_counter_mode(int want, int have_wv, int trial_ok);
+
+/* RF_CUDA_WAKE's value: 1 unset, empty or "waker" (a waker thread beside the stream
+ * when it can be had), 0 "hostfn" (host functions wake the reactor), -1 anything else. */
+int rf__cuda_env_wake(const char *v);
+
+/* The CUDA variables a device's open reads, checked before a device is looked for (a
+ * typo is reported on any machine): 0, or -EINVAL with the message set naming the
+ * variable. */
+int rf__cuda_env_check(void);
 
 /* ---- a GEMM's cuBLAS call ------------------------------------------------------------ */
 

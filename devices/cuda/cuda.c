@@ -697,6 +697,8 @@ static int rf__cuda_open(struct rf_engine *e, int ordinal, const struct rf_devic
 			return rf__fail_under(-EINVAL, "cuda:%d", ordinal);
 		period = (unsigned)env_ms;
 	}
+	if (rf__cuda_env_check() < 0)   /* RF_CUDA_COUNTER, RF_CUDA_WAKE, RF_CUDA_WAKER_SPIN_US */
+		return rf__fail_under(-EINVAL, "cuda:%d", ordinal);
 	if (ordinal >= rf__cuda_count())
 		return rf__fail(-ENODEV, "cuda:%d: no usable CUDA device there (%d found: no GPU, "
 				"no driver, or a driver too old)", ordinal, rf__cuda_count());

@@ -495,10 +495,61 @@ static void check_cc(void)
 	fprintf(stderr, "cc: %u bf16 cases refused below 8.0, by name\n", refused);
 }
 
+/* How completions reach the reactor: the counter's mode from RF_CUDA_COUNTER, the
+ * driver's cuStreamWriteValue64 and its trial write; RF_CUDA_WAKE; the open's check of
+ * all three variables (a typo refused by name on any machine). */
+static void check_completion_env(void)
+{
+	static const char *const bad[] = { "strem", "STREAM", " stream", "1", "kernel ", "no" };
+	int want, have, ok;
+
+	CHECK(rf__cuda_env_counter(NULL) == -1 && rf__cuda_env_counter("") == -1);
+	CHECK(rf__cuda_env_counter("stream") == RF__CTR_STREAM);
+	CHECK(rf__cuda_env_counter("kernel") == RF__CTR_KERNEL);
+	CHECK(rf__cuda_env_counter("off") == RF__CTR_OFF);
+	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		CHECK(rf__cuda_env_counter(bad[i]) == -2);
+	/* the mode, over every combination */
+	for (want = -1; want <= RF__CTR_KERNEL; want++)
+		for (have = 0; have < 2; have++)
+			for (ok = 0; ok < 2; ok++) {
+				int m = rf__cuda_counter_mode(want, have, have && ok);
+				if (want == RF__CTR_OFF || want == RF__CTR_KERNEL)
+					CHECK(m == want);
+				else if (have && ok)
+					CHECK(m == RF__CTR_STREAM);
+				else
+					CHECK(m == (want == RF__CTR_STREAM ? -ENOTSUP : RF__CTR_KERNEL));
+			}
+	CHECK(rf__cuda_env_wake(NULL) == 1 && rf__cuda_env_wake("") == 1);
+	CHECK(rf__cuda_env_wake("waker") == 1 && rf__cuda_env_wake("hostfn") == 0);
+	CHECK(rf__cuda_env_wake("host") == -1 && rf__cuda_env_wake("Waker") == -1);
+	/* the open's check */
+	setenv("RF_CUDA_COUNTER", "strem", 1);
+	CHECK(rf__cuda_env_check() == -EINVAL);
+	CHECK(strstr(rf_last_error(), "RF_CUDA_COUNTER=strem in the environment: expected"));
+	setenv("RF_CUDA_COUNTER", "kernel", 1);
+	setenv("RF_CUDA_WAKE", "sometimes", 1);
+	CHECK(rf__cuda_env_check() == -EINVAL);
+	CHECK(strstr(rf_last_error(), "RF_CUDA_WAKE=sometimes in the environment: expected"));
+	setenv("RF_CUDA_WAKE", "hostfn", 1);
+	setenv("RF_CUDA_WAKER_SPIN_US", "10x", 1);
+	CHECK(rf__cuda_env_check() == -EINVAL);
+	CHECK(strstr(rf_last_error(), "RF_CUDA_WAKER_SPIN_US"));
+	setenv("RF_CUDA_WAKER_SPIN_US", "50", 1);
+	CHECK(rf__cuda_env_check() == 0);
+	unsetenv("RF_CUDA_COUNTER");
+	unsetenv("RF_CUDA_WAKE");
+	unsetenv("RF_CUDA_WAKER_SPIN_US");
+	CHECK(rf__cuda_env_check() == 0);
+	fprintf(stderr, "completion: the counter's mode, RF_CUDA_WAKE and the open's check: ok\n");
+}
+
 int main(void)
 {
 	check_supports();
 	check_cc();
+	check_completion_env();
 	check_gemm_call();
 	check_conv_path();
 	check_pick();

@@ -252,6 +252,23 @@ int main(void)
 			CHECK(r == -ENOTSUP ? !!strstr(rf_last_error(), "without CUDA")
 					    : r == -EINVAL && strstr(rf_last_error(), want));
 		}
+		/* so are the completion path's (cuda-counter.c read them at a stream's
+		 * creation: a typo showed only on a GPU) */
+		static const char *const badcv[][2] = {
+			{ "RF_CUDA_COUNTER", "strem" }, { "RF_CUDA_WAKE", "sometimes" },
+			{ "RF_CUDA_WAKER_SPIN_US", "5us" } };
+		unsetenv("RF_CUDA_WATCHDOG_MS");   /* the loop above left a bad one */
+		for (unsigned i = 0; i < sizeof(badcv) / sizeof(badcv[0]); i++) {
+			char want[96];
+			setenv(badcv[i][0], badcv[i][1], 1);
+			int r = rf_device_open(e, "cuda:0", &x);
+			CHECK(r < 0 && !x);
+			snprintf(want, sizeof(want), "%s=%s in the environment: expected", badcv[i][0],
+				 badcv[i][1]);
+			CHECK(r == -ENOTSUP ? !!strstr(rf_last_error(), "without CUDA")
+					    : r == -EINVAL && strstr(rf_last_error(), want));
+			unsetenv(badcv[i][0]);
+		}
 		setenv("RF_CUDA_WATCHDOG_MS", "250", 1);   /* well-formed: no device here */
 		if (rf_cuda_count() == 0)
 			CHECK(rf_device_open(e, "cuda:0", &x) != -EINVAL);
