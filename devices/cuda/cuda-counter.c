@@ -153,18 +153,16 @@ int rf__cs_waker_signal(struct rf__cuda_stream *c, uint64_t k)
  * hostfn). Without it (refused, or no counter) host functions wake the reactor. */
 static int rf__cs_waker_init(struct rf__cuda_stream *c)
 {
-	const char *env = getenv("RF_CUDA_WAKE");
-	int wake = rf__cuda_env_wake(env);   /* cuda-rules.c; the open checked it */
 	uint64_t spin_us;
 	unsigned i;
+	int wake;
 
-	if (wake < 0)
-		return rf__fail(-EINVAL, "RF_CUDA_WAKE=%s in the environment: expected waker or "
-				"hostfn (or unset)", env);
+	/* cuda-rules.c; the open checked both */
+	if (rf__cuda_env_wake_get(&wake) < 0)
+		return -EINVAL;
 	if (c->ctr_mode == RF__CTR_OFF || !wake)
 		return 0;
-	if (rf__env_u64("RF_CUDA_WAKER_SPIN_US", getenv("RF_CUDA_WAKER_SPIN_US"), 0, 1000000, 0,
-			"microseconds the waker queries a signal before it blocks", &spin_us) < 0)
+	if (rf__cuda_env_spin_get(&spin_us) < 0)
 		return -EINVAL;
 	if (!(c->wev = calloc(RF__WEV, sizeof(*c->wev))))
 		return -ENOMEM;
@@ -233,14 +231,11 @@ int rf__cs_waker_fini(struct rf__cuda_stream *c)
  * it the stream still works: by host function only. */
 int rf__cs_ctr_init(struct rf__cuda_stream *c)
 {
-	const char *env = getenv("RF_CUDA_COUNTER");
 	void *w = NULL;
-	int ret;
-	int want = rf__cuda_env_counter(env), mode, trial_ok = 0;   /* cuda-rules.c */
+	int ret, want, mode, trial_ok = 0;
 
-	if (want == -2)
-		return rf__fail(-EINVAL, "RF_CUDA_COUNTER=%s in the environment: expected stream, "
-				"kernel or off (or unset)", env);
+	if ((ret = rf__cuda_env_counter_get(&want)) < 0)   /* cuda-rules.c; the open checked it */
+		return ret;
 	if (want == RF__CTR_OFF)
 		return 0;
 	if (cudaHostAlloc(&w, 64, cudaHostAllocMapped | cudaHostAllocPortable) != cudaSuccess ||

@@ -20,7 +20,6 @@
 
 #define RF__EVRING 64u
 
-
 struct rf__cuda_dev {
 	int ordinal;
 	int cc;                          /* compute capability, major * 10 + minor (0:

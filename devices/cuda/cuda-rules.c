@@ -177,19 +177,40 @@ int rf__cuda_env_wake(const char *v)
 	return !strcmp(v, "hostfn") ? 0 : -1;
 }
 
-int rf__cuda_env_check(void)
+int rf__cuda_env_counter_get(int *want)
 {
-	const char *v;
-	uint64_t us;
+	const char *v = getenv("RF_CUDA_COUNTER");
 
-	if (rf__cuda_env_counter(v = getenv("RF_CUDA_COUNTER")) == -2)
+	if ((*want = rf__cuda_env_counter(v)) == -2)
 		return rf__fail(-EINVAL, "RF_CUDA_COUNTER=%s in the environment: expected stream, "
 				"kernel or off (or unset)", v);
-	if (rf__cuda_env_wake(v = getenv("RF_CUDA_WAKE")) < 0)
+	return 0;
+}
+
+int rf__cuda_env_wake_get(int *wake)
+{
+	const char *v = getenv("RF_CUDA_WAKE");
+
+	if ((*wake = rf__cuda_env_wake(v)) < 0)
 		return rf__fail(-EINVAL, "RF_CUDA_WAKE=%s in the environment: expected waker or "
 				"hostfn (or unset)", v);
+	return 0;
+}
+
+int rf__cuda_env_spin_get(uint64_t *us)
+{
 	return rf__env_u64("RF_CUDA_WAKER_SPIN_US", getenv("RF_CUDA_WAKER_SPIN_US"), 0, 1000000,
-			   0, "microseconds the waker queries a signal before it blocks", &us);
+			   0, "microseconds the waker queries a signal before it blocks", us);
+}
+
+int rf__cuda_env_check(void)
+{
+	int want, wake;
+	uint64_t us;
+
+	if (rf__cuda_env_counter_get(&want) < 0 || rf__cuda_env_wake_get(&wake) < 0)
+		return -EINVAL;
+	return rf__cuda_env_spin_get(&us);
 }
 
 int rf__cuda_im2col_ok(const struct rf__op *op)

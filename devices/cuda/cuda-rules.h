@@ -54,9 +54,14 @@ int rf__cuda_counter_mode(int want, int have_wv, int trial_ok);
  * when it can be had), 0 "hostfn" (host functions wake the reactor), -1 anything else. */
 int rf__cuda_env_wake(const char *v);
 
-/* The CUDA variables a device's open reads, checked before a device is looked for (a
- * typo is reported on any machine): 0, or -EINVAL with the message set naming the
- * variable. */
+/* The three from the environment, each 0 with its value (as the rules above say; the
+ * waker's spin in microseconds), or -EINVAL with the message set naming the variable. */
+int rf__cuda_env_counter_get(int *want);
+int rf__cuda_env_wake_get(int *wake);
+int rf__cuda_env_spin_get(uint64_t *us);
+
+/* All three, checked at a device's open before a device is looked for (a typo is
+ * reported on any machine): 0, or -EINVAL with the message set. */
 int rf__cuda_env_check(void);
 
 /* ---- a GEMM's cuBLAS call ------------------------------------------------------------ */
