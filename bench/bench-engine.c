@@ -297,7 +297,6 @@ static double run_queue_pattern(const char *pattern, long n, int shared)
 	/* the bench's own array faulted in now: the faults counted are the engine's */
 	memset(v, 0, ((size_t)n + 1) * sizeof(*v));
 	long f0 = minor_faults();
-	nop_runs = 0;
 	t0 = rf_now_ns();
 	if (!strcmp(pattern, "readers")) {
 		rf_var_create(e, "x", &v[0]);

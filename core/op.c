@@ -19,8 +19,8 @@ void rf__ops_release(struct rf_engine *e)
  * count the descriptor names (deduplication only lowers it): growing by doubling
  * from malloc cost an op of 5 variables a malloc and a copy, and a million such ops
  * waiting at once (rf-bench engine --pattern queued) 33,000 page faults of fresh
- * memory, 2,000 now. rf__op_free gives the block back (cap_ent says which it is: a malloc'd
- * array is always larger than a block). */
+ * memory, 2,000 now. rf__op_free gives the block back (cap_ent says which it is: a
+ * malloc'd array is always larger than a block). */
 static int rf__op_reserve_entries(struct rf_engine *e, struct rf_op *op, uint64_t n)
 {
 	struct rf__entry *b;

@@ -2,7 +2,8 @@
  * random ops over 100 variables, each an array of integers; every op reads 0-3
  * variables -- one in eight 4-20, so that an op's names fill its record's own entries,
  * a block of the engine's or a malloc'd array, duplicates merged -- and mutates 1-2
- * (sometimes naming one variable twice, or as both read and write), and runs on one of four worker streams or the inline stream. Each op
+ * (sometimes naming one variable twice, or as both read and write), and runs on one of
+ * four worker streams or the inline stream. Each op
  * folds its inputs into its outputs with an order-sensitive hash, so any misordering
  * changes the result. The arrays after the engine run must be bit-identical to the
  * same program run serially -- in normal mode and in synchronous debug mode. Under

@@ -6,9 +6,9 @@
 # Under RLIMIT_AS, rf-train (linked with jemalloc) crashed now and then (jemalloc 5.3,
 # a new thread's arena unmapped: issue 2289): it runs again with one arena and says
 # which tensor or loader buffer did not fit, exit 1, every time (or fits, exit 0, with
-# glibc's malloc). Not under a sanitizer (its shadow
-# memory needs the address space), where that part skips. And a ring refused for
-# RLIMIT_MEMLOCK names the limit, and a thread refused under RLIMIT_NPROC says so too.
+# glibc's malloc). Not under a sanitizer (its shadow memory needs the address space),
+# where that part skips. And a ring refused for RLIMIT_MEMLOCK names the limit, and a
+# thread refused under RLIMIT_NPROC says so too.
 # Usage: test-limits.sh RF-TRAIN RF-PACK
 set -u
 TRAIN=$1 PACK=$2
